@@ -53,7 +53,8 @@ class EmulatorError(Exception):
 class FieldViolation:
     """One entry of a ``google.rpc.BadRequest`` detail.
 
-    :param field: the field path in camelCase as the REST API spells it (``retryConfig.retryCount``).
+    :param field: the field path in camelCase, as the REST API spells it
+        (``retryConfig.retryCount``).
     :param description: one sentence saying what is wrong, naming the value.
     """
 

@@ -12,10 +12,10 @@ Durations are :class:`datetime.timedelta`; timestamps are timezone-aware UTC
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Mapping
 
 #: Default attempt deadline of an HTTP target (spec §3.2, §10.5).
 DEFAULT_ATTEMPT_DEADLINE = timedelta(seconds=180)
@@ -221,7 +221,8 @@ def with_defaults(job: Job) -> Job:
     and, when it has a body and no Content-Type (any case), ``Content-Type:
     application/octet-stream``; an OAuth token without scope gets the cloud-platform scope; an
     empty time zone becomes ``Etc/UTC``; a missing attempt deadline becomes 180 s for HTTP and
-    App Engine targets. The single place where defaults are applied.
+    App Engine targets, and a Pub/Sub target's is dropped (``None``: ignored, §3.5). The single
+    place where defaults are applied.
     """
     changes: dict[str, object] = {}
     if not job.time_zone:
@@ -249,4 +250,6 @@ def with_defaults(job: Job) -> Job:
         )
     if job.pubsub_target is None and not job.attempt_deadline:
         changes["attempt_deadline"] = DEFAULT_ATTEMPT_DEADLINE
+    elif job.pubsub_target is not None and job.attempt_deadline is not None:
+        changes["attempt_deadline"] = None  # ignored for Pub/Sub targets (§3.2, §3.5)
     return replace(job, **changes) if changes else job  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""pytest plugin for cloud-scheduler-emulator (registered through the ``pytest11`` entry point)."""

@@ -1,0 +1,104 @@
+"""The emulator's own endpoints under ``/_emulator/`` (JSON in, JSON out).
+
+- ``GET  /_emulator/health`` → 200 ``{"status": "ok"}``
+- ``GET  /_emulator/clock`` → ``{"now": "<RFC 3339 UTC>", "mode": "system"|"manual"}``
+- ``POST /_emulator/clock:advance`` with ``{"seconds": N}`` (manual clock only) → ``{"now": …}``
+- ``POST /_emulator/clock:moveTo`` with ``{"time": "<RFC 3339>"}`` (manual clock only)
+- ``GET  /_emulator/attempts[?job=ID]`` → ``{"attempts": [...]}`` in start order
+- ``GET  /_emulator/skipped[?job=ID]`` → ``{"skipped": [...]}``, scheduled times skipped (P6)
+- ``POST /_emulator/reset`` → deletes every job and attempt
+
+The clock endpoints answer only after every run, retry and delivery that fell due has finished;
+on a system clock they answer 400 ``FAILED_PRECONDITION``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Request
+
+from .attempts import iso
+from .codec import parse_timestamp
+from .emulator import Emulator
+from .errors import ClockError, FailedPrecondition, InvalidArgument
+
+RULES = [
+    Rule("/_emulator/health", methods=["GET"], endpoint="health"),
+    Rule("/_emulator/clock", methods=["GET"], endpoint="clock"),
+    Rule("/_emulator/clock:advance", methods=["POST"], endpoint="clock_advance"),
+    Rule("/_emulator/clock:moveTo", methods=["POST"], endpoint="clock_move_to"),
+    Rule("/_emulator/attempts", methods=["GET"], endpoint="attempts"),
+    Rule("/_emulator/skipped", methods=["GET"], endpoint="skipped"),
+    Rule("/_emulator/reset", methods=["POST"], endpoint="reset"),
+]
+
+
+def json_body(request: Request) -> dict[str, Any]:
+    """Return the request's JSON object body (``{}`` when empty).
+
+    :raises InvalidArgument: if the body is not a JSON object.
+    """
+    if not request.get_data():
+        return {}
+    data = request.get_json(force=True, silent=True)
+    if not isinstance(data, dict):
+        raise InvalidArgument(
+            f"The request body must be a JSON object; got {request.get_data(as_text=True)[:100]!r}."
+        )
+    return data
+
+
+class Admin:
+    """Handlers for the ``/_emulator/`` endpoints of one :class:`Emulator`."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self.emulator = emulator
+
+    def health(self, request: Request) -> dict[str, Any]:
+        """Liveness: always ``{"status": "ok"}``."""
+        return {"status": "ok"}
+
+    def clock(self, request: Request) -> dict[str, Any]:
+        """The clock's instant and mode."""
+        mode = "manual" if self.emulator.clock.manual else "system"
+        return {"now": iso(self.emulator.now()), "mode": mode}
+
+    def _manual_only(self, fn: Any, *args: Any) -> dict[str, Any]:
+        try:
+            now = fn(*args)
+        except ClockError as exc:
+            raise FailedPrecondition(str(exc)) from exc
+        return {"now": iso(now)}
+
+    def clock_advance(self, request: Request) -> dict[str, Any]:
+        """Advance a manual clock by ``seconds`` and answer once everything due has settled."""
+        seconds = json_body(request).get("seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise InvalidArgument(
+                f"seconds must be a non-negative number; got {seconds!r}.", field="seconds"
+            )
+        return self._manual_only(self.emulator.advance, float(seconds))
+
+    def clock_move_to(self, request: Request) -> dict[str, Any]:
+        """Move a manual clock to ``time`` (RFC 3339) and answer once everything has settled."""
+        text = json_body(request).get("time")
+        if not isinstance(text, str):
+            raise InvalidArgument(f"time must be an RFC 3339 string; got {text!r}.", field="time")
+        return self._manual_only(self.emulator.move_to, parse_timestamp(text))
+
+    def attempts(self, request: Request) -> dict[str, Any]:
+        """Every attempt (optionally of ``?job=<job ID or full name>``) in start order."""
+        job = request.args.get("job") or None
+        return {"attempts": [a.to_json() for a in self.emulator.attempts(job)]}
+
+    def skipped(self, request: Request) -> dict[str, Any]:
+        """Scheduled times skipped because an earlier run was still going (P6)."""
+        job = request.args.get("job") or None
+        return {"skipped": [s.to_json() for s in self.emulator.skipped_runs(job)]}
+
+    def reset(self, request: Request) -> dict[str, Any]:
+        """Delete every job, run and attempt."""
+        self.emulator.reset()
+        return {}

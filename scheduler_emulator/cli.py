@@ -1,0 +1,195 @@
+"""The ``scheduler-emulator`` command line.
+
+Subcommands:
+
+- ``start`` — run the daemon (the engine plus its HTTP server).
+- ``next SCHEDULE`` — print a schedule's next fire times (exit 2 on an invalid schedule).
+- ``demo`` — run the example Orders service and the emulator on an accelerated manual clock.
+
+Every error a user can cause prints ``error: <message>`` to stderr and exits with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+
+from . import __version__
+from .attempt_log import AttemptLog
+from .clock import Clock, ManualClock, SystemClock
+from .codec import parse_timestamp
+from .emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
+from .errors import ApiError, ConfigurationError, EmulatorError
+from .jobs_file import load_jobs_file
+from .store import Store
+
+#: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
+DEFAULT_PORT = 8095
+DEFAULT_HOST = "127.0.0.1"
+
+
+def default_data_dir() -> Path:
+    """The per-user data directory: ``$XDG_DATA_HOME/scheduler-emulator`` (or
+    ``~/.local/share/scheduler-emulator``)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "scheduler-emulator"
+
+
+def _timestamp(text: str) -> datetime:
+    try:
+        return parse_timestamp(text)
+    except ApiError as exc:
+        raise argparse.ArgumentTypeError(f"not an RFC 3339 timestamp: {text!r}") from exc
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="scheduler-emulator",
+        description="A local Google Cloud Scheduler with real schedules, headers and retries.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    start = sub.add_parser("start", help="run the emulator daemon")
+    start.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (%(default)s)")
+    start.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (%(default)s)")
+    start.add_argument(
+        "--jobs", action="append", default=[], metavar="FILE", help="jobs file (YAML or JSON)"
+    )
+    start.add_argument("--project", default=DEFAULT_PROJECT, help="default project (%(default)s)")
+    start.add_argument(
+        "--location", default=DEFAULT_LOCATION, help="default location (%(default)s)"
+    )
+    storage = start.add_mutually_exclusive_group()
+    storage.add_argument("--data-dir", type=Path, help="where jobs and attempts are kept")
+    storage.add_argument("--in-memory", action="store_true", help="keep nothing on disk")
+    start.add_argument("--clock", choices=["system", "manual"], default="system")
+    start.add_argument(
+        "--start", type=_timestamp, metavar="RFC3339", help="manual clock's start instant"
+    )
+    start.add_argument("--log-file", metavar="F", help="attempt log file (default: stdout)")
+    start.add_argument("--dst-policy", choices=["absolute", "vixie"], default="absolute")
+
+    nxt = sub.add_parser("next", help="print a schedule's next fire times")
+    nxt.add_argument("schedule", help='unix-cron or English-like schedule, e.g. "0 2 * * *"')
+    nxt.add_argument("--time-zone", default="Etc/UTC", help="IANA time zone (%(default)s)")
+    nxt.add_argument("--after", type=_timestamp, metavar="RFC3339", help="default: now")
+    nxt.add_argument("-n", type=int, default=5, help="how many fire times (%(default)s)")
+    nxt.add_argument("--dst-policy", choices=["absolute", "vixie"], default="absolute")
+
+    demo = sub.add_parser("demo", help="the example service and emulator on a fast clock")
+    demo.add_argument("--days", type=int, default=3, help="simulated days (%(default)s)")
+    demo.add_argument(
+        "--speed", type=float, default=0.0, help="real seconds per simulated hour (default: 0)"
+    )
+    return parser
+
+
+def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
+    """Print the next ``-n`` fire times of a schedule, one RFC 3339 line each (P2)."""
+    from .schedule import format_schedule_time, parse_schedule
+
+    if args.n < 1:
+        raise ConfigurationError(f"-n must be at least 1; got {args.n}.")
+    schedule = parse_schedule(args.schedule, args.time_zone, dst_policy=args.dst_policy)
+    after = args.after or SystemClock().now()
+    for count, instant in enumerate(schedule.iter_after(after), start=1):
+        out.write(format_schedule_time(instant) + "\n")
+        if count >= args.n:
+            break
+    return 0
+
+
+def _make_clock(args: argparse.Namespace) -> Clock:
+    if args.clock == "manual":
+        return ManualClock(args.start or SystemClock().now().replace(second=0, microsecond=0))
+    if args.start is not None:
+        raise ConfigurationError("--start needs --clock manual.")
+    return SystemClock()
+
+
+def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
+    """Run the daemon until SIGINT or SIGTERM."""
+    from .server import serve
+
+    jobs = []
+    for path in args.jobs:
+        jobs.extend(load_jobs_file(path, project=args.project, location=args.location))
+    if args.in_memory:
+        store = Store(":memory:")
+        where = "in memory"
+    else:
+        data_dir = args.data_dir or default_data_dir()
+        store = Store(Path(data_dir) / "emulator.db")
+        where = f"data dir {data_dir}"
+    log_stream: IO[str] = open(args.log_file, "a") if args.log_file else out  # noqa: SIM115
+    emulator = Emulator(
+        _make_clock(args),
+        store=store,
+        project=args.project,
+        location=args.location,
+        attempt_log=AttemptLog(log_stream),
+        dst_policy=args.dst_policy,
+    )
+    for job in jobs:
+        emulator.upsert_job(job)
+    try:
+        server = serve(emulator, args.host, args.port)
+    except OSError as exc:
+        emulator.close()
+        raise ConfigurationError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
+    count = len(emulator.list_jobs())
+    out.write(
+        f"scheduler-emulator listening on http://{args.host}:{server.server_port} "
+        f"({count} job{'s' if count != 1 else ''} loaded, {args.clock} clock, {where})\n"
+    )
+    out.flush()
+
+    def _stop(signum: int, frame: object) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    emulator.start()
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+        emulator.close()
+        if log_stream is not out:
+            log_stream.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``scheduler-emulator``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "next":
+            return cmd_next(args, sys.stdout)
+        if args.command == "start":
+            return cmd_start(args, sys.stdout)
+        if args.command == "demo":
+            from .demo import run_demo
+
+            return run_demo(days=args.days, speed=args.speed, out=sys.stdout)
+    except (EmulatorError, OSError) as exc:
+        message = exc.message if isinstance(exc, ApiError) else str(exc)
+        detail = ""
+        if isinstance(exc, ApiError) and exc.violations:
+            detail = " (" + "; ".join(v.description for v in exc.violations) + ")"
+        print(f"error: {message}{detail}", file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

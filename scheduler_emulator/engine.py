@@ -1,0 +1,547 @@
+"""The execution engine: fires runs on schedule, delivers attempts, retries, and records it all.
+
+Design (spec §9, §11, §12, §17 P3–P6, P21):
+
+- One timer heap of ``(instant, seq, kind, job, run)`` entries for every job — no thread per
+  job and no scan of all jobs per tick. A popped entry is acted on only if it still matches the
+  job's live state (its next fire time, or the run's pending retry), so changing a job simply
+  pushes a new entry and leaves the old one to be discarded.
+- A run is one scheduled (or forced) occurrence with its attempts. At most one *scheduled* run
+  of a job is outstanding; scheduled times that pass meanwhile are missed: the earliest gets one
+  delayed run when the current run ends, the others are recorded as skipped (P6). Forced runs
+  (RunJob) neither wait for nor block scheduled runs (P3).
+- A failed attempt is retried after :func:`~scheduler_emulator.retry.backoff`, counted from
+  the end of the failed attempt (P5), while :func:`~scheduler_emulator.retry.may_retry` allows.
+- With a :class:`~scheduler_emulator.clock.SystemClock` a single engine thread waits for the
+  next due instant and hands deliveries to a bounded thread pool. With a
+  :class:`~scheduler_emulator.clock.ManualClock` there is no thread: the clock calls
+  :meth:`Engine.run_due` at each due instant and deliveries run one after another, in order,
+  in the caller's thread — deterministic timelines.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+from .attempt_log import AttemptLog
+from .attempts import Attempt, Run, SkippedRun
+from .clock import Clock
+from .dispatch import build_request
+from .errors import NotFound
+from .outcomes import Failure, Outcome, classify_failure, classify_status
+from .resources import Job, State, Status
+from .retry import backoff, may_retry
+from .schedule import Schedule, format_schedule_time, parse_schedule
+from .store import Store
+from .transports import DeliveryRequest, Transport, TransportResult
+
+logger = logging.getLogger("scheduler_emulator")
+
+_FIRE, _RETRY, _FORCE = "fire", "retry", "force"
+
+
+@dataclass
+class _Runtime:
+    """Live state of one job."""
+
+    job: Job
+    schedule: Schedule
+    next_fire: datetime | None = None  # in the job's zone (fold matters for the header)
+    next_fire_utc: datetime | None = None
+    active: Run | None = None  # the outstanding scheduled run
+    missed: datetime | None = None  # earliest scheduled time missed while ``active`` ran
+    runs: dict[int, Run] = field(default_factory=dict)  # every unfinished run, forced included
+
+
+@dataclass
+class _Delivery:
+    """An attempt that has started and must now be sent."""
+
+    attempt: Attempt
+    request: DeliveryRequest
+    timeout_seconds: float
+
+
+class Engine:
+    """Fires jobs on schedule and records every attempt.
+
+    :param clock: the clock; a manual clock drives the engine, a system clock needs
+        :meth:`start`.
+    :param store: where jobs, runs and attempts are kept.
+    :param transport: how attempts reach targets.
+    :param attempt_log: optional execution log (§14).
+    :param dst_policy: ``"absolute"`` (P1 default) or ``"vixie"``.
+    :param force_run_schedule_time: ``"next"`` (P3 default: the next scheduled time) or
+        ``"omit"`` (no ScheduleTime header on forced runs).
+    :param max_workers: delivery threads under a system clock.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        store: Store,
+        transport: Transport,
+        *,
+        attempt_log: AttemptLog | None = None,
+        dst_policy: str = "absolute",
+        force_run_schedule_time: str = "next",
+        max_workers: int = 32,
+    ) -> None:
+        if force_run_schedule_time not in ("next", "omit"):
+            raise ValueError(
+                "force_run_schedule_time must be 'next' or 'omit'; "
+                f"got {force_run_schedule_time!r}."
+            )
+        self.clock = clock
+        self.store = store
+        self.transport = transport
+        self.attempt_log = attempt_log
+        self.dst_policy = dst_policy
+        self.force_run_schedule_time = force_run_schedule_time
+        self.errors: list[BaseException] = []
+        self._lock = threading.RLock()
+        self._jobs: dict[str, _Runtime] = {}
+        self._timers: list[tuple[datetime, int, str, str, int]] = []
+        self._seq = itertools.count()
+        self._wakeup = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._max_workers = max_workers
+        self._in_flight = 0
+        self._idle = threading.Condition(self._lock)
+        clock.attach(self)
+
+    # ---------------------------------------------------------------- job bookkeeping
+
+    def parse(self, job: Job) -> Schedule:
+        """Parse the job's schedule in its time zone with the engine's DST policy.
+
+        :raises InvalidArgument: for a bad schedule or time zone.
+        """
+        return parse_schedule(job.schedule, job.time_zone, dst_policy=self.dst_policy)
+
+    def put_job(self, job: Job, *, reschedule: bool = True) -> Job:
+        """Add or replace ``job`` and persist it; return it with output-only fields updated.
+
+        Replacing keeps the job's runs in progress. With ``reschedule`` the next fire time is
+        computed from now (create, update, resume: §9.4); without it an existing fire time is
+        kept.
+
+        :raises InvalidArgument: for a bad schedule or time zone.
+        """
+        schedule = self.parse(job)
+        with self._lock:
+            rt = self._jobs.get(job.name)
+            if rt is None:
+                rt = _Runtime(job, schedule)
+                self._jobs[job.name] = rt
+                reschedule = True
+            else:
+                rt.job, rt.schedule = job, schedule
+            if job.state != State.ENABLED:
+                rt.next_fire = rt.next_fire_utc = None
+                if job.state == State.PAUSED:
+                    self._cancel_retries(rt)
+            elif reschedule or rt.next_fire is None:
+                self._set_next_fire(rt, schedule.next_after(self.clock.now()))
+            return self._save(rt, config_changed=True)
+
+    def remove_job(self, name: str) -> None:
+        """Forget the job: no further runs or retries. An attempt in flight still completes.
+
+        :raises NotFound: if there is no such job.
+        """
+        with self._lock:
+            if self._jobs.pop(name, None) is None:
+                raise NotFound("Job not found.")
+            self.store.delete_job(name)
+
+    def get_job(self, name: str) -> Job:
+        """Return the job with its current output-only fields.
+
+        :raises NotFound: if there is no such job.
+        """
+        with self._lock:
+            rt = self._jobs.get(name)
+            if rt is None:
+                raise NotFound("Job not found.")
+            return rt.job
+
+    def jobs(self) -> list[Job]:
+        """Return every job in creation order."""
+        with self._lock:
+            return [rt.job for rt in self._jobs.values()]
+
+    def has_job(self, name: str) -> bool:
+        """Tell whether a job of that full name exists."""
+        with self._lock:
+            return name in self._jobs
+
+    def force_run(self, name: str) -> Job:
+        """Start a forced run of the job now (RunJob, §5.8, P3), even if paused or running.
+
+        Under a manual clock the attempt is delivered before this returns.
+
+        :raises NotFound: if there is no such job.
+        """
+        with self._lock:
+            if name not in self._jobs:
+                raise NotFound("Job not found.")
+            self._push(self.clock.now(), _FORCE, name, 0)
+            job = self._jobs[name].job
+        self._kick()
+        return job
+
+    def clear(self) -> None:
+        """Forget every job and timer and empty the store."""
+        with self._lock:
+            self._jobs.clear()
+            self._timers.clear()
+            self.store.reset()
+
+    def load(self) -> int:
+        """Load the stored jobs after a restart and resume open runs; return the job count.
+
+        Next fire times are computed from now (no backfill). An attempt that was in flight when
+        the process died is recorded as failed (``UNAVAILABLE``, emulator restarted) and
+        retried under the job's retry config; a pending retry is kept (due at once if its time
+        has passed).
+        """
+        with self._lock:
+            for job in self.store.load_jobs():
+                schedule = self.parse(job)
+                rt = _Runtime(job, schedule)
+                self._jobs[job.name] = rt
+                if job.state == State.ENABLED:
+                    self._set_next_fire(rt, schedule.next_after(self.clock.now()))
+            in_flight = {a.run_id: a for a in self.store.attempts(unfinished=True)}
+            for run in self.store.open_runs():
+                owner = self._jobs.get(run.job)
+                if owner is None:
+                    run.finished = True
+                    self.store.save_run(run)
+                    continue
+                owner.runs[run.id] = run
+                if not run.forced:
+                    owner.active = run
+                attempt = in_flight.pop(run.id, None)
+                if attempt is not None:
+                    outcome = classify_failure(Failure.RESTARTED, "Emulator restarted.")
+                    self._record_end(owner.job, attempt, outcome, TransportResult())
+                    self._after_attempt(owner, run, attempt)
+                elif run.next_attempt_at is not None:
+                    self._push(run.next_attempt_at, _RETRY, run.job, run.id)
+                else:  # a run without attempt or retry cannot progress: close it
+                    self._end_run(owner, run)
+            for attempt in in_flight.values():  # orphaned (run row missing)
+                outcome = classify_failure(Failure.RESTARTED, "Emulator restarted.")
+                self._record_end(None, attempt, outcome, TransportResult())
+            for rt in self._jobs.values():
+                self._save(rt)
+            return len(self._jobs)
+
+    # ---------------------------------------------------------------- clock interface
+
+    def next_due(self) -> datetime | None:
+        """Earliest instant with a live timer, or ``None`` (used by the manual clock)."""
+        with self._lock:
+            while self._timers and not self._live(self._timers[0]):
+                heapq.heappop(self._timers)
+            return self._timers[0][0] if self._timers else None
+
+    def run_due(self) -> None:
+        """Run everything due now, delivering attempts in order in this thread (manual clock).
+
+        Under a system clock the engine thread does this itself; calling it is harmless.
+        """
+        queue: deque[_Delivery] = deque()
+        while True:
+            with self._lock:
+                queue.extend(self._pop_due())
+            if not queue:
+                return
+            while queue:
+                delivery = queue.popleft()
+                queue.extend(self._deliver(delivery))
+
+    # ---------------------------------------------------------------- system-clock thread
+
+    def start(self) -> None:
+        """Start the engine thread and delivery pool (system clock only; no-op otherwise)."""
+        if self.clock.manual or self._thread is not None:
+            return
+        self._stopping.clear()
+        self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="delivery")
+        self._thread = threading.Thread(target=self._loop, name="scheduler-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the engine thread; wait up to ``timeout`` seconds for deliveries in flight."""
+        self._stopping.set()
+        self._wakeup.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until nothing is due now and no delivery is in flight (system clock).
+
+        :param timeout: seconds.
+        :return: ``True`` if idle, ``False`` on timeout.
+        """
+        with self._idle:
+            return self._idle.wait_for(
+                lambda: (
+                    self._in_flight == 0
+                    and not (self._timers and self._timers[0][0] <= self.clock.now())
+                ),
+                timeout,
+            )
+
+    def _kick(self) -> None:
+        if self.clock.manual:
+            settle = getattr(self.clock, "settle", None)
+            if settle is not None:
+                settle()
+        else:
+            self._wakeup.set()
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            self._wakeup.clear()
+            try:
+                with self._lock:
+                    deliveries = self._pop_due()
+                    self._in_flight += len(deliveries)
+                for delivery in deliveries:
+                    self._submit(delivery)
+            except Exception as exc:  # keep the engine alive; surface the error
+                logger.exception("engine error")
+                self.errors.append(exc)
+            self.clock.wait(self.next_due(), self._wakeup)
+
+    def _submit(self, delivery: _Delivery) -> None:
+        assert self._pool is not None
+        self._pool.submit(self._deliver_async, delivery)
+
+    def _deliver_async(self, delivery: _Delivery) -> None:
+        try:
+            follow_ups = self._deliver(delivery)
+            with self._lock:
+                self._in_flight += len(follow_ups)
+            for follow_up in follow_ups:
+                self._submit(follow_up)
+        except Exception as exc:
+            logger.exception("delivery error")
+            self.errors.append(exc)
+        finally:
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+            self._wakeup.set()
+
+    # ---------------------------------------------------------------- timers and runs
+
+    def _push(self, when: datetime, kind: str, name: str, run_id: int) -> None:
+        entry = (when.astimezone(UTC), next(self._seq), kind, name, run_id)
+        heapq.heappush(self._timers, entry)
+        if not self.clock.manual and self._timers[0] is entry:
+            self._wakeup.set()
+
+    def _live(self, entry: tuple[datetime, int, str, str, int]) -> bool:
+        when, _, kind, name, run_id = entry
+        rt = self._jobs.get(name)
+        if rt is None:
+            return False
+        if kind == _FIRE:
+            return rt.next_fire_utc == when
+        if kind == _RETRY:
+            run = rt.runs.get(run_id)
+            return run is not None and run.next_attempt_at == when
+        return True
+
+    def _set_next_fire(self, rt: _Runtime, when: datetime | None) -> None:
+        rt.next_fire = when
+        rt.next_fire_utc = None if when is None else when.astimezone(UTC)
+        if when is not None:
+            self._push(when, _FIRE, rt.job.name, 0)
+
+    def _pop_due(self) -> list[_Delivery]:
+        """Act on every live timer due now; return the attempts to send."""
+        now = self.clock.now()
+        out: list[_Delivery] = []
+        while self._timers and self._timers[0][0] <= now:
+            entry = heapq.heappop(self._timers)
+            if not self._live(entry):
+                continue
+            when, _, kind, name, run_id = entry
+            rt = self._jobs[name]
+            if kind == _FIRE:
+                out.extend(self._fire(rt))
+            elif kind == _RETRY:
+                out.append(self._start_attempt(rt, rt.runs[run_id]))
+            else:
+                out.append(self._start_run(rt, when, forced=True))
+            self._save(rt)
+        return out
+
+    def _fire(self, rt: _Runtime) -> list[_Delivery]:
+        nominal = rt.next_fire
+        assert nominal is not None
+        self._set_next_fire(rt, rt.schedule.next_after(nominal))
+        if rt.active is not None:  # P6: one delayed run for the earliest missed time
+            if rt.missed is None:
+                rt.missed = nominal
+            else:
+                self.store.add_skipped(
+                    SkippedRun(rt.job.name, self._header(rt, nominal), nominal, self.clock.now())
+                )
+            return []
+        return [self._start_run(rt, nominal, forced=False)]
+
+    def _header(self, rt: _Runtime, nominal: datetime | None) -> str | None:
+        if nominal is None or not rt.schedule.is_cron:
+            return None
+        return format_schedule_time(nominal)
+
+    def _start_run(self, rt: _Runtime, nominal: datetime, *, forced: bool) -> _Delivery:
+        if forced:
+            header = (
+                None if self.force_run_schedule_time == "omit" else self._header(rt, rt.next_fire)
+            )
+        else:
+            header = self._header(rt, nominal)
+        run = self.store.add_run(Run(0, rt.job.name, header, nominal.astimezone(UTC), forced))
+        rt.runs[run.id] = run
+        if not forced:
+            rt.active = run
+        return self._start_attempt(rt, run)
+
+    def _start_attempt(self, rt: _Runtime, run: Run) -> _Delivery:
+        now = self.clock.now()
+        run.attempts += 1
+        run.next_attempt_at = None
+        if run.first_attempt_start is None:
+            run.first_attempt_start = now
+        request = build_request(rt.job, run.schedule_time)
+        attempt = Attempt(
+            id=0,
+            job=rt.job.name,
+            run_id=run.id,
+            attempt=run.attempts,
+            schedule_time=run.schedule_time,
+            start_time=now,
+            request={
+                "method": request.method,
+                "url": request.url,
+                "headers": dict(request.headers),
+            },
+            forced=run.forced,
+        )
+        self.store.add_attempt(attempt)
+        self.store.save_run(run)
+        rt.job = replace(rt.job, last_attempt_time=now)
+        if self.attempt_log is not None:
+            self.attempt_log.started(attempt, rt.job.target_type)
+        deadline = rt.job.attempt_deadline or timedelta(seconds=180)
+        return _Delivery(attempt, request, deadline.total_seconds())
+
+    def _deliver(self, delivery: _Delivery) -> list[_Delivery]:
+        """Send one attempt (no lock held), then record it; return follow-up deliveries."""
+        result = self.transport.send(delivery.request, delivery.timeout_seconds)
+        if result.status is not None:
+            outcome = classify_status(result.status)
+        else:
+            assert result.failure is not None
+            outcome = classify_failure(result.failure, result.detail)
+        with self._lock:
+            rt = self._jobs.get(delivery.attempt.job)
+            self._record_end(rt.job if rt else None, delivery.attempt, outcome, result)
+            if rt is None:  # deleted meanwhile
+                return []
+            run = rt.runs.get(delivery.attempt.run_id)
+            follow_ups = self._after_attempt(rt, run, delivery.attempt) if run else []
+            self._save(rt)
+            return follow_ups
+
+    def _record_end(
+        self, job: Job | None, attempt: Attempt, outcome: Outcome, result: TransportResult
+    ) -> None:
+        attempt.end_time = self.clock.now()
+        attempt.response_status = outcome.http_status
+        attempt.code = outcome.code
+        attempt.debug_info = outcome.debug_info
+        attempt.exception = result.exception
+        if result.exception is not None:
+            self.errors.append(result.exception)
+        self.store.finish_attempt(attempt)
+        if self.attempt_log is not None:
+            self.attempt_log.finished(attempt, job.target_type if job else "HTTP")
+        if job is not None and job.name in self._jobs:
+            status = Status() if outcome.ok else Status(outcome.code_number, outcome.debug_info)
+            self._jobs[job.name].job = replace(self._jobs[job.name].job, status=status)
+
+    def _after_attempt(self, rt: _Runtime, run: Run, attempt: Attempt) -> list[_Delivery]:
+        """Schedule a retry or end the run; return a delayed run to start, if any (P4–P6)."""
+        now = attempt.end_time or self.clock.now()
+        retrying = (
+            attempt.code != "OK"
+            and (rt.job.state == State.ENABLED or run.forced)
+            and run.first_attempt_start is not None
+            and may_retry(rt.job.retry_config, run.attempts - 1, run.first_attempt_start, now)
+        )
+        if retrying:
+            run.next_attempt_at = (now + backoff(rt.job.retry_config, run.attempts)).astimezone(UTC)
+            self.store.save_run(run)
+            self._push(run.next_attempt_at, _RETRY, run.job, run.id)
+            return []
+        return self._end_run(rt, run)
+
+    def _end_run(self, rt: _Runtime, run: Run) -> list[_Delivery]:
+        run.finished = True
+        run.next_attempt_at = None
+        self.store.save_run(run)
+        rt.runs.pop(run.id, None)
+        if rt.active is not run:
+            return []
+        rt.active = None
+        missed, rt.missed = rt.missed, None
+        if missed is not None and rt.job.state == State.ENABLED:
+            return [self._start_run(rt, missed, forced=False)]
+        return []
+
+    def _cancel_retries(self, rt: _Runtime) -> None:
+        """Pause: pending retries of scheduled runs are dropped; in-flight attempts finish."""
+        rt.missed = None
+        for run in list(rt.runs.values()):
+            if not run.forced and run.next_attempt_at is not None:
+                self._end_run(rt, run)
+
+    def _save(self, rt: _Runtime, *, config_changed: bool = False) -> Job:
+        """Refresh the output-only ``scheduleTime`` (§12, P21) and persist the job."""
+        job = rt.job
+        if job.state != State.ENABLED:
+            when = None
+        elif rt.active is not None and rt.active.next_attempt_at is not None:
+            when = rt.active.next_attempt_at
+        else:
+            when = rt.next_fire_utc
+        if job.schedule_time != when:
+            job = replace(job, schedule_time=when)
+        rt.job = job
+        if config_changed:
+            self.store.save_job(job)
+        else:
+            self.store.save_job_state(job)
+        return job

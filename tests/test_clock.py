@@ -1,0 +1,75 @@
+"""Clocks: manual time steps through every due instant in order (style: one injected clock)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from scheduler_emulator.clock import ManualClock, SystemClock, require_aware
+from scheduler_emulator.errors import ClockError
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Recorder:
+    """A sleeper with fixed due instants; records the clock's time at each run."""
+
+    def __init__(self, clock: ManualClock, due: list[datetime]) -> None:
+        self.clock = clock
+        self.due = sorted(due)
+        self.seen: list[datetime] = []
+
+    def next_due(self) -> datetime | None:
+        return self.due[0] if self.due else None
+
+    def run_due(self) -> None:
+        while self.due and self.due[0] <= self.clock.now():
+            self.due.pop(0)
+            self.seen.append(self.clock.now())
+
+
+class TestManualClock:
+    def test_advance_stops_at_every_due_instant_in_order(self) -> None:
+        clock = ManualClock(T0)
+        due = [T0 + timedelta(seconds=s) for s in (30, 5, 90, 61)]
+        recorder = Recorder(clock, due)
+        clock.attach(recorder)
+        assert clock.advance(timedelta(minutes=1, seconds=1)) == T0 + timedelta(seconds=61)
+        assert recorder.seen == sorted(due)[:3]
+        clock.advance(60)
+        assert recorder.seen == sorted(due)
+
+    def test_move_to_a_past_instant_is_refused(self) -> None:
+        clock = ManualClock(T0)
+        with pytest.raises(ClockError, match="cannot move a ManualClock back"):
+            clock.move_to(T0 - timedelta(seconds=1))
+
+    def test_negative_advance_is_refused(self) -> None:
+        with pytest.raises(ClockError, match="negative"):
+            ManualClock(T0).advance(-1)
+
+    def test_naive_datetimes_are_refused_with_a_hint(self) -> None:
+        with pytest.raises(ClockError, match="naive; pass a timezone-aware datetime"):
+            ManualClock(datetime(2026, 1, 1))
+
+    def test_times_are_kept_in_utc(self) -> None:
+        plus_two = timezone(timedelta(hours=2))
+        clock = ManualClock(datetime(2026, 1, 1, 2, tzinfo=plus_two))
+        assert clock.now() == T0 and clock.now().tzinfo is UTC
+        assert require_aware(datetime(2026, 1, 1, 2, tzinfo=plus_two)).tzinfo is UTC
+
+
+class TestSystemClock:
+    def test_now_is_aware_utc_and_unaffected_by_freezegun(self) -> None:
+        from freezegun import freeze_time
+
+        with freeze_time("2001-01-01"):
+            assert SystemClock().now().year >= 2026
+
+    def test_wait_returns_when_woken(self) -> None:
+        wakeup = threading.Event()
+        wakeup.set()
+        clock = SystemClock()
+        clock.wait(clock.now() + timedelta(hours=1), wakeup)  # returns at once: woken

@@ -1,0 +1,1021 @@
+"""The REST JSON edge: durations, timestamps, job_from_json and job_to_json (spec §3.8, §3.7)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scheduler_emulator.codec import (
+    format_duration,
+    format_timestamp,
+    job_from_json,
+    job_to_json,
+    parse_duration,
+    parse_timestamp,
+    status_to_json,
+)
+from scheduler_emulator.errors import ClockError, InvalidArgument
+from scheduler_emulator.resources import (
+    AppEngineHttpTarget,
+    AppEngineRouting,
+    HttpMethod,
+    HttpTarget,
+    Job,
+    OAuthToken,
+    OidcToken,
+    PubsubTarget,
+    RetryConfig,
+    State,
+    Status,
+)
+
+NAME = "projects/demo-proj/locations/us-central1/jobs/job1"
+SA = "sa@demo-proj.iam.gserviceaccount.com"
+FAILURE = "URL_UNREACHABLE-UNREACHABLE_5xx. Original HTTP response code number = 500"
+
+# The body gcloud 528 sends for `gcloud scheduler jobs create http job1 …` (spec §5.1).
+GCLOUD_CREATE_BODY: dict[str, Any] = {
+    "httpTarget": {"httpMethod": "POST", "uri": "https://example.com/hook?x=1"},
+    "name": NAME,
+    "retryConfig": {
+        "maxBackoffDuration": "3600s",
+        "maxDoublings": 5,
+        "minBackoffDuration": "5s",
+        "retryCount": 0,
+    },
+    "schedule": "*/5 * * * *",
+    "timeZone": "Etc/UTC",
+}
+
+# What google-cloud-scheduler's REST transport sends: integer enums, only populated fields,
+# durations as "1.500s" (spec §3.8, §5.1).
+PYTHON_CLIENT_BODY: dict[str, Any] = {
+    "name": "projects/demo-proj/locations/us-central1/jobs/py1",
+    "httpTarget": {
+        "uri": "https://example.com/hook",
+        "httpMethod": 1,
+        "headers": {"Content-Type": "application/json"},
+        "body": "eyJhIjogMX0K",
+    },
+    "schedule": "*/5 * * * *",
+    "timeZone": "America/Los_Angeles",
+    "retryConfig": {"retryCount": 2, "minBackoffDuration": "1.500s"},
+    "attemptDeadline": "30s",
+}
+
+
+def minimal(**overrides: Any) -> dict[str, Any]:
+    """A minimal valid HTTP job body; ``overrides`` replace top-level keys."""
+    body: dict[str, Any] = {
+        "name": NAME,
+        "schedule": "0 3 * * *",
+        "httpTarget": {"uri": "https://svc.example/run"},
+    }
+    body.update(overrides)
+    return body
+
+
+def http(**target: Any) -> dict[str, Any]:
+    """A minimal valid body whose httpTarget has the extra ``target`` fields."""
+    return minimal(httpTarget={"uri": "https://svc.example/run", **target})
+
+
+def retry(**config: Any) -> dict[str, Any]:
+    """A minimal valid body with ``retryConfig`` = ``config``."""
+    return minimal(retryConfig=config)
+
+
+def raises_invalid(data: Any, **kwargs: Any) -> InvalidArgument:
+    with pytest.raises(InvalidArgument) as caught:
+        job_from_json(data, **kwargs)
+    assert caught.value.http_status == 400
+    assert caught.value.status == "INVALID_ARGUMENT"
+    return caught.value
+
+
+class TestParseDuration:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            pytest.param("0s", timedelta(0), id="zero"),
+            pytest.param("600s", timedelta(seconds=600), id="gcloud-whole-seconds"),
+            pytest.param("3.5s", timedelta(seconds=3.5), id="one-fractional-digit"),
+            pytest.param("1.500s", timedelta(seconds=1.5), id="python-client-millis"),
+            pytest.param("0.000250s", timedelta(microseconds=250), id="micros"),
+            pytest.param("1.123456789s", timedelta(seconds=1, microseconds=123456), id="nanos"),
+            pytest.param("0.000000999s", timedelta(0), id="sub-microsecond-dropped"),
+            pytest.param("-1.5s", -timedelta(seconds=1.5), id="negative"),
+            pytest.param("007s", timedelta(seconds=7), id="leading-zeros"),
+            pytest.param("315576000000s", timedelta(seconds=315_576_000_000), id="proto-maximum"),
+        ],
+    )
+    def test_valid_durations_parse(self, text: str, expected: timedelta) -> None:
+        assert parse_duration(text) == expected
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            pytest.param("180", id="no-suffix"),
+            pytest.param("3m", id="minutes"),
+            pytest.param("1h", id="hours"),
+            pytest.param("1.s", id="empty-fraction"),
+            pytest.param(".5s", id="no-whole-part"),
+            pytest.param(" 5s", id="leading-space"),
+            pytest.param("+5s", id="plus-sign"),
+            pytest.param("1.1234567890s", id="ten-fractional-digits"),
+            pytest.param("5S", id="upper-case-suffix"),
+            pytest.param("", id="empty"),
+        ],
+    )
+    def test_malformed_strings_are_rejected(self, text: str) -> None:
+        with pytest.raises(InvalidArgument) as caught:
+            parse_duration(text, field="attemptDeadline")
+
+        assert caught.value.message == (
+            f"Invalid duration {json.dumps(text)}: expected seconds with up to 9 fractional "
+            'digits and an "s" suffix, such as "180s" or "1.500s".'
+        )
+        assert caught.value.violations[0].field == "attemptDeadline"
+
+    @pytest.mark.parametrize("value", [pytest.param(180, id="int"), pytest.param(1.5, id="float")])
+    def test_json_numbers_are_rejected_because_proto3_durations_are_strings(
+        self, value: Any
+    ) -> None:
+        with pytest.raises(InvalidArgument) as caught:
+            parse_duration(value)
+
+        assert caught.value.message == (
+            f'Invalid duration {value}: a duration is a JSON string such as "180s" or "1.500s" '
+            "(proto3 JSON), not a number."
+        )
+
+    def test_durations_beyond_the_proto_range_are_rejected(self) -> None:
+        with pytest.raises(InvalidArgument) as caught:
+            parse_duration("315576000001s")
+
+        assert caught.value.message == (
+            'Invalid duration "315576000001s": at most 315576000000 seconds.'
+        )
+
+
+class TestFormatDuration:
+    @pytest.mark.parametrize(
+        ("value", "text"),
+        [
+            pytest.param(timedelta(0), "0s", id="zero"),
+            pytest.param(timedelta(seconds=180), "180s", id="whole"),
+            pytest.param(timedelta(hours=1), "3600s", id="hour"),
+            pytest.param(timedelta(seconds=1.5), "1.500s", id="millis"),
+            pytest.param(timedelta(milliseconds=1), "0.001s", id="one-milli"),
+            pytest.param(timedelta(microseconds=250), "0.000250s", id="micros"),
+            pytest.param(timedelta(seconds=1, microseconds=1), "1.000001s", id="one-micro"),
+            pytest.param(-timedelta(seconds=1.5), "-1.500s", id="negative"),
+            pytest.param(-timedelta(seconds=2), "-2s", id="negative-whole"),
+        ],
+    )
+    def test_canonical_shortest_form(self, value: timedelta, text: str) -> None:
+        assert format_duration(value) == text
+
+    @pytest.mark.parametrize("text", ["3.5s", "1.5000s", "1.500000000s"])
+    def test_any_accepted_form_is_reemitted_canonically(self, text: str) -> None:
+        assert format_duration(parse_duration(text)) in ("3.500s", "1.500s")
+
+    @given(
+        st.timedeltas(
+            min_value=-timedelta(seconds=315_576_000_000),
+            max_value=timedelta(seconds=315_576_000_000),
+        )
+    )
+    def test_format_then_parse_is_identity(self, value: timedelta) -> None:
+        assert parse_duration(format_duration(value)) == value
+
+
+class TestTimestamps:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            pytest.param(
+                "2026-05-07T05:46:25.029067Z",
+                datetime(2026, 5, 7, 5, 46, 25, 29067, tzinfo=UTC),
+                id="real-output",
+            ),
+            pytest.param(
+                "2021-06-10T23:34:48Z", datetime(2021, 6, 10, 23, 34, 48, tzinfo=UTC), id="whole"
+            ),
+            pytest.param(
+                "2026-05-07T07:46:25+02:00",
+                datetime(2026, 5, 7, 5, 46, 25, tzinfo=UTC),
+                id="positive-offset",
+            ),
+            pytest.param(
+                "2026-05-07T00:46:25.5-05:00",
+                datetime(2026, 5, 7, 5, 46, 25, 500000, tzinfo=UTC),
+                id="negative-offset",
+            ),
+            pytest.param(
+                "2026-05-07t05:46:25.123456789z",
+                datetime(2026, 5, 7, 5, 46, 25, 123456, tzinfo=UTC),
+                id="lower-case-and-nanos",
+            ),
+        ],
+    )
+    def test_rfc3339_with_any_offset_parses_to_utc(self, text: str, expected: datetime) -> None:
+        parsed = parse_timestamp(text)
+
+        assert parsed == expected
+        assert parsed.tzinfo is UTC
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            pytest.param("2026-05-07", id="date-only"),
+            pytest.param("2026-05-07T05:46:25", id="no-offset"),
+            pytest.param("2026-05-07 05:46:25Z", id="space-separator"),
+            pytest.param("2026-02-30T00:00:00Z", id="no-such-day"),
+            pytest.param("2026-05-07T24:00:00Z", id="hour-24"),
+            pytest.param(1_778_132_785, id="epoch-number"),
+        ],
+    )
+    def test_other_forms_are_rejected(self, text: Any) -> None:
+        with pytest.raises(InvalidArgument) as caught:
+            parse_timestamp(text, field="time")
+
+        assert caught.value.message.startswith(f"Invalid timestamp {json.dumps(text)}")
+        assert caught.value.violations[0].field == "time"
+
+    @pytest.mark.parametrize(
+        ("value", "text"),
+        [
+            pytest.param(
+                datetime(2021, 6, 10, 23, 34, 48, tzinfo=UTC), "2021-06-10T23:34:48Z", id="whole"
+            ),
+            pytest.param(
+                datetime(2026, 5, 7, 5, 46, 25, 29067, tzinfo=UTC),
+                "2026-05-07T05:46:25.029067Z",
+                id="micros",
+            ),
+            pytest.param(
+                datetime(2026, 5, 7, 5, 46, 25, 500000, tzinfo=UTC),
+                "2026-05-07T05:46:25.500000Z",
+                id="always-six-digits",
+            ),
+            pytest.param(
+                datetime(2026, 5, 7, 7, 46, 25, tzinfo=timezone(timedelta(hours=2))),
+                "2026-05-07T05:46:25Z",
+                id="converted-to-utc",
+            ),
+        ],
+    )
+    def test_format_is_utc_with_z(self, value: datetime, text: str) -> None:
+        assert format_timestamp(value) == text
+
+    def test_formatting_a_naive_datetime_says_what_to_pass(self) -> None:
+        with pytest.raises(ClockError, match="timezone-aware"):
+            format_timestamp(datetime(2026, 5, 7, 5, 46))
+
+    @given(st.datetimes(timezones=st.just(UTC), min_value=datetime(1, 1, 2)))
+    def test_format_then_parse_is_identity(self, value: datetime) -> None:
+        assert parse_timestamp(format_timestamp(value)) == value
+
+
+class TestJobFromJsonAcceptsRealClients:
+    def test_gcloud_create_body_parses(self) -> None:
+        job = job_from_json(GCLOUD_CREATE_BODY)
+
+        assert job == Job(
+            name=NAME,
+            schedule="*/5 * * * *",
+            time_zone="Etc/UTC",
+            http_target=HttpTarget(
+                uri="https://example.com/hook?x=1",
+                http_method=HttpMethod.POST,
+                headers={"User-Agent": "Google-Cloud-Scheduler"},
+            ),
+            retry_config=RetryConfig(),
+            attempt_deadline=timedelta(seconds=180),
+        )
+
+    def test_python_client_body_with_integer_enums_parses(self) -> None:
+        job = job_from_json(PYTHON_CLIENT_BODY)
+
+        assert job.http_target is not None
+        assert job.http_target.http_method is HttpMethod.POST
+        assert job.http_target.body == b'{"a": 1}\n'
+        assert dict(job.http_target.headers) == {
+            "Content-Type": "application/json",
+            "User-Agent": "Google-Cloud-Scheduler",
+        }
+        assert job.time_zone == "America/Los_Angeles"
+        assert job.retry_config == RetryConfig(
+            retry_count=2, min_backoff_duration=timedelta(seconds=1.5)
+        )
+        assert job.attempt_deadline == timedelta(seconds=30)
+
+    def test_snake_case_keys_are_accepted_at_every_level(self) -> None:
+        job = job_from_json(
+            {
+                "name": NAME,
+                "schedule": "0 3 * * *",
+                "time_zone": "UTC",
+                "attempt_deadline": "60s",
+                "http_target": {
+                    "uri": "https://svc.example/run",
+                    "http_method": "PUT",
+                    "oauth_token": {"service_account_email": SA, "scope": "s"},
+                },
+                "retry_config": {
+                    "retry_count": 1,
+                    "max_retry_duration": "10s",
+                    "min_backoff_duration": "1s",
+                    "max_backoff_duration": "2s",
+                    "max_doublings": 2,
+                },
+            }
+        )
+
+        assert job.time_zone == "UTC"
+        assert job.attempt_deadline == timedelta(seconds=60)
+        assert job.http_target is not None
+        assert job.http_target.http_method is HttpMethod.PUT
+        assert job.http_target.oauth_token == OAuthToken(SA, "s")
+        assert job.retry_config == RetryConfig(
+            1, timedelta(seconds=10), timedelta(seconds=1), timedelta(seconds=2), 2
+        )
+
+    @pytest.mark.parametrize(
+        ("value", "method"),
+        [
+            pytest.param("POST", HttpMethod.POST, id="name"),
+            pytest.param("GET", HttpMethod.GET, id="name-get"),
+            pytest.param(2, HttpMethod.GET, id="integer"),
+            pytest.param("4", HttpMethod.PUT, id="numeric-string"),
+            pytest.param("HTTP_METHOD_UNSPECIFIED", HttpMethod.POST, id="unspecified-name"),
+            pytest.param(0, HttpMethod.POST, id="unspecified-integer"),
+            pytest.param(None, HttpMethod.POST, id="null"),
+        ],
+    )
+    def test_http_method_as_name_or_integer(self, value: Any, method: HttpMethod) -> None:
+        job = job_from_json(http(httpMethod=value))
+
+        assert job.http_target is not None
+        assert job.http_target.http_method is method
+
+    @pytest.mark.parametrize(
+        "value",
+        [pytest.param(3, id="number"), pytest.param("3", id="string"), pytest.param(3.0, id="3.0")],
+    )
+    def test_int32_as_number_or_numeric_string(self, value: Any) -> None:
+        job = job_from_json(retry(retryCount=value, maxDoublings=value))
+
+        assert job.retry_config.retry_count == 3
+        assert job.retry_config.max_doublings == 3
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            pytest.param("+/+/", id="standard"),
+            pytest.param("-_-_", id="url-safe"),
+        ],
+    )
+    def test_base64_standard_or_url_safe(self, text: str) -> None:
+        job = job_from_json(http(body=text))
+
+        assert job.http_target is not None
+        assert job.http_target.body == b"\xfb\xff\xbf"
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            pytest.param("eyJrIjoidiJ9", id="no-padding-needed"),
+            pytest.param("e30=", id="padded"),
+            pytest.param("e30", id="unpadded"),
+            pytest.param("-_8=", id="url-safe-padded"),
+            pytest.param("-_8", id="url-safe-unpadded"),
+        ],
+    )
+    def test_base64_padded_or_not(self, text: str) -> None:
+        import base64
+
+        expected = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+        job = job_from_json(http(body=text))
+
+        assert job.http_target is not None
+        assert job.http_target.body == expected
+
+    def test_null_header_values_are_dropped(self) -> None:
+        job = job_from_json(http(headers={"X-A": "1", "X-C": None}))
+
+        assert job.http_target is not None
+        assert dict(job.http_target.headers) == {"X-A": "1", "User-Agent": "Google-Cloud-Scheduler"}
+
+    def test_null_fields_mean_not_set(self) -> None:
+        job = job_from_json(
+            minimal(
+                description=None,
+                retryConfig=None,
+                attemptDeadline=None,
+                pubsubTarget=None,
+                timeZone=None,
+            )
+        )
+
+        assert job.description == ""
+        assert job.retry_config == RetryConfig()
+        assert job.attempt_deadline == timedelta(seconds=180)
+        assert job.time_zone == "Etc/UTC"
+
+    def test_output_only_fields_are_ignored_whatever_their_value(self) -> None:
+        job = job_from_json(
+            minimal(
+                state="PAUSED",
+                status={"code": 13, "message": "boom"},
+                scheduleTime="2026-05-08T01:00:00Z",
+                lastAttemptTime="not even a timestamp",
+                userUpdateTime=12,
+                schedule_time="2026-05-08T01:00:00Z",
+            )
+        )
+
+        assert job == job_from_json(minimal())
+        assert job.state is State.ENABLED
+        assert job.status is None
+        assert job.schedule_time is None
+
+    def test_default_name_is_used_when_the_body_has_none(self) -> None:
+        body = minimal()
+        del body["name"]
+
+        assert job_from_json(body, default_name=NAME).name == NAME
+        assert job_from_json({**body, "name": ""}, default_name=NAME).name == NAME
+
+    def test_name_in_the_body_wins_over_default_name(self) -> None:
+        other = "projects/demo-proj/locations/us-central1/jobs/other"
+
+        assert job_from_json(minimal(), default_name=other).name == NAME
+
+    def test_pubsub_attempt_deadline_is_ignored(self) -> None:
+        job = job_from_json(
+            {
+                "name": NAME,
+                "schedule": "0 3 * * *",
+                "pubsubTarget": {
+                    "topicName": "projects/demo-proj/topics/t",
+                    "attributes": {"k": "v"},
+                },
+                "attemptDeadline": "9999s",
+            }
+        )
+
+        assert job.attempt_deadline is None
+        assert job.pubsub_target == PubsubTarget("projects/demo-proj/topics/t", b"", {"k": "v"})
+
+    def test_app_engine_target_with_output_only_host(self) -> None:
+        job = job_from_json(
+            {
+                "name": NAME,
+                "schedule": "0 3 * * *",
+                "appEngineHttpTarget": {
+                    "httpMethod": "PUT",
+                    "appEngineRouting": {"service": "worker", "host": "worker.example.appspot.com"},
+                    "body": "e30=",
+                },
+                "attemptDeadline": "0s",
+            }
+        )
+
+        assert job.app_engine_http_target == AppEngineHttpTarget(
+            relative_uri="/",
+            http_method=HttpMethod.PUT,
+            app_engine_routing=AppEngineRouting(service="worker"),
+            body=b"{}",
+        )
+
+    def test_server_defaults_are_applied(self) -> None:
+        job = job_from_json(
+            http(
+                body="e30=",
+                oauthToken={"serviceAccountEmail": SA},
+                httpMethod="HTTP_METHOD_UNSPECIFIED",
+            )
+        )
+
+        assert job.http_target == HttpTarget(
+            uri="https://svc.example/run",
+            http_method=HttpMethod.POST,
+            headers={
+                "User-Agent": "Google-Cloud-Scheduler",
+                "Content-Type": "application/octet-stream",
+            },
+            body=b"{}",
+            oauth_token=OAuthToken(SA, "https://www.googleapis.com/auth/cloud-platform"),
+        )
+        assert job.attempt_deadline == timedelta(seconds=180)
+        assert job.time_zone == "Etc/UTC"
+        assert job.retry_config == RetryConfig(max_doublings=5)
+
+
+class TestJobFromJsonRejects:
+    @pytest.mark.parametrize(
+        ("data", "message", "field"),
+        [
+            pytest.param(
+                minimal(foo=1),
+                "Invalid JSON payload received. Unknown name \"foo\" at 'job': Cannot find field.",
+                "foo",
+                id="top-level",
+            ),
+            pytest.param(
+                http(url="x"),
+                "Invalid JSON payload received. Unknown name \"url\" at 'job.http_target': "
+                "Cannot find field.",
+                "httpTarget.url",
+                id="in-http-target",
+            ),
+            pytest.param(
+                http(oidcToken={"serviceAccountEmail": SA, "aud": "x"}),
+                'Invalid JSON payload received. Unknown name "aud" at '
+                "'job.http_target.oidc_token': Cannot find field.",
+                "httpTarget.oidcToken.aud",
+                id="in-oidc-token",
+            ),
+            pytest.param(
+                retry(retryAttempts=3),
+                'Invalid JSON payload received. Unknown name "retryAttempts" at '
+                "'job.retry_config': Cannot find field.",
+                "retryConfig.retryAttempts",
+                id="in-retry-config",
+            ),
+            pytest.param(
+                minimal(TimeZone="UTC"),
+                "Invalid JSON payload received. Unknown name \"TimeZone\" at 'job': Cannot find "
+                "field.",
+                "TimeZone",
+                id="wrong-case",
+            ),
+        ],
+    )
+    def test_unknown_fields_are_rejected_naming_the_path(
+        self, data: dict[str, Any], message: str, field: str
+    ) -> None:
+        exc = raises_invalid(data)
+
+        assert exc.message == message
+        assert exc.violations[0].field == field
+
+    def test_same_field_under_both_spellings_is_rejected(self) -> None:
+        exc = raises_invalid(minimal(timeZone="UTC", time_zone="UTC"))
+
+        assert exc.message == (
+            'Invalid JSON payload received. "timeZone" and "time_zone" at \'job\' name the '
+            "same field."
+        )
+        assert exc.violations[0].field == "timeZone"
+
+    @pytest.mark.parametrize(
+        ("data", "message", "field", "description"),
+        [
+            pytest.param(
+                minimal(schedule=5),
+                "Invalid value at 'job.schedule' (TYPE_STRING), 5",
+                "schedule",
+                "schedule must be a string; got 5.",
+                id="number-for-string",
+            ),
+            pytest.param(
+                retry(retryCount="abc"),
+                "Invalid value at 'job.retry_config.retry_count' (TYPE_INT32), \"abc\"",
+                "retryConfig.retryCount",
+                'retryConfig.retryCount must be an integer; got "abc".',
+                id="word-for-int32",
+            ),
+            pytest.param(
+                retry(retryCount=1.5),
+                "Invalid value at 'job.retry_config.retry_count' (TYPE_INT32), 1.5",
+                "retryConfig.retryCount",
+                "retryConfig.retryCount must be an integer; got 1.5.",
+                id="fraction-for-int32",
+            ),
+            pytest.param(
+                retry(maxDoublings=True),
+                "Invalid value at 'job.retry_config.max_doublings' (TYPE_INT32), true",
+                "retryConfig.maxDoublings",
+                "retryConfig.maxDoublings must be an integer; got true.",
+                id="boolean-for-int32",
+            ),
+            pytest.param(
+                retry(maxDoublings=2**31),
+                "Invalid value at 'job.retry_config.max_doublings' (TYPE_INT32), 2147483648",
+                "retryConfig.maxDoublings",
+                "retryConfig.maxDoublings must be a 32-bit integer; got 2147483648.",
+                id="int32-overflow",
+            ),
+            pytest.param(
+                http(httpMethod="FOO"),
+                "Invalid value at 'job.http_target.http_method' "
+                '(type.googleapis.com/google.cloud.scheduler.v1.HttpMethod), "FOO"',
+                "httpTarget.httpMethod",
+                "httpTarget.httpMethod must be one of HTTP_METHOD_UNSPECIFIED, POST, GET, HEAD, "
+                'PUT, DELETE, PATCH, OPTIONS or its number; got "FOO".',
+                id="unknown-enum-name",
+            ),
+            pytest.param(
+                http(httpMethod="post"),
+                "Invalid value at 'job.http_target.http_method' "
+                '(type.googleapis.com/google.cloud.scheduler.v1.HttpMethod), "post"',
+                "httpTarget.httpMethod",
+                "httpTarget.httpMethod must be one of HTTP_METHOD_UNSPECIFIED, POST, GET, HEAD, "
+                'PUT, DELETE, PATCH, OPTIONS or its number; got "post".',
+                id="lower-case-enum-name",
+            ),
+            pytest.param(
+                http(httpMethod=8),
+                "Invalid value at 'job.http_target.http_method' "
+                "(type.googleapis.com/google.cloud.scheduler.v1.HttpMethod), 8",
+                "httpTarget.httpMethod",
+                "httpTarget.httpMethod must be one of HTTP_METHOD_UNSPECIFIED, POST, GET, HEAD, "
+                "PUT, DELETE, PATCH, OPTIONS or its number; got 8.",
+                id="unknown-enum-number",
+            ),
+            pytest.param(
+                http(body="not base64!"),
+                "Invalid value at 'job.http_target.body' (TYPE_BYTES), \"not base64!\"",
+                "httpTarget.body",
+                'httpTarget.body must be a base64 string; got "not base64!".',
+                id="bad-base64",
+            ),
+            pytest.param(
+                http(body="e"),
+                "Invalid value at 'job.http_target.body' (TYPE_BYTES), \"e\"",
+                "httpTarget.body",
+                'httpTarget.body must be a base64 string; got "e".',
+                id="truncated-base64",
+            ),
+            pytest.param(
+                minimal(attemptDeadline=180),
+                "Invalid value at 'job.attempt_deadline' "
+                "(type.googleapis.com/google.protobuf.Duration), 180",
+                "attemptDeadline",
+                'attemptDeadline must be a duration string such as "180s" or "1.500s"; got 180.',
+                id="number-for-duration",
+            ),
+            pytest.param(
+                retry(minBackoffDuration="5 seconds"),
+                "Invalid value at 'job.retry_config.min_backoff_duration' "
+                '(type.googleapis.com/google.protobuf.Duration), "5 seconds"',
+                "retryConfig.minBackoffDuration",
+                'retryConfig.minBackoffDuration must be a duration string such as "180s" or '
+                '"1.500s"; got "5 seconds".',
+                id="words-for-duration",
+            ),
+            pytest.param(
+                http(headers=["X-A: 1"]),
+                "Invalid value at 'job.http_target.headers' (map<string, string>), [\"X-A: 1\"]",
+                "httpTarget.headers",
+                'httpTarget.headers must be a JSON object of strings; got ["X-A: 1"].',
+                id="list-for-map",
+            ),
+            pytest.param(
+                http(headers={"X-Count": 1}),
+                "Invalid value at 'job.http_target.headers' (map<string, string>), "
+                '{"X-Count": 1}',
+                "httpTarget.headers",
+                'httpTarget.headers must map strings to strings, but "X-Count" maps to 1; got '
+                '{"X-Count": 1}.',
+                id="number-header-value",
+            ),
+            pytest.param(
+                minimal(httpTarget="https://svc.example/run"),
+                "Invalid value at 'job.http_target' "
+                "(type.googleapis.com/google.cloud.scheduler.v1.HttpTarget), "
+                '"https://svc.example/run"',
+                "httpTarget",
+                'httpTarget must be a JSON object; got "https://svc.example/run".',
+                id="string-for-message",
+            ),
+            pytest.param(
+                minimal(retryConfig=[]),
+                "Invalid value at 'job.retry_config' "
+                "(type.googleapis.com/google.cloud.scheduler.v1.RetryConfig), []",
+                "retryConfig",
+                "retryConfig must be a JSON object; got [].",
+                id="list-for-message",
+            ),
+        ],
+    )
+    def test_wrong_json_types_name_field_and_value(
+        self, data: dict[str, Any], message: str, field: str, description: str
+    ) -> None:
+        exc = raises_invalid(data)
+
+        assert exc.message == message
+        assert [(v.field, v.description) for v in exc.violations] == [(field, description)]
+
+    def test_a_body_that_is_not_an_object_is_rejected(self) -> None:
+        exc = raises_invalid(["not", "a", "job"])
+
+        assert exc.message == (
+            "Invalid value at 'job' (type.googleapis.com/google.cloud.scheduler.v1.Job), "
+            '["not", "a", "job"]'
+        )
+
+    def test_missing_name_without_default_is_rejected(self) -> None:
+        body = minimal()
+        del body["name"]
+
+        exc = raises_invalid(body)
+
+        assert exc.message == "name is required."
+        assert exc.violations[0].field == "name"
+
+    def test_bare_job_id_gets_googles_message(self) -> None:
+        exc = raises_invalid(minimal(name="nameJob"))
+
+        assert exc.message == (
+            'Job name must be formatted: "projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/'
+            '<JOB_ID>".'
+        )
+
+    @pytest.mark.parametrize(
+        ("data", "message", "field"),
+        [
+            pytest.param(
+                retry(retryCount=9),
+                "retryConfig.retryCount must be between 0 and 5; got 9.",
+                "retryConfig.retryCount",
+                id="retry-count",
+            ),
+            pytest.param(
+                minimal(schedule="0 0 3 * * *"),
+                "Schedule or time zone is invalid.",
+                "schedule",
+                id="six-field-schedule",
+            ),
+            pytest.param(
+                {"name": NAME, "httpTarget": {"uri": "https://svc.example/run"}},
+                "Schedule or time zone is invalid.",
+                "schedule",
+                id="missing-schedule",
+            ),
+            pytest.param(
+                minimal(timeZone="Nowhere/Special"),
+                "Schedule or time zone is invalid.",
+                "timeZone",
+                id="unknown-time-zone",
+            ),
+            pytest.param(
+                minimal(pubsubTarget={"topicName": "projects/demo-proj/topics/t", "data": "eA=="}),
+                "A job needs exactly one target; got httpTarget and pubsubTarget.",
+                "target",
+                id="two-targets",
+            ),
+            pytest.param(
+                http(oidcToken={"serviceAccountEmail": SA}, oauthToken={"serviceAccountEmail": SA}),
+                "httpTarget can have oidcToken or oauthToken, not both.",
+                "httpTarget.oauthToken",
+                id="two-tokens",
+            ),
+            pytest.param(
+                http(httpMethod="GET", body="eA=="),
+                "httpTarget.body is only allowed with httpMethod POST, PUT or PATCH; got "
+                "httpMethod GET.",
+                "httpTarget.body",
+                id="body-with-get",
+            ),
+            pytest.param(
+                minimal(httpTarget={}),
+                "httpTarget.uri is required.",
+                "httpTarget.uri",
+                id="empty-http-target",
+            ),
+        ],
+    )
+    def test_validation_rules_apply(self, data: dict[str, Any], message: str, field: str) -> None:
+        exc = raises_invalid(data)
+
+        assert exc.message == message
+        assert exc.violations[0].field == field
+
+
+class TestJobToJson:
+    def test_python_client_body_renders_like_the_service(self) -> None:
+        job = job_from_json(PYTHON_CLIENT_BODY)
+
+        assert job_to_json(job) == {
+            "name": "projects/demo-proj/locations/us-central1/jobs/py1",
+            "httpTarget": {
+                "uri": "https://example.com/hook",
+                "httpMethod": "POST",
+                "headers": {
+                    "Content-Type": "application/json",
+                    "User-Agent": "Google-Cloud-Scheduler",
+                },
+                "body": "eyJhIjogMX0K",
+            },
+            "schedule": "*/5 * * * *",
+            "timeZone": "America/Los_Angeles",
+            "state": "ENABLED",
+            "retryConfig": {
+                "retryCount": 2,
+                "maxRetryDuration": "0s",
+                "minBackoffDuration": "1.500s",
+                "maxBackoffDuration": "3600s",
+                "maxDoublings": 5,
+            },
+            "attemptDeadline": "30s",
+        }
+
+    def test_enum_int_renders_state_and_method_as_numbers(self) -> None:
+        job = replace(job_from_json(http(httpMethod="PUT")), state=State.PAUSED)
+
+        out = job_to_json(job, enum_int=True)
+
+        assert out["state"] == 2
+        assert out["httpTarget"]["httpMethod"] == 4
+
+    def test_output_only_fields_render_per_spec(self) -> None:
+        job = replace(
+            job_from_json(minimal(description="example")),
+            user_update_time=datetime(2026, 5, 7, 5, 46, 25, 29067, tzinfo=UTC),
+            schedule_time=datetime(2026, 5, 8, 1, 0, tzinfo=UTC),
+            last_attempt_time=datetime(2026, 5, 7, 1, 0, 0, 123000, tzinfo=UTC),
+            status=Status(13, FAILURE),
+        )
+
+        out = job_to_json(job)
+
+        assert list(out) == [
+            "name",
+            "description",
+            "httpTarget",
+            "schedule",
+            "timeZone",
+            "userUpdateTime",
+            "state",
+            "status",
+            "scheduleTime",
+            "lastAttemptTime",
+            "retryConfig",
+            "attemptDeadline",
+        ]
+        assert out["description"] == "example"
+        assert out["userUpdateTime"] == "2026-05-07T05:46:25.029067Z"
+        assert out["scheduleTime"] == "2026-05-08T01:00:00Z"
+        assert out["lastAttemptTime"] == "2026-05-07T01:00:00.123000Z"
+        assert out["status"] == {"code": 13, "message": FAILURE}
+
+    @pytest.mark.parametrize(
+        ("status", "rendered"),
+        [
+            pytest.param(None, None, id="never-ran-absent"),
+            pytest.param(Status(0), {}, id="ok-empty-object"),
+            pytest.param(Status(2), {"code": 2}, id="code-without-message"),
+            pytest.param(Status(4, "deadline"), {"code": 4, "message": "deadline"}, id="failure"),
+        ],
+    )
+    def test_status_follows_p14(self, status: Status | None, rendered: Any) -> None:
+        out = job_to_json(replace(job_from_json(minimal()), status=status))
+
+        assert status_to_json(status) == rendered
+        assert out.get("status") == rendered
+        assert ("status" in out) is (rendered is not None)
+
+    def test_proto3_defaults_are_omitted_but_service_defaults_shown(self) -> None:
+        out = job_to_json(job_from_json(minimal()))
+
+        assert "description" not in out
+        assert "scheduleTime" not in out
+        assert "body" not in out["httpTarget"]
+        assert out["httpTarget"]["httpMethod"] == "POST"
+        assert out["attemptDeadline"] == "180s"
+        assert out["retryConfig"] == {
+            "maxRetryDuration": "0s",
+            "minBackoffDuration": "5s",
+            "maxBackoffDuration": "3600s",
+            "maxDoublings": 5,
+        }
+
+    def test_other_targets_render(self) -> None:
+        pubsub = job_from_json(
+            {
+                "name": NAME,
+                "schedule": "0 3 * * *",
+                "pubsubTarget": {"topicName": "projects/demo-proj/topics/t", "data": "aGk"},
+            }
+        )
+        app_engine = job_from_json(
+            {
+                "name": NAME,
+                "schedule": "0 3 * * *",
+                "appEngineHttpTarget": {"appEngineRouting": {"service": "worker"}},
+            }
+        )
+
+        assert job_to_json(pubsub)["pubsubTarget"] == {
+            "topicName": "projects/demo-proj/topics/t",
+            "data": "aGk=",
+        }
+        assert "attemptDeadline" not in job_to_json(pubsub)
+        assert job_to_json(app_engine)["appEngineHttpTarget"] == {
+            "httpMethod": "POST",
+            "appEngineRouting": {"service": "worker"},
+            "relativeUri": "/",
+        }
+        assert job_to_json(app_engine)["attemptDeadline"] == "180s"
+
+    def test_bytes_are_standard_base64_with_padding(self) -> None:
+        job = job_from_json(http(body="-_-_8w", headers={"Content-Type": "x/y"}))
+
+        assert job_to_json(job)["httpTarget"]["body"] == "+/+/8w=="
+
+
+ROUND_TRIP_JOBS = [
+    pytest.param(GCLOUD_CREATE_BODY, id="gcloud"),
+    pytest.param(PYTHON_CLIENT_BODY, id="python-client"),
+    pytest.param(
+        minimal(
+            description="d",
+            attemptDeadline="15.250s",
+            httpTarget={
+                "uri": "https://svc.example/run",
+                "httpMethod": "PATCH",
+                "body": "AAEC",
+                "oidcToken": {"serviceAccountEmail": SA, "audience": "https://svc.example"},
+            },
+            retryConfig={
+                "retryCount": 5,
+                "maxRetryDuration": "3600.000001s",
+                "minBackoffDuration": "0s",
+                "maxBackoffDuration": "0s",
+                "maxDoublings": 0,
+            },
+        ),
+        id="everything-set-max-doublings-0",
+    ),
+    pytest.param(
+        {
+            "name": NAME,
+            "schedule": "every 5 minutes",
+            "appEngineHttpTarget": {
+                "httpMethod": "DELETE",
+                "relativeUri": "/x?y=1",
+                "appEngineRouting": {"service": "s", "version": "v", "instance": "i"},
+                "headers": {"X-A": "1"},
+            },
+            "attemptDeadline": "86415s",
+        },
+        id="app-engine",
+    ),
+    pytest.param(
+        {
+            "name": NAME,
+            "schedule": "0 3 * * *",
+            "timeZone": "utc",
+            "pubsubTarget": {"topicName": "projects/demo-proj/topics/t", "attributes": {"k": ""}},
+        },
+        id="pubsub",
+    ),
+]
+
+
+@pytest.mark.parametrize("data", ROUND_TRIP_JOBS)
+def test_job_from_json_of_job_to_json_is_identity(data: dict[str, Any]) -> None:
+    job = job_from_json(data)
+
+    rendered = job_to_json(job)
+
+    assert job_from_json(json.loads(json.dumps(rendered))) == job
+    assert job_from_json(job_to_json(job, enum_int=True)) == job
+
+
+def test_round_trip_ignores_output_only_fields() -> None:
+    job = job_from_json(minimal())
+    ran = replace(
+        job,
+        state=State.PAUSED,
+        status=Status(0),
+        schedule_time=datetime(2026, 5, 8, tzinfo=UTC),
+        last_attempt_time=datetime(2026, 5, 7, tzinfo=UTC),
+        user_update_time=datetime(2026, 5, 6, tzinfo=UTC),
+    )
+
+    assert job_from_json(job_to_json(ran)) == job
+
+
+def test_oidc_and_oauth_tokens_render() -> None:
+    oidc = job_from_json(http(oidcToken={"serviceAccountEmail": SA}))
+    oauth = job_from_json(http(oauthToken={"serviceAccountEmail": SA}))
+
+    assert job_to_json(oidc)["httpTarget"]["oidcToken"] == {"serviceAccountEmail": SA}
+    assert oidc.http_target is not None
+    assert oidc.http_target.oidc_token == OidcToken(SA)
+    assert job_to_json(oauth)["httpTarget"]["oauthToken"] == {
+        "serviceAccountEmail": SA,
+        "scope": "https://www.googleapis.com/auth/cloud-platform",
+    }

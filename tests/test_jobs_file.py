@@ -1,0 +1,365 @@
+"""load_jobs_file: YAML/JSON jobs files, all or nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler_emulator.codec import job_to_json
+from scheduler_emulator.errors import ConfigurationError
+from scheduler_emulator.jobs_file import load_jobs_file
+from scheduler_emulator.resources import HttpMethod, HttpTarget, Job, OidcToken, RetryConfig
+
+PROJECT = "my-project"
+LOCATION = "us-central1"
+SA = "scheduler-invoker@my-project.iam.gserviceaccount.com"
+
+# The seed's nightly job, as the brief gives it.
+SEED_JOB: dict[str, Any] = {
+    "name": "nightly",
+    "schedule": "0 2 * * *",
+    "timeZone": "Etc/UTC",
+    "httpTarget": {
+        "uri": "http://127.0.0.1:8000/_triggers/timer/nightly",
+        "httpMethod": "POST",
+        "oidcToken": {
+            "serviceAccountEmail": SA,
+            "audience": "https://orders-abc123-uc.a.run.app",
+        },
+    },
+    "retryConfig": {"retryCount": 3},
+}
+
+# `gcloud scheduler jobs describe nightly --format=json` of that job right after create (§3.1,
+# §3.7): state, the full retryConfig, attemptDeadline, httpMethod and User-Agent are the
+# server's; scheduleTime and userUpdateTime are output only (added here as the service shows them).
+SEED_DESCRIBE: dict[str, Any] = {
+    "name": "projects/my-project/locations/us-central1/jobs/nightly",
+    "httpTarget": {
+        "uri": "http://127.0.0.1:8000/_triggers/timer/nightly",
+        "httpMethod": "POST",
+        "headers": {"User-Agent": "Google-Cloud-Scheduler"},
+        "oidcToken": {
+            "serviceAccountEmail": SA,
+            "audience": "https://orders-abc123-uc.a.run.app",
+        },
+    },
+    "schedule": "0 2 * * *",
+    "timeZone": "Etc/UTC",
+    "state": "ENABLED",
+    "retryConfig": {
+        "retryCount": 3,
+        "maxRetryDuration": "0s",
+        "minBackoffDuration": "5s",
+        "maxBackoffDuration": "3600s",
+        "maxDoublings": 5,
+    },
+    "attemptDeadline": "180s",
+}
+
+SEED_EXPECTED = Job(
+    name="projects/my-project/locations/us-central1/jobs/nightly",
+    schedule="0 2 * * *",
+    time_zone="Etc/UTC",
+    http_target=HttpTarget(
+        uri="http://127.0.0.1:8000/_triggers/timer/nightly",
+        http_method=HttpMethod.POST,
+        headers={"User-Agent": "Google-Cloud-Scheduler"},
+        oidc_token=OidcToken(SA, "https://orders-abc123-uc.a.run.app"),
+    ),
+    retry_config=RetryConfig(retry_count=3),
+    attempt_deadline=timedelta(seconds=180),
+)
+
+
+def job(name: str, **overrides: Any) -> dict[str, Any]:
+    """A valid short-named job entry; ``overrides`` replace top-level keys."""
+    entry: dict[str, Any] = {
+        "name": name,
+        "schedule": "*/5 * * * *",
+        "httpTarget": {"uri": f"http://127.0.0.1:8000/{name}"},
+    }
+    entry.update(overrides)
+    return entry
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    """Write ``text`` to ``tmp_path/name`` and return the path."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def load(path: Path) -> list[Job]:
+    return load_jobs_file(path, project=PROJECT, location=LOCATION)
+
+
+def load_error(path: Path) -> str:
+    with pytest.raises(ConfigurationError) as caught:
+        load(path)
+    return str(caught.value)
+
+
+class TestSeedJob:
+    @pytest.mark.parametrize(
+        ("filename", "dump"),
+        [
+            pytest.param("jobs.yaml", lambda d: yaml.safe_dump(d, sort_keys=False), id="yaml"),
+            pytest.param("jobs.json", lambda d: json.dumps(d, indent=2), id="json"),
+        ],
+    )
+    def test_seed_job_loads_normalised_per_3_7(
+        self, tmp_path: Path, filename: str, dump: Callable[[Any], str]
+    ) -> None:
+        path = write(tmp_path, filename, dump([SEED_JOB]))
+
+        assert load(path) == [SEED_EXPECTED]
+
+    def test_seed_job_serialises_like_the_real_describe_output(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "jobs.yaml", yaml.safe_dump([SEED_JOB]))
+
+        (loaded,) = load(path)
+
+        assert job_to_json(loaded) == SEED_DESCRIBE
+
+    def test_describe_output_with_output_only_fields_loads_as_is(self, tmp_path: Path) -> None:
+        describe = {
+            **SEED_DESCRIBE,
+            "userUpdateTime": "2026-05-07T05:46:25.029067Z",
+            "scheduleTime": "2026-05-08T02:00:00Z",
+            "lastAttemptTime": "2026-05-07T02:00:00.123Z",
+            "status": {"code": -1},
+            "state": "PAUSED",
+        }
+        path = write(tmp_path, "describe.json", json.dumps(describe))
+
+        assert load(path) == [SEED_EXPECTED]
+
+    def test_gcloud_yaml_describe_output_loads(self, tmp_path: Path) -> None:
+        # gcloud's default output: YAML, keys sorted, timestamps quoted.
+        text = """\
+attemptDeadline: 180s
+httpTarget:
+  headers:
+    User-Agent: Google-Cloud-Scheduler
+  httpMethod: POST
+  oidcToken:
+    audience: https://orders-abc123-uc.a.run.app
+    serviceAccountEmail: scheduler-invoker@my-project.iam.gserviceaccount.com
+  uri: http://127.0.0.1:8000/_triggers/timer/nightly
+name: projects/my-project/locations/us-central1/jobs/nightly
+retryConfig:
+  maxBackoffDuration: 3600s
+  maxDoublings: 5
+  maxRetryDuration: 0s
+  minBackoffDuration: 5s
+  retryCount: 3
+schedule: 0 2 * * *
+scheduleTime: '2026-05-08T02:00:00Z'
+state: ENABLED
+timeZone: Etc/UTC
+userUpdateTime: '2026-05-07T05:46:25.029067Z'
+"""
+        path = write(tmp_path, "describe.yaml", text)
+
+        assert load(path) == [SEED_EXPECTED]
+
+
+class TestLayouts:
+    def test_list_of_jobs_in_file_order(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "jobs.json", json.dumps([job("b"), job("a")]))
+
+        assert [j.job_id for j in load(path)] == ["b", "a"]
+
+    def test_list_jobs_response_shape(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "jobs.json", json.dumps({"jobs": [job("a")], "nextPageToken": "x"}))
+
+        assert [j.name for j in load(path)] == ["projects/my-project/locations/us-central1/jobs/a"]
+
+    def test_yaml_flow_style_that_is_not_json_loads(self, tmp_path: Path) -> None:
+        path = write(
+            tmp_path,
+            "jobs.yaml",
+            "[{name: a, schedule: '0 1 * * *', httpTarget: {uri: 'http://x/'}}]",
+        )
+
+        assert [j.job_id for j in load(path)] == ["a"]
+
+    def test_empty_file_has_no_jobs(self, tmp_path: Path) -> None:
+        assert load(write(tmp_path, "jobs.yaml", "")) == []
+
+    def test_empty_list_has_no_jobs(self, tmp_path: Path) -> None:
+        assert load(write(tmp_path, "jobs.yaml", "[]\n")) == []
+
+    def test_full_names_are_kept(self, tmp_path: Path) -> None:
+        name = "projects/other/locations/europe-west1/jobs/x"
+        path = write(tmp_path, "jobs.json", json.dumps([job(name)]))
+
+        assert [j.name for j in load(path)] == [name]
+
+    def test_path_may_be_a_string(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "jobs.json", json.dumps([job("a")]))
+
+        assert len(load_jobs_file(str(path), project=PROJECT, location=LOCATION)) == 1
+
+
+class TestRejections:
+    @pytest.mark.parametrize(
+        ("entries", "message"),
+        [
+            pytest.param(
+                [job("ok"), job("nightly", retryConfig={"retryCount": 9})],
+                'job 2 ("nightly"): retryConfig.retryCount must be between 0 and 5; got 9.',
+                id="retry-count",
+            ),
+            pytest.param(
+                [job("nightly", schedule="0 0 2 * * *")],
+                'job 1 ("nightly"): schedule: ',
+                id="bad-schedule",
+            ),
+            pytest.param(
+                [job("nightly", timeZone="EST")],
+                'job 1 ("nightly"): timeZone: ',
+                id="bad-time-zone",
+            ),
+            pytest.param(
+                [job("nightly", httpTarget={"uri": "ftp://x.test/"})],
+                'job 1 ("nightly"): httpTarget.uri must start with http:// or '
+                'https://; got "ftp://x.test/".',
+                id="bad-uri",
+            ),
+            pytest.param(
+                [job("bad.id")],
+                'job 1 ("bad.id"): name has an invalid job ID "bad.id": use only '
+                "letters, digits, hyphens and underscores.",
+                id="bad-job-id",
+            ),
+            pytest.param(
+                [job("projects/p/jobs/x")],
+                'job 1 ("projects/p/jobs/x"): name "projects/p/jobs/x" is not of the '
+                "form projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>.",
+                id="partial-full-name",
+            ),
+            pytest.param(
+                [job("nightly", retry_config={"retryCount": "many"})],
+                'job 1 ("nightly"): retryConfig.retryCount must be an integer; got "many".',
+                id="wrong-type",
+            ),
+            pytest.param(
+                [job("nightly", foo=1)],
+                'job 1 ("nightly"): Invalid JSON payload received. Unknown name '
+                "\"foo\" at 'job': Cannot find field.",
+                id="unknown-field",
+            ),
+            pytest.param(
+                [job("nightly", description="d" * 501)],
+                'job 1 ("nightly"): description must be at most 500 characters; got 501.',
+                id="description",
+            ),
+            pytest.param(
+                [
+                    job("a"),
+                    job("nightly"),
+                    job("projects/my-project/locations/us-central1/jobs/nightly"),
+                ],
+                'job 3 ("projects/my-project/locations/us-central1/jobs/nightly"): '
+                "duplicate name projects/my-project/locations/us-central1/jobs/nightly "
+                "(also job 2).",
+                id="duplicate-after-qualification",
+            ),
+            pytest.param(
+                [{k: v for k, v in job("x").items() if k != "name"}],
+                "job 1: name is required (a job ID such as nightly, or a full job name).",
+                id="missing-name",
+            ),
+            pytest.param(
+                [{**job("x"), "name": 7}],
+                "job 1: name is required (a job ID such as nightly, or a full job name).",
+                id="name-not-a-string",
+            ),
+            pytest.param(
+                ["nightly"],
+                "job 1: expected a job object; got 'nightly'.",
+                id="entry-not-an-object",
+            ),
+        ],
+    )
+    def test_invalid_job_rejects_the_file_naming_job_field_and_value(
+        self, tmp_path: Path, entries: list[Any], message: str
+    ) -> None:
+        path = write(tmp_path, "jobs.json", json.dumps(entries))
+
+        error = load_error(path)
+
+        assert error.startswith(f"{path}: {message}")
+
+    def test_schedule_error_names_the_value(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "jobs.json", json.dumps([job("n", schedule="0 0 2 * * *")]))
+
+        assert "0 0 2 * * *" in load_error(path)
+
+    def test_time_zone_error_names_the_value(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "jobs.json", json.dumps([job("n", timeZone="Mars/Base")]))
+
+        assert "Mars/Base" in load_error(path)
+
+    def test_every_problem_is_listed_one_per_line(self, tmp_path: Path) -> None:
+        entries = [
+            job("a", retryConfig={"retryCount": 9}),
+            job("b"),
+            job("c", description="d" * 501),
+        ]
+        path = write(tmp_path, "jobs.json", json.dumps(entries))
+
+        lines = load_error(path).splitlines()
+
+        assert [line.split(": ", 2)[1] for line in lines] == ['job 1 ("a")', 'job 3 ("c")']
+
+    def test_invalid_yaml_names_the_file_and_hints_at_quoting(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "jobs.yaml", "- name: a\n  schedule: */5 * * * *\n")
+
+        error = load_error(path)
+
+        assert error.startswith(f"{path}: not valid YAML or JSON (quote schedules that start")
+
+    def test_invalid_json_falls_back_to_yaml_and_reports(self, tmp_path: Path) -> None:
+        path = write(tmp_path, "jobs.json", '[{"name": "a",]')
+
+        assert load_error(path).startswith(f"{path}: not valid YAML or JSON")
+
+    def test_missing_file_names_the_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "absent.yaml"
+
+        assert load_error(path).startswith(f"{path}: cannot read the jobs file:")
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            pytest.param(
+                '"just a string"',
+                'expected a list of jobs, {"jobs": [...]} or a single job; got str '
+                "'just a string'.",
+                id="string",
+            ),
+            pytest.param(
+                '{"jobs": {"a": 1}}',
+                "expected {\"jobs\": [...]}; got keys ['jobs'].",
+                id="jobs-not-a-list",
+            ),
+            pytest.param(
+                '{"jobs": [], "extra": 1}',
+                "expected {\"jobs\": [...]}; got keys ['extra', 'jobs'].",
+                id="jobs-with-extra-keys",
+            ),
+        ],
+    )
+    def test_wrong_layout_is_rejected(self, tmp_path: Path, text: str, message: str) -> None:
+        path = write(tmp_path, "jobs.json", text)
+
+        assert load_error(path) == f"{path}: {message}"

@@ -1,0 +1,117 @@
+"""Real HTTP and in-process delivery (spec §10.1, §10.4)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from conftest import RecordingTarget
+from daemon import serving
+
+from scheduler_emulator.outcomes import Failure
+from scheduler_emulator.transports import (
+    DeliveryRequest,
+    HttpTransport,
+    MountTransport,
+    WsgiTransport,
+)
+
+HEADERS = {
+    "User-Agent": "Google-Cloud-Scheduler",
+    "X-CloudScheduler": "true",
+    "X-CloudScheduler-JobName": "nightly",
+}
+
+
+class TestHttpTransport:
+    def test_sends_only_the_scheduler_headers(self) -> None:
+        target = RecordingTarget()
+        with serving(target) as base:
+            result = HttpTransport().send(DeliveryRequest("POST", base + "/run?x=1", HEADERS), 5)
+        assert result.status == 200
+        [request] = target.requests
+        assert (request.method, request.path, request.query) == ("POST", "/run", "x=1")
+        sent = {k.lower() for k in request.headers}
+        assert sent <= {
+            "user-agent",
+            "x-cloudscheduler",
+            "x-cloudscheduler-jobname",
+            "host",
+            "accept-encoding",
+            "connection",
+            "content-length",
+        }
+        assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
+
+    def test_redirects_are_followed_and_the_final_status_decides(self) -> None:
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+            if environ["PATH_INFO"] == "/old":
+                start_response("307 Moved", [("Location", "/new")])
+            else:
+                start_response("204 No Content", [])
+            return [b""]
+
+        with serving(app) as base:  # type: ignore[arg-type]
+            result = HttpTransport().send(DeliveryRequest("POST", base + "/old", HEADERS), 5)
+        assert result.status == 204
+
+    def test_connection_refused_is_a_connection_failure(self) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        result = HttpTransport().send(DeliveryRequest("POST", f"http://127.0.0.1:{port}/", {}), 5)
+        assert (result.status, result.failure) == (None, Failure.CONNECTION)
+
+    def test_a_target_slower_than_the_deadline_is_a_deadline_failure(self) -> None:
+        release = threading.Event()
+
+        def slow(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+            release.wait(10)
+            start_response("200 OK", [])
+            return [b""]
+
+        with serving(slow) as base:  # type: ignore[arg-type]
+            result = HttpTransport().send(DeliveryRequest("GET", base + "/", HEADERS), 0.2)
+            release.set()
+        assert result.failure == Failure.DEADLINE
+
+
+class TestInProcess:
+    def test_mounted_prefix_goes_in_process(self) -> None:
+        target = RecordingTarget(status=201)
+        transport = MountTransport({"http://orders.test": target})
+        request = DeliveryRequest("PUT", "http://orders.test/a%20b?q=1", HEADERS, b"body")
+        assert transport.send(request, 5).status == 201
+        [received] = target.requests
+        assert (received.path, received.query, received.body) == ("/a b", "q=1", b"body")
+        assert received.headers["X-Cloudscheduler-Jobname"] == "nightly"
+
+    def test_unmounted_url_uses_the_fallback(self) -> None:
+        inner = RecordingTarget(status=202)
+        transport = MountTransport(
+            {"http://orders.test": RecordingTarget()}, fallback=WsgiTransport(inner)
+        )
+        assert (
+            transport.send(DeliveryRequest("GET", "http://other.test/", HEADERS), 5).status == 202
+        )
+
+    def test_an_exception_in_the_app_is_a_500_and_is_kept(self) -> None:
+        def broken(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+            raise RuntimeError("handler bug")
+
+        result = WsgiTransport(broken).send(DeliveryRequest("POST", "http://x.test/", HEADERS), 5)
+        assert result.status == 500
+        assert isinstance(result.exception, RuntimeError)
+
+    def test_in_process_redirects_are_followed(self) -> None:
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+            if environ["PATH_INFO"] == "/old":
+                start_response("302 Found", [("Location", "http://x.test/new")])
+            else:
+                start_response("200 OK", [])
+            return [environ["REQUEST_METHOD"].encode()]
+
+        result = WsgiTransport(app).send(DeliveryRequest("POST", "http://x.test/old", HEADERS), 5)
+        assert result.status == 200
