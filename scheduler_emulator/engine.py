@@ -51,8 +51,10 @@ _FIRE, _RETRY, _FORCE = "fire", "retry", "force"
 class _Runtime:
     """Live state of one job."""
 
-    job: Job
+    job: Job  # configuration, state and userUpdateTime; see Engine._view for the rest
     schedule: Schedule
+    status: Status | None = None
+    last_attempt_time: datetime | None = None
     next_fire: datetime | None = None  # in the job's zone (fold matters for the header)
     next_fire_utc: datetime | None = None
     active: Run | None = None  # the outstanding scheduled run
@@ -146,13 +148,16 @@ class Engine:
                 reschedule = True
             else:
                 rt.job, rt.schedule = job, schedule
+            rt.status, rt.last_attempt_time = job.status, job.last_attempt_time
             if job.state != State.ENABLED:
                 rt.next_fire = rt.next_fire_utc = None
                 if job.state == State.PAUSED:
                     self._cancel_retries(rt)
             elif reschedule or rt.next_fire is None:
                 self._set_next_fire(rt, schedule.next_after(self.clock.now()))
-            return self._save(rt, config_changed=True)
+            view = self._view(rt)
+            self.store.save_job(view)
+            return view
 
     def remove_job(self, name: str) -> None:
         """Forget the job: no further runs or retries. An attempt in flight still completes.
@@ -173,12 +178,12 @@ class Engine:
             rt = self._jobs.get(name)
             if rt is None:
                 raise NotFound("Job not found.")
-            return rt.job
+            return self._view(rt)
 
     def jobs(self) -> list[Job]:
         """Return every job in creation order."""
         with self._lock:
-            return [rt.job for rt in self._jobs.values()]
+            return [self._view(rt) for rt in self._jobs.values()]
 
     def has_job(self, name: str) -> bool:
         """Tell whether a job of that full name exists."""
@@ -196,9 +201,8 @@ class Engine:
             if name not in self._jobs:
                 raise NotFound("Job not found.")
             self._push(self.clock.now(), _FORCE, name, 0)
-            job = self._jobs[name].job
         self._kick()
-        return job
+        return self.get_job(name)
 
     def clear(self) -> None:
         """Forget every job and timer and empty the store."""
@@ -218,7 +222,7 @@ class Engine:
         with self._lock:
             for job in self.store.load_jobs():
                 schedule = self.parse(job)
-                rt = _Runtime(job, schedule)
+                rt = _Runtime(job, schedule, job.status, job.last_attempt_time)
                 self._jobs[job.name] = rt
                 if job.state == State.ENABLED:
                     self._set_next_fire(rt, schedule.next_after(self.clock.now()))
@@ -245,7 +249,7 @@ class Engine:
                 outcome = classify_failure(Failure.RESTARTED, "Emulator restarted.")
                 self._record_end(None, attempt, outcome, TransportResult())
             for rt in self._jobs.values():
-                self._save(rt)
+                self._save_state(rt)
             return len(self._jobs)
 
     # ---------------------------------------------------------------- clock interface
@@ -393,7 +397,6 @@ class Engine:
                 out.append(self._start_attempt(rt, rt.runs[run_id]))
             else:
                 out.append(self._start_run(rt, when, forced=True))
-            self._save(rt)
         return out
 
     def _fire(self, rt: _Runtime) -> list[_Delivery]:
@@ -422,18 +425,21 @@ class Engine:
             )
         else:
             header = self._header(rt, nominal)
-        run = self.store.add_run(Run(0, rt.job.name, header, nominal.astimezone(UTC), forced))
-        rt.runs[run.id] = run
-        if not forced:
-            rt.active = run
+        run = Run(0, rt.job.name, header, nominal.astimezone(UTC), forced)
         return self._start_attempt(rt, run)
 
     def _start_attempt(self, rt: _Runtime, run: Run) -> _Delivery:
         now = self.clock.now()
         run.attempts += 1
         run.next_attempt_at = None
-        if run.first_attempt_start is None:
+        if run.first_attempt_start is None:  # a new run
             run.first_attempt_start = now
+            self.store.add_run(run)
+            rt.runs[run.id] = run
+            if not run.forced:
+                rt.active = run
+        else:
+            self.store.save_run(run)
         request = build_request(rt.job, run.schedule_time)
         attempt = Attempt(
             id=0,
@@ -450,8 +456,7 @@ class Engine:
             forced=run.forced,
         )
         self.store.add_attempt(attempt)
-        self.store.save_run(run)
-        rt.job = replace(rt.job, last_attempt_time=now)
+        rt.last_attempt_time = now
         if self.attempt_log is not None:
             self.attempt_log.started(attempt, rt.job.target_type)
         deadline = rt.job.attempt_deadline or timedelta(seconds=180)
@@ -472,7 +477,7 @@ class Engine:
                 return []
             run = rt.runs.get(delivery.attempt.run_id)
             follow_ups = self._after_attempt(rt, run, delivery.attempt) if run else []
-            self._save(rt)
+            self._save_state(rt)
             return follow_ups
 
     def _record_end(
@@ -488,9 +493,9 @@ class Engine:
         self.store.finish_attempt(attempt)
         if self.attempt_log is not None:
             self.attempt_log.finished(attempt, job.target_type if job else "HTTP")
-        if job is not None and job.name in self._jobs:
-            status = Status() if outcome.ok else Status(outcome.code_number, outcome.debug_info)
-            self._jobs[job.name].job = replace(self._jobs[job.name].job, status=status)
+        rt = self._jobs.get(job.name) if job is not None else None
+        if rt is not None:
+            rt.status = Status() if outcome.ok else Status(outcome.code_number, outcome.debug_info)
 
     def _after_attempt(self, rt: _Runtime, run: Run, attempt: Attempt) -> list[_Delivery]:
         """Schedule a retry or end the run; return a delayed run to start, if any (P4–P6)."""
@@ -528,20 +533,18 @@ class Engine:
             if not run.forced and run.next_attempt_at is not None:
                 self._end_run(rt, run)
 
-    def _save(self, rt: _Runtime, *, config_changed: bool = False) -> Job:
-        """Refresh the output-only ``scheduleTime`` (§12, P21) and persist the job."""
-        job = rt.job
-        if job.state != State.ENABLED:
+    def _view(self, rt: _Runtime) -> Job:
+        """The job as the API shows it, output-only fields included (§12, P14, P21)."""
+        if rt.job.state != State.ENABLED:
             when = None
         elif rt.active is not None and rt.active.next_attempt_at is not None:
             when = rt.active.next_attempt_at
         else:
             when = rt.next_fire_utc
-        if job.schedule_time != when:
-            job = replace(job, schedule_time=when)
-        rt.job = job
-        if config_changed:
-            self.store.save_job(job)
-        else:
-            self.store.save_job_state(job)
-        return job
+        return replace(
+            rt.job, status=rt.status, last_attempt_time=rt.last_attempt_time, schedule_time=when
+        )
+
+    def _save_state(self, rt: _Runtime) -> None:
+        """Persist the output-only fields the engine changes (cheap: no JSON encoding)."""
+        self.store.save_job_state(rt.job.name, rt.job.state, rt.status, rt.last_attempt_time)

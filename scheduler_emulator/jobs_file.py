@@ -36,38 +36,15 @@ from .names import qualify_job_name
 from .resources import Job
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-def _lookup(data: Any, field: str) -> Any:
-    """The raw value at a camelCase field path in ``data`` (either key spelling), or None."""
-    for part in field.split("."):
-        if not isinstance(data, Mapping):
-            return None
-        for key, value in data.items():
-            if isinstance(key, str) and _camel(key) == part:
-                data = value
-                break
-        else:
-            return None
-    return data
-
-
-def _describe(exc: ApiError, entry: Mapping[str, Any]) -> str:
-    """One sentence naming the field and the value of an error about ``entry``."""
+def _describe(exc: ApiError) -> str:
+    """One sentence naming the field and the value: the field violation's description (which
+    names the value, P20), prefixed with the field path when it does not name it already."""
     violation = exc.violations[0] if exc.violations else None
-    text = violation.description if violation else exc.message
-    field = violation.field if violation else None
-    if field and field != "job" and field not in text:
-        text = f"{field}: {text}"
-    if field and "Unknown name" not in text and "got " not in text:
-        value = _lookup(entry, field)
-        if isinstance(value, str | int | float) and not isinstance(value, bool):
-            shown = json.dumps(value, ensure_ascii=False)
-            if shown not in text and str(value) not in text and len(shown) <= 80:
-                text = f"{text.rstrip('.')} (got {shown})."
+    if violation is None:
+        return exc.message
+    text = violation.description
+    if violation.field not in ("job", "") and violation.field not in text:
+        text = f"{violation.field}: {text}"
     return text
 
 
@@ -152,7 +129,7 @@ def load_jobs_file(path: str | Path, *, project: str, location: str) -> list[Job
             name = qualify_job_name(raw_name, project, location)
             job = job_from_json({**entry, "name": name})
         except ApiError as exc:
-            problems.append(f"{label}: {_describe(exc, entry)}")
+            problems.append(f"{label}: {_describe(exc)}")
             continue
         if job.name in positions:
             problems.append(f"{label}: duplicate name {job.name} (also job {positions[job.name]}).")

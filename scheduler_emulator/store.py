@@ -131,19 +131,20 @@ class Store:
                 ),
             )
 
-    def save_job_state(self, job: Job) -> None:
-        """Write only the output-only fields of a stored job (cheap: no JSON encoding)."""
-        status = job.status
+    def save_job_state(
+        self, name: str, state: State, status: Status | None, last_attempt_time: datetime | None
+    ) -> None:
+        """Write only the fields the engine changes of the stored job ``name``."""
         with self._lock:
             self._db.execute(
                 "UPDATE jobs SET state = ?, status_code = ?, status_message = ?, "
                 "last_attempt_time = ? WHERE name = ?",
                 (
-                    int(job.state),
+                    int(state),
                     None if status is None else status.code,
                     None if status is None else status.message,
-                    _ts(job.last_attempt_time),
-                    job.name,
+                    _ts(last_attempt_time),
+                    name,
                 ),
             )
 

@@ -1,0 +1,90 @@
+"""Restarts on the same data: jobs, state and history survive; in-flight attempts are retried."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from conftest import RecordingTarget, nightly_job
+
+from scheduler_emulator.clock import ManualClock
+from scheduler_emulator.emulator import Emulator
+from scheduler_emulator.resources import State
+from scheduler_emulator.store import Store
+from scheduler_emulator.transports import DeliveryRequest, TransportResult, WsgiTransport
+
+START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
+
+
+class ProcessDied(BaseException):
+    """Stands for the process dying in the middle of a delivery."""
+
+
+class DyingTransport(WsgiTransport):
+    def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
+        raise ProcessDied
+
+
+def reopen(path: Path, target: RecordingTarget, at: datetime) -> Emulator:
+    return Emulator(ManualClock(at), store=Store(path), transport=WsgiTransport(target))
+
+
+def test_in_flight_attempt_is_recorded_as_failed_and_retried(tmp_path: Path) -> None:
+    db = tmp_path / "emulator.db"
+    target = RecordingTarget()
+    first = Emulator(ManualClock(START), store=Store(db), transport=DyingTransport(target))
+    first.create_job(nightly_job())
+    with pytest.raises(ProcessDied):
+        first.advance(timedelta(minutes=1))
+    [in_flight] = first.attempts()
+    assert in_flight.end_time is None  # what a crash leaves behind
+
+    restarted_at = START + timedelta(minutes=3)
+    second = reopen(db, target, restarted_at)
+    crashed, *_ = second.attempts()
+    assert crashed.code == "UNAVAILABLE"
+    assert crashed.end_time == restarted_at
+    assert "Emulator restarted." in crashed.debug_info
+    assert second.get_job("nightly").schedule_time == restarted_at + timedelta(seconds=5)
+    second.advance(timedelta(seconds=5))
+    retry = second.attempts()[-1]
+    assert (retry.attempt, retry.code, retry.schedule_time) == (2, "OK", "2026-09-24T02:00:00Z")
+    assert len(target.requests) == 1
+
+
+def test_state_and_history_survive_and_nothing_is_backfilled(tmp_path: Path) -> None:
+    db = tmp_path / "emulator.db"
+    target = RecordingTarget(status=500)
+    first = reopen(db, target, START)
+    first.create_job(nightly_job(retryConfig={}))
+    first.create_job(nightly_job(name="paused-one"))
+    first.pause_job("paused-one")
+    first.advance(timedelta(minutes=2))
+    history = first.attempts()
+    first.close()
+
+    two_days_later = START + timedelta(days=2)
+    second = reopen(db, target, two_days_later)
+    assert [j.job_id for j in second.list_jobs()] == ["nightly", "paused-one"]
+    assert second.get_job("paused-one").state == State.PAUSED
+    nightly = second.get_job("nightly")
+    assert nightly.status is not None and nightly.status.code == 13
+    assert nightly.last_attempt_time == START + timedelta(minutes=1)
+    assert nightly.schedule_time == datetime(2026, 9, 26, 2, tzinfo=UTC)
+    assert [(a.id, a.code, a.start_time) for a in second.attempts()] == [
+        (a.id, a.code, a.start_time) for a in history
+    ]
+
+
+def test_a_waiting_retry_is_kept_across_a_restart(tmp_path: Path) -> None:
+    db = tmp_path / "emulator.db"
+    target = RecordingTarget(status=500)
+    first = reopen(db, target, START)
+    first.create_job(nightly_job())
+    first.advance(timedelta(seconds=62))  # 02:00:00 failed, retry due 02:00:05
+    first.close()
+    target.status = 200
+    second = reopen(db, target, START + timedelta(seconds=62))
+    second.advance(timedelta(seconds=3))
+    assert [(a.attempt, a.code) for a in second.attempts()] == [(1, "INTERNAL"), (2, "OK")]
