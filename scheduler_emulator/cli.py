@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="the example service and emulator on a fast clock")
     demo.add_argument("--days", type=int, default=3, help="simulated days (%(default)s)")
     demo.add_argument(
-        "--speed", type=float, default=0.0, help="real seconds per simulated hour (default: 0)"
+        "--speed", type=float, default=0.05, help="real seconds per simulated hour (%(default)s)"
     )
     return parser
 

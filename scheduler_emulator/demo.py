@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import sys
 import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -56,6 +57,7 @@ def load_example(example_dir: Path) -> ModuleType:
     if spec is None or spec.loader is None:
         raise ConfigurationError(f"cannot import {example_dir / 'app.py'}.")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
     spec.loader.exec_module(module)
     return module
 

@@ -64,7 +64,7 @@ class EmulatorApp:
 
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
-        self.url_map = Map(list(admin.RULES), strict_slashes=False)
+        self.url_map = Map([rule.empty() for rule in admin.RULES], strict_slashes=False)
         self.handlers: dict[str, Callable[..., Any]] = {}
         self.add_handlers(admin.Admin(emulator))
 

@@ -1,0 +1,116 @@
+"""The /_emulator/ endpoints through werkzeug's test client (no socket)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from conftest import RecordingTarget, nightly_job
+from werkzeug.test import Client
+
+from scheduler_emulator.clock import ManualClock, SystemClock
+from scheduler_emulator.emulator import Emulator
+from scheduler_emulator.server import create_app
+from scheduler_emulator.transports import WsgiTransport
+
+
+@pytest.fixture
+def client(emulator: Emulator) -> Client:
+    return Client(create_app(emulator))
+
+
+def test_health_answers_ok(client: Client) -> None:
+    response = client.get("/_emulator/health")
+    assert (response.status_code, response.json) == (200, {"status": "ok"})
+
+
+def test_advance_answers_after_the_deliveries(
+    client: Client, emulator: Emulator, target: RecordingTarget
+) -> None:
+    emulator.create_job(nightly_job())
+    response = client.post("/_emulator/clock:advance", json={"seconds": 60})
+    assert response.json == {"now": "2026-09-24T02:00:00Z"}
+    assert len(target.requests) == 1
+    [attempt] = client.get("/_emulator/attempts?job=nightly").json["attempts"]
+    assert attempt["scheduleTime"] == "2026-09-24T02:00:00Z"
+    assert attempt["startTime"] == attempt["endTime"] == "2026-09-24T02:00:00Z"
+    assert attempt["request"]["method"] == "POST"
+    assert (attempt["responseStatus"], attempt["code"]) == (200, "OK")
+
+
+def test_move_to_accepts_any_offset(client: Client) -> None:
+    response = client.post("/_emulator/clock:moveTo", json={"time": "2026-09-24T05:00:00+02:00"})
+    assert response.json == {"now": "2026-09-24T03:00:00Z"}
+    assert client.get("/_emulator/clock").json == {"now": "2026-09-24T03:00:00Z", "mode": "manual"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        pytest.param("/_emulator/clock:advance", {"seconds": -1}, "seconds", id="negative"),
+        pytest.param("/_emulator/clock:advance", {"seconds": "1"}, "seconds", id="string"),
+        pytest.param("/_emulator/clock:advance", {}, "seconds", id="missing"),
+        pytest.param("/_emulator/clock:moveTo", {"time": 5}, "time", id="time-not-string"),
+    ],
+)
+def test_bad_clock_input_is_invalid_argument_naming_the_field(
+    client: Client, path: str, body: dict[str, object], field: str
+) -> None:
+    response = client.post(path, json=body)
+    assert response.status_code == 400
+    error = response.json["error"]
+    assert error["status"] == "INVALID_ARGUMENT"
+    assert error["details"][0]["fieldViolations"][0]["field"] == field
+
+
+def test_moving_back_is_a_failed_precondition(client: Client) -> None:
+    response = client.post("/_emulator/clock:moveTo", json={"time": "2020-01-01T00:00:00Z"})
+    assert response.status_code == 400
+    assert response.json["error"]["status"] == "FAILED_PRECONDITION"
+
+
+def test_a_body_that_is_not_json_is_a_400(client: Client) -> None:
+    response = client.post("/_emulator/clock:advance", data=b"not json")
+    assert response.status_code == 400
+    assert response.json["error"]["status"] == "INVALID_ARGUMENT"
+
+
+def test_system_clock_refuses_clock_moves() -> None:
+    emulator = Emulator(SystemClock(), transport=WsgiTransport(RecordingTarget()))
+    response = Client(create_app(emulator)).post("/_emulator/clock:advance", json={"seconds": 1})
+    assert response.status_code == 400
+    assert response.json["error"]["status"] == "FAILED_PRECONDITION"
+    assert "ManualClock" in response.json["error"]["message"]
+    emulator.close()
+
+
+def test_unknown_path_is_a_json_404(client: Client) -> None:
+    response = client.get("/_emulator/nope")
+    assert response.status_code == 404
+    assert response.json["error"]["status"] == "NOT_FOUND"
+
+
+def test_reset_deletes_jobs_and_attempts(client: Client, emulator: Emulator) -> None:
+    emulator.create_job(nightly_job())
+    emulator.advance(timedelta(minutes=1))
+    assert client.post("/_emulator/reset").json == {}
+    assert emulator.list_jobs() == []
+    assert client.get("/_emulator/attempts").json == {"attempts": []}
+
+
+def test_skipped_runs_are_listed(target: RecordingTarget) -> None:
+    target.status = 500
+    emulator = Emulator(
+        ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)), transport=WsgiTransport(target)
+    )
+    retry = {"retryCount": 5, "minBackoffDuration": "60s", "maxDoublings": 0}
+    emulator.create_job(nightly_job(schedule="* * * * *", retryConfig=retry))
+    client = Client(create_app(emulator))
+    client.post("/_emulator/clock:advance", json={"seconds": 300})
+    skipped = client.get("/_emulator/skipped?job=nightly").json["skipped"]
+    assert [s["scheduleTime"] for s in skipped] == [
+        "2026-09-24T02:02:00Z",
+        "2026-09-24T02:03:00Z",
+        "2026-09-24T02:04:00Z",
+    ]
+    emulator.close()

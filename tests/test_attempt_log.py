@@ -1,0 +1,92 @@
+"""Execution-log entries (spec §14)."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+
+from scheduler_emulator.attempt_log import AttemptLog
+from scheduler_emulator.attempts import Attempt
+
+NAME = "projects/demo/locations/us-central1/jobs/nightly"
+T0 = datetime(2026, 5, 8, 1, 0, tzinfo=UTC)
+
+
+def attempt(**fields: object) -> Attempt:
+    base: dict[str, object] = {
+        "id": 7,
+        "job": NAME,
+        "run_id": 1,
+        "attempt": 1,
+        "schedule_time": "2026-05-08T01:00:00Z",
+        "start_time": T0,
+        "end_time": T0 + timedelta(milliseconds=250),
+        "request": {"method": "POST", "url": "https://svc.example/run", "headers": {}},
+        "response_status": 200,
+        "code": "OK",
+        "debug_info": "URL_CRAWLED. Original HTTP response code number = 200",
+    }
+    base.update(fields)
+    return Attempt(**base)  # type: ignore[arg-type]
+
+
+def entries(write: object) -> list[dict[str, object]]:
+    stream = io.StringIO()
+    log = AttemptLog(stream)
+    write(log)  # type: ignore[operator]
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_attempt_started_has_the_envelope_and_payload_of_production() -> None:
+    [entry] = entries(lambda log: log.started(attempt()))
+    assert entry["jsonPayload"] == {
+        "@type": "type.googleapis.com/google.cloud.scheduler.logging.AttemptStarted",
+        "jobName": NAME,
+        "scheduledTime": "2026-05-08T01:00:00Z",
+        "targetType": "HTTP",
+        "url": "https://svc.example/run",
+    }
+    assert entry["logName"] == "projects/demo/logs/cloudscheduler.googleapis.com%2Fexecutions"
+    assert entry["resource"] == {
+        "type": "cloud_scheduler_job",
+        "labels": {"job_id": "nightly", "location": "us-central1", "project_id": "demo"},
+    }
+    assert entry["severity"] == "INFO"
+    assert entry["timestamp"] == entry["receiveTimestamp"] == "2026-05-08T01:00:00Z"
+    assert "httpRequest" not in entry
+
+
+def test_successful_attempt_finished_has_no_status_key() -> None:
+    [entry] = entries(lambda log: log.finished(attempt()))
+    payload = entry["jsonPayload"]
+    assert payload["@type"].endswith("AttemptFinished")  # type: ignore[index,union-attr]
+    assert "status" not in payload  # type: ignore[operator]
+    assert "scheduledTime" not in payload  # type: ignore[operator]
+    assert payload["debugInfo"] == "URL_CRAWLED. Original HTTP response code number = 200"  # type: ignore[index]
+    assert entry["httpRequest"] == {"status": 200}
+    assert entry["severity"] == "INFO"
+    assert entry["timestamp"] == "2026-05-08T01:00:00.250000Z"
+
+
+def test_failed_attempt_finished_is_an_error_with_the_code_name() -> None:
+    failed = attempt(
+        response_status=404,
+        code="NOT_FOUND",
+        debug_info="URL_ERROR-ERROR_NOT_FOUND. Original HTTP response code number = 404",
+    )
+    [entry] = entries(lambda log: log.finished(failed))
+    assert entry["jsonPayload"]["status"] == "NOT_FOUND"  # type: ignore[index]
+    assert entry["severity"] == "ERROR"
+    assert entry["httpRequest"] == {"status": 404}
+
+
+def test_no_http_request_when_the_target_never_answered() -> None:
+    lost = attempt(response_status=None, code="UNAVAILABLE", debug_info="x")
+    [entry] = entries(lambda log: log.finished(lost))
+    assert "httpRequest" not in entry
+
+
+def test_insert_ids_are_unique() -> None:
+    found = entries(lambda log: [log.started(attempt()), log.finished(attempt())])
+    assert len({e["insertId"] for e in found}) == 2
