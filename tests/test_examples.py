@@ -53,8 +53,8 @@ def test_demo_runs_the_example_and_reports_each_attempt() -> None:
     assert run_demo(days=1, speed=0, out=out) == 0
     text = out.getvalue()
     assert (
-        "nightly  attempt 1  POST /_triggers/timer/nightly  ScheduleTime=2026-09-24T02:00:00Z  -> 200 OK"
-        in text
+        "nightly  attempt 1  POST /_triggers/timer/nightly  "
+        "ScheduleTime=2026-09-24T02:00:00Z  -> 200 OK" in text
     )
     assert "report   attempt 2" in text
     assert "1 nightly sweeps" in text
