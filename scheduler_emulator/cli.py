@@ -146,18 +146,18 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     except OSError as exc:
         emulator.close()
         raise ConfigurationError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
-    count = len(emulator.list_jobs())
-    out.write(
-        f"scheduler-emulator listening on http://{args.host}:{server.server_port} "
-        f"({count} job{'s' if count != 1 else ''} loaded, {args.clock} clock, {where})\n"
-    )
-    out.flush()
 
     def _stop(signum: int, frame: object) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    count = len(emulator.list_jobs())
+    out.write(
+        f"scheduler-emulator listening on http://{args.host}:{server.server_port} "
+        f"({count} job{'s' if count != 1 else ''} loaded, {args.clock} clock, {where})\n"
+    )
+    out.flush()
     emulator.start()
     try:
         server.serve_forever()

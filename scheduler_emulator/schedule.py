@@ -660,7 +660,10 @@ class Schedule:
             fold_below = start + before if before > offset else -1
             bound = min((end + offset) // DAY_SECONDS + 1, last_day)
             ordinal, second_of_day = divmod(local_seconds, DAY_SECONDS)
-            index = bisect_right(minutes_of_day, second_of_day // 60) - 1
+            if matcher.day_ok(ordinal):
+                index = bisect_right(minutes_of_day, second_of_day // 60) - 1
+            else:  # a vixie run after a gap can land on a day that does not match
+                index = count - 1
             day = date.fromordinal(ordinal)
             year, month, dom = day.year, day.month, day.day
             base = ordinal * DAY_SECONDS - offset  # the instant of local midnight
