@@ -5,10 +5,13 @@ Pure functions of (schedule, instant): nothing here reads a clock. A schedule is
 give its fire instants as timezone-aware datetimes in the job's zone::
 
     >>> s = parse_schedule("30 1 * * *", "America/New_York")
+    >>> after = datetime(2026, 10, 31, 12, tzinfo=UTC)
     >>> [format_schedule_time(t) for t in itertools.islice(s.iter_after(after), 3)]
     ['2026-11-01T01:30:00-04:00', '2026-11-01T01:30:00-05:00', '2026-11-02T01:30:00-05:00']
 
-(with ``after = 2026-10-31T12:00:00Z``: 1 Nov 2026 is the fall-back day, so 01:30 happens twice.)
+1 Nov 2026 is the fall-back day in New York, so 01:30 happens twice (``fold`` 0, then 1). The
+returned datetimes carry the job's zone; compare or subtract them after ``.astimezone(UTC)``,
+because Python compares two datetimes of the same zone by wall time and ignores ``fold``.
 
 How fire times are computed (spec §8, §17 P1)
 ---------------------------------------------
@@ -160,7 +163,7 @@ def _parse_field(text: str, schedule: str, spec: _Field) -> set[int]:
         if base == "*":
             low, high = spec.low, spec.step_high
         else:
-            first, _, last = base.partition("-")
+            first, _, last = original[: len(base)].partition("-")  # original letter case
             low = _parse_value(first, spec, fail, upper=False)
             if last:
                 high = _parse_value(last, spec, fail, upper=True)
@@ -192,12 +195,14 @@ def _parse_value(
         if not spec.low <= value <= spec.high:
             raise fail(f"has value {token} outside {spec.low}-{spec.high}")
         return value
-    if token in spec.names:
-        value = spec.names[token]
+    name = token.lower()
+    if name in spec.names:
+        value = spec.names[name]
         # "mon-sun", "fri-sun": SUN as the end of a range means 7, so the range is not reversed.
         return 7 if upper and spec.names is _WEEKDAY_NAMES and value == 0 else value
     for character, reason in _UNSUPPORTED_CHARACTERS:
-        if character in token and (character not in "lw" or not spec.names):
+        quartz_style = name.rstrip(character).isdigit() or name == character  # 5L, 15W, L
+        if character in name and (quartz_style or not spec.names):
             raise fail(f"uses {reason}")
     kind = "a number or a name" if spec.names else "a number"
     raise fail(f"has {token!r}, which is not {kind}")
@@ -219,6 +224,7 @@ class _Matcher:
         "day_table",
         "day_masks",
         "never",
+        "day_cache",
     )
 
     def __init__(
@@ -231,6 +237,8 @@ class _Matcher:
         dom_star: bool,
         dow_star: bool,
     ) -> None:
+        #: Memo of :meth:`day_ok` (bounded; a race between threads only recomputes).
+        self.day_cache: dict[int, bool] = {}
         self.minutes_of_day = tuple(sorted(minutes_of_day))
         self.hours = tuple(m // 60 for m in self.minutes_of_day)
         self.minutes = tuple(m % 60 for m in self.minutes_of_day)
@@ -266,12 +274,19 @@ class _Matcher:
 
     def day_ok(self, ordinal: int) -> bool:
         """Whether the local date with this ordinal matches the month and day fields."""
+        known = self.day_cache.get(ordinal)
+        if known is not None:
+            return known
         day = date.fromordinal(ordinal)
         month = day.month
-        if not self.month_ok[month]:
-            return False
         length = _DAYS_IN_MONTH[month] + (month == 2 and calendar.isleap(day.year))
-        return bool(self.day_masks[length][(ordinal - day.day + 1) % 7] >> day.day & 1)
+        ok = self.month_ok[month] and bool(
+            self.day_masks[length][(ordinal - day.day + 1) % 7] >> day.day & 1
+        )
+        if len(self.day_cache) >= 4096:
+            self.day_cache.clear()
+        self.day_cache[ordinal] = ok
+        return ok
 
     def next_day(self, ordinal: int, bound: int) -> int | None:
         """Return the first matching local date ordinal ``>= ordinal`` and ``<= bound``."""
@@ -440,9 +455,16 @@ def _absolute_seconds(instant: datetime, what: str) -> int:
 class Schedule:
     """A parsed schedule and the job's time zone: an immutable value that computes fire times.
 
-    Build one with :func:`parse_schedule` (``Schedule(text, time_zone, dst_policy=...)`` does
-    the same). Equal schedules compare equal and hash alike (by text, time zone and policy).
+    Build one with :func:`parse_schedule`, which caches; calling ``Schedule(...)`` parses
+    afresh with the same rules. Equal schedules compare equal and hash alike (by text, time zone
+    and policy); pickling re-parses.
 
+    :param text: the schedule, unix-cron or English-like (see :func:`parse_schedule`).
+    :param time_zone: the job's ``timeZone`` (spec §8, §17 P10); ``""`` means ``Etc/UTC``.
+    :param dst_policy: ``"absolute"`` or ``"vixie"`` (spec §17 P1).
+    :raises InvalidArgument: ``Schedule or time zone is invalid.`` with a ``schedule`` or
+        ``timeZone`` field violation naming the bad part.
+    :raises ValueError: for another ``dst_policy``.
     :ivar text: the schedule exactly as given.
     :ivar time_zone: the time zone exactly as given (``""`` stays ``""``; spec §17 P10).
     :ivar zone: the resolved zone (``Etc/UTC`` for ``""`` and every spelling of UTC).
@@ -560,14 +582,13 @@ class Schedule:
         without any time-zone conversion.
 
         :param after: a timezone-aware datetime, in any zone.
-        :raises ClockError: when ``after`` is naive (raised at the first ``next()``).
+        :raises ClockError: when ``after`` is naive (at the call, not at the first ``next()``).
         :return: an iterator of aware datetimes in :attr:`zone`, as :meth:`next_after` returns.
         """
         absolute = _absolute_seconds(after, "after")
         if self._interval:
-            yield from self._iter_interval(absolute)
-        else:
-            yield from self._iter_cron(absolute)
+            return self._iter_interval(absolute)
+        return self._iter_cron(absolute)
 
     # -- English-like intervals --------------------------------------------------------------
 

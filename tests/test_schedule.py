@@ -266,7 +266,10 @@ class TestCronRejected:
             pytest.param("0 0 15W * *", "'W' (nearest weekday)", id="W-in-day-of-month"),
             pytest.param("0 0 * * 5#3", "'#' (nth weekday)", id="hash-in-day-of-week"),
             pytest.param("0 0 ? * 1", "'?'", id="question-mark"),
-            pytest.param("0 0 * * 5L", "'5L'", id="L-in-day-of-week"),
+            pytest.param("0 0 * * 5L", "'L' (last day)", id="L-in-day-of-week"),
+            pytest.param("0 0 LW * *", "'L' (last day)", id="LW-in-day-of-month"),
+            pytest.param("0 0 * * L", "'L' (last day)", id="L-alone-in-day-of-week"),
+            pytest.param("0 0 * jul-l *", "'L' (last day)", id="L-in-month-range"),
             pytest.param("60 * * * *", "minute field '60' has value 60 outside 0-59", id="min"),
             pytest.param("0 24 * * *", "hour field '24' has value 24 outside 0-23", id="hour"),
             pytest.param("0 0 0 * *", "value 0 outside 1-31", id="day-of-month-zero"),
@@ -626,9 +629,10 @@ class TestNaiveDatetimes:
         with pytest.raises(ClockError, match="timezone-aware.*tzinfo"):
             parse_schedule("* * * * *").next_after(datetime(2026, 1, 1))
 
-    def test_iter_after_rejects_a_naive_datetime(self) -> None:
+    @pytest.mark.parametrize("text", ["every 5 minutes", "0 2 * * *"])
+    def test_iter_after_rejects_a_naive_datetime_at_the_call(self, text: str) -> None:
         with pytest.raises(ClockError, match="timezone-aware"):
-            next(parse_schedule("every 5 minutes").iter_after(datetime(2026, 1, 1)))
+            parse_schedule(text).iter_after(datetime(2026, 1, 1))
 
     def test_format_schedule_time_rejects_a_naive_datetime(self) -> None:
         with pytest.raises(ClockError, match="timezone-aware"):
@@ -704,7 +708,7 @@ class TestScheduleValue:
     def test_schedule_is_immutable(self) -> None:
         schedule = parse_schedule("0 2 * * *")
         with pytest.raises(AttributeError):
-            schedule.text = "0 3 * * *"  # type: ignore[misc]
+            schedule.text = "0 3 * * *"
         with pytest.raises(AttributeError):
             del schedule.zone
 

@@ -34,7 +34,7 @@ def fires_by_next_after(
 ) -> list[str]:
     """Like :func:`fires`, but by calling ``next_after`` repeatedly."""
     schedule = parse_schedule(text, zone, dst_policy=dst_policy)
-    result = []
+    result: list[str] = []
     instant = schedule.next_after(after)
     while instant is not None and len(result) < count:
         result.append(format_schedule_time(instant))
