@@ -24,7 +24,7 @@ from .attempt_log import AttemptLog
 from .attempts import Attempt, SkippedRun
 from .clock import Clock, ManualClock, SystemClock
 from .codec import job_from_json
-from .errors import AlreadyExists, ClockError, FailedPrecondition
+from .errors import ClockError
 from .names import generate_job_id, qualify_job_name
 from .resources import Job, State
 from .store import Store
@@ -122,8 +122,6 @@ class Emulator:
             name = data.get("name") or generate_job_id()
             data["name"] = self.job_name(name)
             job = job_from_json(data)
-        if self.engine.has_job(job.name):
-            raise AlreadyExists(f"Job {job.name} already exists.")
         job = replace(
             job,
             state=State.ENABLED,
@@ -132,7 +130,7 @@ class Emulator:
             schedule_time=None,
             user_update_time=self.clock.now(),
         )
-        return self.engine.put_job(job)
+        return self.engine.put_job(job, create=True)
 
     def upsert_job(self, job: Job) -> Job:
         """Create ``job``, or, if it exists (a restart with the same jobs file), replace its
@@ -168,12 +166,9 @@ class Emulator:
         :raises NotFound: ``Job not found.``
         :raises FailedPrecondition: if the job is not ENABLED (P11).
         """
-        job = self.get_job(name)
-        if job.state != State.ENABLED:
-            raise FailedPrecondition(
-                f"Job {job.name} is {job.state.name}; only an ENABLED job can be paused."
-            )
-        return self.engine.put_job(replace(job, state=State.PAUSED))
+        return self.engine.change_state(
+            self.job_name(name), State.ENABLED, State.PAUSED, "only an ENABLED job can be paused"
+        )
 
     def resume_job(self, name: str) -> Job:
         """Resume a PAUSED job (ResumeJob, §4); the next fire time counts from now (§9.4).
@@ -181,12 +176,9 @@ class Emulator:
         :raises NotFound: ``Job not found.``
         :raises FailedPrecondition: if the job is not PAUSED (P11).
         """
-        job = self.get_job(name)
-        if job.state != State.PAUSED:
-            raise FailedPrecondition(
-                f"Job {job.name} is {job.state.name}; only a PAUSED job can be resumed."
-            )
-        return self.engine.put_job(replace(job, state=State.ENABLED))
+        return self.engine.change_state(
+            self.job_name(name), State.PAUSED, State.ENABLED, "only a PAUSED job can be resumed"
+        )
 
     def run_job(self, name: str) -> Job:
         """Force a run now (RunJob, §5.8, P3), even while paused or running.

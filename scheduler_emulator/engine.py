@@ -34,7 +34,7 @@ from .attempt_log import AttemptLog
 from .attempts import Attempt, Run, SkippedRun
 from .clock import Clock
 from .dispatch import build_request
-from .errors import NotFound
+from .errors import AlreadyExists, FailedPrecondition, NotFound
 from .outcomes import Failure, Outcome, classify_failure, classify_status
 from .resources import Job, State, Status
 from .retry import backoff, may_retry
@@ -130,18 +130,22 @@ class Engine:
         """
         return parse_schedule(job.schedule, job.time_zone, dst_policy=self.dst_policy)
 
-    def put_job(self, job: Job, *, reschedule: bool = True) -> Job:
+    def put_job(self, job: Job, *, reschedule: bool = True, create: bool = False) -> Job:
         """Add or replace ``job`` and persist it; return it with output-only fields updated.
 
         Replacing keeps the job's runs in progress. With ``reschedule`` the next fire time is
         computed from now (create, update, resume: §9.4); without it an existing fire time is
         kept.
 
+        :param create: refuse to replace an existing job (CreateJob, §5.1).
         :raises InvalidArgument: for a bad schedule or time zone.
+        :raises AlreadyExists: with ``create``, if the job exists.
         """
         schedule = self.parse(job)
         with self._lock:
             rt = self._jobs.get(job.name)
+            if create and rt is not None:
+                raise AlreadyExists(f"Job {job.name} already exists.")
             if rt is None:
                 rt = _Runtime(job, schedule)
                 self._jobs[job.name] = rt
@@ -158,6 +162,19 @@ class Engine:
             view = self._view(rt)
             self.store.save_job(view)
             return view
+
+    def change_state(self, name: str, required: State, new: State, rule: str) -> Job:
+        """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob, §4).
+
+        :param rule: the end of the error sentence, e.g. ``"only an ENABLED job can be paused"``.
+        :raises NotFound: if there is no such job.
+        :raises FailedPrecondition: if the job is not in ``required`` (P11).
+        """
+        with self._lock:
+            job = self.get_job(name)
+            if job.state != required:
+                raise FailedPrecondition(f"Job {name} is {job.state.name}; {rule}.")
+            return self.put_job(replace(job, state=new))
 
     def remove_job(self, name: str) -> None:
         """Forget the job: no further runs or retries. An attempt in flight still completes.
