@@ -74,7 +74,12 @@ class Admin:
 
     def clock_advance(self, request: Request) -> dict[str, Any]:
         """Advance a manual clock by ``seconds`` and answer once everything due has settled."""
-        seconds = json_body(request).get("seconds")
+        body = json_body(request)
+        if "seconds" not in body:
+            raise InvalidArgument(
+                'The body must be {"seconds": N}; seconds is missing.', field="seconds"
+            )
+        seconds = body["seconds"]
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
             raise InvalidArgument(
                 f"seconds must be a non-negative number; got {seconds!r}.", field="seconds"
@@ -83,10 +88,15 @@ class Admin:
 
     def clock_move_to(self, request: Request) -> dict[str, Any]:
         """Move a manual clock to ``time`` (RFC 3339) and answer once everything has settled."""
-        text = json_body(request).get("time")
+        body = json_body(request)
+        if "time" not in body:
+            raise InvalidArgument(
+                'The body must be {"time": "<RFC 3339>"}; time is missing.', field="time"
+            )
+        text = body["time"]
         if not isinstance(text, str):
             raise InvalidArgument(f"time must be an RFC 3339 string; got {text!r}.", field="time")
-        return self._manual_only(self.emulator.move_to, parse_timestamp(text))
+        return self._manual_only(self.emulator.move_to, parse_timestamp(text, field="time"))
 
     def attempts(self, request: Request) -> dict[str, Any]:
         """Every attempt (optionally of ``?job=<job ID or full name>``) in start order."""

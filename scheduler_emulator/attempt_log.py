@@ -8,7 +8,9 @@ Entries follow spec §14 exactly (``logName``, ``resource`` labels, ``jsonPayloa
      logging.AttemptStarted", "jobName": "projects/p/locations/l/jobs/nightly",
      "scheduledTime": "2026-09-24T02:00:00Z", "targetType": "HTTP", "url": "http://…"}, ...}
 
-Timestamps are the emulator clock's (virtual time under a manual clock).
+Timestamps are the emulator clock's (virtual time under a manual clock). ``insertId`` is the
+attempt's store ID in hexadecimal followed by ``s`` (started) or ``f`` (finished): unique and
+stable across restarts.
 """
 
 from __future__ import annotations
@@ -31,15 +33,13 @@ class AttemptLog:
     def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
         self._lock = threading.Lock()
-        self._count = 0
 
-    def _envelope(self, attempt: Attempt, payload: dict[str, Any], when: str | None) -> dict:
+    def _envelope(
+        self, attempt: Attempt, payload: dict[str, Any], when: str | None, kind: str
+    ) -> dict[str, Any]:
         project, location = attempt.job.split("/")[1], attempt.job.split("/")[3]
-        with self._lock:
-            self._count += 1
-            insert_id = f"{attempt.id:08x}{self._count:06x}"
         return {
-            "insertId": insert_id,
+            "insertId": f"{attempt.id:012x}{kind}",
             "jsonPayload": payload,
             "logName": f"projects/{project}/logs/cloudscheduler.googleapis.com%2Fexecutions",
             "receiveTimestamp": when,
@@ -66,7 +66,7 @@ class AttemptLog:
             "targetType": target_type,
             "url": attempt.request.get("url", ""),
         }
-        self._write(self._envelope(attempt, payload, iso(attempt.start_time)))
+        self._write(self._envelope(attempt, payload, iso(attempt.start_time), "s"))
 
     def finished(self, attempt: Attempt, target_type: str = "HTTP") -> None:
         """Log AttemptFinished (§14.3): debugInfo, ``status`` only on failure, severity ERROR on
@@ -78,7 +78,7 @@ class AttemptLog:
             "targetType": target_type,
             "url": attempt.request.get("url", ""),
         }
-        entry = self._envelope(attempt, payload, iso(attempt.end_time))
+        entry = self._envelope(attempt, payload, iso(attempt.end_time), "f")
         if attempt.code != "OK":
             payload["status"] = attempt.code
             entry["severity"] = "ERROR"

@@ -8,16 +8,16 @@ what the pytest fixtures assert on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from . import clock
 
 
 def iso(instant: datetime | None) -> str | None:
-    """Render an aware instant as RFC 3339 UTC with ``Z`` (microseconds only when non-zero)."""
-    if instant is None:
-        return None
-    text = instant.astimezone(UTC).replace(tzinfo=None).isoformat()
-    return text + "Z"
+    """Render an aware instant as RFC 3339 UTC with ``Z`` (microseconds only when non-zero);
+    ``None`` stays ``None``."""
+    return None if instant is None else clock.iso(instant)
 
 
 @dataclass
@@ -90,7 +90,7 @@ class Attempt:
         """Return the ``/_emulator/attempts`` shape of this attempt."""
         return {
             "job": self.job,
-            "run": self.run_id,
+            "runId": self.run_id,
             "attempt": self.attempt,
             "scheduleTime": self.schedule_time,
             "startTime": iso(self.start_time),

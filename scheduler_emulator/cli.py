@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -28,11 +29,17 @@ from .codec import parse_timestamp
 from .emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
 from .errors import ApiError, ConfigurationError, EmulatorError
 from .jobs_file import load_jobs_file
+from .resources import Job
 from .store import Store
 
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
 DEFAULT_HOST = "127.0.0.1"
+DST_CHOICES = ["absolute", "vixie"]
+DST_HELP = (
+    "daylight-saving rule: 'absolute' fires a repeated local time twice and a skipped one "
+    "never; 'vixie' fires fixed-time jobs once (%(default)s)"
+)
 
 
 def default_data_dir() -> Path:
@@ -58,32 +65,53 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    start = sub.add_parser("start", help="run the emulator daemon")
+    start = sub.add_parser(
+        "start",
+        help="run the emulator daemon",
+        description="Run the emulator: fire each job on its schedule, serve /_emulator/ "
+        "endpoints, keep jobs and attempts in a data directory.",
+    )
     start.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (%(default)s)")
     start.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (%(default)s)")
     start.add_argument(
-        "--jobs", action="append", default=[], metavar="FILE", help="jobs file (YAML or JSON)"
+        "--jobs",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="jobs file (YAML or JSON list of Job resources); repeatable",
     )
     start.add_argument("--project", default=DEFAULT_PROJECT, help="default project (%(default)s)")
     start.add_argument(
         "--location", default=DEFAULT_LOCATION, help="default location (%(default)s)"
     )
     storage = start.add_mutually_exclusive_group()
-    storage.add_argument("--data-dir", type=Path, help="where jobs and attempts are kept")
+    storage.add_argument(
+        "--data-dir",
+        type=Path,
+        metavar="DIR",
+        help=f"where jobs and attempts are kept (default: {default_data_dir()})",
+    )
     storage.add_argument("--in-memory", action="store_true", help="keep nothing on disk")
-    start.add_argument("--clock", choices=["system", "manual"], default="system")
+    start.add_argument(
+        "--clock",
+        choices=["system", "manual"],
+        default="system",
+        help="real time, or a virtual clock moved by POST /_emulator/clock:advance (%(default)s)",
+    )
     start.add_argument(
         "--start", type=_timestamp, metavar="RFC3339", help="manual clock's start instant"
     )
-    start.add_argument("--log-file", metavar="F", help="attempt log file (default: stdout)")
-    start.add_argument("--dst-policy", choices=["absolute", "vixie"], default="absolute")
+    start.add_argument(
+        "--log-file", metavar="F", help="execution log, JSON lines (default: stdout)"
+    )
+    start.add_argument("--dst-policy", choices=DST_CHOICES, default="absolute", help=DST_HELP)
 
     nxt = sub.add_parser("next", help="print a schedule's next fire times")
     nxt.add_argument("schedule", help='unix-cron or English-like schedule, e.g. "0 2 * * *"')
     nxt.add_argument("--time-zone", default="Etc/UTC", help="IANA time zone (%(default)s)")
     nxt.add_argument("--after", type=_timestamp, metavar="RFC3339", help="default: now")
     nxt.add_argument("-n", type=int, default=5, help="how many fire times (%(default)s)")
-    nxt.add_argument("--dst-policy", choices=["absolute", "vixie"], default="absolute")
+    nxt.add_argument("--dst-policy", choices=DST_CHOICES, default="absolute", help=DST_HELP)
 
     demo = sub.add_parser("demo", help="the example service and emulator on a fast clock")
     demo.add_argument("--days", type=int, default=3, help="simulated days (%(default)s)")
@@ -101,10 +129,17 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
         raise ConfigurationError(f"-n must be at least 1; got {args.n}.")
     schedule = parse_schedule(args.schedule, args.time_zone, dst_policy=args.dst_policy)
     after = args.after or SystemClock().now()
-    for count, instant in enumerate(schedule.iter_after(after), start=1):
+    count = 0
+    for count, instant in enumerate(schedule.iter_after(after), start=1):  # noqa: B007
         out.write(format_schedule_time(instant) + "\n")
         if count >= args.n:
             break
+    if count < args.n:
+        print(
+            f"note: {args.schedule!r} has no further fire time within 10 years "
+            f"(printed {count} of {args.n}).",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -116,13 +151,50 @@ def _make_clock(args: argparse.Namespace) -> Clock:
     return SystemClock()
 
 
+def load_jobs_files(paths: Sequence[str], *, project: str, location: str) -> list[Job]:
+    """Load every jobs file; a job name defined in two files is an error.
+
+    :raises ConfigurationError: naming the file, job, field and value of the first problem, or
+        both files of a duplicated name.
+    """
+    jobs: list[Job] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        for job in load_jobs_file(path, project=project, location=location):
+            if job.name in seen:
+                raise ConfigurationError(
+                    f"{path}: job {job.job_id!r} is defined in {seen[job.name]} too; "
+                    "job names must be unique across --jobs files."
+                )
+            seen[job.name] = path
+            jobs.append(job)
+    return jobs
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Fail early, with a clear message, if ``host:port`` cannot be bound.
+
+    :raises ConfigurationError: naming the address and the reason.
+    """
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}. Is another "
+                "scheduler-emulator running? Stop it or pick another --port."
+            ) from exc
+
+
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon until SIGINT or SIGTERM."""
     from .server import serve
 
-    jobs = []
-    for path in args.jobs:
-        jobs.extend(load_jobs_file(path, project=args.project, location=args.location))
+    check_port_free(args.host, args.port)
+    jobs = load_jobs_files(args.jobs, project=args.project, location=args.location)
     if args.in_memory:
         store = Store(":memory:")
         where = "in memory"
@@ -166,6 +238,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         emulator.close()
         if log_stream is not out:
             log_stream.close()
+    print("scheduler-emulator stopped; every job and attempt is saved.", file=sys.stderr)
     return 0
 
 

@@ -45,6 +45,11 @@ def real_monotonic() -> float:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+def iso(instant: datetime) -> str:
+    """Render an aware instant as RFC 3339 UTC with ``Z``."""
+    return instant.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
+
+
 def require_aware(value: datetime, what: str = "datetime") -> datetime:
     """Return ``value`` converted to UTC; refuse a naive datetime.
 
@@ -182,8 +187,8 @@ class ManualClock:
         with self._lock:
             if target < self._now:
                 raise ClockError(
-                    f"cannot move a ManualClock back from {self._now.isoformat()} "
-                    f"to {target.isoformat()}."
+                    f"the manual clock cannot go back: it is at {iso(self._now)}, "
+                    f"{iso(target)} is earlier."
                 )
             while True:
                 self._settle()

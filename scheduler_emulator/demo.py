@@ -81,6 +81,8 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     """
     if days < 1:
         raise ConfigurationError(f"--days must be at least 1; got {days}.")
+    if speed < 0:
+        raise ConfigurationError(f"--speed must not be negative; got {speed}.")
     example_dir = find_example_dir()
     module = load_example(example_dir)
     orders = module.OrderLog()
@@ -128,8 +130,13 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     failed = sum(1 for a in attempts if a.code != "OK")
     out.write(
         f"\n{len(attempts)} attempts ({failed} failed and retried); the service counted "
-        f"{orders.sweeps} nightly sweeps and {orders.reports} reports in {days} day(s).\n"
+        f"{_count(orders.sweeps, 'nightly sweep')} and {_count(orders.reports, 'report')} "
+        f"in {_count(days, 'day')}.\n"
         "Next: run the daemon yourself — see README.md, 'Run the daemon'.\n"
     )
     emulator.close()
     return 0 if orders.sweeps == days else 1
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -145,8 +145,8 @@ class Emulator:
         current = self.engine.get_job(job.name)
         if replace(job, **_output_fields(current)) == current:
             return current
-        updated = replace(job, **_output_fields(current), user_update_time=self.clock.now())
-        return self.engine.put_job(updated)
+        fields = _output_fields(current) | {"user_update_time": self.clock.now()}
+        return self.engine.put_job(replace(job, **fields))
 
     def get_job(self, name: str) -> Job:
         """Return the job (GetJob, §5.2). :raises NotFound: ``Job not found.``"""

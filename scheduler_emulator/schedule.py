@@ -204,7 +204,12 @@ def _parse_value(
         quartz_style = name.rstrip(character).isdigit() or name == character  # 5L, 15W, L
         if character in name and (quartz_style or not spec.names):
             raise fail(f"uses {reason}")
-    kind = "a number or a name" if spec.names else "a number"
+    if spec.names is _WEEKDAY_NAMES:
+        kind = "a number or a three-letter day name (SUN-SAT)"
+    elif spec.names:
+        kind = "a number or a three-letter month name (JAN-DEC)"
+    else:
+        kind = "a number"
     raise fail(f"has {token!r}, which is not {kind}")
 
 

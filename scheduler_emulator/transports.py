@@ -16,6 +16,7 @@ either an HTTP status or a :class:`~scheduler_emulator.outcomes.Failure`.
 from __future__ import annotations
 
 import io
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -104,11 +105,28 @@ class HttpTransport:
                 allow_redirects=True,
             )
             response.close()
-        except requests.Timeout as exc:
-            return TransportResult(failure=Failure.DEADLINE, detail=_short(exc))
+        except requests.Timeout:
+            return TransportResult(
+                failure=Failure.DEADLINE, detail=f"No response within {timeout_seconds:g} s."
+            )
         except requests.RequestException as exc:
-            return TransportResult(failure=Failure.CONNECTION, detail=_short(exc))
+            return TransportResult(failure=Failure.CONNECTION, detail=_reason(exc))
         return TransportResult(status=response.status_code)
+
+
+_ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
+
+
+def _reason(exc: BaseException) -> str:
+    """The root cause of a connection failure as one sentence ("Connection refused.")."""
+    text = str(exc)
+    match = _ERRNO_TEXT.search(text)
+    if match:
+        return match.group(1).strip().rstrip(".") + "."
+    for marker in ("RemoteDisconnected", "ConnectionResetError", "SSLError", "NameResolution"):
+        if marker in text:
+            return f"{marker}."
+    return _short(exc)
 
 
 def _short(exc: BaseException) -> str:

@@ -89,3 +89,10 @@ def test_python_dash_m_prints_help() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
     assert "start" in result.stdout and "next" in result.stdout
+
+
+def test_a_schedule_that_never_fires_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["next", "0 0 30 2 *", "--after", "2026-01-01T00:00:00Z"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "no further fire time within 10 years (printed 0 of 5)" in captured.err

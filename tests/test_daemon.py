@@ -192,3 +192,57 @@ class TestBadInput:
         )
         assert result.returncode == 2
         assert message in result.stderr
+
+
+class TestReload:
+    def test_changed_jobs_file_updates_the_job_and_keeps_its_history(self, tmp_path: Path) -> None:
+        target = RecordingTarget(status=500)
+        data = tmp_path / "data"
+        with serving(target) as base_url:
+            jobs = write_jobs(tmp_path / "jobs.yaml", base_url)
+            with running_daemon("--jobs", str(jobs), "--data-dir", str(data), *MANUAL) as first:
+                first.post("/_emulator/clock:advance", {"seconds": 120})
+                assert len(first.attempts()) == 4
+                assert first.stop() == 0
+            write_jobs(jobs, base_url, retryCount=1)  # retryCount 3 → 1
+            with running_daemon("--jobs", str(jobs), "--data-dir", str(data), *MANUAL) as second:
+                assert len(second.attempts()) == 4
+                second.post("/_emulator/clock:advance", {"seconds": 120})
+                attempts = second.attempts()
+                assert [a["attempt"] for a in attempts[4:]] == [1, 2]  # the new retry count
+
+    def test_a_job_in_two_jobs_files_is_refused(self, tmp_path: Path) -> None:
+        one = write_jobs(tmp_path / "one.yaml", "http://127.0.0.1:9")
+        two = write_jobs(tmp_path / "two.yaml", "http://127.0.0.1:9")
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "scheduler_emulator",
+                "start",
+                "--in-memory",
+                "--jobs",
+                str(one),
+                "--jobs",
+                str(two),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2
+        assert f"{two}: job 'nightly' is defined in {one} too" in result.stderr
+
+
+def test_a_port_in_use_is_a_clear_error() -> None:
+    with running_daemon("--in-memory") as daemon:
+        port = daemon.url.rsplit(":", 1)[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "scheduler_emulator", "start", "--in-memory", "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}:")
+    assert "pick another --port" in result.stderr

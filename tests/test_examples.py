@@ -57,4 +57,4 @@ def test_demo_runs_the_example_and_reports_each_attempt() -> None:
         "ScheduleTime=2026-09-24T02:00:00Z  -> 200 OK" in text
     )
     assert "report   attempt 2" in text
-    assert "1 nightly sweeps" in text
+    assert "1 nightly sweep and 4 reports in 1 day." in text

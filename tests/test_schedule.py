@@ -295,7 +295,11 @@ class TestCronRejected:
             pytest.param("+1 * * * *", "'+1'", id="plus-sign"),
             pytest.param("mon * * * *", "'mon', which is not a number", id="name-in-minute"),
             pytest.param("0 0 jan * *", "day-of-month field 'jan'", id="month-name-in-dom"),
-            pytest.param("0 0 * foo *", "'foo', which is not a number or a name", id="bad-name"),
+            pytest.param(
+                "0 0 * foo *",
+                "'foo', which is not a number or a three-letter month name (JAN-DEC)",
+                id="bad-name",
+            ),
             pytest.param("0 0 * * monday", "'monday'", id="full-weekday-name"),
             pytest.param("0 0 * * 1/0", "step '0'", id="step-zero-after-value"),
             pytest.param("\u0665 * * * *", "minute field", id="non-ascii-digit"),

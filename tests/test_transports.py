@@ -63,6 +63,7 @@ class TestHttpTransport:
             port = sock.getsockname()[1]
         result = HttpTransport().send(DeliveryRequest("POST", f"http://127.0.0.1:{port}/", {}), 5)
         assert (result.status, result.failure) == (None, Failure.CONNECTION)
+        assert result.detail == "Connection refused."
 
     def test_a_target_slower_than_the_deadline_is_a_deadline_failure(self) -> None:
         release = threading.Event()
@@ -76,6 +77,7 @@ class TestHttpTransport:
             result = HttpTransport().send(DeliveryRequest("GET", base + "/", HEADERS), 0.2)
             release.set()
         assert result.failure == Failure.DEADLINE
+        assert result.detail == "No response within 0.2 s."
 
 
 class TestInProcess:
