@@ -4,6 +4,7 @@ Subcommands:
 
 - ``start`` — run the daemon (the engine plus its HTTP server).
 - ``next SCHEDULE`` — print a schedule's next fire times (exit 2 on an invalid schedule).
+- ``env-init`` — print the ``export`` lines that point gcloud and clients at the daemon.
 - ``demo`` — run the example Orders service and the emulator on an accelerated manual clock.
 
 Every error a user can cause prints ``error: <message>`` to stderr and exits with 2.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import socket
 import sys
@@ -29,6 +31,7 @@ from .codec import parse_timestamp
 from .emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
 from .errors import ApiError, ConfigurationError, EmulatorError
 from .jobs_file import load_jobs_file
+from .names import check_project_id
 from .resources import Job
 from .store import Store
 
@@ -113,6 +116,18 @@ def build_parser() -> argparse.ArgumentParser:
     nxt.add_argument("-n", type=int, default=5, help="how many fire times (%(default)s)")
     nxt.add_argument("--dst-policy", choices=DST_CHOICES, default="absolute", help=DST_HELP)
 
+    env = sub.add_parser(
+        "env-init",
+        help="print the export lines that point gcloud and clients at the emulator",
+        description="Print shell export lines, like `gcloud beta emulators pubsub env-init`. "
+        'Use: eval "$(scheduler-emulator env-init)"',
+    )
+    env.add_argument("--host", default=DEFAULT_HOST, help="the daemon's address (%(default)s)")
+    env.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="the daemon's port (%(default)s)"
+    )
+    env.add_argument("--project", default=DEFAULT_PROJECT, help="gcloud's project (%(default)s)")
+
     demo = sub.add_parser("demo", help="the example service and emulator on a fast clock")
     demo.add_argument("--days", type=int, default=3, help="simulated days (%(default)s)")
     demo.add_argument(
@@ -140,6 +155,29 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
             f"(printed {count} of {args.n}).",
             file=sys.stderr,
         )
+    return 0
+
+
+def env_lines(host: str, port: int, project: str) -> list[str]:
+    """The ``export`` lines that point gcloud (§16.1) and our plugin at the daemon.
+
+    The API endpoint override ends with ``/``, which gcloud requires.
+    """
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    values = {
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDSCHEDULER": f"http://{address}/",
+        "CLOUDSDK_AUTH_DISABLE_CREDENTIALS": "true",
+        "CLOUDSDK_CORE_PROJECT": project,
+        "CLOUD_SCHEDULER_EMULATOR_HOST": address,
+    }
+    return [f"export {key}={shlex.quote(value)}" for key, value in values.items()]
+
+
+def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
+    """Print :func:`env_lines` for the given daemon address and project."""
+    check_project_id(args.project, field="--project")
+    for line in env_lines(args.host, args.port, args.project):
+        out.write(line + "\n")
     return 0
 
 
@@ -250,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_next(args, sys.stdout)
         if args.command == "start":
             return cmd_start(args, sys.stdout)
+        if args.command == "env-init":
+            return cmd_env_init(args, sys.stdout)
         if args.command == "demo":
             from .demo import run_demo
 

@@ -15,7 +15,7 @@ server; it adds nothing but an API over the :class:`~scheduler_emulator.engine.E
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,7 +24,7 @@ from .attempt_log import AttemptLog
 from .attempts import Attempt, SkippedRun
 from .clock import Clock, ManualClock, SystemClock
 from .codec import job_from_json
-from .errors import ClockError
+from .errors import ClockError, InvalidArgument
 from .names import generate_job_id, qualify_job_name
 from .resources import Job, State
 from .store import Store
@@ -43,6 +43,7 @@ class Emulator:
     :param transport: delivery; real HTTP by default.
     :param project: project for job IDs given without a full name.
     :param location: location for job IDs given without a full name.
+    :param locations: the locations ListLocations shows (P18); ``[location]`` by default.
     :param attempt_log: optional execution log writer (§14).
     :param dst_policy: ``"absolute"`` (P1) or ``"vixie"``.
     :param force_run_schedule_time: ``"next"`` or ``"omit"`` (P3).
@@ -56,6 +57,7 @@ class Emulator:
         transport: Transport | None = None,
         project: str = DEFAULT_PROJECT,
         location: str = DEFAULT_LOCATION,
+        locations: Sequence[str] | None = None,
         attempt_log: AttemptLog | None = None,
         dst_policy: str = "absolute",
         force_run_schedule_time: str = "next",
@@ -66,6 +68,7 @@ class Emulator:
         self.store = store if store is not None else Store()
         self.project = project
         self.location = location
+        self.locations: tuple[str, ...] = tuple(locations or (location,))
         self.engine = Engine(
             self.clock,
             self.store,
@@ -155,6 +158,50 @@ class Emulator:
     def list_jobs(self) -> list[Job]:
         """Return every job in creation order (P15)."""
         return self.engine.jobs()
+
+    def list_jobs_page(
+        self, parent: str, page_size: int, page_token: str = ""
+    ) -> tuple[list[Job], str]:
+        """Return one ListJobs page of the jobs under ``parent`` and the next page token
+        (``""`` on the last page) (§5.3, P15).
+
+        :param parent: ``projects/P/locations/L``.
+        :param page_size: 1–500 jobs.
+        :param page_token: ``""`` for the first page, else a token this method returned.
+        :raises InvalidArgument: for a token this emulator did not issue.
+        """
+        start = 0
+        if page_token:
+            if not page_token.isdigit():
+                raise InvalidArgument(
+                    f"The page token {page_token!r} is not valid.", field="pageToken"
+                )
+            start = int(page_token)
+        jobs, next_seq = self.engine.jobs_page(parent + "/jobs/", page_size, start)
+        return jobs, "" if next_seq is None else str(next_seq)
+
+    def update_job(
+        self, name: str, body: Mapping[str, Any], update_mask: str | Sequence[str] | None = None
+    ) -> Job:
+        """Update a job (UpdateJob, §5.4): the mask governs (P12: empty applies every field in
+        the body; P13: header merge with nulls). The state is kept; ``userUpdateTime`` moves;
+        the next fire time is computed from now. An update that would leave the job invalid
+        changes nothing.
+
+        :param name: job ID or full name (the body's ``name`` is ignored).
+        :param body: the PATCH body, REST JSON.
+        :param update_mask: comma-separated or listed field paths, camelCase or snake_case.
+        :raises NotFound: ``Job not found.``
+        :raises InvalidArgument: for a bad field, mask path or resulting job.
+        """
+        from .update_mask import apply_update
+
+        now = self.clock.now()
+
+        def change(job: Job) -> Job:
+            return replace(apply_update(job, body, update_mask), user_update_time=now)
+
+        return self.engine.modify(self.job_name(name), change)
 
     def delete_job(self, name: str) -> None:
         """Delete the job (DeleteJob, §5.5). :raises NotFound: ``Job not found.``"""

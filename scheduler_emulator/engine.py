@@ -26,6 +26,7 @@ import itertools
 import logging
 import threading
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -53,6 +54,7 @@ class _Runtime:
 
     job: Job  # configuration, state and userUpdateTime; see Engine._view for the rest
     schedule: Schedule
+    seq: int = 0  # creation order (ListJobs order and page tokens, P15)
     status: Status | None = None
     last_attempt_time: datetime | None = None
     next_fire: datetime | None = None  # in the job's zone (fold matters for the header)
@@ -112,6 +114,7 @@ class Engine:
         self._jobs: dict[str, _Runtime] = {}
         self._timers: list[tuple[datetime, int, str, str, int]] = []
         self._seq = itertools.count()
+        self._job_seq = itertools.count(1)
         self._wakeup = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -147,7 +150,7 @@ class Engine:
             if create and rt is not None:
                 raise AlreadyExists(f"Job {job.name} already exists.")
             if rt is None:
-                rt = _Runtime(job, schedule)
+                rt = _Runtime(job, schedule, next(self._job_seq))
                 self._jobs[job.name] = rt
                 reschedule = True
             else:
@@ -163,6 +166,17 @@ class Engine:
             self.store.save_job(view)
             return view
 
+    def modify(self, name: str, change: Callable[[Job], Job]) -> Job:
+        """Replace the job by ``change(job)`` atomically and reschedule it from now.
+
+        If ``change`` raises, the job is left as it was.
+
+        :param change: maps the current job (with output-only fields) to the new one.
+        :raises NotFound: if there is no such job.
+        """
+        with self._lock:
+            return self.put_job(change(self.get_job(name)))
+
     def change_state(self, name: str, required: State, new: State, rule: str) -> Job:
         """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob, §4).
 
@@ -170,11 +184,13 @@ class Engine:
         :raises NotFound: if there is no such job.
         :raises FailedPrecondition: if the job is not in ``required`` (P11).
         """
-        with self._lock:
-            job = self.get_job(name)
+
+        def change(job: Job) -> Job:
             if job.state != required:
                 raise FailedPrecondition(f"Job {name} is {job.state.name}; {rule}.")
-            return self.put_job(replace(job, state=new))
+            return replace(job, state=new)
+
+        return self.modify(name, change)
 
     def remove_job(self, name: str) -> None:
         """Forget the job: no further runs or retries. An attempt in flight still completes.
@@ -201,6 +217,20 @@ class Engine:
         """Return every job in creation order."""
         with self._lock:
             return [self._view(rt) for rt in self._jobs.values()]
+
+    def jobs_page(self, prefix: str, size: int, from_seq: int) -> tuple[list[Job], int | None]:
+        """Return up to ``size`` jobs whose names start with ``prefix``, in creation order,
+        from creation number ``from_seq`` on, and the creation number where the next page
+        starts (``None`` when there is none). Stable when jobs are added or deleted between
+        pages (P15)."""
+        with self._lock:
+            chosen = [
+                rt
+                for rt in self._jobs.values()
+                if rt.seq >= from_seq and rt.job.name.startswith(prefix)
+            ]
+            next_seq = chosen[size].seq if len(chosen) > size else None
+            return [self._view(rt) for rt in chosen[:size]], next_seq
 
     def has_job(self, name: str) -> bool:
         """Tell whether a job of that full name exists."""
@@ -239,7 +269,7 @@ class Engine:
         with self._lock:
             for job in self.store.load_jobs():
                 schedule = self.parse(job)
-                rt = _Runtime(job, schedule, job.status, job.last_attempt_time)
+                rt = _Runtime(job, schedule, next(self._job_seq), job.status, job.last_attempt_time)
                 self._jobs[job.name] = rt
                 if job.state == State.ENABLED:
                     self._set_next_fire(rt, schedule.next_after(self.clock.now()))

@@ -1,7 +1,8 @@
 """The daemon's WSGI application and HTTP server.
 
 :func:`create_app` builds one WSGI app for an :class:`~scheduler_emulator.emulator.Emulator`
-serving the ``/_emulator/`` endpoints (:mod:`~scheduler_emulator.admin`). Errors are rendered as
+serving the Cloud Scheduler v1 REST API (:mod:`~scheduler_emulator.api`) and the
+``/_emulator/`` endpoints (:mod:`~scheduler_emulator.admin`). Errors are rendered as
 Google's REST error envelope (spec §6.1); bad input never yields a 5xx (§6.4: gcloud retries
 5xx and would repeat side effects).
 """
@@ -18,7 +19,7 @@ from werkzeug.routing import Map
 from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.wrappers import Request, Response
 
-from . import admin
+from . import admin, api
 from .emulator import Emulator
 from .errors import ApiError
 
@@ -64,9 +65,11 @@ class EmulatorApp:
 
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
-        self.url_map = Map([rule.empty() for rule in admin.RULES], strict_slashes=False)
+        rules = [*admin.RULES, *api.RULES]
+        self.url_map = Map([rule.empty() for rule in rules], strict_slashes=False)
         self.handlers: dict[str, Callable[..., Any]] = {}
         self.add_handlers(admin.Admin(emulator))
+        self.add_handlers(api.Api(emulator))
 
     def add_handlers(self, obj: object) -> None:
         """Register every public method of ``obj`` named like an endpoint of the URL map."""
@@ -85,6 +88,10 @@ class EmulatorApp:
             return error_response(exc)
         except HTTPException as exc:
             return _http_error(exc)
+        except Exception:  # a bug of ours: never let it look like a network failure
+            logger.exception("internal error serving %s %s", request.method, request.path)
+            body = {"error": {"code": 500, "message": "Internal error.", "status": "INTERNAL"}}
+            return json_response(body, 500)
         if isinstance(result, Response):
             return result
         return json_response(result)
