@@ -466,10 +466,10 @@ class Engine:
         return format_schedule_time(nominal)
 
     def _start_run(self, rt: _Runtime, nominal: datetime, *, forced: bool) -> _Delivery:
-        if forced:
-            header = (
-                None if self.force_run_schedule_time == "omit" else self._header(rt, rt.next_fire)
-            )
+        if forced:  # P3: the next scheduled time (of the schedule, when paused)
+            upcoming = rt.next_fire or rt.schedule.next_after(self.clock.now())
+            omit = self.force_run_schedule_time == "omit"
+            header = None if omit else self._header(rt, upcoming)
         else:
             header = self._header(rt, nominal)
         run = Run(0, rt.job.name, header, nominal.astimezone(UTC), forced)
