@@ -11,6 +11,10 @@ at the edge:
   server defaults (§3.7) and validates the result (§2, §3, §11.1).
 - :func:`job_to_json` renders what the real service returns: camelCase, proto3 defaults omitted
   except what the service always shows (§3.7), canonical durations and timestamps.
+- For UpdateJob (:mod:`~scheduler_emulator.update_mask`) the parts of :func:`job_from_json` are
+  public: :func:`parse_job` (parse only), :func:`json_fields` (which fields the body *has*, with
+  its raw values), :func:`normalise_job` (defaults + validation) and :data:`MESSAGE_FIELDS`
+  (the field names of every message, which both the parser and mask paths use).
 
 Worked example::
 
@@ -70,11 +74,18 @@ from .resources import (
 from .validation import validate_job
 
 __all__ = [
+    "MESSAGE_FIELDS",
+    "MessageFields",
+    "camel_case",
+    "default_message",
     "format_duration",
     "format_timestamp",
     "job_from_json",
     "job_to_json",
+    "json_fields",
+    "normalise_job",
     "parse_duration",
+    "parse_job",
     "parse_timestamp",
     "status_to_json",
 ]
@@ -226,6 +237,117 @@ def format_timestamp(value: datetime) -> str:
 
 
 @dataclass(frozen=True)
+class MessageFields:
+    """The JSON-visible fields of one message type of the Job resource (spec §3).
+
+    Names are the proto (snake_case) names, which are also the attribute names of the
+    :mod:`~scheduler_emulator.resources` dataclasses; JSON accepts each in camelCase too.
+
+    :param settable: the fields a request may set, in proto order.
+    :param output_only: fields a request may carry but that are ignored whatever their value
+        (§3.2).
+    :param messages: the message-typed fields among ``settable``, as ``(field, type name)``
+        pairs; the type name is a key of :data:`MESSAGE_FIELDS`. Every other field is a scalar,
+        an enum, bytes, a Duration or a string map.
+    :param oneofs: groups of fields of which at most one may be set (Job's ``target``,
+        HttpTarget's ``authorization_header``).
+    """
+
+    settable: tuple[str, ...]
+    output_only: tuple[str, ...]
+    messages: tuple[tuple[str, str], ...]
+    oneofs: tuple[tuple[str, ...], ...]
+
+    def message_type(self, name: str) -> str | None:
+        """The message type name of field ``name``, or ``None`` for a non-message field."""
+        return dict(self.messages).get(name)
+
+
+#: The fields of every message of the Job resource, by type name (``"Job"``, ``"HttpTarget"``…).
+#: The one table the JSON parser and the update-mask paths (§5.4) both read.
+MESSAGE_FIELDS: Mapping[str, MessageFields] = MappingProxyType(
+    {
+        "Job": MessageFields(
+            settable=(
+                "name",
+                "description",
+                "pubsub_target",
+                "app_engine_http_target",
+                "http_target",
+                "schedule",
+                "time_zone",
+                "retry_config",
+                "attempt_deadline",
+            ),
+            output_only=(
+                "user_update_time",
+                "state",
+                "status",
+                "schedule_time",
+                "last_attempt_time",
+            ),
+            messages=(
+                ("pubsub_target", "PubsubTarget"),
+                ("app_engine_http_target", "AppEngineHttpTarget"),
+                ("http_target", "HttpTarget"),
+                ("retry_config", "RetryConfig"),
+            ),
+            oneofs=(("pubsub_target", "app_engine_http_target", "http_target"),),
+        ),
+        "HttpTarget": MessageFields(
+            settable=("uri", "http_method", "headers", "body", "oauth_token", "oidc_token"),
+            output_only=(),
+            messages=(("oauth_token", "OAuthToken"), ("oidc_token", "OidcToken")),
+            oneofs=(("oauth_token", "oidc_token"),),
+        ),
+        "OidcToken": MessageFields(
+            settable=("service_account_email", "audience"), output_only=(), messages=(), oneofs=()
+        ),
+        "OAuthToken": MessageFields(
+            settable=("service_account_email", "scope"), output_only=(), messages=(), oneofs=()
+        ),
+        "AppEngineHttpTarget": MessageFields(
+            settable=("http_method", "app_engine_routing", "relative_uri", "headers", "body"),
+            output_only=(),
+            messages=(("app_engine_routing", "AppEngineRouting"),),
+            oneofs=(),
+        ),
+        "AppEngineRouting": MessageFields(
+            settable=("service", "version", "instance"),
+            output_only=("host",),
+            messages=(),
+            oneofs=(),
+        ),
+        "PubsubTarget": MessageFields(
+            settable=("topic_name", "data", "attributes"), output_only=(), messages=(), oneofs=()
+        ),
+        "RetryConfig": MessageFields(
+            settable=(
+                "retry_count",
+                "max_retry_duration",
+                "min_backoff_duration",
+                "max_backoff_duration",
+                "max_doublings",
+            ),
+            output_only=(),
+            messages=(),
+            oneofs=(),
+        ),
+    }
+)
+
+
+def camel_case(proto_name: str) -> str:
+    """The JSON (lowerCamelCase) spelling of a proto field name: ``time_zone`` → ``timeZone``.
+
+    :param proto_name: a snake_case proto field name.
+    :return: the camelCase name.
+    """
+    head, *rest = proto_name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+@dataclass(frozen=True)
 class _Path:
     """Where a value sits: proto path for Google-style messages, camelCase for ``field``."""
 
@@ -254,29 +376,21 @@ def _invalid_value(path: _Path, type_name: str, value: Any, reason: str) -> Inva
     )
 
 
-def _camel(proto_name: str) -> str:
-    head, *rest = proto_name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-def _fields(
-    data: Any,
-    path: _Path,
-    type_name: str,
-    known: tuple[str, ...],
-    output_only: tuple[str, ...] = (),
-) -> dict[str, tuple[_Path, Any]]:
+def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, Any]]:
     """Check a JSON object against a message's fields; return proto name → (path, value).
 
-    Keys may be camelCase or snake_case; null values and output-only fields are dropped;
-    unknown keys and a field given under both spellings are errors.
+    ``type_name`` is a key of :data:`MESSAGE_FIELDS`. Keys may be camelCase or snake_case; null
+    values and output-only fields are dropped; unknown keys and a field given under both
+    spellings are errors.
     """
     if not isinstance(data, Mapping):
         raise _invalid_value(path, _TYPE_PREFIX + type_name, data, "must be a JSON object")
+    schema = MESSAGE_FIELDS[type_name]
+    output_only = schema.output_only
     by_key: dict[str, str] = {}
-    for name in known + output_only:
+    for name in schema.settable + output_only:
         by_key[name] = name
-        by_key[_camel(name)] = name
+        by_key[camel_case(name)] = name
     result: dict[str, tuple[_Path, Any]] = {}
     seen: dict[str, str] = {}
     for key, value in data.items():
@@ -295,12 +409,12 @@ def _fields(
             raise InvalidArgument(
                 f"Invalid JSON payload received. {_show(seen[name])} and {_show(key)} at "
                 f"'{path.proto}' name the same field.",
-                field=path.child(name, _camel(name)).json,
+                field=path.child(name, camel_case(name)).json,
             )
         seen[name] = key
         if value is None:
             continue
-        result[name] = (path.child(name, _camel(name)), value)
+        result[name] = (path.child(name, camel_case(name)), value)
     return result
 
 
@@ -402,7 +516,7 @@ def _message(
 
 
 def _oidc_token(data: Any, path: _Path) -> OidcToken:
-    f = _fields(data, path, "OidcToken", ("service_account_email", "audience"))
+    f = _fields(data, path, "OidcToken")
     return OidcToken(
         service_account_email=_get(f, "service_account_email", _string, ""),
         audience=_get(f, "audience", _string, ""),
@@ -410,7 +524,7 @@ def _oidc_token(data: Any, path: _Path) -> OidcToken:
 
 
 def _oauth_token(data: Any, path: _Path) -> OAuthToken:
-    f = _fields(data, path, "OAuthToken", ("service_account_email", "scope"))
+    f = _fields(data, path, "OAuthToken")
     return OAuthToken(
         service_account_email=_get(f, "service_account_email", _string, ""),
         scope=_get(f, "scope", _string, ""),
@@ -418,12 +532,7 @@ def _oauth_token(data: Any, path: _Path) -> OAuthToken:
 
 
 def _http_target(data: Any, path: _Path) -> HttpTarget:
-    f = _fields(
-        data,
-        path,
-        "HttpTarget",
-        ("uri", "http_method", "headers", "body", "oauth_token", "oidc_token"),
-    )
+    f = _fields(data, path, "HttpTarget")
     return HttpTarget(
         uri=_get(f, "uri", _string, ""),
         http_method=_get(f, "http_method", _http_method, HttpMethod.HTTP_METHOD_UNSPECIFIED),
@@ -435,9 +544,7 @@ def _http_target(data: Any, path: _Path) -> HttpTarget:
 
 
 def _app_engine_routing(data: Any, path: _Path) -> AppEngineRouting:
-    f = _fields(
-        data, path, "AppEngineRouting", ("service", "version", "instance"), output_only=("host",)
-    )
+    f = _fields(data, path, "AppEngineRouting")
     return AppEngineRouting(
         service=_get(f, "service", _string, ""),
         version=_get(f, "version", _string, ""),
@@ -446,12 +553,7 @@ def _app_engine_routing(data: Any, path: _Path) -> AppEngineRouting:
 
 
 def _app_engine_http_target(data: Any, path: _Path) -> AppEngineHttpTarget:
-    f = _fields(
-        data,
-        path,
-        "AppEngineHttpTarget",
-        ("http_method", "app_engine_routing", "relative_uri", "headers", "body"),
-    )
+    f = _fields(data, path, "AppEngineHttpTarget")
     return AppEngineHttpTarget(
         relative_uri=_get(f, "relative_uri", _string, ""),
         http_method=_get(f, "http_method", _http_method, HttpMethod.HTTP_METHOD_UNSPECIFIED),
@@ -462,7 +564,7 @@ def _app_engine_http_target(data: Any, path: _Path) -> AppEngineHttpTarget:
 
 
 def _pubsub_target(data: Any, path: _Path) -> PubsubTarget:
-    f = _fields(data, path, "PubsubTarget", ("topic_name", "data", "attributes"))
+    f = _fields(data, path, "PubsubTarget")
     return PubsubTarget(
         topic_name=_get(f, "topic_name", _string, ""),
         data=_get(f, "data", _bytes, b""),
@@ -471,18 +573,7 @@ def _pubsub_target(data: Any, path: _Path) -> PubsubTarget:
 
 
 def _retry_config(data: Any, path: _Path) -> RetryConfig:
-    f = _fields(
-        data,
-        path,
-        "RetryConfig",
-        (
-            "retry_count",
-            "max_retry_duration",
-            "min_backoff_duration",
-            "max_backoff_duration",
-            "max_doublings",
-        ),
-    )
+    f = _fields(data, path, "RetryConfig")
     default = RetryConfig()
     return RetryConfig(
         retry_count=_get(f, "retry_count", _int32, default.retry_count),
@@ -497,18 +588,97 @@ def _retry_config(data: Any, path: _Path) -> RetryConfig:
     )
 
 
-_JOB_FIELDS = (
-    "name",
-    "description",
-    "pubsub_target",
-    "app_engine_http_target",
-    "http_target",
-    "schedule",
-    "time_zone",
-    "retry_config",
-    "attempt_deadline",
-)
-_JOB_OUTPUT_ONLY = ("user_update_time", "state", "status", "schedule_time", "last_attempt_time")
+_MESSAGE_PARSERS: dict[str, Callable[[Any, _Path], Any]] = {
+    "HttpTarget": _http_target,
+    "OidcToken": _oidc_token,
+    "OAuthToken": _oauth_token,
+    "AppEngineHttpTarget": _app_engine_http_target,
+    "AppEngineRouting": _app_engine_routing,
+    "PubsubTarget": _pubsub_target,
+    "RetryConfig": _retry_config,
+}
+
+
+def parse_job(data: Mapping[str, Any], *, default_name: str | None = None) -> Job:
+    """Convert a REST JSON body to a Job as it stands: no defaults, no validation (spec §3.8).
+
+    The parsing half of :func:`job_from_json`: the same spellings are accepted and the same
+    :class:`~scheduler_emulator.errors.InvalidArgument` is raised for unknown fields and values
+    of the wrong type or form. Fields absent from ``data`` take the value the parser gives an
+    absent field: empty strings and maps, ``HTTP_METHOD_UNSPECIFIED``, no target, no token,
+    ``attempt_deadline=None`` and a :class:`~scheduler_emulator.resources.RetryConfig` of the
+    §11.1 defaults (also for each absent field of a given ``retryConfig``). Output-only fields
+    are ignored and left at their initial values.
+
+    :param data: the decoded JSON object.
+    :param default_name: the name to use when ``data`` has no or an empty ``name``.
+    :raises InvalidArgument: for an unknown field or a value of the wrong JSON type or form
+        (see :func:`job_from_json`).
+    :return: the job; ``name`` is ``""`` when neither ``data`` nor ``default_name`` gives one.
+    """
+    f = _fields(data, _Path("job", ""), "Job")
+    return Job(
+        name=_get(f, "name", _string, "") or default_name or "",
+        schedule=_get(f, "schedule", _string, ""),
+        time_zone=_get(f, "time_zone", _string, ""),
+        description=_get(f, "description", _string, ""),
+        http_target=_message(f, "http_target", _http_target),
+        app_engine_http_target=_message(f, "app_engine_http_target", _app_engine_http_target),
+        pubsub_target=_message(f, "pubsub_target", _pubsub_target),
+        retry_config=_message(f, "retry_config", _retry_config) or RetryConfig(),
+        attempt_deadline=_get(f, "attempt_deadline", _duration, None),
+    )
+
+
+def default_message(type_name: str) -> Any:
+    """The value :func:`parse_job` gives a message whose JSON object is empty (``{}``).
+
+    That is what an update-mask path "clears" a message to: ``HttpTarget(uri="",
+    http_method=HTTP_METHOD_UNSPECIFIED)``, ``OidcToken(service_account_email="")``, the
+    §11.1 ``RetryConfig()``…
+
+    :param type_name: a key of :data:`MESSAGE_FIELDS` other than ``"Job"``.
+    :raises KeyError: for any other name.
+    :return: the resource dataclass instance.
+    """
+    return _MESSAGE_PARSERS[type_name]({}, _Path(type_name, type_name))
+
+
+def json_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a Job JSON body keyed by proto (snake_case) field names, values as given.
+
+    Message-typed fields are converted recursively; every other value (strings, numbers, maps —
+    with their ``null`` values, which gcloud uses to remove headers, §5.4) is returned untouched.
+    Fields whose value is ``null`` and output-only fields are left out. Tells which fields a
+    body *has* (proto3 JSON presence), which :func:`parse_job` cannot.
+
+    :param data: the decoded JSON object.
+    :raises InvalidArgument: for an unknown field, a field given in both spellings, or a
+        message-typed field that is not a JSON object — as :func:`job_from_json` does.
+    :return: a new dict; e.g. ``{"http_target": {"headers": {"X-A": None}}, "schedule": "…"}``.
+    """
+
+    def walk(value: Any, path: _Path, type_name: str) -> dict[str, Any]:
+        schema = MESSAGE_FIELDS[type_name]
+        out: dict[str, Any] = {}
+        for name, (child_path, child) in _fields(value, path, type_name).items():
+            child_type = schema.message_type(name)
+            out[name] = child if child_type is None else walk(child, child_path, child_type)
+        return out
+
+    return walk(data, _Path("job", ""), "Job")
+
+
+def normalise_job(job: Job) -> Job:
+    """Apply the server defaults and check every rule, as CreateJob does (spec §3.7, §3.2).
+
+    :param job: a job as parsed (:func:`parse_job`) or as changed by an update.
+    :raises InvalidArgument: for any rule of :func:`~scheduler_emulator.validation.validate_job`.
+    :return: :func:`~scheduler_emulator.resources.with_defaults` of ``job``.
+    """
+    job = with_defaults(job)
+    validate_job(job)
+    return job
 
 
 def job_from_json(data: Mapping[str, Any], *, default_name: str | None = None) -> Job:
@@ -521,11 +691,12 @@ def job_from_json(data: Mapping[str, Any], *, default_name: str | None = None) -
     Output-only fields (``state``, ``status``, ``scheduleTime``, ``lastAttemptTime``,
     ``userUpdateTime``, ``appEngineRouting.host``) are ignored whatever their value;
     ``attemptDeadline`` of a Pub/Sub job is ignored (§3.5). Missing RetryConfig fields get the
-    defaults of §11.1 / P7 (``maxDoublings`` 5).
+    defaults of §11.1 / P7 (``maxDoublings`` 5). :func:`parse_job` followed by
+    :func:`normalise_job`.
 
     :param data: the decoded JSON object (the request body of CreateJob, a jobs-file entry…).
     :param default_name: full job name to use when ``data`` has no or an empty ``name`` (e.g. a
-        generated name on create, or the URL's name on PATCH).
+        generated name on create).
     :raises InvalidArgument: for an unknown field (``Invalid JSON payload received. Unknown
         name "foo" at 'job': Cannot find field.``), a value of the wrong JSON type or form
         (``Invalid value at 'job.retry_config.retry_count' (TYPE_INT32), "abc"``), a missing
@@ -535,30 +706,10 @@ def job_from_json(data: Mapping[str, Any], *, default_name: str | None = None) -
         validated; output-only fields are at their initial values (``ENABLED``, no status, no
         times).
     """
-    root = _Path("job", "")
-    f = _fields(data, root, "Job", _JOB_FIELDS, _JOB_OUTPUT_ONLY)
-    name = _get(f, "name", _string, "") or default_name
-    if not name:
+    job = parse_job(data, default_name=default_name)
+    if not job.name:
         raise InvalidArgument("name is required.", field="name")
-    http_target = _message(f, "http_target", _http_target)
-    app_engine = _message(f, "app_engine_http_target", _app_engine_http_target)
-    pubsub = _message(f, "pubsub_target", _pubsub_target)
-    retry_config = _message(f, "retry_config", _retry_config) or RetryConfig()
-    attempt_deadline = _get(f, "attempt_deadline", _duration, None)
-    job = Job(
-        name=name,
-        schedule=_get(f, "schedule", _string, ""),
-        time_zone=_get(f, "time_zone", _string, ""),
-        description=_get(f, "description", _string, ""),
-        http_target=http_target,
-        app_engine_http_target=app_engine,
-        pubsub_target=pubsub,
-        retry_config=retry_config,
-        attempt_deadline=attempt_deadline,
-    )
-    job = with_defaults(job)
-    validate_job(job)
-    return job
+    return normalise_job(job)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from .names import generate_job_id, qualify_job_name
 from .resources import Job, State
 from .store import Store
 from .transports import HttpTransport, Transport
+from .update_mask import apply_update
 
 DEFAULT_PROJECT = "my-project"
 DEFAULT_LOCATION = "us-central1"
@@ -194,8 +195,6 @@ class Emulator:
         :raises NotFound: ``Job not found.``
         :raises InvalidArgument: for a bad field, mask path or resulting job.
         """
-        from .update_mask import apply_update
-
         now = self.clock.now()
 
         def change(job: Job) -> Job:

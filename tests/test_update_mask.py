@@ -1,0 +1,1125 @@
+"""UpdateJob (PATCH) semantics: the mask governs, P12 without a mask, P13 header edits (§5.4)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import doctest
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from scheduler_emulator import update_mask
+from scheduler_emulator.codec import job_from_json, job_to_json
+from scheduler_emulator.errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
+from scheduler_emulator.resources import (
+    DEFAULT_OAUTH_SCOPE,
+    AppEngineHttpTarget,
+    HttpMethod,
+    HttpTarget,
+    Job,
+    OAuthToken,
+    OidcToken,
+    PubsubTarget,
+    RetryConfig,
+    State,
+    Status,
+)
+from scheduler_emulator.update_mask import apply_update, parse_update_mask
+
+NAME = "projects/demo-proj/locations/us-central1/jobs/nightly"
+OTHER_NAME = "projects/demo-proj/locations/us-central1/jobs/other"
+SA = "sa@demo-proj.iam.gserviceaccount.com"
+OTHER_SA = "other@demo-proj.iam.gserviceaccount.com"
+TOPIC = "projects/demo-proj/topics/exports"
+FAILURE = "URL_UNREACHABLE-UNREACHABLE_5xx. Original HTTP response code number = 500"
+UA = "Google-Cloud-Scheduler"
+OCTET = "application/octet-stream"
+
+
+def stored(**overrides: Any) -> Job:
+    """A stored HTTP job with every field set and the output-only fields of a paused job that ran.
+
+    ``overrides`` replace top-level keys of the create body. Its headers end up as
+    ``X-Existing: 1`` plus the server's ``User-Agent`` and, for its body, ``Content-Type``.
+    """
+    body: dict[str, Any] = {
+        "name": NAME,
+        "description": "nightly export",
+        "schedule": "0 3 * * *",
+        "timeZone": "Europe/Berlin",
+        "httpTarget": {
+            "uri": "https://svc.example/run",
+            "httpMethod": "POST",
+            "headers": {"X-Existing": "1"},
+            "body": "e30=",
+            "oidcToken": {"serviceAccountEmail": SA, "audience": "https://svc.example"},
+        },
+        "retryConfig": {
+            "retryCount": 3,
+            "maxRetryDuration": "600s",
+            "minBackoffDuration": "10s",
+            "maxBackoffDuration": "300s",
+            "maxDoublings": 2,
+        },
+        "attemptDeadline": "300s",
+    }
+    body.update(overrides)
+    return replace(
+        job_from_json(body),
+        state=State.PAUSED,
+        status=Status(13, FAILURE),
+        schedule_time=datetime(2026, 5, 8, 1, 0, tzinfo=UTC),
+        last_attempt_time=datetime(2026, 5, 7, 1, 0, tzinfo=UTC),
+        user_update_time=datetime(2026, 5, 1, 9, 30, tzinfo=UTC),
+    )
+
+
+def stored_oauth() -> Job:
+    """The stored job with an OAuth token (default scope) instead of the OIDC token."""
+    return stored(
+        httpTarget={"uri": "https://svc.example/run", "oauthToken": {"serviceAccountEmail": SA}}
+    )
+
+
+def stored_pubsub() -> Job:
+    """The stored job with a Pub/Sub target instead of the HTTP target."""
+    return stored(
+        httpTarget=None, pubsubTarget={"topicName": TOPIC, "attributes": {"kind": "a", "Kind": "b"}}
+    )
+
+
+def changed(job: Job, *, http: dict[str, Any] | None = None, **fields: Any) -> Job:
+    """``job`` with top-level ``fields`` and HttpTarget fields ``http`` replaced."""
+    if http is not None:
+        assert job.http_target is not None
+        fields["http_target"] = replace(job.http_target, **http)
+    return replace(job, **fields)
+
+
+def retried(job: Job, **config: Any) -> Job:
+    """``job`` with RetryConfig fields ``config`` replaced."""
+    return replace(job, retry_config=replace(job.retry_config, **config))
+
+
+def gcloud_body(
+    *, http: dict[str, Any] | None = None, retry: dict[str, Any] | None = None, **top: Any
+) -> dict[str, Any]:
+    """The body ``gcloud scheduler jobs update http nightly …`` sends (§5.1, §5.4).
+
+    gcloud always sends ``timeZone: Etc/UTC``, ``httpTarget.httpMethod: POST`` and the four
+    retry defaults next to the flags' values, whatever the mask says. ``http`` and ``retry``
+    update those two objects (a ``None`` value removes the key, as a ``--clear-…`` flag does);
+    ``top`` adds top-level keys.
+    """
+    http_target: dict[str, Any] = {"httpMethod": "POST", **(http or {})}
+    retry_config: dict[str, Any] = {
+        "maxBackoffDuration": "3600s",
+        "maxDoublings": 5,
+        "minBackoffDuration": "5s",
+        "retryCount": 0,
+    }
+    for key, value in (retry or {}).items():
+        if value is None:
+            del retry_config[key]
+        else:
+            retry_config[key] = value
+    return {
+        "httpTarget": http_target,
+        "name": NAME,
+        "retryConfig": retry_config,
+        "timeZone": "Etc/UTC",
+        **top,
+    }
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def raises_invalid(job: Job, body: Any, mask: Any) -> InvalidArgument:
+    """Call apply_update expecting INVALID_ARGUMENT; check neither input changed."""
+    job_before, body_before = job_to_json(job), copy.deepcopy(body)
+    with pytest.raises(InvalidArgument) as caught:
+        apply_update(job, body, mask)
+    assert job_to_json(job) == job_before
+    assert body == body_before
+    return caught.value
+
+
+CLEAR_AUTH_TOKEN = (
+    "httpTarget.oauthToken.scope,httpTarget.oauthToken.serviceAccountEmail,"
+    "httpTarget.oidcToken.audience,httpTarget.oidcToken.serviceAccountEmail"
+)
+
+
+class TestGcloudFlags:
+    """Every flag of the §5.4 table, with the default-laden body gcloud really sends."""
+
+    @pytest.mark.parametrize(
+        ("before", "mask", "body", "expected"),
+        [
+            pytest.param(
+                stored(),
+                "schedule",
+                gcloud_body(schedule="0 4 * * *"),
+                changed(stored(), schedule="0 4 * * *"),
+                id="--schedule",
+            ),
+            pytest.param(
+                stored(),
+                "timeZone",
+                gcloud_body(timeZone="America/New_York"),
+                changed(stored(), time_zone="America/New_York"),
+                id="--time-zone",
+            ),
+            pytest.param(
+                stored(),
+                "timeZone",
+                gcloud_body(),
+                changed(stored(), time_zone="Etc/UTC"),
+                id="--clear-time-zone",
+            ),
+            pytest.param(
+                stored(),
+                "description",
+                gcloud_body(description="weekly export"),
+                changed(stored(), description="weekly export"),
+                id="--description",
+            ),
+            pytest.param(
+                stored(),
+                "description",
+                gcloud_body(description=""),
+                changed(stored(), description=""),
+                id="--description-empty",
+            ),
+            pytest.param(
+                stored(),
+                "attemptDeadline",
+                gcloud_body(attemptDeadline="600s"),
+                changed(stored(), attempt_deadline=timedelta(minutes=10)),
+                id="--attempt-deadline",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.retryCount",
+                gcloud_body(retry={"retryCount": 5}),
+                retried(stored(), retry_count=5),
+                id="--max-retry-attempts",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.retryCount",
+                gcloud_body(retry={"retryCount": None}),
+                retried(stored(), retry_count=0),
+                id="--clear-max-retry-attempts",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.maxRetryDuration",
+                gcloud_body(retry={"maxRetryDuration": "3600s"}),
+                retried(stored(), max_retry_duration=timedelta(hours=1)),
+                id="--max-retry-duration",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.maxRetryDuration",
+                gcloud_body(),
+                retried(stored(), max_retry_duration=timedelta(0)),
+                id="--clear-max-retry-duration",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.minBackoffDuration",
+                gcloud_body(retry={"minBackoffDuration": "1s"}),
+                retried(stored(), min_backoff_duration=timedelta(seconds=1)),
+                id="--min-backoff",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.minBackoffDuration",
+                gcloud_body(retry={"minBackoffDuration": None}),
+                retried(stored(), min_backoff_duration=timedelta(seconds=5)),
+                id="--clear-min-backoff",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.maxBackoffDuration",
+                gcloud_body(retry={"maxBackoffDuration": "7200s"}),
+                retried(stored(), max_backoff_duration=timedelta(hours=2)),
+                id="--max-backoff",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.maxBackoffDuration",
+                gcloud_body(retry={"maxBackoffDuration": None}),
+                retried(stored(), max_backoff_duration=timedelta(hours=1)),
+                id="--clear-max-backoff",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.maxDoublings",
+                gcloud_body(retry={"maxDoublings": 7}),
+                retried(stored(), max_doublings=7),
+                id="--max-doublings",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.maxDoublings",
+                gcloud_body(retry={"maxDoublings": None}),
+                retried(stored(), max_doublings=5),
+                id="--clear-max-doublings",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.uri",
+                gcloud_body(http={"uri": "https://other.example/hook?x=1"}),
+                changed(stored(), http={"uri": "https://other.example/hook?x=1"}),
+                id="--uri",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.httpMethod",
+                gcloud_body(http={"httpMethod": "PUT"}),
+                changed(stored(), http={"http_method": HttpMethod.PUT}),
+                id="--http-method",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.body",
+                gcloud_body(http={"body": b64(b'{"a": 1}\n')}),
+                changed(stored(), http={"body": b'{"a": 1}\n'}),
+                id="--message-body",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.body",
+                gcloud_body(),
+                changed(stored(), http={"body": b""}),
+                id="--clear-message-body",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.headers",
+                gcloud_body(http={"headers": {"X-A": "1", "X-B": "2", "X-Existing": None}}),
+                changed(
+                    stored(),
+                    http={
+                        "headers": {"User-Agent": UA, "Content-Type": OCTET, "X-A": "1", "X-B": "2"}
+                    },
+                ),
+                id="--update-headers-and-remove-headers",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.headers",
+                gcloud_body(http={"headers": {"X-Existing": None}}),
+                changed(stored(), http={"headers": {"User-Agent": UA, "Content-Type": OCTET}}),
+                id="--remove-headers",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.headers",
+                gcloud_body(http={"headers": {"X-A": "1"}}),
+                changed(
+                    stored(),
+                    http={"headers": {"X-A": "1", "User-Agent": UA, "Content-Type": OCTET}},
+                ),
+                id="--update-headers-alone-replaces-the-map",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.headers",
+                gcloud_body(),
+                changed(stored(), http={"headers": {"User-Agent": UA, "Content-Type": OCTET}}),
+                id="--clear-headers",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.oidcToken.serviceAccountEmail",
+                gcloud_body(http={"oidcToken": {"serviceAccountEmail": OTHER_SA}}),
+                changed(stored(), http={"oidc_token": OidcToken(OTHER_SA, "https://svc.example")}),
+                id="--oidc-service-account-email",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.oidcToken.audience",
+                gcloud_body(http={"oidcToken": {"audience": "https://aud.example"}}),
+                changed(stored(), http={"oidc_token": OidcToken(SA, "https://aud.example")}),
+                id="--oidc-token-audience",
+            ),
+            pytest.param(
+                stored_oauth(),
+                "httpTarget.oidcToken.audience,httpTarget.oidcToken.serviceAccountEmail",
+                gcloud_body(
+                    http={"oidcToken": {"serviceAccountEmail": OTHER_SA, "audience": "aud"}}
+                ),
+                changed(
+                    stored_oauth(),
+                    http={"oidc_token": OidcToken(OTHER_SA, "aud"), "oauth_token": None},
+                ),
+                id="--oidc-flags-replace-an-oauth-token",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.oauthToken.serviceAccountEmail",
+                gcloud_body(http={"oauthToken": {"serviceAccountEmail": OTHER_SA}}),
+                changed(
+                    stored(),
+                    http={
+                        "oauth_token": OAuthToken(OTHER_SA, DEFAULT_OAUTH_SCOPE),
+                        "oidc_token": None,
+                    },
+                ),
+                id="--oauth-service-account-email-replaces-an-oidc-token",
+            ),
+            pytest.param(
+                stored_oauth(),
+                "httpTarget.oauthToken.scope",
+                gcloud_body(http={"oauthToken": {"scope": "https://scope.example"}}),
+                changed(
+                    stored_oauth(), http={"oauth_token": OAuthToken(SA, "https://scope.example")}
+                ),
+                id="--oauth-token-scope",
+            ),
+            pytest.param(
+                stored(),
+                CLEAR_AUTH_TOKEN,
+                gcloud_body(),
+                changed(stored(), http={"oidc_token": None}),
+                id="--clear-auth-token-oidc",
+            ),
+            pytest.param(
+                stored_oauth(),
+                CLEAR_AUTH_TOKEN,
+                gcloud_body(),
+                changed(stored_oauth(), http={"oauth_token": None}),
+                id="--clear-auth-token-oauth",
+            ),
+            pytest.param(
+                changed(stored(), http={"oidc_token": None}),
+                CLEAR_AUTH_TOKEN,
+                gcloud_body(),
+                changed(stored(), http={"oidc_token": None}),
+                id="--clear-auth-token-without-token",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.uri,retryConfig.retryCount,schedule",
+                gcloud_body(
+                    schedule="*/5 * * * *",
+                    http={"uri": "https://b.example/"},
+                    retry={"retryCount": 1},
+                ),
+                retried(
+                    changed(stored(), schedule="*/5 * * * *", http={"uri": "https://b.example/"}),
+                    retry_count=1,
+                ),
+                id="several-flags",
+            ),
+        ],
+    )
+    def test_flag_changes_only_its_masked_fields(
+        self, before: Job, mask: str, body: dict[str, Any], expected: Job
+    ) -> None:
+        assert apply_update(before, body, mask) == expected
+
+    def test_schedule_flag_keeps_the_stored_retry_settings(self) -> None:
+        body = gcloud_body(schedule="0 3 * * *")
+
+        updated = apply_update(stored(), body, "schedule")
+
+        assert updated.retry_config.retry_count == 3
+        assert updated.retry_config == stored().retry_config
+        assert updated.time_zone == "Europe/Berlin"
+
+    def test_gcloud_url_encoded_mask_is_accepted(self) -> None:
+        body = gcloud_body(schedule="0 4 * * *", timeZone="Asia/Tokyo")
+
+        updated = apply_update(stored(), body, "schedule%2CtimeZone")
+
+        assert (updated.schedule, updated.time_zone) == ("0 4 * * *", "Asia/Tokyo")
+
+
+class TestMaskSpelling:
+    @pytest.mark.parametrize(
+        ("camel", "snake"),
+        [
+            pytest.param("schedule,httpTarget.uri", "schedule,http_target.uri", id="string"),
+            pytest.param(
+                "schedule,httpTarget.uri", ["schedule", "http_target.uri"], id="grpc-list"
+            ),
+            pytest.param("timeZone", "time_zone", id="time-zone"),
+            pytest.param(
+                "retryConfig.maxDoublings", "retry_config.max_doublings", id="retry-field"
+            ),
+            pytest.param(
+                "httpTarget.oidcToken.audience", "http_target.oidc_token.audience", id="nested"
+            ),
+            pytest.param(
+                "httpTarget.oidcToken.audience",
+                "http_target.oidcToken.audience",
+                id="mixed-segments",
+            ),
+        ],
+    )
+    def test_snake_case_paths_name_the_same_fields_as_camel_case(
+        self, camel: str, snake: str | list[str]
+    ) -> None:
+        assert parse_update_mask(snake) == parse_update_mask(camel)
+
+    def test_snake_case_mask_updates_like_camel_case(self) -> None:
+        body = {
+            "schedule": "0 5 * * *",
+            "httpTarget": {"uri": "https://new.example/"},
+            "retryConfig": {"maxDoublings": 1},
+        }
+        camel = "schedule,httpTarget.uri,retryConfig.maxDoublings"
+        snake = ["schedule", "http_target.uri", "retry_config.max_doublings"]
+
+        assert apply_update(stored(), body, snake) == apply_update(stored(), body, camel)
+        assert apply_update(stored(), body, snake) == retried(
+            changed(stored(), schedule="0 5 * * *", http={"uri": "https://new.example/"}),
+            max_doublings=1,
+        )
+
+    @pytest.mark.parametrize(
+        ("mask", "expected"),
+        [
+            pytest.param("schedule,httpTarget.uri", ("http_target.uri", "schedule"), id="sorted"),
+            pytest.param(
+                "schedule%2ChttpTarget.uri", ("http_target.uri", "schedule"), id="url-encoded"
+            ),
+            pytest.param(" schedule , timeZone ,", ("schedule", "time_zone"), id="whitespace"),
+            pytest.param("schedule,schedule", ("schedule",), id="duplicates"),
+            pytest.param(
+                "httpTarget.uri,httpTarget,httpTarget.oidcToken.audience",
+                ("http_target",),
+                id="covered-sub-paths",
+            ),
+            pytest.param(["schedule,timeZone"], ("schedule", "time_zone"), id="list-of-csv"),
+            pytest.param("state,schedule", ("schedule",), id="output-only-dropped"),
+            pytest.param("name", (), id="only-ignored-paths"),
+            pytest.param("*", ("*",), id="wildcard"),
+            pytest.param("schedule,*", ("*",), id="wildcard-covers-all"),
+        ],
+    )
+    def test_mask_is_normalised_to_proto_paths(
+        self, mask: str | list[str], expected: tuple[str, ...]
+    ) -> None:
+        assert parse_update_mask(mask) == expected
+
+    @pytest.mark.parametrize(
+        "mask",
+        [
+            pytest.param(None, id="absent"),
+            pytest.param("", id="empty-string"),
+            pytest.param([], id="empty-list"),
+            pytest.param(",", id="only-commas"),
+        ],
+    )
+    def test_no_paths_means_no_mask(self, mask: str | list[str] | None) -> None:
+        assert parse_update_mask(mask) is None
+
+
+class TestPythonClientBody:
+    def test_body_without_name_and_with_integer_enums_updates_masked_fields(self) -> None:
+        body = {
+            "schedule": "*/10 * * * *",
+            "httpTarget": {"uri": "https://svc.example/v2", "httpMethod": 4},
+            "retryConfig": {"minBackoffDuration": "1.500s", "retryCount": 1},
+        }
+        mask = "schedule,httpTarget.uri,httpTarget.httpMethod,retryConfig.minBackoffDuration"
+
+        updated = apply_update(stored(), body, mask)
+
+        assert updated == retried(
+            changed(
+                stored(),
+                schedule="*/10 * * * *",
+                http={"uri": "https://svc.example/v2", "http_method": HttpMethod.PUT},
+            ),
+            min_backoff_duration=timedelta(seconds=1.5),
+        )
+
+    @pytest.mark.parametrize(
+        "method", [pytest.param(6, id="number"), pytest.param("6", id="numeric-string")]
+    )
+    def test_integer_enum_as_number_or_string_is_accepted(self, method: int | str) -> None:
+        body = {"httpTarget": {"httpMethod": method}}
+
+        updated = apply_update(stored(), body, "httpTarget.httpMethod")
+
+        assert updated.http_target is not None
+        assert updated.http_target.http_method is HttpMethod.PATCH
+
+    def test_name_in_the_body_is_ignored(self) -> None:
+        body = {"name": OTHER_NAME, "description": "renamed?"}
+
+        updated = apply_update(stored(), body, "name,description")
+
+        assert updated.name == NAME
+        assert updated.description == "renamed?"
+
+
+class TestNoMask:
+    """P12: without a mask every field present in the body is applied."""
+
+    @pytest.mark.parametrize(
+        "mask",
+        [
+            pytest.param(None, id="absent"),
+            pytest.param("", id="empty-string"),
+            pytest.param([], id="empty-list"),
+            pytest.param(",", id="only-commas"),
+        ],
+    )
+    def test_every_present_field_is_applied(self, mask: str | list[str] | None) -> None:
+        body = {"description": "new", "retryConfig": {"retryCount": 5}}
+
+        updated = apply_update(stored(), body, mask)
+
+        assert updated == retried(changed(stored(), description="new"), retry_count=5)
+
+    def test_gcloud_update_without_flags_applies_its_defaults(self) -> None:
+        updated = apply_update(stored(), gcloud_body(), "")
+
+        assert updated == retried(
+            changed(stored(), time_zone="Etc/UTC"),
+            retry_count=0,
+            min_backoff_duration=timedelta(seconds=5),
+            max_backoff_duration=timedelta(hours=1),
+            max_doublings=5,
+        )
+
+    def test_nested_fields_are_applied_one_by_one(self) -> None:
+        body = {"httpTarget": {"uri": "https://svc.example/v2", "oidcToken": {"audience": "a"}}}
+
+        updated = apply_update(stored(), body, None)
+
+        assert updated == changed(
+            stored(), http={"uri": "https://svc.example/v2", "oidc_token": OidcToken(SA, "a")}
+        )
+
+    def test_output_only_fields_and_name_in_the_body_are_ignored(self) -> None:
+        body = {
+            "name": OTHER_NAME,
+            "state": "ENABLED",
+            "status": {},
+            "scheduleTime": "2030-01-01T00:00:00Z",
+            "lastAttemptTime": "2030-01-01T00:00:00Z",
+            "userUpdateTime": "2030-01-01T00:00:00Z",
+            "schedule": "0 6 * * *",
+        }
+
+        updated = apply_update(stored(), body, None)
+
+        assert updated == changed(stored(), schedule="0 6 * * *")
+
+    def test_empty_body_changes_nothing(self) -> None:
+        assert apply_update(stored(), {}, None) == stored()
+
+    def test_body_without_http_target_keeps_it(self) -> None:
+        updated = apply_update(stored(), {"schedule": "0 6 * * *"}, None)
+
+        assert updated.http_target == stored().http_target
+
+
+class TestHeaderEdits:
+    """P13: a null value makes the body's map an edit of the stored map; else it replaces it."""
+
+    @pytest.mark.parametrize(
+        ("headers", "expected"),
+        [
+            pytest.param(
+                {"x-EXISTING": None},
+                {"User-Agent": UA, "Content-Type": OCTET},
+                id="null-deletes-in-any-case",
+            ),
+            pytest.param(
+                {"x-existing": "2", "X-Gone": None},
+                {"x-existing": "2", "User-Agent": UA, "Content-Type": OCTET},
+                id="upsert-replaces-other-case",
+            ),
+            pytest.param(
+                {"X-New": "n", "X-Absent": None},
+                {"X-Existing": "1", "X-New": "n", "User-Agent": UA, "Content-Type": OCTET},
+                id="others-are-kept",
+            ),
+            pytest.param(
+                {"content-type": None},
+                {"X-Existing": "1", "User-Agent": UA, "Content-Type": OCTET},
+                id="content-type-default-re-applied",
+            ),
+            pytest.param(
+                {"content-type": "text/plain", "X-Gone": None},
+                {"X-Existing": "1", "User-Agent": UA, "content-type": "text/plain"},
+                id="content-type-replaced",
+            ),
+            pytest.param(
+                {"User-Agent": None, "user-agent": "mine"},
+                {"X-Existing": "1", "User-Agent": UA, "Content-Type": OCTET},
+                id="user-agent-stays-the-servers",
+            ),
+        ],
+    )
+    def test_map_with_null_values_edits_the_stored_headers(
+        self, headers: dict[str, str | None], expected: dict[str, str]
+    ) -> None:
+        body = gcloud_body(http={"headers": headers})
+
+        updated = apply_update(stored(), body, "httpTarget.headers")
+
+        assert updated.http_target is not None
+        assert dict(updated.http_target.headers) == expected
+
+    def test_map_without_null_values_replaces_the_stored_headers(self) -> None:
+        body = {"httpTarget": {"headers": {"X-Only": "1"}}}
+
+        updated = apply_update(stored(), body, "httpTarget.headers")
+
+        assert updated.http_target is not None
+        assert dict(updated.http_target.headers) == {
+            "X-Only": "1",
+            "User-Agent": UA,
+            "Content-Type": OCTET,
+        }
+
+    def test_edit_applies_when_the_whole_target_is_masked(self) -> None:
+        body = {"httpTarget": {"uri": "https://svc.example/", "headers": {"X-Existing": None}}}
+
+        updated = apply_update(stored(), body, "httpTarget")
+
+        assert updated.http_target == HttpTarget(
+            uri="https://svc.example/", headers={"User-Agent": UA, "Content-Type": OCTET}
+        )
+
+    def test_edit_applies_without_a_mask(self) -> None:
+        body = {"httpTarget": {"headers": {"X-New": "1", "X-Existing": None}}}
+
+        updated = apply_update(stored(), body, None)
+
+        assert updated == changed(
+            stored(), http={"headers": {"X-New": "1", "User-Agent": UA, "Content-Type": OCTET}}
+        )
+
+    def test_app_engine_headers_are_edited_case_insensitively(self) -> None:
+        before = stored(
+            httpTarget=None, appEngineHttpTarget={"relativeUri": "/run", "headers": {"X-A": "1"}}
+        )
+        body = {"appEngineHttpTarget": {"headers": {"x-a": None, "X-B": "2"}}}
+
+        updated = apply_update(before, body, "appEngineHttpTarget.headers")
+
+        assert updated.app_engine_http_target is not None
+        assert dict(updated.app_engine_http_target.headers) == {"X-B": "2"}
+
+    def test_pubsub_attribute_names_match_exactly(self) -> None:
+        body = {"pubsubTarget": {"attributes": {"kind": None, "new": "1"}}}
+
+        updated = apply_update(stored_pubsub(), body, "pubsubTarget.attributes")
+
+        assert updated.pubsub_target is not None
+        assert dict(updated.pubsub_target.attributes) == {"Kind": "b", "new": "1"}
+
+
+class TestClearing:
+    """A masked field absent from the body is cleared to its default."""
+
+    @pytest.mark.parametrize(
+        ("before", "mask", "expected"),
+        [
+            pytest.param(
+                stored(), "description", changed(stored(), description=""), id="description"
+            ),
+            pytest.param(
+                stored(), "timeZone", changed(stored(), time_zone="Etc/UTC"), id="time-zone"
+            ),
+            pytest.param(
+                stored(),
+                "attemptDeadline",
+                changed(stored(), attempt_deadline=timedelta(seconds=180)),
+                id="attempt-deadline",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.retryCount",
+                retried(stored(), retry_count=0),
+                id="retry-count",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig.maxDoublings",
+                retried(stored(), max_doublings=5),
+                id="max-doublings",
+            ),
+            pytest.param(
+                stored(),
+                "retryConfig",
+                replace(stored(), retry_config=RetryConfig()),
+                id="retry-config",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.headers",
+                changed(stored(), http={"headers": {"User-Agent": UA, "Content-Type": OCTET}}),
+                id="headers-then-server-defaults",
+            ),
+            pytest.param(
+                changed(stored(), http={"body": b"", "headers": {"User-Agent": UA, "X-A": "1"}}),
+                "httpTarget.headers",
+                changed(stored(), http={"body": b"", "headers": {"User-Agent": UA}}),
+                id="headers-without-body",
+            ),
+            pytest.param(
+                stored(), "httpTarget.body", changed(stored(), http={"body": b""}), id="body"
+            ),
+            pytest.param(
+                changed(stored(), http={"http_method": HttpMethod.PUT}),
+                "httpTarget.httpMethod",
+                stored(),
+                id="http-method-to-post",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.oidcToken",
+                changed(stored(), http={"oidc_token": None}),
+                id="token",
+            ),
+            pytest.param(
+                stored(),
+                "httpTarget.oidcToken.audience",
+                changed(stored(), http={"oidc_token": OidcToken(SA)}),
+                id="token-audience",
+            ),
+        ],
+    )
+    def test_masked_field_absent_from_the_body_is_cleared(
+        self, before: Job, mask: str, expected: Job
+    ) -> None:
+        assert apply_update(before, {}, mask) == expected
+
+    def test_null_counts_as_absent(self) -> None:
+        body = {"description": None, "retryConfig": {"retryCount": None}}
+
+        updated = apply_update(stored(), body, "description,retryConfig.retryCount")
+
+        assert updated == retried(changed(stored(), description=""), retry_count=0)
+
+
+class TestInvalidResult:
+    """The result passes create's validation, or the update fails and nothing changes."""
+
+    @pytest.mark.parametrize(
+        ("mask", "body", "field", "message"),
+        [
+            pytest.param(
+                "httpTarget.uri",
+                gcloud_body(),
+                "httpTarget.uri",
+                "httpTarget.uri is required.",
+                id="uri-masked-but-absent",
+            ),
+            pytest.param(
+                "schedule",
+                gcloud_body(),
+                "schedule",
+                INVALID_SCHEDULE_MESSAGE,
+                id="schedule-cleared",
+            ),
+            pytest.param(
+                "retryConfig.retryCount",
+                gcloud_body(retry={"retryCount": 9}),
+                "retryConfig.retryCount",
+                "retryConfig.retryCount must be between 0 and 5; got 9.",
+                id="retry-count-out-of-range",
+            ),
+            pytest.param(
+                "retryConfig.minBackoffDuration",
+                gcloud_body(retry={"minBackoffDuration": "600s"}),
+                "retryConfig.minBackoffDuration",
+                "retryConfig.minBackoffDuration must not exceed maxBackoffDuration; "
+                "got 600s > 300s.",
+                id="min-backoff-above-stored-max",
+            ),
+            pytest.param(
+                "httpTarget.httpMethod",
+                gcloud_body(http={"httpMethod": "GET"}),
+                "httpTarget.body",
+                "httpTarget.body is only allowed with httpMethod POST, PUT or PATCH; "
+                "got httpMethod GET.",
+                id="get-with-stored-body",
+            ),
+            pytest.param(
+                "httpTarget",
+                {"schedule": "0 1 * * *"},
+                "target",
+                "A job needs exactly one target (httpTarget, appEngineHttpTarget or pubsubTarget); "
+                "got none.",
+                id="only-target-cleared",
+            ),
+            pytest.param(
+                "attemptDeadline",
+                {"attemptDeadline": "5s"},
+                "attemptDeadline",
+                "attemptDeadline of an HTTP target must be between 15s and 1800s; got 5s.",
+                id="deadline-out-of-range",
+            ),
+            pytest.param(
+                "description",
+                {"description": "x" * 501},
+                "description",
+                "description must be at most 500 characters; got 501.",
+                id="description-too-long",
+            ),
+            pytest.param(
+                "httpTarget.oauthToken.scope",
+                {"httpTarget": {"oauthToken": {"scope": "s"}}},
+                "httpTarget.oauthToken.serviceAccountEmail",
+                "httpTarget.oauthToken.serviceAccountEmail is required.",
+                id="token-field-without-email",
+            ),
+        ],
+    )
+    def test_invalid_result_is_refused_and_the_job_is_unchanged(
+        self, mask: str, body: dict[str, Any], field: str, message: str
+    ) -> None:
+        exc = raises_invalid(stored(), body, mask)
+
+        assert exc.violations[0].field == field
+        assert exc.message == message
+
+    def test_invalid_value_in_an_unmasked_field_is_not_checked(self) -> None:
+        body = gcloud_body(schedule="0 4 * * *", retry={"retryCount": 9})
+
+        updated = apply_update(stored(), body, "schedule")
+
+        assert updated.retry_config.retry_count == 3
+
+    def test_successful_update_changes_neither_input(self) -> None:
+        before = stored()
+        job_before = job_to_json(before)
+        body = gcloud_body(http={"headers": {"X-Existing": None}})
+        body_before = copy.deepcopy(body)
+
+        apply_update(before, body, "httpTarget.headers")
+
+        assert job_to_json(before) == job_before
+        assert before == stored()
+        assert body == body_before
+
+
+class TestBodyErrors:
+    """The whole body is parsed by the codec, so its errors are create's, mask or not."""
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            pytest.param({"foo": 1}, id="unknown-top-level"),
+            pytest.param(
+                {"httpTarget": {"uri": "https://a.example/", "foo": 1}}, id="unknown-nested"
+            ),
+            pytest.param({"retryConfig": {"retryCount": "abc"}}, id="wrong-type-off-the-mask"),
+            pytest.param({"httpTarget": "https://a.example/"}, id="message-not-an-object"),
+            pytest.param({"timeZone": "UTC", "time_zone": "UTC"}, id="both-spellings"),
+        ],
+    )
+    def test_body_error_is_the_one_create_gives(self, body: dict[str, Any]) -> None:
+        with pytest.raises(InvalidArgument) as on_create:
+            job_from_json({"schedule": "0 3 * * *", **body}, default_name=NAME)
+
+        exc = raises_invalid(stored(), body, "schedule")
+
+        assert exc.message == on_create.value.message
+        assert exc.violations == on_create.value.violations
+
+    def test_two_targets_in_the_body_are_refused_whatever_the_mask(self) -> None:
+        body = {
+            "httpTarget": {"uri": "https://a.example/"},
+            "pubsubTarget": {"topicName": TOPIC, "data": "e30="},
+        }
+
+        exc = raises_invalid(stored(), body, "description")
+
+        with pytest.raises(InvalidArgument) as on_create:
+            job_from_json({"schedule": "0 3 * * *", **body}, default_name=NAME)
+        assert exc.message == "A job needs exactly one target; got httpTarget and pubsubTarget."
+        assert exc.message == on_create.value.message
+        assert exc.violations[0].field == "target"
+
+    def test_two_tokens_in_the_body_are_refused_whatever_the_mask(self) -> None:
+        body = {
+            "httpTarget": {
+                "oidcToken": {"serviceAccountEmail": SA},
+                "oauthToken": {"serviceAccountEmail": SA},
+            }
+        }
+
+        exc = raises_invalid(stored(), body, "description")
+
+        assert exc.message == "httpTarget can have oidcToken or oauthToken, not both."
+
+
+class TestMaskPaths:
+    @pytest.mark.parametrize(
+        ("mask", "path"),
+        [
+            pytest.param("foo", "foo", id="unknown-field"),
+            pytest.param("schedule,foo", "foo", id="one-bad-among-good"),
+            pytest.param("httpTarget.foo", "httpTarget.foo", id="unknown-nested-field"),
+            pytest.param("schedule.foo", "schedule.foo", id="below-a-scalar"),
+            pytest.param("httpTarget.headers.X-A", "httpTarget.headers.X-A", id="map-key"),
+            pytest.param("httpTarget..uri", "httpTarget..uri", id="empty-segment"),
+            pytest.param("httpTarget.", "httpTarget.", id="trailing-dot"),
+            pytest.param("httpTarget.*", "httpTarget.*", id="nested-wildcard"),
+            pytest.param("HttpTarget", "HttpTarget", id="wrong-case"),
+            pytest.param("retryConfig.retry-count", "retryConfig.retry-count", id="kebab-case"),
+            pytest.param("httpTarget.name", "httpTarget.name", id="name-below-job"),
+        ],
+    )
+    def test_unknown_path_is_refused_naming_it(self, mask: str, path: str) -> None:
+        exc = raises_invalid(stored(), gcloud_body(schedule="0 4 * * *"), mask)
+
+        assert exc.violations[0].field == "updateMask"
+        assert f'"{path}"' in exc.message
+
+    def test_unknown_path_message_lists_the_fields_that_exist(self) -> None:
+        exc = raises_invalid(stored(), {}, "httpTarget.foo")
+
+        assert exc.message == (
+            'updateMask has an unknown field path "httpTarget.foo": HttpTarget has no field '
+            '"foo"; it has uri, httpMethod, headers, body, oauthToken, oidcToken.'
+        )
+
+    @pytest.mark.parametrize(
+        "mask",
+        [
+            pytest.param("state", id="state"),
+            pytest.param("status", id="status"),
+            pytest.param("status.code", id="inside-status"),
+            pytest.param("scheduleTime", id="schedule-time"),
+            pytest.param("lastAttemptTime", id="last-attempt-time"),
+            pytest.param("userUpdateTime", id="user-update-time"),
+            pytest.param("user_update_time,last_attempt_time", id="snake-case"),
+            pytest.param("name", id="name"),
+        ],
+    )
+    def test_output_only_and_name_paths_are_ignored(self, mask: str) -> None:
+        body = {
+            "name": OTHER_NAME,
+            "state": "ENABLED",
+            "status": {"code": 0},
+            "scheduleTime": "2030-01-01T00:00:00Z",
+            "lastAttemptTime": "2030-01-01T00:00:00Z",
+            "userUpdateTime": "2030-01-01T00:00:00Z",
+            "description": "not masked",
+        }
+
+        assert apply_update(stored(), body, mask) == stored()
+
+    def test_output_only_path_beside_a_real_one_is_ignored(self) -> None:
+        body = {"state": "ENABLED", "schedule": "0 7 * * *"}
+
+        updated = apply_update(stored(), body, "state,schedule")
+
+        assert updated == changed(stored(), schedule="0 7 * * *")
+        assert updated.state is State.PAUSED
+
+    def test_app_engine_routing_host_path_is_ignored(self) -> None:
+        before = stored(
+            httpTarget=None,
+            appEngineHttpTarget={"appEngineRouting": {"service": "api"}, "relativeUri": "/run"},
+        )
+        body = {"appEngineHttpTarget": {"appEngineRouting": {"host": "x.appspot.com"}}}
+
+        assert apply_update(before, body, "appEngineHttpTarget.appEngineRouting.host") == before
+
+    def test_wildcard_replaces_every_settable_field(self) -> None:
+        body = {
+            "name": OTHER_NAME,
+            "schedule": "0 1 * * *",
+            "httpTarget": {"uri": "https://a.test/"},
+        }
+
+        updated = apply_update(stored(), body, "*")
+
+        assert updated == replace(
+            stored(),
+            schedule="0 1 * * *",
+            time_zone="Etc/UTC",
+            description="",
+            http_target=HttpTarget(uri="https://a.test/", headers={"User-Agent": UA}),
+            retry_config=RetryConfig(),
+            attempt_deadline=timedelta(seconds=180),
+        )
+
+
+class TestTargetSwitch:
+    """Target and token are oneofs: setting one member removes the other."""
+
+    def test_masking_pubsub_target_replaces_the_http_target(self) -> None:
+        body = {"pubsubTarget": {"topicName": TOPIC, "data": "e30="}}
+
+        updated = apply_update(stored(), body, "pubsubTarget")
+
+        assert updated == replace(
+            stored(),
+            http_target=None,
+            pubsub_target=PubsubTarget(topic_name=TOPIC, data=b"{}"),
+            attempt_deadline=None,
+        )
+
+    def test_masking_app_engine_target_in_snake_case_replaces_the_http_target(self) -> None:
+        body = {"app_engine_http_target": {"relative_uri": "/run", "http_method": "GET"}}
+
+        updated = apply_update(stored(), body, "app_engine_http_target")
+
+        assert updated.http_target is None
+        assert updated.app_engine_http_target == AppEngineHttpTarget(
+            relative_uri="/run", http_method=HttpMethod.GET
+        )
+        assert updated.attempt_deadline == timedelta(seconds=300)
+
+    def test_nested_path_creates_the_target_the_body_has(self) -> None:
+        body = {"httpTarget": {"uri": "https://a.example/"}}
+
+        updated = apply_update(stored_pubsub(), body, "httpTarget.uri")
+
+        assert updated == replace(
+            stored_pubsub(),
+            pubsub_target=None,
+            http_target=HttpTarget(uri="https://a.example/", headers={"User-Agent": UA}),
+            attempt_deadline=timedelta(seconds=180),
+        )
+
+    def test_nested_path_into_a_target_neither_side_has_changes_nothing(self) -> None:
+        assert apply_update(stored_pubsub(), {}, "httpTarget.uri") == stored_pubsub()
+
+    def test_no_mask_switches_the_target_the_body_has(self) -> None:
+        body = {"httpTarget": {"uri": "https://a.example/", "httpMethod": 2}}
+
+        updated = apply_update(stored_pubsub(), body, None)
+
+        assert updated.pubsub_target is None
+        assert updated.http_target == HttpTarget(
+            uri="https://a.example/", http_method=HttpMethod.GET, headers={"User-Agent": UA}
+        )
+
+
+class TestOutputOnlyFields:
+    def test_update_keeps_the_paused_state_and_every_output_only_field(self) -> None:
+        before = stored()
+
+        updated = apply_update(before, gcloud_body(schedule="0 4 * * *"), "schedule")
+
+        assert updated.state is State.PAUSED
+        assert updated.status == Status(13, FAILURE)
+        assert updated.schedule_time == before.schedule_time
+        assert updated.last_attempt_time == before.last_attempt_time
+        assert updated.user_update_time == before.user_update_time
+
+    def test_module_docstring_example_holds(self) -> None:
+        assert doctest.testmod(update_mask).failed == 0
