@@ -40,6 +40,7 @@ class RecordingTarget:
     status: int | Callable[[Received], int] = 200
     requests: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         length = int(environ.get("CONTENT_LENGTH") or 0)
@@ -59,9 +60,22 @@ class RecordingTarget:
         )
         with self.lock:
             self.requests.append(received)
+        with self.arrived:
+            self.arrived.notify_all()
         status = self.status(received) if callable(self.status) else self.status
         start_response(f"{status} X", [("Content-Type", "text/plain")])
         return [b"ok"]
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
+        """Return the requests once at least ``count`` arrived (over a real socket).
+
+        :param timeout: seconds to wait at most.
+        :raises AssertionError: if fewer than ``count`` arrived within ``timeout``.
+        """
+        with self.arrived:
+            done = self.arrived.wait_for(lambda: len(self.requests) >= count, timeout)
+        assert done, f"expected {count} request(s) within {timeout} s; got {self.requests}"
+        return list(self.requests)
 
 
 @pytest.fixture

@@ -14,16 +14,14 @@ import shlex
 import shutil
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
 import yaml
-from conftest import Received, RecordingTarget
+from conftest import RecordingTarget
 from daemon import Daemon, running_daemon, serving
 
 pytestmark = pytest.mark.skipif(
@@ -38,31 +36,6 @@ OIDC_EMAIL = "scheduler-invoker@my-project.iam.gserviceaccount.com"
 OIDC_AUDIENCE = "https://orders-abc123-uc.a.run.app"
 #: gcloud retries a 5xx answer for about 30 s before giving up (spec §6.4).
 GCLOUD_TIMEOUT = 120
-
-
-@dataclass
-class NotifyingTarget(RecordingTarget):
-    """A :class:`RecordingTarget` that lets a test wait (bounded) for requests to arrive."""
-
-    arrived: threading.Condition = field(default_factory=threading.Condition)
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        try:
-            return super().__call__(environ, start_response)
-        finally:
-            with self.arrived:
-                self.arrived.notify_all()
-
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
-        """Return the requests once at least ``count`` arrived.
-
-        :param timeout: seconds to wait at most.
-        :raises AssertionError: if fewer than ``count`` arrived within ``timeout``.
-        """
-        with self.arrived:
-            done = self.arrived.wait_for(lambda: len(self.requests) >= count, timeout)
-        assert done, f"expected {count} request(s) within {timeout} s; got {self.requests}"
-        return list(self.requests)
 
 
 def env_init(daemon: Daemon) -> dict[str, str]:
@@ -175,9 +148,9 @@ HEADER = ["ID", "LOCATION", "SCHEDULE (TZ)", "TARGET_TYPE", "STATE"]
 
 
 @pytest.fixture(scope="module")
-def target() -> Iterator[tuple[NotifyingTarget, str]]:
+def target() -> Iterator[tuple[RecordingTarget, str]]:
     """A recording target on a free port and its nightly URI (module-wide; cleared per test)."""
-    app = NotifyingTarget()
+    app = RecordingTarget()
     with serving(app) as base_url:
         yield app, f"{base_url}/_triggers/timer/nightly"
 
@@ -196,7 +169,7 @@ def module_daemon() -> Iterator[Daemon]:
 
 
 @pytest.fixture
-def daemon(module_daemon: Daemon, target: tuple[NotifyingTarget, str]) -> Daemon:
+def daemon(module_daemon: Daemon, target: tuple[RecordingTarget, str]) -> Daemon:
     """The module's daemon with no jobs or attempts, and the target with no requests."""
     response = module_daemon.post("/_emulator/reset")
     assert response.status_code == 200, response.text
@@ -212,7 +185,7 @@ def gcloud(module_daemon: Daemon, config_dir: Path) -> Gcloud:
 
 
 def test_seed_create_command_delivers_the_nightly_post_at_two(
-    target: tuple[NotifyingTarget, str], config_dir: Path
+    target: tuple[RecordingTarget, str], config_dir: Path
 ) -> None:
     app, uri = target
     with app.lock:
@@ -233,7 +206,7 @@ def test_seed_create_command_delivers_the_nightly_post_at_two(
 
 
 def test_describe_shows_enabled_state_default_deadline_and_retry_count(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
 ) -> None:
     gcloud.ok(*create_command(target[1]))
 
@@ -253,7 +226,7 @@ def test_describe_shows_enabled_state_default_deadline_and_retry_count(
 
 
 def test_list_prints_the_job_table(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
 ) -> None:
     create_over_rest(daemon, gcloud.project, "nightly", target[1])
 
@@ -263,7 +236,7 @@ def test_list_prints_the_job_table(
 
 
 def test_list_with_page_size_follows_next_page_token_to_all_five_jobs(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
 ) -> None:
     names = ["nightly", "hourly", "weekly", "monthly", "yearly"]
     for name in names:
@@ -277,7 +250,7 @@ def test_list_with_page_size_follows_next_page_token_to_all_five_jobs(
 
 
 def test_update_schedule_keeps_retry_count(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
 ) -> None:
     create_over_rest(daemon, gcloud.project, "nightly", target[1])
 
@@ -291,7 +264,7 @@ def test_update_schedule_keeps_retry_count(
 
 
 def test_pause_then_resume_switch_the_state(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
 ) -> None:
     create_over_rest(daemon, gcloud.project, "nightly", target[1])
 
@@ -305,7 +278,7 @@ def test_pause_then_resume_switch_the_state(
 
 
 def test_run_delivers_a_forced_request_to_the_target(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
 ) -> None:
     app, uri = target
     create_over_rest(daemon, gcloud.project, "nightly", uri)
@@ -322,7 +295,7 @@ def test_run_delivers_a_forced_request_to_the_target(
 
 
 def test_delete_quiet_removes_the_job(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
 ) -> None:
     create_over_rest(daemon, gcloud.project, "nightly", target[1])
 
@@ -341,7 +314,7 @@ class TestErrors:
         return result.stderr
 
     def test_second_create_is_already_exists(
-        self, daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+        self, daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
     ) -> None:
         create_over_rest(daemon, gcloud.project, "nightly", target[1])
 
@@ -360,7 +333,7 @@ class TestErrors:
         )
 
     def test_six_field_schedule_is_invalid_argument(
-        self, daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+        self, daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
     ) -> None:
         stderr = self.error(gcloud(*create_command(target[1], schedule="*/5 * * * * *")))
 
@@ -371,7 +344,7 @@ class TestErrors:
         assert requests.get(daemon.url + job_path(gcloud.project), timeout=30).status_code == 404
 
     def test_nine_retry_attempts_is_invalid_argument(
-        self, daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+        self, daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
     ) -> None:
         stderr = self.error(gcloud(*create_command(target[1], max_retry_attempts=9)))
 
@@ -380,7 +353,7 @@ class TestErrors:
         assert requests.get(daemon.url + job_path(gcloud.project), timeout=30).status_code == 404
 
     def test_resume_of_an_enabled_job_is_failed_precondition(
-        self, daemon: Daemon, gcloud: Gcloud, target: tuple[NotifyingTarget, str]
+        self, daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
     ) -> None:
         create_over_rest(daemon, gcloud.project, "nightly", target[1])
 

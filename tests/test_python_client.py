@@ -7,14 +7,12 @@ PATCH body and picks its exception class from the HTTP status alone: 404 → ``N
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import Received, RecordingTarget
+from conftest import RecordingTarget
 from daemon import Daemon, running_daemon, serving
 
 try:
@@ -33,35 +31,10 @@ NIGHTLY = f"{PARENT}/jobs/nightly"
 MANUAL = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
 
 
-@dataclass
-class NotifyingTarget(RecordingTarget):
-    """A :class:`RecordingTarget` that lets a test wait (bounded) for requests to arrive."""
-
-    arrived: threading.Condition = field(default_factory=threading.Condition)
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        try:
-            return super().__call__(environ, start_response)
-        finally:
-            with self.arrived:
-                self.arrived.notify_all()
-
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
-        """Return the requests once at least ``count`` arrived.
-
-        :param timeout: seconds to wait at most.
-        :raises AssertionError: if fewer than ``count`` arrived within ``timeout``.
-        """
-        with self.arrived:
-            done = self.arrived.wait_for(lambda: len(self.requests) >= count, timeout)
-        assert done, f"expected {count} request(s) within {timeout} s; got {self.requests}"
-        return list(self.requests)
-
-
 @pytest.fixture(scope="module")
-def target() -> Iterator[tuple[NotifyingTarget, str]]:
+def target() -> Iterator[tuple[RecordingTarget, str]]:
     """A recording target on a free port and its nightly URI (module-wide; cleared per test)."""
-    app = NotifyingTarget()
+    app = RecordingTarget()
     with serving(app) as base_url:
         yield app, f"{base_url}/_triggers/timer/nightly"
 
@@ -74,7 +47,7 @@ def module_daemon() -> Iterator[Daemon]:
 
 
 @pytest.fixture
-def daemon(module_daemon: Daemon, target: tuple[NotifyingTarget, str]) -> Daemon:
+def daemon(module_daemon: Daemon, target: tuple[RecordingTarget, str]) -> Daemon:
     """The module's daemon with no jobs or attempts, and the target with no requests."""
     response = module_daemon.post("/_emulator/reset")
     assert response.status_code == 200, response.text
@@ -107,7 +80,7 @@ def nightly(uri: str, name: str = NIGHTLY) -> scheduler_v1.Job:
 
 @pytest.fixture
 def created(
-    daemon: Daemon, client: scheduler_v1.CloudSchedulerClient, target: tuple[NotifyingTarget, str]
+    daemon: Daemon, client: scheduler_v1.CloudSchedulerClient, target: tuple[RecordingTarget, str]
 ) -> scheduler_v1.Job:
     """The nightly job, created through the client on a reset daemon."""
     return client.create_job(parent=PARENT, job=nightly(target[1]))
@@ -118,7 +91,7 @@ class TestJobLifecycle:
         self,
         daemon: Daemon,
         client: scheduler_v1.CloudSchedulerClient,
-        target: tuple[NotifyingTarget, str],
+        target: tuple[RecordingTarget, str],
     ) -> None:
         job = client.create_job(parent=PARENT, job=nightly(target[1]))
 
@@ -141,7 +114,7 @@ class TestJobLifecycle:
         self,
         daemon: Daemon,
         client: scheduler_v1.CloudSchedulerClient,
-        target: tuple[NotifyingTarget, str],
+        target: tuple[RecordingTarget, str],
     ) -> None:
         names = [f"{PARENT}/jobs/{job}" for job in ("a", "b", "c", "d", "e")]
         for name in names:
@@ -185,7 +158,7 @@ class TestJobLifecycle:
         self,
         created: scheduler_v1.Job,
         client: scheduler_v1.CloudSchedulerClient,
-        target: tuple[NotifyingTarget, str],
+        target: tuple[RecordingTarget, str],
     ) -> None:
         job = client.run_job(name=NIGHTLY)
 
@@ -242,7 +215,7 @@ class TestErrors:
         self,
         created: scheduler_v1.Job,
         client: scheduler_v1.CloudSchedulerClient,
-        target: tuple[NotifyingTarget, str],
+        target: tuple[RecordingTarget, str],
     ) -> None:
         with pytest.raises(exceptions.Conflict) as raised:
             client.create_job(parent=PARENT, job=nightly(target[1]))
@@ -255,7 +228,7 @@ class TestErrors:
         self,
         daemon: Daemon,
         client: scheduler_v1.CloudSchedulerClient,
-        target: tuple[NotifyingTarget, str],
+        target: tuple[RecordingTarget, str],
     ) -> None:
         job = nightly(target[1])
         job.schedule = "*/5 * * * * *"
