@@ -4,6 +4,7 @@ Pure functions of (schedule, instant): nothing here reads a clock. A schedule is
 (:func:`parse_schedule`) into an immutable :class:`Schedule`; ``next_after`` and ``iter_after``
 give its fire instants as timezone-aware datetimes in the job's zone::
 
+    >>> import itertools
     >>> s = parse_schedule("30 1 * * *", "America/New_York")
     >>> after = datetime(2026, 10, 31, 12, tzinfo=UTC)
     >>> [format_schedule_time(t) for t in itertools.islice(s.iter_after(after), 3)]
