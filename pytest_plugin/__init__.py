@@ -1,1 +1,28 @@
-"""pytest plugin for cloud-scheduler-emulator (registered through the ``pytest11`` entry point)."""
+"""pytest plugin for cloud-scheduler-emulator (registered through the ``pytest11`` entry point).
+
+Fixtures: ``cloud_scheduler``, ``cloud_scheduler_server``, ``cloud_run_testing``,
+``function_testing`` (see :mod:`pytest_plugin.plugin`). Importable helpers::
+
+    from pytest_plugin import CloudScheduler, LiveScheduler, TimerNotAcknowledged
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CloudRunTimers": "facades",
+    "FunctionTimers": "facades",
+    "TimerNotAcknowledged": "facades",
+    "LiveScheduler": "live",
+    "CloudScheduler": "scheduler",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import the helpers on first use, so loading the plugin stays cheap."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pytest_plugin' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

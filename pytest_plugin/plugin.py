@@ -1,59 +1,133 @@
-"""pytest fixtures: an in-process Cloud Scheduler emulator on a virtual clock.
+"""The ``pytest11`` plugin of cloud-scheduler-emulator: fixtures and markers.
 
-``cloud_scheduler`` gives each test a fresh :class:`~scheduler_emulator.Emulator` on a
-:class:`~scheduler_emulator.ManualClock` (2026-01-01T00:00:00Z, or the ``start`` of a
-``@pytest.mark.cloud_scheduler(start=...)`` marker) whose deliveries go in-process to apps
-mounted with ``cloud_scheduler.transport.mount(base_url, wsgi_app)`` and over real HTTP
-otherwise::
+Fixtures (each documented below and in ``docs/testing.md``):
 
-    def test_nightly_sweeps(cloud_scheduler):
-        cloud_scheduler.transport.mount("http://orders.test", app)
-        cloud_scheduler.create_job(name="nightly", schedule="0 2 * * *",
-                                   http_target={"uri": "http://orders.test/_triggers/timer/nightly"})
-        cloud_scheduler.advance(timedelta(days=1))
-        assert [a.code for a in cloud_scheduler.attempts("nightly")] == ["OK"]
+- ``cloud_scheduler`` — an in-process emulator on a virtual clock, fresh for each test.
+- ``cloud_scheduler_server`` — a live daemon on a free port (one per pytest process, so one per
+  xdist worker), reset before each test.
+- ``cloud_run_testing`` / ``function_testing`` — timer façades that send exactly the request
+  Cloud Scheduler would send, or call the handler directly.
+
+Markers: ``@pytest.mark.cloud_scheduler(start=datetime)`` sets the virtual clock's start;
+``@pytest.mark.cloud_run_testing(schedule_time="…")`` sets the façades' default
+``X-CloudScheduler-ScheduleTime``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from scheduler_emulator.clock import ManualClock
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.transports import MountTransport
+from .live import LiveScheduler
+from .scheduler import CloudScheduler
 
+if TYPE_CHECKING:
+    from .facades import CloudRunTimers, FunctionTimers
+
+#: Where the ``cloud_scheduler`` fixture's clock starts unless a marker says otherwise.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``cloud_scheduler`` marker."""
+    """Register the plugin's markers."""
     config.addinivalue_line(
         "markers",
         "cloud_scheduler(start=datetime): start instant of the cloud_scheduler fixture's clock",
     )
-
-
-class EmulatorFixture(Emulator):
-    """An :class:`Emulator` whose ``transport`` is a :class:`MountTransport`."""
-
-    transport: MountTransport
+    config.addinivalue_line(
+        "markers",
+        "cloud_run_testing(schedule_time=str): default X-CloudScheduler-ScheduleTime of the "
+        "timer façades",
+    )
 
 
 @pytest.fixture
-def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[EmulatorFixture]:
-    """A fresh in-process emulator on a manual clock, closed after the test.
+def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
+    """An in-process Cloud Scheduler on a virtual clock, fresh for each test.
 
-    The clock starts at 2026-01-01T00:00:00Z unless the test carries
-    ``@pytest.mark.cloud_scheduler(start=<aware datetime>)``. Mount WSGI apps with
-    ``cloud_scheduler.transport.mount("http://host", app)``; other URLs are sent over HTTP.
+    The clock starts at 2026-01-01T00:00:00Z, or at ``start`` of a
+    ``@pytest.mark.cloud_scheduler(start=<aware datetime>)`` marker. ``mount(base_url, app)``
+    routes that URL's requests to a WSGI app in-process (other URLs go over real HTTP);
+    ``create_job(...)`` takes the REST JSON shape or keywords; ``advance(...)`` /
+    ``move_to(...)`` deliver everything that falls due, retries included; ``attempts(job)``
+    and ``assert_attempted(job, count=..., code=...)`` inspect what happened. Mounted apps see
+    ``datetime.now()`` at the virtual instant while they handle a delivery.
     """
     marker = request.node.get_closest_marker("cloud_scheduler")
     start = marker.kwargs.get("start", DEFAULT_START) if marker else DEFAULT_START
-    transport = MountTransport()
-    emulator = EmulatorFixture(ManualClock(start), transport=transport)
-    emulator.transport = transport
-    yield emulator
-    emulator.close()
+    scheduler = CloudScheduler(start)
+    yield scheduler
+    scheduler.close()
+
+
+@pytest.fixture(scope="session")
+def _cloud_scheduler_daemon() -> Iterator[LiveScheduler]:
+    """The session's live daemon (one per pytest process, hence one per xdist worker)."""
+    daemon = LiveScheduler("--in-memory", "--clock", "manual", "--start", DEFAULT_START.isoformat())
+    yield daemon
+    daemon.close()
+
+
+@pytest.fixture
+def cloud_scheduler_server(_cloud_scheduler_daemon: LiveScheduler) -> LiveScheduler:
+    """A live emulator daemon on a free port, with no jobs and its clock at 2026-01-01.
+
+    One daemon serves the whole session (one per xdist worker); it is reset before each test.
+    ``.url`` is its base URL, ``.env`` the ``env-init`` variables (for gcloud subprocesses),
+    ``.client()`` a REST ``CloudSchedulerClient`` (needs ``google-cloud-scheduler``);
+    ``.advance(...)``, ``.move_to(...)`` and ``.attempts(...)`` drive its manual clock.
+    """
+    _cloud_scheduler_daemon.reset(clock_time=DEFAULT_START)
+    return _cloud_scheduler_daemon
+
+
+def _schedule_time(request: pytest.FixtureRequest) -> str:
+    from .facades import DEFAULT_SCHEDULE_TIME
+
+    marker = request.node.get_closest_marker("cloud_run_testing")
+    if marker is None:
+        return DEFAULT_SCHEDULE_TIME
+    return str(marker.kwargs.get("schedule_time", DEFAULT_SCHEDULE_TIME))
+
+
+@pytest.fixture
+def cloud_run_testing(request: pytest.FixtureRequest) -> Callable[..., CloudRunTimers]:
+    """Timer façades in Cloud Run style: each call is the request Cloud Scheduler sends.
+
+    ``timers = cloud_run_testing(app)`` for a WSGI app in-process, or
+    ``cloud_run_testing(base_url="http://127.0.0.1:8000")`` for a live server. ``timers.nightly()``
+    posts to ``/_triggers/timer/nightly`` with ``X-CloudScheduler: true``,
+    ``X-CloudScheduler-JobName: nightly``, ``X-CloudScheduler-ScheduleTime`` (default
+    ``2026-01-01T00:00:00.000Z``) and ``User-Agent: Google-Cloud-Scheduler``;
+    ``timers.report(order)`` sends the message as the JSON body; ``timers.fire(name, payload)``
+    works for any name. A non-2xx answer raises ``TimerNotAcknowledged``; in-process, the
+    handler's own exception propagates.
+    """
+    from .facades import CloudRunTimers
+
+    default = _schedule_time(request)
+
+    def make(app: Any = None, *, base_url: str | None = None, router: Any = None) -> CloudRunTimers:
+        return CloudRunTimers(app, base_url=base_url, router=router, schedule_time=default)
+
+    return make
+
+
+@pytest.fixture
+def function_testing() -> Callable[..., FunctionTimers]:
+    """Timer façades in function style: each call invokes the handler directly.
+
+    ``timers = function_testing(app_or_router)``; ``timers.nightly()`` calls the handler with no
+    headers and an empty body, ``timers.report(order)`` passes the message object itself. The
+    handler's exceptions propagate.
+    """
+
+    from .facades import FunctionTimers
+
+    def make(app: Any) -> FunctionTimers:
+        return FunctionTimers(app)
+
+    return make

@@ -6,7 +6,8 @@
 - ``POST /_emulator/clock:moveTo`` with ``{"time": "<RFC 3339>"}`` (manual clock only)
 - ``GET  /_emulator/attempts[?job=ID]`` → ``{"attempts": [...]}`` in start order
 - ``GET  /_emulator/skipped[?job=ID]`` → ``{"skipped": [...]}``, scheduled times skipped (P6)
-- ``POST /_emulator/reset`` → deletes every job and attempt
+- ``POST /_emulator/reset`` → deletes every job and attempt; ``{"clockTime": …}`` also sets a
+  manual clock to that instant
 
 The clock endpoints answer only after every run, retry and delivery that fell due has finished;
 on a system clock they answer 400 ``FAILED_PRECONDITION``.
@@ -20,6 +21,7 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request
 
 from .attempts import iso
+from .clock import ManualClock
 from .codec import parse_timestamp
 from .emulator import Emulator
 from .errors import ClockError, FailedPrecondition, InvalidArgument
@@ -109,6 +111,18 @@ class Admin:
         return {"skipped": [s.to_json() for s in self.emulator.skipped_runs(job)]}
 
     def reset(self, request: Request) -> dict[str, Any]:
-        """Delete every job, run and attempt."""
+        """Delete every job, run and attempt; with ``{"clockTime": "<RFC 3339>"}`` also set a
+        manual clock to that instant (backwards too), for test isolation."""
+        text = json_body(request).get("clockTime")
+        if text is not None and not isinstance(text, str):
+            raise InvalidArgument(
+                f"clockTime must be an RFC 3339 string; got {text!r}.", field="clockTime"
+            )
+        instant = None if text is None else parse_timestamp(text, field="clockTime")
         self.emulator.reset()
+        if instant is not None:
+            clock = self.emulator.clock
+            if not isinstance(clock, ManualClock):
+                raise FailedPrecondition("clockTime needs a manual clock (--clock manual).")
+            clock.reset_to(instant)
         return {}

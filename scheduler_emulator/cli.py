@@ -231,8 +231,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon until SIGINT or SIGTERM."""
     from .server import serve
 
-    check_port_free(args.host, args.port)
     jobs = load_jobs_files(args.jobs, project=args.project, location=args.location)
+    check_port_free(args.host, args.port)
     if args.in_memory:
         store = Store(":memory:")
         where = "in memory"

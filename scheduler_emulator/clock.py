@@ -201,6 +201,15 @@ class ManualClock:
             self._settle()
             return self._now
 
+    def reset_to(self, instant: datetime) -> None:
+        """Set the clock to ``instant``, backwards too, firing nothing. Only for an emulator
+        with no jobs (after a reset): pending work would otherwise be due in the past.
+
+        :raises ClockError: if ``instant`` is naive.
+        """
+        with self._lock:
+            self._now = require_aware(instant, "reset_to instant")
+
     def settle(self) -> None:
         """Run everything due at the current instant (e.g. a job forced to run) and wait."""
         with self._lock:

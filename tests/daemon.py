@@ -3,12 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import queue
-import re
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,48 +12,11 @@ import requests
 from conftest import RecordingTarget
 from werkzeug.serving import make_server
 
-LISTENING = re.compile(r"listening on (http://[\d.]+:\d+)")
+from pytest_plugin.live import LiveScheduler
 
 
-class Daemon:
-    """``scheduler-emulator start …`` in a subprocess; ``url`` is known once it listens."""
-
-    def __init__(self, *args: str) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "scheduler_emulator", "start", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.output: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-        self.url = self._wait_for_url()
-
-    def _pump(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.output.append(line)
-            self.lines.put(line)
-        self.lines.put("")
-
-    def _wait_for_url(self, timeout: float = 30.0) -> str:
-        while True:
-            try:
-                line = self.lines.get(timeout=timeout)
-            except queue.Empty:
-                self.kill()
-                raise AssertionError("the daemon printed no listening line within 30 s") from None
-            if not line:
-                stderr = self.process.stderr.read() if self.process.stderr else ""
-                self.kill()
-                raise AssertionError(f"the daemon exited early: {stderr}")
-            match = LISTENING.search(line)
-            if match:
-                self.first_line = line
-                return match.group(1)
+class Daemon(LiveScheduler):
+    """:class:`LiveScheduler` with the raw request helpers the daemon tests use."""
 
     def get(self, path: str, **kwargs: Any) -> Any:
         response = requests.get(self.url + path, timeout=30, **kwargs)
@@ -72,18 +29,8 @@ class Daemon:
     def attempts(self, job: str | None = None) -> list[dict[str, Any]]:
         return self.get("/_emulator/attempts", params={"job": job} if job else None)["attempts"]
 
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        self.process.send_signal(sig)
-        return self.process.wait(timeout=30)
-
     def kill(self) -> None:
-        """Kill the daemon if it still runs and release its pipes."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=30)
-        for pipe in (self.process.stdout, self.process.stderr):
-            if pipe is not None:
-                pipe.close()
+        self.close()
 
 
 @contextmanager

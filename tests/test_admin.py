@@ -114,3 +114,12 @@ def test_skipped_runs_are_listed(target: RecordingTarget) -> None:
         "2026-09-24T02:04:00Z",
     ]
     emulator.close()
+
+
+def test_reset_can_set_a_manual_clock_back(client: Client, emulator: Emulator) -> None:
+    emulator.create_job(nightly_job())
+    emulator.advance(timedelta(days=1))
+    response = client.post("/_emulator/reset", json={"clockTime": "2026-01-01T00:00:00Z"})
+    assert response.json == {}
+    assert client.get("/_emulator/clock").json["now"] == "2026-01-01T00:00:00Z"
+    assert emulator.list_jobs() == []

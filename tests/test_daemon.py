@@ -185,7 +185,16 @@ class TestBadInput:
     )
     def test_bad_flags_exit_2_with_a_message(self, args: list[str], message: str) -> None:
         result = subprocess.run(
-            [sys.executable, "-m", "scheduler_emulator", "start", "--in-memory", *args],
+            [
+                sys.executable,
+                "-m",
+                "scheduler_emulator",
+                "start",
+                "--in-memory",
+                "--port",
+                "0",
+                *args,
+            ],
             capture_output=True,
             text=True,
             timeout=60,

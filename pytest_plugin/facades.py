@@ -1,0 +1,191 @@
+"""Timer façades: call a service's timers the way Cloud Scheduler would, or directly.
+
+- :class:`CloudRunTimers` (Cloud Run style) sends the real request: ``POST
+  /_triggers/timer/<name>`` with the Scheduler headers, in-process through werkzeug's test
+  client or over HTTP to a live server. A non-2xx answer raises :class:`TimerNotAcknowledged`.
+- :class:`FunctionTimers` (function style) invokes the handler directly: no headers, no body.
+
+Both expose one attribute per timer registered on the app's
+:class:`~scheduler_emulator.target.TimerRouter` (``timers.nightly()``, ``timers.report(order)``)
+and ``fire(name, payload)`` for any name (spec: timers-and-testing §2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from datetime import date, datetime
+from typing import Any
+
+import requests
+from werkzeug.test import Client
+
+from scheduler_emulator.target import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
+
+__all__ = [
+    "DEFAULT_SCHEDULE_TIME",
+    "CloudRunTimers",
+    "FunctionTimers",
+    "TimerNotAcknowledged",
+]
+
+#: The ``X-CloudScheduler-ScheduleTime`` a Cloud Run-style façade sends unless told otherwise.
+DEFAULT_SCHEDULE_TIME = "2026-01-01T00:00:00.000Z"
+#: The prefix a Cloud Run-style façade always posts under, whatever the app configured.
+DEFAULT_PREFIX = "/_triggers/timer/"
+_NO_PAYLOAD: Any = object()
+
+
+class TimerNotAcknowledged(AssertionError):
+    """The service answered a Cloud Run-style timer call with a non-2xx status.
+
+    :param name: the timer's name.
+    :param status: the HTTP status.
+    :param body: the response body as text.
+    """
+
+    def __init__(self, name: str, status: int, body: str) -> None:
+        self.name, self.status, self.body = name, status, body
+        said = f" {body}" if body else ""
+        super().__init__(
+            f"The source would not read the answer to TIMER /{name} as an acknowledgement: "
+            f"the service answered {status}. It said:{said}"
+        )
+
+
+def _json_default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if hasattr(value, "model_dump"):  # pydantic v2
+        return value.model_dump(mode="json")
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError(f"cannot serialise {type(value).__name__} as a timer message; pass JSON data")
+
+
+def encode_message(payload: Any) -> bytes:
+    """Serialise a timer message as the JSON body Cloud Scheduler would carry.
+
+    Dataclasses, pydantic models, dates and plain JSON values are accepted.
+
+    :raises TypeError: for a value that has no JSON form.
+    """
+    return json.dumps(payload, default=_json_default).encode()
+
+
+class _Timers:
+    """Attribute access per registered timer; subclasses implement :meth:`fire`."""
+
+    _router: TimerRouter | None
+
+    def fire(self, name: str, payload: Any = _NO_PAYLOAD, **options: Any) -> Any:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        router = self.__dict__.get("_router")
+        if name.startswith("_") or router is None or name not in router.timers:
+            known = sorted(router.timers) if router is not None else []
+            raise AttributeError(
+                f"no timer named {name!r} on this app (registered: {known or 'none'}); "
+                "use fire(name, payload) for a name that is not a Python identifier."
+            )
+
+        def call(payload: Any = _NO_PAYLOAD, **options: Any) -> Any:
+            return self.fire(name, payload, **options)
+
+        call.__name__ = name
+        return call
+
+    def __dir__(self) -> list[str]:
+        router = self.__dict__.get("_router")
+        return [*super().__dir__(), *(router.timers if router is not None else ())]
+
+
+class CloudRunTimers(_Timers):
+    """Cloud Run-style façade: each call is the request Cloud Scheduler sends.
+
+    :param app: a WSGI app to call in-process (its router is found with ``find_router``).
+    :param base_url: instead of ``app``, a live server's base URL.
+    :param router: the app's router, when ``find_router`` cannot find it.
+    :param schedule_time: the default ``X-CloudScheduler-ScheduleTime``.
+    :raises TypeError: unless exactly one of ``app`` and ``base_url`` is given.
+    """
+
+    def __init__(
+        self,
+        app: Any = None,
+        *,
+        base_url: str | None = None,
+        router: TimerRouter | None = None,
+        schedule_time: str = DEFAULT_SCHEDULE_TIME,
+    ) -> None:
+        if (app is None) == (base_url is None):
+            raise TypeError("cloud_run_testing takes a WSGI app or base_url=…, not both or none.")
+        self._router = router or (find_router(app) if app is not None else None)
+        self._client = Client(app) if app is not None else None
+        self._base_url = base_url.rstrip("/") if base_url else None
+        self._schedule_time = schedule_time
+
+    def headers(self, name: str, schedule_time: str | None = None) -> dict[str, str]:
+        """The headers of a timer call: exactly what Cloud Scheduler sets (§2)."""
+        return {
+            "X-CloudScheduler": "true",
+            "X-CloudScheduler-JobName": name,
+            "X-CloudScheduler-ScheduleTime": schedule_time or self._schedule_time,
+            "User-Agent": "Google-Cloud-Scheduler",
+        }
+
+    def fire(
+        self, name: str, payload: Any = _NO_PAYLOAD, *, schedule_time: str | None = None
+    ) -> int:
+        """Post the timer request for ``name``; return the 2xx status.
+
+        :param payload: a message to send as the JSON body (omit for no body).
+        :param schedule_time: overrides the ``X-CloudScheduler-ScheduleTime`` header.
+        :raises TimerNotAcknowledged: for a non-2xx answer.
+        :raises Exception: in-process, whatever the handler raised.
+        """
+        path = DEFAULT_PREFIX + name
+        headers = self.headers(name, schedule_time)
+        body = b"" if payload is _NO_PAYLOAD else encode_message(payload)
+        if self._client is not None:
+            response = self._client.post(
+                path,
+                headers=headers,
+                data=body,
+                environ_overrides={PROPAGATE_EXCEPTIONS_KEY: True},
+            )
+            status, text = response.status_code, response.get_data(as_text=True)
+        else:
+            assert self._base_url is not None
+            answer = requests.post(self._base_url + path, headers=headers, data=body, timeout=60)
+            status, text = answer.status_code, answer.text
+        if not 200 <= status <= 299:
+            raise TimerNotAcknowledged(name, status, text)
+        return status
+
+
+class FunctionTimers(_Timers):
+    """Function-style façade: each call invokes the handler directly (no headers, no body).
+
+    :param app: a :class:`TimerRouter`, or an app whose router ``find_router`` finds.
+    :raises TypeError: if no router can be found.
+    """
+
+    def __init__(self, app: Any) -> None:
+        router = app if isinstance(app, TimerRouter) else find_router(app)
+        if router is None:
+            raise TypeError(
+                f"function_testing needs a TimerRouter or an app wrapped by one; got {app!r}."
+            )
+        self._router = router
+
+    def fire(self, name: str, payload: Any = _NO_PAYLOAD) -> Any:
+        """Call the handler of ``name`` with ``payload`` (as is); return what it returns.
+
+        :raises LookupError: if no handler is registered for ``name``.
+        :raises Exception: whatever the handler raised.
+        """
+        assert self._router is not None
+        return self._router.invoke(name, None if payload is _NO_PAYLOAD else payload)

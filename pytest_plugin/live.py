@@ -1,0 +1,156 @@
+"""A live ``scheduler-emulator`` daemon in a subprocess, for tests that need a real socket
+(gcloud, the client libraries, a service in another process)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from datetime import datetime, timedelta
+from typing import Any
+
+import requests
+
+from scheduler_emulator.attempts import iso
+from scheduler_emulator.cli import env_lines
+
+__all__ = ["LiveScheduler"]
+
+_LISTENING = re.compile(r"listening on (http://[\d.]+:\d+)")
+
+
+class LiveScheduler:
+    """``scheduler-emulator start --port 0 …`` in a subprocess.
+
+    :param args: extra ``start`` flags (``--in-memory``, ``--clock manual`` …).
+    :param project: the project of :attr:`env` and of short job names.
+    :param startup_timeout: seconds to wait for the daemon to listen.
+    :raises RuntimeError: if the daemon exits or does not listen in time (with its stderr).
+    """
+
+    def __init__(self, *args: str, project: str = "my-project", startup_timeout: float = 30):
+        self.project = project
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "scheduler_emulator", "start", "--port", "0"]
+            + ["--project", project, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )
+        self.output: list[str] = []
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.first_line = ""
+        self.url = self._wait_for_url(startup_timeout)
+        self.session = requests.Session()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            self._lines.put(line)
+        self._lines.put("")
+
+    def _wait_for_url(self, timeout: float) -> str:
+        while True:
+            try:
+                line = self._lines.get(timeout=timeout)
+            except queue.Empty:
+                self.close()
+                raise RuntimeError(
+                    f"the daemon printed no listening line within {timeout} s"
+                ) from None
+            if not line:
+                stderr = self.process.stderr.read() if self.process.stderr else ""
+                self.close()
+                raise RuntimeError(f"the daemon exited early: {stderr.strip()}")
+            match = _LISTENING.search(line)
+            if match:
+                self.first_line = line
+                return match.group(1)
+
+    # ---------------------------------------------------------------- addresses
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        """``(host, port)`` the daemon listens on."""
+        host, port = self.url.removeprefix("http://").rsplit(":", 1)
+        return host, int(port)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The variables ``scheduler-emulator env-init`` prints, for gcloud subprocesses."""
+        host, port = self.host_port
+        pairs = (
+            line.removeprefix("export ").split("=", 1)
+            for line in env_lines(host, port, self.project)
+        )
+        return {key: value for key, value in pairs}
+
+    def client(self) -> Any:
+        """A ``google.cloud.scheduler_v1.CloudSchedulerClient`` (REST) bound to the daemon.
+
+        :raises ImportError: if ``google-cloud-scheduler`` is not installed.
+        """
+        from google.api_core.client_options import ClientOptions
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import scheduler_v1
+
+        return scheduler_v1.CloudSchedulerClient(
+            credentials=AnonymousCredentials(),
+            transport="rest",
+            client_options=ClientOptions(api_endpoint=self.url),
+        )
+
+    # ---------------------------------------------------------------- admin endpoints
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        response = self.session.request(method, self.url + path, json=body, timeout=120)
+        if response.status_code >= 400:
+            raise AssertionError(
+                f"{method} {path} answered {response.status_code}: {response.text}"
+            )
+        return response.json()
+
+    def reset(self, clock_time: datetime | None = None) -> None:
+        """Delete every job and attempt; on a manual clock, optionally set it to ``clock_time``."""
+        body = {} if clock_time is None else {"clockTime": iso(clock_time)}
+        self._call("POST", "/_emulator/reset", body)
+
+    def advance(self, delta: timedelta | float) -> Any:
+        """Advance the daemon's manual clock; answers once everything due has been delivered."""
+        seconds = delta.total_seconds() if isinstance(delta, timedelta) else float(delta)
+        return self._call("POST", "/_emulator/clock:advance", {"seconds": seconds})
+
+    def move_to(self, instant: datetime) -> Any:
+        """Move the daemon's manual clock to ``instant`` (aware)."""
+        return self._call("POST", "/_emulator/clock:moveTo", {"time": iso(instant)})
+
+    def attempts(self, job: str | None = None) -> list[dict[str, Any]]:
+        """``GET /_emulator/attempts`` (optionally ``?job=``)."""
+        path = "/_emulator/attempts" + (f"?job={job}" if job else "")
+        return list(self._call("GET", path)["attempts"])
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        """Send ``sig`` and wait; return the exit code."""
+        self.process.send_signal(sig)
+        return self.process.wait(timeout=timeout)
+
+    def close(self) -> None:
+        """Kill the daemon if it still runs and release its pipes."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
+        session = getattr(self, "session", None)
+        if session is not None:
+            session.close()

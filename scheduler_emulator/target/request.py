@@ -1,0 +1,163 @@
+"""What a timer handler sees of the HTTP request that ran it (spec §1).
+
+A handler parameter annotated :class:`TimerRequest` receives the run's method, path (without the
+query string), headers (looked up without regard to case) and raw body, plus the two headers
+Cloud Scheduler sets that identify a run, already decoded::
+
+    >>> request = TimerRequest(headers={
+    ...     "X-CloudScheduler-JobName": "projects/p/locations/l/jobs/nightly",
+    ...     "X-CloudScheduler-ScheduleTime": "2026-09-24T02:00:00Z",
+    ... })
+    >>> request.job_name, request.headers["x-cloudscheduler-jobname"].rsplit("/", 1)[1]
+    ('nightly', 'nightly')
+    >>> request.schedule_time
+    datetime.datetime(2026, 9, 24, 2, 0, tzinfo=datetime.timezone.utc)
+
+In function style (:meth:`TimerRouter.invoke <scheduler_emulator.target.TimerRouter.invoke>`
+without a request) the handler gets ``TimerRequest()``: no headers, an empty body, so
+``schedule_time`` is ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+#: The header that carries the job's short name or full resource name.
+JOB_NAME_HEADER = "X-CloudScheduler-JobName"
+#: The header that carries the run's scheduled instant in RFC 3339 (unix-cron jobs only).
+SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"
+
+
+class CaseInsensitiveHeaders(Mapping[str, str]):
+    """A read-only header mapping whose look-ups ignore the case of the header name.
+
+    Iteration yields the names as they were given (the first spelling of each name); a name given
+    twice in different cases keeps the last value. HTTP/2 front ends lower-case every header name,
+    so a handler must not depend on the spelling.
+
+    :param headers: a mapping, or an iterable of ``(name, value)`` pairs, of ``str`` to ``str``.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, headers: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+        pairs = headers.items() if isinstance(headers, Mapping) else headers
+        items: dict[str, tuple[str, str]] = {}
+        for name, value in pairs:
+            key = name.lower()
+            original = items[key][0] if key in items else name
+            items[key] = (original, value)
+        self._items = items
+
+    def __getitem__(self, name: str) -> str:
+        """Return the value of header ``name``, whatever its case.
+
+        :param name: a header name in any case.
+        :raises KeyError: when the header is absent.
+        :return: the header's value.
+        """
+        return self._items[name.lower()][1]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return (original for original, _ in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        mine = {key: value for key, (_, value) in self._items.items()}
+        return mine == {str(name).lower(): value for name, value in other.items()}
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CaseInsensitiveHeaders({dict(self.items())!r})"
+
+
+def _as_headers(value: Any) -> CaseInsensitiveHeaders:
+    return value if isinstance(value, CaseInsensitiveHeaders) else CaseInsensitiveHeaders(value)
+
+
+def parse_schedule_time(value: str) -> datetime:
+    """Parse an ``X-CloudScheduler-ScheduleTime`` value (RFC 3339) into an aware datetime.
+
+    :param value: e.g. ``"2026-09-24T02:00:00Z"`` or ``"2026-01-01T00:00:00.000+00:00"``.
+    :raises ValueError: when ``value`` is not an RFC 3339 timestamp with a ``Z`` or an offset.
+    :return: the instant, timezone-aware (UTC when the header says ``Z``).
+    """
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(
+            f"{SCHEDULE_TIME_HEADER} {value!r} is not an RFC 3339 timestamp; Cloud Scheduler "
+            "sends one such as '2026-09-24T02:00:00Z'."
+        ) from None
+    if parsed.tzinfo is None:
+        raise ValueError(
+            f"{SCHEDULE_TIME_HEADER} {value!r} has no UTC offset; RFC 3339 needs 'Z' or an offset "
+            "such as '+00:00'."
+        )
+    return parsed
+
+
+@dataclass(frozen=True)
+class TimerRequest:
+    """The request that ran a timer, as its handler sees it (spec §1).
+
+    A handler receives it through a parameter annotated ``TimerRequest``. Construct one yourself
+    to call :meth:`~scheduler_emulator.target.TimerRouter.invoke` with headers.
+
+    :param headers: the request's headers; a mapping or ``(name, value)`` pairs, stored as a
+        :class:`CaseInsensitiveHeaders` (``request.headers["x-cloudscheduler"]`` finds
+        ``X-CloudScheduler``). Empty by default, as in function style.
+    :param body: the raw body as it arrived (``b""`` for none).
+    :param method: the HTTP method, upper case (``"POST"`` by default).
+    :param path: the request path without the query string (``""`` when there was no HTTP
+        request).
+    """
+
+    headers: Mapping[str, str] = field(default_factory=CaseInsensitiveHeaders)
+    body: bytes = b""
+    method: str = "POST"
+    path: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "headers", _as_headers(self.headers))
+
+    @property
+    def job_name(self) -> str | None:
+        """The job's short name: the last ``/``-segment of ``X-CloudScheduler-JobName``.
+
+        :return: ``"nightly"`` for ``projects/p/locations/l/jobs/nightly`` or ``nightly``;
+            ``None`` when the header is absent (a request sent by hand, or function style).
+        """
+        value = self.headers.get(JOB_NAME_HEADER)
+        return None if value is None else value.rsplit("/", 1)[-1]
+
+    @property
+    def schedule_time_header(self) -> str | None:
+        """The raw ``X-CloudScheduler-ScheduleTime`` value, or ``None`` when absent.
+
+        Cloud Scheduler sends it only for jobs with a unix-cron schedule; it is the same on every
+        retry of one run.
+        """
+        return self.headers.get(SCHEDULE_TIME_HEADER)
+
+    @property
+    def schedule_time(self) -> datetime | None:
+        """The run's scheduled instant, parsed from ``X-CloudScheduler-ScheduleTime``.
+
+        :raises ValueError: when the header is present but not an RFC 3339 timestamp with an
+            offset (Cloud Scheduler never sends that; a hand-made request may).
+        :return: a timezone-aware datetime, or ``None`` when the header is absent.
+        """
+        value = self.schedule_time_header
+        return None if value is None else parse_schedule_time(value)
