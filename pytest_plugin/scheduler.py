@@ -31,8 +31,9 @@ __all__ = ["CloudScheduler", "VirtualTimeTransport"]
 class VirtualTimeTransport(MountTransport):
     """A :class:`MountTransport` that shows mounted apps the clock's virtual instant.
 
-    Inside :meth:`virtual_time` freezegun is active (started once, moved per delivery);
-    ``scheduler_emulator`` itself is ignored by freezegun, so the engine keeps its own clock.
+    Inside :meth:`virtual_time` freezegun is active (started once, moved per delivery). The
+    engine's clocks read time through functions freezegun cannot reach, so they keep their own
+    time.
 
     :param clock: the emulator's manual clock.
     """
@@ -48,7 +49,7 @@ class VirtualTimeTransport(MountTransport):
         if self._frozen is not None:
             yield
             return
-        freezer = freeze_time(self.clock.now(), tick=False, ignore=["scheduler_emulator"])
+        freezer = freeze_time(self.clock.now(), tick=False)
         self._frozen = freezer.start()
         try:
             yield

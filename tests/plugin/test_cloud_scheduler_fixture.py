@@ -1,0 +1,166 @@
+"""The ``cloud_scheduler`` and ``cloud_scheduler_server`` fixtures, through ``pytester``."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TARGET_APP = '''
+import datetime
+import time
+
+
+class Target:
+    """Records the ScheduleTime header and the time the app saw; answers ``status``."""
+
+    def __init__(self, status=200):
+        self.status = status
+        self.seen = []
+
+    def __call__(self, environ, start_response):
+        self.seen.append((
+            environ.get("HTTP_X_CLOUDSCHEDULER_SCHEDULETIME"),
+            datetime.datetime.now(datetime.timezone.utc),
+            time.time(),
+        ))
+        status = self.status(len(self.seen)) if callable(self.status) else self.status
+        start_response(f"{status} X", [])
+        return [b""]
+'''
+
+
+def test_a_week_of_nightly_runs_through_a_mounted_app(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(target=TARGET_APP)
+    pytester.makepyfile(
+        """
+        from datetime import UTC, datetime, timedelta
+
+        import pytest
+        from target import Target
+
+
+        @pytest.mark.cloud_scheduler(start=datetime(2026, 9, 24, tzinfo=UTC))
+        def test_week(cloud_scheduler):
+            app = Target()
+            cloud_scheduler.mount("http://orders.test", app)
+            cloud_scheduler.create_job(
+                name="nightly", schedule="0 2 * * *",
+                http_target={"uri": "http://orders.test/_triggers/timer/nightly"},
+            )
+            cloud_scheduler.advance(timedelta(days=7))
+            cloud_scheduler.assert_attempted("nightly", count=7, code="OK")
+            assert [s[0] for s in app.seen] == [
+                f"2026-09-{d}T02:00:00Z" for d in range(24, 31)
+            ]
+            # the app saw the virtual instant, through datetime and time alike
+            assert app.seen[0][1] == datetime(2026, 9, 24, 2, tzinfo=UTC)
+            assert app.seen[0][2] == datetime(2026, 9, 24, 2, tzinfo=UTC).timestamp()
+            # outside deliveries the test sees real time again
+            assert datetime.now(UTC).year >= 2026 and datetime.now(UTC) != app.seen[-1][1]
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_retries_follow_the_backoff_and_assert_attempted_counts_them(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(target=TARGET_APP)
+    pytester.makepyfile(
+        """
+        from datetime import timedelta
+
+        from target import Target
+
+
+        def test_retries(cloud_scheduler):
+            app = Target(status=lambda n: 500 if n <= 2 else 200)
+            cloud_scheduler.mount("http://orders.test", app)
+            cloud_scheduler.create_job({
+                "name": "nightly", "schedule": "0 2 * * *",
+                "httpTarget": {"uri": "http://orders.test/_triggers/timer/nightly"},
+                "retryConfig": {"retryCount": 3},
+            })
+            cloud_scheduler.advance(timedelta(hours=3))
+            failed = cloud_scheduler.assert_attempted("nightly", count=2, code="INTERNAL")
+            ok = cloud_scheduler.assert_attempted("nightly", count=1, code="OK")
+            starts = [a.start_time.strftime("%H:%M:%S") for a in failed + ok]
+            assert starts == ["02:00:00", "02:00:05", "02:00:15"]
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_assert_attempted_lists_what_did_not_match(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(target=TARGET_APP)
+    pytester.makepyfile(
+        """
+        from datetime import timedelta
+
+        from target import Target
+
+
+        def test_mismatch(cloud_scheduler):
+            cloud_scheduler.mount("http://orders.test", Target(status=404))
+            cloud_scheduler.create_job(
+                name="nightly", schedule="0 2 * * *",
+                http_target={"uri": "http://orders.test/x"},
+            )
+            cloud_scheduler.advance(timedelta(days=1))
+            cloud_scheduler.assert_attempted("nightly", count=1, code="OK")
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*expected 1 attempt(s) of job 'nightly' with code=OK, found 0 (of 1 attempts;*",
+            "*not matching:*",
+            "*attempt 1 of run 1 at 2026-01-01T02:00:00Z (ScheduleTime 2026-01-01T02:00:00Z)"
+            " -> NOT_FOUND (404): code NOT_FOUND, not OK*",
+        ]
+    )
+
+
+def test_each_test_gets_a_fresh_emulator(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_one(cloud_scheduler):
+            cloud_scheduler.create_job(name="a", schedule="* * * * *",
+                                       http_target={"uri": "http://x.test/"})
+
+        def test_two(cloud_scheduler):
+            assert cloud_scheduler.emulator.list_jobs() == []
+            assert cloud_scheduler.now().isoformat() == "2026-01-01T00:00:00+00:00"
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_live_server_is_reset_between_tests_and_serves_the_api(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        """
+        import requests
+
+        JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
+
+        def test_one(cloud_scheduler_server):
+            body = {"name": "projects/my-project/locations/us-central1/jobs/a",
+                    "schedule": "0 2 * * *", "httpTarget": {"uri": "http://127.0.0.1:9/"}}
+            assert requests.post(cloud_scheduler_server.url + JOBS, json=body).status_code == 200
+            cloud_scheduler_server.advance(3 * 3600)
+            assert len(cloud_scheduler_server.attempts("a")) == 1
+
+        def test_two(cloud_scheduler_server):
+            assert requests.get(cloud_scheduler_server.url + JOBS).json() == {}
+            env = cloud_scheduler_server.env
+            assert env["CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDSCHEDULER"] == (
+                cloud_scheduler_server.url + "/"
+            )
+            assert env["CLOUDSDK_AUTH_DISABLE_CREDENTIALS"] == "true"
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
