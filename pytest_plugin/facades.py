@@ -78,9 +78,7 @@ class _Timers:
     """Attribute access per registered timer; subclasses implement :meth:`fire`."""
 
     _router: TimerRouter | None
-
-    def fire(self, name: str, payload: Any = _NO_PAYLOAD, **options: Any) -> Any:
-        raise NotImplementedError
+    fire: Callable[..., Any]  # fire(name, payload=…, **options), defined by each style
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         router = self.__dict__.get("_router")

@@ -25,6 +25,7 @@ from .clock import ManualClock
 from .codec import parse_timestamp
 from .emulator import Emulator
 from .errors import ClockError, FailedPrecondition, InvalidArgument
+from .request_body import request_json
 
 RULES = [
     Rule("/_emulator/health", methods=["GET"], endpoint="health"),
@@ -35,21 +36,6 @@ RULES = [
     Rule("/_emulator/skipped", methods=["GET"], endpoint="skipped"),
     Rule("/_emulator/reset", methods=["POST"], endpoint="reset"),
 ]
-
-
-def json_body(request: Request) -> dict[str, Any]:
-    """Return the request's JSON object body (``{}`` when empty).
-
-    :raises InvalidArgument: if the body is not a JSON object.
-    """
-    if not request.get_data():
-        return {}
-    data = request.get_json(force=True, silent=True)
-    if not isinstance(data, dict):
-        raise InvalidArgument(
-            f"The request body must be a JSON object; got {request.get_data(as_text=True)[:100]!r}."
-        )
-    return data
 
 
 class Admin:
@@ -76,7 +62,7 @@ class Admin:
 
     def clock_advance(self, request: Request) -> dict[str, Any]:
         """Advance a manual clock by ``seconds`` and answer once everything due has settled."""
-        body = json_body(request)
+        body = request_json(request)
         if "seconds" not in body:
             raise InvalidArgument(
                 'The body must be {"seconds": N}; seconds is missing.', field="seconds"
@@ -90,7 +76,7 @@ class Admin:
 
     def clock_move_to(self, request: Request) -> dict[str, Any]:
         """Move a manual clock to ``time`` (RFC 3339) and answer once everything has settled."""
-        body = json_body(request)
+        body = request_json(request)
         if "time" not in body:
             raise InvalidArgument(
                 'The body must be {"time": "<RFC 3339>"}; time is missing.', field="time"
@@ -113,7 +99,7 @@ class Admin:
     def reset(self, request: Request) -> dict[str, Any]:
         """Delete every job, run and attempt; with ``{"clockTime": "<RFC 3339>"}`` also set a
         manual clock to that instant (backwards too), for test isolation."""
-        text = json_body(request).get("clockTime")
+        text = request_json(request).get("clockTime")
         if text is not None and not isinstance(text, str):
             raise InvalidArgument(
                 f"clockTime must be an RFC 3339 string; got {text!r}.", field="clockTime"

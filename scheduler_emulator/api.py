@@ -25,6 +25,7 @@ from .codec import job_from_json, job_to_json
 from .emulator import Emulator
 from .errors import InvalidArgument, NotFound
 from .names import check_location_id, check_project_id, generate_job_id, parse_job_name
+from .request_body import request_json
 from .resources import Job
 
 _JOBS = "/v1/projects/<project>/locations/<location>/jobs"
@@ -57,36 +58,6 @@ def wants_int_enums(request: Request) -> bool:
     )
 
 
-def request_json(request: Request, *, allow_fields: frozenset[str] | None = None) -> dict[str, Any]:
-    """Decode the request body as a JSON object; an empty body is ``{}``.
-
-    :param allow_fields: for the colon verbs (``:pause``…), the only keys allowed in the body
-        (``name``, §1.1 notes); ``None`` allows any object.
-    :raises InvalidArgument: for a body that is not JSON or not an object, or a key not allowed.
-    """
-    raw = request.get_data()
-    if not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(
-            f"Invalid JSON payload received. {exc}.", description="The body is not valid JSON."
-        ) from exc
-    if not isinstance(data, dict):
-        raise InvalidArgument(
-            f"Invalid JSON payload received. Expected an object, got {type(data).__name__}."
-        )
-    if allow_fields is not None:
-        for key in data:
-            if key not in allow_fields:
-                raise InvalidArgument(
-                    f'Invalid JSON payload received. Unknown name "{key}": Cannot find field.',
-                    field=key,
-                )
-    return data
-
-
 def _parent(project: str, location: str) -> str:
     check_project_id(project, field="parent")
     check_location_id(location, field="parent")
@@ -116,6 +87,8 @@ class Api:
         return job_to_json(job, enum_int=wants_int_enums(request))
 
     def _name(self, project: str, location: str, job: str) -> str:
+        if ":" in job:  # a custom verb (``:pause``…) with a method it does not take
+            raise NotFound(f"Method not found: {job.split(':', 1)[1]!r} with this HTTP method.")
         parent = _parent(project, location)
         return parse_job_name(f"{parent}/jobs/{job}", parent=parent).full
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import Map
 from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.wrappers import Request, Response
@@ -30,7 +30,6 @@ _HTTP_STATUS_NAMES = {
     401: "UNAUTHENTICATED",
     403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
-    405: "UNIMPLEMENTED",
     409: "ABORTED",
     413: "INVALID_ARGUMENT",
     415: "INVALID_ARGUMENT",
@@ -51,6 +50,8 @@ def error_response(error: ApiError) -> Response:
 
 
 def _http_error(exc: HTTPException) -> Response:
+    if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
+        exc = NotFound("Method not found: this path does not take that HTTP method.")
     code = exc.code or 500
     status = _HTTP_STATUS_NAMES.get(code, "INTERNAL" if code >= 500 else "INVALID_ARGUMENT")
     body = {"error": {"code": code, "message": exc.description or exc.name, "status": status}}

@@ -63,6 +63,10 @@ _EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+")
 _TOPIC_RE = re.compile(r"projects/([^/]+)/topics/([^/]+)")
 
 
+#: A URI host: a DNS name or IPv4 address, or an IPv6 address (``urlsplit`` strips brackets).
+_HOST_RE = re.compile(r"[A-Za-z0-9_.~-]+|[0-9A-Fa-f:.]+(%[A-Za-z0-9._~-]+)?")
+
+
 def validate_job(job: Job) -> None:
     """Check every rule of spec §2, §3.2, §3.3, §3.5, §11.1 and §15 that a job can break.
 
@@ -234,7 +238,7 @@ def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> No
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number 0-65535
     except ValueError:
         host = None
-    if not host:
+    if not host or not _HOST_RE.fullmatch(host):
         raise InvalidArgument(
             f'{uri_field} must be a URL with a valid host and port; got "{target.uri}".',
             field=uri_field,

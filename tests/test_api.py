@@ -158,6 +158,13 @@ class TestCreate:
         assert violation["@type"] == "type.googleapis.com/google.rpc.BadRequest"
         assert violation["fieldViolations"][0]["field"] == field
 
+    @pytest.mark.parametrize("uri", ["http://x test/a", "http://exa mple.com/", "http://a\tb/"])
+    def test_a_uri_whose_host_is_not_a_host_is_refused(self, api: Client, uri: str) -> None:
+        response = api.post(JOBS, json=job_body(httpTarget={"uri": uri}))
+        assert response.status_code == 400
+        error = error_of(response)
+        assert error["details"][0]["fieldViolations"][0]["field"] == "httpTarget.uri"
+
     def test_name_in_another_location_is_refused(self, api: Client) -> None:
         body = job_body(name="projects/my-project/locations/europe-west1/jobs/nightly")
         response = api.post(JOBS, json=body)
@@ -369,10 +376,30 @@ class TestRouting:
         assert response.status_code == 404
         assert error_of(response)["status"] == "NOT_FOUND"
 
-    def test_wrong_method_is_a_4xx_envelope(self, api: Client) -> None:
-        response = api.put(JOBS + "/nightly", json={})
-        assert 400 <= response.status_code < 500
-        assert "status" in error_of(response)
+    @pytest.mark.parametrize(
+        ("method", "path"),
+        [
+            ("PUT", JOBS + "/nightly"),
+            ("DELETE", JOBS),
+            ("POST", JOBS + "/nightly:explode"),
+            ("GET", JOBS + "/nightly:pause"),
+        ],
+    )
+    def test_a_method_the_path_does_not_take_is_404_method_not_found(
+        self, api: Client, method: str, path: str
+    ) -> None:
+        response = api.open(path, method=method, json={})
+        assert response.status_code == 404
+        error = error_of(response)
+        assert error["status"] == "NOT_FOUND"
+        assert error["message"].startswith("Method not found")
+
+    @pytest.mark.parametrize("depth", [5000, 100_000])
+    def test_a_body_nested_too_deeply_is_400_not_500(self, api: Client, depth: int) -> None:
+        for path in (JOBS, JOBS + "/nightly:pause", "/_emulator/clock:advance"):
+            response = api.post(path, data=b"[" * depth + b"]" * depth)
+            assert response.status_code == 400, path
+            assert error_of(response)["status"] == "INVALID_ARGUMENT"
 
     def test_googles_standard_query_parameters_are_ignored(self, api: Client) -> None:
         api.post(JOBS, json=job_body())
