@@ -158,7 +158,7 @@ class TestCreate:
         assert violation["@type"] == "type.googleapis.com/google.rpc.BadRequest"
         assert violation["fieldViolations"][0]["field"] == field
 
-    @pytest.mark.parametrize("uri", ["http://x test/a", "http://exa mple.com/", "http://a\tb/"])
+    @pytest.mark.parametrize("uri", ["http://x test/a", "http://exa mple.com/", "http://a|b/"])
     def test_a_uri_whose_host_is_not_a_host_is_refused(self, api: Client, uri: str) -> None:
         response = api.post(JOBS, json=job_body(httpTarget={"uri": uri}))
         assert response.status_code == 400
