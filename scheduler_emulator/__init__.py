@@ -1,17 +1,27 @@
 """A local Google Cloud Scheduler (v1, HTTP targets) with a virtual clock.
 
-The public entry points::
+The public entry points (imported on first use, so that a production service importing
+:mod:`scheduler_emulator.target` does not load the emulator engine)::
 
     from scheduler_emulator import Emulator, ManualClock, SystemClock
     from scheduler_emulator import HttpTransport, MountTransport, WsgiTransport
 """
 
-from .clock import ManualClock, SystemClock
-from .emulator import Emulator
-from .transports import HttpTransport, MountTransport, WsgiTransport
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+_EXPORTS = {
+    "Emulator": "emulator",
+    "ManualClock": "clock",
+    "SystemClock": "clock",
+    "HttpTransport": "transports",
+    "MountTransport": "transports",
+    "WsgiTransport": "transports",
+}
 __all__ = [
     "Emulator",
     "HttpTransport",
@@ -21,3 +31,15 @@ __all__ = [
     "WsgiTransport",
     "__version__",
 ]
+
+if TYPE_CHECKING:
+    from .clock import ManualClock, SystemClock
+    from .emulator import Emulator
+    from .transports import HttpTransport, MountTransport, WsgiTransport
+
+
+def __getattr__(name: str) -> Any:
+    """Import the public classes on first use."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'scheduler_emulator' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

@@ -12,7 +12,9 @@ status, the ``google.rpc.Code`` name and number, and render as Google's REST err
     │   ├── NotFound                  404 NOT_FOUND         ("Job not found.")
     │   └── AlreadyExists             409 ALREADY_EXISTS    (create with an existing name)
     ├── ClockError                    manual-only operation on a system clock, naive datetime…
-    └── ConfigurationError            bad command-line or jobs-file input (exit code 2)
+    ├── ConfigurationError            bad command-line or jobs-file input (exit code 2)
+    └── UnknownTimerError             (also LookupError) invoking a timer no handler declares
+                                      (scheduler_emulator.target)
 """
 
 from __future__ import annotations

@@ -1,0 +1,52 @@
+"""Target side: code that runs inside the service Cloud Scheduler calls (spec §1).
+
+Importable by a production service without the emulator::
+
+    from scheduler_emulator.target import TimerRequest, TimerRouter
+
+    router = TimerRouter()
+
+    @router.timer("nightly")
+    def sweep(request: TimerRequest) -> None:
+        print("Sweep scheduled for", request.schedule_time_header)
+
+    router.init_app(flask_app)              # Flask
+    application = router.wsgi(django_app)   # any WSGI app
+
+- :mod:`.router` — :class:`TimerRouter`, :class:`Timer`, :func:`find_router`, the answers and the
+  log lines;
+- :mod:`.request` — :class:`TimerRequest`, what a handler sees of the request;
+- :mod:`.binding` — how a JSON body binds to a payload parameter (400 when it does not).
+"""
+
+from .binding import BindingError, encode_payload
+from .request import CaseInsensitiveHeaders, TimerRequest
+from .router import (
+    DEFAULT_PREFIX,
+    EXCEPTION_ENVIRON_KEY,
+    PROPAGATE_EXCEPTIONS_KEY,
+    Timer,
+    TimerMiddleware,
+    TimerResponse,
+    TimerRouter,
+    UnknownTimerError,
+    WsgiApp,
+    find_router,
+)
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "EXCEPTION_ENVIRON_KEY",
+    "PROPAGATE_EXCEPTIONS_KEY",
+    "BindingError",
+    "CaseInsensitiveHeaders",
+    "Timer",
+    "TimerMiddleware",
+    "TimerRequest",
+    "TimerResponse",
+    "TimerRouter",
+    "UnknownTimerError",
+    "WsgiApp",
+    "encode_payload",
+    "find_router",
+]

@@ -1,0 +1,667 @@
+"""The timer router: Cloud Scheduler job runs routed to Python handlers (spec §1).
+
+``@router.timer("nightly")`` makes a function the handler for the job ``nightly``; each run of the
+job is one HTTP request to ``/_triggers/timer/nightly``, and the handler runs once for it. The
+router is WSGI middleware in front of the service's own routes::
+
+    router = TimerRouter()
+
+    @router.timer("nightly")
+    def sweep() -> None: ...
+
+    application = router.wsgi(django_or_any_wsgi_app)   # or router.init_app(flask_app)
+
+Routing and answers, as a sketch (every row is a test in ``tests/target``)::
+
+    path starts with the prefix (exact case), a name follows   → a timer run, any method
+      X-CloudScheduler-JobName's last segment ≠ name          → 500, empty    (ERROR log)
+      no handler registered under the name (exact case)       → 500, empty    (ERROR log)
+      payload parameter, body empty / not JSON / not binding  → 400, problem  (WARNING log)
+      the handler raised                                      → 500, problem  (ERROR + traceback)
+      the handler returned                                    → 200, empty
+    any other path                                            → the wrapped app (404 without one)
+
+Function style calls the handler with no HTTP at all::
+
+    >>> router = TimerRouter()
+    >>> @router.timer("report")
+    ... def report(order: dict) -> int:
+    ...     return len(order)
+    >>> router.invoke("report", {"sku": "A-1"})
+    1
+    >>> router.timers["report"].payload_param
+    'order'
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from types import MappingProxyType, UnionType
+from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
+
+from ..errors import EmulatorError
+from .binding import BindingError, bind_body, check_bindable, type_name
+from .request import CaseInsensitiveHeaders, TimerRequest
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; werkzeug is imported lazily
+    from werkzeug.wrappers import Request as WerkzeugRequest
+    from werkzeug.wrappers import Response as WerkzeugResponse
+
+#: A WSGI application: ``app(environ, start_response) -> iterable of bytes``.
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The logger every routing outcome is logged on.
+logger = logging.getLogger("scheduler_emulator.target")
+
+#: The path a job's URI carries the timer's name under, unless the router sets another.
+DEFAULT_PREFIX = "/_triggers/timer/"
+#: The environ key (and Flask ``request.environ`` key) holding the exception a handler raised,
+#: so an in-process caller (the Cloud Run style façade, spec §2) can re-raise it.
+EXCEPTION_ENVIRON_KEY = "scheduler_emulator.target.exception"
+#: An environ key (also read from a Flask ``request.environ``): when its value is true, an
+#: exception a handler raised propagates out of the WSGI call instead of answering 500 (after it
+#: is logged), so an in-process test fails with the handler's own exception (spec §2).
+PROPAGATE_EXCEPTIONS_KEY = "scheduler_emulator.target.propagate_exceptions"
+#: The exact body of the 500 answered when a handler raises.
+INTERNAL_SERVER_ERROR_BODY = (
+    b'{"detail":"The server could not complete this request.",'
+    b'"type":"urn:hardened:problem:internal-server-error",'
+    b'"title":"Internal Server Error","status":500}'
+)
+#: ``type`` of the 400 validation problem (the RFC 9110 section for 400 Bad Request).
+VALIDATION_PROBLEM_TYPE = "https://tools.ietf.org/html/rfc9110#section-15.5.1"
+#: ``title`` of the 400 validation problem.
+VALIDATION_PROBLEM_TITLE = "One or more validation errors occurred."
+PROBLEM_JSON = "application/problem+json"
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,500}")
+
+
+class UnknownTimerError(EmulatorError, LookupError):
+    """:meth:`TimerRouter.invoke` was given a name no handler is registered under.
+
+    :param name: the name asked for.
+    :param registered: the names that are registered.
+    """
+
+    def __init__(self, name: str, registered: Iterable[str]) -> None:
+        self.name = name
+        self.registered = sorted(registered)
+        listed = ", ".join(repr(n) for n in self.registered) or "none"
+        super().__init__(
+            f"No handler is registered for the timer {name!r} (names match exactly, case "
+            f"included). Registered timers: {listed}."
+        )
+
+
+@dataclass(frozen=True)
+class Timer:
+    """One registered timer: its name, its handler and how the handler takes its arguments.
+
+    :param name: the timer's (and its Cloud Scheduler job's) name, ``[A-Za-z0-9_-]{1,500}``.
+    :param handler: the decorated callable, unchanged.
+    :param payload_param: the name of the parameter the JSON body binds to, or ``None`` when the
+        handler ignores the body.
+    :param payload_type: that parameter's resolved annotation (``typing.Any`` when it has none);
+        ``None`` when there is no payload parameter.
+    :param request_param: the name of the parameter annotated :class:`TimerRequest`, or ``None``.
+    :param positional_only: which of those two parameters are positional-only, in signature
+        order (they are passed positionally).
+    """
+
+    name: str
+    handler: Callable[..., Any]
+    payload_param: str | None = None
+    payload_type: Any | None = None
+    request_param: str | None = None
+    positional_only: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    def call(self, payload: Any, request: TimerRequest) -> Any:
+        """Call the handler with the arguments its signature asks for.
+
+        :param payload: passed as the payload parameter, if the handler has one (else ignored).
+        :param request: passed as the ``TimerRequest`` parameter, if the handler has one.
+        :raises Exception: whatever the handler raises.
+        :return: what the handler returned.
+        """
+        values = {
+            param: value
+            for param, value in ((self.payload_param, payload), (self.request_param, request))
+            if param is not None
+        }
+        args = [values[param] for param in self.positional_only]
+        kwargs = {p: v for p, v in values.items() if p not in self.positional_only}
+        return self.handler(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class TimerResponse:
+    """What the router answers to one timer run, independent of any web framework.
+
+    :param status: the HTTP status code (200, 400 or 500).
+    :param headers: ``(name, value)`` pairs, ``Content-Type`` and ``Content-Length`` included.
+    :param body: the body bytes (empty for 200 and for the empty 500s).
+    :param exception: the exception the handler raised, for an in-process caller to re-raise.
+    """
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes = b""
+    exception: Exception | None = None
+
+    @property
+    def status_line(self) -> str:
+        """The WSGI status line, e.g. ``"500 Internal Server Error"``."""
+        return f"{self.status} {HTTPStatus(self.status).phrase}"
+
+
+def _answer(
+    status: int,
+    body: bytes = b"",
+    content_type: str | None = None,
+    exception: Exception | None = None,
+) -> TimerResponse:
+    headers = [("Content-Type", content_type)] if content_type else []
+    headers.append(("Content-Length", str(len(body))))
+    return TimerResponse(status, tuple(headers), body, exception)
+
+
+def normalise_prefix(prefix: str) -> str:
+    """Give a prefix a leading and a trailing slash (``"jobs"`` → ``"/jobs/"``).
+
+    :param prefix: the path under which job URIs carry timer names.
+    :raises ValueError: when it holds a ``?`` or ``#`` (a path never does).
+    :return: the normalised prefix; ``""`` and ``"/"`` give ``"/"``.
+    """
+    if not isinstance(prefix, str) or "?" in prefix or "#" in prefix:
+        raise ValueError(f"Timer prefix {prefix!r} is not a URL path such as '/_triggers/timer/'.")
+    return "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise ValueError(
+            f"Timer name {name!r} is not valid: a timer's name, like its Cloud Scheduler job's, "
+            "holds 1 to 500 letters, digits, '-' and '_'."
+        )
+    return name
+
+
+def _is_timer_request(annotation: Any) -> bool:
+    if annotation is TimerRequest:
+        return True
+    if get_origin(annotation) in (Union, UnionType):
+        arms = [a for a in get_args(annotation) if a is not type(None)]
+        return arms == [TimerRequest]
+    return False
+
+
+def _describe_handler(handler: Callable[..., Any]) -> str:
+    module = getattr(handler, "__module__", None)
+    qualname = getattr(handler, "__qualname__", None) or repr(handler)
+    return f"{module}.{qualname}" if module else qualname
+
+
+def _annotations(handler: Callable[..., Any], where: str) -> dict[str, Any]:
+    target: Any = handler
+    if not inspect.isroutine(handler) and not isinstance(handler, functools.partial):
+        target = type(handler).__call__  # a callable object: its __call__'s annotations
+    try:
+        return get_type_hints(target)
+    except NameError as exc:
+        raise TypeError(f"{where}: the handler's annotations do not resolve ({exc}).") from None
+    except TypeError:  # functools.partial and other callables without __annotations__
+        signature = inspect.signature(handler, eval_str=True)
+        return {
+            name: param.annotation
+            for name, param in signature.parameters.items()
+            if param.annotation is not inspect.Parameter.empty
+        }
+
+
+def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
+    where = f"@timer({name!r}) on {_describe_handler(handler)}"
+    if not callable(handler) or isinstance(handler, type):
+        raise TypeError(f"{where}: a timer handler is a function or method, not {handler!r}.")
+    call = getattr(handler, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
+    if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call):
+        raise TypeError(
+            f"{where}: the handler is a coroutine function; timer handlers run synchronously "
+            "under WSGI. Wrap it: def handler(): asyncio.run(the_coroutine())."
+        )
+    hints = _annotations(handler, where)
+    request_params: list[inspect.Parameter] = []
+    payload_params: list[inspect.Parameter] = []
+    signature = inspect.signature(handler)
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        if _is_timer_request(hints.get(param.name)):
+            request_params.append(param)
+        else:
+            payload_params.append(param)
+    if len(request_params) > 1 or len(payload_params) > 1:
+        names = ", ".join(p.name for p in request_params + payload_params)
+        raise TypeError(
+            f"{where}: a timer handler takes at most one payload parameter and one "
+            f"TimerRequest parameter; it takes {names}."
+        )
+    payload = payload_params[0] if payload_params else None
+    payload_type: Any = None
+    if payload is not None:
+        payload_type = hints.get(payload.name, Any)
+        try:
+            check_bindable(payload_type)
+        except TypeError as exc:
+            raise TypeError(
+                f"{where}: the payload parameter {payload.name!r} is annotated "
+                f"{type_name(payload_type)}, which a JSON body cannot bind to: {exc}."
+            ) from None
+    request = request_params[0] if request_params else None
+    filled = {p.name for p in (payload, request) if p is not None}
+    positional_only = tuple(
+        p.name
+        for p in signature.parameters.values()
+        if p.name in filled and p.kind is p.POSITIONAL_ONLY
+    )
+    return Timer(
+        name=name,
+        handler=handler,
+        payload_param=payload.name if payload else None,
+        payload_type=payload_type,
+        request_param=request.name if request else None,
+        positional_only=positional_only,
+    )
+
+
+def _environ_headers(environ: Mapping[str, Any]) -> list[tuple[str, str]]:
+    headers = [
+        (key[5:].replace("_", "-").title(), str(value))
+        for key, value in environ.items()
+        if key.startswith("HTTP_")
+    ]
+    for key, name in (("CONTENT_TYPE", "Content-Type"), ("CONTENT_LENGTH", "Content-Length")):
+        if environ.get(key):
+            headers.append((name, str(environ[key])))
+    return headers
+
+
+def _read_body(environ: Mapping[str, Any]) -> bytes:
+    stream = environ.get("wsgi.input")
+    if stream is None:
+        return b""
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or -1)
+    except ValueError:
+        length = -1
+    if length >= 0:
+        return bytes(stream.read(length)) if length else b""
+    if environ.get("wsgi.input_terminated"):  # chunked body, server-terminated stream
+        return bytes(stream.read())
+    return b""
+
+
+def _wsgi_path(environ: Mapping[str, Any]) -> str:
+    raw = str(environ.get("PATH_INFO") or "/")
+    try:  # PEP 3333: the path's bytes decoded as latin-1; re-read them as UTF-8
+        return raw.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return raw
+
+
+def _not_found(start_response: Callable[..., Any]) -> list[bytes]:
+    start_response("404 Not Found", [("Content-Length", "0")])
+    return [b""]
+
+
+class TimerMiddleware:
+    """The WSGI app :meth:`TimerRouter.wsgi` returns: timer routes first, then ``app``.
+
+    :param router: the router serving the timer routes (also ``self.timer_router``).
+    :param app: the wrapped app for every other path, or ``None`` to answer those with 404.
+    """
+
+    def __init__(self, router: TimerRouter, app: WsgiApp | None) -> None:
+        self.timer_router = router
+        self.app = app
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        """Serve one request (PEP 3333).
+
+        :param environ: the WSGI environ; gets :data:`EXCEPTION_ENVIRON_KEY` when a handler raised.
+        :param start_response: the WSGI ``start_response`` callable.
+        :raises Exception: the handler's exception, when ``environ`` sets
+            :data:`PROPAGATE_EXCEPTIONS_KEY`.
+        :return: the body iterable.
+        """
+        return self.timer_router._serve(environ, start_response, self.app)
+
+    def __repr__(self) -> str:
+        return f"TimerMiddleware({self.timer_router!r}, app={self.app!r})"
+
+
+class TimerRouter:
+    """Routes Cloud Scheduler job runs to handlers registered with :meth:`timer` (spec §1).
+
+    :param prefix: the path job URIs carry timer names under; normalised to a leading and a
+        trailing slash (``"jobs"`` → ``"/jobs/"``). Matched exactly, case included.
+    :param app: the service's own routes (a WSGI app) for every other path; ``None`` answers those
+        with an empty 404.
+    :raises ValueError: for a prefix holding ``?`` or ``#``.
+    """
+
+    def __init__(self, prefix: str = DEFAULT_PREFIX, app: WsgiApp | None = None) -> None:
+        self.prefix: str = normalise_prefix(prefix)
+        self.app = app
+        self._timers: dict[str, Timer] = {}
+        self.timers: Mapping[str, Timer] = MappingProxyType(self._timers)
+        """The registered timers by name (a read-only view)."""
+
+    def __repr__(self) -> str:
+        return f"TimerRouter(prefix={self.prefix!r}, timers={sorted(self._timers)!r})"
+
+    # ------------------------------------------------------------------------- registration
+
+    def timer(self, name: str) -> Callable[[F], F]:
+        """Register the decorated function as the handler of the timer (and job) ``name``.
+
+        The handler may take, in any order, one parameter annotated :class:`TimerRequest` and one
+        payload parameter with any other annotation (see :mod:`.binding` for what binds); both
+        are optional. Annotations are resolved with :func:`typing.get_type_hints`, so
+        ``from __future__ import annotations`` works for types defined at module level.
+
+        :param name: ``[A-Za-z0-9_-]{1,500}``, matched exactly (case included).
+        :raises ValueError: at once, for an invalid name or one already registered.
+        :raises TypeError: when decorating, for a handler that is not a plain callable, is a
+            coroutine function, takes more than one payload or ``TimerRequest`` parameter, has
+            annotations that do not resolve, or a payload type JSON cannot bind to.
+        :return: a decorator that registers the function and returns it unchanged.
+        """
+        _check_name(name)
+        self._check_free(name)
+
+        def register(handler: F) -> F:
+            self._check_free(name)
+            self._timers[name] = _make_timer(name, handler)
+            return handler
+
+        return register
+
+    def _check_free(self, name: str) -> None:
+        if name in self._timers:
+            existing = _describe_handler(self._timers[name].handler)
+            raise ValueError(
+                f"Timer {name!r} is already registered (to {existing}); a timer has one handler."
+            )
+
+    # ----------------------------------------------------------------------------- the core
+
+    def match(self, path: str) -> str | None:
+        """Return the timer name a request path routes to, or ``None`` for the web routes.
+
+        :param path: the request path without the query string (a query string, if left on, is
+            cut off here).
+        :return: the rest of the path after the prefix, one trailing slash dropped, when that is
+            not empty; else ``None``.
+        """
+        path = path.split("?", 1)[0]
+        if not path.startswith(self.prefix):
+            return None
+        name = path[len(self.prefix) :]
+        if name.endswith("/"):
+            name = name[:-1]
+        return name or None
+
+    def dispatch(self, request: TimerRequest, name: str | None = None) -> TimerResponse | None:
+        """Run the timer a request names and return the answer; the framework-neutral core.
+
+        :param request: the run's request.
+        :param name: the timer's name when the caller's own routing found it (a Flask route's
+            ``<name>``); ``None`` takes it from ``request.path`` with :meth:`match`.
+        :return: the answer (see the table in the module docstring), or ``None`` when ``name`` is
+            ``None`` and the path is not a timer route.
+        """
+        if name is None:
+            name = self.match(request.path)
+            if name is None:
+                return None
+        job_name = request.job_name
+        if job_name is not None and job_name != name:
+            logger.error(
+                "Cloud Scheduler job '%s' posted to the timer route '%s'. The name in the target "
+                "URL and the job's own name have to agree.",
+                job_name,
+                name,
+            )
+            return _answer(500)
+        timer = self._timers.get(name)
+        if timer is None:
+            logger.error(
+                "No handler is registered for TIMER /%s. An event source is wired to this "
+                "function that no trigger attribute declared.",
+                name,
+            )
+            return _answer(500)
+        payload: Any = None
+        if timer.payload_param is not None:
+            try:
+                payload = bind_body(request.body, timer.payload_type, timer.payload_param)
+            except BindingError as exc:
+                logger.warning(
+                    "TIMER /%s refused with 400: %s (The body binds as JSON to the parameter "
+                    "'%s': %s.)",
+                    name,
+                    exc.summary(),
+                    timer.payload_param,
+                    type_name(timer.payload_type),
+                )
+                problem = {
+                    "type": VALIDATION_PROBLEM_TYPE,
+                    "title": VALIDATION_PROBLEM_TITLE,
+                    "status": 400,
+                    "errors": exc.errors,
+                }
+                body = json.dumps(problem, separators=(",", ":"), ensure_ascii=False).encode()
+                return _answer(400, body, PROBLEM_JSON)
+        try:
+            timer.call(payload, request)
+        except Exception as exc:
+            logger.error(
+                "TIMER /%s failed with 500: its handler raised %s.",
+                name,
+                type(exc).__name__,
+                exc_info=exc,
+            )
+            return _answer(500, INTERNAL_SERVER_ERROR_BODY, PROBLEM_JSON, exc)
+        return _answer(200)
+
+    def invoke(self, name: str, payload: Any = None, request: TimerRequest | None = None) -> Any:
+        """Call a timer's handler directly, with no HTTP (function style, spec §2).
+
+        No routing rule applies: the job-name header is not compared and the payload is not
+        serialised or bound.
+
+        :param name: the registered timer's name (exact case).
+        :param payload: passed as-is to the payload parameter; ignored by a handler without one.
+        :param request: passed to the ``TimerRequest`` parameter; by default ``TimerRequest()``
+            with no headers and an empty body, whose ``path`` is the timer route.
+        :raises UnknownTimerError: (a ``LookupError``) for a name with no handler, listing the
+            registered names.
+        :raises Exception: whatever the handler raises, unchanged.
+        :return: what the handler returned.
+        """
+        timer = self._timers.get(name)
+        if timer is None:
+            raise UnknownTimerError(name, self._timers)
+        if request is None:
+            request = TimerRequest(path=self.prefix + name)
+        return timer.call(payload, request)
+
+    # --------------------------------------------------------------------------------- WSGI
+
+    def _serve(
+        self, environ: dict[str, Any], start_response: Callable[..., Any], app: WsgiApp | None
+    ) -> Iterable[bytes]:
+        path = _wsgi_path(environ)
+        name = self.match(path)
+        if name is None:
+            return _not_found(start_response) if app is None else app(environ, start_response)
+        request = TimerRequest(
+            headers=CaseInsensitiveHeaders(_environ_headers(environ)),
+            body=_read_body(environ),
+            method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
+            path=path,
+        )
+        response = self.dispatch(request, name)
+        assert response is not None
+        if response.exception is not None:
+            environ[EXCEPTION_ENVIRON_KEY] = response.exception
+            if environ.get(PROPAGATE_EXCEPTIONS_KEY):
+                raise response.exception
+        start_response(response.status_line, list(response.headers))
+        return [response.body]
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        """Serve one request as a WSGI app; other paths go to the constructor's ``app``.
+
+        :param environ: the WSGI environ; gets :data:`EXCEPTION_ENVIRON_KEY` when a handler raised.
+        :param start_response: the WSGI ``start_response`` callable.
+        :raises Exception: the handler's exception, when ``environ`` sets
+            :data:`PROPAGATE_EXCEPTIONS_KEY`.
+        :return: the body iterable.
+        """
+        return self._serve(environ, start_response, self.app)
+
+    def wsgi(self, app: WsgiApp | None = None) -> TimerMiddleware:
+        """Return WSGI middleware serving the timer routes in front of ``app``.
+
+        ``application = router.wsgi(get_wsgi_application())`` for Django; any WSGI app works.
+
+        :param app: the service's routes; ``None`` uses the constructor's ``app`` (and, if that is
+            ``None`` too, answers every other path with 404).
+        :return: a WSGI app whose ``timer_router`` attribute is this router.
+        """
+        return TimerMiddleware(self, app if app is not None else self.app)
+
+    # ----------------------------------------------------------------- Flask and functions
+
+    def init_app(self, flask_app: Any) -> None:
+        """Serve the timer routes in front of a Flask app.
+
+        Wraps ``flask_app.wsgi_app`` with :meth:`wsgi` and sets
+        ``flask_app.extensions["timer_router"]``. Calling it again with the same router does
+        nothing.
+
+        :param flask_app: a :class:`flask.Flask` (anything with ``wsgi_app`` and ``extensions``).
+        :raises ValueError: when another router is already installed on the app.
+        """
+        installed = flask_app.extensions.get("timer_router")
+        if installed is self:
+            return
+        if installed is not None:
+            raise ValueError(
+                f"{flask_app!r} already serves timers through {installed!r}; register every "
+                "timer on that one router."
+            )
+        flask_app.wsgi_app = self.wsgi(flask_app.wsgi_app)
+        flask_app.extensions["timer_router"] = self
+
+    def handle_flask(self, request: WerkzeugRequest, name: str | None = None) -> WerkzeugResponse:
+        """Answer a Flask/werkzeug request: for a functions-framework function or a Flask view.
+
+        A function deployed with functions-framework (Cloud Functions 2nd gen)::
+
+            @functions_framework.http
+            def timers(request):
+                return router.handle_flask(request)
+
+        or a Flask view whose route carries the name::
+
+            @app.route("/_triggers/timer/<path:name>", methods=["GET", "POST", "PUT"])
+            def timers(name):
+                return router.handle_flask(flask.request, name=name)
+
+        :param request: the incoming request; its body is read (and cached on the request).
+        :param name: the timer's name; ``None`` takes it from ``request.path`` with :meth:`match`.
+        :return: the answer as a :class:`werkzeug.wrappers.Response`; an empty 404 when ``name``
+            is ``None`` and the path is not a timer route. When the handler raised, the exception
+            is also in ``request.environ[EXCEPTION_ENVIRON_KEY]``.
+        :raises Exception: the handler's exception, when ``request.environ`` sets
+            :data:`PROPAGATE_EXCEPTIONS_KEY`.
+        """
+        from werkzeug.wrappers import Response
+
+        timer_request = TimerRequest(
+            headers=CaseInsensitiveHeaders(request.headers.items()),
+            body=request.get_data(cache=True),
+            method=request.method,
+            path=request.path,
+        )
+        answer = self.dispatch(timer_request, name)
+        if answer is None:
+            return Response(b"", status=404)
+        if answer.exception is not None:
+            request.environ[EXCEPTION_ENVIRON_KEY] = answer.exception
+            if request.environ.get(PROPAGATE_EXCEPTIONS_KEY):
+                raise answer.exception
+        return Response(answer.body, status=answer.status, headers=list(answer.headers))
+
+    def functions_framework_handler(self) -> Callable[[WerkzeugRequest], WerkzeugResponse]:
+        """Return a function for ``functions-framework``: ``request`` → :meth:`handle_flask`.
+
+        ``timers = router.functions_framework_handler()`` in ``main.py``, deployed with
+        ``--entry-point timers``; the returned function has a ``timer_router`` attribute.
+
+        :return: ``handler(request) -> Response``.
+        """
+
+        def handler(request: WerkzeugRequest) -> WerkzeugResponse:
+            return self.handle_flask(request)
+
+        handler.timer_router = self  # type: ignore[attr-defined]
+        return handler
+
+
+def find_router(app: Any) -> TimerRouter | None:
+    """Discover the timer router serving an app (for the testing façades, spec §2).
+
+    Looks, in order, at: ``app`` itself, ``app.timer_router`` (what :meth:`TimerRouter.wsgi` and
+    :meth:`TimerRouter.functions_framework_handler` return), ``app.wsgi_app.timer_router`` and
+    ``app.extensions["timer_router"]`` (Flask after :meth:`TimerRouter.init_app`), then through
+    wrapping middleware (``.wsgi_app`` and ``.app`` attributes, a few levels deep).
+
+    :param app: a router, a WSGI app, a Flask app, a handler function...
+    :return: the router, or ``None`` when none is found.
+    """
+    queue: list[tuple[Any, int]] = [(app, 0)]
+    seen: set[int] = set()
+    while queue:
+        candidate, depth = queue.pop(0)
+        if candidate is None or id(candidate) in seen:
+            continue
+        seen.add(id(candidate))
+        found = [candidate, getattr(candidate, "timer_router", None)]
+        found.append(getattr(getattr(candidate, "wsgi_app", None), "timer_router", None))
+        extensions = getattr(candidate, "extensions", None)
+        if isinstance(extensions, Mapping):
+            found.append(extensions.get("timer_router"))
+        for router in found:
+            if isinstance(router, TimerRouter):
+                return router
+        if depth < 4:
+            queue.extend(
+                (getattr(candidate, attr, None), depth + 1) for attr in ("wsgi_app", "app")
+            )
+    return None

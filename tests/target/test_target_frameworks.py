@@ -1,0 +1,378 @@
+"""The timer router in front of real apps: WSGI middleware, Flask, a functions-framework function.
+
+functions-framework itself is not a dependency: it hands a Flask request to the user's function on
+every path and turns the return value into a response with ``flask.make_response``; the
+``functions_framework_app`` helper below does the same.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import flask
+import pytest
+from werkzeug.middleware.proxy_fix import ProxyFix
+from werkzeug.test import Client
+
+import scheduler_emulator.target as target_package
+from scheduler_emulator.target import (
+    PROPAGATE_EXCEPTIONS_KEY,
+    TimerMiddleware,
+    TimerRequest,
+    TimerRouter,
+    find_router,
+)
+
+PROBLEM_500 = (
+    b'{"detail":"The server could not complete this request.",'
+    b'"type":"urn:hardened:problem:internal-server-error",'
+    b'"title":"Internal Server Error","status":500}'
+)
+FROM_NIGHTLY = {
+    "User-Agent": "Google-Cloud-Scheduler",
+    "X-CloudScheduler": "true",
+    "X-CloudScheduler-JobName": "nightly",
+    "X-CloudScheduler-ScheduleTime": "2026-09-24T02:00:00Z",
+}
+ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+@dataclass
+class Order:
+    sku: str
+
+
+class Orders:
+    """The seed's service: a router with ``nightly``, ``report`` and ``explode``, recording runs."""
+
+    def __init__(self, prefix: str = "/_triggers/timer/") -> None:
+        self.runs: list[tuple[str, Any]] = []
+        self.router = router = TimerRouter(prefix)
+
+        @router.timer("nightly")
+        def nightly(request: TimerRequest) -> None:
+            self.runs.append(("nightly", request.schedule_time_header))
+
+        @router.timer("report")
+        def report(order: Order) -> None:
+            self.runs.append(("report", order))
+
+        @router.timer("explode")
+        def explode() -> None:
+            raise RuntimeError("disk full")
+
+
+def web_routes(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """Plain WSGI web routes: 200 ``web <path>``."""
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"web " + environ["PATH_INFO"].encode()]
+
+
+def flask_app() -> flask.Flask:
+    """A Flask service with one web route, ``GET /orders``."""
+    app = flask.Flask("orders")
+
+    @app.get("/orders")
+    def list_orders() -> str:
+        return "orders"
+
+    return app
+
+
+def functions_framework_app(function: Callable[[flask.Request], Any]) -> flask.Flask:
+    """What functions-framework serves for an HTTP function: every path, every method."""
+    app = flask.Flask("function")
+
+    def run(path: str) -> flask.Response:
+        return flask.make_response(function(flask.request))
+
+    app.add_url_rule("/", "run", run, methods=ALL_METHODS, defaults={"path": ""})
+    app.add_url_rule("/<path:path>", "run", run, methods=ALL_METHODS)
+    return app
+
+
+class TestWsgiMiddleware:
+    def test_middleware_serves_timers_and_passes_every_other_path_to_the_app(self) -> None:
+        orders = Orders()
+        client = Client(orders.router.wsgi(web_routes))
+
+        timer = client.post("/_triggers/timer/nightly", headers=FROM_NIGHTLY)
+        web = client.get("/orders/17")
+
+        assert (timer.status_code, timer.data) == (200, b"")
+        assert (web.status_code, web.data) == (200, b"web /orders/17")
+        assert orders.runs == [("nightly", "2026-09-24T02:00:00Z")]
+
+    def test_middleware_knows_its_router(self) -> None:
+        router = TimerRouter()
+
+        middleware = router.wsgi(web_routes)
+
+        assert isinstance(middleware, TimerMiddleware)
+        assert (middleware.timer_router, middleware.app) == (router, web_routes)
+
+    def test_middleware_without_an_app_uses_the_constructors_app(self) -> None:
+        router = TimerRouter(app=web_routes)
+
+        assert Client(router.wsgi()).get("/x").data == b"web /x"
+        assert Client(router).get("/x").data == b"web /x"
+
+    def test_middleware_without_any_app_answers_404(self) -> None:
+        response = Client(TimerRouter().wsgi()).get("/orders")
+
+        assert (response.status_code, response.data) == (404, b"")
+
+    def test_middleware_mounted_under_a_script_name_matches_the_path_below_it(self) -> None:
+        orders = Orders()
+        client = Client(orders.router.wsgi(web_routes))
+
+        response = client.post(
+            "/_triggers/timer/nightly",
+            headers=FROM_NIGHTLY,
+            environ_overrides={"SCRIPT_NAME": "/svc"},
+        )
+
+        assert response.status_code == 200
+
+
+class TestFlask:
+    def test_init_app_serves_timers_in_front_of_the_flask_routes(self) -> None:
+        orders, app = Orders(), flask_app()
+        orders.router.init_app(app)
+        client = app.test_client()
+
+        assert client.post("/_triggers/timer/nightly", headers=FROM_NIGHTLY).status_code == 200
+        assert client.get("/orders").get_data() == b"orders"
+        assert orders.runs == [("nightly", "2026-09-24T02:00:00Z")]
+
+    def test_other_paths_get_the_flask_apps_own_404(self) -> None:
+        app = flask_app()
+        Orders().router.init_app(app)
+
+        response = app.test_client().post("/_Triggers/timer/nightly")
+
+        assert response.status_code == 404
+        assert b"Not Found" in response.data
+
+    @pytest.mark.parametrize(
+        ("path", "body", "status", "answer"),
+        [
+            pytest.param("/_triggers/timer/report", b'{"sku":"A"}', 200, b"", id="payload"),
+            pytest.param("/_triggers/timer/explode", b"", 500, PROBLEM_500, id="raised"),
+            pytest.param("/_triggers/timer/weekly", b"", 500, b"", id="no-handler"),
+        ],
+    )
+    def test_timer_answers_are_the_routers_not_flasks(
+        self, path: str, body: bytes, status: int, answer: bytes
+    ) -> None:
+        app = flask_app()
+        Orders().router.init_app(app)
+
+        response = app.test_client().post(path, data=body)
+
+        assert (response.status_code, response.data) == (status, answer)
+
+    def test_init_app_records_the_router_in_the_apps_extensions(self) -> None:
+        router, app = TimerRouter(), flask_app()
+
+        router.init_app(app)
+
+        assert app.extensions["timer_router"] is router
+        assert getattr(app.wsgi_app, "timer_router", None) is router
+        assert find_router(app) is router
+
+    def test_init_app_twice_with_one_router_wraps_once(self) -> None:
+        router, app = TimerRouter(), flask_app()
+        router.init_app(app)
+        wrapped = app.wsgi_app
+
+        router.init_app(app)
+
+        assert app.wsgi_app is wrapped
+
+    def test_init_app_with_a_second_router_raises_value_error(self) -> None:
+        app = flask_app()
+        TimerRouter().init_app(app)
+
+        with pytest.raises(ValueError, match="already serves timers through"):
+            TimerRouter("/jobs/").init_app(app)
+
+    def test_flask_view_whose_route_carries_the_name_passes_it_explicitly(self) -> None:
+        orders, app = Orders(), flask_app()
+
+        @app.route("/cron/<path:name>", methods=ALL_METHODS)
+        def timers(name: str) -> Any:
+            return orders.router.handle_flask(flask.request, name=name)
+
+        client = app.test_client()
+
+        assert client.post("/cron/nightly", headers=FROM_NIGHTLY).status_code == 200
+        assert client.post("/cron/report", data=b'{"sku": "B"}').status_code == 200
+        assert client.post("/cron/report", data=b"").status_code == 400
+        assert orders.runs == [("nightly", "2026-09-24T02:00:00Z"), ("report", Order("B"))]
+
+
+class TestFunctionsFramework:
+    @pytest.fixture
+    def orders(self) -> Orders:
+        """The seed's timers."""
+        return Orders()
+
+    @pytest.fixture
+    def client(self, orders: Orders) -> Any:
+        """A functions-framework-style app serving ``def timers(request)`` on every path."""
+
+        def timers(request: flask.Request) -> Any:
+            return orders.router.handle_flask(request)
+
+        return functions_framework_app(timers).test_client()
+
+    @pytest.mark.parametrize(
+        ("path", "headers", "body", "status", "answer"),
+        [
+            pytest.param("/_triggers/timer/nightly", FROM_NIGHTLY, b"", 200, b"", id="returned"),
+            pytest.param("/_triggers/timer/nightly/", FROM_NIGHTLY, b"", 200, b"", id="slash"),
+            pytest.param("/_triggers/timer/explode", {}, b"", 500, PROBLEM_500, id="raised"),
+            pytest.param(
+                "/_triggers/timer/explode", FROM_NIGHTLY, b"", 500, b"", id="job-name-differs"
+            ),
+            pytest.param("/_triggers/timer/weekly", {}, b"", 500, b"", id="no-handler"),
+            pytest.param("/_triggers/timer/report", {}, b"", 400, None, id="empty-payload"),
+            pytest.param("/_triggers/timer/report", {}, b"{}", 400, None, id="payload-missing-sku"),
+            pytest.param("/orders", {}, b"", 404, b"", id="not-a-timer-route"),
+        ],
+    )
+    def test_function_answers_as_the_spec_table_says(
+        self,
+        client: Any,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        status: int,
+        answer: bytes | None,
+    ) -> None:
+        response = client.post(path, headers=headers, data=body)
+
+        assert response.status_code == status
+        if answer is not None:
+            assert response.data == answer
+        if status == 400:
+            assert response.headers["Content-Type"] == "application/problem+json"
+            assert list(response.get_json()["errors"]) in (["order"], ["order.sku"])
+
+    def test_function_passes_headers_and_body_to_the_handler(
+        self, client: Any, orders: Orders
+    ) -> None:
+        client.post("/_triggers/timer/nightly", headers=FROM_NIGHTLY)
+        client.post(
+            "/_triggers/timer/report",
+            data=b'{"sku": "C"}',
+            headers={"Content-Type": "application/octet-stream"},
+        )
+
+        assert orders.runs == [("nightly", "2026-09-24T02:00:00Z"), ("report", Order("C"))]
+
+    def test_propagate_key_raises_the_handlers_own_exception_through_a_testing_flask_app(
+        self, orders: Orders
+    ) -> None:
+        app = functions_framework_app(orders.router.handle_flask)
+        app.testing = True  # Flask re-raises a view's exception only when testing
+
+        with pytest.raises(RuntimeError, match="disk full"):
+            app.test_client().post(
+                "/_triggers/timer/explode", environ_overrides={PROPAGATE_EXCEPTIONS_KEY: True}
+            )
+
+    def test_functions_framework_handler_is_such_a_function_and_knows_its_router(
+        self, orders: Orders
+    ) -> None:
+        handler = orders.router.functions_framework_handler()
+        client = functions_framework_app(handler).test_client()
+
+        response = client.get("/_triggers/timer/nightly", headers=FROM_NIGHTLY)
+
+        assert response.status_code == 200
+        assert find_router(handler) is orders.router
+
+
+class TestFindRouter:
+    @staticmethod
+    def _flask_with(router: TimerRouter) -> flask.Flask:
+        app = flask_app()
+        router.init_app(app)
+        return app
+
+    @pytest.mark.parametrize(
+        "wrap",
+        [
+            pytest.param(lambda router: router, id="router"),
+            pytest.param(lambda router: router.wsgi(web_routes), id="middleware"),
+            pytest.param(lambda router: TestFindRouter._flask_with(router), id="flask-app"),
+            pytest.param(lambda router: router.functions_framework_handler(), id="ff-handler"),
+            pytest.param(lambda router: ProxyFix(router.wsgi(web_routes)), id="wrapped-middleware"),
+            pytest.param(
+                lambda router: ProxyFix(TestFindRouter._flask_with(router)), id="wrapped-flask"
+            ),
+        ],
+    )
+    def test_router_is_found_from_the_app(self, wrap: Callable[[TimerRouter], Any]) -> None:
+        router = TimerRouter()
+
+        assert find_router(wrap(router)) is router
+
+    def test_flask_app_with_only_the_extension_is_found(self) -> None:
+        router, app = TimerRouter(), flask_app()
+        app.extensions["timer_router"] = router
+
+        assert find_router(app) is router
+
+    @pytest.mark.parametrize(
+        "app",
+        [
+            pytest.param(None, id="none"),
+            pytest.param(web_routes, id="plain-wsgi-app"),
+            pytest.param(flask.Flask("bare"), id="flask-without-router"),
+            pytest.param(ProxyFix(web_routes), id="wrapped-plain-app"),
+        ],
+    )
+    def test_app_without_a_router_gives_none(self, app: Any) -> None:
+        assert find_router(app) is None
+
+
+def test_target_package_imports_nothing_of_the_emulator_engine() -> None:
+    """``scheduler_emulator.target`` needs only ``scheduler_emulator.errors`` of the package.
+
+    The parent package's ``__init__`` imports the engine, so the check loads ``target`` under a
+    stand-in parent without that ``__init__``, in a fresh interpreter.
+    """
+    package = Path(str(target_package.__file__)).parent.parent
+    script = textwrap.dedent(
+        f"""
+        import sys, types
+        parent = types.ModuleType("scheduler_emulator")
+        parent.__path__ = [{str(package)!r}]
+        sys.modules["scheduler_emulator"] = parent
+        before = set(sys.modules)
+        import scheduler_emulator.target
+        print("\\n".join(sorted(set(sys.modules) - before)))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = result.stdout.split()
+
+    assert sorted(m for m in loaded if m.startswith("scheduler_emulator")) == [
+        "scheduler_emulator.errors",
+        "scheduler_emulator.target",
+        "scheduler_emulator.target.binding",
+        "scheduler_emulator.target.request",
+        "scheduler_emulator.target.router",
+    ]
+    assert not [m for m in loaded if m.split(".")[0] in {"werkzeug", "flask", "requests"}]
