@@ -17,6 +17,7 @@ from freezegun import freeze_time
 from scheduler_emulator.attempts import Attempt, SkippedRun, iso
 from scheduler_emulator.clock import ManualClock
 from scheduler_emulator.emulator import Emulator
+from scheduler_emulator.faults import FaultPlan
 from scheduler_emulator.resources import Job
 from scheduler_emulator.transports import (
     DeliveryRequest,
@@ -78,6 +79,12 @@ class CloudScheduler:
     def close(self) -> None:
         """Release the emulator."""
         self.emulator.close()
+
+    @property
+    def faults(self) -> FaultPlan:
+        """The fault plan: ``cloud_scheduler.faults.add(action="lost_ack", job="nightly")``
+        (see :mod:`scheduler_emulator.faults`); ``faults.seed`` sets the random seed."""
+        return self.emulator.faults
 
     # ---------------------------------------------------------------- targets and jobs
 

@@ -6,6 +6,9 @@
 - ``POST /_emulator/clock:moveTo`` with ``{"time": "<RFC 3339>"}`` (manual clock only)
 - ``GET  /_emulator/attempts[?job=ID]`` → ``{"attempts": [...]}`` in start order
 - ``GET  /_emulator/skipped[?job=ID]`` → ``{"skipped": [...]}``, scheduled times skipped (P6)
+- ``GET /_emulator/faults`` → the fault plan ``{"seed": N, "rules": [...]}``;
+  ``POST`` with one rule, ``{"rules": [...]}`` or ``{"seed": N, "rules": [...]}`` adds rules
+  (and sets the seed); ``DELETE`` removes every rule
 - ``POST /_emulator/reset`` → deletes every job and attempt; ``{"clockTime": …}`` also sets a
   manual clock to that instant
 
@@ -25,6 +28,7 @@ from .clock import ManualClock
 from .codec import parse_timestamp
 from .emulator import Emulator
 from .errors import ClockError, FailedPrecondition, InvalidArgument
+from .faults import FaultPlan, FaultRule
 from .request_body import request_json
 
 RULES = [
@@ -35,6 +39,9 @@ RULES = [
     Rule("/_emulator/attempts", methods=["GET"], endpoint="attempts"),
     Rule("/_emulator/skipped", methods=["GET"], endpoint="skipped"),
     Rule("/_emulator/reset", methods=["POST"], endpoint="reset"),
+    Rule("/_emulator/faults", methods=["GET"], endpoint="get_faults"),
+    Rule("/_emulator/faults", methods=["POST"], endpoint="add_faults"),
+    Rule("/_emulator/faults", methods=["DELETE"], endpoint="clear_faults"),
 ]
 
 
@@ -112,3 +119,26 @@ class Admin:
                 raise FailedPrecondition("clockTime needs a manual clock (--clock manual).")
             clock.reset_to(instant)
         return {}
+
+    def get_faults(self, request: Request) -> dict[str, Any]:
+        """The fault plan: ``{"seed": N, "rules": [...]}``."""
+        return self.emulator.faults.to_json()
+
+    def add_faults(self, request: Request) -> dict[str, Any]:
+        """Add one rule (a rule object) or several (``{"seed"?, "rules": [...]}``)."""
+        body = request_json(request)
+        plan = self.emulator.faults
+        if "action" in body:
+            plan.add(FaultRule.from_json(body))
+        else:
+            parsed = FaultPlan.from_json(body)
+            if "seed" in body:
+                plan.seed = parsed.seed
+            for rule in parsed.rules:
+                plan.add(rule)
+        return plan.to_json()
+
+    def clear_faults(self, request: Request) -> dict[str, Any]:
+        """Remove every fault rule."""
+        self.emulator.faults.clear()
+        return self.emulator.faults.to_json()

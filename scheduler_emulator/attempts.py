@@ -34,6 +34,9 @@ class Run:
     :param first_attempt_start: when the first attempt started (UTC), for ``maxRetryDuration``.
     :param attempts: attempts started so far.
     :param next_attempt_at: when the pending retry is due, ``None`` when none is pending.
+    :param number: the run's number among its job's runs in this process (1-based), which fault
+        rules match on; not kept across restarts.
+    :param extra_retry: a lost acknowledgement earned the run one retry beyond its config.
     """
 
     id: int
@@ -45,6 +48,8 @@ class Run:
     attempts: int = 0
     next_attempt_at: datetime | None = None
     finished: bool = False
+    number: int = 0  # the run's number among the job's runs since start-up (fault rules)
+    extra_retry: bool = False  # a lost acknowledgement earns one retry whatever the config
 
 
 @dataclass

@@ -30,6 +30,7 @@ from .clock import Clock, ManualClock, SystemClock
 from .codec import parse_timestamp
 from .emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
 from .errors import ApiError, ConfigurationError, EmulatorError
+from .faults import load_fault_file
 from .jobs_file import load_jobs_file
 from .names import check_project_id
 from .resources import Job
@@ -103,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     start.add_argument(
         "--start", type=_timestamp, metavar="RFC3339", help="manual clock's start instant"
+    )
+    start.add_argument(
+        "--faults", metavar="FILE", help="fault plan (YAML or JSON) to inject into deliveries"
     )
     start.add_argument(
         "--log-file", metavar="F", help="execution log, JSON lines (default: stdout)"
@@ -241,9 +245,11 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         store = Store(Path(data_dir) / "emulator.db")
         where = f"data dir {data_dir}"
     log_stream: IO[str] = open(args.log_file, "a") if args.log_file else out  # noqa: SIM115
+    faults = load_fault_file(args.faults) if args.faults else None
     emulator = Emulator(
         _make_clock(args),
         store=store,
+        faults=faults,
         project=args.project,
         location=args.location,
         attempt_log=AttemptLog(log_stream),

@@ -76,6 +76,11 @@ class Sleeper(Protocol):
         """Run everything due at or before the clock's current instant and wait until it settles."""
         ...
 
+    def idle(self) -> None:
+        """Called when a manual clock is about to return from a move: nothing is due any more
+        up to its target, so work left running in the background may be waited for."""
+        ...
+
 
 class Clock(Protocol):
     """The clock interface the engine uses.
@@ -199,6 +204,8 @@ class ManualClock:
                 self._now = max(self._now, earliest)
             self._now = target
             self._settle()
+            for sleeper in self._sleepers:
+                sleeper.idle()
             return self._now
 
     def reset_to(self, instant: datetime) -> None:
@@ -214,6 +221,8 @@ class ManualClock:
         """Run everything due at the current instant (e.g. a job forced to run) and wait."""
         with self._lock:
             self._settle()
+            for sleeper in self._sleepers:
+                sleeper.idle()
 
     def _settle(self) -> None:
         for sleeper in self._sleepers:

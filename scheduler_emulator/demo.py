@@ -3,7 +3,10 @@
 Starts ``examples/orders/app.py`` on a free local port (real HTTP), loads
 ``examples/orders/jobs.yaml`` pointed at it, and drives a :class:`ManualClock` through a few
 simulated days, printing every attempt as it is made: the nightly sweep at 02:00Z and the
-six-hourly report whose first attempt fails and is retried 10 s later.
+six-hourly report, whose first attempt of each run meets the example's busy ``ReportStore``
+(the handler raises, the timer router answers 500) and is retried 10 s later. What the service
+logs (``Sweep scheduled for …``, the router's failure lines, without tracebacks) is printed
+indented under the attempt lines of the same simulated hour.
 """
 
 from __future__ import annotations
@@ -86,15 +89,19 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     example_dir = find_example_dir()
     module = load_example(example_dir)
     orders = module.OrderLog()
-    server = make_server("127.0.0.1", 0, module.create_app(orders), threaded=True)
+    reports = module.ReportStore()  # busy on the first try of each run: retries show
+    app = module.create_app(orders, reports=reports)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_port}"
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     handler = logging.StreamHandler(out)
-    handler.setFormatter(logging.Formatter("      %(message)s"))
+    handler.setFormatter(_NoTracebackFormatter("      %(message)s"))
     orders_logger = logging.getLogger("orders")
-    orders_logger.addHandler(handler)
     orders_logger.setLevel(logging.INFO)
+    service_loggers = [orders_logger, logging.getLogger("scheduler_emulator.target")]
+    for service_logger in service_loggers:
+        service_logger.addHandler(handler)
 
     emulator = Emulator(ManualClock(DEMO_START), project=DEFAULT_PROJECT, location=DEFAULT_LOCATION)
     jobs = load_jobs_file(
@@ -125,17 +132,28 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
                 pause.wait(speed)
     finally:
         server.shutdown()
-        orders_logger.removeHandler(handler)
+        for service_logger in service_loggers:
+            service_logger.removeHandler(handler)
     attempts = emulator.attempts()
     failed = sum(1 for a in attempts if a.code != "OK")
     out.write(
         f"\n{len(attempts)} attempts ({failed} failed and retried); the service counted "
-        f"{_count(orders.sweeps, 'nightly sweep')} and {_count(orders.reports, 'report')} "
+        f"{_count(orders.sweeps, 'nightly sweep')} and {_count(len(reports.saved), 'report')} "
         f"in {_count(days, 'day')}.\n"
         "Next: run the daemon yourself — see README.md, 'Run the daemon'.\n"
     )
     emulator.close()
     return 0 if orders.sweeps == days else 1
+
+
+class _NoTracebackFormatter(logging.Formatter):
+    """Formats the message alone: the router logs a handler's exception with its traceback,
+    which the demo's timeline does not need (the busy report store fails on purpose)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Return ``record`` formatted without its exception or stack information."""
+        bare = {**record.__dict__, "exc_info": None, "exc_text": None, "stack_info": None}
+        return super().format(logging.makeLogRecord(bare))
 
 
 def _count(n: int, noun: str) -> str:

@@ -25,6 +25,7 @@ from .attempts import Attempt, SkippedRun
 from .clock import Clock, ManualClock, SystemClock
 from .codec import job_from_json
 from .errors import ClockError, InvalidArgument
+from .faults import FaultPlan
 from .names import generate_job_id, qualify_job_name
 from .resources import Job, State
 from .store import Store
@@ -46,6 +47,8 @@ class Emulator:
     :param location: location for job IDs given without a full name.
     :param locations: the locations ListLocations shows (P18); ``[location]`` by default.
     :param attempt_log: optional execution log writer (§14).
+    :param faults: a fault plan (:mod:`~scheduler_emulator.faults`); empty by default. Add
+        rules later through :attr:`faults`.
     :param dst_policy: ``"absolute"`` (P1) or ``"vixie"``.
     :param force_run_schedule_time: ``"next"`` or ``"omit"`` (P3).
     """
@@ -60,6 +63,7 @@ class Emulator:
         location: str = DEFAULT_LOCATION,
         locations: Sequence[str] | None = None,
         attempt_log: AttemptLog | None = None,
+        faults: FaultPlan | None = None,
         dst_policy: str = "absolute",
         force_run_schedule_time: str = "next",
     ) -> None:
@@ -75,10 +79,16 @@ class Emulator:
             self.store,
             transport if transport is not None else HttpTransport(),
             attempt_log=attempt_log,
+            faults=faults,
             dst_policy=dst_policy,
             force_run_schedule_time=force_run_schedule_time,
         )
         self.engine.load()
+
+    @property
+    def faults(self) -> FaultPlan:
+        """The fault plan deliveries go through (``emulator.faults.add(action=…, …)``)."""
+        return self.engine.faults
 
     # ---------------------------------------------------------------- lifecycle
 

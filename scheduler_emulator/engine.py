@@ -36,7 +36,9 @@ from .attempts import Attempt, Run, SkippedRun
 from .clock import Clock
 from .dispatch import build_request
 from .errors import AlreadyExists, FailedPrecondition, NotFound
-from .outcomes import Failure, Outcome, classify_failure, classify_status
+from .faults import AttemptContext, FaultPlan
+from .injection import Injected, LateResponse, outcome_of, send_with_faults
+from .outcomes import Failure, Outcome, classify_failure
 from .resources import Job, State, Status
 from .retry import backoff, may_retry
 from .schedule import Schedule, format_schedule_time, parse_schedule
@@ -62,6 +64,7 @@ class _Runtime:
     active: Run | None = None  # the outstanding scheduled run
     missed: datetime | None = None  # earliest scheduled time missed while ``active`` ran
     runs: dict[int, Run] = field(default_factory=dict)  # every unfinished run, forced included
+    runs_started: int = 0
 
 
 @dataclass
@@ -71,6 +74,7 @@ class _Delivery:
     attempt: Attempt
     request: DeliveryRequest
     timeout_seconds: float
+    run_number: int = 0
 
 
 class Engine:
@@ -81,6 +85,7 @@ class Engine:
     :param store: where jobs, runs and attempts are kept.
     :param transport: how attempts reach targets.
     :param attempt_log: optional execution log (§14).
+    :param faults: the fault plan (empty by default: exactly-once delivery).
     :param dst_policy: ``"absolute"`` (P1 default) or ``"vixie"``.
     :param force_run_schedule_time: ``"next"`` (P3 default: the next scheduled time) or
         ``"omit"`` (no ScheduleTime header on forced runs).
@@ -94,6 +99,7 @@ class Engine:
         transport: Transport,
         *,
         attempt_log: AttemptLog | None = None,
+        faults: FaultPlan | None = None,
         dst_policy: str = "absolute",
         force_run_schedule_time: str = "next",
         max_workers: int = 32,
@@ -107,6 +113,8 @@ class Engine:
         self.store = store
         self.transport = transport
         self.attempt_log = attempt_log
+        self.faults = faults if faults is not None else FaultPlan()
+        self._late: list[tuple[Attempt, LateResponse, float]] = []
         self.dst_policy = dst_policy
         self.force_run_schedule_time = force_run_schedule_time
         self.errors: list[BaseException] = []
@@ -472,7 +480,8 @@ class Engine:
             header = None if omit else self._header(rt, upcoming)
         else:
             header = self._header(rt, nominal)
-        run = Run(0, rt.job.name, header, nominal.astimezone(UTC), forced)
+        rt.runs_started += 1
+        run = Run(0, rt.job.name, header, nominal.astimezone(UTC), forced, number=rt.runs_started)
         return self._start_attempt(rt, run)
 
     def _start_attempt(self, rt: _Runtime, run: Run) -> _Delivery:
@@ -507,30 +516,74 @@ class Engine:
         if self.attempt_log is not None:
             self.attempt_log.started(attempt, rt.job.target_type)
         deadline = rt.job.attempt_deadline or timedelta(seconds=180)
-        return _Delivery(attempt, request, deadline.total_seconds())
+        return _Delivery(attempt, request, deadline.total_seconds(), run.number)
 
     def _deliver(self, delivery: _Delivery) -> list[_Delivery]:
         """Send one attempt (no lock held), then record it; return follow-up deliveries."""
-        result = self.transport.send(delivery.request, delivery.timeout_seconds)
-        if result.status is not None:
-            outcome = classify_status(result.status)
+        attempt = delivery.attempt
+        context = AttemptContext(
+            attempt.job_id, delivery.run_number, attempt.schedule_time, attempt.attempt
+        )
+        rules = self.faults.decide(context) if self.faults.rules else []
+        if rules:
+            injected = send_with_faults(
+                self.transport, self.clock, delivery.request, delivery.timeout_seconds, rules
+            )
+            attempt.injected = True
         else:
-            assert result.failure is not None
-            outcome = classify_failure(result.failure, result.detail)
+            result = self.transport.send(delivery.request, delivery.timeout_seconds)
+            injected = Injected(result, outcome_of(result))
         with self._lock:
-            rt = self._jobs.get(delivery.attempt.job)
-            self._record_end(rt.job if rt else None, delivery.attempt, outcome, result)
+            rt = self._jobs.get(attempt.job)
+            job = rt.job if rt else None
+            self._record_end(job, attempt, injected.outcome, injected.result, injected)
+            for copy in injected.copies:
+                self._record_copy(job, attempt, copy)
+            if injected.late is not None:
+                self._late.append((attempt, injected.late, delivery.timeout_seconds))
             if rt is None:  # deleted meanwhile
                 return []
-            run = rt.runs.get(delivery.attempt.run_id)
-            follow_ups = self._after_attempt(rt, run, delivery.attempt) if run else []
+            run = rt.runs.get(attempt.run_id)
+            if run is not None and injected.extra_retry:
+                run.extra_retry = True
+            follow_ups = self._after_attempt(rt, run, attempt) if run else []
             self._save_state(rt)
             return follow_ups
 
+    def _record_copy(self, job: Job | None, original: Attempt, result: TransportResult) -> None:
+        """Record a duplicate delivery of ``original`` (fault injection)."""
+        copy = replace(original, id=0, injected=True, end_time=None, code=None)
+        self.store.add_attempt(copy)
+        if self.attempt_log is not None:
+            self.attempt_log.started(copy, job.target_type if job else "HTTP")
+        outcome = outcome_of(result)
+        copy.end_time = self.clock.now()
+        copy.response_status, copy.code = outcome.http_status, outcome.code
+        copy.debug_info = "Injected duplicate delivery. " + outcome.debug_info
+        self.store.finish_attempt(copy)
+        if self.attempt_log is not None:
+            self.attempt_log.finished(copy, job.target_type if job else "HTTP")
+
+    def idle(self) -> None:
+        """The manual clock is done moving: wait for requests a ``deadline`` fault left running
+        and note their answers on their attempts."""
+        while self._late:
+            attempt, late, timeout = self._late.pop(0)
+            result = late.wait(timeout)
+            answer = "no answer" if result is None else outcome_of(result).debug_info
+            attempt.debug_info += f" The target's late answer: {answer}"
+            self.store.finish_attempt(attempt)
+
     def _record_end(
-        self, job: Job | None, attempt: Attempt, outcome: Outcome, result: TransportResult
+        self,
+        job: Job | None,
+        attempt: Attempt,
+        outcome: Outcome,
+        result: TransportResult,
+        injected: Injected | None = None,
     ) -> None:
-        attempt.end_time = self.clock.now()
+        latency = injected.latency_seconds if injected is not None else 0.0
+        attempt.end_time = self.clock.now() + timedelta(seconds=latency)
         attempt.response_status = outcome.http_status
         attempt.code = outcome.code
         attempt.debug_info = outcome.debug_info
@@ -547,11 +600,13 @@ class Engine:
     def _after_attempt(self, rt: _Runtime, run: Run, attempt: Attempt) -> list[_Delivery]:
         """Schedule a retry or end the run; return a delayed run to start, if any (P4–P6)."""
         now = attempt.end_time or self.clock.now()
+        allowed = run.first_attempt_start is not None and may_retry(
+            rt.job.retry_config, run.attempts - 1, run.first_attempt_start, now
+        )
+        if not allowed and run.extra_retry:  # a lost acknowledgement: at least once (§9.3)
+            allowed, run.extra_retry = True, False
         retrying = (
-            attempt.code != "OK"
-            and (rt.job.state == State.ENABLED or run.forced)
-            and run.first_attempt_start is not None
-            and may_retry(rt.job.retry_config, run.attempts - 1, run.first_attempt_start, now)
+            attempt.code != "OK" and (rt.job.state == State.ENABLED or run.forced) and allowed
         )
         if retrying:
             run.next_attempt_at = (now + backoff(rt.job.retry_config, run.attempts)).astimezone(UTC)

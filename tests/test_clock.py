@@ -29,6 +29,9 @@ class Recorder:
             self.due.pop(0)
             self.seen.append(self.clock.now())
 
+    def idle(self) -> None:
+        """Nothing runs in the background here."""
+
 
 class TestManualClock:
     def test_advance_stops_at_every_due_instant_in_order(self) -> None:

@@ -1,12 +1,20 @@
-"""The Orders example service: a Flask app whose timer routes Cloud Scheduler calls.
+"""The Orders example service: a Flask app whose timers Cloud Scheduler runs.
 
-- ``POST /_triggers/timer/nightly`` sweeps stale orders (the seed's nightly job).
-- ``POST /_triggers/timer/report`` builds a report from the JSON body; it fails the first
-  attempt of every run with a 500, so the emulator's retries show up.
-- ``GET /sweeps`` answers ``{"sweeps": N, "reports": N, "deliveries": [...]}`` (a probe for tests).
+Two timers, served by a :class:`~scheduler_emulator.target.TimerRouter` in front of the app:
 
-Run it alone with ``python examples/orders/app.py [PORT]`` (default 8000), then start the
-emulator with ``scheduler-emulator start --jobs examples/orders/jobs.yaml --in-memory``.
+- ``nightly`` (``POST /_triggers/timer/nightly``, the seed's job) sweeps stale orders: it counts
+  the sweep in :class:`OrderLog` and logs ``Sweep scheduled for <ScheduleTime>``;
+- ``report`` (``POST /_triggers/timer/report``) takes an :class:`Order` from the job's JSON body
+  and saves it in a :class:`ReportStore`. The store is **deliberately flaky**: it is busy on the
+  first try of every run, so the handler raises, the router answers 500 and Cloud Scheduler's
+  retry (same ``X-CloudScheduler-ScheduleTime``) succeeds. ``ReportStore(busy_on_first_try=False)``
+  turns that off.
+
+``GET /sweeps`` answers ``{"sweeps": N, "reports": [...]}``, a probe for tests and curl.
+
+Run it with ``python examples/orders/app.py [PORT]`` (default 8000), then start the emulator with
+``scheduler-emulator start --jobs examples/orders/jobs.yaml --in-memory``; its tests are in
+``test_orders.py`` next to this file (``pytest examples/orders``).
 """
 
 from __future__ import annotations
@@ -14,81 +22,128 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 
-from flask import Flask, jsonify, request
+from flask import Flask, Response, jsonify
+
+from scheduler_emulator.target import TimerRequest, TimerRouter
 
 logger = logging.getLogger("orders")
 
 
-@dataclass
+@dataclass(frozen=True)
+class Order:
+    """The ``report`` job's payload, bound from its JSON body.
+
+    :param id: the order's identifier, e.g. ``"A-1001"``.
+    :param total: the order's total, in the shop's currency.
+    """
+
+    id: str
+    total: float
+
+
 class OrderLog:
-    """What the service did: sweeps, reports, and every delivery it saw (thread-safe)."""
+    """Counts the nightly sweeps; safe to share between request threads."""
 
-    sweeps: int = 0
-    reports: int = 0
-    deliveries: list[dict[str, str]] = field(default_factory=list)
-    failed_runs: set[str] = field(default_factory=set)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sweeps = 0
 
-    def sweep(self) -> None:
-        """Sweep stale orders (here: count the sweep)."""
-        with self.lock:
-            self.sweeps += 1
+    @property
+    def sweeps(self) -> int:
+        """How many sweeps ran so far."""
+        with self._lock:
+            return self._sweeps
+
+    def sweep(self) -> int:
+        """Sweep stale orders (here: count the sweep).
+
+        :return: the number of sweeps so far, this one included.
+        """
+        with self._lock:
+            self._sweeps += 1
+            return self._sweeps
 
 
-def create_app(log: OrderLog | None = None) -> Flask:
-    """Return the Orders WSGI app, recording into ``log`` (a fresh one by default)."""
-    app = Flask("orders")
+class ReportStoreBusy(RuntimeError):
+    """The report store refused a write; a retry of the same run will get through."""
+
+
+class ReportStore:
+    """Where reports are saved; busy on the first try of each run, on purpose.
+
+    A run is identified by its ``X-CloudScheduler-ScheduleTime`` (the same on every retry of a
+    run); calls without that header (function style, a request sent by hand) share one run key.
+
+    :param busy_on_first_try: when true (the default, what the demo shows), the first
+        :meth:`save` of each run raises :class:`ReportStoreBusy`.
+    """
+
+    def __init__(self, *, busy_on_first_try: bool = True) -> None:
+        self.busy_on_first_try = busy_on_first_try
+        self._lock = threading.Lock()
+        self._tried: set[str | None] = set()
+        self._saved: list[Order] = []
+
+    @property
+    def saved(self) -> list[Order]:
+        """The orders saved so far, oldest first (a copy)."""
+        with self._lock:
+            return list(self._saved)
+
+    def save(self, order: Order, run: str | None) -> None:
+        """Save the report of ``order`` for the run ``run``.
+
+        :param order: the job's payload.
+        :param run: the run's ``X-CloudScheduler-ScheduleTime``, or ``None`` when absent.
+        :raises ReportStoreBusy: on the first try of a run, when ``busy_on_first_try`` is set.
+        """
+        with self._lock:
+            first_try = run not in self._tried
+            self._tried.add(run)
+            if self.busy_on_first_try and first_try:
+                raise ReportStoreBusy(
+                    f"The report store is busy; the report of order {order.id} for run {run} "
+                    "was not saved. A retry of the run will get through."
+                )
+            self._saved.append(order)
+
+
+def create_app(log: OrderLog | None = None, *, reports: ReportStore | None = None) -> Flask:
+    """Build the Orders service: a Flask app with the ``nightly`` and ``report`` timers.
+
+    :param log: where sweeps are counted; a fresh :class:`OrderLog` when omitted.
+    :param reports: where reports are saved; a fresh, flaky :class:`ReportStore` when omitted.
+    :return: the Flask app; its timers are served under ``/_triggers/timer/``.
+    """
     orders = log if log is not None else OrderLog()
-    app.config["ORDER_LOG"] = orders
+    store = reports if reports is not None else ReportStore()
+    app = Flask("orders")
+    router = TimerRouter()
 
-    def seen(timer: str) -> dict[str, str]:
-        entry = {
-            "timer": timer,
-            "jobName": request.headers.get("X-CloudScheduler-JobName", ""),
-            "scheduleTime": request.headers.get("X-CloudScheduler-ScheduleTime", ""),
-            "userAgent": request.headers.get("User-Agent", ""),
-        }
-        with orders.lock:
-            orders.deliveries.append(entry)
-        return entry
-
-    @app.post("/_triggers/timer/nightly")
-    def nightly() -> tuple[str, int]:
-        entry = seen("nightly")
+    @router.timer("nightly")
+    def nightly(request: TimerRequest) -> None:
+        # Cloud Scheduler sends the header for cron jobs; function-style calls have no headers.
+        scheduled = request.schedule_time_header or "(no ScheduleTime: not a scheduled run)"
+        logger.info("Sweep scheduled for %s", scheduled)
         orders.sweep()
-        logger.info("orders: nightly sweep for run %s -> 200", entry["scheduleTime"])
-        return "", 200
 
-    @app.post("/_triggers/timer/report")
-    def report() -> tuple[str, int]:
-        entry = seen("report")
-        payload = request.get_json(force=True, silent=True) or {}
-        run = entry["scheduleTime"]
-        with orders.lock:
-            first_try = run not in orders.failed_runs
-            orders.failed_runs.add(run)
-            if not first_try:
-                orders.reports += 1
-        if first_try:
-            logger.info("orders: report %s for run %s -> 500 (first try fails)", payload, run)
-            return "report store busy", 500
-        logger.info("orders: report %s for run %s -> 200", payload, run)
-        return "", 200
+    @router.timer("report")
+    def report(order: Order, request: TimerRequest) -> None:
+        store.save(order, run=request.schedule_time_header)
+        logger.info("Report saved for order %s (total %.2f)", order.id, order.total)
 
     @app.get("/sweeps")
-    def sweeps():  # type: ignore[no-untyped-def]
-        with orders.lock:
-            return jsonify(
-                sweeps=orders.sweeps, reports=orders.reports, deliveries=list(orders.deliveries)
-            )
+    def sweeps() -> Response:
+        return jsonify(sweeps=orders.sweeps, reports=[asdict(o) for o in store.saved])
 
+    router.init_app(app)
     return app
 
 
 app = create_app()
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     app.run(host="127.0.0.1", port=int(sys.argv[1]) if len(sys.argv) > 1 else 8000)

@@ -1,0 +1,178 @@
+"""Tests of the Orders service, written the way a user of the pytest plugin writes them.
+
+Run them with ``pytest examples/orders`` once ``cloud-scheduler-emulator`` (which registers the
+fixtures) and Flask are installed. The fixtures:
+
+- ``cloud_run_testing(app)`` sends each timer call as the request Cloud Scheduler sends;
+- ``function_testing(app)`` calls the handler directly, with no headers and no body;
+- ``cloud_scheduler`` runs the jobs themselves on a virtual clock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from app import Order, OrderLog, ReportStore, ReportStoreBusy, create_app
+from flask import Flask
+
+from pytest_plugin.facades import CloudRunTimers, FunctionTimers, TimerNotAcknowledged
+from pytest_plugin.scheduler import CloudScheduler
+from scheduler_emulator.target import TimerRouter
+
+ORDER = Order(id="A-1001", total=42.5)
+STYLES = ["cloud_run_testing", "function_testing"]
+Timers = CloudRunTimers | FunctionTimers
+
+
+@pytest.fixture(params=STYLES)
+def timers_for(request: pytest.FixtureRequest) -> Callable[[Flask], Timers]:
+    """The façade factory of each style in turn: ``timers_for(app).nightly()``."""
+    factory: Callable[[Flask], Timers] = request.getfixturevalue(request.param)
+    return factory
+
+
+def sweep_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The ``Sweep scheduled for …`` lines the service logged."""
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Sweep scheduled")]
+
+
+class TestNightly:
+    def test_one_call_sweeps_once_in_either_style(
+        self, timers_for: Callable[[Flask], Timers], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        log = OrderLog()
+        caplog.set_level(logging.INFO, logger="orders")
+        timers_for(create_app(log)).nightly()
+        assert log.sweeps == 1
+        assert len(sweep_lines(caplog)) == 1
+
+    def test_the_handler_logs_the_schedule_time_cloud_scheduler_sent(
+        self, cloud_run_testing: Callable[..., CloudRunTimers], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        caplog.set_level(logging.INFO, logger="orders")
+        cloud_run_testing(create_app()).nightly(schedule_time="2026-09-24T02:00:00Z")
+        assert sweep_lines(caplog) == ["Sweep scheduled for 2026-09-24T02:00:00Z"]
+
+    def test_a_function_style_call_has_no_schedule_time_and_still_sweeps(
+        self, function_testing: Callable[..., FunctionTimers], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        log = OrderLog()
+        caplog.set_level(logging.INFO, logger="orders")
+        function_testing(create_app(log)).nightly()
+        assert log.sweeps == 1
+        assert sweep_lines(caplog) == ["Sweep scheduled for (no ScheduleTime: not a scheduled run)"]
+
+
+class TestReport:
+    def test_an_order_is_saved_in_either_style(self, timers_for: Callable[[Flask], Timers]) -> None:
+        store = ReportStore(busy_on_first_try=False)
+        timers_for(create_app(reports=store)).report(ORDER)
+        assert store.saved == [ORDER]
+
+    def test_a_run_without_a_body_is_refused_with_400(
+        self, cloud_run_testing: Callable[..., CloudRunTimers], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        store = ReportStore(busy_on_first_try=False)
+        with pytest.raises(TimerNotAcknowledged) as refused:
+            cloud_run_testing(create_app(reports=store)).fire("report")
+        assert refused.value.status == 400
+        assert any(
+            r.getMessage().startswith(
+                "TIMER /report refused with 400: The input does not contain any JSON tokens."
+            )
+            for r in caplog.records
+        )
+        assert store.saved == []
+
+    def test_the_busy_store_fails_the_first_try_and_the_retry_of_the_run_saves(
+        self, cloud_run_testing: Callable[..., CloudRunTimers]
+    ) -> None:
+        store = ReportStore()  # busy on the first try of each run, as in production here
+        timers = cloud_run_testing(create_app(reports=store))
+        with pytest.raises(ReportStoreBusy):  # in-process, the handler's own exception
+            timers.report(ORDER, schedule_time="2026-09-24T04:00:00Z")
+        timers.report(ORDER, schedule_time="2026-09-24T04:00:00Z")  # the retry: same run
+        assert store.saved == [ORDER]
+
+
+def test_timers_under_another_prefix_are_not_where_cloud_run_testing_posts(
+    cloud_run_testing: Callable[..., CloudRunTimers],
+    function_testing: Callable[..., FunctionTimers],
+) -> None:
+    router = TimerRouter(prefix="/jobs/")
+    ticks: list[int] = []
+
+    @router.timer("tick")
+    def tick() -> None:
+        ticks.append(1)
+
+    app = Flask("ticker")
+    router.init_app(app)
+    with pytest.raises(TimerNotAcknowledged) as refused:
+        cloud_run_testing(app).tick()
+    assert str(refused.value).startswith(
+        "The source would not read the answer to TIMER /tick as an acknowledgement: "
+        "the service answered 404. It said:"
+    )
+    function_testing(app).tick()  # function style calls the handler, whatever the prefix
+    assert ticks == [1]
+
+
+class TestOnTheSchedule:
+    """The seed's nightly job, run by the in-process emulator on a virtual clock."""
+
+    BASE_URL = "http://orders.test"
+    SEED_NIGHTLY_JOB = {
+        "name": "nightly",
+        "schedule": "0 2 * * *",
+        "timeZone": "Etc/UTC",
+        "httpTarget": {"uri": f"{BASE_URL}/_triggers/timer/nightly", "httpMethod": "POST"},
+        "retryConfig": {"retryCount": 3},
+    }
+
+    @pytest.mark.cloud_scheduler(start=datetime(2026, 9, 24, tzinfo=UTC))
+    def test_a_week_runs_the_sweep_once_a_day_at_two(
+        self, cloud_scheduler: CloudScheduler, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        log = OrderLog()
+        caplog.set_level(logging.INFO, logger="orders")
+        cloud_scheduler.mount(self.BASE_URL, create_app(log))
+        cloud_scheduler.create_job(self.SEED_NIGHTLY_JOB)
+        cloud_scheduler.advance(timedelta(days=7))
+        attempts = cloud_scheduler.assert_attempted("nightly", count=7, code="OK")
+        days = [f"2026-09-{day}T02:00:00Z" for day in range(24, 31)]
+        assert [a.schedule_time for a in attempts] == days
+        assert sweep_lines(caplog) == [f"Sweep scheduled for {day}" for day in days]
+        assert log.sweeps == 7
+
+    @pytest.mark.cloud_scheduler(start=datetime(2026, 9, 24, tzinfo=UTC))
+    def test_a_failing_first_day_is_retried_with_backoff_and_the_week_goes_on(
+        self, cloud_scheduler: CloudScheduler
+    ) -> None:
+        class DatabaseDownOnTheFirstDay(OrderLog):
+            def sweep(self) -> int:
+                # A mounted app sees the virtual instant of the delivery.
+                if datetime.now(UTC).date() == date(2026, 9, 24):
+                    raise ConnectionError("orders database unreachable")
+                return super().sweep()
+
+        log = DatabaseDownOnTheFirstDay()
+        cloud_scheduler.mount(self.BASE_URL, create_app(log))
+        cloud_scheduler.create_job(self.SEED_NIGHTLY_JOB)
+        cloud_scheduler.advance(timedelta(days=7))
+        failed = cloud_scheduler.assert_attempted("nightly", count=4, code="INTERNAL")
+        # retryCount 3 with the default backoff: 5 s, then doubling (10 s, 20 s)
+        assert [a.start_time.strftime("%d %H:%M:%S") for a in failed] == [
+            "24 02:00:00",
+            "24 02:00:05",
+            "24 02:00:15",
+            "24 02:00:35",
+        ]
+        assert {a.schedule_time for a in failed} == {"2026-09-24T02:00:00Z"}
+        assert [a.response_status for a in failed] == [500] * 4
+        ok = cloud_scheduler.assert_attempted("nightly", count=6, code="OK")
+        assert [a.schedule_time for a in ok] == [f"2026-09-{d}T02:00:00Z" for d in range(25, 31)]
+        assert log.sweeps == 6

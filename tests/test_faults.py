@@ -1,0 +1,233 @@
+"""Fault injection on a manual clock: each action, determinism, and the plan's sources."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import RecordingTarget, nightly_job
+from werkzeug.test import Client
+
+from scheduler_emulator.clock import ManualClock
+from scheduler_emulator.emulator import Emulator
+from scheduler_emulator.errors import InvalidArgument
+from scheduler_emulator.faults import AttemptContext, FaultPlan, FaultRule, load_fault_file
+from scheduler_emulator.server import create_app
+from scheduler_emulator.transports import WsgiTransport
+
+
+def timeline(emulator: Emulator) -> list[tuple[Any, ...]]:
+    return [
+        (a.attempt, a.start_time.strftime("%H:%M:%S"), a.code, a.response_status, a.injected)
+        for a in emulator.attempts()
+    ]
+
+
+class TestActions:
+    def test_duplicate_delivers_the_same_request_again(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        emulator.faults.add(action="duplicate", job="nightly", count=2)
+        emulator.create_job(nightly_job())
+        emulator.advance(timedelta(minutes=1))
+        assert len(target.requests) == 3
+        assert len({tuple(sorted(r.headers.items())) for r in target.requests}) == 1
+        assert timeline(emulator) == [
+            (1, "02:00:00", "OK", 200, True),
+            (1, "02:00:00", "OK", 200, True),
+            (1, "02:00:00", "OK", 200, True),
+        ]
+
+    def test_concurrent_duplicates_arrive_together(self, clock: ManualClock) -> None:
+        arrived = threading.Barrier(3, timeout=10)
+
+        def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+            arrived.wait()  # only returns when all three requests are in at once
+            start_response("200 OK", [])
+            return [b""]
+
+        emu = Emulator(clock, transport=WsgiTransport(app))
+        emu.faults.add(action="duplicate", count=2, concurrent=True)
+        emu.create_job(nightly_job())
+        emu.advance(timedelta(minutes=1))
+        assert [a.code for a in emu.attempts()] == ["OK", "OK", "OK"]
+
+    def test_lost_ack_is_retried_even_with_retry_count_zero(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        emulator.faults.add(action="lost_ack", job="nightly", attempt=1)
+        emulator.create_job(nightly_job(retryConfig={}))
+        emulator.advance(timedelta(minutes=5))
+        assert len(target.requests) == 2
+        first, second = emulator.attempts()
+        assert (first.code, first.response_status) == ("UNAVAILABLE", None)
+        assert "answered 200 but the response was lost" in first.debug_info
+        assert (second.attempt, second.code, second.start_time - first.end_time) == (
+            2,
+            "OK",
+            timedelta(seconds=5),
+        )  # type: ignore[operator]
+
+    def test_status_answers_without_calling_the_target(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        emulator.faults.add(action="status", status=503, attempt=1)
+        emulator.create_job(nightly_job())
+        emulator.advance(timedelta(minutes=2))
+        assert len(target.requests) == 1  # only the retry reached it
+        assert timeline(emulator) == [
+            (1, "02:00:00", "UNAVAILABLE", 503, True),
+            (2, "02:00:05", "OK", 200, False),
+        ]
+
+    def test_connection_error_fails_before_sending(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        emulator.faults.add(action="connection_error")
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 1}))
+        emulator.advance(timedelta(minutes=2))
+        assert target.requests == []
+        assert [(a.code, a.response_status) for a in emulator.attempts()] == [
+            ("UNAVAILABLE", None)
+        ] * 2
+
+    def test_delay_adds_latency_before_the_backoff(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        target.status = 500
+        emulator.faults.add(action="delay", seconds=7, attempt=1)
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 1}))
+        emulator.advance(timedelta(minutes=2))
+        first, second = emulator.attempts()
+        assert (first.end_time - first.start_time).total_seconds() == 7  # type: ignore[operator]
+        assert second.start_time.strftime("%H:%M:%S") == "02:00:12"
+
+    def test_deadline_retries_while_the_first_handler_still_runs(self, clock: ManualClock) -> None:
+        release = threading.Event()
+        seen: list[str] = []
+
+        def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+            seen.append("start")
+            if len(seen) == 1:
+                release.wait(10)  # the first handler is slow: it outlives the deadline
+                seen.append("first done")
+            else:
+                seen.append("retry done")
+                release.set()
+            start_response("200 OK", [])
+            return [b""]
+
+        emu = Emulator(clock, transport=WsgiTransport(app))
+        emu.faults.add(action="deadline", attempt=1, seconds=0.05)
+        emu.create_job(nightly_job(attemptDeadline="30s"))
+        emu.advance(timedelta(minutes=2))
+        assert seen == ["start", "start", "retry done", "first done"]
+        first, second = emu.attempts()
+        assert (first.code, first.response_status) == ("DEADLINE_EXCEEDED", None)
+        assert (first.end_time - first.start_time).total_seconds() == 30  # type: ignore[operator]
+        assert second.start_time.strftime("%H:%M:%S") == "02:00:35"
+        assert "late answer: URL_CRAWLED" in first.debug_info
+
+
+class TestDeterminism:
+    def run_with(self, seed: int, target: RecordingTarget) -> list[tuple[Any, ...]]:
+        emu = Emulator(ManualClock(nightly_clock_start()), transport=WsgiTransport(target))
+        emu.faults.seed = seed
+        emu.faults.add(action="duplicate", probability=0.3)
+        emu.faults.add(action="status", status=500, probability=0.3)
+        emu.create_job(nightly_job(schedule="*/5 * * * *"))
+        emu.advance(timedelta(hours=6))
+        return timeline(emu)
+
+    def test_same_seed_gives_the_same_timeline(self, target: RecordingTarget) -> None:
+        assert self.run_with(11, target) == self.run_with(11, target)
+
+    def test_another_seed_gives_another_timeline(self, target: RecordingTarget) -> None:
+        assert self.run_with(11, target) != self.run_with(12, target)
+
+    def test_draws_depend_only_on_seed_rule_job_run_and_attempt(self) -> None:
+        plan = FaultPlan([FaultRule("duplicate", probability=0.5)], seed=3)
+        contexts = [AttemptContext("j", run, None, 1) for run in range(1, 200)]
+        first = [bool(plan.decide(c)) for c in contexts]
+        again = [bool(plan.decide(c)) for c in reversed(contexts)][::-1]
+        assert first == again
+        assert 60 < sum(first) < 140
+
+
+class TestRules:
+    @pytest.mark.parametrize(
+        ("rule", "context", "expected"),
+        [
+            (FaultRule("status", job="report*"), AttemptContext("report-1", 1, None, 1), True),
+            (FaultRule("status", job="report*"), AttemptContext("nightly", 1, None, 1), False),
+            (FaultRule("status", run=2), AttemptContext("j", 1, None, 1), False),
+            (FaultRule("status", attempt=2), AttemptContext("j", 1, None, 2), True),
+            (
+                FaultRule("status", schedule_time="2026-09-24T02:00:00Z"),
+                AttemptContext("j", 1, "2026-09-24T02:00:00Z", 3),
+                True,
+            ),
+        ],
+    )
+    def test_matching(self, rule: FaultRule, context: AttemptContext, expected: bool) -> None:
+        assert rule.matches(context) is expected
+
+    def test_limit_caps_how_often_a_rule_fires(self) -> None:
+        plan = FaultPlan([FaultRule("status", limit=2)])
+        fired = [bool(plan.decide(AttemptContext("j", n, None, 1))) for n in range(1, 6)]
+        assert fired == [True, True, False, False, False]
+
+    @pytest.mark.parametrize(
+        ("fields", "field"),
+        [
+            ({"action": "explode"}, "action"),
+            ({"action": "status", "probability": 2}, "probability"),
+            ({"action": "status", "status": 42}, "status"),
+            ({"action": "duplicate", "count": 0}, "count"),
+            ({"action": "delay", "seconds": -1}, "seconds"),
+            ({"action": "status", "run": 0}, "run"),
+            ({"action": "status", "colour": "red"}, "colour"),
+            ({"job": "x"}, "action"),
+        ],
+    )
+    def test_bad_rules_name_the_field(self, fields: dict[str, Any], field: str) -> None:
+        with pytest.raises(InvalidArgument) as info:
+            FaultRule.from_json(fields)
+        assert info.value.violations[0].field == field
+
+    def test_plan_round_trips_through_json(self) -> None:
+        plan = FaultPlan([FaultRule("duplicate", job="n*", count=2), FaultRule("lost_ack")], 9)
+        assert FaultPlan.from_json(plan.to_json()).to_json() == plan.to_json()
+
+
+def test_fault_file_loads_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "faults.yaml"
+    path.write_text("seed: 5\nrules:\n  - {action: lost_ack, job: nightly, run: 1}\n")
+    plan = load_fault_file(path)
+    assert plan.seed == 5 and plan.rules == [FaultRule("lost_ack", job="nightly", run=1)]
+    path.write_text("rules:\n  - {action: nope}\n")
+    with pytest.raises(InvalidArgument, match=f"{path}: action must be one of"):
+        load_fault_file(path)
+
+
+def test_faults_endpoint_adds_lists_and_clears(emulator: Emulator, target: RecordingTarget) -> None:
+    client = Client(create_app(emulator))
+    plan = client.post("/_emulator/faults", json={"action": "duplicate", "job": "nightly"}).json
+    assert plan == {"seed": 0, "rules": [{"action": "duplicate", "job": "nightly"}]}
+    client.post("/_emulator/faults", json={"seed": 4, "rules": [{"action": "lost_ack"}]})
+    assert client.get("/_emulator/faults").json["seed"] == 4
+    assert len(client.get("/_emulator/faults").json["rules"]) == 2
+    bad = client.post("/_emulator/faults", json={"action": "boom"})
+    assert bad.status_code == 400 and bad.json["error"]["status"] == "INVALID_ARGUMENT"
+    assert client.delete("/_emulator/faults").json == {"seed": 4, "rules": []}
+    emulator.create_job(nightly_job())
+    client.post("/_emulator/clock:advance", json={"seconds": 60})
+    injected = client.get("/_emulator/attempts").json["attempts"]
+    assert [a["injected"] for a in injected] == [False]
+
+
+def nightly_clock_start() -> datetime:
+    return datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
