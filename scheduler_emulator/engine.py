@@ -539,7 +539,7 @@ class Engine:
             self._record_end(job, attempt, injected.outcome, injected.result, injected)
             for copy in injected.copies:
                 self._record_copy(job, attempt, copy)
-            if injected.late is not None:
+            if injected.late is not None and self.clock.manual:  # noted when the clock idles
                 self._late.append((attempt, injected.late, delivery.timeout_seconds))
             if rt is None:  # deleted meanwhile
                 return []
