@@ -9,7 +9,7 @@ Fixtures: ``cloud_scheduler``, ``cloud_scheduler_server``, ``cloud_run_testing``
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "CloudRunTimers": "facades",
@@ -18,7 +18,18 @@ _EXPORTS = {
     "LiveScheduler": "live",
     "CloudScheduler": "scheduler",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CloudRunTimers",
+    "CloudScheduler",
+    "FunctionTimers",
+    "LiveScheduler",
+    "TimerNotAcknowledged",
+]
+
+if TYPE_CHECKING:
+    from .facades import CloudRunTimers, FunctionTimers, TimerNotAcknowledged
+    from .live import LiveScheduler
+    from .scheduler import CloudScheduler
 
 
 def __getattr__(name: str) -> Any:

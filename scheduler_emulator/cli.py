@@ -6,6 +6,7 @@ Subcommands:
 - ``next SCHEDULE`` — print a schedule's next fire times (exit 2 on an invalid schedule).
 - ``env-init`` — print the ``export`` lines that point gcloud and clients at the daemon.
 - ``demo`` — run the example Orders service and the emulator on an accelerated manual clock.
+- ``init [DIR]`` — write a small timer service with its tests and jobs (refuses to overwrite).
 
 Every error a user can cause prints ``error: <message>`` to stderr and exits with 2.
 """
@@ -137,6 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--speed", type=float, default=0.05, help="real seconds per simulated hour (%(default)s)"
     )
+
+    init = sub.add_parser(
+        "init",
+        help="write a small timer service with its tests and jobs",
+        description="Write app.py (a Flask service with timers), test_app.py, jobs.yaml, "
+        "requirements.txt and README.md into DIR. Existing files are never overwritten "
+        "without --force.",
+    )
+    init.add_argument(
+        "directory", nargs="?", default=".", metavar="DIR", help="where to write (%(default)s)"
+    )
+    init.add_argument("--force", action="store_true", help="overwrite existing project files")
     return parser
 
 
@@ -300,6 +313,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import run_demo
 
             return run_demo(days=args.days, speed=args.speed, out=sys.stdout)
+        if args.command == "init":
+            from .scaffold import run_init
+
+            return run_init(args.directory, force=args.force, out=sys.stdout)
     except (EmulatorError, OSError) as exc:
         message = exc.message if isinstance(exc, ApiError) else str(exc)
         detail = ""

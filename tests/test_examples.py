@@ -22,6 +22,7 @@ from scheduler_emulator.clock import ManualClock
 from scheduler_emulator.demo import load_example, run_demo
 from scheduler_emulator.emulator import Emulator
 from scheduler_emulator.jobs_file import load_jobs_file
+from scheduler_emulator.resources import Job
 from scheduler_emulator.transports import MountTransport
 
 pytest_plugins = ["pytester"]
@@ -31,11 +32,15 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orders"
 EXAMPLE_TEST_COUNT = 11
 
 
+def example_job(job_id: str) -> Job:
+    """The job ``job_id`` of the example's ``jobs.yaml``."""
+    jobs = load_jobs_file(EXAMPLE / "jobs.yaml", project="my-project", location="us-central1")
+    return next(job for job in jobs if job.job_id == job_id)
+
+
 class TestJobsFile:
     def test_it_holds_the_seed_nightly_job(self) -> None:
-        nightly = load_jobs_file(
-            EXAMPLE / "jobs.yaml", project="my-project", location="us-central1"
-        )[0]
+        nightly = example_job("nightly")
         assert nightly.name == "projects/my-project/locations/us-central1/jobs/nightly"
         assert (nightly.schedule, nightly.time_zone) == ("0 2 * * *", "Etc/UTC")
         assert nightly.retry_config.retry_count == 3
@@ -46,10 +51,7 @@ class TestJobsFile:
 
     def test_the_report_job_sends_an_order_as_its_json_body(self) -> None:
         module = load_example(EXAMPLE)
-        report = load_jobs_file(
-            EXAMPLE / "jobs.yaml", project="my-project", location="us-central1"
-        )[1]
-        assert report.job_id == "report"
+        report = example_job("report")
         assert report.http_target is not None
         assert report.http_target.uri == "http://127.0.0.1:8000/_triggers/timer/report"
         assert report.http_target.body == b'{"id": "A-1001", "total": 42.5}'

@@ -20,6 +20,24 @@ Importable by a production service without the emulator::
 """
 
 from .binding import BindingError, encode_payload
+from .guard import (
+    Attempt,
+    MissingRunHeadersError,
+    RunInProgressError,
+    RunOnceGuard,
+    RunRefusedError,
+    RunResult,
+    ScheduledRun,
+)
+from .guard_stores import (
+    Claim,
+    ClaimOutcome,
+    FirestoreRunStore,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    SqliteRunStore,
+)
 from .request import CaseInsensitiveHeaders, TimerRequest
 from .router import (
     DEFAULT_PREFIX,
@@ -49,4 +67,19 @@ __all__ = [
     "WsgiApp",
     "encode_payload",
     "find_router",
+    # the run-once guard (spec §3)
+    "Attempt",
+    "Claim",
+    "ClaimOutcome",
+    "FirestoreRunStore",
+    "MissingRunHeadersError",
+    "RunInProgressError",
+    "RunOnceGuard",
+    "RunRecord",
+    "RunRefusedError",
+    "RunResult",
+    "RunStatus",
+    "RunStore",
+    "ScheduledRun",
+    "SqliteRunStore",
 ]

@@ -1,0 +1,793 @@
+"""The run-once guard: a scheduled run's work is done once, however often it is delivered (spec §3).
+
+Cloud Scheduler delivers each run at least once: a retry after a lost answer or an attempt
+deadline, a proxy's resend, can bring the same run twice. The guard keys each delivery by the job's
+name and the run's ``X-CloudScheduler-ScheduleTime`` (the same on every retry of one run), claims
+the run in a store's transaction before the work, and records the outcome after it::
+
+    >>> from datetime import UTC, datetime
+    >>> guard = RunOnceGuard(clock=lambda: datetime(2026, 9, 24, 2, 0, 5, tzinfo=UTC))
+    >>> headers = {
+    ...     "X-CloudScheduler-JobName": "projects/p/locations/l/jobs/nightly",
+    ...     "X-CloudScheduler-ScheduleTime": "2026-09-24T02:00:00Z",
+    ... }
+    >>> guard.run(headers, lambda: "swept").value
+    'swept'
+    >>> guard.run(headers, lambda: "swept again").ran    # the same run, delivered again
+    False
+
+What happens to one delivery, and what it is answered::
+
+    key = SHA-256 hex of "[<scope>/]<job name>/<schedule time>"
+      a header missing                       → 400 problem+json            (WARNING)
+    claim, in one transaction:
+      record completed                       → 200, the work does not run  (INFO)
+      record in_progress, lease not expired  → 409 problem+json, never 503 (WARNING)
+      no record, or the lease expired        → write in_progress: attempt_id, lease_expires,
+                                               expire_at; run the work
+    finish, in one transaction, only while the record's attempt_id is this attempt's:
+      the work returned (a view: answered 2xx)  → completed; 200 (a view: its own answer)
+      the work raised   (a view: non-2xx)       → record deleted; the exception (→ 500) or
+                                                   the view's answer, so a retry can run it
+      the record is no longer this attempt's    → left alone (WARNING); answered as above
+
+With a :class:`~scheduler_emulator.target.TimerRouter` (stack ``@guard.once`` under
+``@router.timer``; ``guard.install(router)`` once, so that the router answers 400 and 409)::
+
+    router = guard.install(TimerRouter())
+
+    @router.timer("nightly")
+    @guard.once
+    def nightly(order: Order) -> None: ...     # a TimerRequest parameter is optional
+
+With a Flask view or a functions-framework function (``request`` → response)::
+
+    @functions_framework.http
+    @guard.view
+    def nightly(request: flask.Request): ...
+
+Log lines go to the logger ``scheduler_emulator.target.guard``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import hashlib
+import inspect
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http import HTTPStatus
+from types import UnionType
+from typing import Any, ClassVar, Generic, TypeVar, Union, cast, get_args, get_origin
+
+from ..errors import ClockError, EmulatorError
+from .guard_stores import Claim, ClaimOutcome, RunRecord, RunStatus, RunStore, SqliteRunStore
+from .request import JOB_NAME_HEADER, SCHEDULE_TIME_HEADER, CaseInsensitiveHeaders, TimerRequest
+from .router import (
+    PROBLEM_JSON,
+    VALIDATION_PROBLEM_TITLE,
+    VALIDATION_PROBLEM_TYPE,
+    TimerResponse,
+    TimerRouter,
+)
+
+__all__ = [
+    "DEFAULT_LEASE",
+    "DEFAULT_RETENTION",
+    "REQUEST_PARAMETER",
+    "Attempt",
+    "MissingRunHeadersError",
+    "RunInProgressError",
+    "RunOnceGuard",
+    "RunRefusedError",
+    "RunResult",
+    "ScheduledRun",
+]
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The logger every outcome of the guard is logged on (a child of ``scheduler_emulator.target``).
+logger = logging.getLogger("scheduler_emulator.target.guard")
+
+#: How long a claim holds by default. Keep it at least the job's attempt deadline (3 minutes by
+#: default for HTTP targets, 30 at most) and longer than the work takes.
+DEFAULT_LEASE = timedelta(minutes=5)
+#: How long a record is kept by default (its ``expire_at``): past the job's retry window.
+DEFAULT_RETENTION = timedelta(days=1)
+#: The keyword-only parameter :meth:`RunOnceGuard.once` adds to a handler that has no
+#: ``TimerRequest`` parameter, so that the router passes the request to the guard.
+REQUEST_PARAMETER = "run_once_request"
+#: ``type`` of the 409 problem (the RFC 9110 section for 409 Conflict).
+CONFLICT_PROBLEM_TYPE = "https://tools.ietf.org/html/rfc9110#section-15.5.10"
+_MISSING_HEADER_MESSAGE = (
+    "The run-once guard tells runs apart by this header; Cloud Scheduler sends "
+    "X-CloudScheduler-JobName on every delivery and X-CloudScheduler-ScheduleTime for "
+    "unix-cron schedules."
+)
+
+
+def _problem(status: int, problem: dict[str, Any]) -> TimerResponse:
+    body = json.dumps(problem, separators=(",", ":"), ensure_ascii=False).encode()
+    headers = (("Content-Type", PROBLEM_JSON), ("Content-Length", str(len(body))))
+    return TimerResponse(status, headers, body)
+
+
+#: The answer to a duplicate of a completed run: 200 with an empty body, as the router answers.
+DUPLICATE_RESPONSE = TimerResponse(200, (("Content-Length", "0"),), b"")
+
+
+class RunRefusedError(EmulatorError):
+    """The guard answered a delivery without running its work, with a 4xx (spec §3).
+
+    Raised to the caller of :meth:`RunOnceGuard.run` and, in function style, of a
+    :meth:`~RunOnceGuard.once` handler; a router set up with :meth:`RunOnceGuard.install` and a
+    :meth:`~RunOnceGuard.view` answer it with :meth:`response` instead.
+    """
+
+    #: The HTTP status the refusal is answered with.
+    status: ClassVar[int] = 400
+
+    def response(self) -> TimerResponse:
+        """The answer to send: ``status`` with an ``application/problem+json`` body.
+
+        :return: a framework-neutral :class:`~scheduler_emulator.target.TimerResponse`.
+        """
+        phrase = HTTPStatus(self.status).phrase
+        return _problem(self.status, {"title": phrase, "status": self.status, "detail": str(self)})
+
+
+class MissingRunHeadersError(RunRefusedError):
+    """The delivery lacks a header the run key is made of: answered 400 (spec §3, step 1).
+
+    :param missing: the absent (or empty) headers, in the order ``X-CloudScheduler-JobName``,
+        ``X-CloudScheduler-ScheduleTime``.
+    """
+
+    status: ClassVar[int] = 400
+
+    def __init__(self, missing: Iterable[str]) -> None:
+        self.missing: tuple[str, ...] = tuple(missing)
+        names = " and ".join(self.missing)
+        headers = "headers are" if len(self.missing) > 1 else "header is"
+        super().__init__(
+            f"The {names} {headers} missing, so the run-once guard cannot tell which scheduled "
+            "run this is. Cloud Scheduler sends X-CloudScheduler-ScheduleTime only for unix-cron "
+            "schedules; a request sent by hand has neither."
+        )
+
+    def response(self) -> TimerResponse:
+        """400 with a validation problem naming each missing header (as the router's 400s do).
+
+        :return: the answer.
+        """
+        problem = {
+            "type": VALIDATION_PROBLEM_TYPE,
+            "title": VALIDATION_PROBLEM_TITLE,
+            "status": 400,
+            "errors": {name: [_MISSING_HEADER_MESSAGE] for name in self.missing},
+        }
+        return _problem(400, problem)
+
+
+class RunInProgressError(RunRefusedError):
+    """Another attempt holds a live lease on the run: answered 409, never 503 (spec §3, step 2).
+
+    A non-2xx answer keeps Cloud Scheduler's retries going in case that attempt fails; 409 rather
+    than 503 because App Engine retries a 503 without counting it against the retry count.
+
+    :param run: the run.
+    :param record: the record that holds it (its ``attempt_id`` and ``lease_expires``).
+    """
+
+    status: ClassVar[int] = 409
+
+    def __init__(self, run: ScheduledRun, record: RunRecord) -> None:
+        self.run = run
+        self.record = record
+        super().__init__(
+            f"{run} is in progress in attempt {record.attempt_id}, whose lease runs until "
+            f"{record.lease_expires.isoformat()}; answered 409 so that Cloud Scheduler retries."
+        )
+
+    def response(self) -> TimerResponse:
+        """409 with a problem saying the run is in progress.
+
+        :return: the answer.
+        """
+        problem = {
+            "type": CONFLICT_PROBLEM_TYPE,
+            "title": "Conflict",
+            "status": 409,
+            "detail": "This scheduled run is in progress in another attempt; retry later.",
+        }
+        return _problem(409, problem)
+
+
+@dataclass(frozen=True)
+class ScheduledRun:
+    """One scheduled run as the guard names it: job, schedule time and scope (spec §3, step 1).
+
+    :param job_name: the job's short name (the last ``/``-segment of ``X-CloudScheduler-JobName``).
+    :param schedule_time: the raw ``X-CloudScheduler-ScheduleTime`` value, as sent (not
+        re-formatted: Cloud Scheduler sends the same text on every retry of a run).
+    :param scope: what else tells runs apart, such as ``"my-project/us-central1"`` when one
+        endpoint serves jobs of several projects or regions (job ids repeat across them); ``None``
+        for none.
+    """
+
+    job_name: str
+    schedule_time: str
+    scope: str | None = None
+
+    @classmethod
+    def from_headers(
+        cls, headers: Mapping[str, str] | Iterable[tuple[str, str]], scope: str | None = None
+    ) -> ScheduledRun:
+        """Name the run a delivery belongs to, from its headers (any header-name case).
+
+        :param headers: the request's headers: a mapping, a werkzeug ``Headers``, or
+            ``(name, value)`` pairs.
+        :param scope: see the class.
+        :raises MissingRunHeadersError: when ``X-CloudScheduler-JobName`` (or its last segment)
+            or ``X-CloudScheduler-ScheduleTime`` is absent or blank.
+        :return: the run.
+        """
+        found = headers if isinstance(headers, CaseInsensitiveHeaders) else None
+        if found is None:
+            pairs = headers.items() if isinstance(headers, Mapping) else headers
+            found = CaseInsensitiveHeaders(pairs)
+        job_name = (found.get(JOB_NAME_HEADER) or "").rsplit("/", 1)[-1]
+        schedule_time = found.get(SCHEDULE_TIME_HEADER) or ""
+        missing = [
+            name
+            for name, value in ((JOB_NAME_HEADER, job_name), (SCHEDULE_TIME_HEADER, schedule_time))
+            if not value.strip()
+        ]
+        if missing:
+            raise MissingRunHeadersError(missing)
+        return cls(job_name, schedule_time, scope)
+
+    @property
+    def text(self) -> str:
+        """What the key hashes: ``"<job name>/<schedule time>"``, after ``"<scope>/"`` if any."""
+        prefix = f"{self.scope}/" if self.scope else ""
+        return f"{prefix}{self.job_name}/{self.schedule_time}"
+
+    @property
+    def key(self) -> str:
+        """The run's key: the SHA-256 of :attr:`text` (UTF-8), 64 lower-case hex digits.
+
+        >>> ScheduledRun("nightly", "2026-09-24T02:00:00Z").key[:16]
+        'e113ee846d89745f'
+        """
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def __str__(self) -> str:
+        scope = f" ({self.scope})" if self.scope else ""
+        return f"Job '{self.job_name}'{scope} run {self.schedule_time}"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One delivery's claim on a run, returned by :meth:`RunOnceGuard.claim` (spec §3).
+
+    When :attr:`outcome` is ``CLAIMED`` the run is this attempt's until ``lease_expires``: do the
+    work, then call :meth:`complete` or :meth:`release` exactly once.
+
+    :param run: the run.
+    :param attempt_id: this attempt's id (``uuid4().hex``).
+    :param claim: what the claim transaction found and did.
+    :param store: the store holding the record.
+    """
+
+    run: ScheduledRun
+    attempt_id: str
+    claim: Claim
+    store: RunStore = field(repr=False)
+
+    @property
+    def outcome(self) -> ClaimOutcome:
+        """``CLAIMED`` (run the work), ``COMPLETED`` (answer 200) or ``IN_PROGRESS`` (409)."""
+        return self.claim.outcome
+
+    def complete(self) -> bool:
+        """Mark the run ``completed``, in a transaction, if the record is still this attempt's.
+
+        :return: ``False`` when the record was gone or held another ``attempt_id`` (this
+            attempt's lease had run out and another attempt claimed the run); it is left alone.
+        """
+        return self.store.finish(self.run.key, self.attempt_id, succeeded=True)
+
+    def release(self) -> bool:
+        """Delete the run's record, in a transaction, if it is still this attempt's.
+
+        The next retry can then claim the run at once instead of waiting for the lease.
+
+        :return: ``False`` when the record was gone or held another ``attempt_id``; it is left
+            alone.
+        """
+        return self.store.finish(self.run.key, self.attempt_id, succeeded=False)
+
+
+@dataclass(frozen=True)
+class RunResult(Generic[T]):
+    """What :meth:`RunOnceGuard.run` did with one delivery that it did not refuse.
+
+    :param attempt: the delivery's claim.
+    :param ran: ``True`` when the work ran; ``False`` for a duplicate of a completed run.
+    :param value: what the work returned (``None`` when it did not run).
+    """
+
+    attempt: Attempt
+    ran: bool
+    value: T | None = None
+
+
+class _RefusalSlot:
+    """Where a guarded handler leaves its refusal for the router that called it."""
+
+    refusal: RunRefusedError | None = None
+
+
+#: Set while a router that :meth:`RunOnceGuard.install` prepared dispatches a run.
+_REFUSAL_SLOT: contextvars.ContextVar[_RefusalSlot | None] = contextvars.ContextVar(
+    "scheduler_emulator_run_once_refusal", default=None
+)
+_INSTALLED = "__run_once_answers__"
+
+
+def _utc_now() -> datetime:
+    # datetime.now, not the emulator's clock: the target runs in the user's service, and under the
+    # pytest plugin freezegun shows it the virtual instant, which leases should then follow.
+    return datetime.now(UTC)
+
+
+def _is_timer_request(annotation: Any) -> bool:
+    if isinstance(annotation, str):  # an annotation that did not resolve (yet)
+        text = annotation.replace(" ", "").removeprefix("Optional[").removesuffix("]")
+        return text.removesuffix("|None").rsplit(".", 1)[-1] == "TimerRequest"
+    if annotation is TimerRequest:
+        return True
+    if get_origin(annotation) in (Union, UnionType):
+        return [a for a in get_args(annotation) if a is not type(None)] == [TimerRequest]
+    return False
+
+
+def _describe(function: Callable[..., Any]) -> str:
+    name = getattr(function, "__qualname__", None) or repr(function)
+    module = getattr(function, "__module__", None)
+    return f"{module}.{name}" if module else name
+
+
+def _hints(handler: Callable[..., Any]) -> dict[str, Any]:
+    target: Any = handler
+    if not inspect.isroutine(handler) and not isinstance(handler, functools.partial):
+        target = type(handler).__call__
+    try:
+        return dict(inspect.get_annotations(target, eval_str=True))
+    except Exception:  # forward references that resolve later: leave them to the router
+        return {}
+
+
+def _status_of(value: Any) -> int:
+    """The status a Flask view's return value is answered with (Flask's rules, no app needed)."""
+    if isinstance(value, tuple):
+        if len(value) == 3:
+            return _status_code(value[1])
+        if (
+            len(value) == 2
+            and not isinstance(value[1], (Mapping, tuple, list))
+            and not hasattr(value[1], "to_wsgi_list")
+        ):
+            return _status_code(value[1])
+        return _status_of(value[0]) if value else 200
+    status = getattr(value, "status_code", None)
+    return status if isinstance(status, int) else 200
+
+
+def _status_code(value: Any) -> int:
+    if isinstance(value, int):
+        return int(value)
+    return int(str(value).split(None, 1)[0])
+
+
+def _acknowledges(value: Any) -> bool:
+    """Whether Cloud Scheduler reads a view's answer as success: a 2xx status."""
+    return 200 <= _status_of(value) <= 299
+
+
+def _find_request(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    for value in (*args, *kwargs.values()):
+        if hasattr(value, "headers") and hasattr(value, "environ"):
+            return value
+    try:
+        import flask
+    except ImportError:  # pragma: no cover - flask is how views are served
+        flask = None  # type: ignore[assignment]
+    if flask is not None and flask.has_request_context():
+        return flask.request
+    raise TypeError(
+        "A @guard.view function needs the request: call it with a flask/werkzeug Request (as "
+        "functions-framework does) or serve it from a Flask route."
+    )
+
+
+def _werkzeug_response(answer: TimerResponse) -> Any:
+    from werkzeug.wrappers import Response
+
+    return Response(answer.body, status=answer.status, headers=list(answer.headers))
+
+
+class RunOnceGuard:
+    """Processes each scheduled run once, even when Cloud Scheduler delivers it twice (spec §3).
+
+    :param store: where claims are kept (:class:`~scheduler_emulator.target.RunStore`);
+        ``None`` makes an in-memory :class:`~scheduler_emulator.target.SqliteRunStore`, which
+        deduplicates within this process only. Use a SQLite file for several processes on one
+        machine and :class:`~scheduler_emulator.target.FirestoreRunStore` across instances.
+    :param lease: how long a claim holds before another attempt may take the run over; at least
+        the job's attempt deadline and longer than the work takes (5 minutes).
+    :param retention: how long after its claim a run's record is kept (``expire_at``, the TTL
+        field); past the job's retry window (1 day). At least ``lease``.
+    :param scope: a prefix of every run key, such as ``"my-project/us-central1"``, for an
+        endpoint that serves the same job id from several projects or regions; slashes at its
+        ends are dropped.
+    :param clock: a zero-argument callable returning the current instant as an aware datetime
+        (``datetime.now(UTC)`` by default); tests pass a manual clock's ``now``.
+    :raises TypeError: for a store that is not a ``RunStore``, or durations that are not
+        :class:`~datetime.timedelta`.
+    :raises ValueError: for a non-positive lease, a retention shorter than the lease, or a blank
+        scope.
+    """
+
+    def __init__(
+        self,
+        store: RunStore | None = None,
+        *,
+        lease: timedelta = DEFAULT_LEASE,
+        retention: timedelta = DEFAULT_RETENTION,
+        scope: str | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        if store is not None and not isinstance(store, RunStore):
+            raise TypeError(
+                f"{store!r} is not a run store: it needs claim(), finish() and get() "
+                "(see scheduler_emulator.target.RunStore)."
+            )
+        for name, value in (("lease", lease), ("retention", retention)):
+            if not isinstance(value, timedelta):
+                raise TypeError(
+                    f"{name}={value!r}: pass a timedelta, such as timedelta(minutes=5)."
+                )
+        if lease <= timedelta(0):
+            raise ValueError(f"lease={lease!r} is not positive.")
+        if retention < lease:
+            raise ValueError(
+                f"retention={retention!r} is shorter than lease={lease!r}: a record could expire "
+                "while its attempt still holds the run."
+            )
+        if scope is not None:
+            if not isinstance(scope, str) or not scope.strip("/ "):
+                raise ValueError(f"scope={scope!r} is blank; pass None for no scope.")
+            scope = scope.strip("/")
+        self.store: RunStore = store if store is not None else SqliteRunStore()
+        self.lease = lease
+        self.retention = retention
+        self.scope = scope
+        self._clock = clock or _utc_now
+
+    def __repr__(self) -> str:
+        return (
+            f"RunOnceGuard({self.store!r}, lease={self.lease!r}, retention={self.retention!r}, "
+            f"scope={self.scope!r})"
+        )
+
+    # ----------------------------------------------------------------------------- the core
+
+    def now(self) -> datetime:
+        """The guard's current instant, in UTC.
+
+        :raises ClockError: when the clock returns something other than an aware datetime.
+        :return: the clock's instant converted to UTC.
+        """
+        now = self._clock()
+        if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+            raise ClockError(
+                f"The run-once guard's clock returned {now!r}; it must return an aware datetime, "
+                "such as datetime.now(UTC)."
+            )
+        return now.astimezone(UTC)
+
+    def run_for(self, headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> ScheduledRun:
+        """Name the run a delivery belongs to, with this guard's scope (spec §3, step 1).
+
+        :param headers: the request's headers (any header-name case).
+        :raises MissingRunHeadersError: when a header the key is made of is absent or blank.
+        :return: the run; its :attr:`~ScheduledRun.key` is the record's key.
+        """
+        return ScheduledRun.from_headers(headers, self.scope)
+
+    def claim(self, headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> Attempt:
+        """Claim the run a delivery belongs to, in one store transaction (spec §3, step 2).
+
+        The low-level step under :meth:`run`, for integrations of your own: on ``CLAIMED`` do the
+        work, then :meth:`Attempt.complete` or :meth:`Attempt.release`. Logs a WARNING when the
+        claim takes over a run whose lease ran out.
+
+        :param headers: the request's headers (any header-name case).
+        :raises MissingRunHeadersError: when a header the key is made of is absent or blank.
+        :raises ClockError: when the clock returns a naive datetime.
+        :raises Exception: whatever the store raises (the database is locked, Firestore is
+            unavailable...).
+        :return: the attempt; see :attr:`Attempt.outcome`.
+        """
+        run = self.run_for(headers)
+        now = self.now()
+        record = RunRecord(
+            status=RunStatus.IN_PROGRESS,
+            attempt_id=uuid.uuid4().hex,
+            lease_expires=now + self.lease,
+            expire_at=now + self.retention,
+            run=run.text,
+        )
+        claim = self.store.claim(run.key, record, now)
+        attempt = Attempt(run, record.attempt_id, claim, self.store)
+        if claim.outcome is ClaimOutcome.CLAIMED and claim.previous is not None:
+            logger.warning(
+                "%s: the lease of attempt %s ran out at %s before it finished; attempt %s takes "
+                "the run over. If that attempt is still working, the work runs twice: make the "
+                "lease longer than the work takes.",
+                run,
+                claim.previous.attempt_id,
+                claim.previous.lease_expires.isoformat(),
+                attempt.attempt_id,
+            )
+        elif claim.outcome is ClaimOutcome.CLAIMED:
+            logger.debug("%s: claimed by attempt %s.", run, attempt.attempt_id)
+        return attempt
+
+    def run(
+        self,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]],
+        work: Callable[[], T],
+        *,
+        succeeded: Callable[[T], bool] | None = None,
+    ) -> RunResult[T]:
+        """Run ``work`` for a delivery unless its run is done or in progress (spec §3).
+
+        The framework-neutral core of :meth:`once` and :meth:`view`. A duplicate of a completed
+        run returns without running ``work`` (INFO log line); a refusal raises (WARNING log
+        line). When ``work`` raises, the claim is released (the record deleted) and the exception
+        propagates, so that the failure answers 5xx and a retry can run the work.
+
+        :param headers: the request's headers (any header-name case).
+        :param work: the run's work, called with no arguments.
+        :param succeeded: tells from what ``work`` returned whether it succeeded (a view's
+            answer: 2xx); ``None`` counts every return as success. On failure the claim is
+            released and the value returned as is.
+        :raises MissingRunHeadersError: (400) when a header the key is made of is missing.
+        :raises RunInProgressError: (409) when another attempt holds a live lease on the run.
+        :raises BaseException: whatever ``work`` raised, after the claim is released.
+        :return: a :class:`RunResult`: ``ran`` and ``value``.
+        """
+        try:
+            attempt = self.claim(headers)
+        except MissingRunHeadersError as refusal:
+            logger.warning("Run-once guard answered 400: %s", refusal)
+            raise
+        if attempt.outcome is ClaimOutcome.COMPLETED:
+            logger.info(
+                "%s already completed; answered 200 without running it again (a duplicate "
+                "delivery).",
+                attempt.run,
+            )
+            return RunResult(attempt, ran=False)
+        if attempt.outcome is ClaimOutcome.IN_PROGRESS:
+            in_progress = RunInProgressError(attempt.run, attempt.claim.record)
+            logger.warning("%s", in_progress)
+            raise in_progress
+        try:
+            value = work()
+        except BaseException:
+            self._finish(attempt, succeeded=False)
+            raise
+        self._finish(attempt, succeeded=succeeded is None or succeeded(value))
+        return RunResult(attempt, ran=True, value=value)
+
+    def _finish(self, attempt: Attempt, *, succeeded: bool) -> None:
+        what = "completed" if succeeded else "failed"
+        try:
+            ours = attempt.complete() if succeeded else attempt.release()
+        except Exception:
+            # The work's outcome decides the answer: a store failure now must not turn a finished
+            # run into a retry (that would run it again once the lease is out).
+            logger.exception(
+                "%s %s in attempt %s, but the guard could not record that; the record stays "
+                "in_progress until its lease runs out.",
+                attempt.run,
+                what,
+                attempt.attempt_id,
+            )
+            return
+        if not ours:
+            logger.warning(
+                "%s %s in attempt %s after its lease ran out: another attempt has claimed the "
+                "run (or the record is gone), so the record is left alone. The work may have "
+                "run twice: make the lease longer than the work takes.",
+                attempt.run,
+                what,
+                attempt.attempt_id,
+            )
+        elif not succeeded:
+            logger.info(
+                "%s failed in attempt %s; its claim is released so that a retry can run it.",
+                attempt.run,
+                attempt.attempt_id,
+            )
+
+    # ------------------------------------------------------------------------- timer router
+
+    def once(self, handler: F) -> F:
+        """Decorate a :class:`~scheduler_emulator.target.TimerRouter` handler to run once per run.
+
+        Stack it under ``@router.timer(name)``, and call :meth:`install` on the router once.
+        The guard reads the run's headers from the handler's ``TimerRequest`` parameter; a
+        handler without one gets an extra keyword-only parameter :data:`REQUEST_PARAMETER`
+        annotated ``TimerRequest`` (visible to the router, not passed to the handler). The
+        payload parameter binds as without the guard.
+
+        Answers under an installed router: the handler returned → 200; a duplicate of a completed
+        run → 200 without calling the handler; missing headers → 400, in progress → 409 (both
+        ``application/problem+json``); the handler raised → the claim released, the exception
+        re-raised, so the router logs it and answers its 500 problem. In function style
+        (``router.invoke``) and under a router without :meth:`install`, a refusal raises
+        :class:`MissingRunHeadersError` / :class:`RunInProgressError` instead (a router then
+        answers 500).
+
+        :param handler: a synchronous function or callable object.
+        :raises TypeError: for a coroutine function, a class, or a handler that already has a
+            parameter named :data:`REQUEST_PARAMETER` not annotated ``TimerRequest``.
+        :return: the guarded handler (``__wrapped__`` is the original); a duplicate returns
+            ``None``.
+        """
+        where = f"@guard.once on {_describe(handler)}"
+        if not callable(handler) or isinstance(handler, type):
+            raise TypeError(f"{where}: a timer handler is a function or method, not {handler!r}.")
+        call = getattr(handler, "__call__", None)  # noqa: B004 - the coroutine check needs it
+        if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call):
+            raise TypeError(
+                f"{where}: the handler is a coroutine function; timer handlers are synchronous."
+            )
+        signature = inspect.signature(handler)
+        hints = _hints(handler)
+        request_param = next(
+            (
+                name
+                for name, param in signature.parameters.items()
+                if param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD)
+                and _is_timer_request(hints.get(name, param.annotation))
+            ),
+            None,
+        )
+        if request_param is None and REQUEST_PARAMETER in signature.parameters:
+            raise TypeError(
+                f"{where}: the handler has a parameter {REQUEST_PARAMETER!r} that is not "
+                "annotated TimerRequest; rename it, or annotate it TimerRequest."
+            )
+
+        @functools.wraps(handler)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if request_param is None:
+                request = kwargs.pop(REQUEST_PARAMETER, None)
+            else:
+                request = signature.bind_partial(*args, **kwargs).arguments.get(request_param)
+            headers = request.headers if isinstance(request, TimerRequest) else {}
+            slot = _REFUSAL_SLOT.get()
+            try:
+                result = self.run(headers, lambda: handler(*args, **kwargs))
+            except RunRefusedError as refusal:
+                if slot is None:
+                    refusal.add_note(
+                        "Under a TimerRouter, call guard.install(router) once so that the router "
+                        f"answers {refusal.status} instead of 500."
+                    )
+                    raise
+                slot.refusal = refusal
+                return None
+            return result.value
+
+        if request_param is None:
+            params = list(signature.parameters.values())
+            at = len(params) - (1 if params and params[-1].kind is params[-1].VAR_KEYWORD else 0)
+            injected = inspect.Parameter(
+                REQUEST_PARAMETER, inspect.Parameter.KEYWORD_ONLY, annotation=TimerRequest
+            )
+            params.insert(at, injected)
+            guarded.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+            annotations = {n: hints[n] for n in signature.parameters if n in hints}
+            if "return" in hints:
+                annotations["return"] = hints["return"]
+            raw = {n: p.annotation for n, p in signature.parameters.items()}
+            for name, annotation in raw.items():
+                if name not in annotations and annotation is not inspect.Parameter.empty:
+                    annotations[name] = annotation
+            annotations[REQUEST_PARAMETER] = TimerRequest
+            guarded.__annotations__ = annotations
+        guarded.run_once_guard = self  # type: ignore[attr-defined]
+        return cast(F, guarded)
+
+    def install(self, router: TimerRouter) -> TimerRouter:
+        """Make a router answer the guard's refusals with their own status (400, 409).
+
+        A router answers 200 when a handler returns and 500 when it raises; this teaches it a
+        third way: a :meth:`once` handler that refuses a delivery leaves its refusal for the
+        router, which answers :meth:`RunRefusedError.response` (no ERROR log line, no exception
+        propagated to a test). Covers every entry point that goes through
+        :meth:`TimerRouter.dispatch <scheduler_emulator.target.TimerRouter.dispatch>`: WSGI,
+        ``init_app``, ``handle_flask``, ``functions_framework_handler``. Installing twice, or
+        from several guards, is harmless.
+
+        :param router: the router whose handlers are guarded.
+        :return: ``router``, so that ``router = guard.install(TimerRouter())`` works.
+        """
+        dispatch = router.dispatch
+        if getattr(dispatch, _INSTALLED, False):
+            return router
+
+        @functools.wraps(dispatch)
+        def dispatch_answering_refusals(
+            request: TimerRequest, name: str | None = None
+        ) -> TimerResponse | None:
+            slot = _RefusalSlot()
+            token = _REFUSAL_SLOT.set(slot)
+            try:
+                response = dispatch(request, name)
+            finally:
+                _REFUSAL_SLOT.reset(token)
+            if slot.refusal is not None and response is not None and response.status == 200:
+                return slot.refusal.response()
+            return response
+
+        setattr(dispatch_answering_refusals, _INSTALLED, True)
+        router.__dict__["dispatch"] = dispatch_answering_refusals
+        return router
+
+    # --------------------------------------------------------- Flask and functions-framework
+
+    def view(self, view: F) -> F:
+        """Decorate a Flask view or a functions-framework function to run once per run.
+
+        The request is the view's argument that looks like a werkzeug ``Request`` (what
+        functions-framework passes), else Flask's ``flask.request``. The view's return value is
+        passed through untouched; the guard reads its status with Flask's rules: 2xx marks the run
+        ``completed``, any other status (Cloud Scheduler will retry) releases the claim, and an
+        exception releases it and propagates (Flask answers 500). The guard itself answers 200
+        (empty) to a duplicate of a completed run, 400 for missing headers and 409 for a run in
+        progress, as :class:`werkzeug.wrappers.Response` objects.
+
+        :param view: ``view(request) -> response`` or a Flask view taking route arguments.
+        :raises TypeError: when called without a request and outside a Flask request.
+        :return: the guarded view (``__wrapped__`` is the original).
+        """
+
+        @functools.wraps(view)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            request = _find_request(args, kwargs)
+            try:
+                result = self.run(
+                    request.headers, lambda: view(*args, **kwargs), succeeded=_acknowledges
+                )
+            except RunRefusedError as refusal:
+                return _werkzeug_response(refusal.response())
+            if not result.ran:
+                return _werkzeug_response(DUPLICATE_RESPONSE)
+            return result.value
+
+        guarded.run_once_guard = self  # type: ignore[attr-defined]
+        return cast(F, guarded)

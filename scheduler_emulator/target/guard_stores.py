@@ -1,0 +1,525 @@
+"""Where the run-once guard keeps its claims: run records and the stores that hold them (spec §3).
+
+A *run record* says what became of one scheduled run (one job at one schedule time): it is being
+worked on by one attempt (``in_progress``, held until ``lease_expires``) or it is done
+(``completed``). ``expire_at`` is the record's time to live; after it a store may forget the run.
+
+The decision a claim makes is a pure function of the record found and the current instant,
+:func:`decide_claim`; a store only wraps it in a transaction::
+
+    >>> from datetime import UTC, datetime, timedelta
+    >>> now = datetime(2026, 9, 24, 2, 0, 5, tzinfo=UTC)
+    >>> lease, retention = timedelta(minutes=5), timedelta(days=1)
+    >>> held = RunRecord(RunStatus.IN_PROGRESS, "a1", now + lease, now + retention)
+    >>> decide_claim(None, now).value, decide_claim(held, now).value
+    ('claimed', 'in_progress')
+    >>> decide_claim(held, now + timedelta(minutes=5)).value     # the lease has run out
+    'claimed'
+
+Two stores implement :class:`RunStore`:
+
+- :class:`SqliteRunStore` — embedded, the default: ``":memory:"`` (one process) or a file shared
+  by every process on one machine (WAL journal, ``BEGIN IMMEDIATE`` transactions, a busy timeout).
+  It forgets records past ``expire_at`` at the next claim.
+- :class:`FirestoreRunStore` — Firestore transactions, for services with several instances
+  (``pip install 'cloud-scheduler-emulator[firestore]'``; the package is imported only when the
+  store is made). Give the collection a TTL policy on ``expire_at``::
+
+      gcloud firestore fields ttls update expire_at --collection-group=scheduler_runs --enable-ttl
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import Enum, StrEnum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; sqlite3 is imported when a store is made
+    import sqlite3
+
+__all__ = [
+    "Claim",
+    "ClaimOutcome",
+    "FirestoreRunStore",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+    "SqliteRunStore",
+    "decide_claim",
+]
+
+#: The table (SQLite) and collection (Firestore) run records live in unless told otherwise.
+DEFAULT_COLLECTION = "scheduler_runs"
+_TABLE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+class RunStatus(StrEnum):
+    """The state a run record is in (spec §3); the value is what the store holds."""
+
+    #: One attempt claimed the run and holds it until ``lease_expires``.
+    IN_PROGRESS = "in_progress"
+    #: An attempt finished the run's work; later deliveries are answered 200 without running.
+    COMPLETED = "completed"
+
+
+class ClaimOutcome(Enum):
+    """What one attempt's claim on a run found (spec §3, step 2)."""
+
+    #: No record, or an expired lease: the run is now this attempt's to work on.
+    CLAIMED = "claimed"
+    #: The run is done: answer 200 without running the work.
+    COMPLETED = "completed"
+    #: Another attempt holds a live lease: answer 409 so Cloud Scheduler retries later.
+    IN_PROGRESS = "in_progress"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run's record in a store (spec §3).
+
+    :param status: :class:`RunStatus`.
+    :param attempt_id: the claiming attempt's id (``uuid4().hex``); only that attempt may complete
+        or release the record.
+    :param lease_expires: aware instant until which the claim holds; after it another attempt may
+        take the run over (the first one is presumed dead).
+    :param expire_at: aware instant after which the record may be deleted (the store's TTL field).
+    :param run: ``[<scope>/]<job name>/<schedule time>``, the text the key hashes, for people
+        reading the store (``""`` when unknown).
+    """
+
+    status: RunStatus
+    attempt_id: str
+    lease_expires: datetime
+    expire_at: datetime
+    run: str = ""
+
+    def as_fields(self) -> dict[str, Any]:
+        """Return the record as the store's field names and plain values.
+
+        :return: ``{"status", "attempt_id", "lease_expires", "expire_at", "run"}``; the
+            instants stay aware datetimes.
+        """
+        return {
+            "status": self.status.value,
+            "attempt_id": self.attempt_id,
+            "lease_expires": self.lease_expires,
+            "expire_at": self.expire_at,
+            "run": self.run,
+        }
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any], where: str = "run record") -> RunRecord:
+        """Build a record from a store's fields (the inverse of :meth:`as_fields`).
+
+        :param fields: the stored fields; instants as aware datetimes or ISO 8601 strings.
+        :param where: names the record in the error message.
+        :raises ValueError: when a field is missing or malformed (something else wrote there).
+        :return: the record.
+        """
+        try:
+            return cls(
+                status=RunStatus(fields["status"]),
+                attempt_id=str(fields["attempt_id"]),
+                lease_expires=_instant(fields["lease_expires"]),
+                expire_at=_instant(fields["expire_at"]),
+                run=str(fields.get("run") or ""),
+            )
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ValueError(
+                f"{where} is not a run-once guard record (status, attempt_id, lease_expires, "
+                f"expire_at): {exc!r} in {dict(fields)!r}."
+            ) from None
+
+
+def _instant(value: Any) -> datetime:
+    instant = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if not isinstance(instant, datetime) or instant.tzinfo is None:
+        raise ValueError(f"{value!r} is not an aware instant")
+    return instant.astimezone(UTC)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The result of one claim transaction (spec §3, step 2).
+
+    :param outcome: :class:`ClaimOutcome`.
+    :param record: the record now in the store: this attempt's own when ``CLAIMED``, else the
+        one that refused the claim.
+    :param previous: when ``CLAIMED`` over an expired lease, the record that was replaced;
+        ``None`` for a run seen for the first time (and for the other outcomes).
+    """
+
+    outcome: ClaimOutcome
+    record: RunRecord
+    previous: RunRecord | None = None
+
+
+def decide_claim(existing: RunRecord | None, now: datetime) -> ClaimOutcome:
+    """Decide what a claim on a run does, given the record found (pure; spec §3, step 2).
+
+    :param existing: the run's record, or ``None`` when the store has none.
+    :param now: the claiming attempt's current instant (aware).
+    :return: ``COMPLETED`` for a completed record; ``IN_PROGRESS`` for an ``in_progress`` record
+        whose ``lease_expires`` is still after ``now``; otherwise ``CLAIMED`` (the caller writes
+        its own record).
+    """
+    if existing is None:
+        return ClaimOutcome.CLAIMED
+    if existing.status is RunStatus.COMPLETED:
+        return ClaimOutcome.COMPLETED
+    if existing.lease_expires > now:
+        return ClaimOutcome.IN_PROGRESS
+    return ClaimOutcome.CLAIMED
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """What the run-once guard needs of a store: two transactions and a read (spec §3).
+
+    Each method is one transaction on one key; a store must be safe to call from several threads
+    (a WSGI server's) and, for stores shared between instances, from several processes.
+    """
+
+    def claim(self, key: str, record: RunRecord, now: datetime) -> Claim:
+        """Claim a run, in one transaction.
+
+        Read the key's record, apply :func:`decide_claim` to it and ``now``, and when that says
+        ``CLAIMED`` write ``record`` (an ``in_progress`` record with a fresh ``attempt_id``) in
+        its place.
+
+        :param key: the run's key (64 hex digits).
+        :param record: the record to write when the claim succeeds.
+        :param now: the attempt's current instant (aware), against which leases are compared.
+        :return: the :class:`Claim`.
+        """
+        ...
+
+    def finish(self, key: str, attempt_id: str, *, succeeded: bool) -> bool:
+        """End an attempt's claim, in one transaction, if the record is still that attempt's.
+
+        :param key: the run's key.
+        :param attempt_id: the attempt that claimed the run.
+        :param succeeded: ``True`` marks the record ``completed``; ``False`` deletes it so that a
+            retry can claim the run at once.
+        :return: ``True`` when the record was the attempt's and was changed; ``False`` when it
+            was gone or held another ``attempt_id`` (then it is left untouched).
+        """
+        ...
+
+    def get(self, key: str) -> RunRecord | None:
+        """Read a run's record (outside any transaction; for inspection and tests).
+
+        :param key: the run's key.
+        :return: the record, or ``None``.
+        """
+        ...
+
+
+def _text(instant: datetime) -> str:
+    """An aware instant as fixed-width UTC ISO 8601, so that text order is time order."""
+    if instant.tzinfo is None:
+        raise ValueError(f"{instant!r} is naive; pass an aware datetime such as datetime.now(UTC)")
+    return instant.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+class SqliteRunStore:
+    """Run records in SQLite: embedded, the guard's default store (spec §3).
+
+    Every claim and finish is one ``BEGIN IMMEDIATE`` transaction, so two attempts never both
+    claim a run. One connection per store and process, used under a lock, serves every thread.
+    A file database is shared by every process that opens it (WAL journal, ``busy_timeout``):
+    the right store for several worker processes on one machine. ``":memory:"`` lives in this
+    store object only; it deduplicates within one process.
+
+    Records past ``expire_at`` are deleted at the next claim (what a Firestore TTL policy does),
+    so the table holds about one retention period of runs.
+
+    :param path: a file path (created if missing) or ``":memory:"``.
+    :param table: the table's name, ``[A-Za-z_][A-Za-z0-9_]*`` (``scheduler_runs``).
+    :param busy_timeout: how long a transaction waits for another process's to end before it
+        fails with :class:`sqlite3.OperationalError` (``database is locked``).
+    :raises ValueError: for an invalid table name or a non-positive ``busy_timeout``.
+    :raises sqlite3.Error: when the database cannot be opened or is not a SQLite file.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        table: str = DEFAULT_COLLECTION,
+        busy_timeout: timedelta = timedelta(seconds=30),
+    ) -> None:
+        if not _TABLE_RE.fullmatch(table):
+            raise ValueError(f"Table name {table!r} is not [A-Za-z_][A-Za-z0-9_]* (63 at most).")
+        if not isinstance(busy_timeout, timedelta) or busy_timeout <= timedelta(0):
+            raise ValueError(f"busy_timeout {busy_timeout!r} is not a positive timedelta.")
+        self.path: str = os.fspath(path)
+        self.table = table
+        self.busy_timeout = busy_timeout
+        self._lock = threading.RLock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        with self._transaction() as connection:
+            connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {table} ("
+                " key TEXT PRIMARY KEY,"
+                " status TEXT NOT NULL CHECK (status IN ('in_progress', 'completed')),"
+                " attempt_id TEXT NOT NULL,"
+                " lease_expires TEXT NOT NULL,"
+                " expire_at TEXT NOT NULL,"
+                " run TEXT NOT NULL DEFAULT ''"
+                ") WITHOUT ROWID"
+            )
+            connection.execute(
+                f"CREATE INDEX IF NOT EXISTS {table}_expire_at ON {table} (expire_at)"
+            )
+
+    def __repr__(self) -> str:
+        return f"SqliteRunStore({self.path!r}, table={self.table!r})"
+
+    @property
+    def in_memory(self) -> bool:
+        """``True`` for a ``":memory:"`` database (one process, this store only)."""
+        return self.path == ":memory:"
+
+    def _connect(self) -> sqlite3.Connection:
+        import sqlite3
+
+        connection = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout.total_seconds(),
+            isolation_level=None,  # autocommit: transactions are the explicit BEGIN/COMMIT below
+            check_same_thread=False,  # every use is under self._lock
+        )
+        if not self.in_memory:
+            connection.execute("PRAGMA journal_mode=WAL")
+        return connection
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._pid != os.getpid():
+            # A forked child: a connection must not cross fork(), and the lock may have been held
+            # by a thread that does not exist here. Start afresh (":memory:" starts empty).
+            self._lock, self._connection, self._pid = threading.RLock(), None, os.getpid()
+        with self._lock:
+            if self._connection is None:
+                self._connection = self._connect()
+            connection = self._connection
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    def _select(self, connection: sqlite3.Connection, key: str) -> RunRecord | None:
+        row = connection.execute(
+            f"SELECT status, attempt_id, lease_expires, expire_at, run FROM {self.table} "
+            "WHERE key = ?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None
+        names = ("status", "attempt_id", "lease_expires", "expire_at", "run")
+        fields = dict(zip(names, row, strict=True))
+        return RunRecord.from_fields(fields, f"{self!r} key {key}")
+
+    def claim(self, key: str, record: RunRecord, now: datetime) -> Claim:
+        """Claim a run in one ``BEGIN IMMEDIATE`` transaction (see :meth:`RunStore.claim`).
+
+        The same transaction first deletes every record whose ``expire_at`` is not after ``now``.
+
+        :param key: the run's key.
+        :param record: the ``in_progress`` record to write when the claim succeeds.
+        :param now: the attempt's current instant (aware).
+        :raises sqlite3.OperationalError: when another process holds the database longer than
+            ``busy_timeout``.
+        :return: the :class:`Claim`.
+        """
+        with self._transaction() as connection:
+            connection.execute(f"DELETE FROM {self.table} WHERE expire_at <= ?", (_text(now),))
+            existing = self._select(connection, key)
+            outcome = decide_claim(existing, now)
+            if outcome is not ClaimOutcome.CLAIMED:
+                assert existing is not None
+                return Claim(outcome, existing)
+            connection.execute(
+                f"INSERT OR REPLACE INTO {self.table} "
+                "(key, status, attempt_id, lease_expires, expire_at, run) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    record.status.value,
+                    record.attempt_id,
+                    _text(record.lease_expires),
+                    _text(record.expire_at),
+                    record.run,
+                ),
+            )
+            return Claim(outcome, record, existing)
+
+    def finish(self, key: str, attempt_id: str, *, succeeded: bool) -> bool:
+        """Complete or release an attempt's claim in one transaction (see :meth:`RunStore.finish`).
+
+        :param key: the run's key.
+        :param attempt_id: the attempt that claimed the run.
+        :param succeeded: ``True`` → ``completed``; ``False`` → the record is deleted.
+        :raises sqlite3.OperationalError: when another process holds the database longer than
+            ``busy_timeout``.
+        :return: whether the record was the attempt's (and so was changed).
+        """
+        with self._transaction() as connection:
+            if succeeded:
+                cursor = connection.execute(
+                    f"UPDATE {self.table} SET status = 'completed' "
+                    "WHERE key = ? AND attempt_id = ?",
+                    (key, attempt_id),
+                )
+            else:
+                cursor = connection.execute(
+                    f"DELETE FROM {self.table} WHERE key = ? AND attempt_id = ?",
+                    (key, attempt_id),
+                )
+            return cursor.rowcount == 1
+
+    def get(self, key: str) -> RunRecord | None:
+        """Read a run's record.
+
+        :param key: the run's key.
+        :return: the record, or ``None``.
+        """
+        with self._transaction() as connection:
+            return self._select(connection, key)
+
+    def close(self) -> None:
+        """Close this process's connection; the next use opens a new one (``":memory:"`` empty)."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def __enter__(self) -> SqliteRunStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _firestore() -> Any:
+    try:
+        from google.cloud import firestore
+    except ImportError as exc:
+        raise ImportError(
+            "FirestoreRunStore needs google-cloud-firestore: "
+            "pip install 'cloud-scheduler-emulator[firestore]'."
+        ) from exc
+    return firestore
+
+
+class FirestoreRunStore:
+    """Run records in Firestore, one document per run, claimed in transactions (spec §3).
+
+    The store for a service with several instances. Each claim and finish runs in a
+    ``@firestore.transactional`` function: Firestore retries it when another transaction touched
+    the document first, so two attempts never both claim a run. Documents are named by the run
+    key; their fields are those of :class:`RunRecord` (timestamps for the instants). Firestore
+    does not delete anything by itself: give the collection a TTL policy on ``expire_at`` (it
+    deletes expired documents within about a day or three).
+
+    :param client: a :class:`google.cloud.firestore.Client`; ``None`` makes one with the
+        environment's project and credentials (``FIRESTORE_EMULATOR_HOST`` points it at the
+        emulator).
+    :param collection: the collection holding the records.
+    :param max_attempts: how many times one transaction is tried under contention before the
+        claim fails.
+    :raises ImportError: when google-cloud-firestore is not installed (install the
+        ``firestore`` extra).
+    """
+
+    def __init__(
+        self, client: Any = None, collection: str = DEFAULT_COLLECTION, *, max_attempts: int = 5
+    ) -> None:
+        self._firestore = _firestore()
+        self.client: Any = client if client is not None else self._firestore.Client()
+        self.collection = collection
+        self.max_attempts = max_attempts
+
+    def __repr__(self) -> str:
+        project = getattr(self.client, "project", None)
+        return f"FirestoreRunStore(project={project!r}, collection={self.collection!r})"
+
+    def _ref(self, key: str) -> Any:
+        return self.client.collection(self.collection).document(key)
+
+    def _read(self, ref: Any, transaction: Any = None) -> RunRecord | None:
+        snapshot = ref.get(transaction=transaction)
+        if not snapshot.exists:
+            return None
+        return RunRecord.from_fields(snapshot.to_dict() or {}, f"Firestore document {ref.path}")
+
+    def _in_transaction(self, function: Any, *args: Any) -> Any:
+        # A fresh _Transactional per call: the object keeps per-call retry state.
+        transactional = self._firestore.transactional(function)
+        return transactional(self.client.transaction(max_attempts=self.max_attempts), *args)
+
+    def claim(self, key: str, record: RunRecord, now: datetime) -> Claim:
+        """Claim a run in one Firestore transaction (see :meth:`RunStore.claim`).
+
+        :param key: the run's key (the document id).
+        :param record: the ``in_progress`` record to write when the claim succeeds.
+        :param now: the attempt's current instant (aware).
+        :raises google.api_core.exceptions.GoogleAPICallError: when Firestore fails.
+        :raises ValueError: when the transaction still conflicts after ``max_attempts`` tries.
+        :return: the :class:`Claim`.
+        """
+
+        def claim_in(transaction: Any, ref: Any) -> Claim:
+            existing = self._read(ref, transaction)
+            outcome = decide_claim(existing, now)
+            if outcome is not ClaimOutcome.CLAIMED:
+                assert existing is not None
+                return Claim(outcome, existing)
+            transaction.set(ref, record.as_fields())
+            return Claim(outcome, record, existing)
+
+        result: Claim = self._in_transaction(claim_in, self._ref(key))
+        return result
+
+    def finish(self, key: str, attempt_id: str, *, succeeded: bool) -> bool:
+        """Complete or release a claim in one Firestore transaction (see :meth:`RunStore.finish`).
+
+        :param key: the run's key.
+        :param attempt_id: the attempt that claimed the run.
+        :param succeeded: ``True`` → ``completed``; ``False`` → the document is deleted.
+        :raises google.api_core.exceptions.GoogleAPICallError: when Firestore fails.
+        :return: whether the document was the attempt's (and so was changed).
+        """
+
+        def finish_in(transaction: Any, ref: Any) -> bool:
+            existing = self._read(ref, transaction)
+            if existing is None or existing.attempt_id != attempt_id:
+                return False
+            if succeeded:
+                transaction.update(ref, {"status": RunStatus.COMPLETED.value})
+            else:
+                transaction.delete(ref)
+            return True
+
+        result: bool = self._in_transaction(finish_in, self._ref(key))
+        return result
+
+    def get(self, key: str) -> RunRecord | None:
+        """Read a run's document.
+
+        :param key: the run's key.
+        :raises google.api_core.exceptions.GoogleAPICallError: when Firestore fails.
+        :return: the record, or ``None``.
+        """
+        return self._read(self._ref(key))
