@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import requests
-from conftest import RecordingTarget
+from support import RecordingTarget
 from werkzeug.serving import make_server
 
 from pytest_plugin.live import LiveScheduler

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import RecordingTarget, nightly_job
+from support import RecordingTarget, nightly_job
 from werkzeug.test import Client
 
 from scheduler_emulator.clock import ManualClock, SystemClock

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from conftest import TARGET, RecordingTarget
+from support import TARGET, RecordingTarget
 from werkzeug.test import Client, TestResponse
 
 from scheduler_emulator.emulator import Emulator

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import RecordingTarget
 from daemon import running_daemon, serving
+from support import RecordingTarget
 
 
 def write_jobs(path: Path, base_url: str, **retry: int) -> Path:

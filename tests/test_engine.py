@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from conftest import TARGET, Received, RecordingTarget, nightly_job
+from support import TARGET, Received, RecordingTarget, nightly_job
 
 from scheduler_emulator.clock import ManualClock
 from scheduler_emulator.emulator import Emulator

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RecordingTarget, nightly_job
+from support import RecordingTarget, nightly_job
 from werkzeug.test import Client
 
 from scheduler_emulator.clock import ManualClock

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import requests
 import yaml
-from conftest import RecordingTarget
 from daemon import Daemon, running_daemon, serving
+from support import RecordingTarget
 
 pytestmark = pytest.mark.skipif(
     shutil.which("gcloud") is None,

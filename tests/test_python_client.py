@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import RecordingTarget
 from daemon import Daemon, running_daemon, serving
+from support import RecordingTarget
 
 try:
     from google.api_core import exceptions

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import RecordingTarget, nightly_job
+from support import RecordingTarget, nightly_job
 
 from scheduler_emulator.clock import ManualClock
 from scheduler_emulator.emulator import Emulator

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from conftest import RecordingTarget, nightly_job
+from support import RecordingTarget, nightly_job
 
 from scheduler_emulator.clock import SystemClock, real_monotonic
 from scheduler_emulator.emulator import Emulator

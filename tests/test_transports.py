@@ -7,8 +7,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from conftest import RecordingTarget
 from daemon import serving
+from support import RecordingTarget
 
 from scheduler_emulator.outcomes import Failure
 from scheduler_emulator.transports import (
