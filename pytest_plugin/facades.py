@@ -83,9 +83,14 @@ class _Timers:
     def __getattr__(self, name: str) -> Callable[..., Any]:
         router = self.__dict__.get("_router")
         if name.startswith("_") or router is None or name not in router.timers:
-            known = sorted(router.timers) if router is not None else []
+            if router is None:
+                raise AttributeError(
+                    f"no timer named {name!r}: this façade knows no TimerRouter (a live server, "
+                    "or an app the router was not found on); use fire(name, payload) or pass "
+                    "router=…"
+                )
             raise AttributeError(
-                f"no timer named {name!r} on this app (registered: {known or 'none'}); "
+                f"no timer named {name!r} on this app (registered: {sorted(router.timers)}); "
                 "use fire(name, payload) for a name that is not a Python identifier."
             )
 

@@ -12,11 +12,13 @@ import sys
 import threading
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import requests
 
 from scheduler_emulator.attempts import iso
 from scheduler_emulator.cli import env_lines
+from scheduler_emulator.tokens import JWKS_PATH, TOKENINFO_PATH
 
 __all__ = ["LiveScheduler"]
 
@@ -34,6 +36,7 @@ class LiveScheduler:
 
     def __init__(self, *args: str, project: str = "my-project", startup_timeout: float = 30):
         self.project = project
+        self.args = args
         self.process = subprocess.Popen(
             [sys.executable, "-m", "scheduler_emulator", "start", "--port", "0"]
             + ["--project", project, *args],
@@ -106,6 +109,56 @@ class LiveScheduler:
             transport="rest",
             client_options=ClientOptions(api_endpoint=self.url),
         )
+
+    # ---------------------------------------------------------------- tokens (§13)
+
+    @property
+    def certs_url(self) -> str:
+        """URL of the daemon's signing keys as a JWK Set (``certs_url`` of
+        ``verify_scheduler_token`` and google-auth's ``verify_token``)."""
+        return self.url + JWKS_PATH
+
+    @property
+    def token_time(self) -> str:
+        """The daemon's ``--token-time``: ``"emulator"`` (default) or ``"real"``."""
+        value = "emulator"
+        for i, arg in enumerate(self.args):
+            if arg == "--token-time" and i + 1 < len(self.args):
+                value = self.args[i + 1]
+            elif arg.startswith("--token-time="):
+                value = arg.split("=", 1)[1]
+        return value
+
+    def verify_oidc(
+        self, token: str, audience: str, *, now: datetime | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """Verify an ID token the daemon minted against its :attr:`certs_url`; return the claims.
+
+        Checked at the daemon's clock (``GET /_emulator/clock``), or at real time when the
+        daemon runs with ``--token-time real``, unless ``now`` is given.
+
+        :param token: the token, or an ``Authorization`` value (``"Bearer …"``).
+        :param audience: the ``aud`` the token must carry.
+        :param options: further keywords of ``verify_scheduler_token`` (``issuers``, ``email``…).
+        :raises TokenError: expired, mis-signed, wrong audience… (``scheduler_emulator.target``).
+        """
+        from scheduler_emulator.codec import parse_timestamp
+        from scheduler_emulator.target.auth import verify_id_token
+
+        if now is None and self.token_time == "emulator":
+            now = parse_timestamp(self._call("GET", "/_emulator/clock")["now"])
+        return verify_id_token(
+            token, audience=audience, certs_url=self.certs_url, now=now, **options
+        )
+
+    def tokeninfo(self, access_token: str) -> dict[str, Any]:
+        """``GET /_emulator/oauth2/tokeninfo`` for an OAuth token the daemon minted.
+
+        :raises AssertionError: for an unknown or expired token (tokeninfo's 400).
+        """
+        token = access_token.removeprefix("Bearer ").strip()
+        path = TOKENINFO_PATH + "?" + urlencode({"access_token": token})
+        return dict(self._call("GET", path))
 
     # ---------------------------------------------------------------- admin endpoints
 

@@ -55,6 +55,11 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     ``move_to(...)`` deliver everything that falls due, retries included; ``attempts(job)``
     and ``assert_attempted(job, count=..., code=...)`` inspect what happened. Mounted apps see
     ``datetime.now()`` at the virtual instant while they handle a delivery.
+
+    Jobs with ``oidcToken`` send tokens signed by a key of this emulator:
+    ``verify_oidc(token, audience)`` checks one on the virtual clock (raising ``TokenError``),
+    ``certs_url`` serves the keys over HTTP for a mounted service that verifies tokens itself,
+    ``tokeninfo(access_token)`` describes an ``oauthToken`` job's token.
     """
     marker = request.node.get_closest_marker("cloud_scheduler")
     start = marker.kwargs.get("start", DEFAULT_START) if marker else DEFAULT_START
@@ -78,7 +83,9 @@ def cloud_scheduler_server(_cloud_scheduler_daemon: LiveScheduler) -> LiveSchedu
     One daemon serves the whole session (one per xdist worker); it is reset before each test.
     ``.url`` is its base URL, ``.env`` the ``env-init`` variables (for gcloud subprocesses),
     ``.client()`` a REST ``CloudSchedulerClient`` (needs ``google-cloud-scheduler``);
-    ``.advance(...)``, ``.move_to(...)`` and ``.attempts(...)`` drive its manual clock.
+    ``.advance(...)``, ``.move_to(...)`` and ``.attempts(...)`` drive its manual clock;
+    ``.certs_url``, ``.verify_oidc(token, audience)`` (on the daemon's clock) and
+    ``.tokeninfo(access_token)`` check the tokens it sends.
     """
     _cloud_scheduler_daemon.reset(clock_time=DEFAULT_START)
     return _cloud_scheduler_daemon

@@ -3,14 +3,20 @@
 While the emulator delivers to a mounted app, the app sees ``datetime.now()`` and
 ``time.time()`` at the emulator's virtual instant (freezegun); the emulator's own clock is never
 affected. Requests to URLs that are not mounted go over real HTTP.
+
+Jobs with ``oidcToken`` send ID tokens signed by this emulator's own key (fresh per fixture):
+:meth:`CloudScheduler.verify_oidc` checks one on the virtual clock, and
+:attr:`CloudScheduler.certs_url` serves the keys over HTTP for a mounted app that verifies
+tokens itself (``verify_scheduler_token`` or google-auth).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from freezegun import freeze_time
 
@@ -19,12 +25,16 @@ from scheduler_emulator.clock import ManualClock
 from scheduler_emulator.emulator import Emulator
 from scheduler_emulator.faults import FaultPlan
 from scheduler_emulator.resources import Job
+from scheduler_emulator.tokens import JWKS_PATH, TokenAuthority
 from scheduler_emulator.transports import (
     DeliveryRequest,
     MountTransport,
     TransportResult,
     WsgiApp,
 )
+
+if TYPE_CHECKING:
+    from werkzeug.serving import BaseWSGIServer
 
 __all__ = ["CloudScheduler", "VirtualTimeTransport"]
 
@@ -75,9 +85,17 @@ class CloudScheduler:
         self.clock = ManualClock(start)
         self.transport = VirtualTimeTransport(self.clock)
         self.emulator = Emulator(self.clock, transport=self.transport)
+        self._server: BaseWSGIServer | None = None
+        self._server_thread: threading.Thread | None = None
 
     def close(self) -> None:
-        """Release the emulator."""
+        """Release the emulator (and stop the keys' HTTP server, if :attr:`url` started it)."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            if self._server_thread is not None:
+                self._server_thread.join(10)
+            self._server = None
         self.emulator.close()
 
     @property
@@ -85,6 +103,72 @@ class CloudScheduler:
         """The fault plan: ``cloud_scheduler.faults.add(action="lost_ack", job="nightly")``
         (see :mod:`scheduler_emulator.faults`); ``faults.seed`` sets the random seed."""
         return self.emulator.faults
+
+    # ---------------------------------------------------------------- tokens (§13)
+
+    @property
+    def tokens(self) -> TokenAuthority:
+        """What mints this emulator's tokens: its key (``tokens.jwks()``), issuer, tokeninfo."""
+        return self.emulator.tokens
+
+    @property
+    def url(self) -> str:
+        """Base URL of this emulator's endpoints over real HTTP (REST API and ``/_emulator/``),
+        started on first use on a free local port, for code that fetches keys or tokeninfo."""
+        if self._server is None:
+            from scheduler_emulator.server import serve
+
+            self._server = serve(self.emulator, "127.0.0.1", 0)
+            self._server_thread = threading.Thread(
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.05},  # shut down quickly at the end of the test
+                name="cloud-scheduler-keys",
+                daemon=True,
+            )
+            self._server_thread.start()
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    @property
+    def certs_url(self) -> str:
+        """URL of this emulator's signing keys as a JWK Set: pass it as ``certs_url`` to
+        ``verify_scheduler_token`` or ``google.oauth2.id_token.verify_token`` in the service
+        under test. Starts a small local HTTP server on first use."""
+        return self.url + JWKS_PATH
+
+    def verify_oidc(
+        self, token: str, audience: str, *, now: datetime | None = None
+    ) -> dict[str, Any]:
+        """Verify an ID token this emulator minted, on its virtual clock; return the claims.
+
+        :param token: the token, or an ``Authorization`` value (``"Bearer …"``), e.g.
+            ``attempt.request["headers"]["Authorization"]``.
+        :param audience: the ``aud`` the token must carry.
+        :param now: the instant to check at; the emulator's clock by default.
+        :raises TokenError: expired, not yet valid, mis-signed, wrong issuer or wrong audience
+            (see :mod:`scheduler_emulator.target.auth`).
+        """
+        from scheduler_emulator.target.auth import verify_id_token
+
+        authority = self.emulator.tokens
+        return verify_id_token(
+            token,
+            audience=audience,
+            keys=authority.jwks(),
+            issuers=[authority.issuer],
+            now=now or self.now(),
+        )
+
+    def tokeninfo(self, access_token: str) -> dict[str, str]:
+        """What Google's tokeninfo answers for an OAuth token this emulator minted
+        (``email``, ``scope``, ``exp``, ``expires_in``…).
+
+        :raises AssertionError: for an unknown or expired token (tokeninfo's 400).
+        """
+        token = access_token.removeprefix("Bearer ").strip()
+        status, body = self.emulator.tokens.tokeninfo(token)
+        if status != 200:
+            raise AssertionError(f"tokeninfo refused the token: {body}")
+        return body
 
     # ---------------------------------------------------------------- targets and jobs
 
@@ -170,6 +254,7 @@ class CloudScheduler:
 
         :raises AssertionError: listing every attempt of the job and why it did not match.
         """
+        __tracebackhide__ = True
         attempts = self.attempts(job)
         matching, misses = [], []
         for attempt in attempts:
@@ -180,6 +265,11 @@ class CloudScheduler:
                 reasons.append(f"ScheduleTime {attempt.schedule_time}, not {schedule_time}")
             if reasons:
                 misses.append(f"  {_describe(attempt)}: " + "; ".join(reasons))
+                misses.append(f"      {attempt.debug_info}")
+                url = attempt.request.get("url", "")
+                if attempt.response_status is None and self.transport.find(url) is None:
+                    mounted = sorted(self.transport.mounted) or "none"
+                    misses.append(f"      {url} is not mounted (mounted: {mounted}).")
             else:
                 matching.append(attempt)
         wanted = f"{count}" if count is not None else "at least 1"

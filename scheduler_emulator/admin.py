@@ -11,6 +11,12 @@
   (and sets the seed); ``DELETE`` removes every rule
 - ``POST /_emulator/reset`` → deletes every job and attempt; ``{"clockTime": …}`` also sets a
   manual clock to that instant
+- ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK
+  Set) and ``GET /_emulator/oidc/v1/certs`` (``{kid: PEM certificate}``): the keys that sign
+  the OIDC tokens jobs send (§13.1, :mod:`~scheduler_emulator.tokens`)
+- ``GET /_emulator/oauth2/tokeninfo?access_token=…`` → an OAuth token's email, scope and expiry
+  as Google's tokeninfo answers; 400 ``{"error": "invalid_token", …}`` for an unknown or expired
+  one (§13.2)
 
 The clock endpoints answer only after every run, retry and delivery that fell due has finished;
 on a system clock they answer 400 ``FAILED_PRECONDITION``.
@@ -18,10 +24,11 @@ on a system clock they answer 400 ``FAILED_PRECONDITION``.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from werkzeug.routing import Rule
-from werkzeug.wrappers import Request
+from werkzeug.wrappers import Request, Response
 
 from .attempts import iso
 from .clock import ManualClock
@@ -30,6 +37,7 @@ from .emulator import Emulator
 from .errors import ClockError, FailedPrecondition, InvalidArgument
 from .faults import FaultPlan, FaultRule
 from .request_body import request_json
+from .tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
 
 RULES = [
     Rule("/_emulator/health", methods=["GET"], endpoint="health"),
@@ -42,6 +50,10 @@ RULES = [
     Rule("/_emulator/faults", methods=["GET"], endpoint="get_faults"),
     Rule("/_emulator/faults", methods=["POST"], endpoint="add_faults"),
     Rule("/_emulator/faults", methods=["DELETE"], endpoint="clear_faults"),
+    Rule(DISCOVERY_PATH, methods=["GET"], endpoint="oidc_discovery"),
+    Rule(JWKS_PATH, methods=["GET"], endpoint="oidc_certs"),
+    Rule(X509_CERTS_PATH, methods=["GET"], endpoint="oidc_x509_certs"),
+    Rule(TOKENINFO_PATH, methods=["GET", "POST"], endpoint="oauth_tokeninfo"),
 ]
 
 
@@ -142,3 +154,27 @@ class Admin:
         """Remove every fault rule."""
         self.emulator.faults.clear()
         return self.emulator.faults.to_json()
+
+    def oidc_discovery(self, request: Request) -> dict[str, Any]:
+        """The OpenID discovery document; ``jwks_uri`` is under the URL the caller used."""
+        return self.emulator.tokens.discovery(request.host_url)
+
+    def oidc_certs(self, request: Request) -> dict[str, Any]:
+        """The signing key as a JWK Set (google-auth ``certs_url``, PyJWT ``PyJWKClient``)."""
+        return self.emulator.tokens.jwks()
+
+    def oidc_x509_certs(self, request: Request) -> dict[str, Any]:
+        """The signing key as ``{kid: PEM certificate}`` (Google's ``oauth2/v1/certs``)."""
+        return dict(self.emulator.tokens.x509_certs())
+
+    def oauth_tokeninfo(self, request: Request) -> Response:
+        """Describe an access token (``access_token`` in the query or a form body)."""
+        token = request.values.get("access_token")
+        status, body = (
+            self.emulator.tokens.tokeninfo(token)
+            if token
+            else (400, {"error": "invalid_request", "error_description": "No access_token."})
+        )
+        return Response(
+            json.dumps(body), status=status, content_type="application/json; charset=UTF-8"
+        )

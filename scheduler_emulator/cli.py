@@ -36,6 +36,7 @@ from .jobs_file import load_jobs_file
 from .names import check_project_id
 from .resources import Job
 from .store import Store
+from .tokens import GOOGLE_ISSUER, KEY_FILE_NAME, TOKEN_TIMES, TokenAuthority
 
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
@@ -113,6 +114,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-file", metavar="F", help="execution log, JSON lines (default: stdout)"
     )
     start.add_argument("--dst-policy", choices=DST_CHOICES, default="absolute", help=DST_HELP)
+    start.add_argument(
+        "--token-issuer",
+        default=GOOGLE_ISSUER,
+        metavar="URL",
+        help="'iss' of the OIDC tokens jobs send (%(default)s)",
+    )
+    start.add_argument(
+        "--token-time",
+        choices=TOKEN_TIMES,
+        default="emulator",
+        help="stamp tokens with the emulator's clock, or with real time so that a target "
+        "verifying against its own clock accepts them on a manual clock far from now "
+        "(%(default)s)",
+    )
 
     nxt = sub.add_parser("next", help="print a schedule's next fire times")
     nxt.add_argument("schedule", help='unix-cron or English-like schedule, e.g. "0 2 * * *"')
@@ -150,6 +165,17 @@ def build_parser() -> argparse.ArgumentParser:
         "directory", nargs="?", default=".", metavar="DIR", help="where to write (%(default)s)"
     )
     init.add_argument("--force", action="store_true", help="overwrite existing project files")
+    replay = sub.add_parser(
+        "replay",
+        help="run a scenario file, or re-send recorded attempts to a target",
+        description="Run SCENARIO (jobs, steps, faults, target, expectations) on a virtual "
+        "clock and print its attempt timeline and expectations (exit 1 when one is unmet); or, "
+        "with --attempts FILE --target URL, re-send recorded attempts with their spacing. "
+        "See docs/faults-and-replay.md.",
+    )
+    from .replay import add_arguments as add_replay_arguments
+
+    add_replay_arguments(replay)
     return parser
 
 
@@ -250,17 +276,26 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
 
     jobs = load_jobs_files(args.jobs, project=args.project, location=args.location)
     check_port_free(args.host, args.port)
+    key_path: Path | None = None
     if args.in_memory:
         store = Store(":memory:")
         where = "in memory"
     else:
         data_dir = args.data_dir or default_data_dir()
         store = Store(Path(data_dir) / "emulator.db")
+        key_path = Path(data_dir) / KEY_FILE_NAME
         where = f"data dir {data_dir}"
     log_stream: IO[str] = open(args.log_file, "a") if args.log_file else out  # noqa: SIM115
     faults = load_fault_file(args.faults) if args.faults else None
+    clock = _make_clock(args)
+    tokens = TokenAuthority(
+        clock, key_path=key_path, issuer=args.token_issuer, token_time=args.token_time
+    )
+    if key_path is not None:
+        tokens.key  # noqa: B018 - load or create the key now: a bad key file stops the start
     emulator = Emulator(
-        _make_clock(args),
+        clock,
+        tokens=tokens,
         store=store,
         faults=faults,
         project=args.project,
@@ -295,7 +330,10 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         emulator.close()
         if log_stream is not out:
             log_stream.close()
-    print("scheduler-emulator stopped; every job and attempt is saved.", file=sys.stderr)
+    kept = (
+        "nothing was kept (--in-memory)" if args.in_memory else f"jobs and attempts are in {where}"
+    )
+    print(f"scheduler-emulator stopped; {kept}.", file=sys.stderr)
     return 0
 
 
@@ -317,6 +355,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .scaffold import run_init
 
             return run_init(args.directory, force=args.force, out=sys.stdout)
+        if args.command == "replay":
+            from .replay import run_command
+
+            return run_command(args, sys.stdout)
     except (EmulatorError, OSError) as exc:
         message = exc.message if isinstance(exc, ApiError) else str(exc)
         detail = ""

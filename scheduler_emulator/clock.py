@@ -60,7 +60,7 @@ def require_aware(value: datetime, what: str = "datetime") -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ClockError(
             f"{what} {value.isoformat()} is naive; pass a timezone-aware datetime such as "
-            f"datetime(..., tzinfo=datetime.UTC)."
+            f"datetime(..., tzinfo=timezone.utc) (from datetime import timezone)."
         )
     return value.astimezone(UTC)
 

@@ -29,6 +29,7 @@ from .faults import FaultPlan
 from .names import generate_job_id, qualify_job_name
 from .resources import Job, State
 from .store import Store
+from .tokens import TokenAuthority
 from .transports import HttpTransport, Transport
 from .update_mask import apply_update
 
@@ -51,6 +52,9 @@ class Emulator:
         rules later through :attr:`faults`.
     :param dst_policy: ``"absolute"`` (P1) or ``"vixie"``.
     :param force_run_schedule_time: ``"next"`` or ``"omit"`` (P3).
+    :param tokens: mints OIDC and OAuth tokens (§13); by default a
+        :class:`~scheduler_emulator.tokens.TokenAuthority` on ``clock`` with a fresh key, made on
+        first use.
     """
 
     def __init__(
@@ -66,6 +70,7 @@ class Emulator:
         faults: FaultPlan | None = None,
         dst_policy: str = "absolute",
         force_run_schedule_time: str = "next",
+        tokens: TokenAuthority | None = None,
     ) -> None:
         from .engine import Engine  # engine imports schedule; keep module import light
 
@@ -74,6 +79,7 @@ class Emulator:
         self.project = project
         self.location = location
         self.locations: tuple[str, ...] = tuple(locations or (location,))
+        self.tokens = tokens if tokens is not None else TokenAuthority(self.clock)
         self.engine = Engine(
             self.clock,
             self.store,
@@ -82,6 +88,7 @@ class Emulator:
             faults=faults,
             dst_policy=dst_policy,
             force_run_schedule_time=force_run_schedule_time,
+            tokens=self.tokens,
         )
         self.engine.load()
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from .attempt_log import AttemptLog
 from .attempts import Attempt, Run, SkippedRun
@@ -44,6 +45,9 @@ from .retry import backoff, may_retry
 from .schedule import Schedule, format_schedule_time, parse_schedule
 from .store import Store
 from .transports import DeliveryRequest, Transport, TransportResult
+
+if TYPE_CHECKING:
+    from .tokens import TokenAuthority
 
 logger = logging.getLogger("scheduler_emulator")
 
@@ -90,6 +94,8 @@ class Engine:
     :param force_run_schedule_time: ``"next"`` (P3 default: the next scheduled time) or
         ``"omit"`` (no ScheduleTime header on forced runs).
     :param max_workers: delivery threads under a system clock.
+    :param tokens: mints the ``Authorization`` token of jobs with ``oidcToken`` or
+        ``oauthToken`` at each attempt's instant (§13); without it no token is sent.
     """
 
     def __init__(
@@ -103,6 +109,7 @@ class Engine:
         dst_policy: str = "absolute",
         force_run_schedule_time: str = "next",
         max_workers: int = 32,
+        tokens: TokenAuthority | None = None,
     ) -> None:
         if force_run_schedule_time not in ("next", "omit"):
             raise ValueError(
@@ -114,6 +121,7 @@ class Engine:
         self.transport = transport
         self.attempt_log = attempt_log
         self.faults = faults if faults is not None else FaultPlan()
+        self.tokens = tokens
         self._late: list[tuple[Attempt, LateResponse, float]] = []
         self.dst_policy = dst_policy
         self.force_run_schedule_time = force_run_schedule_time
@@ -496,7 +504,8 @@ class Engine:
                 rt.active = run
         else:
             self.store.save_run(run)
-        request = build_request(rt.job, run.schedule_time)
+        authorization = None if self.tokens is None else self.tokens.authorization(rt.job, now)
+        request = build_request(rt.job, run.schedule_time, authorization)
         attempt = Attempt(
             id=0,
             job=rt.job.name,

@@ -13,8 +13,12 @@ status, the ``google.rpc.Code`` name and number, and render as Google's REST err
     │   └── AlreadyExists             409 ALREADY_EXISTS    (create with an existing name)
     ├── ClockError                    manual-only operation on a system clock, naive datetime…
     ├── ConfigurationError            bad command-line or jobs-file input (exit code 2)
-    └── UnknownTimerError             (also LookupError) invoking a timer no handler declares
-                                      (scheduler_emulator.target)
+    ├── UnknownTimerError             (also LookupError) invoking a timer no handler declares
+    │                                 (scheduler_emulator.target)
+    ├── TokenError                    a request's OIDC token is missing, malformed, mis-signed,
+    │                                 expired, or for another issuer, audience or account
+    │                                 (scheduler_emulator.target.auth; subclasses there)
+    └── CertsUnavailableError         the signing keys could not be fetched (target.auth)
 """
 
 from __future__ import annotations

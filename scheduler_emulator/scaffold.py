@@ -85,10 +85,13 @@ def next_commands(directory: str | os.PathLike[str]) -> list[str]:
     commands = [] if Path(directory).resolve() == Path.cwd().resolve() else [f"cd {directory}"]
     return [
         *commands,
-        "pip install -r requirements.txt",
+        "pip install -r requirements.txt   # or, in a new venv, first: pip install <path to a "
+        "clone of cloud-scheduler-emulator>",
         "python -m pytest",
         "python app.py 8000 &",
-        "scheduler-emulator start --jobs jobs.yaml --in-memory",
+        "scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "
+        "--start 2026-09-24T01:59:00Z &",
+        "curl -X POST http://127.0.0.1:8095/_emulator/clock:advance -d '{\"seconds\": 120}'",
     ]
 
 

@@ -15,7 +15,8 @@ job with ``oauthToken`` gets an opaque ``ya29.emulator.…`` access token instea
 
 The daemon serves the keys (:mod:`~scheduler_emulator.admin`):
 
-- ``/_emulator/oidc/.well-known/openid-configuration`` — discovery (:meth:`TokenAuthority.discovery`);
+- ``/_emulator/oidc/.well-known/openid-configuration`` — discovery
+  (:meth:`TokenAuthority.discovery`);
 - ``/_emulator/oidc/certs`` — a JWK Set, like ``https://www.googleapis.com/oauth2/v3/certs``;
 - ``/_emulator/oidc/v1/certs`` — ``{kid: PEM certificate}``, like
   ``https://www.googleapis.com/oauth2/v1/certs`` (google-auth's default format).

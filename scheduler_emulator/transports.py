@@ -221,6 +221,11 @@ class MountTransport:
             raise ValueError(f"mount prefix must start with http:// or https://; got {prefix!r}.")
         self._mounts[prefix.rstrip("/")] = app
 
+    @property
+    def mounted(self) -> list[str]:
+        """The mounted URL prefixes."""
+        return list(self._mounts)
+
     def find(self, url: str) -> WsgiApp | None:
         """Return the app mounted for ``url``, or ``None``."""
         best: tuple[int, WsgiApp] | None = None

@@ -53,10 +53,14 @@ class TestInit:
         assert out.endswith(
             "\nNext:\n"
             f"  cd {project}\n"
-            "  pip install -r requirements.txt\n"
+            "  pip install -r requirements.txt   # or, in a new venv, first: pip install <path to "
+            "a clone of cloud-scheduler-emulator>\n"
             "  python -m pytest\n"
             "  python app.py 8000 &\n"
-            "  scheduler-emulator start --jobs jobs.yaml --in-memory\n"
+            "  scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "
+            "--start 2026-09-24T01:59:00Z &\n"
+            "  curl -X POST http://127.0.0.1:8095/_emulator/clock:advance -d "
+            "'{\"seconds\": 120}'\n"
         )
 
     def test_the_requirements_name_the_emulator_and_flask(self) -> None:
@@ -74,7 +78,7 @@ class TestInit:
         assert main(["init"]) == 0
         assert (tmp_path / "app.py").is_file()
         assert "cd " not in capsys.readouterr().out
-        assert next_commands(".")[0] == "pip install -r requirements.txt"
+        assert next_commands(".")[0].startswith("pip install -r requirements.txt")
 
     def test_an_existing_file_is_refused_with_exit_2_naming_it_and_nothing_is_written(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

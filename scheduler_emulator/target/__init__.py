@@ -16,8 +16,13 @@ Importable by a production service without the emulator::
 - :mod:`.router` — :class:`TimerRouter`, :class:`Timer`, :func:`find_router`, the answers and the
   log lines;
 - :mod:`.request` — :class:`TimerRequest`, what a handler sees of the request;
-- :mod:`.binding` — how a JSON body binds to a payload parameter (400 when it does not).
+- :mod:`.binding` — how a JSON body binds to a payload parameter (400 when it does not);
+- :mod:`.auth` — :func:`verify_scheduler_token`, :class:`SchedulerTokenMiddleware` and the
+  :class:`TokenError` tree: check the OIDC token Cloud Scheduler sends (loaded on first use).
 """
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .binding import BindingError, encode_payload
 from .guard import (
@@ -52,17 +57,34 @@ from .router import (
     find_router,
 )
 
+if TYPE_CHECKING:
+    from .auth import (
+        CertsUnavailableError,
+        SchedulerTokenMiddleware,
+        TokenError,
+        verify_scheduler_token,
+    )
+
+#: Names served from :mod:`.auth` on first use, so a service that checks no token loads none of
+#: its code.
+_AUTH_EXPORTS = frozenset(
+    {"CertsUnavailableError", "SchedulerTokenMiddleware", "TokenError", "verify_scheduler_token"}
+)
+
 __all__ = [
     "DEFAULT_PREFIX",
     "EXCEPTION_ENVIRON_KEY",
     "PROPAGATE_EXCEPTIONS_KEY",
     "BindingError",
     "CaseInsensitiveHeaders",
+    "CertsUnavailableError",
+    "SchedulerTokenMiddleware",
     "Timer",
     "TimerMiddleware",
     "TimerRequest",
     "TimerResponse",
     "TimerRouter",
+    "TokenError",
     "UnknownTimerError",
     "WsgiApp",
     "encode_payload",
@@ -82,4 +104,13 @@ __all__ = [
     "RunStore",
     "ScheduledRun",
     "SqliteRunStore",
+    # token verification (spec §13), loaded on first use
+    "verify_scheduler_token",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the token helpers of :mod:`.auth` on first use."""
+    if name not in _AUTH_EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(".auth", __name__), name)

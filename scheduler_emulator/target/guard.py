@@ -113,6 +113,12 @@ _MISSING_HEADER_MESSAGE = (
 
 
 def _problem(status: int, problem: dict[str, Any]) -> TimerResponse:
+    """Render an ``application/problem+json`` answer.
+
+    :param status: the HTTP status.
+    :param problem: the problem's members (``type``, ``title``, ``status``...).
+    :return: the answer, with ``Content-Type`` and ``Content-Length``.
+    """
     body = json.dumps(problem, separators=(",", ":"), ensure_ascii=False).encode()
     headers = (("Content-Type", PROBLEM_JSON), ("Content-Length", str(len(body))))
     return TimerResponse(status, headers, body)
@@ -343,12 +349,19 @@ _INSTALLED = "__run_once_answers__"
 
 
 def _utc_now() -> datetime:
-    # datetime.now, not the emulator's clock: the target runs in the user's service, and under the
-    # pytest plugin freezegun shows it the virtual instant, which leases should then follow.
+    """The default clock: ``datetime.now(UTC)``.
+
+    Not the emulator's clock: the guard runs in the user's service, and under the pytest plugin
+    freezegun shows that service the virtual instant, which leases should then follow.
+    """
     return datetime.now(UTC)
 
 
 def _is_timer_request(annotation: Any) -> bool:
+    """Whether a parameter's annotation is ``TimerRequest`` or ``TimerRequest | None``.
+
+    :param annotation: the resolved annotation, or its text when it did not resolve.
+    """
     if isinstance(annotation, str):  # an annotation that did not resolve (yet)
         text = annotation.replace(" ", "").removeprefix("Optional[").removesuffix("]")
         return text.removesuffix("|None").rsplit(".", 1)[-1] == "TimerRequest"
@@ -360,12 +373,19 @@ def _is_timer_request(annotation: Any) -> bool:
 
 
 def _describe(function: Callable[..., Any]) -> str:
+    """Name a handler in an error message: ``module.qualname``."""
     name = getattr(function, "__qualname__", None) or repr(function)
     module = getattr(function, "__module__", None)
     return f"{module}.{name}" if module else name
 
 
 def _hints(handler: Callable[..., Any]) -> dict[str, Any]:
+    """A handler's annotations, resolved (a callable object's ``__call__``'s).
+
+    :param handler: the decorated callable.
+    :return: the annotations by parameter name; ``{}`` when they do not resolve yet (the router
+        then reports it when it registers the handler).
+    """
     target: Any = handler
     if not inspect.isroutine(handler) and not isinstance(handler, functools.partial):
         target = type(handler).__call__
@@ -376,7 +396,12 @@ def _hints(handler: Callable[..., Any]) -> dict[str, Any]:
 
 
 def _status_of(value: Any) -> int:
-    """The status a Flask view's return value is answered with (Flask's rules, no app needed)."""
+    """The status a Flask view's return value is answered with (Flask's rules, no app needed).
+
+    :param value: a response object, a body, or a ``(body, status[, headers])`` /
+        ``(body, headers)`` tuple.
+    :return: the status code; 200 when the value does not set one.
+    """
     if isinstance(value, tuple):
         if len(value) == 3:
             return _status_code(value[1])
@@ -392,6 +417,7 @@ def _status_of(value: Any) -> int:
 
 
 def _status_code(value: Any) -> int:
+    """A status given as ``404``, ``HTTPStatus.NOT_FOUND`` or ``"404 NOT FOUND"``, as an int."""
     if isinstance(value, int):
         return int(value)
     return int(str(value).split(None, 1)[0])
@@ -403,6 +429,13 @@ def _acknowledges(value: Any) -> bool:
 
 
 def _find_request(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The request a guarded view serves: an argument that is a werkzeug request, else Flask's.
+
+    :param args: the view's positional arguments.
+    :param kwargs: the view's keyword arguments.
+    :raises TypeError: when no argument is a request and no Flask request is active.
+    :return: the request (anything with ``headers`` and ``environ``).
+    """
     for value in (*args, *kwargs.values()):
         if hasattr(value, "headers") and hasattr(value, "environ"):
             return value
@@ -419,6 +452,7 @@ def _find_request(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 
 def _werkzeug_response(answer: TimerResponse) -> Any:
+    """Turn a framework-neutral answer into a :class:`werkzeug.wrappers.Response`."""
     from werkzeug.wrappers import Response
 
     return Response(answer.body, status=answer.status, headers=list(answer.headers))
@@ -594,19 +628,28 @@ class RunOnceGuard:
             raise in_progress
         try:
             value = work()
+            ok = succeeded is None or succeeded(value)
         except BaseException:
             self._finish(attempt, succeeded=False)
             raise
-        self._finish(attempt, succeeded=succeeded is None or succeeded(value))
+        self._finish(attempt, succeeded=ok)
         return RunResult(attempt, ran=True, value=value)
 
     def _finish(self, attempt: Attempt, *, succeeded: bool) -> None:
+        """Complete or release an attempt's claim and log what became of it (spec §3, step 3).
+
+        A store error is logged with its traceback, not raised: the work's outcome decides the
+        answer.
+
+        :param attempt: a ``CLAIMED`` attempt whose work has ended.
+        :param succeeded: whether the work succeeded.
+        """
         what = "completed" if succeeded else "failed"
         try:
             ours = attempt.complete() if succeeded else attempt.release()
         except Exception:
-            # The work's outcome decides the answer: a store failure now must not turn a finished
-            # run into a retry (that would run it again once the lease is out).
+            # A store failure now must not turn a finished run into a retry (that would run it
+            # again once the lease is out).
             logger.exception(
                 "%s %s in attempt %s, but the guard could not record that; the record stays "
                 "in_progress until its lease runs out.",

@@ -138,6 +138,10 @@ class RunRecord:
 
 
 def _instant(value: Any) -> datetime:
+    """Read a stored instant (an aware datetime or ISO 8601 text) as an aware UTC datetime.
+
+    :raises ValueError: for anything else, or a naive instant.
+    """
     instant = datetime.fromisoformat(value) if isinstance(value, str) else value
     if not isinstance(instant, datetime) or instant.tzinfo is None:
         raise ValueError(f"{value!r} is not an aware instant")
@@ -222,7 +226,10 @@ class RunStore(Protocol):
 
 
 def _text(instant: datetime) -> str:
-    """An aware instant as fixed-width UTC ISO 8601, so that text order is time order."""
+    """An aware instant as fixed-width UTC ISO 8601, so that text order is time order.
+
+    :raises ValueError: for a naive datetime.
+    """
     if instant.tzinfo is None:
         raise ValueError(f"{instant!r} is naive; pass an aware datetime such as datetime.now(UTC)")
     return instant.astimezone(UTC).isoformat(timespec="microseconds")
@@ -289,6 +296,7 @@ class SqliteRunStore:
         return self.path == ":memory:"
 
     def _connect(self) -> sqlite3.Connection:
+        """Open this process's connection: autocommit mode, the busy timeout, WAL for a file."""
         import sqlite3
 
         connection = sqlite3.connect(
@@ -302,7 +310,13 @@ class SqliteRunStore:
         return connection
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, *, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction under this store's lock, rolled back if the block raises.
+
+        :param write: ``True`` (``BEGIN IMMEDIATE``) for claims and finishes, ``False``
+            (``BEGIN DEFERRED``) for reads.
+        :return: a context manager yielding the connection.
+        """
         if self._pid != os.getpid():
             # A forked child: a connection must not cross fork(), and the lock may have been held
             # by a thread that does not exist here. Start afresh (":memory:" starts empty).
@@ -311,7 +325,9 @@ class SqliteRunStore:
             if self._connection is None:
                 self._connection = self._connect()
             connection = self._connection
-            connection.execute("BEGIN IMMEDIATE")
+            # IMMEDIATE takes the write lock at once: a claim's read and write see no other
+            # writer in between, and waiting for the lock happens here, under busy_timeout.
+            connection.execute("BEGIN IMMEDIATE" if write else "BEGIN DEFERRED")
             try:
                 yield connection
             except BaseException:
@@ -320,6 +336,10 @@ class SqliteRunStore:
             connection.execute("COMMIT")
 
     def _select(self, connection: sqlite3.Connection, key: str) -> RunRecord | None:
+        """Read a key's record inside the current transaction.
+
+        :raises ValueError: for a row that is not a guard record.
+        """
         row = connection.execute(
             f"SELECT status, attempt_id, lease_expires, expire_at, run FROM {self.table} "
             "WHERE key = ?",
@@ -395,7 +415,7 @@ class SqliteRunStore:
         :param key: the run's key.
         :return: the record, or ``None``.
         """
-        with self._transaction() as connection:
+        with self._transaction(write=False) as connection:
             return self._select(connection, key)
 
     def close(self) -> None:
@@ -413,6 +433,10 @@ class SqliteRunStore:
 
 
 def _firestore() -> Any:
+    """Import ``google.cloud.firestore`` (lazily: the extra is optional).
+
+    :raises ImportError: naming the extra to install, when the package is missing.
+    """
     try:
         from google.cloud import firestore
     except ImportError as exc:
@@ -456,16 +480,25 @@ class FirestoreRunStore:
         return f"FirestoreRunStore(project={project!r}, collection={self.collection!r})"
 
     def _ref(self, key: str) -> Any:
+        """The document of a run key."""
         return self.client.collection(self.collection).document(key)
 
     def _read(self, ref: Any, transaction: Any = None) -> RunRecord | None:
+        """Read a document as a record, in ``transaction`` when given.
+
+        :raises ValueError: for a document that is not a guard record.
+        """
         snapshot = ref.get(transaction=transaction)
         if not snapshot.exists:
             return None
         return RunRecord.from_fields(snapshot.to_dict() or {}, f"Firestore document {ref.path}")
 
     def _in_transaction(self, function: Any, *args: Any) -> Any:
-        # A fresh _Transactional per call: the object keeps per-call retry state.
+        """Run ``function(transaction, *args)`` under ``@firestore.transactional``.
+
+        A fresh ``_Transactional`` per call: the object keeps one call's retry state, so sharing
+        it between threads would mix their transactions.
+        """
         transactional = self._firestore.transactional(function)
         return transactional(self.client.transaction(max_attempts=self.max_attempts), *args)
 

@@ -1,7 +1,8 @@
 """A child process for the two-process test: one service instance receiving one delivery.
 
-``python claimer.py '<store spec JSON>'`` serves a guarded ``nightly`` timer through a
-:class:`TimerRouter`, and talks to the test over stdin/stdout, one line at a time:
+``python -m guard.claimer '<store spec JSON>'``, run from ``tests/``, serves a guarded
+``nightly`` timer through a :class:`TimerRouter`, and talks to the test over stdin/stdout, one
+line at a time:
 
 - it says ``ready`` once the store is open, then waits for ``go``;
 - it posts the delivery (werkzeug's test client, Cloud Scheduler's headers);
@@ -14,10 +15,11 @@ from __future__ import annotations
 import json
 import sys
 
-from guard_support import open_store, scheduler_headers
 from werkzeug.test import Client
 
 from scheduler_emulator.target import RunOnceGuard, TimerRouter
+
+from .guard_support import open_store, scheduler_headers
 
 
 def say(line: str) -> None:

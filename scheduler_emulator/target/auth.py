@@ -1,0 +1,553 @@
+"""Check that a request really comes from Cloud Scheduler: verify its OIDC token (spec §13).
+
+The ``X-CloudScheduler*`` headers can be sent by anyone; a job with ``oidcToken`` also sends
+``Authorization: Bearer <ID token>``, an RS256 JWT signed by Google (or by the emulator's own
+key). A service checks it with::
+
+    from scheduler_emulator.target import TokenError, verify_scheduler_token
+
+    try:
+        claims = verify_scheduler_token(
+            request,                                   # Flask/werkzeug, TimerRequest, headers…
+            audience="https://orders-abc123-uc.a.run.app",
+            certs_url=CERTS_URL,                       # Google's, or the emulator's
+            email="scheduler-invoker@my-project.iam.gserviceaccount.com",
+        )
+    except TokenError as exc:
+        return str(exc), 401
+
+``CERTS_URL`` is :data:`GOOGLE_CERTS_URL` in production and
+``http://127.0.0.1:8095/_emulator/oidc/certs`` against the emulator; nothing else changes.
+:class:`SchedulerTokenMiddleware` does the same in front of any WSGI app.
+
+Errors (all :class:`TokenError`, each a distinct reason to answer 401)::
+
+    TokenError
+    ├── MissingTokenError          no Authorization header, or not "Bearer <token>"
+    ├── MalformedTokenError        not a JWT, or a claim missing or of the wrong type
+    ├── InvalidSignatureError      unknown key ID (another issuer or emulator), bad signature
+    ├── ExpiredTokenError          now is past exp (+ leeway)
+    ├── TokenNotYetValidError      now is before iat (- leeway)
+    ├── WrongIssuerError           iss is not an accepted issuer
+    ├── WrongAudienceError         aud is not the audience asked for
+    └── WrongEmailError            email is not an accepted service account
+
+:class:`CertsUnavailableError` (not a :class:`TokenError`: the caller is not at fault) means the
+keys could not be fetched.
+
+Time: unless ``now`` is given, "now" is ``time.time()`` read at the call, so a service tested
+in-process under the ``cloud_scheduler`` fixture (which shows mounted apps the virtual instant)
+verifies on the emulator's clock. Needs PyJWT with its crypto extra (``pyjwt[crypto]``),
+imported on first use.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Collection, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..errors import EmulatorError
+from .request import CaseInsensitiveHeaders
+
+#: Google's signing keys as a JWK Set (the v1 URL serves the same keys as PEM certificates).
+GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v3/certs"
+#: The ``iss`` values of Google ID tokens.
+GOOGLE_ISSUERS = ("https://accounts.google.com", "accounts.google.com")
+#: The environ key where :class:`SchedulerTokenMiddleware` leaves the verified claims.
+CLAIMS_ENVIRON_KEY = "scheduler_emulator.target.token_claims"
+#: Seconds fetched keys are reused before they are fetched again (an unknown key ID always
+#: triggers a fetch).
+CERTS_MAX_AGE_SECONDS = 300.0
+
+logger = logging.getLogger("scheduler_emulator.target")
+
+
+class TokenError(EmulatorError):
+    """The request's token does not prove it comes from the expected Cloud Scheduler job.
+
+    A service answers 401 (:attr:`http_status`); the message says what is wrong and is safe to
+    log (it holds no token).
+    """
+
+    http_status = 401
+
+
+class MissingTokenError(TokenError):
+    """No ``Authorization: Bearer <token>`` header."""
+
+
+class MalformedTokenError(TokenError):
+    """The token is not a JWT, or a claim is missing or has the wrong type."""
+
+
+class InvalidSignatureError(TokenError):
+    """The token was not signed by any of the trusted keys (another emulator instance or
+    issuer, a tampered token, an algorithm other than RS256)."""
+
+
+class ExpiredTokenError(TokenError):
+    """The token's ``exp`` has passed.
+
+    :param expired_at: the ``exp`` instant.
+    :param now: the instant the token was checked at.
+    """
+
+    def __init__(self, message: str, expired_at: datetime, now: datetime) -> None:
+        super().__init__(message)
+        self.expired_at = expired_at
+        self.now = now
+
+
+class TokenNotYetValidError(TokenError):
+    """The token's ``iat`` is in the future (a clock far from the minter's)."""
+
+
+class WrongIssuerError(TokenError):
+    """``iss`` is not one of the accepted issuers."""
+
+
+class WrongAudienceError(TokenError):
+    """``aud`` is not the audience the service expects.
+
+    :param audience: the token's ``aud``.
+    :param expected: the accepted audiences.
+    """
+
+    def __init__(self, message: str, audience: Any, expected: list[str]) -> None:
+        super().__init__(message)
+        self.audience = audience
+        self.expected = expected
+
+
+class WrongEmailError(TokenError):
+    """``email`` is not an accepted service account (or is not verified)."""
+
+
+class CertsUnavailableError(EmulatorError):
+    """The keys at ``certs_url`` could not be fetched or read; not the caller's fault."""
+
+
+# ---------------------------------------------------------------------------- the token
+
+
+def bearer_token(request: Any) -> str:
+    """Return the bearer token a request carries.
+
+    :param request: a werkzeug/Flask request, a Django request, a
+        :class:`~scheduler_emulator.target.TimerRequest` (anything with ``headers``), a headers
+        mapping (any case), a WSGI environ, or the ``Authorization`` value or token itself.
+    :raises MissingTokenError: when there is no ``Authorization: Bearer <token>``.
+    """
+    if isinstance(request, str | bytes):
+        value: Any = request.decode() if isinstance(request, bytes) else request
+        if " " not in value.strip():
+            value = "Bearer " + value
+    else:
+        value = _authorization_header(request)
+    if not value:
+        raise MissingTokenError(
+            "The request has no Authorization header; Cloud Scheduler sends "
+            "'Authorization: Bearer <token>' only for jobs with an oidcToken or oauthToken."
+        )
+    scheme, _, token = str(value).strip().partition(" ")
+    if scheme.lower() == "bearer" and not token.strip():
+        raise MissingTokenError("The Authorization header has no token after 'Bearer'.")
+    if scheme.lower() != "bearer":
+        raise MissingTokenError(
+            f"The Authorization header is not 'Bearer <token>' (it starts with {scheme[:20]!r})."
+        )
+    return token.strip()
+
+
+def _authorization_header(request: Any) -> Any:
+    is_environ = isinstance(request, Mapping) and (
+        "wsgi.input" in request or "HTTP_AUTHORIZATION" in request
+    )
+    if is_environ:
+        return request.get("HTTP_AUTHORIZATION")
+    headers = getattr(request, "headers", request)
+    if isinstance(headers, Mapping) and not isinstance(headers, CaseInsensitiveHeaders):
+        headers = CaseInsensitiveHeaders({str(k): v for k, v in headers.items()})
+    getter = getattr(headers, "get", None)
+    if getter is None:
+        raise TypeError(
+            f"cannot read headers from {type(request).__name__}; pass a request with .headers, "
+            "a headers mapping, a WSGI environ or the token."
+        )
+    return getter("Authorization")
+
+
+# ---------------------------------------------------------------------------- keys
+
+
+def load_keys(certs: Mapping[str, Any]) -> dict[str, Any]:
+    """Read public keys from either certificate format Google publishes.
+
+    :param certs: a JWK Set ``{"keys": [...]}`` (``oauth2/v3/certs``, the emulator's
+        ``/_emulator/oidc/certs``) or ``{kid: PEM certificate}`` (``oauth2/v1/certs``, the
+        emulator's ``/_emulator/oidc/v1/certs``).
+    :raises CertsUnavailableError: if ``certs`` is neither.
+    :return: key ID → ``cryptography`` public key.
+    """
+    jwt = _jwt()
+    keys: dict[str, Any] = {}
+    try:
+        if "keys" in certs:
+            for data in certs["keys"]:
+                if data.get("kty") != "RSA" or data.get("use", "sig") != "sig":
+                    continue
+                keys[str(data.get("kid", ""))] = jwt.PyJWK(data, algorithm="RS256").key
+        else:
+            from cryptography import x509
+
+            for kid, pem in certs.items():
+                text = pem.encode() if isinstance(pem, str) else pem
+                keys[str(kid)] = x509.load_pem_x509_certificate(text).public_key()
+    except (ValueError, TypeError, AttributeError, jwt.PyJWTError) as exc:
+        raise CertsUnavailableError(
+            f"The certificates are neither a JWK Set nor a map of key IDs to PEM certificates: "
+            f"{exc}"
+        ) from exc
+    return keys
+
+
+class _KeyCache:
+    """Keys fetched per certs URL, reused for :data:`CERTS_MAX_AGE_SECONDS` (real seconds)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[float, dict[str, Any]]] = {}
+
+    def keys(self, url: str, kid: str | None) -> dict[str, Any]:
+        from ..clock import real_monotonic  # never frozen by freezegun
+
+        with self._lock:
+            entry = self._entries.get(url)
+        if entry is not None:
+            fetched, keys = entry
+            fresh = real_monotonic() - fetched < CERTS_MAX_AGE_SECONDS
+            if fresh and (kid is None or kid in keys):
+                return keys
+        keys = load_keys(fetch_certs(url))
+        with self._lock:
+            self._entries[url] = (real_monotonic(), keys)
+        return keys
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_CACHE = _KeyCache()
+
+
+def fetch_certs(url: str, timeout_seconds: float = 10.0) -> dict[str, Any]:
+    """GET ``url`` and return its JSON (no caching).
+
+    :raises CertsUnavailableError: on a network error, a non-200 answer or a body that is not a
+        JSON object.
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_seconds) as response:
+            body = response.read()
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise CertsUnavailableError(f"Could not fetch the certificates at {url}: {exc}") from exc
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise CertsUnavailableError(f"The certificates at {url} are not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CertsUnavailableError(f"The certificates at {url} are not a JSON object.")
+    return data
+
+
+def clear_certs_cache() -> None:
+    """Forget every fetched key (the next verification fetches again)."""
+    _CACHE.clear()
+
+
+# ---------------------------------------------------------------------------- verification
+
+
+def verify_id_token(
+    token: str,
+    *,
+    audience: str | Collection[str],
+    certs_url: str = GOOGLE_CERTS_URL,
+    keys: Mapping[str, Any] | None = None,
+    issuers: Collection[str] | None = None,
+    email: str | Collection[str] | None = None,
+    leeway: timedelta | float = 0.0,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Verify an ID token and return its claims.
+
+    Checks, in order: the RS256 signature by a key of ``certs_url`` (or ``keys``), ``iat`` and
+    ``exp`` against ``now``, ``iss``, ``aud`` and, if given, ``email`` (with
+    ``email_verified``).
+
+    :param token: the compact JWT (a ``Bearer `` prefix is accepted too).
+    :param audience: the accepted ``aud`` value(s), compared exactly: the service's URL as
+        configured in the job's ``oidcToken.audience``, or the job's whole URI.
+    :param certs_url: where the keys are (JWK Set or PEM map; fetched, then cached).
+    :param keys: the certificates themselves (either format), instead of fetching
+        ``certs_url``.
+    :param issuers: accepted ``iss`` values; Google's two (:data:`GOOGLE_ISSUERS`) by default.
+    :param email: accepted service-account email(s); ``None`` accepts any.
+    :param leeway: allowed clock difference, a ``timedelta`` or seconds.
+    :param now: the instant to check at (aware); ``time.time()`` by default.
+    :raises TokenError: the matching subclass, with a message naming the values.
+    :raises CertsUnavailableError: if the keys cannot be fetched.
+    :return: the claims (``aud``, ``email``, ``exp``, ``iat``, ``iss``, ``sub``, …).
+    """
+    jwt = _jwt()
+    token = bearer_token(token)
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as exc:
+        raise MalformedTokenError(f"The bearer token is not a JWT: {exc}.") from exc
+    if header.get("alg") != "RS256":
+        raise InvalidSignatureError(
+            f"The token is signed with {header.get('alg')!r}; Cloud Scheduler's ID tokens are "
+            "RS256."
+        )
+    kid = header.get("kid")
+    kid = str(kid) if kid is not None else None
+    source = "the given keys" if keys is not None else certs_url
+    available = load_keys(keys) if keys is not None else _CACHE.keys(certs_url, kid)
+    if kid is not None:
+        if kid not in available:
+            raise InvalidSignatureError(
+                f"The token was signed with key {kid!r}, which is not among the keys at "
+                f"{source} ({', '.join(sorted(available)) or 'none'}): it was minted by another "
+                "issuer or another emulator instance."
+            )
+        candidates = [available[kid]]
+    else:
+        candidates = list(available.values())
+    claims = _decode(jwt, token, candidates, source)
+    _check_claims(claims, audience, issuers, email, leeway, now)
+    return claims
+
+
+def verify_scheduler_token(
+    request: Any,
+    *,
+    audience: str | Collection[str],
+    certs_url: str = GOOGLE_CERTS_URL,
+    keys: Mapping[str, Any] | None = None,
+    issuers: Collection[str] | None = None,
+    email: str | Collection[str] | None = None,
+    leeway: timedelta | float = 0.0,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Verify the OIDC token of a request Cloud Scheduler (or the emulator) sent.
+
+    The same call works in production and against the emulator; only ``certs_url`` differs
+    (:data:`GOOGLE_CERTS_URL`, or ``<emulator>/_emulator/oidc/certs``).
+
+    :param request: a werkzeug/Flask or Django request, a
+        :class:`~scheduler_emulator.target.TimerRequest`, a headers mapping, a WSGI environ, or
+        the token.
+    :param audience: the accepted ``aud`` value(s), compared exactly.
+    :param certs_url: where the signing keys are published.
+    :param keys: the certificates themselves, instead of fetching ``certs_url``.
+    :param issuers: accepted ``iss`` values (Google's by default; pass the emulator's
+        ``--token-issuer`` if you changed it).
+    :param email: accepted service-account email(s); ``None`` accepts any — in production
+        anyone's Google service account can mint a token for your audience, so pass it.
+    :param leeway: allowed clock difference, a ``timedelta`` or seconds.
+    :param now: the instant to check at (aware); ``time.time()`` by default.
+    :raises TokenError: missing, malformed, mis-signed, expired, not yet valid, wrong issuer,
+        wrong audience or wrong email — the subclass says which.
+    :raises CertsUnavailableError: if the keys cannot be fetched.
+    :return: the token's claims.
+    """
+    return verify_id_token(
+        bearer_token(request),
+        audience=audience,
+        certs_url=certs_url,
+        keys=keys,
+        issuers=issuers,
+        email=email,
+        leeway=leeway,
+        now=now,
+    )
+
+
+def _decode(jwt: Any, token: str, candidates: Iterable[Any], source: str) -> dict[str, Any]:
+    options = {
+        "verify_signature": True,
+        "verify_exp": False,
+        "verify_nbf": False,
+        "verify_iat": False,
+        "verify_aud": False,
+        "verify_iss": False,
+    }
+    for key in candidates:
+        try:
+            claims = jwt.decode(token, key, algorithms=["RS256"], options=options)
+        except jwt.InvalidSignatureError:
+            continue
+        except jwt.PyJWTError as exc:
+            raise MalformedTokenError(f"The token cannot be decoded: {exc}.") from exc
+        if not isinstance(claims, dict):
+            raise MalformedTokenError("The token's payload is not a JSON object.")
+        return claims
+    raise InvalidSignatureError(
+        f"The token's signature does not verify with the keys at {source}: it was tampered with "
+        "or signed by another key."
+    )
+
+
+def _as_list(value: str | Collection[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _instant(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _check_claims(
+    claims: Mapping[str, Any],
+    audience: str | Collection[str],
+    issuers: Collection[str] | None,
+    email: str | Collection[str] | None,
+    leeway: timedelta | float,
+    now: datetime | None,
+) -> None:
+    for name in ("exp", "iat"):
+        if isinstance(claims.get(name), bool) or not isinstance(claims.get(name), int | float):
+            raise MalformedTokenError(f"The token's {name!r} claim is missing or not a number.")
+    slack = leeway.total_seconds() if isinstance(leeway, timedelta) else float(leeway)
+    if now is not None and (now.tzinfo is None or now.utcoffset() is None):
+        raise ValueError("now must be timezone-aware, e.g. datetime.now(UTC).")
+    at = now.timestamp() if now is not None else time.time()
+    exp, iat = float(claims["exp"]), float(claims["iat"])
+    if at > exp + slack:
+        raise ExpiredTokenError(
+            f"The token expired at {_instant(exp)}; it is now {_instant(at)}. A target in "
+            "another process checks real time: start the emulator with --token-time real when "
+            "its manual clock is far from now.",
+            datetime.fromtimestamp(exp, UTC),
+            datetime.fromtimestamp(at, UTC),
+        )
+    if at < iat - slack:
+        raise TokenNotYetValidError(
+            f"The token was issued at {_instant(iat)}, after now ({_instant(at)}). A target in "
+            "another process checks real time: start the emulator with --token-time real when "
+            "its manual clock is ahead of now."
+        )
+    accepted_issuers = list(issuers) if issuers is not None else list(GOOGLE_ISSUERS)
+    if claims.get("iss") not in accepted_issuers:
+        raise WrongIssuerError(
+            f"The token's issuer is {claims.get('iss')!r}, not "
+            f"{' or '.join(repr(i) for i in accepted_issuers)}."
+        )
+    expected = _as_list(audience)
+    got = claims.get("aud")
+    auds = got if isinstance(got, list) else [got]
+    if not any(a in expected for a in auds):
+        raise WrongAudienceError(
+            f"The token's audience is {got!r}, not {' or '.join(repr(e) for e in expected)}. "
+            "Cloud Scheduler uses the job's oidcToken.audience, or the job's whole URI (path and "
+            "query included) when the audience is empty.",
+            got,
+            expected,
+        )
+    if email is not None:
+        accepted = [e.lower() for e in _as_list(email)]
+        if str(claims.get("email", "")).lower() not in accepted:
+            raise WrongEmailError(
+                f"The token was minted for {claims.get('email')!r}, not "
+                f"{' or '.join(repr(e) for e in _as_list(email))}."
+            )
+        if claims.get("email_verified") is not True:
+            raise WrongEmailError(f"The token's email {claims.get('email')!r} is not verified.")
+
+
+def _jwt() -> Any:
+    try:
+        import jwt
+    except ImportError as exc:  # pragma: no cover - pyjwt is a dependency of the package
+        raise ImportError(
+            "Verifying Cloud Scheduler tokens needs PyJWT: pip install 'pyjwt[crypto]'."
+        ) from exc
+    return jwt
+
+
+# ---------------------------------------------------------------------------- WSGI
+
+
+class SchedulerTokenMiddleware:
+    """WSGI middleware that lets a request under ``prefix`` through only with a valid token.
+
+    A refused request gets an empty 401 with ``WWW-Authenticate: Bearer error="invalid_token"``
+    and a WARNING log line saying why; if the keys cannot be fetched, a 503 (Cloud Scheduler
+    retries). Accepted requests carry the claims in ``environ[CLAIMS_ENVIRON_KEY]``.
+
+    Put it outside a :class:`~scheduler_emulator.target.TimerRouter`, which answers timer routes
+    itself::
+
+        router.init_app(app)
+        app.wsgi_app = SchedulerTokenMiddleware(app.wsgi_app, audience=AUDIENCE,
+                                                certs_url=CERTS_URL, email=INVOKER)
+
+    :param app: the WSGI app to protect.
+    :param prefix: only paths that start with it are checked (``"/_triggers/"`` by default;
+        ``"/"`` checks every request).
+    :param audience, certs_url, keys, issuers, email, leeway: as for
+        :func:`verify_scheduler_token`.
+    """
+
+    def __init__(
+        self,
+        app: Callable[..., Iterable[bytes]],
+        *,
+        audience: str | Collection[str],
+        certs_url: str = GOOGLE_CERTS_URL,
+        keys: Mapping[str, Any] | None = None,
+        issuers: Collection[str] | None = None,
+        email: str | Collection[str] | None = None,
+        leeway: timedelta | float = 0.0,
+        prefix: str = "/_triggers/",
+    ) -> None:
+        self.app = app
+        self.prefix = prefix
+        self._options: dict[str, Any] = {
+            "audience": audience,
+            "certs_url": certs_url,
+            "keys": keys,
+            "issuers": issuers,
+            "email": email,
+            "leeway": leeway,
+        }
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO", ""))
+        if not path.startswith(self.prefix):
+            return self.app(environ, start_response)
+        method = environ.get("REQUEST_METHOD", "")
+        try:
+            environ[CLAIMS_ENVIRON_KEY] = verify_scheduler_token(environ, **self._options)
+        except TokenError as exc:
+            logger.warning("%s %s refused with 401: %s", method, path, exc)
+            start_response(
+                "401 Unauthorized",
+                [("WWW-Authenticate", 'Bearer error="invalid_token"'), ("Content-Length", "0")],
+            )
+            return [b""]
+        except CertsUnavailableError as exc:
+            logger.error("%s %s refused with 503: %s", method, path, exc)
+            start_response("503 Service Unavailable", [("Content-Length", "0")])
+            return [b""]
+        return self.app(environ, start_response)
