@@ -7,6 +7,8 @@ Subcommands:
 - ``env-init`` — print the ``export`` lines that point gcloud and clients at the daemon.
 - ``demo`` — run the example Orders service and the emulator on an accelerated manual clock.
 - ``init [DIR]`` — write a small timer service with its tests and jobs (refuses to overwrite).
+- ``replay SCENARIO`` / ``replay --attempts FILE --target URL`` — run a failure scenario on a
+  manual clock, or re-send a recorded timeline (our attempt log or a Cloud Logging export).
 
 Every error a user can cause prints ``error: <message>`` to stderr and exits with 2.
 """

@@ -18,7 +18,10 @@ status, the ``google.rpc.Code`` name and number, and render as Google's REST err
     ├── TokenError                    a request's OIDC token is missing, malformed, mis-signed,
     │                                 expired, or for another issuer, audience or account
     │                                 (scheduler_emulator.target.auth; subclasses there)
-    └── CertsUnavailableError         the signing keys could not be fetched (target.auth)
+    ├── CertsUnavailableError         the signing keys could not be fetched (target.auth)
+    └── RunRefusedError               the run-once guard refused a delivery (target.guard):
+        ├── MissingRunHeadersError    400: no X-CloudScheduler-JobName / -ScheduleTime
+        └── RunInProgressError        409: another attempt holds the run's lease
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ pytest_plugins = ["pytester"]
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orders"
 #: How many tests ``examples/orders/test_orders.py`` holds; update it with the file.
-EXAMPLE_TEST_COUNT = 11
+EXAMPLE_TEST_COUNT = 14
 
 
 def example_job(job_id: str) -> Job:

@@ -20,15 +20,23 @@ Run it with ``python examples/orders/app.py [PORT]`` (default 8000), then start 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 from dataclasses import asdict, dataclass
 
 from flask import Flask, Response, jsonify
 
-from scheduler_emulator.target import TimerRequest, TimerRouter
+from scheduler_emulator.target import SchedulerTokenMiddleware, TimerRequest, TimerRouter
 
 logger = logging.getLogger("orders")
+
+#: The Cloud Run service's URL: the audience of the jobs' OIDC tokens (``jobs.yaml``).
+AUDIENCE = "https://orders-abc123-uc.a.run.app"
+#: The only service account allowed to run the timers.
+INVOKER = "scheduler-invoker@my-project.iam.gserviceaccount.com"
+#: Google's signing keys, which Cloud Scheduler's tokens are checked against on Cloud Run.
+GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v3/certs"
 
 
 @dataclass(frozen=True)
@@ -110,11 +118,20 @@ class ReportStore:
             self._saved.append(order)
 
 
-def create_app(log: OrderLog | None = None, *, reports: ReportStore | None = None) -> Flask:
+def create_app(
+    log: OrderLog | None = None,
+    *,
+    reports: ReportStore | None = None,
+    certs_url: str | None = None,
+) -> Flask:
     """Build the Orders service: a Flask app with the ``nightly`` and ``report`` timers.
 
     :param log: where sweeps are counted; a fresh :class:`OrderLog` when omitted.
     :param reports: where reports are saved; a fresh, flaky :class:`ReportStore` when omitted.
+    :param certs_url: when set, every timer request must carry a Cloud Scheduler OIDC token for
+        :data:`AUDIENCE`, minted for :data:`INVOKER` and signed by a key at this URL (Google's on
+        Cloud Run, the emulator's ``/_emulator/oidc/certs`` locally); others get 401. ``None``
+        checks no token.
     :return: the Flask app; its timers are served under ``/_triggers/timer/``.
     """
     orders = log if log is not None else OrderLog()
@@ -139,10 +156,22 @@ def create_app(log: OrderLog | None = None, *, reports: ReportStore | None = Non
         return jsonify(sweeps=orders.sweeps, reports=[asdict(o) for o in store.saved])
 
     router.init_app(app)
+    if certs_url is not None:
+        app.wsgi_app = SchedulerTokenMiddleware(  # type: ignore[method-assign]
+            app.wsgi_app, audience=AUDIENCE, certs_url=certs_url, email=INVOKER
+        )
     return app
 
 
-app = create_app()
+def configured_certs_url() -> str | None:
+    """The keys the timers' tokens are checked against: ``ORDERS_CERTS_URL`` if set (e.g. the
+    emulator's), Google's on Cloud Run (which sets ``K_SERVICE``), else none (no check)."""
+    if os.environ.get("ORDERS_CERTS_URL"):
+        return os.environ["ORDERS_CERTS_URL"]
+    return GOOGLE_CERTS_URL if os.environ.get("K_SERVICE") else None
+
+
+app = create_app(certs_url=configured_certs_url())
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from app import Order, OrderLog, ReportStore, ReportStoreBusy, create_app
+from app import AUDIENCE, INVOKER, Order, OrderLog, ReportStore, ReportStoreBusy, create_app
 from flask import Flask
 
 from pytest_plugin.facades import CloudRunTimers, FunctionTimers, TimerNotAcknowledged
@@ -176,3 +176,49 @@ class TestOnTheSchedule:
         ok = cloud_scheduler.assert_attempted("nightly", count=6, code="OK")
         assert [a.schedule_time for a in ok] == [f"2026-09-{d}T02:00:00Z" for d in range(25, 31)]
         assert log.sweeps == 6
+
+
+class TestCloudRunConfiguration:
+    """With ``certs_url`` the timers need a valid Cloud Scheduler token, as on Cloud Run."""
+
+    BASE_URL = "http://orders.test"
+
+    def nightly(self, **oidc: str) -> dict[str, object]:
+        return {
+            "name": "nightly",
+            "schedule": "0 2 * * *",
+            "httpTarget": {
+                "uri": f"{self.BASE_URL}/_triggers/timer/nightly",
+                "oidcToken": {"serviceAccountEmail": INVOKER, **oidc},
+            },
+        }
+
+    @pytest.mark.cloud_scheduler(start=datetime(2026, 9, 24, tzinfo=UTC))
+    def test_the_seed_job_token_for_the_service_url_is_accepted(
+        self, cloud_scheduler: CloudScheduler
+    ) -> None:
+        log = OrderLog()
+        cloud_scheduler.mount(self.BASE_URL, create_app(log, certs_url=cloud_scheduler.certs_url))
+        cloud_scheduler.create_job(self.nightly(audience=AUDIENCE))
+        cloud_scheduler.advance(timedelta(days=1))
+        cloud_scheduler.assert_attempted("nightly", count=1, code="OK")
+        assert log.sweeps == 1
+
+    @pytest.mark.cloud_scheduler(start=datetime(2026, 9, 24, tzinfo=UTC))
+    def test_a_token_for_another_audience_is_refused_with_401(
+        self, cloud_scheduler: CloudScheduler
+    ) -> None:
+        log = OrderLog()
+        cloud_scheduler.mount(self.BASE_URL, create_app(log, certs_url=cloud_scheduler.certs_url))
+        cloud_scheduler.create_job(self.nightly())  # aud: the job's URI, not the service URL
+        cloud_scheduler.advance(timedelta(days=1))
+        [attempt] = cloud_scheduler.assert_attempted("nightly", count=1, code="UNAUTHENTICATED")
+        assert attempt.response_status == 401
+        assert log.sweeps == 0
+
+    def test_a_request_without_token_is_refused(
+        self, cloud_run_testing: Callable[..., CloudRunTimers], cloud_scheduler: CloudScheduler
+    ) -> None:
+        app = create_app(certs_url=cloud_scheduler.certs_url)
+        with pytest.raises(TimerNotAcknowledged, match="answered 401"):
+            cloud_run_testing(app).nightly()
