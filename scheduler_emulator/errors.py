@@ -91,6 +91,18 @@ class ApiError(EmulatorError):
         if field is not None:
             self.violations.append(FieldViolation(field, description or message))
 
+    def describe(self) -> str:
+        """One sentence naming the field and the value: the first field violation's description
+        (which names the value, P20), prefixed with the field path when it does not name it;
+        the message when there is no violation."""
+        if not self.violations:
+            return self.message
+        violation = self.violations[0]
+        text = violation.description
+        if violation.field not in ("job", "") and violation.field not in text:
+            text = f"{violation.field}: {text}"
+        return text
+
     @property
     def code(self) -> int:
         """The google.rpc.Code number of :attr:`status`."""

@@ -36,18 +36,6 @@ from .names import qualify_job_name
 from .resources import Job
 
 
-def _describe(exc: ApiError) -> str:
-    """One sentence naming the field and the value: the field violation's description (which
-    names the value, P20), prefixed with the field path when it does not name it already."""
-    violation = exc.violations[0] if exc.violations else None
-    if violation is None:
-        return exc.message
-    text = violation.description
-    if violation.field not in ("job", "") and violation.field not in text:
-        text = f"{violation.field}: {text}"
-    return text
-
-
 def _parse(text: str, source: str) -> Any:
     stripped = text.lstrip()
     if stripped[:1] in ("[", "{"):
@@ -129,7 +117,7 @@ def load_jobs_file(path: str | Path, *, project: str, location: str) -> list[Job
             name = qualify_job_name(raw_name, project, location)
             job = job_from_json({**entry, "name": name})
         except ApiError as exc:
-            problems.append(f"{label}: {_describe(exc)}")
+            problems.append(f"{label}: {exc.describe()}")
             continue
         if job.name in positions:
             problems.append(f"{label}: duplicate name {job.name} (also job {positions[job.name]}).")

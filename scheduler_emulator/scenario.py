@@ -487,16 +487,6 @@ def load_scenario(path: str | Path) -> Scenario:
     )
 
 
-def _describe_api_error(exc: ApiError) -> str:
-    violation = exc.violations[0] if exc.violations else None
-    if violation is None:
-        return exc.message
-    text = violation.description
-    if violation.field not in ("job", "") and violation.field not in text:
-        text = f"{violation.field}: {text}"
-    return text
-
-
 def _jobs(value: Any, source: Path, project: str, location: str) -> list[Job]:
     if isinstance(value, str):  # a jobs file next to the scenario
         jobs_path = source.parent / value
@@ -522,7 +512,7 @@ def _jobs(value: Any, source: Path, project: str, location: str) -> list[Job]:
             name = qualify_job_name(raw_name, project, location)
             job = job_from_json({**entry, "name": name})
         except ApiError as exc:
-            raise _problem(source, f"{where} ({raw_name})", _describe_api_error(exc)) from None
+            raise _problem(source, f"{where} ({raw_name})", exc.describe()) from None
         if job.http_target is None:
             raise _problem(
                 source, f"{where}.httpTarget", "the scenario runner delivers HTTP targets only."
