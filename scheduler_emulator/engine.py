@@ -533,15 +533,23 @@ class Engine:
         context = AttemptContext(
             attempt.job_id, delivery.run_number, attempt.schedule_time, attempt.attempt
         )
-        rules = self.faults.decide(context) if self.faults.rules else []
-        if rules:
-            injected = send_with_faults(
-                self.transport, self.clock, delivery.request, delivery.timeout_seconds, rules
+        try:
+            rules = self.faults.decide(context) if self.faults.rules else []
+            if rules:
+                injected = send_with_faults(
+                    self.transport, self.clock, delivery.request, delivery.timeout_seconds, rules
+                )
+                attempt.injected = True
+            else:
+                result = self.transport.send(delivery.request, delivery.timeout_seconds)
+                injected = Injected(result, outcome_of(result))
+        except Exception as exc:  # a bug of ours: record the attempt rather than lose it
+            logger.exception(
+                "error while delivering attempt %s of %s", attempt.attempt, attempt.job
             )
-            attempt.injected = True
-        else:
-            result = self.transport.send(delivery.request, delivery.timeout_seconds)
-            injected = Injected(result, outcome_of(result))
+            self.errors.append(exc)
+            detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
+            injected = Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
         with self._lock:
             rt = self._jobs.get(attempt.job)
             job = rt.job if rt else None

@@ -94,6 +94,28 @@ class FaultRule:
     limit: int | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.action, str) or self.action not in ACTIONS:
+            raise InvalidArgument(
+                f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}.", field="action"
+            )
+        for name in ("job", "schedule_time"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgument(
+                    f"{name} must be a string; got {value!r} (quote numeric job IDs).", field=name
+                )
+        if not isinstance(self.concurrent, bool):
+            raise InvalidArgument(
+                f"concurrent must be true or false; got {self.concurrent!r}.", field="concurrent"
+            )
+        for name in ("probability", "seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidArgument(f"{name} must be a number; got {value!r}.", field=name)
+        for name in ("count", "status"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidArgument(f"{name} must be a whole number; got {value!r}.", field=name)
         if self.action not in ACTIONS:
             raise InvalidArgument(
                 f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}.", field="action"
@@ -180,7 +202,7 @@ class FaultPlan:
         :raises InvalidArgument: for a bad field (see :class:`FaultRule`).
         :return: the rule added.
         """
-        new = rule if rule is not None else FaultRule(**fields)
+        new = rule if rule is not None else FaultRule.from_json(fields)
         with self._lock:
             self.rules.append(new)
         return new

@@ -99,7 +99,9 @@ def send_with_faults(
     status_rule = _first(rules, "status")
     if status_rule is not None:
         result = TransportResult(status=status_rule.status)
-        return Injected(result, outcome_of(result))
+        outcome = outcome_of(result)
+        note = f"{outcome.debug_info} (injected: the target was not called)"
+        return Injected(result, Outcome(outcome.code, note, outcome.http_status))
     if _first(rules, "connection_error") is not None:
         result = TransportResult(
             failure=Failure.CONNECTION, detail="Injected: connection refused before sending."

@@ -231,3 +231,45 @@ def test_faults_endpoint_adds_lists_and_clears(emulator: Emulator, target: Recor
 
 def nightly_clock_start() -> datetime:
     return datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"action": "duplicate", "job": 5}, "job"),
+        ({"action": "status", "probability": "0.5"}, "probability"),
+        ({"action": "status", "probability": None}, "probability"),
+        ({"action": "duplicate", "count": "2"}, "count"),
+        ({"action": "delay", "seconds": "1"}, "seconds"),
+        ({"action": "duplicate", "concurrent": "yes"}, "concurrent"),
+        ({"action": "status", "schedule_time": 5}, "schedule_time"),
+        ({"action": 3}, "action"),
+    ],
+)
+def test_wrongly_typed_rule_fields_are_refused_naming_them(
+    fields: dict[str, Any], field: str, emulator: Emulator
+) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        emulator.faults.add(**fields)
+    assert info.value.violations[0].field == field
+    assert emulator.faults.rules == []
+
+
+def test_a_misspelt_keyword_is_refused_naming_it(emulator: Emulator) -> None:
+    with pytest.raises(InvalidArgument, match="unknown fault rule field 'jbo'"):
+        emulator.faults.add(action="status", jbo="nightly")
+
+
+def test_an_error_inside_the_emulator_still_records_the_attempt(
+    emulator: Emulator, target: RecordingTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(request: Any, timeout_seconds: float) -> Any:
+        raise RuntimeError("transport bug")
+
+    monkeypatch.setattr(emulator.engine.transport, "send", broken)
+    emulator.create_job(nightly_job(retryConfig={}))
+    emulator.advance(timedelta(minutes=2))
+    [attempt] = emulator.attempts()
+    assert attempt.code == "UNKNOWN" and attempt.end_time is not None
+    assert "transport bug" in attempt.debug_info
+    assert isinstance(emulator.engine.errors[0], RuntimeError)
