@@ -577,6 +577,8 @@ def replay_recording(
     )
     for note in recording.notes:
         out.write(f"Note: {note}\n")
+    if compress_gaps is None and total > 60:
+        out.write("Note: pass --compress-gaps to cap each wait (e.g. --compress-gaps 1).\n")
     out.write("\n")
     lines = render_table(REPLAY_HEADERS, replay_rows(plan))
     width = max(len(line) for line in lines)
