@@ -457,7 +457,7 @@ def load_scenario(path: str | Path) -> Scenario:
     job_ids = {job.job_id for job in jobs}
 
     steps_value, steps_src = get("steps", [])
-    steps = _steps(steps_value, steps_src, job_ids, jobs)
+    steps = _steps(steps_value, steps_src, job_ids)
 
     faults_value, faults_src = get("faults", {})
     faults = _faults(faults_value, faults_src)
@@ -524,7 +524,7 @@ def _jobs(value: Any, source: Path, project: str, location: str) -> list[Job]:
     return jobs
 
 
-def _steps(value: Any, source: Path, job_ids: set[str], jobs: Sequence[Job]) -> list[Step]:
+def _steps(value: Any, source: Path, job_ids: set[str]) -> list[Step]:
     if not isinstance(value, list):
         raise _problem(source, "steps", f"expected a list of steps; got {_show(value)}.")
     steps: list[Step] = []
