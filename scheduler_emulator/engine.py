@@ -123,6 +123,7 @@ class Engine:
         self.faults = faults if faults is not None else FaultPlan()
         self.tokens = tokens
         self._late: list[tuple[Attempt, LateResponse, float]] = []
+        self._overlaps: dict[int, int] = {}  # run id -> attempts still allowed to overlap
         self.dst_policy = dst_policy
         self.force_run_schedule_time = force_run_schedule_time
         self.errors: list[BaseException] = []
@@ -533,6 +534,8 @@ class Engine:
         context = AttemptContext(
             attempt.job_id, delivery.run_number, attempt.schedule_time, attempt.attempt
         )
+        if self._late:
+            self._await_late(attempt.run_id)
         try:
             rules = self.faults.decide(context) if self.faults.rules else []
             if rules:
@@ -558,6 +561,7 @@ class Engine:
                 self._record_copy(job, attempt, copy)
             if injected.late is not None and self.clock.manual:  # noted when the clock idles
                 self._late.append((attempt, injected.late, delivery.timeout_seconds))
+                self._overlaps[attempt.run_id] = 1
             if rt is None:  # deleted meanwhile
                 return []
             run = rt.runs.get(attempt.run_id)
@@ -585,11 +589,29 @@ class Engine:
         """The manual clock is done moving: wait for requests a ``deadline`` fault left running
         and note their answers on their attempts."""
         while self._late:
-            attempt, late, timeout = self._late.pop(0)
-            result = late.wait(timeout)
-            answer = "no answer" if result is None else outcome_of(result).debug_info
-            attempt.debug_info += f" The target's late answer: {answer}"
-            self.store.finish_attempt(attempt)
+            self._finish_late(self._late.pop(0))
+        self._overlaps.clear()
+
+    def _await_late(self, run_id: int) -> None:
+        """Before an attempt of ``run_id`` is sent (manual clock): a ``deadline`` fault lets
+        exactly one later attempt of its run overlap the slow request; the next ones wait for
+        it to end, so the outcome does not depend on how far one ``advance`` goes."""
+        pending = [entry for entry in self._late if entry[0].run_id == run_id]
+        if not pending:
+            return
+        if self._overlaps.get(run_id, 0) > 0:
+            self._overlaps[run_id] -= 1
+            return
+        for entry in pending:
+            self._late.remove(entry)
+            self._finish_late(entry)
+
+    def _finish_late(self, entry: tuple[Attempt, LateResponse, float]) -> None:
+        attempt, late, timeout = entry
+        result = late.wait(timeout)
+        answer = "no answer" if result is None else outcome_of(result).debug_info
+        attempt.debug_info += f" The target's late answer: {answer}"
+        self.store.finish_attempt(attempt)
 
     def _record_end(
         self,

@@ -273,3 +273,31 @@ def test_an_error_inside_the_emulator_still_records_the_attempt(
     assert attempt.code == "UNKNOWN" and attempt.end_time is not None
     assert "transport bug" in attempt.debug_info
     assert isinstance(emulator.engine.errors[0], RuntimeError)
+
+
+def test_only_one_retry_overlaps_a_deadline_then_the_slow_request_is_awaited(
+    clock: ManualClock,
+) -> None:
+    release = threading.Event()
+    seen: list[str] = []
+    calls: list[int] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        calls.append(1)
+        number = len(calls)
+        seen.append(f"start {number}")
+        if number == 1:
+            release.wait(10)  # slow: still running when the first retry arrives
+        elif number == 2:
+            release.set()  # the overlapping retry; the slow one can now finish
+        seen.append(f"end {number}")
+        start_response("500 Busy" if number == 2 else "200 OK", [])
+        return [b""]
+
+    emu = Emulator(clock, transport=WsgiTransport(app))
+    emu.faults.add(action="deadline", attempt=1, seconds=0.05)
+    emu.create_job(nightly_job(attemptDeadline="30s"))
+    emu.advance(timedelta(hours=1))  # one step through every retry
+    assert seen[:3] == ["start 1", "start 2", "end 2"]
+    assert seen[3:] == ["end 1", "start 3", "end 3"]  # retry 2 waited for the slow request
+    assert [a.code for a in emu.attempts()] == ["DEADLINE_EXCEEDED", "INTERNAL", "OK"]
