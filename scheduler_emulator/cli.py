@@ -321,7 +321,9 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     count = len(emulator.list_jobs())
     out.write(
         f"scheduler-emulator listening on http://{args.host}:{server.server_port} "
-        f"({count} job{'s' if count != 1 else ''} loaded, {args.clock} clock, {where})\n"
+        f"({count} job{'s' if count != 1 else ''} loaded, {args.clock} clock, {where}"
+        + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")
+        + ")\n"
     )
     out.flush()
     emulator.start()
