@@ -74,6 +74,8 @@ from .router import (
     VALIDATION_PROBLEM_TYPE,
     TimerResponse,
     TimerRouter,
+    check_handler_shape,
+    describe_handler,
 )
 
 __all__ = [
@@ -370,13 +372,6 @@ def _is_timer_request(annotation: Any) -> bool:
     if get_origin(annotation) in (Union, UnionType):
         return [a for a in get_args(annotation) if a is not type(None)] == [TimerRequest]
     return False
-
-
-def _describe(function: Callable[..., Any]) -> str:
-    """Name a handler in an error message: ``module.qualname``."""
-    name = getattr(function, "__qualname__", None) or repr(function)
-    module = getattr(function, "__module__", None)
-    return f"{module}.{name}" if module else name
 
 
 def _hints(handler: Callable[..., Any]) -> dict[str, Any]:
@@ -699,14 +694,8 @@ class RunOnceGuard:
         :return: the guarded handler (``__wrapped__`` is the original); a duplicate returns
             ``None``.
         """
-        where = f"@guard.once on {_describe(handler)}"
-        if not callable(handler) or isinstance(handler, type):
-            raise TypeError(f"{where}: a timer handler is a function or method, not {handler!r}.")
-        call = getattr(handler, "__call__", None)  # noqa: B004 - the coroutine check needs it
-        if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call):
-            raise TypeError(
-                f"{where}: the handler is a coroutine function; timer handlers are synchronous."
-            )
+        where = f"@guard.once on {describe_handler(handler)}"
+        check_handler_shape(handler, where)
         signature = inspect.signature(handler)
         hints = _hints(handler)
         request_param = next(

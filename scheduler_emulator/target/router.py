@@ -204,7 +204,8 @@ def _is_timer_request(annotation: Any) -> bool:
     return False
 
 
-def _describe_handler(handler: Callable[..., Any]) -> str:
+def describe_handler(handler: Callable[..., Any]) -> str:
+    """Name a handler in an error message: ``module.qualname``."""
     module = getattr(handler, "__module__", None)
     qualname = getattr(handler, "__qualname__", None) or repr(handler)
     return f"{module}.{qualname}" if module else qualname
@@ -227,8 +228,12 @@ def _annotations(handler: Callable[..., Any], where: str) -> dict[str, Any]:
         }
 
 
-def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
-    where = f"@timer({name!r}) on {_describe_handler(handler)}"
+def check_handler_shape(handler: Callable[..., Any], where: str) -> None:
+    """Refuse what cannot be a timer handler: a class, a non-callable, a coroutine function.
+
+    :param where: how the error message names the registration (``@timer('x') on m.f``).
+    :raises TypeError: naming ``where`` and what is wrong.
+    """
     if not callable(handler) or isinstance(handler, type):
         raise TypeError(f"{where}: a timer handler is a function or method, not {handler!r}.")
     call = getattr(handler, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
@@ -237,6 +242,11 @@ def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
             f"{where}: the handler is a coroutine function; timer handlers run synchronously "
             "under WSGI. Wrap it: def handler(): asyncio.run(the_coroutine())."
         )
+
+
+def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
+    where = f"@timer({name!r}) on {describe_handler(handler)}"
+    check_handler_shape(handler, where)
     hints = _annotations(handler, where)
     request_params: list[inspect.Parameter] = []
     payload_params: list[inspect.Parameter] = []
@@ -399,7 +409,7 @@ class TimerRouter:
 
     def _check_free(self, name: str) -> None:
         if name in self._timers:
-            existing = _describe_handler(self._timers[name].handler)
+            existing = describe_handler(self._timers[name].handler)
             raise ValueError(
                 f"Timer {name!r} is already registered (to {existing}); a timer has one handler."
             )
