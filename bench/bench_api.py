@@ -21,7 +21,7 @@ import requests
 from werkzeug.serving import make_server
 
 from scheduler_emulator import Emulator, ManualClock
-from scheduler_emulator.server import create_app
+from scheduler_emulator.server.server import create_app
 
 N = 2000
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"

@@ -1,4 +1,4 @@
-"""Benchmark: fire-time iteration of ``scheduler_emulator.schedule`` against croniter.
+"""Benchmark: fire-time iteration of ``scheduler_emulator.domain.schedule`` against croniter.
 
 Run from the repository root::
 
@@ -25,10 +25,10 @@ from zoneinfo import ZoneInfo
 from croniter import croniter
 
 try:
-    from scheduler_emulator.schedule import parse_schedule
+    from scheduler_emulator.domain.schedule import parse_schedule
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from scheduler_emulator.schedule import parse_schedule
+    from scheduler_emulator.domain.schedule import parse_schedule
 
 ZONE_NAME = "America/New_York"
 EXPRESSIONS = ("* * * * *", "0 2 * * *", "*/15 9-17 * * 1-5")

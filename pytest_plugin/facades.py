@@ -22,6 +22,7 @@ import requests
 from werkzeug.test import Client
 
 from scheduler_emulator.target import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
+from scheduler_emulator.wire import TIMER_PREFIX, scheduler_headers
 
 __all__ = [
     "DEFAULT_SCHEDULE_TIME",
@@ -33,7 +34,7 @@ __all__ = [
 #: The ``X-CloudScheduler-ScheduleTime`` a Cloud Run-style façade sends unless told otherwise.
 DEFAULT_SCHEDULE_TIME = "2026-01-01T00:00:00.000Z"
 #: The prefix a Cloud Run-style façade always posts under, whatever the app configured.
-DEFAULT_PREFIX = "/_triggers/timer/"
+DEFAULT_PREFIX = TIMER_PREFIX
 _NO_PAYLOAD: Any = object()
 
 
@@ -132,12 +133,7 @@ class CloudRunTimers(_Timers):
 
     def headers(self, name: str, schedule_time: str | None = None) -> dict[str, str]:
         """The headers of a timer call: exactly what Cloud Scheduler sets (§2)."""
-        return {
-            "X-CloudScheduler": "true",
-            "X-CloudScheduler-JobName": name,
-            "X-CloudScheduler-ScheduleTime": schedule_time or self._schedule_time,
-            "User-Agent": "Google-Cloud-Scheduler",
-        }
+        return scheduler_headers(name, schedule_time or self._schedule_time)
 
     def fire(
         self, name: str, payload: Any = _NO_PAYLOAD, *, schedule_time: str | None = None

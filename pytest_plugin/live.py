@@ -16,9 +16,9 @@ from urllib.parse import urlencode
 
 import requests
 
-from scheduler_emulator.attempts import iso
-from scheduler_emulator.cli import env_lines
-from scheduler_emulator.tokens import JWKS_PATH, TOKENINFO_PATH
+from scheduler_emulator.domain.attempts import iso
+from scheduler_emulator.runtime.tokens import JWKS_PATH, TOKENINFO_PATH
+from scheduler_emulator.tools.cli import env_lines
 
 __all__ = ["LiveScheduler"]
 
@@ -142,7 +142,7 @@ class LiveScheduler:
         :param options: further keywords of ``verify_scheduler_token`` (``issuers``, ``email``…).
         :raises TokenError: expired, mis-signed, wrong audience… (``scheduler_emulator.target``).
         """
-        from scheduler_emulator.codec import parse_timestamp
+        from scheduler_emulator.domain.codec import parse_timestamp
         from scheduler_emulator.target.auth import verify_id_token
 
         if now is None and self.token_time == "emulator":

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from freezegun import freeze_time
 
-from scheduler_emulator.attempts import Attempt, SkippedRun, iso
-from scheduler_emulator.clock import ManualClock
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.faults import FaultPlan
-from scheduler_emulator.resources import Job
-from scheduler_emulator.tokens import JWKS_PATH, TokenAuthority
-from scheduler_emulator.transports import (
+from scheduler_emulator.core.faults import FaultPlan
+from scheduler_emulator.domain.attempts import Attempt, SkippedRun, iso
+from scheduler_emulator.domain.resources import Job
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.tokens import JWKS_PATH, TokenAuthority
+from scheduler_emulator.runtime.transports import (
     DeliveryRequest,
     MountTransport,
     TransportResult,
@@ -101,7 +101,7 @@ class CloudScheduler:
     @property
     def faults(self) -> FaultPlan:
         """The fault plan: ``cloud_scheduler.faults.add(action="lost_ack", job="nightly")``
-        (see :mod:`scheduler_emulator.faults`); ``faults.seed`` sets the random seed."""
+        (see :mod:`scheduler_emulator.core.faults`); ``faults.seed`` sets the random seed."""
         return self.emulator.faults
 
     # ---------------------------------------------------------------- tokens (§13)
@@ -116,7 +116,7 @@ class CloudScheduler:
         """Base URL of this emulator's endpoints over real HTTP (REST API and ``/_emulator/``),
         started on first use on a free local port, for code that fetches keys or tokeninfo."""
         if self._server is None:
-            from scheduler_emulator.server import serve
+            from scheduler_emulator.server.server import serve
 
             self._server = serve(self.emulator, "127.0.0.1", 0)
             self._server_thread = threading.Thread(

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Emulator": "emulator",
-    "ManualClock": "clock",
-    "SystemClock": "clock",
-    "HttpTransport": "transports",
-    "MountTransport": "transports",
-    "WsgiTransport": "transports",
+    "Emulator": "runtime.emulator",
+    "ManualClock": "runtime.clock",
+    "SystemClock": "runtime.clock",
+    "HttpTransport": "runtime.transports",
+    "MountTransport": "runtime.transports",
+    "WsgiTransport": "runtime.transports",
 }
 __all__ = [
     "Emulator",
@@ -33,9 +33,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .clock import ManualClock, SystemClock
-    from .emulator import Emulator
-    from .transports import HttpTransport, MountTransport, WsgiTransport
+    from .runtime.clock import ManualClock, SystemClock
+    from .runtime.emulator import Emulator
+    from .runtime.transports import HttpTransport, MountTransport, WsgiTransport
 
 
 def __getattr__(name: str) -> Any:

@@ -14,9 +14,9 @@ time.tzset()
 
 from support import RecordingTarget  # noqa: E402
 
-from scheduler_emulator.clock import ManualClock  # noqa: E402
-from scheduler_emulator.emulator import Emulator  # noqa: E402
-from scheduler_emulator.transports import WsgiTransport  # noqa: E402
+from scheduler_emulator.runtime.clock import ManualClock  # noqa: E402
+from scheduler_emulator.runtime.emulator import Emulator  # noqa: E402
+from scheduler_emulator.runtime.transports import WsgiTransport  # noqa: E402
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import pytest
 from support import RecordingTarget, nightly_job
 from werkzeug.test import Client
 
-from scheduler_emulator.clock import ManualClock, SystemClock
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.server import create_app
-from scheduler_emulator.transports import WsgiTransport
+from scheduler_emulator.runtime.clock import ManualClock, SystemClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator.server.server import create_app
 
 
 @pytest.fixture

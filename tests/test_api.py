@@ -10,8 +10,8 @@ import pytest
 from support import TARGET, RecordingTarget
 from werkzeug.test import Client, TestResponse
 
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.server import create_app
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.server.server import create_app
 
 PARENT = "/v1/projects/my-project/locations/us-central1"
 JOBS = PARENT + "/jobs"

@@ -6,8 +6,8 @@ import io
 import json
 from datetime import UTC, datetime, timedelta
 
-from scheduler_emulator.attempt_log import AttemptLog
-from scheduler_emulator.attempts import Attempt
+from scheduler_emulator.domain.attempts import Attempt
+from scheduler_emulator.runtime.attempt_log import AttemptLog
 
 NAME = "projects/demo/locations/us-central1/jobs/nightly"
 T0 = datetime(2026, 5, 8, 1, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from scheduler_emulator.cli import main
+from scheduler_emulator.tools.cli import main
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from scheduler_emulator.clock import ManualClock, SystemClock, require_aware
-from scheduler_emulator.errors import ClockError
+from scheduler_emulator.domain.errors import ClockError
+from scheduler_emulator.runtime.clock import ManualClock, SystemClock, require_aware
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler_emulator.codec import (
+from scheduler_emulator.domain.codec import (
     format_duration,
     format_timestamp,
     job_from_json,
@@ -20,8 +20,8 @@ from scheduler_emulator.codec import (
     parse_timestamp,
     status_to_json,
 )
-from scheduler_emulator.errors import ClockError, InvalidArgument
-from scheduler_emulator.resources import (
+from scheduler_emulator.domain.errors import ClockError, InvalidArgument
+from scheduler_emulator.domain.resources import (
     AppEngineHttpTarget,
     AppEngineRouting,
     HttpMethod,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scheduler_emulator.dispatch import build_request
-from scheduler_emulator.resources import HttpMethod, HttpTarget, Job, with_defaults
+from scheduler_emulator.domain.resources import HttpMethod, HttpTarget, Job, with_defaults
+from scheduler_emulator.runtime.dispatch import build_request
 
 NAME = "projects/my-project/locations/us-central1/jobs/nightly"
 

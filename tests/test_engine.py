@@ -8,12 +8,12 @@ from datetime import datetime, timedelta
 import pytest
 from support import TARGET, Received, RecordingTarget, nightly_job
 
-from scheduler_emulator.clock import ManualClock
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.errors import AlreadyExists, FailedPrecondition, NotFound
-from scheduler_emulator.outcomes import Failure
-from scheduler_emulator.resources import State, Status
-from scheduler_emulator.transports import DeliveryRequest, TransportResult, WsgiTransport
+from scheduler_emulator.domain.errors import AlreadyExists, FailedPrecondition, NotFound
+from scheduler_emulator.domain.outcomes import Failure
+from scheduler_emulator.domain.resources import State, Status
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import DeliveryRequest, TransportResult, WsgiTransport
 
 
 def at(text: str) -> datetime:

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import requests
 
-from scheduler_emulator.clock import ManualClock
-from scheduler_emulator.demo import load_example, run_demo
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.jobs_file import load_jobs_file
-from scheduler_emulator.resources import Job
-from scheduler_emulator.transports import MountTransport
+from scheduler_emulator.domain.resources import Job
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import MountTransport
+from scheduler_emulator.tools.demo import load_example, run_demo
+from scheduler_emulator.tools.jobs_file import load_jobs_file
 
 pytest_plugins = ["pytester"]
 

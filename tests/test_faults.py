@@ -11,12 +11,13 @@ import pytest
 from support import RecordingTarget, nightly_job
 from werkzeug.test import Client
 
-from scheduler_emulator.clock import ManualClock
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.errors import InvalidArgument
-from scheduler_emulator.faults import AttemptContext, FaultPlan, FaultRule, load_fault_file
-from scheduler_emulator.server import create_app
-from scheduler_emulator.transports import WsgiTransport
+from scheduler_emulator.core.faults import AttemptContext, FaultPlan, FaultRule
+from scheduler_emulator.domain.errors import InvalidArgument
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator.server.server import create_app
+from scheduler_emulator.tools.fault_file import load_fault_file
 
 
 def timeline(emulator: Emulator) -> list[tuple[Any, ...]]:

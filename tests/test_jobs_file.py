@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler_emulator.codec import job_to_json
-from scheduler_emulator.errors import ConfigurationError
-from scheduler_emulator.jobs_file import load_jobs_file
-from scheduler_emulator.resources import HttpMethod, HttpTarget, Job, OidcToken, RetryConfig
+from scheduler_emulator.domain.codec import job_to_json
+from scheduler_emulator.domain.errors import ConfigurationError
+from scheduler_emulator.domain.resources import HttpMethod, HttpTarget, Job, OidcToken, RetryConfig
+from scheduler_emulator.tools.jobs_file import load_jobs_file
 
 PROJECT = "my-project"
 LOCATION = "us-central1"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler_emulator.errors import InvalidArgument
-from scheduler_emulator.names import (
+from scheduler_emulator.domain.errors import InvalidArgument
+from scheduler_emulator.domain.names import (
     JOB_NAME_FORMAT_MESSAGE,
     JobName,
     LocationName,

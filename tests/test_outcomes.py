@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler_emulator.outcomes import Failure, classify_failure, classify_status
+from scheduler_emulator.domain.outcomes import Failure, classify_failure, classify_status
 
 
 @pytest.mark.parametrize(

@@ -17,12 +17,13 @@ import pytest
 from daemon import serving
 from support import RecordingTarget, nightly_job
 
-from scheduler_emulator.attempt_log import AttemptLog
-from scheduler_emulator.cli import main
-from scheduler_emulator.clock import ManualClock, Sleeper
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.errors import ConfigurationError
-from scheduler_emulator.replay import (
+from scheduler_emulator.domain.errors import ConfigurationError
+from scheduler_emulator.runtime.attempt_log import AttemptLog
+from scheduler_emulator.runtime.clock import ManualClock, Sleeper
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator.tools.cli import main
+from scheduler_emulator.tools.replay import (
     FORMAT_ATTEMPTS,
     FORMAT_EXPORT,
     FORMAT_LOG,
@@ -33,7 +34,6 @@ from scheduler_emulator.replay import (
     replay_recording,
     send_replay,
 )
-from scheduler_emulator.transports import WsgiTransport
 
 TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 JOB = "projects/demo/locations/us-central1/jobs/nightly"
@@ -307,7 +307,7 @@ class TestSpacing:
         class SlowTransport:
             def send(self, request: Any, timeout_seconds: float) -> Any:
                 clock.seconds += 1.5  # the target took 1.5 s to answer
-                from scheduler_emulator.transports import TransportResult
+                from scheduler_emulator.runtime.transports import TransportResult
 
                 return TransportResult(status=200)
 

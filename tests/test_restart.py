@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from support import RecordingTarget, nightly_job
 
-from scheduler_emulator.clock import ManualClock
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.resources import State
-from scheduler_emulator.store import Store
-from scheduler_emulator.transports import DeliveryRequest, TransportResult, WsgiTransport
+from scheduler_emulator.domain.resources import State
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.store import Store
+from scheduler_emulator.runtime.transports import DeliveryRequest, TransportResult, WsgiTransport
 
 START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler_emulator.resources import RetryConfig
-from scheduler_emulator.retry import backoff, may_retry
+from scheduler_emulator.domain.resources import RetryConfig
+from scheduler_emulator.domain.retry import backoff, may_retry
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

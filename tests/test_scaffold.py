@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_emulator.cli import main
-from scheduler_emulator.scaffold import PROJECT_FILES, next_commands, template, write_project
+from scheduler_emulator.tools.cli import main
+from scheduler_emulator.tools.scaffold import PROJECT_FILES, next_commands, template, write_project
 
 REPO = Path(__file__).resolve().parent.parent
 #: The tests ``test_app.py.tmpl`` holds (two of its tests run in both styles).

@@ -14,10 +14,10 @@ import pytest
 from daemon import serving
 from support import RecordingTarget
 
-from scheduler_emulator.cli import main
-from scheduler_emulator.errors import ConfigurationError
-from scheduler_emulator.replay import print_report, replay_scenario
-from scheduler_emulator.scenario import (
+from scheduler_emulator.domain.errors import ConfigurationError
+from scheduler_emulator.tools.cli import main
+from scheduler_emulator.tools.replay import print_report, replay_scenario
+from scheduler_emulator.tools.scenario import (
     Check,
     ScenarioRun,
     load_scenario,

@@ -1,4 +1,4 @@
-"""Schedule syntax, time zones and the public API of ``scheduler_emulator.schedule``.
+"""Schedule syntax, time zones and the public API of ``scheduler_emulator.domain.schedule``.
 
 DST behaviour is in ``test_schedule_dst.py``; property tests (brute-force oracle, croniter) are
 in ``test_schedule_properties.py``.
@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from scheduler_emulator.errors import INVALID_SCHEDULE_MESSAGE, ClockError, InvalidArgument
-from scheduler_emulator.schedule import (
+from scheduler_emulator.domain.errors import INVALID_SCHEDULE_MESSAGE, ClockError, InvalidArgument
+from scheduler_emulator.domain.schedule import (
     Schedule,
     format_schedule_time,
     parse_schedule,

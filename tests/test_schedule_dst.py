@@ -12,7 +12,7 @@ from itertools import islice
 
 import pytest
 
-from scheduler_emulator.schedule import format_schedule_time, parse_schedule
+from scheduler_emulator.domain.schedule import format_schedule_time, parse_schedule
 
 NEW_YORK = "America/New_York"
 #: Noon UTC the day before the 2026 spring-forward (8 Mar, 02:00 EST -> 03:00 EDT).

@@ -1,4 +1,4 @@
-"""Property tests for ``scheduler_emulator.schedule`` (hypothesis).
+"""Property tests for ``scheduler_emulator.domain.schedule`` (hypothesis).
 
 The oracle is spec §17 P1 taken literally: walk absolute minutes one at a time, convert each to
 the job's zone with ``zoneinfo`` and fire when the wall time matches. Expressions are generated
@@ -19,8 +19,8 @@ from croniter import croniter
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from scheduler_emulator.schedule import parse_schedule
-from scheduler_emulator.timezones import DAY_SECONDS, segment_at
+from scheduler_emulator.domain.schedule import parse_schedule
+from scheduler_emulator.domain.timezones import DAY_SECONDS, segment_at
 
 MINUTE = timedelta(minutes=1)
 #: Zones with DST, 30- and 45-minute offsets, midnight transitions, a skipped day (Apia 2011)

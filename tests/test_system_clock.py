@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 
 from support import RecordingTarget, nightly_job
 
-from scheduler_emulator.clock import SystemClock, real_monotonic
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.transports import WsgiTransport
+from scheduler_emulator.runtime.clock import SystemClock, real_monotonic
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import WsgiTransport
 
 
 class ShiftedClock(SystemClock):

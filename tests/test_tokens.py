@@ -15,14 +15,11 @@ import pytest
 from support import TARGET, RecordingTarget, nightly_job
 from werkzeug.test import Client
 
-from scheduler_emulator.cli import build_parser
-from scheduler_emulator.clock import ManualClock, SystemClock
-from scheduler_emulator.codec import job_from_json
-from scheduler_emulator.emulator import Emulator
-from scheduler_emulator.errors import ConfigurationError
-from scheduler_emulator.server import create_app
-from scheduler_emulator.target.auth import load_keys, verify_id_token
-from scheduler_emulator.tokens import (
+from scheduler_emulator.domain.codec import job_from_json
+from scheduler_emulator.domain.errors import ConfigurationError
+from scheduler_emulator.runtime.clock import ManualClock, SystemClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.tokens import (
     ACCESS_TOKEN_PREFIX,
     GOOGLE_ISSUER,
     SigningKey,
@@ -31,7 +28,10 @@ from scheduler_emulator.tokens import (
     service_account_id,
     token_audience,
 )
-from scheduler_emulator.transports import WsgiTransport
+from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator.server.server import create_app
+from scheduler_emulator.target.auth import load_keys, verify_id_token
+from scheduler_emulator.tools.cli import build_parser
 
 INVOKER = "scheduler-invoker@my-project.iam.gserviceaccount.com"
 AUDIENCE = "https://orders-abc123-uc.a.run.app"

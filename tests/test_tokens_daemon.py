@@ -18,8 +18,8 @@ from daemon import Daemon, running_daemon, serving
 from google.oauth2 import id_token
 from support import Received, RecordingTarget
 
-from scheduler_emulator.attempts import iso
-from scheduler_emulator.clock import SystemClock
+from scheduler_emulator.domain.attempts import iso
+from scheduler_emulator.runtime.clock import SystemClock
 from scheduler_emulator.target import TokenError, verify_scheduler_token
 from scheduler_emulator.target.auth import InvalidSignatureError, WrongAudienceError
 

@@ -10,8 +10,8 @@ from typing import Any
 from daemon import serving
 from support import RecordingTarget
 
-from scheduler_emulator.outcomes import Failure
-from scheduler_emulator.transports import (
+from scheduler_emulator.domain.outcomes import Failure
+from scheduler_emulator.runtime.transports import (
     DeliveryRequest,
     HttpTransport,
     MountTransport,

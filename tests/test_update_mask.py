@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from scheduler_emulator import update_mask
-from scheduler_emulator.codec import job_from_json, job_to_json
-from scheduler_emulator.errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
-from scheduler_emulator.resources import (
+from scheduler_emulator.domain import update_mask
+from scheduler_emulator.domain.codec import job_from_json, job_to_json
+from scheduler_emulator.domain.errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
+from scheduler_emulator.domain.resources import (
     DEFAULT_OAUTH_SCOPE,
     AppEngineHttpTarget,
     HttpMethod,
@@ -27,7 +27,7 @@ from scheduler_emulator.resources import (
     State,
     Status,
 )
-from scheduler_emulator.update_mask import apply_update, parse_update_mask
+from scheduler_emulator.domain.update_mask import apply_update, parse_update_mask
 
 NAME = "projects/demo-proj/locations/us-central1/jobs/nightly"
 OTHER_NAME = "projects/demo-proj/locations/us-central1/jobs/other"

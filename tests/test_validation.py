@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from scheduler_emulator.errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
-from scheduler_emulator.names import JOB_NAME_FORMAT_MESSAGE
-from scheduler_emulator.resources import (
+from scheduler_emulator.domain.errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
+from scheduler_emulator.domain.names import JOB_NAME_FORMAT_MESSAGE
+from scheduler_emulator.domain.resources import (
     AppEngineHttpTarget,
     AppEngineRouting,
     HttpMethod,
@@ -23,7 +23,7 @@ from scheduler_emulator.resources import (
     RetryConfig,
     with_defaults,
 )
-from scheduler_emulator.validation import (
+from scheduler_emulator.domain.validation import (
     MAX_HEADERS_BYTES,
     MAX_JOB_SIZE_BYTES,
     encoded_uri_length,

@@ -53,7 +53,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..errors import EmulatorError
+from ..realtime import real_monotonic
+from .errors import TargetError
 from .request import CaseInsensitiveHeaders
 
 #: Google's signing keys as a JWK Set (the v1 URL serves the same keys as PEM certificates).
@@ -69,7 +70,7 @@ CERTS_MAX_AGE_SECONDS = 300.0
 logger = logging.getLogger("scheduler_emulator.target")
 
 
-class TokenError(EmulatorError):
+class TokenError(TargetError):
     """The request's token does not prove it comes from the expected Cloud Scheduler job.
 
     A service answers 401 (:attr:`http_status`); the message says what is wrong and is safe to
@@ -130,7 +131,7 @@ class WrongEmailError(TokenError):
     """``email`` is not an accepted service account (or is not verified)."""
 
 
-class CertsUnavailableError(EmulatorError):
+class CertsUnavailableError(TargetError):
     """The keys at ``certs_url`` could not be fetched or read; not the caller's fault."""
 
 
@@ -226,7 +227,6 @@ class _KeyCache:
         self._entries: dict[str, tuple[float, dict[str, Any]]] = {}
 
     def keys(self, url: str, kid: str | None) -> dict[str, Any]:
-        from ..clock import real_monotonic  # never frozen by freezegun
 
         with self._lock:
             entry = self._entries.get(url)

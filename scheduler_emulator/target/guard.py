@@ -65,7 +65,7 @@ from http import HTTPStatus
 from types import UnionType
 from typing import Any, ClassVar, Generic, TypeVar, Union, cast, get_args, get_origin
 
-from ..errors import ClockError, EmulatorError
+from .errors import TargetError, TimerClockError
 from .guard_stores import Claim, ClaimOutcome, RunRecord, RunStatus, RunStore, SqliteRunStore
 from .request import JOB_NAME_HEADER, SCHEDULE_TIME_HEADER, CaseInsensitiveHeaders, TimerRequest
 from .router import (
@@ -130,7 +130,7 @@ def _problem(status: int, problem: dict[str, Any]) -> TimerResponse:
 DUPLICATE_RESPONSE = TimerResponse(200, (("Content-Length", "0"),), b"")
 
 
-class RunRefusedError(EmulatorError):
+class RunRefusedError(TargetError):
     """The guard answered a delivery without running its work, with a 4xx (spec §3).
 
     Raised to the caller of :meth:`RunOnceGuard.run` and, in function style, of a
@@ -522,12 +522,12 @@ class RunOnceGuard:
     def now(self) -> datetime:
         """The guard's current instant, in UTC.
 
-        :raises ClockError: when the clock returns something other than an aware datetime.
+        :raises TimerClockError: when the clock returns something other than an aware datetime.
         :return: the clock's instant converted to UTC.
         """
         now = self._clock()
         if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
-            raise ClockError(
+            raise TimerClockError(
                 f"The run-once guard's clock returned {now!r}; it must return an aware datetime, "
                 "such as datetime.now(UTC)."
             )
@@ -551,7 +551,7 @@ class RunOnceGuard:
 
         :param headers: the request's headers (any header-name case).
         :raises MissingRunHeadersError: when a header the key is made of is absent or blank.
-        :raises ClockError: when the clock returns a naive datetime.
+        :raises TimerClockError: when the clock returns a naive datetime.
         :raises Exception: whatever the store raises (the database is locked, Firestore is
             unavailable...).
         :return: the attempt; see :attr:`Attempt.outcome`.

@@ -25,10 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-#: The header that carries the job's short name or full resource name.
-JOB_NAME_HEADER = "X-CloudScheduler-JobName"
-#: The header that carries the run's scheduled instant in RFC 3339 (unix-cron jobs only).
-SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"
+from ..wire import JOB_NAME_HEADER, SCHEDULE_TIME_HEADER, parse_schedule_time
 
 
 class CaseInsensitiveHeaders(Mapping[str, str]):
@@ -84,28 +81,6 @@ class CaseInsensitiveHeaders(Mapping[str, str]):
 
 def _as_headers(value: Any) -> CaseInsensitiveHeaders:
     return value if isinstance(value, CaseInsensitiveHeaders) else CaseInsensitiveHeaders(value)
-
-
-def parse_schedule_time(value: str) -> datetime:
-    """Parse an ``X-CloudScheduler-ScheduleTime`` value (RFC 3339) into an aware datetime.
-
-    :param value: e.g. ``"2026-09-24T02:00:00Z"`` or ``"2026-01-01T00:00:00.000+00:00"``.
-    :raises ValueError: when ``value`` is not an RFC 3339 timestamp with a ``Z`` or an offset.
-    :return: the instant, timezone-aware (UTC when the header says ``Z``).
-    """
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ValueError(
-            f"{SCHEDULE_TIME_HEADER} {value!r} is not an RFC 3339 timestamp; Cloud Scheduler "
-            "sends one such as '2026-09-24T02:00:00Z'."
-        ) from None
-    if parsed.tzinfo is None:
-        raise ValueError(
-            f"{SCHEDULE_TIME_HEADER} {value!r} has no UTC offset; RFC 3339 needs 'Z' or an offset "
-            "such as '+00:00'."
-        )
-    return parsed
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,9 @@ from http import HTTPStatus
 from types import MappingProxyType, UnionType
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from ..errors import EmulatorError
+from ..wire import TIMER_PREFIX
 from .binding import BindingError, bind_body, check_bindable, type_name
+from .errors import TargetError
 from .request import CaseInsensitiveHeaders, TimerRequest
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; werkzeug is imported lazily
@@ -62,7 +63,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 logger = logging.getLogger("scheduler_emulator.target")
 
 #: The path a job's URI carries the timer's name under, unless the router sets another.
-DEFAULT_PREFIX = "/_triggers/timer/"
+DEFAULT_PREFIX = TIMER_PREFIX
 #: The environ key (and Flask ``request.environ`` key) holding the exception a handler raised,
 #: so an in-process caller (the Cloud Run style façade, spec §2) can re-raise it.
 EXCEPTION_ENVIRON_KEY = "scheduler_emulator.target.exception"
@@ -85,7 +86,7 @@ PROBLEM_JSON = "application/problem+json"
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,500}")
 
 
-class UnknownTimerError(EmulatorError, LookupError):
+class UnknownTimerError(TargetError, LookupError):
     """:meth:`TimerRouter.invoke` was given a name no handler is registered under.
 
     :param name: the name asked for.

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_emulator.clock import ManualClock
+from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.target import (
     FirestoreRunStore,
     RunOnceGuard,

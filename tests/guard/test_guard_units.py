@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_plugin.facades import FunctionTimers
-from scheduler_emulator.clock import ManualClock
-from scheduler_emulator.errors import ClockError, EmulatorError
+from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.target import (
     ClaimOutcome,
     FirestoreRunStore,
@@ -36,6 +35,7 @@ from scheduler_emulator.target import (
     TimerRequest,
     TimerRouter,
 )
+from scheduler_emulator.target.errors import TargetError, TimerClockError
 from scheduler_emulator.target.guard_stores import decide_claim
 
 from .guard_support import SCHEDULE_TIME, scheduler_headers
@@ -118,7 +118,7 @@ class TestScheduledRun:
         assert str(refused.value).startswith(
             "The X-CloudScheduler-JobName and X-CloudScheduler-ScheduleTime headers are missing"
         )
-        assert isinstance(refused.value, EmulatorError)
+        assert isinstance(refused.value, TargetError)
 
 
 class TestGuardArguments:
@@ -157,7 +157,7 @@ class TestGuardArguments:
     def test_a_clock_returning_a_naive_datetime_is_an_error(self) -> None:
         guard = RunOnceGuard(clock=lambda: datetime(2026, 9, 24, 2, 0))
 
-        with pytest.raises(ClockError, match=r"aware datetime, such as datetime.now\(UTC\)"):
+        with pytest.raises(TimerClockError, match=r"aware datetime, such as datetime.now\(UTC\)"):
             guard.claim(scheduler_headers())
 
     def test_a_clock_in_another_zone_is_read_as_utc(self) -> None:
@@ -479,7 +479,7 @@ def test_importing_the_target_package_loads_no_web_framework_database_or_engine(
     code = (
         "import sys, scheduler_emulator.target\n"
         "heavy = ('werkzeug', 'flask', 'sqlite3', '_sqlite3', 'google')\n"
-        "engine = ('scheduler_emulator.engine', 'scheduler_emulator.emulator')\n"
+        "engine = ('scheduler_emulator.runtime.engine', 'scheduler_emulator.runtime.emulator')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in engine))\n"
     )
 

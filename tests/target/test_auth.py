@@ -18,8 +18,8 @@ from freezegun import freeze_time
 from werkzeug.test import Client, EnvironBuilder
 from werkzeug.wrappers import Request, Response
 
-from scheduler_emulator.clock import ManualClock
-from scheduler_emulator.errors import EmulatorError
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.tokens import SigningKey, TokenAuthority
 from scheduler_emulator.target import (
     CertsUnavailableError,
     SchedulerTokenMiddleware,
@@ -41,7 +41,7 @@ from scheduler_emulator.target.auth import (
     clear_certs_cache,
     verify_id_token,
 )
-from scheduler_emulator.tokens import SigningKey, TokenAuthority
+from scheduler_emulator.target.errors import TargetError
 
 INVOKER = "scheduler-invoker@my-project.iam.gserviceaccount.com"
 AUDIENCE = "https://orders-abc123-uc.a.run.app"
@@ -198,7 +198,7 @@ class TestVerification:
             verify(token, authority, email="other@my-project.iam.gserviceaccount.com")
 
     def test_every_token_error_is_an_emulator_error_answered_with_401(self) -> None:
-        assert issubclass(TokenError, EmulatorError)
+        assert issubclass(TokenError, TargetError)
         assert TokenError.http_status == 401
         assert not issubclass(CertsUnavailableError, TokenError)
 

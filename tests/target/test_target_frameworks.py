@@ -346,7 +346,8 @@ class TestFindRouter:
 
 
 def test_target_package_imports_nothing_of_the_emulator_engine() -> None:
-    """``scheduler_emulator.target`` needs only ``scheduler_emulator.errors`` of the package.
+    """``scheduler_emulator.target`` needs only the two stdlib-only leaves of the package: the wire
+    contract and the real-time helpers.
 
     The check loads ``target`` under a stand-in parent package, in a fresh interpreter, and
     lists every module it brought in.
@@ -371,7 +372,8 @@ def test_target_package_imports_nothing_of_the_emulator_engine() -> None:
     ours = [m for m in loaded if m.startswith("scheduler_emulator")]
     assert "scheduler_emulator.target" in ours
     assert [m for m in ours if not m.startswith("scheduler_emulator.target")] == [
-        "scheduler_emulator.errors"
+        "scheduler_emulator.realtime",
+        "scheduler_emulator.wire",
     ]
     assert not [m for m in loaded if m.split(".")[0] in {"werkzeug", "flask", "requests"}]
 
@@ -387,9 +389,9 @@ def test_importing_target_through_the_real_package_loads_no_engine() -> None:
     )
     loaded = set(result.stdout.split())
     assert not loaded & {
-        "scheduler_emulator.engine",
-        "scheduler_emulator.emulator",
-        "scheduler_emulator.schedule",
-        "scheduler_emulator.store",
-        "scheduler_emulator.transports",
+        "scheduler_emulator.runtime.engine",
+        "scheduler_emulator.runtime.emulator",
+        "scheduler_emulator.domain.schedule",
+        "scheduler_emulator.runtime.store",
+        "scheduler_emulator.runtime.transports",
     }

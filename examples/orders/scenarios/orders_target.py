@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from scheduler_emulator.demo import load_example
 from scheduler_emulator.target import DEFAULT_PREFIX, RunOnceGuard
 from scheduler_emulator.target.guard import DUPLICATE_RESPONSE, RunRefusedError
+from scheduler_emulator.tools.demo import load_example
 
 orders = load_example(Path(__file__).resolve().parent.parent)
 

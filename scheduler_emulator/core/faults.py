@@ -1,0 +1,257 @@
+"""Fault plans: deterministic, seeded faults injected into deliveries.
+
+Cloud Scheduler delivers at least once (spec §9.3): a run can arrive twice when an
+acknowledgement is lost, or when a handler outlives its attempt deadline and is retried while
+still running. A :class:`FaultPlan` makes those things happen on purpose, the same way every time
+for the same plan and seed::
+
+    plan = FaultPlan(seed=7)
+    plan.add(action="lost_ack", job="nightly", run=1)          # 1st run: response lost
+    plan.add(action="duplicate", job="report*", probability=0.25, count=2)
+    plan.add(action="deadline", job="nightly", run=2, seconds=0.2)
+    emulator = Emulator(clock, faults=plan)
+
+Rules match on the job ID (exact or glob), the run (its number among the job's runs, 1-based,
+or its ``X-CloudScheduler-ScheduleTime``), the attempt number and a probability. The random draw
+of a rule depends only on (seed, rule position, job, run, attempt), so the timeline does not
+depend on thread timing or on the order other jobs ran in.
+
+Actions (applied by the engine, recorded on the attempt with ``injected: true``):
+
+- ``duplicate`` — deliver the attempt ``count`` more times with the same headers, after it
+  (``concurrent: false``) or at the same time (``concurrent: true``);
+- ``lost_ack`` — deliver it, let the target answer, then count the attempt as failed
+  (``UNAVAILABLE``) so it is retried under the retry config — at least once even with
+  ``retryCount`` 0, as the at-least-once guarantee allows;
+- ``deadline`` — count the attempt as ``DEADLINE_EXCEEDED`` after ``seconds`` of real time while
+  the target is still handling it, so that the retry overlaps the first handler;
+- ``status`` — answer as if the target returned ``status``, without calling it;
+- ``connection_error`` — fail with ``UNAVAILABLE`` before sending;
+- ``delay`` — add ``seconds`` of latency (virtual time on a manual clock) before sending.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from ..domain.errors import InvalidArgument
+
+ACTIONS = ("duplicate", "lost_ack", "deadline", "status", "connection_error", "delay")
+
+
+@dataclass(frozen=True)
+class AttemptContext:
+    """What a rule can match on.
+
+    :param job_id: the short job ID.
+    :param run: the run's number among the job's runs, 1-based.
+    :param schedule_time: the run's ``X-CloudScheduler-ScheduleTime`` (``None`` when none).
+    :param attempt: 1 for the first try of the run, 2 for its first retry, …
+    """
+
+    job_id: str
+    run: int
+    schedule_time: str | None
+    attempt: int
+
+
+@dataclass(frozen=True)
+class FaultRule:
+    """One fault: where it applies, how likely, and what it does.
+
+    :param action: one of :data:`ACTIONS`.
+    :param job: job ID, exact or a glob (``"report*"``); ``"*"`` for every job.
+    :param run: only the run with this number (1-based), or ``None`` for any.
+    :param schedule_time: only the run with this ScheduleTime header.
+    :param attempt: only this attempt of the run (1 = first try), or ``None`` for any.
+    :param probability: chance (0–1) that a matching attempt gets the fault.
+    :param count: ``duplicate``: how many extra deliveries.
+    :param concurrent: ``duplicate``: send the copies at the same time as the original.
+    :param status: ``status``: the HTTP status to pretend the target answered.
+    :param seconds: ``delay``: added latency; ``deadline``: real seconds the handler is given
+        before the attempt counts as timed out (default 0.1).
+    :param limit: fire at most this many times in all (``None``: no limit).
+    """
+
+    action: str
+    job: str = "*"
+    run: int | None = None
+    schedule_time: str | None = None
+    attempt: int | None = None
+    probability: float = 1.0
+    count: int = 1
+    concurrent: bool = False
+    status: int = 503
+    seconds: float = 0.1
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.action, str) or self.action not in ACTIONS:
+            raise InvalidArgument(
+                f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}.", field="action"
+            )
+        for name in ("job", "schedule_time"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgument(
+                    f"{name} must be a string; got {value!r} (quote numeric job IDs).", field=name
+                )
+        if not isinstance(self.concurrent, bool):
+            raise InvalidArgument(
+                f"concurrent must be true or false; got {self.concurrent!r}.", field="concurrent"
+            )
+        for name in ("probability", "seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidArgument(f"{name} must be a number; got {value!r}.", field=name)
+        for name in ("count", "status"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidArgument(f"{name} must be a whole number; got {value!r}.", field=name)
+        if self.action not in ACTIONS:
+            raise InvalidArgument(
+                f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}.", field="action"
+            )
+        if not 0 <= self.probability <= 1:
+            raise InvalidArgument(
+                f"probability must be between 0 and 1; got {self.probability!r}.",
+                field="probability",
+            )
+        for name in ("run", "attempt", "limit"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise InvalidArgument(
+                    f"{name} must be a whole number from 1; got {value!r}.", field=name
+                )
+        if not isinstance(self.count, int) or self.count < 1:
+            raise InvalidArgument(f"count must be at least 1; got {self.count!r}.", field="count")
+        if not isinstance(self.status, int) or not 100 <= self.status <= 599:
+            raise InvalidArgument(
+                f"status must be an HTTP status 100-599; got {self.status!r}.", field="status"
+            )
+        if not isinstance(self.seconds, int | float) or self.seconds < 0:
+            raise InvalidArgument(
+                f"seconds must be a non-negative number; got {self.seconds!r}.", field="seconds"
+            )
+
+    def matches(self, context: AttemptContext) -> bool:
+        """Tell whether the rule applies to ``context`` (before the probability draw)."""
+        if self.job != context.job_id and not fnmatch.fnmatchcase(context.job_id, self.job):
+            return False
+        if self.run is not None and self.run != context.run:
+            return False
+        if self.schedule_time is not None and self.schedule_time != context.schedule_time:
+            return False
+        return self.attempt is None or self.attempt == context.attempt
+
+    def to_json(self) -> dict[str, Any]:
+        """The rule as JSON, only the fields that differ from their defaults."""
+        defaults = FaultRule(self.action)
+        return {
+            key: value
+            for key, value in asdict(self).items()
+            if key == "action" or value != getattr(defaults, key)
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FaultRule:
+        """Build a rule from its JSON/YAML form (the keyword names of :class:`FaultRule`).
+
+        :raises InvalidArgument: for an unknown key or a bad value, naming it.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidArgument(f"a fault rule must be an object; got {data!r}.", field="rules")
+        known = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in known:
+                raise InvalidArgument(
+                    f"unknown fault rule field {key!r}; known: {', '.join(sorted(known))}.",
+                    field=str(key),
+                )
+        if "action" not in data:
+            raise InvalidArgument("a fault rule needs an action.", field="action")
+        return cls(**dict(data))
+
+
+@dataclass
+class FaultPlan:
+    """An ordered list of :class:`FaultRule` and the seed of their random draws.
+
+    Thread-safe. ``decide`` is what the engine calls for each attempt.
+
+    :param rules: the rules, applied in order.
+    :param seed: seed of every probability draw.
+    """
+
+    rules: list[FaultRule] = field(default_factory=list)
+    seed: int = 0
+    _fired: dict[int, int] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, rule: FaultRule | None = None, **fields: Any) -> FaultRule:
+        """Append a rule, given as a :class:`FaultRule` or as its keyword fields.
+
+        :raises InvalidArgument: for a bad field (see :class:`FaultRule`).
+        :return: the rule added.
+        """
+        new = rule if rule is not None else FaultRule.from_json(fields)
+        with self._lock:
+            self.rules.append(new)
+        return new
+
+    def clear(self) -> None:
+        """Remove every rule and forget how often they fired."""
+        with self._lock:
+            self.rules.clear()
+            self._fired.clear()
+
+    def decide(self, context: AttemptContext) -> list[FaultRule]:
+        """Return the rules that fire for this attempt, in plan order."""
+        chosen = []
+        with self._lock:
+            for index, rule in enumerate(self.rules):
+                if not rule.matches(context):
+                    continue
+                if rule.limit is not None and self._fired.get(index, 0) >= rule.limit:
+                    continue
+                if rule.probability < 1:
+                    draw = random.Random(
+                        f"{self.seed}:{index}:{context.job_id}:{context.run}:{context.attempt}"
+                    ).random()
+                    if draw >= rule.probability:
+                        continue
+                self._fired[index] = self._fired.get(index, 0) + 1
+                chosen.append(rule)
+        return chosen
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"seed": …, "rules": [...]}``."""
+        with self._lock:
+            return {"seed": self.seed, "rules": [rule.to_json() for rule in self.rules]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> FaultPlan:
+        """Build a plan from ``{"seed": N, "rules": [...]}`` or a bare list of rules.
+
+        :raises InvalidArgument: for a bad shape, key or value, naming it.
+        """
+        if isinstance(data, Mapping):
+            unknown = set(data) - {"seed", "rules"}
+            if unknown:
+                raise InvalidArgument(
+                    f"unknown fault plan field(s) {sorted(unknown)}; use seed and rules.",
+                    field=sorted(unknown)[0],
+                )
+            seed, rules = data.get("seed", 0), data.get("rules", [])
+        else:
+            seed, rules = 0, data
+        if not isinstance(seed, int):
+            raise InvalidArgument(f"seed must be a whole number; got {seed!r}.", field="seed")
+        if not isinstance(rules, list):
+            raise InvalidArgument(f"rules must be a list; got {rules!r}.", field="rules")
+        return cls([FaultRule.from_json(rule) for rule in rules], seed)

@@ -1,0 +1,133 @@
+"""Records of what the emulator did: attempts, runs and skipped runs.
+
+One delivery is an *attempt*; a scheduled (or forced) occurrence with its attempts is a *run*
+(spec §0.2). These records are what ``/_emulator/attempts`` serves, what the store keeps, and
+what the pytest fixtures assert on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..wire import format_timestamp
+
+
+def iso(instant: datetime | None) -> str | None:
+    """Render an aware instant as RFC 3339 UTC with ``Z`` (microseconds only when non-zero);
+    ``None`` stays ``None``."""
+    return None if instant is None else format_timestamp(instant)
+
+
+@dataclass
+class Run:
+    """One execution of a job: its first attempt and its retries (spec §9).
+
+    :param id: store-assigned run number.
+    :param job: the job's full name.
+    :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` header value of every attempt of
+        the run (``None`` when no header is sent: English-like schedules, P16).
+    :param nominal: the scheduled instant (UTC) this run is for; for a forced run the instant it
+        was forced.
+    :param forced: ``True`` for a RunJob run (P3).
+    :param first_attempt_start: when the first attempt started (UTC), for ``maxRetryDuration``.
+    :param attempts: attempts started so far.
+    :param next_attempt_at: when the pending retry is due, ``None`` when none is pending.
+    :param number: the run's number among its job's runs in this process (1-based), which fault
+        rules match on; not kept across restarts.
+    :param extra_retry: a lost acknowledgement earned the run one retry beyond its config.
+    """
+
+    id: int
+    job: str
+    schedule_time: str | None
+    nominal: datetime
+    forced: bool = False
+    first_attempt_start: datetime | None = None
+    attempts: int = 0
+    next_attempt_at: datetime | None = None
+    finished: bool = False
+    number: int = 0  # the run's number among the job's runs since start-up (fault rules)
+    extra_retry: bool = False  # a lost acknowledgement earns one retry whatever the config
+
+
+@dataclass
+class Attempt:
+    """One delivery of a run to its target.
+
+    :param id: store-assigned, increasing in start order.
+    :param job: the job's full name.
+    :param run_id: the run this attempt belongs to.
+    :param attempt: 1 for the first try of a run, 2 for the first retry, …
+    :param schedule_time: the ScheduleTime header sent, or ``None``.
+    :param start_time: when the attempt started (clock time, UTC).
+    :param end_time: when it ended, ``None`` while in flight.
+    :param request: ``{"method", "url", "headers"}`` as sent.
+    :param response_status: the target's final HTTP status, ``None`` without a response.
+    :param code: google.rpc code name (``OK`` on success), ``None`` while in flight.
+    :param debug_info: the execution log's ``debugInfo`` text (§14.3).
+    :param forced: the run was forced by RunJob.
+    :param injected: the attempt was added or altered by fault injection.
+    """
+
+    id: int
+    job: str
+    run_id: int
+    attempt: int
+    schedule_time: str | None
+    start_time: datetime
+    request: dict[str, Any]
+    end_time: datetime | None = None
+    response_status: int | None = None
+    code: str | None = None
+    debug_info: str = ""
+    forced: bool = False
+    injected: bool = False
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def job_id(self) -> str:
+        """The short job ID."""
+        return self.job.rsplit("/", 1)[-1]
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the ``/_emulator/attempts`` shape of this attempt."""
+        return {
+            "job": self.job,
+            "runId": self.run_id,
+            "attempt": self.attempt,
+            "scheduleTime": self.schedule_time,
+            "startTime": iso(self.start_time),
+            "endTime": iso(self.end_time),
+            "request": self.request,
+            "responseStatus": self.response_status,
+            "code": self.code,
+            "debugInfo": self.debug_info,
+            "forced": self.forced,
+            "injected": self.injected,
+        }
+
+
+@dataclass(frozen=True)
+class SkippedRun:
+    """A scheduled time that did not get a run because an earlier run was still going (P6).
+
+    :param job: the job's full name.
+    :param schedule_time: the nominal time that was skipped, as the header would have shown it.
+    :param recorded_at: when the emulator decided to skip it (UTC).
+    """
+
+    job: str
+    schedule_time: str | None
+    nominal: datetime
+    recorded_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the ``/_emulator/skipped`` shape of this record."""
+        return {
+            "job": self.job,
+            "scheduleTime": self.schedule_time,
+            "nominalTime": iso(self.nominal),
+            "recordedAt": iso(self.recorded_at),
+        }

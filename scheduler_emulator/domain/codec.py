@@ -1,0 +1,827 @@
+"""The REST JSON edge: proto3 JSON mapping of Job and its parts (spec §3.8).
+
+Everything inside the emulator is a :class:`~scheduler_emulator.domain.resources.Job` with
+snake_case
+attributes, ``timedelta`` durations, aware UTC datetimes and raw ``bytes``. This module converts
+at the edge:
+
+- :func:`job_from_json` accepts what real clients send — camelCase or snake_case keys, enum names
+  or integers (the Python client sends ``"httpMethod": 1``), int32 as numbers or numeric strings,
+  standard or URL-safe base64 with or without padding — silently ignores output-only fields,
+  rejects unknown fields and wrong JSON types naming the field path and value, then applies the
+  server defaults (§3.7) and validates the result (§2, §3, §11.1).
+- :func:`job_to_json` renders what the real service returns: camelCase, proto3 defaults omitted
+  except what the service always shows (§3.7), canonical durations and timestamps.
+- For UpdateJob (:mod:`~scheduler_emulator.domain.update_mask`) the parts of :func:`job_from_json`
+are
+  public: :func:`parse_job` (parse only), :func:`json_fields` (which fields the body *has*, with
+  its raw values), :func:`normalise_job` (defaults + validation) and :data:`MESSAGE_FIELDS`
+  (the field names of every message, which both the parser and mask paths use).
+
+Worked example::
+
+    >>> job = job_from_json(
+    ...     {
+    ...         "name": "projects/demo/locations/us-central1/jobs/nightly",
+    ...         "schedule": "0 3 * * *",
+    ...         "http_target": {"uri": "https://svc.example/run", "httpMethod": 1, "body": "e30"},
+    ...         "retryConfig": {"retryCount": "3", "minBackoffDuration": "1.500s"},
+    ...     }
+    ... )
+    >>> job.http_target.body, job.retry_config.min_backoff_duration
+    (b'{}', datetime.timedelta(seconds=1, microseconds=500000))
+    >>> out = job_to_json(job)
+    >>> out["httpTarget"]["headers"]
+    {'User-Agent': 'Google-Cloud-Scheduler', 'Content-Type': 'application/octet-stream'}
+    >>> out["httpTarget"]["body"], out["attemptDeadline"], out["retryConfig"]["minBackoffDuration"]
+    ('e30=', '180s', '1.500s')
+
+Errors are :class:`~scheduler_emulator.domain.errors.InvalidArgument`. Messages about the JSON
+itself
+follow Google's front-end wording, which names the proto (snake_case) path::
+
+    Invalid JSON payload received. Unknown name "foo" at 'job.http_target': Cannot find field.
+    Invalid value at 'job.retry_config.retry_count' (TYPE_INT32), "abc"
+
+while the error's ``field`` is the camelCase path the rest of the emulator uses
+(``httpTarget.foo``, ``retryConfig.retryCount``) and the field violation's description is a P20
+sentence (``retryConfig.retryCount must be an integer; got "abc".``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from .. import wire
+from .errors import ClockError, InvalidArgument
+from .resources import (
+    AppEngineHttpTarget,
+    AppEngineRouting,
+    HttpMethod,
+    HttpTarget,
+    Job,
+    OAuthToken,
+    OidcToken,
+    PubsubTarget,
+    RetryConfig,
+    Status,
+    with_defaults,
+)
+from .validation import validate_job
+
+__all__ = [
+    "MESSAGE_FIELDS",
+    "MessageFields",
+    "camel_case",
+    "default_message",
+    "format_duration",
+    "format_timestamp",
+    "job_from_json",
+    "job_to_json",
+    "json_fields",
+    "normalise_job",
+    "parse_duration",
+    "parse_job",
+    "parse_timestamp",
+    "status_to_json",
+]
+
+#: Largest absolute Duration the proto allows, in seconds (google/protobuf/duration.proto).
+MAX_DURATION_SECONDS = 315_576_000_000
+
+_DURATION_RE = re.compile(r"(-)?([0-9]+)(?:\.([0-9]{1,9}))?s")
+_BASE64_RE = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
+_INT_STRING_RE = re.compile(r"-?[0-9]+")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_MICROSECOND = timedelta(microseconds=1)
+_TYPE_PREFIX = "type.googleapis.com/google.cloud.scheduler.v1."
+
+
+# ---------------------------------------------------------------------------------------------
+# Durations and timestamps
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """Render a JSON value for a message, shortened when long."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def parse_duration(text: str, *, field: str | None = None) -> timedelta:
+    """Parse a proto3 JSON Duration string (spec §3.8).
+
+    Accepts seconds with an optional leading ``-``, up to 9 fractional digits and the ``s``
+    suffix: ``"600s"``, ``"3.5s"``, ``"1.500s"``, ``"-0.25s"``. Proto3 JSON encodes a Duration
+    as a *string*, so a JSON number (``180``) is rejected, as are ``"3m"``, ``"1.s"`` and
+    ``" 5s"``. Digits beyond microseconds (``timedelta``'s resolution) are dropped.
+
+    :param text: the JSON value.
+    :param field: optional camelCase field path to attach to the error.
+    :raises InvalidArgument: when ``text`` is not a string of that form or exceeds the proto's
+        range of ±315,576,000,000 s.
+    :return: the duration.
+    """
+    if not isinstance(text, str):
+        raise InvalidArgument(
+            f'Invalid duration {_show(text)}: a duration is a JSON string such as "180s" or '
+            '"1.500s" (proto3 JSON), not a number.',
+            field=field,
+        )
+    match = _DURATION_RE.fullmatch(text)
+    if match is None:
+        raise InvalidArgument(
+            f"Invalid duration {_show(text)}: expected seconds with up to 9 fractional digits "
+            'and an "s" suffix, such as "180s" or "1.500s".',
+            field=field,
+        )
+    sign, whole, fraction = match.groups()
+    seconds = int(whole)
+    if seconds > MAX_DURATION_SECONDS:
+        raise InvalidArgument(
+            f"Invalid duration {_show(text)}: at most {MAX_DURATION_SECONDS} seconds.",
+            field=field,
+        )
+    micros = int((fraction or "").ljust(9, "0")[:6])
+    value = timedelta(seconds=seconds, microseconds=micros)
+    return -value if sign else value
+
+
+def format_duration(value: timedelta) -> str:
+    """Render a duration in the canonical shortest proto3 JSON form (spec §3.8).
+
+    Whole seconds as ``"Ns"`` (``"180s"``, ``"0s"``), otherwise 3 or 6 fractional digits
+    (``"1.500s"``, ``"0.000250s"``); negative values get a leading ``-``.
+
+    :param value: the duration (microsecond resolution).
+    :return: the JSON string.
+    """
+    micros = value // _MICROSECOND
+    sign = "-" if micros < 0 else ""
+    seconds, fraction = divmod(abs(micros), 1_000_000)
+    if fraction == 0:
+        return f"{sign}{seconds}s"
+    if fraction % 1000 == 0:
+        return f"{sign}{seconds}.{fraction // 1000:03d}s"
+    return f"{sign}{seconds}.{fraction:06d}s"
+
+
+def parse_timestamp(text: str, *, field: str | None = None) -> datetime:
+    """Parse an RFC 3339 timestamp with any UTC offset (spec §3.8); see
+    :func:`scheduler_emulator.wire.parse_timestamp`.
+
+    :param text: the JSON value.
+    :param field: optional camelCase field path to attach to the error.
+    :raises InvalidArgument: when ``text`` is not an RFC 3339 date-time with an offset, or names
+        a date or time that does not exist.
+    :return: a timezone-aware datetime in UTC.
+    """
+    try:
+        return wire.parse_timestamp(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"Invalid timestamp {_show(text)}: {exc}.", field=field) from None
+
+
+def format_timestamp(value: datetime) -> str:
+    """Render a timestamp as the service does: UTC with ``Z`` (spec §3.8); see
+    :func:`scheduler_emulator.wire.format_timestamp`.
+
+    :raises ClockError: when ``value`` is naive; pass ``datetime(..., tzinfo=datetime.UTC)``.
+    """
+    try:
+        return wire.format_timestamp(value)
+    except ValueError as exc:
+        raise ClockError(str(exc)) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading JSON
+
+
+@dataclass(frozen=True)
+class MessageFields:
+    """The JSON-visible fields of one message type of the Job resource (spec §3).
+
+    Names are the proto (snake_case) names, which are also the attribute names of the
+    :mod:`~scheduler_emulator.domain.resources` dataclasses; JSON accepts each in camelCase too.
+
+    :param settable: the fields a request may set, in proto order.
+    :param output_only: fields a request may carry but that are ignored whatever their value
+        (§3.2).
+    :param messages: the message-typed fields among ``settable``, as ``(field, type name)``
+        pairs; the type name is a key of :data:`MESSAGE_FIELDS`. Every other field is a scalar,
+        an enum, bytes, a Duration or a string map.
+    :param oneofs: groups of fields of which at most one may be set (Job's ``target``,
+        HttpTarget's ``authorization_header``).
+    """
+
+    settable: tuple[str, ...]
+    output_only: tuple[str, ...]
+    messages: tuple[tuple[str, str], ...]
+    oneofs: tuple[tuple[str, ...], ...]
+
+    def message_type(self, name: str) -> str | None:
+        """The message type name of field ``name``, or ``None`` for a non-message field."""
+        return dict(self.messages).get(name)
+
+
+#: The fields of every message of the Job resource, by type name (``"Job"``, ``"HttpTarget"``…).
+#: The one table the JSON parser and the update-mask paths (§5.4) both read.
+MESSAGE_FIELDS: Mapping[str, MessageFields] = MappingProxyType(
+    {
+        "Job": MessageFields(
+            settable=(
+                "name",
+                "description",
+                "pubsub_target",
+                "app_engine_http_target",
+                "http_target",
+                "schedule",
+                "time_zone",
+                "retry_config",
+                "attempt_deadline",
+            ),
+            output_only=(
+                "user_update_time",
+                "state",
+                "status",
+                "schedule_time",
+                "last_attempt_time",
+            ),
+            messages=(
+                ("pubsub_target", "PubsubTarget"),
+                ("app_engine_http_target", "AppEngineHttpTarget"),
+                ("http_target", "HttpTarget"),
+                ("retry_config", "RetryConfig"),
+            ),
+            oneofs=(("pubsub_target", "app_engine_http_target", "http_target"),),
+        ),
+        "HttpTarget": MessageFields(
+            settable=("uri", "http_method", "headers", "body", "oauth_token", "oidc_token"),
+            output_only=(),
+            messages=(("oauth_token", "OAuthToken"), ("oidc_token", "OidcToken")),
+            oneofs=(("oauth_token", "oidc_token"),),
+        ),
+        "OidcToken": MessageFields(
+            settable=("service_account_email", "audience"), output_only=(), messages=(), oneofs=()
+        ),
+        "OAuthToken": MessageFields(
+            settable=("service_account_email", "scope"), output_only=(), messages=(), oneofs=()
+        ),
+        "AppEngineHttpTarget": MessageFields(
+            settable=("http_method", "app_engine_routing", "relative_uri", "headers", "body"),
+            output_only=(),
+            messages=(("app_engine_routing", "AppEngineRouting"),),
+            oneofs=(),
+        ),
+        "AppEngineRouting": MessageFields(
+            settable=("service", "version", "instance"),
+            output_only=("host",),
+            messages=(),
+            oneofs=(),
+        ),
+        "PubsubTarget": MessageFields(
+            settable=("topic_name", "data", "attributes"), output_only=(), messages=(), oneofs=()
+        ),
+        "RetryConfig": MessageFields(
+            settable=(
+                "retry_count",
+                "max_retry_duration",
+                "min_backoff_duration",
+                "max_backoff_duration",
+                "max_doublings",
+            ),
+            output_only=(),
+            messages=(),
+            oneofs=(),
+        ),
+    }
+)
+
+
+def camel_case(proto_name: str) -> str:
+    """The JSON (lowerCamelCase) spelling of a proto field name: ``time_zone`` → ``timeZone``.
+
+    :param proto_name: a snake_case proto field name.
+    :return: the camelCase name.
+    """
+    head, *rest = proto_name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+@dataclass(frozen=True)
+class _Path:
+    """Where a value sits: proto path for Google-style messages, camelCase for ``field``."""
+
+    proto: str
+    json: str
+
+    def child(self, proto_name: str, json_name: str) -> _Path:
+        return _Path(
+            f"{self.proto}.{proto_name}", f"{self.json}.{json_name}" if self.json else json_name
+        )
+
+
+class _BadValue(Exception):
+    """A value of the wrong type or form; the caller knows the field path."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _invalid_value(path: _Path, type_name: str, value: Any, reason: str) -> InvalidArgument:
+    return InvalidArgument(
+        f"Invalid value at '{path.proto}' ({type_name}), {_show(value)}",
+        field=path.json or None,
+        description=f"{path.json or 'The job'} {reason}; got {_show(value)}.",
+    )
+
+
+def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, Any]]:
+    """Check a JSON object against a message's fields; return proto name → (path, value).
+
+    ``type_name`` is a key of :data:`MESSAGE_FIELDS`. Keys may be camelCase or snake_case; null
+    values and output-only fields are dropped; unknown keys and a field given under both
+    spellings are errors.
+    """
+    if not isinstance(data, Mapping):
+        raise _invalid_value(path, _TYPE_PREFIX + type_name, data, "must be a JSON object")
+    schema = MESSAGE_FIELDS[type_name]
+    output_only = schema.output_only
+    by_key: dict[str, str] = {}
+    for name in schema.settable + output_only:
+        by_key[name] = name
+        by_key[camel_case(name)] = name
+    result: dict[str, tuple[_Path, Any]] = {}
+    seen: dict[str, str] = {}
+    for key, value in data.items():
+        found = by_key.get(key) if isinstance(key, str) else None
+        if found is None:
+            unknown = path.child(str(key), str(key))
+            raise InvalidArgument(
+                f"Invalid JSON payload received. Unknown name {_show(key)} at '{path.proto}': "
+                "Cannot find field.",
+                field=unknown.json,
+            )
+        name = found
+        if name in output_only:
+            continue  # silently ignored, whatever the value (§3.2)
+        if name in seen:
+            raise InvalidArgument(
+                f"Invalid JSON payload received. {_show(seen[name])} and {_show(key)} at "
+                f"'{path.proto}' name the same field.",
+                field=path.child(name, camel_case(name)).json,
+            )
+        seen[name] = key
+        if value is None:
+            continue
+        result[name] = (path.child(name, camel_case(name)), value)
+    return result
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _BadValue("must be a string")
+    return value
+
+
+def _int32(value: Any) -> int:
+    integral = (
+        (isinstance(value, int) and not isinstance(value, bool))
+        or (isinstance(value, float) and value.is_integer())
+        or (isinstance(value, str) and _INT_STRING_RE.fullmatch(value) is not None)
+    )
+    if not integral:
+        raise _BadValue("must be an integer")
+    number = int(value)
+    if not _INT32_MIN <= number <= _INT32_MAX:
+        raise _BadValue("must be a 32-bit integer")
+    return number
+
+
+def _http_method(value: Any) -> HttpMethod:
+    if isinstance(value, str) and value in HttpMethod.__members__:
+        return HttpMethod[value]
+    try:
+        return HttpMethod(_int32(value))
+    except (_BadValue, ValueError):
+        names = ", ".join(HttpMethod.__members__)
+        raise _BadValue(f"must be one of {names} or its number") from None
+
+
+def _bytes(value: Any) -> bytes:
+    if not isinstance(value, str) or not _BASE64_RE.fullmatch(value):
+        raise _BadValue("must be a base64 string")
+    text = value.rstrip("=").replace("-", "+").replace("_", "/")
+    if len(text) % 4 == 1:
+        raise _BadValue("must be a base64 string")
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except binascii.Error:
+        raise _BadValue("must be a base64 string") from None
+
+
+def _duration(value: Any) -> timedelta:
+    try:
+        return parse_duration(value)
+    except InvalidArgument:
+        raise _BadValue('must be a duration string such as "180s" or "1.500s"') from None
+
+
+def _string_map(value: Any) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        raise _BadValue("must be a JSON object of strings")
+    result: dict[str, str] = {}
+    for key, item in value.items():
+        if item is None:
+            continue  # gcloud's "remove this header" (§3.8, §5.4); dropped on create
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise _BadValue(f"must map strings to strings, but {_show(key)} maps to {_show(item)}")
+        result[key] = item
+    return MappingProxyType(result)
+
+
+_T = TypeVar("_T")
+
+_SCALAR_TYPES: dict[Callable[[Any], Any], str] = {
+    _string: "TYPE_STRING",
+    _int32: "TYPE_INT32",
+    _bytes: "TYPE_BYTES",
+    _http_method: _TYPE_PREFIX + "HttpMethod",
+    _duration: "type.googleapis.com/google.protobuf.Duration",
+    _string_map: "map<string, string>",
+}
+
+
+def _get(
+    fields: dict[str, tuple[_Path, Any]], name: str, convert: Callable[[Any], _T], default: _T
+) -> _T:
+    """Convert one field with ``convert``, or return ``default`` when it is absent."""
+    if name not in fields:
+        return default
+    path, value = fields[name]
+    try:
+        return convert(value)
+    except _BadValue as exc:
+        raise _invalid_value(path, _SCALAR_TYPES[convert], value, exc.reason) from None
+
+
+def _message(
+    fields: dict[str, tuple[_Path, Any]], name: str, parse: Callable[[Any, _Path], _T]
+) -> _T | None:
+    """Parse one message-typed field with ``parse``, or return ``None`` when it is absent."""
+    if name not in fields:
+        return None
+    path, value = fields[name]
+    return parse(value, path)
+
+
+def _oidc_token(data: Any, path: _Path) -> OidcToken:
+    f = _fields(data, path, "OidcToken")
+    return OidcToken(
+        service_account_email=_get(f, "service_account_email", _string, ""),
+        audience=_get(f, "audience", _string, ""),
+    )
+
+
+def _oauth_token(data: Any, path: _Path) -> OAuthToken:
+    f = _fields(data, path, "OAuthToken")
+    return OAuthToken(
+        service_account_email=_get(f, "service_account_email", _string, ""),
+        scope=_get(f, "scope", _string, ""),
+    )
+
+
+def _http_target(data: Any, path: _Path) -> HttpTarget:
+    f = _fields(data, path, "HttpTarget")
+    return HttpTarget(
+        uri=_get(f, "uri", _string, ""),
+        http_method=_get(f, "http_method", _http_method, HttpMethod.HTTP_METHOD_UNSPECIFIED),
+        headers=_get(f, "headers", _string_map, MappingProxyType({})),
+        body=_get(f, "body", _bytes, b""),
+        oidc_token=_message(f, "oidc_token", _oidc_token),
+        oauth_token=_message(f, "oauth_token", _oauth_token),
+    )
+
+
+def _app_engine_routing(data: Any, path: _Path) -> AppEngineRouting:
+    f = _fields(data, path, "AppEngineRouting")
+    return AppEngineRouting(
+        service=_get(f, "service", _string, ""),
+        version=_get(f, "version", _string, ""),
+        instance=_get(f, "instance", _string, ""),
+    )
+
+
+def _app_engine_http_target(data: Any, path: _Path) -> AppEngineHttpTarget:
+    f = _fields(data, path, "AppEngineHttpTarget")
+    return AppEngineHttpTarget(
+        relative_uri=_get(f, "relative_uri", _string, ""),
+        http_method=_get(f, "http_method", _http_method, HttpMethod.HTTP_METHOD_UNSPECIFIED),
+        app_engine_routing=_message(f, "app_engine_routing", _app_engine_routing),
+        headers=_get(f, "headers", _string_map, MappingProxyType({})),
+        body=_get(f, "body", _bytes, b""),
+    )
+
+
+def _pubsub_target(data: Any, path: _Path) -> PubsubTarget:
+    f = _fields(data, path, "PubsubTarget")
+    return PubsubTarget(
+        topic_name=_get(f, "topic_name", _string, ""),
+        data=_get(f, "data", _bytes, b""),
+        attributes=_get(f, "attributes", _string_map, MappingProxyType({})),
+    )
+
+
+def _retry_config(data: Any, path: _Path) -> RetryConfig:
+    f = _fields(data, path, "RetryConfig")
+    default = RetryConfig()
+    return RetryConfig(
+        retry_count=_get(f, "retry_count", _int32, default.retry_count),
+        max_retry_duration=_get(f, "max_retry_duration", _duration, default.max_retry_duration),
+        min_backoff_duration=_get(
+            f, "min_backoff_duration", _duration, default.min_backoff_duration
+        ),
+        max_backoff_duration=_get(
+            f, "max_backoff_duration", _duration, default.max_backoff_duration
+        ),
+        max_doublings=_get(f, "max_doublings", _int32, default.max_doublings),
+    )
+
+
+_MESSAGE_PARSERS: dict[str, Callable[[Any, _Path], Any]] = {
+    "HttpTarget": _http_target,
+    "OidcToken": _oidc_token,
+    "OAuthToken": _oauth_token,
+    "AppEngineHttpTarget": _app_engine_http_target,
+    "AppEngineRouting": _app_engine_routing,
+    "PubsubTarget": _pubsub_target,
+    "RetryConfig": _retry_config,
+}
+
+
+def parse_job(data: Mapping[str, Any], *, default_name: str | None = None) -> Job:
+    """Convert a REST JSON body to a Job as it stands: no defaults, no validation (spec §3.8).
+
+    The parsing half of :func:`job_from_json`: the same spellings are accepted and the same
+    :class:`~scheduler_emulator.domain.errors.InvalidArgument` is raised for unknown fields and
+    values
+    of the wrong type or form. Fields absent from ``data`` take the value the parser gives an
+    absent field: empty strings and maps, ``HTTP_METHOD_UNSPECIFIED``, no target, no token,
+    ``attempt_deadline=None`` and a :class:`~scheduler_emulator.domain.resources.RetryConfig` of the
+    §11.1 defaults (also for each absent field of a given ``retryConfig``). Output-only fields
+    are ignored and left at their initial values.
+
+    :param data: the decoded JSON object.
+    :param default_name: the name to use when ``data`` has no or an empty ``name``.
+    :raises InvalidArgument: for an unknown field or a value of the wrong JSON type or form
+        (see :func:`job_from_json`).
+    :return: the job; ``name`` is ``""`` when neither ``data`` nor ``default_name`` gives one.
+    """
+    f = _fields(data, _Path("job", ""), "Job")
+    return Job(
+        name=_get(f, "name", _string, "") or default_name or "",
+        schedule=_get(f, "schedule", _string, ""),
+        time_zone=_get(f, "time_zone", _string, ""),
+        description=_get(f, "description", _string, ""),
+        http_target=_message(f, "http_target", _http_target),
+        app_engine_http_target=_message(f, "app_engine_http_target", _app_engine_http_target),
+        pubsub_target=_message(f, "pubsub_target", _pubsub_target),
+        retry_config=_message(f, "retry_config", _retry_config) or RetryConfig(),
+        attempt_deadline=_get(f, "attempt_deadline", _duration, None),
+    )
+
+
+def default_message(type_name: str) -> Any:
+    """The value :func:`parse_job` gives a message whose JSON object is empty (``{}``).
+
+    That is what an update-mask path "clears" a message to: ``HttpTarget(uri="",
+    http_method=HTTP_METHOD_UNSPECIFIED)``, ``OidcToken(service_account_email="")``, the
+    §11.1 ``RetryConfig()``…
+
+    :param type_name: a key of :data:`MESSAGE_FIELDS` other than ``"Job"``.
+    :raises KeyError: for any other name.
+    :return: the resource dataclass instance.
+    """
+    return _MESSAGE_PARSERS[type_name]({}, _Path(type_name, type_name))
+
+
+def json_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a Job JSON body keyed by proto (snake_case) field names, values as given.
+
+    Message-typed fields are converted recursively; every other value (strings, numbers, maps —
+    with their ``null`` values, which gcloud uses to remove headers, §5.4) is returned untouched.
+    Fields whose value is ``null`` and output-only fields are left out. Tells which fields a
+    body *has* (proto3 JSON presence), which :func:`parse_job` cannot.
+
+    :param data: the decoded JSON object.
+    :raises InvalidArgument: for an unknown field, a field given in both spellings, or a
+        message-typed field that is not a JSON object — as :func:`job_from_json` does.
+    :return: a new dict; e.g. ``{"http_target": {"headers": {"X-A": None}}, "schedule": "…"}``.
+    """
+
+    def walk(value: Any, path: _Path, type_name: str) -> dict[str, Any]:
+        schema = MESSAGE_FIELDS[type_name]
+        out: dict[str, Any] = {}
+        for name, (child_path, child) in _fields(value, path, type_name).items():
+            child_type = schema.message_type(name)
+            out[name] = child if child_type is None else walk(child, child_path, child_type)
+        return out
+
+    return walk(data, _Path("job", ""), "Job")
+
+
+def normalise_job(job: Job) -> Job:
+    """Apply the server defaults and check every rule, as CreateJob does (spec §3.7, §3.2).
+
+    :param job: a job as parsed (:func:`parse_job`) or as changed by an update.
+    :raises InvalidArgument: for any rule of
+    :func:`~scheduler_emulator.domain.validation.validate_job`.
+    :return: :func:`~scheduler_emulator.domain.resources.with_defaults` of ``job``.
+    """
+    job = with_defaults(job)
+    validate_job(job)
+    return job
+
+
+def job_from_json(data: Mapping[str, Any], *, default_name: str | None = None) -> Job:
+    """Build a valid, normalised Job from a REST JSON body (spec §3.8, §3.7, §3.2).
+
+    Accepts camelCase and snake_case keys at every level; enum names or integers
+    (``"httpMethod": "POST"`` or ``1``, also ``"1"``); int32 as numbers or numeric strings;
+    Duration strings (:func:`parse_duration`); base64 bytes, standard or URL-safe, padded or not;
+    JSON ``null`` anywhere meaning "not set" (a null header or attribute value is dropped).
+    Output-only fields (``state``, ``status``, ``scheduleTime``, ``lastAttemptTime``,
+    ``userUpdateTime``, ``appEngineRouting.host``) are ignored whatever their value;
+    ``attemptDeadline`` of a Pub/Sub job is ignored (§3.5). Missing RetryConfig fields get the
+    defaults of §11.1 / P7 (``maxDoublings`` 5). :func:`parse_job` followed by
+    :func:`normalise_job`.
+
+    :param data: the decoded JSON object (the request body of CreateJob, a jobs-file entry…).
+    :param default_name: full job name to use when ``data`` has no or an empty ``name`` (e.g. a
+        generated name on create).
+    :raises InvalidArgument: for an unknown field (``Invalid JSON payload received. Unknown
+        name "foo" at 'job': Cannot find field.``), a value of the wrong JSON type or form
+        (``Invalid value at 'job.retry_config.retry_count' (TYPE_INT32), "abc"``), a missing
+        name without ``default_name`` (``field="name"``), or any rule of
+        :func:`~scheduler_emulator.domain.validation.validate_job`.
+    :return: the job with :func:`~scheduler_emulator.domain.resources.with_defaults` applied and
+        validated; output-only fields are at their initial values (``ENABLED``, no status, no
+        times).
+    """
+    job = parse_job(data, default_name=default_name)
+    if not job.name:
+        raise InvalidArgument("name is required.", field="name")
+    return normalise_job(job)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing JSON
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _enum(value: HttpMethod | int, enum_int: bool) -> str | int:
+    if enum_int:
+        return int(value)
+    return value.name if isinstance(value, HttpMethod) else HttpMethod(value).name
+
+
+def status_to_json(status: Status | None) -> dict[str, Any] | None:
+    """Render ``Job.status`` per spec §17 P14.
+
+    :param status: the last attempt's result, or ``None`` when the job never ran.
+    :return: ``None`` (omit the field) for a job that never ran, ``{}`` for code 0 (OK), else
+        ``{"code": n, "message": text}`` (``message`` omitted when empty).
+    """
+    if status is None:
+        return None
+    if status.code == 0:
+        return {}
+    out: dict[str, Any] = {"code": status.code}
+    if status.message:
+        out["message"] = status.message
+    return out
+
+
+def _http_target_json(target: HttpTarget, enum_int: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "uri": target.uri,
+        "httpMethod": _enum(target.http_method or HttpMethod.POST, enum_int),
+    }
+    if target.headers:
+        out["headers"] = dict(target.headers)
+    if target.body:
+        out["body"] = _b64(target.body)
+    if target.oauth_token is not None:
+        token: dict[str, str] = {"serviceAccountEmail": target.oauth_token.service_account_email}
+        if target.oauth_token.scope:
+            token["scope"] = target.oauth_token.scope
+        out["oauthToken"] = token
+    if target.oidc_token is not None:
+        token = {"serviceAccountEmail": target.oidc_token.service_account_email}
+        if target.oidc_token.audience:
+            token["audience"] = target.oidc_token.audience
+        out["oidcToken"] = token
+    return out
+
+
+def _app_engine_json(target: AppEngineHttpTarget, enum_int: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"httpMethod": _enum(target.http_method or HttpMethod.POST, enum_int)}
+    routing = target.app_engine_routing
+    if routing is not None:
+        out["appEngineRouting"] = {
+            key: value
+            for key, value in (
+                ("service", routing.service),
+                ("version", routing.version),
+                ("instance", routing.instance),
+                ("host", routing.host),
+            )
+            if value
+        }
+    out["relativeUri"] = target.relative_uri or "/"
+    if target.headers:
+        out["headers"] = dict(target.headers)
+    if target.body:
+        out["body"] = _b64(target.body)
+    return out
+
+
+def _pubsub_json(target: PubsubTarget) -> dict[str, Any]:
+    out: dict[str, Any] = {"topicName": target.topic_name}
+    if target.data:
+        out["data"] = _b64(target.data)
+    if target.attributes:
+        out["attributes"] = dict(target.attributes)
+    return out
+
+
+def _retry_config_json(config: RetryConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if config.retry_count:
+        out["retryCount"] = config.retry_count
+    out["maxRetryDuration"] = format_duration(config.max_retry_duration)
+    out["minBackoffDuration"] = format_duration(config.min_backoff_duration)
+    out["maxBackoffDuration"] = format_duration(config.max_backoff_duration)
+    # Shown even when 0 (unlike proto3), so that an explicit 0 survives a round trip: an absent
+    # maxDoublings means 5 on input (P7).
+    out["maxDoublings"] = config.max_doublings
+    return out
+
+
+def job_to_json(job: Job, *, enum_int: bool = False) -> dict[str, Any]:
+    """Render a Job as the real service returns it (spec §3.1, §3.7, §3.8).
+
+    camelCase keys in the order of §3.1; proto3 defaults omitted (empty ``description``,
+    ``retryCount`` 0, empty headers/body/attributes, empty token ``audience``/``scope``), except
+    what the service always shows: ``state``, ``httpMethod``, ``attemptDeadline`` (HTTP and App
+    Engine targets), and the full ``retryConfig`` (``maxRetryDuration: "0s"``, backoffs,
+    ``maxDoublings``). Durations and timestamps are canonical (:func:`format_duration`,
+    :func:`format_timestamp`), bytes are standard base64 with padding, ``status`` follows P14
+    (:func:`status_to_json`), and unset timestamps are omitted.
+
+    :param job: the job (normally already defaulted by ``with_defaults``).
+    :param enum_int: render ``state`` and ``httpMethod`` as integers, as asked for by the Python
+        client's ``$alt=json;enum-encoding=int`` (§3.8); names otherwise.
+    :return: a JSON-serialisable dict. For the configuration fields
+        ``job_from_json(job_to_json(job)) == job`` holds.
+    """
+    out: dict[str, Any] = {"name": job.name}
+    if job.description:
+        out["description"] = job.description
+    if job.pubsub_target is not None:
+        out["pubsubTarget"] = _pubsub_json(job.pubsub_target)
+    if job.app_engine_http_target is not None:
+        out["appEngineHttpTarget"] = _app_engine_json(job.app_engine_http_target, enum_int)
+    if job.http_target is not None:
+        out["httpTarget"] = _http_target_json(job.http_target, enum_int)
+    out["schedule"] = job.schedule
+    out["timeZone"] = job.time_zone
+    if job.user_update_time is not None:
+        out["userUpdateTime"] = format_timestamp(job.user_update_time)
+    out["state"] = int(job.state) if enum_int else job.state.name
+    status = status_to_json(job.status)
+    if status is not None:
+        out["status"] = status
+    if job.schedule_time is not None:
+        out["scheduleTime"] = format_timestamp(job.schedule_time)
+    if job.last_attempt_time is not None:
+        out["lastAttemptTime"] = format_timestamp(job.last_attempt_time)
+    out["retryConfig"] = _retry_config_json(job.retry_config)
+    if job.attempt_deadline is not None and job.pubsub_target is None:
+        out["attemptDeadline"] = format_duration(job.attempt_deadline)
+    return out

@@ -1,0 +1,160 @@
+"""Errors raised by the emulator.
+
+Every error the emulator raises on purpose derives from :class:`EmulatorError`. Errors that
+correspond to a Cloud Scheduler API status derive from :class:`ApiError`; they carry the HTTP
+status, the ``google.rpc.Code`` name and number, and render as Google's REST error envelope
+(spec §6.1)::
+
+    EmulatorError
+    ├── ApiError                      (http_status, status, code; .to_envelope())
+    │   ├── InvalidArgument           400 INVALID_ARGUMENT  (bad schedule, field, name…)
+    │   ├── FailedPrecondition        400 FAILED_PRECONDITION (pause/resume in wrong state)
+    │   ├── NotFound                  404 NOT_FOUND         ("Job not found.")
+    │   └── AlreadyExists             409 ALREADY_EXISTS    (create with an existing name)
+    ├── ClockError                    manual-only operation on a system clock, naive datetime…
+    └── ConfigurationError            bad command-line or jobs-file input (exit code 2)
+
+The target-side helpers raise their own errors (:mod:`scheduler_emulator.target.errors`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+#: The google.rpc.Code numbers, by name (google/rpc/code.proto).
+RPC_CODES: dict[str, int] = {
+    "OK": 0,
+    "CANCELLED": 1,
+    "UNKNOWN": 2,
+    "INVALID_ARGUMENT": 3,
+    "DEADLINE_EXCEEDED": 4,
+    "NOT_FOUND": 5,
+    "ALREADY_EXISTS": 6,
+    "PERMISSION_DENIED": 7,
+    "RESOURCE_EXHAUSTED": 8,
+    "FAILED_PRECONDITION": 9,
+    "ABORTED": 10,
+    "OUT_OF_RANGE": 11,
+    "UNIMPLEMENTED": 12,
+    "INTERNAL": 13,
+    "UNAVAILABLE": 14,
+    "DATA_LOSS": 15,
+    "UNAUTHENTICATED": 16,
+}
+
+#: Message Google returns for an unparsable schedule or an unknown time zone (spec §6.3).
+INVALID_SCHEDULE_MESSAGE = "Schedule or time zone is invalid."
+
+
+class EmulatorError(Exception):
+    """Root of every error the emulator raises on purpose."""
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    """One entry of a ``google.rpc.BadRequest`` detail.
+
+    :param field: the field path in camelCase, as the REST API spells it
+        (``retryConfig.retryCount``).
+    :param description: one sentence saying what is wrong, naming the value.
+    """
+
+    field: str
+    description: str
+
+
+class ApiError(EmulatorError):
+    """An error with a google.rpc status, rendered as Google's REST error envelope (spec §6.1).
+
+    :param message: the ``error.message`` text (Google's verbatim text where it is known, §6.3).
+    :param field: optional field path (camelCase) the error is about; adds a ``BadRequest``
+        field violation to ``details``.
+    :param description: the field violation's description; defaults to ``message``.
+    """
+
+    http_status: ClassVar[int] = 500
+    status: ClassVar[str] = "INTERNAL"
+
+    def __init__(self, message: str, *, field: str | None = None, description: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.violations: list[FieldViolation] = []
+        if field is not None:
+            self.violations.append(FieldViolation(field, description or message))
+
+    def describe(self) -> str:
+        """One sentence naming the field and the value: the first field violation's description
+        (which names the value, P20), prefixed with the field path when it does not name it;
+        the message when there is no violation."""
+        if not self.violations:
+            return self.message
+        violation = self.violations[0]
+        text = violation.description
+        if violation.field not in ("job", "") and violation.field not in text:
+            text = f"{violation.field}: {text}"
+        return text
+
+    @property
+    def code(self) -> int:
+        """The google.rpc.Code number of :attr:`status`."""
+        return RPC_CODES[self.status]
+
+    def to_envelope(self) -> dict[str, Any]:
+        """Return the REST error body ``{"error": {"code", "message", "status", "details"?}}``."""
+        error: dict[str, Any] = {
+            "code": self.http_status,
+            "message": self.message,
+            "status": self.status,
+        }
+        if self.violations:
+            error["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.BadRequest",
+                    "fieldViolations": [
+                        {"field": v.field, "description": v.description} for v in self.violations
+                    ],
+                }
+            ]
+        return {"error": error}
+
+    def __str__(self) -> str:
+        return f"{self.status}: {self.message}"
+
+
+class InvalidArgument(ApiError):
+    """400 INVALID_ARGUMENT: a field, name, schedule or time zone is not acceptable."""
+
+    http_status = 400
+    status = "INVALID_ARGUMENT"
+
+
+class FailedPrecondition(ApiError):
+    """400 FAILED_PRECONDITION: the job is not in a state that allows the operation (§4, P11)."""
+
+    http_status = 400
+    status = "FAILED_PRECONDITION"
+
+
+class NotFound(ApiError):
+    """404 NOT_FOUND: no job (or location) of that name (§5.2)."""
+
+    http_status = 404
+    status = "NOT_FOUND"
+
+
+class AlreadyExists(ApiError):
+    """409 ALREADY_EXISTS: a job of that name exists already (§5.1)."""
+
+    http_status = 409
+    status = "ALREADY_EXISTS"
+
+
+class ClockError(EmulatorError):
+    """A clock was used wrongly: a naive datetime, moving a manual clock backwards, or a
+    manual-only operation on the system clock."""
+
+
+class ConfigurationError(EmulatorError):
+    """Bad command-line or jobs-file input; the CLI prints the message and exits with 2."""

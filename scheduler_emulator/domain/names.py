@@ -1,0 +1,234 @@
+"""Job and location resource names (spec §2, §17 P18).
+
+A job is named ``projects/{PROJECT_ID}/locations/{LOCATION_ID}/jobs/{JOB_ID}``; its location is
+``projects/{PROJECT_ID}/locations/{LOCATION_ID}``. The character rules are the proto's (§2):
+
+- PROJECT_ID: letters, digits, ``-``, ``:`` and ``.`` (the last two allow domain-scoped projects
+  such as ``example.com:my-project``). Like the proto, no rule on the first character or length.
+- LOCATION_ID: any ID of the shape ``us-central1`` (P18, ``^[a-z]+(-[a-z]+)*[0-9]*$``); whether
+  the location is *served* is the store's business, not this module's.
+- JOB_ID: ``^[A-Za-z0-9_-]{1,500}$``.
+
+Every error is :class:`~scheduler_emulator.domain.errors.InvalidArgument` with ``field="name"`` (or
+the
+field the caller names). A string that is not of the ``projects/…/jobs/…`` shape gets Google's
+verbatim message (:data:`JOB_NAME_FORMAT_MESSAGE`, §6.3); a well-shaped name with a bad segment
+gets a P20 sentence naming the segment and its value.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import NamedTuple
+
+from .errors import InvalidArgument
+
+#: Google's message for a job name that is not a full resource name (spec §2, §6.3).
+JOB_NAME_FORMAT_MESSAGE = (
+    'Job name must be formatted: "projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>".'
+)
+
+PROJECT_ID_RE = re.compile(r"[A-Za-z0-9:.\-]+")
+LOCATION_ID_RE = re.compile(r"[a-z]+(-[a-z]+)*[0-9]*")
+JOB_ID_RE = re.compile(r"[A-Za-z0-9_\-]{1,500}")
+
+#: Longest JOB_ID the service accepts (spec §2, §15).
+MAX_JOB_ID_LENGTH = 500
+
+
+class LocationName(NamedTuple):
+    """A parsed location name ``projects/{project}/locations/{location}`` (spec §2)."""
+
+    project: str
+    location: str
+
+    @property
+    def full(self) -> str:
+        """The full resource name, ``projects/P/locations/L``."""
+        return f"projects/{self.project}/locations/{self.location}"
+
+
+class JobName(NamedTuple):
+    """A parsed job name ``projects/{project}/locations/{location}/jobs/{job_id}`` (spec §2).
+
+    Build one with :func:`parse_job_name` (which validates) or directly from parts you have
+    already checked.
+    """
+
+    project: str
+    location: str
+    job_id: str
+
+    @property
+    def full(self) -> str:
+        """The full resource name, ``projects/P/locations/L/jobs/J``."""
+        return f"projects/{self.project}/locations/{self.location}/jobs/{self.job_id}"
+
+    @property
+    def parent(self) -> LocationName:
+        """The location the job lives in."""
+        return LocationName(self.project, self.location)
+
+
+def check_project_id(project: str, *, field: str = "name") -> str:
+    """Check a PROJECT_ID against the §2 character rule.
+
+    :param project: the project ID, e.g. ``my-project`` or ``example.com:my-project``.
+    :param field: the field path reported in the error.
+    :raises InvalidArgument: when it is empty or contains other characters than letters, digits,
+        ``-``, ``:`` and ``.``.
+    :return: ``project`` unchanged.
+    """
+    if not PROJECT_ID_RE.fullmatch(project):
+        raise InvalidArgument(
+            f'{field} has an invalid project ID "{project}": use only letters, digits, '
+            "hyphens, colons and periods.",
+            field=field,
+        )
+    return project
+
+
+def check_location_id(location: str, *, field: str = "name") -> str:
+    """Check a LOCATION_ID against the emulator's location rule (spec §17 P18).
+
+    :param location: the location ID, e.g. ``us-central1``.
+    :param field: the field path reported in the error.
+    :raises InvalidArgument: when it does not match ``^[a-z]+(-[a-z]+)*[0-9]*$``.
+    :return: ``location`` unchanged.
+    """
+    if not LOCATION_ID_RE.fullmatch(location):
+        raise InvalidArgument(
+            f'{field} has an invalid location ID "{location}": expected a location such as '
+            '"us-central1".',
+            field=field,
+        )
+    return location
+
+
+def check_job_id(job_id: str, *, field: str = "name") -> str:
+    """Check a JOB_ID against the §2 rule ``^[A-Za-z0-9_-]{1,500}$``.
+
+    :param job_id: the short job ID, e.g. ``nightly``.
+    :param field: the field path reported in the error.
+    :raises InvalidArgument: when it is empty, longer than 500 characters, or contains anything
+        but letters, digits, hyphens and underscores.
+    :return: ``job_id`` unchanged.
+    """
+    if len(job_id) > MAX_JOB_ID_LENGTH:
+        raise InvalidArgument(
+            f"{field} has a job ID of {len(job_id)} characters; the maximum is "
+            f"{MAX_JOB_ID_LENGTH}.",
+            field=field,
+        )
+    if not JOB_ID_RE.fullmatch(job_id):
+        raise InvalidArgument(
+            f'{field} has an invalid job ID "{job_id}": use only letters, digits, hyphens and '
+            "underscores.",
+            field=field,
+        )
+    return job_id
+
+
+def parse_location_name(name: str, *, field: str = "parent") -> LocationName:
+    """Parse and validate ``projects/{P}/locations/{L}`` (spec §2, P18).
+
+    :param name: the location resource name, e.g. a CreateJob/ListJobs ``parent``.
+    :param field: the field path reported in the error.
+    :raises InvalidArgument: when the shape is wrong or a segment breaks its rule.
+    :return: the parts as a :class:`LocationName`.
+    """
+    parts = name.split("/")
+    if len(parts) != 4 or parts[0] != "projects" or parts[2] != "locations":
+        raise InvalidArgument(
+            f'{field} "{name}" must be formatted: "projects/<PROJECT_ID>/locations/<LOCATION_ID>".',
+            field=field,
+        )
+    return LocationName(
+        check_project_id(parts[1], field=field), check_location_id(parts[3], field=field)
+    )
+
+
+def parse_job_name(name: str, *, parent: str | None = None, field: str = "name") -> JobName:
+    """Parse and validate a full job name (spec §2).
+
+    :param name: ``projects/{P}/locations/{L}/jobs/{J}``.
+    :param parent: optional location name (``projects/P/locations/L``, e.g. the URL's parent of a
+        CreateJob); when given, the job must live in it.
+    :param field: the field path reported in the error.
+    :raises InvalidArgument: with Google's verbatim :data:`JOB_NAME_FORMAT_MESSAGE` when ``name``
+        is not of the ``projects/…/locations/…/jobs/…`` shape (e.g. a bare ID); with a specific
+        sentence when a segment breaks its character rule or the job is not in ``parent``.
+    :return: the parts as a :class:`JobName`.
+    """
+    parts = name.split("/")
+    if (
+        len(parts) != 6
+        or parts[0] != "projects"
+        or parts[2] != "locations"
+        or parts[4] != "jobs"
+        or not all(parts[1::2])
+    ):
+        raise InvalidArgument(
+            JOB_NAME_FORMAT_MESSAGE,
+            field=field,
+            description=f'{field} "{name}" is not of the form '
+            "projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>.",
+        )
+    job_name = JobName(
+        check_project_id(parts[1], field=field),
+        check_location_id(parts[3], field=field),
+        check_job_id(parts[5], field=field),
+    )
+    if parent is not None and job_name.parent.full != parent:
+        raise InvalidArgument(
+            f'{field} "{name}" is not in the location "{parent}" of the request.',
+            field=field,
+        )
+    return job_name
+
+
+def location_name(project: str, location: str) -> str:
+    """Build and validate ``projects/{project}/locations/{location}`` (spec §2).
+
+    :param project: the project ID.
+    :param location: the location ID (P18 shape).
+    :raises InvalidArgument: when either part breaks its rule (``field="parent"``).
+    :return: the full location name.
+    """
+    return LocationName(
+        check_project_id(project, field="parent"), check_location_id(location, field="parent")
+    ).full
+
+
+def generate_job_id() -> str:
+    """Return a new random job ID for a create without a name (spec §2).
+
+    Google does not document the format of generated IDs (§2 [open]); the emulator uses 32
+    lowercase hexadecimal digits of a random UUID4 (e.g. ``9f1c2e4b7a3d4c0e8b5a6f7e1d2c3b4a``),
+    which satisfies the JOB_ID rule and is unique for all practical purposes.
+
+    :return: the short job ID (not the full name).
+    """
+    return uuid.uuid4().hex
+
+
+def qualify_job_name(name_or_id: str, project: str, location: str) -> str:
+    """Turn a jobs-file ``name`` into a full job name.
+
+    A short name (no ``/``) such as ``nightly`` gets ``project`` and ``location``; a full name is
+    validated and kept as is (it may name another project or location).
+
+    :param name_or_id: a JOB_ID or a full ``projects/P/locations/L/jobs/J`` name.
+    :param project: the default project ID.
+    :param location: the default location ID.
+    :raises InvalidArgument: (``field="name"``) when the result is not a valid job name (§2).
+    :return: the full job name.
+    """
+    if "/" in name_or_id:
+        return parse_job_name(name_or_id).full
+    return JobName(
+        check_project_id(project),
+        check_location_id(location),
+        check_job_id(name_or_id),
+    ).full

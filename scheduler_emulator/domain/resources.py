@@ -1,0 +1,257 @@
+"""The Cloud Scheduler v1 resources: Job, its targets, RetryConfig, tokens and State.
+
+These are plain immutable values (``dataclasses.replace`` makes a changed copy). They hold
+already-validated, already-defaulted data: build them from REST JSON with
+:func:`scheduler_emulator.domain.codec.job_from_json`, which validates (``validation``) and applies
+the server defaults of spec §3.7 in one place (:func:`with_defaults`).
+
+Durations are :class:`datetime.timedelta`; timestamps are timezone-aware UTC
+:class:`datetime.datetime`; ``body``/``data`` are raw ``bytes`` (base64 only at the JSON edge).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from types import MappingProxyType
+
+from ..wire import USER_AGENT
+
+#: Default attempt deadline of an HTTP target (spec §3.2, §10.5).
+DEFAULT_ATTEMPT_DEADLINE = timedelta(seconds=180)
+#: Scope filled into an OAuth token that names none (spec §3.3, §3.7 item 6).
+DEFAULT_OAUTH_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+#: Time zone stored when a job names none (spec §17 P10).
+DEFAULT_TIME_ZONE = "Etc/UTC"
+#: User-Agent every HTTP target carries (spec §3.7 item 5, §10.2).
+SCHEDULER_USER_AGENT = USER_AGENT
+
+
+class State(enum.IntEnum):
+    """Job state (spec §4). Integer values are the proto's."""
+
+    STATE_UNSPECIFIED = 0
+    ENABLED = 1
+    PAUSED = 2
+    DISABLED = 3
+    UPDATE_FAILED = 4
+
+
+class HttpMethod(enum.IntEnum):
+    """HTTP method of a target (spec §3.3). ``HTTP_METHOD_UNSPECIFIED`` is stored as POST."""
+
+    HTTP_METHOD_UNSPECIFIED = 0
+    POST = 1
+    GET = 2
+    HEAD = 3
+    PUT = 4
+    DELETE = 5
+    PATCH = 6
+    OPTIONS = 7
+
+
+#: Methods that may carry a body on an HTTP target (spec §3.3, §10.3).
+BODY_METHODS = frozenset({HttpMethod.POST, HttpMethod.PUT, HttpMethod.PATCH})
+
+
+def _frozen_map(value: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    return MappingProxyType(dict(value or {}))
+
+
+@dataclass(frozen=True)
+class OidcToken:
+    """Ask for an OIDC ID token (spec §3.3, §13.1).
+
+    :param service_account_email: the service account the token is minted for.
+    :param audience: the token's ``aud``; empty means the target URI at dispatch time.
+    """
+
+    service_account_email: str
+    audience: str = ""
+
+
+@dataclass(frozen=True)
+class OAuthToken:
+    """Ask for an OAuth access token (spec §3.3, §13.2).
+
+    :param service_account_email: the service account the token is minted for.
+    :param scope: OAuth scope; filled with :data:`DEFAULT_OAUTH_SCOPE` when empty.
+    """
+
+    service_account_email: str
+    scope: str = ""
+
+
+@dataclass(frozen=True)
+class HttpTarget:
+    """Deliver to an HTTP(S) URL (spec §3.3).
+
+    :param uri: ``http://`` or ``https://`` URL, at most 2083 characters.
+    :param http_method: the request method; UNSPECIFIED is normalised to POST.
+    :param headers: user headers, name → value (one value per name).
+    :param body: raw request body; only for POST, PUT and PATCH.
+    """
+
+    uri: str
+    http_method: HttpMethod = HttpMethod.POST
+    headers: Mapping[str, str] = field(default_factory=_frozen_map)
+    body: bytes = b""
+    oidc_token: OidcToken | None = None
+    oauth_token: OAuthToken | None = None
+
+
+@dataclass(frozen=True)
+class AppEngineRouting:
+    """App Engine routing (spec §3.5); ``host`` is output only."""
+
+    service: str = ""
+    version: str = ""
+    instance: str = ""
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class AppEngineHttpTarget:
+    """Deliver to an App Engine app (spec §3.5). Stored and validated, not dispatched."""
+
+    relative_uri: str = "/"
+    http_method: HttpMethod = HttpMethod.POST
+    app_engine_routing: AppEngineRouting | None = None
+    headers: Mapping[str, str] = field(default_factory=_frozen_map)
+    body: bytes = b""
+
+
+@dataclass(frozen=True)
+class PubsubTarget:
+    """Publish to a Pub/Sub topic (spec §3.5). Stored and validated, not dispatched.
+
+    :param topic_name: ``projects/P/topics/T`` in the job's project.
+    """
+
+    topic_name: str
+    data: bytes = b""
+    attributes: Mapping[str, str] = field(default_factory=_frozen_map)
+
+
+@dataclass(frozen=True)
+class RetryConfig:
+    """Retry settings of a job (spec §11.1); defaults are the server's (§3.7, P7).
+
+    :param retry_count: retries after a failed attempt, 0–5 (0 with ``max_retry_duration`` 0
+        means no retry, P4).
+    :param max_retry_duration: retry time limit from the first attempt's start; 0 = no limit.
+    :param min_backoff_duration: wait before the first retry.
+    :param max_backoff_duration: cap on every wait.
+    :param max_doublings: doublings of the wait before it grows linearly.
+    """
+
+    retry_count: int = 0
+    max_retry_duration: timedelta = timedelta(0)
+    min_backoff_duration: timedelta = timedelta(seconds=5)
+    max_backoff_duration: timedelta = timedelta(seconds=3600)
+    max_doublings: int = 5
+
+
+@dataclass(frozen=True)
+class Status:
+    """A ``google.rpc.Status``: ``code`` 0 is OK (rendered ``{}``), else the failure (P14)."""
+
+    code: int = 0
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Job:
+    """A Cloud Scheduler job (spec §3.2).
+
+    Exactly one of ``http_target``, ``app_engine_http_target`` and ``pubsub_target`` is set.
+    The fields after ``attempt_deadline`` are output only: the engine keeps them (§12).
+
+    :param name: ``projects/P/locations/L/jobs/J``.
+    :param schedule: unix-cron (§7.1) or English-like (§7.2, P16) schedule.
+    :param time_zone: IANA zone name as given by the user (P10).
+    :param attempt_deadline: per-attempt deadline; ``None`` for a Pub/Sub target.
+    """
+
+    name: str
+    schedule: str
+    time_zone: str = DEFAULT_TIME_ZONE
+    description: str = ""
+    http_target: HttpTarget | None = None
+    app_engine_http_target: AppEngineHttpTarget | None = None
+    pubsub_target: PubsubTarget | None = None
+    retry_config: RetryConfig = RetryConfig()
+    attempt_deadline: timedelta | None = DEFAULT_ATTEMPT_DEADLINE
+    # output only
+    state: State = State.ENABLED
+    status: Status | None = None
+    schedule_time: datetime | None = None
+    last_attempt_time: datetime | None = None
+    user_update_time: datetime | None = None
+
+    @property
+    def job_id(self) -> str:
+        """The short job ID (last segment of :attr:`name`), as sent in X-CloudScheduler-JobName."""
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def project(self) -> str:
+        """The project ID segment of :attr:`name`."""
+        return self.name.split("/")[1]
+
+    @property
+    def location(self) -> str:
+        """The location ID segment of :attr:`name`."""
+        return self.name.split("/")[3]
+
+    @property
+    def target_type(self) -> str:
+        """``HTTP``, ``APP_ENGINE_HTTP`` or ``PUBSUB`` (the log's ``targetType``, §14)."""
+        if self.http_target is not None:
+            return "HTTP"
+        if self.app_engine_http_target is not None:
+            return "APP_ENGINE_HTTP"
+        return "PUBSUB"
+
+
+def with_defaults(job: Job) -> Job:
+    """Return ``job`` with the server-side normalisation of spec §3.7 applied.
+
+    UNSPECIFIED methods become POST; an HTTP target gains ``User-Agent: Google-Cloud-Scheduler``
+    and, when it has a body and no Content-Type (any case), ``Content-Type:
+    application/octet-stream``; an OAuth token without scope gets the cloud-platform scope; an
+    empty time zone becomes ``Etc/UTC``; a missing attempt deadline becomes 180 s for HTTP and
+    App Engine targets, and a Pub/Sub target's is dropped (``None``: ignored, §3.5). The single
+    place where defaults are applied.
+    """
+    changes: dict[str, object] = {}
+    if not job.time_zone:
+        changes["time_zone"] = DEFAULT_TIME_ZONE
+    target = job.http_target
+    if target is not None:
+        headers = {k: v for k, v in target.headers.items() if k.lower() != "user-agent"}
+        headers["User-Agent"] = SCHEDULER_USER_AGENT
+        if target.body and not any(k.lower() == "content-type" for k in headers):
+            headers["Content-Type"] = "application/octet-stream"
+        method = target.http_method or HttpMethod.POST
+        oauth = target.oauth_token
+        if oauth is not None and not oauth.scope:
+            oauth = replace(oauth, scope=DEFAULT_OAUTH_SCOPE)
+        changes["http_target"] = replace(
+            target, headers=_frozen_map(headers), http_method=method, oauth_token=oauth
+        )
+    ae = job.app_engine_http_target
+    if ae is not None:
+        changes["app_engine_http_target"] = replace(
+            ae,
+            http_method=ae.http_method or HttpMethod.POST,
+            relative_uri=ae.relative_uri or "/",
+            headers=_frozen_map(ae.headers),
+        )
+    if job.pubsub_target is None and not job.attempt_deadline:
+        changes["attempt_deadline"] = DEFAULT_ATTEMPT_DEADLINE
+    elif job.pubsub_target is not None and job.attempt_deadline is not None:
+        changes["attempt_deadline"] = None  # ignored for Pub/Sub targets (§3.2, §3.5)
+    return replace(job, **changes) if changes else job  # type: ignore[arg-type]

@@ -1,0 +1,62 @@
+"""Retry arithmetic: how long to wait before a retry, and whether to retry at all.
+
+Pure functions of a :class:`~scheduler_emulator.domain.resources.RetryConfig` (spec §11, §17 P4,
+P5).
+The documented example (min 10 s, max 300 s, 3 doublings) gives waits of
+10, 20, 40, 80, 160, 240, 300, 300 s::
+
+    >>> from datetime import timedelta as td
+    >>> cfg = RetryConfig(min_backoff_duration=td(seconds=10),
+    ...                   max_backoff_duration=td(seconds=300), max_doublings=3)
+    >>> [int(backoff(cfg, k).total_seconds()) for k in range(1, 9)]
+    [10, 20, 40, 80, 160, 240, 300, 300]
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from .resources import RetryConfig
+
+
+def backoff(config: RetryConfig, retry_number: int) -> timedelta:
+    """Return the wait before the ``retry_number``-th retry of a run (spec §11.2).
+
+    With ``min``, ``max`` and ``d`` the config's min/max backoff and max doublings: the wait is
+    ``min × 2^(k−1)`` while ``k − 1 ≤ d``, then ``min × 2^d × (k − d)``, capped at ``max``.
+    The wait counts from the end of the failed attempt (P5).
+
+    :param config: the job's retry config.
+    :param retry_number: 1 for the first retry, 2 for the second, …
+    :raises ValueError: if ``retry_number`` < 1.
+    :return: the wait as a timedelta.
+    """
+    if retry_number < 1:
+        raise ValueError(f"retry_number starts at 1; got {retry_number}.")
+    k, d = retry_number, config.max_doublings
+    minimum = config.min_backoff_duration
+    wait = minimum * (2 ** (k - 1)) if k - 1 <= d else minimum * (2**d) * (k - d)
+    return min(wait, config.max_backoff_duration)
+
+
+def may_retry(
+    config: RetryConfig, retries_done: int, first_attempt_start: datetime, now: datetime
+) -> bool:
+    """Tell whether a run whose latest attempt just failed gets another attempt (spec §11.3, P4).
+
+    - ``retryCount`` 0 and ``maxRetryDuration`` 0: never.
+    - count only: while ``retries_done < retryCount``.
+    - duration only: while less than ``maxRetryDuration`` has passed since the first attempt
+      started.
+    - both: while *either* limit is unmet.
+
+    :param config: the job's retry config.
+    :param retries_done: retries already made in this run (0 after the first attempt failed).
+    :param first_attempt_start: when the run's first attempt started (aware).
+    :param now: the end of the failed attempt (aware).
+    :return: ``True`` if a retry should be scheduled.
+    """
+    count_left = retries_done < config.retry_count
+    duration = config.max_retry_duration
+    time_left = duration > timedelta(0) and now - first_attempt_start < duration
+    return count_left or time_left

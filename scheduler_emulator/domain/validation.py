@@ -1,0 +1,426 @@
+"""Validation of a whole Job against the rules of spec §2, §3, §11.1 and §15.
+
+:func:`validate_job` is pure: it looks only at the job and raises the first problem it finds as
+:class:`~scheduler_emulator.domain.errors.InvalidArgument`. Messages are Google's verbatim text
+where it
+is known (§6.3: the job-name format and ``Schedule or time zone is invalid.``); every other
+message is a short stable sentence naming the field (camelCase, as the REST API spells it) and the
+bad value (§17 P20), e.g. ``retryConfig.retryCount must be between 0 and 5; got 9.``. The
+error's ``field`` is always that camelCase path.
+
+The job may be raw or already passed through
+:func:`~scheduler_emulator.domain.resources.with_defaults`:
+an UNSPECIFIED method counts as POST and a missing attempt deadline as the default.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from urllib.parse import quote, urlsplit
+
+from .errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
+from .names import parse_job_name
+from .resources import (
+    BODY_METHODS,
+    AppEngineHttpTarget,
+    HttpMethod,
+    HttpTarget,
+    Job,
+    OAuthToken,
+    OidcToken,
+    PubsubTarget,
+    RetryConfig,
+)
+from .schedule import parse_schedule
+
+#: Longest ``description`` in characters (spec §3.2, §15).
+MAX_DESCRIPTION_LENGTH = 500
+#: Longest ``httpTarget.uri`` / ``appEngineHttpTarget.relativeUri`` after percent-encoding (§3.3).
+MAX_URI_LENGTH = 2083
+#: Headers must total *less* than this many bytes (80 KB, spec §3.3, §15).
+MAX_HEADERS_BYTES = 80 * 1024
+#: Largest job, in bytes as estimated by :func:`job_size_bytes` (1 MB, spec §3.2, §15).
+MAX_JOB_SIZE_BYTES = 1_000_000
+#: ``retryConfig.retryCount`` bounds (spec §11.1).
+MIN_RETRY_COUNT, MAX_RETRY_COUNT = 0, 5
+#: ``attemptDeadline`` bounds of an HTTP target, inclusive (spec §3.2, §10.5).
+HTTP_DEADLINE_RANGE = (timedelta(seconds=15), timedelta(minutes=30))
+#: ``attemptDeadline`` bounds of an App Engine target when not 0, inclusive (spec §3.2).
+APP_ENGINE_DEADLINE_RANGE = (timedelta(seconds=15), timedelta(hours=24, seconds=15))
+#: Methods an App Engine target may use (no PATCH, no OPTIONS; spec §3.5).
+APP_ENGINE_METHODS = frozenset(HttpMethod) - {HttpMethod.PATCH, HttpMethod.OPTIONS}
+#: Methods that may carry a body on an App Engine target (spec §3.5).
+APP_ENGINE_BODY_METHODS = frozenset({HttpMethod.POST, HttpMethod.PUT})
+
+# Characters the service does not percent-encode: RFC 3986 reserved + unreserved, and "%".
+_URI_SAFE = "-._~:/?#[]@!$&'()*+,;=%"
+# An RFC 7230 header field name (a "token").
+_HEADER_NAME_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# Characters a header value must not contain (they would split or end the header).
+_HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\x00]")
+# "Email-shaped": one "@" with something on both sides and no whitespace.
+_EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+")
+_TOPIC_RE = re.compile(r"projects/([^/]+)/topics/([^/]+)")
+
+
+#: A URI host: a DNS name or IPv4 address, or an IPv6 address (``urlsplit`` strips brackets).
+_HOST_RE = re.compile(r"[A-Za-z0-9_.~-]+|[0-9A-Fa-f:.]+(%[A-Za-z0-9._~-]+)?")
+
+
+def validate_job(job: Job) -> None:
+    """Check every rule of spec §2, §3.2, §3.3, §3.5, §11.1 and §15 that a job can break.
+
+    Checked, in this order: the name (§2); exactly one target (§3.2); schedule present and valid
+    and time zone valid (via :func:`~scheduler_emulator.domain.schedule.parse_schedule`, §7, §8);
+    ``description`` ≤ 500 characters; ``attemptDeadline`` range per target type (HTTP 15 s…30 min,
+    App Engine 0 or 15 s…24 h 15 s, Pub/Sub ignored); the target's own rules (§3.3, §3.5); the
+    RetryConfig (§11.1); the total size ≤ 1 MB (§15).
+
+    :param job: the job to check, raw or defaulted.
+    :raises InvalidArgument: for the first broken rule, with ``field`` set to the camelCase path
+        (``retryConfig.retryCount``) and a message per the module docstring.
+    """
+    parse_job_name(job.name)
+    _validate_target_count(job)
+    _validate_schedule(job)
+    if len(job.description) > MAX_DESCRIPTION_LENGTH:
+        raise InvalidArgument(
+            f"description must be at most {MAX_DESCRIPTION_LENGTH} characters; "
+            f"got {len(job.description)}.",
+            field="description",
+        )
+    _validate_attempt_deadline(job)
+    if job.http_target is not None:
+        validate_http_target(job.http_target)
+    elif job.app_engine_http_target is not None:
+        validate_app_engine_http_target(job.app_engine_http_target)
+    elif job.pubsub_target is not None:
+        validate_pubsub_target(job.pubsub_target, project=job.project)
+    validate_retry_config(job.retry_config)
+    size = job_size_bytes(job)
+    if size > MAX_JOB_SIZE_BYTES:
+        raise InvalidArgument(
+            f"The job must be at most {MAX_JOB_SIZE_BYTES} bytes; got {size}.",
+            field="job",
+        )
+
+
+def _validate_target_count(job: Job) -> None:
+    targets = [
+        name
+        for name, target in (
+            ("httpTarget", job.http_target),
+            ("appEngineHttpTarget", job.app_engine_http_target),
+            ("pubsubTarget", job.pubsub_target),
+        )
+        if target is not None
+    ]
+    if not targets:
+        raise InvalidArgument(
+            "A job needs exactly one target (httpTarget, appEngineHttpTarget or pubsubTarget); "
+            "got none.",
+            field="target",
+        )
+    if len(targets) > 1:
+        raise InvalidArgument(
+            f"A job needs exactly one target; got {' and '.join(targets)}.",
+            field="target",
+        )
+
+
+def _validate_schedule(job: Job) -> None:
+    if not job.schedule.strip():
+        raise InvalidArgument(
+            INVALID_SCHEDULE_MESSAGE, field="schedule", description="schedule is required."
+        )
+    parse_schedule(job.schedule, job.time_zone or "Etc/UTC")
+
+
+def _format_seconds(td: timedelta) -> str:
+    # A duration as REST spells it, for messages ("180s", "14.5s", "-0.000001s").
+    micros = td // timedelta(microseconds=1)
+    whole, fraction = divmod(abs(micros), 1_000_000)
+    text = f"{whole}.{fraction:06d}".rstrip("0").rstrip(".")
+    return f"{'-' if micros < 0 else ''}{text}s"
+
+
+def _validate_attempt_deadline(job: Job) -> None:
+    deadline = job.attempt_deadline
+    if job.pubsub_target is not None or deadline is None:
+        return  # ignored for Pub/Sub; unset means the default (§3.7)
+    if job.http_target is not None:
+        if not deadline:
+            return  # 0 is "unset": with_defaults stores 180 s (§3.7 item 2)
+        low, high = HTTP_DEADLINE_RANGE
+        kind = "an HTTP target"
+    else:
+        if not deadline:
+            return  # 0 = the App Engine default (§3.2)
+        low, high = APP_ENGINE_DEADLINE_RANGE
+        kind = "an App Engine target"
+    if not low <= deadline <= high:
+        raise InvalidArgument(
+            f"attemptDeadline of {kind} must be between {_format_seconds(low)} and "
+            f"{_format_seconds(high)}; got {_format_seconds(deadline)}.",
+            field="attemptDeadline",
+        )
+
+
+def encoded_uri_length(uri: str) -> int:
+    """Length of ``uri`` after percent-encoding unsafe characters, as the service counts it.
+
+    Characters outside RFC 3986's reserved and unreserved sets (spaces, quotes, non-ASCII, …)
+    are percent-encoded as UTF-8 (``é`` counts 6); existing ``%XX`` escapes count as they are.
+
+    :param uri: an absolute URI or an App Engine relative URI.
+    :return: the length in characters (spec §3.3: must be ≤ 2083).
+    """
+    return len(quote(uri, safe=_URI_SAFE))
+
+
+def _validate_headers(headers: Mapping[str, str], field: str) -> None:
+    seen: dict[str, str] = {}
+    total = 0
+    for name, value in headers.items():
+        if not _HEADER_NAME_RE.fullmatch(name):
+            raise InvalidArgument(f'{field} has an invalid header name "{name}".', field=field)
+        if _HEADER_VALUE_FORBIDDEN.search(value):
+            raise InvalidArgument(
+                f"{field} has a line break or NUL in the value of {name!r}: {value!r}.",
+                field=field,
+            )
+        if name.lower() in seen:
+            raise InvalidArgument(
+                f'{field} must have one value per header name; got "{seen[name.lower()]}" and '
+                f'"{name}" (names are case-insensitive).',
+                field=field,
+            )
+        seen[name.lower()] = name
+        total += len(name.encode()) + len(value.encode())
+    if total >= MAX_HEADERS_BYTES:
+        raise InvalidArgument(
+            f"{field} must total less than 80 KB ({MAX_HEADERS_BYTES} bytes); got {total} bytes.",
+            field=field,
+        )
+
+
+def _validate_service_account(email: str, field: str) -> None:
+    if not email:
+        raise InvalidArgument(f"{field} is required.", field=field)
+    if not _EMAIL_RE.fullmatch(email):
+        raise InvalidArgument(f'{field} must be an email address; got "{email}".', field=field)
+
+
+def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> None:
+    """Check an HttpTarget (spec §3.3, §10.2, §13).
+
+    Rules: ``uri`` present, ``http://``/``https://`` with a host, ≤ 2083 characters after
+    percent-encoding; a body only with POST, PUT or PATCH (UNSPECIFIED counts as POST); one value
+    per header name (case-insensitive), valid header names, no line breaks in values, headers
+    total < 80 KB; at most one of ``oidcToken``/``oauthToken``, each with an email-shaped
+    ``serviceAccountEmail``.
+
+    :param target: the target to check.
+    :param field: the path of the target in the job, for messages.
+    :raises InvalidArgument: for the first broken rule (``field`` = camelCase path).
+    """
+    uri_field = f"{field}.uri"
+    if not target.uri:
+        raise InvalidArgument(f"{uri_field} is required.", field=uri_field)
+    if not target.uri.lower().startswith(("http://", "https://")):
+        raise InvalidArgument(
+            f'{uri_field} must start with http:// or https://; got "{target.uri}".',
+            field=uri_field,
+        )
+    try:
+        parts = urlsplit(target.uri)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number 0-65535
+    except ValueError:
+        host = None
+    if not host or not _HOST_RE.fullmatch(host):
+        raise InvalidArgument(
+            f'{uri_field} must be a URL with a valid host and port; got "{target.uri}".',
+            field=uri_field,
+        )
+    length = encoded_uri_length(target.uri)
+    if length > MAX_URI_LENGTH:
+        raise InvalidArgument(
+            f"{uri_field} must be at most {MAX_URI_LENGTH} characters after percent-encoding; "
+            f"got {length}.",
+            field=uri_field,
+        )
+    method = target.http_method or HttpMethod.POST
+    if target.body and method not in BODY_METHODS:
+        raise InvalidArgument(
+            f"{field}.body is only allowed with httpMethod POST, PUT or PATCH; "
+            f"got httpMethod {method.name}.",
+            field=f"{field}.body",
+        )
+    _validate_headers(target.headers, f"{field}.headers")
+    if target.oidc_token is not None and target.oauth_token is not None:
+        raise InvalidArgument(
+            f"{field} can have oidcToken or oauthToken, not both.", field=f"{field}.oauthToken"
+        )
+    token: OidcToken | OAuthToken | None = target.oidc_token or target.oauth_token
+    if token is not None:
+        kind = "oidcToken" if isinstance(token, OidcToken) else "oauthToken"
+        _validate_service_account(
+            token.service_account_email, f"{field}.{kind}.serviceAccountEmail"
+        )
+
+
+def validate_app_engine_http_target(
+    target: AppEngineHttpTarget, *, field: str = "appEngineHttpTarget"
+) -> None:
+    """Check an AppEngineHttpTarget (spec §3.5).
+
+    Rules: no PATCH or OPTIONS; ``relativeUri`` empty (means ``/``) or starting with ``/``, no
+    whitespace, ≤ 2083 characters after percent-encoding; a body only with POST or PUT; headers
+    as for an HTTP target (one value per name, < 80 KB).
+
+    :param target: the target to check.
+    :param field: the path of the target in the job, for messages.
+    :raises InvalidArgument: for the first broken rule (``field`` = camelCase path).
+    """
+    method = target.http_method or HttpMethod.POST
+    if method not in APP_ENGINE_METHODS:
+        raise InvalidArgument(
+            f"{field}.httpMethod must not be PATCH or OPTIONS; got {method.name}.",
+            field=f"{field}.httpMethod",
+        )
+    uri_field = f"{field}.relativeUri"
+    uri = target.relative_uri or "/"
+    if not uri.startswith("/"):
+        raise InvalidArgument(f'{uri_field} must start with "/"; got "{uri}".', field=uri_field)
+    if any(c.isspace() for c in uri):
+        raise InvalidArgument(f'{uri_field} must not contain spaces; got "{uri}".', field=uri_field)
+    length = encoded_uri_length(uri)
+    if length > MAX_URI_LENGTH:
+        raise InvalidArgument(
+            f"{uri_field} must be at most {MAX_URI_LENGTH} characters after percent-encoding; "
+            f"got {length}.",
+            field=uri_field,
+        )
+    if target.body and method not in APP_ENGINE_BODY_METHODS:
+        raise InvalidArgument(
+            f"{field}.body is only allowed with httpMethod POST or PUT; got httpMethod "
+            f"{method.name}.",
+            field=f"{field}.body",
+        )
+    _validate_headers(target.headers, f"{field}.headers")
+
+
+def validate_pubsub_target(
+    target: PubsubTarget, *, project: str, field: str = "pubsubTarget"
+) -> None:
+    """Check a PubsubTarget (spec §3.5).
+
+    Rules: ``topicName`` is ``projects/P/topics/T`` with P the job's project; the message has
+    non-empty ``data`` or at least one attribute.
+
+    :param target: the target to check.
+    :param project: the job's project ID.
+    :param field: the path of the target in the job, for messages.
+    :raises InvalidArgument: for the first broken rule (``field`` = camelCase path).
+    """
+    topic_field = f"{field}.topicName"
+    if not target.topic_name:
+        raise InvalidArgument(f"{topic_field} is required.", field=topic_field)
+    match = _TOPIC_RE.fullmatch(target.topic_name)
+    if match is None:
+        raise InvalidArgument(
+            f'{topic_field} must be formatted "projects/<PROJECT_ID>/topics/<TOPIC_ID>"; '
+            f'got "{target.topic_name}".',
+            field=topic_field,
+        )
+    if match.group(1) != project:
+        raise InvalidArgument(
+            f'{topic_field} must be in the job\'s project "{project}"; got "{target.topic_name}".',
+            field=topic_field,
+        )
+    if not target.data and not target.attributes:
+        raise InvalidArgument(
+            f"{field} must have non-empty data or at least one attribute.",
+            field=f"{field}.data",
+        )
+
+
+def validate_retry_config(config: RetryConfig, *, field: str = "retryConfig") -> None:
+    """Check a RetryConfig (spec §11.1).
+
+    Rules: ``retryCount`` 0–5; no negative duration; ``minBackoffDuration`` ≤
+    ``maxBackoffDuration``; ``maxDoublings`` ≥ 0.
+
+    :param config: the retry settings to check.
+    :param field: the path of the config in the job, for messages.
+    :raises InvalidArgument: for the first broken rule (``field`` = camelCase path).
+    """
+    if not MIN_RETRY_COUNT <= config.retry_count <= MAX_RETRY_COUNT:
+        raise InvalidArgument(
+            f"{field}.retryCount must be between {MIN_RETRY_COUNT} and {MAX_RETRY_COUNT}; "
+            f"got {config.retry_count}.",
+            field=f"{field}.retryCount",
+        )
+    for name, value in (
+        ("maxRetryDuration", config.max_retry_duration),
+        ("minBackoffDuration", config.min_backoff_duration),
+        ("maxBackoffDuration", config.max_backoff_duration),
+    ):
+        if value < timedelta(0):
+            raise InvalidArgument(
+                f"{field}.{name} must not be negative; got {_format_seconds(value)}.",
+                field=f"{field}.{name}",
+            )
+    if config.min_backoff_duration > config.max_backoff_duration:
+        raise InvalidArgument(
+            f"{field}.minBackoffDuration must not exceed maxBackoffDuration; got "
+            f"{_format_seconds(config.min_backoff_duration)} > "
+            f"{_format_seconds(config.max_backoff_duration)}.",
+            field=f"{field}.minBackoffDuration",
+        )
+    if config.max_doublings < 0:
+        raise InvalidArgument(
+            f"{field}.maxDoublings must not be negative; got {config.max_doublings}.",
+            field=f"{field}.maxDoublings",
+        )
+
+
+def _text_size(*texts: str) -> int:
+    return sum(len(t.encode()) for t in texts)
+
+
+def _map_size(mapping: Mapping[str, str]) -> int:
+    return sum(_text_size(k, v) for k, v in mapping.items())
+
+
+def job_size_bytes(job: Job) -> int:
+    """Estimate a job's size the way the 1 MB limit counts it (spec §3.2, §15).
+
+    The sum of the UTF-8 sizes of every string, header/attribute name and value, and the raw
+    size of ``body``/``data``. It leaves out the few framing bytes per field of the protobuf
+    encoding and Google's "~1 KB request overhead", so it is a slight underestimate.
+
+    :param job: the job.
+    :return: the size in bytes.
+    """
+    size = _text_size(job.name, job.schedule, job.time_zone, job.description)
+    http = job.http_target
+    if http is not None:
+        size += _text_size(http.uri) + _map_size(http.headers) + len(http.body)
+        if http.oidc_token is not None:
+            size += _text_size(http.oidc_token.service_account_email, http.oidc_token.audience)
+        if http.oauth_token is not None:
+            size += _text_size(http.oauth_token.service_account_email, http.oauth_token.scope)
+    ae = job.app_engine_http_target
+    if ae is not None:
+        size += _text_size(ae.relative_uri) + _map_size(ae.headers) + len(ae.body)
+        routing = ae.app_engine_routing
+        if routing is not None:
+            size += _text_size(routing.service, routing.version, routing.instance, routing.host)
+    ps = job.pubsub_target
+    if ps is not None:
+        size += _text_size(ps.topic_name) + len(ps.data) + _map_size(ps.attributes)
+    return size

@@ -1,0 +1,305 @@
+"""The emulator as a library: jobs, their state machine, the clock and the attempt history.
+
+:class:`Emulator` is what the pytest plugin runs in-process and what the daemon wraps with a
+server; it adds nothing but an API over the :class:`~scheduler_emulator.runtime.engine.Engine`::
+
+    from datetime import UTC, datetime, timedelta
+    from scheduler_emulator import Emulator, ManualClock
+
+    emulator = Emulator(clock=ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)))
+    emulator.create_job({"name": "nightly", "schedule": "0 2 * * *",
+                         "httpTarget": {"uri": "http://127.0.0.1:8000/_triggers/timer/nightly"}})
+    emulator.advance(timedelta(minutes=2))
+    [a.code for a in emulator.attempts("nightly")]      # ['OK'] (or the failure's code)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..core.faults import FaultPlan
+from ..domain.attempts import Attempt, SkippedRun
+from ..domain.codec import job_from_json
+from ..domain.errors import ClockError, InvalidArgument
+from ..domain.names import generate_job_id, qualify_job_name
+from ..domain.resources import Job, State
+from ..domain.update_mask import apply_update
+from .attempt_log import AttemptLog
+from .clock import Clock, ManualClock, SystemClock
+from .store import Store
+from .tokens import TokenAuthority
+from .transports import HttpTransport, Transport
+
+DEFAULT_PROJECT = "my-project"
+DEFAULT_LOCATION = "us-central1"
+
+
+class Emulator:
+    """An in-process Cloud Scheduler.
+
+    :param clock: :class:`ManualClock` (virtual time, no threads) or :class:`SystemClock`
+        (default; call :meth:`start` to run the engine thread).
+    :param store: persistence; in memory by default.
+    :param transport: delivery; real HTTP by default.
+    :param project: project for job IDs given without a full name.
+    :param location: location for job IDs given without a full name.
+    :param locations: the locations ListLocations shows (P18); ``[location]`` by default.
+    :param attempt_log: optional execution log writer (§14).
+    :param faults: a fault plan (:mod:`~scheduler_emulator.core.faults`); empty by default. Add
+        rules later through :attr:`faults`.
+    :param dst_policy: ``"absolute"`` (P1) or ``"vixie"``.
+    :param force_run_schedule_time: ``"next"`` or ``"omit"`` (P3).
+    :param tokens: mints OIDC and OAuth tokens (§13); by default a
+        :class:`~scheduler_emulator.runtime.tokens.TokenAuthority` on ``clock`` with a fresh key,
+        made on
+        first use.
+    """
+
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        store: Store | None = None,
+        transport: Transport | None = None,
+        project: str = DEFAULT_PROJECT,
+        location: str = DEFAULT_LOCATION,
+        locations: Sequence[str] | None = None,
+        attempt_log: AttemptLog | None = None,
+        faults: FaultPlan | None = None,
+        dst_policy: str = "absolute",
+        force_run_schedule_time: str = "next",
+        tokens: TokenAuthority | None = None,
+    ) -> None:
+        from .engine import Engine  # engine imports schedule; keep module import light
+
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.store = store if store is not None else Store()
+        self.project = project
+        self.location = location
+        self.locations: tuple[str, ...] = tuple(locations or (location,))
+        self.tokens = tokens if tokens is not None else TokenAuthority(self.clock)
+        self.engine = Engine(
+            self.clock,
+            self.store,
+            transport if transport is not None else HttpTransport(),
+            attempt_log=attempt_log,
+            faults=faults,
+            dst_policy=dst_policy,
+            force_run_schedule_time=force_run_schedule_time,
+            tokens=self.tokens,
+        )
+        self.engine.load()
+
+    @property
+    def faults(self) -> FaultPlan:
+        """The fault plan deliveries go through (``emulator.faults.add(action=…, …)``)."""
+        return self.engine.faults
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> Emulator:
+        """Start firing on a system clock (no-op on a manual clock); return ``self``."""
+        self.engine.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the engine and close the store."""
+        self.engine.stop()
+        self.store.close()
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- names
+
+    def job_name(self, name: str) -> str:
+        """Return the full job name for a short job ID (default project and location) or a
+        full name.
+
+        :raises InvalidArgument: if ``name`` is neither.
+        """
+        return qualify_job_name(name, self.project, self.location)
+
+    # ---------------------------------------------------------------- jobs
+
+    def create_job(self, job: Job | Mapping[str, Any] | None = None, **fields: Any) -> Job:
+        """Create a job (CreateJob, §5.1) from a :class:`Job`, its REST JSON, or keywords.
+
+        Keywords are REST field names in snake_case (``schedule=…, http_target={"uri": …}``).
+        A short ``name`` gets the emulator's project and location; no name gets a generated ID.
+
+        :raises InvalidArgument: for any invalid field (the message names field and value).
+        :raises AlreadyExists: if a job of that name exists.
+        :return: the stored job with its output-only fields (state ENABLED, scheduleTime…).
+        """
+        if not isinstance(job, Job):
+            data = dict(job or {})
+            data.update(fields)
+            name = data.get("name") or generate_job_id()
+            data["name"] = self.job_name(name)
+            job = job_from_json(data)
+        job = replace(
+            job,
+            state=State.ENABLED,
+            status=None,
+            last_attempt_time=None,
+            schedule_time=None,
+            user_update_time=self.clock.now(),
+        )
+        return self.engine.put_job(job, create=True)
+
+    def upsert_job(self, job: Job) -> Job:
+        """Create ``job``, or, if it exists (a restart with the same jobs file), replace its
+        configuration while keeping its state, status and history.
+
+        The next fire time is computed from now either way.
+
+        :return: the stored job.
+        """
+        if not self.engine.has_job(job.name):
+            return self.create_job(job)
+        current = self.engine.get_job(job.name)
+        if replace(job, **_output_fields(current)) == current:
+            return current
+        fields = _output_fields(current) | {"user_update_time": self.clock.now()}
+        return self.engine.put_job(replace(job, **fields))
+
+    def get_job(self, name: str) -> Job:
+        """Return the job (GetJob, §5.2). :raises NotFound: ``Job not found.``"""
+        return self.engine.get_job(self.job_name(name))
+
+    def list_jobs(self) -> list[Job]:
+        """Return every job in creation order (P15)."""
+        return self.engine.jobs()
+
+    def list_jobs_page(
+        self, parent: str, page_size: int, page_token: str = ""
+    ) -> tuple[list[Job], str]:
+        """Return one ListJobs page of the jobs under ``parent`` and the next page token
+        (``""`` on the last page) (§5.3, P15).
+
+        :param parent: ``projects/P/locations/L``.
+        :param page_size: 1–500 jobs.
+        :param page_token: ``""`` for the first page, else a token this method returned.
+        :raises InvalidArgument: for a token this emulator did not issue.
+        """
+        start = 0
+        if page_token:
+            if not page_token.isdigit():
+                raise InvalidArgument(
+                    f"The page token {page_token!r} is not valid.", field="pageToken"
+                )
+            start = int(page_token)
+        jobs, next_seq = self.engine.jobs_page(parent + "/jobs/", page_size, start)
+        return jobs, "" if next_seq is None else str(next_seq)
+
+    def update_job(
+        self, name: str, body: Mapping[str, Any], update_mask: str | Sequence[str] | None = None
+    ) -> Job:
+        """Update a job (UpdateJob, §5.4): the mask governs (P12: empty applies every field in
+        the body; P13: header merge with nulls). The state is kept; ``userUpdateTime`` moves;
+        the next fire time is computed from now. An update that would leave the job invalid
+        changes nothing.
+
+        :param name: job ID or full name (the body's ``name`` is ignored).
+        :param body: the PATCH body, REST JSON.
+        :param update_mask: comma-separated or listed field paths, camelCase or snake_case.
+        :raises NotFound: ``Job not found.``
+        :raises InvalidArgument: for a bad field, mask path or resulting job.
+        """
+        now = self.clock.now()
+
+        def change(job: Job) -> Job:
+            return replace(apply_update(job, body, update_mask), user_update_time=now)
+
+        return self.engine.modify(self.job_name(name), change)
+
+    def delete_job(self, name: str) -> None:
+        """Delete the job (DeleteJob, §5.5). :raises NotFound: ``Job not found.``"""
+        self.engine.remove_job(self.job_name(name))
+
+    def pause_job(self, name: str) -> Job:
+        """Pause an ENABLED job (PauseJob, §4): no more runs; pending retries are dropped.
+
+        :raises NotFound: ``Job not found.``
+        :raises FailedPrecondition: if the job is not ENABLED (P11).
+        """
+        return self.engine.change_state(
+            self.job_name(name), State.ENABLED, State.PAUSED, "only an ENABLED job can be paused"
+        )
+
+    def resume_job(self, name: str) -> Job:
+        """Resume a PAUSED job (ResumeJob, §4); the next fire time counts from now (§9.4).
+
+        :raises NotFound: ``Job not found.``
+        :raises FailedPrecondition: if the job is not PAUSED (P11).
+        """
+        return self.engine.change_state(
+            self.job_name(name), State.PAUSED, State.ENABLED, "only a PAUSED job can be resumed"
+        )
+
+    def run_job(self, name: str) -> Job:
+        """Force a run now (RunJob, §5.8, P3), even while paused or running.
+
+        Under a manual clock the attempt has been delivered when this returns.
+
+        :raises NotFound: ``Job not found.``
+        """
+        return self.engine.force_run(self.job_name(name))
+
+    # ---------------------------------------------------------------- history
+
+    def attempts(self, job: str | None = None) -> list[Attempt]:
+        """Return every attempt in start order, optionally only those of ``job`` (ID or name)."""
+        return self.store.attempts(None if job is None else self.job_name(job))
+
+    def skipped_runs(self, job: str | None = None) -> list[SkippedRun]:
+        """Return scheduled times skipped under P6, optionally only those of ``job``."""
+        return self.store.skipped(None if job is None else self.job_name(job))
+
+    def reset(self) -> None:
+        """Delete every job, run, attempt and skipped-run record."""
+        self.engine.clear()
+
+    # ---------------------------------------------------------------- clock
+
+    def now(self) -> datetime:
+        """The emulator's current instant (aware UTC)."""
+        return self.clock.now()
+
+    def _manual(self) -> ManualClock:
+        if not isinstance(self.clock, ManualClock):
+            raise ClockError(
+                "the emulator runs on the system clock; start it with a ManualClock "
+                "(--clock manual) to move time by hand."
+            )
+        return self.clock
+
+    def advance(self, delta: timedelta | float) -> datetime:
+        """Advance a manual clock, firing everything due on the way (see
+        :meth:`ManualClock.advance`). :raises ClockError: on a system clock."""
+        return self._manual().advance(delta)
+
+    def move_to(self, instant: datetime) -> datetime:
+        """Move a manual clock to ``instant``, firing everything due on the way.
+
+        :raises ClockError: on a system clock, for a naive or past instant.
+        """
+        return self._manual().move_to(instant)
+
+
+def _output_fields(job: Job) -> dict[str, Any]:
+    """The output-only fields of ``job`` as keyword arguments for ``dataclasses.replace``."""
+    return {
+        "state": job.state,
+        "status": job.status,
+        "schedule_time": job.schedule_time,
+        "last_attempt_time": job.last_attempt_time,
+        "user_update_time": job.user_update_time,
+    }

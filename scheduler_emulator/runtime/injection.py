@@ -1,0 +1,161 @@
+"""Apply the faults a :class:`~scheduler_emulator.core.faults.FaultPlan` chose to one delivery.
+
+The engine hands :func:`send_with_faults` the attempt's request and the rules that fired; this
+module talks to the transport and returns what the engine must record: the outcome of the
+attempt itself, extra (duplicate) deliveries, latency to add, whether the run earns an extra
+retry (lost acknowledgement) and, for ``deadline``, the request still running in the background.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from ..core.faults import FaultRule
+from ..domain.outcomes import Failure, Outcome, classify_failure, classify_status
+from .clock import Clock
+from .transports import DeliveryRequest, Transport, TransportResult
+
+
+def outcome_of(result: TransportResult) -> Outcome:
+    """Classify a transport result (§10.4, §14.3)."""
+    if result.status is not None:
+        return classify_status(result.status)
+    assert result.failure is not None
+    return classify_failure(result.failure, result.detail)
+
+
+@dataclass
+class LateResponse:
+    """A request the ``deadline`` fault left running after its attempt counted as timed out."""
+
+    thread: threading.Thread
+    result: list[TransportResult] = field(default_factory=list)
+
+    def wait(self, timeout: float) -> TransportResult | None:
+        """Wait up to ``timeout`` real seconds; return the target's answer, if it came."""
+        self.thread.join(timeout)
+        return self.result[0] if self.result else None
+
+
+@dataclass
+class Injected:
+    """What happened to one attempt under faults.
+
+    :param result: what the transport saw for the attempt itself (or the injected one).
+    :param outcome: the attempt's outcome as Cloud Scheduler records it.
+    :param latency_seconds: added to the attempt's end time (``delay``).
+    :param copies: results of the duplicate deliveries, in sending order.
+    :param extra_retry: the run gets one retry even if its retry config allows none.
+    :param late: the request still running after a ``deadline`` fault.
+    """
+
+    result: TransportResult
+    outcome: Outcome
+    latency_seconds: float = 0.0
+    copies: list[TransportResult] = field(default_factory=list)
+    extra_retry: bool = False
+    late: LateResponse | None = None
+
+
+def _first(rules: Sequence[FaultRule], action: str) -> FaultRule | None:
+    return next((rule for rule in rules if rule.action == action), None)
+
+
+def _send_all(
+    transport: Transport, request: DeliveryRequest, timeout: float, count: int
+) -> list[TransportResult]:
+    """Send ``count`` copies of ``request`` at the same time; results in start order."""
+    results: list[TransportResult | None] = [None] * count
+    start = threading.Barrier(count)
+
+    def send(index: int) -> None:
+        start.wait()
+        results[index] = transport.send(request, timeout)
+
+    threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [r if r is not None else TransportResult(failure=Failure.CONNECTION) for r in results]
+
+
+def send_with_faults(
+    transport: Transport,
+    clock: Clock,
+    request: DeliveryRequest,
+    timeout_seconds: float,
+    rules: Sequence[FaultRule],
+) -> Injected:
+    """Deliver ``request`` with the faults of ``rules`` applied.
+
+    :param timeout_seconds: the attempt deadline.
+    :param rules: the rules that fired for this attempt (see ``FaultPlan.decide``).
+    :return: what to record.
+    """
+    status_rule = _first(rules, "status")
+    if status_rule is not None:
+        result = TransportResult(status=status_rule.status)
+        outcome = outcome_of(result)
+        note = f"{outcome.debug_info} (injected: the target was not called)"
+        return Injected(result, Outcome(outcome.code, note, outcome.http_status))
+    if _first(rules, "connection_error") is not None:
+        result = TransportResult(
+            failure=Failure.CONNECTION, detail="Injected: connection refused before sending."
+        )
+        return Injected(result, outcome_of(result))
+
+    latency = 0.0
+    delay = _first(rules, "delay")
+    if delay is not None:
+        latency = delay.seconds
+        if not clock.manual:
+            clock.wait(clock.now() + timedelta(seconds=delay.seconds), threading.Event())
+        if delay.seconds >= timeout_seconds:
+            result = TransportResult(
+                failure=Failure.DEADLINE,
+                detail=f"Injected: {delay.seconds:g} s of latency exceeds the attempt deadline.",
+            )
+            return Injected(result, outcome_of(result), latency_seconds=timeout_seconds)
+
+    duplicate = _first(rules, "duplicate")
+    deadline = _first(rules, "deadline")
+    copies: list[TransportResult] = []
+    late = None
+    if deadline is not None:
+        answers: list[TransportResult] = []
+
+        def run_late() -> None:
+            answers.append(transport.send(request, timeout_seconds))
+
+        late = LateResponse(threading.Thread(target=run_late, name="late-response", daemon=True))
+        late.result = answers
+        late.thread.start()
+        late.thread.join(deadline.seconds)
+        result = TransportResult(
+            failure=Failure.DEADLINE,
+            detail="Injected: the attempt deadline passed while the target was still "
+            "handling the request.",
+        )
+        latency = max(latency, timeout_seconds)
+    elif duplicate is not None and duplicate.concurrent:
+        result, *copies = _send_all(transport, request, timeout_seconds, 1 + duplicate.count)
+    else:
+        result = transport.send(request, timeout_seconds)
+    if duplicate is not None and not duplicate.concurrent:
+        copies = [transport.send(request, timeout_seconds) for _ in range(duplicate.count)]
+
+    outcome = outcome_of(result)
+    lost = _first(rules, "lost_ack")
+    if lost is not None and deadline is None:
+        answered = result.status if result.status is not None else "no answer"
+        outcome = Outcome(
+            "UNAVAILABLE",
+            "URL_UNREACHABLE-UNREACHABLE_LOST_ACK. Injected: the target answered "
+            f"{answered} but the response was lost.",
+            None,
+        )
+    return Injected(result, outcome, latency, copies, extra_retry=lost is not None, late=late)

@@ -1,0 +1,345 @@
+"""Persistence of jobs, runs, attempts and skipped runs in SQLite (stdlib ``sqlite3``).
+
+A file database (WAL journal) survives a crash of the process: every change is committed when
+it happens, so a SIGKILL loses no job and no recorded attempt. ``Store(":memory:")`` keeps the
+same code path in memory for tests and ``--in-memory``.
+
+Jobs are kept as their REST JSON (``codec.job_to_json``) plus the output-only columns the
+engine maintains; an attempt row is written when the attempt starts and completed when it ends,
+so an attempt in flight at a crash is found again on restart (``unfinished_attempts``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+from ..domain.attempts import Attempt, Run, SkippedRun
+from ..domain.codec import job_from_json, job_to_json
+from ..domain.resources import Job, State, Status
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    name TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    state INTEGER NOT NULL,
+    status_code INTEGER,
+    status_message TEXT,
+    last_attempt_time TEXT,
+    user_update_time TEXT
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    job TEXT NOT NULL,
+    schedule_time TEXT,
+    nominal TEXT NOT NULL,
+    forced INTEGER NOT NULL,
+    first_attempt_start TEXT,
+    attempts INTEGER NOT NULL,
+    next_attempt_at TEXT,
+    finished INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_open ON runs (finished);
+CREATE TABLE IF NOT EXISTS attempts (
+    id INTEGER PRIMARY KEY,
+    job TEXT NOT NULL,
+    run_id INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    schedule_time TEXT,
+    start_time TEXT NOT NULL,
+    end_time TEXT,
+    request TEXT NOT NULL,
+    response_status INTEGER,
+    code TEXT,
+    debug_info TEXT NOT NULL,
+    forced INTEGER NOT NULL,
+    injected INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_job ON attempts (job, id);
+CREATE TABLE IF NOT EXISTS skipped (
+    id INTEGER PRIMARY KEY,
+    job TEXT NOT NULL,
+    schedule_time TEXT,
+    nominal TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
+"""
+
+
+def _ts(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _dt(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+class Store:
+    """SQLite store for jobs, runs, attempts and skipped runs; safe to share between threads.
+
+    :param path: a database file path (its directory is created), or ``":memory:"``.
+    """
+
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        if self.path != ":memory:":
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM jobs").fetchone()
+        self._seq = int(row[0])
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+    # jobs -----------------------------------------------------------------------------------
+
+    def save_job(self, job: Job) -> None:
+        """Insert or replace ``job`` (config and output-only fields); keeps its creation order."""
+        status = job.status
+        with self._lock:
+            seq_row = self._db.execute(
+                "SELECT seq FROM jobs WHERE name = ?", (job.name,)
+            ).fetchone()
+            if seq_row is None:
+                self._seq += 1
+                seq = self._seq
+            else:
+                seq = seq_row[0]
+            self._db.execute(
+                "INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    job.name,
+                    seq,
+                    json.dumps(job_to_json(job)),
+                    int(job.state),
+                    None if status is None else status.code,
+                    None if status is None else status.message,
+                    _ts(job.last_attempt_time),
+                    _ts(job.user_update_time),
+                ),
+            )
+
+    def save_job_state(
+        self, name: str, state: State, status: Status | None, last_attempt_time: datetime | None
+    ) -> None:
+        """Write only the fields the engine changes of the stored job ``name``."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET state = ?, status_code = ?, status_message = ?, "
+                "last_attempt_time = ? WHERE name = ?",
+                (
+                    int(state),
+                    None if status is None else status.code,
+                    None if status is None else status.message,
+                    _ts(last_attempt_time),
+                    name,
+                ),
+            )
+
+    def delete_job(self, name: str) -> None:
+        """Delete the job ``name`` (its attempt history stays)."""
+        with self._lock:
+            self._db.execute("DELETE FROM jobs WHERE name = ?", (name,))
+
+    def load_jobs(self) -> list[Job]:
+        """Return every stored job in creation order, output-only fields included."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT config, state, status_code, status_message, last_attempt_time, "
+                "user_update_time FROM jobs ORDER BY seq"
+            ).fetchall()
+        jobs = []
+        for config, state, code, message, last_attempt, user_update in rows:
+            job = job_from_json(json.loads(config))
+            jobs.append(
+                replace(
+                    job,
+                    state=State(state),
+                    status=None if code is None else Status(code, message or ""),
+                    last_attempt_time=_dt(last_attempt),
+                    user_update_time=_dt(user_update),
+                )
+            )
+        return jobs
+
+    # runs -----------------------------------------------------------------------------------
+
+    def add_run(self, run: Run) -> Run:
+        """Insert ``run`` and return it with its new ``id``."""
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT INTO runs (job, schedule_time, nominal, forced, first_attempt_start, "
+                "attempts, next_attempt_at, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.job,
+                    run.schedule_time,
+                    _ts(run.nominal),
+                    int(run.forced),
+                    _ts(run.first_attempt_start),
+                    run.attempts,
+                    _ts(run.next_attempt_at),
+                    int(run.finished),
+                ),
+            )
+        run.id = int(cursor.lastrowid or 0)
+        return run
+
+    def save_run(self, run: Run) -> None:
+        """Write the progress of ``run`` (attempt count, pending retry, finished)."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE runs SET first_attempt_start = ?, attempts = ?, next_attempt_at = ?, "
+                "finished = ? WHERE id = ?",
+                (
+                    _ts(run.first_attempt_start),
+                    run.attempts,
+                    _ts(run.next_attempt_at),
+                    int(run.finished),
+                    run.id,
+                ),
+            )
+
+    def open_runs(self) -> list[Run]:
+        """Return the runs not finished yet (after a restart: to resume their retries)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, job, schedule_time, nominal, forced, first_attempt_start, attempts, "
+                "next_attempt_at FROM runs WHERE finished = 0 ORDER BY id"
+            ).fetchall()
+        return [
+            Run(
+                id=r[0],
+                job=r[1],
+                schedule_time=r[2],
+                nominal=_dt(r[3]),  # type: ignore[arg-type]
+                forced=bool(r[4]),
+                first_attempt_start=_dt(r[5]),
+                attempts=r[6],
+                next_attempt_at=_dt(r[7]),
+            )
+            for r in rows
+        ]
+
+    # attempts -------------------------------------------------------------------------------
+
+    def add_attempt(self, attempt: Attempt) -> Attempt:
+        """Insert a started attempt and return it with its new ``id``."""
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT INTO attempts (job, run_id, attempt, schedule_time, start_time, "
+                "end_time, request, response_status, code, debug_info, forced, injected) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    attempt.job,
+                    attempt.run_id,
+                    attempt.attempt,
+                    attempt.schedule_time,
+                    _ts(attempt.start_time),
+                    _ts(attempt.end_time),
+                    json.dumps(attempt.request),
+                    attempt.response_status,
+                    attempt.code,
+                    attempt.debug_info,
+                    int(attempt.forced),
+                    int(attempt.injected),
+                ),
+            )
+        attempt.id = int(cursor.lastrowid or 0)
+        return attempt
+
+    def finish_attempt(self, attempt: Attempt) -> None:
+        """Record the end, status, code and debug text of ``attempt``."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE attempts SET end_time = ?, response_status = ?, code = ?, "
+                "debug_info = ?, injected = ? WHERE id = ?",
+                (
+                    _ts(attempt.end_time),
+                    attempt.response_status,
+                    attempt.code,
+                    attempt.debug_info,
+                    int(attempt.injected),
+                    attempt.id,
+                ),
+            )
+
+    def attempts(self, job: str | None = None, *, unfinished: bool = False) -> list[Attempt]:
+        """Return attempts in start order, optionally of one job (full name) or only in flight."""
+        query = (
+            "SELECT id, job, run_id, attempt, schedule_time, start_time, end_time, request, "
+            "response_status, code, debug_info, forced, injected FROM attempts"
+        )
+        clauses, args = [], []
+        if job is not None:
+            clauses.append("job = ?")
+            args.append(job)
+        if unfinished:
+            clauses.append("end_time IS NULL")
+        if clauses:
+            query += " WHERE " + " AND ".join(clauses)
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY id", args).fetchall()
+        return [
+            Attempt(
+                id=r[0],
+                job=r[1],
+                run_id=r[2],
+                attempt=r[3],
+                schedule_time=r[4],
+                start_time=_dt(r[5]),  # type: ignore[arg-type]
+                end_time=_dt(r[6]),
+                request=json.loads(r[7]),
+                response_status=r[8],
+                code=r[9],
+                debug_info=r[10],
+                forced=bool(r[11]),
+                injected=bool(r[12]),
+            )
+            for r in rows
+        ]
+
+    # skipped runs ---------------------------------------------------------------------------
+
+    def add_skipped(self, skipped: SkippedRun) -> None:
+        """Record a skipped scheduled time (P6)."""
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO skipped (job, schedule_time, nominal, recorded_at) "
+                "VALUES (?, ?, ?, ?)",
+                (
+                    skipped.job,
+                    skipped.schedule_time,
+                    _ts(skipped.nominal),
+                    _ts(skipped.recorded_at),
+                ),
+            )
+
+    def skipped(self, job: str | None = None) -> list[SkippedRun]:
+        """Return skipped scheduled times in the order they were recorded."""
+        query = "SELECT job, schedule_time, nominal, recorded_at FROM skipped"
+        args: tuple[str, ...] = ()
+        if job is not None:
+            query += " WHERE job = ?"
+            args = (job,)
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY id", args).fetchall()
+        return [SkippedRun(r[0], r[1], _dt(r[2]), _dt(r[3])) for r in rows]  # type: ignore[arg-type]
+
+    def reset(self) -> None:
+        """Delete every job, run, attempt and skipped-run record."""
+        with self._lock:
+            self._db.executescript(
+                "DELETE FROM jobs; DELETE FROM runs; DELETE FROM attempts; DELETE FROM skipped;"
+            )

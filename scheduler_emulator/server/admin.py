@@ -1,0 +1,180 @@
+"""The emulator's own endpoints under ``/_emulator/`` (JSON in, JSON out).
+
+- ``GET  /_emulator/health`` → 200 ``{"status": "ok"}``
+- ``GET  /_emulator/clock`` → ``{"now": "<RFC 3339 UTC>", "mode": "system"|"manual"}``
+- ``POST /_emulator/clock:advance`` with ``{"seconds": N}`` (manual clock only) → ``{"now": …}``
+- ``POST /_emulator/clock:moveTo`` with ``{"time": "<RFC 3339>"}`` (manual clock only)
+- ``GET  /_emulator/attempts[?job=ID]`` → ``{"attempts": [...]}`` in start order
+- ``GET  /_emulator/skipped[?job=ID]`` → ``{"skipped": [...]}``, scheduled times skipped (P6)
+- ``GET /_emulator/faults`` → the fault plan ``{"seed": N, "rules": [...]}``;
+  ``POST`` with one rule, ``{"rules": [...]}`` or ``{"seed": N, "rules": [...]}`` adds rules
+  (and sets the seed); ``DELETE`` removes every rule
+- ``POST /_emulator/reset`` → deletes every job and attempt; ``{"clockTime": …}`` also sets a
+  manual clock to that instant
+- ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK
+  Set) and ``GET /_emulator/oidc/v1/certs`` (``{kid: PEM certificate}``): the keys that sign
+  the OIDC tokens jobs send (§13.1, :mod:`~scheduler_emulator.runtime.tokens`)
+- ``GET /_emulator/oauth2/tokeninfo?access_token=…`` → an OAuth token's email, scope and expiry
+  as Google's tokeninfo answers; 400 ``{"error": "invalid_token", …}`` for an unknown or expired
+  one (§13.2)
+
+The clock endpoints answer only after every run, retry and delivery that fell due has finished;
+on a system clock they answer 400 ``FAILED_PRECONDITION``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Request, Response
+
+from ..core.faults import FaultPlan, FaultRule
+from ..domain.attempts import iso
+from ..domain.codec import parse_timestamp
+from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument
+from ..runtime.clock import ManualClock
+from ..runtime.emulator import Emulator
+from ..runtime.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
+from .request_body import request_json
+
+RULES = [
+    Rule("/_emulator/health", methods=["GET"], endpoint="health"),
+    Rule("/_emulator/clock", methods=["GET"], endpoint="clock"),
+    Rule("/_emulator/clock:advance", methods=["POST"], endpoint="clock_advance"),
+    Rule("/_emulator/clock:moveTo", methods=["POST"], endpoint="clock_move_to"),
+    Rule("/_emulator/attempts", methods=["GET"], endpoint="attempts"),
+    Rule("/_emulator/skipped", methods=["GET"], endpoint="skipped"),
+    Rule("/_emulator/reset", methods=["POST"], endpoint="reset"),
+    Rule("/_emulator/faults", methods=["GET"], endpoint="get_faults"),
+    Rule("/_emulator/faults", methods=["POST"], endpoint="add_faults"),
+    Rule("/_emulator/faults", methods=["DELETE"], endpoint="clear_faults"),
+    Rule(DISCOVERY_PATH, methods=["GET"], endpoint="oidc_discovery"),
+    Rule(JWKS_PATH, methods=["GET"], endpoint="oidc_certs"),
+    Rule(X509_CERTS_PATH, methods=["GET"], endpoint="oidc_x509_certs"),
+    Rule(TOKENINFO_PATH, methods=["GET", "POST"], endpoint="oauth_tokeninfo"),
+]
+
+
+class Admin:
+    """Handlers for the ``/_emulator/`` endpoints of one :class:`Emulator`."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self.emulator = emulator
+
+    def health(self, request: Request) -> dict[str, Any]:
+        """Liveness: always ``{"status": "ok"}``."""
+        return {"status": "ok"}
+
+    def clock(self, request: Request) -> dict[str, Any]:
+        """The clock's instant and mode."""
+        mode = "manual" if self.emulator.clock.manual else "system"
+        return {"now": iso(self.emulator.now()), "mode": mode}
+
+    def _manual_only(self, fn: Any, *args: Any) -> dict[str, Any]:
+        try:
+            now = fn(*args)
+        except ClockError as exc:
+            raise FailedPrecondition(str(exc)) from exc
+        return {"now": iso(now)}
+
+    def clock_advance(self, request: Request) -> dict[str, Any]:
+        """Advance a manual clock by ``seconds`` and answer once everything due has settled."""
+        body = request_json(request)
+        if "seconds" not in body:
+            raise InvalidArgument(
+                'The body must be {"seconds": N}; seconds is missing.', field="seconds"
+            )
+        seconds = body["seconds"]
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise InvalidArgument(
+                f"seconds must be a non-negative number; got {seconds!r}.", field="seconds"
+            )
+        return self._manual_only(self.emulator.advance, float(seconds))
+
+    def clock_move_to(self, request: Request) -> dict[str, Any]:
+        """Move a manual clock to ``time`` (RFC 3339) and answer once everything has settled."""
+        body = request_json(request)
+        if "time" not in body:
+            raise InvalidArgument(
+                'The body must be {"time": "<RFC 3339>"}; time is missing.', field="time"
+            )
+        text = body["time"]
+        if not isinstance(text, str):
+            raise InvalidArgument(f"time must be an RFC 3339 string; got {text!r}.", field="time")
+        return self._manual_only(self.emulator.move_to, parse_timestamp(text, field="time"))
+
+    def attempts(self, request: Request) -> dict[str, Any]:
+        """Every attempt (optionally of ``?job=<job ID or full name>``) in start order."""
+        job = request.args.get("job") or None
+        return {"attempts": [a.to_json() for a in self.emulator.attempts(job)]}
+
+    def skipped(self, request: Request) -> dict[str, Any]:
+        """Scheduled times skipped because an earlier run was still going (P6)."""
+        job = request.args.get("job") or None
+        return {"skipped": [s.to_json() for s in self.emulator.skipped_runs(job)]}
+
+    def reset(self, request: Request) -> dict[str, Any]:
+        """Delete every job, run and attempt; with ``{"clockTime": "<RFC 3339>"}`` also set a
+        manual clock to that instant (backwards too), for test isolation."""
+        text = request_json(request).get("clockTime")
+        if text is not None and not isinstance(text, str):
+            raise InvalidArgument(
+                f"clockTime must be an RFC 3339 string; got {text!r}.", field="clockTime"
+            )
+        instant = None if text is None else parse_timestamp(text, field="clockTime")
+        self.emulator.reset()
+        if instant is not None:
+            clock = self.emulator.clock
+            if not isinstance(clock, ManualClock):
+                raise FailedPrecondition("clockTime needs a manual clock (--clock manual).")
+            clock.reset_to(instant)
+        return {}
+
+    def get_faults(self, request: Request) -> dict[str, Any]:
+        """The fault plan: ``{"seed": N, "rules": [...]}``."""
+        return self.emulator.faults.to_json()
+
+    def add_faults(self, request: Request) -> dict[str, Any]:
+        """Add one rule (a rule object) or several (``{"seed"?, "rules": [...]}``)."""
+        body = request_json(request)
+        plan = self.emulator.faults
+        if "action" in body:
+            plan.add(FaultRule.from_json(body))
+        else:
+            parsed = FaultPlan.from_json(body)
+            if "seed" in body:
+                plan.seed = parsed.seed
+            for rule in parsed.rules:
+                plan.add(rule)
+        return plan.to_json()
+
+    def clear_faults(self, request: Request) -> dict[str, Any]:
+        """Remove every fault rule."""
+        self.emulator.faults.clear()
+        return self.emulator.faults.to_json()
+
+    def oidc_discovery(self, request: Request) -> dict[str, Any]:
+        """The OpenID discovery document; ``jwks_uri`` is under the URL the caller used."""
+        return self.emulator.tokens.discovery(request.host_url)
+
+    def oidc_certs(self, request: Request) -> dict[str, Any]:
+        """The signing key as a JWK Set (google-auth ``certs_url``, PyJWT ``PyJWKClient``)."""
+        return self.emulator.tokens.jwks()
+
+    def oidc_x509_certs(self, request: Request) -> dict[str, Any]:
+        """The signing key as ``{kid: PEM certificate}`` (Google's ``oauth2/v1/certs``)."""
+        return dict(self.emulator.tokens.x509_certs())
+
+    def oauth_tokeninfo(self, request: Request) -> Response:
+        """Describe an access token (``access_token`` in the query or a form body)."""
+        token = request.values.get("access_token")
+        status, body = (
+            self.emulator.tokens.tokeninfo(token)
+            if token
+            else (400, {"error": "invalid_request", "error_description": "No access_token."})
+        )
+        return Response(
+            json.dumps(body), status=status, content_type="application/json; charset=UTF-8"
+        )

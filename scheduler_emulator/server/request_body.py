@@ -1,0 +1,50 @@
+"""Reading a request's JSON body for the REST API and the ``/_emulator/`` endpoints.
+
+One place decides what a body that is not a JSON object gets: 400 ``INVALID_ARGUMENT``, never a
+5xx — including bodies nested so deeply that the JSON parser gives up.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from werkzeug.wrappers import Request
+
+from ..domain.errors import InvalidArgument
+
+
+def request_json(request: Request, *, allow_fields: frozenset[str] | None = None) -> dict[str, Any]:
+    """Decode the request body as a JSON object; an empty body is ``{}``.
+
+    :param allow_fields: the only keys allowed in the object (the ``:pause``/``:resume``/``:run``
+        bodies may carry only ``name``, spec §1.1); ``None`` allows any key.
+    :raises InvalidArgument: for a body that is not JSON, not an object, nested too deeply, or
+        that has a key not allowed.
+    :return: the decoded object.
+    """
+    raw = request.get_data()
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise InvalidArgument(
+            "Invalid JSON payload received. The body is nested too deeply."
+        ) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(
+            f"Invalid JSON payload received. {exc}.", description="The body is not valid JSON."
+        ) from exc
+    if not isinstance(data, dict):
+        raise InvalidArgument(
+            f"Invalid JSON payload received. Expected an object, got {type(data).__name__}."
+        )
+    if allow_fields is not None:
+        for key in data:
+            if key not in allow_fields:
+                raise InvalidArgument(
+                    f'Invalid JSON payload received. Unknown name "{key}": Cannot find field.',
+                    field=key,
+                )
+    return data

@@ -1,0 +1,26 @@
+"""Read a fault plan (:class:`~scheduler_emulator.core.faults.FaultPlan`) from a file
+(``scheduler-emulator start --faults FILE``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ..core.faults import FaultPlan
+from ..domain.errors import InvalidArgument
+
+
+def load_fault_file(path: str | Path) -> FaultPlan:
+    """Read a fault plan from a YAML or JSON file.
+
+    :raises InvalidArgument: naming the file and the problem.
+    """
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidArgument(f"{path}: cannot read the fault plan: {exc}") from exc
+    try:
+        return FaultPlan.from_json(data or {})
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{path}: {exc.message}", field=exc.field) from exc

@@ -1,0 +1,129 @@
+"""Load jobs from a YAML or JSON file, all or nothing.
+
+The file holds Job resources in their REST shape (spec §3.1, §3.8), in one of three layouts:
+
+- a list of jobs (``[{...}, {...}]``, what ``gcloud scheduler jobs list --format=json`` prints);
+- ``{"jobs": [...]}`` (a ListJobs response; ``nextPageToken`` is ignored);
+- a single job (what ``gcloud scheduler jobs describe --format=json`` prints).
+
+Example ``jobs.yaml``::
+
+    - name: nightly                      # short: gets the default project and location
+      schedule: "0 2 * * *"
+      timeZone: Etc/UTC
+      httpTarget:
+        uri: http://127.0.0.1:8000/_triggers/timer/nightly
+        httpMethod: POST
+      retryConfig: {retryCount: 3}
+
+Each job goes through :func:`~scheduler_emulator.domain.codec.job_from_json`, so the same rules and
+defaults apply as for CreateJob, and output-only fields (``state``, ``status``,
+``scheduleTime``…) are ignored. One bad job rejects the whole file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..domain.codec import job_from_json
+from ..domain.errors import ApiError, ConfigurationError
+from ..domain.names import qualify_job_name
+from ..domain.resources import Job
+
+
+def _parse(text: str, source: str) -> Any:
+    stripped = text.lstrip()
+    if stripped[:1] in ("[", "{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass  # maybe YAML flow style; let YAML have a go
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        hint = ""
+        if "alias" in str(exc):
+            hint = " (quote schedules that start with '*', e.g. schedule: \"*/5 * * * *\")"
+        raise ConfigurationError(f"{source}: not valid YAML or JSON{hint}: {exc}") from None
+
+
+def _entries(document: Any, source: str) -> list[Any]:
+    if document is None:
+        return []
+    if isinstance(document, list):
+        return document
+    if isinstance(document, Mapping):
+        if "jobs" in document:
+            extra = set(document) - {"jobs", "nextPageToken", "next_page_token"}
+            if extra or not isinstance(document["jobs"], list):
+                raise ConfigurationError(
+                    f'{source}: expected {{"jobs": [...]}}; got keys {sorted(map(str, document))}.'
+                )
+            return document["jobs"]
+        return [document]
+    raise ConfigurationError(
+        f'{source}: expected a list of jobs, {{"jobs": [...]}} or a single job; got '
+        f"{type(document).__name__} {document!r:.60}."
+    )
+
+
+def load_jobs_file(path: str | Path, *, project: str, location: str) -> list[Job]:
+    """Read, validate and normalise every job of a jobs file (YAML or JSON, told by content).
+
+    A job's ``name`` may be short (``nightly``), which gets ``project`` and ``location``, or a
+    full ``projects/P/locations/L/jobs/J`` name (kept as is). Every job must have a name, and
+    names must be unique after qualification. Output-only fields are ignored, so the output of
+    ``gcloud scheduler jobs describe --format=json`` (or ``list --format=json``) loads as is.
+
+    :param path: the file; its text must be UTF-8.
+    :param project: the project ID for short names.
+    :param location: the location ID for short names.
+    :raises ConfigurationError: when the file cannot be read or parsed, has the wrong layout, or
+        any job is invalid or duplicated. The message names the file, the job by 1-based
+        position and name as written, the field and the value, one line per problem, e.g.
+        ``jobs.yaml: job 2 ("nightly"): retryConfig.retryCount must be between 0 and 5; got 9.``
+    :return: the jobs in file order, normalised per spec §3.7 (output-only fields at their
+        initial values).
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"{source}: cannot read the jobs file: {exc}") from None
+    entries = _entries(_parse(text, source), source)
+
+    jobs: list[Job] = []
+    problems: list[str] = []
+    positions: dict[str, int] = {}
+    for index, entry in enumerate(entries, start=1):
+        if not isinstance(entry, Mapping):
+            problems.append(f"{source}: job {index}: expected a job object; got {entry!r:.60}.")
+            continue
+        raw_name = entry.get("name")
+        label = f"{source}: job {index}" + (
+            f" ({json.dumps(raw_name)})" if isinstance(raw_name, str) else ""
+        )
+        if not isinstance(raw_name, str) or not raw_name:
+            problems.append(
+                f"{label}: name is required (a job ID such as nightly, or a full job name)."
+            )
+            continue
+        try:
+            name = qualify_job_name(raw_name, project, location)
+            job = job_from_json({**entry, "name": name})
+        except ApiError as exc:
+            problems.append(f"{label}: {exc.describe()}")
+            continue
+        if job.name in positions:
+            problems.append(f"{label}: duplicate name {job.name} (also job {positions[job.name]}).")
+            continue
+        positions[job.name] = index
+        jobs.append(job)
+    if problems:
+        raise ConfigurationError("\n".join(problems))
+    return jobs

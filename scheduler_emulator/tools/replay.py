@@ -1,0 +1,801 @@
+"""``scheduler-emulator replay``: run a scenario, or re-send a recorded sequence of attempts.
+
+Two modes:
+
+- ``replay SCENARIO [--target URL] [--seed N]`` runs a scenario file
+  (:mod:`~scheduler_emulator.tools.scenario`) on a manual clock, prints the attempt timeline
+  (:mod:`~scheduler_emulator.tools.timeline`) and each expectation with ✓/✗; exit 0 when all hold,
+  1 otherwise.
+- ``replay --attempts FILE --target URL [--compress-gaps [SECONDS]]`` re-sends recorded
+  attempts, in order, to ``URL``: same method, path and query, Cloud Scheduler headers and body
+  (when the record has them), with the recorded real-time spacing between attempt starts (each
+  gap capped at ``SECONDS`` with ``--compress-gaps``; 0.1 s when no value is given).
+
+Recorded input formats (told apart by content):
+
+(a) ``GET /_emulator/attempts``: ``{"attempts": [...]}``. Method, URL and headers as sent.
+(b) the emulator's execution log (``--log-file``): JSON lines of AttemptStarted /
+    AttemptFinished entries (spec §14), paired by their ``insertId`` (``<id>s`` / ``<id>f``).
+(c) a Cloud Logging export, ``gcloud logging read … --format=json``: a JSON array of such
+    entries, in any order. Attempts are ordered by AttemptStarted's ``scheduledTime`` (the
+    dispatch time), then its ``timestamp``; a job's AttemptFinished entries are paired with its
+    AttemptStarted entries in the same order (entry timestamps are unreliable, §14.1).
+
+Log entries hold no method, headers or body: the method is POST (Cloud Scheduler's default),
+no body is sent, and the Cloud Scheduler headers are rebuilt from the job ID.
+``X-CloudScheduler-ScheduleTime`` is an **approximation**: the whole-minute floor (UTC) of the
+``scheduledTime`` of the run's first attempt, where an attempt that follows a failed attempt of
+the same job counts as its retry. That is the nominal time of a unix-cron job (whose dispatch
+lags the minute by a stable offset, §9.1); it is wrong for English-like schedules, for jobs in
+another time zone (the real header carries the zone's offset) and for a run after one whose
+retries were exhausted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..domain.codec import parse_timestamp
+from ..domain.errors import ApiError, ConfigurationError
+from ..runtime.clock import Clock, SystemClock
+from ..runtime.injection import outcome_of
+from ..runtime.transports import DeliveryRequest, HttpTransport, Transport, TransportResult
+from ..wire import JOB_NAME_HEADER, scheduler_headers
+from ..wire import format_timestamp as iso
+from .scenario import CheckResult, ScenarioRun, load_scenario, run_scenario
+from .timeline import marks, render_table, render_timeline
+
+#: The gap cap ``--compress-gaps`` uses when given without a value, in seconds.
+DEFAULT_COMPRESSED_GAP_SECONDS = 0.1
+#: How long a replayed request may take (Cloud Scheduler's default attempt deadline).
+REPLAY_TIMEOUT_SECONDS = 180.0
+_TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
+_SKIPPED_HEADERS = {"host", "content-length", "connection", "transfer-encoding"}
+
+FORMAT_ATTEMPTS = "emulator attempts JSON"
+FORMAT_LOG = "execution log (JSON lines)"
+FORMAT_EXPORT = "Cloud Logging export"
+
+
+@dataclass(frozen=True)
+class RecordedAttempt:
+    """One attempt as a record shows it, ready to be sent again.
+
+    :param started: when it started (aware UTC): the dispatch time.
+    :param job_id: the short job ID.
+    :param method: HTTP method (``POST`` when the record has none).
+    :param url: the URL it was sent to.
+    :param headers: the headers to send again (recorded, or rebuilt from the job ID).
+    :param body: the body, or ``None`` when the record does not have it (nothing is sent).
+    :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` sent (``None``: none).
+    :param schedule_time_approximate: ``schedule_time`` was reconstructed, not recorded.
+    :param recorded_status: the HTTP status recorded, ``None`` when none.
+    :param recorded_code: the google.rpc code recorded (``OK``…), ``None`` when unknown.
+    :param source: where in the file it came from (``"attempts[3]"``, ``"insertId abc"``).
+    """
+
+    started: datetime
+    job_id: str
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes | None = None
+    schedule_time: str | None = None
+    schedule_time_approximate: bool = False
+    recorded_status: int | None = None
+    recorded_code: str | None = None
+    source: str = ""
+
+    @property
+    def recorded(self) -> str:
+        """The recorded answer as ``"500 INTERNAL"`` (``-`` for what is unknown)."""
+        if self.recorded_status is None and self.recorded_code is None:
+            return "(not recorded)"
+        status = "-" if self.recorded_status is None else str(self.recorded_status)
+        return f"{status} {self.recorded_code or ''}".rstrip()
+
+
+@dataclass(frozen=True)
+class Recording:
+    """The attempts read from a file and what kind of file it was.
+
+    :param attempts: in start order.
+    :param format: one of ``FORMAT_ATTEMPTS``, ``FORMAT_LOG``, ``FORMAT_EXPORT``.
+    :param notes: caveats to print (approximations, ignored entries).
+    """
+
+    attempts: list[RecordedAttempt]
+    format: str
+    notes: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------- reading
+
+
+def load_recording(path: str | Path) -> Recording:
+    """Read recorded attempts from a file of any supported format (module docstring).
+
+    :param path: the file.
+    :raises ConfigurationError: naming the file and the problem when it cannot be read or
+        holds no attempts.
+    :return: the attempts in start order.
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"{source}: cannot read the recording: {exc}") from None
+    try:
+        recording = parse_recording(text)
+    except ValueError as exc:
+        raise ConfigurationError(f"{source}: {exc}") from None
+    if not recording.attempts:
+        raise ConfigurationError(f"{source}: no attempts found ({recording.format}).")
+    return recording
+
+
+def parse_recording(text: str) -> Recording:
+    """Parse recorded attempts from the text of a file (module docstring, formats a–c).
+
+    :param text: the file's content.
+    :raises ValueError: saying what was expected.
+    :return: the attempts in start order.
+    """
+    stripped = text.strip()
+    document: Any
+    try:
+        document = json.loads(stripped) if stripped else None
+    except json.JSONDecodeError:
+        document = None
+        lines = []
+        for number, line in enumerate(stripped.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                lines.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f'line {number}: not JSON ({exc.msg}); expected {{"attempts": [...]}}, '
+                    "a JSON array of log entries, or JSON lines."
+                ) from None
+        return parse_log_entries(lines, FORMAT_LOG)
+    if isinstance(document, Mapping) and "attempts" in document:
+        return parse_attempts_json(document["attempts"])
+    if isinstance(document, Mapping) and "jsonPayload" in document:  # one JSON line
+        return parse_log_entries([document], FORMAT_LOG)
+    if isinstance(document, list):
+        if document and isinstance(document[0], Mapping) and "request" in document[0]:
+            return parse_attempts_json(document)
+        return parse_log_entries(document, FORMAT_EXPORT)
+    raise ValueError(
+        'expected {"attempts": [...]} (GET /_emulator/attempts), a JSON array of Cloud Logging '
+        "entries (gcloud logging read --format=json) or the execution log's JSON lines."
+    )
+
+
+def _instant(value: Any, where: str) -> datetime:
+    try:
+        return parse_timestamp(value)
+    except ApiError as exc:
+        raise ValueError(f"{where}: {exc.message}") from None
+
+
+def parse_attempts_json(items: Any) -> Recording:
+    """Read format (a), the attempts of ``GET /_emulator/attempts``.
+
+    :param items: the ``attempts`` list.
+    :raises ValueError: naming the attempt and field at fault.
+    :return: the attempts in start order, with their recorded method, URL and headers.
+    """
+    if not isinstance(items, list):
+        raise ValueError(f'"attempts" must be a list; got {type(items).__name__}.')
+    attempts = []
+    for index, item in enumerate(items):
+        where = f"attempts[{index}]"
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{where}: expected an attempt object.")
+        request = item.get("request")
+        if not isinstance(request, Mapping) or not isinstance(request.get("url"), str):
+            raise ValueError(f"{where}.request: expected {{method, url, headers}}.")
+        headers = {
+            str(k): str(v)
+            for k, v in (request.get("headers") or {}).items()
+            if str(k).lower() not in _SKIPPED_HEADERS
+        }
+        body = request.get("body")
+        job = str(item.get("job", ""))
+        status = item.get("responseStatus")
+        attempts.append(
+            RecordedAttempt(
+                started=_instant(item.get("startTime"), f"{where}.startTime"),
+                job_id=job.rsplit("/", 1)[-1] or headers.get(JOB_NAME_HEADER, ""),
+                method=str(request.get("method") or "POST"),
+                url=request["url"],
+                headers=headers,
+                body=body.encode() if isinstance(body, str) else None,
+                schedule_time=item.get("scheduleTime"),
+                recorded_status=status if isinstance(status, int) else None,
+                recorded_code=item.get("code"),
+                source=where,
+            )
+        )
+    attempts.sort(key=lambda a: a.started)  # stable: start order, then file order
+    return Recording(attempts, FORMAT_ATTEMPTS)
+
+
+def _kind(entry: Any) -> str | None:
+    if not isinstance(entry, Mapping):
+        return None
+    payload = entry.get("jsonPayload")
+    kind = payload.get("@type") if isinstance(payload, Mapping) else None
+    if kind == _TYPE + "AttemptStarted":
+        return "started"
+    if kind == _TYPE + "AttemptFinished":
+        return "finished"
+    return None
+
+
+def _job_id(entry: Mapping[str, Any]) -> str:
+    payload = entry["jsonPayload"]
+    name = payload.get("jobName")
+    if isinstance(name, str) and name:
+        return name.rsplit("/", 1)[-1]
+    labels = (entry.get("resource") or {}).get("labels") or {}
+    return str(labels.get("job_id", ""))
+
+
+def _floor_minute(instant: datetime) -> str:
+    return iso(instant.replace(second=0, microsecond=0))
+
+
+def parse_log_entries(entries: Sequence[Any], fmt: str = FORMAT_EXPORT) -> Recording:
+    """Read formats (b) and (c): execution-log entries, in any order.
+
+    :param entries: Cloud Logging entries; entries that are neither AttemptStarted nor
+        AttemptFinished are ignored (and counted in the notes).
+    :param fmt: the format name to report.
+    :raises ValueError: for an AttemptStarted without a usable time or URL.
+    :return: the attempts, with reconstructed headers (module docstring).
+    """
+    started: list[tuple[datetime, str, str, Mapping[str, Any]]] = []
+    finished: list[Mapping[str, Any]] = []
+    ignored = 0
+    for index, entry in enumerate(entries):
+        kind = _kind(entry)
+        if kind is None:
+            ignored += 1
+            continue
+        if kind == "finished":
+            finished.append(entry)
+            continue
+        payload = entry["jsonPayload"]
+        where = f"entry {index} (insertId {entry.get('insertId', '?')})"
+        when = payload.get("scheduledTime") or entry.get("timestamp")
+        if not isinstance(payload.get("url"), str):
+            raise ValueError(f"{where}: AttemptStarted has no url.")
+        instant = _instant(when, f"{where}.scheduledTime")
+        stamp, insert_id = str(entry.get("timestamp", "")), str(entry.get("insertId", ""))
+        started.append((instant, stamp, insert_id, entry))
+    started.sort(key=lambda s: s[:3])
+    answers = _pair(started, finished)
+
+    attempts: list[RecordedAttempt] = []
+    run_start: dict[str, str] = {}  # job → ScheduleTime of its current run
+    failed_last: dict[str, bool] = {}
+    for (when, _, insert_id, entry), answer in zip(started, answers, strict=True):
+        job_id = _job_id(entry)
+        if not failed_last.get(job_id):
+            run_start[job_id] = _floor_minute(when)
+        schedule_time = run_start[job_id]
+        status, code = _answer(answer)
+        failed_last[job_id] = answer is not None and code != "OK"
+        headers = scheduler_headers(job_id, schedule_time)
+        attempts.append(
+            RecordedAttempt(
+                started=when,
+                job_id=job_id,
+                method="POST",
+                url=entry["jsonPayload"]["url"],
+                headers=headers,
+                schedule_time=schedule_time,
+                schedule_time_approximate=True,
+                recorded_status=status,
+                recorded_code=code,
+                source=f"insertId {insert_id}" if insert_id else "",
+            )
+        )
+    notes = [
+        "Method POST and no body (log entries do not record them); X-CloudScheduler-ScheduleTime "
+        "(marked ~) is approximated as the whole-minute floor (UTC) of the run's first "
+        "scheduledTime."
+    ]
+    if ignored:
+        entries_text = "entry" if ignored == 1 else "entries"
+        notes.append(f"{ignored} {entries_text} not AttemptStarted or AttemptFinished ignored.")
+    unpaired = sum(1 for a in answers if a is None)
+    if unpaired:
+        notes.append(f"{unpaired} attempt(s) without an AttemptFinished entry.")
+    return Recording(attempts, fmt, notes)
+
+
+def _pair(
+    started: Sequence[tuple[datetime, str, str, Mapping[str, Any]]],
+    finished: Sequence[Mapping[str, Any]],
+) -> list[Mapping[str, Any] | None]:
+    """Each AttemptStarted's AttemptFinished: by insertId (``<id>s``/``<id>f``, the emulator's
+    log), else the job's next unpaired one in (timestamp, insertId) order."""
+    by_insert = {str(f.get("insertId", "")): f for f in finished}
+    used: set[int] = set()
+    answers: list[Mapping[str, Any] | None] = [None] * len(started)
+    for index, (_, _, insert_id, _) in enumerate(started):
+        if insert_id.endswith("s"):
+            match = by_insert.get(insert_id[:-1] + "f")
+            if match is not None and id(match) not in used:
+                answers[index] = match
+                used.add(id(match))
+    queues: dict[str, list[Mapping[str, Any]]] = {}
+    ordered = sorted(finished, key=lambda f: (str(f.get("timestamp", "")), str(f.get("insertId"))))
+    for entry in ordered:
+        if id(entry) not in used:
+            queues.setdefault(_job_id(entry), []).append(entry)
+    for index, (_, _, _, entry) in enumerate(started):
+        if answers[index] is None:
+            queue = queues.get(_job_id(entry))
+            if queue:
+                answers[index] = queue.pop(0)
+    return answers
+
+
+def _answer(entry: Mapping[str, Any] | None) -> tuple[int | None, str | None]:
+    if entry is None:
+        return None, None
+    http = entry.get("httpRequest") or {}
+    status = http.get("status") if isinstance(http, Mapping) else None
+    code = entry["jsonPayload"].get("status") or "OK"
+    return (status if isinstance(status, int) else None), code
+
+
+# ------------------------------------------------------------------------------- sending
+
+
+def rebase(url: str, target: str) -> str:
+    """Put ``url``'s path and query under ``target`` (its scheme, host and path prefix).
+
+    :param url: the recorded URL.
+    :param target: where to send instead.
+    :return: the URL to send to.
+
+    >>> rebase("https://svc.example/run?x=1", "http://127.0.0.1:8080")
+    'http://127.0.0.1:8080/run?x=1'
+    >>> rebase("https://svc.example/run", "http://127.0.0.1:8080/base/")
+    'http://127.0.0.1:8080/base/run'
+    """
+    parts, base = urlsplit(url), urlsplit(target)
+    path = base.path.rstrip("/") + (parts.path or "/")
+    return urlunsplit((base.scheme, base.netloc, path, parts.query, ""))
+
+
+@dataclass(frozen=True)
+class PlannedSend:
+    """One request of a replay and when to send it.
+
+    :param recorded: the recorded attempt.
+    :param request: the request to send.
+    :param gap_seconds: recorded time since the previous attempt started (0 for the first).
+    :param wait_seconds: the gap after compression: how long to wait after the previous send
+        started.
+    """
+
+    recorded: RecordedAttempt
+    request: DeliveryRequest
+    gap_seconds: float
+    wait_seconds: float
+
+
+def plan_replay(
+    attempts: Sequence[RecordedAttempt], target: str, compress_gaps: float | None = None
+) -> list[PlannedSend]:
+    """The requests to send and the waits between them (pure).
+
+    :param attempts: in start order.
+    :param target: base URL the recorded paths are re-based onto.
+    :param compress_gaps: cap on each wait in seconds; ``None`` keeps the recorded gaps.
+    :return: one :class:`PlannedSend` per attempt.
+    """
+    plan = []
+    previous: datetime | None = None
+    for attempt in attempts:
+        gap = 0.0 if previous is None else max(0.0, (attempt.started - previous).total_seconds())
+        previous = attempt.started
+        wait = gap if compress_gaps is None else min(gap, compress_gaps)
+        request = DeliveryRequest(
+            attempt.method, rebase(attempt.url, target), dict(attempt.headers), attempt.body or b""
+        )
+        plan.append(PlannedSend(attempt, request, gap, wait))
+    return plan
+
+
+@dataclass(frozen=True)
+class SentAttempt:
+    """A replayed request and what the target answered.
+
+    :param planned: what was sent and when.
+    :param result: the transport's result.
+    :param waited_seconds: how long the replay actually waited before sending.
+    """
+
+    planned: PlannedSend
+    result: TransportResult
+    waited_seconds: float
+
+    @property
+    def answer(self) -> str:
+        """``"200 OK"``, ``"500 INTERNAL"`` or ``"- UNAVAILABLE (Connection refused.)"``."""
+        outcome = outcome_of(self.result)
+        if self.result.status is not None:
+            return f"{self.result.status} {outcome.code}"
+        detail = f" ({self.result.detail})" if self.result.detail else ""
+        return f"- {outcome.code}{detail}"
+
+
+def send_replay(
+    plan: Sequence[PlannedSend],
+    *,
+    transport: Transport | None = None,
+    clock: Clock | None = None,
+    on_sent: Callable[[int, SentAttempt], None] | None = None,
+    timeout_seconds: float = REPLAY_TIMEOUT_SECONDS,
+) -> list[SentAttempt]:
+    """Send the planned requests in order, keeping their spacing.
+
+    Waits are measured between the *starts* of consecutive sends on ``clock``'s monotonic
+    scale, so a slow answer does not push later sends back further than recorded.
+
+    :param plan: from :func:`plan_replay`.
+    :param transport: real HTTP by default.
+    :param clock: what the replay waits on (a :class:`SystemClock` by default); tests pass a
+        clock whose ``wait`` returns at once.
+    :param on_sent: called after each send with its index and result.
+    :param timeout_seconds: how long each request may take.
+    :return: one :class:`SentAttempt` per planned send.
+    """
+    transport = transport if transport is not None else HttpTransport()
+    clock = clock if clock is not None else SystemClock()
+    sent: list[SentAttempt] = []
+    previous_start: float | None = None
+    for index, planned in enumerate(plan):
+        waited = 0.0
+        if previous_start is not None:
+            remaining = previous_start + planned.wait_seconds - clock.monotonic()
+            if remaining > 0:
+                before = clock.monotonic()
+                clock.wait(clock.now() + timedelta(seconds=remaining), threading.Event())
+                waited = clock.monotonic() - before
+        previous_start = clock.monotonic()
+        result = transport.send(planned.request, timeout_seconds)
+        item = SentAttempt(planned, result, waited)
+        sent.append(item)
+        if on_sent is not None:
+            on_sent(index, item)
+    return sent
+
+
+def _seconds(value: float) -> str:
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return f"{text}s"
+
+
+def replay_rows(plan: Sequence[PlannedSend]) -> list[list[str]]:
+    """The table rows of a replay plan.
+
+    :param plan: from :func:`plan_replay`.
+    :return: one row of :data:`REPLAY_HEADERS` cells per send (all columns but ANSWER).
+    """
+    rows = []
+    for index, planned in enumerate(plan, start=1):
+        recorded = planned.recorded
+        parts = urlsplit(planned.request.url)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        schedule_time = recorded.schedule_time or "(none)"
+        if recorded.schedule_time and recorded.schedule_time_approximate:
+            schedule_time += "~"
+        rows.append(
+            [
+                str(index),
+                iso(recorded.started),
+                "-" if index == 1 else _seconds(planned.gap_seconds),
+                "-" if index == 1 else _seconds(planned.wait_seconds),
+                recorded.job_id,
+                planned.request.method,
+                path,
+                schedule_time,
+                recorded.recorded,
+            ]
+        )
+    return rows
+
+
+REPLAY_HEADERS = (
+    "#",
+    "RECORDED START",
+    "GAP",
+    "WAIT",
+    "JOB",
+    "METHOD",
+    "PATH",
+    "SCHEDULETIME",
+    "RECORDED",
+)
+
+
+def replay_recording(
+    path: str | Path,
+    target: str,
+    out: IO[str],
+    *,
+    compress_gaps: float | None = None,
+    transport: Transport | None = None,
+    clock: Clock | None = None,
+) -> int:
+    """Re-send the attempts recorded in ``path`` to ``target`` and print the table.
+
+    :param path: a recording in any supported format.
+    :param target: the base URL to send to.
+    :param out: where the table goes; rows are printed as they are sent.
+    :param compress_gaps: cap on each wait in seconds (``None``: recorded spacing).
+    :param transport: real HTTP by default.
+    :param clock: what waits go through (tests: a fake clock).
+    :raises ConfigurationError: for an unreadable recording or a bad target URL.
+    :return: 0 when the target answered every request, 1 when one got no answer.
+    """
+    _check_target(target)
+    if compress_gaps is not None and compress_gaps < 0:
+        raise ConfigurationError(f"--compress-gaps must not be negative; got {compress_gaps:g}.")
+    recording = load_recording(path)
+    plan = plan_replay(recording.attempts, target, compress_gaps)
+    total = sum(p.wait_seconds for p in plan)
+    spacing = (
+        "recorded spacing" if compress_gaps is None else f"gaps capped at {_seconds(compress_gaps)}"
+    )
+    out.write(
+        f"Replaying {len(plan)} attempt{'s' if len(plan) != 1 else ''} from {path} "
+        f"({recording.format}) to {target.rstrip('/')}, {spacing} "
+        f"(waits {_seconds(total)} in all).\n"
+    )
+    for note in recording.notes:
+        out.write(f"Note: {note}\n")
+    if compress_gaps is None and total > 60:
+        out.write("Note: pass --compress-gaps to cap each wait (e.g. --compress-gaps 1).\n")
+    out.write("\n")
+    lines = render_table(REPLAY_HEADERS, replay_rows(plan))
+    width = max(len(line) for line in lines)
+    out.write(lines[0].ljust(width) + "  ANSWER\n")
+    out.flush()
+
+    def show(index: int, item: SentAttempt) -> None:
+        out.write(lines[index + 1].ljust(width) + "  " + item.answer + "\n")
+        out.flush()
+
+    sent = send_replay(plan, transport=transport, clock=clock, on_sent=show)
+    unanswered = sum(1 for item in sent if item.result.status is None)
+    same = sum(
+        1
+        for item in sent
+        if item.result.status is not None
+        and item.result.status == item.planned.recorded.recorded_status
+    )
+    out.write(
+        f"\n{len(sent)} sent; {len(sent) - unanswered} answered "
+        f"({same} with the recorded status), {unanswered} without an answer.\n"
+    )
+    return 1 if unanswered else 0
+
+
+def _check_target(target: str) -> None:
+    parts = urlsplit(target)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigurationError(
+            f"--target must be an http:// or https:// URL such as http://127.0.0.1:8080; "
+            f"got {target!r}."
+        )
+
+
+# ------------------------------------------------------------------------------- scenarios
+
+
+def replay_scenario(
+    path: str | Path,
+    out: IO[str],
+    *,
+    target: str | None = None,
+    seed: int | None = None,
+    progress: bool | None = None,
+) -> int:
+    """Run a scenario file and print its timeline and expectations (:func:`print_report`).
+
+    :param path: the scenario file.
+    :param out: where the report goes.
+    :param target: deliver over HTTP to this URL instead of the scenario's target.
+    :param seed: replaces the fault plan's seed.
+    :param progress: show a progress line (default: when ``out`` is a terminal).
+    :raises ConfigurationError: for an invalid scenario or an app that cannot be loaded.
+    :return: 0 when every expectation holds, 1 otherwise.
+    """
+    if target is not None:
+        _check_target(target)
+    scenario = load_scenario(path)
+    show_progress = progress if progress is not None else _is_tty(out)
+
+    def report(now: datetime, count: int) -> None:
+        out.write(f"\r\x1b[K  replaying... {iso(now)}  {count} attempts")
+        out.flush()
+
+    try:
+        run = run_scenario(
+            scenario, target_url=target, seed=seed, progress=report if show_progress else None
+        )
+    finally:
+        if show_progress:
+            out.write("\r\x1b[K")
+    return print_report(run, out)
+
+
+def print_report(run: ScenarioRun, out: IO[str]) -> int:
+    """Print what a scenario run did: a header, the attempt timeline, the probe's values and
+    each expectation with ✓/✗ and the observed value, then the unmet ones again.
+
+    Nothing in it depends on real time, so the same run prints the same bytes.
+
+    :param run: from :func:`~scheduler_emulator.tools.scenario.run_scenario`.
+    :param out: where to print.
+    :return: 0 when every expectation holds, 1 otherwise.
+    """
+    scenario = run.scenario
+    rules = len(scenario.faults.get("rules", []))
+    out.write(
+        f"Scenario {scenario.path}: {_plural(len(scenario.jobs), 'job')}, "
+        f"{_plural(len(scenario.steps), 'step')}, {_plural(rules, 'fault rule')} "
+        f"(seed {run.seed}); {run.delivery}.\n"
+        f"Clock {iso(scenario.start)} -> {iso(run.end)}.\n\n"
+    )
+    for line in render_timeline(run.attempts):
+        out.write(line + "\n")
+    if run.probe_error is None and run.probe:
+        values = ", ".join(f"{k} = {_num(v)}" for k, v in run.probe.items())
+        out.write(f"\nProbe {scenario.probe.location if scenario.probe else ''}: {values}\n")
+    elif run.probe_error is not None:
+        out.write(f"\nProbe failed: {run.probe_error}\n")
+    good, bad = marks(out)
+    if run.results:
+        out.write("\nExpectations:\n")
+    for result in run.results:
+        out.write(
+            f"  {good if result.ok else bad} {result.expectation.text} ({_observed(result)})\n"
+        )
+    unmet = run.unmet
+    if not run.results:
+        out.write("\nNo expectations.\n")
+    elif unmet:
+        out.write(f"\n{len(unmet)} of {_plural(len(run.results), 'expectation')} unmet:\n")
+        for result in unmet:
+            out.write(f"  {result.expectation.text} ({_observed(result)})\n")
+    else:
+        count = len(run.results)
+        out.write(
+            "\nThe expectation holds.\n" if count == 1 else f"\nAll {count} expectations hold.\n"
+        )
+    out.flush()
+    return 1 if unmet else 0
+
+
+def _observed(result: CheckResult) -> str:
+    text = f"observed {_num(result.observed)}"
+    if result.detail:
+        text += f"; {result.detail}"
+    return text
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _is_tty(stream: IO[str]) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # closed
+        return False
+
+
+# ------------------------------------------------------------------------------- command line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``replay`` subcommand's arguments to ``parser``.
+
+    :param parser: the subcommand's parser.
+    """
+    parser.add_argument(
+        "scenario", nargs="?", metavar="SCENARIO", help="scenario file (YAML or JSON) to run"
+    )
+    parser.add_argument(
+        "--attempts",
+        metavar="FILE",
+        help="re-send recorded attempts instead: /_emulator/attempts JSON, the execution log "
+        "(JSON lines) or a `gcloud logging read --format=json` export",
+    )
+    parser.add_argument(
+        "--target",
+        metavar="URL",
+        help="where to send: overrides a scenario's target; required with --attempts",
+    )
+    parser.add_argument("--seed", type=int, metavar="N", help="replace the scenario's fault seed")
+    parser.add_argument(
+        "--compress-gaps",
+        nargs="?",
+        type=float,
+        const=DEFAULT_COMPRESSED_GAP_SECONDS,
+        metavar="SECONDS",
+        help="with --attempts: cap each wait between attempts at SECONDS "
+        f"({DEFAULT_COMPRESSED_GAP_SECONDS:g} when no value is given); default: recorded spacing",
+    )
+
+
+def run_command(args: argparse.Namespace, out: IO[str] | None = None) -> int:
+    """Run ``scheduler-emulator replay`` with parsed ``args``.
+
+    :param args: from the parser :func:`add_arguments` set up.
+    :param out: where reports go (``sys.stdout`` by default).
+    :raises ConfigurationError: for a bad combination of arguments (the CLI exits 2).
+    :return: the exit code.
+    """
+    out = out if out is not None else sys.stdout
+    if args.attempts is not None:
+        if args.scenario is not None:
+            raise ConfigurationError("give a SCENARIO or --attempts FILE, not both.")
+        if args.target is None:
+            raise ConfigurationError("--attempts needs --target URL (where to send them).")
+        if args.seed is not None:
+            raise ConfigurationError("--seed applies to scenarios, not to --attempts.")
+        return replay_recording(args.attempts, args.target, out, compress_gaps=args.compress_gaps)
+    if args.scenario is None:
+        raise ConfigurationError("give a SCENARIO file, or --attempts FILE --target URL.")
+    if args.compress_gaps is not None:
+        raise ConfigurationError("--compress-gaps applies to --attempts, not to scenarios.")
+    return replay_scenario(args.scenario, out, target=args.target, seed=args.seed)
+
+
+__all__ = [
+    "DEFAULT_COMPRESSED_GAP_SECONDS",
+    "PlannedSend",
+    "RecordedAttempt",
+    "Recording",
+    "SentAttempt",
+    "add_arguments",
+    "load_recording",
+    "parse_attempts_json",
+    "parse_log_entries",
+    "parse_recording",
+    "plan_replay",
+    "print_report",
+    "rebase",
+    "replay_recording",
+    "replay_scenario",
+    "run_command",
+    "send_replay",
+]

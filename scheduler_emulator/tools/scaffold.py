@@ -1,0 +1,119 @@
+"""``scheduler-emulator init``: write a small timer service to start a project from.
+
+The project is a Flask app whose timers Cloud Scheduler runs (``app.py``), its tests with the
+plugin's fixtures in both styles plus one test on the emulator's virtual clock
+(``test_app.py``), the jobs that run it (``jobs.yaml``), ``requirements.txt`` and a
+``README.md``. Each file is the template ``scheduler_emulator/tools/templates/<name>.tmpl``, copied
+as it is (the ``.tmpl`` suffix keeps pytest, mypy and ruff from treating the templates as this
+package's own code)::
+
+    >>> list(PROJECT_FILES)
+    ['app.py', 'test_app.py', 'jobs.yaml', 'requirements.txt', 'README.md']
+    >>> template("requirements.txt").count("cloud-scheduler-emulator")
+    1
+
+Nothing is overwritten unless asked: :func:`write_project` checks every file first, so a
+refusal leaves the directory as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from importlib.resources import files
+from pathlib import Path
+from typing import IO
+
+from ..domain.errors import ConfigurationError
+
+#: The files ``init`` writes, in writing order, with what each holds.
+PROJECT_FILES: Mapping[str, str] = {
+    "app.py": "the Flask service and its timers 'nightly' and 'notify'",
+    "test_app.py": "its tests: both façade styles, and jobs.yaml on a virtual clock",
+    "jobs.yaml": "the Cloud Scheduler jobs that run the timers",
+    "requirements.txt": "cloud-scheduler-emulator, flask, PyYAML",
+    "README.md": "how to set up, test, run and deploy it",
+}
+
+
+def template(name: str) -> str:
+    """Return the text of one project file's template.
+
+    :param name: a key of :data:`PROJECT_FILES`, e.g. ``"app.py"``.
+    :raises KeyError: for a name that is not a project file.
+    :return: the template's text, exactly what ``init`` writes.
+    """
+    if name not in PROJECT_FILES:
+        raise KeyError(f"no template for {name!r}; the project files are {list(PROJECT_FILES)}")
+    return (files("scheduler_emulator.tools") / "templates" / f"{name}.tmpl").read_text(
+        encoding="utf-8"
+    )
+
+
+def write_project(directory: str | os.PathLike[str], *, force: bool = False) -> list[Path]:
+    """Write the project files into ``directory``, creating it (and its parents) if needed.
+
+    :param directory: where the project goes; may exist and hold other files.
+    :param force: overwrite project files that already exist instead of refusing.
+    :raises ConfigurationError: when ``directory`` exists and is not a directory, or (without
+        ``force``) when one of the project files exists already; the message names it, and
+        nothing has been written.
+    :raises OSError: when a file cannot be written (permissions, a full disk…).
+    :return: the paths written, in :data:`PROJECT_FILES` order.
+    """
+    root = Path(directory)
+    if root.exists() and not root.is_dir():
+        raise ConfigurationError(f"{root} exists and is not a directory; pick another place.")
+    targets = [root / name for name in PROJECT_FILES]
+    if not force:
+        for target in targets:
+            if target.exists() or target.is_symlink():
+                raise ConfigurationError(
+                    f"{target} exists already; nothing was written. Move it away, pick another "
+                    "directory, or pass --force to overwrite the project files."
+                )
+    root.mkdir(parents=True, exist_ok=True)
+    for target in targets:
+        target.write_text(template(target.name), encoding="utf-8")
+    return targets
+
+
+def next_commands(directory: str | os.PathLike[str]) -> list[str]:
+    """The shell commands that set up, test and run a project written to ``directory``.
+
+    :param directory: where the project was written.
+    :return: one command per line, without a ``cd`` when ``directory`` is the current one.
+    """
+    commands = [] if Path(directory).resolve() == Path.cwd().resolve() else [f"cd {directory}"]
+    return [
+        *commands,
+        "pip install -r requirements.txt   # or, in a new venv, first: pip install <path to a "
+        "clone of cloud-scheduler-emulator>",
+        "python -m pytest",
+        "python app.py 8000 &",
+        "scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "
+        "--start 2026-09-24T01:59:00Z &",
+        "curl -X POST http://127.0.0.1:8095/_emulator/clock:advance -d '{\"seconds\": 120}'",
+    ]
+
+
+def run_init(directory: str | os.PathLike[str], *, force: bool, out: IO[str]) -> int:
+    """Write the project (``scheduler-emulator init``) and print what was written and what next.
+
+    :param directory: where the project goes.
+    :param force: overwrite existing project files.
+    :param out: where the report is printed.
+    :raises ConfigurationError: see :func:`write_project` (the command line prints it and exits
+        with 2).
+    :raises OSError: when a file cannot be written.
+    :return: 0.
+    """
+    written = write_project(directory, force=force)
+    width = max(len(str(path)) for path in written)
+    out.write(f"Wrote a Cloud Scheduler timer service to {directory}:\n")
+    for path in written:
+        out.write(f"  {str(path):<{width}}  {PROJECT_FILES[path.name]}\n")
+    out.write("\nNext:\n")
+    for command in next_commands(directory):
+        out.write(f"  {command}\n")
+    return 0

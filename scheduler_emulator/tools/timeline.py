@@ -1,0 +1,184 @@
+"""Render attempt timelines and expectation results as plain, aligned text.
+
+Pure functions of recorded data (no clock, no I/O), so the same attempts always render to the
+same bytes. The attempt timeline has one row per attempt, in start order::
+
+    TIME                  JOB      RUN (ScheduleTime)    TRY  INJ  HTTP  CODE         DETAIL
+    2026-09-24T02:00:00Z  nightly  2026-09-24T02:00:00Z    1  *       -  UNAVAILABLE  lost ack…
+    2026-09-24T02:00:05Z  nightly  2026-09-24T02:00:00Z    2        200  OK           duplicate…
+
+``INJ`` marks an attempt fault injection added or altered. ``DETAIL`` is the attempt's debug
+text, shortened, except for two answers a run-once target gives (spec §9.3, the seed's
+"Deduplicate job requests"), which it spells out:
+
+- **409** — the target says another attempt of the same run is still in progress;
+- **a 2xx duplicate** — a 2xx for a run the target had already answered 2xx (even if that
+  answer was lost or came after the deadline): a deduplicating target skipped the work, a
+  naive one did it again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import IO
+
+from ..domain.attempts import Attempt, iso
+
+TIMELINE_HEADERS = ("TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "DETAIL")
+_RIGHT = {"TRY", "HTTP", "#", "GAP", "WAIT"}
+_LOST = re.compile(r"the target answered (\d{3})")
+_LATE = re.compile(r"late answer: .*?code number = (\d{3})")
+_ORIGINAL = re.compile(r"\.? ?Original HTTP response code number = \d{3}")
+DETAIL_WIDTH = 90
+
+
+def render_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Align ``rows`` under ``headers``: two spaces between columns, numbers right-aligned,
+    no trailing spaces.
+
+    >>> render_table(["A", "HTTP"], [["x", "200"], ["longer", "-"]])
+    ['A       HTTP', 'x        200', 'longer     -']
+
+    :param headers: column titles; ``#``, ``TRY``, ``HTTP``, ``GAP`` and ``WAIT`` are
+        right-aligned.
+    :param rows: cells as strings, one list per row, as many as ``headers``.
+    :return: the lines, header first.
+    """
+    table = [list(headers), *(list(row) for row in rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+    lines = []
+    for row in table:
+        cells = [
+            cell.rjust(width) if header in _RIGHT else cell.ljust(width)
+            for header, cell, width in zip(headers, row, widths, strict=True)
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def answered_ok_status(attempt: Attempt) -> int | None:
+    """The 2xx status the target answered ``attempt`` with, as far as the record shows.
+
+    :param attempt: a finished attempt.
+    :return: the status, including an answer a ``lost_ack`` fault dropped or one that came
+        after a ``deadline`` fault; ``None`` when it answered nothing 2xx.
+    """
+    candidates = [attempt.response_status]
+    for pattern in (_LOST, _LATE):
+        match = pattern.search(attempt.debug_info or "")
+        if match:
+            candidates.append(int(match.group(1)))
+    return next((c for c in candidates if c is not None and 200 <= c <= 299), None)
+
+
+def shorten(debug_info: str, width: int = DETAIL_WIDTH) -> str:
+    """Shorten an attempt's debug text for the DETAIL column.
+
+    :param debug_info: the attempt's ``debugInfo``.
+    :param width: the longest result, in characters.
+    :return: the text without what the HTTP column already says (nothing for a plain 2xx).
+    """
+    text = debug_info or ""
+    if "Injected: " in text:
+        text = text.split("Injected: ", 1)[1]
+    text = text.replace("Injected duplicate delivery. ", "injected duplicate delivery; ")
+    text = text.replace(
+        "the attempt deadline passed while the target was still handling the request.",
+        "the attempt deadline passed while the target was still working;",
+    )
+    text = text.replace("The target's late answer: ", "its late answer: ")
+    text = re.sub(
+        r"answer: URL_CRAWLED\. Original HTTP response code number = (\d{3})", r"answer: \1", text
+    )
+    text = _ORIGINAL.sub("", text)
+    text = text.replace("URL_CRAWLED", "").strip(" ;.")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def run_key(attempt: Attempt) -> tuple[str, str]:
+    """The key a deduplicating target files a run under.
+
+    :param attempt: an attempt.
+    :return: (job, ScheduleTime), or (job, the run's own ID) when no header was sent.
+    """
+    return attempt.job, attempt.schedule_time or f"run {attempt.run_id}"
+
+
+def notes(attempts: Sequence[Attempt]) -> list[str]:
+    """The DETAIL text of each attempt (see the module docstring).
+
+    :param attempts: in start order.
+    :return: one text per attempt, in the same order.
+    """
+    answered: dict[tuple[str, str], tuple[int, int]] = {}  # run → (status, attempt number)
+    out = []
+    for attempt in attempts:
+        key = run_key(attempt)
+        status = attempt.response_status
+        note = shorten(attempt.debug_info)
+        if status == 409:
+            note = "409: the target says another attempt of this run is in progress"
+        elif status is not None and 200 <= status <= 299 and key in answered:
+            earlier, number = answered[key]
+            note = (
+                f"duplicate: the target already answered {earlier} to attempt {number} of this run"
+            )
+            if attempt.injected and "duplicate delivery" in (attempt.debug_info or ""):
+                note += " (injected duplicate delivery)"
+        ok = answered_ok_status(attempt)
+        if ok is not None and key not in answered:
+            answered[key] = (ok, attempt.attempt)
+        out.append(note)
+    return out
+
+
+def timeline_rows(attempts: Sequence[Attempt]) -> list[list[str]]:
+    """The timeline's cells.
+
+    :param attempts: in start order.
+    :return: one row of :data:`TIMELINE_HEADERS` cells per attempt.
+    """
+    rows = []
+    for attempt, note in zip(attempts, notes(attempts), strict=True):
+        run = attempt.schedule_time or "(none)"
+        if attempt.forced:
+            run += " forced"
+        rows.append(
+            [
+                iso(attempt.start_time) or "",
+                attempt.job_id,
+                run,
+                str(attempt.attempt),
+                "*" if attempt.injected else "",
+                "-" if attempt.response_status is None else str(attempt.response_status),
+                attempt.code or "(in flight)",
+                note,
+            ]
+        )
+    return rows
+
+
+def render_timeline(attempts: Sequence[Attempt]) -> list[str]:
+    """The aligned attempt timeline.
+
+    :param attempts: in start order.
+    :return: the lines, header included; ``["(no attempts)"]`` when there are none.
+    """
+    if not attempts:
+        return ["(no attempts)"]
+    return render_table(TIMELINE_HEADERS, timeline_rows(attempts))
+
+
+def marks(stream: IO[str]) -> tuple[str, str]:
+    """The marks of a met and an unmet expectation.
+
+    :param stream: where they will be written.
+    :return: ``("✓", "✗")``, or ``("ok", "FAIL")`` when ``stream`` cannot encode them.
+    """
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        "✓✗".encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return "ok", "FAIL"
+    return "✓", "✗"

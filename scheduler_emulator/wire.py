@@ -1,0 +1,162 @@
+"""The wire contract between Cloud Scheduler and a target: header names and values, the timer
+path prefix, and the RFC 3339 time formats (spec §3.8, §10.2, §17 P2).
+
+This module is the one home of these facts. It imports nothing but the standard library, so
+the dispatchers, the pytest façades, ``replay`` and the target-side helpers
+(:mod:`scheduler_emulator.target`, which loads no engine code) all use it::
+
+    >>> from datetime import UTC, datetime
+    >>> format_timestamp(datetime(2026, 9, 24, 2, 0, 0, 500, tzinfo=UTC))
+    '2026-09-24T02:00:00.000500Z'
+    >>> parse_timestamp("2026-09-24T04:00:00+02:00")
+    datetime.datetime(2026, 9, 24, 2, 0, tzinfo=datetime.timezone.utc)
+    >>> format_schedule_time(parse_timestamp("2026-09-24T02:00:00.7Z"))
+    '2026-09-24T02:00:00Z'
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, timezone
+
+from .realtime import new_datetime, unfreeze
+
+#: ``User-Agent`` of every HTTP-target attempt (spec §10.2).
+USER_AGENT = "Google-Cloud-Scheduler"
+#: What App Engine appends to the User-Agent of App Engine HTTP targets (spec §10.2).
+APP_ENGINE_USER_AGENT_SUFFIX = "AppEngine-Google; (+http://code.google.com/appengine)"
+#: Set to ``"true"`` on every attempt.
+SCHEDULER_HEADER = "X-CloudScheduler"
+#: The job's short ID (``nightly``).
+JOB_NAME_HEADER = "X-CloudScheduler-JobName"
+#: The run's scheduled instant (unix-cron jobs only, P2); the same on every retry of a run.
+SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"
+#: Header-name prefixes a job cannot set: the service replaces or drops them (spec §10.2).
+RESERVED_HEADER_PREFIXES = ("x-google-", "x-appengine-", "x-cloudscheduler")
+#: Header names a job cannot set: the service computes them (spec §10.2).
+REPLACED_HEADERS = frozenset({"host", "content-length", "user-agent"})
+#: ``Content-Type`` sent with a body when the job sets none (spec §10.2).
+DEFAULT_CONTENT_TYPE = "application/octet-stream"
+#: The path under which a service's timer router serves its timers (timers-and-testing §1).
+TIMER_PREFIX = "/_triggers/timer/"
+
+_TIMESTAMP_RE = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))"
+)
+
+
+def scheduler_headers(job_id: str, schedule_time: str | None) -> dict[str, str]:
+    """Return the headers Cloud Scheduler adds to every HTTP attempt (spec §10.2), in order.
+
+    :param job_id: the job's short ID.
+    :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value, or ``None`` to omit it.
+    :return: ``User-Agent``, ``X-CloudScheduler``, ``X-CloudScheduler-JobName`` and, when
+        given, ``X-CloudScheduler-ScheduleTime``.
+    """
+    headers = {"User-Agent": USER_AGENT, SCHEDULER_HEADER: "true", JOB_NAME_HEADER: job_id}
+    if schedule_time is not None:
+        headers[SCHEDULE_TIME_HEADER] = schedule_time
+    return headers
+
+
+def format_timestamp(value: datetime) -> str:
+    """Render an instant as the service does: RFC 3339 UTC with ``Z`` (spec §3.8).
+
+    No fraction for whole seconds (``"2021-06-10T23:34:48Z"``), otherwise 6 fractional digits
+    (``"2026-05-07T05:46:25.029067Z"``).
+
+    :param value: a timezone-aware datetime (any zone).
+    :raises ValueError: when ``value`` is naive.
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"a timestamp needs a timezone-aware datetime; got the naive {value.isoformat()}. "
+            "Pass e.g. datetime(2026, 5, 7, 5, 46, tzinfo=datetime.UTC)."
+        )
+    utc = value.astimezone(UTC).replace(tzinfo=None)
+    timespec = "seconds" if utc.microsecond == 0 else "microseconds"
+    return utc.isoformat(timespec=timespec) + "Z"
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse an RFC 3339 timestamp with ``Z`` or an offset (spec §3.8) into aware UTC.
+
+    Up to 9 fractional digits; digits beyond microseconds are dropped.
+
+    :raises ValueError: when ``text`` is not such a timestamp, or names a date or time that
+        does not exist (the message says why, not what ``text`` was).
+    """
+    match = _TIMESTAMP_RE.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(
+            'expected RFC 3339 such as "2026-05-07T05:46:25Z" or "2026-05-07T07:46:25.5+02:00"'
+        )
+    year, month, day, hour, minute, second, fraction, zulu, sign, off_h, off_m = match.groups()
+    offset = timedelta(0)
+    if not zulu:
+        offset = timedelta(hours=int(off_h), minutes=int(off_m))
+        if sign == "-":
+            offset = -offset
+    micros = int((fraction or "").ljust(9, "0")[:6])
+    try:
+        local = new_datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), micros,
+            tzinfo=timezone(offset),
+        )  # fmt: skip
+        return local.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def format_schedule_time(instant: datetime) -> str:
+    """Render an instant as the ``X-CloudScheduler-ScheduleTime`` value (spec §10.2, P2).
+
+    RFC 3339 with no fractional seconds, in the instant's own UTC offset; ``Z`` when the offset
+    is zero. An offset with a seconds part (historic local mean time) cannot be written in
+    RFC 3339, so such an instant is rendered in UTC.
+
+    :param instant: a timezone-aware datetime (typically in the job's zone).
+    :raises ValueError: when ``instant`` is naive.
+    :return: e.g. ``"2026-11-01T01:30:00-04:00"`` or ``"2026-09-24T02:00:00Z"``.
+    """
+    offset = instant.utcoffset()
+    if offset is None:
+        raise ValueError(
+            f"a ScheduleTime needs a timezone-aware datetime; got the naive "
+            f"{instant.isoformat()}. Pass e.g. datetime(..., tzinfo=datetime.UTC)."
+        )
+    total = offset.days * 86400 + offset.seconds
+    if total % 60 or offset.microseconds:
+        instant = instant.astimezone(UTC)
+        total = 0
+    stamp = (
+        f"{instant.year:04d}-{instant.month:02d}-{instant.day:02d}"
+        f"T{instant.hour:02d}:{instant.minute:02d}:{instant.second:02d}"
+    )
+    if total == 0:
+        return stamp + "Z"
+    sign = "+" if total > 0 else "-"
+    hours, minutes = divmod(abs(total) // 60, 60)
+    return f"{stamp}{sign}{hours:02d}:{minutes:02d}"
+
+
+def parse_schedule_time(value: str) -> datetime:
+    """Parse an ``X-CloudScheduler-ScheduleTime`` value into an aware datetime in its offset.
+
+    :param value: e.g. ``"2026-09-24T02:00:00Z"`` or ``"2026-01-01T00:00:00.000+00:00"``.
+    :raises ValueError: when ``value`` is not an RFC 3339 timestamp with a ``Z`` or an offset.
+    """
+    try:
+        parsed = unfreeze(datetime.fromisoformat(value.strip()))
+    except ValueError:
+        raise ValueError(
+            f"{SCHEDULE_TIME_HEADER} {value!r} is not an RFC 3339 timestamp; Cloud Scheduler "
+            "sends one such as '2026-09-24T02:00:00Z'."
+        ) from None
+    if parsed.tzinfo is None:
+        raise ValueError(
+            f"{SCHEDULE_TIME_HEADER} {value!r} has no UTC offset; RFC 3339 needs 'Z' or an offset "
+            "such as '+00:00'."
+        )
+    return parsed
