@@ -273,7 +273,8 @@ def test_an_error_inside_the_emulator_still_records_the_attempt(
     [attempt] = emulator.attempts()
     assert attempt.code == "UNKNOWN" and attempt.end_time is not None
     assert "transport bug" in attempt.debug_info
-    assert isinstance(emulator.engine.errors[0], RuntimeError)
+    assert isinstance(emulator.engine.last_error, RuntimeError)
+    assert emulator.engine.error_count == 1
 
 
 def test_only_one_retry_overlaps_a_deadline_then_the_slow_request_is_awaited(

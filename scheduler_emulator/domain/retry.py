@@ -14,7 +14,7 @@ The documented example (min 10 s, max 300 s, 3 doublings) gives waits of
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from .resources import RetryConfig
 
@@ -60,3 +60,43 @@ def may_retry(
     duration = config.max_retry_duration
     time_left = duration > timedelta(0) and now - first_attempt_start < duration
     return count_left or time_left
+
+
+def next_attempt_time(
+    config: RetryConfig,
+    *,
+    code: str,
+    attempts_made: int,
+    first_attempt_start: datetime,
+    end_time: datetime,
+    may_run: bool,
+    extra_retry: bool = False,
+) -> tuple[datetime | None, bool]:
+    """The whole after-attempt decision: when the run's next attempt is due, if any (spec §9.3,
+    §11, P4, P5).
+
+    A run gets another attempt when its latest attempt failed (``code`` is not ``"OK"``), the
+    job may still run (``may_run``: it is ENABLED, or the run was forced), and
+    :func:`may_retry` allows — or, when it does not, the run holds an ``extra_retry`` earned by
+    a lost acknowledgement (at-least-once delivery, §9.3), which this spends. The attempt is
+    due :func:`backoff` after the failed attempt's end.
+
+    :param code: the google.rpc code name of the attempt that just ended.
+    :param attempts_made: attempts of the run so far, the one that just ended included (≥ 1).
+    :param first_attempt_start: when the run's first attempt started (aware).
+    :param end_time: when the attempt that just ended ended (aware).
+    :param may_run: the job is ENABLED or the run is forced.
+    :param extra_retry: the run holds a retry beyond its config.
+    :return: ``(when, extra_retry_left)``: the aware UTC instant of the next attempt, or
+        ``None`` to end the run (also when the instant would fall past year 9999), and whether
+        the run still holds its extra retry.
+    """
+    allowed = may_retry(config, attempts_made - 1, first_attempt_start, end_time)
+    if not allowed and extra_retry:
+        allowed, extra_retry = True, False
+    if code == "OK" or not may_run or not allowed:
+        return None, extra_retry
+    try:
+        return (end_time + backoff(config, attempts_made)).astimezone(UTC), extra_retry
+    except OverflowError:  # a backoff past the calendar: the run cannot be retried
+        return None, extra_retry

@@ -1,7 +1,7 @@
 """Apply the faults a :class:`~scheduler_emulator.core.faults.FaultPlan` chose to one delivery.
 
-The engine hands :func:`send_with_faults` the attempt's request and the rules that fired; this
-module talks to the transport and returns what the engine must record: the outcome of the
+The engine hands :func:`send_with_faults` a function that sends the attempt once and the rules
+that fired; this module calls it and returns what the engine must record: the outcome of the
 attempt itself, extra (duplicate) deliveries, latency to add, whether the run earns an extra
 retry (lost acknowledgement) and, for ``deadline``, the request still running in the background.
 """
@@ -9,14 +9,17 @@ retry (lost acknowledgement) and, for ``deadline``, the request still running in
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from ..core.faults import FaultRule
 from ..domain.outcomes import Failure, Outcome, classify_failure, classify_status
 from .clock import Clock
-from .transports import DeliveryRequest, Transport, TransportResult
+from .transports import TransportResult
+
+#: Sends one attempt given its deadline in seconds.
+Send = Callable[[float], TransportResult]
 
 
 def outcome_of(result: TransportResult) -> Outcome:
@@ -64,18 +67,16 @@ def _first(rules: Sequence[FaultRule], action: str) -> FaultRule | None:
     return next((rule for rule in rules if rule.action == action), None)
 
 
-def _send_all(
-    transport: Transport, request: DeliveryRequest, timeout: float, count: int
-) -> list[TransportResult]:
-    """Send ``count`` copies of ``request`` at the same time; results in start order."""
+def _send_all(send: Send, timeout: float, count: int) -> list[TransportResult]:
+    """Send ``count`` copies of the attempt at the same time; results in start order."""
     results: list[TransportResult | None] = [None] * count
     start = threading.Barrier(count)
 
-    def send(index: int) -> None:
+    def send_one(index: int) -> None:
         start.wait()
-        results[index] = transport.send(request, timeout)
+        results[index] = send(timeout)
 
-    threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(count)]
+    threads = [threading.Thread(target=send_one, args=(i,), daemon=True) for i in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -84,14 +85,12 @@ def _send_all(
 
 
 def send_with_faults(
-    transport: Transport,
-    clock: Clock,
-    request: DeliveryRequest,
-    timeout_seconds: float,
-    rules: Sequence[FaultRule],
+    send: Send, clock: Clock, timeout_seconds: float, rules: Sequence[FaultRule]
 ) -> Injected:
-    """Deliver ``request`` with the faults of ``rules`` applied.
+    """Deliver one attempt with the faults of ``rules`` applied.
 
+    :param send: sends the attempt once, given the attempt deadline in seconds (any target
+        kind: an HTTP request, a Pub/Sub publish…).
     :param timeout_seconds: the attempt deadline.
     :param rules: the rules that fired for this attempt (see ``FaultPlan.decide``).
     :return: what to record.
@@ -129,7 +128,7 @@ def send_with_faults(
         answers: list[TransportResult] = []
 
         def run_late() -> None:
-            answers.append(transport.send(request, timeout_seconds))
+            answers.append(send(timeout_seconds))
 
         late = LateResponse(threading.Thread(target=run_late, name="late-response", daemon=True))
         late.result = answers
@@ -142,11 +141,11 @@ def send_with_faults(
         )
         latency = max(latency, timeout_seconds)
     elif duplicate is not None and duplicate.concurrent:
-        result, *copies = _send_all(transport, request, timeout_seconds, 1 + duplicate.count)
+        result, *copies = _send_all(send, timeout_seconds, 1 + duplicate.count)
     else:
-        result = transport.send(request, timeout_seconds)
+        result = send(timeout_seconds)
     if duplicate is not None and not duplicate.concurrent:
-        copies = [transport.send(request, timeout_seconds) for _ in range(duplicate.count)]
+        copies = [send(timeout_seconds) for _ in range(duplicate.count)]
 
     outcome = outcome_of(result)
     lost = _first(rules, "lost_ack")

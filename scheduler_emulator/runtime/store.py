@@ -4,9 +4,12 @@ A file database (WAL journal) survives a crash of the process: every change is c
 it happens, so a SIGKILL loses no job and no recorded attempt. ``Store(":memory:")`` keeps the
 same code path in memory for tests and ``--in-memory``.
 
-Jobs are kept as their REST JSON (``codec.job_to_json``) plus the output-only columns the
-engine maintains; an attempt row is written when the attempt starts and completed when it ends,
-so an attempt in flight at a crash is found again on restart (``unfinished_attempts``).
+Jobs are kept as their REST JSON (``codec.job_to_json``, the schema of the v1 API, so a data
+directory of any release loads) plus the output-only columns the engine maintains; a stored job
+was validated and normalised when it was saved, so loading only decodes it
+(``codec.parse_job``), without validating it again. An attempt row is written when the attempt
+starts and completed when it ends, so an attempt in flight at a crash is found again on restart
+(``attempts(unfinished=True)``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..domain.attempts import Attempt, Run, SkippedRun
-from ..domain.codec import job_from_json, job_to_json
+from ..domain.codec import job_to_json, parse_job
 from ..domain.resources import Job, State, Status
 
 _SCHEMA = """
@@ -97,6 +100,7 @@ class Store:
         self._db.executescript(_SCHEMA)
         row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM jobs").fetchone()
         self._seq = int(row[0])
+        self._last_run_id = 0
 
     def close(self) -> None:
         """Close the database."""
@@ -162,7 +166,7 @@ class Store:
             ).fetchall()
         jobs = []
         for config, state, code, message, last_attempt, user_update in rows:
-            job = job_from_json(json.loads(config))
+            job = parse_job(json.loads(config))  # stored jobs were validated when saved
             jobs.append(
                 replace(
                     job,
@@ -177,12 +181,13 @@ class Store:
     # runs -----------------------------------------------------------------------------------
 
     def add_run(self, run: Run) -> Run:
-        """Insert ``run`` and return it with its new ``id``."""
+        """Insert ``run`` under its ``id`` (the scheduler core numbers runs) and return it."""
         with self._lock:
-            cursor = self._db.execute(
-                "INSERT INTO runs (job, schedule_time, nominal, forced, first_attempt_start, "
-                "attempts, next_attempt_at, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            self._db.execute(
+                "INSERT INTO runs (id, job, schedule_time, nominal, forced, first_attempt_start, "
+                "attempts, next_attempt_at, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
+                    run.id,
                     run.job,
                     run.schedule_time,
                     _ts(run.nominal),
@@ -193,8 +198,13 @@ class Store:
                     int(run.finished),
                 ),
             )
-        run.id = int(cursor.lastrowid or 0)
         return run
+
+    def last_run_id(self) -> int:
+        """The largest run id ever stored (0 for none); new runs are numbered after it."""
+        with self._lock:
+            row = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
+            return max(int(row[0]), self._last_run_id)
 
     def save_run(self, run: Run) -> None:
         """Write the progress of ``run`` (attempt count, pending retry, finished)."""
@@ -340,6 +350,8 @@ class Store:
     def reset(self) -> None:
         """Delete every job, run, attempt and skipped-run record."""
         with self._lock:
+            row = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
+            self._last_run_id = max(int(row[0]), self._last_run_id)
             self._db.executescript(
                 "DELETE FROM jobs; DELETE FROM runs; DELETE FROM attempts; DELETE FROM skipped;"
             )

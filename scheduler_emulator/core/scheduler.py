@@ -1,0 +1,488 @@
+"""The scheduler core: given instants and attempt outcomes, decide what happens next.
+
+No I/O, no threads, no clock: every method takes "now" (an aware UTC datetime) and returns
+its decisions as values, which the runtime (:mod:`scheduler_emulator.runtime.engine`) carries
+out — persisting runs, sending attempts, recording skipped times — in order. The same inputs
+give the same decisions, whichever clock drives the runtime::
+
+    >>> from datetime import UTC, datetime, timedelta
+    >>> from scheduler_emulator.domain.resources import HttpTarget, Job
+    >>> core = Scheduler()
+    >>> noon = datetime(2026, 9, 24, 12, tzinfo=UTC)
+    >>> job = Job("projects/p/locations/l/jobs/tick", schedule="*/5 * * * *",
+    ...           http_target=HttpTarget("http://svc.test/"))
+    >>> _ = core.put(job, noon - timedelta(seconds=1))
+    >>> [type(d).__name__ for d in core.due(noon)]
+    ['StartAttempt']
+
+Rules (spec §9, §11, §17 P3–P6):
+
+- One timer heap of ``(instant, seq, kind, job, run)`` entries for every job: fire times,
+  pending retries, and the ends of attempts that last past the instant they were recorded
+  (a ``delay``/``deadline`` fault on a manual clock). A popped entry counts only if it still
+  matches the job's live state; stale entries are dropped, and the heap is compacted when they
+  outnumber the live ones.
+- At most one *scheduled* run of a job is outstanding, until its last attempt has *ended* (its
+  recorded end time, not when the call returned). Scheduled times that pass meanwhile are
+  missed: the earliest gets one delayed run when the current run ends, the others are
+  recorded as skipped (P6). Forced runs (RunJob) neither wait for nor block scheduled runs (P3).
+- Whether and when a failed attempt is retried is :func:`~scheduler_emulator.domain.retry.
+  next_attempt_time`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from ..domain.attempts import Run, SkippedRun
+from ..domain.errors import AlreadyExists, NotFound
+from ..domain.resources import Job, State, Status
+from ..domain.retry import next_attempt_time
+from ..domain.schedule import Schedule, format_schedule_time, parse_schedule
+
+_FIRE, _RETRY, _END = "fire", "retry", "end"
+#: Compact the timer heap when it holds this many more entries than four per job.
+_COMPACT_SLACK = 1024
+
+
+@dataclass(frozen=True)
+class StartAttempt:
+    """Start the next attempt of ``run`` now: persist the run (``new_run``: insert it), build
+    and send the attempt, then report its end with :meth:`Scheduler.attempt_ended`.
+
+    :param job: the job as configured at this instant.
+    :param run: the run, with ``attempts`` already counting this attempt.
+    :param new_run: this is the run's first attempt.
+    """
+
+    job: Job
+    run: Run
+    new_run: bool
+
+
+@dataclass(frozen=True)
+class SaveRun:
+    """Persist the progress of ``run``: a retry scheduled (``next_attempt_at``) or the run
+    finished (``finished``)."""
+
+    run: Run
+
+
+@dataclass(frozen=True)
+class RecordSkipped:
+    """Record that a scheduled time was skipped (P6: the job's previous run was still going,
+    or the emulator was not running)."""
+
+    skipped: SkippedRun
+
+
+Decision = StartAttempt | SaveRun | RecordSkipped
+
+
+@dataclass(frozen=True)
+class AttemptEnd:
+    """How an attempt ended, as the core needs it.
+
+    :param code: google.rpc code name (``"OK"`` on success).
+    :param status: the job status it leaves (``Status()`` for OK).
+    :param end_time: the attempt's recorded end (aware UTC); may be later than "now" when a
+        fault added latency on a manual clock.
+    :param extra_retry: a lost acknowledgement earned the run a retry beyond its config.
+    """
+
+    code: str
+    status: Status
+    end_time: datetime
+    extra_retry: bool = False
+
+
+@dataclass
+class _JobState:
+    """Live state of one job."""
+
+    job: Job
+    schedule: Schedule
+    seq: int
+    status: Status | None = None
+    last_attempt_time: datetime | None = None
+    next_fire: datetime | None = None  # in the job's zone (fold matters for the header)
+    next_fire_utc: datetime | None = None
+    active: Run | None = None  # the outstanding scheduled run
+    missed: datetime | None = None  # earliest scheduled time missed while ``active`` ran
+    runs: dict[int, Run] = field(default_factory=dict)  # every unfinished run, forced included
+    ending: dict[int, AttemptEnd] = field(default_factory=dict)  # run id -> end still to come
+    runs_started: int = 0
+
+
+class Scheduler:
+    """Job registry, run state machine and timers of one emulator (see the module docstring).
+
+    :param dst_policy: ``"absolute"`` (P1 default) or ``"vixie"``.
+    :param force_run_schedule_time: ``"next"`` (P3 default: forced runs carry the next
+        scheduled time) or ``"omit"`` (no ScheduleTime header on forced runs).
+    :raises ValueError: for another ``force_run_schedule_time``.
+    """
+
+    def __init__(self, *, dst_policy: str = "absolute", force_run_schedule_time: str = "next"):
+        if force_run_schedule_time not in ("next", "omit"):
+            raise ValueError(
+                "force_run_schedule_time must be 'next' or 'omit'; "
+                f"got {force_run_schedule_time!r}."
+            )
+        self.dst_policy = dst_policy
+        self.force_run_schedule_time = force_run_schedule_time
+        self._jobs: dict[str, _JobState] = {}
+        self._timers: list[tuple[datetime, int, str, str, int]] = []
+        self._seq = itertools.count()
+        self._job_seq = itertools.count(1)
+        self._run_ids = itertools.count(1)
+
+    # ------------------------------------------------------------------------- jobs
+
+    def parse(self, job: Job) -> Schedule:
+        """Parse the job's schedule in its time zone with this core's DST policy.
+
+        :raises InvalidArgument: for a bad schedule or time zone.
+        """
+        return parse_schedule(job.schedule, job.time_zone, dst_policy=self.dst_policy)
+
+    def put(
+        self, job: Job, now: datetime, *, reschedule: bool = True, create: bool = False
+    ) -> tuple[Job, list[Decision]]:
+        """Add or replace ``job``; return it with its output-only fields, and the decisions.
+
+        Replacing keeps the job's runs in progress. With ``reschedule`` the next fire time is
+        computed from ``now`` (create, update, resume: §9.4); otherwise an existing one is kept.
+        Pausing drops pending retries of scheduled runs (the decisions save those runs).
+
+        :param create: refuse to replace an existing job (CreateJob, §5.1).
+        :raises InvalidArgument: for a bad schedule or time zone (nothing changes).
+        :raises AlreadyExists: with ``create``, if the job exists.
+        """
+        schedule = self.parse(job)
+        state = self._jobs.get(job.name)
+        if create and state is not None:
+            raise AlreadyExists(f"Job {job.name} already exists.")
+        decisions: list[Decision] = []
+        if state is None:
+            state = _JobState(job, schedule, next(self._job_seq))
+            self._jobs[job.name] = state
+            reschedule = True
+        else:
+            state.job, state.schedule = job, schedule
+        state.status, state.last_attempt_time = job.status, job.last_attempt_time
+        if job.state != State.ENABLED:
+            self._set_next_fire(state, None)
+            if job.state == State.PAUSED:
+                decisions.extend(self._cancel_retries(state))
+        elif reschedule or state.next_fire is None:
+            self._set_next_fire(state, schedule.next_after(now))
+        return self.view(state), decisions
+
+    def remove(self, name: str) -> None:
+        """Forget the job: no further runs, retries or ends are acted on.
+
+        :raises NotFound: if there is no such job.
+        """
+        if self._jobs.pop(name, None) is None:
+            raise NotFound("Job not found.")
+
+    def clear(self) -> None:
+        """Forget every job and timer."""
+        self._jobs.clear()
+        self._timers.clear()
+
+    def get(self, name: str) -> Job:
+        """Return the job with its current output-only fields.
+
+        :raises NotFound: if there is no such job.
+        """
+        state = self._jobs.get(name)
+        if state is None:
+            raise NotFound("Job not found.")
+        return self.view(state)
+
+    def has(self, name: str) -> bool:
+        """Tell whether a job of that full name exists."""
+        return name in self._jobs
+
+    def jobs(self) -> list[Job]:
+        """Return every job in creation order."""
+        return [self.view(state) for state in self._jobs.values()]
+
+    def page(self, prefix: str, size: int, from_seq: int) -> tuple[list[Job], int | None]:
+        """Return up to ``size`` jobs whose names start with ``prefix``, in creation order, from
+        creation number ``from_seq`` on, and the creation number of the next page's first job
+        (``None`` when there is none). Stable when jobs come and go between pages (P15)."""
+        chosen = (
+            s for s in self._jobs.values() if s.seq >= from_seq and s.job.name.startswith(prefix)
+        )
+        first = list(itertools.islice(chosen, size + 1))
+        next_seq = first[size].seq if len(first) > size else None
+        return [self.view(s) for s in first[:size]], next_seq
+
+    def view(self, state: _JobState) -> Job:
+        """The job as the API shows it, output-only fields included (§12, P14, P21)."""
+        if state.job.state != State.ENABLED:
+            when = None
+        elif state.active is not None and state.active.next_attempt_at is not None:
+            when = state.active.next_attempt_at
+        else:
+            when = state.next_fire_utc
+        return replace(
+            state.job,
+            status=state.status,
+            last_attempt_time=state.last_attempt_time,
+            schedule_time=when,
+        )
+
+    def state_of(self, name: str) -> tuple[State, Status | None, datetime | None]:
+        """The output-only fields the runtime persists after each attempt: state, status and
+        last attempt time. :raises KeyError: if there is no such job."""
+        state = self._jobs[name]
+        return state.job.state, state.status, state.last_attempt_time
+
+    # ------------------------------------------------------------------------- time
+
+    def next_due(self) -> datetime | None:
+        """The earliest instant (UTC) at which something is due, or ``None``."""
+        while self._timers and not self._live(self._timers[0]):
+            heapq.heappop(self._timers)
+        return self._timers[0][0] if self._timers else None
+
+    def due(self, now: datetime) -> list[Decision]:
+        """Act on everything due at or before ``now``; return the decisions in order."""
+        out: list[Decision] = []
+        while self._timers and self._timers[0][0] <= now:
+            entry = heapq.heappop(self._timers)
+            if not self._live(entry):
+                continue
+            _, _, kind, name, run_id = entry
+            state = self._jobs[name]
+            if kind == _FIRE:
+                out.extend(self._fire(state, now))
+            elif kind == _RETRY:
+                out.append(self._start_attempt(state, state.runs[run_id], now))
+            else:
+                run = state.runs[run_id]
+                out.extend(self._after_attempt(state, run, state.ending.pop(run_id), now))
+        return out
+
+    def force(self, name: str, now: datetime) -> list[Decision]:
+        """Start a forced run of the job now (RunJob, §5.8, P3), even if paused or running.
+
+        :raises NotFound: if there is no such job.
+        """
+        state = self._jobs.get(name)
+        if state is None:
+            raise NotFound("Job not found.")
+        upcoming = state.next_fire or state.schedule.next_after(now)
+        header = None if self.force_run_schedule_time == "omit" else self._header(state, upcoming)
+        return [self._start_run(state, now, header, forced=True, now=now)]
+
+    # ------------------------------------------------------------------------- attempts
+
+    def attempt_ended(
+        self, name: str, run_id: int, end: AttemptEnd, now: datetime
+    ) -> list[Decision]:
+        """Take the end of an attempt: set the job's status, then retry or finish the run.
+
+        When ``end.end_time`` is after ``now`` the run stays outstanding until then (a timer
+        acts on it at ``end.end_time``), so the no-overlap rule follows the recorded end.
+        Unknown jobs or runs (deleted meanwhile) are ignored.
+        """
+        state = self._jobs.get(name)
+        if state is None:
+            return []
+        state.status = end.status
+        run = state.runs.get(run_id)
+        if run is None:
+            return []
+        if end.extra_retry:
+            run.extra_retry = True
+        if end.end_time > now:
+            state.ending[run_id] = end
+            self._push(end.end_time, _END, name, run_id)
+            return []
+        return self._after_attempt(state, run, end, now)
+
+    def restore(
+        self,
+        jobs: Iterable[Job],
+        open_runs: Iterable[Run],
+        interrupted: set[int],
+        now: datetime,
+        last_run_id: int,
+    ) -> tuple[list[Decision], list[Run]]:
+        """Load the stored jobs and open runs after a restart.
+
+        Next fire times count from ``now`` (no backfill). A run whose pending retry is kept is
+        due at its time (at once if that has passed); a run with neither an interrupted attempt
+        nor a pending retry is finished.
+
+        :param interrupted: ids of runs whose attempt was in flight when the process died; the
+            caller records those attempts as failed and reports them with
+            :meth:`attempt_ended`.
+        :param last_run_id: the largest run id in the store; new runs count on from it.
+        :return: the decisions (finished runs to save) and the open runs whose owner is gone
+            (to be closed by the caller).
+        """
+        self._run_ids = itertools.count(last_run_id + 1)
+        for job in jobs:
+            state = _JobState(job, self.parse(job), next(self._job_seq), job.status)
+            state.last_attempt_time = job.last_attempt_time
+            self._jobs[job.name] = state
+            if job.state == State.ENABLED:
+                self._set_next_fire(state, state.schedule.next_after(now))
+        decisions: list[Decision] = []
+        orphans: list[Run] = []
+        for run in open_runs:
+            owner = self._jobs.get(run.job)
+            if owner is None:
+                orphans.append(run)
+                continue
+            owner.runs[run.id] = run
+            if not run.forced:
+                owner.active = run
+            if run.id in interrupted:
+                continue
+            if run.next_attempt_at is not None:
+                self._push(run.next_attempt_at, _RETRY, run.job, run.id)
+            else:
+                decisions.extend(self._end_run(owner, run, now))
+        return decisions, orphans
+
+    # ------------------------------------------------------------------------- internals
+
+    def _push(self, when: datetime, kind: str, name: str, run_id: int) -> None:
+        heapq.heappush(self._timers, (when.astimezone(UTC), next(self._seq), kind, name, run_id))
+        if len(self._timers) > 4 * len(self._jobs) + _COMPACT_SLACK:
+            self._timers = [entry for entry in self._timers if self._live(entry)]
+            heapq.heapify(self._timers)
+
+    def _live(self, entry: tuple[datetime, int, str, str, int]) -> bool:
+        when, _, kind, name, run_id = entry
+        state = self._jobs.get(name)
+        if state is None:
+            return False
+        if kind == _FIRE:
+            return state.next_fire_utc == when
+        run = state.runs.get(run_id)
+        if run is None:
+            return False
+        if kind == _RETRY:
+            return run.next_attempt_at == when
+        end = state.ending.get(run_id)
+        return end is not None and end.end_time.astimezone(UTC) == when
+
+    def _set_next_fire(self, state: _JobState, when: datetime | None) -> None:
+        state.next_fire = when
+        state.next_fire_utc = None if when is None else when.astimezone(UTC)
+        if when is not None:
+            self._push(when, _FIRE, state.job.name, 0)
+
+    def _header(self, state: _JobState, nominal: datetime | None) -> str | None:
+        if nominal is None or not state.schedule.is_cron:
+            return None
+        return format_schedule_time(nominal)
+
+    def _fire(self, state: _JobState, now: datetime) -> list[Decision]:
+        nominal = state.next_fire
+        assert nominal is not None
+        self._set_next_fire(state, state.schedule.next_after(nominal))
+        if state.active is not None:  # P6: one delayed run for the earliest missed time
+            if state.missed is None:
+                state.missed = nominal
+                return []
+            header = self._header(state, nominal)
+            return [RecordSkipped(SkippedRun(state.job.name, header, nominal, now))]
+        return [
+            self._start_run(state, nominal, self._header(state, nominal), forced=False, now=now)
+        ]
+
+    def _start_run(
+        self,
+        state: _JobState,
+        nominal: datetime,
+        header: str | None,
+        *,
+        forced: bool,
+        now: datetime,
+    ) -> StartAttempt:
+        state.runs_started += 1
+        run = Run(
+            next(self._run_ids),
+            state.job.name,
+            header,
+            nominal.astimezone(UTC),
+            forced,
+            number=state.runs_started,
+        )
+        state.runs[run.id] = run
+        if not forced:
+            state.active = run
+        return self._start_attempt(state, run, now)
+
+    def _start_attempt(self, state: _JobState, run: Run, now: datetime) -> StartAttempt:
+        new_run = run.first_attempt_start is None
+        if new_run:
+            run.first_attempt_start = now
+        run.attempts += 1
+        run.next_attempt_at = None
+        state.last_attempt_time = now
+        return StartAttempt(state.job, run, new_run)
+
+    def _after_attempt(
+        self, state: _JobState, run: Run, end: AttemptEnd, now: datetime
+    ) -> list[Decision]:
+        """Schedule a retry or end the run (P4–P6)."""
+        assert run.first_attempt_start is not None
+        job = state.job
+        at, run.extra_retry = next_attempt_time(
+            job.retry_config,
+            code=end.code,
+            attempts_made=run.attempts,
+            first_attempt_start=run.first_attempt_start,
+            end_time=end.end_time,
+            may_run=job.state == State.ENABLED or run.forced,
+            extra_retry=run.extra_retry,
+        )
+        if at is None:
+            return self._end_run(state, run, now)
+        run.next_attempt_at = at
+        self._push(at, _RETRY, run.job, run.id)
+        return [SaveRun(run)]
+
+    def _end_run(self, state: _JobState, run: Run, now: datetime) -> list[Decision]:
+        run.finished = True
+        run.next_attempt_at = None
+        state.runs.pop(run.id, None)
+        state.ending.pop(run.id, None)
+        out: list[Decision] = [SaveRun(run)]
+        if state.active is not run:
+            return out
+        state.active = None
+        missed, state.missed = state.missed, None
+        if missed is not None and state.job.state == State.ENABLED:
+            out.append(
+                self._start_run(state, missed, self._header(state, missed), forced=False, now=now)
+            )
+        return out
+
+    def _cancel_retries(self, state: _JobState) -> list[Decision]:
+        """Pause: pending retries of scheduled runs are dropped; attempts in flight finish."""
+        state.missed = None
+        out: list[Decision] = []
+        for run in list(state.runs.values()):
+            if not run.forced and run.next_attempt_at is not None:
+                run.finished = True
+                run.next_attempt_at = None
+                state.runs.pop(run.id, None)
+                if state.active is run:
+                    state.active = None
+                out.append(SaveRun(run))
+        return out

@@ -1,0 +1,100 @@
+"""Dispatchers: one per target kind, each turning an attempt of a job into something sent.
+
+The engine asks the dispatcher of the job's target kind (``job.target_type``: ``"HTTP"``,
+``"PUBSUB"``, ``"APP_ENGINE_HTTP"``) to :meth:`~Dispatcher.prepare` the attempt; the result is a
+:class:`Prepared`: what the attempt record shows of the request, the attempt deadline, and a
+function that sends it once (fault injection may call it several times, or not at all). A kind
+with no dispatcher gets an attempt recorded as failed with :class:`NotDispatched`'s message::
+
+    dispatchers = {"HTTP": HttpDispatcher(HttpTransport(), tokens)}
+    engine = Engine(clock, store, dispatchers)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..domain.resources import Job
+from .dispatch import build_request
+from .transports import Transport, TransportResult
+
+if TYPE_CHECKING:
+    from .tokens import TokenAuthority
+
+#: Attempt deadline of a job that sets none (spec §3.1: 180 s for HTTP targets).
+DEFAULT_ATTEMPT_DEADLINE = timedelta(seconds=180)
+
+
+class NotDispatched(Exception):
+    """The attempt cannot be made; the message says why and what to do (recorded on the
+    attempt as its debug text)."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One attempt, ready to send.
+
+    :param record: what the attempt record shows as ``request`` (``{"method", "url",
+        "headers"}`` for HTTP kinds; kind-specific keys otherwise). JSON-serialisable.
+    :param timeout_seconds: the attempt deadline, in seconds.
+    :param send: sends the attempt once, given the deadline in seconds; never raises for a
+        target's failure (a :class:`~scheduler_emulator.runtime.transports.TransportResult`
+        says what happened).
+    """
+
+    record: dict[str, Any]
+    timeout_seconds: float
+    send: Callable[[float], TransportResult]
+
+
+class Dispatcher(Protocol):
+    """Prepares attempts of the jobs of one target kind."""
+
+    def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
+        """Prepare one attempt of ``job`` at ``now`` (aware UTC).
+
+        :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value, or ``None``.
+        :raises NotDispatched: when the attempt cannot be made (say why in the message).
+        """
+        ...
+
+
+class HttpDispatcher:
+    """HTTP targets (spec §10): the request of :func:`~scheduler_emulator.runtime.dispatch.
+    build_request`, with an OIDC/OAuth token when the job asks for one, sent by ``transport``.
+
+    :param transport: how requests reach targets.
+    :param tokens: mints ``Authorization`` tokens (§13); ``None`` sends none.
+    """
+
+    def __init__(self, transport: Transport, tokens: TokenAuthority | None = None) -> None:
+        self.transport = transport
+        self.tokens = tokens
+
+    def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
+        """Build the attempt's request (see :class:`Dispatcher`)."""
+        authorization = None if self.tokens is None else self.tokens.authorization(job, now)
+        request = build_request(job, schedule_time, authorization)
+        record = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
+        deadline = job.attempt_deadline or DEFAULT_ATTEMPT_DEADLINE
+        transport = self.transport
+        return Prepared(
+            record, deadline.total_seconds(), lambda timeout: transport.send(request, timeout)
+        )
+
+
+def dispatcher_for(dispatchers: Mapping[str, Dispatcher], job: Job) -> Dispatcher:
+    """Return the dispatcher of the job's target kind.
+
+    :raises NotDispatched: when there is none, naming the kind.
+    """
+    dispatcher = dispatchers.get(job.target_type)
+    if dispatcher is None:
+        raise NotDispatched(
+            f"EMULATOR_NOT_DISPATCHED. This emulator does not deliver {job.target_type} "
+            "targets yet; the job is stored and its runs are recorded, but nothing is sent."
+        )
+    return dispatcher
