@@ -9,7 +9,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
+
+from scheduler_emulator.realtime import real_monotonic
+from scheduler_emulator.runtime.clock import SystemClock
 
 TARGET = "http://target.test/_triggers/timer/nightly"
 
@@ -81,3 +85,26 @@ def nightly_job(**overrides: Any) -> dict[str, Any]:
     }
     job.update(overrides)
     return job
+
+
+class ShiftedClock(SystemClock):
+    """Real time shifted so that the next whole minute is ``lead`` seconds away."""
+
+    def __init__(self, lead: float) -> None:
+        real = super().now()
+        boundary = real.replace(second=0, microsecond=0) + timedelta(minutes=1)
+        self.shift = boundary - real - timedelta(seconds=lead)
+
+    def now(self) -> datetime:
+        return super().now() + self.shift
+
+
+def wait_for(condition: Callable[[], bool], bound_seconds: float) -> bool:
+    """Poll ``condition`` every 20 ms for at most ``bound_seconds``."""
+    deadline = real_monotonic() + bound_seconds
+    tick = threading.Event()  # never set: wait() is a bounded pause between polls
+    while not condition():
+        if real_monotonic() > deadline:
+            return False
+        tick.wait(0.02)
+    return True

@@ -2,38 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from support import RecordingTarget, ShiftedClock, nightly_job, wait_for
 
-from support import RecordingTarget, nightly_job
-
-from scheduler_emulator.runtime.clock import SystemClock, real_monotonic
+from scheduler_emulator.runtime.clock import SystemClock
 from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.runtime.transports import WsgiTransport
-
-
-class ShiftedClock(SystemClock):
-    """Real time shifted so that the next whole minute is ``lead`` seconds away."""
-
-    def __init__(self, lead: float) -> None:
-        real = super().now()
-        boundary = real.replace(second=0, microsecond=0) + timedelta(minutes=1)
-        self.shift = boundary - real - timedelta(seconds=lead)
-
-    def now(self) -> datetime:
-        return super().now() + self.shift
-
-
-def wait_for(condition: Callable[[], bool], bound_seconds: float) -> bool:
-    """Poll ``condition`` every 20 ms for at most ``bound_seconds``."""
-    deadline = real_monotonic() + bound_seconds
-    tick = threading.Event()  # never set: wait() is a bounded pause between polls
-    while not condition():
-        if real_monotonic() > deadline:
-            return False
-        tick.wait(0.02)
-    return True
 
 
 def test_every_minute_job_fires_within_a_second_of_the_minute() -> None:

@@ -1,0 +1,177 @@
+"""The scheduler core on its own: instants and outcomes in, decisions out; no clock, no I/O."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from scheduler_emulator.core.scheduler import (
+    AttemptEnd,
+    RecordSkipped,
+    SaveRun,
+    Scheduler,
+    StartAttempt,
+)
+from scheduler_emulator.domain.errors import AlreadyExists, NotFound
+from scheduler_emulator.domain.resources import HttpTarget, Job, RetryConfig, State, Status
+from scheduler_emulator.domain.retry import next_attempt_time
+
+T0 = datetime(2026, 9, 24, 12, 0, tzinfo=UTC)
+FAILED = Status(13, "INTERNAL")
+
+
+def job(schedule: str = "*/5 * * * *", **fields: object) -> Job:
+    return Job(
+        "projects/p/locations/l/jobs/tick",
+        schedule=schedule,
+        http_target=HttpTarget("http://svc.test/"),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def failed(at: datetime) -> AttemptEnd:
+    return AttemptEnd("INTERNAL", FAILED, at)
+
+
+def ok(at: datetime) -> AttemptEnd:
+    return AttemptEnd("OK", Status(), at)
+
+
+@pytest.fixture
+def core() -> Scheduler:
+    return Scheduler()
+
+
+def test_a_fire_time_gives_one_start_with_the_schedule_time(core: Scheduler) -> None:
+    view, decisions = core.put(job(), T0 - timedelta(seconds=1))
+    assert decisions == [] and view.schedule_time == T0
+    assert core.next_due() == T0
+    [start] = core.due(T0)
+    assert isinstance(start, StartAttempt) and start.new_run
+    assert start.run.schedule_time == "2026-09-24T12:00:00Z" and start.run.attempts == 1
+    assert core.next_due() == T0 + timedelta(minutes=5)
+
+
+def test_the_fourth_retry_of_a_run_is_due_80_s_after_the_third_failure(core: Scheduler) -> None:
+    core.put(job(retry_config=RetryConfig(retry_count=5)), T0 - timedelta(seconds=1))
+    [start] = core.due(T0)
+    now, run = T0, start.run
+    for expected_wait in (5, 10, 20, 40):  # min 5 s, doubling (spec §11.2)
+        end = now + timedelta(seconds=1)  # each attempt takes a second
+        [save] = core.attempt_ended(run.job, run.id, failed(end), end)
+        assert isinstance(save, SaveRun)
+        assert run.next_attempt_at == now + timedelta(seconds=1 + expected_wait)
+        now = run.next_attempt_at
+        [retry] = core.due(now)
+        assert isinstance(retry, StartAttempt) and not retry.new_run
+    assert run.attempts == 5
+
+
+def test_success_finishes_the_run(core: Scheduler) -> None:
+    core.put(job(), T0 - timedelta(seconds=1))
+    [start] = core.due(T0)
+    [save] = core.attempt_ended(start.run.job, start.run.id, ok(T0), T0)
+    assert isinstance(save, SaveRun) and save.run.finished
+
+
+def test_an_attempt_ending_later_than_now_keeps_the_run_outstanding(core: Scheduler) -> None:
+    core.put(job(), T0 - timedelta(seconds=1))
+    [start] = core.due(T0)
+    end = T0 + timedelta(minutes=6)
+    assert core.attempt_ended(start.run.job, start.run.id, ok(end), T0) == []
+    assert core.due(T0 + timedelta(minutes=5)) == []  # 12:05 is missed, not started
+    assert core.next_due() == end
+    save, delayed = core.due(end)
+    assert isinstance(save, SaveRun) and save.run.finished
+    assert isinstance(delayed, StartAttempt)
+    assert delayed.run.schedule_time == "2026-09-24T12:05:00Z"
+
+
+def test_a_second_missed_time_is_recorded_as_skipped(core: Scheduler) -> None:
+    core.put(job(), T0 - timedelta(seconds=1))
+    [start] = core.due(T0)
+    assert core.due(T0 + timedelta(minutes=5)) == []
+    [skip] = core.due(T0 + timedelta(minutes=10))
+    assert isinstance(skip, RecordSkipped)
+    assert skip.skipped.schedule_time == "2026-09-24T12:10:00Z"
+    assert start.run.attempts == 1
+
+
+def test_a_forced_run_neither_waits_nor_blocks(core: Scheduler) -> None:
+    core.put(job(), T0 - timedelta(seconds=1))
+    [scheduled] = core.due(T0)
+    [forced] = core.force(scheduled.run.job, T0 + timedelta(seconds=1))
+    assert forced.run.forced and forced.run.schedule_time == "2026-09-24T12:05:00Z"
+
+
+def test_pausing_drops_a_pending_retry(core: Scheduler) -> None:
+    core.put(job(retry_config=RetryConfig(retry_count=3)), T0 - timedelta(seconds=1))
+    [start] = core.due(T0)
+    core.attempt_ended(start.run.job, start.run.id, failed(T0), T0)
+    paused = core.get(start.run.job)
+    _, decisions = core.put(Job(**{**paused.__dict__, "state": State.PAUSED}), T0)
+    assert [type(d) for d in decisions] == [SaveRun] and start.run.finished
+    assert core.due(T0 + timedelta(hours=1)) == []
+
+
+def test_create_twice_and_unknown_jobs(core: Scheduler) -> None:
+    core.put(job(), T0)
+    with pytest.raises(AlreadyExists):
+        core.put(job(), T0, create=True)
+    with pytest.raises(NotFound):
+        core.force("projects/p/locations/l/jobs/none", T0)
+
+
+def test_stale_timers_do_not_pile_up(core: Scheduler) -> None:
+    for minute in range(5000):  # 5,000 updates, each leaving a stale fire timer
+        core.put(job(), T0 + timedelta(minutes=minute))
+    assert len(core._timers) <= 4 + 1024 + 1
+
+
+@pytest.mark.parametrize(
+    ("code", "may_run", "extra", "expected"),
+    [
+        ("INTERNAL", True, False, T0 + timedelta(seconds=5)),
+        ("OK", True, False, None),
+        ("INTERNAL", False, False, None),  # paused and not forced
+    ],
+)
+def test_next_attempt_time(
+    code: str, may_run: bool, extra: bool, expected: datetime | None
+) -> None:
+    when, _ = next_attempt_time(
+        RetryConfig(retry_count=1),
+        code=code,
+        attempts_made=1,
+        first_attempt_start=T0,
+        end_time=T0,
+        may_run=may_run,
+        extra_retry=extra,
+    )
+    assert when == expected
+
+
+def test_a_lost_acknowledgement_earns_one_retry_beyond_the_config() -> None:
+    when, left = next_attempt_time(
+        RetryConfig(),
+        code="UNAVAILABLE",
+        attempts_made=1,
+        first_attempt_start=T0,
+        end_time=T0,
+        may_run=True,
+        extra_retry=True,
+    )
+    assert when == T0 + timedelta(seconds=5) and left is False
+
+
+def test_a_backoff_past_the_calendar_ends_the_run_instead_of_raising() -> None:
+    config = RetryConfig(
+        retry_count=3,
+        min_backoff_duration=timedelta(days=3_000_000),
+        max_backoff_duration=timedelta(days=3_000_000),
+    )
+    when, _ = next_attempt_time(
+        config, code="INTERNAL", attempts_made=1, first_attempt_start=T0, end_time=T0, may_run=True
+    )
+    assert when is None

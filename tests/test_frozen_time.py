@@ -1,0 +1,152 @@
+"""Frozen time can't reach the emulator: offsets, fire times and clocks stay real under freezegun.
+
+Issue: ``create_job`` of ``45 1 * * *`` in America/New_York inside
+``freeze_time("2024-11-03 06:30:00")`` gave 2024-11-04T06:45Z (freezegun's ``FakeDatetime``
+drops ``fold``) and poisoned the time-zone cache for the rest of the process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, datetime
+
+import pytest
+from freezegun import freeze_time
+
+from scheduler_emulator.domain.schedule import parse_schedule
+from scheduler_emulator.runtime.clock import ManualClock, SystemClock
+from scheduler_emulator.runtime.emulator import Emulator
+
+pytest_plugins = ["pytester"]
+
+FALL_BACK_MORNING = datetime(2024, 11, 3, 6, 30, tzinfo=UTC)  # 01:30 EST, the second 01:30
+
+
+def new_york_job_time(start: datetime) -> datetime | None:
+    emulator = Emulator(ManualClock(start))
+    job = emulator.create_job(
+        name="early",
+        schedule="45 1 * * *",
+        time_zone="America/New_York",
+        http_target={"uri": "http://svc.test/"},
+    )
+    emulator.close()
+    return job.schedule_time
+
+
+def test_fire_times_inside_a_freeze_are_right() -> None:
+    with freeze_time("2024-11-03 06:30:00"):
+        inside = new_york_job_time(FALL_BACK_MORNING)
+    assert inside == datetime(2024, 11, 3, 6, 45, tzinfo=UTC)  # 01:45 EST the same day
+
+
+def test_a_freeze_leaves_no_wrong_values_behind() -> None:
+    with freeze_time("2024-11-03 06:30:00"):
+        new_york_job_time(FALL_BACK_MORNING)
+        parse_schedule("45 1 * * *", "America/New_York").next_after(FALL_BACK_MORNING)
+    assert new_york_job_time(FALL_BACK_MORNING) == datetime(2024, 11, 3, 6, 45, tzinfo=UTC)
+
+
+def test_a_start_instant_made_inside_a_freeze_is_a_real_datetime() -> None:
+    with freeze_time("2024-11-03 06:30:00"):
+        start = datetime(2024, 11, 3, 6, 30, tzinfo=UTC)
+        assert type(start).__module__ == "freezegun.api"  # a FakeDatetime
+        clock = ManualClock(start)
+    assert type(clock.now()).__module__ == "datetime"
+
+
+def run_python(code: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def test_imported_inside_a_freeze_the_system_clock_still_reads_real_time() -> None:
+    out = run_python(
+        """
+        from freezegun import freeze_time
+        with freeze_time("2001-01-01"):
+            from scheduler_emulator.runtime.clock import SystemClock
+            from scheduler_emulator.runtime.emulator import Emulator
+        with freeze_time("2002-02-02"):
+            print(SystemClock().now().year)
+            emulator = Emulator(SystemClock())
+            job = emulator.create_job(name="a", schedule="0 2 * * *",
+                                      http_target={"uri": "http://svc.test/"})
+            print(job.schedule_time.year)
+        """
+    )
+    now_year, fire_year = (int(line) for line in out.split())
+    real_year = datetime.now(UTC).year
+    assert now_year == real_year
+    assert fire_year in (real_year, real_year + 1)  # the next 02:00 from now, not from 2002
+
+
+def test_the_system_clock_ignores_a_freeze_begun_after_import() -> None:
+    with freeze_time("2002-02-02"):
+        year = SystemClock().now().year
+    assert year == datetime.now(UTC).year
+
+
+NEW_YEAR_TEST = """
+from datetime import UTC, datetime, timedelta
+import pytest
+
+
+@pytest.mark.cloud_scheduler(start=datetime(2026, 12, 31, 12, tzinfo=UTC))
+def test_{name}(cloud_scheduler):
+    seen = []
+
+    def app(environ, start_response):
+        seen.append(environ["HTTP_X_CLOUDSCHEDULER_SCHEDULETIME"])
+        start_response("200 OK", [])
+        return [b""]
+
+    cloud_scheduler.mount("http://svc.test", app)
+    cloud_scheduler.create_job(name="ny", schedule="0 9 * * *", time_zone="America/New_York",
+                               http_target={{"uri": "http://svc.test/"}})
+    cloud_scheduler.advance(timedelta(days=2))
+    assert seen == ["2026-12-31T09:00:00-05:00", "2027-01-01T09:00:00-05:00"]
+"""
+
+FALL_BACK_TEST = """
+from datetime import UTC, datetime, timedelta
+import pytest
+
+
+@pytest.mark.cloud_scheduler(start=datetime(2027, 11, 7, 4, tzinfo=UTC))
+def test_{name}(cloud_scheduler):
+    seen = []
+
+    def app(environ, start_response):
+        seen.append(environ["HTTP_X_CLOUDSCHEDULER_SCHEDULETIME"])
+        start_response("200 OK", [])
+        return [b""]
+
+    cloud_scheduler.mount("http://svc.test", app)
+    cloud_scheduler.create_job(name="ny", schedule="30 1 * * *", time_zone="America/New_York",
+                               http_target={{"uri": "http://svc.test/"}})
+    cloud_scheduler.advance(timedelta(hours=4))
+    # 2027-11-07 is the fall-back day: 01:30 happens twice (P1 "absolute")
+    assert seen == ["2027-11-07T01:30:00-04:00", "2027-11-07T01:30:00-05:00"]
+"""
+
+
+@pytest.mark.parametrize("order", ["new-year-first", "fall-back-first"])
+@pytest.mark.parametrize("workers", [None, "2"])
+def test_a_plugin_test_across_new_year_does_not_bend_the_next_tests_fire_times(
+    pytester: pytest.Pytester, order: str, workers: str | None
+) -> None:
+    tests = [NEW_YEAR_TEST.format(name="new_year"), FALL_BACK_TEST.format(name="fall_back")]
+    if order == "fall-back-first":
+        tests.reverse()
+    pytester.makepyfile(test_a=tests[0], test_b=tests[1])
+    args = ["-p", "no:cacheprovider"] + (["-n", workers] if workers else [])
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=2)
