@@ -42,9 +42,9 @@ def _real_functions() -> tuple[Callable[[], float], Callable[[], float]]:
     return time, monotonic
 
 
-# Inside containers: freezegun replaces module attributes that *are* the real objects, but does
-# not look into tuples.
-_CLASSES: tuple[type[_datetime.datetime], type[_datetime.date]] = (
+#: The real ``(datetime, date)`` classes. Inside a tuple: freezegun replaces module attributes
+#: that *are* the real objects, but does not look into tuples. Hot loops bind them to locals.
+CLASSES: tuple[type[_datetime.datetime], type[_datetime.date]] = (
     _unfrozen(_datetime.datetime),
     _unfrozen(_datetime.date),
 )
@@ -52,7 +52,7 @@ _FUNCTIONS = _real_functions()
 
 #: The real ``datetime.datetime`` class (a fresh name bound to it would be patched; use
 #: :func:`new_datetime` and the helpers below to make instances).
-REAL_DATETIME = _CLASSES[0]
+REAL_DATETIME = CLASSES[0]
 
 
 def real_time() -> float:
@@ -67,27 +67,27 @@ def real_monotonic() -> float:
 
 def now() -> _datetime.datetime:
     """The real current instant as an aware UTC datetime (a real ``datetime``)."""
-    return _CLASSES[0].fromtimestamp(_FUNCTIONS[0](), UTC)
+    return CLASSES[0].fromtimestamp(_FUNCTIONS[0](), UTC)
 
 
 def new_datetime(*args: Any, **kwargs: Any) -> _datetime.datetime:
     """``datetime.datetime(*args, **kwargs)`` with the real class, even inside a freeze."""
-    return _CLASSES[0](*args, **kwargs)
+    return CLASSES[0](*args, **kwargs)
 
 
 def datetime_from_ordinal(ordinal: int) -> _datetime.datetime:
     """``datetime.datetime.fromordinal(ordinal)`` with the real class (naive midnight)."""
-    return _CLASSES[0].fromordinal(ordinal)
+    return CLASSES[0].fromordinal(ordinal)
 
 
 def date_from_ordinal(ordinal: int) -> _datetime.date:
     """``datetime.date.fromordinal(ordinal)`` with the real class."""
-    return _CLASSES[1].fromordinal(ordinal)
+    return CLASSES[1].fromordinal(ordinal)
 
 
 def new_date(year: int, month: int, day: int) -> _datetime.date:
     """``datetime.date(year, month, day)`` with the real class."""
-    return _CLASSES[1](year, month, day)
+    return CLASSES[1](year, month, day)
 
 
 def unfreeze(value: _datetime.datetime) -> _datetime.datetime:
@@ -96,9 +96,9 @@ def unfreeze(value: _datetime.datetime) -> _datetime.datetime:
     A ``FakeDatetime`` (made while freezegun was active) loses ``fold`` in arithmetic and zone
     conversions; everything the emulator keeps goes through here at its boundary.
     """
-    if type(value) is _CLASSES[0]:
+    if type(value) is CLASSES[0]:
         return value
-    return _CLASSES[0](
+    return CLASSES[0](
         value.year, value.month, value.day, value.hour, value.minute, value.second,
         value.microsecond, value.tzinfo, fold=value.fold,
     )  # fmt: skip

@@ -47,7 +47,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from .. import wire
-from ..realtime import date_from_ordinal, new_datetime
+from ..realtime import CLASSES as _REAL
+from ..realtime import new_datetime
 from .errors import INVALID_SCHEDULE_MESSAGE, ClockError, InvalidArgument
 from .timezones import (
     DAY_SECONDS,
@@ -285,7 +286,7 @@ class _Matcher:
         known = self.day_cache.get(ordinal)
         if known is not None:
             return known
-        day = date_from_ordinal(ordinal)
+        day = _REAL[1].fromordinal(ordinal)
         month = day.month
         length = _DAYS_IN_MONTH[month] + (month == 2 and calendar.isleap(day.year))
         ok = self.month_ok[month] and bool(
@@ -300,7 +301,7 @@ class _Matcher:
         """Return the first matching local date ordinal ``>= ordinal`` and ``<= bound``."""
         if ordinal > bound:
             return None
-        current = date_from_ordinal(ordinal)
+        current = _REAL[1].fromordinal(ordinal)
         year, month, day = current.year, current.month, current.day
         first = ordinal - day + 1
         month_ok = self.month_ok
@@ -617,14 +618,14 @@ class Schedule:
 
     def _local_datetime(self, local_seconds: int, fold: int) -> datetime:
         ordinal, seconds = divmod(local_seconds, DAY_SECONDS)
-        day = date_from_ordinal(ordinal)
+        day = _REAL[1].fromordinal(ordinal)
         hour, rest = divmod(seconds, 3600)
         minute, second = divmod(rest, 60)
         if fold:
-            return new_datetime(
+            return _REAL[0](
                 day.year, day.month, day.day, hour, minute, second, 0, self.zone, fold=1
             )
-        return new_datetime(day.year, day.month, day.day, hour, minute, second, 0, self.zone)
+        return _REAL[0](day.year, day.month, day.day, hour, minute, second, 0, self.zone)
 
     def _next_cron(self, absolute: int) -> tuple[int, int, int, tuple[int, int, int, int]] | None:
         """Return ``(instant, local_seconds, fold, segment)`` of the first fire after
@@ -671,6 +672,7 @@ class Schedule:
         return None
 
     def _iter_cron(self, absolute: int) -> Iterator[datetime]:
+        make, from_ordinal = _REAL[0], _REAL[1].fromordinal  # real classes, bound once
         matcher = self._matcher
         assert matcher is not None
         zone = self.zone
@@ -693,7 +695,7 @@ class Schedule:
                 index = bisect_right(minutes_of_day, second_of_day // 60) - 1
             else:  # a vixie run after a gap can land on a day that does not match
                 index = count - 1
-            day = date_from_ordinal(ordinal)
+            day = from_ordinal(ordinal)
             year, month, dom = day.year, day.month, day.day
             base = ordinal * DAY_SECONDS - offset  # the instant of local midnight
             while True:
@@ -703,7 +705,7 @@ class Schedule:
                     if following is None:
                         break
                     ordinal = following
-                    day = date_from_ordinal(ordinal)
+                    day = from_ordinal(ordinal)
                     year, month, dom = day.year, day.month, day.day
                     base = ordinal * DAY_SECONDS - offset
                     index = 0
@@ -712,11 +714,11 @@ class Schedule:
                     break
                 last = instant
                 if instant + offset < fold_below:
-                    yield new_datetime(
+                    yield make(
                         year, month, dom, hours[index], minutes[index], 0, 0, zone, fold=1
                     )
                 else:
-                    yield new_datetime(year, month, dom, hours[index], minutes[index], 0, 0, zone)
+                    yield make(year, month, dom, hours[index], minutes[index], 0, 0, zone)
             # Slow path across a segment boundary: exactly what next_after does.
             hit = self._next_cron(last)
 
