@@ -88,3 +88,53 @@ def test_a_waiting_retry_is_kept_across_a_restart(tmp_path: Path) -> None:
     second = reopen(db, target, START + timedelta(seconds=62))
     second.advance(timedelta(seconds=3))
     assert [(a.attempt, a.code) for a in second.attempts()] == [(1, "INTERNAL"), (2, "OK")]
+
+
+def test_scheduled_times_that_passed_while_down_are_listed_as_skipped(tmp_path: Path) -> None:
+    db = tmp_path / "emulator.db"
+    target = RecordingTarget()
+    first = reopen(db, target, START)
+    first.create_job(nightly_job(schedule="* * * * *", retryConfig={}))
+    first.advance(timedelta(minutes=1, seconds=10))  # 02:00 delivered
+    first.store.close()  # the process dies here, with 02:01 its next scheduled time
+
+    second = reopen(db, target, START + timedelta(minutes=4, seconds=30))  # back at 02:03:30
+    skipped = second.skipped_runs()
+    assert [(s.schedule_time, s.reason) for s in skipped] == [
+        ("2026-09-24T02:01:00Z", "EMULATOR_DOWN"),
+        ("2026-09-24T02:02:00Z", "EMULATOR_DOWN"),
+        ("2026-09-24T02:03:00Z", "EMULATOR_DOWN"),
+    ]
+    assert second.get_job("nightly").schedule_time == START + timedelta(minutes=5)
+    second.advance(timedelta(minutes=1))
+    assert [a.schedule_time for a in second.attempts()] == [
+        "2026-09-24T02:00:00Z",
+        "2026-09-24T02:04:00Z",
+    ]
+
+
+def test_a_long_downtime_records_a_bounded_number_of_skipped_times(tmp_path: Path) -> None:
+    db = tmp_path / "emulator.db"
+    first = reopen(db, RecordingTarget(), START)
+    first.create_job(nightly_job(schedule="* * * * *"))
+    first.store.close()
+    second = reopen(db, RecordingTarget(), START + timedelta(days=30))
+    assert len(second.skipped_runs()) == 100
+
+
+def test_a_data_directory_of_the_first_release_still_loads(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "emulator.db"
+    first = reopen(db, RecordingTarget(), START)
+    first.create_job(nightly_job())
+    first.store.close()
+    con = sqlite3.connect(db)  # back to the first release's schema: no new columns
+    con.executescript(
+        "ALTER TABLE jobs DROP COLUMN next_fire; ALTER TABLE skipped DROP COLUMN reason;"
+        "PRAGMA user_version = 0;"
+    )
+    con.close()
+    second = reopen(db, RecordingTarget(), START)
+    assert second.get_job("nightly").schedule_time == datetime(2026, 9, 24, 2, tzinfo=UTC)
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone() == (2,)

@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from ..domain.attempts import Run, SkippedRun
+from ..domain.attempts import EMULATOR_DOWN, Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
 from ..domain.resources import Job, State, Status
 from ..domain.retry import next_attempt_time
@@ -80,7 +80,20 @@ class RecordSkipped:
     skipped: SkippedRun
 
 
-Decision = StartAttempt | SaveRun | RecordSkipped
+@dataclass(frozen=True)
+class SaveNextFire:
+    """Persist the job's next scheduled time (UTC, ``None``: none), so that a restart can tell
+    which scheduled times passed while the emulator was not running."""
+
+    job: str
+    next_fire: datetime | None
+
+
+Decision = StartAttempt | SaveRun | RecordSkipped | SaveNextFire
+
+#: At most this many scheduled times per job are recorded as skipped for the time the
+#: emulator was not running; longer gaps are cut short.
+MAX_DOWNTIME_SKIPS = 100
 
 
 @dataclass(frozen=True)
@@ -317,10 +330,14 @@ class Scheduler:
         interrupted: set[int],
         now: datetime,
         last_run_id: int,
+        next_fires: dict[str, datetime] | None = None,
     ) -> tuple[list[Decision], list[Run]]:
         """Load the stored jobs and open runs after a restart.
 
-        Next fire times count from ``now`` (no backfill). A run whose pending retry is kept is
+        Next fire times count from ``now`` (no backfill): the scheduled times from a job's
+        stored next fire time (``next_fires``) up to ``now`` passed while the emulator was not
+        running, and are recorded as skipped (reason ``EMULATOR_DOWN``). A run whose pending
+        retry is kept is
         due at its time (at once if that has passed); a run with neither an interrupted attempt
         nor a pending retry is finished.
 
@@ -332,13 +349,17 @@ class Scheduler:
             (to be closed by the caller).
         """
         self._run_ids = itertools.count(last_run_id + 1)
+        decisions: list[Decision] = []
         for job in jobs:
             state = _JobState(job, self.parse(job), next(self._job_seq), job.status)
             state.last_attempt_time = job.last_attempt_time
             self._jobs[job.name] = state
             if job.state == State.ENABLED:
+                stored = (next_fires or {}).get(job.name)
+                if stored is not None:
+                    decisions.extend(self._downtime(state, stored, now))
                 self._set_next_fire(state, state.schedule.next_after(now))
-        decisions: list[Decision] = []
+                decisions.append(SaveNextFire(job.name, state.next_fire_utc))
         orphans: list[Run] = []
         for run in open_runs:
             owner = self._jobs.get(run.job)
@@ -394,15 +415,33 @@ class Scheduler:
         nominal = state.next_fire
         assert nominal is not None
         self._set_next_fire(state, state.schedule.next_after(nominal))
+        moved = SaveNextFire(state.job.name, state.next_fire_utc)
         if state.active is not None:  # P6: one delayed run for the earliest missed time
             if state.missed is None:
                 state.missed = nominal
-                return []
+                return [moved]
             header = self._header(state, nominal)
-            return [RecordSkipped(SkippedRun(state.job.name, header, nominal, now))]
-        return [
-            self._start_run(state, nominal, self._header(state, nominal), forced=False, now=now)
-        ]
+            return [moved, RecordSkipped(SkippedRun(state.job.name, header, nominal, now))]
+        header = self._header(state, nominal)
+        return [moved, self._start_run(state, nominal, header, forced=False, now=now)]
+
+    def next_fire(self, name: str) -> datetime | None:
+        """The job's next scheduled time (UTC), ``None`` when paused or with none left.
+
+        :raises KeyError: if there is no such job.
+        """
+        return self._jobs[name].next_fire_utc
+
+    def _downtime(self, state: _JobState, since: datetime, now: datetime) -> list[Decision]:
+        """Record the scheduled times from ``since`` up to ``now`` as skipped: the emulator was
+        not running then (at most :data:`MAX_DOWNTIME_SKIPS`)."""
+        out: list[Decision] = []
+        when: datetime | None = since.astimezone(state.schedule.zone)
+        while when is not None and when <= now and len(out) < MAX_DOWNTIME_SKIPS:
+            header = self._header(state, when)
+            out.append(RecordSkipped(SkippedRun(state.job.name, header, when, now, EMULATOR_DOWN)))
+            when = state.schedule.next_after(when)
+        return out
 
     def _start_run(
         self,

@@ -111,17 +111,20 @@ class Attempt:
 
 @dataclass(frozen=True)
 class SkippedRun:
-    """A scheduled time that did not get a run because an earlier run was still going (P6).
+    """A scheduled time that did not get a run: an earlier run was still going (P6), or the
+    emulator was not running at that time.
 
     :param job: the job's full name.
     :param schedule_time: the nominal time that was skipped, as the header would have shown it.
     :param recorded_at: when the emulator decided to skip it (UTC).
+    :param reason: :data:`RUN_STILL_GOING` or :data:`EMULATOR_DOWN`.
     """
 
     job: str
     schedule_time: str | None
     nominal: datetime
     recorded_at: datetime
+    reason: str = "RUN_STILL_GOING"
 
     def to_json(self) -> dict[str, Any]:
         """Return the ``/_emulator/skipped`` shape of this record."""
@@ -130,4 +133,11 @@ class SkippedRun:
             "scheduleTime": self.schedule_time,
             "nominalTime": iso(self.nominal),
             "recordedAt": iso(self.recorded_at),
+            "reason": self.reason,
         }
+
+
+#: :attr:`SkippedRun.reason`: the job's previous run was still going (P6).
+RUN_STILL_GOING = "RUN_STILL_GOING"
+#: :attr:`SkippedRun.reason`: the emulator was not running at the scheduled time.
+EMULATOR_DOWN = "EMULATOR_DOWN"

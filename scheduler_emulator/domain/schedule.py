@@ -714,9 +714,7 @@ class Schedule:
                     break
                 last = instant
                 if instant + offset < fold_below:
-                    yield make(
-                        year, month, dom, hours[index], minutes[index], 0, 0, zone, fold=1
-                    )
+                    yield make(year, month, dom, hours[index], minutes[index], 0, 0, zone, fold=1)
                 else:
                     yield make(year, month, dom, hours[index], minutes[index], 0, 0, zone)
             # Slow path across a segment boundary: exactly what next_after does.

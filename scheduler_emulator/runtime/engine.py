@@ -34,6 +34,7 @@ from ..core.scheduler import (
     AttemptEnd,
     Decision,
     RecordSkipped,
+    SaveNextFire,
     SaveRun,
     Scheduler,
     StartAttempt,
@@ -137,7 +138,7 @@ class Engine:
             view, decisions = self.core.put(
                 job, self.clock.now(), reschedule=reschedule, create=create
             )
-            self.store.save_job(view)
+            self.store.save_job(view, self.core.next_fire(view.name))
             deliveries = self._carry_out(decisions)
         self._send_all(deliveries)
         self._wakeup.set()  # the engine thread re-reads the next due instant
@@ -238,11 +239,12 @@ class Engine:
                 set(in_flight),
                 now,
                 self.store.last_run_id(),
+                self.store.next_fires(),
             )
             for run in orphans:
                 run.finished = True
                 self.store.save_run(run)
-            restarted = classify_failure(Failure.RESTARTED, "Emulator restarted.")
+            restarted = classify_failure(Failure.RESTARTED, _RESTARTED_DETAIL)
             for attempt in in_flight.values():
                 self._record_end(attempt, restarted, TransportResult())
                 if self.core.has(attempt.job):
@@ -377,6 +379,8 @@ class Engine:
                 self.store.save_run(decision.run)
             elif isinstance(decision, RecordSkipped):
                 self.store.add_skipped(decision.skipped)
+            elif isinstance(decision, SaveNextFire):
+                self.store.save_next_fire(decision.job, decision.next_fire)
             else:
                 delivery, follow_ups = self._start(decision)
                 if delivery is not None:
@@ -539,6 +543,13 @@ class Engine:
         self.store.save_job_state(name, state, status, last_attempt_time)
 
 
+#: The debug text of an attempt found in flight at start-up. The request may have reached the
+#: target, and been answered, before the process died: the run is retried under its config, as
+#: Cloud Scheduler's at-least-once delivery allows (spec §9.3).
+_RESTARTED_DETAIL = (
+    "Emulator restarted. The emulator stopped before this attempt's answer was recorded; the "
+    "target may have received and answered it."
+)
 _STOPPED = classify_failure(Failure.RESTARTED, "The emulator stopped before the attempt was sent.")
 
 

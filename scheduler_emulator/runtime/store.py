@@ -25,6 +25,15 @@ from ..domain.attempts import Attempt, Run, SkippedRun
 from ..domain.codec import job_to_json, parse_job
 from ..domain.resources import Job, State, Status
 
+#: ``PRAGMA user_version`` of this release's schema (1: the first release; 2: ``jobs.next_fire``
+#: and ``skipped.reason``).
+SCHEMA_VERSION = 2
+#: Columns added since the first release: ``(table, column, type and default)``.
+_ADDED_COLUMNS = (
+    ("jobs", "next_fire", "TEXT"),
+    ("skipped", "reason", "TEXT NOT NULL DEFAULT 'RUN_STILL_GOING'"),
+)
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     name TEXT PRIMARY KEY,
@@ -34,7 +43,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     status_code INTEGER,
     status_message TEXT,
     last_attempt_time TEXT,
-    user_update_time TEXT
+    user_update_time TEXT,
+    next_fire TEXT
 );
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
@@ -69,7 +79,8 @@ CREATE TABLE IF NOT EXISTS skipped (
     job TEXT NOT NULL,
     schedule_time TEXT,
     nominal TEXT NOT NULL,
-    recorded_at TEXT NOT NULL
+    recorded_at TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT 'RUN_STILL_GOING'
 );
 """
 
@@ -98,9 +109,19 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._migrate()
         row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM jobs").fetchone()
         self._seq = int(row[0])
         self._last_run_id = 0
+
+    def _migrate(self) -> None:
+        """Bring a data directory of an earlier release to this schema (columns are only ever
+        added, so every earlier directory loads)."""
+        for table, column, ddl in _ADDED_COLUMNS:
+            columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
+        self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         """Close the database."""
@@ -109,8 +130,9 @@ class Store:
 
     # jobs -----------------------------------------------------------------------------------
 
-    def save_job(self, job: Job) -> None:
-        """Insert or replace ``job`` (config and output-only fields); keeps its creation order."""
+    def save_job(self, job: Job, next_fire: datetime | None = None) -> None:
+        """Insert or replace ``job`` (config and output-only fields) and its next scheduled time
+        (UTC); keeps its creation order."""
         status = job.status
         with self._lock:
             seq_row = self._db.execute(
@@ -122,7 +144,7 @@ class Store:
             else:
                 seq = seq_row[0]
             self._db.execute(
-                "INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     job.name,
                     seq,
@@ -132,8 +154,23 @@ class Store:
                     None if status is None else status.message,
                     _ts(job.last_attempt_time),
                     _ts(job.user_update_time),
+                    _ts(next_fire),
                 ),
             )
+
+    def save_next_fire(self, name: str, next_fire: datetime | None) -> None:
+        """Write the next scheduled time of job ``name`` (UTC), so that a restart knows which
+        scheduled times passed while the emulator was not running."""
+        with self._lock:
+            self._db.execute("UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name))
+
+    def next_fires(self) -> dict[str, datetime]:
+        """The stored next scheduled time of every job that has one, by full name."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT name, next_fire FROM jobs WHERE next_fire IS NOT NULL"
+            ).fetchall()
+        return {name: _dt(value) for name, value in rows}  # type: ignore[misc]
 
     def save_job_state(
         self, name: str, state: State, status: Status | None, last_attempt_time: datetime | None
@@ -326,26 +363,27 @@ class Store:
         """Record a skipped scheduled time (P6)."""
         with self._lock:
             self._db.execute(
-                "INSERT INTO skipped (job, schedule_time, nominal, recorded_at) "
-                "VALUES (?, ?, ?, ?)",
+                "INSERT INTO skipped (job, schedule_time, nominal, recorded_at, reason) "
+                "VALUES (?, ?, ?, ?, ?)",
                 (
                     skipped.job,
                     skipped.schedule_time,
                     _ts(skipped.nominal),
                     _ts(skipped.recorded_at),
+                    skipped.reason,
                 ),
             )
 
     def skipped(self, job: str | None = None) -> list[SkippedRun]:
         """Return skipped scheduled times in the order they were recorded."""
-        query = "SELECT job, schedule_time, nominal, recorded_at FROM skipped"
+        query = "SELECT job, schedule_time, nominal, recorded_at, reason FROM skipped"
         args: tuple[str, ...] = ()
         if job is not None:
             query += " WHERE job = ?"
             args = (job,)
         with self._lock:
             rows = self._db.execute(query + " ORDER BY id", args).fetchall()
-        return [SkippedRun(r[0], r[1], _dt(r[2]), _dt(r[3])) for r in rows]  # type: ignore[arg-type]
+        return [SkippedRun(r[0], r[1], _dt(r[2]), _dt(r[3]), r[4]) for r in rows]  # type: ignore[arg-type]
 
     def reset(self) -> None:
         """Delete every job, run, attempt and skipped-run record."""
