@@ -8,7 +8,9 @@ import pytest
 
 from scheduler_emulator.core.scheduler import (
     AttemptEnd,
+    Decision,
     RecordSkipped,
+    SaveNextFire,
     SaveRun,
     Scheduler,
     StartAttempt,
@@ -38,6 +40,11 @@ def ok(at: datetime) -> AttemptEnd:
     return AttemptEnd("OK", Status(), at)
 
 
+def acted(decisions: list[Decision]) -> list[Decision]:
+    """The decisions other than persisting the next fire time."""
+    return [d for d in decisions if not isinstance(d, SaveNextFire)]
+
+
 @pytest.fixture
 def core() -> Scheduler:
     return Scheduler()
@@ -47,7 +54,7 @@ def test_a_fire_time_gives_one_start_with_the_schedule_time(core: Scheduler) -> 
     view, decisions = core.put(job(), T0 - timedelta(seconds=1))
     assert decisions == [] and view.schedule_time == T0
     assert core.next_due() == T0
-    [start] = core.due(T0)
+    [start] = acted(core.due(T0))
     assert isinstance(start, StartAttempt) and start.new_run
     assert start.run.schedule_time == "2026-09-24T12:00:00Z" and start.run.attempts == 1
     assert core.next_due() == T0 + timedelta(minutes=5)
@@ -55,7 +62,7 @@ def test_a_fire_time_gives_one_start_with_the_schedule_time(core: Scheduler) -> 
 
 def test_the_fourth_retry_of_a_run_is_due_80_s_after_the_third_failure(core: Scheduler) -> None:
     core.put(job(retry_config=RetryConfig(retry_count=5)), T0 - timedelta(seconds=1))
-    [start] = core.due(T0)
+    [start] = acted(core.due(T0))
     now, run = T0, start.run
     for expected_wait in (5, 10, 20, 40):  # min 5 s, doubling (spec §11.2)
         end = now + timedelta(seconds=1)  # each attempt takes a second
@@ -63,26 +70,26 @@ def test_the_fourth_retry_of_a_run_is_due_80_s_after_the_third_failure(core: Sch
         assert isinstance(save, SaveRun)
         assert run.next_attempt_at == now + timedelta(seconds=1 + expected_wait)
         now = run.next_attempt_at
-        [retry] = core.due(now)
+        [retry] = acted(core.due(now))
         assert isinstance(retry, StartAttempt) and not retry.new_run
     assert run.attempts == 5
 
 
 def test_success_finishes_the_run(core: Scheduler) -> None:
     core.put(job(), T0 - timedelta(seconds=1))
-    [start] = core.due(T0)
+    [start] = acted(core.due(T0))
     [save] = core.attempt_ended(start.run.job, start.run.id, ok(T0), T0)
     assert isinstance(save, SaveRun) and save.run.finished
 
 
 def test_an_attempt_ending_later_than_now_keeps_the_run_outstanding(core: Scheduler) -> None:
     core.put(job(), T0 - timedelta(seconds=1))
-    [start] = core.due(T0)
+    [start] = acted(core.due(T0))
     end = T0 + timedelta(minutes=6)
     assert core.attempt_ended(start.run.job, start.run.id, ok(end), T0) == []
-    assert core.due(T0 + timedelta(minutes=5)) == []  # 12:05 is missed, not started
+    assert acted(core.due(T0 + timedelta(minutes=5))) == []  # 12:05 is missed, not started
     assert core.next_due() == end
-    save, delayed = core.due(end)
+    save, delayed = acted(core.due(end))
     assert isinstance(save, SaveRun) and save.run.finished
     assert isinstance(delayed, StartAttempt)
     assert delayed.run.schedule_time == "2026-09-24T12:05:00Z"
@@ -90,9 +97,9 @@ def test_an_attempt_ending_later_than_now_keeps_the_run_outstanding(core: Schedu
 
 def test_a_second_missed_time_is_recorded_as_skipped(core: Scheduler) -> None:
     core.put(job(), T0 - timedelta(seconds=1))
-    [start] = core.due(T0)
-    assert core.due(T0 + timedelta(minutes=5)) == []
-    [skip] = core.due(T0 + timedelta(minutes=10))
+    [start] = acted(core.due(T0))
+    assert acted(core.due(T0 + timedelta(minutes=5))) == []
+    [skip] = acted(core.due(T0 + timedelta(minutes=10)))
     assert isinstance(skip, RecordSkipped)
     assert skip.skipped.schedule_time == "2026-09-24T12:10:00Z"
     assert start.run.attempts == 1
@@ -100,19 +107,19 @@ def test_a_second_missed_time_is_recorded_as_skipped(core: Scheduler) -> None:
 
 def test_a_forced_run_neither_waits_nor_blocks(core: Scheduler) -> None:
     core.put(job(), T0 - timedelta(seconds=1))
-    [scheduled] = core.due(T0)
+    [scheduled] = acted(core.due(T0))
     [forced] = core.force(scheduled.run.job, T0 + timedelta(seconds=1))
     assert forced.run.forced and forced.run.schedule_time == "2026-09-24T12:05:00Z"
 
 
 def test_pausing_drops_a_pending_retry(core: Scheduler) -> None:
     core.put(job(retry_config=RetryConfig(retry_count=3)), T0 - timedelta(seconds=1))
-    [start] = core.due(T0)
+    [start] = acted(core.due(T0))
     core.attempt_ended(start.run.job, start.run.id, failed(T0), T0)
     paused = core.get(start.run.job)
     _, decisions = core.put(Job(**{**paused.__dict__, "state": State.PAUSED}), T0)
     assert [type(d) for d in decisions] == [SaveRun] and start.run.finished
-    assert core.due(T0 + timedelta(hours=1)) == []
+    assert acted(core.due(T0 + timedelta(hours=1))) == []
 
 
 def test_create_twice_and_unknown_jobs(core: Scheduler) -> None:
@@ -175,3 +182,29 @@ def test_a_backoff_past_the_calendar_ends_the_run_instead_of_raising() -> None:
         config, code="INTERNAL", attempts_made=1, first_attempt_start=T0, end_time=T0, may_run=True
     )
     assert when is None
+
+
+def test_the_stored_next_fire_moves_only_after_the_time_is_accounted_for(
+    core: Scheduler,
+) -> None:
+    core.put(job(), T0 - timedelta(seconds=1))
+    start, moved = core.due(T0)
+    assert isinstance(start, StartAttempt)  # the run is written first ...
+    assert isinstance(moved, SaveNextFire) and moved.next_fire == T0 + timedelta(minutes=5)
+    assert core.due(T0 + timedelta(minutes=5)) == []  # missed: held back, nothing moves
+    skip, *rest = core.due(T0 + timedelta(minutes=10))
+    assert isinstance(skip, RecordSkipped) and rest == []
+
+
+def test_a_restart_lists_the_times_that_passed_while_down(core: Scheduler) -> None:
+    stored = T0 + timedelta(minutes=5)
+    decisions, _ = core.restore(
+        [job()], [], set(), T0 + timedelta(minutes=16), 0, {job().name: stored}
+    )
+    skipped = [d.skipped for d in decisions if isinstance(d, RecordSkipped)]
+    assert [(s.schedule_time, s.reason) for s in skipped] == [
+        ("2026-09-24T12:05:00Z", "EMULATOR_DOWN"),
+        ("2026-09-24T12:10:00Z", "EMULATOR_DOWN"),
+        ("2026-09-24T12:15:00Z", "EMULATOR_DOWN"),
+    ]
+    assert core.next_due() == T0 + timedelta(minutes=20)

@@ -13,7 +13,7 @@ give the same decisions, whichever clock drives the runtime::
     ...           http_target=HttpTarget("http://svc.test/"))
     >>> _ = core.put(job, noon - timedelta(seconds=1))
     >>> [type(d).__name__ for d in core.due(noon)]
-    ['StartAttempt']
+    ['StartAttempt', 'SaveNextFire']
 
 Rules (spec §9, §11, §17 P3–P6):
 
@@ -331,6 +331,7 @@ class Scheduler:
         now: datetime,
         last_run_id: int,
         next_fires: dict[str, datetime] | None = None,
+        last_skipped: dict[str, datetime] | None = None,
     ) -> tuple[list[Decision], list[Run]]:
         """Load the stored jobs and open runs after a restart.
 
@@ -357,7 +358,8 @@ class Scheduler:
             if job.state == State.ENABLED:
                 stored = (next_fires or {}).get(job.name)
                 if stored is not None:
-                    decisions.extend(self._downtime(state, stored, now))
+                    listed = (last_skipped or {}).get(job.name)
+                    decisions.extend(self._downtime(state, stored, listed, now))
                 self._set_next_fire(state, state.schedule.next_after(now))
                 decisions.append(SaveNextFire(job.name, state.next_fire_utc))
         orphans: list[Run] = []
@@ -415,15 +417,18 @@ class Scheduler:
         nominal = state.next_fire
         assert nominal is not None
         self._set_next_fire(state, state.schedule.next_after(nominal))
+        # The stored next fire time moves only once this time is accounted for (a run or a
+        # skipped record written first), so a crash at any point leaves it listed at restart.
         moved = SaveNextFire(state.job.name, state.next_fire_utc)
         if state.active is not None:  # P6: one delayed run for the earliest missed time
             if state.missed is None:
-                state.missed = nominal
-                return [moved]
+                state.missed = nominal  # stored next fire stays here until its delayed run
+                return []
             header = self._header(state, nominal)
-            return [moved, RecordSkipped(SkippedRun(state.job.name, header, nominal, now))]
+            skipped = RecordSkipped(SkippedRun(state.job.name, header, nominal, now))
+            return [skipped]
         header = self._header(state, nominal)
-        return [moved, self._start_run(state, nominal, header, forced=False, now=now)]
+        return [self._start_run(state, nominal, header, forced=False, now=now), moved]
 
     def next_fire(self, name: str) -> datetime | None:
         """The job's next scheduled time (UTC), ``None`` when paused or with none left.
@@ -432,14 +437,19 @@ class Scheduler:
         """
         return self._jobs[name].next_fire_utc
 
-    def _downtime(self, state: _JobState, since: datetime, now: datetime) -> list[Decision]:
+    def _downtime(
+        self, state: _JobState, since: datetime, listed: datetime | None, now: datetime
+    ) -> list[Decision]:
         """Record the scheduled times from ``since`` up to ``now`` as skipped: the emulator was
-        not running then (at most :data:`MAX_DOWNTIME_SKIPS`)."""
+        not running then (at most :data:`MAX_DOWNTIME_SKIPS`; none up to ``listed``, the latest
+        time already recorded as skipped)."""
         out: list[Decision] = []
         when: datetime | None = since.astimezone(state.schedule.zone)
         while when is not None and when <= now and len(out) < MAX_DOWNTIME_SKIPS:
-            header = self._header(state, when)
-            out.append(RecordSkipped(SkippedRun(state.job.name, header, when, now, EMULATOR_DOWN)))
+            if listed is None or when > listed:
+                header = self._header(state, when)
+                skipped = SkippedRun(state.job.name, header, when, now, EMULATOR_DOWN)
+                out.append(RecordSkipped(skipped))
             when = state.schedule.next_after(when)
         return out
 
@@ -510,6 +520,7 @@ class Scheduler:
             out.append(
                 self._start_run(state, missed, self._header(state, missed), forced=False, now=now)
             )
+            out.append(SaveNextFire(state.job.name, state.next_fire_utc))
         return out
 
     def _cancel_retries(self, state: _JobState) -> list[Decision]:

@@ -240,6 +240,7 @@ class Engine:
                 now,
                 self.store.last_run_id(),
                 self.store.next_fires(),
+                self.store.last_skipped(),
             )
             for run in orphans:
                 run.finished = True

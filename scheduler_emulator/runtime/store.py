@@ -18,7 +18,7 @@ import json
 import sqlite3
 import threading
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..domain.attempts import Attempt, Run, SkippedRun
@@ -170,6 +170,12 @@ class Store:
             rows = self._db.execute(
                 "SELECT name, next_fire FROM jobs WHERE next_fire IS NOT NULL"
             ).fetchall()
+        return {name: _dt(value) for name, value in rows}  # type: ignore[misc]
+
+    def last_skipped(self) -> dict[str, datetime]:
+        """The latest scheduled time recorded as skipped, by job full name."""
+        with self._lock:
+            rows = self._db.execute("SELECT job, MAX(nominal) FROM skipped GROUP BY job").fetchall()
         return {name: _dt(value) for name, value in rows}  # type: ignore[misc]
 
     def save_job_state(
@@ -368,7 +374,7 @@ class Store:
                 (
                     skipped.job,
                     skipped.schedule_time,
-                    _ts(skipped.nominal),
+                    _ts(skipped.nominal.astimezone(UTC)),  # UTC: MAX() orders the text
                     _ts(skipped.recorded_at),
                     skipped.reason,
                 ),
