@@ -28,8 +28,8 @@ from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
 from .attempt_log import AttemptLog
-from .clock import Clock, ManualClock, SystemClock
-from .store import Store
+from .clock import Clock, ManualClock, SystemClock, require_aware
+from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
 from .tokens import TokenAuthority
 from .transports import HttpTransport, Transport
 
@@ -258,6 +258,55 @@ class Emulator:
     def attempts(self, job: str | None = None) -> list[Attempt]:
         """Return every attempt in start order, optionally only those of ``job`` (ID or name)."""
         return self.store.attempts(None if job is None else self.job_name(job))
+
+    def attempts_page(
+        self,
+        job: str | None = None,
+        *,
+        run_id: int | None = None,
+        start_after: datetime | None = None,
+        start_before: datetime | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        page_token: str = "",
+    ) -> tuple[list[Attempt], str]:
+        """Return one page of attempts in start order and the next page's token (``""`` on
+        the last page); only that page is read, however long the history.
+
+        :param job: only this job's attempts (ID or full name).
+        :param run_id: only this run's attempts.
+        :param start_after: only attempts that started at or after this instant (aware).
+        :param start_before: only attempts that started before this instant (aware).
+        :param page_size: 1 to 1000 attempts (default 100).
+        :param page_token: ``""`` for the first page, else a token this method returned.
+        :raises InvalidArgument: naming ``pageSize`` or ``pageToken`` for a bad value.
+        """
+        if (
+            isinstance(page_size, bool)
+            or not isinstance(page_size, int)
+            or not (1 <= page_size <= MAX_PAGE_SIZE)
+        ):
+            raise InvalidArgument(
+                f"pageSize must be a whole number from 1 to {MAX_PAGE_SIZE}; got {page_size!r}.",
+                field="pageSize",
+            )
+        after = 0
+        if page_token:
+            if not (page_token.isascii() and page_token.isdigit() and len(page_token) <= 18):
+                raise InvalidArgument(
+                    f"The page token {page_token[:40]!r} is not valid.", field="pageToken"
+                )
+            after = int(page_token)
+        attempts, last = self.store.attempts_page(
+            job=None if job is None else self.job_name(job),
+            run_id=run_id,
+            start_after=None if start_after is None else require_aware(start_after, "start_after"),
+            start_before=None
+            if start_before is None
+            else require_aware(start_before, "start_before"),
+            after_id=after,
+            page_size=page_size,
+        )
+        return attempts, "" if last is None else str(last)
 
     def skipped_runs(self, job: str | None = None) -> list[SkippedRun]:
         """Return scheduled times skipped under P6, optionally only those of ``job``."""

@@ -20,6 +20,7 @@ import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..domain.attempts import Attempt, Run, SkippedRun
 from ..domain.codec import job_to_json, parse_job
@@ -93,14 +94,48 @@ def _dt(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
+#: Attempts per page of :meth:`Store.attempts_page` when none is asked for, and at most.
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+#: Finished attempts kept by default (``--retain-attempts``); about 1 KB each on disk.
+DEFAULT_RETAIN_ATTEMPTS = 100_000
+#: Retention is applied once per this many new attempts (amortised: one DELETE per batch).
+_RETENTION_EVERY = 1000
+
+
+def _attempt_filter(
+    *, job: str | None = None, run_id: int | None = None, unfinished: bool = False
+) -> tuple[list[str], list[Any]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    if job is not None:
+        clauses.append("job = ?")
+        args.append(job)
+    if run_id is not None:
+        clauses.append("run_id = ?")
+        args.append(run_id)
+    if unfinished:
+        clauses.append("end_time IS NULL")
+    return clauses, args
+
+
 class Store:
     """SQLite store for jobs, runs, attempts and skipped runs; safe to share between threads.
 
     :param path: a database file path (its directory is created), or ``":memory:"``.
+    :param retain_attempts: keep at most this many finished attempts (and skipped-run records
+        and finished runs), dropping the oldest; ``None`` keeps everything.
     """
 
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        retain_attempts: int | None = DEFAULT_RETAIN_ATTEMPTS,
+    ) -> None:
         self.path = str(path)
+        self.retain_attempts = retain_attempts
+        self._added = 0
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -309,7 +344,10 @@ class Store:
                     int(attempt.injected),
                 ),
             )
-        attempt.id = int(cursor.lastrowid or 0)
+            attempt.id = int(cursor.lastrowid or 0)
+            self._added += 1
+            if self._added % _RETENTION_EVERY == 0:
+                self._apply_retention()
         return attempt
 
     def finish_attempt(self, attempt: Attempt) -> None:
@@ -329,21 +367,59 @@ class Store:
             )
 
     def attempts(self, job: str | None = None, *, unfinished: bool = False) -> list[Attempt]:
-        """Return attempts in start order, optionally of one job (full name) or only in flight."""
+        """Return attempts in start order, optionally of one job (full name) or only in flight.
+
+        The whole history: for a large one use :meth:`attempts_page`.
+        """
+        clauses, args = _attempt_filter(job=job, unfinished=unfinished)
+        return self._select_attempts(clauses, args, "")
+
+    def attempts_page(
+        self,
+        *,
+        job: str | None = None,
+        run_id: int | None = None,
+        start_after: datetime | None = None,
+        start_before: datetime | None = None,
+        after_id: int = 0,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> tuple[list[Attempt], int | None]:
+        """Return one page of attempts in start order, and the id to pass as ``after_id`` for
+        the next page (``None`` on the last page). Reads only the page from the database.
+
+        :param job: only this job's attempts (full name).
+        :param run_id: only this run's attempts.
+        :param start_after: only attempts that started at or after this instant (aware).
+        :param start_before: only attempts that started before this instant (aware).
+        :param after_id: only attempts with a larger id (where the previous page ended).
+        :param page_size: 1 to :data:`MAX_PAGE_SIZE` attempts.
+        :raises ValueError: for a page size out of range.
+        """
+        if not 1 <= page_size <= MAX_PAGE_SIZE:
+            raise ValueError(f"page_size must be 1 to {MAX_PAGE_SIZE}; got {page_size}.")
+        clauses, args = _attempt_filter(job=job, run_id=run_id)
+        if start_after is not None:
+            clauses.append("start_time >= ?")
+            args.append(_ts(start_after.astimezone(UTC)))
+        if start_before is not None:
+            clauses.append("start_time < ?")
+            args.append(_ts(start_before.astimezone(UTC)))
+        clauses.append("id > ?")
+        args.append(after_id)
+        rows = self._select_attempts(clauses, args, f" LIMIT {page_size + 1}")
+        if len(rows) > page_size:
+            return rows[:page_size], rows[page_size - 1].id
+        return rows, None
+
+    def _select_attempts(self, clauses: list[str], args: list[Any], limit: str) -> list[Attempt]:
         query = (
             "SELECT id, job, run_id, attempt, schedule_time, start_time, end_time, request, "
             "response_status, code, debug_info, forced, injected FROM attempts"
         )
-        clauses, args = [], []
-        if job is not None:
-            clauses.append("job = ?")
-            args.append(job)
-        if unfinished:
-            clauses.append("end_time IS NULL")
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
         with self._lock:
-            rows = self._db.execute(query + " ORDER BY id", args).fetchall()
+            rows = self._db.execute(query + " ORDER BY id" + limit, args).fetchall()
         return [
             Attempt(
                 id=r[0],
@@ -362,6 +438,24 @@ class Store:
             )
             for r in rows
         ]
+
+    def _apply_retention(self) -> None:
+        """Keep at most :attr:`retain_attempts` finished attempts (and as many skipped-run
+        records and finished runs): the oldest go first; attempts in flight are kept."""
+        keep = self.retain_attempts
+        if keep is None:
+            return
+        row = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts").fetchone()
+        cutoff = int(row[0]) - keep
+        if cutoff > 0:
+            self._db.execute(
+                "DELETE FROM attempts WHERE id <= ? AND end_time IS NOT NULL", (cutoff,)
+            )
+        for table, extra in (("skipped", ""), ("runs", " AND finished = 1")):
+            row = self._db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()
+            cutoff = int(row[0]) - keep
+            if cutoff > 0:
+                self._db.execute(f"DELETE FROM {table} WHERE id <= ?{extra}", (cutoff,))
 
     # skipped runs ---------------------------------------------------------------------------
 
