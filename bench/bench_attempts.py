@@ -59,9 +59,8 @@ def main() -> None:
                 f"{label:24}: median {statistics.median(times) * 1e3:.2f} ms, "
                 f"max {max(times) * 1e3:.2f} ms ({len(page)} attempts)"
             )
-        print(
-            f"max RSS growth while paging: {rss_mib() - before:.1f} MiB (max RSS {rss_mib():.0f} MiB)"
-        )
+        grown = rss_mib() - before
+        print(f"max RSS growth while paging: {grown:.1f} MiB (max RSS {rss_mib():.0f} MiB)")
         emulator.close()
         print(f"data directory: {db.stat().st_size / count:.0f} bytes per attempt")
 
