@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from ..domain.attempts import Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
 from ..domain.resources import Job, State, Status
-from ..domain.retry import next_attempt_time
+from ..domain.retry import backoff, next_attempt_time
 from ..domain.schedule import Schedule, format_schedule_time, parse_schedule
 
 _FIRE, _RETRY, _END = "fire", "retry", "end"
@@ -92,12 +92,15 @@ class AttemptEnd:
     :param end_time: the attempt's recorded end (aware UTC); may be later than "now" when a
         fault added latency on a manual clock.
     :param extra_retry: a lost acknowledgement earned the run a retry beyond its config.
+    :param uncounted: the attempt is retried whatever the retry config and does not count
+        against ``retryCount`` (an App Engine target's 503, spec §3.5, §11.4).
     """
 
     code: str
     status: Status
     end_time: datetime
     extra_retry: bool = False
+    uncounted: bool = False
 
 
 @dataclass
@@ -442,13 +445,20 @@ class Scheduler:
         """Schedule a retry or end the run (P4–P6)."""
         assert run.first_attempt_start is not None
         job = state.job
+        may_run = job.state == State.ENABLED or run.forced
+        if end.uncounted and may_run:  # retried regardless of the config, not counted (§3.5)
+            run.uncounted += 1
+            wait = backoff(job.retry_config, run.uncounted)  # pinned: as the n-th retry
+            run.next_attempt_at = end.end_time + wait
+            self._push(run.next_attempt_at, _RETRY, run.job, run.id)
+            return [SaveRun(run)]
         at, run.extra_retry = next_attempt_time(
             job.retry_config,
             code=end.code,
-            attempts_made=run.attempts,
+            attempts_made=run.attempts - run.uncounted,
             first_attempt_start=run.first_attempt_start,
             end_time=end.end_time,
-            may_run=job.state == State.ENABLED or run.forced,
+            may_run=may_run,
             extra_retry=run.extra_retry,
         )
         if at is None:
