@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from daemon import Daemon, running_daemon, serving
 from support import RecordingTarget
 from test_gcloud import Gcloud
@@ -257,3 +258,25 @@ def test_an_unmapped_app_engine_service_fails_naming_the_flag(app_engine_daemon:
     [attempt] = poll(lambda: app_engine_daemon.attempts("other"))
     assert attempt["code"] == "FAILED_PRECONDITION"
     assert "--app-engine-url billing=" in attempt["debugInfo"]
+
+
+@needs_gcloud
+@pytest.mark.slow
+def test_with_pubsub_starts_the_emulator_creates_the_topics_and_stops_it(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(
+        "- name: sweep\n  schedule: '0 3 * * *'\n  pubsubTarget:\n"
+        "    topicName: projects/my-project/topics/made-by-with-pubsub\n    data: aGk=\n"
+    )
+    with running_daemon("--in-memory", *MANUAL, "--with-pubsub", "--jobs", str(jobs)) as live:
+        line = live.first_line
+        assert "created topic(s) projects/my-project/topics/made-by-with-pubsub" in line, line
+        host = line.split("Pub/Sub emulator ", 1)[1].split(",", 1)[0]
+        topic = requests.get(f"http://{host}/v1/projects/my-project/topics/made-by-with-pubsub")
+        assert topic.status_code == 200, topic.text
+        live.post(f"/v1/{PARENT}/jobs/sweep:run")
+        [attempt] = poll(lambda: live.attempts("sweep"))
+        assert attempt["code"] == "OK", attempt
+        assert live.stop() == 0  # SIGTERM: the daemon stops the Pub/Sub emulator on its way out
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"http://{host}/", timeout=5)
