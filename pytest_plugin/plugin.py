@@ -35,7 +35,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the plugin's markers."""
     config.addinivalue_line(
         "markers",
-        "cloud_scheduler(start=datetime): start instant of the cloud_scheduler fixture's clock",
+        "cloud_scheduler(start=datetime, publisher=None, app_engine_urls=None): start instant "
+        "of the cloud_scheduler fixture's clock, its Pub/Sub publisher, App Engine URLs",
     )
     config.addinivalue_line(
         "markers",
@@ -60,10 +61,19 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     ``verify_oidc(token, audience)`` checks one on the virtual clock (raising ``TokenError``),
     ``certs_url`` serves the keys over HTTP for a mounted service that verifies tokens itself,
     ``tokeninfo(access_token)`` describes an ``oauthToken`` job's token.
+
+    Pub/Sub jobs publish in-process: ``published(topic)`` lists the messages and
+    ``push(topic, to=url)`` pushes each to a mounted app as a Pub/Sub push request. The marker
+    also takes ``publisher=`` (another publisher) and ``app_engine_urls=`` (where App Engine
+    targets go: ``"http://app.test"`` or ``{"worker": "http://worker.test"}``).
     """
     marker = request.node.get_closest_marker("cloud_scheduler")
-    start = marker.kwargs.get("start", DEFAULT_START) if marker else DEFAULT_START
-    scheduler = CloudScheduler(start)
+    options = dict(marker.kwargs) if marker else {}
+    scheduler = CloudScheduler(
+        options.get("start", DEFAULT_START),
+        publisher=options.get("publisher"),
+        app_engine_urls=options.get("app_engine_urls"),
+    )
     yield scheduler
     scheduler.close()
 

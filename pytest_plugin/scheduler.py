@@ -25,6 +25,7 @@ from scheduler_emulator.domain.attempts import Attempt, SkippedRun, iso
 from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.pubsub import InProcessPublisher, Publisher, PubsubMessage
 from scheduler_emulator.runtime.tokens import JWKS_PATH, TokenAuthority
 from scheduler_emulator.runtime.transports import (
     DeliveryRequest,
@@ -79,12 +80,29 @@ class CloudScheduler:
     """An in-process Cloud Scheduler on a :class:`ManualClock`, for one test.
 
     :param start: the clock's initial instant (aware).
+    :param publisher: where Pub/Sub jobs publish; by default an
+        :class:`~scheduler_emulator.runtime.pubsub.InProcessPublisher` on the virtual clock
+        that pushes through the mounted apps (:meth:`published`, :meth:`push`).
+    :param app_engine_urls: local base URL(s) of App Engine services (one URL, or
+        ``{"worker": "http://worker.test", "*": "http://app.test"}``).
     """
 
-    def __init__(self, start: datetime) -> None:
+    def __init__(
+        self,
+        start: datetime,
+        *,
+        publisher: Publisher | None = None,
+        app_engine_urls: str | Mapping[str, str] | None = None,
+    ) -> None:
         self.clock = ManualClock(start)
         self.transport = VirtualTimeTransport(self.clock)
-        self.emulator = Emulator(self.clock, transport=self.transport)
+        self.publisher: Publisher = publisher or InProcessPublisher(self.clock, self.transport)
+        self.emulator = Emulator(
+            self.clock,
+            transport=self.transport,
+            publisher=self.publisher,
+            app_engine_urls=app_engine_urls,
+        )
         self._server: BaseWSGIServer | None = None
         self._server_thread: threading.Thread | None = None
 
@@ -179,6 +197,38 @@ class CloudScheduler:
         :raises ValueError: if ``base_url`` is not an http(s) URL.
         """
         self.transport.mount(base_url, app)
+
+    # ---------------------------------------------------------------- Pub/Sub targets
+
+    def _in_process(self) -> InProcessPublisher:
+        if not isinstance(self.publisher, InProcessPublisher):
+            raise TypeError(
+                "published() and push() need the default in-process publisher; this "
+                f"cloud_scheduler publishes through {type(self.publisher).__name__}."
+            )
+        return self.publisher
+
+    def published(self, topic: str | None = None) -> list[PubsubMessage]:
+        """Messages Pub/Sub jobs published, in order (``.data`` bytes, ``.text``,
+        ``.attributes``, ``.message_id``, ``.publish_time`` on the virtual clock, ``.pushes``).
+
+        :param topic: topic ID (project ``my-project``) or full name; every topic by default.
+        :raises TypeError: when a publisher other than the in-process one was passed.
+        """
+        return self._in_process().published(topic)
+
+    def push(self, topic: str, to: str, subscription: str | None = None) -> str:
+        """Push every later message of ``topic`` to ``to`` as a Pub/Sub push request: a POST
+        of ``{"message": {"data" (base64), "attributes", "messageId", "publishTime", …},
+        "subscription"}``, in-process when ``to`` is mounted, on the virtual clock.
+
+        :param topic: topic ID or full name.
+        :param to: the push endpoint URL (mount its app first).
+        :param subscription: subscription ID or full name (default ``<topic>-push``).
+        :return: the subscription's full name (the envelope's ``subscription``).
+        :raises TypeError: when a publisher other than the in-process one was passed.
+        """
+        return self._in_process().subscribe_push(topic, to, subscription)
 
     def create_job(self, job: Mapping[str, Any] | Job | None = None, **fields: Any) -> Job:
         """Create a job from its REST JSON (camelCase or snake_case) or keyword arguments.

@@ -29,7 +29,7 @@ pytest_plugins = ["pytester"]
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "orders"
 #: How many tests ``examples/orders/test_orders.py`` holds; update it with the file.
-EXAMPLE_TEST_COUNT = 14
+EXAMPLE_TEST_COUNT = 16
 
 
 def example_job(job_id: str) -> Job:
@@ -77,6 +77,10 @@ def test_a_simulated_week_gives_seven_sweeps_and_retried_reports() -> None:
     assert reports[0].schedule_time == reports[1].schedule_time
     assert (reports[1].start_time - reports[0].end_time).total_seconds() == 10  # type: ignore[operator]
     assert store.saved == [module.Order("A-1001", 42.5)] * 28
+    restocks = emulator.publisher.published("restock")  # type: ignore[attr-defined]
+    assert [(m.data, m.attributes) for m in restocks] == [
+        (b'{"sku": "SKU-7", "quantity": 12}', {"kind": "restock"})
+    ] * 7
     emulator.close()
 
 
@@ -91,6 +95,7 @@ def test_the_sweeps_probe_reports_what_the_service_did() -> None:
     assert client.get("/sweeps").get_json() == {
         "sweeps": 1,
         "reports": [{"id": "B-7", "total": 3}],
+        "restocks": [],
     }
 
 
@@ -161,7 +166,11 @@ def test_running_the_example_file_serves_timers_and_the_probe() -> None:
         )
         assert answer.status_code == 200
         wait_for_line(lines, r"orders: Sweep scheduled for 2026-09-24T02:00:00Z")
-        assert requests.get(f"{url}/sweeps", timeout=30).json() == {"sweeps": 1, "reports": []}
+        assert requests.get(f"{url}/sweeps", timeout=30).json() == {
+            "sweeps": 1,
+            "reports": [],
+            "restocks": [],
+        }
 
 
 def test_demo_runs_the_example_and_reports_each_attempt() -> None:
@@ -178,5 +187,7 @@ def test_demo_runs_the_example_and_reports_each_attempt() -> None:
     assert "      TIMER /report failed with 500: its handler raised ReportStoreBusy.\n" in text
     assert "report   attempt 2" in text
     assert "Traceback" not in text
-    assert "9 attempts (4 failed and retried)" in text
-    assert "1 nightly sweep and 4 reports in 1 day." in text
+    assert "restock  attempt 1  PUBLISH projects/my-project/topics/restock  -> OK" in text
+    assert "      Restock of SKU-7 x12 requested\n" in text
+    assert "10 attempts (4 failed and retried)" in text
+    assert "1 nightly sweep, 4 reports and 1 restock request in 1 day." in text

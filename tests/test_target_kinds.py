@@ -1,5 +1,8 @@
 """Jobs of every target kind live side by side: one kind's trouble never breaks another job.
 
+Here the Pub/Sub job publishes in-process and the App Engine job fails every attempt (its
+service has no ``--app-engine-url``): the HTTP job must not notice either.
+
 Issue: a Pub/Sub job falling due in the same pass as an HTTP job made ``clock:advance`` answer
 500, dropped the HTTP delivery, recorded a phantom attempt, and the HTTP job never fired again.
 """
@@ -42,16 +45,8 @@ def mixed(emulator: Emulator) -> Emulator:
     return emulator
 
 
-def undispatched(emulator: Emulator) -> set[str]:
-    """The kinds of the non-HTTP jobs whose attempts failed as not dispatched."""
-    return {
-        a.request.get("targetType", "")
-        for a in emulator.attempts()
-        if a.job_id in ("publish", "worker")
-        and a.code == "FAILED_PRECONDITION"
-        and "not deliver" in a.debug_info
-        and a.end_time is not None
-    }
+def codes(emulator: Emulator, job: str) -> list[str | None]:
+    return [a.code for a in emulator.attempts(job)]
 
 
 def test_the_http_job_fires_every_minute_beside_other_kinds(
@@ -68,7 +63,9 @@ def test_the_http_job_fires_every_minute_beside_other_kinds(
     assert len(target.requests) == 3
     assert len(mixed.attempts("publish")) == 3
     assert len(mixed.attempts("worker")) == 3
-    assert undispatched(mixed) == {"PUBSUB", "APP_ENGINE_HTTP"}
+    assert codes(mixed, "publish") == ["OK"] * 3
+    assert codes(mixed, "worker") == ["FAILED_PRECONDITION"] * 3
+    assert all("--app-engine-url" in a.debug_info for a in mixed.attempts("worker"))
     assert mixed.skipped_runs() == []
 
 
@@ -87,18 +84,28 @@ def test_the_http_job_keeps_firing_after_the_other_kinds_are_deleted(
     assert len(target.requests) == 4
 
 
-def test_run_job_of_a_pubsub_job_records_an_attempt(mixed: Emulator) -> None:
-    mixed.run_job("publish")
-    [attempt] = mixed.attempts("publish")
-    assert attempt.forced and attempt.code == "FAILED_PRECONDITION"
-    assert "PUBSUB" in attempt.debug_info
+@pytest.mark.parametrize(("job", "code"), [("publish", "OK"), ("worker", "FAILED_PRECONDITION")])
+def test_run_job_of_another_kind_records_an_attempt(mixed: Emulator, job: str, code: str) -> None:
+    mixed.run_job(job)
+    [attempt] = mixed.attempts(job)
+    assert attempt.forced and attempt.code == code and attempt.end_time is not None
 
 
 def test_the_job_status_shows_the_failure(mixed: Emulator) -> None:
     mixed.advance(timedelta(minutes=2))
-    status = mixed.get_job("publish").status
+    status = mixed.get_job("worker").status
     assert status is not None and status.code == 9  # FAILED_PRECONDITION
-    assert "not deliver PUBSUB" in status.message
+    assert "--app-engine-url" in status.message
+
+
+def test_a_kind_without_a_dispatcher_is_recorded_as_not_dispatched(
+    mixed: Emulator, target: RecordingTarget
+) -> None:
+    del mixed.engine.dispatchers["PUBSUB"]
+    mixed.advance(timedelta(minutes=2))
+    [*_, attempt] = mixed.attempts("publish")
+    assert attempt.code == "FAILED_PRECONDITION" and "does not deliver PUBSUB" in attempt.debug_info
+    assert codes(mixed, "tick") == ["OK", "OK"]
 
 
 def test_the_clock_endpoint_answers_200_with_mixed_kinds(
@@ -106,7 +113,7 @@ def test_the_clock_endpoint_answers_200_with_mixed_kinds(
 ) -> None:
     emulator = Emulator(clock, transport=WsgiTransport(target))
     client = Client(create_app(emulator))
-    for job in (every_minute_http(), PUBSUB_JOB):
+    for job in (every_minute_http(), PUBSUB_JOB, APP_ENGINE_JOB):
         emulator.create_job(job)
     for _ in range(3):
         response = client.post("/_emulator/clock:advance", json={"seconds": 60})
@@ -135,20 +142,20 @@ def test_an_error_preparing_one_attempt_is_recorded_on_it_and_spares_the_others(
     assert mixed.engine.error_count == 2
 
 
-def test_on_the_system_clock_the_http_job_fires_beside_a_pubsub_job(
+def test_on_the_system_clock_the_http_job_fires_beside_a_failing_kind(
     target: RecordingTarget,
 ) -> None:
     with Emulator(ShiftedClock(lead=0.5), transport=WsgiTransport(target)) as emulator:
         emulator.create_job(nightly_job(name="tick", schedule="* * * * *", retryConfig={}))
-        emulator.create_job(PUBSUB_JOB)
-        emulator.run_job("publish")  # RunJob records an attempt for the Pub/Sub job too
+        emulator.create_job(APP_ENGINE_JOB)
+        emulator.run_job("worker")  # RunJob records an attempt for the failing job too
         assert wait_for(lambda: len(emulator.attempts()) >= 3, bound_seconds=10)
         assert emulator.engine.wait_idle(10)
         attempts = emulator.attempts()
     by_job = {(a.job_id, a.forced): a.code for a in attempts}
     assert by_job == {
-        ("publish", True): "FAILED_PRECONDITION",
-        ("publish", False): "FAILED_PRECONDITION",  # the minute both jobs fell due in
+        ("worker", True): "FAILED_PRECONDITION",
+        ("worker", False): "FAILED_PRECONDITION",  # the minute both jobs fell due in
         ("tick", False): "OK",
     }
     assert len(target.requests) == 1

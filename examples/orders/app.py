@@ -10,7 +10,12 @@ Two timers, served by a :class:`~scheduler_emulator.target.TimerRouter` in front
   retry (same ``X-CloudScheduler-ScheduleTime``) succeeds. ``ReportStore(busy_on_first_try=False)``
   turns that off.
 
-``GET /sweeps`` answers ``{"sweeps": N, "reports": [...]}``, a probe for tests and curl.
+A Pub/Sub subscriber too: the ``restock`` job publishes ``{"sku", "quantity"}`` to the topic
+``restock`` every morning, and a push subscription delivers it to ``POST /_pubsub/restock``,
+which decodes the push envelope and records the request in a :class:`RestockLog`.
+
+``GET /sweeps`` answers ``{"sweeps": N, "reports": [...], "restocks": [...]}``, a probe for
+tests and curl.
 
 Run it with ``python examples/orders/app.py [PORT]`` (default 8000), then start the emulator with
 ``scheduler-emulator start --jobs examples/orders/jobs.yaml --in-memory``; its tests are in
@@ -19,13 +24,15 @@ Run it with ``python examples/orders/app.py [PORT]`` (default 8000), then start 
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import sys
 import threading
 from dataclasses import asdict, dataclass
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, jsonify, request
 
 from scheduler_emulator.target import SchedulerTokenMiddleware, TimerRequest, TimerRouter
 
@@ -118,16 +125,38 @@ class ReportStore:
             self._saved.append(order)
 
 
+class RestockLog:
+    """The restock requests the Pub/Sub subscriber received, with their message IDs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._received: list[dict[str, object]] = []
+
+    @property
+    def received(self) -> list[dict[str, object]]:
+        """``{"sku", "quantity", "messageId", "publishTime"}`` per message, oldest first."""
+        with self._lock:
+            return list(self._received)
+
+    def add(self, entry: dict[str, object]) -> None:
+        """Record one restock request."""
+        with self._lock:
+            self._received.append(entry)
+
+
 def create_app(
     log: OrderLog | None = None,
     *,
     reports: ReportStore | None = None,
     certs_url: str | None = None,
+    restocks: RestockLog | None = None,
 ) -> Flask:
     """Build the Orders service: a Flask app with the ``nightly`` and ``report`` timers.
 
     :param log: where sweeps are counted; a fresh :class:`OrderLog` when omitted.
     :param reports: where reports are saved; a fresh, flaky :class:`ReportStore` when omitted.
+    :param restocks: where the Pub/Sub subscriber records restock requests; a fresh
+        :class:`RestockLog` when omitted.
     :param certs_url: when set, every timer request must carry a Cloud Scheduler OIDC token for
         :data:`AUDIENCE`, minted for :data:`INVOKER` and signed by a key at this URL (Google's on
         Cloud Run, the emulator's ``/_emulator/oidc/certs`` locally); others get 401. ``None``
@@ -136,6 +165,7 @@ def create_app(
     """
     orders = log if log is not None else OrderLog()
     store = reports if reports is not None else ReportStore()
+    restock_log = restocks if restocks is not None else RestockLog()
     app = Flask("orders")
     router = TimerRouter()
 
@@ -151,9 +181,33 @@ def create_app(
         store.save(order, run=request.schedule_time_header)
         logger.info("Report saved for order %s (total %.2f)", order.id, order.total)
 
+    @app.post("/_pubsub/restock")
+    def restock() -> tuple[str, int]:
+        # A Pub/Sub push request: {"message": {"data": <base64>, "messageId", ...}, ...}.
+        envelope = request.get_json(force=True, silent=True) or {}
+        message = envelope.get("message") or {}
+        try:
+            payload = json.loads(base64.b64decode(message.get("data", "")))
+        except ValueError:
+            return "not a restock message", 400  # a 4xx makes Pub/Sub redeliver it later
+        restock_log.add(
+            {
+                "sku": payload["sku"],
+                "quantity": payload["quantity"],
+                "messageId": message.get("messageId"),
+                "publishTime": message.get("publishTime"),
+            }
+        )
+        logger.info("Restock of %s x%s requested", payload["sku"], payload["quantity"])
+        return "", 204
+
     @app.get("/sweeps")
     def sweeps() -> Response:
-        return jsonify(sweeps=orders.sweeps, reports=[asdict(o) for o in store.saved])
+        return jsonify(
+            sweeps=orders.sweeps,
+            reports=[asdict(o) for o in store.saved],
+            restocks=restock_log.received,
+        )
 
     router.init_app(app)
     if certs_url is not None:

@@ -15,7 +15,16 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from app import AUDIENCE, INVOKER, Order, OrderLog, ReportStore, ReportStoreBusy, create_app
+from app import (
+    AUDIENCE,
+    INVOKER,
+    Order,
+    OrderLog,
+    ReportStore,
+    ReportStoreBusy,
+    RestockLog,
+    create_app,
+)
 from flask import Flask
 
 from pytest_plugin.facades import CloudRunTimers, FunctionTimers, TimerNotAcknowledged
@@ -222,3 +231,44 @@ class TestCloudRunConfiguration:
         app = create_app(certs_url=cloud_scheduler.certs_url)
         with pytest.raises(TimerNotAcknowledged, match="answered 401"):
             cloud_run_testing(app).nightly()
+
+
+class TestTheRestockSubscriber:
+    """The ``restock`` Pub/Sub job and the service's push subscriber, on a virtual clock.
+
+    The in-process publisher records each message (``cloud_scheduler.published``) and, once
+    ``cloud_scheduler.push`` subscribed the endpoint, POSTs it there as a Pub/Sub push request.
+    """
+
+    BASE_URL = "http://orders.test"
+    RESTOCK_JOB = {
+        "name": "restock",
+        "schedule": "0 6 * * *",
+        "pubsubTarget": {
+            "topicName": "projects/my-project/topics/restock",
+            "data": "eyJza3UiOiAiU0tVLTciLCAicXVhbnRpdHkiOiAxMn0=",  # {"sku": "SKU-7", ...}
+            "attributes": {"kind": "restock"},
+        },
+    }
+
+    @pytest.mark.cloud_scheduler(start=datetime(2026, 9, 24, tzinfo=UTC))
+    def test_a_week_pushes_seven_restock_requests(self, cloud_scheduler: CloudScheduler) -> None:
+        restocks = RestockLog()
+        cloud_scheduler.mount(self.BASE_URL, create_app(restocks=restocks))
+        cloud_scheduler.push("restock", to=f"{self.BASE_URL}/_pubsub/restock")
+        cloud_scheduler.create_job(self.RESTOCK_JOB)
+        cloud_scheduler.advance(timedelta(days=7))
+        cloud_scheduler.assert_attempted("restock", count=7, code="OK")
+        days = [f"2026-09-{day}T06:00:00Z" for day in range(24, 31)]
+        assert restocks.received == [
+            {"sku": "SKU-7", "quantity": 12, "messageId": str(n), "publishTime": day}
+            for n, day in enumerate(days, start=1)
+        ]
+        published = cloud_scheduler.published("restock")
+        assert [m.attributes for m in published] == [{"kind": "restock"}] * 7
+        assert all(push.acknowledged for m in published for push in m.pushes)
+
+    def test_a_message_that_is_not_a_restock_is_refused(self) -> None:
+        client = create_app().test_client()
+        response = client.post("/_pubsub/restock", json={"message": {"data": "bm90IGpzb24="}})
+        assert response.status_code == 400

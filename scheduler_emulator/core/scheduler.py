@@ -105,12 +105,15 @@ class AttemptEnd:
     :param end_time: the attempt's recorded end (aware UTC); may be later than "now" when a
         fault added latency on a manual clock.
     :param extra_retry: a lost acknowledgement earned the run a retry beyond its config.
+    :param uncounted: the attempt is retried whatever the retry config and does not count
+        against ``retryCount`` (an App Engine target's 503, spec §3.5, §11.4).
     """
 
     code: str
     status: Status
     end_time: datetime
     extra_retry: bool = False
+    uncounted: bool = False
 
 
 @dataclass
@@ -491,14 +494,17 @@ class Scheduler:
         """Schedule a retry or end the run (P4–P6)."""
         assert run.first_attempt_start is not None
         job = state.job
+        if end.uncounted:
+            run.uncounted += 1
         at, run.extra_retry = next_attempt_time(
             job.retry_config,
             code=end.code,
-            attempts_made=run.attempts,
+            attempts_made=run.attempts - run.uncounted,
             first_attempt_start=run.first_attempt_start,
             end_time=end.end_time,
             may_run=job.state == State.ENABLED or run.forced,
             extra_retry=run.extra_retry,
+            uncounted=run.uncounted if end.uncounted else 0,
         )
         if at is None:
             return self._end_run(state, run, now)

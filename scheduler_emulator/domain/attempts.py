@@ -37,6 +37,8 @@ class Run:
     :param number: the run's number among its job's runs in this process (1-based), which fault
         rules match on; not kept across restarts.
     :param extra_retry: a lost acknowledgement earned the run one retry beyond its config.
+    :param uncounted: attempts that do not count against ``retryCount`` (App Engine 503s);
+        not kept across restarts.
     """
 
     id: int
@@ -50,6 +52,7 @@ class Run:
     finished: bool = False
     number: int = 0  # the run's number among the job's runs since start-up (fault rules)
     extra_retry: bool = False  # a lost acknowledgement earns one retry whatever the config
+    uncounted: int = 0  # App Engine 503s: retried whatever the config, not counted (§3.5)
 
 
 @dataclass

@@ -71,6 +71,7 @@ def next_attempt_time(
     end_time: datetime,
     may_run: bool,
     extra_retry: bool = False,
+    uncounted: int = 0,
 ) -> tuple[datetime | None, bool]:
     """The whole after-attempt decision: when the run's next attempt is due, if any (spec §9.3,
     §11, P4, P5).
@@ -87,16 +88,25 @@ def next_attempt_time(
     :param end_time: when the attempt that just ended ended (aware).
     :param may_run: the job is ENABLED or the run is forced.
     :param extra_retry: the run holds a retry beyond its config.
+    :param uncounted: non-zero when the attempt that just ended is retried whatever the config
+        and does not count against ``retryCount`` (an App Engine target's 503, spec §3.5): the
+        number of such attempts in a row; the wait is then the backoff of that retry number
+        (pinned).
     :return: ``(when, extra_retry_left)``: the aware UTC instant of the next attempt, or
         ``None`` to end the run (also when the instant would fall past year 9999), and whether
         the run still holds its extra retry.
     """
-    allowed = may_retry(config, attempts_made - 1, first_attempt_start, end_time)
+    if uncounted and may_run:
+        allowed = True
+        wait_number = uncounted
+    else:
+        allowed = may_retry(config, attempts_made - 1, first_attempt_start, end_time)
+        wait_number = attempts_made
     if not allowed and extra_retry:
         allowed, extra_retry = True, False
     if code == "OK" or not may_run or not allowed:
         return None, extra_retry
     try:
-        return (end_time + backoff(config, attempts_made)).astimezone(UTC), extra_retry
+        return (end_time + backoff(config, wait_number)).astimezone(UTC), extra_retry
     except OverflowError:  # a backoff past the calendar: the run cannot be retried
         return None, extra_retry

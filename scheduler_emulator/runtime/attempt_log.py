@@ -22,6 +22,17 @@ from typing import IO, Any
 from ..domain.attempts import Attempt, iso
 
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
+#: ``targetType`` as production logs spell it, by ``Job.target_type`` (Pub/Sub: ``PUB_SUB``).
+_LOG_TARGET_TYPES = {"PUBSUB": "PUB_SUB"}
+
+
+def _target_fields(attempt: Attempt, target_type: str) -> dict[str, Any]:
+    """``targetType`` and where the attempt went: ``pubsubTopic`` for Pub/Sub jobs (as in
+    production entries), ``url`` otherwise."""
+    kind = _LOG_TARGET_TYPES.get(target_type, target_type)
+    if kind == "PUB_SUB":
+        return {"targetType": kind, "pubsubTopic": attempt.request.get("pubsubTopic", "")}
+    return {"targetType": kind, "url": attempt.request.get("url", "")}
 
 
 class AttemptLog:
@@ -63,21 +74,22 @@ class AttemptLog:
             "@type": _TYPE + "AttemptStarted",
             "jobName": attempt.job,
             "scheduledTime": iso(attempt.start_time),
-            "targetType": target_type,
-            "url": attempt.request.get("url", ""),
+            **_target_fields(attempt, target_type),
         }
         self._write(self._envelope(attempt, payload, iso(attempt.start_time), "s"))
 
     def finished(self, attempt: Attempt, target_type: str = "HTTP") -> None:
         """Log AttemptFinished (§14.3): debugInfo, ``status`` only on failure, severity ERROR on
-        failure, ``httpRequest.status`` when the target answered."""
+        failure, ``httpRequest.status`` when the target answered. Pub/Sub entries carry
+        ``pubsubTopic`` and no ``debugInfo``, like production's."""
         payload: dict[str, Any] = {
             "@type": _TYPE + "AttemptFinished",
             "debugInfo": attempt.debug_info,
             "jobName": attempt.job,
-            "targetType": target_type,
-            "url": attempt.request.get("url", ""),
+            **_target_fields(attempt, target_type),
         }
+        if payload["targetType"] == "PUB_SUB":
+            del payload["debugInfo"]
         entry = self._envelope(attempt, payload, iso(attempt.end_time), "f")
         if attempt.code != "OK":
             payload["status"] = attempt.code

@@ -43,11 +43,14 @@ class Prepared:
     :param send: sends the attempt once, given the deadline in seconds; never raises for a
         target's failure (a :class:`~scheduler_emulator.runtime.transports.TransportResult`
         says what happened).
+    :param retry_always: HTTP statuses retried whatever the retry config and not counted
+        against ``retryCount`` (App Engine targets: ``{503}``, spec §3.5).
     """
 
     record: dict[str, Any]
     timeout_seconds: float
     send: Callable[[float], TransportResult]
+    retry_always: frozenset[int] = frozenset()
 
 
 class Dispatcher(Protocol):

@@ -27,8 +27,10 @@ from ..domain.errors import ClockError, InvalidArgument
 from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
+from .app_engine import AppEngineDispatcher, parse_app_engine_urls
 from .attempt_log import AttemptLog
 from .clock import Clock, ManualClock, SystemClock, require_aware
+from .pubsub import InProcessPublisher, Publisher, PubsubDispatcher
 from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
 from .tokens import TokenAuthority
 from .transports import HttpTransport, Transport
@@ -56,6 +58,13 @@ class Emulator:
         :class:`~scheduler_emulator.runtime.tokens.TokenAuthority` on ``clock`` with a fresh key,
         made on
         first use.
+    :param publisher: where Pub/Sub jobs publish (:mod:`~scheduler_emulator.runtime.pubsub`);
+        by default an :class:`~scheduler_emulator.runtime.pubsub.InProcessPublisher` that
+        records messages (:attr:`publisher`).
+    :param app_engine_urls: local base URL of App Engine services: one URL for every service,
+        or ``{"worker": "http://…", "*": "http://…"}``
+        (:func:`~scheduler_emulator.runtime.app_engine.parse_app_engine_urls`); unmapped
+        services' attempts fail naming the missing mapping.
     """
 
     def __init__(
@@ -72,6 +81,8 @@ class Emulator:
         dst_policy: str = "absolute",
         force_run_schedule_time: str = "next",
         tokens: TokenAuthority | None = None,
+        publisher: Publisher | None = None,
+        app_engine_urls: str | Mapping[str, str] | None = None,
     ) -> None:
         from .engine import Engine  # engine imports schedule; keep module import light
 
@@ -81,10 +92,21 @@ class Emulator:
         self.location = location
         self.locations: tuple[str, ...] = tuple(locations or (location,))
         self.tokens = tokens if tokens is not None else TokenAuthority(self.clock)
+        transport = transport if transport is not None else HttpTransport()
+        self.publisher: Publisher = (
+            publisher
+            if publisher is not None
+            else InProcessPublisher(self.clock, transport, project=project)
+        )
+        self.app_engine_urls = parse_app_engine_urls(app_engine_urls or {})
         self.engine = Engine(
             self.clock,
             self.store,
-            transport if transport is not None else HttpTransport(),
+            transport,
+            dispatchers={
+                "PUBSUB": PubsubDispatcher(self.publisher),
+                "APP_ENGINE_HTTP": AppEngineDispatcher(transport, self.app_engine_urls),
+            },
             attempt_log=attempt_log,
             faults=faults,
             dst_policy=dst_policy,

@@ -468,6 +468,7 @@ class Engine:
             _status(injected.outcome),
             attempt.end_time,
             injected.extra_retry,
+            injected.outcome.http_status in delivery.prepared.retry_always,
         )
         decisions = self.core.attempt_ended(attempt.job, attempt.run_id, end, self.clock.now())
         if job is not None:

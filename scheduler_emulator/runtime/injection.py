@@ -23,7 +23,10 @@ Send = Callable[[float], TransportResult]
 
 
 def outcome_of(result: TransportResult) -> Outcome:
-    """Classify a transport result (§10.4, §14.3)."""
+    """Classify a transport result (§10.4, §14.3); a result carrying its own outcome (a
+    Pub/Sub publish) keeps it."""
+    if result.outcome is not None:
+        return result.outcome
     if result.status is not None:
         return classify_status(result.status)
     assert result.failure is not None

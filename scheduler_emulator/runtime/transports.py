@@ -26,7 +26,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import requests
 
-from ..domain.outcomes import Failure
+from ..domain.outcomes import Failure, Outcome
 from ..realtime import real_monotonic
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -57,12 +57,15 @@ class TransportResult:
     :param failure: why no response came (``None`` when ``status`` is set).
     :param detail: human-readable detail for the attempt's debug text.
     :param exception: an exception a WSGI app raised in-process (the attempt counts as a 500).
+    :param outcome: the attempt's outcome when the target kind classifies it itself (a Pub/Sub
+        publish has no HTTP status); ``None`` lets ``status``/``failure`` decide (§10.4).
     """
 
     status: int | None = None
     failure: Failure | None = None
     detail: str = ""
     exception: BaseException | None = field(default=None, repr=False)
+    outcome: Outcome | None = None
 
 
 class Transport(Protocol):

@@ -39,6 +39,8 @@ from ..runtime.store import Store
 from ..runtime.tokens import GOOGLE_ISSUER, KEY_FILE_NAME, TOKEN_TIMES, TokenAuthority
 from .fault_file import load_fault_file
 from .jobs_file import load_jobs_file
+from .targets_setup import add_arguments as add_target_arguments
+from .targets_setup import configure as configure_targets
 
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
@@ -130,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "verifying against its own clock accepts them on a manual clock far from now "
         "(%(default)s)",
     )
+    add_target_arguments(start)
 
     nxt = sub.add_parser("next", help="print a schedule's next fire times")
     nxt.add_argument("schedule", help='unix-cron or English-like schedule, e.g. "0 2 * * *"')
@@ -295,6 +298,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     )
     if key_path is not None:
         tokens.key  # noqa: B018 - load or create the key now: a bad key file stops the start
+    targets = configure_targets(args, jobs, out)  # may start the Pub/Sub emulator
     emulator = Emulator(
         clock,
         tokens=tokens,
@@ -304,6 +308,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         location=args.location,
         attempt_log=AttemptLog(log_stream),
         dst_policy=args.dst_policy,
+        publisher=targets.publisher,
+        app_engine_urls=targets.app_engine_urls,
     )
     for job in jobs:
         emulator.upsert_job(job)
@@ -311,6 +317,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         server = serve(emulator, args.host, args.port)
     except OSError as exc:
         emulator.close()
+        targets.close()
         raise ConfigurationError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
 
     def _stop(signum: int, frame: object) -> None:
@@ -323,6 +330,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         f"scheduler-emulator listening on http://{args.host}:{server.server_port} "
         f"({count} job{'s' if count != 1 else ''} loaded, {args.clock} clock, {where}"
         + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")
+        + (f", {targets.description}" if targets.description else "")
         + ")\n"
     )
     out.flush()
@@ -332,6 +340,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     finally:
         server.server_close()
         emulator.close()
+        targets.close()
         if log_stream is not out:
             log_stream.close()
     kept = (

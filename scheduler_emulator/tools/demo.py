@@ -4,9 +4,11 @@ Starts ``examples/orders/app.py`` on a free local port (real HTTP), loads
 ``examples/orders/jobs.yaml`` pointed at it, and drives a :class:`ManualClock` through a few
 simulated days, printing every attempt as it is made: the nightly sweep at 02:00Z and the
 six-hourly report, whose first attempt of each run meets the example's busy ``ReportStore``
-(the handler raises, the timer router answers 500) and is retried 10 s later. What the service
-logs (``Sweep scheduled for …``, the router's failure lines, without tracebacks) is printed
-indented under the attempt lines of the same simulated hour.
+(the handler raises, the timer router answers 500) and is retried 10 s later; and the daily
+``restock`` Pub/Sub job, published in-process and pushed to the service's subscriber
+(``POST /_pubsub/restock``) as a Pub/Sub push request, so no Pub/Sub emulator is needed.
+What the service logs (``Sweep scheduled for …``, the router's failure lines, without
+tracebacks) is printed indented under the attempt lines of the same simulated hour.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..domain.attempts import Attempt, iso
 from ..domain.errors import ConfigurationError
 from ..runtime.clock import ManualClock
 from ..runtime.emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
+from ..runtime.pubsub import InProcessPublisher
 from .jobs_file import load_jobs_file
 
 DEMO_START = datetime(2026, 9, 24, 0, 0, tzinfo=UTC)
@@ -66,7 +69,12 @@ def load_example(example_dir: Path) -> ModuleType:
 
 
 def describe(attempt: Attempt) -> str:
-    """One timeline line for ``attempt``."""
+    """One timeline line for ``attempt`` (an HTTP request, or a Pub/Sub publish)."""
+    if "pubsubTopic" in attempt.request:
+        return (
+            f"  {iso(attempt.start_time)}  {attempt.job_id:<8} attempt {attempt.attempt}  "
+            f"PUBLISH {attempt.request['pubsubTopic']}  -> {attempt.code}"
+        )
     path = attempt.request["url"].split("/", 3)[-1]
     status = attempt.response_status if attempt.response_status is not None else "-"
     schedule_time = attempt.schedule_time or "(none)"
@@ -90,7 +98,8 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     module = load_example(example_dir)
     orders = module.OrderLog()
     reports = module.ReportStore()  # busy on the first try of each run: retries show
-    app = module.create_app(orders, reports=reports)
+    restocks = module.RestockLog()  # what the service's Pub/Sub subscriber received
+    app = module.create_app(orders, reports=reports, restocks=restocks)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_port}"
@@ -104,6 +113,9 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
         service_logger.addHandler(handler)
 
     emulator = Emulator(ManualClock(DEMO_START), project=DEFAULT_PROJECT, location=DEFAULT_LOCATION)
+    publisher = emulator.publisher
+    assert isinstance(publisher, InProcessPublisher)  # the default: messages stay in-process
+    publisher.subscribe_push("restock", f"{base_url}/_pubsub/restock")
     jobs = load_jobs_file(
         example_dir / "jobs.yaml", project=DEFAULT_PROJECT, location=DEFAULT_LOCATION
     )
@@ -138,8 +150,8 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     failed = sum(1 for a in attempts if a.code != "OK")
     out.write(
         f"\n{len(attempts)} attempts ({failed} failed and retried); the service counted "
-        f"{_count(orders.sweeps, 'nightly sweep')} and {_count(len(reports.saved), 'report')} "
-        f"in {_count(days, 'day')}.\n"
+        f"{_count(orders.sweeps, 'nightly sweep')}, {_count(len(reports.saved), 'report')} "
+        f"and {_count(len(restocks.received), 'restock request')} in {_count(days, 'day')}.\n"
         "Next: run the daemon yourself — see README.md, 'Run the daemon'.\n"
     )
     emulator.close()

@@ -1,0 +1,361 @@
+"""Pub/Sub targets (spec §3.5): each attempt publishes one message to ``pubsubTarget.topicName``.
+
+A :class:`PubsubDispatcher` turns an attempt into one call of a :class:`Publisher`:
+
+- :class:`InProcessPublisher` — records every message (for tests and the demo) and can push
+  each one to an HTTP endpoint as a Pub/Sub push request, in-process when the URL is mounted.
+- :class:`~scheduler_emulator.runtime.pubsub_client.EmulatorPublisher` — publishes to a real
+  Pub/Sub emulator (``PUBSUB_EMULATOR_HOST``) through google-cloud-pubsub.
+- :class:`NoPublisher` — no Pub/Sub configured: attempts fail, saying how to configure one.
+
+What production does, and what is pinned (docs/differences-from-production.md):
+
+- The publish result is the attempt's outcome: ``OK`` once Pub/Sub accepted the message;
+  otherwise the google.rpc code of the failed publish (``NOT_FOUND`` for a missing topic,
+  ``PERMISSION_DENIED`` when the Cloud Scheduler service agent may not publish,
+  ``DEADLINE_EXCEEDED``, ``UNAVAILABLE``) with no HTTP status. Failed publishes are retried
+  under the job's retryConfig like HTTP attempts.
+- ``attemptDeadline`` is ignored for Pub/Sub targets (spec §3.5); a publish gives up after
+  :data:`PUBLISH_TIMEOUT_SECONDS` (pinned: the Pub/Sub client's default publish timeout).
+
+Example (in-process)::
+
+    >>> from datetime import UTC, datetime
+    >>> from scheduler_emulator.runtime.clock import ManualClock
+    >>> publisher = InProcessPublisher(ManualClock(datetime(2026, 1, 1, tzinfo=UTC)))
+    >>> publisher.publish("projects/p/topics/t", b"hi", {"k": "v"}, 60.0)
+    '1'
+    >>> [(m.data, m.attributes, m.publish_time) for m in publisher.published("projects/p/topics/t")]
+    [(b'hi', {'k': 'v'}, '2026-01-01T00:00:00Z')]
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..domain.outcomes import Outcome
+from ..domain.resources import Job
+from ..wire import format_timestamp
+from .clock import Clock
+from .dispatchers import NotDispatched, Prepared
+from .transports import DeliveryRequest, Transport, TransportResult
+
+#: How long a publish may take (pinned: the Pub/Sub client library's default publish timeout;
+#: ``attemptDeadline`` is ignored for Pub/Sub targets, spec §3.5).
+PUBLISH_TIMEOUT_SECONDS = 60.0
+#: ``targetType`` of Pub/Sub jobs in the execution log (production log entries, spec §14).
+LOG_TARGET_TYPE = "PUB_SUB"
+#: ``User-Agent`` of Pub/Sub push requests (Pub/Sub docs: "Receive messages from push
+#: subscriptions").
+PUSH_USER_AGENT = "APIs-Google; (+https://developers.google.com/webmasters/APIs-Google.html)"
+#: HTTP statuses a push endpoint acknowledges with (Pub/Sub docs: push subscriptions).
+PUSH_SUCCESS = frozenset({102, 200, 201, 202, 204})
+
+#: What a job's attempt says when the daemon has no Pub/Sub emulator to publish to.
+NOT_CONFIGURED = (
+    "EMULATOR_PUBSUB_NOT_CONFIGURED. This job publishes to Pub/Sub but the emulator has no "
+    "Pub/Sub emulator to publish to: start one (gcloud beta emulators pubsub start "
+    "--host-port=127.0.0.1:8085) and set PUBSUB_EMULATOR_HOST=127.0.0.1:8085 or pass "
+    "--pubsub-emulator-host 127.0.0.1:8085, or start with --with-pubsub."
+)
+
+
+class PublishError(Exception):
+    """A publish Pub/Sub refused.
+
+    :param code: the google.rpc code name (``"NOT_FOUND"``, ``"PERMISSION_DENIED"``…).
+    :param message: Pub/Sub's message (``"Topic not found"``).
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class Publisher(Protocol):
+    """Publishes messages to Pub/Sub topics."""
+
+    def unavailable(self) -> str | None:
+        """Why no message can be published at all (recorded on the attempt), or ``None``."""
+        ...
+
+    def publish(
+        self, topic: str, data: bytes, attributes: Mapping[str, str], timeout_seconds: float
+    ) -> str:
+        """Publish one message to ``topic`` (``projects/P/topics/T``); return its message ID.
+
+        :raises PublishError: when Pub/Sub refuses or cannot be reached.
+        """
+        ...
+
+
+class NoPublisher:
+    """No Pub/Sub configured: every Pub/Sub attempt fails with ``reason``.
+
+    :param reason: the attempt's debug text; says how to configure a publisher.
+    """
+
+    def __init__(self, reason: str = NOT_CONFIGURED) -> None:
+        self.reason = reason
+
+    def unavailable(self) -> str | None:
+        """Always the reason."""
+        return self.reason
+
+    def publish(
+        self, topic: str, data: bytes, attributes: Mapping[str, str], timeout_seconds: float
+    ) -> str:
+        """Never publishes. :raises PublishError: FAILED_PRECONDITION with the reason."""
+        raise PublishError("FAILED_PRECONDITION", self.reason)
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """One push of a message to a push endpoint.
+
+    :param subscription: ``projects/P/subscriptions/S``.
+    :param endpoint: the push URL.
+    :param status: the endpoint's HTTP status, ``None`` when it did not answer.
+    :param detail: why there was no answer.
+    """
+
+    subscription: str
+    endpoint: str
+    status: int | None
+    detail: str = ""
+
+    @property
+    def acknowledged(self) -> bool:
+        """The endpoint acknowledged the message (102, 200, 201, 202 or 204)."""
+        return self.status in PUSH_SUCCESS
+
+
+@dataclass
+class PubsubMessage:
+    """A message an :class:`InProcessPublisher` accepted.
+
+    :param topic: ``projects/P/topics/T``.
+    :param data: the payload bytes (the job's ``pubsubTarget.data``, decoded).
+    :param attributes: the message attributes.
+    :param message_id: Pub/Sub's message ID (``"1"``, ``"2"``…).
+    :param publish_time: RFC 3339 instant on the emulator's (virtual) clock.
+    :param pushes: what each push subscription's endpoint answered, in order.
+    """
+
+    topic: str
+    data: bytes
+    attributes: dict[str, str]
+    message_id: str
+    publish_time: str
+    pushes: list[PushResult] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """``data`` decoded as UTF-8."""
+        return self.data.decode("utf-8")
+
+    def push_body(self, subscription: str) -> dict[str, Any]:
+        """The JSON body Pub/Sub POSTs to a push endpoint (Pub/Sub docs: "Receive messages from
+        push subscriptions"): ``{"message": {"attributes", "data" (base64), "messageId",
+        "message_id", "publishTime", "publish_time"}, "subscription"}``."""
+        message: dict[str, Any] = {
+            "data": base64.b64encode(self.data).decode("ascii"),
+            "messageId": self.message_id,
+            "message_id": self.message_id,
+            "publishTime": self.publish_time,
+            "publish_time": self.publish_time,
+        }
+        if self.attributes:
+            message["attributes"] = dict(self.attributes)
+        return {"message": message, "subscription": subscription}
+
+
+@dataclass(frozen=True)
+class PushSubscription:
+    """A push subscription of an :class:`InProcessPublisher`.
+
+    :param name: ``projects/P/subscriptions/S``.
+    :param topic: the topic's full name.
+    :param endpoint: the URL messages are POSTed to.
+    """
+
+    name: str
+    topic: str
+    endpoint: str
+
+
+class InProcessPublisher:
+    """An in-memory Pub/Sub: records every message and pushes it to push subscriptions.
+
+    :param clock: gives each message's ``publishTime`` (virtual time on a manual clock).
+    :param transport: carries push requests (in-process for mounted URLs); without it,
+        :meth:`subscribe_push` raises.
+    :param topics: when given, only these topics exist (full names or IDs) and a publish to
+        another fails with ``NOT_FOUND`` as in production; by default every topic exists.
+    :param project: the project of topic IDs given without ``projects/P/topics/``.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        transport: Transport | None = None,
+        *,
+        topics: list[str] | None = None,
+        project: str = "my-project",
+    ) -> None:
+        self.clock = clock
+        self.transport = transport
+        self.project = project
+        self._topics = None if topics is None else {self.topic_name(t) for t in topics}
+        self._messages: list[PubsubMessage] = []
+        self._subscriptions: list[PushSubscription] = []
+        self._lock = threading.Lock()
+
+    def topic_name(self, topic: str) -> str:
+        """Return the full name of ``topic`` (an ID or ``projects/P/topics/T``)."""
+        return topic if topic.startswith("projects/") else f"projects/{self.project}/topics/{topic}"
+
+    def create_topic(self, topic: str) -> str:
+        """Make ``topic`` exist (only matters with ``topics=``); return its full name."""
+        name = self.topic_name(topic)
+        if self._topics is not None:
+            self._topics.add(name)
+        return name
+
+    def unavailable(self) -> str | None:
+        """Always available."""
+        return None
+
+    def subscribe_push(self, topic: str, endpoint: str, subscription: str | None = None) -> str:
+        """Push every later message of ``topic`` to ``endpoint`` (a Pub/Sub push subscription).
+
+        :param topic: topic ID or full name.
+        :param endpoint: ``http(s)://`` URL; mounted URLs are called in-process.
+        :param subscription: subscription ID or full name; default ``<topic ID>-push``.
+        :raises ValueError: without a transport, or for a non-HTTP endpoint.
+        :return: the subscription's full name.
+        """
+        if self.transport is None:
+            raise ValueError("this publisher has no transport to push with; pass transport=.")
+        if not endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"a push endpoint is an http(s) URL; got {endpoint!r}.")
+        name = self.topic_name(topic)
+        sub = subscription or name.rsplit("/", 1)[-1] + "-push"
+        project = name.split("/")[1]
+        full = sub if sub.startswith("projects/") else f"projects/{project}/subscriptions/{sub}"
+        with self._lock:
+            self._subscriptions.append(PushSubscription(full, name, endpoint))
+        return full
+
+    def publish(
+        self, topic: str, data: bytes, attributes: Mapping[str, str], timeout_seconds: float
+    ) -> str:
+        """Record the message, push it to each push subscription of ``topic``, return its ID.
+
+        A push endpoint's answer does not change the publish (Pub/Sub acknowledged it); it is
+        kept in :attr:`PubsubMessage.pushes`. Pushes are not retried (pinned).
+
+        :raises PublishError: ``NOT_FOUND`` for a topic that does not exist (with ``topics=``).
+        """
+        if self._topics is not None and topic not in self._topics:
+            raise PublishError("NOT_FOUND", f"Resource not found (resource={topic}).")
+        with self._lock:
+            message = PubsubMessage(
+                topic,
+                bytes(data),
+                dict(attributes),
+                str(len(self._messages) + 1),
+                format_timestamp(self.clock.now()),
+            )
+            self._messages.append(message)
+            subscriptions = [s for s in self._subscriptions if s.topic == topic]
+        for sub in subscriptions:
+            message.pushes.append(self._push(message, sub, timeout_seconds))
+        return message.message_id
+
+    def _push(self, message: PubsubMessage, sub: PushSubscription, timeout: float) -> PushResult:
+        assert self.transport is not None
+        body = json.dumps(message.push_body(sub.name)).encode()
+        headers = {"Content-Type": "application/json", "User-Agent": PUSH_USER_AGENT}
+        result = self.transport.send(DeliveryRequest("POST", sub.endpoint, headers, body), timeout)
+        return PushResult(sub.name, sub.endpoint, result.status, result.detail)
+
+    def published(self, topic: str | None = None) -> list[PubsubMessage]:
+        """Messages accepted so far, in publish order; only ``topic``'s (ID or full name) when
+        given."""
+        with self._lock:
+            messages = list(self._messages)
+        if topic is None:
+            return messages
+        name = self.topic_name(topic)
+        return [m for m in messages if m.topic == name]
+
+    def clear(self) -> None:
+        """Forget every message (subscriptions stay)."""
+        with self._lock:
+            self._messages.clear()
+
+
+def publish_outcome(message_id: str | None, topic: str, error: PublishError | None) -> Outcome:
+    """The outcome of one Pub/Sub attempt (pinned texts; production logs show only the code).
+
+    :return: ``OK`` with ``PUBSUB_PUBLISHED. Message ID = <id>``, or the publish error's code
+        with ``PUBSUB_ERROR. <message>``; never an HTTP status.
+    """
+    if error is None:
+        return Outcome("OK", f"PUBSUB_PUBLISHED. Message ID = {message_id} on {topic}", None)
+    return Outcome(error.code, f"PUBSUB_ERROR. Publishing to {topic} failed: {error.message}", None)
+
+
+class PubsubDispatcher:
+    """Dispatcher of Pub/Sub targets (``job.target_type == "PUBSUB"``).
+
+    Each attempt publishes ``pubsubTarget.data`` with ``pubsubTarget.attributes`` to
+    ``pubsubTarget.topicName`` through ``publisher``. The attempt record is
+    ``{"targetType": "PUB_SUB", "pubsubTopic", "data" (base64), "attributes"}``.
+
+    :param publisher: where messages go.
+    """
+
+    def __init__(self, publisher: Publisher) -> None:
+        self.publisher = publisher
+
+    def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
+        """Prepare one publish (see :class:`~scheduler_emulator.runtime.dispatchers.Dispatcher`).
+
+        :raises NotDispatched: when the publisher is unavailable (no Pub/Sub configured, or
+            google-cloud-pubsub missing), with its reason.
+        :raises ValueError: if the job has no Pub/Sub target.
+        """
+        target = job.pubsub_target
+        if target is None:
+            raise ValueError(f"job {job.name} has no pubsubTarget.")
+        reason = self.publisher.unavailable()
+        if reason is not None:
+            raise NotDispatched(reason)
+        record = {
+            "targetType": LOG_TARGET_TYPE,
+            "pubsubTopic": target.topic_name,
+            "data": base64.b64encode(target.data).decode("ascii"),
+            "attributes": dict(target.attributes),
+        }
+        publisher, topic = self.publisher, target.topic_name
+        data, attributes = target.data, dict(target.attributes)
+
+        def send(timeout: float) -> TransportResult:
+            try:
+                message_id = publisher.publish(topic, data, attributes, timeout)
+            except PublishError as exc:
+                return TransportResult(
+                    detail=exc.message, outcome=publish_outcome(None, topic, exc)
+                )
+            return TransportResult(outcome=publish_outcome(message_id, topic, None))
+
+        return Prepared(record, PUBLISH_TIMEOUT_SECONDS, send)

@@ -1,0 +1,209 @@
+"""The ``start`` flags for Pub/Sub and App Engine targets, and the Pub/Sub emulator gcloud ships.
+
+- ``--pubsub-emulator-host HOST:PORT`` (default: ``$PUBSUB_EMULATOR_HOST``): Pub/Sub jobs
+  publish to that emulator. With neither, their attempts fail saying how to set one.
+- ``--with-pubsub``: start ``gcloud beta emulators pubsub start --host-port=127.0.0.1:PORT`` on
+  a free port, wait for it, publish to it, create the loaded jobs' topics (production never
+  creates topics), stop it on exit.
+- ``--app-engine-url URL`` / ``--app-engine-url SERVICE=URL`` (repeatable): where App Engine
+  targets' requests go.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import IO
+
+import requests
+
+from ..domain.errors import ConfigurationError
+from ..domain.resources import Job
+from ..runtime.app_engine import parse_app_engine_urls
+from ..runtime.pubsub import NoPublisher, Publisher
+from ..runtime.pubsub_client import EmulatorPublisher, ensure_topics, pubsub_library_missing
+
+#: How long ``--with-pubsub`` waits for the Pub/Sub emulator to answer (seconds; its JVM
+#: usually starts in 2–5 s).
+STARTUP_TIMEOUT = 90.0
+ENV_VAR = "PUBSUB_EMULATOR_HOST"
+
+
+def add_arguments(start: argparse.ArgumentParser) -> None:
+    """Add the Pub/Sub and App Engine flags to the ``start`` subcommand."""
+    pubsub = start.add_mutually_exclusive_group()
+    pubsub.add_argument(
+        "--pubsub-emulator-host",
+        metavar="HOST:PORT",
+        help=f"Pub/Sub emulator that Pub/Sub jobs publish to (default: ${ENV_VAR})",
+    )
+    pubsub.add_argument(
+        "--with-pubsub",
+        action="store_true",
+        help="start the Pub/Sub emulator gcloud ships on a free port, create the loaded jobs' "
+        "topics in it, and stop it on exit (needs gcloud and Java)",
+    )
+    start.add_argument(
+        "--app-engine-url",
+        action="append",
+        default=[],
+        metavar="[SERVICE=]URL",
+        help="local base URL of App Engine targets: URL for every service, SERVICE=URL for "
+        "one; repeatable",
+    )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class PubsubEmulatorProcess:
+    """The Pub/Sub emulator gcloud ships, run as a child process in its own process group.
+
+    :param port: where it listens on 127.0.0.1; a free port by default.
+    :param project: the project it is started for.
+    """
+
+    port: int = 0
+    project: str = "my-project"
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def host(self) -> str:
+        """``127.0.0.1:PORT`` (what ``PUBSUB_EMULATOR_HOST`` would hold)."""
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = STARTUP_TIMEOUT) -> PubsubEmulatorProcess:
+        """Start it and wait until it answers HTTP on its port.
+
+        :raises ConfigurationError: when gcloud or Java is missing, or it does not answer
+            within ``timeout`` seconds (the message carries the end of its output).
+        """
+        gcloud = shutil.which("gcloud")
+        if gcloud is None:
+            raise ConfigurationError(
+                "--with-pubsub needs gcloud on PATH (the Google Cloud CLI with the "
+                "pubsub-emulator component: apt-get install google-cloud-cli-pubsub-emulator, "
+                "or gcloud components install pubsub-emulator)."
+            )
+        if shutil.which("java") is None:
+            raise ConfigurationError(
+                "--with-pubsub needs Java on PATH: the Pub/Sub emulator is a Java program "
+                "(install a JRE 11 or newer, e.g. apt-get install default-jre-headless)."
+            )
+        self.port = self.port or free_port()
+        command = [gcloud, "beta", "emulators", "pubsub", "start"]
+        command += [f"--host-port={self.host}", f"--project={self.project}"]
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stop() ends gcloud and its JVM
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            with suppress(requests.RequestException):
+                if requests.get(f"http://{self.host}/", timeout=2).status_code == 200:
+                    return self
+            time.sleep(0.2)
+        output = self._output()
+        self.stop()
+        raise ConfigurationError(
+            f"the Pub/Sub emulator did not start on {self.host} within {timeout:g} s "
+            f"(is the pubsub-emulator component installed?). Its output ended with: {output}"
+        )
+
+    def _output(self) -> str:
+        if self.process is None or self.process.stdout is None or self.process.poll() is None:
+            return "(still running)"
+        return self.process.stdout.read().decode(errors="replace")[-800:].strip() or "(none)"
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Stop the emulator's process group (SIGTERM, then SIGKILL after ``timeout`` s)."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+@dataclass
+class TargetsSetup:
+    """What ``start`` needs for Pub/Sub and App Engine targets (see :func:`configure`)."""
+
+    publisher: Publisher
+    app_engine_urls: dict[str, str]
+    pubsub_process: PubsubEmulatorProcess | None = None
+    description: str = ""
+
+    def close(self) -> None:
+        """Stop the Pub/Sub emulator ``--with-pubsub`` started, if any."""
+        if isinstance(self.publisher, EmulatorPublisher):
+            self.publisher.close()
+        if self.pubsub_process is not None:
+            self.pubsub_process.stop()
+
+
+def configure(
+    args: argparse.Namespace,
+    jobs: Sequence[Job],
+    out: IO[str],
+    environ: dict[str, str] | None = None,
+) -> TargetsSetup:
+    """Read the flags (and ``$PUBSUB_EMULATOR_HOST``); start the Pub/Sub emulator for
+    ``--with-pubsub`` and create the topics of ``jobs`` in it.
+
+    :raises ConfigurationError: for a bad ``--app-engine-url``, a missing google-cloud-pubsub
+        with ``--with-pubsub`` (naming the ``[pubsub]`` extra), or an emulator that fails.
+    """
+    environ = dict(os.environ) if environ is None else environ
+    try:
+        urls = parse_app_engine_urls(args.app_engine_url)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from exc
+    if args.with_pubsub:
+        missing = pubsub_library_missing()
+        if missing is not None:
+            raise ConfigurationError(missing.split(". ", 1)[1])
+        process = PubsubEmulatorProcess(project=args.project).start()
+        topics = [job.pubsub_target.topic_name for job in jobs if job.pubsub_target is not None]
+        try:
+            created = ensure_topics(process.host, topics)
+        except RuntimeError as exc:
+            process.stop()
+            raise ConfigurationError(str(exc)) from exc
+        note = f", created topic(s) {', '.join(created)} (production would not)" if created else ""
+        return TargetsSetup(
+            EmulatorPublisher(process.host), urls, process, f"Pub/Sub emulator {process.host}{note}"
+        )
+    host = args.pubsub_emulator_host or environ.get(ENV_VAR, "")
+    if host:
+        missing = pubsub_library_missing()
+        if missing is not None:
+            out.write(f"warning: {missing}\n")
+        return TargetsSetup(EmulatorPublisher(host), urls, None, f"Pub/Sub emulator {host}")
+    return TargetsSetup(NoPublisher(), urls, None, "")
