@@ -2,8 +2,10 @@
 
 - :class:`CloudRunTimers` (Cloud Run style) sends the real request: ``POST
   /_triggers/timer/<name>`` with the Scheduler headers, in-process through werkzeug's test
-  client or over HTTP to a live server. A non-2xx answer raises :class:`TimerNotAcknowledged`.
-- :class:`FunctionTimers` (function style) invokes the handler directly: no headers, no body.
+  client (a WSGI app) or httpx's ``ASGITransport`` (an ASGI app: Starlette, FastAPI), or over
+  HTTP to a live server. A non-2xx answer raises :class:`TimerNotAcknowledged`.
+- :class:`FunctionTimers` (function style) invokes the handler directly: no headers, no body;
+  an ``async def`` handler is run to completion.
 
 Both expose one attribute per timer registered on the app's
 :class:`~scheduler_emulator.target.TimerRouter` (``timers.nightly()``, ``timers.report(order)``)
@@ -13,15 +15,18 @@ and ``fire(name, payload)`` for any name (spec: timers-and-testing §2).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from datetime import date, datetime
 from typing import Any
 
 import requests
 from werkzeug.test import Client
 
+from scheduler_emulator.runtime.transports import AsgiApp, AsgiCaller, is_asgi_app
 from scheduler_emulator.target import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
+from scheduler_emulator.target.router import run_awaitable
 from scheduler_emulator.wire import TIMER_PREFIX, scheduler_headers
 
 __all__ = [
@@ -106,10 +111,24 @@ class _Timers:
         return [*super().__dir__(), *(router.timers if router is not None else ())]
 
 
+def _propagating(app: AsgiApp) -> AsgiApp:
+    """Wrap an ASGI app so that the timer router re-raises a handler's exception (spec §2)."""
+
+    async def propagating(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        scope[PROPAGATE_EXCEPTIONS_KEY] = True
+        await app(scope, receive, send)
+
+    return propagating
+
+
 class CloudRunTimers(_Timers):
     """Cloud Run-style façade: each call is the request Cloud Scheduler sends.
 
-    :param app: a WSGI app to call in-process (its router is found with ``find_router``).
+    An ASGI app is served on an event loop of the façade's own (httpx's ``ASGITransport``, the
+    ``asgi`` extra); :meth:`close` stops it (the ``cloud_run_testing`` fixture does at teardown).
+
+    :param app: a WSGI or ASGI app to call in-process (its router is found with
+        ``find_router``).
     :param base_url: instead of ``app``, a live server's base URL.
     :param router: the app's router, when ``find_router`` cannot find it.
     :param schedule_time: the default ``X-CloudScheduler-ScheduleTime``.
@@ -125,9 +144,12 @@ class CloudRunTimers(_Timers):
         schedule_time: str = DEFAULT_SCHEDULE_TIME,
     ) -> None:
         if (app is None) == (base_url is None):
-            raise TypeError("cloud_run_testing takes a WSGI app or base_url=…, not both or none.")
+            raise TypeError(
+                "cloud_run_testing takes a WSGI or ASGI app, or base_url=…, not both or none."
+            )
         self._router = router or (find_router(app) if app is not None else None)
-        self._client = Client(app) if app is not None else None
+        self._asgi = AsgiCaller(_propagating(app)) if is_asgi_app(app) else None
+        self._client = Client(app) if app is not None and self._asgi is None else None
         self._base_url = base_url.rstrip("/") if base_url else None
         self._schedule_time = schedule_time
 
@@ -148,7 +170,10 @@ class CloudRunTimers(_Timers):
         path = DEFAULT_PREFIX + name
         headers = self.headers(name, schedule_time)
         body = b"" if payload is _NO_PAYLOAD else encode_message(payload)
-        if self._client is not None:
+        if self._asgi is not None:
+            answer = self._asgi.request("POST", "http://testserver" + path, headers, body)
+            status, text = answer.status_code, answer.text
+        elif self._client is not None:
             response = self._client.post(
                 path,
                 headers=headers,
@@ -163,6 +188,11 @@ class CloudRunTimers(_Timers):
         if not 200 <= status <= 299:
             raise TimerNotAcknowledged(name, status, text)
         return status
+
+    def close(self) -> None:
+        """Stop the ASGI app's event loop, if there is one (idempotent)."""
+        if self._asgi is not None:
+            self._asgi.close()
 
 
 class FunctionTimers(_Timers):
@@ -183,8 +213,12 @@ class FunctionTimers(_Timers):
     def fire(self, name: str, payload: Any = _NO_PAYLOAD) -> Any:
         """Call the handler of ``name`` with ``payload`` (as is); return what it returns.
 
+        An ``async def`` handler is run to completion (``asyncio.run``, or a fresh loop in a
+        worker thread when called from async code) and its result returned.
+
         :raises LookupError: if no handler is registered for ``name``.
         :raises Exception: whatever the handler raised.
         """
         assert self._router is not None
-        return self._router.invoke(name, None if payload is _NO_PAYLOAD else payload)
+        result = self._router.invoke(name, None if payload is _NO_PAYLOAD else payload)
+        return run_awaitable(result) if inspect.isawaitable(result) else result

@@ -8,14 +8,15 @@ Fixtures (each documented below and in ``docs/testing.md``):
 - ``cloud_run_testing`` / ``function_testing`` — timer façades that send exactly the request
   Cloud Scheduler would send, or call the handler directly.
 
-Markers: ``@pytest.mark.cloud_scheduler(start=datetime)`` sets the virtual clock's start;
+Markers: ``@pytest.mark.cloud_scheduler(start=datetime or "RFC 3339", allow_network=False)``
+sets the virtual clock's start and whether jobs may reach unmounted non-loopback origins;
 ``@pytest.mark.cloud_run_testing(schedule_time="…")`` sets the façades' default
 ``X-CloudScheduler-ScheduleTime``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +36,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the plugin's markers."""
     config.addinivalue_line(
         "markers",
-        "cloud_scheduler(start=datetime, publisher=None, app_engine_urls=None): start instant "
-        "of the cloud_scheduler fixture's clock, its Pub/Sub publisher, App Engine URLs",
+        "cloud_scheduler(start=datetime|str, allow_network=False, publisher=None, "
+        "app_engine_urls=None): start instant of the cloud_scheduler fixture's clock (an aware "
+        "datetime or an RFC 3339 string); allow_network=True lets jobs reach unmounted, "
+        "non-loopback origins; its Pub/Sub publisher; App Engine URLs",
     )
     config.addinivalue_line(
         "markers",
@@ -45,17 +48,72 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+_MARKER_OPTIONS = ("start", "allow_network", "publisher", "app_engine_urls")
+
+
+def scheduler_options(kwargs: Mapping[str, Any]) -> tuple[datetime, bool]:
+    """Read a ``@pytest.mark.cloud_scheduler(...)`` marker's options.
+
+    :param kwargs: the marker's keyword arguments.
+    :raises ValueError: (naming the marker and the value) for an unknown option, a naive
+        datetime, a string that is not RFC 3339 with an offset, or a non-boolean
+        ``allow_network``.
+    :raises TypeError: for a ``start`` that is neither a datetime nor a string.
+    :return: ``(start, allow_network)``, ``start`` aware.
+    """
+    from scheduler_emulator.wire import parse_timestamp
+
+    unknown = sorted(set(kwargs) - set(_MARKER_OPTIONS))
+    if unknown:
+        raise ValueError(
+            f"@pytest.mark.cloud_scheduler got unknown option(s) {', '.join(unknown)}; it takes "
+            f"{', '.join(_MARKER_OPTIONS)}."
+        )
+    start: Any = kwargs.get("start", DEFAULT_START)
+    where = f"@pytest.mark.cloud_scheduler(start={start!r})"
+    if isinstance(start, str):
+        try:
+            start = parse_timestamp(start)
+        except ValueError as exc:
+            raise ValueError(
+                f"{where}: not an RFC 3339 timestamp with an offset, such as "
+                f"'2026-09-20T00:00:00Z' ({exc})"
+            ) from None
+    elif isinstance(start, datetime):
+        if start.tzinfo is None or start.utcoffset() is None:
+            raise ValueError(
+                f"{where}: the datetime is naive; pass an aware one, such as "
+                "datetime(2026, 9, 20, tzinfo=UTC), or an RFC 3339 string such as "
+                "'2026-09-20T00:00:00Z'."
+            )
+    else:
+        raise TypeError(
+            f"{where}: start is a {type(start).__name__}; pass an aware datetime or an RFC 3339 "
+            "string such as '2026-09-20T00:00:00Z'."
+        )
+    allow_network = kwargs.get("allow_network", False)
+    if not isinstance(allow_network, bool):
+        raise ValueError(
+            f"@pytest.mark.cloud_scheduler(allow_network={allow_network!r}): pass True or False."
+        )
+    return start, allow_network
+
+
 @pytest.fixture
 def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     """An in-process Cloud Scheduler on a virtual clock, fresh for each test.
 
     The clock starts at 2026-01-01T00:00:00Z, or at ``start`` of a
-    ``@pytest.mark.cloud_scheduler(start=<aware datetime>)`` marker. ``mount(base_url, app)``
-    routes that URL's requests to a WSGI app in-process (other URLs go over real HTTP);
+    ``@pytest.mark.cloud_scheduler(start=<aware datetime or "RFC 3339">)`` marker.
+    ``mount(base_url, app)`` routes that URL's requests to a WSGI or ASGI app in-process; other
+    URLs go over real HTTP to loopback origins only (any other origin records a failed attempt
+    naming it, with no network call) unless ``allow_network=True`` is set on the marker or the
+    fixture (``cloud_scheduler.allow_network = True``);
     ``create_job(...)`` takes the REST JSON shape or keywords; ``advance(...)`` /
     ``move_to(...)`` deliver everything that falls due, retries included; ``attempts(job)``
-    and ``assert_attempted(job, count=..., code=...)`` inspect what happened. Mounted apps see
-    ``datetime.now()`` at the virtual instant while they handle a delivery.
+    and ``assert_attempted(job, count=..., code=...)`` inspect what happened. Targets see
+    ``datetime.now()`` and ``time.time()`` at the virtual instant while they handle a delivery;
+    asyncio event loops keep real time, so async handlers and asyncio servers run normally.
 
     Jobs with ``oidcToken`` send tokens signed by a key of this emulator:
     ``verify_oidc(token, audience)`` checks one on the virtual clock (raising ``TokenError``),
@@ -69,8 +127,13 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     """
     marker = request.node.get_closest_marker("cloud_scheduler")
     options = dict(marker.kwargs) if marker else {}
+    try:
+        start, allow_network = scheduler_options(options)
+    except (TypeError, ValueError) as exc:
+        pytest.fail(str(exc), pytrace=False)
     scheduler = CloudScheduler(
-        options.get("start", DEFAULT_START),
+        start,
+        allow_network=allow_network,
         publisher=options.get("publisher"),
         app_engine_urls=options.get("app_engine_urls"),
     )
@@ -111,10 +174,10 @@ def _schedule_time(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def cloud_run_testing(request: pytest.FixtureRequest) -> Callable[..., CloudRunTimers]:
+def cloud_run_testing(request: pytest.FixtureRequest) -> Iterator[Callable[..., CloudRunTimers]]:
     """Timer façades in Cloud Run style: each call is the request Cloud Scheduler sends.
 
-    ``timers = cloud_run_testing(app)`` for a WSGI app in-process, or
+    ``timers = cloud_run_testing(app)`` for a WSGI or ASGI app in-process, or
     ``cloud_run_testing(base_url="http://127.0.0.1:8000")`` for a live server. ``timers.nightly()``
     posts to ``/_triggers/timer/nightly`` with ``X-CloudScheduler: true``,
     ``X-CloudScheduler-JobName: nightly``, ``X-CloudScheduler-ScheduleTime`` (default
@@ -126,11 +189,16 @@ def cloud_run_testing(request: pytest.FixtureRequest) -> Callable[..., CloudRunT
     from .facades import CloudRunTimers
 
     default = _schedule_time(request)
+    made: list[CloudRunTimers] = []
 
     def make(app: Any = None, *, base_url: str | None = None, router: Any = None) -> CloudRunTimers:
-        return CloudRunTimers(app, base_url=base_url, router=router, schedule_time=default)
+        timers = CloudRunTimers(app, base_url=base_url, router=router, schedule_time=default)
+        made.append(timers)
+        return timers
 
-    return make
+    yield make
+    for timers in made:
+        timers.close()
 
 
 @pytest.fixture
@@ -138,8 +206,8 @@ def function_testing() -> Callable[..., FunctionTimers]:
     """Timer façades in function style: each call invokes the handler directly.
 
     ``timers = function_testing(app_or_router)``; ``timers.nightly()`` calls the handler with no
-    headers and an empty body, ``timers.report(order)`` passes the message object itself. The
-    handler's exceptions propagate.
+    headers and an empty body, ``timers.report(order)`` passes the message object itself; an
+    ``async def`` handler is run to completion. The handler's exceptions propagate.
     """
 
     from .facades import FunctionTimers

@@ -1,8 +1,15 @@
 """The ``cloud_scheduler`` fixture's object: an in-process emulator on a virtual clock.
 
-While the emulator delivers to a mounted app, the app sees ``datetime.now()`` and
-``time.time()`` at the emulator's virtual instant (freezegun); the emulator's own clock is never
-affected. Requests to URLs that are not mounted go over real HTTP.
+While the emulator delivers, the app sees ``datetime.now()`` and ``time.time()`` at the
+emulator's virtual instant (freezegun, for mounted apps and for servers running in the test's
+process alike); the emulator's own clock is never affected, and neither are asyncio event loops
+(freezegun's ``real_asyncio``), so ``await asyncio.sleep(...)`` in a handler returns after the
+real delay.
+
+Mounted apps (WSGI or ASGI) are called in-process. Other URLs go over real HTTP only when their
+origin is loopback (``127.0.0.0/8``, ``::1``, ``localhost``): a job for any other origin records
+a failed attempt saying how to mount it, unless the fixture was told ``allow_network=True``, so
+that a test never reaches production by accident.
 
 Jobs with ``oidcToken`` send ID tokens signed by this emulator's own key (fresh per fixture):
 :meth:`CloudScheduler.verify_oidc` checks one on the virtual clock, and
@@ -12,24 +19,30 @@ tokens itself (``verify_scheduler_token`` or google-auth).
 
 from __future__ import annotations
 
+import ipaddress
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from freezegun import freeze_time
 
 from scheduler_emulator.core.faults import FaultPlan
 from scheduler_emulator.domain.attempts import Attempt, SkippedRun, iso
+from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.runtime.pubsub import InProcessPublisher, Publisher, PubsubMessage
 from scheduler_emulator.runtime.tokens import JWKS_PATH, TokenAuthority
 from scheduler_emulator.runtime.transports import (
+    AsgiApp,
     DeliveryRequest,
+    HttpTransport,
     MountTransport,
+    Transport,
     TransportResult,
     WsgiApp,
 )
@@ -37,31 +50,100 @@ from scheduler_emulator.runtime.transports import (
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
 
-__all__ = ["CloudScheduler", "VirtualTimeTransport"]
+__all__ = ["CloudScheduler", "LoopbackOnlyTransport", "VirtualTimeTransport", "is_loopback"]
+
+
+def origin_of(url: str) -> str:
+    """The origin of a URL: ``scheme://host[:port]`` (``https://orders-abc123-uc.a.run.app``)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def is_loopback(url: str) -> bool:
+    """Whether a URL's host is this machine: ``localhost`` (and ``*.localhost``), an address in
+    ``127.0.0.0/8`` or ``::1``.
+
+    :param url: an absolute URL.
+    """
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class LoopbackOnlyTransport:
+    """The fallback of the ``cloud_scheduler`` fixture: real HTTP to loopback origins only.
+
+    A request for any other origin is not sent: it fails as a connection error whose detail
+    names the origin and says how to mount an app for it (or to pass ``allow_network=True``).
+
+    :param inner: the transport for loopback URLs (real HTTP).
+    :param mounted: returns the mounted prefixes, for the message.
+    """
+
+    def __init__(self, inner: Transport, mounted: Callable[[], list[str]] | None = None) -> None:
+        self.inner = inner
+        self._mounted: Callable[[], list[str]] = mounted or list
+
+    def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
+        """Send a loopback request; refuse any other without touching the network."""
+        if is_loopback(request.url):
+            return self.inner.send(request, timeout_seconds)
+        origin = origin_of(request.url)
+        mounted = ", ".join(sorted(self._mounted())) or "none"
+        return TransportResult(
+            failure=Failure.CONNECTION,
+            detail=(
+                f"Not sent: {origin} is neither mounted nor loopback, and the cloud_scheduler "
+                f"fixture does not reach the network. Mount the app under test for it: "
+                f'cloud_scheduler.mount("{origin}", app) (mounted: {mounted}); or allow real '
+                "HTTP with @pytest.mark.cloud_scheduler(allow_network=True) or "
+                "cloud_scheduler.allow_network = True."
+            ),
+        )
 
 
 class VirtualTimeTransport(MountTransport):
-    """A :class:`MountTransport` that shows mounted apps the clock's virtual instant.
+    """A :class:`MountTransport` that shows targets the clock's virtual instant.
 
-    Inside :meth:`virtual_time` freezegun is active (started once, moved per delivery). The
-    engine's clocks read time through functions freezegun cannot reach, so they keep their own
-    time.
+    Inside :meth:`virtual_time` freezegun is active (started once, moved per delivery), with
+    ``real_asyncio=True`` so that asyncio event loops keep real monotonic time: an ``async``
+    handler's ``await asyncio.sleep(0.05)`` ends after 50 ms, while its ``datetime.now()`` and
+    ``time.time()`` are virtual. The engine's clocks read time through functions freezegun
+    cannot reach, so they keep their own time.
 
     :param clock: the emulator's manual clock.
+    :param allow_network: when false, unmounted URLs reach only loopback origins
+        (:class:`LoopbackOnlyTransport`).
     """
 
-    def __init__(self, clock: ManualClock) -> None:
+    def __init__(self, clock: ManualClock, *, allow_network: bool = False) -> None:
         super().__init__()
         self.clock = clock
         self._frozen: Any = None
+        self._http = HttpTransport()
+        self._guarded = LoopbackOnlyTransport(self._http, lambda: self.mounted)
+        self.allow_network = allow_network
+
+    @property
+    def allow_network(self) -> bool:
+        """Whether unmounted URLs of any origin go over real HTTP (else loopback only)."""
+        return self.fallback is self._http
+
+    @allow_network.setter
+    def allow_network(self, allowed: bool) -> None:
+        self.fallback = self._http if allowed else self._guarded
 
     @contextmanager
     def virtual_time(self) -> Iterator[None]:
-        """Freeze time for mounted apps for the duration of the block (re-entrant)."""
+        """Freeze time for targets for the duration of the block (re-entrant)."""
         if self._frozen is not None:
             yield
             return
-        freezer = freeze_time(self.clock.now(), tick=False)
+        freezer = freeze_time(self.clock.now(), tick=False, real_asyncio=True)
         self._frozen = freezer.start()
         try:
             yield
@@ -70,8 +152,9 @@ class VirtualTimeTransport(MountTransport):
             self._frozen = None
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
-        """Deliver; a mounted app sees ``datetime.now()`` equal to the attempt's start."""
-        if self._frozen is not None and self.find(request.url) is not None:
+        """Deliver; the target sees ``datetime.now()`` equal to the attempt's start (a mounted
+        app, or a server in this process)."""
+        if self._frozen is not None:
             self._frozen.move_to(self.clock.now())
         return super().send(request, timeout_seconds)
 
@@ -80,6 +163,8 @@ class CloudScheduler:
     """An in-process Cloud Scheduler on a :class:`ManualClock`, for one test.
 
     :param start: the clock's initial instant (aware).
+    :param allow_network: let jobs reach unmounted, non-loopback origins over real HTTP (off:
+        such an attempt fails without a network call, saying how to mount the app).
     :param publisher: where Pub/Sub jobs publish; by default an
         :class:`~scheduler_emulator.runtime.pubsub.InProcessPublisher` on the virtual clock
         that pushes through the mounted apps (:meth:`published`, :meth:`push`).
@@ -91,11 +176,12 @@ class CloudScheduler:
         self,
         start: datetime,
         *,
+        allow_network: bool = False,
         publisher: Publisher | None = None,
         app_engine_urls: str | Mapping[str, str] | None = None,
     ) -> None:
         self.clock = ManualClock(start)
-        self.transport = VirtualTimeTransport(self.clock)
+        self.transport = VirtualTimeTransport(self.clock, allow_network=allow_network)
         self.publisher: Publisher = publisher or InProcessPublisher(self.clock, self.transport)
         self.emulator = Emulator(
             self.clock,
@@ -106,8 +192,18 @@ class CloudScheduler:
         self._server: BaseWSGIServer | None = None
         self._server_thread: threading.Thread | None = None
 
+    @property
+    def allow_network(self) -> bool:
+        """Whether jobs may reach unmounted origins that are not loopback (settable)."""
+        return self.transport.allow_network
+
+    @allow_network.setter
+    def allow_network(self, allowed: bool) -> None:
+        self.transport.allow_network = allowed
+
     def close(self) -> None:
-        """Release the emulator (and stop the keys' HTTP server, if :attr:`url` started it)."""
+        """Release the emulator, stop mounted ASGI apps' event loops (and the keys' HTTP
+        server, if :attr:`url` started it)."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -115,6 +211,7 @@ class CloudScheduler:
                 self._server_thread.join(10)
             self._server = None
         self.emulator.close()
+        self.transport.close()
 
     @property
     def faults(self) -> FaultPlan:
@@ -190,11 +287,17 @@ class CloudScheduler:
 
     # ---------------------------------------------------------------- targets and jobs
 
-    def mount(self, base_url: str, app: WsgiApp) -> None:
+    def mount(self, base_url: str, app: WsgiApp | AsgiApp) -> None:
         """Deliver requests for URLs under ``base_url`` to ``app`` in-process.
 
-        :param base_url: ``http://host[:port][/path]``; the longest mounted prefix wins.
+        ``app`` is a WSGI app (Flask, Django...) or an ASGI app (Starlette, FastAPI...), told
+        apart by its ``__call__``; an ASGI app runs on an event loop of its own (needs httpx, the
+        ``asgi`` extra), which :meth:`close` stops.
+
+        :param base_url: ``http(s)://host[:port][/path]``, such as the production service's URL
+            ``https://orders-abc123-uc.a.run.app``; the longest mounted prefix wins.
         :raises ValueError: if ``base_url`` is not an http(s) URL.
+        :raises ImportError: for an ASGI app without httpx installed.
         """
         self.transport.mount(base_url, app)
 

@@ -4,7 +4,7 @@ The public entry points (imported on first use, so that a production service imp
 :mod:`scheduler_emulator.target` does not load the emulator engine)::
 
     from scheduler_emulator import Emulator, ManualClock, SystemClock
-    from scheduler_emulator import HttpTransport, MountTransport, WsgiTransport
+    from scheduler_emulator import AsgiTransport, HttpTransport, MountTransport, WsgiTransport
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ _EXPORTS = {
     "Emulator": "runtime.emulator",
     "ManualClock": "runtime.clock",
     "SystemClock": "runtime.clock",
+    "AsgiTransport": "runtime.transports",
     "HttpTransport": "runtime.transports",
     "MountTransport": "runtime.transports",
     "WsgiTransport": "runtime.transports",
 }
 __all__ = [
+    "AsgiTransport",
     "Emulator",
     "HttpTransport",
     "ManualClock",
@@ -35,7 +37,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .runtime.clock import ManualClock, SystemClock
     from .runtime.emulator import Emulator
-    from .runtime.transports import HttpTransport, MountTransport, WsgiTransport
+    from .runtime.transports import AsgiTransport, HttpTransport, MountTransport, WsgiTransport
 
 
 def __getattr__(name: str) -> Any:

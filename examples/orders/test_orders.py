@@ -6,6 +6,10 @@ fixtures) and Flask are installed. The fixtures:
 - ``cloud_run_testing(app)`` sends each timer call as the request Cloud Scheduler sends;
 - ``function_testing(app)`` calls the handler directly, with no headers and no body;
 - ``cloud_scheduler`` runs the jobs themselves on a virtual clock.
+
+Every test but the token ones runs on the three variants of the service: the Flask app
+(``app.py``), the FastAPI app with ``async def`` handlers and a pydantic ``Order``
+(``app_fastapi.py``) and the plain Starlette app behind ``router.asgi`` (``app_starlette.py``).
 """
 
 from __future__ import annotations
@@ -13,33 +17,58 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
+from types import ModuleType
+from typing import Any
 
+import app as flask_orders
+import app_fastapi
+import app_starlette
 import pytest
 from app import (
     AUDIENCE,
     INVOKER,
-    Order,
     OrderLog,
     ReportStore,
     ReportStoreBusy,
     RestockLog,
     create_app,
 )
+from fastapi import FastAPI
 from flask import Flask
+from starlette.applications import Starlette
 
 from pytest_plugin.facades import CloudRunTimers, FunctionTimers, TimerNotAcknowledged
 from pytest_plugin.scheduler import CloudScheduler
 from scheduler_emulator.target import TimerRouter
 
-ORDER = Order(id="A-1001", total=42.5)
 STYLES = ["cloud_run_testing", "function_testing"]
 Timers = CloudRunTimers | FunctionTimers
+#: The service's variants: each module has ``create_app(log, reports=...)`` and ``Order``.
+VARIANTS = {"flask": flask_orders, "fastapi": app_fastapi, "starlette": app_starlette}
+#: How each framework serves a bare router (for the prefix test).
+SERVE_ROUTER: dict[str, Callable[[TimerRouter], Any]] = {
+    "flask": lambda router: (app := Flask("ticker"), router.init_app(app))[0],
+    "fastapi": lambda router: (app := FastAPI(), router.init_app(app))[0],
+    "starlette": lambda router: router.asgi(Starlette()),
+}
+
+
+@pytest.fixture(params=list(VARIANTS))
+def orders(request: pytest.FixtureRequest) -> ModuleType:
+    """The Orders service module of each variant in turn: ``orders.create_app()``."""
+    return VARIANTS[request.param]
+
+
+@pytest.fixture
+def order(orders: ModuleType) -> Any:
+    """The ``report`` job's order, as the variant's ``Order`` (dataclass or pydantic model)."""
+    return orders.Order(id="A-1001", total=42.5)
 
 
 @pytest.fixture(params=STYLES)
-def timers_for(request: pytest.FixtureRequest) -> Callable[[Flask], Timers]:
+def timers_for(request: pytest.FixtureRequest) -> Callable[[Any], Timers]:
     """The façade factory of each style in turn: ``timers_for(app).nightly()``."""
-    factory: Callable[[Flask], Timers] = request.getfixturevalue(request.param)
+    factory: Callable[[Any], Timers] = request.getfixturevalue(request.param)
     return factory
 
 
@@ -50,43 +79,58 @@ def sweep_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 class TestNightly:
     def test_one_call_sweeps_once_in_either_style(
-        self, timers_for: Callable[[Flask], Timers], caplog: pytest.LogCaptureFixture
+        self,
+        orders: ModuleType,
+        timers_for: Callable[[Any], Timers],
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         log = OrderLog()
         caplog.set_level(logging.INFO, logger="orders")
-        timers_for(create_app(log)).nightly()
+        timers_for(orders.create_app(log)).nightly()
         assert log.sweeps == 1
         assert len(sweep_lines(caplog)) == 1
 
     def test_the_handler_logs_the_schedule_time_cloud_scheduler_sent(
-        self, cloud_run_testing: Callable[..., CloudRunTimers], caplog: pytest.LogCaptureFixture
+        self,
+        orders: ModuleType,
+        cloud_run_testing: Callable[..., CloudRunTimers],
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         caplog.set_level(logging.INFO, logger="orders")
-        cloud_run_testing(create_app()).nightly(schedule_time="2026-09-24T02:00:00Z")
+        cloud_run_testing(orders.create_app()).nightly(schedule_time="2026-09-24T02:00:00Z")
         assert sweep_lines(caplog) == ["Sweep scheduled for 2026-09-24T02:00:00Z"]
 
     def test_a_function_style_call_has_no_schedule_time_and_still_sweeps(
-        self, function_testing: Callable[..., FunctionTimers], caplog: pytest.LogCaptureFixture
+        self,
+        orders: ModuleType,
+        function_testing: Callable[..., FunctionTimers],
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         log = OrderLog()
         caplog.set_level(logging.INFO, logger="orders")
-        function_testing(create_app(log)).nightly()
+        function_testing(orders.create_app(log)).nightly()
         assert log.sweeps == 1
         assert sweep_lines(caplog) == ["Sweep scheduled for (no ScheduleTime: not a scheduled run)"]
 
 
 class TestReport:
-    def test_an_order_is_saved_in_either_style(self, timers_for: Callable[[Flask], Timers]) -> None:
+    def test_an_order_is_saved_in_either_style(
+        self, orders: ModuleType, order: Any, timers_for: Callable[[Any], Timers]
+    ) -> None:
         store = ReportStore(busy_on_first_try=False)
-        timers_for(create_app(reports=store)).report(ORDER)
-        assert store.saved == [ORDER]
+        timers_for(orders.create_app(reports=store)).report(order)
+        assert store.saved == [order]
+        assert type(store.saved[0]) is orders.Order  # bound to the variant's own type
 
     def test_a_run_without_a_body_is_refused_with_400(
-        self, cloud_run_testing: Callable[..., CloudRunTimers], caplog: pytest.LogCaptureFixture
+        self,
+        orders: ModuleType,
+        cloud_run_testing: Callable[..., CloudRunTimers],
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         store = ReportStore(busy_on_first_try=False)
         with pytest.raises(TimerNotAcknowledged) as refused:
-            cloud_run_testing(create_app(reports=store)).fire("report")
+            cloud_run_testing(orders.create_app(reports=store)).fire("report")
         assert refused.value.status == 400
         assert any(
             r.getMessage().startswith(
@@ -97,17 +141,19 @@ class TestReport:
         assert store.saved == []
 
     def test_the_busy_store_fails_the_first_try_and_the_retry_of_the_run_saves(
-        self, cloud_run_testing: Callable[..., CloudRunTimers]
+        self, orders: ModuleType, order: Any, cloud_run_testing: Callable[..., CloudRunTimers]
     ) -> None:
         store = ReportStore()  # busy on the first try of each run, as in production here
-        timers = cloud_run_testing(create_app(reports=store))
+        timers = cloud_run_testing(orders.create_app(reports=store))
         with pytest.raises(ReportStoreBusy):  # in-process, the handler's own exception
-            timers.report(ORDER, schedule_time="2026-09-24T04:00:00Z")
-        timers.report(ORDER, schedule_time="2026-09-24T04:00:00Z")  # the retry: same run
-        assert store.saved == [ORDER]
+            timers.report(order, schedule_time="2026-09-24T04:00:00Z")
+        timers.report(order, schedule_time="2026-09-24T04:00:00Z")  # the retry: same run
+        assert store.saved == [order]
 
 
+@pytest.mark.parametrize("framework", list(SERVE_ROUTER))
 def test_timers_under_another_prefix_are_not_where_cloud_run_testing_posts(
+    framework: str,
     cloud_run_testing: Callable[..., CloudRunTimers],
     function_testing: Callable[..., FunctionTimers],
 ) -> None:
@@ -115,11 +161,10 @@ def test_timers_under_another_prefix_are_not_where_cloud_run_testing_posts(
     ticks: list[int] = []
 
     @router.timer("tick")
-    def tick() -> None:
+    async def tick() -> None:
         ticks.append(1)
 
-    app = Flask("ticker")
-    router.init_app(app)
+    app = SERVE_ROUTER[framework](router)
     with pytest.raises(TimerNotAcknowledged) as refused:
         cloud_run_testing(app).tick()
     assert str(refused.value).startswith(
@@ -144,11 +189,14 @@ class TestOnTheSchedule:
 
     @pytest.mark.cloud_scheduler(start=datetime(2026, 9, 24, tzinfo=UTC))
     def test_a_week_runs_the_sweep_once_a_day_at_two(
-        self, cloud_scheduler: CloudScheduler, caplog: pytest.LogCaptureFixture
+        self,
+        orders: ModuleType,
+        cloud_scheduler: CloudScheduler,
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         log = OrderLog()
         caplog.set_level(logging.INFO, logger="orders")
-        cloud_scheduler.mount(self.BASE_URL, create_app(log))
+        cloud_scheduler.mount(self.BASE_URL, orders.create_app(log))
         cloud_scheduler.create_job(self.SEED_NIGHTLY_JOB)
         cloud_scheduler.advance(timedelta(days=7))
         attempts = cloud_scheduler.assert_attempted("nightly", count=7, code="OK")
@@ -157,9 +205,9 @@ class TestOnTheSchedule:
         assert sweep_lines(caplog) == [f"Sweep scheduled for {day}" for day in days]
         assert log.sweeps == 7
 
-    @pytest.mark.cloud_scheduler(start=datetime(2026, 9, 24, tzinfo=UTC))
+    @pytest.mark.cloud_scheduler(start="2026-09-24T00:00:00Z")
     def test_a_failing_first_day_is_retried_with_backoff_and_the_week_goes_on(
-        self, cloud_scheduler: CloudScheduler
+        self, orders: ModuleType, cloud_scheduler: CloudScheduler
     ) -> None:
         class DatabaseDownOnTheFirstDay(OrderLog):
             def sweep(self) -> int:
@@ -169,7 +217,7 @@ class TestOnTheSchedule:
                 return super().sweep()
 
         log = DatabaseDownOnTheFirstDay()
-        cloud_scheduler.mount(self.BASE_URL, create_app(log))
+        cloud_scheduler.mount(self.BASE_URL, orders.create_app(log))
         cloud_scheduler.create_job(self.SEED_NIGHTLY_JOB)
         cloud_scheduler.advance(timedelta(days=7))
         failed = cloud_scheduler.assert_attempted("nightly", count=4, code="INTERNAL")

@@ -3,11 +3,15 @@
 - :class:`HttpTransport` — real HTTP through ``requests`` (redirects followed, only the headers
   Cloud Scheduler sends: no ``Accept`` or ``python-requests`` User-Agent).
 - :class:`WsgiTransport` — calls a WSGI app in-process (no socket), following redirects.
-- :class:`MountTransport` — routes URLs by prefix to in-process WSGI apps and everything else to
-  a fallback transport (real HTTP by default)::
+- :class:`AsgiTransport` — the same for an ASGI app (Starlette, FastAPI...), through httpx's
+  ``ASGITransport`` on an event loop of the transport's own (the ``asgi`` extra).
+- :class:`MountTransport` — routes URLs by prefix to in-process WSGI or ASGI apps (told apart by
+  :func:`is_asgi_app`) and everything else to a fallback transport (real HTTP by default)::
 
       transport = MountTransport({"http://orders.test": orders_app})
       emulator = Emulator(transport=transport)
+      ...
+      transport.close()   # stops the event loops of mounted ASGI apps
 
 A transport never raises for a target's failure: it returns a :class:`TransportResult` with
 either an HTTP status or a :class:`~scheduler_emulator.domain.outcomes.Failure`.
@@ -15,11 +19,13 @@ either an HTTP status or a :class:`~scheduler_emulator.domain.outcomes.Failure`.
 
 from __future__ import annotations
 
+import inspect
 import io
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import unquote, urljoin, urlsplit
@@ -30,7 +36,11 @@ from ..domain.outcomes import Failure, Outcome
 from ..realtime import real_monotonic
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+#: An ASGI 3 application: ``await app(scope, receive, send)``.
+AsgiApp = Callable[[Any, Any, Any], Awaitable[None]]
 MAX_REDIRECTS = 10
+#: How long starting an ASGI app's event loop may take before it is an error.
+_LOOP_START_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -199,39 +209,172 @@ def call_wsgi(app: WsgiApp, request: DeliveryRequest) -> tuple[int, Mapping[str,
     return int(captured["status"].split(" ", 1)[0]), dict(captured.get("headers", []))
 
 
+def is_asgi_app(app: object) -> bool:
+    """Whether ``app`` is an ASGI 3 app rather than a WSGI app.
+
+    An ASGI app is a coroutine function ``async def app(scope, receive, send)`` or an object whose
+    ``__call__`` is one (Starlette, FastAPI, ASGI middleware); a WSGI app's ``__call__`` is a
+    plain function.
+
+    :param app: a WSGI or ASGI application.
+    :return: ``True`` for an ASGI app.
+    """
+    call = getattr(app, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
+    return inspect.iscoroutinefunction(app) or inspect.iscoroutinefunction(call)
+
+
+def _httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:  # pragma: no cover - the asgi extra is missing
+        raise ImportError(
+            "Calling an ASGI app in-process needs httpx: pip install "
+            "'cloud-scheduler-emulator[asgi]'."
+        ) from exc
+    return httpx
+
+
+class AsgiCaller:
+    """Calls one ASGI app in-process, from any thread, on an event loop of its own.
+
+    Requests go through httpx's ``ASGITransport`` (no socket) on one anyio event loop that runs
+    in a daemon thread for the caller's lifetime, as a server's loop would: objects the app binds
+    to its loop stay valid from one request to the next. The app's lifespan is not run.
+
+    :param app: the ASGI 3 app.
+    :raises ImportError: when httpx (the ``asgi`` extra) is not installed.
+    """
+
+    def __init__(self, app: AsgiApp) -> None:
+        httpx = _httpx()
+        from anyio.from_thread import BlockingPortal
+
+        self.app = app
+        self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
+        self._client.headers.clear()  # send only the request's own headers (§10.2)
+        self._portal: BlockingPortal | None = None
+        started = threading.Event()
+
+        def run_loop() -> None:
+            import anyio
+
+            async def serve() -> None:
+                async with BlockingPortal() as portal:
+                    self._portal = portal
+                    started.set()
+                    await portal.sleep_until_stopped()
+
+            anyio.run(serve)
+
+        self._thread = threading.Thread(target=run_loop, name="asgi-app-loop", daemon=True)
+        self._thread.start()
+        if not started.wait(_LOOP_START_SECONDS):  # pragma: no cover - a wedged machine
+            raise RuntimeError("the event loop for an in-process ASGI app did not start")
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes = b"",
+        timeout_seconds: float | None = None,
+    ) -> Any:
+        """Send one request to the app and return the ``httpx.Response`` (body read).
+
+        :param timeout_seconds: real seconds after which the app's work is cancelled.
+        :raises TimeoutError: when ``timeout_seconds`` passed first.
+        :raises Exception: whatever the app raised (after any response it sent).
+        """
+        portal = self._portal
+        if portal is None:
+            raise RuntimeError("this ASGI caller is closed")
+
+        async def send() -> Any:
+            import anyio
+
+            limit = anyio.fail_after(timeout_seconds) if timeout_seconds else nullcontext()
+            with limit:
+                return await self._client.request(method, url, headers=dict(headers), content=body)
+
+        return portal.call(send)
+
+    def close(self) -> None:
+        """Stop the event loop (idempotent)."""
+        portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        portal.call(self._client.aclose)
+        portal.call(portal.stop)
+        self._thread.join(_LOOP_START_SECONDS)
+
+
 class MountTransport:
-    """Route requests to in-process WSGI apps by URL prefix; others go to ``fallback``.
+    """Route requests to in-process WSGI or ASGI apps by URL prefix; others go to ``fallback``.
 
     :param mounts: URL prefix (``"http://orders.test"`` or ``"http://127.0.0.1:8000/api"``) →
-        WSGI app. The longest matching prefix wins.
+        WSGI or ASGI app. The longest matching prefix wins.
     :param fallback: the transport for unmounted URLs; real HTTP by default.
     """
 
     def __init__(
-        self, mounts: Mapping[str, WsgiApp] | None = None, fallback: Transport | None = None
+        self,
+        mounts: Mapping[str, WsgiApp | AsgiApp] | None = None,
+        fallback: Transport | None = None,
     ) -> None:
-        self._mounts: dict[str, WsgiApp] = {}
+        self._mounts: dict[str, Any] = {}
+        self._callers: dict[int, AsgiCaller] = {}
+        self._callers_lock = threading.Lock()
         self.fallback: Transport = fallback if fallback is not None else HttpTransport()
         for prefix, app in (mounts or {}).items():
             self.mount(prefix, app)
 
-    def mount(self, prefix: str, app: WsgiApp) -> None:
-        """Route URLs that start with ``prefix`` to ``app``.
+    def mount(self, prefix: str, app: WsgiApp | AsgiApp) -> None:
+        """Route URLs that start with ``prefix`` to ``app``, a WSGI or an ASGI app.
+
+        An ASGI app (:func:`is_asgi_app`) is called through :class:`AsgiCaller`, started on its
+        first delivery; it needs httpx (the ``asgi`` extra).
 
         :raises ValueError: if ``prefix`` is not an absolute http(s) URL.
+        :raises ImportError: for an ASGI app when httpx is not installed.
         """
         if not prefix.startswith(("http://", "https://")):
             raise ValueError(f"mount prefix must start with http:// or https://; got {prefix!r}.")
+        if is_asgi_app(app):
+            _httpx()  # fail now, not on the first delivery
         self._mounts[prefix.rstrip("/")] = app
+
+    def close(self) -> None:
+        """Stop the event loops of the ASGI apps delivered to (the WSGI ones need nothing)."""
+        with self._callers_lock:
+            callers, self._callers = list(self._callers.values()), {}
+        for caller in callers:
+            caller.close()
+
+    def _caller(self, app: AsgiApp) -> AsgiCaller:
+        with self._callers_lock:
+            caller = self._callers.get(id(app))
+            if caller is None or caller.app is not app:
+                caller = self._callers[id(app)] = AsgiCaller(app)
+            return caller
+
+    def _call(
+        self, app: Any, request: DeliveryRequest, timeout_seconds: float
+    ) -> tuple[int, Mapping[str, str]]:
+        if not is_asgi_app(app):
+            return call_wsgi(app, request)
+        response = self._caller(app).request(
+            request.method, request.url, request.headers, request.body, timeout_seconds
+        )
+        return response.status_code, dict(response.headers)
 
     @property
     def mounted(self) -> list[str]:
         """The mounted URL prefixes."""
         return list(self._mounts)
 
-    def find(self, url: str) -> WsgiApp | None:
-        """Return the app mounted for ``url``, or ``None``."""
-        best: tuple[int, WsgiApp] | None = None
+    def find(self, url: str) -> Any:
+        """Return the app (WSGI or ASGI) mounted for ``url``, or ``None``."""
+        best: tuple[int, Any] | None = None
         for prefix, app in self._mounts.items():
             matches = url == prefix or url.startswith((prefix + "/", prefix + "?"))
             if matches and (best is None or len(prefix) > best[0]):
@@ -241,9 +384,10 @@ class MountTransport:
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Deliver in-process when the URL is mounted, else through the fallback transport.
 
-        In-process calls cannot be interrupted: an app that returns after more than
-        ``timeout_seconds`` of real time is reported as a DEADLINE failure. An exception raised by
-        the app is kept in the result and the attempt counts as a 500.
+        In-process WSGI calls cannot be interrupted: an app that returns after more than
+        ``timeout_seconds`` of real time is reported as a DEADLINE failure. An ASGI app's work is
+        cancelled at the deadline (DEADLINE too). An exception raised by the app is kept in the
+        result and the attempt counts as a 500.
         """
         app = self.find(request.url)
         if app is None:
@@ -251,7 +395,12 @@ class MountTransport:
         started = real_monotonic()
         for _ in range(MAX_REDIRECTS + 1):
             try:
-                status, headers = call_wsgi(app, request)
+                status, headers = self._call(app, request, timeout_seconds)
+            except TimeoutError:
+                return TransportResult(
+                    failure=Failure.DEADLINE,
+                    detail=f"The in-process ASGI app did not answer within {timeout_seconds:g} s.",
+                )
             except Exception as exc:  # the target's own bug: a 500 to Cloud Scheduler
                 return TransportResult(status=500, detail=_short(exc), exception=exc)
             if real_monotonic() - started > timeout_seconds:
@@ -272,13 +421,29 @@ class MountTransport:
 class WsgiTransport(MountTransport):
     """Deliver every request to one in-process WSGI app, whatever the URL's host.
 
-    :param app: the WSGI application.
+    :param app: the WSGI application (an ASGI app works too: see :class:`AsgiTransport`).
     """
 
-    def __init__(self, app: WsgiApp) -> None:
+    def __init__(self, app: WsgiApp | AsgiApp) -> None:
         super().__init__()
         self._app = app
 
-    def find(self, url: str) -> WsgiApp | None:
+    def find(self, url: str) -> Any:
         """Every URL goes to the app."""
         return self._app
+
+
+class AsgiTransport(WsgiTransport):
+    """Deliver every request to one in-process ASGI app, whatever the URL's host.
+
+    Needs httpx (the ``asgi`` extra); call :meth:`close` when done, to stop the app's event loop.
+
+    :param app: the ASGI 3 application.
+    :raises TypeError: when ``app`` is not an ASGI app.
+    """
+
+    def __init__(self, app: AsgiApp) -> None:
+        if not is_asgi_app(app):
+            raise TypeError(f"{app!r} is not an ASGI app; use WsgiTransport for a WSGI app.")
+        _httpx()
+        super().__init__(app)

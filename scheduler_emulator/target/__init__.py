@@ -10,11 +10,13 @@ Importable by a production service without the emulator::
     def sweep(request: TimerRequest) -> None:
         print("Sweep scheduled for", request.schedule_time_header)
 
-    router.init_app(flask_app)              # Flask
+    router.init_app(flask_app)              # Flask, Starlette, FastAPI
     application = router.wsgi(django_app)   # any WSGI app
+    application = router.asgi(asgi_app)     # any ASGI app
 
 - :mod:`.router` — :class:`TimerRouter`, :class:`Timer`, :func:`find_router`, the answers and the
   log lines;
+- :mod:`.asgi` — :class:`TimerAsgiMiddleware`, the router under ASGI (standard library only);
 - :mod:`.request` — :class:`TimerRequest`, what a handler sees of the request;
 - :mod:`.binding` — how a JSON body binds to a payload parameter (400 when it does not);
 - :mod:`.auth` — :func:`verify_scheduler_token`, :class:`SchedulerTokenMiddleware` and the
@@ -24,6 +26,7 @@ Importable by a production service without the emulator::
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .asgi import TimerAsgiMiddleware
 from .binding import BindingError, encode_payload
 from .guard import (
     Attempt,
@@ -63,12 +66,19 @@ if TYPE_CHECKING:
         SchedulerTokenMiddleware,
         TokenError,
         verify_scheduler_token,
+        verify_scheduler_token_async,
     )
 
 #: Names served from :mod:`.auth` on first use, so a service that checks no token loads none of
 #: its code.
 _AUTH_EXPORTS = frozenset(
-    {"CertsUnavailableError", "SchedulerTokenMiddleware", "TokenError", "verify_scheduler_token"}
+    {
+        "CertsUnavailableError",
+        "SchedulerTokenMiddleware",
+        "TokenError",
+        "verify_scheduler_token",
+        "verify_scheduler_token_async",
+    }
 )
 
 __all__ = [
@@ -106,6 +116,9 @@ __all__ = [
     "SqliteRunStore",
     # token verification (spec §13), loaded on first use
     "verify_scheduler_token",
+    "verify_scheduler_token_async",
+    # ASGI
+    "TimerAsgiMiddleware",
 ]
 
 

@@ -18,7 +18,10 @@ key). A service checks it with::
 
 ``CERTS_URL`` is :data:`GOOGLE_CERTS_URL` in production and
 ``http://127.0.0.1:8095/_emulator/oidc/certs`` against the emulator; nothing else changes.
-:class:`SchedulerTokenMiddleware` does the same in front of any WSGI app.
+:class:`SchedulerTokenMiddleware` does the same in front of any WSGI app. From an ``async def``
+handler (Starlette, FastAPI) ``await verify_scheduler_token_async(request, ...)`` does it without
+blocking the event loop while the keys are fetched; both accept a Starlette request or an ASGI
+scope.
 
 Errors (all :class:`TokenError`, each a distinct reason to answer 401)::
 
@@ -43,6 +46,7 @@ imported on first use.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
@@ -141,9 +145,10 @@ class CertsUnavailableError(TargetError):
 def bearer_token(request: Any) -> str:
     """Return the bearer token a request carries.
 
-    :param request: a werkzeug/Flask request, a Django request, a
+    :param request: a werkzeug/Flask request, a Django or Starlette request, a
         :class:`~scheduler_emulator.target.TimerRequest` (anything with ``headers``), a headers
-        mapping (any case), a WSGI environ, or the ``Authorization`` value or token itself.
+        mapping (any case), a WSGI environ, an ASGI scope, or the ``Authorization`` value or
+        token itself.
     :raises MissingTokenError: when there is no ``Authorization: Bearer <token>``.
     """
     if isinstance(request, str | bytes):
@@ -173,6 +178,16 @@ def _authorization_header(request: Any) -> Any:
     )
     if is_environ:
         return request.get("HTTP_AUTHORIZATION")
+    is_scope = isinstance(request, Mapping) and request.get("type") in ("http", "websocket")
+    if is_scope and not hasattr(request, "headers"):  # a raw ASGI scope: bytes header pairs
+        return next(
+            (
+                value.decode("latin-1")
+                for name, value in request.get("headers", ())
+                if name.lower() == b"authorization"
+            ),
+            None,
+        )
     headers = getattr(request, "headers", request)
     if isinstance(headers, Mapping) and not isinstance(headers, CaseInsensitiveHeaders):
         headers = CaseInsensitiveHeaders({str(k): v for k, v in headers.items()})
@@ -372,6 +387,44 @@ def verify_scheduler_token(
     """
     return verify_id_token(
         bearer_token(request),
+        audience=audience,
+        certs_url=certs_url,
+        keys=keys,
+        issuers=issuers,
+        email=email,
+        leeway=leeway,
+        now=now,
+    )
+
+
+async def verify_scheduler_token_async(
+    request: Any,
+    *,
+    audience: str | Collection[str],
+    certs_url: str = GOOGLE_CERTS_URL,
+    keys: Mapping[str, Any] | None = None,
+    issuers: Collection[str] | None = None,
+    email: str | Collection[str] | None = None,
+    leeway: timedelta | float = 0.0,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """:func:`verify_scheduler_token` for ``async def`` handlers: the same checks and errors.
+
+    The verification (and a fetch of the keys, when they are not cached) runs in a worker thread
+    (:func:`asyncio.to_thread`), so the event loop keeps serving other requests meanwhile.
+
+    :param request: as for :func:`verify_scheduler_token`; a Starlette/FastAPI request or an
+        ASGI scope too.
+    :param audience, certs_url, keys, issuers, email, leeway, now: as for
+        :func:`verify_scheduler_token`.
+    :raises TokenError: as :func:`verify_scheduler_token`.
+    :raises CertsUnavailableError: if the keys cannot be fetched.
+    :return: the token's claims.
+    """
+    token = bearer_token(request)  # read the headers here, not from another thread
+    return await asyncio.to_thread(
+        verify_id_token,
+        token,
         audience=audience,
         certs_url=certs_url,
         keys=keys,

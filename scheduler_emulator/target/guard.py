@@ -58,7 +58,7 @@ import inspect
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
@@ -76,6 +76,7 @@ from .router import (
     TimerRouter,
     check_handler_shape,
     describe_handler,
+    is_async_handler,
 )
 
 __all__ = [
@@ -605,6 +606,58 @@ class RunOnceGuard:
         :raises BaseException: whatever ``work`` raised, after the claim is released.
         :return: a :class:`RunResult`: ``ran`` and ``value``.
         """
+        claimed = self._claim_to_run(headers)
+        if isinstance(claimed, RunResult):
+            return claimed
+        try:
+            value = work()
+            ok = succeeded is None or succeeded(value)
+        except BaseException:
+            self._finish(claimed, succeeded=False)
+            raise
+        self._finish(claimed, succeeded=ok)
+        return RunResult(claimed, ran=True, value=value)
+
+    async def run_async(
+        self,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]],
+        work: Callable[[], Awaitable[T]],
+        *,
+        succeeded: Callable[[T], bool] | None = None,
+    ) -> RunResult[T]:
+        """:meth:`run` for async work: the same claim, answers and log lines, ``work`` awaited.
+
+        The store's transactions run on the calling thread (the SQLite store's are short; a
+        cancelled ``work`` releases the claim like one that raised).
+
+        :param headers: the request's headers (any header-name case).
+        :param work: returns the awaitable of the run's work (``lambda: handler(order)``).
+        :param succeeded: as for :meth:`run`.
+        :raises MissingRunHeadersError: (400) when a header the key is made of is missing.
+        :raises RunInProgressError: (409) when another attempt holds a live lease on the run.
+        :raises BaseException: whatever ``work`` raised, after the claim is released.
+        :return: a :class:`RunResult`: ``ran`` and ``value``.
+        """
+        claimed = self._claim_to_run(headers)
+        if isinstance(claimed, RunResult):
+            return claimed
+        try:
+            value = await work()
+            ok = succeeded is None or succeeded(value)
+        except BaseException:
+            self._finish(claimed, succeeded=False)
+            raise
+        self._finish(claimed, succeeded=ok)
+        return RunResult(claimed, ran=True, value=value)
+
+    def _claim_to_run(
+        self, headers: Mapping[str, str] | Iterable[tuple[str, str]]
+    ) -> Attempt | RunResult[Any]:
+        """Claim the run; return the attempt to run the work under, or the duplicate's result.
+
+        :raises MissingRunHeadersError: (400, logged) when a header is missing.
+        :raises RunInProgressError: (409, logged) when another attempt holds a live lease.
+        """
         try:
             attempt = self.claim(headers)
         except MissingRunHeadersError as refusal:
@@ -621,14 +674,7 @@ class RunOnceGuard:
             in_progress = RunInProgressError(attempt.run, attempt.claim.record)
             logger.warning("%s", in_progress)
             raise in_progress
-        try:
-            value = work()
-            ok = succeeded is None or succeeded(value)
-        except BaseException:
-            self._finish(attempt, succeeded=False)
-            raise
-        self._finish(attempt, succeeded=ok)
-        return RunResult(attempt, ran=True, value=value)
+        return attempt
 
     def _finish(self, attempt: Attempt, *, succeeded: bool) -> None:
         """Complete or release an attempt's claim and log what became of it (spec §3, step 3).
@@ -688,9 +734,12 @@ class RunOnceGuard:
         :class:`MissingRunHeadersError` / :class:`RunInProgressError` instead (a router then
         answers 500).
 
-        :param handler: a synchronous function or callable object.
-        :raises TypeError: for a coroutine function, a class, or a handler that already has a
-            parameter named :data:`REQUEST_PARAMETER` not annotated ``TimerRequest``.
+        An ``async def`` handler gets an ``async def`` guard (:meth:`run_async`), which the
+        router awaits under ASGI (and runs with :func:`asyncio.run` under WSGI).
+
+        :param handler: a function, ``async def`` function or callable object.
+        :raises TypeError: for a class, or a handler that already has a parameter named
+            :data:`REQUEST_PARAMETER` not annotated ``TimerRequest``.
         :return: the guarded handler (``__wrapped__`` is the original); a duplicate returns
             ``None``.
         """
@@ -713,26 +762,51 @@ class RunOnceGuard:
                 "annotated TimerRequest; rename it, or annotate it TimerRequest."
             )
 
-        @functools.wraps(handler)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
+        def headers_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Mapping[str, str]:
             if request_param is None:
                 request = kwargs.pop(REQUEST_PARAMETER, None)
             else:
                 request = signature.bind_partial(*args, **kwargs).arguments.get(request_param)
-            headers = request.headers if isinstance(request, TimerRequest) else {}
-            slot = _REFUSAL_SLOT.get()
-            try:
-                result = self.run(headers, lambda: handler(*args, **kwargs))
-            except RunRefusedError as refusal:
-                if slot is None:
-                    refusal.add_note(
-                        "Under a TimerRouter, call guard.install(router) once so that the router "
-                        f"answers {refusal.status} instead of 500."
-                    )
-                    raise
-                slot.refusal = refusal
-                return None
-            return result.value
+            return request.headers if isinstance(request, TimerRequest) else {}
+
+        def refused(refusal: RunRefusedError, slot: _RefusalSlot | None) -> None:
+            if slot is None:
+                refusal.add_note(
+                    "Under a TimerRouter, call guard.install(router) once so that the router "
+                    f"answers {refusal.status} instead of 500."
+                )
+                raise refusal
+            slot.refusal = refusal
+
+        guarded: Any
+        if is_async_handler(handler):
+
+            @functools.wraps(handler)
+            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+                headers = headers_of(args, kwargs)
+                slot = _REFUSAL_SLOT.get()
+                try:
+                    result = await self.run_async(headers, lambda: handler(*args, **kwargs))
+                except RunRefusedError as refusal:
+                    refused(refusal, slot)
+                    return None
+                return result.value
+
+            guarded = guarded_async
+        else:
+
+            @functools.wraps(handler)
+            def guarded_sync(*args: Any, **kwargs: Any) -> Any:
+                headers = headers_of(args, kwargs)
+                slot = _REFUSAL_SLOT.get()
+                try:
+                    result = self.run(headers, lambda: handler(*args, **kwargs))
+                except RunRefusedError as refusal:
+                    refused(refusal, slot)
+                    return None
+                return result.value
+
+            guarded = guarded_sync
 
         if request_param is None:
             params = list(signature.parameters.values())
@@ -741,7 +815,7 @@ class RunOnceGuard:
                 REQUEST_PARAMETER, inspect.Parameter.KEYWORD_ONLY, annotation=TimerRequest
             )
             params.insert(at, injected)
-            guarded.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+            guarded.__signature__ = signature.replace(parameters=params)
             annotations = {n: hints[n] for n in signature.parameters if n in hints}
             if "return" in hints:
                 annotations["return"] = hints["return"]
@@ -751,7 +825,7 @@ class RunOnceGuard:
                     annotations[name] = annotation
             annotations[REQUEST_PARAMETER] = TimerRequest
             guarded.__annotations__ = annotations
-        guarded.run_once_guard = self  # type: ignore[attr-defined]
+        guarded.run_once_guard = self
         return cast(F, guarded)
 
     def install(self, router: TimerRouter) -> TimerRouter:
@@ -761,9 +835,9 @@ class RunOnceGuard:
         third way: a :meth:`once` handler that refuses a delivery leaves its refusal for the
         router, which answers :meth:`RunRefusedError.response` (no ERROR log line, no exception
         propagated to a test). Covers every entry point that goes through
-        :meth:`TimerRouter.dispatch <scheduler_emulator.target.TimerRouter.dispatch>`: WSGI,
-        ``init_app``, ``handle_flask``, ``functions_framework_handler``. Installing twice, or
-        from several guards, is harmless.
+        :meth:`TimerRouter.dispatch <scheduler_emulator.target.TimerRouter.dispatch>` or its
+        ASGI twin ``dispatch_async``: WSGI, ASGI, ``init_app``, ``handle_flask``,
+        ``functions_framework_handler``. Installing twice, or from several guards, is harmless.
 
         :param router: the router whose handlers are guarded.
         :return: ``router``, so that ``router = guard.install(TimerRouter())`` works.
@@ -771,6 +845,13 @@ class RunOnceGuard:
         dispatch = router.dispatch
         if getattr(dispatch, _INSTALLED, False):
             return router
+
+        dispatch_async = router.dispatch_async
+
+        def answer(slot: _RefusalSlot, response: TimerResponse | None) -> TimerResponse | None:
+            if slot.refusal is not None and response is not None and response.status == 200:
+                return slot.refusal.response()
+            return response
 
         @functools.wraps(dispatch)
         def dispatch_answering_refusals(
@@ -782,12 +863,23 @@ class RunOnceGuard:
                 response = dispatch(request, name)
             finally:
                 _REFUSAL_SLOT.reset(token)
-            if slot.refusal is not None and response is not None and response.status == 200:
-                return slot.refusal.response()
-            return response
+            return answer(slot, response)
+
+        @functools.wraps(dispatch_async)
+        async def dispatch_async_answering_refusals(
+            request: TimerRequest, name: str | None = None
+        ) -> TimerResponse | None:
+            slot = _RefusalSlot()
+            token = _REFUSAL_SLOT.set(slot)
+            try:
+                response = await dispatch_async(request, name)
+            finally:
+                _REFUSAL_SLOT.reset(token)
+            return answer(slot, response)
 
         setattr(dispatch_answering_refusals, _INSTALLED, True)
         router.__dict__["dispatch"] = dispatch_answering_refusals
+        router.__dict__["dispatch_async"] = dispatch_async_answering_refusals
         return router
 
     # --------------------------------------------------------- Flask and functions-framework

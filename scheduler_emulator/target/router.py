@@ -10,6 +10,11 @@ router is WSGI middleware in front of the service's own routes::
     def sweep() -> None: ...
 
     application = router.wsgi(django_or_any_wsgi_app)   # or router.init_app(flask_app)
+    application = router.asgi(any_asgi_app)             # or router.init_app(starlette_app)
+
+Handlers may be ``async def``: under ASGI they are awaited on the server's event loop (a plain
+``def`` handler runs in a worker thread, as Starlette runs sync endpoints); under WSGI an
+``async def`` handler runs to completion with :func:`asyncio.run`.
 
 Routing and answers, as a sketch (every row is a test in ``tests/target``)::
 
@@ -35,12 +40,15 @@ Function style calls the handler with no HTTP at all::
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
 import inspect
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from types import MappingProxyType, UnionType
@@ -54,6 +62,8 @@ from .request import CaseInsensitiveHeaders, TimerRequest
 if TYPE_CHECKING:  # pragma: no cover - typing only; werkzeug is imported lazily
     from werkzeug.wrappers import Request as WerkzeugRequest
     from werkzeug.wrappers import Response as WerkzeugResponse
+
+    from .asgi import AsgiApp, TimerAsgiMiddleware
 
 #: A WSGI application: ``app(environ, start_response) -> iterable of bytes``.
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -124,6 +134,8 @@ class Timer:
     payload_type: Any | None = None
     request_param: str | None = None
     positional_only: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    is_async: bool = field(default=False, compare=False)
+    """Whether the handler is a coroutine function (``async def``): awaited under ASGI."""
 
     def call(self, payload: Any, request: TimerRequest) -> Any:
         """Call the handler with the arguments its signature asks for.
@@ -230,19 +242,50 @@ def _annotations(handler: Callable[..., Any], where: str) -> dict[str, Any]:
 
 
 def check_handler_shape(handler: Callable[..., Any], where: str) -> None:
-    """Refuse what cannot be a timer handler: a class, a non-callable, a coroutine function.
+    """Refuse what cannot be a timer handler: a class or a non-callable.
+
+    Coroutine functions (``async def``) are handlers too: see :func:`is_async_handler`.
 
     :param where: how the error message names the registration (``@timer('x') on m.f``).
     :raises TypeError: naming ``where`` and what is wrong.
     """
     if not callable(handler) or isinstance(handler, type):
         raise TypeError(f"{where}: a timer handler is a function or method, not {handler!r}.")
-    call = getattr(handler, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
-    if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call):
-        raise TypeError(
-            f"{where}: the handler is a coroutine function; timer handlers run synchronously "
-            "under WSGI. Wrap it: def handler(): asyncio.run(the_coroutine())."
-        )
+
+
+def is_async_handler(handler: Callable[..., Any]) -> bool:
+    """Whether a handler is a coroutine function, or a callable object whose ``__call__`` is one.
+
+    :param handler: a registered (or to be registered) handler.
+    :return: ``True`` for ``async def`` handlers (and ``functools.partial`` of them).
+    """
+    target = handler.func if isinstance(handler, functools.partial) else handler
+    call = getattr(target, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def run_awaitable(awaitable: Awaitable[Any]) -> Any:
+    """Run an async handler's awaitable to completion from synchronous code (WSGI, function style).
+
+    Uses :func:`asyncio.run` in this thread; when this thread already runs an event loop (a
+    synchronous call made from async code), a fresh loop in a worker thread runs it instead. The
+    caller's context variables are visible to the awaitable either way.
+
+    :param awaitable: what calling an ``async def`` handler returned.
+    :raises Exception: whatever the awaitable raises.
+    :return: its result.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(awaitable))
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(1, thread_name_prefix="timer-handler") as pool:
+        return pool.submit(context.run, asyncio.run, _awaited(awaitable)).result()
 
 
 def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
@@ -290,6 +333,7 @@ def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
         payload_type=payload_type,
         request_param=request.name if request else None,
         positional_only=positional_only,
+        is_async=is_async_handler(handler),
     )
 
 
@@ -393,9 +437,10 @@ class TimerRouter:
 
         :param name: ``[A-Za-z0-9_-]{1,500}``, matched exactly (case included).
         :raises ValueError: at once, for an invalid name or one already registered.
-        :raises TypeError: when decorating, for a handler that is not a plain callable, is a
-            coroutine function, takes more than one payload or ``TimerRequest`` parameter, has
-            annotations that do not resolve, or a payload type JSON cannot bind to.
+        :raises TypeError: when decorating, for a handler that is not a plain callable (an
+            ``async def`` function is one), takes more than one payload or ``TimerRequest``
+            parameter, has annotations that do not resolve, or a payload type JSON cannot bind
+            to.
         :return: a decorator that registers the function and returns it unchanged.
         """
         _check_name(name)
@@ -433,14 +478,19 @@ class TimerRouter:
             name = name[:-1]
         return name or None
 
-    def dispatch(self, request: TimerRequest, name: str | None = None) -> TimerResponse | None:
-        """Run the timer a request names and return the answer; the framework-neutral core.
+    def prepare(
+        self, request: TimerRequest, name: str | None = None
+    ) -> TimerResponse | tuple[str, Timer, Any] | None:
+        """Route a run up to the handler call: the pure half of :meth:`dispatch`.
+
+        Checks the job-name header, finds the timer and binds the payload, logging each refusal.
+        Shared by the WSGI and the ASGI entry points, so they answer alike.
 
         :param request: the run's request.
-        :param name: the timer's name when the caller's own routing found it (a Flask route's
-            ``<name>``); ``None`` takes it from ``request.path`` with :meth:`match`.
-        :return: the answer (see the table in the module docstring), or ``None`` when ``name`` is
-            ``None`` and the path is not a timer route.
+        :param name: the timer's name, or ``None`` to take it from ``request.path``.
+        :return: ``None`` when the path is not a timer route; the answer when the run is refused
+            (500 for a name mismatch or an unknown timer, 400 when the body does not bind); else
+            ``(name, timer, payload)`` for the caller to call the handler with.
         """
         if name is None:
             name = self.match(request.path)
@@ -484,17 +534,76 @@ class TimerRouter:
                 }
                 body = json.dumps(problem, separators=(",", ":"), ensure_ascii=False).encode()
                 return _answer(400, body, PROBLEM_JSON)
+        return name, timer, payload
+
+    @staticmethod
+    def outcome(name: str, exception: Exception | None) -> TimerResponse:
+        """The answer once the handler has run: the other pure half of :meth:`dispatch`.
+
+        :param name: the timer's name.
+        :param exception: what the handler raised, or ``None`` when it returned.
+        :return: 200 (empty), or the 500 problem (logged at ERROR with the traceback).
+        """
+        if exception is None:
+            return _answer(200)
+        logger.error(
+            "TIMER /%s failed with 500: its handler raised %s.",
+            name,
+            type(exception).__name__,
+            exc_info=exception,
+        )
+        return _answer(500, INTERNAL_SERVER_ERROR_BODY, PROBLEM_JSON, exception)
+
+    def dispatch(self, request: TimerRequest, name: str | None = None) -> TimerResponse | None:
+        """Run the timer a request names and return the answer; the framework-neutral core.
+
+        An ``async def`` handler runs to completion here (:func:`run_awaitable`).
+
+        :param request: the run's request.
+        :param name: the timer's name when the caller's own routing found it (a Flask route's
+            ``<name>``); ``None`` takes it from ``request.path`` with :meth:`match`.
+        :return: the answer (see the table in the module docstring), or ``None`` when ``name`` is
+            ``None`` and the path is not a timer route.
+        """
+        prepared = self.prepare(request, name)
+        if not isinstance(prepared, tuple):
+            return prepared
+        name, timer, payload = prepared
         try:
-            timer.call(payload, request)
+            result = timer.call(payload, request)
+            if inspect.isawaitable(result):
+                run_awaitable(result)
         except Exception as exc:
-            logger.error(
-                "TIMER /%s failed with 500: its handler raised %s.",
-                name,
-                type(exc).__name__,
-                exc_info=exc,
-            )
-            return _answer(500, INTERNAL_SERVER_ERROR_BODY, PROBLEM_JSON, exc)
-        return _answer(200)
+            return self.outcome(name, exc)
+        return self.outcome(name, None)
+
+    async def dispatch_async(
+        self, request: TimerRequest, name: str | None = None
+    ) -> TimerResponse | None:
+        """:meth:`dispatch` for ASGI: the same routing, answers and log lines, awaited.
+
+        An ``async def`` handler is awaited on the running loop; a plain ``def`` handler runs in
+        a worker thread (:func:`asyncio.to_thread`, context variables included), so that it does
+        not block the loop.
+
+        :param request: the run's request.
+        :param name: the timer's name, or ``None`` to take it from ``request.path``.
+        :return: as :meth:`dispatch`.
+        """
+        prepared = self.prepare(request, name)
+        if not isinstance(prepared, tuple):
+            return prepared
+        name, timer, payload = prepared
+        try:
+            if timer.is_async:
+                result = timer.call(payload, request)
+            else:
+                result = await asyncio.to_thread(timer.call, payload, request)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            return self.outcome(name, exc)
+        return self.outcome(name, None)
 
     def invoke(self, name: str, payload: Any = None, request: TimerRequest | None = None) -> Any:
         """Call a timer's handler directly, with no HTTP (function style, spec §2).
@@ -509,7 +618,8 @@ class TimerRouter:
         :raises UnknownTimerError: (a ``LookupError``) for a name with no handler, listing the
             registered names.
         :raises Exception: whatever the handler raises, unchanged.
-        :return: what the handler returned.
+        :return: what the handler returned (for an ``async def`` handler, the coroutine: await
+            it, or use :func:`run_awaitable`).
         """
         timer = self._timers.get(name)
         if timer is None:
@@ -566,18 +676,39 @@ class TimerRouter:
         """
         return TimerMiddleware(self, app if app is not None else self.app)
 
+    def asgi(self, app: AsgiApp | None = None) -> TimerAsgiMiddleware:
+        """Return ASGI middleware serving the timer routes in front of ``app``.
+
+        ``application = router.asgi(starlette_or_any_asgi_app)``; served by uvicorn, hypercorn
+        (asyncio) or any ASGI 3 server. Answers, log lines and matching are those of
+        :meth:`wsgi`. Loads no web framework.
+
+        :param app: the service's routes (an ASGI 3 app); ``None`` answers every other path with
+            an empty 404 (the constructor's ``app`` is a WSGI app, so it is not used here).
+        :return: an ASGI app whose ``timer_router`` attribute is this router.
+        """
+        from .asgi import TimerAsgiMiddleware
+
+        return TimerAsgiMiddleware(app, router=self)
+
     # ----------------------------------------------------------------- Flask and functions
 
     def init_app(self, flask_app: Any) -> None:
-        """Serve the timer routes in front of a Flask app.
+        """Serve the timer routes in front of a Flask, Starlette or FastAPI app.
 
-        Wraps ``flask_app.wsgi_app`` with :meth:`wsgi` and sets
-        ``flask_app.extensions["timer_router"]``. Calling it again with the same router does
-        nothing.
+        Flask: wraps ``flask_app.wsgi_app`` with :meth:`wsgi` and sets
+        ``flask_app.extensions["timer_router"]``. Starlette and FastAPI (an app with
+        ``add_middleware`` and ``state``): adds :class:`~scheduler_emulator.target.asgi.
+        TimerAsgiMiddleware` as middleware and sets ``app.state.timer_router``; call it before
+        the app serves its first request. Calling it again with the same router does nothing.
 
-        :param flask_app: a :class:`flask.Flask` (anything with ``wsgi_app`` and ``extensions``).
+        :param flask_app: a :class:`flask.Flask` (anything with ``wsgi_app`` and ``extensions``),
+            or a ``starlette.applications.Starlette`` / ``fastapi.FastAPI``.
         :raises ValueError: when another router is already installed on the app.
         """
+        if not hasattr(flask_app, "wsgi_app") and hasattr(flask_app, "add_middleware"):
+            self._init_starlette(flask_app)
+            return
         installed = flask_app.extensions.get("timer_router")
         if installed is self:
             return
@@ -588,6 +719,20 @@ class TimerRouter:
             )
         flask_app.wsgi_app = self.wsgi(flask_app.wsgi_app)
         flask_app.extensions["timer_router"] = self
+
+    def _init_starlette(self, app: Any) -> None:
+        from .asgi import TimerAsgiMiddleware
+
+        installed = getattr(app.state, "timer_router", None)
+        if installed is self:
+            return
+        if installed is not None:
+            raise ValueError(
+                f"{app!r} already serves timers through {installed!r}; register every "
+                "timer on that one router."
+            )
+        app.add_middleware(TimerAsgiMiddleware, router=self)
+        app.state.timer_router = self
 
     def handle_flask(self, request: WerkzeugRequest, name: str | None = None) -> WerkzeugResponse:
         """Answer a Flask/werkzeug request: for a functions-framework function or a Flask view.
@@ -648,10 +793,12 @@ class TimerRouter:
 def find_router(app: Any) -> TimerRouter | None:
     """Discover the timer router serving an app (for the testing façades, spec §2).
 
-    Looks, in order, at: ``app`` itself, ``app.timer_router`` (what :meth:`TimerRouter.wsgi` and
-    :meth:`TimerRouter.functions_framework_handler` return), ``app.wsgi_app.timer_router`` and
-    ``app.extensions["timer_router"]`` (Flask after :meth:`TimerRouter.init_app`), then through
-    wrapping middleware (``.wsgi_app`` and ``.app`` attributes, a few levels deep).
+    Looks, in order, at: ``app`` itself, ``app.timer_router`` (what :meth:`TimerRouter.wsgi`,
+    :meth:`TimerRouter.asgi` and :meth:`TimerRouter.functions_framework_handler` return),
+    ``app.wsgi_app.timer_router``, ``app.extensions["timer_router"]`` (Flask after
+    :meth:`TimerRouter.init_app`) and ``app.state.timer_router`` (Starlette and FastAPI after
+    ``init_app``), then through wrapping middleware (``.wsgi_app`` and ``.app`` attributes, a
+    few levels deep).
 
     :param app: a router, a WSGI app, a Flask app, a handler function...
     :return: the router, or ``None`` when none is found.
@@ -668,6 +815,9 @@ def find_router(app: Any) -> TimerRouter | None:
         extensions = getattr(candidate, "extensions", None)
         if isinstance(extensions, Mapping):
             found.append(extensions.get("timer_router"))
+        state = getattr(candidate, "state", None)
+        if state is not None:
+            found.append(getattr(state, "timer_router", None))
         for router in found:
             if isinstance(router, TimerRouter):
                 return router

@@ -7,6 +7,7 @@ SQLite specifics (memory, WAL, the busy timeout, forgetting expired records); th
 from __future__ import annotations
 
 import hashlib
+import inspect
 import sqlite3
 import subprocess
 import sys
@@ -308,11 +309,10 @@ class TestOnceDecorator:
         assert sweep.orders == [{"sku": "A"}]
         assert router.timers["nightly"].payload_param == "order"
 
-    def test_a_coroutine_handler_is_refused(self) -> None:
+    def test_a_coroutine_handler_gets_a_coroutine_guard(self) -> None:
         async def nightly() -> None: ...
 
-        with pytest.raises(TypeError, match="coroutine function"):
-            RunOnceGuard().once(nightly)
+        assert inspect.iscoroutinefunction(RunOnceGuard().once(nightly))
 
     def test_a_class_is_refused(self) -> None:
         with pytest.raises(TypeError, match="function or method"):

@@ -745,11 +745,12 @@ class TestRegistration:
         with pytest.raises(TypeError, match=r"@timer\('nightly'\).*takes first, second"):
             TimerRouter().timer("nightly")(handler)
 
-    def test_coroutine_handler_raises_type_error(self) -> None:
+    def test_a_coroutine_handler_is_registered_as_async(self) -> None:
         async def handler() -> None: ...
 
-        with pytest.raises(TypeError, match="coroutine function"):
-            TimerRouter().timer("nightly")(handler)
+        router = TimerRouter()
+        router.timer("nightly")(handler)
+        assert router.timers["nightly"].is_async
 
     def test_class_as_handler_raises_type_error(self) -> None:
         with pytest.raises(TypeError, match="is a function or method"):

@@ -1,0 +1,215 @@
+"""The ``cloud_scheduler`` fixture cannot reach production by accident, and its marker's
+options are checked, through ``pytester``."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+NO_NETWORK = """
+import pytest
+import requests
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch):
+    sent = []
+
+    def refuse(self, method, url, *args, **kwargs):
+        sent.append(url)
+        raise AssertionError(f"a network call to {url}")
+
+    monkeypatch.setattr(requests.Session, "request", refuse)
+    return sent
+"""
+
+
+def test_a_job_for_a_production_url_fails_without_a_network_call(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(NO_NETWORK)
+    pytester.makepyfile(
+        """
+        from datetime import timedelta
+
+
+        def test_production(cloud_scheduler, no_network):
+            cloud_scheduler.mount("http://orders.test", lambda environ, start_response: [])
+            cloud_scheduler.create_job(
+                name="nightly", schedule="0 2 * * *",
+                http_target={"uri": "https://orders-abc123-uc.a.run.app/_triggers/timer/nightly"},
+            )
+            cloud_scheduler.advance(timedelta(days=1))
+            [attempt] = cloud_scheduler.assert_attempted("nightly", count=1, code="UNAVAILABLE")
+            assert no_network == []
+            assert attempt.response_status is None
+            assert "https://orders-abc123-uc.a.run.app is neither mounted nor loopback" in (
+                attempt.debug_info
+            )
+            assert 'cloud_scheduler.mount("https://orders-abc123-uc.a.run.app", app)' in (
+                attempt.debug_info
+            )
+            assert "(mounted: http://orders.test)" in attempt.debug_info
+            assert "allow_network=True" in attempt.debug_info
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_allow_network_on_the_marker_or_the_fixture_sends_the_request(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(NO_NETWORK)
+    pytester.makepyfile(
+        """
+        from datetime import timedelta
+
+        import pytest
+
+        JOB = dict(
+            name="nightly", schedule="0 2 * * *",
+            http_target={"uri": "https://orders-abc123-uc.a.run.app/_triggers/timer/nightly"},
+        )
+
+
+        @pytest.mark.cloud_scheduler(allow_network=True)
+        def test_marker(cloud_scheduler, no_network):
+            assert cloud_scheduler.allow_network
+            cloud_scheduler.create_job(**JOB)
+            cloud_scheduler.advance(timedelta(days=1))
+            assert no_network == ["https://orders-abc123-uc.a.run.app/_triggers/timer/nightly"]
+
+
+        def test_fixture(cloud_scheduler, no_network):
+            cloud_scheduler.allow_network = True
+            cloud_scheduler.create_job(**JOB)
+            cloud_scheduler.advance(timedelta(days=1))
+            assert len(no_network) == 1
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_loopback_origins_are_reached_over_http(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from datetime import timedelta
+
+
+        def test_loopback(cloud_scheduler):
+            cloud_scheduler.create_job(
+                name="nightly", schedule="0 2 * * *",
+                http_target={"uri": cloud_scheduler.url + "/_emulator/health"},
+            )
+            cloud_scheduler.advance(timedelta(days=1))
+            cloud_scheduler.assert_attempted("nightly", count=1)
+            [attempt] = cloud_scheduler.attempts("nightly")
+            assert attempt.response_status is not None  # a real answer came back
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/x",
+        "http://127.8.9.1/x",
+        "http://localhost:1/x",
+        "http://api.localhost/x",
+        "http://[::1]:8000/x",
+    ],
+)
+def test_these_origins_are_loopback(url: str) -> None:
+    from pytest_plugin.scheduler import is_loopback
+
+    assert is_loopback(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://orders-abc123-uc.a.run.app/", "http://10.0.0.1/", "http://localhost.evil.com/"]
+)
+def test_these_origins_are_not_loopback(url: str) -> None:
+    from pytest_plugin.scheduler import is_loopback
+
+    assert not is_loopback(url)
+
+
+def test_the_marker_takes_an_rfc_3339_start(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from datetime import UTC, datetime
+
+        import pytest
+
+
+        @pytest.mark.cloud_scheduler(start="2026-09-20T00:00:00Z")
+        def test_zulu(cloud_scheduler):
+            assert cloud_scheduler.now() == datetime(2026, 9, 20, tzinfo=UTC)
+
+
+        @pytest.mark.cloud_scheduler(start="2026-09-20T02:00:00+02:00")
+        def test_offset(cloud_scheduler):
+            assert cloud_scheduler.now() == datetime(2026, 9, 20, tzinfo=UTC)
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        pytest.param(
+            "start=datetime(2026, 9, 20)",
+            "*@pytest.mark.cloud_scheduler(start=datetime.datetime(2026, 9, 20, 0, 0)): the "
+            "datetime is naive; pass an aware one*",
+            id="naive",
+        ),
+        pytest.param(
+            'start="next tuesday"',
+            "*@pytest.mark.cloud_scheduler(start='next tuesday'): not an RFC 3339 timestamp*",
+            id="bad-string",
+        ),
+        pytest.param(
+            'start="2026-09-20T00:00:00"',
+            "*@pytest.mark.cloud_scheduler(start='2026-09-20T00:00:00'): not an RFC 3339*",
+            id="no-offset",
+        ),
+        pytest.param(
+            "start=1758326400",
+            "*start=1758326400): start is a int; pass an aware datetime or an RFC 3339*",
+            id="number",
+        ),
+        pytest.param(
+            "begin='2026-09-20T00:00:00Z'",
+            "*@pytest.mark.cloud_scheduler got unknown option(s) begin; it takes start, "
+            "allow_network, publisher, app_engine_urls.*",
+            id="unknown-option",
+        ),
+        pytest.param(
+            "allow_network='yes'",
+            "*@pytest.mark.cloud_scheduler(allow_network='yes'): pass True or False.*",
+            id="allow-network-not-bool",
+        ),
+    ],
+)
+def test_a_bad_marker_value_is_an_error_naming_the_marker_and_the_value(
+    pytester: pytest.Pytester, marker: str, message: str
+) -> None:
+    pytester.makepyfile(
+        f"""
+        from datetime import datetime
+
+        import pytest
+
+
+        @pytest.mark.cloud_scheduler({marker})
+        def test_it(cloud_scheduler):
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([message])
+    result.stdout.no_fnmatch_line("*AttributeError*")
