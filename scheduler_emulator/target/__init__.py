@@ -60,15 +60,36 @@ from .router import (
 if TYPE_CHECKING:
     from .auth import (
         CertsUnavailableError,
+        ExpiredTokenError,
+        InvalidSignatureError,
+        MalformedTokenError,
+        MissingTokenError,
         SchedulerTokenMiddleware,
         TokenError,
+        TokenNotYetValidError,
+        WrongAudienceError,
+        WrongEmailError,
+        WrongIssuerError,
         verify_scheduler_token,
     )
 
 #: Names served from :mod:`.auth` on first use, so a service that checks no token loads none of
 #: its code.
 _AUTH_EXPORTS = frozenset(
-    {"CertsUnavailableError", "SchedulerTokenMiddleware", "TokenError", "verify_scheduler_token"}
+    {
+        "CertsUnavailableError",
+        "ExpiredTokenError",
+        "InvalidSignatureError",
+        "MalformedTokenError",
+        "MissingTokenError",
+        "SchedulerTokenMiddleware",
+        "TokenError",
+        "TokenNotYetValidError",
+        "WrongAudienceError",
+        "WrongEmailError",
+        "WrongIssuerError",
+        "verify_scheduler_token",
+    }
 )
 
 __all__ = [
@@ -106,6 +127,14 @@ __all__ = [
     "SqliteRunStore",
     # token verification (spec §13), loaded on first use
     "verify_scheduler_token",
+    "ExpiredTokenError",
+    "InvalidSignatureError",
+    "MalformedTokenError",
+    "MissingTokenError",
+    "TokenNotYetValidError",
+    "WrongAudienceError",
+    "WrongEmailError",
+    "WrongIssuerError",
 ]
 
 

@@ -327,3 +327,24 @@ class TestMiddleware:
             "/_triggers/timer/nightly", headers={"Authorization": f"Bearer {token}"}
         )
         assert response.status_code == 503
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ExpiredTokenError",
+        "InvalidSignatureError",
+        "MalformedTokenError",
+        "MissingTokenError",
+        "TokenNotYetValidError",
+        "WrongAudienceError",
+        "WrongEmailError",
+        "WrongIssuerError",
+    ],
+)
+def test_every_token_error_the_docs_name_is_importable_from_the_target_package(name: str) -> None:
+    import scheduler_emulator.target as target
+    import scheduler_emulator.target.auth as auth
+
+    assert getattr(target, name) is getattr(auth, name)
+    assert name in target.__all__
