@@ -123,3 +123,27 @@ def test_reset_can_set_a_manual_clock_back(client: Client, emulator: Emulator) -
     assert response.json == {}
     assert client.get("/_emulator/clock").json["now"] == "2026-01-01T00:00:00Z"
     assert emulator.list_jobs() == []
+
+
+@pytest.mark.parametrize("endpoint", ["attempts", "skipped"])
+def test_an_unknown_job_is_not_found(client: Client, endpoint: str) -> None:
+    response = client.get(f"/_emulator/{endpoint}?job=nosuch")
+    assert response.status_code == 404
+    assert response.json == {
+        "error": {"code": 404, "message": "Job not found.", "status": "NOT_FOUND"}
+    }
+
+
+def test_a_deleted_job_still_lists_its_attempts(client: Client, emulator: Emulator) -> None:
+    emulator.create_job(nightly_job())
+    client.post("/_emulator/clock:advance", json={"seconds": 60})
+    emulator.delete_job("nightly")
+    assert len(client.get("/_emulator/attempts?job=nightly").json["attempts"]) == 1
+
+
+def test_config_names_the_default_project_and_location(client: Client) -> None:
+    assert client.get("/_emulator/config").json == {
+        "project": "my-project",
+        "location": "us-central1",
+        "clock": "manual",
+    }

@@ -6,6 +6,8 @@ import io
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.runtime.attempt_log import AttemptLog
 
@@ -90,3 +92,30 @@ def test_no_http_request_when_the_target_never_answered() -> None:
 def test_insert_ids_are_unique() -> None:
     found = entries(lambda log: [log.started(attempt()), log.finished(attempt())])
     assert len({e["insertId"] for e in found}) == 2
+
+
+class TestTextFormat:
+    def lines(self, *attempts: Attempt) -> list[str]:
+        stream = io.StringIO()
+        log = AttemptLog(stream, format="text")
+        for one in attempts:
+            log.started(one)
+            log.finished(one)
+        return stream.getvalue().splitlines()
+
+    def test_one_line_per_attempt_with_time_job_attempt_outcome_and_latency(self) -> None:
+        assert self.lines(
+            attempt(), attempt(attempt=2, response_status=None, code="UNAVAILABLE")
+        ) == [
+            "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms",
+            "2026-05-08T01:00:00Z  nightly  attempt 2  UNAVAILABLE  250 ms",
+        ]
+
+    def test_forced_and_injected_attempts_say_so(self) -> None:
+        assert self.lines(attempt(forced=True, injected=True)) == [
+            "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms  (forced, injected)"
+        ]
+
+    def test_an_unknown_format_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="log format 'xml' is not one of json, text"):
+            AttemptLog(io.StringIO(), format="xml")

@@ -217,7 +217,22 @@ def test_fault_file_loads_yaml(tmp_path: Path) -> None:
 def test_faults_endpoint_adds_lists_and_clears(emulator: Emulator, target: RecordingTarget) -> None:
     client = Client(create_app(emulator))
     plan = client.post("/_emulator/faults", json={"action": "duplicate", "job": "nightly"}).json
-    assert plan == {"seed": 0, "rules": [{"action": "duplicate", "job": "nightly"}]}
+    assert plan == {
+        "seed": 0,
+        "rules": [
+            {
+                "action": "duplicate",
+                "job": "nightly",
+                "run": None,
+                "schedule_time": None,
+                "attempt": None,
+                "probability": 1.0,
+                "limit": None,
+                "count": 1,
+                "concurrent": False,
+            }
+        ],
+    }
     client.post("/_emulator/faults", json={"seed": 4, "rules": [{"action": "lost_ack"}]})
     assert client.get("/_emulator/faults").json["seed"] == 4
     assert len(client.get("/_emulator/faults").json["rules"]) == 2
@@ -303,3 +318,57 @@ def test_only_one_retry_overlaps_a_deadline_then_the_slow_request_is_awaited(
     assert seen[:3] == ["start 1", "start 2", "end 2"]
     assert seen[3:] == ["end 1", "start 3", "end 3"]  # retry 2 waited for the slow request
     assert [a.code for a in emu.attempts()] == ["DEADLINE_EXCEEDED", "INTERNAL", "OK"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "defaults"),
+    [
+        pytest.param({"action": "delay"}, {"seconds": 0.1}, id="delay"),
+        pytest.param({"action": "deadline"}, {"seconds": 0.1}, id="deadline"),
+        pytest.param({"action": "status"}, {"status": 503}, id="status"),
+        pytest.param({"action": "lost_ack"}, {}, id="lost_ack"),
+    ],
+)
+def test_the_faults_endpoint_shows_the_defaults_that_apply_to_each_action(
+    emulator: Emulator, rule: dict[str, object], defaults: dict[str, object]
+) -> None:
+    client = Client(create_app(emulator))
+    client.post("/_emulator/faults", json=rule)
+    [shown] = client.get("/_emulator/faults").json["rules"]
+    assert shown == {
+        "action": rule["action"],
+        "job": "*",
+        "run": None,
+        "schedule_time": None,
+        "attempt": None,
+        "probability": 1.0,
+        "limit": None,
+        **defaults,
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param(
+            {"action": "duplicate", "seconds": 2},
+            "fault rule field 'seconds' does not apply to action 'duplicate'; only deadline "
+            "and delay read it.",
+            id="one-rule",
+        ),
+        pytest.param(
+            {"rules": [{"action": "lost_ack", "status": 500}]},
+            "fault rule field 'status' does not apply to action 'lost_ack'; only status read it.",
+            id="in-a-plan",
+        ),
+    ],
+)
+def test_the_faults_endpoint_refuses_a_field_the_action_does_not_read(
+    emulator: Emulator, body: dict[str, object], message: str
+) -> None:
+    client = Client(create_app(emulator))
+    refused = client.post("/_emulator/faults", json=body)
+    assert refused.status_code == 400
+    assert refused.json["error"]["status"] == "INVALID_ARGUMENT"
+    assert refused.json["error"]["message"] == message
+    assert client.get("/_emulator/faults").json["rules"] == []

@@ -10,8 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from scheduler_emulator.tools import scaffold
 from scheduler_emulator.tools.cli import main
-from scheduler_emulator.tools.scaffold import PROJECT_FILES, next_commands, template, write_project
+from scheduler_emulator.tools.scaffold import (
+    PROJECT_FILES,
+    emulator_requirement,
+    next_commands,
+    render,
+    template,
+    write_project,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 #: The tests ``test_app.py.tmpl`` holds (two of its tests run in both styles).
@@ -45,7 +53,7 @@ class TestInit:
         assert main(["init", str(project)]) == 0
         assert sorted(p.name for p in project.iterdir()) == sorted(PROJECT_FILES)
         for name in PROJECT_FILES:
-            assert (project / name).read_text(encoding="utf-8") == template(name)
+            assert (project / name).read_text(encoding="utf-8") == render(name)
         out = capsys.readouterr().out
         assert out.startswith(f"Wrote a Cloud Scheduler timer service to {project}:\n")
         for name, description in PROJECT_FILES.items():
@@ -53,8 +61,7 @@ class TestInit:
         assert out.endswith(
             "\nNext:\n"
             f"  cd {project}\n"
-            "  pip install -r requirements.txt   # or, in a new venv, first: pip install <path to "
-            "a clone of cloud-scheduler-emulator>\n"
+            "  pip install -r requirements.txt\n"
             "  python -m pytest\n"
             "  python app.py 8000 &\n"
             "  scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "
@@ -69,7 +76,37 @@ class TestInit:
             for line in template("requirements.txt").splitlines()
             if line.strip() and not line.startswith("#")
         ]
-        assert lines[:2] == ["cloud-scheduler-emulator", "flask>=3.0"]
+        assert lines[:2] == ["{emulator_requirement}", "flask>=3.0"]
+        assert render("requirements.txt").splitlines()[4] == emulator_requirement()
+
+    def test_the_emulator_requirement_of_a_clone_is_its_path(self) -> None:
+        # this checkout is installed editable (pip install -e .): pip recorded its directory
+        assert emulator_requirement() == f"cloud-scheduler-emulator @ {REPO.as_uri()}"
+
+    @pytest.mark.parametrize(
+        ("direct_url", "requirement"),
+        [
+            pytest.param(
+                '{"url": "https://github.com/o/cloud-scheduler-emulator.git", '
+                '"vcs_info": {"vcs": "git", "commit_id": "abc123"}}',
+                "cloud-scheduler-emulator @ "
+                "git+https://github.com/o/cloud-scheduler-emulator.git@abc123",
+                id="git",
+            ),
+            pytest.param(None, "cloud-scheduler-emulator==9.8.7", id="index"),
+        ],
+    )
+    def test_the_emulator_requirement_follows_where_pip_installed_it_from(
+        self, monkeypatch: pytest.MonkeyPatch, direct_url: str | None, requirement: str
+    ) -> None:
+        class Installed:
+            version = "9.8.7"
+
+            def read_text(self, name: str) -> str | None:
+                return direct_url if name == "direct_url.json" else None
+
+        monkeypatch.setattr(scaffold.metadata, "distribution", lambda name: Installed())
+        assert emulator_requirement() == requirement
 
     def test_without_a_directory_it_writes_into_the_current_one_and_prints_no_cd(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -11,6 +11,15 @@ Entries follow spec §14 exactly (``logName``, ``resource`` labels, ``jsonPayloa
 Timestamps are the emulator clock's (virtual time under a manual clock). ``insertId`` is the
 attempt's store ID in hexadecimal followed by ``s`` (started) or ``f`` (finished): unique and
 stable across restarts.
+
+For a person watching a terminal, ``format="text"`` writes one line per finished attempt
+instead: its start, job, attempt number, outcome and latency::
+
+    >>> from datetime import UTC, datetime, timedelta
+    >>> start = datetime(2026, 9, 24, 2, 0, tzinfo=UTC)
+    >>> print(text_line(Attempt(1, "projects/p/locations/l/jobs/nightly", 1, 2, None, start, {},
+    ...     end_time=start + timedelta(milliseconds=12), response_status=503, code="UNAVAILABLE")))
+    2026-09-24T02:00:00Z  nightly  attempt 2  UNAVAILABLE (HTTP 503)  12 ms
 """
 
 from __future__ import annotations
@@ -35,14 +44,47 @@ def _target_fields(attempt: Attempt, target_type: str) -> dict[str, Any]:
     return {"targetType": kind, "url": attempt.request.get("url", "")}
 
 
+#: The formats of :class:`AttemptLog`: Cloud Logging JSON lines, or one readable line an attempt.
+LOG_FORMATS = ("json", "text")
+
+
+def text_line(attempt: Attempt) -> str:
+    """One readable line for a finished attempt: start, job ID, attempt, outcome, latency.
+
+    :param attempt: a finished attempt (``end_time`` and ``code`` set).
+    :return: the line, without a newline.
+    """
+    outcome = attempt.code or "?"
+    if attempt.response_status is not None:
+        outcome += f" (HTTP {attempt.response_status})"
+    if attempt.end_time is not None:
+        millis = round((attempt.end_time - attempt.start_time).total_seconds() * 1000)
+        latency = f"{millis} ms"
+    else:
+        latency = "-"
+    notes = [
+        note for note, on in (("forced", attempt.forced), ("injected", attempt.injected)) if on
+    ]
+    return (
+        f"{iso(attempt.start_time)}  {attempt.job_id}  attempt {attempt.attempt}  {outcome}  "
+        f"{latency}" + (f"  ({', '.join(notes)})" if notes else "")
+    )
+
+
 class AttemptLog:
-    """Write execution-log entries as JSON lines to a text stream.
+    """Write execution-log entries to a text stream.
 
     :param stream: a writable text stream (``sys.stdout`` or an open file); flushed per line.
+    :param format: ``"json"`` (the default): the Cloud Logging entries, AttemptStarted and
+        AttemptFinished; ``"text"``: one :func:`text_line` per finished attempt.
+    :raises ValueError: for another format.
     """
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], format: str = "json") -> None:
+        if format not in LOG_FORMATS:
+            raise ValueError(f"log format {format!r} is not one of {', '.join(LOG_FORMATS)}.")
         self._stream = stream
+        self._text = format == "text"
         self._lock = threading.Lock()
 
     def _envelope(
@@ -62,14 +104,19 @@ class AttemptLog:
             "timestamp": when,
         }
 
-    def _write(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, sort_keys=True)
+    def _write(self, entry: dict[str, Any] | str) -> None:
+        line = entry if isinstance(entry, str) else json.dumps(entry, sort_keys=True)
         with self._lock:
             self._stream.write(line + "\n")
             self._stream.flush()
 
     def started(self, attempt: Attempt, target_type: str = "HTTP") -> None:
-        """Log AttemptStarted (§14.2): jobName, scheduledTime (the attempt's start), url."""
+        """Log AttemptStarted (§14.2): jobName, scheduledTime (the attempt's start), url.
+
+        Nothing in the text format, whose line waits for the attempt's outcome.
+        """
+        if self._text:
+            return
         payload = {
             "@type": _TYPE + "AttemptStarted",
             "jobName": attempt.job,
@@ -80,8 +127,11 @@ class AttemptLog:
 
     def finished(self, attempt: Attempt, target_type: str = "HTTP") -> None:
         """Log AttemptFinished (§14.3): debugInfo, ``status`` only on failure, severity ERROR on
-        failure, ``httpRequest.status`` when the target answered. Pub/Sub entries carry
-        ``pubsubTopic`` and no ``debugInfo``, like production's."""
+        failure, ``httpRequest.status`` when the target answered (Pub/Sub entries carry
+        ``pubsubTopic`` and no ``debugInfo``, like production's); or the :func:`text_line`."""
+        if self._text:
+            self._write(text_line(attempt))
+            return
         payload: dict[str, Any] = {
             "@type": _TYPE + "AttemptFinished",
             "debugInfo": attempt.debug_info,

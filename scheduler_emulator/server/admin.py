@@ -1,14 +1,19 @@
 """The emulator's own endpoints under ``/_emulator/`` (JSON in, JSON out).
 
 - ``GET  /_emulator/health`` → 200 ``{"status": "ok"}``
+- ``GET  /_emulator/config`` → ``{"project": …, "location": …, "clock": "system"|"manual"}``,
+  the daemon's defaults for short job names (``scheduler-emulator env-init`` reads it)
 - ``GET  /_emulator/clock`` → ``{"now": "<RFC 3339 UTC>", "mode": "system"|"manual"}``
 - ``POST /_emulator/clock:advance`` with ``{"seconds": N}`` (manual clock only) → ``{"now": …}``
 - ``POST /_emulator/clock:moveTo`` with ``{"time": "<RFC 3339>"}`` (manual clock only)
-- ``GET  /_emulator/attempts[?job=ID]`` → ``{"attempts": [...]}`` in start order
-- ``GET  /_emulator/skipped[?job=ID]`` → ``{"skipped": [...]}``, scheduled times skipped (P6)
-- ``GET /_emulator/faults`` → the fault plan ``{"seed": N, "rules": [...]}``;
-  ``POST`` with one rule, ``{"rules": [...]}`` or ``{"seed": N, "rules": [...]}`` adds rules
-  (and sets the seed); ``DELETE`` removes every rule
+- ``GET  /_emulator/attempts[?job=ID]`` → ``{"attempts": [...]}`` in start order; 404
+  ``NOT_FOUND`` for a job that neither exists nor has attempts
+- ``GET  /_emulator/skipped[?job=ID]`` → ``{"skipped": [...]}``, scheduled times skipped (P6);
+  404 as for attempts
+- ``GET /_emulator/faults`` → the fault plan ``{"seed": N, "rules": [...]}``, each rule with
+  every field that applies to its action, defaults included; ``POST`` with one rule,
+  ``{"rules": [...]}`` or ``{"seed": N, "rules": [...]}`` adds rules (and sets the seed), and
+  refuses a field that does not apply to the rule's action; ``DELETE`` removes every rule
 - ``POST /_emulator/reset`` → deletes every job and attempt; ``{"clockTime": …}`` also sets a
   manual clock to that instant
 - ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK
@@ -25,6 +30,8 @@ on a system clock they answer 400 ``FAILED_PRECONDITION``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 from werkzeug.routing import Rule
@@ -33,7 +40,7 @@ from werkzeug.wrappers import Request, Response
 from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import iso
 from ..domain.codec import parse_timestamp
-from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument
+from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
 from ..runtime.clock import ManualClock
 from ..runtime.emulator import Emulator
 from ..runtime.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
@@ -41,6 +48,7 @@ from .request_body import request_json
 
 RULES = [
     Rule("/_emulator/health", methods=["GET"], endpoint="health"),
+    Rule("/_emulator/config", methods=["GET"], endpoint="config"),
     Rule("/_emulator/clock", methods=["GET"], endpoint="clock"),
     Rule("/_emulator/clock:advance", methods=["POST"], endpoint="clock_advance"),
     Rule("/_emulator/clock:moveTo", methods=["POST"], endpoint="clock_move_to"),
@@ -57,6 +65,51 @@ RULES = [
 ]
 
 
+#: The fields every fault rule has: what it matches and how often it fires.
+MATCH_FIELDS = ("action", "job", "run", "schedule_time", "attempt", "probability", "limit")
+#: The fields that only some actions read, and which.
+ACTION_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "duplicate": ("count", "concurrent"),
+    "lost_ack": (),
+    "deadline": ("seconds",),
+    "status": ("status",),
+    "connection_error": (),
+    "delay": ("seconds",),
+}
+
+
+def check_rule_fields(data: Any) -> None:
+    """Refuse a fault rule field that its action does not read (``seconds`` on ``duplicate``).
+
+    Other problems (unknown fields, bad values, an unknown action) are left to
+    :meth:`FaultRule.from_json`, which names them.
+
+    :raises InvalidArgument: naming the field, the action and the actions that read it.
+    """
+    if not isinstance(data, Mapping) or data.get("action") not in ACTION_FIELDS:
+        return
+    action = data["action"]
+    for key in data:
+        readers = [name for name, extra in ACTION_FIELDS.items() if key in extra]
+        if readers and action not in readers:
+            raise InvalidArgument(
+                f"fault rule field {key!r} does not apply to action {action!r}; only "
+                f"{' and '.join(readers)} read it.",
+                field=str(key),
+            )
+
+
+def rule_json(rule: FaultRule) -> dict[str, Any]:
+    """A rule as ``GET /_emulator/faults`` shows it: every field its action reads, defaults
+    included (``probability: 1.0``, ``seconds: 0.1``…), in :data:`MATCH_FIELDS` order.
+
+    :param rule: the rule.
+    :return: its JSON object.
+    """
+    values = asdict(rule)
+    return {key: values[key] for key in (*MATCH_FIELDS, *ACTION_FIELDS.get(rule.action, ()))}
+
+
 class Admin:
     """Handlers for the ``/_emulator/`` endpoints of one :class:`Emulator`."""
 
@@ -66,6 +119,21 @@ class Admin:
     def health(self, request: Request) -> dict[str, Any]:
         """Liveness: always ``{"status": "ok"}``."""
         return {"status": "ok"}
+
+    def config(self, request: Request) -> dict[str, Any]:
+        """The defaults for short job names, and the clock's mode."""
+        mode = "manual" if self.emulator.clock.manual else "system"
+        return {"project": self.emulator.project, "location": self.emulator.location, "clock": mode}
+
+    def _known_job(self, request: Request) -> str | None:
+        """The ``?job=`` filter, or ``None``; 404 for a job with neither a definition nor
+        attempts (a deleted job's attempts stay listed)."""
+        job = request.args.get("job") or None
+        if job is not None:
+            name = self.emulator.job_name(job)
+            if not self.emulator.engine.has_job(name) and not self.emulator.attempts(job):
+                raise NotFound("Job not found.")
+        return job
 
     def clock(self, request: Request) -> dict[str, Any]:
         """The clock's instant and mode."""
@@ -107,12 +175,12 @@ class Admin:
 
     def attempts(self, request: Request) -> dict[str, Any]:
         """Every attempt (optionally of ``?job=<job ID or full name>``) in start order."""
-        job = request.args.get("job") or None
+        job = self._known_job(request)
         return {"attempts": [a.to_json() for a in self.emulator.attempts(job)]}
 
     def skipped(self, request: Request) -> dict[str, Any]:
         """Scheduled times skipped because an earlier run was still going (P6)."""
-        job = request.args.get("job") or None
+        job = self._known_job(request)
         return {"skipped": [s.to_json() for s in self.emulator.skipped_runs(job)]}
 
     def reset(self, request: Request) -> dict[str, Any]:
@@ -132,28 +200,36 @@ class Admin:
             clock.reset_to(instant)
         return {}
 
+    def _plan_json(self) -> dict[str, Any]:
+        plan = self.emulator.faults
+        return {"seed": plan.seed, "rules": [rule_json(rule) for rule in list(plan.rules)]}
+
     def get_faults(self, request: Request) -> dict[str, Any]:
-        """The fault plan: ``{"seed": N, "rules": [...]}``."""
-        return self.emulator.faults.to_json()
+        """The fault plan: ``{"seed": N, "rules": [...]}``, rules as :func:`rule_json`."""
+        return self._plan_json()
 
     def add_faults(self, request: Request) -> dict[str, Any]:
         """Add one rule (a rule object) or several (``{"seed"?, "rules": [...]}``)."""
         body = request_json(request)
         plan = self.emulator.faults
         if "action" in body:
+            check_rule_fields(body)
             plan.add(FaultRule.from_json(body))
         else:
+            rules = body.get("rules")
+            for rule in rules if isinstance(rules, list) else ():
+                check_rule_fields(rule)
             parsed = FaultPlan.from_json(body)
             if "seed" in body:
                 plan.seed = parsed.seed
             for rule in parsed.rules:
                 plan.add(rule)
-        return plan.to_json()
+        return self._plan_json()
 
     def clear_faults(self, request: Request) -> dict[str, Any]:
         """Remove every fault rule."""
         self.emulator.faults.clear()
-        return self.emulator.faults.to_json()
+        return self._plan_json()
 
     def oidc_discovery(self, request: Request) -> dict[str, Any]:
         """The OpenID discovery document; ``jwks_uri`` is under the URL the caller used."""

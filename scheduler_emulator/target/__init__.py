@@ -63,8 +63,16 @@ from .router import (
 if TYPE_CHECKING:
     from .auth import (
         CertsUnavailableError,
+        ExpiredTokenError,
+        InvalidSignatureError,
+        MalformedTokenError,
+        MissingTokenError,
         SchedulerTokenMiddleware,
         TokenError,
+        TokenNotYetValidError,
+        WrongAudienceError,
+        WrongEmailError,
+        WrongIssuerError,
         verify_scheduler_token,
         verify_scheduler_token_async,
     )
@@ -74,8 +82,16 @@ if TYPE_CHECKING:
 _AUTH_EXPORTS = frozenset(
     {
         "CertsUnavailableError",
+        "ExpiredTokenError",
+        "InvalidSignatureError",
+        "MalformedTokenError",
+        "MissingTokenError",
         "SchedulerTokenMiddleware",
         "TokenError",
+        "TokenNotYetValidError",
+        "WrongAudienceError",
+        "WrongEmailError",
+        "WrongIssuerError",
         "verify_scheduler_token",
         "verify_scheduler_token_async",
     }
@@ -117,6 +133,14 @@ __all__ = [
     # token verification (spec §13), loaded on first use
     "verify_scheduler_token",
     "verify_scheduler_token_async",
+    "ExpiredTokenError",
+    "InvalidSignatureError",
+    "MalformedTokenError",
+    "MissingTokenError",
+    "TokenNotYetValidError",
+    "WrongAudienceError",
+    "WrongEmailError",
+    "WrongIssuerError",
     # ASGI
     "TimerAsgiMiddleware",
 ]

@@ -485,18 +485,27 @@ def _check_claims(
     at = now.timestamp() if now is not None else time.time()
     exp, iat = float(claims["exp"]), float(claims["iat"])
     if at > exp + slack:
+        advice = (
+            "A token is valid for one hour from its attempt's start: check it within that hour "
+            "of the now you passed (on a virtual clock, advance less before checking)."
+            if now is not None
+            else "A target in another process checks real time: start the emulator with "
+            "--token-time real when its manual clock is far from now."
+        )
         raise ExpiredTokenError(
-            f"The token expired at {_instant(exp)}; it is now {_instant(at)}. A target in "
-            "another process checks real time: start the emulator with --token-time real when "
-            "its manual clock is far from now.",
+            f"The token expired at {_instant(exp)}; it is now {_instant(at)}. {advice}",
             datetime.fromtimestamp(exp, UTC),
             datetime.fromtimestamp(at, UTC),
         )
     if at < iat - slack:
         raise TokenNotYetValidError(
-            f"The token was issued at {_instant(iat)}, after now ({_instant(at)}). A target in "
-            "another process checks real time: start the emulator with --token-time real when "
-            "its manual clock is ahead of now."
+            f"The token was issued at {_instant(iat)}, after now ({_instant(at)}). "
+            + (
+                "Check it at or after its attempt's start."
+                if now is not None
+                else "A target in another process checks real time: start the emulator with "
+                "--token-time real when its manual clock is ahead of now."
+            )
         )
     accepted_issuers = list(issuers) if issuers is not None else list(GOOGLE_ISSUERS)
     if claims.get("iss") not in accepted_issuers:

@@ -164,11 +164,20 @@ class MissingRunHeadersError(RunRefusedError):
         self.missing: tuple[str, ...] = tuple(missing)
         names = " and ".join(self.missing)
         headers = "headers are" if len(self.missing) > 1 else "header is"
-        super().__init__(
+        message = (
             f"The {names} {headers} missing, so the run-once guard cannot tell which scheduled "
             "run this is. Cloud Scheduler sends X-CloudScheduler-ScheduleTime only for unix-cron "
-            "schedules; a request sent by hand has neither."
+            "schedules"
         )
+        if len(self.missing) > 1:
+            message += "; a request sent by hand has neither."
+        else:
+            message += (
+                ': a job with an English-like schedule ("every 5 minutes") sends none, so the '
+                "guard refuses every one of its deliveries. Give the job a unix-cron schedule "
+                '("*/5 * * * *") to guard it.'
+            )
+        super().__init__(message)
 
     def response(self) -> TimerResponse:
         """400 with a validation problem naming each missing header (as the router's 400s do).
@@ -179,6 +188,7 @@ class MissingRunHeadersError(RunRefusedError):
             "type": VALIDATION_PROBLEM_TYPE,
             "title": VALIDATION_PROBLEM_TITLE,
             "status": 400,
+            "detail": str(self),
             "errors": {name: [_MISSING_HEADER_MESSAGE] for name in self.missing},
         }
         return _problem(400, problem)

@@ -235,6 +235,32 @@ def _text(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat(timespec="microseconds")
 
 
+def _why_unopenable(path: str, exc: Exception) -> str:
+    """Say why SQLite could not open ``path``, as far as the file system tells.
+
+    :param path: the database path given to the store.
+    :param exc: SQLite's own error, quoted when nothing more precise is found.
+    :return: a sentence for the error message.
+    """
+    absolute = os.path.abspath(path)
+    directory = os.path.dirname(absolute)
+    if os.path.isdir(absolute):
+        return "it is a directory; give the path of a database file inside it."
+    if not os.path.isdir(directory):
+        return (
+            f"the directory {directory} does not exist; create it (os.makedirs) before the "
+            "store, or use SqliteRunStore(':memory:') for one process."
+        )
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return (
+            f"the directory {directory} is not writable by this process (SQLite writes the "
+            "database and its -wal and -shm files there)."
+        )
+    if os.path.exists(absolute) and not os.access(absolute, os.R_OK | os.W_OK):
+        return "the file is not readable and writable by this process."
+    return f"{exc}."
+
+
 class SqliteRunStore:
     """Run records in SQLite: embedded, the guard's default store (spec §3).
 
@@ -299,14 +325,19 @@ class SqliteRunStore:
         """Open this process's connection: autocommit mode, the busy timeout, WAL for a file."""
         import sqlite3
 
-        connection = sqlite3.connect(
-            self.path,
-            timeout=self.busy_timeout.total_seconds(),
-            isolation_level=None,  # autocommit: transactions are the explicit BEGIN/COMMIT below
-            check_same_thread=False,  # every use is under self._lock
-        )
-        if not self.in_memory:
-            connection.execute("PRAGMA journal_mode=WAL")
+        try:
+            connection = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout.total_seconds(),
+                isolation_level=None,  # autocommit: the explicit BEGIN/COMMIT below
+                check_same_thread=False,  # every use is under self._lock
+            )
+            if not self.in_memory:
+                connection.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            raise sqlite3.OperationalError(
+                f"SqliteRunStore cannot open {self.path!r}: {_why_unopenable(self.path, exc)}"
+            ) from exc
         return connection
 
     @contextmanager

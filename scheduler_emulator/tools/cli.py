@@ -16,6 +16,7 @@ Every error a user can cause prints ``error: <message>`` to stderr and exits wit
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import signal
@@ -28,11 +29,11 @@ from pathlib import Path
 from typing import IO
 
 from .. import __version__
-from ..domain.codec import parse_timestamp
+from ..domain.codec import format_timestamp, parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_project_id
 from ..domain.resources import Job
-from ..runtime.attempt_log import AttemptLog
+from ..runtime.attempt_log import LOG_FORMATS, AttemptLog
 from ..runtime.clock import Clock, ManualClock, SystemClock
 from ..runtime.emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
 from ..runtime.store import Store
@@ -47,9 +48,12 @@ DEFAULT_PORT = 8095
 DEFAULT_HOST = "127.0.0.1"
 DST_CHOICES = ["absolute", "vixie"]
 DST_HELP = (
-    "daylight-saving rule: 'absolute' fires a repeated local time twice and a skipped one "
-    "never; 'vixie' fires fixed-time jobs once (%(default)s)"
+    "daylight-saving rule (default: %(default)s): 'absolute' fires a repeated local time twice "
+    "and a skipped one never; 'vixie' fires a fixed-time job once on both days, at the first "
+    "occurrence of a repeated time and right after a skipped one"
 )
+#: Exit status after the reader of stdout went away (``| head``), as a tool killed by SIGPIPE.
+BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
 
 
 def default_data_dir() -> Path:
@@ -64,6 +68,16 @@ def _timestamp(text: str) -> datetime:
         return parse_timestamp(text)
     except ApiError as exc:
         raise argparse.ArgumentTypeError(f"not an RFC 3339 timestamp: {text!r}") from exc
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)")
+    return port
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
         "endpoints, keep jobs and attempts in a data directory.",
     )
     start.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (%(default)s)")
-    start.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (%(default)s)")
+    start.add_argument(
+        "--port", type=_port, default=DEFAULT_PORT, help="port; 0 picks a free one (%(default)s)"
+    )
     start.add_argument(
         "--jobs",
         action="append",
@@ -109,13 +125,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="real time, or a virtual clock moved by POST /_emulator/clock:advance (%(default)s)",
     )
     start.add_argument(
-        "--start", type=_timestamp, metavar="RFC3339", help="manual clock's start instant"
+        "--start",
+        type=_timestamp,
+        metavar="RFC3339",
+        help="manual clock's start instant (default: now, rounded down to the whole minute)",
     )
     start.add_argument(
         "--faults", metavar="FILE", help="fault plan (YAML or JSON) to inject into deliveries"
     )
     start.add_argument(
-        "--log-file", metavar="F", help="execution log, JSON lines (default: stdout)"
+        "--log-file", metavar="F", help="append the execution log to F (default: stdout)"
+    )
+    start.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        help="'json': Cloud Logging entries, AttemptStarted and AttemptFinished; 'text': one "
+        "line per attempt (time, job, attempt, outcome, latency). Default: text when the log "
+        "goes to a terminal, json otherwise (a pipe, --log-file)",
     )
     start.add_argument("--dst-policy", choices=DST_CHOICES, default="absolute", help=DST_HELP)
     start.add_argument(
@@ -149,11 +175,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     env.add_argument("--host", default=DEFAULT_HOST, help="the daemon's address (%(default)s)")
     env.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="the daemon's port (%(default)s)"
+        "--port", type=_port, default=DEFAULT_PORT, help="the daemon's port (%(default)s)"
     )
-    env.add_argument("--project", default=DEFAULT_PROJECT, help="gcloud's project (%(default)s)")
+    env.add_argument(
+        "--project",
+        help=f"gcloud's project (default: the running daemon's --project, else {DEFAULT_PROJECT})",
+    )
 
-    demo = sub.add_parser("demo", help="the example service and emulator on a fast clock")
+    demo = sub.add_parser(
+        "demo",
+        help="the example service and emulator on a fast clock",
+        description="Start the example Orders service (examples/orders/app.py) on a free port, "
+        "load its jobs into an in-memory emulator on a manual clock, and run --days simulated "
+        "days at --speed real seconds per simulated hour, printing every attempt as the service "
+        "receives it. Needs Flask (pip install 'cloud-scheduler-emulator[examples]').",
+    )
     demo.add_argument("--days", type=int, default=3, help="simulated days (%(default)s)")
     demo.add_argument(
         "--speed", type=float, default=0.05, help="real seconds per simulated hour (%(default)s)"
@@ -197,6 +233,12 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
         out.write(format_schedule_time(instant) + "\n")
         if count >= args.n:
             break
+    if not schedule.is_cron:
+        print(
+            f"note: {args.schedule!r} is an English-like schedule: Cloud Scheduler sends its "
+            "job no X-CloudScheduler-ScheduleTime header; these are the instants it fires.",
+            file=sys.stderr,
+        )
     if count < args.n:
         print(
             f"note: {args.schedule!r} has no further fire time within 10 years "
@@ -221,10 +263,44 @@ def env_lines(host: str, port: int, project: str) -> list[str]:
     return [f"export {key}={shlex.quote(value)}" for key, value in values.items()]
 
 
+def daemon_config(host: str, port: int, timeout: float = 2.0) -> dict[str, str] | None:
+    """Ask the daemon at ``host:port`` its defaults (``GET /_emulator/config``).
+
+    :return: ``{"project", "location", "clock"}``, or ``None`` when no emulator answers there.
+    """
+    import requests
+
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        response = requests.get(f"http://{address}/_emulator/config", timeout=timeout)
+        config = response.json() if response.status_code == 200 else None
+    except (requests.RequestException, ValueError):
+        return None
+    return config if isinstance(config, dict) and "project" in config else None
+
+
 def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print :func:`env_lines` for the given daemon address and project."""
-    check_project_id(args.project, field="--project")
-    for line in env_lines(args.host, args.port, args.project):
+    """Print :func:`env_lines` for the daemon at ``--host``/``--port``, with the project it
+    says it uses (``--project`` overrides it)."""
+    if args.port == 0:
+        raise ConfigurationError(
+            "--port 0 is not a daemon's port (0 tells start to pick a free one); give the port "
+            "of its startup line, 'scheduler-emulator listening on http://HOST:PORT'."
+        )
+    project = args.project
+    if project is None:
+        config = daemon_config(args.host, args.port)
+        if config is None:
+            print(
+                f"note: no scheduler-emulator answers at {args.host}:{args.port}; printing "
+                f"project {DEFAULT_PROJECT}. Start the daemon first, or pass --port/--project.",
+                file=sys.stderr,
+            )
+            project = DEFAULT_PROJECT
+        else:
+            project = str(config["project"])
+    check_project_id(project, field="--project")
+    for line in env_lines(args.host, args.port, project):
         out.write(line + "\n")
     return 0
 
@@ -243,18 +319,37 @@ def load_jobs_files(paths: Sequence[str], *, project: str, location: str) -> lis
     :raises ConfigurationError: naming the file, job, field and value of the first problem, or
         both files of a duplicated name.
     """
-    jobs: list[Job] = []
+    return [
+        job
+        for _, jobs in load_jobs_by_file(paths, project=project, location=location)
+        for job in jobs
+    ]
+
+
+def load_jobs_by_file(
+    paths: Sequence[str], *, project: str, location: str
+) -> list[tuple[str, list[Job]]]:
+    """Load every jobs file, keeping which jobs each file holds; warn (on stderr) about a file
+    that holds none.
+
+    :raises ConfigurationError: as :func:`load_jobs_files`.
+    :return: ``(path, jobs)`` per file, in order.
+    """
+    per_file: list[tuple[str, list[Job]]] = []
     seen: dict[str, str] = {}
     for path in paths:
-        for job in load_jobs_file(path, project=project, location=location):
+        loaded = load_jobs_file(path, project=project, location=location)
+        if not loaded:
+            print(f"warning: {path} holds no jobs; nothing was loaded from it.", file=sys.stderr)
+        per_file.append((path, list(loaded)))
+        for job in loaded:
             if job.name in seen:
                 raise ConfigurationError(
                     f"{path}: job {job.job_id!r} is defined in {seen[job.name]} too; "
                     "job names must be unique across --jobs files."
                 )
             seen[job.name] = path
-            jobs.append(job)
-    return jobs
+    return per_file
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -262,25 +357,83 @@ def check_port_free(host: str, port: int) -> None:
 
     :raises ConfigurationError: naming the address and the reason.
     """
-    if port == 0:
-        return
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError as exc:
-            raise ConfigurationError(
-                f"cannot listen on {host}:{port}: {exc.strerror or exc}. Is another "
-                "scheduler-emulator running? Stop it or pick another --port."
-            ) from exc
+            raise ConfigurationError(cannot_listen(host, port, exc)) from exc
+
+
+def cannot_listen(host: str, port: int, exc: OSError) -> str:
+    """Why ``host:port`` cannot be bound, and what to do about it.
+
+    :return: the message, naming the address and the flag to change.
+    """
+    reason = f"cannot listen on {host}:{port}: {exc.strerror or exc}."
+    if exc.errno == errno.EADDRINUSE:
+        return f"{reason} Is another scheduler-emulator running? Stop it or pick another --port."
+    if exc.errno == errno.EACCES:
+        return f"{reason} Ports below 1024 need privileges; pick another --port."
+    if isinstance(exc, socket.gaierror):
+        return f"{reason} --host {host!r} is not an address or a name this machine resolves."
+    return (
+        f"{reason} --host {host!r} is not an address of this machine; use 127.0.0.1 (this "
+        "machine only) or 0.0.0.0 (every interface)."
+    )
+
+
+def loaded_jobs(per_file: Sequence[tuple[str, int]], stored: int | None) -> str:
+    """Say where the daemon's jobs came from, for its startup line.
+
+    >>> loaded_jobs([("jobs.yaml", 2)], 1)
+    '2 jobs loaded from jobs.yaml, 1 from the data directory'
+    >>> loaded_jobs([("a.yaml", 1), ("b.yaml", 0)], None)
+    '1 job loaded from a.yaml, 0 from b.yaml'
+    >>> loaded_jobs([], 0), loaded_jobs([], None)
+    ('no jobs in the data directory', 'no jobs')
+
+    :param per_file: each ``--jobs`` file with its number of jobs, in order.
+    :param stored: jobs found in the data directory that no file defines; ``None`` in memory.
+    :return: the phrase.
+    """
+    parts = [
+        f"{n} job{'s' if n != 1 else ''} loaded from {path}" if index == 0 else f"{n} from {path}"
+        for index, (path, n) in enumerate(per_file)
+    ]
+    if stored is not None and (stored or not parts):
+        if parts:
+            parts.append(f"{stored} from the data directory")
+        elif stored:
+            parts.append(f"{stored} job{'s' if stored != 1 else ''} loaded from the data directory")
+        else:
+            parts.append("no jobs in the data directory")
+    return ", ".join(parts) or "no jobs"
+
+
+def log_format_for(chosen: str | None, log_file: str | None, out: IO[str]) -> str:
+    """The execution log's format: ``--log-format`` when given, else ``text`` for a terminal
+    and ``json`` for a file or a pipe (what scripts and ``replay --attempts`` read).
+
+    :param chosen: ``--log-format``, or ``None``.
+    :param log_file: ``--log-file``, or ``None`` for ``out``.
+    :param out: the daemon's stdout.
+    :return: ``"json"`` or ``"text"``.
+    """
+    if chosen is not None:
+        return chosen
+    isatty = getattr(out, "isatty", None)
+    return "text" if log_file is None and isatty is not None and isatty() else "json"
 
 
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon until SIGINT or SIGTERM."""
     from ..server.server import serve
 
-    jobs = load_jobs_files(args.jobs, project=args.project, location=args.location)
+    per_file = load_jobs_by_file(args.jobs, project=args.project, location=args.location)
+    jobs = [job for _, file_jobs in per_file for job in file_jobs]
     check_port_free(args.host, args.port)
+    log_format = log_format_for(args.log_format, args.log_file, out)
     key_path: Path | None = None
     if args.in_memory:
         store = Store(":memory:")
@@ -306,10 +459,16 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         faults=faults,
         project=args.project,
         location=args.location,
-        attempt_log=AttemptLog(log_stream),
+        attempt_log=AttemptLog(log_stream, format=log_format),
         dst_policy=args.dst_policy,
         publisher=targets.publisher,
         app_engine_urls=targets.app_engine_urls,
+    )
+    file_names = {job.name for job in jobs}
+    stored = (
+        None
+        if args.in_memory
+        else sum(1 for job in emulator.list_jobs() if job.name not in file_names)
     )
     for job in jobs:
         emulator.upsert_job(job)
@@ -318,17 +477,19 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     except OSError as exc:
         emulator.close()
         targets.close()
-        raise ConfigurationError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
+        raise ConfigurationError(cannot_listen(args.host, args.port, exc)) from exc
 
     def _stop(signum: int, frame: object) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    count = len(emulator.list_jobs())
+    clock_note = f"{args.clock} clock"
+    if args.clock == "manual":
+        clock_note += f" at {format_timestamp(clock.now())}"
     out.write(
         f"scheduler-emulator listening on http://{args.host}:{server.server_port} "
-        f"({count} job{'s' if count != 1 else ''} loaded, {args.clock} clock, {where}"
+        f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, {where}"
         + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")
         + (f", {targets.description}" if targets.description else "")
         + ")\n"
@@ -372,14 +533,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .replay import run_command
 
             return run_command(args, sys.stdout)
+    except BrokenPipeError:
+        return _reader_gone()
     except (EmulatorError, OSError) as exc:
-        message = exc.message if isinstance(exc, ApiError) else str(exc)
-        detail = ""
-        if isinstance(exc, ApiError) and exc.violations:
-            detail = " (" + "; ".join(v.description for v in exc.violations) + ")"
-        print(f"error: {message}{detail}", file=sys.stderr)
+        print(f"error: {error_text(exc)}", file=sys.stderr)
         return 2
     return 2
+
+
+def error_text(exc: Exception) -> str:
+    """The message of a user-caused error, with its field violations when they add anything.
+
+    :param exc: an :class:`EmulatorError` or an :class:`OSError`.
+    :return: one line, without the ``error:`` prefix.
+    """
+    if not isinstance(exc, ApiError):
+        return str(exc)
+    extra = [v.description for v in exc.violations if v.description not in exc.message]
+    return exc.message + (" (" + "; ".join(extra) + ")" if extra else "")
+
+
+def _reader_gone() -> int:
+    """Whoever read stdout (``| head``) went away: stop quietly, as a tool killed by SIGPIPE.
+
+    stdout is pointed at /dev/null so that the interpreter's final flush does not fail again.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (captured in a test)
+        pass
+    return BROKEN_PIPE_EXIT
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,8 +9,12 @@ package's own code)::
 
     >>> list(PROJECT_FILES)
     ['app.py', 'test_app.py', 'jobs.yaml', 'requirements.txt', 'README.md']
-    >>> template("requirements.txt").count("cloud-scheduler-emulator")
+    >>> template("requirements.txt").count("{emulator_requirement}")
     1
+
+``requirements.txt`` is the one rendered file: its ``{emulator_requirement}`` becomes
+:func:`emulator_requirement`, where this emulator was installed from (the package is not on
+PyPI, so its bare name would not install).
 
 Nothing is overwritten unless asked: :func:`write_project` checks every file first, so a
 refusal leaves the directory as it was.
@@ -18,8 +22,10 @@ refusal leaves the directory as it was.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
+from importlib import metadata
 from importlib.resources import files
 from pathlib import Path
 from typing import IO
@@ -50,6 +56,53 @@ def template(name: str) -> str:
     )
 
 
+#: The distribution name, as pip knows it.
+DISTRIBUTION = "cloud-scheduler-emulator"
+
+
+def emulator_requirement() -> str:
+    """The requirement line that installs this emulator where it came from.
+
+    pip records the origin of a package installed from a directory or a VCS URL
+    (``direct_url.json``, PEP 610); that origin is what another venv can install too. A package
+    installed from an index is pinned to its version.
+
+    :return: ``cloud-scheduler-emulator @ file:///…`` for a local clone,
+        ``cloud-scheduler-emulator @ git+https://…@<commit>`` for a git URL, otherwise
+        ``cloud-scheduler-emulator==<version>``.
+    """
+    try:
+        distribution = metadata.distribution(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
+        return f"{DISTRIBUTION} @ {Path(__file__).resolve().parents[2].as_uri()}"
+    try:
+        origin = json.loads(distribution.read_text("direct_url.json") or "null")
+    except ValueError:
+        origin = None
+    if isinstance(origin, dict) and isinstance(origin.get("url"), str):
+        url: str = origin["url"]
+        vcs = origin.get("vcs_info")
+        if isinstance(vcs, dict) and vcs.get("vcs"):
+            commit = vcs.get("commit_id")
+            return f"{DISTRIBUTION} @ {vcs['vcs']}+{url}" + (f"@{commit}" if commit else "")
+        return f"{DISTRIBUTION} @ {url}"
+    return f"{DISTRIBUTION}=={distribution.version}"
+
+
+def render(name: str) -> str:
+    """Return one project file as ``init`` writes it: its :func:`template`, with
+    ``{emulator_requirement}`` replaced in ``requirements.txt``.
+
+    :param name: a key of :data:`PROJECT_FILES`.
+    :raises KeyError: for a name that is not a project file.
+    :return: the file's text.
+    """
+    text = template(name)
+    if name == "requirements.txt":
+        text = text.replace("{emulator_requirement}", emulator_requirement())
+    return text
+
+
 def write_project(directory: str | os.PathLike[str], *, force: bool = False) -> list[Path]:
     """Write the project files into ``directory``, creating it (and its parents) if needed.
 
@@ -74,7 +127,7 @@ def write_project(directory: str | os.PathLike[str], *, force: bool = False) -> 
                 )
     root.mkdir(parents=True, exist_ok=True)
     for target in targets:
-        target.write_text(template(target.name), encoding="utf-8")
+        target.write_text(render(target.name), encoding="utf-8")
     return targets
 
 
@@ -87,8 +140,7 @@ def next_commands(directory: str | os.PathLike[str]) -> list[str]:
     commands = [] if Path(directory).resolve() == Path.cwd().resolve() else [f"cd {directory}"]
     return [
         *commands,
-        "pip install -r requirements.txt   # or, in a new venv, first: pip install <path to a "
-        "clone of cloud-scheduler-emulator>",
+        "pip install -r requirements.txt",
         "python -m pytest",
         "python app.py 8000 &",
         "scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "

@@ -52,6 +52,13 @@ def missing_schedule_time_problem() -> dict[str, Any]:
         "type": "https://tools.ietf.org/html/rfc9110#section-15.5.1",
         "title": "One or more validation errors occurred.",
         "status": 400,
+        "detail": (
+            "The X-CloudScheduler-ScheduleTime header is missing, so the run-once guard cannot "
+            "tell which scheduled run this is. Cloud Scheduler sends X-CloudScheduler-ScheduleTime "
+            'only for unix-cron schedules: a job with an English-like schedule ("every 5 minutes") '
+            "sends none, so the guard refuses every one of its deliveries. Give the job a "
+            'unix-cron schedule ("*/5 * * * *") to guard it.'
+        ),
         "errors": {
             "X-CloudScheduler-ScheduleTime": [
                 "The run-once guard tells runs apart by this header; Cloud Scheduler sends "

@@ -414,8 +414,9 @@ class TestMissingHeaders:
         assert messages(caplog, logging.WARNING) == [
             "Run-once guard answered 400: The X-CloudScheduler-ScheduleTime header is missing, "
             "so the run-once guard cannot tell which scheduled run this is. Cloud Scheduler sends "
-            "X-CloudScheduler-ScheduleTime only for unix-cron schedules; a request sent by hand "
-            "has neither."
+            "X-CloudScheduler-ScheduleTime only for unix-cron schedules: a job with an "
+            'English-like schedule ("every 5 minutes") sends none, so the guard refuses every one '
+            'of its deliveries. Give the job a unix-cron schedule ("*/5 * * * *") to guard it.'
         ]
 
 

@@ -378,6 +378,22 @@ class TestSqliteStore:
         with sqlite3.connect(tmp_path / "runs.sqlite3") as connection:
             assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
+    def test_a_missing_directory_is_named_in_the_error(self, tmp_path: Path) -> None:
+        path = tmp_path / "orders" / "runs.db"
+
+        with pytest.raises(sqlite3.OperationalError) as failed:
+            SqliteRunStore(path)
+
+        assert str(failed.value) == (
+            f"SqliteRunStore cannot open {str(path)!r}: the directory {tmp_path / 'orders'} does "
+            "not exist; create it (os.makedirs) before the store, or use "
+            "SqliteRunStore(':memory:') for one process."
+        )
+
+    def test_a_directory_given_as_the_path_is_named_in_the_error(self, tmp_path: Path) -> None:
+        with pytest.raises(sqlite3.OperationalError, match="it is a directory"):
+            SqliteRunStore(tmp_path)
+
     def test_records_outlive_the_store_object(self, tmp_path: Path) -> None:
         path = tmp_path / "runs.sqlite3"
         with SqliteRunStore(path) as first:

@@ -155,7 +155,16 @@ class TestVerification:
             verify(token, authority, now=ISSUED + timedelta(hours=2))
         assert error.value.expired_at == ISSUED + timedelta(hours=1)
         assert "expired at 2026-09-24T03:00:00Z; it is now 2026-09-24T04:00:00Z" in str(error.value)
-        assert "--token-time real" in str(error.value)
+        # checked at a given instant (a virtual clock, in process): advice for that case
+        assert "check it within that hour of the now you passed" in str(error.value)
+        assert "--token-time real" not in str(error.value)
+
+    def test_a_token_checked_at_real_time_suggests_token_time_real(
+        self, token: str, authority: TokenAuthority
+    ) -> None:
+        with freeze_time(ISSUED + timedelta(hours=2)), pytest.raises(ExpiredTokenError) as error:
+            verify(token, authority, now=None)  # now=None: the real clock (frozen here)
+        assert "start the emulator with --token-time real" in str(error.value)
 
     def test_a_token_from_the_future_is_not_yet_valid(
         self, token: str, authority: TokenAuthority
@@ -327,3 +336,24 @@ class TestMiddleware:
             "/_triggers/timer/nightly", headers={"Authorization": f"Bearer {token}"}
         )
         assert response.status_code == 503
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ExpiredTokenError",
+        "InvalidSignatureError",
+        "MalformedTokenError",
+        "MissingTokenError",
+        "TokenNotYetValidError",
+        "WrongAudienceError",
+        "WrongEmailError",
+        "WrongIssuerError",
+    ],
+)
+def test_every_token_error_the_docs_name_is_importable_from_the_target_package(name: str) -> None:
+    import scheduler_emulator.target as target
+    import scheduler_emulator.target.auth as auth
+
+    assert getattr(target, name) is getattr(auth, name)
+    assert name in target.__all__
