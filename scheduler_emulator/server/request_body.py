@@ -11,6 +11,7 @@ from typing import Any
 
 from werkzeug.wrappers import Request
 
+from ..domain.codec import refuse_lone_surrogates
 from ..domain.errors import InvalidArgument
 
 
@@ -19,8 +20,9 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
 
     :param allow_fields: the only keys allowed in the object (the ``:pause``/``:resume``/``:run``
         bodies may carry only ``name``, spec §1.1); ``None`` allows any key.
-    :raises InvalidArgument: for a body that is not JSON, not an object, nested too deeply, or
-        that has a key not allowed.
+    :raises InvalidArgument: for a body that is not JSON, not an object, nested too deeply,
+        holding a lone surrogate (``"\\ud800"``) in any key or string, or that has a key not
+        allowed.
     :return: the decoded object.
     """
     raw = request.get_data()
@@ -36,6 +38,7 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
         raise InvalidArgument(
             f"Invalid JSON payload received. {exc}.", description="The body is not valid JSON."
         ) from exc
+    refuse_lone_surrogates(data)
     if not isinstance(data, dict):
         raise InvalidArgument(
             f"Invalid JSON payload received. Expected an object, got {type(data).__name__}."

@@ -368,7 +368,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         detail = ""
         if isinstance(exc, ApiError) and exc.violations:
             detail = " (" + "; ".join(v.description for v in exc.violations) + ")"
-        print(f"error: {message}{detail}", file=sys.stderr)
+        # One line, printable whatever the input held (a lone surrogate is shown escaped).
+        line = f"error: {message}{detail}".encode("utf-8", "backslashreplace").decode("utf-8")
+        print(line, file=sys.stderr)
         return 2
     return 2
 

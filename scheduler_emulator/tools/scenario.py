@@ -70,11 +70,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import Attempt
-from ..domain.codec import job_from_json, parse_timestamp
+from ..domain.codec import job_from_json, parse_timestamp, show_value
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.names import qualify_job_name
 from ..domain.resources import Job
@@ -84,7 +82,7 @@ from ..runtime.clock import ManualClock
 from ..runtime.emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
 from ..runtime.store import Store
 from ..runtime.transports import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
-from .jobs_file import load_jobs_file
+from .jobs_file import load_document, load_jobs_file
 
 #: Where a scenario's clock starts when it sets no ``start``.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -121,15 +119,10 @@ _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def _show(value: Any) -> str:
-    """A value as the scenario file would spell it, shortened."""
+    """A value as the scenario file would spell it, shortened (never serialised whole)."""
     if isinstance(value, datetime):
-        text = value.isoformat()
-    else:
-        try:
-            text = json.dumps(value, ensure_ascii=False, default=str)
-        except (TypeError, ValueError):
-            text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
+        return value.isoformat()
+    return show_value(value)
 
 
 def _problem(source: Path | str, path: str, message: str) -> ConfigurationError:
@@ -381,13 +374,7 @@ def _read(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"{path}: cannot read the scenario: {exc}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        hint = ""
-        if "alias" in str(exc):
-            hint = " (quote values that start with '*', e.g. schedule: \"*/5 * * * *\")"
-        raise ConfigurationError(f"{path}: not valid YAML or JSON{hint}: {exc}") from None
+    return load_document(text, str(path))  # bounded YAML, no lone surrogates
 
 
 def _document(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, tuple[Any, Path]]:
