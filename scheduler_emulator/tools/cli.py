@@ -43,6 +43,8 @@ from .jobs_file import load_jobs_file
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
 DEFAULT_HOST = "127.0.0.1"
+#: Environment variable that sets ``--admin-token``.
+ADMIN_TOKEN_ENV = "SCHEDULER_EMULATOR_ADMIN_TOKEN"
 DST_CHOICES = ["absolute", "vixie"]
 DST_HELP = (
     "daylight-saving rule: 'absolute' fires a repeated local time twice and a skipped one "
@@ -79,7 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the emulator: fire each job on its schedule, serve /_emulator/ "
         "endpoints, keep jobs and attempts in a data directory.",
     )
-    start.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (%(default)s)")
+    start.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help="address to listen on (%(default)s); anything but loopback warns on stderr",
+    )
+    start.add_argument(
+        "--admin-token",
+        default=os.environ.get(ADMIN_TOKEN_ENV) or None,
+        metavar="TOKEN",
+        help=f"require 'Authorization: Bearer TOKEN' on /_emulator/* (default: ${ADMIN_TOKEN_ENV})",
+    )
     start.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (%(default)s)")
     start.add_argument(
         "--jobs",
@@ -274,8 +286,16 @@ def check_port_free(host: str, port: int) -> None:
 
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon until SIGINT or SIGTERM."""
-    from ..server.server import serve
+    from ..server.server import is_loopback, serve
 
+    if not is_loopback(args.host):
+        print(
+            f"warning: listening on {args.host}, which is not a loopback address: other "
+            "machines can reach the emulator, create jobs that send requests from this machine "
+            "and read every attempt."
+            + ("" if args.admin_token else " Set --admin-token to protect /_emulator/."),
+            file=sys.stderr,
+        )
     jobs = load_jobs_files(args.jobs, project=args.project, location=args.location)
     check_port_free(args.host, args.port)
     key_path: Path | None = None
@@ -308,7 +328,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     for job in jobs:
         emulator.upsert_job(job)
     try:
-        server = serve(emulator, args.host, args.port)
+        server = serve(emulator, args.host, args.port, admin_token=args.admin_token)
     except OSError as exc:
         emulator.close()
         raise ConfigurationError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
