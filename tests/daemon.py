@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +23,7 @@ class Daemon(LiveScheduler):
         return response.json()
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> requests.Response:
-        return requests.post(self.url + path, data=json.dumps(body or {}), timeout=60)
+        return requests.post(self.url + path, json=body or {}, timeout=60)
 
     def attempts(self, job: str | None = None) -> list[dict[str, Any]]:
         return self.get("/_emulator/attempts", params={"job": job} if job else None)["attempts"]

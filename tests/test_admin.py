@@ -70,7 +70,9 @@ def test_moving_back_is_a_failed_precondition(client: Client) -> None:
 
 
 def test_a_body_that_is_not_json_is_a_400(client: Client) -> None:
-    response = client.post("/_emulator/clock:advance", data=b"not json")
+    response = client.post(
+        "/_emulator/clock:advance", data=b"not json", content_type="application/json"
+    )
     assert response.status_code == 400
     assert response.json["error"]["status"] == "INVALID_ARGUMENT"
 

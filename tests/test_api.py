@@ -397,7 +397,9 @@ class TestRouting:
     @pytest.mark.parametrize("depth", [5000, 100_000])
     def test_a_body_nested_too_deeply_is_400_not_500(self, api: Client, depth: int) -> None:
         for path in (JOBS, JOBS + "/nightly:pause", "/_emulator/clock:advance"):
-            response = api.post(path, data=b"[" * depth + b"]" * depth)
+            response = api.post(
+                path, data=b"[" * depth + b"]" * depth, content_type="application/json"
+            )
             assert response.status_code == 400, path
             assert error_of(response)["status"] == "INVALID_ARGUMENT"
 

@@ -285,7 +285,7 @@ class TestRejections:
             ),
             pytest.param(
                 ["nightly"],
-                "job 1: expected a job object; got 'nightly'.",
+                'job 1: expected a job object; got "nightly".',
                 id="entry-not-an-object",
             ),
         ],
@@ -344,7 +344,7 @@ class TestRejections:
             pytest.param(
                 '"just a string"',
                 'expected a list of jobs, {"jobs": [...]} or a single job; got str '
-                "'just a string'.",
+                '"just a string".',
                 id="string",
             ),
             pytest.param(

@@ -66,7 +66,8 @@ class TestInit:
             "  python app.py 8000 &\n"
             "  scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "
             "--start 2026-09-24T01:59:00Z &\n"
-            "  curl -X POST http://127.0.0.1:8095/_emulator/clock:advance -d "
+            "  curl -X POST http://127.0.0.1:8095/_emulator/clock:advance "
+            "-H 'Content-Type: application/json' -d "
             "'{\"seconds\": 120}'\n"
         )
 

@@ -51,6 +51,14 @@ def make(status=200, answers=()):
         return [b""]
 
     return app
+
+
+def failing():
+    return make(status=500)
+
+
+def flaky():
+    return make(answers=[500, 409])
 """
 
 HOURLY = """
@@ -323,7 +331,7 @@ class TestReplay:
     def test_an_unmet_expectation_exits_1_and_is_named(self, tmp_path: Path) -> None:
         path = write(
             tmp_path,
-            HOURLY.replace("make()", "make(status=500)")
+            HOURLY.replace("make()", "failing()")
             + "expect:\n  hourly: {runs: 3, codes: {OK: 3}, attempts: '<= runs'}\n",
         )
         code, out, _ = replay(str(path))
@@ -359,7 +367,7 @@ class TestReplay:
         assert run.ok, run.results
 
     def test_a_failing_target_is_retried_and_shown_in_the_timeline(self, tmp_path: Path) -> None:
-        text = HOURLY.replace("make()", "make(answers=[500, 409])").replace("3h", "1h")
+        text = HOURLY.replace("make()", "flaky()").replace("3h", "1h")
         code, out, _ = replay(str(write(tmp_path, text)))
         assert code == 0
         rows = timeline_of(out).splitlines()[1:]
@@ -381,7 +389,7 @@ class TestReplay:
 
     def test_a_dotted_module_app_is_imported_from_the_scenario_folder(self, tmp_path: Path) -> None:
         (tmp_path / "scenario_dotted_app.py").write_text(COUNTER_APP)
-        text = HOURLY.replace("counter_app.py:make()", "scenario_dotted_app:make(status=200)")
+        text = HOURLY.replace("counter_app.py:make()", "scenario_dotted_app:make()")
         run = run_scenario(load_scenario(write(tmp_path, text)))
         assert run.probe == {"deliveries": 3, "seen": 3}
 

@@ -91,6 +91,9 @@ __all__ = [
     "parse_duration",
     "parse_job",
     "parse_timestamp",
+    "lone_surrogate",
+    "refuse_lone_surrogates",
+    "show_value",
     "status_to_json",
 ]
 
@@ -109,13 +112,91 @@ _TYPE_PREFIX = "type.googleapis.com/google.cloud.scheduler.v1."
 # Durations and timestamps
 
 
-def _show(value: Any, limit: int = 80) -> str:
-    """Render a JSON value for a message, shortened when long."""
+def show_value(value: Any, limit: int = 80) -> str:
+    """Render a JSON value for an error message: JSON spelling, at most ``limit`` characters.
+
+    The value is encoded lazily and the encoding stops as soon as ``limit`` characters are
+    written, so a huge or self-repeating value (a YAML alias bomb, a 100 MB string) costs no
+    more than ``limit`` characters of work beyond its first string. Lone surrogates and other
+    characters that cannot be written as UTF-8 come out as ``\\udXXX`` escapes, so the message
+    can always be printed and sent.
+
+    :param value: any value; non-JSON values are rendered with ``str``.
+    :param limit: the longest result, in characters (≥ 2); a shortened one ends with ``…``.
+    :return: the rendering, e.g. ``"abc"``, ``{"a": 1}`` or ``[[[[[[…``.
+    """
+    if isinstance(value, str) and len(value) > limit:
+        value = value[:limit]  # no need to encode what cannot be shown
+    pieces: list[str] = []
+    size = 0
     try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+        encoder = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
+        for piece in encoder.iterencode(value):
+            pieces.append(piece)
+            size += len(piece)
+            if size > limit:
+                break
+    except (TypeError, ValueError, RecursionError):
+        pieces = [repr(value)[: limit + 1]]
+    text = "".join(pieces)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_show = show_value
+
+
+def lone_surrogate(text: str) -> bool:
+    """Tell whether ``text`` holds a lone surrogate (U+D800–U+DFFF), which JSON's ``\\ud800``
+    escape can produce but no UTF-8 text, header or URI can carry.
+
+    :param text: any string.
+    :return: ``True`` when ``text`` cannot be encoded as UTF-8.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def refuse_lone_surrogates(data: Any, *, field: str = "") -> None:
+    """Refuse a decoded JSON (or YAML) document that holds a lone surrogate in any key or string.
+
+    Walks ``data`` without recursion (any depth) and raises for the first bad string, naming its
+    path and showing it with the surrogate escaped.
+
+    :param data: the decoded document: dicts, lists and scalars.
+    :param field: the path of ``data`` itself, for messages (``""`` for the whole body).
+    :raises InvalidArgument: ``field`` is the camelCase-or-as-written path of the bad value
+        (``httpTarget.headers.X-A``), the message names it and the value.
+    """
+    stack: list[tuple[str, Any]] = [(field, data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if lone_surrogate(value):
+                _surrogate_error(path, value)
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                child = f"{path}.{key}" if path else str(key)
+                if isinstance(key, str) and lone_surrogate(key):
+                    _surrogate_error(child, key)
+                stack.append((child, item))
+        elif isinstance(value, list | tuple):
+            stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+
+
+def _surrogate_error(path: str, value: str) -> None:
+    where = show_value(path) if lone_surrogate(path) else path
+    raise InvalidArgument(
+        f"Invalid JSON payload received. {where or 'The body'} holds a lone surrogate, which is "
+        f"not valid Unicode text: {show_value(value)}.",
+        field=where.strip('"') or None,
+        description=f"{where or 'The body'} must be valid Unicode text (no lone surrogate); "
+        f"got {show_value(value)}.",
+    )
 
 
 def parse_duration(text: str, *, field: str | None = None) -> timedelta:
@@ -393,6 +474,8 @@ def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, An
 def _string(value: Any) -> str:
     if not isinstance(value, str):
         raise _BadValue("must be a string")
+    if lone_surrogate(value):
+        raise _BadValue("must be valid Unicode text (it holds a lone surrogate)")
     return value
 
 
@@ -404,6 +487,8 @@ def _int32(value: Any) -> int:
     )
     if not integral:
         raise _BadValue("must be an integer")
+    if isinstance(value, str) and len(value.lstrip("-").lstrip("0")) > 10:
+        raise _BadValue("must be a 32-bit integer")  # before int(): no 5000-digit conversion
     number = int(value)
     if not _INT32_MIN <= number <= _INT32_MAX:
         raise _BadValue("must be a 32-bit integer")
@@ -448,6 +533,11 @@ def _string_map(value: Any) -> Mapping[str, str]:
             continue  # gcloud's "remove this header" (§3.8, §5.4); dropped on create
         if not isinstance(key, str) or not isinstance(item, str):
             raise _BadValue(f"must map strings to strings, but {_show(key)} maps to {_show(item)}")
+        if lone_surrogate(key) or lone_surrogate(item):
+            raise _BadValue(
+                f"must hold valid Unicode text, but {_show(key)}: {_show(item)} has a lone "
+                "surrogate"
+            )
         result[key] = item
     return MappingProxyType(result)
 

@@ -18,6 +18,8 @@ from datetime import UTC, datetime, timedelta
 
 from .resources import RetryConfig
 
+_MICROSECOND = timedelta(microseconds=1)
+
 
 def backoff(config: RetryConfig, retry_number: int) -> timedelta:
     """Return the wait before the ``retry_number``-th retry of a run (spec §11.2).
@@ -29,14 +31,26 @@ def backoff(config: RetryConfig, retry_number: int) -> timedelta:
     :param config: the job's retry config.
     :param retry_number: 1 for the first retry, 2 for the second, …
     :raises ValueError: if ``retry_number`` < 1.
-    :return: the wait as a timedelta.
+    :return: the wait as a timedelta, never more than ``max`` (computed without building a
+        larger value, so any ``maxDoublings`` and any durations are safe).
     """
     if retry_number < 1:
         raise ValueError(f"retry_number starts at 1; got {retry_number}.")
-    k, d = retry_number, config.max_doublings
-    minimum = config.min_backoff_duration
-    wait = minimum * (2 ** (k - 1)) if k - 1 <= d else minimum * (2**d) * (k - d)
-    return min(wait, config.max_backoff_duration)
+    k, d = retry_number, max(config.max_doublings, 0)
+    # Integer microseconds, capped before anything is multiplied: maxDoublings may be any int32
+    # and a duration up to the proto's 10,000 years, so min × 2^d must never be built (it
+    # overflows timedelta, and 2^(2^31) would exhaust memory).
+    minimum = config.min_backoff_duration // _MICROSECOND
+    maximum = config.max_backoff_duration // _MICROSECOND
+    if minimum <= 0 or maximum <= 0:
+        return max(min(config.min_backoff_duration, config.max_backoff_duration), timedelta(0))
+    doublings = min(k - 1, d)
+    if doublings >= maximum.bit_length():  # 2^doublings alone exceeds the cap
+        return config.max_backoff_duration
+    wait = minimum << doublings
+    if k - 1 > d:
+        wait *= k - d  # linear growth after d doublings; k is small, wait is capped below
+    return min(timedelta(microseconds=wait), config.max_backoff_duration)
 
 
 def may_retry(

@@ -15,6 +15,7 @@ an UNSPECIFIED method counts as POST and a missing attempt deadline as the defau
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from datetime import timedelta
@@ -60,9 +61,45 @@ _URI_SAFE = "-._~:/?#[]@!$&'()*+,;=%"
 _HEADER_NAME_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # Characters a header value must not contain (they would split or end the header).
 _HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\x00]")
+# A header value that can be sent: RFC 9110 §5.5 field-vchar, SP and HTAB, i.e. visible ASCII
+# and obs-text (U+0080-U+00FF, what HTTP/1.1 clients write as latin-1); no other control
+# character and nothing beyond U+00FF (U+2603, U+2028…), which no HTTP/1.1 client can encode.
+_HEADER_VALUE_SENDABLE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+#: Hop-by-hop headers (RFC 9110 §7.6.1; RFC 9112 §6.1, §9.6): they describe one connection, not
+#: the request, and the HTTP client that delivers the attempt sets them itself. A user value next
+#: to the client's own ``Content-Length`` would make a request that proxies and servers read
+#: differently (request smuggling), so a job may not set them.
+HOP_BY_HOP_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
 # "Email-shaped": one "@" with something on both sides and no whitespace.
 _EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+")
 _TOPIC_RE = re.compile(r"projects/([^/]+)/topics/([^/]+)")
+#: Longest ``minBackoffDuration`` / ``maxBackoffDuration`` (10 years, an emulator limit; Google
+#: documents none). A longer wait would never end within the dates a clock can reach, and the
+#: retry time of a run must stay a date (see docs/differences-from-production.md).
+MAX_BACKOFF_DURATION = timedelta(days=3650)
+
+
+def show_text(value: str, limit: int = 80) -> str:
+    """Quote ``value`` for a message: JSON-style, at most ``limit`` characters, printable.
+
+    :param value: any string (a lone surrogate comes out as ``\\udXXX``).
+    :param limit: the longest result in characters; a shortened one ends with ``…``.
+    :return: e.g. ``"chunked"``.
+    """
+    text = json.dumps(value[:limit], ensure_ascii=False)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 #: A URI host: a DNS name or IPv4 address, or an IPv6 address (``urlsplit`` strips brackets).
@@ -188,7 +225,24 @@ def _validate_headers(headers: Mapping[str, str], field: str) -> None:
             raise InvalidArgument(f'{field} has an invalid header name "{name}".', field=field)
         if _HEADER_VALUE_FORBIDDEN.search(value):
             raise InvalidArgument(
-                f"{field} has a line break or NUL in the value of {name!r}: {value!r}.",
+                f"{field} has a line break or NUL in the value of {name!r}: {value!r:.200}.",
+                field=field,
+            )
+        bad = _HEADER_VALUE_SENDABLE.match(value)
+        if bad is not None and bad.end() < len(value):
+            char = value[bad.end()]
+            raise InvalidArgument(
+                f"{field} has a character that cannot be sent in an HTTP header, "
+                f'U+{ord(char):04X}, in the value of "{name}": {show_text(value)}. Header '
+                "values may hold visible ASCII, spaces, tabs and U+0080-U+00FF only; "
+                "percent-encode or base64 anything else.",
+                field=field,
+            )
+        if name.lower() in HOP_BY_HOP_HEADERS:
+            raise InvalidArgument(
+                f'{field} must not set "{name}" (got {show_text(value)}): it is a hop-by-hop '
+                "header, which describes one connection and is set by the HTTP client that "
+                "delivers the attempt (RFC 9110 §7.6.1).",
                 field=field,
             )
         if name.lower() in seen:
@@ -218,9 +272,10 @@ def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> No
 
     Rules: ``uri`` present, ``http://``/``https://`` with a host, ≤ 2083 characters after
     percent-encoding; a body only with POST, PUT or PATCH (UNSPECIFIED counts as POST); one value
-    per header name (case-insensitive), valid header names, no line breaks in values, headers
-    total < 80 KB; at most one of ``oidcToken``/``oauthToken``, each with an email-shaped
-    ``serviceAccountEmail``.
+    per header name (case-insensitive), valid header names, values that HTTP/1.1 can carry (no
+    line break or other control character but tab, nothing beyond U+00FF), no hop-by-hop header
+    (:data:`HOP_BY_HOP_HEADERS`), headers total < 80 KB; at most one of
+    ``oidcToken``/``oauthToken``, each with an email-shaped ``serviceAccountEmail``.
 
     :param target: the target to check.
     :param field: the path of the target in the job, for messages.
@@ -351,8 +406,10 @@ def validate_pubsub_target(
 def validate_retry_config(config: RetryConfig, *, field: str = "retryConfig") -> None:
     """Check a RetryConfig (spec §11.1).
 
-    Rules: ``retryCount`` 0–5; no negative duration; ``minBackoffDuration`` ≤
-    ``maxBackoffDuration``; ``maxDoublings`` ≥ 0.
+    Rules: ``retryCount`` 0–5; no negative duration; ``minBackoffDuration`` and
+    ``maxBackoffDuration`` at most :data:`MAX_BACKOFF_DURATION` (10 years, an emulator limit);
+    ``minBackoffDuration`` ≤ ``maxBackoffDuration``; ``maxDoublings`` ≥ 0 (any larger value is
+    accepted: the wait is capped at ``maxBackoffDuration`` whatever the doublings).
 
     :param config: the retry settings to check.
     :param field: the path of the config in the job, for messages.
@@ -372,6 +429,16 @@ def validate_retry_config(config: RetryConfig, *, field: str = "retryConfig") ->
         if value < timedelta(0):
             raise InvalidArgument(
                 f"{field}.{name} must not be negative; got {_format_seconds(value)}.",
+                field=f"{field}.{name}",
+            )
+    for name, value in (
+        ("minBackoffDuration", config.min_backoff_duration),
+        ("maxBackoffDuration", config.max_backoff_duration),
+    ):
+        if value > MAX_BACKOFF_DURATION:
+            raise InvalidArgument(
+                f"{field}.{name} must be at most {_format_seconds(MAX_BACKOFF_DURATION)} "
+                f"(10 years); got {_format_seconds(value)}.",
                 field=f"{field}.{name}",
             )
     if config.min_backoff_duration > config.max_backoff_duration:

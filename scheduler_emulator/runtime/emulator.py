@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.faults import FaultPlan
 from ..domain.attempts import Attempt, SkippedRun
-from ..domain.codec import job_from_json
+from ..domain.codec import job_from_json, show_value
 from ..domain.errors import ClockError, InvalidArgument
 from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.resources import Job, State
@@ -213,9 +213,11 @@ class Emulator:
         """
         start = 0
         if page_token:
-            if not page_token.isdigit():
+            # Tokens are the decimal sequence numbers this method issues: ASCII digits, at most
+            # 18 of them (an SQLite integer); anything else is refused before int() sees it.
+            if not (page_token.isascii() and page_token.isdigit() and len(page_token) <= 18):
                 raise InvalidArgument(
-                    f"The page token {page_token!r} is not valid.", field="pageToken"
+                    f"The page token {show_value(page_token)} is not valid.", field="pageToken"
                 )
             start = int(page_token)
         jobs, next_seq = self.engine.jobs_page(parent + "/jobs/", page_size, start)

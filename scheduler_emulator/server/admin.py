@@ -30,8 +30,10 @@ on a system clock they answer 400 ``FAILED_PRECONDITION``.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from werkzeug.routing import Rule
@@ -39,12 +41,17 @@ from werkzeug.wrappers import Request, Response
 
 from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import iso
-from ..domain.codec import parse_timestamp
+from ..domain.codec import parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
 from ..runtime.clock import ManualClock
 from ..runtime.emulator import Emulator
 from ..runtime.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
 from .request_body import request_json
+
+#: The latest instant a manual clock may be moved to: the end of year 9999, the last one an RFC
+#: 3339 timestamp (and Python's ``datetime``) can hold, less a day so that a day's schedule and
+#: its retries still fit.
+LATEST_INSTANT = datetime(9999, 12, 30, 23, 59, 59, tzinfo=UTC)
 
 RULES = [
     Rule("/_emulator/health", methods=["GET"], endpoint="health"),
@@ -155,9 +162,25 @@ class Admin:
                 'The body must be {"seconds": N}; seconds is missing.', field="seconds"
             )
         seconds = body["seconds"]
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not math.isfinite(seconds)
+            or seconds < 0
+        ):
             raise InvalidArgument(
-                f"seconds must be a non-negative number; got {seconds!r}.", field="seconds"
+                f"seconds must be a non-negative finite number; got {show_value(seconds)}.",
+                field="seconds",
+            )
+        try:
+            target = self.emulator.now() + timedelta(seconds=seconds)
+        except OverflowError:
+            target = None
+        if target is None or target > LATEST_INSTANT:
+            raise InvalidArgument(
+                f"seconds must not move the clock past {iso(LATEST_INSTANT)}; got "
+                f"{show_value(seconds)}.",
+                field="seconds",
             )
         return self._manual_only(self.emulator.advance, float(seconds))
 
@@ -170,8 +193,16 @@ class Admin:
             )
         text = body["time"]
         if not isinstance(text, str):
-            raise InvalidArgument(f"time must be an RFC 3339 string; got {text!r}.", field="time")
-        return self._manual_only(self.emulator.move_to, parse_timestamp(text, field="time"))
+            raise InvalidArgument(
+                f"time must be an RFC 3339 string; got {show_value(text)}.", field="time"
+            )
+        instant = parse_timestamp(text, field="time")
+        if instant > LATEST_INSTANT:
+            raise InvalidArgument(
+                f"time must be at most {iso(LATEST_INSTANT)}; got {show_value(text)}.",
+                field="time",
+            )
+        return self._manual_only(self.emulator.move_to, instant)
 
     def attempts(self, request: Request) -> dict[str, Any]:
         """Every attempt (optionally of ``?job=<job ID or full name>``) in start order."""
@@ -189,7 +220,8 @@ class Admin:
         text = request_json(request).get("clockTime")
         if text is not None and not isinstance(text, str):
             raise InvalidArgument(
-                f"clockTime must be an RFC 3339 string; got {text!r}.", field="clockTime"
+                f"clockTime must be an RFC 3339 string; got {show_value(text)}.",
+                field="clockTime",
             )
         instant = None if text is None else parse_timestamp(text, field="clockTime")
         self.emulator.reset()

@@ -1,7 +1,9 @@
 """Reading a request's JSON body for the REST API and the ``/_emulator/`` endpoints.
 
 One place decides what a body that is not a JSON object gets: 400 ``INVALID_ARGUMENT``, never a
-5xx — including bodies nested so deeply that the JSON parser gives up.
+5xx — including bodies nested so deeply that the JSON parser gives up — and what a body sent
+without a JSON content type gets: 415, whatever it holds (gcloud and the client libraries send
+``application/json``; a cross-site ``text/plain`` POST from a web page is refused).
 """
 
 from __future__ import annotations
@@ -11,7 +13,27 @@ from typing import Any
 
 from werkzeug.wrappers import Request
 
+from ..domain.codec import refuse_lone_surrogates
 from ..domain.errors import InvalidArgument
+
+
+class UnsupportedMediaType(InvalidArgument):
+    """415: a request body that is not sent as JSON (``Content-Type`` not ``application/json``
+    or ``…+json``)."""
+
+    http_status = 415
+
+
+def is_json_type(mimetype: str) -> bool:
+    """Tell whether a media type (lowercase, without parameters) is JSON: ``application/json``
+    or a ``+json`` type.
+
+    >>> is_json_type("application/json"), is_json_type("text/plain")
+    (True, False)
+    """
+    return mimetype == "application/json" or (
+        mimetype.startswith("application/") and mimetype.endswith("+json")
+    )
 
 
 def request_json(request: Request, *, allow_fields: frozenset[str] | None = None) -> dict[str, Any]:
@@ -19,13 +41,22 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
 
     :param allow_fields: the only keys allowed in the object (the ``:pause``/``:resume``/``:run``
         bodies may carry only ``name``, spec §1.1); ``None`` allows any key.
-    :raises InvalidArgument: for a body that is not JSON, not an object, nested too deeply, or
-        that has a key not allowed.
+    :raises UnsupportedMediaType: for a non-empty body whose ``Content-Type`` is not JSON.
+    :raises InvalidArgument: for a body that is not JSON, not an object, nested too deeply,
+        holding a lone surrogate (``"\\ud800"``) in any key or string, or that has a key not
+        allowed.
     :return: the decoded object.
     """
     raw = request.get_data()
     if not raw.strip():
         return {}
+    if not is_json_type(request.mimetype):
+        raise UnsupportedMediaType(
+            f"The body must be JSON sent with Content-Type: application/json; got "
+            f"{json.dumps(request.content_type or '(none)')}. (A browser can send text/plain "
+            "across sites without asking, so only JSON is accepted.)",
+            field="Content-Type",
+        )
     try:
         data = json.loads(raw)
     except RecursionError:
@@ -36,6 +67,7 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
         raise InvalidArgument(
             f"Invalid JSON payload received. {exc}.", description="The body is not valid JSON."
         ) from exc
+    refuse_lone_surrogates(data)
     if not isinstance(data, dict):
         raise InvalidArgument(
             f"Invalid JSON payload received. Expected an object, got {type(data).__name__}."

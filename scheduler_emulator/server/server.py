@@ -5,18 +5,33 @@ serving the Cloud Scheduler v1 REST API (:mod:`~scheduler_emulator.server.api`) 
 ``/_emulator/`` endpoints (:mod:`~scheduler_emulator.server.admin`). Errors are rendered as
 Google's REST error envelope (spec §6.1); bad input never yields a 5xx (§6.4: gcloud retries
 5xx and would repeat side effects).
+
+Nobody but the user drives the daemon (docs/api.md, "Security checks"): every request's ``Host``
+must name a loopback address or the bound one, with the bound port (no DNS rebinding); every
+state-changing request's ``Origin`` must be absent or a loopback origin (no cross-site request
+from a browser); bodies are parsed only with a JSON content type
+(:mod:`~scheduler_emulator.server.request_body`); with an admin token, ``/_emulator/*`` needs
+``Authorization: Bearer <token>``. The HTTP server (:func:`serve`) bounds what one client can
+hold: request bodies (:data:`MAX_BODY_BYTES`, 413 before reading), connection threads
+(:data:`MAX_CONNECTIONS`), and time to send a request (:data:`SOCKET_TIMEOUT_SECONDS`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hmac
+import ipaddress
 import json
 import logging
+import socket
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import Map
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, ThreadedWSGIServer, WSGIRequestHandler
 from werkzeug.wrappers import Request, Response
 
 from ..domain.errors import ApiError
@@ -30,11 +45,80 @@ _HTTP_STATUS_NAMES = {
     401: "UNAUTHENTICATED",
     403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
+    408: "DEADLINE_EXCEEDED",
     409: "ABORTED",
     413: "INVALID_ARGUMENT",
     415: "INVALID_ARGUMENT",
     429: "RESOURCE_EXHAUSTED",
 }
+
+#: Largest request body, in bytes (1 MiB: a job is at most 1 MB, spec §15, plus JSON's
+#: base64 and escaping overhead would not fit much more). Larger bodies get 413 before a byte
+#: of them is read.
+MAX_BODY_BYTES = 1024 * 1024
+#: Most connections served at once; one more is answered 503 and closed.
+MAX_CONNECTIONS = 64
+#: Seconds a connection may stay silent while a request is being read, or idle between
+#: requests (keep-alive); then it is closed. Handling the request (a long clock move) is not
+#: bounded.
+SOCKET_TIMEOUT_SECONDS = 5.0
+#: ``Host`` names that always mean this machine.
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain"})
+#: Paths under ``/_emulator/`` that stay open with an admin token: liveness, and the public keys
+#: and token description a target service fetches to verify the tokens jobs send.
+OPEN_ADMIN_PATHS = ("/_emulator/health", "/_emulator/oidc/", "/_emulator/oauth2/")
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class _LimitedRequest(Request):
+    # werkzeug refuses a longer body with 413 and never reads past the limit (chunked too).
+    max_content_length = MAX_BODY_BYTES
+
+
+def is_loopback(host: str) -> bool:
+    """Tell whether ``host`` (a name or an IP address, IPv6 with or without brackets) is this
+    machine's loopback: ``localhost``, ``127.0.0.0/8``, ``::1``.
+
+    :param host: a host name or address, e.g. from ``--host`` or a ``Host`` header.
+    :return: ``True`` for a loopback name or address.
+    """
+    host = host.strip("[]").lower()
+    if host in LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _is_wildcard(host: str) -> bool:
+    return host.strip("[]") in ("", "0.0.0.0", "::")
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def _refused(status: int, message: str, reason: str) -> Response:
+    body = {
+        "error": {
+            "code": status,
+            "message": message,
+            "status": _HTTP_STATUS_NAMES[status],
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": reason,
+                    "domain": "scheduler-emulator",
+                }
+            ],
+        }
+    }
+    return json_response(body, status)
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
@@ -59,13 +143,30 @@ def _http_error(exc: HTTPException) -> Response:
 
 
 class EmulatorApp:
-    """WSGI app of the daemon: routes requests to handler objects by endpoint name.
+    """WSGI app of the daemon: checks who is asking, then routes requests to handler objects by
+    endpoint name.
 
     :param emulator: the emulator to serve.
+    :param host: the address the server is bound to (``--host``); a ``Host`` header may name
+        it besides the loopback names. ``None``: loopback names only.
+    :param port: the bound port; a ``Host`` header with another port is refused. ``None``
+        (in-process, e.g. werkzeug's test client): any port.
+    :param admin_token: when set, ``/_emulator/*`` (but :data:`OPEN_ADMIN_PATHS`) needs
+        ``Authorization: Bearer <admin_token>``.
     """
 
-    def __init__(self, emulator: Emulator) -> None:
+    def __init__(
+        self,
+        emulator: Emulator,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        admin_token: str | None = None,
+    ) -> None:
         self.emulator = emulator
+        self.host = host
+        self.port = port
+        self.admin_token = admin_token or None
         rules = [*admin.RULES, *api.RULES]
         self.url_map = Map([rule.empty() for rule in rules], strict_slashes=False)
         self.handlers: dict[str, Callable[..., Any]] = {}
@@ -79,8 +180,81 @@ class EmulatorApp:
             if method is not None:
                 self.handlers[str(rule.endpoint)] = method
 
+    def _host_allowed(self, header: str) -> bool:
+        try:
+            parts = urlsplit("//" + header)
+            name, port = parts.hostname or "", parts.port
+        except ValueError:
+            return False
+        if self.port is not None and port not in (None, self.port):
+            return False
+        if is_loopback(name):
+            return True
+        bound = (self.host or "").strip("[]").lower()
+        if bound and name == bound:
+            return True
+        if bound and _is_wildcard(bound):  # every address of the machine: IPs, its own name
+            return _is_ip_literal(name) or name in (
+                socket.gethostname().lower(),
+                socket.getfqdn().lower(),
+            )
+        return False
+
+    def check_caller(self, request: Request) -> Response | None:
+        """Refuse a request that does not come from the user: a foreign ``Host`` (DNS
+        rebinding; reading the public keys and health under :data:`OPEN_ADMIN_PATHS` is allowed
+        under any name, so a target service can fetch them by a container name), a foreign
+        ``Origin`` on a state-changing request (a web page posting
+        cross-site), or a missing admin token.
+
+        :return: the 403 / 401 response in Google's envelope, or ``None`` to go on.
+        """
+        host = request.headers.get("Host")
+        public = request.method in _SAFE_METHODS and request.path.startswith(OPEN_ADMIN_PATHS)
+        if host is not None and not public and not self._host_allowed(host):
+            return _refused(
+                403,
+                f"Host {json.dumps(host)} is not this emulator: requests must name a loopback "
+                f"address or the address it listens on (DNS rebinding protection).",
+                "FOREIGN_HOST",
+            )
+        origin = request.headers.get("Origin")
+        if request.method not in _SAFE_METHODS and origin is not None:
+            try:
+                origin_host = urlsplit(origin).hostname or ""
+            except ValueError:
+                origin_host = ""
+            if not is_loopback(origin_host):
+                return _refused(
+                    403,
+                    f"Origin {json.dumps(origin)} may not change the emulator: only requests "
+                    "without an Origin (gcloud, client libraries, curl) or from a loopback "
+                    "origin are accepted (cross-site request protection).",
+                    "FOREIGN_ORIGIN",
+                )
+        if (
+            self.admin_token is not None
+            and request.path.startswith("/_emulator/")
+            and not request.path.startswith(OPEN_ADMIN_PATHS)
+        ):
+            given = request.headers.get("Authorization", "")
+            expected = f"Bearer {self.admin_token}"
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                return _refused(
+                    401,
+                    "The /_emulator/ endpoints need Authorization: Bearer <admin token> "
+                    "(the daemon was started with --admin-token or "
+                    "SCHEDULER_EMULATOR_ADMIN_TOKEN).",
+                    "ADMIN_TOKEN_REQUIRED",
+                )
+        return None
+
     def dispatch(self, request: Request) -> Response:
-        """Route ``request`` and turn the handler's result or error into a response."""
+        """Check the caller, route ``request`` and turn the handler's result or error into a
+        response."""
+        refused = self.check_caller(request)
+        if refused is not None:
+            return refused
         adapter = self.url_map.bind_to_environ(request.environ)
         try:
             endpoint, values = adapter.match()
@@ -88,7 +262,22 @@ class EmulatorApp:
         except ApiError as exc:
             return error_response(exc)
         except HTTPException as exc:
-            return _http_error(exc)
+            response = _http_error(exc)
+            if exc.code == 413:  # the body was not read: the connection cannot be reused
+                response.headers["Connection"] = "close"
+            return response
+        except TimeoutError:  # the client stopped sending the body
+            body = {
+                "error": {
+                    "code": 408,
+                    "message": f"The request body did not arrive within "
+                    f"{SOCKET_TIMEOUT_SECONDS:g} s.",
+                    "status": "DEADLINE_EXCEEDED",
+                }
+            }
+            response = json_response(body, 408)
+            response.headers["Connection"] = "close"
+            return response
         except Exception:  # a bug of ours: never let it look like a network failure
             logger.exception("internal error serving %s %s", request.method, request.path)
             body = {"error": {"code": 500, "message": "Internal error.", "status": "INTERNAL"}}
@@ -100,19 +289,101 @@ class EmulatorApp:
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        return self.dispatch(Request(environ))(environ, start_response)
+        return self.dispatch(_LimitedRequest(environ))(environ, start_response)
 
 
-def create_app(emulator: Emulator) -> EmulatorApp:
-    """Return the daemon's WSGI application for ``emulator``."""
-    return EmulatorApp(emulator)
+def create_app(
+    emulator: Emulator,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    admin_token: str | None = None,
+) -> EmulatorApp:
+    """Return the daemon's WSGI application for ``emulator`` (parameters: :class:`EmulatorApp`)."""
+    return EmulatorApp(emulator, host=host, port=port, admin_token=admin_token)
 
 
-def serve(emulator: Emulator, host: str, port: int) -> BaseWSGIServer:
+class _RequestHandler(WSGIRequestHandler):
+    # socketserver applies it to the connection: a silent or half-sent request, or an idle
+    # keep-alive connection, is closed after this many seconds instead of holding its thread.
+    timeout = SOCKET_TIMEOUT_SECONDS
+
+
+class BoundedWSGIServer(ThreadedWSGIServer):
+    """werkzeug's threaded server with at most :data:`MAX_CONNECTIONS` connection threads; a
+    connection beyond that is answered ``503`` and closed at once.
+
+    :param host: address to bind.
+    :param port: port to bind; 0 picks a free one.
+    :param app: the WSGI application.
+    :param max_connections: the bound on concurrent connections.
+    :param socket_timeout: seconds a connection may stay silent while a request is read or
+        between requests.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        app: Any,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        socket_timeout: float = SOCKET_TIMEOUT_SECONDS,
+    ) -> None:
+        handler = type("RequestHandler", (_RequestHandler,), {"timeout": socket_timeout})
+        super().__init__(host, port, app, handler=handler)
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            body = _TOO_MANY.encode()
+            head = (
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+            )
+            with contextlib.suppress(OSError):
+                request.sendall(head.encode() + body)
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+_TOO_MANY = json.dumps(
+    {"error": {"code": 503, "message": "Too many connections.", "status": "UNAVAILABLE"}}
+)
+
+
+def serve(
+    emulator: Emulator,
+    host: str,
+    port: int,
+    *,
+    admin_token: str | None = None,
+    max_connections: int = MAX_CONNECTIONS,
+    socket_timeout: float = SOCKET_TIMEOUT_SECONDS,
+) -> BaseWSGIServer:
     """Bind a threaded HTTP server for ``emulator`` (not yet serving; call ``serve_forever``).
 
+    The app accepts ``Host`` headers naming a loopback address or ``host``, with the bound
+    port; see :class:`EmulatorApp` and :class:`BoundedWSGIServer` for the other limits.
+
+    :param host: address to bind (``127.0.0.1``, ``::1``, ``0.0.0.0``…).
     :param port: TCP port; 0 picks a free one (read ``server.server_port``).
+    :param admin_token: see :class:`EmulatorApp`.
+    :param max_connections: see :class:`BoundedWSGIServer`.
+    :param socket_timeout: see :class:`BoundedWSGIServer`.
     :raises OSError: if the address is in use.
     """
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    return make_server(host, port, create_app(emulator), threaded=True)
+    app = create_app(emulator, host=host, admin_token=admin_token)
+    server = BoundedWSGIServer(
+        host, port, app, max_connections=max_connections, socket_timeout=socket_timeout
+    )
+    app.port = server.server_port
+    return server

@@ -46,6 +46,8 @@ from .targets_setup import configure as configure_targets
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
 DEFAULT_HOST = "127.0.0.1"
+#: Environment variable that sets ``--admin-token``.
+ADMIN_TOKEN_ENV = "SCHEDULER_EMULATOR_ADMIN_TOKEN"
 DST_CHOICES = ["absolute", "vixie"]
 DST_HELP = (
     "daylight-saving rule (default: %(default)s): 'absolute' fires a repeated local time twice "
@@ -95,7 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the emulator: fire each job on its schedule, serve /_emulator/ "
         "endpoints, keep jobs and attempts in a data directory.",
     )
-    start.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (%(default)s)")
+    start.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help="address to listen on (%(default)s); anything but loopback warns on stderr",
+    )
+    start.add_argument(
+        "--admin-token",
+        default=os.environ.get(ADMIN_TOKEN_ENV) or None,
+        metavar="TOKEN",
+        help=f"require 'Authorization: Bearer TOKEN' on /_emulator/* (default: ${ADMIN_TOKEN_ENV})",
+    )
     start.add_argument(
         "--port", type=_port, default=DEFAULT_PORT, help="port; 0 picks a free one (%(default)s)"
     )
@@ -428,7 +440,7 @@ def log_format_for(chosen: str | None, log_file: str | None, out: IO[str]) -> st
 
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon until SIGINT or SIGTERM."""
-    from ..server.server import serve
+    from ..server.server import is_loopback, serve
 
     per_file = load_jobs_by_file(args.jobs, project=args.project, location=args.location)
     jobs = [job for _, file_jobs in per_file for job in file_jobs]
@@ -473,11 +485,20 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     for job in jobs:
         emulator.upsert_job(job)
     try:
-        server = serve(emulator, args.host, args.port)
+        server = serve(emulator, args.host, args.port, admin_token=args.admin_token)
     except OSError as exc:
         emulator.close()
         targets.close()
         raise ConfigurationError(cannot_listen(args.host, args.port, exc)) from exc
+
+    if not is_loopback(args.host):
+        print(
+            f"warning: listening on {args.host}, which is not a loopback address: other "
+            "machines can reach the emulator, create jobs that send requests from this machine "
+            "and read every attempt."
+            + ("" if args.admin_token else " Set --admin-token to protect /_emulator/."),
+            file=sys.stderr,
+        )
 
     def _stop(signum: int, frame: object) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
@@ -536,7 +557,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except (EmulatorError, OSError) as exc:
-        print(f"error: {error_text(exc)}", file=sys.stderr)
+        # One line, printable whatever the input held (a lone surrogate is shown escaped).
+        line = f"error: {error_text(exc)}".encode("utf-8", "backslashreplace").decode("utf-8")
+        print(line, file=sys.stderr)
         return 2
     return 2
 

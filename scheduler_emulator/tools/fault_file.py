@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from ..core.faults import FaultPlan
-from ..domain.errors import InvalidArgument
+from ..domain.errors import ConfigurationError, InvalidArgument
+from .jobs_file import load_document
 
 
 def load_fault_file(path: str | Path) -> FaultPlan:
@@ -17,9 +16,11 @@ def load_fault_file(path: str | Path) -> FaultPlan:
     :raises InvalidArgument: naming the file and the problem.
     """
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        data = load_document(Path(path).read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError) as exc:
         raise InvalidArgument(f"{path}: cannot read the fault plan: {exc}") from exc
+    except ConfigurationError as exc:
+        raise InvalidArgument(f"cannot read the fault plan: {exc}") from exc
     try:
         return FaultPlan.from_json(data or {})
     except InvalidArgument as exc:

@@ -30,10 +30,86 @@ from typing import Any
 
 import yaml
 
-from ..domain.codec import job_from_json
+from ..domain.codec import job_from_json, refuse_lone_surrogates, show_value
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.names import qualify_job_name
 from ..domain.resources import Job
+
+#: Deepest nesting a jobs (or fault, or scenario) file may have; a Job is 4 levels deep.
+MAX_DEPTH = 64
+#: Most YAML nodes a file may expand to, every alias counted as the whole node it repeats:
+#: refuses a "billion laughs" file of a few hundred bytes before it is built.
+MAX_NODES = 100_000
+
+
+class _TooLarge(yaml.YAMLError):
+    """The document nests or expands beyond :data:`MAX_DEPTH` / :data:`MAX_NODES`."""
+
+
+class BoundedSafeLoader(yaml.SafeLoader):
+    """PyYAML's ``SafeLoader`` that refuses, while composing and before any object is built,
+    a document nested deeper than :data:`MAX_DEPTH` or expanding to more than
+    :data:`MAX_NODES` nodes (an alias counts as every node it repeats, so an alias bomb is
+    refused after reading a few hundred bytes of it).
+
+    :raises yaml.YAMLError: (a private subclass) naming the limit and the line.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._sizes: dict[int, int] = {}
+
+    @staticmethod
+    def _line(node_or_event: Any) -> int:
+        mark = getattr(node_or_event, "start_mark", None)
+        return 0 if mark is None else int(mark.line) + 1
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise _TooLarge(
+                f"nested deeper than {MAX_DEPTH} levels (line {self._line(self.peek_event())})"
+            )
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if id(node) not in self._sizes:
+            children: list[Any] = []
+            if isinstance(node, yaml.SequenceNode):
+                children = node.value
+            elif isinstance(node, yaml.MappingNode):
+                children = [item for pair in node.value for item in pair]
+            size = 1 + sum(self._sizes.get(id(child), 1) for child in children)
+            if size > MAX_NODES:
+                raise _TooLarge(
+                    f"expands to more than {MAX_NODES} values, counting what each alias "
+                    f"(*name) repeats (line {self._line(node)})"
+                )
+            self._sizes[id(node)] = size
+        return node
+
+
+def load_document(text: str, source: str) -> Any:
+    """Parse a jobs, fault or scenario file: JSON when it looks like JSON, else YAML.
+
+    YAML goes through :class:`BoundedSafeLoader`; both are checked for lone surrogates (a JSON
+    ``"\\ud800"`` escape) in any key or string.
+
+    :param text: the file's text.
+    :param source: how to name the file in messages.
+    :raises ConfigurationError: one line naming the file and the problem: not JSON or YAML,
+        nested deeper than :data:`MAX_DEPTH`, expanding to more than :data:`MAX_NODES` values,
+        or holding a lone surrogate (naming where).
+    :return: the document.
+    """
+    document = _parse(text, source)
+    try:
+        refuse_lone_surrogates(document)
+    except ApiError as exc:
+        raise ConfigurationError(f"{source}: {exc.describe()}") from None
+    return document
 
 
 def _parse(text: str, source: str) -> Any:
@@ -41,15 +117,24 @@ def _parse(text: str, source: str) -> Any:
     if stripped[:1] in ("[", "{"):
         try:
             return json.loads(text)
+        except RecursionError:
+            raise ConfigurationError(
+                f"{source}: not a valid jobs file: nested too deeply."
+            ) from None
         except json.JSONDecodeError:
             pass  # maybe YAML flow style; let YAML have a go
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=BoundedSafeLoader)  # noqa: S506 - a SafeLoader
+    except _TooLarge as exc:
+        raise ConfigurationError(f"{source}: not a valid jobs file: {exc}.") from None
+    except RecursionError:
+        raise ConfigurationError(f"{source}: not a valid jobs file: nested too deeply.") from None
     except yaml.YAMLError as exc:
         hint = ""
         if "alias" in str(exc):
             hint = " (quote schedules that start with '*', e.g. schedule: \"*/5 * * * *\")"
-        raise ConfigurationError(f"{source}: not valid YAML or JSON{hint}: {exc}") from None
+        detail = " ".join(show_value(str(exc), 300).strip('"').split("\\n"))
+        raise ConfigurationError(f"{source}: not valid YAML or JSON{hint}: {detail}") from None
 
 
 def _entries(document: Any, source: str) -> list[Any]:
@@ -68,7 +153,7 @@ def _entries(document: Any, source: str) -> list[Any]:
         return [document]
     raise ConfigurationError(
         f'{source}: expected a list of jobs, {{"jobs": [...]}} or a single job; got '
-        f"{type(document).__name__} {document!r:.60}."
+        f"{type(document).__name__} {show_value(document, 60)}."
     )
 
 
@@ -95,14 +180,16 @@ def load_jobs_file(path: str | Path, *, project: str, location: str) -> list[Job
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"{source}: cannot read the jobs file: {exc}") from None
-    entries = _entries(_parse(text, source), source)
+    entries = _entries(load_document(text, source), source)
 
     jobs: list[Job] = []
     problems: list[str] = []
     positions: dict[str, int] = {}
     for index, entry in enumerate(entries, start=1):
         if not isinstance(entry, Mapping):
-            problems.append(f"{source}: job {index}: expected a job object; got {entry!r:.60}.")
+            problems.append(
+                f"{source}: job {index}: expected a job object; got {show_value(entry, 60)}."
+            )
             continue
         raw_name = entry.get("name")
         label = f"{source}: job {index}" + (

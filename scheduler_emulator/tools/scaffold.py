@@ -145,7 +145,8 @@ def next_commands(directory: str | os.PathLike[str]) -> list[str]:
         "python app.py 8000 &",
         "scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "
         "--start 2026-09-24T01:59:00Z &",
-        "curl -X POST http://127.0.0.1:8095/_emulator/clock:advance -d '{\"seconds\": 120}'",
+        "curl -X POST http://127.0.0.1:8095/_emulator/clock:advance "
+        "-H 'Content-Type: application/json' -d '{\"seconds\": 120}'",
     ]
 
 

@@ -54,7 +54,6 @@ The probe is read once, after the last step.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import importlib.util
 import io
@@ -63,6 +62,7 @@ import json
 import math
 import re
 import sys
+import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -70,11 +70,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import Attempt
-from ..domain.codec import job_from_json, parse_timestamp
+from ..domain.codec import job_from_json, parse_timestamp, show_value
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.names import qualify_job_name
 from ..domain.resources import Job
@@ -84,7 +82,7 @@ from ..runtime.clock import ManualClock
 from ..runtime.emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
 from ..runtime.store import Store
 from ..runtime.transports import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
-from .jobs_file import load_jobs_file
+from .jobs_file import load_document, load_jobs_file
 
 #: Where a scenario's clock starts when it sets no ``start``.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -114,22 +112,20 @@ _CHECK_RE = re.compile(
     r"\s*(==|!=|<=|>=|<|>)?\s*"
     r"(?:(?P<number>-?\d+)|(?P<name>[A-Za-z_][\w.]*)(?:\s*(?P<sign>[+-])\s*(?P<offset>\d+))?)\s*"
 )
-_APP_RE = re.compile(r"(?P<module>[^:]+):(?P<attr>[A-Za-z_][\w.]*)(?P<call>\(.*\))?", re.DOTALL)
+#: ``module:attr``, optionally ``()`` (a factory called with no arguments); anything after the
+#: attribute but ``()`` is refused, so a scenario file can never call a function with arguments.
+_APP_RE = re.compile(r"(?P<module>[^:()]+):(?P<attr>[A-Za-z_][\w.]*)(?P<call>\(\s*\))?")
+_CALL_SYNTAX_RE = re.compile(r"[^:]+:[A-Za-z_][\w.]*\s*\(.*", re.DOTALL)
 _SELECTOR_RE = re.compile(r"(?:len\((?P<counted>[^()]+)\)|(?P<plain>[^()]+))")
 _FRESH = itertools.count(1)
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def _show(value: Any) -> str:
-    """A value as the scenario file would spell it, shortened."""
+    """A value as the scenario file would spell it, shortened (never serialised whole)."""
     if isinstance(value, datetime):
-        text = value.isoformat()
-    else:
-        try:
-            text = json.dumps(value, ensure_ascii=False, default=str)
-        except (TypeError, ValueError):
-            text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
+        return value.isoformat()
+    return show_value(value)
 
 
 def _problem(source: Path | str, path: str, message: str) -> ConfigurationError:
@@ -290,7 +286,7 @@ class TargetSpec:
 
     :param base_url: the origin (and optional path prefix) the jobs' URIs use, e.g.
         ``http://orders.test``; ``None``: every URI goes to the app or is sent as written.
-    :param app: ``"module:attr"`` or ``"path/to/file.py:factory(arg=1)"`` of a WSGI app served
+    :param app: ``"module:attr"`` or ``"path/to/file.py:factory()"`` of a WSGI app served
         in-process, or ``None``.
     :param url: the real URL ``base_url`` maps to (delivery over HTTP), or ``None``.
     :param directory: where ``app`` module paths are resolved (the declaring file's folder).
@@ -381,13 +377,7 @@ def _read(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"{path}: cannot read the scenario: {exc}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        hint = ""
-        if "alias" in str(exc):
-            hint = " (quote values that start with '*', e.g. schedule: \"*/5 * * * *\")"
-        raise ConfigurationError(f"{path}: not valid YAML or JSON{hint}: {exc}") from None
+    return load_document(text, str(path))  # bounded YAML, no lone surrogates
 
 
 def _document(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, tuple[Any, Path]]:
@@ -615,6 +605,12 @@ def _target(value: Any, source: Path) -> TargetSpec:
         base_url = _check_url(source, "target.base_url", base_url)
     url = _check_url(source, "target.url", value["url"]) if "url" in value else None
     app = value.get("app")
+    if (
+        isinstance(app, str)
+        and _CALL_SYNTAX_RE.fullmatch(app.strip())
+        and not _APP_RE.fullmatch(app.strip())
+    ):
+        raise _problem(source, "target.app", _call_refused(app))
     if app is not None and (not isinstance(app, str) or not _APP_RE.fullmatch(app.strip())):
         raise _problem(
             source,
@@ -771,23 +767,37 @@ _RPC_NAMES = _rpc_names()
 # ------------------------------------------------------------------------------- the target
 
 
+def _call_refused(spec: str) -> str:
+    return (
+        f"{_show(spec)} calls a function with arguments, which a scenario file may not do; "
+        'name a WSGI app object ("module:app") or a factory defined in that module that takes '
+        'no arguments ("module:create_app()"), and put any arguments inside that factory.'
+    )
+
+
 def load_app(spec: str, directory: Path, *, source: str = "target.app") -> WsgiApp:
-    """Import the WSGI app named by ``spec``.
+    """Import the WSGI app named by ``spec``, never calling anything with arguments.
 
     ``spec`` is ``module:attr`` (a dotted module importable with ``directory`` on
     ``sys.path``, where it is added) or ``path/to/file.py:attr`` (relative to ``directory``; the
-    file is executed afresh on every call). ``attr`` may end with a call of literal arguments,
-    ``create_app()`` or ``create_app(guard=True)``, to build a fresh app.
+    file is executed afresh on every call), naming a WSGI application object. ``attr()`` (empty
+    parentheses) names a *factory*: a plain Python function defined in that module itself (not
+    imported into it, not a builtin) that takes no arguments and returns a fresh app. Anything
+    else in parentheses (``create_app(guard=True)``, ``system("id")``) is refused: a scenario
+    file is data and must not run arbitrary calls.
 
     :param spec: the ``target.app`` value.
     :param directory: the scenario file's folder.
     :param source: how to name the value in errors.
-    :raises ConfigurationError: when the module, the attribute or the call fails, or the result
-        is not callable.
+    :raises ConfigurationError: naming ``source`` and the value, when ``spec`` has call syntax
+        with arguments, the module or attribute cannot be loaded, a factory is not a function
+        of that module or fails, or the result is not callable.
     :return: the WSGI application.
     """
-    match = _APP_RE.fullmatch(spec)
+    match = _APP_RE.fullmatch(spec.strip())
     if match is None:
+        if _CALL_SYNTAX_RE.fullmatch(spec.strip()):
+            raise ConfigurationError(f"{source}: {_call_refused(spec)}")
         raise ConfigurationError(f"{source}: expected module:attr; got {_show(spec)}.")
     module_name, attr, call = match.group("module"), match.group("attr"), match.group("call")
     folder = str(directory.resolve())
@@ -817,12 +827,17 @@ def load_app(spec: str, directory: Path, *, source: str = "target.app") -> WsgiA
             raise ConfigurationError(f"{source}: {module_name!r} has no attribute {attr!r}.")
         target = getattr(target, part)
     if call is not None:
-        args, kwargs = _literal_call(call, source)
+        if not isinstance(target, types.FunctionType) or target.__module__ != module.__name__:
+            raise ConfigurationError(
+                f"{source}: {_show(spec)}: {attr} is not a function defined in {module_name!r} "
+                f"(got {type(target).__name__} from {getattr(target, '__module__', '?')!r}); "
+                "only a factory of the module itself may be called."
+            )
         try:
-            target = target(*args, **kwargs)
+            target = target()
         except Exception as exc:
             raise ConfigurationError(
-                f"{source}: {attr}{call} failed: {type(exc).__name__}: {exc}"
+                f"{source}: {attr}() failed: {type(exc).__name__}: {exc}"
             ) from exc
     if not callable(target):
         raise ConfigurationError(
@@ -830,22 +845,6 @@ def load_app(spec: str, directory: Path, *, source: str = "target.app") -> WsgiA
         )
     app: WsgiApp = target
     return app
-
-
-def _literal_call(call: str, source: str) -> tuple[list[Any], dict[str, Any]]:
-    try:
-        node = ast.parse("f" + call, mode="eval").body
-        assert isinstance(node, ast.Call)
-        args = [ast.literal_eval(arg) for arg in node.args]
-        kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
-        if len(kwargs) != len(node.keywords):
-            raise ValueError("**kwargs")
-    except (SyntaxError, ValueError, AssertionError):
-        raise ConfigurationError(
-            f"{source}: the call {call!r} may pass only literal arguments, e.g. "
-            "create_app(guard=True)."
-        ) from None
-    return args, kwargs
 
 
 def rebase_url(url: str, base_url: str, new_base: str) -> str:

@@ -2,7 +2,7 @@
 run-once guard.
 
 ``duplicates.yaml`` serves ``create_app()`` in-process; ``duplicates-guarded.yaml`` serves
-``create_app(guard=True)``. Both use the example's own app (``../app.py``, loaded as the demo
+``create_guarded_app()``. Both use the example's own app (``../app.py``, loaded as the demo
 loads it) unchanged, with two additions made from outside:
 
 - the nightly sweep takes ``sweep_seconds`` of real time (an :class:`~app.OrderLog` whose
@@ -112,3 +112,9 @@ def create_app(*, guard: bool = False, sweep_seconds: float = 0.6) -> WsgiApp:
     """
     app: WsgiApp = orders.create_app(SlowOrderLog(sweep_seconds))
     return guarded(app, RunOnceGuard()) if guard else app
+
+
+def create_guarded_app() -> WsgiApp:
+    """A fresh Orders service behind a :class:`RunOnceGuard`: ``create_app(guard=True)`` as the
+    no-argument factory a scenario's ``target.app`` may name."""
+    return create_app(guard=True)
