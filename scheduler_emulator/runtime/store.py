@@ -270,12 +270,14 @@ class Store:
         return attempt
 
     def finish_attempt(self, attempt: Attempt) -> None:
-        """Record the end, status, code and debug text of ``attempt``."""
+        """Record the start (the instant it was sent), end, status, code and debug text of
+        ``attempt``."""
         with self._lock:
             self._db.execute(
-                "UPDATE attempts SET end_time = ?, response_status = ?, code = ?, "
-                "debug_info = ?, injected = ? WHERE id = ?",
+                "UPDATE attempts SET start_time = ?, end_time = ?, response_status = ?, "
+                "code = ?, debug_info = ?, injected = ? WHERE id = ?",
                 (
+                    _ts(attempt.start_time),
                     _ts(attempt.end_time),
                     attempt.response_status,
                     attempt.code,
