@@ -366,8 +366,13 @@ class Engine:
         while not self._stopping.is_set():
             self._wakeup.clear()
             with self._lock:
-                deliveries = self._carry_out(self.core.due(self.clock.now()))
-            self._send_all(deliveries)
+                decisions = self.core.due(self.clock.now())
+            # Record and hand over a few hundred at a time, each slice in one transaction, so
+            # that the first attempts of a large due batch leave while the rest are recorded.
+            for first in range(0, len(decisions), _SLICE):
+                with self._lock, self.store.batch():
+                    deliveries = self._carry_out(decisions[first : first + _SLICE])
+                self._send_all(deliveries)
             self.clock.wait(self.next_due(), self._wakeup)
 
     def _send_all(self, deliveries: Iterable[_Delivery]) -> None:
@@ -607,6 +612,8 @@ class Engine:
         self.store.save_job_state(name, state, status, last_attempt_time)
 
 
+#: Decisions of one due batch recorded per store transaction (system clock).
+_SLICE = 200
 _STOPPED = classify_failure(Failure.RESTARTED, "The emulator stopped before the attempt was sent.")
 _INTERRUPTED = classify_failure(
     Failure.RESTARTED, "The emulator stopped while the attempt was in flight."
