@@ -137,6 +137,11 @@ class VirtualTimeTransport(MountTransport):
     def allow_network(self, allowed: bool) -> None:
         self.fallback = self._http if allowed else self._guarded
 
+    def close(self) -> None:
+        """Stop mounted ASGI apps' event loops and close kept-alive HTTP connections."""
+        super().close()
+        self._http.close()
+
     @contextmanager
     def virtual_time(self) -> Iterator[None]:
         """Freeze time for targets for the duration of the block (re-entrant)."""

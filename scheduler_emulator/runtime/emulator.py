@@ -128,9 +128,12 @@ class Emulator:
         return self
 
     def close(self) -> None:
-        """Stop the engine and close the store."""
+        """Stop the engine, close the store and the transport's kept-alive connections."""
         self.engine.stop()
         self.store.close()
+        close_transport = getattr(self.engine.transport, "close", None)
+        if close_transport is not None:
+            close_transport()
 
     def __enter__(self) -> Emulator:
         return self.start()

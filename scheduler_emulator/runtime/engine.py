@@ -15,7 +15,11 @@ I/O around it. One delivery flows like this (docs/architecture.md):
 Two ways to drive it, and only here: with a :class:`~scheduler_emulator.runtime.clock.
 ManualClock` the clock calls :meth:`Engine.run_due` at each due instant and deliveries run one
 after another in the caller's thread — deterministic timelines; with a system clock one
-engine thread waits for the next due instant and hands deliveries to a bounded thread pool.
+engine thread waits for the next due instant and hands deliveries to a bounded pool
+(:mod:`~scheduler_emulator.runtime.delivery_pool`) that runs at most ``max_per_job`` attempts
+of one job at once, so a slow target delays only its own job. There an attempt's
+``start_time`` is the instant it is sent (it was recorded as queued before); on a manual clock
+it stays the virtual instant at which it fell due.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -45,6 +48,7 @@ from ..domain.outcomes import Failure, Outcome, classify_failure
 from ..domain.resources import Job, State, Status
 from .attempt_log import AttemptLog
 from .clock import Clock
+from .delivery_pool import DeliveryPool
 from .dispatchers import Dispatcher, HttpDispatcher, NotDispatched, Prepared, dispatcher_for
 from .injection import Injected, LateResponse, outcome_of, send_with_faults
 from .store import Store
@@ -56,13 +60,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger("scheduler_emulator")
 
 
-@dataclass
+@dataclass(eq=False)
 class _Delivery:
-    """An attempt that has been recorded as started and must now be sent."""
+    """An attempt that has been recorded as started and must now be sent.
+
+    ``ended`` is set once its end is recorded (by the sender, or by :meth:`Engine.stop` for an
+    attempt still in flight), so that it is recorded once.
+    """
 
     attempt: Attempt
     prepared: Prepared
     run_number: int
+    sent: bool = False
+    ended: bool = False
 
 
 class Engine:
@@ -79,6 +89,8 @@ class Engine:
     :param dst_policy: ``"absolute"`` (P1 default) or ``"vixie"``.
     :param force_run_schedule_time: ``"next"`` (P3 default) or ``"omit"``.
     :param max_workers: delivery threads under a system clock.
+    :param max_per_job: attempts of one job sent at once under a system clock; more wait
+        behind their own job (their ``start_time`` is when they are sent).
     :param tokens: mints the ``Authorization`` token of jobs with ``oidcToken`` or
         ``oauthToken`` at each attempt's instant (§13); without it no token is sent.
     """
@@ -95,6 +107,7 @@ class Engine:
         dst_policy: str = "absolute",
         force_run_schedule_time: str = "next",
         max_workers: int = 32,
+        max_per_job: int = 4,
         tokens: TokenAuthority | None = None,
     ) -> None:
         self.core = Scheduler(
@@ -118,9 +131,10 @@ class Engine:
         self._wakeup = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: DeliveryPool | None = None
         self._max_workers = max_workers
-        self._in_flight = 0
+        self._max_per_job = max_per_job
+        self._outstanding: set[_Delivery] = set()  # submitted to the pool, end not recorded
         self._idle = threading.Condition(self._lock)
         clock.attach(self)
 
@@ -294,20 +308,47 @@ class Engine:
         if self.clock.manual or self._thread is not None:
             return
         self._stopping.clear()
-        self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="delivery")
+        self._pool = DeliveryPool(self._max_workers, self._max_per_job)
         self._thread = threading.Thread(target=self._loop, name="scheduler-engine", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the engine thread; wait up to ``timeout`` seconds for deliveries in flight."""
+    @property
+    def in_flight(self) -> int:
+        """Attempts handed to the delivery pool whose end is not recorded yet (system clock)."""
+        with self._lock:
+            return len(self._outstanding)
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """Stop firing at once, wait up to ``timeout`` seconds for attempts in flight, and
+        record those still unfinished as interrupted (``UNAVAILABLE``, like an emulator restart:
+        their runs are retried under the job's retry config, at the next start if the store
+        is kept). Idempotent.
+
+        :param timeout: seconds to wait for attempts in flight.
+        :return: how many attempts were recorded as interrupted.
+        """
         self._stopping.set()
         self._wakeup.set()
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        if self._pool is None:
+            return 0
+        pool, self._pool = self._pool, None
+        pool.shutdown()  # queued attempts are not sent
+        with self._idle:
+            self._idle.wait_for(lambda: self._running_count() == 0, timeout)
+            left = sorted(self._outstanding, key=lambda d: d.attempt.id)
+            for delivery in left:
+                for follow_up in self._finish(delivery, Injected(TransportResult(), _INTERRUPTED)):
+                    self._submit(follow_up)  # recorded as not sent: the engine stopped
+        close = getattr(self.transport, "close", None)
+        if close is not None:
+            close()
+        return len(left)
+
+    def _running_count(self) -> int:
+        return sum(1 for d in self._outstanding if d.sent)
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until nothing is due now and no delivery is in flight (system clock).
@@ -318,7 +359,7 @@ class Engine:
         with self._idle:
             return self._idle.wait_for(
                 lambda: (
-                    self._in_flight == 0
+                    not self._outstanding
                     and not ((due := self.core.next_due()) is not None and due <= self.clock.now())
                 ),
                 timeout,
@@ -328,8 +369,13 @@ class Engine:
         while not self._stopping.is_set():
             self._wakeup.clear()
             with self._lock:
-                deliveries = self._carry_out(self.core.due(self.clock.now()))
-            self._send_all(deliveries)
+                decisions = self.core.due(self.clock.now())
+            # Record and hand over a few hundred at a time, each slice in one transaction, so
+            # that the first attempts of a large due batch leave while the rest are recorded.
+            for first in range(0, len(decisions), _SLICE):
+                with self._lock, self.store.batch():
+                    deliveries = self._carry_out(decisions[first : first + _SLICE])
+                self._send_all(deliveries)
             self.clock.wait(self.next_due(), self._wakeup)
 
     def _send_all(self, deliveries: Iterable[_Delivery]) -> None:
@@ -344,26 +390,30 @@ class Engine:
 
     def _submit(self, delivery: _Delivery) -> None:
         with self._lock:
-            self._in_flight += 1
-        pool = self._pool
+            pool = self._pool
+            if pool is not None:
+                self._outstanding.add(delivery)
         if pool is None:  # stopped, or never started: record it as interrupted by the stop
             self._finish(delivery, Injected(TransportResult(), _STOPPED))
-            with self._idle:
-                self._in_flight -= 1
             return
-        pool.submit(self._deliver_async, delivery)
+        try:
+            pool.submit(delivery.attempt.job, lambda: self._deliver_async(delivery))
+        except RuntimeError:  # shut down meanwhile: Engine.stop records it
+            return
         self._wakeup.set()
 
     def _deliver_async(self, delivery: _Delivery) -> None:
+        if self._stopping.is_set():
+            return  # taken from the queue as the engine stopped: Engine.stop records it
         try:
             for follow_up in self._deliver(delivery):
                 self._submit(follow_up)
         except Exception as exc:  # recording failed (e.g. the store is closed): log, count
             self._note_error(exc, f"job {delivery.attempt.job_id}: attempt not recorded")
-        finally:
             with self._idle:
-                self._in_flight -= 1
+                self._outstanding.discard(delivery)
                 self._idle.notify_all()
+        finally:
             self._wakeup.set()
 
     # ---------------------------------------------------------------- decisions
@@ -416,8 +466,8 @@ class Engine:
             forced=run.forced,
         )
         self.store.add_attempt(attempt)
-        if self.attempt_log is not None:
-            self.attempt_log.started(attempt, job.target_type)
+        if self.attempt_log is not None and (self.clock.manual or failure is not None):
+            self.attempt_log.started(attempt, job.target_type)  # else when it is sent
         delivery = _Delivery(attempt, prepared, run.number)
         if failure is None:
             return delivery, []
@@ -430,6 +480,8 @@ class Engine:
         attempt = delivery.attempt
         if self._late:
             self._await_late(attempt.run_id)
+        if not self.clock.manual:
+            self._stamp_sent(delivery)
         try:
             context = AttemptContext(
                 attempt.job_id, delivery.run_number, attempt.schedule_time, attempt.attempt
@@ -448,9 +500,30 @@ class Engine:
             injected = Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
         return self._finish(delivery, injected)
 
-    def _finish(self, delivery: _Delivery, injected: Injected) -> list[_Delivery]:
+    def _stamp_sent(self, delivery: _Delivery) -> None:
+        """The attempt leaves now (system clock): its start is this instant, not the one at
+        which it was queued; log AttemptStarted with it."""
         with self._lock:
-            return self._carry_out(self._ended(delivery, injected))
+            delivery.sent = True
+            delivery.attempt.start_time = self.clock.now()
+        if self.attempt_log is not None:
+            job = self._job_or_none(delivery.attempt.job)
+            self.attempt_log.started(delivery.attempt, job.target_type if job else "HTTP")
+
+    def _finish(self, delivery: _Delivery, injected: Injected) -> list[_Delivery]:
+        """Record the end of ``delivery`` once (a second call, after :meth:`stop` recorded it
+        as interrupted, does nothing); return the follow-up deliveries."""
+        with self._idle:
+            if delivery.ended:
+                return []
+            delivery.ended = True
+            follow_ups = self._carry_out(self._ended(delivery, injected))
+            if delivery in self._outstanding:
+                if self._pool is not None:
+                    self._outstanding.update(follow_ups)
+                self._outstanding.discard(delivery)
+                self._idle.notify_all()
+            return follow_ups
 
     def _ended(self, delivery: _Delivery, injected: Injected) -> list[Decision]:
         """Record the end of an attempt (lock held); return the core's decisions."""
@@ -552,7 +625,13 @@ _RESTARTED_DETAIL = (
     "Emulator restarted. The emulator stopped before this attempt's answer was recorded; the "
     "target may have received and answered it."
 )
+
+#: Decisions of one due batch recorded per store transaction (system clock).
+_SLICE = 200
 _STOPPED = classify_failure(Failure.RESTARTED, "The emulator stopped before the attempt was sent.")
+_INTERRUPTED = classify_failure(
+    Failure.RESTARTED, "The emulator stopped while the attempt was in flight."
+)
 
 
 def _status(outcome: Outcome) -> Status:

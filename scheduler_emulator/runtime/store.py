@@ -14,9 +14,11 @@ starts and completed when it ends, so an attempt in flight at a crash is found a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -157,6 +159,21 @@ class Store:
             if column not in columns:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
         self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Commit every write made inside the block (from any thread) as one transaction.
+
+        The engine writes a due batch (thousands of runs and attempts at one minute) this way:
+        one commit instead of one per statement. Not reentrant.
+        """
+        with self._lock:
+            self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._db.execute("COMMIT")
 
     def close(self) -> None:
         """Close the database."""
@@ -351,12 +368,14 @@ class Store:
         return attempt
 
     def finish_attempt(self, attempt: Attempt) -> None:
-        """Record the end, status, code and debug text of ``attempt``."""
+        """Record the start (the instant it was sent), end, status, code and debug text of
+        ``attempt``."""
         with self._lock:
             self._db.execute(
-                "UPDATE attempts SET end_time = ?, response_status = ?, code = ?, "
-                "debug_info = ?, injected = ? WHERE id = ?",
+                "UPDATE attempts SET start_time = ?, end_time = ?, response_status = ?, "
+                "code = ?, debug_info = ?, injected = ? WHERE id = ?",
                 (
+                    _ts(attempt.start_time),
                     _ts(attempt.end_time),
                     attempt.response_status,
                     attempt.code,

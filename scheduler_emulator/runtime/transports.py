@@ -1,7 +1,8 @@
 """Transports carry one attempt's HTTP request to its target and report what happened.
 
-- :class:`HttpTransport` — real HTTP through ``requests`` (redirects followed, only the headers
-  Cloud Scheduler sends: no ``Accept`` or ``python-requests`` User-Agent).
+- :class:`HttpTransport` — real HTTP over kept-alive connections; the attempt deadline bounds
+  the whole attempt (redirects followed, only the headers Cloud Scheduler sends: no ``Accept``
+  or client User-Agent).
 - :class:`WsgiTransport` — calls a WSGI app in-process (no socket), following redirects.
 - :class:`AsgiTransport` — the same for an ASGI app (Starlette, FastAPI...), through httpx's
   ``ASGITransport`` on an event loop of the transport's own (the ``asgi`` extra).
@@ -19,6 +20,7 @@ either an HTTP status or a :class:`~scheduler_emulator.domain.outcomes.Failure`.
 
 from __future__ import annotations
 
+import http.client
 import inspect
 import io
 import re
@@ -30,10 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import unquote, urljoin, urlsplit
 
-import requests
-
 from ..domain.outcomes import Failure, Outcome
 from ..realtime import real_monotonic
+from .http_client import DeadlineExceeded, HttpClient
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: An ASGI 3 application: ``await app(scope, receive, send)``.
@@ -87,44 +88,39 @@ class Transport(Protocol):
 
 
 class HttpTransport:
-    """Real HTTP delivery with ``requests``; one session per thread (keep-alive)."""
+    """Real HTTP delivery over kept-alive connections (:mod:`~scheduler_emulator.runtime.
+    http_client`): the attempt deadline bounds the whole attempt, and response bodies are read
+    up to 1 MiB and discarded.
 
-    def __init__(self) -> None:
-        self._local = threading.local()
+    :param client: the HTTP client (one is made if not given; it is thread-safe).
+    """
 
-    def _session(self) -> requests.Session:
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = requests.Session()
-            session.headers.clear()  # send only what Cloud Scheduler sends (§10.2)
-            session.trust_env = False
-            self._local.session = session
-        return session
+    def __init__(self, client: HttpClient | None = None) -> None:
+        self.client = client if client is not None else HttpClient()
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Send over the network; redirects are followed and the final response decides.
 
-        ``timeout_seconds`` bounds the connection and each read (``requests`` semantics).
+        ``timeout_seconds`` bounds the whole attempt: connecting, sending, redirects, the
+        response headers and its body, however slowly the target answers.
 
         :return: the final status, or a CONNECTION / DEADLINE failure.
         """
         try:
-            response = self._session().request(
-                request.method,
-                request.url,
-                headers=dict(request.headers),
-                data=request.body,
-                timeout=timeout_seconds,
-                allow_redirects=True,
+            status = self.client.request(
+                request.method, request.url, request.headers, request.body, timeout_seconds
             )
-            response.close()
-        except requests.Timeout:
+        except DeadlineExceeded:
             return TransportResult(
                 failure=Failure.DEADLINE, detail=f"No response within {timeout_seconds:g} s."
             )
-        except requests.RequestException as exc:
+        except (OSError, http.client.HTTPException, ValueError) as exc:
             return TransportResult(failure=Failure.CONNECTION, detail=_reason(exc))
-        return TransportResult(status=response.status_code)
+        return TransportResult(status=status)
+
+    def close(self) -> None:
+        """Close the kept-alive connections (the emulator is closing)."""
+        self.client.close()
 
 
 _ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
@@ -344,11 +340,15 @@ class MountTransport:
         self._mounts[prefix.rstrip("/")] = app
 
     def close(self) -> None:
-        """Stop the event loops of the ASGI apps delivered to (the WSGI ones need nothing)."""
+        """Stop the event loops of the ASGI apps delivered to, and close the fallback
+        transport's connections, if it keeps any."""
         with self._callers_lock:
             callers, self._callers = list(self._callers.values()), {}
         for caller in callers:
             caller.close()
+        close = getattr(self.fallback, "close", None)
+        if close is not None:
+            close()
 
     def _caller(self, app: AsgiApp) -> AsgiCaller:
         with self._callers_lock:

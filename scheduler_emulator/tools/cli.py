@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import errno
+import hashlib
 import os
+import re
 import shlex
 import signal
 import socket
@@ -35,6 +37,7 @@ from ..domain.names import check_project_id
 from ..domain.resources import Job
 from ..runtime.attempt_log import LOG_FORMATS, AttemptLog
 from ..runtime.clock import Clock, ManualClock, SystemClock
+from ..runtime.data_dir_lock import DataDirLock
 from ..runtime.emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
 from ..runtime.store import Store
 from ..runtime.tokens import GOOGLE_ISSUER, KEY_FILE_NAME, TOKEN_TIMES, TokenAuthority
@@ -58,11 +61,25 @@ DST_HELP = (
 BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
 
 
-def default_data_dir() -> Path:
-    """The per-user data directory: ``$XDG_DATA_HOME/scheduler-emulator`` (or
-    ``~/.local/share/scheduler-emulator``)."""
+#: Seconds a stopping daemon waits for attempts in flight before recording them as interrupted.
+STOP_GRACE_SECONDS = 2.0
+
+
+def default_data_dir(project_dir: Path | None = None) -> Path:
+    """The data directory of the project in ``project_dir`` (default: the current directory).
+
+    ``$XDG_DATA_HOME/scheduler-emulator/<dir name>-<10 hex digits of the SHA-256 of its
+    absolute path>`` (``$XDG_DATA_HOME`` defaults to ``~/.local/share``), so two projects never
+    share jobs, and the same project finds its jobs again whatever the shell's state.
+
+    :param project_dir: the project's directory.
+    :return: an absolute path (not created).
+    """
+    directory = (project_dir or Path.cwd()).resolve()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "scheduler-emulator"
+    digest = hashlib.sha256(str(directory).encode()).hexdigest()[:10]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", directory.name) or "root"
+    return Path(base) / "scheduler-emulator" / f"{name}-{digest}"
 
 
 def _timestamp(text: str) -> datetime:
@@ -127,7 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir",
         type=Path,
         metavar="DIR",
-        help=f"where jobs and attempts are kept (default: {default_data_dir()})",
+        help="where jobs and attempts are kept; one daemon per directory (default: one per "
+        "project directory, under $XDG_DATA_HOME/scheduler-emulator/, here "
+        f"{default_data_dir()})",
     )
     storage.add_argument("--in-memory", action="store_true", help="keep nothing on disk")
     start.add_argument(
@@ -444,6 +463,10 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
 
     per_file = load_jobs_by_file(args.jobs, project=args.project, location=args.location)
     jobs = [job for _, file_jobs in per_file for job in file_jobs]
+    lock: DataDirLock | None = None
+    if not args.in_memory:  # first: a second daemon on this directory names the first one
+        lock = DataDirLock(args.data_dir or default_data_dir())
+        lock.acquire()
     check_port_free(args.host, args.port)
     log_format = log_format_for(args.log_format, args.log_file, out)
     key_path: Path | None = None
@@ -500,9 +523,30 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             file=sys.stderr,
         )
 
-    def _stop(signum: int, frame: object) -> None:
-        threading.Thread(target=server.shutdown, daemon=True).start()
+    if lock is not None:
+        lock.note_port(server.server_port)
+    stopping = threading.Event()
+    stopped: list[int] = []
 
+    def _stop_engine() -> None:
+        in_flight = emulator.engine.in_flight
+        print(
+            f"scheduler-emulator stopping: {in_flight} attempt(s) in flight; waiting up to "
+            f"{STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now).",
+            file=sys.stderr,
+            flush=True,
+        )
+        stopped.append(emulator.engine.stop(STOP_GRACE_SECONDS))
+
+    def _stop(signum: int, frame: object) -> None:
+        if stopping.is_set():  # the second Ctrl-C: leave now; the store is crash-safe
+            print("scheduler-emulator: exiting now.", file=sys.stderr, flush=True)
+            os._exit(128 + signum)
+        stopping.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()  # no new requests
+        stopper.start()  # no new attempts
+
+    stopper = threading.Thread(target=_stop_engine, name="stop", daemon=True)
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     clock_note = f"{args.clock} clock"
@@ -521,10 +565,21 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         server.serve_forever()
     finally:
         server.server_close()
+        if stopper.is_alive():
+            stopper.join()
         emulator.close()
         targets.close()
+        if lock is not None:
+            lock.release()
         if log_stream is not out:
             log_stream.close()
+    if stopped and stopped[0]:
+        retried = "at the next start" if not args.in_memory else "never (--in-memory)"
+        print(
+            f"scheduler-emulator: {stopped[0]} attempt(s) recorded as interrupted; their runs "
+            f"are retried per their retry config {retried}.",
+            file=sys.stderr,
+        )
     kept = (
         "nothing was kept (--in-memory)" if args.in_memory else f"jobs and attempts are in {where}"
     )

@@ -9,7 +9,8 @@ pytest_plugins = ["pytester"]
 
 NO_NETWORK = """
 import pytest
-import requests
+
+from scheduler_emulator.runtime.http_client import HttpClient
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +21,7 @@ def no_network(monkeypatch):
         sent.append(url)
         raise AssertionError(f"a network call to {url}")
 
-    monkeypatch.setattr(requests.Session, "request", refuse)
+    monkeypatch.setattr(HttpClient, "request", refuse)  # the HTTP transport's only way out
     return sent
 """
 

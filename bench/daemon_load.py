@@ -1,0 +1,187 @@
+"""Load on the real daemon: N ``* * * * *`` jobs at a fast local target, system clock, SQLite.
+
+1. Starts a minimal asyncio HTTP/1.1 target in a subprocess (loopback only; it answers 200 with
+   an empty body, and exits after ``--minutes`` + 2 minutes or 10 million requests).
+2. Measures a floor in the same run: a bare loop of the emulator's HTTP client
+   (``runtime/http_client.HttpClient``) against that target, one thread and 32 threads.
+3. Writes N jobs to a jobs file and runs ``scheduler-emulator start`` on a fresh SQLite data
+   directory for ``--minutes`` whole minutes, then stops it with SIGTERM and reads its store.
+
+Prints, over the runs due at the minutes inside the window: missed runs, duplicated runs,
+lateness of each attempt's start after its minute (p50 / p99 / max), deliveries per second
+during each minute's burst, and the daemon's peak RSS (``VmHWM``).
+
+Run: ``python bench/daemon_load.py --jobs 1000 --minutes 3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+TARGET_LIMIT_REQUESTS = 10_000_000
+
+
+def serve_target(port_file: str, limit_seconds: float) -> None:
+    """The fast target: HTTP/1.1 keep-alive, 200 with no body to every request."""
+    count = 0
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal count
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                if length:
+                    await reader.readexactly(length)
+                writer.write(answer)
+                count += 1
+                if count >= TARGET_LIMIT_REQUESTS:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            pass
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
+        Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
+        async with server:
+            await asyncio.sleep(limit_seconds)
+
+    asyncio.run(main())
+
+
+def floor(base: str, seconds: float, threads: int) -> float:
+    """Requests per second of the bare HttpClient against the target."""
+    from scheduler_emulator.runtime.http_client import HttpClient
+
+    client = HttpClient()
+    headers = {"User-Agent": "Google-Cloud-Scheduler", "X-CloudScheduler": "true"}
+    counts = [0] * threads
+    stop = time.monotonic() + seconds
+
+    def loop(index: int) -> None:
+        while time.monotonic() < stop:
+            client.request("POST", base + "/_triggers/timer/floor", headers, b"", 10)
+            counts[index] += 1
+
+    workers = [threading.Thread(target=loop, args=(i,)) for i in range(threads)]
+    started = time.monotonic()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    client.close()
+    return sum(counts) / (time.monotonic() - started)
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--minutes", type=int, default=3)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="daemon-load-"))
+    port_file = work / "port"
+    limit = (args.minutes + 2) * 60
+    target = subprocess.Popen(
+        [sys.executable, __file__, "--serve-target", str(port_file), str(limit)]
+    )
+    try:
+        while not port_file.exists() or not port_file.read_text():
+            time.sleep(0.05)
+        base = f"http://127.0.0.1:{port_file.read_text()}"
+        print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at start")
+        print(f"floor, bare HttpClient loop, 1 thread  : {floor(base, 3, 1):8,.0f} requests/s")
+        print(f"floor, bare HttpClient loop, 32 threads: {floor(base, 3, 32):8,.0f} requests/s")
+
+        jobs = [
+            {
+                "name": f"load-{i}",
+                "schedule": "* * * * *",
+                "httpTarget": {"uri": f"{base}/_triggers/timer/load-{i}"},
+                "retryConfig": {"retryCount": 0},
+            }
+            for i in range(args.jobs)
+        ]
+        (work / "jobs.json").write_text(json.dumps(jobs))
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "scheduler_emulator", "start", "--port", "0"]
+            + ["--data-dir", str(work / "data"), "--jobs", str(work / "jobs.json")]
+            + ["--log-file", str(work / "attempts.log")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert daemon.stdout is not None
+        print(daemon.stdout.readline().strip())
+        started = datetime.now(UTC)
+        first = started.replace(second=0, microsecond=0) + timedelta(minutes=1)
+        minutes = [first + timedelta(minutes=k) for k in range(args.minutes)]
+        end = minutes[-1] + timedelta(seconds=20)
+        while datetime.now(UTC) < end:
+            time.sleep(0.5)
+        rss = peak_rss_mib(daemon.pid)
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(30)
+    finally:
+        target.terminate()
+        target.wait(10)
+
+    from scheduler_emulator.runtime.store import Store
+
+    store = Store(work / "data" / "emulator.db")
+    attempts = [a for a in store.attempts() if not a.forced and a.schedule_time]
+    store.close()
+    wanted = {m.strftime("%Y-%m-%dT%H:%M:00Z"): m for m in minutes}
+    attempts = [a for a in attempts if a.schedule_time in wanted]
+    runs = Counter((a.job, a.schedule_time) for a in attempts)
+    ok = {(a.job, a.schedule_time) for a in attempts if a.code == "OK"}
+    missed = args.jobs * len(minutes) - len(ok)
+    duplicated = sum(n - 1 for n in runs.values() if n > 1)
+    late = sorted((a.start_time - wanted[a.schedule_time]).total_seconds() for a in attempts)
+    rates = []
+    for stamp, minute in wanted.items():
+        ends = [a.end_time for a in attempts if a.schedule_time == stamp and a.end_time]
+        if ends:
+            span = (max(ends) - minute).total_seconds()
+            rates.append(len(ends) / span if span > 0 else float("inf"))
+    p99 = late[max(0, int(len(late) * 0.99) - 1)] if late else float("nan")
+    print(f"{args.jobs} jobs x {len(minutes)} minutes, {len(attempts)} attempts")
+    print(f"  missed {missed}, duplicated {duplicated}")
+    if late:
+        print(
+            f"  lateness p50 {statistics.median(late):.3f} s, p99 {p99:.3f} s, max {late[-1]:.3f} s"
+        )
+    print(f"  deliveries/s per minute's burst: {', '.join(f'{r:,.0f}' for r in rates)}")
+    print(f"  peak RSS {rss:.0f} MiB; load average {os.getloadavg()[0]:.2f} at end")
+    print(f"  (data in {work})")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve-target":
+        serve_target(sys.argv[2], float(sys.argv[3]))
+    else:
+        main()

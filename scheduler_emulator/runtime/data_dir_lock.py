@@ -1,0 +1,92 @@
+"""One daemon per data directory: an OS file lock on ``daemon.lock`` in the directory.
+
+Two daemons on one SQLite data directory would both fire every job. The first
+``scheduler-emulator start`` takes an exclusive ``fcntl.flock`` on ``DIR/daemon.lock`` and
+writes its pid and port into it; a second one fails at once with :class:`DataDirInUse`, naming
+the holder. The operating system drops the lock when the process ends, however it ends (even
+SIGKILL), so a stale lock file never blocks a restart::
+
+    lock = DataDirLock(Path("~/.local/share/scheduler-emulator/x").expanduser())
+    lock.acquire()          # raises DataDirInUse naming the other daemon's pid and port
+    lock.note_port(8095)    # once the server listens
+    lock.release()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from pathlib import Path
+from typing import IO
+
+from ..domain.errors import ConfigurationError
+
+LOCK_FILE_NAME = "daemon.lock"
+
+
+class DataDirInUse(ConfigurationError):
+    """Another daemon holds the data directory; the message names its pid and port."""
+
+
+class DataDirLock:
+    """The exclusive lock of one data directory (created if missing).
+
+    :param data_dir: the daemon's data directory.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / LOCK_FILE_NAME
+        self._file: IO[str] | None = None
+
+    def acquire(self) -> None:
+        """Take the lock without waiting and write this process's pid into the lock file.
+
+        :raises DataDirInUse: when another process holds it (naming its pid and port).
+        :raises OSError: when the directory or file cannot be created.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")  # noqa: SIM115 - held open for the daemon's lifetime
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = _holder(handle.read())
+            handle.close()
+            raise DataDirInUse(
+                f"data directory {self.path.parent} is in use by another scheduler-emulator "
+                f"({holder}). Stop it, or pass another --data-dir."
+            ) from None
+        self._file = handle
+        self._write({"pid": os.getpid(), "port": None})
+
+    def note_port(self, port: int) -> None:
+        """Record the port the daemon listens on, for the message a second daemon prints."""
+        self._write({"pid": os.getpid(), "port": port})
+
+    def release(self) -> None:
+        """Drop the lock (the process ending drops it too). Idempotent."""
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.truncate(0)
+            self._file.close()  # closing the descriptor releases the flock
+            self._file = None
+
+    def _write(self, holder: dict[str, int | None]) -> None:
+        if self._file is None:
+            return
+        self._file.seek(0)
+        self._file.truncate(0)
+        self._file.write(json.dumps(holder) + "\n")
+        self._file.flush()
+
+
+def _holder(text: str) -> str:
+    """``"pid 123, port 8095"`` from the lock file's content (what is known of it)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return "pid unknown"
+    pid, port = data.get("pid"), data.get("port")
+    return f"pid {pid}, " + (f"port {port}" if port else "port not bound yet")

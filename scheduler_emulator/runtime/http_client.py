@@ -1,0 +1,295 @@
+"""An HTTP/1.1 client whose deadline bounds the whole request, whatever the server does.
+
+``requests`` (and ``urllib3``, ``http.client``) apply their timeout to each socket operation, so a
+target that sends one byte a second is never stopped. :class:`HttpClient` arms a
+:class:`Watchdog` for each request: at the deadline it shuts the connection's socket down,
+which wakes the blocked ``connect``/``send``/``recv`` at once, and the request ends with
+:class:`DeadlineExceeded`. Connect, sending, the response headers, redirects and the body are
+all inside the one deadline. Response bodies are read up to ``max_body_bytes`` and discarded;
+past the cap the connection is closed instead of read further.
+
+Connections are kept alive per ``(scheme, host, port)`` and reused (a dropped idle connection is
+noticed before reuse), so a fast local target costs one ``send`` and one ``recv`` per attempt::
+
+    client = HttpClient()
+    status = client.request("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b"", 15.0)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import select
+import socket
+import ssl
+import threading
+from collections.abc import Mapping
+from urllib.parse import urljoin, urlsplit
+
+from ..realtime import real_monotonic
+
+#: Bytes of a response body read at most (then the connection is closed): Cloud Scheduler keeps
+#: no response bodies, so none is worth more than this.
+MAX_BODY_BYTES = 1 << 20
+MAX_REDIRECTS = 10
+_CHUNK = 64 * 1024
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+
+class DeadlineExceeded(Exception):
+    """The request did not complete (headers and body) within its deadline."""
+
+
+class Watchdog:
+    """One thread that shuts down the sockets of requests still running at their deadline.
+
+    Only requests in flight are kept (a few per delivery thread), so each wake-up scans a small
+    set. Use :meth:`arm` before a request and :meth:`disarm` after it.
+    """
+
+    def __init__(self) -> None:
+        self._active: dict[int, tuple[float, _Guard]] = {}
+        self._next_key = 0
+        self._wake_at: float | None = None
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: float) -> _Guard:
+        """Watch a request that must end by ``deadline`` (real monotonic seconds).
+
+        :return: the guard to attach the connection to and to :meth:`disarm`.
+        """
+        with self._cond:
+            self._next_key += 1
+            guard = _Guard(self._next_key)
+            self._active[guard.key] = (deadline, guard)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="deadline-watchdog", daemon=True
+                )
+                self._thread.start()
+            if self._wake_at is None or deadline < self._wake_at:
+                self._cond.notify()
+        return guard
+
+    def disarm(self, guard: _Guard) -> bool:
+        """Stop watching; return ``True`` if the deadline already fired for this request."""
+        with self._cond:
+            self._active.pop(guard.key, None)
+            return guard.fired
+
+    def fire_all(self) -> int:
+        """Shut every watched request down now (the daemon is stopping); return how many."""
+        with self._cond:
+            guards = [guard for _, guard in self._active.values()]
+            for guard in guards:
+                guard.fire()
+            return len(guards)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = real_monotonic()
+                expired = [g for deadline, g in self._active.values() if deadline <= now]
+                for guard in expired:
+                    guard.fire()
+                    del self._active[guard.key]
+                pending = [deadline for deadline, _ in self._active.values()]
+                self._wake_at = min(pending) if pending else None
+                self._cond.wait(None if self._wake_at is None else self._wake_at - now)
+
+
+class _Guard:
+    """The watchdog's handle on one request: the connection to shut down, whether it fired."""
+
+    __slots__ = ("key", "fired", "conn")
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+        self.fired = False
+        self.conn: http.client.HTTPConnection | None = None
+
+    def fire(self) -> None:
+        self.fired = True
+        sock = self.conn.sock if self.conn is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):  # not connected yet, or already closed
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class HttpClient:
+    """Keep-alive HTTP/1.1 requests with a total deadline and a capped body read; thread-safe.
+
+    :param max_body_bytes: response body bytes read at most; more closes the connection.
+    :param watchdog: shared with other clients if given; a new one otherwise.
+    """
+
+    def __init__(
+        self, *, max_body_bytes: int = MAX_BODY_BYTES, watchdog: Watchdog | None = None
+    ) -> None:
+        self.max_body_bytes = max_body_bytes
+        self.watchdog = watchdog if watchdog is not None else Watchdog()
+        self._idle: dict[tuple[str, str, int], list[http.client.HTTPConnection]] = {}
+        self._lock = threading.Lock()
+        self._ssl: ssl.SSLContext | None = None
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        deadline_seconds: float,
+    ) -> int:
+        """Send the request, follow redirects (``requests``' rules), and return the final status.
+
+        :param method: HTTP method name.
+        :param url: absolute ``http`` or ``https`` URL.
+        :param headers: header name → value; ``Host`` and ``Content-Length`` are added.
+        :param body: raw body bytes (sent for every method that has one).
+        :param deadline_seconds: the whole request, redirects and body included, ends within
+            this many seconds.
+        :raises DeadlineExceeded: when the deadline passed first.
+        :raises OSError: or :class:`http.client.HTTPException` when the connection failed.
+        :raises ValueError: for a URL that is not http(s) or too many redirects.
+        """
+        deadline = real_monotonic() + deadline_seconds
+        guard = self.watchdog.arm(deadline)
+        try:
+            for _ in range(MAX_REDIRECTS + 1):
+                status, location = self._once(method, url, headers, body, deadline, guard)
+                if status not in _REDIRECTS or not location:
+                    return status
+                target = urljoin(url, location)
+                if status == 303 and method != "HEAD" or status in (301, 302) and method == "POST":
+                    method, body = "GET", b""
+                    headers = {
+                        k: v
+                        for k, v in headers.items()
+                        if k.lower() not in ("content-type", "content-length")
+                    }
+                if urlsplit(target).netloc != urlsplit(url).netloc:
+                    headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                url = target
+            raise ValueError(f"more than {MAX_REDIRECTS} redirects")
+        except (OSError, http.client.HTTPException):
+            if guard.fired or real_monotonic() >= deadline:
+                raise DeadlineExceeded() from None
+            raise
+        finally:
+            if self.watchdog.disarm(guard):
+                raise DeadlineExceeded()
+
+    def close(self) -> None:
+        """Close every idle connection."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for conn in conns:
+                conn.close()
+
+    def _once(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        deadline: float,
+        guard: _Guard,
+    ) -> tuple[int, str | None]:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        key = (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        conn, reused = self._checkout(key, deadline)
+        guard.conn = conn
+        if guard.fired:  # the deadline passed while we were getting here
+            conn.close()
+            raise DeadlineExceeded()
+        try:
+            try:
+                response = self._exchange(conn, method, path, headers, body)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                if not reused or guard.fired:
+                    raise
+                conn.close()  # the server closed a kept-alive connection: one fresh try
+                conn = self._connect(key, deadline)
+                guard.conn = conn
+                response = self._exchange(conn, method, path, headers, body)
+            status, location = response.status, response.getheader("Location")
+            complete = self._drain(response)
+        except BaseException:
+            conn.close()
+            raise
+        if complete and not response.will_close and not guard.fired:
+            self._checkin(key, conn)
+        else:
+            conn.close()
+        return status, location
+
+    @staticmethod
+    def _exchange(
+        conn: http.client.HTTPConnection,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> http.client.HTTPResponse:
+        conn.request(method, path, body=body or None, headers=dict(headers))
+        return conn.getresponse()
+
+    def _drain(self, response: http.client.HTTPResponse) -> bool:
+        """Read and drop the body up to the cap; ``True`` if it was read to its end."""
+        left = self.max_body_bytes
+        while True:
+            chunk = response.read(min(_CHUNK, left + 1))
+            if not chunk:
+                return True
+            left -= len(chunk)
+            if left < 0:
+                return False
+
+    def _checkout(
+        self, key: tuple[str, str, int], deadline: float
+    ) -> tuple[http.client.HTTPConnection, bool]:
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                conn = idle.pop() if idle else None
+            if conn is None:
+                return self._connect(key, deadline), False
+            if conn.sock is not None and not _dropped(conn.sock):
+                conn.sock.settimeout(max(0.001, deadline - real_monotonic()))
+                return conn, True
+            conn.close()
+
+    def _connect(self, key: tuple[str, str, int], deadline: float) -> http.client.HTTPConnection:
+        scheme, host, port = key
+        timeout = max(0.001, deadline - real_monotonic())
+        conn: http.client.HTTPConnection
+        if scheme == "https":
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._ssl)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        return conn
+
+    def _checkin(self, key: tuple[str, str, int], conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._idle.setdefault(key, []).append(conn)
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
+
+
+def _dropped(sock: socket.socket) -> bool:
+    """Whether an idle kept-alive connection was closed (or sent junk) by the server."""
+    try:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return True
