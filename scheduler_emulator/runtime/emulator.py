@@ -30,75 +30,77 @@ from ..domain.update_mask import apply_update
 from .app_engine import AppEngineDispatcher, parse_app_engine_urls
 from .attempt_log import AttemptLog
 from .clock import Clock, ManualClock, SystemClock, require_aware
+from .options import EmulatorOptions
 from .pubsub import InProcessPublisher, Publisher, PubsubDispatcher
 from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
 from .tokens import TokenAuthority
 from .transports import HttpTransport, Transport
 
-DEFAULT_PROJECT = "my-project"
-DEFAULT_LOCATION = "us-central1"
-
 
 class Emulator:
     """An in-process Cloud Scheduler.
 
+    Settings come from ``options`` (:class:`~scheduler_emulator.runtime.options.EmulatorOptions`)
+    or the same fields as keywords (``Emulator(clock, project="shop")``), keywords winning;
+    collaborators are arguments of their own, each built from the options when not given.
+
     :param clock: :class:`ManualClock` (virtual time, no threads) or :class:`SystemClock`
         (default; call :meth:`start` to run the engine thread).
-    :param store: persistence; in memory by default.
+    :param options: the settings (project, location, DST policy, data directory…).
+    :param store: persistence; by default the options' data directory, or memory.
     :param transport: delivery; real HTTP by default.
-    :param project: project for job IDs given without a full name.
-    :param location: location for job IDs given without a full name.
-    :param locations: the locations ListLocations shows (P18); ``[location]`` by default.
     :param attempt_log: optional execution log writer (§14).
     :param faults: a fault plan (:mod:`~scheduler_emulator.core.faults`); empty by default. Add
         rules later through :attr:`faults`.
-    :param dst_policy: ``"absolute"`` (P1) or ``"vixie"``.
-    :param force_run_schedule_time: ``"next"`` or ``"omit"`` (P3).
     :param tokens: mints OIDC and OAuth tokens (§13); by default a
-        :class:`~scheduler_emulator.runtime.tokens.TokenAuthority` on ``clock`` with a fresh key,
-        made on
-        first use.
+        :class:`~scheduler_emulator.runtime.tokens.TokenAuthority` on ``clock`` with the data
+        directory's key (a fresh one in memory), the options' issuer and token time.
     :param publisher: where Pub/Sub jobs publish (:mod:`~scheduler_emulator.runtime.pubsub`);
         by default an :class:`~scheduler_emulator.runtime.pubsub.InProcessPublisher` that
         records messages (:attr:`publisher`).
-    :param app_engine_urls: local base URL of App Engine services: one URL for every service,
-        or ``{"worker": "http://…", "*": "http://…"}``
-        (:func:`~scheduler_emulator.runtime.app_engine.parse_app_engine_urls`); unmapped
-        services' attempts fail naming the missing mapping.
+    :param settings: fields of :class:`EmulatorOptions` overriding ``options``.
+    :raises TypeError: for a keyword that is not an option.
     """
 
     def __init__(
         self,
         clock: Clock | None = None,
         *,
+        options: EmulatorOptions | None = None,
         store: Store | None = None,
         transport: Transport | None = None,
-        project: str = DEFAULT_PROJECT,
-        location: str = DEFAULT_LOCATION,
-        locations: Sequence[str] | None = None,
         attempt_log: AttemptLog | None = None,
         faults: FaultPlan | None = None,
-        dst_policy: str = "absolute",
-        force_run_schedule_time: str = "next",
         tokens: TokenAuthority | None = None,
         publisher: Publisher | None = None,
-        app_engine_urls: str | Mapping[str, str] | None = None,
+        **settings: Any,
     ) -> None:
         from .engine import Engine  # engine imports schedule; keep module import light
 
+        options = replace(options or EmulatorOptions(), **settings)
+        self.options = options
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.store = store if store is not None else Store()
-        self.project = project
-        self.location = location
-        self.locations: tuple[str, ...] = tuple(locations or (location,))
-        self.tokens = tokens if tokens is not None else TokenAuthority(self.clock)
+        self.store = store if store is not None else options.open_store()
+        self.project = options.project
+        self.location = options.location
+        self.locations: tuple[str, ...] = options.all_locations
+        self.tokens = (
+            tokens
+            if tokens is not None
+            else TokenAuthority(
+                self.clock,
+                key_path=options.key_path,
+                issuer=options.token_issuer,
+                token_time=options.token_time,
+            )
+        )
         transport = transport if transport is not None else HttpTransport()
         self.publisher: Publisher = (
             publisher
             if publisher is not None
-            else InProcessPublisher(self.clock, transport, project=project)
+            else InProcessPublisher(self.clock, transport, project=options.project)
         )
-        self.app_engine_urls = parse_app_engine_urls(app_engine_urls or {})
+        self.app_engine_urls = parse_app_engine_urls(options.app_engine_urls or {})
         self.engine = Engine(
             self.clock,
             self.store,
@@ -109,8 +111,8 @@ class Emulator:
             },
             attempt_log=attempt_log,
             faults=faults,
-            dst_policy=dst_policy,
-            force_run_schedule_time=force_run_schedule_time,
+            dst_policy=options.dst_policy,
+            force_run_schedule_time=options.force_run_schedule_time,
             tokens=self.tokens,
         )
         self.engine.load()

@@ -26,6 +26,7 @@ import socket
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import IO
@@ -38,9 +39,9 @@ from ..domain.resources import Job
 from ..runtime.attempt_log import LOG_FORMATS, AttemptLog
 from ..runtime.clock import Clock, ManualClock, SystemClock
 from ..runtime.data_dir_lock import DataDirLock
-from ..runtime.emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
-from ..runtime.store import Store
-from ..runtime.tokens import GOOGLE_ISSUER, KEY_FILE_NAME, TOKEN_TIMES, TokenAuthority
+from ..runtime.emulator import Emulator
+from ..runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT, EmulatorOptions
+from ..runtime.tokens import GOOGLE_ISSUER, TOKEN_TIMES
 from .fault_file import load_fault_file
 from .jobs_file import load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
@@ -457,6 +458,18 @@ def log_format_for(chosen: str | None, log_file: str | None, out: IO[str]) -> st
     return "text" if log_file is None and isatty is not None and isatty() else "json"
 
 
+def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
+    """The emulator's settings from ``scheduler-emulator start``'s flags."""
+    return EmulatorOptions(
+        project=args.project,
+        location=args.location,
+        dst_policy=args.dst_policy,
+        data_dir=None if args.in_memory else Path(args.data_dir or default_data_dir()),
+        token_issuer=args.token_issuer,
+        token_time=args.token_time,
+    )
+
+
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon until SIGINT or SIGTERM."""
     from ..server.server import is_loopback, serve
@@ -469,36 +482,21 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         lock.acquire()
     check_port_free(args.host, args.port)
     log_format = log_format_for(args.log_format, args.log_file, out)
-    key_path: Path | None = None
-    if args.in_memory:
-        store = Store(":memory:")
-        where = "in memory"
-    else:
-        data_dir = args.data_dir or default_data_dir()
-        store = Store(Path(data_dir) / "emulator.db")
-        key_path = Path(data_dir) / KEY_FILE_NAME
-        where = f"data dir {data_dir}"
+    options = options_from_args(args)
+    where = "in memory" if options.data_dir is None else f"data dir {options.data_dir}"
     log_stream: IO[str] = open(args.log_file, "a") if args.log_file else out  # noqa: SIM115
     faults = load_fault_file(args.faults) if args.faults else None
     clock = _make_clock(args)
-    tokens = TokenAuthority(
-        clock, key_path=key_path, issuer=args.token_issuer, token_time=args.token_time
-    )
-    if key_path is not None:
-        tokens.key  # noqa: B018 - load or create the key now: a bad key file stops the start
     targets = configure_targets(args, jobs, out)  # may start the Pub/Sub emulator
     emulator = Emulator(
         clock,
-        tokens=tokens,
-        store=store,
+        options=replace(options, app_engine_urls=targets.app_engine_urls),
         faults=faults,
-        project=args.project,
-        location=args.location,
         attempt_log=AttemptLog(log_stream, format=log_format),
-        dst_policy=args.dst_policy,
         publisher=targets.publisher,
-        app_engine_urls=targets.app_engine_urls,
     )
+    if options.key_path is not None:
+        emulator.tokens.key  # noqa: B018 - load or create the key now: a bad key file stops
     file_names = {job.name for job in jobs}
     stored = (
         None

@@ -79,7 +79,8 @@ from ..domain.resources import Job
 from ..realtime import real_monotonic
 from ..runtime.attempt_log import AttemptLog
 from ..runtime.clock import ManualClock
-from ..runtime.emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
+from ..runtime.emulator import Emulator
+from ..runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT
 from ..runtime.store import Store
 from ..runtime.transports import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
 from .jobs_file import load_document, load_jobs_file

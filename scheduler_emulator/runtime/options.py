@@ -1,0 +1,72 @@
+"""The settings of one emulator, in one object: what the command line, the pytest plugin and
+scenario files choose, and the one home of their defaults.
+
+:class:`~scheduler_emulator.runtime.emulator.Emulator` takes an :class:`EmulatorOptions` (or the
+same fields as keywords) and builds everything else from it, so the daemon, the plugin and
+``replay`` are composed the same way::
+
+    >>> options = EmulatorOptions(project="shop", dst_policy="vixie")
+    >>> options.location, options.all_locations
+    ('us-central1', ('us-central1',))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .store import DEFAULT_RETAIN_ATTEMPTS, Store
+from .tokens import GOOGLE_ISSUER, KEY_FILE_NAME
+
+#: Project of job IDs given without a full name.
+DEFAULT_PROJECT = "my-project"
+#: Location of job IDs given without a full name.
+DEFAULT_LOCATION = "us-central1"
+#: The file of the SQLite store inside a data directory.
+STORE_FILE_NAME = "emulator.db"
+
+
+@dataclass(frozen=True)
+class EmulatorOptions:
+    """What an emulator is set up with (all optional).
+
+    :param project: project for job IDs given without a full name.
+    :param location: location for job IDs given without a full name.
+    :param locations: the locations ListLocations shows (P18); ``(location,)`` when empty.
+    :param dst_policy: ``"absolute"`` (P1) or ``"vixie"``.
+    :param force_run_schedule_time: ``"next"`` or ``"omit"`` (P3).
+    :param app_engine_urls: local base URL of App Engine services: one URL for every service,
+        or ``{"worker": "http://…", "*": "http://…"}``.
+    :param data_dir: where jobs, runs, attempts and the signing key are kept; ``None`` keeps
+        everything in memory (``--in-memory``).
+    :param retain_attempts: finished attempts kept (the oldest go first); ``None``: all.
+    :param token_issuer: ``iss`` of minted OIDC tokens.
+    :param token_time: ``"emulator"`` or ``"real"``: which clock stamps tokens.
+    """
+
+    project: str = DEFAULT_PROJECT
+    location: str = DEFAULT_LOCATION
+    locations: tuple[str, ...] = ()
+    dst_policy: str = "absolute"
+    force_run_schedule_time: str = "next"
+    app_engine_urls: str | Mapping[str, str] | None = field(default=None, compare=False)
+    data_dir: Path | None = None
+    retain_attempts: int | None = DEFAULT_RETAIN_ATTEMPTS
+    token_issuer: str = GOOGLE_ISSUER
+    token_time: str = "emulator"
+
+    @property
+    def all_locations(self) -> tuple[str, ...]:
+        """The locations ListLocations shows."""
+        return tuple(self.locations) or (self.location,)
+
+    @property
+    def key_path(self) -> Path | None:
+        """The signing key's file in the data directory (``None`` in memory: a fresh key)."""
+        return None if self.data_dir is None else self.data_dir / KEY_FILE_NAME
+
+    def open_store(self) -> Store:
+        """Open the store these options name (its directory is created)."""
+        path = ":memory:" if self.data_dir is None else self.data_dir / STORE_FILE_NAME
+        return Store(path, retain_attempts=self.retain_attempts)
