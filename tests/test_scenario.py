@@ -202,6 +202,12 @@ class TestValidation:
                 id="fault-status",
             ),
             pytest.param(
+                {"faults": "{rules: [{action: delay, status: 500}]}"},
+                "faults.rules[0].status: fault rule field 'status' does not apply to action "
+                "'delay'; only status read it.",
+                id="fault-field-not-read",
+            ),
+            pytest.param(
                 {"faults": "{seed: seven}"},
                 'faults.seed: expected a whole number; got "seven"',
                 id="seed",
