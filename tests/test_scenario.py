@@ -286,6 +286,58 @@ class TestValidation:
         assert str(error.value).startswith(f"{path}: ")
         assert message in str(error.value)
 
+    def test_every_problem_is_reported_not_only_the_first(self, tmp_path: Path) -> None:
+        path = write(
+            tmp_path,
+            """
+            start: yesterday
+            colour: blue
+            jobs:
+              - name: hourly
+                schedule: "0 * * * *"
+                httpTarget: {uri: "http://svc.test/tick"}
+              - name: weekly
+                schedule: "61 * * * *"
+                httpTarget: {uri: "http://svc.test/week"}
+            faults:
+              rules:
+                - {action: duplicate, seconds: 2}
+                - {action: explode}
+            steps:
+              - advance: soon
+              - run_job: weekly
+              - advance: 1h
+              - move_to: later
+            expect:
+              hourly: {runs: many, codes: {FINE: 1}}
+              weekly: {runs: 1}
+            """,
+        )
+        code, out, err = replay(str(path))
+        assert (code, out) == (2, "")
+        lines = err.splitlines()
+        assert lines[0].startswith("error: ")
+        lines[0] = lines[0].removeprefix("error: ")
+        expected = [  # (key path, the value as the message shows it), in file order
+            ("colour", '"colour"'),
+            ("start", '"yesterday"'),
+            ("jobs[1] (weekly)", "'61 * * * *'"),
+            ("steps[0].advance", '"soon"'),
+            ("steps[3].move_to", '"later"'),
+            ("faults.rules[0].seconds", "'seconds'"),
+            ("faults.rules[1].action", "'explode'"),
+            ("expect.hourly.runs", '"many"'),
+            ("expect.hourly.codes.FINE", '"FINE"'),
+        ]
+        assert len(lines) == len(expected), lines
+        for line, (key_path, value) in zip(lines, expected, strict=True):
+            assert line.startswith(f"{path}: {key_path}: ") and value in line, line
+        assert lines[5].endswith(
+            "fault rule field 'seconds' does not apply to action 'duplicate'; only deadline and "
+            "delay read it."
+        )
+        # weekly is invalid, yet the run_job step and the expectation naming it are not refused
+
     def test_a_scenario_that_extends_itself_is_refused(self, tmp_path: Path) -> None:
         (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
         (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
