@@ -338,6 +338,21 @@ class TestValidation:
         )
         # weekly is invalid, yet the run_job step and the expectation naming it are not refused
 
+    def test_an_inline_job_body_is_base64_as_in_a_jobs_file(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write(
+            tmp_path,
+            HOURLY.replace('"http://svc.test/tick"}', '"http://svc.test/tick", body: ping}'),
+        )
+        load_scenario(path)
+        [warning] = capsys.readouterr().err.splitlines()
+        assert warning.startswith(f'warning: {path}: jobs[0] (hourly): httpTarget.body "ping"')
+        path.write_text(path.read_text().replace("body: ping", "body: '{\"a\":1}'"))
+        with pytest.raises(ConfigurationError) as error:
+            load_scenario(path)
+        assert "echo -n '{\"a\":1}' | base64 prints eyJhIjoxfQ==" in str(error.value)
+
     def test_a_scenario_that_extends_itself_is_refused(self, tmp_path: Path) -> None:
         (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
         (tmp_path / "b.yaml").write_text("extends: a.yaml\n")

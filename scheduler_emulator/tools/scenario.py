@@ -83,7 +83,13 @@ from ..runtime.clock import ManualClock
 from ..runtime.emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
 from ..runtime.store import Store
 from ..runtime.transports import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
-from .jobs_file import load_document, load_jobs_file
+from .jobs_file import (
+    base64_hint,
+    bytes_field_warnings,
+    load_document,
+    load_jobs_file,
+    written_bytes_field,
+)
 
 #: Where a scenario's clock starts when it sets no ``start``.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -387,6 +393,7 @@ class _Problems:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.warnings: list[str] = []
 
     def add(self, error: ConfigurationError) -> None:
         """Record ``error`` (one problem per line of its message)."""
@@ -518,6 +525,8 @@ def load_scenario(path: str | Path) -> Scenario:
 
     if problems.lines:
         raise ConfigurationError("\n".join(problems.lines))
+    for warning in problems.warnings:
+        print(warning, file=sys.stderr)
     return Scenario(
         path=path,
         start=start,
@@ -569,6 +578,10 @@ def _jobs(
         except ConfigurationError as exc:
             problems.add(exc)
             continue
+        problems.warnings.extend(
+            f"warning: {source}: {where} ({raw_name}): {warning}"
+            for warning in bytes_field_warnings(entry, job)
+        )
         seen.add(job.name)
         ids.ids.add(job.job_id)
         jobs.append(job)
@@ -589,7 +602,8 @@ def _job(entry: Any, where: str, source: Path, project: str, location: str, seen
         name = qualify_job_name(raw_name, project, location)
         job = job_from_json({**entry, "name": name})
     except ApiError as exc:
-        raise _problem(source, f"{where} ({raw_name})", exc.describe()) from None
+        hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
+        raise _problem(source, f"{where} ({raw_name})", exc.describe() + hint) from None
     if job.http_target is None:
         raise _problem(
             source, f"{where}.httpTarget", "the scenario runner delivers HTTP targets only."
