@@ -372,3 +372,65 @@ def test_the_faults_endpoint_refuses_a_field_the_action_does_not_read(
     assert refused.json["error"]["status"] == "INVALID_ARGUMENT"
     assert refused.json["error"]["message"] == message
     assert client.get("/_emulator/faults").json["rules"] == []
+
+
+class TestFieldsThatDoNotApply:
+    """A field the rule's action does not read is refused by the core, so every entry point
+    (Python, a fault file, a scenario, the endpoint) refuses it the same way."""
+
+    @pytest.mark.parametrize(
+        ("fields", "field", "readers"),
+        [
+            pytest.param({"action": "duplicate", "seconds": 2}, "seconds", "deadline and delay"),
+            pytest.param({"action": "delay", "status": 500}, "status", "status"),
+            pytest.param({"action": "lost_ack", "count": 2}, "count", "duplicate"),
+            pytest.param({"action": "status", "concurrent": True}, "concurrent", "duplicate"),
+            pytest.param(
+                {"action": "connection_error", "seconds": 0.1}, "seconds", "deadline and delay"
+            ),  # refused even at its default value: the key is there
+        ],
+    )
+    def test_from_json_and_add_refuse_it_naming_the_field_and_the_action(
+        self, fields: dict[str, Any], field: str, readers: str, emulator: Emulator
+    ) -> None:
+        message = (
+            f"fault rule field {field!r} does not apply to action {fields['action']!r}; only "
+            f"{readers} read it."
+        )
+        with pytest.raises(InvalidArgument) as info:
+            FaultRule.from_json(fields)
+        assert (info.value.message, info.value.violations[0].field) == (message, field)
+        with pytest.raises(InvalidArgument, match="does not apply to action"):
+            emulator.faults.add(**fields)
+        assert emulator.faults.rules == []
+
+    def test_the_constructor_refuses_a_non_default_value(self) -> None:
+        with pytest.raises(InvalidArgument, match="'seconds' does not apply to action 'status'"):
+            FaultRule("status", seconds=3)
+        assert FaultRule("deadline", seconds=3).seconds == 3
+
+    def test_a_fault_file_refuses_it(self, tmp_path: Path) -> None:
+        path = tmp_path / "faults.yaml"
+        path.write_text("rules:\n  - {action: duplicate, seconds: 2}\n")
+        with pytest.raises(
+            InvalidArgument,
+            match=f"{path}: fault rule field 'seconds' does not apply to action 'duplicate'",
+        ):
+            load_fault_file(path)
+
+    def test_every_action_has_its_list_of_fields(self) -> None:
+        from scheduler_emulator.core.faults import ACTION_FIELDS, ACTIONS, rule_fields
+
+        assert set(ACTION_FIELDS) == set(ACTIONS)
+        assert rule_fields("delay")[-1] == "seconds"
+        assert FaultRule("duplicate").to_full_json() == {
+            "action": "duplicate",
+            "job": "*",
+            "run": None,
+            "schedule_time": None,
+            "attempt": None,
+            "probability": 1.0,
+            "limit": None,
+            "count": 1,
+            "concurrent": False,
+        }

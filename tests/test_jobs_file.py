@@ -363,3 +363,87 @@ class TestRejections:
         path = write(tmp_path, "jobs.json", text)
 
         assert load_error(path) == f"{path}: {message}"
+
+
+class TestBase64Fields:
+    """``httpTarget.body`` and ``pubsubTarget.data`` are base64 text, as in the REST API."""
+
+    @pytest.mark.parametrize(
+        ("target", "field", "value", "encoded"),
+        [
+            pytest.param(
+                {"httpTarget": {"uri": "http://a.test/x"}},
+                "httpTarget.body",
+                '{"a":1}',
+                "eyJhIjoxfQ==",
+                id="json-body",
+            ),
+            pytest.param(
+                {"pubsubTarget": {"topicName": "projects/my-project/topics/t"}},
+                "pubsubTarget.data",
+                "hello",
+                "aGVsbG8=",
+                id="word-data",
+            ),
+        ],
+    )
+    def test_text_that_is_not_base64_is_refused_saying_how_to_encode_it(
+        self, tmp_path: Path, target: dict[str, Any], field: str, value: str, encoded: str
+    ) -> None:
+        kind, spec = next(iter(target.items()))
+        key = field.rsplit(".", 1)[1]
+        entry = {"name": "nightly", "schedule": "0 2 * * *", kind: {**spec, key: value}}
+        path = write(tmp_path, "jobs.json", json.dumps([entry]))
+        message = load_error(path)
+        assert message.startswith(f'{path}: job 1 ("nightly"): {field} must be a base64 string')
+        assert json.dumps(value) in message  # the value, as JSON spells it
+        assert f"echo -n '{value}' | base64 prints {encoded}" in message
+        assert f"in YAML {key}: {encoded}." in message
+        assert "\n" not in message
+
+    def test_a_word_that_decodes_to_bytes_that_are_not_text_loads_with_a_warning(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write(
+            tmp_path,
+            "jobs.yaml",
+            "- name: nightly\n"
+            "  schedule: '0 2 * * *'\n"
+            "  httpTarget: {uri: 'http://a.test/x', body: hello1}\n"
+            "- name: restock\n"
+            "  schedule: '0 3 * * *'\n"
+            "  pubsubTarget: {topicName: projects/my-project/topics/t, data: ping}\n"
+            "- name: fine\n"
+            "  schedule: '0 4 * * *'\n"
+            "  httpTarget: {uri: 'http://a.test/x', body: eyJhIjoxfQ==}\n",
+        )
+        jobs = load(path)
+        assert [j.job_id for j in jobs] == ["nightly", "restock", "fine"]
+        assert jobs[0].http_target is not None and jobs[0].http_target.body == b"\x85\xe9e\xa3"
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 2
+        assert err[0].startswith(
+            f'warning: {path}: job 1 ("nightly"): httpTarget.body "hello1" is read as base64'
+        )
+        assert "to send the text hello1, write its base64: body: aGVsbG8x" in err[0]
+        assert err[1].startswith(
+            f'warning: {path}: job 2 ("restock"): pubsubTarget.data "ping" is read as base64'
+        )
+        assert "data: cGluZw==" in err[1]
+
+    def test_base64_that_decodes_to_text_or_looks_like_base64_loads_quietly(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        entries = [
+            job("text", httpTarget={"uri": "http://a.test/x", "body": "aGVsbG8x"}),
+            job("binary", httpTarget={"uri": "http://a.test/x", "body": "AAEC/w=="}),
+        ]
+        load(write(tmp_path, "jobs.json", json.dumps(entries)))
+        assert capsys.readouterr().err == ""
+
+    def test_warnings_go_to_the_given_callback(self, tmp_path: Path) -> None:
+        entry = job("nightly", httpTarget={"uri": "http://a.test/x", "body": "ping"})
+        path = write(tmp_path, "jobs.json", json.dumps([entry]))
+        seen: list[str] = []
+        load_jobs_file(path, project=PROJECT, location=LOCATION, warn=seen.append)
+        assert len(seen) == 1 and "httpTarget.body" in seen[0] and "nightly" in seen[0]

@@ -431,3 +431,53 @@ class TestArguments:
 
 def iso_of(instant: datetime) -> str:
     return instant.astimezone(UTC).replace(tzinfo=None).isoformat()
+
+
+class TestBodies:
+    def test_an_attempts_file_is_sent_without_a_body_and_says_so_on_stderr(
+        self, tmp_path: Path, target: RecordingTarget
+    ) -> None:
+        emulator = Emulator(
+            ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)),
+            transport=WsgiTransport(RecordingTarget()),
+        )
+        body_json = {"uri": "http://target.test/run", "body": "e30="}  # {}
+        emulator.create_job(nightly_job(httpTarget=body_json))
+        emulator.advance(timedelta(minutes=2))
+        path = write_json(tmp_path, {"attempts": [a.to_json() for a in emulator.attempts()]})
+        emulator.close()
+        with serving(target) as url:
+            code, out, err = run_cli("--attempts", str(path), "--target", url, "--compress-gaps")
+        assert code == 0
+        assert [r.body for r in target.requests] == [b""]
+        assert err == (
+            "note: request bodies are not recorded in the /_emulator/attempts format; every "
+            "request is sent without a body.\n"
+        )
+        assert "Replaying 1 attempt from" in out
+
+    def test_a_recorded_body_is_sent_and_nothing_is_noted(
+        self, tmp_path: Path, target: RecordingTarget
+    ) -> None:
+        attempt = {
+            "job": JOB,
+            "startTime": "2026-09-24T02:00:00Z",
+            "request": {"method": "POST", "url": "http://t/run", "headers": {}, "body": '{"a":1}'},
+        }
+        path = write_json(tmp_path, {"attempts": [attempt]})
+        with serving(target) as url:
+            code, _, err = run_cli("--attempts", str(path), "--target", url)
+        assert (code, err) == (0, "")
+        assert [r.body for r in target.requests] == [b'{"a":1}']
+
+    def test_a_partly_bodiless_file_counts_the_requests_sent_without_one(self) -> None:
+        with_body = {
+            "startTime": "2026-09-24T02:00:00Z",
+            "request": {"url": "http://t/run", "body": "x"},
+        }
+        without = {"startTime": "2026-09-24T02:01:00Z", "request": {"url": "http://t/run"}}
+        recording = parse_recording(json.dumps({"attempts": [with_body, without, without]}))
+        assert recording.warnings == [
+            "note: request bodies are not recorded in the /_emulator/attempts format; 2 "
+            "requests are sent without a body."
+        ]

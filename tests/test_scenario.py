@@ -202,6 +202,12 @@ class TestValidation:
                 id="fault-status",
             ),
             pytest.param(
+                {"faults": "{rules: [{action: delay, status: 500}]}"},
+                "faults.rules[0].status: fault rule field 'status' does not apply to action "
+                "'delay'; only status read it.",
+                id="fault-field-not-read",
+            ),
+            pytest.param(
                 {"faults": "{seed: seven}"},
                 'faults.seed: expected a whole number; got "seven"',
                 id="seed",
@@ -279,6 +285,73 @@ class TestValidation:
             load_scenario(path)
         assert str(error.value).startswith(f"{path}: ")
         assert message in str(error.value)
+
+    def test_every_problem_is_reported_not_only_the_first(self, tmp_path: Path) -> None:
+        path = write(
+            tmp_path,
+            """
+            start: yesterday
+            colour: blue
+            jobs:
+              - name: hourly
+                schedule: "0 * * * *"
+                httpTarget: {uri: "http://svc.test/tick"}
+              - name: weekly
+                schedule: "61 * * * *"
+                httpTarget: {uri: "http://svc.test/week"}
+            faults:
+              rules:
+                - {action: duplicate, seconds: 2}
+                - {action: explode}
+            steps:
+              - advance: soon
+              - run_job: weekly
+              - advance: 1h
+              - move_to: later
+            expect:
+              hourly: {runs: many, codes: {FINE: 1}}
+              weekly: {runs: 1}
+            """,
+        )
+        code, out, err = replay(str(path))
+        assert (code, out) == (2, "")
+        lines = err.splitlines()
+        assert lines[0].startswith("error: ")
+        lines[0] = lines[0].removeprefix("error: ")
+        expected = [  # (key path, the value as the message shows it), in file order
+            ("colour", '"colour"'),
+            ("start", '"yesterday"'),
+            ("jobs[1] (weekly)", "'61 * * * *'"),
+            ("steps[0].advance", '"soon"'),
+            ("steps[3].move_to", '"later"'),
+            ("faults.rules[0].seconds", "'seconds'"),
+            ("faults.rules[1].action", "'explode'"),
+            ("expect.hourly.runs", '"many"'),
+            ("expect.hourly.codes.FINE", '"FINE"'),
+        ]
+        assert len(lines) == len(expected), lines
+        for line, (key_path, value) in zip(lines, expected, strict=True):
+            assert line.startswith(f"{path}: {key_path}: ") and value in line, line
+        assert lines[5].endswith(
+            "fault rule field 'seconds' does not apply to action 'duplicate'; only deadline and "
+            "delay read it."
+        )
+        # weekly is invalid, yet the run_job step and the expectation naming it are not refused
+
+    def test_an_inline_job_body_is_base64_as_in_a_jobs_file(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write(
+            tmp_path,
+            HOURLY.replace('"http://svc.test/tick"}', '"http://svc.test/tick", body: ping}'),
+        )
+        load_scenario(path)
+        [warning] = capsys.readouterr().err.splitlines()
+        assert warning.startswith(f'warning: {path}: jobs[0] (hourly): httpTarget.body "ping"')
+        path.write_text(path.read_text().replace("body: ping", "body: '{\"a\":1}'"))
+        with pytest.raises(ConfigurationError) as error:
+            load_scenario(path)
+        assert "echo -n '{\"a\":1}' | base64 prints eyJhIjoxfQ==" in str(error.value)
 
     def test_a_scenario_that_extends_itself_is_refused(self, tmp_path: Path) -> None:
         (tmp_path / "a.yaml").write_text("extends: b.yaml\n")

@@ -42,6 +42,41 @@ from typing import Any
 from ..domain.errors import InvalidArgument
 
 ACTIONS = ("duplicate", "lost_ack", "deadline", "status", "connection_error", "delay")
+#: The fields every rule has, whatever its action: what it matches and how often it fires.
+MATCH_FIELDS = ("action", "job", "run", "schedule_time", "attempt", "probability", "limit")
+#: The fields only some actions read, per action: the one list of which field applies to which
+#: action. A rule that sets a field its action does not read is refused.
+ACTION_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "duplicate": ("count", "concurrent"),
+    "lost_ack": (),
+    "deadline": ("seconds",),
+    "status": ("status",),
+    "connection_error": (),
+    "delay": ("seconds",),
+}
+
+
+def rule_fields(action: str) -> tuple[str, ...]:
+    """Every field a rule with ``action`` reads: :data:`MATCH_FIELDS`, then its own.
+
+    :param action: one of :data:`ACTIONS`.
+    :return: the field names, in that order.
+    """
+    return (*MATCH_FIELDS, *ACTION_FIELDS.get(action, ()))
+
+
+def _refuse_unread_field(action: str, name: str) -> None:
+    """Refuse ``name`` on a rule of ``action`` when only other actions read it.
+
+    :raises InvalidArgument: naming the field, the action and the actions that read it.
+    """
+    readers = [other for other, extra in ACTION_FIELDS.items() if name in extra]
+    if readers and action not in readers:
+        raise InvalidArgument(
+            f"fault rule field {name!r} does not apply to action {action!r}; only "
+            f"{' and '.join(readers)} read it.",
+            field=name,
+        )
 
 
 @dataclass(frozen=True)
@@ -76,6 +111,11 @@ class FaultRule:
     :param seconds: ``delay``: added latency; ``deadline``: real seconds the handler is given
         before the attempt counts as timed out (default 0.1).
     :param limit: fire at most this many times in all (``None``: no limit).
+
+    A field that only other actions read (``seconds`` on ``duplicate``, ``status`` on
+    ``delay``; see :data:`ACTION_FIELDS`) is refused when set to anything but its default —
+    and by :meth:`from_json` whenever the key is present — so no entry point (a fault file, a
+    scenario, :meth:`FaultPlan.add`, ``POST /_emulator/faults``) silently ignores it.
     """
 
     action: str
@@ -138,6 +178,9 @@ class FaultRule:
             raise InvalidArgument(
                 f"seconds must be a non-negative number; got {self.seconds!r}.", field="seconds"
             )
+        for item in fields(self):
+            if item.name not in MATCH_FIELDS and getattr(self, item.name) != item.default:
+                _refuse_unread_field(self.action, item.name)
 
     def matches(self, context: AttemptContext) -> bool:
         """Tell whether the rule applies to ``context`` (before the probability draw)."""
@@ -175,7 +218,16 @@ class FaultRule:
                 )
         if "action" not in data:
             raise InvalidArgument("a fault rule needs an action.", field="action")
-        return cls(**dict(data))
+        rule = cls(**dict(data))  # checks the action and every value first
+        for key in data:  # a field the action does not read, even at its default value
+            _refuse_unread_field(rule.action, str(key))
+        return rule
+
+    def to_full_json(self) -> dict[str, Any]:
+        """The rule with every field its action reads, defaults included, in
+        :func:`rule_fields` order (what ``GET /_emulator/faults`` shows)."""
+        values = asdict(self)
+        return {key: values[key] for key in rule_fields(self.action)}
 
 
 @dataclass

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -72,49 +70,15 @@ RULES = [
 ]
 
 
-#: The fields every fault rule has: what it matches and how often it fires.
-MATCH_FIELDS = ("action", "job", "run", "schedule_time", "attempt", "probability", "limit")
-#: The fields that only some actions read, and which.
-ACTION_FIELDS: Mapping[str, tuple[str, ...]] = {
-    "duplicate": ("count", "concurrent"),
-    "lost_ack": (),
-    "deadline": ("seconds",),
-    "status": ("status",),
-    "connection_error": (),
-    "delay": ("seconds",),
-}
-
-
-def check_rule_fields(data: Any) -> None:
-    """Refuse a fault rule field that its action does not read (``seconds`` on ``duplicate``).
-
-    Other problems (unknown fields, bad values, an unknown action) are left to
-    :meth:`FaultRule.from_json`, which names them.
-
-    :raises InvalidArgument: naming the field, the action and the actions that read it.
-    """
-    if not isinstance(data, Mapping) or data.get("action") not in ACTION_FIELDS:
-        return
-    action = data["action"]
-    for key in data:
-        readers = [name for name, extra in ACTION_FIELDS.items() if key in extra]
-        if readers and action not in readers:
-            raise InvalidArgument(
-                f"fault rule field {key!r} does not apply to action {action!r}; only "
-                f"{' and '.join(readers)} read it.",
-                field=str(key),
-            )
-
-
 def rule_json(rule: FaultRule) -> dict[str, Any]:
     """A rule as ``GET /_emulator/faults`` shows it: every field its action reads, defaults
-    included (``probability: 1.0``, ``seconds: 0.1``…), in :data:`MATCH_FIELDS` order.
+    included (``probability: 1.0``, ``seconds: 0.1``…), in
+    :func:`~scheduler_emulator.core.faults.rule_fields` order.
 
     :param rule: the rule.
     :return: its JSON object.
     """
-    values = asdict(rule)
-    return {key: values[key] for key in (*MATCH_FIELDS, *ACTION_FIELDS.get(rule.action, ()))}
+    return rule.to_full_json()
 
 
 class Admin:
@@ -245,12 +209,8 @@ class Admin:
         body = request_json(request)
         plan = self.emulator.faults
         if "action" in body:
-            check_rule_fields(body)
             plan.add(FaultRule.from_json(body))
         else:
-            rules = body.get("rules")
-            for rule in rules if isinstance(rules, list) else ():
-                check_rule_fields(rule)
             parsed = FaultPlan.from_json(body)
             if "seed" in body:
                 plan.seed = parsed.seed

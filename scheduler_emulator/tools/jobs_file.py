@@ -19,12 +19,21 @@ Example ``jobs.yaml``::
 Each job goes through :func:`~scheduler_emulator.domain.codec.job_from_json`, so the same rules and
 defaults apply as for CreateJob, and output-only fields (``state``, ``status``,
 ``scheduleTime``…) are ignored. One bad job rejects the whole file.
+
+Bytes fields — ``httpTarget.body``, ``appEngineHttpTarget.body``, ``pubsubTarget.data`` — hold
+base64 text, as in the REST API. A value that is not base64 is refused with a hint on how to
+encode it (:func:`base64_hint`); a value that is base64 by accident, a plain word such as
+``body: ping`` that decodes to bytes that are not text, loads but prints a warning on stderr
+naming the job and the field (:func:`bytes_field_warnings`).
 """
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Mapping
+import re
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +43,22 @@ from ..domain.codec import job_from_json, refuse_lone_surrogates, show_value
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.names import qualify_job_name
 from ..domain.resources import Job
+
+#: The bytes fields of a job: (how its target is spelt, the field, the JSON path, the target's
+#: attribute of :class:`Job` and the field's attribute on it).
+_BYTES_FIELDS = (
+    (("httpTarget", "http_target"), "body", "httpTarget.body", "http_target", "body"),
+    (
+        ("appEngineHttpTarget", "app_engine_http_target"),
+        "body",
+        "appEngineHttpTarget.body",
+        "app_engine_http_target",
+        "body",
+    ),
+    (("pubsubTarget", "pubsub_target"), "data", "pubsubTarget.data", "pubsub_target", "data"),
+)
+#: A value that reads as plain words (``ping``, ``run-now``, ``hello1``) rather than base64.
+_WORDS_RE = re.compile(r"[A-Za-z]+(?:[_-][A-Za-z0-9]+)*[0-9]*")
 
 #: Deepest nesting a jobs (or fault, or scenario) file may have; a Job is 4 levels deep.
 MAX_DEPTH = 64
@@ -137,6 +162,84 @@ def _parse(text: str, source: str) -> Any:
         raise ConfigurationError(f"{source}: not valid YAML or JSON{hint}: {detail}") from None
 
 
+def base64_hint(exc: ApiError, value: Any = None) -> str:
+    """How to write a bytes field, when ``exc`` refuses one for not being base64.
+
+    :param exc: an error from :func:`~scheduler_emulator.domain.codec.job_from_json`.
+    :param value: the value refused, when known: the hint then shows its own base64.
+    :return: a sentence to append to the message (starting with a space), or ``""``.
+    """
+    paths = {path for _, _, path, _, _ in _BYTES_FIELDS}
+    if exc.field not in paths or "base64" not in exc.describe():
+        return ""
+    key = exc.field.rsplit(".", 1)[-1]
+    text = value if isinstance(value, str) and _shell_quotable(value) else None
+    if text is None:
+        text = '{"a":1}'
+    encoded = base64.b64encode(text.encode()).decode()
+    return (
+        f" It holds bytes, written as base64 as in the REST API: encode the text first "
+        f"(echo -n '{text}' | base64 prints {encoded}) and write that, e.g. in YAML "
+        f"{key}: {encoded}."
+    )
+
+
+def _shell_quotable(text: str) -> bool:
+    """Whether ``echo -n '<text>'`` on one line of a message shows ``text`` as it is."""
+    return bool(text) and len(text) <= 200 and "'" not in text and text.isprintable()
+
+
+def written_bytes_field(entry: Mapping[str, Any], path: str) -> Any:
+    """The value ``entry`` gives the bytes field at JSON ``path``, or ``None``."""
+    for spellings, key, field_path, _, _ in _BYTES_FIELDS:
+        if field_path == path:
+            written = next((entry[k] for k in spellings if isinstance(entry.get(k), Mapping)), None)
+            return written.get(key) if written is not None else None
+    return None
+
+
+def _is_text(data: bytes) -> bool:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(ch.isprintable() or ch in "\t\n\r" for ch in text)
+
+
+def bytes_field_warnings(entry: Mapping[str, Any], job: Job) -> list[str]:
+    """The bytes fields of ``entry`` that look like text meant literally: a value made of
+    plain words (letters, digits, ``_`` and ``-``, such as ``ping`` or ``run-now``) that is
+    valid base64 by accident and decodes to bytes that are not UTF-8 text.
+
+    :param entry: the job as written in the file.
+    :param job: the job it loaded as.
+    :return: one message per such field (naming the field, the value and its base64), without
+        the file and job label.
+    """
+    warnings = []
+    for _, key, path, target_attr, attr in _BYTES_FIELDS:
+        value = written_bytes_field(entry, path)
+        target = getattr(job, target_attr)
+        if not isinstance(value, str) or not _WORDS_RE.fullmatch(value) or target is None:
+            continue
+        decoded: bytes = getattr(target, attr)
+        if _is_text(decoded):
+            continue
+        encoded = base64.b64encode(value.encode()).decode()
+        shown = repr(decoded[:16]) + ("…" if len(decoded) > 16 else "")
+        warnings.append(
+            f"{path} {show_value(value)} is read as base64 (as in the REST API) and decodes to "
+            f"{len(decoded)} bytes that are not text ({shown}); to send the text {value}, "
+            f"write its base64: {key}: {encoded} (echo -n '{value}' | base64). If it is base64 "
+            "on purpose, ignore this warning."
+        )
+    return warnings
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 def _entries(document: Any, source: str) -> list[Any]:
     if document is None:
         return []
@@ -157,7 +260,13 @@ def _entries(document: Any, source: str) -> list[Any]:
     )
 
 
-def load_jobs_file(path: str | Path, *, project: str, location: str) -> list[Job]:
+def load_jobs_file(
+    path: str | Path,
+    *,
+    project: str,
+    location: str,
+    warn: Callable[[str], None] | None = None,
+) -> list[Job]:
     """Read, validate and normalise every job of a jobs file (YAML or JSON, told by content).
 
     A job's ``name`` may be short (``nightly``), which gets ``project`` and ``location``, or a
@@ -168,6 +277,9 @@ def load_jobs_file(path: str | Path, *, project: str, location: str) -> list[Job
     :param path: the file; its text must be UTF-8.
     :param project: the project ID for short names.
     :param location: the location ID for short names.
+    :param warn: called with each warning line (``warning: <file>: job N ("name"): <field>
+        …``) about a bytes field that looks like text meant literally
+        (:func:`bytes_field_warnings`); by default it is printed on stderr.
     :raises ConfigurationError: when the file cannot be read or parsed, has the wrong layout, or
         any job is invalid or duplicated. The message names the file, the job by 1-based
         position and name as written, the field and the value, one line per problem, e.g.
@@ -184,6 +296,7 @@ def load_jobs_file(path: str | Path, *, project: str, location: str) -> list[Job
 
     jobs: list[Job] = []
     problems: list[str] = []
+    warnings: list[str] = []
     positions: dict[str, int] = {}
     for index, entry in enumerate(entries, start=1):
         if not isinstance(entry, Mapping):
@@ -204,13 +317,17 @@ def load_jobs_file(path: str | Path, *, project: str, location: str) -> list[Job
             name = qualify_job_name(raw_name, project, location)
             job = job_from_json({**entry, "name": name})
         except ApiError as exc:
-            problems.append(f"{label}: {exc.describe()}")
+            hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
+            problems.append(f"{label}: {exc.describe()}{hint}")
             continue
         if job.name in positions:
             problems.append(f"{label}: duplicate name {job.name} (also job {positions[job.name]}).")
             continue
         positions[job.name] = index
         jobs.append(job)
+        warnings.extend(f"warning: {label}: {w}" for w in bytes_field_warnings(entry, job))
     if problems:
         raise ConfigurationError("\n".join(problems))
+    for warning in warnings:
+        (warn or _stderr)(warning)
     return jobs

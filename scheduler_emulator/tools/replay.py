@@ -14,6 +14,9 @@ Two modes:
 Recorded input formats (told apart by content):
 
 (a) ``GET /_emulator/attempts``: ``{"attempts": [...]}``. Method, URL and headers as sent.
+    The emulator does not record bodies in it: such attempts are sent without a body, and a
+    one-line note on stderr says so. A ``request.body`` string, when a record has one, is sent
+    as UTF-8 text.
 (b) the emulator's execution log (``--log-file``): JSON lines of AttemptStarted /
     AttemptFinished entries (spec §14), paired by their ``insertId`` (``<id>s`` / ``<id>f``).
 (c) a Cloud Logging export, ``gcloud logging read … --format=json``: a JSON array of such
@@ -111,11 +114,13 @@ class Recording:
     :param attempts: in start order.
     :param format: one of ``FORMAT_ATTEMPTS``, ``FORMAT_LOG``, ``FORMAT_EXPORT``.
     :param notes: caveats to print (approximations, ignored entries).
+    :param warnings: what the replay sends differently from the original (printed on stderr).
     """
 
     attempts: list[RecordedAttempt]
     format: str
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------- reading
@@ -229,7 +234,15 @@ def parse_attempts_json(items: Any) -> Recording:
             )
         )
     attempts.sort(key=lambda a: a.started)  # stable: start order, then file order
-    return Recording(attempts, FORMAT_ATTEMPTS)
+    bodiless = sum(1 for a in attempts if a.body is None)
+    warnings = []
+    if bodiless:
+        which = "every request is" if bodiless == len(attempts) else f"{bodiless} requests are"
+        warnings.append(
+            "note: request bodies are not recorded in the /_emulator/attempts format; "
+            f"{which} sent without a body."
+        )
+    return Recording(attempts, FORMAT_ATTEMPTS, warnings=warnings)
 
 
 def _kind(entry: Any) -> str | None:
@@ -545,12 +558,15 @@ def replay_recording(
     compress_gaps: float | None = None,
     transport: Transport | None = None,
     clock: Clock | None = None,
+    err: IO[str] | None = None,
 ) -> int:
     """Re-send the attempts recorded in ``path`` to ``target`` and print the table.
 
     :param path: a recording in any supported format.
     :param target: the base URL to send to.
     :param out: where the table goes; rows are printed as they are sent.
+    :param err: where the recording's warnings go (``sys.stderr`` by default), such as the
+        note that an attempts file records no bodies.
     :param compress_gaps: cap on each wait in seconds (``None``: recorded spacing).
     :param transport: real HTTP by default.
     :param clock: what waits go through (tests: a fake clock).
@@ -561,6 +577,10 @@ def replay_recording(
     if compress_gaps is not None and compress_gaps < 0:
         raise ConfigurationError(f"--compress-gaps must not be negative; got {compress_gaps:g}.")
     recording = load_recording(path)
+    err = err if err is not None else sys.stderr
+    for warning in recording.warnings:
+        err.write(warning + "\n")
+    err.flush()
     plan = plan_replay(recording.attempts, target, compress_gaps)
     total = sum(p.wait_seconds for p in plan)
     spacing = (
