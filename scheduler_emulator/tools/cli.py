@@ -39,7 +39,7 @@ from ..runtime.attempt_log import LOG_FORMATS, AttemptLog
 from ..runtime.clock import Clock, ManualClock, SystemClock
 from ..runtime.data_dir_lock import DataDirLock
 from ..runtime.emulator import DEFAULT_LOCATION, DEFAULT_PROJECT, Emulator
-from ..runtime.store import Store
+from ..runtime.store import DEFAULT_RETAIN_ATTEMPTS, Store
 from ..runtime.tokens import GOOGLE_ISSUER, KEY_FILE_NAME, TOKEN_TIMES, TokenAuthority
 from .fault_file import load_fault_file
 from .jobs_file import load_jobs_file
@@ -99,6 +99,12 @@ def _port(text: str) -> int:
     return port
 
 
+def _retain(text: str) -> int:
+    if text.isascii() and text.isdigit() and len(text) <= 18:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not 0 or a positive whole number")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser for every subcommand."""
     parser = argparse.ArgumentParser(
@@ -149,6 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"{default_data_dir()})",
     )
     storage.add_argument("--in-memory", action="store_true", help="keep nothing on disk")
+    start.add_argument(
+        "--retain-attempts",
+        type=_retain,
+        default=DEFAULT_RETAIN_ATTEMPTS,
+        metavar="N",
+        help="keep the newest N finished attempts, skipped-run records and finished runs; "
+        "attempts in flight are always kept (%(default)s)",
+    )
     start.add_argument(
         "--clock",
         choices=["system", "manual"],
@@ -471,11 +485,11 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     log_format = log_format_for(args.log_format, args.log_file, out)
     key_path: Path | None = None
     if args.in_memory:
-        store = Store(":memory:")
+        store = Store(":memory:", retain_attempts=args.retain_attempts)
         where = "in memory"
     else:
         data_dir = args.data_dir or default_data_dir()
-        store = Store(Path(data_dir) / "emulator.db")
+        store = Store(Path(data_dir) / "emulator.db", retain_attempts=args.retain_attempts)
         key_path = Path(data_dir) / KEY_FILE_NAME
         where = f"data dir {data_dir}"
     log_stream: IO[str] = open(args.log_file, "a") if args.log_file else out  # noqa: SIM115
