@@ -39,8 +39,7 @@ class LiveScheduler:
         self.project = project
         self.args = args
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "scheduler_emulator", "start", "--port", "0"]
-            + ["--project", project, *args],
+            [*self._command(), "start", "--port", "0", "--project", project, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -52,6 +51,10 @@ class LiveScheduler:
         self.first_line = ""
         self.url = self._wait_for_url(startup_timeout)
         self.session = requests.Session()
+
+    def _command(self) -> list[str]:
+        """The command line before ``start`` (a subclass may wrap the daemon)."""
+        return [sys.executable, "-m", "scheduler_emulator"]
 
     def _pump(self) -> None:
         assert self.process.stdout is not None
