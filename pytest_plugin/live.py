@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import requests
 
 from scheduler_emulator.domain.attempts import iso
+from scheduler_emulator.domain.codec import format_timestamp
 from scheduler_emulator.runtime.tokens import JWKS_PATH, TOKENINFO_PATH
 from scheduler_emulator.tools.cli import env_lines
 
@@ -38,8 +39,7 @@ class LiveScheduler:
         self.project = project
         self.args = args
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "scheduler_emulator", "start", "--port", "0"]
-            + ["--project", project, *args],
+            [*self._command(), "start", "--port", "0", "--project", project, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -51,6 +51,10 @@ class LiveScheduler:
         self.first_line = ""
         self.url = self._wait_for_url(startup_timeout)
         self.session = requests.Session()
+
+    def _command(self) -> list[str]:
+        """The command line before ``start`` (a subclass may wrap the daemon)."""
+        return [sys.executable, "-m", "scheduler_emulator"]
 
     def _pump(self) -> None:
         assert self.process.stdout is not None
@@ -185,9 +189,55 @@ class LiveScheduler:
         return self._call("POST", "/_emulator/clock:moveTo", {"time": iso(instant)})
 
     def attempts(self, job: str | None = None) -> list[dict[str, Any]]:
-        """``GET /_emulator/attempts`` (optionally ``?job=``)."""
-        path = "/_emulator/attempts" + (f"?job={job}" if job else "")
-        return list(self._call("GET", path)["attempts"])
+        """The whole attempt history (optionally of one job) in start order: every page of
+        ``GET /_emulator/attempts``, 1000 at a time. For a long history use
+        :meth:`attempts_page`."""
+        attempts: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            page, token = self.attempts_page(job, page_size=1000, page_token=token)
+            attempts.extend(page)
+            if not token:
+                return attempts
+
+    def attempts_page(
+        self,
+        job: str | None = None,
+        *,
+        run_id: int | None = None,
+        start_after: datetime | None = None,
+        start_before: datetime | None = None,
+        page_size: int | None = None,
+        page_token: str = "",
+    ) -> tuple[list[dict[str, Any]], str]:
+        """One page of ``GET /_emulator/attempts`` and the next page's token (``""`` on the
+        last page).
+
+        :param job: only this job's attempts (ID or full name).
+        :param run_id: only this run's attempts.
+        :param start_after: only attempts that started at or after this instant (aware).
+        :param start_before: only attempts that started before this instant (aware).
+        :param page_size: 1 to 1000 (the daemon's default: 100).
+        :param page_token: ``""`` for the first page, else a token this method returned.
+        :raises AssertionError: for a refused request (400 naming the parameter, 404 for an
+            unknown job), with the daemon's answer.
+        """
+        query: dict[str, str] = {}
+        if job:
+            query["job"] = job
+        if run_id is not None:
+            query["run"] = str(run_id)
+        if start_after is not None:
+            query["startAfter"] = format_timestamp(start_after)
+        if start_before is not None:
+            query["startBefore"] = format_timestamp(start_before)
+        if page_size is not None:
+            query["pageSize"] = str(page_size)
+        if page_token:
+            query["pageToken"] = page_token
+        path = "/_emulator/attempts" + ("?" + urlencode(query) if query else "")
+        answer = self._call("GET", path)
+        return list(answer["attempts"]), str(answer.get("nextPageToken", ""))
 
     # ---------------------------------------------------------------- lifecycle
 

@@ -36,6 +36,7 @@ from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.runtime.pubsub import InProcessPublisher, Publisher, PubsubMessage
+from scheduler_emulator.runtime.store import DEFAULT_PAGE_SIZE
 from scheduler_emulator.runtime.tokens import JWKS_PATH, TokenAuthority
 from scheduler_emulator.runtime.transports import (
     AsgiApp,
@@ -389,8 +390,37 @@ class CloudScheduler:
     # ---------------------------------------------------------------- history and assertions
 
     def attempts(self, job: str | None = None) -> list[Attempt]:
-        """Every attempt in start order, optionally of one job (ID or full name)."""
+        """The whole attempt history in start order, optionally of one job (ID or full name).
+
+        Every attempt the emulator keeps (up to its retention); for a long history read it a
+        page at a time with :meth:`attempts_page`.
+        """
         return self.emulator.attempts(job)
+
+    def attempts_page(
+        self,
+        job: str | None = None,
+        *,
+        run_id: int | None = None,
+        start_after: datetime | None = None,
+        start_before: datetime | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        page_token: str = "",
+    ) -> tuple[list[Attempt], str]:
+        """One page of attempts in start order and the next page's token (``""`` on the last
+        page), as ``GET /_emulator/attempts`` pages them; see
+        :meth:`~scheduler_emulator.runtime.emulator.Emulator.attempts_page`.
+
+        :raises InvalidArgument: naming ``pageSize`` or ``pageToken`` for a bad value.
+        """
+        return self.emulator.attempts_page(
+            job,
+            run_id=run_id,
+            start_after=start_after,
+            start_before=start_before,
+            page_size=page_size,
+            page_token=page_token,
+        )
 
     def skipped_runs(self, job: str | None = None) -> list[SkippedRun]:
         """Scheduled times skipped because a run was still going (P6)."""

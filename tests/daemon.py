@@ -25,9 +25,6 @@ class Daemon(LiveScheduler):
     def post(self, path: str, body: dict[str, Any] | None = None) -> requests.Response:
         return requests.post(self.url + path, json=body or {}, timeout=60)
 
-    def attempts(self, job: str | None = None) -> list[dict[str, Any]]:
-        return self.get("/_emulator/attempts", params={"job": job} if job else None)["attempts"]
-
     def kill(self) -> None:
         self.close()
 

@@ -6,13 +6,19 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from daemon import running_daemon
 from support import RecordingTarget, nightly_job
+from test_bad_input import JOBS
+from werkzeug.test import Client
 
+from pytest_plugin.scheduler import CloudScheduler
 from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.runtime.store import Store
 from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator.server.server import create_app
+from scheduler_emulator.tools.cli import build_parser
 
 START = datetime(2026, 9, 24, 0, 0, 30, tzinfo=UTC)
 
@@ -76,3 +82,132 @@ def test_retention_keeps_the_newest_attempts_and_those_in_flight(target: Recordi
     assert kept[-1].schedule_time == "2026-09-25T17:40:00Z"  # the newest is always there
     assert len(target.requests) == 2500
     emulator.close()
+
+
+# ------------------------------------------------------------------ GET /_emulator/attempts
+
+
+@pytest.fixture
+def client(busy: Emulator) -> Client:
+    return Client(create_app(busy))
+
+
+def test_the_endpoint_pages_with_next_page_tokens(client: Client, busy: Emulator) -> None:
+    first = client.get("/_emulator/attempts?pageSize=4").json
+    assert len(first["attempts"]) == 4 and first["nextPageToken"]
+    seen, query = list(first["attempts"]), {"pageSize": 4, "pageToken": first["nextPageToken"]}
+    while True:
+        answer = client.get("/_emulator/attempts", query_string=query).json
+        seen.extend(answer["attempts"])
+        if "nextPageToken" not in answer:
+            break
+        query["pageToken"] = answer["nextPageToken"]
+    assert [a["runId"] for a in seen] == [a.run_id for a in busy.attempts()]
+
+
+def test_the_default_page_is_100_and_the_largest_1000(client: Client, busy: Emulator) -> None:
+    busy.advance(timedelta(minutes=100))  # a: 110 attempts, b: 55
+    assert len(client.get("/_emulator/attempts").json["attempts"]) == 100
+    assert len(client.get("/_emulator/attempts?pageSize=0").json["attempts"]) == 100
+    whole = client.get("/_emulator/attempts?pageSize=1000").json
+    assert len(whole["attempts"]) == 165 and "nextPageToken" not in whole
+
+
+def test_the_endpoint_filters_by_job_run_and_start_time(client: Client, busy: Emulator) -> None:
+    b = client.get("/_emulator/attempts?job=b").json["attempts"]
+    assert {a["job"].rsplit("/", 1)[1] for a in b} == {"b"} and len(b) == 5
+    [one] = client.get(f"/_emulator/attempts?run={b[0]['runId']}").json["attempts"]
+    assert one == b[0]
+    window = client.get(
+        "/_emulator/attempts",
+        query_string={
+            "job": "a",
+            "startAfter": "2026-09-24T00:03:30Z",
+            "startBefore": "2026-09-24T02:05:30+02:00",
+        },
+    ).json["attempts"]
+    assert [a["scheduleTime"] for a in window] == ["2026-09-24T00:04:00Z", "2026-09-24T00:05:00Z"]
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"pageSize": "1001"}, "pageSize"),
+        ({"pageSize": "-1"}, "pageSize"),
+        ({"pageSize": "ten"}, "pageSize"),
+        ({"pageSize": "9" * 5000}, "pageSize"),
+        ({"pageToken": "abc"}, "pageToken"),
+        ({"pageToken": "9" * 5000}, "pageToken"),
+        ({"run": "0"}, "run"),
+        ({"run": "x"}, "run"),
+        ({"startAfter": "yesterday"}, "startAfter"),
+        ({"startBefore": "2026-09-24T00:00:00"}, "startBefore"),  # no offset
+    ],
+)
+def test_bad_query_values_are_400_naming_the_parameter(
+    client: Client, query: dict[str, str], field: str
+) -> None:
+    response = client.get("/_emulator/attempts", query_string=query)
+    assert response.status_code == 400, response.get_data(as_text=True)
+    error = response.json["error"]
+    assert error["status"] == "INVALID_ARGUMENT"
+    assert error["details"][0]["fieldViolations"][0]["field"] == field
+
+
+def test_an_unknown_job_is_still_404(client: Client) -> None:
+    response = client.get("/_emulator/attempts?job=nope")
+    assert (response.status_code, response.json["error"]["status"]) == (404, "NOT_FOUND")
+
+
+# ------------------------------------------------------------------ the fixtures
+
+
+def test_cloud_scheduler_pages_and_attempts_is_the_whole_history() -> None:
+    scheduler = CloudScheduler(START)
+    try:
+        scheduler.mount("http://orders.test", RecordingTarget())
+        scheduler.create_job(
+            name="a", schedule="* * * * *", http_target={"uri": "http://orders.test/a"}
+        )
+        scheduler.advance(timedelta(minutes=150))
+        page, token = scheduler.attempts_page("a", page_size=100)
+        rest, last = scheduler.attempts_page("a", page_size=100, page_token=token)
+        assert (len(page), len(rest), last) == (100, 50, "")
+        assert len(scheduler.attempts("a")) == 150
+    finally:
+        scheduler.close()
+
+
+def test_the_live_daemon_pages_and_keeps_retain_attempts() -> None:
+    with running_daemon(
+        "--in-memory", "--clock", "manual", "--start", "2026-09-24T00:00:30Z",
+        "--retain-attempts", "10",
+    ) as daemon:  # fmt: skip
+        job = nightly_job(
+            name=JOBS.removeprefix("/v1/") + "/a", schedule="* * * * *", retryConfig={}
+        )
+        job["httpTarget"]["uri"] = "http://127.0.0.1:9/refused"  # fails at once: UNAVAILABLE
+        response = daemon.session.post(daemon.url + JOBS, json=job, timeout=30)
+        assert response.status_code == 200, response.text
+        daemon.advance(timedelta(minutes=1500))  # trimmed at the 1,000th attempt
+        page, token = daemon.attempts_page("a", page_size=200)
+        assert len(page) == 200 and token
+        kept = daemon.attempts("a")
+        assert 10 <= len(kept) <= 10 + 1000
+        assert kept[-1]["scheduleTime"] == "2026-09-25T01:00:00Z"  # the newest is kept
+        window, _ = daemon.attempts_page(
+            "a", start_after=datetime(2026, 9, 25, 0, 59, tzinfo=UTC), run_id=page[0]["runId"]
+        )
+        assert window == []
+        with pytest.raises(AssertionError, match="pageSize"):
+            daemon.attempts_page(page_size=1001)
+
+
+def test_retain_attempts_is_0_or_a_positive_number() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["start"]).retain_attempts == 100_000
+    assert parser.parse_args(["start", "--retain-attempts", "0"]).retain_attempts == 0
+    for bad in ("-1", "1.5", "many"):
+        with pytest.raises(SystemExit) as info:
+            parser.parse_args(["start", "--retain-attempts", bad])
+        assert info.value.code == 2

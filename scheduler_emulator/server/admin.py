@@ -6,8 +6,12 @@
 - ``GET  /_emulator/clock`` → ``{"now": "<RFC 3339 UTC>", "mode": "system"|"manual"}``
 - ``POST /_emulator/clock:advance`` with ``{"seconds": N}`` (manual clock only) → ``{"now": …}``
 - ``POST /_emulator/clock:moveTo`` with ``{"time": "<RFC 3339>"}`` (manual clock only)
-- ``GET  /_emulator/attempts[?job=ID]`` → ``{"attempts": [...]}`` in start order; 404
-  ``NOT_FOUND`` for a job that neither exists nor has attempts
+- ``GET  /_emulator/attempts`` → one page ``{"attempts": [...], "nextPageToken": "…"}`` in
+  start order (``nextPageToken`` absent on the last page): ``pageSize`` (default 100, at most
+  1000), ``pageToken``, and the filters ``job`` (ID or full name), ``run`` (run id),
+  ``startAfter`` / ``startBefore`` (RFC 3339; ``startAfter ≤ startTime < startBefore``); 400
+  ``INVALID_ARGUMENT`` naming the parameter for a bad value, 404 ``NOT_FOUND`` for a job that
+  neither exists nor has attempts
 - ``GET  /_emulator/skipped[?job=ID]`` → ``{"skipped": [...]}``, scheduled times skipped (P6);
   404 as for attempts
 - ``GET /_emulator/faults`` → the fault plan ``{"seed": N, "rules": [...]}``, each rule with
@@ -43,6 +47,7 @@ from ..domain.codec import parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
 from ..runtime.clock import ManualClock
 from ..runtime.emulator import Emulator
+from ..runtime.store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..runtime.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
 from .request_body import request_json
 
@@ -81,6 +86,34 @@ def rule_json(rule: FaultRule) -> dict[str, Any]:
     return rule.to_full_json()
 
 
+def _query_int(
+    request: Request, name: str, *, default: int | None, low: int, high: int
+) -> int | None:
+    """The whole-number query parameter ``name`` (``default`` when absent or empty).
+
+    :raises InvalidArgument: naming ``name`` for anything but ASCII digits within
+        ``low``–``high`` (refused before conversion, so a 5000-digit value costs nothing).
+    """
+    text = request.args.get(name, "")
+    if not text:
+        return default
+    if text.isascii() and text.isdigit() and len(text) <= 18 and low <= int(text) <= high:
+        return int(text)
+    raise InvalidArgument(
+        f"{name} must be a whole number from {low} to {high}; got {show_value(text)}.",
+        field=name,
+    )
+
+
+def _query_time(request: Request, name: str) -> datetime | None:
+    """The RFC 3339 query parameter ``name``, or ``None`` when absent or empty.
+
+    :raises InvalidArgument: naming ``name`` for a value that is not RFC 3339.
+    """
+    text = request.args.get(name, "")
+    return parse_timestamp(text, field=name) if text else None
+
+
 class Admin:
     """Handlers for the ``/_emulator/`` endpoints of one :class:`Emulator`."""
 
@@ -102,7 +135,10 @@ class Admin:
         job = request.args.get("job") or None
         if job is not None:
             name = self.emulator.job_name(job)
-            if not self.emulator.engine.has_job(name) and not self.emulator.attempts(job):
+            if (
+                not self.emulator.engine.has_job(name)
+                and not self.emulator.attempts_page(job, page_size=1)[0]
+            ):
                 raise NotFound("Job not found.")
         return job
 
@@ -169,9 +205,28 @@ class Admin:
         return self._manual_only(self.emulator.move_to, instant)
 
     def attempts(self, request: Request) -> dict[str, Any]:
-        """Every attempt (optionally of ``?job=<job ID or full name>``) in start order."""
+        """One page of attempts in start order, filtered by ``job``, ``run``, ``startAfter``
+        and ``startBefore``; ``nextPageToken`` names the next page (absent on the last one).
+
+        Only the page is read from the store, however long the history.
+        """
+        page_size = _query_int(request, "pageSize", default=0, low=0, high=MAX_PAGE_SIZE)
+        run_id = _query_int(request, "run", default=None, low=1, high=2**63 - 1)
+        start_after = _query_time(request, "startAfter")
+        start_before = _query_time(request, "startBefore")
         job = self._known_job(request)
-        return {"attempts": [a.to_json() for a in self.emulator.attempts(job)]}
+        page, token = self.emulator.attempts_page(
+            job,
+            run_id=run_id,
+            start_after=start_after,
+            start_before=start_before,
+            page_size=page_size or DEFAULT_PAGE_SIZE,
+            page_token=request.args.get("pageToken", ""),
+        )
+        answer: dict[str, Any] = {"attempts": [a.to_json() for a in page]}
+        if token:
+            answer["nextPageToken"] = token
+        return answer
 
     def skipped(self, request: Request) -> dict[str, Any]:
         """Scheduled times skipped because an earlier run was still going (P6)."""

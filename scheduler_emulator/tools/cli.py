@@ -41,6 +41,7 @@ from ..runtime.clock import Clock, ManualClock, SystemClock
 from ..runtime.data_dir_lock import DataDirLock
 from ..runtime.emulator import Emulator
 from ..runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT, EmulatorOptions
+from ..runtime.store import DEFAULT_RETAIN_ATTEMPTS
 from ..runtime.tokens import GOOGLE_ISSUER, TOKEN_TIMES
 from .fault_file import load_fault_file
 from .jobs_file import load_jobs_file
@@ -100,6 +101,12 @@ def _port(text: str) -> int:
     return port
 
 
+def _retain(text: str) -> int:
+    if text.isascii() and text.isdigit() and len(text) <= 18:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not 0 or a positive whole number")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser for every subcommand."""
     parser = argparse.ArgumentParser(
@@ -150,6 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"{default_data_dir()})",
     )
     storage.add_argument("--in-memory", action="store_true", help="keep nothing on disk")
+    start.add_argument(
+        "--retain-attempts",
+        type=_retain,
+        default=DEFAULT_RETAIN_ATTEMPTS,
+        metavar="N",
+        help="keep the newest N finished attempts, skipped-run records and finished runs; "
+        "attempts in flight are always kept (%(default)s)",
+    )
     start.add_argument(
         "--clock",
         choices=["system", "manual"],
@@ -467,6 +482,7 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         data_dir=None if args.in_memory else Path(args.data_dir or default_data_dir()),
         token_issuer=args.token_issuer,
         token_time=args.token_time,
+        retain_attempts=args.retain_attempts,
     )
 
 
