@@ -127,10 +127,13 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     """
     marker = request.node.get_closest_marker("cloud_scheduler")
     options = dict(marker.kwargs) if marker else {}
+    problem = None
     try:
         start, allow_network = scheduler_options(options)
     except (TypeError, ValueError) as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = str(exc)
+    if problem is not None:  # outside the except block: the message shows once, unchained
+        pytest.fail(problem, pytrace=False)
     scheduler = CloudScheduler(
         start,
         allow_network=allow_network,

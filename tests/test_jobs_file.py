@@ -326,12 +326,16 @@ class TestRejections:
 
         error = load_error(path)
 
-        assert error.startswith(f"{path}: not valid YAML or JSON (quote schedules that start")
+        assert error.startswith(
+            f"{path} line 2 column 14: not valid YAML or JSON (quote schedules that start"
+        )
+        assert "expected alphabetic or numeric character" in error
+        assert "\n" not in error and "^" not in error  # one line, no source excerpt
 
     def test_invalid_json_falls_back_to_yaml_and_reports(self, tmp_path: Path) -> None:
         path = write(tmp_path, "jobs.json", '[{"name": "a",]')
 
-        assert load_error(path).startswith(f"{path}: not valid YAML or JSON")
+        assert load_error(path).startswith(f"{path} line 1 column 15: not valid YAML or JSON")
 
     def test_missing_file_names_the_file(self, tmp_path: Path) -> None:
         path = tmp_path / "absent.yaml"

@@ -120,7 +120,9 @@ class ApiError(EmulatorError):
         return {"error": error}
 
     def __str__(self) -> str:
-        return f"{self.status}: {self.message}"
+        extra = [v.description for v in self.violations if v.description not in self.message]
+        detail = " (" + "; ".join(extra) + ")" if extra else ""
+        return f"{self.status}: {self.message}{detail}"
 
 
 class InvalidArgument(ApiError):

@@ -158,8 +158,26 @@ def _parse(text: str, source: str) -> Any:
         hint = ""
         if "alias" in str(exc):
             hint = " (quote schedules that start with '*', e.g. schedule: \"*/5 * * * *\")"
-        detail = " ".join(show_value(str(exc), 300).strip('"').split("\\n"))
-        raise ConfigurationError(f"{source}: not valid YAML or JSON{hint}: {detail}") from None
+        raise ConfigurationError(
+            f"{source}{_where(exc)}: not valid YAML or JSON{hint}: {_problem(exc)}"
+        ) from None
+
+
+def _where(exc: yaml.YAMLError) -> str:
+    """`` line L column C`` of a PyYAML error, when it has a position."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return ""
+    return f" line {mark.line + 1} column {mark.column + 1}"
+
+
+def _problem(exc: yaml.YAMLError) -> str:
+    """A PyYAML error's reason in one line, without its source excerpt."""
+    problem = getattr(exc, "problem", None)
+    context = getattr(exc, "context", None)
+    if problem is None:
+        return " ".join(show_value(str(exc), 300).strip('"').split("\\n"))
+    return f"{context}: {problem}" if context else str(problem)
 
 
 def base64_hint(exc: ApiError, value: Any = None) -> str:
