@@ -1,0 +1,572 @@
+"""Reading a scenario file into a :class:`~scheduler_emulator.tools.scenario.model.Scenario`:
+every problem reported (file, key path, value), not only the first."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ...core.faults import FaultRule
+from ...domain.codec import job_from_json
+from ...domain.errors import ApiError, ConfigurationError
+from ...domain.names import qualify_job_name
+from ...domain.resources import Job
+from ...runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT
+from ..jobs_file import (
+    base64_hint,
+    bytes_field_warnings,
+    load_document,
+    load_jobs_file,
+    written_bytes_field,
+)
+from .app import _call_refused, _common_origin
+from .model import (
+    _APP_RE,
+    _CALL_SYNTAX_RE,
+    _SELECTOR_RE,
+    _T,
+    DEFAULT_START,
+    STEP_KINDS,
+    TOP_LEVEL_KEYS,
+    Check,
+    Expectation,
+    ProbeSpec,
+    Scenario,
+    Step,
+    TargetSpec,
+    _problem,
+    _show,
+    parse_duration,
+    parse_instant,
+)
+
+# --------------------------------------------------------------------------------- loading
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"{path}: cannot read the scenario: {exc}") from None
+    return load_document(text, str(path))  # bounded YAML, no lone surrogates
+
+
+class _Problems:
+    """The problems found in a scenario so far: every one is reported, not only the first."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.warnings: list[str] = []
+
+    def add(self, error: ConfigurationError) -> None:
+        """Record ``error`` (one problem per line of its message)."""
+        self.lines.extend(line for line in str(error).splitlines() if line)
+
+    def check(self, fn: Callable[[], _T], default: _T) -> _T:
+        """Run ``fn``; on a :class:`ConfigurationError` record it and return ``default``."""
+        try:
+            return fn()
+        except ConfigurationError as exc:
+            self.add(exc)
+            return default
+
+
+def _document(
+    path: Path, problems: _Problems, chain: tuple[Path, ...] = ()
+) -> dict[str, tuple[Any, Path]]:
+    """Top-level key → (value, file that set it), following ``extends``; unknown keys are
+    recorded in ``problems`` and left out."""
+    resolved = path.resolve()
+    if resolved in chain:
+        loop = " -> ".join(str(p) for p in (*chain, resolved))
+        raise ConfigurationError(f"{path}: extends: the files extend each other ({loop}).")
+    data = _read(path)
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise _problem(path, "", f"a scenario is a mapping of keys; got {_show(data)}.")
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            problems.add(
+                _problem(
+                    path,
+                    str(key),
+                    f"unknown key (known: {', '.join(TOP_LEVEL_KEYS)}); got {_show(key)}.",
+                )
+            )
+    merged: dict[str, tuple[Any, Path]] = {}
+    if "extends" in data:
+        parent = data["extends"]
+        if not isinstance(parent, str) or not parent:
+            raise _problem(path, "extends", f"expected a scenario file path; got {_show(parent)}.")
+        parent_path = path.parent / parent
+        if not parent_path.is_file():
+            raise _problem(path, "extends", f"no such file: {_show(parent)} ({parent_path}).")
+        merged.update(_document(parent_path, problems, (*chain, resolved)))
+    for key, value in data.items():
+        if key != "extends" and key in TOP_LEVEL_KEYS:
+            merged[str(key)] = (value, path)
+    return merged
+
+
+@dataclass
+class _JobIds:
+    """The job IDs a scenario declares, for ``run_job`` steps and ``expect``.
+
+    :param ids: the IDs of the valid jobs and of the invalid ones whose name could be read.
+    :param complete: ``False`` when some job's ID is unknown (an unreadable jobs file, a job
+        without a name): then no reference to a job is refused, since it may be that one.
+    """
+
+    ids: set[str] = field(default_factory=set)
+    complete: bool = True
+
+    def unknown(self, job: Any) -> bool:
+        """Tell whether ``job`` is surely not a job of the scenario."""
+        return self.complete and job not in self.ids
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file.
+
+    :param path: the YAML or JSON file.
+    :raises ConfigurationError: listing every problem found, one per line, each naming the
+        file, the key path and the value (``scenario.yaml: expect.nightly.codes.OK: not a
+        check: "many" …``).
+    :return: the scenario, ready for :func:`run_scenario`.
+    """
+    path = Path(path)
+    problems = _Problems()
+    document = _document(path, problems)
+
+    def get(key: str, default: Any = None) -> tuple[Any, Path]:
+        return document.get(key, (default, path))
+
+    def an_id(key: str, default: str) -> str:
+        value, src = get(key, default)
+        if not isinstance(value, str) or not value:
+            problems.add(
+                _problem(src, key, f"expected an ID such as my-project; got {_show(value)}.")
+            )
+            return default
+        return value
+
+    project = an_id("project", DEFAULT_PROJECT)
+    location = an_id("location", DEFAULT_LOCATION)
+
+    start_value, start_src = get("start")
+    start = DEFAULT_START
+    if start_value is not None:
+        try:
+            start = parse_instant(start_value)
+        except ValueError as exc:
+            problems.add(_problem(start_src, "start", str(exc)))
+
+    jobs_value, jobs_src = get("jobs", [])
+    job_ids = _JobIds()
+    before = len(problems.lines)
+    jobs = _jobs(jobs_value, jobs_src, project, location, problems, job_ids)
+    jobs_valid = len(problems.lines) == before
+
+    steps_value, steps_src = get("steps", [])
+    steps = _steps(steps_value, steps_src, job_ids, problems)
+
+    faults_value, faults_src = get("faults", {})
+    faults = _faults(faults_value, faults_src, problems)
+
+    target_value, target_src = get("target")
+    target = _target(target_value, target_src, problems)
+    if target.base_url is None and target.url is not None and jobs_valid:
+        origin = problems.check(lambda: _common_origin(jobs, target_src), None)
+        target = replace(target, base_url=origin)
+
+    probe_value, probe_src = get("probe")
+    probe = _probe(probe_value, probe_src, problems)
+
+    expect_value, expect_src = get("expect", {})
+    expectations = _expectations(expect_value, expect_src, job_ids, probe, problems)
+
+    if problems.lines:
+        raise ConfigurationError("\n".join(problems.lines))
+    for warning in problems.warnings:
+        print(warning, file=sys.stderr)
+    return Scenario(
+        path=path,
+        start=start,
+        jobs=tuple(jobs),
+        steps=tuple(steps),
+        faults=faults,
+        target=target,
+        probe=probe,
+        expectations=tuple(expectations),
+        project=project,
+        location=location,
+    )
+
+
+def _jobs(
+    value: Any, source: Path, project: str, location: str, problems: _Problems, ids: _JobIds
+) -> list[Job]:
+    if isinstance(value, str):  # a jobs file next to the scenario
+        jobs_path = source.parent / value
+        try:
+            loaded = load_jobs_file(jobs_path, project=project, location=location)
+        except ConfigurationError as exc:
+            problems.add(exc)
+            ids.complete = False
+            return []
+        ids.ids.update(job.job_id for job in loaded)
+        return loaded
+    if not isinstance(value, list):
+        problems.add(
+            _problem(
+                source,
+                "jobs",
+                f"expected a list of jobs (or a jobs file path); got {_show(value)}.",
+            )
+        )
+        ids.complete = False
+        return []
+    jobs: list[Job] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(value):
+        where = f"jobs[{index}]"
+        raw_name = entry.get("name") if isinstance(entry, Mapping) else None
+        if isinstance(raw_name, str) and raw_name:
+            ids.ids.add(raw_name.rsplit("/", 1)[-1])
+        else:
+            ids.complete = False
+        try:
+            job = _job(entry, where, source, project, location, seen)
+        except ConfigurationError as exc:
+            problems.add(exc)
+            continue
+        problems.warnings.extend(
+            f"warning: {source}: {where} ({raw_name}): {warning}"
+            for warning in bytes_field_warnings(entry, job)
+        )
+        seen.add(job.name)
+        ids.ids.add(job.job_id)
+        jobs.append(job)
+    return jobs
+
+
+def _job(entry: Any, where: str, source: Path, project: str, location: str, seen: set[str]) -> Job:
+    if not isinstance(entry, Mapping):
+        raise _problem(source, where, f"expected a job object; got {_show(entry)}.")
+    raw_name = entry.get("name")
+    if not isinstance(raw_name, str) or not raw_name:
+        raise _problem(
+            source,
+            f"{where}.name",
+            f"a job ID such as nightly is required; got {_show(raw_name)}.",
+        )
+    try:
+        name = qualify_job_name(raw_name, project, location)
+        job = job_from_json({**entry, "name": name})
+    except ApiError as exc:
+        hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
+        raise _problem(source, f"{where} ({raw_name})", exc.describe() + hint) from None
+    if job.http_target is None:
+        raise _problem(
+            source, f"{where}.httpTarget", "the scenario runner delivers HTTP targets only."
+        )
+    if job.name in seen:
+        raise _problem(source, f"{where}.name", f"duplicate job {_show(raw_name)}.")
+    return job
+
+
+def _steps(value: Any, source: Path, job_ids: _JobIds, problems: _Problems) -> list[Step]:
+    if not isinstance(value, list):
+        problems.add(_problem(source, "steps", f"expected a list of steps; got {_show(value)}."))
+        return []
+    steps: list[Step] = []
+    for index, entry in enumerate(value):
+        try:
+            steps.append(_step(entry, f"steps[{index}]", source, job_ids))
+        except ConfigurationError as exc:
+            problems.add(exc)
+    return steps
+
+
+def _step(entry: Any, where: str, source: Path, job_ids: _JobIds) -> Step:
+    if not isinstance(entry, Mapping) or len(entry) != 1:
+        raise _problem(
+            source,
+            where,
+            "expected one of {advance: DURATION}, {move_to: RFC3339}, {run_job: JOB_ID}; "
+            f"got {_show(entry)}.",
+        )
+    ((kind, raw),) = entry.items()
+    if kind not in STEP_KINDS:
+        raise _problem(source, f"{where}.{kind}", f"unknown step (known: {', '.join(STEP_KINDS)}).")
+    try:
+        parsed: timedelta | datetime | str
+        if kind == "advance":
+            parsed = parse_duration(raw)
+        elif kind == "move_to":
+            parsed = parse_instant(raw)
+        else:
+            if not isinstance(raw, str) or job_ids.unknown(raw):
+                known = ", ".join(sorted(job_ids.ids)) or "none"
+                raise ValueError(f"no job {_show(raw)} in the scenario (jobs: {known})")
+            parsed = raw
+    except ValueError as exc:
+        raise _problem(source, f"{where}.{kind}", str(exc)) from None
+    return Step(kind, parsed, where)
+
+
+def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, list):
+        value = {"rules": value}
+    if not isinstance(value, Mapping):
+        problems.add(_problem(source, "faults", f"expected {{seed, rules}}; got {_show(value)}."))
+        return {}
+    for key in value:
+        if key not in ("seed", "rules"):
+            problems.add(_problem(source, f"faults.{key}", "unknown key (known: seed, rules)."))
+    seed = value.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        problems.add(
+            _problem(source, "faults.seed", f"expected a whole number; got {_show(seed)}.")
+        )
+        seed = 0
+    rules = value.get("rules", [])
+    if not isinstance(rules, list):
+        problems.add(
+            _problem(source, "faults.rules", f"expected a list of rules; got {_show(rules)}.")
+        )
+        return {"seed": seed, "rules": []}
+    valid = []
+    for index, rule in enumerate(rules):
+        key = f"faults.rules[{index}]"
+        try:
+            FaultRule.from_json(rule)
+        except ApiError as exc:
+            if exc.field and isinstance(rule, Mapping) and exc.field in rule:
+                key += f".{exc.field}"
+            problems.add(_problem(source, key, exc.message))
+            continue
+        except TypeError as exc:
+            problems.add(_problem(source, key, str(exc)))
+            continue
+        valid.append(dict(rule))
+    return {"seed": seed, "rules": valid}
+
+
+def _check_url(source: Path, where: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise _problem(source, where, f"expected an http:// or https:// URL; got {_show(value)}.")
+    if not urlsplit(value).netloc:
+        raise _problem(source, where, f"the URL has no host: {_show(value)}.")
+    return value.rstrip("/")
+
+
+def _target(value: Any, source: Path, problems: _Problems) -> TargetSpec:
+    if value is None:
+        return TargetSpec(directory=source.parent)
+    if isinstance(value, str):
+        value = {"url": value}
+    if not isinstance(value, Mapping):
+        problems.add(
+            _problem(source, "target", f"expected {{base_url, app | url}}; got {_show(value)}.")
+        )
+        return TargetSpec(directory=source.parent)
+    for key in value:
+        if key not in ("base_url", "app", "url"):
+            problems.add(
+                _problem(source, f"target.{key}", "unknown key (known: base_url, app, url).")
+            )
+    if "app" in value and "url" in value:
+        problems.add(
+            _problem(source, "target", "give app (in-process) or url (over HTTP), not both.")
+        )
+    base_url = value.get("base_url")
+    if base_url is not None:
+        base_url = problems.check(lambda: _check_url(source, "target.base_url", base_url), None)
+    url = None
+    if "url" in value:
+        url = problems.check(lambda: _check_url(source, "target.url", value["url"]), None)
+    app = value.get("app")
+    if (
+        isinstance(app, str)
+        and _CALL_SYNTAX_RE.fullmatch(app.strip())
+        and not _APP_RE.fullmatch(app.strip())
+    ):
+        problems.add(_problem(source, "target.app", _call_refused(app)))
+        app = None
+    elif app is not None and (not isinstance(app, str) or not _APP_RE.fullmatch(app.strip())):
+        problems.add(
+            _problem(
+                source,
+                "target.app",
+                f'expected "module:attr" or "module:factory()" of a WSGI app; got {_show(app)}.',
+            )
+        )
+        app = None
+    return TargetSpec(base_url, app.strip() if app else None, url, source.parent)
+
+
+def _probe(value: Any, source: Path, problems: _Problems) -> ProbeSpec | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = {"path": value}
+    if not isinstance(value, Mapping):
+        problems.add(_problem(source, "probe", f"expected {{path, fields}}; got {_show(value)}."))
+        return None
+    for key in value:
+        if key not in ("path", "url", "fields"):
+            problems.add(
+                _problem(source, f"probe.{key}", "unknown key (known: path, url, fields).")
+            )
+    location = value.get("path", value.get("url"))
+    if not isinstance(location, str) or not location.startswith(("/", "http://", "https://")):
+        problems.add(
+            _problem(
+                source,
+                "probe.path",
+                f'expected a path such as "/sweeps" or an http(s) URL; got {_show(location)}.',
+            )
+        )
+        location = "/"
+    raw_fields = value.get("fields", [])
+    if isinstance(raw_fields, list):
+        raw_fields = {name: name for name in raw_fields if isinstance(name, str)}
+    if not isinstance(raw_fields, Mapping):
+        problems.add(
+            _problem(
+                source,
+                "probe.fields",
+                f"expected a list of names or name: path; got {_show(raw_fields)}.",
+            )
+        )
+        raw_fields = {}
+    fields: dict[str, str] = {}
+    for name, selector in raw_fields.items():
+        where = f"probe.fields.{name}"
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name):
+            problems.add(
+                _problem(
+                    source, where, f"a field name is a word such as sweeps; got {_show(name)}."
+                )
+            )
+        elif not isinstance(selector, str) or not _SELECTOR_RE.fullmatch(selector.strip()):
+            problems.add(
+                _problem(
+                    source, where, f'expected a dotted path or "len(path)"; got {_show(selector)}.'
+                )
+            )
+        fields[str(name)] = selector.strip() if isinstance(selector, str) else ""
+    return ProbeSpec(location, fields)
+
+
+def _expectations(
+    value: Any, source: Path, job_ids: _JobIds, probe: ProbeSpec | None, problems: _Problems
+) -> list[Expectation]:
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        problems.add(_problem(source, "expect", f"expected job ID: checks; got {_show(value)}."))
+        return []
+    probe_fields = set(probe.fields) if probe else set()
+    out: list[Expectation] = []
+
+    def add(job: str, quantity: str, raw: Any) -> None:
+        where = f"expect.{job}.{quantity}"
+        try:
+            check = Check.parse(raw)
+            if check.name is not None:
+                _validate_quantity(check.name, probe_fields, operand=True)
+        except ValueError as exc:
+            problems.add(_problem(source, where, str(exc)))
+            return
+        out.append(Expectation(job, quantity, check))
+
+    for job, checks in value.items():
+        if job_ids.unknown(job):
+            known = ", ".join(sorted(job_ids.ids)) or "none"
+            problems.add(
+                _problem(
+                    source,
+                    f"expect.{job}",
+                    f"no job {_show(job)} in the scenario (jobs: {known}).",
+                )
+            )
+            continue
+        if not isinstance(checks, Mapping):
+            problems.add(
+                _problem(source, f"expect.{job}", f"expected checks; got {_show(checks)}.")
+            )
+            continue
+        for key, raw in checks.items():
+            if key in ("runs", "attempts"):
+                add(job, key, raw)
+            elif key in ("codes", "statuses", "probe"):
+                if not isinstance(raw, Mapping):
+                    problems.add(
+                        _problem(
+                            source,
+                            f"expect.{job}.{key}",
+                            f"expected name: check; got {_show(raw)}.",
+                        )
+                    )
+                    continue
+                for name, inner in raw.items():
+                    quantity = f"{key}.{name}"
+                    try:
+                        _validate_quantity(quantity, probe_fields)
+                    except ValueError as exc:
+                        problems.add(_problem(source, f"expect.{job}.{quantity}", str(exc)))
+                        continue
+                    add(job, quantity, inner)
+            else:
+                problems.add(
+                    _problem(
+                        source,
+                        f"expect.{job}.{key}",
+                        "unknown key (known: runs, attempts, codes, statuses, probe).",
+                    )
+                )
+    return out
+
+
+def _validate_quantity(name: str, probe_fields: set[str], *, operand: bool = False) -> None:
+    head, _, rest = str(name).partition(".")
+    if head in ("runs", "attempts") and not rest:
+        return
+    if head == "codes" and rest in _RPC_NAMES:
+        return
+    if head == "statuses" and rest.isdigit() and 100 <= int(rest) <= 599:
+        return
+    if head == "probe" and rest in probe_fields:
+        return
+    if operand and not rest and head in probe_fields:
+        return
+    if head == "probe":
+        known = ", ".join(sorted(probe_fields)) or "none: add a probe with fields"
+        raise ValueError(f"no probe field {_show(rest)} (probe fields: {known})")
+    if head == "codes":
+        raise ValueError(f"not a google.rpc code name: {_show(rest)} (e.g. OK, UNAVAILABLE)")
+    if head == "statuses":
+        raise ValueError(f"not an HTTP status: {_show(rest)}")
+    raise ValueError(
+        f"unknown quantity {_show(name)} (use runs, attempts, codes.NAME, statuses.N, probe.FIELD)"
+    )
+
+
+def _rpc_names() -> frozenset[str]:
+    from ...domain.errors import RPC_CODES
+
+    return frozenset(RPC_CODES)
+
+
+_RPC_NAMES = _rpc_names()

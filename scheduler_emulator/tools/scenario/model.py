@@ -1,0 +1,304 @@
+"""What a scenario file holds, as values: steps, the target, the probe, expectations and
+checks, and the parsing of durations and instants they use."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ...core.faults import FaultPlan
+from ...domain.codec import parse_timestamp, show_value
+from ...domain.errors import ApiError, ConfigurationError
+from ...domain.resources import Job
+from ...runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT
+
+#: Where a scenario's clock starts when it sets no ``start``.
+DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
+TOP_LEVEL_KEYS = (
+    "extends",
+    "start",
+    "project",
+    "location",
+    "jobs",
+    "steps",
+    "faults",
+    "target",
+    "probe",
+    "expect",
+)
+STEP_KINDS = ("advance", "move_to", "run_job")
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<=": lambda a, b: a <= b,
+    ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b,
+    ">": lambda a, b: a > b,
+}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|[wdhms])")
+_CHECK_RE = re.compile(
+    r"\s*(==|!=|<=|>=|<|>)?\s*"
+    r"(?:(?P<number>-?\d+)|(?P<name>[A-Za-z_][\w.]*)(?:\s*(?P<sign>[+-])\s*(?P<offset>\d+))?)\s*"
+)
+#: ``module:attr``, optionally ``()`` (a factory called with no arguments); anything after the
+#: attribute but ``()`` is refused, so a scenario file can never call a function with arguments.
+_APP_RE = re.compile(r"(?P<module>[^:()]+):(?P<attr>[A-Za-z_][\w.]*)(?P<call>\(\s*\))?")
+_CALL_SYNTAX_RE = re.compile(r"[^:]+:[A-Za-z_][\w.]*\s*\(.*", re.DOTALL)
+_SELECTOR_RE = re.compile(r"(?:len\((?P<counted>[^()]+)\)|(?P<plain>[^()]+))")
+_FRESH = itertools.count(1)
+_T = TypeVar("_T")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def _show(value: Any) -> str:
+    """A value as the scenario file would spell it, shortened (never serialised whole)."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return show_value(value)
+
+
+def _problem(source: Path | str, path: str, message: str) -> ConfigurationError:
+    where = f"{source}: {path}: " if path else f"{source}: "
+    return ConfigurationError(where + message)
+
+
+# ------------------------------------------------------------------------------- value parsing
+
+
+def parse_duration(value: Any) -> timedelta:
+    """Parse a step's duration: seconds as a number, or ``"7d"``, ``"3600s"``, ``"1h30m"``…
+
+    Units: ``w``, ``d``, ``h``, ``m``, ``s``, ``ms``; parts add up (``"1d12h"``).
+
+    :param value: a non-negative number of seconds or such a string.
+    :raises ValueError: for anything else, saying what is accepted.
+    :return: the duration.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {_show(value)}")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"a duration must be a non-negative number; got {_show(value)}")
+        return timedelta(seconds=value)
+    if isinstance(value, str):
+        text = value.replace(" ", "")
+        parts = _DURATION_PART.findall(text)
+        if text and "".join(n + u for n, u in parts) == text:
+            return timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = -1.0
+        if math.isfinite(seconds) and seconds >= 0:
+            return timedelta(seconds=seconds)
+    raise ValueError(
+        f'not a duration: {_show(value)} (use seconds, or a number with a unit such as "7d", '
+        '"3600s", "90m", "1h30m")'
+    )
+
+
+def parse_instant(value: Any) -> datetime:
+    """Parse an RFC 3339 instant with a UTC offset (YAML may already have made it a datetime).
+
+    :param value: ``"2026-09-24T02:00:00Z"`` or an aware :class:`datetime`.
+    :raises ValueError: for a naive or unparsable value.
+    :return: the instant in UTC.
+    """
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(
+                f"{_show(value)} has no UTC offset; write it as RFC 3339 such as "
+                '"2026-09-24T02:00:00Z"'
+            )
+        return value.astimezone(UTC)
+    try:
+        return parse_timestamp(value)
+    except ApiError as exc:
+        raise ValueError(exc.message) from None
+
+
+@dataclass(frozen=True)
+class Check:
+    """One comparison of the expectation language: ``OP OPERAND`` (see the module docstring).
+
+    :param op: one of :data:`OPERATORS`.
+    :param number: the operand when it is a number.
+    :param name: the operand when it is a quantity (``"runs"``, ``"probe.sweeps"``…).
+    :param offset: added to a named operand (``"runs + 1"`` → 1).
+    :param text: the check as written, normalised (``"== runs"``).
+    """
+
+    op: str
+    number: int | None = None
+    name: str | None = None
+    offset: int = 0
+    text: str = ""
+
+    @classmethod
+    def parse(cls, value: Any) -> Check:
+        """Parse a check: a whole number or a string ``"OP OPERAND"``.
+
+        :raises ValueError: naming the value and the accepted forms.
+        :return: the check.
+        """
+        if isinstance(value, int) and not isinstance(value, bool):
+            return cls("==", number=value, text=f"== {value}")
+        match = _CHECK_RE.fullmatch(value) if isinstance(value, str) else None
+        if match is None:
+            raise ValueError(
+                f'not a check: {_show(value)} (use a whole number, or "OP VALUE" with OP one of '
+                "==, !=, <, <=, >, >= and VALUE a number or a quantity such as runs, e.g. "
+                '"== runs")'
+            )
+        op = match.group(1) or "=="
+        if match.group("number") is not None:
+            number = int(match.group("number"))
+            return cls(op, number=number, text=f"{op} {number}")
+        name = match.group("name")
+        offset = int(match.group("offset") or 0) * (-1 if match.group("sign") == "-" else 1)
+        suffix = f" {'-' if offset < 0 else '+'} {abs(offset)}" if offset else ""
+        return cls(op, name=name, offset=offset, text=f"{op} {name}{suffix}")
+
+    def expected(self, resolve: Callable[[str], float | None]) -> float | None:
+        """The value to compare with.
+
+        :param resolve: maps a quantity name to its value (``None`` when it has none).
+        :return: the number, or the named quantity plus the offset; ``None`` when the named
+            quantity has no value.
+        """
+        if self.name is None:
+            return self.number
+        base = resolve(self.name)
+        return None if base is None else base + self.offset
+
+    def holds(self, observed: float, expected: float) -> bool:
+        """Tell whether ``observed OP expected``.
+
+        :param observed: the quantity's value.
+        :param expected: what :meth:`expected` returned.
+        :return: ``True`` when the comparison holds.
+        """
+        return OPERATORS[self.op](observed, expected)
+
+
+# --------------------------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a scenario.
+
+    :param kind: ``"advance"``, ``"move_to"`` or ``"run_job"``.
+    :param value: a :class:`timedelta`, an aware :class:`datetime` or a job ID.
+    :param where: the step's key path (``"steps[2]"``) for messages.
+    """
+
+    kind: str
+    value: timedelta | datetime | str
+    where: str = ""
+
+    def describe(self) -> str:
+        """The step as one short phrase.
+
+        :return: e.g. ``"advance 3600s"``, ``"run_job nightly"``.
+        """
+        if isinstance(self.value, datetime):
+            return f"{self.kind} {self.value.isoformat().replace('+00:00', 'Z')}"
+        if isinstance(self.value, timedelta):
+            return f"{self.kind} {self.value.total_seconds():g}s"
+        return f"{self.kind} {self.value}"
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Where the jobs' requests go.
+
+    :param base_url: the origin (and optional path prefix) the jobs' URIs use, e.g.
+        ``http://orders.test``; ``None``: every URI goes to the app or is sent as written.
+    :param app: ``"module:attr"`` or ``"path/to/file.py:factory()"`` of a WSGI app served
+        in-process, or ``None``.
+    :param url: the real URL ``base_url`` maps to (delivery over HTTP), or ``None``.
+    :param directory: where ``app`` module paths are resolved (the declaring file's folder).
+    """
+
+    base_url: str | None = None
+    app: str | None = None
+    url: str | None = None
+    directory: Path = Path(".")
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """A JSON endpoint on the target, read after the last step.
+
+    :param location: a path (``/sweeps``, resolved against the target) or an absolute URL.
+    :param fields: field name → selector: a dotted path into the answer (``stats.sweeps``,
+        ``items.0``) or ``len(path)`` for the length of a list or object.
+    """
+
+    location: str
+    fields: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One line of ``expect``: a job's quantity and a check on it.
+
+    :param job: the short job ID.
+    :param quantity: ``runs``, ``attempts``, ``codes.NAME``, ``statuses.N`` or ``probe.FIELD``.
+    :param check: what it must satisfy.
+    """
+
+    job: str
+    quantity: str
+    check: Check
+
+    @property
+    def text(self) -> str:
+        """``"nightly: probe.sweeps == runs"``."""
+        return f"{self.job}: {self.quantity} {self.check.text}"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario file (see the module docstring).
+
+    :param path: the file.
+    :param start: where the clock starts (UTC).
+    :param jobs: the jobs, fully named, in file order.
+    :param steps: the steps, in order.
+    :param faults: the fault plan as JSON (a fresh :class:`FaultPlan` is built per run).
+    :param target: where requests go.
+    :param probe: the probe, or ``None``.
+    :param expectations: the checks, in file order.
+    :param project: the project for short job names.
+    :param location: the location for short job names.
+    """
+
+    path: Path
+    start: datetime
+    jobs: tuple[Job, ...]
+    steps: tuple[Step, ...]
+    faults: Mapping[str, Any] = field(default_factory=dict)
+    target: TargetSpec = field(default_factory=TargetSpec)
+    probe: ProbeSpec | None = None
+    expectations: tuple[Expectation, ...] = ()
+    project: str = DEFAULT_PROJECT
+    location: str = DEFAULT_LOCATION
+
+    def fault_plan(self, seed: int | None = None) -> FaultPlan:
+        """A fresh fault plan (rule limits count from zero).
+
+        :param seed: replaces the scenario's seed when given.
+        :return: the plan.
+        """
+        plan = FaultPlan.from_json(self.faults)
+        if seed is not None:
+            plan.seed = seed
+        return plan
