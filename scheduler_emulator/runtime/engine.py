@@ -610,7 +610,8 @@ class Engine:
         logger.error("%s: %s", what, exc, exc_info=logger.isEnabledFor(logging.DEBUG))
 
     def _job_or_none(self, name: str) -> Job | None:
-        return self.core.get(name) if self.core.has(name) else None
+        """The job's configuration (for its target kind), without copying its view."""
+        return self.core.config(name)
 
     def _save_state(self, name: str) -> None:
         """Persist the output-only fields attempts change (cheap: no JSON encoding)."""
