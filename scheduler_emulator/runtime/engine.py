@@ -517,7 +517,11 @@ class Engine:
             if delivery.ended:
                 return []
             delivery.ended = True
-            follow_ups = self._carry_out(self._ended(delivery, injected))
+            if self.clock.manual:
+                follow_ups = self._carry_out(self._ended(delivery, injected))
+            else:  # the end may be committed a few ms later, with others (Store.deferred)
+                with self.store.deferred():
+                    follow_ups = self._carry_out(self._ended(delivery, injected))
             if delivery in self._outstanding:
                 if self._pool is not None:
                     self._outstanding.update(follow_ups)
