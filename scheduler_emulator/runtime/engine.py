@@ -10,7 +10,9 @@ I/O around it. One delivery flows like this (docs/architecture.md):
    records the attempt as started — all before anything is sent, so a crash loses nothing.
 3. The attempt is sent (through the fault plan), with no lock held.
 4. The engine records its end, logs it, and hands the outcome to the core, whose decisions
-   (a retry, the run's end, a delayed run) go round again.
+   (a retry, the run's end, a delayed run) go round again. On a system clock one thread does
+   this for the attempts sent on the pool, a batch of ends per hold of the engine lock, and
+   their store updates are deferred (committed a few ms later, many per transaction).
 
 Two ways to drive it, and only here: with a :class:`~scheduler_emulator.runtime.clock.
 ManualClock` the clock calls :meth:`Engine.run_due` at each due instant and deliveries run one

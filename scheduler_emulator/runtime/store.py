@@ -1,8 +1,11 @@
 """Persistence of jobs, runs, attempts and skipped runs in SQLite (stdlib ``sqlite3``).
 
 A file database (WAL journal) survives a crash of the process: every change is committed when
-it happens, so a SIGKILL loses no job and no recorded attempt. ``Store(":memory:")`` keeps the
-same code path in memory for tests and ``--in-memory``.
+it happens, so a SIGKILL loses no job and no recorded attempt — except the updates a thread
+asks to defer (:meth:`Store.deferred`: the engine's records of attempt ends on the system
+clock), which a writer thread commits within a few milliseconds, many in one transaction; a
+crash before that leaves the attempt in flight, and the restart records it as interrupted.
+``Store(":memory:")`` keeps the same code path in memory for tests and ``--in-memory``.
 
 Jobs are kept as their REST JSON (``codec.job_to_json``, the schema of the v1 API, so a data
 directory of any release loads) plus the output-only columns the engine maintains; a stored job
