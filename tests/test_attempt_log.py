@@ -119,3 +119,34 @@ class TestTextFormat:
     def test_an_unknown_format_is_refused(self) -> None:
         with pytest.raises(ValueError, match="log format 'xml' is not one of json, text"):
             AttemptLog(io.StringIO(), format="xml")
+
+
+class TestLinesAreTheEntriesJsonDumps:
+    """The log writes its lines without building dicts; they are the sorted dumps of them."""
+
+    @pytest.mark.parametrize(
+        "fields",
+        [
+            {},
+            {"response_status": None, "code": "UNAVAILABLE", "debug_info": "x"},
+            {"response_status": 404, "code": "NOT_FOUND", "debug_info": 'quote " é \n'},
+            {"id": 2**40, "end_time": None, "code": None},
+            {"job": "projects/p-1/locations/eu/jobs/ünï", "request": {"url": 'http://h/ä?q="1"'}},
+            {"request": {"pubsubTopic": "projects/p/topics/t"}},
+            {"request": {}},
+            {"start_time": T0 + timedelta(microseconds=7)},
+        ],
+    )
+    @pytest.mark.parametrize("kind", ["HTTP", "PUBSUB", "APP_ENGINE_HTTP"])
+    def test_same_text_as_json_dumps_sorted(self, fields: dict[str, object], kind: str) -> None:
+        one = attempt(**fields)
+        stream = io.StringIO()
+        log = AttemptLog(stream)
+        for _ in range(2):  # the second time from the per-job cache
+            log.started(one, kind)
+            log.finished(one, kind)
+        expected = [
+            json.dumps(log.started_entry(one, kind), sort_keys=True),
+            json.dumps(log.finished_entry(one, kind), sort_keys=True),
+        ] * 2
+        assert stream.getvalue().splitlines() == expected

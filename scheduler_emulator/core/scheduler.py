@@ -222,6 +222,12 @@ class Scheduler:
             raise NotFound("Job not found.")
         return self.view(state)
 
+    def config(self, name: str) -> Job | None:
+        """The job as configured (its output-only fields not brought up to date, no copy
+        made), or ``None`` if there is no such job."""
+        state = self._jobs.get(name)
+        return None if state is None else state.job
+
     def has(self, name: str) -> bool:
         """Tell whether a job of that full name exists."""
         return name in self._jobs

@@ -86,6 +86,7 @@ class AttemptLog:
         self._stream = stream
         self._text = format == "text"
         self._lock = threading.Lock()
+        self._lines = _LineEncoder()
 
     def _envelope(
         self, attempt: Attempt, payload: dict[str, Any], when: str | None, kind: str
@@ -117,13 +118,18 @@ class AttemptLog:
         """
         if self._text:
             return
+        line = self._lines.started(attempt, target_type)
+        self._write(line if line is not None else self.started_entry(attempt, target_type))
+
+    def started_entry(self, attempt: Attempt, target_type: str = "HTTP") -> dict[str, Any]:
+        """The AttemptStarted entry of ``attempt`` as a dict (what :meth:`started` writes)."""
         payload = {
             "@type": _TYPE + "AttemptStarted",
             "jobName": attempt.job,
             "scheduledTime": iso(attempt.start_time),
             **_target_fields(attempt, target_type),
         }
-        self._write(self._envelope(attempt, payload, iso(attempt.start_time), "s"))
+        return self._envelope(attempt, payload, iso(attempt.start_time), "s")
 
     def finished(self, attempt: Attempt, target_type: str = "HTTP") -> None:
         """Log AttemptFinished (§14.3): debugInfo, ``status`` only on failure, severity ERROR on
@@ -132,6 +138,11 @@ class AttemptLog:
         if self._text:
             self._write(text_line(attempt))
             return
+        line = self._lines.finished(attempt, target_type)
+        self._write(line if line is not None else self.finished_entry(attempt, target_type))
+
+    def finished_entry(self, attempt: Attempt, target_type: str = "HTTP") -> dict[str, Any]:
+        """The AttemptFinished entry of ``attempt`` as a dict (what :meth:`finished` writes)."""
         payload: dict[str, Any] = {
             "@type": _TYPE + "AttemptFinished",
             "debugInfo": attempt.debug_info,
@@ -146,4 +157,91 @@ class AttemptLog:
             entry["severity"] = "ERROR"
         if attempt.response_status is not None:
             entry["httpRequest"] = {"status": attempt.response_status}
-        self._write(entry)
+        return entry
+
+
+_encode = json.encoder.encode_basestring_ascii  # what json.dumps does to a str
+#: Per-job prefixes :class:`_LineEncoder` keeps at most (then it starts over).
+_CACHED_JOBS = 50_000
+
+
+class _LineEncoder:
+    """Writes the JSON line of an entry without building and sorting its dicts.
+
+    The line is the same text ``json.dumps(entry, sort_keys=True)`` gives (tests compare them);
+    what a job's entries share (job name, resource labels, log name, where it is sent) is
+    encoded once per job and target. Returns ``None`` for an attempt it does not know how to
+    encode (the caller then encodes the dict).
+    """
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+
+    def _job(self, attempt: Attempt, target_type: str) -> tuple[str, str, str] | None:
+        kind = _LOG_TARGET_TYPES.get(target_type, target_type)
+        where_key = "pubsubTopic" if kind == "PUB_SUB" else "url"
+        where = attempt.request.get(where_key, "")
+        if not isinstance(where, str) or not isinstance(kind, str):
+            return None
+        key = (attempt.job, kind, where)
+        parts = self._parts.get(key)
+        if parts is not None:
+            return parts
+        names = attempt.job.split("/")
+        if len(names) < 4:
+            return None
+        project, location, job_id = names[1], names[3], attempt.job_id
+        job = _encode(attempt.job)
+        if where_key == "pubsubTopic":  # sorts before scheduledTime and status
+            before, after = f', "pubsubTopic": {_encode(where)}', f', "targetType": {_encode(kind)}'
+        else:
+            before, after = "", f', "targetType": {_encode(kind)}, "url": {_encode(where)}'
+        log_name = _encode(f"projects/{project}/logs/cloudscheduler.googleapis.com%2Fexecutions")
+        labels = (
+            f'{{"job_id": {_encode(job_id)}, "location": {_encode(location)}, '
+            f'"project_id": {_encode(project)}}}'
+        )
+        tail = f'}}, "logName": {log_name}, "receiveTimestamp": '
+        resource = f', "resource": {{"labels": {labels}, "type": "cloud_scheduler_job"}}'
+        if len(self._parts) >= _CACHED_JOBS:
+            self._parts.clear()
+        parts = self._parts[key] = (f'"jobName": {job}{before}', after + tail, resource)
+        return parts
+
+    def started(self, attempt: Attempt, target_type: str) -> str | None:
+        parts = self._job(attempt, target_type)
+        if parts is None or not isinstance(attempt.id, int):
+            return None
+        head, tail, resource = parts
+        when = _encode(iso(attempt.start_time))  # type: ignore[arg-type]
+        return (
+            f'{{"insertId": "{attempt.id:012x}s", "jsonPayload": {{"@type": '
+            f'"{_TYPE}AttemptStarted", {head}, "scheduledTime": {when}{tail}{when}'
+            f'{resource}, "severity": "INFO", "timestamp": {when}}}'
+        )
+
+    def finished(self, attempt: Attempt, target_type: str) -> str | None:
+        parts = self._job(attempt, target_type)
+        if parts is None or not isinstance(attempt.id, int):
+            return None
+        status = attempt.response_status
+        code = attempt.code
+        if (
+            (status is not None and type(status) is not int)
+            or (code is not None and not isinstance(code, str))
+            or not isinstance(attempt.debug_info, str)
+        ):
+            return None
+        head, tail, resource = parts
+        end = iso(attempt.end_time)
+        when = "null" if end is None else _encode(end)
+        pubsub = _LOG_TARGET_TYPES.get(target_type, target_type) == "PUB_SUB"
+        debug = "" if pubsub else f'"debugInfo": {_encode(attempt.debug_info)}, '
+        ok = code == "OK"
+        failure = "" if ok else f', "status": {"null" if code is None else _encode(code)}'
+        request = "" if status is None else f'"httpRequest": {{"status": {status}}}, '
+        return (
+            f'{{{request}"insertId": "{attempt.id:012x}f", "jsonPayload": {{"@type": '
+            f'"{_TYPE}AttemptFinished", {debug}{head}{failure}{tail}{when}{resource}, '
+            f'"severity": "{"INFO" if ok else "ERROR"}", "timestamp": {when}}}'
+        )

@@ -10,7 +10,9 @@ I/O around it. One delivery flows like this (docs/architecture.md):
    records the attempt as started — all before anything is sent, so a crash loses nothing.
 3. The attempt is sent (through the fault plan), with no lock held.
 4. The engine records its end, logs it, and hands the outcome to the core, whose decisions
-   (a retry, the run's end, a delayed run) go round again.
+   (a retry, the run's end, a delayed run) go round again. On a system clock one thread does
+   this for the attempts sent on the pool, a batch of ends per hold of the engine lock, and
+   their store updates are deferred (committed a few ms later, many per transaction).
 
 Two ways to drive it, and only here: with a :class:`~scheduler_emulator.runtime.clock.
 ManualClock` the clock calls :meth:`Engine.run_due` at each due instant and deliveries run one
@@ -136,6 +138,12 @@ class Engine:
         self._max_per_job = max_per_job
         self._outstanding: set[_Delivery] = set()  # submitted to the pool, end not recorded
         self._idle = threading.Condition(self._lock)
+        # Ends of attempts sent on the pool, recorded by one thread a batch at a time (one
+        # engine-lock hold per batch instead of 32 threads contending for it per attempt).
+        self._ends: deque[tuple[_Delivery, Injected]] = deque()
+        self._ends_ready = threading.Condition(threading.Lock())
+        self._ender: threading.Thread | None = None
+        self._ender_stopping = False
         clock.attach(self)
 
     # ---------------------------------------------------------------- jobs
@@ -309,6 +317,9 @@ class Engine:
             return
         self._stopping.clear()
         self._pool = DeliveryPool(self._max_workers, self._max_per_job)
+        self._ender_stopping = False
+        self._ender = threading.Thread(target=self._end_loop, name="attempt-ends", daemon=True)
+        self._ender.start()
         self._thread = threading.Thread(target=self._loop, name="scheduler-engine", daemon=True)
         self._thread.start()
 
@@ -342,10 +353,22 @@ class Engine:
             for delivery in left:
                 for follow_up in self._finish(delivery, Injected(TransportResult(), _INTERRUPTED)):
                     self._submit(follow_up)  # recorded as not sent: the engine stopped
+        self._stop_ender(timeout)
         close = getattr(self.transport, "close", None)
         if close is not None:
             close()
         return len(left)
+
+    def _stop_ender(self, timeout: float) -> None:
+        """Let the ends thread record the ends queued so far, then stop it."""
+        ender, self._ender = self._ender, None
+        if ender is None:
+            return
+        with self._ends_ready:
+            self._ender_stopping = True
+            self._ends_ready.notify()
+        if ender is not threading.current_thread():
+            ender.join(timeout)
 
     def _running_count(self) -> int:
         return sum(1 for d in self._outstanding if d.sent)
@@ -403,17 +426,45 @@ class Engine:
         self._wakeup.set()
 
     def _deliver_async(self, delivery: _Delivery) -> None:
+        """Send on a pool thread; the end is recorded by the ends thread (:meth:`_end_loop`)."""
         if self._stopping.is_set():
             return  # taken from the queue as the engine stopped: Engine.stop records it
         try:
-            for follow_up in self._deliver(delivery):
+            injected = self._send(delivery)
+        except Exception as exc:  # e.g. the log's file is gone: log, count, record it still
+            self._note_error(exc, f"job {delivery.attempt.job_id}: attempt not sent")
+            detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
+            injected = Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
+        with self._ends_ready:
+            self._ends.append((delivery, injected))
+            if len(self._ends) == 1:
+                self._ends_ready.notify()
+
+    def _end_loop(self) -> None:
+        """The ends thread: record the ends of attempts sent on the pool, a batch per hold of
+        the engine lock (their store updates deferred: one transaction for many), then submit
+        their follow-ups (a delayed run)."""
+        while True:
+            with self._ends_ready:
+                while not self._ends and not self._ender_stopping:
+                    self._ends_ready.wait()
+                if not self._ends:
+                    return
+                batch = [self._ends.popleft() for _ in range(min(len(self._ends), _ENDS))]
+            follow_ups: list[_Delivery] = []
+            with self._lock:
+                for delivery, injected in batch:
+                    try:
+                        follow_ups.extend(self._finish(delivery, injected))
+                    except Exception as exc:  # recording failed (e.g. the store is closed)
+                        self._note_error(
+                            exc, f"job {delivery.attempt.job_id}: attempt not recorded"
+                        )
+                        with self._idle:
+                            self._outstanding.discard(delivery)
+                            self._idle.notify_all()
+            for follow_up in follow_ups:
                 self._submit(follow_up)
-        except Exception as exc:  # recording failed (e.g. the store is closed): log, count
-            self._note_error(exc, f"job {delivery.attempt.job_id}: attempt not recorded")
-            with self._idle:
-                self._outstanding.discard(delivery)
-                self._idle.notify_all()
-        finally:
             self._wakeup.set()
 
     # ---------------------------------------------------------------- decisions
@@ -477,6 +528,10 @@ class Engine:
 
     def _deliver(self, delivery: _Delivery) -> list[_Delivery]:
         """Send one attempt (no lock held), then record it; return follow-up deliveries."""
+        return self._finish(delivery, self._send(delivery))
+
+    def _send(self, delivery: _Delivery) -> Injected:
+        """Send one attempt (no lock held) through the fault plan; return what happened."""
         attempt = delivery.attempt
         if self._late:
             self._await_late(attempt.run_id)
@@ -498,14 +553,14 @@ class Engine:
             self._note_error(exc, f"job {attempt.job_id}: attempt {attempt.attempt} not sent")
             detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
             injected = Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
-        return self._finish(delivery, injected)
+        return injected
 
     def _stamp_sent(self, delivery: _Delivery) -> None:
         """The attempt leaves now (system clock): its start is this instant, not the one at
         which it was queued; log AttemptStarted with it."""
-        with self._lock:
-            delivery.sent = True
-            delivery.attempt.start_time = self.clock.now()
+        # No lock: Engine.stop reads ``sent`` under it and waits for the attempt's end anyway.
+        delivery.sent = True
+        delivery.attempt.start_time = self.clock.now()
         if self.attempt_log is not None:
             job = self._job_or_none(delivery.attempt.job)
             self.attempt_log.started(delivery.attempt, job.target_type if job else "HTTP")
@@ -517,7 +572,11 @@ class Engine:
             if delivery.ended:
                 return []
             delivery.ended = True
-            follow_ups = self._carry_out(self._ended(delivery, injected))
+            if self.clock.manual:
+                follow_ups = self._carry_out(self._ended(delivery, injected))
+            else:  # the end may be committed a few ms later, with others (Store.deferred)
+                with self.store.deferred():
+                    follow_ups = self._carry_out(self._ended(delivery, injected))
             if delivery in self._outstanding:
                 if self._pool is not None:
                     self._outstanding.update(follow_ups)
@@ -610,7 +669,8 @@ class Engine:
         logger.error("%s: %s", what, exc, exc_info=logger.isEnabledFor(logging.DEBUG))
 
     def _job_or_none(self, name: str) -> Job | None:
-        return self.core.get(name) if self.core.has(name) else None
+        """The job's configuration (for its target kind), without copying its view."""
+        return self.core.config(name)
 
     def _save_state(self, name: str) -> None:
         """Persist the output-only fields attempts change (cheap: no JSON encoding)."""
@@ -628,6 +688,8 @@ _RESTARTED_DETAIL = (
 
 #: Decisions of one due batch recorded per store transaction (system clock).
 _SLICE = 200
+#: Ends of attempts recorded per hold of the engine lock (system clock).
+_ENDS = 256
 _STOPPED = classify_failure(Failure.RESTARTED, "The emulator stopped before the attempt was sent.")
 _INTERRUPTED = classify_failure(
     Failure.RESTARTED, "The emulator stopped while the attempt was in flight."

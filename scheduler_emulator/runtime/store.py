@@ -1,8 +1,11 @@
 """Persistence of jobs, runs, attempts and skipped runs in SQLite (stdlib ``sqlite3``).
 
 A file database (WAL journal) survives a crash of the process: every change is committed when
-it happens, so a SIGKILL loses no job and no recorded attempt. ``Store(":memory:")`` keeps the
-same code path in memory for tests and ``--in-memory``.
+it happens, so a SIGKILL loses no job and no recorded attempt — except the updates a thread
+asks to defer (:meth:`Store.deferred`: the engine's records of attempt ends on the system
+clock), which a writer thread commits within a few milliseconds, many in one transaction; a
+crash before that leaves the attempt in flight, and the restart records it as interrupted.
+``Store(":memory:")`` keeps the same code path in memory for tests and ``--in-memory``.
 
 Jobs are kept as their REST JSON (``codec.job_to_json``, the schema of the v1 API, so a data
 directory of any release loads) plus the output-only columns the engine maintains; a stored job
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -96,6 +100,34 @@ def _dt(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
+#: How long deferred updates wait for others to share their transaction (see
+#: :meth:`Store.deferred`).
+_DEFER_SECONDS = 0.005
+logger = logging.getLogger("scheduler_emulator")
+
+
+class _Locked:
+    """``with store._locked:`` takes the store's lock and first carries out deferred updates."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        store = self._store
+        store._lock.acquire()
+        if store._pending:
+            try:
+                store._carry_out_pending()
+            except BaseException:
+                store._lock.release()
+                raise
+
+    def __exit__(self, *exc: object) -> None:
+        self._store._lock.release()
+
+
 #: Attempts per page of :meth:`Store.attempts_page` when none is asked for, and at most.
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -142,6 +174,12 @@ class Store:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._pending: list[tuple[str, tuple[Any, ...]]] = []
+        self._local = threading.local()
+        self._writer: threading.Thread | None = None
+        self._closed = False
+        self._locked = _Locked(self)
         if self.path != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -167,16 +205,98 @@ class Store:
         The engine writes a due batch (thousands of runs and attempts at one minute) this way:
         one commit instead of one per statement. Not reentrant.
         """
-        with self._lock:
+        with self._locked:
             self._db.execute("BEGIN")
         try:
             yield
         finally:
-            with self._lock:
+            with self._locked:
                 self._db.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Let this thread's updates of attempt ends, runs and job state inside the block be
+        committed a few milliseconds later, with other threads' (one transaction for many).
+
+        For the end of an attempt, which may be committed late: a crash before the commit
+        leaves the attempt in flight, which a restart records as interrupted. Inserts (runs,
+        attempts, skipped times) are never deferred; any other statement, read or commit
+        first carries out the deferred ones, in order, so every reader sees them.
+        """
+        local = self._local
+        before = getattr(local, "defer", False)
+        local.defer = True
+        try:
+            yield
+        finally:
+            local.defer = before
+
+    def flush(self) -> None:
+        """Commit the deferred updates now."""
+        with self._locked:
+            pass
+
+    def _later(self, sql: str, args: tuple[Any, ...]) -> bool:
+        """Queue ``sql`` if this thread defers its updates (see :meth:`deferred`)."""
+        if not getattr(self._local, "defer", False):
+            return False
+        with self._lock:
+            if self._closed:
+                return False
+            self._pending.append((sql, args))
+            if self._writer is None:
+                self._writer = threading.Thread(
+                    target=self._write_pending, name="store-writer", daemon=True
+                )
+                self._writer.start()
+            if len(self._pending) == 1:
+                self._wake.notify()
+        return True
+
+    def _carry_out_pending(self) -> None:
+        """Execute the deferred statements (store lock held), committed at once unless a
+        :meth:`batch` is open (then they commit with it)."""
+        pending, self._pending = self._pending, []
+        if self._db.in_transaction:
+            for sql, args in pending:
+                self._db.execute(sql, args)
+            return
+        self._db.execute("BEGIN")
+        try:
+            for sql, args in pending:
+                self._db.execute(sql, args)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _write_pending(self) -> None:
+        """The writer thread: commit what is deferred every :data:`_DEFER_SECONDS`."""
+        while True:
+            with self._lock:
+                while not self._pending and not self._closed:
+                    self._wake.wait()
+                if self._closed:
+                    return
+                self._wake.wait(_DEFER_SECONDS)  # let more ends join this transaction
+                if self._closed:
+                    return
+                try:
+                    if self._pending:
+                        self._carry_out_pending()
+                except Exception as exc:  # e.g. the disk is full: say so, keep going
+                    logger.error("store: deferred updates not committed: %s", exc)
+
     def close(self) -> None:
-        """Close the database."""
+        """Commit what is deferred and close the database."""
+        with self._lock:
+            if self._pending and not self._closed:
+                self._carry_out_pending()
+            self._closed = True
+            self._wake.notify_all()
+            writer = self._writer
+        if writer is not None and writer is not threading.current_thread():
+            writer.join()
         with self._lock:
             self._db.close()
 
@@ -186,7 +306,7 @@ class Store:
         """Insert or replace ``job`` (config and output-only fields) and its next scheduled time
         (UTC); keeps its creation order."""
         status = job.status
-        with self._lock:
+        with self._locked:
             seq_row = self._db.execute(
                 "SELECT seq FROM jobs WHERE name = ?", (job.name,)
             ).fetchone()
@@ -213,12 +333,14 @@ class Store:
     def save_next_fire(self, name: str, next_fire: datetime | None) -> None:
         """Write the next scheduled time of job ``name`` (UTC), so that a restart knows which
         scheduled times passed while the emulator was not running."""
-        with self._lock:
-            self._db.execute("UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name))
+        sql, args = "UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name)
+        if not self._later(sql, args):
+            with self._locked:
+                self._db.execute(sql, args)
 
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""
-        with self._lock:
+        with self._locked:
             rows = self._db.execute(
                 "SELECT name, next_fire FROM jobs WHERE next_fire IS NOT NULL"
             ).fetchall()
@@ -226,7 +348,7 @@ class Store:
 
     def last_skipped(self) -> dict[str, datetime]:
         """The latest scheduled time recorded as skipped, by job full name."""
-        with self._lock:
+        with self._locked:
             rows = self._db.execute("SELECT job, MAX(nominal) FROM skipped GROUP BY job").fetchall()
         return {name: _dt(value) for name, value in rows}  # type: ignore[misc]
 
@@ -234,27 +356,29 @@ class Store:
         self, name: str, state: State, status: Status | None, last_attempt_time: datetime | None
     ) -> None:
         """Write only the fields the engine changes of the stored job ``name``."""
-        with self._lock:
-            self._db.execute(
-                "UPDATE jobs SET state = ?, status_code = ?, status_message = ?, "
-                "last_attempt_time = ? WHERE name = ?",
-                (
-                    int(state),
-                    None if status is None else status.code,
-                    None if status is None else status.message,
-                    _ts(last_attempt_time),
-                    name,
-                ),
-            )
+        sql = (
+            "UPDATE jobs SET state = ?, status_code = ?, status_message = ?, "
+            "last_attempt_time = ? WHERE name = ?"
+        )
+        args = (
+            int(state),
+            None if status is None else status.code,
+            None if status is None else status.message,
+            _ts(last_attempt_time),
+            name,
+        )
+        if not self._later(sql, args):
+            with self._locked:
+                self._db.execute(sql, args)
 
     def delete_job(self, name: str) -> None:
         """Delete the job ``name`` (its attempt history stays)."""
-        with self._lock:
+        with self._locked:
             self._db.execute("DELETE FROM jobs WHERE name = ?", (name,))
 
     def load_jobs(self) -> list[Job]:
         """Return every stored job in creation order, output-only fields included."""
-        with self._lock:
+        with self._locked:
             rows = self._db.execute(
                 "SELECT config, state, status_code, status_message, last_attempt_time, "
                 "user_update_time FROM jobs ORDER BY seq"
@@ -277,7 +401,7 @@ class Store:
 
     def add_run(self, run: Run) -> Run:
         """Insert ``run`` under its ``id`` (the scheduler core numbers runs) and return it."""
-        with self._lock:
+        with self._locked:
             self._db.execute(
                 "INSERT INTO runs (id, job, schedule_time, nominal, forced, first_attempt_start, "
                 "attempts, next_attempt_at, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -297,28 +421,30 @@ class Store:
 
     def last_run_id(self) -> int:
         """The largest run id ever stored (0 for none); new runs are numbered after it."""
-        with self._lock:
+        with self._locked:
             row = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
             return max(int(row[0]), self._last_run_id)
 
     def save_run(self, run: Run) -> None:
         """Write the progress of ``run`` (attempt count, pending retry, finished)."""
-        with self._lock:
-            self._db.execute(
-                "UPDATE runs SET first_attempt_start = ?, attempts = ?, next_attempt_at = ?, "
-                "finished = ? WHERE id = ?",
-                (
-                    _ts(run.first_attempt_start),
-                    run.attempts,
-                    _ts(run.next_attempt_at),
-                    int(run.finished),
-                    run.id,
-                ),
-            )
+        sql = (
+            "UPDATE runs SET first_attempt_start = ?, attempts = ?, next_attempt_at = ?, "
+            "finished = ? WHERE id = ?"
+        )
+        args = (
+            _ts(run.first_attempt_start),
+            run.attempts,
+            _ts(run.next_attempt_at),
+            int(run.finished),
+            run.id,
+        )
+        if not self._later(sql, args):
+            with self._locked:
+                self._db.execute(sql, args)
 
     def open_runs(self) -> list[Run]:
         """Return the runs not finished yet (after a restart: to resume their retries)."""
-        with self._lock:
+        with self._locked:
             rows = self._db.execute(
                 "SELECT id, job, schedule_time, nominal, forced, first_attempt_start, attempts, "
                 "next_attempt_at FROM runs WHERE finished = 0 ORDER BY id"
@@ -341,7 +467,7 @@ class Store:
 
     def add_attempt(self, attempt: Attempt) -> Attempt:
         """Insert a started attempt and return it with its new ``id``."""
-        with self._lock:
+        with self._locked:
             cursor = self._db.execute(
                 "INSERT INTO attempts (job, run_id, attempt, schedule_time, start_time, "
                 "end_time, request, response_status, code, debug_info, forced, injected) "
@@ -370,20 +496,22 @@ class Store:
     def finish_attempt(self, attempt: Attempt) -> None:
         """Record the start (the instant it was sent), end, status, code and debug text of
         ``attempt``."""
-        with self._lock:
-            self._db.execute(
-                "UPDATE attempts SET start_time = ?, end_time = ?, response_status = ?, "
-                "code = ?, debug_info = ?, injected = ? WHERE id = ?",
-                (
-                    _ts(attempt.start_time),
-                    _ts(attempt.end_time),
-                    attempt.response_status,
-                    attempt.code,
-                    attempt.debug_info,
-                    int(attempt.injected),
-                    attempt.id,
-                ),
-            )
+        sql = (
+            "UPDATE attempts SET start_time = ?, end_time = ?, response_status = ?, "
+            "code = ?, debug_info = ?, injected = ? WHERE id = ?"
+        )
+        args = (
+            _ts(attempt.start_time),
+            _ts(attempt.end_time),
+            attempt.response_status,
+            attempt.code,
+            attempt.debug_info,
+            int(attempt.injected),
+            attempt.id,
+        )
+        if not self._later(sql, args):
+            with self._locked:
+                self._db.execute(sql, args)
 
     def attempts(self, job: str | None = None, *, unfinished: bool = False) -> list[Attempt]:
         """Return attempts in start order, optionally of one job (full name) or only in flight.
@@ -437,7 +565,7 @@ class Store:
         )
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
-        with self._lock:
+        with self._locked:
             rows = self._db.execute(query + " ORDER BY id" + limit, args).fetchall()
         return [
             Attempt(
@@ -480,7 +608,7 @@ class Store:
 
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a skipped scheduled time (P6)."""
-        with self._lock:
+        with self._locked:
             self._db.execute(
                 "INSERT INTO skipped (job, schedule_time, nominal, recorded_at, reason) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -500,13 +628,13 @@ class Store:
         if job is not None:
             query += " WHERE job = ?"
             args = (job,)
-        with self._lock:
+        with self._locked:
             rows = self._db.execute(query + " ORDER BY id", args).fetchall()
         return [SkippedRun(r[0], r[1], _dt(r[2]), _dt(r[3]), r[4]) for r in rows]  # type: ignore[arg-type]
 
     def reset(self) -> None:
         """Delete every job, run, attempt and skipped-run record."""
-        with self._lock:
+        with self._locked:
             row = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
             self._last_run_id = max(int(row[0]), self._last_run_id)
             self._db.executescript(
