@@ -99,3 +99,34 @@ def test_only_the_deferring_thread_defers() -> None:
     store.finish_attempt(ended(attempt))
     assert store._pending == []
     store.close()
+
+
+def test_another_threads_write_waits_for_an_open_batch(tmp_path: Path) -> None:
+    """A run written by another thread (say, a retry started on the end path) while the engine's
+    batch is open must not join that uncommitted transaction: it is written after the commit."""
+    import threading
+
+    from support import wait_for
+
+    from scheduler_emulator.domain.attempts import SkippedRun
+
+    db = tmp_path / "emulator.db"
+    store = Store(db)
+    when = datetime(2026, 9, 24, 2, tzinfo=UTC)
+    done = threading.Event()
+
+    def other() -> None:
+        store.add_skipped(SkippedRun("projects/p/locations/l/jobs/b", None, when, when))
+        done.set()
+
+    with store.batch():
+        store.add_skipped(SkippedRun("projects/p/locations/l/jobs/a", None, when, when))
+        thread = threading.Thread(target=other)
+        thread.start()
+        assert wait_for(lambda: len(store._batch_free._waiters) == 1, bound_seconds=10)  # type: ignore[attr-defined]
+        assert not done.is_set()
+    thread.join(10)
+    assert done.is_set()
+    rows = sqlite3.connect(db).execute("SELECT job FROM skipped ORDER BY id").fetchall()
+    assert [r[0].rsplit("/", 1)[1] for r in rows] == ["a", "b"]
+    store.close()

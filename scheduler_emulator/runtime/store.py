@@ -117,6 +117,11 @@ class _Locked:
     def __enter__(self) -> None:
         store = self._store
         store._lock.acquire()
+        if store._batch_owner is not None and store._batch_owner != threading.get_ident():
+            # Another thread's batch is open: write after its commit, so that nothing written
+            # here (a run about to be sent, say) is left uncommitted in that transaction.
+            while store._batch_owner is not None:
+                store._batch_free.wait()
         if store._pending:
             try:
                 store._carry_out_pending()
@@ -175,6 +180,8 @@ class Store:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
+        self._batch_owner: int | None = None  # the thread whose batch() is open
+        self._batch_free = threading.Condition(self._lock)
         self._pending: list[tuple[str, tuple[Any, ...]]] = []
         self._local = threading.local()
         self._writer: threading.Thread | None = None
@@ -200,18 +207,22 @@ class Store:
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
-        """Commit every write made inside the block (from any thread) as one transaction.
+        """Commit every write this thread makes inside the block as one transaction; other
+        threads' reads and writes wait for the commit (so none of theirs joins it uncommitted).
 
         The engine writes a due batch (thousands of runs and attempts at one minute) this way:
         one commit instead of one per statement. Not reentrant.
         """
         with self._locked:
             self._db.execute("BEGIN")
+            self._batch_owner = threading.get_ident()
         try:
             yield
         finally:
             with self._locked:
                 self._db.execute("COMMIT")
+                self._batch_owner = None
+                self._batch_free.notify_all()
 
     @contextlib.contextmanager
     def deferred(self) -> Iterator[None]:
