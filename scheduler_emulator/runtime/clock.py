@@ -178,15 +178,15 @@ class ManualClock:
                     f"the manual clock cannot go back: it is at {iso(self._now)}, "
                     f"{iso(target)} is earlier."
                 )
-            while True:
-                self._settle()
+            self._settle()  # what is due now (a sleeper may also note the starting instant)
+            while True:  # stop at each instant where something is due, up to the target
                 due = [d for d in (s.next_due() for s in self._sleepers) if d is not None]
                 earliest = min(due) if due else None
                 if earliest is None or earliest > target:
-                    break
+                    break  # nothing is left due at or before the target
                 self._now = max(self._now, earliest)
+                self._settle()
             self._now = target
-            self._settle()
             for sleeper in self._sleepers:
                 sleeper.idle()
             return self._now

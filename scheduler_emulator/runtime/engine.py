@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -469,10 +469,12 @@ class Engine:
 
     # ---------------------------------------------------------------- decisions
 
-    def _carry_out(self, decisions: Iterable[Decision]) -> list[_Delivery]:
+    def _carry_out(self, decisions: Sequence[Decision]) -> list[_Delivery]:
         """Persist the core's decisions (lock held); return the attempts to send, each already
         recorded as started. An attempt that cannot be prepared is recorded as failed here and
         its outcome goes back to the core."""
+        if not decisions:
+            return []
         deliveries: list[_Delivery] = []
         pending = deque(decisions)
         while pending:

@@ -92,8 +92,22 @@ CREATE TABLE IF NOT EXISTS skipped (
 """
 
 
+#: The last instant :func:`_ts` rendered and its text, as one tuple (replaced whole, so threads
+#: never see a mismatched pair): an attempt's start, its run's first start and the job's last
+#: attempt time are one object, rendered once.
+_LAST_TS: tuple[datetime | None, str | None] = (None, None)
+
+
 def _ts(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
+    global _LAST_TS
+    if value is None:
+        return None
+    last = _LAST_TS
+    if value is last[0]:
+        return last[1]
+    text = value.isoformat()
+    _LAST_TS = (value, text)
+    return text
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -343,7 +357,10 @@ class Store:
 
     def save_next_fire(self, name: str, next_fire: datetime | None) -> None:
         """Write the next scheduled time of job ``name`` (UTC), so that a restart knows which
-        scheduled times passed while the emulator was not running."""
+        scheduled times passed while the emulator was not running. An in-memory store has no
+        restart to tell: it skips the write (one statement less per run)."""
+        if self.path == ":memory:":
+            return
         sql, args = "UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name)
         if not self._later(sql, args):
             with self._locked:

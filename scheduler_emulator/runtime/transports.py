@@ -320,6 +320,7 @@ class MountTransport:
         self._mounts: dict[str, Any] = {}
         self._callers: dict[int, AsgiCaller] = {}
         self._callers_lock = threading.Lock()
+        self._kinds: dict[int, tuple[object, bool]] = {}  # id(app) -> (app, is it ASGI)
         self.fallback: Transport = fallback if fallback is not None else HttpTransport()
         for prefix, app in (mounts or {}).items():
             self.mount(prefix, app)
@@ -357,10 +358,17 @@ class MountTransport:
                 caller = self._callers[id(app)] = AsgiCaller(app)
             return caller
 
+    def _is_asgi(self, app: Any) -> bool:
+        """:func:`is_asgi_app`, asked once per app (the check inspects its ``__call__``)."""
+        known = self._kinds.get(id(app))
+        if known is None or known[0] is not app:
+            known = self._kinds[id(app)] = (app, is_asgi_app(app))
+        return known[1]
+
     def _call(
         self, app: Any, request: DeliveryRequest, timeout_seconds: float
     ) -> tuple[int, Mapping[str, str]]:
-        if not is_asgi_app(app):
+        if not self._is_asgi(app):
             return call_wsgi(app, request)
         response = self._caller(app).request(
             request.method, request.url, request.headers, request.body, timeout_seconds
