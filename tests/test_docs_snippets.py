@@ -89,7 +89,7 @@ def wait_until(condition: object, what: str, timeout: float = TIMEOUT) -> None:
     while not condition():  # type: ignore[operator]
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what} after {timeout} s")
-        time.sleep(0.05)  # polling a condition with a bound, not waiting for the emulator
+        time.sleep(0.05)  # allowed: polling a condition with a bound, not waiting for the emulator
 
 
 @dataclass

@@ -95,12 +95,12 @@ def test_the_system_clock_ignores_a_freeze_begun_after_import() -> None:
     assert year == datetime.now(UTC).year
 
 
-NEW_YEAR_TEST = """
+PLUGIN_TEST = """
 from datetime import UTC, datetime, timedelta
 import pytest
 
 
-@pytest.mark.cloud_scheduler(start=datetime(2026, 12, 31, 12, tzinfo=UTC))
+@pytest.mark.cloud_scheduler(start=datetime({start}, tzinfo=UTC))
 def test_{name}(cloud_scheduler):
     seen = []
 
@@ -110,33 +110,21 @@ def test_{name}(cloud_scheduler):
         return [b""]
 
     cloud_scheduler.mount("http://svc.test", app)
-    cloud_scheduler.create_job(name="ny", schedule="0 9 * * *", time_zone="America/New_York",
+    cloud_scheduler.create_job(name="ny", schedule="{schedule}", time_zone="America/New_York",
                                http_target={{"uri": "http://svc.test/"}})
-    cloud_scheduler.advance(timedelta(days=2))
-    assert seen == ["2026-12-31T09:00:00-05:00", "2027-01-01T09:00:00-05:00"]
+    cloud_scheduler.advance(timedelta(hours={hours}))
+    assert seen == {expected!r}
 """
-
-FALL_BACK_TEST = """
-from datetime import UTC, datetime, timedelta
-import pytest
-
-
-@pytest.mark.cloud_scheduler(start=datetime(2027, 11, 7, 4, tzinfo=UTC))
-def test_{name}(cloud_scheduler):
-    seen = []
-
-    def app(environ, start_response):
-        seen.append(environ["HTTP_X_CLOUDSCHEDULER_SCHEDULETIME"])
-        start_response("200 OK", [])
-        return [b""]
-
-    cloud_scheduler.mount("http://svc.test", app)
-    cloud_scheduler.create_job(name="ny", schedule="30 1 * * *", time_zone="America/New_York",
-                               http_target={{"uri": "http://svc.test/"}})
-    cloud_scheduler.advance(timedelta(hours=4))
-    # 2027-11-07 is the fall-back day: 01:30 happens twice (P1 "absolute")
-    assert seen == ["2027-11-07T01:30:00-04:00", "2027-11-07T01:30:00-05:00"]
-"""
+#: Across New Year, in New York.
+NEW_YEAR_TEST = PLUGIN_TEST.format(
+    name="new_year", start="2026, 12, 31, 12", schedule="0 9 * * *", hours=48,
+    expected=["2026-12-31T09:00:00-05:00", "2027-01-01T09:00:00-05:00"],
+)  # fmt: skip
+#: 2027-11-07 is New York's fall-back day: 01:30 happens twice (P1 "absolute").
+FALL_BACK_TEST = PLUGIN_TEST.format(
+    name="fall_back", start="2027, 11, 7, 4", schedule="30 1 * * *", hours=4,
+    expected=["2027-11-07T01:30:00-04:00", "2027-11-07T01:30:00-05:00"],
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("order", ["new-year-first", "fall-back-first"])
@@ -144,7 +132,7 @@ def test_{name}(cloud_scheduler):
 def test_a_plugin_test_across_new_year_does_not_bend_the_next_tests_fire_times(
     pytester: pytest.Pytester, order: str, workers: str | None
 ) -> None:
-    tests = [NEW_YEAR_TEST.format(name="new_year"), FALL_BACK_TEST.format(name="fall_back")]
+    tests = [NEW_YEAR_TEST, FALL_BACK_TEST]
     if order == "fall-back-first":
         tests.reverse()
     pytester.makepyfile(test_a=tests[0], test_b=tests[1])
