@@ -540,8 +540,11 @@ class FirestoreRunStore:
         :param record: the ``in_progress`` record to write when the claim succeeds.
         :param now: the attempt's current instant (aware).
         :raises google.api_core.exceptions.GoogleAPICallError: when Firestore fails.
-        :raises ValueError: when the transaction still conflicts after ``max_attempts`` tries.
-        :return: the :class:`Claim`.
+        :raises ValueError: when the transaction still conflicts after ``max_attempts`` tries and
+            no other attempt's record explains the conflict.
+        :return: the :class:`Claim`. When the transaction keeps conflicting because other
+            attempts claim the same run at the same moment, the record one of them wrote
+            decides (``in_progress`` → 409), as if this attempt had come a moment later.
         """
 
         def claim_in(transaction: Any, ref: Any) -> Claim:
@@ -553,7 +556,16 @@ class FirestoreRunStore:
             transaction.set(ref, record.as_fields())
             return Claim(outcome, record, existing)
 
-        result: Claim = self._in_transaction(claim_in, self._ref(key))
+        ref = self._ref(key)
+        try:
+            result: Claim = self._in_transaction(claim_in, ref)
+        except ValueError as exc:  # google-cloud-firestore: "Failed to commit transaction in N…"
+            if not str(exc).startswith("Failed to commit transaction"):
+                raise
+            existing = self._read(ref)
+            if existing is None or decide_claim(existing, now) is ClaimOutcome.CLAIMED:
+                raise
+            return Claim(decide_claim(existing, now), existing)
         return result
 
     def finish(self, key: str, attempt_id: str, *, succeeded: bool) -> bool:

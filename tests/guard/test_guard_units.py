@@ -504,3 +504,52 @@ def test_importing_the_target_package_loads_no_web_framework_database_or_engine(
     )
 
     assert said.stdout.strip() == "[]"
+
+
+class TestFirestoreContention:
+    """Attempts claiming one run at the same moment can make a Firestore transaction conflict
+    until its tries run out; the record another attempt wrote then decides the answer."""
+
+    class _Snapshot:
+        def __init__(self, fields: dict[str, Any] | None) -> None:
+            self.exists = fields is not None
+            self._fields = fields
+
+        def to_dict(self) -> dict[str, Any] | None:
+            return self._fields
+
+    class _Document:
+        path = "scheduler-runs/key"
+
+        def __init__(self, fields: dict[str, Any] | None) -> None:
+            self.fields = fields
+
+        def get(self, transaction: Any = None) -> Any:
+            return TestFirestoreContention._Snapshot(self.fields)
+
+    def store(self, fields: dict[str, Any] | None, monkeypatch: pytest.MonkeyPatch) -> Any:
+        pytest.importorskip("google.cloud.firestore")
+        from scheduler_emulator.target.guard_stores import FirestoreRunStore
+
+        store = FirestoreRunStore(client=object())
+        document = self._Document(fields)
+        monkeypatch.setattr(store, "_ref", lambda key: document)
+
+        def conflicting(function: Any, *args: Any) -> Any:
+            raise ValueError("Failed to commit transaction in 5 attempts.")
+
+        monkeypatch.setattr(store, "_in_transaction", conflicting)
+        return store
+
+    def test_a_live_lease_written_meanwhile_is_a_409(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        held = record(RunStatus.IN_PROGRESS, LEASE)
+        store = self.store(held.as_fields(), monkeypatch)
+        claim = store.claim("key", record(RunStatus.IN_PROGRESS, LEASE), NOW)
+        assert claim.outcome is decide_claim(held, NOW) and claim.record == held
+
+    def test_without_such_a_record_the_conflict_is_raised(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = self.store(None, monkeypatch)
+        with pytest.raises(ValueError, match="Failed to commit transaction"):
+            store.claim("key", record(RunStatus.IN_PROGRESS, LEASE), NOW)
