@@ -130,12 +130,9 @@ class Emulator:
         return self
 
     def close(self) -> None:
-        """Stop the engine, close the store and the transport's kept-alive connections."""
+        """Stop the engine (which closes the transport's connections) and close the store."""
         self.engine.stop()
         self.store.close()
-        close_transport = getattr(self.engine.transport, "close", None)
-        if close_transport is not None:
-            close_transport()
 
     def __enter__(self) -> Emulator:
         return self.start()

@@ -333,7 +333,7 @@ class Engine:
         """Stop firing at once, wait up to ``timeout`` seconds for attempts in flight, and
         record those still unfinished as interrupted (``UNAVAILABLE``, like an emulator restart:
         their runs are retried under the job's retry config, at the next start if the store
-        is kept). Idempotent.
+        is kept); then close the transport's connections. Idempotent.
 
         :param timeout: seconds to wait for attempts in flight.
         :return: how many attempts were recorded as interrupted.
@@ -344,6 +344,7 @@ class Engine:
             self._thread.join(timeout)
             self._thread = None
         if self._pool is None:
+            self._close_transport()
             return 0
         pool, self._pool = self._pool, None
         pool.shutdown()  # queued attempts are not sent
@@ -354,10 +355,14 @@ class Engine:
                 for follow_up in self._finish(delivery, Injected(TransportResult(), _INTERRUPTED)):
                     self._submit(follow_up)  # recorded as not sent: the engine stopped
         self._stop_ender(timeout)
+        self._close_transport()
+        return len(left)
+
+    def _close_transport(self) -> None:
+        """Close the transport's kept-alive connections, if it keeps any (idempotent)."""
         close = getattr(self.transport, "close", None)
         if close is not None:
             close()
-        return len(left)
 
     def _stop_ender(self, timeout: float) -> None:
         """Let the ends thread record the ends queued so far, then stop it."""

@@ -124,10 +124,13 @@ class Admin:
         """Liveness: always ``{"status": "ok"}``."""
         return {"status": "ok"}
 
+    def _mode(self) -> str:
+        return "manual" if self.emulator.clock.manual else "system"
+
     def config(self, request: Request) -> dict[str, Any]:
         """The defaults for short job names, and the clock's mode."""
-        mode = "manual" if self.emulator.clock.manual else "system"
-        return {"project": self.emulator.project, "location": self.emulator.location, "clock": mode}
+        emulator = self.emulator
+        return {"project": emulator.project, "location": emulator.location, "clock": self._mode()}
 
     def _known_job(self, request: Request) -> str | None:
         """The ``?job=`` filter, or ``None``; 404 for a job with neither a definition nor
@@ -144,8 +147,7 @@ class Admin:
 
     def clock(self, request: Request) -> dict[str, Any]:
         """The clock's instant and mode."""
-        mode = "manual" if self.emulator.clock.manual else "system"
-        return {"now": iso(self.emulator.now()), "mode": mode}
+        return {"now": iso(self.emulator.now()), "mode": self._mode()}
 
     def _manual_only(self, fn: Any, *args: Any) -> dict[str, Any]:
         try:
