@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from support import wait_for
 
 from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.runtime.attempt_log import AttemptLog
@@ -150,3 +151,42 @@ class TestLinesAreTheEntriesJsonDumps:
             json.dumps(log.finished_entry(one, kind), sort_keys=True),
         ] * 2
         assert stream.getvalue().splitlines() == expected
+
+
+class TestBatchedWrites:
+    """``flush_interval``: the daemon on a system clock writes lines in batches."""
+
+    def test_lines_are_written_in_order_within_the_interval(self) -> None:
+        stream = io.StringIO()
+        log = AttemptLog(stream, flush_interval=0.05)
+        for number in range(1, 201):
+            log.started(attempt(id=number))
+            log.finished(attempt(id=number))
+        expected = [f"{n:012x}{kind}" for n in range(1, 201) for kind in "sf"]
+
+        def written() -> list[object]:
+            return [json.loads(line)["insertId"] for line in stream.getvalue().splitlines()]
+
+        assert wait_for(lambda: len(written()) == 400, bound_seconds=5)
+        assert written() == expected
+        log.close()
+
+    def test_close_writes_what_is_queued_and_later_lines_are_written_at_once(self) -> None:
+        stream = io.StringIO()
+        log = AttemptLog(stream, flush_interval=60.0)  # the writer would wait a minute
+        log.started(attempt(id=1))
+        log.close()
+        assert len(stream.getvalue().splitlines()) == 1
+        log.finished(attempt(id=1))
+        assert len(stream.getvalue().splitlines()) == 2
+
+    def test_without_an_interval_each_line_is_there_when_the_call_returns(self) -> None:
+        stream = io.StringIO()
+        log = AttemptLog(stream)
+        log.started(attempt(id=1))
+        assert len(stream.getvalue().splitlines()) == 1
+
+    @pytest.mark.parametrize("interval", [0, -1.0, float("nan")])
+    def test_a_non_positive_interval_is_refused(self, interval: float) -> None:
+        with pytest.raises(ValueError, match="flush_interval"):
+            AttemptLog(io.StringIO(), flush_interval=interval)

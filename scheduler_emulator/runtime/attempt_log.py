@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import deque
 from typing import IO, Any
 
 from ..domain.attempts import Attempt, iso
@@ -43,6 +44,10 @@ def _target_fields(attempt: Attempt, target_type: str) -> dict[str, Any]:
         return {"targetType": kind, "pubsubTopic": attempt.request.get("pubsubTopic", "")}
     return {"targetType": kind, "url": attempt.request.get("url", "")}
 
+
+#: The daemon's ``flush_interval`` on a system clock (seconds): log lines reach the file at most
+#: this late.
+DAEMON_FLUSH_INTERVAL = 0.05
 
 #: The formats of :class:`AttemptLog`: Cloud Logging JSON lines, or one readable line an attempt.
 LOG_FORMATS = ("json", "text")
@@ -74,19 +79,87 @@ def text_line(attempt: Attempt) -> str:
 class AttemptLog:
     """Write execution-log entries to a text stream.
 
-    :param stream: a writable text stream (``sys.stdout`` or an open file); flushed per line.
+    :param stream: a writable text stream (``sys.stdout`` or an open file).
     :param format: ``"json"`` (the default): the Cloud Logging entries, AttemptStarted and
         AttemptFinished; ``"text"``: one :func:`text_line` per finished attempt.
-    :raises ValueError: for another format.
+    :param flush_interval: ``None`` (the default): each line is written and flushed at once, so
+        a reader sees it as soon as the call returns (what a manual clock needs). Seconds:
+        lines are queued and one writer thread writes what is queued in one write and flush,
+        at most this long after the first of them (the daemon on a system clock: a busy minute
+        costs one system call per batch instead of two per attempt). :meth:`flush` and
+        :meth:`close` write what is queued at once. The store, not this log, is the record a
+        crash must not lose: a kill loses at most the last ``flush_interval`` of log lines.
+    :raises ValueError: for another format, or a ``flush_interval`` that is not positive.
     """
 
-    def __init__(self, stream: IO[str], format: str = "json") -> None:
+    def __init__(
+        self, stream: IO[str], format: str = "json", *, flush_interval: float | None = None
+    ) -> None:
         if format not in LOG_FORMATS:
             raise ValueError(f"log format {format!r} is not one of {', '.join(LOG_FORMATS)}.")
+        if flush_interval is not None and not flush_interval > 0:
+            raise ValueError(f"flush_interval must be positive seconds, not {flush_interval!r}.")
         self._stream = stream
         self._text = format == "text"
         self._lock = threading.Lock()
         self._lines = _LineEncoder()
+        self._interval = flush_interval
+        self._queued: deque[str] = deque()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._closed = False
+        self._writer: threading.Thread | None = None
+
+    def flush(self) -> None:
+        """Write the queued lines now, in one write and flush."""
+        if not self._queued:
+            return
+        with self._lock:
+            lines = [self._queued.popleft() for _ in range(len(self._queued))]
+            if lines:
+                self._stream.write("\n".join(lines) + "\n")
+                self._stream.flush()
+
+    def close(self) -> None:
+        """Write the queued lines and stop the writer thread; later lines are written at once.
+        The stream itself stays open (its owner closes it)."""
+        self._closed = True
+        self._stop.set()
+        self._wake.set()
+        writer, self._writer = self._writer, None
+        if writer is not None and writer is not threading.current_thread():
+            writer.join(5)
+        self.flush()
+
+    def _write(self, entry: dict[str, Any] | str) -> None:
+        line = entry if isinstance(entry, str) else json.dumps(entry, sort_keys=True)
+        self._queued.append(line)  # one queue, so lines keep their order in every mode
+        if self._interval is None or self._closed:
+            self.flush()
+            return
+        if self._writer is None:
+            with self._lock:
+                if self._writer is None and not self._closed:
+                    self._writer = threading.Thread(
+                        target=self._write_queued, name="attempt-log", daemon=True
+                    )
+                    self._writer.start()
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def _write_queued(self) -> None:
+        """The writer thread: wait for a first queued line, let more gather for the interval
+        (or until :meth:`close`), write them all."""
+        while True:
+            self._wake.wait()
+            self._stop.wait(self._interval)
+            self._wake.clear()
+            try:
+                self.flush()
+            except (OSError, ValueError):  # the stream is gone: later lines go the same way
+                return
+            if self._stop.is_set():
+                return
 
     def _envelope(
         self, attempt: Attempt, payload: dict[str, Any], when: str | None, kind: str
@@ -104,12 +177,6 @@ class AttemptLog:
             "severity": "INFO",
             "timestamp": when,
         }
-
-    def _write(self, entry: dict[str, Any] | str) -> None:
-        line = entry if isinstance(entry, str) else json.dumps(entry, sort_keys=True)
-        with self._lock:
-            self._stream.write(line + "\n")
-            self._stream.flush()
 
     def started(self, attempt: Attempt, target_type: str = "HTTP") -> None:
         """Log AttemptStarted (§14.2): jobName, scheduledTime (the attempt's start), url.

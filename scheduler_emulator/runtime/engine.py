@@ -345,6 +345,8 @@ class Engine:
             self._thread = None
         if self._pool is None:
             self._close_transport()
+            if self.attempt_log is not None:
+                self.attempt_log.flush()
             return 0
         pool, self._pool = self._pool, None
         pool.shutdown()  # queued attempts are not sent
@@ -356,6 +358,8 @@ class Engine:
                     self._submit(follow_up)  # recorded as not sent: the engine stopped
         self._stop_ender(timeout)
         self._close_transport()
+        if self.attempt_log is not None:
+            self.attempt_log.flush()
         return len(left)
 
     def _close_transport(self) -> None:
