@@ -3,7 +3,10 @@
 1. Starts a minimal asyncio HTTP/1.1 target in a subprocess (loopback only; it answers 200 with
    an empty body, and exits after ``--minutes`` + 2 minutes or 10 million requests).
 2. Measures a floor in the same run: a bare loop of the emulator's HTTP client
-   (``runtime/http_client.HttpClient``) against that target, one thread and 32 threads.
+   (``runtime/http_client.HttpClient``, through libcurl when ``pycurl`` is installed, as the
+   daemon's is) against that target, one thread and 32 threads; and the same loop with
+   ``http.client`` only, for comparison; and, when ``wrk`` is installed (``apt-get install
+   wrk``), the target's own maximum under that load generator (1 thread, 32 connections).
 3. Writes N jobs to a jobs file and runs ``scheduler-emulator start`` on a fresh SQLite data
    directory for ``--minutes`` whole minutes, then stops it with SIGTERM and reads its store.
 
@@ -20,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -67,11 +71,11 @@ def serve_target(port_file: str, limit_seconds: float) -> None:
     asyncio.run(main())
 
 
-def floor(base: str, seconds: float, threads: int) -> float:
+def floor(base: str, seconds: float, threads: int, curl: bool | None = None) -> float:
     """Requests per second of the bare HttpClient against the target."""
     from scheduler_emulator.runtime.http_client import HttpClient
 
-    client = HttpClient()
+    client = HttpClient(curl=curl)
     headers = {"User-Agent": "Google-Cloud-Scheduler", "X-CloudScheduler": "true"}
     counts = [0] * threads
     stop = time.monotonic() + seconds
@@ -89,6 +93,23 @@ def floor(base: str, seconds: float, threads: int) -> float:
         worker.join()
     client.close()
     return sum(counts) / (time.monotonic() - started)
+
+
+def target_maximum(base: str, seconds: int) -> float | None:
+    """Requests per second ``wrk`` gets from the target (``None`` without ``wrk``)."""
+    if shutil.which("wrk") is None:
+        return None
+    out = subprocess.run(
+        ["wrk", "-t1", "-c32", f"-d{seconds}s", base + "/_triggers/timer/wrk"],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 30,
+        check=False,
+    ).stdout
+    for line in out.splitlines():
+        if line.startswith("Requests/sec:"):
+            return float(line.split()[1])
+    return None
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -115,8 +136,17 @@ def main() -> None:
             time.sleep(0.05)
         base = f"http://127.0.0.1:{port_file.read_text()}"
         print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at start")
+        from scheduler_emulator.runtime.http_client import HttpClient
+
+        kind = "libcurl" if HttpClient().uses_curl else "http.client"
+        print(f"the daemon's HTTP client goes through {kind}")
         print(f"floor, bare HttpClient loop, 1 thread  : {floor(base, 3, 1):8,.0f} requests/s")
         print(f"floor, bare HttpClient loop, 32 threads: {floor(base, 3, 32):8,.0f} requests/s")
+        stdlib = floor(base, 3, 32, curl=False)
+        print(f"  the same, http.client only, 32 threads: {stdlib:8,.0f} requests/s")
+        maximum = target_maximum(base, 3)
+        if maximum is not None:
+            print(f"the target's own maximum (wrk, 32 conns): {maximum:8,.0f} requests/s")
 
         jobs = [
             {

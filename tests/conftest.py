@@ -16,7 +16,25 @@ from support import RecordingTarget  # noqa: E402
 
 from scheduler_emulator.runtime.clock import ManualClock  # noqa: E402
 from scheduler_emulator.runtime.emulator import Emulator  # noqa: E402
-from scheduler_emulator.runtime.transports import WsgiTransport  # noqa: E402
+from scheduler_emulator.runtime.http_client import HttpClient  # noqa: E402
+from scheduler_emulator.runtime.transports import HttpTransport, WsgiTransport  # noqa: E402
+
+
+@pytest.fixture(params=[False, True], ids=["http.client", "libcurl"])
+def http_client(request: pytest.FixtureRequest) -> Iterator[HttpClient]:
+    """The daemon's HTTP client, once with ``http.client`` only and once through libcurl
+    (skipped without ``pycurl``): the two must behave the same."""
+    if request.param:
+        pytest.importorskip("pycurl")
+    client = HttpClient(curl=request.param)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def http_transport(http_client: HttpClient) -> HttpTransport:
+    """An :class:`HttpTransport` over :func:`http_client` (both ways)."""
+    return HttpTransport(http_client)
 
 
 @pytest.fixture

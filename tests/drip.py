@@ -31,6 +31,7 @@ class DripTarget:
     body_bytes: int = 0
     connections: int = 0
     requests: int = 0
+    received: list[bytes] = field(default_factory=list)  # each request as sent (head + body)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -41,10 +42,12 @@ class DripTarget:
         pace = threading.Event()  # never set: the target's own pacing between bytes
         try:
             while not self.stop.is_set():
-                if not _read_request(conn):
+                request = _read_request(conn)
+                if request is None:
                     return
                 with self.lock:
                     self.requests += 1
+                    self.received.append(request)
                 if self.mode == "hang":
                     self.stop.wait(self.limit_seconds)
                     return
@@ -77,13 +80,13 @@ class DripTarget:
             conn.close()
 
 
-def _read_request(conn: socket.socket) -> bool:
-    """Read one request (headers and a Content-Length body); ``False`` on end of stream."""
+def _read_request(conn: socket.socket) -> bytes | None:
+    """Read one request (headers and a Content-Length body); ``None`` on end of stream."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = conn.recv(65536)
         if not chunk:
-            return False
+            return None
         data += chunk
     head, _, rest = data.partition(b"\r\n\r\n")
     length = 0
@@ -94,9 +97,9 @@ def _read_request(conn: socket.socket) -> bool:
     while len(rest) < length:
         chunk = conn.recv(65536)
         if not chunk:
-            return False
+            return None
         rest += chunk
-    return True
+    return head + b"\r\n\r\n" + rest
 
 
 @contextmanager

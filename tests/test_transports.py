@@ -26,10 +26,10 @@ HEADERS = {
 
 
 class TestHttpTransport:
-    def test_sends_only_the_scheduler_headers(self) -> None:
+    def test_sends_only_the_scheduler_headers(self, http_transport: HttpTransport) -> None:
         target = RecordingTarget()
         with serving(target) as base:
-            result = HttpTransport().send(DeliveryRequest("POST", base + "/run?x=1", HEADERS), 5)
+            result = http_transport.send(DeliveryRequest("POST", base + "/run?x=1", HEADERS), 5)
         assert result.status == 200
         [request] = target.requests
         assert (request.method, request.path, request.query) == ("POST", "/run", "x=1")
@@ -45,7 +45,9 @@ class TestHttpTransport:
         }
         assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
 
-    def test_redirects_are_followed_and_the_final_status_decides(self) -> None:
+    def test_redirects_are_followed_and_the_final_status_decides(
+        self, http_transport: HttpTransport
+    ) -> None:
         def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
             if environ["PATH_INFO"] == "/old":
                 start_response("307 Moved", [("Location", "/new")])
@@ -54,18 +56,22 @@ class TestHttpTransport:
             return [b""]
 
         with serving(app) as base:  # type: ignore[arg-type]
-            result = HttpTransport().send(DeliveryRequest("POST", base + "/old", HEADERS), 5)
+            result = http_transport.send(DeliveryRequest("POST", base + "/old", HEADERS), 5)
         assert result.status == 204
 
-    def test_connection_refused_is_a_connection_failure(self) -> None:
+    def test_connection_refused_is_a_connection_failure(
+        self, http_transport: HttpTransport
+    ) -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        result = HttpTransport().send(DeliveryRequest("POST", f"http://127.0.0.1:{port}/", {}), 5)
+        result = http_transport.send(DeliveryRequest("POST", f"http://127.0.0.1:{port}/", {}), 5)
         assert (result.status, result.failure) == (None, Failure.CONNECTION)
         assert result.detail == "Connection refused."
 
-    def test_a_target_slower_than_the_deadline_is_a_deadline_failure(self) -> None:
+    def test_a_target_slower_than_the_deadline_is_a_deadline_failure(
+        self, http_transport: HttpTransport
+    ) -> None:
         release = threading.Event()
 
         def slow(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
@@ -74,7 +80,7 @@ class TestHttpTransport:
             return [b""]
 
         with serving(slow) as base:  # type: ignore[arg-type]
-            result = HttpTransport().send(DeliveryRequest("GET", base + "/", HEADERS), 0.2)
+            result = http_transport.send(DeliveryRequest("GET", base + "/", HEADERS), 0.2)
             release.set()
         assert result.failure == Failure.DEADLINE
         assert result.detail == "No response within 0.2 s."

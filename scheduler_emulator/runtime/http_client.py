@@ -24,9 +24,13 @@ import socket
 import ssl
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from ..realtime import real_monotonic
+
+if TYPE_CHECKING:
+    from .curl_exchange import CurlExchange
 
 #: Bytes of a response body read at most (then the connection is closed): Cloud Scheduler keeps
 #: no response bodies, so none is worth more than this.
@@ -120,18 +124,43 @@ class _Guard:
 class HttpClient:
     """Keep-alive HTTP/1.1 requests with a total deadline and a capped body read; thread-safe.
 
+    Plain ``http://`` requests go through libcurl when ``pycurl`` is installed (the ``curl``
+    extra; :mod:`~scheduler_emulator.runtime.curl_exchange`), with the same wire and the same
+    rules; everything else through ``http.client``.
+
     :param max_body_bytes: response body bytes read at most; more closes the connection.
     :param watchdog: shared with other clients if given; a new one otherwise.
+    :param curl: ``None`` (the default): libcurl if ``pycurl`` can be imported; ``False``:
+        ``http.client`` only; ``True``: libcurl, or :class:`ImportError`.
+    :raises ImportError: with ``curl=True`` and no ``pycurl``.
     """
 
     def __init__(
-        self, *, max_body_bytes: int = MAX_BODY_BYTES, watchdog: Watchdog | None = None
+        self,
+        *,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        watchdog: Watchdog | None = None,
+        curl: bool | None = None,
     ) -> None:
         self.max_body_bytes = max_body_bytes
         self.watchdog = watchdog if watchdog is not None else Watchdog()
         self._idle: dict[tuple[str, str, int], list[http.client.HTTPConnection]] = {}
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
+        self._curl: CurlExchange | None = None
+        if curl is not False:
+            try:
+                from .curl_exchange import CurlExchange
+            except ImportError:
+                if curl:
+                    raise
+            else:
+                self._curl = CurlExchange(max_body_bytes)
+
+    @property
+    def uses_curl(self) -> bool:
+        """Whether plain ``http://`` requests go through libcurl."""
+        return self._curl is not None
 
     def request(
         self,
@@ -154,10 +183,15 @@ class HttpClient:
         :raises ValueError: for a URL that is not http(s) or too many redirects.
         """
         deadline = real_monotonic() + deadline_seconds
-        guard = self.watchdog.arm(deadline)
+        guard: _Guard | None = None  # armed for the first hop through http.client
         try:
             for _ in range(MAX_REDIRECTS + 1):
-                status, location = self._once(method, url, headers, body, deadline, guard)
+                if self._curl is not None and url[:7].lower() == "http://":
+                    status, location = self._curl_once(method, url, headers, body, deadline)
+                else:
+                    if guard is None:
+                        guard = self.watchdog.arm(deadline)
+                    status, location = self._once(method, url, headers, body, deadline, guard)
                 if status not in _REDIRECTS or not location:
                     return status
                 target = urljoin(url, location)
@@ -173,11 +207,11 @@ class HttpClient:
                 url = target
             raise ValueError(f"more than {MAX_REDIRECTS} redirects")
         except (OSError, http.client.HTTPException):
-            if guard.fired or real_monotonic() >= deadline:
+            if (guard is not None and guard.fired) or real_monotonic() >= deadline:
                 raise DeadlineExceeded() from None
             raise
         finally:
-            if self.watchdog.disarm(guard):
+            if guard is not None and self.watchdog.disarm(guard):
                 raise DeadlineExceeded()
 
     def close(self) -> None:
@@ -187,6 +221,26 @@ class HttpClient:
         for conns in idle.values():
             for conn in conns:
                 conn.close()
+        if self._curl is not None:
+            self._curl.close()
+
+    def _curl_once(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        deadline: float,
+    ) -> tuple[int, str | None]:
+        left = deadline - real_monotonic()
+        if left <= 0:
+            raise DeadlineExceeded()
+        curl = self._curl
+        assert curl is not None
+        try:
+            return curl.once(method, url, headers, body, left)
+        except curl.Deadline:
+            raise DeadlineExceeded() from None
 
     def _once(
         self,

@@ -1,0 +1,165 @@
+"""One HTTP/1.1 request/response exchange through libcurl (the optional ``pycurl`` package).
+
+:class:`~scheduler_emulator.runtime.http_client.HttpClient` sends plain ``http://`` attempts
+this way when ``pycurl`` is installed (``pip install 'cloud-scheduler-emulator[curl]'``): the
+whole exchange runs in C with the GIL released once, about half the CPU of ``http.client`` per
+request, which is what lets the daemon deliver thousands of attempts a second on two cores
+(docs/performance.md). ``https://`` keeps to ``http.client`` and Python's own TLS trust store.
+
+The wire is the same as ``http.client``'s: the caller's headers plus ``Host``,
+``Content-Length`` (``0`` for an empty POST, PUT or PATCH) and ``Accept-Encoding: identity``;
+curl's own ``Accept``, ``Expect`` and form ``Content-Type`` are suppressed. libcurl's total
+timeout (``CURLOPT_TIMEOUT_MS``) bounds connecting, sending and the whole response, however
+slowly the target answers. Each thread has its own handle, whose connections are kept alive.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from collections.abc import Mapping
+
+import pycurl
+
+#: Methods that carry a body (and ``Content-Length: 0`` when it is empty), as in http.client.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class CurlDeadline(Exception):
+    """libcurl's total timeout passed before the exchange ended."""
+
+
+class CurlExchange:
+    """Sends one request per call on the calling thread's curl handle; thread-safe.
+
+    :param max_body_bytes: response body bytes read at most; past them the transfer is
+        aborted (and its connection closed), the status already received still counts.
+    """
+
+    #: What :meth:`once` raises when the exchange ran out of time.
+    Deadline = CurlDeadline
+
+    def __init__(self, max_body_bytes: int) -> None:
+        self.max_body_bytes = max_body_bytes
+        self._local = threading.local()
+        self._handles: list[pycurl.Curl] = []  # every thread's, for close()
+        self._busy: set[pycurl.Curl] = set()  # in perform() now: closed by their thread after
+        self._closing: set[pycurl.Curl] = set()
+        self._lock = threading.Lock()
+
+    def once(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout_seconds: float,
+    ) -> tuple[int, str | None]:
+        """Send ``method url`` with ``headers`` and ``body``; return the status and, for a
+        redirect, the absolute ``Location`` (no redirect is followed here).
+
+        :param timeout_seconds: the exchange ends within this many seconds.
+        :raises CurlDeadline: when that time passed first.
+        :raises OSError: when the connection failed (its ``strerror`` says how).
+        """
+        handle = self._handle()
+        handle.setopt(pycurl.URL, url)
+        handle.setopt(pycurl.TIMEOUT_MS, max(1, int(timeout_seconds * 1000)))
+        lines = [f"{name}: {value}" for name, value in headers.items()]
+        names = {name.lower() for name in headers}
+        if "accept-encoding" not in names:
+            lines.append("Accept-Encoding: identity")
+        lines += ["Accept:", "Expect:"]
+        if "content-type" not in names:
+            lines.append("Content-Type:")
+        handle.setopt(pycurl.HTTPHEADER, lines)
+        if method == "GET" and not body:
+            handle.setopt(pycurl.HTTPGET, 1)
+        elif method == "HEAD" and not body:
+            handle.setopt(pycurl.NOBODY, 1)
+        else:
+            if body or method in _BODY_METHODS:
+                handle.setopt(pycurl.POSTFIELDSIZE, len(body))
+                handle.setopt(pycurl.POSTFIELDS, body)
+            else:
+                handle.setopt(pycurl.HTTPGET, 1)
+            if method != "POST":
+                handle.setopt(pycurl.CUSTOMREQUEST, method)
+        read = [0]
+
+        def drop(chunk: bytes) -> int | None:
+            read[0] += len(chunk)
+            return None if read[0] <= self.max_body_bytes else 0  # 0 aborts the transfer
+
+        handle.setopt(pycurl.WRITEFUNCTION, drop)
+        try:
+            handle.perform()
+            return handle.getinfo(pycurl.RESPONSE_CODE), handle.getinfo(pycurl.REDIRECT_URL)
+        except pycurl.error as exc:
+            code = exc.args[0]
+            status = handle.getinfo(pycurl.RESPONSE_CODE)
+            if code == pycurl.E_WRITE_ERROR and status:  # our cap: the status stands
+                return status, handle.getinfo(pycurl.REDIRECT_URL)
+            if code == pycurl.E_OPERATION_TIMEDOUT:
+                raise CurlDeadline() from None
+            raise _os_error(handle, code, str(exc.args[-1])) from None
+        finally:
+            self._release(handle)
+
+    def close(self) -> None:
+        """Close every thread's handle and its kept-alive connections (a handle in the middle
+        of a request is closed by its thread when that request ends)."""
+        with self._lock:
+            handles, self._handles = self._handles, []
+            self._local = threading.local()
+            idle = [handle for handle in handles if handle not in self._busy]
+            self._closing.update(handle for handle in handles if handle in self._busy)
+        for handle in idle:
+            handle.close()
+
+    def _handle(self) -> pycurl.Curl:
+        with self._lock:
+            handle: pycurl.Curl | None = getattr(self._local, "handle", None)
+            if handle is None:
+                handle = pycurl.Curl()
+                self._defaults(handle)
+                self._local.handle = handle
+                self._handles.append(handle)
+            self._busy.add(handle)
+        return handle
+
+    def _release(self, handle: pycurl.Curl) -> None:
+        """The request on ``handle`` ended: options back to defaults (kept-alive connections
+        stay), or the handle closed if :meth:`close` came meanwhile."""
+        handle.reset()
+        self._defaults(handle)
+        with self._lock:
+            self._busy.discard(handle)
+            closing = handle in self._closing
+            self._closing.discard(handle)
+        if closing:
+            handle.close()
+
+    @staticmethod
+    def _defaults(handle: pycurl.Curl) -> None:
+        handle.setopt(pycurl.NOSIGNAL, 1)  # timeouts without SIGALRM: handles live in threads
+        handle.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
+        handle.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP)
+
+
+#: libcurl errors without an OS error number, as the sentences ``http.client`` failures give.
+_CURL_REASONS = {
+    pycurl.E_COULDNT_RESOLVE_HOST: "Name or service not known",
+    pycurl.E_GOT_NOTHING: "Remote end closed connection without response",
+}
+
+
+def _os_error(handle: pycurl.Curl, code: int, message: str) -> OSError:
+    """The failure as an ``OSError`` like the socket's: ``[Errno 111] Connection refused``."""
+    number = handle.getinfo(pycurl.OS_ERRNO)
+    if number and code in (pycurl.E_COULDNT_CONNECT, pycurl.E_RECV_ERROR, pycurl.E_SEND_ERROR):
+        return OSError(number, os.strerror(number))
+    if code in _CURL_REASONS:
+        return OSError(errno.EIO, _CURL_REASONS[code])
+    return OSError(errno.EIO, message)
