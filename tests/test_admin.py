@@ -127,6 +127,37 @@ def test_reset_can_set_a_manual_clock_back(client: Client, emulator: Emulator) -
     assert emulator.list_jobs() == []
 
 
+def test_skipped_runs_are_paged(target: RecordingTarget) -> None:
+    target.status = 500
+    emulator = Emulator(
+        ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)), transport=WsgiTransport(target)
+    )
+    retry = {"retryCount": 5, "minBackoffDuration": "3600s", "maxDoublings": 0}
+    emulator.create_job(nightly_job(schedule="* * * * *", retryConfig=retry))
+    emulator.create_job(nightly_job(name="other", schedule="* * * * *", retryConfig=retry))
+    client = Client(create_app(emulator))
+    client.post("/_emulator/clock:advance", json={"seconds": 30 * 60})
+    whole = [s.to_json()["scheduleTime"] for s in emulator.skipped_runs("nightly")]
+    assert len(whole) > 20
+    seen: list[str] = []
+    query: dict[str, object] = {"job": "nightly", "pageSize": 7}
+    for _ in range(10):
+        answer = client.get("/_emulator/skipped", query_string=query).json
+        assert len(answer["skipped"]) <= 7
+        seen += [s["scheduleTime"] for s in answer["skipped"]]
+        if "nextPageToken" not in answer:
+            break
+        query["pageToken"] = answer["nextPageToken"]
+    assert seen == whole
+    default = client.get("/_emulator/skipped").json
+    assert len(default["skipped"]) == 2 * len(whole) and "nextPageToken" not in default
+    for bad in ({"pageSize": 1001}, {"pageSize": "x"}, {"pageToken": "²"}):
+        response = client.get("/_emulator/skipped", query_string=bad)
+        assert response.status_code == 400
+        assert next(iter(bad)) in response.json["error"]["message"]
+    emulator.close()
+
+
 @pytest.mark.parametrize("endpoint", ["attempts", "skipped"])
 def test_an_unknown_job_is_not_found(client: Client, endpoint: str) -> None:
     response = client.get(f"/_emulator/{endpoint}?job=nosuch")

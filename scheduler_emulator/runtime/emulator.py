@@ -213,15 +213,7 @@ class Emulator:
         :param page_token: ``""`` for the first page, else a token this method returned.
         :raises InvalidArgument: for a token this emulator did not issue.
         """
-        start = 0
-        if page_token:
-            # Tokens are the decimal sequence numbers this method issues: ASCII digits, at most
-            # 18 of them (an SQLite integer); anything else is refused before int() sees it.
-            if not (page_token.isascii() and page_token.isdigit() and len(page_token) <= 18):
-                raise InvalidArgument(
-                    f"The page token {show_value(page_token)} is not valid.", field="pageToken"
-                )
-            start = int(page_token)
+        start = _token_start(page_token)
         jobs, next_seq = self.engine.jobs_page(parent + "/jobs/", page_size, start)
         return jobs, "" if next_seq is None else str(next_seq)
 
@@ -306,22 +298,7 @@ class Emulator:
         :param page_token: ``""`` for the first page, else a token this method returned.
         :raises InvalidArgument: naming ``pageSize`` or ``pageToken`` for a bad value.
         """
-        if (
-            isinstance(page_size, bool)
-            or not isinstance(page_size, int)
-            or not (1 <= page_size <= MAX_PAGE_SIZE)
-        ):
-            raise InvalidArgument(
-                f"pageSize must be a whole number from 1 to {MAX_PAGE_SIZE}; got {page_size!r}.",
-                field="pageSize",
-            )
-        after = 0
-        if page_token:
-            if not (page_token.isascii() and page_token.isdigit() and len(page_token) <= 18):
-                raise InvalidArgument(
-                    f"The page token {page_token[:40]!r} is not valid.", field="pageToken"
-                )
-            after = int(page_token)
+        after = _page_start(page_size, page_token)
         attempts, last = self.store.attempts_page(
             job=None if job is None else self.job_name(job),
             run_id=run_id,
@@ -337,6 +314,20 @@ class Emulator:
     def skipped_runs(self, job: str | None = None) -> list[SkippedRun]:
         """Return scheduled times skipped under P6, optionally only those of ``job``."""
         return self.store.skipped(None if job is None else self.job_name(job))
+
+    def skipped_page(
+        self, job: str | None = None, *, page_size: int = DEFAULT_PAGE_SIZE, page_token: str = ""
+    ) -> tuple[list[SkippedRun], str]:
+        """Return one page of skipped scheduled times in the order they were recorded and the
+        next page's token (``""`` on the last page), as :meth:`attempts_page` does.
+
+        :raises InvalidArgument: naming ``pageSize`` or ``pageToken`` for a bad value.
+        """
+        after = _page_start(page_size, page_token)
+        records, last = self.store.skipped_page(
+            job=None if job is None else self.job_name(job), after_id=after, page_size=page_size
+        )
+        return records, "" if last is None else str(last)
 
     def reset(self) -> None:
         """Delete every job, run, attempt and skipped-run record."""
@@ -378,3 +369,39 @@ def _output_fields(job: Job) -> dict[str, Any]:
         "last_attempt_time": job.last_attempt_time,
         "user_update_time": job.user_update_time,
     }
+
+
+def _page_start(page_size: int, page_token: str) -> int:
+    """Check a page request; return the record id the page starts after (``0``: the first).
+
+    :raises InvalidArgument: naming ``pageSize`` (not a whole number from 1 to 1000) or
+        ``pageToken`` (not one this emulator gave).
+    """
+    if (
+        isinstance(page_size, bool)
+        or not isinstance(page_size, int)
+        or not (1 <= page_size <= MAX_PAGE_SIZE)
+    ):
+        raise InvalidArgument(
+            f"pageSize must be a whole number from 1 to {MAX_PAGE_SIZE}; got {page_size!r}.",
+            field="pageSize",
+        )
+    return _token_start(page_token)
+
+
+def _token_start(page_token: str) -> int:
+    """The sequence number or record id a page token names (``0`` for no token).
+
+    Tokens are the decimal numbers this emulator issues: ASCII digits, at most 18 of them (an
+    SQLite integer); anything else is refused before ``int()`` sees it.
+
+    :raises InvalidArgument: naming ``pageToken`` and the value.
+    """
+    if not page_token:
+        return 0
+    if not (page_token.isascii() and page_token.isdigit() and len(page_token) <= 18):
+        raise InvalidArgument(
+            f"pageToken {show_value(page_token)} is not a page token this emulator gave.",
+            field="pageToken",
+        )
+    return int(page_token)

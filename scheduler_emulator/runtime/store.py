@@ -650,15 +650,38 @@ class Store:
             )
 
     def skipped(self, job: str | None = None) -> list[SkippedRun]:
-        """Return skipped scheduled times in the order they were recorded."""
-        query = "SELECT job, schedule_time, nominal, recorded_at, reason FROM skipped"
-        args: tuple[str, ...] = ()
-        if job is not None:
-            query += " WHERE job = ?"
-            args = (job,)
+        """Return skipped scheduled times in the order they were recorded (every one kept:
+        at most ``retain_attempts``)."""
+        return self._select_skipped(job, 0, "")[0]
+
+    def skipped_page(
+        self, *, job: str | None = None, after_id: int = 0, page_size: int = DEFAULT_PAGE_SIZE
+    ) -> tuple[list[SkippedRun], int | None]:
+        """Return one page of skipped scheduled times in the order they were recorded, and the
+        id to pass as ``after_id`` for the next page (``None`` on the last page).
+
+        :param job: only this job's (full name).
+        :param after_id: only records after this one (where the previous page ended).
+        :param page_size: 1 to :data:`MAX_PAGE_SIZE` records.
+        :raises ValueError: for a page size out of range.
+        """
+        if not 1 <= page_size <= MAX_PAGE_SIZE:
+            raise ValueError(f"page_size must be 1 to {MAX_PAGE_SIZE}; got {page_size}.")
+        rows, ids = self._select_skipped(job, after_id, f" LIMIT {page_size + 1}")
+        if len(rows) > page_size:
+            return rows[:page_size], ids[page_size - 1]
+        return rows, None
+
+    def _select_skipped(
+        self, job: str | None, after_id: int, limit: str
+    ) -> tuple[list[SkippedRun], list[int]]:
+        query = "SELECT id, job, schedule_time, nominal, recorded_at, reason FROM skipped"
+        query += " WHERE id > ?" + ("" if job is None else " AND job = ?")
+        args: tuple[Any, ...] = (after_id,) if job is None else (after_id, job)
         with self._locked:
-            rows = self._db.execute(query + " ORDER BY id", args).fetchall()
-        return [SkippedRun(r[0], r[1], _dt(r[2]), _dt(r[3]), r[4]) for r in rows]  # type: ignore[arg-type]
+            rows = self._db.execute(query + " ORDER BY id" + limit, args).fetchall()
+        records = [SkippedRun(r[1], r[2], _dt(r[3]), _dt(r[4]), r[5]) for r in rows]  # type: ignore[arg-type]
+        return records, [r[0] for r in rows]
 
     def reset(self) -> None:
         """Delete every job, run, attempt and skipped-run record."""

@@ -12,8 +12,9 @@
   ``startAfter`` / ``startBefore`` (RFC 3339; ``startAfter ≤ startTime < startBefore``); 400
   ``INVALID_ARGUMENT`` naming the parameter for a bad value, 404 ``NOT_FOUND`` for a job that
   neither exists nor has attempts
-- ``GET  /_emulator/skipped[?job=ID]`` → ``{"skipped": [...]}``, scheduled times skipped (P6);
-  404 as for attempts
+- ``GET  /_emulator/skipped`` → one page ``{"skipped": [...], "nextPageToken": "…"}`` of the
+  scheduled times that got no run (P6, or the daemon was down), in the order they were
+  recorded: ``pageSize``, ``pageToken`` and ``job`` as for attempts; 404 as for attempts
 - ``GET /_emulator/faults`` → the fault plan ``{"seed": N, "rules": [...]}``, each rule with
   every field that applies to its action, defaults included; ``POST`` with one rule,
   ``{"rules": [...]}`` or ``{"seed": N, "rules": [...]}`` adds rules (and sets the seed), and
@@ -231,9 +232,19 @@ class Admin:
         return answer
 
     def skipped(self, request: Request) -> dict[str, Any]:
-        """Scheduled times skipped because an earlier run was still going (P6)."""
+        """One page of the scheduled times that got no run (P6; the daemon was down), in the
+        order they were recorded, filtered by ``job``; paged like :meth:`attempts`."""
+        page_size = _query_int(request, "pageSize", default=0, low=0, high=MAX_PAGE_SIZE)
         job = self._known_job(request)
-        return {"skipped": [s.to_json() for s in self.emulator.skipped_runs(job)]}
+        page, token = self.emulator.skipped_page(
+            job,
+            page_size=page_size or DEFAULT_PAGE_SIZE,
+            page_token=request.args.get("pageToken", ""),
+        )
+        answer: dict[str, Any] = {"skipped": [s.to_json() for s in page]}
+        if token:
+            answer["nextPageToken"] = token
+        return answer
 
     def reset(self, request: Request) -> dict[str, Any]:
         """Delete every job, run and attempt; with ``{"clockTime": "<RFC 3339>"}`` also set a
