@@ -19,7 +19,8 @@ class DripTarget:
 
     :param mode: ``"ok"`` (200 at once, small body), ``"drip_headers"`` (the status line one
         byte per ``interval``), ``"drip_body"`` (headers at once, then the body one byte per
-        ``interval``), ``"hang"`` (read the request, never answer), ``"big_body"`` (200 with a
+        ``interval``), ``"hang"`` (read the request, never answer), ``"close"`` (read the
+        request, close the connection without an answer), ``"big_body"`` (200 with a
         body of ``body_bytes``, sent at once).
     :param interval: seconds between dripped bytes.
     :param limit_seconds: a connection is closed after this long whatever the mode.
@@ -48,6 +49,8 @@ class DripTarget:
                 with self.lock:
                     self.requests += 1
                     self.received.append(request)
+                if self.mode == "close":
+                    return
                 if self.mode == "hang":
                     self.stop.wait(self.limit_seconds)
                     return

@@ -145,7 +145,7 @@ class TestSameWireBothWays:
             ("POST", {"Content-Type": "application/json"}, b'{"a": 1}'),
             ("POST", {}, b""),
             ("PUT", {}, b""),
-            ("PATCH", {"Content-Type": "text/plain"}, b"x"),
+            ("PATCH", {"Content-Type": "text/plain", "X-Name": "caf\u00e9"}, b"x"),
             ("GET", {}, b""),
             ("DELETE", {}, b""),
             ("HEAD", {}, b""),
@@ -176,12 +176,16 @@ class TestSameWireBothWays:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             refused = f"http://127.0.0.1:{sock.getsockname()[1]}/"
-        details = []
-        for curl in (False, True):
-            transport = HttpTransport(HttpClient(curl=curl))
-            for url in (refused, "http://no-such-host.invalid/"):
-                result = transport.send(DeliveryRequest("POST", url, HEADERS), 5)
-                assert result.failure == Failure.CONNECTION
-                details.append(result.detail)
-        assert details[:2] == details[2:]
-        assert details[0] == "Connection refused."
+        details: dict[bool, list[str | None]] = {}
+        with drip_server(DripTarget(mode="close")) as closing:
+            for curl in (False, True):
+                transport = HttpTransport(HttpClient(curl=curl))
+                results = [
+                    transport.send(DeliveryRequest("POST", url, HEADERS), 5)
+                    for url in (refused, "http://no-such-host.invalid/", closing + "/")
+                ]
+                assert {r.failure for r in results} == {Failure.CONNECTION}
+                details[curl] = [r.detail for r in results]
+        assert details[True] == details[False]
+        assert details[False][0] == "Connection refused."
+        assert details[False][2] == "Remote end closed connection without response"

@@ -16,9 +16,12 @@ slowly the target answers. Each thread has its own handle, whose connections are
 from __future__ import annotations
 
 import errno
+import http.client
 import os
+import socket
 import threading
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 import pycurl
 
@@ -66,13 +69,14 @@ class CurlExchange:
         handle = self._handle()
         handle.setopt(pycurl.URL, url)
         handle.setopt(pycurl.TIMEOUT_MS, max(1, int(timeout_seconds * 1000)))
-        lines = [f"{name}: {value}" for name, value in headers.items()]
+        # Values may hold U+0080-U+00FF (validation allows obs-text): latin-1, as http.client.
+        lines = [f"{name}: {value}".encode("latin-1") for name, value in headers.items()]
         names = {name.lower() for name in headers}
         if "accept-encoding" not in names:
-            lines.append("Accept-Encoding: identity")
-        lines += ["Accept:", "Expect:"]
+            lines.append(b"Accept-Encoding: identity")
+        lines += [b"Accept:", b"Expect:"]  # no header of curl's own
         if "content-type" not in names:
-            lines.append("Content-Type:")
+            lines.append(b"Content-Type:")
         handle.setopt(pycurl.HTTPHEADER, lines)
         if method == "GET" and not body:
             handle.setopt(pycurl.HTTPGET, 1)
@@ -148,18 +152,19 @@ class CurlExchange:
         handle.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP)
 
 
-#: libcurl errors without an OS error number, as the sentences ``http.client`` failures give.
-_CURL_REASONS = {
-    pycurl.E_COULDNT_RESOLVE_HOST: "Name or service not known",
-    pycurl.E_GOT_NOTHING: "Remote end closed connection without response",
-}
-
-
 def _os_error(handle: pycurl.Curl, code: int, message: str) -> OSError:
-    """The failure as an ``OSError`` like the socket's: ``[Errno 111] Connection refused``."""
+    """The failure as the exception ``http.client`` raises for it, so that the attempt's debug
+    text is the same either way: ``[Errno 111] Connection refused``, the resolver's own error,
+    ``RemoteDisconnected`` for a connection closed without an answer."""
     number = handle.getinfo(pycurl.OS_ERRNO)
     if number and code in (pycurl.E_COULDNT_CONNECT, pycurl.E_RECV_ERROR, pycurl.E_SEND_ERROR):
         return OSError(number, os.strerror(number))
-    if code in _CURL_REASONS:
-        return OSError(errno.EIO, _CURL_REASONS[code])
+    if code == pycurl.E_GOT_NOTHING:
+        return http.client.RemoteDisconnected("Remote end closed connection without response")
+    if code == pycurl.E_COULDNT_RESOLVE_HOST:
+        host = urlsplit(handle.getinfo(pycurl.EFFECTIVE_URL)).hostname or ""
+        try:  # ask the resolver again, as http.client would have: its words, not curl's
+            socket.getaddrinfo(host, None)
+        except OSError as exc:
+            return exc
     return OSError(errno.EIO, message)
