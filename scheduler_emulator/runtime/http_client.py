@@ -1,8 +1,11 @@
 """An HTTP/1.1 client whose deadline bounds the whole request, whatever the server does.
 
 ``requests`` (and ``urllib3``, ``http.client``) apply their timeout to each socket operation, so a
-target that sends one byte a second is never stopped. :class:`HttpClient` arms a
-:class:`Watchdog` for each request: at the deadline it shuts the connection's socket down,
+target that sends one byte a second is never stopped. With ``pycurl`` installed, plain
+``http://`` requests go through libcurl (:mod:`~scheduler_emulator.runtime.curl_exchange`),
+whose total timeout bounds the whole exchange. Otherwise (and for ``https://``)
+:class:`HttpClient` arms a :class:`Watchdog` for each request: at the deadline it shuts the
+connection's socket down,
 which wakes the blocked ``connect``/``send``/``recv`` at once, and the request ends with
 :class:`DeadlineExceeded`. Connect, sending, the response headers, redirects and the body are
 all inside the one deadline. Response bodies are read up to ``max_body_bytes`` and discarded;
