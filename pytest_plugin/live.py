@@ -200,6 +200,22 @@ class LiveScheduler:
             if not token:
                 return attempts
 
+    def skipped(self, job: str | None = None) -> list[dict[str, Any]]:
+        """Every scheduled time that got no run (a run was still going, or the daemon was
+        down; optionally of one job), in the order they were recorded: every page of
+        ``GET /_emulator/skipped``, 1000 at a time.
+
+        :raises AssertionError: for a refused request (404 for an unknown job).
+        """
+        records: list[dict[str, Any]] = []
+        query: dict[str, str] = {"pageSize": "1000"} | ({"job": job} if job else {})
+        while True:
+            answer = self._call("GET", "/_emulator/skipped?" + urlencode(query))
+            records.extend(answer["skipped"])
+            if not answer.get("nextPageToken"):
+                return records
+            query["pageToken"] = str(answer["nextPageToken"])
+
     def attempts_page(
         self,
         job: str | None = None,

@@ -203,6 +203,30 @@ def test_the_live_daemon_pages_and_keeps_retain_attempts() -> None:
             daemon.attempts_page(page_size=1001)
 
 
+def test_the_live_daemon_reads_every_page_of_skipped_times() -> None:
+    with running_daemon(
+        "--in-memory", "--clock", "manual", "--start", "2026-09-24T00:00:30Z"
+    ) as daemon:  # fmt: skip
+        # Fails at once, then waits an hour for each of 5 retries: each run lasts about 5 h,
+        # and every minute meanwhile is skipped (still running).
+        retry = {"retryCount": 5, "minBackoffDuration": "3600s", "maxDoublings": 0}
+        job = nightly_job(
+            name=JOBS.removeprefix("/v1/") + "/a", schedule="* * * * *", retryConfig=retry
+        )
+        job["httpTarget"]["uri"] = "http://127.0.0.1:9/refused"
+        response = daemon.session.post(daemon.url + JOBS, json=job, timeout=30)
+        assert response.status_code == 200, response.text
+        daemon.advance(timedelta(hours=24))
+        answer = daemon._call("GET", "/_emulator/skipped")
+        first = answer["skipped"]
+        assert len(first) == 100 and answer["nextPageToken"]  # the default page
+        skipped = daemon.skipped("a")
+        assert len(skipped) > 1000  # more than one page of 1000
+        times = [s["scheduleTime"] for s in skipped]
+        assert times == sorted(set(times))  # each once, in order
+        assert times[:100] == [s["scheduleTime"] for s in first]
+
+
 def test_retain_attempts_is_0_or_a_positive_number() -> None:
     parser = build_parser()
     assert parser.parse_args(["start"]).retain_attempts == 100_000

@@ -156,7 +156,7 @@ def kill_at_boundaries(data_dir: Path, kills: int, seed: int) -> dict[str, int]:
 
             assert wait_for(settled, 60), "the last boundary's runs did not all finish"
             attempts = daemon.attempts()
-            skipped = daemon.get("/_emulator/skipped")["skipped"]
+            skipped = daemon.skipped()
         finally:
             daemon.close()
 
