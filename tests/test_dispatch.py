@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
+
 from scheduler_emulator.domain.resources import HttpMethod, HttpTarget, Job, with_defaults
-from scheduler_emulator.runtime.dispatch import build_request
+from scheduler_emulator.runtime.dispatch import build_request, request_template
+from scheduler_emulator.runtime.dispatchers import HttpDispatcher
+from scheduler_emulator.runtime.transports import DeliveryRequest, TransportResult
 
 NAME = "projects/my-project/locations/us-central1/jobs/nightly"
 
@@ -75,3 +80,57 @@ def test_get_sends_no_body_and_no_content_type() -> None:
     request = build_request(job_with(HttpTarget("http://t.test/", HttpMethod.GET)), None)
     assert (request.method, request.body) == ("GET", b"")
     assert "Content-Type" not in request.headers
+
+
+def test_a_template_builds_the_request_build_request_builds() -> None:
+    targets = [
+        HttpTarget("http://t.test/", headers={"X-A": "1", "Authorization": "Bearer user"}),
+        HttpTarget("http://t.test/", body=b"{}", headers={"content-type": "application/json"}),
+        HttpTarget("http://t.test/", body=b"{}", headers={"Host": "h", "X-B": "2"}),
+        HttpTarget("http://t.test/", HttpMethod.GET, body=b"{}"),
+    ]
+    for target in targets:
+        job = job_with(target)
+        for schedule_time in ("2026-09-24T02:00:00Z", None):
+            for authorization in ("Bearer minted", None):
+                direct = build_request(job, schedule_time, authorization)
+                template = request_template(job, authorization is not None)
+                built = template.build(schedule_time, authorization)
+                assert built == direct
+                assert list(built.headers.items()) == list(direct.headers.items())
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.sent: list[DeliveryRequest] = []
+
+    def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
+        self.sent.append(request)
+        return TransportResult(status=200)
+
+
+def test_the_dispatcher_follows_a_replaced_job_and_gives_each_attempt_its_own_headers() -> None:
+    transport = _Recorder()
+    dispatcher = HttpDispatcher(transport)
+    now = datetime(2026, 9, 24, 2, tzinfo=UTC)
+    job = job_with(HttpTarget("http://t.test/a", headers={"X-Custom": "one"}))
+    first = dispatcher.prepare(job, "2026-09-24T02:00:00Z", now)
+    second = dispatcher.prepare(job, "2026-09-24T02:05:00Z", now)  # keeps the template
+    first.record["headers"]["X-Custom"] = "changed by the caller"
+    second.record["headers"]["X-Custom"] = "changed by the caller"
+    assert dispatcher.prepare(job, None, now).record["headers"]["X-Custom"] == "one"
+    assert second.record["headers"]["X-CloudScheduler-ScheduleTime"] == "2026-09-24T02:05:00Z"
+    assert second.send(second.timeout_seconds).status == 200
+    assert transport.sent[0].headers["X-CloudScheduler-ScheduleTime"] == "2026-09-24T02:05:00Z"
+    changed = replace(job, http_target=HttpTarget("http://t.test/b", headers={"X-Custom": "two"}))
+    third = dispatcher.prepare(changed, None, now)
+    assert third.record["url"] == "http://t.test/b"
+    assert third.record["headers"]["X-Custom"] == "two"
+    assert "X-CloudScheduler-ScheduleTime" not in third.record["headers"]
+    assert dict(third.record["headers"]) == dict(build_request(changed, None).headers)
+    for _ in range(2):  # its template, made at its second attempt, is the changed job's
+        again = dispatcher.prepare(changed, "2026-09-24T02:10:00Z", now)
+        assert (again.record["url"], again.record["headers"]["X-Custom"]) == (
+            "http://t.test/b",
+            "two",
+        )

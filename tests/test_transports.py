@@ -16,6 +16,7 @@ from scheduler_emulator.runtime.transports import (
     HttpTransport,
     MountTransport,
     WsgiTransport,
+    build_environ,
 )
 
 HEADERS = {
@@ -123,3 +124,29 @@ class TestInProcess:
 
         result = WsgiTransport(app).send(DeliveryRequest("POST", "http://x.test/old", HEADERS), 5)
         assert result.status == 200
+
+
+class TestBuildEnviron:
+    def test_the_url_and_headers_give_the_environ_of_every_request(self) -> None:
+        headers = {
+            "X-Custom": "1",
+            "content-type": "text/plain",
+            "Host": "x",
+            "Content-Length": "9",
+        }
+        for _ in range(2):  # the second request's values come from the parse of the first
+            environ = build_environ(
+                DeliveryRequest("PUT", "https://svc.test:8443/a%20b/c?x=1&y=2", headers, b"hi")
+            )
+            assert environ["REQUEST_METHOD"] == "PUT"
+            assert environ["PATH_INFO"] == "/a b/c"
+            assert environ["QUERY_STRING"] == "x=1&y=2"
+            assert (environ["SERVER_NAME"], environ["SERVER_PORT"]) == ("svc.test", "8443")
+            assert environ["HTTP_HOST"] == "svc.test:8443"
+            assert environ["wsgi.url_scheme"] == "https"
+            assert (environ["CONTENT_TYPE"], environ["CONTENT_LENGTH"]) == ("text/plain", "2")
+            assert environ["HTTP_X_CUSTOM"] == "1"
+            assert "HTTP_CONTENT_LENGTH" not in environ and "HTTP_CONTENT_TYPE" not in environ
+            assert environ["wsgi.input"].read() == b"hi"
+        bare = build_environ(DeliveryRequest("POST", "http://svc.test", {}))
+        assert (bare["PATH_INFO"], bare["SERVER_PORT"], bare["QUERY_STRING"]) == ("/", "80", "")

@@ -72,6 +72,10 @@ _FAILURE_TEXT = {
 }
 
 
+#: Outcomes by HTTP status, made once each (an outcome is an immutable value).
+_BY_STATUS: dict[int, Outcome] = {}
+
+
 def classify_status(status: int) -> Outcome:
     """Return the outcome of an attempt whose final response had HTTP ``status``.
 
@@ -80,6 +84,15 @@ def classify_status(status: int) -> Outcome:
         spec §14.3, e.g. 500 → ``INTERNAL``,
         ``URL_UNREACHABLE-UNREACHABLE_5xx. Original HTTP response code number = 500``.
     """
+    outcome = _BY_STATUS.get(status)
+    if outcome is None:
+        outcome = _classify_status(status)
+        if type(status) is int and 100 <= status <= 599:
+            _BY_STATUS[status] = outcome
+    return outcome
+
+
+def _classify_status(status: int) -> Outcome:
     if 200 <= status <= 299:
         code, kind = "OK", "URL_CRAWLED"
     elif status in _OBSERVED:

@@ -110,6 +110,8 @@ def next_attempt_time(
         ``None`` to end the run (also when the instant would fall past year 9999), and whether
         the run still holds its extra retry.
     """
+    if code == "OK" and not extra_retry:  # the run ends (what follows would say so too)
+        return None, False
     if uncounted and may_run:
         allowed = True
         wait_number = uncounted

@@ -1,6 +1,7 @@
 """Build the HTTP request Cloud Scheduler sends for an attempt of an HTTP-target job (spec §10).
 
-Pure: a function of the job and the run's ScheduleTime header value.
+Pure: a function of the job and the run's ScheduleTime header value. What does not change from
+one attempt to the next is a :class:`RequestTemplate` (the dispatcher keeps one per job).
 
 Headers (§10.2): the user's headers minus the ones the service ignores or replaces (``Host``,
 ``Content-Length``, ``User-Agent``, ``X-Google-*``, ``X-AppEngine-*``, ``X-CloudScheduler*``),
@@ -12,11 +13,15 @@ Content-Type. The body is sent only for POST, PUT and PATCH (§10.3).
 
 from __future__ import annotations
 
-from ..domain.resources import BODY_METHODS, HttpMethod, Job
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from ..domain.resources import BODY_METHODS, HttpMethod, HttpTarget, Job
 from ..wire import (
     DEFAULT_CONTENT_TYPE,
     REPLACED_HEADERS,
     RESERVED_HEADER_PREFIXES,
+    SCHEDULE_TIME_HEADER,
     scheduler_headers,
 )
 from .transports import DeliveryRequest
@@ -27,10 +32,83 @@ def _kept(name: str) -> bool:
     return lowered not in REPLACED_HEADERS and not lowered.startswith(RESERVED_HEADER_PREFIXES)
 
 
+class RequestTemplate(NamedTuple):
+    """What the requests of one job's attempts share: everything but the ScheduleTime header
+    and the token, worked out once per job configuration (see :func:`request_template`).
+
+    :param method: HTTP method name.
+    :param url: the URI as stored.
+    :param headers: the user's kept headers, then ``User-Agent``, ``X-CloudScheduler`` and
+        ``X-CloudScheduler-JobName``, in sending order.
+    :param body: the body sent (empty unless POST, PUT or PATCH).
+    :param default_content_type: add ``Content-Type: application/octet-stream`` (a body and no
+        user Content-Type).
+    """
+
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes
+    default_content_type: bool
+
+    def build(self, schedule_time: str | None, authorization: str | None) -> DeliveryRequest:
+        """The request of one attempt (see :func:`build_request`); a fresh headers dict."""
+        headers = dict(self.headers)
+        if schedule_time is not None:
+            headers[SCHEDULE_TIME_HEADER] = schedule_time
+        if self.default_content_type:
+            headers["Content-Type"] = DEFAULT_CONTENT_TYPE
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        return DeliveryRequest(self.method, self.url, headers, self.body)
+
+
+def _http_target(job: Job) -> HttpTarget:
+    if job.http_target is None:
+        raise ValueError(f"job {job.name} has no httpTarget; only HTTP targets are dispatched.")
+    return job.http_target
+
+
+def _user_headers(target: HttpTarget, token: bool) -> tuple[dict[str, str], bool]:
+    """The user's headers that are sent, in order (a token replaces their ``Authorization``),
+    and whether one of them is a Content-Type."""
+    headers: dict[str, str] = {}
+    has_content_type = False
+    for name, value in target.headers.items():
+        if not _kept(name):
+            continue
+        lowered = name.lower()
+        if lowered == "authorization" and token:
+            continue
+        if lowered == "content-type":
+            has_content_type = True
+        headers[name] = value
+    return headers, has_content_type
+
+
+def request_template(job: Job, token: bool = False) -> RequestTemplate:
+    """Work out what every attempt of ``job`` sends alike (spec §10.1–§10.3).
+
+    :param job: a job with an HTTP target.
+    :param token: the attempts carry a token (OIDC/OAuth, §13), which replaces any user
+        ``Authorization`` header.
+    :raises ValueError: if the job has no HTTP target.
+    """
+    target = _http_target(job)
+    method = target.http_method or HttpMethod.POST
+    body = target.body if method in BODY_METHODS else b""
+    headers, has_content_type = _user_headers(target, token)
+    headers.update(scheduler_headers(job.job_id, None))
+    return RequestTemplate(
+        method.name, target.uri, headers, body, bool(body) and not has_content_type
+    )
+
+
 def build_request(
     job: Job, schedule_time: str | None, authorization: str | None = None
 ) -> DeliveryRequest:
-    """Return the request of one attempt of ``job`` (spec §10.1–§10.3).
+    """Return the request of one attempt of ``job`` (spec §10.1–§10.3), in one pass: the
+    request ``request_template(job, ...).build(schedule_time, authorization)`` gives.
 
     :param job: a job with an HTTP target.
     :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value (P2), or ``None`` to omit
@@ -40,22 +118,10 @@ def build_request(
     :raises ValueError: if the job has no HTTP target.
     :return: the request: method, URI as stored, headers in sending order, body.
     """
-    target = job.http_target
-    if target is None:
-        raise ValueError(f"job {job.name} has no httpTarget; only HTTP targets are dispatched.")
+    target = _http_target(job)
     method = target.http_method or HttpMethod.POST
     body = target.body if method in BODY_METHODS else b""
-    headers: dict[str, str] = {}
-    has_content_type = False
-    for name, value in target.headers.items():
-        if not _kept(name):
-            continue
-        lowered = name.lower()
-        if lowered == "authorization" and authorization is not None:
-            continue
-        if lowered == "content-type":
-            has_content_type = True
-        headers[name] = value
+    headers, has_content_type = _user_headers(target, authorization is not None)
     headers.update(scheduler_headers(job.job_id, schedule_time))
     if body and not has_content_type:
         headers["Content-Type"] = DEFAULT_CONTENT_TYPE

@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..domain.resources import Job
-from .dispatch import build_request
+from .dispatch import RequestTemplate, build_request, request_template
 from .transports import Transport, TransportResult
 
 if TYPE_CHECKING:
@@ -67,7 +68,8 @@ class Dispatcher(Protocol):
 
 class HttpDispatcher:
     """HTTP targets (spec §10): the request of :func:`~scheduler_emulator.runtime.dispatch.
-    build_request`, with an OIDC/OAuth token when the job asks for one, sent by ``transport``.
+    build_request` (from a template kept per job), with an OIDC/OAuth token when the job asks
+    for one, sent by ``transport``.
 
     :param transport: how requests reach targets.
     :param tokens: mints ``Authorization`` tokens (§13); ``None`` sends none.
@@ -76,17 +78,33 @@ class HttpDispatcher:
     def __init__(self, transport: Transport, tokens: TokenAuthority | None = None) -> None:
         self.transport = transport
         self.tokens = tokens
+        # Job name -> (the job configuration, with a token?, its template, deadline seconds):
+        # what its attempts share, worked out again only when the job is replaced.
+        self._templates: dict[str, tuple[Job, bool, RequestTemplate | None, float]] = {}
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
         """Build the attempt's request (see :class:`Dispatcher`)."""
         authorization = None if self.tokens is None else self.tokens.authorization(job, now)
-        request = build_request(job, schedule_time, authorization)
+        token = authorization is not None
+        known = self._templates.get(job.name)
+        if known is not None and known[0] is job and known[1] == token:
+            template, deadline = known[2], known[3]
+            if template is None:  # the configuration's second attempt: keep what they share
+                template = request_template(job, token)
+                self._templates[job.name] = (job, token, template, deadline)
+            request = template.build(schedule_time, authorization)
+        else:  # its first attempt (or one of more jobs than are kept): no template yet
+            request = build_request(job, schedule_time, authorization)
+            deadline = (job.attempt_deadline or DEFAULT_ATTEMPT_DEADLINE).total_seconds()
+            if len(self._templates) >= _TEMPLATES:  # jobs deleted or renamed: start afresh
+                self._templates.clear()
+            self._templates[job.name] = (job, token, None, deadline)
         record = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
-        deadline = job.attempt_deadline or DEFAULT_ATTEMPT_DEADLINE
-        transport = self.transport
-        return Prepared(
-            record, deadline.total_seconds(), lambda timeout: transport.send(request, timeout)
-        )
+        return Prepared(record, deadline, partial(self.transport.send, request))
+
+
+#: Request templates kept at most (one per job; past that they are made afresh).
+_TEMPLATES = 1024
 
 
 def dispatcher_for(dispatchers: Mapping[str, Dispatcher], job: Job) -> Dispatcher:

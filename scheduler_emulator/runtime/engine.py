@@ -488,17 +488,20 @@ class Engine:
         pending = deque(decisions)
         while pending:
             decision = pending.popleft()
-            if isinstance(decision, SaveRun):
-                self.store.save_run(decision.run)
-            elif isinstance(decision, RecordSkipped):
-                self.store.add_skipped(decision.skipped)
-            elif isinstance(decision, SaveNextFire):
-                self.store.save_next_fire(decision.job, decision.next_fire)
-            else:
+            # Exact types (the decision classes are not subclassed), the commonest first.
+            if type(decision) is StartAttempt:
                 delivery, follow_ups = self._start(decision)
                 if delivery is not None:
                     deliveries.append(delivery)
                 pending.extend(follow_ups)
+            elif type(decision) is SaveRun:
+                self.store.save_run(decision.run)
+            elif type(decision) is SaveNextFire:
+                self.store.save_next_fire(decision.job, decision.next_fire)
+            elif type(decision) is RecordSkipped:
+                self.store.add_skipped(decision.skipped)
+            else:
+                raise TypeError(f"not a decision: {decision!r}")
         return deliveries
 
     def _start(self, decision: StartAttempt) -> tuple[_Delivery | None, list[Decision]]:
@@ -549,10 +552,7 @@ class Engine:
         if not self.clock.manual:
             self._stamp_sent(delivery)
         try:
-            context = AttemptContext(
-                attempt.job_id, delivery.run_number, attempt.schedule_time, attempt.attempt
-            )
-            rules = self.faults.decide(context) if self.faults.rules else []
+            rules = self.faults.decide(_context(delivery)) if self.faults.rules else []
             timeout = delivery.prepared.timeout_seconds
             if rules:
                 injected = send_with_faults(delivery.prepared.send, self.clock, timeout, rules)
@@ -626,8 +626,9 @@ class Engine:
         injected: Injected | None = None,
         job: Job | None = None,
     ) -> None:
+        now = self.clock.now()
         latency = injected.latency_seconds if injected is not None else 0.0
-        attempt.end_time = self.clock.now() + timedelta(seconds=latency)
+        attempt.end_time = now + timedelta(seconds=latency) if latency else now
         attempt.response_status = outcome.http_status
         attempt.code = outcome.code
         attempt.debug_info = outcome.debug_info
@@ -707,9 +708,20 @@ _INTERRUPTED = classify_failure(
 )
 
 
+_OK_STATUS = Status()
+
+
 def _status(outcome: Outcome) -> Status:
     """The job status an attempt's outcome leaves (§12)."""
-    return Status() if outcome.ok else Status(outcome.code_number, outcome.debug_info)
+    return _OK_STATUS if outcome.ok else Status(outcome.code_number, outcome.debug_info)
+
+
+def _context(delivery: _Delivery) -> AttemptContext:
+    """What fault rules match an attempt on."""
+    attempt = delivery.attempt
+    return AttemptContext(
+        attempt.job_id, delivery.run_number, attempt.schedule_time, attempt.attempt
+    )
 
 
 def _unsent(job: Job) -> Prepared:

@@ -20,6 +20,7 @@ either an HTTP status or a :class:`~scheduler_emulator.domain.outcomes.Failure`.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import inspect
 import io
@@ -143,25 +144,44 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+@functools.lru_cache(maxsize=1024)
+def _url_environ(url: str) -> tuple[str, str, str, str, str, str]:
+    """The environ values a URL gives: scheme, ``PATH_INFO``, ``QUERY_STRING``,
+    ``SERVER_NAME``, ``SERVER_PORT`` and ``HTTP_HOST`` (parsed once per URL: a job's attempts
+    share theirs)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme or "http"
+    port = parts.port or (443 if scheme == "https" else 80)
+    path = unquote(parts.path or "/", encoding="latin-1")
+    return scheme, path, parts.query, parts.hostname or "localhost", str(port), parts.netloc
+
+
+@functools.lru_cache(maxsize=1024)
+def _environ_key(name: str) -> str:
+    """The environ key of request header ``name`` (``""``: not passed as a header)."""
+    key = name.upper().replace("-", "_")
+    if key == "CONTENT_TYPE":
+        return key
+    return "" if key in ("CONTENT_LENGTH", "HOST") else "HTTP_" + key
+
+
 def build_environ(request: DeliveryRequest) -> dict[str, Any]:
     """Return the PEP 3333 environ for ``request`` (what a WSGI server would build).
 
     :param request: the attempt's request; its URL gives host, port, path and query.
     :return: a fresh environ dict.
     """
-    parts = urlsplit(request.url)
-    scheme = parts.scheme or "http"
-    port = parts.port or (443 if scheme == "https" else 80)
+    scheme, path, query, server_name, port, netloc = _url_environ(request.url)
     environ: dict[str, Any] = {
         "REQUEST_METHOD": request.method,
         "SCRIPT_NAME": "",
-        "PATH_INFO": unquote(parts.path or "/", encoding="latin-1"),
-        "QUERY_STRING": parts.query,
-        "SERVER_NAME": parts.hostname or "localhost",
-        "SERVER_PORT": str(port),
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": server_name,
+        "SERVER_PORT": port,
         "SERVER_PROTOCOL": "HTTP/1.1",
         "REMOTE_ADDR": "127.0.0.1",
-        "HTTP_HOST": parts.netloc,
+        "HTTP_HOST": netloc,
         "CONTENT_LENGTH": str(len(request.body)),
         "wsgi.version": (1, 0),
         "wsgi.url_scheme": scheme,
@@ -172,11 +192,9 @@ def build_environ(request: DeliveryRequest) -> dict[str, Any]:
         "wsgi.run_once": False,
     }
     for name, value in request.headers.items():
-        key = name.upper().replace("-", "_")
-        if key == "CONTENT_TYPE":
-            environ["CONTENT_TYPE"] = value
-        elif key not in ("CONTENT_LENGTH", "HOST"):
-            environ["HTTP_" + key] = value
+        key = _environ_key(name)
+        if key:
+            environ[key] = value
     return environ
 
 
