@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -390,14 +391,26 @@ MESSAGE_FIELDS: Mapping[str, MessageFields] = MappingProxyType(
 )
 
 
+@functools.lru_cache(maxsize=256)
 def camel_case(proto_name: str) -> str:
     """The JSON (lowerCamelCase) spelling of a proto field name: ``time_zone`` → ``timeZone``.
 
-    :param proto_name: a snake_case proto field name.
+    :param proto_name: a snake_case proto field name (one of a few dozen: kept once made).
     :return: the camelCase name.
     """
     head, *rest = proto_name.split("_")
     return head + "".join(part.title() for part in rest)
+
+
+@functools.cache  # one entry per message type of MESSAGE_FIELDS
+def _spellings(type_name: str) -> dict[str, str]:
+    """Every key a message's JSON object may use (snake_case or camelCase) → proto name."""
+    schema = MESSAGE_FIELDS[type_name]
+    by_key: dict[str, str] = {}
+    for name in schema.settable + schema.output_only:
+        by_key[name] = name
+        by_key[camel_case(name)] = name
+    return by_key
 
 
 @dataclass(frozen=True)
@@ -438,12 +451,8 @@ def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, An
     """
     if not isinstance(data, Mapping):
         raise _invalid_value(path, _TYPE_PREFIX + type_name, data, "must be a JSON object")
-    schema = MESSAGE_FIELDS[type_name]
-    output_only = schema.output_only
-    by_key: dict[str, str] = {}
-    for name in schema.settable + output_only:
-        by_key[name] = name
-        by_key[camel_case(name)] = name
+    output_only = MESSAGE_FIELDS[type_name].output_only
+    by_key = _spellings(type_name)
     result: dict[str, tuple[_Path, Any]] = {}
     seen: dict[str, str] = {}
     for key, value in data.items():
