@@ -87,6 +87,23 @@ def rule_json(rule: FaultRule) -> dict[str, Any]:
     return rule.to_full_json()
 
 
+def _page_query(request: Request) -> tuple[int, str]:
+    """``pageSize`` (0 or absent: the default page) and ``pageToken`` of a paged listing.
+
+    :raises InvalidArgument: naming ``pageSize`` for a value that is not 0 to 1000.
+    """
+    size = _query_int(request, "pageSize", default=0, low=0, high=MAX_PAGE_SIZE)
+    return size or DEFAULT_PAGE_SIZE, request.args.get("pageToken", "")
+
+
+def _page_answer(key: str, items: list[dict[str, Any]], token: str) -> dict[str, Any]:
+    """A page as JSON: ``{key: items, "nextPageToken": token}``, no token on the last page."""
+    answer: dict[str, Any] = {key: items}
+    if token:
+        answer["nextPageToken"] = token
+    return answer
+
+
 def _query_int(
     request: Request, name: str, *, default: int | None, low: int, high: int
 ) -> int | None:
@@ -213,7 +230,7 @@ class Admin:
 
         Only the page is read from the store, however long the history.
         """
-        page_size = _query_int(request, "pageSize", default=0, low=0, high=MAX_PAGE_SIZE)
+        page_size, page_token = _page_query(request)
         run_id = _query_int(request, "run", default=None, low=1, high=2**63 - 1)
         start_after = _query_time(request, "startAfter")
         start_before = _query_time(request, "startBefore")
@@ -223,28 +240,18 @@ class Admin:
             run_id=run_id,
             start_after=start_after,
             start_before=start_before,
-            page_size=page_size or DEFAULT_PAGE_SIZE,
-            page_token=request.args.get("pageToken", ""),
+            page_size=page_size,
+            page_token=page_token,
         )
-        answer: dict[str, Any] = {"attempts": [a.to_json() for a in page]}
-        if token:
-            answer["nextPageToken"] = token
-        return answer
+        return _page_answer("attempts", [a.to_json() for a in page], token)
 
     def skipped(self, request: Request) -> dict[str, Any]:
         """One page of the scheduled times that got no run (P6; the daemon was down), in the
         order they were recorded, filtered by ``job``; paged like :meth:`attempts`."""
-        page_size = _query_int(request, "pageSize", default=0, low=0, high=MAX_PAGE_SIZE)
+        page_size, page_token = _page_query(request)
         job = self._known_job(request)
-        page, token = self.emulator.skipped_page(
-            job,
-            page_size=page_size or DEFAULT_PAGE_SIZE,
-            page_token=request.args.get("pageToken", ""),
-        )
-        answer: dict[str, Any] = {"skipped": [s.to_json() for s in page]}
-        if token:
-            answer["nextPageToken"] = token
-        return answer
+        page, token = self.emulator.skipped_page(job, page_size=page_size, page_token=page_token)
+        return _page_answer("skipped", [s.to_json() for s in page], token)
 
     def reset(self, request: Request) -> dict[str, Any]:
         """Delete every job, run and attempt; with ``{"clockTime": "<RFC 3339>"}`` also set a
