@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
 import signal
@@ -34,6 +33,8 @@ import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from daemon_process import start_daemon
 
 TARGET_LIMIT_REQUESTS = 10_000_000
 
@@ -157,16 +158,8 @@ def main() -> None:
             }
             for i in range(args.jobs)
         ]
-        (work / "jobs.json").write_text(json.dumps(jobs))
-        daemon = subprocess.Popen(
-            [sys.executable, "-m", "scheduler_emulator", "start", "--port", "0"]
-            + ["--data-dir", str(work / "data"), "--jobs", str(work / "jobs.json")]
-            + ["--log-file", str(work / "attempts.log")],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert daemon.stdout is not None
-        print(daemon.stdout.readline().strip())
+        daemon, banner = start_daemon(work, jobs)
+        print(banner)
         started = datetime.now(UTC)
         first = started.replace(second=0, microsecond=0) + timedelta(minutes=1)
         minutes = [first + timedelta(minutes=k) for k in range(args.minutes)]

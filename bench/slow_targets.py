@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import statistics
 import subprocess
@@ -31,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import requests
+from daemon_process import start_daemon
 
 
 def serve_targets(port_file: str, drip_interval: float, limit_seconds: float) -> None:
@@ -108,16 +108,7 @@ def main() -> None:
                 "retryConfig": {"retryCount": 0},
             }
         )
-        (work / "jobs.json").write_text(json.dumps(jobs))
-        daemon = subprocess.Popen(
-            [sys.executable, "-m", "scheduler_emulator", "start", "--port", "0"]
-            + ["--data-dir", str(work / "data"), "--jobs", str(work / "jobs.json")]
-            + ["--log-file", str(work / "attempts.log")],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert daemon.stdout is not None
-        banner = daemon.stdout.readline().strip()
+        daemon, banner = start_daemon(work, jobs)
         print(banner)
         base = banner.split()[3]
         now = datetime.now(UTC)
