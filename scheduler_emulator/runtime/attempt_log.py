@@ -156,8 +156,9 @@ class AttemptLog:
             self._wake.clear()
             try:
                 self.flush()
-            except (OSError, ValueError):  # the stream is gone: later lines go the same way
-                return
+            except (OSError, ValueError):  # the stream is gone (full disk, closed file): later
+                self._closed = True  # lines are written by their callers, whose errors the
+                return  # engine counts and logs; nothing piles up in the queue
             if self._stop.is_set():
                 return
 
