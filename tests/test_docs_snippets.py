@@ -279,14 +279,18 @@ def run_python(doc: Path, python: list[Block], work: Session) -> None:
         pytest.skip(f"{doc.name} has a test that runs gcloud")
     name = f"test_snippets_{doc.stem.replace('-', '_')}.py"
     (work.workdir / name).write_text(source, encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error", name],
-        cwd=work.workdir,
-        env={**work.env, "PYTHONPATH": str(work.workdir)},
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT * 2,
-    )
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-W", "error", name],
+            cwd=work.workdir,
+            env={**work.env, "PYTHONPATH": str(work.workdir)},
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT * 2,
+        )
+    except subprocess.TimeoutExpired as exc:  # say which test of the document hung
+        output = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
+        pytest.fail(f"the Python blocks of {doc.name} did not finish:\n{output[-6000:]}")
     assert result.returncode in (0, 5), (  # 5: the module defines no test, only ran its code
         f"the Python blocks of {doc.name} failed:\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
     )
