@@ -163,8 +163,39 @@ def test_an_unknown_job_is_not_found(client: Client, endpoint: str) -> None:
     response = client.get(f"/_emulator/{endpoint}?job=nosuch")
     assert response.status_code == 404
     assert response.json == {
-        "error": {"code": 404, "message": "Job not found.", "status": "NOT_FOUND"}
+        "error": {
+            "code": 404,
+            "message": 'Job not found: job "nosuch" names no job and no recorded attempt.',
+            "status": "NOT_FOUND",
+        }
     }
+
+
+@pytest.mark.parametrize("endpoint", ["attempts", "skipped"])
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("job=%25FF", ["job must be a job ID", '"%FF"']),
+        ("job=" + "a" * 600, ["job must be a job ID"]),
+        ("bogus=1", ['takes no parameter "bogus"', "pageSize, pageToken, job"]),
+        ("pageSize=2&pageSize=3", ["pageSize is given 2 times"]),
+    ],
+)
+def test_a_bad_query_is_refused_naming_the_parameter(
+    client: Client, endpoint: str, query: str, names: list[str]
+) -> None:
+    response = client.get(f"/_emulator/{endpoint}?{query}")
+    assert response.status_code == 400
+    message = response.json["error"]["message"]
+    for name in names:
+        assert name in message, message
+
+
+def test_skipped_takes_no_attempt_filter(client: Client) -> None:
+    for query in ("startAfter=yesterday", "run=abc"):
+        response = client.get(f"/_emulator/skipped?{query}")
+        assert response.status_code == 400
+        assert "takes no parameter" in response.json["error"]["message"]
 
 
 def test_a_deleted_job_still_lists_its_attempts(client: Client, emulator: Emulator) -> None:

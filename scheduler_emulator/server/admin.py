@@ -87,6 +87,24 @@ def rule_json(rule: FaultRule) -> dict[str, Any]:
     return rule.to_full_json()
 
 
+def _only_parameters(request: Request, *allowed: str) -> None:
+    """Refuse a query parameter the endpoint does not take, or one given twice, rather than
+    answer as if it were not there (a filter silently ignored reads as a filter applied).
+
+    :raises InvalidArgument: naming the parameter.
+    """
+    for name in request.args:
+        if name not in allowed:
+            raise InvalidArgument(
+                f"{request.path} takes no parameter {show_value(name)}; it takes "
+                f"{', '.join(allowed)}.",
+                field=name,
+            )
+        values = request.args.getlist(name)
+        if len(values) > 1:
+            raise InvalidArgument(f"{name} is given {len(values)} times; give it once.", field=name)
+
+
 def _page_query(request: Request) -> tuple[int, str]:
     """``pageSize`` (0 or absent: the default page) and ``pageToken`` of a paged listing.
 
@@ -155,12 +173,21 @@ class Admin:
         attempts (a deleted job's attempts stay listed)."""
         job = request.args.get("job") or None
         if job is not None:
-            name = self.emulator.job_name(job)
+            try:
+                name = self.emulator.job_name(job)
+            except InvalidArgument:
+                raise InvalidArgument(
+                    f"job must be a job ID (letters, digits, hyphens, underscores) or a full "
+                    f"job name (projects/P/locations/L/jobs/ID); got {show_value(job)}.",
+                    field="job",
+                ) from None
             if (
                 not self.emulator.engine.has_job(name)
                 and not self.emulator.attempts_page(job, page_size=1)[0]
             ):
-                raise NotFound("Job not found.")
+                raise NotFound(
+                    f"Job not found: job {show_value(job)} names no job and no recorded attempt."
+                )
         return job
 
     def clock(self, request: Request) -> dict[str, Any]:
@@ -230,6 +257,9 @@ class Admin:
 
         Only the page is read from the store, however long the history.
         """
+        _only_parameters(
+            request, "pageSize", "pageToken", "job", "run", "startAfter", "startBefore"
+        )
         page_size, page_token = _page_query(request)
         run_id = _query_int(request, "run", default=None, low=1, high=2**63 - 1)
         start_after = _query_time(request, "startAfter")
@@ -248,6 +278,7 @@ class Admin:
     def skipped(self, request: Request) -> dict[str, Any]:
         """One page of the scheduled times that got no run (P6; the daemon was down), in the
         order they were recorded, filtered by ``job``; paged like :meth:`attempts`."""
+        _only_parameters(request, "pageSize", "pageToken", "job")
         page_size, page_token = _page_query(request)
         job = self._known_job(request)
         page, token = self.emulator.skipped_page(job, page_size=page_size, page_token=page_token)
