@@ -89,6 +89,8 @@ def test_without_a_publisher_the_attempt_says_how_to_configure_one() -> None:
     assert attempt.debug_info == NOT_CONFIGURED
     assert "PUBSUB_EMULATOR_HOST" in attempt.debug_info
     assert "--pubsub-emulator-host" in attempt.debug_info
+    # The record still says where it would have gone, spelled as a prepared one is.
+    assert attempt.request == {"targetType": "PUB_SUB", "pubsubTopic": TOPIC}
 
 
 class Refusing:

@@ -36,6 +36,12 @@ _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 _LOG_TARGET_TYPES = {"PUBSUB": "PUB_SUB"}
 
 
+def log_target_type(target_type: str) -> str:
+    """``targetType`` as production's log entries and attempt records spell it, for a
+    ``Job.target_type`` (``"PUBSUB"`` → ``"PUB_SUB"``; the others as they are)."""
+    return _LOG_TARGET_TYPES.get(target_type, target_type)
+
+
 def _target_fields(attempt: Attempt, target_type: str) -> dict[str, Any]:
     """``targetType`` and where the attempt went: ``pubsubTopic`` for Pub/Sub jobs (as in
     production entries), ``url`` otherwise."""

@@ -48,7 +48,7 @@ from ..domain.attempts import Attempt
 from ..domain.errors import FailedPrecondition
 from ..domain.outcomes import Failure, Outcome, classify_failure
 from ..domain.resources import Job, State, Status
-from .attempt_log import AttemptLog
+from .attempt_log import AttemptLog, log_target_type
 from .clock import Clock
 from .delivery_pool import DeliveryPool
 from .dispatchers import Dispatcher, HttpDispatcher, NotDispatched, Prepared, dispatcher_for
@@ -726,7 +726,9 @@ def _context(delivery: _Delivery) -> AttemptContext:
 
 def _unsent(job: Job) -> Prepared:
     """What an attempt that could not be prepared records as its request."""
-    record: dict[str, Any] = {"targetType": job.target_type}
+    record: dict[str, Any] = {"targetType": log_target_type(job.target_type)}
+    if job.pubsub_target is not None:  # where it would have gone, as a prepared record says
+        record["pubsubTopic"] = job.pubsub_target.topic_name
     if job.http_target is not None:
         method = job.http_target.http_method
         record |= {"method": getattr(method, "name", "POST"), "url": job.http_target.uri}

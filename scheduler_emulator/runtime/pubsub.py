@@ -42,6 +42,7 @@ from typing import Any, Protocol
 from ..domain.outcomes import Outcome
 from ..domain.resources import Job
 from ..wire import format_timestamp
+from .attempt_log import log_target_type
 from .clock import Clock
 from .dispatchers import NotDispatched, Prepared
 from .transports import DeliveryRequest, Transport, TransportResult
@@ -50,7 +51,7 @@ from .transports import DeliveryRequest, Transport, TransportResult
 #: ``attemptDeadline`` is ignored for Pub/Sub targets, spec §3.5).
 PUBLISH_TIMEOUT_SECONDS = 60.0
 #: ``targetType`` of Pub/Sub jobs in the execution log (production log entries, spec §14).
-LOG_TARGET_TYPE = "PUB_SUB"
+LOG_TARGET_TYPE = log_target_type("PUBSUB")
 #: ``User-Agent`` of Pub/Sub push requests (Pub/Sub docs: "Receive messages from push
 #: subscriptions").
 PUSH_USER_AGENT = "APIs-Google; (+https://developers.google.com/webmasters/APIs-Google.html)"
