@@ -92,8 +92,12 @@ def show(label: str, times: list[float], answer: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--attempts", type=int, default=200_000)
-    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument(
+        "--attempts", type=int, default=200_000, help="attempts in the history (%(default)s)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=50, help="first-page reads timed (%(default)s)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)

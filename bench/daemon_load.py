@@ -122,8 +122,11 @@ def peak_rss_mib(pid: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--minutes", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1000, help="* * * * * jobs (%(default)s)")
+    parser.add_argument(
+        "--minutes", type=int, default=3, help="whole minutes measured (%(default)s)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the data dir and log")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="daemon-load-"))
@@ -200,7 +203,10 @@ def main() -> None:
         )
     print(f"  deliveries/s per minute's burst: {', '.join(f'{r:,.0f}' for r in rates)}")
     print(f"  peak RSS {rss:.0f} MiB; load average {os.getloadavg()[0]:.2f} at end")
-    print(f"  (data in {work})")
+    if args.keep:
+        print(f"  (data in {work})")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
