@@ -455,8 +455,12 @@ class CloudScheduler:
                 misses.append(f"  {_describe(attempt)}: " + "; ".join(reasons))
                 misses.append(f"      {attempt.debug_info}")
                 url = attempt.request.get("url", "")
-                if attempt.response_status is None and self.transport.find(url) is None:
-                    mounted = sorted(self.transport.mounted) or "none"
+                if (
+                    attempt.response_status is None
+                    and self.transport.find(url) is None
+                    and "mount" not in attempt.debug_info  # it says so already
+                ):
+                    mounted = ", ".join(sorted(self.transport.mounted)) or "none"
                     misses.append(f"      {url} is not mounted (mounted: {mounted}).")
             else:
                 matching.append(attempt)
