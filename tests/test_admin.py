@@ -211,3 +211,12 @@ def test_config_names_the_default_project_and_location(client: Client) -> None:
         "location": "us-central1",
         "clock": "manual",
     }
+
+
+def test_a_method_an_emulator_endpoint_does_not_take_is_a_405(client: Client) -> None:
+    response = client.post("/_emulator/skipped", json={})
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "GET, HEAD"
+    assert response.json["error"]["message"] == ("/_emulator/skipped takes GET or HEAD, not POST.")
+    # The v1 API answers as Google's front end does: 404, no such method at that path.
+    assert client.put("/v1/projects/p/locations/l/jobs", json={}).status_code == 404

@@ -45,6 +45,7 @@ _HTTP_STATUS_NAMES = {
     401: "UNAUTHENTICATED",
     403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
+    405: "UNIMPLEMENTED",
     408: "DEADLINE_EXCEEDED",
     409: "ABORTED",
     413: "INVALID_ARGUMENT",
@@ -133,13 +134,22 @@ def error_response(error: ApiError) -> Response:
     return json_response(error.to_envelope(), error.http_status)
 
 
-def _http_error(exc: HTTPException) -> Response:
-    if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
-        exc = NotFound("Method not found: this path does not take that HTTP method.")
+def _http_error(exc: HTTPException, request: Request) -> Response:
+    path = request.path
+    allow: list[str] = []
+    if isinstance(exc, MethodNotAllowed):
+        if path.startswith("/_emulator/"):  # the emulator's own endpoints: a plain 405
+            allow = sorted(exc.valid_methods or [])
+            exc.description = f"{path} takes {' or '.join(allow)}, not {request.method}."
+        else:  # Google's front end: no such method at that path
+            exc = NotFound("Method not found: this path does not take that HTTP method.")
     code = exc.code or 500
     status = _HTTP_STATUS_NAMES.get(code, "INTERNAL" if code >= 500 else "INVALID_ARGUMENT")
     body = {"error": {"code": code, "message": exc.description or exc.name, "status": status}}
-    return json_response(body, code)
+    response = json_response(body, code)
+    if allow:
+        response.headers["Allow"] = ", ".join(allow)
+    return response
 
 
 class EmulatorApp:
@@ -262,7 +272,7 @@ class EmulatorApp:
         except ApiError as exc:
             return error_response(exc)
         except HTTPException as exc:
-            response = _http_error(exc)
+            response = _http_error(exc, request)
             if exc.code == 413:  # the body was not read: the connection cannot be reused
                 response.headers["Connection"] = "close"
             return response
