@@ -10,7 +10,8 @@ from werkzeug.test import Client
 
 from scheduler_emulator.runtime.clock import ManualClock, SystemClock
 from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator.runtime.http_client import HttpClient
+from scheduler_emulator.runtime.transports import HttpTransport, WsgiTransport
 from scheduler_emulator.server.server import create_app
 
 
@@ -210,7 +211,18 @@ def test_config_names_the_default_project_and_location(client: Client) -> None:
         "project": "my-project",
         "location": "us-central1",
         "clock": "manual",
-    }
+    }  # in-process delivery: no httpClient
+
+
+@pytest.mark.parametrize("curl", [False, True], ids=["http.client", "libcurl"])
+def test_config_says_how_a_daemon_sends_http(curl: bool) -> None:
+    if curl:
+        pytest.importorskip("pycurl")
+    transport = HttpTransport(HttpClient(curl=curl))
+    emulator = Emulator(ManualClock(datetime(2026, 9, 24, tzinfo=UTC)), transport=transport)
+    config = Client(create_app(emulator)).get("/_emulator/config").json
+    assert config["httpClient"] == ("libcurl" if curl else "http.client")
+    emulator.close()
 
 
 def test_a_method_an_emulator_endpoint_does_not_take_is_a_405(client: Client) -> None:

@@ -1,8 +1,9 @@
 """The emulator's own endpoints under ``/_emulator/`` (JSON in, JSON out).
 
 - ``GET  /_emulator/health`` → 200 ``{"status": "ok"}``
-- ``GET  /_emulator/config`` → ``{"project": …, "location": …, "clock": "system"|"manual"}``,
-  the daemon's defaults for short job names (``scheduler-emulator env-init`` reads it)
+- ``GET  /_emulator/config`` → ``{"project": …, "location": …, "clock": "system"|"manual",
+  "httpClient": "libcurl"|"http.client"}``, the daemon's defaults for short job names
+  (``scheduler-emulator env-init`` reads it) and how it sends HTTP attempts
 - ``GET  /_emulator/clock`` → ``{"now": "<RFC 3339 UTC>", "mode": "system"|"manual"}``
 - ``POST /_emulator/clock:advance`` with ``{"seconds": N}`` (manual clock only) → ``{"now": …}``
 - ``POST /_emulator/clock:moveTo`` with ``{"time": "<RFC 3339>"}`` (manual clock only)
@@ -50,6 +51,7 @@ from ..runtime.clock import ManualClock
 from ..runtime.emulator import Emulator
 from ..runtime.store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..runtime.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
+from ..runtime.transports import HttpTransport
 from .request_body import request_json
 
 #: The latest instant a manual clock may be moved to: the end of year 9999, the last one an RFC
@@ -164,9 +166,14 @@ class Admin:
         return "manual" if self.emulator.clock.manual else "system"
 
     def config(self, request: Request) -> dict[str, Any]:
-        """The defaults for short job names, and the clock's mode."""
+        """The defaults for short job names, the clock's mode, and (for a daemon delivering
+        over the network) ``httpClient``: ``"libcurl"`` or ``"http.client"``."""
         emulator = self.emulator
-        return {"project": emulator.project, "location": emulator.location, "clock": self._mode()}
+        answer = {"project": emulator.project, "location": emulator.location, "clock": self._mode()}
+        transport = emulator.engine.transport
+        if isinstance(transport, HttpTransport):
+            answer["httpClient"] = "libcurl" if transport.client.uses_curl else "http.client"
+        return answer
 
     def _known_job(self, request: Request) -> str | None:
         """The ``?job=`` filter, or ``None``; 404 for a job with neither a definition nor
