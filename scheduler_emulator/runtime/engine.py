@@ -48,6 +48,7 @@ from ..domain.attempts import Attempt
 from ..domain.errors import FailedPrecondition
 from ..domain.outcomes import Failure, Outcome, classify_failure
 from ..domain.resources import Job, State, Status
+from ..realtime import real_monotonic
 from .attempt_log import AttemptLog, log_target_type
 from .clock import Clock
 from .delivery_pool import DeliveryPool
@@ -335,13 +336,19 @@ class Engine:
         their runs are retried under the job's retry config, at the next start if the store
         is kept); then close the transport's connections. Idempotent.
 
-        :param timeout: seconds to wait for attempts in flight.
+        :param timeout: seconds to wait in all (real time) for the engine thread and the
+            attempts in flight; recording the interrupted ones may take a moment more.
         :return: how many attempts were recorded as interrupted.
         """
+        deadline = real_monotonic() + timeout
+
+        def left() -> float:
+            return max(0.0, deadline - real_monotonic())
+
         self._stopping.set()
         self._wakeup.set()
         if self._thread is not None:
-            self._thread.join(timeout)
+            self._thread.join(left())
             self._thread = None
         if self._pool is None:
             self._close_transport()
@@ -351,16 +358,16 @@ class Engine:
         pool, self._pool = self._pool, None
         pool.shutdown()  # queued attempts are not sent
         with self._idle:
-            self._idle.wait_for(lambda: self._running_count() == 0, timeout)
-            left = sorted(self._outstanding, key=lambda d: d.attempt.id)
-            for delivery in left:
+            self._idle.wait_for(lambda: self._running_count() == 0, left())
+            unfinished = sorted(self._outstanding, key=lambda d: d.attempt.id)
+            for delivery in unfinished:
                 for follow_up in self._finish(delivery, Injected(TransportResult(), _INTERRUPTED)):
                     self._submit(follow_up)  # recorded as not sent: the engine stopped
-        self._stop_ender(timeout)
+        self._stop_ender(max(left(), _ENDER_GRACE_SECONDS))
         self._close_transport()
         if self.attempt_log is not None:
             self.attempt_log.flush()
-        return len(left)
+        return len(unfinished)
 
     def _close_transport(self) -> None:
         """Close the transport's kept-alive connections, if it keeps any (idempotent)."""
@@ -702,6 +709,9 @@ _RESTARTED_DETAIL = (
 _SLICE = 200
 #: Ends of attempts recorded per hold of the engine lock (system clock).
 _ENDS = 256
+#: Seconds :meth:`Engine.stop` gives the ends thread to record the ends queued when the stop's
+#: own time is up (they are a few ms of work).
+_ENDER_GRACE_SECONDS = 0.5
 _STOPPED = classify_failure(Failure.RESTARTED, "The emulator stopped before the attempt was sent.")
 _INTERRUPTED = classify_failure(
     Failure.RESTARTED, "The emulator stopped while the attempt was in flight."
