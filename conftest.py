@@ -1,0 +1,13 @@
+"""Collection for the whole checkout: the doctests of ``scheduler_emulator`` (``testpaths``).
+
+``runtime/curl_exchange.py`` imports ``pycurl`` (the ``curl`` extra); without it the module is
+not imported for its doctests, as the emulator itself does not import it then.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+collect_ignore = (
+    [] if importlib.util.find_spec("pycurl") else ["scheduler_emulator/runtime/curl_exchange.py"]
+)
