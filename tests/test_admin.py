@@ -179,7 +179,7 @@ def test_an_unknown_job_is_not_found(client: Client, endpoint: str) -> None:
         ("job=%25FF", ["job must be a job ID", '"%FF"']),
         ("job=" + "a" * 600, ["job must be a job ID"]),
         ("bogus=1", ['takes no parameter "bogus"', "pageSize, pageToken, job"]),
-        ("pageSize=2&pageSize=3", ["pageSize is given 2 times"]),
+        ("pageSize=2&pageSize=3", ['pageSize is given 2 times ("2", "3")']),
     ],
 )
 def test_a_bad_query_is_refused_naming_the_parameter(

@@ -152,6 +152,7 @@ def test_bad_query_values_are_400_naming_the_parameter(
     error = response.json["error"]
     assert error["status"] == "INVALID_ARGUMENT"
     assert error["details"][0]["fieldViolations"][0]["field"] == field
+    assert field in error["message"]  # the message names it too, not only the details
 
 
 def test_an_unknown_job_is_still_404(client: Client) -> None:

@@ -104,7 +104,10 @@ def _only_parameters(request: Request, *allowed: str) -> None:
             )
         values = request.args.getlist(name)
         if len(values) > 1:
-            raise InvalidArgument(f"{name} is given {len(values)} times; give it once.", field=name)
+            shown = ", ".join(show_value(value) for value in values[:5])
+            raise InvalidArgument(
+                f"{name} is given {len(values)} times ({shown}); give it once.", field=name
+            )
 
 
 def _page_query(request: Request) -> tuple[int, str]:
@@ -149,7 +152,12 @@ def _query_time(request: Request, name: str) -> datetime | None:
     :raises InvalidArgument: naming ``name`` for a value that is not RFC 3339.
     """
     text = request.args.get(name, "")
-    return parse_timestamp(text, field=name) if text else None
+    if not text:
+        return None
+    try:
+        return parse_timestamp(text, field=name)
+    except InvalidArgument as exc:  # say which parameter: the parser knows only the value
+        raise InvalidArgument(f"{name}: {exc.message}", field=name) from None
 
 
 class Admin:
