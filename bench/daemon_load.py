@@ -34,7 +34,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from daemon_process import start_daemon
+from daemon_process import daemon_running
 
 TARGET_LIMIT_REQUESTS = 10_000_000
 
@@ -130,6 +130,17 @@ def main() -> None:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="daemon-load-"))
+    try:
+        measure(args, work)
+    finally:  # also when interrupted
+        if args.keep:
+            print(f"  (data in {work})")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, work: Path) -> None:
+    """The run itself, in ``work`` (removed afterwards unless ``--keep``)."""
     port_file = work / "port"
     limit = (args.minutes + 2) * 60
     target = subprocess.Popen(
@@ -161,17 +172,17 @@ def main() -> None:
             }
             for i in range(args.jobs)
         ]
-        daemon, banner = start_daemon(work, jobs)
-        print(banner)
-        started = datetime.now(UTC)
-        first = started.replace(second=0, microsecond=0) + timedelta(minutes=1)
-        minutes = [first + timedelta(minutes=k) for k in range(args.minutes)]
-        end = minutes[-1] + timedelta(seconds=20)
-        while datetime.now(UTC) < end:
-            time.sleep(0.5)
-        rss = peak_rss_mib(daemon.pid)
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(30)
+        with daemon_running(work, jobs) as (daemon, banner):
+            print(banner)
+            started = datetime.now(UTC)
+            first = started.replace(second=0, microsecond=0) + timedelta(minutes=1)
+            minutes = [first + timedelta(minutes=k) for k in range(args.minutes)]
+            end = minutes[-1] + timedelta(seconds=20)
+            while datetime.now(UTC) < end:
+                time.sleep(0.5)
+            rss = peak_rss_mib(daemon.pid)
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(30)
     finally:
         target.terminate()
         target.wait(10)
@@ -203,10 +214,6 @@ def main() -> None:
         )
     print(f"  deliveries/s per minute's burst: {', '.join(f'{r:,.0f}' for r in rates)}")
     print(f"  peak RSS {rss:.0f} MiB; load average {os.getloadavg()[0]:.2f} at end")
-    if args.keep:
-        print(f"  (data in {work})")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

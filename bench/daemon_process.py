@@ -1,17 +1,24 @@
-"""What the daemon benchmarks share: start ``scheduler-emulator start`` on a jobs file."""
+"""What the daemon benchmarks share: run ``scheduler-emulator start`` on a jobs file."""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 
-def start_daemon(work: Path, jobs: list[dict[str, Any]]) -> tuple[subprocess.Popen[str], str]:
-    """Write ``jobs`` to ``work/jobs.json`` and start the daemon on a free port, system clock,
-    data dir ``work/data``, execution log ``work/attempts.log``.
+@contextmanager
+def daemon_running(
+    work: Path, jobs: list[dict[str, Any]]
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Write ``jobs`` to ``work/jobs.json`` and run the daemon on a free port, system clock,
+    data dir ``work/data``, execution log ``work/attempts.log``; stop it (SIGTERM, then kill)
+    on leaving, also when the benchmark is interrupted, unless it was stopped already.
 
     :return: the process (its stdout a pipe) and its start-up line, which names its URL.
     """
@@ -23,5 +30,14 @@ def start_daemon(work: Path, jobs: list[dict[str, Any]]) -> tuple[subprocess.Pop
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert daemon.stdout is not None
-    return daemon, daemon.stdout.readline().strip()
+    try:
+        assert daemon.stdout is not None
+        yield daemon, daemon.stdout.readline().strip()
+    finally:
+        if daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                daemon.wait(30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()

@@ -32,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import requests
-from daemon_process import start_daemon
+from daemon_process import daemon_running
 
 
 def serve_targets(port_file: str, drip_interval: float, limit_seconds: float) -> None:
@@ -95,6 +95,17 @@ def main() -> None:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="slow-targets-"))
+    try:
+        measure(args, work)
+    finally:  # also when interrupted
+        if args.keep:
+            print(f"  (data in {work})")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, work: Path) -> None:
+    """The run itself, in ``work`` (removed afterwards unless ``--keep``)."""
     port_file = work / "ports"
     targets = subprocess.Popen(
         [sys.executable, __file__, "--serve", str(port_file), str(args.drip_interval), "240"]
@@ -120,24 +131,24 @@ def main() -> None:
                 "retryConfig": {"retryCount": 0},
             }
         )
-        daemon, banner = start_daemon(work, jobs)
-        print(banner)
-        base = banner.split()[3]
-        now = datetime.now(UTC)
-        minute = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
-        if (minute - now).total_seconds() < 8:
-            minute += timedelta(minutes=1)
-        time.sleep(max(0.0, (minute - datetime.now(UTC)).total_seconds() - 3))
-        name = "projects/my-project/locations/us-central1/jobs/drip"
-        with requests.Session() as session:
-            for _ in range(args.forced):
-                session.post(f"{base}/v1/{name}:run", json={}, timeout=10).raise_for_status()
-        # Every forced run waits behind its job (at most 4 at once), each ending at its 15 s
-        # deadline: wait for them all, with room.
-        end = minute + timedelta(seconds=15 * (args.forced // 4 + 1) + 10)
-        time.sleep(max(0.0, (end - datetime.now(UTC)).total_seconds()))
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(30)
+        with daemon_running(work, jobs) as (daemon, banner):
+            print(banner)
+            base = banner.split()[3]
+            now = datetime.now(UTC)
+            minute = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+            if (minute - now).total_seconds() < 8:
+                minute += timedelta(minutes=1)
+            time.sleep(max(0.0, (minute - datetime.now(UTC)).total_seconds() - 3))
+            name = "projects/my-project/locations/us-central1/jobs/drip"
+            with requests.Session() as session:
+                for _ in range(args.forced):
+                    session.post(f"{base}/v1/{name}:run", json={}, timeout=10).raise_for_status()
+            # Every forced run waits behind its job (at most 4 at once), each ending at its 15 s
+            # deadline: wait for them all, with room.
+            end = minute + timedelta(seconds=15 * (args.forced // 4 + 1) + 10)
+            time.sleep(max(0.0, (end - datetime.now(UTC)).total_seconds()))
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(30)
     finally:
         targets.terminate()
         targets.wait(10)
@@ -162,10 +173,6 @@ def main() -> None:
     print(f"{args.forced} forced dripping runs: {len(drips)} ended, codes {codes}")
     if took:
         print(f"  send to end: min {took[0]:.2f} s, max {took[-1]:.2f} s (deadline 15 s)")
-    if args.keep:
-        print(f"  (data in {work})")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
