@@ -27,14 +27,13 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from daemon_process import daemon_running
+from daemon_process import daemon_running, work_dir
 
 TARGET_LIMIT_REQUESTS = 10_000_000
 
@@ -129,14 +128,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the data dir and log")
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="daemon-load-"))
-    try:
+    with work_dir("daemon-load-", args.keep) as work:
         measure(args, work)
-    finally:  # also when interrupted
-        if args.keep:
-            print(f"  (data in {work})")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def measure(args: argparse.Namespace, work: Path) -> None:

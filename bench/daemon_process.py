@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+
+@contextmanager
+def work_dir(prefix: str, keep: bool) -> Iterator[Path]:
+    """A fresh temporary directory for one benchmark run, removed when the run ends (also when
+    it is interrupted) unless ``keep``, when its path is printed instead."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield work
+    finally:
+        if keep:
+            print(f"  (data in {work})")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 @contextmanager

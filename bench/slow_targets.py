@@ -21,18 +21,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import requests
-from daemon_process import daemon_running
+from daemon_process import daemon_running, work_dir
 
 
 def serve_targets(port_file: str, drip_interval: float, limit_seconds: float) -> None:
@@ -94,14 +92,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the data dir and log")
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="slow-targets-"))
-    try:
+    with work_dir("slow-targets-", args.keep) as work:
         measure(args, work)
-    finally:  # also when interrupted
-        if args.keep:
-            print(f"  (data in {work})")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def measure(args: argparse.Namespace, work: Path) -> None:

@@ -101,11 +101,16 @@ def test_reset_deletes_jobs_and_attempts(client: Client, emulator: Emulator) -> 
     assert client.get("/_emulator/attempts").json == {"attempts": []}
 
 
-def test_skipped_runs_are_listed(target: RecordingTarget) -> None:
+def failing_emulator(target: RecordingTarget) -> Emulator:
+    """An emulator on a manual clock at 01:59Z whose target answers 500 to everything."""
     target.status = 500
-    emulator = Emulator(
+    return Emulator(
         ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)), transport=WsgiTransport(target)
     )
+
+
+def test_skipped_runs_are_listed(target: RecordingTarget) -> None:
+    emulator = failing_emulator(target)
     retry = {"retryCount": 5, "minBackoffDuration": "60s", "maxDoublings": 0}
     emulator.create_job(nightly_job(schedule="* * * * *", retryConfig=retry))
     client = Client(create_app(emulator))
@@ -129,10 +134,7 @@ def test_reset_can_set_a_manual_clock_back(client: Client, emulator: Emulator) -
 
 
 def test_skipped_runs_are_paged(target: RecordingTarget) -> None:
-    target.status = 500
-    emulator = Emulator(
-        ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)), transport=WsgiTransport(target)
-    )
+    emulator = failing_emulator(target)
     retry = {"retryCount": 5, "minBackoffDuration": "3600s", "maxDoublings": 0}
     emulator.create_job(nightly_job(schedule="* * * * *", retryConfig=retry))
     emulator.create_job(nightly_job(name="other", schedule="* * * * *", retryConfig=retry))
