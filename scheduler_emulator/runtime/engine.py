@@ -351,9 +351,7 @@ class Engine:
             self._thread.join(left())
             self._thread = None
         if self._pool is None:
-            self._close_transport()
-            if self.attempt_log is not None:
-                self.attempt_log.flush()
+            self._close_outputs()
             return 0
         pool, self._pool = self._pool, None
         pool.shutdown()  # queued attempts are not sent
@@ -364,16 +362,17 @@ class Engine:
                 for follow_up in self._finish(delivery, Injected(TransportResult(), _INTERRUPTED)):
                     self._submit(follow_up)  # recorded as not sent: the engine stopped
         self._stop_ender(max(left(), _ENDER_GRACE_SECONDS))
-        self._close_transport()
-        if self.attempt_log is not None:
-            self.attempt_log.flush()
+        self._close_outputs()
         return len(unfinished)
 
-    def _close_transport(self) -> None:
-        """Close the transport's kept-alive connections, if it keeps any (idempotent)."""
+    def _close_outputs(self) -> None:
+        """Close the transport's kept-alive connections, if it keeps any, and write the
+        execution log's queued lines (idempotent)."""
         close = getattr(self.transport, "close", None)
         if close is not None:
             close()
+        if self.attempt_log is not None:
+            self.attempt_log.flush()
 
     def _stop_ender(self, timeout: float) -> None:
         """Let the ends thread record the ends queued so far, then stop it."""
