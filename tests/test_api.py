@@ -350,16 +350,32 @@ class TestStateMachine:
 
 class TestLocations:
     def test_list_locations_has_the_region_label(self, api: Client) -> None:
-        assert api.get("/v1/projects/my-project/locations").json == {
-            "locations": [
-                {
-                    "name": "projects/my-project/locations/us-central1",
-                    "locationId": "us-central1",
-                    "labels": {"cloud.googleapis.com/region": "us-central1"},
-                }
-            ],
-            "nextPageToken": "",
+        body = api.get("/v1/projects/my-project/locations").json
+        assert body["nextPageToken"] == ""
+        assert body["locations"][0] == {  # the configured location first
+            "name": "projects/my-project/locations/us-central1",
+            "locationId": "us-central1",
+            "labels": {"cloud.googleapis.com/region": "us-central1"},
         }
+
+    def test_list_locations_has_the_2026_regions_once(self, api: Client) -> None:
+        ids = [
+            loc["locationId"]
+            for loc in api.get("/v1/projects/my-project/locations").json["locations"]
+        ]
+        assert len(ids) == len(set(ids))
+        for region in (
+            "europe-west4",
+            "europe-west12",
+            "me-central1",
+            "me-central2",
+            "me-west1",
+            "asia-southeast3",
+            "asia-south2",
+            "northamerica-northeast2",
+        ):
+            assert region in ids
+            assert api.get(f"/v1/projects/my-project/locations/{region}").status_code == 200
 
     def test_get_location(self, api: Client) -> None:
         assert api.get(PARENT).json["locationId"] == "us-central1"

@@ -36,6 +36,10 @@ from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
 from .tokens import TokenAuthority
 from .transports import HttpTransport, Transport
 
+#: Largest and default ListJobs page (P15): a page size of 0 or less gives this many jobs, a
+#: larger one is clamped to it.
+MAX_JOBS_PAGE_SIZE = 500
+
 
 class Emulator:
     """An in-process Cloud Scheduler.
@@ -209,11 +213,18 @@ class Emulator:
         (``""`` on the last page) (§5.3, P15).
 
         :param parent: ``projects/P/locations/L``.
-        :param page_size: 1–500 jobs.
+        :param page_size: jobs per page; 0 or less gives :data:`MAX_JOBS_PAGE_SIZE` (500), more
+            is clamped to it.
         :param page_token: ``""`` for the first page, else a token this method returned.
         :raises InvalidArgument: for a token this emulator did not issue.
         """
         start = _token_start(page_token)
+        if isinstance(page_size, bool) or not isinstance(page_size, int):
+            raise InvalidArgument(
+                f"pageSize must be a whole number; got {show_value(page_size)}.", field="pageSize"
+            )
+        if page_size <= 0 or page_size > MAX_JOBS_PAGE_SIZE:
+            page_size = MAX_JOBS_PAGE_SIZE
         jobs, next_seq = self.engine.jobs_page(parent + "/jobs/", page_size, start)
         return jobs, "" if next_seq is None else str(next_seq)
 

@@ -1,4 +1,6 @@
-"""The Cloud Scheduler v1 REST API (spec §1.1, §5), served on the daemon's port.
+"""The Cloud Scheduler v1 REST API (spec §1.1, §5), served on the daemon's port: a thin
+adapter from URLs, query parameters and JSON bodies to
+:class:`~scheduler_emulator.api.v1.SchedulerApi`, which owns every rule.
 
 ``gcloud scheduler …`` and the ``google-cloud-scheduler`` client work against it unchanged::
 
@@ -15,20 +17,21 @@ integer enums). Errors are Google's envelope (§6.1) and never a 5xx for bad inp
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request
 
-from ..domain.codec import job_from_json, job_to_json
-from ..domain.errors import InvalidArgument, NotFound
-from ..domain.names import check_location_id, check_project_id, generate_job_id, parse_job_name
+from ..api.v1 import SchedulerApi, page_size_value
+from ..domain.codec import job_to_json
+from ..domain.errors import NotFound
+from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
 from ..runtime.emulator import Emulator
 from .request_body import request_json
 
-_JOBS = "/v1/projects/<project>/locations/<location>/jobs"
+_LOCATION = "/v1/projects/<project>/locations/<location>"
+_JOBS = _LOCATION + "/jobs"
 _JOB = _JOBS + "/<job>"
 
 RULES = [
@@ -41,11 +44,12 @@ RULES = [
     Rule(_JOB, methods=["PATCH"], endpoint="update_job"),
     Rule(_JOB, methods=["DELETE"], endpoint="delete_job"),
     Rule("/v1/projects/<project>/locations", methods=["GET"], endpoint="list_locations"),
-    Rule("/v1/projects/<project>/locations/<location>", methods=["GET"], endpoint="get_location"),
+    Rule(_LOCATION, methods=["GET"], endpoint="get_location"),
+    Rule(_LOCATION + "/cmekConfig", methods=["GET"], endpoint="get_cmek_config"),
+    Rule(_LOCATION + "/cmekConfig", methods=["PATCH"], endpoint="update_cmek_config"),
+    Rule(_LOCATION + "/operations", methods=["GET"], endpoint="list_operations"),
+    Rule(_LOCATION + "/operations/<operation>", methods=["GET"], endpoint="get_operation"),
 ]
-
-#: Largest and default ListJobs page (spec §5.3, P15).
-MAX_PAGE_SIZE = 500
 
 
 def wants_int_enums(request: Request) -> bool:
@@ -64,24 +68,18 @@ def _parent(project: str, location: str) -> str:
     return f"projects/{project}/locations/{location}"
 
 
-def _page_size(request: Request) -> int:
-    raw = request.args.get("pageSize", request.args.get("page_size", ""))
-    if raw == "":
-        return MAX_PAGE_SIZE
-    try:
-        size = int(raw)
-    except ValueError:
-        raise InvalidArgument(
-            f"Invalid value at 'page_size' (TYPE_INT32), {raw!r}.", field="pageSize"
-        ) from None
-    return MAX_PAGE_SIZE if size <= 0 or size > MAX_PAGE_SIZE else size
+def _arg(request: Request, camel: str, snake: str) -> str | None:
+    value = request.args.get(camel)
+    return request.args.get(snake) if value is None else value
 
 
 class Api:
-    """Handlers of the ten v1 routes for one :class:`Emulator`."""
+    """Handlers of the v1 routes for one :class:`Emulator` (the rules:
+    :class:`~scheduler_emulator.api.v1.SchedulerApi`)."""
 
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
+        self.api = SchedulerApi.of(emulator)
 
     def _job(self, request: Request, job: Job) -> dict[str, Any]:
         return job_to_json(job, enum_int=wants_int_enums(request))
@@ -89,88 +87,92 @@ class Api:
     def _name(self, project: str, location: str, job: str) -> str:
         if ":" in job:  # a custom verb (``:pause``…) with a method it does not take
             raise NotFound(f"Method not found: {job.split(':', 1)[1]!r} with this HTTP method.")
-        parent = _parent(project, location)
-        return parse_job_name(f"{parent}/jobs/{job}", parent=parent).full
+        return f"{_parent(project, location)}/jobs/{job}"
 
     # ---------------------------------------------------------------- jobs
 
     def list_jobs(self, request: Request, project: str, location: str) -> dict[str, Any]:
         """ListJobs (§5.3, P15): creation order, pages of ``pageSize`` (≤ 500)."""
         parent = _parent(project, location)
-        token = request.args.get("pageToken", request.args.get("page_token", ""))
-        jobs, next_token = self.emulator.list_jobs_page(parent, _page_size(request), token)
+        size = page_size_value(_arg(request, "pageSize", "page_size") or "")
+        page = self.api.list_jobs(parent, size, _arg(request, "pageToken", "page_token") or "")
         body: dict[str, Any] = {}
-        if jobs:
-            body["jobs"] = [self._job(request, job) for job in jobs]
-        if next_token:
-            body["nextPageToken"] = next_token
+        if page.jobs:
+            body["jobs"] = [self._job(request, job) for job in page.jobs]
+        if page.next_page_token:
+            body["nextPageToken"] = page.next_page_token
         return body
 
     def create_job(self, request: Request, project: str, location: str) -> dict[str, Any]:
         """CreateJob (§5.1): normalised job, 409 on a duplicate, a generated ID when unnamed."""
         parent = _parent(project, location)
-        data = request_json(request)
-        name = data.get("name")
-        if name:
-            if not isinstance(name, str):
-                raise InvalidArgument(
-                    f"Invalid value at 'job.name' (TYPE_STRING), {json.dumps(name)}.", field="name"
-                )
-            parse_job_name(name, parent=parent)
-        job = job_from_json(data, default_name=f"{parent}/jobs/{generate_job_id()}")
-        return self._job(request, self.emulator.create_job(job))
+        return self._job(request, self.api.create_job(parent, request_json(request)))
 
     def get_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
         """GetJob (§5.2); 404 ``Job not found.``"""
-        return self._job(request, self.emulator.get_job(self._name(project, location, job)))
+        return self._job(request, self.api.get_job(self._name(project, location, job)))
 
     def update_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
         """UpdateJob (§5.4): ``updateMask`` governs; the URL names the job; P12, P13."""
         name = self._name(project, location, job)
-        mask = request.args.get("updateMask", request.args.get("update_mask"))
-        updated = self.emulator.update_job(name, request_json(request), mask)
-        return self._job(request, updated)
+        mask = _arg(request, "updateMask", "update_mask")
+        return self._job(request, self.api.update_job(name, request_json(request), mask))
 
     def delete_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
         """DeleteJob (§5.5): ``{}``; 404 when missing."""
-        self.emulator.delete_job(self._name(project, location, job))
+        self.api.delete_job(self._name(project, location, job))
         return {}
 
     def pause_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
         """PauseJob (§5.6, §4, P11)."""
         request_json(request, allow_fields=frozenset({"name"}))
-        return self._job(request, self.emulator.pause_job(self._name(project, location, job)))
+        return self._job(request, self.api.pause_job(self._name(project, location, job)))
 
     def resume_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
         """ResumeJob (§5.7, §4, P11)."""
         request_json(request, allow_fields=frozenset({"name"}))
-        return self._job(request, self.emulator.resume_job(self._name(project, location, job)))
+        return self._job(request, self.api.resume_job(self._name(project, location, job)))
 
     def run_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
         """RunJob (§5.8, P3): dispatches now, even while paused or running."""
         request_json(request, allow_fields=frozenset({"name"}))
-        return self._job(request, self.emulator.run_job(self._name(project, location, job)))
+        return self._job(request, self.api.run_job(self._name(project, location, job)))
 
     # ---------------------------------------------------------------- locations
 
-    def _location(self, project: str, location: str) -> dict[str, Any]:
-        return {
-            "name": f"projects/{project}/locations/{location}",
-            "locationId": location,
-            "labels": {"cloud.googleapis.com/region": location},
-        }
-
     def list_locations(self, request: Request, project: str) -> dict[str, Any]:
-        """ListLocations (§5.9, P18): the configured locations, with the region label."""
-        check_project_id(project, field="name")
-        return {
-            "locations": [self._location(project, loc) for loc in self.emulator.locations],
-            "nextPageToken": "",
-        }
+        """ListLocations (§5.9, P18): the configured locations, then Google's regions."""
+        locations = self.api.list_locations(f"projects/{project}")
+        return {"locations": [loc.to_json() for loc in locations], "nextPageToken": ""}
 
     def get_location(self, request: Request, project: str, location: str) -> dict[str, Any]:
-        """GetLocation (§5.9); 404 for a location that is not configured."""
-        _parent(project, location)
-        if location not in self.emulator.locations:
-            raise NotFound(f"Location projects/{project}/locations/{location} not found.")
-        return self._location(project, location)
+        """GetLocation (§5.9); 404 for a location ListLocations does not show."""
+        return self.api.get_location(_parent(project, location)).to_json()
+
+    # ---------------------------------------------------------------- CMEK, operations
+
+    def get_cmek_config(self, request: Request, project: str, location: str) -> dict[str, Any]:
+        """GetCmekConfig: the location's ``CmekConfig``."""
+        return self.api.get_cmek_config(_parent(project, location) + "/cmekConfig")
+
+    def update_cmek_config(self, request: Request, project: str, location: str) -> dict[str, Any]:
+        """UpdateCmekConfig: a done long-running ``Operation``."""
+        name = _parent(project, location) + "/cmekConfig"
+        mask = _arg(request, "updateMask", "update_mask")
+        return self.api.update_cmek_config(name, request_json(request), mask)
+
+    def list_operations(self, request: Request, project: str, location: str) -> dict[str, Any]:
+        """ListOperations of a location (the CMEK updates)."""
+        size = page_size_value(_arg(request, "pageSize", "page_size") or "")
+        token = _arg(request, "pageToken", "page_token") or ""
+        operations, next_token = self.api.list_operations(_parent(project, location), size, token)
+        body: dict[str, Any] = {"operations": operations} if operations else {}
+        if next_token:
+            body["nextPageToken"] = next_token
+        return body
+
+    def get_operation(
+        self, request: Request, project: str, location: str, operation: str
+    ) -> dict[str, Any]:
+        """GetOperation; 404 for an operation this emulator did not create."""
+        return self.api.get_operation(f"{_parent(project, location)}/operations/{operation}")
