@@ -37,6 +37,7 @@ from werkzeug.wrappers import Request, Response
 from ..domain.errors import ApiError
 from ..runtime.emulator import Emulator
 from . import admin, api
+from .connections import ConnectionRouter
 
 logger = logging.getLogger("scheduler_emulator")
 
@@ -343,6 +344,10 @@ class BoundedWSGIServer(ThreadedWSGIServer):
         handler = type("RequestHandler", (_RequestHandler,), {"timeout": socket_timeout})
         super().__init__(host, port, app, handler=handler)
         self._slots = threading.BoundedSemaphore(max_connections)
+        #: Sees each connection first, in its thread (gRPC and TLS on the same port:
+        #: :class:`~scheduler_emulator.server.connections.ConnectionRouter`); returns ``True``
+        #: when it handled the connection. ``None``: HTTP only.
+        self.connection_router: Any = None
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
@@ -359,9 +364,18 @@ class BoundedWSGIServer(ThreadedWSGIServer):
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
-            super().process_request_thread(request, client_address)
+            router = self.connection_router
+            if router is not None and router(request, client_address):
+                self.shutdown_request(request)
+            else:
+                super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
+
+    def server_close(self) -> None:
+        super().server_close()
+        if self.connection_router is not None:
+            self.connection_router.close()
 
 
 _TOO_MANY = json.dumps(
@@ -377,17 +391,22 @@ def serve(
     admin_token: str | None = None,
     max_connections: int = MAX_CONNECTIONS,
     socket_timeout: float = SOCKET_TIMEOUT_SECONDS,
+    grpc: bool = True,
 ) -> BaseWSGIServer:
     """Bind a threaded HTTP server for ``emulator`` (not yet serving; call ``serve_forever``).
 
-    The app accepts ``Host`` headers naming a loopback address or ``host``, with the bound
-    port; see :class:`EmulatorApp` and :class:`BoundedWSGIServer` for the other limits.
+    The same port serves the v1 API over gRPC (:mod:`~scheduler_emulator.server.connections`);
+    ``server_close`` stops that too. The app accepts ``Host`` headers naming a loopback address
+    or ``host``, with the bound port; see :class:`EmulatorApp` and :class:`BoundedWSGIServer`
+    for the other limits.
 
     :param host: address to bind (``127.0.0.1``, ``::1``, ``0.0.0.0``…).
     :param port: TCP port; 0 picks a free one (read ``server.server_port``).
     :param admin_token: see :class:`EmulatorApp`.
     :param max_connections: see :class:`BoundedWSGIServer`.
     :param socket_timeout: see :class:`BoundedWSGIServer`.
+    :param grpc: serve gRPC when the ``[grpc]`` extra is installed; ``False`` (or without the
+        extra) answers gRPC calls ``UNIMPLEMENTED`` naming the extra.
     :raises OSError: if the address is in use.
     """
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -396,4 +415,5 @@ def serve(
         host, port, app, max_connections=max_connections, socket_timeout=socket_timeout
     )
     app.port = server.server_port
+    server.connection_router = ConnectionRouter(emulator, grpc=grpc, sniff_timeout=socket_timeout)
     return server
