@@ -34,10 +34,11 @@ from werkzeug.routing import Map
 from werkzeug.serving import BaseWSGIServer, ThreadedWSGIServer, WSGIRequestHandler
 from werkzeug.wrappers import Request, Response
 
-from ..domain.errors import ApiError
+from ..domain.errors import ApiError, InvalidArgument
 from ..runtime.emulator import Emulator
 from . import admin, api
 from .connections import ConnectionRouter
+from .partial_response import OVERRIDABLE_METHODS, select_fields
 
 logger = logging.getLogger("scheduler_emulator")
 
@@ -153,6 +154,26 @@ def _http_error(exc: HTTPException, request: Request) -> Response:
     return response
 
 
+def override_method(request: Request) -> None:
+    """Apply ``X-HTTP-Method-Override`` to a POST (Google's front end does: a client that can
+    only POST sends ``PATCH`` or ``GET`` this way).
+
+    :raises InvalidArgument: for an override that is not an HTTP method of the API.
+    """
+    override = request.headers.get("X-HTTP-Method-Override")
+    if override is None or request.method != "POST":
+        return
+    method = override.strip().upper()
+    if method not in OVERRIDABLE_METHODS:
+        raise InvalidArgument(
+            f"X-HTTP-Method-Override {json.dumps(override)} is not one of "
+            f"{', '.join(sorted(OVERRIDABLE_METHODS))}.",
+            field="X-HTTP-Method-Override",
+        )
+    request.environ["REQUEST_METHOD"] = method
+    request.method = method
+
+
 class EmulatorApp:
     """WSGI app of the daemon: checks who is asking, then routes requests to handler objects by
     endpoint name.
@@ -266,10 +287,13 @@ class EmulatorApp:
         refused = self.check_caller(request)
         if refused is not None:
             return refused
-        adapter = self.url_map.bind_to_environ(request.environ)
         try:
+            override_method(request)
+            adapter = self.url_map.bind_to_environ(request.environ)
             endpoint, values = adapter.match()
             result = self.handlers[str(endpoint)](request, **values)
+            if request.path.startswith("/v1/") and "fields" in request.args:
+                result = select_fields(result, request.args["fields"])
         except ApiError as exc:
             return error_response(exc)
         except HTTPException as exc:
