@@ -5,6 +5,7 @@ The public entry points (imported on first use, so that a production service imp
 
     from scheduler_emulator import Emulator, ManualClock, SystemClock
     from scheduler_emulator import AsgiTransport, HttpTransport, MountTransport, WsgiTransport
+    from scheduler_emulator import client     # Google's client pointed at the daemon
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ _EXPORTS = {
     "HttpTransport": "runtime.transports",
     "MountTransport": "runtime.transports",
     "WsgiTransport": "runtime.transports",
+    "client": "clients",
 }
 __all__ = [
     "AsgiTransport",
@@ -32,9 +34,11 @@ __all__ = [
     "SystemClock",
     "WsgiTransport",
     "__version__",
+    "client",
 ]
 
 if TYPE_CHECKING:
+    from .clients import client
     from .runtime.clock import ManualClock, SystemClock
     from .runtime.emulator import Emulator
     from .runtime.transports import AsgiTransport, HttpTransport, MountTransport, WsgiTransport
