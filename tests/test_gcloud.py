@@ -54,6 +54,8 @@ def env_init(daemon: Daemon) -> dict[str, str]:
     ).stdout
     exported: dict[str, str] = {}
     for line in output.splitlines():
+        if line.startswith("#"):  # the client notes: comments to the shell
+            continue
         keyword, assignment = shlex.split(line)
         assert keyword == "export", line
         key, _, value = assignment.partition("=")

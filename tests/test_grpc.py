@@ -214,3 +214,16 @@ def test_without_grpc_a_call_ends_unimplemented_naming_the_extra(emulator: Emula
         assert time.monotonic() - started < 5
         assert "cloud-scheduler-emulator[grpc]" in caught.value.message
         client.transport.close()
+
+
+def test_env_init_prints_what_each_client_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    from scheduler_emulator.tools.cli import main
+
+    assert main(["env-init", "--port", "8123", "--project", "orders-dev"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    exports = [line for line in lines if not line.startswith("#")]
+    assert all(line.startswith("export ") for line in exports)
+    assert "export CLOUD_SCHEDULER_EMULATOR_HOST=127.0.0.1:8123" in exports
+    notes = "\n".join(line for line in lines if line.startswith("#"))
+    for needed in ("client()", "createInsecure()", "WithoutAuthentication()", "usePlaintext()"):
+        assert needed in notes

@@ -44,6 +44,7 @@ from ..runtime.emulator import Emulator
 from ..runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT, EmulatorOptions
 from ..runtime.store import DEFAULT_RETAIN_ATTEMPTS
 from ..runtime.tokens import GOOGLE_ISSUER, TOKEN_TIMES
+from .client_recipes import client_notes
 from .fault_file import load_fault_file
 from .jobs_file import load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
@@ -348,7 +349,7 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
         else:
             project = str(config["project"])
     check_project_id(project, field="--project")
-    for line in env_lines(args.host, args.port, project):
+    for line in env_lines(args.host, args.port, project) + client_notes(args.host, args.port):
         out.write(line + "\n")
     return 0
 

@@ -1,0 +1,29 @@
+"""What each Cloud Scheduler client needs to talk to the daemon, as ``env-init`` prints it.
+
+The lines are shell comments, so ``eval "$(scheduler-emulator env-init)"`` ignores them and
+running ``env-init`` alone shows them. The client libraries have no emulator variable; each
+needs its endpoint, no credentials, and plaintext (docs/api.md, "gRPC" has the full recipes).
+"""
+
+from __future__ import annotations
+
+
+def client_notes(host: str, port: int) -> list[str]:
+    """Comment lines giving each client's set-up for the daemon at ``host:port``.
+
+    :param host: the daemon's address (IPv6 without brackets).
+    :param port: its port (REST and gRPC share it).
+    :return: lines starting with ``#``.
+    """
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return [
+        f"# REST and gRPC both on {address}. gcloud needs the exports above; clients:",
+        "#  Python: from scheduler_emulator import client; client()   "
+        '# gRPC; client(transport="rest"), client(async_=True)',
+        f"#  Node:   new CloudSchedulerClient({{apiEndpoint: '{host}', port: {port}, "
+        "sslCreds: grpc.credentials.createInsecure(), authClient: new PassThroughClient()})",
+        f'#  Go:     option.WithEndpoint("{address}"), option.WithoutAuthentication(), '
+        "option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))",
+        f'#  Java:   setEndpoint("{address}"), NoCredentialsProvider, '
+        "a channel provider with usePlaintext()",
+    ]
