@@ -22,6 +22,7 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request
 
+from ..api.render_cache import RenderCache
 from ..api.v1 import SchedulerApi, page_size_value
 from ..domain.codec import job_to_json
 from ..domain.errors import NotFound
@@ -80,9 +81,12 @@ class Api:
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
         self.api = SchedulerApi.of(emulator)
+        self._rendered: RenderCache[dict[str, Any]] = RenderCache()
 
-    def _job(self, request: Request, job: Job) -> dict[str, Any]:
-        return job_to_json(job, enum_int=wants_int_enums(request))
+    def _job(self, request: Request, job: Job, enum_int: bool | None = None) -> dict[str, Any]:
+        if enum_int is None:
+            enum_int = wants_int_enums(request)
+        return self._rendered.get(job, enum_int, lambda: job_to_json(job, enum_int=enum_int))
 
     def _name(self, project: str, location: str, job: str) -> str:
         if ":" in job:  # a custom verb (``:pause``…) with a method it does not take
@@ -98,7 +102,8 @@ class Api:
         page = self.api.list_jobs(parent, size, _arg(request, "pageToken", "page_token") or "")
         body: dict[str, Any] = {}
         if page.jobs:
-            body["jobs"] = [self._job(request, job) for job in page.jobs]
+            enum_int = wants_int_enums(request)
+            body["jobs"] = [self._job(request, job, enum_int) for job in page.jobs]
         if page.next_page_token:
             body["nextPageToken"] = page.next_page_token
         return body

@@ -17,6 +17,8 @@ HTTP/2 connections to it.
 
 from __future__ import annotations
 
+import base64
+import functools
 import logging
 import os
 import shutil
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..api.render_cache import RenderCache
 from ..api.v1 import SchedulerApi
 from ..domain.codec import job_to_json
 from ..domain.errors import RPC_CODES, ApiError
@@ -91,14 +94,14 @@ class SchedulerServicer:
         self._grpc = grpc
         self.api = SchedulerApi.of(emulator)
         self.m = _Messages()
+        self._rendered: RenderCache[Any] = RenderCache()
 
     # ---------------------------------------------------------------- conversions
 
     def job_message(self, job: Job) -> Any:
-        """The ``google.cloud.scheduler.v1.Job`` message of ``job``."""
-        return self.m.json_format.ParseDict(
-            job_to_json(job), self.m.Job(), ignore_unknown_fields=True
-        )
+        """The ``google.cloud.scheduler.v1.Job`` message of ``job`` (kept while the job is
+        unchanged; not to be mutated)."""
+        return self._rendered.get(job, None, lambda: fill_message(self.m.Job(), job_to_json(job)))
 
     def job_json(self, message: Any) -> dict[str, Any]:
         """The proto3 JSON of a Job message (enum names, camelCase, defaults left out)."""
@@ -218,6 +221,58 @@ class SchedulerServicer:
             grpc.method_handlers_generic_handler(SCHEDULER_SERVICE, scheduler),
             grpc.method_handlers_generic_handler(LOCATIONS_SERVICE, locations),
         ]
+
+
+_WELL_KNOWN_JSON = frozenset({"google.protobuf.Timestamp", "google.protobuf.Duration"})
+
+
+@functools.lru_cache(maxsize=64)
+def _json_fields(descriptor: Any) -> dict[str, tuple[str, str, Any]]:
+    """JSON name → (field name, kind, enum descriptor) for a message type; kinds: ``map``,
+    ``json`` (Timestamp/Duration), ``message``, ``enum``, ``bytes``, ``scalar``."""
+    fields: dict[str, tuple[str, str, Any]] = {}
+    for field in descriptor.fields:
+        kind, extra = "scalar", None
+        if field.message_type is not None:
+            if field.message_type.GetOptions().map_entry:
+                kind = "map"
+            elif field.message_type.full_name in _WELL_KNOWN_JSON:
+                kind = "json"
+            else:
+                kind = "message"
+        elif field.enum_type is not None:
+            kind, extra = "enum", field.enum_type
+        elif field.type == field.TYPE_BYTES:
+            kind = "bytes"
+        fields[field.json_name] = (field.name, kind, extra)
+    return fields
+
+
+def fill_message(message: Any, data: dict[str, Any]) -> Any:
+    """Set ``message``'s fields from the proto3 JSON ``data`` the codec renders (a few times
+    faster than ``json_format.ParseDict``); unknown keys are skipped. Returns ``message``."""
+    fields = _json_fields(message.DESCRIPTOR)
+    for key, value in data.items():
+        spec = fields.get(key)
+        if spec is None:
+            continue
+        name, kind, extra = spec
+        if kind == "scalar":
+            setattr(message, name, value)
+        elif kind == "message":
+            child = getattr(message, name)
+            child.SetInParent()
+            fill_message(child, value)
+        elif kind == "json":
+            getattr(message, name).FromJsonString(value)
+        elif kind == "map":
+            getattr(message, name).update(value)
+        elif kind == "enum":
+            number = value if isinstance(value, int) else extra.values_by_name[value].number
+            setattr(message, name, number)
+        else:
+            setattr(message, name, base64.b64decode(value))
+    return message
 
 
 def _status_code(grpc: Any, status: str) -> Any:
