@@ -10,6 +10,8 @@ daemon) and ``8000`` (the example Orders service), in the blocks and in a copy o
   instead, and otherwise ``app.py`` is the example Orders service. The module runs under pytest
   with this package's plugin, so its ``test_*`` functions run with the fixtures; every one must
   pass. A document's shell blocks run first, so the Python client finds their daemon.
+- JavaScript: each block runs under node with Google's Node.js client from .ci/node (installed
+  there by .ci/run), after the shell blocks, against their daemon (or one it starts).
 - Shell: each block runs under ``bash -euo pipefail`` in the document's working directory. A
   block whose daemon runs in the foreground is run until its startup line, then that daemon is
   stopped. Comment lines after the first command are expected output and must appear in it.
@@ -37,7 +39,15 @@ import requests
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-RUNNABLE = {"python": "python", "bash": "shell", "sh": "shell", "console": "shell"}
+RUNNABLE = {
+    "python": "python",
+    "bash": "shell",
+    "sh": "shell",
+    "console": "shell",
+    "javascript": "node",
+}
+#: Where .ci/run installs Google's Node.js client (npm; ignored by git).
+NODE_MODULES = REPO / ".ci" / "node" / "node_modules"
 ILLUSTRATIVE = re.compile(r"^\s*<!--\s*illustrative\b.*-->\s*$")
 FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 #: Bound on anything a block waits for.
@@ -252,6 +262,25 @@ def run_shell(block: Block, work: Session) -> None:
         assert line in out, f"{block.where}: expected {line!r} in the output:\n{out}"
 
 
+def run_node(block: Block, work: Session) -> None:
+    """A ```javascript block runs under node with Google's Node.js client (installed by
+    .ci/run into .ci/node); it must exit 0. Skipped without node or that install."""
+    if shutil.which("node") is None or not (NODE_MODULES / "@google-cloud/scheduler").is_dir():
+        pytest.skip(f"{block.where} needs node and .ci/node's npm install (.ci/run does it)")
+    work.ensure_daemon()
+    script = work.workdir / f"block-{block.line}.js"
+    script.write_text(work.localize(block.text), encoding="utf-8")
+    result = subprocess.run(
+        ["node", str(script)],
+        cwd=work.workdir,
+        env={**work.env, "NODE_PATH": str(NODE_MODULES), "METADATA_SERVER_DETECTION": "none"},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 0, f"{block.where} exited {result.returncode}:\n{result.stderr}"
+
+
 _NOT_INHERITED = ("PYTEST_ADDOPTS", "PYTHONPATH", "PUBSUB_EMULATOR_HOST")
 #: A Python block whose first line names a module (``# asgi_app.py — …``) is that module.
 _MODULE_LINE = re.compile(r"# (\w+\.py)\b")
@@ -303,6 +332,9 @@ def test_every_snippet_runs_as_written(doc: Path, session: Session) -> None:
     for block in found:
         if block.kind == "shell":
             run_shell(block, session)
+    for block in found:
+        if block.kind == "node":
+            run_node(block, session)
     python = [block for block in found if block.kind == "python"]
     if python:
         run_python(doc, python, session)
