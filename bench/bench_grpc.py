@@ -40,17 +40,28 @@ JobPb = job.Job.pb()
 GetJobRequest = cloudscheduler.GetJobRequest.pb()
 
 
-def percentiles(call: Callable[[], Any]) -> tuple[float, float]:
-    """p50 and p99 of ``call`` in µs over :data:`N` sequential calls after 100 warm-ups."""
-    for _ in range(100):
-        call()
-    samples = []
-    for _ in range(N):
-        started = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - started)
-    samples.sort()
-    return statistics.median(samples) * 1e6, samples[int(N * 0.99) - 1] * 1e6
+ROUNDS = 10
+
+
+def interleaved(calls: dict[str, Callable[[], Any]]) -> dict[str, tuple[float, float]]:
+    """p50 and p99 in µs of each call over :data:`N` sequential calls, taken in
+    :data:`ROUNDS` interleaved rounds (each call's N/ROUNDS in turn), so a change of load on a
+    shared machine hits every row alike; 100 warm-up calls each first."""
+    for call in calls.values():
+        for _ in range(100):
+            call()
+    samples: dict[str, list[float]] = {label: [] for label in calls}
+    for _ in range(ROUNDS):
+        for label, call in calls.items():
+            for _ in range(N // ROUNDS):
+                started = time.perf_counter()
+                call()
+                samples[label].append(time.perf_counter() - started)
+    result = {}
+    for label, values in samples.items():
+        values.sort()
+        result[label] = (statistics.median(values) * 1e6, values[int(len(values) * 0.99) - 1] * 1e6)
+    return result
 
 
 def get_job_call(target: str) -> tuple[Callable[[], Any], grpc.Channel]:
@@ -117,11 +128,12 @@ def main() -> None:
         ("bare werkzeug, ListJobs-sized body", rest(floor_url)),
         ("emulator REST ListJobs (20 jobs)", rest(list_url)),
     ]
-    print(f"calls per measurement: {N} (sequential, one channel / one keep-alive session)")
+    print(f"calls per measurement: {N} (sequential, one channel / one keep-alive session,")
+    print(f"{ROUNDS} interleaved rounds)")
     print(f"{'':38} {'p50':>9} {'p99':>9}")
+    measured = interleaved(dict(rows))
     results = {}
-    for label, call in rows:
-        p50, p99 = percentiles(call)
+    for label, (p50, p99) in measured.items():
         results[label] = p50
         print(f"{label:38} {p50:7.0f}us {p99:7.0f}us")
     grpc_ratio = results["emulator gRPC GetJob, daemon port"] / results["bare grpcio, constant Job"]
