@@ -44,7 +44,7 @@ from ..runtime.emulator import Emulator
 from ..runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT, EmulatorOptions
 from ..runtime.store import DEFAULT_RETAIN_ATTEMPTS
 from ..runtime.tokens import GOOGLE_ISSUER, TOKEN_TIMES
-from .client_recipes import client_notes
+from .client_recipes import client_notes, grpc_note
 from .fault_file import load_fault_file
 from .jobs_file import load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
@@ -590,6 +590,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, {where}"
         + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")
         + (f", {targets.description}" if targets.description else "")
+        + grpc_note(getattr(server, "connection_router", None))
         + ")\n"
     )
     out.flush()

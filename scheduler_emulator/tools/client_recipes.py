@@ -7,6 +7,8 @@ needs its endpoint, no credentials, and plaintext (docs/api.md, "gRPC" has the f
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def client_notes(host: str, port: int) -> list[str]:
     """Comment lines giving each client's set-up for the daemon at ``host:port``.
@@ -27,3 +29,13 @@ def client_notes(host: str, port: int) -> list[str]:
         f'#  Java:   setEndpoint("{address}"), NoCredentialsProvider, '
         "a channel provider with usePlaintext()",
     ]
+
+
+def grpc_note(router: Any) -> str:
+    """The startup line's note on gRPC: served on the same port, or how to get it.
+
+    :param router: the server's connection router (``None``: HTTP only).
+    """
+    if router is not None and router.serves_grpc:
+        return ", gRPC on the same port"
+    return ", no gRPC: pip install 'cloud-scheduler-emulator[grpc]'"
