@@ -47,16 +47,17 @@ def sniff(sock: socket.socket, timeout: float) -> str:
 
     :param sock: the accepted connection.
     :param timeout: seconds to wait for the first bytes.
-    :return: ``"h2"`` (the HTTP/2 preface), ``"tls"`` (a TLS handshake), ``"http"`` (anything
-        else, including a connection closed or silent: the HTTP server handles those as it did).
+    :return: ``"h2"`` (the HTTP/2 preface), ``"tls"`` (a TLS handshake), ``"silent"`` (nothing
+        within ``timeout``, or reset: to be closed, as the HTTP server closes a silent
+        connection), ``"http"`` (anything else, including a connection closed at once).
     """
     deadline = time.monotonic() + timeout
     sock.settimeout(timeout)
     while True:
         try:
             data = sock.recv(len(HTTP2_PREFACE), socket.MSG_PEEK)
-        except OSError:  # timeout or reset: the HTTP server closes it as before
-            return "http"
+        except OSError:
+            return "silent"
         if not data:
             return "http"
         if data[0] == TLS_HANDSHAKE:
@@ -66,7 +67,7 @@ def sniff(sock: socket.socket, timeout: float) -> str:
         if len(data) == len(HTTP2_PREFACE):
             return "h2"
         if time.monotonic() >= deadline:  # a preface sent a byte at a time, then stopped
-            return "http"
+            return "silent"
         time.sleep(0.001)  # part of the preface is here; the rest is on its way
 
 
@@ -249,6 +250,8 @@ class ConnectionRouter:
         kind = sniff(sock, self.sniff_timeout)
         if kind == "http":
             return False
+        if kind == "silent":
+            return True
         if kind == "tls":
             host, port = sock.getsockname()[:2]
             address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
