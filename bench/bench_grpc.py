@@ -111,7 +111,7 @@ def main() -> None:
     constant = emulator_get()
     bare_address, bare = bare_grpc_server(constant)
     bare_get, channel_b = get_job_call(bare_address)
-    direct_get, channel_c = get_job_call(f"unix:{router.backend.path}")
+    direct_get, channel_c = get_job_call(f"unix:{router.grpc_backend().path}")
 
     list_url = f"http://{address}/v1/{PARENT}/jobs"
     list_body = requests.get(list_url, timeout=10).content

@@ -229,17 +229,25 @@ class ConnectionRouter:
     """
 
     def __init__(self, emulator: Emulator, *, grpc: bool = True, sniff_timeout: float) -> None:
-        from .grpc_api import GrpcBackend, grpc_available
+        from .grpc_api import grpc_available
 
+        self.emulator = emulator
         self.sniff_timeout = sniff_timeout
-        self.backend: Any = None
-        if grpc and grpc_available():
-            self.backend = GrpcBackend(emulator)
+        #: Whether HTTP/2 connections reach a gRPC server (grpcio installed and not disabled).
+        self.serves_grpc = grpc and grpc_available()
+        self.backend: Any = None  # the GrpcBackend, started by the first HTTP/2 connection
+        self._lock = threading.Lock()
+        self._closed = False
 
-    @property
-    def serves_grpc(self) -> bool:
-        """Whether HTTP/2 connections reach a gRPC server."""
-        return self.backend is not None
+    def grpc_backend(self) -> Any:
+        """The gRPC server, started on first use (REST-only use never starts it); ``None``
+        when gRPC is not served or the router is closed."""
+        with self._lock:
+            if self.backend is None and self.serves_grpc and not self._closed:
+                from .grpc_api import GrpcBackend
+
+                self.backend = GrpcBackend(self.emulator)
+            return self.backend
 
     def __call__(self, sock: socket.socket, client_address: Any) -> bool:
         """Handle ``sock`` if it is not HTTP/1.x.
@@ -261,14 +269,17 @@ class ConnectionRouter:
                 DOCS_ANCHOR,
             )
             return True
-        if self.backend is not None:
-            splice(sock, self.backend.path)
+        backend = self.grpc_backend()
+        if backend is not None:
+            splice(sock, backend.path)
         else:
             answer_unimplemented(sock, NO_GRPC_MESSAGE, self.sniff_timeout)
         return True
 
     def close(self) -> None:
         """Stop the gRPC server (its spliced connections end with it)."""
-        if self.backend is not None:
-            self.backend.close()
-            self.backend = None
+        with self._lock:
+            self._closed = True
+            backend, self.backend = self.backend, None
+        if backend is not None:
+            backend.close()
