@@ -213,6 +213,7 @@ def test_config_names_the_default_project_and_location(client: Client) -> None:
         "project": "my-project",
         "location": "us-central1",
         "clock": "manual",
+        "grpc": True,  # the [grpc] extra is in [test]
     }  # in-process delivery: no httpClient
 
 

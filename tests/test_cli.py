@@ -261,3 +261,17 @@ class TestLogFormat:
         [line] = log.read_text().splitlines()
         assert line.startswith("2026-09-24T02:00:00Z  nightly  attempt 1  UNAVAILABLE  ")
         assert line.endswith(" ms")
+
+
+@pytest.mark.parametrize(
+    ("grpc", "says"),
+    [
+        (True, "# REST and gRPC both on 127.0.0.1:8095."),
+        (False, "# REST only on 127.0.0.1:8095: that daemon has no gRPC"),
+        (None, "# REST and gRPC (with the [grpc] extra) on 127.0.0.1:8095."),
+    ],
+)
+def test_env_init_says_whether_the_daemon_serves_grpc(grpc: bool | None, says: str) -> None:
+    from scheduler_emulator.tools.client_recipes import client_notes
+
+    assert client_notes("127.0.0.1", 8095, grpc=grpc)[0].startswith(says)

@@ -200,6 +200,13 @@ def test_a_tls_client_fails_fast_and_the_daemon_says_why(
     assert (
         f"a TLS client connected to {address}: the emulator serves plaintext; see docs/api.md#grpc"
     ) in caplog.messages
+    # a client reconnecting (its default retry does, every few seconds) is not logged again
+    with (
+        caplog.at_level(logging.WARNING, logger="scheduler_emulator"),
+        pytest.raises(exceptions.ServiceUnavailable),
+    ):
+        client.get_job(name=NAME, retry=None)
+    assert sum("a TLS client connected" in message for message in caplog.messages) == 1
     client.transport.close()
     # the port still serves REST afterwards
     assert requests.get(f"http://{address}/_emulator/health", timeout=10).status_code == 200

@@ -52,6 +52,7 @@ from ..runtime.emulator import Emulator
 from ..runtime.store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..runtime.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
 from ..runtime.transports import HttpTransport
+from .grpc_api import grpc_available
 from .request_body import request_json
 
 #: The latest instant a manual clock may be moved to: the end of year 9999, the last one an RFC
@@ -175,9 +176,15 @@ class Admin:
 
     def config(self, request: Request) -> dict[str, Any]:
         """The defaults for short job names, the clock's mode, and (for a daemon delivering
-        over the network) ``httpClient``: ``"libcurl"`` or ``"http.client"``."""
+        over the network) ``httpClient``: ``"libcurl"`` or ``"http.client"``; ``grpc``: whether
+        the ``[grpc]`` extra is installed, so the port serves gRPC beside REST."""
         emulator = self.emulator
-        answer = {"project": emulator.project, "location": emulator.location, "clock": self._mode()}
+        answer: dict[str, Any] = {
+            "project": emulator.project,
+            "location": emulator.location,
+            "clock": self._mode(),
+            "grpc": grpc_available(),
+        }
         transport = emulator.engine.transport
         if isinstance(transport, HttpTransport):
             answer["httpClient"] = "libcurl" if transport.client.uses_curl else "http.client"

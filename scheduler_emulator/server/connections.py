@@ -37,6 +37,8 @@ logger = logging.getLogger("scheduler_emulator")
 HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #: The first byte of a TLS record carrying a handshake (a ClientHello).
 TLS_HANDSHAKE = 0x16
+#: Seconds between two log lines about TLS clients (the first is logged at once).
+TLS_LOG_INTERVAL = 60.0
 #: Where the plaintext and TLS recipes are explained.
 DOCS_ANCHOR = "docs/api.md#grpc"
 _CHUNK = 256 * 1024
@@ -238,6 +240,9 @@ class ConnectionRouter:
         self.backend: Any = None  # the GrpcBackend, started by the first HTTP/2 connection
         self._lock = threading.Lock()
         self._closed = False
+        #: When the TLS line was last logged (monotonic seconds): a TLS client on its default
+        #: retry reconnects every few seconds, and the line says the same thing each time.
+        self._tls_logged_at: float | None = None
 
     def grpc_backend(self) -> Any:
         """The gRPC server, started on first use (REST-only use never starts it); ``None``
@@ -248,6 +253,22 @@ class ConnectionRouter:
 
                 self.backend = GrpcBackend(self.emulator)
             return self.backend
+
+    def _log_tls(self, sock: socket.socket) -> None:
+        """Log the TLS line, at most once per :data:`TLS_LOG_INTERVAL` seconds."""
+        now = time.monotonic()
+        with self._lock:
+            last = self._tls_logged_at
+            if last is not None and now - last < TLS_LOG_INTERVAL:
+                return
+            self._tls_logged_at = now
+        host, port = sock.getsockname()[:2]
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        logger.warning(
+            "a TLS client connected to %s: the emulator serves plaintext; see %s",
+            address,
+            DOCS_ANCHOR,
+        )
 
     def __call__(self, sock: socket.socket, client_address: Any) -> bool:
         """Handle ``sock`` if it is not HTTP/1.x.
@@ -261,13 +282,7 @@ class ConnectionRouter:
         if kind == "silent":
             return True
         if kind == "tls":
-            host, port = sock.getsockname()[:2]
-            address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-            logger.warning(
-                "a TLS client connected to %s: the emulator serves plaintext; see %s",
-                address,
-                DOCS_ANCHOR,
-            )
+            self._log_tls(sock)
             return True
         backend = self.grpc_backend()
         if backend is not None:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .. import __version__
 from ..domain.codec import format_timestamp, parse_timestamp
@@ -312,10 +312,11 @@ def env_lines(host: str, port: int, project: str) -> list[str]:
     return [f"export {key}={shlex.quote(value)}" for key, value in values.items()]
 
 
-def daemon_config(host: str, port: int, timeout: float = 2.0) -> dict[str, str] | None:
+def daemon_config(host: str, port: int, timeout: float = 2.0) -> dict[str, Any] | None:
     """Ask the daemon at ``host:port`` its defaults (``GET /_emulator/config``).
 
-    :return: ``{"project", "location", "clock"}``, or ``None`` when no emulator answers there.
+    :return: its ``/_emulator/config`` answer (``project``, ``location``, ``clock``, ``grpc``…),
+        or ``None`` when no emulator answers there.
     """
     import requests
 
@@ -337,8 +338,8 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
             "of its startup line, 'scheduler-emulator listening on http://HOST:PORT'."
         )
     project = args.project
+    config = daemon_config(args.host, args.port)
     if project is None:
-        config = daemon_config(args.host, args.port)
         if config is None:
             print(
                 f"note: no scheduler-emulator answers at {args.host}:{args.port}; printing "
@@ -349,7 +350,9 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
         else:
             project = str(config["project"])
     check_project_id(project, field="--project")
-    for line in env_lines(args.host, args.port, project) + client_notes(args.host, args.port):
+    grpc = None if config is None else bool(config.get("grpc", True))
+    notes = client_notes(args.host, args.port, grpc=grpc)
+    for line in env_lines(args.host, args.port, project) + notes:
         out.write(line + "\n")
     return 0
 

@@ -10,24 +10,35 @@ from __future__ import annotations
 from typing import Any
 
 
-def client_notes(host: str, port: int) -> list[str]:
+def client_notes(host: str, port: int, *, grpc: bool | None = True) -> list[str]:
     """Comment lines giving each client's set-up for the daemon at ``host:port``.
 
     :param host: the daemon's address (IPv6 without brackets).
     :param port: its port (REST and gRPC share it).
+    :param grpc: whether that daemon serves gRPC (its ``/_emulator/config`` says); ``None``:
+        unknown (no daemon answered).
     :return: lines starting with ``#``.
     """
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if grpc is None:
+        served = f"# REST and gRPC (with the [grpc] extra) on {address}."
+    elif grpc:
+        served = f"# REST and gRPC both on {address}."
+    else:
+        served = (
+            f"# REST only on {address}: that daemon has no gRPC (pip install "
+            "'cloud-scheduler-emulator[grpc]' where it runs); use each client's REST transport."
+        )
     return [
-        f"# REST and gRPC both on {address}. gcloud needs the exports above; clients:",
+        f"{served} gcloud needs the exports above; clients:",
         "#  Python: from scheduler_emulator import client; client()   "
         '# gRPC; client(transport="rest"), client(async_=True)',
         f"#  Node:   new CloudSchedulerClient({{apiEndpoint: '{host}', port: {port}, "
         "sslCreds: grpc.credentials.createInsecure(), authClient: new PassThroughClient()})",
-        f'#  Go:     option.WithEndpoint("{address}"), option.WithoutAuthentication(), '
-        "option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))",
-        f'#  Java:   setEndpoint("{address}"), NoCredentialsProvider, '
-        "a channel provider with usePlaintext()",
+        f'#  Go:     conn := grpc.NewClient("{address}", grpc.WithTransportCredentials('
+        "insecure.NewCredentials())); option.WithGRPCConn(conn), option.WithoutAuthentication()",
+        f'#  Java:   ManagedChannelBuilder.forTarget("{address}").usePlaintext() in a '
+        "FixedTransportChannelProvider, NoCredentialsProvider",
     ]
 
 
@@ -38,4 +49,4 @@ def grpc_note(router: Any) -> str:
     """
     if router is not None and router.serves_grpc:
         return ", gRPC on the same port"
-    return ", no gRPC: pip install 'cloud-scheduler-emulator[grpc]'"
+    return ", no gRPC: pip install 'cloud-scheduler-emulator[grpc]' (in a clone: -e '.[grpc]')"
