@@ -208,6 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(%(default)s)",
     )
     add_target_arguments(start)
+    from .firebase import command as firebase_command
+
+    firebase_command.add_start_arguments(start)
+    firebase_command.add_command(sub)
 
     nxt = sub.add_parser("next", help="print a schedule's next fire times")
     nxt.add_argument("schedule", help='unix-cron or English-like schedule, e.g. "0 2 * * *"')
@@ -503,7 +507,9 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon until SIGINT or SIGTERM."""
     from ..server.server import is_loopback, serve
+    from .firebase import command as firebase_command
 
+    firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
     per_file = load_jobs_by_file(args.jobs, project=args.project, location=args.location)
     jobs = [job for _, file_jobs in per_file for job in file_jobs]
     lock: DataDirLock | None = None
@@ -598,10 +604,15 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     )
     out.flush()
     emulator.start()
+    bridge = firebase_command.bridge_from_args(args, emulator, out)
     try:
+        if bridge is not None:
+            bridge.start()
         server.serve_forever()
     finally:
         server.server_close()
+        if bridge is not None:
+            bridge.close()
         if stopper.is_alive():
             stopper.join()
         emulator.close()
@@ -627,7 +638,9 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``scheduler-emulator``; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    from .firebase.command import start_argv
+
+    args = build_parser().parse_args(start_argv(sys.argv[1:] if argv is None else argv))
     try:
         if args.command == "next":
             return cmd_next(args, sys.stdout)

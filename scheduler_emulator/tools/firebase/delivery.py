@@ -1,0 +1,115 @@
+"""Delivering the jobs of scheduled functions to the Functions emulator.
+
+:class:`FirebaseDispatcher` wraps the emulator's dispatcher of one target kind and takes over
+the jobs the bridge routes (by job name); every other job goes to the wrapped dispatcher:
+
+- a v2 function's job is an ordinary HTTP job whose URI is the trigger route: the wrapped HTTP
+  dispatcher sends it (Cloud Scheduler's headers, the OIDC token);
+- a v1 function's job is a Pub/Sub job, as in production; instead of publishing, each attempt
+  POSTs the legacy event the function would receive from Pub/Sub to the trigger route, with
+  ``context.timestamp`` = the run's schedule time in UTC (English-like schedules such as
+  ``every 5 minutes`` have no schedule time header: the attempt's start then), see
+  :func:`~scheduler_emulator.tools.firebase.functions.legacy_event`. The function's answer is
+  the attempt's outcome (a failure is retried per the job's retry config).
+
+For both, a 204 is the Functions emulator saying that background triggers are disabled
+(``PUT /functions/disableBackgroundTriggers`` on the hub): the function did not run, and the
+attempt's debug text says so. A 404 means the trigger key changed (a reload): the bridge is asked
+to look again (``on_not_found``) so that the retry goes to the new key.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import partial
+
+from ...domain.outcomes import Outcome
+from ...domain.resources import Job
+from ...runtime.dispatchers import Dispatcher, Prepared
+from ...runtime.transports import DeliveryRequest, Transport, TransportResult
+from ...wire import format_timestamp, parse_schedule_time
+from .functions import legacy_event
+
+#: Debug text of an attempt the Functions emulator answered with 204 (triggers disabled).
+TRIGGERS_DISABLED = (
+    "URL_CRAWLED. Original HTTP response code number = 204. FIREBASE_TRIGGERS_DISABLED. The "
+    "Functions emulator did not run the function: background triggers are currently disabled "
+    "(PUT /functions/disableBackgroundTriggers on the hub; PUT "
+    "/functions/enableBackgroundTriggers enables them)."
+)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where the job of one scheduled function is delivered.
+
+    :param url: the trigger route (``http://<functions>/functions/projects/P/triggers/<key>``).
+    :param legacy: send the v1 legacy event (v1 functions' Pub/Sub jobs).
+    :param deadline_seconds: the attempt deadline of legacy deliveries, seconds.
+    """
+
+    url: str
+    legacy: bool
+    deadline_seconds: float
+
+
+class FirebaseDispatcher:
+    """Delivers the routed jobs (see the module), hands every other job to ``inner``.
+
+    :param inner: the dispatcher of the target kind being wrapped.
+    :param transport: carries legacy deliveries.
+    :param routes: job name -> :class:`Route`; read at each attempt (the bridge replaces it).
+    :param on_not_found: called when a routed delivery gets a 404.
+    """
+
+    def __init__(
+        self,
+        inner: Dispatcher,
+        transport: Transport,
+        routes: Callable[[], Mapping[str, Route]],
+        on_not_found: Callable[[], None] | None = None,
+    ) -> None:
+        self.inner = inner
+        self.transport = transport
+        self.routes = routes
+        self.on_not_found = on_not_found
+
+    def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
+        """Prepare one attempt (see :class:`~scheduler_emulator.runtime.dispatchers.Dispatcher`)."""
+        route = self.routes().get(job.name)
+        if route is None:
+            return self.inner.prepare(job, schedule_time, now)
+        if route.legacy and job.pubsub_target is not None:
+            at = parse_schedule_time(schedule_time) if schedule_time else now
+            prepared = self._legacy(job, route, format_timestamp(at))
+        else:
+            prepared = self.inner.prepare(job, schedule_time, now)
+        return replace(prepared, send=partial(self._send, prepared.send))
+
+    def _legacy(self, job: Job, route: Route, timestamp: str) -> Prepared:
+        target = job.pubsub_target
+        assert target is not None
+        event = legacy_event(
+            target.topic_name,
+            target.attributes,
+            base64.b64encode(target.data).decode("ascii"),
+            timestamp,
+            str(uuid.uuid4()),
+        )
+        headers = {"Content-Type": "application/json"}
+        request = DeliveryRequest("POST", route.url, headers, json.dumps(event).encode())
+        record = {"method": "POST", "url": route.url, "headers": headers, "event": event}
+        return Prepared(record, route.deadline_seconds, partial(self.transport.send, request))
+
+    def _send(self, send: Callable[[float], TransportResult], timeout: float) -> TransportResult:
+        result = send(timeout)
+        if result.status == 204 and result.outcome is None:
+            result.outcome = Outcome("OK", TRIGGERS_DISABLED, 204)
+        elif result.status == 404 and self.on_not_found is not None:
+            self.on_not_found()
+        return result
