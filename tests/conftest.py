@@ -19,6 +19,9 @@ from scheduler_emulator.runtime.emulator import Emulator  # noqa: E402
 from scheduler_emulator.runtime.http_client import HttpClient  # noqa: E402
 from scheduler_emulator.runtime.transports import HttpTransport, WsgiTransport  # noqa: E402
 
+#: The Firebase projects' function sources are run by the Functions emulator, not imported.
+collect_ignore_glob = ["firebase_project*"]
+
 
 @pytest.fixture(params=[False, True], ids=["http.client", "libcurl"])
 def http_client(request: pytest.FixtureRequest) -> Iterator[HttpClient]:

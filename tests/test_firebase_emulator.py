@@ -94,14 +94,16 @@ class FunctionsEmulator:
     command: list[str]
     env: dict[str, str]
 
+    expected: frozenset[str] = frozenset({"v1sched", "v2sched"})
+
     def start(self) -> None:
-        """Start the Functions emulator; return once it lists both scheduled functions."""
+        """Start the Functions emulator; return once it lists the scheduled functions."""
         with self.output.open("ab") as sink:
             self.process = subprocess.Popen(
                 self.command, cwd=self.directory, env=self.env, stdout=sink,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )  # fmt: skip
-        if not wait_for(lambda: self.scheduled() == {"v1sched", "v2sched"}, 180):
+        if not wait_for(lambda: self.scheduled() == self.expected, 180):
             pytest.fail("the Functions emulator did not load the functions:\n" + self.log())
 
     def stop(self) -> None:
@@ -192,6 +194,9 @@ def emulator_suite(
             cli.wait(timeout=20)
         except subprocess.TimeoutExpired:
             cli.kill()
+            cli.wait(timeout=20)
+        if cli.stdout is not None:
+            cli.stdout.close()
         if suite.process is not cli:
             suite.stop()
 
@@ -359,3 +364,71 @@ def test_adding_and_deleting_a_function_while_both_run(emulator_suite: Functions
         index.write_text(original)
         bridge.close()
         emulator.close()
+
+
+PYTHON_SOURCE = Path(__file__).resolve().parent / "firebase_project_python"
+
+
+@pytest.fixture(scope="module")
+def python_suite(
+    node_modules: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FunctionsEmulator]:
+    """A second Functions emulator holding a Python codebase: firebase-functions from PyPI in
+    a virtualenv kept beside the npm packages (made once)."""
+    venv = node_modules.parent / "python-venv"
+    requirements = PYTHON_SOURCE / "functions" / "requirements.txt"
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "-q", "-r", str(requirements)],
+            check=True, timeout=600, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    directory = tmp_path_factory.mktemp("firebase-python") / "project"
+    shutil.copytree(PYTHON_SOURCE, directory)
+    (directory / "functions" / "venv").symlink_to(venv)
+    logs = directory / "runs"
+    logs.mkdir()
+    functions_port, hub_port, logging_port = free_port(), free_port(), free_port()
+    config = json.loads((directory / "firebase.json").read_text())
+    config["emulators"]["functions"]["port"] = functions_port
+    config["emulators"]["hub"]["port"] = hub_port
+    config["emulators"]["logging"]["port"] = logging_port
+    (directory / "firebase.json").write_text(json.dumps(config))
+    env = {**os.environ, **QUIET, "FIXTURE_LOG_DIR": str(logs), "HOME": str(directory)}
+    command = [str(node_modules / ".bin" / "firebase"), "emulators:start", "--only", "functions",
+               "--project", PROJECT]  # fmt: skip
+    placeholder: subprocess.Popen[Any] = subprocess.Popen([sys.executable, "-c", ""])
+    placeholder.wait()
+    suite = FunctionsEmulator(
+        directory, logs, f"127.0.0.1:{functions_port}", f"127.0.0.1:{hub_port}", placeholder,
+        directory / "emulator.log", placeholder, [], "", command, env, frozenset({"pysched"}),
+    )  # fmt: skip
+    try:
+        suite.start()
+        yield suite
+    finally:
+        suite.stop()
+
+
+def test_a_python_on_schedule_function_fires_the_same_way(python_suite: FunctionsEmulator) -> None:
+    monday = datetime(2026, 1, 5, tzinfo=UTC)
+    emulator = Emulator(ManualClock(monday), project=PROJECT)
+    bridge = FirebaseBridge(emulator, functions=python_suite.functions)
+    job = f"projects/{PROJECT}/locations/us-central1/jobs/firebase-schedule-pysched-us-central1"
+    try:
+        assert bridge.sync().created == [job]
+        assert emulator.get_job(job).time_zone == "America/New_York"
+        assert emulator.get_job(job).retry_config.retry_count == 1
+        emulator.advance(timedelta(days=7))
+        assert [a.code for a in emulator.attempts(job)] == ["OK"] * 5
+    finally:
+        bridge.close()
+        emulator.close()
+    days = [f"2026-01-{d:02d}T09:00:00-05:00" for d in (5, 6, 7, 8, 9)]
+    # Starting a Python worker (the first run) calls the function once more, without Cloud
+    # Scheduler's headers (firebase-tools 15.34.2, firebase-functions 0.6.0): not a run.
+    loading = [r for r in python_suite.runs("pysched") if r["jobName"] is None]
+    assert len(loading) <= 1
+    runs = [r for r in python_suite.runs("pysched") if r["jobName"] is not None]
+    assert [r["scheduleTime"] for r in runs] == days
+    assert {r["jobName"] for r in runs} == {"firebase-schedule-pysched-us-central1"}

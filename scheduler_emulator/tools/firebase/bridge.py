@@ -167,8 +167,8 @@ class FirebaseBridge:
     def sync(self) -> SyncResult:
         """Look at the Functions emulator once and bring the jobs in line with its functions.
 
-        :raises Unreachable: when the hub or the Functions emulator does not answer (no job is
-            changed then).
+        :raises Unreachable: when the hub or the Functions emulator does not answer, or lists no
+            function at all (still loading its source); no job is changed then.
         :return: what changed.
         """
         with self._sync_lock:
@@ -179,6 +179,10 @@ class FirebaseBridge:
         if address is None:
             raise Unreachable(f"the hub at {self.hub} lists no Functions emulator yet")
         answer = client.backends(address)
+        if not any(b.get("functionTriggers") for b in answer.get("backends") or [] if b):
+            # Starting (or restarting) emulators list nothing until the source is loaded: keep
+            # the jobs rather than delete them all.
+            raise Unreachable(f"the Functions emulator at {address} lists no functions yet")
         project = self.project or project_of(answer) or self.emulator.project
         keys = _valid_keys(client.not_found_text(address, project))
         result = SyncResult()
