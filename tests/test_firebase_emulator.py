@@ -69,7 +69,16 @@ def node_modules() -> Path:
     if not firebase.exists():
         prefix.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", *PACKAGES],
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+                *PACKAGES,
+            ],  # as .ci/run does (re2 is optional) # fmt: skip
             check=True,
             timeout=900,
             stdin=subprocess.DEVNULL,
