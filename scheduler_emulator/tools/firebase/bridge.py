@@ -267,7 +267,9 @@ class FirebaseBridge:
                     self._waiting_said = True
                 self._connected = None
             except Exception as exc:  # noqa: BLE001 - a bad answer must not end the thread
-                self._say(f"could not read the Functions emulator's functions: {exc!r}")
+                line = f"could not read the Functions emulator's functions: {exc!r}"
+                if not self.messages or self.messages[-1] != line:  # once, not every second
+                    self._say(line)
             else:
                 if self._connected != address:
                     self._say(f"watching the Functions emulator at {address}")
