@@ -33,8 +33,13 @@ from ...runtime.emulator import Emulator
 from . import client
 from .client import Unreachable
 from .delivery import FirebaseDispatcher, Route
-from .functions import JOB_ID_PREFIX, project_of, scheduled_functions, trigger_key
-from .functions import valid_trigger_keys as _valid_keys
+from .functions import (
+    JOB_ID_PREFIX,
+    project_of,
+    scheduled_functions,
+    trigger_key,
+    valid_trigger_keys,
+)
 
 #: Seconds between two looks at the Functions emulator.
 DEFAULT_POLL_INTERVAL = 1.0
@@ -184,7 +189,7 @@ class FirebaseBridge:
             # the jobs rather than delete them all.
             raise Unreachable(f"the Functions emulator at {address} lists no functions yet")
         project = self.project or project_of(answer) or self.emulator.project
-        keys = _valid_keys(client.not_found_text(address, project))
+        keys = valid_trigger_keys(client.not_found_text(address, project))
         result = SyncResult()
         wanted = {}
         routes: dict[str, Route] = {}
