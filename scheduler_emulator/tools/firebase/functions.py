@@ -19,7 +19,7 @@ Example::
     >>> fn = ScheduledFunction.from_trigger({"id": "us-central1-nightly", "name": "nightly",
     ...     "region": "us-central1", "platform": "gcfv2", "timeoutSeconds": 60,
     ...     "schedule": {"schedule": "0 2 * * *", "retryConfig": {"retryCount": 2}}})
-    >>> fn.job_id, fn.time_zone, fn.attempt_deadline_seconds
+    >>> fn.job_id, fn.time_zone_or_default, fn.attempt_deadline_seconds
     ('firebase-schedule-nightly-us-central1', 'UTC', 180)
 """
 
