@@ -27,8 +27,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from freezegun import freeze_time
-
+from pytest_plugin.app_time import freeze
 from scheduler_emulator.core.faults import FaultPlan
 from scheduler_emulator.domain.attempts import Attempt, SkippedRun, iso
 from scheduler_emulator.domain.outcomes import Failure
@@ -113,8 +112,9 @@ class VirtualTimeTransport(MountTransport):
     Inside :meth:`virtual_time` freezegun is active (started once, moved per delivery), with
     ``real_asyncio=True`` so that asyncio event loops keep real monotonic time: an ``async``
     handler's ``await asyncio.sleep(0.05)`` ends after 50 ms, while its ``datetime.now()`` and
-    ``time.time()`` are virtual. The engine's clocks read time through functions freezegun
-    cannot reach, so they keep their own time.
+    ``time.time()`` are virtual, and agree with each other in any local zone and on a
+    repeated fall-back hour (:mod:`pytest_plugin.app_time`). The engine's clocks read time
+    through functions freezegun cannot reach, so they keep their own time.
 
     :param clock: the emulator's manual clock.
     :param allow_network: when false, unmounted URLs reach only loopback origins
@@ -149,13 +149,11 @@ class VirtualTimeTransport(MountTransport):
         if self._frozen is not None:
             yield
             return
-        freezer = freeze_time(self.clock.now(), tick=False, real_asyncio=True)
-        self._frozen = freezer.start()
-        try:
-            yield
-        finally:
-            freezer.stop()
-            self._frozen = None
+        with freeze(self.clock.now()) as self._frozen:
+            try:
+                yield
+            finally:
+                self._frozen = None
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Deliver; the target sees ``datetime.now()`` equal to the attempt's start (a mounted
