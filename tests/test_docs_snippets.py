@@ -125,7 +125,16 @@ class Session:
             "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
             "CLOUD_SCHEDULER_EMULATOR_HOST": f"127.0.0.1:{self.daemon_port}",
             "PYTHONUNBUFFERED": "1",
+            # a nested pytest keeps its temporary directories here, away from the outer run's
+            # (pytest prunes old ones in its per-user base folder, which the outer run uses)
+            "PYTEST_DEBUG_TEMPROOT": str(self.temp_root),
         }
+
+    @property
+    def temp_root(self) -> Path:
+        root = self.workdir / ".pytest-tmp"
+        root.mkdir(exist_ok=True)
+        return root
 
     def answers(self, port: int) -> bool:
         try:

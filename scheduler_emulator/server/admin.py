@@ -2,8 +2,9 @@
 
 - ``GET  /_emulator/health`` → 200 ``{"status": "ok"}``
 - ``GET  /_emulator/config`` → ``{"project": …, "location": …, "clock": "system"|"manual",
-  "httpClient": "libcurl"|"http.client"}``, the daemon's defaults for short job names
-  (``scheduler-emulator env-init`` reads it) and how it sends HTTP attempts
+  "httpClient": "libcurl"|"http.client", "pubsubEmulatorHost": "HOST:PORT"}``, the daemon's
+  defaults for short job names (``scheduler-emulator env-init`` reads it), how it sends HTTP
+  attempts and, when it publishes to one, its Pub/Sub emulator
 - ``GET  /_emulator/clock`` → ``{"now": "<RFC 3339 UTC>", "mode": "system"|"manual"}``
 - ``POST /_emulator/clock:advance`` with ``{"seconds": N}`` (manual clock only) → ``{"now": …}``
 - ``POST /_emulator/clock:moveTo`` with ``{"time": "<RFC 3339>"}`` (manual clock only)
@@ -188,6 +189,9 @@ class Admin:
         transport = emulator.engine.transport
         if isinstance(transport, HttpTransport):
             answer["httpClient"] = "libcurl" if transport.client.uses_curl else "http.client"
+        pubsub_host = getattr(emulator.publisher, "host", None)  # an EmulatorPublisher's
+        if isinstance(pubsub_host, str):
+            answer["pubsubEmulatorHost"] = pubsub_host
         return answer
 
     def _known_job(self, request: Request) -> str | None:
