@@ -150,10 +150,10 @@ class LiveScheduler:
         :param token: the token, or an ``Authorization`` value (``"Bearer …"``).
         :param audience: the ``aud`` the token must carry.
         :param options: further keywords of ``verify_scheduler_token`` (``issuers``, ``email``…).
-        :raises TokenError: expired, mis-signed, wrong audience… (``scheduler_emulator.target``).
+        :raises TokenError: expired, mis-signed, wrong audience… (``scheduler_emulator.service``).
         """
         from scheduler_emulator.domain.codec import parse_timestamp
-        from scheduler_emulator.target.auth import verify_id_token
+        from scheduler_emulator.service.auth import verify_id_token
 
         if now is None and self.token_time == "emulator":
             now = parse_timestamp(self._call("GET", "/_emulator/clock")["now"])

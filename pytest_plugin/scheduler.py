@@ -265,9 +265,9 @@ class CloudScheduler:
         :param audience: the ``aud`` the token must carry.
         :param now: the instant to check at; the emulator's clock by default.
         :raises TokenError: expired, not yet valid, mis-signed, wrong issuer or wrong audience
-            (see :mod:`scheduler_emulator.target.auth`).
+            (see :mod:`scheduler_emulator.service.auth`).
         """
-        from scheduler_emulator.target.auth import verify_id_token
+        from scheduler_emulator.service.auth import verify_id_token
 
         authority = self.emulator.tokens
         return verify_id_token(

@@ -1,7 +1,7 @@
 """A local Google Cloud Scheduler (v1, HTTP targets) with a virtual clock.
 
 The public entry points (imported on first use, so that a production service importing
-:mod:`scheduler_emulator.target` does not load the emulator engine)::
+:mod:`scheduler_emulator.service` does not load the emulator engine)::
 
     from scheduler_emulator import Emulator, ManualClock, SystemClock
     from scheduler_emulator import AsgiTransport, HttpTransport, MountTransport, WsgiTransport

@@ -3,7 +3,7 @@ path prefix, and the RFC 3339 time formats (spec §3.8, §10.2, §17 P2).
 
 This module is the one home of these facts. It imports nothing but the standard library, so
 the dispatchers, the pytest façades, ``replay`` and the target-side helpers
-(:mod:`scheduler_emulator.target`, which loads no engine code) all use it::
+(:mod:`scheduler_emulator.service`, which loads no engine code) all use it::
 
     >>> from datetime import UTC, datetime
     >>> format_timestamp(datetime(2026, 9, 24, 2, 0, 0, 500, tzinfo=UTC))

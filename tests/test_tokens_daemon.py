@@ -20,8 +20,8 @@ from support import Received, RecordingTarget
 
 from scheduler_emulator.domain.attempts import iso
 from scheduler_emulator.runtime.clock import SystemClock
-from scheduler_emulator.target import TokenError, verify_scheduler_token
-from scheduler_emulator.target.auth import InvalidSignatureError, WrongAudienceError
+from scheduler_emulator.service import TokenError, verify_scheduler_token
+from scheduler_emulator.service.auth import InvalidSignatureError, WrongAudienceError
 
 INVOKER = "scheduler-invoker@my-project.iam.gserviceaccount.com"
 AUDIENCE = "https://orders-abc123-uc.a.run.app"

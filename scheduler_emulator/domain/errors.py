@@ -14,7 +14,7 @@ status, the ``google.rpc.Code`` name and number, and render as Google's REST err
     ├── ClockError                    manual-only operation on a system clock, naive datetime…
     └── ConfigurationError            bad command-line or jobs-file input (exit code 2)
 
-The target-side helpers raise their own errors (:mod:`scheduler_emulator.target.errors`).
+The target-side helpers raise their own errors (:mod:`scheduler_emulator.service.errors`).
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     handler.setFormatter(_NoTracebackFormatter("      %(message)s"))
     orders_logger = logging.getLogger("orders")
     orders_logger.setLevel(logging.INFO)
-    service_loggers = [orders_logger, logging.getLogger("scheduler_emulator.target")]
+    service_loggers = [orders_logger, logging.getLogger("scheduler_emulator.service")]
     for service_logger in service_loggers:
         service_logger.addHandler(handler)
 

@@ -21,7 +21,7 @@ import pytest
 
 from pytest_plugin.facades import FunctionTimers
 from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.target import (
+from scheduler_emulator.service import (
     ClaimOutcome,
     FirestoreRunStore,
     MissingRunHeadersError,
@@ -36,8 +36,8 @@ from scheduler_emulator.target import (
     TimerRequest,
     TimerRouter,
 )
-from scheduler_emulator.target.errors import TargetError, TimerClockError
-from scheduler_emulator.target.guard_stores import decide_claim
+from scheduler_emulator.service.errors import TargetError, TimerClockError
+from scheduler_emulator.service.guard_stores import decide_claim
 
 from .guard_support import SCHEDULE_TIME, scheduler_headers
 
@@ -474,7 +474,7 @@ class TestFirestoreStore:
     def test_without_the_package_the_store_says_which_extra_to_install(self) -> None:
         code = (
             "import sys; sys.modules['google.cloud.firestore'] = None\n"
-            "import scheduler_emulator.target as target\n"
+            "import scheduler_emulator.service as target\n"
             "try:\n"
             "    target.FirestoreRunStore()\n"
             "except ImportError as exc:\n"
@@ -493,7 +493,7 @@ class TestFirestoreStore:
 
 def test_importing_the_target_package_loads_no_web_framework_database_or_engine() -> None:
     code = (
-        "import sys, scheduler_emulator.target\n"
+        "import sys, scheduler_emulator.service\n"
         "heavy = ('werkzeug', 'flask', 'sqlite3', '_sqlite3', 'google')\n"
         "engine = ('scheduler_emulator.runtime.engine', 'scheduler_emulator.runtime.emulator')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in engine))\n"
@@ -529,7 +529,7 @@ class TestFirestoreContention:
 
     def store(self, fields: dict[str, Any] | None, monkeypatch: pytest.MonkeyPatch) -> Any:
         pytest.importorskip("google.cloud.firestore")
-        from scheduler_emulator.target.guard_stores import FirestoreRunStore
+        from scheduler_emulator.service.guard_stores import FirestoreRunStore
 
         store = FirestoreRunStore(client=object())
         document = self._Document(fields)

@@ -70,17 +70,17 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The logger every routing outcome is logged on.
-logger = logging.getLogger("scheduler_emulator.target")
+logger = logging.getLogger("scheduler_emulator.service")
 
 #: The path a job's URI carries the timer's name under, unless the router sets another.
 DEFAULT_PREFIX = TIMER_PREFIX
 #: The environ key (and Flask ``request.environ`` key) holding the exception a handler raised,
 #: so an in-process caller (the Cloud Run style façade, spec §2) can re-raise it.
-EXCEPTION_ENVIRON_KEY = "scheduler_emulator.target.exception"
+EXCEPTION_ENVIRON_KEY = "scheduler_emulator.service.exception"
 #: An environ key (also read from a Flask ``request.environ``): when its value is true, an
 #: exception a handler raised propagates out of the WSGI call instead of answering 500 (after it
 #: is logged), so an in-process test fails with the handler's own exception (spec §2).
-PROPAGATE_EXCEPTIONS_KEY = "scheduler_emulator.target.propagate_exceptions"
+PROPAGATE_EXCEPTIONS_KEY = "scheduler_emulator.service.propagate_exceptions"
 #: The exact body of the 500 answered when a handler raises.
 INTERNAL_SERVER_ERROR_BODY = (
     b'{"detail":"The server could not complete this request.",'
@@ -698,7 +698,7 @@ class TimerRouter:
 
         Flask: wraps ``flask_app.wsgi_app`` with :meth:`wsgi` and sets
         ``flask_app.extensions["timer_router"]``. Starlette and FastAPI (an app with
-        ``add_middleware`` and ``state``): adds :class:`~scheduler_emulator.target.asgi.
+        ``add_middleware`` and ``state``): adds :class:`~scheduler_emulator.service.asgi.
         TimerAsgiMiddleware` as middleware and sets ``app.state.timer_router``; call it before
         the app serves its first request. Calling it again with the same router does nothing.
 

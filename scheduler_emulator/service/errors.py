@@ -1,7 +1,7 @@
 """Errors the target-side helpers raise.
 
 They derive from :class:`TargetError`, not from the emulator's errors: a service that imports
-:mod:`scheduler_emulator.target` in production loads no emulator code and catches these::
+:mod:`scheduler_emulator.service` in production loads no emulator code and catches these::
 
     TargetError
     ├── UnknownTimerError        (also LookupError) invoking a timer no handler declares
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 
 class TargetError(Exception):
-    """Base of every error :mod:`scheduler_emulator.target` raises on purpose."""
+    """Base of every error :mod:`scheduler_emulator.service` raises on purpose."""
 
 
 class TimerClockError(TargetError, TypeError):

@@ -2,7 +2,7 @@
 
 Importable by a production service without the emulator::
 
-    from scheduler_emulator.target import TimerRequest, TimerRouter
+    from scheduler_emulator.service import TimerRequest, TimerRouter
 
     router = TimerRouter()
 

@@ -31,7 +31,7 @@ What happens to one delivery, and what it is answered::
                                                    the view's answer, so a retry can run it
       the record is no longer this attempt's    → left alone (WARNING); answered as above
 
-With a :class:`~scheduler_emulator.target.TimerRouter` (stack ``@guard.once`` under
+With a :class:`~scheduler_emulator.service.TimerRouter` (stack ``@guard.once`` under
 ``@router.timer``; ``guard.install(router)`` once, so that the router answers 400 and 409)::
 
     router = guard.install(TimerRouter())
@@ -46,7 +46,7 @@ With a Flask view or a functions-framework function (``request`` → response)::
     @guard.view
     def nightly(request: flask.Request): ...
 
-Log lines go to the logger ``scheduler_emulator.target.guard``.
+Log lines go to the logger ``scheduler_emulator.service.guard``.
 """
 
 from __future__ import annotations
@@ -95,8 +95,8 @@ __all__ = [
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: The logger every outcome of the guard is logged on (a child of ``scheduler_emulator.target``).
-logger = logging.getLogger("scheduler_emulator.target.guard")
+#: The logger every outcome of the guard is logged on (a child of ``scheduler_emulator.service``).
+logger = logging.getLogger("scheduler_emulator.service.guard")
 
 #: How long a claim holds by default. Keep it at least the job's attempt deadline (3 minutes by
 #: default for HTTP targets, 30 at most) and longer than the work takes.
@@ -145,7 +145,7 @@ class RunRefusedError(TargetError):
     def response(self) -> TimerResponse:
         """The answer to send: ``status`` with an ``application/problem+json`` body.
 
-        :return: a framework-neutral :class:`~scheduler_emulator.target.TimerResponse`.
+        :return: a framework-neutral :class:`~scheduler_emulator.service.TimerResponse`.
         """
         phrase = HTTPStatus(self.status).phrase
         return _problem(self.status, {"title": phrase, "status": self.status, "detail": str(self)})
@@ -467,10 +467,10 @@ def _werkzeug_response(answer: TimerResponse) -> Any:
 class RunOnceGuard:
     """Processes each scheduled run once, even when Cloud Scheduler delivers it twice (spec §3).
 
-    :param store: where claims are kept (:class:`~scheduler_emulator.target.RunStore`);
-        ``None`` makes an in-memory :class:`~scheduler_emulator.target.SqliteRunStore`, which
+    :param store: where claims are kept (:class:`~scheduler_emulator.service.RunStore`);
+        ``None`` makes an in-memory :class:`~scheduler_emulator.service.SqliteRunStore`, which
         deduplicates within this process only. Use a SQLite file for several processes on one
-        machine and :class:`~scheduler_emulator.target.FirestoreRunStore` across instances.
+        machine and :class:`~scheduler_emulator.service.FirestoreRunStore` across instances.
     :param lease: how long a claim holds before another attempt may take the run over; at least
         the job's attempt deadline and longer than the work takes (5 minutes).
     :param retention: how long after its claim a run's record is kept (``expire_at``, the TTL
@@ -498,7 +498,7 @@ class RunOnceGuard:
         if store is not None and not isinstance(store, RunStore):
             raise TypeError(
                 f"{store!r} is not a run store: it needs claim(), finish() and get() "
-                "(see scheduler_emulator.target.RunStore)."
+                "(see scheduler_emulator.service.RunStore)."
             )
         for name, value in (("lease", lease), ("retention", retention)):
             if not isinstance(value, timedelta):
@@ -728,7 +728,7 @@ class RunOnceGuard:
     # ------------------------------------------------------------------------- timer router
 
     def once(self, handler: F) -> F:
-        """Decorate a :class:`~scheduler_emulator.target.TimerRouter` handler to run once per run.
+        """Decorate a :class:`~scheduler_emulator.service.TimerRouter` handler to run once per run.
 
         Stack it under ``@router.timer(name)``, and call :meth:`install` on the router once.
         The guard reads the run's headers from the handler's ``TimerRequest`` parameter; a
@@ -845,7 +845,7 @@ class RunOnceGuard:
         third way: a :meth:`once` handler that refuses a delivery leaves its refusal for the
         router, which answers :meth:`RunRefusedError.response` (no ERROR log line, no exception
         propagated to a test). Covers every entry point that goes through
-        :meth:`TimerRouter.dispatch <scheduler_emulator.target.TimerRouter.dispatch>` or its
+        :meth:`TimerRouter.dispatch <scheduler_emulator.service.TimerRouter.dispatch>` or its
         ASGI twin ``dispatch_async``: WSGI, ASGI, ``init_app``, ``handle_flask``,
         ``functions_framework_handler``. Installing twice, or from several guards, is harmless.
 
