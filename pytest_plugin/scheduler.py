@@ -89,6 +89,10 @@ class LoopbackOnlyTransport:
         self.inner = inner
         self._mounted: Callable[[], list[str]] = mounted or list
 
+    def close(self) -> None:
+        """Close the loopback transport."""
+        self.inner.close()
+
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Send a loopback request; refuse any other without touching the network."""
         if is_loopback(request.url):

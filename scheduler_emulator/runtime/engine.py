@@ -366,11 +366,9 @@ class Engine:
         return len(unfinished)
 
     def _close_outputs(self) -> None:
-        """Close the transport's kept-alive connections, if it keeps any, and write the
-        execution log's queued lines (idempotent)."""
-        close = getattr(self.transport, "close", None)
-        if close is not None:
-            close()
+        """Close the transport (its kept-alive connections) and write the execution log's
+        queued lines (idempotent)."""
+        self.transport.close()
         if self.attempt_log is not None:
             self.attempt_log.flush()
 
