@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from scheduler_emulator.wire import NaiveDatetimeError, to_instant
+
 from .live import LiveScheduler
 from .scheduler import CloudScheduler
 
@@ -80,12 +82,14 @@ def scheduler_options(kwargs: Mapping[str, Any]) -> tuple[datetime, bool]:
                 f"'2026-09-20T00:00:00Z' ({exc})"
             ) from None
     elif isinstance(start, datetime):
-        if start.tzinfo is None or start.utcoffset() is None:
-            raise ValueError(
+        try:
+            to_instant(start, where)
+        except NaiveDatetimeError:
+            raise NaiveDatetimeError(
                 f"{where}: the datetime is naive; pass an aware one, such as "
                 "datetime(2026, 9, 20, tzinfo=UTC), or an RFC 3339 string such as "
                 "'2026-09-20T00:00:00Z'."
-            )
+            ) from None
     else:
         raise TypeError(
             f"{where}: start is a {type(start).__name__}; pass an aware datetime or an RFC 3339 "

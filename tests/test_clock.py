@@ -9,6 +9,7 @@ import pytest
 
 from scheduler_emulator.domain.errors import ClockError
 from scheduler_emulator.runtime.clock import ManualClock, SystemClock, require_aware
+from scheduler_emulator.wire import NaiveDatetimeError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -56,7 +57,7 @@ class TestManualClock:
             ManualClock(T0).advance(-1)
 
     def test_naive_datetimes_are_refused_with_a_hint(self) -> None:
-        with pytest.raises(ClockError, match="naive; pass a timezone-aware datetime"):
+        with pytest.raises(NaiveDatetimeError, match="naive; pass a timezone-aware datetime"):
             ManualClock(datetime(2026, 1, 1))
 
     def test_times_are_kept_in_utc(self) -> None:

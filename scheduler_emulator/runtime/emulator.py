@@ -395,7 +395,8 @@ class Emulator:
     def move_to(self, instant: datetime) -> datetime:
         """Move a manual clock to ``instant``, firing everything due on the way.
 
-        :raises ClockError: on a system clock, for a naive or past instant.
+        :raises ClockError: on a system clock, or for a past instant.
+        :raises NaiveDatetimeError: for a naive instant.
         """
         return self._manual().move_to(instant)
 

@@ -58,6 +58,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..realtime import real_monotonic
+from ..wire import to_instant
 from .errors import TargetError
 from .request import CaseInsensitiveHeaders
 
@@ -480,9 +481,7 @@ def _check_claims(
         if isinstance(claims.get(name), bool) or not isinstance(claims.get(name), int | float):
             raise MalformedTokenError(f"The token's {name!r} claim is missing or not a number.")
     slack = leeway.total_seconds() if isinstance(leeway, timedelta) else float(leeway)
-    if now is not None and (now.tzinfo is None or now.utcoffset() is None):
-        raise ValueError("now must be timezone-aware, e.g. datetime.now(UTC).")
-    at = now.timestamp() if now is not None else time.time()
+    at = to_instant(now, "now").timestamp() if now is not None else time.time()
     exp, iat = float(claims["exp"]), float(claims["iat"])
     if at > exp + slack:
         advice = (

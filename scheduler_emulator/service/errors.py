@@ -5,7 +5,7 @@ They derive from :class:`TargetError`, not from the emulator's errors: a service
 
     TargetError
     ├── UnknownTimerError        (also LookupError) invoking a timer no handler declares
-    ├── TimerClockError          (also TypeError) a guard clock returned a naive datetime
+    ├── TimerClockError          (also TypeError) a guard clock returned no datetime
     ├── TokenError               a request's OIDC token is missing, malformed, mis-signed,
     │                            expired, or for another issuer, audience or account (auth)
     ├── CertsUnavailableError    the signing keys could not be fetched (auth)

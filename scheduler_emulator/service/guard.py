@@ -63,6 +63,7 @@ from datetime import UTC, datetime, timedelta
 from types import UnionType
 from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin
 
+from ..wire import to_instant
 from .errors import TimerClockError
 from .guard_refusals import (
     CONFLICT_PROBLEM_TYPE,
@@ -355,16 +356,17 @@ class RunOnceGuard:
     def now(self) -> datetime:
         """The guard's current instant, in UTC.
 
-        :raises TimerClockError: when the clock returns something other than an aware datetime.
+        :raises TimerClockError: when the clock returns something other than a datetime.
+        :raises NaiveDatetimeError: when it returns a naive datetime.
         :return: the clock's instant converted to UTC.
         """
         now = self._clock()
-        if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+        if not isinstance(now, datetime):
             raise TimerClockError(
                 f"The run-once guard's clock returned {now!r}; it must return an aware datetime, "
                 "such as datetime.now(UTC)."
             )
-        return now.astimezone(UTC)
+        return to_instant(now, "The run-once guard's clock returned")
 
     def run_for(self, headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> ScheduledRun:
         """Name the run a delivery belongs to, with this guard's scope (spec §3, step 1).

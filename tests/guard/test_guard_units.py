@@ -38,6 +38,7 @@ from scheduler_emulator.service import (
 )
 from scheduler_emulator.service.errors import TargetError, TimerClockError
 from scheduler_emulator.service.guard_stores import decide_claim
+from scheduler_emulator.wire import NaiveDatetimeError
 
 from .guard_support import SCHEDULE_TIME, scheduler_headers
 
@@ -157,6 +158,14 @@ class TestGuardArguments:
 
     def test_a_clock_returning_a_naive_datetime_is_an_error(self) -> None:
         guard = RunOnceGuard(clock=lambda: datetime(2026, 9, 24, 2, 0))
+
+        with pytest.raises(
+            NaiveDatetimeError, match=r"clock returned 2026-09-24T02:00:00 is naive"
+        ):
+            guard.claim(scheduler_headers())
+
+    def test_a_clock_returning_no_datetime_is_an_error(self) -> None:
+        guard = RunOnceGuard(clock=lambda: "02:00")  # type: ignore[arg-type,return-value]
 
         with pytest.raises(TimerClockError, match=r"aware datetime, such as datetime.now\(UTC\)"):
             guard.claim(scheduler_headers())
