@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -74,8 +75,18 @@ class TestSystemClock:
         with freeze_time("2001-01-01"):
             assert SystemClock().now().year >= 2026
 
-    def test_wait_returns_when_woken(self) -> None:
+    def test_wait_returns_at_once_when_woken(self) -> None:
         wakeup = threading.Event()
         wakeup.set()
         clock = SystemClock()
-        clock.wait(clock.now() + timedelta(hours=1), wakeup)  # returns at once: woken
+        started = time.monotonic()
+        clock.wait(clock.now() + timedelta(hours=1), wakeup)
+        assert time.monotonic() - started < 5  # not the hour it was asked to wait
+
+    def test_wait_returns_at_its_instant_when_not_woken(self) -> None:
+        clock = SystemClock()
+        until = clock.now() + timedelta(milliseconds=100)
+        started = time.monotonic()
+        clock.wait(until, threading.Event())
+        assert 0.05 <= time.monotonic() - started < 5
+        assert clock.now() >= until

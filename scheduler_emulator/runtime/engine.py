@@ -123,7 +123,6 @@ class Engine:
         self.dispatchers.update(dispatchers or {})
         self.attempt_log = attempt_log
         self.faults = faults if faults is not None else FaultPlan()
-        self.tokens = tokens
         #: Emulator errors while preparing or sending attempts, counted (each is recorded on
         #: its attempt and logged once); the last one is kept for inspection.
         self.error_count = 0

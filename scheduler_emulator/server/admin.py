@@ -80,17 +80,6 @@ RULES = [
 ]
 
 
-def rule_json(rule: FaultRule) -> dict[str, Any]:
-    """A rule as ``GET /_emulator/faults`` shows it: every field its action reads, defaults
-    included (``probability: 1.0``, ``seconds: 0.1``…), in
-    :func:`~scheduler_emulator.core.faults.rule_fields` order.
-
-    :param rule: the rule.
-    :return: its JSON object.
-    """
-    return rule.to_full_json()
-
-
 def _only_parameters(request: Request, *allowed: str) -> None:
     """Refuse a query parameter the endpoint does not take, or one given twice, rather than
     answer as if it were not there (a filter silently ignored reads as a filter applied).
@@ -330,10 +319,12 @@ class Admin:
 
     def _plan_json(self) -> dict[str, Any]:
         plan = self.emulator.faults
-        return {"seed": plan.seed, "rules": [rule_json(rule) for rule in list(plan.rules)]}
+        return {"seed": plan.seed, "rules": [rule.to_full_json() for rule in list(plan.rules)]}
 
     def get_faults(self, request: Request) -> dict[str, Any]:
-        """The fault plan: ``{"seed": N, "rules": [...]}``, rules as :func:`rule_json`."""
+        """The fault plan: ``{"seed": N, "rules": [...]}``, each rule as
+        :meth:`~scheduler_emulator.core.faults.FaultRule.to_full_json` shows it (every field its
+        action reads, defaults included)."""
         return self._plan_json()
 
     def add_faults(self, request: Request) -> dict[str, Any]:

@@ -374,26 +374,14 @@ def _make_clock(args: argparse.Namespace) -> Clock:
     return SystemClock()
 
 
-def load_jobs_files(paths: Sequence[str], *, project: str, location: str) -> list[Job]:
-    """Load every jobs file; a job name defined in two files is an error.
-
-    :raises ConfigurationError: naming the file, job, field and value of the first problem, or
-        both files of a duplicated name.
-    """
-    return [
-        job
-        for _, jobs in load_jobs_by_file(paths, project=project, location=location)
-        for job in jobs
-    ]
-
-
 def load_jobs_by_file(
     paths: Sequence[str], *, project: str, location: str
 ) -> list[tuple[str, list[Job]]]:
     """Load every jobs file, keeping which jobs each file holds; warn (on stderr) about a file
     that holds none.
 
-    :raises ConfigurationError: as :func:`load_jobs_files`.
+    :raises ConfigurationError: naming the file, job, field and value of the first problem, or
+        both files of a job name defined twice.
     :return: ``(path, jobs)`` per file, in order.
     """
     per_file: list[tuple[str, list[Job]]] = []
