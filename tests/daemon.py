@@ -13,6 +13,10 @@ from werkzeug.serving import make_server
 
 from pytest_plugin.live import LiveScheduler
 
+#: ``start`` flags of a daemon on a manual clock at 2026-09-24T01:59:00Z (one minute before the
+#: 02:00 runs the tests schedule).
+MANUAL = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
+
 
 class Daemon(LiveScheduler):
     """:class:`LiveScheduler` with the raw request helpers the daemon tests use."""
