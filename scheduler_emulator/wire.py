@@ -21,6 +21,25 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from .realtime import new_datetime, unfreeze
 
+__all__ = [
+    "APP_ENGINE_USER_AGENT_SUFFIX",
+    "DEFAULT_CONTENT_TYPE",
+    "JOB_NAME_HEADER",
+    "NaiveDatetimeError",
+    "REPLACED_HEADERS",
+    "RESERVED_HEADER_PREFIXES",
+    "SCHEDULER_HEADER",
+    "SCHEDULE_TIME_HEADER",
+    "TIMER_PREFIX",
+    "USER_AGENT",
+    "format_schedule_time",
+    "format_timestamp",
+    "parse_schedule_time",
+    "parse_timestamp",
+    "scheduler_headers",
+    "to_instant",
+]
+
 #: ``User-Agent`` of every HTTP-target attempt (spec §10.2).
 USER_AGENT = "Google-Cloud-Scheduler"
 #: What App Engine appends to the User-Agent of App Engine HTTP targets (spec §10.2).

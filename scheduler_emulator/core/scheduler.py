@@ -44,6 +44,19 @@ from ..domain.resources import Job, State, Status
 from ..domain.retry import next_attempt_time
 from ..domain.schedule import Schedule, format_schedule_time, parse_schedule
 
+__all__ = [
+    "AttemptEnd",
+    "COMPACT_SLACK",
+    "Decision",
+    "MAX_DOWNTIME_SKIPS",
+    "RecordSkipped",
+    "SaveNextFire",
+    "SaveRun",
+    "Scheduler",
+    "StartAttempt",
+    "TIMERS_PER_JOB",
+]
+
 _FIRE, _RETRY, _END = "fire", "retry", "end"
 #: Timers a job keeps live at once (a fire time, a retry, attempt ends...): the heap is compacted
 #: when it holds more than this many per job plus :data:`COMPACT_SLACK`.

@@ -22,6 +22,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+__all__ = [
+    "AlreadyExists",
+    "ApiError",
+    "ClockError",
+    "ConfigurationError",
+    "EmulatorError",
+    "FailedPrecondition",
+    "FieldViolation",
+    "INVALID_SCHEDULE_MESSAGE",
+    "InvalidArgument",
+    "NotFound",
+    "RPC_CODES",
+]
+
 #: The google.rpc.Code numbers, by name (google/rpc/code.proto).
 RPC_CODES: dict[str, int] = {
     "OK": 0,

@@ -29,6 +29,15 @@ from .transports import Transport, TransportResult
 if TYPE_CHECKING:
     from .tokens import TokenAuthority
 
+__all__ = [
+    "DEFAULT_ATTEMPT_DEADLINE",
+    "Dispatcher",
+    "HttpDispatcher",
+    "NotDispatched",
+    "Prepared",
+    "dispatcher_for",
+]
+
 #: Attempt deadline of a job that sets none (spec §3.1: 180 s for HTTP targets).
 DEFAULT_ATTEMPT_DEADLINE = timedelta(seconds=180)
 

@@ -62,6 +62,31 @@ from ..wire import to_instant
 from .errors import TargetError
 from .request import CaseInsensitiveHeaders
 
+__all__ = [
+    "CERTS_MAX_AGE_SECONDS",
+    "CLAIMS_ENVIRON_KEY",
+    "CertsUnavailableError",
+    "ExpiredTokenError",
+    "GOOGLE_CERTS_URL",
+    "GOOGLE_ISSUERS",
+    "InvalidSignatureError",
+    "MalformedTokenError",
+    "MissingTokenError",
+    "SchedulerTokenMiddleware",
+    "TokenError",
+    "TokenNotYetValidError",
+    "WrongAudienceError",
+    "WrongEmailError",
+    "WrongIssuerError",
+    "bearer_token",
+    "clear_certs_cache",
+    "fetch_certs",
+    "load_keys",
+    "verify_id_token",
+    "verify_scheduler_token",
+    "verify_scheduler_token_async",
+]
+
 #: Google's signing keys as a JWK Set (the v1 URL serves the same keys as PEM certificates).
 GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v3/certs"
 #: The ``iss`` values of Google ID tokens.

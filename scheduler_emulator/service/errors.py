@@ -16,6 +16,11 @@ They derive from :class:`TargetError`, not from the emulator's errors: a service
 
 from __future__ import annotations
 
+__all__ = [
+    "TargetError",
+    "TimerClockError",
+]
+
 
 class TargetError(Exception):
     """Base of every error :mod:`scheduler_emulator.service` raises on purpose."""

@@ -27,6 +27,11 @@ from typing import Any
 
 from ..wire import JOB_NAME_HEADER, SCHEDULE_TIME_HEADER, parse_schedule_time
 
+__all__ = [
+    "CaseInsensitiveHeaders",
+    "TimerRequest",
+]
+
 
 class CaseInsensitiveHeaders(Mapping[str, str]):
     """A read-only header mapping whose look-ups ignore the case of the header name.

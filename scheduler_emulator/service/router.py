@@ -66,6 +66,26 @@ if TYPE_CHECKING:  # pragma: no cover - typing only; werkzeug is imported lazily
     from .asgi import AsgiApp, TimerAsgiMiddleware
     from .frameworks import TimerMiddleware
 
+__all__ = [
+    "DEFAULT_PREFIX",
+    "EXCEPTION_ENVIRON_KEY",
+    "INTERNAL_SERVER_ERROR_BODY",
+    "PROBLEM_JSON",
+    "PROPAGATE_EXCEPTIONS_KEY",
+    "Timer",
+    "TimerResponse",
+    "TimerRouter",
+    "UnknownTimerError",
+    "VALIDATION_PROBLEM_TITLE",
+    "VALIDATION_PROBLEM_TYPE",
+    "WsgiApp",
+    "check_handler_shape",
+    "describe_handler",
+    "is_async_handler",
+    "normalise_prefix",
+    "run_awaitable",
+]
+
 #: A WSGI application: ``app(environ, start_response) -> iterable of bytes``.
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 F = TypeVar("F", bound=Callable[..., Any])

@@ -32,6 +32,17 @@ from typing import IO
 
 from ..domain.errors import ConfigurationError
 
+__all__ = [
+    "DISTRIBUTION",
+    "PROJECT_FILES",
+    "emulator_requirement",
+    "next_commands",
+    "render",
+    "run_init",
+    "template",
+    "write_project",
+]
+
 #: The files ``init`` writes, in writing order, with what each holds.
 PROJECT_FILES: Mapping[str, str] = {
     "app.py": "the Flask service and its timers 'nightly' and 'notify'",

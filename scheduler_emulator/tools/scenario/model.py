@@ -19,6 +19,21 @@ from ...domain.resources import Job
 from ...runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT
 from ...wire import NaiveDatetimeError, to_instant
 
+__all__ = [
+    "Check",
+    "DEFAULT_START",
+    "Expectation",
+    "OPERATORS",
+    "ProbeSpec",
+    "STEP_KINDS",
+    "Scenario",
+    "Step",
+    "TOP_LEVEL_KEYS",
+    "TargetSpec",
+    "parse_duration",
+    "parse_instant",
+]
+
 #: Where a scenario's clock starts when it sets no ``start``.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 TOP_LEVEL_KEYS = (
