@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from daemon import Daemon
+from daemon import Daemon, serving_in_thread
 from support import wait_for
 
 from scheduler_emulator.realtime import now as real_now
@@ -79,14 +79,8 @@ class _QuietServer(ThreadingHTTPServer):
 @contextmanager
 def fast_target() -> Iterator[str]:
     """A threaded HTTP server on 127.0.0.1 answering 200 at once; yields its base URL."""
-    server = _QuietServer(("127.0.0.1", 0), _Ok)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_in_thread(_QuietServer(("127.0.0.1", 0), _Ok)) as url:
+        yield url
 
 
 def wait_until(instant: datetime) -> None:
