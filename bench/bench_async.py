@@ -24,7 +24,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from pytest_plugin.scheduler import CloudScheduler
-from scheduler_emulator.target import TimerRequest, TimerRouter
+from scheduler_emulator.service import TimerRequest, TimerRouter
 
 ROUNDS = 3
 START = datetime(2026, 9, 24, tzinfo=UTC)

@@ -18,7 +18,7 @@ from werkzeug.test import Client
 
 from pytest_plugin.facades import CloudRunTimers
 from pytest_plugin.scheduler import CloudScheduler
-from scheduler_emulator.target import TimerRouter
+from scheduler_emulator.service import TimerRouter
 
 N = 3000
 ROUNDS = 5

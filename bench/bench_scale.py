@@ -32,6 +32,9 @@ class NoOpTransport:
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         return TransportResult(status=200)
 
+    def close(self) -> None:
+        """Nothing to release."""
+
 
 class ShiftedClock(SystemClock):
     """Real time shifted so that the next whole minute is ``lead`` seconds away."""

@@ -8,7 +8,7 @@
   an ``async def`` handler is run to completion.
 
 Both expose one attribute per timer registered on the app's
-:class:`~scheduler_emulator.target.TimerRouter` (``timers.nightly()``, ``timers.report(order)``)
+:class:`~scheduler_emulator.service.TimerRouter` (``timers.nightly()``, ``timers.report(order)``)
 and ``fire(name, payload)`` for any name (spec: timers-and-testing §2).
 """
 
@@ -25,8 +25,8 @@ import requests
 from werkzeug.test import Client
 
 from scheduler_emulator.runtime.transports import AsgiApp, AsgiCaller, is_asgi_app
-from scheduler_emulator.target import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
-from scheduler_emulator.target.router import run_awaitable
+from scheduler_emulator.service import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
+from scheduler_emulator.service.router import run_awaitable
 from scheduler_emulator.wire import TIMER_PREFIX, scheduler_headers
 
 __all__ = [

@@ -16,14 +16,20 @@ from urllib.parse import urlencode
 
 import requests
 
-from scheduler_emulator.domain.attempts import iso
+from scheduler_emulator.domain.attempt_assertions import check_attempted
+from scheduler_emulator.domain.attempts import Attempt, iso
 from scheduler_emulator.domain.codec import format_timestamp
 from scheduler_emulator.runtime.tokens import JWKS_PATH, TOKENINFO_PATH
 from scheduler_emulator.tools.cli import env_lines
+from scheduler_emulator.wire import parse_timestamp
 
 __all__ = ["LiveScheduler"]
 
 _LISTENING = re.compile(r"listening on (http://[\d.]+:\d+)")
+
+
+class _NotFound(AssertionError):
+    """A 404 from the daemon (an unknown job)."""
 
 
 class LiveScheduler:
@@ -144,10 +150,10 @@ class LiveScheduler:
         :param token: the token, or an ``Authorization`` value (``"Bearer …"``).
         :param audience: the ``aud`` the token must carry.
         :param options: further keywords of ``verify_scheduler_token`` (``issuers``, ``email``…).
-        :raises TokenError: expired, mis-signed, wrong audience… (``scheduler_emulator.target``).
+        :raises TokenError: expired, mis-signed, wrong audience… (``scheduler_emulator.service``).
         """
         from scheduler_emulator.domain.codec import parse_timestamp
-        from scheduler_emulator.target.auth import verify_id_token
+        from scheduler_emulator.service.auth import verify_id_token
 
         if now is None and self.token_time == "emulator":
             now = parse_timestamp(self._call("GET", "/_emulator/clock")["now"])
@@ -169,7 +175,7 @@ class LiveScheduler:
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         response = self.session.request(method, self.url + path, json=body, timeout=120)
         if response.status_code >= 400:
-            raise AssertionError(
+            raise (_NotFound if response.status_code == 404 else AssertionError)(
                 f"{method} {path} answered {response.status_code}: {response.text}"
             )
         return response.json()
@@ -188,17 +194,61 @@ class LiveScheduler:
         """Move the daemon's manual clock to ``instant`` (aware)."""
         return self._call("POST", "/_emulator/clock:moveTo", {"time": iso(instant)})
 
-    def attempts(self, job: str | None = None) -> list[dict[str, Any]]:
+    def now(self) -> datetime:
+        """The daemon's clock (``GET /_emulator/clock``), aware UTC."""
+        return parse_timestamp(str(self._call("GET", "/_emulator/clock")["now"]))
+
+    def attempts(self, job: str | None = None) -> list[Attempt]:
         """The whole attempt history (optionally of one job) in start order: every page of
-        ``GET /_emulator/attempts``, 1000 at a time. For a long history use
-        :meth:`attempts_page`."""
-        attempts: list[dict[str, Any]] = []
+        ``GET /_emulator/attempts``, 1000 at a time, as
+        :class:`~scheduler_emulator.domain.attempts.Attempt` records — the same fields and
+        types as ``cloud_scheduler.attempts()`` (``attempt["code"]``, the dict access of
+        earlier releases, still works). For a long history use :meth:`attempts_page`."""
+        attempts: list[Attempt] = []
         token = ""
         while True:
             page, token = self.attempts_page(job, page_size=1000, page_token=token)
             attempts.extend(page)
             if not token:
                 return attempts
+
+    def assert_attempted(
+        self,
+        job: str,
+        count: int | None = None,
+        code: str | None = None,
+        *,
+        schedule_time: str | None = None,
+    ) -> list[Attempt]:
+        """Assert on the daemon's attempts of ``job``; return the matching ones — as
+        ``cloud_scheduler.assert_attempted`` does.
+
+        With ``code`` (and/or ``schedule_time``) only attempts with that google.rpc code name
+        and ScheduleTime header count; ``count`` is then the number that must match. Without
+        ``count``, at least one must match.
+
+        :raises AssertionError: listing every attempt of the job and why it did not match.
+        """
+        __tracebackhide__ = True
+        try:
+            attempts = self.attempts(job)
+        except _NotFound:  # no such job and no attempt recorded for one of that name
+            attempts = []
+        return check_attempted(
+            attempts,
+            job,
+            count,
+            code,
+            schedule_time=schedule_time,
+            now=self.now(),
+            jobs=self._job_ids,
+        )
+
+    def _job_ids(self) -> list[str]:
+        config = self._call("GET", "/_emulator/config")
+        parent = f"/v1/projects/{config['project']}/locations/{config['location']}/jobs"
+        answer = self._call("GET", parent + "?pageSize=500")
+        return [str(j["name"]).rsplit("/", 1)[-1] for j in answer.get("jobs", [])]
 
     def skipped(self, job: str | None = None) -> list[dict[str, Any]]:
         """Every scheduled time that got no run (a run was still going, or the daemon was
@@ -225,9 +275,9 @@ class LiveScheduler:
         start_before: datetime | None = None,
         page_size: int | None = None,
         page_token: str = "",
-    ) -> tuple[list[dict[str, Any]], str]:
-        """One page of ``GET /_emulator/attempts`` and the next page's token (``""`` on the
-        last page).
+    ) -> tuple[list[Attempt], str]:
+        """One page of ``GET /_emulator/attempts`` (:class:`Attempt` records) and the next
+        page's token (``""`` on the last page).
 
         :param job: only this job's attempts (ID or full name).
         :param run_id: only this run's attempts.
@@ -253,7 +303,8 @@ class LiveScheduler:
             query["pageToken"] = page_token
         path = "/_emulator/attempts" + ("?" + urlencode(query) if query else "")
         answer = self._call("GET", path)
-        return list(answer["attempts"]), str(answer.get("nextPageToken", ""))
+        page = [Attempt.from_json(entry) for entry in answer["attempts"]]
+        return page, str(answer.get("nextPageToken", ""))
 
     # ---------------------------------------------------------------- lifecycle
 

@@ -22,11 +22,23 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from scheduler_emulator.wire import NaiveDatetimeError, to_instant
+
 from .live import LiveScheduler
 from .scheduler import CloudScheduler
 
 if TYPE_CHECKING:
     from .facades import CloudRunTimers, FunctionTimers
+
+__all__ = [
+    "DEFAULT_START",
+    "cloud_run_testing",
+    "cloud_scheduler",
+    "cloud_scheduler_server",
+    "function_testing",
+    "pytest_configure",
+    "scheduler_options",
+]
 
 #: Where the ``cloud_scheduler`` fixture's clock starts unless a marker says otherwise.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -80,12 +92,14 @@ def scheduler_options(kwargs: Mapping[str, Any]) -> tuple[datetime, bool]:
                 f"'2026-09-20T00:00:00Z' ({exc})"
             ) from None
     elif isinstance(start, datetime):
-        if start.tzinfo is None or start.utcoffset() is None:
-            raise ValueError(
+        try:
+            to_instant(start, where)
+        except NaiveDatetimeError:
+            raise NaiveDatetimeError(
                 f"{where}: the datetime is naive; pass an aware one, such as "
                 "datetime(2026, 9, 20, tzinfo=UTC), or an RFC 3339 string such as "
                 "'2026-09-20T00:00:00Z'."
-            )
+            ) from None
     else:
         raise TypeError(
             f"{where}: start is a {type(start).__name__}; pass an aware datetime or an RFC 3339 "

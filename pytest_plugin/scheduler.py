@@ -27,10 +27,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from freezegun import freeze_time
-
+from pytest_plugin.app_time import freeze
 from scheduler_emulator.core.faults import FaultPlan
-from scheduler_emulator.domain.attempts import Attempt, SkippedRun, iso
+from scheduler_emulator.domain.attempt_assertions import check_attempted
+from scheduler_emulator.domain.attempts import Attempt, SkippedRun
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.runtime.clock import ManualClock
@@ -89,6 +89,10 @@ class LoopbackOnlyTransport:
         self.inner = inner
         self._mounted: Callable[[], list[str]] = mounted or list
 
+    def close(self) -> None:
+        """Close the loopback transport."""
+        self.inner.close()
+
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Send a loopback request; refuse any other without touching the network."""
         if is_loopback(request.url):
@@ -113,8 +117,9 @@ class VirtualTimeTransport(MountTransport):
     Inside :meth:`virtual_time` freezegun is active (started once, moved per delivery), with
     ``real_asyncio=True`` so that asyncio event loops keep real monotonic time: an ``async``
     handler's ``await asyncio.sleep(0.05)`` ends after 50 ms, while its ``datetime.now()`` and
-    ``time.time()`` are virtual. The engine's clocks read time through functions freezegun
-    cannot reach, so they keep their own time.
+    ``time.time()`` are virtual, and agree with each other in any local zone and on a
+    repeated fall-back hour (:mod:`pytest_plugin.app_time`). The engine's clocks read time
+    through functions freezegun cannot reach, so they keep their own time.
 
     :param clock: the emulator's manual clock.
     :param allow_network: when false, unmounted URLs reach only loopback origins
@@ -149,13 +154,11 @@ class VirtualTimeTransport(MountTransport):
         if self._frozen is not None:
             yield
             return
-        freezer = freeze_time(self.clock.now(), tick=False, real_asyncio=True)
-        self._frozen = freezer.start()
-        try:
-            yield
-        finally:
-            freezer.stop()
-            self._frozen = None
+        with freeze(self.clock.now()) as self._frozen:
+            try:
+                yield
+            finally:
+                self._frozen = None
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Deliver; the target sees ``datetime.now()`` equal to the attempt's start (a mounted
@@ -266,9 +269,9 @@ class CloudScheduler:
         :param audience: the ``aud`` the token must carry.
         :param now: the instant to check at; the emulator's clock by default.
         :raises TokenError: expired, not yet valid, mis-signed, wrong issuer or wrong audience
-            (see :mod:`scheduler_emulator.target.auth`).
+            (see :mod:`scheduler_emulator.service.auth`).
         """
-        from scheduler_emulator.target.auth import verify_id_token
+        from scheduler_emulator.service.auth import verify_id_token
 
         authority = self.emulator.tokens
         return verify_id_token(
@@ -443,59 +446,25 @@ class CloudScheduler:
         :raises AssertionError: listing every attempt of the job and why it did not match.
         """
         __tracebackhide__ = True
-        attempts = self.attempts(job)
-        matching, misses = [], []
-        for attempt in attempts:
-            reasons = []
-            if code is not None and attempt.code != code:
-                reasons.append(f"code {attempt.code}, not {code}")
-            if schedule_time is not None and attempt.schedule_time != schedule_time:
-                reasons.append(f"ScheduleTime {attempt.schedule_time}, not {schedule_time}")
-            if reasons:
-                misses.append(f"  {_describe(attempt)}: " + "; ".join(reasons))
-                misses.append(f"      {attempt.debug_info}")
-                url = attempt.request.get("url", "")
-                if (
-                    attempt.response_status is None
-                    and self.transport.find(url) is None
-                    and "mount" not in attempt.debug_info  # it says so already
-                ):
-                    mounted = ", ".join(sorted(self.transport.mounted)) or "none"
-                    misses.append(f"      {url} is not mounted (mounted: {mounted}).")
-            else:
-                matching.append(attempt)
-        wanted = f"{count}" if count is not None else "at least 1"
-        if (count is None and matching) or len(matching) == count:
-            return matching
-        criteria = ", ".join(
-            part
-            for part in (
-                f"code={code}" if code else "",
-                f"schedule_time={schedule_time}" if schedule_time else "",
-            )
-            if part
+
+        def not_mounted(attempt: Attempt) -> str | None:
+            url = attempt.request.get("url", "")
+            if (
+                attempt.response_status is None
+                and self.transport.find(url) is None
+                and "mount" not in attempt.debug_info  # it says so already
+            ):
+                mounted = ", ".join(sorted(self.transport.mounted)) or "none"
+                return f"{url} is not mounted (mounted: {mounted})."
+            return None
+
+        return check_attempted(
+            self.attempts(job),
+            job,
+            count,
+            code,
+            schedule_time=schedule_time,
+            now=self.now(),
+            jobs=lambda: [j.job_id for j in self.emulator.list_jobs()],
+            hint=not_mounted,
         )
-        lines = [
-            f"expected {wanted} attempt(s) of job {job!r}"
-            + (f" with {criteria}" if criteria else "")
-            + f", found {len(matching)} (of {len(attempts)} attempts; clock at "
-            f"{iso(self.now())}).",
-        ]
-        if matching:
-            lines.append("matching:")
-            lines += [f"  {_describe(a)}" for a in matching]
-        if misses:
-            lines.append("not matching:")
-            lines += misses
-        if not attempts:
-            names = [j.job_id for j in self.emulator.list_jobs()]
-            lines.append(f"the job has no attempts; jobs: {names or 'none'}.")
-        raise AssertionError("\n".join(lines))
-
-
-def _describe(attempt: Attempt) -> str:
-    status = attempt.response_status if attempt.response_status is not None else "no response"
-    return (
-        f"attempt {attempt.attempt} of run {attempt.run_id} at {iso(attempt.start_time)} "
-        f"(ScheduleTime {attempt.schedule_time}) -> {attempt.code} ({status})"
-    )

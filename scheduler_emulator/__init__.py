@@ -1,11 +1,31 @@
-"""A local Google Cloud Scheduler (v1, HTTP targets) with a virtual clock.
+"""A local Google Cloud Scheduler (v1: HTTP, Pub/Sub and App Engine targets) with a virtual clock.
 
-The public entry points (imported on first use, so that a production service importing
-:mod:`scheduler_emulator.target` does not load the emulator engine)::
+The types a user touches, importable from here (each imported on first use, so that a
+production service importing :mod:`scheduler_emulator.service` does not load the emulator
+engine)::
 
-    from scheduler_emulator import Emulator, ManualClock, SystemClock
-    from scheduler_emulator import AsgiTransport, HttpTransport, MountTransport, WsgiTransport
+    from scheduler_emulator import Emulator, EmulatorOptions, ManualClock, SystemClock
+    from scheduler_emulator import Job, Attempt, SkippedRun, FaultPlan, FaultRule
+    from scheduler_emulator import InvalidArgument, NotFound, NaiveDatetimeError
+    from scheduler_emulator import WsgiTransport, AsgiTransport, MountTransport, HttpTransport
     from scheduler_emulator import client     # Google's client pointed at the daemon
+
+- the emulator and its settings: :class:`Emulator`, :class:`EmulatorOptions`;
+- clocks: :class:`ManualClock` (virtual time, moved by ``advance``/``move_to``),
+  :class:`SystemClock`, and the :class:`Clock` protocol;
+- records: :class:`Job` (with :class:`State`, :class:`HttpTarget`, :class:`RetryConfig`),
+  :class:`Attempt`, :class:`SkippedRun`;
+- faults: :class:`FaultPlan`, :class:`FaultRule`;
+- errors: :class:`EmulatorError` and its subclasses (:class:`ApiError` → :class:`InvalidArgument`,
+  :class:`NotFound`, :class:`AlreadyExists`, :class:`FailedPrecondition`; :class:`ClockError`,
+  :class:`ConfigurationError`), and :class:`NaiveDatetimeError` for a datetime without a UTC
+  offset;
+- where attempts go: :class:`HttpTransport`, :class:`WsgiTransport`, :class:`AsgiTransport`,
+  :class:`MountTransport`, and the :class:`Transport` protocol;
+- :func:`client`: Google's ``google-cloud-scheduler`` client configured for the daemon.
+
+Everything else lives in the layer packages (``domain``, ``core``, ``runtime``, ``server``,
+``tools``; docs/architecture.md) and may change between releases.
 """
 
 from __future__ import annotations
@@ -17,8 +37,28 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Emulator": "runtime.emulator",
+    "EmulatorOptions": "runtime.options",
+    "Clock": "runtime.clock",
     "ManualClock": "runtime.clock",
     "SystemClock": "runtime.clock",
+    "Job": "domain.resources",
+    "State": "domain.resources",
+    "HttpTarget": "domain.resources",
+    "RetryConfig": "domain.resources",
+    "Attempt": "domain.attempts",
+    "SkippedRun": "domain.attempts",
+    "FaultPlan": "core.faults",
+    "FaultRule": "core.faults",
+    "EmulatorError": "domain.errors",
+    "ApiError": "domain.errors",
+    "InvalidArgument": "domain.errors",
+    "NotFound": "domain.errors",
+    "AlreadyExists": "domain.errors",
+    "FailedPrecondition": "domain.errors",
+    "ClockError": "domain.errors",
+    "ConfigurationError": "domain.errors",
+    "NaiveDatetimeError": "wire",
+    "Transport": "runtime.transports",
     "AsgiTransport": "runtime.transports",
     "HttpTransport": "runtime.transports",
     "MountTransport": "runtime.transports",
@@ -26,12 +66,32 @@ _EXPORTS = {
     "client": "clients",
 }
 __all__ = [
+    "AlreadyExists",
+    "ApiError",
     "AsgiTransport",
+    "Attempt",
+    "Clock",
+    "ClockError",
+    "ConfigurationError",
     "Emulator",
+    "EmulatorError",
+    "EmulatorOptions",
+    "FailedPrecondition",
+    "FaultPlan",
+    "FaultRule",
+    "HttpTarget",
     "HttpTransport",
+    "InvalidArgument",
+    "Job",
     "ManualClock",
     "MountTransport",
+    "NaiveDatetimeError",
+    "NotFound",
+    "RetryConfig",
+    "SkippedRun",
+    "State",
     "SystemClock",
+    "Transport",
     "WsgiTransport",
     "__version__",
     "client",
@@ -39,13 +99,39 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .clients import client
-    from .runtime.clock import ManualClock, SystemClock
+    from .core.faults import FaultPlan, FaultRule
+    from .domain.attempts import Attempt, SkippedRun
+    from .domain.errors import (
+        AlreadyExists,
+        ApiError,
+        ClockError,
+        ConfigurationError,
+        EmulatorError,
+        FailedPrecondition,
+        InvalidArgument,
+        NotFound,
+    )
+    from .domain.resources import HttpTarget, Job, RetryConfig, State
+    from .runtime.clock import Clock, ManualClock, SystemClock
     from .runtime.emulator import Emulator
-    from .runtime.transports import AsgiTransport, HttpTransport, MountTransport, WsgiTransport
+    from .runtime.options import EmulatorOptions
+    from .runtime.transports import (
+        AsgiTransport,
+        HttpTransport,
+        MountTransport,
+        Transport,
+        WsgiTransport,
+    )
+    from .wire import NaiveDatetimeError
 
 
 def __getattr__(name: str) -> Any:
-    """Import the public classes on first use."""
+    """Import the public types on first use."""
     if name not in _EXPORTS:
         raise AttributeError(f"module 'scheduler_emulator' has no attribute {name!r}")
     return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    """The public names (:data:`__all__`) and the module's own attributes."""
+    return sorted({*globals(), *__all__})

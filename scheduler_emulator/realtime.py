@@ -28,6 +28,19 @@ from collections.abc import Callable
 from datetime import UTC
 from typing import Any
 
+__all__ = [
+    "CLASSES",
+    "REAL_DATETIME",
+    "date_from_ordinal",
+    "datetime_from_ordinal",
+    "new_date",
+    "new_datetime",
+    "now",
+    "real_monotonic",
+    "real_time",
+    "unfreeze",
+]
+
 
 def _unfrozen(cls: type) -> type:
     """The standard-library class behind ``cls`` (freezegun's fakes subclass it)."""

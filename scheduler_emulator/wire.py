@@ -3,7 +3,7 @@ path prefix, and the RFC 3339 time formats (spec §3.8, §10.2, §17 P2).
 
 This module is the one home of these facts. It imports nothing but the standard library, so
 the dispatchers, the pytest façades, ``replay`` and the target-side helpers
-(:mod:`scheduler_emulator.target`, which loads no engine code) all use it::
+(:mod:`scheduler_emulator.service`, which loads no engine code) all use it::
 
     >>> from datetime import UTC, datetime
     >>> format_timestamp(datetime(2026, 9, 24, 2, 0, 0, 500, tzinfo=UTC))
@@ -20,6 +20,25 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 
 from .realtime import new_datetime, unfreeze
+
+__all__ = [
+    "APP_ENGINE_USER_AGENT_SUFFIX",
+    "DEFAULT_CONTENT_TYPE",
+    "JOB_NAME_HEADER",
+    "NaiveDatetimeError",
+    "REPLACED_HEADERS",
+    "RESERVED_HEADER_PREFIXES",
+    "SCHEDULER_HEADER",
+    "SCHEDULE_TIME_HEADER",
+    "TIMER_PREFIX",
+    "USER_AGENT",
+    "format_schedule_time",
+    "format_timestamp",
+    "parse_schedule_time",
+    "parse_timestamp",
+    "scheduler_headers",
+    "to_instant",
+]
 
 #: ``User-Agent`` of every HTTP-target attempt (spec §10.2).
 USER_AGENT = "Google-Cloud-Scheduler"
@@ -60,6 +79,38 @@ def scheduler_headers(job_id: str, schedule_time: str | None) -> dict[str, str]:
     return headers
 
 
+class NaiveDatetimeError(ValueError):
+    """A datetime without a UTC offset where an instant is needed: the one error every time
+    input of the package (clocks, schedules, formats, the target-side helpers, the pytest
+    marker) raises for a naive datetime, via :func:`to_instant`."""
+
+
+def to_instant(value: datetime, what: str = "the datetime") -> datetime:
+    """Check a time input and return it as an instant: a real ``datetime`` in UTC.
+
+    Every function that takes an instant reads it through here, so a naive datetime is refused
+    the same way everywhere::
+
+        >>> to_instant(datetime(2026, 9, 24, 4, 0, tzinfo=timezone(timedelta(hours=2))))
+        datetime.datetime(2026, 9, 24, 2, 0, tzinfo=datetime.timezone.utc)
+
+    :param value: a timezone-aware datetime (any zone; freezegun's fakes too).
+    :param what: how the error names the value (``"move_to target"``, ``"now"``…).
+    :raises NaiveDatetimeError: when ``value`` has no UTC offset; the message names ``what``
+        and the value and says what to pass.
+    :raises TypeError: when ``value`` is not a datetime.
+    :return: the same instant in UTC, a real (never freezegun's) ``datetime``.
+    """
+    if not isinstance(value, datetime):
+        raise TypeError(f"{what} must be a datetime; got {type(value).__name__} {value!r}.")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise NaiveDatetimeError(
+            f"{what} {value.isoformat()} is naive; pass a timezone-aware datetime, such as "
+            "datetime(2026, 9, 24, 2, 0, tzinfo=UTC) (from datetime import UTC)."
+        )
+    return unfreeze(value).astimezone(UTC)
+
+
 def format_timestamp(value: datetime) -> str:
     """Render an instant as the service does: RFC 3339 UTC with ``Z`` (spec §3.8).
 
@@ -67,14 +118,9 @@ def format_timestamp(value: datetime) -> str:
     (``"2026-05-07T05:46:25.029067Z"``).
 
     :param value: a timezone-aware datetime (any zone).
-    :raises ValueError: when ``value`` is naive.
+    :raises NaiveDatetimeError: when ``value`` is naive.
     """
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(
-            f"a timestamp needs a timezone-aware datetime; got the naive {value.isoformat()}. "
-            "Pass e.g. datetime(2026, 5, 7, 5, 46, tzinfo=datetime.UTC)."
-        )
-    utc = value.astimezone(UTC).replace(tzinfo=None)
+    utc = to_instant(value, "a timestamp").replace(tzinfo=None)
     timespec = "seconds" if utc.microsecond == 0 else "microseconds"
     return utc.isoformat(timespec=timespec) + "Z"
 
@@ -117,15 +163,12 @@ def format_schedule_time(instant: datetime) -> str:
     RFC 3339, so such an instant is rendered in UTC.
 
     :param instant: a timezone-aware datetime (typically in the job's zone).
-    :raises ValueError: when ``instant`` is naive.
+    :raises NaiveDatetimeError: when ``instant`` is naive.
     :return: e.g. ``"2026-11-01T01:30:00-04:00"`` or ``"2026-09-24T02:00:00Z"``.
     """
+    to_instant(instant, "a ScheduleTime")
     offset = instant.utcoffset()
-    if offset is None:
-        raise ValueError(
-            f"a ScheduleTime needs a timezone-aware datetime; got the naive "
-            f"{instant.isoformat()}. Pass e.g. datetime(..., tzinfo=datetime.UTC)."
-        )
+    assert offset is not None  # to_instant refused a naive one
     total = offset.days * 86400 + offset.seconds
     if total % 60 or offset.microseconds:
         instant = instant.astimezone(UTC)
@@ -145,7 +188,8 @@ def parse_schedule_time(value: str) -> datetime:
     """Parse an ``X-CloudScheduler-ScheduleTime`` value into an aware datetime in its offset.
 
     :param value: e.g. ``"2026-09-24T02:00:00Z"`` or ``"2026-01-01T00:00:00.000+00:00"``.
-    :raises ValueError: when ``value`` is not an RFC 3339 timestamp with a ``Z`` or an offset.
+    :raises ValueError: when ``value`` is not an RFC 3339 timestamp (:class:`NaiveDatetimeError`
+        when it has no ``Z`` or offset).
     """
     try:
         parsed = unfreeze(datetime.fromisoformat(value.strip()))
@@ -155,7 +199,7 @@ def parse_schedule_time(value: str) -> datetime:
             "sends one such as '2026-09-24T02:00:00Z'."
         ) from None
     if parsed.tzinfo is None:
-        raise ValueError(
+        raise NaiveDatetimeError(
             f"{SCHEDULE_TIME_HEADER} {value!r} has no UTC offset; RFC 3339 needs 'Z' or an offset "
             "such as '+00:00'."
         )

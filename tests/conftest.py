@@ -1,4 +1,5 @@
-"""Shared fixtures: UTC pinned, a recording WSGI target, an emulator on a manual clock."""
+"""Shared fixtures: UTC pinned, a recording WSGI target, an emulator on a manual clock, and a
+live daemon with a served target (the gcloud and client-library tests)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 os.environ["TZ"] = "UTC"
 time.tzset()
 
+from daemon import MANUAL, Daemon, running_daemon, serving  # noqa: E402
 from support import RecordingTarget  # noqa: E402
 
 from scheduler_emulator.runtime.clock import ManualClock  # noqa: E402
@@ -58,3 +60,29 @@ def emulator(clock: ManualClock, target: RecordingTarget) -> Iterator[Emulator]:
     emu = Emulator(clock, transport=WsgiTransport(target))
     yield emu
     emu.close()
+
+
+@pytest.fixture(scope="module")
+def served_target() -> Iterator[tuple[RecordingTarget, str]]:
+    """A recording target on a free port and its nightly URI (module-wide; cleared per test by
+    :func:`daemon`)."""
+    app = RecordingTarget()
+    with serving(app) as base_url:
+        yield app, f"{base_url}/_triggers/timer/nightly"
+
+
+@pytest.fixture(scope="module")
+def module_daemon() -> Iterator[Daemon]:
+    """One in-memory daemon on a manual clock at 2026-09-24T01:59:00Z for the module."""
+    with running_daemon("--in-memory", *MANUAL) as daemon:
+        yield daemon
+
+
+@pytest.fixture
+def daemon(module_daemon: Daemon, served_target: tuple[RecordingTarget, str]) -> Daemon:
+    """The module's daemon with no jobs or attempts, and the served target with no requests."""
+    response = module_daemon.post("/_emulator/reset")
+    assert response.status_code == 200, response.text
+    with served_target[0].lock:
+        served_target[0].requests.clear()
+    return module_daemon

@@ -13,6 +13,10 @@ from werkzeug.serving import make_server
 
 from pytest_plugin.live import LiveScheduler
 
+#: ``start`` flags of a daemon on a manual clock at 2026-09-24T01:59:00Z (one minute before the
+#: 02:00 runs the tests schedule).
+MANUAL = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
+
 
 class Daemon(LiveScheduler):
     """:class:`LiveScheduler` with the raw request helpers the daemon tests use."""
@@ -42,11 +46,18 @@ def running_daemon(*args: str) -> Iterator[Daemon]:
 @contextmanager
 def serving(app: RecordingTarget) -> Iterator[str]:
     """Serve ``app`` on a free local port; yield its base URL."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    with serving_in_thread(make_server("127.0.0.1", 0, app, threaded=True)) as url:
+        yield url
+
+
+@contextmanager
+def serving_in_thread(server: Any) -> Iterator[str]:
+    """Run a ``socketserver``-style server (bound to a 127.0.0.1 port) on a thread; yield its
+    base URL; shut it down afterwards."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

@@ -10,12 +10,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduler_emulator.realtime import real_monotonic
 from scheduler_emulator.runtime.clock import SystemClock
 
 TARGET = "http://target.test/_triggers/timer/nightly"
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -99,12 +101,23 @@ class ShiftedClock(SystemClock):
         return super().now() + self.shift
 
 
-def wait_for(condition: Callable[[], bool], bound_seconds: float) -> bool:
-    """Poll ``condition`` every 20 ms for at most ``bound_seconds``."""
+def wait_for(condition: Callable[[], T], bound_seconds: float, what: str | None = None) -> T:
+    """Poll ``condition`` every 20 ms until it returns a truthy value, for at most
+    ``bound_seconds`` (real time, whatever freezegun does): the one polling helper of the tests.
+
+    :param condition: called until its value is truthy.
+    :param bound_seconds: how long to keep asking.
+    :param what: what is waited for; with it, running out of time raises.
+    :raises AssertionError: on timeout when ``what`` is given ("gave up waiting for <what>").
+    :return: the first truthy value; on timeout without ``what``, the last (falsy) value, so
+        that ``assert wait_for(...)`` fails.
+    """
     deadline = real_monotonic() + bound_seconds
     tick = threading.Event()  # never set: wait() is a bounded pause between polls
-    while not condition():
+    while not (value := condition()):
         if real_monotonic() > deadline:
-            return False
+            if what is not None:
+                raise AssertionError(f"gave up waiting for {what} after {bound_seconds:g} s")
+            return value
         tick.wait(0.02)
-    return True
+    return value

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from support import TARGET, RecordingTarget
+from support import TARGET, RecordingTarget, nightly_job
 from werkzeug.test import Client, TestResponse
 
 from scheduler_emulator.runtime.emulator import Emulator
@@ -24,15 +24,8 @@ def api(emulator: Emulator) -> Client:
 
 
 def job_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "name": NAME,
-        "schedule": "0 2 * * *",
-        "timeZone": "Etc/UTC",
-        "httpTarget": {"uri": TARGET, "httpMethod": "POST"},
-        "retryConfig": {"retryCount": 3},
-    }
-    body.update(overrides)
-    return body
+    """The seed's nightly job under its full name (:func:`support.nightly_job`)."""
+    return nightly_job(**{"name": NAME, **overrides})
 
 
 def error_of(response: TestResponse) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def test_the_package_keeps_its_layers() -> None:
     [
         ("domain/retry.py", "from ..runtime import clock", "Layers"),
         ("core/faults.py", "import sqlite3", "no I/O"),
-        ("target/request.py", "from ..domain import errors", "load no emulator code"),
+        ("service/request.py", "from ..domain import errors", "load no emulator code"),
     ],
 )
 def test_an_import_against_the_direction_fails_the_check(

@@ -151,13 +151,25 @@ class TestBadFlags:
 
 
 class TestEnvInit:
-    def test_it_asks_the_running_daemon_its_project(self) -> None:
+    def test_it_asks_the_running_daemon_its_project(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)  # the daemon would use it
         with running_daemon("--in-memory", "--project", "orders-dev") as daemon:
             host, port = daemon.host_port
             result = run_cli("env-init", "--host", host, "--port", str(port))
         assert result.returncode == 0, result.stderr
         assert "export CLOUDSDK_CORE_PROJECT=orders-dev\n" in result.stdout
         assert f"export CLOUD_SCHEDULER_EMULATOR_HOST={host}:{port}\n" in result.stdout
+        assert "export PUBSUB_EMULATOR_HOST" not in result.stdout  # it publishes to none
+
+    def test_it_points_pubsub_clients_at_the_daemons_pubsub_emulator(self) -> None:
+        # the daemon publishes to this host (nothing needs to listen there for env-init)
+        with running_daemon("--in-memory", "--pubsub-emulator-host", "127.0.0.1:8085") as daemon:
+            assert daemon._call("GET", "/_emulator/config")["pubsubEmulatorHost"] == (
+                "127.0.0.1:8085"
+            )
+            host, port = daemon.host_port
+            result = run_cli("env-init", "--host", host, "--port", str(port))
+        assert "export PUBSUB_EMULATOR_HOST=127.0.0.1:8085\n" in result.stdout
 
     def test_without_a_daemon_it_prints_the_default_project_and_says_so(
         self, capsys: pytest.CaptureFixture[str]

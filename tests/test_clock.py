@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from scheduler_emulator.domain.errors import ClockError
 from scheduler_emulator.runtime.clock import ManualClock, SystemClock, require_aware
+from scheduler_emulator.wire import NaiveDatetimeError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -56,7 +58,7 @@ class TestManualClock:
             ManualClock(T0).advance(-1)
 
     def test_naive_datetimes_are_refused_with_a_hint(self) -> None:
-        with pytest.raises(ClockError, match="naive; pass a timezone-aware datetime"):
+        with pytest.raises(NaiveDatetimeError, match="naive; pass a timezone-aware datetime"):
             ManualClock(datetime(2026, 1, 1))
 
     def test_times_are_kept_in_utc(self) -> None:
@@ -73,8 +75,18 @@ class TestSystemClock:
         with freeze_time("2001-01-01"):
             assert SystemClock().now().year >= 2026
 
-    def test_wait_returns_when_woken(self) -> None:
+    def test_wait_returns_at_once_when_woken(self) -> None:
         wakeup = threading.Event()
         wakeup.set()
         clock = SystemClock()
-        clock.wait(clock.now() + timedelta(hours=1), wakeup)  # returns at once: woken
+        started = time.monotonic()
+        clock.wait(clock.now() + timedelta(hours=1), wakeup)
+        assert time.monotonic() - started < 5  # not the hour it was asked to wait
+
+    def test_wait_returns_at_its_instant_when_not_woken(self) -> None:
+        clock = SystemClock()
+        until = clock.now() + timedelta(milliseconds=100)
+        started = time.monotonic()
+        clock.wait(until, threading.Event())
+        assert 0.05 <= time.monotonic() - started < 5
+        assert clock.now() >= until

@@ -20,7 +20,7 @@ from scheduler_emulator.domain.codec import (
     parse_timestamp,
     status_to_json,
 )
-from scheduler_emulator.domain.errors import ClockError, InvalidArgument
+from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.domain.resources import (
     AppEngineHttpTarget,
     AppEngineRouting,
@@ -34,6 +34,7 @@ from scheduler_emulator.domain.resources import (
     State,
     Status,
 )
+from scheduler_emulator.wire import NaiveDatetimeError
 
 NAME = "projects/demo-proj/locations/us-central1/jobs/job1"
 SA = "sa@demo-proj.iam.gserviceaccount.com"
@@ -276,7 +277,7 @@ class TestTimestamps:
         assert format_timestamp(value) == text
 
     def test_formatting_a_naive_datetime_says_what_to_pass(self) -> None:
-        with pytest.raises(ClockError, match="timezone-aware"):
+        with pytest.raises(NaiveDatetimeError, match="timezone-aware"):
             format_timestamp(datetime(2026, 5, 7, 5, 46))
 
     @given(st.datetimes(timezones=st.just(UTC), min_value=datetime(1, 1, 2)))

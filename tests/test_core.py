@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler_emulator.core.scheduler import (
+    COMPACT_SLACK,
+    TIMERS_PER_JOB,
     AttemptEnd,
     Decision,
     RecordSkipped,
@@ -131,9 +133,12 @@ def test_create_twice_and_unknown_jobs(core: Scheduler) -> None:
 
 
 def test_stale_timers_do_not_pile_up(core: Scheduler) -> None:
+    last = T0 + timedelta(minutes=4999)
     for minute in range(5000):  # 5,000 updates, each leaving a stale fire timer
         core.put(job(), T0 + timedelta(minutes=minute))
-    assert len(core._timers) <= 4 + 1024 + 1
+    assert core.timer_count <= TIMERS_PER_JOB * 1 + COMPACT_SLACK + 1
+    assert core.timer_count < 5000
+    assert core.next_due() == last + timedelta(minutes=1)  # */5 after 12:00 + 4999 min
 
 
 @pytest.mark.parametrize(

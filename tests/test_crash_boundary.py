@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from daemon import Daemon
+from daemon import Daemon, serving_in_thread
 from support import wait_for
 
 from scheduler_emulator.realtime import now as real_now
@@ -79,14 +79,8 @@ class _QuietServer(ThreadingHTTPServer):
 @contextmanager
 def fast_target() -> Iterator[str]:
     """A threaded HTTP server on 127.0.0.1 answering 200 at once; yields its base URL."""
-    server = _QuietServer(("127.0.0.1", 0), _Ok)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_in_thread(_QuietServer(("127.0.0.1", 0), _Ok)) as url:
+        yield url
 
 
 def wait_until(instant: datetime) -> None:
@@ -151,8 +145,8 @@ def kill_at_boundaries(data_dir: Path, kills: int, seed: int) -> dict[str, int]:
                 page, _ = daemon.attempts_page(
                     start_after=boundary - timedelta(seconds=LEAD), page_size=1000
                 )
-                done = [a for a in page if a["scheduleTime"] == last and a["endTime"]]
-                return len({a["job"] for a in done}) == JOBS
+                done = [a for a in page if a.schedule_time == last and a.end_time]
+                return len({a.job for a in done}) == JOBS
 
             assert wait_for(settled, 60), "the last boundary's runs did not all finish"
             attempts = daemon.attempts()
@@ -166,7 +160,7 @@ def kill_at_boundaries(data_dir: Path, kills: int, seed: int) -> dict[str, int]:
     while minute <= boundary:
         minutes.append(header(minute))
         minute += timedelta(minutes=1)
-    attempted = {(a["job"], a["scheduleTime"]) for a in attempts}
+    attempted = {(a.job, a.schedule_time) for a in attempts}
     listed = Counter(
         (s["job"], s["scheduleTime"]) for s in skipped
     )  # by reason below, for the report
@@ -179,11 +173,11 @@ def kill_at_boundaries(data_dir: Path, kills: int, seed: int) -> dict[str, int]:
     ]
     assert not missing, f"{len(missing)} scheduled times unaccounted for, e.g. {missing[:5]}"
     runs_per_time = Counter(
-        (a["job"], a["scheduleTime"]) for a in attempts if a["attempt"] == 1 and not a["forced"]
+        (a.job, a.schedule_time) for a in attempts if a.attempt == 1 and not a.forced
     )
     doubled = [key for key, count in runs_per_time.items() if count > 1]
     assert not doubled, f"{len(doubled)} scheduled times got two runs, e.g. {doubled[:5]}"
-    interrupted = sum(1 for a in attempts if "restarted" in a["debugInfo"].lower())
+    interrupted = sum(1 for a in attempts if "restarted" in a.debug_info.lower())
     return {
         "kills": kills,
         "scheduled": JOBS * len(minutes),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from daemon import running_daemon, serving
+from daemon import MANUAL, running_daemon, serving
 from support import RecordingTarget
 
 
@@ -33,9 +33,6 @@ def write_jobs(path: Path, base_url: str, **retry: int) -> Path:
     ]
     path.write_text(yaml.safe_dump(jobs))
     return path
-
-
-MANUAL = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
 
 
 class TestManualClockDaemon:

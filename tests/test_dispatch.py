@@ -108,6 +108,9 @@ class _Recorder:
         self.sent.append(request)
         return TransportResult(status=200)
 
+    def close(self) -> None:
+        """Nothing to release."""
+
 
 def test_the_dispatcher_follows_a_replaced_job_and_gives_each_attempt_its_own_headers() -> None:
     transport = _Recorder()

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from support import wait_for
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -94,14 +95,6 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def wait_until(condition: object, what: str, timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what} after {timeout} s")
-        time.sleep(0.05)  # allowed: polling a condition with a bound, not waiting for the emulator
-
-
 @dataclass
 class Session:
     """One document's working directory, ports, and the processes its blocks started."""
@@ -125,7 +118,16 @@ class Session:
             "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
             "CLOUD_SCHEDULER_EMULATOR_HOST": f"127.0.0.1:{self.daemon_port}",
             "PYTHONUNBUFFERED": "1",
+            # a nested pytest keeps its temporary directories here, away from the outer run's
+            # (pytest prunes old ones in its per-user base folder, which the outer run uses)
+            "PYTEST_DEBUG_TEMPROOT": str(self.temp_root),
         }
+
+    @property
+    def temp_root(self) -> Path:
+        root = self.workdir / ".pytest-tmp"
+        root.mkdir(exist_ok=True)
+        return root
 
     def answers(self, port: int) -> bool:
         try:
@@ -161,7 +163,7 @@ class Session:
             + ["--port", str(self.daemon_port)]
             + (["--jobs", "examples/orders/jobs.yaml"] if jobs else [])
         )
-        wait_until(lambda: self.answers(self.daemon_port), "the daemon's health endpoint")
+        wait_for(lambda: self.answers(self.daemon_port), TIMEOUT, "the daemon's health endpoint")
 
     def stop_all(self) -> None:
         for group in self.groups:
@@ -303,7 +305,7 @@ def run_python(doc: Path, python: list[Block], work: Session) -> None:
     if "cloud_scheduler_server" in source or "8000" in "".join(b.text for b in python):
         # a test calls the service on 8000 (python app.py 8000 &)
         work.popen([sys.executable, "app.py", str(work.service_port)])
-        wait_until(lambda: work.listening(work.service_port), "the service's port")
+        wait_for(lambda: work.listening(work.service_port), TIMEOUT, "the service's port")
     if "gcloud" in source and shutil.which("gcloud") is None:
         pytest.skip(f"{doc.name} has a test that runs gcloud")
     name = f"test_snippets_{doc.stem.replace('-', '_')}.py"

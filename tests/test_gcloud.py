@@ -14,14 +14,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import requests
 import yaml
-from daemon import Daemon, running_daemon, serving
+from daemon import MANUAL, Daemon, running_daemon
 from support import RecordingTarget
 
 pytestmark = pytest.mark.skipif(
@@ -31,7 +30,6 @@ pytestmark = pytest.mark.skipif(
 
 LOCATION = "us-central1"
 PROJECT = "my-project"
-MANUAL = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
 OIDC_EMAIL = "scheduler-invoker@my-project.iam.gserviceaccount.com"
 OIDC_AUDIENCE = "https://orders-abc123-uc.a.run.app"
 #: gcloud retries a 5xx answer for about 30 s before giving up (spec §6.4).
@@ -150,34 +148,9 @@ HEADER = ["ID", "LOCATION", "SCHEDULE (TZ)", "TARGET_TYPE", "STATE"]
 
 
 @pytest.fixture(scope="module")
-def target() -> Iterator[tuple[RecordingTarget, str]]:
-    """A recording target on a free port and its nightly URI (module-wide; cleared per test)."""
-    app = RecordingTarget()
-    with serving(app) as base_url:
-        yield app, f"{base_url}/_triggers/timer/nightly"
-
-
-@pytest.fixture(scope="module")
 def config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A scratch ``CLOUDSDK_CONFIG`` directory shared by the module's gcloud runs."""
     return tmp_path_factory.mktemp("cloudsdk")
-
-
-@pytest.fixture(scope="module")
-def module_daemon() -> Iterator[Daemon]:
-    """One in-memory daemon on a manual clock for the module (reset before each test)."""
-    with running_daemon("--in-memory", *MANUAL) as daemon:
-        yield daemon
-
-
-@pytest.fixture
-def daemon(module_daemon: Daemon, target: tuple[RecordingTarget, str]) -> Daemon:
-    """The module's daemon with no jobs or attempts, and the target with no requests."""
-    response = module_daemon.post("/_emulator/reset")
-    assert response.status_code == 200, response.text
-    with target[0].lock:
-        target[0].requests.clear()
-    return module_daemon
 
 
 @pytest.fixture(scope="module")
@@ -187,9 +160,9 @@ def gcloud(module_daemon: Daemon, config_dir: Path) -> Gcloud:
 
 
 def test_seed_create_command_delivers_the_nightly_post_at_two(
-    target: tuple[RecordingTarget, str], config_dir: Path
+    served_target: tuple[RecordingTarget, str], config_dir: Path
 ) -> None:
-    app, uri = target
+    app, uri = served_target
     with app.lock:
         app.requests.clear()
     with running_daemon("--in-memory", *MANUAL) as daemon:
@@ -208,9 +181,9 @@ def test_seed_create_command_delivers_the_nightly_post_at_two(
 
 
 def test_describe_shows_enabled_state_default_deadline_and_retry_count(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
 ) -> None:
-    gcloud.ok(*create_command(target[1]))
+    gcloud.ok(*create_command(served_target[1]))
 
     job = yaml.safe_load(gcloud.ok("describe", "nightly").stdout)
 
@@ -220,7 +193,7 @@ def test_describe_shows_enabled_state_default_deadline_and_retry_count(
     assert job["schedule"] == "0 2 * * *"
     assert job["timeZone"] == "Etc/UTC"
     assert job["retryConfig"]["retryCount"] == 3
-    assert job["httpTarget"]["uri"] == target[1]
+    assert job["httpTarget"]["uri"] == served_target[1]
     assert job["httpTarget"]["oidcToken"] == {
         "serviceAccountEmail": OIDC_EMAIL,
         "audience": OIDC_AUDIENCE,
@@ -228,9 +201,9 @@ def test_describe_shows_enabled_state_default_deadline_and_retry_count(
 
 
 def test_list_prints_the_job_table(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
 ) -> None:
-    create_over_rest(daemon, gcloud.project, "nightly", target[1])
+    create_over_rest(daemon, gcloud.project, "nightly", served_target[1])
 
     rows = table(gcloud.ok("list").stdout)
 
@@ -238,11 +211,11 @@ def test_list_prints_the_job_table(
 
 
 def test_list_with_page_size_follows_next_page_token_to_all_five_jobs(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
 ) -> None:
     names = ["nightly", "hourly", "weekly", "monthly", "yearly"]
     for name in names:
-        create_over_rest(daemon, gcloud.project, name, target[1])
+        create_over_rest(daemon, gcloud.project, name, served_target[1])
 
     rows = table(gcloud.ok("list", "--page-size=2").stdout)
 
@@ -252,9 +225,9 @@ def test_list_with_page_size_follows_next_page_token_to_all_five_jobs(
 
 
 def test_update_schedule_keeps_retry_count(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
 ) -> None:
-    create_over_rest(daemon, gcloud.project, "nightly", target[1])
+    create_over_rest(daemon, gcloud.project, "nightly", served_target[1])
 
     # gcloud sends retryCount 0 (its default) in the body, with updateMask=schedule (§5.4).
     gcloud.ok("update", "http", "nightly", "--schedule=0 3 * * *")
@@ -266,9 +239,9 @@ def test_update_schedule_keeps_retry_count(
 
 
 def test_pause_then_resume_switch_the_state(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
 ) -> None:
-    create_over_rest(daemon, gcloud.project, "nightly", target[1])
+    create_over_rest(daemon, gcloud.project, "nightly", served_target[1])
 
     paused = gcloud.ok("pause", "nightly")
     assert "Job has been paused." in paused.stderr
@@ -280,9 +253,9 @@ def test_pause_then_resume_switch_the_state(
 
 
 def test_run_delivers_a_forced_request_to_the_target(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
 ) -> None:
-    app, uri = target
+    app, uri = served_target
     create_over_rest(daemon, gcloud.project, "nightly", uri)
 
     result = gcloud.ok("run", "nightly")
@@ -297,9 +270,9 @@ def test_run_delivers_a_forced_request_to_the_target(
 
 
 def test_delete_quiet_removes_the_job(
-    daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+    daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
 ) -> None:
-    create_over_rest(daemon, gcloud.project, "nightly", target[1])
+    create_over_rest(daemon, gcloud.project, "nightly", served_target[1])
 
     result = gcloud.ok("delete", "nightly", "--quiet")
 
@@ -316,11 +289,11 @@ class TestErrors:
         return result.stderr
 
     def test_second_create_is_already_exists(
-        self, daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+        self, daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
     ) -> None:
-        create_over_rest(daemon, gcloud.project, "nightly", target[1])
+        create_over_rest(daemon, gcloud.project, "nightly", served_target[1])
 
-        stderr = self.error(gcloud(*create_command(target[1])))
+        stderr = self.error(gcloud(*create_command(served_target[1])))
 
         assert stderr.startswith(
             "ERROR: (gcloud.scheduler.jobs.create.http) ALREADY_EXISTS: Job "
@@ -335,9 +308,9 @@ class TestErrors:
         )
 
     def test_six_field_schedule_is_invalid_argument(
-        self, daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+        self, daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
     ) -> None:
-        stderr = self.error(gcloud(*create_command(target[1], schedule="*/5 * * * * *")))
+        stderr = self.error(gcloud(*create_command(served_target[1], schedule="*/5 * * * * *")))
 
         assert stderr.startswith(
             "ERROR: (gcloud.scheduler.jobs.create.http) INVALID_ARGUMENT: "
@@ -346,18 +319,18 @@ class TestErrors:
         assert requests.get(daemon.url + job_path(gcloud.project), timeout=30).status_code == 404
 
     def test_nine_retry_attempts_is_invalid_argument(
-        self, daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+        self, daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
     ) -> None:
-        stderr = self.error(gcloud(*create_command(target[1], max_retry_attempts=9)))
+        stderr = self.error(gcloud(*create_command(served_target[1], max_retry_attempts=9)))
 
         assert stderr.startswith("ERROR: (gcloud.scheduler.jobs.create.http) INVALID_ARGUMENT: ")
         assert "retryCount" in stderr
         assert requests.get(daemon.url + job_path(gcloud.project), timeout=30).status_code == 404
 
     def test_resume_of_an_enabled_job_is_failed_precondition(
-        self, daemon: Daemon, gcloud: Gcloud, target: tuple[RecordingTarget, str]
+        self, daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
     ) -> None:
-        create_over_rest(daemon, gcloud.project, "nightly", target[1])
+        create_over_rest(daemon, gcloud.project, "nightly", served_target[1])
 
         stderr = self.error(gcloud("resume", "nightly"))
 

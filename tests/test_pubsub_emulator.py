@@ -9,17 +9,16 @@ from __future__ import annotations
 import base64
 import os
 import shutil
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-from daemon import Daemon, running_daemon, serving
-from support import RecordingTarget
+from daemon import MANUAL, Daemon, running_daemon, serving
+from support import RecordingTarget, wait_for
 from test_gcloud import Gcloud
 
 pubsub_v1 = pytest.importorskip(
@@ -35,17 +34,11 @@ needs_pubsub = pytest.mark.skipif(
 needs_gcloud = pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud is not on PATH")
 PROJECT = "my-project"
 PARENT = f"projects/{PROJECT}/locations/us-central1"
-MANUAL = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
 START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
 
 
-def poll(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """Return ``check()``'s first truthy value, asking until ``timeout`` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
+#: How long to wait for the Pub/Sub emulator and the daemon (seconds).
+POLL_SECONDS = 20.0
 
 
 class Topic:
@@ -74,7 +67,7 @@ class Topic:
                 messages.extend(m.message for m in response.received_messages)
             return len(messages) >= count
 
-        poll(more, timeout)
+        wait_for(more, timeout)
         return messages
 
     def close(self) -> None:
@@ -131,7 +124,9 @@ def test_http_and_pubsub_jobs_on_one_schedule_for_three_minutes(
         (b'{"kind": "sweep"}', {"origin": "scheduler", "env": "test"})
     ] * 3
     for job in ("ping", "sweep"):
-        attempts = poll(lambda job=job: len(daemon.attempts(job)) == 3 and daemon.attempts(job))
+        attempts = wait_for(
+            lambda job=job: len(daemon.attempts(job)) == 3 and daemon.attempts(job), POLL_SECONDS
+        )
         assert [a["code"] for a in attempts] == ["OK"] * 3, attempts
 
 
@@ -143,7 +138,7 @@ def test_a_missing_topic_is_a_not_found_attempt(daemon: Daemon) -> None:
     response = daemon.post(f"/v1/{PARENT}/jobs", pubsub_job(missing))
     assert response.status_code == 200, response.text
     daemon.advance(60)
-    [attempt] = poll(lambda: daemon.attempts("sweep"))
+    [attempt] = wait_for(lambda: daemon.attempts("sweep"), POLL_SECONDS)
     assert attempt["code"] == "NOT_FOUND", attempt
 
 
@@ -164,7 +159,7 @@ def test_gcloud_creates_describes_and_runs_a_pubsub_job(
     [message] = topic.pull(1)
     assert message.data == b"hello from gcloud"
     assert dict(message.attributes) == {"origin": "gcloud", "env": "test"}
-    [attempt] = poll(lambda: daemon.attempts("sweep"))
+    [attempt] = wait_for(lambda: daemon.attempts("sweep"), POLL_SECONDS)
     assert attempt["code"] == "OK"
 
 
@@ -255,7 +250,7 @@ def test_an_unmapped_app_engine_service_fails_naming_the_flag(app_engine_daemon:
     }
     assert app_engine_daemon.post(f"/v1/{PARENT}/jobs", body).status_code == 200
     app_engine_daemon.post(f"/v1/{PARENT}/jobs/other:run")
-    [attempt] = poll(lambda: app_engine_daemon.attempts("other"))
+    [attempt] = wait_for(lambda: app_engine_daemon.attempts("other"), POLL_SECONDS)
     assert attempt["code"] == "FAILED_PRECONDITION"
     assert "--app-engine-url billing=" in attempt["debugInfo"]
 
@@ -275,7 +270,7 @@ def test_with_pubsub_starts_the_emulator_creates_the_topics_and_stops_it(tmp_pat
         topic = requests.get(f"http://{host}/v1/projects/my-project/topics/made-by-with-pubsub")
         assert topic.status_code == 200, topic.text
         live.post(f"/v1/{PARENT}/jobs/sweep:run")
-        [attempt] = poll(lambda: live.attempts("sweep"))
+        [attempt] = wait_for(lambda: live.attempts("sweep"), POLL_SECONDS)
         assert attempt["code"] == "OK", attempt
         assert live.stop() == 0  # SIGTERM: the daemon stops the Pub/Sub emulator on its way out
     with pytest.raises(requests.ConnectionError):

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from daemon import Daemon, running_daemon, serving
+from daemon import Daemon
 from support import RecordingTarget
 
 try:
@@ -28,32 +28,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 PARENT = "projects/my-project/locations/us-central1"
 NIGHTLY = f"{PARENT}/jobs/nightly"
-MANUAL = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[tuple[RecordingTarget, str]]:
-    """A recording target on a free port and its nightly URI (module-wide; cleared per test)."""
-    app = RecordingTarget()
-    with serving(app) as base_url:
-        yield app, f"{base_url}/_triggers/timer/nightly"
-
-
-@pytest.fixture(scope="module")
-def module_daemon() -> Iterator[Daemon]:
-    """One in-memory daemon on a manual clock at 2026-09-24T01:59:00Z for the module."""
-    with running_daemon("--in-memory", *MANUAL) as daemon:
-        yield daemon
-
-
-@pytest.fixture
-def daemon(module_daemon: Daemon, target: tuple[RecordingTarget, str]) -> Daemon:
-    """The module's daemon with no jobs or attempts, and the target with no requests."""
-    response = module_daemon.post("/_emulator/reset")
-    assert response.status_code == 200, response.text
-    with target[0].lock:
-        target[0].requests.clear()
-    return module_daemon
 
 
 @pytest.fixture(scope="module")
@@ -80,10 +54,12 @@ def nightly(uri: str, name: str = NIGHTLY) -> scheduler_v1.Job:
 
 @pytest.fixture
 def created(
-    daemon: Daemon, client: scheduler_v1.CloudSchedulerClient, target: tuple[RecordingTarget, str]
+    daemon: Daemon,
+    client: scheduler_v1.CloudSchedulerClient,
+    served_target: tuple[RecordingTarget, str],
 ) -> scheduler_v1.Job:
     """The nightly job, created through the client on a reset daemon."""
-    return client.create_job(parent=PARENT, job=nightly(target[1]))
+    return client.create_job(parent=PARENT, job=nightly(served_target[1]))
 
 
 class TestJobLifecycle:
@@ -91,9 +67,9 @@ class TestJobLifecycle:
         self,
         daemon: Daemon,
         client: scheduler_v1.CloudSchedulerClient,
-        target: tuple[RecordingTarget, str],
+        served_target: tuple[RecordingTarget, str],
     ) -> None:
-        job = client.create_job(parent=PARENT, job=nightly(target[1]))
+        job = client.create_job(parent=PARENT, job=nightly(served_target[1]))
 
         assert job.name == NIGHTLY
         assert job.state == scheduler_v1.Job.State.ENABLED
@@ -114,11 +90,11 @@ class TestJobLifecycle:
         self,
         daemon: Daemon,
         client: scheduler_v1.CloudSchedulerClient,
-        target: tuple[RecordingTarget, str],
+        served_target: tuple[RecordingTarget, str],
     ) -> None:
         names = [f"{PARENT}/jobs/{job}" for job in ("a", "b", "c", "d", "e")]
         for name in names:
-            client.create_job(parent=PARENT, job=nightly(target[1], name=name))
+            client.create_job(parent=PARENT, job=nightly(served_target[1], name=name))
 
         pager = client.list_jobs(request={"parent": PARENT, "page_size": 2})
 
@@ -158,12 +134,12 @@ class TestJobLifecycle:
         self,
         created: scheduler_v1.Job,
         client: scheduler_v1.CloudSchedulerClient,
-        target: tuple[RecordingTarget, str],
+        served_target: tuple[RecordingTarget, str],
     ) -> None:
         job = client.run_job(name=NIGHTLY)
 
         assert job.state == scheduler_v1.Job.State.ENABLED
-        [request] = target[0].wait_for(1)
+        [request] = served_target[0].wait_for(1)
         assert request.method == "POST"
         assert request.path == "/_triggers/timer/nightly"
         assert request.headers["X-Cloudscheduler-Jobname"] == "nightly"
@@ -215,10 +191,10 @@ class TestErrors:
         self,
         created: scheduler_v1.Job,
         client: scheduler_v1.CloudSchedulerClient,
-        target: tuple[RecordingTarget, str],
+        served_target: tuple[RecordingTarget, str],
     ) -> None:
         with pytest.raises(exceptions.Conflict) as raised:
-            client.create_job(parent=PARENT, job=nightly(target[1]))
+            client.create_job(parent=PARENT, job=nightly(served_target[1]))
 
         assert type(raised.value) is exceptions.Conflict
         assert raised.value.message.endswith(f": Job {NIGHTLY} already exists.")
@@ -228,9 +204,9 @@ class TestErrors:
         self,
         daemon: Daemon,
         client: scheduler_v1.CloudSchedulerClient,
-        target: tuple[RecordingTarget, str],
+        served_target: tuple[RecordingTarget, str],
     ) -> None:
-        job = nightly(target[1])
+        job = nightly(served_target[1])
         job.schedule = "*/5 * * * * *"
 
         with pytest.raises(exceptions.BadRequest) as raised:

@@ -29,6 +29,12 @@ GENERATED_TEST_COUNT = 6
 def run(command: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
     """Run ``command`` in ``cwd`` with a bound; fail the test with its output if it fails."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+    # A nested pytest keeps its temporary directories under cwd, not in the per-user base
+    # folder the outer run uses (pytest prunes old ones there: with -n 2 the outer run's
+    # directories vanished under its tests).
+    temp_root = cwd / ".pytest-tmp"
+    temp_root.mkdir(exist_ok=True)
+    env["PYTEST_DEBUG_TEMPROOT"] = str(temp_root)
     result = subprocess.run(
         command,
         cwd=cwd,
@@ -78,11 +84,15 @@ class TestInit:
             if line.strip() and not line.startswith("#")
         ]
         assert lines[:2] == ["{emulator_requirement}", "flask>=3.0"]
-        assert render("requirements.txt").splitlines()[4] == emulator_requirement()
+        assert render("requirements.txt").splitlines()[5] == emulator_requirement()
 
-    def test_the_emulator_requirement_of_a_clone_is_its_path(self) -> None:
-        # this checkout is installed editable (pip install -e .): pip recorded its directory
-        assert emulator_requirement() == f"cloud-scheduler-emulator @ {REPO.as_uri()}"
+    def test_the_emulator_requirement_of_a_clone_names_no_path(self) -> None:
+        # this checkout is installed editable (pip install -e .): pip recorded its directory,
+        # which only this machine has
+        requirement = emulator_requirement()
+        assert requirement.startswith("cloud-scheduler-emulator>=")
+        assert "file:" not in render("requirements.txt")
+        assert str(REPO) not in render("requirements.txt")
 
     @pytest.mark.parametrize(
         ("direct_url", "requirement"),
@@ -94,7 +104,12 @@ class TestInit:
                 "git+https://github.com/o/cloud-scheduler-emulator.git@abc123",
                 id="git",
             ),
-            pytest.param(None, "cloud-scheduler-emulator==9.8.7", id="index"),
+            pytest.param(None, "cloud-scheduler-emulator>=9.8.7", id="index"),
+            pytest.param(
+                '{"url": "file:///home/me/cloud-scheduler-emulator", "dir_info": {}}',
+                "cloud-scheduler-emulator>=9.8.7",
+                id="local-directory",
+            ),
         ],
     )
     def test_the_emulator_requirement_follows_where_pip_installed_it_from(

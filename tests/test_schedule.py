@@ -13,13 +13,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from scheduler_emulator.domain.errors import INVALID_SCHEDULE_MESSAGE, ClockError, InvalidArgument
+from scheduler_emulator.domain.errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
 from scheduler_emulator.domain.schedule import (
     Schedule,
     format_schedule_time,
     parse_schedule,
     resolve_time_zone,
 )
+from scheduler_emulator.wire import NaiveDatetimeError
 
 #: Thursday 1 January 2026, midnight UTC.
 AFTER = datetime(2026, 1, 1, tzinfo=UTC)
@@ -630,16 +631,16 @@ class TestNeverFiring:
 
 class TestNaiveDatetimes:
     def test_next_after_rejects_a_naive_datetime_saying_what_to_pass(self) -> None:
-        with pytest.raises(ClockError, match="timezone-aware.*tzinfo"):
+        with pytest.raises(NaiveDatetimeError, match="timezone-aware.*tzinfo"):
             parse_schedule("* * * * *").next_after(datetime(2026, 1, 1))
 
     @pytest.mark.parametrize("text", ["every 5 minutes", "0 2 * * *"])
     def test_iter_after_rejects_a_naive_datetime_at_the_call(self, text: str) -> None:
-        with pytest.raises(ClockError, match="timezone-aware"):
+        with pytest.raises(NaiveDatetimeError, match="timezone-aware"):
             parse_schedule(text).iter_after(datetime(2026, 1, 1))
 
     def test_format_schedule_time_rejects_a_naive_datetime(self) -> None:
-        with pytest.raises(ClockError, match="timezone-aware"):
+        with pytest.raises(NaiveDatetimeError, match="timezone-aware"):
             format_schedule_time(datetime(2026, 1, 1))
 
 

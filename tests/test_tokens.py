@@ -30,7 +30,7 @@ from scheduler_emulator.runtime.tokens import (
 )
 from scheduler_emulator.runtime.transports import WsgiTransport
 from scheduler_emulator.server.server import create_app
-from scheduler_emulator.target.auth import load_keys, verify_id_token
+from scheduler_emulator.service.auth import load_keys, verify_id_token
 from scheduler_emulator.tools.cli import build_parser
 
 INVOKER = "scheduler-invoker@my-project.iam.gserviceaccount.com"

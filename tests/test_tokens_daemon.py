@@ -14,19 +14,18 @@ import jwt
 import pytest
 import requests
 import yaml
-from daemon import Daemon, running_daemon, serving
+from daemon import MANUAL, Daemon, running_daemon, serving
 from google.oauth2 import id_token
 from support import Received, RecordingTarget
 
 from scheduler_emulator.domain.attempts import iso
 from scheduler_emulator.runtime.clock import SystemClock
-from scheduler_emulator.target import TokenError, verify_scheduler_token
-from scheduler_emulator.target.auth import InvalidSignatureError, WrongAudienceError
+from scheduler_emulator.service import TokenError, verify_scheduler_token
+from scheduler_emulator.service.auth import InvalidSignatureError, WrongAudienceError
 
 INVOKER = "scheduler-invoker@my-project.iam.gserviceaccount.com"
 AUDIENCE = "https://orders-abc123-uc.a.run.app"
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
-MANUAL = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
 AUTH_DEBUG_INFO = "URL_ERROR-ERROR_AUTHENTICATION. Original HTTP response code number = 401"
 
 

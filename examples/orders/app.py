@@ -1,6 +1,6 @@
 """The Orders example service: a Flask app whose timers Cloud Scheduler runs.
 
-Two timers, served by a :class:`~scheduler_emulator.target.TimerRouter` in front of the app:
+Two timers, served by a :class:`~scheduler_emulator.service.TimerRouter` in front of the app:
 
 - ``nightly`` (``POST /_triggers/timer/nightly``, the seed's job) sweeps stale orders: it counts
   the sweep in :class:`OrderLog` and logs ``Sweep scheduled for <ScheduleTime>``;
@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 
 from flask import Flask, Response, jsonify, request
 
-from scheduler_emulator.target import SchedulerTokenMiddleware, TimerRequest, TimerRouter
+from scheduler_emulator.service import SchedulerTokenMiddleware, TimerRequest, TimerRouter
 
 logger = logging.getLogger("orders")
 

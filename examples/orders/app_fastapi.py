@@ -24,7 +24,7 @@ import pydantic
 from app import OrderLog, ReportStore
 from fastapi import FastAPI
 
-from scheduler_emulator.target import TimerRequest, TimerRouter
+from scheduler_emulator.service import TimerRequest, TimerRouter
 
 logger = logging.getLogger("orders")
 

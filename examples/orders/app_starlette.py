@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from scheduler_emulator.target import TimerAsgiMiddleware, TimerRequest, TimerRouter
+from scheduler_emulator.service import TimerAsgiMiddleware, TimerRequest, TimerRouter
 
 __all__ = ["Order", "create_app"]
 

@@ -39,7 +39,7 @@ from starlette.applications import Starlette
 
 from pytest_plugin.facades import CloudRunTimers, FunctionTimers, TimerNotAcknowledged
 from pytest_plugin.scheduler import CloudScheduler
-from scheduler_emulator.target import TimerRouter
+from scheduler_emulator.service import TimerRouter
 
 STYLES = ["cloud_run_testing", "function_testing"]
 Timers = CloudRunTimers | FunctionTimers

@@ -41,6 +41,16 @@ from typing import Any
 
 from ..domain.errors import InvalidArgument
 
+__all__ = [
+    "ACTIONS",
+    "ACTION_FIELDS",
+    "AttemptContext",
+    "FaultPlan",
+    "FaultRule",
+    "MATCH_FIELDS",
+    "rule_fields",
+]
+
 ACTIONS = ("duplicate", "lost_ack", "deadline", "status", "connection_error", "delay")
 #: The fields every rule has, whatever its action: what it matches and how often it fires.
 MATCH_FIELDS = ("action", "job", "run", "schedule_time", "attempt", "probability", "limit")

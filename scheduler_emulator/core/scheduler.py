@@ -44,9 +44,26 @@ from ..domain.resources import Job, State, Status
 from ..domain.retry import next_attempt_time
 from ..domain.schedule import Schedule, format_schedule_time, parse_schedule
 
+__all__ = [
+    "AttemptEnd",
+    "COMPACT_SLACK",
+    "Decision",
+    "MAX_DOWNTIME_SKIPS",
+    "RecordSkipped",
+    "SaveNextFire",
+    "SaveRun",
+    "Scheduler",
+    "StartAttempt",
+    "TIMERS_PER_JOB",
+]
+
 _FIRE, _RETRY, _END = "fire", "retry", "end"
-#: Compact the timer heap when it holds this many more entries than four per job.
-_COMPACT_SLACK = 1024
+#: Timers a job keeps live at once (a fire time, a retry, attempt ends...): the heap is compacted
+#: when it holds more than this many per job plus :data:`COMPACT_SLACK`.
+TIMERS_PER_JOB = 4
+#: How many stale timers (left by updates, pauses and deletions) the heap may hold beyond
+#: :data:`TIMERS_PER_JOB` per job before they are dropped.
+COMPACT_SLACK = 1024
 
 
 @dataclass(frozen=True)
@@ -270,6 +287,12 @@ class Scheduler:
 
     # ------------------------------------------------------------------------- time
 
+    @property
+    def timer_count(self) -> int:
+        """Timers held, live and stale: at most :data:`TIMERS_PER_JOB` per job plus
+        :data:`COMPACT_SLACK` (and the one just added)."""
+        return len(self._timers)
+
     def next_due(self) -> datetime | None:
         """The earliest instant (UTC) at which something is due, or ``None``."""
         while self._timers and not self._live(self._timers[0]):
@@ -392,7 +415,7 @@ class Scheduler:
 
     def _push(self, when: datetime, kind: str, name: str, run_id: int) -> None:
         heapq.heappush(self._timers, (when.astimezone(UTC), next(self._seq), kind, name, run_id))
-        if len(self._timers) > 4 * len(self._jobs) + _COMPACT_SLACK:
+        if len(self._timers) > TIMERS_PER_JOB * len(self._jobs) + COMPACT_SLACK:
             self._timers = [entry for entry in self._timers if self._live(entry)]
             heapq.heapify(self._timers)
 

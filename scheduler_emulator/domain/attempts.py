@@ -7,11 +7,12 @@ what the pytest fixtures assert on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..wire import format_timestamp
+from ..wire import format_timestamp, parse_timestamp
 
 
 def iso(instant: datetime | None) -> str | None:
@@ -97,6 +98,7 @@ class Attempt:
     def to_json(self) -> dict[str, Any]:
         """Return the ``/_emulator/attempts`` shape of this attempt."""
         return {
+            "id": self.id,
             "job": self.job,
             "runId": self.run_id,
             "attempt": self.attempt,
@@ -110,6 +112,37 @@ class Attempt:
             "forced": self.forced,
             "injected": self.injected,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Attempt:
+        """The attempt an ``/_emulator/attempts`` entry (:meth:`to_json`'s shape) describes:
+        what ``cloud_scheduler_server.attempts()`` returns, so that a daemon's attempts have the
+        same fields and types as the in-process ones.
+
+        :raises KeyError: for an entry without ``job``, ``runId``, ``attempt`` or ``startTime``.
+        :raises ValueError: for a time that is not RFC 3339 with an offset.
+        """
+        end = data.get("endTime")
+        return cls(
+            id=int(data.get("id", 0)),
+            job=str(data["job"]),
+            run_id=int(data["runId"]),
+            attempt=int(data["attempt"]),
+            schedule_time=data.get("scheduleTime"),
+            start_time=parse_timestamp(str(data["startTime"])),
+            request=dict(data.get("request") or {}),
+            end_time=None if end is None else parse_timestamp(str(end)),
+            response_status=data.get("responseStatus"),
+            code=data.get("code"),
+            debug_info=str(data.get("debugInfo", "")),
+            forced=bool(data.get("forced", False)),
+            injected=bool(data.get("injected", False)),
+        )
+
+    def __getitem__(self, key: str) -> Any:
+        """``attempt["code"]``: the :meth:`to_json` value under that key. Kept for code written
+        when ``cloud_scheduler_server.attempts()`` returned dicts; use the attributes."""
+        return self.to_json()[key]
 
 
 @dataclass(frozen=True)

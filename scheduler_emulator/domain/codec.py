@@ -62,7 +62,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from .. import wire
-from .errors import ClockError, InvalidArgument
+from .errors import InvalidArgument
 from .resources import (
     AppEngineHttpTarget,
     AppEngineRouting,
@@ -278,12 +278,9 @@ def format_timestamp(value: datetime) -> str:
     """Render a timestamp as the service does: UTC with ``Z`` (spec §3.8); see
     :func:`scheduler_emulator.wire.format_timestamp`.
 
-    :raises ClockError: when ``value`` is naive; pass ``datetime(..., tzinfo=datetime.UTC)``.
+    :raises NaiveDatetimeError: when ``value`` is naive; pass ``datetime(..., tzinfo=UTC)``.
     """
-    try:
-        return wire.format_timestamp(value)
-    except ValueError as exc:
-        raise ClockError(str(exc)) from None
+    return wire.format_timestamp(value)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,16 +11,30 @@ status, the ``google.rpc.Code`` name and number, and render as Google's REST err
     │   ├── FailedPrecondition        400 FAILED_PRECONDITION (pause/resume in wrong state)
     │   ├── NotFound                  404 NOT_FOUND         ("Job not found.")
     │   └── AlreadyExists             409 ALREADY_EXISTS    (create with an existing name)
-    ├── ClockError                    manual-only operation on a system clock, naive datetime…
+    ├── ClockError                    manual-only operation on a system clock, a clock moved back…
     └── ConfigurationError            bad command-line or jobs-file input (exit code 2)
 
-The target-side helpers raise their own errors (:mod:`scheduler_emulator.target.errors`).
+The target-side helpers raise their own errors (:mod:`scheduler_emulator.service.errors`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+__all__ = [
+    "AlreadyExists",
+    "ApiError",
+    "ClockError",
+    "ConfigurationError",
+    "EmulatorError",
+    "FailedPrecondition",
+    "FieldViolation",
+    "INVALID_SCHEDULE_MESSAGE",
+    "InvalidArgument",
+    "NotFound",
+    "RPC_CODES",
+]
 
 #: The google.rpc.Code numbers, by name (google/rpc/code.proto).
 RPC_CODES: dict[str, int] = {
@@ -154,8 +168,9 @@ class AlreadyExists(ApiError):
 
 
 class ClockError(EmulatorError):
-    """A clock was used wrongly: a naive datetime, moving a manual clock backwards, or a
-    manual-only operation on the system clock."""
+    """A clock was used wrongly: moving a manual clock backwards, or a manual-only operation
+    on the system clock. (A naive datetime is :class:`scheduler_emulator.wire.NaiveDatetimeError`,
+    the one error every time input raises for it.)"""
 
 
 class ConfigurationError(EmulatorError):

@@ -24,6 +24,21 @@ from typing import NamedTuple
 
 from .errors import InvalidArgument
 
+__all__ = [
+    "JOB_NAME_FORMAT_MESSAGE",
+    "JobName",
+    "LocationName",
+    "MAX_JOB_ID_LENGTH",
+    "check_job_id",
+    "check_location_id",
+    "check_project_id",
+    "generate_job_id",
+    "location_name",
+    "parse_job_name",
+    "parse_location_name",
+    "qualify_job_name",
+]
+
 #: Google's message for a job name that is not a full resource name (spec §2, §6.3).
 JOB_NAME_FORMAT_MESSAGE = (
     'Job name must be formatted: "projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>".'

@@ -13,6 +13,13 @@ from dataclasses import dataclass
 
 from .errors import RPC_CODES
 
+__all__ = [
+    "Failure",
+    "Outcome",
+    "classify_failure",
+    "classify_status",
+]
+
 
 class Failure(enum.Enum):
     """Ways an attempt can end without an HTTP response."""

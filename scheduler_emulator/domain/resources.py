@@ -19,6 +19,26 @@ from types import MappingProxyType
 
 from ..wire import USER_AGENT
 
+__all__ = [
+    "AppEngineHttpTarget",
+    "AppEngineRouting",
+    "BODY_METHODS",
+    "DEFAULT_ATTEMPT_DEADLINE",
+    "DEFAULT_OAUTH_SCOPE",
+    "DEFAULT_TIME_ZONE",
+    "HttpMethod",
+    "HttpTarget",
+    "Job",
+    "OAuthToken",
+    "OidcToken",
+    "PubsubTarget",
+    "RetryConfig",
+    "SCHEDULER_USER_AGENT",
+    "State",
+    "Status",
+    "with_defaults",
+]
+
 #: Default attempt deadline of an HTTP target (spec §3.2, §10.5).
 DEFAULT_ATTEMPT_DEADLINE = timedelta(seconds=180)
 #: Scope filled into an OAuth token that names none (spec §3.3, §3.7 item 6).

@@ -18,6 +18,12 @@ from datetime import UTC, datetime, timedelta
 
 from .resources import RetryConfig
 
+__all__ = [
+    "backoff",
+    "may_retry",
+    "next_attempt_time",
+]
+
 _MICROSECOND = timedelta(microseconds=1)
 
 

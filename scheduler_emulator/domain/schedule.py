@@ -49,7 +49,7 @@ from typing import Any, Final
 from .. import wire
 from ..realtime import CLASSES as _REAL
 from ..realtime import new_datetime
-from .errors import INVALID_SCHEDULE_MESSAGE, ClockError, InvalidArgument
+from .errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
 from .timezones import (
     DAY_SECONDS,
     DEFAULT_ZONE_NAME,
@@ -441,14 +441,9 @@ def _parse_english(text: str, tokens: list[str]) -> tuple[_Matcher | None, int, 
 
 def _absolute_seconds(instant: datetime, what: str) -> int:
     """Return an aware datetime as absolute seconds (whole seconds, rounded down)."""
-    if not isinstance(instant, datetime):
-        raise TypeError(f"{what} must be a datetime; got {type(instant).__name__}.")
+    wire.to_instant(instant, what)
     offset = instant.utcoffset()
-    if offset is None:
-        raise ClockError(
-            f"{what} must be a timezone-aware datetime; got the naive {instant.isoformat()}. "
-            "Pass e.g. datetime(..., tzinfo=datetime.UTC) or a ZoneInfo."
-        )
+    assert offset is not None  # to_instant refused a naive one
     absolute = (
         instant.toordinal() * DAY_SECONDS
         + instant.hour * 3600
@@ -570,7 +565,7 @@ class Schedule:
         cadence (§17 P16).
 
         :param after: a timezone-aware datetime, in any zone; microseconds are allowed.
-        :raises ClockError: when ``after`` is naive.
+        :raises NaiveDatetimeError: when ``after`` is naive.
         :return: an aware datetime in :attr:`zone` (whole minute of wall time, with ``fold=1``
             for the second occurrence of a repeated wall time), or ``None`` when the schedule
             does not fire within :data:`HORIZON` (ten years) of ``after``.
@@ -591,7 +586,8 @@ class Schedule:
         without any time-zone conversion.
 
         :param after: a timezone-aware datetime, in any zone.
-        :raises ClockError: when ``after`` is naive (at the call, not at the first ``next()``).
+        :raises NaiveDatetimeError: when ``after`` is naive (at the call, not at the first
+            ``next()``).
         :return: an iterator of aware datetimes in :attr:`zone`, as :meth:`next_after` returns.
         """
         absolute = _absolute_seconds(after, "after")
@@ -786,10 +782,7 @@ def format_schedule_time(instant: datetime) -> str:
     """Render an instant as the ``X-CloudScheduler-ScheduleTime`` header value (spec §10.2, P2);
     see :func:`scheduler_emulator.wire.format_schedule_time`.
 
-    :raises ClockError: when ``instant`` is naive.
+    :raises NaiveDatetimeError: when ``instant`` is naive.
     :return: e.g. ``"2026-11-01T01:30:00-04:00"`` or ``"2026-09-24T02:00:00Z"``.
     """
-    try:
-        return wire.format_schedule_time(instant)
-    except ValueError as exc:
-        raise ClockError(str(exc)) from None
+    return wire.format_schedule_time(instant)

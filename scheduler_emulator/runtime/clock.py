@@ -25,9 +25,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from ..domain.errors import ClockError
-from ..realtime import new_datetime, real_monotonic, unfreeze
+from ..realtime import new_datetime, real_monotonic
 from ..realtime import now as real_now
 from ..wire import format_timestamp as iso
+from ..wire import to_instant
+
+__all__ = [
+    "Clock",
+    "ManualClock",
+    "Sleeper",
+    "SystemClock",
+    "require_aware",
+]
 
 _EPOCH = new_datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -37,15 +46,11 @@ def require_aware(value: datetime, what: str = "datetime") -> datetime:
 
     :param value: a timezone-aware datetime.
     :param what: how to call the value in the error message.
-    :raises ClockError: when ``value`` has no tzinfo.
+    :raises NaiveDatetimeError: when ``value`` has no tzinfo (:func:`wire.to_instant
+        <scheduler_emulator.wire.to_instant>`).
     :return: a real ``datetime`` (never freezegun's ``FakeDatetime``) in UTC.
     """
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ClockError(
-            f"{what} {value.isoformat()} is naive; pass a timezone-aware datetime such as "
-            f"datetime(..., tzinfo=timezone.utc) (from datetime import timezone)."
-        )
-    return unfreeze(value).astimezone(UTC)
+    return to_instant(value, what)
 
 
 class Sleeper(Protocol):
@@ -121,7 +126,7 @@ class ManualClock:
     """Virtual time that moves only when told, firing every due instant in order.
 
     :param start: the initial instant (aware). Defaults to 2026-01-01T00:00:00Z.
-    :raises ClockError: if ``start`` is naive.
+    :raises NaiveDatetimeError: if ``start`` is naive.
     """
 
     manual = True
@@ -168,7 +173,8 @@ class ManualClock:
         then) before going on. Returns when the clock is at ``target`` and nothing due remains.
 
         :param target: an aware datetime, not before :meth:`now`.
-        :raises ClockError: if ``target`` is naive or in the past.
+        :raises NaiveDatetimeError: if ``target`` is naive.
+        :raises ClockError: if ``target`` is in the past.
         :return: the new instant.
         """
         target = require_aware(target, "move_to target")
@@ -195,7 +201,7 @@ class ManualClock:
         """Set the clock to ``instant``, backwards too, firing nothing. Only for an emulator
         with no jobs (after a reset): pending work would otherwise be due in the past.
 
-        :raises ClockError: if ``instant`` is naive.
+        :raises NaiveDatetimeError: if ``instant`` is naive.
         """
         with self._lock:
             self._now = require_aware(instant, "reset_to instant")

@@ -25,6 +25,11 @@ from urllib.parse import urlsplit
 
 import pycurl
 
+__all__ = [
+    "CurlDeadline",
+    "CurlExchange",
+]
+
 #: Methods that carry a body (and ``Content-Length: 0`` when it is empty), as in http.client.
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 

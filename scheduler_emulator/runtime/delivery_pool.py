@@ -61,11 +61,6 @@ class DeliveryPool:
             else:
                 self._waiting.setdefault(key, deque()).append(task)
 
-    def queued(self, key: str) -> int:
-        """How many tasks of ``key`` wait behind the ones running."""
-        with self._cond:
-            return len(self._waiting.get(key, ()))
-
     def shutdown(self) -> int:
         """Stop taking tasks and drop the queued ones; running tasks go on. Return how many
         queued tasks were dropped. Idempotent."""

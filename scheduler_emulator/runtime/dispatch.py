@@ -26,6 +26,12 @@ from ..wire import (
 )
 from .transports import DeliveryRequest
 
+__all__ = [
+    "RequestTemplate",
+    "build_request",
+    "request_template",
+]
+
 
 def _kept(name: str) -> bool:
     lowered = name.lower()

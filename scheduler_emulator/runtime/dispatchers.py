@@ -4,10 +4,14 @@ The engine asks the dispatcher of the job's target kind (``job.target_type``: ``
 ``"PUBSUB"``, ``"APP_ENGINE_HTTP"``) to :meth:`~Dispatcher.prepare` the attempt; the result is a
 :class:`Prepared`: what the attempt record shows of the request, the attempt deadline, and a
 function that sends it once (fault injection may call it several times, or not at all). A kind
-with no dispatcher gets an attempt recorded as failed with :class:`NotDispatched`'s message::
+with no dispatcher gets an attempt recorded as failed with :class:`NotDispatched`'s message.
+The engine makes the HTTP dispatcher itself; the others are passed to it::
 
-    dispatchers = {"HTTP": HttpDispatcher(HttpTransport(), tokens)}
-    engine = Engine(clock, store, dispatchers)
+    engine = Engine(
+        clock, store, transport,
+        dispatchers={"PUBSUB": PubsubDispatcher(publisher)},
+        tokens=tokens,          # what HttpDispatcher signs OIDC/OAuth headers with
+    )
 """
 
 from __future__ import annotations
@@ -24,6 +28,15 @@ from .transports import Transport, TransportResult
 
 if TYPE_CHECKING:
     from .tokens import TokenAuthority
+
+__all__ = [
+    "DEFAULT_ATTEMPT_DEADLINE",
+    "Dispatcher",
+    "HttpDispatcher",
+    "NotDispatched",
+    "Prepared",
+    "dispatcher_for",
+]
 
 #: Attempt deadline of a job that sets none (spec §3.1: 180 s for HTTP targets).
 DEFAULT_ATTEMPT_DEADLINE = timedelta(seconds=180)

@@ -1,7 +1,11 @@
 """The emulator as a library: jobs, their state machine, the clock and the attempt history.
 
 :class:`Emulator` is what the pytest plugin runs in-process and what the daemon wraps with a
-server; it adds nothing but an API over the :class:`~scheduler_emulator.runtime.engine.Engine`::
+server. It puts the parts together (store, execution log, publisher, App Engine routing,
+token authority, fault plan, engine) from its
+:class:`~scheduler_emulator.runtime.options.EmulatorOptions`, and offers the jobs API
+(create, update, pause, run…, validated as the REST API does) and the attempt history over
+the :class:`~scheduler_emulator.runtime.engine.Engine`::
 
     from datetime import UTC, datetime, timedelta
     from scheduler_emulator import Emulator, ManualClock
@@ -21,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.faults import FaultPlan
+from ..domain.attempt_assertions import check_attempted
 from ..domain.attempts import Attempt, SkippedRun
 from ..domain.codec import job_from_json, show_value
 from ..domain.errors import ClockError, InvalidArgument
@@ -288,6 +293,34 @@ class Emulator:
         """Return every attempt in start order, optionally only those of ``job`` (ID or name)."""
         return self.store.attempts(None if job is None else self.job_name(job))
 
+    def assert_attempted(
+        self,
+        job: str,
+        count: int | None = None,
+        code: str | None = None,
+        *,
+        schedule_time: str | None = None,
+    ) -> list[Attempt]:
+        """Assert on the attempts of ``job``; return the matching ones (what the pytest
+        fixtures' ``assert_attempted`` does, here for the library).
+
+        With ``code`` (and/or ``schedule_time``) only attempts with that google.rpc code name
+        and ScheduleTime header count; ``count`` is then the number that must match. Without
+        ``count``, at least one must match.
+
+        :raises AssertionError: listing every attempt of the job and why it did not match.
+        """
+        __tracebackhide__ = True
+        return check_attempted(
+            self.attempts(job),
+            job,
+            count,
+            code,
+            schedule_time=schedule_time,
+            now=self.clock.now(),
+            jobs=lambda: [j.job_id for j in self.list_jobs()],
+        )
+
     def attempts_page(
         self,
         job: str | None = None,
@@ -366,7 +399,8 @@ class Emulator:
     def move_to(self, instant: datetime) -> datetime:
         """Move a manual clock to ``instant``, firing everything due on the way.
 
-        :raises ClockError: on a system clock, for a naive or past instant.
+        :raises ClockError: on a system clock, or for a past instant.
+        :raises NaiveDatetimeError: for a naive instant.
         """
         return self._manual().move_to(instant)
 

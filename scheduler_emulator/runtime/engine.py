@@ -123,7 +123,6 @@ class Engine:
         self.dispatchers.update(dispatchers or {})
         self.attempt_log = attempt_log
         self.faults = faults if faults is not None else FaultPlan()
-        self.tokens = tokens
         #: Emulator errors while preparing or sending attempts, counted (each is recorded on
         #: its attempt and logged once); the last one is kept for inspection.
         self.error_count = 0
@@ -366,11 +365,9 @@ class Engine:
         return len(unfinished)
 
     def _close_outputs(self) -> None:
-        """Close the transport's kept-alive connections, if it keeps any, and write the
-        execution log's queued lines (idempotent)."""
-        close = getattr(self.transport, "close", None)
-        if close is not None:
-            close()
+        """Close the transport (its kept-alive connections) and write the execution log's
+        queued lines (idempotent)."""
+        self.transport.close()
         if self.attempt_log is not None:
             self.attempt_log.flush()
 

@@ -85,14 +85,6 @@ class Watchdog:
             self._active.pop(guard.key, None)
             return guard.fired
 
-    def fire_all(self) -> int:
-        """Shut every watched request down now (the daemon is stopping); return how many."""
-        with self._cond:
-            guards = [guard for _, guard in self._active.values()]
-            for guard in guards:
-                guard.fire()
-            return len(guards)
-
     def _run(self) -> None:
         with self._cond:
             while True:

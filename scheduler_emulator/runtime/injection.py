@@ -18,6 +18,14 @@ from ..domain.outcomes import Failure, Outcome, classify_failure, classify_statu
 from .clock import Clock
 from .transports import TransportResult
 
+__all__ = [
+    "Injected",
+    "LateResponse",
+    "Send",
+    "outcome_of",
+    "send_with_faults",
+]
+
 #: Sends one attempt given its deadline in seconds.
 Send = Callable[[float], TransportResult]
 

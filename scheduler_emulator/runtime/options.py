@@ -19,6 +19,13 @@ from pathlib import Path
 from .store import DEFAULT_RETAIN_ATTEMPTS, Store
 from .tokens import GOOGLE_ISSUER, KEY_FILE_NAME
 
+__all__ = [
+    "DEFAULT_LOCATION",
+    "DEFAULT_PROJECT",
+    "EmulatorOptions",
+    "STORE_FILE_NAME",
+]
+
 #: Project of job IDs given without a full name.
 DEFAULT_PROJECT = "my-project"
 #: Location of job IDs given without a full name.

@@ -81,10 +81,16 @@ class TransportResult:
 
 
 class Transport(Protocol):
-    """Sends a :class:`DeliveryRequest` and reports a :class:`TransportResult`."""
+    """Sends a :class:`DeliveryRequest` and reports a :class:`TransportResult`; the engine
+    closes it when it stops."""
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Deliver ``request``, giving up after ``timeout_seconds`` (the attempt deadline)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the transport holds (kept-alive connections, event loops); called
+        once the engine has stopped, and may be called again (idempotent)."""
         ...
 
 
@@ -365,9 +371,7 @@ class MountTransport:
             callers, self._callers = list(self._callers.values()), {}
         for caller in callers:
             caller.close()
-        close = getattr(self.fallback, "close", None)
-        if close is not None:
-            close()
+        self.fallback.close()
 
     def _caller(self, app: AsgiApp) -> AsgiCaller:
         with self._callers_lock:

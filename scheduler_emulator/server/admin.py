@@ -2,8 +2,9 @@
 
 - ``GET  /_emulator/health`` → 200 ``{"status": "ok"}``
 - ``GET  /_emulator/config`` → ``{"project": …, "location": …, "clock": "system"|"manual",
-  "httpClient": "libcurl"|"http.client"}``, the daemon's defaults for short job names
-  (``scheduler-emulator env-init`` reads it) and how it sends HTTP attempts
+  "httpClient": "libcurl"|"http.client", "pubsubEmulatorHost": "HOST:PORT"}``, the daemon's
+  defaults for short job names (``scheduler-emulator env-init`` reads it), how it sends HTTP
+  attempts and, when it publishes to one, its Pub/Sub emulator
 - ``GET  /_emulator/clock`` → ``{"now": "<RFC 3339 UTC>", "mode": "system"|"manual"}``
 - ``POST /_emulator/clock:advance`` with ``{"seconds": N}`` (manual clock only) → ``{"now": …}``
 - ``POST /_emulator/clock:moveTo`` with ``{"time": "<RFC 3339>"}`` (manual clock only)
@@ -77,17 +78,6 @@ RULES = [
     Rule(X509_CERTS_PATH, methods=["GET"], endpoint="oidc_x509_certs"),
     Rule(TOKENINFO_PATH, methods=["GET", "POST"], endpoint="oauth_tokeninfo"),
 ]
-
-
-def rule_json(rule: FaultRule) -> dict[str, Any]:
-    """A rule as ``GET /_emulator/faults`` shows it: every field its action reads, defaults
-    included (``probability: 1.0``, ``seconds: 0.1``…), in
-    :func:`~scheduler_emulator.core.faults.rule_fields` order.
-
-    :param rule: the rule.
-    :return: its JSON object.
-    """
-    return rule.to_full_json()
 
 
 def _only_parameters(request: Request, *allowed: str) -> None:
@@ -188,6 +178,9 @@ class Admin:
         transport = emulator.engine.transport
         if isinstance(transport, HttpTransport):
             answer["httpClient"] = "libcurl" if transport.client.uses_curl else "http.client"
+        pubsub_host = getattr(emulator.publisher, "host", None)  # an EmulatorPublisher's
+        if isinstance(pubsub_host, str):
+            answer["pubsubEmulatorHost"] = pubsub_host
         return answer
 
     def _known_job(self, request: Request) -> str | None:
@@ -326,10 +319,12 @@ class Admin:
 
     def _plan_json(self) -> dict[str, Any]:
         plan = self.emulator.faults
-        return {"seed": plan.seed, "rules": [rule_json(rule) for rule in list(plan.rules)]}
+        return {"seed": plan.seed, "rules": [rule.to_full_json() for rule in list(plan.rules)]}
 
     def get_faults(self, request: Request) -> dict[str, Any]:
-        """The fault plan: ``{"seed": N, "rules": [...]}``, rules as :func:`rule_json`."""
+        """The fault plan: ``{"seed": N, "rules": [...]}``, each rule as
+        :meth:`~scheduler_emulator.core.faults.FaultRule.to_full_json` shows it (every field its
+        action reads, defaults included)."""
         return self._plan_json()
 
     def add_faults(self, request: Request) -> dict[str, Any]:

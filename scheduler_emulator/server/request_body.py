@@ -16,6 +16,12 @@ from werkzeug.wrappers import Request
 from ..domain.codec import refuse_lone_surrogates
 from ..domain.errors import InvalidArgument
 
+__all__ = [
+    "UnsupportedMediaType",
+    "is_json_type",
+    "request_json",
+]
+
 
 class UnsupportedMediaType(InvalidArgument):
     """415: a request body that is not sent as JSON (``Content-Type`` not ``application/json``

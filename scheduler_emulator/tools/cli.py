@@ -301,8 +301,9 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
-def env_lines(host: str, port: int, project: str) -> list[str]:
-    """The ``export`` lines that point gcloud (§16.1) and our plugin at the daemon.
+def env_lines(host: str, port: int, project: str, pubsub_host: str = "") -> list[str]:
+    """The ``export`` lines that point gcloud and our plugin at the daemon, and Pub/Sub
+    clients at its Pub/Sub emulator (``pubsub_host``, when it has one).
 
     The API endpoint override ends with ``/``, which gcloud requires.
     """
@@ -313,6 +314,8 @@ def env_lines(host: str, port: int, project: str) -> list[str]:
         "CLOUDSDK_CORE_PROJECT": project,
         "CLOUD_SCHEDULER_EMULATOR_HOST": address,
     }
+    if pubsub_host:
+        values["PUBSUB_EMULATOR_HOST"] = pubsub_host
     return [f"export {key}={shlex.quote(value)}" for key, value in values.items()]
 
 
@@ -335,7 +338,8 @@ def daemon_config(host: str, port: int, timeout: float = 2.0) -> dict[str, Any] 
 
 def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
     """Print :func:`env_lines` for the daemon at ``--host``/``--port``, with the project it
-    says it uses (``--project`` overrides it)."""
+    says it uses (``--project`` overrides it) and ``PUBSUB_EMULATOR_HOST`` when it publishes
+    to a Pub/Sub emulator (``--with-pubsub``)."""
     if args.port == 0:
         raise ConfigurationError(
             "--port 0 is not a daemon's port (0 tells start to pick a free one); give the port "
@@ -356,7 +360,8 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
     check_project_id(project, field="--project")
     grpc = None if config is None else bool(config.get("grpc", True))
     notes = client_notes(args.host, args.port, grpc=grpc)
-    for line in env_lines(args.host, args.port, project) + notes:
+    pubsub_host = str((config or {}).get("pubsubEmulatorHost", ""))
+    for line in env_lines(args.host, args.port, project, pubsub_host) + notes:
         out.write(line + "\n")
     return 0
 
@@ -369,26 +374,14 @@ def _make_clock(args: argparse.Namespace) -> Clock:
     return SystemClock()
 
 
-def load_jobs_files(paths: Sequence[str], *, project: str, location: str) -> list[Job]:
-    """Load every jobs file; a job name defined in two files is an error.
-
-    :raises ConfigurationError: naming the file, job, field and value of the first problem, or
-        both files of a duplicated name.
-    """
-    return [
-        job
-        for _, jobs in load_jobs_by_file(paths, project=project, location=location)
-        for job in jobs
-    ]
-
-
 def load_jobs_by_file(
     paths: Sequence[str], *, project: str, location: str
 ) -> list[tuple[str, list[Job]]]:
     """Load every jobs file, keeping which jobs each file holds; warn (on stderr) about a file
     that holds none.
 
-    :raises ConfigurationError: as :func:`load_jobs_files`.
+    :raises ConfigurationError: naming the file, job, field and value of the first problem, or
+        both files of a job name defined twice.
     :return: ``(path, jobs)`` per file, in order.
     """
     per_file: list[tuple[str, list[Job]]] = []

@@ -33,6 +33,15 @@ from ..runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT
 from ..runtime.pubsub import InProcessPublisher
 from .jobs_file import load_jobs_file
 
+__all__ = [
+    "DEMO_START",
+    "EXAMPLE_BASE_URL",
+    "describe",
+    "find_example_dir",
+    "load_example",
+    "run_demo",
+]
+
 DEMO_START = datetime(2026, 9, 24, 0, 0, tzinfo=UTC)
 EXAMPLE_BASE_URL = "http://127.0.0.1:8000"
 
@@ -109,7 +118,7 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     handler.setFormatter(_NoTracebackFormatter("      %(message)s"))
     orders_logger = logging.getLogger("orders")
     orders_logger.setLevel(logging.INFO)
-    service_loggers = [orders_logger, logging.getLogger("scheduler_emulator.target")]
+    service_loggers = [orders_logger, logging.getLogger("scheduler_emulator.service")]
     for service_logger in service_loggers:
         service_logger.addHandler(handler)
 

@@ -9,6 +9,10 @@ from ..core.faults import FaultPlan
 from ..domain.errors import ConfigurationError, InvalidArgument
 from .jobs_file import load_document
 
+__all__ = [
+    "load_fault_file",
+]
+
 
 def load_fault_file(path: str | Path) -> FaultPlan:
     """Read a fault plan from a YAML or JSON file.

@@ -13,8 +13,8 @@ package's own code)::
     1
 
 ``requirements.txt`` is the one rendered file: its ``{emulator_requirement}`` becomes
-:func:`emulator_requirement`, where this emulator was installed from (the package is not on
-PyPI, so its bare name would not install).
+:func:`emulator_requirement` — a git URL when this emulator was installed from one, otherwise
+the distribution's name and version, never a path of the machine that ran ``init``.
 
 Nothing is overwritten unless asked: :func:`write_project` checks every file first, so a
 refusal leaves the directory as it was.
@@ -31,6 +31,17 @@ from pathlib import Path
 from typing import IO
 
 from ..domain.errors import ConfigurationError
+
+__all__ = [
+    "DISTRIBUTION",
+    "PROJECT_FILES",
+    "emulator_requirement",
+    "next_commands",
+    "render",
+    "run_init",
+    "template",
+    "write_project",
+]
 
 #: The files ``init`` writes, in writing order, with what each holds.
 PROJECT_FILES: Mapping[str, str] = {
@@ -61,32 +72,32 @@ DISTRIBUTION = "cloud-scheduler-emulator"
 
 
 def emulator_requirement() -> str:
-    """The requirement line that installs this emulator where it came from.
+    """The requirement line for this emulator, shareable with anyone who clones the project.
 
-    pip records the origin of a package installed from a directory or a VCS URL
-    (``direct_url.json``, PEP 610); that origin is what another venv can install too. A package
-    installed from an index is pinned to its version.
+    pip records the origin of a package installed from a VCS URL (``direct_url.json``, PEP 610):
+    that URL and commit install anywhere. A package installed from a local directory (a clone,
+    ``pip install -e .``) or from an index is named with its version instead: a ``file://``
+    path would only install on the machine that ran ``init`` (the template's comment says how
+    to install the emulator first when no index has it).
 
-    :return: ``cloud-scheduler-emulator @ file:///…`` for a local clone,
-        ``cloud-scheduler-emulator @ git+https://…@<commit>`` for a git URL, otherwise
-        ``cloud-scheduler-emulator==<version>``.
+    :return: ``cloud-scheduler-emulator @ git+https://…@<commit>`` for a git URL, otherwise
+        ``cloud-scheduler-emulator>=<version>``.
     """
     try:
         distribution = metadata.distribution(DISTRIBUTION)
     except metadata.PackageNotFoundError:  # running from a source tree that is not installed
-        return f"{DISTRIBUTION} @ {Path(__file__).resolve().parents[2].as_uri()}"
+        return DISTRIBUTION
     try:
         origin = json.loads(distribution.read_text("direct_url.json") or "null")
     except ValueError:
         origin = None
     if isinstance(origin, dict) and isinstance(origin.get("url"), str):
-        url: str = origin["url"]
         vcs = origin.get("vcs_info")
         if isinstance(vcs, dict) and vcs.get("vcs"):
             commit = vcs.get("commit_id")
-            return f"{DISTRIBUTION} @ {vcs['vcs']}+{url}" + (f"@{commit}" if commit else "")
-        return f"{DISTRIBUTION} @ {url}"
-    return f"{DISTRIBUTION}=={distribution.version}"
+            url = f"{DISTRIBUTION} @ {vcs['vcs']}+{origin['url']}"
+            return url + (f"@{commit}" if commit else "")
+    return f"{DISTRIBUTION}>={distribution.version}"
 
 
 def render(name: str) -> str:

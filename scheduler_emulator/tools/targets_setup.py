@@ -31,6 +31,16 @@ from ..runtime.app_engine import parse_app_engine_urls
 from ..runtime.pubsub import NoPublisher, Publisher
 from ..runtime.pubsub_client import EmulatorPublisher, ensure_topics, pubsub_library_missing
 
+__all__ = [
+    "ENV_VAR",
+    "PubsubEmulatorProcess",
+    "STARTUP_TIMEOUT",
+    "TargetsSetup",
+    "add_arguments",
+    "configure",
+    "free_port",
+]
+
 #: How long ``--with-pubsub`` waits for the Pub/Sub emulator to answer (seconds; its JVM
 #: usually starts in 2–5 s).
 STARTUP_TIMEOUT = 90.0

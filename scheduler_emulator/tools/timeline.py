@@ -25,6 +25,19 @@ from typing import IO
 
 from ..domain.attempts import Attempt, iso
 
+__all__ = [
+    "DETAIL_WIDTH",
+    "TIMELINE_HEADERS",
+    "answered_ok_status",
+    "marks",
+    "notes",
+    "render_table",
+    "render_timeline",
+    "run_key",
+    "shorten",
+    "timeline_rows",
+]
+
 TIMELINE_HEADERS = ("TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "DETAIL")
 _RIGHT = {"TRY", "HTTP", "#", "GAP", "WAIT"}
 _LOST = re.compile(r"the target answered (\d{3})")

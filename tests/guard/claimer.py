@@ -17,7 +17,7 @@ import sys
 
 from werkzeug.test import Client
 
-from scheduler_emulator.target import RunOnceGuard, TimerRouter
+from scheduler_emulator.service import RunOnceGuard, TimerRouter
 
 from .guard_support import open_store, scheduler_headers
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.target import (
+from scheduler_emulator.service import (
     FirestoreRunStore,
     RunOnceGuard,
     RunStore,

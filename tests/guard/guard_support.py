@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from scheduler_emulator.target import FirestoreRunStore, RunStore, SqliteRunStore
+from scheduler_emulator.service import FirestoreRunStore, RunStore, SqliteRunStore
 
 #: The schedule time of the run most tests deliver.
 SCHEDULE_TIME = "2026-09-24T02:00:00Z"

@@ -18,7 +18,7 @@ from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
 from pytest_plugin.facades import CloudRunTimers, TimerNotAcknowledged
-from scheduler_emulator.target import (
+from scheduler_emulator.service import (
     PROPAGATE_EXCEPTIONS_KEY,
     MissingRunHeadersError,
     RunInProgressError,
@@ -30,8 +30,8 @@ from scheduler_emulator.target import (
 
 from .guard_support import SCHEDULE_TIME, scheduler_headers
 
-GUARD_LOGGER = "scheduler_emulator.target.guard"
-ROUTER_LOGGER = "scheduler_emulator.target"
+GUARD_LOGGER = "scheduler_emulator.service.guard"
+ROUTER_LOGGER = "scheduler_emulator.service"
 PROBLEM_500 = (
     b'{"detail":"The server could not complete this request.",'
     b'"type":"urn:hardened:problem:internal-server-error",'

@@ -19,7 +19,7 @@ from typing import IO
 
 import pytest
 
-from scheduler_emulator.target import RunOnceGuard, RunStatus, RunStore
+from scheduler_emulator.service import RunOnceGuard, RunStatus, RunStore
 
 from .guard_support import scheduler_headers, store_spec
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.target import (
+from scheduler_emulator.service import (
     ClaimOutcome,
     MissingRunHeadersError,
     RunInProgressError,
@@ -26,7 +26,7 @@ from scheduler_emulator.target import (
 
 from .guard_support import SCHEDULE_TIME, raw_fields, scheduler_headers
 
-LOGGER = "scheduler_emulator.target.guard"
+LOGGER = "scheduler_emulator.service.guard"
 HEADERS = scheduler_headers()
 KEY = hashlib.sha256(f"nightly/{SCHEDULE_TIME}".encode()).hexdigest()
 LEASE = timedelta(minutes=5)

@@ -21,7 +21,7 @@ import pytest
 
 from pytest_plugin.facades import FunctionTimers
 from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.target import (
+from scheduler_emulator.service import (
     ClaimOutcome,
     FirestoreRunStore,
     MissingRunHeadersError,
@@ -36,8 +36,9 @@ from scheduler_emulator.target import (
     TimerRequest,
     TimerRouter,
 )
-from scheduler_emulator.target.errors import TargetError, TimerClockError
-from scheduler_emulator.target.guard_stores import decide_claim
+from scheduler_emulator.service.errors import TargetError, TimerClockError
+from scheduler_emulator.service.guard_stores import decide_claim
+from scheduler_emulator.wire import NaiveDatetimeError
 
 from .guard_support import SCHEDULE_TIME, scheduler_headers
 
@@ -157,6 +158,14 @@ class TestGuardArguments:
 
     def test_a_clock_returning_a_naive_datetime_is_an_error(self) -> None:
         guard = RunOnceGuard(clock=lambda: datetime(2026, 9, 24, 2, 0))
+
+        with pytest.raises(
+            NaiveDatetimeError, match=r"clock returned 2026-09-24T02:00:00 is naive"
+        ):
+            guard.claim(scheduler_headers())
+
+    def test_a_clock_returning_no_datetime_is_an_error(self) -> None:
+        guard = RunOnceGuard(clock=lambda: "02:00")  # type: ignore[arg-type,return-value]
 
         with pytest.raises(TimerClockError, match=r"aware datetime, such as datetime.now\(UTC\)"):
             guard.claim(scheduler_headers())
@@ -474,7 +483,7 @@ class TestFirestoreStore:
     def test_without_the_package_the_store_says_which_extra_to_install(self) -> None:
         code = (
             "import sys; sys.modules['google.cloud.firestore'] = None\n"
-            "import scheduler_emulator.target as target\n"
+            "import scheduler_emulator.service as target\n"
             "try:\n"
             "    target.FirestoreRunStore()\n"
             "except ImportError as exc:\n"
@@ -493,7 +502,7 @@ class TestFirestoreStore:
 
 def test_importing_the_target_package_loads_no_web_framework_database_or_engine() -> None:
     code = (
-        "import sys, scheduler_emulator.target\n"
+        "import sys, scheduler_emulator.service\n"
         "heavy = ('werkzeug', 'flask', 'sqlite3', '_sqlite3', 'google')\n"
         "engine = ('scheduler_emulator.runtime.engine', 'scheduler_emulator.runtime.emulator')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in engine))\n"
@@ -529,7 +538,7 @@ class TestFirestoreContention:
 
     def store(self, fields: dict[str, Any] | None, monkeypatch: pytest.MonkeyPatch) -> Any:
         pytest.importorskip("google.cloud.firestore")
-        from scheduler_emulator.target.guard_stores import FirestoreRunStore
+        from scheduler_emulator.service.guard_stores import FirestoreRunStore
 
         store = FirestoreRunStore(client=object())
         document = self._Document(fields)

@@ -18,7 +18,7 @@ import time
 import pydantic
 from fastapi import FastAPI
 
-from scheduler_emulator.target import TimerRequest, TimerRouter
+from scheduler_emulator.service import TimerRequest, TimerRouter
 
 
 class Order(pydantic.BaseModel):
@@ -112,7 +112,7 @@ def test_a_wsgi_handler_that_runs_asyncio_run_finishes_under_the_virtual_clock(
         from datetime import UTC, datetime, timedelta
 
         from flask import Flask
-        from scheduler_emulator.target import TimerRouter
+        from scheduler_emulator.service import TimerRouter
 
 
         def test_day(cloud_scheduler):

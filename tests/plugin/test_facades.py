@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from flask import Flask
 
-from scheduler_emulator.target import TimerRequest, TimerRouter
+from scheduler_emulator.service import TimerRequest, TimerRouter
 
 
 @dataclass

@@ -17,8 +17,8 @@ from werkzeug.wrappers import Request, Response
 
 from pytest_plugin.live import LiveScheduler
 from pytest_plugin.scheduler import CloudScheduler
-from scheduler_emulator.target import TokenError, verify_scheduler_token
-from scheduler_emulator.target.auth import (
+from scheduler_emulator.service import TokenError, verify_scheduler_token
+from scheduler_emulator.service.auth import (
     ExpiredTokenError,
     InvalidSignatureError,
     WrongAudienceError,

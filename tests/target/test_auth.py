@@ -20,14 +20,14 @@ from werkzeug.wrappers import Request, Response
 
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.tokens import SigningKey, TokenAuthority
-from scheduler_emulator.target import (
+from scheduler_emulator.service import (
     CertsUnavailableError,
     SchedulerTokenMiddleware,
     TimerRequest,
     TokenError,
     verify_scheduler_token,
 )
-from scheduler_emulator.target.auth import (
+from scheduler_emulator.service.auth import (
     CLAIMS_ENVIRON_KEY,
     ExpiredTokenError,
     InvalidSignatureError,
@@ -41,7 +41,7 @@ from scheduler_emulator.target.auth import (
     clear_certs_cache,
     verify_id_token,
 )
-from scheduler_emulator.target.errors import TargetError
+from scheduler_emulator.service.errors import TargetError
 
 INVOKER = "scheduler-invoker@my-project.iam.gserviceaccount.com"
 AUDIENCE = "https://orders-abc123-uc.a.run.app"
@@ -315,7 +315,7 @@ class TestMiddleware:
     def test_a_timer_request_without_token_gets_an_empty_401_and_a_warning(
         self, client: Client, caplog: pytest.LogCaptureFixture
     ) -> None:
-        caplog.set_level(logging.WARNING, logger="scheduler_emulator.target")
+        caplog.set_level(logging.WARNING, logger="scheduler_emulator.service")
         response = client.post("/_triggers/timer/nightly")
         assert response.status_code == 401
         assert response.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
@@ -352,8 +352,8 @@ class TestMiddleware:
     ],
 )
 def test_every_token_error_the_docs_name_is_importable_from_the_target_package(name: str) -> None:
-    import scheduler_emulator.target as target
-    import scheduler_emulator.target.auth as auth
+    import scheduler_emulator.service as target
+    import scheduler_emulator.service.auth as auth
 
     assert getattr(target, name) is getattr(auth, name)
     assert name in target.__all__

@@ -25,7 +25,7 @@ import starlette.routing
 from starlette.requests import Request
 from werkzeug.test import Client
 
-from scheduler_emulator.target import (
+from scheduler_emulator.service import (
     EXCEPTION_ENVIRON_KEY,
     RunOnceGuard,
     TimerAsgiMiddleware,
@@ -33,14 +33,14 @@ from scheduler_emulator.target import (
     TimerRouter,
     find_router,
 )
-from scheduler_emulator.target.auth import (
+from scheduler_emulator.service.auth import (
     MalformedTokenError,
     verify_scheduler_token,
     verify_scheduler_token_async,
 )
-from scheduler_emulator.target.router import run_awaitable
+from scheduler_emulator.service.router import run_awaitable
 
-LOGGER = "scheduler_emulator.target"
+LOGGER = "scheduler_emulator.service"
 PROBLEM_500 = (
     b'{"detail":"The server could not complete this request.",'
     b'"type":"urn:hardened:problem:internal-server-error",'
@@ -376,7 +376,7 @@ class TestTokensFromAsyncHandlers:
                 verify_scheduler_token(request, audience="a", keys={"keys": []})
 
     def test_the_async_variant_raises_the_same_token_errors(self) -> None:
-        from scheduler_emulator.target import TokenError
+        from scheduler_emulator.service import TokenError
 
         async def verify() -> None:
             await verify_scheduler_token_async({}, audience="a", keys={"keys": []})

@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from werkzeug.test import Client
 
-from scheduler_emulator.target import BindingError, TimerRouter, encode_payload
-from scheduler_emulator.target.binding import (
+from scheduler_emulator.service import BindingError, TimerRouter, encode_payload
+from scheduler_emulator.service.binding import (
     NO_JSON_TOKENS,
     bind,
     bind_body,
@@ -372,7 +372,7 @@ class TestShapesThatDoNotBind:
     ) -> None:
         run(Line, b'{"sku": 5, "colour": "red"}')
 
-        (record,) = [r for r in caplog.records if r.name == "scheduler_emulator.target"]
+        (record,) = [r for r in caplog.records if r.name == "scheduler_emulator.service"]
         assert record.levelno == logging.WARNING
         assert record.getMessage() == (
             "TIMER /report refused with 400: order.colour: Line has no field 'colour'; its fields "

@@ -20,8 +20,8 @@ import pytest
 from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.test import Client
 
-import scheduler_emulator.target as target_package
-from scheduler_emulator.target import (
+import scheduler_emulator.service as target_package
+from scheduler_emulator.service import (
     PROPAGATE_EXCEPTIONS_KEY,
     TimerMiddleware,
     TimerRequest,
@@ -346,7 +346,7 @@ class TestFindRouter:
 
 
 def test_target_package_imports_nothing_of_the_emulator_engine() -> None:
-    """``scheduler_emulator.target`` needs only the two stdlib-only leaves of the package: the wire
+    """``scheduler_emulator.service`` needs only the two stdlib-only leaves of the package: the wire
     contract and the real-time helpers.
 
     The check loads ``target`` under a stand-in parent package, in a fresh interpreter, and
@@ -360,7 +360,7 @@ def test_target_package_imports_nothing_of_the_emulator_engine() -> None:
         parent.__path__ = [{str(package)!r}]
         sys.modules["scheduler_emulator"] = parent
         before = set(sys.modules)
-        import scheduler_emulator.target
+        import scheduler_emulator.service
         print("\\n".join(sorted(set(sys.modules) - before)))
         """
     )
@@ -370,8 +370,8 @@ def test_target_package_imports_nothing_of_the_emulator_engine() -> None:
     loaded = result.stdout.split()
 
     ours = [m for m in loaded if m.startswith("scheduler_emulator")]
-    assert "scheduler_emulator.target" in ours
-    assert [m for m in ours if not m.startswith("scheduler_emulator.target")] == [
+    assert "scheduler_emulator.service" in ours
+    assert [m for m in ours if not m.startswith("scheduler_emulator.service")] == [
         "scheduler_emulator.realtime",
         "scheduler_emulator.wire",
     ]
@@ -382,7 +382,7 @@ def test_target_package_imports_nothing_of_the_emulator_engine() -> None:
 def test_importing_target_through_the_real_package_loads_no_engine() -> None:
     """The parent package imports its engine lazily, so a service pays only for ``target``."""
     script = (
-        "import sys, scheduler_emulator.target\n"
+        "import sys, scheduler_emulator.service\n"
         "print('\\n'.join(m for m in sys.modules if m.startswith('scheduler_emulator')))"
     )
     result = subprocess.run(

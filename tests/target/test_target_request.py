@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from scheduler_emulator.target import CaseInsensitiveHeaders, TimerRequest
+from scheduler_emulator.service import CaseInsensitiveHeaders, TimerRequest
 
 
 class TestHeaders:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from werkzeug.test import Client, EnvironBuilder
 
-from scheduler_emulator.target import (
+from scheduler_emulator.service import (
     EXCEPTION_ENVIRON_KEY,
     PROPAGATE_EXCEPTIONS_KEY,
     Timer,
@@ -25,7 +25,7 @@ from scheduler_emulator.target import (
     UnknownTimerError,
 )
 
-LOGGER = "scheduler_emulator.target"
+LOGGER = "scheduler_emulator.service"
 PROBLEM_500 = (
     b'{"detail":"The server could not complete this request.",'
     b'"type":"urn:hardened:problem:internal-server-error",'

@@ -9,12 +9,12 @@ loads it) unchanged, with two additions made from outside:
   ``sweep`` works that long), so that a ``deadline`` fault's retry arrives while the first
   handler still runs — the seed's "long-running target" cause of duplicates;
 - with ``guard=True``, every timer request goes through a
-  :class:`~scheduler_emulator.target.RunOnceGuard` (in-memory SQLite store) before the app:
+  :class:`~scheduler_emulator.service.RunOnceGuard` (in-memory SQLite store) before the app:
   a duplicate of a completed run is answered 200 without sweeping, a run in progress 409.
 
 A service guards its handlers with ``@guard.once`` under ``@router.timer`` (see
-``scheduler_emulator.target.guard``); this module wraps the WSGI app instead, with the guard's
-framework-neutral :meth:`~scheduler_emulator.target.RunOnceGuard.run`, so that the example's
+``scheduler_emulator.service.guard``); this module wraps the WSGI app instead, with the guard's
+framework-neutral :meth:`~scheduler_emulator.service.RunOnceGuard.run`, so that the example's
 ``app.py`` stays as it is.
 """
 
@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from scheduler_emulator.target import DEFAULT_PREFIX, RunOnceGuard
-from scheduler_emulator.target.guard import DUPLICATE_RESPONSE, RunRefusedError
+from scheduler_emulator.service import DEFAULT_PREFIX, RunOnceGuard
+from scheduler_emulator.service.guard import DUPLICATE_RESPONSE, RunRefusedError
 from scheduler_emulator.tools.demo import load_example
 
 orders = load_example(Path(__file__).resolve().parent.parent)

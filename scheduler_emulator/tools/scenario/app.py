@@ -18,6 +18,11 @@ from ...domain.resources import Job
 from ...runtime.transports import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
 from .model import _APP_RE, _CALL_SYNTAX_RE, _FRESH, Scenario, _problem, _show
 
+__all__ = [
+    "load_app",
+    "rebase_url",
+]
+
 # ------------------------------------------------------------------------------- the target
 
 

@@ -17,6 +17,22 @@ from ...domain.codec import parse_timestamp, show_value
 from ...domain.errors import ApiError, ConfigurationError
 from ...domain.resources import Job
 from ...runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT
+from ...wire import NaiveDatetimeError, to_instant
+
+__all__ = [
+    "Check",
+    "DEFAULT_START",
+    "Expectation",
+    "OPERATORS",
+    "ProbeSpec",
+    "STEP_KINDS",
+    "Scenario",
+    "Step",
+    "TOP_LEVEL_KEYS",
+    "TargetSpec",
+    "parse_duration",
+    "parse_instant",
+]
 
 #: Where a scenario's clock starts when it sets no ``start``.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -111,12 +127,13 @@ def parse_instant(value: Any) -> datetime:
     :return: the instant in UTC.
     """
     if isinstance(value, datetime):
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError(
+        try:
+            return to_instant(value, "the time")
+        except NaiveDatetimeError:
+            raise NaiveDatetimeError(
                 f"{_show(value)} has no UTC offset; write it as RFC 3339 such as "
                 '"2026-09-24T02:00:00Z"'
-            )
-        return value.astimezone(UTC)
+            ) from None
     try:
         return parse_timestamp(value)
     except ApiError as exc:

@@ -19,6 +19,15 @@ from ...runtime.store import Store
 from .app import _Delivery, _prepare, rebase_url
 from .model import _SELECTOR_RE, Expectation, Scenario, _problem
 
+__all__ = [
+    "CheckResult",
+    "ScenarioRun",
+    "count_runs",
+    "evaluate",
+    "run_scenario",
+    "select",
+]
+
 # ------------------------------------------------------------------------------- running
 
 

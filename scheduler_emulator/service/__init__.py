@@ -1,8 +1,8 @@
-"""Target side: code that runs inside the service Cloud Scheduler calls (spec §1).
+"""Target side: code that runs inside the service Cloud Scheduler calls.
 
 Importable by a production service without the emulator::
 
-    from scheduler_emulator.target import TimerRequest, TimerRouter
+    from scheduler_emulator.service import TimerRequest, TimerRouter
 
     router = TimerRouter()
 
@@ -14,11 +14,15 @@ Importable by a production service without the emulator::
     application = router.wsgi(django_app)   # any WSGI app
     application = router.asgi(asgi_app)     # any ASGI app
 
-- :mod:`.router` — :class:`TimerRouter`, :class:`Timer`, :func:`find_router`, the answers and the
-  log lines;
+- :mod:`.router` — :class:`TimerRouter`, :class:`Timer`, the answers and the log lines;
+- :mod:`.frameworks` — the router in front of WSGI, Flask, Starlette/FastAPI and
+  functions-framework, and :func:`find_router`;
 - :mod:`.asgi` — :class:`TimerAsgiMiddleware`, the router under ASGI (standard library only);
 - :mod:`.request` — :class:`TimerRequest`, what a handler sees of the request;
 - :mod:`.binding` — how a JSON body binds to a payload parameter (400 when it does not);
+- :mod:`.guard` — :class:`RunOnceGuard`, a run's work done once however often it is delivered;
+  its refusals (:mod:`.guard_refusals`), its Flask-view adapter (:mod:`.guard_views`) and its
+  stores (:mod:`.guard_stores`);
 - :mod:`.auth` — :func:`verify_scheduler_token`, :class:`SchedulerTokenMiddleware` and the
   :class:`TokenError` tree: check the OIDC token Cloud Scheduler sends (loaded on first use).
 """
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .asgi import TimerAsgiMiddleware
 from .binding import BindingError, encode_payload
+from .frameworks import TimerMiddleware, find_router
 from .guard import (
     Attempt,
     MissingRunHeadersError,
@@ -52,12 +57,10 @@ from .router import (
     EXCEPTION_ENVIRON_KEY,
     PROPAGATE_EXCEPTIONS_KEY,
     Timer,
-    TimerMiddleware,
     TimerResponse,
     TimerRouter,
     UnknownTimerError,
     WsgiApp,
-    find_router,
 )
 
 if TYPE_CHECKING:

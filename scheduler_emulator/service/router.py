@@ -57,30 +57,51 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get
 from ..wire import TIMER_PREFIX
 from .binding import BindingError, bind_body, check_bindable, type_name
 from .errors import TargetError
-from .request import CaseInsensitiveHeaders, TimerRequest
+from .request import TimerRequest
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; werkzeug is imported lazily
     from werkzeug.wrappers import Request as WerkzeugRequest
     from werkzeug.wrappers import Response as WerkzeugResponse
 
     from .asgi import AsgiApp, TimerAsgiMiddleware
+    from .frameworks import TimerMiddleware
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "EXCEPTION_ENVIRON_KEY",
+    "INTERNAL_SERVER_ERROR_BODY",
+    "PROBLEM_JSON",
+    "PROPAGATE_EXCEPTIONS_KEY",
+    "Timer",
+    "TimerResponse",
+    "TimerRouter",
+    "UnknownTimerError",
+    "VALIDATION_PROBLEM_TITLE",
+    "VALIDATION_PROBLEM_TYPE",
+    "WsgiApp",
+    "check_handler_shape",
+    "describe_handler",
+    "is_async_handler",
+    "normalise_prefix",
+    "run_awaitable",
+]
 
 #: A WSGI application: ``app(environ, start_response) -> iterable of bytes``.
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The logger every routing outcome is logged on.
-logger = logging.getLogger("scheduler_emulator.target")
+logger = logging.getLogger("scheduler_emulator.service")
 
 #: The path a job's URI carries the timer's name under, unless the router sets another.
 DEFAULT_PREFIX = TIMER_PREFIX
 #: The environ key (and Flask ``request.environ`` key) holding the exception a handler raised,
 #: so an in-process caller (the Cloud Run style façade, spec §2) can re-raise it.
-EXCEPTION_ENVIRON_KEY = "scheduler_emulator.target.exception"
+EXCEPTION_ENVIRON_KEY = "scheduler_emulator.service.exception"
 #: An environ key (also read from a Flask ``request.environ``): when its value is true, an
 #: exception a handler raised propagates out of the WSGI call instead of answering 500 (after it
 #: is logged), so an in-process test fails with the handler's own exception (spec §2).
-PROPAGATE_EXCEPTIONS_KEY = "scheduler_emulator.target.propagate_exceptions"
+PROPAGATE_EXCEPTIONS_KEY = "scheduler_emulator.service.propagate_exceptions"
 #: The exact body of the 500 answered when a handler raises.
 INTERNAL_SERVER_ERROR_BODY = (
     b'{"detail":"The server could not complete this request.",'
@@ -337,74 +358,6 @@ def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
     )
 
 
-def _environ_headers(environ: Mapping[str, Any]) -> list[tuple[str, str]]:
-    headers = [
-        (key[5:].replace("_", "-").title(), str(value))
-        for key, value in environ.items()
-        if key.startswith("HTTP_")
-    ]
-    for key, name in (("CONTENT_TYPE", "Content-Type"), ("CONTENT_LENGTH", "Content-Length")):
-        if environ.get(key):
-            headers.append((name, str(environ[key])))
-    return headers
-
-
-def _read_body(environ: Mapping[str, Any]) -> bytes:
-    stream = environ.get("wsgi.input")
-    if stream is None:
-        return b""
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or -1)
-    except ValueError:
-        length = -1
-    if length >= 0:
-        return bytes(stream.read(length)) if length else b""
-    if environ.get("wsgi.input_terminated"):  # chunked body, server-terminated stream
-        return bytes(stream.read())
-    return b""
-
-
-def _wsgi_path(environ: Mapping[str, Any]) -> str:
-    raw = str(environ.get("PATH_INFO") or "/")
-    try:  # PEP 3333: the path's bytes decoded as latin-1; re-read them as UTF-8
-        return raw.encode("latin-1").decode("utf-8")
-    except UnicodeError:
-        return raw
-
-
-def _not_found(start_response: Callable[..., Any]) -> list[bytes]:
-    start_response("404 Not Found", [("Content-Length", "0")])
-    return [b""]
-
-
-class TimerMiddleware:
-    """The WSGI app :meth:`TimerRouter.wsgi` returns: timer routes first, then ``app``.
-
-    :param router: the router serving the timer routes (also ``self.timer_router``).
-    :param app: the wrapped app for every other path, or ``None`` to answer those with 404.
-    """
-
-    def __init__(self, router: TimerRouter, app: WsgiApp | None) -> None:
-        self.timer_router = router
-        self.app = app
-
-    def __call__(
-        self, environ: dict[str, Any], start_response: Callable[..., Any]
-    ) -> Iterable[bytes]:
-        """Serve one request (PEP 3333).
-
-        :param environ: the WSGI environ; gets :data:`EXCEPTION_ENVIRON_KEY` when a handler raised.
-        :param start_response: the WSGI ``start_response`` callable.
-        :raises Exception: the handler's exception, when ``environ`` sets
-            :data:`PROPAGATE_EXCEPTIONS_KEY`.
-        :return: the body iterable.
-        """
-        return self.timer_router._serve(environ, start_response, self.app)
-
-    def __repr__(self) -> str:
-        return f"TimerMiddleware({self.timer_router!r}, app={self.app!r})"
-
-
 class TimerRouter:
     """Routes Cloud Scheduler job runs to handlers registered with :meth:`timer` (spec §1).
 
@@ -633,24 +586,9 @@ class TimerRouter:
     def _serve(
         self, environ: dict[str, Any], start_response: Callable[..., Any], app: WsgiApp | None
     ) -> Iterable[bytes]:
-        path = _wsgi_path(environ)
-        name = self.match(path)
-        if name is None:
-            return _not_found(start_response) if app is None else app(environ, start_response)
-        request = TimerRequest(
-            headers=CaseInsensitiveHeaders(_environ_headers(environ)),
-            body=_read_body(environ),
-            method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
-            path=path,
-        )
-        response = self.dispatch(request, name)
-        assert response is not None
-        if response.exception is not None:
-            environ[EXCEPTION_ENVIRON_KEY] = response.exception
-            if environ.get(PROPAGATE_EXCEPTIONS_KEY):
-                raise response.exception
-        start_response(response.status_line, list(response.headers))
-        return [response.body]
+        from .frameworks import serve_wsgi
+
+        return serve_wsgi(self, environ, start_response, app)
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -674,6 +612,8 @@ class TimerRouter:
             ``None`` too, answers every other path with 404).
         :return: a WSGI app whose ``timer_router`` attribute is this router.
         """
+        from .frameworks import TimerMiddleware
+
         return TimerMiddleware(self, app if app is not None else self.app)
 
     def asgi(self, app: AsgiApp | None = None) -> TimerAsgiMiddleware:
@@ -694,135 +634,46 @@ class TimerRouter:
     # ----------------------------------------------------------------- Flask and functions
 
     def init_app(self, flask_app: Any) -> None:
-        """Serve the timer routes in front of a Flask, Starlette or FastAPI app.
+        """Serve the timer routes in front of a Flask, Starlette or FastAPI app
+        (:func:`~scheduler_emulator.service.frameworks.init_app`).
 
-        Flask: wraps ``flask_app.wsgi_app`` with :meth:`wsgi` and sets
-        ``flask_app.extensions["timer_router"]``. Starlette and FastAPI (an app with
-        ``add_middleware`` and ``state``): adds :class:`~scheduler_emulator.target.asgi.
-        TimerAsgiMiddleware` as middleware and sets ``app.state.timer_router``; call it before
-        the app serves its first request. Calling it again with the same router does nothing.
-
-        :param flask_app: a :class:`flask.Flask` (anything with ``wsgi_app`` and ``extensions``),
-            or a ``starlette.applications.Starlette`` / ``fastapi.FastAPI``.
+        :param flask_app: a :class:`flask.Flask`, or a Starlette / FastAPI app.
         :raises ValueError: when another router is already installed on the app.
         """
-        if not hasattr(flask_app, "wsgi_app") and hasattr(flask_app, "add_middleware"):
-            self._init_starlette(flask_app)
-            return
-        installed = flask_app.extensions.get("timer_router")
-        if installed is self:
-            return
-        if installed is not None:
-            raise ValueError(
-                f"{flask_app!r} already serves timers through {installed!r}; register every "
-                "timer on that one router."
-            )
-        flask_app.wsgi_app = self.wsgi(flask_app.wsgi_app)
-        flask_app.extensions["timer_router"] = self
+        from .frameworks import init_app
 
-    def _init_starlette(self, app: Any) -> None:
-        from .asgi import TimerAsgiMiddleware
-
-        installed = getattr(app.state, "timer_router", None)
-        if installed is self:
-            return
-        if installed is not None:
-            raise ValueError(
-                f"{app!r} already serves timers through {installed!r}; register every "
-                "timer on that one router."
-            )
-        app.add_middleware(TimerAsgiMiddleware, router=self)
-        app.state.timer_router = self
+        init_app(self, flask_app)
 
     def handle_flask(self, request: WerkzeugRequest, name: str | None = None) -> WerkzeugResponse:
-        """Answer a Flask/werkzeug request: for a functions-framework function or a Flask view.
-
-        A function deployed with functions-framework (Cloud Functions 2nd gen)::
-
-            @functions_framework.http
-            def timers(request):
-                return router.handle_flask(request)
-
-        or a Flask view whose route carries the name::
-
-            @app.route("/_triggers/timer/<path:name>", methods=["GET", "POST", "PUT"])
-            def timers(name):
-                return router.handle_flask(flask.request, name=name)
+        """Answer a Flask/werkzeug request: for a functions-framework function or a Flask view
+        (:func:`~scheduler_emulator.service.frameworks.handle_flask`).
 
         :param request: the incoming request; its body is read (and cached on the request).
         :param name: the timer's name; ``None`` takes it from ``request.path`` with :meth:`match`.
-        :return: the answer as a :class:`werkzeug.wrappers.Response`; an empty 404 when ``name``
-            is ``None`` and the path is not a timer route. When the handler raised, the exception
-            is also in ``request.environ[EXCEPTION_ENVIRON_KEY]``.
         :raises Exception: the handler's exception, when ``request.environ`` sets
             :data:`PROPAGATE_EXCEPTIONS_KEY`.
+        :return: the answer as a :class:`werkzeug.wrappers.Response`.
         """
-        from werkzeug.wrappers import Response
+        from .frameworks import handle_flask
 
-        timer_request = TimerRequest(
-            headers=CaseInsensitiveHeaders(request.headers.items()),
-            body=request.get_data(cache=True),
-            method=request.method,
-            path=request.path,
-        )
-        answer = self.dispatch(timer_request, name)
-        if answer is None:
-            return Response(b"", status=404)
-        if answer.exception is not None:
-            request.environ[EXCEPTION_ENVIRON_KEY] = answer.exception
-            if request.environ.get(PROPAGATE_EXCEPTIONS_KEY):
-                raise answer.exception
-        return Response(answer.body, status=answer.status, headers=list(answer.headers))
+        return handle_flask(self, request, name)
 
     def functions_framework_handler(self) -> Callable[[WerkzeugRequest], WerkzeugResponse]:
-        """Return a function for ``functions-framework``: ``request`` → :meth:`handle_flask`.
+        """Return a function for ``functions-framework``: ``request`` → :meth:`handle_flask`
+        (:func:`~scheduler_emulator.service.frameworks.functions_framework_handler`).
 
-        ``timers = router.functions_framework_handler()`` in ``main.py``, deployed with
-        ``--entry-point timers``; the returned function has a ``timer_router`` attribute.
-
-        :return: ``handler(request) -> Response``.
+        :return: ``handler(request) -> Response`` with a ``timer_router`` attribute.
         """
+        from .frameworks import functions_framework_handler
 
-        def handler(request: WerkzeugRequest) -> WerkzeugResponse:
-            return self.handle_flask(request)
-
-        handler.timer_router = self  # type: ignore[attr-defined]
-        return handler
+        return functions_framework_handler(self)
 
 
-def find_router(app: Any) -> TimerRouter | None:
-    """Discover the timer router serving an app (for the testing façades, spec §2).
+def __getattr__(name: str) -> Any:
+    """``TimerMiddleware`` and ``find_router`` moved to :mod:`.frameworks`; still importable
+    from here."""
+    if name in ("TimerMiddleware", "find_router"):
+        from . import frameworks
 
-    Looks, in order, at: ``app`` itself, ``app.timer_router`` (what :meth:`TimerRouter.wsgi`,
-    :meth:`TimerRouter.asgi` and :meth:`TimerRouter.functions_framework_handler` return),
-    ``app.wsgi_app.timer_router``, ``app.extensions["timer_router"]`` (Flask after
-    :meth:`TimerRouter.init_app`) and ``app.state.timer_router`` (Starlette and FastAPI after
-    ``init_app``), then through wrapping middleware (``.wsgi_app`` and ``.app`` attributes, a
-    few levels deep).
-
-    :param app: a router, a WSGI app, a Flask app, a handler function...
-    :return: the router, or ``None`` when none is found.
-    """
-    queue: list[tuple[Any, int]] = [(app, 0)]
-    seen: set[int] = set()
-    while queue:
-        candidate, depth = queue.pop(0)
-        if candidate is None or id(candidate) in seen:
-            continue
-        seen.add(id(candidate))
-        found = [candidate, getattr(candidate, "timer_router", None)]
-        found.append(getattr(getattr(candidate, "wsgi_app", None), "timer_router", None))
-        extensions = getattr(candidate, "extensions", None)
-        if isinstance(extensions, Mapping):
-            found.append(extensions.get("timer_router"))
-        state = getattr(candidate, "state", None)
-        if state is not None:
-            found.append(getattr(state, "timer_router", None))
-        for router in found:
-            if isinstance(router, TimerRouter):
-                return router
-        if depth < 4:
-            queue.extend(
-                (getattr(candidate, attr, None), depth + 1) for attr in ("wsgi_app", "app")
-            )
-    return None
+        return getattr(frameworks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,7 @@ The ``X-CloudScheduler*`` headers can be sent by anyone; a job with ``oidcToken`
 ``Authorization: Bearer <ID token>``, an RS256 JWT signed by Google (or by the emulator's own
 key). A service checks it with::
 
-    from scheduler_emulator.target import TokenError, verify_scheduler_token
+    from scheduler_emulator.service import TokenError, verify_scheduler_token
 
     try:
         claims = verify_scheduler_token(
@@ -58,20 +58,46 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..realtime import real_monotonic
+from ..wire import to_instant
 from .errors import TargetError
 from .request import CaseInsensitiveHeaders
+
+__all__ = [
+    "CERTS_MAX_AGE_SECONDS",
+    "CLAIMS_ENVIRON_KEY",
+    "CertsUnavailableError",
+    "ExpiredTokenError",
+    "GOOGLE_CERTS_URL",
+    "GOOGLE_ISSUERS",
+    "InvalidSignatureError",
+    "MalformedTokenError",
+    "MissingTokenError",
+    "SchedulerTokenMiddleware",
+    "TokenError",
+    "TokenNotYetValidError",
+    "WrongAudienceError",
+    "WrongEmailError",
+    "WrongIssuerError",
+    "bearer_token",
+    "clear_certs_cache",
+    "fetch_certs",
+    "load_keys",
+    "verify_id_token",
+    "verify_scheduler_token",
+    "verify_scheduler_token_async",
+]
 
 #: Google's signing keys as a JWK Set (the v1 URL serves the same keys as PEM certificates).
 GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v3/certs"
 #: The ``iss`` values of Google ID tokens.
 GOOGLE_ISSUERS = ("https://accounts.google.com", "accounts.google.com")
 #: The environ key where :class:`SchedulerTokenMiddleware` leaves the verified claims.
-CLAIMS_ENVIRON_KEY = "scheduler_emulator.target.token_claims"
+CLAIMS_ENVIRON_KEY = "scheduler_emulator.service.token_claims"
 #: Seconds fetched keys are reused before they are fetched again (an unknown key ID always
 #: triggers a fetch).
 CERTS_MAX_AGE_SECONDS = 300.0
 
-logger = logging.getLogger("scheduler_emulator.target")
+logger = logging.getLogger("scheduler_emulator.service")
 
 
 class TokenError(TargetError):
@@ -146,7 +172,7 @@ def bearer_token(request: Any) -> str:
     """Return the bearer token a request carries.
 
     :param request: a werkzeug/Flask request, a Django or Starlette request, a
-        :class:`~scheduler_emulator.target.TimerRequest` (anything with ``headers``), a headers
+        :class:`~scheduler_emulator.service.TimerRequest` (anything with ``headers``), a headers
         mapping (any case), a WSGI environ, an ASGI scope, or the ``Authorization`` value or
         token itself.
     :raises MissingTokenError: when there is no ``Authorization: Bearer <token>``.
@@ -369,7 +395,7 @@ def verify_scheduler_token(
     (:data:`GOOGLE_CERTS_URL`, or ``<emulator>/_emulator/oidc/certs``).
 
     :param request: a werkzeug/Flask or Django request, a
-        :class:`~scheduler_emulator.target.TimerRequest`, a headers mapping, a WSGI environ, or
+        :class:`~scheduler_emulator.service.TimerRequest`, a headers mapping, a WSGI environ, or
         the token.
     :param audience: the accepted ``aud`` value(s), compared exactly.
     :param certs_url: where the signing keys are published.
@@ -480,9 +506,7 @@ def _check_claims(
         if isinstance(claims.get(name), bool) or not isinstance(claims.get(name), int | float):
             raise MalformedTokenError(f"The token's {name!r} claim is missing or not a number.")
     slack = leeway.total_seconds() if isinstance(leeway, timedelta) else float(leeway)
-    if now is not None and (now.tzinfo is None or now.utcoffset() is None):
-        raise ValueError("now must be timezone-aware, e.g. datetime.now(UTC).")
-    at = now.timestamp() if now is not None else time.time()
+    at = to_instant(now, "now").timestamp() if now is not None else time.time()
     exp, iat = float(claims["exp"]), float(claims["iat"])
     if at > exp + slack:
         advice = (
@@ -555,7 +579,7 @@ class SchedulerTokenMiddleware:
     and a WARNING log line saying why; if the keys cannot be fetched, a 503 (Cloud Scheduler
     retries). Accepted requests carry the claims in ``environ[CLAIMS_ENVIRON_KEY]``.
 
-    Put it outside a :class:`~scheduler_emulator.target.TimerRouter`, which answers timer routes
+    Put it outside a :class:`~scheduler_emulator.service.TimerRouter`, which answers timer routes
     itself::
 
         router.init_app(app)

@@ -36,9 +36,11 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..wire import to_instant
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; sqlite3 is imported when a store is made
     import sqlite3
@@ -140,12 +142,12 @@ class RunRecord:
 def _instant(value: Any) -> datetime:
     """Read a stored instant (an aware datetime or ISO 8601 text) as an aware UTC datetime.
 
-    :raises ValueError: for anything else, or a naive instant.
+    :raises ValueError: for anything else (:class:`NaiveDatetimeError` for a naive instant).
     """
     instant = datetime.fromisoformat(value) if isinstance(value, str) else value
-    if not isinstance(instant, datetime) or instant.tzinfo is None:
+    if not isinstance(instant, datetime):
         raise ValueError(f"{value!r} is not an aware instant")
-    return instant.astimezone(UTC)
+    return to_instant(instant, "the stored instant")
 
 
 @dataclass(frozen=True)
@@ -228,11 +230,9 @@ class RunStore(Protocol):
 def _text(instant: datetime) -> str:
     """An aware instant as fixed-width UTC ISO 8601, so that text order is time order.
 
-    :raises ValueError: for a naive datetime.
+    :raises NaiveDatetimeError: for a naive datetime.
     """
-    if instant.tzinfo is None:
-        raise ValueError(f"{instant!r} is naive; pass an aware datetime such as datetime.now(UTC)")
-    return instant.astimezone(UTC).isoformat(timespec="microseconds")
+    return to_instant(instant, "the instant").isoformat(timespec="microseconds")
 
 
 def _why_unopenable(path: str, exc: Exception) -> str:

@@ -49,6 +49,17 @@ from datetime import date, datetime
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 from uuid import UUID
 
+__all__ = [
+    "BindingError",
+    "NO_JSON_TOKENS",
+    "bind",
+    "bind_body",
+    "check_bindable",
+    "encode_payload",
+    "parse_json",
+    "type_name",
+]
+
 #: The message for an empty (or whitespace-only) body bound to a payload parameter.
 NO_JSON_TOKENS = "The input does not contain any JSON tokens."
 

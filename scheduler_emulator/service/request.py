@@ -13,7 +13,7 @@ Cloud Scheduler sets that identify a run, already decoded::
     >>> request.schedule_time
     datetime.datetime(2026, 9, 24, 2, 0, tzinfo=datetime.timezone.utc)
 
-In function style (:meth:`TimerRouter.invoke <scheduler_emulator.target.TimerRouter.invoke>`
+In function style (:meth:`TimerRouter.invoke <scheduler_emulator.service.TimerRouter.invoke>`
 without a request) the handler gets ``TimerRequest()``: no headers, an empty body, so
 ``schedule_time`` is ``None``.
 """
@@ -26,6 +26,11 @@ from datetime import datetime
 from typing import Any
 
 from ..wire import JOB_NAME_HEADER, SCHEDULE_TIME_HEADER, parse_schedule_time
+
+__all__ = [
+    "CaseInsensitiveHeaders",
+    "TimerRequest",
+]
 
 
 class CaseInsensitiveHeaders(Mapping[str, str]):
@@ -88,7 +93,7 @@ class TimerRequest:
     """The request that ran a timer, as its handler sees it (spec §1).
 
     A handler receives it through a parameter annotated ``TimerRequest``. Construct one yourself
-    to call :meth:`~scheduler_emulator.target.TimerRouter.invoke` with headers.
+    to call :meth:`~scheduler_emulator.service.TimerRouter.invoke` with headers.
 
     :param headers: the request's headers; a mapping or ``(name, value)`` pairs, stored as a
         :class:`CaseInsensitiveHeaders` (``request.headers["x-cloudscheduler"]`` finds

@@ -1,8 +1,8 @@
 """The timer router under ASGI: Starlette, FastAPI, or any ASGI 3 app (spec §1).
 
 :class:`TimerAsgiMiddleware` is what :meth:`TimerRouter.asgi
-<scheduler_emulator.target.TimerRouter.asgi>` returns and what :meth:`TimerRouter.init_app
-<scheduler_emulator.target.TimerRouter.init_app>` adds to a Starlette or FastAPI app::
+<scheduler_emulator.service.TimerRouter.asgi>` returns and what :meth:`TimerRouter.init_app
+<scheduler_emulator.service.TimerRouter.init_app>` adds to a Starlette or FastAPI app::
 
     router = TimerRouter()
 
@@ -14,7 +14,7 @@
                                                 #   TimerAsgiMiddleware, router=router)
 
 It answers exactly what the WSGI middleware answers (the same :meth:`TimerRouter.prepare
-<scheduler_emulator.target.TimerRouter.prepare>` and :meth:`~scheduler_emulator.target.
+<scheduler_emulator.service.TimerRouter.prepare>` and :meth:`~scheduler_emulator.service.
 TimerRouter.outcome`), with the same log lines. This module imports the standard library only:
 no Starlette, no httpx.
 """

@@ -31,7 +31,7 @@ What happens to one delivery, and what it is answered::
                                                    the view's answer, so a retry can run it
       the record is no longer this attempt's    → left alone (WARNING); answered as above
 
-With a :class:`~scheduler_emulator.target.TimerRouter` (stack ``@guard.once`` under
+With a :class:`~scheduler_emulator.service.TimerRouter` (stack ``@guard.once`` under
 ``@router.timer``; ``guard.install(router)`` once, so that the router answers 400 and 409)::
 
     router = guard.install(TimerRouter())
@@ -46,7 +46,7 @@ With a Flask view or a functions-framework function (``request`` → response)::
     @guard.view
     def nightly(request: flask.Request): ...
 
-Log lines go to the logger ``scheduler_emulator.target.guard``.
+Log lines go to the logger ``scheduler_emulator.service.guard``.
 """
 
 from __future__ import annotations
@@ -55,23 +55,27 @@ import contextvars
 import functools
 import hashlib
 import inspect
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http import HTTPStatus
 from types import UnionType
-from typing import Any, ClassVar, Generic, TypeVar, Union, cast, get_args, get_origin
+from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin
 
-from .errors import TargetError, TimerClockError
+from ..wire import to_instant
+from .errors import TimerClockError
+from .guard_refusals import (
+    CONFLICT_PROBLEM_TYPE,
+    DUPLICATE_RESPONSE,
+    MissingRunHeadersError,
+    RunInProgressError,
+    RunRefusedError,
+)
 from .guard_stores import Claim, ClaimOutcome, RunRecord, RunStatus, RunStore, SqliteRunStore
+from .guard_views import guard_view
 from .request import JOB_NAME_HEADER, SCHEDULE_TIME_HEADER, CaseInsensitiveHeaders, TimerRequest
 from .router import (
-    PROBLEM_JSON,
-    VALIDATION_PROBLEM_TITLE,
-    VALIDATION_PROBLEM_TYPE,
     TimerResponse,
     TimerRouter,
     check_handler_shape,
@@ -80,7 +84,9 @@ from .router import (
 )
 
 __all__ = [
+    "CONFLICT_PROBLEM_TYPE",
     "DEFAULT_LEASE",
+    "DUPLICATE_RESPONSE",
     "DEFAULT_RETENTION",
     "REQUEST_PARAMETER",
     "Attempt",
@@ -95,8 +101,8 @@ __all__ = [
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: The logger every outcome of the guard is logged on (a child of ``scheduler_emulator.target``).
-logger = logging.getLogger("scheduler_emulator.target.guard")
+#: The logger every outcome of the guard is logged on (a child of ``scheduler_emulator.service``).
+logger = logging.getLogger("scheduler_emulator.service.guard")
 
 #: How long a claim holds by default. Keep it at least the job's attempt deadline (3 minutes by
 #: default for HTTP targets, 30 at most) and longer than the work takes.
@@ -106,126 +112,6 @@ DEFAULT_RETENTION = timedelta(days=1)
 #: The keyword-only parameter :meth:`RunOnceGuard.once` adds to a handler that has no
 #: ``TimerRequest`` parameter, so that the router passes the request to the guard.
 REQUEST_PARAMETER = "run_once_request"
-#: ``type`` of the 409 problem (the RFC 9110 section for 409 Conflict).
-CONFLICT_PROBLEM_TYPE = "https://tools.ietf.org/html/rfc9110#section-15.5.10"
-_MISSING_HEADER_MESSAGE = (
-    "The run-once guard tells runs apart by this header; Cloud Scheduler sends "
-    "X-CloudScheduler-JobName on every delivery and X-CloudScheduler-ScheduleTime for "
-    "unix-cron schedules."
-)
-
-
-def _problem(status: int, problem: dict[str, Any]) -> TimerResponse:
-    """Render an ``application/problem+json`` answer.
-
-    :param status: the HTTP status.
-    :param problem: the problem's members (``type``, ``title``, ``status``...).
-    :return: the answer, with ``Content-Type`` and ``Content-Length``.
-    """
-    body = json.dumps(problem, separators=(",", ":"), ensure_ascii=False).encode()
-    headers = (("Content-Type", PROBLEM_JSON), ("Content-Length", str(len(body))))
-    return TimerResponse(status, headers, body)
-
-
-#: The answer to a duplicate of a completed run: 200 with an empty body, as the router answers.
-DUPLICATE_RESPONSE = TimerResponse(200, (("Content-Length", "0"),), b"")
-
-
-class RunRefusedError(TargetError):
-    """The guard answered a delivery without running its work, with a 4xx (spec §3).
-
-    Raised to the caller of :meth:`RunOnceGuard.run` and, in function style, of a
-    :meth:`~RunOnceGuard.once` handler; a router set up with :meth:`RunOnceGuard.install` and a
-    :meth:`~RunOnceGuard.view` answer it with :meth:`response` instead.
-    """
-
-    #: The HTTP status the refusal is answered with.
-    status: ClassVar[int] = 400
-
-    def response(self) -> TimerResponse:
-        """The answer to send: ``status`` with an ``application/problem+json`` body.
-
-        :return: a framework-neutral :class:`~scheduler_emulator.target.TimerResponse`.
-        """
-        phrase = HTTPStatus(self.status).phrase
-        return _problem(self.status, {"title": phrase, "status": self.status, "detail": str(self)})
-
-
-class MissingRunHeadersError(RunRefusedError):
-    """The delivery lacks a header the run key is made of: answered 400 (spec §3, step 1).
-
-    :param missing: the absent (or empty) headers, in the order ``X-CloudScheduler-JobName``,
-        ``X-CloudScheduler-ScheduleTime``.
-    """
-
-    status: ClassVar[int] = 400
-
-    def __init__(self, missing: Iterable[str]) -> None:
-        self.missing: tuple[str, ...] = tuple(missing)
-        names = " and ".join(self.missing)
-        headers = "headers are" if len(self.missing) > 1 else "header is"
-        message = (
-            f"The {names} {headers} missing, so the run-once guard cannot tell which scheduled "
-            "run this is. Cloud Scheduler sends X-CloudScheduler-ScheduleTime only for unix-cron "
-            "schedules"
-        )
-        if len(self.missing) > 1:
-            message += "; a request sent by hand has neither."
-        else:
-            message += (
-                ': a job with an English-like schedule ("every 5 minutes") sends none, so the '
-                "guard refuses every one of its deliveries. Give the job a unix-cron schedule "
-                '("*/5 * * * *") to guard it.'
-            )
-        super().__init__(message)
-
-    def response(self) -> TimerResponse:
-        """400 with a validation problem naming each missing header (as the router's 400s do).
-
-        :return: the answer.
-        """
-        problem = {
-            "type": VALIDATION_PROBLEM_TYPE,
-            "title": VALIDATION_PROBLEM_TITLE,
-            "status": 400,
-            "detail": str(self),
-            "errors": {name: [_MISSING_HEADER_MESSAGE] for name in self.missing},
-        }
-        return _problem(400, problem)
-
-
-class RunInProgressError(RunRefusedError):
-    """Another attempt holds a live lease on the run: answered 409, never 503 (spec §3, step 2).
-
-    A non-2xx answer keeps Cloud Scheduler's retries going in case that attempt fails; 409 rather
-    than 503 because App Engine retries a 503 without counting it against the retry count.
-
-    :param run: the run.
-    :param record: the record that holds it (its ``attempt_id`` and ``lease_expires``).
-    """
-
-    status: ClassVar[int] = 409
-
-    def __init__(self, run: ScheduledRun, record: RunRecord) -> None:
-        self.run = run
-        self.record = record
-        super().__init__(
-            f"{run} is in progress in attempt {record.attempt_id}, whose lease runs until "
-            f"{record.lease_expires.isoformat()}; answered 409 so that Cloud Scheduler retries."
-        )
-
-    def response(self) -> TimerResponse:
-        """409 with a problem saying the run is in progress.
-
-        :return: the answer.
-        """
-        problem = {
-            "type": CONFLICT_PROBLEM_TYPE,
-            "title": "Conflict",
-            "status": 409,
-            "detail": "This scheduled run is in progress in another attempt; retry later.",
-        }
-        return _problem(409, problem)
 
 
 @dataclass(frozen=True)
@@ -401,76 +287,13 @@ def _hints(handler: Callable[..., Any]) -> dict[str, Any]:
         return {}
 
 
-def _status_of(value: Any) -> int:
-    """The status a Flask view's return value is answered with (Flask's rules, no app needed).
-
-    :param value: a response object, a body, or a ``(body, status[, headers])`` /
-        ``(body, headers)`` tuple.
-    :return: the status code; 200 when the value does not set one.
-    """
-    if isinstance(value, tuple):
-        if len(value) == 3:
-            return _status_code(value[1])
-        if (
-            len(value) == 2
-            and not isinstance(value[1], (Mapping, tuple, list))
-            and not hasattr(value[1], "to_wsgi_list")
-        ):
-            return _status_code(value[1])
-        return _status_of(value[0]) if value else 200
-    status = getattr(value, "status_code", None)
-    return status if isinstance(status, int) else 200
-
-
-def _status_code(value: Any) -> int:
-    """A status given as ``404``, ``HTTPStatus.NOT_FOUND`` or ``"404 NOT FOUND"``, as an int."""
-    if isinstance(value, int):
-        return int(value)
-    return int(str(value).split(None, 1)[0])
-
-
-def _acknowledges(value: Any) -> bool:
-    """Whether Cloud Scheduler reads a view's answer as success: a 2xx status."""
-    return 200 <= _status_of(value) <= 299
-
-
-def _find_request(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The request a guarded view serves: an argument that is a werkzeug request, else Flask's.
-
-    :param args: the view's positional arguments.
-    :param kwargs: the view's keyword arguments.
-    :raises TypeError: when no argument is a request and no Flask request is active.
-    :return: the request (anything with ``headers`` and ``environ``).
-    """
-    for value in (*args, *kwargs.values()):
-        if hasattr(value, "headers") and hasattr(value, "environ"):
-            return value
-    try:
-        import flask
-    except ImportError:  # pragma: no cover - flask is how views are served
-        flask = None  # type: ignore[assignment]
-    if flask is not None and flask.has_request_context():
-        return flask.request
-    raise TypeError(
-        "A @guard.view function needs the request: call it with a flask/werkzeug Request (as "
-        "functions-framework does) or serve it from a Flask route."
-    )
-
-
-def _werkzeug_response(answer: TimerResponse) -> Any:
-    """Turn a framework-neutral answer into a :class:`werkzeug.wrappers.Response`."""
-    from werkzeug.wrappers import Response
-
-    return Response(answer.body, status=answer.status, headers=list(answer.headers))
-
-
 class RunOnceGuard:
     """Processes each scheduled run once, even when Cloud Scheduler delivers it twice (spec §3).
 
-    :param store: where claims are kept (:class:`~scheduler_emulator.target.RunStore`);
-        ``None`` makes an in-memory :class:`~scheduler_emulator.target.SqliteRunStore`, which
+    :param store: where claims are kept (:class:`~scheduler_emulator.service.RunStore`);
+        ``None`` makes an in-memory :class:`~scheduler_emulator.service.SqliteRunStore`, which
         deduplicates within this process only. Use a SQLite file for several processes on one
-        machine and :class:`~scheduler_emulator.target.FirestoreRunStore` across instances.
+        machine and :class:`~scheduler_emulator.service.FirestoreRunStore` across instances.
     :param lease: how long a claim holds before another attempt may take the run over; at least
         the job's attempt deadline and longer than the work takes (5 minutes).
     :param retention: how long after its claim a run's record is kept (``expire_at``, the TTL
@@ -498,7 +321,7 @@ class RunOnceGuard:
         if store is not None and not isinstance(store, RunStore):
             raise TypeError(
                 f"{store!r} is not a run store: it needs claim(), finish() and get() "
-                "(see scheduler_emulator.target.RunStore)."
+                "(see scheduler_emulator.service.RunStore)."
             )
         for name, value in (("lease", lease), ("retention", retention)):
             if not isinstance(value, timedelta):
@@ -533,16 +356,17 @@ class RunOnceGuard:
     def now(self) -> datetime:
         """The guard's current instant, in UTC.
 
-        :raises TimerClockError: when the clock returns something other than an aware datetime.
+        :raises TimerClockError: when the clock returns something other than a datetime.
+        :raises NaiveDatetimeError: when it returns a naive datetime.
         :return: the clock's instant converted to UTC.
         """
         now = self._clock()
-        if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+        if not isinstance(now, datetime):
             raise TimerClockError(
                 f"The run-once guard's clock returned {now!r}; it must return an aware datetime, "
                 "such as datetime.now(UTC)."
             )
-        return now.astimezone(UTC)
+        return to_instant(now, "The run-once guard's clock returned")
 
     def run_for(self, headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> ScheduledRun:
         """Name the run a delivery belongs to, with this guard's scope (spec §3, step 1).
@@ -728,7 +552,7 @@ class RunOnceGuard:
     # ------------------------------------------------------------------------- timer router
 
     def once(self, handler: F) -> F:
-        """Decorate a :class:`~scheduler_emulator.target.TimerRouter` handler to run once per run.
+        """Decorate a :class:`~scheduler_emulator.service.TimerRouter` handler to run once per run.
 
         Stack it under ``@router.timer(name)``, and call :meth:`install` on the router once.
         The guard reads the run's headers from the handler's ``TimerRequest`` parameter; a
@@ -845,7 +669,7 @@ class RunOnceGuard:
         third way: a :meth:`once` handler that refuses a delivery leaves its refusal for the
         router, which answers :meth:`RunRefusedError.response` (no ERROR log line, no exception
         propagated to a test). Covers every entry point that goes through
-        :meth:`TimerRouter.dispatch <scheduler_emulator.target.TimerRouter.dispatch>` or its
+        :meth:`TimerRouter.dispatch <scheduler_emulator.service.TimerRouter.dispatch>` or its
         ASGI twin ``dispatch_async``: WSGI, ASGI, ``init_app``, ``handle_flask``,
         ``functions_framework_handler``. Installing twice, or from several guards, is harmless.
 
@@ -895,33 +719,11 @@ class RunOnceGuard:
     # --------------------------------------------------------- Flask and functions-framework
 
     def view(self, view: F) -> F:
-        """Decorate a Flask view or a functions-framework function to run once per run.
-
-        The request is the view's argument that looks like a werkzeug ``Request`` (what
-        functions-framework passes), else Flask's ``flask.request``. The view's return value is
-        passed through untouched; the guard reads its status with Flask's rules: 2xx marks the run
-        ``completed``, any other status (Cloud Scheduler will retry) releases the claim, and an
-        exception releases it and propagates (Flask answers 500). The guard itself answers 200
-        (empty) to a duplicate of a completed run, 400 for missing headers and 409 for a run in
-        progress, as :class:`werkzeug.wrappers.Response` objects.
+        """Decorate a Flask view or a functions-framework function to run once per run
+        (see :func:`~scheduler_emulator.service.guard_views.guard_view`).
 
         :param view: ``view(request) -> response`` or a Flask view taking route arguments.
         :raises TypeError: when called without a request and outside a Flask request.
         :return: the guarded view (``__wrapped__`` is the original).
         """
-
-        @functools.wraps(view)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            request = _find_request(args, kwargs)
-            try:
-                result = self.run(
-                    request.headers, lambda: view(*args, **kwargs), succeeded=_acknowledges
-                )
-            except RunRefusedError as refusal:
-                return _werkzeug_response(refusal.response())
-            if not result.ran:
-                return _werkzeug_response(DUPLICATE_RESPONSE)
-            return result.value
-
-        guarded.run_once_guard = self  # type: ignore[attr-defined]
-        return cast(F, guarded)
+        return guard_view(self, view)

@@ -1,0 +1,169 @@
+"""The time a handler reads while the plugin delivers: the virtual instant, on every clock.
+
+The ``cloud_scheduler`` fixture shows a mounted app (and a server in the test's process) the
+emulator's virtual instant with freezegun. Left alone, freezegun's clocks disagree with each
+other in two cases (freezegun issues #89, #314, #405, #506):
+
+- **a local zone other than UTC** (``TZ=Asia/Kolkata``): its naive ``datetime.now()``,
+  ``datetime.today()``, ``date.today()`` and ``datetime.fromtimestamp(t)`` read the UTC wall
+  time, while its ``time.localtime()`` subtracts the zone's *standard* offset (wrong by an hour
+  under daylight saving time); its ``tz_offset`` option fixes the first and breaks
+  ``datetime.now(UTC)`` instead;
+- **the repeated hour of a fall-back day**: ``datetime.now(ZoneInfo("America/New_York"))`` at
+  06:30Z on 2024-11-03 says 01:30 with ``fold=0`` (the first 01:30, an hour early).
+
+:func:`freeze` starts freezegun and, while it is active, answers those calls from the frozen
+instant through the real ``datetime`` and ``time`` functions, which know the process's zone,
+its daylight saving time and ``fold``: every clock a handler reads agrees with
+``time.time()``. ``time.time()``, ``datetime.now(UTC)``, ``utcnow()`` and ``time.gmtime()``
+were right already and are left to freezegun. A freeze the test starts itself with a
+``tz_offset`` keeps freezegun's own arithmetic.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _datetime
+import time as _time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from freezegun import api as _freezegun
+from freezegun import freeze_time
+
+__all__ = ["freeze"]
+
+#: The real ``datetime`` class and ``time.localtime``, inside a tuple: freezegun replaces every
+#: module attribute that *is* one of them while it is active, but does not look into tuples.
+_REAL: tuple[type[_datetime.datetime], Callable[..., _time.struct_time]] = (
+    _freezegun.real_datetime,
+    _freezegun.real_localtime,
+)
+_FREEZEGUN_LOCALTIME: Callable[..., _time.struct_time] = _freezegun.fake_localtime
+_ZERO = _datetime.timedelta(0)
+
+
+def _ours() -> bool:
+    """Whether a freeze is active and keeps freezegun's default zero ``tz_offset``."""
+    return bool(_freezegun.freeze_factories) and _freezegun.tz_offsets[-1] == _ZERO
+
+
+def _frozen_timestamp() -> float:
+    """The frozen instant in seconds since the Unix epoch (freezegun keeps it as naive UTC)."""
+    frozen = _freezegun.get_current_time()
+    return calendar.timegm(frozen.timetuple()) + frozen.microsecond / 1_000_000
+
+
+def _fake(value: _datetime.datetime) -> Any:
+    """``value`` as freezegun's ``FakeDatetime``, keeping ``fold`` (freezegun's own conversion
+    drops it)."""
+    return _freezegun.FakeDatetime(
+        value.year, value.month, value.day, value.hour, value.minute, value.second,
+        value.microsecond, value.tzinfo, fold=value.fold,
+    )  # fmt: skip
+
+
+def _local_or_zoned(timestamp: float, tz: _datetime.tzinfo | None) -> Any:
+    """``datetime.fromtimestamp`` with the real class: local naive time (fold set on a
+    repeated hour) without ``tz``, that zone's time (fold too) with it."""
+    return _fake(_REAL[0].fromtimestamp(timestamp, tz))
+
+
+class _Corrected:
+    """The replacements installed on freezegun's fakes while :func:`freeze` is active; each
+    falls back to freezegun's own method outside it."""
+
+    def __init__(self) -> None:
+        fake_datetime, fake_date = _freezegun.FakeDatetime, _freezegun.FakeDate
+        self.originals: dict[tuple[type, str], Any] = {
+            (fake_datetime, "now"): fake_datetime.__dict__["now"],
+            (fake_datetime, "today"): fake_datetime.__dict__["today"],
+            (fake_datetime, "fromtimestamp"): fake_datetime.__dict__["fromtimestamp"],
+            (fake_datetime, "timestamp"): fake_datetime.__dict__["timestamp"],
+            (fake_date, "today"): fake_date.__dict__["today"],
+        }
+        original_now = fake_datetime.now
+        original_fromtimestamp = fake_datetime.fromtimestamp
+        original_timestamp = fake_datetime.timestamp
+        original_today = fake_date.today
+
+        def now(cls: type, tz: _datetime.tzinfo | None = None) -> Any:
+            if not _ours():
+                return original_now(tz)
+            return _local_or_zoned(_frozen_timestamp(), tz)
+
+        def today(cls: type) -> Any:
+            return now(cls)
+
+        def fromtimestamp(cls: type, t: float, tz: _datetime.tzinfo | None = None) -> Any:
+            if not _ours():
+                return original_fromtimestamp(t, tz)
+            return _local_or_zoned(t, tz)
+
+        def timestamp(self: Any) -> float:
+            if not _ours():
+                return float(original_timestamp(self))
+            return _REAL[0].timestamp(self)  # naive: local time, as the real one reads it
+
+        def date_today(cls: type) -> Any:
+            if not _ours():
+                return original_today()
+            return _freezegun.date_to_fakedate(now(cls).date())
+
+        self.replacements: dict[tuple[type, str], Any] = {
+            (fake_datetime, "now"): classmethod(now),
+            (fake_datetime, "today"): classmethod(today),
+            (fake_datetime, "fromtimestamp"): classmethod(fromtimestamp),
+            (fake_datetime, "timestamp"): timestamp,
+            (fake_date, "today"): classmethod(date_today),
+        }
+
+    def install(self) -> None:
+        for (cls, name), value in self.replacements.items():
+            setattr(cls, name, value)
+
+    def remove(self) -> None:
+        for (cls, name), value in self.originals.items():
+            setattr(cls, name, value)
+
+
+def _localtime(t: float | None = None) -> _time.struct_time:
+    """``time.localtime`` on the frozen instant, with the zone's real offset and DST flag."""
+    if not _ours():
+        return _FREEZEGUN_LOCALTIME(t)
+    if t is not None:
+        return _REAL[1](t)
+    if _freezegun._should_use_real_time():  # a module on freezegun's ignore list
+        return _REAL[1]()
+    return _REAL[1](_frozen_timestamp())
+
+
+@contextmanager
+def freeze(instant: _datetime.datetime) -> Iterator[Any]:
+    """Freeze time for the app at ``instant`` (aware) with every clock agreeing; yield
+    freezegun's factory (``.move_to(instant)`` moves the frozen instant).
+
+    Asyncio event loops keep real monotonic time (freezegun's ``real_asyncio``), so a
+    handler's ``await asyncio.sleep(0.05)`` ends after 50 ms. Inside a freeze the test
+    started itself, freezegun's own behaviour is kept (this one nests in it).
+    """
+    nested = bool(_freezegun.freeze_factories)
+    corrected = None if nested else _Corrected()
+    if corrected is not None:
+        # freezegun installs whatever its module's ``fake_localtime`` is at start (in
+        # ``time`` and in every module that imported ``localtime``), and its ``strftime``
+        # calls it, so ours takes its place for the length of the freeze.
+        _freezegun.fake_localtime = _localtime
+        corrected.install()
+    freezer = freeze_time(instant, tick=False, real_asyncio=True)
+    try:
+        factory = freezer.start()
+        try:
+            yield factory
+        finally:
+            freezer.stop()
+    finally:
+        if corrected is not None:
+            corrected.remove()
+            _freezegun.fake_localtime = _FREEZEGUN_LOCALTIME

@@ -1,0 +1,91 @@
+"""``assert_attempted``: one assertion on a job's attempts, shared by every way to read them.
+
+The in-process :class:`~scheduler_emulator.runtime.emulator.Emulator`, the ``cloud_scheduler``
+fixture and the ``cloud_scheduler_server`` fixture (a daemon) all hand out
+:class:`~scheduler_emulator.domain.attempts.Attempt` records and assert on them here, so a
+failure reads the same whichever a test uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+
+from .attempts import Attempt, iso
+
+__all__ = ["check_attempted", "describe"]
+
+
+def describe(attempt: Attempt) -> str:
+    """One line: ``attempt 2 of run 1 at <start> (ScheduleTime <header>) -> INTERNAL (500)``."""
+    status = attempt.response_status if attempt.response_status is not None else "no response"
+    return (
+        f"attempt {attempt.attempt} of run {attempt.run_id} at {iso(attempt.start_time)} "
+        f"(ScheduleTime {attempt.schedule_time}) -> {attempt.code} ({status})"
+    )
+
+
+def check_attempted(
+    attempts: Sequence[Attempt],
+    job: str,
+    count: int | None = None,
+    code: str | None = None,
+    *,
+    schedule_time: str | None = None,
+    now: datetime,
+    jobs: Callable[[], Iterable[str]] = tuple,
+    hint: Callable[[Attempt], str | None] = lambda attempt: None,
+) -> list[Attempt]:
+    """Assert on ``attempts`` (those of ``job``, in start order); return the matching ones.
+
+    With ``code`` (and/or ``schedule_time``) only attempts with that google.rpc code name
+    (``"OK"``, ``"INTERNAL"``…) and ``X-CloudScheduler-ScheduleTime`` header value count;
+    ``count`` is then the number that must match. Without ``count``, at least one must match.
+
+    :param now: the clock's instant, for the message.
+    :param jobs: the job IDs there are, listed when ``job`` has no attempts.
+    :param hint: an extra line for an attempt that did not match (e.g. "not mounted").
+    :raises AssertionError: listing every attempt of the job and why it did not match.
+    """
+    __tracebackhide__ = True
+    matching, misses = [], []
+    for attempt in attempts:
+        reasons = []
+        if code is not None and attempt.code != code:
+            reasons.append(f"code {attempt.code}, not {code}")
+        if schedule_time is not None and attempt.schedule_time != schedule_time:
+            reasons.append(f"ScheduleTime {attempt.schedule_time}, not {schedule_time}")
+        if reasons:
+            misses.append(f"  {describe(attempt)}: " + "; ".join(reasons))
+            misses.append(f"      {attempt.debug_info}")
+            extra = hint(attempt)
+            if extra:
+                misses.append(f"      {extra}")
+        else:
+            matching.append(attempt)
+    if (count is None and matching) or len(matching) == count:
+        return matching
+    wanted = f"{count}" if count is not None else "at least 1"
+    criteria = ", ".join(
+        part
+        for part in (
+            f"code={code}" if code else "",
+            f"schedule_time={schedule_time}" if schedule_time else "",
+        )
+        if part
+    )
+    lines = [
+        f"expected {wanted} attempt(s) of job {job!r}"
+        + (f" with {criteria}" if criteria else "")
+        + f", found {len(matching)} (of {len(attempts)} attempts; clock at {iso(now)}).",
+    ]
+    if matching:
+        lines.append("matching:")
+        lines += [f"  {describe(a)}" for a in matching]
+    if misses:
+        lines.append("not matching:")
+        lines += misses
+    if not attempts:
+        names = list(jobs())
+        lines.append(f"the job has no attempts; jobs: {names or 'none'}.")
+    raise AssertionError("\n".join(lines))

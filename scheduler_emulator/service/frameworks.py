@@ -1,0 +1,269 @@
+"""The timer router in front of the web frameworks: WSGI serving, Flask, Starlette and FastAPI
+(``init_app``), Flask views and functions-framework (``handle_flask``), and finding the router
+behind an app.
+
+:class:`~scheduler_emulator.service.router.TimerRouter` owns the routing (names, matching,
+binding, answers); its ``wsgi()``, ``init_app()``, ``handle_flask()`` and
+``functions_framework_handler()`` methods call the functions here, which turn a framework's
+request into a :class:`~scheduler_emulator.service.request.TimerRequest` and the router's
+:class:`~scheduler_emulator.service.router.TimerResponse` back into the framework's answer.
+The ASGI twin is :mod:`~scheduler_emulator.service.asgi`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .request import CaseInsensitiveHeaders, TimerRequest
+from .router import EXCEPTION_ENVIRON_KEY, PROPAGATE_EXCEPTIONS_KEY, TimerRouter, WsgiApp
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; werkzeug is imported lazily
+    from werkzeug.wrappers import Request as WerkzeugRequest
+    from werkzeug.wrappers import Response as WerkzeugResponse
+
+__all__ = [
+    "TimerMiddleware",
+    "find_router",
+    "functions_framework_handler",
+    "handle_flask",
+    "init_app",
+    "serve_wsgi",
+]
+
+
+def _environ_headers(environ: Mapping[str, Any]) -> list[tuple[str, str]]:
+    headers = [
+        (key[5:].replace("_", "-").title(), str(value))
+        for key, value in environ.items()
+        if key.startswith("HTTP_")
+    ]
+    for key, name in (("CONTENT_TYPE", "Content-Type"), ("CONTENT_LENGTH", "Content-Length")):
+        if environ.get(key):
+            headers.append((name, str(environ[key])))
+    return headers
+
+
+def _read_body(environ: Mapping[str, Any]) -> bytes:
+    stream = environ.get("wsgi.input")
+    if stream is None:
+        return b""
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or -1)
+    except ValueError:
+        length = -1
+    if length >= 0:
+        return bytes(stream.read(length)) if length else b""
+    if environ.get("wsgi.input_terminated"):  # chunked body, server-terminated stream
+        return bytes(stream.read())
+    return b""
+
+
+def _wsgi_path(environ: Mapping[str, Any]) -> str:
+    raw = str(environ.get("PATH_INFO") or "/")
+    try:  # PEP 3333: the path's bytes decoded as latin-1; re-read them as UTF-8
+        return raw.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return raw
+
+
+def _not_found(start_response: Callable[..., Any]) -> list[bytes]:
+    start_response("404 Not Found", [("Content-Length", "0")])
+    return [b""]
+
+
+class TimerMiddleware:
+    """The WSGI app :meth:`TimerRouter.wsgi` returns: timer routes first, then ``app``.
+
+    :param router: the router serving the timer routes (also ``self.timer_router``).
+    :param app: the wrapped app for every other path, or ``None`` to answer those with 404.
+    """
+
+    def __init__(self, router: TimerRouter, app: WsgiApp | None) -> None:
+        self.timer_router = router
+        self.app = app
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        """Serve one request (PEP 3333).
+
+        :param environ: the WSGI environ; gets :data:`EXCEPTION_ENVIRON_KEY` when a handler raised.
+        :param start_response: the WSGI ``start_response`` callable.
+        :raises Exception: the handler's exception, when ``environ`` sets
+            :data:`PROPAGATE_EXCEPTIONS_KEY`.
+        :return: the body iterable.
+        """
+        return serve_wsgi(self.timer_router, environ, start_response, self.app)
+
+    def __repr__(self) -> str:
+        return f"TimerMiddleware({self.timer_router!r}, app={self.app!r})"
+
+
+def serve_wsgi(
+    router: TimerRouter,
+    environ: dict[str, Any],
+    start_response: Callable[..., Any],
+    app: WsgiApp | None,
+) -> Iterable[bytes]:
+    path = _wsgi_path(environ)
+    name = router.match(path)
+    if name is None:
+        return _not_found(start_response) if app is None else app(environ, start_response)
+    request = TimerRequest(
+        headers=CaseInsensitiveHeaders(_environ_headers(environ)),
+        body=_read_body(environ),
+        method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
+        path=path,
+    )
+    response = router.dispatch(request, name)
+    assert response is not None
+    if response.exception is not None:
+        environ[EXCEPTION_ENVIRON_KEY] = response.exception
+        if environ.get(PROPAGATE_EXCEPTIONS_KEY):
+            raise response.exception
+    start_response(response.status_line, list(response.headers))
+    return [response.body]
+
+
+def init_app(router: TimerRouter, flask_app: Any) -> None:
+    """Serve the timer routes in front of a Flask, Starlette or FastAPI app.
+
+    Flask: wraps ``flask_app.wsgi_app`` with :meth:`TimerRouter.wsgi` and sets
+    ``flask_app.extensions["timer_router"]``. Starlette and FastAPI (an app with
+    ``add_middleware`` and ``state``): adds :class:`~scheduler_emulator.service.asgi.
+    TimerAsgiMiddleware` as middleware and sets ``app.state.timer_router``; call it before
+    the app serves its first request. Calling it again with the same router does nothing.
+
+    :param flask_app: a :class:`flask.Flask` (anything with ``wsgi_app`` and ``extensions``),
+        or a ``starlette.applications.Starlette`` / ``fastapi.FastAPI``.
+    :raises ValueError: when another router is already installed on the app.
+    """
+    if not hasattr(flask_app, "wsgi_app") and hasattr(flask_app, "add_middleware"):
+        _init_starlette(router, flask_app)
+        return
+    installed = flask_app.extensions.get("timer_router")
+    if installed is router:
+        return
+    if installed is not None:
+        raise ValueError(
+            f"{flask_app!r} already serves timers through {installed!r}; register every "
+            "timer on that one router."
+        )
+    flask_app.wsgi_app = router.wsgi(flask_app.wsgi_app)
+    flask_app.extensions["timer_router"] = router
+
+
+def _init_starlette(router: TimerRouter, app: Any) -> None:
+    from .asgi import TimerAsgiMiddleware
+
+    installed = getattr(app.state, "timer_router", None)
+    if installed is router:
+        return
+    if installed is not None:
+        raise ValueError(
+            f"{app!r} already serves timers through {installed!r}; register every "
+            "timer on that one router."
+        )
+    app.add_middleware(TimerAsgiMiddleware, router=router)
+    app.state.timer_router = router
+
+
+def handle_flask(
+    router: TimerRouter, request: WerkzeugRequest, name: str | None = None
+) -> WerkzeugResponse:
+    """Answer a Flask/werkzeug request: for a functions-framework function or a Flask view.
+
+    A function deployed with functions-framework (Cloud Functions 2nd gen)::
+
+        @functions_framework.http
+        def timers(request):
+            return router.handle_flask(request)
+
+    or a Flask view whose route carries the name::
+
+        @app.route("/_triggers/timer/<path:name>", methods=["GET", "POST", "PUT"])
+        def timers(name):
+            return router.handle_flask(flask.request, name=name)
+
+    :param request: the incoming request; its body is read (and cached on the request).
+    :param name: the timer's name; ``None`` takes it from ``request.path`` with
+        :meth:`TimerRouter.match`.
+    :return: the answer as a :class:`werkzeug.wrappers.Response`; an empty 404 when ``name``
+        is ``None`` and the path is not a timer route. When the handler raised, the exception
+        is also in ``request.environ[EXCEPTION_ENVIRON_KEY]``.
+    :raises Exception: the handler's exception, when ``request.environ`` sets
+        :data:`PROPAGATE_EXCEPTIONS_KEY`.
+    """
+    from werkzeug.wrappers import Response
+
+    timer_request = TimerRequest(
+        headers=CaseInsensitiveHeaders(request.headers.items()),
+        body=request.get_data(cache=True),
+        method=request.method,
+        path=request.path,
+    )
+    answer = router.dispatch(timer_request, name)
+    if answer is None:
+        return Response(b"", status=404)
+    if answer.exception is not None:
+        request.environ[EXCEPTION_ENVIRON_KEY] = answer.exception
+        if request.environ.get(PROPAGATE_EXCEPTIONS_KEY):
+            raise answer.exception
+    return Response(answer.body, status=answer.status, headers=list(answer.headers))
+
+
+def functions_framework_handler(
+    router: TimerRouter,
+) -> Callable[[WerkzeugRequest], WerkzeugResponse]:
+    """Return a function for ``functions-framework``: ``request`` → :meth:`handle_flask`.
+
+    ``timers = router.functions_framework_handler()`` in ``main.py``, deployed with
+    ``--entry-point timers``; the returned function has a ``timer_router`` attribute.
+
+    :return: ``handler(request) -> Response``.
+    """
+
+    def handler(request: WerkzeugRequest) -> WerkzeugResponse:
+        return handle_flask(router, request)
+
+    handler.timer_router = router  # type: ignore[attr-defined]
+    return handler
+
+
+def find_router(app: Any) -> TimerRouter | None:
+    """Discover the timer router serving an app (for the testing façades, spec §2).
+
+    Looks, in order, at: ``app`` itself, ``app.timer_router`` (what :meth:`TimerRouter.wsgi`,
+    :meth:`TimerRouter.asgi` and :meth:`TimerRouter.functions_framework_handler` return),
+    ``app.wsgi_app.timer_router``, ``app.extensions["timer_router"]`` (Flask after
+    :meth:`TimerRouter.init_app`) and ``app.state.timer_router`` (Starlette and FastAPI after
+    ``init_app``), then through wrapping middleware (``.wsgi_app`` and ``.app`` attributes, a
+    few levels deep).
+
+    :param app: a router, a WSGI app, a Flask app, a handler function...
+    :return: the router, or ``None`` when none is found.
+    """
+    queue: list[tuple[Any, int]] = [(app, 0)]
+    seen: set[int] = set()
+    while queue:
+        candidate, depth = queue.pop(0)
+        if candidate is None or id(candidate) in seen:
+            continue
+        seen.add(id(candidate))
+        found = [candidate, getattr(candidate, "timer_router", None)]
+        found.append(getattr(getattr(candidate, "wsgi_app", None), "timer_router", None))
+        extensions = getattr(candidate, "extensions", None)
+        if isinstance(extensions, Mapping):
+            found.append(extensions.get("timer_router"))
+        state = getattr(candidate, "state", None)
+        if state is not None:
+            found.append(getattr(state, "timer_router", None))
+        for router in found:
+            if isinstance(router, TimerRouter):
+                return router
+        if depth < 4:
+            queue.extend(
+                (getattr(candidate, attr, None), depth + 1) for attr in ("wsgi_app", "app")
+            )
+    return None

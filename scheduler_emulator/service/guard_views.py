@@ -1,0 +1,121 @@
+"""The run-once guard on a Flask view or a functions-framework function (werkzeug requests and
+responses).
+
+:meth:`RunOnceGuard.view <scheduler_emulator.service.guard.RunOnceGuard.view>` is
+:func:`guard_view`: it finds the request among the view's arguments (or Flask's), reads the
+view's answer with Flask's rules (a 2xx completes the run, anything else releases it) and answers
+the guard's refusals as :class:`werkzeug.wrappers.Response` objects. Nothing here is needed by a
+service that uses a :class:`~scheduler_emulator.service.TimerRouter`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from .guard_refusals import DUPLICATE_RESPONSE, RunRefusedError
+from .router import TimerResponse
+
+if TYPE_CHECKING:
+    from .guard import RunOnceGuard
+
+__all__ = ["guard_view"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _status_of(value: Any) -> int:
+    """The status a Flask view's return value is answered with (Flask's rules, no app needed).
+
+    :param value: a response object, a body, or a ``(body, status[, headers])`` /
+        ``(body, headers)`` tuple.
+    :return: the status code; 200 when the value does not set one.
+    """
+    if isinstance(value, tuple):
+        if len(value) == 3:
+            return _status_code(value[1])
+        if (
+            len(value) == 2
+            and not isinstance(value[1], (Mapping, tuple, list))
+            and not hasattr(value[1], "to_wsgi_list")
+        ):
+            return _status_code(value[1])
+        return _status_of(value[0]) if value else 200
+    status = getattr(value, "status_code", None)
+    return status if isinstance(status, int) else 200
+
+
+def _status_code(value: Any) -> int:
+    """A status given as ``404``, ``HTTPStatus.NOT_FOUND`` or ``"404 NOT FOUND"``, as an int."""
+    if isinstance(value, int):
+        return int(value)
+    return int(str(value).split(None, 1)[0])
+
+
+def _acknowledges(value: Any) -> bool:
+    """Whether Cloud Scheduler reads a view's answer as success: a 2xx status."""
+    return 200 <= _status_of(value) <= 299
+
+
+def _find_request(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The request a guarded view serves: an argument that is a werkzeug request, else Flask's.
+
+    :param args: the view's positional arguments.
+    :param kwargs: the view's keyword arguments.
+    :raises TypeError: when no argument is a request and no Flask request is active.
+    :return: the request (anything with ``headers`` and ``environ``).
+    """
+    for value in (*args, *kwargs.values()):
+        if hasattr(value, "headers") and hasattr(value, "environ"):
+            return value
+    try:
+        import flask
+    except ImportError:  # pragma: no cover - flask is how views are served
+        flask = None  # type: ignore[assignment]
+    if flask is not None and flask.has_request_context():
+        return flask.request
+    raise TypeError(
+        "A @guard.view function needs the request: call it with a flask/werkzeug Request (as "
+        "functions-framework does) or serve it from a Flask route."
+    )
+
+
+def _werkzeug_response(answer: TimerResponse) -> Any:
+    """Turn a framework-neutral answer into a :class:`werkzeug.wrappers.Response`."""
+    from werkzeug.wrappers import Response
+
+    return Response(answer.body, status=answer.status, headers=list(answer.headers))
+
+
+def guard_view(guard: RunOnceGuard, view: F) -> F:
+    """Decorate a Flask view or a functions-framework function to run once per run.
+
+    The request is the view's argument that looks like a werkzeug ``Request`` (what
+    functions-framework passes), else Flask's ``flask.request``. The view's return value is
+    passed through untouched; the guard reads its status with Flask's rules: 2xx marks the run
+    ``completed``, any other status (Cloud Scheduler will retry) releases the claim, and an
+    exception releases it and propagates (Flask answers 500). The guard itself answers 200
+    (empty) to a duplicate of a completed run, 400 for missing headers and 409 for a run in
+    progress, as :class:`werkzeug.wrappers.Response` objects.
+
+    :param view: ``view(request) -> response`` or a Flask view taking route arguments.
+    :raises TypeError: when called without a request and outside a Flask request.
+    :return: the guarded view (``__wrapped__`` is the original).
+    """
+
+    @functools.wraps(view)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        request = _find_request(args, kwargs)
+        try:
+            result = guard.run(
+                request.headers, lambda: view(*args, **kwargs), succeeded=_acknowledges
+            )
+        except RunRefusedError as refusal:
+            return _werkzeug_response(refusal.response())
+        if not result.ran:
+            return _werkzeug_response(DUPLICATE_RESPONSE)
+        return result.value
+
+    guarded.run_once_guard = guard  # type: ignore[attr-defined]
+    return cast(F, guarded)

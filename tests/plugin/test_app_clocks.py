@@ -1,0 +1,134 @@
+"""Every clock a mounted app reads agrees with the virtual instant, in any local zone.
+
+Issue (freezegun #89, #314, #405, #506): with ``TZ=Asia/Kolkata`` a handler's naive
+``datetime.now()`` read the UTC wall time while ``time.localtime()`` read local time; on New
+York's fall-back day ``datetime.now(ZoneInfo("America/New_York"))`` at 06:30Z said the first
+01:30 (``fold=0``), an hour early. Each case runs in a child pytest whose process has that
+``TZ``; the expected values are computed there with zoneinfo from the instant alone.
+"""
+
+from __future__ import annotations
+
+import datetime as datetime_module
+from datetime import UTC, datetime
+
+import pytest
+from freezegun import api, freeze_time
+
+from pytest_plugin.app_time import freeze
+
+pytest_plugins = ["pytester"]
+
+CHILD_TEST = '''
+import os
+import time
+from datetime import UTC, date, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+NEW_YORK = ZoneInfo("America/New_York")
+READINGS = []
+
+
+def read_clocks():
+    """What a handler reads, in comparable form."""
+    now, today, from_ts = datetime.now(), datetime.today(), datetime.fromtimestamp(time.time())
+    in_new_york = datetime.now(ZoneInfo("America/New_York"))
+    return {
+        "time.time()": time.time(),
+        "datetime.now()": (now.isoformat(), now.fold),
+        "datetime.now(UTC)": datetime.now(UTC).isoformat(),
+        "datetime.now(ZoneInfo)": (in_new_york.isoformat(), in_new_york.fold),
+        "datetime.today()": (today.isoformat(), today.fold),
+        "date.today()": date.today().isoformat(),
+        "datetime.fromtimestamp(time.time())": (from_ts.isoformat(), from_ts.fold),
+        "datetime.now().timestamp()": now.timestamp(),
+        "time.localtime()": tuple(time.localtime())[:9],
+        "time.strftime('%H:%M')": time.strftime("%H:%M"),
+    }
+
+
+def expected_clocks(instant):
+    """The same readings, computed with zoneinfo from the instant."""
+    local = instant.astimezone(ZoneInfo(os.environ["TZ"]))
+    naive = (local.replace(tzinfo=None).isoformat(), local.fold)
+    in_new_york = instant.astimezone(NEW_YORK)
+    return {
+        "time.time()": instant.timestamp(),
+        "datetime.now()": naive,
+        "datetime.now(UTC)": instant.isoformat(),
+        "datetime.now(ZoneInfo)": (in_new_york.isoformat(), in_new_york.fold),
+        "datetime.today()": naive,
+        "date.today()": local.date().isoformat(),
+        "datetime.fromtimestamp(time.time())": naive,
+        "datetime.now().timestamp()": instant.timestamp(),
+        "time.localtime()": tuple(local.timetuple())[:8] + (1 if local.dst() else 0,),
+        "time.strftime('%H:%M')": local.strftime("%H:%M"),
+    }
+
+
+def wsgi_app(environ, start_response):
+    READINGS.append(read_clocks())
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"ok"]
+
+
+async def asgi_app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    READINGS.append(read_clocks())
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+INSTANTS = {
+    # 01:30 EST, the second 01:30 of New York's fall-back day (fold=1)
+    "fall-back-repeated-hour": datetime(2024, 11, 3, 6, 30, 15, tzinfo=UTC),
+    # summer: New York on daylight saving time; Kolkata's date already the next day
+    "summer-late-evening": datetime(2024, 7, 1, 20, 45, tzinfo=UTC),
+}
+
+
+@pytest.mark.parametrize("kind", ["wsgi", "asgi"])
+@pytest.mark.parametrize("instant", list(INSTANTS.values()), ids=list(INSTANTS))
+def test_every_clock_agrees(cloud_scheduler, kind, instant):
+    READINGS.clear()
+    cloud_scheduler.emulator.clock.reset_to(instant)
+    cloud_scheduler.mount("http://svc.test", wsgi_app if kind == "wsgi" else asgi_app)
+    cloud_scheduler.create_job(
+        name="clocks", schedule="0 0 1 1 *", http_target={"uri": "http://svc.test/"}
+    )
+    cloud_scheduler.run_job("clocks")
+    cloud_scheduler.assert_attempted("clocks", 1, "OK")
+    assert READINGS == [expected_clocks(instant)]
+'''
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("zone", ["Asia/Kolkata", "America/New_York", "UTC"])
+def test_a_handler_reads_the_virtual_instant_on_every_clock(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, zone: str
+) -> None:
+    monkeypatch.setenv("TZ", zone)
+    pytester.makepyfile(test_clocks=CHILD_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error")
+    result.assert_outcomes(passed=4)
+
+
+def test_the_corrections_last_only_as_long_as_the_plugins_freeze() -> None:
+    """A test's own freeze_time keeps freezegun's behaviour (its tz_offset arithmetic), and
+    nothing stays installed after a delivery."""
+    names = ("now", "today", "fromtimestamp", "timestamp")
+    originals = {name: api.FakeDatetime.__dict__[name] for name in names}
+    localtime = api.fake_localtime
+    with freeze(datetime(2024, 11, 3, 6, 30, tzinfo=UTC)):
+        assert api.FakeDatetime.__dict__["now"] is not originals["now"]
+        assert api.fake_localtime is not localtime
+    assert {name: api.FakeDatetime.__dict__[name] for name in names} == originals
+    assert api.fake_localtime is localtime
+    with freeze_time("2024-11-03 06:30:00", tz_offset=2):
+        assert datetime_module.datetime.now().hour == 8
