@@ -46,7 +46,7 @@ from ..runtime.store import DEFAULT_RETAIN_ATTEMPTS
 from ..runtime.tokens import GOOGLE_ISSUER, TOKEN_TIMES
 from .client_recipes import client_notes, grpc_note
 from .fault_file import load_fault_file
-from .jobs_file import load_jobs_file
+from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
 from .targets_setup import configure as configure_targets
 
@@ -109,6 +109,22 @@ def _retain(text: str) -> int:
     raise argparse.ArgumentTypeError(f"{text[:40]!r} is not 0 or a positive whole number")
 
 
+def _positive(text: str) -> int:
+    if text.isascii() and text.isdigit() and len(text) <= 18 and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a positive whole number")
+
+
+def _admin_token(text: str) -> str:
+    # An empty token would turn the check off without a word: refuse it.
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "an empty token would leave /_emulator/ unprotected; give a non-empty token, or "
+            "leave --admin-token out"
+        )
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser for every subcommand."""
     parser = argparse.ArgumentParser(
@@ -131,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     start.add_argument(
         "--admin-token",
+        type=_admin_token,
         default=os.environ.get(ADMIN_TOKEN_ENV) or None,
         metavar="TOKEN",
         help=f"require 'Authorization: Bearer TOKEN' on /_emulator/* (default: ${ADMIN_TOKEN_ENV})",
@@ -144,6 +161,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="FILE",
         help="jobs file (YAML or JSON list of Job resources); repeatable",
+    )
+    start.add_argument(
+        "--max-jobs-file-bytes",
+        type=_positive,
+        default=DEFAULT_MAX_FILE_BYTES,
+        metavar="N",
+        help="refuse a --jobs file larger than N bytes (%(default)s)",
+    )
+    start.add_argument(
+        "--max-jobs-per-file",
+        type=_positive,
+        default=DEFAULT_MAX_JOBS,
+        metavar="N",
+        help="refuse a --jobs file holding more than N jobs (%(default)s)",
     )
     start.add_argument("--project", default=DEFAULT_PROJECT, help="default project (%(default)s)")
     start.add_argument(
@@ -383,18 +414,27 @@ def load_jobs_files(paths: Sequence[str], *, project: str, location: str) -> lis
 
 
 def load_jobs_by_file(
-    paths: Sequence[str], *, project: str, location: str
+    paths: Sequence[str],
+    *,
+    project: str,
+    location: str,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_jobs: int = DEFAULT_MAX_JOBS,
 ) -> list[tuple[str, list[Job]]]:
     """Load every jobs file, keeping which jobs each file holds; warn (on stderr) about a file
     that holds none.
 
-    :raises ConfigurationError: as :func:`load_jobs_files`.
+    :param max_bytes: the largest file read (``--max-jobs-file-bytes``).
+    :param max_jobs: the most jobs one file may hold (``--max-jobs-per-file``).
+    :raises ConfigurationError: as :func:`load_jobs_files`, and for a file over a limit.
     :return: ``(path, jobs)`` per file, in order.
     """
     per_file: list[tuple[str, list[Job]]] = []
     seen: dict[str, str] = {}
     for path in paths:
-        loaded = load_jobs_file(path, project=project, location=location)
+        loaded = load_jobs_file(
+            path, project=project, location=location, max_bytes=max_bytes, max_jobs=max_jobs
+        )
         if not loaded:
             print(f"warning: {path} holds no jobs; nothing was loaded from it.", file=sys.stderr)
         per_file.append((path, list(loaded)))
@@ -510,7 +550,13 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     from .firebase import command as firebase_command
 
     firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
-    per_file = load_jobs_by_file(args.jobs, project=args.project, location=args.location)
+    per_file = load_jobs_by_file(
+        args.jobs,
+        project=args.project,
+        location=args.location,
+        max_bytes=args.max_jobs_file_bytes,
+        max_jobs=args.max_jobs_per_file,
+    )
     jobs = [job for _, file_jobs in per_file for job in file_jobs]
     lock: DataDirLock | None = None
     if not args.in_memory:  # first: a second daemon on this directory names the first one
@@ -623,10 +669,13 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         if log_stream is not out:
             log_stream.close()
     if stopped and stopped[0]:
-        retried = "at the next start" if not args.in_memory else "never (--in-memory)"
         print(
-            f"scheduler-emulator: {stopped[0]} attempt(s) recorded as interrupted; their runs "
-            f"are retried per their retry config {retried}.",
+            f"scheduler-emulator: {stopped[0]} attempt(s) recorded as interrupted; "
+            + (
+                "their runs are retried per their retry config at the next start."
+                if not args.in_memory
+                else "nothing is kept in memory, so their runs are not retried (--in-memory)."
+            ),
             file=sys.stderr,
         )
     kept = (
