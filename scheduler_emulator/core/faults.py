@@ -40,7 +40,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ..domain.codec import show_value
 from ..domain.errors import InvalidArgument
+from ..domain.numbers import show_number
 
 ACTIONS = ("duplicate", "lost_ack", "deadline", "status", "connection_error", "delay")
 #: The fields every rule has, whatever its action: what it matches and how often it fires.
@@ -82,9 +84,10 @@ def check_seed(seed: object) -> int:
 
 
 def _show(value: object) -> str:
-    """``value`` for a message, at most about 40 characters (a 5,000-digit number is cut)."""
-    text = repr(value) if not isinstance(value, int) else str(value)
-    return text if len(text) <= 40 else f"{text[:40]}… ({len(text)} characters)"
+    """``value`` for a message, in JSON spelling, short (a 5,000-digit number is cut)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return show_number(value)
+    return show_value(value, 60)
 
 
 def rule_fields(action: str) -> tuple[str, ...]:
