@@ -209,7 +209,7 @@ class TestValidation:
             ),
             pytest.param(
                 {"faults": "{seed: seven}"},
-                'faults.seed: seed must be a whole number from 0 to 9223372036854775807; '
+                "faults.seed: seed must be a whole number from 0 to 9223372036854775807; "
                 'got "seven"',
                 id="seed",
             ),
