@@ -24,6 +24,7 @@ import re
 import shlex
 import signal
 import socket
+import sqlite3
 import sys
 import threading
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ from ..domain.resources import Job
 from ..runtime.attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
 from ..runtime.clock import Clock, ManualClock, SystemClock
 from ..runtime.data_dir_lock import DataDirLock
+from ..runtime.data_file import startup_error
 from ..runtime.emulator import Emulator
 from ..runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT, EmulatorOptions
 from ..runtime.store import DEFAULT_RETAIN_ATTEMPTS
@@ -577,13 +579,21 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         format=log_format,
         flush_interval=None if clock.manual else DAEMON_FLUSH_INTERVAL,
     )
-    emulator = Emulator(
-        clock,
-        options=replace(options, app_engine_urls=targets.app_engine_urls),
-        faults=faults,
-        attempt_log=attempt_log,
-        publisher=targets.publisher,
-    )
+    try:
+        emulator = Emulator(
+            clock,
+            options=replace(options, app_engine_urls=targets.app_engine_urls),
+            faults=faults,
+            attempt_log=attempt_log,
+            publisher=targets.publisher,
+        )
+    except BaseException as exc:
+        targets.close()
+        if lock is not None:
+            lock.release()
+        if isinstance(exc, sqlite3.Error):  # what the store's own checks did not name
+            raise startup_error(str(options.store_path()), exc) from exc
+        raise
     if options.key_path is not None:
         emulator.tokens.key  # noqa: B018 - load or create the key now: a bad key file stops
     file_names = {job.name for job in jobs}
