@@ -154,6 +154,7 @@ class _Locked:
     def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
         self._store._lock.release()
         if exc is not None and is_unwritable(exc):  # a full disk: say so, as a 503
+            self._store.write_failure = str(exc)
             raise storage_error(self._store.path, exc) from exc
 
 
@@ -198,6 +199,9 @@ class Store:
     ) -> None:
         self.path = str(path)
         self.retain_attempts = retain_attempts
+        #: Why the last write that failed failed (a full disk), or ``None``: what the daemon's
+        #: stop message reports.
+        self.write_failure: str | None = None
         self._added = 0
         size = None
         if self.path != ":memory:":
@@ -334,6 +338,7 @@ class Store:
                     if self._pending:
                         self._carry_out_pending()
                 except Exception as exc:  # e.g. the disk is full: say so, keep going
+                    self.write_failure = str(exc)
                     logger.error("store: deferred updates not committed: %s", exc)
 
     def close(self) -> None:

@@ -691,6 +691,11 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     kept = (
         "nothing was kept (--in-memory)" if args.in_memory else f"jobs and attempts are in {where}"
     )
+    failure = emulator.store.write_failure
+    if failure is not None:  # e.g. the disk filled: say that not everything could be kept
+        kept += (
+            f", except what could not be written ({failure}): requests it refused were answered 503"
+        )
     print(f"scheduler-emulator stopped; {kept}.", file=sys.stderr)
     return 0
 
