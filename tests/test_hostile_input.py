@@ -268,32 +268,43 @@ class TestHugeNumbers:
 # ---------------------------------------------------------------------------- 4. huge jobs files
 
 
-#: Runs the CLI and prints its own peak RSS (KiB) on the last line of stderr.
+#: Runs the CLI and prints its own peak RSS (KiB) and CPU seconds on the last line of stderr.
 MEASURED_CLI = (
     "import resource, sys\n"
     "from scheduler_emulator.tools.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "use = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "print(use.ru_maxrss, use.ru_utime + use.ru_stime, file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
 
 
+def measured_start(*args: str) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """``scheduler-emulator start --in-memory --port 0 ARGS``, expected to exit by itself.
+
+    :return: the result (without the measurement line), its peak RSS in MB, its CPU seconds.
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURED_CLI, "start", "--in-memory", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    *lines, measured = result.stderr.strip().splitlines()
+    peak_kib, cpu_seconds = measured.split()
+    result.stderr = "\n".join(lines) + "\n"
+    return result, int(peak_kib) / 1024, float(cpu_seconds)
+
+
 class TestHugeJobsFiles:
     def test_dev_zero_exits_2_at_once_naming_the_limit_and_the_option(self) -> None:
-        started = real_monotonic()
-        result = subprocess.run(
-            [sys.executable, "-c", MEASURED_CLI, "start", "--in-memory", "--port", "0"]
-            + ["--jobs", "/dev/zero"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-        took = real_monotonic() - started
+        result, peak_mb, cpu_seconds = measured_start("--jobs", "/dev/zero")
         assert_clean_exit_2(result, "/dev/zero", "8388608 bytes", "--max-jobs-file-bytes")
-        assert took < 2 * 2.5  # 2 s on an idle machine; CI shares its cores
-        peak_kib = int(result.stderr.strip().splitlines()[-1])
-        assert peak_kib / 1024 < 200
+        assert peak_mb < 200
+        # 0.4 s on an idle machine, interpreter start included; CPU time, since a shared CI
+        # machine stretches the wall-clock time of any process
+        assert cpu_seconds < 2
 
     def test_a_16_mb_file_of_200000_plain_jobs_is_refused_at_once(self, tmp_path: Path) -> None:
         path = tmp_path / "big.yaml"
@@ -302,11 +313,10 @@ class TestHugeJobsFiles:
             for index in range(200_000):
                 out.write(entry.format(index))
         assert path.stat().st_size > 16_000_000
-        started = real_monotonic()
-        result = run_cli("start", "--in-memory", "--port", "0", "--jobs", str(path))
-        assert_clean_exit_2(result, str(path), "--max-jobs-file-bytes")
-        assert real_monotonic() - started < 5
+        result, peak_mb, cpu_seconds = measured_start("--jobs", str(path))
+        assert_clean_exit_2(result, str(path), "limit of 8388608 bytes", "--max-jobs-file-bytes")
         assert "alias" not in result.stderr
+        assert cpu_seconds < 2 and peak_mb < 200
 
     def test_the_job_count_limit_names_its_option(self, tmp_path: Path) -> None:
         path = tmp_path / "jobs.json"
@@ -337,7 +347,7 @@ class TestHugeJobsFiles:
             assert len(load_document(text, "x")) == count
             timings.append(real_monotonic() - started)
         # four times the jobs: about four times the time (never the quadratic sixteen)
-        assert timings[1] < 8 * max(timings[0], 0.05)
+        assert timings[1] < 10 * max(timings[0], 0.05)
 
     def test_an_alias_free_file_is_never_said_to_expand_through_aliases(
         self, tmp_path: Path
