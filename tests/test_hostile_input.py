@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,6 @@ from werkzeug.test import Client
 
 from scheduler_emulator.core.faults import FaultPlan, FaultRule
 from scheduler_emulator.domain.errors import InvalidArgument
-from scheduler_emulator.realtime import real_monotonic
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.server.server import create_app
@@ -340,12 +340,16 @@ class TestHugeJobsFiles:
         from scheduler_emulator.tools.documents import load_document
 
         entry = '- name: job-{:06d}\n  schedule: "*/5 * * * *"\n  httpTarget: {{uri: "http://a.test/x"}}\n'
+        load_document(entry.format(0), "warm-up")
         timings = []
-        for count in (5_000, 20_000):
+        for count in (4_000, 16_000):
             text = "".join(entry.format(i) for i in range(count))
-            started = real_monotonic()
-            assert len(load_document(text, "x")) == count
-            timings.append(real_monotonic() - started)
+            runs = []
+            for _ in range(2):  # CPU time, the better of two: other processes do not count
+                started = time.process_time()
+                assert len(load_document(text, "x")) == count
+                runs.append(time.process_time() - started)
+            timings.append(min(runs))
         # four times the jobs: about four times the time (never the quadratic sixteen)
         assert timings[1] < 10 * max(timings[0], 0.05)
 
