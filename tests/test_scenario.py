@@ -209,7 +209,8 @@ class TestValidation:
             ),
             pytest.param(
                 {"faults": "{seed: seven}"},
-                'faults.seed: expected a whole number; got "seven"',
+                "faults.seed: seed must be a whole number from 0 to 9223372036854775807; "
+                'got "seven"',
                 id="seed",
             ),
             pytest.param(

@@ -33,13 +33,16 @@ Actions (applied by the engine, recorded on the attempt with ``injected: true``)
 from __future__ import annotations
 
 import fnmatch
+import math
 import random
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ..domain.codec import show_value
 from ..domain.errors import InvalidArgument
+from ..domain.numbers import show_number
 
 __all__ = [
     "ACTIONS",
@@ -64,6 +67,37 @@ ACTION_FIELDS: Mapping[str, tuple[str, ...]] = {
     "connection_error": (),
     "delay": ("seconds",),
 }
+
+
+#: Bounds of a rule's numbers (documented in docs/faults-and-replay.md). ``delay`` adds at most
+#: a day of latency; ``deadline`` gives the handler at most 30 minutes (Cloud Scheduler's
+#: longest HTTP attempt deadline); ``duplicate`` sends at most 100 extra copies one after
+#: another, or at most 10 at the same time (each concurrent copy is a thread).
+MAX_DELAY_SECONDS = 86_400
+MAX_DEADLINE_SECONDS = 1_800
+MAX_DUPLICATE_COUNT = 100
+MAX_CONCURRENT_COPIES = 10
+#: A plan's seed is a 64-bit whole number.
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(seed: object) -> int:
+    """The one check of a fault plan's seed (files, scenarios, the API).
+
+    :raises InvalidArgument: for anything but a whole number from 0 to :data:`MAX_SEED`.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise InvalidArgument(
+            f"seed must be a whole number from 0 to {MAX_SEED}; got {_show(seed)}.", field="seed"
+        )
+    return seed
+
+
+def _show(value: object) -> str:
+    """``value`` for a message, in JSON spelling, short (a 5,000-digit number is cut)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return show_number(value)
+    return show_value(value, 60)
 
 
 def rule_fields(action: str) -> tuple[str, ...]:
@@ -115,11 +149,13 @@ class FaultRule:
     :param schedule_time: only the run with this ScheduleTime header.
     :param attempt: only this attempt of the run (1 = first try), or ``None`` for any.
     :param probability: chance (0–1) that a matching attempt gets the fault.
-    :param count: ``duplicate``: how many extra deliveries.
+    :param count: ``duplicate``: how many extra deliveries, 1 to :data:`MAX_DUPLICATE_COUNT`
+        (1 to :data:`MAX_CONCURRENT_COPIES` when ``concurrent``).
     :param concurrent: ``duplicate``: send the copies at the same time as the original.
     :param status: ``status``: the HTTP status to pretend the target answered.
-    :param seconds: ``delay``: added latency; ``deadline``: real seconds the handler is given
-        before the attempt counts as timed out (default 0.1).
+    :param seconds: ``delay``: added latency, at most :data:`MAX_DELAY_SECONDS`; ``deadline``:
+        real seconds the handler is given before the attempt counts as timed out (default
+        0.1), at most :data:`MAX_DEADLINE_SECONDS`. Always finite.
     :param limit: fire at most this many times in all (``None``: no limit).
 
     A field that only other actions read (``seconds`` on ``duplicate``, ``status`` on
@@ -158,35 +194,46 @@ class FaultRule:
         for name in ("probability", "seconds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InvalidArgument(f"{name} must be a number; got {value!r}.", field=name)
+                raise InvalidArgument(f"{name} must be a number; got {_show(value)}.", field=name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InvalidArgument(
+                    f"{name} must be a finite number; got {_show(value)}.", field=name
+                )
         for name in ("count", "status"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidArgument(f"{name} must be a whole number; got {value!r}.", field=name)
-        if self.action not in ACTIONS:
-            raise InvalidArgument(
-                f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}.", field="action"
-            )
+                raise InvalidArgument(
+                    f"{name} must be a whole number; got {_show(value)}.", field=name
+                )
         if not 0 <= self.probability <= 1:
             raise InvalidArgument(
-                f"probability must be between 0 and 1; got {self.probability!r}.",
+                f"probability must be between 0 and 1; got {_show(self.probability)}.",
                 field="probability",
             )
         for name in ("run", "attempt", "limit"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SEED
+            ):
                 raise InvalidArgument(
-                    f"{name} must be a whole number from 1; got {value!r}.", field=name
+                    f"{name} must be a whole number from 1 to {MAX_SEED}; got {_show(value)}.",
+                    field=name,
                 )
-        if not isinstance(self.count, int) or self.count < 1:
-            raise InvalidArgument(f"count must be at least 1; got {self.count!r}.", field="count")
-        if not isinstance(self.status, int) or not 100 <= self.status <= 599:
+        most = MAX_CONCURRENT_COPIES if self.concurrent else MAX_DUPLICATE_COUNT
+        if not 1 <= self.count <= most:
+            how = "concurrent copies" if self.concurrent else "extra copies"
             raise InvalidArgument(
-                f"status must be an HTTP status 100-599; got {self.status!r}.", field="status"
+                f"count must be from 1 to {most} ({how}); got {_show(self.count)}.", field="count"
             )
-        if not isinstance(self.seconds, int | float) or self.seconds < 0:
+        if not 100 <= self.status <= 599:
             raise InvalidArgument(
-                f"seconds must be a non-negative number; got {self.seconds!r}.", field="seconds"
+                f"status must be an HTTP status 100-599; got {_show(self.status)}.", field="status"
+            )
+        longest = MAX_DEADLINE_SECONDS if self.action == "deadline" else MAX_DELAY_SECONDS
+        if not 0 <= self.seconds <= longest:
+            raise InvalidArgument(
+                f"seconds must be from 0 to {longest}; got {_show(self.seconds)}.",
+                field="seconds",
             )
         for item in fields(self):
             if item.name not in MATCH_FIELDS and getattr(self, item.name) != item.default:
@@ -312,8 +359,7 @@ class FaultPlan:
             seed, rules = data.get("seed", 0), data.get("rules", [])
         else:
             seed, rules = 0, data
-        if not isinstance(seed, int):
-            raise InvalidArgument(f"seed must be a whole number; got {seed!r}.", field="seed")
+        check_seed(seed)
         if not isinstance(rules, list):
             raise InvalidArgument(f"rules must be a list; got {rules!r}.", field="rules")
         return cls([FaultRule.from_json(rule) for rule in rules], seed)

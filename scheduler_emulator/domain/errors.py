@@ -10,7 +10,8 @@ status, the ``google.rpc.Code`` name and number, and render as Google's REST err
     │   ├── InvalidArgument           400 INVALID_ARGUMENT  (bad schedule, field, name…)
     │   ├── FailedPrecondition        400 FAILED_PRECONDITION (pause/resume in wrong state)
     │   ├── NotFound                  404 NOT_FOUND         ("Job not found.")
-    │   └── AlreadyExists             409 ALREADY_EXISTS    (create with an existing name)
+    │   ├── AlreadyExists             409 ALREADY_EXISTS    (create with an existing name)
+    │   └── StorageUnavailable        503 UNAVAILABLE       (the data directory's disk is full)
     ├── ClockError                    manual-only operation on a system clock, a clock moved back…
     └── ConfigurationError            bad command-line or jobs-file input (exit code 2)
 
@@ -165,6 +166,15 @@ class AlreadyExists(ApiError):
 
     http_status = 409
     status = "ALREADY_EXISTS"
+
+
+class StorageUnavailable(ApiError):
+    """503 UNAVAILABLE: a change could not be stored (the data directory's disk is full, or it
+    cannot be written); nothing of it was kept, in memory or on disk, so trying again once
+    there is space is safe. Reads keep working."""
+
+    http_status = 503
+    status = "UNAVAILABLE"
 
 
 class ClockError(EmulatorError):

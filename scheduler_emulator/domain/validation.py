@@ -205,6 +205,42 @@ def _validate_attempt_deadline(job: Job) -> None:
         )
 
 
+#: Characters a URI may not hold at all: C0 controls (NUL, tab, CR, LF…) and DEL. A line break
+#: in a request target would end the request line; Google documents no handling, so the
+#: emulator refuses them when the job is created (docs/differences-from-production.md).
+_URI_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def sendable_uri(uri: str) -> str:
+    """``uri`` as it goes on the wire: characters outside RFC 3986's reserved and unreserved
+    sets (a space, ``"``, ``<``, non-ASCII text…) percent-encoded as UTF-8, existing ``%XX``
+    escapes kept. Google: "Cloud Scheduler will encode some characters for safety and
+    compatibility" (``HttpTarget.uri``, google/cloud/scheduler/v1/target.proto).
+
+    >>> sendable_uri("http://a.test/a b/\u2603?q=x y")
+    'http://a.test/a%20b/%E2%98%83?q=x%20y'
+
+    :param uri: a URI that passed :func:`validate_http_target` (no control character).
+    :return: the URI to send.
+    """
+    return quote(uri, safe=_URI_SAFE)
+
+
+def _refuse_unsendable_uri(uri: str, uri_field: str) -> None:
+    """Refuse a control character (:data:`_URI_CONTROL_RE`) in a URI, naming the field and
+    showing the URI escaped.
+
+    :raises InvalidArgument: naming ``uri_field``.
+    """
+    bad = _URI_CONTROL_RE.search(uri)
+    if bad is not None:
+        raise InvalidArgument(
+            f"{uri_field} must not contain control characters (line breaks, tabs, NUL); got "
+            f"{show_text(uri)} ({json.dumps(bad.group())} at position {bad.start()}).",
+            field=uri_field,
+        )
+
+
 def encoded_uri_length(uri: str) -> int:
     """Length of ``uri`` after percent-encoding unsafe characters, as the service counts it.
 
@@ -214,7 +250,7 @@ def encoded_uri_length(uri: str) -> int:
     :param uri: an absolute URI or an App Engine relative URI.
     :return: the length in characters (spec §3.3: must be ≤ 2083).
     """
-    return len(quote(uri, safe=_URI_SAFE))
+    return len(sendable_uri(uri))
 
 
 def _validate_headers(headers: Mapping[str, str], field: str) -> None:
@@ -270,9 +306,11 @@ def _validate_service_account(email: str, field: str) -> None:
 def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> None:
     """Check an HttpTarget (spec §3.3, §10.2, §13).
 
-    Rules: ``uri`` present, ``http://``/``https://`` with a host, ≤ 2083 characters after
-    percent-encoding; a body only with POST, PUT or PATCH (UNSPECIFIED counts as POST); one value
-    per header name (case-insensitive), valid header names, values that HTTP/1.1 can carry (no
+    Rules: ``uri`` present, ``http://``/``https://`` with a host, no control character (tab,
+    CR, LF, NUL…) and no user information (``user:password@``), ≤ 2083 characters after
+    percent-encoding (:func:`sendable_uri`: a space or non-ASCII text is sent encoded); a body
+    only with POST, PUT or PATCH (UNSPECIFIED counts as POST); one value per header name
+    (case-insensitive), valid header names, values that HTTP/1.1 can carry (no
     line break or other control character but tab, nothing beyond U+00FF), no hop-by-hop header
     (:data:`HOP_BY_HOP_HEADERS`), headers total < 80 KB; at most one of
     ``oidcToken``/``oauthToken``, each with an email-shaped ``serviceAccountEmail``.
@@ -284,9 +322,10 @@ def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> No
     uri_field = f"{field}.uri"
     if not target.uri:
         raise InvalidArgument(f"{uri_field} is required.", field=uri_field)
+    _refuse_unsendable_uri(target.uri, uri_field)
     if not target.uri.lower().startswith(("http://", "https://")):
         raise InvalidArgument(
-            f'{uri_field} must start with http:// or https://; got "{target.uri}".',
+            f"{uri_field} must start with http:// or https://; got {show_text(target.uri)}.",
             field=uri_field,
         )
     try:
@@ -294,7 +333,18 @@ def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> No
         host = parts.hostname
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number 0-65535
     except ValueError:
-        host = None
+        parts, host = None, None
+    if parts is not None and "@" in parts.netloc:
+        # A password in the URI would be kept in the job, every attempt record and the log.
+        # Google documents no handling of user information: refused.
+        userinfo, _, hostport = parts.netloc.rpartition("@")
+        shown = f"{parts.scheme}://{userinfo.split(':', 1)[0]}{':***' if ':' in userinfo else ''}"
+        raise InvalidArgument(
+            f"{uri_field} must not contain a user name or password (user:password@host); send "
+            f"credentials in httpTarget.headers (Authorization) or with an oidcToken or "
+            f"oauthToken; got {show_text(shown + '@' + hostport + '/…')}.",
+            field=uri_field,
+        )
     if not host or not _HOST_RE.fullmatch(host):
         raise InvalidArgument(
             f'{uri_field} must be a URL with a valid host and port; got "{target.uri}".',
@@ -350,6 +400,7 @@ def validate_app_engine_http_target(
     uri = target.relative_uri or "/"
     if not uri.startswith("/"):
         raise InvalidArgument(f'{uri_field} must start with "/"; got "{uri}".', field=uri_field)
+    _refuse_unsendable_uri(uri, uri_field)
     if any(c.isspace() for c in uri):
         raise InvalidArgument(f'{uri_field} must not contain spaces; got "{uri}".', field=uri_field)
     length = encoded_uri_length(uri)

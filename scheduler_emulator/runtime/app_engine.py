@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from ..domain.resources import HttpMethod, Job
+from ..domain.validation import sendable_uri
 from ..wire import (
     APP_ENGINE_USER_AGENT_SUFFIX,
     DEFAULT_CONTENT_TYPE,
@@ -156,7 +157,9 @@ class AppEngineDispatcher:
         if target is None:
             raise ValueError(f"job {job.name} has no appEngineHttpTarget.")
         routing = target.app_engine_routing
-        url = self.base_url(routing.service if routing else "") + (target.relative_uri or "/")
+        url = self.base_url(routing.service if routing else "") + sendable_uri(
+            target.relative_uri or "/"
+        )
         method = target.http_method or HttpMethod.POST
         body = target.body if method in _BODY_METHODS else b""
         headers: dict[str, str] = {}

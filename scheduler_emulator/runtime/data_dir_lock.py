@@ -1,10 +1,13 @@
-"""One daemon per data directory: an OS file lock on ``daemon.lock`` in the directory.
+"""One daemon per data directory: an OS lock on the directory itself, held for the daemon's life.
 
 Two daemons on one SQLite data directory would both fire every job. The first
-``scheduler-emulator start`` takes an exclusive ``fcntl.flock`` on ``DIR/daemon.lock`` and
-writes its pid and port into it; a second one fails at once with :class:`DataDirInUse`, naming
-the holder. The operating system drops the lock when the process ends, however it ends (even
-SIGKILL), so a stale lock file never blocks a restart::
+``scheduler-emulator start`` takes an exclusive ``fcntl.flock`` on the data directory (opened
+as a directory: no file in it can be deleted to break the lock — deleting ``daemon.lock``, the
+key or the database's ``-wal``/``-shm`` files does not free it) and on ``DIR/daemon.lock``
+(which earlier releases lock), and writes its pid and port into ``daemon.lock``; a second one
+fails at once with :class:`DataDirInUse`, naming the holder when the file still says. The
+operating system drops the locks when the process ends, however it ends (even SIGKILL), so a
+stale lock file never blocks a restart::
 
     lock = DataDirLock(Path("~/.local/share/scheduler-emulator/x").expanduser())
     lock.acquire()          # raises DataDirInUse naming the other daemon's pid and port
@@ -45,27 +48,42 @@ class DataDirLock:
     def __init__(self, data_dir: Path) -> None:
         self.path = Path(data_dir) / LOCK_FILE_NAME
         self._file: IO[str] | None = None
+        self._dir_fd: int | None = None
 
     def acquire(self) -> None:
         """Take the lock without waiting and write this process's pid into the lock file.
 
-        :raises DataDirInUse: when another process holds it (naming its pid and port).
+        :raises DataDirInUse: when another process holds the directory (naming its pid and
+            port when its lock file still says).
         :raises OSError: when the directory or file cannot be created.
         """
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(dir_fd)
+            raise self._in_use() from None
         handle = open(self.path, "a+")  # noqa: SIM115 - held open for the daemon's lifetime
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = _holder(handle.read())
+        except BlockingIOError:  # a daemon of an earlier release, which locks only this file
             handle.close()
-            raise DataDirInUse(
-                f"data directory {self.path.parent} is in use by another scheduler-emulator "
-                f"({holder}). Stop it, or pass another --data-dir."
-            ) from None
+            os.close(dir_fd)
+            raise self._in_use() from None
+        self._dir_fd = dir_fd
         self._file = handle
         self._write({"pid": os.getpid(), "port": None})
+
+    def _in_use(self) -> DataDirInUse:
+        try:
+            holder = _holder(self.path.read_text())
+        except OSError:  # the lock file was deleted: the directory's lock still holds
+            holder = "pid unknown: its daemon.lock file was deleted"
+        return DataDirInUse(
+            f"data directory {self.path.parent} is in use by another scheduler-emulator "
+            f"({holder}). Stop it, or pass another --data-dir."
+        )
 
     def note_port(self, port: int) -> None:
         """Record the port the daemon listens on, for the message a second daemon prints."""
@@ -76,16 +94,21 @@ class DataDirLock:
         if self._file is not None:
             with contextlib.suppress(OSError):
                 self._file.truncate(0)
-            self._file.close()  # closing the descriptor releases the flock
+            with contextlib.suppress(OSError):  # (closes the descriptor even if flush fails)
+                self._file.close()  # closing the descriptor releases the flock
             self._file = None
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
 
     def _write(self, holder: dict[str, int | None]) -> None:
         if self._file is None:
             return
-        self._file.seek(0)
-        self._file.truncate(0)
-        self._file.write(json.dumps(holder) + "\n")
-        self._file.flush()
+        with contextlib.suppress(OSError):  # informative only (a full disk must not stop it)
+            self._file.seek(0)
+            self._file.truncate(0)
+            self._file.write(json.dumps(holder) + "\n")
+            self._file.flush()
 
 
 def _holder(text: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from ..domain.resources import BODY_METHODS, HttpMethod, HttpTarget, Job
+from ..domain.validation import sendable_uri
 from ..wire import (
     DEFAULT_CONTENT_TYPE,
     REPLACED_HEADERS,
@@ -106,7 +107,7 @@ def request_template(job: Job, token: bool = False) -> RequestTemplate:
     headers, has_content_type = _user_headers(target, token)
     headers.update(scheduler_headers(job.job_id, None))
     return RequestTemplate(
-        method.name, target.uri, headers, body, bool(body) and not has_content_type
+        method.name, sendable_uri(target.uri), headers, body, bool(body) and not has_content_type
     )
 
 
@@ -122,7 +123,9 @@ def build_request(
     :param authorization: a ``Bearer …`` value that overrides any user ``Authorization`` header
         (OIDC/OAuth tokens, §13); ``None`` passes the user's header through.
     :raises ValueError: if the job has no HTTP target.
-    :return: the request: method, URI as stored, headers in sending order, body.
+    :return: the request: method, URI as stored but percent-encoded where HTTP needs it
+        (:func:`~scheduler_emulator.domain.validation.sendable_uri`), headers in sending order,
+        body.
     """
     target = _http_target(job)
     method = target.http_method or HttpMethod.POST
@@ -133,4 +136,4 @@ def build_request(
         headers["Content-Type"] = DEFAULT_CONTENT_TYPE
     if authorization is not None:
         headers["Authorization"] = authorization
-    return DeliveryRequest(method.name, target.uri, headers, body)
+    return DeliveryRequest(method.name, sendable_uri(target.uri), headers, body)

@@ -45,7 +45,7 @@ from ..core.scheduler import (
     StartAttempt,
 )
 from ..domain.attempts import Attempt
-from ..domain.errors import FailedPrecondition
+from ..domain.errors import FailedPrecondition, StorageUnavailable
 from ..domain.outcomes import Failure, Outcome, classify_failure
 from ..domain.resources import Job, State, Status
 from ..realtime import real_monotonic
@@ -157,10 +157,16 @@ class Engine:
         :raises AlreadyExists: with ``create``, if the job exists.
         """
         with self._lock:
+            new = not self.core.has(job.name)
             view, decisions = self.core.put(
                 job, self.clock.now(), reschedule=reschedule, create=create
             )
-            self.store.save_job(view, self.core.next_fire(view.name))
+            try:
+                self.store.save_job(view, self.core.next_fire(view.name))
+            except StorageUnavailable:  # a full disk: list nothing that is not stored
+                if new:
+                    self.core.remove(view.name)
+                raise
             deliveries = self._carry_out(decisions)
         self._send_all(deliveries)
         self._wakeup.set()  # the engine thread re-reads the next due instant
@@ -197,8 +203,9 @@ class Engine:
         :raises NotFound: if there is no such job.
         """
         with self._lock:
+            self.core.get(name)  # NotFound first
+            self.store.delete_job(name)  # then memory, once the disk has it
             self.core.remove(name)
-            self.store.delete_job(name)
 
     def get_job(self, name: str) -> Job:
         """Return the job with its current output-only fields. :raises NotFound:"""

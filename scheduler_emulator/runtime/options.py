@@ -73,7 +73,14 @@ class EmulatorOptions:
         """The signing key's file in the data directory (``None`` in memory: a fresh key)."""
         return None if self.data_dir is None else self.data_dir / KEY_FILE_NAME
 
+    def store_path(self) -> Path | str:
+        """The database file in the data directory, or ``":memory:"``."""
+        return ":memory:" if self.data_dir is None else self.data_dir / STORE_FILE_NAME
+
     def open_store(self) -> Store:
-        """Open the store these options name (its directory is created)."""
-        path = ":memory:" if self.data_dir is None else self.data_dir / STORE_FILE_NAME
-        return Store(path, retain_attempts=self.retain_attempts)
+        """Open the store these options name (its directory is created).
+
+        :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged,
+            of a later release, or on a full disk, naming the file and what to do.
+        """
+        return Store(self.store_path(), retain_attempts=self.retain_attempts)

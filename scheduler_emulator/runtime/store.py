@@ -31,6 +31,14 @@ from typing import Any
 from ..domain.attempts import Attempt, Run, SkippedRun
 from ..domain.codec import job_to_json, parse_job
 from ..domain.resources import Job, State, Status
+from .data_file import (
+    check_database,
+    check_free_space,
+    existing_size,
+    is_unwritable,
+    startup_error,
+    storage_error,
+)
 
 #: ``PRAGMA user_version`` of this release's schema (1: the first release; 2: ``jobs.next_fire``
 #: and ``skipped.reason``).
@@ -143,8 +151,11 @@ class _Locked:
                 store._lock.release()
                 raise
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
         self._store._lock.release()
+        if exc is not None and is_unwritable(exc):  # a full disk: say so, as a 503
+            self._store.write_failure = str(exc)
+            raise storage_error(self._store.path, exc) from exc
 
 
 #: Attempts per page of :meth:`Store.attempts_page` when none is asked for, and at most.
@@ -188,9 +199,15 @@ class Store:
     ) -> None:
         self.path = str(path)
         self.retain_attempts = retain_attempts
+        #: Why the last write that failed failed (a full disk), or ``None``: what the daemon's
+        #: stop message reports.
+        self.write_failure: str | None = None
         self._added = 0
+        size = None
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            check_free_space(Path(self.path).parent)
+            size = existing_size(Path(self.path))
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -201,11 +218,21 @@ class Store:
         self._writer: threading.Thread | None = None
         self._closed = False
         self._locked = _Locked(self)
-        if self.path != ":memory:":
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._migrate()
+        try:
+            # Read the file before writing anything to it: never write into a damaged
+            # database, or one of a schema this release does not know.
+            check_database(self._db, Path(self.path), size, SCHEMA_VERSION)
+            if self.path != ":memory:":
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            self._migrate()
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise startup_error(self.path, exc) from exc
+        except BaseException:
+            self._db.close()
+            raise
         row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM jobs").fetchone()
         self._seq = int(row[0])
         self._last_run_id = 0
@@ -217,7 +244,8 @@ class Store:
             columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
             if column not in columns:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
-        self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if int(self._db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -310,6 +338,7 @@ class Store:
                     if self._pending:
                         self._carry_out_pending()
                 except Exception as exc:  # e.g. the disk is full: say so, keep going
+                    self.write_failure = str(exc)
                     logger.error("store: deferred updates not committed: %s", exc)
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from werkzeug.wrappers import Request
 
 from ..domain.codec import refuse_lone_surrogates
 from ..domain.errors import InvalidArgument
+from ..domain.numbers import parse_int, refuse_unbounded_numbers
 
 __all__ = [
     "UnsupportedMediaType",
@@ -42,6 +43,27 @@ def is_json_type(mimetype: str) -> bool:
     )
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: refuse an object that names a key twice. Python's parser keeps the
+    last; protobuf's JSON parser (Google's front end) refuses it, as its conformance suite
+    recommends (``JsonInput.FieldNameDuplicate``).
+
+    :raises DuplicateKey: naming the key.
+    """
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(f"Duplicate field {json.dumps(key)}")
+            seen.add(key)
+    return data
+
+
 def request_json(request: Request, *, allow_fields: frozenset[str] | None = None) -> dict[str, Any]:
     """Decode the request body as a JSON object; an empty body is ``{}``.
 
@@ -49,8 +71,9 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
         bodies may carry only ``name``, spec §1.1); ``None`` allows any key.
     :raises UnsupportedMediaType: for a non-empty body whose ``Content-Type`` is not JSON.
     :raises InvalidArgument: for a body that is not JSON, not an object, nested too deeply,
-        holding a lone surrogate (``"\\ud800"``) in any key or string, or that has a key not
-        allowed.
+        naming a key twice in one object, holding a lone surrogate (``"\\ud800"``) in any key
+        or string or a number out of range (:mod:`~scheduler_emulator.domain.numbers`), or that
+        has a key not allowed.
     :return: the decoded object.
     """
     raw = request.get_data()
@@ -64,7 +87,7 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
             field="Content-Type",
         )
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_int=parse_int, object_pairs_hook=_no_duplicate_keys)
     except RecursionError:
         raise InvalidArgument(
             "Invalid JSON payload received. The body is nested too deeply."
@@ -74,6 +97,7 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
             f"Invalid JSON payload received. {exc}.", description="The body is not valid JSON."
         ) from exc
     refuse_lone_surrogates(data)
+    refuse_unbounded_numbers(data)
     if not isinstance(data, dict):
         raise InvalidArgument(
             f"Invalid JSON payload received. Expected an object, got {type(data).__name__}."

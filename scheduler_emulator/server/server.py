@@ -51,7 +51,9 @@ _HTTP_STATUS_NAMES = {
     408: "DEADLINE_EXCEEDED",
     409: "ABORTED",
     413: "INVALID_ARGUMENT",
+    414: "INVALID_ARGUMENT",
     415: "INVALID_ARGUMENT",
+    431: "INVALID_ARGUMENT",
     429: "RESOURCE_EXHAUSTED",
 }
 
@@ -71,6 +73,12 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdom
 #: and token description a target service fetches to verify the tokens jobs send.
 OPEN_ADMIN_PATHS = ("/_emulator/health", "/_emulator/oidc/", "/_emulator/oauth2/")
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Headers a request may carry at most once: a second ``Origin`` or ``Content-Type`` would let
+#: a check read one value while something else reads the other, so a repeat is refused.
+SINGLE_HEADERS = ("Origin", "Content-Type")
+#: The WSGI environ key under which the server lists the :data:`SINGLE_HEADERS` a request
+#: repeated.
+REPEATED_HEADERS_KEY = "scheduler_emulator.repeated_headers"
 
 
 class _LimitedRequest(Request):
@@ -237,9 +245,10 @@ class EmulatorApp:
         rebinding; reading the public keys and health under :data:`OPEN_ADMIN_PATHS` is allowed
         under any name, so a target service can fetch them by a container name), a foreign
         ``Origin`` on a state-changing request (a web page posting
-        cross-site), or a missing admin token.
+        cross-site), a repeated ``Origin`` or ``Content-Type`` (:data:`SINGLE_HEADERS`), or a
+        missing admin token.
 
-        :return: the 403 / 401 response in Google's envelope, or ``None`` to go on.
+        :return: the 403 / 401 / 400 response in Google's envelope, or ``None`` to go on.
         """
         host = request.headers.get("Host")
         public = request.method in _SAFE_METHODS and request.path.startswith(OPEN_ADMIN_PATHS)
@@ -249,6 +258,13 @@ class EmulatorApp:
                 f"Host {json.dumps(host)} is not this emulator: requests must name a loopback "
                 f"address or the address it listens on (DNS rebinding protection).",
                 "FOREIGN_HOST",
+            )
+        repeated = request.environ.get(REPEATED_HEADERS_KEY)
+        if repeated:
+            return _refused(
+                403 if "Origin" in repeated else 400,
+                f"The request repeats the {' and '.join(repeated)} header; send each at most once.",
+                "REPEATED_HEADER",
             )
         origin = request.headers.get("Origin")
         if request.method not in _SAFE_METHODS and origin is not None:
@@ -342,6 +358,33 @@ class _RequestHandler(WSGIRequestHandler):
     # socketserver applies it to the connection: a silent or half-sent request, or an idle
     # keep-alive connection, is closed after this many seconds instead of holding its thread.
     timeout = SOCKET_TIMEOUT_SECONDS
+
+    def make_environ(self) -> Any:
+        # WSGI keeps one value per header: werkzeug joins repeated headers with "," (and keeps
+        # the last Content-Type), so a repeat is only visible here. check_caller refuses it.
+        environ = super().make_environ()
+        repeated = [name for name in SINGLE_HEADERS if len(self.headers.get_all(name) or ()) > 1]
+        if repeated:
+            environ[REPEATED_HEADERS_KEY] = repeated
+        return environ
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # What http.server answers before the app sees the request (414 for a request line
+        # over 64 KiB, 431 for too many headers, 400 for a malformed request line): Google's
+        # JSON error envelope, not http.server's HTML page.
+        text = message or self.responses.get(code, ("Error",))[0]
+        status = _HTTP_STATUS_NAMES.get(code, "INTERNAL" if code >= 500 else "INVALID_ARGUMENT")
+        body = json.dumps({"error": {"code": code, "message": f"{text}.", "status": status}})
+        data = body.encode()
+        with contextlib.suppress(OSError):
+            self.send_response(code, message)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Connection", "close")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+                self.wfile.write(data)
+        self.close_connection = True
 
 
 class BoundedWSGIServer(ThreadedWSGIServer):

@@ -24,6 +24,7 @@ import re
 import shlex
 import signal
 import socket
+import sqlite3
 import sys
 import threading
 from collections.abc import Sequence
@@ -40,13 +41,14 @@ from ..domain.resources import Job
 from ..runtime.attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
 from ..runtime.clock import Clock, ManualClock, SystemClock
 from ..runtime.data_dir_lock import DataDirLock
+from ..runtime.data_file import startup_error
 from ..runtime.emulator import Emulator
 from ..runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT, EmulatorOptions
 from ..runtime.store import DEFAULT_RETAIN_ATTEMPTS
 from ..runtime.tokens import GOOGLE_ISSUER, TOKEN_TIMES
 from .client_recipes import client_notes, grpc_note
 from .fault_file import load_fault_file
-from .jobs_file import load_jobs_file
+from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
 from .targets_setup import configure as configure_targets
 
@@ -109,6 +111,22 @@ def _retain(text: str) -> int:
     raise argparse.ArgumentTypeError(f"{text[:40]!r} is not 0 or a positive whole number")
 
 
+def _positive(text: str) -> int:
+    if text.isascii() and text.isdigit() and len(text) <= 18 and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a positive whole number")
+
+
+def _admin_token(text: str) -> str:
+    # An empty token would turn the check off without a word: refuse it.
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "an empty token would leave /_emulator/ unprotected; give a non-empty token, or "
+            "leave --admin-token out"
+        )
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser for every subcommand."""
     parser = argparse.ArgumentParser(
@@ -131,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     start.add_argument(
         "--admin-token",
+        type=_admin_token,
         default=os.environ.get(ADMIN_TOKEN_ENV) or None,
         metavar="TOKEN",
         help=f"require 'Authorization: Bearer TOKEN' on /_emulator/* (default: ${ADMIN_TOKEN_ENV})",
@@ -144,6 +163,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="FILE",
         help="jobs file (YAML or JSON list of Job resources); repeatable",
+    )
+    start.add_argument(
+        "--max-jobs-file-bytes",
+        type=_positive,
+        default=DEFAULT_MAX_FILE_BYTES,
+        metavar="N",
+        help="refuse a --jobs file larger than N bytes (%(default)s)",
+    )
+    start.add_argument(
+        "--max-jobs-per-file",
+        type=_positive,
+        default=DEFAULT_MAX_JOBS,
+        metavar="N",
+        help="refuse a --jobs file holding more than N jobs (%(default)s)",
     )
     start.add_argument("--project", default=DEFAULT_PROJECT, help="default project (%(default)s)")
     start.add_argument(
@@ -375,19 +408,28 @@ def _make_clock(args: argparse.Namespace) -> Clock:
 
 
 def load_jobs_by_file(
-    paths: Sequence[str], *, project: str, location: str
+    paths: Sequence[str],
+    *,
+    project: str,
+    location: str,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_jobs: int = DEFAULT_MAX_JOBS,
 ) -> list[tuple[str, list[Job]]]:
     """Load every jobs file, keeping which jobs each file holds; warn (on stderr) about a file
     that holds none.
 
-    :raises ConfigurationError: naming the file, job, field and value of the first problem, or
-        both files of a job name defined twice.
+    :param max_bytes: the largest file read (``--max-jobs-file-bytes``).
+    :param max_jobs: the most jobs one file may hold (``--max-jobs-per-file``).
+    :raises ConfigurationError: naming the file, job, field and value of the first problem,
+        both files of a job name defined twice, or a file over a limit.
     :return: ``(path, jobs)`` per file, in order.
     """
     per_file: list[tuple[str, list[Job]]] = []
     seen: dict[str, str] = {}
     for path in paths:
-        loaded = load_jobs_file(path, project=project, location=location)
+        loaded = load_jobs_file(
+            path, project=project, location=location, max_bytes=max_bytes, max_jobs=max_jobs
+        )
         if not loaded:
             print(f"warning: {path} holds no jobs; nothing was loaded from it.", file=sys.stderr)
         per_file.append((path, list(loaded)))
@@ -503,7 +545,13 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     from .firebase import command as firebase_command
 
     firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
-    per_file = load_jobs_by_file(args.jobs, project=args.project, location=args.location)
+    per_file = load_jobs_by_file(
+        args.jobs,
+        project=args.project,
+        location=args.location,
+        max_bytes=args.max_jobs_file_bytes,
+        max_jobs=args.max_jobs_per_file,
+    )
     jobs = [job for _, file_jobs in per_file for job in file_jobs]
     lock: DataDirLock | None = None
     if not args.in_memory:  # first: a second daemon on this directory names the first one
@@ -524,13 +572,21 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         format=log_format,
         flush_interval=None if clock.manual else DAEMON_FLUSH_INTERVAL,
     )
-    emulator = Emulator(
-        clock,
-        options=replace(options, app_engine_urls=targets.app_engine_urls),
-        faults=faults,
-        attempt_log=attempt_log,
-        publisher=targets.publisher,
-    )
+    try:
+        emulator = Emulator(
+            clock,
+            options=replace(options, app_engine_urls=targets.app_engine_urls),
+            faults=faults,
+            attempt_log=attempt_log,
+            publisher=targets.publisher,
+        )
+    except BaseException as exc:
+        targets.close()
+        if lock is not None:
+            lock.release()
+        if isinstance(exc, sqlite3.Error):  # what the store's own checks did not name
+            raise startup_error(str(options.store_path()), exc) from exc
+        raise
     if options.key_path is not None:
         emulator.tokens.key  # noqa: B018 - load or create the key now: a bad key file stops
     file_names = {job.name for job in jobs}
@@ -616,15 +672,23 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         if log_stream is not out:
             log_stream.close()
     if stopped and stopped[0]:
-        retried = "at the next start" if not args.in_memory else "never (--in-memory)"
         print(
-            f"scheduler-emulator: {stopped[0]} attempt(s) recorded as interrupted; their runs "
-            f"are retried per their retry config {retried}.",
+            f"scheduler-emulator: {stopped[0]} attempt(s) recorded as interrupted; "
+            + (
+                "their runs are retried per their retry config at the next start."
+                if not args.in_memory
+                else "nothing is kept in memory, so their runs are not retried (--in-memory)."
+            ),
             file=sys.stderr,
         )
     kept = (
         "nothing was kept (--in-memory)" if args.in_memory else f"jobs and attempts are in {where}"
     )
+    failure = emulator.store.write_failure
+    if failure is not None:  # e.g. the disk filled: say that not everything could be kept
+        kept += (
+            f", except what could not be written ({failure}): requests it refused were answered 503"
+        )
     print(f"scheduler-emulator stopped; {kept}.", file=sys.stderr)
     return 0
 

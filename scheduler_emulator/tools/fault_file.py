@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..core.faults import FaultPlan
 from ..domain.errors import ConfigurationError, InvalidArgument
-from .jobs_file import load_document
+from .documents import load_document, read_text
 
 __all__ = [
     "load_fault_file",
@@ -15,14 +15,17 @@ __all__ = [
 
 
 def load_fault_file(path: str | Path) -> FaultPlan:
-    """Read a fault plan from a YAML or JSON file.
+    """Read a fault plan from a YAML or JSON file (bounded as every file users write:
+    :mod:`~scheduler_emulator.tools.documents`).
 
     :raises InvalidArgument: naming the file and the problem.
     """
     try:
-        data = load_document(Path(path).read_text(encoding="utf-8"), str(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"{path}: cannot read the fault plan: {exc}") from exc
+        text = read_text(path, "the fault plan")
+    except ConfigurationError as exc:
+        raise InvalidArgument(str(exc)) from exc
+    try:
+        data = load_document(text, str(path))
     except ConfigurationError as exc:
         raise InvalidArgument(f"cannot read the fault plan: {exc}") from exc
     try:

@@ -37,12 +37,22 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..domain.codec import job_from_json, refuse_lone_surrogates, show_value
+from ..domain.codec import job_from_json, show_value
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.names import qualify_job_name
 from ..domain.resources import Job
+from .documents import DEFAULT_MAX_FILE_BYTES, load_document, read_text
+
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_JOBS",
+    "load_document",
+    "load_jobs_file",
+]
+
+#: Most jobs one jobs file may hold (``scheduler-emulator start --max-jobs-per-file`` raises
+#: it); the daemon's figures are measured with 10,000.
+DEFAULT_MAX_JOBS = 50_000
 
 #: The bytes fields of a job: (how its target is spelt, the field, the JSON path, the target's
 #: attribute of :class:`Job` and the field's attribute on it).
@@ -59,125 +69,6 @@ _BYTES_FIELDS = (
 )
 #: A value that reads as plain words (``ping``, ``run-now``, ``hello1``) rather than base64.
 _WORDS_RE = re.compile(r"[A-Za-z]+(?:[_-][A-Za-z0-9]+)*[0-9]*")
-
-#: Deepest nesting a jobs (or fault, or scenario) file may have; a Job is 4 levels deep.
-MAX_DEPTH = 64
-#: Most YAML nodes a file may expand to, every alias counted as the whole node it repeats:
-#: refuses a "billion laughs" file of a few hundred bytes before it is built.
-MAX_NODES = 100_000
-
-
-class _TooLarge(yaml.YAMLError):
-    """The document nests or expands beyond :data:`MAX_DEPTH` / :data:`MAX_NODES`."""
-
-
-class BoundedSafeLoader(yaml.SafeLoader):
-    """PyYAML's ``SafeLoader`` that refuses, while composing and before any object is built,
-    a document nested deeper than :data:`MAX_DEPTH` or expanding to more than
-    :data:`MAX_NODES` nodes (an alias counts as every node it repeats, so an alias bomb is
-    refused after reading a few hundred bytes of it).
-
-    :raises yaml.YAMLError: (a private subclass) naming the limit and the line.
-    """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
-        self._sizes: dict[int, int] = {}
-
-    @staticmethod
-    def _line(node_or_event: Any) -> int:
-        mark = getattr(node_or_event, "start_mark", None)
-        return 0 if mark is None else int(mark.line) + 1
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        self._depth += 1
-        if self._depth > MAX_DEPTH:
-            raise _TooLarge(
-                f"nested deeper than {MAX_DEPTH} levels (line {self._line(self.peek_event())})"
-            )
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-        if id(node) not in self._sizes:
-            children: list[Any] = []
-            if isinstance(node, yaml.SequenceNode):
-                children = node.value
-            elif isinstance(node, yaml.MappingNode):
-                children = [item for pair in node.value for item in pair]
-            size = 1 + sum(self._sizes.get(id(child), 1) for child in children)
-            if size > MAX_NODES:
-                raise _TooLarge(
-                    f"expands to more than {MAX_NODES} values, counting what each alias "
-                    f"(*name) repeats (line {self._line(node)})"
-                )
-            self._sizes[id(node)] = size
-        return node
-
-
-def load_document(text: str, source: str) -> Any:
-    """Parse a jobs, fault or scenario file: JSON when it looks like JSON, else YAML.
-
-    YAML goes through :class:`BoundedSafeLoader`; both are checked for lone surrogates (a JSON
-    ``"\\ud800"`` escape) in any key or string.
-
-    :param text: the file's text.
-    :param source: how to name the file in messages.
-    :raises ConfigurationError: one line naming the file and the problem: not JSON or YAML,
-        nested deeper than :data:`MAX_DEPTH`, expanding to more than :data:`MAX_NODES` values,
-        or holding a lone surrogate (naming where).
-    :return: the document.
-    """
-    document = _parse(text, source)
-    try:
-        refuse_lone_surrogates(document)
-    except ApiError as exc:
-        raise ConfigurationError(f"{source}: {exc.describe()}") from None
-    return document
-
-
-def _parse(text: str, source: str) -> Any:
-    stripped = text.lstrip()
-    if stripped[:1] in ("[", "{"):
-        try:
-            return json.loads(text)
-        except RecursionError:
-            raise ConfigurationError(
-                f"{source}: not a valid jobs file: nested too deeply."
-            ) from None
-        except json.JSONDecodeError:
-            pass  # maybe YAML flow style; let YAML have a go
-    try:
-        return yaml.load(text, Loader=BoundedSafeLoader)  # noqa: S506 - a SafeLoader
-    except _TooLarge as exc:
-        raise ConfigurationError(f"{source}: not a valid jobs file: {exc}.") from None
-    except RecursionError:
-        raise ConfigurationError(f"{source}: not a valid jobs file: nested too deeply.") from None
-    except yaml.YAMLError as exc:
-        hint = ""
-        if "alias" in str(exc):
-            hint = " (quote schedules that start with '*', e.g. schedule: \"*/5 * * * *\")"
-        raise ConfigurationError(
-            f"{source}{_where(exc)}: not valid YAML or JSON{hint}: {_problem(exc)}"
-        ) from None
-
-
-def _where(exc: yaml.YAMLError) -> str:
-    """`` line L column C`` of a PyYAML error, when it has a position."""
-    mark = getattr(exc, "problem_mark", None)
-    if mark is None:
-        return ""
-    return f" line {mark.line + 1} column {mark.column + 1}"
-
-
-def _problem(exc: yaml.YAMLError) -> str:
-    """A PyYAML error's reason in one line, without its source excerpt."""
-    problem = getattr(exc, "problem", None)
-    context = getattr(exc, "context", None)
-    if problem is None:
-        return " ".join(show_value(str(exc), 300).strip('"').split("\\n"))
-    return f"{context}: {problem}" if context else str(problem)
 
 
 def base64_hint(exc: ApiError, value: Any = None) -> str:
@@ -284,6 +175,8 @@ def load_jobs_file(
     project: str,
     location: str,
     warn: Callable[[str], None] | None = None,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_jobs: int = DEFAULT_MAX_JOBS,
 ) -> list[Job]:
     """Read, validate and normalise every job of a jobs file (YAML or JSON, told by content).
 
@@ -298,19 +191,25 @@ def load_jobs_file(
     :param warn: called with each warning line (``warning: <file>: job N ("name"): <field>
         …``) about a bytes field that looks like text meant literally
         (:func:`bytes_field_warnings`); by default it is printed on stderr.
-    :raises ConfigurationError: when the file cannot be read or parsed, has the wrong layout, or
-        any job is invalid or duplicated. The message names the file, the job by 1-based
-        position and name as written, the field and the value, one line per problem, e.g.
+    :param max_bytes: the largest file read (``--max-jobs-file-bytes``).
+    :param max_jobs: the most jobs the file may hold (``--max-jobs-per-file``).
+    :raises ConfigurationError: when the file cannot be read or parsed, is larger than
+        ``max_bytes`` or holds more than ``max_jobs`` jobs (naming the limit and the option
+        that raises it), has the wrong layout, or any job is invalid or duplicated. The
+        message names the file, the job by 1-based position and name as written, the field
+        and the value, one line per problem, e.g.
         ``jobs.yaml: job 2 ("nightly"): retryConfig.retryCount must be between 0 and 5; got 9.``
     :return: the jobs in file order, normalised per spec §3.7 (output-only fields at their
         initial values).
     """
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"{source}: cannot read the jobs file: {exc}") from None
+    text = read_text(path, "the jobs file", max_bytes=max_bytes, option="--max-jobs-file-bytes")
     entries = _entries(load_document(text, source), source)
+    if len(entries) > max_jobs:
+        raise ConfigurationError(
+            f"{source}: holds {len(entries)} jobs, more than the limit of {max_jobs} per file; "
+            "raise it with --max-jobs-per-file N."
+        )
 
     jobs: list[Job] = []
     problems: list[str] = []

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...core.faults import FaultRule
+from ...core.faults import FaultRule, check_seed
 from ...domain.codec import job_from_json
 from ...domain.errors import ApiError, ConfigurationError
 from ...domain.names import qualify_job_name
 from ...domain.resources import Job
 from ...runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT
+from ..documents import read_text
 from ..jobs_file import (
     base64_hint,
     bytes_field_warnings,
@@ -54,11 +55,8 @@ __all__ = [
 
 
 def _read(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"{path}: cannot read the scenario: {exc}") from None
-    return load_document(text, str(path))  # bounded YAML, no lone surrogates
+    # bounded size, YAML and numbers; no lone surrogates
+    return load_document(read_text(path, "the scenario"), str(path))
 
 
 class _Problems:
@@ -338,10 +336,10 @@ def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
         if key not in ("seed", "rules"):
             problems.add(_problem(source, f"faults.{key}", "unknown key (known: seed, rules)."))
     seed = value.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        problems.add(
-            _problem(source, "faults.seed", f"expected a whole number; got {_show(seed)}.")
-        )
+    try:
+        check_seed(seed)
+    except ApiError as exc:
+        problems.add(_problem(source, "faults.seed", exc.message))
         seed = 0
     rules = value.get("rules", [])
     if not isinstance(rules, list):

@@ -87,36 +87,57 @@ def _problem(source: Path | str, path: str, message: str) -> ConfigurationError:
 # ------------------------------------------------------------------------------- value parsing
 
 
+#: The longest step a scenario may take at once (100 years): a longer one would move the clock
+#: past the last instant a date can hold.
+MAX_STEP_SECONDS = 100 * 365.25 * 86_400
+
+
 def parse_duration(value: Any) -> timedelta:
     """Parse a step's duration: seconds as a number, or ``"7d"``, ``"3600s"``, ``"1h30m"``…
 
     Units: ``w``, ``d``, ``h``, ``m``, ``s``, ``ms``; parts add up (``"1d12h"``).
 
-    :param value: a non-negative number of seconds or such a string.
+    :param value: a non-negative number of seconds or such a string, at most 100 years
+        (:data:`MAX_STEP_SECONDS`).
     :raises ValueError: for anything else, saying what is accepted.
     :return: the duration.
     """
+    seconds = _duration_seconds(value)
+    if seconds is None:
+        raise ValueError(
+            f'not a duration: {_show(value)} (use seconds, or a number with a unit such as "7d", '
+            '"3600s", "90m", "1h30m")'
+        )
+    if seconds > MAX_STEP_SECONDS:
+        raise ValueError(f"a step may advance at most 36525d (100 years); got {_show(value)}")
+    return timedelta(seconds=seconds)
+
+
+def _duration_seconds(value: Any) -> float | None:
+    """The seconds ``value`` stands for (finite, non-negative), or ``None`` when it is no
+    duration."""
     if isinstance(value, bool):
-        raise ValueError(f"not a duration: {_show(value)}")
+        return None
     if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
+        try:
+            seconds = float(value)
+        except OverflowError:
+            return math.inf
+        if math.isnan(seconds) or seconds < 0:
             raise ValueError(f"a duration must be a non-negative number; got {_show(value)}")
-        return timedelta(seconds=value)
+        return seconds
     if isinstance(value, str):
         text = value.replace(" ", "")
         parts = _DURATION_PART.findall(text)
         if text and "".join(n + u for n, u in parts) == text:
-            return timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
+            return sum(float(n) * _UNITS[u] for n, u in parts)
         try:
             seconds = float(text)
         except ValueError:
-            seconds = -1.0
+            return None
         if math.isfinite(seconds) and seconds >= 0:
-            return timedelta(seconds=seconds)
-    raise ValueError(
-        f'not a duration: {_show(value)} (use seconds, or a number with a unit such as "7d", '
-        '"3600s", "90m", "1h30m")'
-    )
+            return seconds
+    return None
 
 
 def parse_instant(value: Any) -> datetime:

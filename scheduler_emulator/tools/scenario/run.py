@@ -163,6 +163,15 @@ def run_scenario(
             emulator.create_job(job)
         for step in scenario.steps:
             if isinstance(step.value, timedelta):
+                try:
+                    clock.now() + step.value
+                except OverflowError:
+                    raise _problem(
+                        scenario.path,
+                        f"{step.where}.advance",
+                        f"would move the clock past the last date there is (from "
+                        f"{clock.now().isoformat()}).",
+                    ) from None
                 emulator.advance(step.value)
             elif isinstance(step.value, datetime):
                 if step.value < clock.now():
