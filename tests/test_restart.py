@@ -132,9 +132,16 @@ def test_a_data_directory_of_the_first_release_still_loads(tmp_path: Path) -> No
     con = sqlite3.connect(db)  # back to the first release's schema: no new columns
     con.executescript(
         "ALTER TABLE jobs DROP COLUMN next_fire; ALTER TABLE skipped DROP COLUMN reason;"
+        "DROP INDEX attempts_start; DROP INDEX attempts_job_start;"
+        "ALTER TABLE attempts DROP COLUMN nominal;"
+        "ALTER TABLE attempts DROP COLUMN response_excerpt;"
+        "ALTER TABLE attempts DROP COLUMN response_content_type;"
         "PRAGMA user_version = 0;"
     )
     con.close()
     second = reopen(db, RecordingTarget(), START)
     assert second.get_job("nightly").schedule_time == datetime(2026, 9, 24, 2, tzinfo=UTC)
-    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone() == (2,)
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone() == (3,)
+    second.advance(timedelta(minutes=1))  # the 02:00 run, recorded in the added columns
+    (attempt,) = second.attempts()
+    assert attempt.nominal == datetime(2026, 9, 24, 2, tzinfo=UTC)

@@ -98,7 +98,14 @@ class TestJsonOnly:
         client = Client(create_app(emulator))
         assert client.post(JOBS, json=full_job()).status_code == 200
         pause = JOBS + "/nightly:pause"
-        assert client.post(pause, data=b"", content_type="text/plain").status_code == 200
+        assert client.post(pause, data=b"").status_code == 200  # curl -X POST: no Content-Type
+
+    def test_an_empty_text_plain_post_is_refused_too(self, emulator: Emulator) -> None:
+        client = Client(create_app(emulator))
+        assert client.post(JOBS, json=full_job()).status_code == 200
+        pause = JOBS + "/nightly:pause"
+        assert client.post(pause, data=b"", content_type="text/plain").status_code == 415
+        assert emulator.get_job("nightly").state.name == "ENABLED"
 
 
 class TestAdminToken:

@@ -73,6 +73,11 @@ class Attempt:
     :param debug_info: the execution log's ``debugInfo`` text (§14.3).
     :param forced: the run was forced by RunJob.
     :param injected: the attempt was added or altered by fault injection.
+    :param nominal: the instant (UTC) its run is for — the run's schedule time, kept also when
+        no ScheduleTime header is sent; for a forced run the instant it was forced.
+    :param response_excerpt: the first :data:`RESPONSE_EXCERPT_BYTES` of the target's response
+        body, decoded as UTF-8 (bad bytes replaced); ``""`` for none.
+    :param response_content_type: the response's ``Content-Type``, ``None`` without one.
     """
 
     id: int
@@ -88,6 +93,9 @@ class Attempt:
     debug_info: str = ""
     forced: bool = False
     injected: bool = False
+    nominal: datetime | None = None
+    response_excerpt: str = ""
+    response_content_type: str | None = None
     exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -111,6 +119,9 @@ class Attempt:
             "debugInfo": self.debug_info,
             "forced": self.forced,
             "injected": self.injected,
+            "nominalTime": iso(self.nominal),
+            "responseExcerpt": self.response_excerpt,
+            "responseContentType": self.response_content_type,
         }
 
     @classmethod
@@ -143,6 +154,21 @@ class Attempt:
         """``attempt["code"]``: the :meth:`to_json` value under that key. Kept for code written
         when ``cloud_scheduler_server.attempts()`` returned dicts; use the attributes."""
         return self.to_json()[key]
+
+
+#: Response body bytes an attempt record keeps (the rest is read and dropped): enough for the
+#: error text a service answers with.
+RESPONSE_EXCERPT_BYTES = 4096
+
+
+def excerpt_text(body: bytes | bytearray) -> str:
+    """The first :data:`RESPONSE_EXCERPT_BYTES` of ``body`` as text (UTF-8, bad bytes and a
+    character cut at the end replaced).
+
+    >>> excerpt_text(b"job 'x' posted to the timer route 'y'")
+    "job 'x' posted to the timer route 'y'"
+    """
+    return body[:RESPONSE_EXCERPT_BYTES].decode("utf-8", "replace")
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,13 @@ import os
 import socket
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import pycurl
+
+if TYPE_CHECKING:
+    from .http_client import ResponseSample
 
 __all__ = [
     "CurlDeadline",
@@ -63,11 +67,13 @@ class CurlExchange:
         headers: Mapping[str, str],
         body: bytes,
         timeout_seconds: float,
+        sample: ResponseSample | None = None,
     ) -> tuple[int, str | None]:
         """Send ``method url`` with ``headers`` and ``body``; return the status and, for a
         redirect, the absolute ``Location`` (no redirect is followed here).
 
         :param timeout_seconds: the exchange ends within this many seconds.
+        :param sample: where to keep the body's start and the ``Content-Type``.
         :raises CurlDeadline: when that time passed first.
         :raises OSError: when the connection failed (its ``strerror`` says how).
         """
@@ -96,19 +102,27 @@ class CurlExchange:
             if method != "POST":
                 handle.setopt(pycurl.CUSTOMREQUEST, method)
         read = [0]
+        if sample is not None:
+            sample.restart(None)
 
         def drop(chunk: bytes) -> int | None:
             read[0] += len(chunk)
+            if sample is not None:
+                sample.take(chunk)
             return None if read[0] <= self.max_body_bytes else 0  # 0 aborts the transfer
 
         handle.setopt(pycurl.WRITEFUNCTION, drop)
         try:
             handle.perform()
+            if sample is not None:
+                sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
             return handle.getinfo(pycurl.RESPONSE_CODE), handle.getinfo(pycurl.REDIRECT_URL)
         except pycurl.error as exc:
             code = exc.args[0]
             status = handle.getinfo(pycurl.RESPONSE_CODE)
             if code == pycurl.E_WRITE_ERROR and status:  # our cap: the status stands
+                if sample is not None:
+                    sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
                 return status, handle.getinfo(pycurl.REDIRECT_URL)
             if code == pycurl.E_OPERATION_TIMEDOUT:
                 raise CurlDeadline() from None

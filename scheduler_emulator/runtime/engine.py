@@ -539,6 +539,7 @@ class Engine:
             start_time=now,
             request=prepared.record,
             forced=run.forced,
+            nominal=run.nominal,
         )
         self.store.add_attempt(attempt)
         if self.attempt_log is not None and (self.clock.manual or failure is not None):
@@ -642,6 +643,10 @@ class Engine:
         attempt.response_status = outcome.http_status
         attempt.code = outcome.code
         attempt.debug_info = outcome.debug_info
+        attempt.response_excerpt, attempt.response_content_type = (
+            result.excerpt,
+            result.content_type,
+        )
         attempt.exception = result.exception
         self.store.finish_attempt(attempt)
         if self.attempt_log is not None:
@@ -658,6 +663,7 @@ class Engine:
         copy.end_time = self.clock.now()
         copy.response_status, copy.code = outcome.http_status, outcome.code
         copy.debug_info = "Injected duplicate delivery. " + outcome.debug_info
+        copy.response_excerpt, copy.response_content_type = result.excerpt, result.content_type
         self.store.finish_attempt(copy)
         if self.attempt_log is not None:
             self.attempt_log.finished(copy, kind)

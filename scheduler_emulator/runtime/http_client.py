@@ -43,6 +43,33 @@ _CHUNK = 64 * 1024
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
+class ResponseSample:
+    """The start of the final response's body and its ``Content-Type``, kept for the attempt
+    record (each redirect hop overwrites the previous one's).
+
+    :ivar body: at most ``limit`` bytes of the body.
+    :ivar content_type: the ``Content-Type`` header, ``None`` without one.
+    """
+
+    __slots__ = ("body", "content_type", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.body = bytearray()
+        self.content_type: str | None = None
+
+    def restart(self, content_type: str | None) -> None:
+        """A new response begins: forget the previous hop's."""
+        self.body.clear()
+        self.content_type = content_type
+
+    def take(self, chunk: bytes) -> None:
+        """Keep as much of ``chunk`` as fits under the limit."""
+        room = self.limit - len(self.body)
+        if room > 0:
+            self.body += chunk[:room]
+
+
 class DeadlineExceeded(Exception):
     """The request did not complete (headers and body) within its deadline."""
 
@@ -164,6 +191,7 @@ class HttpClient:
         headers: Mapping[str, str],
         body: bytes,
         deadline_seconds: float,
+        sample: ResponseSample | None = None,
     ) -> int:
         """Send the request, follow redirects (``requests``' rules), and return the final status.
 
@@ -173,6 +201,8 @@ class HttpClient:
         :param body: raw body bytes (sent for every method that has one).
         :param deadline_seconds: the whole request, redirects and body included, ends within
             this many seconds.
+        :param sample: where to keep the start of the final response's body and its
+            ``Content-Type`` (``None``: nothing is kept).
         :raises DeadlineExceeded: when the deadline passed first.
         :raises OSError: or :class:`http.client.HTTPException` when the connection failed.
         :raises ValueError: for a URL that is not http(s) or too many redirects.
@@ -182,11 +212,13 @@ class HttpClient:
         try:
             for _ in range(MAX_REDIRECTS + 1):
                 if self._curl is not None and url[:7].lower() == "http://":
-                    status, location = self._curl_once(method, url, headers, body, deadline)
+                    status, location = self._curl_once(method, url, headers, body, deadline, sample)
                 else:
                     if guard is None:
                         guard = self.watchdog.arm(deadline)
-                    status, location = self._once(method, url, headers, body, deadline, guard)
+                    status, location = self._once(
+                        method, url, headers, body, deadline, guard, sample
+                    )
                 if status not in _REDIRECTS or not location:
                     return status
                 target = urljoin(url, location)
@@ -226,6 +258,7 @@ class HttpClient:
         headers: Mapping[str, str],
         body: bytes,
         deadline: float,
+        sample: ResponseSample | None = None,
     ) -> tuple[int, str | None]:
         left = deadline - real_monotonic()
         if left <= 0:
@@ -233,7 +266,7 @@ class HttpClient:
         curl = self._curl
         assert curl is not None
         try:
-            return curl.once(method, url, headers, body, left)
+            return curl.once(method, url, headers, body, left, sample)
         except curl.Deadline:
             raise DeadlineExceeded() from None
 
@@ -245,6 +278,7 @@ class HttpClient:
         body: bytes,
         deadline: float,
         guard: _Guard,
+        sample: ResponseSample | None = None,
     ) -> tuple[int, str | None]:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
@@ -267,7 +301,9 @@ class HttpClient:
                 guard.conn = conn
                 response = self._exchange(conn, method, path, headers, body)
             status, location = response.status, response.getheader("Location")
-            complete = self._drain(response)
+            if sample is not None:
+                sample.restart(response.getheader("Content-Type"))
+            complete = self._drain(response, sample)
         except BaseException:
             conn.close()
             raise
@@ -288,13 +324,18 @@ class HttpClient:
         conn.request(method, path, body=body or None, headers=dict(headers))
         return conn.getresponse()
 
-    def _drain(self, response: http.client.HTTPResponse) -> bool:
-        """Read and drop the body up to the cap; ``True`` if it was read to its end."""
+    def _drain(
+        self, response: http.client.HTTPResponse, sample: ResponseSample | None = None
+    ) -> bool:
+        """Read the body up to the cap, keeping its start in ``sample``; ``True`` if it was
+        read to its end."""
         left = self.max_body_bytes
         while True:
             chunk = response.read(min(_CHUNK, left + 1))
             if not chunk:
                 return True
+            if sample is not None:
+                sample.take(chunk)
             left -= len(chunk)
             if left < 0:
                 return False

@@ -41,13 +41,24 @@ from .data_file import (
 )
 
 #: ``PRAGMA user_version`` of this release's schema (1: the first release; 2: ``jobs.next_fire``
-#: and ``skipped.reason``).
-SCHEMA_VERSION = 2
+#: and ``skipped.reason``; 3: the attempts' run schedule time and response excerpt).
+SCHEMA_VERSION = 3
 #: Columns added since the first release: ``(table, column, type and default)``.
 _ADDED_COLUMNS = (
     ("jobs", "next_fire", "TEXT"),
     ("skipped", "reason", "TEXT NOT NULL DEFAULT 'RUN_STILL_GOING'"),
+    ("attempts", "nominal", "TEXT"),
+    ("attempts", "response_excerpt", "TEXT"),
+    ("attempts", "response_content_type", "TEXT"),
 )
+#: Indexes of the read model (:mod:`~scheduler_emulator.runtime.read_model`): time-window
+#: queries over attempts, runs and skipped times read only the window.
+_READ_INDEXES = """
+CREATE INDEX IF NOT EXISTS attempts_start ON attempts (start_time);
+CREATE INDEX IF NOT EXISTS attempts_job_start ON attempts (job, start_time);
+CREATE INDEX IF NOT EXISTS runs_job_nominal ON runs (job, nominal);
+CREATE INDEX IF NOT EXISTS skipped_job_nominal ON skipped (job, nominal);
+"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -183,6 +194,35 @@ def _attempt_filter(
     return clauses, args
 
 
+#: The columns :func:`attempt_from_row` reads, in its order.
+ATTEMPT_COLUMNS = (
+    "id, job, run_id, attempt, schedule_time, start_time, end_time, request, response_status, "
+    "code, debug_info, forced, injected, nominal, response_excerpt, response_content_type"
+)
+
+
+def attempt_from_row(r: Any) -> Attempt:
+    """An :class:`Attempt` from a row of :data:`ATTEMPT_COLUMNS`."""
+    return Attempt(
+        id=r[0],
+        job=r[1],
+        run_id=r[2],
+        attempt=r[3],
+        schedule_time=r[4],
+        start_time=_dt(r[5]),  # type: ignore[arg-type]
+        end_time=_dt(r[6]),
+        request=json.loads(r[7]),
+        response_status=r[8],
+        code=r[9],
+        debug_info=r[10],
+        forced=bool(r[11]),
+        injected=bool(r[12]),
+        nominal=_dt(r[13]),
+        response_excerpt=r[14] or "",
+        response_content_type=r[15],
+    )
+
+
 class Store:
     """SQLite store for jobs, runs, attempts and skipped runs; safe to share between threads.
 
@@ -244,6 +284,7 @@ class Store:
             columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
             if column not in columns:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
+        self._db.executescript(_READ_INDEXES)  # IF NOT EXISTS: no write once they exist
         if int(self._db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
 
@@ -527,8 +568,9 @@ class Store:
         with self._locked:
             cursor = self._db.execute(
                 "INSERT INTO attempts (job, run_id, attempt, schedule_time, start_time, "
-                "end_time, request, response_status, code, debug_info, forced, injected) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "end_time, request, response_status, code, debug_info, forced, injected, "
+                "nominal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "COALESCE(?, (SELECT nominal FROM runs WHERE id = ?)))",
                 (
                     attempt.job,
                     attempt.run_id,
@@ -542,6 +584,8 @@ class Store:
                     attempt.debug_info,
                     int(attempt.forced),
                     int(attempt.injected),
+                    _ts(attempt.nominal),
+                    attempt.run_id,
                 ),
             )
             attempt.id = int(cursor.lastrowid or 0)
@@ -551,11 +595,12 @@ class Store:
         return attempt
 
     def finish_attempt(self, attempt: Attempt) -> None:
-        """Record the start (the instant it was sent), end, status, code and debug text of
-        ``attempt``."""
+        """Record the start (the instant it was sent), end, status, code, debug text and
+        response excerpt of ``attempt``."""
         sql = (
             "UPDATE attempts SET start_time = ?, end_time = ?, response_status = ?, "
-            "code = ?, debug_info = ?, injected = ? WHERE id = ?"
+            "code = ?, debug_info = ?, injected = ?, response_excerpt = ?, "
+            "response_content_type = ? WHERE id = ?"
         )
         args = (
             _ts(attempt.start_time),
@@ -564,6 +609,8 @@ class Store:
             attempt.code,
             attempt.debug_info,
             int(attempt.injected),
+            attempt.response_excerpt or None,
+            attempt.response_content_type,
             attempt.id,
         )
         if not self._later(sql, args):
@@ -616,32 +663,20 @@ class Store:
         return rows, None
 
     def _select_attempts(self, clauses: list[str], args: list[Any], limit: str) -> list[Attempt]:
-        query = (
-            "SELECT id, job, run_id, attempt, schedule_time, start_time, end_time, request, "
-            "response_status, code, debug_info, forced, injected FROM attempts"
-        )
+        query = f"SELECT {ATTEMPT_COLUMNS} FROM attempts"
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
+        return [attempt_from_row(r) for r in self.query(query + " ORDER BY id" + limit, args)]
+
+    def query(self, sql: str, args: Any = ()) -> list[Any]:
+        """Run one read-only ``SELECT`` (deferred updates carried out first) and return its
+        rows: the read model (:mod:`~scheduler_emulator.runtime.read_model`) reads this way.
+
+        :param sql: the statement, with ``?`` placeholders.
+        :param args: the placeholders' values.
+        """
         with self._locked:
-            rows = self._db.execute(query + " ORDER BY id" + limit, args).fetchall()
-        return [
-            Attempt(
-                id=r[0],
-                job=r[1],
-                run_id=r[2],
-                attempt=r[3],
-                schedule_time=r[4],
-                start_time=_dt(r[5]),  # type: ignore[arg-type]
-                end_time=_dt(r[6]),
-                request=json.loads(r[7]),
-                response_status=r[8],
-                code=r[9],
-                debug_info=r[10],
-                forced=bool(r[11]),
-                injected=bool(r[12]),
-            )
-            for r in rows
-        ]
+            return self._db.execute(sql, args).fetchall()
 
     def _apply_retention(self) -> None:
         """Keep at most :attr:`retain_attempts` finished attempts (and as many skipped-run

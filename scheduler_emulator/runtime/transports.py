@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import unquote, urljoin, urlsplit
 
+from ..domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
 from ..domain.outcomes import Failure, Outcome
 from ..realtime import real_monotonic
-from .http_client import DeadlineExceeded, HttpClient
+from .http_client import DeadlineExceeded, HttpClient, ResponseSample
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: An ASGI 3 application: ``await app(scope, receive, send)``.
@@ -71,6 +72,9 @@ class TransportResult:
     :param exception: an exception a WSGI app raised in-process (the attempt counts as a 500).
     :param outcome: the attempt's outcome when the target kind classifies it itself (a Pub/Sub
         publish has no HTTP status); ``None`` lets ``status``/``failure`` decide (§10.4).
+    :param excerpt: the start of the final response's body as text
+        (:func:`~scheduler_emulator.domain.attempts.excerpt_text`), ``""`` for none.
+    :param content_type: the final response's ``Content-Type``, ``None`` without one.
     """
 
     status: int | None = None
@@ -78,6 +82,8 @@ class TransportResult:
     detail: str = ""
     exception: BaseException | None = field(default=None, repr=False)
     outcome: Outcome | None = None
+    excerpt: str = ""
+    content_type: str | None = None
 
 
 class Transport(Protocol):
@@ -113,9 +119,10 @@ class HttpTransport:
 
         :return: the final status, or a CONNECTION / DEADLINE failure.
         """
+        sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
         try:
             status = self.client.request(
-                request.method, request.url, request.headers, request.body, timeout_seconds
+                request.method, request.url, request.headers, request.body, timeout_seconds, sample
             )
         except DeadlineExceeded:
             return TransportResult(
@@ -123,7 +130,9 @@ class HttpTransport:
             )
         except (OSError, http.client.HTTPException, ValueError) as exc:
             return TransportResult(failure=Failure.CONNECTION, detail=_reason(exc))
-        return TransportResult(status=status)
+        return TransportResult(
+            status=status, excerpt=excerpt_text(sample.body), content_type=sample.content_type
+        )
 
     def close(self) -> None:
         """Close the kept-alive connections (the emulator is closing)."""
@@ -204,10 +213,13 @@ def build_environ(request: DeliveryRequest) -> dict[str, Any]:
     return environ
 
 
-def call_wsgi(app: WsgiApp, request: DeliveryRequest) -> tuple[int, Mapping[str, str]]:
+def call_wsgi(
+    app: WsgiApp, request: DeliveryRequest, sample: ResponseSample | None = None
+) -> tuple[int, Mapping[str, str]]:
     """Call ``app`` with ``request`` in-process and return ``(status, headers)``.
 
-    The response body is read and discarded (the service never shows it, §10.3).
+    The response body is read; only its start is kept, in ``sample`` (Cloud Scheduler never
+    shows it, §10.3; the emulator's attempt records do).
 
     :raises BaseException: whatever the app raises.
     """
@@ -220,8 +232,9 @@ def call_wsgi(app: WsgiApp, request: DeliveryRequest) -> tuple[int, Mapping[str,
 
     body_iter = app(build_environ(request), start_response)
     try:
-        for _chunk in body_iter:
-            pass
+        for chunk in body_iter:
+            if sample is not None:
+                sample.take(chunk)
     finally:
         close = getattr(body_iter, "close", None)
         if close is not None:
@@ -388,13 +401,19 @@ class MountTransport:
         return known[1]
 
     def _call(
-        self, app: Any, request: DeliveryRequest, timeout_seconds: float
+        self,
+        app: Any,
+        request: DeliveryRequest,
+        timeout_seconds: float,
+        sample: ResponseSample | None = None,
     ) -> tuple[int, Mapping[str, str]]:
         if not self._is_asgi(app):
-            return call_wsgi(app, request)
+            return call_wsgi(app, request, sample)
         response = self._caller(app).request(
             request.method, request.url, request.headers, request.body, timeout_seconds
         )
+        if sample is not None:
+            sample.take(response.content)
         return response.status_code, dict(response.headers)
 
     @property
@@ -423,9 +442,11 @@ class MountTransport:
         if app is None:
             return self.fallback.send(request, timeout_seconds)
         started = real_monotonic()
+        sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
         for _ in range(MAX_REDIRECTS + 1):
+            sample.restart(None)
             try:
-                status, headers = self._call(app, request, timeout_seconds)
+                status, headers = self._call(app, request, timeout_seconds, sample)
             except TimeoutError:
                 return TransportResult(
                     failure=Failure.DEADLINE,
@@ -437,7 +458,12 @@ class MountTransport:
                 return TransportResult(failure=Failure.DEADLINE, detail="in-process app was slow")
             location = headers.get("Location") or headers.get("location")
             if status not in (301, 302, 303, 307, 308) or not location:
-                return TransportResult(status=status)
+                content_type = next(
+                    (v for k, v in headers.items() if k.lower() == "content-type"), None
+                )
+                return TransportResult(
+                    status=status, excerpt=excerpt_text(sample.body), content_type=content_type
+                )
             method = request.method if status in (307, 308) else "GET"
             body = request.body if status in (307, 308) else b""
             request = DeliveryRequest(method, urljoin(request.url, location), request.headers, body)

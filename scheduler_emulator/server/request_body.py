@@ -69,7 +69,8 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
 
     :param allow_fields: the only keys allowed in the object (the ``:pause``/``:resume``/``:run``
         bodies may carry only ``name``, spec §1.1); ``None`` allows any key.
-    :raises UnsupportedMediaType: for a non-empty body whose ``Content-Type`` is not JSON.
+    :raises UnsupportedMediaType: for a ``Content-Type`` that is not JSON, even with an empty
+        body (a browser sends text/plain and form bodies across sites without asking).
     :raises InvalidArgument: for a body that is not JSON, not an object, nested too deeply,
         naming a key twice in one object, holding a lone surrogate (``"\\ud800"``) in any key
         or string or a number out of range (:mod:`~scheduler_emulator.domain.numbers`), or that
@@ -77,7 +78,7 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
     :return: the decoded object.
     """
     raw = request.get_data()
-    if not raw.strip():
+    if not raw.strip() and not request.mimetype:
         return {}
     if not is_json_type(request.mimetype):
         raise UnsupportedMediaType(
@@ -86,6 +87,8 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
             "across sites without asking, so only JSON is accepted.)",
             field="Content-Type",
         )
+    if not raw.strip():
+        return {}
     try:
         data = json.loads(raw, parse_int=parse_int, object_pairs_hook=_no_duplicate_keys)
     except RecursionError:

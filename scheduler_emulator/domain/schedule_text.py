@@ -1,0 +1,146 @@
+"""A unix-cron schedule read out in plain English, for the dashboard and the terminal views.
+
+The reading is a help, not a second parser: it covers the shapes people write (fixed times,
+every N minutes or hours, weekday and day-of-month lists, months) and falls back to
+``"cron: <fields>"`` for anything else. English-like schedules (``every 5 minutes``) are
+already English and come back as given.
+"""
+
+from __future__ import annotations
+
+_DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+_DAY_NAMES = {name[:3].lower(): i for i, name in enumerate(_DAYS[:7])}
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+_MONTH_NAMES = {name[:3].lower(): i + 1 for i, name in enumerate(_MONTHS)}
+
+
+def _number(text: str, names: dict[str, int]) -> int | None:
+    if text.isdigit():
+        return int(text)
+    return names.get(text.lower())
+
+
+def _values(field: str, names: dict[str, int] | None = None) -> list[int] | None:
+    """The field's values when it is a plain list of numbers and ranges (no steps)."""
+    out: list[int] = []
+    for item in field.split(","):
+        low_text, _, high_text = item.partition("-")
+        low = _number(low_text, names or {})
+        high = low if not high_text else _number(high_text, names or {})
+        if low is None or high is None or high < low or high - low > 60:
+            return None
+        out.extend(range(low, high + 1))
+    return out
+
+
+def _join(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _step(field: str) -> int | None:
+    if field.startswith("*/") and field[2:].isdigit() and int(field[2:]) > 0:
+        return int(field[2:])
+    return None
+
+
+def _times(minute: str, hour: str) -> str | None:
+    """The time-of-day part: ``at 02:00``, ``every 15 minutes``, ``every hour at :30``…"""
+    if minute == "*" and hour == "*":
+        return "every minute"
+    minute_step = _step(minute)
+    if minute_step is not None and hour == "*":
+        return "every minute" if minute_step == 1 else f"every {minute_step} minutes"
+    minutes = _values(minute)
+    if minutes is None:
+        return None
+    if hour == "*":
+        return "every hour at " + _join([f":{m:02d}" for m in minutes])
+    hour_step = _step(hour)
+    if hour_step is not None:
+        at = _join([f":{m:02d}" for m in minutes])
+        return f"every {hour_step} hours at {at}" if hour_step > 1 else f"every hour at {at}"
+    hours = _values(hour)
+    if hours is None:
+        return None
+    stamps = [f"{h:02d}:{m:02d}" for h in hours for m in minutes]
+    if len(stamps) > 6:
+        return f"at minute {_join([str(m) for m in minutes])} of hours {_join(map_str(hours))}"
+    return "at " + _join(stamps)
+
+
+def map_str(values: list[int]) -> list[str]:
+    """``[1, 2]`` → ``["1", "2"]``."""
+    return [str(v) for v in values]
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def describe_schedule(schedule: str) -> str:
+    """Read ``schedule`` out in English.
+
+    >>> describe_schedule("0 2 * * *")
+    'at 02:00, every day'
+    >>> describe_schedule("*/15 * * * *")
+    'every 15 minutes, every day'
+    >>> describe_schedule("30 9 * * mon-fri")
+    'at 09:30, Monday to Friday'
+    >>> describe_schedule("0 0 1 * *")
+    'at 00:00, on the 1st of every month'
+    >>> describe_schedule("every 5 minutes")
+    'every 5 minutes'
+
+    :param schedule: a unix-cron or English-like schedule (not validated here).
+    :return: the reading, or ``"cron: …"`` for a shape it does not read out.
+    """
+    fields = schedule.split()
+    if len(fields) != 5:
+        return schedule.strip()
+    minute, hour, dom, month, dow = fields
+    fallback = f"cron: {' '.join(fields)}"
+    times = _times(minute, hour)
+    if times is None:
+        return fallback
+    days: str
+    if dom == "*" and dow == "*":
+        days = "every day"
+    elif dom == "*":
+        weekdays = _values(dow, _DAY_NAMES)
+        if weekdays is None or any(d > 7 for d in weekdays):
+            return fallback
+        names = sorted({d % 7 for d in weekdays})
+        if names == [1, 2, 3, 4, 5]:
+            days = "Monday to Friday"
+        elif names == [0, 6]:
+            days = "on Saturdays and Sundays"
+        else:
+            days = "on " + _join([_DAYS[d] + "s" for d in names])
+    elif dow == "*":
+        month_days = _values(dom)
+        if month_days is None:
+            return fallback
+        days = "on the " + _join([_ordinal(d) for d in month_days]) + " of every month"
+    else:
+        return fallback
+    if month != "*":
+        months = _values(month, _MONTH_NAMES)
+        if months is None or any(not 1 <= m <= 12 for m in months):
+            return fallback
+        shown = _join([_MONTHS[m - 1] for m in months])
+        days = days.replace(" of every month", "") + f", in {shown}"
+    return f"{times}, {days}"

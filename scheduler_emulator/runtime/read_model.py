@@ -1,0 +1,302 @@
+"""What the dashboard, the terminal views and the replay report read: pages and windows of the
+history, read from the store page by page (never the whole history in memory).
+
+- :func:`job_rows` — the jobs view: each job with its schedule read out in English, target,
+  state, last outcome and next fire times; filtered by name and state, paged.
+- :func:`runs_page` — runs newest first, by job and time window, each with its attempts.
+- :func:`attempts_newest` — attempts newest first, by job and time window.
+- :func:`timeline` — one lane per job for a time window: runs with their attempts, and the
+  skipped times.
+
+Time windows use the store's indexes on ``attempts(start_time)``, ``attempts(job,
+start_time)``, ``runs(job, nominal)`` and ``skipped(job, nominal)``: a window of a long history
+reads only the rows in the window.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from itertools import islice
+from typing import Any
+
+from ..domain.attempts import Attempt, iso
+from ..domain.errors import RPC_CODES
+from ..domain.resources import Job, State
+from ..domain.schedule import parse_schedule
+from ..domain.schedule_text import describe_schedule
+from .store import ATTEMPT_COLUMNS, Store, attempt_from_row
+
+#: Next fire times a job row lists by default, and at most.
+DEFAULT_FIRE_TIMES = 5
+MAX_FIRE_TIMES = 50
+#: How far before a window an attempt may have started and still be drawn in it (the longest
+#: attempt deadline is 30 minutes).
+WINDOW_LOOKBACK = timedelta(minutes=30)
+_CODE_NAMES = {number: name for name, number in RPC_CODES.items()}
+#: Columns of an attempt a timeline draws (the details are fetched when one is clicked).
+_TIMELINE_COLUMNS = (
+    "id, job, run_id, attempt, start_time, end_time, response_status, code, injected, "
+    "nominal, forced, debug_info"
+)
+
+
+def _text(instant: datetime) -> str:
+    return instant.astimezone(UTC).isoformat()
+
+
+def target_text(job: Job) -> str:
+    """The job's target in one line: ``POST http://…``, ``Pub/Sub projects/p/topics/t`` or
+    ``App Engine /path``."""
+    if job.http_target is not None:
+        return f"{job.http_target.http_method.name} {job.http_target.uri}"
+    if job.pubsub_target is not None:
+        return f"Pub/Sub {job.pubsub_target.topic_name}"
+    if job.app_engine_http_target is not None:
+        target = job.app_engine_http_target
+        return f"App Engine {target.http_method.name} {target.relative_uri}"
+    return "(no target)"
+
+
+def next_fire_times(job: Job, count: int, *, dst_policy: str = "absolute") -> list[datetime]:
+    """The next ``count`` scheduled times of ``job`` from its next one (UTC); none for a paused
+    job or one without a next time."""
+    first = job.schedule_time
+    if job.state != State.ENABLED or first is None or count <= 0:
+        return []
+    schedule = parse_schedule(job.schedule, job.time_zone, dst_policy=dst_policy)
+    later = islice(schedule.iter_after(first), count - 1)
+    return [first, *(t.astimezone(UTC) for t in later)]
+
+
+def job_row(job: Job, fire_times: int, *, dst_policy: str = "absolute") -> dict[str, Any]:
+    """One row of the jobs view (the JSON shape of ``GET /_emulator/jobs``)."""
+    status = job.status
+    last = None
+    if job.last_attempt_time is not None:
+        code = "OK" if status is None or status.code == 0 else _CODE_NAMES.get(status.code)
+        last = {
+            "time": iso(job.last_attempt_time),
+            "code": code,
+            "message": "" if status is None else status.message,
+        }
+    return {
+        "name": job.name,
+        "id": job.job_id,
+        "schedule": job.schedule,
+        "timeZone": job.time_zone or "Etc/UTC",
+        "scheduleText": describe_schedule(job.schedule),
+        "target": target_text(job),
+        "targetType": job.target_type,
+        "state": job.state.name,
+        "lastAttempt": last,
+        "nextFireTimes": [iso(t) for t in next_fire_times(job, fire_times, dst_policy=dst_policy)],
+    }
+
+
+def matches(job: Job, name: str, state: str) -> bool:
+    """Whether ``job`` passes the jobs view's filters: ``name`` a substring of its ID
+    (case-insensitive, ``""`` any), ``state`` its state name (``""`` any)."""
+    return (not name or name.lower() in job.job_id.lower()) and (
+        not state or job.state.name == state
+    )
+
+
+def job_rows(
+    jobs: list[Job],
+    *,
+    name: str = "",
+    state: str = "",
+    offset: int = 0,
+    page_size: int = 50,
+    fire_times: int = DEFAULT_FIRE_TIMES,
+    dst_policy: str = "absolute",
+) -> tuple[list[dict[str, Any]], int | None, int]:
+    """One page of the jobs view.
+
+    :param jobs: every job, in creation order.
+    :param name: keep jobs whose ID contains this (case-insensitive).
+    :param state: keep jobs in this state (``ENABLED``, ``PAUSED``…).
+    :param offset: jobs of the filtered list to skip (the page token).
+    :return: the rows, the next page's offset (``None`` on the last page), and how many jobs
+        pass the filters.
+    """
+    kept = [job for job in jobs if matches(job, name, state)]
+    page = kept[offset : offset + page_size]
+    rows = [job_row(job, fire_times, dst_policy=dst_policy) for job in page]
+    following = offset + page_size if offset + page_size < len(kept) else None
+    return rows, following, len(kept)
+
+
+def _window_clauses(
+    column: str, start: datetime | None, end: datetime | None
+) -> tuple[list[str], list[Any]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    if start is not None:
+        clauses.append(f"{column} >= ?")
+        args.append(_text(start))
+    if end is not None:
+        clauses.append(f"{column} < ?")
+        args.append(_text(end))
+    return clauses, args
+
+
+def attempts_newest(
+    store: Store,
+    *,
+    job: str | None = None,
+    start_after: datetime | None = None,
+    start_before: datetime | None = None,
+    before_id: int | None = None,
+    page_size: int = 100,
+) -> tuple[list[Attempt], int | None]:
+    """One page of attempts, newest first (by id, which follows start order).
+
+    :param job: only this job's (full name).
+    :param start_after: only attempts that started at or after this instant.
+    :param start_before: only attempts that started before this instant.
+    :param before_id: only attempts with a smaller id (where the previous page ended).
+    :return: the attempts and the id to pass as ``before_id`` next (``None`` on the last page).
+    """
+    clauses, args = _window_clauses("start_time", start_after, start_before)
+    if job is not None:
+        clauses.append("job = ?")
+        args.append(job)
+    if before_id is not None:
+        clauses.append("id < ?")
+        args.append(before_id)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = store.query(
+        f"SELECT {ATTEMPT_COLUMNS} FROM attempts{where} ORDER BY id DESC LIMIT ?",
+        [*args, page_size + 1],
+    )
+    attempts = [attempt_from_row(r) for r in rows[:page_size]]
+    return attempts, (attempts[-1].id if len(rows) > page_size else None)
+
+
+def _compact(row: Any) -> dict[str, Any]:
+    """A timeline attempt: what its segment shows (details are one request away)."""
+    start, end = row[4], row[5]
+    return {
+        "id": row[0],
+        "attempt": row[3],
+        "startTime": iso(datetime.fromisoformat(start)),
+        "endTime": None if end is None else iso(datetime.fromisoformat(end)),
+        "responseStatus": row[6],
+        "code": row[7],
+        "injected": bool(row[8]),
+        "debugInfo": row[11],
+    }
+
+
+def runs_of(rows: list[Any]) -> list[dict[str, Any]]:
+    """Group timeline attempt rows (:data:`_TIMELINE_COLUMNS`, start order) into runs:
+    ``{"id", "job", "nominalTime", "forced", "attempts": [...]}``, in order of first attempt."""
+    runs: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        run = runs.get(row[2])
+        if run is None:
+            nominal = row[9]
+            run = runs[row[2]] = {
+                "id": row[2],
+                "job": row[1],
+                "nominalTime": None if nominal is None else iso(datetime.fromisoformat(nominal)),
+                "forced": bool(row[10]),
+                "attempts": [],
+            }
+        run["attempts"].append(_compact(row))
+    return list(runs.values())
+
+
+def runs_page(
+    store: Store,
+    *,
+    job: str | None = None,
+    after: datetime | None = None,
+    before: datetime | None = None,
+    offset: int = 0,
+    page_size: int = 50,
+) -> tuple[list[dict[str, Any]], int | None]:
+    """One page of runs newest first (by schedule time), each with its attempts in order.
+
+    :param job: only this job's runs (full name).
+    :param after: only runs scheduled at or after this instant.
+    :param before: only runs scheduled before this instant.
+    :param offset: runs to skip (the page token).
+    :return: the runs and the next page's offset (``None`` on the last page).
+    """
+    clauses, args = _window_clauses("nominal", after, before)
+    if job is not None:
+        clauses.append("job = ?")
+        args.append(job)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = store.query(
+        f"SELECT id, job, nominal, forced, finished FROM runs{where} "
+        "ORDER BY nominal DESC, id DESC LIMIT ? OFFSET ?",
+        [*args, page_size + 1, offset],
+    )
+    page = rows[:page_size]
+    by_id: dict[int, dict[str, Any]] = {}
+    for run_id, run_job, nominal, forced, finished in page:
+        by_id[run_id] = {
+            "id": run_id,
+            "job": run_job,
+            "nominalTime": iso(datetime.fromisoformat(nominal)),
+            "forced": bool(forced),
+            "finished": bool(finished),
+            "attempts": [],
+        }
+    for run in by_id.values():
+        attempt_rows = store.query(
+            f"SELECT {_TIMELINE_COLUMNS} FROM attempts WHERE job = ? AND run_id = ? ORDER BY id",
+            (run["job"], run["id"]),
+        )
+        run["attempts"] = [_compact(r) for r in attempt_rows]
+    following = offset + page_size if len(rows) > page_size else None
+    return list(by_id.values()), following
+
+
+def timeline(store: Store, jobs: list[str], start: datetime, end: datetime) -> list[dict[str, Any]]:
+    """The lanes of a timeline window: for each job (full names, in the order given) its runs
+    whose attempts started within the window (or up to :data:`WINDOW_LOOKBACK` before it and
+    still going into it) and its skipped times in the window.
+
+    :return: ``[{"job", "runs": [...], "skipped": [{"nominalTime", "scheduleTime",
+        "reason"}]}]``, one per job.
+    """
+    lanes: list[dict[str, Any]] = []
+    low, high, start_text = _text(start - WINDOW_LOOKBACK), _text(end), _text(start)
+    for name in jobs:
+        rows = store.query(
+            f"SELECT {_TIMELINE_COLUMNS} FROM attempts WHERE job = ? AND start_time >= ? "
+            "AND start_time < ? AND (start_time >= ? OR end_time IS NULL OR end_time >= ?) "
+            "ORDER BY start_time, id",
+            (name, low, high, start_text, start_text),
+        )
+        skipped = store.query(
+            "SELECT nominal, schedule_time, reason FROM skipped WHERE job = ? AND nominal >= ? "
+            "AND nominal < ? ORDER BY nominal",
+            (name, start_text, high),
+        )
+        lanes.append(
+            {
+                "job": name,
+                "runs": runs_of(rows),
+                "skipped": [
+                    {
+                        "nominalTime": iso(datetime.fromisoformat(nominal)),
+                        "scheduleTime": schedule_time,
+                        "reason": reason,
+                    }
+                    for nominal, schedule_time, reason in skipped
+                ],
+            }
+        )
+    return lanes
+
+
+def attempt_by_id(store: Store, attempt_id: int) -> Attempt | None:
+    """The attempt with this id, ``None`` when there is none (or it was dropped by
+    retention)."""
+    rows = store.query(f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE id = ?", (attempt_id,))
+    return attempt_from_row(rows[0]) if rows else None
