@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
-from ..wire import format_timestamp, parse_timestamp
+from ..wire import TIMER_PREFIX, format_timestamp, parse_timestamp
 
 
 def iso(instant: datetime | None) -> str | None:
@@ -122,6 +123,7 @@ class Attempt:
             "nominalTime": iso(self.nominal),
             "responseExcerpt": self.response_excerpt,
             "responseContentType": self.response_content_type,
+            "hint": self.hint,
         }
 
     @classmethod
@@ -133,7 +135,7 @@ class Attempt:
         :raises KeyError: for an entry without ``job``, ``runId``, ``attempt`` or ``startTime``.
         :raises ValueError: for a time that is not RFC 3339 with an offset.
         """
-        end = data.get("endTime")
+        end, nominal = data.get("endTime"), data.get("nominalTime")
         return cls(
             id=int(data.get("id", 0)),
             job=str(data["job"]),
@@ -148,12 +150,34 @@ class Attempt:
             debug_info=str(data.get("debugInfo", "")),
             forced=bool(data.get("forced", False)),
             injected=bool(data.get("injected", False)),
+            nominal=None if nominal is None else parse_timestamp(str(nominal)),
+            response_excerpt=str(data.get("responseExcerpt") or ""),
+            response_content_type=data.get("responseContentType"),
         )
 
     def __getitem__(self, key: str) -> Any:
         """``attempt["code"]``: the :meth:`to_json` value under that key. Kept for code written
         when ``cloud_scheduler_server.attempts()`` returned dicts; use the attributes."""
         return self.to_json()[key]
+
+    @property
+    def hint(self) -> str:
+        """What the emulator can tell about a failure beyond the service's answer (``""`` when
+        nothing): a 500 from a timer route whose name is not the job's ID is the timer router
+        refusing the run — it answers with an empty body and says why only in its own log."""
+        if self.response_status != 500:
+            return ""
+        path = urlsplit(str(self.request.get("url", ""))).path
+        if not path.startswith(TIMER_PREFIX):
+            return ""
+        route = path[len(TIMER_PREFIX) :].split("/", 1)[0]
+        if not route or route == self.job_id:
+            return ""
+        return (
+            f"The job {self.job_id!r} posted to the timer route {route!r}: a timer router answers "
+            "500 with an empty body when the route and the job's own name differ (its log says "
+            "so). Name the job after the route, or the route after the job."
+        )
 
 
 #: Response body bytes an attempt record keeps (the rest is read and dropped): enough for the

@@ -66,12 +66,12 @@ def _times(minute: str, hour: str) -> str | None:
     minutes = _values(minute)
     if minutes is None:
         return None
+    at = "on the hour" if minutes == [0] else "at " + _join([f":{m:02d}" for m in minutes])
     if hour == "*":
-        return "every hour at " + _join([f":{m:02d}" for m in minutes])
+        return f"every hour {at}"
     hour_step = _step(hour)
     if hour_step is not None:
-        at = _join([f":{m:02d}" for m in minutes])
-        return f"every {hour_step} hours at {at}" if hour_step > 1 else f"every hour at {at}"
+        return f"every {hour_step} hours {at}" if hour_step > 1 else f"every hour {at}"
     hours = _values(hour)
     if hours is None:
         return None
@@ -97,7 +97,9 @@ def describe_schedule(schedule: str) -> str:
     >>> describe_schedule("0 2 * * *")
     'at 02:00, every day'
     >>> describe_schedule("*/15 * * * *")
-    'every 15 minutes, every day'
+    'every 15 minutes'
+    >>> describe_schedule("0 */6 * * *")
+    'every 6 hours on the hour'
     >>> describe_schedule("30 9 * * mon-fri")
     'at 09:30, Monday to Friday'
     >>> describe_schedule("0 0 1 * *")
@@ -143,4 +145,6 @@ def describe_schedule(schedule: str) -> str:
             return fallback
         shown = _join([_MONTHS[m - 1] for m in months])
         days = days.replace(" of every month", "") + f", in {shown}"
+    if days == "every day" and times.startswith("every"):
+        return times
     return f"{times}, {days}"

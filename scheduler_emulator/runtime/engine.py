@@ -567,7 +567,8 @@ class Engine:
             timeout = delivery.prepared.timeout_seconds
             if rules:
                 injected = send_with_faults(delivery.prepared.send, self.clock, timeout, rules)
-                attempt.injected = True
+                # A duplicate rule adds copies (marked injected) to a delivery it leaves as is.
+                attempt.injected = any(rule.action != "duplicate" for rule in rules)
             else:
                 result = delivery.prepared.send(timeout)
                 injected = Injected(result, outcome_of(result))

@@ -14,6 +14,12 @@
   ``startAfter`` / ``startBefore`` (RFC 3339; ``startAfter ≤ startTime < startBefore``); 400
   ``INVALID_ARGUMENT`` naming the parameter for a bad value, 404 ``NOT_FOUND`` for a job that
   neither exists nor has attempts
+- ``GET  /_emulator/attempts/<id>`` → one attempt (404 when there is none, or retention
+  dropped it); ``GET /_emulator/attempts?order=newest`` pages newest first
+- ``GET  /_emulator/jobs`` → the dashboard's jobs view (:func:`~scheduler_emulator.runtime.
+  read_model.job_rows`), ``GET /_emulator/runs`` → runs newest first with their attempts,
+  ``GET /_emulator/timeline`` → one lane per job for a time window (see docs/api.md)
+- ``GET /`` and ``GET /_emulator/ui/`` → the dashboard page (:mod:`.dashboard`)
 - ``GET  /_emulator/skipped`` → one page ``{"skipped": [...], "nextPageToken": "…"}`` of the
   scheduled times that got no run (P6, or the daemon was down), in the order they were
   recorded: ``pageSize``, ``pageToken`` and ``job`` as for attempts; 404 as for attempts
@@ -48,11 +54,13 @@ from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import iso
 from ..domain.codec import parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
+from ..runtime import read_model
 from ..runtime.clock import ManualClock
 from ..runtime.emulator import Emulator
 from ..runtime.store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..runtime.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
 from ..runtime.transports import HttpTransport
+from . import dashboard
 from .grpc_api import grpc_available
 from .request_body import request_json
 
@@ -68,6 +76,13 @@ RULES = [
     Rule("/_emulator/clock:advance", methods=["POST"], endpoint="clock_advance"),
     Rule("/_emulator/clock:moveTo", methods=["POST"], endpoint="clock_move_to"),
     Rule("/_emulator/attempts", methods=["GET"], endpoint="attempts"),
+    Rule("/_emulator/attempts/<attempt_id>", methods=["GET"], endpoint="attempt"),
+    Rule("/_emulator/jobs", methods=["GET"], endpoint="job_rows"),
+    Rule("/_emulator/runs", methods=["GET"], endpoint="runs"),
+    Rule("/_emulator/timeline", methods=["GET"], endpoint="timeline"),
+    Rule("/", methods=["GET"], endpoint="dashboard_page"),
+    Rule("/_emulator/ui/", methods=["GET"], endpoint="dashboard_page"),
+    Rule("/_emulator/ui/<asset>", methods=["GET"], endpoint="dashboard_asset"),
     Rule("/_emulator/skipped", methods=["GET"], endpoint="skipped"),
     Rule("/_emulator/reset", methods=["POST"], endpoint="reset"),
     Rule("/_emulator/faults", methods=["GET"], endpoint="get_faults"),
@@ -134,6 +149,33 @@ def _query_int(
     raise InvalidArgument(
         f"{name} must be a whole number from {low} to {high}; got {show_value(text)}.",
         field=name,
+    )
+
+
+def _query_choice(request: Request, name: str, choices: tuple[str, ...]) -> str:
+    """The query parameter ``name``, one of ``choices`` (the first when absent).
+
+    :raises InvalidArgument: naming ``name`` and the values it takes.
+    """
+    text = request.args.get(name, choices[0])
+    if text not in choices:
+        shown = ", ".join(c for c in choices if c)
+        raise InvalidArgument(f"{name} must be one of {shown}; got {show_value(text)}.", field=name)
+    return text
+
+
+def _token_number(token: str) -> int | None:
+    """The number a page token of these listings holds (``None`` for no token).
+
+    :raises InvalidArgument: naming ``pageToken`` for anything this emulator did not give.
+    """
+    if not token:
+        return None
+    if token.isascii() and token.isdigit() and len(token) <= 18:
+        return int(token)
+    raise InvalidArgument(
+        f"pageToken {show_value(token)} is not a page token this emulator gave.",
+        field="pageToken",
     )
 
 
@@ -206,8 +248,13 @@ class Admin:
         return job
 
     def clock(self, request: Request) -> dict[str, Any]:
-        """The clock's instant and mode."""
-        return {"now": iso(self.emulator.now()), "mode": self._mode()}
+        """The clock's instant and mode, and ``nextDue``: the next instant at which something
+        is due (a fire time, a retry), absent when nothing is."""
+        answer = {"now": iso(self.emulator.now()), "mode": self._mode()}
+        due = self.emulator.engine.next_due()
+        if due is not None:
+            answer["nextDue"] = iso(due)
+        return answer
 
     def _manual_only(self, fn: Any, *args: Any) -> dict[str, Any]:
         try:
@@ -273,13 +320,29 @@ class Admin:
         Only the page is read from the store, however long the history.
         """
         _only_parameters(
-            request, "pageSize", "pageToken", "job", "run", "startAfter", "startBefore"
+            request, "pageSize", "pageToken", "job", "run", "startAfter", "startBefore", "order"
         )
         page_size, page_token = _page_query(request)
         run_id = _query_int(request, "run", default=None, low=1, high=2**63 - 1)
         start_after = _query_time(request, "startAfter")
         start_before = _query_time(request, "startBefore")
+        order = _query_choice(request, "order", ("oldest", "newest"))
         job = self._known_job(request)
+        if order == "newest":
+            if run_id is not None:
+                raise InvalidArgument("order=newest does not take run; drop one.", field="run")
+            before = _token_number(page_token)
+            newest, last = read_model.attempts_newest(
+                self.emulator.store,
+                job=None if job is None else self.emulator.job_name(job),
+                start_after=start_after,
+                start_before=start_before,
+                before_id=before,
+                page_size=page_size,
+            )
+            return _page_answer(
+                "attempts", [a.to_json() for a in newest], "" if last is None else str(last)
+            )
         page, token = self.emulator.attempts_page(
             job,
             run_id=run_id,
@@ -289,6 +352,102 @@ class Admin:
             page_token=page_token,
         )
         return _page_answer("attempts", [a.to_json() for a in page], token)
+
+    def attempt(self, request: Request, attempt_id: str) -> dict[str, Any]:
+        """One attempt by its ``id``; 404 naming the id when there is none."""
+        _only_parameters(request)
+        if not (attempt_id.isascii() and attempt_id.isdigit() and len(attempt_id) <= 18):
+            raise InvalidArgument(
+                f"The attempt id must be a whole number; got {show_value(attempt_id)}.",
+                field="id",
+            )
+        found = read_model.attempt_by_id(self.emulator.store, int(attempt_id))
+        if found is None:
+            raise NotFound(f"Attempt not found: no attempt {attempt_id} (or it was dropped).")
+        return found.to_json()
+
+    def job_rows(self, request: Request) -> dict[str, Any]:
+        """The jobs view: ``{"jobs": [row...], "totalSize": N, "nextPageToken"?}`` filtered by
+        ``name`` (part of the job ID) and ``state``, ``fireTimes`` next times each (default 5,
+        at most 50); rows as :func:`~scheduler_emulator.runtime.read_model.job_row`."""
+        _only_parameters(request, "pageSize", "pageToken", "name", "state", "fireTimes")
+        page_size, page_token = _page_query(request)
+        fire_times = _query_int(
+            request,
+            "fireTimes",
+            default=read_model.DEFAULT_FIRE_TIMES,
+            low=0,
+            high=read_model.MAX_FIRE_TIMES,
+        )
+        state = _query_choice(request, "state", ("", "ENABLED", "PAUSED"))
+        rows, following, total = read_model.job_rows(
+            self.emulator.list_jobs(),
+            name=request.args.get("name", ""),
+            state=state,
+            offset=_token_number(page_token) or 0,
+            page_size=page_size,
+            fire_times=fire_times or 0,
+            dst_policy=self.emulator.engine.core.dst_policy,
+        )
+        answer = _page_answer("jobs", rows, "" if following is None else str(following))
+        answer["totalSize"] = total
+        return answer
+
+    def runs(self, request: Request) -> dict[str, Any]:
+        """Runs newest first (by schedule time), each with its attempts: ``job``,
+        ``scheduledAfter`` ≤ schedule time < ``scheduledBefore``, paged."""
+        _only_parameters(
+            request, "pageSize", "pageToken", "job", "scheduledAfter", "scheduledBefore"
+        )
+        page_size, page_token = _page_query(request)
+        job = self._known_job(request)
+        runs, following = read_model.runs_page(
+            self.emulator.store,
+            job=None if job is None else self.emulator.job_name(job),
+            after=_query_time(request, "scheduledAfter"),
+            before=_query_time(request, "scheduledBefore"),
+            offset=_token_number(page_token) or 0,
+            page_size=page_size,
+        )
+        return _page_answer("runs", runs, "" if following is None else str(following))
+
+    def timeline(self, request: Request) -> dict[str, Any]:
+        """One lane per job (filtered by ``name`` and ``state``, ``pageSize`` lanes, default
+        50) for the window ``start`` ≤ t < ``end`` (default: the hour before now and 15 minutes
+        after it): ``{"now", "clock", "start", "end", "lanes", "totalSize", "nextPageToken"?}``.
+        Only the window is read from the store."""
+        _only_parameters(request, "pageSize", "pageToken", "name", "state", "start", "end")
+        size = _query_int(request, "pageSize", default=0, low=0, high=200) or 50
+        offset = _token_number(request.args.get("pageToken", "")) or 0
+        now = self.emulator.now()
+        end = _query_time(request, "end") or now + timedelta(minutes=15)
+        start = _query_time(request, "start") or end - timedelta(minutes=75)
+        if start >= end:
+            raise InvalidArgument(
+                f"start must be before end; got start {iso(start)} and end {iso(end)}.",
+                field="start",
+            )
+        state = _query_choice(request, "state", ("", "ENABLED", "PAUSED"))
+        name = request.args.get("name", "")
+        kept = [job for job in self.emulator.list_jobs() if read_model.matches(job, name, state)]
+        page = kept[offset : offset + size]
+        lanes = read_model.timeline(self.emulator.store, [job.name for job in page], start, end)
+        for lane, job in zip(lanes, page, strict=True):
+            lane["id"], lane["state"] = job.job_id, job.state.name
+        following = offset + size if offset + size < len(kept) else None
+        answer = _page_answer("lanes", lanes, "" if following is None else str(following))
+        answer.update(
+            now=iso(now), clock=self._mode(), start=iso(start), end=iso(end), totalSize=len(kept)
+        )
+        return answer
+
+    def dashboard_page(self, request: Request) -> Response:
+        """The dashboard's page (``GET /``, ``GET /_emulator/ui/``)."""
+        return dashboard.asset_response("index.html")
+
+    def dashboard_asset(self, request: Request, asset: str) -> Response:
+        """One of the dashboard's files (script, style sheet); 404 for any other name."""
+        return dashboard.asset_response(asset)
 
     def skipped(self, request: Request) -> dict[str, Any]:
         """One page of the scheduled times that got no run (P6; the daemon was down), in the

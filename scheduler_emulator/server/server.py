@@ -69,9 +69,15 @@ MAX_CONNECTIONS = 64
 SOCKET_TIMEOUT_SECONDS = 5.0
 #: ``Host`` names that always mean this machine.
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain"})
-#: Paths under ``/_emulator/`` that stay open with an admin token: liveness, and the public keys
-#: and token description a target service fetches to verify the tokens jobs send.
-OPEN_ADMIN_PATHS = ("/_emulator/health", "/_emulator/oidc/", "/_emulator/oauth2/")
+#: Paths under ``/_emulator/`` that stay open with an admin token: liveness, the public keys
+#: and token description a target service fetches to verify the tokens jobs send, and the
+#: dashboard's static files (the page asks for the token and sends it with its requests).
+OPEN_ADMIN_PATHS = (
+    "/_emulator/health",
+    "/_emulator/oidc/",
+    "/_emulator/oauth2/",
+    "/_emulator/ui/",
+)
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Headers a request may carry at most once: a second ``Origin`` or ``Content-Type`` would let
 #: a check read one value while something else reads the other, so a repeat is refused.

@@ -639,6 +639,7 @@ def replay_scenario(
     target: str | None = None,
     seed: int | None = None,
     progress: bool | None = None,
+    report_file: str | Path | None = None,
 ) -> int:
     """Run a scenario file and print its timeline and expectations (:func:`print_report`).
 
@@ -647,7 +648,9 @@ def replay_scenario(
     :param target: deliver over HTTP to this URL instead of the scenario's target.
     :param seed: replaces the fault plan's seed.
     :param progress: show a progress line (default: when ``out`` is a terminal).
+    :param report_file: also write the HTML report (:mod:`~scheduler_emulator.tools.report`) here.
     :raises ConfigurationError: for an invalid scenario or an app that cannot be loaded.
+    :raises OSError: when the report cannot be written.
     :return: 0 when every expectation holds, 1 otherwise.
     """
     if target is not None:
@@ -666,7 +669,13 @@ def replay_scenario(
     finally:
         if show_progress:
             out.write("\r\x1b[K")
-    return print_report(run, out)
+    code = print_report(run, out)
+    if report_file is not None:
+        from .report import write_report
+
+        write_report(run, report_file)
+        out.write(f"\nReport written to {report_file}.\n")
+    return code
 
 
 def print_report(run: ScenarioRun, out: IO[str]) -> int:
@@ -766,6 +775,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, metavar="N", help="replace the scenario's fault seed")
     parser.add_argument(
+        "--report",
+        metavar="FILE",
+        help="also write the scenario run as one self-contained HTML page (timeline, "
+        "attempts, expectations; opens with no network)",
+    )
+    parser.add_argument(
         "--compress-gaps",
         nargs="?",
         type=float,
@@ -792,12 +807,16 @@ def run_command(args: argparse.Namespace, out: IO[str] | None = None) -> int:
             raise ConfigurationError("--attempts needs --target URL (where to send them).")
         if args.seed is not None:
             raise ConfigurationError("--seed applies to scenarios, not to --attempts.")
+        if args.report is not None:
+            raise ConfigurationError("--report applies to scenarios, not to --attempts.")
         return replay_recording(args.attempts, args.target, out, compress_gaps=args.compress_gaps)
     if args.scenario is None:
         raise ConfigurationError("give a SCENARIO file, or --attempts FILE --target URL.")
     if args.compress_gaps is not None:
         raise ConfigurationError("--compress-gaps applies to --attempts, not to scenarios.")
-    return replay_scenario(args.scenario, out, target=args.target, seed=args.seed)
+    return replay_scenario(
+        args.scenario, out, target=args.target, seed=args.seed, report_file=args.report
+    )
 
 
 __all__ = [

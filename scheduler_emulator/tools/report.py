@@ -1,0 +1,193 @@
+"""``replay SCENARIO --report FILE``: one self-contained HTML page of a scenario run.
+
+The page holds everything it shows (no network, no other file): the dashboard's style sheet and
+timeline drawing code (:mod:`~scheduler_emulator.server.dashboard`, inlined), the run's attempts
+as JSON, the attempt table of the terminal report with each duplicate delivery marked, and the
+expectations met or unmet. Clicking an attempt on the timeline shows its record.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from ..domain.attempts import Attempt, iso
+from ..server.dashboard import read_asset
+from .scenario import ScenarioRun
+from .timeline import TIMELINE_HEADERS, timeline_rows
+
+#: The page's own script: draw the timeline from the embedded data, show a clicked attempt.
+_PAGE_SCRIPT = """
+(function () {
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var TL = window.SchedulerTimeline;
+  TL.legend(document.getElementById("legend"));
+  TL.draw(document.getElementById("timeline"), data.timeline, {
+    width: 1180,
+    onAttempt: function (a) {
+      var box = document.getElementById("details");
+      box.hidden = false;
+      document.getElementById("details-title").textContent =
+        a.job.split("/").pop() + " · run " + a.runId + " · attempt " + a.attempt;
+      TL.details(document.getElementById("details-body"), a);
+    }
+  });
+  document.getElementById("details-close").addEventListener("click", function () {
+    document.getElementById("details").hidden = true;
+  });
+})();
+"""
+
+_PAGE_STYLE = """
+.report { max-width: 1220px; }
+.report h2 { font-size: 15px; margin: 22px 0 8px; }
+.report table.attempts { border-collapse: collapse; background: #fff; border: 1px solid var(--line);
+  font-size: 12.5px; font-variant-numeric: tabular-nums; }
+.report table.attempts th, .report table.attempts td { padding: 4px 8px; text-align: left;
+  border-bottom: 1px solid var(--line); white-space: nowrap; }
+.report table.attempts td.detail { white-space: normal; }
+.report tr.duplicate td { background: #fdecec; }
+.report .met { color: var(--ok); font-weight: 600; }
+.report .unmet { color: var(--http); font-weight: 600; }
+.report ul { padding-left: 18px; }
+"""
+
+
+def timeline_data(run: ScenarioRun) -> dict[str, Any]:
+    """The run's attempts in the shape of ``GET /_emulator/timeline`` (full attempt records,
+    ``duplicate`` set on a delivery the target had already answered 2xx for that run)."""
+    duplicate = {
+        id(attempt): row[-1].startswith("duplicate")
+        for attempt, row in zip(run.attempts, timeline_rows(run.attempts), strict=True)
+    }
+    lanes: dict[str, dict[str, Any]] = {}
+    for job in run.scenario.jobs:
+        lanes[job.name] = {"job": job.name, "id": job.job_id, "state": "ENABLED", "runs": [],
+                           "skipped": []}  # fmt: skip
+    runs: dict[tuple[str, int], dict[str, Any]] = {}
+    for attempt in run.attempts:
+        lane = lanes.setdefault(
+            attempt.job,
+            {"job": attempt.job, "id": attempt.job_id, "state": "ENABLED", "runs": [],
+             "skipped": []},
+        )  # fmt: skip
+        key = (attempt.job, attempt.run_id)
+        if key not in runs:
+            runs[key] = {
+                "id": attempt.run_id,
+                "job": attempt.job,
+                "nominalTime": iso(attempt.nominal),
+                "forced": attempt.forced,
+                "attempts": [],
+            }
+            lane["runs"].append(runs[key])
+        record = attempt.to_json()
+        record["duplicate"] = duplicate[id(attempt)]
+        runs[key]["attempts"].append(record)
+    start = run.scenario.start
+    end = max(run.end, start + timedelta(minutes=1))
+    pad = (end - start) / 40
+    return {
+        "start": iso(start - pad),
+        "end": iso(end + pad),
+        "now": iso(run.end),
+        "clock": "manual",
+        "lanes": list(lanes.values()),
+    }
+
+
+def _attempt_table(attempts: list[Attempt]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in TIMELINE_HEADERS)
+    rows = []
+    for row in timeline_rows(attempts):
+        is_duplicate = row[-1].startswith("duplicate")
+        cells = "".join(
+            f'<td class="detail">{html.escape(cell)}</td>'
+            if i == len(row) - 1
+            else f"<td>{html.escape(cell)}</td>"
+            for i, cell in enumerate(row)
+        )
+        marker = ' class="duplicate" data-testid="duplicate-row"' if is_duplicate else ""
+        rows.append(f"<tr{marker}>{cells}</tr>")
+    return (
+        '<table class="attempts" data-testid="attempt-table"><thead><tr>'
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _expectations(run: ScenarioRun) -> str:
+    if not run.results:
+        return '<p data-testid="expectations">No expectations.</p>'
+    good, bad = "✓", "✗"  # the page is UTF-8
+    items = []
+    for result in run.results:
+        observed = "?" if result.observed is None else f"{result.observed:g}"
+        detail = f"; {result.detail}" if result.detail else ""
+        cls, mark, word = ("met", good, "met") if result.ok else ("unmet", bad, "unmet")
+        items.append(
+            f'<li><span class="{cls}">{mark} {word}</span> '
+            f"{html.escape(result.expectation.text)} (observed {html.escape(observed + detail)})"
+            "</li>"
+        )
+    summary = (
+        "Every expectation holds."
+        if run.ok
+        else f"{len(run.unmet)} of {len(run.results)} expectation(s) unmet."
+    )
+    return (
+        f'<div data-testid="expectations"><p>{html.escape(summary)}</p>'
+        f"<ul>{''.join(items)}</ul></div>"
+    )
+
+
+#: The page loads nothing: its own inline style and scripts only.
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+
+
+def report_html(run: ScenarioRun) -> str:
+    """The report page of ``run`` as one HTML document (see the module docstring)."""
+    data = json.dumps({"timeline": timeline_data(run)}).replace("</", "<\\/")
+    scenario = run.scenario
+    title = f"Scenario {scenario.path}"
+    duplicates = sum(1 for row in timeline_rows(run.attempts) if row[-1].startswith("duplicate"))
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<meta http-equiv="Content-Security-Policy" content="{_CSP}">
+<style>{read_asset("dashboard.css")}{_PAGE_STYLE}</style></head>
+<body>
+<header class="top"><h1>{html.escape(title)}</h1>
+<div class="clock"><span class="badge manual">virtual clock</span>
+<span>{html.escape(iso(scenario.start) or "")} → {html.escape(iso(run.end) or "")}</span></div>
+</header>
+<main class="report">
+<p>{len(run.attempts)} attempt(s), {duplicates} duplicate deliver{"y" if duplicates == 1 else "ies"}
+(a 2xx the target had already given for the same run); fault seed {run.seed};
+{html.escape(run.delivery)}.</p>
+<h2>Expectations</h2>
+{_expectations(run)}
+<h2>Timeline</h2>
+<div class="legend" id="legend"></div>
+<div id="timeline" class="timeline" data-testid="timeline"></div>
+<h2>Attempts</h2>
+{_attempt_table(run.attempts)}
+</main>
+<aside id="details" class="details" data-testid="attempt-details" hidden>
+<div class="details-head"><h2 id="details-title">Attempt</h2>
+<button type="button" id="details-close" data-testid="attempt-details-close">✕</button></div>
+<div id="details-body"></div></aside>
+<script type="application/json" id="report-data">{data}</script>
+<script>{read_asset("timeline.js")}</script>
+<script>{_PAGE_SCRIPT}</script>
+</body></html>
+"""
+
+
+def write_report(run: ScenarioRun, path: str | Path) -> None:
+    """Write :func:`report_html` of ``run`` to ``path`` (UTF-8).
+
+    :raises OSError: when the file cannot be written.
+    """
+    Path(path).write_text(report_html(run), encoding="utf-8")
