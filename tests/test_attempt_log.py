@@ -106,14 +106,36 @@ class TestTextFormat:
 
     def test_one_line_per_attempt_with_time_job_attempt_outcome_and_latency(self) -> None:
         assert self.lines(
-            attempt(), attempt(attempt=2, response_status=None, code="UNAVAILABLE")
+            attempt(schedule_time=None),
+            attempt(
+                attempt=2,
+                response_status=None,
+                code="UNAVAILABLE",
+                debug_info="URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR. Connection refused",
+                schedule_time=None,
+            ),
         ) == [
             "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms",
-            "2026-05-08T01:00:00Z  nightly  attempt 2  UNAVAILABLE  250 ms",
+            "2026-05-08T01:00:00Z  nightly  attempt 2  UNAVAILABLE  250 ms  reason: "
+            "URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR. Connection refused",
+        ]
+
+    def test_the_schedule_time_and_the_services_answer(self) -> None:
+        failed = attempt(
+            response_status=500,
+            code="INTERNAL",
+            response_excerpt='{"error": "the ledger is locked"}\n',
+            nominal=T0 - timedelta(seconds=10),
+        )
+        assert self.lines(attempt(), failed) == [
+            "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms  "
+            "scheduled 2026-05-08T01:00:00Z",
+            "2026-05-08T01:00:00Z  nightly  attempt 1  INTERNAL (HTTP 500)  250 ms  "
+            'scheduled 2026-05-08T00:59:50Z  reason: {"error": "the ledger is locked"}',
         ]
 
     def test_forced_and_injected_attempts_say_so(self) -> None:
-        assert self.lines(attempt(forced=True, injected=True)) == [
+        assert self.lines(attempt(forced=True, injected=True, schedule_time=None)) == [
             "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms  (forced, injected)"
         ]
 

@@ -272,7 +272,7 @@ class TestLogFormat:
             daemon.post("/_emulator/clock:advance", {"seconds": 120})
         [line] = log.read_text().splitlines()
         assert line.startswith("2026-09-24T02:00:00Z  nightly  attempt 1  UNAVAILABLE  ")
-        assert line.endswith(" ms")
+        assert "  scheduled 2026-09-24T02:00:00Z  reason: URL_UNREACHABLE" in line
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,7 @@ class TestManualClockDaemon:
             assert daemon.get("/_emulator/clock") == {
                 "now": "2026-09-24T01:59:00Z",
                 "mode": "manual",
+                "nextDue": "2026-09-24T02:00:00Z",  # the dashboard's "to next due" button
             }
             answer = daemon.post("/_emulator/clock:advance", {"seconds": 120})
             assert answer.json() == {"now": "2026-09-24T02:01:00Z"}

@@ -36,8 +36,8 @@ class TestActions:
         emulator.advance(timedelta(minutes=1))
         assert len(target.requests) == 3
         assert len({tuple(sorted(r.headers.items())) for r in target.requests}) == 1
-        assert timeline(emulator) == [
-            (1, "02:00:00", "OK", 200, True),
+        assert timeline(emulator) == [  # the delivery itself is real: only its copies are marked
+            (1, "02:00:00", "OK", 200, False),
             (1, "02:00:00", "OK", 200, True),
             (1, "02:00:00", "OK", 200, True),
         ]

@@ -174,10 +174,35 @@ class Attempt:
         if not route or route == self.job_id:
             return ""
         return (
-            f"The job {self.job_id!r} posted to the timer route {route!r}: a timer router answers "
-            "500 with an empty body when the route and the job's own name differ (its log says "
-            "so). Name the job after the route, or the route after the job."
+            f"timer route {route!r} is not the job's name {self.job_id!r}: a timer router "
+            "refuses the run (500, empty body; its log says why)"
         )
+
+
+#: Characters of :func:`failure_reason` at most.
+REASON_WIDTH = 160
+
+
+def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
+    """Why a failed attempt failed, in one line: the emulator's :attr:`Attempt.hint`, else the
+    start of the service's answer (its response excerpt), else the debug text; ``""`` for an
+    attempt that succeeded or is still in flight.
+
+    >>> from datetime import UTC, datetime
+    >>> a = Attempt(1, "projects/p/locations/l/jobs/j", 1, 1, None, datetime(2026, 1, 1,
+    ...     tzinfo=UTC), {"url": "http://h/x"}, response_status=503, code="UNAVAILABLE",
+    ...     response_excerpt="database\\n  is down")
+    >>> failure_reason(a)
+    'database is down'
+
+    :param attempt: an attempt record.
+    :param width: the longest reason returned (longer ones end in ``…``).
+    """
+    if attempt.code in (None, "OK"):
+        return ""
+    text = attempt.hint or attempt.response_excerpt.strip() or attempt.debug_info
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 #: Response body bytes an attempt record keeps (the rest is read and dropped): enough for the

@@ -13,13 +13,17 @@ attempt's store ID in hexadecimal followed by ``s`` (started) or ``f`` (finished
 stable across restarts.
 
 For a person watching a terminal, ``format="text"`` writes one line per finished attempt
-instead: its start, job, attempt number, outcome and latency::
+instead: its start, job, attempt number, outcome, latency, the schedule time of its run, and
+for a failure the reason (:func:`~scheduler_emulator.domain.attempts.failure_reason`)::
 
     >>> from datetime import UTC, datetime, timedelta
-    >>> start = datetime(2026, 9, 24, 2, 0, tzinfo=UTC)
+    >>> start = datetime(2026, 9, 24, 2, 0, 10, tzinfo=UTC)
     >>> print(text_line(Attempt(1, "projects/p/locations/l/jobs/nightly", 1, 2, None, start, {},
-    ...     end_time=start + timedelta(milliseconds=12), response_status=503, code="UNAVAILABLE")))
-    2026-09-24T02:00:00Z  nightly  attempt 2  UNAVAILABLE (HTTP 503)  12 ms
+    ...     end_time=start + timedelta(milliseconds=12), response_status=503, code="UNAVAILABLE",
+    ...     nominal=datetime(2026, 9, 24, 2, tzinfo=UTC), response_excerpt="db is down"))
+    ... )  # doctest: +NORMALIZE_WHITESPACE
+    2026-09-24T02:00:10Z  nightly  attempt 2  UNAVAILABLE (HTTP 503)  12 ms
+    scheduled 2026-09-24T02:00:00Z  reason: db is down
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import threading
 from collections import deque
 from typing import IO, Any
 
-from ..domain.attempts import Attempt, iso
+from ..domain.attempts import Attempt, failure_reason, iso
 
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 #: ``targetType`` as production logs spell it, by ``Job.target_type`` (Pub/Sub: ``PUB_SUB``).
@@ -60,7 +64,8 @@ LOG_FORMATS = ("json", "text")
 
 
 def text_line(attempt: Attempt) -> str:
-    """One readable line for a finished attempt: start, job ID, attempt, outcome, latency.
+    """One readable line for a finished attempt: start, job ID, attempt, outcome, latency, the
+    run's schedule time (``scheduled …``), forced/injected, and a failure's ``reason: …``.
 
     :param attempt: a finished attempt (``end_time`` and ``code`` set).
     :return: the line, without a newline.
@@ -76,10 +81,16 @@ def text_line(attempt: Attempt) -> str:
     notes = [
         note for note, on in (("forced", attempt.forced), ("injected", attempt.injected)) if on
     ]
+    scheduled = attempt.nominal or attempt.schedule_time
+    reason = failure_reason(attempt)
     return (
         f"{iso(attempt.start_time)}  {attempt.job_id}  attempt {attempt.attempt}  {outcome}  "
-        f"{latency}" + (f"  ({', '.join(notes)})" if notes else "")
-    )
+        f"{latency}"
+        + (f"  scheduled {scheduled if isinstance(scheduled, str) else iso(scheduled)}"
+           if scheduled else "")
+        + (f"  ({', '.join(notes)})" if notes else "")
+        + (f"  reason: {reason}" if reason else "")
+    )  # fmt: skip
 
 
 class AttemptLog:

@@ -303,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .replay import add_arguments as add_replay_arguments
 
     add_replay_arguments(replay)
+    from .views import add_arguments as add_view_arguments
+
+    add_view_arguments(sub, DEFAULT_HOST, DEFAULT_PORT, _port)
     return parser
 
 
@@ -517,6 +520,25 @@ def log_format_for(chosen: str | None, log_file: str | None, out: IO[str]) -> st
     return "text" if log_file is None and isatty is not None and isatty() else "json"
 
 
+def log_format_note(log_format: str, log_file: str | None) -> str:
+    """The startup line's second line: where the execution log goes, in which format, and the
+    flag that changes it.
+
+    >>> log_format_note("json", None)
+    'execution log: JSON lines (Cloud Logging entries) on stdout; --log-format text for one readable line per attempt'
+    """  # noqa: E501
+    where = f"to {log_file}" if log_file else "on stdout"
+    if log_format == "json":
+        return (
+            f"execution log: JSON lines (Cloud Logging entries) {where}; --log-format text for "
+            "one readable line per attempt"
+        )
+    return (
+        f"execution log: one text line per attempt {where}; --log-format json for Cloud "
+        "Logging entries"
+    )
+
+
 def _settle_garbage_collector() -> None:
     """After start-up: move what was loaded (jobs, schedules, modules) out of the cyclic
     collector's sight and collect young objects less often, so that a minute in which
@@ -650,6 +672,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         + (f", {targets.description}" if targets.description else "")
         + grpc_note(getattr(server, "connection_router", None))
         + ")\n"
+        + log_format_note(log_format, args.log_file)
+        + "\n"
     )
     out.flush()
     emulator.start()
@@ -717,6 +741,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .replay import run_command
 
             return run_command(args, sys.stdout)
+        if args.command in ("jobs", "attempts"):
+            from . import views
+
+            if args.command == "jobs":
+                return views.cmd_jobs(args, sys.stdout)
+            return views.cmd_attempts(args, sys.stdout)
     except BrokenPipeError:
         return _reader_gone()
     except (EmulatorError, OSError) as exc:

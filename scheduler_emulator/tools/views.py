@@ -1,0 +1,301 @@
+"""``scheduler-emulator jobs`` and ``scheduler-emulator attempts``: aligned tables from a
+running daemon, found by ``--host``/``--port`` as ``env-init`` takes them.
+
+Both read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``), a page
+at a time. ``attempts`` prints the replay table's columns plus the schedule time of each
+attempt's run and, for a failure, the reason (the service's answer, or the debug text);
+``--follow`` keeps printing attempts as they finish, until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from ..domain.attempts import Attempt, failure_reason, iso
+from ..domain.codec import parse_timestamp
+from ..domain.errors import ConfigurationError, InvalidArgument
+from .timeline import render_table
+
+#: The environment variable ``start`` reads ``--admin-token`` from (``cli.ADMIN_TOKEN_ENV``).
+ADMIN_TOKEN_ENV = "SCHEDULER_EMULATOR_ADMIN_TOKEN"
+JOBS_HEADERS = ("JOB", "STATE", "SCHEDULE", "TIME ZONE", "READS AS", "LAST", "NEXT", "TARGET")
+ATTEMPT_HEADERS = (
+    "TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "SCHEDULED", "REASON",
+)  # fmt: skip
+#: Attempts ``attempts`` shows without ``--since``: the newest ones.
+DEFAULT_LAST = 20
+#: Seconds between two looks at the daemon under ``--follow``.
+FOLLOW_INTERVAL = 1.0
+
+
+def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any) -> None:
+    """Add the ``jobs`` and ``attempts`` subcommands to the CLI's subparsers ``sub``."""
+    jobs = sub.add_parser(
+        "jobs",
+        help="print the running daemon's jobs as a table",
+        description="Print every job of the daemon at --host/--port: state, schedule read out "
+        "in English, last attempt and next fire time.",
+    )
+    attempts = sub.add_parser(
+        "attempts",
+        help="print the running daemon's attempts as a table",
+        description="Print attempts of the daemon at --host/--port, oldest first: the newest "
+        f"{DEFAULT_LAST} (or --last N), or every one since --since; --follow keeps printing "
+        "them as they finish.",
+    )
+    for parser in (jobs, attempts):
+        parser.add_argument(
+            "--host", default=default_host, help="the daemon's address (%(default)s)"
+        )
+        parser.add_argument(
+            "--port", type=port_type, default=default_port, help="the daemon's port (%(default)s)"
+        )
+        parser.add_argument(
+            "--admin-token",
+            default=os.environ.get(ADMIN_TOKEN_ENV) or None,
+            help=f"the daemon's --admin-token (default: ${ADMIN_TOKEN_ENV})",
+        )
+    attempts.add_argument("--job", metavar="J", help="only this job's (ID or full name)")
+    attempts.add_argument(
+        "--since", type=_since, metavar="RFC3339", help="attempts started at or after this instant"
+    )
+    attempts.add_argument(
+        "--last", type=int, default=DEFAULT_LAST, metavar="N",
+        help="without --since: the newest N attempts (%(default)s)",
+    )  # fmt: skip
+    attempts.add_argument(
+        "--follow", "-f", action="store_true", help="keep printing attempts as they finish"
+    )
+
+
+def _since(text: str) -> datetime:
+    try:
+        return parse_timestamp(text, field="--since")
+    except InvalidArgument as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+class DaemonClient:
+    """GETs JSON from the daemon's ``/_emulator/`` endpoints.
+
+    :raises ConfigurationError: (exit 2) when no daemon answers, or it refuses the request.
+    """
+
+    def __init__(self, host: str, port: int, token: str | None = None) -> None:
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self.base = f"http://{address}"
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON answer of ``GET path?params``."""
+        import requests
+
+        try:
+            response = requests.get(
+                self.base + path, params=params, headers=self.headers, timeout=30
+            )
+        except requests.RequestException:
+            raise ConfigurationError(
+                f"no scheduler-emulator answers at {self.base}; start it, or pass the --host "
+                "and --port of its startup line."
+            ) from None
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        if response.status_code != 200:
+            message = body.get("error", {}).get("message", response.reason)
+            raise ConfigurationError(f"{self.base}{path}: {response.status_code} {message}")
+        return dict(body)
+
+    def pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every item of a paged listing, page by page."""
+        params = dict(params)
+        while True:
+            page = self.get(path, params)
+            yield from page.get(key, [])
+            token = page.get("nextPageToken")
+            if not token:
+                return
+            params["pageToken"] = token
+
+
+def job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The cells of the ``jobs`` table, from ``GET /_emulator/jobs`` rows."""
+    rows = []
+    for job in jobs:
+        last = job.get("lastAttempt")
+        fire = job.get("nextFireTimes") or []
+        rows.append(
+            [
+                job["id"],
+                job["state"],
+                job["schedule"],
+                job["timeZone"],
+                job["scheduleText"],
+                "-" if not last else f"{last['code']} {last['time']}",
+                fire[0] if fire else "-",
+                job["target"],
+            ]
+        )
+    return rows
+
+
+def attempt_from_json(item: dict[str, Any]) -> Attempt:
+    """An :class:`Attempt` from its ``/_emulator/attempts`` JSON."""
+
+    def instant(text: str | None) -> datetime | None:
+        return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+    start = instant(item["startTime"])
+    return Attempt(
+        id=item.get("id") or 0,
+        job=item["job"],
+        run_id=item["runId"],
+        attempt=item["attempt"],
+        schedule_time=item.get("scheduleTime"),
+        start_time=start or datetime.now(UTC),
+        request=item.get("request") or {},
+        end_time=instant(item.get("endTime")),
+        response_status=item.get("responseStatus"),
+        code=item.get("code"),
+        debug_info=item.get("debugInfo") or "",
+        forced=bool(item.get("forced")),
+        injected=bool(item.get("injected")),
+        nominal=instant(item.get("nominalTime")),
+        response_excerpt=item.get("responseExcerpt") or "",
+        response_content_type=item.get("responseContentType"),
+    )
+
+
+def attempt_rows(attempts: Sequence[Attempt]) -> list[list[str]]:
+    """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`)."""
+    rows = []
+    for attempt in attempts:
+        run = attempt.schedule_time or "(none)"
+        if attempt.forced:
+            run += " forced"
+        rows.append(
+            [
+                iso(attempt.start_time) or "",
+                attempt.job_id,
+                run,
+                str(attempt.attempt),
+                "*" if attempt.injected else "",
+                "-" if attempt.response_status is None else str(attempt.response_status),
+                attempt.code or "(in flight)",
+                iso(attempt.nominal) or "-",
+                failure_reason(attempt, 100),
+            ]
+        )
+    return rows
+
+
+def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
+    """Print the ``jobs`` table."""
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    jobs = list(client.pages("/_emulator/jobs", "jobs", {"pageSize": 500, "fireTimes": 1}))
+    if not jobs:
+        out.write("(no jobs)\n")
+        return 0
+    for line in render_table(JOBS_HEADERS, job_rows(jobs)):
+        out.write(line + "\n")
+    return 0
+
+
+def cmd_attempts(
+    args: argparse.Namespace, out: IO[str], sleep: Callable[[float], None] = time.sleep
+) -> int:
+    """Print the ``attempts`` table; with ``--follow`` keep printing until interrupted."""
+    if args.last < 1:
+        raise ConfigurationError(f"--last must be 1 or more; got {args.last}.")
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    base: dict[str, Any] = {}
+    if args.job:
+        base["job"] = args.job
+    if args.since is not None:
+        base["startAfter"] = iso(args.since)
+        items = list(client.pages("/_emulator/attempts", "attempts", {**base, "pageSize": 1000}))
+    else:
+        newest = client.get(
+            "/_emulator/attempts", {**base, "order": "newest", "pageSize": min(args.last, 1000)}
+        )
+        items = list(reversed(newest.get("attempts", [])))
+    attempts = [attempt_from_json(item) for item in items]
+    if not args.follow:
+        lines = (
+            render_table(ATTEMPT_HEADERS, attempt_rows(attempts)) if attempts else ["(no attempts)"]
+        )
+        for line in lines:
+            out.write(line + "\n")
+        return 0
+    return _follow(client, base, attempts, out, sleep)
+
+
+def _follow(
+    client: DaemonClient,
+    base: dict[str, Any],
+    shown: list[Attempt],
+    out: IO[str],
+    sleep: Callable[[float], None],
+) -> int:
+    """Print ``shown`` (finished ones), then every attempt as it finishes, in id order."""
+    widths = [len(h) for h in ATTEMPT_HEADERS]
+    cursor = 0  # the id after which attempts are still to be printed
+
+    def emit(batch: list[Attempt], header: bool) -> None:
+        rows = attempt_rows(batch)
+        for row in rows:
+            for i, cell in enumerate(row[:-1]):
+                widths[i] = max(widths[i], len(cell))
+        lines = [list(ATTEMPT_HEADERS)] if header else []
+        for cells in [*lines, *rows]:
+            text = "  ".join(
+                cell.rjust(widths[i])
+                if ATTEMPT_HEADERS[i] in ("TRY", "HTTP")
+                else cell.ljust(widths[i])
+                if i < len(cells) - 1
+                else cell
+                for i, cell in enumerate(cells)
+            )
+            out.write(text.rstrip() + "\n")
+        out.flush()
+
+    finished = _finished_prefix(shown)
+    for attempt in shown:
+        widths[:] = [
+            max(w, len(c)) for w, c in zip(widths, attempt_rows([attempt])[0], strict=True)
+        ]
+    emit(finished, header=True)
+    if finished:
+        cursor = finished[-1].id
+    elif shown:
+        cursor = shown[0].id - 1
+    else:
+        newest = client.get("/_emulator/attempts", {**base, "order": "newest", "pageSize": 1})
+        cursor = int((newest.get("attempts") or [{"id": 0}])[0]["id"])
+    try:
+        while True:
+            sleep(FOLLOW_INTERVAL)
+            page = client.get(
+                "/_emulator/attempts", {**base, "pageSize": 1000, "pageToken": str(cursor)}
+            )
+            batch = _finished_prefix([attempt_from_json(a) for a in page.get("attempts", [])])
+            if batch:
+                emit(batch, header=False)
+                cursor = batch[-1].id
+    except KeyboardInterrupt:
+        return 0
+
+
+def _finished_prefix(attempts: list[Attempt]) -> list[Attempt]:
+    """The attempts up to the first one still in flight (printed once it ends)."""
+    for index, attempt in enumerate(attempts):
+        if attempt.code is None:
+            return attempts[:index]
+    return attempts
