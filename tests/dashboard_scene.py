@@ -108,7 +108,7 @@ def advance_one_day(driver: Any, url: str) -> None:
 
 def main(out: str) -> int:
     """Write the README's screenshot: the timeline after a day of the Orders jobs."""
-    with orders_daemon() as daemon, chromium(1280, 330) as driver:
+    with orders_daemon() as daemon, chromium(1400, 520) as driver:
         advance_one_day(driver, daemon.url)
         driver.save_screenshot(out)
     print(f"wrote {out}")

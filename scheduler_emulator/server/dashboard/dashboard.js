@@ -59,6 +59,7 @@
     $("clock-mode").className = "badge " + clock.mode;
     $("clock-now").textContent = TL.stamp(clock.now);
     $("clock-controls").hidden = clock.mode !== "manual";
+    $("clock-moveto-input").placeholder = clock.now;
     $("clock-next").disabled = !clock.nextDue;
     $("clock-next").title = clock.nextDue ? "Move to " + TL.stamp(clock.nextDue) : "Nothing is due";
   }

@@ -78,7 +78,9 @@
     var height = AXIS + Math.max(1, lanes.length) * LANE + 8;
     var svg = el("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height,
       "data-testid": "timeline-svg", "data-now": data.now, role: "img" });
-    function x(t) { return LABEL + (t - start) / (end - start) * span; }
+    function x(t) {  /* clamped: an attempt begun before the window starts at its edge */
+      return Math.min(width - PAD_RIGHT, Math.max(LABEL, LABEL + (t - start) / (end - start) * span));
+    }
     // axis and grid
     var step = STEPS[STEPS.length - 1];
     for (var i = 0; i < STEPS.length; i++) {
@@ -88,8 +90,9 @@
     for (var t = first; t <= end; t += step * 1000) {
       el("line", { x1: x(t), x2: x(t), y1: AXIS - 4, y2: height, "class": "tl-grid" }, svg);
       var midnight = new Date(t).getUTCHours() === 0 && new Date(t).getUTCMinutes() === 0;
-      var label = el("text", { x: x(t) + 3, y: 15, "class": "tl-axis" }, svg);
-      label.textContent = midnight || step >= 86400 ? dayText(t).slice(5) + " " + clockText(t) : clockText(t);
+      var text = midnight || step >= 86400 ? dayText(t).slice(5) + " " + clockText(t) : clockText(t);
+      if (x(t) + 7 * text.length > width) continue;  /* no room left for the label */
+      el("text", { x: x(t) + 3, y: 15, "class": "tl-axis" }, svg).textContent = text;
     }
     var zone = el("text", { x: 8, y: 15, "class": "tl-axis" }, svg);
     zone.textContent = "UTC";
