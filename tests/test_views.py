@@ -14,6 +14,7 @@ import pytest
 import requests
 from daemon import Daemon
 from dashboard_scene import orders_daemon
+from support import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -95,3 +96,35 @@ def test_follow_prints_attempts_as_they_finish(daemon: Daemon) -> None:
             process.send_signal(signal.SIGINT)
             process.wait(timeout=30)
     assert process.returncode == 0
+
+
+def test_the_text_log_works_into_a_pipe_and_the_startup_line_says_so() -> None:
+    from daemon import running_daemon
+
+    with running_daemon(
+        "--in-memory", "--clock", "manual", "--start", "2026-09-24T01:59:00Z",
+        "--log-format", "text",
+    ) as piped:  # fmt: skip
+        job = {"name": "projects/my-project/locations/us-central1/jobs/nightly",
+               "schedule": "0 2 * * *",
+               "httpTarget": {"uri": "http://127.0.0.1:9/_triggers/timer/nightly"}}  # fmt: skip
+        piped.post("/v1/projects/my-project/locations/us-central1/jobs", job).raise_for_status()
+        piped.post("/_emulator/clock:advance", {"seconds": 120}).raise_for_status()
+        wait_for(lambda: any("nightly  attempt 1" in line for line in piped.output), 30)
+    text = "".join(piped.output)
+    assert "execution log: one text line per attempt on stdout; --log-format json" in text
+    assert (
+        "2026-09-24T02:00:00Z  nightly  attempt 1  UNAVAILABLE  0 ms  scheduled "
+        "2026-09-24T02:00:00Z  reason: URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR" in text
+    )
+
+
+def test_the_json_log_says_how_to_get_text() -> None:
+    from daemon import running_daemon
+
+    with running_daemon("--in-memory") as piped:
+        wait_for(lambda: len(piped.output) >= 2, 30)
+    assert (
+        "execution log: JSON lines (Cloud Logging entries) on stdout; --log-format text"
+        in (piped.output[1])
+    )
