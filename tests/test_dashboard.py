@@ -18,7 +18,7 @@ from daemon import serving
 from support import TARGET, RecordingTarget, nightly_job
 from werkzeug.test import Client
 
-from scheduler_emulator.domain.attempts import RESPONSE_EXCERPT_BYTES
+from scheduler_emulator.domain.attempts import RESPONSE_EXCERPT_BYTES, SkippedRun
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.runtime.transports import HttpTransport, WsgiTransport
@@ -137,6 +137,22 @@ class TestReadModel:
             "/_emulator/timeline?start=2026-09-24T12:00:00Z&end=2026-09-24T13:00:00Z"
         ).json
         assert all(not lane["runs"] for lane in later["lanes"])
+
+    def test_skipped_times_are_in_their_lane(self, day: Emulator, client: Client) -> None:
+        nominal = datetime(2026, 9, 24, 10, tzinfo=UTC)
+        job = day.job_name("nightly")
+        day.store.add_skipped(SkippedRun(job, "2026-09-24T10:00:00Z", nominal, nominal))
+        answer = client.get(
+            "/_emulator/timeline?start=2026-09-24T09:00:00Z&end=2026-09-24T11:00:00Z&name=night"
+        ).json
+        [lane] = answer["lanes"]
+        assert lane["skipped"] == [
+            {
+                "nominalTime": "2026-09-24T10:00:00Z",
+                "scheduleTime": "2026-09-24T10:00:00Z",
+                "reason": "RUN_STILL_GOING",
+            }
+        ]
 
     def test_runs_and_attempts_newest_first(self, day: Emulator, client: Client) -> None:
         runs = client.get("/_emulator/runs").json["runs"]
