@@ -217,7 +217,7 @@
         var tr = document.createElement("tr");
         cell(tr, String(i + 1));
         cell(tr, rule.action);
-        cell(tr, Object.keys(rule).filter(function (k) { return k !== "action"; })
+        cell(tr, Object.keys(rule).filter(function (k) { return k !== "action" && rule[k] !== null; })
           .map(function (k) { return k + ": " + JSON.stringify(rule[k]); }).join(", "));
         table.appendChild(tr);
       });
