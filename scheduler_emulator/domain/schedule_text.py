@@ -8,6 +8,10 @@ already English and come back as given.
 
 from __future__ import annotations
 
+__all__ = [
+    "describe_schedule",
+]
+
 _DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 _DAY_NAMES = {name[:3].lower(): i for i, name in enumerate(_DAYS[:7])}
 _MONTHS = [

@@ -19,6 +19,12 @@ from ..server.dashboard import read_asset
 from .scenario import ScenarioRun
 from .timeline import TIMELINE_HEADERS, timeline_rows
 
+__all__ = [
+    "report_html",
+    "timeline_data",
+    "write_report",
+]
+
 #: The page's own script: draw the timeline from the embedded data, show a clicked attempt.
 _PAGE_SCRIPT = """
 (function () {

@@ -13,13 +13,19 @@ import argparse
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import IO, Any
 
 from ..domain.attempts import Attempt, failure_reason, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ConfigurationError, InvalidArgument
 from .timeline import render_table
+
+__all__ = [
+    "add_arguments",
+    "cmd_attempts",
+    "cmd_jobs",
+]
 
 #: The environment variable ``start`` reads ``--admin-token`` from (``cli.ADMIN_TOKEN_ENV``).
 ADMIN_TOKEN_ENV = "SCHEDULER_EMULATOR_ADMIN_TOKEN"
@@ -147,30 +153,8 @@ def job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
 
 
 def attempt_from_json(item: dict[str, Any]) -> Attempt:
-    """An :class:`Attempt` from its ``/_emulator/attempts`` JSON."""
-
-    def instant(text: str | None) -> datetime | None:
-        return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-    start = instant(item["startTime"])
-    return Attempt(
-        id=item.get("id") or 0,
-        job=item["job"],
-        run_id=item["runId"],
-        attempt=item["attempt"],
-        schedule_time=item.get("scheduleTime"),
-        start_time=start or datetime.now(UTC),
-        request=item.get("request") or {},
-        end_time=instant(item.get("endTime")),
-        response_status=item.get("responseStatus"),
-        code=item.get("code"),
-        debug_info=item.get("debugInfo") or "",
-        forced=bool(item.get("forced")),
-        injected=bool(item.get("injected")),
-        nominal=instant(item.get("nominalTime")),
-        response_excerpt=item.get("responseExcerpt") or "",
-        response_content_type=item.get("responseContentType"),
-    )
+    """An :class:`Attempt` from its ``/_emulator/attempts`` JSON (:meth:`Attempt.from_json`)."""
+    return Attempt.from_json(item)
 
 
 def attempt_rows(attempts: Sequence[Attempt]) -> list[list[str]]:

@@ -14,6 +14,12 @@ from importlib import resources
 
 from werkzeug.wrappers import Response
 
+__all__ = [
+    "ASSETS",
+    "asset_response",
+    "read_asset",
+]
+
 #: The files served, with their media types.
 ASSETS = {
     "index.html": "text/html; charset=utf-8",
