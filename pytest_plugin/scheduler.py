@@ -19,7 +19,6 @@ tokens itself (``verify_scheduler_token`` or google-auth).
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -47,6 +46,7 @@ from scheduler_emulator.runtime.transports import (
     TransportResult,
     WsgiApp,
 )
+from scheduler_emulator.wire import is_loopback
 
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
@@ -58,21 +58,6 @@ def origin_of(url: str) -> str:
     """The origin of a URL: ``scheme://host[:port]`` (``https://orders-abc123-uc.a.run.app``)."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
-
-
-def is_loopback(url: str) -> bool:
-    """Whether a URL's host is this machine: ``localhost`` (and ``*.localhost``), an address in
-    ``127.0.0.0/8`` or ``::1``.
-
-    :param url: an absolute URL.
-    """
-    host = (urlsplit(url).hostname or "").rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class LoopbackOnlyTransport:

@@ -16,8 +16,10 @@ the dispatchers, the pytest façades, ``replay`` and the target-side helpers
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from datetime import UTC, datetime, timedelta, timezone
+from urllib.parse import urlsplit
 
 from .realtime import new_datetime, unfreeze
 
@@ -204,3 +206,36 @@ def parse_schedule_time(value: str) -> datetime:
             "such as '+00:00'."
         )
     return parsed
+
+
+#: Host names that always mean this machine (besides ``*.localhost``, RFC 6761).
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+
+
+def is_loopback(host: str) -> bool:
+    """Tell whether a host, or an absolute URL's host, is this machine's loopback.
+
+    The one home of this rule: the daemon's ``--host`` and ``Host``/``Origin`` checks and the
+    pytest plugin's network guard all ask it. Loopback: ``localhost``,
+    ``localhost.localdomain``, any ``*.localhost`` name (RFC 6761), an address in
+    ``127.0.0.0/8`` and ``::1``; a trailing dot (``localhost.``) and IPv6 brackets are allowed,
+    and case does not matter::
+
+        >>> [is_loopback(h) for h in ("localhost.", "[::1]", "http://api.localhost:8/x")]
+        [True, True, True]
+        >>> [is_loopback(h) for h in ("localhost.evil.com", "10.0.0.1", "")]
+        [False, False, False]
+
+    :param host: a host name or address (``--host``, a ``Host`` header's name), or an absolute
+        URL (``http://127.0.0.1:8000/run``).
+    :return: ``True`` for a loopback name or address.
+    """
+    if "://" in host:
+        host = urlsplit(host).hostname or ""
+    host = host.strip().strip("[]").rstrip(".").lower()
+    if host in LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

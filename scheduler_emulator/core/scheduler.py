@@ -42,7 +42,7 @@ from ..domain.attempts import EMULATOR_DOWN, Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
 from ..domain.resources import Job, State, Status
 from ..domain.retry import next_attempt_time
-from ..domain.schedule import Schedule, format_schedule_time, parse_schedule
+from ..domain.schedule import DEFAULT_DST_POLICY, Schedule, format_schedule_time, parse_schedule
 
 __all__ = [
     "AttemptEnd",
@@ -160,7 +160,9 @@ class Scheduler:
     :raises ValueError: for another ``force_run_schedule_time``.
     """
 
-    def __init__(self, *, dst_policy: str = "absolute", force_run_schedule_time: str = "next"):
+    def __init__(
+        self, *, dst_policy: str = DEFAULT_DST_POLICY, force_run_schedule_time: str = "next"
+    ):
         if force_run_schedule_time not in ("next", "omit"):
             raise ValueError(
                 "force_run_schedule_time must be 'next' or 'omit'; "

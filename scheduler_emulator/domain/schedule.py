@@ -70,6 +70,9 @@ __all__ = [
 
 #: The accepted values of ``dst_policy`` (spec §17 P1).
 DST_POLICIES: Final = ("absolute", "vixie")
+#: The default ``dst_policy`` (spec §17 P1); the emulator's settings take it from
+#: :class:`~scheduler_emulator.runtime.options.EmulatorOptions`.
+DEFAULT_DST_POLICY: Final = DST_POLICIES[0]
 #: How far ahead a fire time is searched for before a schedule counts as never firing.
 HORIZON: Final = timedelta(days=3653)
 _HORIZON_SECONDS: Final = 3653 * DAY_SECONDS
@@ -498,7 +501,7 @@ class Schedule:
     _vixie_fixed: bool
 
     def __init__(
-        self, text: str, time_zone: str = DEFAULT_ZONE_NAME, *, dst_policy: str = "absolute"
+        self, text: str, time_zone: str = DEFAULT_ZONE_NAME, *, dst_policy: str = DEFAULT_DST_POLICY
     ) -> None:
         if dst_policy not in DST_POLICIES:
             raise ValueError(f"dst_policy must be 'absolute' or 'vixie'; got {dst_policy!r}.")
@@ -727,7 +730,7 @@ def _parse_cached(text: str, time_zone: str, dst_policy: str) -> Schedule:
 
 
 def parse_schedule(
-    text: str, time_zone: str = DEFAULT_ZONE_NAME, *, dst_policy: str = "absolute"
+    text: str, time_zone: str = DEFAULT_ZONE_NAME, *, dst_policy: str = DEFAULT_DST_POLICY
 ) -> Schedule:
     """Parse a job's ``schedule`` and ``timeZone`` into a :class:`Schedule`.
 

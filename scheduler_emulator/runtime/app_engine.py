@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from ..domain.resources import HttpMethod, Job
+from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, HttpMethod, Job
 from ..domain.validation import sendable_uri
 from ..wire import (
     APP_ENGINE_USER_AGENT_SUFFIX,
@@ -41,7 +41,7 @@ from ..wire import (
     RESERVED_HEADER_PREFIXES,
     scheduler_headers,
 )
-from .dispatchers import DEFAULT_ATTEMPT_DEADLINE, NotDispatched, Prepared
+from .dispatchers import NotDispatched, Prepared
 from .transports import DeliveryRequest, Transport
 
 __all__ = [

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..domain.resources import Job
+from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, Job
 from .dispatch import RequestTemplate, build_request, request_template
 from .transports import Transport, TransportResult
 
@@ -37,9 +37,6 @@ __all__ = [
     "Prepared",
     "dispatcher_for",
 ]
-
-#: Attempt deadline of a job that sets none (spec §3.1: 180 s for HTTP targets).
-DEFAULT_ATTEMPT_DEADLINE = timedelta(seconds=180)
 
 
 class NotDispatched(Exception):

@@ -35,15 +35,15 @@ from ..domain.update_mask import apply_update
 from .app_engine import AppEngineDispatcher, parse_app_engine_urls
 from .attempt_log import AttemptLog
 from .clock import Clock, ManualClock, SystemClock, require_aware
-from .options import EmulatorOptions
+from .options import JOBS_PAGE_SIZE_MAX, EmulatorOptions
 from .pubsub import InProcessPublisher, Publisher, PubsubDispatcher
 from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
 from .tokens import TokenAuthority
 from .transports import HttpTransport, Transport
 
 #: Largest and default ListJobs page (P15): a page size of 0 or less gives this many jobs, a
-#: larger one is clamped to it.
-MAX_JOBS_PAGE_SIZE = 500
+#: larger one is clamped to it (its home: runtime/options.py).
+MAX_JOBS_PAGE_SIZE = JOBS_PAGE_SIZE_MAX
 
 
 class Emulator:

@@ -48,6 +48,7 @@ from ..domain.attempts import Attempt
 from ..domain.errors import FailedPrecondition, StorageUnavailable
 from ..domain.outcomes import Failure, Outcome, classify_failure
 from ..domain.resources import Job, State, Status
+from ..domain.schedule import DEFAULT_DST_POLICY
 from ..realtime import real_monotonic
 from .attempt_log import AttemptLog, log_target_type
 from .clock import Clock
@@ -107,7 +108,7 @@ class Engine:
         dispatchers: Mapping[str, Dispatcher] | None = None,
         attempt_log: AttemptLog | None = None,
         faults: FaultPlan | None = None,
-        dst_policy: str = "absolute",
+        dst_policy: str = DEFAULT_DST_POLICY,
         force_run_schedule_time: str = "next",
         max_workers: int = 32,
         max_per_job: int = 4,

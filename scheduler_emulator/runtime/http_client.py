@@ -28,9 +28,10 @@ import ssl
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from ..realtime import real_monotonic
+from .redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, next_hop
 
 if TYPE_CHECKING:
     from .curl_exchange import CurlExchange
@@ -38,9 +39,7 @@ if TYPE_CHECKING:
 #: Bytes of a response body read at most (then the connection is closed): Cloud Scheduler keeps
 #: no response bodies, so none is worth more than this.
 MAX_BODY_BYTES = 1 << 20
-MAX_REDIRECTS = 10
 _CHUNK = 64 * 1024
-_REDIRECTS = (301, 302, 303, 307, 308)
 
 
 class ResponseSample:
@@ -193,7 +192,8 @@ class HttpClient:
         deadline_seconds: float,
         sample: ResponseSample | None = None,
     ) -> int:
-        """Send the request, follow redirects (``requests``' rules), and return the final status.
+        """Send the request, follow redirects (:mod:`~scheduler_emulator.runtime.redirects`),
+        and return the final status.
 
         :param method: HTTP method name.
         :param url: absolute ``http`` or ``https`` URL.
@@ -209,30 +209,20 @@ class HttpClient:
         """
         deadline = real_monotonic() + deadline_seconds
         guard: _Guard | None = None  # armed for the first hop through http.client
+        hop: Hop | None = Hop(method, url, headers, body)
         try:
             for _ in range(MAX_REDIRECTS + 1):
-                if self._curl is not None and url[:7].lower() == "http://":
-                    status, location = self._curl_once(method, url, headers, body, deadline, sample)
+                assert hop is not None
+                if self._curl is not None and hop.url[:7].lower() == "http://":
+                    status, location = self._curl_once(hop, deadline, sample)
                 else:
                     if guard is None:
                         guard = self.watchdog.arm(deadline)
-                    status, location = self._once(
-                        method, url, headers, body, deadline, guard, sample
-                    )
-                if status not in _REDIRECTS or not location:
+                    status, location = self._once(hop, deadline, guard, sample)
+                hop = next_hop(status, location, hop)
+                if hop is None:
                     return status
-                target = urljoin(url, location)
-                if status == 303 and method != "HEAD" or status in (301, 302) and method == "POST":
-                    method, body = "GET", b""
-                    headers = {
-                        k: v
-                        for k, v in headers.items()
-                        if k.lower() not in ("content-type", "content-length")
-                    }
-                if urlsplit(target).netloc != urlsplit(url).netloc:
-                    headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
-                url = target
-            raise ValueError(f"more than {MAX_REDIRECTS} redirects")
+            raise ValueError(TOO_MANY_REDIRECTS)
         except (OSError, http.client.HTTPException):
             if (guard is not None and guard.fired) or real_monotonic() >= deadline:
                 raise DeadlineExceeded() from None
@@ -252,13 +242,7 @@ class HttpClient:
             self._curl.close()
 
     def _curl_once(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        deadline: float,
-        sample: ResponseSample | None = None,
+        self, hop: Hop, deadline: float, sample: ResponseSample | None = None
     ) -> tuple[int, str | None]:
         left = deadline - real_monotonic()
         if left <= 0:
@@ -266,23 +250,17 @@ class HttpClient:
         curl = self._curl
         assert curl is not None
         try:
-            return curl.once(method, url, headers, body, left, sample)
+            return curl.once(hop.method, hop.url, hop.headers, hop.body, left, sample)
         except curl.Deadline:
             raise DeadlineExceeded() from None
 
     def _once(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        deadline: float,
-        guard: _Guard,
-        sample: ResponseSample | None = None,
+        self, hop: Hop, deadline: float, guard: _Guard, sample: ResponseSample | None = None
     ) -> tuple[int, str | None]:
-        parts = urlsplit(url)
+        method, headers, body = hop.method, hop.headers, hop.body
+        parts = urlsplit(hop.url)
         if parts.scheme not in ("http", "https"):
-            raise ValueError(f"not an http(s) URL: {url!r}")
+            raise ValueError(f"not an http(s) URL: {hop.url!r}")
         key = (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         conn, reused = self._checkout(key, deadline)

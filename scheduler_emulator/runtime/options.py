@@ -15,11 +15,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .store import DEFAULT_RETAIN_ATTEMPTS, Store
+from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE
+from ..domain.schedule import DEFAULT_DST_POLICY
 from .tokens import GOOGLE_ISSUER, KEY_FILE_NAME
 
+if TYPE_CHECKING:
+    from .store import Store
+
 __all__ = [
+    "ATTEMPTS_PAGE_SIZE",
+    "ATTEMPTS_PAGE_SIZE_MAX",
+    "DEFAULT_ATTEMPT_DEADLINE",
+    "DEFAULT_DST_POLICY",
+    "DEFAULT_RETAIN_ATTEMPTS",
+    "JOBS_PAGE_SIZE_MAX",
     "DEFAULT_LOCATION",
     "DEFAULT_PROJECT",
     "EmulatorOptions",
@@ -32,6 +43,17 @@ DEFAULT_PROJECT = "my-project"
 DEFAULT_LOCATION = "us-central1"
 #: The file of the SQLite store inside a data directory.
 STORE_FILE_NAME = "emulator.db"
+#: Finished attempts kept by default (``--retain-attempts``); about 1 KB each on disk.
+DEFAULT_RETAIN_ATTEMPTS = 100_000
+#: Attempts per page of the attempt and skipped-run listings when none is asked for, and at most.
+ATTEMPTS_PAGE_SIZE = 100
+ATTEMPTS_PAGE_SIZE_MAX = 1000
+#: Largest ListJobs page, and the size of one when none (or a larger one) is asked for
+#: (spec §5.3, P15).
+JOBS_PAGE_SIZE_MAX = 500
+# The attempt deadline of a job that sets none (Google's 180 s, DEFAULT_ATTEMPT_DEADLINE) and
+# the daylight-saving default (DEFAULT_DST_POLICY) are facts of the job and the schedule,
+# spelled once in the domain layer and re-exported here with the other defaults.
 
 
 @dataclass(frozen=True)
@@ -55,7 +77,7 @@ class EmulatorOptions:
     project: str = DEFAULT_PROJECT
     location: str = DEFAULT_LOCATION
     locations: tuple[str, ...] = ()
-    dst_policy: str = "absolute"
+    dst_policy: str = DEFAULT_DST_POLICY
     force_run_schedule_time: str = "next"
     app_engine_urls: str | Mapping[str, str] | None = field(default=None, compare=False)
     data_dir: Path | None = None
@@ -83,4 +105,6 @@ class EmulatorOptions:
         :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged,
             of a later release, or on a full disk, naming the file and what to do.
         """
+        from .store import Store
+
         return Store(self.store_path(), retain_attempts=self.retain_attempts)

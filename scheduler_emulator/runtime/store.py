@@ -39,6 +39,7 @@ from .data_file import (
     startup_error,
     storage_error,
 )
+from .options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, DEFAULT_RETAIN_ATTEMPTS
 
 #: ``PRAGMA user_version`` of this release's schema (1: the first release; 2: ``jobs.next_fire``
 #: and ``skipped.reason``; 3: the attempts' run schedule time and response excerpt).
@@ -169,11 +170,9 @@ class _Locked:
             raise storage_error(self._store.path, exc) from exc
 
 
-#: Attempts per page of :meth:`Store.attempts_page` when none is asked for, and at most.
-DEFAULT_PAGE_SIZE = 100
-MAX_PAGE_SIZE = 1000
-#: Finished attempts kept by default (``--retain-attempts``); about 1 KB each on disk.
-DEFAULT_RETAIN_ATTEMPTS = 100_000
+# Page sizes and retention: their one home is runtime/options.py.
+DEFAULT_PAGE_SIZE = ATTEMPTS_PAGE_SIZE
+MAX_PAGE_SIZE = ATTEMPTS_PAGE_SIZE_MAX
 #: Retention is applied once per this many new attempts (amortised: one DELETE per batch).
 _RETENTION_EVERY = 1000
 

@@ -31,17 +31,17 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
 from ..domain.outcomes import Failure, Outcome
 from ..realtime import real_monotonic
 from .http_client import DeadlineExceeded, HttpClient, ResponseSample
+from .redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, next_hop
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: An ASGI 3 application: ``await app(scope, receive, send)``.
 AsgiApp = Callable[[Any, Any, Any], Awaitable[None]]
-MAX_REDIRECTS = 10
 #: How long starting an ASGI app's event loop may take before it is an error.
 _LOOP_START_SECONDS = 30.0
 
@@ -457,21 +457,22 @@ class MountTransport:
             if real_monotonic() - started > timeout_seconds:
                 return TransportResult(failure=Failure.DEADLINE, detail="in-process app was slow")
             location = headers.get("Location") or headers.get("location")
-            if status not in (301, 302, 303, 307, 308) or not location:
+            hop = next_hop(
+                status, location, Hop(request.method, request.url, request.headers, request.body)
+            )
+            if hop is None:
                 content_type = next(
                     (v for k, v in headers.items() if k.lower() == "content-type"), None
                 )
                 return TransportResult(
                     status=status, excerpt=excerpt_text(sample.body), content_type=content_type
                 )
-            method = request.method if status in (307, 308) else "GET"
-            body = request.body if status in (307, 308) else b""
-            request = DeliveryRequest(method, urljoin(request.url, location), request.headers, body)
+            request = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body)
             next_app = self.find(request.url)
             if next_app is None:
                 return self.fallback.send(request, timeout_seconds)
             app = next_app
-        return TransportResult(failure=Failure.CONNECTION, detail="too many redirects")
+        return TransportResult(failure=Failure.CONNECTION, detail=TOO_MANY_REDIRECTS)
 
 
 class WsgiTransport(MountTransport):

@@ -36,6 +36,7 @@ from werkzeug.wrappers import Request, Response
 
 from ..domain.errors import ApiError, InvalidArgument
 from ..runtime.emulator import Emulator
+from ..wire import is_loopback
 from . import admin, api
 from .connections import ConnectionRouter
 from .partial_response import OVERRIDABLE_METHODS, select_fields
@@ -67,8 +68,6 @@ MAX_CONNECTIONS = 64
 #: requests (keep-alive); then it is closed. Handling the request (a long clock move) is not
 #: bounded.
 SOCKET_TIMEOUT_SECONDS = 5.0
-#: ``Host`` names that always mean this machine.
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain"})
 #: Paths under ``/_emulator/`` that stay open with an admin token: liveness, the public keys
 #: and token description a target service fetches to verify the tokens jobs send, and the
 #: dashboard's static files (the page asks for the token and sends it with its requests).
@@ -90,22 +89,6 @@ REPEATED_HEADERS_KEY = "scheduler_emulator.repeated_headers"
 class _LimitedRequest(Request):
     # werkzeug refuses a longer body with 413 and never reads past the limit (chunked too).
     max_content_length = MAX_BODY_BYTES
-
-
-def is_loopback(host: str) -> bool:
-    """Tell whether ``host`` (a name or an IP address, IPv6 with or without brackets) is this
-    machine's loopback: ``localhost``, ``127.0.0.0/8``, ``::1``.
-
-    :param host: a host name or address, e.g. from ``--host`` or a ``Host`` header.
-    :return: ``True`` for a loopback name or address.
-    """
-    host = host.strip("[]").lower()
-    if host in LOOPBACK_NAMES or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _is_wildcard(host: str) -> bool:

@@ -38,13 +38,19 @@ from ..domain.codec import format_timestamp, parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_project_id
 from ..domain.resources import Job
+from ..domain.schedule import DST_POLICIES
 from ..runtime.attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
 from ..runtime.clock import Clock, ManualClock, SystemClock
 from ..runtime.data_dir_lock import DataDirLock
 from ..runtime.data_file import startup_error
 from ..runtime.emulator import Emulator
-from ..runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT, EmulatorOptions
-from ..runtime.store import DEFAULT_RETAIN_ATTEMPTS
+from ..runtime.options import (
+    DEFAULT_DST_POLICY,
+    DEFAULT_LOCATION,
+    DEFAULT_PROJECT,
+    DEFAULT_RETAIN_ATTEMPTS,
+    EmulatorOptions,
+)
 from ..runtime.tokens import GOOGLE_ISSUER, TOKEN_TIMES
 from .client_recipes import client_notes, grpc_note
 from .fault_file import load_fault_file
@@ -57,7 +63,7 @@ DEFAULT_PORT = 8095
 DEFAULT_HOST = "127.0.0.1"
 #: Environment variable that sets ``--admin-token``.
 ADMIN_TOKEN_ENV = "SCHEDULER_EMULATOR_ADMIN_TOKEN"
-DST_CHOICES = ["absolute", "vixie"]
+DST_CHOICES = list(DST_POLICIES)
 DST_HELP = (
     "daylight-saving rule (default: %(default)s): 'absolute' fires a repeated local time twice "
     "and a skipped one never; 'vixie' fires a fixed-time job once on both days, at the first "
@@ -225,7 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
         "line per attempt (time, job, attempt, outcome, latency). Default: text when the log "
         "goes to a terminal, json otherwise (a pipe, --log-file)",
     )
-    start.add_argument("--dst-policy", choices=DST_CHOICES, default="absolute", help=DST_HELP)
+    start.add_argument(
+        "--dst-policy", choices=DST_CHOICES, default=DEFAULT_DST_POLICY, help=DST_HELP
+    )
     start.add_argument(
         "--token-issuer",
         default=GOOGLE_ISSUER,
@@ -251,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     nxt.add_argument("--time-zone", default="Etc/UTC", help="IANA time zone (%(default)s)")
     nxt.add_argument("--after", type=_timestamp, metavar="RFC3339", help="default: now")
     nxt.add_argument("-n", type=int, default=5, help="how many fire times (%(default)s)")
-    nxt.add_argument("--dst-policy", choices=DST_CHOICES, default="absolute", help=DST_HELP)
+    nxt.add_argument("--dst-policy", choices=DST_CHOICES, default=DEFAULT_DST_POLICY, help=DST_HELP)
 
     env = sub.add_parser(
         "env-init",
