@@ -20,18 +20,24 @@ plugin uses to show a target the virtual instant) is doing (:mod:`scheduler_emul
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Protocol
 
 from ..domain.errors import ClockError
 from ..realtime import new_datetime, real_monotonic
 from ..realtime import now as real_now
 from ..wire import format_timestamp as iso
-from ..wire import to_instant
+from ..wire import parse_timestamp, to_instant
 
 __all__ = [
     "Clock",
+    "ClockFile",
     "ManualClock",
     "Sleeper",
     "SystemClock",
@@ -126,15 +132,22 @@ class ManualClock:
     """Virtual time that moves only when told, firing every due instant in order.
 
     :param start: the initial instant (aware). Defaults to 2026-01-01T00:00:00Z.
+    :param keep: called with the virtual now whenever the clock has moved (at the end of each
+        :meth:`move_to`, :meth:`reset_to` and :meth:`settle`, and at most once a real second
+        during a long move), e.g. :meth:`ClockFile.write`, so that a restart resumes there.
     :raises NaiveDatetimeError: if ``start`` is naive.
     """
 
     manual = True
 
-    def __init__(self, start: datetime | None = None) -> None:
+    def __init__(
+        self, start: datetime | None = None, *, keep: Callable[[datetime], None] | None = None
+    ) -> None:
         self._now = require_aware(start, "start") if start else new_datetime(2026, 1, 1, tzinfo=UTC)
         self._sleepers: list[Sleeper] = []
         self._lock = threading.RLock()
+        self._keep = keep
+        self._kept_at = 0.0  # real monotonic seconds of the last keep() during a move
 
     def now(self) -> datetime:
         """Return the virtual instant (aware UTC)."""
@@ -192,9 +205,12 @@ class ManualClock:
                     break  # nothing is left due at or before the target
                 self._now = max(self._now, earliest)
                 self._settle()
+                if self._keep is not None and real_monotonic() - self._kept_at >= 1.0:
+                    self._keep_now()
             self._now = target
             for sleeper in self._sleepers:
                 sleeper.idle()
+            self._keep_now()
             return self._now
 
     def reset_to(self, instant: datetime) -> None:
@@ -205,6 +221,7 @@ class ManualClock:
         """
         with self._lock:
             self._now = require_aware(instant, "reset_to instant")
+            self._keep_now()
 
     def settle(self) -> None:
         """Run everything due at the current instant (e.g. a job forced to run) and wait."""
@@ -212,7 +229,55 @@ class ManualClock:
             self._settle()
             for sleeper in self._sleepers:
                 sleeper.idle()
+            self._keep_now()
+
+    def _keep_now(self) -> None:
+        if self._keep is not None:
+            self._kept_at = real_monotonic()
+            self._keep(self._now)
 
     def _settle(self) -> None:
         for sleeper in self._sleepers:
             sleeper.run_due()
+
+
+class ClockFile:
+    """Where a manual clock's virtual now is kept in a data directory, so that a daemon
+    restarted on it resumes at the instant it stopped instead of jumping to real time.
+
+    The file holds ``{"now": "2026-03-02T14:03:00Z"}``; it is replaced atomically (written
+    beside, then renamed), so a crash leaves the previous instant or the new one.
+
+    :param path: the file (``<data dir>/manual-clock.json``).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self) -> datetime | None:
+        """The kept instant, or ``None`` when there is none yet.
+
+        :raises ClockError: when the file exists but does not hold an instant (the message
+            names the file and says to move it aside or pass ``--start``).
+        """
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ClockError(f"cannot read the manual clock's file {self.path}: {exc}.") from None
+        try:
+            return parse_timestamp(json.loads(text)["now"])
+        except (ValueError, KeyError, TypeError):
+            raise ClockError(
+                f"{self.path} does not hold a manual clock instant such as "
+                '{"now": "2026-03-02T14:03:00Z"}; move it aside or pass --start.'
+            ) from None
+
+    def write(self, instant: datetime) -> None:
+        """Keep ``instant`` (atomically). A failure to write is ignored: the store, not this
+        file, is what must survive; a restart then resumes from an earlier kept instant."""
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        with contextlib.suppress(OSError):
+            temporary.write_text(json.dumps({"now": iso(instant)}), encoding="utf-8")
+            os.replace(temporary, self.path)

@@ -43,6 +43,8 @@ DEFAULT_PROJECT = "my-project"
 DEFAULT_LOCATION = "us-central1"
 #: The file of the SQLite store inside a data directory.
 STORE_FILE_NAME = "emulator.db"
+#: The file of a manual clock's virtual now inside a data directory (a restart resumes there).
+CLOCK_FILE_NAME = "manual-clock.json"
 #: Finished attempts kept by default (``--retain-attempts``); about 1 KB each on disk.
 DEFAULT_RETAIN_ATTEMPTS = 100_000
 #: Attempts per page of the attempt and skipped-run listings when none is asked for, and at most.
@@ -89,6 +91,11 @@ class EmulatorOptions:
     def all_locations(self) -> tuple[str, ...]:
         """The locations ListLocations shows."""
         return tuple(self.locations) or (self.location,)
+
+    @property
+    def clock_path(self) -> Path | None:
+        """The manual clock's file in the data directory (``None`` in memory)."""
+        return None if self.data_dir is None else self.data_dir / CLOCK_FILE_NAME
 
     @property
     def key_path(self) -> Path | None:

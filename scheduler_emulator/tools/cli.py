@@ -40,7 +40,7 @@ from ..domain.names import check_project_id
 from ..domain.resources import Job
 from ..domain.schedule import DST_POLICIES
 from ..runtime.attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
-from ..runtime.clock import Clock, ManualClock, SystemClock
+from ..runtime.clock import Clock, ClockFile, ManualClock, SystemClock
 from ..runtime.data_dir_lock import DataDirLock
 from ..runtime.data_file import startup_error
 from ..runtime.emulator import Emulator
@@ -410,9 +410,16 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
-def _make_clock(args: argparse.Namespace) -> Clock:
+def _make_clock(args: argparse.Namespace, kept: ClockFile | None) -> Clock:
+    """The daemon's clock. A manual clock starts at ``--start``, else where it stopped last
+    time on this data dir (``kept``), else at the current minute; it keeps its virtual now in
+    ``kept`` as it moves."""
     if args.clock == "manual":
-        return ManualClock(args.start or SystemClock().now().replace(second=0, microsecond=0))
+        start = args.start or (kept.read() if kept is not None else None)
+        start = start or SystemClock().now().replace(second=0, microsecond=0)
+        if kept is not None:
+            kept.write(start)
+        return ManualClock(start, keep=kept.write if kept is not None else None)
     if args.start is not None:
         raise ConfigurationError("--start needs --clock manual.")
     return SystemClock()
@@ -593,7 +600,9 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     where = "in memory" if options.data_dir is None else f"data dir {options.data_dir}"
     log_stream: IO[str] = open(args.log_file, "a") if args.log_file else out  # noqa: SIM115
     faults = load_fault_file(args.faults) if args.faults else None
-    clock = _make_clock(args)
+    clock_file = ClockFile(options.clock_path) if options.clock_path is not None else None
+    resumed = args.clock == "manual" and not args.start and bool(clock_file and clock_file.read())
+    clock = _make_clock(args, clock_file)
     targets = configure_targets(args, jobs, out)  # may start the Pub/Sub emulator
     # On a manual clock each line is written at once (a caller reads the log after advancing);
     # on a system clock a writer thread writes a busy minute's lines in a few batches.
@@ -673,6 +682,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     clock_note = f"{args.clock} clock"
     if args.clock == "manual":
         clock_note += f" at {format_timestamp(clock.now())}"
+        clock_note += " (resumed where it stopped)" if resumed else ""
     out.write(
         f"scheduler-emulator listening on http://{args.host}:{server.server_port} "
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, {where}"
