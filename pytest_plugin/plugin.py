@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from scheduler_emulator.wire import NaiveDatetimeError, to_instant
+from scheduler_emulator.wire import HEADER_CASES, NaiveDatetimeError, to_instant
 
 from .live import LiveScheduler
 from .scheduler import CloudScheduler
@@ -44,14 +44,30 @@ __all__ = [
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+#: The ini option that sets the ``cloud_scheduler`` fixture's header spelling for a whole suite.
+HEADER_CASE_INI = "cloud_scheduler_header_case"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the plugin's ini option (``cloud_scheduler_header_case``)."""
+    parser.addini(
+        HEADER_CASE_INI,
+        "how the cloud_scheduler fixture's HTTP attempts spell header names: google "
+        "(X-CloudScheduler-JobName), lower or canonical; a marker's header_case= wins",
+        default="google",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Register the plugin's markers."""
     config.addinivalue_line(
         "markers",
         "cloud_scheduler(start=datetime|str, allow_network=False, publisher=None, "
-        "app_engine_urls=None): start instant of the cloud_scheduler fixture's clock (an aware "
-        "datetime or an RFC 3339 string); allow_network=True lets jobs reach unmounted, "
-        "non-loopback origins; its Pub/Sub publisher; App Engine URLs",
+        "app_engine_urls=None, header_case=None): start instant of the cloud_scheduler "
+        "fixture's clock (an aware datetime or an RFC 3339 string); allow_network=True lets "
+        "jobs reach unmounted, "
+        "non-loopback origins; its Pub/Sub publisher; App Engine URLs; header spelling "
+        "(google, lower, canonical)",
     )
     config.addinivalue_line(
         "markers",
@@ -60,7 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-_MARKER_OPTIONS = ("start", "allow_network", "publisher", "app_engine_urls")
+_MARKER_OPTIONS = ("start", "allow_network", "publisher", "app_engine_urls", "header_case")
 
 
 def scheduler_options(kwargs: Mapping[str, Any]) -> tuple[datetime, bool]:
@@ -142,8 +158,14 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     marker = request.node.get_closest_marker("cloud_scheduler")
     options = dict(marker.kwargs) if marker else {}
     problem = None
+    header_case = options.get("header_case") or request.config.getini(HEADER_CASE_INI)
     try:
         start, allow_network = scheduler_options(options)
+        if header_case not in HEADER_CASES:
+            raise ValueError(
+                f"header_case={header_case!r} (the cloud_scheduler marker or the "
+                f"{HEADER_CASE_INI} ini option): pass one of {', '.join(HEADER_CASES)}."
+            )
     except (TypeError, ValueError) as exc:
         problem = str(exc)
     if problem is not None:  # outside the except block: the message shows once, unchained
@@ -153,6 +175,7 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
         allow_network=allow_network,
         publisher=options.get("publisher"),
         app_engine_urls=options.get("app_engine_urls"),
+        header_case=header_case,
     )
     yield scheduler
     scheduler.close()

@@ -34,6 +34,7 @@ from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.options import DEFAULT_HEADER_CASE
 from scheduler_emulator.runtime.pubsub import InProcessPublisher, Publisher, PubsubMessage
 from scheduler_emulator.runtime.store import DEFAULT_PAGE_SIZE
 from scheduler_emulator.runtime.tokens import JWKS_PATH, TokenAuthority
@@ -164,6 +165,9 @@ class CloudScheduler:
         that pushes through the mounted apps (:meth:`published`, :meth:`push`).
     :param app_engine_urls: local base URL(s) of App Engine services (one URL, or
         ``{"worker": "http://worker.test", "*": "http://app.test"}``).
+    :param header_case: how attempts spell header names: ``"google"`` (the default),
+        ``"lower"`` or ``"canonical"`` (seen only by targets reached over real HTTP that keep
+        the names as sent; see docs/testing.md).
     """
 
     def __init__(
@@ -173,6 +177,7 @@ class CloudScheduler:
         allow_network: bool = False,
         publisher: Publisher | None = None,
         app_engine_urls: str | Mapping[str, str] | None = None,
+        header_case: str = DEFAULT_HEADER_CASE,
     ) -> None:
         self.clock = ManualClock(start)
         self.transport = VirtualTimeTransport(self.clock, allow_network=allow_network)
@@ -182,6 +187,7 @@ class CloudScheduler:
             transport=self.transport,
             publisher=self.publisher,
             app_engine_urls=app_engine_urls,
+            header_case=header_case,
         )
         self._server: BaseWSGIServer | None = None
         self._server_thread: threading.Thread | None = None

@@ -239,3 +239,37 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+#: How header names are spelled on the wire (``--header-case``): ``google`` as Cloud
+#: Scheduler's documentation spells them (``X-CloudScheduler-JobName``, today's default),
+#: ``lower`` as an HTTP/2 front end (Cloud Run) hands them on (``x-cloudscheduler-jobname``),
+#: ``canonical`` as Go's and many HTTP/1.1 servers' canonical form (``X-Cloudscheduler-Jobname``).
+HEADER_CASES = ("google", "lower", "canonical")
+
+
+def spell_header(name: str, header_case: str) -> str:
+    """Spell one header name in ``header_case`` (one of :data:`HEADER_CASES`)::
+
+        >>> [spell_header("X-CloudScheduler-JobName", c) for c in HEADER_CASES]
+        ['X-CloudScheduler-JobName', 'x-cloudscheduler-jobname', 'X-Cloudscheduler-Jobname']
+
+    :raises ValueError: for another ``header_case``, naming the accepted ones.
+    """
+    if header_case == "google":
+        return name
+    if header_case == "lower":
+        return name.lower()
+    if header_case == "canonical":
+        return "-".join(part[:1].upper() + part[1:].lower() for part in name.split("-"))
+    raise ValueError(f"header_case must be one of {', '.join(HEADER_CASES)}; got {header_case!r}.")
+
+
+def spell_headers(headers: dict[str, str], header_case: str) -> dict[str, str]:
+    """``headers`` with every name spelled in ``header_case`` (the same dict for ``google``).
+
+    :raises ValueError: for an unknown ``header_case``.
+    """
+    if header_case == "google":
+        return headers
+    return {spell_header(name, header_case): value for name, value in headers.items()}

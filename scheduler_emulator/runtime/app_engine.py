@@ -40,8 +40,10 @@ from ..wire import (
     REPLACED_HEADERS,
     RESERVED_HEADER_PREFIXES,
     scheduler_headers,
+    spell_headers,
 )
 from .dispatchers import NotDispatched, Prepared
+from .options import DEFAULT_HEADER_CASE
 from .transports import DeliveryRequest, Transport
 
 __all__ = [
@@ -124,9 +126,16 @@ class AppEngineDispatcher:
         :func:`parse_app_engine_urls`).
     """
 
-    def __init__(self, transport: Transport, urls: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        urls: Mapping[str, str],
+        *,
+        header_case: str = DEFAULT_HEADER_CASE,
+    ) -> None:
         self.transport = transport
         self.urls = dict(urls)
+        self.header_case = header_case
 
     def base_url(self, service: str) -> str:
         """The base URL of ``service`` (``""`` means ``default``).
@@ -178,6 +187,7 @@ class AppEngineDispatcher:
         headers["User-Agent"] = " ".join(filter(None, [user_agent, APP_ENGINE_USER_AGENT_SUFFIX]))
         if body and not has_content_type:
             headers["Content-Type"] = DEFAULT_CONTENT_TYPE
+        headers = spell_headers(headers, self.header_case)
         request = DeliveryRequest(method.name, url, headers, body)
         record = {
             "method": request.method,

@@ -23,8 +23,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, Job
+from ..wire import spell_headers
 from .dispatch import RequestTemplate, build_request, request_template
-from .transports import Transport, TransportResult
+from .options import DEFAULT_HEADER_CASE
+from .transports import DeliveryRequest, Transport, TransportResult
 
 if TYPE_CHECKING:
     from .tokens import TokenAuthority
@@ -83,11 +85,20 @@ class HttpDispatcher:
 
     :param transport: how requests reach targets.
     :param tokens: mints ``Authorization`` tokens (§13); ``None`` sends none.
+    :param header_case: how header names are spelled (:data:`~scheduler_emulator.wire.
+        HEADER_CASES`): the scheduler's and the job's own alike.
     """
 
-    def __init__(self, transport: Transport, tokens: TokenAuthority | None = None) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        tokens: TokenAuthority | None = None,
+        *,
+        header_case: str = DEFAULT_HEADER_CASE,
+    ) -> None:
         self.transport = transport
         self.tokens = tokens
+        self.header_case = header_case
         # Job name -> (the job configuration, with a token?, its template, deadline seconds):
         # what its attempts share, worked out again only when the job is replaced.
         self._templates: dict[str, tuple[Job, bool, RequestTemplate | None, float]] = {}
@@ -109,6 +120,9 @@ class HttpDispatcher:
             if len(self._templates) >= _TEMPLATES:  # jobs deleted or renamed: start afresh
                 self._templates.clear()
             self._templates[job.name] = (job, token, None, deadline)
+        if self.header_case != "google":
+            headers = spell_headers(dict(request.headers), self.header_case)
+            request = DeliveryRequest(request.method, request.url, headers, request.body)
         record = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
         return Prepared(record, deadline, partial(self.transport.send, request))
 

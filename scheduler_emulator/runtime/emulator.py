@@ -116,13 +116,16 @@ class Emulator:
             transport,
             dispatchers={
                 "PUBSUB": PubsubDispatcher(self.publisher),
-                "APP_ENGINE_HTTP": AppEngineDispatcher(transport, self.app_engine_urls),
+                "APP_ENGINE_HTTP": AppEngineDispatcher(
+                    transport, self.app_engine_urls, header_case=options.header_case
+                ),
             },
             attempt_log=attempt_log,
             faults=faults,
             dst_policy=options.dst_policy,
             force_run_schedule_time=options.force_run_schedule_time,
             tokens=self.tokens,
+            header_case=options.header_case,
         )
         self.engine.load()
 

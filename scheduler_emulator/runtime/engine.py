@@ -55,6 +55,7 @@ from .clock import Clock
 from .delivery_pool import DeliveryPool
 from .dispatchers import Dispatcher, HttpDispatcher, NotDispatched, Prepared, dispatcher_for
 from .injection import Injected, LateResponse, outcome_of, send_with_faults
+from .options import DEFAULT_HEADER_CASE
 from .store import Store
 from .transports import Transport, TransportResult
 
@@ -97,6 +98,8 @@ class Engine:
         behind their own job (their ``start_time`` is when they are sent).
     :param tokens: mints the ``Authorization`` token of jobs with ``oidcToken`` or
         ``oauthToken`` at each attempt's instant (§13); without it no token is sent.
+    :param header_case: how HTTP header names are spelled (``"google"``, ``"lower"``,
+        ``"canonical"``; :func:`~scheduler_emulator.wire.spell_header`).
     """
 
     def __init__(
@@ -113,6 +116,7 @@ class Engine:
         max_workers: int = 32,
         max_per_job: int = 4,
         tokens: TokenAuthority | None = None,
+        header_case: str = DEFAULT_HEADER_CASE,
     ) -> None:
         self.core = Scheduler(
             dst_policy=dst_policy, force_run_schedule_time=force_run_schedule_time
@@ -120,7 +124,9 @@ class Engine:
         self.clock = clock
         self.store = store
         self.transport = transport
-        self.dispatchers: dict[str, Dispatcher] = {"HTTP": HttpDispatcher(transport, tokens)}
+        self.dispatchers: dict[str, Dispatcher] = {
+            "HTTP": HttpDispatcher(transport, tokens, header_case=header_case)
+        }
         self.dispatchers.update(dispatchers or {})
         self.attempt_log = attempt_log
         self.faults = faults if faults is not None else FaultPlan()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE
 from ..domain.schedule import DEFAULT_DST_POLICY
+from ..wire import HEADER_CASES, spell_header
 from .tokens import GOOGLE_ISSUER, KEY_FILE_NAME
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ __all__ = [
     "ATTEMPTS_PAGE_SIZE_MAX",
     "DEFAULT_ATTEMPT_DEADLINE",
     "DEFAULT_DST_POLICY",
+    "DEFAULT_HEADER_CASE",
     "DEFAULT_RETAIN_ATTEMPTS",
     "JOBS_PAGE_SIZE_MAX",
     "DEFAULT_LOCATION",
@@ -53,6 +55,8 @@ ATTEMPTS_PAGE_SIZE_MAX = 1000
 #: Largest ListJobs page, and the size of one when none (or a larger one) is asked for
 #: (spec §5.3, P15).
 JOBS_PAGE_SIZE_MAX = 500
+#: How HTTP attempts spell header names by default: as Google's documentation does.
+DEFAULT_HEADER_CASE = HEADER_CASES[0]
 # The attempt deadline of a job that sets none (Google's 180 s, DEFAULT_ATTEMPT_DEADLINE) and
 # the daylight-saving default (DEFAULT_DST_POLICY) are facts of the job and the schedule,
 # spelled once in the domain layer and re-exported here with the other defaults.
@@ -74,6 +78,10 @@ class EmulatorOptions:
     :param retain_attempts: finished attempts kept (the oldest go first); ``None``: all.
     :param token_issuer: ``iss`` of minted OIDC tokens.
     :param token_time: ``"emulator"`` or ``"real"``: which clock stamps tokens.
+    :param header_case: how HTTP attempts spell header names, the scheduler's and the job's
+        own: ``"google"`` (``X-CloudScheduler-JobName``, the default), ``"lower"`` (as behind
+        an HTTP/2 front end) or ``"canonical"`` (``X-Cloudscheduler-Jobname``).
+    :raises ValueError: for a ``header_case`` not among those, naming them.
     """
 
     project: str = DEFAULT_PROJECT
@@ -86,6 +94,10 @@ class EmulatorOptions:
     retain_attempts: int | None = DEFAULT_RETAIN_ATTEMPTS
     token_issuer: str = GOOGLE_ISSUER
     token_time: str = "emulator"
+    header_case: str = DEFAULT_HEADER_CASE
+
+    def __post_init__(self) -> None:
+        spell_header("x", self.header_case)  # raises ValueError naming the accepted values
 
     @property
     def all_locations(self) -> tuple[str, ...]:

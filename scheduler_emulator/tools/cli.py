@@ -46,12 +46,14 @@ from ..runtime.data_file import startup_error
 from ..runtime.emulator import Emulator
 from ..runtime.options import (
     DEFAULT_DST_POLICY,
+    DEFAULT_HEADER_CASE,
     DEFAULT_LOCATION,
     DEFAULT_PROJECT,
     DEFAULT_RETAIN_ATTEMPTS,
     EmulatorOptions,
 )
 from ..runtime.tokens import GOOGLE_ISSUER, TOKEN_TIMES
+from ..wire import HEADER_CASES
 from .client_recipes import client_notes, grpc_note
 from .fault_file import load_fault_file
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
@@ -233,6 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     start.add_argument(
         "--dst-policy", choices=DST_CHOICES, default=DEFAULT_DST_POLICY, help=DST_HELP
+    )
+    start.add_argument(
+        "--header-case",
+        choices=HEADER_CASES,
+        default=DEFAULT_HEADER_CASE,
+        help="how attempts spell header names: 'google' as Google documents them "
+        "(X-CloudScheduler-JobName), 'lower' as an HTTP/2 front end such as Cloud Run hands "
+        "them on, 'canonical' as X-Cloudscheduler-Jobname (%(default)s)",
     )
     start.add_argument(
         "--token-issuer",
@@ -573,6 +583,7 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         token_issuer=args.token_issuer,
         token_time=args.token_time,
         retain_attempts=args.retain_attempts,
+        header_case=args.header_case,
     )
 
 

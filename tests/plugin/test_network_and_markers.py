@@ -185,7 +185,7 @@ def test_the_marker_takes_an_rfc_3339_start(pytester: pytest.Pytester) -> None:
         pytest.param(
             "begin='2026-09-20T00:00:00Z'",
             "*@pytest.mark.cloud_scheduler got unknown option(s) begin; it takes start, "
-            "allow_network, publisher, app_engine_urls.*",
+            "allow_network, publisher, app_engine_urls, header_case.*",
             id="unknown-option",
         ),
         pytest.param(

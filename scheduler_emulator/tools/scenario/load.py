@@ -17,7 +17,8 @@ from ...domain.codec import job_from_json
 from ...domain.errors import ApiError, ConfigurationError
 from ...domain.names import qualify_job_name
 from ...domain.resources import Job
-from ...runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT
+from ...runtime.options import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT
+from ...wire import HEADER_CASES
 from ..documents import read_text
 from ..jobs_file import (
     base64_hint,
@@ -162,6 +163,14 @@ def load_scenario(path: str | Path) -> Scenario:
     project = an_id("project", DEFAULT_PROJECT)
     location = an_id("location", DEFAULT_LOCATION)
 
+    header_case, case_src = get("header_case", DEFAULT_HEADER_CASE)
+    if header_case not in HEADER_CASES:
+        choices = ", ".join(HEADER_CASES)
+        problems.add(
+            _problem(case_src, "header_case", f"one of {choices}; got {_show(header_case)}.")
+        )
+        header_case = DEFAULT_HEADER_CASE
+
     start_value, start_src = get("start")
     start = DEFAULT_START
     if start_value is not None:
@@ -209,6 +218,7 @@ def load_scenario(path: str | Path) -> Scenario:
         expectations=tuple(expectations),
         project=project,
         location=location,
+        header_case=header_case,
     )
 
 

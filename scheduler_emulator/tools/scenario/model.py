@@ -16,7 +16,7 @@ from ...core.faults import FaultPlan
 from ...domain.codec import parse_timestamp, show_value
 from ...domain.errors import ApiError, ConfigurationError
 from ...domain.resources import Job
-from ...runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT
+from ...runtime.options import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT
 from ...wire import NaiveDatetimeError, to_instant
 
 __all__ = [
@@ -41,6 +41,7 @@ TOP_LEVEL_KEYS = (
     "start",
     "project",
     "location",
+    "header_case",
     "jobs",
     "steps",
     "faults",
@@ -317,6 +318,7 @@ class Scenario:
     :param expectations: the checks, in file order.
     :param project: the project for short job names.
     :param location: the location for short job names.
+    :param header_case: how attempts spell header names (``google``, ``lower``, ``canonical``).
     """
 
     path: Path
@@ -329,6 +331,7 @@ class Scenario:
     expectations: tuple[Expectation, ...] = ()
     project: str = DEFAULT_PROJECT
     location: str = DEFAULT_LOCATION
+    header_case: str = DEFAULT_HEADER_CASE
 
     def fault_plan(self, seed: int | None = None) -> FaultPlan:
         """A fresh fault plan (rule limits count from zero).

@@ -146,6 +146,7 @@ def run_scenario(
         faults=plan,
         project=scenario.project,
         location=scenario.location,
+        header_case=scenario.header_case,
         attempt_log=counter,
     )
     try:
