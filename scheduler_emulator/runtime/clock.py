@@ -148,6 +148,7 @@ class ManualClock:
         self._lock = threading.RLock()
         self._keep = keep
         self._kept_at = 0.0  # real monotonic seconds of the last keep() during a move
+        self._interrupted = False
 
     def now(self) -> datetime:
         """Return the virtual instant (aware UTC)."""
@@ -198,7 +199,7 @@ class ManualClock:
                     f"{iso(target)} is earlier."
                 )
             self._settle()  # what is due now (a sleeper may also note the starting instant)
-            while True:  # stop at each instant where something is due, up to the target
+            while not self._interrupted:  # stop at each due instant, up to the target
                 due = [d for d in (s.next_due() for s in self._sleepers) if d is not None]
                 earliest = min(due) if due else None
                 if earliest is None or earliest > target:
@@ -207,11 +208,27 @@ class ManualClock:
                 self._settle()
                 if self._keep is not None and real_monotonic() - self._kept_at >= 1.0:
                     self._keep_now()
+            if self._interrupted:  # stopped: the move ends at the instant it reached
+                self._keep_now()
+                return self._now
             self._now = target
             for sleeper in self._sleepers:
                 sleeper.idle()
             self._keep_now()
             return self._now
+
+    def interrupt(self, timeout: float) -> bool:
+        """Stop moving for good (the emulator is stopping): a move under way ends at the due
+        instant it is at, once what runs there has run, and later moves do not move.
+
+        :param timeout: real seconds to wait for a move under way to end.
+        :return: ``True`` if no move is under way any more, ``False`` if one still is.
+        """
+        self._interrupted = True
+        if not self._lock.acquire(timeout=max(0.0, timeout)):
+            return False
+        self._lock.release()
+        return True
 
     def reset_to(self, instant: datetime) -> None:
         """Set the clock to ``instant``, backwards too, firing nothing. Only for an emulator

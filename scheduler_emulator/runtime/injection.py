@@ -3,7 +3,8 @@
 The engine hands :func:`send_with_faults` a function that sends the attempt once and the rules
 that fired; this module calls it and returns what the engine must record: the outcome of the
 attempt itself, extra (duplicate) deliveries, latency to add, whether the run earns an extra
-retry (lost acknowledgement) and, for ``deadline``, the request still running in the background.
+retry (lost acknowledgement) and, for ``deadline``, the request still running in the background,
+which :class:`LateAnswers` keeps until its answer is noted on its attempt.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from ..core.faults import FaultRule
+from ..domain.attempts import Attempt
 from ..domain.outcomes import Failure, Outcome, classify_failure, classify_status
 from .clock import Clock
 from .transports import TransportResult
@@ -96,7 +98,12 @@ def _send_all(send: Send, timeout: float, count: int) -> list[TransportResult]:
 
 
 def send_with_faults(
-    send: Send, clock: Clock, timeout_seconds: float, rules: Sequence[FaultRule]
+    send: Send,
+    clock: Clock,
+    timeout_seconds: float,
+    rules: Sequence[FaultRule],
+    *,
+    wait_delays: bool = False,
 ) -> Injected:
     """Deliver one attempt with the faults of ``rules`` applied.
 
@@ -104,6 +111,8 @@ def send_with_faults(
         kind: an HTTP request, a Pub/Sub publish…).
     :param timeout_seconds: the attempt deadline.
     :param rules: the rules that fired for this attempt (see ``FaultPlan.decide``).
+    :param wait_delays: wait out a ``delay`` on ``clock`` (the threaded driver, real time);
+        otherwise the delay only adds to the attempt's recorded latency (virtual time).
     :return: what to record.
     """
     status_rule = _first(rules, "status")
@@ -122,7 +131,7 @@ def send_with_faults(
     delay = _first(rules, "delay")
     if delay is not None:
         latency = delay.seconds
-        if not clock.manual:
+        if wait_delays:
             clock.wait(clock.now() + timedelta(seconds=delay.seconds), threading.Event())
         if delay.seconds >= timeout_seconds:
             result = TransportResult(
@@ -169,3 +178,54 @@ def send_with_faults(
             None,
         )
     return Injected(result, outcome, latency, copies, extra_retry=lost is not None, late=late)
+
+
+class LateAnswers:
+    """The requests ``deadline`` faults left running on a manual clock, and when their
+    answers are noted on their attempts.
+
+    A ``deadline`` fault lets exactly one later attempt of its run overlap the slow request;
+    the next ones wait for it to end (:meth:`before_send`), so the outcome does not depend on
+    how far one ``advance`` goes. When the clock is done moving, every late answer is waited
+    for and noted (:meth:`settle`).
+
+    :param record: stores an attempt whose debug text gained the late answer.
+    """
+
+    def __init__(self, record: Callable[[Attempt], None]) -> None:
+        self._record = record
+        self._late: list[tuple[Attempt, LateResponse, float]] = []
+        self._overlaps: dict[int, int] = {}  # run id -> attempts still allowed to overlap
+
+    def add(self, attempt: Attempt, late: LateResponse, timeout_seconds: float) -> None:
+        """Keep the request ``late`` that ``attempt`` left running (deadline in seconds)."""
+        self._late.append((attempt, late, timeout_seconds))
+        self._overlaps[attempt.run_id] = 1
+
+    def before_send(self, run_id: int) -> None:
+        """An attempt of ``run_id`` is about to be sent: let it overlap a late request of its
+        run once; otherwise wait for those requests and note their answers first."""
+        if not self._late:
+            return
+        pending = [entry for entry in self._late if entry[0].run_id == run_id]
+        if not pending:
+            return
+        if self._overlaps.get(run_id, 0) > 0:
+            self._overlaps[run_id] -= 1
+            return
+        for entry in pending:
+            self._late.remove(entry)
+            self._finish(entry)
+
+    def settle(self) -> None:
+        """The clock is done moving: wait for every late request and note its answer."""
+        while self._late:
+            self._finish(self._late.pop(0))
+        self._overlaps.clear()
+
+    def _finish(self, entry: tuple[Attempt, LateResponse, float]) -> None:
+        attempt, late, timeout = entry
+        result = late.wait(timeout)
+        answer = "no answer" if result is None else outcome_of(result).debug_info
+        attempt.debug_info += f" The target's late answer: {answer}"
+        self._record(attempt)

@@ -1,0 +1,430 @@
+"""The two ways of driving the engine: when, and in which thread, attempts are sent.
+
+The engine (:mod:`~scheduler_emulator.runtime.engine`) picks one driver at set-up with
+:func:`driver_for` — the only place that asks which clock runs:
+
+- :class:`ManualDriver` (a :class:`~scheduler_emulator.runtime.clock.ManualClock`): the clock
+  calls :meth:`ManualDriver.run_due` at each due instant and attempts are sent one after
+  another in the caller's thread — deterministic timelines. An attempt's ``start_time`` is the
+  virtual instant at which it fell due; requests that ``deadline`` faults leave running are
+  kept by :class:`~scheduler_emulator.runtime.injection.LateAnswers`.
+- :class:`ThreadedDriver` (a system clock): one engine thread waits for the next due instant
+  and hands attempts to a bounded pool (:mod:`~scheduler_emulator.runtime.delivery_pool`) that
+  sends at most ``max_per_job`` attempts of one job at once, so a slow target delays only its
+  own job; one ends thread records their ends, a batch per hold of the engine lock, their
+  store updates deferred (committed a few ms later, many per transaction). An attempt's
+  ``start_time`` is the instant it is sent.
+
+Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime.recorder`) the same way;
+the engine contract tests run every scenario on both.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from ..domain.outcomes import Outcome
+from ..realtime import real_monotonic
+from .clock import Clock
+from .delivery_pool import DeliveryPool
+from .injection import Injected, LateAnswers
+from .recorder import INTERRUPTED, STOPPED, Delivery, Recorder
+from .transports import TransportResult
+
+
+class Driver(Protocol):
+    """What the engine asks of its driver."""
+
+    def send_all(self, deliveries: Iterable[Delivery]) -> None:
+        """Send ``deliveries`` (recorded as started), and what follows from them."""
+        ...
+
+    def changed(self) -> None:
+        """The jobs changed: re-read the next due instant."""
+        ...
+
+    def forced(self) -> None:
+        """A forced run was started: on a manual clock, deliver what is due now."""
+        ...
+
+    def run_due(self) -> None:
+        """Run everything due now (the manual clock calls this at each due instant)."""
+        ...
+
+    def idle(self) -> None:
+        """The manual clock is done moving."""
+        ...
+
+    def start(self) -> None:
+        """Start firing on real time (threaded driver; nothing to do otherwise)."""
+        ...
+
+    def stop(self, timeout: float) -> int:
+        """Stop firing; return how many attempts were recorded as interrupted."""
+        ...
+
+    @property
+    def in_flight(self) -> int:
+        """Attempts being sent now whose end is not recorded yet."""
+        ...
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until nothing is due now and nothing is in flight."""
+        ...
+
+
+def driver_for(
+    clock: Clock, recorder: Recorder, close: Callable[[], None], max_workers: int, max_per_job: int
+) -> Driver:
+    """The driver for ``clock``: :class:`ManualDriver` for a manual clock, else
+    :class:`ThreadedDriver`.
+
+    :param close: closes the transport's connections and flushes the log (at stop).
+    """
+    if clock.manual:
+        return ManualDriver(clock, recorder, close)
+    return ThreadedDriver(clock, recorder, close, max_workers, max_per_job)
+
+
+class ManualDriver:
+    """Sends in the caller's thread as a manual clock moves (see the module docstring).
+
+    A stop (:meth:`stop`, e.g. SIGTERM while a ``clock:advance`` runs) ends the clock's move at
+    the instant it is at: the attempt being sent finishes, the attempts of that instant not
+    sent yet are recorded as not sent (``UNAVAILABLE``, the emulator stopped), and nothing
+    later runs.
+    """
+
+    def __init__(self, clock: Clock, recorder: Recorder, close: Callable[[], None]) -> None:
+        self.clock = clock
+        self.recorder = recorder
+        self._close = close
+        self.late = LateAnswers(recorder.store.finish_attempt)
+        self._stopping = False
+        self._sending: Delivery | None = None
+
+    def send_all(self, deliveries: Iterable[Delivery]) -> None:
+        """Send in this thread, in order, with their follow-ups."""
+        queue = deque(deliveries)
+        while queue:
+            delivery = queue.popleft()
+            if self._stopping:
+                queue.extend(self._finish(delivery, Injected(TransportResult(), STOPPED)))
+                continue
+            self.late.before_send(delivery.attempt.run_id)
+            self._sending = delivery
+            try:
+                injected = self.recorder.send(delivery)
+            finally:
+                self._sending = None
+            queue.extend(self._finish(delivery, injected))
+
+    def _finish(self, delivery: Delivery, injected: Injected) -> list[Delivery]:
+        recorder = self.recorder
+        with recorder.lock:
+            if delivery.ended:  # recorded as interrupted by a stop meanwhile
+                return []
+            delivery.ended = True
+            follow_ups = recorder.carry_out(recorder.ended(delivery, injected))
+            if injected.late is not None:  # noted when the clock idles
+                self.late.add(delivery.attempt, injected.late, delivery.prepared.timeout_seconds)
+            return follow_ups
+
+    def changed(self) -> None:
+        """Nothing to wake: the manual clock reads the next due instant as it moves."""
+
+    def forced(self) -> None:
+        """Deliver what is due now (the forced attempt, and anything then due)."""
+        settle = getattr(self.clock, "settle", None)
+        if settle is not None:
+            settle()
+
+    def run_due(self) -> None:
+        """Run everything due now, sending in this thread, until nothing more is due."""
+        recorder = self.recorder
+        while not self._stopping:
+            with recorder.lock:
+                deliveries = recorder.carry_out(recorder.core.due(self.clock.now()))
+            if not deliveries:
+                return
+            self.send_all(deliveries)
+
+    def idle(self) -> None:
+        """Wait for the requests ``deadline`` faults left running and note their answers."""
+        if not self._stopping:
+            self.late.settle()
+
+    def start(self) -> None:
+        """Nothing to start: the clock drives."""
+
+    def stop(self, timeout: float) -> int:
+        """End the clock's move at its current instant (waiting up to ``timeout`` seconds for
+        the attempt being sent); an attempt still being sent then is recorded as interrupted.
+        Close the transport's connections. Idempotent.
+
+        :return: how many attempts were recorded as interrupted.
+        """
+        self._stopping = True
+        interrupt = getattr(self.clock, "interrupt", None)
+        settled = interrupt(timeout) if interrupt is not None else True
+        interrupted = 0
+        if not settled:
+            delivery = self._sending
+            if delivery is not None:
+                with self.recorder.lock:
+                    if not delivery.ended:
+                        delivery.ended = True
+                        self.recorder.ended(delivery, Injected(TransportResult(), INTERRUPTED))
+                        interrupted = 1
+        self._close()
+        return interrupted
+
+    @property
+    def in_flight(self) -> int:
+        """1 while an attempt is being sent (a clock move is under way), else 0."""
+        return 0 if self._sending is None else 1
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Always idle between calls: the clock's moves deliver before they return."""
+        return True
+
+
+class ThreadedDriver:
+    """Sends on a delivery pool as real time passes (see the module docstring).
+
+    :param max_workers: delivery threads.
+    :param max_per_job: attempts of one job sent at once; more wait behind their own job.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        recorder: Recorder,
+        close: Callable[[], None],
+        max_workers: int,
+        max_per_job: int,
+    ) -> None:
+        self.clock = clock
+        self.recorder = recorder
+        recorder.realtime_sends = True
+        self._close = close
+        self._max_workers = max_workers
+        self._max_per_job = max_per_job
+        self._wakeup = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pool: DeliveryPool | None = None
+        self._outstanding: set[Delivery] = set()  # submitted to the pool, end not recorded
+        self._idle = threading.Condition(recorder.lock)
+        # Ends of attempts sent on the pool, recorded by one thread a batch at a time (one
+        # engine-lock hold per batch instead of 32 threads contending for it per attempt).
+        self._ends: deque[tuple[Delivery, Injected]] = deque()
+        self._ends_ready = threading.Condition(threading.Lock())
+        self._ender: threading.Thread | None = None
+        self._ender_stopping = False
+
+    # ---------------------------------------------------------------- engine interface
+
+    def send_all(self, deliveries: Iterable[Delivery]) -> None:
+        """Hand ``deliveries`` to the pool."""
+        for delivery in deliveries:
+            self._submit(delivery)
+
+    def changed(self) -> None:
+        """Wake the engine thread: the next due instant may be earlier."""
+        self._wakeup.set()
+
+    def forced(self) -> None:
+        """Nothing more: the pool sends the forced attempt."""
+
+    def run_due(self) -> None:
+        """The engine thread runs what is due itself; calling this is harmless."""
+
+    def idle(self) -> None:
+        """Only a manual clock idles."""
+
+    def start(self) -> None:
+        """Start the engine thread, the ends thread and the delivery pool (idempotent)."""
+        if self._thread is not None:
+            return
+        self._stopping.clear()
+        self._pool = DeliveryPool(self._max_workers, self._max_per_job)
+        self._ender_stopping = False
+        self._ender = threading.Thread(target=self._end_loop, name="attempt-ends", daemon=True)
+        self._ender.start()
+        self._thread = threading.Thread(target=self._loop, name="scheduler-engine", daemon=True)
+        self._thread.start()
+
+    @property
+    def in_flight(self) -> int:
+        """Attempts handed to the delivery pool whose end is not recorded yet."""
+        with self.recorder.lock:
+            return len(self._outstanding)
+
+    def stop(self, timeout: float) -> int:
+        """Stop firing at once, wait up to ``timeout`` seconds for attempts in flight, and
+        record those still unfinished as interrupted (``UNAVAILABLE``, like an emulator
+        restart: their runs are retried under the job's retry config, at the next start if the
+        store is kept); then close the transport's connections. Idempotent.
+
+        :return: how many attempts were recorded as interrupted.
+        """
+        deadline = real_monotonic() + timeout
+
+        def left() -> float:
+            return max(0.0, deadline - real_monotonic())
+
+        self._stopping.set()
+        self._wakeup.set()
+        if self._thread is not None:
+            self._thread.join(left())
+            self._thread = None
+        if self._pool is None:
+            self._close()
+            return 0
+        pool, self._pool = self._pool, None
+        pool.shutdown()  # queued attempts are not sent
+        with self._idle:
+            self._idle.wait_for(lambda: self._running_count() == 0, left())
+            unfinished = sorted(self._outstanding, key=lambda d: d.attempt.id)
+            for delivery in unfinished:
+                for follow_up in self._finish(delivery, Injected(TransportResult(), INTERRUPTED)):
+                    self._submit(follow_up)  # recorded as not sent: the engine stopped
+        self._stop_ender(max(left(), _ENDER_GRACE_SECONDS))
+        self._close()
+        return len(unfinished)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until nothing is due now and no delivery is in flight.
+
+        :param timeout: seconds.
+        :return: ``True`` if idle, ``False`` on timeout.
+        """
+        core = self.recorder.core
+        with self._idle:
+            return self._idle.wait_for(
+                lambda: (
+                    not self._outstanding
+                    and not ((due := core.next_due()) is not None and due <= self.clock.now())
+                ),
+                timeout,
+            )
+
+    # ---------------------------------------------------------------- threads
+
+    def _loop(self) -> None:
+        recorder = self.recorder
+        while not self._stopping.is_set():
+            self._wakeup.clear()
+            with recorder.lock:
+                decisions = recorder.core.due(self.clock.now())
+            # Record and hand over a few hundred at a time, each slice in one transaction, so
+            # that the first attempts of a large due batch leave while the rest are recorded.
+            for first in range(0, len(decisions), _SLICE):
+                with recorder.lock, recorder.store.batch():
+                    deliveries = recorder.carry_out(decisions[first : first + _SLICE])
+                self.send_all(deliveries)
+            with recorder.lock:
+                due = recorder.core.next_due()
+            self.clock.wait(due, self._wakeup)
+
+    def _submit(self, delivery: Delivery) -> None:
+        with self.recorder.lock:
+            pool = self._pool
+            if pool is not None:
+                self._outstanding.add(delivery)
+        if pool is None:  # stopped, or never started: record it as interrupted by the stop
+            self._finish(delivery, Injected(TransportResult(), STOPPED))
+            return
+        try:
+            pool.submit(delivery.attempt.job, lambda: self._deliver(delivery))
+        except RuntimeError:  # shut down meanwhile: stop() records it
+            return
+        self._wakeup.set()
+
+    def _deliver(self, delivery: Delivery) -> None:
+        """Send on a pool thread; the end is recorded by the ends thread (:meth:`_end_loop`)."""
+        if self._stopping.is_set():
+            return  # taken from the queue as the engine stopped: stop() records it
+        try:
+            self.recorder.sent_now(delivery)
+            injected = self.recorder.send(delivery)
+        except Exception as exc:  # e.g. the log's file is gone: log, count, record it still
+            self.recorder.note_error(exc, f"job {delivery.attempt.job_id}: attempt not sent")
+            detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
+            injected = Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
+        with self._ends_ready:
+            self._ends.append((delivery, injected))
+            if len(self._ends) == 1:
+                self._ends_ready.notify()
+
+    def _end_loop(self) -> None:
+        """The ends thread: record the ends of attempts sent on the pool, a batch per hold of
+        the engine lock (their store updates deferred: one transaction for many), then submit
+        their follow-ups (a delayed run)."""
+        recorder = self.recorder
+        while True:
+            with self._ends_ready:
+                while not self._ends and not self._ender_stopping:
+                    self._ends_ready.wait()
+                if not self._ends:
+                    return
+                batch = [self._ends.popleft() for _ in range(min(len(self._ends), _ENDS))]
+            follow_ups: list[Delivery] = []
+            with recorder.lock:
+                for delivery, injected in batch:
+                    try:
+                        follow_ups.extend(self._finish(delivery, injected))
+                    except Exception as exc:  # recording failed (e.g. the store is closed)
+                        job = delivery.attempt.job_id
+                        recorder.note_error(exc, f"job {job}: attempt not recorded")
+                        with self._idle:
+                            self._outstanding.discard(delivery)
+                            self._idle.notify_all()
+            for follow_up in follow_ups:
+                self._submit(follow_up)
+            self._wakeup.set()
+
+    def _finish(self, delivery: Delivery, injected: Injected) -> list[Delivery]:
+        """Record the end of ``delivery`` once (a second call, after :meth:`stop` recorded it
+        as interrupted, does nothing); return the follow-up deliveries."""
+        recorder = self.recorder
+        with self._idle:
+            if delivery.ended:
+                return []
+            delivery.ended = True
+            # The end may be committed a few ms later, with others (Store.deferred).
+            with recorder.store.deferred():
+                follow_ups = recorder.carry_out(recorder.ended(delivery, injected))
+            if delivery in self._outstanding:
+                if self._pool is not None:
+                    self._outstanding.update(follow_ups)
+                self._outstanding.discard(delivery)
+                self._idle.notify_all()
+            return follow_ups
+
+    def _stop_ender(self, timeout: float) -> None:
+        """Let the ends thread record the ends queued so far, then stop it."""
+        ender, self._ender = self._ender, None
+        if ender is None:
+            return
+        with self._ends_ready:
+            self._ender_stopping = True
+            self._ends_ready.notify()
+        if ender is not threading.current_thread():
+            ender.join(timeout)
+
+    def _running_count(self) -> int:
+        return sum(1 for d in self._outstanding if d.sent)
+
+
+#: Decisions of one due batch recorded per store transaction.
+_SLICE = 200
+#: Ends of attempts recorded per hold of the engine lock.
+_ENDS = 256
+#: Seconds :meth:`ThreadedDriver.stop` gives the ends thread to record the ends queued when
+#: the stop's own time is up (they are a few ms of work).
+_ENDER_GRACE_SECONDS = 0.5

@@ -1,0 +1,140 @@
+"""The engine contract: what every driver must do alike. Each test runs on the manual driver
+(a manual clock, deliveries in the caller's thread) and on the threaded driver (the system
+clock, an engine thread, a delivery pool and an ends thread)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from support import RecordingTarget, nightly_job, wait_for
+
+from scheduler_emulator.domain.attempts import Attempt
+from scheduler_emulator.runtime.clock import ManualClock, SystemClock
+from scheduler_emulator.runtime.drivers import ManualDriver, ThreadedDriver
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import DeliveryRequest, TransportResult, WsgiTransport
+
+
+class Engines:
+    """Builds emulators on one driver and waits for them to settle."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.made: list[Emulator] = []
+
+    def __call__(self, target: Any, **settings: Any) -> Emulator:
+        transport = target if hasattr(target, "send") else WsgiTransport(target)
+        clock = ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))
+        emulator = Emulator(
+            clock if self.kind == "manual" else SystemClock(), transport=transport, **settings
+        )
+        self.made.append(emulator.start())
+        return emulator
+
+    def settled(self, emulator: Emulator, attempts: int) -> list[Attempt]:
+        """The attempts once ``attempts`` of them have ended and nothing is in flight."""
+        assert wait_for(
+            lambda: sum(a.end_time is not None for a in emulator.attempts()) >= attempts, 10
+        )
+        assert emulator.engine.wait_idle(10)
+        return emulator.attempts()
+
+
+@pytest.fixture(params=["manual", "threaded"])
+def engines(request: pytest.FixtureRequest) -> Iterator[Engines]:
+    made = Engines(request.param)
+    yield made
+    for emulator in made.made:
+        emulator.close()
+
+
+def test_the_driver_is_chosen_once_from_the_clock(engines: Engines) -> None:
+    emulator = engines(RecordingTarget())
+    expected = ManualDriver if engines.kind == "manual" else ThreadedDriver
+    assert type(emulator.engine.driver) is expected
+
+
+def test_a_forced_run_is_delivered_once_and_recorded(engines: Engines) -> None:
+    target = RecordingTarget()
+    emulator = engines(target)
+    emulator.create_job(nightly_job())
+    emulator.run_job("nightly")
+    [attempt] = engines.settled(emulator, 1)
+    assert (attempt.code, attempt.response_status, attempt.forced) == ("OK", 200, True)
+    [request] = target.requests
+    assert request.headers["X-Cloudscheduler-Jobname"] == "nightly"
+    assert emulator.get_job("nightly").status.code == 0
+    assert emulator.engine.in_flight == 0
+
+
+def test_a_failed_attempt_sets_the_job_status(engines: Engines) -> None:
+    emulator = engines(RecordingTarget(status=500))
+    emulator.create_job(nightly_job(retryConfig={}))
+    emulator.run_job("nightly")
+    [attempt] = engines.settled(emulator, 1)
+    assert (attempt.code, attempt.response_status) == ("INTERNAL", 500)
+    assert emulator.get_job("nightly").status.code == 13
+
+
+def test_an_injected_status_does_not_call_the_target(engines: Engines) -> None:
+    target = RecordingTarget()
+    emulator = engines(target)
+    emulator.faults.add(action="status", status=404)
+    emulator.create_job(nightly_job(retryConfig={}))
+    emulator.run_job("nightly")
+    [attempt] = engines.settled(emulator, 1)
+    assert (attempt.code, attempt.injected, target.requests) == ("NOT_FOUND", True, [])
+
+
+def test_a_kind_without_a_dispatcher_is_recorded_not_sent(engines: Engines) -> None:
+    target = RecordingTarget()
+    emulator = engines(target)
+    del emulator.engine.dispatchers["HTTP"]
+    emulator.create_job(nightly_job(retryConfig={}))
+    emulator.run_job("nightly")
+    [attempt] = engines.settled(emulator, 1)
+    assert attempt.code == "FAILED_PRECONDITION" and "does not deliver HTTP" in attempt.debug_info
+    assert target.requests == []
+
+
+def test_a_transport_bug_is_recorded_and_counted(engines: Engines) -> None:
+    class Broken:
+        def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
+            raise RuntimeError("boom")
+
+    emulator = engines(Broken())
+    emulator.create_job(nightly_job(retryConfig={}))
+    emulator.run_job("nightly")
+    [attempt] = engines.settled(emulator, 1)
+    assert attempt.code == "UNKNOWN" and "RuntimeError('boom')" in attempt.debug_info
+    assert emulator.engine.error_count == 1
+    assert isinstance(emulator.engine.last_error, RuntimeError)
+
+
+def test_the_log_has_a_start_and_an_end_per_attempt(engines: Engines) -> None:
+    from io import StringIO
+
+    from scheduler_emulator.runtime.attempt_log import AttemptLog
+
+    stream = StringIO()
+    emulator = engines(RecordingTarget(), attempt_log=AttemptLog(stream, format="json"))
+    emulator.create_job(nightly_job())
+    emulator.run_job("nightly")
+    engines.settled(emulator, 1)
+    emulator.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2
+    assert "AttemptStarted" in lines[0] and "AttemptFinished" in lines[1]
+
+
+def test_stop_with_nothing_in_flight_interrupts_nothing(engines: Engines) -> None:
+    emulator = engines(RecordingTarget())
+    emulator.create_job(nightly_job())
+    emulator.run_job("nightly")
+    engines.settled(emulator, 1)
+    assert emulator.engine.stop(5) == 0
+    assert emulator.engine.stop(5) == 0  # idempotent
+    assert [a.code for a in emulator.attempts()] == ["OK"]

@@ -1,0 +1,68 @@
+"""SIGTERM while a manual-clock daemon advances a year: the advance ends at the due instant it
+reached with what ran there recorded, the daemon exits within 3 s without a traceback and says
+how many attempts were in flight, and a restart marks nothing that had ended as restarted."""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from daemon import running_daemon, serving
+from support import RecordingTarget, nightly_job, wait_for
+
+JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_during_a_year_long_advance(tmp_path: Path) -> None:
+    target = RecordingTarget()
+    data = ("--data-dir", str(tmp_path), "--clock", "manual")
+    answers: list[object] = []
+    with serving(target) as base:
+        with running_daemon(
+            *data, "--start", "2026-03-02T14:00:00Z", "--log-file", "/dev/null"
+        ) as daemon:
+            job = nightly_job(
+                name=f"{JOBS[4:]}/minutely", schedule="* * * * *", httpTarget={"uri": base}
+            )
+            daemon.post(JOBS, job).raise_for_status()
+
+            def advance() -> None:
+                try:
+                    answers.append(
+                        daemon.post("/_emulator/clock:advance", {"seconds": 365 * 86400})
+                    )
+                except requests.RequestException as exc:
+                    answers.append(exc)
+
+            mover = threading.Thread(target=advance, daemon=True)
+            mover.start()
+            assert wait_for(lambda: len(target.requests) >= 20, 30)
+            began = time.monotonic()
+            daemon.process.send_signal(signal.SIGTERM)
+            code = daemon.process.wait(timeout=10)
+            took = time.monotonic() - began
+            assert daemon.process.stderr is not None
+            stderr = daemon.process.stderr.read()
+            mover.join(10)
+        delivered = len(target.requests)
+        assert code == 0 and took < 3.0, (code, took, stderr)
+        assert "Traceback" not in stderr and "Error" not in stderr, stderr
+        match = re.search(r"stopping: (\d+) attempt\(s\) in flight", stderr)
+        assert match is not None, stderr
+        in_flight = int(match.group(1))
+        assert in_flight in (0, 1)
+        with running_daemon(*data) as daemon:
+            attempts = daemon.attempts()
+            now = daemon.get("/_emulator/clock")["now"]
+    restarted = [a for a in attempts if "Emulator restarted" in a.get("debugInfo", "")]
+    assert restarted == []
+    ok = [a for a in attempts if a.get("code", "OK") == "OK"]
+    assert len(ok) >= delivered - in_flight
+    # The clock resumes at the instant the advance reached: the last attempt's minute.
+    assert now == attempts[-1]["scheduleTime"]
