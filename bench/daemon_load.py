@@ -149,7 +149,8 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         kind = "libcurl" if HttpClient().uses_curl else "http.client"
         print(f"the daemon's HTTP client goes through {kind}")
         print(f"floor, bare HttpClient loop, 1 thread  : {floor(base, 3, 1):8,.0f} requests/s")
-        print(f"floor, bare HttpClient loop, 32 threads: {floor(base, 3, 32):8,.0f} requests/s")
+        floor32 = floor(base, 3, 32)
+        print(f"floor, bare HttpClient loop, 32 threads: {floor32:8,.0f} requests/s")
         stdlib = floor(base, 3, 32, curl=False)
         print(f"  the same, http.client only, 32 threads: {stdlib:8,.0f} requests/s")
         maximum = target_maximum(base, 3)
@@ -206,6 +207,8 @@ def measure(args: argparse.Namespace, work: Path) -> None:
             f"  lateness p50 {statistics.median(late):.3f} s, p99 {p99:.3f} s, max {late[-1]:.3f} s"
         )
     print(f"  deliveries/s per minute's burst: {', '.join(f'{r:,.0f}' for r in rates)}")
+    ratios = ", ".join(f"{r / floor32:.2f}x" for r in rates)
+    print(f"  the same as a ratio to the bare 32-thread client floor: {ratios}")
     print(f"  peak RSS {rss:.0f} MiB; load average {os.getloadavg()[0]:.2f} at end")
 
 

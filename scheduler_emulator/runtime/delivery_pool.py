@@ -10,6 +10,16 @@ while other keys' tasks go on::
     pool.submit("projects/p/locations/l/jobs/slow", send_one_attempt)
     pool.shutdown()          # queued tasks are dropped; running ones finish on their own
 
+No target may starve another either: with 32 jobs whose targets drip their answers, a fixed
+pool of 32 threads would be held for whole deadlines while healthy jobs wait (production has no
+such shared limit). So the pool is elastic: ``workers`` threads are always there, and when
+tasks are ready but no task was taken or ended for :data:`STALL_SECONDS` (every thread is
+held by a slow target), a watcher adds threads — as many as tasks wait, up to
+:data:`GROW_AT_ONCE` per look — which leave again after :data:`SPARE_IDLE_SECONDS` without work.
+A burst of fast deliveries never grows it (tasks keep ending); each slow attempt costs at most
+one thread (a few hundred kB of memory), and the per-key cap bounds them per job. At most
+:data:`MAX_THREADS` threads run in all, a safety bound far above what a machine's jobs use.
+
 Threads are daemon threads: a target that never answers cannot keep the process alive at exit
 (the engine records what was left in flight, see ``Engine.stop``).
 """
@@ -20,7 +30,17 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
+from ..realtime import real_monotonic
+
 Task = Callable[[], None]
+#: Seconds without any task ending, while tasks wait, after which threads are added.
+STALL_SECONDS = 0.1
+#: Threads added at most per look of the watcher (it looks every STALL_SECONDS / 2).
+GROW_AT_ONCE = 64
+#: Seconds an added thread waits for work before it leaves.
+SPARE_IDLE_SECONDS = 10.0
+#: Threads at most, in all (a safety bound: each slow attempt holds one).
+MAX_THREADS = 4096
 
 
 class DeliveryPool:
@@ -44,7 +64,13 @@ class DeliveryPool:
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self._count = 0  # threads alive (the core ones and the added ones)
+        self._idle = 0  # threads waiting for work
+        self._progress = real_monotonic()  # when a task was last taken or ended
+        self._watch_stop = threading.Event()
         self._start_threads()
+        self._watcher = threading.Thread(target=self._watch, name=f"{name}-watch", daemon=True)
+        self._watcher.start()
 
     def submit(self, key: str, task: Task) -> None:
         """Run ``task`` when a thread is free and fewer than ``per_key`` tasks of ``key`` run.
@@ -64,6 +90,7 @@ class DeliveryPool:
     def shutdown(self) -> int:
         """Stop taking tasks and drop the queued ones; running tasks go on. Return how many
         queued tasks were dropped. Idempotent."""
+        self._watch_stop.set()
         with self._cond:
             self._closed = True
             dropped = len(self._ready) + sum(len(q) for q in self._waiting.values())
@@ -72,24 +99,64 @@ class DeliveryPool:
             self._cond.notify_all()
             return dropped
 
+    @property
+    def threads(self) -> int:
+        """Threads alive now (``workers`` plus those added for slow targets)."""
+        with self._cond:
+            return self._count
+
     def _start_threads(self) -> None:
+        with self._cond:
+            self._count += self.workers
         for index in range(self.workers):
-            thread = threading.Thread(target=self._work, name=f"{self._name}-{index}", daemon=True)
+            thread = threading.Thread(
+                target=self._work, args=(None,), name=f"{self._name}-{index}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
 
-    def _work(self) -> None:
+    def _watch(self) -> None:
+        """Add threads while tasks wait and every thread is held (none taken or ended lately)."""
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                stalled = real_monotonic() - self._progress >= STALL_SECONDS
+                grow = 0
+                if self._ready and stalled and self._idle == 0:
+                    grow = min(len(self._ready), GROW_AT_ONCE, MAX_THREADS - self._count)
+                    self._count += grow
+            for _ in range(grow):
+                threading.Thread(
+                    target=self._work,
+                    args=(SPARE_IDLE_SECONDS,),
+                    name=f"{self._name}-spare",
+                    daemon=True,
+                ).start()
+            if self._watch_stop.wait(STALL_SECONDS / 2):
+                return
+
+    def _work(self, idle_limit: float | None) -> None:
+        """Run ready tasks; a spare thread (``idle_limit`` seconds) leaves when idle that long."""
         while True:
             with self._cond:
                 while not self._ready and not self._closed:
-                    self._cond.wait()
+                    self._idle += 1
+                    woken = self._cond.wait(idle_limit)
+                    self._idle -= 1
+                    if not woken and not self._ready and idle_limit is not None:
+                        self._count -= 1
+                        return
                 if self._closed:
+                    self._count -= 1
                     return
                 key, task = self._ready.popleft()
+                self._progress = real_monotonic()
             try:
                 task()
             finally:
                 with self._cond:
+                    self._progress = real_monotonic()
                     waiting = self._waiting.get(key)
                     if waiting:
                         self._ready.append((key, waiting.popleft()))
