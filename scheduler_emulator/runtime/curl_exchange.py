@@ -38,6 +38,11 @@ __all__ = [
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
+def http2_supported() -> bool:
+    """Whether pycurl's libcurl can speak HTTP/2 (it was built with nghttp2)."""
+    return bool(pycurl.version_info()[4] & pycurl.VERSION_HTTP2)
+
+
 class CurlDeadline(Exception):
     """libcurl's total timeout passed before the exchange ended."""
 
@@ -47,13 +52,26 @@ class CurlExchange:
 
     :param max_body_bytes: response body bytes read at most; past them the transfer is
         aborted (and its connection closed), the status already received still counts.
+    :param http2: send over HTTP/2 with prior knowledge (h2c: no upgrade, the connection
+        starts with the HTTP/2 preface), as Cloud Run's end-to-end HTTP/2 does; header names
+        then travel lower-case, as HTTP/2 requires.
+    :raises ValueError: with ``http2`` when this libcurl was built without HTTP/2 (the
+        message says so).
     """
 
     #: What :meth:`once` raises when the exchange ran out of time.
     Deadline = CurlDeadline
 
-    def __init__(self, max_body_bytes: int) -> None:
+    def __init__(self, max_body_bytes: int, *, http2: bool = False) -> None:
+        if http2 and not http2_supported():
+            raise ValueError(
+                f"--http2 needs a libcurl built with HTTP/2 (nghttp2); pycurl's libcurl "
+                f"{pycurl.version_info()[1]} has none."
+            )
         self.max_body_bytes = max_body_bytes
+        self._version = (
+            pycurl.CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE if http2 else pycurl.CURL_HTTP_VERSION_1_1
+        )
         self._local = threading.local()
         self._handles: list[pycurl.Curl] = []  # every thread's, for close()
         self._busy: set[pycurl.Curl] = set()  # in perform() now: closed by their thread after
@@ -164,10 +182,9 @@ class CurlExchange:
         if closing:
             handle.close()
 
-    @staticmethod
-    def _defaults(handle: pycurl.Curl) -> None:
+    def _defaults(self, handle: pycurl.Curl) -> None:
         handle.setopt(pycurl.NOSIGNAL, 1)  # timeouts without SIGALRM: handles live in threads
-        handle.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
+        handle.setopt(pycurl.HTTP_VERSION, self._version)
         handle.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP)
 
 

@@ -35,6 +35,7 @@ from ..domain.update_mask import apply_update
 from .app_engine import AppEngineDispatcher, parse_app_engine_urls
 from .attempt_log import AttemptLog
 from .clock import Clock, ManualClock, SystemClock, require_aware
+from .http_client import HttpClient
 from .options import JOBS_PAGE_SIZE_MAX, EmulatorOptions
 from .pubsub import InProcessPublisher, Publisher, PubsubDispatcher
 from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
@@ -103,7 +104,8 @@ class Emulator:
                 token_time=options.token_time,
             )
         )
-        transport = transport if transport is not None else HttpTransport()
+        if transport is None:
+            transport = HttpTransport(HttpClient(http2=True)) if options.http2 else HttpTransport()
         self.publisher: Publisher = (
             publisher
             if publisher is not None

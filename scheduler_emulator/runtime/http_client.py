@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from ..domain.errors import ConfigurationError
 from ..realtime import real_monotonic
 from .redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, next_hop
 
@@ -153,7 +154,11 @@ class HttpClient:
     :param watchdog: shared with other clients if given; a new one otherwise.
     :param curl: ``None`` (the default): libcurl if ``pycurl`` can be imported; ``False``:
         ``http.client`` only; ``True``: libcurl, or :class:`ImportError`.
+    :param http2: send ``http://`` requests over HTTP/2 with prior knowledge (h2c), through
+        libcurl; ``https://`` keeps to ``http.client`` (HTTP/1.1).
     :raises ImportError: with ``curl=True`` and no ``pycurl``.
+    :raises ConfigurationError: with ``http2=True`` when no HTTP/2 client can be had (the
+        message says why: :func:`http2_problem`).
     """
 
     def __init__(
@@ -162,6 +167,7 @@ class HttpClient:
         max_body_bytes: int = MAX_BODY_BYTES,
         watchdog: Watchdog | None = None,
         curl: bool | None = None,
+        http2: bool = False,
     ) -> None:
         self.max_body_bytes = max_body_bytes
         self.watchdog = watchdog if watchdog is not None else Watchdog()
@@ -169,6 +175,10 @@ class HttpClient:
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
         self._curl: CurlExchange | None = None
+        if http2:
+            reason = http2_problem() if curl is not False else "curl=False excludes libcurl"
+            if reason is not None:
+                raise ConfigurationError(f"HTTP/2 deliveries (--http2) are not possible: {reason}")
         if curl is not False:
             try:
                 from .curl_exchange import CurlExchange
@@ -176,7 +186,7 @@ class HttpClient:
                 if curl:
                     raise
             else:
-                self._curl = CurlExchange(max_body_bytes)
+                self._curl = CurlExchange(max_body_bytes, http2=http2)
 
     @property
     def uses_curl(self) -> bool:
@@ -347,6 +357,18 @@ class HttpClient:
     def _checkin(self, key: tuple[str, str, int], conn: http.client.HTTPConnection) -> None:
         with self._lock:
             self._idle.setdefault(key, []).append(conn)
+
+
+def http2_problem() -> str | None:
+    """Why HTTP/2 (h2c) deliveries cannot be sent here, or ``None`` when they can: they need
+    ``pycurl`` whose libcurl was built with HTTP/2 (nghttp2)."""
+    try:
+        from .curl_exchange import http2_supported
+    except ImportError:
+        return "they need pycurl (pip install 'cloud-scheduler-emulator[curl]')."
+    if not http2_supported():
+        return "pycurl's libcurl was built without HTTP/2 (nghttp2)."
+    return None
 
 
 def _default_port(scheme: str) -> int:

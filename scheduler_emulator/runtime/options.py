@@ -81,6 +81,8 @@ class EmulatorOptions:
     :param header_case: how HTTP attempts spell header names, the scheduler's and the job's
         own: ``"google"`` (``X-CloudScheduler-JobName``, the default), ``"lower"`` (as behind
         an HTTP/2 front end) or ``"canonical"`` (``X-Cloudscheduler-Jobname``).
+    :param http2: send ``http://`` attempts over HTTP/2 with prior knowledge (h2c), as Cloud
+        Run's end-to-end HTTP/2 does (needs pycurl with an HTTP/2 libcurl: the ``curl`` extra).
     :raises ValueError: for a ``header_case`` not among those, naming them.
     """
 
@@ -95,6 +97,7 @@ class EmulatorOptions:
     token_issuer: str = GOOGLE_ISSUER
     token_time: str = "emulator"
     header_case: str = DEFAULT_HEADER_CASE
+    http2: bool = False
 
     def __post_init__(self) -> None:
         spell_header("x", self.header_case)  # raises ValueError naming the accepted values

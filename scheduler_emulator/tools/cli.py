@@ -44,6 +44,7 @@ from ..runtime.clock import Clock, ClockFile, ManualClock, SystemClock
 from ..runtime.data_dir_lock import DataDirLock
 from ..runtime.data_file import startup_error
 from ..runtime.emulator import Emulator
+from ..runtime.http_client import http2_problem
 from ..runtime.options import (
     DEFAULT_DST_POLICY,
     DEFAULT_HEADER_CASE,
@@ -243,6 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="how attempts spell header names: 'google' as Google documents them "
         "(X-CloudScheduler-JobName), 'lower' as an HTTP/2 front end such as Cloud Run hands "
         "them on, 'canonical' as X-Cloudscheduler-Jobname (%(default)s)",
+    )
+    start.add_argument(
+        "--http2",
+        action="store_true",
+        help="send http:// attempts over HTTP/2 with prior knowledge (h2c), as Cloud Run's "
+        "end-to-end HTTP/2 does; needs pycurl with an HTTP/2 libcurl (the curl extra)",
     )
     start.add_argument(
         "--token-issuer",
@@ -584,6 +591,7 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         token_time=args.token_time,
         retain_attempts=args.retain_attempts,
         header_case=args.header_case,
+        http2=args.http2,
     )
 
 
@@ -593,6 +601,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     from .firebase import command as firebase_command
 
     firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
+    if args.http2 and (reason := http2_problem()) is not None:
+        raise ConfigurationError(f"--http2 is not possible here: {reason}")
     per_file = load_jobs_by_file(
         args.jobs,
         project=args.project,

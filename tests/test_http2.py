@@ -1,0 +1,182 @@
+"""HTTP/2 deliveries (``--http2``): an h2c target (hypercorn) receives the attempt over HTTP/2
+with prior knowledge, with the same headers (lower-case names), body, deadline and outcome
+rules as over HTTP/1.1; without an HTTP/2-capable client the flag is refused at start."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon import running_daemon
+from support import nightly_job, wait_for
+
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.http_client import http2_problem
+
+JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
+REASON = http2_problem()
+needs_h2 = pytest.mark.skipif(REASON is not None, reason=f"no HTTP/2 client: {REASON}")
+
+
+class H2Target:
+    """An ASGI app served by hypercorn (h2c with prior knowledge, or HTTP/1.1), recording
+    each request's HTTP version, raw header names and body; ``/slow`` answers after 1.5 s."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, list[str], bytes]] = []
+        self.answered: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        names = [name.decode("latin-1") for name, _ in scope["headers"]]
+        self.seen.append((scope["http_version"], names, body))
+        try:
+            if scope["path"] == "/slow":
+                await asyncio.sleep(1.5)
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"ok"})
+        finally:
+            self.answered.append(scope["path"])
+
+
+@contextmanager
+def hypercorn_serving(app: H2Target) -> Iterator[str]:
+    hypercorn = pytest.importorskip("hypercorn")
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = Config()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.accesslog = None
+    config.errorlog = None
+    config.graceful_timeout = 5.0
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    thread = threading.Thread(
+        target=loop.run_until_complete,
+        args=(serve(app, config, shutdown_trigger=stop.wait),),  # type: ignore[arg-type]
+        daemon=True,
+    )
+    thread.start()
+
+    def listening() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            return False
+
+    assert wait_for(listening, 10), hypercorn
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
+        loop.close()
+
+
+def job_json(url: str) -> dict[str, Any]:
+    return nightly_job(
+        name=f"{JOBS[4:]}/nightly",
+        httpTarget={
+            "uri": url,
+            "httpMethod": "PUT",
+            "headers": {"X-Shop-Tenant": "eu", "Content-Type": "application/json"},
+            "body": "eyJhIjogMX0=",  # {"a": 1}
+        },
+        retryConfig={},
+    )
+
+
+@needs_h2
+@pytest.mark.parametrize("http2", [True, False])
+def test_an_h2c_target_gets_the_same_attempt_over_http2(http2: bool) -> None:
+    app = H2Target()
+    with hypercorn_serving(app) as base:
+        clock = ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))
+        emulator = Emulator(clock, http2=http2)
+        try:
+            emulator.create_job(job_json(base + "/run"))
+            clock.advance(timedelta(minutes=1))
+            [attempt] = emulator.attempts()
+        finally:
+            emulator.close()
+    [(version, names, body)] = app.seen
+    assert version == ("2" if http2 else "1.1")
+    assert body == b'{"a": 1}'
+    assert (attempt.code, attempt.response_status) == ("OK", 200)
+    wanted = {"x-shop-tenant", "content-type", "user-agent", "x-cloudscheduler"}
+    assert wanted | {"x-cloudscheduler-jobname", "x-cloudscheduler-scheduletime"} <= set(names)
+    if http2:
+        assert all(name == name.lower() for name in names)
+
+
+@needs_h2
+def test_the_deadline_holds_over_http2() -> None:
+    app = H2Target()
+    with hypercorn_serving(app) as base:
+        clock = ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))
+        emulator = Emulator(clock, http2=True)
+        try:
+            emulator.create_job(job_json(base + "/slow"))
+            emulator.engine.modify(
+                emulator.job_name("nightly"),
+                lambda job: replace(job, attempt_deadline=timedelta(seconds=1)),
+            )
+            clock.advance(timedelta(minutes=1))
+            [attempt] = emulator.attempts()
+        finally:
+            emulator.close()
+    assert attempt.code == "DEADLINE_EXCEEDED"
+    assert app.seen[0][0] == "2"
+
+
+@needs_h2
+@pytest.mark.timeout(60)
+def test_the_daemon_delivers_over_http2() -> None:
+    app = H2Target()
+    with hypercorn_serving(app) as base:
+        start = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
+        with running_daemon("--in-memory", *start, "--http2") as daemon:
+            daemon.post(JOBS, job_json(base + "/run")).raise_for_status()
+            daemon.advance(timedelta(minutes=1))
+            assert wait_for(lambda: len(app.seen) == 1, 10)
+            [attempt] = daemon.attempts()
+    assert app.seen[0][0] == "2" and attempt["code"] == "OK"
+
+
+def test_without_an_http2_client_the_flag_is_refused_at_start(tmp_path: Path) -> None:
+    (tmp_path / "pycurl.py").write_text("raise ImportError('hidden for this test')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    done = subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", "start", "--in-memory", "--http2"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--http2 is not possible here: they need pycurl" in done.stderr
+    assert "Traceback" not in done.stderr
