@@ -105,6 +105,9 @@ def test_a_transport_bug_is_recorded_and_counted(engines: Engines) -> None:
         def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
             raise RuntimeError("boom")
 
+        def close(self) -> None:
+            pass
+
     emulator = engines(Broken())
     emulator.create_job(nightly_job(retryConfig={}))
     emulator.run_job("nightly")

@@ -60,9 +60,9 @@ def test_sigterm_during_a_year_long_advance(tmp_path: Path) -> None:
         with running_daemon(*data) as daemon:
             attempts = daemon.attempts()
             now = daemon.get("/_emulator/clock")["now"]
-    restarted = [a for a in attempts if "Emulator restarted" in a.get("debugInfo", "")]
+    restarted = [a for a in attempts if "Emulator restarted" in (a.debug_info or "")]
     assert restarted == []
-    ok = [a for a in attempts if a.get("code", "OK") == "OK"]
+    ok = [a for a in attempts if a.code == "OK"]
     assert len(ok) >= delivered - in_flight
     # The clock resumes at the instant the advance reached: the last attempt's minute.
-    assert now == attempts[-1]["scheduleTime"]
+    assert now == attempts[-1].schedule_time
