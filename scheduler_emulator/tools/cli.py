@@ -80,6 +80,20 @@ BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
 STOP_GRACE_SECONDS = 2.0
 
 
+class _GivenStore(argparse.Action):
+    """Store the value and mark ``<dest>_given`` (tells an explicit value from the default)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def default_data_dir(project_dir: Path | None = None) -> Path:
     """The data directory of the project in ``project_dir`` (default: the current directory).
 
@@ -187,7 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="refuse a --jobs file holding more than N jobs (%(default)s)",
     )
-    start.add_argument("--project", default=DEFAULT_PROJECT, help="default project (%(default)s)")
+    start.add_argument(
+        "--project",
+        default=DEFAULT_PROJECT,
+        action=_GivenStore,  # --firebase: the Functions emulator's project unless given
+        help="default project (%(default)s)",
+    )
     start.add_argument(
         "--location", default=DEFAULT_LOCATION, help="default location (%(default)s)"
     )

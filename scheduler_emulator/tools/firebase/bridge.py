@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import IO
@@ -31,7 +32,7 @@ from ...domain.errors import ConfigurationError, NotFound
 from ...domain.resources import Job, State
 from ...runtime.emulator import Emulator
 from . import client
-from .client import Unreachable
+from .client import NoFunctions, Unreachable, WrongEmulator
 from .delivery import FirebaseDispatcher, Route
 from .functions import (
     JOB_ID_PREFIX,
@@ -43,6 +44,8 @@ from .functions import (
 
 #: Seconds between two looks at the Functions emulator.
 DEFAULT_POLL_INTERVAL = 1.0
+#: Seconds the Functions emulator may list no function before the bridge hints at load errors.
+DEFAULT_EMPTY_HINT_AFTER = 10.0
 #: Target kinds whose dispatcher the bridge wraps (v2 jobs are HTTP, v1 jobs Pub/Sub).
 _KINDS = ("HTTP", "PUBSUB")
 
@@ -52,19 +55,68 @@ def default_hub() -> str:
     return os.environ.get(client.HUB_ENV) or client.DEFAULT_HUB
 
 
-def require_hub(hub: str) -> None:
+def hub_label(given: str | None) -> str:
+    """The hub's address as messages name it, saying where it came from: ``--hub H`` when
+    given, else ``H (from $FIREBASE_EMULATOR_HUB)`` or ``127.0.0.1:4400 (the default …)``."""
+    if given:
+        return f"--hub {given}"
+    if os.environ.get(client.HUB_ENV):
+        return f"{default_hub()} (from ${client.HUB_ENV})"
+    return f"{client.DEFAULT_HUB} (the default: neither --hub nor ${client.HUB_ENV} is set)"
+
+
+def require_hub(hub: str, label: str | None = None) -> None:
     """Make sure the Emulator Suite's hub answers at ``hub`` (``HOST:PORT``).
 
-    :raises ConfigurationError: naming the address when nothing answers there.
+    :param label: how messages name the address (:func:`hub_label`); default ``--hub <hub>``.
+    :raises ConfigurationError: naming the address when nothing answers there, or when the
+        Functions emulator answers there instead (suggesting ``--functions``).
     """
     try:
         client.functions_address(hub)
+    except WrongEmulator as exc:
+        raise ConfigurationError(str(exc) + ".") from None
     except Unreachable as exc:
         raise ConfigurationError(
-            f"nothing answers at --hub {hub}, the Firebase Emulator Suite's hub ({exc}). "
-            "Start it first (firebase emulators:start --only functions --project demo-…), "
-            "or give the Functions emulator's address with --functions HOST:PORT."
+            f"nothing answers at {label or f'--hub {hub}'}, the Firebase Emulator Suite's hub "
+            f"({exc}). Start it first (firebase emulators:start --only functions --project "
+            "demo-…), or give the Functions emulator's address with --functions HOST:PORT."
         ) from None
+
+
+def check_functions(functions: str) -> None:
+    """Refuse a ``--functions`` address where the hub answers instead (nothing answering is
+    fine: the bridge waits for it).
+
+    :raises ConfigurationError: suggesting ``--hub`` when ``functions`` is the hub's address.
+    """
+    try:
+        client.backends(functions)
+    except WrongEmulator as exc:
+        raise ConfigurationError(str(exc) + ".") from None
+    except Unreachable:
+        pass
+
+
+def check_project(project: str, found: str | None, where: str) -> None:
+    """Refuse a project that is not the Functions emulator's own.
+
+    The Functions emulator's trigger route ignores the project in its path, so a mistyped
+    project would otherwise give jobs, topics and token audiences of a project nothing else
+    uses.
+
+    :param project: the project asked for (``--project``).
+    :param found: the Functions emulator's project (:func:`~scheduler_emulator.tools.firebase.
+        functions.project_of`), ``None`` when unknown (then nothing is checked).
+    :param where: the Functions emulator's address, for the message.
+    :raises ConfigurationError: when they differ, naming both.
+    """
+    if found is not None and found != project:
+        raise ConfigurationError(
+            f"--project {project} is not the project of the Functions emulator at {where}, "
+            f"which runs {found} (firebase emulators:start --project {found}): give "
+            f"--project {found}, or leave --project out to use the Functions emulator's."
+        )
 
 
 @dataclass
@@ -94,10 +146,17 @@ class FirebaseBridge:
         else ``127.0.0.1:4400``), asked where the Functions emulator is.
     :param functions: ``HOST:PORT`` of the Functions emulator itself (instead of ``hub``).
     :param project: project of the jobs and the trigger routes; default: the Functions
-        emulator's project (read from its functions), else the emulator's.
+        emulator's project (read from its functions' ``/backends`` labels), else the
+        emulator's. A project that differs from the Functions emulator's is refused
+        (:meth:`sync` raises :class:`ConfigurationError`; started, the bridge says so).
+    :param adopt_project: without ``project``, make the Functions emulator's project the
+        emulator's default project too (``emulator.project``: short job IDs, ``/_emulator/
+        config``); the daemon does this when ``--project`` is not given.
     :param audience: ``aud`` of v2 jobs' OIDC tokens; default: each function's
         production-style URL (``https://<region>-<project>.cloudfunctions.net/<name>``).
     :param poll_interval: seconds between two looks once :meth:`start` ed.
+    :param empty_hint_after: seconds the Functions emulator may list no function before the
+        started bridge says to look for load errors in its log (a missing ``runtime``...).
     :param say: where progress lines go (``"firebase: created job …"``); default: nowhere.
         Every line is also kept in :attr:`messages`.
     :raises ValueError: when both ``hub`` and ``functions`` are given.
@@ -112,6 +171,8 @@ class FirebaseBridge:
         project: str | None = None,
         audience: str | None = None,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
+        empty_hint_after: float = DEFAULT_EMPTY_HINT_AFTER,
+        adopt_project: bool = False,
         say: IO[str] | None = None,
     ) -> None:
         if hub and functions:
@@ -119,7 +180,10 @@ class FirebaseBridge:
         self.emulator = emulator
         self.functions = functions
         self.hub = None if functions else (hub or default_hub())
+        self.hub_label = None if functions else hub_label(hub)
         self.project = project
+        self.adopt_project = adopt_project and not project
+        self.empty_hint_after = empty_hint_after
         self.audience = audience
         self.poll_interval = poll_interval
         self.messages: list[str] = []
@@ -131,6 +195,8 @@ class FirebaseBridge:
         self._sync_lock = threading.Lock()
         self._connected: str | None = None  # where the Functions emulator was last reached
         self._waiting_said = False
+        self._empty_since: float | None = None  # monotonic time the emulator first listed none
+        self._refused: str | None = None  # the last refusal said
         engine = emulator.engine
         self._wrapped = {kind: engine.dispatchers.get(kind) for kind in _KINDS}
         for kind, inner in self._wrapped.items():
@@ -144,7 +210,7 @@ class FirebaseBridge:
     @property
     def where(self) -> str:
         """What the bridge watches, for messages (``hub 127.0.0.1:4400``)."""
-        return f"hub {self.hub}" if self.hub else f"Functions emulator {self.functions}"
+        return f"the hub at {self.hub_label}" if self.hub else f"--functions {self.functions}"
 
     def routes(self) -> Mapping[str, Route]:
         """Job name -> where its attempts go (the last look's)."""
@@ -167,13 +233,16 @@ class FirebaseBridge:
         :raises ConfigurationError: naming the address when nothing answers there.
         """
         if self.hub:
-            require_hub(self.hub)
+            require_hub(self.hub, self.hub_label)
 
     def sync(self) -> SyncResult:
         """Look at the Functions emulator once and bring the jobs in line with its functions.
 
-        :raises Unreachable: when the hub or the Functions emulator does not answer, or lists no
-            function at all (still loading its source); no job is changed then.
+        :raises Unreachable: when the hub or the Functions emulator does not answer;
+            :class:`~scheduler_emulator.tools.firebase.client.NoFunctions` when it lists no
+            function at all (still loading its source, or failing to); no job is changed then.
+        :raises ConfigurationError: when ``project`` is not the Functions emulator's project;
+            no job is changed then.
         :return: what changed.
         """
         with self._sync_lock:
@@ -187,8 +256,13 @@ class FirebaseBridge:
         if not any(b.get("functionTriggers") for b in answer.get("backends") or [] if b):
             # Starting (or restarting) emulators list nothing until the source is loaded: keep
             # the jobs rather than delete them all.
-            raise Unreachable(f"the Functions emulator at {address} lists no functions yet")
-        project = self.project or project_of(answer) or self.emulator.project
+            raise NoFunctions(f"the Functions emulator at {address} lists no functions yet")
+        found = project_of(answer)
+        if self.project is not None:
+            check_project(self.project, found, address)
+        elif found is not None and self.adopt_project and self.emulator.project != found:
+            self._adopt(found)
+        project = self.project or found or self.emulator.project
         keys = valid_trigger_keys(client.not_found_text(address, project))
         result = SyncResult()
         wanted = {}
@@ -240,6 +314,20 @@ class FirebaseBridge:
             self._say(f"no job for {skipped}")
         return result
 
+    def _adopt(self, project: str) -> None:
+        """Make ``project`` the emulator's default project (see ``adopt_project``)."""
+        emulator = self.emulator
+        was = emulator.project
+        emulator.project = project
+        emulator.options = replace(emulator.options, project=project)
+        publisher = getattr(emulator, "publisher", None)
+        if publisher is not None and isinstance(getattr(publisher, "project", None), str):
+            publisher.project = project  # short topic IDs of jobs created from now on
+        self._say(
+            f"the daemon's default project is now {project}, the Functions emulator's "
+            f"(was {was}; give --project to choose it)"
+        )
+
     # ---------------------------------------------------------------- running
 
     def start(self) -> FirebaseBridge:
@@ -263,7 +351,13 @@ class FirebaseBridge:
             try:
                 address = self.functions_address()
                 self.sync()
+            except ConfigurationError as exc:  # a --project the Functions emulator does not run
+                if self._refused != str(exc):
+                    self._say(f"refusing to make jobs: {exc}")
+                    self._refused = str(exc)
+                self._connected = None
             except Unreachable as exc:
+                self._note_empty(exc)
                 if not self._waiting_said:
                     lost = f" (lost it at {self._connected})" if self._connected else ""
                     self._say(
@@ -276,12 +370,33 @@ class FirebaseBridge:
                 if not self.messages or self.messages[-1] != line:  # once, not every second
                     self._say(line)
             else:
+                self._empty_since = None
+                self._refused = None
                 if self._connected != address:
                     self._say(f"watching the Functions emulator at {address}")
                     self._connected = address
                     self._waiting_said = False
             self._wake.wait(self.poll_interval)
             self._wake.clear()
+
+    def _note_empty(self, exc: Unreachable) -> None:
+        """Hint at load errors once the Functions emulator has listed no function for
+        ``empty_hint_after`` seconds."""
+        if not isinstance(exc, NoFunctions):
+            self._empty_since = None
+            return
+        now = time.monotonic()
+        if self._empty_since is None:
+            self._empty_since = now
+        elif now - self._empty_since >= self.empty_hint_after:
+            self._say(
+                f"the Functions emulator lists no functions after {self.empty_hint_after:g} s: "
+                "check its log (the firebase emulators:start terminal) for load errors, such "
+                'as a missing runtime ("`runtime` field is required but was not found in '
+                'firebase.json or package.json": add "runtime": "nodejs20" to '
+                "firebase.json's functions block)"
+            )
+            self._empty_since = float("inf")  # said once per wait
 
     def close(self) -> None:
         """Stop looking and put the wrapped dispatchers back (jobs stay)."""

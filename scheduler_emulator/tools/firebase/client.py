@@ -31,6 +31,24 @@ class Unreachable(Exception):
     """Nothing (or something else) answered at an address; the message says which and why."""
 
 
+class WrongEmulator(Unreachable):
+    """The address answers, but as the other Firebase emulator (the hub where the Functions
+    emulator was expected, or the reverse); the message says which flag to use instead."""
+
+
+class NoFunctions(Unreachable):
+    """The Functions emulator answers but lists no function (still loading, or its source
+    failed to load)."""
+
+
+def _answers_json(url: str, timeout: float) -> bool:
+    """Does ``GET url`` answer a JSON object?"""
+    try:
+        return isinstance(_get_json(url, timeout), dict)
+    except Unreachable:
+        return False
+
+
 def _get_json(url: str, timeout: float) -> Any:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - http only
@@ -46,9 +64,20 @@ def functions_address(hub: str, timeout: float = TIMEOUT_SECONDS) -> str | None:
 
     :param hub: ``HOST:PORT`` of the Emulator Suite's hub.
     :return: ``HOST:PORT``, or ``None`` when the hub lists no Functions emulator (yet).
+    :raises WrongEmulator: when ``hub`` answers 404 to ``/emulators`` but lists functions at
+        ``/backends``: the Functions emulator's port was given for the hub's.
     :raises Unreachable: when the hub does not answer (or answers something else).
     """
-    emulators = _get_json(f"http://{hub}/emulators", timeout)
+    try:
+        emulators = _get_json(f"http://{hub}/emulators", timeout)
+    except Unreachable as exc:
+        if "answered 404" in str(exc) and _answers_json(f"http://{hub}/backends", timeout):
+            raise WrongEmulator(
+                f"{hub} looks like the Functions emulator, not the Emulator Suite's hub (it "
+                f"answers 404 to GET /emulators but lists functions at GET /backends): give it "
+                f"with --functions {hub} (start: --firebase-functions {hub})"
+            ) from None
+        raise
     info = emulators.get("functions") if isinstance(emulators, dict) else None
     if not isinstance(info, dict) or "port" not in info:
         return None
@@ -63,9 +92,20 @@ def functions_address(hub: str, timeout: float = TIMEOUT_SECONDS) -> str | None:
 def backends(functions: str, timeout: float = TIMEOUT_SECONDS) -> dict[str, Any]:
     """The Functions emulator's ``GET /backends`` answer.
 
+    :raises WrongEmulator: when ``functions`` answers 404 to ``/backends`` but lists emulators
+        at ``/emulators``: the hub's port was given for the Functions emulator's.
     :raises Unreachable: when it does not answer with JSON.
     """
-    answer = _get_json(f"http://{functions}/backends", timeout)
+    try:
+        answer = _get_json(f"http://{functions}/backends", timeout)
+    except Unreachable as exc:
+        if "answered 404" in str(exc) and _answers_json(f"http://{functions}/emulators", timeout):
+            raise WrongEmulator(
+                f"{functions} looks like the Emulator Suite's hub, not the Functions emulator "
+                f"(it answers 404 to GET /backends but lists emulators at GET /emulators): give "
+                f"it with --hub {functions} (start: --firebase {functions})"
+            ) from None
+        raise
     if not isinstance(answer, dict):
         raise Unreachable(f"GET http://{functions}/backends did not answer a JSON object")
     return answer

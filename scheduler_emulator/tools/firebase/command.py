@@ -13,9 +13,17 @@ from collections.abc import Sequence
 from typing import IO
 
 from ...runtime.emulator import Emulator
-from ...runtime.options import DEFAULT_PROJECT
-from .bridge import FirebaseBridge, default_hub, require_hub
-from .client import DEFAULT_HUB, HUB_ENV
+from . import client
+from .bridge import (
+    FirebaseBridge,
+    check_functions,
+    check_project,
+    default_hub,
+    hub_label,
+    require_hub,
+)
+from .client import DEFAULT_HUB, HUB_ENV, Unreachable
+from .functions import project_of
 
 _HUB_HELP = (
     "the Firebase Emulator Suite's hub, asked where the Functions emulator is (default: "
@@ -54,7 +62,9 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     where.add_argument("--hub", metavar="HOST:PORT", help=_HUB_HELP)
     where.add_argument("--functions", metavar="HOST:PORT", help=_FUNCTIONS_HELP)
     firebase.add_argument(
-        "--project", help="project of the jobs (default: the Functions emulator's project)"
+        "--project",
+        help="project of the jobs and the daemon's default project; refused when it is not the "
+        "Functions emulator's (default: the Functions emulator's project)",
     )
 
 
@@ -98,23 +108,52 @@ def wanted(args: argparse.Namespace) -> bool:
     return args.firebase is not None or args.firebase_functions is not None
 
 
+def project_given(args: argparse.Namespace) -> bool:
+    """Was ``--project`` given on the command line (``start`` marks it ``project_given``)?"""
+    return bool(getattr(args, "project_given", False))
+
+
 def bridge_from_args(
     args: argparse.Namespace, emulator: Emulator, out: IO[str]
 ) -> FirebaseBridge | None:
-    """The bridge ``start``'s flags ask for (not started), or ``None``."""
+    """The bridge ``start``'s flags ask for (not started), or ``None``.
+
+    With ``--project`` the bridge uses that project (and refuses a Functions emulator running
+    another); without it, the Functions emulator's project becomes the daemon's default
+    project too.
+    """
     if not wanted(args):
         return None
+    given = project_given(args)
     return FirebaseBridge(
         emulator,
         hub=args.firebase or None,
         functions=args.firebase_functions,
-        project=None if args.project == DEFAULT_PROJECT else args.project,
+        project=args.project if given else None,
+        adopt_project=not given,
         say=out,
     )
 
 
 def check_hub(args: argparse.Namespace) -> None:
-    """Stop before anything starts (ConfigurationError: exit 2, naming the address) when
-    ``--firebase``'s hub does not answer."""
+    """Stop before anything starts (ConfigurationError: exit 2) when ``--firebase``'s hub does
+    not answer (naming the address and where it came from), when the two Firebase addresses
+    look swapped, or when ``--project`` is not the project of a Functions emulator that
+    already answers (one that does not answer yet is waited for, and checked then)."""
+    functions = args.firebase_functions
     if args.firebase is not None:
-        require_hub(args.firebase or default_hub())
+        hub = args.firebase or default_hub()
+        require_hub(hub, hub_label(args.firebase or None))
+        try:
+            functions = client.functions_address(hub)
+        except Unreachable:  # gone meanwhile: the bridge waits for it
+            return
+    elif functions is not None:
+        check_functions(functions)
+    if functions is None or not project_given(args):
+        return
+    try:
+        found = project_of(client.backends(functions))
+    except Unreachable:
+        return
+    check_project(args.project, found, functions)

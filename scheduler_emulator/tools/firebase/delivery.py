@@ -103,7 +103,16 @@ class FirebaseDispatcher:
         )
         headers = {"Content-Type": "application/json"}
         request = DeliveryRequest("POST", route.url, headers, json.dumps(event).encode())
-        record = {"method": "POST", "url": route.url, "headers": headers, "event": event}
+        # As the Pub/Sub dispatcher's record: the attempt log's PUB_SUB entries (AttemptStarted/
+        # AttemptFinished) name the job's topic from it.
+        record = {
+            "targetType": "PUB_SUB",
+            "pubsubTopic": target.topic_name,
+            "method": "POST",
+            "url": route.url,
+            "headers": headers,
+            "event": event,
+        }
         return Prepared(record, route.deadline_seconds, partial(self.transport.send, request))
 
     def _send(self, send: Callable[[float], TransportResult], timeout: float) -> TransportResult:
