@@ -13,16 +13,15 @@ import pytest
 os.environ["TZ"] = "UTC"
 time.tzset()
 
-from daemon import MANUAL, Daemon, running_daemon, serving  # noqa: E402
-from support import RecordingTarget  # noqa: E402
-
 from scheduler_emulator.runtime.clock import ManualClock  # noqa: E402
 from scheduler_emulator.runtime.emulator import Emulator  # noqa: E402
 from scheduler_emulator.runtime.http_client import HttpClient  # noqa: E402
 from scheduler_emulator.runtime.transports import HttpTransport, WsgiTransport  # noqa: E402
+from tests.daemon import MANUAL, Daemon, running_daemon, serving  # noqa: E402
+from tests.support import RecordingTarget  # noqa: E402
 
 #: The Firebase projects' function sources are run by the Functions emulator, not imported.
-collect_ignore_glob = ["firebase_project*"]
+collect_ignore_glob = ["tools/firebase/firebase_project*"]
 
 
 @pytest.fixture(params=[False, True], ids=["http.client", "libcurl"])

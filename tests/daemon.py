@@ -8,10 +8,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import requests
-from support import RecordingTarget
 from werkzeug.serving import make_server
 
 from pytest_plugin.live import LiveScheduler
+from tests.support import RecordingTarget
 
 #: ``start`` flags of a daemon on a manual clock at 2026-09-24T01:59:00Z (one minute before the
 #: 02:00 runs the tests schedule).

@@ -19,8 +19,8 @@ import requests
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "examples" / "orders")]
 
-from browser import by_testid, chromium, wait_for  # noqa: E402
-from daemon import Daemon, running_daemon, serving  # noqa: E402
+from tests.browser import by_testid, chromium, wait_for  # noqa: E402
+from tests.daemon import Daemon, running_daemon, serving  # noqa: E402
 
 START = "2026-03-01T00:00:00Z"
 PARENT = "projects/my-project/locations/us-central1"

@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from support import RecordingTarget, nightly_job, wait_for
 
 from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.runtime.clock import ManualClock, SystemClock
 from scheduler_emulator.runtime.drivers import ManualDriver, ThreadedDriver
 from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.runtime.transports import DeliveryRequest, TransportResult, WsgiTransport
+from tests.support import RecordingTarget, nightly_job, wait_for
 
 
 class Engines:

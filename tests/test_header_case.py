@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon import running_daemon
-from support import nightly_job, wait_for
 
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.runtime.options import EmulatorOptions
 from scheduler_emulator.runtime.transports import AsgiTransport, HttpTransport
+from tests.daemon import running_daemon
+from tests.support import nightly_job, wait_for
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 USER = {"X-Shop-Tenant": "eu", "Content-Type": "application/json"}

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon import running_daemon
-from support import nightly_job, wait_for
 
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.runtime.http_client import http2_problem
+from tests.daemon import running_daemon
+from tests.support import nightly_job, wait_for
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 REASON = http2_problem()

@@ -7,12 +7,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from daemon import running_daemon, serving
-from support import RecordingTarget, nightly_job
 
 from scheduler_emulator.domain.errors import ClockError
 from scheduler_emulator.runtime.clock import ClockFile, ManualClock
 from scheduler_emulator.wire import parse_timestamp
+from tests.daemon import running_daemon, serving
+from tests.support import RecordingTarget, nightly_job
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
-from support import wait_for
-
 from scheduler_emulator.runtime.delivery_pool import DeliveryPool
+from tests.support import wait_for
 
 
 def test_tasks_behind_slow_ones_run_at_once_on_added_threads() -> None:

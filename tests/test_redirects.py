@@ -9,8 +9,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from daemon import running_daemon, serving
-from support import Received, RecordingTarget, nightly_job, wait_for
 
 from scheduler_emulator.runtime.http_client import HttpClient
 from scheduler_emulator.runtime.redirects import TOO_MANY_REDIRECTS, Hop, next_hop
@@ -20,6 +18,8 @@ from scheduler_emulator.runtime.transports import (
     TransportResult,
     WsgiTransport,
 )
+from tests.daemon import running_daemon, serving
+from tests.support import Received, RecordingTarget, nightly_job, wait_for
 
 STATUSES = [301, 302, 303, 307, 308]
 METHODS = ["POST", "PUT", "PATCH", "GET", "DELETE", "HEAD", "OPTIONS"]

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 import requests
-from daemon import running_daemon, serving
-from support import RecordingTarget, nightly_job, wait_for
+
+from tests.daemon import running_daemon, serving
+from tests.support import RecordingTarget, nightly_job, wait_for
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 

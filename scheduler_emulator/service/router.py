@@ -16,7 +16,7 @@ Handlers may be ``async def``: under ASGI they are awaited on the server's event
 ``def`` handler runs in a worker thread, as Starlette runs sync endpoints); under WSGI an
 ``async def`` handler runs to completion with :func:`asyncio.run`.
 
-Routing and answers, as a sketch (every row is a test in ``tests/target``)::
+Routing and answers, as a sketch (every row is a test in ``tests/service``)::
 
     path starts with the prefix (exact case), a name follows   → a timer run, any method
       X-CloudScheduler-JobName's last segment ≠ name          → 500, empty    (ERROR log)

@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.api`` (the folder mirrors the package)."""

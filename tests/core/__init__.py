@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.core`` (the folder mirrors the package)."""

@@ -1,0 +1,436 @@
+"""Fault injection on a manual clock: each action, determinism, and the plan's sources."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from werkzeug.test import Client
+
+from scheduler_emulator.core.faults import AttemptContext, FaultPlan, FaultRule
+from scheduler_emulator.domain.errors import InvalidArgument
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator.server.server import create_app
+from scheduler_emulator.tools.fault_file import load_fault_file
+from tests.support import RecordingTarget, nightly_job
+
+
+def timeline(emulator: Emulator) -> list[tuple[Any, ...]]:
+    return [
+        (a.attempt, a.start_time.strftime("%H:%M:%S"), a.code, a.response_status, a.injected)
+        for a in emulator.attempts()
+    ]
+
+
+class TestActions:
+    def test_duplicate_delivers_the_same_request_again(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        emulator.faults.add(action="duplicate", job="nightly", count=2)
+        emulator.create_job(nightly_job())
+        emulator.advance(timedelta(minutes=1))
+        assert len(target.requests) == 3
+        assert len({tuple(sorted(r.headers.items())) for r in target.requests}) == 1
+        assert timeline(emulator) == [  # the delivery itself is real: only its copies are marked
+            (1, "02:00:00", "OK", 200, False),
+            (1, "02:00:00", "OK", 200, True),
+            (1, "02:00:00", "OK", 200, True),
+        ]
+
+    def test_concurrent_duplicates_arrive_together(self, clock: ManualClock) -> None:
+        arrived = threading.Barrier(3, timeout=10)
+
+        def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+            arrived.wait()  # only returns when all three requests are in at once
+            start_response("200 OK", [])
+            return [b""]
+
+        emu = Emulator(clock, transport=WsgiTransport(app))
+        emu.faults.add(action="duplicate", count=2, concurrent=True)
+        emu.create_job(nightly_job())
+        emu.advance(timedelta(minutes=1))
+        assert [a.code for a in emu.attempts()] == ["OK", "OK", "OK"]
+
+    def test_lost_ack_is_retried_even_with_retry_count_zero(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        emulator.faults.add(action="lost_ack", job="nightly", attempt=1)
+        emulator.create_job(nightly_job(retryConfig={}))
+        emulator.advance(timedelta(minutes=5))
+        assert len(target.requests) == 2
+        first, second = emulator.attempts()
+        assert (first.code, first.response_status) == ("UNAVAILABLE", None)
+        assert "answered 200 but the response was lost" in first.debug_info
+        assert (second.attempt, second.code, second.start_time - first.end_time) == (
+            2,
+            "OK",
+            timedelta(seconds=5),
+        )  # type: ignore[operator]
+
+    def test_status_answers_without_calling_the_target(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        emulator.faults.add(action="status", status=503, attempt=1)
+        emulator.create_job(nightly_job())
+        emulator.advance(timedelta(minutes=2))
+        assert len(target.requests) == 1  # only the retry reached it
+        assert timeline(emulator) == [
+            (1, "02:00:00", "UNAVAILABLE", 503, True),
+            (2, "02:00:05", "OK", 200, False),
+        ]
+
+    def test_connection_error_fails_before_sending(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        emulator.faults.add(action="connection_error")
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 1}))
+        emulator.advance(timedelta(minutes=2))
+        assert target.requests == []
+        assert [(a.code, a.response_status) for a in emulator.attempts()] == [
+            ("UNAVAILABLE", None)
+        ] * 2
+
+    def test_delay_adds_latency_before_the_backoff(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        target.status = 500
+        emulator.faults.add(action="delay", seconds=7, attempt=1)
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 1}))
+        emulator.advance(timedelta(minutes=2))
+        first, second = emulator.attempts()
+        assert (first.end_time - first.start_time).total_seconds() == 7  # type: ignore[operator]
+        assert second.start_time.strftime("%H:%M:%S") == "02:00:12"
+
+    def test_deadline_retries_while_the_first_handler_still_runs(self, clock: ManualClock) -> None:
+        release = threading.Event()
+        seen: list[str] = []
+
+        def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+            seen.append("start")
+            if len(seen) == 1:
+                release.wait(10)  # the first handler is slow: it outlives the deadline
+                seen.append("first done")
+            else:
+                seen.append("retry done")
+                release.set()
+            start_response("200 OK", [])
+            return [b""]
+
+        emu = Emulator(clock, transport=WsgiTransport(app))
+        emu.faults.add(action="deadline", attempt=1, seconds=0.05)
+        emu.create_job(nightly_job(attemptDeadline="30s"))
+        emu.advance(timedelta(minutes=2))
+        assert seen == ["start", "start", "retry done", "first done"]
+        first, second = emu.attempts()
+        assert (first.code, first.response_status) == ("DEADLINE_EXCEEDED", None)
+        assert (first.end_time - first.start_time).total_seconds() == 30  # type: ignore[operator]
+        assert second.start_time.strftime("%H:%M:%S") == "02:00:35"
+        assert "late answer: URL_CRAWLED" in first.debug_info
+
+
+class TestDeterminism:
+    def run_with(self, seed: int, target: RecordingTarget) -> list[tuple[Any, ...]]:
+        emu = Emulator(ManualClock(nightly_clock_start()), transport=WsgiTransport(target))
+        emu.faults.seed = seed
+        emu.faults.add(action="duplicate", probability=0.3)
+        emu.faults.add(action="status", status=500, probability=0.3)
+        emu.create_job(nightly_job(schedule="*/5 * * * *"))
+        emu.advance(timedelta(hours=6))
+        return timeline(emu)
+
+    def test_same_seed_gives_the_same_timeline(self, target: RecordingTarget) -> None:
+        assert self.run_with(11, target) == self.run_with(11, target)
+
+    def test_another_seed_gives_another_timeline(self, target: RecordingTarget) -> None:
+        assert self.run_with(11, target) != self.run_with(12, target)
+
+    def test_draws_depend_only_on_seed_rule_job_run_and_attempt(self) -> None:
+        plan = FaultPlan([FaultRule("duplicate", probability=0.5)], seed=3)
+        contexts = [AttemptContext("j", run, None, 1) for run in range(1, 200)]
+        first = [bool(plan.decide(c)) for c in contexts]
+        again = [bool(plan.decide(c)) for c in reversed(contexts)][::-1]
+        assert first == again
+        assert 60 < sum(first) < 140
+
+
+class TestRules:
+    @pytest.mark.parametrize(
+        ("rule", "context", "expected"),
+        [
+            (FaultRule("status", job="report*"), AttemptContext("report-1", 1, None, 1), True),
+            (FaultRule("status", job="report*"), AttemptContext("nightly", 1, None, 1), False),
+            (FaultRule("status", run=2), AttemptContext("j", 1, None, 1), False),
+            (FaultRule("status", attempt=2), AttemptContext("j", 1, None, 2), True),
+            (
+                FaultRule("status", schedule_time="2026-09-24T02:00:00Z"),
+                AttemptContext("j", 1, "2026-09-24T02:00:00Z", 3),
+                True,
+            ),
+        ],
+    )
+    def test_matching(self, rule: FaultRule, context: AttemptContext, expected: bool) -> None:
+        assert rule.matches(context) is expected
+
+    def test_limit_caps_how_often_a_rule_fires(self) -> None:
+        plan = FaultPlan([FaultRule("status", limit=2)])
+        fired = [bool(plan.decide(AttemptContext("j", n, None, 1))) for n in range(1, 6)]
+        assert fired == [True, True, False, False, False]
+
+    @pytest.mark.parametrize(
+        ("fields", "field"),
+        [
+            ({"action": "explode"}, "action"),
+            ({"action": "status", "probability": 2}, "probability"),
+            ({"action": "status", "status": 42}, "status"),
+            ({"action": "duplicate", "count": 0}, "count"),
+            ({"action": "delay", "seconds": -1}, "seconds"),
+            ({"action": "status", "run": 0}, "run"),
+            ({"action": "status", "colour": "red"}, "colour"),
+            ({"job": "x"}, "action"),
+        ],
+    )
+    def test_bad_rules_name_the_field(self, fields: dict[str, Any], field: str) -> None:
+        with pytest.raises(InvalidArgument) as info:
+            FaultRule.from_json(fields)
+        assert info.value.violations[0].field == field
+
+    def test_plan_round_trips_through_json(self) -> None:
+        plan = FaultPlan([FaultRule("duplicate", job="n*", count=2), FaultRule("lost_ack")], 9)
+        assert FaultPlan.from_json(plan.to_json()).to_json() == plan.to_json()
+
+
+def test_fault_file_loads_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "faults.yaml"
+    path.write_text("seed: 5\nrules:\n  - {action: lost_ack, job: nightly, run: 1}\n")
+    plan = load_fault_file(path)
+    assert plan.seed == 5 and plan.rules == [FaultRule("lost_ack", job="nightly", run=1)]
+    path.write_text("rules:\n  - {action: nope}\n")
+    with pytest.raises(InvalidArgument, match=f"{path}: action must be one of"):
+        load_fault_file(path)
+
+
+def test_faults_endpoint_adds_lists_and_clears(emulator: Emulator, target: RecordingTarget) -> None:
+    client = Client(create_app(emulator))
+    plan = client.post("/_emulator/faults", json={"action": "duplicate", "job": "nightly"}).json
+    assert plan == {
+        "seed": 0,
+        "rules": [
+            {
+                "action": "duplicate",
+                "job": "nightly",
+                "run": None,
+                "schedule_time": None,
+                "attempt": None,
+                "probability": 1.0,
+                "limit": None,
+                "count": 1,
+                "concurrent": False,
+            }
+        ],
+    }
+    client.post("/_emulator/faults", json={"seed": 4, "rules": [{"action": "lost_ack"}]})
+    assert client.get("/_emulator/faults").json["seed"] == 4
+    assert len(client.get("/_emulator/faults").json["rules"]) == 2
+    bad = client.post("/_emulator/faults", json={"action": "boom"})
+    assert bad.status_code == 400 and bad.json["error"]["status"] == "INVALID_ARGUMENT"
+    assert client.delete("/_emulator/faults").json == {"seed": 4, "rules": []}
+    emulator.create_job(nightly_job())
+    client.post("/_emulator/clock:advance", json={"seconds": 60})
+    injected = client.get("/_emulator/attempts").json["attempts"]
+    assert [a["injected"] for a in injected] == [False]
+
+
+def nightly_clock_start() -> datetime:
+    return datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"action": "duplicate", "job": 5}, "job"),
+        ({"action": "status", "probability": "0.5"}, "probability"),
+        ({"action": "status", "probability": None}, "probability"),
+        ({"action": "duplicate", "count": "2"}, "count"),
+        ({"action": "delay", "seconds": "1"}, "seconds"),
+        ({"action": "duplicate", "concurrent": "yes"}, "concurrent"),
+        ({"action": "status", "schedule_time": 5}, "schedule_time"),
+        ({"action": 3}, "action"),
+    ],
+)
+def test_wrongly_typed_rule_fields_are_refused_naming_them(
+    fields: dict[str, Any], field: str, emulator: Emulator
+) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        emulator.faults.add(**fields)
+    assert info.value.violations[0].field == field
+    assert emulator.faults.rules == []
+
+
+def test_a_misspelt_keyword_is_refused_naming_it(emulator: Emulator) -> None:
+    with pytest.raises(InvalidArgument, match="unknown fault rule field 'jbo'"):
+        emulator.faults.add(action="status", jbo="nightly")
+
+
+def test_an_error_inside_the_emulator_still_records_the_attempt(
+    emulator: Emulator, target: RecordingTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(request: Any, timeout_seconds: float) -> Any:
+        raise RuntimeError("transport bug")
+
+    monkeypatch.setattr(emulator.engine.transport, "send", broken)
+    emulator.create_job(nightly_job(retryConfig={}))
+    emulator.advance(timedelta(minutes=2))
+    [attempt] = emulator.attempts()
+    assert attempt.code == "UNKNOWN" and attempt.end_time is not None
+    assert "transport bug" in attempt.debug_info
+    assert isinstance(emulator.engine.last_error, RuntimeError)
+    assert emulator.engine.error_count == 1
+
+
+def test_only_one_retry_overlaps_a_deadline_then_the_slow_request_is_awaited(
+    clock: ManualClock,
+) -> None:
+    release = threading.Event()
+    seen: list[str] = []
+    calls: list[int] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        calls.append(1)
+        number = len(calls)
+        seen.append(f"start {number}")
+        if number == 1:
+            release.wait(10)  # slow: still running when the first retry arrives
+        elif number == 2:
+            release.set()  # the overlapping retry; the slow one can now finish
+        seen.append(f"end {number}")
+        start_response("500 Busy" if number == 2 else "200 OK", [])
+        return [b""]
+
+    emu = Emulator(clock, transport=WsgiTransport(app))
+    emu.faults.add(action="deadline", attempt=1, seconds=0.05)
+    emu.create_job(nightly_job(attemptDeadline="30s"))
+    emu.advance(timedelta(hours=1))  # one step through every retry
+    assert seen[:3] == ["start 1", "start 2", "end 2"]
+    assert seen[3:] == ["end 1", "start 3", "end 3"]  # retry 2 waited for the slow request
+    assert [a.code for a in emu.attempts()] == ["DEADLINE_EXCEEDED", "INTERNAL", "OK"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "defaults"),
+    [
+        pytest.param({"action": "delay"}, {"seconds": 0.1}, id="delay"),
+        pytest.param({"action": "deadline"}, {"seconds": 0.1}, id="deadline"),
+        pytest.param({"action": "status"}, {"status": 503}, id="status"),
+        pytest.param({"action": "lost_ack"}, {}, id="lost_ack"),
+    ],
+)
+def test_the_faults_endpoint_shows_the_defaults_that_apply_to_each_action(
+    emulator: Emulator, rule: dict[str, object], defaults: dict[str, object]
+) -> None:
+    client = Client(create_app(emulator))
+    client.post("/_emulator/faults", json=rule)
+    [shown] = client.get("/_emulator/faults").json["rules"]
+    assert shown == {
+        "action": rule["action"],
+        "job": "*",
+        "run": None,
+        "schedule_time": None,
+        "attempt": None,
+        "probability": 1.0,
+        "limit": None,
+        **defaults,
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param(
+            {"action": "duplicate", "seconds": 2},
+            "fault rule field 'seconds' does not apply to action 'duplicate'; only deadline "
+            "and delay read it.",
+            id="one-rule",
+        ),
+        pytest.param(
+            {"rules": [{"action": "lost_ack", "status": 500}]},
+            "fault rule field 'status' does not apply to action 'lost_ack'; only status read it.",
+            id="in-a-plan",
+        ),
+    ],
+)
+def test_the_faults_endpoint_refuses_a_field_the_action_does_not_read(
+    emulator: Emulator, body: dict[str, object], message: str
+) -> None:
+    client = Client(create_app(emulator))
+    refused = client.post("/_emulator/faults", json=body)
+    assert refused.status_code == 400
+    assert refused.json["error"]["status"] == "INVALID_ARGUMENT"
+    assert refused.json["error"]["message"] == message
+    assert client.get("/_emulator/faults").json["rules"] == []
+
+
+class TestFieldsThatDoNotApply:
+    """A field the rule's action does not read is refused by the core, so every entry point
+    (Python, a fault file, a scenario, the endpoint) refuses it the same way."""
+
+    @pytest.mark.parametrize(
+        ("fields", "field", "readers"),
+        [
+            pytest.param({"action": "duplicate", "seconds": 2}, "seconds", "deadline and delay"),
+            pytest.param({"action": "delay", "status": 500}, "status", "status"),
+            pytest.param({"action": "lost_ack", "count": 2}, "count", "duplicate"),
+            pytest.param({"action": "status", "concurrent": True}, "concurrent", "duplicate"),
+            pytest.param(
+                {"action": "connection_error", "seconds": 0.1}, "seconds", "deadline and delay"
+            ),  # refused even at its default value: the key is there
+        ],
+    )
+    def test_from_json_and_add_refuse_it_naming_the_field_and_the_action(
+        self, fields: dict[str, Any], field: str, readers: str, emulator: Emulator
+    ) -> None:
+        message = (
+            f"fault rule field {field!r} does not apply to action {fields['action']!r}; only "
+            f"{readers} read it."
+        )
+        with pytest.raises(InvalidArgument) as info:
+            FaultRule.from_json(fields)
+        assert (info.value.message, info.value.violations[0].field) == (message, field)
+        with pytest.raises(InvalidArgument, match="does not apply to action"):
+            emulator.faults.add(**fields)
+        assert emulator.faults.rules == []
+
+    def test_the_constructor_refuses_a_non_default_value(self) -> None:
+        with pytest.raises(InvalidArgument, match="'seconds' does not apply to action 'status'"):
+            FaultRule("status", seconds=3)
+        assert FaultRule("deadline", seconds=3).seconds == 3
+
+    def test_a_fault_file_refuses_it(self, tmp_path: Path) -> None:
+        path = tmp_path / "faults.yaml"
+        path.write_text("rules:\n  - {action: duplicate, seconds: 2}\n")
+        with pytest.raises(
+            InvalidArgument,
+            match=f"{path}: fault rule field 'seconds' does not apply to action 'duplicate'",
+        ):
+            load_fault_file(path)
+
+    def test_every_action_has_its_list_of_fields(self) -> None:
+        from scheduler_emulator.core.faults import ACTION_FIELDS, ACTIONS, rule_fields
+
+        assert set(ACTION_FIELDS) == set(ACTIONS)
+        assert rule_fields("delay")[-1] == "seconds"
+        assert FaultRule("duplicate").to_full_json() == {
+            "action": "duplicate",
+            "job": "*",
+            "run": None,
+            "schedule_time": None,
+            "attempt": None,
+            "probability": 1.0,
+            "limit": None,
+            "count": 1,
+            "concurrent": False,
+        }

@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.domain`` (the folder mirrors the package)."""

@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.e2e`` (the folder mirrors the package)."""

@@ -1,0 +1,256 @@
+"""The daemon as a real subprocess: jobs file, manual clock, real HTTP target, persistence."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.daemon import MANUAL, running_daemon, serving
+from tests.support import RecordingTarget
+
+
+def write_jobs(path: Path, base_url: str, **retry: int) -> Path:
+    jobs = [
+        {
+            "name": "nightly",
+            "schedule": "0 2 * * *",
+            "timeZone": "Etc/UTC",
+            "httpTarget": {
+                "uri": f"{base_url}/_triggers/timer/nightly",
+                "httpMethod": "POST",
+                "oidcToken": {
+                    "serviceAccountEmail": "scheduler-invoker@my-project.iam.gserviceaccount.com",
+                    "audience": "https://orders-abc123-uc.a.run.app",
+                },
+            },
+            "retryConfig": {"retryCount": 3, **retry},
+        }
+    ]
+    path.write_text(yaml.safe_dump(jobs))
+    return path
+
+
+class TestManualClockDaemon:
+    def test_nightly_job_is_delivered_once_with_scheduler_headers(self, tmp_path: Path) -> None:
+        target = RecordingTarget()
+        with (
+            serving(target) as base_url,
+            running_daemon(
+                "--jobs", str(write_jobs(tmp_path / "jobs.yaml", base_url)), "--in-memory", *MANUAL
+            ) as daemon,
+        ):
+            assert "1 job loaded" in daemon.first_line
+            assert daemon.get("/_emulator/clock") == {
+                "now": "2026-09-24T01:59:00Z",
+                "mode": "manual",
+                "nextDue": "2026-09-24T02:00:00Z",  # the dashboard's "to next due" button
+            }
+            answer = daemon.post("/_emulator/clock:advance", {"seconds": 120})
+            assert answer.json() == {"now": "2026-09-24T02:01:00Z"}
+            [request] = target.requests
+            assert request.method == "POST"
+            assert request.path == "/_triggers/timer/nightly"
+            assert request.headers["X-Cloudscheduler-Jobname"] == "nightly"
+            assert request.headers["X-Cloudscheduler-Scheduletime"] == "2026-09-24T02:00:00Z"
+            assert request.headers["X-Cloudscheduler"] == "true"
+            assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
+
+    def test_failing_target_gets_four_attempts_and_no_fifth(self, tmp_path: Path) -> None:
+        target = RecordingTarget(status=500)
+        with (
+            serving(target) as base_url,
+            running_daemon(
+                "--jobs", str(write_jobs(tmp_path / "jobs.yaml", base_url)), "--in-memory", *MANUAL
+            ) as daemon,
+        ):
+            daemon.post("/_emulator/clock:advance", {"seconds": 120})
+            attempts = daemon.attempts("nightly")
+            assert [a["startTime"] for a in attempts] == [
+                "2026-09-24T02:00:00Z",
+                "2026-09-24T02:00:05Z",
+                "2026-09-24T02:00:15Z",
+                "2026-09-24T02:00:35Z",
+            ]
+            assert {a["code"] for a in attempts} == {"INTERNAL"}
+            assert {a["scheduleTime"] for a in attempts} == {"2026-09-24T02:00:00Z"}
+            assert [a["attempt"] for a in attempts] == [1, 2, 3, 4]
+            assert attempts[0]["job"] == "projects/my-project/locations/us-central1/jobs/nightly"
+            assert attempts[0]["responseStatus"] == 500
+            assert attempts[0]["request"]["headers"]["X-CloudScheduler-JobName"] == "nightly"
+            daemon.post("/_emulator/clock:moveTo", {"time": "2026-09-24T03:00:00Z"})
+            assert len(daemon.attempts()) == 4
+            assert len(target.requests) == 4
+
+    def test_attempt_log_lines_are_cloud_logging_entries(self, tmp_path: Path) -> None:
+        log = tmp_path / "attempts.jsonl"
+        jobs = write_jobs(tmp_path / "jobs.yaml", "http://127.0.0.1:9")
+        with running_daemon(
+            "--jobs", str(jobs), "--in-memory", "--log-file", str(log), *MANUAL
+        ) as daemon:
+            daemon.post("/_emulator/clock:advance", {"seconds": 120})
+        entries = [json.loads(line) for line in log.read_text().splitlines()]
+        started = [e for e in entries if e["jsonPayload"]["@type"].endswith("AttemptStarted")]
+        finished = [e for e in entries if e["jsonPayload"]["@type"].endswith("AttemptFinished")]
+        assert len(started) == len(finished) == 4
+        assert finished[0]["jsonPayload"]["status"] == "UNAVAILABLE"
+        assert finished[0]["severity"] == "ERROR"
+        assert "httpRequest" not in finished[0]
+        assert started[0]["logName"] == (
+            "projects/my-project/logs/cloudscheduler.googleapis.com%2Fexecutions"
+        )
+        assert started[0]["resource"] == {
+            "type": "cloud_scheduler_job",
+            "labels": {"job_id": "nightly", "location": "us-central1", "project_id": "my-project"},
+        }
+
+    def test_clock_endpoints_refuse_a_system_clock(self) -> None:
+        with running_daemon("--in-memory") as daemon:
+            answer = daemon.post("/_emulator/clock:advance", {"seconds": 1})
+            assert answer.status_code == 400
+            assert answer.json()["error"]["status"] == "FAILED_PRECONDITION"
+            assert daemon.get("/_emulator/clock")["mode"] == "system"
+
+    def test_sigterm_stops_the_daemon_cleanly(self) -> None:
+        with running_daemon("--in-memory") as daemon:
+            assert daemon.stop(signal.SIGTERM) == 0
+
+
+class TestPersistence:
+    def test_sigkill_keeps_jobs_state_and_attempt_history(self, tmp_path: Path) -> None:
+        target = RecordingTarget(status=404)
+        data = tmp_path / "data"
+        with serving(target) as base_url:
+            jobs = write_jobs(tmp_path / "jobs.yaml", base_url)
+            with running_daemon("--jobs", str(jobs), "--data-dir", str(data), *MANUAL) as first:
+                first.post("/_emulator/clock:advance", {"seconds": 120})
+                before = first.attempts()
+                assert [a["code"] for a in before] == ["NOT_FOUND"] * 4
+                first.process.send_signal(signal.SIGKILL)
+                first.process.wait(timeout=30)
+            with running_daemon("--data-dir", str(data), *MANUAL) as second:
+                assert "1 job loaded" in second.first_line
+                assert second.attempts() == before
+
+
+class TestBadInput:
+    def test_invalid_jobs_file_is_refused_naming_job_field_and_value(self, tmp_path: Path) -> None:
+        jobs = tmp_path / "jobs.yaml"
+        jobs.write_text(
+            yaml.safe_dump(
+                [
+                    {
+                        "name": "nightly",
+                        "schedule": "0 2 * * *",
+                        "httpTarget": {"uri": "http://127.0.0.1:9/x"},
+                        "retryConfig": {"retryCount": 9},
+                    }
+                ]
+            )
+        )
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "scheduler_emulator",
+                "start",
+                "--jobs",
+                str(jobs),
+                "--in-memory",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2
+        assert "nightly" in result.stderr
+        assert "retryConfig.retryCount" in result.stderr
+        assert "9" in result.stderr
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            pytest.param(
+                ["--start", "2026-01-01T00:00:00Z"],
+                "--start needs --clock manual",
+                id="start-without-manual",
+            ),
+        ],
+    )
+    def test_bad_flags_exit_2_with_a_message(self, args: list[str], message: str) -> None:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "scheduler_emulator",
+                "start",
+                "--in-memory",
+                "--port",
+                "0",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2
+        assert message in result.stderr
+
+
+class TestReload:
+    def test_changed_jobs_file_updates_the_job_and_keeps_its_history(self, tmp_path: Path) -> None:
+        target = RecordingTarget(status=500)
+        data = tmp_path / "data"
+        with serving(target) as base_url:
+            jobs = write_jobs(tmp_path / "jobs.yaml", base_url)
+            with running_daemon("--jobs", str(jobs), "--data-dir", str(data), *MANUAL) as first:
+                first.post("/_emulator/clock:advance", {"seconds": 120})
+                assert len(first.attempts()) == 4
+                assert first.stop() == 0
+            write_jobs(jobs, base_url, retryCount=1)  # retryCount 3 → 1
+            with running_daemon("--jobs", str(jobs), "--data-dir", str(data), *MANUAL) as second:
+                assert len(second.attempts()) == 4
+                second.post("/_emulator/clock:advance", {"seconds": 120})
+                attempts = second.attempts()
+                assert [a["attempt"] for a in attempts[4:]] == [1, 2]  # the new retry count
+
+    def test_a_job_in_two_jobs_files_is_refused(self, tmp_path: Path) -> None:
+        one = write_jobs(tmp_path / "one.yaml", "http://127.0.0.1:9")
+        two = write_jobs(tmp_path / "two.yaml", "http://127.0.0.1:9")
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "scheduler_emulator",
+                "start",
+                "--in-memory",
+                "--jobs",
+                str(one),
+                "--jobs",
+                str(two),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2
+        assert f"{two}: job 'nightly' is defined in {one} too" in result.stderr
+
+
+def test_a_port_in_use_is_a_clear_error() -> None:
+    with running_daemon("--in-memory") as daemon:
+        port = daemon.url.rsplit(":", 1)[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "scheduler_emulator", "start", "--in-memory", "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}:")
+    assert "pick another --port" in result.stderr

@@ -1,0 +1,113 @@
+"""One daemon per data directory, a per-project default directory, and a stop that does not
+hang on a target that never answers (the daemon as a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scheduler_emulator.realtime import real_monotonic
+from scheduler_emulator.runtime.data_dir_lock import DataDirInUse, DataDirLock
+from scheduler_emulator.runtime.store import Store
+from scheduler_emulator.tools.cli import default_data_dir
+from tests.daemon import running_daemon
+from tests.drip import DripTarget, drip_server
+from tests.support import wait_for
+
+
+class TestOneDaemonPerDataDirectory:
+    def test_a_second_daemon_on_the_same_data_dir_exits_2_naming_the_first(
+        self, tmp_path: Path
+    ) -> None:
+        with running_daemon("--data-dir", str(tmp_path)) as first:
+            _, port = first.host_port
+            second = subprocess.run(
+                [sys.executable, "-m", "scheduler_emulator", "start", "--port", "0"]
+                + ["--data-dir", str(tmp_path)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        assert second.returncode == 2
+        assert f"pid {first.process.pid}, port {port}" in second.stderr
+        assert "--data-dir" in second.stderr
+
+    def test_the_lock_is_free_again_once_its_holder_released_it(self, tmp_path: Path) -> None:
+        first = DataDirLock(tmp_path)
+        first.acquire()
+        first.note_port(8095)
+        with pytest.raises(DataDirInUse, match=f"pid {os.getpid()}, port 8095"):
+            DataDirLock(tmp_path).acquire()
+        first.release()
+        again = DataDirLock(tmp_path)
+        again.acquire()
+        again.release()
+
+
+class TestDefaultDataDirectory:
+    def test_two_project_directories_get_two_data_directories(self, tmp_path: Path) -> None:
+        (tmp_path / "a" / "app").mkdir(parents=True)
+        (tmp_path / "b" / "app").mkdir(parents=True)
+        first = default_data_dir(tmp_path / "a" / "app")
+        second = default_data_dir(tmp_path / "b" / "app")
+        assert first != second
+        assert first.name.startswith("app-") and second.name.startswith("app-")
+
+    def test_the_same_project_finds_the_same_data_directory(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+        monkeypatch.chdir(tmp_path)
+        assert default_data_dir() == default_data_dir(tmp_path)
+        assert default_data_dir().parent == tmp_path / "data" / "scheduler-emulator"
+
+
+class TestStopping:
+    def test_sigterm_with_a_hung_delivery_exits_within_3_s_and_records_it_interrupted(
+        self, tmp_path: Path
+    ) -> None:
+        hang = DripTarget(mode="hang", limit_seconds=60)
+        jobs = tmp_path / "jobs.json"
+        with drip_server(hang) as base:
+            jobs.write_text(
+                json.dumps(
+                    [
+                        {
+                            "name": "hung",
+                            "schedule": "0 0 1 1 *",
+                            "httpTarget": {"uri": base + "/_triggers/timer/hung"},
+                            "retryConfig": {"retryCount": 1},
+                        }
+                    ]
+                )
+            )
+            data = tmp_path / "data"
+            with running_daemon("--data-dir", str(data), "--jobs", str(jobs)) as daemon:
+                name = "projects/my-project/locations/us-central1/jobs/hung"
+                assert daemon.post(f"/v1/{name}:run").status_code == 200
+                assert wait_for(lambda: hang.requests >= 1, bound_seconds=10)
+                started = real_monotonic()
+                daemon.process.send_signal(signal.SIGTERM)
+                daemon.process.wait(timeout=10)
+                took = real_monotonic() - started
+                assert daemon.process.stderr is not None
+                stderr = daemon.process.stderr.read()
+        assert took < 3.0, took
+        assert daemon.process.returncode == 0
+        assert "1 attempt(s) in flight" in stderr
+        assert "1 attempt(s) recorded as interrupted" in stderr
+        store = Store(data / "emulator.db")
+        try:
+            [attempt] = store.attempts()
+            [run] = store.open_runs()  # retried at the next start (retryCount 1)
+        finally:
+            store.close()
+        assert attempt.code == "UNAVAILABLE"
+        assert "stopped while the attempt was in flight" in attempt.debug_info
+        assert run.next_attempt_at is not None

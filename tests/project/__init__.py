@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.project`` (the folder mirrors the package)."""

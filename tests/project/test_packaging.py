@@ -1,0 +1,129 @@
+"""The package survives a build-output entry in a .gitignore.
+
+Issue: ``scheduler_emulator/target/`` is named like a build-output folder. With ``target/`` in a
+global gitignore (as Rust and Maven templates set), new files there vanished from
+``git status`` and ``git add -A``, ``ruff check .`` skipped the folder, and with ``target/`` in
+the repository's .gitignore the built wheel held none of it. The target-side helpers are now
+``scheduler_emulator/service/``; here a fresh clone under such ignore files (global and the
+repository's) still shows new files, lints every module, and builds a wheel with all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("scheduler_emulator", "pytest_plugin")
+#: Folder names that common .gitignore templates treat as build output.
+BUILD_OUTPUT_NAMES = ("target", "build", "dist", "out", "bin")
+
+
+def test_no_package_folder_is_named_like_a_build_output() -> None:
+    folders = [
+        path.relative_to(REPO)
+        for package in PACKAGES
+        for path in (REPO / package).rglob("*")
+        if path.is_dir() and path.name in BUILD_OUTPUT_NAMES
+    ]
+    assert folders == []
+
+
+def test_the_old_name_is_a_warning_alias_of_the_new_package() -> None:
+    import importlib
+
+    from scheduler_emulator import service
+    from scheduler_emulator.service import guard
+
+    for name in [n for n in sys.modules if n.startswith("scheduler_emulator.target")]:
+        del sys.modules[name]
+    with pytest.warns(DeprecationWarning, match=r"scheduler_emulator\.target is now .*service"):
+        old = importlib.import_module("scheduler_emulator.target")
+    assert old.TimerRouter is service.TimerRouter
+    assert importlib.import_module("scheduler_emulator.target.guard") is guard
+
+
+@dataclass
+class Clone:
+    path: Path
+    env: dict[str, str]
+
+    def run(self, *command: str, timeout: float = 120) -> str:
+        result = subprocess.run(
+            command, cwd=self.path, env=self.env, capture_output=True, text=True,
+            timeout=timeout, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, f"{command} failed:\n{result.stdout}\n{result.stderr}"
+        return result.stdout
+
+    def package_files(self) -> list[str]:
+        """The package's tracked files (what the wheel must hold)."""
+        return self.run("git", "ls-files", "--", *PACKAGES).split()
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clone]:
+    """A fresh clone with every build-output name in a global gitignore (a HOME of its own
+    whose ``core.excludesFile`` lists them) and in the repository's .gitignore."""
+    root = tmp_path_factory.mktemp("clone")
+    home = root / "home"
+    home.mkdir()
+    ignored = "".join(f"{name}/\n" for name in BUILD_OUTPUT_NAMES)
+    (home / "gitignore").write_text(ignored)
+    (home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {home / 'gitignore'}\n")
+    env = {**os.environ, "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
+    env.pop("XDG_CONFIG_HOME", None)
+    subprocess.run(
+        ["git", "clone", "--quiet", str(REPO), str(root / "repo")],
+        env=env, check=True, timeout=120, capture_output=True,
+    )  # fmt: skip
+    with (root / "repo" / ".gitignore").open("a") as gitignore:
+        gitignore.write(ignored)
+    yield Clone(root / "repo", env)
+
+
+@pytest.mark.timeout(120)
+def test_a_new_module_in_the_clone_is_seen_by_git(clone: Clone) -> None:
+    assert clone.run("git", "config", "core.excludesFile").strip().endswith("gitignore")
+    new = clone.path / "scheduler_emulator" / "service" / "new_module.py"
+    new.write_text('"""New."""\n')
+    try:
+        status = clone.run("git", "status", "--porcelain", "--untracked-files=all")
+        assert "?? scheduler_emulator/service/new_module.py" in status
+    finally:
+        new.unlink()
+
+
+@pytest.mark.timeout(120)
+def test_ruff_lints_every_module_of_the_clone(clone: Clone) -> None:
+    ruff = [sys.executable, "-m", "ruff"]
+    checked = {
+        Path(line.strip()).resolve().relative_to(clone.path.resolve()).as_posix()
+        for line in clone.run(*ruff, "check", "--show-files", ".").splitlines()
+        if line.strip().endswith(".py")
+    }
+    modules = [f for f in clone.package_files() if f.endswith(".py")]
+    assert [m for m in modules if m not in checked] == []
+    assert any(m.startswith("scheduler_emulator/service/") for m in modules)
+    clone.run(*ruff, "check", ".")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_wheel_of_the_clone_holds_every_package_file(clone: Clone, tmp_path: Path) -> None:
+    pytest.importorskip("hatchling")  # the build backend (the test extra installs it)
+    clone.run(
+        sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+        "--disable-pip-version-check", "--wheel-dir", str(tmp_path), ".", timeout=240,
+    )  # fmt: skip
+    [wheel] = tmp_path.glob("cloud_scheduler_emulator-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert [f for f in clone.package_files() if f not in names] == []
+    assert "scheduler_emulator/service/guard.py" in names

@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.runtime`` (the folder mirrors the package)."""

@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.runtime.engine`` (the folder mirrors the package)."""

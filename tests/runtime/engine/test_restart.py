@@ -1,0 +1,147 @@
+"""Restarts on the same data: jobs, state and history survive; in-flight attempts are retried."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from scheduler_emulator.domain.resources import State
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.store import Store
+from scheduler_emulator.runtime.transports import DeliveryRequest, TransportResult, WsgiTransport
+from tests.support import RecordingTarget, nightly_job
+
+START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
+
+
+class ProcessDied(BaseException):
+    """Stands for the process dying in the middle of a delivery."""
+
+
+class DyingTransport(WsgiTransport):
+    def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
+        raise ProcessDied
+
+
+def reopen(path: Path, target: RecordingTarget, at: datetime) -> Emulator:
+    return Emulator(ManualClock(at), store=Store(path), transport=WsgiTransport(target))
+
+
+def test_in_flight_attempt_is_recorded_as_failed_and_retried(tmp_path: Path) -> None:
+    db = tmp_path / "emulator.db"
+    target = RecordingTarget()
+    first = Emulator(ManualClock(START), store=Store(db), transport=DyingTransport(target))
+    first.create_job(nightly_job())
+    with pytest.raises(ProcessDied):
+        first.advance(timedelta(minutes=1))
+    [in_flight] = first.attempts()
+    assert in_flight.end_time is None  # what a crash leaves behind
+
+    restarted_at = START + timedelta(minutes=3)
+    second = reopen(db, target, restarted_at)
+    crashed, *_ = second.attempts()
+    assert crashed.code == "UNAVAILABLE"
+    assert crashed.end_time == restarted_at
+    assert "Emulator restarted." in crashed.debug_info
+    assert second.get_job("nightly").schedule_time == restarted_at + timedelta(seconds=5)
+    second.advance(timedelta(seconds=5))
+    retry = second.attempts()[-1]
+    assert (retry.attempt, retry.code, retry.schedule_time) == (2, "OK", "2026-09-24T02:00:00Z")
+    assert len(target.requests) == 1
+
+
+def test_state_and_history_survive_and_nothing_is_backfilled(tmp_path: Path) -> None:
+    db = tmp_path / "emulator.db"
+    target = RecordingTarget(status=500)
+    first = reopen(db, target, START)
+    first.create_job(nightly_job(retryConfig={}))
+    first.create_job(nightly_job(name="paused-one"))
+    first.pause_job("paused-one")
+    first.advance(timedelta(minutes=2))
+    history = first.attempts()
+    first.close()
+
+    two_days_later = START + timedelta(days=2)
+    second = reopen(db, target, two_days_later)
+    assert [j.job_id for j in second.list_jobs()] == ["nightly", "paused-one"]
+    assert second.get_job("paused-one").state == State.PAUSED
+    nightly = second.get_job("nightly")
+    assert nightly.status is not None and nightly.status.code == 13
+    assert nightly.last_attempt_time == START + timedelta(minutes=1)
+    assert nightly.schedule_time == datetime(2026, 9, 26, 2, tzinfo=UTC)
+    assert [(a.id, a.code, a.start_time) for a in second.attempts()] == [
+        (a.id, a.code, a.start_time) for a in history
+    ]
+
+
+def test_a_waiting_retry_is_kept_across_a_restart(tmp_path: Path) -> None:
+    db = tmp_path / "emulator.db"
+    target = RecordingTarget(status=500)
+    first = reopen(db, target, START)
+    first.create_job(nightly_job())
+    first.advance(timedelta(seconds=62))  # 02:00:00 failed, retry due 02:00:05
+    first.close()
+    target.status = 200
+    second = reopen(db, target, START + timedelta(seconds=62))
+    second.advance(timedelta(seconds=3))
+    assert [(a.attempt, a.code) for a in second.attempts()] == [(1, "INTERNAL"), (2, "OK")]
+
+
+def test_scheduled_times_that_passed_while_down_are_listed_as_skipped(tmp_path: Path) -> None:
+    db = tmp_path / "emulator.db"
+    target = RecordingTarget()
+    first = reopen(db, target, START)
+    first.create_job(nightly_job(schedule="* * * * *", retryConfig={}))
+    first.advance(timedelta(minutes=1, seconds=10))  # 02:00 delivered
+    first.store.close()  # the process dies here, with 02:01 its next scheduled time
+
+    second = reopen(db, target, START + timedelta(minutes=4, seconds=30))  # back at 02:03:30
+    skipped = second.skipped_runs()
+    assert [(s.schedule_time, s.reason) for s in skipped] == [
+        ("2026-09-24T02:01:00Z", "EMULATOR_DOWN"),
+        ("2026-09-24T02:02:00Z", "EMULATOR_DOWN"),
+        ("2026-09-24T02:03:00Z", "EMULATOR_DOWN"),
+    ]
+    assert second.get_job("nightly").schedule_time == START + timedelta(minutes=5)
+    second.advance(timedelta(minutes=1))
+    assert [a.schedule_time for a in second.attempts()] == [
+        "2026-09-24T02:00:00Z",
+        "2026-09-24T02:04:00Z",
+    ]
+
+
+def test_a_long_downtime_records_a_bounded_number_of_skipped_times(tmp_path: Path) -> None:
+    db = tmp_path / "emulator.db"
+    first = reopen(db, RecordingTarget(), START)
+    first.create_job(nightly_job(schedule="* * * * *"))
+    first.store.close()
+    second = reopen(db, RecordingTarget(), START + timedelta(days=30))
+    assert len(second.skipped_runs()) == 100
+
+
+def test_a_data_directory_of_the_first_release_still_loads(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "emulator.db"
+    first = reopen(db, RecordingTarget(), START)
+    first.create_job(nightly_job())
+    first.store.close()
+    con = sqlite3.connect(db)  # back to the first release's schema: no new columns
+    con.executescript(
+        "ALTER TABLE jobs DROP COLUMN next_fire; ALTER TABLE skipped DROP COLUMN reason;"
+        "DROP INDEX attempts_start; DROP INDEX attempts_job_start;"
+        "ALTER TABLE attempts DROP COLUMN nominal;"
+        "ALTER TABLE attempts DROP COLUMN response_excerpt;"
+        "ALTER TABLE attempts DROP COLUMN response_content_type;"
+        "PRAGMA user_version = 0;"
+    )
+    con.close()
+    second = reopen(db, RecordingTarget(), START)
+    assert second.get_job("nightly").schedule_time == datetime(2026, 9, 24, 2, tzinfo=UTC)
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone() == (3,)
+    second.advance(timedelta(minutes=1))  # the 02:00 run, recorded in the added columns
+    (attempt,) = second.attempts()
+    assert attempt.nominal == datetime(2026, 9, 24, 2, tzinfo=UTC)

@@ -1,0 +1,131 @@
+"""Deferred updates (``Store.deferred``): the ends of attempts committed a few ms later, in one
+transaction with others; inserts never deferred; every read sees what is deferred."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from scheduler_emulator.domain.attempts import Attempt, Run
+from scheduler_emulator.runtime.store import Store
+
+JOB = "projects/p/locations/l/jobs/j"
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+def started(store: Store, run_id: int = 1) -> Attempt:
+    store.add_run(Run(run_id, JOB, "2026-12-01T09:00:00Z", T0, attempts=1))
+    return store.add_attempt(Attempt(0, JOB, run_id, 1, "2026-12-01T09:00:00Z", T0, {}))
+
+
+def ended(attempt: Attempt) -> Attempt:
+    attempt.end_time, attempt.code, attempt.response_status = T0 + timedelta(seconds=1), "OK", 200
+    return attempt
+
+
+def committed(path: Path, sql: str) -> list[tuple[object, ...]]:
+    """What another connection (another process, after a crash) reads."""
+    other = sqlite3.connect(path)
+    try:
+        return other.execute(sql).fetchall()
+    finally:
+        other.close()
+
+
+def test_inserts_are_committed_at_once_inside_a_deferred_block(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    with store.deferred():
+        started(store)
+        assert committed(tmp_path / "db", "SELECT id, end_time FROM attempts") == [(1, None)]
+        assert committed(tmp_path / "db", "SELECT id FROM runs") == [(1,)]
+    store.close()
+
+
+def test_a_deferred_end_is_read_back_at_once_and_committed_by_flush(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    attempt = started(store)
+    with store.deferred():
+        store.finish_attempt(ended(attempt))
+        store.save_run(Run(1, JOB, None, T0, attempts=1, finished=True))
+    [read] = store.attempts()
+    assert read.code == "OK"  # this connection's reads carry out what is deferred first
+    assert store.open_runs() == []
+    assert committed(tmp_path / "db", "SELECT code FROM attempts") == [("OK",)]
+    store.close()
+
+
+def test_close_commits_what_is_deferred(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    attempt = started(store)
+    with store.deferred():
+        store.finish_attempt(ended(attempt))
+    store.close()
+    assert committed(tmp_path / "db", "SELECT code FROM attempts") == [("OK",)]
+
+
+def test_deferred_and_immediate_updates_keep_their_order() -> None:
+    store = Store(":memory:")
+    started(store)
+    with store.deferred():
+        store.save_run(Run(1, JOB, None, T0, attempts=1, next_attempt_at=T0))
+    store.save_run(Run(1, JOB, None, T0, attempts=2))  # later, not deferred: it wins
+    [run] = store.open_runs()
+    assert (run.attempts, run.next_attempt_at) == (2, None)
+    store.close()
+
+
+def test_deferred_updates_inside_a_batch_commit_with_it(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    attempt = started(store)
+    with store.batch():
+        started(store, run_id=2)
+        with store.deferred():
+            store.finish_attempt(ended(attempt))
+        store.flush()  # carried out inside the open transaction
+        assert committed(tmp_path / "db", "SELECT COUNT(*) FROM runs") == [(1,)]
+    assert committed(tmp_path / "db", "SELECT id, code FROM attempts ORDER BY id") == [
+        (1, "OK"),
+        (2, None),
+    ]
+    store.close()
+
+
+def test_only_the_deferring_thread_defers() -> None:
+    store = Store(":memory:")
+    attempt = started(store)
+    with store.deferred():
+        pass
+    store.finish_attempt(ended(attempt))
+    assert store._pending == []
+    store.close()
+
+
+def test_another_threads_write_waits_for_an_open_batch(tmp_path: Path) -> None:
+    """A run written by another thread (say, a retry started on the end path) while the engine's
+    batch is open must not join that uncommitted transaction: it is written after the commit."""
+    import threading
+
+    from scheduler_emulator.domain.attempts import SkippedRun
+    from tests.support import wait_for
+
+    db = tmp_path / "emulator.db"
+    store = Store(db)
+    when = datetime(2026, 9, 24, 2, tzinfo=UTC)
+    done = threading.Event()
+
+    def other() -> None:
+        store.add_skipped(SkippedRun("projects/p/locations/l/jobs/b", None, when, when))
+        done.set()
+
+    with store.batch():
+        store.add_skipped(SkippedRun("projects/p/locations/l/jobs/a", None, when, when))
+        thread = threading.Thread(target=other)
+        thread.start()
+        assert wait_for(lambda: len(store._batch_free._waiters) == 1, bound_seconds=10)  # type: ignore[attr-defined]
+        assert not done.is_set()
+    thread.join(10)
+    assert done.is_set()
+    rows = sqlite3.connect(db).execute("SELECT job FROM skipped ORDER BY id").fetchall()
+    assert [r[0].rsplit("/", 1)[1] for r in rows] == ["a", "b"]
+    store.close()

@@ -1,0 +1,36 @@
+"""The engine on real time: fires within a second of the nominal instant, via its own thread."""
+
+from __future__ import annotations
+
+from scheduler_emulator.runtime.clock import SystemClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import WsgiTransport
+from tests.support import RecordingTarget, ShiftedClock, nightly_job, wait_for
+
+
+def test_every_minute_job_fires_within_a_second_of_the_minute() -> None:
+    clock = ShiftedClock(lead=0.5)
+    target = RecordingTarget()
+    with Emulator(clock, transport=WsgiTransport(target)) as emulator:
+        job = emulator.create_job(nightly_job(schedule="* * * * *"))
+        nominal = job.schedule_time
+        assert nominal is not None
+        # The attempt row appears when the attempt is queued; wait for its end.
+        assert wait_for(
+            lambda: any(a.end_time is not None for a in emulator.attempts()), bound_seconds=10
+        )
+        [attempt, *_] = emulator.attempts()
+    assert attempt.schedule_time == nominal.strftime("%Y-%m-%dT%H:%M:00Z")
+    lateness = (attempt.start_time - nominal).total_seconds()
+    assert 0 <= lateness < 1.0
+    assert attempt.code == "OK"
+
+
+def test_run_job_on_the_system_clock_is_delivered_by_the_engine_thread() -> None:
+    target = RecordingTarget()
+    with Emulator(SystemClock(), transport=WsgiTransport(target)) as emulator:
+        emulator.create_job(nightly_job())
+        emulator.run_job("nightly")
+        assert wait_for(lambda: len(target.requests) == 1, bound_seconds=10)
+        assert emulator.engine.wait_idle(10)
+        assert [a.forced for a in emulator.attempts()] == [True]

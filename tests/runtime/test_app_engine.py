@@ -1,0 +1,161 @@
+"""App Engine HTTP targets: mapped base URLs, the documented headers, 503 retried uncounted."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from scheduler_emulator.runtime.app_engine import parse_app_engine_urls
+from scheduler_emulator.runtime.attempt_log import AttemptLog
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import MountTransport
+from scheduler_emulator.wire import APP_ENGINE_USER_AGENT_SUFFIX
+from tests.support import Received, RecordingTarget
+
+START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
+
+
+def app_engine_job(**overrides: object) -> dict[str, object]:
+    job: dict[str, object] = {
+        "name": "rollup",
+        "schedule": "0 2 * * *",
+        "appEngineHttpTarget": {
+            "relativeUri": "/tasks/rollup?day=1",
+            "appEngineRouting": {"service": "worker", "version": "v2"},
+            "headers": {"User-Agent": "orders-cron/1.0", "X-Trace": "abc"},
+            "body": base64.b64encode(b"{}").decode(),
+        },
+    }
+    job.update(overrides)
+    return job
+
+
+def emulator_for(app: RecordingTarget, urls: object, **kwargs: object) -> Emulator:
+    transport = MountTransport({"http://worker.test": app, "http://app.test": app})
+    return Emulator(
+        ManualClock(START),
+        transport=transport,
+        app_engine_urls=urls,  # type: ignore[arg-type]
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_the_request_reaches_the_mapped_url_with_the_documented_headers() -> None:
+    app = RecordingTarget()
+    emulator = emulator_for(app, {"worker": "http://worker.test/"})
+    emulator.create_job(app_engine_job())
+    emulator.advance(timedelta(minutes=1))
+    [request] = app.requests
+    assert (request.method, request.path, request.query) == ("POST", "/tasks/rollup", "day=1")
+    assert request.headers["User-Agent"] == f"orders-cron/1.0 {APP_ENGINE_USER_AGENT_SUFFIX}"
+    assert request.headers["X-Cloudscheduler"] == "true"
+    assert request.headers["X-Cloudscheduler-Jobname"] == "rollup"
+    assert request.headers["X-Cloudscheduler-Scheduletime"] == "2026-09-24T02:00:00Z"
+    assert request.headers["Content-Type"] == "application/octet-stream"
+    assert request.headers["X-Trace"] == "abc"
+    assert request.body == b"{}"
+    [attempt] = emulator.attempts("rollup")
+    assert attempt.code == "OK"
+    assert attempt.request["url"] == "http://worker.test/tasks/rollup?day=1"
+    assert attempt.request["appEngineHost"] == "v2.worker.my-project.appspot.com"
+
+
+def test_the_default_user_agent_is_app_engines_and_every_service_url_serves_all() -> None:
+    app = RecordingTarget()
+    emulator = emulator_for(app, "http://app.test")
+    target = {"relativeUri": "/ping", "httpMethod": "GET"}
+    emulator.create_job(app_engine_job(appEngineHttpTarget=target))
+    emulator.advance(timedelta(minutes=1))
+    [request] = app.requests
+    assert request.method == "GET" and request.path == "/ping"
+    assert request.headers["User-Agent"] == APP_ENGINE_USER_AGENT_SUFFIX
+    assert "Content-Type" not in request.headers
+    assert emulator.attempts("rollup")[0].request["appEngineHost"] == "my-project.appspot.com"
+
+
+def test_503_is_retried_regardless_of_retry_config_and_not_counted() -> None:
+    def status(received: Received) -> int:
+        return 503 if len(app.requests) <= 3 else 200
+
+    app = RecordingTarget(status=status)
+    emulator = emulator_for(app, {"worker": "http://worker.test"})
+    emulator.create_job(app_engine_job())  # retryCount 0: no retry of a counted failure
+    emulator.advance(timedelta(minutes=2))
+    attempts = emulator.attempts("rollup")
+    assert [a.response_status for a in attempts] == [503, 503, 503, 200]
+    assert attempts[-1].code == "OK"
+    assert emulator.get_job("rollup").retry_config.retry_count == 0
+    starts = [(a.start_time - attempts[0].start_time).total_seconds() for a in attempts]
+    assert starts == [0, 5, 15, 35]  # pinned: the n-th 503 waits the n-th retry's backoff
+
+
+def test_a_503_does_not_use_up_the_retry_count() -> None:
+    statuses = iter([503, 500, 500, 500])
+    app = RecordingTarget(status=lambda received: next(statuses))
+    emulator = emulator_for(app, {"worker": "http://worker.test"})
+    emulator.create_job(app_engine_job(retryConfig={"retryCount": 2}))
+    emulator.advance(timedelta(minutes=5))
+    assert [a.response_status for a in emulator.attempts("rollup")] == [503, 500, 500, 500]
+
+
+def test_http_targets_do_not_retry_a_503_uncounted() -> None:
+    app = RecordingTarget(status=503)
+    emulator = emulator_for(app, {})
+    emulator.create_job(
+        {"name": "plain", "schedule": "0 2 * * *", "httpTarget": {"uri": "http://app.test/x"}}
+    )
+    emulator.advance(timedelta(minutes=5))
+    assert len(emulator.attempts("plain")) == 1
+
+
+def test_an_unmapped_service_records_a_failed_attempt_naming_the_flag() -> None:
+    app = RecordingTarget()
+    stream = io.StringIO()
+    emulator = emulator_for(app, {"other": "http://app.test"}, attempt_log=AttemptLog(stream))
+    emulator.create_job(app_engine_job())
+    emulator.advance(timedelta(minutes=1))
+    [attempt] = emulator.attempts("rollup")
+    assert attempt.code == "FAILED_PRECONDITION"
+    assert "--app-engine-url worker=http://HOST:PORT" in attempt.debug_info
+    assert app.requests == []
+    finished = json.loads(stream.getvalue().splitlines()[-1])
+    assert finished["jsonPayload"]["targetType"] == "APP_ENGINE_HTTP"
+    assert finished["severity"] == "ERROR"
+
+
+def test_a_job_without_a_service_goes_to_default() -> None:
+    app = RecordingTarget()
+    emulator = emulator_for(app, {"default": "http://app.test"})
+    emulator.create_job(app_engine_job(appEngineHttpTarget={"relativeUri": "/"}))
+    emulator.advance(timedelta(minutes=1))
+    assert [r.path for r in app.requests] == ["/"]
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["http://a.test/"], {"*": "http://a.test"}),
+        (
+            ["worker=http://w.test", "http://a.test"],
+            {"worker": "http://w.test", "*": "http://a.test"},
+        ),
+        (["http://a.test/?x=1"], {"*": "http://a.test/?x=1"}),
+        ({"worker": "http://w.test"}, {"worker": "http://w.test"}),
+    ],
+)
+def test_parse_app_engine_urls(values: object, expected: dict[str, str]) -> None:
+    assert parse_app_engine_urls(values) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [(["worker=ftp://x"], "http"), (["http://a.test", "http://b.test"], "twice")],
+)
+def test_parse_app_engine_urls_errors(values: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_app_engine_urls(values)

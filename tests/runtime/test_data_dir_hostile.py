@@ -1,0 +1,267 @@
+"""Hostile environments for the data directory: a damaged database, a full disk, and a second
+daemon after the lock file was deleted (the daemon as a real subprocess).
+
+Each refusal exits 2 naming the file and what to do, leaves the file as it was, and prints no
+traceback."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import requests
+
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.options import STORE_FILE_NAME
+from tests.daemon import running_daemon
+
+JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
+
+
+def start(data_dir: Path, *extra: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``scheduler-emulator start`` on ``data_dir``, expected to exit by itself."""
+    return subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", "start", "--port", "0"]
+        + ["--data-dir", str(data_dir), *extra],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def job(index: int) -> dict[str, object]:
+    return {
+        "name": f"{JOBS[4:]}/job{index}",
+        "schedule": "* * * * *",
+        "httpTarget": {"uri": "http://127.0.0.1:9/x"},
+        "description": "d" * 300,
+    }
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ----------------------------------------------------------------------------- damaged database
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory of 300 jobs and their attempts, cleanly closed."""
+    data = tmp_path_factory.mktemp("healthy")
+    emulator = Emulator(ManualClock(datetime(2026, 1, 1, tzinfo=UTC)), data_dir=data)
+    for index in range(300):
+        emulator.create_job(job(index))
+    emulator.advance(60)
+    emulator.close()
+    return data
+
+
+def truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def garbage_pages(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[4096 * 2 : 4096 * 4] = bytes(range(256)) * 32
+    path.write_bytes(bytes(data))
+
+
+def empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def drop_table(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE skipped")
+    db.close()
+
+
+def future_version(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 99")
+    db.close()
+
+
+def not_sqlite(path: Path) -> None:
+    path.write_text("jobs: []\n")
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        pytest.param(truncate, "cannot be read (database disk image is malformed)", id="truncated"),
+        pytest.param(garbage_pages, "is damaged", id="garbage-pages"),
+        pytest.param(empty, "is empty (0 bytes)", id="zero-bytes"),
+        pytest.param(drop_table, "has lost its skipped table", id="dropped-table"),
+        pytest.param(future_version, "later release of scheduler-emulator", id="future-version"),
+        pytest.param(not_sqlite, "is not an SQLite database", id="not-sqlite"),
+    ],
+)
+def test_a_damaged_database_exits_2_naming_it_and_is_left_untouched(
+    healthy: Path, tmp_path: Path, damage: Callable[[Path], None], problem: str
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(healthy, data)
+    database = data / STORE_FILE_NAME
+    damage(database)
+    before = digest(database)
+    result = start(data)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"the database {database} " in result.stderr and problem in result.stderr
+    assert "Move it aside" in result.stderr and "--data-dir" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert digest(database) == before
+    assert not (data / f"{STORE_FILE_NAME}-wal").exists() or damage is drop_table
+
+
+def test_the_healthy_copy_still_starts(healthy: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(healthy, data)
+    with running_daemon("--data-dir", str(data)) as daemon:
+        listed = daemon.get(JOBS + "?pageSize=500")
+    assert len(listed["jobs"]) == 300
+
+
+# --------------------------------------------------------------------------------------- lock
+
+
+def test_deleting_every_file_but_the_database_does_not_let_a_second_daemon_in(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    with running_daemon("--data-dir", str(data), "--clock", "manual") as first:
+        assert first.post(JOBS, job(1)).status_code == 200
+        deleted = []
+        for path in data.iterdir():
+            if path.name != STORE_FILE_NAME:
+                path.unlink()
+                deleted.append(path.name)
+        assert "daemon.lock" in deleted
+        second = start(data)
+        still = first.get(JOBS)
+    assert second.returncode == 2, second.stderr
+    assert f"data directory {data} is in use" in second.stderr
+    assert "Traceback" not in second.stderr
+    assert [j["name"] for j in still["jobs"]] == [job(1)["name"]]
+
+
+# ---------------------------------------------------------------------------------- full disk
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MB tmpfs (needs root and mount); skipped with the reason when it cannot be had."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount a small tmpfs for a full disk: {exc}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs for a full disk: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30)
+
+
+def fill(disk: Path) -> Path:
+    """Write a filler file until the disk is full; return it."""
+    filler = disk / "filler"
+    chunk = b"\0" * 65536
+    with filler.open("wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(chunk)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+        try:
+            while True:
+                out.write(b"\0")
+        except OSError:
+            pass
+    return filler
+
+
+@pytest.mark.timeout(240)
+def test_a_full_disk_refuses_creates_keeps_reads_and_loses_nothing(small_disk: Path) -> None:
+    data = small_disk / "data"
+    args = ("--data-dir", str(data), "--clock", "manual")
+    with running_daemon(*args) as daemon:
+        for index in range(3):
+            assert daemon.post(JOBS, job(index)).status_code == 200
+        assert daemon.post("/_emulator/clock:advance", {"seconds": 120}).status_code == 200
+        attempts_before = daemon.get("/_emulator/attempts")
+        filler = fill(small_disk)
+        acknowledged = [job(index)["name"] for index in range(3)]
+        refused = None
+        for index in range(3, 300):  # the WAL may still hold a few in space it already has
+            response = requests.post(daemon.url + JOBS, json=job(index), timeout=60)
+            if response.status_code == 200:
+                acknowledged.append(job(index)["name"])
+                continue
+            refused = response
+            break
+        assert refused is not None, "every create succeeded on a full disk"
+        assert refused.status_code == 503
+        error = refused.json()["error"]
+        assert error["status"] == "UNAVAILABLE"
+        assert f"data directory {data}" in error["message"] and "full" in error["message"]
+        listed = daemon.get(JOBS + "?pageSize=500")
+        assert [j["name"] for j in listed["jobs"]] == acknowledged  # nothing unstored listed
+        assert daemon.get("/_emulator/attempts") == attempts_before  # reads keep working
+        advanced = requests.post(
+            daemon.url + "/_emulator/clock:advance", json={"seconds": 120}, timeout=60
+        )
+        assert advanced.status_code in (200, 503)
+        daemon.process.send_signal(signal.SIGTERM)
+        daemon.process.wait(30)
+        assert daemon.process.stderr is not None
+        stderr = daemon.process.stderr.read()
+        assert "Traceback" not in stderr
+        assert "except what could not be written (database or disk is full)" in stderr
+    restarted = start(data)
+    assert restarted.returncode == 2, restarted.stderr
+    assert "Traceback" not in restarted.stderr
+    assert f"the data directory {data} is full" in restarted.stderr
+    filler.unlink()
+    with running_daemon(*args) as daemon:
+        listed = daemon.get(JOBS + "?pageSize=500")
+        attempts_after = daemon.get("/_emulator/attempts")
+    assert [j["name"] for j in listed["jobs"]] == acknowledged
+
+    def key(attempt: dict[str, object]) -> tuple[object, ...]:
+        return attempt["job"], attempt["runId"], attempt["attempt"], attempt["endTime"]
+
+    before = {key(a) for a in attempts_before["attempts"]}
+    assert len(before) >= 3 and before <= {key(a) for a in attempts_after["attempts"]}
+
+
+def test_the_free_space_check_names_the_directory(tmp_path: Path) -> None:
+    from scheduler_emulator.runtime.data_file import DataFileUnusable, check_free_space
+
+    with pytest.raises(DataFileUnusable, match=f"data directory {tmp_path} is full"):
+        check_free_space(tmp_path, minimum=2**62)
+    check_free_space(tmp_path, minimum=1)
+    assert json.dumps(os.statvfs(tmp_path).f_bavail)  # the check reads real numbers

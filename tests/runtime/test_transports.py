@@ -1,0 +1,151 @@
+"""Real HTTP and in-process delivery (spec §10.1, §10.4)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from scheduler_emulator.domain.outcomes import Failure
+from scheduler_emulator.runtime.transports import (
+    DeliveryRequest,
+    HttpTransport,
+    MountTransport,
+    WsgiTransport,
+    build_environ,
+)
+from tests.daemon import serving
+from tests.support import RecordingTarget
+
+HEADERS = {
+    "User-Agent": "Google-Cloud-Scheduler",
+    "X-CloudScheduler": "true",
+    "X-CloudScheduler-JobName": "nightly",
+}
+
+
+class TestHttpTransport:
+    def test_sends_only_the_scheduler_headers(self, http_transport: HttpTransport) -> None:
+        target = RecordingTarget()
+        with serving(target) as base:
+            result = http_transport.send(DeliveryRequest("POST", base + "/run?x=1", HEADERS), 5)
+        assert result.status == 200
+        [request] = target.requests
+        assert (request.method, request.path, request.query) == ("POST", "/run", "x=1")
+        sent = {k.lower() for k in request.headers}
+        assert sent <= {
+            "user-agent",
+            "x-cloudscheduler",
+            "x-cloudscheduler-jobname",
+            "host",
+            "accept-encoding",
+            "connection",
+            "content-length",
+        }
+        assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
+
+    def test_redirects_are_followed_and_the_final_status_decides(
+        self, http_transport: HttpTransport
+    ) -> None:
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+            if environ["PATH_INFO"] == "/old":
+                start_response("307 Moved", [("Location", "/new")])
+            else:
+                start_response("204 No Content", [])
+            return [b""]
+
+        with serving(app) as base:  # type: ignore[arg-type]
+            result = http_transport.send(DeliveryRequest("POST", base + "/old", HEADERS), 5)
+        assert result.status == 204
+
+    def test_connection_refused_is_a_connection_failure(
+        self, http_transport: HttpTransport
+    ) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        result = http_transport.send(DeliveryRequest("POST", f"http://127.0.0.1:{port}/", {}), 5)
+        assert (result.status, result.failure) == (None, Failure.CONNECTION)
+        assert result.detail == "Connection refused."
+
+    def test_a_target_slower_than_the_deadline_is_a_deadline_failure(
+        self, http_transport: HttpTransport
+    ) -> None:
+        release = threading.Event()
+
+        def slow(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+            release.wait(10)
+            start_response("200 OK", [])
+            return [b""]
+
+        with serving(slow) as base:  # type: ignore[arg-type]
+            result = http_transport.send(DeliveryRequest("GET", base + "/", HEADERS), 0.2)
+            release.set()
+        assert result.failure == Failure.DEADLINE
+        assert result.detail == "No response within 0.2 s."
+
+
+class TestInProcess:
+    def test_mounted_prefix_goes_in_process(self) -> None:
+        target = RecordingTarget(status=201)
+        transport = MountTransport({"http://orders.test": target})
+        request = DeliveryRequest("PUT", "http://orders.test/a%20b?q=1", HEADERS, b"body")
+        assert transport.send(request, 5).status == 201
+        [received] = target.requests
+        assert (received.path, received.query, received.body) == ("/a b", "q=1", b"body")
+        assert received.headers["X-Cloudscheduler-Jobname"] == "nightly"
+
+    def test_unmounted_url_uses_the_fallback(self) -> None:
+        inner = RecordingTarget(status=202)
+        transport = MountTransport(
+            {"http://orders.test": RecordingTarget()}, fallback=WsgiTransport(inner)
+        )
+        assert (
+            transport.send(DeliveryRequest("GET", "http://other.test/", HEADERS), 5).status == 202
+        )
+
+    def test_an_exception_in_the_app_is_a_500_and_is_kept(self) -> None:
+        def broken(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+            raise RuntimeError("handler bug")
+
+        result = WsgiTransport(broken).send(DeliveryRequest("POST", "http://x.test/", HEADERS), 5)
+        assert result.status == 500
+        assert isinstance(result.exception, RuntimeError)
+
+    def test_in_process_redirects_are_followed(self) -> None:
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+            if environ["PATH_INFO"] == "/old":
+                start_response("302 Found", [("Location", "http://x.test/new")])
+            else:
+                start_response("200 OK", [])
+            return [environ["REQUEST_METHOD"].encode()]
+
+        result = WsgiTransport(app).send(DeliveryRequest("POST", "http://x.test/old", HEADERS), 5)
+        assert result.status == 200
+
+
+class TestBuildEnviron:
+    def test_the_url_and_headers_give_the_environ_of_every_request(self) -> None:
+        headers = {
+            "X-Custom": "1",
+            "content-type": "text/plain",
+            "Host": "x",
+            "Content-Length": "9",
+        }
+        for _ in range(2):  # the second request's values come from the parse of the first
+            environ = build_environ(
+                DeliveryRequest("PUT", "https://svc.test:8443/a%20b/c?x=1&y=2", headers, b"hi")
+            )
+            assert environ["REQUEST_METHOD"] == "PUT"
+            assert environ["PATH_INFO"] == "/a b/c"
+            assert environ["QUERY_STRING"] == "x=1&y=2"
+            assert (environ["SERVER_NAME"], environ["SERVER_PORT"]) == ("svc.test", "8443")
+            assert environ["HTTP_HOST"] == "svc.test:8443"
+            assert environ["wsgi.url_scheme"] == "https"
+            assert (environ["CONTENT_TYPE"], environ["CONTENT_LENGTH"]) == ("text/plain", "2")
+            assert environ["HTTP_X_CUSTOM"] == "1"
+            assert "HTTP_CONTENT_LENGTH" not in environ and "HTTP_CONTENT_TYPE" not in environ
+            assert environ["wsgi.input"].read() == b"hi"
+        bare = build_environ(DeliveryRequest("POST", "http://svc.test", {}))
+        assert (bare["PATH_INFO"], bare["SERVER_PORT"], bare["QUERY_STRING"]) == ("/", "80", "")

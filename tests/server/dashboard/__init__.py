@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.server.dashboard`` (the folder mirrors the package)."""

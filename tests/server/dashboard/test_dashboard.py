@@ -1,0 +1,329 @@
+"""The read model under /_emulator/, attempt records that say why, the dashboard's files and
+its safety, the terminal views and the replay report (no browser: see
+test_dashboard_browser.py for the page in Chromium)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from werkzeug.test import Client
+
+from scheduler_emulator.domain.attempts import RESPONSE_EXCERPT_BYTES, SkippedRun
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.transports import HttpTransport, WsgiTransport
+from scheduler_emulator.server.server import create_app
+from scheduler_emulator.tools.replay import replay_scenario
+from tests.daemon import serving
+from tests.support import TARGET, RecordingTarget, nightly_job
+
+ROOT = Path(__file__).resolve().parents[3]
+JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
+
+
+def answering(status: int, body: bytes, content_type: str = "text/plain") -> Callable[..., Any]:
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        start_response(f"{status} X", [("Content-Type", content_type)])
+        return [body]
+
+    return app
+
+
+class TestAttemptRecordsSayWhy:
+    def test_an_in_process_answer_is_kept_with_its_content_type(self, clock: ManualClock) -> None:
+        app = answering(503, b'{"error": "the ledger is locked"}', "application/json")
+        with Emulator(clock, transport=WsgiTransport(app)) as emulator:
+            emulator.create_job(nightly_job(retryConfig={"retryCount": 0}))
+            emulator.advance(timedelta(minutes=1))
+            [attempt] = emulator.attempts()
+        assert attempt.response_excerpt == '{"error": "the ledger is locked"}'
+        assert attempt.response_content_type == "application/json"
+        assert attempt.nominal == datetime(2026, 9, 24, 2, tzinfo=UTC)
+        assert attempt.to_json()["nominalTime"] == "2026-09-24T02:00:00Z"
+
+    def test_over_http_only_the_first_4_kib_is_kept(
+        self, clock: ManualClock, http_transport: HttpTransport
+    ) -> None:
+        body = ("é" * 3000).encode()  # 6000 bytes: cut inside a character
+        with serving(answering(500, body)) as base:  # type: ignore[arg-type]
+            emulator = Emulator(clock, transport=http_transport)
+            uri = base + "/_triggers/timer/nightly"
+            emulator.create_job(nightly_job(httpTarget={"uri": uri}, retryConfig={}))
+            emulator.advance(timedelta(minutes=1))
+            [attempt] = emulator.attempts()
+            emulator.close()
+        assert attempt.response_status == 500
+        assert attempt.response_content_type == "text/plain"
+        assert len(attempt.response_excerpt.encode()) <= RESPONSE_EXCERPT_BYTES + 2
+        assert attempt.response_excerpt.startswith("é" * 2000)
+
+    def test_a_job_posting_to_another_timer_route_is_told_so(self, clock: ManualClock) -> None:
+        route = TARGET.replace("/nightly", "/cleanup")
+        with Emulator(clock, transport=WsgiTransport(answering(500, b""))) as emulator:
+            emulator.create_job(nightly_job(httpTarget={"uri": route}, retryConfig={}))
+            emulator.advance(timedelta(minutes=1))
+            [attempt] = emulator.attempts()
+        assert "timer route 'cleanup' is not the job's name 'nightly'" in attempt.hint
+        assert attempt.to_json()["hint"] == attempt.hint
+
+
+@pytest.fixture
+def client(emulator: Emulator) -> Client:
+    return Client(create_app(emulator))
+
+
+def flaky(received: Any) -> int:
+    """503 for every nightly attempt, 200 for the others."""
+    return 200 if received.headers.get("X-Cloudscheduler-Jobname") == "weekly" else 503
+
+
+class TestReadModel:
+    @pytest.fixture
+    def day(self, emulator: Emulator, target: RecordingTarget) -> Emulator:
+        target.status = flaky
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 1}))
+        emulator.create_job(nightly_job(name="weekly", schedule="30 9 * * mon-fri"))
+        emulator.create_job(nightly_job(name="paused", schedule="*/15 * * * *"))
+        emulator.pause_job("paused")
+        emulator.advance(timedelta(days=1))
+        return emulator
+
+    def test_jobs_read_their_schedule_in_english_with_next_fire_times(
+        self, day: Emulator, client: Client
+    ) -> None:
+        rows = {row["id"]: row for row in client.get("/_emulator/jobs").json["jobs"]}
+        assert rows["nightly"]["scheduleText"] == "at 02:00, every day"
+        assert rows["weekly"]["scheduleText"] == "at 09:30, Monday to Friday"
+        assert rows["nightly"]["nextFireTimes"] == [
+            f"2026-09-{d}T02:00:00Z" for d in (25, 26, 27, 28, 29)
+        ]
+        assert rows["nightly"]["lastAttempt"]["code"] == "UNAVAILABLE"
+        assert rows["weekly"]["lastAttempt"]["code"] == "OK"
+        assert rows["paused"]["nextFireTimes"] == [] and rows["paused"]["state"] == "PAUSED"
+        paused = client.get("/_emulator/jobs?state=PAUSED").json
+        assert [r["id"] for r in paused["jobs"]] == ["paused"] and paused["totalSize"] == 1
+        assert [r["id"] for r in client.get("/_emulator/jobs?name=EEK").json["jobs"]] == ["weekly"]
+        page = client.get("/_emulator/jobs?pageSize=2").json
+        assert len(page["jobs"]) == 2 and page["nextPageToken"] == "2"
+        assert client.get("/_emulator/jobs?fireTimes=2").json["jobs"][0]["nextFireTimes"] == [
+            "2026-09-25T02:00:00Z",
+            "2026-09-26T02:00:00Z",
+        ]
+
+    def test_the_timeline_holds_the_window_only_with_runs_and_their_retries(
+        self, day: Emulator, client: Client
+    ) -> None:
+        answer = client.get(
+            "/_emulator/timeline?start=2026-09-24T01:00:00Z&end=2026-09-24T12:00:00Z"
+        ).json
+        assert answer["now"] == "2026-09-25T01:59:00Z" and answer["clock"] == "manual"
+        lanes = {lane["id"]: lane for lane in answer["lanes"]}
+        [run] = lanes["nightly"]["runs"]
+        assert [(a["attempt"], a["code"]) for a in run["attempts"]] == [
+            (1, "UNAVAILABLE"),
+            (2, "UNAVAILABLE"),
+        ]
+        assert run["nominalTime"] == "2026-09-24T02:00:00Z"
+        assert [len(r["attempts"]) for r in lanes["weekly"]["runs"]] == [1]
+        later = client.get(
+            "/_emulator/timeline?start=2026-09-24T12:00:00Z&end=2026-09-24T13:00:00Z"
+        ).json
+        assert all(not lane["runs"] for lane in later["lanes"])
+
+    def test_skipped_times_are_in_their_lane(self, day: Emulator, client: Client) -> None:
+        nominal = datetime(2026, 9, 24, 10, tzinfo=UTC)
+        job = day.job_name("nightly")
+        day.store.add_skipped(SkippedRun(job, "2026-09-24T10:00:00Z", nominal, nominal))
+        answer = client.get(
+            "/_emulator/timeline?start=2026-09-24T09:00:00Z&end=2026-09-24T11:00:00Z&name=night"
+        ).json
+        [lane] = answer["lanes"]
+        assert lane["skipped"] == [
+            {
+                "nominalTime": "2026-09-24T10:00:00Z",
+                "scheduleTime": "2026-09-24T10:00:00Z",
+                "reason": "RUN_STILL_GOING",
+            }
+        ]
+
+    def test_runs_and_attempts_newest_first(self, day: Emulator, client: Client) -> None:
+        runs = client.get("/_emulator/runs").json["runs"]
+        assert [r["nominalTime"] for r in runs] == [
+            "2026-09-24T09:30:00Z",
+            "2026-09-24T02:00:00Z",
+        ]
+        only = client.get("/_emulator/runs?job=nightly&pageSize=1").json
+        assert len(only["runs"]) == 1 and "nextPageToken" not in only
+        first = client.get("/_emulator/attempts?order=newest&pageSize=2").json
+        assert [a["job"].rsplit("/", 1)[1] for a in first["attempts"]] == ["weekly", "nightly"]
+        rest = client.get(
+            f"/_emulator/attempts?order=newest&pageToken={first['nextPageToken']}"
+        ).json
+        assert [a["attempt"] for a in rest["attempts"]] == [1]
+        one = client.get(f"/_emulator/attempts/{first['attempts'][0]['id']}").json
+        assert one == first["attempts"][0]
+
+    @pytest.mark.parametrize(
+        ("path", "field"),
+        [
+            ("/_emulator/attempts/x7", "id"),
+            ("/_emulator/attempts?order=sideways", "order"),
+            ("/_emulator/timeline?start=2026-09-25T00:00:00Z&end=2026-09-24T00:00:00Z", "start"),
+            ("/_emulator/timeline?end=yesterday", "end"),
+            ("/_emulator/jobs?state=DELETED", "state"),
+            ("/_emulator/jobs?fireTimes=500", "fireTimes"),
+            ("/_emulator/runs?scheduledAfter=soon", "scheduledAfter"),
+            ("/_emulator/jobs?pageToken=abc", "pageToken"),
+        ],
+    )
+    def test_bad_parameters_are_named(self, client: Client, path: str, field: str) -> None:
+        response = client.get(path)
+        assert response.status_code == 400
+        assert field in response.json["error"]["message"]
+
+    def test_an_unknown_attempt_is_404(self, client: Client) -> None:
+        response = client.get("/_emulator/attempts/99")
+        assert response.status_code == 404 and "99" in response.json["error"]["message"]
+
+    def test_a_window_query_uses_the_index(self, emulator: Emulator) -> None:
+        plan = emulator.store.query(
+            "EXPLAIN QUERY PLAN SELECT id FROM attempts WHERE job = ? AND start_time >= ? "
+            "AND start_time < ?",
+            ("j", "a", "b"),
+        )
+        assert "attempts_job_start" in " ".join(str(row) for row in plan)
+        plan = emulator.store.query(
+            "EXPLAIN QUERY PLAN SELECT id FROM attempts WHERE start_time >= ? AND start_time < ?",
+            ("a", "b"),
+        )
+        assert "attempts_start" in " ".join(str(row) for row in plan)
+
+
+class TestDashboardSafety:
+    ACTIONS = [
+        ("POST", JOBS + "/nightly:run"),
+        ("POST", JOBS + "/nightly:pause"),
+        ("POST", JOBS + "/nightly:resume"),
+        ("DELETE", JOBS + "/nightly"),
+        ("POST", "/_emulator/clock:advance"),
+        ("POST", "/_emulator/clock:moveTo"),
+        ("POST", "/_emulator/reset"),
+        ("POST", "/_emulator/faults"),
+        ("DELETE", "/_emulator/faults"),
+    ]
+
+    @pytest.mark.parametrize(("method", "path"), ACTIONS)
+    def test_a_cross_origin_request_is_refused(
+        self, emulator: Emulator, client: Client, method: str, path: str
+    ) -> None:
+        emulator.create_job(nightly_job())
+        response = client.open(
+            path, method=method, json={}, headers={"Origin": "https://evil.example"}
+        )
+        assert response.status_code == 403
+        assert emulator.get_job("nightly").state.name == "ENABLED"
+
+    @pytest.mark.parametrize(("method", "path"), [a for a in ACTIONS if a[0] == "POST"])
+    @pytest.mark.parametrize("body", [b"", b"{}"])
+    def test_a_text_plain_post_is_refused(
+        self, emulator: Emulator, client: Client, method: str, path: str, body: bytes
+    ) -> None:
+        emulator.create_job(nightly_job())
+        response = client.post(path, data=body, content_type="text/plain")
+        assert response.status_code == 415
+        assert emulator.get_job("nightly").state.name == "ENABLED"
+        assert emulator.now() == datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
+        assert not emulator.attempts()
+
+    def test_the_page_is_served_and_framing_is_refused(self, client: Client) -> None:
+        for path in ("/", "/_emulator/ui/"):
+            page = client.get(path)
+            assert page.status_code == 200 and page.mimetype == "text/html"
+            assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+            assert b'data-testid="timeline"' in page.data
+        assert client.get("/_emulator/ui/timeline.js").mimetype == "text/javascript"
+        assert client.get("/_emulator/ui/secrets.txt").status_code == 404
+
+    def test_with_an_admin_token_the_page_loads_and_its_data_needs_the_token(
+        self, emulator: Emulator
+    ) -> None:
+        client = Client(create_app(emulator, admin_token="s3cret"))
+        assert client.get("/_emulator/ui/").status_code == 200
+        assert client.get("/_emulator/ui/dashboard.js").status_code == 200
+        assert client.get("/_emulator/timeline").status_code == 401
+        headers = {"Authorization": "Bearer s3cret"}
+        assert client.get("/_emulator/timeline", headers=headers).status_code == 200
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    path = tmp_path_factory.mktemp("report") / "r.html"
+    out = io.StringIO()
+    code = replay_scenario(
+        ROOT / "examples" / "orders" / "scenarios" / "duplicates.yaml", out, report_file=path
+    )
+    assert code == 1
+    yield path.read_text(encoding="utf-8"), out.getvalue()
+
+
+class TestReplayReport:
+    def test_it_loads_nothing_from_anywhere(self, report: tuple[str, str]) -> None:
+        page = _Tags()
+        page.feed(report[0])
+        for tag, attrs in page.tags:
+            assert "src" not in attrs and "href" not in attrs, (tag, attrs)
+        assert "http://" not in report[0].replace("http://orders.test", "").replace(
+            "http://www.w3.org/2000/svg", ""
+        )
+
+    def test_it_shows_the_duplicates_and_the_unmet_expectation(
+        self, report: tuple[str, str]
+    ) -> None:
+        page = _Tags()
+        page.feed(report[0])
+        rows = [a for t, a in page.tags if a.get("data-testid") == "duplicate-row"]
+        assert len(rows) == 2
+        text = " ".join(page.text)
+        assert "unmet nightly: probe.sweeps == runs (observed 4; runs = 2)" in " ".join(
+            text.split()
+        )
+        assert "2 duplicate deliveries" in text
+        assert "Report written to" in report[1]
+
+    def test_the_table_marks_injected_copies_only(self, clock: ManualClock) -> None:
+        with Emulator(clock, transport=WsgiTransport(RecordingTarget())) as emulator:
+            emulator.faults.add(action="duplicate", job="nightly", count=1)
+            emulator.create_job(nightly_job())
+            emulator.advance(timedelta(minutes=1))
+            marked = [a.injected for a in emulator.attempts()]
+        assert marked == [False, True]
+
+    def test_report_is_for_scenarios_only(self, tmp_path: Path) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "scheduler_emulator", "replay", "--attempts", "a.json",
+             "--target", "http://127.0.0.1:9", "--report", str(tmp_path / "r.html")],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 2
+        assert "--report applies to scenarios" in done.stderr

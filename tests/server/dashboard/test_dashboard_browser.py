@@ -1,0 +1,108 @@
+"""The dashboard in headless Chromium (Debian's chromium and chromium-driver, driven by
+selenium): the Orders example's day on a manual clock, seen and acted on from the page.
+
+Screenshots of each view are saved under the test's tmp dir (``pytest --basetemp=DIR`` keeps
+them where you want them).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.browser import all_by_css, available, by_testid, chromium, wait_for
+from tests.dashboard_scene import PARENT, advance_one_day, orders_daemon, redrawn, timeline_ready
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(not available(), reason="needs chromium, chromium-driver and selenium"),
+]
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def runs_in_lane(driver: object, job: str) -> list[object]:
+    return all_by_css(driver, f'[data-testid="lane-{job}"] [data-testid^="run-"]')
+
+
+def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path) -> None:
+    with orders_daemon() as daemon, chromium() as driver:
+        advance_one_day(driver, daemon.url)
+        # 1 nightly run and 4 report runs; each report run: a failed attempt and its retry
+        assert len(runs_in_lane(driver, "nightly")) == 1
+        report_runs = runs_in_lane(driver, "report")
+        assert len(report_runs) == 4
+        first = report_runs[0]
+        segments = first.find_elements("css selector", ".tl-attempt")  # type: ignore[attr-defined]
+        assert [s.get_attribute("data-outcome") for s in segments] == ["http", "ok"]
+        assert by_testid(driver, "now-line") is not None
+        driver.save_screenshot(str(tmp_path / "timeline.png"))
+
+        segments[0].click()  # the failed attempt: its details, response excerpt included
+        wait_for(driver, lambda d: "report" in by_testid(d, "attempt-details").text)
+        wait_for(driver, lambda d: "Internal Server Error" in by_testid(d, "detail-response").text)
+        assert by_testid(driver, "detail-status").text == "500"
+        assert "2026-03-01 05:00:00 UTC" in by_testid(driver, "detail-schedule-time").text
+        driver.save_screenshot(str(tmp_path / "attempt-details.png"))
+
+        by_testid(driver, "tab-jobs").click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-row-nightly"]'))
+        assert "at 02:00, every day" in by_testid(driver, "job-row-nightly").text
+        by_testid(driver, "job-pause-nightly").click()
+        wait_for(driver, lambda d: by_testid(d, "job-state-nightly").text == "PAUSED")
+        job = requests.get(f"{daemon.url}/v1/{PARENT}/jobs/nightly", timeout=30).json()
+        assert job["state"] == "PAUSED"
+        driver.save_screenshot(str(tmp_path / "jobs.png"))
+        by_testid(driver, "job-resume-nightly").click()
+        wait_for(driver, lambda d: by_testid(d, "job-state-nightly").text == "ENABLED")
+
+        by_testid(driver, "tab-faults").click()
+        wait_for(driver, lambda d: "No fault rules" in by_testid(d, "faults").text)
+        rule = {"action": "lost_ack", "job": "nightly", "run": 2, "attempt": 1}
+        requests.post(f"{daemon.url}/_emulator/faults", json=rule, timeout=30).raise_for_status()
+        wait_for(driver, lambda d: "lost_ack" in by_testid(d, "faults-table").text)  # polled
+        driver.save_screenshot(str(tmp_path / "faults.png"))
+
+        mark = timeline_ready(driver)
+        by_testid(driver, "tab-timeline").click()  # a job whose name is not its timer route
+        wait_for(driver, lambda d: redrawn(d, mark))  # showing a view always draws it anew
+        ping = all_by_css(driver, '[data-testid="lane-hourly-ping"] .tl-attempt')
+        assert ping and all(s.get_attribute("data-outcome") == "http" for s in ping)
+        ping[0].click()
+        wait_for(driver, lambda d: "hourly-ping" in by_testid(d, "attempt-details").text)
+        wait_for(driver, lambda d: "cleanup" in by_testid(d, "detail-hint").text)
+
+
+def test_the_page_asks_for_the_admin_token_and_sends_it(tmp_path: Path) -> None:
+    with orders_daemon("--admin-token", "s3cret") as daemon, chromium() as driver:
+        driver.get(daemon.url + "/")
+        wait_for(driver, lambda d: by_testid(d, "token-dialog").is_displayed())
+        by_testid(driver, "token-input").send_keys("s3cret")
+        by_testid(driver, "token-submit").click()
+        wait_for(driver, timeline_ready)
+        assert len(runs_in_lane(driver, "nightly")) == 0  # drawn: the lanes are there
+        assert all_by_css(driver, '[data-testid="lane-nightly"]')
+        driver.save_screenshot(str(tmp_path / "token.png"))
+
+
+def test_the_replay_report_opens_without_a_network(tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    scenario = ROOT / "examples" / "orders" / "scenarios" / "duplicates.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", "replay", str(scenario), "--report",
+         str(report)],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr  # the scenario's expectation is unmet
+    with chromium() as driver:
+        driver.get(report.as_uri())
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-nightly"]'))
+        assert len(runs_in_lane(driver, "nightly")) == 2
+        duplicates = all_by_css(driver, '[data-testid^="attempt-"][data-outcome="injected"]')
+        assert duplicates
+        assert "unmet" in by_testid(driver, "expectations").text.lower()
+        driver.save_screenshot(str(tmp_path / "report.png"))

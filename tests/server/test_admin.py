@@ -1,0 +1,237 @@
+"""The /_emulator/ endpoints through werkzeug's test client (no socket)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from werkzeug.test import Client
+
+from scheduler_emulator.runtime.clock import ManualClock, SystemClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.runtime.http_client import HttpClient
+from scheduler_emulator.runtime.transports import HttpTransport, WsgiTransport
+from scheduler_emulator.server.server import create_app
+from tests.support import RecordingTarget, nightly_job
+
+
+@pytest.fixture
+def client(emulator: Emulator) -> Client:
+    return Client(create_app(emulator))
+
+
+def test_health_answers_ok(client: Client) -> None:
+    response = client.get("/_emulator/health")
+    assert (response.status_code, response.json) == (200, {"status": "ok"})
+
+
+def test_advance_answers_after_the_deliveries(
+    client: Client, emulator: Emulator, target: RecordingTarget
+) -> None:
+    emulator.create_job(nightly_job())
+    response = client.post("/_emulator/clock:advance", json={"seconds": 60})
+    assert response.json == {"now": "2026-09-24T02:00:00Z"}
+    assert len(target.requests) == 1
+    [attempt] = client.get("/_emulator/attempts?job=nightly").json["attempts"]
+    assert attempt["scheduleTime"] == "2026-09-24T02:00:00Z"
+    assert attempt["startTime"] == attempt["endTime"] == "2026-09-24T02:00:00Z"
+    assert attempt["request"]["method"] == "POST"
+    assert (attempt["responseStatus"], attempt["code"]) == (200, "OK")
+
+
+def test_move_to_accepts_any_offset(client: Client) -> None:
+    response = client.post("/_emulator/clock:moveTo", json={"time": "2026-09-24T05:00:00+02:00"})
+    assert response.json == {"now": "2026-09-24T03:00:00Z"}
+    assert client.get("/_emulator/clock").json == {"now": "2026-09-24T03:00:00Z", "mode": "manual"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        pytest.param("/_emulator/clock:advance", {"seconds": -1}, "seconds", id="negative"),
+        pytest.param("/_emulator/clock:advance", {"seconds": "1"}, "seconds", id="string"),
+        pytest.param("/_emulator/clock:advance", {}, "seconds", id="missing"),
+        pytest.param("/_emulator/clock:moveTo", {"time": 5}, "time", id="time-not-string"),
+    ],
+)
+def test_bad_clock_input_is_invalid_argument_naming_the_field(
+    client: Client, path: str, body: dict[str, object], field: str
+) -> None:
+    response = client.post(path, json=body)
+    assert response.status_code == 400
+    error = response.json["error"]
+    assert error["status"] == "INVALID_ARGUMENT"
+    assert error["details"][0]["fieldViolations"][0]["field"] == field
+
+
+def test_moving_back_is_a_failed_precondition(client: Client) -> None:
+    response = client.post("/_emulator/clock:moveTo", json={"time": "2020-01-01T00:00:00Z"})
+    assert response.status_code == 400
+    assert response.json["error"]["status"] == "FAILED_PRECONDITION"
+
+
+def test_a_body_that_is_not_json_is_a_400(client: Client) -> None:
+    response = client.post(
+        "/_emulator/clock:advance", data=b"not json", content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json["error"]["status"] == "INVALID_ARGUMENT"
+
+
+def test_system_clock_refuses_clock_moves() -> None:
+    emulator = Emulator(SystemClock(), transport=WsgiTransport(RecordingTarget()))
+    response = Client(create_app(emulator)).post("/_emulator/clock:advance", json={"seconds": 1})
+    assert response.status_code == 400
+    assert response.json["error"]["status"] == "FAILED_PRECONDITION"
+    assert "ManualClock" in response.json["error"]["message"]
+    emulator.close()
+
+
+def test_unknown_path_is_a_json_404(client: Client) -> None:
+    response = client.get("/_emulator/nope")
+    assert response.status_code == 404
+    assert response.json["error"]["status"] == "NOT_FOUND"
+
+
+def test_reset_deletes_jobs_and_attempts(client: Client, emulator: Emulator) -> None:
+    emulator.create_job(nightly_job())
+    emulator.advance(timedelta(minutes=1))
+    assert client.post("/_emulator/reset").json == {}
+    assert emulator.list_jobs() == []
+    assert client.get("/_emulator/attempts").json == {"attempts": []}
+
+
+def failing_emulator(target: RecordingTarget) -> Emulator:
+    """An emulator on a manual clock at 01:59Z whose target answers 500 to everything."""
+    target.status = 500
+    return Emulator(
+        ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)), transport=WsgiTransport(target)
+    )
+
+
+def test_skipped_runs_are_listed(target: RecordingTarget) -> None:
+    emulator = failing_emulator(target)
+    retry = {"retryCount": 5, "minBackoffDuration": "60s", "maxDoublings": 0}
+    emulator.create_job(nightly_job(schedule="* * * * *", retryConfig=retry))
+    client = Client(create_app(emulator))
+    client.post("/_emulator/clock:advance", json={"seconds": 300})
+    skipped = client.get("/_emulator/skipped?job=nightly").json["skipped"]
+    assert [s["scheduleTime"] for s in skipped] == [
+        "2026-09-24T02:02:00Z",
+        "2026-09-24T02:03:00Z",
+        "2026-09-24T02:04:00Z",
+    ]
+    emulator.close()
+
+
+def test_reset_can_set_a_manual_clock_back(client: Client, emulator: Emulator) -> None:
+    emulator.create_job(nightly_job())
+    emulator.advance(timedelta(days=1))
+    response = client.post("/_emulator/reset", json={"clockTime": "2026-01-01T00:00:00Z"})
+    assert response.json == {}
+    assert client.get("/_emulator/clock").json["now"] == "2026-01-01T00:00:00Z"
+    assert emulator.list_jobs() == []
+
+
+def test_skipped_runs_are_paged(target: RecordingTarget) -> None:
+    emulator = failing_emulator(target)
+    retry = {"retryCount": 5, "minBackoffDuration": "3600s", "maxDoublings": 0}
+    emulator.create_job(nightly_job(schedule="* * * * *", retryConfig=retry))
+    emulator.create_job(nightly_job(name="other", schedule="* * * * *", retryConfig=retry))
+    client = Client(create_app(emulator))
+    client.post("/_emulator/clock:advance", json={"seconds": 30 * 60})
+    whole = [s.to_json()["scheduleTime"] for s in emulator.skipped_runs("nightly")]
+    assert len(whole) > 20
+    seen: list[str] = []
+    query: dict[str, object] = {"job": "nightly", "pageSize": 7}
+    for _ in range(10):
+        answer = client.get("/_emulator/skipped", query_string=query).json
+        assert len(answer["skipped"]) <= 7
+        seen += [s["scheduleTime"] for s in answer["skipped"]]
+        if "nextPageToken" not in answer:
+            break
+        query["pageToken"] = answer["nextPageToken"]
+    assert seen == whole
+    default = client.get("/_emulator/skipped").json
+    assert len(default["skipped"]) == 2 * len(whole) and "nextPageToken" not in default
+    for bad in ({"pageSize": 1001}, {"pageSize": "x"}, {"pageToken": "²"}):
+        response = client.get("/_emulator/skipped", query_string=bad)
+        assert response.status_code == 400
+        assert next(iter(bad)) in response.json["error"]["message"]
+    emulator.close()
+
+
+@pytest.mark.parametrize("endpoint", ["attempts", "skipped"])
+def test_an_unknown_job_is_not_found(client: Client, endpoint: str) -> None:
+    response = client.get(f"/_emulator/{endpoint}?job=nosuch")
+    assert response.status_code == 404
+    assert response.json == {
+        "error": {
+            "code": 404,
+            "message": 'Job not found: job "nosuch" names no job and no recorded attempt.',
+            "status": "NOT_FOUND",
+        }
+    }
+
+
+@pytest.mark.parametrize("endpoint", ["attempts", "skipped"])
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("job=%25FF", ["job must be a job ID", '"%FF"']),
+        ("job=" + "a" * 600, ["job must be a job ID"]),
+        ("bogus=1", ['takes no parameter "bogus"', "pageSize, pageToken, job"]),
+        ("pageSize=2&pageSize=3", ['pageSize is given 2 times ("2", "3")']),
+    ],
+)
+def test_a_bad_query_is_refused_naming_the_parameter(
+    client: Client, endpoint: str, query: str, names: list[str]
+) -> None:
+    response = client.get(f"/_emulator/{endpoint}?{query}")
+    assert response.status_code == 400
+    message = response.json["error"]["message"]
+    for name in names:
+        assert name in message, message
+
+
+def test_skipped_takes_no_attempt_filter(client: Client) -> None:
+    for query in ("startAfter=yesterday", "run=abc"):
+        response = client.get(f"/_emulator/skipped?{query}")
+        assert response.status_code == 400
+        assert "takes no parameter" in response.json["error"]["message"]
+
+
+def test_a_deleted_job_still_lists_its_attempts(client: Client, emulator: Emulator) -> None:
+    emulator.create_job(nightly_job())
+    client.post("/_emulator/clock:advance", json={"seconds": 60})
+    emulator.delete_job("nightly")
+    assert len(client.get("/_emulator/attempts?job=nightly").json["attempts"]) == 1
+
+
+def test_config_names_the_default_project_and_location(client: Client) -> None:
+    assert client.get("/_emulator/config").json == {
+        "project": "my-project",
+        "location": "us-central1",
+        "clock": "manual",
+        "grpc": True,  # the [grpc] extra is in [test]
+    }  # in-process delivery: no httpClient
+
+
+@pytest.mark.parametrize("curl", [False, True], ids=["http.client", "libcurl"])
+def test_config_says_how_a_daemon_sends_http(curl: bool) -> None:
+    if curl:
+        pytest.importorskip("pycurl")
+    transport = HttpTransport(HttpClient(curl=curl))
+    emulator = Emulator(ManualClock(datetime(2026, 9, 24, tzinfo=UTC)), transport=transport)
+    config = Client(create_app(emulator)).get("/_emulator/config").json
+    assert config["httpClient"] == ("libcurl" if curl else "http.client")
+    emulator.close()
+
+
+def test_a_method_an_emulator_endpoint_does_not_take_is_a_405(client: Client) -> None:
+    response = client.post("/_emulator/skipped", json={})
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "GET, HEAD"
+    assert response.json["error"]["message"] == ("/_emulator/skipped takes GET or HEAD, not POST.")
+    # The v1 API answers as Google's front end does: 404, no such method at that path.
+    assert client.put("/v1/projects/p/locations/l/jobs", json={}).status_code == 404

@@ -1,0 +1,237 @@
+"""The v1 API over gRPC on the daemon's own port, through Google's Python client on its
+default gRPC transport (sync and async): every job method, the errors with their field
+violations, one port shared with REST, a TLS client failing fast, and UNIMPLEMENTED naming the
+extra when gRPC is not served."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from tests.support import TARGET, RecordingTarget
+
+grpc = pytest.importorskip("grpc")
+from google.api_core import exceptions  # noqa: E402
+from google.auth.credentials import AnonymousCredentials  # noqa: E402
+from google.cloud import scheduler_v1  # noqa: E402
+from google.protobuf import field_mask_pb2  # noqa: E402
+
+from scheduler_emulator import client as emulator_client  # noqa: E402
+from scheduler_emulator.runtime.emulator import Emulator  # noqa: E402
+from scheduler_emulator.server.server import serve  # noqa: E402
+
+PARENT = "projects/my-project/locations/us-central1"
+NAME = PARENT + "/jobs/nightly"
+
+
+def job(name: str = NAME, **overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": name,
+        "schedule": "0 2 * * *",
+        "time_zone": "Etc/UTC",
+        "http_target": {"uri": TARGET},
+    }
+    body.update(overrides)
+    return body
+
+
+def _serve(emulator: Emulator, **kwargs: Any) -> Iterator[str]:
+    server = serve(emulator, "127.0.0.1", 0, **kwargs)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def address(emulator: Emulator) -> Iterator[str]:
+    """The daemon's one address (REST and gRPC), serving ``emulator`` in this process."""
+    yield from _serve(emulator)
+
+
+@pytest.fixture
+def scheduler(address: str) -> Iterator[Any]:
+    """Google's client on its default (gRPC) transport, through the one-line helper."""
+    client = emulator_client(host=address)
+    yield client
+    client.transport.close()
+
+
+def rest_error(address: str, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    response = requests.request(method, f"http://{address}/v1/{path}", timeout=10, **kwargs)
+    assert response.status_code >= 400, response.text
+    return response.json()["error"]  # type: ignore[no-any-return]
+
+
+class TestJobMethods:
+    def test_the_whole_life_of_a_job(self, scheduler: Any, target: RecordingTarget) -> None:
+        created = scheduler.create_job(parent=PARENT, job=job())
+        assert created.name == NAME
+        assert created.state == scheduler_v1.Job.State.ENABLED
+        assert created.http_target.http_method == scheduler_v1.HttpMethod.POST
+        assert scheduler.get_job(name=NAME).schedule == "0 2 * * *"
+
+        update = scheduler_v1.Job(name=NAME, schedule="0 4 * * *", description="ignored")
+        updated = scheduler.update_job(
+            job=update, update_mask=field_mask_pb2.FieldMask(paths=["schedule"])
+        )
+        assert (updated.schedule, updated.description) == ("0 4 * * *", "")
+
+        assert scheduler.pause_job(name=NAME).state == scheduler_v1.Job.State.PAUSED
+        assert scheduler.resume_job(name=NAME).state == scheduler_v1.Job.State.ENABLED
+        scheduler.run_job(name=NAME)
+        assert len(target.requests) == 1
+        scheduler.delete_job(name=NAME)
+        with pytest.raises(exceptions.NotFound):
+            scheduler.get_job(name=NAME)
+
+    def test_list_pages_to_the_end(self, scheduler: Any) -> None:
+        names = [f"{PARENT}/jobs/job-{i}" for i in range(5)]
+        for name in names:
+            scheduler.create_job(parent=PARENT, job=job(name))
+        pager = scheduler.list_jobs(request={"parent": PARENT, "page_size": 2})
+        assert [j.name for j in pager] == names
+        first = scheduler.list_jobs(request={"parent": PARENT, "page_size": 2})
+        assert len(list(first.pages)) == 3
+
+    def test_locations(self, scheduler: Any) -> None:
+        listed = scheduler.list_locations(request={"name": "projects/my-project"})
+        assert listed.locations[0].location_id == "us-central1"
+        assert "me-central2" in [loc.location_id for loc in listed.locations]
+        location = scheduler.get_location(request={"name": PARENT})
+        assert location.labels["cloud.googleapis.com/region"] == "us-central1"
+        with pytest.raises(exceptions.NotFound):
+            scheduler.get_location(request={"name": "projects/my-project/locations/mars1"})
+
+
+class TestErrorsMatchRest:
+    def test_not_found(self, scheduler: Any, address: str) -> None:
+        with pytest.raises(exceptions.NotFound) as caught:
+            scheduler.get_job(name=NAME)
+        assert caught.value.message == rest_error(address, "GET", NAME)["message"]
+        assert caught.value.message == "Job not found."
+
+    def test_already_exists(self, scheduler: Any, address: str) -> None:
+        scheduler.create_job(parent=PARENT, job=job())
+        with pytest.raises(exceptions.AlreadyExists) as caught:
+            scheduler.create_job(parent=PARENT, job=job())
+        rest = rest_error(address, "POST", PARENT + "/jobs", json=job())
+        assert caught.value.message == rest["message"]
+        assert rest["status"] == "ALREADY_EXISTS"
+
+    def test_invalid_argument_carries_field_violations(self, scheduler: Any, address: str) -> None:
+        with pytest.raises(exceptions.InvalidArgument) as caught:
+            scheduler.create_job(parent=PARENT, job=job(schedule="every banana"))
+        rest = rest_error(address, "POST", PARENT + "/jobs", json=job(schedule="every banana"))
+        assert caught.value.message == rest["message"] == "Schedule or time zone is invalid."
+        (bad_request,) = caught.value.details
+        violations = [(v.field, v.description) for v in bad_request.field_violations]
+        assert violations == [
+            (v["field"], v["description"]) for v in rest["details"][0]["fieldViolations"]
+        ]
+        assert violations[0][0] == "schedule"
+
+    def test_failed_precondition(self, scheduler: Any, address: str) -> None:
+        scheduler.create_job(parent=PARENT, job=job())
+        scheduler.pause_job(name=NAME)
+        with pytest.raises(exceptions.FailedPrecondition) as caught:
+            scheduler.pause_job(name=NAME)
+        rest = rest_error(address, "POST", NAME + ":pause", json={})
+        assert caught.value.message == rest["message"]
+        assert rest["status"] == "FAILED_PRECONDITION"
+
+
+def test_the_async_client(address: str) -> None:
+    async def scenario() -> list[str]:
+        client = emulator_client(async_=True, host=address)
+        await client.create_job(parent=PARENT, job=job())
+        await client.create_job(parent=PARENT, job=job(PARENT + "/jobs/second"))
+        got = await client.get_job(name=NAME)
+        assert got.schedule == "0 2 * * *"
+        pager = await client.list_jobs(request={"parent": PARENT, "page_size": 1})
+        names = [j.name async for j in pager]
+        await client.delete_job(name=NAME)
+        with pytest.raises(exceptions.NotFound):
+            await client.get_job(name=NAME)
+        await client.transport.close()
+        return names
+
+    assert asyncio.run(scenario()) == [NAME, PARENT + "/jobs/second"]
+
+
+def test_rest_and_grpc_share_one_port_and_one_set_of_jobs(scheduler: Any, address: str) -> None:
+    scheduler.create_job(parent=PARENT, job=job())
+    over_rest = requests.get(f"http://{address}/v1/{PARENT}/jobs", timeout=10).json()
+    assert [j["name"] for j in over_rest["jobs"]] == [NAME]
+    other = PARENT + "/jobs/from-rest"
+    response = requests.post(
+        f"http://{address}/v1/{PARENT}/jobs",
+        json={"name": other, "schedule": "* * * * *", "httpTarget": {"uri": TARGET}},
+        timeout=10,
+    )
+    assert response.status_code == 200, response.text
+    assert scheduler.get_job(name=other).schedule == "* * * * *"
+    rest_client = emulator_client(transport="rest", host=address)
+    assert [j.name for j in rest_client.list_jobs(parent=PARENT)] == [NAME, other]
+
+
+def test_a_tls_client_fails_fast_and_the_daemon_says_why(
+    address: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = scheduler_v1.CloudSchedulerClient(
+        credentials=AnonymousCredentials(), client_options={"api_endpoint": address}
+    )
+    started = time.monotonic()
+    with (
+        caplog.at_level(logging.WARNING, logger="scheduler_emulator"),
+        pytest.raises(exceptions.ServiceUnavailable),
+    ):
+        client.get_job(name=NAME, retry=None)
+    assert time.monotonic() - started < 5
+    assert (
+        f"a TLS client connected to {address}: the emulator serves plaintext; see docs/api.md#grpc"
+    ) in caplog.messages
+    # a client reconnecting (its default retry does, every few seconds) is not logged again
+    with (
+        caplog.at_level(logging.WARNING, logger="scheduler_emulator"),
+        pytest.raises(exceptions.ServiceUnavailable),
+    ):
+        client.get_job(name=NAME, retry=None)
+    assert sum("a TLS client connected" in message for message in caplog.messages) == 1
+    client.transport.close()
+    # the port still serves REST afterwards
+    assert requests.get(f"http://{address}/_emulator/health", timeout=10).status_code == 200
+
+
+def test_without_grpc_a_call_ends_unimplemented_naming_the_extra(emulator: Emulator) -> None:
+    for address in _serve(emulator, grpc=False):
+        client = emulator_client(host=address)
+        started = time.monotonic()
+        with pytest.raises(exceptions.MethodNotImplemented) as caught:
+            client.get_job(name=NAME, retry=None, timeout=10)
+        assert time.monotonic() - started < 5
+        assert "cloud-scheduler-emulator[grpc]" in caught.value.message
+        client.transport.close()
+
+
+def test_env_init_prints_what_each_client_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    from scheduler_emulator.tools.cli import main
+
+    assert main(["env-init", "--port", "8123", "--project", "orders-dev"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    exports = [line for line in lines if not line.startswith("#")]
+    assert all(line.startswith("export ") for line in exports)
+    assert "export CLOUD_SCHEDULER_EMULATOR_HOST=127.0.0.1:8123" in exports
+    notes = "\n".join(line for line in lines if line.startswith("#"))
+    for needed in ("client()", "createInsecure()", "WithoutAuthentication()", "usePlaintext()"):
+        assert needed in notes

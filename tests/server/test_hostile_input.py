@@ -1,0 +1,437 @@
+"""Hostile input, round three: fault-plan numbers, URIs that cannot be sent, huge numbers and
+durations in files, huge jobs files, and the small ones (repeated Origin / Content-Type, an
+empty admin token, a 414 page, duplicate JSON keys, the --in-memory stop message).
+
+Every case asserts the status or exit code, a message naming the field or file and the value,
+and that no traceback reaches stderr."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from werkzeug.test import Client
+
+from scheduler_emulator.core.faults import FaultPlan, FaultRule
+from scheduler_emulator.domain.errors import InvalidArgument
+from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.server.server import create_app
+from scheduler_emulator.tools.fault_file import load_fault_file
+from scheduler_emulator.tools.jobs_file import load_jobs_file
+from tests.daemon import running_daemon, serving
+from tests.support import RecordingTarget, nightly_job
+
+JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
+FAULTS = "/_emulator/faults"
+
+
+@pytest.fixture
+def client(emulator: Emulator) -> Client:
+    return Client(create_app(emulator))
+
+
+def full_job(**overrides: Any) -> dict[str, Any]:
+    """The nightly job with its full name, as CreateJob takes it."""
+    return nightly_job(**overrides) | {"name": JOBS[4:] + "/nightly"}
+
+
+def post_raw(client: Client, path: str, text: str) -> Any:
+    return client.post(path, data=text, content_type="application/json")
+
+
+def error_of(response: Any) -> dict[str, Any]:
+    error: dict[str, Any] = response.json["error"]
+    return error
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def assert_clean_exit_2(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in result.stderr, result.stderr
+
+
+# ------------------------------------------------------------------------ 1. fault-plan numbers
+
+
+class TestFaultPlanNumbers:
+    @pytest.mark.parametrize(
+        ("body", "field", "shown"),
+        [
+            ('{"action": "delay", "seconds": 1e999}', "seconds", "inf"),
+            ('{"action": "delay", "seconds": NaN}', "seconds", "nan"),
+            ('{"action": "delay", "seconds": 86401}', "seconds", "86400"),
+            ('{"action": "deadline", "seconds": 1801}', "seconds", "1800"),
+            ('{"action": "duplicate", "count": 1000000000000}', "count", "100"),
+            ('{"action": "duplicate", "count": 5000, "concurrent": true}', "count", "10"),
+            ('{"seed": 1e999, "rules": []}', "seed", "inf"),
+            ('{"seed": 99999999999999999999, "rules": []}', "seed", "9223372036854775807"),
+        ],
+    )
+    def test_an_unbounded_number_is_refused_and_the_plan_stays_json(
+        self, client: Client, body: str, field: str, shown: str
+    ) -> None:
+        response = post_raw(client, FAULTS, body)
+        assert response.status_code == 400
+        message = error_of(response)["message"]
+        assert field in message and shown in message
+        listed = client.get(FAULTS)
+        assert listed.status_code == 200
+        plan = json.loads(listed.get_data(as_text=True))  # strict JSON: no Infinity, no NaN
+        assert plan["rules"] == []
+
+    def test_the_bounds_themselves_are_accepted(self, client: Client) -> None:
+        for rule in (
+            {"action": "delay", "seconds": 86400},
+            {"action": "deadline", "seconds": 1800},
+            {"action": "duplicate", "count": 100},
+            {"action": "duplicate", "count": 10, "concurrent": True},
+        ):
+            assert client.post(FAULTS, json=rule).status_code == 200, rule
+
+    @pytest.mark.parametrize(
+        "fields",
+        [
+            {"action": "delay", "seconds": math.inf},
+            {"action": "delay", "seconds": math.nan},
+            {"action": "duplicate", "count": 10**12},
+            {"action": "duplicate", "count": 11, "concurrent": True},
+            {"action": "lost_ack", "limit": 10**30},
+        ],
+    )
+    def test_the_python_api_has_the_same_bounds(self, fields: dict[str, Any]) -> None:
+        with pytest.raises(InvalidArgument):
+            FaultPlan().add(**fields)
+        with pytest.raises(InvalidArgument):
+            FaultRule(**fields)
+
+    def test_a_huge_seed_in_a_fault_file_exits_2_naming_the_file_and_field(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "faults.yaml"
+        path.write_text("seed: " + "9" * 5000 + "\nrules: []\n")
+        with pytest.raises(InvalidArgument, match="seed") as caught:
+            load_fault_file(path)
+        assert str(path) in caught.value.message and "set_int_max_str_digits" not in str(
+            caught.value
+        )
+        result = run_cli("start", "--in-memory", "--port", "0", "--faults", str(path))
+        assert_clean_exit_2(result, str(path), "seed", "5000 digits")
+        assert "set_int_max_str_digits" not in result.stderr
+
+
+# ----------------------------------------------------------------------- 2. URIs that cannot go
+
+
+class TestUris:
+    @pytest.mark.parametrize(
+        ("uri", "shown"),
+        [
+            ("http://a.test/a\r\nX-Evil: 1", "\\r\\n"),
+            ("http://a.test/a\tb", "\\t"),
+            ("http://a.test/a\x00b", "\\u0000"),
+            ("http://a.test/a\x7fb", "\\u007f"),
+        ],
+    )
+    def test_a_control_character_is_refused_at_create(
+        self, client: Client, uri: str, shown: str
+    ) -> None:
+        response = client.post(JOBS, json=full_job(httpTarget={"uri": uri}))
+        assert response.status_code == 400
+        error = error_of(response)
+        assert "httpTarget.uri" in error["message"] and shown in error["message"]
+        assert client.get(JOBS).json == {}
+
+    def test_user_information_is_refused_without_echoing_the_password(self, client: Client) -> None:
+        response = client.post(
+            JOBS, json=full_job(httpTarget={"uri": "http://user:s3cret@a.test/x"})
+        )
+        assert response.status_code == 400
+        text = response.get_data(as_text=True)
+        assert "httpTarget.uri" in text and "user:***@a.test" in text
+        assert "s3cret" not in text
+        assert client.get(JOBS).json == {}
+
+    def test_a_space_and_non_ascii_text_are_sent_percent_encoded(self, clock: ManualClock) -> None:
+        target = RecordingTarget()
+        with serving(target) as base:
+            emulator = Emulator(clock)
+            try:
+                client = Client(create_app(emulator))
+                uri = base + "/a b/\u2603?q=x y"
+                created = client.post(JOBS, json=full_job(httpTarget={"uri": uri}))
+                assert created.status_code == 200
+                assert created.json["httpTarget"]["uri"] == uri  # stored as given
+                assert client.post(JOBS + "/nightly:run").status_code == 200
+                (received,) = target.wait_for(1)
+                (attempt,) = emulator.attempts()
+            finally:
+                emulator.close()
+        path = received.path.encode("latin-1").decode("utf-8")  # WSGI's bytes-as-latin-1
+        assert path == "/a b/\u2603" and received.query == "q=x%20y"
+        assert attempt.response_status == 200
+        assert attempt.request["url"].endswith("/a%20b/%E2%98%83?q=x%20y")
+
+    def test_a_jobs_file_with_a_line_break_in_a_uri_exits_2(self, tmp_path: Path) -> None:
+        path = tmp_path / "jobs.json"
+        path.write_text(json.dumps([nightly_job(httpTarget={"uri": "http://a.test/\r\nX: 1"})]))
+        result = run_cli("start", "--in-memory", "--port", "0", "--jobs", str(path))
+        assert_clean_exit_2(result, str(path), "httpTarget.uri", "control characters")
+
+
+# ------------------------------------------------------------------- 3. huge numbers, durations
+
+
+class TestHugeNumbers:
+    def test_a_4301_digit_retry_count_in_a_jobs_file_exits_2(self, tmp_path: Path) -> None:
+        path = tmp_path / "jobs.yaml"
+        path.write_text(
+            "- name: a\n  schedule: '0 2 * * *'\n  httpTarget: {uri: 'http://a.test/'}\n"
+            "  retryConfig: {retryCount: " + "7" * 4301 + "}\n"
+        )
+        result = run_cli("start", "--in-memory", "--port", "0", "--jobs", str(path))
+        assert_clean_exit_2(result, str(path), "retryConfig.retryCount", "4301 digits")
+        assert "set_int_max_str_digits" not in result.stderr
+
+    @pytest.mark.parametrize(
+        ("text", "where", "shown"),
+        [
+            (
+                '[{"name": "a", "retryConfig": {"retryCount": ' + "9" * 5000 + "}}]",
+                "retryCount",
+                "5000 digits",
+            ),
+            (
+                "- name: a\n  retryConfig: {retryCount: 99999999999999999999}\n",
+                "retryCount",
+                "99999999999999999999",
+            ),
+            ("- name: a\n  x: .inf\n", "[0].x", "inf"),
+            ('[{"name": "a", "x": NaN}]', "[0].x", "nan"),
+            ('[{"name": "a", "x": 1e999}]', "[0].x", "inf"),
+        ],
+    )
+    def test_a_number_out_of_range_names_its_path(
+        self, tmp_path: Path, text: str, where: str, shown: str
+    ) -> None:
+        path = tmp_path / "jobs.txt"
+        path.write_text(text)
+        with pytest.raises(Exception) as caught:
+            load_jobs_file(path, project="p", location="l")
+        message = str(caught.value)
+        assert type(caught.value).__name__ == "ConfigurationError"
+        assert message.startswith(f"{path}: ") and where in message and shown in message
+
+    def test_a_scenario_with_a_huge_integer_exits_2(self, tmp_path: Path) -> None:
+        path = tmp_path / "scenario.yaml"
+        path.write_text("steps:\n  - advance: " + "9" * 5000 + "\n")
+        result = run_cli("replay", str(path))
+        assert_clean_exit_2(result, str(path), "steps[0].advance", "5000 digits")
+
+    @pytest.mark.parametrize("step", ['"999999999d"', "1e300", '"99999999999999999999w"'])
+    def test_a_scenario_advancing_beyond_100_years_exits_2(self, tmp_path: Path, step: str) -> None:
+        path = tmp_path / "scenario.yaml"
+        path.write_text(f"steps:\n  - advance: {step}\n")
+        result = run_cli("replay", str(path))
+        assert_clean_exit_2(result, str(path), "steps[0].advance", "100 years")
+
+    def test_a_huge_integer_in_a_rest_body_is_a_400_without_python_internals(
+        self, client: Client
+    ) -> None:
+        body = '{"name": "x", "schedule": "0 2 * * *", "retryConfig": {"retryCount": %s}}'
+        response = post_raw(client, JOBS, body % ("9" * 5000))
+        assert response.status_code == 400
+        message = error_of(response)["message"]
+        assert "retryConfig.retryCount" in message and "5000 digits" in message
+        assert "set_int_max_str_digits" not in message
+
+
+# ---------------------------------------------------------------------------- 4. huge jobs files
+
+
+#: Runs the CLI and prints its own peak RSS (KiB) and CPU seconds on the last line of stderr.
+MEASURED_CLI = (
+    "import resource, sys\n"
+    "from scheduler_emulator.tools.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "use = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "print(use.ru_maxrss, use.ru_utime + use.ru_stime, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def measured_start(*args: str) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """``scheduler-emulator start --in-memory --port 0 ARGS``, expected to exit by itself.
+
+    :return: the result (without the measurement line), its peak RSS in MB, its CPU seconds.
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURED_CLI, "start", "--in-memory", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    *lines, measured = result.stderr.strip().splitlines()
+    peak_kib, cpu_seconds = measured.split()
+    result.stderr = "\n".join(lines) + "\n"
+    return result, int(peak_kib) / 1024, float(cpu_seconds)
+
+
+class TestHugeJobsFiles:
+    def test_dev_zero_exits_2_at_once_naming_the_limit_and_the_option(self) -> None:
+        result, peak_mb, cpu_seconds = measured_start("--jobs", "/dev/zero")
+        assert_clean_exit_2(result, "/dev/zero", "8388608 bytes", "--max-jobs-file-bytes")
+        assert peak_mb < 200
+        # 0.4 s on an idle machine, interpreter start included; CPU time, since a shared CI
+        # machine stretches the wall-clock time of any process
+        assert cpu_seconds < 2
+
+    def test_a_16_mb_file_of_200000_plain_jobs_is_refused_at_once(self, tmp_path: Path) -> None:
+        path = tmp_path / "big.yaml"
+        entry = '- name: job-{:06d}\n  schedule: "*/5 * * * *"\n  httpTarget: {{uri: "http://a.test/x"}}\n'
+        with path.open("w") as out:
+            for index in range(200_000):
+                out.write(entry.format(index))
+        assert path.stat().st_size > 16_000_000
+        result, peak_mb, cpu_seconds = measured_start("--jobs", str(path))
+        assert_clean_exit_2(result, str(path), "limit of 8388608 bytes", "--max-jobs-file-bytes")
+        assert "alias" not in result.stderr
+        assert cpu_seconds < 2 and peak_mb < 200
+
+    def test_the_job_count_limit_names_its_option(self, tmp_path: Path) -> None:
+        path = tmp_path / "jobs.json"
+        path.write_text(json.dumps([nightly_job(name=f"j{i}") for i in range(3)]))
+        result = run_cli(
+            "start", "--in-memory", "--port", "0", "--jobs", str(path), "--max-jobs-per-file", "2"
+        )
+        assert_clean_exit_2(result, str(path), "holds 3 jobs", "limit of 2", "--max-jobs-per-file")
+
+    def test_a_larger_limit_lets_a_larger_file_load(self, tmp_path: Path) -> None:
+        path = tmp_path / "jobs.json"
+        path.write_text(json.dumps([nightly_job(name=f"j{i}") for i in range(3)]))
+        size = path.stat().st_size
+        with pytest.raises(Exception, match=f"limit of {size - 1} bytes"):
+            load_jobs_file(path, project="p", location="l", max_bytes=size - 1)
+        assert len(load_jobs_file(path, project="p", location="l", max_bytes=size)) == 3
+
+    @pytest.mark.slow
+    @pytest.mark.timeout(240)
+    def test_plain_yaml_parses_in_time_linear_in_its_size(self, tmp_path: Path) -> None:
+        from scheduler_emulator.tools.documents import load_document
+
+        entry = '- name: job-{:06d}\n  schedule: "*/5 * * * *"\n  httpTarget: {{uri: "http://a.test/x"}}\n'
+        load_document(entry.format(0), "warm-up")
+        timings = []
+        for count in (4_000, 16_000):
+            text = "".join(entry.format(i) for i in range(count))
+            runs = []
+            for _ in range(2):  # CPU time, the better of two: other processes do not count
+                started = time.process_time()
+                assert len(load_document(text, "x")) == count
+                runs.append(time.process_time() - started)
+            timings.append(min(runs))
+        # four times the jobs: about four times the time (never the quadratic sixteen)
+        assert timings[1] < 10 * max(timings[0], 0.05)
+
+    def test_an_alias_free_file_is_never_said_to_expand_through_aliases(
+        self, tmp_path: Path
+    ) -> None:
+        from scheduler_emulator.tools.documents import MAX_NODES, load_document
+
+        text = "".join(f"- [{i}, {i}, {i}]\n" for i in range(MAX_NODES // 3))
+        assert len(load_document(text, "x")) == MAX_NODES // 3
+
+
+# ------------------------------------------------------------------------------- 9. small ones
+
+
+def raw_request(port: int, head: str, body: bytes = b"") -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head.encode("latin-1") + body)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class TestSmallOnes:
+    def test_repeated_origin_and_content_type_headers_are_refused(self, tmp_path: Path) -> None:
+        body = json.dumps(full_job()).encode()
+        with running_daemon("--in-memory") as daemon:
+            _, port = daemon.host_port
+            base = f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n"
+            length = f"Content-Length: {len(body)}\r\n"
+            origin = raw_request(
+                port,
+                base
+                + "Origin: http://127.0.0.1\r\nOrigin: http://evil.test\r\n"
+                + "Content-Type: application/json\r\n"
+                + length
+                + "\r\n",
+                body,
+            )
+            content_type = raw_request(
+                port,
+                base
+                + "Content-Type: text/plain\r\nContent-Type: application/json\r\n"
+                + length
+                + "\r\n",
+                body,
+            )
+            listed = daemon.get(JOBS)
+        assert origin.startswith(b"HTTP/1.1 403") and b"repeats the Origin header" in origin
+        assert content_type.startswith(b"HTTP/1.1 400")
+        assert b"repeats the Content-Type header" in content_type
+        assert listed == {}
+
+    def test_a_414_is_the_json_error_envelope(self) -> None:
+        with running_daemon("--in-memory") as daemon:
+            _, port = daemon.host_port
+            answer = raw_request(port, f"GET /{'a' * 70_000} HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 414") and b"application/json" in head
+        assert json.loads(body)["error"]["code"] == 414
+
+    def test_an_empty_admin_token_is_refused(self) -> None:
+        result = run_cli("start", "--in-memory", "--port", "0", "--admin-token", "")
+        assert_clean_exit_2(result, "--admin-token", "empty token")
+
+    def test_duplicate_json_keys_are_refused(self, client: Client) -> None:
+        body = '{"name": "a", "schedule": "0 2 * * *", "schedule": "0 3 * * *"}'
+        response = post_raw(client, JOBS, body)
+        assert response.status_code == 400
+        assert 'Duplicate field "schedule"' in error_of(response)["message"]
+        assert client.get(JOBS).json == {}
+
+    def test_sigterm_with_in_memory_says_nothing_is_kept(self) -> None:
+        with running_daemon("--in-memory") as daemon:
+            daemon.process.send_signal(signal.SIGTERM)
+            daemon.process.wait(30)
+            assert daemon.process.stderr is not None
+            err = daemon.process.stderr.read()
+        assert daemon.process.returncode == 0
+        assert "nothing was kept (--in-memory)" in err
+        assert "retry config never" not in err and "Traceback" not in err

@@ -1,0 +1,291 @@
+"""Nobody but the user drives the daemon, and no client can hold it (issue 11, parts B and C):
+Host and Origin checks, JSON-only bodies, the admin token, the non-loopback warning, scenario
+apps loaded without calls, body and connection limits on a real socket."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from werkzeug.test import Client
+
+from scheduler_emulator.domain.errors import ConfigurationError
+from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator.server.server import create_app, serve
+from scheduler_emulator.tools.cli import main
+from scheduler_emulator.tools.scenario import load_app
+from tests.server.test_bad_input import JOBS, full_job
+
+
+def error(response: Any) -> dict[str, Any]:
+    return response.json["error"]
+
+
+class TestHostAndOrigin:
+    @pytest.fixture
+    def client(self, emulator: Emulator) -> Client:
+        return Client(create_app(emulator, host="127.0.0.1", port=8095))
+
+    @pytest.mark.parametrize(
+        "host", ["127.0.0.1:8095", "localhost:8095", "[::1]:8095", "localhost", "127.0.0.2:8095"]
+    )
+    def test_loopback_hosts_on_the_bound_port_are_served(self, client: Client, host: str) -> None:
+        response = client.get("/_emulator/attempts", headers={"Host": host})
+        assert response.status_code == 200
+
+    @pytest.mark.parametrize(
+        "host", ["attacker.example:8095", "attacker.example", "127.0.0.1:9999", "10.0.0.5:8095"]
+    )
+    def test_a_foreign_host_cannot_read_attempts_dns_rebinding(
+        self, client: Client, host: str
+    ) -> None:
+        response = client.get("/_emulator/attempts", headers={"Host": host})
+        assert response.status_code == 403
+        assert error(response)["status"] == "PERMISSION_DENIED"
+        assert "DNS rebinding" in error(response)["message"]
+        assert host.split(":")[0] in error(response)["message"]
+
+    def test_public_keys_may_be_read_under_any_name(self, client: Client) -> None:
+        response = client.get("/_emulator/oidc/certs", headers={"Host": "scheduler:8095"})
+        assert response.status_code == 200
+
+    @pytest.mark.parametrize(
+        "origin", ["https://attacker.example", "null", "http://127.0.0.1.attacker.example"]
+    )
+    def test_a_cross_site_post_is_refused(self, client: Client, origin: str) -> None:
+        for path in ("/_emulator/reset", JOBS):
+            response = client.post(
+                path, json=full_job(), headers={"Host": "127.0.0.1:8095", "Origin": origin}
+            )
+            assert response.status_code == 403, path
+            assert "Origin" in error(response)["message"] and origin in error(response)["message"]
+
+    def test_a_loopback_origin_may_post(self, client: Client) -> None:
+        headers = {"Host": "127.0.0.1:8095", "Origin": "http://localhost:3000"}
+        assert client.post(JOBS, json=full_job(), headers=headers).status_code == 200
+
+    def test_a_wildcard_bind_accepts_the_machines_addresses(self, emulator: Emulator) -> None:
+        client = Client(create_app(emulator, host="0.0.0.0", port=8095))
+        assert client.get(JOBS, headers={"Host": "192.168.1.20:8095"}).status_code == 200
+        assert client.get(JOBS, headers={"Host": "rebind.example:8095"}).status_code == 403
+
+
+class TestJsonOnly:
+    @pytest.mark.parametrize(
+        "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]
+    )
+    @pytest.mark.parametrize("path", ["/_emulator/reset", JOBS])
+    def test_a_simple_cross_site_body_is_refused_with_415(
+        self, emulator: Emulator, content_type: str, path: str
+    ) -> None:
+        emulator.create_job(full_job())
+        response = Client(create_app(emulator)).post(
+            path, data=b'{"clockTime": null}', content_type=content_type
+        )
+        assert response.status_code == 415
+        assert error(response)["status"] == "INVALID_ARGUMENT"
+        assert "Content-Type: application/json" in error(response)["message"]
+        assert content_type in error(response)["message"]
+        assert len(emulator.list_jobs()) == 1  # the reset did not happen
+
+    def test_json_and_empty_bodies_are_accepted(self, emulator: Emulator) -> None:
+        client = Client(create_app(emulator))
+        assert client.post(JOBS, json=full_job()).status_code == 200
+        pause = JOBS + "/nightly:pause"
+        assert client.post(pause, data=b"").status_code == 200  # curl -X POST: no Content-Type
+
+    def test_an_empty_text_plain_post_is_refused_too(self, emulator: Emulator) -> None:
+        client = Client(create_app(emulator))
+        assert client.post(JOBS, json=full_job()).status_code == 200
+        pause = JOBS + "/nightly:pause"
+        assert client.post(pause, data=b"", content_type="text/plain").status_code == 415
+        assert emulator.get_job("nightly").state.name == "ENABLED"
+
+
+class TestAdminToken:
+    @pytest.fixture
+    def client(self, emulator: Emulator) -> Client:
+        return Client(create_app(emulator, admin_token="s3cret"))
+
+    @pytest.mark.parametrize("auth", [None, "Bearer wrong", "s3cret", "Bearer s3cret "])
+    def test_admin_endpoints_need_the_token(self, client: Client, auth: str | None) -> None:
+        headers = {} if auth is None else {"Authorization": auth}
+        response = client.post("/_emulator/reset", json={}, headers=headers)
+        assert response.status_code == 401
+        assert "--admin-token" in error(response)["message"]
+        assert client.get("/_emulator/attempts", headers=headers).status_code == 401
+
+    def test_the_token_opens_them(self, client: Client) -> None:
+        headers = {"Authorization": "Bearer s3cret"}
+        assert client.post("/_emulator/reset", json={}, headers=headers).status_code == 200
+
+    def test_health_keys_and_the_api_stay_open(self, client: Client) -> None:
+        assert client.get("/_emulator/health").status_code == 200
+        assert client.get("/_emulator/oidc/certs").status_code == 200
+        assert client.get(JOBS).status_code == 200
+
+
+class TestStartCommand:
+    def test_a_non_loopback_host_warns_on_stderr(self) -> None:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "scheduler_emulator", "start", "--host", "0.0.0.0",
+             "--port", "0", "--in-memory"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            assert "listening on http://0.0.0.0:" in (
+                process.stdout.readline() if process.stdout else ""
+            )
+        finally:
+            process.terminate()
+            _, err = process.communicate(timeout=30)
+        assert err.startswith("warning: listening on 0.0.0.0, which is not a loopback address")
+        assert "--admin-token" in err
+
+    def test_loopback_does_not_warn(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        missing = str(tmp_path / "missing.yaml")
+        assert main(["start", "--in-memory", "--jobs", missing]) == 2
+        assert "warning" not in capsys.readouterr().err
+
+    def test_the_token_comes_from_the_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from scheduler_emulator.tools.cli import build_parser
+
+        monkeypatch.setenv("SCHEDULER_EMULATOR_ADMIN_TOKEN", "from-env")
+        assert build_parser().parse_args(["start"]).admin_token == "from-env"
+        args = build_parser().parse_args(["start", "--admin-token", "flag"])
+        assert args.admin_token == "flag"
+
+
+APP_MODULE = """
+import os
+
+def app(environ, start_response):
+    start_response("200 OK", [])
+    return [b""]
+
+def create_app():
+    return app
+
+def needs_args(x):
+    return app
+
+getcwd = os.getcwd
+"""
+
+
+class TestScenarioApps:
+    @pytest.fixture
+    def folder(self, tmp_path: Path) -> Path:
+        (tmp_path / "scenario_security_app.py").write_text(APP_MODULE)
+        return tmp_path
+
+    @pytest.mark.parametrize("spec", ["scenario_security_app:app", "scenario_security_app.py:app"])
+    def test_an_app_object_loads(self, folder: Path, spec: str) -> None:
+        assert callable(load_app(spec, folder))
+
+    def test_a_factory_without_arguments_is_called(self, folder: Path) -> None:
+        assert load_app("scenario_security_app:create_app()", folder).__name__ == "app"
+
+    @pytest.mark.parametrize(
+        "spec",
+        [
+            'os:system("id")',
+            "os:system('touch /tmp/owned')",
+            "scenario_security_app:create_app(guard=True)",
+            "scenario_security_app:needs_args(1)",
+            "builtins:exec('import os')",
+        ],
+    )
+    def test_a_call_with_arguments_is_refused_naming_the_key_and_value(
+        self, folder: Path, spec: str
+    ) -> None:
+        with pytest.raises(ConfigurationError) as caught:
+            load_app(spec, folder)
+        message = str(caught.value)
+        assert message.startswith("target.app: ")
+        assert "calls a function with arguments" in message
+        assert spec[:20] in message.replace('\\"', '"')
+
+    @pytest.mark.parametrize(
+        "spec", ["os:getcwd()", "os:abort()", "scenario_security_app:getcwd()"]
+    )
+    def test_only_a_function_of_the_module_itself_may_be_called(
+        self, folder: Path, spec: str
+    ) -> None:
+        with pytest.raises(ConfigurationError, match="not a function defined in"):
+            load_app(spec, folder)
+
+
+@pytest.fixture
+def live(emulator: Emulator) -> Iterator[tuple[str, int]]:
+    """The daemon's server on a free port, with two connection slots and a 0.5 s timeout."""
+    server = serve(emulator, "127.0.0.1", 0, max_connections=2, socket_timeout=0.5)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield "127.0.0.1", server.server_port
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def connect(address: tuple[str, int]) -> socket.socket:
+    sock = socket.create_connection(address, timeout=10)
+    return sock
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Read until the server closes the connection (bounded by the socket's 10 s timeout)."""
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class TestServerLimits:
+    def test_a_100_mb_body_is_refused_with_413_without_being_read(
+        self, live: tuple[str, int]
+    ) -> None:
+        with connect(live) as sock:
+            sock.sendall(
+                f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1:{live[1]}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n".encode()
+                + b"{" * 1000
+            )
+            answer = read_all(sock)  # the server answers and closes, not waiting for 100 MB
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 413")
+        assert b'"code": 413' in body and b"INVALID_ARGUMENT" in body
+
+    def test_a_half_sent_request_is_dropped_after_the_timeout(self, live: tuple[str, int]) -> None:
+        with connect(live) as sock:
+            sock.sendall(f"GET {JOBS} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode())
+            assert read_all(sock) == b""  # closed by the server well before our 10 s
+
+    def test_connections_beyond_the_bound_get_503(self, live: tuple[str, int]) -> None:
+        holders = [connect(live), connect(live)]
+        try:
+            for sock in holders:
+                sock.sendall(b"GET /_emulator/health HTTP/1.1\r\n")  # half-sent: holds a slot
+            with connect(live) as third:
+                third.sendall(b"GET /_emulator/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                assert read_all(third).startswith(b"HTTP/1.1 503")
+        finally:
+            for sock in holders:
+                sock.close()
+
+    def test_more_than_100_request_headers_are_refused(self, live: tuple[str, int]) -> None:
+        with connect(live) as sock:
+            headers = "".join(f"X-H{i}: v\r\n" for i in range(150))
+            sock.sendall(
+                f"GET /_emulator/health HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n".encode()
+            )
+            assert read_all(sock).startswith(b"HTTP/1.1 431")

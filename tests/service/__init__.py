@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.service`` (the folder mirrors the package)."""

@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.tools`` (the folder mirrors the package)."""

@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.tools.firebase`` (the folder mirrors the package)."""

@@ -1,0 +1,1 @@
+"""Tests of ``scheduler_emulator.tools.scenario`` (the folder mirrors the package)."""

@@ -1,0 +1,604 @@
+"""Scenario files: validation, the expectation language, replays on a manual clock, the timeline,
+determinism by seed, and the Orders example's duplicates with and without the run-once guard."""
+
+from __future__ import annotations
+
+import io
+import sys
+import textwrap
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler_emulator.domain.errors import ConfigurationError
+from scheduler_emulator.tools.cli import main
+from scheduler_emulator.tools.replay import print_report, replay_scenario
+from scheduler_emulator.tools.scenario import (
+    Check,
+    ScenarioRun,
+    load_scenario,
+    parse_duration,
+    run_scenario,
+    select,
+)
+from tests.daemon import serving
+from tests.support import RecordingTarget
+
+ORDERS_SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "orders" / "scenarios"
+
+#: A WSGI target written next to the scenarios: counts deliveries, answers ``status`` (or the
+#: statuses listed in ``answers``, in turn), and serves ``GET /count`` as JSON.
+COUNTER_APP = """
+import json
+
+
+def make(status=200, answers=()):
+    seen = []
+
+    def app(environ, start_response):
+        if environ["REQUEST_METHOD"] == "GET":
+            if environ["PATH_INFO"] != "/count":
+                start_response("404 Not Found", [])
+                return [b""]
+            body = json.dumps({"count": len(seen), "nested": {"seen": seen}}).encode()
+            start_response("200 OK", [("Content-Type", "application/json")])
+            return [body]
+        seen.append(environ.get("HTTP_X_CLOUDSCHEDULER_SCHEDULETIME"))
+        answer = answers[len(seen) - 1] if len(seen) <= len(answers) else status
+        start_response(f"{answer} X", [])
+        return [b""]
+
+    return app
+
+
+def failing():
+    return make(status=500)
+
+
+def flaky():
+    return make(answers=[500, 409])
+"""
+
+HOURLY = """
+start: "2026-09-24T00:30:00Z"
+jobs:
+  - name: hourly
+    schedule: "0 * * * *"
+    httpTarget: {uri: "http://svc.test/tick"}
+    retryConfig: {retryCount: 2}
+target:
+  base_url: http://svc.test
+  app: "counter_app.py:make()"
+steps:
+  - advance: 3h
+probe:
+  path: /count
+  fields: {deliveries: count, seen: len(nested.seen)}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scenario apps add their folder to ``sys.path``; undo that after each test."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+
+def write(folder: Path, text: str, name: str = "scenario.yaml") -> Path:
+    """Write a scenario (dedented) and the counter app next to it; return the scenario path."""
+    (folder / "counter_app.py").write_text(COUNTER_APP)
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def replay(*args: str) -> tuple[int, str, str]:
+    """Run ``scheduler-emulator replay ARGS`` in-process; return (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        code = main(["replay", *args])
+    finally:
+        sys.stdout, sys.stderr = old
+    return code, out.getvalue(), err.getvalue()
+
+
+def timeline_of(output: str) -> str:
+    """The timeline table of a replay's output (from its header to the first blank line)."""
+    start = output.index("TIME ")
+    return output[start : output.index("\n\n", start)]
+
+
+class TestDurations:
+    @pytest.mark.parametrize(
+        ("value", "seconds"),
+        [
+            pytest.param("7d", 7 * 86400, id="days"),
+            pytest.param("3600s", 3600, id="seconds-suffix"),
+            pytest.param(90, 90, id="number"),
+            pytest.param(1.5, 1.5, id="float"),
+            pytest.param("1h30m", 5400, id="combined"),
+            pytest.param("250ms", 0.25, id="milliseconds"),
+            pytest.param("2w", 14 * 86400, id="weeks"),
+            pytest.param("45", 45, id="digits"),
+        ],
+    )
+    def test_a_step_duration_parses_with_or_without_a_unit(
+        self, value: Any, seconds: float
+    ) -> None:
+        assert parse_duration(value) == timedelta(seconds=seconds)
+
+    @pytest.mark.parametrize("value", ["7 days", "-5s", -1, True, "d", "", None, "1h-5m"])
+    def test_anything_else_is_refused_naming_the_value(self, value: Any) -> None:
+        with pytest.raises(ValueError, match="duration"):
+            parse_duration(value)
+
+
+class TestChecks:
+    @pytest.mark.parametrize(
+        ("value", "text", "observed", "holds"),
+        [
+            pytest.param(7, "== 7", 7, True, id="number"),
+            pytest.param("== runs", "== runs", 2, True, id="named"),
+            pytest.param(">= 3", ">= 3", 2, False, id="at-least"),
+            pytest.param("<= runs + 1", "<= runs + 1", 3, True, id="offset"),
+            pytest.param("!= runs - 1", "!= runs - 1", 1, False, id="negative-offset"),
+            pytest.param("runs", "== runs", 2, True, id="bare-name"),
+        ],
+    )
+    def test_a_check_compares_with_a_number_or_a_quantity(
+        self, value: Any, text: str, observed: int, holds: bool
+    ) -> None:
+        check = Check.parse(value)
+        expected = check.expected(lambda name: 2)
+        assert check.text == text
+        assert expected is not None
+        assert check.holds(observed, expected) is holds
+
+    @pytest.mark.parametrize("value", ["== many runs", "== ", "=> 3", 1.5, None, ["== 1"]])
+    def test_a_malformed_check_is_refused(self, value: Any) -> None:
+        with pytest.raises(ValueError, match="not a check"):
+            Check.parse(value)
+
+    def test_a_probe_selector_reads_a_path_or_a_length(self) -> None:
+        document = {"a": {"b": [4, 5]}, "s": "x", "flag": True}
+        assert select(document, "a.b.1") == 5
+        assert select(document, "len(a.b)") == 2
+        assert select(document, "a.missing") is None
+        assert select(document, "flag") is None  # a boolean is not a count
+
+
+class TestValidation:
+    @pytest.mark.parametrize(
+        ("patch", "message"),
+        [
+            pytest.param(
+                {"steps": "[{advance: 7 days}]"},
+                'steps[0].advance: not a duration: "7 days"',
+                id="duration",
+            ),
+            pytest.param({"steps": "[{sleep: 5}]"}, "steps[0].sleep: unknown step", id="step-kind"),
+            pytest.param(
+                {"steps": "[{run_job: weekly}]"},
+                'steps[0].run_job: no job "weekly" in the scenario (jobs: hourly)',
+                id="run-unknown-job",
+            ),
+            pytest.param(
+                {"start": '"yesterday"'}, 'start: Invalid timestamp "yesterday"', id="start"
+            ),
+            pytest.param(
+                {"start": "2026-09-24T00:30:00"}, "start: ", id="naive-start"
+            ),  # YAML makes it a naive datetime
+            pytest.param(
+                {"faults": "{rules: [{action: explode}]}"},
+                "faults.rules[0].action: action must be one of",
+                id="fault-action",
+            ),
+            pytest.param(
+                {"faults": "{rules: [{action: status, status: 999}]}"},
+                "faults.rules[0].status: status must be an HTTP status 100-599; got 999.",
+                id="fault-status",
+            ),
+            pytest.param(
+                {"faults": "{rules: [{action: delay, status: 500}]}"},
+                "faults.rules[0].status: fault rule field 'status' does not apply to action "
+                "'delay'; only status read it.",
+                id="fault-field-not-read",
+            ),
+            pytest.param(
+                {"faults": "{seed: seven}"},
+                "faults.seed: seed must be a whole number from 0 to 9223372036854775807; "
+                'got "seven"',
+                id="seed",
+            ),
+            pytest.param(
+                {"expect": "{hourly: {codes: {OK: many}}}"},
+                'expect.hourly.codes.OK: unknown quantity "many" (use runs, attempts',
+                id="check",
+            ),
+            pytest.param(
+                {"expect": "{hourly: {codes: {FINE: 1}}}"},
+                'expect.hourly.codes.FINE: not a google.rpc code name: "FINE"',
+                id="code-name",
+            ),
+            pytest.param(
+                {"expect": "{hourly: {probe: {sweeps: 1}}}"},
+                'expect.hourly.probe.sweeps: no probe field "sweeps" (probe fields: deliveries, '
+                "seen)",
+                id="probe-field",
+            ),
+            pytest.param(
+                {"expect": '{hourly: {attempts: "== sweeps"}}'},
+                'expect.hourly.attempts: unknown quantity "sweeps"',
+                id="operand",
+            ),
+            pytest.param(
+                {"expect": "{nightly: {runs: 1}}"},
+                'expect.nightly: no job "nightly" in the scenario (jobs: hourly)',
+                id="expect-job",
+            ),
+            pytest.param(
+                {"expect": "{hourly: {sweeps: 1}}"},
+                "expect.hourly.sweeps: unknown key (known: runs, attempts, codes, statuses, probe)",
+                id="expect-key",
+            ),
+            pytest.param(
+                {"target": '{app: "x:y", url: "http://a.test"}'},
+                "target: give app (in-process) or url (over HTTP), not both.",
+                id="app-and-url",
+            ),
+            pytest.param(
+                {"target": '{url: "ftp://a.test"}'},
+                'target.url: expected an http:// or https:// URL; got "ftp://a.test"',
+                id="target-url",
+            ),
+            pytest.param(
+                {"probe": '{path: "sweeps"}'},
+                'probe.path: expected a path such as "/sweeps" or an http(s) URL; got "sweeps"',
+                id="probe-path",
+            ),
+            pytest.param(
+                {"jobs": "[{name: hourly, schedule: '61 * * * *', httpTarget: {uri: 'http://a'}}]"},
+                "jobs[0] (hourly): ",
+                id="job",
+            ),
+            pytest.param({"repeat": "3"}, "repeat: unknown key", id="top-level"),
+        ],
+    )
+    def test_an_error_names_the_file_the_key_path_and_the_value(
+        self, tmp_path: Path, patch: dict[str, str], message: str
+    ) -> None:
+        lines = [line for line in HOURLY.splitlines() if line]
+        document: dict[str, list[str]] = {}
+        key = ""
+        for line in lines:
+            if not line.startswith(" "):
+                key = line.split(":", 1)[0]
+                document[key] = [line]
+            else:
+                document[key].append(line)
+        for key, value in patch.items():
+            document[key] = [f"{key}: {value}"]
+        path = write(tmp_path, "\n".join("\n".join(v) for v in document.values()) + "\n")
+        with pytest.raises(ConfigurationError) as error:
+            load_scenario(path)
+        assert str(error.value).startswith(f"{path}: ")
+        assert message in str(error.value)
+
+    def test_every_problem_is_reported_not_only_the_first(self, tmp_path: Path) -> None:
+        path = write(
+            tmp_path,
+            """
+            start: yesterday
+            colour: blue
+            jobs:
+              - name: hourly
+                schedule: "0 * * * *"
+                httpTarget: {uri: "http://svc.test/tick"}
+              - name: weekly
+                schedule: "61 * * * *"
+                httpTarget: {uri: "http://svc.test/week"}
+            faults:
+              rules:
+                - {action: duplicate, seconds: 2}
+                - {action: explode}
+            steps:
+              - advance: soon
+              - run_job: weekly
+              - advance: 1h
+              - move_to: later
+            expect:
+              hourly: {runs: many, codes: {FINE: 1}}
+              weekly: {runs: 1}
+            """,
+        )
+        code, out, err = replay(str(path))
+        assert (code, out) == (2, "")
+        lines = err.splitlines()
+        assert lines[0].startswith("error: ")
+        lines[0] = lines[0].removeprefix("error: ")
+        expected = [  # (key path, the value as the message shows it), in file order
+            ("colour", '"colour"'),
+            ("start", '"yesterday"'),
+            ("jobs[1] (weekly)", "'61 * * * *'"),
+            ("steps[0].advance", '"soon"'),
+            ("steps[3].move_to", '"later"'),
+            ("faults.rules[0].seconds", "'seconds'"),
+            ("faults.rules[1].action", "'explode'"),
+            ("expect.hourly.runs", '"many"'),
+            ("expect.hourly.codes.FINE", '"FINE"'),
+        ]
+        assert len(lines) == len(expected), lines
+        for line, (key_path, value) in zip(lines, expected, strict=True):
+            assert line.startswith(f"{path}: {key_path}: ") and value in line, line
+        assert lines[5].endswith(
+            "fault rule field 'seconds' does not apply to action 'duplicate'; only deadline and "
+            "delay read it."
+        )
+        # weekly is invalid, yet the run_job step and the expectation naming it are not refused
+
+    def test_an_inline_job_body_is_base64_as_in_a_jobs_file(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = write(
+            tmp_path,
+            HOURLY.replace('"http://svc.test/tick"}', '"http://svc.test/tick", body: ping}'),
+        )
+        load_scenario(path)
+        [warning] = capsys.readouterr().err.splitlines()
+        assert warning.startswith(f'warning: {path}: jobs[0] (hourly): httpTarget.body "ping"')
+        path.write_text(path.read_text().replace("body: ping", "body: '{\"a\":1}'"))
+        with pytest.raises(ConfigurationError) as error:
+            load_scenario(path)
+        assert "echo -n '{\"a\":1}' | base64 prints eyJhIjoxfQ==" in str(error.value)
+
+    def test_a_scenario_that_extends_itself_is_refused(self, tmp_path: Path) -> None:
+        (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+        (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+        with pytest.raises(ConfigurationError, match="extends: the files extend each other"):
+            load_scenario(tmp_path / "a.yaml")
+
+    def test_the_command_prints_error_and_exits_2(self, tmp_path: Path) -> None:
+        path = write(
+            tmp_path, HOURLY.replace("  - advance: 3h", "  - advance: 3h\n  - advance: soon")
+        )
+        code, out, err = replay(str(path))
+        assert (code, out) == (2, "")
+        assert err == f'error: {path}: steps[1].advance: not a duration: "soon" (use seconds, ' + (
+            'or a number with a unit such as "7d", "3600s", "90m", "1h30m")\n'
+        )
+
+    def test_an_app_that_cannot_be_imported_is_a_configuration_error(self, tmp_path: Path) -> None:
+        path = write(tmp_path, HOURLY.replace("counter_app.py:make()", "no_such_module:app"))
+        code, _, err = replay(str(path))
+        assert code == 2
+        assert "target.app: cannot import 'no_such_module'" in err
+
+
+class TestReplay:
+    def test_jobs_run_on_the_virtual_clock_and_expectations_hold(self, tmp_path: Path) -> None:
+        path = write(
+            tmp_path,
+            HOURLY
+            + """
+            expect:
+              hourly:
+                runs: 3
+                attempts: "== runs"
+                codes: {OK: 3}
+                probe: {deliveries: "== attempts", seen: 3}
+            """.replace("\n            ", "\n"),
+        )
+        code, out, _ = replay(str(path))
+        assert code == 0, out
+        assert timeline_of(out).splitlines() == [
+            "TIME                  JOB     RUN (ScheduleTime)    TRY  INJ  HTTP  CODE  DETAIL",
+            "2026-09-24T01:00:00Z  hourly  2026-09-24T01:00:00Z    1        200  OK",
+            "2026-09-24T02:00:00Z  hourly  2026-09-24T02:00:00Z    1        200  OK",
+            "2026-09-24T03:00:00Z  hourly  2026-09-24T03:00:00Z    1        200  OK",
+        ]
+        assert "  ✓ hourly: probe.deliveries == attempts (observed 3; attempts = 3)\n" in out
+        assert out.endswith("\nAll 5 expectations hold.\n")
+
+    def test_an_unmet_expectation_exits_1_and_is_named(self, tmp_path: Path) -> None:
+        path = write(
+            tmp_path,
+            HOURLY.replace("make()", "failing()")
+            + "expect:\n  hourly: {runs: 3, codes: {OK: 3}, attempts: '<= runs'}\n",
+        )
+        code, out, _ = replay(str(path))
+        assert code == 1
+        assert "  ✓ hourly: runs == 3 (observed 3)\n" in out
+        assert out.endswith(
+            "\n2 of 3 expectations unmet:\n"
+            "  hourly: codes.OK == 3 (observed 0)\n"
+            "  hourly: attempts <= runs (observed 9; runs = 3)\n"
+        )
+
+    def test_steps_move_the_clock_and_force_runs(self, tmp_path: Path) -> None:
+        text = HOURLY.replace(
+            "  - advance: 3h",
+            '  - move_to: "2026-09-24T01:30:00Z"\n  - run_job: hourly\n  - advance: 1800',
+        )
+        run = run_scenario(load_scenario(write(tmp_path, text)))
+        assert [
+            (a.start_time.strftime("%H:%M"), a.forced, a.schedule_time) for a in run.attempts
+        ] == [
+            ("01:00", False, "2026-09-24T01:00:00Z"),
+            ("01:30", True, "2026-09-24T02:00:00Z"),  # P3: the next scheduled time
+            ("02:00", False, "2026-09-24T02:00:00Z"),
+        ]
+        assert run.end == datetime(2026, 9, 24, 2, 0, tzinfo=UTC)
+
+    def test_runs_counts_distinct_schedule_times_so_a_forced_run_may_share_one(
+        self, tmp_path: Path
+    ) -> None:
+        text = HOURLY.replace("  - advance: 3h", "  - run_job: hourly\n  - advance: 1h")
+        text += "expect:\n  hourly: {runs: 1, attempts: 2}\n"
+        run = run_scenario(load_scenario(write(tmp_path, text)))
+        assert run.ok, run.results
+
+    def test_a_failing_target_is_retried_and_shown_in_the_timeline(self, tmp_path: Path) -> None:
+        text = HOURLY.replace("make()", "flaky()").replace("3h", "1h")
+        code, out, _ = replay(str(write(tmp_path, text)))
+        assert code == 0
+        rows = timeline_of(out).splitlines()[1:]
+        assert [row.split()[3:7] for row in rows] == [
+            ["1", "500", "INTERNAL", "URL_UNREACHABLE-UNREACHABLE_5xx"],
+            ["2", "409", "ABORTED", "409:"],
+            ["3", "200", "OK"],
+        ]
+        assert rows[1].endswith("409: the target says another attempt of this run is in progress")
+
+    def test_jobs_may_come_from_a_jobs_file(self, tmp_path: Path) -> None:
+        (tmp_path / "jobs.yaml").write_text(
+            '- {name: hourly, schedule: "0 * * * *", httpTarget: {uri: "http://svc.test/t"}}\n'
+        )
+        text = HOURLY.split("target:")[0].split("jobs:")[0] + "jobs: jobs.yaml\ntarget:"
+        text += HOURLY.split("target:")[1]
+        run = run_scenario(load_scenario(write(tmp_path, text)))
+        assert len(run.attempts) == 3
+
+    def test_a_dotted_module_app_is_imported_from_the_scenario_folder(self, tmp_path: Path) -> None:
+        (tmp_path / "scenario_dotted_app.py").write_text(COUNTER_APP)
+        text = HOURLY.replace("counter_app.py:make()", "scenario_dotted_app:make()")
+        run = run_scenario(load_scenario(write(tmp_path, text)))
+        assert run.probe == {"deliveries": 3, "seen": 3}
+
+    def test_target_url_delivers_over_http_and_overrides_the_app(
+        self, tmp_path: Path, target: RecordingTarget
+    ) -> None:
+        path = write(tmp_path, HOURLY.replace("probe:", "unused:").split("unused:")[0])
+        with serving(target) as url:
+            code, out, _ = replay(str(path), "--target", url + "/base")
+        assert code == 0
+        assert [(r.method, r.path) for r in target.requests] == [("POST", "/base/tick")] * 3
+        assert target.requests[0].headers["X-Cloudscheduler-Jobname"] == "hourly"
+        assert f"http://svc.test -> {url}/base over HTTP" in out
+
+    def test_a_probe_that_fails_makes_its_expectations_unmet(self, tmp_path: Path) -> None:
+        text = HOURLY.replace("path: /count", "path: /missing")
+        text += "expect:\n  hourly: {probe: {deliveries: 3}}\n"
+        code, out, _ = replay(str(write(tmp_path, text)))
+        assert code == 1
+        assert "Probe failed: GET /missing answered 404" in out
+        assert "  ✗ hourly: probe.deliveries == 3 (observed ?; GET /missing answered 404)" in out
+
+    def test_a_bad_target_option_is_refused(self, tmp_path: Path) -> None:
+        code, _, err = replay(str(write(tmp_path, HOURLY)), "--target", "localhost:8000")
+        assert code == 2
+        assert err.startswith("error: --target must be an http:// or https:// URL")
+
+
+PROBABILISTIC = (
+    HOURLY.replace("3h", "2d")
+    + """
+faults:
+  seed: 1
+  rules:
+    - {action: status, status: 503, probability: 0.3}
+    - {action: duplicate, probability: 0.2}
+"""
+)
+
+
+class TestDeterminism:
+    def test_the_same_scenario_and_seed_print_byte_identical_output(self, tmp_path: Path) -> None:
+        path = str(write(tmp_path, PROBABILISTIC))
+        first, second = replay(path), replay(path)
+        assert first == second
+        assert "*" in timeline_of(first[1])  # faults did fire
+
+    def test_a_different_seed_gives_a_different_timeline(self, tmp_path: Path) -> None:
+        path = str(write(tmp_path, PROBABILISTIC))
+        _, seed_1, _ = replay(path, "--seed", "1")
+        _, seed_2, _ = replay(path, "--seed", "2")
+        assert "(seed 1)" in seed_1 and "(seed 2)" in seed_2
+        assert timeline_of(seed_1) != timeline_of(seed_2)
+        assert replay(path)[1] == seed_1  # the file's own seed is 1
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class TestProgress:
+    def test_a_terminal_gets_one_updating_progress_line(self, tmp_path: Path) -> None:
+        path = write(tmp_path, HOURLY)
+        terminal, piped = _Terminal(), io.StringIO()
+        assert replay_scenario(path, terminal) == replay_scenario(path, piped) == 0
+        shown = terminal.getvalue()
+        assert shown.startswith("\r\x1b[K  replaying... 2026-09-24T00:30:00Z  0 attempts")
+        assert "\n" not in shown.split("Scenario ")[0]  # the progress line never scrolls
+        assert shown.split("\r\x1b[K")[-1] == piped.getvalue()
+
+    def test_piped_output_has_no_progress(self, tmp_path: Path) -> None:
+        out = io.StringIO()
+        replay_scenario(write(tmp_path, HOURLY), out)
+        assert "\r" not in out.getvalue() and "\x1b" not in out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def orders_runs() -> dict[str, tuple[ScenarioRun, str, int]]:
+    """Each Orders scenario run once (its sweeps take real time): name → (run, report, exit)."""
+    runs = {}
+    for name in ("duplicates.yaml", "duplicates-guarded.yaml"):
+        run = run_scenario(load_scenario(ORDERS_SCENARIOS / name))
+        out = io.StringIO()
+        code = print_report(run, out)
+        runs[name] = (run, out.getvalue(), code)
+    return runs
+
+
+def rows_of(run: ScenarioRun) -> list[tuple[str, int, int | None, str]]:
+    return [
+        (a.schedule_time or "", a.attempt, a.response_status, a.code or "") for a in run.attempts
+    ]
+
+
+class TestOrdersDuplicates:
+    """The seed's two causes — a lost acknowledgement and a handler slower than its attempt
+    deadline — against the Orders example, without and with the run-once guard."""
+
+    def test_without_the_guard_the_service_sweeps_more_than_once_per_run(
+        self, orders_runs: dict[str, tuple[ScenarioRun, str, int]]
+    ) -> None:
+        run, out, code = orders_runs["duplicates.yaml"]
+        assert run.probe["sweeps"] == 4
+        assert len({a.schedule_time for a in run.attempts}) == 2
+        assert rows_of(run) == [
+            ("2026-09-24T02:00:00Z", 1, None, "UNAVAILABLE"),  # lost ack: it did sweep
+            ("2026-09-24T02:00:00Z", 2, 200, "OK"),  # ...and sweeps again
+            ("2026-09-25T02:00:00Z", 1, None, "DEADLINE_EXCEEDED"),  # still sweeping
+            ("2026-09-25T02:00:00Z", 2, 200, "OK"),  # overlaps it: a second sweep
+        ]
+        assert code == 1
+        assert out.endswith(
+            "\n1 of 2 expectations unmet:\n  nightly: probe.sweeps == runs (observed 4; runs = 2)\n"
+        )
+
+    def test_with_the_guard_each_run_is_swept_once(
+        self, orders_runs: dict[str, tuple[ScenarioRun, str, int]]
+    ) -> None:
+        run, out, code = orders_runs["duplicates-guarded.yaml"]
+        assert run.probe["sweeps"] == 2
+        assert rows_of(run) == [
+            ("2026-09-24T02:00:00Z", 1, None, "UNAVAILABLE"),
+            ("2026-09-24T02:00:00Z", 2, 200, "OK"),  # duplicate of a completed run
+            ("2026-09-25T02:00:00Z", 1, None, "DEADLINE_EXCEEDED"),
+            ("2026-09-25T02:00:00Z", 2, 409, "ABORTED"),  # overlaps the running sweep
+            ("2026-09-25T02:00:00Z", 3, 200, "OK"),  # duplicate of the completed run
+        ]
+        assert code == 0, out
+        table = timeline_of(out).splitlines()
+        assert (
+            "409  ABORTED            409: the target says another attempt of this run" in table[4]
+        )
+        for row in (table[2], table[5]):
+            assert "200  OK                 duplicate: the target already answered 200" in row
+        assert "the target answered 200 but the response was lost" in table[1]
+        assert "its late answer: 200" in table[3]
+        assert out.endswith("\nAll 8 expectations hold.\n")

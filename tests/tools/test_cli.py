@@ -1,0 +1,289 @@
+"""``scheduler-emulator next`` and the command line's error handling."""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scheduler_emulator.tools.cli import log_format_for, main
+from tests.daemon import running_daemon
+
+JOB = "projects/my-project/locations/us-central1/jobs/"
+#: A target nothing listens on (port 9, discard): attempts fail fast with UNAVAILABLE.
+TARGET = {"httpTarget": {"uri": "http://127.0.0.1:9/_triggers/timer/x"}, "retryConfig": {}}
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+class TestNext:
+    def test_fall_back_day_prints_both_occurrences_of_the_repeated_time(self) -> None:
+        result = run_cli(
+            "next",
+            "30 1 * * *",
+            "--time-zone",
+            "America/New_York",
+            "--after",
+            "2026-10-31T12:00:00Z",
+            "-n",
+            "3",
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == [
+            "2026-11-01T01:30:00-04:00",
+            "2026-11-01T01:30:00-05:00",
+            "2026-11-02T01:30:00-05:00",
+        ]
+
+    def test_vixie_policy_fires_a_fixed_time_job_once_on_fall_back_day(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        code = main(
+            [
+                "next",
+                "30 1 * * *",
+                "--time-zone",
+                "America/New_York",
+                "--after",
+                "2026-10-31T12:00:00Z",
+                "-n",
+                "3",
+                "--dst-policy",
+                "vixie",
+            ]
+        )
+        assert code == 0
+        assert capsys.readouterr().out.splitlines() == [
+            "2026-11-01T01:30:00-04:00",
+            "2026-11-02T01:30:00-05:00",
+            "2026-11-03T01:30:00-05:00",
+        ]
+
+    def test_utc_times_end_in_z(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["next", "0 2 * * *", "--after", "2026-09-24T01:59:00Z", "-n", "2"]) == 0
+        assert capsys.readouterr().out.splitlines() == [
+            "2026-09-24T02:00:00Z",
+            "2026-09-25T02:00:00Z",
+        ]
+
+    @pytest.mark.parametrize(
+        "args",
+        [
+            pytest.param(["*/5 * * * * *"], id="six-fields"),
+            pytest.param(["0 2 * * *", "--time-zone", "EST"], id="legacy-zone"),
+            pytest.param(["0 2 L * *"], id="last-day"),
+            pytest.param(["0 2 * * *", "--time-zone", "Mars/Olympus"], id="unknown-zone"),
+        ],
+    )
+    def test_invalid_schedule_or_zone_exits_2_with_the_message(self, args: list[str]) -> None:
+        result = run_cli("next", *args)
+        assert result.returncode == 2
+        assert result.stdout == ""
+        assert result.stderr.startswith("error: Schedule or time zone is invalid.")
+
+
+def test_python_dash_m_prints_help() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    assert "start" in result.stdout and "next" in result.stdout
+
+
+def test_a_schedule_that_never_fires_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["next", "0 0 30 2 *", "--after", "2026-01-01T00:00:00Z"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "no further fire time within 10 years (printed 0 of 5)" in captured.err
+
+
+class TestBadFlags:
+    @pytest.mark.parametrize("command", ["start", "env-init"])
+    @pytest.mark.parametrize("port", ["99999", "-1", "http"])
+    def test_a_port_out_of_range_exits_2_naming_the_flag_and_the_value(
+        self, command: str, port: str
+    ) -> None:
+        result = run_cli(command, "--port", port)
+        assert result.returncode == 2
+        assert f"argument --port: '{port}' is not a port number (0 to 65535)" in result.stderr
+        assert "Traceback" not in result.stderr
+
+    def test_a_host_that_is_not_this_machines_says_so(self) -> None:
+        # 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never an address of this machine
+        result = run_cli("start", "--in-memory", "--host", "192.0.2.7", "--port", "0")
+        assert result.returncode == 2
+        assert result.stderr.startswith("error: cannot listen on 192.0.2.7:0: ")
+        assert "--host '192.0.2.7' is not an address of this machine" in result.stderr
+        assert "another scheduler-emulator" not in result.stderr
+
+    def test_a_bad_fault_file_is_reported_once(self, tmp_path: Path) -> None:
+        faults = tmp_path / "faults.yaml"
+        faults.write_text("rules:\n  - {action: nope}\n")
+        result = run_cli("start", "--in-memory", "--port", "0", "--faults", str(faults))
+        assert result.returncode == 2
+        assert result.stderr == (
+            f"error: {faults}: action must be one of duplicate, lost_ack, deadline, status, "
+            "connection_error, delay; got 'nope'.\n"
+        )
+
+    def test_dst_policy_help_names_the_default_before_the_choices(self) -> None:
+        help_text = " ".join(run_cli("next", "--help").stdout.split())
+        assert "daylight-saving rule (default: absolute): 'absolute' fires" in help_text
+
+    def test_demo_help_describes_the_demo(self) -> None:
+        help_text = " ".join(run_cli("demo", "--help").stdout.split())
+        assert "Start the example Orders service" in help_text
+
+    def test_start_help_says_where_a_manual_clock_starts(self) -> None:
+        help_text = " ".join(run_cli("start", "--help").stdout.split())
+        assert "(default: now, rounded down to the whole minute)" in help_text
+
+
+class TestEnvInit:
+    def test_it_asks_the_running_daemon_its_project(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)  # the daemon would use it
+        with running_daemon("--in-memory", "--project", "orders-dev") as daemon:
+            host, port = daemon.host_port
+            result = run_cli("env-init", "--host", host, "--port", str(port))
+        assert result.returncode == 0, result.stderr
+        assert "export CLOUDSDK_CORE_PROJECT=orders-dev\n" in result.stdout
+        assert f"export CLOUD_SCHEDULER_EMULATOR_HOST={host}:{port}\n" in result.stdout
+        assert "export PUBSUB_EMULATOR_HOST" not in result.stdout  # it publishes to none
+
+    def test_it_points_pubsub_clients_at_the_daemons_pubsub_emulator(self) -> None:
+        # the daemon publishes to this host (nothing needs to listen there for env-init)
+        with running_daemon("--in-memory", "--pubsub-emulator-host", "127.0.0.1:8085") as daemon:
+            assert daemon._call("GET", "/_emulator/config")["pubsubEmulatorHost"] == (
+                "127.0.0.1:8085"
+            )
+            host, port = daemon.host_port
+            result = run_cli("env-init", "--host", host, "--port", str(port))
+        assert "export PUBSUB_EMULATOR_HOST=127.0.0.1:8085\n" in result.stdout
+
+    def test_without_a_daemon_it_prints_the_default_project_and_says_so(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        with socket.socket() as probe:  # a port nothing listens on
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+            assert main(["env-init", "--port", str(port)]) == 0
+        captured = capsys.readouterr()
+        assert "export CLOUDSDK_CORE_PROJECT=my-project\n" in captured.out
+        assert f"note: no scheduler-emulator answers at 127.0.0.1:{port}" in captured.err
+
+    def test_port_0_is_refused(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["env-init", "--port", "0"]) == 2
+        assert capsys.readouterr().err.startswith("error: --port 0 is not a daemon's port")
+
+
+class TestStartupLine:
+    def test_it_says_which_jobs_came_from_the_file_and_which_from_the_data_directory(
+        self, tmp_path: Path
+    ) -> None:
+        data = tmp_path / "data"
+        jobs = tmp_path / "jobs.yaml"
+        jobs.write_text(json.dumps([{"name": "nightly", "schedule": "0 2 * * *", **TARGET}]))
+        with running_daemon("--data-dir", str(data)) as daemon:
+            daemon.post(
+                "/v1/projects/my-project/locations/us-central1/jobs",
+                {"name": JOB + "weekly", "schedule": "0 3 * * 1", **TARGET},
+            )
+        with running_daemon("--data-dir", str(data), "--jobs", str(jobs)) as daemon:
+            assert f"(1 job loaded from {jobs}, 1 from the data directory, " in daemon.first_line
+
+    def test_an_empty_jobs_file_is_a_warning(self, tmp_path: Path) -> None:
+        jobs = tmp_path / "jobs.yaml"
+        jobs.write_text("[]\n")
+        with running_daemon("--in-memory", "--jobs", str(jobs)) as daemon:
+            assert f"(0 jobs loaded from {jobs}, system clock, in memory" in daemon.first_line
+            daemon.stop()
+            assert daemon.process.stderr is not None
+            assert f"warning: {jobs} holds no jobs" in daemon.process.stderr.read()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param("next '* * * * *' -n 100000", id="next"),
+        pytest.param("init {tmp}/svc", id="init"),
+    ],
+)
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path, command: str) -> None:
+    cli = f"{shlex.quote(sys.executable)} -m scheduler_emulator {command.format(tmp=tmp_path)}"
+    result = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {cli} | head -c 1 >/dev/null"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.stderr == ""
+    assert result.returncode in (0, 141)  # 141: stopped as by SIGPIPE, like any unix tool
+
+
+def test_next_says_an_english_like_schedule_sends_no_header(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["next", "every day 02:00", "-n", "1", "--after", "2026-01-01T00:00:00Z"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "2026-01-01T02:00:00Z\n"
+    assert "sends its job no X-CloudScheduler-ScheduleTime header" in captured.err
+
+
+class TestLogFormat:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    @pytest.mark.parametrize(
+        ("chosen", "log_file", "terminal", "expected"),
+        [
+            pytest.param(None, None, True, "text", id="terminal"),
+            pytest.param(None, None, False, "json", id="pipe"),
+            pytest.param(None, "log.jsonl", True, "json", id="log-file"),
+            pytest.param("json", None, True, "json", id="asked-json"),
+            pytest.param("text", "log.txt", False, "text", id="asked-text"),
+        ],
+    )
+    def test_text_on_a_terminal_json_otherwise(
+        self, chosen: str | None, log_file: str | None, terminal: bool, expected: str
+    ) -> None:
+        out = self.Terminal() if terminal else io.StringIO()
+        assert log_format_for(chosen, log_file, out) == expected
+
+    def test_the_daemon_writes_one_text_line_per_attempt(self, tmp_path: Path) -> None:
+        log = tmp_path / "attempts.log"
+        jobs = tmp_path / "jobs.yaml"
+        jobs.write_text(json.dumps([{"name": "nightly", "schedule": "0 2 * * *", **TARGET}]))
+        with running_daemon(
+            "--in-memory", "--jobs", str(jobs), "--log-file", str(log), "--log-format", "text",
+            "--clock", "manual", "--start", "2026-09-24T01:59:00Z",
+        ) as daemon:  # fmt: skip
+            daemon.post("/_emulator/clock:advance", {"seconds": 120})
+        [line] = log.read_text().splitlines()
+        assert line.startswith("2026-09-24T02:00:00Z  nightly  attempt 1  UNAVAILABLE  ")
+        assert "  scheduled 2026-09-24T02:00:00Z  reason: URL_UNREACHABLE" in line
+
+
+@pytest.mark.parametrize(
+    ("grpc", "says"),
+    [
+        (True, "# REST and gRPC both on 127.0.0.1:8095."),
+        (False, "# REST only on 127.0.0.1:8095: that daemon has no gRPC"),
+        (None, "# REST and gRPC (with the [grpc] extra) on 127.0.0.1:8095."),
+    ],
+)
+def test_env_init_says_whether_the_daemon_serves_grpc(grpc: bool | None, says: str) -> None:
+    from scheduler_emulator.tools.client_recipes import client_notes
+
+    assert client_notes("127.0.0.1", 8095, grpc=grpc)[0].startswith(says)

@@ -1,0 +1,222 @@
+"""``scheduler-emulator init``: the files it writes, its refusals, the written project's tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from scheduler_emulator.tools import scaffold
+from scheduler_emulator.tools.cli import main
+from scheduler_emulator.tools.scaffold import (
+    PROJECT_FILES,
+    emulator_requirement,
+    next_commands,
+    render,
+    template,
+    write_project,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+#: The tests ``test_app.py.tmpl`` holds (two of its tests run in both styles).
+GENERATED_TEST_COUNT = 6
+
+
+def run(command: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` in ``cwd`` with a bound; fail the test with its output if it fails."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+    # A nested pytest keeps its temporary directories under cwd, not in the per-user base
+    # folder the outer run uses (pytest prunes old ones there: with -n 2 the outer run's
+    # directories vanished under its tests).
+    temp_root = cwd / ".pytest-tmp"
+    temp_root.mkdir(exist_ok=True)
+    env["PYTEST_DEBUG_TEMPROOT"] = str(temp_root)
+    result = subprocess.run(
+        command,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=max(timeout, 1),
+        check=False,
+    )
+    assert result.returncode == 0, (
+        f"{' '.join(command)} exited with {result.returncode}\n"
+        f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-4000:]}"
+    )
+    return result
+
+
+class TestInit:
+    def test_it_writes_every_project_file_from_its_template(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        project = tmp_path / "svc"
+        assert main(["init", str(project)]) == 0
+        assert sorted(p.name for p in project.iterdir()) == sorted(PROJECT_FILES)
+        for name in PROJECT_FILES:
+            assert (project / name).read_text(encoding="utf-8") == render(name)
+        out = capsys.readouterr().out
+        assert out.startswith(f"Wrote a Cloud Scheduler timer service to {project}:\n")
+        for name, description in PROJECT_FILES.items():
+            assert f"{project / name}" in out and description in out
+        assert out.endswith(
+            "\nNext:\n"
+            f"  cd {project}\n"
+            "  pip install -r requirements.txt\n"
+            "  python -m pytest\n"
+            "  python app.py 8000 &\n"
+            "  scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "
+            "--start 2026-09-24T01:59:00Z &\n"
+            "  curl -X POST http://127.0.0.1:8095/_emulator/clock:advance "
+            "-H 'Content-Type: application/json' -d "
+            "'{\"seconds\": 120}'\n"
+        )
+
+    def test_the_requirements_name_the_emulator_and_flask(self) -> None:
+        lines = [
+            line.strip()
+            for line in template("requirements.txt").splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
+        assert lines[:2] == ["{emulator_requirement}", "flask>=3.0"]
+        assert render("requirements.txt").splitlines()[5] == emulator_requirement()
+
+    def test_the_emulator_requirement_of_a_clone_names_no_path(self) -> None:
+        # this checkout is installed editable (pip install -e .): pip recorded its directory,
+        # which only this machine has
+        requirement = emulator_requirement()
+        assert requirement.startswith("cloud-scheduler-emulator>=")
+        assert "file:" not in render("requirements.txt")
+        assert str(REPO) not in render("requirements.txt")
+
+    @pytest.mark.parametrize(
+        ("direct_url", "requirement"),
+        [
+            pytest.param(
+                '{"url": "https://github.com/o/cloud-scheduler-emulator.git", '
+                '"vcs_info": {"vcs": "git", "commit_id": "abc123"}}',
+                "cloud-scheduler-emulator @ "
+                "git+https://github.com/o/cloud-scheduler-emulator.git@abc123",
+                id="git",
+            ),
+            pytest.param(None, "cloud-scheduler-emulator>=9.8.7", id="index"),
+            pytest.param(
+                '{"url": "file:///home/me/cloud-scheduler-emulator", "dir_info": {}}',
+                "cloud-scheduler-emulator>=9.8.7",
+                id="local-directory",
+            ),
+        ],
+    )
+    def test_the_emulator_requirement_follows_where_pip_installed_it_from(
+        self, monkeypatch: pytest.MonkeyPatch, direct_url: str | None, requirement: str
+    ) -> None:
+        class Installed:
+            version = "9.8.7"
+
+            def read_text(self, name: str) -> str | None:
+                return direct_url if name == "direct_url.json" else None
+
+        monkeypatch.setattr(scaffold.metadata, "distribution", lambda name: Installed())
+        assert emulator_requirement() == requirement
+
+    def test_without_a_directory_it_writes_into_the_current_one_and_prints_no_cd(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        assert main(["init"]) == 0
+        assert (tmp_path / "app.py").is_file()
+        assert "cd " not in capsys.readouterr().out
+        assert next_commands(".")[0].startswith("pip install -r requirements.txt")
+
+    def test_an_existing_file_is_refused_with_exit_2_naming_it_and_nothing_is_written(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        (tmp_path / "jobs.yaml").write_text("mine\n")
+        assert main(["init", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {tmp_path / 'jobs.yaml'} exists already; nothing was")
+        assert "--force" in err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["jobs.yaml"]
+        assert (tmp_path / "jobs.yaml").read_text() == "mine\n"
+
+    def test_force_overwrites_the_project_files_and_leaves_other_files_alone(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "app.py").write_text("old\n")
+        (tmp_path / "notes.txt").write_text("keep\n")
+        assert main(["init", "--force", str(tmp_path)]) == 0
+        assert (tmp_path / "app.py").read_text(encoding="utf-8") == template("app.py")
+        assert (tmp_path / "notes.txt").read_text() == "keep\n"
+
+    def test_a_directory_argument_that_is_a_file_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        (tmp_path / "svc").write_text("")
+        assert main(["init", str(tmp_path / "svc")]) == 2
+        assert "exists and is not a directory" in capsys.readouterr().err
+
+    def test_an_unknown_template_name_lists_the_project_files(self) -> None:
+        with pytest.raises(KeyError, match="the project files are"):
+            template("setup.py")
+
+
+class TestTheGeneratedProject:
+    def test_its_tests_pass_in_this_environment(self, tmp_path: Path) -> None:
+        write_project(tmp_path)
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error"]
+        result = run(command, cwd=tmp_path, timeout=120)
+        assert f"{GENERATED_TEST_COUNT} passed" in result.stdout
+
+    def test_it_passes_ruff_with_its_defaults(self, tmp_path: Path) -> None:
+        pytest.importorskip("ruff")
+        write_project(tmp_path)
+        ruff = [sys.executable, "-m", "ruff"]
+        run([*ruff, "check", "--select", "E,F,W,I,B,UP,SIM", "."], cwd=tmp_path, timeout=60)
+        run([*ruff, "format", "--check", "."], cwd=tmp_path, timeout=60)
+
+
+@pytest.mark.slow
+class TestInAFreshVenv:
+    """SLOW (10 s with a warm pip cache, a minute or two without; uses the package index):
+    the acceptance check "a project generated by
+    ``scheduler-emulator init`` passes its own tests in a fresh venv".
+
+    Creates a virtual environment, installs this checkout into it non-editably (so the templates
+    must be in the wheel) with Flask from PyPI, writes a project with the venv's own
+    ``scheduler-emulator init`` and runs the project's tests with the venv's pytest. The whole
+    test is bounded by :attr:`BUDGET_SECONDS`.
+    """
+
+    BUDGET_SECONDS = 300
+
+    def test_a_generated_project_passes_its_own_tests_in_a_fresh_venv(self, tmp_path: Path) -> None:
+        deadline = time.monotonic() + self.BUDGET_SECONDS
+
+        def remaining() -> float:
+            return deadline - time.monotonic()
+
+        venv = tmp_path / "venv"
+        run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path, timeout=remaining())
+        bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+        python = str(bin_dir / "python")
+        pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        run([*pip, str(REPO), "flask"], cwd=tmp_path, timeout=remaining())
+        project = tmp_path / "svc"
+        init = run(
+            [str(bin_dir / "scheduler-emulator"), "init", str(project)],
+            cwd=tmp_path,
+            timeout=remaining(),
+        )
+        assert "Wrote a Cloud Scheduler timer service" in init.stdout
+        run([*pip, "-r", "requirements.txt"], cwd=project, timeout=remaining())
+        result = run(
+            [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+            cwd=project,
+            timeout=remaining(),
+        )
+        assert f"{GENERATED_TEST_COUNT} passed" in result.stdout

@@ -1,0 +1,131 @@
+"""``scheduler-emulator jobs`` and ``attempts`` against a running daemon (the Orders example
+on a manual clock, with a job whose name differs from its timer route)."""
+
+from __future__ import annotations
+
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from tests.daemon import Daemon
+from tests.dashboard_scene import orders_daemon
+from tests.support import wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", *args],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def daemon() -> Iterator[Daemon]:
+    with orders_daemon() as running:
+        requests.post(
+            running.url + "/_emulator/clock:advance", json={"seconds": 86400}, timeout=60
+        ).raise_for_status()
+        yield running
+
+
+def port(daemon: Daemon) -> str:
+    return daemon.url.rsplit(":", 1)[1]
+
+
+def test_jobs_prints_an_aligned_table(daemon: Daemon) -> None:
+    done = cli("jobs", "--port", port(daemon))
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split() == [
+        "JOB", "STATE", "SCHEDULE", "TIME", "ZONE", "READS", "AS", "LAST", "NEXT", "TARGET",
+    ]  # fmt: skip
+    nightly = next(row for row in rows if row.startswith("nightly "))
+    assert "at 02:00, every day" in nightly and "2026-03-02T02:00:00Z" in nightly
+    assert header.index("STATE") == nightly.index("ENABLED")
+
+
+def test_attempts_say_why_a_job_failed(daemon: Daemon) -> None:
+    done = cli("attempts", "--port", port(daemon), "--job", "hourly-ping", "--last", "3")
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert "SCHEDULED" in header and "REASON" in header and len(rows) == 3
+    assert all("timer route 'cleanup' is not the job's name 'hourly-ping'" in r for r in rows)
+    assert rows[-1].startswith("2026-03-02T00:00:00Z  hourly-ping")
+
+
+def test_attempts_since_an_instant(daemon: Daemon) -> None:
+    done = cli("attempts", "--port", port(daemon), "--job", "report", "--since",
+               "2026-03-01T22:00:00Z")  # fmt: skip
+    rows = done.stdout.splitlines()[1:]
+    assert [r.split()[4] for r in rows] == ["500", "200"]  # the 23:00 run: failed, retried
+    assert "The server could not complete this request" in rows[0]  # the answer's text
+
+
+def test_bad_input_exits_2_naming_it(daemon: Daemon) -> None:
+    done = cli("attempts", "--port", port(daemon), "--since", "yesterday")
+    assert done.returncode == 2 and "--since" in done.stderr
+    done = cli("jobs", "--port", "9")
+    assert done.returncode == 2 and "no scheduler-emulator answers" in done.stderr
+
+
+def test_follow_prints_attempts_as_they_finish(daemon: Daemon) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "scheduler_emulator", "attempts", "--port", port(daemon),
+         "--job", "nightly", "--follow"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    ) as process:  # fmt: skip
+        lines: queue.Queue[str] = queue.Queue()
+        assert process.stdout is not None
+        stdout = process.stdout
+        threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
+        try:
+            assert lines.get(timeout=30).startswith("TIME ")
+            assert "2026-03-01T02:00:00Z  nightly" in lines.get(timeout=30)
+            requests.post(
+                daemon.url + "/_emulator/clock:advance", json={"seconds": 86400}, timeout=60
+            ).raise_for_status()
+            assert "2026-03-02T02:00:00Z  nightly" in lines.get(timeout=30)
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)
+    assert process.returncode == 0
+
+
+def test_the_text_log_works_into_a_pipe_and_the_startup_line_says_so() -> None:
+    from tests.daemon import running_daemon
+
+    with running_daemon(
+        "--in-memory", "--clock", "manual", "--start", "2026-09-24T01:59:00Z",
+        "--log-format", "text",
+    ) as piped:  # fmt: skip
+        job = {"name": "projects/my-project/locations/us-central1/jobs/nightly",
+               "schedule": "0 2 * * *",
+               "httpTarget": {"uri": "http://127.0.0.1:9/_triggers/timer/nightly"}}  # fmt: skip
+        piped.post("/v1/projects/my-project/locations/us-central1/jobs", job).raise_for_status()
+        piped.post("/_emulator/clock:advance", {"seconds": 120}).raise_for_status()
+        wait_for(lambda: any("nightly  attempt 1" in line for line in piped.output), 30)
+    text = "".join(piped.output)
+    assert "execution log: one text line per attempt on stdout; --log-format json" in text
+    assert (
+        "2026-09-24T02:00:00Z  nightly  attempt 1  UNAVAILABLE  0 ms  scheduled "
+        "2026-09-24T02:00:00Z  reason: URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR" in text
+    )
+
+
+def test_the_json_log_says_how_to_get_text() -> None:
+    from tests.daemon import running_daemon
+
+    with running_daemon("--in-memory") as piped:
+        wait_for(lambda: len(piped.output) >= 2, 30)
+    assert (
+        "execution log: JSON lines (Cloud Logging entries) on stdout; --log-format text"
+        in (piped.output[1])
+    )
