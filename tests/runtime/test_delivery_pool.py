@@ -1,0 +1,114 @@
+"""``DeliveryPool``: at most ``per_key`` tasks of one job at once, others' jobs unaffected, order
+kept within a job, queued tasks dropped at shutdown."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from scheduler_emulator.runtime.delivery_pool import DeliveryPool
+from tests.support import wait_for
+
+SLOW = "projects/p/locations/l/jobs/slow"
+FAST = "projects/p/locations/l/jobs/fast"
+
+
+class Tasks:
+    """Tasks that record themselves and, if told, hold their thread until :meth:`release`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.done: list[tuple[str, int]] = []
+        self.gate = threading.Event()
+
+    def task(self, key: str, index: int, *, hold: bool = True) -> Callable[[], None]:
+        def run() -> None:
+            with self.lock:
+                self.running[key] = self.running.get(key, 0) + 1
+                self.peak[key] = max(self.peak.get(key, 0), self.running[key])
+            if hold:
+                assert self.gate.wait(10), "the test never released the task"
+            with self.lock:
+                self.running[key] -= 1
+                self.done.append((key, index))
+
+        return run
+
+    def running_now(self, key: str) -> int:
+        with self.lock:
+            return self.running.get(key, 0)
+
+    def finished(self, key: str) -> list[int]:
+        with self.lock:
+            return [index for k, index in self.done if k == key]
+
+
+@pytest.fixture
+def tasks() -> Iterator[Tasks]:
+    recorder = Tasks()
+    yield recorder
+    recorder.gate.set()  # never leave a pool thread waiting
+
+
+@pytest.mark.parametrize(("workers", "per_key"), [(0, 1), (1, 0), (-1, 4)])
+def test_fewer_than_one_worker_or_one_task_per_key_is_refused(workers: int, per_key: int) -> None:
+    with pytest.raises(ValueError, match=f"at least 1; got {workers}, {per_key}"):
+        DeliveryPool(workers=workers, per_key=per_key)
+
+
+def test_a_job_runs_at_most_per_key_tasks_while_another_job_goes_on(tasks: Tasks) -> None:
+    pool = DeliveryPool(workers=4, per_key=2, name="test-pool")
+    try:
+        for index in range(5):
+            pool.submit(SLOW, tasks.task(SLOW, index))
+        assert wait_for(lambda: tasks.running_now(SLOW) == 2, 5)
+        # two threads are free: the other job's task runs to the end while SLOW's three wait
+        pool.submit(FAST, tasks.task(FAST, 0, hold=False))
+        assert wait_for(lambda: tasks.finished(FAST) == [0], 5)
+        assert tasks.running_now(SLOW) == 2 and tasks.finished(SLOW) == []
+        tasks.gate.set()
+        assert wait_for(lambda: len(tasks.finished(SLOW)) == 5, 5)
+        assert tasks.peak[SLOW] == 2
+    finally:
+        pool.shutdown()
+
+
+def test_the_tasks_of_one_job_start_in_the_order_they_were_submitted(tasks: Tasks) -> None:
+    pool = DeliveryPool(workers=3, per_key=1)
+    try:
+        for index in range(6):
+            pool.submit(SLOW, tasks.task(SLOW, index, hold=False))
+        assert wait_for(lambda: len(tasks.finished(SLOW)) == 6, 5)
+        assert tasks.finished(SLOW) == [0, 1, 2, 3, 4, 5]
+        assert tasks.peak[SLOW] == 1
+    finally:
+        pool.shutdown()
+
+
+def test_shutdown_drops_the_queued_tasks_and_lets_the_running_ones_finish(tasks: Tasks) -> None:
+    pool = DeliveryPool(workers=1, per_key=1)
+    pool.submit(SLOW, tasks.task(SLOW, 0))
+    assert wait_for(lambda: tasks.running_now(SLOW) == 1, 5)
+    pool.submit(SLOW, tasks.task(SLOW, 1))  # waits behind its own job
+    pool.submit(FAST, tasks.task(FAST, 0))  # waits for the one thread
+    assert pool.shutdown() == 2
+    assert pool.shutdown() == 0  # idempotent: nothing left to drop
+    tasks.gate.set()
+    assert wait_for(lambda: tasks.finished(SLOW) == [0], 5)
+    assert tasks.finished(FAST) == []
+    with pytest.raises(RuntimeError, match="shut down"):
+        pool.submit(FAST, tasks.task(FAST, 1))
+
+
+def test_its_threads_are_named_daemon_threads(tasks: Tasks) -> None:
+    pool = DeliveryPool(workers=2, per_key=1, name="pool-under-test")
+    try:
+        threads = [t for t in threading.enumerate() if t.name.startswith("pool-under-test-")]
+        assert sorted(t.name for t in threads) == ["pool-under-test-0", "pool-under-test-1"]
+        assert all(t.daemon for t in threads)  # a target that never answers cannot block exit
+    finally:
+        pool.shutdown()
