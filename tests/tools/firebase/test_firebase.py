@@ -20,7 +20,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from support import wait_for
 
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.codec import job_from_json
@@ -37,6 +36,7 @@ from scheduler_emulator.tools.firebase.functions import (
     trigger_key,
     valid_trigger_keys,
 )
+from tests.support import wait_for
 
 URL = "http://127.0.0.1:5001/functions/projects/demo-p/triggers/us-central1-fn-0"
 
