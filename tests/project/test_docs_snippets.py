@@ -1,7 +1,11 @@
 """Every ```python and ```bash/```sh/```console block of README.md and docs/*.md runs as written.
 
 A block is skipped only when the line before its fence is ``<!-- illustrative: why -->`` (it
-installs packages, reads production, …). Fixed ports are rewritten to free ones: ``8095`` (the
+installs packages, reads production, …; at most three in all the docs), or
+``<!-- run by tests/<file>.py -->``: that test file runs the block as written instead (it needs
+something this module does not start, such as the Firebase Functions emulator), and must name
+the document (``docs/firebase.md``) and assert that each block so marked is one it ran; the
+marker counts as no illustrative block. Fixed ports are rewritten to free ones: ``8095`` (the
 daemon) and ``8000`` (the example Orders service), in the blocks and in a copy of
 ``examples/`` that the shell blocks run in.
 
@@ -51,6 +55,8 @@ RUNNABLE = {
 #: Where .ci/run installs Google's Node.js client (npm; ignored by git).
 NODE_MODULES = REPO / ".ci" / "node" / "node_modules"
 ILLUSTRATIVE = re.compile(r"^\s*<!--\s*illustrative\b.*-->\s*$")
+#: ``<!-- run by tests/x.py -->``: the block is run as written by that test file instead.
+RUN_BY = re.compile(r"^\s*<!--\s*run by (tests/[\w/]+\.py)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 #: Bound on anything a block waits for.
 TIMEOUT = 90
@@ -83,7 +89,8 @@ def blocks(doc: Path) -> list[Block]:
         while not lines[end].strip().startswith("```"):
             end += 1
         previous = next((line for line in reversed(lines[:index]) if line.strip()), "")
-        if language in RUNNABLE and not ILLUSTRATIVE.match(previous):
+        skipped = ILLUSTRATIVE.match(previous) or RUN_BY.match(previous)
+        if language in RUNNABLE and not skipped:
             body = "\n".join(line.removeprefix(indent) for line in lines[index + 1 : end])
             found.append(Block(doc, index + 1, RUNNABLE[language], body + "\n"))
         index = end + 1
@@ -352,3 +359,27 @@ def test_illustrative_blocks_are_few_and_say_why() -> None:
     ]
     assert len(marked) <= 3, marked
     assert all(re.search(r"illustrative: \S", line) for _, line in marked), marked
+
+
+def test_blocks_run_elsewhere_name_a_test_that_reads_the_doc() -> None:
+    """A ``<!-- run by tests/x.py -->`` block names an existing test file that reads this
+    document (names it, e.g. ``docs/firebase.md``) and says which blocks it runs (``run by``)."""
+    marked = [
+        (doc, match.group(1))
+        for doc in DOCS
+        for line in doc.read_text(encoding="utf-8").splitlines()
+        if (match := RUN_BY.match(line))
+    ]
+    for doc, test in marked:
+        path = REPO / test
+        assert path.is_file(), (doc.name, test)
+        source = path.read_text(encoding="utf-8")
+        assert str(doc.relative_to(REPO)) in source, (doc.name, test)
+        assert f"<!-- run by {test} -->" in source, (doc.name, test)
+    malformed = [
+        (doc.name, line)
+        for doc in DOCS
+        for line in doc.read_text(encoding="utf-8").splitlines()
+        if "<!-- run by" in line and not RUN_BY.match(line)
+    ]
+    assert not malformed, malformed

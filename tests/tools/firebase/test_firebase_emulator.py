@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -440,3 +442,197 @@ def test_a_python_on_schedule_function_fires_the_same_way(python_suite: Function
     runs = [r for r in python_suite.runs("pysched") if r["jobName"] is not None]
     assert [r["scheduleTime"] for r in runs] == days
     assert {r["jobName"] for r in runs} == {"firebase-schedule-pysched-us-central1"}
+
+
+DOC = ROOT / "docs" / "firebase.md"
+#: The marker on a block of docs/firebase.md that this module runs
+#: (tests/project/test_docs_snippets.py then leaves it alone).
+RUN_HERE = "<!-- run by tests/tools/firebase/test_firebase_emulator.py -->"
+_FENCE = re.compile(r"^```(\w*)\s*$")
+
+
+@dataclass
+class DocBlock:
+    """One fenced block of docs/firebase.md: its language, whether the line before its fence
+    is :data:`RUN_HERE`, its first line number and its text."""
+
+    language: str
+    marked: bool
+    line: int
+    text: str
+
+
+def doc_blocks() -> list[DocBlock]:
+    """The fenced blocks of docs/firebase.md, in order."""
+    lines = DOC.read_text(encoding="utf-8").splitlines()
+    found: list[DocBlock] = []
+    index = 0
+    while index < len(lines):
+        match = _FENCE.match(lines[index])
+        if match is None:
+            index += 1
+            continue
+        end = index + 1
+        while not lines[end].startswith("```"):
+            end += 1
+        previous = next((line for line in reversed(lines[:index]) if line.strip()), "")
+        body = "\n".join(lines[index + 1 : end]) + "\n"
+        found.append(DocBlock(match.group(1), previous.strip() == RUN_HERE, index + 1, body))
+        index = end + 1
+    return found
+
+
+def _expected(text: str) -> list[re.Pattern[str]]:
+    """A shell block's expected output: its ``# `` lines after the first command, ``…`` any
+    text."""
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.strip() and not line.startswith("#"))
+    return [
+        re.compile(".*".join(re.escape(part) for part in line[2:].split("…")))
+        for line in lines[first:]
+        if line.startswith("# ")
+    ]
+
+
+def _stop_group(process: subprocess.Popen[Any]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+
+
+@pytest.mark.timeout(240)
+def test_the_docs_recipe_runs_as_written(node_modules: Path, tmp_path: Path) -> None:
+    """docs/firebase.md's "From zero" and "In tests" recipe, run from the doc's own blocks.
+
+    The project files are written exactly as the doc shows them (``functions/index.js``,
+    ``firebase.json``); the Functions emulator is started with the doc's command, the bridge
+    with the doc's ``scheduler-emulator firebase`` command (each ``# `` line after it must
+    appear in its output, ``…`` standing for any text), and the doc's Python block runs as a
+    script and must print what its comment says. Every block marked :data:`RUN_HERE` must be
+    one of these. What differs from a reader's machine, and only that:
+
+    - the fixed ports ``5001`` (Functions emulator) and ``4400`` (hub) are rewritten to free
+      ones in every block, as tests/project/test_docs_snippets.py does for ``8095`` and
+      ``8000``; the bridge's daemon gets ``--port`` with a free port (its default is ``8095``);
+    - ``npx --yes firebase-tools`` is replaced by the pinned firebase-tools installed once for
+      this module (``node_modules`` fixture) — the only change to a command;
+    - ``npm install firebase-functions firebase-admin`` (prose, not a block) is replaced by the
+      ``package.json`` it writes and a link to the same installed packages;
+    - ``$FIREBASE_EMULATOR_HUB`` names the hub's free port, for the bridge's default ``--hub``.
+    """
+    blocks = doc_blocks()
+    functions_port, hub_port, daemon_port = free_port(), free_port(), free_port()
+
+    def localize(text: str) -> str:
+        return text.replace("5001", str(functions_port)).replace("4400", str(hub_port))
+
+    ran: list[DocBlock] = []
+    project = tmp_path / "project"
+    (project / "functions").mkdir(parents=True)
+    index_js = next(b for b in blocks if b.language == "js")
+    (project / "functions" / "index.js").write_text(index_js.text)
+    config = next(b for b in blocks if b.language == "json" and '"emulators"' in b.text)
+    (project / "firebase.json").write_text(localize(config.text))
+    ran += [index_js, config]
+    versions = dict(p.rsplit("@", 1) for p in PACKAGES)
+    installed = ("firebase-admin", "firebase-functions")  # what `npm install …` writes
+    package = {"dependencies": {name: "^" + versions[name] for name in installed}}
+    (project / "functions" / "package.json").write_text(json.dumps(package, indent=2))
+    (project / "functions" / "node_modules").symlink_to(node_modules)
+
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")},
+        **QUIET,
+        "HOME": str(tmp_path),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "FIREBASE_EMULATOR_HUB": f"127.0.0.1:{hub_port}",
+        "PYTHONUNBUFFERED": "1",
+    }
+    start = next(b for b in blocks if b.language == "bash" and "emulators:start" in b.text)
+    npx = "npx --yes firebase-tools "
+    assert start.text.startswith(npx), start.text
+    command = shlex.quote(str(node_modules / ".bin" / "firebase")) + " " + start.text[len(npx) :]
+    emulator_log = tmp_path / "emulator.log"
+    began = real_monotonic()
+    with emulator_log.open("wb") as sink:
+        emulator = subprocess.Popen(
+            ["bash", "-euo", "pipefail", "-c", localize(command)], cwd=project, env=env,
+            stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    ran.append(start)
+    bridge: subprocess.Popen[str] | None = None
+    try:
+        functions = f"127.0.0.1:{functions_port}"
+
+        def loaded() -> bool:
+            try:
+                answer = backends(functions, timeout=2)
+            except Exception:  # noqa: BLE001 - not up yet
+                return False
+            names = {t["name"] for b in answer.get("backends", []) for t in b["functionTriggers"]}
+            return {"report", "cleanup"} <= names
+
+        assert wait_for(loaded, 120), emulator_log.read_text(errors="replace")
+        print(f"Functions emulator up in {real_monotonic() - began:.1f} s")
+        # what the doc says the Functions emulator prints for each scheduled function
+        notice = next(b for b in blocks if b.language == "text" and "function ignored" in b.text)
+        assert wait_for(lambda: notice.text.strip() in emulator_log.read_text(), 10), (
+            emulator_log.read_text(errors="replace")
+        )
+
+        # the bridge, in "another terminal"
+        block = next(b for b in blocks if b.text.startswith("scheduler-emulator firebase\n"))
+        text = localize(block.text).replace(
+            "scheduler-emulator firebase\n",
+            f"scheduler-emulator firebase --port {daemon_port}\n",
+            1,
+        )
+        bridge = subprocess.Popen(
+            ["bash", "-euo", "pipefail", "-c", text], cwd=tmp_path, env=env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        lines: list[str] = []
+        threading.Thread(target=_read_lines, args=(bridge.stdout, lines), daemon=True).start()
+        expected = _expected(localize(block.text))
+
+        def printed() -> bool:
+            return all(any(p.fullmatch(line) for line in lines) for p in expected)
+
+        assert wait_for(printed, 30), (
+            f"docs/firebase.md:{block.line}: expected {[p.pattern for p in expected]} in:\n"
+            + "\n".join(lines)
+        )
+        ran.append(block)
+        _stop_group(bridge)
+
+        # the "In tests (Python)" block, against the same Functions emulator
+        python = next(b for b in blocks if b.language == "python" and "FirebaseBridge" in b.text)
+        script = tmp_path / "recipe.py"
+        script.write_text(localize(python.text))
+        began = real_monotonic()
+        result = subprocess.run(
+            [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
+            text=True, timeout=150,
+        )  # fmt: skip
+        print(f"the doc's Python block ran in {real_monotonic() - began:.1f} s")
+        assert result.returncode == 0, result.stdout + result.stderr
+        for pattern in _expected(python.text):
+            assert any(pattern.fullmatch(line) for line in result.stdout.splitlines()), (
+                f"docs/firebase.md:{python.line}: expected {pattern.pattern!r} in:\n"
+                + result.stdout
+            )
+        ran.append(python)
+    finally:
+        if bridge is not None:
+            _stop_group(bridge)
+            if bridge.stdout is not None:
+                bridge.stdout.close()
+        _stop_group(emulator)
+    marked = [b.line for b in blocks if b.marked]
+    assert marked and set(marked) <= {b.line for b in ran}, (marked, [b.line for b in ran])
