@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -482,6 +482,34 @@ def doc_blocks() -> list[DocBlock]:
     return found
 
 
+def _recipe(blocks: list[DocBlock]) -> dict[str, DocBlock]:
+    """The blocks of "From zero" and "In tests (Python)", by role."""
+    return {
+        "index.js": next(b for b in blocks if b.language == "js"),
+        "firebase.json": next(b for b in blocks if b.language == "json" and "emulators" in b.text),
+        "start": next(b for b in blocks if b.language == "bash" and "emulators:start" in b.text),
+        "notice": next(b for b in blocks if b.language == "text" and "ignored" in b.text),
+        "bridge": next(b for b in blocks if b.text.startswith("scheduler-emulator firebase\n")),
+        "python": next(b for b in blocks if b.language == "python" and "FirebaseBridge" in b.text),
+    }
+
+
+def _python_recipe(blocks: list[DocBlock]) -> dict[str, DocBlock]:
+    """The blocks of "Python functions", by role."""
+    return {
+        "venv": next(b for b in blocks if b.language == "bash" and "venv" in b.text),
+        "main.py": next(b for b in blocks if b.language == "python" and "scheduler_fn" in b.text),
+    }
+
+
+def _assert_marked_blocks_are_run(blocks: list[DocBlock]) -> None:
+    """The blocks marked :data:`RUN_HERE` are exactly the shell and Python blocks the two doc
+    tests run (the ``js``/``json``/``text`` blocks need no marker: the snippets test runs none)."""
+    run = [*_recipe(blocks).values(), *_python_recipe(blocks).values()]
+    runnable = {b.line for b in run if b.language in ("bash", "python")}
+    assert {b.line for b in blocks if b.marked} == runnable, [b for b in blocks if b.marked]
+
+
 def _expected(text: str) -> list[re.Pattern[str]]:
     """A shell block's expected output: its ``# `` lines after the first command, ``…`` any
     text."""
@@ -502,6 +530,49 @@ def _stop_group(process: subprocess.Popen[Any]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
+
+
+def _doc_env(home: Path, hub_port: int) -> dict[str, str]:
+    """A reader's shell: this interpreter's ``bin`` on ``PATH`` (``scheduler-emulator``), a
+    fresh ``HOME``, firebase-tools kept quiet, ``$FIREBASE_EMULATOR_HUB`` at the hub."""
+    return {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")},
+        **QUIET,
+        "HOME": str(home),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "FIREBASE_EMULATOR_HUB": f"127.0.0.1:{hub_port}",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def _start_doc_emulator(
+    start: DocBlock,
+    node_modules: Path,
+    project: Path,
+    env: dict[str, str],
+    localize: Callable[[str], str],
+    log: Path,
+) -> subprocess.Popen[Any]:
+    """The doc's ``npx --yes firebase-tools emulators:start …`` block, run in ``project`` with
+    the installed firebase-tools in place of ``npx --yes firebase-tools``; output to ``log``."""
+    npx = "npx --yes firebase-tools "
+    assert start.text.startswith(npx), start.text
+    command = shlex.quote(str(node_modules / ".bin" / "firebase")) + " " + start.text[len(npx) :]
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            ["bash", "-euo", "pipefail", "-c", localize(command)], cwd=project, env=env,
+            stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+
+
+def _lists(functions: str) -> set[str]:
+    """The functions the Functions emulator at ``functions`` lists (none while it is down)."""
+    try:
+        answer = backends(functions, timeout=2)
+    except Exception:  # noqa: BLE001 - not up yet
+        return set()
+    return {t["name"] for b in answer.get("backends", []) for t in b.get("functionTriggers", [])}
 
 
 @pytest.mark.timeout(240)
@@ -525,68 +596,46 @@ def test_the_docs_recipe_runs_as_written(node_modules: Path, tmp_path: Path) -> 
     - ``$FIREBASE_EMULATOR_HUB`` names the hub's free port, for the bridge's default ``--hub``.
     """
     blocks = doc_blocks()
+    _assert_marked_blocks_are_run(blocks)
+    recipe = _recipe(blocks)
     functions_port, hub_port, daemon_port = free_port(), free_port(), free_port()
 
     def localize(text: str) -> str:
         return text.replace("5001", str(functions_port)).replace("4400", str(hub_port))
 
-    ran: list[DocBlock] = []
     project = tmp_path / "project"
     (project / "functions").mkdir(parents=True)
-    index_js = next(b for b in blocks if b.language == "js")
+    index_js = recipe["index.js"]
     (project / "functions" / "index.js").write_text(index_js.text)
-    config = next(b for b in blocks if b.language == "json" and '"emulators"' in b.text)
+    config = recipe["firebase.json"]
     (project / "firebase.json").write_text(localize(config.text))
-    ran += [index_js, config]
     versions = dict(p.rsplit("@", 1) for p in PACKAGES)
     installed = ("firebase-admin", "firebase-functions")  # what `npm install …` writes
     package = {"dependencies": {name: "^" + versions[name] for name in installed}}
     (project / "functions" / "package.json").write_text(json.dumps(package, indent=2))
     (project / "functions" / "node_modules").symlink_to(node_modules)
 
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")},
-        **QUIET,
-        "HOME": str(tmp_path),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "FIREBASE_EMULATOR_HUB": f"127.0.0.1:{hub_port}",
-        "PYTHONUNBUFFERED": "1",
-    }
-    start = next(b for b in blocks if b.language == "bash" and "emulators:start" in b.text)
-    npx = "npx --yes firebase-tools "
-    assert start.text.startswith(npx), start.text
-    command = shlex.quote(str(node_modules / ".bin" / "firebase")) + " " + start.text[len(npx) :]
+    env = _doc_env(tmp_path, hub_port)
     emulator_log = tmp_path / "emulator.log"
     began = real_monotonic()
-    with emulator_log.open("wb") as sink:
-        emulator = subprocess.Popen(
-            ["bash", "-euo", "pipefail", "-c", localize(command)], cwd=project, env=env,
-            stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-    ran.append(start)
+    emulator = _start_doc_emulator(
+        recipe["start"], node_modules, project, env, localize, emulator_log
+    )
     bridge: subprocess.Popen[str] | None = None
     try:
         functions = f"127.0.0.1:{functions_port}"
-
-        def loaded() -> bool:
-            try:
-                answer = backends(functions, timeout=2)
-            except Exception:  # noqa: BLE001 - not up yet
-                return False
-            names = {t["name"] for b in answer.get("backends", []) for t in b["functionTriggers"]}
-            return {"report", "cleanup"} <= names
-
-        assert wait_for(loaded, 120), emulator_log.read_text(errors="replace")
+        assert wait_for(lambda: _lists(functions) >= {"report", "cleanup"}, 120), (
+            emulator_log.read_text(errors="replace")
+        )
         print(f"Functions emulator up in {real_monotonic() - began:.1f} s")
         # what the doc says the Functions emulator prints for each scheduled function
-        notice = next(b for b in blocks if b.language == "text" and "function ignored" in b.text)
+        notice = recipe["notice"]
         assert wait_for(lambda: notice.text.strip() in emulator_log.read_text(), 10), (
             emulator_log.read_text(errors="replace")
         )
 
         # the bridge, in "another terminal"
-        block = next(b for b in blocks if b.text.startswith("scheduler-emulator firebase\n"))
+        block = recipe["bridge"]
         text = localize(block.text).replace(
             "scheduler-emulator firebase\n",
             f"scheduler-emulator firebase --port {daemon_port}\n",
@@ -608,11 +657,10 @@ def test_the_docs_recipe_runs_as_written(node_modules: Path, tmp_path: Path) -> 
             f"docs/firebase.md:{block.line}: expected {[p.pattern for p in expected]} in:\n"
             + "\n".join(lines)
         )
-        ran.append(block)
         _stop_group(bridge)
 
         # the "In tests (Python)" block, against the same Functions emulator
-        python = next(b for b in blocks if b.language == "python" and "FirebaseBridge" in b.text)
+        python = recipe["python"]
         script = tmp_path / "recipe.py"
         script.write_text(localize(python.text))
         began = real_monotonic()
@@ -627,12 +675,72 @@ def test_the_docs_recipe_runs_as_written(node_modules: Path, tmp_path: Path) -> 
                 f"docs/firebase.md:{python.line}: expected {pattern.pattern!r} in:\n"
                 + result.stdout
             )
-        ran.append(python)
     finally:
         if bridge is not None:
             _stop_group(bridge)
             if bridge.stdout is not None:
                 bridge.stdout.close()
         _stop_group(emulator)
-    marked = [b.line for b in blocks if b.marked]
-    assert marked and set(marked) <= {b.line for b in ran}, (marked, [b.line for b in ran])
+
+
+@pytest.mark.timeout(420)
+def test_the_docs_python_functions_recipe_runs_as_written(
+    node_modules: Path, tmp_path: Path
+) -> None:
+    """docs/firebase.md's "Python functions": the doc's block that writes ``requirements.txt``
+    and makes the ``venv`` runs as written in ``functions/`` (pip, from the package index: about
+    50 s), its ``main.py`` block is written as shown, and ``firebase.json`` is the
+    doc's with the codebase the doc gives for Python. The Functions emulator is started with the
+    doc's command (``npx --yes firebase-tools`` replaced, ports rewritten, as in
+    :func:`test_the_docs_recipe_runs_as_written`); the bridge makes the v2 job the doc
+    describes and a week of runs reaches the function."""
+    blocks = doc_blocks()
+    _assert_marked_blocks_are_run(blocks)
+    recipe, python = _recipe(blocks), _python_recipe(blocks)
+    functions_port, hub_port = free_port(), free_port()
+
+    def localize(text: str) -> str:
+        return text.replace("5001", str(functions_port)).replace("4400", str(hub_port))
+
+    project = tmp_path / "project"
+    (project / "functions").mkdir(parents=True)
+    env = _doc_env(tmp_path, hub_port)
+    began = real_monotonic()
+    venv = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", python["venv"].text], cwd=project / "functions",
+        env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert venv.returncode == 0, venv.stdout[-3000:] + venv.stderr[-3000:]
+    print(f"the doc's venv block ran in {real_monotonic() - began:.1f} s")
+    (project / "functions" / "main.py").write_text(python["main.py"].text)
+    codebase = re.search(
+        r'`(\{"source": "functions", "codebase": "python"[^`]*\})`', DOC.read_text()
+    )
+    assert codebase is not None
+    config = json.loads(localize(recipe["firebase.json"].text))
+    config["functions"] = [json.loads(codebase.group(1))]
+    (project / "firebase.json").write_text(json.dumps(config, indent=2))
+
+    log = tmp_path / "emulator.log"
+    began = real_monotonic()
+    process = _start_doc_emulator(recipe["start"], node_modules, project, env, localize, log)
+    functions = f"127.0.0.1:{functions_port}"
+    job = "projects/demo-shop/locations/us-central1/jobs/firebase-schedule-report-us-central1"
+    try:
+        assert wait_for(lambda: "report" in _lists(functions), 120), log.read_text(errors="replace")
+        print(f"Functions emulator up in {real_monotonic() - began:.1f} s")
+        emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
+        bridge = FirebaseBridge(emulator, functions=functions)
+        try:
+            assert bridge.sync().created == [job]
+            made = emulator.get_job(job)
+            assert (made.schedule, made.time_zone) == ("0 9 * * 1-5", "America/New_York")
+            assert made.http_target is not None
+            emulator.advance(timedelta(days=7))
+            assert [a.code for a in emulator.attempts(job)] == ["OK"] * 5
+        finally:
+            bridge.close()
+            emulator.close()
+        assert wait_for(lambda: "report for 2026-01-09" in log.read_text(), 10), log.read_text()
+    finally:
+        _stop_group(process)
