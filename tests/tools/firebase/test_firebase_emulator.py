@@ -5,7 +5,13 @@ into ``$SCHEDULER_EMULATOR_FIREBASE_NPM`` (``.ci/run`` does it), else into ``.fi
 checkout; the tests skip only when node or npm is absent. One Functions emulator runs for the whole
 module, alone (``--only functions``), on free ports, for a ``demo-`` project holding a v1
 ``pubsub.schedule`` function and a v2 ``onSchedule`` one (tests/tools/firebase/firebase_project).
-Each function appends one JSON line per run to its own log, ``<log dir>/<function>.jsonl``."""
+Each function appends one JSON line per run to its own log, ``<log dir>/<function>.jsonl``.
+
+The two ``test_the_docs_…`` tests run docs/firebase.md's own blocks (those marked
+``<!-- run by tests/tools/firebase/test_firebase_emulator.py -->``, which
+tests/project/test_docs_snippets.py leaves to them), each with its own Functions emulator for
+the doc's ``demo-shop`` project.
+"""
 
 from __future__ import annotations
 
