@@ -628,6 +628,7 @@ def test_the_docs_recipe_runs_as_written(node_modules: Path, tmp_path: Path) -> 
         recipe["start"], node_modules, project, env, localize, emulator_log
     )
     bridge: subprocess.Popen[str] | None = None
+    reader: threading.Thread | None = None
     try:
         functions = f"127.0.0.1:{functions_port}"
         assert wait_for(lambda: _lists(functions) >= {"report", "cleanup"}, 120), (
@@ -653,7 +654,8 @@ def test_the_docs_recipe_runs_as_written(node_modules: Path, tmp_path: Path) -> 
             start_new_session=True,
         )  # fmt: skip
         lines: list[str] = []
-        threading.Thread(target=_read_lines, args=(bridge.stdout, lines), daemon=True).start()
+        reader = threading.Thread(target=_read_lines, args=(bridge.stdout, lines), daemon=True)
+        reader.start()
         expected = _expected(localize(block.text))
 
         def printed() -> bool:
@@ -684,6 +686,8 @@ def test_the_docs_recipe_runs_as_written(node_modules: Path, tmp_path: Path) -> 
     finally:
         if bridge is not None:
             _stop_group(bridge)
+            if reader is not None:  # the stopped daemon's output ends, and so does the reader
+                reader.join(timeout=30)
             if bridge.stdout is not None:
                 bridge.stdout.close()
         _stop_group(emulator)
