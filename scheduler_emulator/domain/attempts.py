@@ -7,8 +7,9 @@ what the pytest fixtures assert on.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -160,6 +161,26 @@ class Attempt:
         when ``cloud_scheduler_server.attempts()`` returned dicts; use the attributes."""
         return self.to_json()[key]
 
+    def as_of(self, now: datetime) -> Attempt:
+        """This attempt as it reads at ``now``: one whose recorded end is later than ``now`` is
+        still in flight — no end, code, status, answer or debug text yet. (Under a manual clock
+        a ``delay`` fault records the end when the attempt is sent, with its later end time.)
+
+        :param now: the clock's current instant (aware).
+        :return: ``self`` when it ended by ``now`` (or is in flight), else a masked copy.
+        """
+        if self.end_time is None or self.end_time <= now:
+            return self
+        return replace(
+            self,
+            end_time=None,
+            response_status=None,
+            code=None,
+            debug_info="",
+            response_excerpt="",
+            response_content_type=None,
+        )
+
     @property
     def hint(self) -> str:
         """What the emulator can tell about a failure beyond the service's answer (``""`` when
@@ -177,6 +198,41 @@ class Attempt:
             f"timer route {route!r} is not the job's name {self.job_id!r}: a timer router "
             "refuses the run (500, empty body; its log says why)"
         )
+
+
+_LOST = re.compile(r"the target answered (\d{3})")
+_LATE = re.compile(r"late answer: .*?code number = (\d{3})")
+
+
+def ok_status(response_status: int | None, debug_info: str | None) -> int | None:
+    """The 2xx status the target answered an attempt with, as far as its record shows.
+
+    :param response_status: the attempt's recorded HTTP status.
+    :param debug_info: its debug text.
+    :return: the status, including an answer a ``lost_ack`` fault dropped or one that came
+        after a ``deadline`` fault; ``None`` when it answered nothing 2xx.
+    """
+    candidates = [response_status]
+    for pattern in (_LOST, _LATE):
+        match = pattern.search(debug_info or "")
+        if match:
+            candidates.append(int(match.group(1)))
+    return next((c for c in candidates if c is not None and 200 <= c <= 299), None)
+
+
+def duplicate_flags(statuses: list[tuple[int | None, str | None]]) -> list[bool]:
+    """Which deliveries of one run are duplicates: answered 2xx when the target had already
+    answered 2xx to an earlier one (even if that answer was lost or came too late) — a
+    deduplicating target skipped the work, a naive one did it again.
+
+    :param statuses: ``(response_status, debug_info)`` of the run's attempts in start order.
+    :return: one flag per attempt.
+    """
+    flags, answered = [], False
+    for status, debug_info in statuses:
+        flags.append(answered and status is not None and 200 <= status <= 299)
+        answered = answered or ok_status(status, debug_info) is not None
+    return flags
 
 
 #: Characters of :func:`failure_reason` at most.

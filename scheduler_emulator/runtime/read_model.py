@@ -15,11 +15,12 @@ reads only the rows in the window.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import Any
 
-from ..domain.attempts import Attempt, iso
+from ..domain.attempts import Attempt, duplicate_flags, iso
 from ..domain.errors import RPC_CODES
 from ..domain.resources import Job, State
 from ..domain.schedule import parse_schedule
@@ -33,6 +34,7 @@ __all__ = [
     "attempts_newest",
     "job_row",
     "job_rows",
+    "last_attempt_in_flight",
     "matches",
     "next_fire_times",
     "runs_page",
@@ -71,10 +73,16 @@ def target_text(job: Job) -> str:
     return "(no target)"
 
 
-def next_fire_times(job: Job, count: int, *, dst_policy: str = "absolute") -> list[datetime]:
+def next_fire_times(
+    job: Job, count: int, *, dst_policy: str = "absolute", first: datetime | None = None
+) -> list[datetime]:
     """The next ``count`` scheduled times of ``job`` from its next one (UTC); none for a paused
-    job or one without a next time."""
-    first = job.schedule_time
+    job or one without a next time. Schedule times only: a pending retry is not one.
+
+    :param first: the job's next scheduled time (the scheduler's, UTC); default the job's
+        ``scheduleTime``, which Cloud Scheduler moves to a pending retry's time.
+    """
+    first = job.schedule_time if first is None else first
     if job.state != State.ENABLED or first is None or count <= 0:
         return []
     schedule = parse_schedule(job.schedule, job.time_zone, dst_policy=dst_policy)
@@ -82,11 +90,25 @@ def next_fire_times(job: Job, count: int, *, dst_policy: str = "absolute") -> li
     return [first, *(t.astimezone(UTC) for t in later)]
 
 
-def job_row(job: Job, fire_times: int, *, dst_policy: str = "absolute") -> dict[str, Any]:
-    """One row of the jobs view (the JSON shape of ``GET /_emulator/jobs``)."""
+def job_row(
+    job: Job,
+    fire_times: int,
+    *,
+    dst_policy: str = "absolute",
+    first: datetime | None = None,
+    in_flight: bool = False,
+) -> dict[str, Any]:
+    """One row of the jobs view (the JSON shape of ``GET /_emulator/jobs``).
+
+    :param first: the job's next scheduled time (see :func:`next_fire_times`).
+    :param in_flight: its last attempt has not ended by the clock's now: ``lastAttempt`` has
+        ``code`` ``None`` (the job's status is written when the attempt is sent).
+    """
     status = job.status
     last = None
-    if job.last_attempt_time is not None:
+    if job.last_attempt_time is not None and in_flight:
+        last = {"time": iso(job.last_attempt_time), "code": None, "message": ""}
+    elif job.last_attempt_time is not None:
         code = "OK" if status is None or status.code == 0 else _CODE_NAMES.get(status.code)
         last = {
             "time": iso(job.last_attempt_time),
@@ -103,7 +125,9 @@ def job_row(job: Job, fire_times: int, *, dst_policy: str = "absolute") -> dict[
         "targetType": job.target_type,
         "state": job.state.name,
         "lastAttempt": last,
-        "nextFireTimes": [iso(t) for t in next_fire_times(job, fire_times, dst_policy=dst_policy)],
+        "nextFireTimes": [
+            iso(t) for t in next_fire_times(job, fire_times, dst_policy=dst_policy, first=first)
+        ],
     }
 
 
@@ -124,6 +148,8 @@ def job_rows(
     page_size: int = 50,
     fire_times: int = DEFAULT_FIRE_TIMES,
     dst_policy: str = "absolute",
+    next_fire: Callable[[str], datetime | None] | None = None,
+    in_flight: Callable[[str], bool] | None = None,
 ) -> tuple[list[dict[str, Any]], int | None, int]:
     """One page of the jobs view.
 
@@ -131,14 +157,37 @@ def job_rows(
     :param name: keep jobs whose ID contains this (case-insensitive).
     :param state: keep jobs in this state (``ENABLED``, ``PAUSED``…).
     :param offset: jobs of the filtered list to skip (the page token).
+    :param next_fire: a job's next scheduled time by full name (the scheduler's), so that a
+        pending retry is not listed as a fire time.
+    :param in_flight: whether a job's last attempt is still in flight (see
+        :func:`last_attempt_in_flight`).
     :return: the rows, the next page's offset (``None`` on the last page), and how many jobs
         pass the filters.
     """
     kept = [job for job in jobs if matches(job, name, state)]
     page = kept[offset : offset + page_size]
-    rows = [job_row(job, fire_times, dst_policy=dst_policy) for job in page]
+    rows = [
+        job_row(
+            job,
+            fire_times,
+            dst_policy=dst_policy,
+            first=None if next_fire is None else next_fire(job.name),
+            in_flight=in_flight is not None and in_flight(job.name),
+        )
+        for job in page
+    ]
     following = offset + page_size if offset + page_size < len(kept) else None
     return rows, following, len(kept)
+
+
+def last_attempt_in_flight(store: Store, job: str, now: datetime) -> bool:
+    """Whether the newest attempt of ``job`` (full name) has a recorded end later than ``now``
+    (it reads as in flight until the clock passes it)."""
+    rows = store.query(
+        "SELECT end_time FROM attempts WHERE job = ? ORDER BY start_time DESC, id DESC LIMIT 1",
+        (job,),
+    )
+    return bool(rows) and rows[0][0] is not None and datetime.fromisoformat(rows[0][0]) > now
 
 
 def _window_clauses(
@@ -188,14 +237,27 @@ def attempts_newest(
     return attempts, (attempts[-1].id if len(rows) > page_size else None)
 
 
-def _compact(row: Any) -> dict[str, Any]:
-    """A timeline attempt: what its segment shows (details are one request away)."""
+def _compact(row: Any, now: datetime | None) -> dict[str, Any]:
+    """A timeline attempt: what its segment shows (details are one request away). An attempt
+    whose recorded end is later than ``now`` reads as in flight (see :meth:`Attempt.as_of`)."""
     start, end = row[4], row[5]
+    ended = None if end is None else datetime.fromisoformat(end)
+    if ended is not None and now is not None and ended > now:
+        return {
+            "id": row[0],
+            "attempt": row[3],
+            "startTime": iso(datetime.fromisoformat(start)),
+            "endTime": None,
+            "responseStatus": None,
+            "code": None,
+            "injected": bool(row[8]),
+            "debugInfo": "",
+        }
     return {
         "id": row[0],
         "attempt": row[3],
         "startTime": iso(datetime.fromisoformat(start)),
-        "endTime": None if end is None else iso(datetime.fromisoformat(end)),
+        "endTime": iso(ended),
         "responseStatus": row[6],
         "code": row[7],
         "injected": bool(row[8]),
@@ -203,9 +265,19 @@ def _compact(row: Any) -> dict[str, Any]:
     }
 
 
-def runs_of(rows: list[Any]) -> list[dict[str, Any]]:
+def _mark_duplicates(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Set ``duplicate`` on each of one run's compact attempts (start order): a 2xx delivery
+    of a run the target had already answered 2xx (see :func:`duplicate_flags`)."""
+    flags = duplicate_flags([(a["responseStatus"], a["debugInfo"]) for a in attempts])
+    for attempt, flag in zip(attempts, flags, strict=True):
+        attempt["duplicate"] = flag
+    return attempts
+
+
+def runs_of(rows: list[Any], now: datetime | None = None) -> list[dict[str, Any]]:
     """Group timeline attempt rows (:data:`_TIMELINE_COLUMNS`, start order) into runs:
-    ``{"id", "job", "nominalTime", "forced", "attempts": [...]}``, in order of first attempt."""
+    ``{"id", "job", "nominalTime", "forced", "attempts": [...]}``, in order of first attempt.
+    Attempts ending after ``now`` read as in flight; each has ``duplicate``."""
     runs: dict[int, dict[str, Any]] = {}
     for row in rows:
         run = runs.get(row[2])
@@ -218,7 +290,9 @@ def runs_of(rows: list[Any]) -> list[dict[str, Any]]:
                 "forced": bool(row[10]),
                 "attempts": [],
             }
-        run["attempts"].append(_compact(row))
+        run["attempts"].append(_compact(row, now))
+    for run in runs.values():
+        _mark_duplicates(run["attempts"])
     return list(runs.values())
 
 
@@ -230,8 +304,10 @@ def runs_page(
     before: datetime | None = None,
     offset: int = 0,
     page_size: int = 50,
+    now: datetime | None = None,
 ) -> tuple[list[dict[str, Any]], int | None]:
-    """One page of runs newest first (by schedule time), each with its attempts in order.
+    """One page of runs newest first (by schedule time), each with its attempts in order
+    (those ending after ``now`` read as in flight; each has ``duplicate``).
 
     :param job: only this job's runs (full name).
     :param after: only runs scheduled at or after this instant.
@@ -265,15 +341,18 @@ def runs_page(
             f"SELECT {_TIMELINE_COLUMNS} FROM attempts WHERE job = ? AND run_id = ? ORDER BY id",
             (run["job"], run["id"]),
         )
-        run["attempts"] = [_compact(r) for r in attempt_rows]
+        run["attempts"] = _mark_duplicates([_compact(r, now) for r in attempt_rows])
     following = offset + page_size if len(rows) > page_size else None
     return list(by_id.values()), following
 
 
-def timeline(store: Store, jobs: list[str], start: datetime, end: datetime) -> list[dict[str, Any]]:
+def timeline(
+    store: Store, jobs: list[str], start: datetime, end: datetime, now: datetime | None = None
+) -> list[dict[str, Any]]:
     """The lanes of a timeline window: for each job (full names, in the order given) its runs
     whose attempts started within the window (or up to :data:`WINDOW_LOOKBACK` before it and
-    still going into it) and its skipped times in the window.
+    still going into it) and its skipped times in the window. Attempts whose recorded end is
+    later than ``now`` read as in flight.
 
     :return: ``[{"job", "runs": [...], "skipped": [{"nominalTime", "scheduleTime",
         "reason"}]}]``, one per job.
@@ -295,7 +374,7 @@ def timeline(store: Store, jobs: list[str], start: datetime, end: datetime) -> l
         lanes.append(
             {
                 "job": name,
-                "runs": runs_of(rows),
+                "runs": runs_of(rows, now),
                 "skipped": [
                     {
                         "nominalTime": iso(datetime.fromisoformat(nominal)),

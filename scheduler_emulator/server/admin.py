@@ -340,8 +340,11 @@ class Admin:
                 before_id=before,
                 page_size=page_size,
             )
+            now = self.emulator.now()
             return _page_answer(
-                "attempts", [a.to_json() for a in newest], "" if last is None else str(last)
+                "attempts",
+                [a.as_of(now).to_json() for a in newest],
+                "" if last is None else str(last),
             )
         page, token = self.emulator.attempts_page(
             job,
@@ -351,7 +354,8 @@ class Admin:
             page_size=page_size,
             page_token=page_token,
         )
-        return _page_answer("attempts", [a.to_json() for a in page], token)
+        now = self.emulator.now()
+        return _page_answer("attempts", [a.as_of(now).to_json() for a in page], token)
 
     def attempt(self, request: Request, attempt_id: str) -> dict[str, Any]:
         """One attempt by its ``id``; 404 naming the id when there is none."""
@@ -364,7 +368,7 @@ class Admin:
         found = read_model.attempt_by_id(self.emulator.store, int(attempt_id))
         if found is None:
             raise NotFound(f"Attempt not found: no attempt {attempt_id} (or it was dropped).")
-        return found.to_json()
+        return found.as_of(self.emulator.now()).to_json()
 
     def job_rows(self, request: Request) -> dict[str, Any]:
         """The jobs view: ``{"jobs": [row...], "totalSize": N, "nextPageToken"?}`` filtered by
@@ -380,6 +384,7 @@ class Admin:
             high=read_model.MAX_FIRE_TIMES,
         )
         state = _query_choice(request, "state", ("", "ENABLED", "PAUSED"))
+        now = self.emulator.now()
         rows, following, total = read_model.job_rows(
             self.emulator.list_jobs(),
             name=request.args.get("name", ""),
@@ -388,10 +393,19 @@ class Admin:
             page_size=page_size,
             fire_times=fire_times or 0,
             dst_policy=self.emulator.engine.core.dst_policy,
+            next_fire=self._next_fire,
+            in_flight=lambda job: read_model.last_attempt_in_flight(self.emulator.store, job, now),
         )
         answer = _page_answer("jobs", rows, "" if following is None else str(following))
         answer["totalSize"] = total
         return answer
+
+    def _next_fire(self, job: str) -> datetime | None:
+        """The job's next scheduled time (not a pending retry's), ``None`` when unknown."""
+        try:
+            return self.emulator.engine.core.next_fire(job)
+        except KeyError:
+            return None
 
     def runs(self, request: Request) -> dict[str, Any]:
         """Runs newest first (by schedule time), each with its attempts: ``job``,
@@ -408,6 +422,7 @@ class Admin:
             before=_query_time(request, "scheduledBefore"),
             offset=_token_number(page_token) or 0,
             page_size=page_size,
+            now=self.emulator.now(),
         )
         return _page_answer("runs", runs, "" if following is None else str(following))
 
@@ -431,7 +446,9 @@ class Admin:
         name = request.args.get("name", "")
         kept = [job for job in self.emulator.list_jobs() if read_model.matches(job, name, state)]
         page = kept[offset : offset + size]
-        lanes = read_model.timeline(self.emulator.store, [job.name for job in page], start, end)
+        lanes = read_model.timeline(
+            self.emulator.store, [job.name for job in page], start, end, now
+        )
         for lane, job in zip(lanes, page, strict=True):
             lane["id"], lane["state"] = job.job_id, job.state.name
         following = offset + size if offset + size < len(kept) else None

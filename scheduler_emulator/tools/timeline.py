@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import IO
 
-from ..domain.attempts import Attempt, iso
+from ..domain.attempts import Attempt, iso, ok_status
 
 __all__ = [
     "DETAIL_WIDTH",
@@ -40,8 +40,6 @@ __all__ = [
 
 TIMELINE_HEADERS = ("TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "DETAIL")
 _RIGHT = {"TRY", "HTTP", "#", "GAP", "WAIT"}
-_LOST = re.compile(r"the target answered (\d{3})")
-_LATE = re.compile(r"late answer: .*?code number = (\d{3})")
 _ORIGINAL = re.compile(r"\.? ?Original HTTP response code number = \d{3}")
 DETAIL_WIDTH = 90
 
@@ -77,12 +75,7 @@ def answered_ok_status(attempt: Attempt) -> int | None:
     :return: the status, including an answer a ``lost_ack`` fault dropped or one that came
         after a ``deadline`` fault; ``None`` when it answered nothing 2xx.
     """
-    candidates = [attempt.response_status]
-    for pattern in (_LOST, _LATE):
-        match = pattern.search(attempt.debug_info or "")
-        if match:
-            candidates.append(int(match.group(1)))
-    return next((c for c in candidates if c is not None and 200 <= c <= 299), None)
+    return ok_status(attempt.response_status, attempt.debug_info)
 
 
 def shorten(debug_info: str, width: int = DETAIL_WIDTH) -> str:

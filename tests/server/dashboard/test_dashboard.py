@@ -327,3 +327,72 @@ class TestReplayReport:
         )  # fmt: skip
         assert done.returncode == 2
         assert "--report applies to scenarios" in done.stderr
+
+
+class TestTheReadModelTellsTheTruth:
+    """An attempt reads as in flight until the clock passes its recorded end; duplicate
+    deliveries are marked; next fire times are schedule times only."""
+
+    @pytest.fixture
+    def delayed(self, emulator: Emulator) -> Emulator:
+        emulator.faults.add(action="delay", seconds=150)
+        emulator.create_job(nightly_job(retryConfig={}))
+        emulator.advance(timedelta(minutes=1))  # 02:00: sent, its answer is due at 02:02:30
+        return emulator
+
+    def test_an_attempt_ending_after_now_is_in_flight_everywhere(
+        self, delayed: Emulator, client: Client
+    ) -> None:
+        [listed] = client.get("/_emulator/attempts").json["attempts"]
+        assert (listed["code"], listed["endTime"], listed["responseStatus"]) == (None, None, None)
+        [newest] = client.get("/_emulator/attempts?order=newest").json["attempts"]
+        assert newest == listed == client.get(f"/_emulator/attempts/{listed['id']}").json
+        [lane] = client.get("/_emulator/timeline").json["lanes"]
+        [drawn] = lane["runs"][0]["attempts"]
+        assert (drawn["code"], drawn["endTime"]) == (None, None)
+        [run] = client.get("/_emulator/runs").json["runs"]
+        assert run["attempts"][0]["code"] is None
+        [row] = client.get("/_emulator/jobs").json["jobs"]
+        assert row["lastAttempt"]["code"] is None
+        delayed.advance(timedelta(seconds=149))
+        assert client.get("/_emulator/attempts").json["attempts"][0]["code"] is None
+        delayed.advance(timedelta(seconds=1))  # 02:02:30: the answer is in
+        [done] = client.get("/_emulator/attempts").json["attempts"]
+        assert (done["code"], done["endTime"]) == ("OK", "2026-09-24T02:02:30Z")
+        assert client.get("/_emulator/jobs").json["jobs"][0]["lastAttempt"]["code"] == "OK"
+        [lane] = client.get("/_emulator/timeline").json["lanes"]
+        assert lane["runs"][0]["attempts"][0]["code"] == "OK"
+
+    @pytest.mark.parametrize(
+        ("rule", "expected"),
+        [
+            ({"action": "duplicate", "count": 1}, [False, True]),
+            ({"action": "lost_ack", "attempt": 1}, [False, True]),
+        ],
+        ids=["injected-copy", "after-a-lost-ack"],
+    )
+    def test_duplicate_deliveries_are_marked(
+        self,
+        emulator: Emulator,
+        client: Client,
+        rule: dict[str, Any],
+        expected: list[bool],
+    ) -> None:
+        emulator.faults.add(**rule)
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 1}))
+        emulator.advance(timedelta(minutes=2))
+        [lane] = client.get("/_emulator/timeline").json["lanes"]
+        [run] = lane["runs"]
+        assert [a["duplicate"] for a in run["attempts"]] == expected
+        [listed] = client.get("/_emulator/runs").json["runs"]
+        assert [a["duplicate"] for a in listed["attempts"]] == expected
+
+    def test_next_fire_times_are_schedule_times_not_a_pending_retry(
+        self, emulator: Emulator, client: Client, target: RecordingTarget
+    ) -> None:
+        target.status = 503
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 3, "minBackoffDuration": "60s"}))
+        emulator.advance(timedelta(minutes=1))  # 02:00 failed; a retry is due at 02:01
+        assert emulator.get_job("nightly").schedule_time == datetime(2026, 9, 24, 2, 1, tzinfo=UTC)
+        [row] = client.get("/_emulator/jobs?fireTimes=2").json["jobs"]
+        assert row["nextFireTimes"] == ["2026-09-25T02:00:00Z", "2026-09-26T02:00:00Z"]
