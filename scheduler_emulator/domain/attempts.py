@@ -185,15 +185,26 @@ class Attempt:
     def hint(self) -> str:
         """What the emulator can tell about a failure beyond the service's answer (``""`` when
         nothing): a 500 from a timer route whose name is not the job's ID is the timer router
-        refusing the run — it answers with an empty body and says why only in its own log."""
+        refusing the run — it answers with an empty body and says why only in its own log; a
+        500 with an empty body from the job's own timer route is what a timer router answers
+        when no handler is registered for that route (said as a possibility: a handler that
+        fails may answer the same)."""
         if self.response_status != 500:
             return ""
         path = urlsplit(str(self.request.get("url", ""))).path
         if not path.startswith(TIMER_PREFIX):
             return ""
         route = path[len(TIMER_PREFIX) :].split("/", 1)[0]
-        if not route or route == self.job_id:
+        if not route:
             return ""
+        if route == self.job_id:
+            if self.response_excerpt.strip():
+                return ""
+            return (
+                f"500 with an empty body from timer route {route!r}: a timer router answers "
+                "so when no handler is registered for the route (a failing handler may too); "
+                "check the service's log"
+            )
         return (
             f"timer route {route!r} is not the job's name {self.job_id!r}: a timer router "
             "refuses the run (500, empty body; its log says why)"

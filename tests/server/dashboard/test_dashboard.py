@@ -27,6 +27,7 @@ from tests.support import TARGET, RecordingTarget, nightly_job
 
 ROOT = Path(__file__).resolve().parents[3]
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
+CLEANUP = {"uri": TARGET.replace("/nightly", "/cleanup"), "httpMethod": "POST"}
 
 
 def answering(status: int, body: bytes, content_type: str = "text/plain") -> Callable[..., Any]:
@@ -73,6 +74,29 @@ class TestAttemptRecordsSayWhy:
             [attempt] = emulator.attempts()
         assert "timer route 'cleanup' is not the job's name 'nightly'" in attempt.hint
         assert attempt.to_json()["hint"] == attempt.hint
+
+    def test_an_empty_500_from_the_jobs_own_timer_route_suggests_a_missing_handler(
+        self, clock: ManualClock
+    ) -> None:
+        with Emulator(clock, transport=WsgiTransport(answering(500, b""))) as emulator:
+            emulator.create_job(nightly_job(name="cleanup", httpTarget=CLEANUP, retryConfig={}))
+            emulator.advance(timedelta(minutes=1))
+            [attempt] = emulator.attempts()
+        assert attempt.request["url"].endswith("/_triggers/timer/cleanup")
+        assert "no handler is registered for the route" in attempt.hint
+        assert "'cleanup'" in attempt.hint and "may" in attempt.hint
+
+    @pytest.mark.parametrize(
+        ("status", "body"), [(500, b"boom: the ledger is locked"), (503, b""), (200, b"")]
+    )
+    def test_no_handler_hint_only_for_an_empty_500(
+        self, clock: ManualClock, status: int, body: bytes
+    ) -> None:
+        with Emulator(clock, transport=WsgiTransport(answering(status, body))) as emulator:
+            emulator.create_job(nightly_job(name="cleanup", httpTarget=CLEANUP, retryConfig={}))
+            emulator.advance(timedelta(minutes=1))
+            [attempt] = emulator.attempts()
+        assert attempt.hint == ""
 
 
 @pytest.fixture
