@@ -1,15 +1,19 @@
-"""``scheduler-emulator jobs`` and ``scheduler-emulator attempts``: aligned tables from a
-running daemon, found by ``--host``/``--port`` as ``env-init`` takes them.
+"""``scheduler-emulator jobs``, ``attempts`` and ``skipped``: aligned tables from a running
+daemon, found by ``--host``/``--port`` as ``env-init`` takes them.
 
-Both read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``), a page
-at a time. ``attempts`` prints the replay table's columns plus the schedule time of each
-attempt's run and, for a failure, the reason (the service's answer, or the debug text);
-``--follow`` keeps printing attempts as they finish, until Ctrl-C.
+They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``,
+``GET /_emulator/skipped``), a page at a time. ``attempts`` prints the replay table's columns
+plus the schedule time of each attempt's run and, for a failure, the reason (the service's
+answer, or the debug text) — cut to :data:`REASON_WIDTH` only on a terminal, never with
+``--wide`` or when piped; ``--json`` prints one ``/_emulator/attempts`` record per line instead;
+``--follow`` keeps printing attempts as they finish, until Ctrl-C. ``skipped`` lists the
+scheduled times that got no run, with the reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -25,6 +29,7 @@ __all__ = [
     "add_arguments",
     "cmd_attempts",
     "cmd_jobs",
+    "cmd_skipped",
 ]
 
 #: The environment variable ``start`` reads ``--admin-token`` from (``cli.ADMIN_TOKEN_ENV``).
@@ -33,6 +38,14 @@ JOBS_HEADERS = ("JOB", "STATE", "SCHEDULE", "TIME ZONE", "READS AS", "LAST", "NE
 ATTEMPT_HEADERS = (
     "TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "SCHEDULED", "REASON",
 )  # fmt: skip
+SKIPPED_HEADERS = ("SCHEDULED", "JOB", "ScheduleTime", "RECORDED AT", "REASON")
+#: What a skipped run's reason code means, in the ``skipped`` table.
+SKIPPED_REASONS = {
+    "RUN_STILL_GOING": "RUN_STILL_GOING: the previous run was still going",
+    "EMULATOR_DOWN": "EMULATOR_DOWN: the emulator was not running",
+}
+#: Characters of an attempt's REASON on a terminal (untruncated when piped or with --wide).
+REASON_WIDTH = 100
 #: Attempts ``attempts`` shows without ``--since``: the newest ones.
 DEFAULT_LAST = 20
 #: Seconds between two looks at the daemon under ``--follow``.
@@ -47,6 +60,12 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         description="Print every job of the daemon at --host/--port: state, schedule read out "
         "in English, last attempt and next fire time.",
     )
+    skipped = sub.add_parser(
+        "skipped",
+        help="print the running daemon's skipped runs as a table",
+        description="Print the scheduled times of the daemon at --host/--port that got no run, "
+        "with the reason: the previous run was still going, or the emulator was not running.",
+    )
     attempts = sub.add_parser(
         "attempts",
         help="print the running daemon's attempts as a table",
@@ -54,7 +73,7 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         f"{DEFAULT_LAST} (or --last N), or every one since --since; --follow keeps printing "
         "them as they finish.",
     )
-    for parser in (jobs, attempts):
+    for parser in (jobs, attempts, skipped):
         parser.add_argument(
             "--host", default=default_host, help="the daemon's address (%(default)s)"
         )
@@ -66,7 +85,16 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
             default=os.environ.get(ADMIN_TOKEN_ENV) or None,
             help=f"the daemon's --admin-token (default: ${ADMIN_TOKEN_ENV})",
         )
+    skipped.add_argument("--job", metavar="J", help="only this job's (ID or full name)")
     attempts.add_argument("--job", metavar="J", help="only this job's (ID or full name)")
+    attempts.add_argument(
+        "--wide", action="store_true", help="never cut REASON (it is cut only on a terminal)"
+    )
+    attempts.add_argument(
+        "--json",
+        action="store_true",
+        help="print each attempt as one JSON object per line (the /_emulator/attempts shape)",
+    )
     attempts.add_argument(
         "--since", type=_since, metavar="RFC3339", help="attempts started at or after this instant"
     )
@@ -157,8 +185,11 @@ def attempt_from_json(item: dict[str, Any]) -> Attempt:
     return Attempt.from_json(item)
 
 
-def attempt_rows(attempts: Sequence[Attempt]) -> list[list[str]]:
-    """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`)."""
+def attempt_rows(attempts: Sequence[Attempt], width: int | None = None) -> list[list[str]]:
+    """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`).
+
+    :param width: the longest REASON (longer ones end in ``…``); ``None``: never cut.
+    """
     rows = []
     for attempt in attempts:
         run = attempt.schedule_time or "(none)"
@@ -174,7 +205,7 @@ def attempt_rows(attempts: Sequence[Attempt]) -> list[list[str]]:
                 "-" if attempt.response_status is None else str(attempt.response_status),
                 attempt.code or "(in flight)",
                 iso(attempt.nominal) or "-",
-                failure_reason(attempt, 100),
+                failure_reason(attempt, 2**62 if width is None else width),
             ]
         )
     return rows
@@ -192,10 +223,49 @@ def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
+def skipped_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The cells of the ``skipped`` table (:data:`SKIPPED_HEADERS`), from
+    ``GET /_emulator/skipped`` records."""
+    return [
+        [
+            str(record.get("nominalTime") or "-"),
+            str(record["job"]).rsplit("/", 1)[-1],
+            str(record.get("scheduleTime") or "-"),
+            str(record.get("recordedAt") or "-"),
+            SKIPPED_REASONS.get(str(record.get("reason")), str(record.get("reason"))),
+        ]
+        for record in records
+    ]
+
+
+def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
+    """Print the ``skipped`` table (every skipped run, in the order recorded)."""
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    params: dict[str, Any] = {"pageSize": 1000}
+    if args.job:
+        params["job"] = args.job
+    records = list(client.pages("/_emulator/skipped", "skipped", params))
+    if not records:
+        out.write("(no skipped runs)\n")
+        return 0
+    for line in render_table(SKIPPED_HEADERS, skipped_rows(records)):
+        out.write(line + "\n")
+    return 0
+
+
+def _reason_width(args: argparse.Namespace, out: IO[str]) -> int | None:
+    """How long a REASON may be: cut to :data:`REASON_WIDTH` only on a terminal."""
+    if getattr(args, "wide", False):
+        return None
+    isatty = getattr(out, "isatty", None)
+    return REASON_WIDTH if isatty is not None and isatty() else None
+
+
 def cmd_attempts(
     args: argparse.Namespace, out: IO[str], sleep: Callable[[float], None] = time.sleep
 ) -> int:
-    """Print the ``attempts`` table; with ``--follow`` keep printing until interrupted."""
+    """Print the ``attempts`` table (or JSON lines with ``--json``); with ``--follow`` keep
+    printing until interrupted."""
     if args.last < 1:
         raise ConfigurationError(f"--last must be 1 or more; got {args.last}.")
     client = DaemonClient(args.host, args.port, args.admin_token)
@@ -211,14 +281,19 @@ def cmd_attempts(
         )
         items = list(reversed(newest.get("attempts", [])))
     attempts = [attempt_from_json(item) for item in items]
+    width = _reason_width(args, out)
+    as_json = bool(getattr(args, "json", False))
     if not args.follow:
-        lines = (
-            render_table(ATTEMPT_HEADERS, attempt_rows(attempts)) if attempts else ["(no attempts)"]
-        )
+        if as_json:
+            lines = [json.dumps(a.to_json(), ensure_ascii=False) for a in attempts]
+        elif attempts:
+            lines = render_table(ATTEMPT_HEADERS, attempt_rows(attempts, width))
+        else:
+            lines = ["(no attempts)"]
         for line in lines:
             out.write(line + "\n")
         return 0
-    return _follow(client, base, attempts, out, sleep)
+    return _follow(client, base, attempts, out, sleep, width=width, as_json=as_json)
 
 
 def _follow(
@@ -227,13 +302,22 @@ def _follow(
     shown: list[Attempt],
     out: IO[str],
     sleep: Callable[[float], None],
+    *,
+    width: int | None = None,
+    as_json: bool = False,
 ) -> int:
-    """Print ``shown`` (finished ones), then every attempt as it finishes, in id order."""
+    """Print ``shown`` (finished ones), then every attempt as it finishes, in id order (as a
+    table with REASON cut to ``width``, or as JSON lines)."""
     widths = [len(h) for h in ATTEMPT_HEADERS]
     cursor = 0  # the id after which attempts are still to be printed
 
     def emit(batch: list[Attempt], header: bool) -> None:
-        rows = attempt_rows(batch)
+        if as_json:
+            for attempt in batch:
+                out.write(json.dumps(attempt.to_json(), ensure_ascii=False) + "\n")
+            out.flush()
+            return
+        rows = attempt_rows(batch, width)
         for row in rows:
             for i, cell in enumerate(row[:-1]):
                 widths[i] = max(widths[i], len(cell))
@@ -253,7 +337,7 @@ def _follow(
     finished = _finished_prefix(shown)
     for attempt in shown:
         widths[:] = [
-            max(w, len(c)) for w, c in zip(widths, attempt_rows([attempt])[0], strict=True)
+            max(w, len(c)) for w, c in zip(widths, attempt_rows([attempt], width)[0], strict=True)
         ]
     emit(finished, header=True)
     if finished:

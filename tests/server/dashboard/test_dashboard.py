@@ -5,6 +5,7 @@ test_dashboard_browser.py for the page in Chromium)."""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -420,3 +421,66 @@ class TestTheReadModelTellsTheTruth:
         assert emulator.get_job("nightly").schedule_time == datetime(2026, 9, 24, 2, 1, tzinfo=UTC)
         [row] = client.get("/_emulator/jobs?fireTimes=2").json["jobs"]
         assert row["nextFireTimes"] == ["2026-09-25T02:00:00Z", "2026-09-26T02:00:00Z"]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class TestTerminalViewsInProcess:
+    """``attempts`` and ``skipped`` against the read model served on a local port."""
+
+    @pytest.fixture
+    def served(self, clock: ManualClock) -> Iterator[tuple[Emulator, str]]:
+        long_answer = ("the ledger is locked by another writer; " * 6).encode()
+        with Emulator(clock, transport=WsgiTransport(answering(503, long_answer))) as emulator:
+            emulator.create_job(nightly_job(retryConfig={}))
+            emulator.advance(timedelta(minutes=1))
+            with serving(create_app(emulator)) as base:  # type: ignore[arg-type]
+                yield emulator, base.rsplit(":", 1)[1]
+
+    def run(self, out: io.StringIO, port: str, *args: str) -> int:
+        from scheduler_emulator.tools import cli, views
+
+        parser = cli.build_parser()
+        parsed = parser.parse_args([args[0], "--port", port, *args[1:]])
+        command = views.cmd_skipped if args[0] == "skipped" else views.cmd_attempts
+        return command(parsed, out)
+
+    def test_reason_is_cut_only_on_a_terminal(self, served: tuple[Emulator, str]) -> None:
+        _, port = served
+        piped, terminal, wide = io.StringIO(), Terminal(), Terminal()
+        assert self.run(piped, port, "attempts") == 0
+        assert self.run(terminal, port, "attempts") == 0
+        assert self.run(wide, port, "attempts", "--wide") == 0
+        full = " ".join(("the ledger is locked by another writer; " * 6).split())
+        assert piped.getvalue().splitlines()[1].endswith(full)
+        assert wide.getvalue() == piped.getvalue()
+        cut = terminal.getvalue().splitlines()[1]
+        assert cut.endswith("…") and full not in cut
+
+    def test_json_prints_one_record_per_line(self, served: tuple[Emulator, str]) -> None:
+        _, port = served
+        out = io.StringIO()
+        assert self.run(out, port, "attempts", "--json") == 0
+        [line] = out.getvalue().splitlines()
+        record = json.loads(line)
+        assert record["code"] == "UNAVAILABLE" and record["responseStatus"] == 503
+        assert record["responseExcerpt"].startswith("the ledger is locked")
+
+    def test_skipped_runs_are_listed_with_their_reason(self, served: tuple[Emulator, str]) -> None:
+        emulator, port = served
+        out = io.StringIO()
+        assert self.run(out, port, "skipped") == 0
+        assert out.getvalue() == "(no skipped runs)\n"
+        nominal = datetime(2026, 9, 24, 10, tzinfo=UTC)
+        emulator.store.add_skipped(
+            SkippedRun(emulator.job_name("nightly"), "2026-09-24T10:00:00Z", nominal, nominal)
+        )
+        out = io.StringIO()
+        assert self.run(out, port, "skipped", "--job", "nightly") == 0
+        header, row = out.getvalue().splitlines()
+        assert header.split()[:2] == ["SCHEDULED", "JOB"]
+        assert row.startswith("2026-09-24T10:00:00Z  nightly")
+        assert row.endswith("RUN_STILL_GOING: the previous run was still going")
