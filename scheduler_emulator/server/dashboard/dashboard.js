@@ -4,6 +4,7 @@
   "use strict";
   var TL = window.SchedulerTimeline;
   var POLL_MS = 2000;
+  var NOTICE_MS = 5000;  /* how long "Paused nightly" and the like stay in the status line */
   var state = {
     view: "timeline", clock: null, token: sessionStorage.getItem("scheduler-emulator-token") || "",
     jobsOffset: 0, jobsPage: 50, lanesOffset: 0, lanesPage: 50,
@@ -15,6 +16,13 @@
     var node = $("status");
     node.textContent = text;
     node.className = "status" + (isError ? " error" : "");
+    state.noticeUntil = 0;
+  }
+  /* A successful action's result, kept in the status line for NOTICE_MS. */
+  function notice(text) {
+    status(text);
+    $("status").className = "status done";
+    state.noticeUntil = Date.now() + NOTICE_MS;
   }
 
   function request(method, path, body) {
@@ -63,10 +71,10 @@
     $("clock-next").disabled = !clock.nextDue;
     $("clock-next").title = clock.nextDue ? "Move to " + TL.stamp(clock.nextDue) : "Nothing is due";
   }
-  function clockAction(path, body) {
+  function clockAction(path, body, done) {
     status("Moving the clock…");
     return request("POST", path, body).then(function () { return refresh(); })
-      .then(function () { status("Clock moved to " + TL.stamp(state.clock.now)); })
+      .then(function () { notice(done.replace("{now}", TL.stamp(state.clock.now))); })
       .catch(function (e) { status(e.message, true); });
   }
 
@@ -92,7 +100,11 @@
     if (verb === "delete" && !window.confirm("Delete job " + job.id + "? Its attempts stay listed.")) return;
     status((verb === "run" ? "Running " : verb.charAt(0).toUpperCase() + verb.slice(1) + " ") + job.id + "…");
     request(verb === "delete" ? "DELETE" : "POST", path, verb === "delete" ? undefined : {})
-      .then(function () { status("Done: " + verb + " " + job.id); return refresh(); })
+      .then(function () {
+        notice({ run: "Started a run of ", pause: "Paused ", resume: "Resumed ",
+                 "delete": "Deleted " }[verb] + job.id);
+        return refresh();
+      })
       .catch(function (e) { status(e.message, true); });
   }
   function renderJobs(data) {
@@ -113,7 +125,7 @@
       subS.className = "sub";
       subS.textContent = job.schedule + " · " + job.timeZone;
       sched.appendChild(subS);
-      cell(tr, job.target, "sub");
+      cell(tr, job.target, "sub target");
       var st = cell(tr, job.state, "state " + job.state);
       st.setAttribute("data-testid", "job-state-" + job.id);
       var last = cell(tr);
@@ -172,7 +184,12 @@
     }
     return [end - spanMs(), end];
   }
+  function placeDetails() {  /* below the header, so that the clock controls stay usable */
+    document.documentElement.style.setProperty("--header-height",
+      document.querySelector(".top").getBoundingClientRect().height + "px");
+  }
   function showDetails(attempt) {
+    placeDetails();
     $("details").hidden = false;
     $("details-title").textContent = "Attempt " + attempt.attempt + " of run " + (attempt.runId || "");
     $("details-body").textContent = "Loading…";
@@ -235,7 +252,9 @@
       if (state.view === "faults") return loadFaults();
       return loadTimeline();
     }).then(function () {
-      if (!$("status").classList.contains("error") && !/…$/.test($("status").textContent)) status("Updated " + new Date().toLocaleTimeString());
+      var keep = $("status").classList.contains("error") || /…$/.test($("status").textContent) ||
+        Date.now() < state.noticeUntil;
+      if (!keep) status("Updated " + TL.time(Date.now()) + " UTC");
     }).catch(function (e) { status(e.message, true); })
       .then(function () { state.busy = false; });
   }
@@ -253,13 +272,16 @@
   /* ------------------------------------------------------------------ wiring */
   window.addEventListener("hashchange", function () { show(location.hash.slice(1)); });
   $("clock-advance").addEventListener("click", function () {
-    clockAction("/_emulator/clock:advance", { seconds: Number($("clock-step").value) });
+    var step = $("clock-step");
+    clockAction("/_emulator/clock:advance", { seconds: Number(step.value) },
+      "Advanced " + step.options[step.selectedIndex].text + " to {now}");
   });
   $("clock-next").addEventListener("click", function () {
-    if (state.clock && state.clock.nextDue) clockAction("/_emulator/clock:moveTo", { time: state.clock.nextDue });
+    if (state.clock && state.clock.nextDue)
+      clockAction("/_emulator/clock:moveTo", { time: state.clock.nextDue }, "Moved to the next due instant: {now}");
   });
   $("clock-moveto").addEventListener("click", function () {
-    clockAction("/_emulator/clock:moveTo", { time: $("clock-moveto-input").value.trim() });
+    clockAction("/_emulator/clock:moveTo", { time: $("clock-moveto-input").value.trim() }, "Moved the clock to {now}");
   });
   $("timeline-span").addEventListener("change", function () { refresh(); });
   $("timeline-earlier").addEventListener("click", function () {
@@ -288,6 +310,7 @@
     $("token-dialog").hidden = true;
     refresh();
   });
+  window.addEventListener("resize", placeDetails);
   TL.legend($("legend"));
   show(location.hash.slice(1) || "timeline");
   state.timer = setInterval(function () { if (!document.hidden) refresh(); }, POLL_MS);

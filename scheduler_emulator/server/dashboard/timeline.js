@@ -1,5 +1,7 @@
 /* The attempt timeline: one lane per job, a bar per run, a segment per attempt coloured by
- * outcome, skipped runs marked at their schedule time, and the clock's "now" line.
+ * its real outcome (an injected fault adds a pink outline, it does not hide the outcome),
+ * duplicate deliveries dotted, skipped runs marked at their schedule time, and the clock's
+ * "now" line.
  * Shared by the dashboard and the replay report (which inlines this file): no dependencies,
  * no network. Input: the JSON of GET /_emulator/timeline. */
 (function (root) {
@@ -9,14 +11,13 @@
   var STEPS = [60, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
   var OUTCOMES = [
     ["ok", "OK (2xx)"], ["http", "HTTP error"], ["deadline", "Deadline exceeded"],
-    ["connection", "Connection / other"], ["injected", "Injected fault"], ["pending", "In flight"]
+    ["connection", "Connection / other"], ["pending", "In flight"]
   ];
 
   function ms(text) { return text ? Date.parse(text) : NaN; }
 
   function outcome(a) {
     if (a.code === null || a.code === undefined) return "pending";
-    if (a.injected) return "injected";
     if (a.code === "OK") return "ok";
     if (a.responseStatus !== null && a.responseStatus !== undefined) return "http";
     if (a.code === "DEADLINE_EXCEEDED") return "deadline";
@@ -54,6 +55,13 @@
       item.appendChild(document.createTextNode(o[1]));
       container.appendChild(item);
     });
+    var injected = document.createElement("span");
+    var ring = document.createElement("i");
+    ring.className = "legend-injected";
+    injected.appendChild(ring);
+    injected.appendChild(document.createTextNode("Injected fault (pink outline; the fill is the real outcome)"));
+    injected.setAttribute("data-testid", "legend-injected");
+    container.appendChild(injected);
     var skipped = document.createElement("span");
     skipped.textContent = "▼ skipped run   ● duplicate delivery   ┆ now (the emulator's clock)";
     container.appendChild(skipped);
@@ -87,11 +95,15 @@
       if ((end - start) / 1000 / STEPS[i] <= Math.max(4, span / 95)) { step = STEPS[i]; break; }
     }
     var first = Math.ceil(start / 1000 / step) * step * 1000;
+    var nowShown = now >= start && now <= end;
+    var NOW_LABEL = 26;  /* the "now" label's width, drawn left of the now line */
     for (var t = first; t <= end; t += step * 1000) {
       el("line", { x1: x(t), x2: x(t), y1: AXIS - 4, y2: height, "class": "tl-grid" }, svg);
       var midnight = new Date(t).getUTCHours() === 0 && new Date(t).getUTCMinutes() === 0;
       var text = midnight || step >= 86400 ? dayText(t).slice(5) + " " + clockText(t) : clockText(t);
       if (x(t) + 7 * text.length > width) continue;  /* no room left for the label */
+      if (nowShown && x(t) + 3 < x(now) + 2 && x(t) + 3 + 6.2 * text.length > x(now) - NOW_LABEL - 2)
+        continue;  /* the "now" label is there */
       el("text", { x: x(t) + 3, y: 15, "class": "tl-axis" }, svg).textContent = text;
     }
     var zone = el("text", { x: 8, y: 15, "class": "tl-axis" }, svg);
@@ -132,8 +144,9 @@
         segments.forEach(function (seg) {
           var a = seg[2];
           var rect = el("rect", { x: seg[0], y: mid - 9, width: seg[1] - seg[0], height: 18, rx: 2,
-            "class": "tl-attempt outcome-" + outcome(a), "data-testid": "attempt-" + a.id,
-            "data-outcome": outcome(a), "data-attempt": a.attempt }, runGroup);
+            "class": "tl-attempt outcome-" + outcome(a) + (a.injected ? " injected" : ""),
+            "data-testid": "attempt-" + a.id, "data-outcome": outcome(a),
+            "data-injected": a.injected ? "true" : "false", "data-attempt": a.attempt }, runGroup);
           title(rect, attemptText(lane, a));
           if (a.duplicate) {
             var dot = el("circle", { cx: (seg[0] + seg[1]) / 2, cy: mid - 12, r: 3.2,
@@ -157,10 +170,11 @@
            "the previous run was still going"));
       });
     });
-    if (now >= start && now <= end) {
+    if (nowShown) {
       el("line", { x1: x(now), x2: x(now), y1: AXIS - 6, y2: height, "class": "tl-now",
         "data-testid": "now-line" }, svg);
-      var nowLabel = el("text", { x: x(now) - 26, y: AXIS - 8 + 0, "class": "tl-now-label" }, svg);
+      var nowLabel = el("text", { x: x(now) - 3, y: 15, "text-anchor": "end",
+        "class": "tl-now-label", "data-testid": "now-label" }, svg);
       nowLabel.textContent = "now";
     }
     container.appendChild(svg);
@@ -182,7 +196,8 @@
     var dl = add(container, "dl");
     function row(name, value, testid) {
       add(dl, "dt", name);
-      var dd = add(dl, "dd", value === null || value === undefined || value === "" ? "—" : String(value));
+      var dd = add(dl, "dd");
+      breakable(dd, value === null || value === undefined || value === "" ? "—" : String(value));
       if (testid) dd.setAttribute("data-testid", testid);
     }
     row("Job", a.job, "detail-job");
@@ -201,8 +216,16 @@
     add(container, "pre", a.responseExcerpt || "(empty)").setAttribute("data-testid", "detail-response");
     var request = a.request || {};
     add(container, "h3", "Request");
-    add(container, "pre", (request.method || "") + " " + (request.url || request.topic || ""));
     var headers = request.headers || {};
+    if (request.pubsubTopic) {  /* a Pub/Sub publish: the topic, the data and the attributes */
+      add(container, "pre", "PUBLISH " + request.pubsubTopic).setAttribute("data-testid", "detail-request");
+      add(container, "pre", "data: " + decoded(request.data)).setAttribute("data-testid", "detail-data");
+      headers = request.attributes || {};
+      if (!Object.keys(headers).length) add(container, "p", "No attributes.", "hint");
+    } else {
+      add(container, "pre", (request.method || "") + " " + (request.url || ""))
+        .setAttribute("data-testid", "detail-request");
+    }
     var table = add(container, "table");
     table.setAttribute("data-testid", "detail-headers");
     Object.keys(headers).forEach(function (name) {
@@ -212,7 +235,28 @@
     });
   }
 
+  /* Text that may wrap after a "/" (a resource name, a URL) rather than inside a word. */
+  function breakable(node, text) {
+    text.split("/").forEach(function (part, i, parts) {
+      node.appendChild(document.createTextNode(part + (i < parts.length - 1 ? "/" : "")));
+      if (i < parts.length - 1) node.appendChild(document.createElement("wbr"));
+    });
+  }
+
+  /* A Pub/Sub message's base64 data as text (UTF-8), or as base64 when it is not text. */
+  function decoded(data) {
+    if (!data) return "(empty)";
+    try {
+      var bytes = atob(data), codes = [];
+      for (var i = 0; i < bytes.length; i++) codes.push("%" + ("0" + bytes.charCodeAt(i).toString(16)).slice(-2));
+      return decodeURIComponent(codes.join(""));
+    } catch (e) {
+      return data + " (base64)";
+    }
+  }
+
   root.SchedulerTimeline = {
-    draw: draw, legend: legend, outcome: outcome, stamp: stamp, details: details
+    draw: draw, legend: legend, outcome: outcome, stamp: stamp, details: details,
+    time: function (t) { return clockText(t, true); }
   };
 })(this);

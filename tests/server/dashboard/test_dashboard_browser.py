@@ -102,7 +102,70 @@ def test_the_replay_report_opens_without_a_network(tmp_path: Path) -> None:
         driver.get(report.as_uri())
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-nightly"]'))
         assert len(runs_in_lane(driver, "nightly")) == 2
-        duplicates = all_by_css(driver, '[data-testid^="attempt-"][data-outcome="injected"]')
-        assert duplicates
+        injected = all_by_css(driver, '[data-testid^="attempt-"][data-injected="true"]')
+        outcomes = {a.get_attribute("data-outcome") for a in injected}
+        assert outcomes and outcomes <= {"ok", "http", "deadline", "connection"}  # the real one
+        assert all_by_css(driver, '[data-testid="duplicate-marker"]')
         assert "unmet" in by_testid(driver, "expectations").text.lower()
         driver.save_screenshot(str(tmp_path / "report.png"))
+
+
+def box(element: object) -> dict[str, float]:
+    return element.rect  # type: ignore[attr-defined,no-any-return]
+
+
+def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )
+
+
+def test_injected_faults_keep_the_outcome_and_the_page_fits_1024_px(tmp_path: Path) -> None:
+    with orders_daemon() as daemon, chromium(1024, 768) as driver:
+        for rule in (
+            {"action": "duplicate", "job": "nightly", "count": 1},
+            {"action": "delay", "job": "report", "seconds": 2},
+        ):
+            answer = requests.post(f"{daemon.url}/_emulator/faults", json=rule, timeout=30)
+            answer.raise_for_status()
+        advance_one_day(driver, daemon.url)
+        assert by_testid(driver, "status").text.startswith("Advanced 1 day to 2026-03-02 00:00:00")
+        nightly = all_by_css(driver, '[data-testid="lane-nightly"] .tl-attempt')
+        assert [(a.get_attribute("data-outcome"), a.get_attribute("data-injected"))
+                for a in nightly] == [("ok", "false"), ("ok", "true")]  # fmt: skip
+        marker = '[data-testid="lane-nightly"] [data-testid="duplicate-marker"]'
+        assert len(all_by_css(driver, marker)) == 1
+        report = all_by_css(driver, '[data-testid="lane-report"] .tl-attempt')
+        assert {a.get_attribute("data-outcome") for a in report} == {"http", "ok"}
+        assert all(a.get_attribute("data-injected") == "true" for a in report)
+        assert "Injected fault" in by_testid(driver, "legend-injected").text
+        now_label = box(by_testid(driver, "now-label"))
+        assert not any(overlaps(now_label, box(t)) for t in all_by_css(driver, ".tl-axis"))
+        driver.save_screenshot(str(tmp_path / "timeline-1024.png"))
+
+        nightly[1].click()  # the details panel leaves the clock controls usable
+        wait_for(driver, lambda d: "nightly" in by_testid(d, "attempt-details").text)
+        advance = by_testid(driver, "clock-advance")
+        at_advance = driver.execute_script(  # type: ignore[attr-defined]
+            "var r = arguments[0].getBoundingClientRect();"
+            "return document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);",
+            advance,
+        )
+        assert at_advance == advance
+        assert "/jobs/" in by_testid(driver, "detail-job").text
+        driver.save_screenshot(str(tmp_path / "details-1024.png"))
+        by_testid(driver, "attempt-details-close").click()
+
+        by_testid(driver, "tab-jobs").click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-row-hourly-ping"]'))
+        width = driver.execute_script("return document.documentElement.clientWidth")  # type: ignore[attr-defined]
+        delete = box(by_testid(driver, "job-delete-hourly-ping"))
+        assert delete["x"] + delete["width"] <= width
+        by_testid(driver, "job-pause-nightly").click()
+        wait_for(driver, lambda d: by_testid(d, "status").text == "Paused nightly")
+        driver.save_screenshot(str(tmp_path / "jobs-1024.png"))
+        wait_for(driver, lambda d: by_testid(d, "status").text.startswith("Updated "), 20)
+        assert by_testid(driver, "status").text.endswith(" UTC")
