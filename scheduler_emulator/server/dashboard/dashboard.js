@@ -117,7 +117,7 @@
       name.appendChild(document.createTextNode(job.id));
       var sub = document.createElement("div");
       sub.className = "sub";
-      sub.textContent = job.name.replace(/\/jobs\/[^/]*$/, "");
+      TL.breakable(sub, job.name.replace(/\/jobs\/[^/]*$/, ""));
       name.appendChild(sub);
       var sched = cell(tr);
       sched.appendChild(document.createTextNode(job.scheduleText));
@@ -125,7 +125,7 @@
       subS.className = "sub";
       subS.textContent = job.schedule + " · " + job.timeZone;
       sched.appendChild(subS);
-      cell(tr, job.target, "sub target");
+      TL.breakable(cell(tr, undefined, "sub target"), job.target);
       var st = cell(tr, job.state, "state " + job.state);
       st.setAttribute("data-testid", "job-state-" + job.id);
       var last = cell(tr);

@@ -1,5 +1,5 @@
 /* The attempt timeline: one lane per job, a bar per run, a segment per attempt coloured by
- * its real outcome (an injected fault adds a pink outline, it does not hide the outcome),
+ * its real outcome (an injected fault adds a pink stripe under it, it does not hide the outcome),
  * duplicate deliveries dotted, skipped runs marked at their schedule time, and the clock's
  * "now" line.
  * Shared by the dashboard and the replay report (which inlines this file): no dependencies,
@@ -59,7 +59,7 @@
     var ring = document.createElement("i");
     ring.className = "legend-injected";
     injected.appendChild(ring);
-    injected.appendChild(document.createTextNode("Injected fault (pink outline; the fill is the real outcome)"));
+    injected.appendChild(document.createTextNode("Injected fault (pink stripe under the attempt; its colour is the real outcome)"));
     injected.setAttribute("data-testid", "legend-injected");
     container.appendChild(injected);
     var skipped = document.createElement("span");
@@ -148,6 +148,11 @@
             "data-testid": "attempt-" + a.id, "data-outcome": outcome(a),
             "data-injected": a.injected ? "true" : "false", "data-attempt": a.attempt }, runGroup);
           title(rect, attemptText(lane, a));
+          if (a.injected) {  /* a stripe under the segment: the fill stays the real outcome */
+            var stripe = el("rect", { x: seg[0], y: mid + 10, width: seg[1] - seg[0], height: 3,
+              "class": "tl-injected", "data-testid": "injected-marker" }, runGroup);
+            title(stripe, "Injected fault: " + attemptText(lane, a));
+          }
           if (a.duplicate) {
             var dot = el("circle", { cx: (seg[0] + seg[1]) / 2, cy: mid - 12, r: 3.2,
               "class": "tl-duplicate", "data-testid": "duplicate-marker" }, runGroup);
@@ -257,6 +262,7 @@
 
   root.SchedulerTimeline = {
     draw: draw, legend: legend, outcome: outcome, stamp: stamp, details: details,
+    breakable: breakable,
     time: function (t) { return clockText(t, true); }
   };
 })(this);
