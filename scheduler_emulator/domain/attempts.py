@@ -165,11 +165,13 @@ class Attempt:
         """This attempt as it reads at ``now``: one whose recorded end is later than ``now`` is
         still in flight — no end, code, status, answer or debug text yet. (Under a manual clock
         a ``delay`` fault records the end when the attempt is sent, with its later end time.)
+        An attempt that starts after ``now`` too (a manual clock restarted at an earlier
+        ``--start``) is history from before the restart and reads as recorded.
 
         :param now: the clock's current instant (aware).
-        :return: ``self`` when it ended by ``now`` (or is in flight), else a masked copy.
+        :return: ``self`` unless ``start_time <= now < end_time``, else a masked copy.
         """
-        if self.end_time is None or self.end_time <= now:
+        if self.end_time is None or self.end_time <= now or self.start_time > now:
             return self
         return replace(
             self,

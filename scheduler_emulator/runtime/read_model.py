@@ -181,13 +181,17 @@ def job_rows(
 
 
 def last_attempt_in_flight(store: Store, job: str, now: datetime) -> bool:
-    """Whether the newest attempt of ``job`` (full name) has a recorded end later than ``now``
-    (it reads as in flight until the clock passes it)."""
+    """Whether the newest attempt of ``job`` (full name) started by ``now`` and has a recorded
+    end later than ``now`` (it reads as in flight until the clock passes it; see
+    :meth:`Attempt.as_of`)."""
     rows = store.query(
-        "SELECT end_time FROM attempts WHERE job = ? ORDER BY start_time DESC, id DESC LIMIT 1",
+        "SELECT start_time, end_time FROM attempts WHERE job = ? "
+        "ORDER BY start_time DESC, id DESC LIMIT 1",
         (job,),
     )
-    return bool(rows) and rows[0][0] is not None and datetime.fromisoformat(rows[0][0]) > now
+    if not rows or rows[0][1] is None:
+        return False
+    return datetime.fromisoformat(rows[0][0]) <= now < datetime.fromisoformat(rows[0][1])
 
 
 def _window_clauses(
@@ -242,7 +246,7 @@ def _compact(row: Any, now: datetime | None) -> dict[str, Any]:
     whose recorded end is later than ``now`` reads as in flight (see :meth:`Attempt.as_of`)."""
     start, end = row[4], row[5]
     ended = None if end is None else datetime.fromisoformat(end)
-    if ended is not None and now is not None and ended > now:
+    if ended is not None and now is not None and datetime.fromisoformat(start) <= now < ended:
         return {
             "id": row[0],
             "attempt": row[3],
