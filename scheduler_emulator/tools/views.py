@@ -23,7 +23,7 @@ from typing import IO, Any
 from ..domain.attempts import Attempt, failure_reason, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ConfigurationError, InvalidArgument
-from .timeline import render_table
+from .timeline import attempt_cells, render_table
 
 __all__ = [
     "add_arguments",
@@ -190,25 +190,11 @@ def attempt_rows(attempts: Sequence[Attempt], width: int | None = None) -> list[
 
     :param width: the longest REASON (longer ones end in ``…``); ``None``: never cut.
     """
-    rows = []
-    for attempt in attempts:
-        run = attempt.schedule_time or "(none)"
-        if attempt.forced:
-            run += " forced"
-        rows.append(
-            [
-                iso(attempt.start_time) or "",
-                attempt.job_id,
-                run,
-                str(attempt.attempt),
-                "*" if attempt.injected else "",
-                "-" if attempt.response_status is None else str(attempt.response_status),
-                attempt.code or "(in flight)",
-                iso(attempt.nominal) or "-",
-                failure_reason(attempt, 2**62 if width is None else width),
-            ]
-        )
-    return rows
+    limit = 2**62 if width is None else width
+    return [
+        [*attempt_cells(attempt), iso(attempt.nominal) or "-", failure_reason(attempt, limit)]
+        for attempt in attempts
+    ]
 
 
 def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
