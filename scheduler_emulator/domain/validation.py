@@ -36,6 +36,28 @@ from .resources import (
 )
 from .schedule import parse_schedule
 
+__all__ = [
+    "APP_ENGINE_BODY_METHODS",
+    "APP_ENGINE_DEADLINE_RANGE",
+    "APP_ENGINE_METHODS",
+    "HOP_BY_HOP_HEADERS",
+    "HTTP_DEADLINE_RANGE",
+    "MAX_BACKOFF_DURATION",
+    "MAX_DESCRIPTION_LENGTH",
+    "MAX_HEADERS_BYTES",
+    "MAX_JOB_SIZE_BYTES",
+    "MAX_URI_LENGTH",
+    "encoded_uri_length",
+    "job_size_bytes",
+    "sendable_uri",
+    "show_text",
+    "validate_app_engine_http_target",
+    "validate_http_target",
+    "validate_job",
+    "validate_pubsub_target",
+    "validate_retry_config",
+]
+
 #: Longest ``description`` in characters (spec §3.2, §15).
 MAX_DESCRIPTION_LENGTH = 500
 #: Longest ``httpTarget.uri`` / ``appEngineHttpTarget.relativeUri`` after percent-encoding (§3.3).

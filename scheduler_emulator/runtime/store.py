@@ -41,6 +41,15 @@ from .data_file import (
 )
 from .options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, DEFAULT_RETAIN_ATTEMPTS
 
+__all__ = [
+    "ATTEMPT_COLUMNS",
+    "DEFAULT_PAGE_SIZE",
+    "MAX_PAGE_SIZE",
+    "SCHEMA_VERSION",
+    "Store",
+    "attempt_from_row",
+]
+
 #: ``PRAGMA user_version`` of this release's schema (1: the first release; 2: ``jobs.next_fire``
 #: and ``skipped.reason``; 3: the attempts' run schedule time and response excerpt).
 SCHEMA_VERSION = 3

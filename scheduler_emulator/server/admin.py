@@ -64,6 +64,12 @@ from . import dashboard
 from .grpc_api import grpc_available
 from .request_body import request_json
 
+__all__ = [
+    "Admin",
+    "LATEST_INSTANT",
+    "RULES",
+]
+
 #: The latest instant a manual clock may be moved to: the end of year 9999, the last one an RFC
 #: 3339 timestamp (and Python's ``datetime``) can hold, less a day so that a day's schedule and
 #: its retries still fit.
