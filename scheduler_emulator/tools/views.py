@@ -197,16 +197,24 @@ def attempt_rows(attempts: Sequence[Attempt], width: int | None = None) -> list[
     ]
 
 
+def _print_table(out: IO[str], headers: Sequence[str], rows: list[list[str]], empty: str) -> int:
+    """Write ``rows`` as a table under ``headers``, or the line ``empty`` when there are none.
+
+    :return: the exit status, 0.
+    """
+    if not rows:
+        out.write(empty + "\n")
+        return 0
+    for line in render_table(headers, rows):
+        out.write(line + "\n")
+    return 0
+
+
 def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``jobs`` table."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     jobs = list(client.pages("/_emulator/jobs", "jobs", {"pageSize": 500, "fireTimes": 1}))
-    if not jobs:
-        out.write("(no jobs)\n")
-        return 0
-    for line in render_table(JOBS_HEADERS, job_rows(jobs)):
-        out.write(line + "\n")
-    return 0
+    return _print_table(out, JOBS_HEADERS, job_rows(jobs), "(no jobs)")
 
 
 def skipped_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -231,12 +239,7 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
     if args.job:
         params["job"] = args.job
     records = list(client.pages("/_emulator/skipped", "skipped", params))
-    if not records:
-        out.write("(no skipped runs)\n")
-        return 0
-    for line in render_table(SKIPPED_HEADERS, skipped_rows(records)):
-        out.write(line + "\n")
-    return 0
+    return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)")
 
 
 def _reason_width(args: argparse.Namespace, out: IO[str]) -> int | None:
