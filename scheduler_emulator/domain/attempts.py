@@ -16,6 +16,21 @@ from urllib.parse import urlsplit
 
 from ..wire import TIMER_PREFIX, format_timestamp, parse_timestamp
 
+__all__ = [
+    "Attempt",
+    "EMULATOR_DOWN",
+    "REASON_WIDTH",
+    "RESPONSE_EXCERPT_BYTES",
+    "RUN_STILL_GOING",
+    "Run",
+    "SkippedRun",
+    "duplicate_flags",
+    "excerpt_text",
+    "failure_reason",
+    "iso",
+    "ok_status",
+]
+
 
 def iso(instant: datetime | None) -> str | None:
     """Render an aware instant as RFC 3339 UTC with ``Z`` (microseconds only when non-zero);

@@ -86,6 +86,17 @@ class JobName(NamedTuple):
         return LocationName(self.project, self.location)
 
 
+def _matching(pattern: re.Pattern[str], value: str, field: str, what: str) -> str:
+    """Return ``value`` when ``pattern`` matches all of it.
+
+    :param what: the rest of the message after ``"{field} has an invalid "``.
+    :raises InvalidArgument: naming ``field``, when it does not match.
+    """
+    if not pattern.fullmatch(value):
+        raise InvalidArgument(f"{field} has an invalid {what}", field=field)
+    return value
+
+
 def check_project_id(project: str, *, field: str = "name") -> str:
     """Check a PROJECT_ID against the §2 character rule.
 
@@ -95,13 +106,12 @@ def check_project_id(project: str, *, field: str = "name") -> str:
         ``-``, ``:`` and ``.``.
     :return: ``project`` unchanged.
     """
-    if not PROJECT_ID_RE.fullmatch(project):
-        raise InvalidArgument(
-            f'{field} has an invalid project ID "{project}": use only letters, digits, '
-            "hyphens, colons and periods.",
-            field=field,
-        )
-    return project
+    return _matching(
+        PROJECT_ID_RE,
+        project,
+        field,
+        f'project ID "{project}": use only letters, digits, hyphens, colons and periods.',
+    )
 
 
 def check_location_id(location: str, *, field: str = "name") -> str:
@@ -112,13 +122,12 @@ def check_location_id(location: str, *, field: str = "name") -> str:
     :raises InvalidArgument: when it does not match ``^[a-z]+(-[a-z]+)*[0-9]*$``.
     :return: ``location`` unchanged.
     """
-    if not LOCATION_ID_RE.fullmatch(location):
-        raise InvalidArgument(
-            f'{field} has an invalid location ID "{location}": expected a location such as '
-            '"us-central1".',
-            field=field,
-        )
-    return location
+    return _matching(
+        LOCATION_ID_RE,
+        location,
+        field,
+        f'location ID "{location}": expected a location such as "us-central1".',
+    )
 
 
 def check_job_id(job_id: str, *, field: str = "name") -> str:
@@ -136,13 +145,12 @@ def check_job_id(job_id: str, *, field: str = "name") -> str:
             f"{MAX_JOB_ID_LENGTH}.",
             field=field,
         )
-    if not JOB_ID_RE.fullmatch(job_id):
-        raise InvalidArgument(
-            f'{field} has an invalid job ID "{job_id}": use only letters, digits, hyphens and '
-            "underscores.",
-            field=field,
-        )
-    return job_id
+    return _matching(
+        JOB_ID_RE,
+        job_id,
+        field,
+        f'job ID "{job_id}": use only letters, digits, hyphens and underscores.',
+    )
 
 
 def parse_location_name(name: str, *, field: str = "parent") -> LocationName:

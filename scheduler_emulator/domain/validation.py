@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import timedelta
 from urllib.parse import quote, urlsplit
 
@@ -35,6 +35,28 @@ from .resources import (
     RetryConfig,
 )
 from .schedule import parse_schedule
+
+__all__ = [
+    "APP_ENGINE_BODY_METHODS",
+    "APP_ENGINE_DEADLINE_RANGE",
+    "APP_ENGINE_METHODS",
+    "HOP_BY_HOP_HEADERS",
+    "HTTP_DEADLINE_RANGE",
+    "MAX_BACKOFF_DURATION",
+    "MAX_DESCRIPTION_LENGTH",
+    "MAX_HEADERS_BYTES",
+    "MAX_JOB_SIZE_BYTES",
+    "MAX_URI_LENGTH",
+    "encoded_uri_length",
+    "job_size_bytes",
+    "sendable_uri",
+    "show_text",
+    "validate_app_engine_http_target",
+    "validate_http_target",
+    "validate_job",
+    "validate_pubsub_target",
+    "validate_retry_config",
+]
 
 #: Longest ``description`` in characters (spec §3.2, §15).
 MAX_DESCRIPTION_LENGTH = 500
@@ -253,6 +275,27 @@ def encoded_uri_length(uri: str) -> int:
     return len(sendable_uri(uri))
 
 
+def _validate_body_and_headers(
+    target: HttpTarget | AppEngineHttpTarget,
+    method: HttpMethod,
+    body_methods: Collection[HttpMethod],
+    body_methods_text: str,
+    field: str,
+) -> None:
+    """Check a target's body is sent only with a method that carries one, then its headers.
+
+    :param body_methods: the methods a body is allowed with; ``body_methods_text`` names them.
+    :raises InvalidArgument: naming ``{field}.body`` or the broken header.
+    """
+    if target.body and method not in body_methods:
+        raise InvalidArgument(
+            f"{field}.body is only allowed with httpMethod {body_methods_text}; "
+            f"got httpMethod {method.name}.",
+            field=f"{field}.body",
+        )
+    _validate_headers(target.headers, f"{field}.headers")
+
+
 def _validate_headers(headers: Mapping[str, str], field: str) -> None:
     seen: dict[str, str] = {}
     total = 0
@@ -358,13 +401,7 @@ def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> No
             field=uri_field,
         )
     method = target.http_method or HttpMethod.POST
-    if target.body and method not in BODY_METHODS:
-        raise InvalidArgument(
-            f"{field}.body is only allowed with httpMethod POST, PUT or PATCH; "
-            f"got httpMethod {method.name}.",
-            field=f"{field}.body",
-        )
-    _validate_headers(target.headers, f"{field}.headers")
+    _validate_body_and_headers(target, method, BODY_METHODS, "POST, PUT or PATCH", field)
     if target.oidc_token is not None and target.oauth_token is not None:
         raise InvalidArgument(
             f"{field} can have oidcToken or oauthToken, not both.", field=f"{field}.oauthToken"
@@ -410,13 +447,7 @@ def validate_app_engine_http_target(
             f"got {length}.",
             field=uri_field,
         )
-    if target.body and method not in APP_ENGINE_BODY_METHODS:
-        raise InvalidArgument(
-            f"{field}.body is only allowed with httpMethod POST or PUT; got httpMethod "
-            f"{method.name}.",
-            field=f"{field}.body",
-        )
-    _validate_headers(target.headers, f"{field}.headers")
+    _validate_body_and_headers(target, method, APP_ENGINE_BODY_METHODS, "POST or PUT", field)
 
 
 def validate_pubsub_target(

@@ -32,6 +32,14 @@ from collections.abc import Callable
 
 from ..realtime import real_monotonic
 
+__all__ = [
+    "DeliveryPool",
+    "GROW_AT_ONCE",
+    "MAX_THREADS",
+    "SPARE_IDLE_SECONDS",
+    "STALL_SECONDS",
+]
+
 Task = Callable[[], None]
 #: Seconds without any task ending, while tasks wait, after which threads are added.
 STALL_SECONDS = 0.1

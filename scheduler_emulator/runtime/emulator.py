@@ -42,6 +42,11 @@ from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
 from .tokens import TokenAuthority
 from .transports import HttpTransport, Transport
 
+__all__ = [
+    "Emulator",
+    "MAX_JOBS_PAGE_SIZE",
+]
+
 #: Largest and default ListJobs page (P15): a page size of 0 or less gives this many jobs, a
 #: larger one is clamped to it (its home: runtime/options.py).
 MAX_JOBS_PAGE_SIZE = JOBS_PAGE_SIZE_MAX

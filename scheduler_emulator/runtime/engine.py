@@ -35,6 +35,10 @@ from .transports import Transport
 if TYPE_CHECKING:
     from .tokens import TokenAuthority
 
+__all__ = [
+    "Engine",
+]
+
 
 class Engine:
     """Fires jobs on schedule and records every attempt.

@@ -37,6 +37,15 @@ from .redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, next_hop
 if TYPE_CHECKING:
     from .curl_exchange import CurlExchange
 
+__all__ = [
+    "DeadlineExceeded",
+    "HttpClient",
+    "MAX_BODY_BYTES",
+    "ResponseSample",
+    "Watchdog",
+    "http2_problem",
+]
+
 #: Bytes of a response body read at most (then the connection is closed): Cloud Scheduler keeps
 #: no response bodies, so none is worth more than this.
 MAX_BODY_BYTES = 1 << 20

@@ -25,7 +25,7 @@ from ..domain.errors import RPC_CODES
 from ..domain.resources import Job, State
 from ..domain.schedule import parse_schedule
 from ..domain.schedule_text import describe_schedule
-from .store import ATTEMPT_COLUMNS, Store, attempt_from_row
+from .store import ATTEMPT_COLUMNS, Store, add_condition, attempt_from_row
 
 __all__ = [
     "DEFAULT_FIRE_TIMES",
@@ -199,12 +199,8 @@ def _window_clauses(
 ) -> tuple[list[str], list[Any]]:
     clauses: list[str] = []
     args: list[Any] = []
-    if start is not None:
-        clauses.append(f"{column} >= ?")
-        args.append(_text(start))
-    if end is not None:
-        clauses.append(f"{column} < ?")
-        args.append(_text(end))
+    add_condition(clauses, args, f"{column} >= ?", None if start is None else _text(start))
+    add_condition(clauses, args, f"{column} < ?", None if end is None else _text(end))
     return clauses, args
 
 
@@ -226,12 +222,8 @@ def attempts_newest(
     :return: the attempts and the id to pass as ``before_id`` next (``None`` on the last page).
     """
     clauses, args = _window_clauses("start_time", start_after, start_before)
-    if job is not None:
-        clauses.append("job = ?")
-        args.append(job)
-    if before_id is not None:
-        clauses.append("id < ?")
-        args.append(before_id)
+    add_condition(clauses, args, "job = ?", job)
+    add_condition(clauses, args, "id < ?", before_id)
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     rows = store.query(
         f"SELECT {ATTEMPT_COLUMNS} FROM attempts{where} ORDER BY id DESC LIMIT ?",

@@ -41,6 +41,16 @@ from .data_file import (
 )
 from .options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, DEFAULT_RETAIN_ATTEMPTS
 
+__all__ = [
+    "add_condition",
+    "ATTEMPT_COLUMNS",
+    "DEFAULT_PAGE_SIZE",
+    "MAX_PAGE_SIZE",
+    "SCHEMA_VERSION",
+    "Store",
+    "attempt_from_row",
+]
+
 #: ``PRAGMA user_version`` of this release's schema (1: the first release; 2: ``jobs.next_fire``
 #: and ``skipped.reason``; 3: the attempts' run schedule time and response excerpt).
 SCHEMA_VERSION = 3
@@ -177,17 +187,24 @@ MAX_PAGE_SIZE = ATTEMPTS_PAGE_SIZE_MAX
 _RETENTION_EVERY = 1000
 
 
+def add_condition(clauses: list[str], args: list[Any], sql: str, value: Any) -> None:
+    """Add the SQL condition ``sql`` (one ``?``) and its argument, unless ``value`` is ``None``.
+
+    :param clauses: the conditions to be joined with ``AND``; appended to.
+    :param args: their arguments, in order; appended to.
+    """
+    if value is not None:
+        clauses.append(sql)
+        args.append(value)
+
+
 def _attempt_filter(
     *, job: str | None = None, run_id: int | None = None, unfinished: bool = False
 ) -> tuple[list[str], list[Any]]:
     clauses: list[str] = []
     args: list[Any] = []
-    if job is not None:
-        clauses.append("job = ?")
-        args.append(job)
-    if run_id is not None:
-        clauses.append("run_id = ?")
-        args.append(run_id)
+    add_condition(clauses, args, "job = ?", job)
+    add_condition(clauses, args, "run_id = ?", run_id)
     if unfinished:
         clauses.append("end_time IS NULL")
     return clauses, args

@@ -39,6 +39,20 @@ from ..realtime import real_monotonic
 from .http_client import DeadlineExceeded, HttpClient, ResponseSample
 from .redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, next_hop
 
+__all__ = [
+    "AsgiCaller",
+    "AsgiTransport",
+    "DeliveryRequest",
+    "HttpTransport",
+    "MountTransport",
+    "Transport",
+    "TransportResult",
+    "WsgiTransport",
+    "build_environ",
+    "call_wsgi",
+    "is_asgi_app",
+]
+
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: An ASGI 3 application: ``await app(scope, receive, send)``.
 AsgiApp = Callable[[Any, Any, Any], Awaitable[None]]

@@ -64,6 +64,12 @@ from . import dashboard
 from .grpc_api import grpc_available
 from .request_body import request_json
 
+__all__ = [
+    "Admin",
+    "LATEST_INSTANT",
+    "RULES",
+]
+
 #: The latest instant a manual clock may be moved to: the end of year 9999, the last one an RFC
 #: 3339 timestamp (and Python's ``datetime``) can hold, less a day so that a day's schedule and
 #: its retries still fit.
@@ -93,6 +99,21 @@ RULES = [
     Rule(X509_CERTS_PATH, methods=["GET"], endpoint="oidc_x509_certs"),
     Rule(TOKENINFO_PATH, methods=["GET", "POST"], endpoint="oauth_tokeninfo"),
 ]
+
+
+def _body_field(request: Request, name: str, example: str) -> Any:
+    """The one field a clock request's JSON body must hold.
+
+    :param name: the field, e.g. ``seconds``.
+    :param example: its value as shown in the error, e.g. ``N``.
+    :raises InvalidArgument: (400) naming ``name`` when the body lacks it (or is not JSON).
+    """
+    body = request_json(request)
+    if name not in body:
+        raise InvalidArgument(
+            f'The body must be {{"{name}": {example}}}; {name} is missing.', field=name
+        )
+    return body[name]
 
 
 def _only_parameters(request: Request, *allowed: str) -> None:
@@ -265,12 +286,7 @@ class Admin:
 
     def clock_advance(self, request: Request) -> dict[str, Any]:
         """Advance a manual clock by ``seconds`` and answer once everything due has settled."""
-        body = request_json(request)
-        if "seconds" not in body:
-            raise InvalidArgument(
-                'The body must be {"seconds": N}; seconds is missing.', field="seconds"
-            )
-        seconds = body["seconds"]
+        seconds = _body_field(request, "seconds", "N")
         if (
             isinstance(seconds, bool)
             or not isinstance(seconds, int | float)
@@ -295,12 +311,7 @@ class Admin:
 
     def clock_move_to(self, request: Request) -> dict[str, Any]:
         """Move a manual clock to ``time`` (RFC 3339) and answer once everything has settled."""
-        body = request_json(request)
-        if "time" not in body:
-            raise InvalidArgument(
-                'The body must be {"time": "<RFC 3339>"}; time is missing.', field="time"
-            )
-        text = body["time"]
+        text = _body_field(request, "time", '"<RFC 3339>"')
         if not isinstance(text, str):
             raise InvalidArgument(
                 f"time must be an RFC 3339 string; got {show_value(text)}.", field="time"

@@ -32,6 +32,12 @@ from ..domain.resources import Job
 from ..runtime.emulator import Emulator
 from .request_body import request_json
 
+__all__ = [
+    "Api",
+    "RULES",
+    "wants_int_enums",
+]
+
 _LOCATION = "/v1/projects/<project>/locations/<location>"
 _JOBS = _LOCATION + "/jobs"
 _JOB = _JOBS + "/<job>"

@@ -41,6 +41,22 @@ from . import admin, api
 from .connections import ConnectionRouter
 from .partial_response import OVERRIDABLE_METHODS, select_fields
 
+__all__ = [
+    "BoundedWSGIServer",
+    "EmulatorApp",
+    "MAX_BODY_BYTES",
+    "MAX_CONNECTIONS",
+    "OPEN_ADMIN_PATHS",
+    "REPEATED_HEADERS_KEY",
+    "SINGLE_HEADERS",
+    "SOCKET_TIMEOUT_SECONDS",
+    "create_app",
+    "error_response",
+    "json_response",
+    "override_method",
+    "serve",
+]
+
 logger = logging.getLogger("scheduler_emulator")
 
 _HTTP_STATUS_NAMES = {

@@ -445,12 +445,10 @@ class RunOnceGuard:
             return claimed
         try:
             value = work()
-            ok = succeeded is None or succeeded(value)
         except BaseException:
             self._finish(claimed, succeeded=False)
             raise
-        self._finish(claimed, succeeded=ok)
-        return RunResult(claimed, ran=True, value=value)
+        return self._settle(claimed, value, succeeded)
 
     async def run_async(
         self,
@@ -477,6 +475,19 @@ class RunOnceGuard:
             return claimed
         try:
             value = await work()
+        except BaseException:
+            self._finish(claimed, succeeded=False)
+            raise
+        return self._settle(claimed, value, succeeded)
+
+    def _settle(
+        self, claimed: Attempt, value: T, succeeded: Callable[[T], bool] | None
+    ) -> RunResult[T]:
+        """Finish a run whose work returned ``value``: success unless ``succeeded`` says not.
+
+        :raises BaseException: whatever ``succeeded`` raised, after the claim is released.
+        """
+        try:
             ok = succeeded is None or succeeded(value)
         except BaseException:
             self._finish(claimed, succeeded=False)

@@ -61,6 +61,32 @@ from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
 from .targets_setup import configure as configure_targets
 
+__all__ = [
+    "ADMIN_TOKEN_ENV",
+    "BROKEN_PIPE_EXIT",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "DST_CHOICES",
+    "DST_HELP",
+    "STOP_GRACE_SECONDS",
+    "build_parser",
+    "cannot_listen",
+    "check_port_free",
+    "cmd_env_init",
+    "cmd_next",
+    "cmd_start",
+    "daemon_config",
+    "default_data_dir",
+    "env_lines",
+    "error_text",
+    "load_jobs_by_file",
+    "loaded_jobs",
+    "log_format_for",
+    "log_format_note",
+    "main",
+    "options_from_args",
+]
+
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
 DEFAULT_HOST = "127.0.0.1"

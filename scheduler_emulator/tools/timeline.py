@@ -29,6 +29,7 @@ __all__ = [
     "DETAIL_WIDTH",
     "TIMELINE_HEADERS",
     "answered_ok_status",
+    "attempt_cells",
     "marks",
     "notes",
     "render_table",
@@ -145,24 +146,30 @@ def timeline_rows(attempts: Sequence[Attempt]) -> list[list[str]]:
     :param attempts: in start order.
     :return: one row of :data:`TIMELINE_HEADERS` cells per attempt.
     """
-    rows = []
-    for attempt, note in zip(attempts, notes(attempts), strict=True):
-        run = attempt.schedule_time or "(none)"
-        if attempt.forced:
-            run += " forced"
-        rows.append(
-            [
-                iso(attempt.start_time) or "",
-                attempt.job_id,
-                run,
-                str(attempt.attempt),
-                "*" if attempt.injected else "",
-                "-" if attempt.response_status is None else str(attempt.response_status),
-                attempt.code or "(in flight)",
-                note,
-            ]
-        )
-    return rows
+    return [
+        [*attempt_cells(attempt), note]
+        for attempt, note in zip(attempts, notes(attempts), strict=True)
+    ]
+
+
+def attempt_cells(attempt: Attempt) -> list[str]:
+    """The cells an attempt shows in both the timeline and the ``attempts`` table.
+
+    :return: ``[start time, job id, run ("(none)" or the schedule time, plus " forced"),
+        attempt number, "*" when injected, HTTP status or "-", code or "(in flight)"]``.
+    """
+    run = attempt.schedule_time or "(none)"
+    if attempt.forced:
+        run += " forced"
+    return [
+        iso(attempt.start_time) or "",
+        attempt.job_id,
+        run,
+        str(attempt.attempt),
+        "*" if attempt.injected else "",
+        "-" if attempt.response_status is None else str(attempt.response_status),
+        attempt.code or "(in flight)",
+    ]
 
 
 def render_timeline(attempts: Sequence[Attempt]) -> list[str]:

@@ -23,7 +23,7 @@ from typing import IO, Any
 from ..domain.attempts import Attempt, failure_reason, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ConfigurationError, InvalidArgument
-from .timeline import render_table
+from .timeline import attempt_cells, render_table
 
 __all__ = [
     "add_arguments",
@@ -190,37 +190,31 @@ def attempt_rows(attempts: Sequence[Attempt], width: int | None = None) -> list[
 
     :param width: the longest REASON (longer ones end in ``…``); ``None``: never cut.
     """
-    rows = []
-    for attempt in attempts:
-        run = attempt.schedule_time or "(none)"
-        if attempt.forced:
-            run += " forced"
-        rows.append(
-            [
-                iso(attempt.start_time) or "",
-                attempt.job_id,
-                run,
-                str(attempt.attempt),
-                "*" if attempt.injected else "",
-                "-" if attempt.response_status is None else str(attempt.response_status),
-                attempt.code or "(in flight)",
-                iso(attempt.nominal) or "-",
-                failure_reason(attempt, 2**62 if width is None else width),
-            ]
-        )
-    return rows
+    limit = 2**62 if width is None else width
+    return [
+        [*attempt_cells(attempt), iso(attempt.nominal) or "-", failure_reason(attempt, limit)]
+        for attempt in attempts
+    ]
+
+
+def _print_table(out: IO[str], headers: Sequence[str], rows: list[list[str]], empty: str) -> int:
+    """Write ``rows`` as a table under ``headers``, or the line ``empty`` when there are none.
+
+    :return: the exit status, 0.
+    """
+    if not rows:
+        out.write(empty + "\n")
+        return 0
+    for line in render_table(headers, rows):
+        out.write(line + "\n")
+    return 0
 
 
 def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``jobs`` table."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     jobs = list(client.pages("/_emulator/jobs", "jobs", {"pageSize": 500, "fireTimes": 1}))
-    if not jobs:
-        out.write("(no jobs)\n")
-        return 0
-    for line in render_table(JOBS_HEADERS, job_rows(jobs)):
-        out.write(line + "\n")
-    return 0
+    return _print_table(out, JOBS_HEADERS, job_rows(jobs), "(no jobs)")
 
 
 def skipped_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -245,12 +239,7 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
     if args.job:
         params["job"] = args.job
     records = list(client.pages("/_emulator/skipped", "skipped", params))
-    if not records:
-        out.write("(no skipped runs)\n")
-        return 0
-    for line in render_table(SKIPPED_HEADERS, skipped_rows(records)):
-        out.write(line + "\n")
-    return 0
+    return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)")
 
 
 def _reason_width(args: argparse.Namespace, out: IO[str]) -> int | None:

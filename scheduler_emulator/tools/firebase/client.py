@@ -59,6 +59,27 @@ def _get_json(url: str, timeout: float) -> Any:
         raise Unreachable(f"GET {url} failed: {getattr(exc, 'reason', exc)}") from exc
 
 
+def _get_json_or_wrong_emulator(
+    address: str, path: str, other_path: str, wrong: str, timeout: float
+) -> Any:
+    """``GET http://ADDRESS/PATH`` as JSON, telling the other emulator's port apart.
+
+    :param address: ``HOST:PORT``.
+    :param path: what this emulator serves (``/emulators`` on the hub, ``/backends`` on the
+        Functions emulator).
+    :param other_path: what the other one serves.
+    :param wrong: the message when ``path`` answers 404 but ``other_path`` answers JSON.
+    :raises WrongEmulator: with ``wrong``, in that case.
+    :raises Unreachable: when ``address`` does not answer JSON at ``path`` otherwise.
+    """
+    try:
+        return _get_json(f"http://{address}{path}", timeout)
+    except Unreachable as exc:
+        if "answered 404" in str(exc) and _answers_json(f"http://{address}{other_path}", timeout):
+            raise WrongEmulator(wrong) from None
+        raise
+
+
 def functions_address(hub: str, timeout: float = TIMEOUT_SECONDS) -> str | None:
     """Where the Functions emulator listens, as the hub says.
 
@@ -68,16 +89,15 @@ def functions_address(hub: str, timeout: float = TIMEOUT_SECONDS) -> str | None:
         ``/backends``: the Functions emulator's port was given for the hub's.
     :raises Unreachable: when the hub does not answer (or answers something else).
     """
-    try:
-        emulators = _get_json(f"http://{hub}/emulators", timeout)
-    except Unreachable as exc:
-        if "answered 404" in str(exc) and _answers_json(f"http://{hub}/backends", timeout):
-            raise WrongEmulator(
-                f"{hub} looks like the Functions emulator, not the Emulator Suite's hub (it "
-                f"answers 404 to GET /emulators but lists functions at GET /backends): give it "
-                f"with --functions {hub} (start: --firebase-functions {hub})"
-            ) from None
-        raise
+    emulators = _get_json_or_wrong_emulator(
+        hub,
+        "/emulators",
+        "/backends",
+        f"{hub} looks like the Functions emulator, not the Emulator Suite's hub (it "
+        f"answers 404 to GET /emulators but lists functions at GET /backends): give it "
+        f"with --functions {hub} (start: --firebase-functions {hub})",
+        timeout,
+    )
     info = emulators.get("functions") if isinstance(emulators, dict) else None
     if not isinstance(info, dict) or "port" not in info:
         return None
@@ -96,16 +116,15 @@ def backends(functions: str, timeout: float = TIMEOUT_SECONDS) -> dict[str, Any]
         at ``/emulators``: the hub's port was given for the Functions emulator's.
     :raises Unreachable: when it does not answer with JSON.
     """
-    try:
-        answer = _get_json(f"http://{functions}/backends", timeout)
-    except Unreachable as exc:
-        if "answered 404" in str(exc) and _answers_json(f"http://{functions}/emulators", timeout):
-            raise WrongEmulator(
-                f"{functions} looks like the Emulator Suite's hub, not the Functions emulator "
-                f"(it answers 404 to GET /backends but lists emulators at GET /emulators): give "
-                f"it with --hub {functions} (start: --firebase {functions})"
-            ) from None
-        raise
+    answer = _get_json_or_wrong_emulator(
+        functions,
+        "/backends",
+        "/emulators",
+        f"{functions} looks like the Emulator Suite's hub, not the Functions emulator "
+        f"(it answers 404 to GET /backends but lists emulators at GET /emulators): give "
+        f"it with --hub {functions} (start: --firebase {functions})",
+        timeout,
+    )
     if not isinstance(answer, dict):
         raise Unreachable(f"GET http://{functions}/backends did not answer a JSON object")
     return answer
