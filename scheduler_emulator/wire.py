@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
@@ -26,6 +27,7 @@ from .realtime import new_datetime, unfreeze
 __all__ = [
     "APP_ENGINE_USER_AGENT_SUFFIX",
     "DEFAULT_CONTENT_TYPE",
+    "EMULATOR_HTTP2_HEADER",
     "JOB_NAME_HEADER",
     "NaiveDatetimeError",
     "REPLACED_HEADERS",
@@ -34,6 +36,7 @@ __all__ = [
     "SCHEDULE_TIME_HEADER",
     "TIMER_PREFIX",
     "USER_AGENT",
+    "emulator_http2",
     "format_schedule_time",
     "format_timestamp",
     "parse_schedule_time",
@@ -56,6 +59,10 @@ SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"
 RESERVED_HEADER_PREFIXES = ("x-google-", "x-appengine-", "x-cloudscheduler")
 #: Header names a job cannot set: the service computes them (spec §10.2).
 REPLACED_HEADERS = frozenset({"host", "content-length", "user-agent"})
+#: Emulator-only ``httpTarget.headers`` entry: ``"true"`` sends the job's ``http://`` attempts
+#: over HTTP/2 with prior knowledge (h2c) even without ``--http2``, ``"false"`` over HTTP/1.1
+#: as usual. Never sent to the target; Cloud Scheduler has no such setting.
+EMULATOR_HTTP2_HEADER = "X-Emulator-Http2"
 #: ``Content-Type`` sent with a body when the job sets none (spec §10.2).
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 #: The path under which a service's timer router serves its timers (timers-and-testing §1).
@@ -65,6 +72,16 @@ _TIMESTAMP_RE = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
     r"(?:([Zz])|([+-])(\d{2}):(\d{2}))"
 )
+
+
+def emulator_http2(headers: Mapping[str, str]) -> str | None:
+    """The value of a job's :data:`EMULATOR_HTTP2_HEADER` (name matched case-insensitively), or
+    ``None`` when the job has none.
+
+    :param headers: a target's ``headers`` map (name → value).
+    """
+    wanted = EMULATOR_HTTP2_HEADER.lower()
+    return next((value for name, value in headers.items() if name.lower() == wanted), None)
 
 
 def scheduler_headers(job_id: str, schedule_time: str | None) -> dict[str, str]:

@@ -21,6 +21,7 @@ from collections.abc import Collection, Mapping
 from datetime import timedelta
 from urllib.parse import quote, urlsplit
 
+from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
 from .errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
 from .names import parse_job_name
 from .resources import (
@@ -339,6 +340,28 @@ def _validate_headers(headers: Mapping[str, str], field: str) -> None:
         )
 
 
+def _validate_http2_header(target: HttpTarget, field: str) -> None:
+    """The emulator-only ``X-Emulator-Http2`` (never sent): ``true`` or ``false``
+    (case-insensitive), and ``true`` only with an ``http://`` URI (h2c; ``https://`` attempts
+    go over HTTP/1.1)."""
+    value = emulator_http2(target.headers)
+    if value is None:
+        return
+    wanted = value.strip().lower()
+    if wanted not in ("true", "false"):
+        raise InvalidArgument(
+            f"{field} {EMULATOR_HTTP2_HEADER} (emulator-only) must be true or false; got "
+            f"{show_text(value)}.",
+            field=field,
+        )
+    if wanted == "true" and not target.uri.lower().startswith("http://"):
+        raise InvalidArgument(
+            f"{field} {EMULATOR_HTTP2_HEADER}: true needs an http:// uri (HTTP/2 with prior "
+            f"knowledge, h2c); https:// attempts go over HTTP/1.1; got {show_text(target.uri)}.",
+            field=field,
+        )
+
+
 def _validate_service_account(email: str, field: str) -> None:
     if not email:
         raise InvalidArgument(f"{field} is required.", field=field)
@@ -355,7 +378,8 @@ def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> No
     only with POST, PUT or PATCH (UNSPECIFIED counts as POST); one value per header name
     (case-insensitive), valid header names, values that HTTP/1.1 can carry (no
     line break or other control character but tab, nothing beyond U+00FF), no hop-by-hop header
-    (:data:`HOP_BY_HOP_HEADERS`), headers total < 80 KB; at most one of
+    (:data:`HOP_BY_HOP_HEADERS`), headers total < 80 KB; the emulator-only ``X-Emulator-Http2``
+    ``true`` or ``false``, ``true`` only with ``http://``; at most one of
     ``oidcToken``/``oauthToken``, each with an email-shaped ``serviceAccountEmail``.
 
     :param target: the target to check.
@@ -402,6 +426,7 @@ def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> No
         )
     method = target.http_method or HttpMethod.POST
     _validate_body_and_headers(target, method, BODY_METHODS, "POST, PUT or PATCH", field)
+    _validate_http2_header(target, f"{field}.headers")
     if target.oidc_token is not None and target.oauth_token is not None:
         raise InvalidArgument(
             f"{field} can have oidcToken or oauthToken, not both.", field=f"{field}.oauthToken"
@@ -448,6 +473,12 @@ def validate_app_engine_http_target(
             field=uri_field,
         )
     _validate_body_and_headers(target, method, APP_ENGINE_BODY_METHODS, "POST or PUT", field)
+    if emulator_http2(target.headers) is not None:
+        raise InvalidArgument(
+            f"{field}.headers must not set {EMULATOR_HTTP2_HEADER}: the emulator-only HTTP/2 "
+            "switch applies to httpTarget jobs only.",
+            field=f"{field}.headers",
+        )
 
 
 def validate_pubsub_target(

@@ -36,6 +36,8 @@ __all__ = [
 
 #: Methods that carry a body (and ``Content-Length: 0`` when it is empty), as in http.client.
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_H1 = pycurl.CURL_HTTP_VERSION_1_1
+_H2 = pycurl.CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
 
 
 def http2_supported() -> bool:
@@ -54,7 +56,8 @@ class CurlExchange:
         aborted (and its connection closed), the status already received still counts.
     :param http2: send over HTTP/2 with prior knowledge (h2c: no upgrade, the connection
         starts with the HTTP/2 preface), as Cloud Run's end-to-end HTTP/2 does; header names
-        then travel lower-case, as HTTP/2 requires.
+        then travel lower-case, as HTTP/2 requires. The default of every call; :meth:`once`
+        can ask for either version per request.
     :raises ValueError: with ``http2`` when this libcurl was built without HTTP/2 (the
         message says so).
     """
@@ -69,14 +72,13 @@ class CurlExchange:
                 f"{pycurl.version_info()[1]} has none."
             )
         self.max_body_bytes = max_body_bytes
-        self._version = (
-            pycurl.CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE if http2 else pycurl.CURL_HTTP_VERSION_1_1
-        )
+        self.http2 = http2
         self._local = threading.local()
         self._handles: list[pycurl.Curl] = []  # every thread's, for close()
         self._busy: set[pycurl.Curl] = set()  # in perform() now: closed by their thread after
         self._closing: set[pycurl.Curl] = set()
         self._lock = threading.Lock()
+        self._versions: dict[pycurl.Curl, int] = {}  # each handle's HTTP version
 
     def once(
         self,
@@ -86,16 +88,25 @@ class CurlExchange:
         body: bytes,
         timeout_seconds: float,
         sample: ResponseSample | None = None,
+        http2: bool | None = None,
     ) -> tuple[int, str | None]:
         """Send ``method url`` with ``headers`` and ``body``; return the status and, for a
         redirect, the absolute ``Location`` (no redirect is followed here).
 
         :param timeout_seconds: the exchange ends within this many seconds.
         :param sample: where to keep the body's start and the ``Content-Type``.
+        :param http2: ``True``: HTTP/2 with prior knowledge (h2c); ``False``: HTTP/1.1;
+            ``None``: the exchange's default. Each thread keeps one handle (and its kept-alive
+            connections) per version, so a connection never serves the other version.
         :raises CurlDeadline: when that time passed first.
         :raises OSError: when the connection failed (its ``strerror`` says how).
+        :raises ValueError: for ``http2=True`` when this libcurl has no HTTP/2.
         """
-        handle = self._handle()
+        if http2 is None:
+            http2 = self.http2
+        elif http2 and not http2_supported():
+            raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
+        handle = self._handle(http2)
         handle.setopt(pycurl.URL, url)
         handle.setopt(pycurl.TIMEOUT_MS, max(1, int(timeout_seconds * 1000)))
         # Values may hold U+0080-U+00FF (validation allows obs-text): latin-1, as http.client.
@@ -153,20 +164,23 @@ class CurlExchange:
         of a request is closed by its thread when that request ends)."""
         with self._lock:
             handles, self._handles = self._handles, []
+            self._versions = {handle: self._versions[handle] for handle in self._busy}
             self._local = threading.local()
             idle = [handle for handle in handles if handle not in self._busy]
             self._closing.update(handle for handle in handles if handle in self._busy)
         for handle in idle:
             handle.close()
 
-    def _handle(self) -> pycurl.Curl:
+    def _handle(self, http2: bool) -> pycurl.Curl:
+        slot = "h2" if http2 else "h1"
         with self._lock:
-            handle: pycurl.Curl | None = getattr(self._local, "handle", None)
+            handle: pycurl.Curl | None = getattr(self._local, slot, None)
             if handle is None:
                 handle = pycurl.Curl()
-                self._defaults(handle)
-                self._local.handle = handle
                 self._handles.append(handle)
+                self._versions[handle] = _H2 if http2 else _H1
+                self._defaults(handle)
+                setattr(self._local, slot, handle)
             self._busy.add(handle)
         return handle
 
@@ -179,12 +193,14 @@ class CurlExchange:
             self._busy.discard(handle)
             closing = handle in self._closing
             self._closing.discard(handle)
+            if closing:
+                self._versions.pop(handle, None)
         if closing:
             handle.close()
 
     def _defaults(self, handle: pycurl.Curl) -> None:
         handle.setopt(pycurl.NOSIGNAL, 1)  # timeouts without SIGALRM: handles live in threads
-        handle.setopt(pycurl.HTTP_VERSION, self._version)
+        handle.setopt(pycurl.HTTP_VERSION, self._versions[handle])
         handle.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP)
 
 

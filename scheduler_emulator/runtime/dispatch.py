@@ -4,7 +4,8 @@ Pure: a function of the job and the run's ScheduleTime header value. What does n
 one attempt to the next is a :class:`RequestTemplate` (the dispatcher keeps one per job).
 
 Headers (§10.2): the user's headers minus the ones the service ignores or replaces (``Host``,
-``Content-Length``, ``User-Agent``, ``X-Google-*``, ``X-AppEngine-*``, ``X-CloudScheduler*``),
+``Content-Length``, ``User-Agent``, ``X-Google-*``, ``X-AppEngine-*``, ``X-CloudScheduler*``)
+and the emulator-only ``X-Emulator-Http2`` (it sets :attr:`DeliveryRequest.http2` instead),
 then ``User-Agent: Google-Cloud-Scheduler``, ``X-CloudScheduler: true``,
 ``X-CloudScheduler-JobName: <short job ID>``, ``X-CloudScheduler-ScheduleTime`` (when the run has
 one), and ``Content-Type: application/octet-stream`` when there is a body and the user set no
@@ -20,9 +21,11 @@ from ..domain.resources import BODY_METHODS, HttpMethod, HttpTarget, Job
 from ..domain.validation import sendable_uri
 from ..wire import (
     DEFAULT_CONTENT_TYPE,
+    EMULATOR_HTTP2_HEADER,
     REPLACED_HEADERS,
     RESERVED_HEADER_PREFIXES,
     SCHEDULE_TIME_HEADER,
+    emulator_http2,
     scheduler_headers,
 )
 from .transports import DeliveryRequest
@@ -34,9 +37,23 @@ __all__ = [
 ]
 
 
+_EMULATOR_ONLY = EMULATOR_HTTP2_HEADER.lower()
+
+
 def _kept(name: str) -> bool:
     lowered = name.lower()
-    return lowered not in REPLACED_HEADERS and not lowered.startswith(RESERVED_HEADER_PREFIXES)
+    return (
+        lowered not in REPLACED_HEADERS
+        and not lowered.startswith(RESERVED_HEADER_PREFIXES)
+        and lowered != _EMULATOR_ONLY
+    )
+
+
+def _http2(target: HttpTarget) -> bool | None:
+    """The HTTP version the job asks for with its emulator-only ``X-Emulator-Http2``:
+    ``True`` (``true``: HTTP/2), ``False`` (``false``: HTTP/1.1), ``None`` (no such header)."""
+    value = emulator_http2(target.headers)
+    return None if value is None else value.strip().lower() == "true"
 
 
 class RequestTemplate(NamedTuple):
@@ -50,6 +67,8 @@ class RequestTemplate(NamedTuple):
     :param body: the body sent (empty unless POST, PUT or PATCH).
     :param default_content_type: add ``Content-Type: application/octet-stream`` (a body and no
         user Content-Type).
+    :param http2: the job's emulator-only ``X-Emulator-Http2``: ``True`` HTTP/2 (h2c),
+        ``False`` HTTP/1.1, whatever the daemon's ``--http2``; ``None``: the daemon's choice.
     """
 
     method: str
@@ -57,6 +76,7 @@ class RequestTemplate(NamedTuple):
     headers: Mapping[str, str]
     body: bytes
     default_content_type: bool
+    http2: bool | None = None
 
     def build(self, schedule_time: str | None, authorization: str | None) -> DeliveryRequest:
         """The request of one attempt (see :func:`build_request`); a fresh headers dict."""
@@ -67,7 +87,7 @@ class RequestTemplate(NamedTuple):
             headers["Content-Type"] = DEFAULT_CONTENT_TYPE
         if authorization is not None:
             headers["Authorization"] = authorization
-        return DeliveryRequest(self.method, self.url, headers, self.body)
+        return DeliveryRequest(self.method, self.url, headers, self.body, self.http2)
 
 
 def _http_target(job: Job) -> HttpTarget:
@@ -107,7 +127,12 @@ def request_template(job: Job, token: bool = False) -> RequestTemplate:
     headers, has_content_type = _user_headers(target, token)
     headers.update(scheduler_headers(job.job_id, None))
     return RequestTemplate(
-        method.name, sendable_uri(target.uri), headers, body, bool(body) and not has_content_type
+        method.name,
+        sendable_uri(target.uri),
+        headers,
+        body,
+        bool(body) and not has_content_type,
+        _http2(target),
     )
 
 
@@ -136,4 +161,4 @@ def build_request(
         headers["Content-Type"] = DEFAULT_CONTENT_TYPE
     if authorization is not None:
         headers["Authorization"] = authorization
-    return DeliveryRequest(method.name, sendable_uri(target.uri), headers, body)
+    return DeliveryRequest(method.name, sendable_uri(target.uri), headers, body, _http2(target))

@@ -17,7 +17,7 @@ The engine makes the HTTP dispatcher itself; the others are passed to it::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,7 +26,7 @@ from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, Job
 from ..wire import spell_headers
 from .dispatch import RequestTemplate, build_request, request_template
 from .options import DEFAULT_HEADER_CASE
-from .transports import DeliveryRequest, Transport, TransportResult
+from .transports import Transport, TransportResult
 
 if TYPE_CHECKING:
     from .tokens import TokenAuthority
@@ -122,7 +122,7 @@ class HttpDispatcher:
             self._templates[job.name] = (job, token, None, deadline)
         if self.header_case != "google":
             headers = spell_headers(dict(request.headers), self.header_case)
-            request = DeliveryRequest(request.method, request.url, headers, request.body)
+            request = replace(request, headers=headers)
         record = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
         return Prepared(record, deadline, partial(self.transport.send, request))
 

@@ -32,10 +32,11 @@ from ..domain.errors import ClockError, InvalidArgument
 from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
+from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
 from .app_engine import AppEngineDispatcher, parse_app_engine_urls
 from .attempt_log import AttemptLog
 from .clock import Clock, ManualClock, SystemClock, require_aware
-from .http_client import HttpClient
+from .http_client import HttpClient, http2_problem
 from .options import JOBS_PAGE_SIZE_MAX, EmulatorOptions
 from .pubsub import InProcessPublisher, Publisher, PubsubDispatcher
 from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
@@ -195,6 +196,7 @@ class Emulator:
             schedule_time=None,
             user_update_time=self.clock.now(),
         )
+        _refuse_unsendable_http2(job)
         return self.engine.put_job(job, create=True)
 
     def upsert_job(self, job: Job) -> Job:
@@ -211,6 +213,7 @@ class Emulator:
         if replace(job, **_output_fields(current)) == current:
             return current
         fields = _output_fields(current) | {"user_update_time": self.clock.now()}
+        _refuse_unsendable_http2(job)
         return self.engine.put_job(replace(job, **fields))
 
     def get_job(self, name: str) -> Job:
@@ -260,7 +263,9 @@ class Emulator:
         now = self.clock.now()
 
         def change(job: Job) -> Job:
-            return replace(apply_update(job, body, update_mask), user_update_time=now)
+            updated = apply_update(job, body, update_mask)
+            _refuse_unsendable_http2(updated)
+            return replace(updated, user_update_time=now)
 
         return self.engine.modify(self.job_name(name), change)
 
@@ -460,3 +465,22 @@ def _token_start(page_token: str) -> int:
             field="pageToken",
         )
     return int(page_token)
+
+
+def _refuse_unsendable_http2(job: Job) -> None:
+    """Refuse a job whose emulator-only ``X-Emulator-Http2: true`` this process cannot honour:
+    HTTP/2 deliveries need ``pycurl`` whose libcurl has HTTP/2 (:func:`http2_problem`).
+
+    :raises InvalidArgument: naming ``httpTarget.headers``, the header and the reason.
+    """
+    target = job.http_target
+    value = None if target is None else emulator_http2(target.headers)
+    if value is None or value.strip().lower() != "true":
+        return
+    reason = http2_problem()
+    if reason is not None:
+        raise InvalidArgument(
+            f"httpTarget.headers {EMULATOR_HTTP2_HEADER}: true (emulator-only) cannot be "
+            f"honoured: this emulator cannot send HTTP/2: {reason}",
+            field="httpTarget.headers",
+        )

@@ -210,6 +210,7 @@ class HttpClient:
         body: bytes,
         deadline_seconds: float,
         sample: ResponseSample | None = None,
+        http2: bool | None = None,
     ) -> int:
         """Send the request, follow redirects (:mod:`~scheduler_emulator.runtime.redirects`),
         and return the final status.
@@ -222,10 +223,16 @@ class HttpClient:
             this many seconds.
         :param sample: where to keep the start of the final response's body and its
             ``Content-Type`` (``None``: nothing is kept).
+        :param http2: ``True``: every ``http://`` hop over HTTP/2 with prior knowledge (h2c,
+            a job's emulator-only ``X-Emulator-Http2: true``); ``False``: HTTP/1.1; ``None``:
+            this client's ``http2``. ``https://`` hops keep to HTTP/1.1 either way.
         :raises DeadlineExceeded: when the deadline passed first.
         :raises OSError: or :class:`http.client.HTTPException` when the connection failed.
-        :raises ValueError: for a URL that is not http(s) or too many redirects.
+        :raises ValueError: for a URL that is not http(s) or too many redirects, or for
+            ``http2=True`` without an HTTP/2-capable libcurl (:func:`http2_problem`).
         """
+        if http2 and self._curl is None:
+            raise ValueError(f"HTTP/2 deliveries are not possible: {http2_problem()}")
         deadline = real_monotonic() + deadline_seconds
         guard: _Guard | None = None  # armed for the first hop through http.client
         hop: Hop | None = Hop(method, url, headers, body)
@@ -233,7 +240,7 @@ class HttpClient:
             for _ in range(MAX_REDIRECTS + 1):
                 assert hop is not None
                 if self._curl is not None and hop.url[:7].lower() == "http://":
-                    status, location = self._curl_once(hop, deadline, sample)
+                    status, location = self._curl_once(hop, deadline, sample, http2)
                 else:
                     if guard is None:
                         guard = self.watchdog.arm(deadline)
@@ -261,7 +268,11 @@ class HttpClient:
             self._curl.close()
 
     def _curl_once(
-        self, hop: Hop, deadline: float, sample: ResponseSample | None = None
+        self,
+        hop: Hop,
+        deadline: float,
+        sample: ResponseSample | None = None,
+        http2: bool | None = None,
     ) -> tuple[int, str | None]:
         left = deadline - real_monotonic()
         if left <= 0:
@@ -269,7 +280,7 @@ class HttpClient:
         curl = self._curl
         assert curl is not None
         try:
-            return curl.once(hop.method, hop.url, hop.headers, hop.body, left, sample)
+            return curl.once(hop.method, hop.url, hop.headers, hop.body, left, sample, http2)
         except curl.Deadline:
             raise DeadlineExceeded() from None
 

@@ -68,12 +68,18 @@ class DeliveryRequest:
     :param url: absolute ``http(s)`` URL.
     :param headers: header name → value, in sending order.
     :param body: raw body bytes (empty for none).
+    :param http2: ``True``: an ``http://`` URL goes over HTTP/2 with prior knowledge (h2c),
+        ``False``: over HTTP/1.1, whatever the daemon's ``--http2``; ``None``: the HTTP
+        client's own choice. Set by the job's emulator-only ``X-Emulator-Http2``
+        (:data:`~scheduler_emulator.wire.EMULATOR_HTTP2_HEADER`); in-process transports
+        ignore it.
     """
 
     method: str
     url: str
     headers: Mapping[str, str]
     body: bytes = b""
+    http2: bool | None = None
 
 
 @dataclass
@@ -136,7 +142,13 @@ class HttpTransport:
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
         try:
             status = self.client.request(
-                request.method, request.url, request.headers, request.body, timeout_seconds, sample
+                request.method,
+                request.url,
+                request.headers,
+                request.body,
+                timeout_seconds,
+                sample,
+                http2=request.http2,
             )
         except DeadlineExceeded:
             return TransportResult(
@@ -481,7 +493,7 @@ class MountTransport:
                 return TransportResult(
                     status=status, excerpt=excerpt_text(sample.body), content_type=content_type
                 )
-            request = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body)
+            request = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
             next_app = self.find(request.url)
             if next_app is None:
                 return self.fallback.send(request, timeout_seconds)

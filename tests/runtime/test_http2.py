@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
+from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.runtime.clock import ManualClock
 from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.runtime.http_client import http2_problem
+from scheduler_emulator.wire import EMULATOR_HTTP2_HEADER
 from tests.daemon import running_daemon
 from tests.support import nightly_job, wait_for
 
@@ -36,6 +39,7 @@ class H2Target:
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, list[str], bytes]] = []
+        self.paths: list[str] = []  # the path of each request in ``seen``
         self.answered: list[str] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -49,6 +53,7 @@ class H2Target:
                 break
         names = [name.decode("latin-1") for name, _ in scope["headers"]]
         self.seen.append((scope["http_version"], names, body))
+        self.paths.append(scope["path"])
         try:
             if scope["path"] == "/slow":
                 await asyncio.sleep(1.5)
@@ -97,17 +102,24 @@ def hypercorn_serving(app: H2Target) -> Iterator[str]:
         loop.close()
 
 
-def job_json(url: str) -> dict[str, Any]:
+def job_json(url: str, job_id: str = "nightly", **headers: str) -> dict[str, Any]:
     return nightly_job(
-        name=f"{JOBS[4:]}/nightly",
+        name=f"{JOBS[4:]}/{job_id}",
         httpTarget={
             "uri": url,
             "httpMethod": "PUT",
-            "headers": {"X-Shop-Tenant": "eu", "Content-Type": "application/json"},
+            "headers": {"X-Shop-Tenant": "eu", "Content-Type": "application/json", **headers},
             "body": "eyJhIjogMX0=",  # {"a": 1}
         },
         retryConfig={},
     )
+
+
+def h2_job(url: str, job_id: str, value: str = "true") -> dict[str, Any]:
+    """A job carrying the emulator-only per-job HTTP/2 header."""
+    job = job_json(url, job_id)
+    job["httpTarget"]["headers"][EMULATOR_HTTP2_HEADER] = value
+    return job
 
 
 @needs_h2
@@ -180,3 +192,98 @@ def test_without_an_http2_client_the_flag_is_refused_at_start(tmp_path: Path) ->
     assert done.returncode == 2, done.stderr
     assert "--http2 is not possible here: they need pycurl" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@needs_h2
+@pytest.mark.timeout(60)
+def test_one_job_asks_for_http2_on_a_daemon_without_the_flag() -> None:
+    app = H2Target()
+    with hypercorn_serving(app) as base:
+        start = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
+        with running_daemon("--in-memory", *start) as daemon:
+            daemon.post(JOBS, h2_job(base + "/h2", "h2")).raise_for_status()
+            daemon.post(JOBS, job_json(base + "/plain", "plain")).raise_for_status()
+            shown = daemon.get(f"{JOBS}/h2")["httpTarget"]["headers"]
+            daemon.advance(timedelta(minutes=1))
+            assert wait_for(lambda: len(app.seen) == 2, 10)
+            codes = {attempt["code"] for attempt in daemon.attempts()}
+    assert shown[EMULATOR_HTTP2_HEADER] == "true"  # kept in the job, like any header
+    seen = dict(zip(app.paths, app.seen, strict=True))
+    (h2_version, h2_names, h2_body), (plain_version, plain_names, _) = seen["/h2"], seen["/plain"]
+    assert (h2_version, plain_version) == ("2", "1.1")
+    assert h2_body == b'{"a": 1}' and codes == {"OK"}
+    assert all(name == name.lower() for name in h2_names)
+    assert {"x-shop-tenant", "x-cloudscheduler-jobname"} <= set(h2_names) & set(plain_names)
+    assert "x-emulator-http2" not in {n.lower() for n in h2_names + plain_names}
+
+
+@needs_h2
+def test_false_keeps_a_job_on_http1_under_the_daemon_flag() -> None:
+    app = H2Target()
+    with hypercorn_serving(app) as base:
+        clock = ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))
+        emulator = Emulator(clock, http2=True)
+        try:
+            emulator.create_job(h2_job(base + "/h1", "h1", value="FALSE"))
+            clock.advance(timedelta(minutes=1))
+            [attempt] = emulator.attempts()
+        finally:
+            emulator.close()
+    [(version, names, _)] = app.seen
+    assert (version, attempt.code) == ("1.1", "OK")
+    assert "x-emulator-http2" not in {n.lower() for n in names}
+    assert EMULATOR_HTTP2_HEADER not in attempt.request["headers"]
+
+
+@pytest.mark.parametrize(
+    ("job", "words"),
+    [
+        (h2_job("http://127.0.0.1:9/x", "yes", value="yes"), "must be true or false; got"),
+        (h2_job("https://example.com/x", "tls"), "true needs an http:// uri"),
+    ],
+)
+def test_a_bad_per_job_http2_header_is_refused_at_create(job: dict[str, Any], words: str) -> None:
+    emulator = Emulator(ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)))
+    try:
+        with pytest.raises(InvalidArgument, match=EMULATOR_HTTP2_HEADER) as refused:
+            emulator.create_job(job)
+        assert words in str(refused.value) and refused.value.field == "httpTarget.headers"
+        assert emulator.list_jobs() == []
+    finally:
+        emulator.close()
+
+
+def test_an_app_engine_job_cannot_carry_the_http2_header() -> None:
+    emulator = Emulator(ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)))
+    job = nightly_job(
+        name=f"{JOBS[4:]}/gae",
+        appEngineHttpTarget={"relativeUri": "/run", "headers": {EMULATOR_HTTP2_HEADER: "true"}},
+    )
+    del job["httpTarget"]
+    try:
+        with pytest.raises(InvalidArgument, match="httpTarget jobs only"):
+            emulator.create_job(job)
+    finally:
+        emulator.close()
+
+
+@pytest.mark.timeout(60)
+def test_without_an_http2_client_a_per_job_http2_is_400_at_create_and_update(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pycurl.py").write_text("raise ImportError('hidden for this test')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), *sys.path]))
+    with running_daemon("--in-memory") as daemon:
+        refused = daemon.post(JOBS, h2_job("http://127.0.0.1:9/x", "h2"))
+        daemon.post(JOBS, job_json("http://127.0.0.1:9/x", "plain")).raise_for_status()
+        patched = requests.patch(
+            f"{daemon.url}{JOBS}/plain?updateMask=httpTarget.headers",
+            json={"httpTarget": {"headers": {EMULATOR_HTTP2_HEADER: "true"}}},
+            timeout=30,
+        )
+        kept = daemon.get(f"{JOBS}/plain")["httpTarget"]["headers"]
+    for response in (refused, patched):
+        assert response.status_code == 400, response.text
+        message = response.json()["error"]["message"]
+        assert EMULATOR_HTTP2_HEADER in message and "they need pycurl" in message, message
+    assert EMULATOR_HTTP2_HEADER not in kept
