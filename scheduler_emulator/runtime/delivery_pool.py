@@ -14,8 +14,10 @@ No target may starve another either: with 32 jobs whose targets drip their answe
 pool of 32 threads would be held for whole deadlines while healthy jobs wait (production has no
 such shared limit). So the pool is elastic: ``workers`` threads are always there, and when
 tasks are ready but no task was taken or ended for :data:`STALL_SECONDS` (every thread is
-held by a slow target), a watcher adds threads — as many as tasks wait, up to
-:data:`GROW_AT_ONCE` per look — which leave again after :data:`SPARE_IDLE_SECONDS` without work.
+held by a slow target; seen twice in a row by a watcher that itself ran on time, so a machine
+too loaded to schedule the process does not count), a watcher adds threads — as many as
+tasks wait, up to :data:`GROW_AT_ONCE` per look — which leave again after
+:data:`SPARE_IDLE_SECONDS` without work.
 A burst of fast deliveries never grows it (tasks keep ending); each slow attempt costs at most
 one thread (a few hundred kB of memory), and the per-key cap bounds them per job. At most
 :data:`MAX_THREADS` threads run in all, a safety bound far above what a machine's jobs use.
@@ -124,14 +126,29 @@ class DeliveryPool:
             self._threads.append(thread)
 
     def _watch(self) -> None:
-        """Add threads while tasks wait and every thread is held (none taken or ended lately)."""
+        """Add threads while tasks wait and every thread is held (none taken or ended lately).
+
+        A stall counts only when two looks in a row see it and each look came on time (its
+        wait returned within :data:`STALL_SECONDS`): when the whole process was not scheduled
+        for a while (a loaded machine), tasks did not end because nothing ran, not because
+        targets are slow, and the watcher itself wakes late — such a look adds nothing.
+        """
+        stalled_looks = 0
+        looked = real_monotonic()
         while True:
             with self._cond:
                 if self._closed:
                     return
-                stalled = real_monotonic() - self._progress >= STALL_SECONDS
+                now = real_monotonic()
+                on_time = now - looked < STALL_SECONDS
+                stalled = now - self._progress >= STALL_SECONDS
+                if self._ready and stalled and self._idle == 0 and on_time:
+                    stalled_looks += 1
+                else:
+                    stalled_looks = 0
                 grow = 0
-                if self._ready and stalled and self._idle == 0:
+                if stalled_looks >= 2:
+                    stalled_looks = 0
                     grow = min(len(self._ready), GROW_AT_ONCE, MAX_THREADS - self._count)
                     self._count += grow
             for _ in range(grow):
@@ -141,6 +158,7 @@ class DeliveryPool:
                     name=f"{self._name}-spare",
                     daemon=True,
                 ).start()
+            looked = real_monotonic()
             if self._watch_stop.wait(STALL_SECONDS / 2):
                 return
 
