@@ -16,10 +16,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.store import Store
-from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator import Emulator, ManualClock, WsgiTransport
+from scheduler_emulator.runtime._store import Store
 
 
 def app(environ, start_response):  # type: ignore[no-untyped-def]

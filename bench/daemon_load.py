@@ -73,7 +73,7 @@ def serve_target(port_file: str, limit_seconds: float) -> None:
 
 def floor(base: str, seconds: float, threads: int, curl: bool | None = None) -> float:
     """Requests per second of the bare HttpClient against the target."""
-    from scheduler_emulator.runtime.http_client import HttpClient
+    from scheduler_emulator.runtime._http_client import HttpClient
 
     client = HttpClient(curl=curl)
     headers = {"User-Agent": "Google-Cloud-Scheduler", "X-CloudScheduler": "true"}
@@ -144,7 +144,7 @@ def measure(args: argparse.Namespace, work: Path) -> None:
             time.sleep(0.05)
         base = f"http://127.0.0.1:{port_file.read_text()}"
         print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at start")
-        from scheduler_emulator.runtime.http_client import HttpClient
+        from scheduler_emulator.runtime._http_client import HttpClient
 
         kind = "libcurl" if HttpClient().uses_curl else "http.client"
         print(f"the daemon's HTTP client goes through {kind}")
@@ -181,7 +181,7 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         target.terminate()
         target.wait(10)
 
-    from scheduler_emulator.runtime.store import Store
+    from scheduler_emulator.runtime._store import Store
 
     store = Store(work / "data" / "emulator.db")
     attempts = [a for a in store.attempts() if not a.forced and a.schedule_time]

@@ -27,18 +27,17 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pytest_plugin.app_time import freeze
+from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.core.faults import FaultPlan
 from scheduler_emulator.domain.attempt_assertions import check_attempted
 from scheduler_emulator.domain.attempts import Attempt, SkippedRun
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.options import DEFAULT_HEADER_CASE
-from scheduler_emulator.runtime.pubsub import InProcessPublisher, Publisher, PubsubMessage
-from scheduler_emulator.runtime.store import DEFAULT_PAGE_SIZE
-from scheduler_emulator.runtime.tokens import JWKS_PATH, TokenAuthority
-from scheduler_emulator.runtime.transports import (
+from scheduler_emulator.runtime._options import DEFAULT_HEADER_CASE
+from scheduler_emulator.runtime._pubsub import InProcessPublisher, Publisher, PubsubMessage
+from scheduler_emulator.runtime._store import DEFAULT_PAGE_SIZE
+from scheduler_emulator.runtime._tokens import JWKS_PATH, TokenAuthority
+from scheduler_emulator.runtime._transports import (
     AsgiApp,
     DeliveryRequest,
     HttpTransport,
@@ -161,7 +160,7 @@ class CloudScheduler:
     :param allow_network: let jobs reach unmounted, non-loopback origins over real HTTP (off:
         such an attempt fails without a network call, saying how to mount the app).
     :param publisher: where Pub/Sub jobs publish; by default an
-        :class:`~scheduler_emulator.runtime.pubsub.InProcessPublisher` on the virtual clock
+        :class:`~scheduler_emulator.runtime._pubsub.InProcessPublisher` on the virtual clock
         that pushes through the mounted apps (:meth:`published`, :meth:`push`).
     :param app_engine_urls: local base URL(s) of App Engine services (one URL, or
         ``{"worker": "http://worker.test", "*": "http://app.test"}``).
@@ -403,7 +402,7 @@ class CloudScheduler:
     ) -> tuple[list[Attempt], str]:
         """One page of attempts in start order and the next page's token (``""`` on the last
         page), as ``GET /_emulator/attempts`` pages them; see
-        :meth:`~scheduler_emulator.runtime.emulator.Emulator.attempts_page`.
+        :meth:`~scheduler_emulator.runtime._emulator.Emulator.attempts_page`.
 
         :raises InvalidArgument: naming ``pageSize`` or ``pageToken`` for a bad value.
         """

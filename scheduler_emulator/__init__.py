@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Emulator": "runtime.emulator",
-    "EmulatorOptions": "runtime.options",
-    "Clock": "runtime.clock",
-    "ManualClock": "runtime.clock",
-    "SystemClock": "runtime.clock",
+    "Emulator": "runtime._emulator",
+    "EmulatorOptions": "runtime._options",
+    "Clock": "runtime._clock",
+    "ManualClock": "runtime._clock",
+    "SystemClock": "runtime._clock",
     "Job": "domain.resources",
     "State": "domain.resources",
     "HttpTarget": "domain.resources",
@@ -58,11 +58,11 @@ _EXPORTS = {
     "ClockError": "domain.errors",
     "ConfigurationError": "domain.errors",
     "NaiveDatetimeError": "wire",
-    "Transport": "runtime.transports",
-    "AsgiTransport": "runtime.transports",
-    "HttpTransport": "runtime.transports",
-    "MountTransport": "runtime.transports",
-    "WsgiTransport": "runtime.transports",
+    "Transport": "runtime._transports",
+    "AsgiTransport": "runtime._transports",
+    "HttpTransport": "runtime._transports",
+    "MountTransport": "runtime._transports",
+    "WsgiTransport": "runtime._transports",
     "client": "clients",
 }
 __all__ = [
@@ -112,10 +112,10 @@ if TYPE_CHECKING:
         NotFound,
     )
     from .domain.resources import HttpTarget, Job, RetryConfig, State
-    from .runtime.clock import Clock, ManualClock, SystemClock
-    from .runtime.emulator import Emulator
-    from .runtime.options import EmulatorOptions
-    from .runtime.transports import (
+    from .runtime._clock import Clock, ManualClock, SystemClock
+    from .runtime._emulator import Emulator
+    from .runtime._options import EmulatorOptions
+    from .runtime._transports import (
         AsgiTransport,
         HttpTransport,
         MountTransport,

@@ -13,10 +13,10 @@ import pytest
 os.environ["TZ"] = "UTC"
 time.tzset()
 
-from scheduler_emulator.runtime.clock import ManualClock  # noqa: E402
-from scheduler_emulator.runtime.emulator import Emulator  # noqa: E402
-from scheduler_emulator.runtime.http_client import HttpClient  # noqa: E402
-from scheduler_emulator.runtime.transports import HttpTransport, WsgiTransport  # noqa: E402
+from scheduler_emulator.runtime._clock import ManualClock  # noqa: E402
+from scheduler_emulator.runtime._emulator import Emulator  # noqa: E402
+from scheduler_emulator.runtime._http_client import HttpClient  # noqa: E402
+from scheduler_emulator.runtime._transports import HttpTransport, WsgiTransport  # noqa: E402
 from tests.daemon import MANUAL, Daemon, running_daemon, serving  # noqa: E402
 from tests.support import RecordingTarget  # noqa: E402
 

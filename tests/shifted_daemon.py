@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from datetime import datetime, timedelta
 
-from scheduler_emulator.runtime import clock
+from scheduler_emulator.runtime import _clock as clock
 from scheduler_emulator.tools.cli import main
 
 if __name__ == "__main__":

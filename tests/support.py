@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from scheduler_emulator import SystemClock
 from scheduler_emulator.realtime import real_monotonic
-from scheduler_emulator.runtime.clock import SystemClock
 
 TARGET = "http://target.test/_triggers/timer/nightly"
 

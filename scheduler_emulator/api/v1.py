@@ -33,7 +33,7 @@ from ..domain.names import (
     parse_location_name,
 )
 from ..domain.resources import Job
-from ..runtime.emulator import MAX_JOBS_PAGE_SIZE, Emulator
+from ..runtime._emulator import MAX_JOBS_PAGE_SIZE, Emulator
 from .cmek import CmekConfigs
 from .locations import Location, shown_locations
 
@@ -106,7 +106,7 @@ class SchedulerApi:
 
         :param parent: ``projects/P/locations/L``.
         :param page_size: jobs per page; 0 or negative gives the default, more than
-            :data:`~scheduler_emulator.runtime.emulator.MAX_JOBS_PAGE_SIZE` (500) is clamped.
+            :data:`~scheduler_emulator.runtime._emulator.MAX_JOBS_PAGE_SIZE` (500) is clamped.
         :param page_token: ``""`` or a ``next_page_token`` of an earlier page.
         :raises InvalidArgument: for a malformed parent (``field="parent"``) or a page token
             this emulator did not give (``field="pageToken"``).

@@ -1,6 +1,6 @@
 """``assert_attempted``: one assertion on a job's attempts, shared by every way to read them.
 
-The in-process :class:`~scheduler_emulator.runtime.emulator.Emulator`, the ``cloud_scheduler``
+The in-process :class:`~scheduler_emulator.runtime._emulator.Emulator`, the ``cloud_scheduler``
 fixture and the ``cloud_scheduler_server`` fixture (a daemon) all hand out
 :class:`~scheduler_emulator.domain.attempts.Attempt` records and assert on them here, so a
 failure reads the same whichever a test uses.

@@ -31,7 +31,7 @@
   manual clock to that instant
 - ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK
   Set) and ``GET /_emulator/oidc/v1/certs`` (``{kid: PEM certificate}``): the keys that sign
-  the OIDC tokens jobs send (§13.1, :mod:`~scheduler_emulator.runtime.tokens`)
+  the OIDC tokens jobs send (§13.1, :mod:`~scheduler_emulator.runtime._tokens`)
 - ``GET /_emulator/oauth2/tokeninfo?access_token=…`` → an OAuth token's email, scope and expiry
   as Google's tokeninfo answers; 400 ``{"error": "invalid_token", …}`` for an unknown or expired
   one (§13.2)
@@ -54,12 +54,12 @@ from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import iso
 from ..domain.codec import parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
-from ..runtime import read_model
-from ..runtime.clock import ManualClock
-from ..runtime.emulator import Emulator
-from ..runtime.store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from ..runtime.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
-from ..runtime.transports import HttpTransport
+from ..runtime import _read_model as read_model
+from ..runtime._clock import ManualClock
+from ..runtime._emulator import Emulator
+from ..runtime._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from ..runtime._tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
+from ..runtime._transports import HttpTransport
 from . import dashboard
 from .grpc_api import grpc_available
 from .request_body import request_json
@@ -384,7 +384,7 @@ class Admin:
     def job_rows(self, request: Request) -> dict[str, Any]:
         """The jobs view: ``{"jobs": [row...], "totalSize": N, "nextPageToken"?}`` filtered by
         ``name`` (part of the job ID) and ``state``, ``fireTimes`` next times each (default 5,
-        at most 50); rows as :func:`~scheduler_emulator.runtime.read_model.job_row`."""
+        at most 50); rows as :func:`~scheduler_emulator.runtime._read_model.job_row`."""
         _only_parameters(request, "pageSize", "pageToken", "name", "state", "fireTimes")
         page_size, page_token = _page_query(request)
         fire_times = _query_int(

@@ -29,7 +29,7 @@ from ..domain.codec import job_to_json
 from ..domain.errors import NotFound
 from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
-from ..runtime.emulator import Emulator
+from ..runtime._emulator import Emulator
 from .request_body import request_json
 
 __all__ = [

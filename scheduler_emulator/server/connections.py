@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any
 
-from ..runtime.emulator import Emulator
+from ..runtime._emulator import Emulator
 
 logger = logging.getLogger("scheduler_emulator")
 

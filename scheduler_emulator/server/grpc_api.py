@@ -32,7 +32,7 @@ from ..api.v1 import SchedulerApi
 from ..domain.codec import job_to_json
 from ..domain.errors import RPC_CODES, ApiError
 from ..domain.resources import Job
-from ..runtime.emulator import Emulator
+from ..runtime._emulator import Emulator
 
 logger = logging.getLogger("scheduler_emulator")
 

@@ -1,6 +1,6 @@
 """The daemon's WSGI application and HTTP server.
 
-:func:`create_app` builds one WSGI app for an :class:`~scheduler_emulator.runtime.emulator.Emulator`
+:func:`create_app` builds one WSGI app for an :class:`~scheduler_emulator.Emulator`
 serving the Cloud Scheduler v1 REST API (:mod:`~scheduler_emulator.server.api`) and the
 ``/_emulator/`` endpoints (:mod:`~scheduler_emulator.server.admin`). Errors are rendered as
 Google's REST error envelope (spec §6.1); bad input never yields a 5xx (§6.4: gcloud retries
@@ -35,7 +35,7 @@ from werkzeug.serving import BaseWSGIServer, ThreadedWSGIServer, WSGIRequestHand
 from werkzeug.wrappers import Request, Response
 
 from ..domain.errors import ApiError, InvalidArgument
-from ..runtime.emulator import Emulator
+from ..runtime._emulator import Emulator
 from ..wire import is_loopback
 from . import admin, api
 from .connections import ConnectionRouter

@@ -39,13 +39,13 @@ from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_project_id
 from ..domain.resources import Job
 from ..domain.schedule import DST_POLICIES
-from ..runtime.attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
-from ..runtime.clock import Clock, ClockFile, ManualClock, SystemClock
-from ..runtime.data_dir_lock import DataDirLock
-from ..runtime.data_file import startup_error
-from ..runtime.emulator import Emulator
-from ..runtime.http_client import http2_problem
-from ..runtime.options import (
+from ..runtime._attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
+from ..runtime._clock import Clock, ClockFile, ManualClock, SystemClock
+from ..runtime._data_dir_lock import DataDirLock
+from ..runtime._data_file import startup_error
+from ..runtime._emulator import Emulator
+from ..runtime._http_client import http2_problem
+from ..runtime._options import (
     DEFAULT_DST_POLICY,
     DEFAULT_HEADER_CASE,
     DEFAULT_LOCATION,
@@ -53,7 +53,7 @@ from ..runtime.options import (
     DEFAULT_RETAIN_ATTEMPTS,
     EmulatorOptions,
 )
-from ..runtime.tokens import GOOGLE_ISSUER, TOKEN_TIMES
+from ..runtime._tokens import GOOGLE_ISSUER, TOKEN_TIMES
 from ..wire import HEADER_CASES
 from .client_recipes import client_notes, grpc_note
 from .fault_file import load_fault_file

@@ -27,10 +27,10 @@ from werkzeug.serving import make_server
 
 from ..domain.attempts import Attempt, iso
 from ..domain.errors import ConfigurationError
-from ..runtime.clock import ManualClock
-from ..runtime.emulator import Emulator
-from ..runtime.options import DEFAULT_LOCATION, DEFAULT_PROJECT
-from ..runtime.pubsub import InProcessPublisher
+from ..runtime._clock import ManualClock
+from ..runtime._emulator import Emulator
+from ..runtime._options import DEFAULT_LOCATION, DEFAULT_PROJECT
+from ..runtime._pubsub import InProcessPublisher
 from .jobs_file import load_jobs_file
 
 __all__ = [

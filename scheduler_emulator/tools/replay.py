@@ -49,9 +49,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
-from ..runtime.clock import Clock, SystemClock
-from ..runtime.injection import outcome_of
-from ..runtime.transports import DeliveryRequest, HttpTransport, Transport, TransportResult
+from ..runtime._clock import Clock, SystemClock
+from ..runtime._injection import outcome_of
+from ..runtime._transports import DeliveryRequest, HttpTransport, Transport, TransportResult
 from ..wire import JOB_NAME_HEADER, scheduler_headers
 from ..wire import format_timestamp as iso
 from .scenario import CheckResult, ScenarioRun, load_scenario, run_scenario

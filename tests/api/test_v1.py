@@ -13,7 +13,7 @@ import requests
 
 from scheduler_emulator.api.v1 import SchedulerApi
 from scheduler_emulator.domain.errors import InvalidArgument
-from scheduler_emulator.runtime.emulator import MAX_JOBS_PAGE_SIZE, Emulator
+from scheduler_emulator.runtime._emulator import MAX_JOBS_PAGE_SIZE, Emulator
 from tests.support import TARGET
 
 PARENT = "projects/my-project/locations/us-central1"

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from werkzeug.test import Client
 
+from scheduler_emulator import Emulator
 from scheduler_emulator.domain.resources import RetryConfig
 from scheduler_emulator.domain.retry import backoff
-from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.server.server import create_app
 from tests.server.test_bad_input import JOBS, assert_invalid, full_job
 

@@ -18,10 +18,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from scheduler_emulator import Emulator, ManualClock, MountTransport
 from scheduler_emulator.domain.resources import Job
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.transports import MountTransport
 from scheduler_emulator.tools.demo import load_example, run_demo
 from scheduler_emulator.tools.jobs_file import load_jobs_file
 

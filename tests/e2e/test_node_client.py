@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import requests
 
-from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator import Emulator
 from scheduler_emulator.server.server import serve
 
 ROOT = Path(__file__).resolve().parents[2]

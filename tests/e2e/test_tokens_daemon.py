@@ -16,8 +16,8 @@ import requests
 import yaml
 from google.oauth2 import id_token
 
+from scheduler_emulator import SystemClock
 from scheduler_emulator.domain.attempts import iso
-from scheduler_emulator.runtime.clock import SystemClock
 from scheduler_emulator.service import TokenError, verify_scheduler_token
 from scheduler_emulator.service.auth import InvalidSignatureError, WrongAudienceError
 from tests.daemon import MANUAL, Daemon, running_daemon, serving

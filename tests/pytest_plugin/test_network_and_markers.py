@@ -10,7 +10,7 @@ pytest_plugins = ["pytester"]
 NO_NETWORK = """
 import pytest
 
-from scheduler_emulator.runtime.http_client import HttpClient
+from scheduler_emulator.runtime._http_client import HttpClient
 
 
 @pytest.fixture(autouse=True)

@@ -18,10 +18,8 @@ import pytest
 
 from pytest_plugin.live import LiveScheduler
 from pytest_plugin.scheduler import CloudScheduler
+from scheduler_emulator import Emulator, ManualClock, WsgiTransport
 from scheduler_emulator.domain.attempts import Attempt
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.transports import WsgiTransport
 from tests.daemon import serving
 from tests.support import RecordingTarget
 

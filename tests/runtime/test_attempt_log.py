@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler_emulator.domain.attempts import Attempt
-from scheduler_emulator.runtime.attempt_log import AttemptLog
+from scheduler_emulator.runtime._attempt_log import AttemptLog
 from tests.support import wait_for
 
 NAME = "projects/demo/locations/us-central1/jobs/nightly"

@@ -9,11 +9,9 @@ import pytest
 from werkzeug.test import Client
 
 from pytest_plugin.scheduler import CloudScheduler
+from scheduler_emulator import Emulator, ManualClock, WsgiTransport
 from scheduler_emulator.domain.errors import InvalidArgument
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.store import Store
-from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator.runtime._store import Store
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.cli import build_parser
 from tests.daemon import running_daemon

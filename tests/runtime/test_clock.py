@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from scheduler_emulator.domain.errors import ClockError
-from scheduler_emulator.runtime.clock import ManualClock, SystemClock, require_aware
+from scheduler_emulator.runtime._clock import ManualClock, SystemClock, require_aware
 from scheduler_emulator.wire import NaiveDatetimeError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

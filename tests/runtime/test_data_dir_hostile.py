@@ -22,9 +22,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.options import STORE_FILE_NAME
+from scheduler_emulator import Emulator, ManualClock
+from scheduler_emulator.runtime._options import STORE_FILE_NAME
 from tests.daemon import running_daemon
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
@@ -259,7 +258,7 @@ def test_a_full_disk_refuses_creates_keeps_reads_and_loses_nothing(small_disk: P
 
 
 def test_the_free_space_check_names_the_directory(tmp_path: Path) -> None:
-    from scheduler_emulator.runtime.data_file import DataFileUnusable, check_free_space
+    from scheduler_emulator.runtime._data_file import DataFileUnusable, check_free_space
 
     with pytest.raises(DataFileUnusable, match=f"data directory {tmp_path} is full"):
         check_free_space(tmp_path, minimum=2**62)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from scheduler_emulator.runtime.delivery_pool import DeliveryPool
+from scheduler_emulator.runtime._delivery_pool import DeliveryPool
 from tests.support import wait_for
 
 SLOW = "projects/p/locations/l/jobs/slow"

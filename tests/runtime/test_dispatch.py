@@ -6,9 +6,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from scheduler_emulator.domain.resources import HttpMethod, HttpTarget, Job, with_defaults
-from scheduler_emulator.runtime.dispatch import build_request, request_template
-from scheduler_emulator.runtime.dispatchers import HttpDispatcher
-from scheduler_emulator.runtime.transports import DeliveryRequest, TransportResult
+from scheduler_emulator.runtime._dispatch import build_request, request_template
+from scheduler_emulator.runtime._dispatchers import HttpDispatcher
+from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult
 
 NAME = "projects/my-project/locations/us-central1/jobs/nightly"
 

@@ -15,9 +15,8 @@ from datetime import UTC, datetime
 import pytest
 from freezegun import freeze_time
 
+from scheduler_emulator import Emulator, ManualClock, SystemClock
 from scheduler_emulator.domain.schedule import parse_schedule
-from scheduler_emulator.runtime.clock import ManualClock, SystemClock
-from scheduler_emulator.runtime.emulator import Emulator
 
 pytest_plugins = ["pytester"]
 
@@ -73,8 +72,8 @@ def test_imported_inside_a_freeze_the_system_clock_still_reads_real_time() -> No
         """
         from freezegun import freeze_time
         with freeze_time("2001-01-01"):
-            from scheduler_emulator.runtime.clock import SystemClock
-            from scheduler_emulator.runtime.emulator import Emulator
+            from scheduler_emulator.runtime._clock import SystemClock
+            from scheduler_emulator.runtime._emulator import Emulator
         with freeze_time("2002-02-02"):
             print(SystemClock().now().year)
             emulator = Emulator(SystemClock())

@@ -15,10 +15,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.options import EmulatorOptions
-from scheduler_emulator.runtime.transports import AsgiTransport, HttpTransport
+from scheduler_emulator import AsgiTransport, Emulator, EmulatorOptions, HttpTransport, ManualClock
 from tests.daemon import running_daemon
 from tests.support import nightly_job, wait_for
 

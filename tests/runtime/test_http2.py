@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 import requests
 
+from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.errors import InvalidArgument
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.http_client import http2_problem
+from scheduler_emulator.runtime._http_client import http2_problem
 from scheduler_emulator.wire import EMULATOR_HTTP2_HEADER
 from tests.daemon import running_daemon
 from tests.support import nightly_job, wait_for

@@ -10,8 +10,8 @@ import pytest
 
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.realtime import real_monotonic
-from scheduler_emulator.runtime.http_client import DeadlineExceeded, HttpClient
-from scheduler_emulator.runtime.transports import DeliveryRequest, HttpTransport
+from scheduler_emulator.runtime._http_client import DeadlineExceeded, HttpClient
+from scheduler_emulator.runtime._transports import DeliveryRequest, HttpTransport
 from tests.drip import DripTarget, drip_server
 from tests.support import wait_for
 

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from scheduler_emulator import ManualClock
 from scheduler_emulator.core.faults import FaultRule
 from scheduler_emulator.domain.outcomes import Failure, Outcome, classify_status
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.injection import outcome_of, send_with_faults
-from scheduler_emulator.runtime.transports import TransportResult
+from scheduler_emulator.runtime._injection import outcome_of, send_with_faults
+from scheduler_emulator.runtime._transports import TransportResult
 
 START = datetime(2026, 9, 24, 2, 0, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_emulator.domain.errors import ClockError
-from scheduler_emulator.runtime.clock import ClockFile, ManualClock
+from scheduler_emulator.runtime._clock import ClockFile, ManualClock
 from scheduler_emulator.wire import parse_timestamp
 from tests.daemon import running_daemon, serving
 from tests.support import RecordingTarget, nightly_job

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from scheduler_emulator.runtime.delivery_pool import DeliveryPool
+from scheduler_emulator.runtime._delivery_pool import DeliveryPool
 from tests.support import wait_for
 
 

@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.options import (
+from scheduler_emulator import Emulator, ManualClock
+from scheduler_emulator.runtime._options import (
     DEFAULT_LOCATION,
     DEFAULT_PROJECT,
     STORE_FILE_NAME,
     EmulatorOptions,
 )
-from scheduler_emulator.runtime.store import DEFAULT_RETAIN_ATTEMPTS
-from scheduler_emulator.runtime.tokens import GOOGLE_ISSUER, KEY_FILE_NAME
+from scheduler_emulator.runtime._store import DEFAULT_RETAIN_ATTEMPTS
+from scheduler_emulator.runtime._tokens import GOOGLE_ISSUER, KEY_FILE_NAME
 
 
 def test_the_defaults() -> None:

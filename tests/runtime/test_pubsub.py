@@ -10,17 +10,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler_emulator.runtime.attempt_log import AttemptLog
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.pubsub import (
+from scheduler_emulator import Emulator, ManualClock, MountTransport
+from scheduler_emulator.runtime._attempt_log import AttemptLog
+from scheduler_emulator.runtime._pubsub import (
     NOT_CONFIGURED,
     InProcessPublisher,
     NoPublisher,
     PublishError,
 )
-from scheduler_emulator.runtime.pubsub_client import MISSING_EXTRA
-from scheduler_emulator.runtime.transports import MountTransport
+from scheduler_emulator.runtime._pubsub_client import MISSING_EXTRA
 from tests.support import RecordingTarget
 
 START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from scheduler_emulator.runtime.http_client import HttpClient
-from scheduler_emulator.runtime.redirects import TOO_MANY_REDIRECTS, Hop, next_hop
-from scheduler_emulator.runtime.transports import (
+from scheduler_emulator.runtime._http_client import HttpClient
+from scheduler_emulator.runtime._redirects import TOO_MANY_REDIRECTS, Hop, next_hop
+from scheduler_emulator.runtime._transports import (
     DeliveryRequest,
     HttpTransport,
     TransportResult,

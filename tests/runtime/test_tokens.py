@@ -14,11 +14,10 @@ import jwt
 import pytest
 from werkzeug.test import Client
 
+from scheduler_emulator import Emulator, ManualClock, SystemClock, WsgiTransport
 from scheduler_emulator.domain.codec import job_from_json
 from scheduler_emulator.domain.errors import ConfigurationError
-from scheduler_emulator.runtime.clock import ManualClock, SystemClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.tokens import (
+from scheduler_emulator.runtime._tokens import (
     ACCESS_TOKEN_PREFIX,
     GOOGLE_ISSUER,
     SigningKey,
@@ -27,7 +26,6 @@ from scheduler_emulator.runtime.tokens import (
     service_account_id,
     token_audience,
 )
-from scheduler_emulator.runtime.transports import WsgiTransport
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.service.auth import load_keys, verify_id_token
 from scheduler_emulator.tools.cli import build_parser

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler_emulator.domain.outcomes import Failure
-from scheduler_emulator.runtime.transports import (
+from scheduler_emulator.runtime._transports import (
     DeliveryRequest,
     HttpTransport,
     MountTransport,

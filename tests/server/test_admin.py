@@ -7,10 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from werkzeug.test import Client
 
-from scheduler_emulator.runtime.clock import ManualClock, SystemClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.http_client import HttpClient
-from scheduler_emulator.runtime.transports import HttpTransport, WsgiTransport
+from scheduler_emulator import Emulator, HttpTransport, ManualClock, SystemClock, WsgiTransport
+from scheduler_emulator.runtime._http_client import HttpClient
 from scheduler_emulator.server.server import create_app
 from tests.support import RecordingTarget, nightly_job
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from werkzeug.test import Client, TestResponse
 
-from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator import Emulator
 from scheduler_emulator.server.server import create_app
 from tests.support import TARGET, RecordingTarget, nightly_job
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from werkzeug.test import Client
 
+from scheduler_emulator import Emulator
 from scheduler_emulator.domain.codec import job_from_json, show_value
 from scheduler_emulator.domain.errors import InvalidArgument
-from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.cli import main
 from tests.support import nightly_job

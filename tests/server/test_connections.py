@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler_emulator.runtime.emulator import Emulator
+from scheduler_emulator import Emulator
 from scheduler_emulator.server.connections import (
     HTTP2_PREFACE,
     NO_GRPC_MESSAGE,

@@ -24,7 +24,7 @@ from google.cloud import scheduler_v1  # noqa: E402
 from google.protobuf import field_mask_pb2  # noqa: E402
 
 from scheduler_emulator import client as emulator_client  # noqa: E402
-from scheduler_emulator.runtime.emulator import Emulator  # noqa: E402
+from scheduler_emulator.runtime._emulator import Emulator  # noqa: E402
 from scheduler_emulator.server.server import serve  # noqa: E402
 
 PARENT = "projects/my-project/locations/us-central1"

@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 from werkzeug.test import Client
 
+from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.core.faults import FaultPlan, FaultRule
 from scheduler_emulator.domain.errors import InvalidArgument
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.fault_file import load_fault_file
 from scheduler_emulator.tools.jobs_file import load_jobs_file

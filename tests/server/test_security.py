@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from werkzeug.test import Client
 
+from scheduler_emulator import Emulator
 from scheduler_emulator.domain.errors import ConfigurationError
-from scheduler_emulator.runtime.emulator import Emulator
 from scheduler_emulator.server.server import create_app, serve
 from scheduler_emulator.tools.cli import main
 from scheduler_emulator.tools.scenario import load_app

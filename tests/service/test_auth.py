@@ -17,8 +17,8 @@ from freezegun import freeze_time
 from werkzeug.test import Client, EnvironBuilder
 from werkzeug.wrappers import Request, Response
 
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.tokens import SigningKey, TokenAuthority
+from scheduler_emulator import ManualClock
+from scheduler_emulator.runtime._tokens import SigningKey, TokenAuthority
 from scheduler_emulator.service import (
     CertsUnavailableError,
     SchedulerTokenMiddleware,

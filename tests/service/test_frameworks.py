@@ -390,9 +390,9 @@ def test_importing_target_through_the_real_package_loads_no_engine() -> None:
     )
     loaded = set(result.stdout.split())
     assert not loaded & {
-        "scheduler_emulator.runtime.engine",
-        "scheduler_emulator.runtime.emulator",
+        "scheduler_emulator.runtime._engine",
+        "scheduler_emulator.runtime._emulator",
         "scheduler_emulator.domain.schedule",
-        "scheduler_emulator.runtime.store",
-        "scheduler_emulator.runtime.transports",
+        "scheduler_emulator.runtime._store",
+        "scheduler_emulator.runtime._transports",
     }

@@ -30,7 +30,7 @@ from typing import IO
 from ...domain.codec import job_from_json
 from ...domain.errors import ConfigurationError, NotFound
 from ...domain.resources import Job, State
-from ...runtime.emulator import Emulator
+from ...runtime._emulator import Emulator
 from . import client
 from .client import NoFunctions, Unreachable, WrongEmulator
 from .delivery import FirebaseDispatcher, Route

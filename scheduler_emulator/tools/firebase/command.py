@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Sequence
 from typing import IO
 
-from ...runtime.emulator import Emulator
+from ...runtime._emulator import Emulator
 from . import client
 from .bridge import (
     FirebaseBridge,

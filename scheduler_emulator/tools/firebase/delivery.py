@@ -30,8 +30,8 @@ from functools import partial
 
 from ...domain.outcomes import Outcome
 from ...domain.resources import Job
-from ...runtime.dispatchers import Dispatcher, Prepared
-from ...runtime.transports import DeliveryRequest, Transport, TransportResult
+from ...runtime._dispatchers import Dispatcher, Prepared
+from ...runtime._transports import DeliveryRequest, Transport, TransportResult
 from ...wire import format_timestamp, parse_schedule_time
 from .functions import legacy_event
 
@@ -80,7 +80,8 @@ class FirebaseDispatcher:
         self.on_not_found = on_not_found
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
-        """Prepare one attempt (see :class:`~scheduler_emulator.runtime.dispatchers.Dispatcher`)."""
+        """Prepare one attempt (see :class:`~scheduler_emulator.runtime._dispatchers.
+        Dispatcher`)."""
         route = self.routes().get(job.name)
         if route is None:
             return self.inner.prepare(job, schedule_time, now)

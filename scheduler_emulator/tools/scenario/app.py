@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ...domain.errors import ConfigurationError
 from ...domain.resources import Job
-from ...runtime.transports import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
+from ...runtime._transports import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
 from .model import _APP_RE, _CALL_SYNTAX_RE, _FRESH, Scenario, _problem, _show
 
 __all__ = [

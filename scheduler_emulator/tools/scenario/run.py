@@ -12,10 +12,10 @@ from typing import Any
 
 from ...domain.attempts import Attempt
 from ...realtime import real_monotonic
-from ...runtime.attempt_log import AttemptLog
-from ...runtime.clock import ManualClock
-from ...runtime.emulator import Emulator
-from ...runtime.store import Store
+from ...runtime._attempt_log import AttemptLog
+from ...runtime._clock import ManualClock
+from ...runtime._emulator import Emulator
+from ...runtime._store import Store
 from .app import _Delivery, _prepare, rebase_url
 from .model import _SELECTOR_RE, Expectation, Scenario, _problem
 

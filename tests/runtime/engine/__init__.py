@@ -1,1 +1,1 @@
-"""Tests of ``scheduler_emulator.runtime.engine`` (the folder mirrors the package)."""
+"""Tests of ``scheduler_emulator.runtime._engine`` (the folder mirrors the package)."""

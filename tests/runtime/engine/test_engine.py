@@ -7,12 +7,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.errors import AlreadyExists, FailedPrecondition, NotFound
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import State, Status
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.transports import DeliveryRequest, TransportResult, WsgiTransport
+from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult, WsgiTransport
 from tests.support import TARGET, Received, RecordingTarget, nightly_job
 
 

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
+from scheduler_emulator import Emulator, ManualClock, SystemClock
 from scheduler_emulator.domain.attempts import Attempt
-from scheduler_emulator.runtime.clock import ManualClock, SystemClock
-from scheduler_emulator.runtime.drivers import ManualDriver, ThreadedDriver
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.transports import DeliveryRequest, TransportResult, WsgiTransport
+from scheduler_emulator.runtime._drivers import ManualDriver, ThreadedDriver
+from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult, WsgiTransport
 from tests.support import RecordingTarget, nightly_job, wait_for
 
 
@@ -120,7 +119,7 @@ def test_a_transport_bug_is_recorded_and_counted(engines: Engines) -> None:
 def test_the_log_has_a_start_and_an_end_per_attempt(engines: Engines) -> None:
     from io import StringIO
 
-    from scheduler_emulator.runtime.attempt_log import AttemptLog
+    from scheduler_emulator.runtime._attempt_log import AttemptLog
 
     stream = StringIO()
     emulator = engines(RecordingTarget(), attempt_log=AttemptLog(stream, format="json"))

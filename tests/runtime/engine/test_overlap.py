@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator import Emulator, ManualClock, WsgiTransport
 from tests.support import RecordingTarget, nightly_job
 
 NOON = datetime(2026, 9, 24, 12, 0, tzinfo=UTC)

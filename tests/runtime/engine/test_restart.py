@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.resources import State
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.store import Store
-from scheduler_emulator.runtime.transports import DeliveryRequest, TransportResult, WsgiTransport
+from scheduler_emulator.runtime._store import Store
+from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult, WsgiTransport
 from tests.support import RecordingTarget, nightly_job
 
 START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)

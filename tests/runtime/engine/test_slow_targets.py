@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.transports import MountTransport
+from scheduler_emulator import Emulator, MountTransport
 from tests.drip import DripTarget, drip_server
 from tests.support import RecordingTarget, ShiftedClock, wait_for
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from scheduler_emulator.domain.attempts import Attempt, Run
-from scheduler_emulator.runtime.store import Store
+from scheduler_emulator.runtime._store import Store
 
 JOB = "projects/p/locations/l/jobs/j"
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

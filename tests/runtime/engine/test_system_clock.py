@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler_emulator.runtime.clock import SystemClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator import Emulator, SystemClock, WsgiTransport
 from tests.support import RecordingTarget, ShiftedClock, nightly_job, wait_for
 
 

@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 from werkzeug.test import Client
 
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.transports import WsgiTransport
+from scheduler_emulator import Emulator, ManualClock, WsgiTransport
 from scheduler_emulator.server.server import create_app
 from tests.support import RecordingTarget, ShiftedClock, nightly_job, wait_for
 

@@ -17,10 +17,8 @@ from typing import Any
 import pytest
 from werkzeug.test import Client
 
+from scheduler_emulator import Emulator, HttpTransport, ManualClock, WsgiTransport
 from scheduler_emulator.domain.attempts import RESPONSE_EXCERPT_BYTES, SkippedRun
-from scheduler_emulator.runtime.clock import ManualClock
-from scheduler_emulator.runtime.emulator import Emulator
-from scheduler_emulator.runtime.transports import HttpTransport, WsgiTransport
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.replay import replay_scenario
 from tests.daemon import serving

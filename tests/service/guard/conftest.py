@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator import ManualClock
 from scheduler_emulator.service import (
     FirestoreRunStore,
     RunOnceGuard,

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_plugin.facades import FunctionTimers
-from scheduler_emulator.runtime.clock import ManualClock
+from scheduler_emulator import ManualClock
 from scheduler_emulator.service import (
     ClaimOutcome,
     FirestoreRunStore,
@@ -504,7 +504,7 @@ def test_importing_the_target_package_loads_no_web_framework_database_or_engine(
     code = (
         "import sys, scheduler_emulator.service\n"
         "heavy = ('werkzeug', 'flask', 'sqlite3', '_sqlite3', 'google')\n"
-        "engine = ('scheduler_emulator.runtime.engine', 'scheduler_emulator.runtime.emulator')\n"
+        "engine = ('scheduler_emulator.runtime._engine', 'scheduler_emulator.runtime._emulator')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in engine))\n"
     )
 

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, Job
 from ..wire import spell_headers
-from .dispatch import RequestTemplate, build_request, request_template
-from .options import DEFAULT_HEADER_CASE
-from .transports import Transport, TransportResult
+from ._dispatch import RequestTemplate, build_request, request_template
+from ._options import DEFAULT_HEADER_CASE
+from ._transports import Transport, TransportResult
 
 if TYPE_CHECKING:
-    from .tokens import TokenAuthority
+    from ._tokens import TokenAuthority
 
 __all__ = [
     "DEFAULT_ATTEMPT_DEADLINE",
@@ -54,7 +54,7 @@ class Prepared:
         "headers"}`` for HTTP kinds; kind-specific keys otherwise). JSON-serialisable.
     :param timeout_seconds: the attempt deadline, in seconds.
     :param send: sends the attempt once, given the deadline in seconds; never raises for a
-        target's failure (a :class:`~scheduler_emulator.runtime.transports.TransportResult`
+        target's failure (a :class:`~scheduler_emulator.runtime._transports.TransportResult`
         says what happened).
     :param retry_always: HTTP statuses retried whatever the retry config and not counted
         against ``retryCount`` (App Engine targets: ``{503}``, spec §3.5).
@@ -79,7 +79,7 @@ class Dispatcher(Protocol):
 
 
 class HttpDispatcher:
-    """HTTP targets (spec §10): the request of :func:`~scheduler_emulator.runtime.dispatch.
+    """HTTP targets (spec §10): the request of :func:`~scheduler_emulator.runtime._dispatch.
     build_request` (from a template kept per job), with an OIDC/OAuth token when the job asks
     for one, sent by ``transport``.
 

@@ -12,8 +12,8 @@ which RFC 9110 section 15.4 allows:
 - a hop to another host drops ``Authorization`` (the token is for the job's own target);
 - at most :data:`MAX_REDIRECTS` are followed; one more is a failure.
 
-Both the real HTTP client (:mod:`~scheduler_emulator.runtime.http_client`) and the in-process
-transports (:mod:`~scheduler_emulator.runtime.transports`) follow redirects through
+Both the real HTTP client (:mod:`~scheduler_emulator.runtime._http_client`) and the in-process
+transports (:mod:`~scheduler_emulator.runtime._transports`) follow redirects through
 :func:`next_hop`, so a job behaves the same whichever carries it::
 
     >>> hop = next_hop(302, "/new", Hop("PUT", "http://a.test/old", {"X": "1"}, b"x"))

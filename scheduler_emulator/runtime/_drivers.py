@@ -1,21 +1,21 @@
 """The two ways of driving the engine: when, and in which thread, attempts are sent.
 
-The engine (:mod:`~scheduler_emulator.runtime.engine`) picks one driver at set-up with
+The engine (:mod:`~scheduler_emulator.runtime._engine`) picks one driver at set-up with
 :func:`driver_for` — the only place that asks which clock runs:
 
-- :class:`ManualDriver` (a :class:`~scheduler_emulator.runtime.clock.ManualClock`): the clock
+- :class:`ManualDriver` (a :class:`~scheduler_emulator.runtime._clock.ManualClock`): the clock
   calls :meth:`ManualDriver.run_due` at each due instant and attempts are sent one after
   another in the caller's thread — deterministic timelines. An attempt's ``start_time`` is the
   virtual instant at which it fell due; requests that ``deadline`` faults leave running are
-  kept by :class:`~scheduler_emulator.runtime.injection.LateAnswers`.
+  kept by :class:`~scheduler_emulator.runtime._injection.LateAnswers`.
 - :class:`ThreadedDriver` (a system clock): one engine thread waits for the next due instant
-  and hands attempts to a bounded pool (:mod:`~scheduler_emulator.runtime.delivery_pool`) that
+  and hands attempts to a bounded pool (:mod:`~scheduler_emulator.runtime._delivery_pool`) that
   sends at most ``max_per_job`` attempts of one job at once, so a slow target delays only its
   own job; one ends thread records their ends, a batch per hold of the engine lock, their
   store updates deferred (committed a few ms later, many per transaction). An attempt's
   ``start_time`` is the instant it is sent.
 
-Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime.recorder`) the same way;
+Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime._recorder`) the same way;
 the engine contract tests run every scenario on both.
 """
 
@@ -28,11 +28,11 @@ from typing import Protocol
 
 from ..domain.outcomes import Outcome
 from ..realtime import real_monotonic
-from .clock import Clock
-from .delivery_pool import DeliveryPool
-from .injection import Injected, LateAnswers
-from .recorder import INTERRUPTED, STOPPED, Delivery, Recorder
-from .transports import TransportResult
+from ._clock import Clock
+from ._delivery_pool import DeliveryPool
+from ._injection import Injected, LateAnswers
+from ._recorder import INTERRUPTED, STOPPED, Delivery, Recorder
+from ._transports import TransportResult
 
 
 class Driver(Protocol):

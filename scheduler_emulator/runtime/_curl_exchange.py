@@ -1,6 +1,6 @@
 """One HTTP/1.1 request/response exchange through libcurl (the optional ``pycurl`` package).
 
-:class:`~scheduler_emulator.runtime.http_client.HttpClient` sends plain ``http://`` attempts
+:class:`~scheduler_emulator.runtime._http_client.HttpClient` sends plain ``http://`` attempts
 this way when ``pycurl`` is installed (``pip install 'cloud-scheduler-emulator[curl]'``): the
 whole exchange runs in C with the GIL released once, about half the CPU of ``http.client`` per
 request, which is what lets the daemon deliver thousands of attempts a second on two cores
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import pycurl
 
 if TYPE_CHECKING:
-    from .http_client import ResponseSample
+    from ._http_client import ResponseSample
 
 __all__ = [
     "CurlDeadline",

@@ -2,7 +2,7 @@
 
 ``requests`` (and ``urllib3``, ``http.client``) apply their timeout to each socket operation, so a
 target that sends one byte a second is never stopped. With ``pycurl`` installed, plain
-``http://`` requests go through libcurl (:mod:`~scheduler_emulator.runtime.curl_exchange`),
+``http://`` requests go through libcurl (:mod:`~scheduler_emulator.runtime._curl_exchange`),
 whose total timeout bounds the whole exchange. Otherwise (and for ``https://``)
 :class:`HttpClient` arms a :class:`Watchdog` for each request: at the deadline it shuts the
 connection's socket down,
@@ -32,10 +32,10 @@ from urllib.parse import urlsplit
 
 from ..domain.errors import ConfigurationError
 from ..realtime import real_monotonic
-from .redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, next_hop
+from ._redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, next_hop
 
 if TYPE_CHECKING:
-    from .curl_exchange import CurlExchange
+    from ._curl_exchange import CurlExchange
 
 __all__ = [
     "DeadlineExceeded",
@@ -156,7 +156,7 @@ class HttpClient:
     """Keep-alive HTTP/1.1 requests with a total deadline and a capped body read; thread-safe.
 
     Plain ``http://`` requests go through libcurl when ``pycurl`` is installed (the ``curl``
-    extra; :mod:`~scheduler_emulator.runtime.curl_exchange`), with the same wire and the same
+    extra; :mod:`~scheduler_emulator.runtime._curl_exchange`), with the same wire and the same
     rules; everything else through ``http.client``.
 
     :param max_body_bytes: response body bytes read at most; more closes the connection.
@@ -190,7 +190,7 @@ class HttpClient:
                 raise ConfigurationError(f"HTTP/2 deliveries (--http2) are not possible: {reason}")
         if curl is not False:
             try:
-                from .curl_exchange import CurlExchange
+                from ._curl_exchange import CurlExchange
             except ImportError:
                 if curl:
                     raise
@@ -212,7 +212,7 @@ class HttpClient:
         sample: ResponseSample | None = None,
         http2: bool | None = None,
     ) -> int:
-        """Send the request, follow redirects (:mod:`~scheduler_emulator.runtime.redirects`),
+        """Send the request, follow redirects (:mod:`~scheduler_emulator.runtime._redirects`),
         and return the final status.
 
         :param method: HTTP method name.
@@ -383,7 +383,7 @@ def http2_problem() -> str | None:
     """Why HTTP/2 (h2c) deliveries cannot be sent here, or ``None`` when they can: they need
     ``pycurl`` whose libcurl was built with HTTP/2 (nghttp2)."""
     try:
-        from .curl_exchange import http2_supported
+        from ._curl_exchange import http2_supported
     except ImportError:
         return "they need pycurl (pip install 'cloud-scheduler-emulator[curl]')."
     if not http2_supported():

@@ -1,11 +1,11 @@
 """The engine: the scheduler core, a recorder and a driver, put together once.
 
 The core (:class:`~scheduler_emulator.core.scheduler.Scheduler`) decides; the recorder
-(:mod:`~scheduler_emulator.runtime.recorder`) carries out its decisions and records every
-attempt; the driver (:mod:`~scheduler_emulator.runtime.drivers`), chosen once at set-up from
+(:mod:`~scheduler_emulator.runtime._recorder`) carries out its decisions and records every
+attempt; the driver (:mod:`~scheduler_emulator.runtime._drivers`), chosen once at set-up from
 the clock, decides when and in which thread attempts are sent: :class:`~scheduler_emulator.
-runtime.drivers.ManualDriver` in the caller's thread as a manual clock moves (deterministic
-timelines), :class:`~scheduler_emulator.runtime.drivers.ThreadedDriver` on an engine thread and
+runtime._drivers.ManualDriver` in the caller's thread as a manual clock moves (deterministic
+timelines), :class:`~scheduler_emulator.runtime._drivers.ThreadedDriver` on an engine thread and
 a delivery pool under a system clock. This class is what callers hold: job operations under
 the engine lock, then the attempts they start handed to the driver. docs/architecture.md shows
 the flow of one attempt.
@@ -23,17 +23,17 @@ from ..core.scheduler import Scheduler
 from ..domain.errors import FailedPrecondition, StorageUnavailable
 from ..domain.resources import Job, State
 from ..domain.schedule import DEFAULT_DST_POLICY
-from .attempt_log import AttemptLog
-from .clock import Clock
-from .dispatchers import Dispatcher, HttpDispatcher
-from .drivers import Driver, driver_for
-from .options import DEFAULT_HEADER_CASE
-from .recorder import Recorder
-from .store import Store
-from .transports import Transport
+from ._attempt_log import AttemptLog
+from ._clock import Clock
+from ._dispatchers import Dispatcher, HttpDispatcher
+from ._drivers import Driver, driver_for
+from ._options import DEFAULT_HEADER_CASE
+from ._recorder import Recorder
+from ._store import Store
+from ._transports import Transport
 
 if TYPE_CHECKING:
-    from .tokens import TokenAuthority
+    from ._tokens import TokenAuthority
 
 __all__ = [
     "Engine",
@@ -48,7 +48,7 @@ class Engine:
     :param store: where jobs, runs and attempts are kept.
     :param transport: how HTTP attempts reach targets (the ``"HTTP"`` dispatcher's transport).
     :param dispatchers: more dispatchers by target kind (``"PUBSUB"``, ``"APP_ENGINE_HTTP"``),
-        or replacements; see :mod:`~scheduler_emulator.runtime.dispatchers`.
+        or replacements; see :mod:`~scheduler_emulator.runtime._dispatchers`.
     :param attempt_log: optional execution log (§14).
     :param faults: the fault plan (empty by default: exactly-once delivery).
     :param dst_policy: ``"absolute"`` (P1 default) or ``"vixie"``.

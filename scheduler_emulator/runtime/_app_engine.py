@@ -42,9 +42,9 @@ from ..wire import (
     scheduler_headers,
     spell_headers,
 )
-from .dispatchers import NotDispatched, Prepared
-from .options import DEFAULT_HEADER_CASE
-from .transports import DeliveryRequest, Transport
+from ._dispatchers import NotDispatched, Prepared
+from ._options import DEFAULT_HEADER_CASE
+from ._transports import DeliveryRequest, Transport
 
 __all__ = [
     "APP_ENGINE_RETRY_ALWAYS",
@@ -156,7 +156,7 @@ class AppEngineDispatcher:
         return url
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
-        """Build the attempt's request (see :class:`~scheduler_emulator.runtime.dispatchers.
+        """Build the attempt's request (see :class:`~scheduler_emulator.runtime._dispatchers.
         Dispatcher`); the record adds ``appEngineHost``.
 
         :raises NotDispatched: when the job's service has no mapped URL.

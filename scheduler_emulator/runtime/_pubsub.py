@@ -4,7 +4,7 @@ A :class:`PubsubDispatcher` turns an attempt into one call of a :class:`Publishe
 
 - :class:`InProcessPublisher` — records every message (for tests and the demo) and can push
   each one to an HTTP endpoint as a Pub/Sub push request, in-process when the URL is mounted.
-- :class:`~scheduler_emulator.runtime.pubsub_client.EmulatorPublisher` — publishes to a real
+- :class:`~scheduler_emulator.runtime._pubsub_client.EmulatorPublisher` — publishes to a real
   Pub/Sub emulator (``PUBSUB_EMULATOR_HOST``) through google-cloud-pubsub.
 - :class:`NoPublisher` — no Pub/Sub configured: attempts fail, saying how to configure one.
 
@@ -21,7 +21,7 @@ What production does, and what is pinned (docs/differences-from-production.md):
 Example (in-process)::
 
     >>> from datetime import UTC, datetime
-    >>> from scheduler_emulator.runtime.clock import ManualClock
+    >>> from scheduler_emulator.runtime._clock import ManualClock
     >>> publisher = InProcessPublisher(ManualClock(datetime(2026, 1, 1, tzinfo=UTC)))
     >>> publisher.publish("projects/p/topics/t", b"hi", {"k": "v"}, 60.0)
     '1'
@@ -42,10 +42,10 @@ from typing import Any, Protocol
 from ..domain.outcomes import Outcome
 from ..domain.resources import Job
 from ..wire import format_timestamp
-from .attempt_log import log_target_type
-from .clock import Clock
-from .dispatchers import NotDispatched, Prepared
-from .transports import DeliveryRequest, Transport, TransportResult
+from ._attempt_log import log_target_type
+from ._clock import Clock
+from ._dispatchers import NotDispatched, Prepared
+from ._transports import DeliveryRequest, Transport, TransportResult
 
 __all__ = [
     "InProcessPublisher",
@@ -346,7 +346,7 @@ class PubsubDispatcher:
         self.publisher = publisher
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
-        """Prepare one publish (see :class:`~scheduler_emulator.runtime.dispatchers.Dispatcher`).
+        """Prepare one publish (see :class:`~scheduler_emulator.runtime._dispatchers.Dispatcher`).
 
         :raises NotDispatched: when the publisher is unavailable (no Pub/Sub configured, or
             google-cloud-pubsub missing), with its reason.

@@ -1,7 +1,7 @@
 """The settings of one emulator, in one object: what the command line, the pytest plugin and
 scenario files choose, and the one home of their defaults.
 
-:class:`~scheduler_emulator.runtime.emulator.Emulator` takes an :class:`EmulatorOptions` (or the
+:class:`~scheduler_emulator.runtime._emulator.Emulator` takes an :class:`EmulatorOptions` (or the
 same fields as keywords) and builds everything else from it, so the daemon, the plugin and
 ``replay`` are composed the same way::
 
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE
 from ..domain.schedule import DEFAULT_DST_POLICY
 from ..wire import HEADER_CASES, spell_header
-from .tokens import GOOGLE_ISSUER, KEY_FILE_NAME
+from ._tokens import GOOGLE_ISSUER, KEY_FILE_NAME
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ._store import Store
 
 __all__ = [
     "ATTEMPTS_PAGE_SIZE",
@@ -127,6 +127,6 @@ class EmulatorOptions:
         :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged,
             of a later release, or on a full disk, naming the file and what to do.
         """
-        from .store import Store
+        from ._store import Store
 
         return Store(self.store_path(), retain_attempts=self.retain_attempts)

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .pubsub import PublishError
+from ._pubsub import PublishError
 
 __all__ = [
     "EmulatorPublisher",

@@ -3,9 +3,9 @@
 :class:`Emulator` is what the pytest plugin runs in-process and what the daemon wraps with a
 server. It puts the parts together (store, execution log, publisher, App Engine routing,
 token authority, fault plan, engine) from its
-:class:`~scheduler_emulator.runtime.options.EmulatorOptions`, and offers the jobs API
+:class:`~scheduler_emulator.runtime._options.EmulatorOptions`, and offers the jobs API
 (create, update, pause, run…, validated as the REST API does) and the attempt history over
-the :class:`~scheduler_emulator.runtime.engine.Engine`::
+the :class:`~scheduler_emulator.runtime._engine.Engine`::
 
     from datetime import UTC, datetime, timedelta
     from scheduler_emulator import Emulator, ManualClock
@@ -33,15 +33,15 @@ from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
 from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
-from .app_engine import AppEngineDispatcher, parse_app_engine_urls
-from .attempt_log import AttemptLog
-from .clock import Clock, ManualClock, SystemClock, require_aware
-from .http_client import HttpClient, http2_problem
-from .options import JOBS_PAGE_SIZE_MAX, EmulatorOptions
-from .pubsub import InProcessPublisher, Publisher, PubsubDispatcher
-from .store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
-from .tokens import TokenAuthority
-from .transports import HttpTransport, Transport
+from ._app_engine import AppEngineDispatcher, parse_app_engine_urls
+from ._attempt_log import AttemptLog
+from ._clock import Clock, ManualClock, SystemClock, require_aware
+from ._http_client import HttpClient, http2_problem
+from ._options import JOBS_PAGE_SIZE_MAX, EmulatorOptions
+from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
+from ._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
+from ._tokens import TokenAuthority
+from ._transports import HttpTransport, Transport
 
 __all__ = [
     "Emulator",
@@ -49,14 +49,14 @@ __all__ = [
 ]
 
 #: Largest and default ListJobs page (P15): a page size of 0 or less gives this many jobs, a
-#: larger one is clamped to it (its home: runtime/options.py).
+#: larger one is clamped to it (its home: runtime/_options.py).
 MAX_JOBS_PAGE_SIZE = JOBS_PAGE_SIZE_MAX
 
 
 class Emulator:
     """An in-process Cloud Scheduler.
 
-    Settings come from ``options`` (:class:`~scheduler_emulator.runtime.options.EmulatorOptions`)
+    Settings come from ``options`` (:class:`~scheduler_emulator.runtime._options.EmulatorOptions`)
     or the same fields as keywords (``Emulator(clock, project="shop")``), keywords winning;
     collaborators are arguments of their own, each built from the options when not given.
 
@@ -69,10 +69,10 @@ class Emulator:
     :param faults: a fault plan (:mod:`~scheduler_emulator.core.faults`); empty by default. Add
         rules later through :attr:`faults`.
     :param tokens: mints OIDC and OAuth tokens (§13); by default a
-        :class:`~scheduler_emulator.runtime.tokens.TokenAuthority` on ``clock`` with the data
+        :class:`~scheduler_emulator.runtime._tokens.TokenAuthority` on ``clock`` with the data
         directory's key (a fresh one in memory), the options' issuer and token time.
-    :param publisher: where Pub/Sub jobs publish (:mod:`~scheduler_emulator.runtime.pubsub`);
-        by default an :class:`~scheduler_emulator.runtime.pubsub.InProcessPublisher` that
+    :param publisher: where Pub/Sub jobs publish (:mod:`~scheduler_emulator.runtime._pubsub`);
+        by default an :class:`~scheduler_emulator.runtime._pubsub.InProcessPublisher` that
         records messages (:attr:`publisher`).
     :param settings: fields of :class:`EmulatorOptions` overriding ``options``.
     :raises TypeError: for a keyword that is not an option.
@@ -91,7 +91,7 @@ class Emulator:
         publisher: Publisher | None = None,
         **settings: Any,
     ) -> None:
-        from .engine import Engine  # engine imports schedule; keep module import light
+        from ._engine import Engine  # engine imports schedule; keep module import light
 
         options = replace(options or EmulatorOptions(), **settings)
         self.options = options

@@ -31,7 +31,7 @@ from typing import Any
 from ..domain.attempts import Attempt, Run, SkippedRun
 from ..domain.codec import job_to_json, parse_job
 from ..domain.resources import Job, State, Status
-from .data_file import (
+from ._data_file import (
     check_database,
     check_free_space,
     existing_size,
@@ -39,7 +39,7 @@ from .data_file import (
     startup_error,
     storage_error,
 )
-from .options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, DEFAULT_RETAIN_ATTEMPTS
+from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, DEFAULT_RETAIN_ATTEMPTS
 
 __all__ = [
     "add_condition",
@@ -62,7 +62,7 @@ _ADDED_COLUMNS = (
     ("attempts", "response_excerpt", "TEXT"),
     ("attempts", "response_content_type", "TEXT"),
 )
-#: Indexes of the read model (:mod:`~scheduler_emulator.runtime.read_model`): time-window
+#: Indexes of the read model (:mod:`~scheduler_emulator.runtime._read_model`): time-window
 #: queries over attempts, runs and skipped times read only the window.
 _READ_INDEXES = """
 CREATE INDEX IF NOT EXISTS attempts_start ON attempts (start_time);
@@ -180,7 +180,7 @@ class _Locked:
             raise storage_error(self._store.path, exc) from exc
 
 
-# Page sizes and retention: their one home is runtime/options.py.
+# Page sizes and retention: their one home is runtime/_options.py.
 DEFAULT_PAGE_SIZE = ATTEMPTS_PAGE_SIZE
 MAX_PAGE_SIZE = ATTEMPTS_PAGE_SIZE_MAX
 #: Retention is applied once per this many new attempts (amortised: one DELETE per batch).
@@ -686,7 +686,7 @@ class Store:
 
     def query(self, sql: str, args: Any = ()) -> list[Any]:
         """Run one read-only ``SELECT`` (deferred updates carried out first) and return its
-        rows: the read model (:mod:`~scheduler_emulator.runtime.read_model`) reads this way.
+        rows: the read model (:mod:`~scheduler_emulator.runtime._read_model`) reads this way.
 
         :param sql: the statement, with ``?`` placeholders.
         :param args: the placeholders' values.

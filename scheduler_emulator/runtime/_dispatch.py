@@ -28,7 +28,7 @@ from ..wire import (
     emulator_http2,
     scheduler_headers,
 )
-from .transports import DeliveryRequest
+from ._transports import DeliveryRequest
 
 __all__ = [
     "RequestTemplate",

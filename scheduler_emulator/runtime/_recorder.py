@@ -1,7 +1,7 @@
 """The recorder: carries out the scheduler core's decisions and records every attempt.
 
 It owns the engine lock, the store and the execution log. It never sends on its own and never
-asks which clock runs: a driver (:mod:`~scheduler_emulator.runtime.drivers`) decides when and
+asks which clock runs: a driver (:mod:`~scheduler_emulator.runtime._drivers`) decides when and
 in which thread each :class:`Delivery` is sent, then hands its end back to :meth:`Recorder.ended`.
 One attempt passes through it twice:
 
@@ -38,12 +38,12 @@ from ..core.scheduler import (
 from ..domain.attempts import Attempt
 from ..domain.outcomes import Failure, Outcome, classify_failure
 from ..domain.resources import Job, Status
-from .attempt_log import AttemptLog, log_target_type
-from .clock import Clock
-from .dispatchers import Dispatcher, NotDispatched, Prepared, dispatcher_for
-from .injection import Injected, outcome_of, send_with_faults
-from .store import Store
-from .transports import TransportResult
+from ._attempt_log import AttemptLog, log_target_type
+from ._clock import Clock
+from ._dispatchers import Dispatcher, NotDispatched, Prepared, dispatcher_for
+from ._injection import Injected, outcome_of, send_with_faults
+from ._store import Store
+from ._transports import TransportResult
 
 logger = logging.getLogger("scheduler_emulator")
 

@@ -17,8 +17,8 @@ from datetime import timedelta
 from ..core.faults import FaultRule
 from ..domain.attempts import Attempt
 from ..domain.outcomes import Failure, Outcome, classify_failure, classify_status
-from .clock import Clock
-from .transports import TransportResult
+from ._clock import Clock
+from ._transports import TransportResult
 
 __all__ = [
     "Injected",

@@ -25,7 +25,7 @@ from ..domain.errors import RPC_CODES
 from ..domain.resources import Job, State
 from ..domain.schedule import parse_schedule
 from ..domain.schedule_text import describe_schedule
-from .store import ATTEMPT_COLUMNS, Store, add_condition, attempt_from_row
+from ._store import ATTEMPT_COLUMNS, Store, add_condition, attempt_from_row
 
 __all__ = [
     "DEFAULT_FIRE_TIMES",

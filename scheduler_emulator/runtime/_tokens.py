@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..domain.errors import ConfigurationError
 from ..domain.resources import DEFAULT_OAUTH_SCOPE, Job
-from .clock import Clock, SystemClock
+from ._clock import Clock, SystemClock
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
