@@ -121,3 +121,23 @@ def wait_for(condition: Callable[[], T], bound_seconds: float, what: str | None 
             return value
         tick.wait(0.02)
     return value
+
+
+def send_started(transport: Any, request: Any, timeout_seconds: float) -> Any:
+    """Send ``request`` the threaded driver's way — ``transport.start`` (a
+    ``StartingTransport``), the result coming to a callback on another thread — and return that
+    result (a ``TransportResult``).
+
+    :raises AssertionError: when the transport cannot start the request, or no result came
+        within ``timeout_seconds`` plus 10 s.
+    """
+    results: list[Any] = []
+    came = threading.Event()
+
+    def done(result: Any) -> None:
+        results.append(result)
+        came.set()
+
+    assert transport.start(request, timeout_seconds, done), "the transport did not start it"
+    assert came.wait(timeout_seconds + 10), "no result came"
+    return results[0]

@@ -42,7 +42,7 @@ from ..wire import (
     scheduler_headers,
     spell_headers,
 )
-from ._dispatchers import NotDispatched, Prepared
+from ._dispatchers import NotDispatched, Prepared, prepared_request
 from ._options import DEFAULT_HEADER_CASE
 from ._transports import DeliveryRequest, Transport
 
@@ -196,10 +196,6 @@ class AppEngineDispatcher:
             "appEngineHost": app_engine_host(job),
         }
         deadline = job.attempt_deadline or DEFAULT_ATTEMPT_DEADLINE
-        transport = self.transport
-        return Prepared(
-            record,
-            deadline.total_seconds(),
-            lambda timeout: transport.send(request, timeout),
-            retry_always=APP_ENGINE_RETRY_ALWAYS,
+        return prepared_request(
+            record, deadline.total_seconds(), self.transport, request, APP_ENGINE_RETRY_ALWAYS
         )

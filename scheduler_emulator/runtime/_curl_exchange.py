@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CurlDeadline",
     "CurlExchange",
+    "configure",
+    "ended",
+    "http2_supported",
+    "prime",
 ]
 
 #: Methods that carry a body (and ``Content-Length: 0`` when it is empty), as in http.client.
@@ -107,55 +111,13 @@ class CurlExchange:
         elif http2 and not http2_supported():
             raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
         handle = self._handle(http2)
-        handle.setopt(pycurl.URL, url)
-        handle.setopt(pycurl.TIMEOUT_MS, max(1, int(timeout_seconds * 1000)))
-        # Values may hold U+0080-U+00FF (validation allows obs-text): latin-1, as http.client.
-        lines = [f"{name}: {value}".encode("latin-1") for name, value in headers.items()]
-        names = {name.lower() for name in headers}
-        if "accept-encoding" not in names:
-            lines.append(b"Accept-Encoding: identity")
-        lines += [b"Accept:", b"Expect:"]  # no header of curl's own
-        if "content-type" not in names:
-            lines.append(b"Content-Type:")
-        handle.setopt(pycurl.HTTPHEADER, lines)
-        if method == "GET" and not body:
-            handle.setopt(pycurl.HTTPGET, 1)
-        elif method == "HEAD" and not body:
-            handle.setopt(pycurl.NOBODY, 1)
-        else:
-            if body or method in _BODY_METHODS:
-                handle.setopt(pycurl.POSTFIELDSIZE, len(body))
-                handle.setopt(pycurl.POSTFIELDS, body)
-            else:
-                handle.setopt(pycurl.HTTPGET, 1)
-            if method != "POST":
-                handle.setopt(pycurl.CUSTOMREQUEST, method)
-        read = [0]
-        if sample is not None:
-            sample.restart(None)
-
-        def drop(chunk: bytes) -> int | None:
-            read[0] += len(chunk)
-            if sample is not None:
-                sample.take(chunk)
-            return None if read[0] <= self.max_body_bytes else 0  # 0 aborts the transfer
-
-        handle.setopt(pycurl.WRITEFUNCTION, drop)
+        configure(handle, method, url, headers, body, timeout_seconds, sample, self.max_body_bytes)
         try:
             handle.perform()
-            if sample is not None:
-                sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
-            return handle.getinfo(pycurl.RESPONSE_CODE), handle.getinfo(pycurl.REDIRECT_URL)
         except pycurl.error as exc:
-            code = exc.args[0]
-            status = handle.getinfo(pycurl.RESPONSE_CODE)
-            if code == pycurl.E_WRITE_ERROR and status:  # our cap: the status stands
-                if sample is not None:
-                    sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
-                return status, handle.getinfo(pycurl.REDIRECT_URL)
-            if code == pycurl.E_OPERATION_TIMEDOUT:
-                raise CurlDeadline() from None
-            raise _os_error(handle, code, str(exc.args[-1])) from None
+            return ended(handle, exc.args[0], str(exc.args[-1]), sample)
+        else:
+            return ended(handle, None, "", sample)
         finally:
             self._release(handle)
 
@@ -199,9 +161,90 @@ class CurlExchange:
             handle.close()
 
     def _defaults(self, handle: pycurl.Curl) -> None:
-        handle.setopt(pycurl.NOSIGNAL, 1)  # timeouts without SIGALRM: handles live in threads
-        handle.setopt(pycurl.HTTP_VERSION, self._versions[handle])
-        handle.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP)
+        prime(handle, self._versions[handle] == _H2)
+
+
+def prime(handle: pycurl.Curl, http2: bool) -> None:
+    """Give a new (or reset) handle the options every request shares: no signals (timeouts
+    without SIGALRM: handles live in threads), plain HTTP only, and the HTTP version (HTTP/2
+    with prior knowledge, or HTTP/1.1)."""
+    handle.setopt(pycurl.NOSIGNAL, 1)
+    handle.setopt(pycurl.HTTP_VERSION, _H2 if http2 else _H1)
+    handle.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP)
+
+
+def configure(
+    handle: pycurl.Curl,
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    timeout_seconds: float,
+    sample: ResponseSample | None,
+    max_body_bytes: int,
+) -> None:
+    """Set ``handle`` up for one request (its HTTP version and defaults already set): the
+    wire of the module docstring, the total timeout, and a body read up to ``max_body_bytes``
+    (past them the transfer is aborted) whose start goes to ``sample``. Shared by
+    :class:`CurlExchange` (one blocking request) and
+    :class:`~scheduler_emulator.runtime._curl_loop.CurlLoop` (many at once)."""
+    handle.setopt(pycurl.URL, url)
+    handle.setopt(pycurl.TIMEOUT_MS, max(1, int(timeout_seconds * 1000)))
+    # Values may hold U+0080-U+00FF (validation allows obs-text): latin-1, as http.client.
+    lines = [f"{name}: {value}".encode("latin-1") for name, value in headers.items()]
+    names = {name.lower() for name in headers}
+    if "accept-encoding" not in names:
+        lines.append(b"Accept-Encoding: identity")
+    lines += [b"Accept:", b"Expect:"]  # no header of curl's own
+    if "content-type" not in names:
+        lines.append(b"Content-Type:")
+    handle.setopt(pycurl.HTTPHEADER, lines)
+    if method == "GET" and not body:
+        handle.setopt(pycurl.HTTPGET, 1)
+    elif method == "HEAD" and not body:
+        handle.setopt(pycurl.NOBODY, 1)
+    else:
+        if body or method in _BODY_METHODS:
+            handle.setopt(pycurl.POSTFIELDSIZE, len(body))
+            handle.setopt(pycurl.POSTFIELDS, body)
+        else:
+            handle.setopt(pycurl.HTTPGET, 1)
+        if method != "POST":
+            handle.setopt(pycurl.CUSTOMREQUEST, method)
+    read = [0]
+    if sample is not None:
+        sample.restart(None)
+
+    def drop(chunk: bytes) -> int | None:
+        read[0] += len(chunk)
+        if sample is not None:
+            sample.take(chunk)
+        return None if read[0] <= max_body_bytes else 0  # 0 aborts the transfer
+
+    handle.setopt(pycurl.WRITEFUNCTION, drop)
+
+
+def ended(
+    handle: pycurl.Curl, code: int | None, message: str, sample: ResponseSample | None
+) -> tuple[int, str | None]:
+    """What the transfer on ``handle`` came to: the status and, for a redirect, the absolute
+    ``Location``.
+
+    :param code: libcurl's error code, ``None`` when the transfer succeeded.
+    :param message: libcurl's error text.
+    :raises CurlDeadline: when the total timeout passed first.
+    :raises OSError: when the connection failed, as ``http.client`` raises it
+        (:func:`_os_error`).
+    """
+    status = handle.getinfo(pycurl.RESPONSE_CODE)
+    # The body cap (a write error after a status) still counts as the status's answer.
+    if code is None or (code == pycurl.E_WRITE_ERROR and status):
+        if sample is not None:
+            sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
+        return status, handle.getinfo(pycurl.REDIRECT_URL)
+    if code == pycurl.E_OPERATION_TIMEDOUT:
+        raise CurlDeadline()
+    raise _os_error(handle, code, message)
 
 
 def _os_error(handle: pycurl.Curl, code: int, message: str) -> OSError:

@@ -1,26 +1,31 @@
-"""The delivery pool: a fixed set of threads sending attempts, with a cap per job.
+"""The delivery pool: attempts in progress, at most a few per job, none starving another.
 
-A slow target must delay only its own job. With one shared pool and no cap, 32 attempts of one
-job whose target drips its answer occupy every thread until their deadlines, and every other
-job stops firing. :class:`DeliveryPool` runs at most ``per_key`` tasks of the same key (the
-job's name) at once; further tasks of that key wait in their own queue, behind their own job,
-while other keys' tasks go on::
+A slow target must delay only its own job. :class:`DeliveryPool` runs at most ``per_key`` tasks
+of the same key (the job's name) at once; further tasks of that key wait in their own queue,
+behind their own job, while other keys' tasks go on::
 
     pool = DeliveryPool(workers=32, per_key=4)
-    pool.submit("projects/p/locations/l/jobs/slow", send_one_attempt)
+    pool.submit(job_name, send_one_attempt)             # holds a pool thread until it returns
+    pool.submit_async(job_name, begin_one_attempt)      # begin_one_attempt(done): returns at
+                                                        # once; done() when the target answered
     pool.shutdown()          # queued tasks are dropped; running ones finish on their own
 
-No target may starve another either: with 32 jobs whose targets drip their answers, a fixed
-pool of 32 threads would be held for whole deadlines while healthy jobs wait (production has no
-such shared limit). So the pool is elastic: ``workers`` threads are always there, and when
-tasks are ready but no task was taken or ended for :data:`STALL_SECONDS` (every thread is
-held by a slow target; seen twice in a row by a watcher that itself ran on time, so a machine
-too loaded to schedule the process does not count), a watcher adds threads — as many as
-tasks wait, up to :data:`GROW_AT_ONCE` per look — which leave again after
-:data:`SPARE_IDLE_SECONDS` without work.
-A burst of fast deliveries never grows it (tasks keep ending); each slow attempt costs at most
-one thread (a few hundred kB of memory), and the per-key cap bounds them per job. At most
-:data:`MAX_THREADS` threads run in all, a safety bound far above what a machine's jobs use.
+A task is *in progress* from the moment it is taken until it ends: a plain task when it
+returns, an async one when it calls ``done`` (from any thread). An async task waiting on its
+target holds no thread (the threaded driver's ``http://`` attempts, sent through libcurl's
+event loop, are such tasks), so 200 dripping targets cost 200 sockets, not 200 threads.
+
+No target may starve another either: at most ``workers`` tasks are in progress at first (a fast
+burst keeps to that many connections), and when tasks are ready but no task was taken or ended
+for :data:`STALL_SECONDS` — every slot held by slow targets; seen twice in a row by a watcher
+that itself ran on time, so a machine too loaded to schedule the process does not count — the
+watcher raises the limit by as many as tasks wait (up to :data:`GROW_AT_ONCE` per look). The
+limit falls back to ``workers`` once no more than that many are in progress. Threads follow the
+same rule for plain tasks (without ``pycurl``, or with fault rules, an attempt holds its thread):
+when every thread is busy in a stall, threads are added, which leave again after
+:data:`SPARE_IDLE_SECONDS` without work. A burst of fast deliveries grows neither (tasks keep
+ending). :data:`MAX_IN_PROGRESS` bounds the tasks in progress (each may hold a socket) and
+:data:`MAX_THREADS` the threads, safety bounds far above what a machine's jobs use.
 
 Threads are daemon threads: a target that never answers cannot keep the process alive at exit
 (the engine records what was left in flight, see ``Engine.stop``).
@@ -28,6 +33,7 @@ Threads are daemon threads: a target that never answers cannot keep the process 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -37,27 +43,36 @@ from ..realtime import real_monotonic
 __all__ = [
     "DeliveryPool",
     "GROW_AT_ONCE",
+    "MAX_IN_PROGRESS",
     "MAX_THREADS",
     "SPARE_IDLE_SECONDS",
     "STALL_SECONDS",
 ]
 
+logger = logging.getLogger("scheduler_emulator")
+
 Task = Callable[[], None]
+#: A task that ends later: called with ``done``, which it calls once when its work has ended.
+AsyncTask = Callable[[Callable[[], None]], None]
 #: Seconds without any task ending, while tasks wait, after which threads are added.
 STALL_SECONDS = 0.1
 #: Threads added at most per look of the watcher (it looks every STALL_SECONDS / 2).
 GROW_AT_ONCE = 64
 #: Seconds an added thread waits for work before it leaves.
 SPARE_IDLE_SECONDS = 10.0
-#: Threads at most, in all (a safety bound: each slow attempt holds one).
+#: Threads at most, in all (a safety bound: each slow plain task holds one).
 MAX_THREADS = 4096
+#: Tasks in progress at most (a safety bound: each slow attempt holds a socket; the daemon's
+#: open-file limit must allow this many, which ``scheduler-emulator start`` sees to).
+MAX_IN_PROGRESS = 8192
 
 
 class DeliveryPool:
-    """Run tasks on ``workers`` threads, at most ``per_key`` of the same key at a time.
+    """Run tasks, at most ``per_key`` of the same key at a time (see the module docstring).
 
-    :param workers: threads, started at once.
-    :param per_key: tasks of one key running at once, at least 1.
+    :param workers: threads started at once, and the tasks in progress at once until a stall
+        raises that limit.
+    :param per_key: tasks of one key in progress at once, at least 1.
     :param name: thread name prefix.
     :raises ValueError: if ``workers`` or ``per_key`` is below 1.
     """
@@ -68,14 +83,16 @@ class DeliveryPool:
         self.workers = workers
         self.per_key = per_key
         self._name = name
-        self._ready: deque[tuple[str, Task]] = deque()
-        self._running: dict[str, int] = {}
-        self._waiting: dict[str, deque[Task]] = {}
+        self._ready: deque[tuple[str, Task | None, AsyncTask | None]] = deque()
+        self._running: dict[str, int] = {}  # key -> its tasks in progress (or ready)
+        self._waiting: dict[str, deque[tuple[Task | None, AsyncTask | None]]] = {}
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._count = 0  # threads alive (the core ones and the added ones)
         self._idle = 0  # threads waiting for work
+        self._in_progress = 0  # tasks taken whose end has not come
+        self._limit = workers  # tasks in progress at most now
         self._progress = real_monotonic()  # when a task was last taken or ended
         self._watch_stop = threading.Event()
         self._start_threads()
@@ -83,22 +100,24 @@ class DeliveryPool:
         self._watcher.start()
 
     def submit(self, key: str, task: Task) -> None:
-        """Run ``task`` when a thread is free and fewer than ``per_key`` tasks of ``key`` run.
+        """Run ``task`` on a pool thread when fewer than ``per_key`` tasks of ``key`` are in
+        progress; it ends when it returns.
 
         :raises RuntimeError: after :meth:`shutdown`.
         """
-        with self._cond:
-            if self._closed:
-                raise RuntimeError("the delivery pool is shut down")
-            if self._running.get(key, 0) < self.per_key:
-                self._running[key] = self._running.get(key, 0) + 1
-                self._ready.append((key, task))
-                self._cond.notify()
-            else:
-                self._waiting.setdefault(key, deque()).append(task)
+        self._add(key, task, None)
+
+    def submit_async(self, key: str, task: AsyncTask) -> None:
+        """As :meth:`submit`, for a task that ends later: ``task(done)`` is called on a pool
+        thread and should return at once; it ends when ``done()`` is called (once, from any
+        thread, perhaps before ``task`` returns).
+
+        :raises RuntimeError: after :meth:`shutdown`.
+        """
+        self._add(key, None, task)
 
     def shutdown(self) -> int:
-        """Stop taking tasks and drop the queued ones; running tasks go on. Return how many
+        """Stop taking tasks and drop the queued ones; tasks in progress go on. Return how many
         queued tasks were dropped. Idempotent."""
         self._watch_stop.set()
         with self._cond:
@@ -111,9 +130,26 @@ class DeliveryPool:
 
     @property
     def threads(self) -> int:
-        """Threads alive now (``workers`` plus those added for slow targets)."""
+        """Threads alive now (``workers`` plus those added for slow plain tasks)."""
         with self._cond:
             return self._count
+
+    @property
+    def in_progress(self) -> int:
+        """Tasks taken whose end has not come (running, or waiting on their target)."""
+        with self._cond:
+            return self._in_progress
+
+    def _add(self, key: str, task: Task | None, async_task: AsyncTask | None) -> None:
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the delivery pool is shut down")
+            if self._running.get(key, 0) < self.per_key:
+                self._running[key] = self._running.get(key, 0) + 1
+                self._ready.append((key, task, async_task))
+                self._cond.notify()
+            else:
+                self._waiting.setdefault(key, deque()).append((task, async_task))
 
     def _start_threads(self) -> None:
         with self._cond:
@@ -126,7 +162,8 @@ class DeliveryPool:
             self._threads.append(thread)
 
     def _watch(self) -> None:
-        """Add threads while tasks wait and every thread is held (none taken or ended lately).
+        """Raise the limit (and add threads when every one is busy) while tasks wait and none
+        was taken or ended lately.
 
         A stall counts only when two looks in a row see it and each look came on time (its
         wait returned within :data:`STALL_SECONDS`): when the whole process was not scheduled
@@ -142,16 +179,21 @@ class DeliveryPool:
                 now = real_monotonic()
                 on_time = now - looked < STALL_SECONDS
                 stalled = now - self._progress >= STALL_SECONDS
-                if self._ready and stalled and self._idle == 0 and on_time:
+                if self._ready and stalled and on_time:
                     stalled_looks += 1
                 else:
                     stalled_looks = 0
-                grow = 0
+                threads = 0
                 if stalled_looks >= 2:
                     stalled_looks = 0
-                    grow = min(len(self._ready), GROW_AT_ONCE, MAX_THREADS - self._count)
-                    self._count += grow
-            for _ in range(grow):
+                    wanted = min(len(self._ready), GROW_AT_ONCE)
+                    self._limit = min(MAX_IN_PROGRESS, max(self._limit, self._in_progress + wanted))
+                    if self._idle == 0:
+                        threads = min(wanted, MAX_THREADS - self._count)
+                        self._count += threads
+                    self._progress = now  # the next look judges the grown pool
+                    self._cond.notify_all()
+            for _ in range(threads):
                 threading.Thread(
                     target=self._work,
                     args=(SPARE_IDLE_SECONDS,),
@@ -163,10 +205,11 @@ class DeliveryPool:
                 return
 
     def _work(self, idle_limit: float | None) -> None:
-        """Run ready tasks; a spare thread (``idle_limit`` seconds) leaves when idle that long."""
+        """Take ready tasks while the limit allows; a spare thread (``idle_limit`` seconds)
+        leaves when idle that long."""
         while True:
             with self._cond:
-                while not self._ready and not self._closed:
+                while not self._closed and not (self._ready and self._in_progress < self._limit):
                     self._idle += 1
                     woken = self._cond.wait(idle_limit)
                     self._idle -= 1
@@ -176,20 +219,45 @@ class DeliveryPool:
                 if self._closed:
                     self._count -= 1
                     return
-                key, task = self._ready.popleft()
+                key, task, async_task = self._ready.popleft()
+                self._in_progress += 1
                 self._progress = real_monotonic()
+            if async_task is None:
+                try:
+                    assert task is not None
+                    task()
+                except Exception:  # the task's own bug: log it, keep the thread
+                    logger.exception("a delivery task failed")
+                finally:
+                    self._end(key)
+                continue
+            ended = threading.Lock()
+
+            def done(key: str = key, ended: threading.Lock = ended) -> None:
+                if ended.acquire(blocking=False):  # once
+                    self._end(key)
+
             try:
-                task()
-            finally:
-                with self._cond:
-                    self._progress = real_monotonic()
-                    waiting = self._waiting.get(key)
-                    if waiting:
-                        self._ready.append((key, waiting.popleft()))
-                        if not waiting:
-                            del self._waiting[key]
-                        self._cond.notify()
-                    elif self._running.get(key, 0) <= 1:
-                        self._running.pop(key, None)
-                    else:
-                        self._running[key] -= 1
+                async_task(done)
+            except Exception:  # it could not begin: its place is given back
+                logger.exception("a delivery task failed to begin")
+                done()
+
+    def _end(self, key: str) -> None:
+        """A task of ``key`` ended: the next of its job becomes ready."""
+        with self._cond:
+            self._in_progress -= 1
+            self._progress = real_monotonic()
+            if self._in_progress <= self.workers:
+                self._limit = self.workers
+            waiting = self._waiting.get(key)
+            if waiting:
+                task, async_task = waiting.popleft()
+                self._ready.append((key, task, async_task))
+                if not waiting:
+                    del self._waiting[key]
+            elif self._running.get(key, 0) <= 1:
+                self._running.pop(key, None)
+            else:
+                self._running[key] -= 1
+            self._cond.notify()

@@ -16,17 +16,18 @@ The engine makes the HTTP dispatcher itself; the others are passed to it::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, Job
 from ..wire import spell_headers
 from ._dispatch import RequestTemplate, build_request, request_template
 from ._options import DEFAULT_HEADER_CASE
-from ._transports import Transport, TransportResult
+from ._transports import DeliveryRequest, StartingTransport, Transport, TransportResult
 
 if TYPE_CHECKING:
     from ._tokens import TokenAuthority
@@ -38,6 +39,7 @@ __all__ = [
     "NotDispatched",
     "Prepared",
     "dispatcher_for",
+    "prepared_request",
 ]
 
 
@@ -58,12 +60,37 @@ class Prepared:
         says what happened).
     :param retry_always: HTTP statuses retried whatever the retry config and not counted
         against ``retryCount`` (App Engine targets: ``{503}``, spec §3.5).
+    :param start: begins sending the attempt once without holding the calling thread, given
+        the deadline in seconds and a function called once with the result (on any thread);
+        returns ``False`` when it cannot (then ``send`` is used). ``None``: ``send`` only.
     """
 
     record: dict[str, Any]
     timeout_seconds: float
     send: Callable[[float], TransportResult]
     retry_always: frozenset[int] = frozenset()
+    start: Start | None = None
+
+
+#: Begins one send: ``start(deadline_seconds, done) -> began`` (see :attr:`Prepared.start`).
+Start = Callable[[float, Callable[[TransportResult], None]], bool]
+
+
+def prepared_request(
+    record: dict[str, Any],
+    timeout_seconds: float,
+    transport: Transport,
+    request: DeliveryRequest,
+    retry_always: frozenset[int] = frozenset(),
+) -> Prepared:
+    """The :class:`Prepared` of an attempt that is one HTTP request sent by ``transport``:
+    ``send`` through :meth:`~scheduler_emulator.runtime._transports.Transport.send`, and
+    ``start`` through the transport's ``start`` when it is a
+    :class:`~scheduler_emulator.runtime._transports.StartingTransport`."""
+    start = None
+    if _starts(type(transport)):
+        start = partial(cast(StartingTransport, transport).start, request)
+    return Prepared(record, timeout_seconds, partial(transport.send, request), retry_always, start)
 
 
 class Dispatcher(Protocol):
@@ -124,7 +151,14 @@ class HttpDispatcher:
             headers = spell_headers(dict(request.headers), self.header_case)
             request = replace(request, headers=headers)
         record = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
-        return Prepared(record, deadline, partial(self.transport.send, request))
+        return prepared_request(record, deadline, self.transport, request)
+
+
+@functools.cache
+def _starts(kind: type) -> bool:
+    """Whether transports of this class are :class:`StartingTransport` (asked once per class:
+    a protocol check per attempt costs more than the rest of preparing it)."""
+    return issubclass(kind, StartingTransport)
 
 
 #: Request templates kept at most (one per job; past that they are made afresh).

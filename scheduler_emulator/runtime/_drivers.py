@@ -9,11 +9,13 @@ The engine (:mod:`~scheduler_emulator.runtime._engine`) picks one driver at set-
   virtual instant at which it fell due; requests that ``deadline`` faults leave running are
   kept by :class:`~scheduler_emulator.runtime._injection.LateAnswers`.
 - :class:`ThreadedDriver` (a system clock): one engine thread waits for the next due instant
-  and hands attempts to a bounded pool (:mod:`~scheduler_emulator.runtime._delivery_pool`) that
-  sends at most ``max_per_job`` attempts of one job at once, so a slow target delays only its
-  own job; one ends thread records their ends, a batch per hold of the engine lock, their
-  store updates deferred (committed a few ms later, many per transaction). An attempt's
-  ``start_time`` is the instant it is sent.
+  and hands attempts to the delivery pool (:mod:`~scheduler_emulator.runtime._delivery_pool`),
+  which has at most ``max_per_job`` attempts of one job in progress at once, so a slow target
+  delays only its own job; an ``http://`` attempt (with ``pycurl``) waits on its target in
+  libcurl's event loop (:mod:`~scheduler_emulator.runtime._curl_loop`), holding no thread, so
+  no number of slow targets starves the others; one ends thread records their ends, a batch
+  per hold of the engine lock, their store updates deferred (committed a few ms later, many
+  per transaction). An attempt's ``start_time`` is the instant it is sent.
 
 Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime._recorder`) the same way;
 the engine contract tests run every scenario on both.
@@ -340,26 +342,33 @@ class ThreadedDriver:
             self._finish(delivery, Injected(TransportResult(), STOPPED))
             return
         try:
-            pool.submit(delivery.attempt.job, lambda: self._deliver(delivery))
+            pool.submit_async(delivery.attempt.job, lambda done: self._deliver(delivery, done))
         except RuntimeError:  # shut down meanwhile: stop() records it
             return
         self._wakeup.set()
 
-    def _deliver(self, delivery: Delivery) -> None:
-        """Send on a pool thread; the end is recorded by the ends thread (:meth:`_end_loop`)."""
+    def _deliver(self, delivery: Delivery, release: Callable[[], None]) -> None:
+        """Begin sending on a pool thread (:meth:`Recorder.start`: an ``http://`` attempt then
+        waits on its target without a thread); its end is recorded by the ends thread
+        (:meth:`_end_loop`), and ``release`` frees its place in the pool."""
         if self._stopping.is_set():
+            release()
             return  # taken from the queue as the engine stopped: stop() records it
+
+        def ended(injected: Injected) -> None:
+            with self._ends_ready:
+                self._ends.append((delivery, injected))
+                if len(self._ends) == 1:
+                    self._ends_ready.notify()
+            release()
+
         try:
             self.recorder.sent_now(delivery)
-            injected = self.recorder.send(delivery)
+            self.recorder.start(delivery, ended)
         except Exception as exc:  # e.g. the log's file is gone: log, count, record it still
             self.recorder.note_error(exc, f"job {delivery.attempt.job_id}: attempt not sent")
             detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
-            injected = Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
-        with self._ends_ready:
-            self._ends.append((delivery, injected))
-            if len(self._ends) == 1:
-                self._ends_ready.notify()
+            ended(Injected(TransportResult(), Outcome("UNKNOWN", detail, None)))
 
     def _end_loop(self) -> None:
         """The ends thread: record the ends of attempts sent on the pool, a batch per hold of

@@ -26,7 +26,7 @@ import select
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -36,6 +36,7 @@ from ._redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, next_hop
 
 if TYPE_CHECKING:
     from ._curl_exchange import CurlExchange
+    from ._curl_loop import CurlLoop
 
 __all__ = [
     "DeadlineExceeded",
@@ -184,6 +185,7 @@ class HttpClient:
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
         self._curl: CurlExchange | None = None
+        self._loop: CurlLoop | None = None  # made on first start()
         if http2:
             reason = http2_problem() if curl is not False else "curl=False excludes libcurl"
             if reason is not None:
@@ -234,10 +236,100 @@ class HttpClient:
         if http2 and self._curl is None:
             raise ValueError(f"HTTP/2 deliveries are not possible: {http2_problem()}")
         deadline = real_monotonic() + deadline_seconds
-        guard: _Guard | None = None  # armed for the first hop through http.client
-        hop: Hop | None = Hop(method, url, headers, body)
+        return self._hops(Hop(method, url, headers, body), deadline, sample, http2, MAX_REDIRECTS)
+
+    def start(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        deadline_seconds: float,
+        sample: ResponseSample | None,
+        http2: bool | None,
+        done: Callable[[int | None, BaseException | None], None],
+    ) -> bool:
+        """Begin the request of :meth:`request` without holding the calling thread, when it can
+        go that way: an ``http://`` URL and ``pycurl`` installed (the exchange is one of
+        :class:`~scheduler_emulator.runtime._curl_loop.CurlLoop`'s, whose thread is started
+        on first use). Redirects are followed as :meth:`request` follows them; one to an
+        ``https://`` URL finishes on a thread of its own (``http.client``).
+
+        :param done: called once, on another thread, with ``(status, None)`` or
+            ``(None, exc)``: the exceptions :meth:`request` raises.
+        :return: ``True`` if it began (``done`` will be called), ``False`` if nothing was sent
+            (call :meth:`request` instead).
+        """
+        if self._curl is None or url[:7].lower() != "http://":
+            return False
+        with self._lock:
+            if self._loop is None:
+                from ._curl_loop import CurlLoop
+
+                self._loop = CurlLoop(self.max_body_bytes, http2=self._curl.http2)
+        deadline = real_monotonic() + deadline_seconds
+        self._start_hop(Hop(method, url, headers, body), deadline, sample, http2, done)
+        return True
+
+    def _start_hop(
+        self,
+        hop: Hop,
+        deadline: float,
+        sample: ResponseSample | None,
+        http2: bool | None,
+        done: Callable[[int | None, BaseException | None], None],
+        redirects_left: int = MAX_REDIRECTS,
+    ) -> None:
+        loop, curl = self._loop, self._curl
+        assert loop is not None and curl is not None
+        left = deadline - real_monotonic()
+        if left <= 0:
+            done(None, DeadlineExceeded())
+            return
+        if hop.url[:7].lower() != "http://":  # redirected to https://: http.client, on a thread
+
+            def rest() -> None:
+                try:
+                    status = self._hops(hop, deadline, sample, http2, redirects_left)
+                except (OSError, http.client.HTTPException, ValueError, DeadlineExceeded) as exc:
+                    done(None, exc)
+                else:
+                    done(status, None)
+
+            threading.Thread(target=rest, name="https-redirect", daemon=True).start()
+            return
+
+        def hop_done(status: int | None, location: str | None, exc: BaseException | None) -> None:
+            if exc is not None or status is None:
+                done(None, DeadlineExceeded() if isinstance(exc, curl.Deadline) else exc)
+                return
+            following = next_hop(status, location, hop)
+            if following is None:
+                done(status, None)
+            elif redirects_left == 0:
+                done(None, ValueError(TOO_MANY_REDIRECTS))
+            else:
+                self._start_hop(following, deadline, sample, http2, done, redirects_left - 1)
+
         try:
-            for _ in range(MAX_REDIRECTS + 1):
+            loop.submit(hop.method, hop.url, hop.headers, hop.body, left, sample, http2, hop_done)
+        except (RuntimeError, ValueError) as exc:  # closed meanwhile; no HTTP/2 in libcurl
+            done(None, OSError(str(exc)) if isinstance(exc, RuntimeError) else exc)
+
+    def _hops(
+        self,
+        first: Hop,
+        deadline: float,
+        sample: ResponseSample | None,
+        http2: bool | None,
+        redirects: int,
+    ) -> int:
+        """Send ``first`` and follow up to ``redirects`` redirects by ``deadline`` (real
+        monotonic seconds); return the final status (see :meth:`request`)."""
+        guard: _Guard | None = None  # armed for the first hop through http.client
+        hop: Hop | None = first
+        try:
+            for _ in range(redirects + 1):
                 assert hop is not None
                 if self._curl is not None and hop.url[:7].lower() == "http://":
                     status, location = self._curl_once(hop, deadline, sample, http2)
@@ -266,6 +358,10 @@ class HttpClient:
                 conn.close()
         if self._curl is not None:
             self._curl.close()
+        with self._lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.close()
 
     def _curl_once(
         self,

@@ -10,7 +10,8 @@ One attempt passes through it twice:
    dispatcher of the job's target kind to prepare the attempt (looked up once; a failure to
    prepare is recorded on the attempt), and records the attempt as started — before anything
    is sent, so a crash loses nothing. It returns the deliveries to send.
-2. :meth:`Recorder.send` (no lock) sends one delivery through the fault plan;
+2. :meth:`Recorder.send` (no lock) sends one delivery through the fault plan (the threaded
+   driver uses :meth:`Recorder.start`, which holds no thread while the target answers);
    :meth:`Recorder.ended` (lock held) records its end, logs it, and returns the core's next
    decisions (a retry, the run's end, a delayed run) for the driver to carry out.
 """
@@ -20,12 +21,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from ..core.faults import AttemptContext, FaultPlan
+from ..core.faults import AttemptContext, FaultPlan, FaultRule
 from ..core.scheduler import (
     AttemptEnd,
     Decision,
@@ -182,9 +183,35 @@ class Recorder:
 
     def send(self, delivery: Delivery) -> Injected:
         """Send one attempt (no lock held) through the fault plan; return what happened."""
+        return self._send(delivery, self._rules(delivery))
+
+    def start(self, delivery: Delivery, done: Callable[[Injected], None]) -> None:
+        """Send one attempt (no lock held) and call ``done`` once with what happened: without
+        holding this thread when no fault rule applies and the attempt can begin that way
+        (:attr:`~scheduler_emulator.runtime._dispatchers.Prepared.start`: ``done`` is then
+        called on another thread, when the target answers); otherwise as :meth:`send`, in this
+        thread, before returning."""
+        rules = self._rules(delivery)
+        start = delivery.prepared.start
+        if not rules and start is not None:
+            try:
+                if start(
+                    delivery.prepared.timeout_seconds,
+                    lambda result: done(Injected(result, outcome_of(result))),
+                ):
+                    return
+            except Exception as exc:  # a bug of ours: record the attempt rather than lose it
+                done(self._failed(delivery, exc))
+                return
+        done(self._send(delivery, rules))
+
+    def _rules(self, delivery: Delivery) -> list[FaultRule]:
+        """The fault rules that fire for this attempt (decided once per attempt)."""
+        return self.faults.decide(_context(delivery)) if self.faults.rules else []
+
+    def _send(self, delivery: Delivery, rules: list[FaultRule]) -> Injected:
         attempt = delivery.attempt
         try:
-            rules = self.faults.decide(_context(delivery)) if self.faults.rules else []
             timeout = delivery.prepared.timeout_seconds
             if rules:
                 injected = send_with_faults(
@@ -200,10 +227,15 @@ class Recorder:
                 result = delivery.prepared.send(timeout)
                 injected = Injected(result, outcome_of(result))
         except Exception as exc:  # a bug of ours: record the attempt rather than lose it
-            self.note_error(exc, f"job {attempt.job_id}: attempt {attempt.attempt} not sent")
-            detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
-            injected = Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
+            injected = self._failed(delivery, exc)
         return injected
+
+    def _failed(self, delivery: Delivery, exc: Exception) -> Injected:
+        """Note an emulator error while sending; what the attempt records."""
+        attempt = delivery.attempt
+        self.note_error(exc, f"job {attempt.job_id}: attempt {attempt.attempt} not sent")
+        detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
+        return Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
 
     # ---------------------------------------------------------------- ends
 

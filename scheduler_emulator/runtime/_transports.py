@@ -30,7 +30,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 from ..domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
@@ -45,6 +45,7 @@ __all__ = [
     "DeliveryRequest",
     "HttpTransport",
     "MountTransport",
+    "StartingTransport",
     "Transport",
     "TransportResult",
     "WsgiTransport",
@@ -120,6 +121,24 @@ class Transport(Protocol):
         ...
 
 
+@runtime_checkable
+class StartingTransport(Transport, Protocol):
+    """A transport that can also begin a delivery without holding the calling thread (the
+    threaded driver sends through :meth:`start` when a transport has it, so that an attempt
+    waiting on a slow target holds no thread)."""
+
+    def start(
+        self,
+        request: DeliveryRequest,
+        timeout_seconds: float,
+        done: Callable[[TransportResult], None],
+    ) -> bool:
+        """Begin delivering ``request``; call ``done`` once, on any thread, with the result
+        :meth:`Transport.send` would return. Return ``False`` (and call nothing) when this
+        request cannot be sent that way: the caller then uses :meth:`Transport.send`."""
+        ...
+
+
 class HttpTransport:
     """Real HTTP delivery over kept-alive connections (:mod:`~scheduler_emulator.runtime.
     http_client`): the attempt deadline bounds the whole attempt, and response bodies are read
@@ -150,19 +169,58 @@ class HttpTransport:
                 sample,
                 http2=request.http2,
             )
-        except DeadlineExceeded:
-            return TransportResult(
-                failure=Failure.DEADLINE, detail=f"No response within {timeout_seconds:g} s."
-            )
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            return TransportResult(failure=Failure.CONNECTION, detail=_reason(exc))
-        return TransportResult(
-            status=status, excerpt=excerpt_text(sample.body), content_type=sample.content_type
+        except (DeadlineExceeded, OSError, http.client.HTTPException, ValueError) as exc:
+            return _http_result(None, exc, timeout_seconds, sample)
+        return _http_result(status, None, timeout_seconds, sample)
+
+    def start(
+        self,
+        request: DeliveryRequest,
+        timeout_seconds: float,
+        done: Callable[[TransportResult], None],
+    ) -> bool:
+        """Begin :meth:`send` without holding the calling thread when the HTTP client can
+        (:meth:`~scheduler_emulator.runtime._http_client.HttpClient.start`: ``http://`` with
+        ``pycurl``); ``done`` gets the same result :meth:`send` would return, on another thread.
+
+        :return: ``False`` when nothing was sent (use :meth:`send`).
+        """
+        sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
+
+        def ended(status: int | None, exc: BaseException | None) -> None:
+            done(_http_result(status, exc, timeout_seconds, sample))
+
+        return self.client.start(
+            request.method,
+            request.url,
+            request.headers,
+            request.body,
+            timeout_seconds,
+            sample,
+            request.http2,
+            ended,
         )
 
     def close(self) -> None:
         """Close the kept-alive connections (the emulator is closing)."""
         self.client.close()
+
+
+def _http_result(
+    status: int | None, exc: BaseException | None, timeout_seconds: float, sample: ResponseSample
+) -> TransportResult:
+    """What an HTTP exchange came to: its final status, or the failure ``exc`` stands for."""
+    if status is not None:
+        return TransportResult(
+            status=status, excerpt=excerpt_text(sample.body), content_type=sample.content_type
+        )
+    if isinstance(exc, DeadlineExceeded):
+        return TransportResult(
+            failure=Failure.DEADLINE, detail=f"No response within {timeout_seconds:g} s."
+        )
+    if isinstance(exc, (OSError, http.client.HTTPException, ValueError)):
+        return TransportResult(failure=Failure.CONNECTION, detail=_reason(exc))
+    raise AssertionError(f"an HTTP exchange ended with neither a status nor a failure: {exc!r}")
 
 
 _ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
@@ -455,6 +513,20 @@ class MountTransport:
             if matches and (best is None or len(prefix) > best[0]):
                 best = (len(prefix), app)
         return best[1] if best else None
+
+    def start(
+        self,
+        request: DeliveryRequest,
+        timeout_seconds: float,
+        done: Callable[[TransportResult], None],
+    ) -> bool:
+        """Begin an unmounted URL's delivery through the fallback transport without holding the
+        calling thread, when it can (:class:`StartingTransport`); a mounted URL is delivered
+        by :meth:`send` (``False``)."""
+        fallback = self.fallback
+        if self.find(request.url) is not None or not isinstance(fallback, StartingTransport):
+            return False
+        return fallback.start(request, timeout_seconds, done)
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Deliver in-process when the URL is mounted, else through the fallback transport.

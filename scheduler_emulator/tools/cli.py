@@ -640,6 +640,23 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
     )
 
 
+def _open_file_room() -> None:
+    """Raise this process's soft limit of open files toward its hard limit, so that the
+    attempts the delivery pool lets wait on slow targets at once (each holds a socket; at most
+    ``MAX_IN_PROGRESS``) do not fail for want of file descriptors (many systems start processes
+    at 1,024)."""
+    import resource
+
+    from ..runtime._delivery_pool import MAX_IN_PROGRESS
+
+    wanted = 2 * MAX_IN_PROGRESS + 1024  # sockets, plus the store, the log and the server's
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        ceiling = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        if ceiling > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
+
+
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon until SIGINT or SIGTERM."""
     from ..server.server import is_loopback, serve
@@ -661,6 +678,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         lock = DataDirLock(args.data_dir or default_data_dir())
         lock.acquire()
     check_port_free(args.host, args.port)
+    _open_file_room()
     log_format = log_format_for(args.log_format, args.log_file, out)
     options = options_from_args(args)
     where = "in memory" if options.data_dir is None else f"data dir {options.data_dir}"

@@ -19,7 +19,7 @@ from scheduler_emulator.runtime._transports import (
     WsgiTransport,
 )
 from tests.daemon import running_daemon, serving
-from tests.support import Received, RecordingTarget, nightly_job, wait_for
+from tests.support import Received, RecordingTarget, nightly_job, send_started, wait_for
 
 STATUSES = [301, 302, 303, 307, 308]
 METHODS = ["POST", "PUT", "PATCH", "GET", "DELETE", "HEAD", "OPTIONS"]
@@ -71,8 +71,11 @@ def test_every_transport_makes_the_same_second_hop(status: int, method: str) -> 
         for name, curl in ways:
             transport = HttpTransport(HttpClient(curl=curl))
             results[name] = transport.send(real, 5)
-            transport.close()
             hops[name] = second_hop(target.recorder.requests[-1])
+            if curl:  # and as the threaded driver sends: libcurl's event loop
+                results["event loop"] = send_started(transport, real, 5)
+                hops["event loop"] = second_hop(target.recorder.requests[-1])
+            transport.close()
     assert {r.status for r in results.values()} == {204}
     assert len(set(hops.values())) == 1, hops
     expected = next_hop(status, "/new", Hop(method, "http://a.test/old", HEADERS, body))
@@ -107,6 +110,9 @@ def test_a_redirect_loop_fails_with_the_same_text_everywhere() -> None:
     in_process = WsgiTransport(loop).send(DeliveryRequest("GET", "http://a.test/", {}), 5)
     with serving(loop) as base:  # type: ignore[arg-type]
         real = HttpTransport(HttpClient(curl=False)).send(DeliveryRequest("GET", base, {}), 5)
+        if HttpClient().uses_curl:  # the threaded driver's way: libcurl's event loop
+            started = send_started(HttpTransport(), DeliveryRequest("GET", base, {}), 5)
+            assert (started.failure, started.detail) == (real.failure, real.detail)
     assert (in_process.failure, in_process.detail) == (real.failure, real.detail)
     assert real.detail == TOO_MANY_REDIRECTS
 

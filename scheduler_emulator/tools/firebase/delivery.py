@@ -30,7 +30,7 @@ from functools import partial
 
 from ...domain.outcomes import Outcome
 from ...domain.resources import Job
-from ...runtime._dispatchers import Dispatcher, Prepared
+from ...runtime._dispatchers import Dispatcher, Prepared, Start, prepared_request
 from ...runtime._transports import DeliveryRequest, Transport, TransportResult
 from ...wire import format_timestamp, parse_schedule_time
 from .functions import legacy_event
@@ -90,7 +90,8 @@ class FirebaseDispatcher:
             prepared = self._legacy(job, route, format_timestamp(at))
         else:
             prepared = self.inner.prepare(job, schedule_time, now)
-        return replace(prepared, send=partial(self._send, prepared.send))
+        start = None if prepared.start is None else partial(self._start, prepared.start)
+        return replace(prepared, send=partial(self._send, prepared.send), start=start)
 
     def _legacy(self, job: Job, route: Route, timestamp: str) -> Prepared:
         target = job.pubsub_target
@@ -114,10 +115,17 @@ class FirebaseDispatcher:
             "headers": headers,
             "event": event,
         }
-        return Prepared(record, route.deadline_seconds, partial(self.transport.send, request))
+        return prepared_request(record, route.deadline_seconds, self.transport, request)
 
     def _send(self, send: Callable[[float], TransportResult], timeout: float) -> TransportResult:
-        result = send(timeout)
+        return self._answered(send(timeout))
+
+    def _start(self, start: Start, timeout: float, done: Callable[[TransportResult], None]) -> bool:
+        return start(timeout, lambda result: done(self._answered(result)))
+
+    def _answered(self, result: TransportResult) -> TransportResult:
+        """What a function's answer means here: 204 is the Functions emulator's "triggers
+        disabled", a 404 asks for the routes again."""
         if result.status == 204 and result.outcome is None:
             result.outcome = Outcome("OK", TRIGGERS_DISABLED, 204)
         elif result.status == 404 and self.on_not_found is not None:

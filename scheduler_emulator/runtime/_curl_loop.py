@@ -1,0 +1,318 @@
+"""Many HTTP exchanges at once on one thread: libcurl's multi interface, driven by events.
+
+:class:`CurlLoop` is how the threaded driver sends ``http://`` attempts when ``pycurl`` is
+installed. An attempt waiting on its target holds no thread: its transfer is one of the
+loop's, and the loop's thread sleeps in ``epoll`` (``selectors``) until a socket is ready or
+libcurl's next timeout falls due. So 200 targets that drip their answers a byte a second cost
+200 sockets and a few callbacks a second, not 200 threads, and other jobs' attempts leave on
+time beside them::
+
+    loop = CurlLoop(max_body_bytes=1 << 20)
+    loop.submit("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b"", 15.0, None, False, done)
+    # done(status, location, None) or done(None, None, exc) is called on the loop's thread
+    loop.close()
+
+Each transfer is configured exactly as :class:`~scheduler_emulator.runtime._curl_exchange.
+CurlExchange` configures its blocking one (:func:`~scheduler_emulator.runtime.
+_curl_exchange.configure`) and its end read the same way (:func:`~scheduler_emulator.runtime.
+_curl_exchange.ended`): the same wire, total deadline (libcurl's ``CURLOPT_TIMEOUT_MS``, run by
+the loop's timer), body cap and failure texts. Connections are kept alive in the multi handle's
+cache and shared by all transfers; HTTP/2 transfers to one origin share a connection
+(multiplexed), as an HTTP/2 client does.
+
+How it is driven (libcurl's "multi_socket" API): libcurl tells the loop which sockets to watch
+(``M_SOCKETFUNCTION``) and when to call it back (``M_TIMERFUNCTION``); the loop watches them
+with a selector, plus one socket pair that other threads write to when they submit, and calls
+``socket_action`` for each event. Callbacks (done, the body writer) run on the loop's thread and
+must be quick.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import selectors
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+import pycurl
+
+from ..realtime import real_monotonic
+from ._curl_exchange import CurlDeadline, configure, ended, http2_supported, prime
+
+if TYPE_CHECKING:
+    from ._http_client import ResponseSample
+
+__all__ = [
+    "CurlLoop",
+    "Done",
+]
+
+logger = logging.getLogger("scheduler_emulator")
+
+#: Called once per transfer on the loop's thread: ``(status, location, None)`` when an answer
+#: came (``location``: the absolute ``Location`` of a redirect, else ``None``), or
+#: ``(None, None, exc)`` — :class:`~scheduler_emulator.runtime._curl_exchange.CurlDeadline`
+#: when the deadline passed, an :class:`OSError` when the connection failed or the loop closed.
+Done = Callable[[int | None, str | None, BaseException | None], None]
+
+#: Idle easy handles kept for reuse (a handle is a few kB; more are closed).
+_FREE_HANDLES = 256
+#: Kept-alive connections at most in the multi handle's cache.
+_MAX_CONNECTS = 512
+
+
+class _Transfer(NamedTuple):
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes
+    timeout_seconds: float
+    sample: ResponseSample | None
+    http2: bool
+    done: Done
+
+
+class CurlLoop:
+    """Runs HTTP exchanges concurrently on one thread of its own (started on first use);
+    thread-safe.
+
+    :param max_body_bytes: response body bytes read at most per exchange; past them the
+        transfer is aborted and the status already received counts.
+    :param http2: the default of :meth:`submit`'s ``http2``.
+    :raises ValueError: with ``http2`` when this libcurl has no HTTP/2 (the message says so).
+    """
+
+    def __init__(self, max_body_bytes: int, *, http2: bool = False) -> None:
+        if http2 and not http2_supported():
+            raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
+        self.max_body_bytes = max_body_bytes
+        self.http2 = http2
+        self._lock = threading.Lock()
+        self._submitted: deque[_Transfer] = deque()
+        self._woken = False  # a byte is in the wake-up pair and not yet read
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._wake_read.setblocking(False)
+        self._wake_write.setblocking(False)
+        # Loop-thread state.
+        self._multi = pycurl.CurlMulti()
+        self._multi.setopt(pycurl.M_SOCKETFUNCTION, self._on_socket)
+        self._multi.setopt(pycurl.M_TIMERFUNCTION, self._on_timer)
+        self._multi.setopt(pycurl.M_MAXCONNECTS, _MAX_CONNECTS)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._wake_read, selectors.EVENT_READ)
+        self._watched: set[int] = set()
+        self._timer_at: float | None = None
+        self._running: dict[pycurl.Curl, _Transfer] = {}
+        self._free: list[pycurl.Curl] = []
+
+    @property
+    def in_flight(self) -> int:
+        """Exchanges submitted whose ``done`` has not been called yet."""
+        with self._lock:
+            return len(self._submitted) + len(self._running)
+
+    def submit(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout_seconds: float,
+        sample: ResponseSample | None,
+        http2: bool | None,
+        done: Done,
+    ) -> None:
+        """Start one exchange (no redirect is followed); ``done`` is called once when it ends.
+
+        :param url: an absolute ``http://`` URL.
+        :param timeout_seconds: the exchange ends within this many seconds.
+        :param sample: where to keep the body's start and the ``Content-Type``.
+        :param http2: ``True``: HTTP/2 with prior knowledge (h2c); ``False``: HTTP/1.1;
+            ``None``: the loop's default.
+        :raises RuntimeError: after :meth:`close`.
+        :raises ValueError: for ``http2=True`` when this libcurl has no HTTP/2.
+        """
+        if http2 is None:
+            http2 = self.http2
+        elif http2 and not http2_supported():
+            raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
+        transfer = _Transfer(method, url, headers, body, timeout_seconds, sample, http2, done)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the HTTP client is closed")
+            self._submitted.append(transfer)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="curl-loop", daemon=True)
+                self._thread.start()
+            wake, self._woken = not self._woken, True
+        if wake:
+            with contextlib.suppress(BlockingIOError):  # full: the loop is awake anyway
+                self._wake_write.send(b"\0")
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the loop: exchanges still running end with an :class:`OSError` (their ``done``
+        is called), connections are closed. Waits up to ``timeout`` seconds for the loop's
+        thread. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            thread = self._thread
+        with contextlib.suppress(OSError):
+            self._wake_write.send(b"\0")
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        if thread is None:
+            self._teardown()
+
+    # ---------------------------------------------------------------- the loop's thread
+
+    def _run(self) -> None:
+        try:
+            while not self._closed:
+                timeout = None
+                if self._timer_at is not None:
+                    timeout = max(0.0, self._timer_at - real_monotonic())
+                for key, mask in self._selector.select(timeout):
+                    if key.fileobj is self._wake_read:
+                        self._drain_wake()
+                        continue
+                    action = (pycurl.CSELECT_IN if mask & selectors.EVENT_READ else 0) | (
+                        pycurl.CSELECT_OUT if mask & selectors.EVENT_WRITE else 0
+                    )
+                    self._multi.socket_action(key.fd, action)
+                if self._timer_at is not None and self._timer_at <= real_monotonic():
+                    self._timer_at = None
+                    self._multi.socket_action(pycurl.SOCKET_TIMEOUT, 0)
+                self._add_submitted()
+                self._collect()
+        finally:
+            self._teardown()
+
+    def _drain_wake(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while self._wake_read.recv(4096):
+                pass
+
+    def _add_submitted(self) -> None:
+        # Taking the batch and clearing the flag in one hold of the lock: a submit after it
+        # sees the flag down and writes a byte, so no transfer waits unseen.
+        with self._lock:
+            batch, self._submitted = self._submitted, deque()
+            self._woken = False
+        for transfer in batch:
+            handle = self._free.pop() if self._free else pycurl.Curl()
+            prime(handle, transfer.http2)
+            try:
+                configure(
+                    handle,
+                    transfer.method,
+                    transfer.url,
+                    transfer.headers,
+                    transfer.body,
+                    transfer.timeout_seconds,
+                    transfer.sample,
+                    self.max_body_bytes,
+                )
+                with self._lock:
+                    self._running[handle] = transfer
+                self._multi.add_handle(handle)
+            except (pycurl.error, UnicodeEncodeError, ValueError) as exc:
+                with self._lock:
+                    self._running.pop(handle, None)
+                self._recycle(handle)
+                _call(transfer.done, None, None, OSError(f"the request could not be made: {exc}"))
+
+    def _collect(self) -> None:
+        """Call ``done`` for every transfer libcurl has finished."""
+        while True:
+            queued, succeeded, failed = self._multi.info_read()
+            for handle in succeeded:
+                self._finish(handle, None, "")
+            for handle, code, message in failed:
+                self._finish(handle, code, message)
+            if not queued:
+                return
+
+    def _finish(self, handle: pycurl.Curl, code: int | None, message: str) -> None:
+        self._multi.remove_handle(handle)
+        with self._lock:
+            transfer = self._running.pop(handle)
+        try:
+            status, location = ended(handle, code, message, transfer.sample)
+        except (CurlDeadline, OSError) as exc:
+            outcome: tuple[int | None, str | None, BaseException | None] = (None, None, exc)
+        else:
+            outcome = (status, location, None)
+        self._recycle(handle)
+        _call(transfer.done, *outcome)
+
+    def _recycle(self, handle: pycurl.Curl) -> None:
+        handle.reset()
+        if len(self._free) < _FREE_HANDLES:
+            self._free.append(handle)
+        else:
+            handle.close()
+
+    def _on_socket(self, what: int, fd: int, multi: object, data: object) -> None:
+        if what == pycurl.POLL_REMOVE:
+            if fd in self._watched:
+                self._watched.discard(fd)
+                with contextlib.suppress(KeyError, ValueError, OSError):
+                    self._selector.unregister(fd)
+            return
+        events = {
+            pycurl.POLL_IN: selectors.EVENT_READ,
+            pycurl.POLL_OUT: selectors.EVENT_WRITE,
+            pycurl.POLL_INOUT: selectors.EVENT_READ | selectors.EVENT_WRITE,
+        }[what]
+        try:
+            if fd in self._watched:
+                self._selector.modify(fd, events)
+            else:
+                self._selector.register(fd, events)
+                self._watched.add(fd)
+        except (KeyError, ValueError, OSError):  # a closed fd's number, reused: start afresh
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self._selector.unregister(fd)
+            self._selector.register(fd, events)
+            self._watched.add(fd)
+
+    def _on_timer(self, timeout_ms: int) -> None:
+        self._timer_at = None if timeout_ms < 0 else real_monotonic() + timeout_ms / 1000
+
+    def _teardown(self) -> None:
+        """End what is still running (their ``done`` told the loop closed) and free it all."""
+        with self._lock:
+            running, self._running = self._running, {}
+            submitted, self._submitted = self._submitted, deque()
+        closed = "the HTTP client was closed before the target answered"
+        for handle, transfer in running.items():
+            with contextlib.suppress(pycurl.error):
+                self._multi.remove_handle(handle)
+            handle.close()
+            _call(transfer.done, None, None, OSError(closed))
+        for transfer in submitted:
+            _call(transfer.done, None, None, OSError(closed))
+        for handle in self._free:
+            handle.close()
+        self._free.clear()
+        self._multi.close()
+        self._selector.close()
+        self._wake_read.close()
+        self._wake_write.close()
+
+
+def _call(done: Done, status: int | None, location: str | None, exc: BaseException | None) -> None:
+    """Call ``done``; an error in it is logged, not raised into the loop (which would stop
+    every other exchange)."""
+    try:
+        done(status, location, exc)
+    except Exception:
+        logger.exception("an HTTP exchange's completion failed")
