@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from scheduler_emulator import SystemClock
+from scheduler_emulator import HttpTarget, SystemClock
+from scheduler_emulator.domain.resources import HttpMethod
 from scheduler_emulator.realtime import real_monotonic
 
 TARGET = "http://target.test/_triggers/timer/nightly"
@@ -99,6 +100,30 @@ def assert_delivered(
     assert request.headers["X-Cloudscheduler-Scheduletime"] == schedule_time
     assert request.headers["X-Cloudscheduler"] == "true"
     assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
+
+
+def retry_config_json(retry_count: int) -> dict[str, Any]:
+    """The ``retryConfig`` the API shows for a job that set only ``retryCount``: the other four
+    fields at Google's defaults (no retry duration limit, backoff 5 s doubling 5 times up to
+    an hour)."""
+    return {
+        "retryCount": retry_count,
+        "maxRetryDuration": "0s",
+        "minBackoffDuration": "5s",
+        "maxBackoffDuration": "3600s",
+        "maxDoublings": 5,
+    }
+
+
+def stored_http_target(uri: str, **fields: Any) -> HttpTarget:
+    """The HTTP target the service keeps for one that set only ``uri`` (and ``fields``): method
+    POST and Google's ``User-Agent`` header."""
+    return HttpTarget(
+        uri=uri,
+        http_method=HttpMethod.POST,
+        headers={"User-Agent": "Google-Cloud-Scheduler"},
+        **fields,
+    )
 
 
 def nightly_job(**overrides: Any) -> dict[str, Any]:

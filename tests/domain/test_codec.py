@@ -35,6 +35,7 @@ from scheduler_emulator.domain.resources import (
     Status,
 )
 from scheduler_emulator.wire import NaiveDatetimeError
+from tests.support import stored_http_target
 
 NAME = "projects/demo-proj/locations/us-central1/jobs/job1"
 SA = "sa@demo-proj.iam.gserviceaccount.com"
@@ -293,11 +294,7 @@ class TestJobFromJsonAcceptsRealClients:
             name=NAME,
             schedule="*/5 * * * *",
             time_zone="Etc/UTC",
-            http_target=HttpTarget(
-                uri="https://example.com/hook?x=1",
-                http_method=HttpMethod.POST,
-                headers={"User-Agent": "Google-Cloud-Scheduler"},
-            ),
+            http_target=stored_http_target("https://example.com/hook?x=1"),
             retry_config=RetryConfig(),
             attempt_deadline=timedelta(seconds=180),
         )

@@ -51,6 +51,19 @@ def past_two_o_clock(daemon: Daemon) -> list[Attempt]:
     return daemon.attempts()
 
 
+def refused_start(*args: str) -> str:
+    """Run ``scheduler-emulator start ARGS`` as a subprocess, assert that it exits with 2, and
+    return what it wrote to stderr."""
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", "start", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result
+    return result.stderr
+
+
 class TestManualClockDaemon:
     def test_nightly_job_is_delivered_once_with_scheduler_headers(self, tmp_path: Path) -> None:
         target = RecordingTarget()
@@ -160,24 +173,10 @@ class TestBadInput:
                 ]
             )
         )
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "scheduler_emulator",
-                "start",
-                "--jobs",
-                str(jobs),
-                "--in-memory",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 2
-        assert "nightly" in result.stderr
-        assert "retryConfig.retryCount" in result.stderr
-        assert "9" in result.stderr
+        said = refused_start("--jobs", str(jobs), "--in-memory")
+        assert "nightly" in said
+        assert "retryConfig.retryCount" in said
+        assert "9" in said
 
     @pytest.mark.parametrize(
         ("args", "message"),
@@ -190,23 +189,7 @@ class TestBadInput:
         ],
     )
     def test_bad_flags_exit_2_with_a_message(self, args: list[str], message: str) -> None:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "scheduler_emulator",
-                "start",
-                "--in-memory",
-                "--port",
-                "0",
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 2
-        assert message in result.stderr
+        assert message in refused_start("--in-memory", "--port", "0", *args)
 
 
 class TestReload:
@@ -225,35 +208,13 @@ class TestReload:
     def test_a_job_in_two_jobs_files_is_refused(self, tmp_path: Path) -> None:
         one = write_jobs(tmp_path / "one.yaml", "http://127.0.0.1:9")
         two = write_jobs(tmp_path / "two.yaml", "http://127.0.0.1:9")
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "scheduler_emulator",
-                "start",
-                "--in-memory",
-                "--jobs",
-                str(one),
-                "--jobs",
-                str(two),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 2
-        assert f"{two}: job 'nightly' is defined in {one} too" in result.stderr
+        said = refused_start("--in-memory", "--jobs", str(one), "--jobs", str(two))
+        assert f"{two}: job 'nightly' is defined in {one} too" in said
 
 
 def test_a_port_in_use_is_a_clear_error() -> None:
     with running_daemon("--in-memory") as daemon:
         port = daemon.url.rsplit(":", 1)[1]
-        result = subprocess.run(
-            [sys.executable, "-m", "scheduler_emulator", "start", "--in-memory", "--port", port],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert result.returncode == 2
-    assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}:")
-    assert "pick another --port" in result.stderr
+        said = refused_start("--in-memory", "--port", port)
+    assert said.startswith(f"error: cannot listen on 127.0.0.1:{port}:")
+    assert "pick another --port" in said
