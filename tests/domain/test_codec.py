@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scheduler_emulator import HttpTarget, Job, RetryConfig, State
 from scheduler_emulator.domain.codec import (
     format_duration,
     format_timestamp,
@@ -25,13 +26,9 @@ from scheduler_emulator.domain.resources import (
     AppEngineHttpTarget,
     AppEngineRouting,
     HttpMethod,
-    HttpTarget,
-    Job,
     OAuthToken,
     OidcToken,
     PubsubTarget,
-    RetryConfig,
-    State,
     Status,
 )
 from scheduler_emulator.wire import NaiveDatetimeError
