@@ -1,4 +1,5 @@
-"""Helpers shared by the test modules: a recording WSGI target and the seed's nightly job.
+"""Helpers shared by the test modules: a recording WSGI target, the seed's nightly job, the one
+``wait_for``, a free port and the fenced blocks of a Markdown document.
 
 Imported as ``from support import …`` (not from ``conftest``: several conftest files exist and
 would shadow each other's module name).
@@ -6,13 +7,19 @@ would shadow each other's module name).
 
 from __future__ import annotations
 
+import io
+import re
+import socket
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
-from scheduler_emulator import SystemClock
+from scheduler_emulator import HttpTarget, SystemClock
+from scheduler_emulator.domain.resources import HttpMethod
 from scheduler_emulator.realtime import real_monotonic
 
 TARGET = "http://target.test/_triggers/timer/nightly"
@@ -74,6 +81,49 @@ class RecordingTarget:
             done = self.arrived.wait_for(lambda: len(self.requests) >= count, timeout)
         assert done, f"expected {count} request(s) within {timeout} s; got {self.requests}"
         return list(self.requests)
+
+
+def assert_delivered(
+    request: Received,
+    schedule_time: str,
+    job: str = "nightly",
+    path: str = "/_triggers/timer/nightly",
+) -> None:
+    """Assert that ``request`` is Cloud Scheduler's POST to ``path`` for the run of ``job`` at
+    ``schedule_time`` (RFC 3339, as the header carries it): the ``X-CloudScheduler-*`` headers
+    and Google's User-Agent.
+
+    :raises AssertionError: naming the first thing that differs.
+    """
+    assert (request.method, request.path) == ("POST", path)
+    assert request.headers["X-Cloudscheduler-Jobname"] == job
+    assert request.headers["X-Cloudscheduler-Scheduletime"] == schedule_time
+    assert request.headers["X-Cloudscheduler"] == "true"
+    assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
+
+
+def retry_config_json(retry_count: int) -> dict[str, Any]:
+    """The ``retryConfig`` the API shows for a job that set only ``retryCount``: the other four
+    fields at Google's defaults (no retry duration limit, backoff 5 s doubling 5 times up to
+    an hour)."""
+    return {
+        "retryCount": retry_count,
+        "maxRetryDuration": "0s",
+        "minBackoffDuration": "5s",
+        "maxBackoffDuration": "3600s",
+        "maxDoublings": 5,
+    }
+
+
+def stored_http_target(uri: str, **fields: Any) -> HttpTarget:
+    """The HTTP target the service keeps for one that set only ``uri`` (and ``fields``): method
+    POST and Google's ``User-Agent`` header."""
+    return HttpTarget(
+        uri=uri,
+        http_method=HttpMethod.POST,
+        headers={"User-Agent": "Google-Cloud-Scheduler"},
+        **fields,
+    )
 
 
 def nightly_job(**overrides: Any) -> dict[str, Any]:
@@ -141,3 +191,66 @@ def send_started(transport: Any, request: Any, timeout_seconds: float) -> Any:
     assert transport.start(request, timeout_seconds, done), "the transport did not start it"
     assert came.wait(timeout_seconds + 10), "no result came"
     return results[0]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+_FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
+
+
+@dataclass
+class Fenced:
+    """One fenced block of a Markdown document."""
+
+    #: The word after the opening fence (``python``, ``bash``…), or "".
+    language: str
+    #: The opening fence's line number (from 1).
+    line: int
+    #: The last non-blank line before the fence, stripped (where markers such as
+    #: ``<!-- illustrative: why -->`` stand).
+    previous: str
+    #: The lines between the fences, the fence's indentation removed, ending with a newline.
+    text: str
+
+
+def fenced_blocks(doc: Path) -> list[Fenced]:
+    """Every fenced block of the Markdown file ``doc``, in order (fences may be indented)."""
+    lines = doc.read_text(encoding="utf-8").splitlines()
+    found: list[Fenced] = []
+    index = 0
+    while index < len(lines):
+        match = _FENCE.match(lines[index])
+        if match is None:
+            index += 1
+            continue
+        indent, language = match.groups()
+        end = index + 1
+        while not lines[end].strip().startswith("```"):
+            end += 1
+        previous = next((line for line in reversed(lines[:index]) if line.strip()), "")
+        body = "\n".join(line.removeprefix(indent) for line in lines[index + 1 : end])
+        found.append(Fenced(language, index + 1, previous.strip(), body + "\n"))
+        index = end + 1
+    return found
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """Run ``scheduler-emulator ARGV`` in this process, its output captured.
+
+    :return: (exit code, stdout, stderr).
+    """
+    from scheduler_emulator.tools.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        code = main(list(argv))
+    finally:
+        sys.stdout, sys.stderr = old
+    return code, out.getvalue(), err.getvalue()

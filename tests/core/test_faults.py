@@ -202,6 +202,22 @@ class TestRules:
         assert FaultPlan.from_json(plan.to_json()).to_json() == plan.to_json()
 
 
+def full_duplicate_rule(job: str) -> dict[str, Any]:
+    """The full JSON of a ``duplicate`` rule for ``job`` with every other field at its
+    default, as ``GET /_emulator/faults`` lists it."""
+    return {
+        "action": "duplicate",
+        "job": job,
+        "run": None,
+        "schedule_time": None,
+        "attempt": None,
+        "probability": 1.0,
+        "limit": None,
+        "count": 1,
+        "concurrent": False,
+    }
+
+
 def test_fault_file_loads_yaml(tmp_path: Path) -> None:
     path = tmp_path / "faults.yaml"
     path.write_text("seed: 5\nrules:\n  - {action: lost_ack, job: nightly, run: 1}\n")
@@ -217,19 +233,7 @@ def test_faults_endpoint_adds_lists_and_clears(emulator: Emulator, target: Recor
     plan = client.post("/_emulator/faults", json={"action": "duplicate", "job": "nightly"}).json
     assert plan == {
         "seed": 0,
-        "rules": [
-            {
-                "action": "duplicate",
-                "job": "nightly",
-                "run": None,
-                "schedule_time": None,
-                "attempt": None,
-                "probability": 1.0,
-                "limit": None,
-                "count": 1,
-                "concurrent": False,
-            }
-        ],
+        "rules": [full_duplicate_rule("nightly")],
     }
     client.post("/_emulator/faults", json={"seed": 4, "rules": [{"action": "lost_ack"}]})
     assert client.get("/_emulator/faults").json["seed"] == 4
@@ -421,14 +425,4 @@ class TestFieldsThatDoNotApply:
 
         assert set(ACTION_FIELDS) == set(ACTIONS)
         assert rule_fields("delay")[-1] == "seconds"
-        assert FaultRule("duplicate").to_full_json() == {
-            "action": "duplicate",
-            "job": "*",
-            "run": None,
-            "schedule_time": None,
-            "attempt": None,
-            "probability": 1.0,
-            "limit": None,
-            "count": 1,
-            "concurrent": False,
-        }
+        assert FaultRule("duplicate").to_full_json() == full_duplicate_rule("*")

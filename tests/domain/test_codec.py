@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scheduler_emulator import HttpTarget, Job, RetryConfig, State
 from scheduler_emulator.domain.codec import (
     format_duration,
     format_timestamp,
@@ -25,16 +26,13 @@ from scheduler_emulator.domain.resources import (
     AppEngineHttpTarget,
     AppEngineRouting,
     HttpMethod,
-    HttpTarget,
-    Job,
     OAuthToken,
     OidcToken,
     PubsubTarget,
-    RetryConfig,
-    State,
     Status,
 )
 from scheduler_emulator.wire import NaiveDatetimeError
+from tests.support import stored_http_target
 
 NAME = "projects/demo-proj/locations/us-central1/jobs/job1"
 SA = "sa@demo-proj.iam.gserviceaccount.com"
@@ -293,11 +291,7 @@ class TestJobFromJsonAcceptsRealClients:
             name=NAME,
             schedule="*/5 * * * *",
             time_zone="Etc/UTC",
-            http_target=HttpTarget(
-                uri="https://example.com/hook?x=1",
-                http_method=HttpMethod.POST,
-                headers={"User-Agent": "Google-Cloud-Scheduler"},
-            ),
+            http_target=stored_http_target("https://example.com/hook?x=1"),
             retry_config=RetryConfig(),
             attempt_deadline=timedelta(seconds=180),
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from itertools import islice
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,13 @@ NEW_YORK = "America/New_York"
 BEFORE_SPRING = datetime(2026, 3, 7, 12, tzinfo=UTC)
 #: Noon UTC the day before the 2026 fall-back (1 Nov, 02:00 EDT -> 01:00 EST).
 BEFORE_FALL = datetime(2026, 10, 31, 12, tzinfo=UTC)
+#: 01:00 and 01:30 New York time on fall-back day, in daylight time and then in standard time.
+HALF_HOURS_OF_THE_REPEATED_HOUR = [
+    "2026-11-01T01:00:00-04:00",
+    "2026-11-01T01:30:00-04:00",
+    "2026-11-01T01:00:00-05:00",
+    "2026-11-01T01:30:00-05:00",
+]
 
 
 def fires(
@@ -42,109 +50,105 @@ def fires_by_next_after(
     return result
 
 
+def case(
+    name: str,
+    text: str,
+    zone: str,
+    after: datetime,
+    absolute: list[str],
+    vixie: list[str] | None = None,
+) -> Any:
+    """One row of :data:`CASES`, named ``name``: schedule ``text`` in ``zone`` fires after
+    ``after`` at ``absolute`` under the absolute policy and at ``vixie`` under the vixie policy
+    (when omitted, the same times)."""
+    return pytest.param(text, zone, after, absolute, absolute if vixie is None else vixie, id=name)
+
+
 #: (schedule, zone, after, absolute-policy fires, vixie-policy fires)
 CASES = [
-    pytest.param(
+    case(
+        "spring-gap-time-skipped-or-run-after-gap",
         "30 2 * * *",
         NEW_YORK,
         BEFORE_SPRING,
         ["2026-03-09T02:30:00-04:00", "2026-03-10T02:30:00-04:00"],
         ["2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"],
-        id="spring-gap-time-skipped-or-run-after-gap",
     ),
-    pytest.param(
+    case(
+        "spring-two-gap-times-run-once",
         "0,30 2 * * *",
         NEW_YORK,
         BEFORE_SPRING,
         ["2026-03-09T02:00:00-04:00", "2026-03-09T02:30:00-04:00"],
         ["2026-03-08T03:00:00-04:00", "2026-03-09T02:00:00-04:00", "2026-03-09T02:30:00-04:00"],
-        id="spring-two-gap-times-run-once",
     ),
-    pytest.param(
+    case(
+        "spring-gap-run-coincides-with-the-next-time",
         "0 2,3 * * *",
         NEW_YORK,
         BEFORE_SPRING,
         ["2026-03-08T03:00:00-04:00", "2026-03-09T02:00:00-04:00", "2026-03-09T03:00:00-04:00"],
-        ["2026-03-08T03:00:00-04:00", "2026-03-09T02:00:00-04:00", "2026-03-09T03:00:00-04:00"],
-        id="spring-gap-run-coincides-with-the-next-time",
     ),
-    pytest.param(
+    case(
+        "spring-last-minute-before-gap-runs",
         "59 1 * * *",
         NEW_YORK,
         BEFORE_SPRING,
         ["2026-03-08T01:59:00-05:00", "2026-03-09T01:59:00-04:00"],
-        ["2026-03-08T01:59:00-05:00", "2026-03-09T01:59:00-04:00"],
-        id="spring-last-minute-before-gap-runs",
     ),
-    pytest.param(
+    case(
+        "spring-first-minute-after-gap-runs",
         "0 3 * * *",
         NEW_YORK,
         BEFORE_SPRING,
         ["2026-03-08T03:00:00-04:00", "2026-03-09T03:00:00-04:00"],
-        ["2026-03-08T03:00:00-04:00", "2026-03-09T03:00:00-04:00"],
-        id="spring-first-minute-after-gap-runs",
     ),
-    pytest.param(
+    case(
+        "spring-minute-wildcard-is-not-fixed-time",
         "*/30 2 * * *",
         NEW_YORK,
         BEFORE_SPRING,
         ["2026-03-09T02:00:00-04:00", "2026-03-09T02:30:00-04:00"],
-        ["2026-03-09T02:00:00-04:00", "2026-03-09T02:30:00-04:00"],
-        id="spring-minute-wildcard-is-not-fixed-time",
     ),
-    pytest.param(
+    case(
+        "spring-hour-wildcard-keeps-hourly-cadence",
         "30 * * * *",
         NEW_YORK,
         datetime(2026, 3, 8, 5, tzinfo=UTC),
         ["2026-03-08T00:30:00-05:00", "2026-03-08T01:30:00-05:00", "2026-03-08T03:30:00-04:00"],
-        ["2026-03-08T00:30:00-05:00", "2026-03-08T01:30:00-05:00", "2026-03-08T03:30:00-04:00"],
-        id="spring-hour-wildcard-keeps-hourly-cadence",
     ),
-    pytest.param(
+    case(
+        "fall-repeated-time-runs-twice-or-once",
         "30 1 * * *",
         NEW_YORK,
         BEFORE_FALL,
         ["2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00"],
         ["2026-11-01T01:30:00-04:00", "2026-11-02T01:30:00-05:00", "2026-11-03T01:30:00-05:00"],
-        id="fall-repeated-time-runs-twice-or-once",
     ),
-    pytest.param(
+    case(
+        "fall-start-of-overlap",
         "0 1 * * *",
         NEW_YORK,
         BEFORE_FALL,
         ["2026-11-01T01:00:00-04:00", "2026-11-01T01:00:00-05:00", "2026-11-02T01:00:00-05:00"],
         ["2026-11-01T01:00:00-04:00", "2026-11-02T01:00:00-05:00", "2026-11-03T01:00:00-05:00"],
-        id="fall-start-of-overlap",
     ),
-    pytest.param(
+    case(
+        "fall-time-after-overlap-runs-once",
         "0 2 * * *",
         NEW_YORK,
         BEFORE_FALL,
         ["2026-11-01T02:00:00-05:00", "2026-11-02T02:00:00-05:00"],
-        ["2026-11-01T02:00:00-05:00", "2026-11-02T02:00:00-05:00"],
-        id="fall-time-after-overlap-runs-once",
     ),
-    pytest.param(
+    case(
+        "fall-minute-wildcard-runs-in-both-occurrences",
         "*/30 1 * * *",
         NEW_YORK,
         BEFORE_FALL,
-        [
-            "2026-11-01T01:00:00-04:00",
-            "2026-11-01T01:30:00-04:00",
-            "2026-11-01T01:00:00-05:00",
-            "2026-11-01T01:30:00-05:00",
-            "2026-11-02T01:00:00-05:00",
-        ],
-        [
-            "2026-11-01T01:00:00-04:00",
-            "2026-11-01T01:30:00-04:00",
-            "2026-11-01T01:00:00-05:00",
-            "2026-11-01T01:30:00-05:00",
-            "2026-11-02T01:00:00-05:00",
-        ],
-        id="fall-minute-wildcard-runs-in-both-occurrences",
+        [*HALF_HOURS_OF_THE_REPEATED_HOUR, "2026-11-02T01:00:00-05:00"],
     ),
-    pytest.param(
+    case(
+        "fall-hourly-keeps-absolute-cadence",
         "0 * * * *",
         NEW_YORK,
         datetime(2026, 11, 1, 3, 30, tzinfo=UTC),
@@ -154,127 +158,106 @@ CASES = [
             "2026-11-01T01:00:00-05:00",
             "2026-11-01T02:00:00-05:00",
         ],
-        [
-            "2026-11-01T00:00:00-04:00",
-            "2026-11-01T01:00:00-04:00",
-            "2026-11-01T01:00:00-05:00",
-            "2026-11-01T02:00:00-05:00",
-        ],
-        id="fall-hourly-keeps-absolute-cadence",
     ),
-    pytest.param(
+    case(
+        "english-every-day-is-fixed-time",
         "every day 01:30",
         NEW_YORK,
         BEFORE_FALL,
         ["2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00"],
         ["2026-11-01T01:30:00-04:00", "2026-11-02T01:30:00-05:00", "2026-11-03T01:30:00-05:00"],
-        id="english-every-day-is-fixed-time",
     ),
-    pytest.param(
+    case(
+        "english-weekday-in-spring-gap",
         "every sun 02:30",
         NEW_YORK,
         BEFORE_SPRING,
         ["2026-03-15T02:30:00-04:00"],
         ["2026-03-08T03:00:00-04:00", "2026-03-15T02:30:00-04:00"],
-        id="english-weekday-in-spring-gap",
     ),
-    pytest.param(
+    case(
+        "english-window-is-not-fixed-time",
         "every 30 minutes from 01:00 to 02:00",
         NEW_YORK,
         BEFORE_FALL,
-        [
-            "2026-11-01T01:00:00-04:00",
-            "2026-11-01T01:30:00-04:00",
-            "2026-11-01T01:00:00-05:00",
-            "2026-11-01T01:30:00-05:00",
-            "2026-11-01T02:00:00-05:00",
-        ],
-        [
-            "2026-11-01T01:00:00-04:00",
-            "2026-11-01T01:30:00-04:00",
-            "2026-11-01T01:00:00-05:00",
-            "2026-11-01T01:30:00-05:00",
-            "2026-11-01T02:00:00-05:00",
-        ],
-        id="english-window-is-not-fixed-time",
+        [*HALF_HOURS_OF_THE_REPEATED_HOUR, "2026-11-01T02:00:00-05:00"],
     ),
     # Australia/Lord_Howe: 30-minute DST. 2026-04-05 02:00 (+11) -> 01:30 (+10:30);
     # 2026-10-04 02:00 (+10:30) -> 02:30 (+11).
-    pytest.param(
+    case(
+        "lord-howe-half-hour-gap",
         "15 2 * * *",
         "Australia/Lord_Howe",
         datetime(2026, 10, 3, tzinfo=UTC),
         ["2026-10-05T02:15:00+11:00", "2026-10-06T02:15:00+11:00"],
         ["2026-10-04T02:30:00+11:00", "2026-10-05T02:15:00+11:00"],
-        id="lord-howe-half-hour-gap",
     ),
-    pytest.param(
+    case(
+        "lord-howe-half-hour-overlap",
         "45 1 * * *",
         "Australia/Lord_Howe",
         datetime(2026, 4, 4, tzinfo=UTC),
         ["2026-04-05T01:45:00+11:00", "2026-04-05T01:45:00+10:30", "2026-04-06T01:45:00+10:30"],
         ["2026-04-05T01:45:00+11:00", "2026-04-06T01:45:00+10:30", "2026-04-07T01:45:00+10:30"],
-        id="lord-howe-half-hour-overlap",
     ),
-    pytest.param(
+    case(
+        "lord-howe-time-before-overlap-runs-once",
         "15 1 * * *",
         "Australia/Lord_Howe",
         datetime(2026, 4, 4, tzinfo=UTC),
         ["2026-04-05T01:15:00+11:00", "2026-04-06T01:15:00+10:30"],
-        ["2026-04-05T01:15:00+11:00", "2026-04-06T01:15:00+10:30"],
-        id="lord-howe-time-before-overlap-runs-once",
     ),
     # America/Santiago: transitions at local midnight. 2026-04-05 00:00 (-03) -> 04-04 23:00
     # (-04); 2026-09-06 00:00 (-04) -> 01:00 (-03).
-    pytest.param(
+    case(
+        "santiago-overlap-before-midnight",
         "30 23 * * *",
         "America/Santiago",
         datetime(2026, 4, 4, 12, tzinfo=UTC),
         ["2026-04-04T23:30:00-03:00", "2026-04-04T23:30:00-04:00", "2026-04-05T23:30:00-04:00"],
         ["2026-04-04T23:30:00-03:00", "2026-04-05T23:30:00-04:00", "2026-04-06T23:30:00-04:00"],
-        id="santiago-overlap-before-midnight",
     ),
-    pytest.param(
+    case(
+        "santiago-gap-at-midnight",
         "30 0 * * *",
         "America/Santiago",
         datetime(2026, 9, 5, 12, tzinfo=UTC),
         ["2026-09-07T00:30:00-03:00"],
         ["2026-09-06T01:00:00-03:00", "2026-09-07T00:30:00-03:00"],
-        id="santiago-gap-at-midnight",
     ),
-    pytest.param(
+    case(
+        "santiago-gap-on-a-specific-date",
         "30 0 6 9 *",
         "America/Santiago",
         datetime(2026, 9, 5, 12, tzinfo=UTC),
         ["2027-09-06T00:30:00-03:00"],
         ["2026-09-06T01:00:00-03:00", "2027-09-06T00:30:00-03:00"],
-        id="santiago-gap-on-a-specific-date",
     ),
     # Pacific/Apia skipped 30 December 2011 entirely (-10 -> +14).
-    pytest.param(
+    case(
+        "apia-skipped-day",
         "0 12 * * *",
         "Pacific/Apia",
         datetime(2011, 12, 29, tzinfo=UTC),
         ["2011-12-29T12:00:00-10:00", "2011-12-31T12:00:00+14:00"],
         ["2011-12-29T12:00:00-10:00", "2011-12-31T00:00:00+14:00", "2011-12-31T12:00:00+14:00"],
-        id="apia-skipped-day",
     ),
-    pytest.param(
+    case(
+        "apia-run-after-gap-lands-on-a-non-matching-day",
         "1 0 * * fri,sun",
         "Pacific/Apia",
         datetime(2011, 12, 29, tzinfo=UTC),
         ["2012-01-01T00:01:00+14:00", "2012-01-06T00:01:00+14:00"],
         ["2011-12-31T00:00:00+14:00", "2012-01-01T00:01:00+14:00", "2012-01-06T00:01:00+14:00"],
-        id="apia-run-after-gap-lands-on-a-non-matching-day",
     ),
     # Africa/Casablanca: DST suspended for Ramadan, 2026-02-15 03:00 (+01) -> 02:00 (+00).
-    pytest.param(
+    case(
+        "casablanca-ramadan-overlap",
         "30 2 * * *",
         "Africa/Casablanca",
         datetime(2026, 2, 14, tzinfo=UTC),
         ["2026-02-14T02:30:00+01:00", "2026-02-15T02:30:00+01:00", "2026-02-15T02:30:00Z"],
         ["2026-02-14T02:30:00+01:00", "2026-02-15T02:30:00+01:00", "2026-02-16T02:30:00Z"],
-        id="casablanca-ramadan-overlap",
     ),
 ]
 

@@ -310,30 +310,22 @@ any_case = st.one_of(cron_cases(frequent=True), cron_cases(), english_cases())
 
 
 class TestAgainstMinuteWalk:
+    @pytest.mark.parametrize("dst_policy", ["absolute", "vixie"])
     @PROPERTY_SETTINGS
     @given(case=any_case, where=zone_and_instant())
-    def test_absolute_policy_agrees_with_the_minute_walk(
-        self, case: Case, where: tuple[str, datetime]
+    def test_each_policy_agrees_with_the_minute_walk(
+        self, dst_policy: str, case: Case, where: tuple[str, datetime]
     ) -> None:
         zone, after = where
         until = after + timedelta(hours=36)
-        expected = oracle(case, zone, after, until, "absolute")
-        assert ours(case, zone, after, until, "absolute") == expected
-        following = parse_schedule(case.text, zone).next_after(after)
+        expected = oracle(case, zone, after, until, dst_policy)
+        assert ours(case, zone, after, until, dst_policy) == expected
+        following = parse_schedule(case.text, zone, dst_policy=dst_policy).next_after(after)
         if expected:
             assert following is not None
             assert following.astimezone(UTC) == expected[0][0]
         else:
             assert following is None or following >= until
-
-    @PROPERTY_SETTINGS
-    @given(case=any_case, where=zone_and_instant())
-    def test_vixie_policy_agrees_with_the_minute_walk(
-        self, case: Case, where: tuple[str, datetime]
-    ) -> None:
-        zone, after = where
-        until = after + timedelta(hours=36)
-        assert ours(case, zone, after, until, "vixie") == oracle(case, zone, after, until, "vixie")
 
 
 class TestSequences:

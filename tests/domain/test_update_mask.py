@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_emulator import HttpTarget, Job, RetryConfig, State
 from scheduler_emulator.domain import update_mask
 from scheduler_emulator.domain.codec import job_from_json, job_to_json
 from scheduler_emulator.domain.errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
@@ -18,13 +19,9 @@ from scheduler_emulator.domain.resources import (
     DEFAULT_OAUTH_SCOPE,
     AppEngineHttpTarget,
     HttpMethod,
-    HttpTarget,
-    Job,
     OAuthToken,
     OidcToken,
     PubsubTarget,
-    RetryConfig,
-    State,
     Status,
 )
 from scheduler_emulator.domain.update_mask import apply_update, parse_update_mask

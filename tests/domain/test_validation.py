@@ -9,18 +9,16 @@ from typing import Any
 
 import pytest
 
+from scheduler_emulator import HttpTarget, Job, RetryConfig
 from scheduler_emulator.domain.errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
 from scheduler_emulator.domain.names import JOB_NAME_FORMAT_MESSAGE
 from scheduler_emulator.domain.resources import (
     AppEngineHttpTarget,
     AppEngineRouting,
     HttpMethod,
-    HttpTarget,
-    Job,
     OAuthToken,
     OidcToken,
     PubsubTarget,
-    RetryConfig,
     with_defaults,
 )
 from scheduler_emulator.domain.validation import (

@@ -6,13 +6,15 @@ import json
 import signal
 import subprocess
 import sys
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.daemon import MANUAL, running_daemon, serving
-from tests.support import RecordingTarget
+from scheduler_emulator import Attempt
+from tests.daemon import MANUAL, Daemon, running_daemon, serving
+from tests.support import RecordingTarget, assert_delivered
 
 
 def write_jobs(path: Path, base_url: str, **retry: int) -> Path:
@@ -36,6 +38,32 @@ def write_jobs(path: Path, base_url: str, **retry: int) -> Path:
     return path
 
 
+def on_disk(tmp_path: Path, *args: str) -> AbstractContextManager[Daemon]:
+    """A daemon on a manual clock at 2026-09-24T01:59:00Z keeping its state in
+    ``tmp_path/data`` (so that a second one started the same way finds it)."""
+    return running_daemon(*args, "--data-dir", str(tmp_path / "data"), *MANUAL)
+
+
+def past_two_o_clock(daemon: Daemon) -> list[Attempt]:
+    """Advance ``daemon``'s clock two minutes (past the nightly job's 02:00 run and its
+    retries); return every attempt it recorded."""
+    daemon.post("/_emulator/clock:advance", {"seconds": 120})
+    return daemon.attempts()
+
+
+def refused_start(*args: str) -> str:
+    """Run ``scheduler-emulator start ARGS`` as a subprocess, assert that it exits with 2, and
+    return what it wrote to stderr."""
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", "start", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result
+    return result.stderr
+
+
 class TestManualClockDaemon:
     def test_nightly_job_is_delivered_once_with_scheduler_headers(self, tmp_path: Path) -> None:
         target = RecordingTarget()
@@ -54,12 +82,7 @@ class TestManualClockDaemon:
             answer = daemon.post("/_emulator/clock:advance", {"seconds": 120})
             assert answer.json() == {"now": "2026-09-24T02:01:00Z"}
             [request] = target.requests
-            assert request.method == "POST"
-            assert request.path == "/_triggers/timer/nightly"
-            assert request.headers["X-Cloudscheduler-Jobname"] == "nightly"
-            assert request.headers["X-Cloudscheduler-Scheduletime"] == "2026-09-24T02:00:00Z"
-            assert request.headers["X-Cloudscheduler"] == "true"
-            assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
+            assert_delivered(request, "2026-09-24T02:00:00Z")
 
     def test_failing_target_gets_four_attempts_and_no_fifth(self, tmp_path: Path) -> None:
         target = RecordingTarget(status=500)
@@ -123,17 +146,14 @@ class TestManualClockDaemon:
 
 class TestPersistence:
     def test_sigkill_keeps_jobs_state_and_attempt_history(self, tmp_path: Path) -> None:
-        target = RecordingTarget(status=404)
-        data = tmp_path / "data"
-        with serving(target) as base_url:
+        with serving(RecordingTarget(status=404)) as base_url:
             jobs = write_jobs(tmp_path / "jobs.yaml", base_url)
-            with running_daemon("--jobs", str(jobs), "--data-dir", str(data), *MANUAL) as first:
-                first.post("/_emulator/clock:advance", {"seconds": 120})
-                before = first.attempts()
+            with on_disk(tmp_path, "--jobs", str(jobs)) as first:
+                before = past_two_o_clock(first)
                 assert [a["code"] for a in before] == ["NOT_FOUND"] * 4
                 first.process.send_signal(signal.SIGKILL)
                 first.process.wait(timeout=30)
-            with running_daemon("--data-dir", str(data), *MANUAL) as second:
+            with on_disk(tmp_path) as second:
                 assert "1 job loaded" in second.first_line
                 assert second.attempts() == before
 
@@ -153,24 +173,10 @@ class TestBadInput:
                 ]
             )
         )
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "scheduler_emulator",
-                "start",
-                "--jobs",
-                str(jobs),
-                "--in-memory",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 2
-        assert "nightly" in result.stderr
-        assert "retryConfig.retryCount" in result.stderr
-        assert "9" in result.stderr
+        said = refused_start("--jobs", str(jobs), "--in-memory")
+        assert "nightly" in said
+        assert "retryConfig.retryCount" in said
+        assert "9" in said
 
     @pytest.mark.parametrize(
         ("args", "message"),
@@ -183,74 +189,32 @@ class TestBadInput:
         ],
     )
     def test_bad_flags_exit_2_with_a_message(self, args: list[str], message: str) -> None:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "scheduler_emulator",
-                "start",
-                "--in-memory",
-                "--port",
-                "0",
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 2
-        assert message in result.stderr
+        assert message in refused_start("--in-memory", "--port", "0", *args)
 
 
 class TestReload:
     def test_changed_jobs_file_updates_the_job_and_keeps_its_history(self, tmp_path: Path) -> None:
-        target = RecordingTarget(status=500)
-        data = tmp_path / "data"
-        with serving(target) as base_url:
+        with serving(RecordingTarget(status=500)) as base_url:
             jobs = write_jobs(tmp_path / "jobs.yaml", base_url)
-            with running_daemon("--jobs", str(jobs), "--data-dir", str(data), *MANUAL) as first:
-                first.post("/_emulator/clock:advance", {"seconds": 120})
-                assert len(first.attempts()) == 4
+            with on_disk(tmp_path, "--jobs", str(jobs)) as first:
+                assert len(past_two_o_clock(first)) == 4
                 assert first.stop() == 0
             write_jobs(jobs, base_url, retryCount=1)  # retryCount 3 → 1
-            with running_daemon("--jobs", str(jobs), "--data-dir", str(data), *MANUAL) as second:
+            with on_disk(tmp_path, "--jobs", str(jobs)) as second:
                 assert len(second.attempts()) == 4
-                second.post("/_emulator/clock:advance", {"seconds": 120})
-                attempts = second.attempts()
+                attempts = past_two_o_clock(second)
                 assert [a["attempt"] for a in attempts[4:]] == [1, 2]  # the new retry count
 
     def test_a_job_in_two_jobs_files_is_refused(self, tmp_path: Path) -> None:
         one = write_jobs(tmp_path / "one.yaml", "http://127.0.0.1:9")
         two = write_jobs(tmp_path / "two.yaml", "http://127.0.0.1:9")
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "scheduler_emulator",
-                "start",
-                "--in-memory",
-                "--jobs",
-                str(one),
-                "--jobs",
-                str(two),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 2
-        assert f"{two}: job 'nightly' is defined in {one} too" in result.stderr
+        said = refused_start("--in-memory", "--jobs", str(one), "--jobs", str(two))
+        assert f"{two}: job 'nightly' is defined in {one} too" in said
 
 
 def test_a_port_in_use_is_a_clear_error() -> None:
     with running_daemon("--in-memory") as daemon:
         port = daemon.url.rsplit(":", 1)[1]
-        result = subprocess.run(
-            [sys.executable, "-m", "scheduler_emulator", "start", "--in-memory", "--port", port],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert result.returncode == 2
-    assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}:")
-    assert "pick another --port" in result.stderr
+        said = refused_start("--in-memory", "--port", port)
+    assert said.startswith(f"error: cannot listen on 127.0.0.1:{port}:")
+    assert "pick another --port" in said

@@ -22,7 +22,7 @@ import requests
 import yaml
 
 from tests.daemon import MANUAL, Daemon, running_daemon
-from tests.support import RecordingTarget
+from tests.support import RecordingTarget, assert_delivered
 
 pytestmark = pytest.mark.skipif(
     shutil.which("gcloud") is None,
@@ -173,12 +173,7 @@ def test_seed_create_command_delivers_the_nightly_post_at_two(
 
         assert answer.json() == {"now": "2026-09-24T02:00:00Z"}
         [request] = app.wait_for(1)
-    assert request.method == "POST"
-    assert request.path == "/_triggers/timer/nightly"
-    assert request.headers["X-Cloudscheduler-Jobname"] == "nightly"
-    assert request.headers["X-Cloudscheduler-Scheduletime"] == "2026-09-24T02:00:00Z"
-    assert request.headers["X-Cloudscheduler"] == "true"
-    assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
+    assert_delivered(request, "2026-09-24T02:00:00Z")
 
 
 def test_describe_shows_enabled_state_default_deadline_and_retry_count(

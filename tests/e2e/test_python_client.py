@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.daemon import Daemon
-from tests.support import RecordingTarget
+from tests.support import RecordingTarget, assert_delivered
 
 try:
     from google.api_core import exceptions
@@ -141,13 +141,8 @@ class TestJobLifecycle:
 
         assert job.state == scheduler_v1.Job.State.ENABLED
         [request] = served_target[0].wait_for(1)
-        assert request.method == "POST"
-        assert request.path == "/_triggers/timer/nightly"
-        assert request.headers["X-Cloudscheduler-Jobname"] == "nightly"
-        assert request.headers["X-Cloudscheduler"] == "true"
-        assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
         # P3: a forced run carries the job's next scheduled time.
-        assert request.headers["X-Cloudscheduler-Scheduletime"] == "2026-09-24T02:00:00Z"
+        assert_delivered(request, "2026-09-24T02:00:00Z")
 
     def test_delete_removes_the_job(
         self, created: scheduler_v1.Job, client: scheduler_v1.CloudSchedulerClient

@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.support import wait_for
+from tests.support import fenced_blocks, free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -57,7 +57,6 @@ NODE_MODULES = REPO / ".ci" / "node" / "node_modules"
 ILLUSTRATIVE = re.compile(r"^\s*<!--\s*illustrative\b.*-->\s*$")
 #: ``<!-- run by tests/x.py -->``: the block is run as written by that test file instead.
 RUN_BY = re.compile(r"^\s*<!--\s*run by (tests/[\w/]+\.py)\s*-->\s*$")
-FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 #: Bound on anything a block waits for.
 TIMEOUT = 90
 
@@ -76,31 +75,12 @@ class Block:
 
 def blocks(doc: Path) -> list[Block]:
     """The runnable blocks of ``doc``, without the illustrative ones."""
-    lines = doc.read_text(encoding="utf-8").splitlines()
-    found: list[Block] = []
-    index = 0
-    while index < len(lines):
-        match = FENCE.match(lines[index])
-        if match is None:
-            index += 1
-            continue
-        indent, language = match.groups()
-        end = index + 1
-        while not lines[end].strip().startswith("```"):
-            end += 1
-        previous = next((line for line in reversed(lines[:index]) if line.strip()), "")
-        skipped = ILLUSTRATIVE.match(previous) or RUN_BY.match(previous)
-        if language in RUNNABLE and not skipped:
-            body = "\n".join(line.removeprefix(indent) for line in lines[index + 1 : end])
-            found.append(Block(doc, index + 1, RUNNABLE[language], body + "\n"))
-        index = end + 1
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return [
+        Block(doc, block.line, RUNNABLE[block.language], block.text)
+        for block in fenced_blocks(doc)
+        if block.language in RUNNABLE
+        and not (ILLUSTRATIVE.match(block.previous) or RUN_BY.match(block.previous))
+    ]
 
 
 @dataclass

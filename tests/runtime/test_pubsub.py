@@ -10,12 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler_emulator import Emulator, ManualClock, MountTransport
+from scheduler_emulator import Attempt, Emulator, ManualClock, MountTransport
 from scheduler_emulator.runtime._attempt_log import AttemptLog
 from scheduler_emulator.runtime._pubsub import (
     NOT_CONFIGURED,
     InProcessPublisher,
     NoPublisher,
+    Publisher,
     PublishError,
 )
 from scheduler_emulator.runtime._pubsub_client import MISSING_EXTRA
@@ -78,11 +79,18 @@ def test_a_missing_topic_is_not_found_and_retried_under_retry_config() -> None:
     assert emulator.attempts("sweep")[-1].code == "OK"
 
 
-def test_without_a_publisher_the_attempt_says_how_to_configure_one() -> None:
-    emulator = Emulator(ManualClock(START), publisher=NoPublisher())
+def first_attempt(publisher: Publisher) -> Attempt:
+    """The one attempt of the Pub/Sub job ``sweep``'s first run, published through
+    ``publisher`` by an emulator on a manual clock at :data:`START`."""
+    emulator = Emulator(ManualClock(START), publisher=publisher)
     emulator.create_job(pubsub_job())
     emulator.advance(timedelta(minutes=1))
     [attempt] = emulator.attempts("sweep")
+    return attempt
+
+
+def test_without_a_publisher_the_attempt_says_how_to_configure_one() -> None:
+    attempt = first_attempt(NoPublisher())
     assert attempt.code == "FAILED_PRECONDITION"
     assert attempt.debug_info == NOT_CONFIGURED
     assert "PUBSUB_EMULATOR_HOST" in attempt.debug_info
@@ -107,19 +115,13 @@ class Refusing:
 
 
 def test_a_permission_error_is_recorded_with_its_code() -> None:
-    emulator = Emulator(ManualClock(START), publisher=Refusing())
-    emulator.create_job(pubsub_job())
-    emulator.advance(timedelta(minutes=1))
-    [attempt] = emulator.attempts("sweep")
+    attempt = first_attempt(Refusing())
     assert attempt.code == "PERMISSION_DENIED"
     assert "not authorized" in attempt.debug_info
 
 
 def test_a_missing_library_names_the_extra() -> None:
-    emulator = Emulator(ManualClock(START), publisher=Refusing(missing=MISSING_EXTRA))
-    emulator.create_job(pubsub_job())
-    emulator.advance(timedelta(minutes=1))
-    [attempt] = emulator.attempts("sweep")
+    attempt = first_attempt(Refusing(missing=MISSING_EXTRA))
     assert "cloud-scheduler-emulator[pubsub]" in attempt.debug_info
 
 

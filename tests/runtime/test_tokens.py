@@ -244,27 +244,32 @@ class TestDelivery:
         assert status == 200
         assert info["scope"] == "https://www.googleapis.com/auth/cloud-platform"
 
+    @staticmethod
+    def nightly_claims(
+        clock: ManualClock, target: RecordingTarget, key: SigningKey, **authority: Any
+    ) -> dict[str, Any]:
+        """The claims of the OIDC token sent for the nightly job's 02:00 run by an emulator
+        whose :class:`TokenAuthority` takes the options ``authority``."""
+        tokens = TokenAuthority(clock, key=key, **authority)
+        with Emulator(clock, transport=WsgiTransport(target), tokens=tokens) as emulator:
+            emulator.create_job(http_job(oidcToken=OIDC))
+            emulator.advance(timedelta(minutes=2))
+        return claims_of(bearer(target.requests[0].headers))
+
     def test_token_time_real_stamps_real_time_on_a_manual_clock_far_from_now(
         self, clock: ManualClock, target: RecordingTarget, key: SigningKey
     ) -> None:
-        authority = TokenAuthority(clock, key=key, token_time="real")
-        with Emulator(clock, transport=WsgiTransport(target), tokens=authority) as emulator:
-            emulator.create_job(http_job(oidcToken=OIDC))
-            before = SystemClock().now()
-            emulator.advance(timedelta(minutes=2))
-            after = SystemClock().now()
-        iat = claims_of(bearer(target.requests[0].headers))["iat"]
+        before = SystemClock().now()
+        iat = self.nightly_claims(clock, target, key, token_time="real")["iat"]
+        after = SystemClock().now()
         assert int(before.timestamp()) <= iat <= after.timestamp()
 
     def test_the_issuer_can_be_configured(
         self, clock: ManualClock, target: RecordingTarget, key: SigningKey
     ) -> None:
-        authority = TokenAuthority(clock, key=key, issuer="http://127.0.0.1:8095/_emulator/oidc")
-        with Emulator(clock, transport=WsgiTransport(target), tokens=authority) as emulator:
-            emulator.create_job(http_job(oidcToken=OIDC))
-            emulator.advance(timedelta(minutes=2))
-        claims = claims_of(bearer(target.requests[0].headers))
-        assert claims["iss"] == "http://127.0.0.1:8095/_emulator/oidc" != GOOGLE_ISSUER
+        issuer = "http://127.0.0.1:8095/_emulator/oidc"
+        claims = self.nightly_claims(clock, target, key, issuer=issuer)
+        assert claims["iss"] == issuer != GOOGLE_ISSUER
 
 
 class TestEndpoints:

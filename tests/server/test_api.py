@@ -11,7 +11,7 @@ from werkzeug.test import Client, TestResponse
 
 from scheduler_emulator import Emulator
 from scheduler_emulator.server.server import create_app
-from tests.support import TARGET, RecordingTarget, nightly_job
+from tests.support import TARGET, RecordingTarget, nightly_job, retry_config_json
 
 PARENT = "/v1/projects/my-project/locations/us-central1"
 JOBS = PARENT + "/jobs"
@@ -49,13 +49,7 @@ class TestCreate:
             "userUpdateTime": "2026-09-24T01:59:00Z",
             "state": "ENABLED",
             "scheduleTime": "2026-09-24T02:00:00Z",
-            "retryConfig": {
-                "retryCount": 3,
-                "maxRetryDuration": "0s",
-                "minBackoffDuration": "5s",
-                "maxBackoffDuration": "3600s",
-                "maxDoublings": 5,
-            },
+            "retryConfig": retry_config_json(3),
             "attemptDeadline": "180s",
         }
 

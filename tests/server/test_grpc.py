@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 import requests
 
+from tests.daemon import serving_in_thread
 from tests.support import TARGET, RecordingTarget
 
 grpc = pytest.importorskip("grpc")
@@ -43,14 +43,8 @@ def job(name: str = NAME, **overrides: Any) -> dict[str, Any]:
 
 
 def _serve(emulator: Emulator, **kwargs: Any) -> Iterator[str]:
-    server = serve(emulator, "127.0.0.1", 0, **kwargs)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_in_thread(serve(emulator, "127.0.0.1", 0, **kwargs)) as url:
+        yield url.removeprefix("http://")
 
 
 @pytest.fixture

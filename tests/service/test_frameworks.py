@@ -1,9 +1,5 @@
-"""The timer router in front of real apps: WSGI middleware, Flask, a functions-framework function.
-
-functions-framework itself is not a dependency: it hands a Flask request to the user's function on
-every path and turns the return value into a response with ``flask.make_response``; the
-``functions_framework_app`` helper below does the same.
-"""
+"""The timer router in front of real apps: WSGI middleware, Flask, a functions-framework function
+(as :func:`tests.service.apps.functions_framework_app` serves it)."""
 
 from __future__ import annotations
 
@@ -11,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +19,10 @@ import scheduler_emulator.service as target_package
 from scheduler_emulator.service import (
     PROPAGATE_EXCEPTIONS_KEY,
     TimerMiddleware,
-    TimerRequest,
     TimerRouter,
     find_router,
 )
+from tests.service.apps import ALL_METHODS, Order, SeedTimers, functions_framework_app
 
 PROBLEM_500 = (
     b'{"detail":"The server could not complete this request.",'
@@ -40,32 +35,6 @@ FROM_NIGHTLY = {
     "X-CloudScheduler-JobName": "nightly",
     "X-CloudScheduler-ScheduleTime": "2026-09-24T02:00:00Z",
 }
-ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-
-
-@dataclass
-class Order:
-    sku: str
-
-
-class Orders:
-    """The seed's service: a router with ``nightly``, ``report`` and ``explode``, recording runs."""
-
-    def __init__(self, prefix: str = "/_triggers/timer/") -> None:
-        self.runs: list[tuple[str, Any]] = []
-        self.router = router = TimerRouter(prefix)
-
-        @router.timer("nightly")
-        def nightly(request: TimerRequest) -> None:
-            self.runs.append(("nightly", request.schedule_time_header))
-
-        @router.timer("report")
-        def report(order: Order) -> None:
-            self.runs.append(("report", order))
-
-        @router.timer("explode")
-        def explode() -> None:
-            raise RuntimeError("disk full")
 
 
 def web_routes(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -85,21 +54,9 @@ def flask_app() -> flask.Flask:
     return app
 
 
-def functions_framework_app(function: Callable[[flask.Request], Any]) -> flask.Flask:
-    """What functions-framework serves for an HTTP function: every path, every method."""
-    app = flask.Flask("function")
-
-    def run(path: str) -> flask.Response:
-        return flask.make_response(function(flask.request))
-
-    app.add_url_rule("/", "run", run, methods=ALL_METHODS, defaults={"path": ""})
-    app.add_url_rule("/<path:path>", "run", run, methods=ALL_METHODS)
-    return app
-
-
 class TestWsgiMiddleware:
     def test_middleware_serves_timers_and_passes_every_other_path_to_the_app(self) -> None:
-        orders = Orders()
+        orders = SeedTimers()
         client = Client(orders.router.wsgi(web_routes))
 
         timer = client.post("/_triggers/timer/nightly", headers=FROM_NIGHTLY)
@@ -107,7 +64,7 @@ class TestWsgiMiddleware:
 
         assert (timer.status_code, timer.data) == (200, b"")
         assert (web.status_code, web.data) == (200, b"web /orders/17")
-        assert orders.runs == [("nightly", "2026-09-24T02:00:00Z")]
+        assert orders.seen == [("nightly", "2026-09-24T02:00:00Z")]
 
     def test_middleware_knows_its_router(self) -> None:
         router = TimerRouter()
@@ -129,7 +86,7 @@ class TestWsgiMiddleware:
         assert (response.status_code, response.data) == (404, b"")
 
     def test_middleware_mounted_under_a_script_name_matches_the_path_below_it(self) -> None:
-        orders = Orders()
+        orders = SeedTimers()
         client = Client(orders.router.wsgi(web_routes))
 
         response = client.post(
@@ -143,17 +100,17 @@ class TestWsgiMiddleware:
 
 class TestFlask:
     def test_init_app_serves_timers_in_front_of_the_flask_routes(self) -> None:
-        orders, app = Orders(), flask_app()
+        orders, app = SeedTimers(), flask_app()
         orders.router.init_app(app)
         client = app.test_client()
 
         assert client.post("/_triggers/timer/nightly", headers=FROM_NIGHTLY).status_code == 200
         assert client.get("/orders").get_data() == b"orders"
-        assert orders.runs == [("nightly", "2026-09-24T02:00:00Z")]
+        assert orders.seen == [("nightly", "2026-09-24T02:00:00Z")]
 
     def test_other_paths_get_the_flask_apps_own_404(self) -> None:
         app = flask_app()
-        Orders().router.init_app(app)
+        SeedTimers().router.init_app(app)
 
         response = app.test_client().post("/_Triggers/timer/nightly")
 
@@ -172,7 +129,7 @@ class TestFlask:
         self, path: str, body: bytes, status: int, answer: bytes
     ) -> None:
         app = flask_app()
-        Orders().router.init_app(app)
+        SeedTimers().router.init_app(app)
 
         response = app.test_client().post(path, data=body)
 
@@ -204,7 +161,7 @@ class TestFlask:
             TimerRouter("/jobs/").init_app(app)
 
     def test_flask_view_whose_route_carries_the_name_passes_it_explicitly(self) -> None:
-        orders, app = Orders(), flask_app()
+        orders, app = SeedTimers(), flask_app()
 
         @app.route("/cron/<path:name>", methods=ALL_METHODS)
         def timers(name: str) -> Any:
@@ -215,17 +172,17 @@ class TestFlask:
         assert client.post("/cron/nightly", headers=FROM_NIGHTLY).status_code == 200
         assert client.post("/cron/report", data=b'{"sku": "B"}').status_code == 200
         assert client.post("/cron/report", data=b"").status_code == 400
-        assert orders.runs == [("nightly", "2026-09-24T02:00:00Z"), ("report", Order("B"))]
+        assert orders.seen == [("nightly", "2026-09-24T02:00:00Z"), ("report", Order("B"))]
 
 
 class TestFunctionsFramework:
     @pytest.fixture
-    def orders(self) -> Orders:
+    def orders(self) -> SeedTimers:
         """The seed's timers."""
-        return Orders()
+        return SeedTimers()
 
     @pytest.fixture
-    def client(self, orders: Orders) -> Any:
+    def client(self, orders: SeedTimers) -> Any:
         """A functions-framework-style app serving ``def timers(request)`` on every path."""
 
         def timers(request: flask.Request) -> Any:
@@ -267,7 +224,7 @@ class TestFunctionsFramework:
             assert list(response.get_json()["errors"]) in (["order"], ["order.sku"])
 
     def test_function_passes_headers_and_body_to_the_handler(
-        self, client: Any, orders: Orders
+        self, client: Any, orders: SeedTimers
     ) -> None:
         client.post("/_triggers/timer/nightly", headers=FROM_NIGHTLY)
         client.post(
@@ -276,10 +233,10 @@ class TestFunctionsFramework:
             headers={"Content-Type": "application/octet-stream"},
         )
 
-        assert orders.runs == [("nightly", "2026-09-24T02:00:00Z"), ("report", Order("C"))]
+        assert orders.seen == [("nightly", "2026-09-24T02:00:00Z"), ("report", Order("C"))]
 
     def test_propagate_key_raises_the_handlers_own_exception_through_a_testing_flask_app(
-        self, orders: Orders
+        self, orders: SeedTimers
     ) -> None:
         app = functions_framework_app(orders.router.handle_flask)
         app.testing = True  # Flask re-raises a view's exception only when testing
@@ -290,7 +247,7 @@ class TestFunctionsFramework:
             )
 
     def test_functions_framework_handler_is_such_a_function_and_knows_its_router(
-        self, orders: Orders
+        self, orders: SeedTimers
     ) -> None:
         handler = orders.router.functions_framework_handler()
         client = functions_framework_app(handler).test_client()

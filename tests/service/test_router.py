@@ -10,7 +10,6 @@ import functools
 import io
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ from scheduler_emulator.service import (
     TimerRouter,
     UnknownTimerError,
 )
+from tests.service.apps import Order, SeedTimers
 
 LOGGER = "scheduler_emulator.service"
 PROBLEM_500 = (
@@ -52,43 +52,18 @@ def from_job(job: str, **extra: str) -> dict[str, str]:
     }
 
 
-@dataclass
-class Order:
-    sku: str
-    quantity: int = 1
-
-
 def web_routes(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     """The service's own routes: 200 ``web <path>`` for every path."""
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [b"web " + environ["PATH_INFO"].encode()]
 
 
-class Service:
-    """A router with the seed's timers, recording each run as ``(timer, argument)``.
-
-    - ``nightly(request: TimerRequest)``;
-    - ``report(order: Order)``;
-    - ``explode()`` raises ``RuntimeError("disk full")``.
-    """
+class Service(SeedTimers):
+    """:class:`~tests.service.apps.SeedTimers` with werkzeug's test client in front."""
 
     def __init__(self, prefix: str = "/_triggers/timer/", app: Any = None) -> None:
-        self.runs: list[tuple[str, Any]] = []
-        self.router = router = TimerRouter(prefix, app)
-
-        @router.timer("nightly")
-        def nightly(request: TimerRequest) -> None:
-            self.runs.append(("nightly", request))
-
-        @router.timer("report")
-        def report(order: Order) -> None:
-            self.runs.append(("report", order))
-
-        @router.timer("explode")
-        def explode() -> None:
-            raise RuntimeError("disk full")
-
-        self.client = Client(router)
+        super().__init__(prefix, app)
+        self.client = Client(self.router)
 
     def send(
         self,

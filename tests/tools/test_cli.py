@@ -29,18 +29,13 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+#: ``next`` flags: New York time, after noon UTC the day before fall-back day.
+BEFORE_FALL_BACK = ("--time-zone", "America/New_York", "--after", "2026-10-31T12:00:00Z")
+
+
 class TestNext:
     def test_fall_back_day_prints_both_occurrences_of_the_repeated_time(self) -> None:
-        result = run_cli(
-            "next",
-            "30 1 * * *",
-            "--time-zone",
-            "America/New_York",
-            "--after",
-            "2026-10-31T12:00:00Z",
-            "-n",
-            "3",
-        )
+        result = run_cli("next", "30 1 * * *", *BEFORE_FALL_BACK, "-n", "3")
         assert result.returncode == 0, result.stderr
         assert result.stdout.splitlines() == [
             "2026-11-01T01:30:00-04:00",
@@ -51,20 +46,7 @@ class TestNext:
     def test_vixie_policy_fires_a_fixed_time_job_once_on_fall_back_day(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        code = main(
-            [
-                "next",
-                "30 1 * * *",
-                "--time-zone",
-                "America/New_York",
-                "--after",
-                "2026-10-31T12:00:00Z",
-                "-n",
-                "3",
-                "--dst-policy",
-                "vixie",
-            ]
-        )
+        code = main(["next", "30 1 * * *", *BEFORE_FALL_BACK, "-n", "3", "--dst-policy", "vixie"])
         assert code == 0
         assert capsys.readouterr().out.splitlines() == [
             "2026-11-01T01:30:00-04:00",

@@ -13,8 +13,9 @@ import yaml
 
 from scheduler_emulator.domain.codec import job_to_json
 from scheduler_emulator.domain.errors import ConfigurationError
-from scheduler_emulator.domain.resources import HttpMethod, HttpTarget, Job, OidcToken, RetryConfig
+from scheduler_emulator.domain.resources import Job, OidcToken, RetryConfig
 from scheduler_emulator.tools.jobs_file import load_jobs_file
+from tests.support import retry_config_json, stored_http_target
 
 PROJECT = "my-project"
 LOCATION = "us-central1"
@@ -53,13 +54,7 @@ SEED_DESCRIBE: dict[str, Any] = {
     "schedule": "0 2 * * *",
     "timeZone": "Etc/UTC",
     "state": "ENABLED",
-    "retryConfig": {
-        "retryCount": 3,
-        "maxRetryDuration": "0s",
-        "minBackoffDuration": "5s",
-        "maxBackoffDuration": "3600s",
-        "maxDoublings": 5,
-    },
+    "retryConfig": retry_config_json(3),
     "attemptDeadline": "180s",
 }
 
@@ -67,10 +62,8 @@ SEED_EXPECTED = Job(
     name="projects/my-project/locations/us-central1/jobs/nightly",
     schedule="0 2 * * *",
     time_zone="Etc/UTC",
-    http_target=HttpTarget(
-        uri="http://127.0.0.1:8000/_triggers/timer/nightly",
-        http_method=HttpMethod.POST,
-        headers={"User-Agent": "Google-Cloud-Scheduler"},
+    http_target=stored_http_target(
+        "http://127.0.0.1:8000/_triggers/timer/nightly",
         oidc_token=OidcToken(SA, "https://orders-abc123-uc.a.run.app"),
     ),
     retry_config=RetryConfig(retry_count=3),

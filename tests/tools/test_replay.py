@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,7 +18,6 @@ from scheduler_emulator import Emulator, WsgiTransport
 from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.runtime._attempt_log import AttemptLog
 from scheduler_emulator.runtime._clock import ManualClock, Sleeper
-from scheduler_emulator.tools.cli import main
 from scheduler_emulator.tools.replay import (
     FORMAT_ATTEMPTS,
     FORMAT_EXPORT,
@@ -32,7 +30,7 @@ from scheduler_emulator.tools.replay import (
     send_replay,
 )
 from tests.daemon import serving
-from tests.support import RecordingTarget, nightly_job
+from tests.support import RecordingTarget, assert_delivered, nightly_job, run_cli
 
 TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 JOB = "projects/demo/locations/us-central1/jobs/nightly"
@@ -315,17 +313,6 @@ class TestSpacing:
         assert clock.waits == [3.5]  # 5 s after the first start; the second gap (1 s) is spent
 
 
-def run_cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    old = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    try:
-        code = main(["replay", *args])
-    finally:
-        sys.stdout, sys.stderr = old
-    return code, out.getvalue(), err.getvalue()
-
-
 class TestReplayAgainstATarget:
     def test_an_export_replays_with_the_same_method_url_headers_and_spacing(
         self, tmp_path: Path, target: RecordingTarget
@@ -340,10 +327,7 @@ class TestReplayAgainstATarget:
             ("POST", "/run", "src=cron")
         ] * 2
         for request in target.requests:
-            assert request.headers["X-Cloudscheduler-Jobname"] == "nightly"
-            assert request.headers["X-Cloudscheduler-Scheduletime"] == "2026-05-08T01:00:00Z"
-            assert request.headers["X-Cloudscheduler"] == "true"
-            assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
+            assert_delivered(request, "2026-05-08T01:00:00Z", path="/run")
             assert request.body == b""
         lines = out.getvalue().splitlines()
         assert lines[0] == (
@@ -366,7 +350,7 @@ class TestReplayAgainstATarget:
         path = write_json(tmp_path, EXPORT)
         with serving(target) as url:
             code, out, err = run_cli(
-                "--attempts", str(path), "--target", url, "--compress-gaps", "0"
+                "replay", "--attempts", str(path), "--target", url, "--compress-gaps", "0"
             )
         assert (code, err) == (0, "")
         assert len(target.requests) == 2
@@ -377,7 +361,9 @@ class TestReplayAgainstATarget:
         path = write_json(tmp_path, EXPORT[1:3])
         with serving(RecordingTarget()) as url:
             pass  # the port is free again: nothing listens
-        code, out, _ = run_cli("--attempts", str(path), "--target", url, "--compress-gaps")
+        code, out, _ = run_cli(
+            "replay", "--attempts", str(path), "--target", url, "--compress-gaps"
+        )
         assert code == 1
         assert "- UNAVAILABLE (" in out
         assert out.endswith(
@@ -423,7 +409,7 @@ class TestArguments:
     ) -> None:
         monkeypatch.chdir(tmp_path)
         write_json(tmp_path, EXPORT, "x.json")
-        code, out, err = run_cli(*args)
+        code, out, err = run_cli("replay", *args)
         assert (code, out) == (2, "")
         assert err.startswith("error: ") and message in err
 
@@ -446,7 +432,9 @@ class TestBodies:
         path = write_json(tmp_path, {"attempts": [a.to_json() for a in emulator.attempts()]})
         emulator.close()
         with serving(target) as url:
-            code, out, err = run_cli("--attempts", str(path), "--target", url, "--compress-gaps")
+            code, out, err = run_cli(
+                "replay", "--attempts", str(path), "--target", url, "--compress-gaps"
+            )
         assert code == 0
         assert [r.body for r in target.requests] == [b""]
         assert err == (
@@ -465,7 +453,7 @@ class TestBodies:
         }
         path = write_json(tmp_path, {"attempts": [attempt]})
         with serving(target) as url:
-            code, _, err = run_cli("--attempts", str(path), "--target", url)
+            code, _, err = run_cli("replay", "--attempts", str(path), "--target", url)
         assert (code, err) == (0, "")
         assert [r.body for r in target.requests] == [b'{"a":1}']
 

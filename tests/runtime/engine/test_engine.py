@@ -12,7 +12,7 @@ from scheduler_emulator.domain.errors import AlreadyExists, FailedPrecondition, 
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import State, Status
 from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult, WsgiTransport
-from tests.support import TARGET, Received, RecordingTarget, nightly_job
+from tests.support import TARGET, Received, RecordingTarget, assert_delivered, nightly_job
 
 
 def at(text: str) -> datetime:
@@ -31,11 +31,7 @@ class TestFiring:
         emulator.advance(timedelta(minutes=2))
         assert len(target.requests) == 1
         request = target.requests[0]
-        assert (request.method, request.path) == ("POST", "/_triggers/timer/nightly")
-        assert request.headers["X-Cloudscheduler-Jobname"] == "nightly"
-        assert request.headers["X-Cloudscheduler-Scheduletime"] == "2026-09-24T02:00:00Z"
-        assert request.headers["X-Cloudscheduler"] == "true"
-        assert request.headers["User-Agent"] == "Google-Cloud-Scheduler"
+        assert_delivered(request, "2026-09-24T02:00:00Z")
         assert "Content-Type" not in request.headers
         [attempt] = emulator.attempts()
         assert (attempt.attempt, attempt.code, attempt.response_status) == (1, "OK", 200)

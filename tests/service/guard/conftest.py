@@ -12,7 +12,6 @@ import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -31,6 +30,7 @@ from scheduler_emulator.service import (
     RunStore,
     SqliteRunStore,
 )
+from tests.support import free_port
 
 #: Seconds the Firestore emulator may take to answer before the session fails.
 EMULATOR_START_TIMEOUT = 90.0
@@ -52,12 +52,6 @@ class FirestoreEmulator:
     project: str
     started_in: float
     log: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _answers(port: int) -> bool:
@@ -109,7 +103,7 @@ def firestore_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fir
         pytest.skip("gcloud (Google Cloud SDK) is not on PATH, so the Firestore emulator is absent")
     if shutil.which("java") is None:
         pytest.skip("java is not on PATH, and the Firestore emulator runs on Java")
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("firestore-emulator") / "emulator.log"
     command = [gcloud, "emulators", "firestore", "start", f"--host-port=127.0.0.1:{port}"]
     started = time.monotonic()

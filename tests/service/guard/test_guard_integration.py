@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +26,7 @@ from scheduler_emulator.service import (
     TimerRequest,
     TimerRouter,
 )
+from tests.service.apps import functions_framework_app
 
 from .guard_support import SCHEDULE_TIME, scheduler_headers
 
@@ -43,7 +43,6 @@ CONFLICT = {
     "status": 409,
     "detail": "This scheduled run is in progress in another attempt; retry later.",
 }
-ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 def missing_schedule_time_problem() -> dict[str, Any]:
@@ -317,18 +316,6 @@ class TestTimerRouter:
 
         assert refused.value.status == 409
         assert service.runs == [("nightly", None)]
-
-
-def functions_framework_app(function: Callable[[flask.Request], Any]) -> flask.Flask:
-    """What functions-framework serves for an HTTP function: every path, every method."""
-    app = flask.Flask("function")
-
-    def run(path: str) -> flask.Response:
-        return flask.make_response(function(flask.request))
-
-    app.add_url_rule("/", "run", run, methods=ALL_METHODS, defaults={"path": ""})
-    app.add_url_rule("/<path:path>", "run", run, methods=ALL_METHODS)
-    return app
 
 
 class FlaskService:

@@ -16,6 +16,7 @@ import pytest
 
 from scheduler_emulator import ManualClock
 from scheduler_emulator.service import (
+    Attempt,
     ClaimOutcome,
     MissingRunHeadersError,
     RunInProgressError,
@@ -285,35 +286,28 @@ class TestFailure:
 
 
 class TestAttemptId:
-    def test_a_stale_attempt_cannot_complete_someone_elses_claim(
-        self, guard: RunOnceGuard, store: RunStore, clock: ManualClock
-    ) -> None:
+    @staticmethod
+    def stale_and_current(guard: RunOnceGuard, clock: ManualClock) -> tuple[Attempt, Attempt]:
+        """A claim whose lease ran out and the claim a retry then took over the run with."""
         stale = guard.claim(HEADERS)
         clock.advance(LEASE)
-        current = guard.claim(HEADERS)
+        return stale, guard.claim(HEADERS)
 
-        assert stale.complete() is False
+    @pytest.mark.parametrize("finish", ["complete", "release"])
+    def test_a_stale_attempt_cannot_finish_someone_elses_claim(
+        self, guard: RunOnceGuard, store: RunStore, clock: ManualClock, finish: str
+    ) -> None:
+        stale, current = self.stale_and_current(guard, clock)
+
+        assert getattr(stale, finish)() is False
         record = store.get(KEY)
         assert record is not None
         assert (record.status, record.attempt_id) == (RunStatus.IN_PROGRESS, current.attempt_id)
 
-    def test_a_stale_attempt_cannot_release_someone_elses_claim(
-        self, guard: RunOnceGuard, store: RunStore, clock: ManualClock
-    ) -> None:
-        stale = guard.claim(HEADERS)
-        clock.advance(LEASE)
-        current = guard.claim(HEADERS)
-
-        assert stale.release() is False
-        record = store.get(KEY)
-        assert record is not None and record.attempt_id == current.attempt_id
-
     def test_the_current_attempt_still_completes_after_a_stale_one_tried(
         self, guard: RunOnceGuard, store: RunStore, clock: ManualClock
     ) -> None:
-        stale = guard.claim(HEADERS)
-        clock.advance(LEASE)
-        current = guard.claim(HEADERS)
+        stale, current = self.stale_and_current(guard, clock)
         stale.complete()
 
         assert current.complete() is True

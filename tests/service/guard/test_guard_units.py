@@ -467,6 +467,14 @@ class TestSqliteStore:
         assert issubclass(FirestoreRunStore, RunStore)
 
 
+def printed_by_python(code: str) -> str:
+    """What a fresh interpreter prints running ``code`` (stripped); it must exit 0."""
+    said = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return said.stdout.strip()
+
+
 class TestFirestoreStore:
     def test_the_default_collection_is_scheduler_runs_keyed_by_run_key(
         self, firestore_client: Any
@@ -490,11 +498,7 @@ class TestFirestoreStore:
             "    print(exc)\n"
         )
 
-        said = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-        )
-
-        assert said.stdout.strip() == (
+        assert printed_by_python(code) == (
             "FirestoreRunStore needs google-cloud-firestore: "
             "pip install 'cloud-scheduler-emulator[firestore]'."
         )
@@ -508,11 +512,7 @@ def test_importing_the_target_package_loads_no_web_framework_database_or_engine(
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in engine))\n"
     )
 
-    said = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-
-    assert said.stdout.strip() == "[]"
+    assert printed_by_python(code) == "[]"
 
 
 class TestFirestoreContention:

@@ -21,7 +21,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -39,7 +38,7 @@ from scheduler_emulator.realtime import real_monotonic
 from scheduler_emulator.tools.firebase import FirebaseBridge
 from scheduler_emulator.tools.firebase.client import backends, not_found_text
 from scheduler_emulator.tools.firebase.functions import valid_trigger_keys
-from tests.support import wait_for
+from tests.support import Fenced, fenced_blocks, free_port, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -58,12 +57,6 @@ QUIET = {
     "METADATA_SERVER_DETECTION": "none",
     "NO_UPDATE_NOTIFIER": "1",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
@@ -163,6 +156,31 @@ def _said(lines: list[str], text: str, bound: float) -> bool:
     return wait_for(lambda: any(text in line for line in lines), bound)
 
 
+def copy_project(
+    source: Path, directory: Path, link: str, link_to: Path, node_modules: Path
+) -> tuple[Path, str, str, list[str], dict[str, str]]:
+    """Copy the Firebase project ``source`` to ``directory``, with ``functions/<link>`` a link
+    to ``link_to`` (its packages), an empty ``runs`` folder for the functions' logs and free
+    ports for the functions, hub and logging emulators written into its firebase.json.
+
+    :return: the logs folder, the functions and hub addresses (``host:port``), and the command
+        and environment that start its Functions emulator.
+    """
+    shutil.copytree(source, directory)
+    (directory / "functions" / link).symlink_to(link_to)
+    logs = directory / "runs"
+    logs.mkdir()
+    ports = {name: free_port() for name in ("functions", "hub", "logging")}
+    config = json.loads((directory / "firebase.json").read_text())
+    for name, port in ports.items():
+        config["emulators"][name]["port"] = port
+    (directory / "firebase.json").write_text(json.dumps(config))
+    env = {**os.environ, **QUIET, "FIXTURE_LOG_DIR": str(logs), "HOME": str(directory)}
+    command = [str(node_modules / ".bin" / "firebase"), "emulators:start", "--only", "functions",
+               "--project", PROJECT]  # fmt: skip
+    return logs, f"127.0.0.1:{ports['functions']}", f"127.0.0.1:{ports['hub']}", command, env
+
+
 @pytest.fixture(scope="module")
 def emulator_suite(
     node_modules: Path, tmp_path_factory: pytest.TempPathFactory
@@ -170,17 +188,9 @@ def emulator_suite(
     """The project copied to a temporary directory, a bridge daemon started first (it waits),
     then the Functions emulator; both stopped at the end of the module."""
     directory = tmp_path_factory.mktemp("firebase") / "project"
-    shutil.copytree(PROJECT_SOURCE, directory)
-    (directory / "functions" / "node_modules").symlink_to(node_modules)
-    logs = directory / "runs"
-    logs.mkdir()
-    functions_port, hub_port, logging_port = free_port(), free_port(), free_port()
-    config = json.loads((directory / "firebase.json").read_text())
-    config["emulators"]["functions"]["port"] = functions_port
-    config["emulators"]["hub"]["port"] = hub_port
-    config["emulators"]["logging"]["port"] = logging_port
-    (directory / "firebase.json").write_text(json.dumps(config))
-    functions = f"127.0.0.1:{functions_port}"
+    logs, functions, hub, command, env = copy_project(
+        PROJECT_SOURCE, directory, "node_modules", node_modules, node_modules
+    )
 
     # The bridge daemon, started before the Functions emulator: it must wait and say so.
     cli = subprocess.Popen(
@@ -191,13 +201,9 @@ def emulator_suite(
     cli_lines: list[str] = []
     threading.Thread(target=_read_lines, args=(cli.stdout, cli_lines), daemon=True).start()
     output = directory / "emulator.log"
-    env = {**os.environ, **QUIET, "FIXTURE_LOG_DIR": str(logs), "HOME": str(directory)}
-    command = [str(node_modules / ".bin" / "firebase"), "emulators:start", "--only", "functions",
-               "--project", PROJECT]  # fmt: skip
     suite = FunctionsEmulator(
-        directory, logs, functions, f"127.0.0.1:{hub_port}", cli, output, cli, cli_lines, "",
-        command, env,
-    )  # fmt: skip
+        directory, logs, functions, hub, cli, output, cli, cli_lines, "", command, env
+    )
     try:
         assert _said(cli_lines, "listening on", 30), cli_lines
         assert _said(cli_lines, "waiting for the Functions emulator", 10), cli_lines
@@ -400,24 +406,14 @@ def python_suite(
             check=True, timeout=600, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     directory = tmp_path_factory.mktemp("firebase-python") / "project"
-    shutil.copytree(PYTHON_SOURCE, directory)
-    (directory / "functions" / "venv").symlink_to(venv)
-    logs = directory / "runs"
-    logs.mkdir()
-    functions_port, hub_port, logging_port = free_port(), free_port(), free_port()
-    config = json.loads((directory / "firebase.json").read_text())
-    config["emulators"]["functions"]["port"] = functions_port
-    config["emulators"]["hub"]["port"] = hub_port
-    config["emulators"]["logging"]["port"] = logging_port
-    (directory / "firebase.json").write_text(json.dumps(config))
-    env = {**os.environ, **QUIET, "FIXTURE_LOG_DIR": str(logs), "HOME": str(directory)}
-    command = [str(node_modules / ".bin" / "firebase"), "emulators:start", "--only", "functions",
-               "--project", PROJECT]  # fmt: skip
+    logs, functions, hub, command, env = copy_project(
+        PYTHON_SOURCE, directory, "venv", venv, node_modules
+    )
     placeholder: subprocess.Popen[Any] = subprocess.Popen([sys.executable, "-c", ""])
     placeholder.wait()
     suite = FunctionsEmulator(
-        directory, logs, f"127.0.0.1:{functions_port}", f"127.0.0.1:{hub_port}", placeholder,
-        directory / "emulator.log", placeholder, [], "", command, env, frozenset({"pysched"}),
+        directory, logs, functions, hub, placeholder, directory / "emulator.log", placeholder,
+        [], "", command, env, frozenset({"pysched"}),
     )  # fmt: skip
     try:
         suite.start()
@@ -454,41 +450,14 @@ DOC = ROOT / "docs" / "firebase.md"
 #: The marker on a block of docs/firebase.md that this module runs
 #: (tests/project/test_docs_snippets.py then leaves it alone).
 RUN_HERE = "<!-- run by tests/tools/firebase/test_firebase_emulator.py -->"
-_FENCE = re.compile(r"^```(\w*)\s*$")
 
 
-@dataclass
-class DocBlock:
-    """One fenced block of docs/firebase.md: its language, whether the line before its fence
-    is :data:`RUN_HERE`, its first line number and its text."""
-
-    language: str
-    marked: bool
-    line: int
-    text: str
-
-
-def doc_blocks() -> list[DocBlock]:
+def doc_blocks() -> list[Fenced]:
     """The fenced blocks of docs/firebase.md, in order."""
-    lines = DOC.read_text(encoding="utf-8").splitlines()
-    found: list[DocBlock] = []
-    index = 0
-    while index < len(lines):
-        match = _FENCE.match(lines[index])
-        if match is None:
-            index += 1
-            continue
-        end = index + 1
-        while not lines[end].startswith("```"):
-            end += 1
-        previous = next((line for line in reversed(lines[:index]) if line.strip()), "")
-        body = "\n".join(lines[index + 1 : end]) + "\n"
-        found.append(DocBlock(match.group(1), previous.strip() == RUN_HERE, index + 1, body))
-        index = end + 1
-    return found
+    return fenced_blocks(DOC)
 
 
-def _recipe(blocks: list[DocBlock]) -> dict[str, DocBlock]:
+def _recipe(blocks: list[Fenced]) -> dict[str, Fenced]:
     """The blocks of "From zero" and "In tests (Python)", by role."""
     return {
         "index.js": next(b for b in blocks if b.language == "js"),
@@ -500,7 +469,7 @@ def _recipe(blocks: list[DocBlock]) -> dict[str, DocBlock]:
     }
 
 
-def _python_recipe(blocks: list[DocBlock]) -> dict[str, DocBlock]:
+def _python_recipe(blocks: list[Fenced]) -> dict[str, Fenced]:
     """The blocks of "Python functions", by role."""
     return {
         "venv": next(b for b in blocks if b.language == "bash" and "venv" in b.text),
@@ -508,12 +477,13 @@ def _python_recipe(blocks: list[DocBlock]) -> dict[str, DocBlock]:
     }
 
 
-def _assert_marked_blocks_are_run(blocks: list[DocBlock]) -> None:
+def _assert_marked_blocks_are_run(blocks: list[Fenced]) -> None:
     """The blocks marked :data:`RUN_HERE` are exactly the shell and Python blocks the two doc
     tests run (the ``js``/``json``/``text`` blocks need no marker: the snippets test runs none)."""
     run = [*_recipe(blocks).values(), *_python_recipe(blocks).values()]
     runnable = {b.line for b in run if b.language in ("bash", "python")}
-    assert {b.line for b in blocks if b.marked} == runnable, [b for b in blocks if b.marked]
+    marked = [b for b in blocks if b.previous == RUN_HERE]
+    assert {b.line for b in marked} == runnable, marked
 
 
 def _expected(text: str) -> list[re.Pattern[str]]:
@@ -552,7 +522,7 @@ def _doc_env(home: Path, hub_port: int) -> dict[str, str]:
 
 
 def _start_doc_emulator(
-    start: DocBlock,
+    start: Fenced,
     node_modules: Path,
     project: Path,
     env: dict[str, str],

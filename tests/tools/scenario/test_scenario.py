@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from scheduler_emulator.domain.errors import ConfigurationError
-from scheduler_emulator.tools.cli import main
 from scheduler_emulator.tools.replay import print_report, replay_scenario
 from scheduler_emulator.tools.scenario import (
     Check,
@@ -24,7 +23,7 @@ from scheduler_emulator.tools.scenario import (
     select,
 )
 from tests.daemon import serving
-from tests.support import RecordingTarget
+from tests.support import RecordingTarget, run_cli
 
 ORDERS_SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "orders" / "scenarios"
 
@@ -95,14 +94,7 @@ def write(folder: Path, text: str, name: str = "scenario.yaml") -> Path:
 
 def replay(*args: str) -> tuple[int, str, str]:
     """Run ``scheduler-emulator replay ARGS`` in-process; return (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    old = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    try:
-        code = main(["replay", *args])
-    finally:
-        sys.stdout, sys.stderr = old
-    return code, out.getvalue(), err.getvalue()
+    return run_cli("replay", *args)
 
 
 def timeline_of(output: str) -> str:
