@@ -39,7 +39,7 @@ from ._clock import Clock, ManualClock, SystemClock, require_aware
 from ._http_client import HttpClient, http2_problem
 from ._options import JOBS_PAGE_SIZE_MAX, EmulatorOptions
 from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
-from ._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
+from ._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, AttemptFilter, Store
 from ._tokens import TokenAuthority
 from ._transports import HttpTransport, Transport
 
@@ -364,16 +364,15 @@ class Emulator:
         :raises InvalidArgument: naming ``pageSize`` or ``pageToken`` for a bad value.
         """
         after = _page_start(page_size, page_token)
-        attempts, last = self.store.attempts_page(
+        where = AttemptFilter(
             job=None if job is None else self.job_name(job),
             run_id=run_id,
             start_after=None if start_after is None else require_aware(start_after, "start_after"),
             start_before=None
             if start_before is None
             else require_aware(start_before, "start_before"),
-            after_id=after,
-            page_size=page_size,
         )
+        attempts, last = self.store.attempts_page(where, after_id=after, page_size=page_size)
         now = self.clock.now()
         return [a.as_of(now) for a in attempts], "" if last is None else str(last)
 

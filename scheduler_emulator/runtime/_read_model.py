@@ -25,7 +25,7 @@ from ..domain.errors import RPC_CODES
 from ..domain.resources import Job, State
 from ..domain.schedule import parse_schedule
 from ..domain.schedule_text import describe_schedule
-from ._store import ATTEMPT_COLUMNS, Store, add_condition, attempt_from_row
+from ._store import ATTEMPT_COLUMNS, Store, add_condition, attempt_from_row, window_conditions
 
 __all__ = [
     "DEFAULT_FIRE_TIMES",
@@ -194,16 +194,6 @@ def last_attempt_in_flight(store: Store, job: str, now: datetime) -> bool:
     return in_flight_at(datetime.fromisoformat(rows[0][0]), datetime.fromisoformat(rows[0][1]), now)
 
 
-def _window_clauses(
-    column: str, start: datetime | None, end: datetime | None
-) -> tuple[list[str], list[Any]]:
-    clauses: list[str] = []
-    args: list[Any] = []
-    add_condition(clauses, args, f"{column} >= ?", None if start is None else _text(start))
-    add_condition(clauses, args, f"{column} < ?", None if end is None else _text(end))
-    return clauses, args
-
-
 def attempts_newest(
     store: Store,
     *,
@@ -224,7 +214,7 @@ def attempts_newest(
     :param now: the clock's current instant.
     :return: the attempts and the id to pass as ``before_id`` next (``None`` on the last page).
     """
-    clauses, args = _window_clauses("start_time", start_after, start_before)
+    clauses, args = window_conditions("start_time", start_after, start_before)
     add_condition(clauses, args, "job = ?", job)
     add_condition(clauses, args, "id < ?", before_id)
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
@@ -304,7 +294,7 @@ def runs_page(
     :param offset: runs to skip (the page token).
     :return: the runs and the next page's offset (``None`` on the last page).
     """
-    clauses, args = _window_clauses("nominal", after, before)
+    clauses, args = window_conditions("nominal", after, before)
     if job is not None:
         clauses.append("job = ?")
         args.append(job)
