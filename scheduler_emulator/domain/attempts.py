@@ -27,6 +27,7 @@ __all__ = [
     "duplicate_flags",
     "excerpt_text",
     "failure_reason",
+    "in_flight_at",
     "iso",
     "ok_status",
 ]
@@ -36,6 +37,20 @@ def iso(instant: datetime | None) -> str | None:
     """Render an aware instant as RFC 3339 UTC with ``Z`` (microseconds only when non-zero);
     ``None`` stays ``None``."""
     return None if instant is None else format_timestamp(instant)
+
+
+def in_flight_at(start_time: datetime, end_time: datetime | None, now: datetime) -> bool:
+    """Whether an attempt with these recorded times reads as in flight at ``now``: it started
+    by ``now`` and its recorded end is later (under a manual clock a ``delay`` fault records the
+    end when the attempt is sent, with its later end time). The one rule every reader of
+    attempts applies (:meth:`Attempt.as_of`); an attempt with no end yet is in flight anyway.
+
+    :param start_time: when the attempt started (aware).
+    :param end_time: its recorded end, ``None`` while none is recorded.
+    :param now: the clock's current instant (aware).
+    :return: ``True`` when ``start_time <= now < end_time``.
+    """
+    return end_time is not None and start_time <= now < end_time
 
 
 @dataclass
@@ -186,7 +201,7 @@ class Attempt:
         :param now: the clock's current instant (aware).
         :return: ``self`` unless ``start_time <= now < end_time``, else a masked copy.
         """
-        if self.end_time is None or self.end_time <= now or self.start_time > now:
+        if not in_flight_at(self.start_time, self.end_time, now):
             return self
         return replace(
             self,

@@ -59,18 +59,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import wire
 from .errors import InvalidArgument
 from .resources import (
+    MESSAGE_TYPES,
     AppEngineHttpTarget,
-    AppEngineRouting,
     HttpMethod,
     HttpTarget,
     Job,
-    OAuthToken,
-    OidcToken,
     PubsubTarget,
     RetryConfig,
     Status,
@@ -548,8 +546,6 @@ def _string_map(value: Any) -> Mapping[str, str]:
     return MappingProxyType(result)
 
 
-_T = TypeVar("_T")
-
 _SCALAR_TYPES: dict[Callable[[Any], Any], str] = {
     _string: "TYPE_STRING",
     _int32: "TYPE_INT32",
@@ -559,112 +555,76 @@ _SCALAR_TYPES: dict[Callable[[Any], Any], str] = {
     _string_map: "map<string, string>",
 }
 
+_Conversion = tuple[Callable[[Any], Any], Any]
+_STRING: _Conversion = (_string, "")
+_METHOD: _Conversion = (_http_method, HttpMethod.HTTP_METHOD_UNSPECIFIED)
+_MAP: _Conversion = (_string_map, MappingProxyType({}))
+_BYTES: _Conversion = (_bytes, b"")
+_RETRY_DEFAULTS = RetryConfig()
 
-def _get(
-    fields: dict[str, tuple[_Path, Any]], name: str, convert: Callable[[Any], _T], default: _T
-) -> _T:
-    """Convert one field with ``convert``, or return ``default`` when it is absent."""
-    if name not in fields:
-        return default
-    path, value = fields[name]
-    try:
-        return convert(value)
-    except _BadValue as exc:
-        raise _invalid_value(path, _SCALAR_TYPES[convert], value, exc.reason) from None
-
-
-def _message(
-    fields: dict[str, tuple[_Path, Any]], name: str, parse: Callable[[Any, _Path], _T]
-) -> _T | None:
-    """Parse one message-typed field with ``parse``, or return ``None`` when it is absent."""
-    if name not in fields:
-        return None
-    path, value = fields[name]
-    return parse(value, path)
-
-
-def _oidc_token(data: Any, path: _Path) -> OidcToken:
-    f = _fields(data, path, "OidcToken")
-    return OidcToken(
-        service_account_email=_get(f, "service_account_email", _string, ""),
-        audience=_get(f, "audience", _string, ""),
-    )
-
-
-def _oauth_token(data: Any, path: _Path) -> OAuthToken:
-    f = _fields(data, path, "OAuthToken")
-    return OAuthToken(
-        service_account_email=_get(f, "service_account_email", _string, ""),
-        scope=_get(f, "scope", _string, ""),
-    )
-
-
-def _http_target(data: Any, path: _Path) -> HttpTarget:
-    f = _fields(data, path, "HttpTarget")
-    return HttpTarget(
-        uri=_get(f, "uri", _string, ""),
-        http_method=_get(f, "http_method", _http_method, HttpMethod.HTTP_METHOD_UNSPECIFIED),
-        headers=_get(f, "headers", _string_map, MappingProxyType({})),
-        body=_get(f, "body", _bytes, b""),
-        oidc_token=_message(f, "oidc_token", _oidc_token),
-        oauth_token=_message(f, "oauth_token", _oauth_token),
-    )
-
-
-def _app_engine_routing(data: Any, path: _Path) -> AppEngineRouting:
-    f = _fields(data, path, "AppEngineRouting")
-    return AppEngineRouting(
-        service=_get(f, "service", _string, ""),
-        version=_get(f, "version", _string, ""),
-        instance=_get(f, "instance", _string, ""),
-    )
-
-
-def _app_engine_http_target(data: Any, path: _Path) -> AppEngineHttpTarget:
-    f = _fields(data, path, "AppEngineHttpTarget")
-    return AppEngineHttpTarget(
-        relative_uri=_get(f, "relative_uri", _string, ""),
-        http_method=_get(f, "http_method", _http_method, HttpMethod.HTTP_METHOD_UNSPECIFIED),
-        app_engine_routing=_message(f, "app_engine_routing", _app_engine_routing),
-        headers=_get(f, "headers", _string_map, MappingProxyType({})),
-        body=_get(f, "body", _bytes, b""),
-    )
-
-
-def _pubsub_target(data: Any, path: _Path) -> PubsubTarget:
-    f = _fields(data, path, "PubsubTarget")
-    return PubsubTarget(
-        topic_name=_get(f, "topic_name", _string, ""),
-        data=_get(f, "data", _bytes, b""),
-        attributes=_get(f, "attributes", _string_map, MappingProxyType({})),
-    )
-
-
-def _retry_config(data: Any, path: _Path) -> RetryConfig:
-    f = _fields(data, path, "RetryConfig")
-    default = RetryConfig()
-    return RetryConfig(
-        retry_count=_get(f, "retry_count", _int32, default.retry_count),
-        max_retry_duration=_get(f, "max_retry_duration", _duration, default.max_retry_duration),
-        min_backoff_duration=_get(
-            f, "min_backoff_duration", _duration, default.min_backoff_duration
-        ),
-        max_backoff_duration=_get(
-            f, "max_backoff_duration", _duration, default.max_backoff_duration
-        ),
-        max_doublings=_get(f, "max_doublings", _int32, default.max_doublings),
-    )
-
-
-_MESSAGE_PARSERS: dict[str, Callable[[Any, _Path], Any]] = {
-    "HttpTarget": _http_target,
-    "OidcToken": _oidc_token,
-    "OAuthToken": _oauth_token,
-    "AppEngineHttpTarget": _app_engine_http_target,
-    "AppEngineRouting": _app_engine_routing,
-    "PubsubTarget": _pubsub_target,
-    "RetryConfig": _retry_config,
+#: How each non-message field of a message reads from JSON, and the value of an absent one:
+#: type name → proto field name → (converter, default). A message-typed field (the
+#: ``messages`` of :data:`MESSAGE_FIELDS`) is read by its own type's entry, ``None`` when
+#: absent.
+_CONVERSIONS: Mapping[str, Mapping[str, _Conversion]] = {
+    "Job": {
+        "name": _STRING,
+        "description": _STRING,
+        "schedule": _STRING,
+        "time_zone": _STRING,
+        "attempt_deadline": (_duration, None),
+    },
+    "HttpTarget": {"uri": _STRING, "http_method": _METHOD, "headers": _MAP, "body": _BYTES},
+    "OidcToken": {"service_account_email": _STRING, "audience": _STRING},
+    "OAuthToken": {"service_account_email": _STRING, "scope": _STRING},
+    "AppEngineHttpTarget": {
+        "http_method": _METHOD,
+        "relative_uri": _STRING,
+        "headers": _MAP,
+        "body": _BYTES,
+    },
+    "AppEngineRouting": {"service": _STRING, "version": _STRING, "instance": _STRING},
+    "PubsubTarget": {"topic_name": _STRING, "data": _BYTES, "attributes": _MAP},
+    "RetryConfig": {  # an absent field takes the server's default (P7), not zero
+        "retry_count": (_int32, _RETRY_DEFAULTS.retry_count),
+        "max_retry_duration": (_duration, _RETRY_DEFAULTS.max_retry_duration),
+        "min_backoff_duration": (_duration, _RETRY_DEFAULTS.min_backoff_duration),
+        "max_backoff_duration": (_duration, _RETRY_DEFAULTS.max_backoff_duration),
+        "max_doublings": (_int32, _RETRY_DEFAULTS.max_doublings),
+    },
 }
+
+
+def _field_values(data: Any, path: _Path, type_name: str) -> dict[str, Any]:
+    """Read a message's JSON object: proto field name → value, an absent field at its default.
+
+    :raises InvalidArgument: for an unknown field, a field given in both spellings, or a value
+        of the wrong JSON type or form, naming its path.
+    """
+    schema = MESSAGE_FIELDS[type_name]
+    conversions = _CONVERSIONS[type_name]
+    fields = _fields(data, path, type_name)
+    values: dict[str, Any] = {}
+    for name in schema.settable:
+        child_type = schema.message_type(name)
+        if name not in fields:
+            values[name] = None if child_type is not None else conversions[name][1]
+            continue
+        child_path, value = fields[name]
+        if child_type is not None:
+            values[name] = _message(value, child_path, child_type)
+            continue
+        convert = conversions[name][0]
+        try:
+            values[name] = convert(value)
+        except _BadValue as exc:
+            raise _invalid_value(child_path, _SCALAR_TYPES[convert], value, exc.reason) from None
+    return values
+
+
+def _message(data: Any, path: _Path, type_name: str) -> Any:
+    """The resource dataclass of a message-typed field's JSON object."""
+    return MESSAGE_TYPES[type_name](**_field_values(data, path, type_name))
 
 
 def parse_job(data: Mapping[str, Any], *, default_name: str | None = None) -> Job:
@@ -685,18 +645,10 @@ def parse_job(data: Mapping[str, Any], *, default_name: str | None = None) -> Jo
         (see :func:`job_from_json`).
     :return: the job; ``name`` is ``""`` when neither ``data`` nor ``default_name`` gives one.
     """
-    f = _fields(data, _Path("job", ""), "Job")
-    return Job(
-        name=_get(f, "name", _string, "") or default_name or "",
-        schedule=_get(f, "schedule", _string, ""),
-        time_zone=_get(f, "time_zone", _string, ""),
-        description=_get(f, "description", _string, ""),
-        http_target=_message(f, "http_target", _http_target),
-        app_engine_http_target=_message(f, "app_engine_http_target", _app_engine_http_target),
-        pubsub_target=_message(f, "pubsub_target", _pubsub_target),
-        retry_config=_message(f, "retry_config", _retry_config) or RetryConfig(),
-        attempt_deadline=_get(f, "attempt_deadline", _duration, None),
-    )
+    values = _field_values(data, _Path("job", ""), "Job")
+    values["name"] = values["name"] or default_name or ""
+    values["retry_config"] = values["retry_config"] or RetryConfig()
+    return Job(**values)
 
 
 def default_message(type_name: str) -> Any:
@@ -710,7 +662,9 @@ def default_message(type_name: str) -> Any:
     :raises KeyError: for any other name.
     :return: the resource dataclass instance.
     """
-    return _MESSAGE_PARSERS[type_name]({}, _Path(type_name, type_name))
+    if type_name == "Job":
+        raise KeyError(type_name)
+    return _message({}, _Path(type_name, type_name), type_name)
 
 
 def json_fields(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -813,25 +767,36 @@ def status_to_json(status: Status | None) -> dict[str, Any] | None:
     return out
 
 
+def _set(**fields: Any) -> dict[str, Any]:
+    """The given fields (camelCase) that are not at their proto3 default, which JSON leaves
+    out: empty strings, maps, bytes and 0; maps are rendered as dicts, bytes as base64."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if isinstance(value, bytes):
+            value = _b64(value)
+        elif isinstance(value, Mapping):
+            value = dict(value)
+        if value:
+            out[key] = value
+    return out
+
+
 def _http_target_json(target: HttpTarget, enum_int: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "uri": target.uri,
         "httpMethod": _enum(target.http_method or HttpMethod.POST, enum_int),
+        **_set(headers=target.headers, body=target.body),
     }
-    if target.headers:
-        out["headers"] = dict(target.headers)
-    if target.body:
-        out["body"] = _b64(target.body)
     if target.oauth_token is not None:
-        token: dict[str, str] = {"serviceAccountEmail": target.oauth_token.service_account_email}
-        if target.oauth_token.scope:
-            token["scope"] = target.oauth_token.scope
-        out["oauthToken"] = token
+        out["oauthToken"] = {
+            "serviceAccountEmail": target.oauth_token.service_account_email,
+            **_set(scope=target.oauth_token.scope),
+        }
     if target.oidc_token is not None:
-        token = {"serviceAccountEmail": target.oidc_token.service_account_email}
-        if target.oidc_token.audience:
-            token["audience"] = target.oidc_token.audience
-        out["oidcToken"] = token
+        out["oidcToken"] = {
+            "serviceAccountEmail": target.oidc_token.service_account_email,
+            **_set(audience=target.oidc_token.audience),
+        }
     return out
 
 
@@ -839,44 +804,29 @@ def _app_engine_json(target: AppEngineHttpTarget, enum_int: bool) -> dict[str, A
     out: dict[str, Any] = {"httpMethod": _enum(target.http_method or HttpMethod.POST, enum_int)}
     routing = target.app_engine_routing
     if routing is not None:
-        out["appEngineRouting"] = {
-            key: value
-            for key, value in (
-                ("service", routing.service),
-                ("version", routing.version),
-                ("instance", routing.instance),
-                ("host", routing.host),
-            )
-            if value
-        }
+        out["appEngineRouting"] = _set(
+            service=routing.service,
+            version=routing.version,
+            instance=routing.instance,
+            host=routing.host,
+        )
     out["relativeUri"] = target.relative_uri or "/"
-    if target.headers:
-        out["headers"] = dict(target.headers)
-    if target.body:
-        out["body"] = _b64(target.body)
-    return out
+    return out | _set(headers=target.headers, body=target.body)
 
 
 def _pubsub_json(target: PubsubTarget) -> dict[str, Any]:
-    out: dict[str, Any] = {"topicName": target.topic_name}
-    if target.data:
-        out["data"] = _b64(target.data)
-    if target.attributes:
-        out["attributes"] = dict(target.attributes)
-    return out
+    return {"topicName": target.topic_name} | _set(data=target.data, attributes=target.attributes)
 
 
 def _retry_config_json(config: RetryConfig) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if config.retry_count:
-        out["retryCount"] = config.retry_count
-    out["maxRetryDuration"] = format_duration(config.max_retry_duration)
-    out["minBackoffDuration"] = format_duration(config.min_backoff_duration)
-    out["maxBackoffDuration"] = format_duration(config.max_backoff_duration)
-    # Shown even when 0 (unlike proto3), so that an explicit 0 survives a round trip: an absent
-    # maxDoublings means 5 on input (P7).
-    out["maxDoublings"] = config.max_doublings
-    return out
+    return _set(retryCount=config.retry_count) | {
+        "maxRetryDuration": format_duration(config.max_retry_duration),
+        "minBackoffDuration": format_duration(config.min_backoff_duration),
+        "maxBackoffDuration": format_duration(config.max_backoff_duration),
+        # Shown even when 0 (unlike proto3), so that an explicit 0 survives a round trip: an
+        # absent maxDoublings means 5 on input (P7).
+        "maxDoublings": config.max_doublings,
+    }
 
 
 def job_to_json(job: Job, *, enum_int: bool = False) -> dict[str, Any]:
@@ -896,9 +846,7 @@ def job_to_json(job: Job, *, enum_int: bool = False) -> dict[str, Any]:
     :return: a JSON-serialisable dict. For the configuration fields
         ``job_from_json(job_to_json(job)) == job`` holds.
     """
-    out: dict[str, Any] = {"name": job.name}
-    if job.description:
-        out["description"] = job.description
+    out: dict[str, Any] = {"name": job.name, **_set(description=job.description)}
     if job.pubsub_target is not None:
         out["pubsubTarget"] = _pubsub_json(job.pubsub_target)
     if job.app_engine_http_target is not None:

@@ -91,6 +91,17 @@ class ApiError(EmulatorError):
     http_status: ClassVar[int] = 500
     status: ClassVar[str] = "INTERNAL"
 
+    def __init_subclass__(
+        cls, *, http_status: int | None = None, status: str | None = None, **kwargs: Any
+    ) -> None:
+        """``class NotFound(ApiError, http_status=404, status="NOT_FOUND")``: a subclass names
+        its HTTP status and google.rpc status name in its header (or inherits them)."""
+        super().__init_subclass__(**kwargs)
+        if http_status is not None:
+            cls.http_status = http_status
+        if status is not None:
+            cls.status = status
+
     def __init__(self, message: str, *, field: str | None = None, description: str | None = None):
         super().__init__(message)
         self.message = message
@@ -140,41 +151,26 @@ class ApiError(EmulatorError):
         return f"{self.status}: {self.message}{detail}"
 
 
-class InvalidArgument(ApiError):
+class InvalidArgument(ApiError, http_status=400, status="INVALID_ARGUMENT"):
     """400 INVALID_ARGUMENT: a field, name, schedule or time zone is not acceptable."""
 
-    http_status = 400
-    status = "INVALID_ARGUMENT"
 
-
-class FailedPrecondition(ApiError):
+class FailedPrecondition(ApiError, http_status=400, status="FAILED_PRECONDITION"):
     """400 FAILED_PRECONDITION: the job is not in a state that allows the operation (§4, P11)."""
 
-    http_status = 400
-    status = "FAILED_PRECONDITION"
 
-
-class NotFound(ApiError):
+class NotFound(ApiError, http_status=404, status="NOT_FOUND"):
     """404 NOT_FOUND: no job (or location) of that name (§5.2)."""
 
-    http_status = 404
-    status = "NOT_FOUND"
 
-
-class AlreadyExists(ApiError):
+class AlreadyExists(ApiError, http_status=409, status="ALREADY_EXISTS"):
     """409 ALREADY_EXISTS: a job of that name exists already (§5.1)."""
 
-    http_status = 409
-    status = "ALREADY_EXISTS"
 
-
-class StorageUnavailable(ApiError):
+class StorageUnavailable(ApiError, http_status=503, status="UNAVAILABLE"):
     """503 UNAVAILABLE: a change could not be stored (the data directory's disk is full, or it
     cannot be written); nothing of it was kept, in memory or on disk, so trying again once
     there is space is safe. Reads keep working."""
-
-    http_status = 503
-    status = "UNAVAILABLE"
 
 
 class ClockError(EmulatorError):

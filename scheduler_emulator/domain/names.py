@@ -86,15 +86,30 @@ class JobName(NamedTuple):
         return LocationName(self.project, self.location)
 
 
-def _matching(pattern: re.Pattern[str], value: str, field: str, what: str) -> str:
-    """Return ``value`` when ``pattern`` matches all of it.
+class _Segment(NamedTuple):
+    """The character rule of one segment of a name, and what its error message says."""
 
-    :param what: the rest of the message after ``"{field} has an invalid "``.
-    :raises InvalidArgument: naming ``field``, when it does not match.
-    """
-    if not pattern.fullmatch(value):
-        raise InvalidArgument(f"{field} has an invalid {what}", field=field)
-    return value
+    noun: str
+    pattern: re.Pattern[str]
+    advice: str
+
+    def check(self, value: str, field: str) -> str:
+        """Return ``value`` when the pattern matches all of it.
+
+        :raises InvalidArgument: naming ``field``, the segment and ``value``, when it does not.
+        """
+        if not self.pattern.fullmatch(value):
+            raise InvalidArgument(
+                f'{field} has an invalid {self.noun} "{value}": {self.advice}', field=field
+            )
+        return value
+
+
+_PROJECT_ID = _Segment(
+    "project ID", PROJECT_ID_RE, "use only letters, digits, hyphens, colons and periods."
+)
+_LOCATION_ID = _Segment("location ID", LOCATION_ID_RE, 'expected a location such as "us-central1".')
+_JOB_ID = _Segment("job ID", JOB_ID_RE, "use only letters, digits, hyphens and underscores.")
 
 
 def check_project_id(project: str, *, field: str = "name") -> str:
@@ -106,12 +121,7 @@ def check_project_id(project: str, *, field: str = "name") -> str:
         ``-``, ``:`` and ``.``.
     :return: ``project`` unchanged.
     """
-    return _matching(
-        PROJECT_ID_RE,
-        project,
-        field,
-        f'project ID "{project}": use only letters, digits, hyphens, colons and periods.',
-    )
+    return _PROJECT_ID.check(project, field)
 
 
 def check_location_id(location: str, *, field: str = "name") -> str:
@@ -122,12 +132,7 @@ def check_location_id(location: str, *, field: str = "name") -> str:
     :raises InvalidArgument: when it does not match ``^[a-z]+(-[a-z]+)*[0-9]*$``.
     :return: ``location`` unchanged.
     """
-    return _matching(
-        LOCATION_ID_RE,
-        location,
-        field,
-        f'location ID "{location}": expected a location such as "us-central1".',
-    )
+    return _LOCATION_ID.check(location, field)
 
 
 def check_job_id(job_id: str, *, field: str = "name") -> str:
@@ -145,12 +150,7 @@ def check_job_id(job_id: str, *, field: str = "name") -> str:
             f"{MAX_JOB_ID_LENGTH}.",
             field=field,
         )
-    return _matching(
-        JOB_ID_RE,
-        job_id,
-        field,
-        f'job ID "{job_id}": use only letters, digits, hyphens and underscores.',
-    )
+    return _JOB_ID.check(job_id, field)
 
 
 def parse_location_name(name: str, *, field: str = "parent") -> LocationName:

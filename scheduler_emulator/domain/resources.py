@@ -29,6 +29,7 @@ __all__ = [
     "HttpMethod",
     "HttpTarget",
     "Job",
+    "MESSAGE_TYPES",
     "OAuthToken",
     "OidcToken",
     "PubsubTarget",
@@ -234,6 +235,25 @@ class Job:
         if self.app_engine_http_target is not None:
             return "APP_ENGINE_HTTP"
         return "PUBSUB"
+
+
+#: The Job resource and its message types, by proto type name (``"Job"``, ``"HttpTarget"``…:
+#: the keys of :data:`~scheduler_emulator.domain.codec.MESSAGE_FIELDS`).
+MESSAGE_TYPES: Mapping[str, type] = MappingProxyType(
+    {
+        cls.__name__: cls
+        for cls in (
+            Job,
+            HttpTarget,
+            OidcToken,
+            OAuthToken,
+            AppEngineHttpTarget,
+            AppEngineRouting,
+            PubsubTarget,
+            RetryConfig,
+        )
+    }
+)
 
 
 def with_defaults(job: Job) -> Job:

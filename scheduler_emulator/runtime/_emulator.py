@@ -39,7 +39,7 @@ from ._clock import Clock, ManualClock, SystemClock, require_aware
 from ._http_client import HttpClient, http2_problem
 from ._options import JOBS_PAGE_SIZE_MAX, EmulatorOptions
 from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
-from ._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
+from ._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, AttemptFilter, Store
 from ._tokens import TokenAuthority
 from ._transports import HttpTransport, Transport
 
@@ -305,8 +305,13 @@ class Emulator:
     # ---------------------------------------------------------------- history
 
     def attempts(self, job: str | None = None) -> list[Attempt]:
-        """Return every attempt in start order, optionally only those of ``job`` (ID or name)."""
-        return self.store.attempts(None if job is None else self.job_name(job))
+        """Return every attempt in start order, optionally only those of ``job`` (ID or name),
+        as it reads now: one whose recorded end lies after the clock's instant (a ``delay``
+        fault under a manual clock) is still in flight (:meth:`Attempt.as_of`) — what
+        ``GET /_emulator/attempts`` and both pytest fixtures show too."""
+        now = self.clock.now()
+        attempts = self.store.attempts(None if job is None else self.job_name(job))
+        return [attempt.as_of(now) for attempt in attempts]
 
     def assert_attempted(
         self,
@@ -347,7 +352,8 @@ class Emulator:
         page_token: str = "",
     ) -> tuple[list[Attempt], str]:
         """Return one page of attempts in start order and the next page's token (``""`` on
-        the last page); only that page is read, however long the history.
+        the last page); only that page is read, however long the history. Attempts read as
+        :meth:`attempts` says (an end after the clock's instant is not shown yet).
 
         :param job: only this job's attempts (ID or full name).
         :param run_id: only this run's attempts.
@@ -358,17 +364,17 @@ class Emulator:
         :raises InvalidArgument: naming ``pageSize`` or ``pageToken`` for a bad value.
         """
         after = _page_start(page_size, page_token)
-        attempts, last = self.store.attempts_page(
+        where = AttemptFilter(
             job=None if job is None else self.job_name(job),
             run_id=run_id,
             start_after=None if start_after is None else require_aware(start_after, "start_after"),
             start_before=None
             if start_before is None
             else require_aware(start_before, "start_before"),
-            after_id=after,
-            page_size=page_size,
         )
-        return attempts, "" if last is None else str(last)
+        attempts, last = self.store.attempts_page(where, after_id=after, page_size=page_size)
+        now = self.clock.now()
+        return [a.as_of(now) for a in attempts], "" if last is None else str(last)
 
     def skipped_runs(self, job: str | None = None) -> list[SkippedRun]:
         """Return scheduled times skipped under P6, optionally only those of ``job``."""

@@ -20,12 +20,12 @@ from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import Any
 
-from ..domain.attempts import Attempt, duplicate_flags, iso
+from ..domain.attempts import Attempt, duplicate_flags, in_flight_at, iso
 from ..domain.errors import RPC_CODES
 from ..domain.resources import Job, State
 from ..domain.schedule import parse_schedule
 from ..domain.schedule_text import describe_schedule
-from ._store import ATTEMPT_COLUMNS, Store, add_condition, attempt_from_row
+from ._store import ATTEMPT_COLUMNS, Store, add_condition, attempt_from_row, window_conditions
 
 __all__ = [
     "DEFAULT_FIRE_TIMES",
@@ -191,17 +191,7 @@ def last_attempt_in_flight(store: Store, job: str, now: datetime) -> bool:
     )
     if not rows or rows[0][1] is None:
         return False
-    return datetime.fromisoformat(rows[0][0]) <= now < datetime.fromisoformat(rows[0][1])
-
-
-def _window_clauses(
-    column: str, start: datetime | None, end: datetime | None
-) -> tuple[list[str], list[Any]]:
-    clauses: list[str] = []
-    args: list[Any] = []
-    add_condition(clauses, args, f"{column} >= ?", None if start is None else _text(start))
-    add_condition(clauses, args, f"{column} < ?", None if end is None else _text(end))
-    return clauses, args
+    return in_flight_at(datetime.fromisoformat(rows[0][0]), datetime.fromisoformat(rows[0][1]), now)
 
 
 def attempts_newest(
@@ -212,16 +202,19 @@ def attempts_newest(
     start_before: datetime | None = None,
     before_id: int | None = None,
     page_size: int = 100,
+    now: datetime,
 ) -> tuple[list[Attempt], int | None]:
-    """One page of attempts, newest first (by id, which follows start order).
+    """One page of attempts, newest first (by id, which follows start order), as they read at
+    ``now`` (:meth:`Attempt.as_of`: an end recorded later than ``now`` is not shown yet).
 
     :param job: only this job's (full name).
     :param start_after: only attempts that started at or after this instant.
     :param start_before: only attempts that started before this instant.
     :param before_id: only attempts with a smaller id (where the previous page ended).
+    :param now: the clock's current instant.
     :return: the attempts and the id to pass as ``before_id`` next (``None`` on the last page).
     """
-    clauses, args = _window_clauses("start_time", start_after, start_before)
+    clauses, args = window_conditions("start_time", start_after, start_before)
     add_condition(clauses, args, "job = ?", job)
     add_condition(clauses, args, "id < ?", before_id)
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
@@ -229,35 +222,25 @@ def attempts_newest(
         f"SELECT {ATTEMPT_COLUMNS} FROM attempts{where} ORDER BY id DESC LIMIT ?",
         [*args, page_size + 1],
     )
-    attempts = [attempt_from_row(r) for r in rows[:page_size]]
+    attempts = [attempt_from_row(r).as_of(now) for r in rows[:page_size]]
     return attempts, (attempts[-1].id if len(rows) > page_size else None)
 
 
 def _compact(row: Any, now: datetime | None) -> dict[str, Any]:
     """A timeline attempt: what its segment shows (details are one request away). An attempt
     whose recorded end is later than ``now`` reads as in flight (see :meth:`Attempt.as_of`)."""
-    start, end = row[4], row[5]
+    started, end = datetime.fromisoformat(row[4]), row[5]
     ended = None if end is None else datetime.fromisoformat(end)
-    if ended is not None and now is not None and datetime.fromisoformat(start) <= now < ended:
-        return {
-            "id": row[0],
-            "attempt": row[3],
-            "startTime": iso(datetime.fromisoformat(start)),
-            "endTime": None,
-            "responseStatus": None,
-            "code": None,
-            "injected": bool(row[8]),
-            "debugInfo": "",
-        }
+    masked = now is not None and in_flight_at(started, ended, now)
     return {
         "id": row[0],
         "attempt": row[3],
-        "startTime": iso(datetime.fromisoformat(start)),
-        "endTime": iso(ended),
-        "responseStatus": row[6],
-        "code": row[7],
+        "startTime": iso(started),
+        "endTime": None if masked else iso(ended),
+        "responseStatus": None if masked else row[6],
+        "code": None if masked else row[7],
         "injected": bool(row[8]),
-        "debugInfo": row[11],
+        "debugInfo": "" if masked else row[11],
     }
 
 
@@ -311,7 +294,7 @@ def runs_page(
     :param offset: runs to skip (the page token).
     :return: the runs and the next page's offset (``None`` on the last page).
     """
-    clauses, args = _window_clauses("nominal", after, before)
+    clauses, args = window_conditions("nominal", after, before)
     if job is not None:
         clauses.append("job = ?")
         args.append(job)
@@ -384,8 +367,8 @@ def timeline(
     return lanes
 
 
-def attempt_by_id(store: Store, attempt_id: int) -> Attempt | None:
-    """The attempt with this id, ``None`` when there is none (or it was dropped by
-    retention)."""
+def attempt_by_id(store: Store, attempt_id: int, *, now: datetime) -> Attempt | None:
+    """The attempt with this id as it reads at ``now`` (:meth:`Attempt.as_of`), ``None`` when
+    there is none (or it was dropped by retention)."""
     rows = store.query(f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE id = ?", (attempt_id,))
-    return attempt_from_row(rows[0]) if rows else None
+    return attempt_from_row(rows[0]).as_of(now) if rows else None

@@ -23,7 +23,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from ._data_file import (
 from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, DEFAULT_RETAIN_ATTEMPTS
 
 __all__ = [
+    "AttemptFilter",
     "add_condition",
     "ATTEMPT_COLUMNS",
     "DEFAULT_PAGE_SIZE",
@@ -49,6 +50,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Store",
     "attempt_from_row",
+    "window_conditions",
 ]
 
 #: ``PRAGMA user_version`` of this release's schema (1: the first release; 2: ``jobs.next_fire``
@@ -196,6 +198,44 @@ def add_condition(clauses: list[str], args: list[Any], sql: str, value: Any) -> 
     if value is not None:
         clauses.append(sql)
         args.append(value)
+
+
+@dataclass(frozen=True)
+class AttemptFilter:
+    """Which attempts :meth:`Store.attempts_page` reads; ``None`` leaves a field open.
+
+    :param job: one job's (full name).
+    :param run_id: one run's.
+    :param start_after: those that started at or after this instant (aware).
+    :param start_before: those that started before this instant (aware).
+    """
+
+    job: str | None = None
+    run_id: int | None = None
+    start_after: datetime | None = None
+    start_before: datetime | None = None
+
+
+def window_conditions(
+    column: str, start: datetime | None, end: datetime | None
+) -> tuple[list[str], list[Any]]:
+    """The SQL conditions ``start <= column < end`` on a time column (UTC text), each bound
+    left out when ``None``.
+
+    :param column: ``start_time``, ``nominal``…
+    :param start: the first instant in the window (aware), or ``None``.
+    :param end: the first instant after it (aware), or ``None``.
+    :return: the conditions and their arguments, for :func:`add_condition` to extend.
+    """
+    clauses: list[str] = []
+    args: list[Any] = []
+    add_condition(clauses, args, f"{column} >= ?", None if start is None else _utc_text(start))
+    add_condition(clauses, args, f"{column} < ?", None if end is None else _utc_text(end))
+    return clauses, args
+
+
+def _utc_text(instant: datetime) -> str:
+    return instant.astimezone(UTC).isoformat()
 
 
 def _attempt_filter(
@@ -511,26 +551,32 @@ class Store:
             )
         return jobs
 
+    def _insert(self, table: str, **columns: Any) -> None:
+        """``INSERT INTO table (column, …) VALUES (?, …)`` with ``columns``' values, under the
+        store lock."""
+        names = ", ".join(columns)
+        marks = ", ".join("?" * len(columns))
+        with self._locked:
+            self._db.execute(
+                f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(columns.values())
+            )
+
     # runs -----------------------------------------------------------------------------------
 
     def add_run(self, run: Run) -> Run:
         """Insert ``run`` under its ``id`` (the scheduler core numbers runs) and return it."""
-        with self._locked:
-            self._db.execute(
-                "INSERT INTO runs (id, job, schedule_time, nominal, forced, first_attempt_start, "
-                "attempts, next_attempt_at, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run.id,
-                    run.job,
-                    run.schedule_time,
-                    _ts(run.nominal),
-                    int(run.forced),
-                    _ts(run.first_attempt_start),
-                    run.attempts,
-                    _ts(run.next_attempt_at),
-                    int(run.finished),
-                ),
-            )
+        self._insert(
+            "runs",
+            id=run.id,
+            job=run.job,
+            schedule_time=run.schedule_time,
+            nominal=_ts(run.nominal),
+            forced=int(run.forced),
+            first_attempt_start=_ts(run.first_attempt_start),
+            attempts=run.attempts,
+            next_attempt_at=_ts(run.next_attempt_at),
+            finished=int(run.finished),
+        )
         return run
 
     def last_run_id(self) -> int:
@@ -643,36 +689,25 @@ class Store:
 
     def attempts_page(
         self,
+        where: AttemptFilter = AttemptFilter(),
         *,
-        job: str | None = None,
-        run_id: int | None = None,
-        start_after: datetime | None = None,
-        start_before: datetime | None = None,
         after_id: int = 0,
         page_size: int = DEFAULT_PAGE_SIZE,
     ) -> tuple[list[Attempt], int | None]:
         """Return one page of attempts in start order, and the id to pass as ``after_id`` for
         the next page (``None`` on the last page). Reads only the page from the database.
 
-        :param job: only this job's attempts (full name).
-        :param run_id: only this run's attempts.
-        :param start_after: only attempts that started at or after this instant (aware).
-        :param start_before: only attempts that started before this instant (aware).
+        :param where: which attempts.
         :param after_id: only attempts with a larger id (where the previous page ended).
         :param page_size: 1 to :data:`MAX_PAGE_SIZE` attempts.
         :raises ValueError: for a page size out of range.
         """
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise ValueError(f"page_size must be 1 to {MAX_PAGE_SIZE}; got {page_size}.")
-        clauses, args = _attempt_filter(job=job, run_id=run_id)
-        if start_after is not None:
-            clauses.append("start_time >= ?")
-            args.append(_ts(start_after.astimezone(UTC)))
-        if start_before is not None:
-            clauses.append("start_time < ?")
-            args.append(_ts(start_before.astimezone(UTC)))
-        clauses.append("id > ?")
-        args.append(after_id)
+        clauses, args = window_conditions("start_time", where.start_after, where.start_before)
+        add_condition(clauses, args, "job = ?", where.job)
+        add_condition(clauses, args, "run_id = ?", where.run_id)
+        add_condition(clauses, args, "id > ?", after_id)
         rows = self._select_attempts(clauses, args, f" LIMIT {page_size + 1}")
         if len(rows) > page_size:
             return rows[:page_size], rows[page_size - 1].id
@@ -716,18 +751,14 @@ class Store:
 
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a skipped scheduled time (P6)."""
-        with self._locked:
-            self._db.execute(
-                "INSERT INTO skipped (job, schedule_time, nominal, recorded_at, reason) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (
-                    skipped.job,
-                    skipped.schedule_time,
-                    _ts(skipped.nominal.astimezone(UTC)),  # UTC: MAX() orders the text
-                    _ts(skipped.recorded_at),
-                    skipped.reason,
-                ),
-            )
+        self._insert(
+            "skipped",
+            job=skipped.job,
+            schedule_time=skipped.schedule_time,
+            nominal=_ts(skipped.nominal.astimezone(UTC)),  # UTC: MAX() orders the text
+            recorded_at=_ts(skipped.recorded_at),
+            reason=skipped.reason,
+        )
 
     def skipped(self, job: str | None = None) -> list[SkippedRun]:
         """Return skipped scheduled times in the order they were recorded (every one kept:

@@ -350,12 +350,10 @@ class Admin:
                 start_before=start_before,
                 before_id=before,
                 page_size=page_size,
+                now=self.emulator.now(),
             )
-            now = self.emulator.now()
             return _page_answer(
-                "attempts",
-                [a.as_of(now).to_json() for a in newest],
-                "" if last is None else str(last),
+                "attempts", [a.to_json() for a in newest], "" if last is None else str(last)
             )
         page, token = self.emulator.attempts_page(
             job,
@@ -365,8 +363,7 @@ class Admin:
             page_size=page_size,
             page_token=page_token,
         )
-        now = self.emulator.now()
-        return _page_answer("attempts", [a.as_of(now).to_json() for a in page], token)
+        return _page_answer("attempts", [a.to_json() for a in page], token)
 
     def attempt(self, request: Request, attempt_id: str) -> dict[str, Any]:
         """One attempt by its ``id``; 404 naming the id when there is none."""
@@ -376,10 +373,12 @@ class Admin:
                 f"The attempt id must be a whole number; got {show_value(attempt_id)}.",
                 field="id",
             )
-        found = read_model.attempt_by_id(self.emulator.store, int(attempt_id))
+        found = read_model.attempt_by_id(
+            self.emulator.store, int(attempt_id), now=self.emulator.now()
+        )
         if found is None:
             raise NotFound(f"Attempt not found: no attempt {attempt_id} (or it was dropped).")
-        return found.as_of(self.emulator.now()).to_json()
+        return found.to_json()
 
     def job_rows(self, request: Request) -> dict[str, Any]:
         """The jobs view: ``{"jobs": [row...], "totalSize": N, "nextPageToken"?}`` filtered by

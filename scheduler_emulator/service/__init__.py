@@ -80,26 +80,6 @@ if TYPE_CHECKING:
         verify_scheduler_token_async,
     )
 
-#: Names served from :mod:`.auth` on first use, so a service that checks no token loads none of
-#: its code.
-_AUTH_EXPORTS = frozenset(
-    {
-        "CertsUnavailableError",
-        "ExpiredTokenError",
-        "InvalidSignatureError",
-        "MalformedTokenError",
-        "MissingTokenError",
-        "SchedulerTokenMiddleware",
-        "TokenError",
-        "TokenNotYetValidError",
-        "WrongAudienceError",
-        "WrongEmailError",
-        "WrongIssuerError",
-        "verify_scheduler_token",
-        "verify_scheduler_token_async",
-    }
-)
-
 __all__ = [
     "DEFAULT_PREFIX",
     "EXCEPTION_ENVIRON_KEY",
@@ -147,6 +127,11 @@ __all__ = [
     # ASGI
     "TimerAsgiMiddleware",
 ]
+
+
+#: The names of ``__all__`` not imported above: served from :mod:`.auth` on first use, so a
+#: service that checks no token loads none of its code.
+_AUTH_EXPORTS = frozenset(__all__) - set(globals())
 
 
 def __getattr__(name: str) -> Any:

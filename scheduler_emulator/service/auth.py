@@ -47,6 +47,7 @@ imported on first use.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import threading
@@ -55,7 +56,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from ..realtime import real_monotonic
 from ..wire import to_instant
@@ -73,7 +74,9 @@ __all__ = [
     "MalformedTokenError",
     "MissingTokenError",
     "SchedulerTokenMiddleware",
+    "TokenChecks",
     "TokenError",
+    "TokenKeys",
     "TokenNotYetValidError",
     "WrongAudienceError",
     "WrongEmailError",
@@ -163,6 +166,25 @@ class WrongEmailError(TokenError):
 
 class CertsUnavailableError(TargetError):
     """The keys at ``certs_url`` could not be fetched or read; not the caller's fault."""
+
+
+class TokenKeys(TypedDict, total=False):
+    """What a token is checked against: the keywords of :class:`SchedulerTokenMiddleware`
+    (besides ``prefix``). Each is described, with its default, at :func:`verify_id_token`."""
+
+    audience: Required[str | Collection[str]]
+    certs_url: str
+    keys: Mapping[str, Any] | None
+    issuers: Collection[str] | None
+    email: str | Collection[str] | None
+    leeway: timedelta | float
+
+
+class TokenChecks(TokenKeys, total=False):
+    """:class:`TokenKeys` and the instant to check at: the keywords of
+    :func:`verify_scheduler_token` and :func:`verify_scheduler_token_async`."""
+
+    now: datetime | None
 
 
 # ---------------------------------------------------------------------------- the token
@@ -378,61 +400,32 @@ def verify_id_token(
     return claims
 
 
-def verify_scheduler_token(
-    request: Any,
-    *,
-    audience: str | Collection[str],
-    certs_url: str = GOOGLE_CERTS_URL,
-    keys: Mapping[str, Any] | None = None,
-    issuers: Collection[str] | None = None,
-    email: str | Collection[str] | None = None,
-    leeway: timedelta | float = 0.0,
-    now: datetime | None = None,
-) -> dict[str, Any]:
+def verify_scheduler_token(request: Any, **checks: Unpack[TokenChecks]) -> dict[str, Any]:
     """Verify the OIDC token of a request Cloud Scheduler (or the emulator) sent.
 
     The same call works in production and against the emulator; only ``certs_url`` differs
-    (:data:`GOOGLE_CERTS_URL`, or ``<emulator>/_emulator/oidc/certs``).
+    (:data:`GOOGLE_CERTS_URL`, or ``<emulator>/_emulator/oidc/certs``)::
+
+        verify_scheduler_token(request, audience=AUDIENCE, certs_url=CERTS_URL, email=INVOKER)
 
     :param request: a werkzeug/Flask or Django request, a
         :class:`~scheduler_emulator.service.TimerRequest`, a headers mapping, a WSGI environ, or
         the token.
-    :param audience: the accepted ``aud`` value(s), compared exactly.
-    :param certs_url: where the signing keys are published.
-    :param keys: the certificates themselves, instead of fetching ``certs_url``.
-    :param issuers: accepted ``iss`` values (Google's by default; pass the emulator's
-        ``--token-issuer`` if you changed it).
-    :param email: accepted service-account email(s); ``None`` accepts any — in production
-        anyone's Google service account can mint a token for your audience, so pass it.
-    :param leeway: allowed clock difference, a ``timedelta`` or seconds.
-    :param now: the instant to check at (aware); ``time.time()`` by default.
+    :param checks: the keywords of :func:`verify_id_token` (:class:`TokenChecks`):
+        ``audience`` (required), ``certs_url``, ``keys``, ``issuers`` (pass the emulator's
+        ``--token-issuer`` if you changed it), ``email`` (``None`` accepts any — in production
+        anyone's Google service account can mint a token for your audience, so pass it),
+        ``leeway`` and ``now``.
     :raises TokenError: missing, malformed, mis-signed, expired, not yet valid, wrong issuer,
         wrong audience or wrong email — the subclass says which.
     :raises CertsUnavailableError: if the keys cannot be fetched.
     :return: the token's claims.
     """
-    return verify_id_token(
-        bearer_token(request),
-        audience=audience,
-        certs_url=certs_url,
-        keys=keys,
-        issuers=issuers,
-        email=email,
-        leeway=leeway,
-        now=now,
-    )
+    return verify_id_token(bearer_token(request), **checks)
 
 
 async def verify_scheduler_token_async(
-    request: Any,
-    *,
-    audience: str | Collection[str],
-    certs_url: str = GOOGLE_CERTS_URL,
-    keys: Mapping[str, Any] | None = None,
-    issuers: Collection[str] | None = None,
-    email: str | Collection[str] | None = None,
-    leeway: timedelta | float = 0.0,
-    now: datetime | None = None,
+    request: Any, **checks: Unpack[TokenChecks]
 ) -> dict[str, Any]:
     """:func:`verify_scheduler_token` for ``async def`` handlers: the same checks and errors.
 
@@ -441,24 +434,13 @@ async def verify_scheduler_token_async(
 
     :param request: as for :func:`verify_scheduler_token`; a Starlette/FastAPI request or an
         ASGI scope too.
-    :param audience, certs_url, keys, issuers, email, leeway, now: as for
-        :func:`verify_scheduler_token`.
+    :param checks: as for :func:`verify_scheduler_token` (:class:`TokenChecks`).
     :raises TokenError: as :func:`verify_scheduler_token`.
     :raises CertsUnavailableError: if the keys cannot be fetched.
     :return: the token's claims.
     """
     token = bearer_token(request)  # read the headers here, not from another thread
-    return await asyncio.to_thread(
-        verify_id_token,
-        token,
-        audience=audience,
-        certs_url=certs_url,
-        keys=keys,
-        issuers=issuers,
-        email=email,
-        leeway=leeway,
-        now=now,
-    )
+    return await asyncio.to_thread(verify_id_token, token, **checks)
 
 
 def _decode(jwt: Any, token: str, candidates: Iterable[Any], source: str) -> dict[str, Any]:
@@ -589,32 +571,24 @@ class SchedulerTokenMiddleware:
     :param app: the WSGI app to protect.
     :param prefix: only paths that start with it are checked (``"/_triggers/"`` by default;
         ``"/"`` checks every request).
-    :param audience, certs_url, keys, issuers, email, leeway: as for
-        :func:`verify_scheduler_token`.
+    :param checks: ``audience`` (required), ``certs_url``, ``keys``, ``issuers``, ``email``,
+        ``leeway``: as for :func:`verify_scheduler_token` (:class:`TokenKeys`).
+    :raises TypeError: without ``audience``, or for a keyword :func:`verify_id_token` does not
+        take.
     """
 
     def __init__(
         self,
         app: Callable[..., Iterable[bytes]],
         *,
-        audience: str | Collection[str],
-        certs_url: str = GOOGLE_CERTS_URL,
-        keys: Mapping[str, Any] | None = None,
-        issuers: Collection[str] | None = None,
-        email: str | Collection[str] | None = None,
-        leeway: timedelta | float = 0.0,
         prefix: str = "/_triggers/",
+        **checks: Unpack[TokenKeys],
     ) -> None:
+        # a missing audience or an unknown keyword fails here, not at the first request
+        inspect.signature(verify_id_token).bind("", **checks)
         self.app = app
         self.prefix = prefix
-        self._options: dict[str, Any] = {
-            "audience": audience,
-            "certs_url": certs_url,
-            "keys": keys,
-            "issuers": issuers,
-            "email": email,
-            "leeway": leeway,
-        }
+        self._checks = checks
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -624,7 +598,7 @@ class SchedulerTokenMiddleware:
             return self.app(environ, start_response)
         method = environ.get("REQUEST_METHOD", "")
         try:
-            environ[CLAIMS_ENVIRON_KEY] = verify_scheduler_token(environ, **self._options)
+            environ[CLAIMS_ENVIRON_KEY] = verify_scheduler_token(environ, **self._checks)
         except TokenError as exc:
             logger.warning("%s %s refused with 401: %s", method, path, exc)
             start_response(

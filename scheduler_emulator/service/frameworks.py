@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 from .request import CaseInsensitiveHeaders, TimerRequest
 from .router import EXCEPTION_ENVIRON_KEY, PROPAGATE_EXCEPTIONS_KEY, TimerRouter, WsgiApp
 
-if TYPE_CHECKING:  # pragma: no cover - typing only; werkzeug is imported lazily
-    from werkzeug.wrappers import Request as WerkzeugRequest
-    from werkzeug.wrappers import Response as WerkzeugResponse
+if TYPE_CHECKING:  # werkzeug is imported when a Flask request is served
+    from werkzeug import wrappers
 
 __all__ = [
     "TimerMiddleware",
@@ -86,14 +85,8 @@ class TimerMiddleware:
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        """Serve one request (PEP 3333).
-
-        :param environ: the WSGI environ; gets :data:`EXCEPTION_ENVIRON_KEY` when a handler raised.
-        :param start_response: the WSGI ``start_response`` callable.
-        :raises Exception: the handler's exception, when ``environ`` sets
-            :data:`PROPAGATE_EXCEPTIONS_KEY`.
-        :return: the body iterable.
-        """
+        """Serve one request as :meth:`TimerRouter.__call__` does, other paths going to this
+        middleware's ``app``."""
         return serve_wsgi(self.timer_router, environ, start_response, self.app)
 
     def __repr__(self) -> str:
@@ -170,8 +163,8 @@ def _init_starlette(router: TimerRouter, app: Any) -> None:
 
 
 def handle_flask(
-    router: TimerRouter, request: WerkzeugRequest, name: str | None = None
-) -> WerkzeugResponse:
+    router: TimerRouter, request: wrappers.Request, name: str | None = None
+) -> wrappers.Response:
     """Answer a Flask/werkzeug request: for a functions-framework function or a Flask view.
 
     A function deployed with functions-framework (Cloud Functions 2nd gen)::
@@ -215,7 +208,7 @@ def handle_flask(
 
 def functions_framework_handler(
     router: TimerRouter,
-) -> Callable[[WerkzeugRequest], WerkzeugResponse]:
+) -> Callable[[wrappers.Request], wrappers.Response]:
     """Return a function for ``functions-framework``: ``request`` → :meth:`handle_flask`.
 
     ``timers = router.functions_framework_handler()`` in ``main.py``, deployed with
@@ -224,7 +217,7 @@ def functions_framework_handler(
     :return: ``handler(request) -> Response``.
     """
 
-    def handler(request: WerkzeugRequest) -> WerkzeugResponse:
+    def handler(request: wrappers.Request) -> wrappers.Response:
         return handle_flask(router, request)
 
     handler.timer_router = router  # type: ignore[attr-defined]

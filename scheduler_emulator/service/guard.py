@@ -465,10 +465,8 @@ class RunOnceGuard:
         :param headers: the request's headers (any header-name case).
         :param work: returns the awaitable of the run's work (``lambda: handler(order)``).
         :param succeeded: as for :meth:`run`.
-        :raises MissingRunHeadersError: (400) when a header the key is made of is missing.
-        :raises RunInProgressError: (409) when another attempt holds a live lease on the run.
-        :raises BaseException: whatever ``work`` raised, after the claim is released.
-        :return: a :class:`RunResult`: ``ran`` and ``value``.
+        :raises MissingRunHeadersError, RunInProgressError, BaseException: as :meth:`run` does.
+        :return: a :class:`RunResult`: ``ran`` and the awaited ``value``.
         """
         claimed = self._claim_to_run(headers)
         if isinstance(claimed, RunResult):

@@ -583,13 +583,6 @@ class TimerRouter:
 
     # --------------------------------------------------------------------------------- WSGI
 
-    def _serve(
-        self, environ: dict[str, Any], start_response: Callable[..., Any], app: WsgiApp | None
-    ) -> Iterable[bytes]:
-        from .frameworks import serve_wsgi
-
-        return serve_wsgi(self, environ, start_response, app)
-
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
@@ -601,7 +594,9 @@ class TimerRouter:
             :data:`PROPAGATE_EXCEPTIONS_KEY`.
         :return: the body iterable.
         """
-        return self._serve(environ, start_response, self.app)
+        from .frameworks import serve_wsgi
+
+        return serve_wsgi(self, environ, start_response, self.app)
 
     def wsgi(self, app: WsgiApp | None = None) -> TimerMiddleware:
         """Return WSGI middleware serving the timer routes in front of ``app``.

@@ -7,13 +7,16 @@ six-hourly report, whose first attempt of each run meets the example's busy ``Re
 (the handler raises, the timer router answers 500) and is retried 10 s later; and the daily
 ``restock`` Pub/Sub job, published in-process and pushed to the service's subscriber
 (``POST /_pubsub/restock``) as a Pub/Sub push request, so no Pub/Sub emulator is needed.
-What the service logs (``Sweep scheduled for …``, the router's failure lines, without
-tracebacks) is printed indented under the attempt lines of the same simulated hour.
+Each attempt's line is printed as the attempt ends, and what the service logged while it
+handled that attempt (``Sweep scheduled for …``, the router's failure lines, without
+tracebacks) right under it, indented: the service's lines are held until their attempt's line
+is out, so the order is the same on a terminal, in a pipe or in a file.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import io
 import logging
 import sys
 import threading
@@ -27,6 +30,7 @@ from werkzeug.serving import make_server
 
 from ..domain.attempts import Attempt, iso
 from ..domain.errors import ConfigurationError
+from ..runtime._attempt_log import AttemptLog
 from ..runtime._clock import ManualClock
 from ..runtime._emulator import Emulator
 from ..runtime._options import DEFAULT_LOCATION, DEFAULT_PROJECT
@@ -114,7 +118,8 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_port}"
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    handler = logging.StreamHandler(out)
+    timeline = _Timeline(out)
+    handler = _ServiceLines(timeline)
     handler.setFormatter(_NoTracebackFormatter("      %(message)s"))
     orders_logger = logging.getLogger("orders")
     orders_logger.setLevel(logging.INFO)
@@ -122,7 +127,12 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     for service_logger in service_loggers:
         service_logger.addHandler(handler)
 
-    emulator = Emulator(ManualClock(DEMO_START), project=DEFAULT_PROJECT, location=DEFAULT_LOCATION)
+    emulator = Emulator(
+        ManualClock(DEMO_START),
+        project=DEFAULT_PROJECT,
+        location=DEFAULT_LOCATION,
+        attempt_log=timeline,
+    )
     publisher = emulator.publisher
     assert isinstance(publisher, InProcessPublisher)  # the default: messages stay in-process
     publisher.subscribe_push("restock", f"{base_url}/_pubsub/restock")
@@ -141,14 +151,9 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
         f"Simulating {days} day(s); each line is one attempt as the service received it.\n\n"
     )
     pause = threading.Event()
-    seen = 0
     try:
         for _ in range(days * 24):
-            emulator.advance(timedelta(hours=1))
-            attempts = emulator.attempts()
-            for attempt in attempts[seen:]:
-                out.write(describe(attempt) + "\n")
-            seen = len(attempts)
+            emulator.advance(timedelta(hours=1))  # each attempt's line is written as it ends
             out.flush()
             if speed > 0:
                 pause.wait(speed)
@@ -156,6 +161,7 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
         server.shutdown()
         for service_logger in service_loggers:
             service_logger.removeHandler(handler)
+        timeline.write_held()
     attempts = emulator.attempts()
     failed = sum(1 for a in attempts if a.code != "OK")
     out.write(
@@ -166,6 +172,51 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     )
     emulator.close()
     return 0 if orders.sweeps == days else 1
+
+
+class _Timeline(AttemptLog):
+    """The demo's output: an execution log that writes one :func:`describe` line per finished
+    attempt, followed by the service's log lines held since the previous attempt ended (those
+    of this attempt: the manual clock sends one attempt at a time and the service logs before
+    it answers)."""
+
+    def __init__(self, out: IO[str]) -> None:
+        super().__init__(io.StringIO())
+        self._out = out
+        self._lock = threading.Lock()
+        self._held: list[str] = []
+
+    def hold(self, line: str) -> None:
+        """Keep a line the service logged (on its own thread) until its attempt's line is out."""
+        with self._lock:
+            self._held.append(line)
+
+    def write_held(self) -> None:
+        """Write the held service lines."""
+        with self._lock:
+            lines, self._held = self._held, []
+        for line in lines:
+            self._out.write(line + "\n")
+
+    def started(self, attempt: Attempt, target_type: str = "HTTP") -> None:
+        """Nothing: an attempt's line is written when it ends."""
+
+    def finished(self, attempt: Attempt, target_type: str = "HTTP") -> None:
+        """Write ``attempt``'s line, then what the service logged while handling it."""
+        self._out.write(describe(attempt) + "\n")
+        self.write_held()
+
+
+class _ServiceLines(logging.Handler):
+    """Hands each formatted record of the service's loggers to the timeline to hold."""
+
+    def __init__(self, timeline: _Timeline) -> None:
+        super().__init__()
+        self._timeline = timeline
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Hold the formatted record."""
+        self._timeline.hold(self.format(record))
 
 
 class _NoTracebackFormatter(logging.Formatter):

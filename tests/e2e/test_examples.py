@@ -211,3 +211,46 @@ def test_demo_runs_the_example_and_reports_each_attempt() -> None:
     assert "      Restock of SKU-7 x12 requested\n" in text
     assert "10 attempts (4 failed and retried)" in text
     assert "1 nightly sweep, 4 reports and 1 restock request in 1 day." in text
+
+
+#: What the example service logs while it handles each kind of attempt of the demo's first day.
+SERVICE_LINE_OF = {
+    ("nightly", "1"): "      Sweep scheduled for 2026-09-24T02:00:00Z",
+    ("report", "1"): "      TIMER /report failed with 500: its handler raised ReportStoreBusy.",
+    ("report", "2"): "      Report saved for order A-1001 (total 42.50)",
+    ("restock", "1"): "      Restock of SKU-7 x12 requested",
+}
+
+
+def assert_each_service_line_under_its_attempt(text: str) -> None:
+    """Every attempt line is followed by the one line the service logged for that attempt."""
+    lines = text.splitlines()
+    attempts = [i for i, line in enumerate(lines) if line.startswith("  2026-")]
+    assert len(attempts) == 10
+    for i in attempts:
+        match = re.match(r"  \S+  (\w+) +attempt (\d+) ", lines[i])
+        assert match is not None, lines[i]
+        assert lines[i + 1] == SERVICE_LINE_OF[match.groups()], (lines[i], lines[i + 1])
+    assert sum(line.startswith("      ") for line in lines) == len(attempts)
+
+
+def test_demo_prints_each_service_line_under_its_attempt() -> None:
+    out = io.StringIO()
+    assert run_demo(days=1, speed=0, out=out) == 0
+    assert_each_service_line_under_its_attempt(out.getvalue())
+
+
+@pytest.mark.timeout(120)
+def test_demo_redirected_to_a_file_keeps_the_same_order(tmp_path: Path) -> None:
+    output = tmp_path / "out.txt"
+    with output.open("w") as stdout:  # block-buffered, as `scheduler-emulator demo > out.txt`
+        done = subprocess.run(
+            [sys.executable, "-m", "scheduler_emulator", "demo", "--days", "1", "--speed", "0"],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=EXAMPLE.parents[1],
+            timeout=110,
+        )
+    assert done.returncode == 0, done.stderr
+    assert_each_service_line_under_its_attempt(output.read_text())

@@ -3,7 +3,12 @@ the same :class:`Attempt` records (same field names, same types) and each assert
 with ``assert_attempted``.
 
 Issue: ``cloud_scheduler`` returned ``Attempt`` objects while ``cloud_scheduler_server``
-returned camelCase dicts, and the daemon fixture had no ``assert_attempted``.
+returned camelCase dicts, and the daemon fixture had no ``assert_attempted``. Then: the daemon
+showed an attempt whose recorded end lies in the virtual future (a ``delay`` fault on a manual
+clock) as in flight, while the Python API and ``cloud_scheduler`` showed it ended.
+
+Each source has two jobs: ``nightly`` (02:00, answered at once) and ``slow`` (02:59, a ``delay``
+fault of two minutes, within the attempt deadline: recorded end 03:01), read at 03:00.
 """
 
 from __future__ import annotations
@@ -39,10 +44,22 @@ def nightly(uri: str) -> dict[str, Any]:
     return {"name": "nightly", "schedule": "0 2 * * *", "http_target": {"uri": uri}}
 
 
+def slow(uri: str) -> dict[str, Any]:
+    return {"name": "slow", "schedule": "59 2 * * *", "http_target": {"uri": uri}}
+
+
+#: Two minutes of latency for ``slow`` (less than its 180 s attempt deadline): its attempt
+#: starts at 02:59 and is recorded as ending, answered, at 03:01, later than the clock (03:00)
+#: when the tests read it.
+DELAY_RULE = {"action": "delay", "job": "slow", "seconds": 120}
+
+
 @pytest.fixture
 def library_attempts() -> Iterator[tuple[Emulator, list[Attempt]]]:
     emulator = Emulator(ManualClock(START), transport=WsgiTransport(RecordingTarget()))
     emulator.create_job(**nightly("http://svc.test/"))
+    emulator.create_job(**slow("http://svc.test/"))
+    emulator.faults.add(**DELAY_RULE)
     emulator.clock.advance(timedelta(hours=3))  # type: ignore[attr-defined]
     yield emulator, emulator.attempts("nightly")
     emulator.close()
@@ -52,6 +69,8 @@ def library_attempts() -> Iterator[tuple[Emulator, list[Attempt]]]:
 def fixture_attempts(cloud_scheduler: CloudScheduler) -> tuple[CloudScheduler, list[Attempt]]:
     cloud_scheduler.mount("http://svc.test", RecordingTarget())
     cloud_scheduler.create_job(**nightly("http://svc.test/"))
+    cloud_scheduler.create_job(**slow("http://svc.test/"))
+    cloud_scheduler.faults.add(**DELAY_RULE)
     cloud_scheduler.advance(timedelta(hours=3))
     return cloud_scheduler, cloud_scheduler.attempts("nightly")
 
@@ -61,10 +80,13 @@ def daemon_attempts(
     cloud_scheduler_server: LiveScheduler,
 ) -> Iterator[tuple[LiveScheduler, list[Attempt]]]:
     with serving(RecordingTarget()) as url:
-        body = {"schedule": "0 2 * * *", "httpTarget": {"uri": url + "/"}}
-        job = "projects/my-project/locations/us-central1/jobs/nightly"
-        cloud_scheduler_server._call("POST", f"/v1/{job.rsplit('/jobs/', 1)[0]}/jobs",
-                                     {"name": job, **body})  # fmt: skip
+        parent = "projects/my-project/locations/us-central1"
+        for make in (nightly, slow):
+            job = make(url + "/")
+            body = {"name": f"{parent}/jobs/{job['name']}", "schedule": job["schedule"],
+                    "httpTarget": job["http_target"]}  # fmt: skip
+            cloud_scheduler_server._call("POST", f"/v1/{parent}/jobs", body)
+        cloud_scheduler_server._call("POST", "/_emulator/faults", DELAY_RULE)
         cloud_scheduler_server.advance(3 * 3600)
         yield cloud_scheduler_server, cloud_scheduler_server.attempts("nightly")
 
@@ -100,5 +122,41 @@ def test_each_asserts_attempted_the_same_way(request: pytest.FixtureRequest, sou
     assert "expected 1 attempt(s) of job 'nightly' with code=INTERNAL, found 0" in message
     assert "clock at 2026-01-01T03:00:00Z" in message
     assert re.search(r"attempt 1 of run \d+ at 2026-01-01T02:00:00Z .* -> OK \(200\)", message)
-    with pytest.raises(AssertionError, match=r"no attempts; jobs: \['nightly'\]"):
+    with pytest.raises(AssertionError, match=r"no attempts; jobs: \['nightly', 'slow'\]"):
         scheduler.assert_attempted("other")
+
+
+@pytest.mark.parametrize("source", ["library_attempts", "fixture_attempts", "daemon_attempts"])
+def test_an_attempt_ending_in_the_virtual_future_reads_in_flight_everywhere(
+    request: pytest.FixtureRequest, source: str
+) -> None:
+    scheduler, _ = request.getfixturevalue(source)
+    [attempt] = scheduler.attempts("slow")
+    assert attempt.start_time == datetime(2026, 1, 1, 2, 59, tzinfo=UTC)
+    assert attempt.end_time is None  # recorded as 03:01; the clock is at 03:00
+    assert (attempt.code, attempt.response_status, attempt.debug_info) == (None, None, "")
+    [paged], _token = scheduler.attempts_page("slow")
+    assert paged == attempt
+    scheduler.assert_attempted("slow", 0, "OK")  # not answered yet, as far as anyone can see
+    scheduler.assert_attempted("slow", 1)
+
+
+def test_the_three_agree_on_the_attempt_in_flight(
+    library_attempts: tuple[Emulator, list[Attempt]],
+    fixture_attempts: tuple[CloudScheduler, list[Attempt]],
+    daemon_attempts: tuple[LiveScheduler, list[Attempt]],
+) -> None:
+    readings = [
+        scheduler.attempts("slow")[0]
+        for scheduler, _ in (library_attempts, fixture_attempts, daemon_attempts)
+    ]
+    assert shape(readings[0]) == shape(readings[1]) == shape(readings[2])
+    fields = [
+        (a.job_id, a.attempt, a.start_time, a.end_time, a.code, a.response_status, a.injected)
+        for a in readings
+    ]
+    assert fields[0] == fields[1] == fields[2]
+    library, _ = library_attempts
+    library.clock.advance(timedelta(hours=1))  # type: ignore[attr-defined]
+    [ended] = library.attempts("slow")  # past the recorded end: it reads as recorded
+    assert (ended.end_time, ended.code) == (datetime(2026, 1, 1, 3, 1, tzinfo=UTC), "OK")

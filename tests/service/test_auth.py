@@ -337,6 +337,12 @@ class TestMiddleware:
         )
         assert response.status_code == 503
 
+    def test_a_missing_audience_or_unknown_keyword_fails_at_construction(self) -> None:
+        with pytest.raises(TypeError, match="audience"):
+            SchedulerTokenMiddleware(Response("never"))  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="audiance"):
+            SchedulerTokenMiddleware(Response("never"), audience=AUDIENCE, audiance="typo")  # type: ignore[call-arg]
+
 
 @pytest.mark.parametrize(
     "name",

@@ -56,33 +56,16 @@ from __future__ import annotations
 
 from .app import load_app, rebase_url
 from .load import load_scenario
-from .model import (
-    DEFAULT_START,
-    STEP_KINDS,
-    TOP_LEVEL_KEYS,
-    Check,
-    Expectation,
-    ProbeSpec,
-    Scenario,
-    Step,
-    TargetSpec,
-    parse_duration,
-    parse_instant,
-)
+from .model import Check, Scenario, parse_duration, parse_instant
 from .run import CheckResult, ScenarioRun, count_runs, evaluate, run_scenario, select
 
+# The values a scenario is made of (steps, the target, the probe, expectations) and the key
+# names are in :mod:`.model`.
 __all__ = [
     "Check",
     "CheckResult",
-    "DEFAULT_START",
-    "Expectation",
-    "ProbeSpec",
-    "STEP_KINDS",
     "Scenario",
     "ScenarioRun",
-    "Step",
-    "TOP_LEVEL_KEYS",
-    "TargetSpec",
     "count_runs",
     "evaluate",
     "load_app",

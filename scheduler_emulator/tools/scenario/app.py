@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
+import re
 import sys
 import types
 from collections.abc import Sequence
@@ -16,22 +18,45 @@ from urllib.parse import urlsplit
 from ...domain.errors import ConfigurationError
 from ...domain.resources import Job
 from ...runtime._transports import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
-from .model import _APP_RE, _CALL_SYNTAX_RE, _FRESH, Scenario, _problem, _show
+from .model import Scenario, problem, show
 
 __all__ = [
+    "Delivery",
+    "app_spec_problem",
+    "common_origin",
     "load_app",
+    "prepare_delivery",
     "rebase_url",
 ]
+
+#: ``module:attr``, optionally ``()`` (a factory called with no arguments); anything after the
+#: attribute but ``()`` is refused, so a scenario file can never call a function with arguments.
+_APP_RE = re.compile(r"(?P<module>[^:()]+):(?P<attr>[A-Za-z_][\w.]*)(?P<call>\(\s*\))?")
+_CALL_SYNTAX_RE = re.compile(r"[^:]+:[A-Za-z_][\w.]*\s*\(.*", re.DOTALL)
+_FRESH = itertools.count(1)
 
 # ------------------------------------------------------------------------------- the target
 
 
-def _call_refused(spec: str) -> str:
-    return (
-        f"{_show(spec)} calls a function with arguments, which a scenario file may not do; "
-        'name a WSGI app object ("module:app") or a factory defined in that module that takes '
-        'no arguments ("module:create_app()"), and put any arguments inside that factory.'
-    )
+def app_spec_problem(spec: Any) -> str | None:
+    """Why ``spec`` cannot name the scenario's app, without importing anything.
+
+    :param spec: the ``target.app`` value as read from the file.
+    :return: ``None`` for ``"module:attr"`` or ``"module:factory()"``; else a sentence naming
+        the value: a call with arguments is refused (a scenario file is data), anything else
+        is not of the form.
+    """
+    text = spec.strip() if isinstance(spec, str) else None
+    if text is not None and _APP_RE.fullmatch(text):
+        return None
+    if text is not None and _CALL_SYNTAX_RE.fullmatch(text):
+        return (
+            f"{show(spec)} calls a function with arguments, which a scenario file may not do; "
+            'name a WSGI app object ("module:app") or a factory defined in that module that '
+            'takes no arguments ("module:create_app()"), and put any arguments inside that '
+            "factory."
+        )
+    return f'expected "module:attr" or "module:factory()" of a WSGI app; got {show(spec)}.'
 
 
 def load_app(spec: str, directory: Path, *, source: str = "target.app") -> WsgiApp:
@@ -53,11 +78,10 @@ def load_app(spec: str, directory: Path, *, source: str = "target.app") -> WsgiA
         of that module or fails, or the result is not callable.
     :return: the WSGI application.
     """
+    refusal = app_spec_problem(spec)
     match = _APP_RE.fullmatch(spec.strip())
-    if match is None:
-        if _CALL_SYNTAX_RE.fullmatch(spec.strip()):
-            raise ConfigurationError(f"{source}: {_call_refused(spec)}")
-        raise ConfigurationError(f"{source}: expected module:attr; got {_show(spec)}.")
+    if refusal is not None or match is None:
+        raise ConfigurationError(f"{source}: {refusal}")
     module_name, attr, call = match.group("module"), match.group("attr"), match.group("call")
     folder = str(directory.resolve())
     if folder not in sys.path:
@@ -88,7 +112,7 @@ def load_app(spec: str, directory: Path, *, source: str = "target.app") -> WsgiA
     if call is not None:
         if not isinstance(target, types.FunctionType) or target.__module__ != module.__name__:
             raise ConfigurationError(
-                f"{source}: {_show(spec)}: {attr} is not a function defined in {module_name!r} "
+                f"{source}: {show(spec)}: {attr} is not a function defined in {module_name!r} "
                 f"(got {type(target).__name__} from {getattr(target, '__module__', '?')!r}); "
                 "only a factory of the module itself may be called."
             )
@@ -126,8 +150,16 @@ def rebase_url(url: str, base_url: str, new_base: str) -> str:
 
 
 @dataclass
-class _Delivery:
-    """How a run of the scenario reaches the target."""
+class Delivery:
+    """How a run of the scenario reaches the target.
+
+    :param transport: what the emulator sends attempts with.
+    :param jobs: the scenario's jobs, their URIs moved to ``http_base`` for an HTTP target.
+    :param description: one line for the run's header (``"http://orders.test -> app:app
+        (in-process)"``).
+    :param app: the in-process WSGI app, or ``None``.
+    :param http_base: where ``base_url`` maps to over HTTP, or ``None``.
+    """
 
     transport: Transport
     jobs: list[Job]
@@ -136,37 +168,53 @@ class _Delivery:
     http_base: str | None = None  # where base_url maps to over HTTP
 
 
-def _prepare(scenario: Scenario, target_url: str | None) -> _Delivery:
+def prepare_delivery(scenario: Scenario, target_url: str | None) -> Delivery:
+    """Decide how a run of ``scenario`` reaches its target, loading its app if it has one.
+
+    :param scenario: the scenario.
+    :param target_url: a real URL that replaces the scenario's target (``replay --target``),
+        or ``None``.
+    :raises ConfigurationError: when the app cannot be loaded, or the jobs' URIs share no
+        origin where one is needed.
+    :return: the transport, the jobs as sent and a description.
+    """
     spec = scenario.target
     jobs = list(scenario.jobs)
     base = spec.base_url
     url = target_url.rstrip("/") if target_url else spec.url
     if url is not None:
         if base is None:
-            base = _common_origin(jobs, scenario.path)
+            base = common_origin(jobs, scenario.path)
         rebased = []
         for job in jobs:
             assert job.http_target is not None
             uri = rebase_url(job.http_target.uri, base, url)
             rebased.append(replace(job, http_target=replace(job.http_target, uri=uri)))
-        return _Delivery(HttpTransport(), rebased, f"{base} -> {url} over HTTP", http_base=url)
+        return Delivery(HttpTransport(), rebased, f"{base} -> {url} over HTTP", http_base=url)
     if spec.app is not None:
         app = load_app(spec.app, spec.directory, source=f"{scenario.path}: target.app")
         if base is None:
-            return _Delivery(WsgiTransport(app), jobs, f"every URI -> {spec.app} (in-process)", app)
+            return Delivery(WsgiTransport(app), jobs, f"every URI -> {spec.app} (in-process)", app)
         transport = MountTransport({base: app})
-        return _Delivery(transport, jobs, f"{base} -> {spec.app} (in-process)", app)
-    return _Delivery(HttpTransport(), jobs, "each job's URI over HTTP", http_base=base)
+        return Delivery(transport, jobs, f"{base} -> {spec.app} (in-process)", app)
+    return Delivery(HttpTransport(), jobs, "each job's URI over HTTP", http_base=base)
 
 
-def _common_origin(jobs: Sequence[Job], source: Path) -> str:
+def common_origin(jobs: Sequence[Job], source: Path) -> str:
+    """The one ``scheme://host[:port]`` every job's URI uses, which stands for the target.
+
+    :param jobs: HTTP jobs.
+    :param source: the scenario file, for the error.
+    :raises ConfigurationError: naming ``target.base_url`` when the URIs use several origins.
+    :return: the origin.
+    """
     origins = set()
     for job in jobs:
         assert job.http_target is not None
         parts = urlsplit(job.http_target.uri)
         origins.add(f"{parts.scheme}://{parts.netloc}")
     if len(origins) != 1:
-        raise _problem(
+        raise problem(
             source,
             "target.base_url",
             "required when the jobs' URIs do not share one origin "

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from ...core.faults import FaultRule, check_seed
@@ -27,13 +27,10 @@ from ..jobs_file import (
     load_jobs_file,
     written_bytes_field,
 )
-from .app import _call_refused, _common_origin
+from .app import app_spec_problem, common_origin
 from .model import (
-    _APP_RE,
-    _CALL_SYNTAX_RE,
-    _SELECTOR_RE,
-    _T,
     DEFAULT_START,
+    PROBE_SELECTOR_RE,
     STEP_KINDS,
     TOP_LEVEL_KEYS,
     Check,
@@ -42,15 +39,17 @@ from .model import (
     Scenario,
     Step,
     TargetSpec,
-    _problem,
-    _show,
     parse_duration,
     parse_instant,
+    problem,
+    show,
 )
 
 __all__ = [
     "load_scenario",
 ]
+
+_T = TypeVar("_T")
 
 # --------------------------------------------------------------------------------- loading
 
@@ -93,24 +92,24 @@ def _document(
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise _problem(path, "", f"a scenario is a mapping of keys; got {_show(data)}.")
+        raise problem(path, "", f"a scenario is a mapping of keys; got {show(data)}.")
     for key in data:
         if key not in TOP_LEVEL_KEYS:
             problems.add(
-                _problem(
+                problem(
                     path,
                     str(key),
-                    f"unknown key (known: {', '.join(TOP_LEVEL_KEYS)}); got {_show(key)}.",
+                    f"unknown key (known: {', '.join(TOP_LEVEL_KEYS)}); got {show(key)}.",
                 )
             )
     merged: dict[str, tuple[Any, Path]] = {}
     if "extends" in data:
         parent = data["extends"]
         if not isinstance(parent, str) or not parent:
-            raise _problem(path, "extends", f"expected a scenario file path; got {_show(parent)}.")
+            raise problem(path, "extends", f"expected a scenario file path; got {show(parent)}.")
         parent_path = path.parent / parent
         if not parent_path.is_file():
-            raise _problem(path, "extends", f"no such file: {_show(parent)} ({parent_path}).")
+            raise problem(path, "extends", f"no such file: {show(parent)} ({parent_path}).")
         merged.update(_document(parent_path, problems, (*chain, resolved)))
     for key, value in data.items():
         if key != "extends" and key in TOP_LEVEL_KEYS:
@@ -155,7 +154,7 @@ def load_scenario(path: str | Path) -> Scenario:
         value, src = get(key, default)
         if not isinstance(value, str) or not value:
             problems.add(
-                _problem(src, key, f"expected an ID such as my-project; got {_show(value)}.")
+                problem(src, key, f"expected an ID such as my-project; got {show(value)}.")
             )
             return default
         return value
@@ -167,7 +166,7 @@ def load_scenario(path: str | Path) -> Scenario:
     if header_case not in HEADER_CASES:
         choices = ", ".join(HEADER_CASES)
         problems.add(
-            _problem(case_src, "header_case", f"one of {choices}; got {_show(header_case)}.")
+            problem(case_src, "header_case", f"one of {choices}; got {show(header_case)}.")
         )
         header_case = DEFAULT_HEADER_CASE
 
@@ -177,7 +176,7 @@ def load_scenario(path: str | Path) -> Scenario:
         try:
             start = parse_instant(start_value)
         except ValueError as exc:
-            problems.add(_problem(start_src, "start", str(exc)))
+            problems.add(problem(start_src, "start", str(exc)))
 
     jobs_value, jobs_src = get("jobs", [])
     job_ids = _JobIds()
@@ -194,7 +193,7 @@ def load_scenario(path: str | Path) -> Scenario:
     target_value, target_src = get("target")
     target = _target(target_value, target_src, problems)
     if target.base_url is None and target.url is not None and jobs_valid:
-        origin = problems.check(lambda: _common_origin(jobs, target_src), None)
+        origin = problems.check(lambda: common_origin(jobs, target_src), None)
         target = replace(target, base_url=origin)
 
     probe_value, probe_src = get("probe")
@@ -237,10 +236,10 @@ def _jobs(
         return loaded
     if not isinstance(value, list):
         problems.add(
-            _problem(
+            problem(
                 source,
                 "jobs",
-                f"expected a list of jobs (or a jobs file path); got {_show(value)}.",
+                f"expected a list of jobs (or a jobs file path); got {show(value)}.",
             )
         )
         ids.complete = False
@@ -271,32 +270,32 @@ def _jobs(
 
 def _job(entry: Any, where: str, source: Path, project: str, location: str, seen: set[str]) -> Job:
     if not isinstance(entry, Mapping):
-        raise _problem(source, where, f"expected a job object; got {_show(entry)}.")
+        raise problem(source, where, f"expected a job object; got {show(entry)}.")
     raw_name = entry.get("name")
     if not isinstance(raw_name, str) or not raw_name:
-        raise _problem(
+        raise problem(
             source,
             f"{where}.name",
-            f"a job ID such as nightly is required; got {_show(raw_name)}.",
+            f"a job ID such as nightly is required; got {show(raw_name)}.",
         )
     try:
         name = qualify_job_name(raw_name, project, location)
         job = job_from_json({**entry, "name": name})
     except ApiError as exc:
         hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
-        raise _problem(source, f"{where} ({raw_name})", exc.describe() + hint) from None
+        raise problem(source, f"{where} ({raw_name})", exc.describe() + hint) from None
     if job.http_target is None:
-        raise _problem(
+        raise problem(
             source, f"{where}.httpTarget", "the scenario runner delivers HTTP targets only."
         )
     if job.name in seen:
-        raise _problem(source, f"{where}.name", f"duplicate job {_show(raw_name)}.")
+        raise problem(source, f"{where}.name", f"duplicate job {show(raw_name)}.")
     return job
 
 
 def _steps(value: Any, source: Path, job_ids: _JobIds, problems: _Problems) -> list[Step]:
     if not isinstance(value, list):
-        problems.add(_problem(source, "steps", f"expected a list of steps; got {_show(value)}."))
+        problems.add(problem(source, "steps", f"expected a list of steps; got {show(value)}."))
         return []
     steps: list[Step] = []
     for index, entry in enumerate(value):
@@ -309,15 +308,15 @@ def _steps(value: Any, source: Path, job_ids: _JobIds, problems: _Problems) -> l
 
 def _step(entry: Any, where: str, source: Path, job_ids: _JobIds) -> Step:
     if not isinstance(entry, Mapping) or len(entry) != 1:
-        raise _problem(
+        raise problem(
             source,
             where,
             "expected one of {advance: DURATION}, {move_to: RFC3339}, {run_job: JOB_ID}; "
-            f"got {_show(entry)}.",
+            f"got {show(entry)}.",
         )
     ((kind, raw),) = entry.items()
     if kind not in STEP_KINDS:
-        raise _problem(source, f"{where}.{kind}", f"unknown step (known: {', '.join(STEP_KINDS)}).")
+        raise problem(source, f"{where}.{kind}", f"unknown step (known: {', '.join(STEP_KINDS)}).")
     try:
         parsed: timedelta | datetime | str
         if kind == "advance":
@@ -327,10 +326,10 @@ def _step(entry: Any, where: str, source: Path, job_ids: _JobIds) -> Step:
         else:
             if not isinstance(raw, str) or job_ids.unknown(raw):
                 known = ", ".join(sorted(job_ids.ids)) or "none"
-                raise ValueError(f"no job {_show(raw)} in the scenario (jobs: {known})")
+                raise ValueError(f"no job {show(raw)} in the scenario (jobs: {known})")
             parsed = raw
     except ValueError as exc:
-        raise _problem(source, f"{where}.{kind}", str(exc)) from None
+        raise problem(source, f"{where}.{kind}", str(exc)) from None
     return Step(kind, parsed, where)
 
 
@@ -340,21 +339,21 @@ def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
     if isinstance(value, list):
         value = {"rules": value}
     if not isinstance(value, Mapping):
-        problems.add(_problem(source, "faults", f"expected {{seed, rules}}; got {_show(value)}."))
+        problems.add(problem(source, "faults", f"expected {{seed, rules}}; got {show(value)}."))
         return {}
     for key in value:
         if key not in ("seed", "rules"):
-            problems.add(_problem(source, f"faults.{key}", "unknown key (known: seed, rules)."))
+            problems.add(problem(source, f"faults.{key}", "unknown key (known: seed, rules)."))
     seed = value.get("seed", 0)
     try:
         check_seed(seed)
     except ApiError as exc:
-        problems.add(_problem(source, "faults.seed", exc.message))
+        problems.add(problem(source, "faults.seed", exc.message))
         seed = 0
     rules = value.get("rules", [])
     if not isinstance(rules, list):
         problems.add(
-            _problem(source, "faults.rules", f"expected a list of rules; got {_show(rules)}.")
+            problem(source, "faults.rules", f"expected a list of rules; got {show(rules)}.")
         )
         return {"seed": seed, "rules": []}
     valid = []
@@ -365,10 +364,10 @@ def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
         except ApiError as exc:
             if exc.field and isinstance(rule, Mapping) and exc.field in rule:
                 key += f".{exc.field}"
-            problems.add(_problem(source, key, exc.message))
+            problems.add(problem(source, key, exc.message))
             continue
         except TypeError as exc:
-            problems.add(_problem(source, key, str(exc)))
+            problems.add(problem(source, key, str(exc)))
             continue
         valid.append(dict(rule))
     return {"seed": seed, "rules": valid}
@@ -376,9 +375,9 @@ def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
 
 def _check_url(source: Path, where: str, value: Any) -> str:
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        raise _problem(source, where, f"expected an http:// or https:// URL; got {_show(value)}.")
+        raise problem(source, where, f"expected an http:// or https:// URL; got {show(value)}.")
     if not urlsplit(value).netloc:
-        raise _problem(source, where, f"the URL has no host: {_show(value)}.")
+        raise problem(source, where, f"the URL has no host: {show(value)}.")
     return value.rstrip("/")
 
 
@@ -389,17 +388,17 @@ def _target(value: Any, source: Path, problems: _Problems) -> TargetSpec:
         value = {"url": value}
     if not isinstance(value, Mapping):
         problems.add(
-            _problem(source, "target", f"expected {{base_url, app | url}}; got {_show(value)}.")
+            problem(source, "target", f"expected {{base_url, app | url}}; got {show(value)}.")
         )
         return TargetSpec(directory=source.parent)
     for key in value:
         if key not in ("base_url", "app", "url"):
             problems.add(
-                _problem(source, f"target.{key}", "unknown key (known: base_url, app, url).")
+                problem(source, f"target.{key}", "unknown key (known: base_url, app, url).")
             )
     if "app" in value and "url" in value:
         problems.add(
-            _problem(source, "target", "give app (in-process) or url (over HTTP), not both.")
+            problem(source, "target", "give app (in-process) or url (over HTTP), not both.")
         )
     base_url = value.get("base_url")
     if base_url is not None:
@@ -408,21 +407,9 @@ def _target(value: Any, source: Path, problems: _Problems) -> TargetSpec:
     if "url" in value:
         url = problems.check(lambda: _check_url(source, "target.url", value["url"]), None)
     app = value.get("app")
-    if (
-        isinstance(app, str)
-        and _CALL_SYNTAX_RE.fullmatch(app.strip())
-        and not _APP_RE.fullmatch(app.strip())
-    ):
-        problems.add(_problem(source, "target.app", _call_refused(app)))
-        app = None
-    elif app is not None and (not isinstance(app, str) or not _APP_RE.fullmatch(app.strip())):
-        problems.add(
-            _problem(
-                source,
-                "target.app",
-                f'expected "module:attr" or "module:factory()" of a WSGI app; got {_show(app)}.',
-            )
-        )
+    refusal = None if app is None else app_spec_problem(app)
+    if refusal is not None:
+        problems.add(problem(source, "target.app", refusal))
         app = None
     return TargetSpec(base_url, app.strip() if app else None, url, source.parent)
 
@@ -433,20 +420,18 @@ def _probe(value: Any, source: Path, problems: _Problems) -> ProbeSpec | None:
     if isinstance(value, str):
         value = {"path": value}
     if not isinstance(value, Mapping):
-        problems.add(_problem(source, "probe", f"expected {{path, fields}}; got {_show(value)}."))
+        problems.add(problem(source, "probe", f"expected {{path, fields}}; got {show(value)}."))
         return None
     for key in value:
         if key not in ("path", "url", "fields"):
-            problems.add(
-                _problem(source, f"probe.{key}", "unknown key (known: path, url, fields).")
-            )
+            problems.add(problem(source, f"probe.{key}", "unknown key (known: path, url, fields)."))
     location = value.get("path", value.get("url"))
     if not isinstance(location, str) or not location.startswith(("/", "http://", "https://")):
         problems.add(
-            _problem(
+            problem(
                 source,
                 "probe.path",
-                f'expected a path such as "/sweeps" or an http(s) URL; got {_show(location)}.',
+                f'expected a path such as "/sweeps" or an http(s) URL; got {show(location)}.',
             )
         )
         location = "/"
@@ -455,10 +440,10 @@ def _probe(value: Any, source: Path, problems: _Problems) -> ProbeSpec | None:
         raw_fields = {name: name for name in raw_fields if isinstance(name, str)}
     if not isinstance(raw_fields, Mapping):
         problems.add(
-            _problem(
+            problem(
                 source,
                 "probe.fields",
-                f"expected a list of names or name: path; got {_show(raw_fields)}.",
+                f"expected a list of names or name: path; got {show(raw_fields)}.",
             )
         )
         raw_fields = {}
@@ -467,14 +452,12 @@ def _probe(value: Any, source: Path, problems: _Problems) -> ProbeSpec | None:
         where = f"probe.fields.{name}"
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name):
             problems.add(
-                _problem(
-                    source, where, f"a field name is a word such as sweeps; got {_show(name)}."
-                )
+                problem(source, where, f"a field name is a word such as sweeps; got {show(name)}.")
             )
-        elif not isinstance(selector, str) or not _SELECTOR_RE.fullmatch(selector.strip()):
+        elif not isinstance(selector, str) or not PROBE_SELECTOR_RE.fullmatch(selector.strip()):
             problems.add(
-                _problem(
-                    source, where, f'expected a dotted path or "len(path)"; got {_show(selector)}.'
+                problem(
+                    source, where, f'expected a dotted path or "len(path)"; got {show(selector)}.'
                 )
             )
         fields[str(name)] = selector.strip() if isinstance(selector, str) else ""
@@ -487,7 +470,7 @@ def _expectations(
     if value is None:
         return []
     if not isinstance(value, Mapping):
-        problems.add(_problem(source, "expect", f"expected job ID: checks; got {_show(value)}."))
+        problems.add(problem(source, "expect", f"expected job ID: checks; got {show(value)}."))
         return []
     probe_fields = set(probe.fields) if probe else set()
     out: list[Expectation] = []
@@ -499,7 +482,7 @@ def _expectations(
             if check.name is not None:
                 _validate_quantity(check.name, probe_fields, operand=True)
         except ValueError as exc:
-            problems.add(_problem(source, where, str(exc)))
+            problems.add(problem(source, where, str(exc)))
             return
         out.append(Expectation(job, quantity, check))
 
@@ -507,17 +490,15 @@ def _expectations(
         if job_ids.unknown(job):
             known = ", ".join(sorted(job_ids.ids)) or "none"
             problems.add(
-                _problem(
+                problem(
                     source,
                     f"expect.{job}",
-                    f"no job {_show(job)} in the scenario (jobs: {known}).",
+                    f"no job {show(job)} in the scenario (jobs: {known}).",
                 )
             )
             continue
         if not isinstance(checks, Mapping):
-            problems.add(
-                _problem(source, f"expect.{job}", f"expected checks; got {_show(checks)}.")
-            )
+            problems.add(problem(source, f"expect.{job}", f"expected checks; got {show(checks)}."))
             continue
         for key, raw in checks.items():
             if key in ("runs", "attempts"):
@@ -525,10 +506,10 @@ def _expectations(
             elif key in ("codes", "statuses", "probe"):
                 if not isinstance(raw, Mapping):
                     problems.add(
-                        _problem(
+                        problem(
                             source,
                             f"expect.{job}.{key}",
-                            f"expected name: check; got {_show(raw)}.",
+                            f"expected name: check; got {show(raw)}.",
                         )
                     )
                     continue
@@ -537,12 +518,12 @@ def _expectations(
                     try:
                         _validate_quantity(quantity, probe_fields)
                     except ValueError as exc:
-                        problems.add(_problem(source, f"expect.{job}.{quantity}", str(exc)))
+                        problems.add(problem(source, f"expect.{job}.{quantity}", str(exc)))
                         continue
                     add(job, quantity, inner)
             else:
                 problems.add(
-                    _problem(
+                    problem(
                         source,
                         f"expect.{job}.{key}",
                         "unknown key (known: runs, attempts, codes, statuses, probe).",
@@ -565,13 +546,13 @@ def _validate_quantity(name: str, probe_fields: set[str], *, operand: bool = Fal
         return
     if head == "probe":
         known = ", ".join(sorted(probe_fields)) or "none: add a probe with fields"
-        raise ValueError(f"no probe field {_show(rest)} (probe fields: {known})")
+        raise ValueError(f"no probe field {show(rest)} (probe fields: {known})")
     if head == "codes":
-        raise ValueError(f"not a google.rpc code name: {_show(rest)} (e.g. OK, UNAVAILABLE)")
+        raise ValueError(f"not a google.rpc code name: {show(rest)} (e.g. OK, UNAVAILABLE)")
     if head == "statuses":
-        raise ValueError(f"not an HTTP status: {_show(rest)}")
+        raise ValueError(f"not an HTTP status: {show(rest)}")
     raise ValueError(
-        f"unknown quantity {_show(name)} (use runs, attempts, codes.NAME, statuses.N, probe.FIELD)"
+        f"unknown quantity {show(name)} (use runs, attempts, codes.NAME, statuses.N, probe.FIELD)"
     )
 
 

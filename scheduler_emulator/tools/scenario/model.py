@@ -3,14 +3,13 @@ checks, and the parsing of durations and instants they use."""
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ...core.faults import FaultPlan
 from ...domain.codec import parse_timestamp, show_value
@@ -24,6 +23,7 @@ __all__ = [
     "DEFAULT_START",
     "Expectation",
     "OPERATORS",
+    "PROBE_SELECTOR_RE",
     "ProbeSpec",
     "STEP_KINDS",
     "Scenario",
@@ -32,6 +32,8 @@ __all__ = [
     "TargetSpec",
     "parse_duration",
     "parse_instant",
+    "problem",
+    "show",
 ]
 
 #: Where a scenario's clock starts when it sets no ``start``.
@@ -63,24 +65,32 @@ _CHECK_RE = re.compile(
     r"\s*(==|!=|<=|>=|<|>)?\s*"
     r"(?:(?P<number>-?\d+)|(?P<name>[A-Za-z_][\w.]*)(?:\s*(?P<sign>[+-])\s*(?P<offset>\d+))?)\s*"
 )
-#: ``module:attr``, optionally ``()`` (a factory called with no arguments); anything after the
-#: attribute but ``()`` is refused, so a scenario file can never call a function with arguments.
-_APP_RE = re.compile(r"(?P<module>[^:()]+):(?P<attr>[A-Za-z_][\w.]*)(?P<call>\(\s*\))?")
-_CALL_SYNTAX_RE = re.compile(r"[^:]+:[A-Za-z_][\w.]*\s*\(.*", re.DOTALL)
-_SELECTOR_RE = re.compile(r"(?:len\((?P<counted>[^()]+)\)|(?P<plain>[^()]+))")
-_FRESH = itertools.count(1)
-_T = TypeVar("_T")
+#: A probe field's selector: a dotted path (group ``plain``) or ``len(path)`` (group
+#: ``counted``), as :class:`ProbeSpec` holds them.
+PROBE_SELECTOR_RE = re.compile(r"(?:len\((?P<counted>[^()]+)\)|(?P<plain>[^()]+))")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def _show(value: Any) -> str:
-    """A value as the scenario file would spell it, shortened (never serialised whole)."""
+def show(value: Any) -> str:
+    """A value as the scenario file would spell it, shortened (never serialised whole).
+
+    :param value: any value read from a scenario file.
+    :return: an aware datetime in ISO 8601, anything else as
+        :func:`~scheduler_emulator.domain.codec.show_value` renders it (at most 80 characters).
+    """
     if isinstance(value, datetime):
         return value.isoformat()
     return show_value(value)
 
 
-def _problem(source: Path | str, path: str, message: str) -> ConfigurationError:
+def problem(source: Path | str, path: str, message: str) -> ConfigurationError:
+    """One problem of a scenario file, as every scenario module reports it.
+
+    :param source: the file.
+    :param path: the key path (``"steps[2].advance"``), ``""`` for the whole file.
+    :param message: what is wrong, naming the value.
+    :return: the error to raise or collect: ``"<file>: <path>: <message>"``.
+    """
     where = f"{source}: {path}: " if path else f"{source}: "
     return ConfigurationError(where + message)
 
@@ -106,11 +116,11 @@ def parse_duration(value: Any) -> timedelta:
     seconds = _duration_seconds(value)
     if seconds is None:
         raise ValueError(
-            f'not a duration: {_show(value)} (use seconds, or a number with a unit such as "7d", '
+            f'not a duration: {show(value)} (use seconds, or a number with a unit such as "7d", '
             '"3600s", "90m", "1h30m")'
         )
     if seconds > MAX_STEP_SECONDS:
-        raise ValueError(f"a step may advance at most 36525d (100 years); got {_show(value)}")
+        raise ValueError(f"a step may advance at most 36525d (100 years); got {show(value)}")
     return timedelta(seconds=seconds)
 
 
@@ -125,7 +135,7 @@ def _duration_seconds(value: Any) -> float | None:
         except OverflowError:
             return math.inf
         if math.isnan(seconds) or seconds < 0:
-            raise ValueError(f"a duration must be a non-negative number; got {_show(value)}")
+            raise ValueError(f"a duration must be a non-negative number; got {show(value)}")
         return seconds
     if isinstance(value, str):
         text = value.replace(" ", "")
@@ -153,7 +163,7 @@ def parse_instant(value: Any) -> datetime:
             return to_instant(value, "the time")
         except NaiveDatetimeError:
             raise NaiveDatetimeError(
-                f"{_show(value)} has no UTC offset; write it as RFC 3339 such as "
+                f"{show(value)} has no UTC offset; write it as RFC 3339 such as "
                 '"2026-09-24T02:00:00Z"'
             ) from None
     try:
@@ -191,7 +201,7 @@ class Check:
         match = _CHECK_RE.fullmatch(value) if isinstance(value, str) else None
         if match is None:
             raise ValueError(
-                f'not a check: {_show(value)} (use a whole number, or "OP VALUE" with OP one of '
+                f'not a check: {show(value)} (use a whole number, or "OP VALUE" with OP one of '
                 "==, !=, <, <=, >, >= and VALUE a number or a quantity such as runs, e.g. "
                 '"== runs")'
             )

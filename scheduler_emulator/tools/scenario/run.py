@@ -16,8 +16,8 @@ from ...runtime._attempt_log import AttemptLog
 from ...runtime._clock import ManualClock
 from ...runtime._emulator import Emulator
 from ...runtime._store import Store
-from .app import _Delivery, _prepare, rebase_url
-from .model import _SELECTOR_RE, Expectation, Scenario, _problem
+from .app import Delivery, prepare_delivery, rebase_url
+from .model import PROBE_SELECTOR_RE, Expectation, Scenario, problem
 
 __all__ = [
     "CheckResult",
@@ -135,7 +135,7 @@ def run_scenario(
     :raises ConfigurationError: when the target app cannot be loaded.
     :return: the attempts, probe values and expectation results.
     """
-    delivery = _prepare(scenario, target_url)
+    delivery = prepare_delivery(scenario, target_url)
     plan = scenario.fault_plan(seed)
     clock = ManualClock(scenario.start)
     counter = _CountingLog() if progress is not None else None
@@ -167,7 +167,7 @@ def run_scenario(
                 try:
                     clock.now() + step.value
                 except OverflowError:
-                    raise _problem(
+                    raise problem(
                         scenario.path,
                         f"{step.where}.advance",
                         f"would move the clock past the last date there is (from "
@@ -176,7 +176,7 @@ def run_scenario(
                 emulator.advance(step.value)
             elif isinstance(step.value, datetime):
                 if step.value < clock.now():
-                    raise _problem(
+                    raise problem(
                         scenario.path,
                         f"{step.where}.move_to",
                         f"{step.value.isoformat()} is before the clock "
@@ -200,7 +200,7 @@ def run_scenario(
 
 
 def _read_probe(
-    scenario: Scenario, delivery: _Delivery
+    scenario: Scenario, delivery: Delivery
 ) -> tuple[dict[str, float | None], str | None]:
     """GET the probe (in-process for an app target, else over HTTP) and read its fields.
 
@@ -262,7 +262,7 @@ def select(document: Any, selector: str) -> float | None:
     :param selector: a dotted path, or ``len(path)``.
     :return: the number, or ``None`` when the path is missing or the value not a number.
     """
-    match = _SELECTOR_RE.fullmatch(selector)
+    match = PROBE_SELECTOR_RE.fullmatch(selector)
     counted = match.group("counted") if match else None
     value: Any = document
     for part in (counted or selector).strip().split("."):
