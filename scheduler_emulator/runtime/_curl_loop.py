@@ -1,11 +1,10 @@
-"""Many HTTP exchanges at once on one thread: libcurl's multi interface, driven by events.
+"""Many HTTP exchanges at once on one thread: libcurl's multi interface.
 
 :class:`CurlLoop` is how the threaded driver sends ``http://`` attempts when ``pycurl`` is
 installed. An attempt waiting on its target holds no thread: its transfer is one of the
-loop's, and the loop's thread sleeps in ``epoll`` (``selectors``) until a socket is ready or
-libcurl's next timeout falls due. So 200 targets that drip their answers a byte a second cost
-200 sockets and a few callbacks a second, not 200 threads, and other jobs' attempts leave on
-time beside them::
+loop's, and the loop's thread drives them all together. So 200 targets that drip their answers
+a byte a second cost 200 sockets and a few hundred loop turns a second, not 200 threads, and
+other jobs' attempts leave on time beside them::
 
     loop = CurlLoop(max_body_bytes=1 << 20)
     loop.submit("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b"", 15.0, None, False, done)
@@ -15,24 +14,26 @@ time beside them::
 Each transfer is configured exactly as :class:`~scheduler_emulator.runtime._curl_exchange.
 CurlExchange` configures its blocking one (:func:`~scheduler_emulator.runtime.
 _curl_exchange.configure`) and its end read the same way (:func:`~scheduler_emulator.runtime.
-_curl_exchange.ended`): the same wire, total deadline (libcurl's ``CURLOPT_TIMEOUT_MS``, run by
-the loop's timer), body cap and failure texts. Connections are kept alive in the multi handle's
-cache and shared by all transfers; HTTP/2 transfers to one origin share a connection
-(multiplexed), as an HTTP/2 client does.
+_curl_exchange.ended`): the same wire, total deadline (libcurl's ``CURLOPT_TIMEOUT_MS``), body
+cap and failure texts. Connections are kept alive in the multi handle's cache and shared by all
+transfers; HTTP/2 transfers to one origin share a connection (multiplexed), as an HTTP/2 client
+does.
 
-How it is driven (libcurl's "multi_socket" API): libcurl tells the loop which sockets to watch
-(``M_SOCKETFUNCTION``) and when to call it back (``M_TIMERFUNCTION``); the loop watches them
-with a selector, plus one socket pair that other threads write to when they submit, and calls
-``socket_action`` for each event. Callbacks (done, the body writer) run on the loop's thread and
-must be quick.
+How it is driven: each turn calls libcurl's ``perform`` once (every socket that is ready, every
+timeout due) and then waits in ``select`` for the next event, at most libcurl's own timeout and
+at most :data:`_TURN_SECONDS`; with nothing under way the thread sleeps until a submit. libcurl
+releases the GIL in each of these calls, and getting it back can cost up to the interpreter's
+switch interval (5 ms) while the engine's threads are busy recording a large minute, so two
+such calls per turn — not one per socket, as libcurl's ``socket_action`` API would need — is
+what keeps the loop's rate then. A socket ``select(2)`` cannot watch (a descriptor number of
+1,024 or more) is still served every turn. Callbacks (done, the body writer) run on the loop's
+thread and must be quick.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import selectors
-import socket
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -40,7 +41,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pycurl
 
-from ..realtime import real_monotonic
 from ._curl_exchange import CurlDeadline, configure, ended, http2_supported, prime
 
 if TYPE_CHECKING:
@@ -63,6 +63,10 @@ Done = Callable[[int | None, str | None, BaseException | None], None]
 _FREE_HANDLES = 256
 #: Kept-alive connections at most in the multi handle's cache.
 _MAX_CONNECTS = 512
+#: Seconds the loop waits at most between turns while exchanges are under way: a new submit,
+#: and a socket ``select(2)`` cannot watch (a descriptor number of 1,024 or more), are seen
+#: within this.
+_TURN_SECONDS = 0.005
 
 
 class _Transfer(NamedTuple):
@@ -93,21 +97,12 @@ class CurlLoop:
         self.http2 = http2
         self._lock = threading.Lock()
         self._submitted: deque[_Transfer] = deque()
-        self._woken = False  # a byte is in the wake-up pair and not yet read
         self._closed = False
         self._thread: threading.Thread | None = None
-        self._wake_read, self._wake_write = socket.socketpair()
-        self._wake_read.setblocking(False)
-        self._wake_write.setblocking(False)
+        self._work = threading.Condition(self._lock)  # a submit or close wakes an idle loop
         # Loop-thread state.
         self._multi = pycurl.CurlMulti()
-        self._multi.setopt(pycurl.M_SOCKETFUNCTION, self._on_socket)
-        self._multi.setopt(pycurl.M_TIMERFUNCTION, self._on_timer)
         self._multi.setopt(pycurl.M_MAXCONNECTS, _MAX_CONNECTS)
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self._wake_read, selectors.EVENT_READ)
-        self._watched: set[int] = set()
-        self._timer_at: float | None = None
         self._running: dict[pycurl.Curl, _Transfer] = {}
         self._free: list[pycurl.Curl] = []
 
@@ -150,10 +145,7 @@ class CurlLoop:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="curl-loop", daemon=True)
                 self._thread.start()
-            wake, self._woken = not self._woken, True
-        if wake:
-            with contextlib.suppress(BlockingIOError):  # full: the loop is awake anyway
-                self._wake_write.send(b"\0")
+            self._work.notify()
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the loop: exchanges still running end with an :class:`OSError` (their ``done``
@@ -164,8 +156,7 @@ class CurlLoop:
                 return
             self._closed = True
             thread = self._thread
-        with contextlib.suppress(OSError):
-            self._wake_write.send(b"\0")
+            self._work.notify()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         if thread is None:
@@ -175,37 +166,30 @@ class CurlLoop:
 
     def _run(self) -> None:
         try:
-            while not self._closed:
-                timeout = None
-                if self._timer_at is not None:
-                    timeout = max(0.0, self._timer_at - real_monotonic())
-                for key, mask in self._selector.select(timeout):
-                    if key.fileobj is self._wake_read:
-                        self._drain_wake()
-                        continue
-                    action = (pycurl.CSELECT_IN if mask & selectors.EVENT_READ else 0) | (
-                        pycurl.CSELECT_OUT if mask & selectors.EVENT_WRITE else 0
-                    )
-                    self._multi.socket_action(key.fd, action)
-                if self._timer_at is not None and self._timer_at <= real_monotonic():
-                    self._timer_at = None
-                    self._multi.socket_action(pycurl.SOCKET_TIMEOUT, 0)
+            while True:
+                with self._lock:
+                    while not self._running and not self._submitted and not self._closed:
+                        self._work.wait()  # nothing under way: sleep until a submit
+                    if self._closed:
+                        return
                 self._add_submitted()
+                # One call for every socket ready and every timeout due, and one wait: libcurl
+                # releases the GIL in each, and getting it back can cost up to the
+                # interpreter's switch interval while other threads are busy, so the loop
+                # makes two such calls per turn, however many exchanges are under way.
+                self._multi.perform()
                 self._collect()
+                if self._running:
+                    wanted = self._multi.timeout()  # ms; -1: libcurl has no timeout of its own
+                    limit = _TURN_SECONDS if wanted < 0 else min(wanted / 1000, _TURN_SECONDS)
+                    if limit > 0:
+                        self._multi.select(limit)
         finally:
             self._teardown()
 
-    def _drain_wake(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            while self._wake_read.recv(4096):
-                pass
-
     def _add_submitted(self) -> None:
-        # Taking the batch and clearing the flag in one hold of the lock: a submit after it
-        # sees the flag down and writes a byte, so no transfer waits unseen.
         with self._lock:
             batch, self._submitted = self._submitted, deque()
-            self._woken = False
         for transfer in batch:
             handle = self._free.pop() if self._free else pycurl.Curl()
             prime(handle, transfer.http2)
@@ -260,33 +244,6 @@ class CurlLoop:
         else:
             handle.close()
 
-    def _on_socket(self, what: int, fd: int, multi: object, data: object) -> None:
-        if what == pycurl.POLL_REMOVE:
-            if fd in self._watched:
-                self._watched.discard(fd)
-                with contextlib.suppress(KeyError, ValueError, OSError):
-                    self._selector.unregister(fd)
-            return
-        events = {
-            pycurl.POLL_IN: selectors.EVENT_READ,
-            pycurl.POLL_OUT: selectors.EVENT_WRITE,
-            pycurl.POLL_INOUT: selectors.EVENT_READ | selectors.EVENT_WRITE,
-        }[what]
-        try:
-            if fd in self._watched:
-                self._selector.modify(fd, events)
-            else:
-                self._selector.register(fd, events)
-                self._watched.add(fd)
-        except (KeyError, ValueError, OSError):  # a closed fd's number, reused: start afresh
-            with contextlib.suppress(KeyError, ValueError, OSError):
-                self._selector.unregister(fd)
-            self._selector.register(fd, events)
-            self._watched.add(fd)
-
-    def _on_timer(self, timeout_ms: int) -> None:
-        self._timer_at = None if timeout_ms < 0 else real_monotonic() + timeout_ms / 1000
-
     def _teardown(self) -> None:
         """End what is still running (their ``done`` told the loop closed) and free it all."""
         with self._lock:
@@ -304,9 +261,6 @@ class CurlLoop:
             handle.close()
         self._free.clear()
         self._multi.close()
-        self._selector.close()
-        self._wake_read.close()
-        self._wake_write.close()
 
 
 def _call(done: Done, status: int | None, location: str | None, exc: BaseException | None) -> None:

@@ -47,6 +47,10 @@ __all__ = [
     "http2_problem",
 ]
 
+#: libcurl event loops (threads) that :meth:`HttpClient.start` spreads requests over. One would
+#: do for the sockets; several keep the rate when the engine's own threads are busy, since each
+#: loop waits for the GIL on its own after every libcurl call (docs/performance.md).
+CURL_LOOPS = 4
 #: Bytes of a response body read at most (then the connection is closed): Cloud Scheduler keeps
 #: no response bodies, so none is worth more than this.
 MAX_BODY_BYTES = 1 << 20
@@ -267,12 +271,14 @@ class HttpClient:
                 from ._curl_loop import CurlLoop
 
                 self._loop = CurlLoop(self.max_body_bytes, http2=self._curl.http2)
+            loop = self._loop
         deadline = real_monotonic() + deadline_seconds
-        self._start_hop(Hop(method, url, headers, body), deadline, sample, http2, done)
+        self._start_hop(loop, Hop(method, url, headers, body), deadline, sample, http2, done)
         return True
 
     def _start_hop(
         self,
+        loop: CurlLoop,
         hop: Hop,
         deadline: float,
         sample: ResponseSample | None,
@@ -280,8 +286,8 @@ class HttpClient:
         done: Callable[[int | None, BaseException | None], None],
         redirects_left: int = MAX_REDIRECTS,
     ) -> None:
-        loop, curl = self._loop, self._curl
-        assert loop is not None and curl is not None
+        curl = self._curl
+        assert curl is not None
         left = deadline - real_monotonic()
         if left <= 0:
             done(None, DeadlineExceeded())
@@ -309,7 +315,7 @@ class HttpClient:
             elif redirects_left == 0:
                 done(None, ValueError(TOO_MANY_REDIRECTS))
             else:
-                self._start_hop(following, deadline, sample, http2, done, redirects_left - 1)
+                self._start_hop(loop, following, deadline, sample, http2, done, redirects_left - 1)
 
         try:
             loop.submit(hop.method, hop.url, hop.headers, hop.body, left, sample, http2, hop_done)
