@@ -13,7 +13,10 @@ behind their own job, while other keys' tasks go on::
 A task is *in progress* from the moment it is taken until it ends: a plain task when it
 returns, an async one when it calls ``done`` (from any thread). An async task waiting on its
 target holds no thread (the threaded driver's ``http://`` attempts, sent through libcurl's
-event loop, are such tasks), so 200 dripping targets cost 200 sockets, not 200 threads.
+event loop, are such tasks), so 200 dripping targets cost 200 sockets, not 200 threads. A
+*quick* async task (one that never blocks: it only begins work that ends elsewhere) is begun by
+whichever thread finds it a place — the submitter, or the thread whose task just ended (the
+event loop's) — sparing a hand-over to a pool thread per attempt.
 
 No target may starve another either: at most ``workers`` tasks are in progress at first (a fast
 burst keeps to that many connections), and when tasks are ready but no task was taken or ended
@@ -37,6 +40,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import NamedTuple
 
 from ..realtime import real_monotonic
 
@@ -67,6 +71,15 @@ MAX_THREADS = 4096
 MAX_IN_PROGRESS = 8192
 
 
+class _Entry(NamedTuple):
+    """A submitted task: a plain one (``task``) or one that ends later (``async_task``)."""
+
+    key: str
+    task: Task | None
+    async_task: AsyncTask | None
+    quick: bool
+
+
 class DeliveryPool:
     """Run tasks, at most ``per_key`` of the same key at a time (see the module docstring).
 
@@ -83,9 +96,10 @@ class DeliveryPool:
         self.workers = workers
         self.per_key = per_key
         self._name = name
-        self._ready: deque[tuple[str, Task | None, AsyncTask | None]] = deque()
+        self._ready: deque[_Entry] = deque()
         self._running: dict[str, int] = {}  # key -> its tasks in progress (or ready)
-        self._waiting: dict[str, deque[tuple[Task | None, AsyncTask | None]]] = {}
+        self._waiting: dict[str, deque[_Entry]] = {}
+        self._local = threading.local()  # .draining: this thread begins quick tasks now
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -105,16 +119,19 @@ class DeliveryPool:
 
         :raises RuntimeError: after :meth:`shutdown`.
         """
-        self._add(key, task, None)
+        self._add(_Entry(key, task, None, False))
 
-    def submit_async(self, key: str, task: AsyncTask) -> None:
+    def submit_async(self, key: str, task: AsyncTask, *, quick: bool = False) -> None:
         """As :meth:`submit`, for a task that ends later: ``task(done)`` is called on a pool
         thread and should return at once; it ends when ``done()`` is called (once, from any
         thread, perhaps before ``task`` returns).
 
+        :param quick: ``task`` never blocks (it only begins work that ends elsewhere): the
+            thread that finds a place for it — this one, or the one whose task just ended —
+            calls it at once, sparing a hand-over to a pool thread.
         :raises RuntimeError: after :meth:`shutdown`.
         """
-        self._add(key, None, task)
+        self._add(_Entry(key, None, task, quick))
 
     def shutdown(self) -> int:
         """Stop taking tasks and drop the queued ones; tasks in progress go on. Return how many
@@ -140,16 +157,58 @@ class DeliveryPool:
         with self._cond:
             return self._in_progress
 
-    def _add(self, key: str, task: Task | None, async_task: AsyncTask | None) -> None:
+    def _add(self, entry: _Entry) -> None:
+        key = entry.key
         with self._cond:
             if self._closed:
                 raise RuntimeError("the delivery pool is shut down")
-            if self._running.get(key, 0) < self.per_key:
-                self._running[key] = self._running.get(key, 0) + 1
-                self._ready.append((key, task, async_task))
+            if self._running.get(key, 0) >= self.per_key:
+                self._waiting.setdefault(key, deque()).append(entry)
+                return
+            self._running[key] = self._running.get(key, 0) + 1
+            self._ready.append(entry)
+            if not entry.quick:
                 self._cond.notify()
-            else:
-                self._waiting.setdefault(key, deque()).append((task, async_task))
+                return
+        self._begin_quick()
+
+    def _begin_quick(self) -> None:
+        """Begin the quick tasks at the head of the ready queue in this thread while places
+        are free (a task ending inside one of them goes on in this loop, not deeper); a plain
+        task at the head gets a pool thread."""
+        if getattr(self._local, "draining", False):
+            return
+        self._local.draining = True
+        try:
+            while True:
+                with self._cond:
+                    if self._closed or not self._ready or self._in_progress >= self._limit:
+                        return
+                    if not self._ready[0].quick:
+                        self._cond.notify()
+                        return
+                    entry = self._ready.popleft()
+                    self._in_progress += 1
+                    self._progress = real_monotonic()
+                self._begin(entry)
+        finally:
+            self._local.draining = False
+
+    def _begin(self, entry: _Entry) -> None:
+        """Call an async task with its ``done`` (which ends it, once)."""
+        ended = threading.Lock()
+        key = entry.key
+
+        def done() -> None:
+            if ended.acquire(blocking=False):  # once
+                self._end(key)
+
+        assert entry.async_task is not None
+        try:
+            entry.async_task(done)
+        except Exception:  # it could not begin: its place is given back
+            logger.exception("a delivery task failed to begin")
+            done()
 
     def _start_threads(self) -> None:
         with self._cond:
@@ -219,29 +278,19 @@ class DeliveryPool:
                 if self._closed:
                     self._count -= 1
                     return
-                key, task, async_task = self._ready.popleft()
+                entry = self._ready.popleft()
                 self._in_progress += 1
                 self._progress = real_monotonic()
-            if async_task is None:
-                try:
-                    assert task is not None
-                    task()
-                except Exception:  # the task's own bug: log it, keep the thread
-                    logger.exception("a delivery task failed")
-                finally:
-                    self._end(key)
+            if entry.async_task is not None:
+                self._begin(entry)
                 continue
-            ended = threading.Lock()
-
-            def done(key: str = key, ended: threading.Lock = ended) -> None:
-                if ended.acquire(blocking=False):  # once
-                    self._end(key)
-
             try:
-                async_task(done)
-            except Exception:  # it could not begin: its place is given back
-                logger.exception("a delivery task failed to begin")
-                done()
+                assert entry.task is not None
+                entry.task()
+            except Exception:  # the task's own bug: log it, keep the thread
+                logger.exception("a delivery task failed")
+            finally:
+                self._end(entry.key)
 
     def _end(self, key: str) -> None:
         """A task of ``key`` ended: the next of its job becomes ready."""
@@ -252,12 +301,16 @@ class DeliveryPool:
                 self._limit = self.workers
             waiting = self._waiting.get(key)
             if waiting:
-                task, async_task = waiting.popleft()
-                self._ready.append((key, task, async_task))
+                self._ready.append(waiting.popleft())
                 if not waiting:
                     del self._waiting[key]
             elif self._running.get(key, 0) <= 1:
                 self._running.pop(key, None)
             else:
                 self._running[key] -= 1
-            self._cond.notify()
+            if not (self._ready and self._in_progress < self._limit):
+                return  # nothing can be taken now
+            if not self._ready[0].quick:
+                self._cond.notify()  # a pool thread takes it
+                return
+        self._begin_quick()

@@ -60,9 +60,9 @@ class Prepared:
         says what happened).
     :param retry_always: HTTP statuses retried whatever the retry config and not counted
         against ``retryCount`` (App Engine targets: ``{503}``, spec §3.5).
-    :param start: begins sending the attempt once without holding the calling thread, given
-        the deadline in seconds and a function called once with the result (on any thread);
-        returns ``False`` when it cannot (then ``send`` is used). ``None``: ``send`` only.
+    :param start: begins sending the attempt once without blocking the calling thread, given
+        the deadline in seconds and a function called once with the result (on any thread).
+        ``None`` when the attempt cannot be sent that way: ``send`` only.
     """
 
     record: dict[str, Any]
@@ -88,7 +88,7 @@ def prepared_request(
     ``start`` through the transport's ``start`` when it is a
     :class:`~scheduler_emulator.runtime._transports.StartingTransport`."""
     start = None
-    if _starts(type(transport)):
+    if _starts(type(transport)) and cast(StartingTransport, transport).can_start(request):
         start = partial(cast(StartingTransport, transport).start, request)
     return Prepared(record, timeout_seconds, partial(transport.send, request), retry_always, start)
 

@@ -242,6 +242,10 @@ class HttpClient:
         deadline = real_monotonic() + deadline_seconds
         return self._hops(Hop(method, url, headers, body), deadline, sample, http2, MAX_REDIRECTS)
 
+    def can_start(self, url: str) -> bool:
+        """Whether :meth:`start` can send to ``url``: ``http://`` with ``pycurl`` installed."""
+        return self._curl is not None and url[:7].lower() == "http://"
+
     def start(
         self,
         method: str,
@@ -264,8 +268,9 @@ class HttpClient:
         :return: ``True`` if it began (``done`` will be called), ``False`` if nothing was sent
             (call :meth:`request` instead).
         """
-        if self._curl is None or url[:7].lower() != "http://":
+        if not self.can_start(url):
             return False
+        assert self._curl is not None
         with self._lock:
             if self._loop is None:
                 from ._curl_loop import CurlLoop

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 from ..domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
@@ -133,9 +133,13 @@ class StartingTransport(Transport, Protocol):
         timeout_seconds: float,
         done: Callable[[TransportResult], None],
     ) -> bool:
-        """Begin delivering ``request``; call ``done`` once, on any thread, with the result
-        :meth:`Transport.send` would return. Return ``False`` (and call nothing) when this
-        request cannot be sent that way: the caller then uses :meth:`Transport.send`."""
+        """Begin delivering ``request`` without blocking; call ``done`` once, on any thread,
+        with the result :meth:`Transport.send` would return. Return ``False`` (and call
+        nothing) when :meth:`can_start` is false: the caller then uses :meth:`Transport.send`."""
+        ...
+
+    def can_start(self, request: DeliveryRequest) -> bool:
+        """Whether :meth:`start` can send ``request``."""
         ...
 
 
@@ -185,6 +189,8 @@ class HttpTransport:
 
         :return: ``False`` when nothing was sent (use :meth:`send`).
         """
+        if not self.can_start(request):
+            return False
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
 
         def ended(status: int | None, exc: BaseException | None) -> None:
@@ -200,6 +206,10 @@ class HttpTransport:
             request.http2,
             ended,
         )
+
+    def can_start(self, request: DeliveryRequest) -> bool:
+        """Whether :meth:`start` can send ``request``: ``http://`` with ``pycurl``."""
+        return self.client.can_start(request.url)
 
     def close(self) -> None:
         """Close the kept-alive connections (the emulator is closing)."""
@@ -523,10 +533,19 @@ class MountTransport:
         """Begin an unmounted URL's delivery through the fallback transport without holding the
         calling thread, when it can (:class:`StartingTransport`); a mounted URL is delivered
         by :meth:`send` (``False``)."""
-        fallback = self.fallback
-        if self.find(request.url) is not None or not isinstance(fallback, StartingTransport):
+        if not self.can_start(request):
             return False
-        return fallback.start(request, timeout_seconds, done)
+        return cast(StartingTransport, self.fallback).start(request, timeout_seconds, done)
+
+    def can_start(self, request: DeliveryRequest) -> bool:
+        """Whether :meth:`start` can send ``request``: an unmounted URL whose fallback
+        transport can start it."""
+        fallback = self.fallback
+        return (
+            self.find(request.url) is None
+            and isinstance(fallback, StartingTransport)
+            and fallback.can_start(request)
+        )
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Deliver in-process when the URL is mounted, else through the fallback transport.

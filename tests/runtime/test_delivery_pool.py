@@ -113,3 +113,45 @@ def test_its_threads_are_named_daemon_threads(tasks: Tasks) -> None:
         assert all(t.daemon for t in threads)  # a target that never answers cannot block exit
     finally:
         pool.shutdown()
+
+
+def test_a_quick_task_begins_in_the_thread_that_finds_it_a_place() -> None:
+    pool = DeliveryPool(workers=2, per_key=1, name="test-pool")
+    began: list[str] = []
+    dones: list[Callable[[], None]] = []
+
+    def quick(done: Callable[[], None]) -> None:
+        began.append(threading.current_thread().name)
+        dones.append(done)
+
+    try:
+        pool.submit_async(SLOW, quick, quick=True)  # a place is free: this thread begins it
+        assert began == [threading.current_thread().name]
+        pool.submit_async(SLOW, quick, quick=True)  # its job is at its cap: it waits
+        assert began == [threading.current_thread().name]
+        ender = threading.Thread(target=dones[0], name="the-ender")
+        ender.start()
+        ender.join(5)
+        assert began[1] == "the-ender"  # begun by the thread whose task ended, no pool thread
+    finally:
+        pool.shutdown()
+
+
+def test_quick_tasks_that_end_at_once_do_not_nest() -> None:
+    # Each ends inside its own call (a request refused at once): the next one of its job is
+    # begun by the same loop, not a deeper call, however many there are.
+    pool = DeliveryPool(workers=1, per_key=1, name="test-pool")
+    ran: list[int] = []
+    try:
+        for index in range(5000):
+
+            def quick(done: Callable[[], None], index: int = index) -> None:
+                ran.append(index)
+                done()
+
+            pool.submit_async(SLOW, quick, quick=True)
+        assert wait_for(lambda: len(ran) == 5000, 5)
+        assert ran == list(range(5000))
+        assert pool.in_progress == 0
+    finally:
+        pool.shutdown()
