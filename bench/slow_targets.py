@@ -11,7 +11,9 @@
 
 Prints the healthy jobs' lateness at those minutes (their ``startTime`` after it; target: every
 one within 1 s) and how long each dripping attempt lasted from its send to its end (target: its
-15 s deadline, within 0.1 s, not the 10,000 s the body would take).
+15 s deadline, within 0.1 s, not the 10,000 s the body would take), and how many threads the
+daemon had while every dripping attempt was in flight (with ``pycurl`` they wait in libcurl's
+event loop and hold none; without it the delivery pool adds a thread for each).
 
 Run: ``python bench/slow_targets.py`` (200 dripping jobs, 20 healthy ones, 3 minutes: about
 four minutes in all). Without the ``curl`` extra, run it in a
@@ -74,6 +76,14 @@ def serve_targets(port_file: str, drip_interval: float, limit_seconds: float) ->
         await asyncio.sleep(limit_seconds)
 
     asyncio.run(main())
+
+
+def daemon_threads(pid: int) -> int:
+    """The process's thread count now (Linux ``/proc``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return -1
 
 
 def main() -> None:
@@ -142,6 +152,12 @@ def measure(args: argparse.Namespace, work: Path) -> None:
                     for i in range(args.dripping):
                         url = f"{base}/v1/{prefix}{i}:run"
                         session.post(url, json={}, timeout=10).raise_for_status()
+            # 8 s into the last minute every dripping attempt is in flight: how many threads
+            # does the daemon hold for them? (libcurl's event loop: none each; without
+            # pycurl, one each, added by the delivery pool.)
+            busy = minutes[-1] + timedelta(seconds=8)
+            time.sleep(max(0.0, (busy - datetime.now(UTC)).total_seconds()))
+            threads = daemon_threads(daemon.pid)
             end = minutes[-1] + timedelta(seconds=30)
             time.sleep(max(0.0, (end - datetime.now(UTC)).total_seconds()))
             daemon.send_signal(signal.SIGTERM)
@@ -170,6 +186,7 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         )
     forced = args.dripping * len(minutes)
     print(f"{forced} forced dripping runs: {len(drips)} ended, codes {codes}")
+    print(f"  daemon threads with {args.dripping} dripping attempts in flight: {threads}")
     if took:
         print(f"  send to end: min {took[0]:.2f} s, max {took[-1]:.2f} s (deadline 15 s)")
 
