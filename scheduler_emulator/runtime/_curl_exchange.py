@@ -20,7 +20,6 @@ import http.client
 import os
 import socket
 import threading
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -28,6 +27,7 @@ import pycurl
 
 if TYPE_CHECKING:
     from ._http_client import ResponseSample
+    from ._redirects import Hop
 
 __all__ = [
     "CurlDeadline",
@@ -86,16 +86,13 @@ class CurlExchange:
 
     def once(
         self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
+        hop: Hop,
         timeout_seconds: float,
         sample: ResponseSample | None = None,
         http2: bool | None = None,
     ) -> tuple[int, str | None]:
-        """Send ``method url`` with ``headers`` and ``body``; return the status and, for a
-        redirect, the absolute ``Location`` (no redirect is followed here).
+        """Send ``hop`` (method, URL, headers, body); return the status and, for a redirect,
+        the absolute ``Location`` (no redirect is followed here).
 
         :param timeout_seconds: the exchange ends within this many seconds.
         :param sample: where to keep the body's start and the ``Content-Type``.
@@ -111,7 +108,7 @@ class CurlExchange:
         elif http2 and not http2_supported():
             raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
         handle = self._handle(http2)
-        configure(handle, method, url, headers, body, timeout_seconds, sample, self.max_body_bytes)
+        configure(handle, hop, timeout_seconds, sample, self.max_body_bytes)
         try:
             handle.perform()
         except pycurl.error as exc:
@@ -175,10 +172,7 @@ def prime(handle: pycurl.Curl, http2: bool) -> None:
 
 def configure(
     handle: pycurl.Curl,
-    method: str,
-    url: str,
-    headers: Mapping[str, str],
-    body: bytes,
+    hop: Hop,
     timeout_seconds: float,
     sample: ResponseSample | None,
     max_body_bytes: int,
@@ -188,6 +182,7 @@ def configure(
     (past them the transfer is aborted) whose start goes to ``sample``. Shared by
     :class:`CurlExchange` (one blocking request) and
     :class:`~scheduler_emulator.runtime._curl_loop.CurlLoop` (many at once)."""
+    method, url, headers, body = hop.method, hop.url, hop.headers, hop.body
     handle.setopt(pycurl.URL, url)
     handle.setopt(pycurl.TIMEOUT_MS, max(1, int(timeout_seconds * 1000)))
     # Values may hold U+0080-U+00FF (validation allows obs-text): latin-1, as http.client.

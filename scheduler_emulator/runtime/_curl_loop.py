@@ -7,7 +7,7 @@ a byte a second cost 200 sockets and a few hundred loop turns a second, not 200 
 other jobs' attempts leave on time beside them::
 
     loop = CurlLoop(max_body_bytes=1 << 20)
-    loop.submit("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b"", 15.0, None, False, done)
+    loop.submit(Hop("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b""), 15.0, None, False, done)
     # done(status, location, None) or done(None, None, exc) is called on the loop's thread
     loop.close()
 
@@ -36,7 +36,7 @@ import contextlib
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 import pycurl
@@ -45,6 +45,7 @@ from ._curl_exchange import CurlDeadline, configure, ended, http2_supported, pri
 
 if TYPE_CHECKING:
     from ._http_client import ResponseSample
+    from ._redirects import Hop
 
 __all__ = [
     "CurlLoop",
@@ -70,10 +71,7 @@ _TURN_SECONDS = 0.005
 
 
 class _Transfer(NamedTuple):
-    method: str
-    url: str
-    headers: Mapping[str, str]
-    body: bytes
+    hop: Hop
     timeout_seconds: float
     sample: ResponseSample | None
     http2: bool
@@ -114,10 +112,7 @@ class CurlLoop:
 
     def submit(
         self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
+        hop: Hop,
         timeout_seconds: float,
         sample: ResponseSample | None,
         http2: bool | None,
@@ -125,7 +120,7 @@ class CurlLoop:
     ) -> None:
         """Start one exchange (no redirect is followed); ``done`` is called once when it ends.
 
-        :param url: an absolute ``http://`` URL.
+        :param hop: the request: method, an absolute ``http://`` URL, headers, body.
         :param timeout_seconds: the exchange ends within this many seconds.
         :param sample: where to keep the body's start and the ``Content-Type``.
         :param http2: ``True``: HTTP/2 with prior knowledge (h2c); ``False``: HTTP/1.1;
@@ -137,7 +132,7 @@ class CurlLoop:
             http2 = self.http2
         elif http2 and not http2_supported():
             raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
-        transfer = _Transfer(method, url, headers, body, timeout_seconds, sample, http2, done)
+        transfer = _Transfer(hop, timeout_seconds, sample, http2, done)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the HTTP client is closed")
@@ -196,10 +191,7 @@ class CurlLoop:
             try:
                 configure(
                     handle,
-                    transfer.method,
-                    transfer.url,
-                    transfer.headers,
-                    transfer.body,
+                    transfer.hop,
                     transfer.timeout_seconds,
                     transfer.sample,
                     self.max_body_bytes,

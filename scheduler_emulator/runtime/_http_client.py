@@ -323,7 +323,7 @@ class HttpClient:
                 self._start_hop(loop, following, deadline, sample, http2, done, redirects_left - 1)
 
         try:
-            loop.submit(hop.method, hop.url, hop.headers, hop.body, left, sample, http2, hop_done)
+            loop.submit(hop, left, sample, http2, hop_done)
         except (RuntimeError, ValueError) as exc:  # closed meanwhile; no HTTP/2 in libcurl
             done(None, OSError(str(exc)) if isinstance(exc, RuntimeError) else exc)
 
@@ -387,7 +387,7 @@ class HttpClient:
         curl = self._curl
         assert curl is not None
         try:
-            return curl.once(hop.method, hop.url, hop.headers, hop.body, left, sample, http2)
+            return curl.once(hop, left, sample, http2)
         except curl.Deadline:
             raise DeadlineExceeded() from None
 
