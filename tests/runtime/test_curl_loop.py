@@ -14,7 +14,7 @@ from scheduler_emulator.realtime import real_monotonic
 from scheduler_emulator.runtime._http_client import HttpClient
 from scheduler_emulator.runtime._transports import DeliveryRequest, HttpTransport, TransportResult
 from tests.drip import DripTarget, drip_server
-from tests.runtime.test_http_client import HEADERS, _parsed
+from tests.runtime.test_http_client import HEADERS, WIRE_CASES, _parsed
 from tests.support import send_started, wait_for
 
 pytest.importorskip("pycurl")
@@ -65,18 +65,7 @@ def test_a_hundred_dripping_exchanges_hold_no_thread_and_each_end_at_their_deadl
     assert all(0.95 <= took < 1.6 for took, _ in results), sorted(t for t, _ in results)[-3:]
 
 
-@pytest.mark.parametrize(
-    ("method", "headers", "body"),
-    [
-        ("POST", {"Content-Type": "application/json"}, b'{"a": 1}'),
-        ("POST", {}, b""),
-        ("PUT", {}, b""),
-        ("PATCH", {"Content-Type": "text/plain", "X-Name": "caf\u00e9"}, b"x"),
-        ("GET", {}, b""),
-        ("DELETE", {}, b""),
-        ("HEAD", {}, b""),
-    ],
-)
+@pytest.mark.parametrize(("method", "headers", "body"), WIRE_CASES)
 def test_it_sends_what_the_blocking_ways_send(
     method: str, headers: dict[str, str], body: bytes
 ) -> None:

@@ -138,20 +138,21 @@ def _parsed(raw: bytes) -> tuple[str, dict[str, str], bytes]:
     return line, headers, body
 
 
+#: Requests every way of sending must put on the wire alike: (method, headers, body).
+WIRE_CASES = [
+    ("POST", {"Content-Type": "application/json"}, b'{"a": 1}'),
+    ("POST", {}, b""),
+    ("PUT", {}, b""),
+    ("PATCH", {"Content-Type": "text/plain", "X-Name": "caf\u00e9"}, b"x"),
+    ("GET", {}, b""),
+    ("DELETE", {}, b""),
+    ("HEAD", {}, b""),
+    ("OPTIONS", {"Accept-Encoding": "gzip"}, b""),
+]
+
+
 class TestSameWireBothWays:
-    @pytest.mark.parametrize(
-        ("method", "headers", "body"),
-        [
-            ("POST", {"Content-Type": "application/json"}, b'{"a": 1}'),
-            ("POST", {}, b""),
-            ("PUT", {}, b""),
-            ("PATCH", {"Content-Type": "text/plain", "X-Name": "caf\u00e9"}, b"x"),
-            ("GET", {}, b""),
-            ("DELETE", {}, b""),
-            ("HEAD", {}, b""),
-            ("OPTIONS", {"Accept-Encoding": "gzip"}, b""),
-        ],
-    )
+    @pytest.mark.parametrize(("method", "headers", "body"), WIRE_CASES)
     def test_libcurl_sends_what_http_client_sends(
         self, method: str, headers: dict[str, str], body: bytes
     ) -> None:
