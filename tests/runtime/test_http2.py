@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 import requests
 
-from scheduler_emulator import Emulator, ManualClock
+from scheduler_emulator import Attempt, Emulator, HttpTransport, ManualClock
 from scheduler_emulator.domain.errors import InvalidArgument
-from scheduler_emulator.runtime._http_client import http2_problem
+from scheduler_emulator.runtime._http_client import HttpClient, http2_problem
+from scheduler_emulator.runtime._transports import DeliveryRequest
 from scheduler_emulator.wire import EMULATOR_HTTP2_HEADER
 from tests.daemon import running_daemon
-from tests.support import nightly_job, wait_for
+from tests.support import nightly_job, send_started, wait_for
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 REASON = http2_problem()
@@ -121,19 +122,32 @@ def h2_job(url: str, job_id: str, value: str = "true") -> dict[str, Any]:
     return job
 
 
+def attempt_of(job: dict[str, Any], *, http2: bool, deadline: float | None = None) -> Attempt:
+    """Create ``job`` on an in-process emulator (``http2``: the daemon's ``--http2``), give it
+    an attempt deadline of ``deadline`` seconds if asked (below the API's minimum of 15 s),
+    move the clock past its 02:00 fire time and return its one attempt."""
+    clock = ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))
+    emulator = Emulator(clock, http2=http2)
+    try:
+        emulator.create_job(job)
+        if deadline is not None:
+            emulator.engine.modify(
+                emulator.job_name(job["name"].rpartition("/")[2]),
+                lambda stored: replace(stored, attempt_deadline=timedelta(seconds=deadline)),
+            )
+        clock.advance(timedelta(minutes=1))
+        [attempt] = emulator.attempts()
+        return attempt
+    finally:
+        emulator.close()
+
+
 @needs_h2
 @pytest.mark.parametrize("http2", [True, False])
 def test_an_h2c_target_gets_the_same_attempt_over_http2(http2: bool) -> None:
     app = H2Target()
     with hypercorn_serving(app) as base:
-        clock = ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))
-        emulator = Emulator(clock, http2=http2)
-        try:
-            emulator.create_job(job_json(base + "/run"))
-            clock.advance(timedelta(minutes=1))
-            [attempt] = emulator.attempts()
-        finally:
-            emulator.close()
+        attempt = attempt_of(job_json(base + "/run"), http2=http2)
     [(version, names, body)] = app.seen
     assert version == ("2" if http2 else "1.1")
     assert body == b'{"a": 1}'
@@ -148,18 +162,7 @@ def test_an_h2c_target_gets_the_same_attempt_over_http2(http2: bool) -> None:
 def test_the_deadline_holds_over_http2() -> None:
     app = H2Target()
     with hypercorn_serving(app) as base:
-        clock = ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))
-        emulator = Emulator(clock, http2=True)
-        try:
-            emulator.create_job(job_json(base + "/slow"))
-            emulator.engine.modify(
-                emulator.job_name("nightly"),
-                lambda job: replace(job, attempt_deadline=timedelta(seconds=1)),
-            )
-            clock.advance(timedelta(minutes=1))
-            [attempt] = emulator.attempts()
-        finally:
-            emulator.close()
+        attempt = attempt_of(job_json(base + "/slow"), http2=True, deadline=1)
     assert attempt.code == "DEADLINE_EXCEEDED"
     assert app.seen[0][0] == "2"
 
@@ -220,14 +223,7 @@ def test_one_job_asks_for_http2_on_a_daemon_without_the_flag() -> None:
 def test_false_keeps_a_job_on_http1_under_the_daemon_flag() -> None:
     app = H2Target()
     with hypercorn_serving(app) as base:
-        clock = ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))
-        emulator = Emulator(clock, http2=True)
-        try:
-            emulator.create_job(h2_job(base + "/h1", "h1", value="FALSE"))
-            clock.advance(timedelta(minutes=1))
-            [attempt] = emulator.attempts()
-        finally:
-            emulator.close()
+        attempt = attempt_of(h2_job(base + "/h1", "h1", value="FALSE"), http2=True)
     [(version, names, _)] = app.seen
     assert (version, attempt.code) == ("1.1", "OK")
     assert "x-emulator-http2" not in {n.lower() for n in names}
@@ -286,3 +282,19 @@ def test_without_an_http2_client_a_per_job_http2_is_400_at_create_and_update(
         message = response.json()["error"]["message"]
         assert EMULATOR_HTTP2_HEADER in message and "they need pycurl" in message, message
     assert EMULATOR_HTTP2_HEADER not in kept
+
+
+@needs_h2
+def test_the_event_loop_sends_over_http2_as_the_threaded_driver_does() -> None:
+    # A system-clock daemon sends through libcurl's event loop: the same h2c wire.
+    app = H2Target()
+    with hypercorn_serving(app) as base:
+        transport = HttpTransport(HttpClient(http2=True))
+        try:
+            request = DeliveryRequest("POST", base + "/run", {"X-Shop-Tenant": "t"}, b"{}")
+            result = send_started(transport, request, 5)
+        finally:
+            transport.close()
+    [(version, names, body)] = app.seen
+    assert (version, body, result.status) == ("2", b"{}", 200)
+    assert "x-shop-tenant" in names

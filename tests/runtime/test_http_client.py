@@ -105,27 +105,24 @@ class TestBodiesAndConnections:
             transport.close()
         assert (target.requests, target.connections) == (3, 1)
 
-    def test_a_body_over_the_cap_is_not_read_to_its_end(self, http_client: HttpClient) -> None:
-        target = DripTarget(mode="big_body", body_bytes=8 << 20)
-        client = http_client
-        with drip_server(target) as base:
-            assert client.request("POST", base + "/", HEADERS, b"", 5) == 200
-            assert client.request("POST", base + "/", HEADERS, b"", 5) == 200
-            client.close()
-        # The connection was closed after 1 MiB instead of read for 8: the second attempt
-        # needed a new one.
-        assert (target.requests, target.connections) == (2, 2)
-
-    def test_a_body_under_the_cap_is_read_and_the_connection_kept(
-        self, http_client: HttpClient
+    @pytest.mark.parametrize(
+        ("body_bytes", "connections"),
+        [
+            # Over the 1 MiB cap: closed instead of read for 8 MiB, the next attempt connects.
+            pytest.param(8 << 20, 2, id="over-the-cap-not-read-to-its-end"),
+            # Under it: read to its end, and the connection kept for the next attempt.
+            pytest.param(512 << 10, 1, id="under-the-cap-read-and-kept"),
+        ],
+    )
+    def test_a_body_is_read_up_to_the_cap(
+        self, http_client: HttpClient, body_bytes: int, connections: int
     ) -> None:
-        target = DripTarget(mode="big_body", body_bytes=512 << 10)
-        client = http_client
+        target = DripTarget(mode="big_body", body_bytes=body_bytes)
         with drip_server(target) as base:
-            assert client.request("POST", base + "/", HEADERS, b"", 5) == 200
-            assert client.request("POST", base + "/", HEADERS, b"", 5) == 200
-            client.close()
-        assert (target.requests, target.connections) == (2, 1)
+            assert http_client.request("POST", base + "/", HEADERS, b"", 5) == 200
+            assert http_client.request("POST", base + "/", HEADERS, b"", 5) == 200
+            http_client.close()
+        assert (target.requests, target.connections) == (2, connections)
 
 
 def _parsed(raw: bytes) -> tuple[str, dict[str, str], bytes]:
