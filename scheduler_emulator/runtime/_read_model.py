@@ -181,16 +181,18 @@ def job_rows(
 
 
 def last_attempt_in_flight(store: Store, job: str, now: datetime) -> bool:
-    """Whether the newest attempt of ``job`` (full name) started by ``now`` and has a recorded
-    end later than ``now`` (it reads as in flight until the clock passes it; see
-    :meth:`Attempt.as_of`)."""
+    """Whether the newest attempt of ``job`` (full name) is in flight at ``now``: no end
+    recorded yet (its target has not answered), or a recorded end later than ``now`` (it reads
+    as in flight until the clock passes it; see :meth:`Attempt.as_of`)."""
     rows = store.query(
         "SELECT start_time, end_time FROM attempts WHERE job = ? "
         "ORDER BY start_time DESC, id DESC LIMIT 1",
         (job,),
     )
-    if not rows or rows[0][1] is None:
+    if not rows:
         return False
+    if rows[0][1] is None:
+        return True
     return in_flight_at(datetime.fromisoformat(rows[0][0]), datetime.fromisoformat(rows[0][1]), now)
 
 

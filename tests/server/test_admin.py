@@ -10,7 +10,8 @@ from werkzeug.test import Client
 from scheduler_emulator import Emulator, HttpTransport, ManualClock, SystemClock, WsgiTransport
 from scheduler_emulator.runtime._http_client import HttpClient
 from scheduler_emulator.server.server import create_app
-from tests.support import RecordingTarget, nightly_job
+from tests.drip import DripTarget, drip_server
+from tests.support import RecordingTarget, nightly_job, wait_for
 
 
 @pytest.fixture
@@ -233,3 +234,23 @@ def test_a_method_an_emulator_endpoint_does_not_take_is_a_405(client: Client) ->
     assert response.json["error"]["message"] == ("/_emulator/skipped takes GET or HEAD, not POST.")
     # The v1 API answers as Google's front end does: 404, no such method at that path.
     assert client.put("/v1/projects/p/locations/l/jobs", json={}).status_code == 404
+
+
+def test_a_job_whose_attempt_awaits_its_target_shows_no_result_yet() -> None:
+    # The daemon's jobs view (and `scheduler-emulator jobs`): while the target has not
+    # answered, lastAttempt has no code — not the previous attempt's, nor a made-up OK.
+    hang = DripTarget(mode="hang", limit_seconds=3)
+    with drip_server(hang) as base:
+        emulator = Emulator(SystemClock())
+        try:
+            emulator.create_job(
+                name="hangs", schedule="0 0 1 1 *", http_target={"uri": base + "/run"}
+            )
+            emulator.start()
+            emulator.run_job("hangs")
+            assert wait_for(lambda: hang.requests == 1, 5)
+            rows = Client(create_app(emulator)).get("/_emulator/jobs").get_json()["jobs"]
+        finally:
+            emulator.close()
+    [row] = rows
+    assert row["lastAttempt"] is not None and row["lastAttempt"]["code"] is None
