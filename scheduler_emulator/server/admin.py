@@ -219,6 +219,9 @@ class Admin:
 
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
+        # Asked once, as the daemon's port decides at start whether it serves gRPC: grpcio
+        # installed into the environment later does not make this daemon serve it.
+        self._grpc = grpc_available()
 
     def health(self, request: Request) -> dict[str, Any]:
         """Liveness: always ``{"status": "ok"}``."""
@@ -230,13 +233,14 @@ class Admin:
     def config(self, request: Request) -> dict[str, Any]:
         """The defaults for short job names, the clock's mode, and (for a daemon delivering
         over the network) ``httpClient``: ``"libcurl"`` or ``"http.client"``; ``grpc``: whether
-        the ``[grpc]`` extra is installed, so the port serves gRPC beside REST."""
+        the ``[grpc]`` extra was installed when the daemon started, so its port serves gRPC
+        beside REST."""
         emulator = self.emulator
         answer: dict[str, Any] = {
             "project": emulator.project,
             "location": emulator.location,
             "clock": self._mode(),
-            "grpc": grpc_available(),
+            "grpc": self._grpc,
         }
         transport = emulator.engine.transport
         if isinstance(transport, HttpTransport):
