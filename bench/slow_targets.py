@@ -186,9 +186,9 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         )
     forced = args.dripping * len(minutes)
     print(f"{forced} forced dripping runs: {len(drips)} ended, codes {codes}")
-    print(f"  daemon threads with {args.dripping} dripping attempts in flight: {threads}")
     if took:
         print(f"  send to end: min {took[0]:.2f} s, max {took[-1]:.2f} s (deadline 15 s)")
+    print(f"  daemon threads with {args.dripping} dripping attempts in flight: {threads}")
 
 
 if __name__ == "__main__":
