@@ -16,18 +16,17 @@ The engine makes the HTTP dispatcher itself; the others are passed to it::
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, Job
 from ..wire import spell_headers
 from ._dispatch import RequestTemplate, build_request, request_template
 from ._options import DEFAULT_HEADER_CASE
-from ._transports import DeliveryRequest, StartingTransport, Transport, TransportResult
+from ._transports import DeliveryRequest, Transport, TransportResult, starting
 
 if TYPE_CHECKING:
     from ._tokens import TokenAuthority
@@ -87,9 +86,10 @@ def prepared_request(
     ``send`` through :meth:`~scheduler_emulator.runtime._transports.Transport.send`, and
     ``start`` through the transport's ``start`` when it is a
     :class:`~scheduler_emulator.runtime._transports.StartingTransport`."""
+    starter = starting(transport)
     start = None
-    if _starts(type(transport)) and cast(StartingTransport, transport).can_start(request):
-        start = partial(cast(StartingTransport, transport).start, request)
+    if starter is not None and starter.can_start(request):
+        start = partial(starter.start, request)
     return Prepared(record, timeout_seconds, partial(transport.send, request), retry_always, start)
 
 
@@ -152,13 +152,6 @@ class HttpDispatcher:
             request = replace(request, headers=headers)
         record = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
         return prepared_request(record, deadline, self.transport, request)
-
-
-@functools.cache
-def _starts(kind: type) -> bool:
-    """Whether transports of this class are :class:`StartingTransport` (asked once per class:
-    a protocol check per attempt costs more than the rest of preparing it)."""
-    return issubclass(kind, StartingTransport)
 
 
 #: Request templates kept at most (one per job; past that they are made afresh).

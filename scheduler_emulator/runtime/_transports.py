@@ -52,6 +52,7 @@ __all__ = [
     "build_environ",
     "call_wsgi",
     "is_asgi_app",
+    "starting",
 ]
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -141,6 +142,17 @@ class StartingTransport(Transport, Protocol):
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``."""
         ...
+
+
+def starting(transport: Transport) -> StartingTransport | None:
+    """``transport`` as a :class:`StartingTransport` when its class is one, else ``None``
+    (asked once per class: a protocol check per attempt costs more than preparing it)."""
+    return cast(StartingTransport, transport) if _starts(type(transport)) else None
+
+
+@functools.cache
+def _starts(kind: type) -> bool:
+    return issubclass(kind, StartingTransport)
 
 
 class HttpTransport:
@@ -540,11 +552,9 @@ class MountTransport:
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``: an unmounted URL whose fallback
         transport can start it."""
-        fallback = self.fallback
+        fallback = starting(self.fallback)
         return (
-            self.find(request.url) is None
-            and isinstance(fallback, StartingTransport)
-            and fallback.can_start(request)
+            fallback is not None and self.find(request.url) is None and fallback.can_start(request)
         )
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
