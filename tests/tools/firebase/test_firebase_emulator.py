@@ -290,6 +290,15 @@ def test_the_v2_request_carries_a_token_that_verifies_against_the_emulators_keys
 
     base = emulator_suite.cli_url
     job_id = "firebase-schedule-v2sched-us-central1"
+
+    def job_known() -> bool:  # the bridge makes its jobs once the functions have loaded
+        try:
+            urllib.request.urlopen(f"{base}/v1/{V2}", timeout=10).close()
+        except urllib.error.HTTPError:
+            return False
+        return True
+
+    assert wait_for(job_known, 60), f"{V2} never appeared"
     run = urllib.request.Request(
         f"{base}/v1/{V2}:run",
         data=b"{}",
