@@ -26,6 +26,7 @@ from typing import IO
 from ..domain.attempts import Attempt, iso, ok_status
 
 __all__ = [
+    "IN_FLIGHT",
     "DETAIL_WIDTH",
     "TIMELINE_HEADERS",
     "answered_ok_status",
@@ -38,6 +39,9 @@ __all__ = [
     "shorten",
     "timeline_rows",
 ]
+
+#: What the terminal views show for an attempt whose target has not answered yet.
+IN_FLIGHT = "(in flight)"
 
 TIMELINE_HEADERS = ("TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "DETAIL")
 _RIGHT = {"TRY", "HTTP", "#", "GAP", "WAIT"}
@@ -168,7 +172,7 @@ def attempt_cells(attempt: Attempt) -> list[str]:
         str(attempt.attempt),
         "*" if attempt.injected else "",
         "-" if attempt.response_status is None else str(attempt.response_status),
-        attempt.code or "(in flight)",
+        attempt.code or IN_FLIGHT,
     ]
 
 

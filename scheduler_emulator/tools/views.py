@@ -23,7 +23,7 @@ from typing import IO, Any
 from ..domain.attempts import Attempt, failure_reason, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ConfigurationError, InvalidArgument
-from .timeline import attempt_cells, render_table
+from .timeline import IN_FLIGHT, attempt_cells, render_table
 
 __all__ = [
     "add_arguments",
@@ -172,7 +172,7 @@ def job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
                 job["schedule"],
                 job["timeZone"],
                 job["scheduleText"],
-                "-" if not last else f"{last['code']} {last['time']}",
+                "-" if not last else f"{last['code'] or IN_FLIGHT} {last['time']}",
                 fire[0] if fire else "-",
                 job["target"],
             ]

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 import requests
 
+from scheduler_emulator.tools.views import job_rows
 from tests.daemon import Daemon
 from tests.dashboard_scene import orders_daemon
 from tests.support import wait_for
@@ -129,3 +130,18 @@ def test_the_json_log_says_how_to_get_text() -> None:
         "execution log: JSON lines (Cloud Logging entries) on stdout; --log-format text"
         in (piped.output[1])
     )
+
+
+def test_the_jobs_table_shows_a_last_attempt_still_in_flight_as_such() -> None:
+    row = {
+        "id": "hangs",
+        "state": "ENABLED",
+        "schedule": "0 0 1 1 *",
+        "timeZone": "Etc/UTC",
+        "scheduleText": "at 00:00, on the 1st, in January",
+        "lastAttempt": {"time": "2026-12-01T19:43:30Z", "code": None, "message": ""},
+        "nextFireTimes": ["2027-01-01T00:00:00Z"],
+        "target": "POST http://127.0.0.1:18702/run",
+    }
+    [cells] = job_rows([row])
+    assert cells[5] == "(in flight) 2026-12-01T19:43:30Z"
