@@ -187,12 +187,16 @@ class DeliveryPool:
                     if not self._ready[0].quick:
                         self._cond.notify()
                         return
-                    entry = self._ready.popleft()
-                    self._in_progress += 1
-                    self._progress = real_monotonic()
+                    entry = self._take()
                 self._begin(entry)
         finally:
             self._local.draining = False
+
+    def _take(self) -> _Entry:
+        """Take the ready task at the head (lock held): it is in progress from now."""
+        self._in_progress += 1
+        self._progress = real_monotonic()
+        return self._ready.popleft()
 
     def _begin(self, entry: _Entry) -> None:
         """Call an async task with its ``done`` (which ends it, once)."""
@@ -278,9 +282,7 @@ class DeliveryPool:
                 if self._closed:
                     self._count -= 1
                     return
-                entry = self._ready.popleft()
-                self._in_progress += 1
-                self._progress = real_monotonic()
+                entry = self._take()
             if entry.async_task is not None:
                 self._begin(entry)
                 continue
