@@ -131,8 +131,9 @@
       var last = cell(tr);
       if (job.lastAttempt) {
         var code = document.createElement("span");
-        code.className = job.lastAttempt.code === "OK" ? "code-ok" : "code-bad";
-        code.textContent = job.lastAttempt.code;
+        var pending = job.lastAttempt.code === null;  // its target has not answered yet
+        code.className = pending ? "code-pending" : job.lastAttempt.code === "OK" ? "code-ok" : "code-bad";
+        code.textContent = pending ? "in flight" : job.lastAttempt.code;
         if (job.lastAttempt.message) code.title = job.lastAttempt.message;
         last.appendChild(code);
         var when = document.createElement("div");

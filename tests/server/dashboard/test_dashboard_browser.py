@@ -15,7 +15,9 @@ import pytest
 import requests
 
 from tests.browser import all_by_css, available, by_testid, chromium, wait_for
+from tests.daemon import running_daemon
 from tests.dashboard_scene import PARENT, advance_one_day, orders_daemon, redrawn, timeline_ready
+from tests.drip import DripTarget, drip_server
 
 pytestmark = [
     pytest.mark.slow,
@@ -169,3 +171,20 @@ def test_injected_faults_keep_the_outcome_and_the_page_fits_1024_px(tmp_path: Pa
         driver.save_screenshot(str(tmp_path / "jobs-1024.png"))
         wait_for(driver, lambda d: by_testid(d, "status").text.startswith("Updated "), 20)
         assert by_testid(driver, "status").text.endswith(" UTC")
+
+
+def test_a_job_whose_attempt_awaits_its_target_reads_in_flight(tmp_path: Path) -> None:
+    hang = DripTarget(mode="hang", limit_seconds=60)
+    with drip_server(hang) as base, running_daemon("--in-memory") as daemon, chromium() as driver:
+        job = {"name": f"{PARENT}/jobs/hangs", "schedule": "0 0 1 1 *"}
+        job["httpTarget"] = {"uri": base + "/run"}
+        daemon.post(f"/v1/{PARENT}/jobs", job).raise_for_status()
+        daemon.post(f"/v1/{PARENT}/jobs/hangs:run").raise_for_status()
+        driver.get(daemon.url + "/")
+        by_testid(driver, "tab-jobs").click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-row-hangs"]'))
+        row = by_testid(driver, "job-row-hangs")
+        assert "in flight" in row.text
+        assert "None" not in row.text and "null" not in row.text
+        assert row.find_elements("css selector", ".code-pending")
+        driver.save_screenshot(str(tmp_path / "jobs-in-flight.png"))
