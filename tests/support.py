@@ -1,7 +1,8 @@
 """Helpers shared by the test modules: a recording WSGI target, the seed's nightly job, the one
-``wait_for``, a free port and the fenced blocks of a Markdown document.
+``wait_for``, a free port, the fenced blocks of a Markdown document and the one reader of case
+tables (``case_table``).
 
-Imported as ``from support import …`` (not from ``conftest``: several conftest files exist and
+Imported as ``from tests.support import …`` (not from ``conftest``: several conftest files exist and
 would shadow each other's module name).
 """
 
@@ -12,11 +13,14 @@ import re
 import socket
 import sys
 import threading
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
+
+import pytest
 
 from scheduler_emulator import HttpTarget, SystemClock
 from scheduler_emulator.domain.resources import HttpMethod
@@ -254,3 +258,31 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     finally:
         sys.stdout, sys.stderr = old
     return code, out.getvalue(), err.getvalue()
+
+
+def case_table(test_file: str, table: str) -> pytest.MarkDecorator:
+    """``@pytest.mark.parametrize`` over the ``[[table]]`` entries of a test module's case file.
+
+    The case file of ``tests/<layer>/test_<name>.py`` is ``tests/<layer>/cases/<name>.toml``
+    (pass ``__file__``). Each entry is one case: its ``id`` key becomes the test id and its other
+    keys, in the order the first entry gives them, the test function's arguments. Tables of plain
+    values (schedules, REST bodies, messages, field paths) live there rather than in long
+    ``pytest.param`` lists, so a case is one small block a reader can scan.
+
+    Raises ``KeyError`` for a table the file lacks and ``ValueError`` when an entry has no ``id``,
+    repeats an ``id`` or has other keys than the first entry (a misspelt key fails loudly instead
+    of silently dropping a case).
+    """
+    path = Path(test_file).parent / "cases" / (Path(test_file).stem.removeprefix("test_") + ".toml")
+    with path.open("rb") as handle:
+        entries = tomllib.load(handle)[table]
+    names = [key for key in entries[0] if key != "id"]
+    seen: set[str] = set()
+    params = []
+    for entry in entries:
+        case_id = entry.get("id")
+        if case_id is None or case_id in seen or sorted(entry) != sorted([*names, "id"]):
+            raise ValueError(f"{path} [[{table}]]: entry {entry!r} must have keys id, {names}")
+        seen.add(case_id)
+        params.append(pytest.param(*(entry[name] for name in names), id=case_id))
+    return pytest.mark.parametrize(names, params)

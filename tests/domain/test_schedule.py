@@ -21,6 +21,7 @@ from scheduler_emulator.domain.schedule import (
     resolve_time_zone,
 )
 from scheduler_emulator.wire import NaiveDatetimeError
+from tests.support import case_table
 
 #: Thursday 1 January 2026, midnight UTC.
 AFTER = datetime(2026, 1, 1, tzinfo=UTC)
@@ -205,50 +206,11 @@ class TestSunday:
 
 
 class TestDayOfMonthOrDayOfWeek:
-    """Spec §17 P8: a day field is unrestricted only when it is exactly ``*``."""
+    """A day field is unrestricted only when it is exactly ``*`` (cases/schedule.toml)."""
 
-    @pytest.mark.parametrize(
-        ("text", "expected"),
-        [
-            pytest.param(
-                "0 0 13 * 5",
-                ["2026-01-02", "2026-01-09", "2026-01-13", "2026-01-16", "2026-01-23"],
-                id="both-restricted-fires-on-either",
-            ),
-            pytest.param(
-                "0 0 1,15 * 3",
-                ["2026-01-07", "2026-01-14", "2026-01-15", "2026-01-21", "2026-01-28"],
-                id="list-of-days-or-wednesdays",
-            ),
-            pytest.param(
-                "0 0 13 * *",
-                ["2026-01-13", "2026-02-13", "2026-03-13", "2026-04-13", "2026-05-13"],
-                id="day-of-week-star-only-day-of-month-constrains",
-            ),
-            pytest.param(
-                "0 0 * * 5",
-                ["2026-01-02", "2026-01-09", "2026-01-16", "2026-01-23", "2026-01-30"],
-                id="day-of-month-star-only-day-of-week-constrains",
-            ),
-            pytest.param(
-                "0 0 */1 * 1",
-                ["2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05", "2026-01-06"],
-                id="star-slash-one-counts-as-restricted",
-            ),
-            pytest.param(
-                "0 0 1-31 * 1",
-                ["2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05", "2026-01-06"],
-                id="full-range-counts-as-restricted",
-            ),
-            pytest.param(
-                "0 0 31 2 1",
-                ["2026-02-02", "2026-02-09", "2026-02-16", "2026-02-23", "2027-02-01"],
-                id="impossible-day-still-fires-on-the-weekday",
-            ),
-        ],
-    )
-    def test_day_fields_combine_per_p8(self, text: str, expected: list[str]) -> None:
-        assert [t[:10] for t in fires(text, len(expected))] == expected
+    @case_table(__file__, "day_fields")
+    def test_day_fields_combine_with_or(self, schedule: str, expected: list[str]) -> None:
+        assert [t[:10] for t in fires(schedule, len(expected))] == expected
 
 
 class TestCronRejected:

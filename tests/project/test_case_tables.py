@@ -1,0 +1,69 @@
+"""Case files (``tests/<layer>/cases/<name>.toml``): every table is read by its test module, and
+the reader refuses an entry it would otherwise drop or mislabel."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.support import case_table
+
+TESTS = Path(__file__).resolve().parents[1]
+CASE_FILES = sorted(TESTS.glob("**/cases/*.toml"))
+
+
+def test_there_are_case_files() -> None:
+    assert CASE_FILES, "no tests/**/cases/*.toml found"
+
+
+@pytest.mark.parametrize("path", CASE_FILES, ids=lambda p: str(p.relative_to(TESTS)))
+def test_every_table_is_read_by_its_test_module(path: Path) -> None:
+    module = path.parent.parent / f"test_{path.stem}.py"
+    assert module.is_file(), f"{path} has no test module {module.name}"
+    source = module.read_text()
+    with path.open("rb") as handle:
+        tables = tomllib.load(handle)
+    unread = [name for name in tables if f'case_table(__file__, "{name}")' not in source]
+    assert not unread, f"{path}: tables no test reads: {unread}"
+
+
+def _write(tmp_path: Path, text: str) -> str:
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "sample.toml").write_text(text)
+    return str(tmp_path / "test_sample.py")
+
+
+def test_entries_become_params_in_the_first_entrys_key_order(tmp_path: Path) -> None:
+    test_file = _write(
+        tmp_path,
+        '[[t]]\nid = "a"\nx = 1\ny = "one"\n\n[[t]]\ny = "two"\nid = "b"\nx = 2\n',
+    )
+    mark = case_table(test_file, "t")
+    names, params = mark.args
+    assert names == ["x", "y"]
+    assert [(p.id, p.values) for p in params] == [("a", (1, "one")), ("b", (2, "two"))]
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        pytest.param("x = 2\n", id="no-id"),
+        pytest.param('id = "a"\nx = 2\n', id="repeated-id"),
+        pytest.param('id = "b"\nz = 2\n', id="misspelt-key"),
+        pytest.param('id = "b"\nx = 2\ny = 3\n', id="extra-key"),
+    ],
+)
+def test_a_bad_entry_is_refused(tmp_path: Path, second: str) -> None:
+    test_file = _write(tmp_path, f'[[t]]\nid = "a"\nx = 1\n\n[[t]]\n{second}')
+    with pytest.raises(
+        ValueError, match=r"sample\.toml \[\[t\]\]: entry .* must have keys id, \['x'\]"
+    ):
+        case_table(test_file, "t")
+
+
+def test_a_missing_table_is_refused(tmp_path: Path) -> None:
+    test_file = _write(tmp_path, '[[t]]\nid = "a"\nx = 1\n')
+    with pytest.raises(KeyError, match="u"):
+        case_table(test_file, "u")
