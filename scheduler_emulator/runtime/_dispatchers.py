@@ -26,7 +26,7 @@ from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, Job
 from ..wire import spell_headers
 from ._dispatch import RequestTemplate, build_request, request_template
 from ._options import DEFAULT_HEADER_CASE
-from ._transports import DeliveryRequest, Transport, TransportResult, starting
+from ._transports import DeliveryRequest, OnResult, Transport, TransportResult, starting
 
 if TYPE_CHECKING:
     from ._tokens import TokenAuthority
@@ -72,7 +72,7 @@ class Prepared:
 
 
 #: Begins one send: ``start(deadline_seconds, done) -> began`` (see :attr:`Prepared.start`).
-Start = Callable[[float, Callable[[TransportResult], None]], bool]
+Start = Callable[[float, OnResult], bool]
 
 
 def prepared_request(

@@ -47,10 +47,9 @@ __all__ = [
     "http2_problem",
 ]
 
-#: libcurl event loops (threads) that :meth:`HttpClient.start` spreads requests over. One would
-#: do for the sockets; several keep the rate when the engine's own threads are busy, since each
-#: loop waits for the GIL on its own after every libcurl call (docs/performance.md).
-CURL_LOOPS = 4
+#: Called once when a request begun by :meth:`HttpClient.start` ends: ``(status, None)``, or
+#: ``(None, exc)`` with an exception :meth:`HttpClient.request` would raise.
+Ended = Callable[[int | None, BaseException | None], None]
 #: Bytes of a response body read at most (then the connection is closed): Cloud Scheduler keeps
 #: no response bodies, so none is worth more than this.
 MAX_BODY_BYTES = 1 << 20
@@ -248,17 +247,15 @@ class HttpClient:
 
     def start(
         self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
+        hop: Hop,
         deadline_seconds: float,
         sample: ResponseSample | None,
         http2: bool | None,
-        done: Callable[[int | None, BaseException | None], None],
+        done: Ended,
     ) -> bool:
-        """Begin the request of :meth:`request` without holding the calling thread, when it can
-        go that way: an ``http://`` URL and ``pycurl`` installed (the exchange is one of
+        """Begin the request of :meth:`request` (``hop``: its method, URL, headers and body)
+        without holding the calling thread, when it can go that way: an ``http://`` URL and
+        ``pycurl`` installed (the exchange is one of
         :class:`~scheduler_emulator.runtime._curl_loop.CurlLoop`'s, whose thread is started
         on first use). Redirects are followed as :meth:`request` follows them; one to an
         ``https://`` URL finishes on a thread of its own (``http.client``).
@@ -268,7 +265,7 @@ class HttpClient:
         :return: ``True`` if it began (``done`` will be called), ``False`` if nothing was sent
             (call :meth:`request` instead).
         """
-        if not self.can_start(url):
+        if not self.can_start(hop.url):
             return False
         assert self._curl is not None
         with self._lock:
@@ -278,7 +275,7 @@ class HttpClient:
                 self._loop = CurlLoop(self.max_body_bytes, http2=self._curl.http2)
             loop = self._loop
         deadline = real_monotonic() + deadline_seconds
-        self._start_hop(loop, Hop(method, url, headers, body), deadline, sample, http2, done)
+        self._start_hop(loop, hop, deadline, sample, http2, done)
         return True
 
     def _start_hop(
@@ -288,7 +285,7 @@ class HttpClient:
         deadline: float,
         sample: ResponseSample | None,
         http2: bool | None,
-        done: Callable[[int | None, BaseException | None], None],
+        done: Ended,
         redirects_left: int = MAX_REDIRECTS,
     ) -> None:
         curl = self._curl
@@ -375,11 +372,7 @@ class HttpClient:
             loop.close()
 
     def _curl_once(
-        self,
-        hop: Hop,
-        deadline: float,
-        sample: ResponseSample | None = None,
-        http2: bool | None = None,
+        self, hop: Hop, deadline: float, sample: ResponseSample | None, http2: bool | None
     ) -> tuple[int, str | None]:
         left = deadline - real_monotonic()
         if left <= 0:

@@ -45,6 +45,7 @@ __all__ = [
     "DeliveryRequest",
     "HttpTransport",
     "MountTransport",
+    "OnResult",
     "StartingTransport",
     "Transport",
     "TransportResult",
@@ -108,6 +109,10 @@ class TransportResult:
     content_type: str | None = None
 
 
+#: Called once, on any thread, with the result of a delivery begun by ``start``.
+OnResult = Callable[[TransportResult], None]
+
+
 class Transport(Protocol):
     """Sends a :class:`DeliveryRequest` and reports a :class:`TransportResult`; the engine
     closes it when it stops."""
@@ -128,12 +133,7 @@ class StartingTransport(Transport, Protocol):
     threaded driver sends through :meth:`start` when a transport has it, so that an attempt
     waiting on a slow target holds no thread)."""
 
-    def start(
-        self,
-        request: DeliveryRequest,
-        timeout_seconds: float,
-        done: Callable[[TransportResult], None],
-    ) -> bool:
+    def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin delivering ``request`` without blocking; call ``done`` once, on any thread,
         with the result :meth:`Transport.send` would return. Return ``False`` (and call
         nothing) when :meth:`can_start` is false: the caller then uses :meth:`Transport.send`."""
@@ -189,12 +189,7 @@ class HttpTransport:
             return _http_result(None, exc, timeout_seconds, sample)
         return _http_result(status, None, timeout_seconds, sample)
 
-    def start(
-        self,
-        request: DeliveryRequest,
-        timeout_seconds: float,
-        done: Callable[[TransportResult], None],
-    ) -> bool:
+    def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin :meth:`send` without holding the calling thread when the HTTP client can
         (:meth:`~scheduler_emulator.runtime._http_client.HttpClient.start`: ``http://`` with
         ``pycurl``); ``done`` gets the same result :meth:`send` would return, on another thread.
@@ -208,16 +203,8 @@ class HttpTransport:
         def ended(status: int | None, exc: BaseException | None) -> None:
             done(_http_result(status, exc, timeout_seconds, sample))
 
-        return self.client.start(
-            request.method,
-            request.url,
-            request.headers,
-            request.body,
-            timeout_seconds,
-            sample,
-            request.http2,
-            ended,
-        )
+        hop = Hop(request.method, request.url, request.headers, request.body)
+        return self.client.start(hop, timeout_seconds, sample, request.http2, ended)
 
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``: ``http://`` with ``pycurl``."""
@@ -536,12 +523,7 @@ class MountTransport:
                 best = (len(prefix), app)
         return best[1] if best else None
 
-    def start(
-        self,
-        request: DeliveryRequest,
-        timeout_seconds: float,
-        done: Callable[[TransportResult], None],
-    ) -> bool:
+    def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin an unmounted URL's delivery through the fallback transport without holding the
         calling thread, when it can (:class:`StartingTransport`); a mounted URL is delivered
         by :meth:`send` (``False``)."""

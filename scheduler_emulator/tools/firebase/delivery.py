@@ -31,7 +31,7 @@ from functools import partial
 from ...domain.outcomes import Outcome
 from ...domain.resources import Job
 from ...runtime._dispatchers import Dispatcher, Prepared, Start, prepared_request
-from ...runtime._transports import DeliveryRequest, Transport, TransportResult
+from ...runtime._transports import DeliveryRequest, OnResult, Transport, TransportResult
 from ...wire import format_timestamp, parse_schedule_time
 from .functions import legacy_event
 
@@ -120,7 +120,7 @@ class FirebaseDispatcher:
     def _send(self, send: Callable[[float], TransportResult], timeout: float) -> TransportResult:
         return self._answered(send(timeout))
 
-    def _start(self, start: Start, timeout: float, done: Callable[[TransportResult], None]) -> bool:
+    def _start(self, start: Start, timeout: float, done: OnResult) -> bool:
         return start(timeout, lambda result: done(self._answered(result)))
 
     def _answered(self, result: TransportResult) -> TransportResult:
