@@ -494,16 +494,12 @@ class Store:
 
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""
-        with self._locked:
-            rows = self._db.execute(
-                "SELECT name, next_fire FROM jobs WHERE next_fire IS NOT NULL"
-            ).fetchall()
+        rows = self.query("SELECT name, next_fire FROM jobs WHERE next_fire IS NOT NULL")
         return {name: _dt(value) for name, value in rows}  # type: ignore[misc]
 
     def last_skipped(self) -> dict[str, datetime]:
         """The latest scheduled time recorded as skipped, by job full name."""
-        with self._locked:
-            rows = self._db.execute("SELECT job, MAX(nominal) FROM skipped GROUP BY job").fetchall()
+        rows = self.query("SELECT job, MAX(nominal) FROM skipped GROUP BY job")
         return {name: _dt(value) for name, value in rows}  # type: ignore[misc]
 
     def save_job_state(
@@ -532,11 +528,10 @@ class Store:
 
     def load_jobs(self) -> list[Job]:
         """Return every stored job in creation order, output-only fields included."""
-        with self._locked:
-            rows = self._db.execute(
-                "SELECT config, state, status_code, status_message, last_attempt_time, "
-                "user_update_time FROM jobs ORDER BY seq"
-            ).fetchall()
+        rows = self.query(
+            "SELECT config, state, status_code, status_message, last_attempt_time, "
+            "user_update_time FROM jobs ORDER BY seq"
+        )
         jobs = []
         for config, state, code, message, last_attempt, user_update in rows:
             job = parse_job(json.loads(config))  # stored jobs were validated when saved
@@ -604,11 +599,10 @@ class Store:
 
     def open_runs(self) -> list[Run]:
         """Return the runs not finished yet (after a restart: to resume their retries)."""
-        with self._locked:
-            rows = self._db.execute(
-                "SELECT id, job, schedule_time, nominal, forced, first_attempt_start, attempts, "
-                "next_attempt_at FROM runs WHERE finished = 0 ORDER BY id"
-            ).fetchall()
+        rows = self.query(
+            "SELECT id, job, schedule_time, nominal, forced, first_attempt_start, attempts, "
+            "next_attempt_at FROM runs WHERE finished = 0 ORDER BY id"
+        )
         return [
             Run(
                 id=r[0],
@@ -789,8 +783,7 @@ class Store:
         query = "SELECT id, job, schedule_time, nominal, recorded_at, reason FROM skipped"
         query += " WHERE id > ?" + ("" if job is None else " AND job = ?")
         args: tuple[Any, ...] = (after_id,) if job is None else (after_id, job)
-        with self._locked:
-            rows = self._db.execute(query + " ORDER BY id" + limit, args).fetchall()
+        rows = self.query(query + " ORDER BY id" + limit, args)
         records = [SkippedRun(r[1], r[2], _dt(r[3]), _dt(r[4]), r[5]) for r in rows]  # type: ignore[arg-type]
         return records, [r[0] for r in rows]
 
