@@ -60,6 +60,7 @@ from .fault_file import load_fault_file
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
 from .targets_setup import configure as configure_targets
+from .views import ADMIN_TOKEN_ENV
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
@@ -90,8 +91,6 @@ __all__ = [
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
 DEFAULT_HOST = "127.0.0.1"
-#: Environment variable that sets ``--admin-token``.
-ADMIN_TOKEN_ENV = "SCHEDULER_EMULATOR_ADMIN_TOKEN"
 DST_CHOICES = list(DST_POLICIES)
 DST_HELP = (
     "daylight-saving rule (default: %(default)s): 'absolute' fires a repeated local time twice "

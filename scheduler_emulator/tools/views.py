@@ -26,15 +26,16 @@ from ..domain.errors import ConfigurationError, InvalidArgument
 from .timeline import IN_FLIGHT, attempt_cells, render_table
 
 __all__ = [
+    "ADMIN_TOKEN_ENV",
     "add_arguments",
     "cmd_attempts",
     "cmd_jobs",
     "cmd_skipped",
 ]
 
-#: The environment variable ``start`` reads ``--admin-token`` from (``cli.ADMIN_TOKEN_ENV``).
-ADMIN_TOKEN_ENV = "SCHEDULER_EMULATOR_ADMIN_TOKEN"
 JOBS_HEADERS = ("JOB", "STATE", "SCHEDULE", "TIME ZONE", "READS AS", "LAST", "NEXT", "TARGET")
+#: The environment variable that sets ``--admin-token``, for ``start`` and for these commands.
+ADMIN_TOKEN_ENV = "SCHEDULER_EMULATOR_ADMIN_TOKEN"
 ATTEMPT_HEADERS = (
     "TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "SCHEDULED", "REASON",
 )  # fmt: skip
