@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 import requests
 
-from scheduler_emulator.domain.attempt_assertions import check_attempted
+from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, iso
 from scheduler_emulator.domain.codec import format_timestamp
 from scheduler_emulator.runtime._tokens import JWKS_PATH, TOKENINFO_PATH
@@ -32,7 +32,7 @@ class _NotFound(AssertionError):
     """A 404 from the daemon (an unknown job)."""
 
 
-class LiveScheduler:
+class LiveScheduler(AttemptAssertions):
     """``scheduler-emulator start --port 0 …`` in a subprocess.
 
     :param args: extra ``start`` flags (``--in-memory``, ``--clock manual`` …).
@@ -212,37 +212,11 @@ class LiveScheduler:
             if not token:
                 return attempts
 
-    def assert_attempted(
-        self,
-        job: str,
-        count: int | None = None,
-        code: str | None = None,
-        *,
-        schedule_time: str | None = None,
-    ) -> list[Attempt]:
-        """Assert on the daemon's attempts of ``job``; return the matching ones — as
-        ``cloud_scheduler.assert_attempted`` does.
-
-        With ``code`` (and/or ``schedule_time``) only attempts with that google.rpc code name
-        and ScheduleTime header count; ``count`` is then the number that must match. Without
-        ``count``, at least one must match.
-
-        :raises AssertionError: listing every attempt of the job and why it did not match.
-        """
-        __tracebackhide__ = True
+    def _attempts_of(self, job: str) -> list[Attempt]:
         try:
-            attempts = self.attempts(job)
+            return self.attempts(job)
         except _NotFound:  # no such job and no attempt recorded for one of that name
-            attempts = []
-        return check_attempted(
-            attempts,
-            job,
-            count,
-            code,
-            schedule_time=schedule_time,
-            now=self.now(),
-            jobs=self._job_ids,
-        )
+            return []
 
     def _job_ids(self) -> list[str]:
         config = self._call("GET", "/_emulator/config")

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from pytest_plugin.app_time import freeze
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.core.faults import FaultPlan
-from scheduler_emulator.domain.attempt_assertions import check_attempted
+from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, SkippedRun
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
@@ -153,7 +153,7 @@ class VirtualTimeTransport(MountTransport):
         return super().send(request, timeout_seconds)
 
 
-class CloudScheduler:
+class CloudScheduler(AttemptAssertions):
     """An in-process Cloud Scheduler on a :class:`ManualClock`, for one test.
 
     :param start: the clock's initial instant (aware).
@@ -419,42 +419,17 @@ class CloudScheduler:
         """Scheduled times skipped because a run was still going (P6)."""
         return self.emulator.skipped_runs(job)
 
-    def assert_attempted(
-        self,
-        job: str,
-        count: int | None = None,
-        code: str | None = None,
-        *,
-        schedule_time: str | None = None,
-    ) -> list[Attempt]:
-        """Assert on the attempts of ``job``; return the matching ones.
+    def _job_ids(self) -> list[str]:
+        return [j.job_id for j in self.emulator.list_jobs()]
 
-        With ``code`` (and/or ``schedule_time``) only attempts with that google.rpc code name
-        (``"OK"``, ``"INTERNAL"``…) and ScheduleTime header count; ``count`` is then the number
-        that must match. Without ``count``, at least one must match.
-
-        :raises AssertionError: listing every attempt of the job and why it did not match.
-        """
-        __tracebackhide__ = True
-
-        def not_mounted(attempt: Attempt) -> str | None:
-            url = attempt.request.get("url", "")
-            if (
-                attempt.response_status is None
-                and self.transport.find(url) is None
-                and "mount" not in attempt.debug_info  # it says so already
-            ):
-                mounted = ", ".join(sorted(self.transport.mounted)) or "none"
-                return f"{url} is not mounted (mounted: {mounted})."
-            return None
-
-        return check_attempted(
-            self.attempts(job),
-            job,
-            count,
-            code,
-            schedule_time=schedule_time,
-            now=self.now(),
-            jobs=lambda: [j.job_id for j in self.emulator.list_jobs()],
-            hint=not_mounted,
-        )
+    def _attempt_hint(self, attempt: Attempt) -> str | None:
+        """Say so when a failed attempt's URL is not mounted (it went nowhere)."""
+        url = attempt.request.get("url", "")
+        if (
+            attempt.response_status is None
+            and self.transport.find(url) is None
+            and "mount" not in attempt.debug_info  # it says so already
+        ):
+            mounted = ", ".join(sorted(self.transport.mounted)) or "none"
+            return f"{url} is not mounted (mounted: {mounted})."
+        return None

@@ -8,12 +8,13 @@ failure reads the same whichever a test uses.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from .attempts import Attempt, iso
 
-__all__ = ["check_attempted", "describe"]
+__all__ = ["AttemptAssertions", "check_attempted", "describe"]
 
 
 def describe(attempt: Attempt) -> str:
@@ -89,3 +90,60 @@ def check_attempted(
         names = list(jobs())
         lines.append(f"the job has no attempts; jobs: {names or 'none'}.")
     raise AssertionError("\n".join(lines))
+
+
+class AttemptAssertions(ABC):
+    """``assert_attempted`` for a class that reads attempts: the in-process ``Emulator``, the
+    ``cloud_scheduler`` fixture and the ``cloud_scheduler_server`` fixture mix it in, so the
+    method has one signature and one meaning everywhere. A subclass gives :meth:`attempts`,
+    :meth:`now` and :meth:`_job_ids`, and may give :meth:`_attempt_hint`."""
+
+    @abstractmethod
+    def attempts(self, job: str | None = None) -> list[Attempt]:
+        """Every attempt in start order, optionally only those of ``job`` (ID or full name)."""
+
+    @abstractmethod
+    def now(self) -> datetime:
+        """The clock's instant (aware UTC)."""
+
+    @abstractmethod
+    def _job_ids(self) -> list[str]:
+        """The IDs of the jobs there are (listed when a job has no attempts)."""
+
+    def _attempt_hint(self, attempt: Attempt) -> str | None:
+        """An extra line for an attempt that did not match; ``None`` for none."""
+        return None
+
+    def _attempts_of(self, job: str) -> list[Attempt]:
+        """The attempts ``assert_attempted`` looks at (those of ``job``)."""
+        return self.attempts(job)
+
+    def assert_attempted(
+        self,
+        job: str,
+        count: int | None = None,
+        code: str | None = None,
+        *,
+        schedule_time: str | None = None,
+    ) -> list[Attempt]:
+        """Assert on the attempts of ``job`` (ID or full name); return the matching ones.
+
+        With ``code`` (and/or ``schedule_time``) only attempts with that google.rpc code name
+        (``"OK"``, ``"INTERNAL"``…) and ``X-CloudScheduler-ScheduleTime`` header value count;
+        ``count`` is then the number that must match. Without ``count``, at least one must
+        match. Attempts still waiting on their target count with code ``None``.
+
+        :raises AssertionError: listing every attempt of the job and why it did not match,
+            with the clock's instant (and, for a job with no attempts, the jobs there are).
+        """
+        __tracebackhide__ = True
+        return check_attempted(
+            self._attempts_of(job),
+            job,
+            count,
+            code,
+            schedule_time=schedule_time,
+            now=self.now(),
+            jobs=self._job_ids,
+            hint=self._attempt_hint,
+        )

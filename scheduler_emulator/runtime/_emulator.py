@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.faults import FaultPlan
-from ..domain.attempt_assertions import check_attempted
+from ..domain.attempt_assertions import AttemptAssertions
 from ..domain.attempts import Attempt, SkippedRun
 from ..domain.codec import job_from_json, show_value
 from ..domain.errors import ClockError, InvalidArgument
@@ -53,7 +53,7 @@ __all__ = [
 MAX_JOBS_PAGE_SIZE = JOBS_PAGE_SIZE_MAX
 
 
-class Emulator:
+class Emulator(AttemptAssertions):
     """An in-process Cloud Scheduler.
 
     Settings come from ``options`` (:class:`~scheduler_emulator.runtime._options.EmulatorOptions`)
@@ -313,33 +313,8 @@ class Emulator:
         attempts = self.store.attempts(None if job is None else self.job_name(job))
         return [attempt.as_of(now) for attempt in attempts]
 
-    def assert_attempted(
-        self,
-        job: str,
-        count: int | None = None,
-        code: str | None = None,
-        *,
-        schedule_time: str | None = None,
-    ) -> list[Attempt]:
-        """Assert on the attempts of ``job``; return the matching ones (what the pytest
-        fixtures' ``assert_attempted`` does, here for the library).
-
-        With ``code`` (and/or ``schedule_time``) only attempts with that google.rpc code name
-        and ScheduleTime header count; ``count`` is then the number that must match. Without
-        ``count``, at least one must match.
-
-        :raises AssertionError: listing every attempt of the job and why it did not match.
-        """
-        __tracebackhide__ = True
-        return check_attempted(
-            self.attempts(job),
-            job,
-            count,
-            code,
-            schedule_time=schedule_time,
-            now=self.clock.now(),
-            jobs=lambda: [j.job_id for j in self.list_jobs()],
-        )
+    def _job_ids(self) -> list[str]:
+        return [j.job_id for j in self.list_jobs()]
 
     def attempts_page(
         self,

@@ -26,7 +26,7 @@ from pytest_plugin.scheduler import CloudScheduler
 from scheduler_emulator import Emulator, ManualClock, WsgiTransport
 from scheduler_emulator.domain.attempts import Attempt
 from tests.daemon import serving
-from tests.support import RecordingTarget
+from tests.support import RecordingTarget, free_port
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -160,3 +160,17 @@ def test_the_three_agree_on_the_attempt_in_flight(
     library.clock.advance(timedelta(hours=1))  # type: ignore[attr-defined]
     [ended] = library.attempts("slow")  # past the recorded end: it reads as recorded
     assert (ended.end_time, ended.code) == (datetime(2026, 1, 1, 3, 1, tzinfo=UTC), "OK")
+
+
+def test_the_fixture_says_when_a_failed_url_was_not_mounted(
+    cloud_scheduler: CloudScheduler,
+) -> None:
+    """A loopback URL is sent for real; when nothing answers there, ``cloud_scheduler``'s
+    assertion adds that the URL is not mounted (the library's and the daemon's do not)."""
+    cloud_scheduler.mount("http://svc.test", RecordingTarget())
+    url = f"http://127.0.0.1:{free_port()}/run"  # nothing listens there
+    cloud_scheduler.create_job(name="lost", schedule="0 2 * * *", http_target={"uri": url})
+    cloud_scheduler.advance(timedelta(hours=3))
+    with pytest.raises(AssertionError) as failure:
+        cloud_scheduler.assert_attempted("lost", 1, "OK")
+    assert f"{url} is not mounted (mounted: http://svc.test)." in str(failure.value)
