@@ -174,10 +174,13 @@ class Recorder:
 
     def sent_now(self, delivery: Delivery) -> None:
         """The attempt leaves now (threaded driver): its start is this instant, not the one at
-        which it was queued; log AttemptStarted with it. No lock: a stop reads ``sent`` under
-        it and waits for the attempt's end anyway."""
+        which it was queued (stored, so a reader sees the same start in flight and after);
+        log AttemptStarted with it. No lock: a stop reads ``sent`` under it and waits for the
+        attempt's end anyway."""
         delivery.sent = True
         delivery.attempt.start_time = self.clock.now()
+        with self.store.deferred():  # committed with the ends of other attempts
+            self.store.mark_sent(delivery.attempt)
         if self.attempt_log is not None:
             self.attempt_log.started(delivery.attempt, delivery.target_type)
 

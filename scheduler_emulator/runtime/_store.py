@@ -386,6 +386,13 @@ class Store:
         with self._locked:
             pass
 
+    def _update(self, sql: str, args: tuple[Any, ...]) -> None:
+        """Carry out one ``UPDATE``: now, or later with other threads' when this thread defers
+        its updates (:meth:`deferred`)."""
+        if not self._later(sql, args):
+            with self._locked:
+                self._db.execute(sql, args)
+
     def _later(self, sql: str, args: tuple[Any, ...]) -> bool:
         """Queue ``sql`` if this thread defers its updates (see :meth:`deferred`)."""
         if not getattr(self._local, "defer", False):
@@ -488,9 +495,7 @@ class Store:
         if self.path == ":memory:":
             return
         sql, args = "UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name)
-        if not self._later(sql, args):
-            with self._locked:
-                self._db.execute(sql, args)
+        self._update(sql, args)
 
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""
@@ -517,9 +522,7 @@ class Store:
             _ts(last_attempt_time),
             name,
         )
-        if not self._later(sql, args):
-            with self._locked:
-                self._db.execute(sql, args)
+        self._update(sql, args)
 
     def delete_job(self, name: str) -> None:
         """Delete the job ``name`` (its attempt history stays)."""
@@ -593,9 +596,7 @@ class Store:
             int(run.finished),
             run.id,
         )
-        if not self._later(sql, args):
-            with self._locked:
-                self._db.execute(sql, args)
+        self._update(sql, args)
 
     def open_runs(self) -> list[Run]:
         """Return the runs not finished yet (after a restart: to resume their retries)."""
@@ -650,6 +651,13 @@ class Store:
                 self._apply_retention()
         return attempt
 
+    def mark_sent(self, attempt: Attempt) -> None:
+        """Record the start of ``attempt`` (added earlier, when it was queued) as the instant
+        it was sent, so that the attempt read in flight starts when its finished record will."""
+        self._update(
+            "UPDATE attempts SET start_time = ? WHERE id = ?", (_ts(attempt.start_time), attempt.id)
+        )
+
     def finish_attempt(self, attempt: Attempt) -> None:
         """Record the start (the instant it was sent), end, status, code, debug text and
         response excerpt of ``attempt``."""
@@ -669,9 +677,7 @@ class Store:
             attempt.response_content_type,
             attempt.id,
         )
-        if not self._later(sql, args):
-            with self._locked:
-                self._db.execute(sql, args)
+        self._update(sql, args)
 
     def attempts(self, job: str | None = None, *, unfinished: bool = False) -> list[Attempt]:
         """Return attempts in start order, optionally of one job (full name) or only in flight.

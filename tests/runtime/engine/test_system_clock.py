@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import Any
+
 from scheduler_emulator import Emulator, SystemClock, WsgiTransport
 from tests.support import RecordingTarget, ShiftedClock, nightly_job, wait_for
 
@@ -32,3 +36,26 @@ def test_run_job_on_the_system_clock_is_delivered_by_the_engine_thread() -> None
         assert wait_for(lambda: len(target.requests) == 1, bound_seconds=10)
         assert emulator.engine.wait_idle(10)
         assert [a.forced for a in emulator.attempts()] == [True]
+
+
+def test_an_attempt_in_flight_has_the_start_its_finished_record_keeps() -> None:
+    """The threaded driver queues an attempt, then stamps its start when it leaves: the
+    attempt read while the target holds it starts when the finished record says it did."""
+    arrived, release = threading.Event(), threading.Event()
+
+    def held(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        arrived.set()
+        release.wait(10)
+        start_response("200 OK", [])
+        return [b""]
+
+    with Emulator(SystemClock(), transport=WsgiTransport(held)) as emulator:
+        emulator.create_job(nightly_job())
+        emulator.run_job("nightly")
+        assert arrived.wait(10)
+        [in_flight] = emulator.attempts("nightly")
+        release.set()
+        assert emulator.engine.wait_idle(10)
+        [finished] = emulator.attempts("nightly")
+    assert (in_flight.end_time, finished.code) == (None, "OK")
+    assert in_flight.start_time == finished.start_time
