@@ -23,6 +23,14 @@ def starts(emulator: Emulator, job: str | None = None) -> list[str]:
     return [a.start_time.strftime("%H:%M:%S") for a in emulator.attempts(job)]
 
 
+@pytest.fixture
+def failing_nightly(emulator: Emulator, target: RecordingTarget) -> None:
+    """The nightly job (02:00 UTC, retry count 3) created on ``emulator``, its target answering
+    500 to every attempt."""
+    target.status = 500
+    emulator.create_job(nightly_job())
+
+
 class TestFiring:
     def test_nightly_job_posts_once_with_the_scheduler_headers(
         self, emulator: Emulator, target: RecordingTarget
@@ -98,11 +106,10 @@ class TestFiring:
 
 
 class TestRetries:
+    @pytest.mark.usefixtures("failing_nightly")
     def test_retry_count_three_gives_four_attempts_five_ten_twenty_apart(
-        self, emulator: Emulator, target: RecordingTarget
+        self, emulator: Emulator
     ) -> None:
-        target.status = 500
-        emulator.create_job(nightly_job())
         emulator.advance(timedelta(minutes=2))
         attempts = emulator.attempts()
         assert starts(emulator) == ["02:00:00", "02:00:05", "02:00:15", "02:00:35"]
@@ -240,11 +247,8 @@ class TestRunJob:
         assert job.state == State.PAUSED
         assert emulator.get_job("nightly").state == State.PAUSED
 
-    def test_force_run_bypasses_a_run_in_progress(
-        self, emulator: Emulator, target: RecordingTarget
-    ) -> None:
-        target.status = 500
-        emulator.create_job(nightly_job())
+    @pytest.mark.usefixtures("failing_nightly")
+    def test_force_run_bypasses_a_run_in_progress(self, emulator: Emulator) -> None:
         emulator.advance(timedelta(minutes=1, seconds=1))  # first attempt failed, retry pending
         emulator.run_job("nightly")
         assert [a.forced for a in emulator.attempts()] == [False, True]
@@ -268,9 +272,8 @@ class TestStateMachine:
         emulator.advance(timedelta(days=1))
         assert len(target.requests) == 1
 
-    def test_pause_drops_pending_retries(self, emulator: Emulator, target: RecordingTarget) -> None:
-        target.status = 500
-        emulator.create_job(nightly_job())
+    @pytest.mark.usefixtures("failing_nightly")
+    def test_pause_drops_pending_retries(self, emulator: Emulator) -> None:
         emulator.advance(timedelta(minutes=1, seconds=1))
         emulator.pause_job("nightly")
         emulator.advance(timedelta(hours=1))
@@ -313,11 +316,8 @@ class TestOutputFields:
         assert job.status is None and job.last_attempt_time is None
         assert job.user_update_time == at("2026-09-24T01:59:00Z")
 
-    def test_failed_attempt_shows_retry_time_and_failure_status(
-        self, emulator: Emulator, target: RecordingTarget
-    ) -> None:
-        target.status = 500
-        emulator.create_job(nightly_job())
+    @pytest.mark.usefixtures("failing_nightly")
+    def test_failed_attempt_shows_retry_time_and_failure_status(self, emulator: Emulator) -> None:
         emulator.advance(timedelta(minutes=1))
         job = emulator.get_job("nightly")
         assert job.status == Status(
