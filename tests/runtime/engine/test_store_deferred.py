@@ -4,8 +4,11 @@ transaction with others; inserts never deferred; every read sees what is deferre
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from scheduler_emulator.domain.attempts import Attempt, Run
 from scheduler_emulator.runtime._store import Store
@@ -33,17 +36,28 @@ def committed(path: Path, sql: str) -> list[tuple[object, ...]]:
         other.close()
 
 
-def test_inserts_are_committed_at_once_inside_a_deferred_block(tmp_path: Path) -> None:
-    store = Store(tmp_path / "db")
-    with store.deferred():
-        started(store)
-        assert committed(tmp_path / "db", "SELECT id, end_time FROM attempts") == [(1, None)]
-        assert committed(tmp_path / "db", "SELECT id FROM runs") == [(1,)]
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """The path of the store's database file."""
+    return tmp_path / "db"
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[Store]:
+    """A store on ``db``, closed after the test (closing twice is harmless)."""
+    store = Store(db)
+    yield store
     store.close()
 
 
-def test_a_deferred_end_is_read_back_at_once_and_committed_by_flush(tmp_path: Path) -> None:
-    store = Store(tmp_path / "db")
+def test_inserts_are_committed_at_once_inside_a_deferred_block(store: Store, db: Path) -> None:
+    with store.deferred():
+        started(store)
+        assert committed(db, "SELECT id, end_time FROM attempts") == [(1, None)]
+        assert committed(db, "SELECT id FROM runs") == [(1,)]
+
+
+def test_a_deferred_end_is_read_back_at_once_and_committed_by_flush(store: Store, db: Path) -> None:
     attempt = started(store)
     with store.deferred():
         store.finish_attempt(ended(attempt))
@@ -51,17 +65,15 @@ def test_a_deferred_end_is_read_back_at_once_and_committed_by_flush(tmp_path: Pa
     [read] = store.attempts()
     assert read.code == "OK"  # this connection's reads carry out what is deferred first
     assert store.open_runs() == []
-    assert committed(tmp_path / "db", "SELECT code FROM attempts") == [("OK",)]
-    store.close()
+    assert committed(db, "SELECT code FROM attempts") == [("OK",)]
 
 
-def test_close_commits_what_is_deferred(tmp_path: Path) -> None:
-    store = Store(tmp_path / "db")
+def test_close_commits_what_is_deferred(store: Store, db: Path) -> None:
     attempt = started(store)
     with store.deferred():
         store.finish_attempt(ended(attempt))
     store.close()
-    assert committed(tmp_path / "db", "SELECT code FROM attempts") == [("OK",)]
+    assert committed(db, "SELECT code FROM attempts") == [("OK",)]
 
 
 def test_deferred_and_immediate_updates_keep_their_order() -> None:
@@ -75,20 +87,15 @@ def test_deferred_and_immediate_updates_keep_their_order() -> None:
     store.close()
 
 
-def test_deferred_updates_inside_a_batch_commit_with_it(tmp_path: Path) -> None:
-    store = Store(tmp_path / "db")
+def test_deferred_updates_inside_a_batch_commit_with_it(store: Store, db: Path) -> None:
     attempt = started(store)
     with store.batch():
         started(store, run_id=2)
         with store.deferred():
             store.finish_attempt(ended(attempt))
         store.flush()  # carried out inside the open transaction
-        assert committed(tmp_path / "db", "SELECT COUNT(*) FROM runs") == [(1,)]
-    assert committed(tmp_path / "db", "SELECT id, code FROM attempts ORDER BY id") == [
-        (1, "OK"),
-        (2, None),
-    ]
-    store.close()
+        assert committed(db, "SELECT COUNT(*) FROM runs") == [(1,)]
+    assert committed(db, "SELECT id, code FROM attempts ORDER BY id") == [(1, "OK"), (2, None)]
 
 
 def test_only_the_deferring_thread_defers() -> None:
@@ -101,7 +108,7 @@ def test_only_the_deferring_thread_defers() -> None:
     store.close()
 
 
-def test_another_threads_write_waits_for_an_open_batch(tmp_path: Path) -> None:
+def test_another_threads_write_waits_for_an_open_batch(store: Store, db: Path) -> None:
     """A run written by another thread (say, a retry started on the end path) while the engine's
     batch is open must not join that uncommitted transaction: it is written after the commit."""
     import threading
@@ -109,8 +116,6 @@ def test_another_threads_write_waits_for_an_open_batch(tmp_path: Path) -> None:
     from scheduler_emulator.domain.attempts import SkippedRun
     from tests.support import wait_for
 
-    db = tmp_path / "emulator.db"
-    store = Store(db)
     when = datetime(2026, 9, 24, 2, tzinfo=UTC)
     done = threading.Event()
 
@@ -126,6 +131,5 @@ def test_another_threads_write_waits_for_an_open_batch(tmp_path: Path) -> None:
         assert not done.is_set()
     thread.join(10)
     assert done.is_set()
-    rows = sqlite3.connect(db).execute("SELECT job FROM skipped ORDER BY id").fetchall()
-    assert [r[0].rsplit("/", 1)[1] for r in rows] == ["a", "b"]
-    store.close()
+    rows = committed(db, "SELECT job FROM skipped ORDER BY id")
+    assert [str(r[0]).rsplit("/", 1)[1] for r in rows] == ["a", "b"]
