@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +24,7 @@ from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.runtime._http_client import HttpClient, http2_problem
 from scheduler_emulator.runtime._transports import DeliveryRequest
 from scheduler_emulator.wire import EMULATOR_HTTP2_HEADER
-from tests.daemon import running_daemon
+from tests.daemon import MANUAL, running_daemon
 from tests.support import nightly_job, send_started, wait_for
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
@@ -63,8 +62,9 @@ class H2Target:
             self.answered.append(scope["path"])
 
 
-@contextmanager
-def hypercorn_serving(app: H2Target) -> Iterator[str]:
+@pytest.fixture
+def h2_target() -> Iterator[tuple[H2Target, str]]:
+    """An :class:`H2Target` served by hypercorn on a free local port, and its base URL."""
     hypercorn = pytest.importorskip("hypercorn")
     from hypercorn.asyncio import serve
     from hypercorn.config import Config
@@ -77,6 +77,7 @@ def hypercorn_serving(app: H2Target) -> Iterator[str]:
     config.accesslog = None
     config.errorlog = None
     config.graceful_timeout = 5.0
+    app = H2Target()
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
     thread = threading.Thread(
@@ -95,7 +96,7 @@ def hypercorn_serving(app: H2Target) -> Iterator[str]:
 
     assert wait_for(listening, 10), hypercorn
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield app, f"http://127.0.0.1:{port}"
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
@@ -144,10 +145,11 @@ def attempt_of(job: dict[str, Any], *, http2: bool, deadline: float | None = Non
 
 @needs_h2
 @pytest.mark.parametrize("http2", [True, False])
-def test_an_h2c_target_gets_the_same_attempt_over_http2(http2: bool) -> None:
-    app = H2Target()
-    with hypercorn_serving(app) as base:
-        attempt = attempt_of(job_json(base + "/run"), http2=http2)
+def test_an_h2c_target_gets_the_same_attempt_over_http2(
+    h2_target: tuple[H2Target, str], http2: bool
+) -> None:
+    app, base = h2_target
+    attempt = attempt_of(job_json(base + "/run"), http2=http2)
     [(version, names, body)] = app.seen
     assert version == ("2" if http2 else "1.1")
     assert body == b'{"a": 1}'
@@ -159,25 +161,22 @@ def test_an_h2c_target_gets_the_same_attempt_over_http2(http2: bool) -> None:
 
 
 @needs_h2
-def test_the_deadline_holds_over_http2() -> None:
-    app = H2Target()
-    with hypercorn_serving(app) as base:
-        attempt = attempt_of(job_json(base + "/slow"), http2=True, deadline=1)
+def test_the_deadline_holds_over_http2(h2_target: tuple[H2Target, str]) -> None:
+    app, base = h2_target
+    attempt = attempt_of(job_json(base + "/slow"), http2=True, deadline=1)
     assert attempt.code == "DEADLINE_EXCEEDED"
     assert app.seen[0][0] == "2"
 
 
 @needs_h2
 @pytest.mark.timeout(60)
-def test_the_daemon_delivers_over_http2() -> None:
-    app = H2Target()
-    with hypercorn_serving(app) as base:
-        start = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
-        with running_daemon("--in-memory", *start, "--http2") as daemon:
-            daemon.post(JOBS, job_json(base + "/run")).raise_for_status()
-            daemon.advance(timedelta(minutes=1))
-            assert wait_for(lambda: len(app.seen) == 1, 10)
-            [attempt] = daemon.attempts()
+def test_the_daemon_delivers_over_http2(h2_target: tuple[H2Target, str]) -> None:
+    app, base = h2_target
+    with running_daemon("--in-memory", *MANUAL, "--http2") as daemon:
+        daemon.post(JOBS, job_json(base + "/run")).raise_for_status()
+        daemon.advance(timedelta(minutes=1))
+        assert wait_for(lambda: len(app.seen) == 1, 10)
+        [attempt] = daemon.attempts()
     assert app.seen[0][0] == "2" and attempt["code"] == "OK"
 
 
@@ -198,17 +197,17 @@ def test_without_an_http2_client_the_flag_is_refused_at_start(tmp_path: Path) ->
 
 @needs_h2
 @pytest.mark.timeout(60)
-def test_one_job_asks_for_http2_on_a_daemon_without_the_flag() -> None:
-    app = H2Target()
-    with hypercorn_serving(app) as base:
-        start = ("--clock", "manual", "--start", "2026-09-24T01:59:00Z")
-        with running_daemon("--in-memory", *start) as daemon:
-            daemon.post(JOBS, h2_job(base + "/h2", "h2")).raise_for_status()
-            daemon.post(JOBS, job_json(base + "/plain", "plain")).raise_for_status()
-            shown = daemon.get(f"{JOBS}/h2")["httpTarget"]["headers"]
-            daemon.advance(timedelta(minutes=1))
-            assert wait_for(lambda: len(app.seen) == 2, 10)
-            codes = {attempt["code"] for attempt in daemon.attempts()}
+def test_one_job_asks_for_http2_on_a_daemon_without_the_flag(
+    h2_target: tuple[H2Target, str],
+) -> None:
+    app, base = h2_target
+    with running_daemon("--in-memory", *MANUAL) as daemon:
+        daemon.post(JOBS, h2_job(base + "/h2", "h2")).raise_for_status()
+        daemon.post(JOBS, job_json(base + "/plain", "plain")).raise_for_status()
+        shown = daemon.get(f"{JOBS}/h2")["httpTarget"]["headers"]
+        daemon.advance(timedelta(minutes=1))
+        assert wait_for(lambda: len(app.seen) == 2, 10)
+        codes = {attempt["code"] for attempt in daemon.attempts()}
     assert shown[EMULATOR_HTTP2_HEADER] == "true"  # kept in the job, like any header
     seen = dict(zip(app.paths, app.seen, strict=True))
     (h2_version, h2_names, h2_body), (plain_version, plain_names, _) = seen["/h2"], seen["/plain"]
@@ -220,10 +219,11 @@ def test_one_job_asks_for_http2_on_a_daemon_without_the_flag() -> None:
 
 
 @needs_h2
-def test_false_keeps_a_job_on_http1_under_the_daemon_flag() -> None:
-    app = H2Target()
-    with hypercorn_serving(app) as base:
-        attempt = attempt_of(h2_job(base + "/h1", "h1", value="FALSE"), http2=True)
+def test_false_keeps_a_job_on_http1_under_the_daemon_flag(
+    h2_target: tuple[H2Target, str],
+) -> None:
+    app, base = h2_target
+    attempt = attempt_of(h2_job(base + "/h1", "h1", value="FALSE"), http2=True)
     [(version, names, _)] = app.seen
     assert (version, attempt.code) == ("1.1", "OK")
     assert "x-emulator-http2" not in {n.lower() for n in names}
@@ -285,16 +285,17 @@ def test_without_an_http2_client_a_per_job_http2_is_400_at_create_and_update(
 
 
 @needs_h2
-def test_the_event_loop_sends_over_http2_as_the_threaded_driver_does() -> None:
+def test_the_event_loop_sends_over_http2_as_the_threaded_driver_does(
+    h2_target: tuple[H2Target, str],
+) -> None:
     # A system-clock daemon sends through libcurl's event loop: the same h2c wire.
-    app = H2Target()
-    with hypercorn_serving(app) as base:
-        transport = HttpTransport(HttpClient(http2=True))
-        try:
-            request = DeliveryRequest("POST", base + "/run", {"X-Shop-Tenant": "t"}, b"{}")
-            result = send_started(transport, request, 5)
-        finally:
-            transport.close()
+    app, base = h2_target
+    transport = HttpTransport(HttpClient(http2=True))
+    try:
+        request = DeliveryRequest("POST", base + "/run", {"X-Shop-Tenant": "t"}, b"{}")
+        result = send_started(transport, request, 5)
+    finally:
+        transport.close()
     [(version, names, body)] = app.seen
     assert (version, body, result.status) == ("2", b"{}", 200)
     assert "x-shop-tenant" in names
