@@ -27,7 +27,7 @@ from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.fault_file import load_fault_file
 from scheduler_emulator.tools.jobs_file import load_jobs_file
 from tests.daemon import running_daemon, serving
-from tests.support import RecordingTarget, nightly_job
+from tests.support import RecordingTarget, case_table, nightly_job
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 FAULTS = "/_emulator/faults"
@@ -73,19 +73,7 @@ def assert_clean_exit_2(result: subprocess.CompletedProcess[str], *needles: str)
 
 
 class TestFaultPlanNumbers:
-    @pytest.mark.parametrize(
-        ("body", "field", "shown"),
-        [
-            ('{"action": "delay", "seconds": 1e999}', "seconds", "inf"),
-            ('{"action": "delay", "seconds": NaN}', "seconds", "nan"),
-            ('{"action": "delay", "seconds": 86401}', "seconds", "86400"),
-            ('{"action": "deadline", "seconds": 1801}', "seconds", "1800"),
-            ('{"action": "duplicate", "count": 1000000000000}', "count", "100"),
-            ('{"action": "duplicate", "count": 5000, "concurrent": true}', "count", "10"),
-            ('{"seed": 1e999, "rules": []}', "seed", "inf"),
-            ('{"seed": 99999999999999999999, "rules": []}', "seed", "9223372036854775807"),
-        ],
-    )
+    @case_table(__file__, "unbounded_fault_numbers")
     def test_an_unbounded_number_is_refused_and_the_plan_stays_json(
         self, client: Client, body: str, field: str, shown: str
     ) -> None:
