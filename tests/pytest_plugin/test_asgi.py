@@ -59,9 +59,29 @@ def create_app():
     return app
 """
 
+#: The steps the child tests share, as the child module ``day``.
+DAY = '''
+import time
+from datetime import timedelta
+
+
+def run_a_day(cloud_scheduler, base, schedule, count):
+    """Create job ``nightly`` on ``schedule`` posting to the nightly timer under ``base``,
+    advance the virtual clock one day and assert ``count`` attempts answered OK. The day takes
+    far below the 180 s attempt deadline of even one attempt in real time: nothing hung."""
+    cloud_scheduler.create_job(
+        name="nightly", schedule=schedule,
+        http_target={"uri": base + "/_triggers/timer/nightly"},
+    )
+    started = time.perf_counter()
+    cloud_scheduler.advance(timedelta(days=1))
+    assert time.perf_counter() - started < 60
+    cloud_scheduler.assert_attempted("nightly", count=count, code="OK")
+'''
+
 
 def run(pytester: pytest.Pytester, test_source: str, passed: int = 1) -> pytest.RunResult:
-    pytester.makepyfile(service=SERVICE)
+    pytester.makepyfile(service=SERVICE, day=DAY)
     pytester.makepyfile(test_source)
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", "error")
     result.assert_outcomes(passed=passed)
@@ -74,10 +94,10 @@ def test_a_mounted_fastapi_app_with_an_async_handler_runs_a_day_on_the_virtual_c
     run(
         pytester,
         """
-        import time
-        from datetime import UTC, datetime, timedelta
+        from datetime import UTC, datetime
 
         import pytest
+        from day import run_a_day
         from service import create_app
 
 
@@ -85,15 +105,7 @@ def test_a_mounted_fastapi_app_with_an_async_handler_runs_a_day_on_the_virtual_c
         def test_day(cloud_scheduler):
             app = create_app()
             cloud_scheduler.mount("https://orders-abc123-uc.a.run.app", app)
-            cloud_scheduler.create_job(
-                name="nightly", schedule="0 * * * *",
-                http_target={"uri": "https://orders-abc123-uc.a.run.app/_triggers/timer/nightly"},
-            )
-            started = time.perf_counter()
-            cloud_scheduler.advance(timedelta(days=1))
-            # far below the 180 s attempt deadline of even one attempt: nothing hung
-            assert time.perf_counter() - started < 60
-            cloud_scheduler.assert_attempted("nightly", count=24, code="OK")
+            run_a_day(cloud_scheduler, "https://orders-abc123-uc.a.run.app", "0 * * * *", 24)
             first = app.state.log.seen[0]
             assert first[0] == "2026-09-24T01:00:00Z"
             assert first[1] == datetime(2026, 9, 24, 1, tzinfo=UTC)
@@ -109,8 +121,9 @@ def test_a_wsgi_handler_that_runs_asyncio_run_finishes_under_the_virtual_clock(
         pytester,
         """
         import asyncio
-        from datetime import UTC, datetime, timedelta
+        from datetime import UTC, datetime
 
+        from day import run_a_day
         from flask import Flask
         from scheduler_emulator.service import TimerRouter
 
@@ -128,12 +141,7 @@ def test_a_wsgi_handler_that_runs_asyncio_run_finishes_under_the_virtual_clock(
             app = Flask("svc")
             router.init_app(app)
             cloud_scheduler.mount("http://orders.test", app)
-            cloud_scheduler.create_job(
-                name="nightly", schedule="0 */6 * * *",
-                http_target={"uri": "http://orders.test/_triggers/timer/nightly"},
-            )
-            cloud_scheduler.advance(timedelta(days=1))
-            cloud_scheduler.assert_attempted("nightly", count=4, code="OK")
+            run_a_day(cloud_scheduler, "http://orders.test", "0 */6 * * *", 4)
             assert seen[0] == datetime(2026, 1, 1, 6, tzinfo=UTC)
         """,
     )
@@ -147,9 +155,10 @@ def test_an_async_handler_behind_uvicorn_on_a_real_port_finishes(
         """
         import threading
         import time
-        from datetime import UTC, datetime, timedelta
+        from datetime import UTC, datetime
 
         import uvicorn
+        from day import run_a_day
         from service import create_app
 
 
@@ -171,17 +180,10 @@ def test_an_async_handler_behind_uvicorn_on_a_real_port_finishes(
             server, thread = serve(app)
             port = server.servers[0].sockets[0].getsockname()[1]
             try:
-                cloud_scheduler.create_job(
-                    name="nightly", schedule="0 * * * *",
-                    http_target={"uri": f"http://127.0.0.1:{port}/_triggers/timer/nightly"},
-                )
-                started = time.perf_counter()
-                cloud_scheduler.advance(timedelta(days=1))
-                assert time.perf_counter() - started < 60
+                run_a_day(cloud_scheduler, f"http://127.0.0.1:{port}", "0 * * * *", 24)
             finally:
                 server.should_exit = True
                 thread.join(30)
-            cloud_scheduler.assert_attempted("nightly", count=24, code="OK")
             # a server in the test's process sees the virtual instant too
             assert app.state.log.seen[0][1] == datetime(2026, 1, 1, 1, tzinfo=UTC)
         """,
