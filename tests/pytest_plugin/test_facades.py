@@ -66,101 +66,124 @@ def run(pytester: pytest.Pytester, test_source: str) -> pytest.RunResult:
     return pytester.runpytest("-p", "no:cacheprovider")
 
 
-def test_cloud_run_style_sends_exactly_the_scheduler_request(pytester: pytest.Pytester) -> None:
-    run(
-        pytester,
-        """
-        from service import create_app
+@pytest.mark.parametrize(
+    ("test_source", "passed"),
+    [
+        pytest.param(
+            """
+            from service import create_app
 
-        def test_nightly(cloud_run_testing):
-            app = create_app()
-            timers = cloud_run_testing(app)
-            assert timers.nightly() == 200
-            log = app.extensions["log"]
-            assert log.sweeps == 1
-            headers = {k.lower(): v for k, v in log.headers[0].items()}
-            assert headers["x-cloudscheduler"] == "true"
-            assert headers["x-cloudscheduler-jobname"] == "nightly"
-            assert headers["x-cloudscheduler-scheduletime"] == "2026-01-01T00:00:00.000Z"
-            assert headers["user-agent"] == "Google-Cloud-Scheduler"
-            assert "content-type" not in headers
+            def test_nightly(cloud_run_testing):
+                app = create_app()
+                timers = cloud_run_testing(app)
+                assert timers.nightly() == 200
+                log = app.extensions["log"]
+                assert log.sweeps == 1
+                headers = {k.lower(): v for k, v in log.headers[0].items()}
+                assert headers["x-cloudscheduler"] == "true"
+                assert headers["x-cloudscheduler-jobname"] == "nightly"
+                assert headers["x-cloudscheduler-scheduletime"] == "2026-01-01T00:00:00.000Z"
+                assert headers["user-agent"] == "Google-Cloud-Scheduler"
+                assert "content-type" not in headers
 
-        def test_schedule_time_per_call(cloud_run_testing):
-            app = create_app()
-            cloud_run_testing(app).nightly(schedule_time="2026-09-24T02:00:00Z")
-            headers = {k.lower(): v for k, v in app.extensions["log"].headers[0].items()}
-            assert headers["x-cloudscheduler-scheduletime"] == "2026-09-24T02:00:00Z"
-        """,
-    ).assert_outcomes(passed=2)
+            def test_schedule_time_per_call(cloud_run_testing):
+                app = create_app()
+                cloud_run_testing(app).nightly(schedule_time="2026-09-24T02:00:00Z")
+                headers = {k.lower(): v for k, v in app.extensions["log"].headers[0].items()}
+                assert headers["x-cloudscheduler-scheduletime"] == "2026-09-24T02:00:00Z"
+            """,
+            2,
+            id="cloud_run_style_sends_exactly_the_scheduler_request",
+        ),
+        pytest.param(
+            """
+            import pytest
+            from service import create_app
 
+            @pytest.mark.cloud_run_testing(schedule_time="2026-03-08T07:30:00Z")
+            def test_marker(cloud_run_testing):
+                app = create_app()
+                cloud_run_testing(app).nightly()
+                headers = {k.lower(): v for k, v in app.extensions["log"].headers[0].items()}
+                assert headers["x-cloudscheduler-scheduletime"] == "2026-03-08T07:30:00Z"
+            """,
+            1,
+            id="schedule_time_from_the_marker",
+        ),
+        pytest.param(
+            """
+            from service import Order, create_app
 
-def test_schedule_time_from_the_marker(pytester: pytest.Pytester) -> None:
-    run(
-        pytester,
-        """
-        import pytest
-        from service import create_app
+            def test_messages(cloud_run_testing, function_testing):
+                app = create_app()
+                log = app.extensions["log"]
+                cloud_run_testing(app).report(Order("o-1", 9.5))
+                function_testing(app).report(Order("o-2"))
+                assert log.orders == [Order("o-1", 9.5), Order("o-2", 0.0)]
+                cloud_run_testing(app).fire("nightly-v2")
+                function_testing(app).fire("nightly-v2")
+                assert log.sweeps == 20
+            """,
+            1,
+            id="payload_messages_and_fire_for_any_name",
+        ),
+        pytest.param(
+            """
+            from service import create_app
 
-        @pytest.mark.cloud_run_testing(schedule_time="2026-03-08T07:30:00Z")
-        def test_marker(cloud_run_testing):
-            app = create_app()
-            cloud_run_testing(app).nightly()
-            headers = {k.lower(): v for k, v in app.extensions["log"].headers[0].items()}
-            assert headers["x-cloudscheduler-scheduletime"] == "2026-03-08T07:30:00Z"
-        """,
-    ).assert_outcomes(passed=1)
+            def test_direct(function_testing):
+                app = create_app()
+                function_testing(app).nightly()
+                log = app.extensions["log"]
+                assert log.sweeps == 1
+                assert log.headers == [{}]
+            """,
+            1,
+            id="function_style_calls_the_handler_with_no_headers",
+        ),
+        pytest.param(
+            """
+            import pytest
+            from service import create_app
 
+            def test_raise(cloud_run_testing, function_testing):
+                app = create_app()
+                with pytest.raises(RuntimeError, match="handler bug"):
+                    cloud_run_testing(app).explode()
+                with pytest.raises(RuntimeError, match="handler bug"):
+                    function_testing(app).explode()
+            """,
+            1,
+            id="handler_exception_propagates_in_both_styles",
+        ),
+        pytest.param(
+            """
+            import threading
 
-def test_payload_messages_and_fire_for_any_name(pytester: pytest.Pytester) -> None:
-    run(
-        pytester,
-        """
-        from service import Order, create_app
+            from werkzeug.serving import make_server
+            from service import create_app
 
-        def test_messages(cloud_run_testing, function_testing):
-            app = create_app()
-            log = app.extensions["log"]
-            cloud_run_testing(app).report(Order("o-1", 9.5))
-            function_testing(app).report(Order("o-2"))
-            assert log.orders == [Order("o-1", 9.5), Order("o-2", 0.0)]
-            cloud_run_testing(app).fire("nightly-v2")
-            function_testing(app).fire("nightly-v2")
-            assert log.sweeps == 20
-        """,
-    ).assert_outcomes(passed=1)
-
-
-def test_function_style_calls_the_handler_with_no_headers(pytester: pytest.Pytester) -> None:
-    run(
-        pytester,
-        """
-        from service import create_app
-
-        def test_direct(function_testing):
-            app = create_app()
-            function_testing(app).nightly()
-            log = app.extensions["log"]
-            assert log.sweeps == 1
-            assert log.headers == [{}]
-        """,
-    ).assert_outcomes(passed=1)
-
-
-def test_handler_exception_propagates_in_both_styles(pytester: pytest.Pytester) -> None:
-    run(
-        pytester,
-        """
-        import pytest
-        from service import create_app
-
-        def test_raise(cloud_run_testing, function_testing):
-            app = create_app()
-            with pytest.raises(RuntimeError, match="handler bug"):
-                cloud_run_testing(app).explode()
-            with pytest.raises(RuntimeError, match="handler bug"):
-                function_testing(app).explode()
-        """,
-    ).assert_outcomes(passed=1)
+            def test_live(cloud_run_testing):
+                app = create_app()
+                server = make_server("127.0.0.1", 0, app, threaded=True)
+                threading.Thread(target=server.serve_forever, daemon=True).start()
+                try:
+                    timers = cloud_run_testing(base_url=f"http://127.0.0.1:{server.server_port}")
+                    assert timers.fire("nightly") == 200
+                finally:
+                    server.shutdown()
+                    server.server_close()
+                assert app.extensions["log"].sweeps == 1
+            """,
+            1,
+            id="cloud_run_style_against_a_live_server",
+        ),
+    ],
+)
+def test_the_child_tests_pass(pytester: pytest.Pytester, test_source: str, passed: int) -> None:
+    """Each child test module passes as written (its id says what it shows); ``passed`` is how
+    many tests it holds."""
+    run(pytester, test_source).assert_outcomes(passed=passed)
 
 
 def test_non_2xx_answer_fails_with_the_acknowledgement_message(
@@ -203,30 +226,6 @@ def test_unknown_attribute_names_the_registered_timers(pytester: pytest.Pytester
     result.stdout.fnmatch_lines(
         ["*AttributeError: no timer named 'nightley' on this app (registered: ['explode',*"]
     )
-
-
-def test_cloud_run_style_against_a_live_server(pytester: pytest.Pytester) -> None:
-    run(
-        pytester,
-        """
-        import threading
-
-        from werkzeug.serving import make_server
-        from service import create_app
-
-        def test_live(cloud_run_testing):
-            app = create_app()
-            server = make_server("127.0.0.1", 0, app, threaded=True)
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-            try:
-                timers = cloud_run_testing(base_url=f"http://127.0.0.1:{server.server_port}")
-                assert timers.fire("nightly") == 200
-            finally:
-                server.shutdown()
-                server.server_close()
-            assert app.extensions["log"].sweeps == 1
-        """,
-    ).assert_outcomes(passed=1)
 
 
 def test_plugin_runs_under_xdist(pytester: pytest.Pytester) -> None:
