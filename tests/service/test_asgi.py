@@ -47,6 +47,14 @@ PROBLEM_500 = (
     b'"title":"Internal Server Error","status":500}'
 )
 
+#: The ASGI scope of a request whose bearer token is not a JWT.
+NOT_A_JWT_SCOPE = {
+    "type": "http",
+    "method": "POST",
+    "path": "/",
+    "headers": [(b"authorization", b"Bearer not-a-jwt")],
+}
+
 
 class Order(pydantic.BaseModel):
     sku: str
@@ -364,16 +372,16 @@ class TestRunOnceGuardInAsyncHandlers:
 
 
 class TestTokensFromAsyncHandlers:
-    def test_a_starlette_request_and_an_asgi_scope_carry_the_bearer_token(self) -> None:
-        scope = {
-            "type": "http",
-            "method": "POST",
-            "path": "/",
-            "headers": [(b"authorization", b"Bearer not-a-jwt")],
-        }
-        for request in (scope, Request(scope)):
-            with pytest.raises(MalformedTokenError, match="not a JWT"):
-                verify_scheduler_token(request, audience="a", keys={"keys": []})
+    @pytest.mark.parametrize(
+        "carrier",
+        [NOT_A_JWT_SCOPE, Request(NOT_A_JWT_SCOPE)],
+        ids=["asgi-scope", "starlette-request"],
+    )
+    def test_a_starlette_request_and_an_asgi_scope_carry_the_bearer_token(
+        self, carrier: Any
+    ) -> None:
+        with pytest.raises(MalformedTokenError, match="not a JWT"):
+            verify_scheduler_token(carrier, audience="a", keys={"keys": []})
 
     def test_the_async_variant_raises_the_same_token_errors(self) -> None:
         from scheduler_emulator.service import TokenError
