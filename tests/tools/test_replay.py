@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -30,7 +31,7 @@ from scheduler_emulator.tools.replay import (
     send_replay,
 )
 from tests.daemon import serving
-from tests.support import RecordingTarget, assert_delivered, nightly_job, run_cli
+from tests.support import RecordingTarget, assert_delivered, case_table, nightly_job, run_cli
 
 TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 JOB = "projects/demo/locations/us-central1/jobs/nightly"
@@ -244,19 +245,7 @@ class TestEmulatorRecordings:
 
 
 class TestReading:
-    @pytest.mark.parametrize(
-        ("text", "message"),
-        [
-            pytest.param('{"jobs": []}', 'expected {"attempts": [...]}', id="wrong-object"),
-            pytest.param('{"a": 1}\nnot json\n', "line 2: not JSON", id="bad-line"),
-            pytest.param('{"attempts": {}}', '"attempts" must be a list', id="attempts-shape"),
-            pytest.param(
-                '{"attempts": [{"request": {"url": "http://a/"}, "startTime": "soon"}]}',
-                'attempts[0].startTime: Invalid timestamp "soon"',
-                id="start-time",
-            ),
-        ],
-    )
+    @case_table(__file__, "malformed")
     def test_a_malformed_recording_names_what_is_wrong(self, text: str, message: str) -> None:
         with pytest.raises(ValueError) as error:
             parse_recording(text)
@@ -274,19 +263,10 @@ def recorded(seconds: float, path: str = "/run") -> RecordedAttempt:
 
 
 class TestSpacing:
-    @pytest.mark.parametrize(
-        ("cap", "waits"),
-        [
-            pytest.param(None, [0, 5, 0.5, 3600], id="recorded"),
-            pytest.param(0.1, [0, 0.1, 0.1, 0.1], id="capped"),
-            pytest.param(1, [0, 1, 0.5, 1], id="capped-above-a-gap"),
-            pytest.param(0, [0, 0, 0, 0], id="no-waits"),
-        ],
-    )
-    def test_gaps_are_kept_or_capped(self, cap: float | None, waits: list[float]) -> None:
-        plan = plan_replay(
-            [recorded(0), recorded(5), recorded(5.5), recorded(3605.5)], "http://t", cap
-        )
+    @case_table(__file__, "spacing")
+    def test_gaps_are_kept_or_capped(self, cap: float, waits: list[float]) -> None:
+        attempts = [recorded(0), recorded(5), recorded(5.5), recorded(3605.5)]
+        plan = plan_replay(attempts, "http://t", None if math.isinf(cap) else cap)
         assert [p.gap_seconds for p in plan] == [0, 5, 0.5, 3600]
         assert [p.wait_seconds for p in plan] == waits
 
@@ -372,38 +352,7 @@ class TestReplayAgainstATarget:
 
 
 class TestArguments:
-    @pytest.mark.parametrize(
-        ("args", "message"),
-        [
-            pytest.param([], "give a SCENARIO file, or --attempts FILE --target URL.", id="none"),
-            pytest.param(["--attempts", "x.json"], "--attempts needs --target URL", id="target"),
-            pytest.param(
-                ["s.yaml", "--attempts", "x.json", "--target", "http://t"],
-                "give a SCENARIO or --attempts FILE, not both.",
-                id="both",
-            ),
-            pytest.param(
-                ["--attempts", "x.json", "--target", "http://t", "--seed", "3"],
-                "--seed applies to scenarios, not to --attempts.",
-                id="seed",
-            ),
-            pytest.param(
-                ["s.yaml", "--compress-gaps"],
-                "--compress-gaps applies to --attempts, not to scenarios.",
-                id="compress",
-            ),
-            pytest.param(
-                ["--attempts", "missing.json", "--target", "http://t"],
-                "missing.json: cannot read the recording",
-                id="missing-file",
-            ),
-            pytest.param(
-                ["--attempts", "x.json", "--target", "http://t", "--compress-gaps", "-1"],
-                "--compress-gaps must not be negative; got -1.",
-                id="negative",
-            ),
-        ],
-    )
+    @case_table(__file__, "bad_arguments")
     def test_a_bad_combination_prints_error_and_exits_2(
         self, args: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
