@@ -15,7 +15,7 @@ from scheduler_emulator.domain.codec import job_to_json
 from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.domain.resources import Job, OidcToken, RetryConfig
 from scheduler_emulator.tools.jobs_file import load_jobs_file
-from tests.support import retry_config_json, stored_http_target
+from tests.support import case_table, retry_config_json, stored_http_target
 
 PROJECT = "my-project"
 LOCATION = "us-central1"
@@ -363,27 +363,10 @@ class TestRejections:
 
 
 class TestBase64Fields:
-    """``httpTarget.body`` and ``pubsubTarget.data`` are base64 text, as in the REST API."""
+    """``httpTarget.body`` and ``pubsubTarget.data`` are base64 text, as in the REST API
+    (cases/jobs_file.toml)."""
 
-    @pytest.mark.parametrize(
-        ("target", "field", "value", "encoded"),
-        [
-            pytest.param(
-                {"httpTarget": {"uri": "http://a.test/x"}},
-                "httpTarget.body",
-                '{"a":1}',
-                "eyJhIjoxfQ==",
-                id="json-body",
-            ),
-            pytest.param(
-                {"pubsubTarget": {"topicName": "projects/my-project/topics/t"}},
-                "pubsubTarget.data",
-                "hello",
-                "aGVsbG8=",
-                id="word-data",
-            ),
-        ],
-    )
+    @case_table(__file__, "not_base64")
     def test_text_that_is_not_base64_is_refused_saying_how_to_encode_it(
         self, tmp_path: Path, target: dict[str, Any], field: str, value: str, encoded: str
     ) -> None:
