@@ -13,20 +13,13 @@ from scheduler_emulator.realtime import real_monotonic
 from scheduler_emulator.runtime._http_client import DeadlineExceeded, HttpClient
 from scheduler_emulator.runtime._transports import DeliveryRequest, HttpTransport
 from tests.drip import DripTarget, drip_server
-from tests.support import wait_for
+from tests.support import case_table, wait_for
 
 HEADERS = {"User-Agent": "Google-Cloud-Scheduler", "X-CloudScheduler": "true"}
 
 
 class TestTotalDeadline:
-    @pytest.mark.parametrize(
-        "mode",
-        [
-            pytest.param("drip_headers", id="status-line-one-byte-at-a-time"),
-            pytest.param("drip_body", id="body-one-byte-at-a-time"),
-            pytest.param("hang", id="never-answers"),
-        ],
-    )
+    @case_table(__file__, "dripping_targets")
     def test_a_dripping_target_is_stopped_at_the_deadline(
         self, mode: str, http_client: HttpClient
     ) -> None:
