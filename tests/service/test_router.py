@@ -1,7 +1,8 @@
 """The timer router over WSGI: matching, answers and log lines (spec §1, seed "Timers").
 
 Every row of spec §1's outcome table and of the seed's "Requests that reach the handler" and
-"Failed runs" tables is a test here, through werkzeug's test client (no socket).
+"Failed runs" tables is a test here, through werkzeug's test client (no socket). The tables of
+plain cases are in cases/router.toml.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from scheduler_emulator.service import (
     UnknownTimerError,
 )
 from tests.service.apps import Order, SeedTimers
+from tests.support import case_table
 
 LOGGER = "scheduler_emulator.service"
 PROBLEM_500 = (
@@ -34,10 +36,6 @@ PROBLEM_500 = (
 MISMATCH = (
     "Cloud Scheduler job '{job}' posted to the timer route '{route}'. The name in the target URL "
     "and the job's own name have to agree."
-)
-NO_HANDLER = (
-    "No handler is registered for TIMER /{name}. An event source is wired to this function that "
-    "no trigger attribute declared."
 )
 
 
@@ -50,6 +48,11 @@ def from_job(job: str, **extra: str) -> dict[str, str]:
         "X-CloudScheduler-ScheduleTime": "2026-09-24T02:00:00Z",
         **extra,
     }
+
+
+def sent_by(job: str) -> dict[str, str]:
+    """The headers of a run of ``job`` (:func:`from_job`), or none for ``""`` (sent by hand)."""
+    return from_job(job) if job else {}
 
 
 def web_routes(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -92,34 +95,11 @@ def timer_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 class TestSeedRequestTable:
     """The seed's table "which requests reach [Timer("nightly")]", row by row."""
 
-    @pytest.mark.parametrize(
-        ("method", "path", "headers", "status", "reached"),
-        [
-            pytest.param(
-                "POST", "/_triggers/timer/nightly", from_job("nightly"), 200, True, id="POST-job"
-            ),
-            pytest.param(
-                "GET", "/_triggers/timer/nightly", from_job("nightly"), 200, True, id="GET-job"
-            ),
-            pytest.param("POST", "/_triggers/timer/nightly", {}, 200, True, id="no-job-header"),
-            pytest.param(
-                "POST", "/_triggers/timer/nightly", from_job("weekly"), 500, False, id="job-weekly"
-            ),
-            pytest.param("POST", "/_triggers/timer/Nightly", {}, 500, False, id="other-case"),
-            pytest.param("POST", "/_triggers/timer/weekly", {}, 500, False, id="no-handler"),
-            pytest.param("POST", "/_Triggers/timer/nightly", {}, 404, False, id="prefix-case"),
-        ],
-    )
+    @case_table(__file__, "seed_requests")
     def test_request_reaches_the_nightly_handler_or_answers_as_the_seed_lists(
-        self,
-        service: Service,
-        method: str,
-        path: str,
-        headers: dict[str, str],
-        status: int,
-        reached: bool,
+        self, service: Service, method: str, path: str, job: str, status: int, reached: bool
     ) -> None:
-        response = service.send(path, method, headers)
+        response = service.send(path, method, sent_by(job))
 
         assert response.status_code == status
         assert response.data == b""
@@ -127,37 +107,11 @@ class TestSeedRequestTable:
 
 
 class TestMatching:
-    @pytest.mark.parametrize(
-        ("path", "expected"),
-        [
-            pytest.param("/_triggers/timer/nightly", "nightly", id="name"),
-            pytest.param("/_triggers/timer/nightly/", "nightly", id="one-trailing-slash-dropped"),
-            pytest.param("/_triggers/timer/nightly//", "nightly/", id="only-one-slash-dropped"),
-            pytest.param("/_triggers/timer/a/b", "a/b", id="rest-of-path-is-the-name"),
-            pytest.param("/_triggers/timer/nightly?x=1", "nightly", id="query-cut-off"),
-            pytest.param("/_triggers/timer/", None, id="no-name"),
-            pytest.param("/_triggers/timer//", None, id="only-a-slash"),
-            pytest.param("/_triggers/timer", None, id="prefix-without-slash"),
-            pytest.param("/_Triggers/timer/nightly", None, id="prefix-case"),
-            pytest.param("/api/_triggers/timer/nightly", None, id="prefix-not-at-start"),
-            pytest.param("/", None, id="root"),
-        ],
-    )
-    def test_match_returns_the_name_after_the_prefix_or_none(
-        self, path: str, expected: str | None
-    ) -> None:
-        assert TimerRouter().match(path) == expected
+    @case_table(__file__, "match")
+    def test_match_returns_the_name_after_the_prefix_or_none(self, path: str, name: str) -> None:
+        assert TimerRouter().match(path) == (name or None)
 
-    @pytest.mark.parametrize(
-        "path",
-        [
-            pytest.param("/", id="root"),
-            pytest.param("/orders/17", id="web-route"),
-            pytest.param("/_triggers/timer/", id="no-name"),
-            pytest.param("/_triggers/timer", id="prefix-without-slash"),
-            pytest.param("/_Triggers/timer/nightly", id="prefix-case"),
-        ],
-    )
+    @case_table(__file__, "web_paths")
     def test_paths_that_are_not_timer_routes_reach_the_wrapped_app(self, path: str) -> None:
         service = Service(app=web_routes)
 
@@ -204,18 +158,7 @@ class TestMatching:
 
 
 class TestPrefix:
-    @pytest.mark.parametrize(
-        ("given", "normalised"),
-        [
-            pytest.param("jobs", "/jobs/", id="bare"),
-            pytest.param("/jobs", "/jobs/", id="leading-only"),
-            pytest.param("jobs/", "/jobs/", id="trailing-only"),
-            pytest.param("/jobs/", "/jobs/", id="both"),
-            pytest.param("/a/b", "/a/b/", id="nested"),
-            pytest.param("/", "/", id="root"),
-            pytest.param("", "/", id="empty"),
-        ],
-    )
+    @case_table(__file__, "prefixes")
     def test_prefix_gets_a_leading_and_a_trailing_slash(self, given: str, normalised: str) -> None:
         assert TimerRouter(given).prefix == normalised
 
@@ -248,88 +191,22 @@ class TestPrefix:
 class TestOutcomes:
     """Spec §1's outcome table and the seed's "Failed runs" table: status, body and log line."""
 
-    @pytest.mark.parametrize(
-        ("path", "headers", "body", "status", "answer", "level", "message"),
-        [
-            pytest.param(
-                "/_triggers/timer/nightly",
-                from_job("nightly"),
-                b"",
-                200,
-                b"",
-                None,
-                None,
-                id="handler-returned",
-            ),
-            pytest.param(
-                "/_triggers/timer/explode",
-                from_job("explode"),
-                b"",
-                500,
-                PROBLEM_500,
-                logging.ERROR,
-                "TIMER /explode failed with 500: its handler raised RuntimeError.",
-                id="handler-raised",
-            ),
-            pytest.param(
-                "/_triggers/timer/nightly",
-                from_job("weekly"),
-                b"",
-                500,
-                b"",
-                logging.ERROR,
-                MISMATCH.format(job="weekly", route="nightly"),
-                id="job-name-differs",
-            ),
-            pytest.param(
-                "/_triggers/timer/nightly",
-                from_job("projects/my-project/locations/us-central1/jobs/weekly"),
-                b"",
-                500,
-                b"",
-                logging.ERROR,
-                MISMATCH.format(job="weekly", route="nightly"),
-                id="job-resource-name-differs",
-            ),
-            pytest.param(
-                "/_triggers/timer/weekly",
-                {},
-                b"",
-                500,
-                b"",
-                logging.ERROR,
-                NO_HANDLER.format(name="weekly"),
-                id="no-handler",
-            ),
-            pytest.param(
-                "/_triggers/timer/Nightly",
-                {},
-                b"",
-                500,
-                b"",
-                logging.ERROR,
-                NO_HANDLER.format(name="Nightly"),
-                id="no-handler-other-case",
-            ),
-        ],
-    )
+    @case_table(__file__, "outcomes")
     def test_outcome_answers_and_logs_as_the_table_says(
         self,
         service: Service,
         caplog: pytest.LogCaptureFixture,
         path: str,
-        headers: dict[str, str],
-        body: bytes,
+        job: str,
         status: int,
-        answer: bytes,
-        level: int | None,
-        message: str | None,
+        answer: str,
+        logged: str,
     ) -> None:
-        response = service.send(path, headers=headers, body=body)
+        response = service.send(path, headers=sent_by(job))
 
-        assert (response.status_code, response.data) == (status, answer)
-        logged = [(r.levelno, r.getMessage()) for r in timer_records(caplog)]
-        assert logged == ([] if level is None else [(level, message)])
+        assert (response.status_code, response.data) == (status, answer.encode())
+        records = [(r.levelno, r.getMessage()) for r in timer_records(caplog)]
+        assert records == ([(logging.ERROR, logged)] if logged else [])
 
     def test_handler_that_raised_answers_problem_json(self, service: Service) -> None:
         response = service.send("/_triggers/timer/explode")
@@ -610,17 +487,7 @@ def _with_prefix(prefix: str, order: Order, request: TimerRequest) -> str:
 
 
 class TestRegistration:
-    @pytest.mark.parametrize(
-        "name",
-        [
-            pytest.param("", id="empty"),
-            pytest.param("nightly v2", id="space"),
-            pytest.param("nightly/v2", id="slash"),
-            pytest.param("nightly.v2", id="dot"),
-            pytest.param("nächtlich", id="non-ascii"),
-            pytest.param("a" * 501, id="longer-than-500"),
-        ],
-    )
+    @case_table(__file__, "invalid_names")
     def test_invalid_name_raises_value_error_naming_it_at_registration(self, name: str) -> None:
         with pytest.raises(ValueError, match="is not valid") as raised:
             TimerRouter().timer(name)
