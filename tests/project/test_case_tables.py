@@ -46,15 +46,16 @@ def test_entries_become_params_in_the_first_entrys_key_order(tmp_path: Path) -> 
     assert [(p.id, p.values) for p in params] == [("a", (1, "one")), ("b", (2, "two"))]
 
 
-@pytest.mark.parametrize(
-    "second",
-    [
-        pytest.param("x = 2\n", id="no-id"),
-        pytest.param('id = "a"\nx = 2\n', id="repeated-id"),
-        pytest.param('id = "b"\nz = 2\n', id="misspelt-key"),
-        pytest.param('id = "b"\nx = 2\ny = 3\n', id="extra-key"),
-    ],
-)
+#: Second entries the reader refuses after a good first one (``id = "a"``, ``x = 1``), by id.
+BAD_SECOND_ENTRIES = {
+    "no-id": "x = 2\n",
+    "repeated-id": 'id = "a"\nx = 2\n',
+    "misspelt-key": 'id = "b"\nz = 2\n',
+    "extra-key": 'id = "b"\nx = 2\ny = 3\n',
+}
+
+
+@pytest.mark.parametrize("second", BAD_SECOND_ENTRIES.values(), ids=BAD_SECOND_ENTRIES)
 def test_a_bad_entry_is_refused(tmp_path: Path, second: str) -> None:
     test_file = _write(tmp_path, f'[[t]]\nid = "a"\nx = 1\n\n[[t]]\n{second}')
     with pytest.raises(
