@@ -49,7 +49,6 @@ def case_job(base: str, job: dict[str, Any]) -> Job:
     if base == "raw":
         return parse_job({**data, **job})
     key, target = VALID_TARGETS[base]
-    data[key] = target
     data.update(job)
     data[key] = {**target, **job.get(key, {})}
     return with_defaults(parse_job(data))
@@ -76,11 +75,14 @@ def assert_invalid(job: Job, message: str, field: str) -> InvalidArgument:
     return exc
 
 
-def body_refused(key: str, allowed: str, methods: list[str], prefix: str) -> list[Any]:
-    """The cases of a body with each of ``methods``: only ``allowed`` methods carry one."""
+def body_refused(base: str, allowed: str, methods: list[str]) -> list[Any]:
+    """The cases of a body with each of ``methods`` on the target of ``base``: only the
+    ``allowed`` methods carry one."""
+    key = VALID_TARGETS[base][0]
+    prefix = "" if base == "http" else f"{base}-"
     return [
         pytest.param(
-            "http" if key == "httpTarget" else "app-engine",
+            base,
             {key: {"httpMethod": method, "body": "eA=="}},
             f"{key}.body is only allowed with httpMethod {allowed}; got httpMethod {method}.",
             f"{key}.body",
@@ -146,8 +148,8 @@ COMPUTED_INVALID_JOBS = [
         "http", headers_of(82), HEADERS_MESSAGE, "httpTarget.headers", id="headers-over-80KB"
     ),
     pytest.param("http", body_of(MAX_JOB_SIZE_BYTES), SIZE_MESSAGE, "job", id="job-over-1MB"),
-    *body_refused("httpTarget", "POST, PUT or PATCH", ["GET", "DELETE", "HEAD", "OPTIONS"], ""),
-    *body_refused("appEngineHttpTarget", "POST or PUT", ["DELETE", "GET"], "app-engine-"),
+    *body_refused("http", "POST, PUT or PATCH", ["GET", "DELETE", "HEAD", "OPTIONS"]),
+    *body_refused("app-engine", "POST or PUT", ["DELETE", "GET"]),
 ]
 VALID_JOBS = case_table(__file__, "valid_jobs")
 COMPUTED_VALID_JOBS = [
