@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -32,7 +32,7 @@ from scheduler_emulator.domain.resources import (
     Status,
 )
 from scheduler_emulator.wire import NaiveDatetimeError
-from tests.support import stored_http_target
+from tests.support import case_table, stored_http_target
 
 NAME = "projects/demo-proj/locations/us-central1/jobs/job1"
 SA = "sa@demo-proj.iam.gserviceaccount.com"
@@ -85,9 +85,29 @@ def http(**target: Any) -> dict[str, Any]:
     return minimal(httpTarget={"uri": "https://svc.example/run", **target})
 
 
+def with_target(key: str, target: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A minimal valid body whose one target is ``key`` (``"pubsubTarget"``…) = ``target``;
+    ``fields`` add or replace top-level keys."""
+    return {"name": NAME, "schedule": "0 3 * * *", key: target, **fields}
+
+
 def retry(**config: Any) -> dict[str, Any]:
     """A minimal valid body with ``retryConfig`` = ``config``."""
     return minimal(retryConfig=config)
+
+
+def parametrize_with(table: pytest.MarkDecorator, *computed: Any) -> pytest.MarkDecorator:
+    """The cases of a case ``table`` and those ``computed`` here (values TOML cannot hold)."""
+    names, params = table.args
+    return pytest.mark.parametrize(names, [*params, *computed])
+
+
+def over_minimal(table: pytest.MarkDecorator, *computed: Any) -> pytest.MarkDecorator:
+    """Parametrize over a case table whose first value, ``body``, replaces top-level fields of
+    the minimal body: the test gets that body as ``data``; ``computed`` cases give it whole."""
+    names, params = table.args
+    cases = [pytest.param(minimal(**p.values[0]), *p.values[1:], id=p.id) for p in params]
+    return pytest.mark.parametrize(["data", *names[1:]], [*cases, *computed])
 
 
 def raises_invalid(data: Any, **kwargs: Any) -> InvalidArgument:
@@ -99,39 +119,11 @@ def raises_invalid(data: Any, **kwargs: Any) -> InvalidArgument:
 
 
 class TestParseDuration:
-    @pytest.mark.parametrize(
-        ("text", "expected"),
-        [
-            pytest.param("0s", timedelta(0), id="zero"),
-            pytest.param("600s", timedelta(seconds=600), id="gcloud-whole-seconds"),
-            pytest.param("3.5s", timedelta(seconds=3.5), id="one-fractional-digit"),
-            pytest.param("1.500s", timedelta(seconds=1.5), id="python-client-millis"),
-            pytest.param("0.000250s", timedelta(microseconds=250), id="micros"),
-            pytest.param("1.123456789s", timedelta(seconds=1, microseconds=123456), id="nanos"),
-            pytest.param("0.000000999s", timedelta(0), id="sub-microsecond-dropped"),
-            pytest.param("-1.5s", -timedelta(seconds=1.5), id="negative"),
-            pytest.param("007s", timedelta(seconds=7), id="leading-zeros"),
-            pytest.param("315576000000s", timedelta(seconds=315_576_000_000), id="proto-maximum"),
-        ],
-    )
-    def test_valid_durations_parse(self, text: str, expected: timedelta) -> None:
-        assert parse_duration(text) == expected
+    @case_table(__file__, "valid_durations")
+    def test_valid_durations_parse(self, text: str, expected_seconds: float) -> None:
+        assert parse_duration(text) == timedelta(seconds=expected_seconds)
 
-    @pytest.mark.parametrize(
-        "text",
-        [
-            pytest.param("180", id="no-suffix"),
-            pytest.param("3m", id="minutes"),
-            pytest.param("1h", id="hours"),
-            pytest.param("1.s", id="empty-fraction"),
-            pytest.param(".5s", id="no-whole-part"),
-            pytest.param(" 5s", id="leading-space"),
-            pytest.param("+5s", id="plus-sign"),
-            pytest.param("1.1234567890s", id="ten-fractional-digits"),
-            pytest.param("5S", id="upper-case-suffix"),
-            pytest.param("", id="empty"),
-        ],
-    )
+    @case_table(__file__, "malformed_durations")
     def test_malformed_strings_are_rejected(self, text: str) -> None:
         with pytest.raises(InvalidArgument) as caught:
             parse_duration(text, field="attemptDeadline")
@@ -164,22 +156,9 @@ class TestParseDuration:
 
 
 class TestFormatDuration:
-    @pytest.mark.parametrize(
-        ("value", "text"),
-        [
-            pytest.param(timedelta(0), "0s", id="zero"),
-            pytest.param(timedelta(seconds=180), "180s", id="whole"),
-            pytest.param(timedelta(hours=1), "3600s", id="hour"),
-            pytest.param(timedelta(seconds=1.5), "1.500s", id="millis"),
-            pytest.param(timedelta(milliseconds=1), "0.001s", id="one-milli"),
-            pytest.param(timedelta(microseconds=250), "0.000250s", id="micros"),
-            pytest.param(timedelta(seconds=1, microseconds=1), "1.000001s", id="one-micro"),
-            pytest.param(-timedelta(seconds=1.5), "-1.500s", id="negative"),
-            pytest.param(-timedelta(seconds=2), "-2s", id="negative-whole"),
-        ],
-    )
-    def test_canonical_shortest_form(self, value: timedelta, text: str) -> None:
-        assert format_duration(value) == text
+    @case_table(__file__, "formatted_durations")
+    def test_canonical_shortest_form(self, seconds: float, text: str) -> None:
+        assert format_duration(timedelta(seconds=seconds)) == text
 
     @pytest.mark.parametrize("text", ["3.5s", "1.5000s", "1.500000000s"])
     def test_any_accepted_form_is_reemitted_canonically(self, text: str) -> None:
@@ -196,51 +175,14 @@ class TestFormatDuration:
 
 
 class TestTimestamps:
-    @pytest.mark.parametrize(
-        ("text", "expected"),
-        [
-            pytest.param(
-                "2026-05-07T05:46:25.029067Z",
-                datetime(2026, 5, 7, 5, 46, 25, 29067, tzinfo=UTC),
-                id="real-output",
-            ),
-            pytest.param(
-                "2021-06-10T23:34:48Z", datetime(2021, 6, 10, 23, 34, 48, tzinfo=UTC), id="whole"
-            ),
-            pytest.param(
-                "2026-05-07T07:46:25+02:00",
-                datetime(2026, 5, 7, 5, 46, 25, tzinfo=UTC),
-                id="positive-offset",
-            ),
-            pytest.param(
-                "2026-05-07T00:46:25.5-05:00",
-                datetime(2026, 5, 7, 5, 46, 25, 500000, tzinfo=UTC),
-                id="negative-offset",
-            ),
-            pytest.param(
-                "2026-05-07t05:46:25.123456789z",
-                datetime(2026, 5, 7, 5, 46, 25, 123456, tzinfo=UTC),
-                id="lower-case-and-nanos",
-            ),
-        ],
-    )
+    @case_table(__file__, "valid_timestamps")
     def test_rfc3339_with_any_offset_parses_to_utc(self, text: str, expected: datetime) -> None:
         parsed = parse_timestamp(text)
 
         assert parsed == expected
         assert parsed.tzinfo is UTC
 
-    @pytest.mark.parametrize(
-        "text",
-        [
-            pytest.param("2026-05-07", id="date-only"),
-            pytest.param("2026-05-07T05:46:25", id="no-offset"),
-            pytest.param("2026-05-07 05:46:25Z", id="space-separator"),
-            pytest.param("2026-02-30T00:00:00Z", id="no-such-day"),
-            pytest.param("2026-05-07T24:00:00Z", id="hour-24"),
-            pytest.param(1_778_132_785, id="epoch-number"),
-        ],
-    )
+    @case_table(__file__, "other_timestamp_forms")
     def test_other_forms_are_rejected(self, text: Any) -> None:
         with pytest.raises(InvalidArgument) as caught:
             parse_timestamp(text, field="time")
@@ -248,29 +190,7 @@ class TestTimestamps:
         assert caught.value.message.startswith(f"Invalid timestamp {json.dumps(text)}")
         assert caught.value.violations[0].field == "time"
 
-    @pytest.mark.parametrize(
-        ("value", "text"),
-        [
-            pytest.param(
-                datetime(2021, 6, 10, 23, 34, 48, tzinfo=UTC), "2021-06-10T23:34:48Z", id="whole"
-            ),
-            pytest.param(
-                datetime(2026, 5, 7, 5, 46, 25, 29067, tzinfo=UTC),
-                "2026-05-07T05:46:25.029067Z",
-                id="micros",
-            ),
-            pytest.param(
-                datetime(2026, 5, 7, 5, 46, 25, 500000, tzinfo=UTC),
-                "2026-05-07T05:46:25.500000Z",
-                id="always-six-digits",
-            ),
-            pytest.param(
-                datetime(2026, 5, 7, 7, 46, 25, tzinfo=timezone(timedelta(hours=2))),
-                "2026-05-07T05:46:25Z",
-                id="converted-to-utc",
-            ),
-        ],
-    )
+    @case_table(__file__, "formatted_timestamps")
     def test_format_is_utc_with_z(self, value: datetime, text: str) -> None:
         assert format_timestamp(value) == text
 
@@ -343,23 +263,12 @@ class TestJobFromJsonAcceptsRealClients:
             1, timedelta(seconds=10), timedelta(seconds=1), timedelta(seconds=2), 2
         )
 
-    @pytest.mark.parametrize(
-        ("value", "method"),
-        [
-            pytest.param("POST", HttpMethod.POST, id="name"),
-            pytest.param("GET", HttpMethod.GET, id="name-get"),
-            pytest.param(2, HttpMethod.GET, id="integer"),
-            pytest.param("4", HttpMethod.PUT, id="numeric-string"),
-            pytest.param("HTTP_METHOD_UNSPECIFIED", HttpMethod.POST, id="unspecified-name"),
-            pytest.param(0, HttpMethod.POST, id="unspecified-integer"),
-            pytest.param(None, HttpMethod.POST, id="null"),
-        ],
-    )
-    def test_http_method_as_name_or_integer(self, value: Any, method: HttpMethod) -> None:
+    @parametrize_with(case_table(__file__, "http_methods"), pytest.param(None, "POST", id="null"))
+    def test_http_method_as_name_or_integer(self, value: Any, method: str) -> None:
         job = job_from_json(http(httpMethod=value))
 
         assert job.http_target is not None
-        assert job.http_target.http_method is method
+        assert job.http_target.http_method is HttpMethod[method]
 
     @pytest.mark.parametrize(
         "value",
@@ -384,16 +293,7 @@ class TestJobFromJsonAcceptsRealClients:
         assert job.http_target is not None
         assert job.http_target.body == b"\xfb\xff\xbf"
 
-    @pytest.mark.parametrize(
-        "text",
-        [
-            pytest.param("eyJrIjoidiJ9", id="no-padding-needed"),
-            pytest.param("e30=", id="padded"),
-            pytest.param("e30", id="unpadded"),
-            pytest.param("-_8=", id="url-safe-padded"),
-            pytest.param("-_8", id="url-safe-unpadded"),
-        ],
-    )
+    @case_table(__file__, "padded_base64")
     def test_base64_padded_or_not(self, text: str) -> None:
         import base64
 
@@ -457,32 +357,24 @@ class TestJobFromJsonAcceptsRealClients:
 
     def test_pubsub_attempt_deadline_is_ignored(self) -> None:
         job = job_from_json(
-            {
-                "name": NAME,
-                "schedule": "0 3 * * *",
-                "pubsubTarget": {
-                    "topicName": "projects/demo-proj/topics/t",
-                    "attributes": {"k": "v"},
-                },
-                "attemptDeadline": "9999s",
-            }
+            with_target(
+                "pubsubTarget",
+                {"topicName": "projects/demo-proj/topics/t", "attributes": {"k": "v"}},
+                attemptDeadline="9999s",
+            )
         )
 
         assert job.attempt_deadline is None
         assert job.pubsub_target == PubsubTarget("projects/demo-proj/topics/t", b"", {"k": "v"})
 
     def test_app_engine_target_with_output_only_host(self) -> None:
+        routing = {"service": "worker", "host": "worker.example.appspot.com"}
         job = job_from_json(
-            {
-                "name": NAME,
-                "schedule": "0 3 * * *",
-                "appEngineHttpTarget": {
-                    "httpMethod": "PUT",
-                    "appEngineRouting": {"service": "worker", "host": "worker.example.appspot.com"},
-                    "body": "e30=",
-                },
-                "attemptDeadline": "0s",
-            }
+            with_target(
+                "appEngineHttpTarget",
+                {"httpMethod": "PUT", "appEngineRouting": routing, "body": "e30="},
+                attemptDeadline="0s",
+            )
         )
 
         assert job.app_engine_http_target == AppEngineHttpTarget(
@@ -517,45 +409,7 @@ class TestJobFromJsonAcceptsRealClients:
 
 
 class TestJobFromJsonRejects:
-    @pytest.mark.parametrize(
-        ("data", "message", "field"),
-        [
-            pytest.param(
-                minimal(foo=1),
-                "Invalid JSON payload received. Unknown name \"foo\" at 'job': Cannot find field.",
-                "foo",
-                id="top-level",
-            ),
-            pytest.param(
-                http(url="x"),
-                "Invalid JSON payload received. Unknown name \"url\" at 'job.http_target': "
-                "Cannot find field.",
-                "httpTarget.url",
-                id="in-http-target",
-            ),
-            pytest.param(
-                http(oidcToken={"serviceAccountEmail": SA, "aud": "x"}),
-                'Invalid JSON payload received. Unknown name "aud" at '
-                "'job.http_target.oidc_token': Cannot find field.",
-                "httpTarget.oidcToken.aud",
-                id="in-oidc-token",
-            ),
-            pytest.param(
-                retry(retryAttempts=3),
-                'Invalid JSON payload received. Unknown name "retryAttempts" at '
-                "'job.retry_config': Cannot find field.",
-                "retryConfig.retryAttempts",
-                id="in-retry-config",
-            ),
-            pytest.param(
-                minimal(TimeZone="UTC"),
-                "Invalid JSON payload received. Unknown name \"TimeZone\" at 'job': Cannot find "
-                "field.",
-                "TimeZone",
-                id="wrong-case",
-            ),
-        ],
-    )
+    @over_minimal(case_table(__file__, "unknown_fields"))
     def test_unknown_fields_are_rejected_naming_the_path(
         self, data: dict[str, Any], message: str, field: str
     ) -> None:
@@ -573,137 +427,7 @@ class TestJobFromJsonRejects:
         )
         assert exc.violations[0].field == "timeZone"
 
-    @pytest.mark.parametrize(
-        ("data", "message", "field", "description"),
-        [
-            pytest.param(
-                minimal(schedule=5),
-                "Invalid value at 'job.schedule' (TYPE_STRING), 5",
-                "schedule",
-                "schedule must be a string; got 5.",
-                id="number-for-string",
-            ),
-            pytest.param(
-                retry(retryCount="abc"),
-                "Invalid value at 'job.retry_config.retry_count' (TYPE_INT32), \"abc\"",
-                "retryConfig.retryCount",
-                'retryConfig.retryCount must be an integer; got "abc".',
-                id="word-for-int32",
-            ),
-            pytest.param(
-                retry(retryCount=1.5),
-                "Invalid value at 'job.retry_config.retry_count' (TYPE_INT32), 1.5",
-                "retryConfig.retryCount",
-                "retryConfig.retryCount must be an integer; got 1.5.",
-                id="fraction-for-int32",
-            ),
-            pytest.param(
-                retry(maxDoublings=True),
-                "Invalid value at 'job.retry_config.max_doublings' (TYPE_INT32), true",
-                "retryConfig.maxDoublings",
-                "retryConfig.maxDoublings must be an integer; got true.",
-                id="boolean-for-int32",
-            ),
-            pytest.param(
-                retry(maxDoublings=2**31),
-                "Invalid value at 'job.retry_config.max_doublings' (TYPE_INT32), 2147483648",
-                "retryConfig.maxDoublings",
-                "retryConfig.maxDoublings must be a 32-bit integer; got 2147483648.",
-                id="int32-overflow",
-            ),
-            pytest.param(
-                http(httpMethod="FOO"),
-                "Invalid value at 'job.http_target.http_method' "
-                '(type.googleapis.com/google.cloud.scheduler.v1.HttpMethod), "FOO"',
-                "httpTarget.httpMethod",
-                "httpTarget.httpMethod must be one of HTTP_METHOD_UNSPECIFIED, POST, GET, HEAD, "
-                'PUT, DELETE, PATCH, OPTIONS or its number; got "FOO".',
-                id="unknown-enum-name",
-            ),
-            pytest.param(
-                http(httpMethod="post"),
-                "Invalid value at 'job.http_target.http_method' "
-                '(type.googleapis.com/google.cloud.scheduler.v1.HttpMethod), "post"',
-                "httpTarget.httpMethod",
-                "httpTarget.httpMethod must be one of HTTP_METHOD_UNSPECIFIED, POST, GET, HEAD, "
-                'PUT, DELETE, PATCH, OPTIONS or its number; got "post".',
-                id="lower-case-enum-name",
-            ),
-            pytest.param(
-                http(httpMethod=8),
-                "Invalid value at 'job.http_target.http_method' "
-                "(type.googleapis.com/google.cloud.scheduler.v1.HttpMethod), 8",
-                "httpTarget.httpMethod",
-                "httpTarget.httpMethod must be one of HTTP_METHOD_UNSPECIFIED, POST, GET, HEAD, "
-                "PUT, DELETE, PATCH, OPTIONS or its number; got 8.",
-                id="unknown-enum-number",
-            ),
-            pytest.param(
-                http(body="not base64!"),
-                "Invalid value at 'job.http_target.body' (TYPE_BYTES), \"not base64!\"",
-                "httpTarget.body",
-                'httpTarget.body must be a base64 string; got "not base64!".',
-                id="bad-base64",
-            ),
-            pytest.param(
-                http(body="e"),
-                "Invalid value at 'job.http_target.body' (TYPE_BYTES), \"e\"",
-                "httpTarget.body",
-                'httpTarget.body must be a base64 string; got "e".',
-                id="truncated-base64",
-            ),
-            pytest.param(
-                minimal(attemptDeadline=180),
-                "Invalid value at 'job.attempt_deadline' "
-                "(type.googleapis.com/google.protobuf.Duration), 180",
-                "attemptDeadline",
-                'attemptDeadline must be a duration string such as "180s" or "1.500s"; got 180.',
-                id="number-for-duration",
-            ),
-            pytest.param(
-                retry(minBackoffDuration="5 seconds"),
-                "Invalid value at 'job.retry_config.min_backoff_duration' "
-                '(type.googleapis.com/google.protobuf.Duration), "5 seconds"',
-                "retryConfig.minBackoffDuration",
-                'retryConfig.minBackoffDuration must be a duration string such as "180s" or '
-                '"1.500s"; got "5 seconds".',
-                id="words-for-duration",
-            ),
-            pytest.param(
-                http(headers=["X-A: 1"]),
-                "Invalid value at 'job.http_target.headers' (map<string, string>), [\"X-A: 1\"]",
-                "httpTarget.headers",
-                'httpTarget.headers must be a JSON object of strings; got ["X-A: 1"].',
-                id="list-for-map",
-            ),
-            pytest.param(
-                http(headers={"X-Count": 1}),
-                "Invalid value at 'job.http_target.headers' (map<string, string>), "
-                '{"X-Count": 1}',
-                "httpTarget.headers",
-                'httpTarget.headers must map strings to strings, but "X-Count" maps to 1; got '
-                '{"X-Count": 1}.',
-                id="number-header-value",
-            ),
-            pytest.param(
-                minimal(httpTarget="https://svc.example/run"),
-                "Invalid value at 'job.http_target' "
-                "(type.googleapis.com/google.cloud.scheduler.v1.HttpTarget), "
-                '"https://svc.example/run"',
-                "httpTarget",
-                'httpTarget must be a JSON object; got "https://svc.example/run".',
-                id="string-for-message",
-            ),
-            pytest.param(
-                minimal(retryConfig=[]),
-                "Invalid value at 'job.retry_config' "
-                "(type.googleapis.com/google.cloud.scheduler.v1.RetryConfig), []",
-                "retryConfig",
-                "retryConfig must be a JSON object; got [].",
-                id="list-for-message",
-            ),
-        ],
-    )
+    @over_minimal(case_table(__file__, "wrong_json_types"))
     def test_wrong_json_types_name_field_and_value(
         self, data: dict[str, Any], message: str, field: str, description: str
     ) -> None:
@@ -737,59 +461,14 @@ class TestJobFromJsonRejects:
             '<JOB_ID>".'
         )
 
-    @pytest.mark.parametrize(
-        ("data", "message", "field"),
-        [
-            pytest.param(
-                retry(retryCount=9),
-                "retryConfig.retryCount must be between 0 and 5; got 9.",
-                "retryConfig.retryCount",
-                id="retry-count",
-            ),
-            pytest.param(
-                minimal(schedule="0 0 3 * * *"),
-                "Schedule or time zone is invalid.",
-                "schedule",
-                id="six-field-schedule",
-            ),
-            pytest.param(
-                {"name": NAME, "httpTarget": {"uri": "https://svc.example/run"}},
-                "Schedule or time zone is invalid.",
-                "schedule",
-                id="missing-schedule",
-            ),
-            pytest.param(
-                minimal(timeZone="Nowhere/Special"),
-                "Schedule or time zone is invalid.",
-                "timeZone",
-                id="unknown-time-zone",
-            ),
-            pytest.param(
-                minimal(pubsubTarget={"topicName": "projects/demo-proj/topics/t", "data": "eA=="}),
-                "A job needs exactly one target; got httpTarget and pubsubTarget.",
-                "target",
-                id="two-targets",
-            ),
-            pytest.param(
-                http(oidcToken={"serviceAccountEmail": SA}, oauthToken={"serviceAccountEmail": SA}),
-                "httpTarget can have oidcToken or oauthToken, not both.",
-                "httpTarget.oauthToken",
-                id="two-tokens",
-            ),
-            pytest.param(
-                http(httpMethod="GET", body="eA=="),
-                "httpTarget.body is only allowed with httpMethod POST, PUT or PATCH; got "
-                "httpMethod GET.",
-                "httpTarget.body",
-                id="body-with-get",
-            ),
-            pytest.param(
-                minimal(httpTarget={}),
-                "httpTarget.uri is required.",
-                "httpTarget.uri",
-                id="empty-http-target",
-            ),
-        ],
+    @over_minimal(
+        case_table(__file__, "validation_rules"),
+        pytest.param(
+            {"name": NAME, "httpTarget": {"uri": "https://svc.example/run"}},
+            "Schedule or time zone is invalid.",
+            "schedule",
+            id="missing-schedule",
+        ),
     )
     def test_validation_rules_apply(self, data: dict[str, Any], message: str, field: str) -> None:
         exc = raises_invalid(data)
@@ -898,18 +577,10 @@ class TestJobToJson:
 
     def test_other_targets_render(self) -> None:
         pubsub = job_from_json(
-            {
-                "name": NAME,
-                "schedule": "0 3 * * *",
-                "pubsubTarget": {"topicName": "projects/demo-proj/topics/t", "data": "aGk"},
-            }
+            with_target("pubsubTarget", {"topicName": "projects/demo-proj/topics/t", "data": "aGk"})
         )
         app_engine = job_from_json(
-            {
-                "name": NAME,
-                "schedule": "0 3 * * *",
-                "appEngineHttpTarget": {"appEngineRouting": {"service": "worker"}},
-            }
+            with_target("appEngineHttpTarget", {"appEngineRouting": {"service": "worker"}})
         )
 
         assert job_to_json(pubsub)["pubsubTarget"] == {
@@ -954,26 +625,25 @@ ROUND_TRIP_JOBS = [
         id="everything-set-max-doublings-0",
     ),
     pytest.param(
-        {
-            "name": NAME,
-            "schedule": "every 5 minutes",
-            "appEngineHttpTarget": {
+        with_target(
+            "appEngineHttpTarget",
+            {
                 "httpMethod": "DELETE",
                 "relativeUri": "/x?y=1",
                 "appEngineRouting": {"service": "s", "version": "v", "instance": "i"},
                 "headers": {"X-A": "1"},
             },
-            "attemptDeadline": "86415s",
-        },
+            schedule="every 5 minutes",
+            attemptDeadline="86415s",
+        ),
         id="app-engine",
     ),
     pytest.param(
-        {
-            "name": NAME,
-            "schedule": "0 3 * * *",
-            "timeZone": "utc",
-            "pubsubTarget": {"topicName": "projects/demo-proj/topics/t", "attributes": {"k": ""}},
-        },
+        with_target(
+            "pubsubTarget",
+            {"topicName": "projects/demo-proj/topics/t", "attributes": {"k": ""}},
+            timeZone="utc",
+        ),
         id="pubsub",
     ),
 ]

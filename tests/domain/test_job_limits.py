@@ -14,6 +14,7 @@ from scheduler_emulator.domain.resources import RetryConfig
 from scheduler_emulator.domain.retry import backoff
 from scheduler_emulator.server.server import create_app
 from tests.server.test_bad_input import JOBS, assert_invalid, full_job
+from tests.support import case_table
 
 
 @pytest.fixture
@@ -22,15 +23,7 @@ def client(emulator: Emulator) -> Client:
 
 
 class TestHeaderValues:
-    @pytest.mark.parametrize(
-        ("value", "code_point"),
-        [
-            pytest.param("☃", "U+2603", id="snowman"),
-            pytest.param("a\u2028b", "U+2028", id="line-separator"),
-            pytest.param("a\x7fb", "U+007F", id="delete"),
-            pytest.param("a\x1bb", "U+001B", id="escape"),
-        ],
-    )
+    @case_table(__file__, "unsendable_header_values")
     def test_a_value_http_cannot_carry_is_refused_at_create(
         self, client: Client, value: str, code_point: str
     ) -> None:
@@ -54,16 +47,7 @@ class TestHeaderValues:
         )
         assert_invalid(response, "httpTarget.headers", "U+2603")
 
-    @pytest.mark.parametrize(
-        ("name", "value"),
-        [
-            ("Transfer-Encoding", "chunked"),
-            ("Connection", "close"),
-            ("Upgrade", "websocket"),
-            ("keep-alive", "timeout=5"),
-            ("TE", "trailers"),
-        ],
-    )
+    @case_table(__file__, "hop_by_hop_headers")
     def test_hop_by_hop_headers_are_refused_at_create(
         self, client: Client, name: str, value: str
     ) -> None:

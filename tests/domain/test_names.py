@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from scheduler_emulator.domain.errors import InvalidArgument
@@ -15,6 +17,7 @@ from scheduler_emulator.domain.names import (
     parse_location_name,
     qualify_job_name,
 )
+from tests.support import case_table
 
 GOOGLE_FORMAT_MESSAGE = (
     'Job name must be formatted: "projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>".'
@@ -29,57 +32,31 @@ def assert_invalid(exc: InvalidArgument, message: str, field: str) -> None:
     assert [v.field for v in exc.violations] == [field]
 
 
+def parametrize_with(table: pytest.MarkDecorator, *computed: Any) -> pytest.MarkDecorator:
+    """The cases of a case ``table`` and those ``computed`` here (long job IDs)."""
+    names, params = table.args
+    return pytest.mark.parametrize(names, [*params, *computed])
+
+
 class TestParseJobName:
-    @pytest.mark.parametrize(
-        ("name", "expected"),
-        [
-            pytest.param(
-                "projects/my-project/locations/us-central1/jobs/nightly",
-                JobName("my-project", "us-central1", "nightly"),
-                id="typical",
-            ),
-            pytest.param(
-                "projects/example.com:my-project/locations/europe-west10/jobs/a_b-C9",
-                JobName("example.com:my-project", "europe-west10", "a_b-C9"),
-                id="domain-scoped-project",
-            ),
-            pytest.param(
-                "projects/123456/locations/global/jobs/x",
-                JobName("123456", "global", "x"),
-                id="numeric-project-and-location-without-digits",
-            ),
-            pytest.param(
-                "projects/p/locations/northamerica-northeast1/jobs/" + "j" * 500,
-                JobName("p", "northamerica-northeast1", "j" * 500),
-                id="job-id-of-500-characters",
-            ),
-        ],
+    @parametrize_with(
+        case_table(__file__, "valid_names"),
+        pytest.param(
+            "projects/p/locations/northamerica-northeast1/jobs/" + "j" * 500,
+            {"project": "p", "location": "northamerica-northeast1", "job_id": "j" * 500},
+            id="job-id-of-500-characters",
+        ),
     )
-    def test_valid_names_parse_into_their_parts(self, name: str, expected: JobName) -> None:
+    def test_valid_names_parse_into_their_parts(self, name: str, expected: dict[str, str]) -> None:
         parsed = parse_job_name(name)
 
-        assert parsed == expected
+        assert parsed == JobName(**expected)
         assert parsed.full == name
 
     def test_google_message_is_verbatim(self) -> None:
         assert JOB_NAME_FORMAT_MESSAGE == GOOGLE_FORMAT_MESSAGE
 
-    @pytest.mark.parametrize(
-        "name",
-        [
-            pytest.param("nameJob", id="bare-id"),
-            pytest.param("", id="empty"),
-            pytest.param("projects/p/locations/us-central1/jobs", id="no-job-id"),
-            pytest.param("projects/p/locations/us-central1/jobs/", id="empty-job-id"),
-            pytest.param("projects//locations/us-central1/jobs/j", id="empty-project"),
-            pytest.param("projects/p/locations//jobs/j", id="empty-location"),
-            pytest.param("project/p/locations/us-central1/jobs/j", id="misspelt-projects"),
-            pytest.param("projects/p/regions/us-central1/jobs/j", id="regions-not-locations"),
-            pytest.param("projects/p/locations/us-central1/job/j", id="misspelt-jobs"),
-            pytest.param("projects/p/locations/us-central1/jobs/j/x", id="extra-segment"),
-            pytest.param("/projects/p/locations/us-central1/jobs/j", id="leading-slash"),
-        ],
-    )
+    @case_table(__file__, "wrong_shapes")
     def test_names_of_the_wrong_shape_get_googles_message(self, name: str) -> None:
         with pytest.raises(InvalidArgument) as caught:
             parse_job_name(name)
@@ -87,51 +64,13 @@ class TestParseJobName:
         assert_invalid(caught.value, GOOGLE_FORMAT_MESSAGE, "name")
         assert name in caught.value.violations[0].description
 
-    @pytest.mark.parametrize(
-        ("name", "message"),
-        [
-            pytest.param(
-                "projects/p/locations/us-central1/jobs/bad.id",
-                'name has an invalid job ID "bad.id": use only letters, digits, hyphens and '
-                "underscores.",
-                id="job-id-with-period",
-            ),
-            pytest.param(
-                "projects/p/locations/us-central1/jobs/has space",
-                'name has an invalid job ID "has space": use only letters, digits, hyphens and '
-                "underscores.",
-                id="job-id-with-space",
-            ),
-            pytest.param(
-                "projects/p/locations/us-central1/jobs/" + "j" * 501,
-                "name has a job ID of 501 characters; the maximum is 500.",
-                id="job-id-of-501-characters",
-            ),
-            pytest.param(
-                "projects/my_project/locations/us-central1/jobs/j",
-                'name has an invalid project ID "my_project": use only letters, digits, '
-                "hyphens, colons and periods.",
-                id="project-with-underscore",
-            ),
-            pytest.param(
-                "projects/p/locations/US-central1/jobs/j",
-                'name has an invalid location ID "US-central1": expected a location such as '
-                '"us-central1".',
-                id="location-upper-case",
-            ),
-            pytest.param(
-                "projects/p/locations/us_central1/jobs/j",
-                'name has an invalid location ID "us_central1": expected a location such as '
-                '"us-central1".',
-                id="location-underscore",
-            ),
-            pytest.param(
-                "projects/p/locations/us-central1a/jobs/j",
-                'name has an invalid location ID "us-central1a": expected a location such as '
-                '"us-central1".',
-                id="location-letter-after-digits",
-            ),
-        ],
+    @parametrize_with(
+        case_table(__file__, "bad_segments"),
+        pytest.param(
+            "projects/p/locations/us-central1/jobs/" + "j" * 501,
+            "name has a job ID of 501 characters; the maximum is 500.",
+            id="job-id-of-501-characters",
+        ),
     )
     def test_names_with_a_bad_segment_name_the_segment(self, name: str, message: str) -> None:
         with pytest.raises(InvalidArgument) as caught:
@@ -174,14 +113,7 @@ class TestLocationNames:
             == "projects/my-project/locations/us-central1"
         )
 
-    @pytest.mark.parametrize(
-        ("project", "location"),
-        [
-            pytest.param("my project", "us-central1", id="space-in-project"),
-            pytest.param("p", "us-central1-", id="trailing-hyphen-in-location"),
-            pytest.param("", "us-central1", id="empty-project"),
-        ],
-    )
+    @case_table(__file__, "bad_location_parts")
     def test_location_name_rejects_bad_parts(self, project: str, location: str) -> None:
         with pytest.raises(InvalidArgument) as caught:
             location_name(project, location)
@@ -191,14 +123,7 @@ class TestLocationNames:
     def test_parse_location_name_returns_the_parts(self) -> None:
         assert parse_location_name("projects/p/locations/us-east1") == LocationName("p", "us-east1")
 
-    @pytest.mark.parametrize(
-        "name",
-        [
-            pytest.param("projects/p", id="no-location"),
-            pytest.param("projects/p/locations/us-east1/jobs", id="too-long"),
-            pytest.param("projects/p/zones/us-east1", id="zones"),
-        ],
-    )
+    @case_table(__file__, "bad_location_shapes")
     def test_parse_location_name_rejects_other_shapes(self, name: str) -> None:
         with pytest.raises(InvalidArgument) as caught:
             parse_location_name(name)
@@ -234,30 +159,7 @@ class TestQualifyJobName:
 
         assert qualify_job_name(name, "my-project", "us-central1") == name
 
-    @pytest.mark.parametrize(
-        ("name_or_id", "project", "location", "message"),
-        [
-            pytest.param(
-                "bad.id",
-                "p",
-                "us-central1",
-                'name has an invalid job ID "bad.id": use only letters, digits, hyphens and '
-                "underscores.",
-                id="bad-short-id",
-            ),
-            pytest.param(
-                "jobs/nightly", "p", "us-central1", GOOGLE_FORMAT_MESSAGE, id="partial-name"
-            ),
-            pytest.param(
-                "nightly",
-                "p",
-                "Central",
-                'name has an invalid location ID "Central": expected a location such as '
-                '"us-central1".',
-                id="bad-default-location",
-            ),
-        ],
-    )
+    @case_table(__file__, "bad_qualified")
     def test_invalid_results_are_rejected(
         self, name_or_id: str, project: str, location: str, message: str
     ) -> None:

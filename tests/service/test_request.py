@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime
 
 import pytest
 
 from scheduler_emulator.service import CaseInsensitiveHeaders, TimerRequest
+from tests.support import case_table
 
 
 class TestHeaders:
@@ -41,31 +42,11 @@ class TestHeaders:
 
 
 class TestRunIdentity:
-    @pytest.mark.parametrize(
-        ("header", "job_name"),
-        [
-            pytest.param("nightly", "nightly", id="short-name"),
-            pytest.param("projects/p/locations/us-central1/jobs/nightly", "nightly", id="resource"),
-            pytest.param("", "", id="empty"),
-        ],
-    )
+    @case_table(__file__, "job_names")
     def test_job_name_is_the_last_segment_of_the_header(self, header: str, job_name: str) -> None:
         assert TimerRequest(headers={"x-cloudscheduler-jobname": header}).job_name == job_name
 
-    @pytest.mark.parametrize(
-        ("header", "instant"),
-        [
-            pytest.param("2026-09-24T02:00:00Z", datetime(2026, 9, 24, 2, tzinfo=UTC), id="z"),
-            pytest.param(
-                "2026-01-01T00:00:00.000Z", datetime(2026, 1, 1, tzinfo=UTC), id="milliseconds"
-            ),
-            pytest.param(
-                "2026-09-24T04:00:00+02:00",
-                datetime(2026, 9, 24, 4, tzinfo=timezone(timedelta(hours=2))),
-                id="offset",
-            ),
-        ],
-    )
+    @case_table(__file__, "schedule_times")
     def test_schedule_time_is_parsed_into_an_aware_datetime(
         self, header: str, instant: datetime
     ) -> None:
@@ -76,13 +57,7 @@ class TestRunIdentity:
         assert request.schedule_time.utcoffset() == instant.utcoffset()
         assert request.schedule_time_header == header
 
-    @pytest.mark.parametrize(
-        ("header", "error"),
-        [
-            pytest.param("yesterday", "is not an RFC 3339 timestamp", id="not-a-time"),
-            pytest.param("2026-09-24T02:00:00", "has no UTC offset", id="naive"),
-        ],
-    )
+    @case_table(__file__, "malformed_schedule_times")
     def test_malformed_schedule_time_raises_value_error_when_read(
         self, header: str, error: str
     ) -> None:
