@@ -260,14 +260,16 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def case_table(test_file: str, table: str) -> pytest.MarkDecorator:
+def case_table(test_file: str, table: str, *more: Any) -> pytest.MarkDecorator:
     """``@pytest.mark.parametrize`` over the ``[[table]]`` entries of a test module's case file.
 
     The case file of ``tests/<layer>/test_<name>.py`` is ``tests/<layer>/cases/<name>.toml``
     (pass ``__file__``). Each entry is one case: its ``id`` key becomes the test id and its other
     keys, in the order the first entry gives them, the test function's arguments. Tables of plain
     values (schedules, REST bodies, messages, field paths) live there rather than in long
-    ``pytest.param`` lists, so a case is one small block a reader can scan.
+    ``pytest.param`` lists, so a case is one small block a reader can scan. ``more`` are
+    ``pytest.param`` cases appended after the file's: those with values TOML cannot hold or
+    that are computed (a 501-character ID, a size just over a limit).
 
     Raises ``KeyError`` for a table the file lacks and ``ValueError`` when an entry has no ``id``,
     repeats an ``id`` or has other keys than the first entry (a misspelt key fails loudly instead
@@ -285,4 +287,4 @@ def case_table(test_file: str, table: str) -> pytest.MarkDecorator:
             raise ValueError(f"{path} [[{table}]]: entry {entry!r} must have keys id, {names}")
         seen.add(case_id)
         params.append(pytest.param(*(entry[name] for name in names), id=case_id))
-    return pytest.mark.parametrize(names, params)
+    return pytest.mark.parametrize(names, [*params, *more])

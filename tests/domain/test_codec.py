@@ -96,12 +96,6 @@ def retry(**config: Any) -> dict[str, Any]:
     return minimal(retryConfig=config)
 
 
-def parametrize_with(table: pytest.MarkDecorator, *computed: Any) -> pytest.MarkDecorator:
-    """The cases of a case ``table`` and those ``computed`` here (values TOML cannot hold)."""
-    names, params = table.args
-    return pytest.mark.parametrize(names, [*params, *computed])
-
-
 def over_minimal(table: pytest.MarkDecorator, *computed: Any) -> pytest.MarkDecorator:
     """Parametrize over a case table whose first value, ``body``, replaces top-level fields of
     the minimal body: the test gets that body as ``data``; ``computed`` cases give it whole."""
@@ -263,7 +257,7 @@ class TestJobFromJsonAcceptsRealClients:
             1, timedelta(seconds=10), timedelta(seconds=1), timedelta(seconds=2), 2
         )
 
-    @parametrize_with(case_table(__file__, "http_methods"), pytest.param(None, "POST", id="null"))
+    @case_table(__file__, "http_methods", pytest.param(None, "POST", id="null"))
     def test_http_method_as_name_or_integer(self, value: Any, method: str) -> None:
         job = job_from_json(http(httpMethod=value))
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from scheduler_emulator.domain.errors import InvalidArgument
@@ -32,15 +30,10 @@ def assert_invalid(exc: InvalidArgument, message: str, field: str) -> None:
     assert [v.field for v in exc.violations] == [field]
 
 
-def parametrize_with(table: pytest.MarkDecorator, *computed: Any) -> pytest.MarkDecorator:
-    """The cases of a case ``table`` and those ``computed`` here (long job IDs)."""
-    names, params = table.args
-    return pytest.mark.parametrize(names, [*params, *computed])
-
-
 class TestParseJobName:
-    @parametrize_with(
-        case_table(__file__, "valid_names"),
+    @case_table(
+        __file__,
+        "valid_names",
         pytest.param(
             "projects/p/locations/northamerica-northeast1/jobs/" + "j" * 500,
             {"project": "p", "location": "northamerica-northeast1", "job_id": "j" * 500},
@@ -64,8 +57,9 @@ class TestParseJobName:
         assert_invalid(caught.value, GOOGLE_FORMAT_MESSAGE, "name")
         assert name in caught.value.violations[0].description
 
-    @parametrize_with(
-        case_table(__file__, "bad_segments"),
+    @case_table(
+        __file__,
+        "bad_segments",
         pytest.param(
             "projects/p/locations/us-central1/jobs/" + "j" * 501,
             "name has a job ID of 501 characters; the maximum is 500.",

@@ -141,7 +141,6 @@ def body_of(size: int) -> dict[str, Any]:
 
 # The headers total less than 80 KB (names and values, User-Agent included) and the job at most
 # 1 MB (body, headers and strings).
-INVALID_JOBS = case_table(__file__, "invalid_jobs")
 COMPUTED_INVALID_JOBS = [
     *long_cases(case_table(__file__, "long_invalid_jobs")),
     pytest.param(
@@ -151,7 +150,6 @@ COMPUTED_INVALID_JOBS = [
     *body_refused("http", "POST, PUT or PATCH", ["GET", "DELETE", "HEAD", "OPTIONS"]),
     *body_refused("app-engine", "POST or PUT", ["DELETE", "GET"]),
 ]
-VALID_JOBS = case_table(__file__, "valid_jobs")
 COMPUTED_VALID_JOBS = [
     *long_cases(case_table(__file__, "long_valid_jobs")),
     pytest.param("http", headers_of(79), id="headers-just-under-80KB"),
@@ -159,14 +157,14 @@ COMPUTED_VALID_JOBS = [
 ]
 
 
-@pytest.mark.parametrize(INVALID_JOBS.args[0], [*INVALID_JOBS.args[1], *COMPUTED_INVALID_JOBS])
+@case_table(__file__, "invalid_jobs", *COMPUTED_INVALID_JOBS)
 def test_invalid_job_is_rejected_naming_the_field(
     base: str, job: dict[str, Any], message: str, field: str
 ) -> None:
     assert_invalid(case_job(base, job), message, field)
 
 
-@pytest.mark.parametrize(VALID_JOBS.args[0], [*VALID_JOBS.args[1], *COMPUTED_VALID_JOBS])
+@case_table(__file__, "valid_jobs", *COMPUTED_VALID_JOBS)
 def test_valid_job_passes(base: str, job: dict[str, Any]) -> None:
     validate_job(case_job(base, job))
 
