@@ -9,7 +9,7 @@
 
 Both expose one attribute per timer registered on the app's
 :class:`~scheduler_emulator.service.TimerRouter` (``timers.nightly()``, ``timers.report(order)``)
-and ``fire(name, payload)`` for any name (spec: timers-and-testing §2).
+and ``fire(name, payload)`` for any name.
 """
 
 from __future__ import annotations
@@ -112,7 +112,8 @@ class _Timers:
 
 
 def _propagating(app: AsgiApp) -> AsgiApp:
-    """Wrap an ASGI app so that the timer router re-raises a handler's exception (spec §2)."""
+    """Wrap an ASGI app so that the timer router re-raises a handler's exception, so that
+    the test fails with the handler's own error rather than a 500."""
 
     async def propagating(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         scope[PROPAGATE_EXCEPTIONS_KEY] = True
@@ -154,7 +155,8 @@ class CloudRunTimers(_Timers):
         self._schedule_time = schedule_time
 
     def headers(self, name: str, schedule_time: str | None = None) -> dict[str, str]:
-        """The headers of a timer call: exactly what Cloud Scheduler sets (§2)."""
+        """The headers of a timer call: exactly what Cloud Scheduler sets (``X-CloudScheduler``,
+        ``X-CloudScheduler-JobName``, ``X-CloudScheduler-ScheduleTime``, ``User-Agent``)."""
         return scheduler_headers(name, schedule_time or self._schedule_time)
 
     def fire(

@@ -120,7 +120,7 @@ class LiveScheduler(AttemptAssertions):
             client_options=ClientOptions(api_endpoint=self.url),
         )
 
-    # ---------------------------------------------------------------- tokens (§13)
+    # ---------------------------------------------------------------- tokens (OIDC and OAuth)
 
     @property
     def certs_url(self) -> str:

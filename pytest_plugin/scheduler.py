@@ -218,7 +218,7 @@ class CloudScheduler(AttemptAssertions):
         (see :mod:`scheduler_emulator.core.faults`); ``faults.seed`` sets the random seed."""
         return self.emulator.faults
 
-    # ---------------------------------------------------------------- tokens (§13)
+    # ---------------------------------------------------------------- tokens (OIDC and OAuth)
 
     @property
     def tokens(self) -> TokenAuthority:
@@ -347,11 +347,17 @@ class CloudScheduler(AttemptAssertions):
         return self.emulator.get_job(name)
 
     def pause_job(self, name: str) -> Job:
-        """Pause the job (§4)."""
+        """Pause an ENABLED job: it runs no more until resumed; pending retries are dropped.
+
+        :raises FailedPrecondition: if the job is not ENABLED (the message names its state).
+        """
         return self.emulator.pause_job(name)
 
     def resume_job(self, name: str) -> Job:
-        """Resume the job (§4)."""
+        """Resume a PAUSED job; the next fire time counts from now (missed times are not run).
+
+        :raises FailedPrecondition: if the job is not PAUSED (the message names its state).
+        """
         return self.emulator.resume_job(name)
 
     def delete_job(self, name: str) -> None:
@@ -376,7 +382,10 @@ class CloudScheduler(AttemptAssertions):
             return self.clock.move_to(instant)
 
     def run_job(self, name: str) -> Job:
-        """Force a run now (RunJob, P3); the attempt is delivered before this returns."""
+        """Force a run now (RunJob), even while paused or running; the attempt is delivered
+        before this returns. Its ``X-CloudScheduler-ScheduleTime`` is the job's next scheduled
+        time (none for English-like schedules, or with ``force_run_schedule_time="omit"``).
+        """
         with self.transport.virtual_time():
             return self.emulator.run_job(name)
 
@@ -416,7 +425,8 @@ class CloudScheduler(AttemptAssertions):
         )
 
     def skipped_runs(self, job: str | None = None) -> list[SkippedRun]:
-        """Scheduled times skipped because a run was still going (P6)."""
+        """Scheduled times that got no run because an earlier run (with its retries) was still
+        going: of those, the earliest runs late, once, and the rest are listed here."""
         return self.emulator.skipped_runs(job)
 
     def _job_ids(self) -> list[str]:

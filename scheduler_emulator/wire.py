@@ -1,5 +1,6 @@
-"""The wire contract between Cloud Scheduler and a target: header names and values, the timer
-path prefix, and the RFC 3339 time formats (spec §3.8, §10.2, §17 P2).
+"""The wire contract between Cloud Scheduler and a target: header names and values (Google's,
+from https://cloud.google.com/scheduler/docs/configuring/deduplicate-job-requests and the
+``HttpTarget`` reference), the timer path prefix, and the RFC 3339 time formats.
 
 This module is the one home of these facts. It imports nothing but the standard library, so
 the dispatchers, the pytest façades, ``replay`` and the target-side helpers
@@ -45,27 +46,28 @@ __all__ = [
     "to_instant",
 ]
 
-#: ``User-Agent`` of every HTTP-target attempt (spec §10.2).
+#: ``User-Agent`` of every HTTP-target attempt (a job's own value is replaced).
 USER_AGENT = "Google-Cloud-Scheduler"
-#: What App Engine appends to the User-Agent of App Engine HTTP targets (spec §10.2).
+#: What App Engine appends to the User-Agent of App Engine HTTP targets.
 APP_ENGINE_USER_AGENT_SUFFIX = "AppEngine-Google; (+http://code.google.com/appengine)"
 #: Set to ``"true"`` on every attempt.
 SCHEDULER_HEADER = "X-CloudScheduler"
 #: The job's short ID (``nightly``).
 JOB_NAME_HEADER = "X-CloudScheduler-JobName"
-#: The run's scheduled instant (unix-cron jobs only, P2); the same on every retry of a run.
+#: The run's scheduled instant, in the job's UTC offset (unix-cron jobs only; English-like
+#: schedules get none); the same on every retry of a run.
 SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"
-#: Header-name prefixes a job cannot set: the service replaces or drops them (spec §10.2).
+#: Header-name prefixes a job cannot set: the service replaces or drops them.
 RESERVED_HEADER_PREFIXES = ("x-google-", "x-appengine-", "x-cloudscheduler")
-#: Header names a job cannot set: the service computes them (spec §10.2).
+#: Header names a job cannot set: the service computes them.
 REPLACED_HEADERS = frozenset({"host", "content-length", "user-agent"})
 #: Emulator-only ``httpTarget.headers`` entry: ``"true"`` sends the job's ``http://`` attempts
 #: over HTTP/2 with prior knowledge (h2c) even without ``--http2``, ``"false"`` over HTTP/1.1
 #: as usual. Never sent to the target; Cloud Scheduler has no such setting.
 EMULATOR_HTTP2_HEADER = "X-Emulator-Http2"
-#: ``Content-Type`` sent with a body when the job sets none (spec §10.2).
+#: ``Content-Type`` sent with a body when the job sets none.
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
-#: The path under which a service's timer router serves its timers (timers-and-testing §1).
+#: The path under which a service's timer router serves its timers by default.
 TIMER_PREFIX = "/_triggers/timer/"
 
 _TIMESTAMP_RE = re.compile(
@@ -85,7 +87,7 @@ def emulator_http2(headers: Mapping[str, str]) -> str | None:
 
 
 def scheduler_headers(job_id: str, schedule_time: str | None) -> dict[str, str]:
-    """Return the headers Cloud Scheduler adds to every HTTP attempt (spec §10.2), in order.
+    """Return the headers Cloud Scheduler adds to every HTTP attempt, in order.
 
     :param job_id: the job's short ID.
     :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value, or ``None`` to omit it.
@@ -131,7 +133,7 @@ def to_instant(value: datetime, what: str = "the datetime") -> datetime:
 
 
 def format_timestamp(value: datetime) -> str:
-    """Render an instant as the service does: RFC 3339 UTC with ``Z`` (spec §3.8).
+    """Render an instant as the service does in JSON: RFC 3339 UTC with ``Z``.
 
     No fraction for whole seconds (``"2021-06-10T23:34:48Z"``), otherwise 6 fractional digits
     (``"2026-05-07T05:46:25.029067Z"``).
@@ -145,7 +147,7 @@ def format_timestamp(value: datetime) -> str:
 
 
 def parse_timestamp(text: str) -> datetime:
-    """Parse an RFC 3339 timestamp with ``Z`` or an offset (spec §3.8) into aware UTC.
+    """Parse an RFC 3339 timestamp with ``Z`` or an offset into aware UTC.
 
     Up to 9 fractional digits; digits beyond microseconds are dropped.
 
@@ -175,7 +177,7 @@ def parse_timestamp(text: str) -> datetime:
 
 
 def format_schedule_time(instant: datetime) -> str:
-    """Render an instant as the ``X-CloudScheduler-ScheduleTime`` value (spec §10.2, P2).
+    """Render an instant as the ``X-CloudScheduler-ScheduleTime`` value.
 
     RFC 3339 with no fractional seconds, in the instant's own UTC offset; ``Z`` when the offset
     is zero. An offset with a seconds part (historic local mean time) cannot be written in

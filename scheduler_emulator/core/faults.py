@@ -1,9 +1,10 @@
 """Fault plans: deterministic, seeded faults injected into deliveries.
 
-Cloud Scheduler delivers at least once (spec §9.3): a run can arrive twice when an
-acknowledgement is lost, or when a handler outlives its attempt deadline and is retried while
-still running. A :class:`FaultPlan` makes those things happen on purpose, the same way every time
-for the same plan and seed::
+Cloud Scheduler delivers at least once, Google says
+(https://cloud.google.com/scheduler/docs/configuring/deduplicate-job-requests): a run can arrive
+twice when an acknowledgement is lost, or when a handler outlives its attempt deadline and is
+retried while still running. A :class:`FaultPlan` makes those things happen on purpose, the
+same way every time for the same plan and seed::
 
     plan = FaultPlan(seed=7)
     plan.add(action="lost_ack", job="nightly", run=1)          # 1st run: response lost

@@ -1,8 +1,8 @@
 """Records of what the emulator did: attempts, runs and skipped runs.
 
 One delivery is an *attempt*; a scheduled (or forced) occurrence with its attempts is a *run*
-(spec §0.2). These records are what ``/_emulator/attempts`` serves, what the store keeps, and
-what the pytest fixtures assert on.
+(Google calls it an execution). These records are what ``/_emulator/attempts`` serves, what
+the store keeps, and what the pytest fixtures assert on.
 """
 
 from __future__ import annotations
@@ -55,15 +55,16 @@ def in_flight_at(start_time: datetime, end_time: datetime | None, now: datetime)
 
 @dataclass
 class Run:
-    """One execution of a job: its first attempt and its retries (spec §9).
+    """One execution of a job: its first attempt and its retries.
 
     :param id: store-assigned run number.
     :param job: the job's full name.
     :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` header value of every attempt of
-        the run (``None`` when no header is sent: English-like schedules, P16).
+        the run (``None`` when no header is sent: jobs with an English-like schedule such as
+        ``every 5 minutes``).
     :param nominal: the scheduled instant (UTC) this run is for; for a forced run the instant it
         was forced.
-    :param forced: ``True`` for a RunJob run (P3).
+    :param forced: ``True`` for a run forced by RunJob.
     :param first_attempt_start: when the first attempt started (UTC), for ``maxRetryDuration``.
     :param attempts: attempts started so far.
     :param next_attempt_at: when the pending retry is due, ``None`` when none is pending.
@@ -85,7 +86,7 @@ class Run:
     finished: bool = False
     number: int = 0  # the run's number among the job's runs since start-up (fault rules)
     extra_retry: bool = False  # a lost acknowledgement earns one retry whatever the config
-    uncounted: int = 0  # App Engine 503s: retried whatever the config, not counted (§3.5)
+    uncounted: int = 0  # App Engine 503s: retried whatever the config, not counted (Google's rule)
 
 
 @dataclass
@@ -102,7 +103,8 @@ class Attempt:
     :param request: ``{"method", "url", "headers"}`` as sent.
     :param response_status: the target's final HTTP status, ``None`` without a response.
     :param code: google.rpc code name (``OK`` on success), ``None`` while in flight.
-    :param debug_info: the execution log's ``debugInfo`` text (§14.3).
+    :param debug_info: the execution log's ``debugInfo`` text
+        (e.g. ``URL_CRAWLED. Original HTTP response code number = 200``).
     :param forced: the run was forced by RunJob.
     :param injected: the attempt was added or altered by fault injection.
     :param nominal: the instant (UTC) its run is for — the run's schedule time, kept also when
@@ -321,8 +323,10 @@ def excerpt_text(body: bytes | bytearray) -> str:
 
 @dataclass(frozen=True)
 class SkippedRun:
-    """A scheduled time that did not get a run: an earlier run was still going (P6), or the
-    emulator was not running at that time.
+    """A scheduled time that did not get a run: an earlier run of the job (with its retries)
+    was still going, or the emulator was not running at that time. Of the times an earlier run
+    outlasted, the earliest gets one delayed run and the others are skipped (a pinned decision:
+    Google says only that they "might be skipped"; docs/differences-from-production.md).
 
     :param job: the job's full name.
     :param schedule_time: the nominal time that was skipped, as the header would have shown it.
@@ -347,7 +351,7 @@ class SkippedRun:
         }
 
 
-#: :attr:`SkippedRun.reason`: the job's previous run was still going (P6).
+#: :attr:`SkippedRun.reason`: the job's previous run (with its retries) was still going.
 RUN_STILL_GOING = "RUN_STILL_GOING"
 #: :attr:`SkippedRun.reason`: the emulator was not running at the scheduled time.
 EMULATOR_DOWN = "EMULATOR_DOWN"

@@ -3,7 +3,7 @@
 Every error the emulator raises on purpose derives from :class:`EmulatorError`. Errors that
 correspond to a Cloud Scheduler API status derive from :class:`ApiError`; they carry the HTTP
 status, the ``google.rpc.Code`` name and number, and render as Google's REST error envelope
-(spec §6.1)::
+(``{"error": {"code", "message", "status", "details"}}``)::
 
     EmulatorError
     ├── ApiError                      (http_status, status, code; .to_envelope())
@@ -58,7 +58,7 @@ RPC_CODES: dict[str, int] = {
     "UNAUTHENTICATED": 16,
 }
 
-#: Message Google returns for an unparsable schedule or an unknown time zone (spec §6.3).
+#: Message Google returns for an unparsable schedule or an unknown time zone (its verbatim text).
 INVALID_SCHEDULE_MESSAGE = "Schedule or time zone is invalid."
 
 
@@ -80,9 +80,9 @@ class FieldViolation:
 
 
 class ApiError(EmulatorError):
-    """An error with a google.rpc status, rendered as Google's REST error envelope (spec §6.1).
+    """An error with a google.rpc status, rendered as Google's REST error envelope.
 
-    :param message: the ``error.message`` text (Google's verbatim text where it is known, §6.3).
+    :param message: the ``error.message`` text (Google's verbatim text where it is known).
     :param field: optional field path (camelCase) the error is about; adds a ``BadRequest``
         field violation to ``details``.
     :param description: the field violation's description; defaults to ``message``.
@@ -112,7 +112,7 @@ class ApiError(EmulatorError):
 
     def describe(self) -> str:
         """One sentence naming the field and the value: the first field violation's description
-        (which names the value, P20), prefixed with the field path when it does not name it;
+        (which names the value), prefixed with the field path when it does not name it;
         the message when there is no violation."""
         if not self.violations:
             return self.message
@@ -156,15 +156,17 @@ class InvalidArgument(ApiError, http_status=400, status="INVALID_ARGUMENT"):
 
 
 class FailedPrecondition(ApiError, http_status=400, status="FAILED_PRECONDITION"):
-    """400 FAILED_PRECONDITION: the job is not in a state that allows the operation (§4, P11)."""
+    """400 FAILED_PRECONDITION: the job is not in a state that allows the operation (pausing a job
+    that is not ENABLED, resuming one that is not PAUSED); the message names the state."""
 
 
 class NotFound(ApiError, http_status=404, status="NOT_FOUND"):
-    """404 NOT_FOUND: no job (or location) of that name (§5.2)."""
+    """404 NOT_FOUND: no job (or location) of that name; Google's message is ``Job not found.``"""
 
 
 class AlreadyExists(ApiError, http_status=409, status="ALREADY_EXISTS"):
-    """409 ALREADY_EXISTS: a job of that name exists already (§5.1)."""
+    """409 ALREADY_EXISTS: a job of that name exists already
+    (``Job projects/P/locations/L/jobs/J already exists.``, Google's text)."""
 
 
 class StorageUnavailable(ApiError, http_status=503, status="UNAVAILABLE"):

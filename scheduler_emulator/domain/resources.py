@@ -3,7 +3,9 @@
 These are plain immutable values (``dataclasses.replace`` makes a changed copy). They hold
 already-validated, already-defaulted data: build them from REST JSON with
 :func:`scheduler_emulator.domain.codec.job_from_json`, which validates (``validation``) and applies
-the server defaults of spec §3.7 in one place (:func:`with_defaults`).
+the defaults the real service fills in on create in one place (:func:`with_defaults`).
+The fields and their rules are Google's:
+https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs
 
 Durations are :class:`datetime.timedelta`; timestamps are timezone-aware UTC
 :class:`datetime.datetime`; ``body``/``data`` are raw ``bytes`` (base64 only at the JSON edge).
@@ -40,18 +42,18 @@ __all__ = [
     "with_defaults",
 ]
 
-#: Default attempt deadline of an HTTP target (spec §3.2, §10.5).
+#: Default attempt deadline of an HTTP target (Google's; allowed 15 s to 30 min).
 DEFAULT_ATTEMPT_DEADLINE = timedelta(seconds=180)
-#: Scope filled into an OAuth token that names none (spec §3.3, §3.7 item 6).
+#: Scope filled into an OAuth token that names none (as the real service does).
 DEFAULT_OAUTH_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-#: Time zone stored when a job names none (spec §17 P10).
+#: Time zone stored when a job names none (Google documents UTC; gcloud sends ``Etc/UTC``).
 DEFAULT_TIME_ZONE = "Etc/UTC"
-#: User-Agent every HTTP target carries (spec §3.7 item 5, §10.2).
+#: User-Agent every HTTP target carries (in the stored headers too, as the real service shows).
 SCHEDULER_USER_AGENT = USER_AGENT
 
 
 class State(enum.IntEnum):
-    """Job state (spec §4). Integer values are the proto's."""
+    """Job state. Names and integer values are the proto's; only ENABLED jobs run on schedule."""
 
     STATE_UNSPECIFIED = 0
     ENABLED = 1
@@ -61,7 +63,7 @@ class State(enum.IntEnum):
 
 
 class HttpMethod(enum.IntEnum):
-    """HTTP method of a target (spec §3.3). ``HTTP_METHOD_UNSPECIFIED`` is stored as POST."""
+    """HTTP method of a target. ``HTTP_METHOD_UNSPECIFIED`` is stored as POST."""
 
     HTTP_METHOD_UNSPECIFIED = 0
     POST = 1
@@ -73,7 +75,7 @@ class HttpMethod(enum.IntEnum):
     OPTIONS = 7
 
 
-#: Methods that may carry a body on an HTTP target (spec §3.3, §10.3).
+#: Methods that may carry a body on an HTTP target (a body with another method is refused).
 BODY_METHODS = frozenset({HttpMethod.POST, HttpMethod.PUT, HttpMethod.PATCH})
 
 
@@ -83,7 +85,7 @@ def _frozen_map(value: Mapping[str, str] | None = None) -> Mapping[str, str]:
 
 @dataclass(frozen=True)
 class OidcToken:
-    """Ask for an OIDC ID token (spec §3.3, §13.1).
+    """Ask for an OIDC ID token, sent as ``Authorization: Bearer <JWT>``.
 
     :param service_account_email: the service account the token is minted for.
     :param audience: the token's ``aud``; empty means the target URI at dispatch time.
@@ -95,7 +97,7 @@ class OidcToken:
 
 @dataclass(frozen=True)
 class OAuthToken:
-    """Ask for an OAuth access token (spec §3.3, §13.2).
+    """Ask for an OAuth access token, sent as ``Authorization: Bearer <token>``.
 
     :param service_account_email: the service account the token is minted for.
     :param scope: OAuth scope; filled with :data:`DEFAULT_OAUTH_SCOPE` when empty.
@@ -107,7 +109,7 @@ class OAuthToken:
 
 @dataclass(frozen=True)
 class HttpTarget:
-    """Deliver to an HTTP(S) URL (spec §3.3).
+    """Deliver to an HTTP(S) URL.
 
     :param uri: ``http://`` or ``https://`` URL, at most 2083 characters.
     :param http_method: the request method; UNSPECIFIED is normalised to POST.
@@ -125,7 +127,7 @@ class HttpTarget:
 
 @dataclass(frozen=True)
 class AppEngineRouting:
-    """App Engine routing (spec §3.5); ``host`` is output only."""
+    """App Engine routing; ``host`` is output only."""
 
     service: str = ""
     version: str = ""
@@ -135,7 +137,8 @@ class AppEngineRouting:
 
 @dataclass(frozen=True)
 class AppEngineHttpTarget:
-    """Deliver to an App Engine app (spec §3.5). Stored and validated, not dispatched."""
+    """Deliver to an App Engine app; locally, to the base URL mapped to its service
+    (docs/differences-from-production.md)."""
 
     relative_uri: str = "/"
     http_method: HttpMethod = HttpMethod.POST
@@ -146,7 +149,7 @@ class AppEngineHttpTarget:
 
 @dataclass(frozen=True)
 class PubsubTarget:
-    """Publish to a Pub/Sub topic (spec §3.5). Stored and validated, not dispatched.
+    """Publish to a Pub/Sub topic: the Pub/Sub emulator's, or an in-memory publisher in-process.
 
     :param topic_name: ``projects/P/topics/T`` in the job's project.
     """
@@ -158,10 +161,11 @@ class PubsubTarget:
 
 @dataclass(frozen=True)
 class RetryConfig:
-    """Retry settings of a job (spec §11.1); defaults are the server's (§3.7, P7).
+    """Retry settings of a job; the defaults are those the real service fills in (``maxDoublings``
+    5, as Google documents; https://cloud.google.com/scheduler/docs/configuring/retry-jobs).
 
     :param retry_count: retries after a failed attempt, 0–5 (0 with ``max_retry_duration`` 0
-        means no retry, P4).
+        means no retry; with both set, retries go on while either limit is unmet).
     :param max_retry_duration: retry time limit from the first attempt's start; 0 = no limit.
     :param min_backoff_duration: wait before the first retry.
     :param max_backoff_duration: cap on every wait.
@@ -177,7 +181,8 @@ class RetryConfig:
 
 @dataclass(frozen=True)
 class Status:
-    """A ``google.rpc.Status``: ``code`` 0 is OK (rendered ``{}``), else the failure (P14)."""
+    """A ``google.rpc.Status``: ``code`` 0 is OK (rendered ``{}``); else the failure, rendered
+    ``{"code": <google.rpc code number>, "message": <the attempt's debugInfo text>}``."""
 
     code: int = 0
     message: str = ""
@@ -185,14 +190,16 @@ class Status:
 
 @dataclass(frozen=True)
 class Job:
-    """A Cloud Scheduler job (spec §3.2).
+    """A Cloud Scheduler job (Google's ``Job`` resource, in Python types).
 
     Exactly one of ``http_target``, ``app_engine_http_target`` and ``pubsub_target`` is set.
-    The fields after ``attempt_deadline`` are output only: the engine keeps them (§12).
+    The fields after ``attempt_deadline`` are output only: the engine keeps them.
 
     :param name: ``projects/P/locations/L/jobs/J``.
-    :param schedule: unix-cron (§7.1) or English-like (§7.2, P16) schedule.
-    :param time_zone: IANA zone name as given by the user (P10).
+    :param schedule: a unix-cron schedule (five fields) or an English-like one of the forms the
+        emulator supports (``every N minutes|mins|hours``, ``every day HH:MM``,
+        ``every <weekday> HH:MM``).
+    :param time_zone: IANA zone name, stored as the user gave it; empty becomes ``Etc/UTC``.
     :param attempt_deadline: per-attempt deadline; ``None`` for a Pub/Sub target.
     """
 
@@ -229,7 +236,7 @@ class Job:
 
     @property
     def target_type(self) -> str:
-        """``HTTP``, ``APP_ENGINE_HTTP`` or ``PUBSUB`` (the log's ``targetType``, §14)."""
+        """``HTTP``, ``APP_ENGINE_HTTP`` or ``PUBSUB`` (the execution log's ``targetType``)."""
         if self.http_target is not None:
             return "HTTP"
         if self.app_engine_http_target is not None:
@@ -257,13 +264,13 @@ MESSAGE_TYPES: Mapping[str, type] = MappingProxyType(
 
 
 def with_defaults(job: Job) -> Job:
-    """Return ``job`` with the server-side normalisation of spec §3.7 applied.
+    """Return ``job`` with the defaults the real service fills in on create applied.
 
     UNSPECIFIED methods become POST; an HTTP target gains ``User-Agent: Google-Cloud-Scheduler``
     and, when it has a body and no Content-Type (any case), ``Content-Type:
     application/octet-stream``; an OAuth token without scope gets the cloud-platform scope; an
     empty time zone becomes ``Etc/UTC``; a missing attempt deadline becomes 180 s for HTTP and
-    App Engine targets, and a Pub/Sub target's is dropped (``None``: ignored, §3.5). The single
+    App Engine targets, and a Pub/Sub target's is dropped (``None``: Google ignores it). The single
     place where defaults are applied.
     """
     changes: dict[str, object] = {}
@@ -293,5 +300,5 @@ def with_defaults(job: Job) -> Job:
     if job.pubsub_target is None and not job.attempt_deadline:
         changes["attempt_deadline"] = DEFAULT_ATTEMPT_DEADLINE
     elif job.pubsub_target is not None and job.attempt_deadline is not None:
-        changes["attempt_deadline"] = None  # ignored for Pub/Sub targets (§3.2, §3.5)
+        changes["attempt_deadline"] = None  # Google ignores the attempt deadline of Pub/Sub targets
     return replace(job, **changes) if changes else job  # type: ignore[arg-type]

@@ -48,8 +48,8 @@ __all__ = [
     "MAX_JOBS_PAGE_SIZE",
 ]
 
-#: Largest and default ListJobs page (P15): a page size of 0 or less gives this many jobs, a
-#: larger one is clamped to it (its home: runtime/_options.py).
+#: Largest and default ListJobs page (500, Google's maximum): a page size of 0 or less gives
+#: this many jobs, a larger one is clamped to it (its home: runtime/_options.py).
 MAX_JOBS_PAGE_SIZE = JOBS_PAGE_SIZE_MAX
 
 
@@ -65,10 +65,11 @@ class Emulator(AttemptAssertions):
     :param options: the settings (project, location, DST policy, data directory…).
     :param store: persistence; by default the options' data directory, or memory.
     :param transport: delivery; real HTTP by default.
-    :param attempt_log: optional execution log writer (§14).
+    :param attempt_log: optional writer of Cloud Logging-style execution log entries
+        (``AttemptStarted``/``AttemptFinished``).
     :param faults: a fault plan (:mod:`~scheduler_emulator.core.faults`); empty by default. Add
         rules later through :attr:`faults`.
-    :param tokens: mints OIDC and OAuth tokens (§13); by default a
+    :param tokens: mints the OIDC and OAuth tokens HTTP targets ask for; by default a
         :class:`~scheduler_emulator.runtime._tokens.TokenAuthority` on ``clock`` with the data
         directory's key (a fresh one in memory), the options' issuer and token time.
     :param publisher: where Pub/Sub jobs publish (:mod:`~scheduler_emulator.runtime._pubsub`);
@@ -173,7 +174,7 @@ class Emulator(AttemptAssertions):
     # ---------------------------------------------------------------- jobs
 
     def create_job(self, job: Job | Mapping[str, Any] | None = None, **fields: Any) -> Job:
-        """Create a job (CreateJob, §5.1) from a :class:`Job`, its REST JSON, or keywords.
+        """Create a job (CreateJob) from a :class:`Job`, its REST JSON, or keywords.
 
         Keywords are REST field names in snake_case (``schedule=…, http_target={"uri": …}``).
         A short ``name`` gets the emulator's project and location; no name gets a generated ID.
@@ -217,18 +218,18 @@ class Emulator(AttemptAssertions):
         return self.engine.put_job(replace(job, **fields))
 
     def get_job(self, name: str) -> Job:
-        """Return the job (GetJob, §5.2). :raises NotFound: ``Job not found.``"""
+        """Return the job (GetJob). :raises NotFound: ``Job not found.``"""
         return self.engine.get_job(self.job_name(name))
 
     def list_jobs(self) -> list[Job]:
-        """Return every job in creation order (P15)."""
+        """Return every job in creation order."""
         return self.engine.jobs()
 
     def list_jobs_page(
         self, parent: str, page_size: int, page_token: str = ""
     ) -> tuple[list[Job], str]:
         """Return one ListJobs page of the jobs under ``parent`` and the next page token
-        (``""`` on the last page) (§5.3, P15).
+        (``""`` on the last page). Jobs come in creation order, stable across pages.
 
         :param parent: ``projects/P/locations/L``.
         :param page_size: jobs per page; 0 or less gives :data:`MAX_JOBS_PAGE_SIZE` (500), more
@@ -249,10 +250,13 @@ class Emulator(AttemptAssertions):
     def update_job(
         self, name: str, body: Mapping[str, Any], update_mask: str | Sequence[str] | None = None
     ) -> Job:
-        """Update a job (UpdateJob, §5.4): the mask governs (P12: empty applies every field in
-        the body; P13: header merge with nulls). The state is kept; ``userUpdateTime`` moves;
-        the next fire time is computed from now. An update that would leave the job invalid
-        changes nothing.
+        """Update a job (UpdateJob): the fields the mask names are replaced by the body's (a
+        masked field absent from the body is cleared); an empty or absent mask applies every
+        field present in the body. A headers map holding a ``null`` value edits the stored map
+        (``null`` deletes, other names are added or replaced: gcloud's ``--update-headers`` and
+        ``--remove-headers``); otherwise it replaces the stored map. The state is kept;
+        ``userUpdateTime`` moves; the next fire time is computed from now. An update that would
+        leave the job invalid changes nothing.
 
         :param name: job ID or full name (the body's ``name`` is ignored).
         :param body: the PATCH body, REST JSON.
@@ -270,31 +274,34 @@ class Emulator(AttemptAssertions):
         return self.engine.modify(self.job_name(name), change)
 
     def delete_job(self, name: str) -> None:
-        """Delete the job (DeleteJob, §5.5). :raises NotFound: ``Job not found.``"""
+        """Delete the job (DeleteJob). :raises NotFound: ``Job not found.``"""
         self.engine.remove_job(self.job_name(name))
 
     def pause_job(self, name: str) -> Job:
-        """Pause an ENABLED job (PauseJob, §4): no more runs; pending retries are dropped.
+        """Pause an ENABLED job (PauseJob): no more runs; pending retries are dropped.
 
         :raises NotFound: ``Job not found.``
-        :raises FailedPrecondition: if the job is not ENABLED (P11).
+        :raises FailedPrecondition: if the job is not ENABLED (the message names its state).
         """
         return self.engine.change_state(
             self.job_name(name), State.ENABLED, State.PAUSED, "only an ENABLED job can be paused"
         )
 
     def resume_job(self, name: str) -> Job:
-        """Resume a PAUSED job (ResumeJob, §4); the next fire time counts from now (§9.4).
+        """Resume a PAUSED job (ResumeJob); the next fire time counts from now (missed times are
+        not run).
 
         :raises NotFound: ``Job not found.``
-        :raises FailedPrecondition: if the job is not PAUSED (P11).
+        :raises FailedPrecondition: if the job is not PAUSED (the message names its state).
         """
         return self.engine.change_state(
             self.job_name(name), State.PAUSED, State.ENABLED, "only a PAUSED job can be resumed"
         )
 
     def run_job(self, name: str) -> Job:
-        """Force a run now (RunJob, §5.8, P3), even while paused or running.
+        """Force a run now (RunJob), even while the job is paused (its state is kept) or a run is
+        going. Its ``X-CloudScheduler-ScheduleTime`` is the job's next scheduled time (none
+        for English-like schedules, or with ``force_run_schedule_time="omit"``).
 
         Under a manual clock the attempt has been delivered when this returns.
 
@@ -352,7 +359,12 @@ class Emulator(AttemptAssertions):
         return [a.as_of(now) for a in attempts], "" if last is None else str(last)
 
     def skipped_runs(self, job: str | None = None) -> list[SkippedRun]:
-        """Return scheduled times skipped under P6, optionally only those of ``job``."""
+        """Return the scheduled times that got no run, optionally only those of ``job``.
+
+        A run (with its retries) that outlasts scheduled times is followed by one delayed run
+        for the earliest of them; the others are skipped. Times the emulator was down for are
+        skipped too.
+        """
         return self.store.skipped(None if job is None else self.job_name(job))
 
     def skipped_page(

@@ -52,8 +52,8 @@ DEFAULT_RETAIN_ATTEMPTS = 100_000
 #: Attempts per page of the attempt and skipped-run listings when none is asked for, and at most.
 ATTEMPTS_PAGE_SIZE = 100
 ATTEMPTS_PAGE_SIZE_MAX = 1000
-#: Largest ListJobs page, and the size of one when none (or a larger one) is asked for
-#: (spec §5.3, P15).
+#: Largest ListJobs page (Google's maximum), and the size of one when none, 0 or less, or a
+#: larger one is asked for.
 JOBS_PAGE_SIZE_MAX = 500
 #: How HTTP attempts spell header names by default: as Google's documentation does.
 DEFAULT_HEADER_CASE = HEADER_CASES[0]
@@ -68,9 +68,12 @@ class EmulatorOptions:
 
     :param project: project for job IDs given without a full name.
     :param location: location for job IDs given without a full name.
-    :param locations: the locations ListLocations shows (P18); ``(location,)`` when empty.
-    :param dst_policy: ``"absolute"`` (P1) or ``"vixie"``.
-    :param force_run_schedule_time: ``"next"`` or ``"omit"`` (P3).
+    :param locations: the locations ListLocations shows; ``(location,)`` when empty.
+    :param dst_policy: ``"absolute"`` (cron fields match the wall-clock time of each absolute
+        minute: a time in a spring-forward gap does not run, one in a fall-back overlap runs
+        twice) or ``"vixie"`` (fixed-time jobs run once after a gap and once in an overlap).
+    :param force_run_schedule_time: the ``X-CloudScheduler-ScheduleTime`` of a forced run:
+        ``"next"`` (the job's next scheduled time) or ``"omit"`` (no header).
     :param app_engine_urls: local base URL of App Engine services: one URL for every service,
         or ``{"worker": "http://…", "*": "http://…"}``.
     :param data_dir: where jobs, runs, attempts and the signing key are kept; ``None`` keeps

@@ -94,7 +94,7 @@ class TransportResult:
     :param detail: human-readable detail for the attempt's debug text.
     :param exception: an exception a WSGI app raised in-process (the attempt counts as a 500).
     :param outcome: the attempt's outcome when the target kind classifies it itself (a Pub/Sub
-        publish has no HTTP status); ``None`` lets ``status``/``failure`` decide (§10.4).
+        publish has no HTTP status); ``None`` lets ``status``/``failure`` decide (a 2xx succeeds).
     :param excerpt: the start of the final response's body as text
         (:func:`~scheduler_emulator.domain.attempts.excerpt_text`), ``""`` for none.
     :param content_type: the final response's ``Content-Type``, ``None`` without one.
@@ -312,7 +312,7 @@ def call_wsgi(
     """Call ``app`` with ``request`` in-process and return ``(status, headers)``.
 
     The response body is read; only its start is kept, in ``sample`` (Cloud Scheduler never
-    shows it, §10.3; the emulator's attempt records do).
+    shows it; the emulator's attempt records do).
 
     :raises BaseException: whatever the app raises.
     """
@@ -377,7 +377,8 @@ class AsgiCaller:
 
         self.app = app
         self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
-        self._client.headers.clear()  # send only the request's own headers (§10.2)
+        # send only the request's own headers, as Cloud Scheduler sets them
+        self._client.headers.clear()
         self._portal: BlockingPortal | None = None
         started = threading.Event()
 

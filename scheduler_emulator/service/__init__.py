@@ -98,7 +98,7 @@ __all__ = [
     "WsgiApp",
     "encode_payload",
     "find_router",
-    # the run-once guard (spec §3)
+    # the run-once guard
     "Attempt",
     "Claim",
     "ClaimOutcome",
@@ -113,7 +113,7 @@ __all__ = [
     "RunStore",
     "ScheduledRun",
     "SqliteRunStore",
-    # token verification (spec §13), loaded on first use
+    # OIDC token verification, loaded on first use
     "verify_scheduler_token",
     "verify_scheduler_token_async",
     "ExpiredTokenError",

@@ -1,4 +1,4 @@
-"""The timer router under ASGI: Starlette, FastAPI, or any ASGI 3 app (spec §1).
+"""The timer router under ASGI: Starlette, FastAPI, or any ASGI 3 app.
 
 :class:`TimerAsgiMiddleware` is what :meth:`TimerRouter.asgi
 <scheduler_emulator.service.TimerRouter.asgi>` returns and what :meth:`TimerRouter.init_app

@@ -1,4 +1,4 @@
-"""Check that a request really comes from Cloud Scheduler: verify its OIDC token (spec §13).
+"""Check that a request really comes from Cloud Scheduler: verify its OIDC token.
 
 The ``X-CloudScheduler*`` headers can be sent by anyone; a job with ``oidcToken`` also sends
 ``Authorization: Bearer <ID token>``, an RS256 JWT signed by Google (or by the emulator's own

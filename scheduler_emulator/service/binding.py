@@ -1,4 +1,4 @@
-"""Binding a timer's JSON body to its handler's payload parameter (spec §1); pure functions.
+"""Binding a timer's JSON body to its handler's payload parameter; pure functions.
 
 The body is read as JSON whatever its ``Content-Type`` (Cloud Scheduler sends
 ``application/octet-stream`` unless the job sets another), then bound to the parameter's
@@ -80,7 +80,7 @@ _SCALARS: dict[Any, str] = {
 
 
 class BindingError(ValueError):
-    """A body that does not bind to a payload parameter; the route answers 400 (spec §1).
+    """A body that does not bind to a payload parameter; the route answers 400.
 
     :param errors: path from the parameter (``order``, ``order.items[0].sku``) → the messages
         for that path, one sentence each, in the order they were found.
@@ -525,7 +525,7 @@ def _to_json(value: Any) -> Any:
 def encode_payload(payload: Any) -> bytes:
     """Serialise a message as the JSON body a job would send (the inverse of :func:`bind`).
 
-    For the Cloud Run style testing façades (spec §2): ``bind(json.loads(encode_payload(x)),
+    For the Cloud Run style testing façades, which post it: ``bind(json.loads(encode_payload(x)),
     type(x), ...) == x`` for the types :func:`bind` supports.
 
     :param payload: a dataclass, ``TypedDict``/``dict``, pydantic model, list, primitive...;

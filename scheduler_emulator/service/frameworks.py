@@ -225,7 +225,7 @@ def functions_framework_handler(
 
 
 def find_router(app: Any) -> TimerRouter | None:
-    """Discover the timer router serving an app (for the testing façades, spec §2).
+    """Discover the timer router serving an app (for the pytest testing façades).
 
     Looks, in order, at: ``app`` itself, ``app.timer_router`` (what :meth:`TimerRouter.wsgi`,
     :meth:`TimerRouter.asgi` and :meth:`TimerRouter.functions_framework_handler` return),

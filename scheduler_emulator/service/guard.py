@@ -1,4 +1,7 @@
-"""The run-once guard: a scheduled run's work is done once, however often it is delivered (spec §3).
+"""The run-once guard: a scheduled run's work is done once, however often it is delivered.
+
+It packages the pattern Google describes in "Deduplicate job requests"
+(https://cloud.google.com/scheduler/docs/configuring/deduplicate-job-requests).
 
 Cloud Scheduler delivers each run at least once: a retry after a lost answer or an attempt
 deadline, a proxy's resend, can bring the same run twice. The guard keys each delivery by the job's
@@ -116,7 +119,7 @@ REQUEST_PARAMETER = "run_once_request"
 
 @dataclass(frozen=True)
 class ScheduledRun:
-    """One scheduled run as the guard names it: job, schedule time and scope (spec §3, step 1).
+    """One scheduled run as the guard names it: job, schedule time and scope.
 
     :param job_name: the job's short name (the last ``/``-segment of ``X-CloudScheduler-JobName``).
     :param schedule_time: the raw ``X-CloudScheduler-ScheduleTime`` value, as sent (not
@@ -180,7 +183,7 @@ class ScheduledRun:
 
 @dataclass(frozen=True)
 class Attempt:
-    """One delivery's claim on a run, returned by :meth:`RunOnceGuard.claim` (spec §3).
+    """One delivery's claim on a run, returned by :meth:`RunOnceGuard.claim`.
 
     When :attr:`outcome` is ``CLAIMED`` the run is this attempt's until ``lease_expires``: do the
     work, then call :meth:`complete` or :meth:`release` exactly once.
@@ -288,7 +291,7 @@ def _hints(handler: Callable[..., Any]) -> dict[str, Any]:
 
 
 class RunOnceGuard:
-    """Processes each scheduled run once, even when Cloud Scheduler delivers it twice (spec §3).
+    """Processes each scheduled run once, even when Cloud Scheduler delivers it twice.
 
     :param store: where claims are kept (:class:`~scheduler_emulator.service.RunStore`);
         ``None`` makes an in-memory :class:`~scheduler_emulator.service.SqliteRunStore`, which
@@ -369,7 +372,8 @@ class RunOnceGuard:
         return to_instant(now, "The run-once guard's clock returned")
 
     def run_for(self, headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> ScheduledRun:
-        """Name the run a delivery belongs to, with this guard's scope (spec §3, step 1).
+        """Name the run a delivery belongs to, with this guard's scope: its key is made of
+        ``X-CloudScheduler-JobName`` and ``X-CloudScheduler-ScheduleTime``.
 
         :param headers: the request's headers (any header-name case).
         :raises MissingRunHeadersError: when a header the key is made of is absent or blank.
@@ -378,7 +382,7 @@ class RunOnceGuard:
         return ScheduledRun.from_headers(headers, self.scope)
 
     def claim(self, headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> Attempt:
-        """Claim the run a delivery belongs to, in one store transaction (spec §3, step 2).
+        """Claim the run a delivery belongs to, in one store transaction.
 
         The low-level step under :meth:`run`, for integrations of your own: on ``CLAIMED`` do the
         work, then :meth:`Attempt.complete` or :meth:`Attempt.release`. Logs a WARNING when the
@@ -423,7 +427,7 @@ class RunOnceGuard:
         *,
         succeeded: Callable[[T], bool] | None = None,
     ) -> RunResult[T]:
-        """Run ``work`` for a delivery unless its run is done or in progress (spec §3).
+        """Run ``work`` for a delivery unless its run is done or in progress.
 
         The framework-neutral core of :meth:`once` and :meth:`view`. A duplicate of a completed
         run returns without running ``work`` (INFO log line); a refusal raises (WARNING log
@@ -520,7 +524,8 @@ class RunOnceGuard:
         return attempt
 
     def _finish(self, attempt: Attempt, *, succeeded: bool) -> None:
-        """Complete or release an attempt's claim and log what became of it (spec §3, step 3).
+        """Complete or release an attempt's claim and log what became of it, in one
+        transaction that changes the record only while it is still this attempt's.
 
         A store error is logged with its traceback, not raised: the work's outcome decides the
         answer.

@@ -55,7 +55,7 @@ DUPLICATE_RESPONSE = TimerResponse(200, (("Content-Length", "0"),), b"")
 
 
 class RunRefusedError(TargetError):
-    """The guard answered a delivery without running its work, with a 4xx (spec §3).
+    """The guard answered a delivery without running its work, with a 4xx.
 
     Raised to the caller of :meth:`RunOnceGuard.run` and, in function style, of a
     :meth:`~RunOnceGuard.once` handler; a router set up with :meth:`RunOnceGuard.install` and a
@@ -75,7 +75,7 @@ class RunRefusedError(TargetError):
 
 
 class MissingRunHeadersError(RunRefusedError):
-    """The delivery lacks a header the run key is made of: answered 400 (spec §3, step 1).
+    """The delivery lacks a header the run key is made of: answered 400.
 
     :param missing: the absent (or empty) headers, in the order ``X-CloudScheduler-JobName``,
         ``X-CloudScheduler-ScheduleTime``.
@@ -118,7 +118,7 @@ class MissingRunHeadersError(RunRefusedError):
 
 
 class RunInProgressError(RunRefusedError):
-    """Another attempt holds a live lease on the run: answered 409, never 503 (spec §3, step 2).
+    """Another attempt holds a live lease on the run: answered 409, never 503.
 
     A non-2xx answer keeps Cloud Scheduler's retries going in case that attempt fails; 409 rather
     than 503 because App Engine retries a 503 without counting it against the retry count.

@@ -1,4 +1,5 @@
-"""Where the run-once guard keeps its claims: run records and the stores that hold them (spec §3).
+"""Where the run-once guard keeps its claims: run records and the stores that
+hold them.
 
 A *run record* says what became of one scheduled run (one job at one schedule time): it is being
 worked on by one attempt (``in_progress``, held until ``lease_expires``) or it is done
@@ -62,7 +63,7 @@ _TABLE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
 class RunStatus(StrEnum):
-    """The state a run record is in (spec §3); the value is what the store holds."""
+    """The state a run record is in; the value is what the store holds."""
 
     #: One attempt claimed the run and holds it until ``lease_expires``.
     IN_PROGRESS = "in_progress"
@@ -71,7 +72,7 @@ class RunStatus(StrEnum):
 
 
 class ClaimOutcome(Enum):
-    """What one attempt's claim on a run found (spec §3, step 2)."""
+    """What one attempt's claim on a run found."""
 
     #: No record, or an expired lease: the run is now this attempt's to work on.
     CLAIMED = "claimed"
@@ -83,7 +84,7 @@ class ClaimOutcome(Enum):
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run's record in a store (spec §3).
+    """One run's record in a store.
 
     :param status: :class:`RunStatus`.
     :param attempt_id: the claiming attempt's id (``uuid4().hex``); only that attempt may complete
@@ -152,7 +153,7 @@ def _instant(value: Any) -> datetime:
 
 @dataclass(frozen=True)
 class Claim:
-    """The result of one claim transaction (spec §3, step 2).
+    """The result of one claim transaction.
 
     :param outcome: :class:`ClaimOutcome`.
     :param record: the record now in the store: this attempt's own when ``CLAIMED``, else the
@@ -167,7 +168,7 @@ class Claim:
 
 
 def decide_claim(existing: RunRecord | None, now: datetime) -> ClaimOutcome:
-    """Decide what a claim on a run does, given the record found (pure; spec §3, step 2).
+    """Decide what a claim on a run does, given the record found (pure).
 
     :param existing: the run's record, or ``None`` when the store has none.
     :param now: the claiming attempt's current instant (aware).
@@ -186,7 +187,7 @@ def decide_claim(existing: RunRecord | None, now: datetime) -> ClaimOutcome:
 
 @runtime_checkable
 class RunStore(Protocol):
-    """What the run-once guard needs of a store: two transactions and a read (spec §3).
+    """What the run-once guard needs of a store: two transactions and a read.
 
     Each method is one transaction on one key; a store must be safe to call from several threads
     (a WSGI server's) and, for stores shared between instances, from several processes.
@@ -262,7 +263,7 @@ def _why_unopenable(path: str, exc: Exception) -> str:
 
 
 class SqliteRunStore:
-    """Run records in SQLite: embedded, the guard's default store (spec §3).
+    """Run records in SQLite: embedded, the guard's default store.
 
     Every claim and finish is one ``BEGIN IMMEDIATE`` transaction, so two attempts never both
     claim a run. One connection per store and process, used under a lock, serves every thread.
@@ -479,7 +480,7 @@ def _firestore() -> Any:
 
 
 class FirestoreRunStore:
-    """Run records in Firestore, one document per run, claimed in transactions (spec §3).
+    """Run records in Firestore, one document per run, claimed in transactions.
 
     The store for a service with several instances. Each claim and finish runs in a
     ``@firestore.transactional`` function: Firestore retries it when another transaction touched

@@ -1,4 +1,4 @@
-"""What a timer handler sees of the HTTP request that ran it (spec §1).
+"""What a timer handler sees of the HTTP request that ran it.
 
 A handler parameter annotated :class:`TimerRequest` receives the run's method, path (without the
 query string), headers (looked up without regard to case) and raw body, plus the two headers
@@ -90,7 +90,7 @@ def _as_headers(value: Any) -> CaseInsensitiveHeaders:
 
 @dataclass(frozen=True)
 class TimerRequest:
-    """The request that ran a timer, as its handler sees it (spec §1).
+    """The request that ran a timer, as its handler sees it.
 
     A handler receives it through a parameter annotated ``TimerRequest``. Construct one yourself
     to call :meth:`~scheduler_emulator.service.TimerRouter.invoke` with headers.

@@ -1,4 +1,4 @@
-"""The timer router: Cloud Scheduler job runs routed to Python handlers (spec §1).
+"""The timer router: Cloud Scheduler job runs routed to Python handlers.
 
 ``@router.timer("nightly")`` makes a function the handler for the job ``nightly``; each run of the
 job is one HTTP request to ``/_triggers/timer/nightly``, and the handler runs once for it. The
@@ -96,11 +96,11 @@ logger = logging.getLogger("scheduler_emulator.service")
 #: The path a job's URI carries the timer's name under, unless the router sets another.
 DEFAULT_PREFIX = TIMER_PREFIX
 #: The environ key (and Flask ``request.environ`` key) holding the exception a handler raised,
-#: so an in-process caller (the Cloud Run style façade, spec §2) can re-raise it.
+#: so an in-process caller (the pytest plugin's Cloud Run style façade) can re-raise it.
 EXCEPTION_ENVIRON_KEY = "scheduler_emulator.service.exception"
 #: An environ key (also read from a Flask ``request.environ``): when its value is true, an
 #: exception a handler raised propagates out of the WSGI call instead of answering 500 (after it
-#: is logged), so an in-process test fails with the handler's own exception (spec §2).
+#: is logged), so an in-process test fails with the handler's own exception.
 PROPAGATE_EXCEPTIONS_KEY = "scheduler_emulator.service.propagate_exceptions"
 #: The exact body of the 500 answered when a handler raises.
 INTERNAL_SERVER_ERROR_BODY = (
@@ -359,7 +359,7 @@ def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
 
 
 class TimerRouter:
-    """Routes Cloud Scheduler job runs to handlers registered with :meth:`timer` (spec §1).
+    """Routes Cloud Scheduler job runs to handlers registered with :meth:`timer`.
 
     :param prefix: the path job URIs carry timer names under; normalised to a leading and a
         trailing slash (``"jobs"`` → ``"/jobs/"``). Matched exactly, case included.
@@ -559,7 +559,7 @@ class TimerRouter:
         return self.outcome(name, None)
 
     def invoke(self, name: str, payload: Any = None, request: TimerRequest | None = None) -> Any:
-        """Call a timer's handler directly, with no HTTP (function style, spec §2).
+        """Call a timer's handler directly, with no HTTP (the function style of testing).
 
         No routing rule applies: the job-name header is not compared and the payload is not
         serialised or bound.
