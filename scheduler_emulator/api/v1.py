@@ -102,7 +102,7 @@ class SchedulerApi:
     # ---------------------------------------------------------------- jobs
 
     def list_jobs(self, parent: str, page_size: int = 0, page_token: str = "") -> JobsPage:
-        """ListJobs: the jobs under ``parent`` in creation order (P15).
+        """ListJobs: the jobs under ``parent`` in creation order.
 
         :param parent: ``projects/P/locations/L``.
         :param page_size: jobs per page; 0 or negative gives the default, more than
@@ -120,7 +120,7 @@ class SchedulerApi:
         return self.emulator.get_job(parse_job_name(name).full)
 
     def create_job(self, parent: str, job: Mapping[str, Any]) -> Job:
-        """CreateJob: a job with a generated ID when ``job`` has no name (§5.1).
+        """CreateJob: a job with a generated ID when ``job`` has no name.
 
         :param parent: ``projects/P/locations/L``; the job's name must be under it.
         :param job: the Job's REST JSON; output-only fields are ignored.
@@ -143,8 +143,9 @@ class SchedulerApi:
     def update_job(
         self, name: str, job: Mapping[str, Any], update_mask: str | Sequence[str] | None
     ) -> Job:
-        """UpdateJob: the mask governs (§5.4, P12, P13); ``name`` identifies the job and the
-        body's ``name`` is ignored.
+        """UpdateJob: the mask governs (no mask applies every field in the body; a headers map
+        with ``null`` values edits the stored one); ``name`` identifies the job and the body's
+        ``name`` is ignored.
 
         :param name: the full job name (REST: the URL; gRPC: ``job.name``).
         :param job: the Job's REST JSON; output-only fields are ignored.
@@ -160,15 +161,15 @@ class SchedulerApi:
         self.emulator.delete_job(parse_job_name(name).full)
 
     def pause_job(self, name: str) -> Job:
-        """PauseJob. :raises FailedPrecondition: unless ENABLED (P11)."""
+        """PauseJob. :raises FailedPrecondition: unless ENABLED (the message names the state)."""
         return self.emulator.pause_job(parse_job_name(name).full)
 
     def resume_job(self, name: str) -> Job:
-        """ResumeJob. :raises FailedPrecondition: unless PAUSED (P11)."""
+        """ResumeJob. :raises FailedPrecondition: unless PAUSED (the message names the state)."""
         return self.emulator.resume_job(parse_job_name(name).full)
 
     def run_job(self, name: str) -> Job:
-        """RunJob: a run now, even while paused or running (P3)."""
+        """RunJob: a run now, even while paused or running (state unchanged)."""
         return self.emulator.run_job(parse_job_name(name).full)
 
     # ---------------------------------------------------------------- locations

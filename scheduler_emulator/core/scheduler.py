@@ -15,7 +15,7 @@ give the same decisions, whichever clock drives the runtime::
     >>> [type(d).__name__ for d in core.due(noon)]
     ['StartAttempt', 'SaveNextFire']
 
-Rules (spec §9, §11, §17 P3–P6):
+Rules (those Google leaves open are our pinned decisions, docs/differences-from-production.md):
 
 - One timer heap of ``(instant, seq, kind, job, run)`` entries for every job: fire times,
   pending retries, and the ends of attempts that last past the instant they were recorded
@@ -25,7 +25,7 @@ Rules (spec §9, §11, §17 P3–P6):
 - At most one *scheduled* run of a job is outstanding, until its last attempt has *ended* (its
   recorded end time, not when the call returned). Scheduled times that pass meanwhile are
   missed: the earliest gets one delayed run when the current run ends, the others are
-  recorded as skipped (P6). Forced runs (RunJob) neither wait for nor block scheduled runs (P3).
+  recorded as skipped. Forced runs (RunJob) neither wait for nor block scheduled runs.
 - Whether and when a failed attempt is retried is :func:`~scheduler_emulator.domain.retry.
   next_attempt_time`.
 """
@@ -91,7 +91,7 @@ class SaveRun:
 
 @dataclass(frozen=True)
 class RecordSkipped:
-    """Record that a scheduled time was skipped (P6: the job's previous run was still going,
+    """Record that a scheduled time was skipped (the job's previous run was still going,
     or the emulator was not running)."""
 
     skipped: SkippedRun
@@ -123,7 +123,7 @@ class AttemptEnd:
         fault added latency on a manual clock.
     :param extra_retry: a lost acknowledgement earned the run a retry beyond its config.
     :param uncounted: the attempt is retried whatever the retry config and does not count
-        against ``retryCount`` (an App Engine target's 503, spec §3.5, §11.4).
+        against ``retryCount`` (an App Engine target's 503).
     """
 
     code: str
@@ -154,8 +154,9 @@ class _JobState:
 class Scheduler:
     """Job registry, run state machine and timers of one emulator (see the module docstring).
 
-    :param dst_policy: ``"absolute"`` (P1 default) or ``"vixie"``.
-    :param force_run_schedule_time: ``"next"`` (P3 default: forced runs carry the next
+    :param dst_policy: ``"absolute"`` (the default: wall-clock matching on absolute minutes) or
+        ``"vixie"``.
+    :param force_run_schedule_time: ``"next"`` (the default: forced runs carry the next
         scheduled time) or ``"omit"`` (no ScheduleTime header on forced runs).
     :raises ValueError: for another ``force_run_schedule_time``.
     """
@@ -191,10 +192,11 @@ class Scheduler:
         """Add or replace ``job``; return it with its output-only fields, and the decisions.
 
         Replacing keeps the job's runs in progress. With ``reschedule`` the next fire time is
-        computed from ``now`` (create, update, resume: §9.4); otherwise an existing one is kept.
-        Pausing drops pending retries of scheduled runs (the decisions save those runs).
+        computed from ``now`` (create, update, resume: missed times are not run); otherwise an
+        existing one is kept. Pausing drops pending retries of scheduled runs (the decisions save
+        those runs).
 
-        :param create: refuse to replace an existing job (CreateJob, §5.1).
+        :param create: refuse to replace an existing job (CreateJob).
         :raises InvalidArgument: for a bad schedule or time zone (nothing changes).
         :raises AlreadyExists: with ``create``, if the job exists.
         """
@@ -258,7 +260,7 @@ class Scheduler:
     def page(self, prefix: str, size: int, from_seq: int) -> tuple[list[Job], int | None]:
         """Return up to ``size`` jobs whose names start with ``prefix``, in creation order, from
         creation number ``from_seq`` on, and the creation number of the next page's first job
-        (``None`` when there is none). Stable when jobs come and go between pages (P15)."""
+        (``None`` when there is none). Stable when jobs come and go between pages."""
         chosen = (
             s for s in self._jobs.values() if s.seq >= from_seq and s.job.name.startswith(prefix)
         )
@@ -267,7 +269,8 @@ class Scheduler:
         return [self.view(s) for s in first[:size]], next_seq
 
     def view(self, state: _JobState) -> Job:
-        """The job as the API shows it, output-only fields included (§12, P14, P21)."""
+        """The job as the API shows it, output-only fields included: no ``status``
+        before the first attempt, no ``scheduleTime`` while paused."""
         if state.job.state != State.ENABLED:
             when = None
         elif state.active is not None and state.active.next_attempt_at is not None:
@@ -320,7 +323,7 @@ class Scheduler:
         return out
 
     def force(self, name: str, now: datetime) -> list[Decision]:
-        """Start a forced run of the job now (RunJob, §5.8, P3), even if paused or running.
+        """Start a forced run of the job now (RunJob), even if paused or running.
 
         :raises NotFound: if there is no such job.
         """
@@ -454,7 +457,7 @@ class Scheduler:
         # The stored next fire time moves only once this time is accounted for (a run or a
         # skipped record written first), so a crash at any point leaves it listed at restart.
         moved = SaveNextFire(state.job.name, state.next_fire_utc)
-        if state.active is not None:  # P6: one delayed run for the earliest missed time
+        if state.active is not None:  # one delayed run for the earliest missed time
             if state.missed is None:
                 state.missed = nominal  # stored next fire stays here until its delayed run
                 return []
@@ -522,7 +525,7 @@ class Scheduler:
     def _after_attempt(
         self, state: _JobState, run: Run, end: AttemptEnd, now: datetime
     ) -> list[Decision]:
-        """Schedule a retry or end the run (P4–P6)."""
+        """Schedule a retry or end the run (and start the delayed run of a missed time, if any)."""
         assert run.first_attempt_start is not None
         job = state.job
         if end.uncounted:

@@ -1,4 +1,4 @@
-"""The REST JSON edge: proto3 JSON mapping of Job and its parts (spec §3.8).
+"""The REST JSON edge: proto3 JSON mapping of Job and its parts.
 
 Everything inside the emulator is a :class:`~scheduler_emulator.domain.resources.Job` with
 snake_case
@@ -9,9 +9,9 @@ at the edge:
   or integers (the Python client sends ``"httpMethod": 1``), int32 as numbers or numeric strings,
   standard or URL-safe base64 with or without padding — silently ignores output-only fields,
   rejects unknown fields and wrong JSON types naming the field path and value, then applies the
-  server defaults (§3.7) and validates the result (§2, §3, §11.1).
+  server defaults and validates the result.
 - :func:`job_to_json` renders what the real service returns: camelCase, proto3 defaults omitted
-  except what the service always shows (§3.7), canonical durations and timestamps.
+  except what the service always shows, canonical durations and timestamps.
 - For UpdateJob (:mod:`~scheduler_emulator.domain.update_mask`) the parts of :func:`job_from_json`
 are
   public: :func:`parse_job` (parse only), :func:`json_fields` (which fields the body *has*, with
@@ -44,8 +44,8 @@ follow Google's front-end wording, which names the proto (snake_case) path::
     Invalid value at 'job.retry_config.retry_count' (TYPE_INT32), "abc"
 
 while the error's ``field`` is the camelCase path the rest of the emulator uses
-(``httpTarget.foo``, ``retryConfig.retryCount``) and the field violation's description is a P20
-sentence (``retryConfig.retryCount must be an integer; got "abc".``).
+(``httpTarget.foo``, ``retryConfig.retryCount``) and the field violation's description is a short
+sentence naming the value (``retryConfig.retryCount must be an integer; got "abc".``).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def _surrogate_error(path: str, value: str) -> None:
 
 
 def parse_duration(text: str, *, field: str | None = None) -> timedelta:
-    """Parse a proto3 JSON Duration string (spec §3.8).
+    """Parse a proto3 JSON Duration string.
 
     Accepts seconds with an optional leading ``-``, up to 9 fractional digits and the ``s``
     suffix: ``"600s"``, ``"3.5s"``, ``"1.500s"``, ``"-0.25s"``. Proto3 JSON encodes a Duration
@@ -238,7 +238,7 @@ def parse_duration(text: str, *, field: str | None = None) -> timedelta:
 
 
 def format_duration(value: timedelta) -> str:
-    """Render a duration in the canonical shortest proto3 JSON form (spec §3.8).
+    """Render a duration in the canonical shortest proto3 JSON form.
 
     Whole seconds as ``"Ns"`` (``"180s"``, ``"0s"``), otherwise 3 or 6 fractional digits
     (``"1.500s"``, ``"0.000250s"``); negative values get a leading ``-``.
@@ -257,7 +257,7 @@ def format_duration(value: timedelta) -> str:
 
 
 def parse_timestamp(text: str, *, field: str | None = None) -> datetime:
-    """Parse an RFC 3339 timestamp with any UTC offset (spec §3.8); see
+    """Parse an RFC 3339 timestamp with any UTC offset; see
     :func:`scheduler_emulator.wire.parse_timestamp`.
 
     :param text: the JSON value.
@@ -273,7 +273,7 @@ def parse_timestamp(text: str, *, field: str | None = None) -> datetime:
 
 
 def format_timestamp(value: datetime) -> str:
-    """Render a timestamp as the service does: UTC with ``Z`` (spec §3.8); see
+    """Render a timestamp as the service does: UTC with ``Z``; see
     :func:`scheduler_emulator.wire.format_timestamp`.
 
     :raises NaiveDatetimeError: when ``value`` is naive; pass ``datetime(..., tzinfo=UTC)``.
@@ -287,14 +287,13 @@ def format_timestamp(value: datetime) -> str:
 
 @dataclass(frozen=True)
 class MessageFields:
-    """The JSON-visible fields of one message type of the Job resource (spec §3).
+    """The JSON-visible fields of one message type of the Job resource.
 
     Names are the proto (snake_case) names, which are also the attribute names of the
     :mod:`~scheduler_emulator.domain.resources` dataclasses; JSON accepts each in camelCase too.
 
     :param settable: the fields a request may set, in proto order.
-    :param output_only: fields a request may carry but that are ignored whatever their value
-        (§3.2).
+    :param output_only: fields a request may carry but that are ignored whatever their value.
     :param messages: the message-typed fields among ``settable``, as ``(field, type name)``
         pairs; the type name is a key of :data:`MESSAGE_FIELDS`. Every other field is a scalar,
         an enum, bytes, a Duration or a string map.
@@ -313,7 +312,7 @@ class MessageFields:
 
 
 #: The fields of every message of the Job resource, by type name (``"Job"``, ``"HttpTarget"``…).
-#: The one table the JSON parser and the update-mask paths (§5.4) both read.
+#: The one table the JSON parser and the update-mask paths both read.
 MESSAGE_FIELDS: Mapping[str, MessageFields] = MappingProxyType(
     {
         "Job": MessageFields(
@@ -461,7 +460,7 @@ def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, An
             )
         name = found
         if name in output_only:
-            continue  # silently ignored, whatever the value (§3.2)
+            continue  # silently ignored, whatever the value
         if name in seen:
             raise InvalidArgument(
                 f"Invalid JSON payload received. {_show(seen[name])} and {_show(key)} at "
@@ -534,7 +533,7 @@ def _string_map(value: Any) -> Mapping[str, str]:
     result: dict[str, str] = {}
     for key, item in value.items():
         if item is None:
-            continue  # gcloud's "remove this header" (§3.8, §5.4); dropped on create
+            continue  # gcloud's "remove this header"; dropped on create
         if not isinstance(key, str) or not isinstance(item, str):
             raise _BadValue(f"must map strings to strings, but {_show(key)} maps to {_show(item)}")
         if lone_surrogate(key) or lone_surrogate(item):
@@ -585,7 +584,7 @@ _CONVERSIONS: Mapping[str, Mapping[str, _Conversion]] = {
     },
     "AppEngineRouting": {"service": _STRING, "version": _STRING, "instance": _STRING},
     "PubsubTarget": {"topic_name": _STRING, "data": _BYTES, "attributes": _MAP},
-    "RetryConfig": {  # an absent field takes the server's default (P7), not zero
+    "RetryConfig": {  # an absent field takes the server's default (maxDoublings 5), not zero
         "retry_count": (_int32, _RETRY_DEFAULTS.retry_count),
         "max_retry_duration": (_duration, _RETRY_DEFAULTS.max_retry_duration),
         "min_backoff_duration": (_duration, _RETRY_DEFAULTS.min_backoff_duration),
@@ -628,7 +627,7 @@ def _message(data: Any, path: _Path, type_name: str) -> Any:
 
 
 def parse_job(data: Mapping[str, Any], *, default_name: str | None = None) -> Job:
-    """Convert a REST JSON body to a Job as it stands: no defaults, no validation (spec §3.8).
+    """Convert a REST JSON body to a Job as it stands: no defaults, no validation.
 
     The parsing half of :func:`job_from_json`: the same spellings are accepted and the same
     :class:`~scheduler_emulator.domain.errors.InvalidArgument` is raised for unknown fields and
@@ -636,7 +635,7 @@ def parse_job(data: Mapping[str, Any], *, default_name: str | None = None) -> Jo
     of the wrong type or form. Fields absent from ``data`` take the value the parser gives an
     absent field: empty strings and maps, ``HTTP_METHOD_UNSPECIFIED``, no target, no token,
     ``attempt_deadline=None`` and a :class:`~scheduler_emulator.domain.resources.RetryConfig` of the
-    §11.1 defaults (also for each absent field of a given ``retryConfig``). Output-only fields
+    server's defaults (also for each absent field of a given ``retryConfig``). Output-only fields
     are ignored and left at their initial values.
 
     :param data: the decoded JSON object.
@@ -656,7 +655,7 @@ def default_message(type_name: str) -> Any:
 
     That is what an update-mask path "clears" a message to: ``HttpTarget(uri="",
     http_method=HTTP_METHOD_UNSPECIFIED)``, ``OidcToken(service_account_email="")``, the
-    §11.1 ``RetryConfig()``…
+    default ``RetryConfig()``…
 
     :param type_name: a key of :data:`MESSAGE_FIELDS` other than ``"Job"``.
     :raises KeyError: for any other name.
@@ -671,7 +670,7 @@ def json_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     """Return a Job JSON body keyed by proto (snake_case) field names, values as given.
 
     Message-typed fields are converted recursively; every other value (strings, numbers, maps —
-    with their ``null`` values, which gcloud uses to remove headers, §5.4) is returned untouched.
+    with their ``null`` values, which gcloud uses to remove headers) is returned untouched.
     Fields whose value is ``null`` and output-only fields are left out. Tells which fields a
     body *has* (proto3 JSON presence), which :func:`parse_job` cannot.
 
@@ -693,7 +692,7 @@ def json_fields(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def normalise_job(job: Job) -> Job:
-    """Apply the server defaults and check every rule, as CreateJob does (spec §3.7, §3.2).
+    """Apply the server defaults and check every rule, as CreateJob does.
 
     :param job: a job as parsed (:func:`parse_job`) or as changed by an update.
     :raises InvalidArgument: for any rule of
@@ -706,7 +705,7 @@ def normalise_job(job: Job) -> Job:
 
 
 def job_from_json(data: Mapping[str, Any], *, default_name: str | None = None) -> Job:
-    """Build a valid, normalised Job from a REST JSON body (spec §3.8, §3.7, §3.2).
+    """Build a valid, normalised Job from a REST JSON body.
 
     Accepts camelCase and snake_case keys at every level; enum names or integers
     (``"httpMethod": "POST"`` or ``1``, also ``"1"``); int32 as numbers or numeric strings;
@@ -714,8 +713,8 @@ def job_from_json(data: Mapping[str, Any], *, default_name: str | None = None) -
     JSON ``null`` anywhere meaning "not set" (a null header or attribute value is dropped).
     Output-only fields (``state``, ``status``, ``scheduleTime``, ``lastAttemptTime``,
     ``userUpdateTime``, ``appEngineRouting.host``) are ignored whatever their value;
-    ``attemptDeadline`` of a Pub/Sub job is ignored (§3.5). Missing RetryConfig fields get the
-    defaults of §11.1 / P7 (``maxDoublings`` 5). :func:`parse_job` followed by
+    ``attemptDeadline`` of a Pub/Sub job is ignored. Missing RetryConfig fields get the
+    server's defaults (``maxDoublings`` 5). :func:`parse_job` followed by
     :func:`normalise_job`.
 
     :param data: the decoded JSON object (the request body of CreateJob, a jobs-file entry…).
@@ -751,7 +750,7 @@ def _enum(value: HttpMethod | int, enum_int: bool) -> str | int:
 
 
 def status_to_json(status: Status | None) -> dict[str, Any] | None:
-    """Render ``Job.status`` per spec §17 P14.
+    """Render ``Job.status``: absent before the first attempt, then ``{}`` or the failure.
 
     :param status: the last attempt's result, or ``None`` when the job never ran.
     :return: ``None`` (omit the field) for a job that never ran, ``{}`` for code 0 (OK), else
@@ -824,25 +823,26 @@ def _retry_config_json(config: RetryConfig) -> dict[str, Any]:
         "minBackoffDuration": format_duration(config.min_backoff_duration),
         "maxBackoffDuration": format_duration(config.max_backoff_duration),
         # Shown even when 0 (unlike proto3), so that an explicit 0 survives a round trip: an
-        # absent maxDoublings means 5 on input (P7).
+        # absent maxDoublings means 5 on input.
         "maxDoublings": config.max_doublings,
     }
 
 
 def job_to_json(job: Job, *, enum_int: bool = False) -> dict[str, Any]:
-    """Render a Job as the real service returns it (spec §3.1, §3.7, §3.8).
+    """Render a Job as the real service returns it.
 
-    camelCase keys in the order of §3.1; proto3 defaults omitted (empty ``description``,
-    ``retryCount`` 0, empty headers/body/attributes, empty token ``audience``/``scope``), except
-    what the service always shows: ``state``, ``httpMethod``, ``attemptDeadline`` (HTTP and App
-    Engine targets), and the full ``retryConfig`` (``maxRetryDuration: "0s"``, backoffs,
-    ``maxDoublings``). Durations and timestamps are canonical (:func:`format_duration`,
-    :func:`format_timestamp`), bytes are standard base64 with padding, ``status`` follows P14
-    (:func:`status_to_json`), and unset timestamps are omitted.
+    camelCase keys in the order the real service uses; proto3 defaults omitted (empty
+    ``description``, ``retryCount`` 0, empty headers/body/attributes, empty token
+    ``audience``/``scope``), except what the service always shows: ``state``, ``httpMethod``,
+    ``attemptDeadline`` (HTTP and App Engine targets), and the full ``retryConfig``
+    (``maxRetryDuration: "0s"``, backoffs, ``maxDoublings``). Durations and timestamps are canonical
+    (:func:`format_duration`, :func:`format_timestamp`), bytes are standard base64 with padding,
+    ``status`` is absent until the first attempt (:func:`status_to_json`), and unset timestamps are
+    omitted.
 
     :param job: the job (normally already defaulted by ``with_defaults``).
     :param enum_int: render ``state`` and ``httpMethod`` as integers, as asked for by the Python
-        client's ``$alt=json;enum-encoding=int`` (§3.8); names otherwise.
+        client's ``$alt=json;enum-encoding=int``; names otherwise.
     :return: a JSON-serialisable dict. For the configuration fields
         ``job_from_json(job_to_json(job)) == job`` holds.
     """

@@ -1,19 +1,18 @@
-"""Job and location resource names (spec §2, §17 P18).
+"""Job and location resource names.
 
 A job is named ``projects/{PROJECT_ID}/locations/{LOCATION_ID}/jobs/{JOB_ID}``; its location is
-``projects/{PROJECT_ID}/locations/{LOCATION_ID}``. The character rules are the proto's (§2):
+``projects/{PROJECT_ID}/locations/{LOCATION_ID}``. The character rules are the proto's:
 
 - PROJECT_ID: letters, digits, ``-``, ``:`` and ``.`` (the last two allow domain-scoped projects
   such as ``example.com:my-project``). Like the proto, no rule on the first character or length.
-- LOCATION_ID: any ID of the shape ``us-central1`` (P18, ``^[a-z]+(-[a-z]+)*[0-9]*$``); whether
-  the location is *served* is the store's business, not this module's.
+- LOCATION_ID: any ID of the shape ``us-central1`` (``^[a-z]+(-[a-z]+)*[0-9]*$``, the emulator's
+  rule); whether the location is *served* is the store's business, not this module's.
 - JOB_ID: ``^[A-Za-z0-9_-]{1,500}$``.
 
 Every error is :class:`~scheduler_emulator.domain.errors.InvalidArgument` with ``field="name"`` (or
-the
-field the caller names). A string that is not of the ``projects/…/jobs/…`` shape gets Google's
-verbatim message (:data:`JOB_NAME_FORMAT_MESSAGE`, §6.3); a well-shaped name with a bad segment
-gets a P20 sentence naming the segment and its value.
+the field the caller names). A string that is not of the ``projects/…/jobs/…`` shape gets Google's
+verbatim message (:data:`JOB_NAME_FORMAT_MESSAGE`); a well-shaped name with a bad segment
+gets a short sentence naming the segment and its value.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ __all__ = [
     "qualify_job_name",
 ]
 
-#: Google's message for a job name that is not a full resource name (spec §2, §6.3).
+#: Google's message for a job name that is not a full resource name.
 JOB_NAME_FORMAT_MESSAGE = (
     'Job name must be formatted: "projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>".'
 )
@@ -48,12 +47,12 @@ PROJECT_ID_RE = re.compile(r"[A-Za-z0-9:.\-]+")
 LOCATION_ID_RE = re.compile(r"[a-z]+(-[a-z]+)*[0-9]*")
 JOB_ID_RE = re.compile(r"[A-Za-z0-9_\-]{1,500}")
 
-#: Longest JOB_ID the service accepts (spec §2, §15).
+#: Longest JOB_ID the service accepts.
 MAX_JOB_ID_LENGTH = 500
 
 
 class LocationName(NamedTuple):
-    """A parsed location name ``projects/{project}/locations/{location}`` (spec §2)."""
+    """A parsed location name ``projects/{project}/locations/{location}``."""
 
     project: str
     location: str
@@ -65,7 +64,7 @@ class LocationName(NamedTuple):
 
 
 class JobName(NamedTuple):
-    """A parsed job name ``projects/{project}/locations/{location}/jobs/{job_id}`` (spec §2).
+    """A parsed job name ``projects/{project}/locations/{location}/jobs/{job_id}``.
 
     Build one with :func:`parse_job_name` (which validates) or directly from parts you have
     already checked.
@@ -113,7 +112,7 @@ _JOB_ID = _Segment("job ID", JOB_ID_RE, "use only letters, digits, hyphens and u
 
 
 def check_project_id(project: str, *, field: str = "name") -> str:
-    """Check a PROJECT_ID against the §2 character rule.
+    """Check a PROJECT_ID against the proto's character rule.
 
     :param project: the project ID, e.g. ``my-project`` or ``example.com:my-project``.
     :param field: the field path reported in the error.
@@ -125,7 +124,8 @@ def check_project_id(project: str, *, field: str = "name") -> str:
 
 
 def check_location_id(location: str, *, field: str = "name") -> str:
-    """Check a LOCATION_ID against the emulator's location rule (spec §17 P18).
+    """Check a LOCATION_ID against the emulator's location rule (the shape
+    ``us-central1``: ``^[a-z]+(-[a-z]+)*[0-9]*$``).
 
     :param location: the location ID, e.g. ``us-central1``.
     :param field: the field path reported in the error.
@@ -136,7 +136,7 @@ def check_location_id(location: str, *, field: str = "name") -> str:
 
 
 def check_job_id(job_id: str, *, field: str = "name") -> str:
-    """Check a JOB_ID against the §2 rule ``^[A-Za-z0-9_-]{1,500}$``.
+    """Check a JOB_ID against the proto's rule ``^[A-Za-z0-9_-]{1,500}$``.
 
     :param job_id: the short job ID, e.g. ``nightly``.
     :param field: the field path reported in the error.
@@ -154,7 +154,8 @@ def check_job_id(job_id: str, *, field: str = "name") -> str:
 
 
 def parse_location_name(name: str, *, field: str = "parent") -> LocationName:
-    """Parse and validate ``projects/{P}/locations/{L}`` (spec §2, P18).
+    """Parse and validate ``projects/{P}/locations/{L}`` (any location of the shape
+    ``us-central1``).
 
     :param name: the location resource name, e.g. a CreateJob/ListJobs ``parent``.
     :param field: the field path reported in the error.
@@ -173,7 +174,7 @@ def parse_location_name(name: str, *, field: str = "parent") -> LocationName:
 
 
 def parse_job_name(name: str, *, parent: str | None = None, field: str = "name") -> JobName:
-    """Parse and validate a full job name (spec §2).
+    """Parse and validate a full job name.
 
     :param name: ``projects/{P}/locations/{L}/jobs/{J}``.
     :param parent: optional location name (``projects/P/locations/L``, e.g. the URL's parent of a
@@ -212,10 +213,10 @@ def parse_job_name(name: str, *, parent: str | None = None, field: str = "name")
 
 
 def location_name(project: str, location: str) -> str:
-    """Build and validate ``projects/{project}/locations/{location}`` (spec §2).
+    """Build and validate ``projects/{project}/locations/{location}``.
 
     :param project: the project ID.
-    :param location: the location ID (P18 shape).
+    :param location: the location ID (of the shape ``us-central1``).
     :raises InvalidArgument: when either part breaks its rule (``field="parent"``).
     :return: the full location name.
     """
@@ -225,9 +226,9 @@ def location_name(project: str, location: str) -> str:
 
 
 def generate_job_id() -> str:
-    """Return a new random job ID for a create without a name (spec §2).
+    """Return a new random job ID for a create without a name.
 
-    Google does not document the format of generated IDs (§2 [open]); the emulator uses 32
+    Google does not document the format of generated IDs; the emulator uses 32
     lowercase hexadecimal digits of a random UUID4 (e.g. ``9f1c2e4b7a3d4c0e8b5a6f7e1d2c3b4a``),
     which satisfies the JOB_ID rule and is unique for all practical purposes.
 
@@ -245,7 +246,7 @@ def qualify_job_name(name_or_id: str, project: str, location: str) -> str:
     :param name_or_id: a JOB_ID or a full ``projects/P/locations/L/jobs/J`` name.
     :param project: the default project ID.
     :param location: the default location ID.
-    :raises InvalidArgument: (``field="name"``) when the result is not a valid job name (§2).
+    :raises InvalidArgument: (``field="name"``) when the result is not a valid job name.
     :return: the full job name.
     """
     if "/" in name_or_id:

@@ -1,9 +1,9 @@
-"""Classify what a target did into the attempt outcome Cloud Scheduler logs (spec §10.4, §14.3).
+"""Classify what a target did into the attempt outcome Cloud Scheduler logs.
 
 An attempt succeeds when the final HTTP status (after redirects) is 2xx. Everything else is a
 failure with a google.rpc code and the ``debugInfo`` text of the execution log. Mappings seen
-in production logs are reproduced exactly; the rest are pinned by spec §14.3 "not observed"
-and listed in ``docs/differences-from-production.md``.
+in production logs are reproduced exactly; the rest (not observed in production) are the
+emulator's choice, listed in ``docs/differences-from-production.md``.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class Outcome:
         return RPC_CODES[self.code]
 
 
-# Observed in production (§14.3): status → (code, debugInfo prefix).
+# Observed in production: status → (code, debugInfo prefix).
 _OBSERVED: dict[int, tuple[str, str]] = {
     401: ("UNAUTHENTICATED", "URL_ERROR-ERROR_AUTHENTICATION"),
     403: ("PERMISSION_DENIED", "URL_ERROR-ERROR_OTHER"),
@@ -61,7 +61,7 @@ _OBSERVED: dict[int, tuple[str, str]] = {
     500: ("INTERNAL", "URL_UNREACHABLE-UNREACHABLE_5xx"),
     504: ("DEADLINE_EXCEEDED", "URL_TIMEOUT-TIMEOUT_WEB"),
 }
-# Emulator-chosen (§14.3 "not observed"): the standard HTTP → google.rpc mapping.
+# Emulator-chosen (not observed in production): the standard HTTP → google.rpc mapping.
 _CHOSEN_4XX: dict[int, str] = {
     400: "INVALID_ARGUMENT",
     409: "ABORTED",
@@ -87,8 +87,8 @@ def classify_status(status: int) -> Outcome:
     """Return the outcome of an attempt whose final response had HTTP ``status``.
 
     :param status: the HTTP status code after redirects (100–599).
-    :return: OK with ``URL_CRAWLED`` for 2xx; otherwise the failure code and debug text of
-        spec §14.3, e.g. 500 → ``INTERNAL``,
+    :return: OK with ``URL_CRAWLED`` for 2xx; otherwise the failure code and debug text
+        production logs show, e.g. 500 → ``INTERNAL``,
         ``URL_UNREACHABLE-UNREACHABLE_5xx. Original HTTP response code number = 500``.
     """
     outcome = _BY_STATUS.get(status)
@@ -114,7 +114,7 @@ def _classify_status(status: int) -> Outcome:
 
 
 def classify_failure(failure: Failure, detail: str = "") -> Outcome:
-    """Return the outcome of an attempt that got no HTTP response (spec §14.3, emulator-chosen).
+    """Return the outcome of an attempt that got no HTTP response (emulator-chosen).
 
     :param failure: what went wrong.
     :param detail: a short human-readable detail appended to the debug text.

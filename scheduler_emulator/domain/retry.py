@@ -1,7 +1,9 @@
 """Retry arithmetic: how long to wait before a retry, and whether to retry at all.
 
-Pure functions of a :class:`~scheduler_emulator.domain.resources.RetryConfig` (spec §11, §17 P4,
-P5).
+Pure functions of a :class:`~scheduler_emulator.domain.resources.RetryConfig`, following Google's
+rules (https://cloud.google.com/scheduler/docs/configuring/retry-jobs), plus two of ours where
+Google is silent: with both ``retryCount`` and ``maxRetryDuration`` set, retries go on while
+either limit is unmet; the wait before a retry counts from the end of the failed attempt.
 The documented example (min 10 s, max 300 s, 3 doublings) gives waits of
 10, 20, 40, 80, 160, 240, 300, 300 s::
 
@@ -28,11 +30,11 @@ _MICROSECOND = timedelta(microseconds=1)
 
 
 def backoff(config: RetryConfig, retry_number: int) -> timedelta:
-    """Return the wait before the ``retry_number``-th retry of a run (spec §11.2).
+    """Return the wait before the ``retry_number``-th retry of a run.
 
     With ``min``, ``max`` and ``d`` the config's min/max backoff and max doublings: the wait is
     ``min × 2^(k−1)`` while ``k − 1 ≤ d``, then ``min × 2^d × (k − d)``, capped at ``max``.
-    The wait counts from the end of the failed attempt (P5).
+    The wait counts from the end of the failed attempt (our pinned rule).
 
     :param config: the job's retry config.
     :param retry_number: 1 for the first retry, 2 for the second, …
@@ -62,7 +64,7 @@ def backoff(config: RetryConfig, retry_number: int) -> timedelta:
 def may_retry(
     config: RetryConfig, retries_done: int, first_attempt_start: datetime, now: datetime
 ) -> bool:
-    """Tell whether a run whose latest attempt just failed gets another attempt (spec §11.3, P4).
+    """Tell whether a run whose latest attempt just failed gets another attempt.
 
     - ``retryCount`` 0 and ``maxRetryDuration`` 0: never.
     - count only: while ``retries_done < retryCount``.
@@ -93,13 +95,12 @@ def next_attempt_time(
     extra_retry: bool = False,
     uncounted: int = 0,
 ) -> tuple[datetime | None, bool]:
-    """The whole after-attempt decision: when the run's next attempt is due, if any (spec §9.3,
-    §11, P4, P5).
+    """The whole after-attempt decision: when the run's next attempt is due, if any.
 
     A run gets another attempt when its latest attempt failed (``code`` is not ``"OK"``), the
     job may still run (``may_run``: it is ENABLED, or the run was forced), and
     :func:`may_retry` allows — or, when it does not, the run holds an ``extra_retry`` earned by
-    a lost acknowledgement (at-least-once delivery, §9.3), which this spends. The attempt is
+    a lost acknowledgement (at-least-once delivery), which this spends. The attempt is
     due :func:`backoff` after the failed attempt's end.
 
     :param code: the google.rpc code name of the attempt that just ended.
@@ -109,7 +110,7 @@ def next_attempt_time(
     :param may_run: the job is ENABLED or the run is forced.
     :param extra_retry: the run holds a retry beyond its config.
     :param uncounted: non-zero when the attempt that just ended is retried whatever the config
-        and does not count against ``retryCount`` (an App Engine target's 503, spec §3.5): the
+        and does not count against ``retryCount`` (an App Engine target's 503): the
         number of such attempts in a row; the wait is then the backoff of that retry number
         (pinned).
     :return: ``(when, extra_retry_left)``: the aware UTC instant of the next attempt, or

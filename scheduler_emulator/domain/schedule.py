@@ -14,8 +14,8 @@ give its fire instants as timezone-aware datetimes in the job's zone::
 returned datetimes carry the job's zone; compare or subtract them after ``.astimezone(UTC)``,
 because Python compares two datetimes of the same zone by wall time and ignores ``fold``.
 
-How fire times are computed (spec §8, §17 P1)
----------------------------------------------
+How fire times are computed (our pinned rule; Google documents none)
+--------------------------------------------------------------------
 The rule is defined as a walk over absolute minutes: convert each instant to the job's zone and
 fire when the local wall time matches the fields. Walking minutes is slow, so the code computes
 the same set in jumps. :func:`~scheduler_emulator.domain.timezones.segment_at` splits time into
@@ -68,10 +68,10 @@ __all__ = [
     "resolve_time_zone",
 ]
 
-#: The accepted values of ``dst_policy`` (spec §17 P1).
+#: The accepted values of ``dst_policy`` (the module docstring describes both).
 DST_POLICIES: Final = ("absolute", "vixie")
-#: The default ``dst_policy`` (spec §17 P1); the emulator's settings take it from
-#: :class:`~scheduler_emulator.runtime._options.EmulatorOptions`.
+#: The default ``dst_policy``: wall-clock matching on absolute minutes; the emulator's settings take
+#: it from :class:`~scheduler_emulator.runtime._options.EmulatorOptions`.
 DEFAULT_DST_POLICY: Final = DST_POLICIES[0]
 #: How far ahead a fire time is searched for before a schedule counts as never firing.
 HORIZON: Final = timedelta(days=3653)
@@ -113,7 +113,7 @@ def _schedule_error(description: str) -> InvalidArgument:
 
 
 # --------------------------------------------------------------------------------------------
-# unix-cron parsing (spec §7.1, §17 P8, P9)
+# unix-cron parsing (names case-insensitive; day of month OR day of week when both restricted)
 # --------------------------------------------------------------------------------------------
 
 
@@ -190,7 +190,7 @@ def _parse_field(text: str, schedule: str, spec: _Field) -> set[int]:
         values.update(range(low, high + 1, step))
     if spec.names is _WEEKDAY_NAMES and 7 in values:
         values.discard(7)
-        values.add(0)  # 7 is Sunday (spec §7.1)
+        values.add(0)  # 7 is Sunday
     return values
 
 
@@ -271,7 +271,7 @@ class _Matcher:
                         ok = in_dow
                     elif dow_star:
                         ok = in_dom
-                    else:  # both restricted: either matches (spec §17 P8)
+                    else:  # both restricted: either matches (our pinned rule)
                         ok = in_dom or in_dow
                     if ok:
                         days.append(day)
@@ -364,7 +364,7 @@ def _parse_cron(text: str, fields: list[str]) -> tuple[_Matcher, bool]:
 
 
 # --------------------------------------------------------------------------------------------
-# English-like parsing (spec §7.2, §17 P16)
+# English-like parsing (the subset the emulator supports)
 # --------------------------------------------------------------------------------------------
 
 
@@ -467,17 +467,17 @@ class Schedule:
     and policy); pickling re-parses.
 
     :param text: the schedule, unix-cron or English-like (see :func:`parse_schedule`).
-    :param time_zone: the job's ``timeZone`` (spec §8, §17 P10); ``""`` means ``Etc/UTC``.
-    :param dst_policy: ``"absolute"`` or ``"vixie"`` (spec §17 P1).
+    :param time_zone: the job's ``timeZone`` (an IANA name or ``utc``); ``""`` means ``Etc/UTC``.
+    :param dst_policy: ``"absolute"`` or ``"vixie"`` (see the module docstring).
     :raises InvalidArgument: ``Schedule or time zone is invalid.`` with a ``schedule`` or
         ``timeZone`` field violation naming the bad part.
     :raises ValueError: for another ``dst_policy``.
     :ivar text: the schedule exactly as given.
-    :ivar time_zone: the time zone exactly as given (``""`` stays ``""``; spec §17 P10).
+    :ivar time_zone: the time zone exactly as given (``""`` stays ``""``).
     :ivar zone: the resolved zone (``Etc/UTC`` for ``""`` and every spelling of UTC).
-    :ivar dst_policy: ``"absolute"`` (spec §17 P1 default) or ``"vixie"``.
+    :ivar dst_policy: ``"absolute"`` (the default) or ``"vixie"``.
     :ivar is_cron: ``True`` for unix-cron, ``False`` for English-like schedules, which get no
-        ``X-CloudScheduler-ScheduleTime`` header (spec §7.2, §17 P16).
+        ``X-CloudScheduler-ScheduleTime`` header.
     """
 
     __slots__ = (
@@ -561,11 +561,11 @@ class Schedule:
     def next_after(self, after: datetime) -> datetime | None:
         """Return the earliest fire instant strictly after ``after``.
 
-        Cron and calendar schedules follow wall-clock matching on absolute minutes (spec §8,
-        §17 P1; module docstring), or the ``vixie`` variant. ``every N minutes|hours`` without
+        Cron and calendar schedules follow wall-clock matching on absolute minutes (see the
+        module docstring), or the ``vixie`` variant. ``every N minutes|hours`` without
         a window or ``synchronized`` counts from ``after``: the result is ``after + N`` rounded
         down to the whole minute, so an engine that passes the previous fire time gets a steady
-        cadence (§17 P16).
+        cadence.
 
         :param after: a timezone-aware datetime, in any zone; microseconds are allowed.
         :raises NaiveDatetimeError: when ``after`` is naive.
@@ -645,7 +645,7 @@ class Schedule:
             start, end, offset, before = segment
             if vixie_fixed and before < offset and x == start:
                 # Spring forward: fire once at the first instant after the gap if any wall
-                # time inside the gap matches (spec §17 P1, vixie).
+                # time inside the gap matches (the vixie policy).
                 in_gap = matcher.next_local_minute(start + before, bound)
                 if in_gap is not None and in_gap * 60 < start + offset:
                     return start, start + offset, 0, segment
@@ -734,19 +734,19 @@ def parse_schedule(
 ) -> Schedule:
     """Parse a job's ``schedule`` and ``timeZone`` into a :class:`Schedule`.
 
-    unix-cron (spec §7.1): exactly five whitespace-separated fields, minute (0-59), hour
+    unix-cron: exactly five whitespace-separated fields, minute (0-59), hour
     (0-23), day of month (1-31), month (1-12 or ``JAN``-``DEC``), day of week (0-7 or
     ``SUN``-``SAT``; 0 and 7 are Sunday). Each field is a comma list of ``*``, ``a``,
     ``a-b``, ``*/n``, ``a-b/n`` and ``a/n``; ``a/n`` means ``a-max/n`` as in vixie cron and
-    croniter (max is 6 for day of week). Names are case-insensitive, also in ranges and lists
-    (§17 P9); ``SUN`` at the end of a range means 7, so ``mon-sun`` is every day. Steps larger
+    croniter (max is 6 for day of week). Names are case-insensitive, also in ranges and lists;
+    ``SUN`` at the end of a range means 7, so ``mon-sun`` is every day. Steps larger
     than the field select only the range's first value. Day of month and day of week: a field
     is unrestricted only when it is exactly ``*``; ``*/1`` or ``1-31`` count as restricted, and
-    when both are restricted the job fires when either matches (§17 P8). Rejected: ``L``,
+    when both are restricted the job fires when either matches. Rejected: ``L``,
     ``W``, ``#``, ``?``, ``@`` macros, values out of range, ``a-b`` with a > b, step 0, empty
     fields or list items, and any other number of fields.
 
-    English-like (spec §7.2, §17 P16), case-insensitive:
+    English-like (the subset the emulator supports), case-insensitive:
 
     * ``every N minutes|mins|hours``: every N minutes counted from the instant asked about
       (``next_after(t)`` is ``t + N`` rounded down to the minute). N from 1 up to 366 days.
@@ -765,12 +765,12 @@ def parse_schedule(
     :param text: the schedule string.
     :param time_zone: the job's ``timeZone`` (IANA name, see
         :func:`~scheduler_emulator.domain.timezones.resolve_time_zone`); ``""`` means ``Etc/UTC``.
-    :param dst_policy: ``"absolute"`` (§17 P1 default) or ``"vixie"`` (fixed-time jobs fire
+    :param dst_policy: ``"absolute"`` (the default) or ``"vixie"`` (fixed-time jobs fire
         once after a spring-forward gap and once in a fall-back overlap). English-like interval
         forms never count as fixed-time; ``every day HH:MM`` and weekday forms do.
     :raises InvalidArgument: ``Schedule or time zone is invalid.`` with a ``schedule`` field
         violation whose description names the bad value or part, or a ``timeZone`` violation
-        for a bad zone (§6.3, §8).
+        for a bad zone.
     :raises ValueError: when ``dst_policy`` is neither ``"absolute"`` nor ``"vixie"``.
     :return: the schedule.
     """
@@ -782,8 +782,8 @@ def parse_schedule(
 
 
 def format_schedule_time(instant: datetime) -> str:
-    """Render an instant as the ``X-CloudScheduler-ScheduleTime`` header value (spec §10.2, P2);
-    see :func:`scheduler_emulator.wire.format_schedule_time`.
+    """Render an instant as the ``X-CloudScheduler-ScheduleTime`` header value (RFC 3339
+    in the instant's offset, no fraction); see :func:`scheduler_emulator.wire.format_schedule_time`.
 
     :raises NaiveDatetimeError: when ``instant`` is naive.
     :return: e.g. ``"2026-11-01T01:30:00-04:00"`` or ``"2026-09-24T02:00:00Z"``.

@@ -1,9 +1,10 @@
-"""Time-zone names (spec §8, §17 P10) and constant-offset segments for fast schedule evaluation.
+"""Time-zone names and constant-offset segments for fast schedule evaluation.
 
 Two things live here:
 
 * :func:`resolve_time_zone` turns a job's ``timeZone`` string into a :class:`zoneinfo.ZoneInfo`,
-  accepting exactly what the emulator accepts (P10) and raising the API error otherwise.
+  accepting exactly what the emulator accepts (IANA names, ``utc`` in any case;
+  legacy abbreviations such as ``EST`` refused) and raising the API error otherwise.
 * :func:`segment_at` answers "which UTC offset does this zone have at this instant, since when,
   and until when?" so that :mod:`scheduler_emulator.domain.schedule` can turn wall-clock matches
   into
@@ -43,10 +44,10 @@ __all__ = [
 
 #: Seconds in a day.
 DAY_SECONDS = 86400
-#: The zone used when a job names none (spec §8, §17 P10).
+#: The zone used when a job names none.
 DEFAULT_ZONE_NAME = "Etc/UTC"
 #: tz-database names that are legacy abbreviations or POSIX-style rules rather than regions
-#: (spec §17 P10: the real service rejects ``EST``). Rejected even though ``zoneinfo`` knows them.
+#: (the real service rejects ``EST``). Rejected even though ``zoneinfo`` knows them.
 LEGACY_ZONE_NAMES = frozenset(
     {
         "EST",
@@ -78,7 +79,7 @@ def _known_zone_names() -> frozenset[str]:
 
 
 def resolve_time_zone(name: str) -> zoneinfo.ZoneInfo:
-    """Return the zone a job's ``timeZone`` names, applying the emulator's rule (spec §8, §17 P10).
+    """Return the zone a job's ``timeZone`` names, applying the emulator's rule.
 
     Accepted: any IANA tz-database name the system knows, spelled exactly (case matters, as in
     the tz database); ``utc`` and ``etc/utc`` in any letter case; the empty string, meaning

@@ -1,11 +1,11 @@
 """UpdateJob (PATCH) semantics: apply a request body to a stored job under an update mask.
 
 Pure functions of (stored job, body, mask); the API layer adds the lookup, ``userUpdateTime``
-and ``scheduleTime`` (spec §5.4). The rules:
+and ``scheduleTime``. The rules:
 
-- **The mask governs** (§5.4). Each path names a field; the field is replaced by the body's
+- **The mask governs**. Each path names a field; the field is replaced by the body's
   value, or cleared to its default when the body lacks it (the value the codec gives an absent
-  field: ``""``, ``0``, empty map, the §11.1 retry defaults, no message); fields off the mask
+  field: ``""``, ``0``, empty map, the default retry config, no message); fields off the mask
   keep their stored value, whatever the body says. gcloud relies on this: its body is full of
   defaults while its mask names only the flags used.
 - **Paths** are comma-separated (URL-decoded or not) or a list, camelCase (REST) or snake_case
@@ -15,11 +15,11 @@ and ``scheduleTime`` (spec §5.4). The rules:
   every field empty is removed (so gcloud's ``--clear-auth-token`` removes the token).
 - **One target** (oneof): setting one target, or a token of an HTTP target, removes the other.
 - **No mask** (absent, empty, ``[]``): every field present in the body is applied, down to
-  nested fields (§17 P12).
-- **Header edits** (§17 P13): a map in the body with a JSON ``null`` value is an edit of the
-  stored map — ``null`` deletes the entry, other entries are added or replace the stored one
-  (header names match case-insensitively, Pub/Sub attribute names exactly); a map without
-  ``null`` replaces the stored map.
+  nested fields (our pinned rule; Google documents none).
+- **Header edits** (our pinned rule, for gcloud's ``--update-headers``): a map in the body with a
+  JSON ``null`` value is an edit of the stored map — ``null`` deletes the entry, other entries are
+  added or replace the stored one (header names match case-insensitively, Pub/Sub attribute names
+  exactly); a map without ``null`` replaces the stored map.
 - The result goes through the create path (``with_defaults`` + ``validate_job``); the stored
   job's name and output-only fields are kept.
 
@@ -67,9 +67,9 @@ from .resources import Job
 __all__ = ["apply_update", "parse_update_mask"]
 
 #: Job fields a mask may name but that an update never changes: the name (the URL names the
-#: job, §5.4) — besides every output-only field (§3.2).
+#: job) — besides every output-only field.
 _IGNORED_JOB_FIELDS = frozenset({"name"})
-#: String maps that a body with ``null`` values edits instead of replacing (P13), by message
+#: String maps that a body with ``null`` values edits instead of replacing, by message
 #: type and field; ``True`` when keys match case-insensitively (HTTP header names).
 _MAP_FIELDS: Mapping[tuple[str, str], bool] = MappingProxyType(
     {
@@ -115,21 +115,21 @@ def _resolve(path: str) -> tuple[str, ...] | None:
             fields = ", ".join(camel_case(n) for n in schema.settable + schema.output_only)
             raise _mask_error(path, f'{type_name} has no field "{segment}"; it has {fields}.')
         if name in schema.output_only or (type_name == "Job" and name in _IGNORED_JOB_FIELDS):
-            return None  # output only: "any value specified … will be ignored" (§3.2)
+            return None  # output only: "any value specified … will be ignored"
         resolved.append(name)
         type_name = schema.message_type(name)
     return tuple(resolved)
 
 
 def parse_update_mask(update_mask: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    """Normalise an ``updateMask`` to the proto field paths an update changes (spec §5.4).
+    """Normalise an ``updateMask`` to the proto field paths an update changes.
 
     Paths are split on commas (a list's items too) after percent-decoding, stripped of
     whitespace, and resolved segment by segment, each in camelCase (``httpTarget.oidcToken``)
     or snake_case (``http_target.oidc_token``). Paths naming ``name`` or an output-only field
     (``state``, ``status``, ``scheduleTime``, ``lastAttemptTime``, ``userUpdateTime``,
-    ``appEngineHttpTarget.appEngineRouting.host``) are dropped: an update never changes them
-    (§3.2). The result is sorted and minimal: duplicates and paths under another path go.
+    ``appEngineHttpTarget.appEngineRouting.host``) are dropped: an update never changes them.
+    The result is sorted and minimal: duplicates and paths under another path go.
 
     :param update_mask: the ``updateMask`` query value (``"schedule,httpTarget.uri"``,
         ``"schedule%2ChttpTarget.uri"``) or a list of paths (gRPC: ``["schedule",
@@ -140,7 +140,7 @@ def parse_update_mask(update_mask: str | Sequence[str] | None) -> tuple[str, ...
         and lists the fields that exist at that level.
     :return: dotted snake_case paths, e.g. ``("http_target.uri", "schedule")``; ``("*",)`` for
         the wildcard; ``()`` when every path was ignored; ``None`` when the mask has no paths at
-        all (the caller then applies P12).
+        all (the caller then applies every field present in the body).
     """
     if update_mask is None:
         return None
@@ -177,7 +177,8 @@ def _whole(type_name: str) -> _Tree:
 
 
 def _present(raw: Mapping[str, Any], type_name: str) -> _Tree:
-    """The implied mask of P12: every field present in the body, down to nested fields."""
+    """The implied mask of a PATCH without one: every field present in the body, down to nested
+    fields."""
     schema = MESSAGE_FIELDS[type_name]
     tree: _Tree = {}
     for name, value in raw.items():
@@ -191,7 +192,8 @@ def _present(raw: Mapping[str, Any], type_name: str) -> _Tree:
 def _edit_map(
     stored: Mapping[str, str], edits: Mapping[str, str | None], case_insensitive: bool
 ) -> Mapping[str, str]:
-    """P13: ``null`` deletes an entry, any other value adds it or replaces the stored one."""
+    """Edit a stored map: ``null`` deletes an entry, any other value adds it or replaces the
+    stored one."""
     fold = str.lower if case_insensitive else str
     result = dict(stored)
     for key, value in edits.items():
@@ -250,7 +252,7 @@ def _apply(tree: _Tree, stored: Any, body: Any, raw: Mapping[str, Any], type_nam
 
 
 def _check_oneofs(job: Job) -> None:
-    """A body may set at most one target and one token, whatever the mask (§3.2)."""
+    """A body may set at most one target and one token, whatever the mask."""
     targets = [
         camel_case(name)
         for name in ("http_target", "app_engine_http_target", "pubsub_target")
@@ -269,19 +271,20 @@ def _check_oneofs(job: Job) -> None:
 
 
 def apply_update(job: Job, body: Mapping[str, Any], update_mask: str | Sequence[str] | None) -> Job:
-    """Return ``job`` updated by a PATCH ``body`` under ``update_mask`` (spec §5.4, P12, P13).
+    """Return ``job`` updated by a PATCH ``body`` under ``update_mask``.
 
     The module docstring states the rules. Choices where Google documents nothing:
 
     - Mask paths naming ``name`` or an output-only field (``state``, ``status``,
       ``scheduleTime``, ``lastAttemptTime``, ``userUpdateTime``, ``appEngineRouting.host``) are
       ignored, like output-only fields in the body ("Output only fields cannot be modified
-      using UpdateJob. Any value specified for an output only field will be ignored.", §3.2). A
+      using UpdateJob. Any value specified for an output only field will be ignored.", Google's
+      reference). A
       mask made only of such paths changes nothing (it is not "no mask").
     - The whole body is parsed, so an unknown field or a badly typed value anywhere, or two
       targets (or two tokens) in the body, is an error even off the mask, as on create.
-    - P13's ``null`` edit also applies when the map comes in with its whole message
-      (``httpTarget``) or through P12, and to ``appEngineHttpTarget.headers`` and
+    - The ``null`` edit of a map also applies when the map comes in with its whole message
+      (``httpTarget``) or without a mask, and to ``appEngineHttpTarget.headers`` and
       ``pubsubTarget.attributes`` (names matched exactly).
 
     :param job: the stored job: valid, defaulted, with its output-only fields. Not changed.
@@ -291,7 +294,7 @@ def apply_update(job: Job, body: Mapping[str, Any], update_mask: str | Sequence[
         output-only fields in it are ignored. Not changed.
     :param update_mask: the ``updateMask`` query value or a list of paths, as accepted by
         :func:`parse_update_mask`; ``None``, ``""`` or ``[]`` apply every field present in the
-        body (P12).
+        body.
     :raises InvalidArgument: for an unknown field or a badly typed value in ``body`` (the
         codec's error, as on create); for two targets or two tokens in ``body``; for an unknown
         mask path (``field="updateMask"``); or when the updated job breaks a rule of

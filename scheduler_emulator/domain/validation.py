@@ -1,12 +1,11 @@
-"""Validation of a whole Job against the rules of spec §2, §3, §11.1 and §15.
+"""Validation of a whole Job against Google's rules: names, fields, targets, retry config, limits.
 
 :func:`validate_job` is pure: it looks only at the job and raises the first problem it finds as
 :class:`~scheduler_emulator.domain.errors.InvalidArgument`. Messages are Google's verbatim text
-where it
-is known (§6.3: the job-name format and ``Schedule or time zone is invalid.``); every other
+where it is known (the job-name format and ``Schedule or time zone is invalid.``); every other
 message is a short stable sentence naming the field (camelCase, as the REST API spells it) and the
-bad value (§17 P20), e.g. ``retryConfig.retryCount must be between 0 and 5; got 9.``. The
-error's ``field`` is always that camelCase path.
+bad value (our choice, as Google's texts are unknown), e.g. ``retryConfig.retryCount must be between
+0 and 5; got 9.``. The error's ``field`` is always that camelCase path.
 
 The job may be raw or already passed through
 :func:`~scheduler_emulator.domain.resources.with_defaults`:
@@ -59,23 +58,23 @@ __all__ = [
     "validate_retry_config",
 ]
 
-#: Longest ``description`` in characters (spec §3.2, §15).
+#: Longest ``description`` in characters.
 MAX_DESCRIPTION_LENGTH = 500
-#: Longest ``httpTarget.uri`` / ``appEngineHttpTarget.relativeUri`` after percent-encoding (§3.3).
+#: Longest ``httpTarget.uri`` / ``appEngineHttpTarget.relativeUri`` after percent-encoding.
 MAX_URI_LENGTH = 2083
-#: Headers must total *less* than this many bytes (80 KB, spec §3.3, §15).
+#: Headers must total *less* than this many bytes (80 KB).
 MAX_HEADERS_BYTES = 80 * 1024
-#: Largest job, in bytes as estimated by :func:`job_size_bytes` (1 MB, spec §3.2, §15).
+#: Largest job, in bytes as estimated by :func:`job_size_bytes` (1 MB).
 MAX_JOB_SIZE_BYTES = 1_000_000
-#: ``retryConfig.retryCount`` bounds (spec §11.1).
+#: ``retryConfig.retryCount`` bounds.
 MIN_RETRY_COUNT, MAX_RETRY_COUNT = 0, 5
-#: ``attemptDeadline`` bounds of an HTTP target, inclusive (spec §3.2, §10.5).
+#: ``attemptDeadline`` bounds of an HTTP target, inclusive.
 HTTP_DEADLINE_RANGE = (timedelta(seconds=15), timedelta(minutes=30))
-#: ``attemptDeadline`` bounds of an App Engine target when not 0, inclusive (spec §3.2).
+#: ``attemptDeadline`` bounds of an App Engine target when not 0, inclusive.
 APP_ENGINE_DEADLINE_RANGE = (timedelta(seconds=15), timedelta(hours=24, seconds=15))
-#: Methods an App Engine target may use (no PATCH, no OPTIONS; spec §3.5).
+#: Methods an App Engine target may use (no PATCH, no OPTIONS).
 APP_ENGINE_METHODS = frozenset(HttpMethod) - {HttpMethod.PATCH, HttpMethod.OPTIONS}
-#: Methods that may carry a body on an App Engine target (spec §3.5).
+#: Methods that may carry a body on an App Engine target.
 APP_ENGINE_BODY_METHODS = frozenset({HttpMethod.POST, HttpMethod.PUT})
 
 # Characters the service does not percent-encode: RFC 3986 reserved + unreserved, and "%".
@@ -84,14 +83,14 @@ _URI_SAFE = "-._~:/?#[]@!$&'()*+,;=%"
 _HEADER_NAME_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # Characters a header value must not contain (they would split or end the header).
 _HEADER_VALUE_FORBIDDEN = re.compile(r"[\r\n\x00]")
-# A header value that can be sent: RFC 9110 §5.5 field-vchar, SP and HTAB, i.e. visible ASCII
-# and obs-text (U+0080-U+00FF, what HTTP/1.1 clients write as latin-1); no other control
+# A header value that can be sent: field-vchar (RFC 9110, section 5.5), SP and HTAB, i.e. visible
+# ASCII and obs-text (U+0080-U+00FF, what HTTP/1.1 clients write as latin-1); no other control
 # character and nothing beyond U+00FF (U+2603, U+2028…), which no HTTP/1.1 client can encode.
 _HEADER_VALUE_SENDABLE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
-#: Hop-by-hop headers (RFC 9110 §7.6.1; RFC 9112 §6.1, §9.6): they describe one connection, not
-#: the request, and the HTTP client that delivers the attempt sets them itself. A user value next
-#: to the client's own ``Content-Length`` would make a request that proxies and servers read
-#: differently (request smuggling), so a job may not set them.
+#: Hop-by-hop headers (RFC 9110, section 7.6.1; RFC 9112, sections 6.1 and 9.6): they describe
+#: one connection, not the request, and the HTTP client that delivers the attempt sets them
+#: itself. A user value next to the client's own ``Content-Length`` would make a request that
+#: proxies and servers read differently (request smuggling), so a job may not set them.
 HOP_BY_HOP_HEADERS = frozenset(
     {
         "connection",
@@ -130,13 +129,13 @@ _HOST_RE = re.compile(r"[A-Za-z0-9_.~-]+|[0-9A-Fa-f:.]+(%[A-Za-z0-9._~-]+)?")
 
 
 def validate_job(job: Job) -> None:
-    """Check every rule of spec §2, §3.2, §3.3, §3.5, §11.1 and §15 that a job can break.
+    """Check every rule of Google's (names, fields, targets, retry config, limits) a job can break.
 
-    Checked, in this order: the name (§2); exactly one target (§3.2); schedule present and valid
-    and time zone valid (via :func:`~scheduler_emulator.domain.schedule.parse_schedule`, §7, §8);
+    Checked, in this order: the name; exactly one target; schedule present and valid
+    and time zone valid (via :func:`~scheduler_emulator.domain.schedule.parse_schedule`);
     ``description`` ≤ 500 characters; ``attemptDeadline`` range per target type (HTTP 15 s…30 min,
-    App Engine 0 or 15 s…24 h 15 s, Pub/Sub ignored); the target's own rules (§3.3, §3.5); the
-    RetryConfig (§11.1); the total size ≤ 1 MB (§15).
+    App Engine 0 or 15 s…24 h 15 s, Pub/Sub ignored); the target's own rules; the
+    RetryConfig; the total size ≤ 1 MB.
 
     :param job: the job to check, raw or defaulted.
     :raises InvalidArgument: for the first broken rule, with ``field`` set to the camelCase path
@@ -209,15 +208,15 @@ def _format_seconds(td: timedelta) -> str:
 def _validate_attempt_deadline(job: Job) -> None:
     deadline = job.attempt_deadline
     if job.pubsub_target is not None or deadline is None:
-        return  # ignored for Pub/Sub; unset means the default (§3.7)
+        return  # ignored for Pub/Sub; unset means the default
     if job.http_target is not None:
         if not deadline:
-            return  # 0 is "unset": with_defaults stores 180 s (§3.7 item 2)
+            return  # 0 is "unset": with_defaults stores 180 s
         low, high = HTTP_DEADLINE_RANGE
         kind = "an HTTP target"
     else:
         if not deadline:
-            return  # 0 = the App Engine default (§3.2)
+            return  # 0 = the App Engine default
         low, high = APP_ENGINE_DEADLINE_RANGE
         kind = "an App Engine target"
     if not low <= deadline <= high:
@@ -271,7 +270,7 @@ def encoded_uri_length(uri: str) -> int:
     are percent-encoded as UTF-8 (``é`` counts 6); existing ``%XX`` escapes count as they are.
 
     :param uri: an absolute URI or an App Engine relative URI.
-    :return: the length in characters (spec §3.3: must be ≤ 2083).
+    :return: the length in characters (Google's limit: at most 2083).
     """
     return len(sendable_uri(uri))
 
@@ -322,7 +321,7 @@ def _validate_headers(headers: Mapping[str, str], field: str) -> None:
             raise InvalidArgument(
                 f'{field} must not set "{name}" (got {show_text(value)}): it is a hop-by-hop '
                 "header, which describes one connection and is set by the HTTP client that "
-                "delivers the attempt (RFC 9110 §7.6.1).",
+                "delivers the attempt (RFC 9110, section 7.6.1).",
                 field=field,
             )
         if name.lower() in seen:
@@ -370,7 +369,7 @@ def _validate_service_account(email: str, field: str) -> None:
 
 
 def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> None:
-    """Check an HttpTarget (spec §3.3, §10.2, §13).
+    """Check an HttpTarget.
 
     Rules: ``uri`` present, ``http://``/``https://`` with a host, no control character (tab,
     CR, LF, NUL…) and no user information (``user:password@``), ≤ 2083 characters after
@@ -442,7 +441,7 @@ def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> No
 def validate_app_engine_http_target(
     target: AppEngineHttpTarget, *, field: str = "appEngineHttpTarget"
 ) -> None:
-    """Check an AppEngineHttpTarget (spec §3.5).
+    """Check an AppEngineHttpTarget.
 
     Rules: no PATCH or OPTIONS; ``relativeUri`` empty (means ``/``) or starting with ``/``, no
     whitespace, ≤ 2083 characters after percent-encoding; a body only with POST or PUT; headers
@@ -484,7 +483,7 @@ def validate_app_engine_http_target(
 def validate_pubsub_target(
     target: PubsubTarget, *, project: str, field: str = "pubsubTarget"
 ) -> None:
-    """Check a PubsubTarget (spec §3.5).
+    """Check a PubsubTarget.
 
     Rules: ``topicName`` is ``projects/P/topics/T`` with P the job's project; the message has
     non-empty ``data`` or at least one attribute.
@@ -517,7 +516,7 @@ def validate_pubsub_target(
 
 
 def validate_retry_config(config: RetryConfig, *, field: str = "retryConfig") -> None:
-    """Check a RetryConfig (spec §11.1).
+    """Check a RetryConfig.
 
     Rules: ``retryCount`` 0–5; no negative duration; ``minBackoffDuration`` and
     ``maxBackoffDuration`` at most :data:`MAX_BACKOFF_DURATION` (10 years, an emulator limit);
@@ -577,7 +576,7 @@ def _map_size(mapping: Mapping[str, str]) -> int:
 
 
 def job_size_bytes(job: Job) -> int:
-    """Estimate a job's size the way the 1 MB limit counts it (spec §3.2, §15).
+    """Estimate a job's size the way the 1 MB limit counts it.
 
     The sum of the UTF-8 sizes of every string, header/attribute name and value, and the raw
     size of ``body``/``data``. It leaves out the few framing bytes per field of the protobuf

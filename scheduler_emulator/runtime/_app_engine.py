@@ -1,4 +1,4 @@
-"""App Engine HTTP targets (spec §3.5): the request goes to a local base URL the user maps.
+"""App Engine HTTP targets: the request goes to a local base URL the user maps.
 
 Production sends an App Engine target's request to the app's host, routed by
 ``appEngineRouting`` (service, version, instance). Locally there is no App Engine, so each

@@ -1,8 +1,9 @@
 """The execution log: one Cloud Logging-shaped JSON line per AttemptStarted / AttemptFinished.
 
-Entries follow spec §14 exactly (``logName``, ``resource`` labels, ``jsonPayload`` with its
-``@type``, ``severity``, ``httpRequest.status``), so a filter or script written for
-``gcloud logging read 'logName:cloudscheduler.googleapis.com%2Fexecutions'`` works on them::
+Entries have the shape of production's execution log entries (``logName``, ``resource`` labels,
+``jsonPayload`` with its ``@type``, ``severity``, ``httpRequest.status``), so a filter or script
+written for ``gcloud logging read 'logName:cloudscheduler.googleapis.com%2Fexecutions'`` works on
+them::
 
     {"insertId": "...", "jsonPayload": {"@type": "type.googleapis.com/google.cloud.scheduler.
      logging.AttemptStarted", "jobName": "projects/p/locations/l/jobs/nightly",
@@ -205,7 +206,7 @@ class AttemptLog:
         }
 
     def started(self, attempt: Attempt, target_type: str = "HTTP") -> None:
-        """Log AttemptStarted (§14.2): jobName, scheduledTime (the attempt's start), url.
+        """Log AttemptStarted: jobName, scheduledTime (the attempt's start), url.
 
         Nothing in the text format, whose line waits for the attempt's outcome.
         """
@@ -225,7 +226,7 @@ class AttemptLog:
         return self._envelope(attempt, payload, iso(attempt.start_time), "s")
 
     def finished(self, attempt: Attempt, target_type: str = "HTTP") -> None:
-        """Log AttemptFinished (§14.3): debugInfo, ``status`` only on failure, severity ERROR on
+        """Log AttemptFinished: debugInfo, ``status`` only on failure, severity ERROR on
         failure, ``httpRequest.status`` when the target answered (Pub/Sub entries carry
         ``pubsubTopic`` and no ``debugInfo``, like production's); or the :func:`text_line`."""
         if self._text:

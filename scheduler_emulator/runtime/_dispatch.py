@@ -1,15 +1,15 @@
-"""Build the HTTP request Cloud Scheduler sends for an attempt of an HTTP-target job (spec §10).
+"""Build the HTTP request Cloud Scheduler sends for an attempt of an HTTP-target job.
 
 Pure: a function of the job and the run's ScheduleTime header value. What does not change from
 one attempt to the next is a :class:`RequestTemplate` (the dispatcher keeps one per job).
 
-Headers (§10.2): the user's headers minus the ones the service ignores or replaces (``Host``,
+Headers: the user's headers minus the ones the service ignores or replaces (``Host``,
 ``Content-Length``, ``User-Agent``, ``X-Google-*``, ``X-AppEngine-*``, ``X-CloudScheduler*``)
 and the emulator-only ``X-Emulator-Http2`` (it sets :attr:`DeliveryRequest.http2` instead),
 then ``User-Agent: Google-Cloud-Scheduler``, ``X-CloudScheduler: true``,
 ``X-CloudScheduler-JobName: <short job ID>``, ``X-CloudScheduler-ScheduleTime`` (when the run has
 one), and ``Content-Type: application/octet-stream`` when there is a body and the user set no
-Content-Type. The body is sent only for POST, PUT and PATCH (§10.3).
+Content-Type. The body is sent only for POST, PUT and PATCH.
 """
 
 from __future__ import annotations
@@ -114,10 +114,10 @@ def _user_headers(target: HttpTarget, token: bool) -> tuple[dict[str, str], bool
 
 
 def request_template(job: Job, token: bool = False) -> RequestTemplate:
-    """Work out what every attempt of ``job`` sends alike (spec §10.1–§10.3).
+    """Work out what every attempt of ``job`` sends alike: request line, headers and body.
 
     :param job: a job with an HTTP target.
-    :param token: the attempts carry a token (OIDC/OAuth, §13), which replaces any user
+    :param token: the attempts carry a token (OIDC/OAuth), which replaces any user
         ``Authorization`` header.
     :raises ValueError: if the job has no HTTP target.
     """
@@ -139,14 +139,14 @@ def request_template(job: Job, token: bool = False) -> RequestTemplate:
 def build_request(
     job: Job, schedule_time: str | None, authorization: str | None = None
 ) -> DeliveryRequest:
-    """Return the request of one attempt of ``job`` (spec §10.1–§10.3), in one pass: the
+    """Return the request of one attempt of ``job``, in one pass: the
     request ``request_template(job, ...).build(schedule_time, authorization)`` gives.
 
     :param job: a job with an HTTP target.
-    :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value (P2), or ``None`` to omit
-        the header (English-like schedules, P16; forced runs with P3 ``omit``).
+    :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value, or ``None`` to omit
+        the header (English-like schedules; forced runs under ``force_run_schedule_time="omit"``).
     :param authorization: a ``Bearer …`` value that overrides any user ``Authorization`` header
-        (OIDC/OAuth tokens, §13); ``None`` passes the user's header through.
+        (OIDC/OAuth tokens); ``None`` passes the user's header through.
     :raises ValueError: if the job has no HTTP target.
     :return: the request: method, URI as stored but percent-encoded where HTTP needs it
         (:func:`~scheduler_emulator.domain.validation.sendable_uri`), headers in sending order,

@@ -58,7 +58,7 @@ class Prepared:
         target's failure (a :class:`~scheduler_emulator.runtime._transports.TransportResult`
         says what happened).
     :param retry_always: HTTP statuses retried whatever the retry config and not counted
-        against ``retryCount`` (App Engine targets: ``{503}``, spec §3.5).
+        against ``retryCount`` (App Engine targets: ``{503}``).
     :param start: begins sending the attempt once without blocking the calling thread, given
         the deadline in seconds and a function called once with the result (on any thread).
         ``None`` when the attempt cannot be sent that way: ``send`` only.
@@ -106,12 +106,12 @@ class Dispatcher(Protocol):
 
 
 class HttpDispatcher:
-    """HTTP targets (spec §10): the request of :func:`~scheduler_emulator.runtime._dispatch.
+    """HTTP targets: the request of :func:`~scheduler_emulator.runtime._dispatch.
     build_request` (from a template kept per job), with an OIDC/OAuth token when the job asks
     for one, sent by ``transport``.
 
     :param transport: how requests reach targets.
-    :param tokens: mints ``Authorization`` tokens (§13); ``None`` sends none.
+    :param tokens: mints ``Authorization`` tokens; ``None`` sends none.
     :param header_case: how header names are spelled (:data:`~scheduler_emulator.wire.
         HEADER_CASES`): the scheduler's and the job's own alike.
     """

@@ -49,15 +49,17 @@ class Engine:
     :param transport: how HTTP attempts reach targets (the ``"HTTP"`` dispatcher's transport).
     :param dispatchers: more dispatchers by target kind (``"PUBSUB"``, ``"APP_ENGINE_HTTP"``),
         or replacements; see :mod:`~scheduler_emulator.runtime._dispatchers`.
-    :param attempt_log: optional execution log (§14).
+    :param attempt_log: optional execution log.
     :param faults: the fault plan (empty by default: exactly-once delivery).
-    :param dst_policy: ``"absolute"`` (P1 default) or ``"vixie"``.
-    :param force_run_schedule_time: ``"next"`` (P3 default) or ``"omit"``.
+    :param dst_policy: ``"absolute"`` (the default: wall-clock matching on absolute
+        minutes) or ``"vixie"``.
+    :param force_run_schedule_time: ``"next"`` (the default: a forced run carries the
+        job's next scheduled time) or ``"omit"``.
     :param max_workers: delivery threads under a system clock.
     :param max_per_job: attempts of one job sent at once under a system clock; more wait
         behind their own job (their ``start_time`` is when they are sent).
     :param tokens: mints the ``Authorization`` token of jobs with ``oidcToken`` or
-        ``oauthToken`` at each attempt's instant (§13); without it no token is sent.
+        ``oauthToken`` at each attempt's instant; without it no token is sent.
     :param header_case: how HTTP header names are spelled (``"google"``, ``"lower"``,
         ``"canonical"``; :func:`~scheduler_emulator.wire.spell_header`).
     """
@@ -147,11 +149,12 @@ class Engine:
             return self.put_job(change(self.core.get(name)))
 
     def change_state(self, name: str, required: State, new: State, rule: str) -> Job:
-        """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob, §4).
+        """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob).
 
         :param rule: the end of the error sentence, e.g. ``"only an ENABLED job can be paused"``.
         :raises NotFound: if there is no such job.
-        :raises FailedPrecondition: if the job is not in ``required`` (P11).
+        :raises FailedPrecondition: if the job is not in ``required``; the message names
+            its state.
         """
 
         def change(job: Job) -> Job:
@@ -193,7 +196,7 @@ class Engine:
             return self.core.has(name)
 
     def force_run(self, name: str) -> Job:
-        """Start a forced run of the job now (RunJob, §5.8, P3), even if paused or running.
+        """Start a forced run of the job now (RunJob), even if paused or running.
 
         Under a manual clock the attempt is delivered (and anything then due) before this
         returns.

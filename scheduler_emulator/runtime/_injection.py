@@ -33,7 +33,7 @@ Send = Callable[[float], TransportResult]
 
 
 def outcome_of(result: TransportResult) -> Outcome:
-    """Classify a transport result (§10.4, §14.3); a result carrying its own outcome (a
+    """Classify a transport result; a result carrying its own outcome (a
     Pub/Sub publish) keeps it."""
     if result.outcome is not None:
         return result.outcome

@@ -1,4 +1,4 @@
-"""Pub/Sub targets (spec §3.5): each attempt publishes one message to ``pubsubTarget.topicName``.
+"""Pub/Sub targets: each attempt publishes one message to ``pubsubTarget.topicName``.
 
 A :class:`PubsubDispatcher` turns an attempt into one call of a :class:`Publisher`:
 
@@ -15,7 +15,7 @@ What production does, and what is pinned (docs/differences-from-production.md):
   ``PERMISSION_DENIED`` when the Cloud Scheduler service agent may not publish,
   ``DEADLINE_EXCEEDED``, ``UNAVAILABLE``) with no HTTP status. Failed publishes are retried
   under the job's retryConfig like HTTP attempts.
-- ``attemptDeadline`` is ignored for Pub/Sub targets (spec §3.5); a publish gives up after
+- ``attemptDeadline`` is ignored for Pub/Sub targets; a publish gives up after
   :data:`PUBLISH_TIMEOUT_SECONDS` (pinned: the Pub/Sub client's default publish timeout).
 
 Example (in-process)::
@@ -65,9 +65,9 @@ __all__ = [
 ]
 
 #: How long a publish may take (pinned: the Pub/Sub client library's default publish timeout;
-#: ``attemptDeadline`` is ignored for Pub/Sub targets, spec §3.5).
+#: ``attemptDeadline`` is ignored for Pub/Sub targets, as Google documents).
 PUBLISH_TIMEOUT_SECONDS = 60.0
-#: ``targetType`` of Pub/Sub jobs in the execution log (production log entries, spec §14).
+#: ``targetType`` of Pub/Sub jobs in the execution log (production log entries).
 LOG_TARGET_TYPE = log_target_type("PUBSUB")
 #: ``User-Agent`` of Pub/Sub push requests (Pub/Sub docs: "Receive messages from push
 #: subscriptions").

@@ -350,7 +350,7 @@ class Recorder:
 
 #: The debug text of an attempt found in flight at start-up. The request may have reached the
 #: target, and been answered, before the process died: the run is retried under its config, as
-#: Cloud Scheduler's at-least-once delivery allows (spec §9.3).
+#: Cloud Scheduler's at-least-once delivery allows.
 _RESTARTED_DETAIL = (
     "Emulator restarted. The emulator stopped before this attempt's answer was recorded; the "
     "target may have received and answered it."
@@ -365,7 +365,7 @@ _OK_STATUS = Status()
 
 
 def _status(outcome: Outcome) -> Status:
-    """The job status an attempt's outcome leaves (§12)."""
+    """The job status an attempt's outcome leaves."""
     return _OK_STATUS if outcome.ok else Status(outcome.code_number, outcome.debug_info)
 
 

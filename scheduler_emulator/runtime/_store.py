@@ -750,7 +750,8 @@ class Store:
     # skipped runs ---------------------------------------------------------------------------
 
     def add_skipped(self, skipped: SkippedRun) -> None:
-        """Record a skipped scheduled time (P6)."""
+        """Record a scheduled time that got no run (an earlier run was still going, or the
+        emulator was down)."""
         self._insert(
             "skipped",
             job=skipped.job,

@@ -1,5 +1,6 @@
 """Authentication tokens on HTTP targets: the emulator's signing key, OIDC ID tokens, OAuth
-access tokens, and what a target needs to verify them (spec §3.3, §10.2, §13, P17).
+access tokens, and what a target needs to verify them. Tokens are sent
+to ``http://`` URIs too (local targets are plain HTTP).
 
 A job with ``oidcToken`` gets ``Authorization: Bearer <ID token>`` on every attempt: an RS256
 JWT minted at the attempt's instant and signed with the emulator's own RSA key. Its claims are
@@ -107,7 +108,7 @@ def service_account_id(email: str) -> str:
 
 def token_audience(job: Job) -> str:
     """The ``aud`` of the job's ID token: ``oidcToken.audience``, or the whole URI as stored
-    (path and query included) when the audience is empty (spec §13.1).
+    (path and query included) when the audience is empty.
 
     :raises ValueError: if the job has no HTTP target with an ``oidcToken``.
     """
@@ -120,7 +121,7 @@ def token_audience(job: Job) -> str:
 def id_token_claims(
     email: str, audience: str, issued_at: datetime, issuer: str = GOOGLE_ISSUER
 ) -> dict[str, Any]:
-    """Return the claims of a service-account ID token (spec §13.1).
+    """Return the claims of a service-account ID token.
 
     :param email: the service account.
     :param audience: the ``aud`` claim.
@@ -275,7 +276,7 @@ class SigningKey:
 
 @dataclass(frozen=True)
 class AccessToken:
-    """An OAuth access token the emulator minted (spec §13.2).
+    """An OAuth access token the emulator minted.
 
     :param token: the opaque bearer value, starting with :data:`ACCESS_TOKEN_PREFIX`.
     :param email: the service account it was minted for.
@@ -292,7 +293,7 @@ class AccessToken:
 
 
 class TokenAuthority:
-    """Mints the tokens of one emulator and publishes its keys (spec §13).
+    """Mints the tokens of one emulator and publishes its keys.
 
     :param clock: the emulator's clock; tokens are stamped with the attempt's instant on it.
     :param key: the signing key; by default a fresh key is made on first use (in memory).
@@ -417,11 +418,11 @@ class TokenAuthority:
         return value
 
     def authorization(self, job: Job, at: datetime | None = None) -> str | None:
-        """The ``Authorization`` value of one attempt of ``job`` (spec §10.2, §13).
+        """The ``Authorization`` value of one attempt of ``job``.
 
         :param at: the attempt's instant.
         :return: ``"Bearer <ID token>"`` for ``oidcToken``, ``"Bearer <access token>"`` for
-            ``oauthToken`` (on ``http://`` URIs too, P17), ``None`` when the job asks for no
+            ``oauthToken`` (on ``http://`` URIs too), ``None`` when the job asks for no
             token (a user ``Authorization`` header then passes through).
         """
         target = job.http_target

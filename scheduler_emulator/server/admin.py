@@ -21,8 +21,9 @@
   ``GET /_emulator/timeline`` → one lane per job for a time window (see docs/api.md)
 - ``GET /`` and ``GET /_emulator/ui/`` → the dashboard page (:mod:`.dashboard`)
 - ``GET  /_emulator/skipped`` → one page ``{"skipped": [...], "nextPageToken": "…"}`` of the
-  scheduled times that got no run (P6, or the daemon was down), in the order they were
-  recorded: ``pageSize``, ``pageToken`` and ``job`` as for attempts; 404 as for attempts
+  scheduled times that got no run (an earlier run was still going, or the daemon was down), in the
+  order they were recorded: ``pageSize``, ``pageToken`` and ``job`` as for attempts; 404 as for
+  attempts
 - ``GET /_emulator/faults`` → the fault plan ``{"seed": N, "rules": [...]}``, each rule with
   every field that applies to its action, defaults included; ``POST`` with one rule,
   ``{"rules": [...]}`` or ``{"seed": N, "rules": [...]}`` adds rules (and sets the seed), and
@@ -31,10 +32,10 @@
   manual clock to that instant
 - ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK
   Set) and ``GET /_emulator/oidc/v1/certs`` (``{kid: PEM certificate}``): the keys that sign
-  the OIDC tokens jobs send (§13.1, :mod:`~scheduler_emulator.runtime._tokens`)
+  the OIDC tokens jobs send (:mod:`~scheduler_emulator.runtime._tokens`)
 - ``GET /_emulator/oauth2/tokeninfo?access_token=…`` → an OAuth token's email, scope and expiry
   as Google's tokeninfo answers; 400 ``{"error": "invalid_token", …}`` for an unknown or expired
-  one (§13.2)
+  one
 
 The clock endpoints answer only after every run, retry and delivery that fell due has finished;
 on a system clock they answer 400 ``FAILED_PRECONDITION``.
@@ -481,7 +482,8 @@ class Admin:
         return dashboard.asset_response(asset)
 
     def skipped(self, request: Request) -> dict[str, Any]:
-        """One page of the scheduled times that got no run (P6; the daemon was down), in the
+        """One page of the scheduled times that got no run (an earlier run was still going, or the
+        daemon was down), in the
         order they were recorded, filtered by ``job``; paged like :meth:`attempts`."""
         _only_parameters(request, "pageSize", "pageToken", "job")
         page_size, page_token = _page_query(request)

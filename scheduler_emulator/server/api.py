@@ -1,4 +1,4 @@
-"""The Cloud Scheduler v1 REST API (spec §1.1, §5), served on the daemon's port: a thin
+"""The Cloud Scheduler v1 REST API, served on the daemon's port: a thin
 adapter from URLs, query parameters and JSON bodies to
 :class:`~scheduler_emulator.api.v1.SchedulerApi`, which owns every rule.
 
@@ -10,9 +10,9 @@ adapter from URLs, query parameters and JSON bodies to
     $ curl -s 'http://127.0.0.1:8095/v1/projects/my-project/locations/us-central1/jobs'
     {"jobs": [{"name": "projects/my-project/locations/us-central1/jobs/nightly", ...}]}
 
-Requests follow the proto3 JSON rules of §3.8 (camelCase or snake_case, enum names or
+Requests follow the proto3 JSON rules (camelCase or snake_case, enum names or
 integers, ``alt=json`` and ``$alt=json;enum-encoding=int`` — the latter makes responses use
-integer enums). Errors are Google's envelope (§6.1) and never a 5xx for bad input.
+integer enums). Errors are Google's envelope and never a 5xx for bad input.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ RULES = [
 
 def wants_int_enums(request: Request) -> bool:
     """Tell whether the client asked for ``enum-encoding=int`` (``$alt=json;enum-encoding=int``,
-    sent by the Python REST transport, §16.2)."""
+    sent by the Python REST transport)."""
     return any(
         "enum-encoding=int" in value
         for key in ("$alt", "alt")
@@ -110,7 +110,7 @@ class Api:
     # ---------------------------------------------------------------- jobs
 
     def list_jobs(self, request: Request, project: str, location: str) -> dict[str, Any] | Response:
-        """ListJobs (§5.3, P15): creation order, pages of ``pageSize`` (≤ 500).
+        """ListJobs: creation order, stable across pages, pages of ``pageSize`` (≤ 500).
 
         Without ``fields=`` the body is assembled from each job's JSON text, encoded once
         while the job is unchanged (a page of unchanged jobs is not encoded again)."""
@@ -137,49 +137,50 @@ class Api:
         return body
 
     def create_job(self, request: Request, project: str, location: str) -> dict[str, Any]:
-        """CreateJob (§5.1): normalised job, 409 on a duplicate, a generated ID when unnamed."""
+        """CreateJob: normalised job, 409 on a duplicate, a generated ID when unnamed."""
         parent = _parent(project, location)
         return self._job(request, self.api.create_job(parent, request_json(request)))
 
     def get_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
-        """GetJob (§5.2); 404 ``Job not found.``"""
+        """GetJob; 404 ``Job not found.``"""
         return self._job(request, self.api.get_job(self._name(project, location, job)))
 
     def update_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
-        """UpdateJob (§5.4): ``updateMask`` governs; the URL names the job; P12, P13."""
+        """UpdateJob: ``updateMask`` governs; the URL names the job; no mask applies every
+        field in the body; a headers map with ``null`` values edits the stored one."""
         name = self._name(project, location, job)
         mask = _arg(request, "updateMask", "update_mask")
         return self._job(request, self.api.update_job(name, request_json(request), mask))
 
     def delete_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
-        """DeleteJob (§5.5): ``{}``; 404 when missing."""
+        """DeleteJob: ``{}``; 404 when missing."""
         self.api.delete_job(self._name(project, location, job))
         return {}
 
     def pause_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
-        """PauseJob (§5.6, §4, P11)."""
+        """PauseJob; 400 FAILED_PRECONDITION unless the job is ENABLED."""
         request_json(request, allow_fields=frozenset({"name"}))
         return self._job(request, self.api.pause_job(self._name(project, location, job)))
 
     def resume_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
-        """ResumeJob (§5.7, §4, P11)."""
+        """ResumeJob; 400 FAILED_PRECONDITION unless the job is PAUSED."""
         request_json(request, allow_fields=frozenset({"name"}))
         return self._job(request, self.api.resume_job(self._name(project, location, job)))
 
     def run_job(self, request: Request, project: str, location: str, job: str) -> dict[str, Any]:
-        """RunJob (§5.8, P3): dispatches now, even while paused or running."""
+        """RunJob: dispatches now, even while paused or running."""
         request_json(request, allow_fields=frozenset({"name"}))
         return self._job(request, self.api.run_job(self._name(project, location, job)))
 
     # ---------------------------------------------------------------- locations
 
     def list_locations(self, request: Request, project: str) -> dict[str, Any]:
-        """ListLocations (§5.9, P18): the configured locations, then Google's regions."""
+        """ListLocations: the configured locations, then Google's regions."""
         locations = self.api.list_locations(f"projects/{project}")
         return {"locations": [loc.to_json() for loc in locations], "nextPageToken": ""}
 
     def get_location(self, request: Request, project: str, location: str) -> dict[str, Any]:
-        """GetLocation (§5.9); 404 for a location ListLocations does not show."""
+        """GetLocation; 404 for a location ListLocations does not show."""
         return self.api.get_location(_parent(project, location)).to_json()
 
     # ---------------------------------------------------------------- CMEK, operations

@@ -33,7 +33,7 @@ from ..runtime._emulator import Emulator
 
 logger = logging.getLogger("scheduler_emulator")
 
-#: The HTTP/2 client connection preface (RFC 9113 §3.4).
+#: The HTTP/2 client connection preface (RFC 9113, section 3.4).
 HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #: The first byte of a TLS record carrying a handshake (a ClientHello).
 TLS_HANDSHAKE = 0x16

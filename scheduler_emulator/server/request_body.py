@@ -68,7 +68,7 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
     """Decode the request body as a JSON object; an empty body is ``{}``.
 
     :param allow_fields: the only keys allowed in the object (the ``:pause``/``:resume``/``:run``
-        bodies may carry only ``name``, spec §1.1); ``None`` allows any key.
+        bodies may carry only ``name``); ``None`` allows any key.
     :raises UnsupportedMediaType: for a ``Content-Type`` that is not JSON, even with an empty
         body (a browser sends text/plain and form bodies across sites without asking).
     :raises InvalidArgument: for a body that is not JSON, not an object, nested too deeply,

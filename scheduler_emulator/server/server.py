@@ -3,7 +3,7 @@
 :func:`create_app` builds one WSGI app for an :class:`~scheduler_emulator.Emulator`
 serving the Cloud Scheduler v1 REST API (:mod:`~scheduler_emulator.server.api`) and the
 ``/_emulator/`` endpoints (:mod:`~scheduler_emulator.server.admin`). Errors are rendered as
-Google's REST error envelope (spec §6.1); bad input never yields a 5xx (§6.4: gcloud retries
+Google's REST error envelope; bad input never yields a 5xx (gcloud retries
 5xx and would repeat side effects).
 
 Nobody but the user drives the daemon (docs/api.md, "Security checks"): every request's ``Host``
@@ -74,7 +74,7 @@ _HTTP_STATUS_NAMES = {
     429: "RESOURCE_EXHAUSTED",
 }
 
-#: Largest request body, in bytes (1 MiB: a job is at most 1 MB, spec §15, plus JSON's
+#: Largest request body, in bytes (1 MiB: a job is at most 1 MB, Google's limit, plus JSON's
 #: base64 and escaping overhead would not fit much more). Larger bodies get 413 before a byte
 #: of them is read.
 MAX_BODY_BYTES = 1024 * 1024
@@ -145,7 +145,7 @@ def json_response(payload: Any, status: int = 200) -> Response:
 
 
 def error_response(error: ApiError) -> Response:
-    """Render ``error`` as Google's error envelope with its HTTP status (spec §6.1)."""
+    """Render ``error`` as Google's error envelope with its HTTP status."""
     return json_response(error.to_envelope(), error.http_status)
 
 

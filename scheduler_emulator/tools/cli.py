@@ -379,7 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print the next ``-n`` fire times of a schedule, one RFC 3339 line each (P2)."""
+    """Print the next ``-n`` fire times of a schedule, one RFC 3339 line each, as the
+    ``X-CloudScheduler-ScheduleTime`` header shows them."""
     from ..domain.schedule import format_schedule_time, parse_schedule
 
     if args.n < 1:

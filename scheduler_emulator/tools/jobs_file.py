@@ -1,6 +1,6 @@
 """Load jobs from a YAML or JSON file, all or nothing.
 
-The file holds Job resources in their REST shape (spec §3.1, §3.8), in one of three layouts:
+The file holds Job resources in their REST shape, in one of three layouts:
 
 - a list of jobs (``[{...}, {...}]``, what ``gcloud scheduler jobs list --format=json`` prints);
 - ``{"jobs": [...]}`` (a ListJobs response; ``nextPageToken`` is ignored);
@@ -199,7 +199,8 @@ def load_jobs_file(
         message names the file, the job by 1-based position and name as written, the field
         and the value, one line per problem, e.g.
         ``jobs.yaml: job 2 ("nightly"): retryConfig.retryCount must be between 0 and 5; got 9.``
-    :return: the jobs in file order, normalised per spec §3.7 (output-only fields at their
+    :return: the jobs in file order, normalised as the real service does on create
+        (output-only fields at their
         initial values).
     """
     source = str(path)

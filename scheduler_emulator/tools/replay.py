@@ -18,18 +18,18 @@ Recorded input formats (told apart by content):
     one-line note on stderr says so. A ``request.body`` string, when a record has one, is sent
     as UTF-8 text.
 (b) the emulator's execution log (``--log-file``): JSON lines of AttemptStarted /
-    AttemptFinished entries (spec §14), paired by their ``insertId`` (``<id>s`` / ``<id>f``).
+    AttemptFinished entries, paired by their ``insertId`` (``<id>s`` / ``<id>f``).
 (c) a Cloud Logging export, ``gcloud logging read … --format=json``: a JSON array of such
     entries, in any order. Attempts are ordered by AttemptStarted's ``scheduledTime`` (the
     dispatch time), then its ``timestamp``; a job's AttemptFinished entries are paired with its
-    AttemptStarted entries in the same order (entry timestamps are unreliable, §14.1).
+    AttemptStarted entries in the same order (entry timestamps are unreliable).
 
 Log entries hold no method, headers or body: the method is POST (Cloud Scheduler's default),
 no body is sent, and the Cloud Scheduler headers are rebuilt from the job ID.
 ``X-CloudScheduler-ScheduleTime`` is an **approximation**: the whole-minute floor (UTC) of the
 ``scheduledTime`` of the run's first attempt, where an attempt that follows a failed attempt of
 the same job counts as its retry. That is the nominal time of a unix-cron job (whose dispatch
-lags the minute by a stable offset, §9.1); it is wrong for English-like schedules, for jobs in
+lags the minute by a stable offset); it is wrong for English-like schedules, for jobs in
 another time zone (the real header carries the zone's offset) and for a run after one whose
 retries were exhausted.
 """

@@ -8,8 +8,8 @@ same bytes. The attempt timeline has one row per attempt, in start order::
     2026-09-24T02:00:05Z  nightly  2026-09-24T02:00:00Z    2        200  OK           duplicate…
 
 ``INJ`` marks an attempt fault injection added or altered. ``DETAIL`` is the attempt's debug
-text, shortened, except for two answers a run-once target gives (spec §9.3, the seed's
-"Deduplicate job requests"), which it spells out:
+text, shortened, except for two answers a run-once target gives (the pattern of Google's
+"Deduplicate job requests" page), which it spells out:
 
 - **409** — the target says another attempt of the same run is still in progress;
 - **a 2xx duplicate** — a 2xx for a run the target had already answered 2xx (even if that
