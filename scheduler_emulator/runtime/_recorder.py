@@ -179,8 +179,7 @@ class Recorder:
         attempt's end anyway."""
         delivery.sent = True
         delivery.attempt.start_time = self.clock.now()
-        with self.store.deferred():  # committed with the ends of other attempts
-            self.store.mark_sent(delivery.attempt)
+        self.store.mark_sent(delivery.attempt)
         if self.attempt_log is not None:
             self.attempt_log.started(delivery.attempt, delivery.target_type)
 

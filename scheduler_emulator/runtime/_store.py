@@ -17,6 +17,7 @@ starts and completed when it ends, so an attempt in flight at a crash is found a
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -152,6 +153,10 @@ _DEFER_SECONDS = 0.005
 logger = logging.getLogger("scheduler_emulator")
 
 
+#: What :meth:`Store.mark_sent` writes: an attempt's start, the instant it was sent.
+_SENT_START = "UPDATE attempts SET start_time = ? WHERE id = ?"
+
+
 class _Locked:
     """``with store._locked:`` takes the store's lock and first carries out deferred updates."""
 
@@ -168,7 +173,7 @@ class _Locked:
             # here (a run about to be sent, say) is left uncommitted in that transaction.
             while store._batch_owner is not None:
                 store._batch_free.wait()
-        if store._pending:
+        if store._pending or store._sent:
             try:
                 store._carry_out_pending()
             except BaseException:
@@ -310,6 +315,9 @@ class Store:
         self._batch_owner: int | None = None  # the thread whose batch() is open
         self._batch_free = threading.Condition(self._lock)
         self._pending: list[tuple[str, tuple[Any, ...]]] = []
+        #: (start, id) of attempts sent since the last commit (:meth:`mark_sent`), appended
+        #: without the lock and carried out with the deferred updates.
+        self._sent: collections.deque[tuple[str | None, int | None]] = collections.deque()
         self._local = threading.local()
         self._writer: threading.Thread | None = None
         self._closed = False
@@ -411,21 +419,25 @@ class Store:
         return True
 
     def _carry_out_pending(self) -> None:
-        """Execute the deferred statements (store lock held), committed at once unless a
-        :meth:`batch` is open (then they commit with it)."""
+        """Execute the deferred statements and the sent attempts' starts (store lock held),
+        committed at once unless a :meth:`batch` is open (then they commit with it)."""
         pending, self._pending = self._pending, []
-        if self._db.in_transaction:
-            for sql, args in pending:
-                self._db.execute(sql, args)
-            return
-        self._db.execute("BEGIN")
+        sent = self._sent  # popleft, not a swap: a sender may be appending (it takes no lock)
+        starts = [sent.popleft() for _ in range(len(sent))]
+        opened = not self._db.in_transaction
+        if opened:
+            self._db.execute("BEGIN")
         try:
+            if starts:  # before the ends: an attempt's end row carries the same start
+                self._db.executemany(_SENT_START, starts)
             for sql, args in pending:
                 self._db.execute(sql, args)
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if opened:
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
+        if opened:
+            self._db.execute("COMMIT")
 
     def _write_pending(self) -> None:
         """The writer thread: commit what is deferred every :data:`_DEFER_SECONDS`."""
@@ -439,7 +451,7 @@ class Store:
                 if self._closed:
                     return
                 try:
-                    if self._pending:
+                    if self._pending or self._sent:
                         self._carry_out_pending()
                 except Exception as exc:  # e.g. the disk is full: say so, keep going
                     self.write_failure = str(exc)
@@ -448,7 +460,7 @@ class Store:
     def close(self) -> None:
         """Commit what is deferred and close the database."""
         with self._lock:
-            if self._pending and not self._closed:
+            if (self._pending or self._sent) and not self._closed:
                 self._carry_out_pending()
             self._closed = True
             self._wake.notify_all()
@@ -653,10 +665,12 @@ class Store:
 
     def mark_sent(self, attempt: Attempt) -> None:
         """Record the start of ``attempt`` (added earlier, when it was queued) as the instant
-        it was sent, so that the attempt read in flight starts when its finished record will."""
-        self._update(
-            "UPDATE attempts SET start_time = ? WHERE id = ?", (_ts(attempt.start_time), attempt.id)
-        )
+        it was sent, so that the attempt read in flight starts when its finished record will.
+
+        Takes no lock (the engine's threads call it as attempts leave): the start is written
+        with the next deferred updates, and before any read.
+        """
+        self._sent.append((_ts(attempt.start_time), attempt.id))
 
     def finish_attempt(self, attempt: Attempt) -> None:
         """Record the start (the instant it was sent), end, status, code, debug text and
