@@ -133,3 +133,21 @@ def test_another_threads_write_waits_for_an_open_batch(store: Store, db: Path) -
     assert done.is_set()
     rows = committed(db, "SELECT job FROM skipped ORDER BY id")
     assert [str(r[0]).rsplit("/", 1)[1] for r in rows] == ["a", "b"]
+
+
+def test_a_sent_start_is_read_at_once_and_kept_by_close(store: Store, db: Path) -> None:
+    attempt = started(store)
+    attempt.start_time = T0 + timedelta(milliseconds=3)  # the instant it left the queue
+    store.mark_sent(attempt)
+    assert committed(db, "SELECT start_time FROM attempts") == [(T0.isoformat(),)]
+    [read] = store.attempts()  # a read carries it out first
+    assert read.start_time == T0 + timedelta(milliseconds=3)
+    second = started(store, run_id=2)
+    second.start_time = T0 + timedelta(milliseconds=5)
+    store.mark_sent(second)
+    store.close()  # nothing else deferred: the start is still written
+    starts = committed(db, "SELECT start_time FROM attempts ORDER BY id")
+    assert starts == [
+        ((T0 + timedelta(milliseconds=3)).isoformat(),),
+        ((T0 + timedelta(milliseconds=5)).isoformat(),),
+    ]
