@@ -14,6 +14,7 @@ import socket
 import sys
 import threading
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -272,19 +273,36 @@ def case_table(test_file: str, table: str, *more: Any) -> pytest.MarkDecorator:
     that are computed (a 501-character ID, a size just over a limit).
 
     Raises ``KeyError`` for a table the file lacks and ``ValueError`` when an entry has no ``id``,
-    repeats an ``id`` or has other keys than the first entry (a misspelt key fails loudly instead
-    of silently dropping a case).
+    repeats an ``id`` or has other keys than most entries have (a misspelt key fails loudly,
+    naming the entry's number, id and the keys it misses or adds, instead of dropping a case).
     """
     path = Path(test_file).parent / "cases" / (Path(test_file).stem.removeprefix("test_") + ".toml")
     with path.open("rb") as handle:
         entries = tomllib.load(handle)[table]
-    names = [key for key in entries[0] if key != "id"]
-    seen: set[str] = set()
-    params = []
-    for entry in entries:
-        case_id = entry.get("id")
-        if case_id is None or case_id in seen or sorted(entry) != sorted([*names, "id"]):
-            raise ValueError(f"{path} [[{table}]]: entry {entry!r} must have keys id, {names}")
-        seen.add(case_id)
-        params.append(pytest.param(*(entry[name] for name in names), id=case_id))
+    names = _case_keys(path, table, entries)
+    params = [pytest.param(*(entry[name] for name in names), id=entry["id"]) for entry in entries]
     return pytest.mark.parametrize(names, [*params, *more])
+
+
+def _case_keys(path: Path, table: str, entries: list[dict[str, Any]]) -> list[str]:
+    """The argument names of a case table: the keys most of its entries have, besides ``id``
+    (so a misspelt key in the first entry is blamed on that entry, not on all the others)."""
+    shapes = Counter(frozenset(entry) for entry in entries)
+    usual = max(shapes, key=lambda shape: shapes[shape])  # the first of the most common
+    names = [key for key in next(e for e in entries if frozenset(e) == usual) if key != "id"]
+    problems, seen = [], set()
+    for number, entry in enumerate(entries, 1):
+        case_id = entry.get("id")
+        missing = sorted({*names, "id"} - set(entry))
+        extra = sorted(set(entry) - {*names, "id"})
+        if missing or extra:
+            problems.append(f"entry {number} ({case_id!r}): missing {missing}, unexpected {extra}")
+        elif case_id in seen:
+            problems.append(f"entry {number}: id {case_id!r} is used twice")
+        seen.add(case_id)
+    if problems:
+        raise ValueError(
+            f"{path} [[{table}]]: every entry needs the keys id, {', '.join(names)}; "
+            + "; ".join(problems)
+        )
+    return names

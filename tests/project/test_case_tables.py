@@ -48,20 +48,31 @@ def test_entries_become_params_in_the_first_entrys_key_order(tmp_path: Path) -> 
     assert [(p.id, p.values) for p in params] == [("a", (1, "one")), ("b", (2, "two"))]
 
 
-#: Second entries the reader refuses after a good first one (``id = "a"``, ``x = 1``), by id.
+#: Second entries the reader refuses after a good first one (``id = "a"``, ``x = 1``), by id,
+#: and what the error says of them.
 BAD_SECOND_ENTRIES = {
-    "no-id": "x = 2\n",
-    "repeated-id": 'id = "a"\nx = 2\n',
-    "misspelt-key": 'id = "b"\nz = 2\n',
-    "extra-key": 'id = "b"\nx = 2\ny = 3\n',
+    "no-id": ("x = 2\n", "entry 2 (None): missing ['id'], unexpected []"),
+    "repeated-id": ('id = "a"\nx = 2\n', "entry 2: id 'a' is used twice"),
+    "misspelt-key": ('id = "b"\nz = 2\n', "entry 2 ('b'): missing ['x'], unexpected ['z']"),
+    "extra-key": ('id = "b"\nx = 2\ny = 3\n', "entry 2 ('b'): missing [], unexpected ['y']"),
 }
 
 
-@pytest.mark.parametrize("second", BAD_SECOND_ENTRIES.values(), ids=BAD_SECOND_ENTRIES)
-def test_a_bad_entry_is_refused(tmp_path: Path, second: str) -> None:
+@pytest.mark.parametrize(("second", "said"), BAD_SECOND_ENTRIES.values(), ids=BAD_SECOND_ENTRIES)
+def test_a_bad_entry_is_refused(tmp_path: Path, second: str, said: str) -> None:
     test_file = _write(tmp_path, f'[[t]]\nid = "a"\nx = 1\n\n[[t]]\n{second}')
+    with pytest.raises(ValueError) as refused:
+        case_table(test_file, "t")
+    assert str(refused.value) == (
+        f"{tmp_path / 'cases' / 'sample.toml'} [[t]]: every entry needs the keys id, x; {said}"
+    )
+
+
+def test_a_misspelt_key_in_the_first_entry_is_blamed_on_it(tmp_path: Path) -> None:
+    entries = ['id = "a"\nxx = 1\n', 'id = "b"\nx = 2\n', 'id = "c"\nx = 3\n']
+    test_file = _write(tmp_path, "\n".join(f"[[t]]\n{entry}" for entry in entries))
     with pytest.raises(
-        ValueError, match=r"sample\.toml \[\[t\]\]: entry .* must have keys id, \['x'\]"
+        ValueError, match=r"keys id, x; entry 1 \('a'\): missing \['x'\], unexpected \['xx'\]$"
     ):
         case_table(test_file, "t")
 
