@@ -411,7 +411,7 @@ class CloudScheduler(AttemptAssertions):
     ) -> tuple[list[Attempt], str]:
         """One page of attempts in start order and the next page's token (``""`` on the last
         page), as ``GET /_emulator/attempts`` pages them; see
-        :meth:`~scheduler_emulator.runtime._emulator.Emulator.attempts_page`.
+        :meth:`~scheduler_emulator.Emulator.attempts_page`.
 
         :raises InvalidArgument: naming ``pageSize`` or ``pageToken`` for a bad value.
         """

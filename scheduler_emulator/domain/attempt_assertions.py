@@ -1,6 +1,6 @@
 """``assert_attempted``: one assertion on a job's attempts, shared by every way to read them.
 
-The in-process :class:`~scheduler_emulator.runtime._emulator.Emulator`, the ``cloud_scheduler``
+The in-process :class:`~scheduler_emulator.Emulator`, the ``cloud_scheduler``
 fixture and the ``cloud_scheduler_server`` fixture (a daemon) all hand out
 :class:`~scheduler_emulator.domain.attempts.Attempt` records and assert on them here, so a
 failure reads the same whichever a test uses.
@@ -44,7 +44,8 @@ def check_attempted(
     ``count`` is then the number that must match. Without ``count``, at least one must match.
 
     :param now: the clock's instant, for the message.
-    :param jobs: the job IDs there are, listed when ``job`` has no attempts.
+    :param jobs: the job IDs there are, listed when ``job`` has no attempts (with "there is no
+        job" when ``job`` is not among them: a misspelt name).
     :param hint: an extra line for an attempt that did not match (e.g. "not mounted").
     :raises AssertionError: listing every attempt of the job and why it did not match.
     """
@@ -88,7 +89,10 @@ def check_attempted(
         lines += misses
     if not attempts:
         names = list(jobs())
-        lines.append(f"the job has no attempts; jobs: {names or 'none'}.")
+        if job.rsplit("/", 1)[-1] in names:
+            lines.append(f"the job has no attempts; jobs: {names}.")
+        else:
+            lines.append(f"there is no job {job!r}; jobs: {names or 'none'}.")
     raise AssertionError("\n".join(lines))
 
 
@@ -128,10 +132,11 @@ class AttemptAssertions(ABC):
     ) -> list[Attempt]:
         """Assert on the attempts of ``job`` (ID or full name); return the matching ones.
 
-        With ``code`` (and/or ``schedule_time``) only attempts with that google.rpc code name
-        (``"OK"``, ``"INTERNAL"``…) and ``X-CloudScheduler-ScheduleTime`` header value count;
-        ``count`` is then the number that must match. Without ``count``, at least one must
-        match. Attempts still waiting on their target count with code ``None``.
+        An attempt matches when its code is ``code`` (a google.rpc code name: ``"OK"``,
+        ``"INTERNAL"``…) and its ``X-CloudScheduler-ScheduleTime`` header is
+        ``schedule_time``; a criterion left ``None`` matches every attempt. With ``count``,
+        exactly that many must match; without it, at least one. An attempt still waiting on
+        its target has code ``None``.
 
         :raises AssertionError: listing every attempt of the job and why it did not match,
             with the clock's instant (and, for a job with no attempts, the jobs there are).

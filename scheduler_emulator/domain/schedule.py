@@ -71,7 +71,7 @@ __all__ = [
 #: The accepted values of ``dst_policy`` (the module docstring describes both).
 DST_POLICIES: Final = ("absolute", "vixie")
 #: The default ``dst_policy``: wall-clock matching on absolute minutes; the emulator's settings take
-#: it from :class:`~scheduler_emulator.runtime._options.EmulatorOptions`.
+#: it from :class:`~scheduler_emulator.EmulatorOptions`.
 DEFAULT_DST_POLICY: Final = DST_POLICIES[0]
 #: How far ahead a fire time is searched for before a schedule counts as never firing.
 HORIZON: Final = timedelta(days=3653)

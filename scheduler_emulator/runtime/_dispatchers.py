@@ -83,7 +83,7 @@ def prepared_request(
     retry_always: frozenset[int] = frozenset(),
 ) -> Prepared:
     """The :class:`Prepared` of an attempt that is one HTTP request sent by ``transport``:
-    ``send`` through :meth:`~scheduler_emulator.runtime._transports.Transport.send`, and
+    ``send`` through :meth:`~scheduler_emulator.Transport.send`, and
     ``start`` through the transport's ``start`` when it is a
     :class:`~scheduler_emulator.runtime._transports.StartingTransport`."""
     starter = starting(transport)

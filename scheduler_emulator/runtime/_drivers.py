@@ -3,7 +3,7 @@
 The engine (:mod:`~scheduler_emulator.runtime._engine`) picks one driver at set-up with
 :func:`driver_for` — the only place that asks which clock runs:
 
-- :class:`ManualDriver` (a :class:`~scheduler_emulator.runtime._clock.ManualClock`): the clock
+- :class:`ManualDriver` (a :class:`~scheduler_emulator.ManualClock`): the clock
   calls :meth:`ManualDriver.run_due` at each due instant and attempts are sent one after
   another in the caller's thread — deterministic timelines. An attempt's ``start_time`` is the
   virtual instant at which it fell due; requests that ``deadline`` faults leave running are

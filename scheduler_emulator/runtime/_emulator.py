@@ -3,7 +3,7 @@
 :class:`Emulator` is what the pytest plugin runs in-process and what the daemon wraps with a
 server. It puts the parts together (store, execution log, publisher, App Engine routing,
 token authority, fault plan, engine) from its
-:class:`~scheduler_emulator.runtime._options.EmulatorOptions`, and offers the jobs API
+:class:`~scheduler_emulator.EmulatorOptions`, and offers the jobs API
 (create, update, pause, run…, validated as the REST API does) and the attempt history over
 the :class:`~scheduler_emulator.runtime._engine.Engine`::
 
@@ -56,7 +56,7 @@ MAX_JOBS_PAGE_SIZE = JOBS_PAGE_SIZE_MAX
 class Emulator(AttemptAssertions):
     """An in-process Cloud Scheduler.
 
-    Settings come from ``options`` (:class:`~scheduler_emulator.runtime._options.EmulatorOptions`)
+    Settings come from ``options`` (:class:`~scheduler_emulator.EmulatorOptions`)
     or the same fields as keywords (``Emulator(clock, project="shop")``), keywords winning;
     collaborators are arguments of their own, each built from the options when not given.
 

@@ -1,7 +1,7 @@
 """The settings of one emulator, in one object: what the command line, the pytest plugin and
 scenario files choose, and the one home of their defaults.
 
-:class:`~scheduler_emulator.runtime._emulator.Emulator` takes an :class:`EmulatorOptions` (or the
+:class:`~scheduler_emulator.Emulator` takes an :class:`EmulatorOptions` (or the
 same fields as keywords) and builds everything else from it, so the daemon, the plugin and
 ``replay`` are composed the same way::
 

@@ -122,7 +122,9 @@ def test_each_asserts_attempted_the_same_way(request: pytest.FixtureRequest, sou
     assert "expected 1 attempt(s) of job 'nightly' with code=INTERNAL, found 0" in message
     assert "clock at 2026-01-01T03:00:00Z" in message
     assert re.search(r"attempt 1 of run \d+ at 2026-01-01T02:00:00Z .* -> OK \(200\)", message)
-    with pytest.raises(AssertionError, match=r"no attempts; jobs: \['nightly', 'slow'\]"):
+    with pytest.raises(
+        AssertionError, match=r"there is no job 'other'; jobs: \['nightly', 'slow'\]"
+    ):
         scheduler.assert_attempted("other")
 
 
@@ -174,3 +176,15 @@ def test_the_fixture_says_when_a_failed_url_was_not_mounted(
     with pytest.raises(AssertionError) as failure:
         cloud_scheduler.assert_attempted("lost", 1, "OK")
     assert f"{url} is not mounted (mounted: http://svc.test)." in str(failure.value)
+
+
+def test_a_job_without_attempts_and_a_misspelt_job_read_differently() -> None:
+    with Emulator(ManualClock(START), transport=WsgiTransport(RecordingTarget())) as emulator:
+        job = emulator.create_job(**nightly("http://svc.test/"))
+        for name in ("nightly", job.name):
+            with pytest.raises(
+                AssertionError, match=r"the job has no attempts; jobs: \['nightly'\]"
+            ):
+                emulator.assert_attempted(name)
+        with pytest.raises(AssertionError, match=r"there is no job 'nighly'; jobs: \['nightly'\]"):
+            emulator.assert_attempted("nighly")

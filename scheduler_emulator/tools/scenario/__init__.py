@@ -1,7 +1,7 @@
 """Scenario files: jobs, a virtual clock, faults, a target and what should come out of it.
 
 A scenario is a YAML (or JSON) file that ``scheduler-emulator replay SCENARIO`` runs on a
-:class:`~scheduler_emulator.runtime._clock.ManualClock` with an in-memory store, the same way
+:class:`~scheduler_emulator.ManualClock` with an in-memory store, the same way
 every time for the same seed. A small one::
 
     start: "2026-09-24T01:59:00Z"
