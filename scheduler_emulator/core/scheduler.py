@@ -124,6 +124,10 @@ class AttemptEnd:
     :param extra_retry: a lost acknowledgement earned the run a retry beyond its config.
     :param uncounted: the attempt is retried whatever the retry config and does not count
         against ``retryCount`` (an App Engine target's 503).
+    :param attempt: the attempt's number in its run (1 for the first).
+    :param start_time: the attempt's recorded start when the runtime stamped it again as it
+        was sent (a real clock); the job's last attempt time becomes it if this is the job's
+        latest attempt. ``None``: the start the core decided stands.
     """
 
     code: str
@@ -131,6 +135,8 @@ class AttemptEnd:
     end_time: datetime
     extra_retry: bool = False
     uncounted: bool = False
+    attempt: int = 0
+    start_time: datetime | None = None
 
 
 @dataclass
@@ -142,6 +148,7 @@ class _JobState:
     seq: int
     status: Status | None = None
     last_attempt_time: datetime | None = None
+    last_attempt: tuple[int, int] | None = None  # (run id, attempt number) it belongs to
     next_fire: datetime | None = None  # in the job's zone (fold matters for the header)
     next_fire_utc: datetime | None = None
     active: Run | None = None  # the outstanding scheduled run
@@ -349,6 +356,8 @@ class Scheduler:
         if state is None:
             return []
         state.status = end.status
+        if end.start_time is not None and state.last_attempt == (run_id, end.attempt):
+            state.last_attempt_time = end.start_time
         run = state.runs.get(run_id)
         if run is None:
             return []
@@ -519,7 +528,7 @@ class Scheduler:
             run.first_attempt_start = now
         run.attempts += 1
         run.next_attempt_at = None
-        state.last_attempt_time = now
+        state.last_attempt_time, state.last_attempt = now, (run.id, run.attempts)
         return StartAttempt(state.job, run, new_run)
 
     def _after_attempt(

@@ -255,6 +255,8 @@ class Recorder:
             attempt.end_time,
             injected.extra_retry,
             injected.outcome.http_status in delivery.prepared.retry_always,
+            attempt.attempt,
+            attempt.start_time if delivery.sent else None,
         )
         decisions = self.core.attempt_ended(attempt.job, attempt.run_id, end, self.clock.now())
         if self.core.has(attempt.job):

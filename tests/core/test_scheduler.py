@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -213,3 +214,20 @@ def test_a_restart_lists_the_times_that_passed_while_down(core: Scheduler) -> No
         ("2026-09-24T12:15:00Z", "EMULATOR_DOWN"),
     ]
     assert core.next_due() == T0 + timedelta(minutes=20)
+
+
+def test_the_last_attempt_time_follows_the_start_of_the_jobs_latest_attempt(
+    core: Scheduler,
+) -> None:
+    """A start stamped again when the attempt was sent becomes the job's last attempt time,
+    unless another attempt of the job started since (its own start stands)."""
+    core.put(job(), T0 - timedelta(seconds=1))
+    [scheduled] = acted(core.due(T0))
+    [forced] = core.force(scheduled.run.job, T0 + timedelta(seconds=1))
+    name = scheduled.run.job
+    sent = T0 + timedelta(milliseconds=1)
+    core.attempt_ended(name, scheduled.run.id, replace(ok(T0), attempt=1, start_time=sent), T0)
+    assert core.state_of(name)[2] == T0 + timedelta(seconds=1)  # the forced run's start
+    sent = T0 + timedelta(seconds=1, milliseconds=2)
+    core.attempt_ended(name, forced.run.id, replace(ok(T0), attempt=1, start_time=sent), T0)
+    assert core.state_of(name)[2] == sent

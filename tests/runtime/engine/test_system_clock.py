@@ -59,3 +59,17 @@ def test_an_attempt_in_flight_has_the_start_its_finished_record_keeps() -> None:
         [finished] = emulator.attempts("nightly")
     assert (in_flight.end_time, finished.code) == (None, "OK")
     assert in_flight.start_time == finished.start_time
+
+
+def test_the_jobs_last_attempt_time_is_its_latest_attempts_start() -> None:
+    """The job's ``lastAttemptTime`` and its attempt's ``startTime`` name the same instant,
+    though the threaded driver stamps the start again when the attempt leaves the queue."""
+    target = RecordingTarget()
+    with Emulator(SystemClock(), transport=WsgiTransport(target)) as emulator:
+        emulator.create_job(nightly_job())
+        for _ in range(3):
+            emulator.run_job("nightly")
+            assert emulator.engine.wait_idle(10)
+            assert (
+                emulator.get_job("nightly").last_attempt_time == emulator.attempts()[-1].start_time
+            )
