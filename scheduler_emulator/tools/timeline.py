@@ -44,7 +44,7 @@ __all__ = [
 IN_FLIGHT = "(in flight)"
 
 TIMELINE_HEADERS = ("TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "DETAIL")
-_RIGHT = {"TRY", "HTTP", "#", "GAP", "WAIT"}
+_RIGHT = {"TRY", "HTTP", "TOOK", "#", "GAP", "WAIT"}
 _ORIGINAL = re.compile(r"\.? ?Original HTTP response code number = \d{3}")
 DETAIL_WIDTH = 90
 

@@ -31,13 +31,15 @@ __all__ = [
     "cmd_attempts",
     "cmd_jobs",
     "cmd_skipped",
+    "took",
 ]
 
 JOBS_HEADERS = ("JOB", "STATE", "SCHEDULE", "TIME ZONE", "READS AS", "LAST", "NEXT", "TARGET")
 #: The environment variable that sets ``--admin-token``, for ``start`` and for these commands.
 ADMIN_TOKEN_ENV = "SCHEDULER_EMULATOR_ADMIN_TOKEN"
 ATTEMPT_HEADERS = (
-    "TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "SCHEDULED", "REASON",
+    "TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "TOOK", "SCHEDULED",
+    "REASON",
 )  # fmt: skip
 SKIPPED_HEADERS = ("SCHEDULED", "JOB", "ScheduleTime", "RECORDED AT", "REASON")
 #: What a skipped run's reason code means, in the ``skipped`` table.
@@ -193,9 +195,22 @@ def attempt_rows(attempts: Sequence[Attempt], width: int | None = None) -> list[
     """
     limit = 2**62 if width is None else width
     return [
-        [*attempt_cells(attempt), iso(attempt.nominal) or "-", failure_reason(attempt, limit)]
+        [
+            *attempt_cells(attempt),
+            took(attempt),
+            iso(attempt.nominal) or "-",
+            failure_reason(attempt, limit),
+        ]
         for attempt in attempts
     ]
+
+
+def took(attempt: Attempt) -> str:
+    """How long the attempt took, start to end, in seconds with milliseconds (``"0.012s"``);
+    ``"-"`` while it is in flight."""
+    if attempt.end_time is None:
+        return "-"
+    return f"{(attempt.end_time - attempt.start_time).total_seconds():.3f}s"
 
 
 def _print_table(out: IO[str], headers: Sequence[str], rows: list[list[str]], empty: str) -> int:
@@ -315,7 +330,7 @@ def _follow(
         for cells in [*lines, *rows]:
             text = "  ".join(
                 cell.rjust(widths[i])
-                if ATTEMPT_HEADERS[i] in ("TRY", "HTTP")
+                if ATTEMPT_HEADERS[i] in ("TRY", "HTTP", "TOOK")
                 else cell.ljust(widths[i])
                 if i < len(cells) - 1
                 else cell

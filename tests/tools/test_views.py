@@ -9,11 +9,13 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import requests
 
-from scheduler_emulator.tools.views import job_rows
+from scheduler_emulator import Attempt
+from scheduler_emulator.tools.views import job_rows, took
 from tests.daemon import Daemon
 from tests.dashboard_scene import orders_daemon
 from tests.support import wait_for
@@ -145,3 +147,20 @@ def test_the_jobs_table_shows_a_last_attempt_still_in_flight_as_such() -> None:
     }
     [cells] = job_rows([row])
     assert cells[5] == "(in flight) 2026-12-01T19:43:30Z"
+
+
+def test_took_is_the_attempts_duration_or_a_dash_in_flight() -> None:
+    start = datetime(2026, 3, 1, 2, tzinfo=UTC)
+    attempt = Attempt(1, "projects/p/locations/l/jobs/j", 1, 1, None, start, {})
+    assert took(attempt) == "-"
+    attempt.end_time = start + timedelta(milliseconds=12)
+    assert took(attempt) == "0.012s"
+    attempt.end_time = start + timedelta(seconds=15, microseconds=4_600)
+    assert took(attempt) == "15.005s"
+
+
+def test_the_attempts_table_shows_how_long_each_took(daemon: Daemon) -> None:
+    done = cli("attempts", "--port", port(daemon), "--job", "nightly", "--last", "1")
+    header, row = done.stdout.splitlines()
+    assert header.split()[7:10] == ["CODE", "TOOK", "SCHEDULED"]
+    assert row[header.index("CODE") :].split()[:2] == ["OK", "0.000s"]  # a manual clock's attempt
