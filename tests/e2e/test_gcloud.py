@@ -110,8 +110,8 @@ class Gcloud:
 def create_command(
     uri: str, schedule: str = "0 2 * * *", max_retry_attempts: int = 3
 ) -> tuple[str, ...]:
-    """``gcloud scheduler jobs create http nightly`` for the example nightly job (OIDC token,
-    3 retries) with ``uri`` as the target."""
+    """``gcloud scheduler jobs create http nightly`` for the Orders example's nightly job
+    (examples/orders/jobs.yaml: OIDC token, 3 retries) with ``uri`` as the target."""
     return (
         "create",
         "http",
@@ -129,7 +129,7 @@ def job_path(project: str, job: str = "nightly") -> str:
 
 
 def create_over_rest(daemon: Daemon, project: str, job: str, uri: str) -> None:
-    """Create ``job`` through the REST API, as the example nightly job (retryCount 3)."""
+    """Create ``job`` through the REST API, as the Orders example's nightly job (retryCount 3)."""
     body = {
         "name": f"projects/{project}/locations/{LOCATION}/jobs/{job}",
         "schedule": "0 2 * * *",

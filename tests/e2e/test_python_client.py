@@ -43,7 +43,7 @@ def client(module_daemon: Daemon) -> Iterator[scheduler_v1.CloudSchedulerClient]
 
 
 def nightly(uri: str, name: str = NIGHTLY) -> scheduler_v1.Job:
-    """The example nightly job (retryCount 3) pointed at ``uri``."""
+    """The Orders example's nightly job (retryCount 3) pointed at ``uri``."""
     return scheduler_v1.Job(
         name=name,
         schedule="0 2 * * *",

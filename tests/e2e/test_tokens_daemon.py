@@ -30,8 +30,8 @@ AUTH_DEBUG_INFO = "URL_ERROR-ERROR_AUTHENTICATION. Original HTTP response code n
 
 
 def job(name: str, uri: str, audience: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A job shaped like the example nightly job (``gcloud scheduler jobs create http nightly
-    --oidc-service-account-email=… [--oidc-token-audience=…] --max-retry-attempts=3``)."""
+    """A job shaped like the Orders example's nightly job (``gcloud scheduler jobs create http
+    nightly --oidc-service-account-email=… [--oidc-token-audience=…] --max-retry-attempts=3``)."""
     oidc = {"serviceAccountEmail": INVOKER}
     if audience is not None:
         oidc["audience"] = audience

@@ -25,7 +25,7 @@ def api(emulator: Emulator) -> Client:
 
 
 def job_body(**overrides: Any) -> dict[str, Any]:
-    """The example nightly job under its full name (:func:`support.nightly_job`)."""
+    """The Orders example's nightly job under its full name (:func:`support.nightly_job`)."""
     return nightly_job(**{"name": NAME, **overrides})
 
 

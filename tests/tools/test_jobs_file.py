@@ -21,7 +21,8 @@ PROJECT = "my-project"
 LOCATION = "us-central1"
 SA = "scheduler-invoker@my-project.iam.gserviceaccount.com"
 
-# The example nightly job: 02:00 UTC daily, an OIDC token, 3 retries.
+# The Orders example's nightly job (examples/orders/jobs.yaml): 02:00 UTC daily, an OIDC token,
+# 3 retries.
 SEED_JOB: dict[str, Any] = {
     "name": "nightly",
     "schedule": "0 2 * * *",
