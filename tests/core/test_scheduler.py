@@ -67,7 +67,7 @@ def test_the_fourth_retry_of_a_run_is_due_80_s_after_the_third_failure(core: Sch
     core.put(job(retry_config=RetryConfig(retry_count=5)), T0 - timedelta(seconds=1))
     [start] = acted(core.due(T0))
     now, run = T0, start.run
-    for expected_wait in (5, 10, 20, 40):  # min 5 s, doubling (spec §11.2)
+    for expected_wait in (5, 10, 20, 40):  # from the 5 s minimum, doubling
         end = now + timedelta(seconds=1)  # each attempt takes a second
         [save] = core.attempt_ended(run.job, run.id, failed(end), end)
         assert isinstance(save, SaveRun)

@@ -1,4 +1,6 @@
-"""The REST JSON edge: durations, timestamps, job_from_json and job_to_json (spec §3.8, §3.7)."""
+"""The REST JSON edge: durations, timestamps, job_from_json and job_to_json. Input is proto3
+JSON (camelCase or snake_case names, integer or named enums); output is camelCase with the
+defaults the service fills in on create."""
 
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ NAME = "projects/demo-proj/locations/us-central1/jobs/job1"
 SA = "sa@demo-proj.iam.gserviceaccount.com"
 FAILURE = "URL_UNREACHABLE-UNREACHABLE_5xx. Original HTTP response code number = 500"
 
-# The body gcloud 528 sends for `gcloud scheduler jobs create http job1 …` (spec §5.1).
+# The body gcloud 528 sends for `gcloud scheduler jobs create http job1 …`, as recorded.
 GCLOUD_CREATE_BODY: dict[str, Any] = {
     "httpTarget": {"httpMethod": "POST", "uri": "https://example.com/hook?x=1"},
     "name": NAME,
@@ -53,7 +55,7 @@ GCLOUD_CREATE_BODY: dict[str, Any] = {
 }
 
 # What google-cloud-scheduler's REST transport sends: integer enums, only populated fields,
-# durations as "1.500s" (spec §3.8, §5.1).
+# durations as "1.500s".
 PYTHON_CLIENT_BODY: dict[str, Any] = {
     "name": "projects/demo-proj/locations/us-central1/jobs/py1",
     "httpTarget": {

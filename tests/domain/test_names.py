@@ -1,4 +1,7 @@
-"""Job and location names (spec §2, §17 P18)."""
+"""Job and location names: ``projects/P/locations/L/jobs/J``, J of letters, digits, ``-`` and
+``_``, at most 500 characters, as Google's REST reference says
+(https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs); a location is
+any ID shaped like ``us-central1`` (our pinned rule, where Google checks for a real region)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Outcome classification of attempts (spec §10.4, §14.3)."""
+"""Outcome classification of attempts: only a final 2xx answer is a success; each failure gets
+the code and debug text Cloud Scheduler logs for it (those seen in production exactly, the rest
+our pinned mapping, listed in docs/differences-from-production.md)."""
 
 from __future__ import annotations
 

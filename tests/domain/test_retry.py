@@ -1,4 +1,8 @@
-"""Backoff arithmetic and stop rules (spec §11.2, §11.3, §17 P4)."""
+"""Backoff arithmetic and stop rules. The wait doubles from ``minBackoffDuration`` for
+``maxDoublings`` retries, then grows linearly, capped at ``maxBackoffDuration``
+(https://cloud.google.com/scheduler/docs/configuring/retry-jobs). Our pinned stop rule:
+``retryCount`` and ``maxRetryDuration`` both 0 means no retry; otherwise retrying goes on while
+either limit that is set is unmet."""
 
 from __future__ import annotations
 

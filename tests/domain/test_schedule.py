@@ -122,7 +122,9 @@ class TestCronRejected:
 
 
 class TestEnglishLike:
-    """Spec §7.2, §17 P16."""
+    """English-like schedules, our pinned subset of Google's alternative format:
+    ``every N minutes|mins|hours`` (with ``from HH:MM to HH:MM`` or ``synchronized``),
+    ``every day HH:MM`` and ``every <weekday>[,<weekday>…] HH:MM``; anything else is invalid."""
 
     @case_table(__file__, "english_accepted")
     def test_english_schedule_fires_at_the_expected_times(
@@ -154,7 +156,9 @@ class TestEnglishLike:
 
 
 class TestTimeZones:
-    """Spec §8, §17 P10."""
+    """Time zones: IANA names, and ``utc`` in any case. Our pinned rule refuses legacy
+    abbreviations such as ``EST`` with ``Schedule or time zone is invalid.`` (as production
+    refuses ``EST``) and echoes a zone as given."""
 
     @case_table(__file__, "zones_accepted")
     def test_accepted_zone_resolves(self, name: str, key: str) -> None:
@@ -277,7 +281,9 @@ class TestNaiveDatetimes:
 
 
 class TestFormatScheduleTime:
-    """Spec §10.2, §17 P2 (cases/schedule.toml)."""
+    """The ``X-CloudScheduler-ScheduleTime`` value; our pinned rendering: RFC 3339 without
+    fractional seconds, in the job zone's offset at that instant, ``Z`` for a zero offset
+    (cases/schedule.toml)."""
 
     @case_table(__file__, "rendered_instants")
     def test_instant_is_rendered_in_its_own_offset(

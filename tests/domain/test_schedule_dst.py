@@ -1,8 +1,14 @@
-"""Daylight saving time: spec §8 table and §17 P1, for both ``dst_policy`` values.
+"""Daylight saving time, for both ``dst_policy`` values.
+
+Google only warns of "anomalies" around the changes
+(https://cloud.google.com/scheduler/docs/configuring/cron-job-schedules). Our pinned default
+matches the cron fields against the wall time of each absolute minute: a time inside a
+spring-forward gap does not run that day, one inside a fall-back overlap runs twice. ``"vixie"``
+runs a fixed-time job once just after a gap and only at the first occurrence.
 
 The policy cases are in ``cases/schedule_dst.toml``: each lists the fire times after a given
-instant, rendered as the ``X-CloudScheduler-ScheduleTime`` value would be (P2), so the offsets show
-which occurrence of a repeated wall time fired.
+instant, rendered as the ``X-CloudScheduler-ScheduleTime`` value would be (in the job zone's
+offset), so the offsets show which occurrence of a repeated wall time fired.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Property tests for ``scheduler_emulator.domain.schedule`` (hypothesis).
 
-The oracle is spec §17 P1 taken literally: walk absolute minutes one at a time, convert each to
-the job's zone with ``zoneinfo`` and fire when the wall time matches. Expressions are generated
-together with the value sets they denote, so the oracle does not reuse our parser.
+The oracle is our pinned daylight-saving rule taken literally: walk absolute minutes one at a
+time, convert each to the job's zone with ``zoneinfo`` and fire when the wall time matches.
+Expressions are generated together with the value sets they denote, so the oracle does not reuse
+our parser.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def cron_field(
 ) -> tuple[str, frozenset[int]]:
     """One field: ``(text, values)``; day-of-week values are folded to 0-6.
 
-    ``for_croniter`` avoids what croniter 7 reads differently from spec §7.1/§17 P8: ``a-a``
+    ``for_croniter`` avoids what croniter 7 reads differently from our pinned cron rules: ``a-a``
     ranges (croniter reads ``*``) and day fields that list every value without being exactly
     ``*`` (croniter then treats the field as unrestricted).
     """
@@ -254,7 +255,7 @@ def zone_and_instant(draw: st.DrawFn) -> tuple[str, datetime]:
 def oracle(
     case: Case, zone_name: str, after: datetime, until: datetime, dst_policy: str
 ) -> list[tuple[datetime, timedelta]]:
-    """Fire instants in ``(after, until)`` by walking absolute minutes (spec §17 P1).
+    """Fire instants in ``(after, until)`` by walking absolute minutes (the pinned rule).
 
     With ``dst_policy="vixie"`` a fixed-time job skips the second occurrence of a wall time
     (``fold == 1``), and at a forward jump fires once at the first minute after the gap when

@@ -1,4 +1,6 @@
-"""UpdateJob (PATCH) semantics: the mask governs, P12 without a mask, P13 header edits (§5.4).
+"""UpdateJob (PATCH) semantics: the update mask governs which fields change. Our pinned rules
+where Google documents none: without a mask every field in the body is applied, and a headers
+map holding a JSON ``null`` edits the stored map (null deletes) instead of replacing it.
 
 The tables of plain cases (gcloud flags, mask paths, header edits, clearing) are in
 cases/update_mask.toml; its head says how a case writes a job's changes.
@@ -108,7 +110,7 @@ def retried(job: Job, **config: Any) -> Job:
 def gcloud_body(
     *, http: dict[str, Any] | None = None, retry: dict[str, Any] | None = None, **top: Any
 ) -> dict[str, Any]:
-    """The body ``gcloud scheduler jobs update http nightly …`` sends (§5.1, §5.4).
+    """The body ``gcloud scheduler jobs update http nightly …`` sends.
 
     gcloud always sends ``timeZone: Etc/UTC``, ``httpTarget.httpMethod: POST`` and the four
     retry defaults next to the flags' values, whatever the mask says. ``http`` and ``retry``
@@ -200,7 +202,8 @@ NO_PATHS = [
 
 
 class TestGcloudFlags:
-    """Every flag of the §5.4 table, with the default-laden body gcloud really sends."""
+    """Every flag of ``gcloud scheduler jobs update http`` and the mask path it sends, with the
+    default-laden body gcloud really sends."""
 
     @case_table(__file__, "gcloud_flags")
     def test_flag_changes_only_its_masked_fields(
@@ -303,7 +306,7 @@ class TestPythonClientBody:
 
 
 class TestNoMask:
-    """P12: without a mask every field present in the body is applied."""
+    """Our pinned rule: without a mask every field present in the body is applied."""
 
     @pytest.mark.parametrize("mask", NO_PATHS)
     def test_every_present_field_is_applied(self, mask: str | list[str] | None) -> None:
@@ -358,7 +361,8 @@ class TestNoMask:
 
 
 class TestHeaderEdits:
-    """P13: a null value makes the body's map an edit of the stored map; else it replaces it."""
+    """Our pinned rule: a null value makes the body's map an edit of the stored map (null
+    deletes, other keys are set); else the body's map replaces it."""
 
     @case_table(__file__, "header_edits")
     def test_map_with_null_values_edits_the_stored_headers(

@@ -1,4 +1,7 @@
-"""validate_job: every rule of spec §2, §3.2, §3.3, §3.5, §11.1 and §15 with its error.
+"""validate_job: every rule on a job's fields with its error: names, schedule and time zone,
+targets, retry config, sizes and limits, as Google's REST reference states them
+(https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs), with our own
+messages where Google's are not known.
 
 The cases are jobs given as REST JSON in cases/validation.toml (its header says how a case's
 ``base`` and ``job`` make the job); those whose values are computed (lengths, sizes) are here.

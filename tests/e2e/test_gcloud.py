@@ -1,4 +1,4 @@
-"""``gcloud scheduler jobs …`` (Cloud SDK 528) against the live daemon (spec §16.1).
+"""``gcloud scheduler jobs …`` (Cloud SDK 528) against the live daemon.
 
 gcloud runs with a scratch ``CLOUDSDK_CONFIG`` and no configuration other than what
 ``scheduler-emulator env-init`` prints, so these tests also prove that env-init is enough.
@@ -33,7 +33,7 @@ LOCATION = "us-central1"
 PROJECT = "my-project"
 OIDC_EMAIL = "scheduler-invoker@my-project.iam.gserviceaccount.com"
 OIDC_AUDIENCE = "https://orders-abc123-uc.a.run.app"
-#: gcloud retries a 5xx answer for about 30 s before giving up (spec §6.4).
+#: gcloud retries a 5xx answer for about 30 s before giving up.
 GCLOUD_TIMEOUT = 120
 
 
@@ -110,7 +110,8 @@ class Gcloud:
 def create_command(
     uri: str, schedule: str = "0 2 * * *", max_retry_attempts: int = 3
 ) -> tuple[str, ...]:
-    """The seed's ``create http nightly`` command with ``uri`` as the target."""
+    """``gcloud scheduler jobs create http nightly`` for the Orders example's nightly job
+    (examples/orders/jobs.yaml: OIDC token, 3 retries) with ``uri`` as the target."""
     return (
         "create",
         "http",
@@ -128,7 +129,7 @@ def job_path(project: str, job: str = "nightly") -> str:
 
 
 def create_over_rest(daemon: Daemon, project: str, job: str, uri: str) -> None:
-    """Create ``job`` through the REST API, as the seed's job (retryCount 3)."""
+    """Create ``job`` through the REST API, as the Orders example's nightly job (retryCount 3)."""
     body = {
         "name": f"projects/{project}/locations/{LOCATION}/jobs/{job}",
         "schedule": "0 2 * * *",
@@ -225,7 +226,7 @@ def test_update_schedule_keeps_retry_count(
 ) -> None:
     create_over_rest(daemon, gcloud.project, "nightly", served_target[1])
 
-    # gcloud sends retryCount 0 (its default) in the body, with updateMask=schedule (§5.4).
+    # gcloud sends retryCount 0 (its default) in the body, with updateMask=schedule.
     gcloud.ok("update", "http", "nightly", "--schedule=0 3 * * *")
 
     job = yaml.safe_load(gcloud.ok("describe", "nightly").stdout)
@@ -278,7 +279,7 @@ def test_delete_quiet_removes_the_job(
 
 
 class TestErrors:
-    """gcloud exits 1 and prints ``ERROR: (command) STATUS: message`` (spec §6.4)."""
+    """gcloud exits 1 and prints ``ERROR: (command) STATUS: message``."""
 
     def error(self, result: subprocess.CompletedProcess[str]) -> str:
         assert result.returncode == 1, (result.stdout, result.stderr)

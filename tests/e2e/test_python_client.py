@@ -1,4 +1,4 @@
-"""``google-cloud-scheduler`` (REST transport) against the live daemon (spec §16.2, §6.5).
+"""``google-cloud-scheduler`` (REST transport) against the live daemon.
 
 The client asks for integer enums (``$alt=json;enum-encoding=int``), omits ``name`` from the
 PATCH body and picks its exception class from the HTTP status alone: 404 → ``NotFound``,
@@ -43,7 +43,7 @@ def client(module_daemon: Daemon) -> Iterator[scheduler_v1.CloudSchedulerClient]
 
 
 def nightly(uri: str, name: str = NIGHTLY) -> scheduler_v1.Job:
-    """The seed's nightly job (retryCount 3) pointed at ``uri``."""
+    """The Orders example's nightly job (retryCount 3) pointed at ``uri``."""
     return scheduler_v1.Job(
         name=name,
         schedule="0 2 * * *",
@@ -107,7 +107,7 @@ class TestJobLifecycle:
     def test_update_with_a_mask_changes_the_schedule_and_keeps_the_retry_config(
         self, created: scheduler_v1.Job, client: scheduler_v1.CloudSchedulerClient
     ) -> None:
-        # The REST transport sends `name` only in the URL, not in the PATCH body (§1.1 notes).
+        # The REST transport sends `name` only in the URL, not in the PATCH body.
         job = client.update_job(
             job=scheduler_v1.Job(name=NIGHTLY, schedule="0 3 * * *"),
             update_mask={"paths": ["schedule"]},
@@ -141,7 +141,7 @@ class TestJobLifecycle:
 
         assert job.state == scheduler_v1.Job.State.ENABLED
         [request] = served_target[0].wait_for(1)
-        # P3: a forced run carries the job's next scheduled time.
+        # Our pinned rule: a forced run carries the job's next scheduled time.
         assert_delivered(request, "2026-09-24T02:00:00Z")
 
     def test_delete_removes_the_job(
@@ -154,7 +154,8 @@ class TestJobLifecycle:
 
 
 class TestErrors:
-    """Exceptions are the ones Google's REST API makes the client raise (spec §6.5)."""
+    """Exceptions are the ones Google's REST API makes the client raise: the class follows the
+    HTTP status alone."""
 
     @pytest.mark.parametrize(
         "call",

@@ -1,4 +1,4 @@
-"""Tokens through the live daemon and real clients (spec §13, §14.3): google-auth and PyJWT
+"""Tokens through the live daemon and real clients: google-auth and PyJWT
 verify what the daemon sends with the keys it serves; a target checking the wrong audience
 answers 401 and the execution log, the attempts and the job's status say UNAUTHENTICATED."""
 
@@ -30,8 +30,8 @@ AUTH_DEBUG_INFO = "URL_ERROR-ERROR_AUTHENTICATION. Original HTTP response code n
 
 
 def job(name: str, uri: str, audience: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A job shaped like the seed's nightly job (``gcloud scheduler jobs create http nightly
-    --oidc-service-account-email=… [--oidc-token-audience=…] --max-retry-attempts=3``)."""
+    """A job shaped like the Orders example's nightly job (``gcloud scheduler jobs create http
+    nightly --oidc-service-account-email=… [--oidc-token-audience=…] --max-retry-attempts=3``)."""
     oidc = {"serviceAccountEmail": INVOKER}
     if audience is not None:
         oidc["audience"] = audience

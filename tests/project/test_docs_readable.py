@@ -4,7 +4,8 @@ The project's behavioural specification (its sections, ``§9.3``, and its pinned
 ``(P12)``) and "the seed page" live with the project's planning documents, not with the
 package: a user who reads README.md, docs/*.md, or a docstring through ``help()`` or an editor
 cannot follow such a citation, so each rule is said in words where it matters and every pinned
-policy is listed, in words, on docs/differences-from-production.md.
+policy is listed, in words, on docs/differences-from-production.md. The same holds for the test
+suite: a contributor learns what a test checks from its docstrings, comments and case tables.
 """
 
 from __future__ import annotations
@@ -64,6 +65,63 @@ def test_the_check_leaves_plain_words_alone() -> None:
         "the ASGI spec; P256; SHA-256; lateness p50 / p99"
     )
     assert citations(text) == []
+
+
+# -- the test suite's own docstrings and comments ----------------------------------------------
+
+#: What a contributor reads to learn what a test checks: every test module and helper, and the
+#: case tables with their comments. This file is left out: it quotes the patterns it looks for.
+THIS_FILE = Path(__file__).resolve()
+#: Besides the patterns above, the planning documents by file name and "seed" plus a title in
+#: quotes (seed "Timers").
+UNREADABLE_IN_TESTS = re.compile(r"cloud-scheduler-v1|timers-and-testing|\bseed [\"'“]")
+
+
+def suite_sources(root: Path) -> list[Path]:
+    """The test suite's Python files and case tables under ``root``, this file excepted."""
+    found = [*root.glob("**/*.py"), *root.glob("**/cases/*.toml")]
+    return sorted(path for path in found if path.resolve() != THIS_FILE)
+
+
+def suite_citations(root: Path) -> list[str]:
+    """``"<path>:<line>: text"`` (path relative to ``root``'s parent) for each line of the test
+    suite under ``root`` that cites a document a contributor cannot open."""
+    found = []
+    for path in suite_sources(root):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if UNREADABLE.search(line) or UNREADABLE_IN_TESTS.search(line):
+                found.append(f"{path.relative_to(root.parent)}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_test_cites_a_document_contributors_cannot_open() -> None:
+    found = suite_citations(REPO / "tests")
+    assert not found, f"{len(found)} citation(s) to restate in words:\n" + "\n".join(found)
+
+
+def test_the_test_suite_check_names_file_and_line(tmp_path: Path) -> None:
+    cases = tmp_path / "tests" / "domain" / "cases"
+    cases.mkdir(parents=True)
+    (tmp_path / "tests" / "domain" / "test_x.py").write_text(
+        '"""Backoff (spec §11.2)."""\n\ndef test_a() -> None:\n    """P4: both limits."""\n',
+        encoding="utf-8",
+    )
+    (cases / "x.toml").write_text(
+        '# rows of the seed "Timers" page\n[t]\nid = "p50"\n', encoding="utf-8"
+    )
+    (tmp_path / "tests" / "notes.toml").write_text("# (P12), not a case table\n", encoding="utf-8")
+    assert suite_citations(tmp_path / "tests") == [
+        'tests/domain/cases/x.toml:1: # rows of the seed "Timers" page',
+        'tests/domain/test_x.py:1: """Backoff (spec §11.2)."""',
+        'tests/domain/test_x.py:4: """P4: both limits."""',
+    ]
+
+
+def test_the_test_suite_check_leaves_out_only_this_file() -> None:
+    sources = set(suite_sources(REPO / "tests"))
+    assert set((REPO / "tests").glob("**/*.py")) - sources == {THIS_FILE}
+    assert set((REPO / "tests").glob("**/cases/*.toml")) <= sources
+    assert REPO / "tests" / "service" / "cases" / "router.toml" in sources
 
 
 # -- docstrings of the public surface --------------------------------------------------------

@@ -1,5 +1,5 @@
 """The ``cloud_run_testing`` and ``function_testing`` façades, through ``pytester``
-(timers-and-testing §2)."""
+(Cloud Run style: the request Cloud Scheduler sends; function style: a direct call)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Execution-log entries (spec §14)."""
+"""Execution-log entries: AttemptStarted and AttemptFinished, shaped as Cloud Logging exports
+Cloud Scheduler's ``cloudscheduler.googleapis.com/executions`` log."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The request an attempt sends (spec §10.1–§10.3)."""
+"""The request an attempt sends: method and URI, the headers Cloud Scheduler sets or replaces,
+and the body (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs)."""
 
 from __future__ import annotations
 

@@ -119,7 +119,8 @@ NEW_YEAR_TEST = PLUGIN_TEST.format(
     name="new_year", start="2026, 12, 31, 12", schedule="0 9 * * *", hours=48,
     expected=["2026-12-31T09:00:00-05:00", "2027-01-01T09:00:00-05:00"],
 )  # fmt: skip
-#: 2027-11-07 is New York's fall-back day: 01:30 happens twice (P1 "absolute").
+#: 2027-11-07 is New York's fall-back day: 01:30 happens twice, and runs twice (the default
+#: daylight-saving policy).
 FALL_BACK_TEST = PLUGIN_TEST.format(
     name="fall_back", start="2027, 11, 7, 4", schedule="30 1 * * *", hours=4,
     expected=["2027-11-07T01:30:00-04:00", "2027-11-07T01:30:00-05:00"],

@@ -1,4 +1,5 @@
-"""OIDC and OAuth tokens on HTTP targets (spec §10.2, §13, P17): keys, claims, delivery,
+"""OIDC and OAuth tokens on HTTP targets (https://cloud.google.com/scheduler/docs/http-target-auth;
+our pinned rule: also to ``http://`` URIs): keys, claims, delivery,
 the /_emulator/oidc and /_emulator/oauth2 endpoints. In-process; the daemon is in
 ``test_tokens_daemon.py``."""
 

@@ -1,4 +1,5 @@
-"""Real HTTP and in-process delivery (spec §10.1, §10.4)."""
+"""Real HTTP and in-process delivery: the request sent, redirects followed, and only a final
+2xx answer is a success."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The v1 REST API through werkzeug's test client (no socket): routes, JSON rules, errors,
-state transitions (spec §1.1, §3.7, §3.8, §4, §5, §6)."""
+state transitions, as Google's REST reference gives them
+(https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def api(emulator: Emulator) -> Client:
 
 
 def job_body(**overrides: Any) -> dict[str, Any]:
-    """The seed's nightly job under its full name (:func:`support.nightly_job`)."""
+    """The Orders example's nightly job under its full name (:func:`support.nightly_job`)."""
     return nightly_job(**{"name": NAME, **overrides})
 
 

@@ -1,4 +1,4 @@
-"""What the service tests put the timer router in: the seed's timers, and the Flask app
+"""What the service tests put the timer router in: the example timers, and the Flask app
 functions-framework serves for an HTTP function.
 
 functions-framework itself is not a dependency: it hands a Flask request to the user's function
@@ -29,7 +29,7 @@ class Order:
 
 
 class SeedTimers:
-    """A router with the seed's timers, recording each run as ``(timer, argument)`` in ``runs``:
+    """A router with the example timers, recording each run as ``(timer, argument)`` in ``runs``:
 
     - ``nightly(request: TimerRequest)`` records the request;
     - ``report(order: Order)`` records the order;

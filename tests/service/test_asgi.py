@@ -1,4 +1,4 @@
-"""The timer router under ASGI: the same answers and log lines as under WSGI (spec §1).
+"""The timer router under ASGI: the same answers and log lines as under WSGI.
 
 Each request of the routing table is sent to four servings of one service — WSGI middleware,
 the plain ASGI wrapper, a Starlette app and a FastAPI app (both through ``init_app``) — and
@@ -71,7 +71,7 @@ class Answer:
 
 @dataclass
 class Service:
-    """The seed's timers, sync and async alike, recording each run."""
+    """The example timers (nightly, report, explode), sync and async alike, recording each run."""
 
     prefix: str = "/_triggers/timer/"
     runs: list[tuple[str, Any]] = field(default_factory=list)

@@ -1,5 +1,6 @@
 """``verify_scheduler_token`` and ``SchedulerTokenMiddleware``: what a service does with the
-token Cloud Scheduler sends (spec §13). Tokens come from a local ``TokenAuthority``."""
+token Cloud Scheduler sends (https://cloud.google.com/scheduler/docs/http-target-auth).
+Tokens come from a local ``TokenAuthority``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Binding a timer's JSON body to its payload parameter (spec §1, seed "Body and headers").
+"""Binding a timer's JSON body to its payload parameter, whatever the ``Content-Type`` (Cloud
+Scheduler sends ``application/octet-stream`` unless the job sets one).
 
 This module uses ``from __future__ import annotations`` on purpose: every annotation below is a
 string, resolved by the router with ``typing.get_type_hints``.
@@ -347,7 +348,7 @@ class TestPureBinding:
 
 
 class TestEncodePayload:
-    """``encode_payload`` is what a Cloud Run style façade sends as a message's body (§2)."""
+    """``encode_payload`` is what a Cloud Run style façade sends as a message's body."""
 
     @pytest.mark.parametrize(
         ("payload", "body"),

@@ -178,7 +178,7 @@ class TestFlask:
 class TestFunctionsFramework:
     @pytest.fixture
     def orders(self) -> SeedTimers:
-        """The seed's timers."""
+        """The example timers (nightly, report, explode)."""
         return SeedTimers()
 
     @pytest.fixture

@@ -1,4 +1,4 @@
-"""``TimerRequest``: what a handler sees of the run's request (spec §1)."""
+"""``TimerRequest``: what a handler sees of the run's request."""
 
 from __future__ import annotations
 

@@ -1,8 +1,11 @@
-"""The timer router over WSGI: matching, answers and log lines (spec §1, seed "Timers").
+"""The timer router over WSGI: matching, answers and log lines.
 
-Every row of spec §1's outcome table and of the seed's "Requests that reach the handler" and
-"Failed runs" tables is a test here, through werkzeug's test client (no socket). The tables of
-plain cases are in cases/router.toml.
+Which requests reach a timer (any method; the prefix matched case-sensitively; a job-name header
+absent or naming the same timer) and what each outcome answers and logs (200 when the handler
+returns; 500 when it raises, the names disagree or no handler has the name; 400 when the body
+does not bind): each case is a test here, through werkzeug's test client (no socket). The
+router's module docstring sketches these rules; the tables of plain cases are in
+cases/router.toml.
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ class Service(SeedTimers):
 
 @pytest.fixture
 def service() -> Service:
-    """The seed's service: timers on the default prefix, no web routes (other paths: 404)."""
+    """The example service: timers on the default prefix, no web routes (other paths: 404)."""
     return Service()
 
 
@@ -93,7 +96,7 @@ def timer_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 
 
 class TestSeedRequestTable:
-    """The seed's table "which requests reach [Timer("nightly")]", row by row."""
+    """Which requests reach the ``nightly`` timer, case by case."""
 
     @case_table(__file__, "seed_requests")
     def test_request_reaches_the_nightly_handler_or_answers_as_the_seed_lists(
@@ -189,7 +192,7 @@ class TestPrefix:
 
 
 class TestOutcomes:
-    """Spec §1's outcome table and the seed's "Failed runs" table: status, body and log line."""
+    """Each outcome of a timer run: status, body and log line."""
 
     @case_table(__file__, "outcomes")
     def test_outcome_answers_and_logs_as_the_table_says(
@@ -640,7 +643,7 @@ class TestRegistration:
 
 
 class TestInvoke:
-    """Function style: the handler is called directly, without HTTP (spec §2)."""
+    """Function style: the handler is called directly, without HTTP."""
 
     def test_payload_is_passed_as_it_is(self) -> None:
         router = TimerRouter()

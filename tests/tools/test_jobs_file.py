@@ -21,7 +21,8 @@ PROJECT = "my-project"
 LOCATION = "us-central1"
 SA = "scheduler-invoker@my-project.iam.gserviceaccount.com"
 
-# The seed's nightly job, as the brief gives it.
+# The Orders example's nightly job (examples/orders/jobs.yaml): 02:00 UTC daily, an OIDC token,
+# 3 retries.
 SEED_JOB: dict[str, Any] = {
     "name": "nightly",
     "schedule": "0 2 * * *",
@@ -37,8 +38,8 @@ SEED_JOB: dict[str, Any] = {
     "retryConfig": {"retryCount": 3},
 }
 
-# `gcloud scheduler jobs describe nightly --format=json` of that job right after create (§3.1,
-# §3.7): state, the full retryConfig, attemptDeadline, httpMethod and User-Agent are the
+# `gcloud scheduler jobs describe nightly --format=json` of that job right after create:
+# state, the full retryConfig, attemptDeadline, httpMethod and User-Agent are the
 # server's; scheduleTime and userUpdateTime are output only (added here as the service shows them).
 SEED_DESCRIBE: dict[str, Any] = {
     "name": "projects/my-project/locations/us-central1/jobs/nightly",

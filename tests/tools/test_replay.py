@@ -39,7 +39,7 @@ URL = "https://svc.example/run?src=cron"
 
 
 def started(insert_id: str, scheduled: str, timestamp: str, job: str = JOB) -> dict[str, Any]:
-    """An AttemptStarted entry as Cloud Logging exports it (spec §14.2)."""
+    """An AttemptStarted entry as Cloud Logging exports it."""
     return {
         "insertId": insert_id,
         "jsonPayload": {
@@ -65,7 +65,7 @@ def started(insert_id: str, scheduled: str, timestamp: str, job: str = JOB) -> d
 
 
 def finished(insert_id: str, status: int, timestamp: str, job: str = JOB) -> dict[str, Any]:
-    """An AttemptFinished entry (spec §14.3): ``status`` only on failure, severity ERROR then."""
+    """An AttemptFinished entry: ``status`` only on failure, severity ERROR then."""
     entry = started(insert_id, "", timestamp, job)
     code = {200: None, 500: "INTERNAL", 404: "NOT_FOUND"}[status]
     kind = "URL_CRAWLED" if code is None else "URL_UNREACHABLE-UNREACHABLE_5xx"
@@ -84,7 +84,8 @@ def finished(insert_id: str, status: int, timestamp: str, job: str = JOB) -> dic
 
 
 #: A failed attempt (500) and its retry 5 s later (200), exported out of order, with entry
-#: timestamps stamped seconds after the dispatch (one Started after its Finished, §14.1).
+#: timestamps stamped seconds after the dispatch (one Started after its Finished, as real
+#: exports show).
 EXPORT = [
     finished("f-2", 200, "2026-05-08T01:00:19.100000Z"),
     started("s-1", "2026-05-08T01:00:05.511927Z", "2026-05-08T01:00:12.349245Z"),

@@ -1,5 +1,6 @@
 """The execution model on a manual clock: firing, headers, retries, overlap, skips, RunJob,
-pause/resume and the output-only fields (spec §9–§12, §17 P1–P6, P14, P21)."""
+pause/resume and the output-only fields, as Google documents them and, where it does not, as
+our pinned rules in docs/differences-from-production.md say."""
 
 from __future__ import annotations
 

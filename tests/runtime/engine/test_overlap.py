@@ -1,4 +1,7 @@
-"""No overlap follows the attempt's recorded end (spec §9.2, P6), also when a fault stretches it.
+"""No overlap follows the attempt's recorded end, also when a fault stretches it.
+
+A run due while the one before is still going starts when that one ends (Google's rule); of
+several times missed meanwhile only the earliest runs (our pinned rule).
 
 Issue: on a manual clock a 360 s ``delay`` on run 1 at 12:00 of a ``*/5`` job recorded attempt 1
 in flight until 12:06, yet run 2 started at 12:05:00.

@@ -1,4 +1,4 @@
-"""Two service instances (processes) receive one run at once: exactly one runs it (spec §3).
+"""Two service instances (processes) receive one run at once: exactly one runs it.
 
 Each instance is ``python -m tests.service.guard.claimer`` in its own Python process, sharing the
 store (a SQLite file, or the Firestore emulator). The test holds both at a start line until both are

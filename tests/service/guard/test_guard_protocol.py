@@ -1,4 +1,6 @@
-"""The run-once guard's protocol, on every store (spec §3).
+"""The run-once guard's protocol, on every store: per run key, a completed run answers 200
+without running, one in progress under an unexpired lease 409, and a retryable failure frees
+the key for the retry.
 
 Every test takes the ``store`` fixture, so it runs on a SQLite file and on Firestore (the
 emulator). Leases are driven by a manual clock: nothing sleeps.

@@ -419,7 +419,7 @@ class TestReplay:
             (a.start_time.strftime("%H:%M"), a.forced, a.schedule_time) for a in run.attempts
         ] == [
             ("01:00", False, "2026-09-24T01:00:00Z"),
-            ("01:30", True, "2026-09-24T02:00:00Z"),  # P3: the next scheduled time
+            ("01:30", True, "2026-09-24T02:00:00Z"),  # forced: the next scheduled time
             ("02:00", False, "2026-09-24T02:00:00Z"),
         ]
         assert run.end == datetime(2026, 9, 24, 2, 0, tzinfo=UTC)
@@ -552,8 +552,9 @@ def rows_of(run: ScenarioRun) -> list[tuple[str, int, int | None, str]]:
 
 
 class TestOrdersDuplicates:
-    """The seed's two causes — a lost acknowledgement and a handler slower than its attempt
-    deadline — against the Orders example, without and with the run-once guard."""
+    """The two causes of duplicate runs Google names — a lost acknowledgement and a handler
+    slower than its attempt deadline — against the Orders example, without and with the run-once
+    guard."""
 
     def test_without_the_guard_the_service_sweeps_more_than_once_per_run(
         self, orders_runs: dict[str, tuple[ScenarioRun, str, int]]
