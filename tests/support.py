@@ -1,4 +1,4 @@
-"""Helpers shared by the test modules: a recording WSGI target, the seed's nightly job, the one
+"""Helpers shared by the test modules: a recording WSGI target, the Orders example's nightly job, the one
 ``wait_for``, a free port, the fenced blocks of a Markdown document and the one reader of case
 tables (``case_table``).
 
@@ -132,7 +132,7 @@ def stored_http_target(uri: str, **fields: Any) -> HttpTarget:
 
 
 def nightly_job(**overrides: Any) -> dict[str, Any]:
-    """The seed's nightly job as REST JSON, pointed at the recording target."""
+    """The Orders example's nightly job as REST JSON, pointed at the recording target."""
     job: dict[str, Any] = {
         "name": "nightly",
         "schedule": "0 2 * * *",
