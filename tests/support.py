@@ -1,6 +1,6 @@
-"""Helpers shared by the test modules: a recording WSGI target, the Orders example's nightly job, the one
-``wait_for``, a free port, the fenced blocks of a Markdown document and the one reader of case
-tables (``case_table``).
+"""Helpers shared by the test modules: a recording WSGI target, the Orders example's nightly
+job, the one ``wait_for``, a free port, the fenced blocks of a Markdown document and the one
+reader of case tables (``case_table``).
 
 Imported as ``from tests.support import …`` (not from ``conftest``: several conftest files exist and
 would shadow each other's module name).
