@@ -266,11 +266,11 @@ def case_table(test_file: str, table: str, *more: Any) -> pytest.MarkDecorator:
 
     The case file of ``tests/<layer>/test_<name>.py`` is ``tests/<layer>/cases/<name>.toml``
     (pass ``__file__``). Each entry is one case: its ``id`` key becomes the test id and its other
-    keys, in the order the first entry gives them, the test function's arguments. Tables of plain
-    values (schedules, REST bodies, messages, field paths) live there rather than in long
-    ``pytest.param`` lists, so a case is one small block a reader can scan. ``more`` are
-    ``pytest.param`` cases appended after the file's: those with values TOML cannot hold or
-    that are computed (a 501-character ID, a size just over a limit).
+    keys, in the order the first entry with the usual keys gives them, the test function's
+    arguments. Tables of plain values (schedules, REST bodies, messages, field paths) live there
+    rather than in long ``pytest.param`` lists, so a case is one small block a reader can scan.
+    ``more`` are ``pytest.param`` cases appended after the file's: those with values TOML cannot
+    hold or that are computed (a 501-character ID, a size just over a limit).
 
     Raises ``KeyError`` for a table the file lacks and ``ValueError`` when an entry has no ``id``,
     repeats an ``id`` or has other keys than most entries have (a misspelt key fails loudly,
@@ -278,7 +278,10 @@ def case_table(test_file: str, table: str, *more: Any) -> pytest.MarkDecorator:
     """
     path = Path(test_file).parent / "cases" / (Path(test_file).stem.removeprefix("test_") + ".toml")
     with path.open("rb") as handle:
-        entries = tomllib.load(handle)[table]
+        tables = tomllib.load(handle)
+    if table not in tables:
+        raise KeyError(f"{path} has no [[{table}]]; its tables: {', '.join(tables) or 'none'}")
+    entries = tables[table]
     names = _case_keys(path, table, entries)
     params = [pytest.param(*(entry[name] for name in names), id=entry["id"]) for entry in entries]
     return pytest.mark.parametrize(names, [*params, *more])
@@ -290,7 +293,7 @@ def _case_keys(path: Path, table: str, entries: list[dict[str, Any]]) -> list[st
     shapes = Counter(frozenset(entry) for entry in entries)
     usual = max(shapes, key=lambda shape: shapes[shape])  # the first of the most common
     names = [key for key in next(e for e in entries if frozenset(e) == usual) if key != "id"]
-    problems, seen = [], set()
+    problems, seen = [], {}
     for number, entry in enumerate(entries, 1):
         case_id = entry.get("id")
         missing = sorted({*names, "id"} - set(entry))
@@ -298,8 +301,8 @@ def _case_keys(path: Path, table: str, entries: list[dict[str, Any]]) -> list[st
         if missing or extra:
             problems.append(f"entry {number} ({case_id!r}): missing {missing}, unexpected {extra}")
         elif case_id in seen:
-            problems.append(f"entry {number}: id {case_id!r} is used twice")
-        seen.add(case_id)
+            problems.append(f"entry {number}: id {case_id!r} is entry {seen[case_id]}'s too")
+        seen.setdefault(case_id, number)
     if problems:
         raise ValueError(
             f"{path} [[{table}]]: every entry needs the keys id, {', '.join(names)}; "

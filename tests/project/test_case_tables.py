@@ -52,7 +52,7 @@ def test_entries_become_params_in_the_first_entrys_key_order(tmp_path: Path) -> 
 #: and what the error says of them.
 BAD_SECOND_ENTRIES = {
     "no-id": ("x = 2\n", "entry 2 (None): missing ['id'], unexpected []"),
-    "repeated-id": ('id = "a"\nx = 2\n', "entry 2: id 'a' is used twice"),
+    "repeated-id": ('id = "a"\nx = 2\n', "entry 2: id 'a' is entry 1's too"),
     "misspelt-key": ('id = "b"\nz = 2\n', "entry 2 ('b'): missing ['x'], unexpected ['z']"),
     "extra-key": ('id = "b"\nx = 2\ny = 3\n', "entry 2 ('b'): missing [], unexpected ['y']"),
 }
@@ -79,7 +79,7 @@ def test_a_misspelt_key_in_the_first_entry_is_blamed_on_it(tmp_path: Path) -> No
 
 def test_a_missing_table_is_refused(tmp_path: Path) -> None:
     test_file = _write(tmp_path, '[[t]]\nid = "a"\nx = 1\n')
-    with pytest.raises(KeyError, match="u"):
+    with pytest.raises(KeyError, match=r"sample\.toml has no \[\[u\]\]; its tables: t"):
         case_table(test_file, "u")
 
 
