@@ -252,9 +252,10 @@ class Emulator(AttemptAssertions):
     ) -> Job:
         """Update a job (UpdateJob): the fields the mask names are replaced by the body's (a
         masked field absent from the body is cleared); an empty or absent mask applies every
-        field present in the body. A headers map holding a ``null`` value edits the stored map
-        (``null`` deletes, other names are added or replaced: gcloud's ``--update-headers`` and
-        ``--remove-headers``); otherwise it replaces the stored map. The state is kept;
+        field present in the body. A target's ``headers`` map holding a ``null`` value (``None``
+        in Python) edits the stored map (``null`` deletes that header, other names are added or
+        replaced: gcloud's ``--update-headers`` and ``--remove-headers``); otherwise it replaces
+        the stored map. The state is kept;
         ``userUpdateTime`` moves; the next fire time is computed from now. An update that would
         leave the job invalid changes nothing.
 
@@ -300,11 +301,17 @@ class Emulator(AttemptAssertions):
 
     def run_job(self, name: str) -> Job:
         """Force a run now (RunJob), even while the job is paused (its state is kept) or a run is
-        going. Its ``X-CloudScheduler-ScheduleTime`` is the job's next scheduled time (none
-        for English-like schedules, or with ``force_run_schedule_time="omit"``).
+        going. Its ``X-CloudScheduler-ScheduleTime`` is the job's next scheduled time (none for
+        English-like schedules, or when the emulator was made with the option
+        ``force_run_schedule_time="omit"``). A failed attempt is retried under the job's retry
+        config, as for a scheduled run.
 
-        Under a manual clock the attempt has been delivered when this returns.
+        Under a manual clock the first attempt has been delivered when this returns (its
+        retries come as the clock moves); on the system clock it is sent on the engine's
+        threads and this returns at once.
 
+        :param name: the job's ID or full name.
+        :return: the job as stored.
         :raises NotFound: ``Job not found.``
         """
         return self.engine.force_run(self.job_name(name))
