@@ -34,6 +34,7 @@ __all__ = [
     "CurlExchange",
     "configure",
     "ended",
+    "exchange_http2",
     "http2_supported",
     "prime",
 ]
@@ -47,6 +48,18 @@ _H2 = pycurl.CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
 def http2_supported() -> bool:
     """Whether pycurl's libcurl can speak HTTP/2 (it was built with nghttp2)."""
     return bool(pycurl.version_info()[4] & pycurl.VERSION_HTTP2)
+
+
+def exchange_http2(http2: bool | None, default: bool) -> bool:
+    """Whether one exchange goes over HTTP/2: ``http2``, or ``default`` when it is ``None``.
+
+    :raises ValueError: for ``http2=True`` when this libcurl has no HTTP/2.
+    """
+    if http2 is None:
+        return default
+    if http2 and not http2_supported():
+        raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
+    return http2
 
 
 class CurlDeadline(Exception):
@@ -103,10 +116,7 @@ class CurlExchange:
         :raises OSError: when the connection failed (its ``strerror`` says how).
         :raises ValueError: for ``http2=True`` when this libcurl has no HTTP/2.
         """
-        if http2 is None:
-            http2 = self.http2
-        elif http2 and not http2_supported():
-            raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
+        http2 = exchange_http2(http2, self.http2)
         handle = self._handle(http2)
         configure(handle, hop, timeout_seconds, sample, self.max_body_bytes)
         try:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pycurl
 
-from ._curl_exchange import CurlDeadline, configure, ended, http2_supported, prime
+from ._curl_exchange import CurlDeadline, configure, ended, exchange_http2, prime
 
 if TYPE_CHECKING:
     from ._http_client import ResponseSample
@@ -89,10 +89,8 @@ class CurlLoop:
     """
 
     def __init__(self, max_body_bytes: int, *, http2: bool = False) -> None:
-        if http2 and not http2_supported():
-            raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
         self.max_body_bytes = max_body_bytes
-        self.http2 = http2
+        self.http2 = exchange_http2(http2, False)
         self._lock = threading.Lock()
         self._submitted: deque[_Transfer] = deque()
         self._closed = False
@@ -128,11 +126,7 @@ class CurlLoop:
         :raises RuntimeError: after :meth:`close`.
         :raises ValueError: for ``http2=True`` when this libcurl has no HTTP/2.
         """
-        if http2 is None:
-            http2 = self.http2
-        elif http2 and not http2_supported():
-            raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
-        transfer = _Transfer(hop, timeout_seconds, sample, http2, done)
+        transfer = _Transfer(hop, timeout_seconds, sample, exchange_http2(http2, self.http2), done)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the HTTP client is closed")

@@ -101,7 +101,6 @@ class DeliveryPool:
         self._waiting: dict[str, deque[_Entry]] = {}
         self._local = threading.local()  # .draining: this thread begins quick tasks now
         self._cond = threading.Condition()
-        self._threads: list[threading.Thread] = []
         self._closed = False
         self._count = 0  # threads alive (the core ones and the added ones)
         self._idle = 0  # threads waiting for work
@@ -218,11 +217,9 @@ class DeliveryPool:
         with self._cond:
             self._count += self.workers
         for index in range(self.workers):
-            thread = threading.Thread(
+            threading.Thread(
                 target=self._work, args=(None,), name=f"{self._name}-{index}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+            ).start()
 
     def _watch(self) -> None:
         """Raise the limit (and add threads when every one is busy) while tasks wait and none

@@ -243,7 +243,7 @@ class HttpClient:
 
     def can_start(self, url: str) -> bool:
         """Whether :meth:`start` can send to ``url``: ``http://`` with ``pycurl`` installed."""
-        return self._curl is not None and url[:7].lower() == "http://"
+        return self._curl is not None and _plain_http(url)
 
     def start(
         self,
@@ -294,7 +294,7 @@ class HttpClient:
         if left <= 0:
             done(None, DeadlineExceeded())
             return
-        if hop.url[:7].lower() != "http://":  # redirected to https://: http.client, on a thread
+        if not _plain_http(hop.url):  # redirected to https://: http.client, on a thread
 
             def rest() -> None:
                 try:
@@ -339,7 +339,7 @@ class HttpClient:
         try:
             for _ in range(redirects + 1):
                 assert hop is not None
-                if self._curl is not None and hop.url[:7].lower() == "http://":
+                if self._curl is not None and _plain_http(hop.url):
                     status, location = self._curl_once(hop, deadline, sample, http2)
                 else:
                     if guard is None:
@@ -489,6 +489,12 @@ def http2_problem() -> str | None:
     if not http2_supported():
         return "pycurl's libcurl was built without HTTP/2 (nghttp2)."
     return None
+
+
+def _plain_http(url: str) -> bool:
+    """Whether ``url`` is ``http://`` (what libcurl sends here; ``https://`` keeps to
+    ``http.client``)."""
+    return url[:7].lower() == "http://"
 
 
 def _default_port(scheme: str) -> int:
