@@ -30,6 +30,7 @@ from ..domain.errors import NotFound
 from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
 from ..runtime._emulator import Emulator
+from .partial_response import rest_field_mask
 from .request_body import request_json
 
 __all__ = [
@@ -112,12 +113,12 @@ class Api:
     def list_jobs(self, request: Request, project: str, location: str) -> dict[str, Any] | Response:
         """ListJobs: creation order, stable across pages, pages of ``pageSize`` (≤ 500).
 
-        Without ``fields=`` the body is assembled from each job's JSON text, encoded once
+        Without a field mask the body is assembled from each job's JSON text, encoded once
         while the job is unchanged (a page of unchanged jobs is not encoded again)."""
         parent = _parent(project, location)
         size = page_size_value(_arg(request, "pageSize", "page_size") or "")
         page = self.api.list_jobs(parent, size, _arg(request, "pageToken", "page_token") or "")
-        if "fields" not in request.args:
+        if rest_field_mask(request) is None:
             enum_int = wants_int_enums(request)
             members = []
             if page.jobs:

@@ -33,6 +33,7 @@ from ..domain.codec import job_to_json
 from ..domain.errors import RPC_CODES, ApiError
 from ..domain.resources import Job
 from ..runtime._emulator import Emulator
+from .partial_response import grpc_field_mask, select_message_fields
 
 logger = logging.getLogger("scheduler_emulator")
 
@@ -40,8 +41,6 @@ logger = logging.getLogger("scheduler_emulator")
 SCHEDULER_SERVICE = "google.cloud.scheduler.v1.CloudScheduler"
 #: The full name of the Locations mixin.
 LOCATIONS_SERVICE = "google.cloud.location.Locations"
-#: What to install for gRPC.
-GRPC_EXTRA = "pip install 'cloud-scheduler-emulator[grpc]'"
 #: Threads answering gRPC calls at once.
 GRPC_WORKERS = 8
 
@@ -126,7 +125,8 @@ class SchedulerServicer:
     def _wrap(self, method: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
         def handle(request: Any, context: Any) -> Any:
             try:
-                return method(request)
+                mask = grpc_field_mask(context.invocation_metadata())
+                return select_message_fields(method(request), mask)
             except ApiError as exc:
                 error: ApiError | None = exc
             except Exception:  # a bug of ours: a clear INTERNAL, never a hang

@@ -145,6 +145,39 @@ class TestErrorsMatchRest:
         assert rest["status"] == "FAILED_PRECONDITION"
 
 
+class TestFieldMaskMetadata:
+    """The ``x-goog-fieldmask`` metadata filters the response message as ``fields`` filters a
+    REST answer."""
+
+    def test_it_filters_a_job(self, scheduler: Any) -> None:
+        scheduler.create_job(parent=PARENT, job=job())
+        got = scheduler.get_job(name=NAME, metadata=[("x-goog-fieldmask", "name,schedule")])
+        assert (got.name, got.schedule, got.time_zone, got.http_target.uri) == (
+            NAME,
+            "0 2 * * *",
+            "",
+            "",
+        )
+        whole = scheduler.get_job(name=NAME)
+        assert (whole.time_zone, whole.http_target.uri) == ("Etc/UTC", TARGET)
+
+    def test_it_filters_every_element_of_a_list(self, scheduler: Any) -> None:
+        scheduler.create_job(parent=PARENT, job=job())
+        pager = scheduler.list_jobs(
+            request={"parent": PARENT}, metadata=[("x-goog-fieldmask", "jobs(name,httpTarget.uri)")]
+        )
+        (listed,) = list(pager)
+        assert (listed.name, listed.http_target.uri, listed.schedule) == (NAME, TARGET, "")
+
+    def test_a_malformed_mask_is_invalid_argument_naming_it(self, scheduler: Any) -> None:
+        with pytest.raises(exceptions.InvalidArgument) as caught:
+            scheduler.create_job(parent=PARENT, job=job(), metadata=[("x-goog-fieldmask", "name(")])
+        (bad_request,) = caught.value.details
+        assert bad_request.field_violations[0].field == "x-goog-fieldmask"
+        with pytest.raises(exceptions.NotFound):
+            scheduler.get_job(name=NAME)
+
+
 def test_the_async_client(address: str) -> None:
     async def scenario() -> list[str]:
         client = emulator_client(async_=True, host=address)
