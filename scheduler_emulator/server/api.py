@@ -176,9 +176,15 @@ class Api:
     # ---------------------------------------------------------------- locations
 
     def list_locations(self, request: Request, project: str) -> dict[str, Any]:
-        """ListLocations: the configured locations, then Google's regions."""
-        locations = self.api.list_locations(f"projects/{project}")
-        return {"locations": [loc.to_json() for loc in locations], "nextPageToken": ""}
+        """ListLocations: the configured locations, then Google's regions; ``filter``,
+        ``pageSize``, ``pageToken``."""
+        locations, token = self.api.list_locations(
+            f"projects/{project}",
+            page_size_value(_arg(request, "pageSize", "page_size") or ""),
+            _arg(request, "pageToken", "page_token") or "",
+            request.args.get("filter", ""),
+        )
+        return {"locations": [loc.to_json() for loc in locations], "nextPageToken": token}
 
     def get_location(self, request: Request, project: str, location: str) -> dict[str, Any]:
         """GetLocation; 404 for a location ListLocations does not show."""

@@ -182,9 +182,11 @@ class SchedulerServicer:
         return message
 
     def ListLocations(self, request: Any) -> Any:
-        locations = self.api.list_locations(request.name)
+        locations, token = self.api.list_locations(
+            request.name, request.page_size, request.page_token, request.filter
+        )
         return self.m.locations.ListLocationsResponse(
-            locations=[self._location(loc) for loc in locations]
+            locations=[self._location(loc) for loc in locations], next_page_token=token
         )
 
     def GetLocation(self, request: Any) -> Any:

@@ -107,6 +107,47 @@ class TestJobMethods:
         with pytest.raises(exceptions.NotFound):
             scheduler.get_location(request={"name": "projects/my-project/locations/mars1"})
 
+    def test_locations_page_and_filter(self, scheduler: Any) -> None:
+        request = {"name": "projects/my-project", "page_size": 3}
+        first = scheduler.list_locations(request=request)
+        assert len(first.locations) == 3
+        assert first.next_page_token
+        ids, token = [], ""
+        while True:
+            page = scheduler.list_locations(request={**request, "page_token": token})
+            ids += [loc.location_id for loc in page.locations]
+            token = page.next_page_token
+            if not token:
+                break
+        assert len(ids) == len(set(ids)) == 41
+        kept = scheduler.list_locations(
+            request={"name": "projects/my-project", "filter": "locationId:europe-west1*"}
+        )
+        assert [loc.location_id for loc in kept.locations] == [
+            "europe-west1",
+            "europe-west10",
+            "europe-west12",
+        ]
+
+    @pytest.mark.parametrize(
+        ("request_fields", "field"),
+        [
+            ({"page_token": "abc"}, "pageToken"),
+            ({"page_size": -1}, "pageSize"),
+            ({"filter": "x="}, "filter"),
+        ],
+    )
+    def test_a_bad_locations_request_is_invalid_argument_as_over_rest(
+        self, scheduler: Any, address: str, request_fields: dict[str, Any], field: str
+    ) -> None:
+        with pytest.raises(exceptions.InvalidArgument) as caught:
+            scheduler.list_locations(request={"name": "projects/my-project", **request_fields})
+        (bad_request,) = caught.value.details
+        assert bad_request.field_violations[0].field == field
+        query = {"pageToken": "abc", "pageSize": "-1", "filter": "x="}[field]
+        rest = rest_error(address, "GET", f"projects/my-project/locations?{field}={query}")
+        assert caught.value.message == rest["message"]
+
 
 class TestErrorsMatchRest:
     def test_not_found(self, scheduler: Any, address: str) -> None:
