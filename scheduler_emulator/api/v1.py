@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..domain.errors import InvalidArgument, NotFound
+from ..domain.errors import InvalidArgument, NotFound, Unimplemented
 from ..domain.list_filter import parse_filter
 from ..domain.names import (
     check_project_id,
@@ -224,6 +224,28 @@ class SchedulerApi:
         :raises NotFound: for an operation this emulator did not create.
         """
         return self.cmek.get_operation(name)
+
+    def cancel_operation(self, name: str) -> None:
+        """CancelOperation (``operations.cancel``): not supported.
+
+        :raises Unimplemented: always, as Google's Operations API answers for an operation
+            method a service does not support (every operation here is done when returned).
+        """
+        raise Unimplemented(
+            "CancelOperation (operations.cancel) is not implemented: Cloud Scheduler's "
+            "operations are done when they are returned."
+        )
+
+    def delete_operation(self, name: str) -> None:
+        """DeleteOperation (``operations.delete``): not supported.
+
+        :raises Unimplemented: always, as Google's Operations API answers for an operation
+            method a service does not support.
+        """
+        raise Unimplemented(
+            "DeleteOperation (operations.delete) is not implemented: Cloud Scheduler keeps "
+            "its operations."
+        )
 
     def list_operations(
         self, name: str, page_size: int = 0, page_token: str = ""

@@ -58,6 +58,10 @@ RULES = [
     Rule(_LOCATION + "/cmekConfig", methods=["PATCH"], endpoint="update_cmek_config"),
     Rule(_LOCATION + "/operations", methods=["GET"], endpoint="list_operations"),
     Rule(_LOCATION + "/operations/<operation>", methods=["GET"], endpoint="get_operation"),
+    Rule(
+        _LOCATION + "/operations/<operation>:cancel", methods=["POST"], endpoint="cancel_operation"
+    ),
+    Rule(_LOCATION + "/operations/<operation>", methods=["DELETE"], endpoint="delete_operation"),
 ]
 
 
@@ -217,3 +221,17 @@ class Api:
     ) -> dict[str, Any]:
         """GetOperation; 404 for an operation this emulator did not create."""
         return self.api.get_operation(f"{_parent(project, location)}/operations/{operation}")
+
+    def cancel_operation(
+        self, request: Request, project: str, location: str, operation: str
+    ) -> dict[str, Any]:
+        """CancelOperation: 501 UNIMPLEMENTED, as Google's Operations API answers."""
+        self.api.cancel_operation(f"projects/{project}/locations/{location}/operations/{operation}")
+        return {}
+
+    def delete_operation(
+        self, request: Request, project: str, location: str, operation: str
+    ) -> dict[str, Any]:
+        """DeleteOperation: 501 UNIMPLEMENTED, as Google's Operations API answers."""
+        self.api.delete_operation(f"projects/{project}/locations/{location}/operations/{operation}")
+        return {}

@@ -1,5 +1,7 @@
 """The Cloud Scheduler v1 API over gRPC: ``google.cloud.scheduler.v1.CloudScheduler`` (the
-eight job methods) and ``google.cloud.location.Locations`` (ListLocations, GetLocation).
+eight job methods), ``google.cloud.location.Locations`` (ListLocations, GetLocation) and
+``google.longrunning.Operations`` (CancelOperation and DeleteOperation, UNIMPLEMENTED as over
+REST). The ``x-goog-fieldmask`` metadata filters any answer, as ``fields`` does over REST.
 
 A thin adapter like the REST handlers: each method converts its request message to the plain
 arguments of :class:`~scheduler_emulator.api.v1.SchedulerApi` (a Job message goes through its
@@ -41,6 +43,9 @@ logger = logging.getLogger("scheduler_emulator")
 SCHEDULER_SERVICE = "google.cloud.scheduler.v1.CloudScheduler"
 #: The full name of the Locations mixin.
 LOCATIONS_SERVICE = "google.cloud.location.Locations"
+#: The full name of the Operations mixin (only CancelOperation and DeleteOperation, which
+#: answer UNIMPLEMENTED as over REST).
+OPERATIONS_SERVICE = "google.longrunning.Operations"
 #: Threads answering gRPC calls at once.
 GRPC_WORKERS = 8
 
@@ -61,6 +66,7 @@ class _Messages:
     def __init__(self) -> None:
         from google.cloud.location import locations_pb2
         from google.cloud.scheduler_v1.types import cloudscheduler, job
+        from google.longrunning import operations_pb2
         from google.protobuf import empty_pb2, json_format
         from google.rpc import error_details_pb2, status_pb2
 
@@ -77,6 +83,7 @@ class _Messages:
         self.RunJobRequest = cloudscheduler.RunJobRequest.pb()
         self.Empty = empty_pb2.Empty
         self.locations = locations_pb2
+        self.operations = operations_pb2
         self.Status = status_pb2.Status
         self.BadRequest = error_details_pb2.BadRequest
 
@@ -192,10 +199,20 @@ class SchedulerServicer:
     def GetLocation(self, request: Any) -> Any:
         return self._location(self.api.get_location(request.name))
 
+    # ---------------------------------------------------------------- Operations
+
+    def CancelOperation(self, request: Any) -> Any:
+        self.api.cancel_operation(request.name)
+        return self.m.Empty()
+
+    def DeleteOperation(self, request: Any) -> Any:
+        self.api.delete_operation(request.name)
+        return self.m.Empty()
+
     # ---------------------------------------------------------------- handlers
 
     def handlers(self) -> list[Any]:
-        """The grpcio generic handlers of both services."""
+        """The grpcio generic handlers of the three services."""
         grpc, m = self._grpc, self.m
 
         def unary(method: Callable[[Any], Any], request_type: Any) -> Any:
@@ -219,9 +236,14 @@ class SchedulerServicer:
             "ListLocations": unary(self.ListLocations, m.locations.ListLocationsRequest),
             "GetLocation": unary(self.GetLocation, m.locations.GetLocationRequest),
         }
+        operations = {
+            "CancelOperation": unary(self.CancelOperation, m.operations.CancelOperationRequest),
+            "DeleteOperation": unary(self.DeleteOperation, m.operations.DeleteOperationRequest),
+        }
         return [
             grpc.method_handlers_generic_handler(SCHEDULER_SERVICE, scheduler),
             grpc.method_handlers_generic_handler(LOCATIONS_SERVICE, locations),
+            grpc.method_handlers_generic_handler(OPERATIONS_SERVICE, operations),
         ]
 
 

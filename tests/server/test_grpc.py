@@ -186,6 +186,30 @@ class TestErrorsMatchRest:
         assert rest["status"] == "FAILED_PRECONDITION"
 
 
+@pytest.mark.parametrize("method", ["CancelOperation", "DeleteOperation"])
+def test_cancelling_or_deleting_an_operation_is_unimplemented_as_over_rest(
+    address: str, method: str
+) -> None:
+    from google.longrunning import operations_pb2
+    from google.protobuf import empty_pb2
+
+    name = "projects/my-project/locations/us-central1/operations/operation-1"
+    request_type = getattr(operations_pb2, method + "Request")
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(
+            f"/google.longrunning.Operations/{method}",
+            request_serializer=request_type.SerializeToString,
+            response_deserializer=empty_pb2.Empty.FromString,
+        )
+        with pytest.raises(grpc.RpcError) as caught:
+            call(request_type(name=name), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    rest_method, suffix = ("POST", ":cancel") if method == "CancelOperation" else ("DELETE", "")
+    rest = rest_error(address, rest_method, name + suffix)
+    assert (rest["code"], rest["status"]) == (501, "UNIMPLEMENTED")
+    assert caught.value.details() == rest["message"]
+
+
 class TestFieldMaskMetadata:
     """The ``x-goog-fieldmask`` metadata filters the response message as ``fields`` filters a
     REST answer."""

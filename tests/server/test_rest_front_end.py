@@ -139,3 +139,17 @@ def test_the_cmek_config_and_its_operations(api: Client) -> None:
     bad = api.patch(config, json={"kmsKeyName": "key"})
     assert bad.status_code == 400
     assert bad.json["error"]["details"][0]["fieldViolations"][0]["field"] == "kmsKeyName"
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "name"),
+    [("POST", ":cancel", "CancelOperation"), ("DELETE", "", "DeleteOperation")],
+)
+def test_cancelling_or_deleting_an_operation_is_501_unimplemented(
+    api: Client, method: str, suffix: str, name: str
+) -> None:
+    response = api.open(LOCATION + "/operations/operation-1" + suffix, method=method, json={})
+    assert response.status_code == 501
+    error = response.json["error"]
+    assert (error["code"], error["status"]) == (501, "UNIMPLEMENTED")
+    assert error["message"].startswith(f"{name} (operations.")
