@@ -35,6 +35,7 @@ from ..domain.codec import job_to_json
 from ..domain.errors import RPC_CODES, ApiError
 from ..domain.resources import Job
 from ..runtime._emulator import Emulator
+from .grpc_services import SCHEDULER_METHODS, add_standard_services
 from .partial_response import grpc_field_mask, select_message_fields
 
 logger = logging.getLogger("scheduler_emulator")
@@ -223,14 +224,8 @@ class SchedulerServicer:
             )
 
         scheduler = {
-            "ListJobs": unary(self.ListJobs, m.ListJobsRequest),
-            "GetJob": unary(self.GetJob, m.GetJobRequest),
-            "CreateJob": unary(self.CreateJob, m.CreateJobRequest),
-            "UpdateJob": unary(self.UpdateJob, m.UpdateJobRequest),
-            "DeleteJob": unary(self.DeleteJob, m.DeleteJobRequest),
-            "PauseJob": unary(self.PauseJob, m.PauseJobRequest),
-            "ResumeJob": unary(self.ResumeJob, m.ResumeJobRequest),
-            "RunJob": unary(self.RunJob, m.RunJobRequest),
+            name: unary(getattr(self, name), getattr(m, request))
+            for name, (request, _) in SCHEDULER_METHODS.items()
         }
         locations = {
             "ListLocations": unary(self.ListLocations, m.locations.ListLocationsRequest),
@@ -308,8 +303,9 @@ def _status_code(grpc: Any, status: str) -> Any:
 
 
 class GrpcBackend:
-    """A grpcio server for the servicer on a private Unix socket (a fresh 0700 directory),
-    started at once; the daemon's port forwards its HTTP/2 connections here.
+    """A grpcio server for the servicer, with server reflection and health checking
+    (:mod:`~scheduler_emulator.server.grpc_services`), on a private Unix socket (a fresh 0700
+    directory), started at once; the daemon's port forwards its HTTP/2 connections here.
 
     :param emulator: the emulator to serve.
     :param workers: threads answering calls at once.
@@ -327,10 +323,16 @@ class GrpcBackend:
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
             handlers=SchedulerServicer(emulator).handlers(),
         )
+        self._health = add_standard_services(
+            self.server, (SCHEDULER_SERVICE, LOCATIONS_SERVICE, OPERATIONS_SERVICE)
+        )
         self.server.add_insecure_port(f"unix:{self.path}")
         self.server.start()
 
     def close(self, grace: float = 1.0) -> None:
-        """Stop the server (calls in progress get ``grace`` seconds) and remove the socket."""
+        """Stop the server (calls in progress get ``grace`` seconds; health checks answer
+        NOT_SERVING meanwhile) and remove the socket."""
+        if self._health is not None:
+            self._health.enter_graceful_shutdown()
         self.server.stop(grace).wait(grace + 1.0)
         shutil.rmtree(self._dir, ignore_errors=True)
