@@ -23,9 +23,10 @@ import json
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from ..domain.errors import InvalidArgument, NotFound
+from ..domain.errors import InvalidArgument, NotFound, Unimplemented
+from ..domain.list_filter import parse_filter
 from ..domain.names import (
     check_project_id,
     generate_job_id,
@@ -35,7 +36,9 @@ from ..domain.names import (
 from ..domain.resources import Job
 from ..runtime._emulator import MAX_JOBS_PAGE_SIZE, Emulator
 from .cmek import CmekConfigs
-from .locations import Location, shown_locations
+from .locations import LOCATION_FIELDS, Location, shown_locations
+
+T = TypeVar("T")
 
 #: Output-only fields of a Job a request may carry and that are ignored whatever their value
 #: (Google's rule for output-only fields). The codec drops the others; ``satisfiesPzs`` (a field
@@ -174,13 +177,24 @@ class SchedulerApi:
 
     # ---------------------------------------------------------------- locations
 
-    def list_locations(self, name: str) -> list[Location]:
-        """ListLocations of ``projects/P`` (see :mod:`~scheduler_emulator.api.locations`).
+    def list_locations(
+        self, name: str, page_size: int = 0, page_token: str = "", filter: str = ""
+    ) -> tuple[list[Location], str]:
+        """ListLocations of ``projects/P`` (see :mod:`~scheduler_emulator.api.locations`): the
+        locations ``filter`` keeps, one page, and the next page's token (``""`` on the last).
 
-        :raises InvalidArgument: for a malformed project name.
+        :param page_size: locations per page; 0 gives all of them (at most 500).
+        :param page_token: ``""`` or a ``next_page_token`` of an earlier page.
+        :param filter: Google's list filter over the Location's fields (``locationId``,
+            ``name``, ``displayName``, ``labels.KEY``; see
+            :mod:`~scheduler_emulator.domain.list_filter`).
+        :raises InvalidArgument: for a malformed project name, a malformed filter, a negative
+            page size or a page token this emulator did not give.
         """
         project = _project(name)
-        return [Location(project, loc) for loc in shown_locations(self.emulator.locations)]
+        keep = parse_filter(filter, LOCATION_FIELDS)
+        locations = [Location(project, loc) for loc in shown_locations(self.emulator.locations)]
+        return page_of([loc for loc in locations if keep(loc.to_json())], page_size, page_token)
 
     def get_location(self, name: str) -> Location:
         """GetLocation of ``projects/P/locations/L``.
@@ -211,27 +225,68 @@ class SchedulerApi:
         """
         return self.cmek.get_operation(name)
 
+    def cancel_operation(self, name: str) -> None:
+        """CancelOperation (``operations.cancel``): not supported.
+
+        :raises Unimplemented: always, as Google's Operations API answers for an operation
+            method a service does not support (every operation here is done when returned).
+        """
+        raise Unimplemented(
+            "CancelOperation (operations.cancel) is not implemented: Cloud Scheduler's "
+            "operations are done when they are returned."
+        )
+
+    def delete_operation(self, name: str) -> None:
+        """DeleteOperation (``operations.delete``): not supported.
+
+        :raises Unimplemented: always, as Google's Operations API answers for an operation
+            method a service does not support.
+        """
+        raise Unimplemented(
+            "DeleteOperation (operations.delete) is not implemented: Cloud Scheduler keeps "
+            "its operations."
+        )
+
     def list_operations(
         self, name: str, page_size: int = 0, page_token: str = ""
     ) -> tuple[list[dict[str, Any]], str]:
-        """ListOperations of ``projects/P/locations/L``: operations oldest first, one page.
+        """ListOperations of ``projects/P/locations/L``: operations oldest first, one page
+        (:func:`page_of`).
 
-        :raises InvalidArgument: for a page token this emulator did not give.
+        :raises InvalidArgument: for a negative page size or a page token this emulator did
+            not give.
         """
         location = parse_location_name(name, field="name").full
-        operations = self.cmek.list_operations(location)
-        start = 0
-        if page_token:
-            if not (page_token.isascii() and page_token.isdigit() and len(page_token) <= 9):
-                raise InvalidArgument(
-                    f"pageToken {json.dumps(page_token)} is not a page token this emulator gave.",
-                    field="pageToken",
-                )
-            start = int(page_token)
-        size = MAX_JOBS_PAGE_SIZE if page_size <= 0 else min(page_size, MAX_JOBS_PAGE_SIZE)
-        page = operations[start : start + size]
-        more = start + size < len(operations)
-        return page, str(start + size) if more else ""
+        return page_of(self.cmek.list_operations(location), page_size, page_token)
+
+
+def page_of(items: Sequence[T], page_size: int, page_token: str) -> tuple[list[T], str]:
+    """One page of a list held in memory, and the next page's token (``""`` on the last page).
+
+    Tokens are the decimal index of a page's first item.
+
+    :param page_size: items per page; 0 gives the default of
+        :data:`~scheduler_emulator.runtime._emulator.MAX_JOBS_PAGE_SIZE` (500), and more than
+        that is that (as Google's AIP-158 says, https://google.aip.dev/158).
+    :raises InvalidArgument: for a negative ``page_size`` (``field="pageSize"``, AIP-158) or a
+        token this function did not give (``field="pageToken"``).
+    """
+    if page_size < 0:
+        raise InvalidArgument(
+            f"pageSize {page_size} is negative; give 0 for the default page or a positive size.",
+            field="pageSize",
+        )
+    start = 0
+    if page_token:
+        if not (page_token.isascii() and page_token.isdigit() and len(page_token) <= 9):
+            raise InvalidArgument(
+                f"pageToken {json.dumps(page_token)} is not a page token this emulator gave.",
+                field="pageToken",
+            )
+        start = int(page_token)
+    size = min(page_size or MAX_JOBS_PAGE_SIZE, MAX_JOBS_PAGE_SIZE)
+    more = start + size < len(items)
+    return list(items[start : start + size]), str(start + size) if more else ""
 
 
 def _project(name: str) -> str:

@@ -11,6 +11,7 @@ status, the ``google.rpc.Code`` name and number, and render as Google's REST err
     │   ├── FailedPrecondition        400 FAILED_PRECONDITION (pause/resume in wrong state)
     │   ├── NotFound                  404 NOT_FOUND         ("Job not found.")
     │   ├── AlreadyExists             409 ALREADY_EXISTS    (create with an existing name)
+    │   ├── Unimplemented             501 UNIMPLEMENTED     (operations cancel and delete)
     │   └── StorageUnavailable        503 UNAVAILABLE       (the data directory's disk is full)
     ├── ClockError                    manual-only operation on a system clock, a clock moved back…
     └── ConfigurationError            bad command-line or jobs-file input (exit code 2)
@@ -35,6 +36,7 @@ __all__ = [
     "InvalidArgument",
     "NotFound",
     "RPC_CODES",
+    "Unimplemented",
 ]
 
 #: The google.rpc.Code numbers, by name (google/rpc/code.proto).
@@ -167,6 +169,13 @@ class NotFound(ApiError, http_status=404, status="NOT_FOUND"):
 class AlreadyExists(ApiError, http_status=409, status="ALREADY_EXISTS"):
     """409 ALREADY_EXISTS: a job of that name exists already
     (``Job projects/P/locations/L/jobs/J already exists.``, Google's text)."""
+
+
+class Unimplemented(ApiError, http_status=501, status="UNIMPLEMENTED"):
+    """501 UNIMPLEMENTED: a method of the API the service does not support (Google's
+    Operations API answers so for the operation methods a service leaves out:
+    https://cloud.google.com/service-infrastructure/docs/service-management/reference/rpc/google.longrunning);
+    the message names the method."""
 
 
 class StorageUnavailable(ApiError, http_status=503, status="UNAVAILABLE"):

@@ -1,5 +1,7 @@
 """The Cloud Scheduler v1 API over gRPC: ``google.cloud.scheduler.v1.CloudScheduler`` (the
-eight job methods) and ``google.cloud.location.Locations`` (ListLocations, GetLocation).
+eight job methods), ``google.cloud.location.Locations`` (ListLocations, GetLocation) and
+``google.longrunning.Operations`` (CancelOperation and DeleteOperation, UNIMPLEMENTED as over
+REST). The ``x-goog-fieldmask`` metadata filters any answer, as ``fields`` does over REST.
 
 A thin adapter like the REST handlers: each method converts its request message to the plain
 arguments of :class:`~scheduler_emulator.api.v1.SchedulerApi` (a Job message goes through its
@@ -33,6 +35,8 @@ from ..domain.codec import job_to_json
 from ..domain.errors import RPC_CODES, ApiError
 from ..domain.resources import Job
 from ..runtime._emulator import Emulator
+from .grpc_services import SCHEDULER_METHODS, add_standard_services
+from .partial_response import grpc_field_mask, select_message_fields
 
 logger = logging.getLogger("scheduler_emulator")
 
@@ -40,8 +44,9 @@ logger = logging.getLogger("scheduler_emulator")
 SCHEDULER_SERVICE = "google.cloud.scheduler.v1.CloudScheduler"
 #: The full name of the Locations mixin.
 LOCATIONS_SERVICE = "google.cloud.location.Locations"
-#: What to install for gRPC.
-GRPC_EXTRA = "pip install 'cloud-scheduler-emulator[grpc]'"
+#: The full name of the Operations mixin (only CancelOperation and DeleteOperation, which
+#: answer UNIMPLEMENTED as over REST).
+OPERATIONS_SERVICE = "google.longrunning.Operations"
 #: Threads answering gRPC calls at once.
 GRPC_WORKERS = 8
 
@@ -62,6 +67,7 @@ class _Messages:
     def __init__(self) -> None:
         from google.cloud.location import locations_pb2
         from google.cloud.scheduler_v1.types import cloudscheduler, job
+        from google.longrunning import operations_pb2
         from google.protobuf import empty_pb2, json_format
         from google.rpc import error_details_pb2, status_pb2
 
@@ -78,6 +84,7 @@ class _Messages:
         self.RunJobRequest = cloudscheduler.RunJobRequest.pb()
         self.Empty = empty_pb2.Empty
         self.locations = locations_pb2
+        self.operations = operations_pb2
         self.Status = status_pb2.Status
         self.BadRequest = error_details_pb2.BadRequest
 
@@ -126,7 +133,8 @@ class SchedulerServicer:
     def _wrap(self, method: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
         def handle(request: Any, context: Any) -> Any:
             try:
-                return method(request)
+                mask = grpc_field_mask(context.invocation_metadata())
+                return select_message_fields(method(request), mask)
             except ApiError as exc:
                 error: ApiError | None = exc
             except Exception:  # a bug of ours: a clear INTERNAL, never a hang
@@ -182,18 +190,30 @@ class SchedulerServicer:
         return message
 
     def ListLocations(self, request: Any) -> Any:
-        locations = self.api.list_locations(request.name)
+        locations, token = self.api.list_locations(
+            request.name, request.page_size, request.page_token, request.filter
+        )
         return self.m.locations.ListLocationsResponse(
-            locations=[self._location(loc) for loc in locations]
+            locations=[self._location(loc) for loc in locations], next_page_token=token
         )
 
     def GetLocation(self, request: Any) -> Any:
         return self._location(self.api.get_location(request.name))
 
+    # ---------------------------------------------------------------- Operations
+
+    def CancelOperation(self, request: Any) -> Any:
+        self.api.cancel_operation(request.name)
+        return self.m.Empty()
+
+    def DeleteOperation(self, request: Any) -> Any:
+        self.api.delete_operation(request.name)
+        return self.m.Empty()
+
     # ---------------------------------------------------------------- handlers
 
     def handlers(self) -> list[Any]:
-        """The grpcio generic handlers of both services."""
+        """The grpcio generic handlers of the three services."""
         grpc, m = self._grpc, self.m
 
         def unary(method: Callable[[Any], Any], request_type: Any) -> Any:
@@ -204,22 +224,21 @@ class SchedulerServicer:
             )
 
         scheduler = {
-            "ListJobs": unary(self.ListJobs, m.ListJobsRequest),
-            "GetJob": unary(self.GetJob, m.GetJobRequest),
-            "CreateJob": unary(self.CreateJob, m.CreateJobRequest),
-            "UpdateJob": unary(self.UpdateJob, m.UpdateJobRequest),
-            "DeleteJob": unary(self.DeleteJob, m.DeleteJobRequest),
-            "PauseJob": unary(self.PauseJob, m.PauseJobRequest),
-            "ResumeJob": unary(self.ResumeJob, m.ResumeJobRequest),
-            "RunJob": unary(self.RunJob, m.RunJobRequest),
+            name: unary(getattr(self, name), getattr(m, request))
+            for name, (request, _) in SCHEDULER_METHODS.items()
         }
         locations = {
             "ListLocations": unary(self.ListLocations, m.locations.ListLocationsRequest),
             "GetLocation": unary(self.GetLocation, m.locations.GetLocationRequest),
         }
+        operations = {
+            "CancelOperation": unary(self.CancelOperation, m.operations.CancelOperationRequest),
+            "DeleteOperation": unary(self.DeleteOperation, m.operations.DeleteOperationRequest),
+        }
         return [
             grpc.method_handlers_generic_handler(SCHEDULER_SERVICE, scheduler),
             grpc.method_handlers_generic_handler(LOCATIONS_SERVICE, locations),
+            grpc.method_handlers_generic_handler(OPERATIONS_SERVICE, operations),
         ]
 
 
@@ -284,8 +303,9 @@ def _status_code(grpc: Any, status: str) -> Any:
 
 
 class GrpcBackend:
-    """A grpcio server for the servicer on a private Unix socket (a fresh 0700 directory),
-    started at once; the daemon's port forwards its HTTP/2 connections here.
+    """A grpcio server for the servicer, with server reflection and health checking
+    (:mod:`~scheduler_emulator.server.grpc_services`), on a private Unix socket (a fresh 0700
+    directory), started at once; the daemon's port forwards its HTTP/2 connections here.
 
     :param emulator: the emulator to serve.
     :param workers: threads answering calls at once.
@@ -303,10 +323,16 @@ class GrpcBackend:
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
             handlers=SchedulerServicer(emulator).handlers(),
         )
+        self._health = add_standard_services(
+            self.server, (SCHEDULER_SERVICE, LOCATIONS_SERVICE, OPERATIONS_SERVICE)
+        )
         self.server.add_insecure_port(f"unix:{self.path}")
         self.server.start()
 
     def close(self, grace: float = 1.0) -> None:
-        """Stop the server (calls in progress get ``grace`` seconds) and remove the socket."""
+        """Stop the server (calls in progress get ``grace`` seconds; health checks answer
+        NOT_SERVING meanwhile) and remove the socket."""
+        if self._health is not None:
+            self._health.enter_graceful_shutdown()
         self.server.stop(grace).wait(grace + 1.0)
         shutil.rmtree(self._dir, ignore_errors=True)

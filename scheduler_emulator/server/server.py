@@ -39,7 +39,7 @@ from ..runtime._emulator import Emulator
 from ..wire import is_loopback
 from . import admin, api
 from .connections import ConnectionRouter
-from .partial_response import OVERRIDABLE_METHODS, select_fields
+from .partial_response import OVERRIDABLE_METHODS, rest_field_mask, select_fields
 
 __all__ = [
     "BoundedWSGIServer",
@@ -312,9 +312,11 @@ class EmulatorApp:
             override_method(request)
             adapter = self.url_map.bind_to_environ(request.environ)
             endpoint, values = adapter.match()
+            v1 = request.path.startswith("/v1/")  # the mask is read before anything changes
+            mask = rest_field_mask(request) if v1 else None
             result = self.handlers[str(endpoint)](request, **values)
-            if request.path.startswith("/v1/") and "fields" in request.args:
-                result = select_fields(result, request.args["fields"])
+            if mask is not None:
+                result = select_fields(result, mask)
         except ApiError as exc:
             return error_response(exc)
         except HTTPException as exc:
