@@ -192,7 +192,7 @@ class TestLayouts:
         assert load(write(tmp_path, "jobs.yaml", "[]\n")) == []
 
     def test_full_names_are_kept(self, tmp_path: Path) -> None:
-        name = "projects/other/locations/europe-west1/jobs/x"
+        name = "projects/other-project/locations/europe-west1/jobs/x"
         path = write(tmp_path, "jobs.json", json.dumps([job(name)]))
 
         assert [j.name for j in load(path)] == [name]
@@ -235,9 +235,9 @@ class TestRejections:
                 id="bad-job-id",
             ),
             pytest.param(
-                [job("projects/p/jobs/x")],
-                'job 1 ("projects/p/jobs/x"): name "projects/p/jobs/x" is not of the '
-                "form projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>.",
+                [job("projects/my-project/jobs/x")],
+                'job 1 ("projects/my-project/jobs/x"): name "projects/my-project/jobs/x" is not '
+                "of the form projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>.",
                 id="partial-full-name",
             ),
             pytest.param(
