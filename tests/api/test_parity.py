@@ -384,3 +384,51 @@ class TestWhatOnlyJsonCarries:
             call(b"\x0a\x05ab", timeout=30)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "ListJobsRequest message could not be parsed" in caught.value.details()
+
+
+class TestMasksPerSurface:
+    """A FieldMask over gRPC names proto fields (snake_case), as Google's gRPC surface reads
+    it; over REST the mask is the JSON encoding of a FieldMask (camelCase), and Google's front
+    end converts it to the proto names, so a snake_case path passes there unchanged."""
+
+    NEW_URI = "http://127.0.0.1:8000/_triggers/timer/new"
+
+    def update_over_grpc(self, address: str, paths: list[str]) -> Any:
+        from google.cloud import scheduler_v1
+        from google.protobuf import field_mask_pb2
+
+        from scheduler_emulator import client
+
+        scheduler = client(host=address)
+        try:
+            return scheduler.update_job(
+                job=scheduler_v1.Job(name=NAME, http_target={"uri": self.NEW_URI}),
+                update_mask=field_mask_pb2.FieldMask(paths=paths),
+            )
+        finally:
+            scheduler.transport.close()
+
+    def test_a_camel_case_path_is_refused_over_grpc(self, address: str, emulator: Emulator) -> None:
+        from google.api_core import exceptions
+
+        with pytest.raises(exceptions.InvalidArgument) as caught:
+            self.update_over_grpc(address, ["httpTarget"])
+        assert caught.value.message == "Invalid mask for Job: httpTarget"
+        assert emulator.get_job(NAME).http_target.uri == TARGET  # type: ignore[union-attr]
+
+    def test_the_proto_name_applies_over_grpc(self, address: str, emulator: Emulator) -> None:
+        assert self.update_over_grpc(address, ["http_target"]).http_target.uri == self.NEW_URI
+        assert emulator.get_job(NAME).http_target.uri == self.NEW_URI  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize("mask", ["httpTarget", "http_target", "httpTarget.uri"])
+    def test_both_spellings_apply_over_rest(
+        self, address: str, emulator: Emulator, mask: str
+    ) -> None:
+        response = requests.patch(
+            f"http://{address}/v1/{NAME}",
+            params={"updateMask": mask},
+            json={"httpTarget": {"uri": self.NEW_URI}},
+            timeout=30,
+        )
+        assert response.status_code == 200, response.text
+        assert emulator.get_job(NAME).http_target.uri == self.NEW_URI  # type: ignore[union-attr]

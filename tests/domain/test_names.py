@@ -104,6 +104,31 @@ class TestParseJobName:
         assert caught.value.violations[0].field == "job.name"
 
 
+class TestProjectIds:
+    """Google's rule for project IDs (cloud.google.com/resource-manager/docs/
+    creating-managing-projects): 6 to 30 lower-case letters, digits and hyphens, starting with a
+    letter, not ending with a hyphen; or domain-scoped (``example.com:my-project``)."""
+
+    @case_table(__file__, "project_ids")
+    def test_a_project_id_is_accepted_only_as_google_accepts_it(
+        self, project: str, valid: bool
+    ) -> None:
+        name = f"projects/{project}/locations/us-central1/jobs/j"
+        if valid:
+            assert parse_job_name(name).project == project
+            return
+        with pytest.raises(InvalidArgument) as caught:
+            parse_job_name(name)
+        assert caught.value.message.startswith('name has an invalid project ID "')
+        assert "6 to 30 lower-case letters, digits and hyphens" in caught.value.message
+
+    def test_a_long_project_id_is_shown_shortened(self) -> None:
+        with pytest.raises(InvalidArgument) as caught:
+            parse_job_name(f"projects/{'x' * 200}/locations/us-central1/jobs/j")
+        assert "x" * 78 + "…" in caught.value.message
+        assert "x" * 81 not in caught.value.message
+
+
 class TestLocationNames:
     def test_location_name_joins_project_and_location(self) -> None:
         assert (
