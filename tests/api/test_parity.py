@@ -12,7 +12,6 @@ nearest thing its binary messages can carry.
 from __future__ import annotations
 
 import base64
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 import requests
 
 from scheduler_emulator.runtime._emulator import Emulator
+from tests.daemon import serving_in_thread
 from tests.support import TARGET, case_table
 
 grpc = pytest.importorskip("grpc")
@@ -227,13 +227,8 @@ def address(emulator: Emulator) -> Iterator[str]:
     from scheduler_emulator.server.server import serve
 
     emulator.create_job(full_job({"name": NAME}))
-    server = serve(emulator, "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_in_thread(serve(emulator, "127.0.0.1", 0)) as url:
+        yield url.removeprefix("http://")
 
 
 @pytest.fixture

@@ -351,5 +351,5 @@ def test_a_job_with_a_1000000_byte_body_is_created(
         f"--uri={served_target[1]}",
         f"--message-body-from-file={body}",
     )
-    job = daemon.get(job_path(gcloud.project, "big")).json()
+    job = daemon.get(job_path(gcloud.project, "big"))
     assert base64.b64decode(job["httpTarget"]["body"]) == b"x" * 1_000_000

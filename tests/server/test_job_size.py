@@ -6,7 +6,6 @@ body past the request limit is refused 413 before it is read."""
 from __future__ import annotations
 
 import base64
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ from scheduler_emulator.api.v1 import MAX_REQUEST_BYTES
 from scheduler_emulator.domain.validation import MAX_JOB_SIZE_BYTES
 from scheduler_emulator.runtime._emulator import Emulator
 from scheduler_emulator.server.server import MAX_BODY_BYTES, serve
+from tests.daemon import serving_in_thread
 from tests.support import TARGET
 
 PARENT = "projects/my-project/locations/us-central1"
@@ -26,13 +26,8 @@ BODY = b"x" * 1_000_000
 @pytest.fixture
 def address(emulator: Emulator) -> Iterator[str]:
     """The daemon's one port (REST and gRPC) serving ``emulator``."""
-    server = serve(emulator, "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_in_thread(serve(emulator, "127.0.0.1", 0)) as url:
+        yield url.removeprefix("http://")
 
 
 def job(name: str, body: bytes) -> dict[str, Any]:
