@@ -43,6 +43,7 @@ from ..domain.errors import (
     PermissionDenied,
     Unauthenticated,
     Unavailable,
+    Unimplemented,
 )
 from ..runtime._emulator import Emulator
 from ..wire import is_loopback
@@ -138,17 +139,15 @@ def error_bytes(error: ApiError) -> bytes:
 
 def _http_error(exc: HTTPException, request: Request) -> Response:
     path = request.path
-    allow: list[str] = []
-    if isinstance(exc, MethodNotAllowed):
-        if path.startswith("/_emulator/"):  # the emulator's own endpoints: a plain 405
-            allow = sorted(exc.valid_methods or [])
-            exc.description = f"{path} takes {' or '.join(allow)}, not {request.method}."
-        else:  # Google's front end: no such method at that path
-            exc = NotFound("Method not found: this path does not take that HTTP method.")
-    response = error_response(ApiError.for_http(exc.code or 500, exc.description or exc.name))
-    if allow:
+    if isinstance(exc, MethodNotAllowed) and path.startswith("/_emulator/"):
+        allow = sorted(exc.valid_methods or [])  # the emulator's own endpoints: a plain 405
+        message = f"{path} takes {' or '.join(allow)}, not {request.method}."
+        response = error_response(Unimplemented(message, http_status=405))
         response.headers["Allow"] = ", ".join(allow)
-    return response
+        return response
+    if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
+        exc = NotFound("Method not found: this path does not take that HTTP method.")
+    return error_response(ApiError.for_http(exc.code or 500, exc.description or exc.name))
 
 
 def override_method(request: Request) -> None:
