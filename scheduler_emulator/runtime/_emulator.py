@@ -27,9 +27,10 @@ from typing import Any
 from ..core.faults import FaultPlan
 from ..domain.attempt_assertions import AttemptAssertions
 from ..domain.attempts import Attempt, SkippedRun
-from ..domain.codec import job_from_json, show_value
+from ..domain.codec import job_from_json
 from ..domain.errors import ClockError, InvalidArgument
 from ..domain.names import generate_job_id, qualify_job_name
+from ..domain.paging import next_page_token, page_position
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
 from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
@@ -37,20 +38,13 @@ from ._app_engine import AppEngineDispatcher, parse_app_engine_urls
 from ._attempt_log import AttemptLog
 from ._clock import Clock, ManualClock, SystemClock, require_aware
 from ._http_client import HttpClient, http2_problem
-from ._options import JOBS_PAGE_SIZE_MAX, EmulatorOptions
+from ._options import EmulatorOptions
 from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
 from ._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, AttemptFilter, Store
 from ._tokens import TokenAuthority
 from ._transports import HttpTransport, Transport
 
-__all__ = [
-    "Emulator",
-    "MAX_JOBS_PAGE_SIZE",
-]
-
-#: Largest and default ListJobs page (500, Google's maximum): a page size of 0 or less gives
-#: this many jobs, a larger one is clamped to it (its home: runtime/_options.py).
-MAX_JOBS_PAGE_SIZE = JOBS_PAGE_SIZE_MAX
+__all__ = ["Emulator"]
 
 
 class Emulator(AttemptAssertions):
@@ -225,28 +219,6 @@ class Emulator(AttemptAssertions):
         """Return every job in creation order."""
         return self.engine.jobs()
 
-    def list_jobs_page(
-        self, parent: str, page_size: int, page_token: str = ""
-    ) -> tuple[list[Job], str]:
-        """Return one ListJobs page of the jobs under ``parent`` and the next page token
-        (``""`` on the last page). Jobs come in creation order, stable across pages.
-
-        :param parent: ``projects/P/locations/L``.
-        :param page_size: jobs per page; 0 or less gives :data:`MAX_JOBS_PAGE_SIZE` (500), more
-            is clamped to it.
-        :param page_token: ``""`` for the first page, else a token this method returned.
-        :raises InvalidArgument: for a token this emulator did not issue.
-        """
-        start = _token_start(page_token)
-        if isinstance(page_size, bool) or not isinstance(page_size, int):
-            raise InvalidArgument(
-                f"pageSize must be a whole number; got {show_value(page_size)}.", field="pageSize"
-            )
-        if page_size <= 0 or page_size > MAX_JOBS_PAGE_SIZE:
-            page_size = MAX_JOBS_PAGE_SIZE
-        jobs, next_seq = self.engine.jobs_page(parent + "/jobs/", page_size, start)
-        return jobs, "" if next_seq is None else str(next_seq)
-
     def update_job(
         self, name: str, body: Mapping[str, Any], update_mask: str | Sequence[str] | None = None
     ) -> Job:
@@ -363,7 +335,7 @@ class Emulator(AttemptAssertions):
         )
         attempts, last = self.store.attempts_page(where, after_id=after, page_size=page_size)
         now = self.clock.now()
-        return [a.as_of(now) for a in attempts], "" if last is None else str(last)
+        return [a.as_of(now) for a in attempts], next_page_token(last)
 
     def skipped_runs(self, job: str | None = None) -> list[SkippedRun]:
         """Return the scheduled times that got no run, optionally only those of ``job``.
@@ -386,7 +358,7 @@ class Emulator(AttemptAssertions):
         records, last = self.store.skipped_page(
             job=None if job is None else self.job_name(job), after_id=after, page_size=page_size
         )
-        return records, "" if last is None else str(last)
+        return records, next_page_token(last)
 
     def reset(self) -> None:
         """Delete every job, run, attempt and skipped-run record."""
@@ -446,25 +418,7 @@ def _page_start(page_size: int, page_token: str) -> int:
             f"pageSize must be a whole number from 1 to {MAX_PAGE_SIZE}; got {page_size!r}.",
             field="pageSize",
         )
-    return _token_start(page_token)
-
-
-def _token_start(page_token: str) -> int:
-    """The sequence number or record id a page token names (``0`` for no token).
-
-    Tokens are the decimal numbers this emulator issues: ASCII digits, at most 18 of them (an
-    SQLite integer); anything else is refused before ``int()`` sees it.
-
-    :raises InvalidArgument: naming ``pageToken`` and the value.
-    """
-    if not page_token:
-        return 0
-    if not (page_token.isascii() and page_token.isdigit() and len(page_token) <= 18):
-        raise InvalidArgument(
-            f"pageToken {show_value(page_token)} is not a page token this emulator gave.",
-            field="pageToken",
-        )
-    return int(page_token)
+    return page_position(page_token)
 
 
 def _refuse_unsendable_http2(job: Job) -> None:

@@ -32,7 +32,6 @@ __all__ = [
     "DEFAULT_DST_POLICY",
     "DEFAULT_HEADER_CASE",
     "DEFAULT_RETAIN_ATTEMPTS",
-    "JOBS_PAGE_SIZE_MAX",
     "DEFAULT_LOCATION",
     "DEFAULT_PROJECT",
     "EmulatorOptions",
@@ -52,9 +51,6 @@ DEFAULT_RETAIN_ATTEMPTS = 100_000
 #: Attempts per page of the attempt and skipped-run listings when none is asked for, and at most.
 ATTEMPTS_PAGE_SIZE = 100
 ATTEMPTS_PAGE_SIZE_MAX = 1000
-#: Largest ListJobs page (Google's maximum), and the size of one when none, 0 or less, or a
-#: larger one is asked for.
-JOBS_PAGE_SIZE_MAX = 500
 #: How HTTP attempts spell header names by default: as Google's documentation does.
 DEFAULT_HEADER_CASE = HEADER_CASES[0]
 # The attempt deadline of a job that sets none (Google's 180 s, DEFAULT_ATTEMPT_DEADLINE) and

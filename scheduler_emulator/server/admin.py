@@ -55,6 +55,7 @@ from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import iso
 from ..domain.codec import parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
+from ..domain.paging import next_page_token, page_position
 from ..runtime import _read_model as read_model
 from ..runtime._clock import ManualClock
 from ..runtime._emulator import Emulator
@@ -184,21 +185,6 @@ def _query_choice(request: Request, name: str, choices: tuple[str, ...]) -> str:
         shown = ", ".join(c for c in choices if c)
         raise InvalidArgument(f"{name} must be one of {shown}; got {show_value(text)}.", field=name)
     return text
-
-
-def _token_number(token: str) -> int | None:
-    """The number a page token of these listings holds (``None`` for no token).
-
-    :raises InvalidArgument: naming ``pageToken`` for anything this emulator did not give.
-    """
-    if not token:
-        return None
-    if token.isascii() and token.isdigit() and len(token) <= 18:
-        return int(token)
-    raise InvalidArgument(
-        f"pageToken {show_value(token)} is not a page token this emulator gave.",
-        field="pageToken",
-    )
 
 
 def _query_time(request: Request, name: str) -> datetime | None:
@@ -347,7 +333,7 @@ class Admin:
         if order == "newest":
             if run_id is not None:
                 raise InvalidArgument("order=newest does not take run; drop one.", field="run")
-            before = _token_number(page_token)
+            before = page_position(page_token) or None
             newest, last = read_model.attempts_newest(
                 self.emulator.store,
                 job=None if job is None else self.emulator.job_name(job),
@@ -357,9 +343,7 @@ class Admin:
                 page_size=page_size,
                 now=self.emulator.now(),
             )
-            return _page_answer(
-                "attempts", [a.to_json() for a in newest], "" if last is None else str(last)
-            )
+            return _page_answer("attempts", [a.to_json() for a in newest], next_page_token(last))
         page, token = self.emulator.attempts_page(
             job,
             run_id=run_id,
@@ -404,14 +388,14 @@ class Admin:
             self.emulator.list_jobs(),
             name=request.args.get("name", ""),
             state=state,
-            offset=_token_number(page_token) or 0,
+            offset=page_position(page_token),
             page_size=page_size,
             fire_times=fire_times or 0,
             dst_policy=self.emulator.engine.core.dst_policy,
             next_fire=self._next_fire,
             in_flight=lambda job: read_model.last_attempt_in_flight(self.emulator.store, job, now),
         )
-        answer = _page_answer("jobs", rows, "" if following is None else str(following))
+        answer = _page_answer("jobs", rows, next_page_token(following))
         answer["totalSize"] = total
         return answer
 
@@ -435,11 +419,11 @@ class Admin:
             job=None if job is None else self.emulator.job_name(job),
             after=_query_time(request, "scheduledAfter"),
             before=_query_time(request, "scheduledBefore"),
-            offset=_token_number(page_token) or 0,
+            offset=page_position(page_token),
             page_size=page_size,
             now=self.emulator.now(),
         )
-        return _page_answer("runs", runs, "" if following is None else str(following))
+        return _page_answer("runs", runs, next_page_token(following))
 
     def timeline(self, request: Request) -> dict[str, Any]:
         """One lane per job (filtered by ``name`` and ``state``, ``pageSize`` lanes, default
@@ -448,7 +432,7 @@ class Admin:
         Only the window is read from the store."""
         _only_parameters(request, "pageSize", "pageToken", "name", "state", "start", "end")
         size = _query_int(request, "pageSize", default=0, low=0, high=200) or 50
-        offset = _token_number(request.args.get("pageToken", "")) or 0
+        offset = page_position(request.args.get("pageToken", ""))
         now = self.emulator.now()
         end = _query_time(request, "end") or now + timedelta(minutes=15)
         start = _query_time(request, "start") or end - timedelta(minutes=75)
@@ -467,7 +451,7 @@ class Admin:
         for lane, job in zip(lanes, page, strict=True):
             lane["id"], lane["state"] = job.job_id, job.state.name
         following = offset + size if offset + size < len(kept) else None
-        answer = _page_answer("lanes", lanes, "" if following is None else str(following))
+        answer = _page_answer("lanes", lanes, next_page_token(following))
         answer.update(
             now=iso(now), clock=self._mode(), start=iso(start), end=iso(end), totalSize=len(kept)
         )

@@ -27,7 +27,6 @@ from ..api.render_cache import RenderCache
 from ..api.v1 import SchedulerApi, page_size_value
 from ..domain.codec import job_to_json
 from ..domain.errors import NotFound
-from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
 from ..runtime._emulator import Emulator
 from .partial_response import rest_field_mask
@@ -76,8 +75,6 @@ def wants_int_enums(request: Request) -> bool:
 
 
 def _parent(project: str, location: str) -> str:
-    check_project_id(project, field="parent")
-    check_location_id(location, field="parent")
     return f"projects/{project}/locations/{location}"
 
 

@@ -34,7 +34,17 @@ from werkzeug.routing import Map
 from werkzeug.serving import BaseWSGIServer, ThreadedWSGIServer, WSGIRequestHandler
 from werkzeug.wrappers import Request, Response
 
-from ..domain.errors import ApiError, InvalidArgument
+from ..api.v1 import MAX_REQUEST_BYTES
+from ..domain.errors import (
+    ApiError,
+    DeadlineExceeded,
+    Internal,
+    InvalidArgument,
+    PermissionDenied,
+    Unauthenticated,
+    Unavailable,
+    Unimplemented,
+)
 from ..runtime._emulator import Emulator
 from ..wire import is_loopback
 from . import admin, api
@@ -59,25 +69,10 @@ __all__ = [
 
 logger = logging.getLogger("scheduler_emulator")
 
-_HTTP_STATUS_NAMES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    405: "UNIMPLEMENTED",
-    408: "DEADLINE_EXCEEDED",
-    409: "ABORTED",
-    413: "INVALID_ARGUMENT",
-    414: "INVALID_ARGUMENT",
-    415: "INVALID_ARGUMENT",
-    431: "INVALID_ARGUMENT",
-    429: "RESOURCE_EXHAUSTED",
-}
-
-#: Largest request body, in bytes (1 MiB: a job is at most 1 MB, Google's limit, plus JSON's
-#: base64 and escaping overhead would not fit much more). Larger bodies get 413 before a byte
+#: Largest request body, in bytes: room for the JSON of the largest job (the v1 API's
+#: :data:`~scheduler_emulator.api.v1.MAX_REQUEST_BYTES`). Larger bodies get 413 before a byte
 #: of them is read.
-MAX_BODY_BYTES = 1024 * 1024
+MAX_BODY_BYTES = MAX_REQUEST_BYTES
 #: Most connections served at once; one more is answered 503 and closed.
 MAX_CONNECTIONS = 64
 #: Seconds a connection may stay silent while a request is being read, or idle between
@@ -119,22 +114,8 @@ def _is_ip_literal(host: str) -> bool:
     return True
 
 
-def _refused(status: int, message: str, reason: str) -> Response:
-    body = {
-        "error": {
-            "code": status,
-            "message": message,
-            "status": _HTTP_STATUS_NAMES[status],
-            "details": [
-                {
-                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                    "reason": reason,
-                    "domain": "scheduler-emulator",
-                }
-            ],
-        }
-    }
-    return json_response(body, status)
+def _refused(error: type[ApiError], message: str, reason: str) -> Response:
+    return error_response(error(message, reason=reason))
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
@@ -145,26 +126,28 @@ def json_response(payload: Any, status: int = 200) -> Response:
 
 
 def error_response(error: ApiError) -> Response:
-    """Render ``error`` as Google's error envelope with its HTTP status."""
+    """Render ``error`` as Google's error envelope with its HTTP status: every error answer of
+    the app goes through here."""
     return json_response(error.to_envelope(), error.http_status)
+
+
+def error_bytes(error: ApiError) -> bytes:
+    """The envelope of ``error`` as the bytes of a response body (for answers written before
+    the app sees the request)."""
+    return json.dumps(error.to_envelope()).encode()
 
 
 def _http_error(exc: HTTPException, request: Request) -> Response:
     path = request.path
-    allow: list[str] = []
-    if isinstance(exc, MethodNotAllowed):
-        if path.startswith("/_emulator/"):  # the emulator's own endpoints: a plain 405
-            allow = sorted(exc.valid_methods or [])
-            exc.description = f"{path} takes {' or '.join(allow)}, not {request.method}."
-        else:  # Google's front end: no such method at that path
-            exc = NotFound("Method not found: this path does not take that HTTP method.")
-    code = exc.code or 500
-    status = _HTTP_STATUS_NAMES.get(code, "INTERNAL" if code >= 500 else "INVALID_ARGUMENT")
-    body = {"error": {"code": code, "message": exc.description or exc.name, "status": status}}
-    response = json_response(body, code)
-    if allow:
+    if isinstance(exc, MethodNotAllowed) and path.startswith("/_emulator/"):
+        allow = sorted(exc.valid_methods or [])  # the emulator's own endpoints: a plain 405
+        message = f"{path} takes {' or '.join(allow)}, not {request.method}."
+        response = error_response(Unimplemented(message, http_status=405))
         response.headers["Allow"] = ", ".join(allow)
-    return response
+        return response
+    if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
+        exc = NotFound("Method not found: this path does not take that HTTP method.")
+    return error_response(ApiError.for_http(exc.code or 500, exc.description or exc.name))
 
 
 def override_method(request: Request) -> None:
@@ -259,7 +242,7 @@ class EmulatorApp:
         public = request.method in _SAFE_METHODS and request.path.startswith(OPEN_ADMIN_PATHS)
         if host is not None and not public and not self._host_allowed(host):
             return _refused(
-                403,
+                PermissionDenied,
                 f"Host {json.dumps(host)} is not this emulator: requests must name a loopback "
                 f"address or the address it listens on (DNS rebinding protection).",
                 "FOREIGN_HOST",
@@ -267,7 +250,7 @@ class EmulatorApp:
         repeated = request.environ.get(REPEATED_HEADERS_KEY)
         if repeated:
             return _refused(
-                403 if "Origin" in repeated else 400,
+                PermissionDenied if "Origin" in repeated else InvalidArgument,
                 f"The request repeats the {' and '.join(repeated)} header; send each at most once.",
                 "REPEATED_HEADER",
             )
@@ -279,7 +262,7 @@ class EmulatorApp:
                 origin_host = ""
             if not is_loopback(origin_host):
                 return _refused(
-                    403,
+                    PermissionDenied,
                     f"Origin {json.dumps(origin)} may not change the emulator: only requests "
                     "without an Origin (gcloud, client libraries, curl) or from a loopback "
                     "origin are accepted (cross-site request protection).",
@@ -294,7 +277,7 @@ class EmulatorApp:
             expected = f"Bearer {self.admin_token}"
             if not hmac.compare_digest(given.encode(), expected.encode()):
                 return _refused(
-                    401,
+                    Unauthenticated,
                     "The /_emulator/ endpoints need Authorization: Bearer <admin token> "
                     "(the daemon was started with --admin-token or "
                     "SCHEDULER_EMULATOR_ADMIN_TOKEN).",
@@ -325,21 +308,13 @@ class EmulatorApp:
                 response.headers["Connection"] = "close"
             return response
         except TimeoutError:  # the client stopped sending the body
-            body = {
-                "error": {
-                    "code": 408,
-                    "message": f"The request body did not arrive within "
-                    f"{SOCKET_TIMEOUT_SECONDS:g} s.",
-                    "status": "DEADLINE_EXCEEDED",
-                }
-            }
-            response = json_response(body, 408)
+            message = f"The request body did not arrive within {SOCKET_TIMEOUT_SECONDS:g} s."
+            response = error_response(DeadlineExceeded(message, http_status=408))
             response.headers["Connection"] = "close"
             return response
         except Exception:  # a bug of ours: never let it look like a network failure
             logger.exception("internal error serving %s %s", request.method, request.path)
-            body = {"error": {"code": 500, "message": "Internal error.", "status": "INTERNAL"}}
-            return json_response(body, 500)
+            return error_response(Internal("Internal error."))
         if isinstance(result, Response):
             return result
         return json_response(result)
@@ -380,9 +355,7 @@ class _RequestHandler(WSGIRequestHandler):
         # over 64 KiB, 431 for too many headers, 400 for a malformed request line): Google's
         # JSON error envelope, not http.server's HTML page.
         text = message or self.responses.get(code, ("Error",))[0]
-        status = _HTTP_STATUS_NAMES.get(code, "INTERNAL" if code >= 500 else "INVALID_ARGUMENT")
-        body = json.dumps({"error": {"code": code, "message": f"{text}.", "status": status}})
-        data = body.encode()
+        data = error_bytes(ApiError.for_http(code, f"{text}."))
         with contextlib.suppress(OSError):
             self.send_response(code, message)
             self.send_header("Content-Type", "application/json; charset=UTF-8")
@@ -452,9 +425,7 @@ class BoundedWSGIServer(ThreadedWSGIServer):
             self.connection_router.close()
 
 
-_TOO_MANY = json.dumps(
-    {"error": {"code": 503, "message": "Too many connections.", "status": "UNAVAILABLE"}}
-)
+_TOO_MANY = error_bytes(Unavailable("Too many connections.")).decode()
 
 
 def serve(

@@ -153,6 +153,13 @@ def _port(text: str) -> int:
     return port
 
 
+def _project(text: str) -> str:
+    try:
+        return check_project_id(text, field="--project")
+    except ApiError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
 def _retain(text: str) -> int:
     if text.isascii() and text.isdigit() and len(text) <= 18:
         return int(text)
@@ -229,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--project",
         default=DEFAULT_PROJECT,
+        type=_project,
         action=_GivenStore,  # --firebase: the Functions emulator's project unless given
         help="default project (%(default)s)",
     )

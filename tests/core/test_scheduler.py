@@ -28,7 +28,7 @@ FAILED = Status(13, "INTERNAL")
 
 def job(schedule: str = "*/5 * * * *", **fields: object) -> Job:
     return Job(
-        "projects/p/locations/l/jobs/tick",
+        "projects/my-project/locations/l/jobs/tick",
         schedule=schedule,
         http_target=HttpTarget("http://svc.test/"),
         **fields,  # type: ignore[arg-type]
@@ -130,7 +130,7 @@ def test_create_twice_and_unknown_jobs(core: Scheduler) -> None:
     with pytest.raises(AlreadyExists):
         core.put(job(), T0, create=True)
     with pytest.raises(NotFound):
-        core.force("projects/p/locations/l/jobs/none", T0)
+        core.force("projects/my-project/locations/l/jobs/none", T0)
 
 
 def test_stale_timers_do_not_pile_up(core: Scheduler) -> None:

@@ -80,13 +80,13 @@ def test_options_are_frozen_and_hashable_even_with_a_mapping_of_app_engine_urls(
 
 def test_the_emulator_takes_its_settings_from_options_and_keywords_win() -> None:
     clock = ManualClock()
-    emulator = Emulator(clock, options=EmulatorOptions(project="shop", location="europe-west1"))
+    emulator = Emulator(clock, options=EmulatorOptions(project="shop-app", location="europe-west1"))
     try:
         assert (emulator.project, emulator.location) == ("shop", "europe-west1")
         assert emulator.options.all_locations == ("europe-west1",)
     finally:
         emulator.close()
-    emulator = Emulator(clock, options=EmulatorOptions(project="shop"), project="other")
+    emulator = Emulator(clock, options=EmulatorOptions(project="shop-app"), project="other-project")
     try:
         assert emulator.project == "other" and emulator.options.project == "other"
     finally:

@@ -397,7 +397,7 @@ class TestLocations:
         ("query", "field"),
         [
             ("pageToken=abc", "pageToken"),
-            ("pageToken=99999999999", "pageToken"),
+            ("pageToken=9999999999999999999", "pageToken"),  # 19 digits: past any position
             ("pageSize=-1", "pageSize"),
             ("pageSize=three", "pageSize"),
             ("filter=planet%3Dmars", "filter"),

@@ -223,7 +223,7 @@ class TestHugeNumbers:
         path = tmp_path / "jobs.txt"
         path.write_text(text)
         with pytest.raises(Exception) as caught:
-            load_jobs_file(path, project="p", location="l")
+            load_jobs_file(path, project="my-project", location="l")
         message = str(caught.value)
         assert type(caught.value).__name__ == "ConfigurationError"
         assert message.startswith(f"{path}: ") and where in message and shown in message
@@ -323,8 +323,8 @@ class TestHugeJobsFiles:
         path.write_text(json.dumps([nightly_job(name=f"j{i}") for i in range(3)]))
         size = path.stat().st_size
         with pytest.raises(Exception, match=f"limit of {size - 1} bytes"):
-            load_jobs_file(path, project="p", location="l", max_bytes=size - 1)
-        assert len(load_jobs_file(path, project="p", location="l", max_bytes=size)) == 3
+            load_jobs_file(path, project="my-project", location="l", max_bytes=size - 1)
+        assert len(load_jobs_file(path, project="my-project", location="l", max_bytes=size)) == 3
 
     @pytest.mark.slow
     @pytest.mark.timeout(240)

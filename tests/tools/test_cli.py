@@ -169,6 +169,16 @@ class TestEnvInit:
         assert capsys.readouterr().err.startswith("error: --port 0 is not a daemon's port")
 
 
+@pytest.mark.parametrize("project", ["demo", "A", "my-project-", "x" * 31])
+def test_start_refuses_a_project_id_google_refuses(
+    project: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["start", "--project", project, "--in-memory", "--port", "0"])
+    assert caught.value.code == 2
+    assert "--project has an invalid project ID" in capsys.readouterr().err
+
+
 class TestStartupLine:
     def test_it_says_which_jobs_came_from_the_file_and_which_from_the_data_directory(
         self, tmp_path: Path

@@ -151,7 +151,7 @@ def test_the_jobs_table_shows_a_last_attempt_still_in_flight_as_such() -> None:
 
 def test_took_is_the_attempts_duration_or_a_dash_in_flight() -> None:
     start = datetime(2026, 3, 1, 2, tzinfo=UTC)
-    attempt = Attempt(1, "projects/p/locations/l/jobs/j", 1, 1, None, start, {})
+    attempt = Attempt(1, "projects/my-project/locations/l/jobs/j", 1, 1, None, start, {})
     assert took(attempt) == "-"
     attempt.end_time = start + timedelta(milliseconds=12)
     assert took(attempt) == "0.012s"

@@ -13,7 +13,7 @@ import pytest
 from scheduler_emulator.domain.attempts import Attempt, Run
 from scheduler_emulator.runtime._store import Store
 
-JOB = "projects/p/locations/l/jobs/j"
+JOB = "projects/my-project/locations/l/jobs/j"
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
@@ -120,11 +120,11 @@ def test_another_threads_write_waits_for_an_open_batch(store: Store, db: Path) -
     done = threading.Event()
 
     def other() -> None:
-        store.add_skipped(SkippedRun("projects/p/locations/l/jobs/b", None, when, when))
+        store.add_skipped(SkippedRun("projects/my-project/locations/l/jobs/b", None, when, when))
         done.set()
 
     with store.batch():
-        store.add_skipped(SkippedRun("projects/p/locations/l/jobs/a", None, when, when))
+        store.add_skipped(SkippedRun("projects/my-project/locations/l/jobs/a", None, when, when))
         thread = threading.Thread(target=other)
         thread.start()
         assert wait_for(lambda: len(store._batch_free._waiters) == 1, bound_seconds=10)  # type: ignore[attr-defined]

@@ -133,7 +133,7 @@ def test_trigger_keys_come_from_the_404_and_the_newest_generation_wins() -> None
 
 def test_the_legacy_event_has_the_schedule_time_and_productions_topic() -> None:
     event = legacy_event(
-        "projects/p/topics/firebase-schedule-fn-us-central1",
+        "projects/my-project/topics/firebase-schedule-fn-us-central1",
         {"scheduled": "true"},
         "",
         "2026-01-05T08:00:00Z",
@@ -146,7 +146,7 @@ def test_the_legacy_event_has_the_schedule_time_and_productions_topic() -> None:
             "eventType": "google.pubsub.topic.publish",
             "resource": {
                 "service": "pubsub.googleapis.com",
-                "name": "projects/p/topics/firebase-schedule-fn-us-central1",
+                "name": "projects/my-project/topics/firebase-schedule-fn-us-central1",
             },
         },
         "data": {

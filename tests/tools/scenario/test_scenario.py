@@ -362,6 +362,16 @@ class TestValidation:
             'or a number with a unit such as "7d", "3600s", "90m", "1h30m")\n'
         )
 
+    def test_a_5000_digit_attempt_deadline_exits_2_naming_the_field(self, tmp_path: Path) -> None:
+        deadline = "9" * 5000 + "s"
+        path = write(
+            tmp_path,
+            HOURLY.replace("retryConfig: {retryCount: 2}", f'attemptDeadline: "{deadline}"'),
+        )
+        code, out, err = replay(str(path))
+        assert (code, out) == (2, "")
+        assert "jobs[0] (hourly): attemptDeadline must be at most 315576000000 seconds" in err
+
     def test_an_app_that_cannot_be_imported_is_a_configuration_error(self, tmp_path: Path) -> None:
         path = write(tmp_path, HOURLY.replace("counter_app.py:make()", "no_such_module:app"))
         code, _, err = replay(str(path))
