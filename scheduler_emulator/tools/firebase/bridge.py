@@ -8,7 +8,13 @@ looks again every ``poll_interval`` seconds: new functions get a job, changed on
 job (state and history kept), deleted ones lose theirs, and a reload's new trigger keys are
 picked up. The jobs are ordinary jobs: the v1 API, pause/resume/run, faults, the clock and the
 dashboard all apply. A job the bridge made carries the ``firebase-schedule-`` prefix; any such
-job of the project whose function is gone is deleted, as the next ``firebase deploy`` would.
+job of the project whose function is gone is deleted, as the next ``firebase deploy`` would, and
+so is a job it made in a project it no longer uses.
+
+Each function is taken alone: one that cannot become a job is skipped with one line naming it,
+the field and the value. Each look is bounded in time and size
+(:mod:`~scheduler_emulator.tools.firebase.client`), and a look that finds the same answers as
+the last one (by digest) and all its jobs in place does nothing more.
 
 In a test, on a manual clock::
 

@@ -12,6 +12,7 @@ import argparse
 from collections.abc import Sequence
 from typing import IO
 
+from ...domain.errors import ConfigurationError
 from ...realtime import real_monotonic
 from ...runtime._emulator import Emulator
 from . import client
@@ -171,11 +172,17 @@ def bridge_from_args(
 def check_hub(args: argparse.Namespace) -> None:
     """Stop before anything starts (ConfigurationError: exit 2) when ``--firebase``'s hub does
     not answer (naming the address and where it came from), when the two Firebase addresses
-    look swapped, or when ``--project`` is not the project of a Functions emulator that
-    already answers (one that does not answer yet is waited for, and checked then).
+    look swapped, when ``--project`` is not the project of a Functions emulator that
+    already answers (one that does not answer yet is waited for, and checked then), or when
+    ``--firebase-app-engine-location`` is given without the bridge.
 
     All of it takes at most :data:`START_CHECK_SECONDS`: a Functions emulator that answers
     slowly, or not in HTTP, is left to the bridge, which says what it found."""
+    if args.firebase_app_engine_location and not wanted(args):
+        raise ConfigurationError(
+            "--firebase-app-engine-location is for the Firebase bridge: give --firebase or "
+            "--firebase-functions too (or use scheduler-emulator firebase --app-engine-location)."
+        )
     deadline = real_monotonic() + START_CHECK_SECONDS
 
     def left() -> float:

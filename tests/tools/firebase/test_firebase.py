@@ -145,6 +145,8 @@ def test_the_app_engine_location_is_a_flag_of_firebase_and_start() -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "--firebase-app-engine-location" in done.stderr and "Europe/West" in done.stderr
+    with pytest.raises(ConfigurationError, match="is for the Firebase bridge"):
+        check_hub(build_parser().parse_args(["start", "--firebase-app-engine-location", "x1"]))
 
 
 def test_backends_duplicates_collapse_by_id_and_unscheduled_functions_are_left_out() -> None:
@@ -628,3 +630,14 @@ def test_the_daemon_listens_at_once_whatever_answers_at_functions(
     [waiting] = [line for line in lines if "waiting for the Functions" in line]
     assert problem in waiting and len(waiting) < 400, waiting
     assert not any("Traceback" in line or "Error(" in line for line in lines), lines
+
+
+def test_an_answer_over_the_size_cap_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scheduler_emulator.tools.firebase import client
+
+    monkeypatch.setattr(client, "MAX_ANSWER_BYTES", 1 << 20)
+    refused = pytest.raises(Unreachable, match=r"/backends answered more than 1 MB, the most read")
+    with drip_server(DripTarget(mode="big_body", body_bytes=3 << 20)) as url, refused:
+        client.backends(url.removeprefix("http://"), 10)
