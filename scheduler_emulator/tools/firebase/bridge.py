@@ -48,7 +48,7 @@ from .functions import (
     app_engine_location,
     project_of,
     scheduled_functions,
-    trigger_key,
+    trigger_keys,
     triggers,
     valid_trigger_keys,
 )
@@ -316,13 +316,13 @@ class FirebaseBridge:
         if now_seen == seen and all(engine.has_job(name) for name in self._routes):
             return replace(self._last, created=[], updated=[], deleted=[], unchanged=True)
         answer, refused_labels, project = read or self._read(address, raw)
-        keys = valid_trigger_keys(probe)
+        keys = trigger_keys(valid_trigger_keys(probe))
         functions, skipped = scheduled_functions(answer)
         result = SyncResult(functions=len(functions), skipped=skipped)  # odd entries too
         wanted = {}
         routes: dict[str, Route] = {}
         for fn in functions:
-            key = trigger_key(fn.id, keys)
+            key = keys.get(fn.id)
             if key is None:
                 result.skipped.append(
                     f"no job for function {fn.name}: the Functions emulator has no trigger "

@@ -69,6 +69,7 @@ _RETRY_DURATIONS = {
     "maxRetrySeconds": "maxRetryDuration",
 }
 _VALID_KEYS = re.compile(r"valid functions are:(.*)$", re.DOTALL)
+_GENERATION = re.compile(r"(.+)-([0-9]{1,9})")
 # firebase-tools' rule for v1 function IDs (functionIdsAreValid; its v2 rule is stricter, and
 # the Functions emulator loads both alike): a letter, then up to 62 letters, digits, - and _.
 _FUNCTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
@@ -405,15 +406,21 @@ def valid_trigger_keys(not_found_text: str) -> list[str]:
     return [key.strip() for key in match.group(1).split(",") if key.strip()]
 
 
-def trigger_key(function_id: str, keys: list[str]) -> str | None:
-    """The key of ``function_id`` among ``keys``: ``<id>-<generation>`` with the highest
-    generation (the emulator counts generations up on each reload), else ``<id>`` itself when
-    listed; ``None`` when the function has no key."""
-    pattern = re.compile(re.escape(function_id) + r"-(\d+)$")
-    generations = [(int(m.group(1)), k) for k in keys if (m := pattern.match(k))]
-    if generations:
-        return max(generations)[1]
-    return function_id if function_id in keys else None
+def trigger_keys(keys: list[str]) -> dict[str, str]:
+    """Each function's key among ``keys``: ``<id>-<generation>`` with the highest generation
+    (the emulator counts generations up on each reload), else ``<id>`` itself when listed.
+
+    :param keys: the keys of :func:`valid_trigger_keys`.
+    :return: function ID -> trigger key (one pass over ``keys``, however many there are).
+    """
+    newest: dict[str, tuple[int, str]] = {}
+    for key in keys:
+        match = _GENERATION.fullmatch(key)
+        if match is not None:
+            generation = int(match.group(2))
+            if generation >= newest.get(match.group(1), (-1, ""))[0]:
+                newest[match.group(1)] = (generation, key)
+    return {key: key for key in keys} | {fid: key for fid, (_, key) in newest.items()}
 
 
 def legacy_event(

@@ -43,7 +43,7 @@ from scheduler_emulator.tools.firebase.functions import (
     legacy_event,
     project_of,
     scheduled_functions,
-    trigger_key,
+    trigger_keys,
     valid_trigger_keys,
 )
 from tests.drip import DripTarget, drip_server
@@ -173,9 +173,10 @@ def test_trigger_keys_come_from_the_404_and_the_newest_generation_wins() -> None
     )
     keys = valid_trigger_keys(text)
     assert keys == ["us-central1-fn-0", "us-central1-fn-2", "us-central1-fnx-3", "us-central1-web"]
-    assert trigger_key("us-central1-fn", keys) == "us-central1-fn-2"
-    assert trigger_key("us-central1-web", keys) == "us-central1-web"
-    assert trigger_key("us-central1-gone", keys) is None
+    by_function = trigger_keys(keys)
+    assert by_function["us-central1-fn"] == "us-central1-fn-2"
+    assert by_function["us-central1-web"] == "us-central1-web"
+    assert "us-central1-gone" not in by_function
     assert valid_trigger_keys("Not Found") == []
 
 
