@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...domain.errors import InvalidArgument
-from ...domain.names import check_location_id
+from ...domain.names import check_location_id, check_project_id
 
 #: Location of v1 functions' jobs when the project's App Engine app is in no other location
 #: (firebase-tools' ``getAppEngineLocation`` default).
@@ -73,9 +73,6 @@ _GENERATION = re.compile(r"(.+)-([0-9]{1,9})")
 # firebase-tools' rule for v1 function IDs (functionIdsAreValid; its v2 rule is stricter, and
 # the Functions emulator loads both alike): a letter, then up to 62 letters, digits, - and _.
 _FUNCTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
-# Google's project ID rule (6 to 30 lower-case letters, digits and hyphens, starting with a
-# letter and not ending with a hyphen), optionally domain-scoped (``example.com:my-project``).
-_PROJECT_ID = re.compile(r"(?:[a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]")
 _PROJECT_LABEL = re.compile(r"/projects/(.*?)/locations/")
 #: Characters of a refused value shown in a message at most.
 _SHOWN = 60
@@ -382,9 +379,9 @@ def project_of(backends: object) -> tuple[str | None, list[str]]:
         match = _PROJECT_LABEL.search(source) if isinstance(source, str) else None
         if match is None:
             continue
-        if _PROJECT_ID.fullmatch(match.group(1)):
-            found = found or match.group(1)
-        else:
+        try:
+            found = found or check_project_id(match.group(1))
+        except InvalidArgument:
             malformed.setdefault(match.group(1), []).append(shown(trigger.get("name")))
     refused = [
         f"the project {shown(project)} in the EVENTARC_CLOUD_EVENT_SOURCE label of function(s) "
