@@ -741,8 +741,9 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         if args.in_memory
         else sum(1 for job in emulator.list_jobs() if job.name not in file_names)
     )
-    for job in jobs:
-        emulator.upsert_job(job)
+    with emulator.store.batch():  # one transaction: the engine thread is not started yet
+        for job in jobs:
+            emulator.upsert_job(job)
     _settle_garbage_collector()
     try:
         server = serve(emulator, args.host, args.port, admin_token=token)
