@@ -25,7 +25,8 @@ from ..domain.errors import RPC_CODES
 from ..domain.resources import Job, State
 from ..domain.schedule import parse_schedule
 from ..domain.schedule_text import describe_schedule
-from ._store import ATTEMPT_COLUMNS, Store, add_condition, attempt_from_row, window_conditions
+from ._data_file import attempts_from_rows
+from ._store import ATTEMPT_COLUMNS, Store, add_condition, window_conditions
 
 __all__ = [
     "DEFAULT_FIRE_TIMES",
@@ -224,8 +225,8 @@ def attempts_newest(
         f"SELECT {ATTEMPT_COLUMNS} FROM attempts{where} ORDER BY id DESC LIMIT ?",
         [*args, page_size + 1],
     )
-    attempts = [attempt_from_row(r).as_of(now) for r in rows[:page_size]]
-    return attempts, (attempts[-1].id if len(rows) > page_size else None)
+    attempts = [a.as_of(now) for a in attempts_from_rows(store.path, rows[:page_size])]
+    return attempts, (rows[page_size - 1][0] if len(rows) > page_size else None)
 
 
 def _compact(row: Any, now: datetime | None) -> dict[str, Any]:
@@ -373,4 +374,5 @@ def attempt_by_id(store: Store, attempt_id: int, *, now: datetime) -> Attempt | 
     """The attempt with this id as it reads at ``now`` (:meth:`Attempt.as_of`), ``None`` when
     there is none (or it was dropped by retention)."""
     rows = store.query(f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE id = ?", (attempt_id,))
-    return attempt_from_row(rows[0]).as_of(now) if rows else None
+    found = attempts_from_rows(store.path, rows)
+    return found[0].as_of(now) if found else None

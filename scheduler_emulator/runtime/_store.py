@@ -8,11 +8,11 @@ crash before that leaves the attempt in flight, and the restart records it as in
 ``Store(":memory:")`` keeps the same code path in memory for tests and ``--in-memory``.
 
 Jobs are kept as their REST JSON (``codec.job_to_json``, the schema of the v1 API, so a data
-directory of any release loads) plus the output-only columns the engine maintains; a stored job
-was validated and normalised when it was saved, so loading only decodes it
-(``codec.parse_job``), without validating it again. An attempt row is written when the attempt
-starts and completed when it ends, so an attempt in flight at a crash is found again on restart
-(``attempts(unfinished=True)``).
+directory of any release loads) plus the output-only columns the engine maintains; every row
+read back is checked as the API checks a request (``_data_file.stored_job``,
+``stored_attempt``), so a damaged row is named, not a traceback. An attempt row is written
+when the attempt starts and completed when it ends, so an attempt in flight at a crash is
+found again on restart (``attempts(unfinished=True)``).
 """
 
 from __future__ import annotations
@@ -24,21 +24,24 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..domain.attempts import Attempt, Run, SkippedRun
-from ..domain.codec import job_to_json, parse_job
+from ..domain.codec import job_to_json
 from ..domain.resources import Job, State, Status
 from ._data_file import (
+    Row,
+    attempts_from_rows,
     check_database,
     check_free_space,
     existing_size,
     is_unwritable,
     startup_error,
     storage_error,
+    stored_job,
 )
 from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, DEFAULT_RETAIN_ATTEMPTS
 
@@ -50,7 +53,6 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "SCHEMA_VERSION",
     "Store",
-    "attempt_from_row",
     "window_conditions",
 ]
 
@@ -255,33 +257,11 @@ def _attempt_filter(
     return clauses, args
 
 
-#: The columns :func:`attempt_from_row` reads, in its order.
+#: The columns :func:`~scheduler_emulator.runtime._data_file.stored_attempt` reads, in its order.
 ATTEMPT_COLUMNS = (
     "id, job, run_id, attempt, schedule_time, start_time, end_time, request, response_status, "
     "code, debug_info, forced, injected, nominal, response_excerpt, response_content_type"
 )
-
-
-def attempt_from_row(r: Any) -> Attempt:
-    """An :class:`Attempt` from a row of :data:`ATTEMPT_COLUMNS`."""
-    return Attempt(
-        id=r[0],
-        job=r[1],
-        run_id=r[2],
-        attempt=r[3],
-        schedule_time=r[4],
-        start_time=_dt(r[5]),  # type: ignore[arg-type]
-        end_time=_dt(r[6]),
-        request=json.loads(r[7]),
-        response_status=r[8],
-        code=r[9],
-        debug_info=r[10],
-        forced=bool(r[11]),
-        injected=bool(r[12]),
-        nominal=_dt(r[13]),
-        response_excerpt=r[14] or "",
-        response_content_type=r[15],
-    )
 
 
 class Store:
@@ -512,12 +492,16 @@ class Store:
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""
         rows = self.query("SELECT name, next_fire FROM jobs WHERE next_fire IS NOT NULL")
-        return {name: _dt(value) for name, value in rows}  # type: ignore[misc]
+        return {
+            name: Row(self.path, "jobs", name).instant("next_fire", value) for name, value in rows
+        }
 
     def last_skipped(self) -> dict[str, datetime]:
         """The latest scheduled time recorded as skipped, by job full name."""
         rows = self.query("SELECT job, MAX(nominal) FROM skipped GROUP BY job")
-        return {name: _dt(value) for name, value in rows}  # type: ignore[misc]
+        return {
+            name: Row(self.path, "skipped", name).instant("nominal", value) for name, value in rows
+        }
 
     def save_job_state(
         self, name: str, state: State, status: Status | None, last_attempt_time: datetime | None
@@ -542,24 +526,16 @@ class Store:
             self._db.execute("DELETE FROM jobs WHERE name = ?", (name,))
 
     def load_jobs(self) -> list[Job]:
-        """Return every stored job in creation order, output-only fields included."""
+        """Return every stored job in creation order, output-only fields included, each row
+        checked as the API checks a job (:func:`~scheduler_emulator.runtime._data_file.stored_job`).
+
+        :raises DamagedRow: naming the file, the table, the job and the field of a damaged row.
+        """
         rows = self.query(
-            "SELECT config, state, status_code, status_message, last_attempt_time, "
+            "SELECT name, config, state, status_code, status_message, last_attempt_time, "
             "user_update_time FROM jobs ORDER BY seq"
         )
-        jobs = []
-        for config, state, code, message, last_attempt, user_update in rows:
-            job = parse_job(json.loads(config))  # stored jobs were validated when saved
-            jobs.append(
-                replace(
-                    job,
-                    state=State(state),
-                    status=None if code is None else Status(code, message or ""),
-                    last_attempt_time=_dt(last_attempt),
-                    user_update_time=_dt(user_update),
-                )
-            )
-        return jobs
+        return [stored_job(self.path, row) for row in rows]
 
     def _insert(self, table: str, **columns: Any) -> None:
         """``INSERT INTO table (column, …) VALUES (?, …)`` with ``columns``' values, under the
@@ -616,19 +592,22 @@ class Store:
             "SELECT id, job, schedule_time, nominal, forced, first_attempt_start, attempts, "
             "next_attempt_at FROM runs WHERE finished = 0 ORDER BY id"
         )
-        return [
-            Run(
-                id=r[0],
-                job=r[1],
-                schedule_time=r[2],
-                nominal=_dt(r[3]),  # type: ignore[arg-type]
-                forced=bool(r[4]),
-                first_attempt_start=_dt(r[5]),
-                attempts=r[6],
-                next_attempt_at=_dt(r[7]),
+        runs = []
+        for r in rows:
+            check = Row(self.path, "runs", r[1])
+            runs.append(
+                Run(
+                    id=check.whole("id", r[0], 1),
+                    job=check.text("job", r[1]),
+                    schedule_time=check.text("schedule_time", r[2], required=False),
+                    nominal=check.instant("nominal", r[3]),
+                    forced=bool(check.whole("forced", r[4], 0, 1)),
+                    first_attempt_start=check.optional_instant("first_attempt_start", r[5]),
+                    attempts=check.whole("attempts", r[6], 0),
+                    next_attempt_at=check.optional_instant("next_attempt_at", r[7]),
+                )
             )
-            for r in rows
-        ]
+        return runs
 
     # attempts -------------------------------------------------------------------------------
 
@@ -699,7 +678,7 @@ class Store:
         The whole history: for a large one use :meth:`attempts_page`.
         """
         clauses, args = _attempt_filter(job=job, unfinished=unfinished)
-        return self._select_attempts(clauses, args, "")
+        return attempts_from_rows(self.path, self._select_attempts(clauses, args, ""))
 
     def attempts_page(
         self,
@@ -723,15 +702,14 @@ class Store:
         add_condition(clauses, args, "run_id = ?", where.run_id)
         add_condition(clauses, args, "id > ?", after_id)
         rows = self._select_attempts(clauses, args, f" LIMIT {page_size + 1}")
-        if len(rows) > page_size:
-            return rows[:page_size], rows[page_size - 1].id
-        return rows, None
+        attempts = attempts_from_rows(self.path, rows[:page_size])  # damaged rows left out
+        return attempts, (rows[page_size - 1][0] if len(rows) > page_size else None)
 
-    def _select_attempts(self, clauses: list[str], args: list[Any], limit: str) -> list[Attempt]:
+    def _select_attempts(self, clauses: list[str], args: list[Any], limit: str) -> list[Any]:
         query = f"SELECT {ATTEMPT_COLUMNS} FROM attempts"
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
-        return [attempt_from_row(r) for r in self.query(query + " ORDER BY id" + limit, args)]
+        return self.query(query + " ORDER BY id" + limit, args)
 
     def query(self, sql: str, args: Any = ()) -> list[Any]:
         """Run one read-only ``SELECT`` (deferred updates carried out first) and return its

@@ -27,7 +27,7 @@ import socket
 import sqlite3
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -64,6 +64,7 @@ from .views import ADMIN_TOKEN_ENV
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
+    "admin_token",
     "BROKEN_PIPE_EXIT",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
@@ -182,6 +183,28 @@ def _admin_token(text: str) -> str:
     return text
 
 
+def admin_token(given: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The token ``start`` requires on ``/_emulator/*``: ``--admin-token``'s value (``given``,
+    refused empty by the parser), else ``$SCHEDULER_EMULATOR_ADMIN_TOKEN``'s, else ``None``
+    (unprotected, said on stderr at start).
+
+    :param given: the ``--admin-token`` value, ``None`` when the flag was left out.
+    :param environ: the environment to read the variable from.
+    :raises ConfigurationError: when the variable is set but empty or blank, naming it: an empty
+        token would leave ``/_emulator/`` unprotected without a word.
+    :return: the token, or ``None``.
+    """
+    if given is not None:
+        return given
+    value = environ.get(ADMIN_TOKEN_ENV)
+    if value is not None and not value.strip():
+        raise ConfigurationError(
+            f"{ADMIN_TOKEN_ENV} is set but empty ({value!r}), which would leave /_emulator/ "
+            f"unprotected; give it a non-empty token, or unset it (unset {ADMIN_TOKEN_ENV})."
+        )
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser for every subcommand."""
     parser = argparse.ArgumentParser(
@@ -205,7 +228,6 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--admin-token",
         type=_admin_token,
-        default=os.environ.get(ADMIN_TOKEN_ENV) or None,
         metavar="TOKEN",
         help=f"require 'Authorization: Bearer TOKEN' on /_emulator/* (default: ${ADMIN_TOKEN_ENV})",
     )
@@ -670,6 +692,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     from ..server.server import is_loopback, serve
     from .firebase import command as firebase_command
 
+    token = admin_token(args.admin_token)
     firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
     if args.http2 and (reason := http2_problem()) is not None:
         raise ConfigurationError(f"--http2 is not possible here: {reason}")
@@ -726,11 +749,12 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         if args.in_memory
         else sum(1 for job in emulator.list_jobs() if job.name not in file_names)
     )
-    for job in jobs:
-        emulator.upsert_job(job)
+    with emulator.store.batch():  # one transaction: the engine thread is not started yet
+        for job in jobs:
+            emulator.upsert_job(job)
     _settle_garbage_collector()
     try:
-        server = serve(emulator, args.host, args.port, admin_token=args.admin_token)
+        server = serve(emulator, args.host, args.port, admin_token=token)
     except OSError as exc:
         emulator.close()
         targets.close()
@@ -741,7 +765,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             f"warning: listening on {args.host}, which is not a loopback address: other "
             "machines can reach the emulator, create jobs that send requests from this machine "
             "and read every attempt."
-            + ("" if args.admin_token else " Set --admin-token to protect /_emulator/."),
+            + ("" if token else " Set --admin-token to protect /_emulator/."),
             file=sys.stderr,
         )
 

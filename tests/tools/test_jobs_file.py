@@ -476,3 +476,38 @@ class TestBase64Fields:
         seen: list[str] = []
         load_jobs_file(path, project=PROJECT, location=LOCATION, warn=seen.append)
         assert len(seen) == 1 and "httpTarget.body" in seen[0] and "nightly" in seen[0]
+
+
+@case_table(__file__, "huge_number")
+def test_a_5000_digit_number_in_any_file_exits_2_naming_the_field(
+    tmp_path: Path, command: str, text: str, field: str
+) -> None:
+    path = tmp_path / "file.yaml"
+    path.write_text(text.replace("HUGE", "9" * 5000))
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", *command.split(), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "set_int_max_str_digits" not in result.stderr
+    assert result.stderr.startswith("error: ") and str(path) in result.stderr
+    assert field in result.stderr, result.stderr
+
+
+def test_a_file_over_the_job_count_is_refused_naming_the_limit_and_the_option(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "jobs.yaml"
+    path.write_text("".join(f"- {{name: j{i}, schedule: '* * * * *'}}\n" for i in range(12)))
+    with pytest.raises(ConfigurationError) as caught:
+        load_jobs_file(path, project=PROJECT, location=LOCATION, max_jobs=10)
+    assert str(caught.value) == (
+        f"{path}: holds more jobs than the limit of 10 per file; raise it with "
+        "--max-jobs-per-file N."
+    )
+    path.write_text(json.dumps({"jobs": [{"name": f"j{i}"} for i in range(12)]}))
+    with pytest.raises(ConfigurationError, match="holds more jobs than the limit of 10 per"):
+        load_jobs_file(path, project=PROJECT, location=LOCATION, max_jobs=10)
