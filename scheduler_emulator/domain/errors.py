@@ -138,6 +138,9 @@ class ApiError(EmulatorError):
     :param field: optional field path (camelCase) the error is about; adds a ``BadRequest``
         field violation to ``details``.
     :param description: the field violation's description; defaults to ``message``.
+    :param http_status: this error's HTTP status when it is not its class's (a 413 or 431 the
+        server answers as ``INVALID_ARGUMENT``).
+    :param reason: an ``ErrorInfo`` reason for ``details`` (``FOREIGN_HOST``), or ``None``.
     """
 
     http_status: int = 500
@@ -171,7 +174,6 @@ class ApiError(EmulatorError):
             self.violations.append(FieldViolation(field, description or message))
         if http_status is not None:
             self.http_status = http_status
-        #: An ``ErrorInfo`` reason (``FOREIGN_HOST``…) in the envelope's ``details``, or ``None``.
         self.reason = reason
 
     @staticmethod

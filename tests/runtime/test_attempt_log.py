@@ -56,7 +56,7 @@ def test_attempt_started_has_the_envelope_and_payload_of_production() -> None:
     )
     assert entry["resource"] == {
         "type": "cloud_scheduler_job",
-        "labels": {"job_id": "nightly", "location": "us-central1", "project_id": "demo"},
+        "labels": {"job_id": "nightly", "location": "us-central1", "project_id": "demo-project"},
     }
     assert entry["severity"] == "INFO"
     assert entry["timestamp"] == entry["receiveTimestamp"] == "2026-05-08T01:00:00Z"

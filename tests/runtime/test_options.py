@@ -82,12 +82,12 @@ def test_the_emulator_takes_its_settings_from_options_and_keywords_win() -> None
     clock = ManualClock()
     emulator = Emulator(clock, options=EmulatorOptions(project="shop-app", location="europe-west1"))
     try:
-        assert (emulator.project, emulator.location) == ("shop", "europe-west1")
+        assert (emulator.project, emulator.location) == ("shop-app", "europe-west1")
         assert emulator.options.all_locations == ("europe-west1",)
     finally:
         emulator.close()
     emulator = Emulator(clock, options=EmulatorOptions(project="shop-app"), project="other-project")
     try:
-        assert emulator.project == "other" and emulator.options.project == "other"
+        assert emulator.project == "other-project" == emulator.options.project
     finally:
         emulator.close()
