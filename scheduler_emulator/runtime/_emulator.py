@@ -97,7 +97,7 @@ class Emulator(AttemptAssertions):
         options = replace(options or EmulatorOptions(), **settings)
         self.options = options
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.store = store if store is not None else options.open_store()
+        self.store = store if store is not None else Store.open(options)
         self.project = options.project
         self.location = options.location
         self.locations: tuple[str, ...] = options.all_locations
