@@ -54,8 +54,6 @@ __all__ = [
     "AttemptFilter",
     "add_condition",
     "ATTEMPT_COLUMNS",
-    "DEFAULT_PAGE_SIZE",
-    "MAX_PAGE_SIZE",
     "SCHEMA_VERSION",
     "Store",
     "attempt_from_row",
@@ -252,9 +250,6 @@ class _Writer:
                 logger.error("store: a statement failed: %s", exc)
 
 
-# Page sizes and retention: their one home is runtime/_options.py.
-DEFAULT_PAGE_SIZE = ATTEMPTS_PAGE_SIZE
-MAX_PAGE_SIZE = ATTEMPTS_PAGE_SIZE_MAX
 #: Retention is applied once per this many new attempts (amortised: one DELETE per batch).
 _RETENTION_EVERY = 1000
 #: The tables the row bound trims, and which of their rows it may drop: (table, condition).
@@ -326,8 +321,8 @@ def window_conditions(
 
 
 def _check_page_size(page_size: int) -> None:
-    if not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise ValueError(f"page_size must be 1 to {MAX_PAGE_SIZE}; got {page_size}.")
+    if not 1 <= page_size <= ATTEMPTS_PAGE_SIZE_MAX:
+        raise ValueError(f"page_size must be 1 to {ATTEMPTS_PAGE_SIZE_MAX}; got {page_size}.")
 
 
 def _utc_text(instant: datetime) -> str:
@@ -736,14 +731,14 @@ class Store:
         where: AttemptFilter = AttemptFilter(),
         *,
         after_id: int = 0,
-        page_size: int = DEFAULT_PAGE_SIZE,
+        page_size: int = ATTEMPTS_PAGE_SIZE,
     ) -> tuple[list[Attempt], int | None]:
         """Return one page of attempts in start order, and the id to pass as ``after_id`` for
         the next page (``None`` on the last page). Reads only the page from the database.
 
         :param where: which attempts.
         :param after_id: only attempts with a larger id (where the previous page ended).
-        :param page_size: 1 to :data:`MAX_PAGE_SIZE` attempts.
+        :param page_size: 1 to :data:`ATTEMPTS_PAGE_SIZE_MAX` attempts.
         :raises ValueError: for a page size out of range.
         """
         _check_page_size(page_size)
@@ -809,14 +804,14 @@ class Store:
         return self._select_skipped(job, 0, "")[0]
 
     def skipped_page(
-        self, *, job: str | None = None, after_id: int = 0, page_size: int = DEFAULT_PAGE_SIZE
+        self, *, job: str | None = None, after_id: int = 0, page_size: int = ATTEMPTS_PAGE_SIZE
     ) -> tuple[list[SkippedRun], int | None]:
         """Return one page of skipped scheduled times in the order they were recorded, and the
         id to pass as ``after_id`` for the next page (``None`` on the last page).
 
         :param job: only this job's (full name).
         :param after_id: only records after this one (where the previous page ended).
-        :param page_size: 1 to :data:`MAX_PAGE_SIZE` records.
+        :param page_size: 1 to :data:`ATTEMPTS_PAGE_SIZE_MAX` records.
         :raises ValueError: for a page size out of range.
         """
         _check_page_size(page_size)

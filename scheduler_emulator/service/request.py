@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from http import HTTPStatus
-from typing import Any, Protocol
+from types import UnionType
+from typing import Any, Protocol, Union, get_args, get_origin
 
 from ..wire import JOB_NAME_HEADER, SCHEDULE_TIME_HEADER, parse_schedule_time
 
@@ -36,6 +37,7 @@ __all__ = [
     "TimerRequest",
     "TimerResponse",
     "WsgiApp",
+    "is_timer_request",
 ]
 
 #: A WSGI application: ``app(environ, start_response) -> iterable of bytes``.
@@ -196,3 +198,19 @@ class Router(Protocol):
     def wsgi(self, app: WsgiApp | None = None) -> Any: ...
 
     def handle_flask(self, request: Any, name: str | None = None) -> Any: ...
+
+
+def is_timer_request(annotation: Any) -> bool:
+    """Whether a parameter's annotation is ``TimerRequest`` or ``TimerRequest | None``: the one
+    rule by which the router passes the request to a handler and the run-once guard finds it.
+
+    :param annotation: the resolved annotation, or its text when it did not resolve.
+    """
+    if isinstance(annotation, str):  # an annotation that did not resolve (yet)
+        text = annotation.replace(" ", "").removeprefix("Optional[").removesuffix("]")
+        return text.removesuffix("|None").rsplit(".", 1)[-1] == "TimerRequest"
+    if annotation is TimerRequest:
+        return True
+    if get_origin(annotation) in (Union, UnionType):
+        return [a for a in get_args(annotation) if a is not type(None)] == [TimerRequest]
+    return False

@@ -50,8 +50,8 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from types import MappingProxyType, UnionType
-from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
 from ..wire import TIMER_PREFIX
 from .binding import BindingError, bind_body, check_bindable, type_name
@@ -62,6 +62,7 @@ from .request import (
     TimerRequest,
     TimerResponse,
     WsgiApp,
+    is_timer_request,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; werkzeug is imported lazily
@@ -205,15 +206,6 @@ def _check_name(name: object) -> str:
     return name
 
 
-def _is_timer_request(annotation: Any) -> bool:
-    if annotation is TimerRequest:
-        return True
-    if get_origin(annotation) in (Union, UnionType):
-        arms = [a for a in get_args(annotation) if a is not type(None)]
-        return arms == [TimerRequest]
-    return False
-
-
 def describe_handler(handler: Callable[..., Any]) -> str:
     """Name a handler in an error message: ``module.qualname``."""
     module = getattr(handler, "__module__", None)
@@ -295,7 +287,7 @@ def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        if _is_timer_request(hints.get(param.name)):
+        if is_timer_request(hints.get(param.name)):
             request_params.append(param)
         else:
             payload_params.append(param)
