@@ -464,10 +464,6 @@ class Store:
         callers until they drop it)."""
         yield
 
-    def flush(self) -> None:
-        """Return once everything written so far is committed."""
-        self._writer.wait()
-
     def _write(self, run: Callable[[sqlite3.Connection], Any], *, wait: bool = False) -> None:
         """Give the writer one write; with ``wait``, return once it is committed (inside a
         :meth:`batch`: when the batch ends; in memory: at once)."""
