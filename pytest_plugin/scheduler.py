@@ -33,9 +33,8 @@ from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, SkippedRun
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
-from scheduler_emulator.runtime._options import DEFAULT_HEADER_CASE
+from scheduler_emulator.runtime._options import ATTEMPTS_PAGE_SIZE, DEFAULT_HEADER_CASE
 from scheduler_emulator.runtime._pubsub import InProcessPublisher, Publisher, PubsubMessage
-from scheduler_emulator.runtime._store import DEFAULT_PAGE_SIZE
 from scheduler_emulator.runtime._tokens import JWKS_PATH, TokenAuthority
 from scheduler_emulator.runtime._transports import (
     AsgiApp,
@@ -406,7 +405,7 @@ class CloudScheduler(AttemptAssertions):
         run_id: int | None = None,
         start_after: datetime | None = None,
         start_before: datetime | None = None,
-        page_size: int = DEFAULT_PAGE_SIZE,
+        page_size: int = ATTEMPTS_PAGE_SIZE,
         page_token: str = "",
     ) -> tuple[list[Attempt], str]:
         """One page of attempts in start order and the next page's token (``""`` on the last

@@ -45,9 +45,11 @@ class Received:
 
 @dataclass
 class RecordingTarget:
-    """A WSGI app that records each request and answers ``status`` (a code or a callable)."""
+    """A WSGI app that records each request and answers ``status`` (a code or a callable) with
+    ``body``."""
 
     status: int | Callable[[Received], int] = 200
+    body: bytes = b"ok"
     requests: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     arrived: threading.Condition = field(default_factory=threading.Condition)
@@ -74,7 +76,7 @@ class RecordingTarget:
             self.arrived.notify_all()
         status = self.status(received) if callable(self.status) else self.status
         start_response(f"{status} X", [("Content-Type", "text/plain")])
-        return [b"ok"]
+        return [self.body]
 
     def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
         """Return the requests once at least ``count`` arrived (over a real socket).

@@ -38,9 +38,9 @@ from ._app_engine import AppEngineDispatcher, parse_app_engine_urls
 from ._attempt_log import AttemptLog
 from ._clock import Clock, ManualClock, SystemClock, require_aware
 from ._http_client import HttpClient, http2_problem
-from ._options import EmulatorOptions
+from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, EmulatorOptions
 from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
-from ._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, AttemptFilter, Store
+from ._store import AttemptFilter, Store
 from ._tokens import TokenAuthority
 from ._transports import HttpTransport, Transport
 
@@ -91,7 +91,7 @@ class Emulator(AttemptAssertions):
         options = replace(options or EmulatorOptions(), **settings)
         self.options = options
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.store = store if store is not None else options.open_store()
+        self.store = store if store is not None else Store.open(options)
         self.project = options.project
         self.location = options.location
         self.locations: tuple[str, ...] = options.all_locations
@@ -309,7 +309,7 @@ class Emulator(AttemptAssertions):
         run_id: int | None = None,
         start_after: datetime | None = None,
         start_before: datetime | None = None,
-        page_size: int = DEFAULT_PAGE_SIZE,
+        page_size: int = ATTEMPTS_PAGE_SIZE,
         page_token: str = "",
     ) -> tuple[list[Attempt], str]:
         """Return one page of attempts in start order and the next page's token (``""`` on
@@ -347,7 +347,7 @@ class Emulator(AttemptAssertions):
         return self.store.skipped(None if job is None else self.job_name(job))
 
     def skipped_page(
-        self, job: str | None = None, *, page_size: int = DEFAULT_PAGE_SIZE, page_token: str = ""
+        self, job: str | None = None, *, page_size: int = ATTEMPTS_PAGE_SIZE, page_token: str = ""
     ) -> tuple[list[SkippedRun], str]:
         """Return one page of skipped scheduled times in the order they were recorded and the
         next page's token (``""`` on the last page), as :meth:`attempts_page` does.
@@ -412,10 +412,11 @@ def _page_start(page_size: int, page_token: str) -> int:
     if (
         isinstance(page_size, bool)
         or not isinstance(page_size, int)
-        or not (1 <= page_size <= MAX_PAGE_SIZE)
+        or not (1 <= page_size <= ATTEMPTS_PAGE_SIZE_MAX)
     ):
         raise InvalidArgument(
-            f"pageSize must be a whole number from 1 to {MAX_PAGE_SIZE}; got {page_size!r}.",
+            f"pageSize must be a whole number from 1 to {ATTEMPTS_PAGE_SIZE_MAX}; "
+            f"got {page_size!r}.",
             field="pageSize",
         )
     return page_position(page_token)

@@ -15,15 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE
 from ..domain.schedule import DEFAULT_DST_POLICY
 from ..wire import HEADER_CASES, spell_header
 from ._tokens import GOOGLE_ISSUER, KEY_FILE_NAME
-
-if TYPE_CHECKING:
-    from ._store import Store
 
 __all__ = [
     "ATTEMPTS_PAGE_SIZE",
@@ -32,6 +28,7 @@ __all__ = [
     "DEFAULT_DST_POLICY",
     "DEFAULT_HEADER_CASE",
     "DEFAULT_RETAIN_ATTEMPTS",
+    "DEFAULT_RETAIN_MEGABYTES",
     "DEFAULT_LOCATION",
     "DEFAULT_PROJECT",
     "EmulatorOptions",
@@ -46,8 +43,12 @@ DEFAULT_LOCATION = "us-central1"
 STORE_FILE_NAME = "emulator.db"
 #: The file of a manual clock's virtual now inside a data directory (a restart resumes there).
 CLOCK_FILE_NAME = "manual-clock.json"
-#: Finished attempts kept by default (``--retain-attempts``); about 1 KB each on disk.
+#: Finished attempts kept by default (``--retain-attempts``); about 1 KB each on disk, up to
+#: 5 KB with a response excerpt.
 DEFAULT_RETAIN_ATTEMPTS = 100_000
+#: Megabytes (10**6 bytes) the store may hold before the oldest finished attempts are dropped
+#: (``--retain-megabytes``): 100,000 attempts of targets answering 4 KiB would take 480.
+DEFAULT_RETAIN_MEGABYTES = 200
 #: Attempts per page of the attempt and skipped-run listings when none is asked for, and at most.
 ATTEMPTS_PAGE_SIZE = 100
 ATTEMPTS_PAGE_SIZE_MAX = 1000
@@ -75,6 +76,8 @@ class EmulatorOptions:
     :param data_dir: where jobs, runs, attempts and the signing key are kept; ``None`` keeps
         everything in memory (``--in-memory``).
     :param retain_attempts: finished attempts kept (the oldest go first); ``None``: all.
+    :param retain_megabytes: the most the store's database may hold, in megabytes (10**6
+        bytes): beyond it the oldest finished attempts are dropped; ``None``: no such bound.
     :param token_issuer: ``iss`` of minted OIDC tokens.
     :param token_time: ``"emulator"`` or ``"real"``: which clock stamps tokens.
     :param header_case: how HTTP attempts spell header names, the scheduler's and the job's
@@ -93,6 +96,7 @@ class EmulatorOptions:
     app_engine_urls: str | Mapping[str, str] | None = field(default=None, compare=False)
     data_dir: Path | None = None
     retain_attempts: int | None = DEFAULT_RETAIN_ATTEMPTS
+    retain_megabytes: int | None = DEFAULT_RETAIN_MEGABYTES
     token_issuer: str = GOOGLE_ISSUER
     token_time: str = "emulator"
     header_case: str = DEFAULT_HEADER_CASE
@@ -119,13 +123,3 @@ class EmulatorOptions:
     def store_path(self) -> Path | str:
         """The database file in the data directory, or ``":memory:"``."""
         return ":memory:" if self.data_dir is None else self.data_dir / STORE_FILE_NAME
-
-    def open_store(self) -> Store:
-        """Open the store these options name (its directory is created).
-
-        :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged,
-            of a later release, or on a full disk, naming the file and what to do.
-        """
-        from ._store import Store
-
-        return Store(self.store_path(), retain_attempts=self.retain_attempts)

@@ -59,7 +59,7 @@ from ..domain.paging import next_page_token, page_position
 from ..runtime import _read_model as read_model
 from ..runtime._clock import ManualClock
 from ..runtime._emulator import Emulator
-from ..runtime._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from ..runtime._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX
 from ..runtime._tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
 from ..runtime._transports import HttpTransport
 from . import dashboard
@@ -144,8 +144,8 @@ def _page_query(request: Request) -> tuple[int, str]:
 
     :raises InvalidArgument: naming ``pageSize`` for a value that is not 0 to 1000.
     """
-    size = _query_int(request, "pageSize", default=0, low=0, high=MAX_PAGE_SIZE)
-    return size or DEFAULT_PAGE_SIZE, request.args.get("pageToken", "")
+    size = _query_int(request, "pageSize", default=0, low=0, high=ATTEMPTS_PAGE_SIZE_MAX)
+    return size or ATTEMPTS_PAGE_SIZE, request.args.get("pageToken", "")
 
 
 def _page_answer(key: str, items: list[dict[str, Any]], token: str) -> dict[str, Any]:

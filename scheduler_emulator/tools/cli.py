@@ -51,6 +51,7 @@ from ..runtime._options import (
     DEFAULT_LOCATION,
     DEFAULT_PROJECT,
     DEFAULT_RETAIN_ATTEMPTS,
+    DEFAULT_RETAIN_MEGABYTES,
     EmulatorOptions,
 )
 from ..runtime._tokens import GOOGLE_ISSUER, TOKEN_TIMES
@@ -282,6 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="keep the newest N finished attempts, skipped-run records and finished runs; "
         "attempts in flight are always kept (%(default)s)",
+    )
+    start.add_argument(
+        "--retain-megabytes",
+        type=_positive,
+        default=DEFAULT_RETAIN_MEGABYTES,
+        metavar="MB",
+        help="drop the oldest finished attempts while the database holds more than MB "
+        "megabytes (%(default)s)",
     )
     start.add_argument(
         "--clock",
@@ -665,6 +674,7 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         token_issuer=args.token_issuer,
         token_time=args.token_time,
         retain_attempts=args.retain_attempts,
+        retain_megabytes=args.retain_megabytes,
         header_case=args.header_case,
         http2=args.http2,
     )

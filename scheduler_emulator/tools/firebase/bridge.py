@@ -434,10 +434,6 @@ class FirebaseBridge:
         self._thread.start()
         return self
 
-    def wake(self) -> None:
-        """Look again now rather than at the next interval."""
-        self._wake.set()
-
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
