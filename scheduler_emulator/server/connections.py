@@ -295,6 +295,11 @@ class ConnectionRouter:
             sock.close()
             return
         sock.setblocking(False)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            # an answer is written in two sends (head, body); with Nagle's algorithm the
+            # second waits for the client's delayed ACK of the first (40 ms) on a kept-alive
+            # connection
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._loop.create_task(self._connection(sock, client_address))
 
     async def _connection(self, sock: socket.socket, client_address: Any) -> None:
