@@ -5,7 +5,9 @@ The engine (:mod:`~scheduler_emulator.runtime._engine`) picks one driver at set-
 
 - :class:`ManualDriver` (a :class:`~scheduler_emulator.ManualClock`): the clock
   calls :meth:`ManualDriver.run_due` at each due instant and attempts are sent one after
-  another in the caller's thread — deterministic timelines. An attempt's ``start_time`` is the
+  another in the caller's thread — deterministic timelines. A forced run accepted over the API
+  (:meth:`ManualDriver.send_soon`) is sent by one thread that settles the clock, or by the
+  next clock move if that starts first. An attempt's ``start_time`` is the
   virtual instant at which it fell due; requests that ``deadline`` faults leave running are
   kept by :class:`~scheduler_emulator.runtime._injection.LateAnswers`.
 - :class:`ThreadedDriver` (a system clock): one engine thread waits for the next due instant
