@@ -228,8 +228,8 @@ class TestScenarioApps:
 
 @pytest.fixture
 def live(emulator: Emulator) -> Iterator[tuple[str, int]]:
-    """The daemon's server on a free port, with two connection slots and 0.5 s timeouts."""
-    limits = Limits(max_connections=2, http_idle_timeout=0.5, request_timeout=0.5)
+    """The daemon's server on a free port: 0.5 s idle, 2 s a request."""
+    limits = Limits(http_idle_timeout=0.5, request_timeout=2.0)
     server = serve(emulator, "127.0.0.1", 0, limits=limits)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -268,18 +268,6 @@ class TestServerLimits:
             answer = read_all(sock)  # closed by the server well before our 10 s
         assert answer.startswith(b"HTTP/1.1 408")
         assert b"DEADLINE_EXCEEDED" in answer
-
-    def test_connections_beyond_the_bound_get_503(self, live: tuple[str, int]) -> None:
-        holders = [connect(live), connect(live)]
-        try:
-            for sock in holders:
-                sock.sendall(b"GET /_emulator/health HTTP/1.1\r\n")  # half-sent: holds a slot
-            with connect(live) as third:
-                third.sendall(b"GET /_emulator/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-                assert read_all(third).startswith(b"HTTP/1.1 503")
-        finally:
-            for sock in holders:
-                sock.close()
 
     def test_more_than_100_request_headers_are_refused(self, live: tuple[str, int]) -> None:
         with connect(live) as sock:
