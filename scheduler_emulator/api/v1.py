@@ -198,8 +198,11 @@ class SchedulerApi:
         return self.emulator.resume_job(parse_job_name(name).full)
 
     def run_job(self, name: str) -> Job:
-        """RunJob: a run now, even while paused or running (state unchanged)."""
-        return self.emulator.run_job(parse_job_name(name).full)
+        """RunJob: a run now, even while paused or running (state unchanged). Answers when the
+        run is accepted, on every clock, as Google's does: on a manual clock its first attempt
+        is then in flight and sent on another thread (:meth:`Emulator.run_job` with
+        ``wait=False``), so no request waits for a target."""
+        return self.emulator.run_job(parse_job_name(name).full, wait=False)
 
     # ---------------------------------------------------------------- locations
 

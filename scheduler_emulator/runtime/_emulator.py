@@ -271,7 +271,7 @@ class Emulator(AttemptAssertions):
             self.job_name(name), State.PAUSED, State.ENABLED, "only a PAUSED job can be resumed"
         )
 
-    def run_job(self, name: str) -> Job:
+    def run_job(self, name: str, *, wait: bool = True) -> Job:
         """Force a run now (RunJob), even while the job is paused (its state is kept) or a run is
         going. Its ``X-CloudScheduler-ScheduleTime`` is the job's next scheduled time (none for
         English-like schedules, or when the emulator was made with the option
@@ -279,14 +279,19 @@ class Emulator(AttemptAssertions):
         config, as for a scheduled run.
 
         Under a manual clock the first attempt has been delivered when this returns (its
-        retries come as the clock moves); on the system clock it is sent on the engine's
-        threads and this returns at once.
+        retries come as the clock moves), unless ``wait`` is false; on the system clock it is
+        sent on the engine's threads and this returns at once.
 
         :param name: the job's ID or full name.
+        :param wait: under a manual clock, deliver the first attempt before returning.
+            ``False`` returns once the run is accepted — the run and its first attempt
+            recorded (the attempt in flight, started at the clock's instant) — as the daemon's
+            RunJob does: the attempt is then sent on another thread, and the clock's next move
+            waits for it first.
         :return: the job as stored.
         :raises NotFound: ``Job not found.``
         """
-        return self.engine.force_run(self.job_name(name))
+        return self.engine.force_run(self.job_name(name), wait=wait)
 
     # ---------------------------------------------------------------- history
 

@@ -195,18 +195,23 @@ class Engine:
         with self._lock:
             return self.core.has(name)
 
-    def force_run(self, name: str) -> Job:
+    def force_run(self, name: str, *, wait: bool = True) -> Job:
         """Start a forced run of the job now (RunJob), even if paused or running.
 
-        Under a manual clock the attempt is delivered (and anything then due) before this
-        returns.
+        Under a manual clock, with ``wait``, the attempt is delivered (and anything then due)
+        before this returns; without, this returns once the run and its first attempt are
+        recorded, and the attempt is sent at the clock's instant on another thread (a clock
+        move that starts first sends it before it moves).
 
         :raises NotFound: if there is no such job.
         """
         with self._lock:
             deliveries = self.recorder.carry_out(self.core.force(name, self.clock.now()))
-        self.driver.send_all(deliveries)
-        self.driver.forced()
+        if not wait:
+            self.driver.send_soon(deliveries)
+        else:
+            self.driver.send_all(deliveries)
+            self.driver.forced()
         return self.get_job(name)
 
     def clear(self) -> None:

@@ -466,10 +466,14 @@ class GrpcBackend:
 
     :param emulator: the emulator to serve.
     :param workers: threads answering calls at once.
+    :param idle_timeout: seconds a connection may stay without a call; then the server sends
+        GOAWAY and closes it (grpcio's ``grpc.max_connection_idle_ms``).
     :raises ImportError: without the ``[grpc]`` extra.
     """
 
-    def __init__(self, emulator: Emulator, *, workers: int = GRPC_WORKERS) -> None:
+    def __init__(
+        self, emulator: Emulator, *, workers: int = GRPC_WORKERS, idle_timeout: float = 300.0
+    ) -> None:
         import grpc
 
         self._dir = tempfile.mkdtemp(prefix="scheduler-emulator-grpc-")
@@ -479,6 +483,7 @@ class GrpcBackend:
         self.server = grpc.server(
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
             handlers=SchedulerServicer(emulator).handlers(),
+            options=[("grpc.max_connection_idle_ms", max(1, round(idle_timeout * 1000)))],
         )
         self._health = add_standard_services(
             self.server, (SCHEDULER_SERVICE, LOCATIONS_SERVICE, OPERATIONS_SERVICE)

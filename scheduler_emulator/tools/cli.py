@@ -55,6 +55,7 @@ from ..runtime._options import (
     EmulatorOptions,
 )
 from ..runtime._tokens import GOOGLE_ISSUER, TOKEN_TIMES
+from ..server.connections import Limits
 from ..wire import HEADER_CASES
 from .client_recipes import client_notes, grpc_note
 from .fault_file import load_fault_file
@@ -234,6 +235,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     start.add_argument(
         "--port", type=_port, default=DEFAULT_PORT, help="port; 0 picks a free one (%(default)s)"
+    )
+    defaults = Limits()
+    start.add_argument(
+        "--max-connections",
+        type=_positive,
+        default=defaults.max_connections,
+        metavar="N",
+        help="HTTP/1.1 connections open at once; one more is answered 503 (%(default)s)",
+    )
+    start.add_argument(
+        "--max-grpc-connections",
+        type=_positive,
+        default=defaults.max_grpc_connections,
+        metavar="N",
+        help="gRPC connections open at once; one more gets UNAVAILABLE (%(default)s)",
+    )
+    start.add_argument(
+        "--grpc-idle-timeout",
+        type=_positive,
+        default=round(defaults.grpc_idle_timeout),
+        metavar="SECONDS",
+        help="send GOAWAY to a gRPC connection without a call for this long (%(default)s)",
     )
     start.add_argument(
         "--jobs",
@@ -764,7 +787,12 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             emulator.upsert_job(job)
     _settle_garbage_collector()
     try:
-        server = serve(emulator, args.host, args.port, admin_token=token)
+        limits = Limits(
+            max_connections=args.max_connections,
+            max_grpc_connections=args.max_grpc_connections,
+            grpc_idle_timeout=args.grpc_idle_timeout,
+        )
+        server = serve(emulator, args.host, args.port, admin_token=token, limits=limits)
     except OSError as exc:
         emulator.close()
         targets.close()

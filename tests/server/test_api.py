@@ -305,7 +305,7 @@ class TestStateMachine:
         api.post(JOBS + "/nightly:pause", json={})
         job = api.post(JOBS + "/nightly:run", json={}).json
         assert job["state"] == "PAUSED"
-        [request] = target.requests
+        [request] = target.wait_for(1)  # :run answers when the run is accepted
         assert request.headers["X-Cloudscheduler-Scheduletime"] == "2026-09-24T02:00:00Z"
 
     def test_api_jobs_fire_like_jobs_file_jobs(

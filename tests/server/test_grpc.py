@@ -84,7 +84,7 @@ class TestJobMethods:
         assert scheduler.pause_job(name=NAME).state == scheduler_v1.Job.State.PAUSED
         assert scheduler.resume_job(name=NAME).state == scheduler_v1.Job.State.ENABLED
         scheduler.run_job(name=NAME)
-        assert len(target.requests) == 1
+        assert len(target.wait_for(1)) == 1  # RunJob answers when the run is accepted
         scheduler.delete_job(name=NAME)
         with pytest.raises(exceptions.NotFound):
             scheduler.get_job(name=NAME)

@@ -169,6 +169,7 @@ class TestUris:
                 assert created.status_code == 200
                 assert created.json["httpTarget"]["uri"] == uri  # stored as given
                 assert client.post(JOBS + "/nightly:run").status_code == 200
+                clock.advance(0)  # :run answers when accepted; a clock move waits for it
                 (received,) = target.wait_for(1)
                 (attempt,) = emulator.attempts()
             finally:
