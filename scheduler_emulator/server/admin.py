@@ -496,6 +496,7 @@ class Admin:
         )
         for lane, job in zip(lanes, page, strict=True):
             lane["id"], lane["state"] = job.job_id, job.state.name
+            lane["timeZone"] = job.time_zone or "Etc/UTC"
         following = offset + size if offset + size < len(kept) else None
         answer = _page_answer("lanes", lanes, "" if following is None else str(following))
         answer.update(
