@@ -1,10 +1,11 @@
 """The dashboard's first view at scale: 1,000 jobs and 100,000 attempts in the store.
 
 Builds a data directory with 1,000 hourly jobs and 100,000 finished attempts (100 hours of
-history, written straight into the store, each with its run record: every 17th failed, those of
-the last hour with a retry pending, so the timeline draws run states and pending markers), serves it with the daemon's WSGI app on a loopback
-port, and opens ``/`` (the timeline) in headless Chromium (``tests/browser.py``: Debian's
-chromium and chromium-driver). Prints, over ``--runs`` page loads with a fresh profile each:
+history, written straight into the store, each with its run record: every 17th failed, those
+of the last hour with a retry pending, so the timeline draws run states and pending markers),
+serves it with the daemon's WSGI app on a loopback port, and opens ``/`` (the timeline) in
+headless Chromium (``tests/browser.py``: Debian's chromium and chromium-driver). Prints, over
+``--runs`` page loads with a fresh profile each:
 
 - the time from navigation start to the timeline drawn (the page's ``data-timeline-ready``
   mark, read as ``performance.now()``), and the wall time around ``driver.get`` + that wait;
