@@ -283,3 +283,10 @@ def test_a_run_as_if_scheduled_at_an_instant_carries_it_in_the_jobs_zone(core: S
     assert start.run.schedule_time == "2026-03-29T01:30:00+01:00"
     [plain] = core.force(job().name, T0)
     assert plain.run.schedule_time == "2026-09-25T02:00:00+02:00"  # RunJob's rule unchanged
+
+
+def test_an_english_interval_counts_from_the_start_instant(core: Scheduler) -> None:
+    """``every 5 minutes`` has no time at the start instant: its first run is 5 minutes on."""
+    core.restore([], [], set(), T0, 0)
+    view, _ = core.put(job("every 5 minutes"), T0, from_start=True)
+    assert view.schedule_time == T0 + timedelta(minutes=5)

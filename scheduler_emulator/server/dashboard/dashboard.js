@@ -207,6 +207,7 @@
       if (state.zone !== "utc") {
         var zoneNote = document.createElement("div");
         zoneNote.className = "sub";
+        zoneNote.setAttribute("data-testid", "job-zone-" + job.id);
         zoneNote.textContent = zone;
         times.appendChild(zoneNote);
       }

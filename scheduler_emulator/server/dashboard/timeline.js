@@ -179,7 +179,7 @@
           "class": "tl-run" + (run.state === "gave up" ? " gave-up" : "") }, runGroup);
         /* the bar's clickable band: the run view */
         var band = el("rect", { x: segments[0][0], y: mid - 13, width: Math.max(6, barEnd - segments[0][0]),
-          height: 26, "class": "tl-run-hit", "data-testid": "run-bar-" + run.id,
+          height: 26, "class": "tl-run-hit", "data-testid": "runbar-" + run.id,
           "data-state": run.state || "" }, runGroup);
         runGroup.insertBefore(band, bar);
         var runText = lane.id + " · run " + run.id + " scheduled for " + stamp(run.nominalTime, lane.timeZone) +
@@ -271,14 +271,15 @@
     }
     row("Job", run.job, "run-job");
     row("Scheduled for", stamp(run.nominalTime, zone) + (run.forced ? " (forced)" : ""), "run-scheduled");
-    row("ScheduleTime header", run.scheduleTime);
+    row("ScheduleTime header", run.scheduleTime, "run-schedule-time-header");
     var stateCell = row("State", stateText(run, lane), "run-state");
     stateCell.className = "run-state " + String(run.state || "").replace(/ /g, "-");
     if (run.nextAttemptTime) {
       row("Next attempt", retryText(run) + " at " + wallText(ms(run.nextAttemptTime), zone) + " " +
         zone + " · " + utcStamp(run.nextAttemptTime), "run-next-attempt");
     }
-    row("Attempts", (run.attempts || []).length + (run.maxAttempts ? " of at most " + run.maxAttempts : ""));
+    row("Attempts", (run.attempts || []).length + (run.maxAttempts ? " of at most " + run.maxAttempts : ""),
+      "run-attempt-count");
     add(container, "h3", "Attempts");
     var table = add(container, "table", undefined, "run-attempts");
     table.setAttribute("data-testid", "run-attempts");
@@ -408,7 +409,8 @@
 
   /* The OIDC token's header and claims, `exp`, `iat` and `nbf` also as dates. */
   function tokenTable(container, jwt) {
-    add(container, "h3", "Token (decoded; the raw JWT is the Authorization header above)");
+    add(container, "h3", "Token (decoded; the raw JWT is the Authorization header above)")
+      .setAttribute("data-testid", "detail-token-title");
     var box = add(container, "table", undefined, "token");
     box.setAttribute("data-testid", "detail-token");
     function rows(kind, object) {

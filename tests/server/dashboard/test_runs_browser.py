@@ -59,7 +59,7 @@ def click_run_bar(driver: Any, bar: Any) -> None:
 
 
 def open_run(driver: Any, job: str) -> None:
-    [bar] = all_by_css(driver, f'[data-testid="lane-{job}"] [data-testid^="run-bar-"]')
+    [bar] = all_by_css(driver, f'[data-testid="lane-{job}"] [data-testid^="runbar-"]')
     click_run_bar(driver, bar)
     wait_for(driver, lambda d: f"{job} · run" in by_testid(d, "details-title").text)
 
@@ -154,9 +154,9 @@ def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path)
         Select(by_testid(driver, "timeline-filter-runs")).select_by_visible_text("gave up")
         wait_for(
             driver,
-            lambda d: not all_by_css(d, '[data-testid="lane-flaky"] [data-testid^="run-bar-"]'),
+            lambda d: not all_by_css(d, '[data-testid="lane-flaky"] [data-testid^="runbar-"]'),
         )
-        assert len(all_by_css(driver, '[data-testid="lane-doomed"] [data-testid^="run-bar-"]')) == 1
+        assert len(all_by_css(driver, '[data-testid="lane-doomed"] [data-testid^="runbar-"]')) == 1
         driver.save_screenshot(str(tmp_path / "filter-gave-up.png"))
 
 
@@ -241,7 +241,7 @@ def test_the_replay_reports_panel_closes_with_escape_and_its_close_button(tmp_pa
         driver.get(report.as_uri())
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-nightly"]'))
         driver.execute_script("window.scrollTo(0, 400)")  # the header stays fixed over the page
-        bars = all_by_css(driver, '[data-testid="lane-nightly"] [data-testid^="run-bar-"]')
+        bars = all_by_css(driver, '[data-testid="lane-nightly"] [data-testid^="runbar-"]')
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", bars[0])
         click_run_bar(driver, bars[0])
         wait_for(driver, lambda d: "nightly · run" in by_testid(d, "details-title").text)
