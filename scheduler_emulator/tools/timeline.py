@@ -154,7 +154,7 @@ def notes(attempts: Sequence[Attempt]) -> list[str]:
     for attempt in attempts:
         key = run_key(attempt)
         status = attempt.response_status
-        note = failure_reason(attempt, DETAIL_WIDTH) or shorten(attempt.debug_info)
+        note = failure_reason(attempt) or shorten(attempt.debug_info)
         if status == 409:
             note = "409: the target says another attempt of this run is in progress"
         elif status is not None and 200 <= status <= 299 and key in answered:

@@ -130,7 +130,8 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         parser.add_argument(
             "--wide",
             action="store_true",
-            help=f"every column, nothing cut (the table is cut to {TABLE_WIDTH} columns)",
+            help=f"every column, one line per row (by default the table fits {TABLE_WIDTH} "
+            "columns, a long REASON wrapping under itself)",
         )
     for parser in (attempts, runs):
         parser.add_argument(
