@@ -67,8 +67,8 @@ def render_table(
 
     >>> render_table(["A", "HTTP"], [["x", "200"], ["longer", "-"]])
     ['A       HTTP', 'x        200', 'longer     -']
-    >>> render_table(["A", "WHY"], [["x", "a long reason"]], width=10)
-    ['A  WHY', 'x  a long', '   reason']
+    >>> render_table(["A", "WHY"], [["x", "a reason longer than twenty-four characters"]], width=20)
+    ['A  WHY', 'x  a reason longer than', '   twenty-four characters']
 
     :param headers: column titles; ``#``, ``TRY``, ``HTTP``, ``GAP`` and ``WAIT`` are
         right-aligned.
