@@ -172,11 +172,17 @@ class Emulator(AttemptAssertions):
 
         Keywords are REST field names in snake_case (``schedule=…, http_target={"uri": …}``).
         A short ``name`` gets the emulator's project and location; no name gets a generated ID.
+        Its first fire time is the first scheduled time after now.
 
         :raises InvalidArgument: for any invalid field (the message names field and value).
         :raises AlreadyExists: if a job of that name exists.
         :return: the stored job with its output-only fields (state ENABLED, scheduleTime…).
         """
+        return self._create(job, fields)
+
+    def _create(
+        self, job: Job | Mapping[str, Any] | None, fields: dict[str, Any], from_start: bool = False
+    ) -> Job:
         if not isinstance(job, Job):
             data = dict(job or {})
             data.update(fields)
@@ -192,24 +198,26 @@ class Emulator(AttemptAssertions):
             user_update_time=self.clock.now(),
         )
         _refuse_unsendable_http2(job)
-        return self.engine.put_job(job, create=True)
+        return self.engine.put_job(job, create=True, from_start=from_start)
 
     def upsert_job(self, job: Job) -> Job:
         """Create ``job``, or, if it exists (a restart with the same jobs file), replace its
         configuration while keeping its state, status and history.
 
-        The next fire time is computed from now either way.
+        The next fire time is computed from now either way; at the instant the clock started
+        (or resumed) from, a time at that very instant counts unless its run is recorded
+        (docs/behaviour.md, "The start instant").
 
         :return: the stored job.
         """
         if not self.engine.has_job(job.name):
-            return self.create_job(job)
+            return self._create(job, {}, from_start=True)
         current = self.engine.get_job(job.name)
         if replace(job, **_output_fields(current)) == current:
             return current
         fields = _output_fields(current) | {"user_update_time": self.clock.now()}
         _refuse_unsendable_http2(job)
-        return self.engine.put_job(replace(job, **fields))
+        return self.engine.put_job(replace(job, **fields), from_start=True)
 
     def get_job(self, name: str) -> Job:
         """Return the job (GetJob). :raises NotFound: ``Job not found.``"""
@@ -271,7 +279,9 @@ class Emulator(AttemptAssertions):
             self.job_name(name), State.PAUSED, State.ENABLED, "only a PAUSED job can be resumed"
         )
 
-    def run_job(self, name: str, *, wait: bool = True) -> Job:
+    def run_job(
+        self, name: str, *, wait: bool = True, schedule_time: datetime | None = None
+    ) -> Job:
         """Force a run now (RunJob), even while the job is paused (its state is kept) or a run is
         going. Its ``X-CloudScheduler-ScheduleTime`` is the job's next scheduled time (none for
         English-like schedules, or when the emulator was made with the option
@@ -288,10 +298,15 @@ class Emulator(AttemptAssertions):
             recorded (the attempt in flight, started at the clock's instant) — as the daemon's
             RunJob does: the attempt is then sent on another thread, and the clock's next move
             waits for it first.
+        :param schedule_time: send the run as if scheduled at this aware instant: its
+            attempts carry it (in its own UTC offset) as ``X-CloudScheduler-ScheduleTime``,
+            whatever the schedule (an emulator-only action for testing a handler's date
+            window; RunJob itself has no such field).
         :return: the job as stored.
         :raises NotFound: ``Job not found.``
+        :raises NaiveDatetimeError: for a naive ``schedule_time``.
         """
-        return self.engine.force_run(self.job_name(name), wait=wait)
+        return self.engine.force_run(self.job_name(name), schedule_time, wait=wait)
 
     # ---------------------------------------------------------------- history
 

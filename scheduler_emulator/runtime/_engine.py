@@ -114,7 +114,9 @@ class Engine:
 
     # ---------------------------------------------------------------- jobs
 
-    def put_job(self, job: Job, *, reschedule: bool = True, create: bool = False) -> Job:
+    def put_job(
+        self, job: Job, *, reschedule: bool = True, create: bool = False, from_start: bool = False
+    ) -> Job:
         """Add or replace ``job`` and persist it; return it with output-only fields updated.
 
         See :meth:`Scheduler.put <scheduler_emulator.core.scheduler.Scheduler.put>`.
@@ -125,7 +127,7 @@ class Engine:
         with self._lock:
             new = not self.core.has(job.name)
             view, decisions = self.core.put(
-                job, self.clock.now(), reschedule=reschedule, create=create
+                job, self.clock.now(), reschedule=reschedule, create=create, from_start=from_start
             )
             try:
                 self.store.save_job(view, self.core.next_fire(view.name))
@@ -195,7 +197,9 @@ class Engine:
         with self._lock:
             return self.core.has(name)
 
-    def force_run(self, name: str, *, wait: bool = True) -> Job:
+    def force_run(
+        self, name: str, schedule_time: datetime | None = None, *, wait: bool = True
+    ) -> Job:
         """Start a forced run of the job now (RunJob), even if paused or running.
 
         Under a manual clock, with ``wait``, the attempt is delivered (and anything then due)
@@ -203,10 +207,13 @@ class Engine:
         recorded, and the attempt is sent at the clock's instant on another thread (a clock
         move that starts first sends it before it moves).
 
+        :param schedule_time: the ScheduleTime its attempts carry (see
+            :meth:`Scheduler.force <scheduler_emulator.core.scheduler.Scheduler.force>`).
         :raises NotFound: if there is no such job.
         """
         with self._lock:
-            deliveries = self.recorder.carry_out(self.core.force(name, self.clock.now()))
+            decisions = self.core.force(name, self.clock.now(), schedule_time)
+            deliveries = self.recorder.carry_out(decisions)
         if not wait:
             self.driver.send_soon(deliveries)
         else:

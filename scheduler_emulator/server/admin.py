@@ -18,7 +18,9 @@
   dropped it); ``GET /_emulator/attempts?order=newest`` pages newest first
 - ``GET  /_emulator/jobs`` → the dashboard's jobs view (:func:`~scheduler_emulator.runtime.
   read_model.job_rows`), ``GET /_emulator/runs`` → runs newest first with their attempts,
-  ``GET /_emulator/timeline`` → one lane per job for a time window (see docs/api.md)
+  ``GET /_emulator/timeline`` → one lane per job for a time window (see docs/api.md);
+  ``POST /_emulator/runs`` with ``{"job": ID, "scheduleTime": "<RFC 3339>"}`` → a forced run
+  sent as if scheduled at that instant (emulator-only), answered with the job
 - ``GET /`` and ``GET /_emulator/ui/`` → the dashboard page (:mod:`.dashboard`)
 - ``GET  /_emulator/skipped`` → one page ``{"skipped": [...], "nextPageToken": "…"}`` of the
   scheduled times that got no run (an earlier run was still going, or the daemon was down), in the
@@ -53,7 +55,7 @@ from werkzeug.wrappers import Request, Response
 
 from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import iso
-from ..domain.codec import parse_timestamp, show_value
+from ..domain.codec import job_to_json, parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
 from ..domain.paging import next_page_token, page_position
 from ..runtime import _read_model as read_model
@@ -87,6 +89,7 @@ RULES = [
     Rule("/_emulator/attempts/<attempt_id>", methods=["GET"], endpoint="attempt"),
     Rule("/_emulator/jobs", methods=["GET"], endpoint="job_rows"),
     Rule("/_emulator/runs", methods=["GET"], endpoint="runs"),
+    Rule("/_emulator/runs", methods=["POST"], endpoint="start_run"),
     Rule("/_emulator/timeline", methods=["GET"], endpoint="timeline"),
     Rule("/", methods=["GET"], endpoint="dashboard_page"),
     Rule("/_emulator/ui/", methods=["GET"], endpoint="dashboard_page"),
@@ -407,10 +410,12 @@ class Admin:
             return None
 
     def runs(self, request: Request) -> dict[str, Any]:
-        """Runs newest first (by schedule time), each with its attempts: ``job``,
-        ``scheduledAfter`` ≤ schedule time < ``scheduledBefore``, paged."""
+        """Runs newest first (by schedule time), each with its attempts and its state (see
+        :func:`~scheduler_emulator.runtime._read_model.run_state`: how it ended, or when its
+        next attempt is due): ``job``, ``scheduledAfter`` ≤ schedule time <
+        ``scheduledBefore``, ``state`` (``failed``, ``gave-up``, ``in-progress``), paged."""
         _only_parameters(
-            request, "pageSize", "pageToken", "job", "scheduledAfter", "scheduledBefore"
+            request, "pageSize", "pageToken", "job", "scheduledAfter", "scheduledBefore", "state"
         )
         page_size, page_token = _page_query(request)
         job = self._known_job(request)
@@ -419,11 +424,31 @@ class Admin:
             job=None if job is None else self.emulator.job_name(job),
             after=_query_time(request, "scheduledAfter"),
             before=_query_time(request, "scheduledBefore"),
+            state=_query_choice(request, "state", tuple(read_model.RUN_FILTERS)),
             offset=page_position(page_token),
             page_size=page_size,
             now=self.emulator.now(),
+            config=self.emulator.engine.core.config,
         )
         return _page_answer("runs", runs, next_page_token(following))
+
+    def start_run(self, request: Request) -> dict[str, Any]:
+        """Start a forced run of ``job`` whose attempts carry ``scheduleTime`` (RFC 3339, any
+        offset) as their ``X-CloudScheduler-ScheduleTime``: "run as if scheduled at", an
+        emulator-only action (RunJob sends the job's next scheduled time). Answers the job."""
+        job = _body_field(request, "job", '"<job ID>", "scheduleTime": "<RFC 3339>"')
+        text = _body_field(request, "scheduleTime", '"<RFC 3339>"')
+        if not isinstance(job, str) or not isinstance(text, str):
+            raise InvalidArgument(
+                f"job and scheduleTime must be strings; got {show_value(job)} and "
+                f"{show_value(text)}.",
+                field="job" if not isinstance(job, str) else "scheduleTime",
+            )
+        when = parse_timestamp(text, field="scheduleTime")
+        try:
+            return job_to_json(self.emulator.run_job(job, schedule_time=when))
+        except NotFound:
+            raise NotFound(f"Job not found: no job {show_value(job)}.") from None
 
     def timeline(self, request: Request) -> dict[str, Any]:
         """One lane per job (filtered by ``name`` and ``state``, ``pageSize`` lanes, default
@@ -446,10 +471,16 @@ class Admin:
         kept = [job for job in self.emulator.list_jobs() if read_model.matches(job, name, state)]
         page = kept[offset : offset + size]
         lanes = read_model.timeline(
-            self.emulator.store, [job.name for job in page], start, end, now
+            self.emulator.store,
+            [job.name for job in page],
+            start,
+            end,
+            now,
+            config=self.emulator.engine.core.config,
         )
         for lane, job in zip(lanes, page, strict=True):
             lane["id"], lane["state"] = job.job_id, job.state.name
+            lane["timeZone"] = job.time_zone or "Etc/UTC"
         following = offset + size if offset + size < len(kept) else None
         answer = _page_answer("lanes", lanes, next_page_token(following))
         answer.update(

@@ -913,14 +913,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .replay import run_command
 
             return run_command(args, sys.stdout)
-        if args.command in ("jobs", "attempts", "skipped"):
+        if args.command in ("jobs", "attempts", "runs", "skipped", "run"):
             from . import views
 
-            if args.command == "jobs":
-                return views.cmd_jobs(args, sys.stdout)
-            if args.command == "skipped":
-                return views.cmd_skipped(args, sys.stdout)
-            return views.cmd_attempts(args, sys.stdout)
+            return views.COMMANDS[args.command](args, sys.stdout)
     except BrokenPipeError:
         return _reader_gone()
     except (EmulatorError, OSError) as exc:

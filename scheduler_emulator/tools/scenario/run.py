@@ -6,12 +6,13 @@ import io
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ...domain.attempts import Attempt
 from ...realtime import real_monotonic
+from ...runtime import _read_model as read_model
 from ...runtime._attempt_log import AttemptLog
 from ...runtime._clock import ManualClock
 from ...runtime._emulator import Emulator
@@ -61,6 +62,8 @@ class ScenarioRun:
     :param results: one per expectation, in order.
     :param delivery: how requests reached the target (for the header line).
     :param end: the clock's final instant.
+    :param runs: every run newest first, as ``GET /_emulator/runs`` shows it (its state: how
+        it ended, or when its next attempt is due).
     """
 
     scenario: Scenario
@@ -71,6 +74,7 @@ class ScenarioRun:
     results: list[CheckResult]
     delivery: str
     end: datetime
+    runs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -187,6 +191,9 @@ def run_scenario(
                 emulator.run_job(step.value)
         attempts = emulator.attempts()
         end = clock.now()
+        runs, _ = read_model.runs_page(
+            emulator.store, page_size=len(attempts), now=end, config=emulator.engine.core.config
+        )
     finally:
         emulator.close()
     probe_values: dict[str, float | None] = {}
@@ -195,7 +202,15 @@ def run_scenario(
         probe_values, probe_error = _read_probe(scenario, delivery)
     results = evaluate(scenario, attempts, probe_values, probe_error)
     return ScenarioRun(
-        scenario, plan.seed, attempts, probe_values, probe_error, results, delivery.description, end
+        scenario,
+        plan.seed,
+        attempts,
+        probe_values,
+        probe_error,
+        results,
+        delivery.description,
+        end,
+        runs,
     )
 
 

@@ -448,7 +448,7 @@ class TestReplay:
         assert code == 0
         rows = timeline_of(out).splitlines()[1:]
         assert [row.split()[3:7] for row in rows] == [
-            ["1", "500", "INTERNAL", "URL_UNREACHABLE-UNREACHABLE_5xx"],
+            ["1", "500", "INTERNAL", "URL_UNREACHABLE-UNREACHABLE_5xx."],  # no body: the debug text
             ["2", "409", "ABORTED", "409:"],
             ["3", "200", "OK"],
         ]
@@ -602,6 +602,6 @@ class TestOrdersDuplicates:
         )
         for row in (table[2], table[5]):
             assert "200  OK                 duplicate: the target already answered 200" in row
-        assert "the target answered 200 but the response was lost" in table[1]
+        assert "injected lost ack: the target answered 200, the answer was dropped" in table[1]
         assert "its late answer: 200" in table[3]
         assert out.endswith("\nAll 8 expectations hold.\n")
