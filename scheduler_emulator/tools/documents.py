@@ -13,15 +13,15 @@ One home for what any such file may hold, whatever its kind:
   (:func:`~scheduler_emulator.domain.numbers.refuse_unbounded_numbers`), so a 5,000-digit
   ``retryCount`` is refused naming where it is, not with Python's message about
   ``sys.set_int_max_str_digits``;
-- its text: valid Unicode, no lone surrogate (a JSON ``"\\ud800"`` escape).
-
+- its text: valid Unicode, no lone surrogate (a JSON ``"\\ud800"`` escape);
 - its items: a jobs file's list may hold at most ``--max-jobs-per-file`` items, counted while
   parsing (:class:`TooManyItems`), so a file over the limit is refused without being built.
 
-A YAML file without aliases or tags is parsed by libyaml (PyYAML's C parser) and built from its
-events in one pass, as PyYAML's ``SafeLoader`` builds it but without its nodes (about 6 times
-faster than ``yaml.load`` with ``CSafeLoader``); a file with aliases by the bounded pure-Python
-loader, which counts what each alias repeats. A JSON array is decoded item by item.
+A YAML file is read once by libyaml (PyYAML's C parser) for its nesting, its lists' items and
+whether it uses aliases; one without aliases is then loaded by ``yaml.load`` with
+``CSafeLoader``, one with aliases by the bounded pure-Python loader, which counts what each
+alias repeats. Either way the document is PyYAML's ``SafeLoader``'s. A JSON array is decoded
+item by item.
 """
 
 from __future__ import annotations
@@ -51,6 +51,10 @@ _INT_TAG = "tag:yaml.org,2002:int"
 
 class _TooLarge(yaml.YAMLError):
     """The document nests or expands beyond :data:`MAX_DEPTH` / :data:`MAX_NODES`."""
+
+
+class _TooMany(yaml.YAMLError):
+    """A list grew past the item limit while being parsed."""
 
 
 def read_text(
@@ -98,15 +102,17 @@ def _construct_int(constructor: Any, node: yaml.ScalarNode) -> Any:
 
 class BoundedSafeLoader(yaml.SafeLoader):
     """PyYAML's ``SafeLoader`` that refuses, while composing and before any object is built,
-    a document nested deeper than :data:`MAX_DEPTH` or expanding to more than
+    a document nested deeper than :data:`MAX_DEPTH`, expanding to more than
     :data:`MAX_NODES` nodes (an alias counts as every node it repeats, so an alias bomb is
-    refused after reading a few hundred bytes of it).
+    refused after reading a few hundred bytes of it) or holding a list of more than
+    ``max_items`` items (``None``: no limit).
 
     :raises yaml.YAMLError: (a private subclass) naming the limit and the line.
     """
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, max_items: int | None = None) -> None:
         super().__init__(stream)
+        self._max_items = max_items
         self._depth = 0
         self._sizes: dict[int, int] = {}
 
@@ -116,6 +122,9 @@ class BoundedSafeLoader(yaml.SafeLoader):
         return 0 if mark is None else int(mark.line) + 1
 
     def compose_node(self, parent: Any, index: Any) -> Any:
+        limit = self._max_items  # ``index``: for a list's item, its place in the list
+        if isinstance(parent, yaml.SequenceNode) and limit is not None and index >= limit:
+            raise _TooMany
         self._depth += 1
         if self._depth > MAX_DEPTH:
             raise _TooLarge(
@@ -149,14 +158,9 @@ if _CSafeLoader is not None:
 
     class _FastLoader(_CSafeLoader):  # type: ignore[no-redef]
         """libyaml's parser with the safe constructor: for files without aliases, whose size
-        bounds their node count (built by :func:`_build`, which checks their depth)."""
+        bounds their node count (checked for depth and items first by :func:`_scan`)."""
 
     _FastLoader.add_constructor(_INT_TAG, _construct_int)
-
-
-class _NotPlain(Exception):
-    """The document uses what only PyYAML's own loader builds: an alias, an explicit tag, a
-    merge key (``<<``), a key that is a list or a mapping, more than one document."""
 
 
 class TooManyItems(ConfigurationError):
@@ -171,156 +175,59 @@ class TooManyItems(ConfigurationError):
         self.limit = limit
 
 
-class _TooMany(yaml.YAMLError):
-    """A list grew past the item limit while being built."""
+def _scan(text: str, max_items: int | None) -> bool:
+    """Read the YAML events of ``text`` with libyaml: refuse nesting deeper than
+    :data:`MAX_DEPTH` and a list of more than ``max_items`` items (``None``: no limit), and
+    tell whether the text uses an alias (the scan stops there: the bounded loader goes on).
 
-
-#: The first characters of a plain scalar that PyYAML may read as something other than text
-#: (a number, a boolean, null, a date, a merge key): only these are resolved.
-_RESOLVED_FIRST = frozenset(yaml.SafeLoader.yaml_implicit_resolvers) - {None}
-#: Whether some resolver looks at every plain scalar whatever its first character (none in
-#: PyYAML itself): then every one is resolved.
-_RESOLVE_ALL = None in yaml.SafeLoader.yaml_implicit_resolvers
-#: The tags a plain scalar resolves to whose constructor needs only the scalar itself.
-_SCALAR_TAGS = frozenset(
-    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "timestamp", "str")
-)
-
-
-def _build(loader: Any, max_items: int | None) -> Any:
-    """The document of ``loader``'s stream built from libyaml's events in one pass, as PyYAML's
-    ``SafeLoader`` builds it, refusing on the way nesting deeper than :data:`MAX_DEPTH` and a
-    list of more than ``max_items`` items.
-
-    :raises _TooLarge: for the nesting, naming the line.
-    :raises _TooMany: for the item count.
-    :raises _NotPlain: for what only PyYAML's loader builds (see :class:`_NotPlain`).
+    :raises _TooLarge: naming the depth and the line.
+    :raises _TooMany: at the item after ``max_items``, before the rest is read.
     :raises yaml.YAMLError: for text that is not YAML.
     """
-    scalar_event, mapping_start = yaml.ScalarEvent, yaml.MappingStartEvent
-    starts = (mapping_start, yaml.SequenceStartEvent)
-    ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
-    constructors, resolve, node = loader.yaml_constructors, loader.resolve, yaml.ScalarNode
-    str_tag = "tag:yaml.org,2002:str"
-    tags: dict[str, str] = {}  # plain scalar -> its tag: keys repeat in every job
-    limit = max_items if max_items is not None else -1
-    # The open collections, innermost last, and for each the key read (no_key before it is
-    # read; in_list for a list).
-    stack: list[Any] = []
-    keys: list[Any] = []
-    no_key, in_list = _NO_KEY, _IN_LIST
-    document: Any = None
-    documents = 0
-    get_event = loader.get_event
-    while True:
-        event = get_event()
-        kind = type(event)
-        if kind is scalar_event:
-            if event.tag is not None and event.tag != "!":
-                raise _NotPlain
-            value: Any = event.value
-            if event.implicit[0] and (not value or _RESOLVE_ALL or value[0] in _RESOLVED_FIRST):
-                tag = tags.get(value)
-                if tag is None:
-                    tag = resolve(node, value, event.implicit)
-                    if tag not in _SCALAR_TAGS:
-                        raise _NotPlain  # a merge key (<<), a value key (=)
-                    if len(value) <= 64:
-                        tags[value] = tag
-                if tag != str_tag:
-                    value = constructors[tag](loader, node(tag, value))
-        elif kind in starts:
-            if event.tag is not None and event.tag != "!":
-                raise _NotPlain
-            if len(stack) >= MAX_DEPTH:
-                raise _TooLarge(
-                    f"nested deeper than {MAX_DEPTH} levels (line {BoundedSafeLoader._line(event)})"
-                )
-            stack.append({} if kind is mapping_start else [])
-            keys.append(no_key if kind is mapping_start else in_list)
-            continue
-        elif kind in ends:
-            value = stack.pop()
-            keys.pop()
-        elif kind is yaml.StreamEndEvent:
-            return document
-        elif kind is yaml.DocumentStartEvent:
-            documents += 1
-            if documents > 1:
-                raise _NotPlain  # PyYAML's message: expected a single document
-            continue
-        elif kind is yaml.AliasEvent:
-            raise _NotPlain
-        else:  # stream start, document end
-            continue
-        if not stack:
-            document = value
-            continue
-        key = keys[-1]
-        if key is in_list:
-            container = stack[-1]
-            container.append(value)
-            if len(container) == limit + 1 and limit >= 0:
-                raise _TooMany
-        elif key is no_key:
-            if isinstance(value, list | dict):
-                raise _NotPlain  # PyYAML refuses it as unhashable, in its words
-            keys[-1] = value
-        else:
-            stack[-1][key] = value
-            keys[-1] = no_key
+    limit = -1 if max_items is None else max_items
+    # For each open collection, innermost last: the items of a list so far, -1 for a mapping.
+    counts: list[int] = []
+    for event in yaml.parse(text, Loader=_FastLoader):
+        if isinstance(event, yaml.NodeEvent):  # a scalar, an alias or a collection's start
+            if counts and counts[-1] >= 0:
+                counts[-1] += 1
+                if counts[-1] > limit >= 0:
+                    raise _TooMany
+            if isinstance(event, yaml.AliasEvent):
+                return True
+            if isinstance(event, yaml.CollectionStartEvent):
+                if len(counts) >= MAX_DEPTH:
+                    raise _TooLarge(
+                        f"nested deeper than {MAX_DEPTH} levels "
+                        f"(line {BoundedSafeLoader._line(event)})"
+                    )
+                counts.append(0 if isinstance(event, yaml.SequenceStartEvent) else -1)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            counts.pop()
+    return False
 
 
-_NO_KEY, _IN_LIST = object(), object()
+def _load_yaml(text: str, max_items: int | None) -> Any:
+    """The document, as PyYAML's ``SafeLoader`` builds it: by libyaml (:data:`_FastLoader`)
+    once :func:`_scan` found no alias; else by :class:`BoundedSafeLoader`, which counts what
+    aliases repeat and the rest of a list's items, and words the error for text that is not
+    YAML (PyYAML's own message, with the line and column).
 
-
-#: A line holding a quote.
-_QUOTED_LINE = re.compile(r"^[^\n'\"]*['\"][^\n]*", re.MULTILINE)
-#: Text whose first content (after blank and comment lines and a ``---``) is such an item.
-_STARTS_LIST = re.compile(r"(?:[ \t]*(?:#[^\n]*)?\r?\n)*(?:---[ \t]*\r?\n)?-(?:[ \t\r\n]|\Z)")
-
-
-def _surely_too_many(text: str, max_items: int) -> bool:
-    """Whether the YAML ``text`` is a list of more than ``max_items`` items, told from its lines
-    in C-speed passes instead of libyaml's events (a few microseconds each, 11 per short job).
-
-    Each item of a list written at the first column starts a line with ``-``; such a line is
-    something else only inside a quoted value running over several lines, which needs a line
-    with an odd number of quotes: then (or for any other layout) this answers ``False`` and the
-    count while parsing decides.
-    """
-    if not _STARTS_LIST.match(text):
-        return False
-    items = sum(text.count(f"\n-{space}") for space in " \t\r\n") + text.endswith("\n-")
-    if items + (text[:1] == "-" and text[:3] != "---") <= max_items:
-        return False
-    return not any(
-        line.count('"') % 2 or line.count("'") % 2
-        for line in (match.group() for match in _QUOTED_LINE.finditer(text))
-    )
-
-
-_NOT_FAST = object()
-
-
-def _load_fast(text: str, max_items: int | None) -> Any:
-    """The document, parsed by libyaml and built in one pass (:func:`_build`) when the text is
-    valid YAML without aliases or explicit tags; else :data:`_NOT_FAST`: the bounded Python
-    loader then counts what aliases repeat, or gives the error message (PyYAML's own wording,
-    with the line and column).
-
-    :raises _TooLarge: for nesting deeper than :data:`MAX_DEPTH`.
+    :raises _TooLarge: for nesting deeper than :data:`MAX_DEPTH` or too many values.
     :raises _TooMany: for a list of more than ``max_items`` items.
+    :raises yaml.YAMLError: for text that is not YAML.
     """
-    if _FastLoader is None:
-        return _NOT_FAST
-    loader = _FastLoader(text)
+    if _FastLoader is not None:
+        try:
+            if not _scan(text, max_items):
+                return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - a safe constructor
+        except (_TooLarge, _TooMany):
+            raise
+        except yaml.YAMLError:
+            pass  # the bounded loader gives the message
+    loader = BoundedSafeLoader(text, max_items)
     try:
-        return _build(loader, max_items)
-    except (_TooLarge, _TooMany):
-        raise
-    except (yaml.YAMLError, _NotPlain):
-        return _NOT_FAST
+        return loader.get_single_data()
     finally:
         loader.dispose()
 
@@ -412,12 +319,7 @@ def _parse(text: str, source: str, max_items: int | None) -> Any:
         except ValueError:
             pass  # maybe YAML flow style; let YAML have a go
     try:
-        if max_items is not None and _surely_too_many(text, max_items):
-            raise _TooMany
-        fast = _load_fast(text, max_items)
-        if fast is not _NOT_FAST:
-            return fast
-        return yaml.load(text, Loader=BoundedSafeLoader)  # noqa: S506 - a SafeLoader
+        return _load_yaml(text, max_items)
     except _TooLarge as exc:
         raise ConfigurationError(f"{source}: not a valid jobs file: {exc}.") from None
     except RecursionError:

@@ -1,6 +1,5 @@
-"""documents.load_document: the one reader of jobs files, fault plans and scenarios — libyaml's
-events built in one pass as PyYAML's SafeLoader builds them, and a list's item limit counted
-while parsing."""
+"""documents.load_document: the one reader of jobs files, fault plans and scenarios — documents
+read exactly as PyYAML's SafeLoader reads them, and a list's item limit counted while parsing."""
 
 from __future__ import annotations
 
@@ -38,6 +37,15 @@ def test_a_list_over_the_item_limit_is_refused_and_one_at_it_is_not(text: str) -
     assert load_document(text, "f.yaml", max_items=4) == load_document(text, "f.yaml")
 
 
+def test_without_libyaml_the_pure_python_loader_counts_the_items(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(documents, "_FastLoader", None)
+    with pytest.raises(TooManyItems):
+        load_document("- a\n- b\n- [c]\n- d\n", "f.yaml", max_items=3)
+    assert load_document("- a\n- b\n- [c]\n", "f.yaml", max_items=3) == ["a", "b", ["c"]]
+
+
 def test_a_dash_line_inside_a_quoted_value_is_not_counted_as_an_item() -> None:
     text = '- "one\n- still one"\n- two\n'
     assert load_document(text, "f.yaml", max_items=2) == ["one - still one", "two"]
@@ -47,7 +55,8 @@ def test_a_list_far_over_the_limit_is_refused_before_any_item_is_built(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     built: list[object] = []
-    monkeypatch.setattr(documents, "_build", lambda *args: built.append(args))
+    for loader in (documents._FastLoader, documents.BoundedSafeLoader):
+        monkeypatch.setattr(loader, "construct_document", lambda self, node: built.append(node))
     text = "".join(f"- {{name: j{i}, schedule: '* * * * *'}}\n" for i in range(96_669))
     tracemalloc.start()
     try:
