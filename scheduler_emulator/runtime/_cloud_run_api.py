@@ -46,7 +46,16 @@ from ._cloud_run import CloudRun, Execution
 from ._tokens import TokenAuthority
 from ._transports import DeliveryRequest, MountTransport, Transport, TransportResult
 
-__all__ = ["CloudRunAdminApi", "GoogleApisTransport", "is_cloud_run_host", "unauthenticated"]
+__all__ = [
+    "PATH_PREFIXES",
+    "CloudRunAdminApi",
+    "GoogleApisTransport",
+    "is_cloud_run_host",
+    "unauthenticated",
+    "v1_execution",
+    "v2_execution",
+    "v2_job",
+]
 
 _V2 = re.compile(
     r"^/v2/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"

@@ -1,5 +1,5 @@
-"""``scheduler-emulator jobs``, ``attempts`` and ``skipped``: aligned tables from a running
-daemon, found by ``--host``/``--port`` as ``env-init`` takes them.
+"""``scheduler-emulator jobs``, ``attempts``, ``skipped`` and ``executions``: aligned tables
+from a running daemon, found by ``--host``/``--port`` as ``env-init`` takes them.
 
 They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``,
 ``GET /_emulator/skipped``), a page at a time. ``attempts`` prints the replay table's columns
@@ -7,7 +7,8 @@ plus the schedule time of each attempt's run and, for a failure, the reason (the
 answer, or the debug text) — cut to :data:`REASON_WIDTH` only on a terminal, never with
 ``--wide`` or when piped; ``--json`` prints one ``/_emulator/attempts`` record per line instead;
 ``--follow`` keeps printing attempts as they finish, until Ctrl-C. ``skipped`` lists the
-scheduled times that got no run, with the reason.
+scheduled times that got no run, with the reason. ``executions`` lists the Cloud Run
+executions (``GET /_emulator/executions``) with their tasks' outcome.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "ADMIN_TOKEN_ENV",
     "add_arguments",
     "cmd_attempts",
+    "cmd_executions",
     "cmd_jobs",
     "cmd_skipped",
     "took",
@@ -42,6 +44,10 @@ ATTEMPT_HEADERS = (
     "REASON",
 )  # fmt: skip
 SKIPPED_HEADERS = ("SCHEDULED", "JOB", "ScheduleTime", "RECORDED AT", "REASON")
+EXECUTION_HEADERS = (
+    "CREATED", "EXECUTION", "STATE", "TASKS", "SUCCEEDED", "FAILED", "RETRIED", "EXIT CODES",
+    "SCHEDULER JOB",
+)  # fmt: skip
 #: What a skipped run's reason code means, in the ``skipped`` table.
 SKIPPED_REASONS = {
     "RUN_STILL_GOING": "RUN_STILL_GOING: the previous run was still going",
@@ -76,7 +82,14 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         f"{DEFAULT_LAST} (or --last N), or every one since --since; --follow keeps printing "
         "them as they finish.",
     )
-    for parser in (jobs, attempts, skipped):
+    executions = sub.add_parser(
+        "executions",
+        help="print the running daemon's Cloud Run executions as a table",
+        description="Print the Cloud Run executions (--cloud-run-jobs) of the daemon at "
+        "--host/--port, oldest first: state, tasks succeeded and failed, each task attempt's "
+        "exit code, and the scheduler job that started it.",
+    )
+    for parser in (jobs, attempts, skipped, executions):
         parser.add_argument(
             "--host", default=default_host, help="the daemon's address (%(default)s)"
         )
@@ -89,6 +102,9 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
             help=f"the daemon's --admin-token (default: ${ADMIN_TOKEN_ENV})",
         )
     skipped.add_argument("--job", metavar="J", help="only this job's (ID or full name)")
+    executions.add_argument(
+        "--job", metavar="J", help="only this Cloud Run job's (ID or full name)"
+    )
     attempts.add_argument("--job", metavar="J", help="only this job's (ID or full name)")
     attempts.add_argument(
         "--wide", action="store_true", help="never cut REASON (it is cut only on a terminal)"
@@ -256,6 +272,42 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
         params["job"] = args.job
     records = list(client.pages("/_emulator/skipped", "skipped", params))
     return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)")
+
+
+def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The cells of the ``executions`` table (:data:`EXECUTION_HEADERS`), from
+    ``GET /_emulator/executions`` records; EXIT CODES lists each task's attempts in order
+    (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout)."""
+    rows = []
+    for record in records:
+        codes: dict[int, list[str]] = {}
+        for attempt in record.get("taskAttempts", []):
+            shown = attempt.get("stopped") or str(attempt.get("exitCode", "…"))
+            codes.setdefault(int(attempt["index"]), []).append(shown)
+        rows.append(
+            [
+                str(record["createTime"]),
+                str(record["name"]).rsplit("/", 1)[-1],
+                str(record["state"]),
+                str(record["taskCount"]),
+                str(record["succeededCount"]),
+                str(record["failedCount"]),
+                str(record["retriedCount"]),
+                " ".join(f"{i}:{','.join(c)}" for i, c in sorted(codes.items())) or "-",
+                str(record.get("schedulerJob") or "-"),
+            ]
+        )
+    return rows
+
+
+def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
+    """Print the ``executions`` table (every Cloud Run execution, oldest first)."""
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    params: dict[str, Any] = {"pageSize": 1000}
+    if args.job:
+        params["job"] = args.job
+    records = list(client.pages("/_emulator/executions", "executions", params))
+    return _print_table(out, EXECUTION_HEADERS, execution_rows(records), "(no executions)")
 
 
 def _reason_width(args: argparse.Namespace, out: IO[str]) -> int | None:
