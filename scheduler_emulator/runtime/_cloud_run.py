@@ -300,6 +300,11 @@ class ExecutionStore:
             rows = self._db.execute(sql, args).fetchall()
         return [_execution_from_row(seq, json.loads(body)) for seq, body in rows]
 
+    def clear(self) -> None:
+        """Delete every execution (an execution still running is not recorded again)."""
+        with self._lock:
+            self._db.execute("DELETE FROM cloud_run_executions")
+
     def close(self) -> None:
         """Close the connection."""
         with self._lock:

@@ -408,8 +408,10 @@ class Emulator(AttemptAssertions):
         return records, "" if last is None else str(last)
 
     def reset(self) -> None:
-        """Delete every job, run, attempt and skipped-run record."""
+        """Delete every job, run, attempt and skipped-run record, and every Cloud Run
+        execution."""
         self.engine.clear()
+        self.cloud_run.store.clear()
 
     # ---------------------------------------------------------------- clock
 
