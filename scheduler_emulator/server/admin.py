@@ -32,7 +32,7 @@
   the Cloud Run executions (``--cloud-run-jobs``) in creation order: ``pageSize``,
   ``pageToken``, ``job`` (ID or full name), ``state`` (``RUNNING``, ``SUCCEEDED``, ``FAILED``,
   ``INTERRUPTED``); ``GET /_emulator/executions/<id>`` → one, with its task attempts
-- ``POST /_emulator/reset`` → deletes every job and attempt; ``{"clockTime": …}`` also sets a
+- ``POST /_emulator/reset`` → deletes every job, attempt and Cloud Run execution; ``{"clockTime": …}`` also sets a
   manual clock to that instant
 - ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK
   Set) and ``GET /_emulator/oidc/v1/certs`` (``{kid: PEM certificate}``): the keys that sign
