@@ -32,8 +32,8 @@
   the Cloud Run executions (``--cloud-run-jobs``) in creation order: ``pageSize``,
   ``pageToken``, ``job`` (ID or full name), ``state`` (``RUNNING``, ``SUCCEEDED``, ``FAILED``,
   ``INTERRUPTED``); ``GET /_emulator/executions/<id>`` → one, with its task attempts
-- ``POST /_emulator/reset`` → deletes every job, attempt and Cloud Run execution; ``{"clockTime": …}`` also sets a
-  manual clock to that instant
+- ``POST /_emulator/reset`` → deletes every job, attempt and Cloud Run execution;
+  ``{"clockTime": …}`` also sets a manual clock to that instant
 - ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK
   Set) and ``GET /_emulator/oidc/v1/certs`` (``{kid: PEM certificate}``): the keys that sign
   the OIDC tokens jobs send (:mod:`~scheduler_emulator.runtime._tokens`)
@@ -62,6 +62,7 @@ from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, Not
 from ..runtime import _read_model as read_model
 from ..runtime._clock import ManualClock
 from ..runtime._cloud_run import EXECUTION_STATES
+from ..runtime._cloud_run_api import GoogleApisTransport
 from ..runtime._emulator import Emulator
 from ..runtime._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..runtime._tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
@@ -251,6 +252,8 @@ class Admin:
             "grpc": self._grpc,
         }
         transport = emulator.engine.transport
+        if isinstance(transport, GoogleApisTransport):  # what carries all but googleapis.com
+            transport = transport.fallback
         if isinstance(transport, HttpTransport):
             answer["httpClient"] = "libcurl" if transport.client.uses_curl else "http.client"
         pubsub_host = getattr(emulator.publisher, "host", None)  # an EmulatorPublisher's
