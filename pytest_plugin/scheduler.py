@@ -19,8 +19,10 @@ tokens itself (``verify_scheduler_token`` or google-auth).
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -31,8 +33,10 @@ from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.core.faults import FaultPlan
 from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, SkippedRun
+from scheduler_emulator.domain.cloud_run import DEFAULT_MAX_RETRIES, parse_cloud_run_job
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
+from scheduler_emulator.runtime._cloud_run import Execution
 from scheduler_emulator.runtime._options import ATTEMPTS_PAGE_SIZE, DEFAULT_HEADER_CASE
 from scheduler_emulator.runtime._pubsub import InProcessPublisher, Publisher, PubsubMessage
 from scheduler_emulator.runtime._tokens import JWKS_PATH, TokenAuthority
@@ -371,14 +375,20 @@ class CloudScheduler(AttemptAssertions):
 
     def advance(self, delta: timedelta | float) -> datetime:
         """Advance the clock by ``delta`` (timedelta or seconds), delivering everything that
-        falls due in order, retries included; returns the new instant."""
+        falls due in order, retries included; returns the new instant, once the Cloud Run
+        executions started on the way have ended (their tasks run in real time)."""
         with self.transport.virtual_time():
-            return self.clock.advance(delta)
+            now = self.clock.advance(delta)
+        self.emulator.cloud_run.settle()
+        return now
 
     def move_to(self, instant: datetime) -> datetime:
-        """Move the clock to ``instant`` (aware), delivering everything due on the way."""
+        """Move the clock to ``instant`` (aware), delivering everything due on the way; returns
+        once the Cloud Run executions started on the way have ended."""
         with self.transport.virtual_time():
-            return self.clock.move_to(instant)
+            now = self.clock.move_to(instant)
+        self.emulator.cloud_run.settle()
+        return now
 
     def run_job(self, name: str) -> Job:
         """Force a run now (RunJob), even while paused or running; the attempt is delivered
@@ -387,6 +397,113 @@ class CloudScheduler(AttemptAssertions):
         """
         with self.transport.virtual_time():
             return self.emulator.run_job(name)
+
+    # ---------------------------------------------------------------- Cloud Run jobs
+
+    def define_cloud_run_job(
+        self,
+        name: str,
+        command: Sequence[str] | Callable[[], int | None],
+        *,
+        task_count: int = 1,
+        parallelism: int = 0,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: str = "600s",
+        env: Mapping[str, str] | None = None,
+    ) -> str:
+        """Define a Cloud Run job that a scheduler job's ``jobs/J:run`` URI (or the Admin API)
+        runs as local processes, and return its full name
+        (``projects/P/locations/L/jobs/J``).
+
+        :param name: the Cloud Run job's ID.
+        :param command: the process to start (``["python", "export.py"]``), or a module-level
+            function run in a fresh Python process whose return value is the task's exit
+            status (``None`` is 0); it reads the task from ``os.environ``
+            (``CLOUD_RUN_TASK_INDEX``...).
+        :param task_count: tasks per execution; ``parallelism``: at most this many at once (0:
+            all); ``max_retries``: retries of a failed task; ``timeout``: each task attempt's
+            (``"600s"``); ``env``: the container's environment variables.
+        :raises TypeError: for a function that cannot be imported by name (a lambda or a
+            nested function).
+        :raises InvalidArgument: for a value Cloud Run refuses, naming it.
+        """
+        variables = dict(env or {})
+        if callable(command):
+            qualname = getattr(command, "__qualname__", "")
+            if "<" in qualname:
+                raise TypeError(
+                    f"{qualname} cannot be run in a task process; define it at module level."
+                )
+            target = f"{command.__module__}:{qualname}"
+            code = "from scheduler_emulator.runtime._cloud_run import run_callable; "
+            code += f"run_callable({target!r})"
+            argv = [sys.executable, "-c", code]
+            variables.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
+        else:
+            argv = list(command)
+        definition = {
+            "name": name,
+            "template": {
+                "taskCount": task_count,
+                "parallelism": parallelism,
+                "template": {
+                    "maxRetries": max_retries,
+                    "timeout": timeout,
+                    "containers": [
+                        {
+                            "command": argv,
+                            "env": [{"name": k, "value": v} for k, v in variables.items()],
+                        }
+                    ],
+                },
+            },
+        }
+        job = parse_cloud_run_job(
+            definition, project=self.emulator.project, location=self.emulator.location
+        )
+        self.emulator.cloud_run.define(job)
+        return job.name
+
+    def executions(self, job: str | None = None) -> list[Execution]:
+        """The Cloud Run executions in creation order, optionally of one Cloud Run job (ID or
+        full name); each with its ``state`` and task ``attempts`` (exit code, output)."""
+        found = self.emulator.cloud_run.store.list(limit=None)
+        if job is None:
+            return found
+        return [e for e in found if job in (e.job.name, e.job.job_id)]
+
+    def assert_executed(
+        self, job: str, count: int | None = None, state: str | None = "SUCCEEDED"
+    ) -> list[Execution]:
+        """Assert on the executions of the Cloud Run job ``job`` (ID or full name); return the
+        matching ones. An execution matches when its state is ``state`` (``"SUCCEEDED"``,
+        ``"FAILED"``, ``"INTERRUPTED"``, ``"RUNNING"``; ``None``: any). With ``count``, exactly
+        that many must match; without it, at least one.
+
+        :raises AssertionError: listing every execution of the job, its state and each task
+            attempt's exit code, with the clock's instant.
+        """
+        __tracebackhide__ = True
+        executions = self.executions(job)
+        matching = [e for e in executions if state is None or e.state == state]
+        if (count is None and matching) or len(matching) == count:
+            return matching
+        wanted = "at least one" if count is None else str(count)
+        lines = [
+            f"expected {wanted} execution(s) of Cloud Run job {job!r}"
+            + (f" in state {state}" if state else "")
+            + f"; {len(matching)} of {len(executions)} matched at {self.now().isoformat()}:"
+        ]
+        for e in executions:
+            codes = ", ".join(
+                f"task {a.index} attempt {a.attempt}: {a.stopped or a.exit_code}"
+                for a in e.attempts
+            )
+            lines.append(f"  {e.execution_id} {e.state} ({codes or 'no task attempts'})")
+        if not executions:
+            defined = ", ".join(j.job_id for j in self.emulator.cloud_run.jobs()) or "none"
+            lines.append(f"  (no executions; Cloud Run jobs defined: {defined})")
+        raise AssertionError("\n".join(lines))
 
     # ---------------------------------------------------------------- history and assertions
 

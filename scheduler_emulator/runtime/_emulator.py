@@ -27,6 +27,7 @@ from typing import Any
 from ..core.faults import FaultPlan
 from ..domain.attempt_assertions import AttemptAssertions
 from ..domain.attempts import Attempt, SkippedRun
+from ..domain.cloud_run import parse_cloud_run_job
 from ..domain.codec import job_from_json
 from ..domain.errors import ClockError, InvalidArgument
 from ..domain.names import generate_job_id, qualify_job_name
@@ -37,6 +38,8 @@ from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
 from ._app_engine import AppEngineDispatcher, parse_app_engine_urls
 from ._attempt_log import AttemptLog
 from ._clock import Clock, ManualClock, SystemClock, require_aware
+from ._cloud_run import CloudRun, ExecutionStore
+from ._cloud_run_api import CloudRunAdminApi, GoogleApisTransport
 from ._http_client import HttpClient, http2_problem
 from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, EmulatorOptions
 from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
@@ -113,6 +116,20 @@ class Emulator(AttemptAssertions):
             else InProcessPublisher(self.clock, transport, project=options.project)
         )
         self.app_engine_urls = parse_app_engine_urls(options.app_engine_urls or {})
+        # Cloud Run jobs: the Admin API answers jobs/J:run in-process; nothing reaches Google.
+        self.cloud_run = CloudRun(
+            self.clock,
+            ExecutionStore(getattr(self.store, "path", ":memory:"), options.retain_attempts),
+            [
+                parse_cloud_run_job(d, project=options.project, location=options.location)
+                for d in options.cloud_run_jobs
+            ],
+        )
+        self.cloud_run_api = CloudRunAdminApi(self.cloud_run, self.tokens, options.location)
+        transport = GoogleApisTransport(
+            CloudRunAdminApi(self.cloud_run, self.tokens, options.location, require_token=True),
+            transport,
+        )
         self.engine = Engine(
             self.clock,
             self.store,
@@ -145,8 +162,10 @@ class Emulator(AttemptAssertions):
         return self
 
     def close(self) -> None:
-        """Stop the engine (which closes the transport's connections) and close the store."""
+        """Stop the engine (which closes the transport's connections), stop running Cloud Run
+        tasks (their executions recorded as interrupted) and close the store."""
         self.engine.stop()
+        self.cloud_run.close()
         self.store.close()
 
     def __enter__(self) -> Emulator:
@@ -381,8 +400,10 @@ class Emulator(AttemptAssertions):
         return records, next_page_token(last)
 
     def reset(self) -> None:
-        """Delete every job, run, attempt and skipped-run record."""
+        """Delete every job, run, attempt and skipped-run record, and every Cloud Run
+        execution."""
         self.engine.clear()
+        self.cloud_run.store.clear()
 
     # ---------------------------------------------------------------- clock
 
@@ -400,16 +421,22 @@ class Emulator(AttemptAssertions):
 
     def advance(self, delta: timedelta | float) -> datetime:
         """Advance a manual clock, firing everything due on the way (see
-        :meth:`ManualClock.advance`). :raises ClockError: on a system clock."""
-        return self._manual().advance(delta)
+        :meth:`ManualClock.advance`), and return once the Cloud Run executions started on the
+        way have ended (their tasks run in real time). :raises ClockError: on a system clock."""
+        now = self._manual().advance(delta)
+        self.cloud_run.settle()
+        return now
 
     def move_to(self, instant: datetime) -> datetime:
-        """Move a manual clock to ``instant``, firing everything due on the way.
+        """Move a manual clock to ``instant``, firing everything due on the way, and return once
+        the Cloud Run executions started on the way have ended.
 
         :raises ClockError: on a system clock, or for a past instant.
         :raises NaiveDatetimeError: for a naive instant.
         """
-        return self._manual().move_to(instant)
+        now = self._manual().move_to(instant)
+        self.cloud_run.settle()
+        return now
 
 
 def _output_fields(job: Job) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE
 from ..domain.schedule import DEFAULT_DST_POLICY
@@ -85,6 +86,10 @@ class EmulatorOptions:
         an HTTP/2 front end) or ``"canonical"`` (``X-Cloudscheduler-Jobname``).
     :param http2: send ``http://`` attempts over HTTP/2 with prior knowledge (h2c), as Cloud
         Run's end-to-end HTTP/2 does (needs pycurl with an HTTP/2 libcurl: the ``curl`` extra).
+    :param cloud_run_jobs: the Cloud Run jobs a scheduler job's ``jobs/J:run`` URI runs
+        locally: decoded definitions, v2 REST ``Job`` or v1 (``gcloud run jobs describe
+        --format=export``) mappings (:func:`~scheduler_emulator.domain.cloud_run.
+        parse_cloud_run_job`; ``--cloud-run-jobs FILE`` reads them from files).
     :raises ValueError: for a ``header_case`` not among those, naming them.
     """
 
@@ -101,6 +106,7 @@ class EmulatorOptions:
     token_time: str = "emulator"
     header_case: str = DEFAULT_HEADER_CASE
     http2: bool = False
+    cloud_run_jobs: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         spell_header("x", self.header_case)  # raises ValueError naming the accepted values

@@ -30,8 +30,12 @@
   every field that applies to its action, defaults included; ``POST`` with one rule,
   ``{"rules": [...]}`` or ``{"seed": N, "rules": [...]}`` adds rules (and sets the seed), and
   refuses a field that does not apply to the rule's action; ``DELETE`` removes every rule
-- ``POST /_emulator/reset`` → deletes every job and attempt; ``{"clockTime": …}`` also sets a
-  manual clock to that instant
+- ``GET /_emulator/executions`` → one page ``{"executions": [...], "nextPageToken": "…"}`` of
+  the Cloud Run executions (``--cloud-run-jobs``) in creation order: ``pageSize``,
+  ``pageToken``, ``job`` (ID or full name), ``state`` (``RUNNING``, ``SUCCEEDED``, ``FAILED``,
+  ``INTERRUPTED``); ``GET /_emulator/executions/<id>`` → one, with its task attempts
+- ``POST /_emulator/reset`` → deletes every job, attempt and Cloud Run execution;
+  ``{"clockTime": …}`` also sets a manual clock to that instant
 - ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK
   Set) and ``GET /_emulator/oidc/v1/certs`` (``{kid: PEM certificate}``): the keys that sign
   the OIDC tokens jobs send (:mod:`~scheduler_emulator.runtime._tokens`)
@@ -60,6 +64,8 @@ from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, Not
 from ..domain.paging import next_page_token, page_position
 from ..runtime import _read_model as read_model
 from ..runtime._clock import ManualClock
+from ..runtime._cloud_run import EXECUTION_STATES
+from ..runtime._cloud_run_api import GoogleApisTransport
 from ..runtime._emulator import Emulator
 from ..runtime._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX
 from ..runtime._tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
@@ -95,6 +101,8 @@ RULES = [
     Rule("/_emulator/ui/", methods=["GET"], endpoint="dashboard_page"),
     Rule("/_emulator/ui/<asset>", methods=["GET"], endpoint="dashboard_asset"),
     Rule("/_emulator/skipped", methods=["GET"], endpoint="skipped"),
+    Rule("/_emulator/executions", methods=["GET"], endpoint="executions"),
+    Rule("/_emulator/executions/<execution_id>", methods=["GET"], endpoint="execution"),
     Rule("/_emulator/reset", methods=["POST"], endpoint="reset"),
     Rule("/_emulator/faults", methods=["GET"], endpoint="get_faults"),
     Rule("/_emulator/faults", methods=["POST"], endpoint="add_faults"),
@@ -233,6 +241,8 @@ class Admin:
             "grpc": self._grpc,
         }
         transport = emulator.engine.transport
+        if isinstance(transport, GoogleApisTransport):  # what carries all but googleapis.com
+            transport = transport.fallback
         if isinstance(transport, HttpTransport):
             answer["httpClient"] = "libcurl" if transport.client.uses_curl else "http.client"
         pubsub_host = getattr(emulator.publisher, "host", None)  # an EmulatorPublisher's
@@ -505,6 +515,38 @@ class Admin:
         job = self._known_job(request)
         page, token = self.emulator.skipped_page(job, page_size=page_size, page_token=page_token)
         return _page_answer("skipped", [s.to_json() for s in page], token)
+
+    def executions(self, request: Request) -> dict[str, Any]:
+        """One page of Cloud Run executions in creation order: ``{"executions": [...],
+        "nextPageToken"?}``, filtered by ``job`` (a Cloud Run job's ID or full name) and
+        ``state``; each as :meth:`~scheduler_emulator.runtime._cloud_run.Execution.to_json`."""
+        _only_parameters(request, "pageSize", "pageToken", "job", "state")
+        page_size, page_token = _page_query(request)
+        state = _query_choice(request, "state", ("", *EXECUTION_STATES))
+        job = request.args.get("job") or None
+        cloud_run = self.emulator.cloud_run
+        if job is not None and "/" not in job:
+            named = [j.name for j in cloud_run.jobs() if j.job_id == job]
+            if not named:
+                defined = ", ".join(j.job_id for j in cloud_run.jobs()) or "none"
+                raise NotFound(
+                    f"No Cloud Run job {show_value(job)} is defined (defined: {defined})."
+                )
+            job = named[0]
+        page = cloud_run.store.list(
+            job=job, state=state or None, after=page_position(page_token), limit=page_size + 1
+        )
+        following = page[page_size - 1].seq if len(page) > page_size else None
+        return _page_answer(
+            "executions", [e.to_json() for e in page[:page_size]], next_page_token(following)
+        )
+
+    def execution(self, request: Request, execution_id: str) -> dict[str, Any]:
+        """One Cloud Run execution by its ID (``export-x7k2p``); 404 when there is none."""
+        found = self.emulator.cloud_run.store.get(execution_id)
+        if found is None:
+            raise NotFound(f"Execution not found: no execution {show_value(execution_id)}.")
+        return found.to_json()
 
     def reset(self, request: Request) -> dict[str, Any]:
         """Delete every job, run and attempt; with ``{"clockTime": "<RFC 3339>"}`` also set a

@@ -47,6 +47,7 @@ from ..domain.errors import (
     Unauthenticated,
     Unimplemented,
 )
+from ..runtime._cloud_run_api import PATH_PREFIXES as CLOUD_RUN_PATHS
 from ..runtime._emulator import Emulator
 from ..wire import is_loopback
 from . import admin, api
@@ -279,6 +280,8 @@ class EmulatorApp:
         refused = self.check_caller(request)
         if refused is not None:
             return refused
+        if request.path.startswith(CLOUD_RUN_PATHS):  # the Cloud Run Admin API's jobs
+            return Response.from_app(self.emulator.cloud_run_api, request.environ)
         try:
             override_method(request)
             adapter = self.url_map.bind_to_environ(request.environ)

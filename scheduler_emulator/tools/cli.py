@@ -58,6 +58,7 @@ from ..runtime._tokens import GOOGLE_ISSUER, TOKEN_TIMES
 from ..server.connections import Limits
 from ..wire import HEADER_CASES
 from .client_recipes import client_notes, grpc_note
+from .cloud_run_file import load_cloud_run_jobs
 from .fault_file import load_fault_file
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
@@ -264,6 +265,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="FILE",
         help="jobs file (YAML or JSON list of Job resources); repeatable",
+    )
+    start.add_argument(
+        "--cloud-run-jobs",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="Cloud Run jobs that scheduler jobs calling the Admin API's jobs/J:run run "
+        "locally (YAML or JSON: v2 Job resources or gcloud run jobs describe --format=export); "
+        "repeatable",
     )
     start.add_argument(
         "--max-jobs-file-bytes",
@@ -700,6 +710,9 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         retain_megabytes=args.retain_megabytes,
         header_case=args.header_case,
         http2=args.http2,
+        cloud_run_jobs=load_cloud_run_jobs(
+            args.cloud_run_jobs, project=args.project, location=args.location
+        ),
     )
 
 
@@ -913,7 +926,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .replay import run_command
 
             return run_command(args, sys.stdout)
-        if args.command in ("jobs", "attempts", "runs", "skipped", "run"):
+        if args.command in ("jobs", "attempts", "runs", "skipped", "run", "executions"):
             from . import views
 
             return views.COMMANDS[args.command](args, sys.stdout)

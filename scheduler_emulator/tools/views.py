@@ -1,6 +1,6 @@
-"""``scheduler-emulator jobs``, ``attempts``, ``runs``, ``skipped`` and ``run``: aligned tables
-from a running daemon (and one action on it), found by ``--host``/``--port`` as ``env-init``
-takes them.
+"""``scheduler-emulator jobs``, ``attempts``, ``runs``, ``skipped``, ``executions`` and
+``run``: aligned tables from a running daemon (and one action on it), found by
+``--host``/``--port`` as ``env-init`` takes them.
 
 They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``,
 ``GET /_emulator/runs``, ``GET /_emulator/skipped``), a page at a time. Every table fits
@@ -12,8 +12,10 @@ rest is shown under ``--wide``, one line per row. ``attempts`` shows one schedul
 finish, until Ctrl-C. ``runs`` lists runs with how each ended or when its next attempt is due
 (``--failed``, ``--gave-up``, ``--in-progress`` filter them). A REASON too long for the width
 wraps onto continuation lines under its column. ``skipped`` lists the scheduled times that got
-no run, with the reason. ``run JOB [--schedule-time T]`` starts a run now, as if
-scheduled at T when given. On a terminal outcomes are coloured, unless ``NO_COLOR`` is set.
+no run, with the reason. ``executions`` lists the Cloud Run executions
+(``GET /_emulator/executions``) with their tasks' outcome. ``run JOB [--schedule-time T]``
+starts a run now, as if scheduled at T when given. On a terminal outcomes are coloured,
+unless ``NO_COLOR`` is set.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "COMMANDS",
     "add_arguments",
     "cmd_attempts",
+    "cmd_executions",
     "cmd_jobs",
     "cmd_run",
     "cmd_runs",
@@ -58,6 +61,10 @@ WIDE_ATTEMPT_HEADERS = (
 )  # fmt: skip
 RUN_HEADERS = ("SCHEDULED", "JOB", "RUN", "TRIES", "STATE", "NEXT ATTEMPT", "REASON")
 SKIPPED_HEADERS = ("SCHEDULED", "JOB", "ScheduleTime", "RECORDED AT", "REASON")
+EXECUTION_HEADERS = (
+    "CREATED", "EXECUTION", "STATE", "TASKS", "SUCCEEDED", "FAILED", "RETRIED", "EXIT CODES",
+    "SCHEDULER JOB",
+)  # fmt: skip
 #: What a skipped run's reason code means, in the ``skipped`` table.
 SKIPPED_REASONS = {
     "RUN_STILL_GOING": "RUN_STILL_GOING: the previous run was still going",
@@ -112,7 +119,14 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         "with it, an emulator-only action: the run's attempts carry T as "
         "X-CloudScheduler-ScheduleTime, to test a handler for a chosen schedule time.",
     )
-    for parser in (jobs, attempts, runs, skipped, run):
+    executions = sub.add_parser(
+        "executions",
+        help="print the running daemon's Cloud Run executions as a table",
+        description="Print the Cloud Run executions (--cloud-run-jobs) of the daemon at "
+        "--host/--port, oldest first: state, tasks succeeded and failed, each task attempt's "
+        "exit code, and the scheduler job that started it.",
+    )
+    for parser in (jobs, attempts, runs, skipped, executions, run):
         parser.add_argument(
             "--host", default=default_host, help="the daemon's address (%(default)s)"
         )
@@ -126,6 +140,9 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         )
     for parser in (skipped, attempts, runs):
         parser.add_argument("--job", metavar="J", help="only this job's (ID or full name)")
+    executions.add_argument(
+        "--job", metavar="J", help="only this Cloud Run job's (ID or full name)"
+    )
     for parser in (jobs, attempts, runs):
         parser.add_argument(
             "--wide",
@@ -396,6 +413,32 @@ def run_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
+def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The cells of the ``executions`` table (:data:`EXECUTION_HEADERS`), from
+    ``GET /_emulator/executions`` records; EXIT CODES lists each task's attempts in order
+    (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout)."""
+    rows = []
+    for record in records:
+        codes: dict[int, list[str]] = {}
+        for attempt in record.get("taskAttempts", []):
+            shown = attempt.get("stopped") or str(attempt.get("exitCode", "…"))
+            codes.setdefault(int(attempt["index"]), []).append(shown)
+        rows.append(
+            [
+                str(record["createTime"]),
+                str(record["name"]).rsplit("/", 1)[-1],
+                str(record["state"]),
+                str(record["taskCount"]),
+                str(record["succeededCount"]),
+                str(record["failedCount"]),
+                str(record["retriedCount"]),
+                " ".join(f"{i}:{','.join(c)}" for i, c in sorted(codes.items())) or "-",
+                str(record.get("schedulerJob") or "-"),
+            ]
+        )
+    return rows
+
+
 def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``runs`` table: the newest ``--last`` runs (by schedule time), oldest first."""
     if args.last < 1:
@@ -427,6 +470,16 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     client.call("POST", "/_emulator/runs", body={"job": args.job, "scheduleTime": when})
     out.write(f"started a run of {args.job.rsplit('/', 1)[-1]} as if scheduled at {when}\n")
     return 0
+
+
+def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
+    """Print the ``executions`` table (every Cloud Run execution, oldest first)."""
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    params: dict[str, Any] = {"pageSize": 1000}
+    if args.job:
+        params["job"] = args.job
+    records = list(client.pages("/_emulator/executions", "executions", params))
+    return _print_table(out, EXECUTION_HEADERS, execution_rows(records), "(no executions)", True)
 
 
 def cmd_attempts(
@@ -529,4 +582,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str]], int]] = {
     "runs": cmd_runs,
     "skipped": cmd_skipped,
     "run": cmd_run,
+    "executions": cmd_executions,
 }

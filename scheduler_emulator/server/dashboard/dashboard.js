@@ -276,6 +276,7 @@
     request("GET", "/_emulator/attempts/" + attempt.id).then(function (full) {
       $("details-title").textContent = full.job.split("/").pop() + " · run " + full.runId + " · attempt " + full.attempt;
       TL.details($("details-body"), full, lane && lane.timeZone);
+      showExecution($("details-body"), full);
     }).catch(function (e) { $("details-body").textContent = e.message; });
   }
   /* The run view: the run as GET /_emulator/runs has it (its attempts whole, its state). */
@@ -292,6 +293,43 @@
       if (full && $("details").getAttribute("data-showing") === "run")
         TL.runView($("details-body"), full, lane, function (a) { showDetails(a, full, lane); });
     }).catch(function (e) { status(e.message, true); });
+  }
+  /* An attempt answered by the Cloud Run Admin API (jobs/J:run): the execution it started, with
+   * each task attempt's exit code and output (GET /_emulator/executions/<id>). */
+  function showExecution(container, attempt) {
+    var text = attempt.responseExcerpt || "", found = /executions\/([a-z][-a-z0-9]*)"/.exec(text);
+    if (!found && /"kind": "Execution"/.test(text)) found = /"name": "([a-z][-a-z0-9]*)"/.exec(text);
+    if (!found) return;
+    var section = document.createElement("section");
+    section.setAttribute("data-testid", "detail-execution");
+    container.insertBefore(section, container.querySelector("h3"));  /* after the summary */
+    request("GET", "/_emulator/executions/" + found[1]).then(function (e) {
+      var h = document.createElement("h3"), link = document.createElement("a");
+      link.href = "/_emulator/executions/" + found[1];
+      link.textContent = "Cloud Run execution " + found[1];
+      h.appendChild(link);
+      section.appendChild(h);
+      var p = document.createElement("p");
+      p.setAttribute("data-testid", "execution-state");
+      p.textContent = e.state + " · " + e.succeededCount + " of " + e.taskCount + " tasks succeeded" +
+        (e.retriedCount ? " · " + e.retriedCount + " retried" : "");
+      section.appendChild(p);
+      var table = document.createElement("table");
+      table.setAttribute("data-testid", "execution-tasks");
+      [["task", "attempt", "exit code", "took", "stdout", "stderr"]].concat(e.taskAttempts.map(function (a) {
+        var took = a.endTime ? (Date.parse(a.endTime) - Date.parse(a.startTime)) + " ms" : "running";
+        return [a.index, a.attempt, a.stopped ? a.stopped + " (" + a.exitCode + ")" : a.exitCode,
+          took, a.stdout, a.stderr];
+      })).forEach(function (cells, i) {
+        var tr = table.insertRow();
+        cells.forEach(function (cell) {
+          var td = document.createElement(i ? "td" : "th");
+          td.textContent = cell === undefined || cell === "" ? "—" : String(cell);
+          tr.appendChild(td);
+        });
+      });
+      section.appendChild(table);
+    }).catch(function (err) { section.textContent = "Cloud Run execution " + found[1] + ": " + err.message; });
   }
   function runFilter() {
     var which = $("timeline-filter-runs").value;

@@ -19,6 +19,7 @@ from ...domain.names import qualify_job_name
 from ...domain.resources import Job
 from ...runtime._options import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT
 from ...wire import HEADER_CASES
+from ..cloud_run_file import load_cloud_run_jobs
 from ..documents import read_text
 from ..jobs_file import (
     base64_hint,
@@ -170,6 +171,23 @@ def load_scenario(path: str | Path) -> Scenario:
         )
         header_case = DEFAULT_HEADER_CASE
 
+    cloud_run_value, cloud_run_src = get("cloud_run_jobs", [])
+    files = [cloud_run_value] if isinstance(cloud_run_value, str) else cloud_run_value
+    cloud_run_jobs: tuple[Mapping[str, Any], ...] = ()
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        problems.add(
+            problem(
+                cloud_run_src, "cloud_run_jobs", f"a file or a list of files; got {show(files)}."
+            )
+        )
+    else:
+        cloud_run_jobs = problems.check(
+            lambda: load_cloud_run_jobs(
+                [cloud_run_src.parent / f for f in files], project=project, location=location
+            ),
+            (),
+        )
+
     start_value, start_src = get("start")
     start = DEFAULT_START
     if start_value is not None:
@@ -218,6 +236,7 @@ def load_scenario(path: str | Path) -> Scenario:
         project=project,
         location=location,
         header_case=header_case,
+        cloud_run_jobs=cloud_run_jobs,
     )
 
 

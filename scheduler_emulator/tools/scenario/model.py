@@ -45,6 +45,7 @@ TOP_LEVEL_KEYS = (
     "project",
     "location",
     "header_case",
+    "cloud_run_jobs",
     "jobs",
     "steps",
     "faults",
@@ -332,6 +333,8 @@ class Scenario:
     :param project: the project for short job names.
     :param location: the location for short job names.
     :param header_case: how attempts spell header names (``google``, ``lower``, ``canonical``).
+    :param cloud_run_jobs: the Cloud Run jobs that ``jobs/J:run`` URIs run locally (the
+        decoded definitions of the files the scenario's ``cloud_run_jobs`` names).
     """
 
     path: Path
@@ -345,6 +348,7 @@ class Scenario:
     project: str = DEFAULT_PROJECT
     location: str = DEFAULT_LOCATION
     header_case: str = DEFAULT_HEADER_CASE
+    cloud_run_jobs: tuple[Mapping[str, Any], ...] = ()
 
     def fault_plan(self, seed: int | None = None) -> FaultPlan:
         """A fresh fault plan (rule limits count from zero).

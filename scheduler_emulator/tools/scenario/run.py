@@ -151,6 +151,7 @@ def run_scenario(
         project=scenario.project,
         location=scenario.location,
         header_case=scenario.header_case,
+        cloud_run_jobs=scenario.cloud_run_jobs,
         attempt_log=counter,
     )
     try:

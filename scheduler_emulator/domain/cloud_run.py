@@ -1,0 +1,443 @@
+"""Cloud Run jobs as the emulator runs them: their definitions, run requests and the rules of an
+execution's tasks — pure values, no processes.
+
+A definition is what Google describes, in either shape:
+
+- the Admin API v2 REST ``Job`` (``name: projects/P/locations/L/jobs/J``, ``template.taskCount``,
+  ``template.parallelism``, ``template.template.maxRetries``, ``template.template.timeout``,
+  ``template.template.containers[].command/args/env``;
+  cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs);
+- the v1 (Knative) ``Job`` that ``gcloud run jobs describe J --format=export`` prints
+  (``metadata.name``, ``metadata.namespace``, the ``cloud.googleapis.com/location`` label,
+  ``spec.template.spec.{taskCount,parallelism}``,
+  ``spec.template.spec.template.spec.{maxRetries,timeoutSeconds,containers}``).
+
+The image is never pulled: a container's ``command`` + ``args`` run as a local process; a
+container with no ``command`` names what to run with the emulator-only field
+``emulatorCommand`` (a list of strings, then ``args``)::
+
+    >>> job = parse_cloud_run_job({"name": "projects/p/locations/us-central1/jobs/export",
+    ...     "template": {"taskCount": 3, "template": {"containers": [
+    ...         {"image": "gcr.io/p/export", "emulatorCommand": ["python", "export.py"]}]}}},
+    ...     project="p", location="us-central1")
+    >>> job.job_id, job.task_count, job.parallelism, job.max_retries, job.timeout_seconds
+    ('export', 3, 0, 3, 600.0)
+    >>> job.argv
+    ('python', 'export.py')
+
+:class:`TaskRules` decides which task attempt starts next (parallelism, retries) with no clock
+and no process, so the rules are tested alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .codec import parse_duration
+from .errors import InvalidArgument
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TASK_TIMEOUT_SECONDS",
+    "CloudRunJob",
+    "RunOverrides",
+    "TaskRules",
+    "parse_cloud_run_job",
+    "parse_run_request",
+]
+
+#: Retries of a failed task when the job sets none (Google's default: 3;
+#: cloud.google.com/run/docs/configuring/max-retries).
+DEFAULT_MAX_RETRIES = 3
+#: A task's timeout when the job sets none (Google's default: 10 minutes;
+#: cloud.google.com/run/docs/configuring/task-timeout).
+DEFAULT_TASK_TIMEOUT_SECONDS = 600.0
+#: Largest ``taskCount`` accepted (Google's limit: 10,000 tasks per execution).
+MAX_TASK_COUNT = 10_000
+#: Largest ``maxRetries`` (Google's limit: 10).
+MAX_RETRIES_LIMIT = 10
+#: Longest task timeout (Google's limit: 168 hours).
+MAX_TASK_TIMEOUT_SECONDS = 168 * 3600.0
+_JOB_ID = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class CloudRunJob:
+    """One Cloud Run job the emulator can run.
+
+    :param name: ``projects/P/locations/L/jobs/J``.
+    :param argv: the process to start: the container's ``command`` (or ``emulatorCommand``)
+        followed by its ``args``.
+    :param env: the container's environment variables, in order.
+    :param task_count: tasks per execution (1 to 10,000).
+    :param parallelism: tasks running at once at most; 0 runs them all at once.
+    :param max_retries: retries of a failed task (0 to 10).
+    :param timeout_seconds: real seconds a task attempt may run before it is stopped.
+    :param command_length: how many items of ``argv`` are the command, ``command`` or
+        ``emulatorCommand`` (the rest are ``args``, which overrides replace).
+    :param image: the container's image, shown, never pulled.
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    task_count: int = 1
+    parallelism: int = 0
+    max_retries: int = DEFAULT_MAX_RETRIES
+    timeout_seconds: float = DEFAULT_TASK_TIMEOUT_SECONDS
+    command_length: int = 0
+    image: str = ""
+
+    @property
+    def job_id(self) -> str:
+        """The last segment of :attr:`name`."""
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def project(self) -> str:
+        """The project segment of :attr:`name`."""
+        return self.name.split("/")[1]
+
+    @property
+    def location(self) -> str:
+        """The location segment of :attr:`name`."""
+        return self.name.split("/")[3]
+
+    def with_overrides(self, overrides: RunOverrides) -> CloudRunJob:
+        """Return this job as one execution runs it with a run request's ``overrides``:
+        ``args`` replace the container's (``clearArgs`` empties them), ``env`` entries are
+        added or replace those of the same name, ``taskCount`` and ``timeout`` replace the
+        job's (cloud.google.com/run/docs/execute/jobs#override-job-configuration)."""
+        argv, env = self.argv, dict(self.env)
+        if overrides.clear_args:
+            argv = argv[: self.command_length]
+        if overrides.args is not None:
+            argv = argv[: self.command_length] + overrides.args
+        env.update(overrides.env)
+        return replace(
+            self,
+            argv=argv,
+            env=tuple(env.items()),
+            task_count=overrides.task_count or self.task_count,
+            timeout_seconds=overrides.timeout_seconds or self.timeout_seconds,
+        )
+
+
+@dataclass(frozen=True)
+class RunOverrides:
+    """The ``overrides`` of a ``RunJobRequest`` (v2) or of a v1 run body.
+
+    :param args: replacing arguments, ``None`` to keep the job's.
+    :param env: environment variables added or replaced.
+    :param clear_args: drop the job's arguments.
+    :param task_count: tasks of this execution, ``None`` for the job's.
+    :param timeout_seconds: each task's timeout, ``None`` for the job's.
+    """
+
+    args: tuple[str, ...] | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    clear_args: bool = False
+    task_count: int | None = None
+    timeout_seconds: float | None = None
+
+
+def _bad(where: str, field_path: str, value: Any, want: str) -> InvalidArgument:
+    shown = repr(value) if not isinstance(value, str) else f'"{value}"'
+    return InvalidArgument(
+        f"{where}: {field_path} must be {want}; got {shown}.",
+        field=field_path,
+        description=f"{where}: {field_path} must be {want}; got {shown}.",
+    )
+
+
+def _mapping(data: Any, where: str, field_path: str) -> Mapping[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise _bad(where, field_path, data, "a mapping")
+    return data
+
+
+def _strings(data: Any, where: str, field_path: str) -> tuple[str, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+        raise _bad(where, field_path, data, "a list of strings")
+    return tuple(data)
+
+
+def _whole(data: Any, where: str, field_path: str, low: int, high: int) -> int:
+    if isinstance(data, str) and data.strip().isdigit():  # v1 and JSON int64 as strings
+        data = int(data)
+    if isinstance(data, bool) or not isinstance(data, int) or not low <= data <= high:
+        raise _bad(where, field_path, data, f"a whole number from {low} to {high}")
+    return data
+
+
+def _seconds(data: Any, where: str, field_path: str) -> float:
+    """A duration: ``"600s"`` (v2) or a number of seconds (v1 ``timeoutSeconds``)."""
+    if isinstance(data, str) and data.endswith("s"):
+        try:
+            seconds = parse_duration(data, field=field_path).total_seconds()
+        except InvalidArgument:
+            raise _bad(where, field_path, data, 'a duration like "600s"') from None
+    else:
+        seconds = float(_whole(data, where, field_path, 1, int(MAX_TASK_TIMEOUT_SECONDS)))
+    if not 0 < seconds <= MAX_TASK_TIMEOUT_SECONDS:
+        raise _bad(where, field_path, data, "more than 0 s and at most 168 hours")
+    return seconds
+
+
+def _env(data: Any, where: str, field_path: str) -> tuple[tuple[str, str], ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list):
+        raise _bad(where, field_path, data, "a list of {name, value}")
+    pairs = []
+    for index, item in enumerate(data):
+        entry = _mapping(item, where, f"{field_path}[{index}]")
+        name, value = entry.get("name"), entry.get("value", "")
+        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            raise _bad(where, f"{field_path}[{index}].name", name, "a variable name")
+        if not isinstance(value, str) or "\0" in value:
+            raise _bad(where, f"{field_path}[{index}].value", value, "a string")
+        pairs.append((name, value))
+    return tuple(pairs)
+
+
+def parse_cloud_run_job(data: Any, *, project: str, location: str) -> CloudRunJob:
+    """Read one Cloud Run job definition, v2 REST or v1 (``gcloud … --format=export``).
+
+    :param data: the decoded definition.
+    :param project: the project of a v2 ``name`` that is a bare job ID.
+    :param location: the location of a bare v2 job ID, or of a v1 job without the
+        ``cloud.googleapis.com/location`` label.
+    :raises InvalidArgument: naming the job, the field (its path in the definition) and the
+        value.
+    :return: the job.
+    """
+    body = _mapping(data, "a Cloud Run job", "job")
+    if "apiVersion" in body or "spec" in body or "metadata" in body:
+        return _parse_v1(body, project, location)
+    raw_name = body.get("name")
+    if not isinstance(raw_name, str):
+        raise _bad("a Cloud Run job", "name", raw_name, "projects/P/locations/L/jobs/J or J")
+    parts = raw_name.split("/")
+    if len(parts) == 1:
+        name = f"projects/{project}/locations/{location}/jobs/{raw_name}"
+    elif len(parts) == 6 and parts[0::2] == ["projects", "locations", "jobs"]:
+        name = raw_name
+    else:
+        raise _bad(raw_name, "name", raw_name, "projects/P/locations/L/jobs/J or J")
+    execution = _mapping(body.get("template"), name, "template")
+    task = _mapping(execution.get("template"), name, "template.template")
+    return _build(
+        name,
+        task_count=execution.get("taskCount"),
+        parallelism=execution.get("parallelism"),
+        max_retries=task.get("maxRetries"),
+        timeout=task.get("timeout"),
+        containers=task.get("containers"),
+        prefix=("template.taskCount", "template.parallelism", "template.template"),
+        timeout_field="template.template.timeout",
+    )
+
+
+def _parse_v1(body: Mapping[str, Any], project: str, location: str) -> CloudRunJob:
+    meta = _mapping(body.get("metadata"), "a Cloud Run job", "metadata")
+    job_id = meta.get("name")
+    if not isinstance(job_id, str):
+        raise _bad("a Cloud Run job", "metadata.name", job_id, "the job's name")
+    namespace = meta.get("namespace", project)
+    labels = _mapping(meta.get("labels"), job_id, "metadata.labels")
+    region = labels.get("cloud.googleapis.com/location", location)
+    if not isinstance(namespace, str) or not isinstance(region, str):
+        raise _bad(job_id, "metadata.namespace", namespace, "a project ID")
+    if namespace.isdigit():  # a project number: gcloud prints it; jobs name the project ID
+        namespace = project
+    name = f"projects/{namespace}/locations/{region}/jobs/{job_id}"
+    spec = _mapping(_mapping(body.get("spec"), name, "spec").get("template"), name, "spec.template")
+    execution = _mapping(spec.get("spec"), name, "spec.template.spec")
+    task = _mapping(
+        _mapping(execution.get("template"), name, "spec.template.spec.template").get("spec"),
+        name,
+        "spec.template.spec.template.spec",
+    )
+    return _build(
+        name,
+        task_count=execution.get("taskCount"),
+        parallelism=execution.get("parallelism"),
+        max_retries=task.get("maxRetries"),
+        timeout=task.get("timeoutSeconds"),
+        containers=task.get("containers"),
+        prefix=(
+            "spec.template.spec.taskCount",
+            "spec.template.spec.parallelism",
+            "spec.template.spec.template.spec",
+        ),
+        timeout_field="spec.template.spec.template.spec.timeoutSeconds",
+    )
+
+
+def _build(
+    name: str,
+    *,
+    task_count: Any,
+    parallelism: Any,
+    max_retries: Any,
+    timeout: Any,
+    containers: Any,
+    prefix: tuple[str, str, str],
+    timeout_field: str,
+) -> CloudRunJob:
+    job_id = name.rsplit("/", 1)[-1]
+    if not _JOB_ID.match(job_id):
+        raise _bad(name, "name", job_id, "a job ID of lowercase letters, digits and hyphens")
+    count_field, parallel_field, task_field = prefix
+    if not isinstance(containers, list) or len(containers) != 1:
+        raise _bad(name, f"{task_field}.containers", containers, "a list of one container")
+    where = f"{task_field}.containers[0]"
+    container = _mapping(containers[0], name, where)
+    command = _strings(container.get("command"), name, f"{where}.command")
+    local = _strings(container.get("emulatorCommand"), name, f"{where}.emulatorCommand")
+    args = _strings(container.get("args"), name, f"{where}.args")
+    program = command or local
+    if not program:
+        raise _bad(
+            name,
+            f"{where}.emulatorCommand",
+            None,
+            "the local command to run, as the image is not pulled (or give the container a "
+            "command)",
+        )
+    return CloudRunJob(
+        name=name,
+        argv=program + args,
+        env=_env(container.get("env"), name, f"{where}.env"),
+        task_count=1
+        if task_count is None
+        else _whole(task_count, name, count_field, 1, MAX_TASK_COUNT),
+        parallelism=0
+        if parallelism is None
+        else _whole(parallelism, name, parallel_field, 0, MAX_TASK_COUNT),
+        max_retries=DEFAULT_MAX_RETRIES
+        if max_retries is None
+        else _whole(max_retries, name, f"{task_field}.maxRetries", 0, MAX_RETRIES_LIMIT),
+        timeout_seconds=DEFAULT_TASK_TIMEOUT_SECONDS
+        if timeout is None
+        else _seconds(timeout, name, timeout_field),
+        command_length=len(program),
+        image=str(container.get("image", "")),
+    )
+
+
+def parse_run_request(body: Any, *, v1: bool = False) -> RunOverrides:
+    """Read a run request's body: v2 ``RunJobRequest`` (``{"overrides": {"containerOverrides":
+    [{"args", "env", "clearArgs"}], "taskCount", "timeout"}, "validateOnly", "etag"}``;
+    cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run) or the v1 body
+    (``timeoutSeconds`` in place of ``timeout``). An empty body is no overrides.
+
+    :raises InvalidArgument: naming the field and the value (the Admin API's 400).
+    """
+    where = "RunJobRequest"
+    data = _mapping(body, where, "body")
+    unknown = sorted(set(data) - {"name", "overrides", "validateOnly", "etag"})
+    if unknown:
+        raise _bad(where, unknown[0], data[unknown[0]], "a field of RunJobRequest")
+    overrides = _mapping(data.get("overrides"), where, "overrides")
+    known = {"containerOverrides", "taskCount", "timeoutSeconds" if v1 else "timeout"}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise _bad(where, f"overrides.{unknown[0]}", overrides[unknown[0]], "an override field")
+    containers = overrides.get("containerOverrides") or []
+    if not isinstance(containers, list) or len(containers) > 1:
+        raise _bad(where, "overrides.containerOverrides", containers, "a list of one override")
+    container = _mapping(
+        containers[0] if containers else None, where, "overrides.containerOverrides[0]"
+    )
+    path = "overrides.containerOverrides[0]"
+    clear = container.get("clearArgs", False)
+    if not isinstance(clear, bool):
+        raise _bad(where, f"{path}.clearArgs", clear, "true or false")
+    timeout_key = "timeoutSeconds" if v1 else "timeout"
+    timeout = overrides.get(timeout_key)
+    return RunOverrides(
+        args=_strings(container["args"], where, f"{path}.args") if "args" in container else None,
+        env=_env(container.get("env"), where, f"{path}.env"),
+        clear_args=clear,
+        task_count=None
+        if overrides.get("taskCount") is None
+        else _whole(overrides["taskCount"], where, "overrides.taskCount", 1, MAX_TASK_COUNT),
+        timeout_seconds=None
+        if timeout is None
+        else _seconds(timeout, where, f"overrides.{timeout_key}"),
+    )
+
+
+@dataclass
+class TaskRules:
+    """Which task attempt of an execution starts next, and when it is over — the rules of
+    cloud.google.com/run/docs/create-jobs: ``task_count`` tasks, at most ``parallelism`` running
+    at once (0: all), a task that fails retried up to ``max_retries`` times (its attempt number,
+    ``CLOUD_RUN_TASK_ATTEMPT``, counting from 0); the execution succeeds when every task has
+    and fails once a task has failed its last attempt (the tasks running then finish).
+
+    >>> rules = TaskRules(task_count=2, parallelism=1, max_retries=1)
+    >>> rules.next_start()
+    (0, 0)
+    >>> rules.next_start() is None     # parallelism 1: task 0 is running
+    True
+    >>> rules.ended(0, ok=False); rules.next_start()
+    (0, 1)
+    """
+
+    task_count: int
+    parallelism: int = 0
+    max_retries: int = DEFAULT_MAX_RETRIES
+    attempts: dict[int, int] = field(default_factory=dict)  # task -> attempts started
+    running: set[int] = field(default_factory=set)
+    succeeded: set[int] = field(default_factory=set)
+    failed: set[int] = field(default_factory=set)
+
+    def next_start(self) -> tuple[int, int] | None:
+        """Mark the next task attempt as running and return ``(task index, attempt number)``,
+        or ``None`` when none may start now (parallelism reached, a task failed for good, or
+        every task started)."""
+        limit = self.parallelism or self.task_count
+        if self.failed or len(self.running) >= limit:
+            return None
+        for index in range(self.task_count):
+            if index in self.running or index in self.succeeded:
+                continue
+            started = self.attempts.get(index, 0)
+            if started > self.max_retries:
+                continue
+            self.attempts[index] = started + 1
+            self.running.add(index)
+            return index, started
+        return None
+
+    def ended(self, index: int, *, ok: bool) -> None:
+        """Record that task ``index``'s running attempt ended, succeeding or not."""
+        self.running.discard(index)
+        if ok:
+            self.succeeded.add(index)
+        elif self.attempts.get(index, 0) > self.max_retries:
+            self.failed.add(index)
+
+    @property
+    def done(self) -> bool:
+        """No attempt runs and none will start: every task succeeded, or one failed for good."""
+        return not self.running and (bool(self.failed) or len(self.succeeded) == self.task_count)
+
+    @property
+    def state(self) -> str:
+        """``"SUCCEEDED"``, ``"FAILED"`` or ``"RUNNING"``."""
+        if self.failed and not self.running:
+            return "FAILED"
+        if len(self.succeeded) == self.task_count:
+            return "SUCCEEDED"
+        return "RUNNING"

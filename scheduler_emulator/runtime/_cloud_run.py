@@ -1,0 +1,586 @@
+"""Cloud Run jobs run locally: executions of the defined jobs as local processes, and their
+records in the data directory.
+
+:class:`CloudRun` holds the defined jobs (:class:`~scheduler_emulator.domain.cloud_run.
+CloudRunJob`), starts an execution on a run request (the Admin API app of
+:mod:`~scheduler_emulator.runtime._cloud_run_api` calls :meth:`CloudRun.run`), and keeps every
+execution in :class:`ExecutionStore` (a table of its own in the store's SQLite file).
+
+An execution runs on a thread of its own: its tasks as processes (``argv`` of the job, in the
+daemon's working directory), at most ``parallelism`` at once, following
+:class:`~scheduler_emulator.domain.cloud_run.TaskRules`. Each process gets the daemon's
+environment, the container's ``env`` and the container contract's variables
+(``CLOUD_RUN_JOB``, ``CLOUD_RUN_EXECUTION``, ``CLOUD_RUN_TASK_INDEX``,
+``CLOUD_RUN_TASK_ATTEMPT``, ``CLOUD_RUN_TASK_COUNT``;
+cloud.google.com/run/docs/container-contract#jobs-env-vars), nothing of the scheduler's
+request. A task attempt past its timeout gets SIGTERM, then SIGKILL after
+:data:`STOP_GRACE_SECONDS` (cloud.google.com/run/docs/container-contract#instance-shutdown).
+Tasks run in real time whatever the emulator's clock; :meth:`CloudRun.settle` waits for the
+executions started so far (a manual clock's moves call it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import sqlite3
+import string
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from ..domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
+from ..domain.codec import format_timestamp
+from ..domain.errors import InvalidArgument, NotFound
+from ..realtime import now as real_now
+from ..wire import parse_timestamp
+from ._clock import Clock
+
+__all__ = [
+    "EXECUTION_STATES",
+    "OUTPUT_TAIL_BYTES",
+    "STOP_GRACE_SECONDS",
+    "CloudRun",
+    "Execution",
+    "ExecutionStore",
+    "TaskAttempt",
+    "run_callable",
+]
+
+#: The last bytes of a task attempt's stdout and stderr that are kept.
+OUTPUT_TAIL_BYTES = 4096
+#: Seconds between SIGTERM and SIGKILL for a task past its timeout (Cloud Run gives a container
+#: 10 seconds after SIGTERM; cloud.google.com/run/docs/container-contract#instance-shutdown).
+STOP_GRACE_SECONDS = 10.0
+#: The states an execution is listed in.
+EXECUTION_STATES = ("RUNNING", "SUCCEEDED", "FAILED", "INTERRUPTED")
+_ID_CHARS = string.ascii_lowercase + string.digits
+
+
+@dataclass
+class TaskAttempt:
+    """One attempt of one task: a process.
+
+    :param index: the task's index (``CLOUD_RUN_TASK_INDEX``).
+    :param attempt: the attempt number from 0 (``CLOUD_RUN_TASK_ATTEMPT``).
+    :param start: when the process started (real time, UTC).
+    :param end: when it ended, ``None`` while it runs.
+    :param exit_code: the process's exit status (negative: the signal that ended it), ``None``
+        while it runs or when it could not start.
+    :param stopped: why the emulator ended it: ``"timeout"``, ``"interrupted"`` (the emulator
+        stopped), ``"not started"`` (the command could not be started), else ``""``.
+    :param stdout: the last :data:`OUTPUT_TAIL_BYTES` of its standard output, as text.
+    :param stderr: the same of its standard error (or why it could not start).
+    """
+
+    index: int
+    attempt: int
+    start: datetime
+    end: datetime | None = None
+    exit_code: int | None = None
+    stopped: str = ""
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether it exited with status 0 on its own."""
+        return self.exit_code == 0 and not self.stopped
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"index", "attempt", "startTime", "endTime"?, "exitCode"?, "stopped"?, "stdout",
+        "stderr"}``."""
+        out: dict[str, Any] = {
+            "index": self.index,
+            "attempt": self.attempt,
+            "startTime": format_timestamp(self.start),
+        }
+        if self.end is not None:
+            out["endTime"] = format_timestamp(self.end)
+        if self.exit_code is not None:
+            out["exitCode"] = self.exit_code
+        if self.stopped:
+            out["stopped"] = self.stopped
+        out["stdout"] = self.stdout
+        out["stderr"] = self.stderr
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TaskAttempt:
+        """The inverse of :meth:`to_json`."""
+        end = data.get("endTime")
+        return cls(
+            index=data["index"],
+            attempt=data["attempt"],
+            start=parse_timestamp(data["startTime"]),
+            end=None if end is None else parse_timestamp(end),
+            exit_code=data.get("exitCode"),
+            stopped=data.get("stopped", ""),
+            stdout=data.get("stdout", ""),
+            stderr=data.get("stderr", ""),
+        )
+
+
+@dataclass
+class Execution:
+    """One execution of a Cloud Run job and its task attempts.
+
+    :param name: ``projects/P/locations/L/jobs/J/executions/J-xxxxx``.
+    :param job: the Cloud Run job as this execution runs it (overrides applied).
+    :param create_time: the emulator clock's instant of the run request.
+    :param state: one of :data:`EXECUTION_STATES`.
+    :param attempts: every task attempt, in start order.
+    :param completion_time: when it ended (real time), ``None`` while it runs.
+    :param seq: its row number in the store (listing order).
+    :param scheduler_job: the ``X-CloudScheduler-JobName`` of the request that started it, ``""``
+        when no scheduler job did.
+    """
+
+    name: str
+    job: CloudRunJob
+    create_time: datetime
+    state: str = "RUNNING"
+    attempts: list[TaskAttempt] = field(default_factory=list)
+    completion_time: datetime | None = None
+    seq: int = 0
+    scheduler_job: str = ""
+
+    @property
+    def execution_id(self) -> str:
+        """The last segment of :attr:`name`."""
+        return self.name.rsplit("/", 1)[-1]
+
+    def counts(self) -> dict[str, int]:
+        """``{"succeeded", "failed", "running", "retried"}``: tasks by their last attempt's
+        outcome, and attempts after a task's first."""
+        last: dict[int, TaskAttempt] = {}
+        for attempt in self.attempts:
+            last[attempt.index] = attempt
+        return {
+            "succeeded": sum(1 for a in last.values() if a.ok),
+            "failed": sum(1 for a in last.values() if a.end is not None and not a.ok),
+            "running": sum(1 for a in last.values() if a.end is None),
+            "retried": sum(1 for a in self.attempts if a.attempt > 0),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The emulator's view (``GET /_emulator/executions``): ``{"name", "job", "state",
+        "createTime", "completionTime"?, "taskCount", "parallelism", "maxRetries",
+        "timeout", "command", "schedulerJob"?, "succeededCount", "failedCount",
+        "runningCount", "retriedCount", "taskAttempts": [...]}``."""
+        counts = self.counts()
+        out: dict[str, Any] = {
+            "name": self.name,
+            "job": self.job.name,
+            "state": self.state,
+            "createTime": format_timestamp(self.create_time),
+        }
+        if self.completion_time is not None:
+            out["completionTime"] = format_timestamp(self.completion_time)
+        out |= {
+            "taskCount": self.job.task_count,
+            "parallelism": self.job.parallelism,
+            "maxRetries": self.job.max_retries,
+            "timeout": f"{self.job.timeout_seconds:g}s",
+            "command": list(self.job.argv),
+        }
+        if self.scheduler_job:
+            out["schedulerJob"] = self.scheduler_job
+        out |= {f"{k}Count": v for k, v in counts.items()}
+        out["taskAttempts"] = [a.to_json() for a in self.attempts]
+        return out
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS cloud_run_executions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    job TEXT NOT NULL,
+    state TEXT NOT NULL,
+    body TEXT NOT NULL
+)
+"""
+
+
+class ExecutionStore:
+    """The executions, one row each in the table ``cloud_run_executions`` of the store's SQLite
+    file (a connection of its own; ``":memory:"`` keeps them in memory).
+
+    At most ``retain`` executions are kept, the oldest going first. Opening it records an
+    execution left running by a daemon that stopped or was killed as ``INTERRUPTED`` — its task
+    attempts kept, those that were running marked ``interrupted``.
+
+    :param path: the SQLite file, or ``":memory:"``.
+    :param retain: executions kept; ``None``: all.
+    """
+
+    def __init__(self, path: Path | str, retain: int | None) -> None:
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA busy_timeout=10000")
+        self._db.execute(_SCHEMA)
+        self._lock = threading.Lock()
+        self.retain = retain
+        self._interrupt_left_running()
+
+    def _interrupt_left_running(self) -> None:
+        for execution in self.list(state="RUNNING", limit=None):
+            self.interrupt(execution, real_now())
+
+    def interrupt(self, execution: Execution, at: datetime) -> None:
+        """Record ``execution`` as ``INTERRUPTED`` at ``at``, its running attempts ended then."""
+        for attempt in execution.attempts:
+            if attempt.end is None:
+                attempt.end, attempt.stopped = at, "interrupted"
+        execution.state, execution.completion_time = "INTERRUPTED", at
+        self.save(execution)
+
+    def save(self, execution: Execution) -> None:
+        """Insert or update ``execution``'s row (its ``seq`` is set on insert)."""
+        body = json.dumps(_execution_row(execution))
+        with self._lock:
+            if execution.seq:
+                self._db.execute(
+                    "UPDATE cloud_run_executions SET state = ?, body = ? WHERE seq = ?",
+                    (execution.state, body, execution.seq),
+                )
+                return
+            cursor = self._db.execute(
+                "INSERT INTO cloud_run_executions (name, job, state, body) VALUES (?, ?, ?, ?)",
+                (execution.name, execution.job.name, execution.state, body),
+            )
+            execution.seq = int(cursor.lastrowid or 0)
+            if self.retain is not None:
+                self._db.execute(
+                    "DELETE FROM cloud_run_executions WHERE seq <= ?",
+                    (execution.seq - self.retain,),
+                )
+
+    def get(self, name: str) -> Execution | None:
+        """The execution named ``name`` (full name or its ID), or ``None``."""
+        sql = "SELECT seq, body FROM cloud_run_executions WHERE name = ? OR name LIKE ?"
+        pattern = "%/executions/" + name.replace("%", "").replace("_", "")
+        with self._lock:
+            row = self._db.execute(sql, (name, pattern)).fetchone()
+        return None if row is None else _execution_from_row(row[0], json.loads(row[1]))
+
+    def list(
+        self,
+        *,
+        job: str | None = None,
+        state: str | None = None,
+        after: int = 0,
+        limit: int | None = 100,
+    ) -> list[Execution]:
+        """Executions in creation order, after row ``after``, at most ``limit`` of them.
+
+        :param job: only the Cloud Run job of this full name.
+        :param state: only executions in this state.
+        """
+        clauses, args = ["seq > ?"], [after]
+        if job is not None:
+            clauses.append("job = ?")
+            args.append(job)  # type: ignore[arg-type]
+        if state is not None:
+            clauses.append("state = ?")
+            args.append(state)  # type: ignore[arg-type]
+        sql = (
+            f"SELECT seq, body FROM cloud_run_executions WHERE {' AND '.join(clauses)} ORDER BY seq"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return [_execution_from_row(seq, json.loads(body)) for seq, body in rows]
+
+    def clear(self) -> None:
+        """Delete every execution (an execution still running is not recorded again)."""
+        with self._lock:
+            self._db.execute("DELETE FROM cloud_run_executions")
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+
+def _execution_row(execution: Execution) -> dict[str, Any]:
+    job = execution.job
+    return {
+        "name": execution.name,
+        "createTime": format_timestamp(execution.create_time),
+        "completionTime": None
+        if execution.completion_time is None
+        else format_timestamp(execution.completion_time),
+        "state": execution.state,
+        "schedulerJob": execution.scheduler_job,
+        "job": {
+            "name": job.name,
+            "argv": list(job.argv),
+            "env": [list(pair) for pair in job.env],
+            "taskCount": job.task_count,
+            "parallelism": job.parallelism,
+            "maxRetries": job.max_retries,
+            "timeoutSeconds": job.timeout_seconds,
+            "commandLength": job.command_length,
+            "image": job.image,
+        },
+        "attempts": [a.to_json() for a in execution.attempts],
+    }
+
+
+def _execution_from_row(seq: int, row: Mapping[str, Any]) -> Execution:
+    job = row["job"]
+    completion = row.get("completionTime")
+    return Execution(
+        name=row["name"],
+        job=CloudRunJob(
+            name=job["name"],
+            argv=tuple(job["argv"]),
+            env=tuple((k, v) for k, v in job["env"]),
+            task_count=job["taskCount"],
+            parallelism=job["parallelism"],
+            max_retries=job["maxRetries"],
+            timeout_seconds=job["timeoutSeconds"],
+            command_length=job["commandLength"],
+            image=job.get("image", ""),
+        ),
+        create_time=parse_timestamp(row["createTime"]),
+        state=row["state"],
+        attempts=[TaskAttempt.from_json(a) for a in row["attempts"]],
+        completion_time=None if completion is None else parse_timestamp(completion),
+        seq=seq,
+        scheduler_job=row.get("schedulerJob", ""),
+    )
+
+
+def _tail(handle: IO[bytes]) -> str:
+    """The last :data:`OUTPUT_TAIL_BYTES` of a file, as text."""
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, size - OUTPUT_TAIL_BYTES))
+    return handle.read().decode("utf-8", "replace")
+
+
+class CloudRun:
+    """The Cloud Run jobs the emulator defines and their executions.
+
+    :param clock: stamps an execution's ``createTime``.
+    :param store: where executions are kept.
+    :param jobs: the defined jobs.
+    :param cwd: the working directory of task processes; the daemon's by default.
+    """
+
+    #: Seconds between SIGTERM and SIGKILL for a task past its timeout.
+    grace_seconds: float = STOP_GRACE_SECONDS
+
+    def __init__(
+        self,
+        clock: Clock,
+        store: ExecutionStore,
+        jobs: Iterable[CloudRunJob] = (),
+        *,
+        cwd: str | None = None,
+    ) -> None:
+        self.clock = clock
+        self.store = store
+        self.cwd = cwd
+        self._jobs: dict[str, CloudRunJob] = {}
+        self._threads: list[threading.Thread] = []
+        self._processes: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+        self._closing = False
+        for job in jobs:
+            self.define(job)
+
+    # ------------------------------------------------------------------ jobs
+
+    def define(self, job: CloudRunJob) -> None:
+        """Define ``job`` (replacing a job of the same name)."""
+        self._jobs[job.name] = job
+
+    def jobs(self) -> list[CloudRunJob]:
+        """The defined jobs, in definition order."""
+        return list(self._jobs.values())
+
+    def find(self, project: str, location: str, job_id: str) -> CloudRunJob:
+        """The defined job ``job_id`` of ``project`` (a project number matches any project)
+        in ``location``.
+
+        :raises NotFound: as the Admin API words it, naming ``--cloud-run-jobs`` and the jobs
+            defined.
+        """
+        for job in self._jobs.values():
+            same_project = job.project == project or project.isdigit()
+            if job.job_id == job_id and job.location == location and same_project:
+                return job
+        defined = ", ".join(j.name for j in self._jobs.values()) or "none"
+        raise NotFound(
+            f"Resource '{job_id}' of kind 'JOB' in region '{location}' in project '{project}' "
+            f"does not exist. The emulator runs the Cloud Run jobs given with "
+            f"--cloud-run-jobs FILE (defined: {defined})."
+        )
+
+    # ------------------------------------------------------------------ executions
+
+    def run(
+        self, job: CloudRunJob, overrides: RunOverrides | None = None, *, scheduler_job: str = ""
+    ) -> Execution:
+        """Create an execution of ``job`` with ``overrides`` and start its tasks.
+
+        :param scheduler_job: the Cloud Scheduler job that asked for it, if one did.
+        :return: the execution, recorded and running.
+        :raises InvalidArgument: when the emulator is stopping.
+        """
+        if self._closing:
+            raise InvalidArgument("The emulator is stopping; no execution starts.")
+        job = job.with_overrides(overrides or RunOverrides())
+        suffix = "".join(secrets.choice(_ID_CHARS) for _ in range(5))
+        execution = Execution(
+            name=f"{job.name}/executions/{job.job_id}-{suffix}",
+            job=job,
+            create_time=self.clock.now(),
+            scheduler_job=scheduler_job,
+        )
+        self.store.save(execution)
+        thread = threading.Thread(
+            target=self._execute, args=(execution,), name=f"cloud-run-{suffix}", daemon=True
+        )
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._threads.append(thread)
+        thread.start()
+        return execution
+
+    def settle(self) -> None:
+        """Wait until every execution started so far has ended (tasks run in real time)."""
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join()
+
+    def close(self) -> None:
+        """Stop: running task processes get SIGKILL and their executions are recorded as
+        ``INTERRUPTED``; then close the store."""
+        self._closing = True
+        with self._lock:
+            processes = list(self._processes)
+        for process in processes:
+            _signal(process, signal.SIGKILL)
+        self.settle()
+        self.store.close()
+
+    def _execute(self, execution: Execution) -> None:
+        job = execution.job
+        rules = TaskRules(job.task_count, job.parallelism, job.max_retries)
+        ended = threading.Condition()
+        finished: list[TaskAttempt] = []
+
+        def run_task(attempt: TaskAttempt) -> None:
+            self._run_attempt(execution, attempt)
+            with ended:
+                finished.append(attempt)
+                ended.notify()
+
+        while True:
+            with ended:
+                while finished:
+                    attempt = finished.pop()
+                    rules.ended(attempt.index, ok=attempt.ok)
+                    self.store.save(execution)
+                if rules.done or self._closing and not rules.running:
+                    break
+                started = rules.next_start() if not self._closing else None
+                if started is None:
+                    ended.wait()
+                    continue
+            index, number = started
+            attempt = TaskAttempt(index, number, real_now())
+            execution.attempts.append(attempt)
+            self.store.save(execution)  # a daemon killed now keeps this attempt's record
+            threading.Thread(target=run_task, args=(attempt,), daemon=True).start()
+        if self._closing and not rules.done:
+            self.store.interrupt(execution, real_now())
+            return
+        execution.state, execution.completion_time = rules.state, real_now()
+        self.store.save(execution)
+
+    def _environment(self, execution: Execution, attempt: TaskAttempt) -> dict[str, str]:
+        job = execution.job
+        env = dict(os.environ)
+        env.update(job.env)
+        env.update(
+            CLOUD_RUN_JOB=job.job_id,
+            CLOUD_RUN_EXECUTION=execution.execution_id,
+            CLOUD_RUN_TASK_INDEX=str(attempt.index),
+            CLOUD_RUN_TASK_ATTEMPT=str(attempt.attempt),
+            CLOUD_RUN_TASK_COUNT=str(job.task_count),
+        )
+        return env
+
+    def _run_attempt(self, execution: Execution, attempt: TaskAttempt) -> None:
+        job = execution.job
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            try:
+                process = subprocess.Popen(
+                    job.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    cwd=self.cwd,
+                    env=self._environment(execution, attempt),
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                attempt.end, attempt.stopped = real_now(), "not started"
+                attempt.stderr = f"cannot start {job.argv[0]!r}: {exc.strerror or exc}"
+                return
+            with self._lock:
+                self._processes.add(process)
+            try:
+                attempt.exit_code = process.wait(job.timeout_seconds)
+            except subprocess.TimeoutExpired:
+                attempt.stopped = "timeout"
+                _signal(process, signal.SIGTERM)
+                try:
+                    attempt.exit_code = process.wait(self.grace_seconds)
+                except subprocess.TimeoutExpired:
+                    _signal(process, signal.SIGKILL)
+                    attempt.exit_code = process.wait()
+            finally:
+                with self._lock:
+                    self._processes.discard(process)
+            if self._closing and not attempt.stopped and attempt.exit_code != 0:
+                attempt.stopped = "interrupted"
+            attempt.end = real_now()
+            attempt.stdout, attempt.stderr = _tail(out), _tail(err)
+
+
+def _signal(process: subprocess.Popen[bytes], signum: int) -> None:
+    """Send ``signum`` to the task's process group (its children too), once it still runs."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signum)
+
+
+def run_callable(target: str) -> None:
+    """Run ``module:qualname`` as a task process does and exit with its return value (``None``
+    is 0, an ``int`` is the exit status, an exception prints its traceback and exits 1).
+
+    The pytest plugin's callable jobs run ``python -c`` with this.
+    """
+    import importlib
+    import sys
+
+    module_name, _, qualname = target.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    function: Callable[[], Any] = obj
+    result = function()
+    sys.exit(0 if result is None else result)

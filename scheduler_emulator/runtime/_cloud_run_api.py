@@ -1,0 +1,397 @@
+"""The Cloud Run Admin API, as far as the emulator answers it, and the transport that routes a
+scheduler attempt to it instead of to Google.
+
+:class:`CloudRunAdminApi` is a WSGI app answering, for the jobs the emulator defines
+(:class:`~scheduler_emulator.runtime._cloud_run.CloudRun`):
+
+- ``POST /v2/projects/P/locations/L/jobs/J:run`` → 200 with the v2 long-running ``Operation``
+  whose ``metadata`` is the ``Execution`` (cloud.google.com/run/docs/reference/rest/v2/
+  projects.locations.jobs/run);
+- ``POST /apis/run.googleapis.com/v1/namespaces/P/jobs/J:run`` (on
+  ``https://REGION-run.googleapis.com``) → 200 with the v1 ``Execution``
+  (cloud.google.com/run/docs/reference/rest/v1/namespaces.jobs/run);
+- ``GET /v2/projects/P/locations/L/jobs[/J]``, ``GET …/jobs/J/executions[/E]`` and
+  ``GET /v2/projects/P/locations/L/operations/O``, in the v2 REST shape, so Google's
+  ``google-cloud-run`` client (REST transport) lists jobs, runs one and reads its execution;
+- 404 ``NOT_FOUND`` for a job the emulator does not define (naming ``--cloud-run-jobs``), 400
+  ``INVALID_ARGUMENT`` for a run body that is not a ``RunJobRequest``.
+
+Reached from a scheduler attempt (``require_token=True``), it wants what Google APIs want: an
+OAuth access token the emulator minted (a job's ``oauthToken``); an OIDC ID token or none gets
+Google's 401 ``UNAUTHENTICATED`` and starts nothing. On the daemon's port anyone may call it, as
+the scheduler API itself.
+
+:class:`GoogleApisTransport` wraps the emulator's transport: ``https://run.googleapis.com`` and
+``https://REGION-run.googleapis.com`` go to the app in-process; any other ``*.googleapis.com``
+URL fails its attempt with a reason and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from werkzeug.wrappers import Request, Response
+
+from ..domain.cloud_run import CloudRunJob, parse_run_request
+from ..domain.codec import format_timestamp
+from ..domain.errors import ApiError, InvalidArgument, NotFound
+from ..domain.outcomes import Failure
+from ..wire import JOB_NAME_HEADER
+from ._cloud_run import CloudRun, Execution
+from ._tokens import TokenAuthority
+from ._transports import DeliveryRequest, MountTransport, Transport, TransportResult
+
+__all__ = [
+    "PATH_PREFIXES",
+    "CloudRunAdminApi",
+    "GoogleApisTransport",
+    "is_cloud_run_host",
+    "unauthenticated",
+    "v1_execution",
+    "v2_execution",
+    "v2_job",
+]
+
+_V2 = re.compile(
+    r"^/v2/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"
+    r"(?:jobs(?:/(?P<job>[^/:]+)(?::(?P<verb>run)|/executions(?:/(?P<execution>[^/]+))?)?)?"
+    r"|operations/(?P<operation>[^/]+))$"
+)
+_V1_RUN = re.compile(
+    r"^/apis/run\.googleapis\.com/v1/namespaces/(?P<project>[^/]+)/jobs/(?P<job>[^/:]+):run$"
+)
+_REGIONAL = re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-run\.googleapis\.com$")
+#: Paths the app answers on the daemon's port.
+PATH_PREFIXES = ("/v2/projects/", "/apis/run.googleapis.com/")
+_DEVCONSOLE = "See https://developers.google.com/identity/sign-in/web/devconsole-project."
+
+
+def is_cloud_run_host(host: str) -> bool:
+    """Whether ``host`` is the Cloud Run Admin API: ``run.googleapis.com`` or
+    ``REGION-run.googleapis.com``."""
+    return host == "run.googleapis.com" or _REGIONAL.match(host) is not None
+
+
+def unauthenticated(authorization: str | None, method: str) -> dict[str, Any]:
+    """Google's 401 body for a request without an OAuth access token: ``CREDENTIALS_MISSING``
+    when there is no ``Authorization``, ``ACCESS_TOKEN_TYPE_UNSUPPORTED`` for another kind of
+    token (an OIDC ID token), as Google APIs answer (the ``google.rpc.ErrorInfo`` reasons of
+    cloud.google.com/apis/design/errors)."""
+    missing = not authorization
+    message = (
+        "Request is missing required authentication credential. Expected OAuth 2 access "
+        f"token, login cookie or other valid authentication credential. {_DEVCONSOLE}"
+        if missing
+        else "Request had invalid authentication credentials. Expected OAuth 2 access token, "
+        f"login cookie or other valid authentication credential. {_DEVCONSOLE}"
+    )
+    return {
+        "error": {
+            "code": 401,
+            "message": message,
+            "status": "UNAUTHENTICATED",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "CREDENTIALS_MISSING" if missing else "ACCESS_TOKEN_TYPE_UNSUPPORTED",
+                    "domain": "googleapis.com",
+                    "metadata": {"service": "run.googleapis.com", "method": method},
+                }
+            ],
+        }
+    }
+
+
+def _json(body: Any, status: int = 200, **headers: str) -> Response:
+    response = Response(json.dumps(body), status, mimetype="application/json")
+    response.headers.update(headers)
+    return response
+
+
+def _v2_container(job: CloudRunJob) -> dict[str, Any]:
+    program, args = job.argv[: job.command_length], job.argv[job.command_length :]
+    container: dict[str, Any] = {"image": job.image, "command": list(program)}
+    if args:
+        container["args"] = list(args)
+    if job.env:
+        container["env"] = [{"name": k, "value": v} for k, v in job.env]
+    return container
+
+
+def _v2_template(job: CloudRunJob) -> dict[str, Any]:
+    return {
+        "taskCount": job.task_count,
+        "parallelism": job.parallelism,
+        "template": {
+            "containers": [_v2_container(job)],
+            "maxRetries": job.max_retries,
+            "timeout": f"{job.timeout_seconds:g}s",
+        },
+    }
+
+
+def v2_job(job: CloudRunJob, executions: int) -> dict[str, Any]:
+    """The v2 REST ``Job`` of a defined job."""
+    return {
+        "name": job.name,
+        "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, job.name)),
+        "generation": "1",
+        "launchStage": "GA",
+        "template": _v2_template(job),
+        "executionCount": executions,
+    }
+
+
+def v2_execution(execution: Execution) -> dict[str, Any]:
+    """The v2 REST ``Execution``: counts, times and its ``Completed`` condition."""
+    counts = execution.counts()
+    job = execution.job
+    condition = {
+        "RUNNING": "CONDITION_PENDING",
+        "SUCCEEDED": "CONDITION_SUCCEEDED",
+    }.get(execution.state, "CONDITION_FAILED")
+    body: dict[str, Any] = {
+        "name": execution.name,
+        "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, execution.name)),
+        "job": job.job_id,
+        "createTime": format_timestamp(execution.create_time),
+        "startTime": format_timestamp(execution.create_time),
+        "launchStage": "GA",
+        "parallelism": job.parallelism,
+        "taskCount": job.task_count,
+        "template": _v2_template(job)["template"],
+        "runningCount": counts["running"],
+        "succeededCount": counts["succeeded"],
+        "failedCount": counts["failed"],
+        "retriedCount": counts["retried"],
+        "conditions": [{"type": "Completed", "state": condition}],
+        "reconciling": execution.state == "RUNNING",
+    }
+    if execution.completion_time is not None:
+        body["completionTime"] = format_timestamp(execution.completion_time)
+    return body
+
+
+def v1_execution(execution: Execution) -> dict[str, Any]:
+    """The v1 (Knative) ``Execution`` the v1 ``jobs/J:run`` answers."""
+    job = execution.job
+    return {
+        "apiVersion": "run.googleapis.com/v1",
+        "kind": "Execution",
+        "metadata": {
+            "name": execution.execution_id,
+            "namespace": job.project,
+            "labels": {
+                "run.googleapis.com/job": job.job_id,
+                "cloud.googleapis.com/location": job.location,
+            },
+            "creationTimestamp": format_timestamp(execution.create_time),
+        },
+        "spec": {
+            "parallelism": job.parallelism,
+            "taskCount": job.task_count,
+            "template": {
+                "spec": {
+                    "containers": [_v2_container(job)],
+                    "maxRetries": job.max_retries,
+                    "timeoutSeconds": str(int(job.timeout_seconds)),
+                }
+            },
+        },
+        "status": {"observedGeneration": 1},
+    }
+
+
+class CloudRunAdminApi:
+    """The Cloud Run Admin API's ``jobs`` and ``executions`` methods over
+    :class:`~scheduler_emulator.runtime._cloud_run.CloudRun` (a WSGI app).
+
+    :param cloud_run: the defined jobs and their executions.
+    :param tokens: the authority whose minted access tokens are accepted.
+    :param default_location: the location of a v1 request without a regional host.
+    :param require_token: refuse a request without a minted OAuth access token (401), as
+        Google does; the daemon's port serves the app without this.
+    """
+
+    def __init__(
+        self,
+        cloud_run: CloudRun,
+        tokens: TokenAuthority,
+        default_location: str,
+        *,
+        require_token: bool = False,
+    ) -> None:
+        self.cloud_run = cloud_run
+        self.tokens = tokens
+        self.default_location = default_location
+        self.require_token = require_token
+        self._operations: dict[str, str] = {}  # operation ID -> execution name
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        request = Request(environ)
+        try:
+            response = self.dispatch(request)
+        except ApiError as exc:
+            response = _json(exc.to_envelope(), exc.http_status)
+        return response(environ, start_response)
+
+    def _authorized(self, request: Request, method: str) -> Response | None:
+        if not self.require_token:
+            return None
+        authorization = request.headers.get("Authorization")
+        token = (authorization or "").removeprefix("Bearer ").strip()
+        if authorization and self.tokens.lookup(token) is not None:
+            return None
+        return _json(
+            unauthenticated(authorization, method),
+            401,
+            **{"WWW-Authenticate": 'Bearer realm="https://accounts.google.com/"'},
+        )
+
+    def dispatch(self, request: Request) -> Response:
+        """Answer one request. :raises ApiError: for the errors the Admin API answers."""
+        path = request.path
+        v1 = _V1_RUN.match(path)
+        if v1 is not None:
+            refused = self._authorized(request, "google.cloud.run.v1.Jobs.RunJob")
+            if refused is not None:
+                return refused
+            host = _REGIONAL.match((request.host or "").split(":")[0])
+            location = host["region"] if host else self.default_location
+            if request.method != "POST":
+                raise NotFound(f"The method {request.method} {path} is not found.")
+            job = self.cloud_run.find(v1["project"], location, v1["job"])
+            execution = self._run(job, request, v1=True)
+            return _json(v1_execution(execution))
+        match = _V2.match(path)
+        if match is None:
+            raise NotFound(
+                f"The emulator answers the Cloud Run Admin API's jobs/J:run (v1 and v2) and its "
+                f"v2 jobs, executions and operations reads; not {request.method} {path}."
+            )
+        verb = "RunJob" if match["verb"] else "Get"
+        refused = self._authorized(request, f"google.cloud.run.v2.Jobs.{verb}")
+        if refused is not None:
+            return refused
+        project, location = match["project"], match["location"]
+        if match["operation"] is not None:
+            return _json(self._operation(project, location, match["operation"]))
+        if match["job"] is None:
+            jobs = [j for j in self.cloud_run.jobs() if j.location == location]
+            jobs = [j for j in jobs if j.project == project or project.isdigit()]
+            return _json({"jobs": [v2_job(j, self._count(j)) for j in jobs]})
+        job = self.cloud_run.find(project, location, match["job"])
+        if match["verb"]:
+            if request.method != "POST":
+                raise NotFound(f"The method {request.method} {path} is not found.")
+            execution = self._run(job, request, v1=False)
+            return _json(self._operation_body(execution, self._new_operation(execution)))
+        if "/executions" not in path:
+            return _json(v2_job(job, self._count(job)))
+        if match["execution"] is None:
+            executions = self.cloud_run.store.list(job=job.name, limit=None)
+            return _json({"executions": [v2_execution(e) for e in reversed(executions)]})
+        found = self.cloud_run.store.get(f"{job.name}/executions/{match['execution']}")
+        if found is None:
+            raise NotFound(
+                f"Resource '{match['execution']}' of kind 'EXECUTION' in region '{location}' "
+                f"in project '{project}' does not exist."
+            )
+        return _json(v2_execution(found))
+
+    def _count(self, job: CloudRunJob) -> int:
+        return len(self.cloud_run.store.list(job=job.name, limit=None))
+
+    def _run(self, job: CloudRunJob, request: Request, *, v1: bool) -> Execution:
+        raw = request.get_data()
+        try:
+            body = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            raise InvalidArgument(
+                f"Invalid JSON payload received. The body is not JSON: "
+                f"{raw[:80].decode('utf-8', 'replace')!r}."
+            ) from None
+        overrides = parse_run_request(body, v1=v1)
+        scheduler_job = request.headers.get(JOB_NAME_HEADER, "")
+        return self.cloud_run.run(job, overrides, scheduler_job=scheduler_job)
+
+    def _new_operation(self, execution: Execution) -> str:
+        operation = str(uuid.uuid4())
+        self._operations[operation] = execution.name
+        while len(self._operations) > 10_000:  # bounded: the oldest go first
+            self._operations.pop(next(iter(self._operations)))
+        return operation
+
+    def _operation_body(self, execution: Execution, operation: str) -> dict[str, Any]:
+        job = execution.job
+        done = execution.state != "RUNNING"
+        typed = {"@type": "type.googleapis.com/google.cloud.run.v2.Execution"}
+        body: dict[str, Any] = {
+            "name": f"projects/{job.project}/locations/{job.location}/operations/{operation}",
+            "metadata": typed | v2_execution(execution),
+            "done": done,
+        }
+        if done:
+            body["response"] = typed | v2_execution(execution)
+        return body
+
+    def _operation(self, project: str, location: str, operation: str) -> dict[str, Any]:
+        name = self._operations.get(operation)
+        execution = None if name is None else self.cloud_run.store.get(name)
+        if execution is None:
+            raise NotFound(
+                f"Operation 'projects/{project}/locations/{location}/operations/"
+                f"{operation}' not found."
+            )
+        return self._operation_body(execution, operation)
+
+
+class GoogleApisTransport(MountTransport):
+    """The emulator's transport for HTTP attempts: Cloud Run Admin API hosts go to ``api``
+    in-process; any other ``*.googleapis.com`` URL fails (``CONNECTION``, nothing sent) with a
+    reason naming what the emulator can route; every other URL goes to ``fallback``.
+
+    :param api: the Admin API app (with ``require_token=True``).
+    :param fallback: the transport of every other URL.
+    """
+
+    def __init__(self, api: CloudRunAdminApi, fallback: Transport) -> None:
+        super().__init__(fallback=fallback)
+        self.api = api
+
+    def find(self, url: str) -> Any:
+        """The Admin API app for a Cloud Run Admin API URL, else ``None``."""
+        if ".googleapis.com" not in url:  # the common case, without parsing the URL
+            return None
+        host = urlsplit(url).hostname or ""
+        return self.api if is_cloud_run_host(host) else None
+
+    def _refused(self, request: DeliveryRequest) -> TransportResult | None:
+        if ".googleapis.com" not in request.url:
+            return None
+        host = urlsplit(request.url).hostname or ""
+        if host.endswith(".googleapis.com") and not is_cloud_run_host(host):
+            return TransportResult(
+                failure=Failure.CONNECTION,
+                detail=f"Not sent: the emulator sends nothing to Google. Of *.googleapis.com it "
+                f"answers only the Cloud Run Admin API's jobs/J:run (run.googleapis.com, "
+                f"REGION-run.googleapis.com) for jobs given with --cloud-run-jobs; {host} is "
+                f"not routed.",
+            )
+        return None
+
+    def can_start(self, request: DeliveryRequest) -> bool:
+        """A Google API URL is answered in :meth:`send`, never started on the wire."""
+        return self._refused(request) is None and super().can_start(request)
+
+    def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
+        """Answer in-process, refuse, or send through the fallback transport."""
+        refused = self._refused(request)
+        return refused if refused is not None else super().send(request, timeout_seconds)

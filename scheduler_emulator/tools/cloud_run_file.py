@@ -1,0 +1,50 @@
+"""``--cloud-run-jobs FILE``: the Cloud Run jobs the emulator runs locally, read from YAML or
+JSON files through the one bounded reader of user files (:mod:`.documents`).
+
+A file holds one Cloud Run job or a list of them, each a v2 REST ``Job`` or what
+``gcloud run jobs describe J --format=export`` prints (the v1 shape); see
+:func:`~scheduler_emulator.domain.cloud_run.parse_cloud_run_job`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..domain.cloud_run import parse_cloud_run_job
+from ..domain.errors import ApiError, ConfigurationError
+from .documents import load_document, read_text
+
+__all__ = ["load_cloud_run_jobs"]
+
+
+def load_cloud_run_jobs(
+    paths: Iterable[str | Path], *, project: str, location: str
+) -> tuple[Mapping[str, Any], ...]:
+    """Read every Cloud Run job of ``paths``, checked.
+
+    :param project: the project of a job named by its bare ID.
+    :param location: the location of a bare ID, or of a v1 job without a location label.
+    :raises ConfigurationError: (exit 2) naming the file, the job, the field and the value, or
+        a job defined twice.
+    :return: the definitions, in file order, for ``EmulatorOptions.cloud_run_jobs``.
+    """
+    definitions: list[Mapping[str, Any]] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        document = load_document(read_text(path, "the Cloud Run jobs file"), str(path))
+        items = document if isinstance(document, list) else [document]
+        for item in items:
+            try:
+                job = parse_cloud_run_job(item, project=project, location=location)
+            except ApiError as exc:
+                raise ConfigurationError(f"{path}: {exc.describe()}") from None
+            if job.name in seen:
+                raise ConfigurationError(
+                    f"{path}: Cloud Run job {job.name} is defined twice (first in "
+                    f"{seen[job.name]})."
+                )
+            seen[job.name] = str(path)
+            definitions.append(item)
+    return tuple(definitions)

@@ -1,0 +1,243 @@
+"""Cloud Run job definitions, run requests and the rules of an execution's tasks."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler_emulator.domain.cloud_run import (
+    DEFAULT_MAX_RETRIES,
+    CloudRunJob,
+    RunOverrides,
+    TaskRules,
+    parse_cloud_run_job,
+    parse_run_request,
+)
+from scheduler_emulator.domain.errors import InvalidArgument
+
+V2 = {
+    "name": "projects/shop/locations/europe-west1/jobs/export",
+    "template": {
+        "taskCount": 3,
+        "parallelism": 2,
+        "template": {
+            "maxRetries": 1,
+            "timeout": "120s",
+            "containers": [
+                {
+                    "image": "europe-docker.pkg.dev/shop/jobs/export:1",
+                    "command": ["python", "export.py"],
+                    "args": ["--all"],
+                    "env": [{"name": "BUCKET", "value": "b1"}],
+                }
+            ],
+        },
+    },
+}
+
+# What `gcloud run jobs describe export --format=export` prints (v1 shape), abridged.
+V1 = {
+    "apiVersion": "run.googleapis.com/v1",
+    "kind": "Job",
+    "metadata": {
+        "name": "export",
+        "namespace": "123456789012",
+        "labels": {"cloud.googleapis.com/location": "europe-west1"},
+    },
+    "spec": {
+        "template": {
+            "spec": {
+                "taskCount": 3,
+                "parallelism": 2,
+                "template": {
+                    "spec": {
+                        "maxRetries": 1,
+                        "timeoutSeconds": "120",
+                        "containers": [
+                            {
+                                "image": "europe-docker.pkg.dev/shop/jobs/export:1",
+                                "command": ["python", "export.py"],
+                                "args": ["--all"],
+                                "env": [{"name": "BUCKET", "value": "b1"}],
+                            }
+                        ],
+                    }
+                },
+            }
+        }
+    },
+}
+
+
+class TestDefinitions:
+    def test_v2_and_v1_shapes_read_to_the_same_job(self) -> None:
+        v2 = parse_cloud_run_job(V2, project="shop", location="us-central1")
+        v1 = parse_cloud_run_job(V1, project="shop", location="us-central1")
+        assert v2 == v1
+        assert v2 == CloudRunJob(
+            name="projects/shop/locations/europe-west1/jobs/export",
+            argv=("python", "export.py", "--all"),
+            env=(("BUCKET", "b1"),),
+            task_count=3,
+            parallelism=2,
+            max_retries=1,
+            timeout_seconds=120.0,
+            command_length=2,
+            image="europe-docker.pkg.dev/shop/jobs/export:1",
+        )
+
+    def test_defaults_are_googles(self) -> None:
+        job = parse_cloud_run_job(
+            {"name": "j", "template": {"template": {"containers": [{"command": ["true"]}]}}},
+            project="p",
+            location="us-east1",
+        )
+        assert job.name == "projects/p/locations/us-east1/jobs/j"
+        assert (job.task_count, job.parallelism, job.max_retries, job.timeout_seconds) == (
+            1,
+            0,
+            DEFAULT_MAX_RETRIES,
+            600.0,
+        )
+
+    def test_emulator_command_names_what_runs_for_an_image_without_command(self) -> None:
+        job = parse_cloud_run_job(
+            {
+                "name": "j",
+                "template": {
+                    "template": {
+                        "containers": [
+                            {"image": "gcr.io/p/j", "emulatorCommand": ["./run.sh"], "args": ["x"]}
+                        ]
+                    }
+                },
+            },
+            project="p",
+            location="l",
+        )
+        assert job.argv == ("./run.sh", "x") and job.command_length == 1
+
+    @pytest.mark.parametrize(
+        ("change", "named"),
+        [
+            pytest.param({"taskCount": 0}, ["template.taskCount", "0"], id="task-count"),
+            pytest.param({"parallelism": -1}, ["template.parallelism", "-1"], id="parallelism"),
+            pytest.param(
+                {"template": {"containers": [{"image": "gcr.io/p/j"}]}},
+                ["export", "emulatorCommand"],
+                id="no-command",
+            ),
+            pytest.param(
+                {"template": {"maxRetries": 11, "containers": [{"command": ["x"]}]}},
+                ["template.template.maxRetries", "11"],
+                id="retries",
+            ),
+            pytest.param(
+                {"template": {"timeout": "soon", "containers": [{"command": ["x"]}]}},
+                ["template.template.timeout", "soon"],
+                id="timeout",
+            ),
+            pytest.param(
+                {"template": {"containers": [{"command": "python job.py"}]}},
+                ["containers[0].command", "python job.py"],
+                id="command-string",
+            ),
+        ],
+    )
+    def test_a_bad_definition_names_job_field_and_value(
+        self, change: dict[str, object], named: list[str]
+    ) -> None:
+        body = {"name": "export", "template": {**V2["template"], **change}}  # type: ignore[dict-item]
+        with pytest.raises(InvalidArgument) as caught:
+            parse_cloud_run_job(body, project="p", location="l")
+        message = caught.value.describe()
+        assert "projects/p/locations/l/jobs/export" in message
+        for part in named:
+            assert part in message
+
+
+class TestRunRequests:
+    def test_overrides_reach_the_job(self) -> None:
+        job = parse_cloud_run_job(V2, project="shop", location="l")
+        overrides = parse_run_request(
+            {
+                "overrides": {
+                    "containerOverrides": [
+                        {"args": ["--day", "1"], "env": [{"name": "BUCKET", "value": "b2"}]}
+                    ],
+                    "taskCount": 5,
+                    "timeout": "30s",
+                }
+            }
+        )
+        run = job.with_overrides(overrides)
+        assert run.argv == ("python", "export.py", "--day", "1")
+        assert dict(run.env) == {"BUCKET": "b2"}
+        assert (run.task_count, run.timeout_seconds) == (5, 30.0)
+
+    def test_clear_args_drops_the_jobs_arguments(self) -> None:
+        job = parse_cloud_run_job(V2, project="shop", location="l")
+        run = job.with_overrides(RunOverrides(clear_args=True))
+        assert run.argv == ("python", "export.py")
+
+    def test_v1_body_names_timeout_seconds(self) -> None:
+        assert parse_run_request({"overrides": {"timeoutSeconds": 9}}, v1=True).timeout_seconds == 9
+
+    def test_an_empty_body_overrides_nothing(self) -> None:
+        assert parse_run_request({}) == RunOverrides()
+
+    @pytest.mark.parametrize(
+        ("body", "named"),
+        [
+            pytest.param([], "body", id="not-an-object"),
+            pytest.param({"overide": {}}, "overide", id="unknown-field"),
+            pytest.param({"overrides": {"taskCount": "many"}}, "overrides.taskCount", id="count"),
+            pytest.param(
+                {"overrides": {"containerOverrides": [{"args": "x"}]}},
+                "containerOverrides[0].args",
+                id="args",
+            ),
+        ],
+    )
+    def test_a_bad_run_request_is_invalid_argument(self, body: object, named: str) -> None:
+        with pytest.raises(InvalidArgument, match=named.replace("[", r"\[")):
+            parse_run_request(body)
+
+
+class TestTaskRules:
+    def test_at_most_parallelism_tasks_run_at_once(self) -> None:
+        rules = TaskRules(task_count=3, parallelism=2, max_retries=0)
+        assert [rules.next_start(), rules.next_start(), rules.next_start()] == [
+            (0, 0),
+            (1, 0),
+            None,
+        ]
+        rules.ended(1, ok=True)
+        assert rules.next_start() == (2, 0)
+
+    def test_parallelism_zero_runs_every_task_at_once(self) -> None:
+        rules = TaskRules(task_count=4, parallelism=0)
+        assert [rules.next_start() for _ in range(4)] == [(i, 0) for i in range(4)]
+
+    def test_a_failed_task_is_retried_with_the_next_attempt_number(self) -> None:
+        rules = TaskRules(task_count=1, max_retries=1)
+        assert rules.next_start() == (0, 0)
+        rules.ended(0, ok=False)
+        assert rules.next_start() == (0, 1)
+        rules.ended(0, ok=True)
+        assert rules.done and rules.state == "SUCCEEDED"
+
+    def test_the_execution_fails_after_max_retries_plus_one_attempts(self) -> None:
+        rules = TaskRules(task_count=1, max_retries=2)
+        for attempt in range(3):
+            assert rules.next_start() == (0, attempt)
+            rules.ended(0, ok=False)
+        assert rules.next_start() is None
+        assert rules.done and rules.state == "FAILED"
+
+    def test_no_task_starts_after_one_failed_for_good_and_running_ones_finish(self) -> None:
+        rules = TaskRules(task_count=3, parallelism=2, max_retries=0)
+        rules.next_start(), rules.next_start()
+        rules.ended(0, ok=False)
+        assert rules.next_start() is None and not rules.done
+        rules.ended(1, ok=True)
+        assert rules.done and rules.state == "FAILED"

@@ -1,0 +1,194 @@
+"""The daemon with ``--cloud-run-jobs``: a scheduled attempt starts an execution, the executions
+endpoint and view show it, Google's ``google-cloud-run`` client (REST) reads and runs the jobs,
+and a SIGKILL mid-execution loses nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon import MANUAL, Daemon, running_daemon
+from tests.support import run_cli, wait_for
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
+
+# What `gcloud run jobs describe export --format=export` prints (v1 shape), with the command the
+# emulator runs in place of the image's entrypoint.
+EXPORT_V1 = """
+apiVersion: run.googleapis.com/v1
+kind: Job
+metadata:
+  name: export
+  namespace: '123456789012'
+  labels:
+    cloud.googleapis.com/location: us-central1
+spec:
+  template:
+    spec:
+      taskCount: 3
+      parallelism: 2
+      template:
+        spec:
+          maxRetries: 1
+          timeoutSeconds: '600'
+          containers:
+          - image: us-docker.pkg.dev/my-project/jobs/export:latest
+            emulatorCommand: [{python}, -c, {code}]
+            env:
+            - name: BUCKET
+              value: exports
+"""
+EXPORT_CODE = "import os; print(os.environ['CLOUD_RUN_TASK_INDEX'], os.environ['BUCKET'])"
+
+
+def write_jobs(folder: Path, code: str = EXPORT_CODE) -> Path:
+    path = folder / "cloud-run-jobs.yaml"
+    path.write_text(EXPORT_V1.format(python=json.dumps(sys.executable), code=json.dumps(code)))
+    return path
+
+
+def create_nightly(daemon: Daemon, uri: str) -> None:
+    body = {
+        "name": "projects/my-project/locations/us-central1/jobs/nightly",
+        "schedule": "0 2 * * *",
+        "httpTarget": {
+            "uri": uri,
+            "httpMethod": "POST",
+            "oauthToken": {"serviceAccountEmail": "runner@my-project.iam.gserviceaccount.com"},
+        },
+    }
+    response = daemon.post("/v1/projects/my-project/locations/us-central1/jobs", body)
+    response.raise_for_status()
+
+
+def run_client(daemon: Daemon) -> Any:
+    from google.api_core.client_options import ClientOptions
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import run_v2
+
+    options = ClientOptions(api_endpoint=daemon.url)
+    credentials = AnonymousCredentials()
+    jobs = run_v2.JobsClient(credentials=credentials, transport="rest", client_options=options)
+    executions = run_v2.ExecutionsClient(
+        credentials=credentials, transport="rest", client_options=options
+    )
+    return jobs, executions
+
+
+def test_a_scheduled_run_starts_an_execution_shown_by_the_endpoint_and_the_view(
+    tmp_path: Path,
+) -> None:
+    jobs_file = write_jobs(tmp_path)
+    with running_daemon(*MANUAL, "--in-memory", "--cloud-run-jobs", str(jobs_file)) as daemon:
+        create_nightly(
+            daemon,
+            "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/"
+            "export:run",
+        )
+        daemon.advance(120)  # answers once the execution has ended
+        [attempt] = daemon.attempts("nightly")
+        page = daemon.get("/_emulator/executions", params={"job": "export"})
+        code, out, err = run_cli("executions", "--port", str(daemon.host_port[1]))
+    assert attempt.code == "OK"
+    [execution] = page["executions"]
+    assert execution["state"] == "SUCCEEDED" and execution["succeededCount"] == 3
+    outputs = sorted(a["stdout"] for a in execution["taskAttempts"])
+    assert outputs == ["0 exports\n", "1 exports\n", "2 exports\n"]
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert header.split()[:4] == ["CREATED", "EXECUTION", "STATE", "TASKS"]
+    assert row.split()[2:7] == ["SUCCEEDED", "3", "3", "0", "0"]
+    assert row.split()[-1] == "nightly"
+
+
+def test_googles_run_client_lists_the_jobs_runs_one_and_reads_its_execution(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("google.cloud.run_v2")
+    jobs_file = write_jobs(tmp_path)
+    with running_daemon(*MANUAL, "--in-memory", "--cloud-run-jobs", str(jobs_file)) as daemon:
+        jobs, executions = run_client(daemon)
+        parent = "projects/my-project/locations/us-central1"
+        listed = list(jobs.list_jobs(parent=parent))
+        assert [job.name for job in listed] == [f"{parent}/jobs/export"]
+        assert listed[0].template.task_count == 3
+        operation = jobs.run_job(name=f"{parent}/jobs/export")
+        started = operation.metadata
+        finished = operation.result(timeout=60)
+        read = executions.get_execution(name=started.name)
+        listed_executions = list(executions.list_executions(parent=f"{parent}/jobs/export"))
+    assert finished.name == started.name == read.name
+    assert read.succeeded_count == 3 and read.task_count == 3
+    assert [e.name for e in listed_executions] == [read.name]
+
+
+HANG = (
+    "import os, pathlib, time; "
+    "pathlib.Path(os.environ['PIDS'], str(os.getpid())).touch(); time.sleep(120)"
+)
+
+
+def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
+    tmp_path: Path,
+) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    jobs_file = write_jobs(tmp_path, HANG)
+    data = str(tmp_path / "data")
+    os.environ["PIDS"] = str(pids)
+    try:
+        with running_daemon("--data-dir", data, "--cloud-run-jobs", str(jobs_file)) as daemon:
+            jobs, _ = run_client(daemon)
+            jobs.run_job(name="projects/my-project/locations/us-central1/jobs/export")
+            wait_for(lambda: len(list(pids.iterdir())) == 2, 60, "two tasks running")
+            wait_for(
+                lambda: (
+                    len(daemon.get("/_emulator/executions")["executions"][0]["taskAttempts"]) == 2
+                ),
+                30,
+                "both task attempts recorded",
+            )
+            daemon.process.send_signal(signal.SIGKILL)
+            daemon.process.wait(30)
+        with running_daemon("--data-dir", data, "--cloud-run-jobs", str(jobs_file)) as again:
+            [execution] = again.get("/_emulator/executions")["executions"]
+            interrupted = again.get("/_emulator/executions", params={"state": "INTERRUPTED"})
+    finally:
+        del os.environ["PIDS"]
+        for pid in pids.iterdir():  # the killed daemon's tasks outlive it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid.name), signal.SIGKILL)
+    assert execution["state"] == "INTERRUPTED"
+    assert [(a["index"], a["stopped"]) for a in execution["taskAttempts"]] == [
+        (0, "interrupted"),
+        (1, "interrupted"),
+    ]
+    assert [e["name"] for e in interrupted["executions"]] == [execution["name"]]
+
+
+def test_a_bad_cloud_run_jobs_file_exits_2_naming_job_field_and_value(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "export",
+                    "template": {
+                        "taskCount": 0,
+                        "template": {"containers": [{"command": ["true"]}]},
+                    },
+                }
+            ]
+        )
+    )
+    code, _, err = run_cli("start", "--in-memory", "--port", "0", "--cloud-run-jobs", str(bad))
+    assert code == 2
+    assert str(bad) in err and "jobs/export" in err
+    assert "template.taskCount" in err and "got 0" in err

@@ -1,0 +1,73 @@
+"""The ``cloud_scheduler`` fixture defines Cloud Run jobs and asserts on their executions."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+TEST_FILE = '''
+import os
+from datetime import timedelta
+
+URI = "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/{job}:run"
+OAUTH = {"serviceAccountEmail": "runner@my-project.iam.gserviceaccount.com"}
+
+
+def export():
+    """A Cloud Run task: task 1 fails on its first attempt."""
+    index, attempt = os.environ["CLOUD_RUN_TASK_INDEX"], os.environ["CLOUD_RUN_TASK_ATTEMPT"]
+    print("exporting", index, attempt, os.environ["BUCKET"])
+    return 1 if (index, attempt) == ("1", "0") else 0
+
+
+def broken():
+    raise RuntimeError("no bucket")
+
+
+def nightly(job):
+    return {
+        "name": "nightly-" + job,
+        "schedule": "0 2 * * *",
+        "httpTarget": {"uri": URI.format(job=job), "httpMethod": "POST", "oauthToken": OAUTH},
+    }
+
+
+def test_a_callable_job_runs_each_night(cloud_scheduler):
+    cloud_scheduler.define_cloud_run_job(
+        "export", export, task_count=2, max_retries=1, env={"BUCKET": "b"}
+    )
+    cloud_scheduler.create_job(nightly("export"))
+    cloud_scheduler.advance(timedelta(days=1))
+    [execution] = cloud_scheduler.assert_executed("export", count=1)
+    assert sorted((a.index, a.attempt, a.exit_code) for a in execution.attempts) == [
+        (0, 0, 0), (1, 0, 1), (1, 1, 0)
+    ]
+    assert "exporting 1 1 b" in execution.attempts[-1].stdout or any(
+        "exporting 1 1 b" in a.stdout for a in execution.attempts
+    )
+    cloud_scheduler.assert_attempted("nightly-export", count=1, code="OK")
+
+
+def test_assert_executed_lists_what_ran(cloud_scheduler):
+    cloud_scheduler.define_cloud_run_job("broken", broken, max_retries=0)
+    cloud_scheduler.create_job(nightly("broken"))
+    cloud_scheduler.advance(timedelta(days=1))
+    cloud_scheduler.assert_executed("broken")
+'''
+
+
+def test_a_test_defines_a_job_by_callable_and_asserts_its_executions(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_nightly=TEST_FILE)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*expected at least one execution(s) of Cloud Run job 'broken' in state SUCCEEDED;"
+            " 0 of 1 matched*",
+            "*broken-* FAILED (task 0 attempt 0: 1)*",
+        ]
+    )

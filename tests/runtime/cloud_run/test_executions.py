@@ -1,0 +1,288 @@
+"""A scheduler job calling the Cloud Run Admin API's jobs/J:run starts a local execution."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler_emulator import Emulator, ManualClock
+from scheduler_emulator.runtime._cloud_run import ExecutionStore
+from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult
+from tests.support import wait_for
+
+pytestmark = pytest.mark.timeout(120)
+
+V2_URI = "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/export:run"
+V1_URI = (
+    "https://us-central1-run.googleapis.com/apis/run.googleapis.com/v1/namespaces/my-project/"
+    "jobs/export:run"
+)
+OAUTH = {"oauthToken": {"serviceAccountEmail": "runner@my-project.iam.gserviceaccount.com"}}
+
+# A task: records its environment and its start and end instants, then behaves as MODE says.
+TASK = """
+import json, os, sys, time
+index, attempt = os.environ["CLOUD_RUN_TASK_INDEX"], os.environ["CLOUD_RUN_TASK_ATTEMPT"]
+out = os.path.join(sys.argv[1], f"{index}-{attempt}.json")
+start = time.time()
+mode = os.environ.get("MODE", "ok")
+if mode == "slow":
+    time.sleep(0.3)
+if mode == "hang":
+    time.sleep(60)
+end = time.time()
+record = {"env": dict(os.environ), "start": start, "end": end, "argv": sys.argv[2:]}
+json.dump(record, open(out, "w"))
+if mode == "fail-first" and attempt == "0":
+    sys.exit(3)
+if mode == "fail":
+    print("no luck", file=sys.stderr)
+    sys.exit(4)
+"""
+
+
+class Tasks:
+    """The records the tasks of a test wrote."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def all(self) -> dict[str, dict[str, Any]]:
+        return {p.stem: json.loads(p.read_text()) for p in sorted(self.folder.glob("*.json"))}
+
+
+def cloud_run_job(folder: Path, *, mode: str = "ok", **template: Any) -> dict[str, Any]:
+    script = folder / "task.py"
+    script.write_text(TASK)
+    task = {k: template.pop(k) for k in ("maxRetries", "timeout") if k in template}
+    return {
+        "name": "projects/my-project/locations/us-central1/jobs/export",
+        "template": {
+            **template,
+            "template": {
+                **task,
+                "containers": [
+                    {
+                        "image": "us-docker.pkg.dev/my-project/jobs/export",
+                        "command": [sys.executable, str(script)],
+                        "args": [str(folder)],
+                        "env": [{"name": "MODE", "value": mode}, {"name": "BUCKET", "value": "b"}],
+                    }
+                ],
+            },
+        },
+    }
+
+
+def emulator_for(definition: dict[str, Any], **options: Any) -> Emulator:
+    return Emulator(
+        ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)),
+        cloud_run_jobs=(definition,),
+        **options,
+    )
+
+
+def nightly(uri: str = V2_URI, body: dict[str, Any] | None = None, **target: Any) -> dict[str, Any]:
+    http: dict[str, Any] = {"uri": uri, "httpMethod": "POST", **target}
+    if body is not None:
+        http["body"] = base64.b64encode(json.dumps(body).encode()).decode()
+    return {"name": "nightly", "schedule": "0 2 * * *", "httpTarget": http}
+
+
+@pytest.fixture
+def tasks(tmp_path: Path) -> Tasks:
+    return Tasks(tmp_path)
+
+
+class TestScheduledExecution:
+    def test_three_tasks_two_at_once_with_the_container_contract(self, tasks: Tasks) -> None:
+        job = cloud_run_job(tasks.folder, mode="slow", taskCount=3, parallelism=2, maxRetries=1)
+        with emulator_for(job) as emulator:
+            emulator.create_job(nightly(**OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            [attempt] = emulator.attempts("nightly")
+            [execution] = emulator.cloud_run.store.list()
+        records = tasks.all()
+        assert sorted(records) == ["0-0", "1-0", "2-0"]
+        envs = [r["env"] for r in records.values()]
+        assert {e["CLOUD_RUN_TASK_INDEX"] for e in envs} == {"0", "1", "2"}
+        assert {e["CLOUD_RUN_EXECUTION"] for e in envs} == {execution.execution_id}
+        assert all(
+            e["CLOUD_RUN_JOB"] == "export" and e["CLOUD_RUN_TASK_COUNT"] == "3" for e in envs
+        )
+        assert all(e["BUCKET"] == "b" for e in envs)
+        scheduler_values = {"nightly", "projects/my-project/locations/us-central1/jobs/nightly"}
+        for env in envs:
+            assert not any("cloudscheduler" in k.lower() for k in env)
+            assert not scheduler_values & set(env.values())
+        spans = [(r["start"], r["end"]) for r in records.values()]
+        most_at_once = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+        assert most_at_once == 2
+        assert attempt.code == "OK"
+        operation = json.loads(attempt.response_excerpt)
+        assert operation["metadata"]["@type"] == "type.googleapis.com/google.cloud.run.v2.Execution"
+        assert operation["metadata"]["name"] == execution.name
+        assert execution.state == "SUCCEEDED" and execution.counts()["succeeded"] == 3
+        assert execution.scheduler_job == "nightly"
+
+    def test_the_v1_uri_answers_the_v1_execution(self, tasks: Tasks) -> None:
+        with emulator_for(cloud_run_job(tasks.folder)) as emulator:
+            emulator.create_job(nightly(V1_URI, **OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            [attempt] = emulator.attempts("nightly")
+            [execution] = emulator.cloud_run.store.list()
+        answer = json.loads(attempt.response_excerpt)
+        assert attempt.code == "OK"
+        assert answer["kind"] == "Execution"
+        assert answer["metadata"]["name"] == execution.execution_id
+        assert execution.state == "SUCCEEDED"
+
+    def test_a_task_failing_once_succeeds_on_its_second_attempt(self, tasks: Tasks) -> None:
+        with emulator_for(cloud_run_job(tasks.folder, mode="fail-first", maxRetries=1)) as emulator:
+            emulator.create_job(nightly(**OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            [execution] = emulator.cloud_run.store.list()
+        assert [r["env"]["CLOUD_RUN_TASK_ATTEMPT"] for r in tasks.all().values()] == ["0", "1"]
+        assert [a.exit_code for a in execution.attempts] == [3, 0]
+        assert execution.state == "SUCCEEDED"
+
+    def test_a_task_always_failing_fails_the_execution_not_the_scheduler_attempt(
+        self, tasks: Tasks
+    ) -> None:
+        with emulator_for(cloud_run_job(tasks.folder, mode="fail", maxRetries=2)) as emulator:
+            emulator.create_job(nightly(**OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            [attempt] = emulator.attempts("nightly")
+            [execution] = emulator.cloud_run.store.list()
+        assert attempt.code == "OK"
+        assert execution.state == "FAILED"
+        assert [a.exit_code for a in execution.attempts] == [4, 4, 4]
+        assert execution.attempts[-1].stderr == "no luck\n"
+
+    def test_a_task_past_its_timeout_is_stopped(self, tasks: Tasks) -> None:
+        job = cloud_run_job(tasks.folder, mode="hang", maxRetries=0, timeout="1s")
+        with emulator_for(job) as emulator:
+            emulator.create_job(nightly(**OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            [execution] = emulator.cloud_run.store.list()
+        [attempt] = execution.attempts
+        assert attempt.stopped == "timeout" and attempt.exit_code == -15
+        assert execution.state == "FAILED"
+
+    def test_overrides_in_the_jobs_body_reach_the_tasks(self, tasks: Tasks) -> None:
+        body = {
+            "overrides": {
+                "containerOverrides": [
+                    {
+                        "args": [str(tasks.folder), "extra"],
+                        "env": [{"name": "BUCKET", "value": "o"}],
+                    }
+                ],
+                "taskCount": 2,
+            }
+        }
+        with emulator_for(cloud_run_job(tasks.folder)) as emulator:
+            emulator.create_job(nightly(body=body, **OAUTH))
+            emulator.advance(timedelta(minutes=2))
+        records = tasks.all()
+        assert sorted(records) == ["0-0", "1-0"]
+        assert all(r["argv"] == ["extra"] and r["env"]["BUCKET"] == "o" for r in records.values())
+        assert {r["env"]["CLOUD_RUN_TASK_COUNT"] for r in records.values()} == {"2"}
+
+
+class Recording:
+    """A transport that records what would go on the wire."""
+
+    def __init__(self) -> None:
+        self.sent: list[DeliveryRequest] = []
+
+    def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
+        self.sent.append(request)
+        return TransportResult(status=200)
+
+    def close(self) -> None:
+        pass
+
+
+class TestRefused:
+    @pytest.mark.parametrize(
+        ("target", "reason"),
+        [
+            pytest.param(
+                {"oidcToken": {"serviceAccountEmail": "a@my-project.iam.gserviceaccount.com"}},
+                "ACCESS_TOKEN_TYPE_UNSUPPORTED",
+                id="oidc",
+            ),
+            pytest.param({}, "CREDENTIALS_MISSING", id="no-token"),
+        ],
+    )
+    def test_without_an_oauth_token_the_admin_api_answers_401(
+        self, tasks: Tasks, target: dict[str, Any], reason: str
+    ) -> None:
+        wire = Recording()
+        with emulator_for(cloud_run_job(tasks.folder), transport=wire) as emulator:
+            emulator.create_job(nightly(**target))
+            emulator.advance(timedelta(minutes=2))
+            attempts = emulator.attempts("nightly")
+            assert emulator.cloud_run.store.list() == []
+        assert attempts[0].response_status == 401 and attempts[0].code == "UNAUTHENTICATED"
+        error = json.loads(attempts[0].response_excerpt)["error"]
+        assert error["status"] == "UNAUTHENTICATED"
+        assert error["details"][0]["reason"] == reason
+        assert wire.sent == [] and tasks.all() == {}
+
+    def test_an_undefined_cloud_run_job_is_404_naming_the_flag(self, tasks: Tasks) -> None:
+        with emulator_for(cloud_run_job(tasks.folder)) as emulator:
+            emulator.create_job(nightly(V2_URI.replace("export", "import"), **OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            attempt = emulator.attempts("nightly")[0]
+        assert attempt.response_status == 404
+        assert "--cloud-run-jobs" in json.loads(attempt.response_excerpt)["error"]["message"]
+
+    def test_a_bad_run_request_is_400(self, tasks: Tasks) -> None:
+        with emulator_for(cloud_run_job(tasks.folder)) as emulator:
+            emulator.create_job(nightly(body={"overrides": {"taskCount": 0}}, **OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            attempt = emulator.attempts("nightly")[0]
+            assert emulator.cloud_run.store.list() == []
+        assert attempt.response_status == 400
+        assert "overrides.taskCount" in attempt.response_excerpt
+
+    def test_another_google_api_fails_with_a_reason_and_nothing_is_sent(self, tasks: Tasks) -> None:
+        wire = Recording()
+        uri = "https://workflowexecutions.googleapis.com/v1/projects/p/locations/l/workflows/w/executions"
+        with emulator_for(cloud_run_job(tasks.folder), transport=wire) as emulator:
+            emulator.create_job(nightly(uri, **OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            attempt = emulator.attempts("nightly")[0]
+        assert attempt.code != "OK" and attempt.response_status is None
+        assert "workflowexecutions.googleapis.com is not routed" in attempt.debug_info
+        assert wire.sent == []
+
+    def test_other_urls_still_go_to_the_emulators_transport(self, tasks: Tasks) -> None:
+        wire = Recording()
+        with emulator_for(cloud_run_job(tasks.folder), transport=wire) as emulator:
+            emulator.create_job(nightly("http://127.0.0.1:9/x"))
+            emulator.advance(timedelta(minutes=2))
+        assert [r.url for r in wire.sent] == ["http://127.0.0.1:9/x"]
+
+
+def test_an_execution_left_running_is_recorded_as_interrupted_when_reopened(
+    tmp_path: Path,
+) -> None:
+    with emulator_for(cloud_run_job(tmp_path, mode="hang"), data_dir=tmp_path / "data") as e:
+        execution = e.cloud_run.run(e.cloud_run.jobs()[0])
+        wait_for(lambda: e.cloud_run.store.list()[0].attempts, 30, "the task attempt recorded")
+        # as if the daemon were killed now: the row says RUNNING
+        path = e.store.path
+        reopened = ExecutionStore(path, retain=None)
+        [found] = reopened.list()
+        assert found.name == execution.name and found.state == "INTERRUPTED"
+        assert [(a.index, a.stopped) for a in found.attempts] == [(0, "interrupted")]
+        reopened.close()

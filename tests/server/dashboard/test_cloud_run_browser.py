@@ -1,0 +1,78 @@
+"""The dashboard's attempt panel shows the Cloud Run execution a ``jobs/J:run`` attempt started,
+in headless Chromium. The screenshot is saved under the test's tmp dir; the one looked at for
+this release is kept beside this file (``cloud-run-execution.png``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.browser import all_by_css, available, by_testid, chromium, wait_for
+from tests.daemon import running_daemon
+from tests.dashboard_scene import PARENT, START, advance_one_day
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(not available(), reason="needs chromium, chromium-driver and selenium"),
+]
+
+TASK = (
+    "import os, sys; "
+    "i, a = os.environ['CLOUD_RUN_TASK_INDEX'], os.environ['CLOUD_RUN_TASK_ATTEMPT']; "
+    "print('exported part', i, 'attempt', a); "
+    "sys.exit(1 if (i, a) == ('1', '0') else 0)"
+)
+
+
+def test_an_attempt_shows_the_cloud_run_execution_it_started(tmp_path: Path) -> None:
+    jobs_file = tmp_path / "cloud-run-jobs.json"
+    job = {
+        "name": f"{PARENT}/jobs/export",
+        "template": {
+            "taskCount": 3,
+            "parallelism": 2,
+            "template": {
+                "maxRetries": 1,
+                "containers": [{"command": [sys.executable, "-c", TASK]}],
+            },
+        },
+    }
+    jobs_file.write_text(json.dumps([job]))
+    args = (
+        "--in-memory",
+        "--clock",
+        "manual",
+        "--start",
+        START,
+        "--cloud-run-jobs",
+        str(jobs_file),
+    )
+    with running_daemon(*args) as daemon, chromium() as driver:
+        scheduler_job = {
+            "name": f"{PARENT}/jobs/nightly-export",
+            "schedule": "0 2 * * *",
+            "httpTarget": {
+                "uri": f"https://run.googleapis.com/v2/{PARENT}/jobs/export:run",
+                "httpMethod": "POST",
+                "oauthToken": {
+                    "serviceAccountEmail": "scheduler@my-project.iam.gserviceaccount.com"
+                },
+            },
+        }
+        requests.post(
+            f"{daemon.url}/v1/{PARENT}/jobs", json=scheduler_job, timeout=30
+        ).raise_for_status()
+        advance_one_day(driver, daemon.url)
+        [segment] = all_by_css(driver, '[data-testid="lane-nightly-export"] .tl-attempt')
+        segment.click()
+        wait_for(driver, lambda d: "SUCCEEDED" in by_testid(d, "execution-state").text, 30)
+        assert "3 of 3 tasks succeeded · 1 retried" in by_testid(driver, "execution-state").text
+        rows = by_testid(driver, "execution-tasks").text.splitlines()
+        assert len(rows) == 5  # the header and four task attempts
+        assert "exported part 1 attempt 1" in by_testid(driver, "execution-tasks").text
+        driver.save_screenshot(str(tmp_path / "cloud-run-execution.png"))

@@ -1,0 +1,84 @@
+"""``GET /_emulator/executions``: the Cloud Run executions, paged and filtered, and the Cloud Run
+Admin API on the daemon's port (werkzeug's test client, no socket)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from werkzeug.test import Client
+
+from scheduler_emulator import Emulator, ManualClock
+from scheduler_emulator.server.server import create_app
+
+pytestmark = pytest.mark.timeout(120)
+PARENT = "projects/my-project/locations/us-central1"
+
+
+def definition(job_id: str, code: str) -> dict[str, object]:
+    container = {"command": [sys.executable, "-c", code]}
+    return {"name": job_id, "template": {"template": {"maxRetries": 0, "containers": [container]}}}
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    jobs = (definition("ok", "pass"), definition("bad", "raise SystemExit(2)"))
+    with Emulator(ManualClock(datetime(2026, 9, 24, tzinfo=UTC)), cloud_run_jobs=jobs) as e:
+        yield e
+
+
+def run_each(emulator: Emulator, client: Client) -> None:
+    for job_id in ("ok", "bad", "ok"):
+        response = client.post(f"/v2/{PARENT}/jobs/{job_id}:run", json={})
+        assert response.status_code == 200, response.text
+    emulator.cloud_run.settle()
+
+
+def test_pages_and_filters(emulator: Emulator) -> None:
+    client = Client(create_app(emulator))
+    run_each(emulator, client)
+    first = client.get("/_emulator/executions?pageSize=2").json
+    assert [e["job"].rsplit("/", 1)[-1] for e in first["executions"]] == ["ok", "bad"]
+    rest = client.get(f"/_emulator/executions?pageSize=2&pageToken={first['nextPageToken']}").json
+    assert [e["job"].rsplit("/", 1)[-1] for e in rest["executions"]] == ["ok"]
+    assert "nextPageToken" not in rest
+    ok = client.get("/_emulator/executions?job=ok").json["executions"]
+    assert [e["state"] for e in ok] == ["SUCCEEDED", "SUCCEEDED"]
+    failed = client.get("/_emulator/executions?state=FAILED").json["executions"]
+    assert [(e["job"], e["taskAttempts"][0]["exitCode"]) for e in failed] == [
+        (f"{PARENT}/jobs/bad", 2)
+    ]
+    one = client.get("/_emulator/executions/" + failed[0]["name"].rsplit("/", 1)[-1]).json
+    assert one == failed[0]
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "named"),
+    [
+        ("state=DONE", 400, "state"),
+        ("job=nosuch", 404, "nosuch"),
+        ("pageToken=abc", 400, "pageToken"),
+        ("color=red", 400, "color"),
+    ],
+)
+def test_a_bad_query_names_the_parameter(
+    emulator: Emulator, query: str, status: int, named: str
+) -> None:
+    response = Client(create_app(emulator)).get("/_emulator/executions?" + query)
+    assert response.status_code == status
+    assert named in response.json["error"]["message"]
+
+
+def test_the_admin_api_answers_on_the_daemons_port(emulator: Emulator) -> None:
+    client = Client(create_app(emulator))
+    jobs = client.get(f"/v2/{PARENT}/jobs").json["jobs"]
+    assert [j["name"] for j in jobs] == [f"{PARENT}/jobs/ok", f"{PARENT}/jobs/bad"]
+    missing = client.get(f"/v2/{PARENT}/jobs/nosuch")
+    assert missing.status_code == 404 and "--cloud-run-jobs" in missing.json["error"]["message"]
+    bad_body = client.post(f"/v2/{PARENT}/jobs/ok:run", json={"overrides": {"taskCount": "x"}})
+    assert bad_body.status_code == 400
+    assert bad_body.json["error"]["status"] == "INVALID_ARGUMENT"
+    not_json = client.post(f"/v2/{PARENT}/jobs/ok:run", data=b"{", content_type="text/plain")
+    assert not_json.status_code == 400

@@ -1,0 +1,59 @@
+"""A scenario's ``cloud_run_jobs``: the Cloud Run jobs its ``jobs/J:run`` URIs run locally."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from scheduler_emulator.domain.errors import ConfigurationError
+from scheduler_emulator.tools.scenario import load_scenario, run_scenario
+
+pytestmark = pytest.mark.timeout(120)
+
+SCENARIO = """
+start: "2026-09-24T01:00:00Z"
+cloud_run_jobs: cloud-run-jobs.json
+jobs:
+  - name: nightly
+    schedule: "0 2 * * *"
+    httpTarget:
+      uri: https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/export:run
+      httpMethod: POST
+      oauthToken: {serviceAccountEmail: runner@my-project.iam.gserviceaccount.com}
+steps:
+  - advance: 2h
+expect:
+  nightly: {codes: {OK: 1}}
+"""
+
+
+def write(folder: Path, job: dict[str, object]) -> Path:
+    (folder / "cloud-run-jobs.json").write_text(json.dumps([job]))
+    path = folder / "scenario.yaml"
+    path.write_text(textwrap.dedent(SCENARIO))
+    return path
+
+
+def test_a_scenario_runs_the_cloud_run_jobs_it_names(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').write('yes')"
+    job = {
+        "name": "export",
+        "template": {"template": {"containers": [{"command": [sys.executable, "-c", code]}]}},
+    }
+    run = run_scenario(load_scenario(write(tmp_path, job)))
+    assert run.ok, run.results
+    assert marker.read_text() == "yes"  # the step waited for the execution
+
+
+def test_a_bad_cloud_run_job_is_named_with_the_scenarios_problems(tmp_path: Path) -> None:
+    job = {
+        "name": "export",
+        "template": {"taskCount": -2, "template": {"containers": [{"command": ["x"]}]}},
+    }
+    with pytest.raises(ConfigurationError, match=r"template\.taskCount must be .*got -2"):
+        load_scenario(write(tmp_path, job))
