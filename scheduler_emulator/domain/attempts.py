@@ -351,20 +351,20 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     'database is down'
 
     :param attempt: an attempt record.
-    :param width: the longest reason returned (longer ones end in ``…``).
+    :param width: the longest answer or debug text shown (longer ones end in ``…``); the hint
+        follows it whole, so what to do about it is never cut.
     """
     if attempt.code in (None, "OK"):
         return ""
     text = injected_reason(attempt.debug_info) if attempt.injected else ""
+    hint = "" if text else attempt.hint
     if not text:
         text = attempt.response_excerpt.strip() or attempt.debug_info
-        hint = attempt.hint
-        if hint and attempt.response_excerpt.strip():
-            text = f"{text} — emulator's hint: {hint}"
-        elif hint:
-            text = f"empty body — emulator's hint: {hint}"
+        if hint and not attempt.response_excerpt.strip():
+            text = "empty body"
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    return f"{text} — emulator's hint: {' '.join(hint.split())}" if hint else text
 
 
 #: Response body bytes an attempt record keeps (the rest is read and dropped): enough for the
