@@ -179,7 +179,7 @@
         last.appendChild(code);
         var when = document.createElement("div");
         when.className = "sub";
-        when.textContent = TL.stamp(job.lastAttempt.time);
+        when.textContent = TL.stamp(job.lastAttempt.time, job.timeZone);
         last.appendChild(when);
       } else {
         last.textContent = "none yet";
