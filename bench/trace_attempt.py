@@ -1,0 +1,182 @@
+"""Trace one HTTP attempt on the system clock: hops, modules, threads and store writes.
+
+A job with ``* * * * *`` fires once on a system clock shifted so that its minute is half a
+second away (no minute-long wait); the target is a plain ``http://`` server in this process.
+Every function of ``scheduler_emulator`` entered on any thread is profiled
+(``sys.setprofile`` / ``threading.setprofile``) from just before the minute until the attempt's
+end is on disk, and every statement of the store's SQLite connection is traced.
+
+What it prints:
+
+- **hops**: the functions of the package on the main path — the call chains, on each thread,
+  that lead to an effect: a call into the core (``core/``), a write to the store, the request
+  handed to the network (libcurl's ``add_handle``/``perform`` or a socket's ``sendall``);
+- **modules**: the package's modules those hops run through;
+- **busy threads**: threads that entered any function of the package in the window;
+- **store writes**: statements that changed the store (and those that wrote the attempt row).
+
+Run: ``python bench/trace_attempt.py`` (``--calls`` also lists every hop in order).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import scheduler_emulator
+from scheduler_emulator import Emulator, SystemClock
+
+PACKAGE = str(Path(scheduler_emulator.__file__).parent)
+#: The attempt's path: the engine (runtime/) and the core; domain values and the leaves are
+#: the steps' tools, not steps.
+_PIPELINE = ("runtime.", "core.")
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+class _Target(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        """Quiet."""
+
+
+class ShiftedClock(SystemClock):
+    """The system clock moved so that the next minute starts ``lead`` seconds from now."""
+
+    def __init__(self, lead: float) -> None:
+        real = super().now()
+        minute = real.replace(second=0, microsecond=0) + timedelta(minutes=1)
+        self.offset = minute - real - timedelta(seconds=lead)
+
+    def now(self) -> datetime:
+        return super().now() + self.offset
+
+
+def _project(frame: FrameType | None) -> list[str]:
+    """The package's frames of a stack, outermost first, as ``module:qualname``."""
+    chain = []
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename.startswith(PACKAGE):
+            chain.append(f"{_module(code.co_filename)}:{code.co_qualname}")
+        frame = frame.f_back
+    return chain[::-1]
+
+
+def _module(filename: str) -> str:
+    return filename[len(PACKAGE) + 1 :].removesuffix(".py").replace("/", ".")
+
+
+class Tracer:
+    """Collects the calls and the store's writes while :attr:`active`."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.calls: Counter[str] = Counter()
+        self.edges: dict[tuple[str, str], str] = {}  # (caller, callee) -> thread, in order
+        self.threads: set[str] = set()
+        self.writes: list[str] = []
+        self.lock = threading.Lock()
+
+    def profile(self, frame: FrameType, event: str, arg: Any) -> None:
+        if not self.active or event != "call":
+            return
+        name = _name(frame)
+        if name is None or not name.startswith(_PIPELINE) or "<" in name.split(":")[1][:1]:
+            return
+        back = frame.f_back
+        caller = _name(back) if back is not None else None
+        thread = threading.current_thread().name
+        with self.lock:
+            self.calls[name] += 1
+            self.threads.add(thread)
+            if caller is None or caller.split(":")[0] != name.split(":")[0]:
+                self.edges.setdefault((caller or f"({thread})", name), thread)
+
+    def statement(self, sql: str) -> None:
+        if self.active and sql.lstrip()[:7].upper().startswith(_WRITES):
+            with self.lock:
+                self.writes.append(" ".join(sql.split())[:100])
+
+
+def _name(frame: FrameType) -> str | None:
+    """``module:qualname`` of a frame of the package, else ``None``."""
+    code = frame.f_code
+    if not code.co_filename.startswith(PACKAGE):
+        return None
+    return f"{_module(code.co_filename)}:{code.co_qualname}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", action="store_true", help="list every hop in order")
+    args = parser.parse_args()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Target)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    uri = f"http://127.0.0.1:{server.server_address[1]}/_triggers/timer/tick"
+    tracer = Tracer()
+    with tempfile.TemporaryDirectory() as data_dir:
+        emulator = Emulator(ShiftedClock(lead=1.0), data_dir=Path(data_dir))
+        emulator.create_job(name="tick", schedule="* * * * *", http_target={"uri": uri})
+        emulator.store._db.set_trace_callback(tracer.statement)
+        threading.setprofile(tracer.profile)
+        emulator.start()
+        emulator.run_job("tick")  # warm up: the first attempt opens libcurl's loop
+        deadline = time.monotonic() + 10
+        while not any(a.end_time for a in emulator.attempts("tick")):
+            if time.monotonic() > deadline:
+                sys.exit("the warm-up attempt did not end within 10 s")
+            time.sleep(0.01)
+        time.sleep(0.5)  # let the engine thread settle into its wait before the window opens
+        tracer.active = True
+        reader = sqlite3.connect(emulator.store.path)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the attempt's end on disk (read on the side)
+            if reader.execute("SELECT 1 FROM attempts WHERE end_time IS NOT NULL").fetchone():
+                break
+            time.sleep(0.01)
+        else:
+            sys.exit("the attempt did not end within 10 s")
+        time.sleep(0.3)  # writes that follow the end (the run, the job's status)
+        tracer.active = False
+        threading.setprofile(None)
+        reader.close()
+        emulator.close()
+    server.shutdown()
+    server.server_close()
+
+    modules = sorted({c.split(":")[0] for c in tracer.calls})
+    attempt_writes = [
+        w for w in tracer.writes if w.split()[1:3] in (["INTO", "attempts"], ["attempts", "SET"])
+    ]
+    print(f"hops on the main path : {len(tracer.edges)}")
+    print(f"modules               : {len(modules)}  ({', '.join(modules)})")
+    print(f"busy threads          : {len(tracer.threads)}  ({', '.join(sorted(tracer.threads))})")
+    print(f"store writes          : {len(tracer.writes)}  (the attempt row: {len(attempt_writes)})")
+    print(f"functions entered     : {len(tracer.calls)} ({sum(tracer.calls.values())} calls)")
+    if args.calls:
+        print("\nhops (caller -> callee, first seen first):")
+        for (caller, callee), thread in tracer.edges.items():
+            print(f"  [{thread}] {caller} -> {callee}")
+        print("\nstore writes:")
+        for write in tracer.writes:
+            print(f"  {write}")
+
+
+if __name__ == "__main__":
+    main()
