@@ -33,15 +33,18 @@ from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, SkippedRun
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
-from scheduler_emulator.runtime._options import DEFAULT_HEADER_CASE
-from scheduler_emulator.runtime._pubsub import InProcessPublisher, Publisher, PubsubMessage
-from scheduler_emulator.runtime._store import DEFAULT_PAGE_SIZE
-from scheduler_emulator.runtime._tokens import JWKS_PATH, TokenAuthority
-from scheduler_emulator.runtime._transports import (
+from scheduler_emulator.runtime import (
+    DEFAULT_HEADER_CASE,
+    DEFAULT_PAGE_SIZE,
+    JWKS_PATH,
     AsgiApp,
     DeliveryRequest,
     HttpTransport,
+    InProcessPublisher,
     MountTransport,
+    Publisher,
+    PubsubMessage,
+    TokenAuthority,
     Transport,
     TransportResult,
     WsgiApp,

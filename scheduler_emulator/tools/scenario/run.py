@@ -12,10 +12,7 @@ from typing import Any
 
 from ...domain.attempts import Attempt
 from ...realtime import real_monotonic
-from ...runtime._attempt_log import AttemptLog
-from ...runtime._clock import ManualClock
-from ...runtime._emulator import Emulator
-from ...runtime._store import Store
+from ...runtime import AttemptLog, Emulator, ManualClock, Store
 from .app import Delivery, prepare_delivery, rebase_url
 from .model import PROBE_SELECTOR_RE, Expectation, Scenario, problem
 
