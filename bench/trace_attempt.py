@@ -28,13 +28,13 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import scheduler_emulator
-from scheduler_emulator import Emulator, SystemClock
+from scheduler_emulator import Emulator
+from tests.support import ShiftedClock
 
 PACKAGE = str(Path(scheduler_emulator.__file__).parent)
 #: The attempt's path: the engine (runtime/) and the core; domain values and the leaves are
@@ -52,29 +52,6 @@ class _Target(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         """Quiet."""
-
-
-class ShiftedClock(SystemClock):
-    """The system clock moved so that the next minute starts ``lead`` seconds from now."""
-
-    def __init__(self, lead: float) -> None:
-        real = super().now()
-        minute = real.replace(second=0, microsecond=0) + timedelta(minutes=1)
-        self.offset = minute - real - timedelta(seconds=lead)
-
-    def now(self) -> datetime:
-        return super().now() + self.offset
-
-
-def _project(frame: FrameType | None) -> list[str]:
-    """The package's frames of a stack, outermost first, as ``module:qualname``."""
-    chain = []
-    while frame is not None:
-        code = frame.f_code
-        if code.co_filename.startswith(PACKAGE):
-            chain.append(f"{_module(code.co_filename)}:{code.co_qualname}")
-        frame = frame.f_back
-    return chain[::-1]
 
 
 def _module(filename: str) -> str:

@@ -77,13 +77,10 @@ class Sleeper(Protocol):
 
 
 class Clock(Protocol):
-    """The clock interface the engine uses.
-
-    ``manual`` tells whether time moves only by :meth:`ManualClock.advance` /
-    :meth:`ManualClock.move_to`.
+    """The clock interface the engine uses. Which kind runs is the engine's driver's business
+    (:func:`~scheduler_emulator.runtime._drivers.driver_for`): a :class:`ManualClock` moves only
+    by :meth:`ManualClock.advance` / :meth:`ManualClock.move_to`, any other clock is real time.
     """
-
-    manual: bool
 
     def now(self) -> datetime:
         """The current instant, timezone-aware UTC."""
@@ -104,8 +101,6 @@ class Clock(Protocol):
 
 class SystemClock:
     """Real time (UTC). Never patched by freezegun."""
-
-    manual = False
 
     def now(self) -> datetime:
         """Return the current real instant as an aware UTC datetime."""
@@ -137,8 +132,6 @@ class ManualClock:
         during a long move), e.g. :meth:`ClockFile.write`, so that a restart resumes there.
     :raises NaiveDatetimeError: if ``start`` is naive.
     """
-
-    manual = True
 
     def __init__(
         self, start: datetime | None = None, *, keep: Callable[[datetime], None] | None = None

@@ -26,8 +26,7 @@ from urllib.parse import urlsplit
 import pycurl
 
 if TYPE_CHECKING:
-    from ._http_client import ResponseSample
-    from ._redirects import Hop
+    from ._redirects import Hop, ResponseSample
 
 __all__ = [
     "CurlDeadline",

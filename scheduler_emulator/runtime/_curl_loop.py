@@ -44,8 +44,7 @@ import pycurl
 from ._curl_exchange import CurlDeadline, configure, ended, exchange_http2, prime
 
 if TYPE_CHECKING:
-    from ._http_client import ResponseSample
-    from ._redirects import Hop
+    from ._redirects import Hop, ResponseSample
 
 __all__ = [
     "CurlLoop",

@@ -28,9 +28,10 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from ..domain.errors import ClockError
 from ..domain.outcomes import Outcome
 from ..realtime import real_monotonic
-from ._clock import Clock
+from ._clock import Clock, ManualClock
 from ._delivery_pool import DeliveryPool
 from ._injection import Injected, LateAnswers
 from ._recorder import INTERRUPTED, STOPPED, Delivery, Recorder
@@ -39,6 +40,17 @@ from ._transports import TransportResult
 
 class Driver(Protocol):
     """What the engine asks of its driver."""
+
+    #: ``"manual"`` or ``"system"``: the kind of clock that runs (what ``/_emulator/config``
+    #: reports).
+    clock_mode: str
+
+    def manual_clock(self) -> ManualClock:
+        """The manual clock that moves time by hand.
+
+        :raises ClockError: on the system clock.
+        """
+        ...
 
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Send ``deliveries`` (recorded as started), and what follows from them."""
@@ -86,7 +98,7 @@ def driver_for(
 
     :param close: closes the transport's connections and flushes the log (at stop).
     """
-    if clock.manual:
+    if isinstance(clock, ManualClock):
         return ManualDriver(clock, recorder, close)
     return ThreadedDriver(clock, recorder, close, max_workers, max_per_job)
 
@@ -100,7 +112,9 @@ class ManualDriver:
     later runs.
     """
 
-    def __init__(self, clock: Clock, recorder: Recorder, close: Callable[[], None]) -> None:
+    clock_mode = "manual"
+
+    def __init__(self, clock: ManualClock, recorder: Recorder, close: Callable[[], None]) -> None:
         self.clock = clock
         self.recorder = recorder
         self._close = close
@@ -108,13 +122,18 @@ class ManualDriver:
         self._stopping = False
         self._sending: Delivery | None = None
 
+    def manual_clock(self) -> ManualClock:
+        """The clock the caller moves."""
+        return self.clock
+
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Send in this thread, in order, with their follow-ups."""
-        queue = deque(deliveries)
+        queue: deque[Delivery] = deque()
+        self._queue(queue, deliveries)
         while queue:
             delivery = queue.popleft()
             if self._stopping:
-                queue.extend(self._finish(delivery, Injected(TransportResult(), STOPPED)))
+                self._queue(queue, self._finish(delivery, Injected(TransportResult(), STOPPED)))
                 continue
             self.late.before_send(delivery.attempt.run_id)
             self._sending = delivery
@@ -122,7 +141,14 @@ class ManualDriver:
                 injected = self.recorder.send(delivery)
             finally:
                 self._sending = None
-            queue.extend(self._finish(delivery, injected))
+            self._queue(queue, self._finish(delivery, injected))
+
+    def _queue(self, queue: deque[Delivery], deliveries: Iterable[Delivery]) -> None:
+        """Queue ``deliveries`` to send, logging each as started: it leaves at the instant it
+        was recorded at."""
+        for delivery in deliveries:
+            self.recorder.log_started(delivery)
+            queue.append(delivery)
 
     def _finish(self, delivery: Delivery, injected: Injected) -> list[Delivery]:
         recorder = self.recorder
@@ -201,6 +227,8 @@ class ThreadedDriver:
     :param max_per_job: attempts of one job sent at once; more wait behind their own job.
     """
 
+    clock_mode = "system"
+
     def __init__(
         self,
         clock: Clock,
@@ -211,7 +239,6 @@ class ThreadedDriver:
     ) -> None:
         self.clock = clock
         self.recorder = recorder
-        recorder.realtime_sends = True
         self._close = close
         self._max_workers = max_workers
         self._max_per_job = max_per_job
@@ -229,6 +256,16 @@ class ThreadedDriver:
         self._ender_stopping = False
 
     # ---------------------------------------------------------------- engine interface
+
+    def manual_clock(self) -> ManualClock:
+        """There is none: real time moves by itself.
+
+        :raises ClockError: always, saying how to get a manual clock.
+        """
+        raise ClockError(
+            "the emulator runs on the system clock; start it with a ManualClock "
+            "(--clock manual) to move time by hand."
+        )
 
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Hand ``deliveries`` to the pool."""

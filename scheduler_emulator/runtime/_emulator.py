@@ -28,14 +28,14 @@ from ..core.faults import FaultPlan
 from ..domain.attempt_assertions import AttemptAssertions
 from ..domain.attempts import Attempt, SkippedRun
 from ..domain.codec import job_from_json, show_value
-from ..domain.errors import ClockError, InvalidArgument
+from ..domain.errors import InvalidArgument
 from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
 from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
 from ._app_engine import AppEngineDispatcher, parse_app_engine_urls
 from ._attempt_log import AttemptLog
-from ._clock import Clock, ManualClock, SystemClock, require_aware
+from ._clock import Clock, SystemClock, require_aware
 from ._http_client import HttpClient, http2_problem
 from ._options import JOBS_PAGE_SIZE_MAX, EmulatorOptions
 from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
@@ -97,7 +97,11 @@ class Emulator(AttemptAssertions):
         options = replace(options or EmulatorOptions(), **settings)
         self.options = options
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.store = store if store is not None else options.open_store()
+        self.store = (
+            store
+            if store is not None
+            else Store(options.store_path(), retain_attempts=options.retain_attempts)
+        )
         self.project = options.project
         self.location = options.location
         self.locations: tuple[str, ...] = options.all_locations
@@ -398,18 +402,24 @@ class Emulator(AttemptAssertions):
         """The emulator's current instant (aware UTC)."""
         return self.clock.now()
 
-    def _manual(self) -> ManualClock:
-        if not isinstance(self.clock, ManualClock):
-            raise ClockError(
-                "the emulator runs on the system clock; start it with a ManualClock "
-                "(--clock manual) to move time by hand."
-            )
-        return self.clock
+    @property
+    def clock_mode(self) -> str:
+        """``"manual"`` (time moves by :meth:`advance`) or ``"system"`` (real time)."""
+        return self.engine.driver.clock_mode
+
+    def reset_clock(self, instant: datetime) -> None:
+        """Set a manual clock to ``instant``, backwards too, firing nothing (after :meth:`reset`:
+        pending work would otherwise be due in the past).
+
+        :raises ClockError: on a system clock.
+        :raises NaiveDatetimeError: for a naive instant.
+        """
+        self.engine.driver.manual_clock().reset_to(instant)
 
     def advance(self, delta: timedelta | float) -> datetime:
         """Advance a manual clock, firing everything due on the way (see
         :meth:`ManualClock.advance`). :raises ClockError: on a system clock."""
-        return self._manual().advance(delta)
+        return self.engine.driver.manual_clock().advance(delta)
 
     def move_to(self, instant: datetime) -> datetime:
         """Move a manual clock to ``instant``, firing everything due on the way.
@@ -417,7 +427,7 @@ class Emulator(AttemptAssertions):
         :raises ClockError: on a system clock, or for a past instant.
         :raises NaiveDatetimeError: for a naive instant.
         """
-        return self._manual().move_to(instant)
+        return self.engine.driver.manual_clock().move_to(instant)
 
 
 def _output_fields(job: Job) -> dict[str, Any]:

@@ -15,15 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE
 from ..domain.schedule import DEFAULT_DST_POLICY
 from ..wire import HEADER_CASES, spell_header
 from ._tokens import GOOGLE_ISSUER, KEY_FILE_NAME
-
-if TYPE_CHECKING:
-    from ._store import Store
 
 __all__ = [
     "ATTEMPTS_PAGE_SIZE",
@@ -123,13 +119,3 @@ class EmulatorOptions:
     def store_path(self) -> Path | str:
         """The database file in the data directory, or ``":memory:"``."""
         return ":memory:" if self.data_dir is None else self.data_dir / STORE_FILE_NAME
-
-    def open_store(self) -> Store:
-        """Open the store these options name (its directory is created).
-
-        :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged,
-            of a later release, or on a full disk, naming the file and what to do.
-        """
-        from ._store import Store
-
-        return Store(self.store_path(), retain_attempts=self.retain_attempts)

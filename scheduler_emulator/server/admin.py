@@ -56,7 +56,6 @@ from ..domain.attempts import iso
 from ..domain.codec import parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
 from ..runtime import _read_model as read_model
-from ..runtime._clock import ManualClock
 from ..runtime._emulator import Emulator
 from ..runtime._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..runtime._tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
@@ -229,7 +228,7 @@ class Admin:
         return {"status": "ok"}
 
     def _mode(self) -> str:
-        return "manual" if self.emulator.clock.manual else "system"
+        return self.emulator.clock_mode
 
     def config(self, request: Request) -> dict[str, Any]:
         """The defaults for short job names, the clock's mode, and (for a daemon delivering
@@ -503,10 +502,9 @@ class Admin:
         instant = None if text is None else parse_timestamp(text, field="clockTime")
         self.emulator.reset()
         if instant is not None:
-            clock = self.emulator.clock
-            if not isinstance(clock, ManualClock):
+            if self.emulator.clock_mode != "manual":
                 raise FailedPrecondition("clockTime needs a manual clock (--clock manual).")
-            clock.reset_to(instant)
+            self.emulator.reset_clock(instant)
         return {}
 
     def _plan_json(self) -> dict[str, Any]:

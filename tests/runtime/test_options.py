@@ -60,14 +60,11 @@ def test_a_data_directory_holds_the_database_and_the_signing_key(tmp_path: Path)
     assert options.key_path == tmp_path / "data" / KEY_FILE_NAME
 
 
-def test_open_store_creates_the_directory_and_keeps_the_retention(tmp_path: Path) -> None:
+def test_the_store_creates_the_directory_and_keeps_the_retention(tmp_path: Path) -> None:
     options = EmulatorOptions(data_dir=tmp_path / "new" / "data", retain_attempts=7)
-    store = options.open_store()
-    try:
+    with Emulator(ManualClock(), options=options) as emulator:
         assert (tmp_path / "new" / "data" / "emulator.db").is_file()
-        assert store.retain_attempts == 7
-    finally:
-        store.close()
+        assert emulator.store.retain_attempts == 7
 
 
 def test_options_are_frozen_and_hashable_even_with_a_mapping_of_app_engine_urls() -> None:
