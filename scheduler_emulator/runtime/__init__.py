@@ -1,6 +1,6 @@
 """The runtime layer: everything with a thread, a socket, a file or a clock.
 
-Its modules are private (``_engine``, ``_store``…). The names below are what the layers above
+Its modules are private (``_emulator``, ``_store``…). The names below are what the layers above
 (the server, the tools) and the pytest plugin use of it; :mod:`scheduler_emulator` exports
 those a user needs (the :class:`Emulator`, :class:`EmulatorOptions`, the clocks and the
 transports), and the rest may change between releases. docs/architecture.md says what each

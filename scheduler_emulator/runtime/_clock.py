@@ -60,7 +60,7 @@ def require_aware(value: datetime, what: str = "datetime") -> datetime:
 
 
 class Sleeper(Protocol):
-    """What a clock drives: the engine (:class:`~scheduler_emulator.runtime._engine.Engine`)."""
+    """What a clock drives: the engine (:class:`~scheduler_emulator.Emulator`)."""
 
     def next_due(self) -> datetime | None:
         """The earliest instant (UTC) at which work is due, or ``None`` when nothing is pending."""

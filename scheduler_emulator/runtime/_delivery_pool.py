@@ -31,7 +31,7 @@ ending). :data:`MAX_IN_PROGRESS` bounds the tasks in progress (each may hold a s
 :data:`MAX_THREADS` the threads, safety bounds far above what a machine's jobs use.
 
 Threads are daemon threads: a target that never answers cannot keep the process alive at exit
-(the engine records what was left in flight, see ``Engine.stop``).
+(the engine records what was left in flight, see ``Emulator.stop``).
 """
 
 from __future__ import annotations

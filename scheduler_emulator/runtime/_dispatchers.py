@@ -5,13 +5,9 @@ The engine asks the dispatcher of the job's target kind (``job.target_type``: ``
 :class:`Prepared`: what the attempt record shows of the request, the attempt deadline, and a
 function that sends it once (fault injection may call it several times, or not at all). A kind
 with no dispatcher gets an attempt recorded as failed with :class:`NotDispatched`'s message.
-The engine makes the HTTP dispatcher itself; the others are passed to it::
-
-    engine = Engine(
-        clock, store, transport,
-        dispatchers={"PUBSUB": PubsubDispatcher(publisher)},
-        tokens=tokens,          # what HttpDispatcher signs OIDC/OAuth headers with
-    )
+The :class:`~scheduler_emulator.Emulator` makes one dispatcher per kind at construction;
+:meth:`~scheduler_emulator.Emulator.set_dispatcher` replaces one (the Firebase bridge wraps
+them that way).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The two ways of driving the engine: when, and in which thread, attempts are sent.
 
-The engine (:mod:`~scheduler_emulator.runtime._engine`) picks one driver at set-up with
+The :class:`~scheduler_emulator.Emulator` picks one driver at set-up with
 :func:`driver_for` — the only place that asks which clock runs:
 
 - :class:`ManualDriver` (a :class:`~scheduler_emulator.ManualClock`): the clock
@@ -91,12 +91,19 @@ class Driver(Protocol):
 
 
 def driver_for(
-    clock: Clock, recorder: Recorder, close: Callable[[], None], max_workers: int, max_per_job: int
+    clock: Clock,
+    recorder: Recorder,
+    close: Callable[[], None],
+    max_workers: int = 32,
+    max_per_job: int = 4,
 ) -> Driver:
     """The driver for ``clock``: :class:`ManualDriver` for a manual clock, else
     :class:`ThreadedDriver`.
 
     :param close: closes the transport's connections and flushes the log (at stop).
+    :param max_workers: delivery threads under a system clock.
+    :param max_per_job: attempts of one job sent at once under a system clock; more wait
+        behind their own job (their ``start_time`` is when they are sent).
     """
     if isinstance(clock, ManualClock):
         return ManualDriver(clock, recorder, close)

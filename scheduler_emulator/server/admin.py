@@ -242,7 +242,7 @@ class Admin:
             "clock": self._mode(),
             "grpc": self._grpc,
         }
-        transport = emulator.engine.transport
+        transport = emulator.transport
         if isinstance(transport, HttpTransport):
             answer["httpClient"] = "libcurl" if transport.client.uses_curl else "http.client"
         pubsub_host = getattr(emulator.publisher, "host", None)  # an EmulatorPublisher's
@@ -264,7 +264,7 @@ class Admin:
                     field="job",
                 ) from None
             if (
-                not self.emulator.engine.has_job(name)
+                not self.emulator.has_job(name)
                 and not self.emulator.attempts_page(job, page_size=1)[0]
             ):
                 raise NotFound(
@@ -276,7 +276,7 @@ class Admin:
         """The clock's instant and mode, and ``nextDue``: the next instant at which something
         is due (a fire time, a retry), absent when nothing is."""
         answer = {"now": iso(self.emulator.now()), "mode": self._mode()}
-        due = self.emulator.engine.next_due()
+        due = self.emulator.next_due()
         if due is not None:
             answer["nextDue"] = iso(due)
         return answer
@@ -406,20 +406,13 @@ class Admin:
             offset=_token_number(page_token) or 0,
             page_size=page_size,
             fire_times=fire_times or 0,
-            dst_policy=self.emulator.engine.core.dst_policy,
-            next_fire=self._next_fire,
+            dst_policy=self.emulator.options.dst_policy,
+            next_fire=self.emulator.next_fire,
             in_flight=lambda job: read_model.last_attempt_in_flight(self.emulator.store, job, now),
         )
         answer = _page_answer("jobs", rows, "" if following is None else str(following))
         answer["totalSize"] = total
         return answer
-
-    def _next_fire(self, job: str) -> datetime | None:
-        """The job's next scheduled time (not a pending retry's), ``None`` when unknown."""
-        try:
-            return self.emulator.engine.core.next_fire(job)
-        except KeyError:
-            return None
 
     def runs(self, request: Request) -> dict[str, Any]:
         """Runs newest first (by schedule time), each with its attempts: ``job``,

@@ -216,10 +216,10 @@ class Daemon:
 
     def _stop_engine(self) -> None:
         self._say(
-            f"scheduler-emulator stopping: {self.emulator.engine.in_flight} attempt(s) in flight; "
+            f"scheduler-emulator stopping: {self.emulator.in_flight} attempt(s) in flight; "
             f"waiting up to {STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now)."
         )
-        self._interrupted = self.emulator.engine.stop(STOP_GRACE_SECONDS)
+        self._interrupted = self.emulator.stop(STOP_GRACE_SECONDS)
 
     def _tear_down(self) -> None:
         """Release what construction acquired, in reverse (idempotent)."""

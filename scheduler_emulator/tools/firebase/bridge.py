@@ -197,12 +197,12 @@ class FirebaseBridge:
         self._waiting_said = False
         self._empty_since: float | None = None  # monotonic time the emulator first listed none
         self._refused: str | None = None  # the last refusal said
-        engine = emulator.engine
-        self._wrapped = {kind: engine.dispatchers.get(kind) for kind in _KINDS}
+        self._wrapped = {kind: emulator.dispatchers.get(kind) for kind in _KINDS}
         for kind, inner in self._wrapped.items():
             if inner is not None:
-                engine.dispatchers[kind] = FirebaseDispatcher(
-                    inner, engine.transport, self.routes, self._wake.set
+                emulator.set_dispatcher(
+                    kind,
+                    FirebaseDispatcher(inner, emulator.transport, self.routes, self._wake.set),
                 )
 
     # ---------------------------------------------------------------- looking
@@ -282,9 +282,8 @@ class FirebaseBridge:
             wanted[job.name] = (fn, job)
             routes[job.name] = Route(url, not fn.v2, float(fn.attempt_deadline_seconds))
         self._routes = routes | {n: r for n, r in self._routes.items() if n not in wanted}
-        engine = self.emulator.engine
         for name, (fn, job) in wanted.items():
-            before = engine.get_job(name) if engine.has_job(name) else None
+            before = self.emulator.get_job(name) if self.emulator.has_job(name) else None
             self.emulator.upsert_job(job)
             if before is None:
                 result.created.append(name)
@@ -404,10 +403,9 @@ class FirebaseBridge:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        engine = self.emulator.engine
         for kind, inner in self._wrapped.items():
             if inner is not None:
-                engine.dispatchers[kind] = inner
+                self.emulator.set_dispatcher(kind, inner)
 
     def __enter__(self) -> FirebaseBridge:
         return self
