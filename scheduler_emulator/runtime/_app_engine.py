@@ -41,15 +41,6 @@ from ._dispatchers import NotDispatched, Prepared, prepared_request
 from ._options import DEFAULT_HEADER_CASE
 from ._transports import Transport
 
-__all__ = [
-    "APP_ENGINE_RETRY_ALWAYS",
-    "AppEngineDispatcher",
-    "DEFAULT_SERVICE",
-    "EVERY_SERVICE",
-    "app_engine_host",
-    "parse_app_engine_urls",
-]
-
 #: The key of the mapping that serves every service without a mapping of its own.
 EVERY_SERVICE = "*"
 #: The service a job with no ``appEngineRouting.service`` goes to (App Engine's default).

@@ -35,15 +35,6 @@ from ..realtime import now as real_now
 from ..wire import format_timestamp as iso
 from ..wire import parse_timestamp, to_instant
 
-__all__ = [
-    "Clock",
-    "ClockFile",
-    "ManualClock",
-    "Sleeper",
-    "SystemClock",
-    "require_aware",
-]
-
 _EPOCH = new_datetime(1970, 1, 1, tzinfo=UTC)
 
 

@@ -28,16 +28,6 @@ import pycurl
 if TYPE_CHECKING:
     from ._redirects import Hop, ResponseSample
 
-__all__ = [
-    "CurlDeadline",
-    "CurlExchange",
-    "configure",
-    "ended",
-    "exchange_http2",
-    "http2_supported",
-    "prime",
-]
-
 #: Methods that carry a body (and ``Content-Length: 0`` when it is empty), as in http.client.
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _H1 = pycurl.CURL_HTTP_VERSION_1_1

@@ -46,11 +46,6 @@ from ._curl_exchange import CurlDeadline, configure, ended, exchange_http2, prim
 if TYPE_CHECKING:
     from ._redirects import Hop, ResponseSample
 
-__all__ = [
-    "CurlLoop",
-    "Done",
-]
-
 logger = logging.getLogger("scheduler_emulator")
 
 #: Called once per transfer on the loop's thread: ``(status, location, None)`` when an answer

@@ -44,15 +44,6 @@ from typing import NamedTuple
 
 from ..realtime import real_monotonic
 
-__all__ = [
-    "DeliveryPool",
-    "GROW_AT_ONCE",
-    "MAX_IN_PROGRESS",
-    "MAX_THREADS",
-    "SPARE_IDLE_SECONDS",
-    "STALL_SECONDS",
-]
-
 logger = logging.getLogger("scheduler_emulator")
 
 Task = Callable[[], None]

@@ -27,16 +27,6 @@ from ._transports import DeliveryRequest, OnResult, Transport, TransportResult, 
 if TYPE_CHECKING:
     from ._tokens import TokenAuthority
 
-__all__ = [
-    "DEFAULT_ATTEMPT_DEADLINE",
-    "Dispatcher",
-    "HttpDispatcher",
-    "NotDispatched",
-    "Prepared",
-    "dispatcher_for",
-    "prepared_request",
-]
-
 
 class NotDispatched(Exception):
     """The attempt cannot be made; the message says why and what to do (recorded on the

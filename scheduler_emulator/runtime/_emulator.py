@@ -47,11 +47,6 @@ from ._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, AttemptFilter, Store
 from ._tokens import TokenAuthority
 from ._transports import HttpTransport, Transport
 
-__all__ = [
-    "Emulator",
-    "MAX_JOBS_PAGE_SIZE",
-]
-
 #: Largest and default ListJobs page (500, Google's maximum): a page size of 0 or less gives
 #: this many jobs, a larger one is clamped to it (its home: runtime/_options.py).
 MAX_JOBS_PAGE_SIZE = JOBS_PAGE_SIZE_MAX

@@ -38,15 +38,6 @@ if TYPE_CHECKING:
     from ._curl_exchange import CurlExchange
     from ._curl_loop import CurlLoop
 
-__all__ = [
-    "DeadlineExceeded",
-    "HttpClient",
-    "MAX_BODY_BYTES",
-    "ResponseSample",
-    "Watchdog",
-    "http2_problem",
-]
-
 #: Called once when a request begun by :meth:`HttpClient.start` ends: ``(status, None)``, or
 #: ``(None, exc)`` with an exception :meth:`HttpClient.request` would raise.
 Ended = Callable[[int | None, BaseException | None], None]

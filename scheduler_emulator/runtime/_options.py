@@ -16,24 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE
 from ..domain.schedule import DEFAULT_DST_POLICY
 from ..wire import HEADER_CASES, spell_header
 from ._tokens import GOOGLE_ISSUER, KEY_FILE_NAME
-
-__all__ = [
-    "ATTEMPTS_PAGE_SIZE",
-    "ATTEMPTS_PAGE_SIZE_MAX",
-    "DEFAULT_ATTEMPT_DEADLINE",
-    "DEFAULT_DST_POLICY",
-    "DEFAULT_HEADER_CASE",
-    "DEFAULT_RETAIN_ATTEMPTS",
-    "JOBS_PAGE_SIZE_MAX",
-    "DEFAULT_LOCATION",
-    "DEFAULT_PROJECT",
-    "EmulatorOptions",
-    "STORE_FILE_NAME",
-]
 
 #: Project of job IDs given without a full name.
 DEFAULT_PROJECT = "my-project"

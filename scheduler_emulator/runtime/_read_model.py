@@ -27,21 +27,6 @@ from ..domain.schedule import parse_schedule
 from ..domain.schedule_text import describe_schedule
 from ._store import ATTEMPT_COLUMNS, Store, add_condition, attempt_from_row, window_conditions
 
-__all__ = [
-    "DEFAULT_FIRE_TIMES",
-    "MAX_FIRE_TIMES",
-    "attempt_by_id",
-    "attempts_newest",
-    "job_row",
-    "job_rows",
-    "last_attempt_in_flight",
-    "matches",
-    "next_fire_times",
-    "runs_page",
-    "target_text",
-    "timeline",
-]
-
 #: Next fire times a job row lists by default, and at most.
 DEFAULT_FIRE_TIMES = 5
 MAX_FIRE_TIMES = 50

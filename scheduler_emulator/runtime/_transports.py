@@ -39,23 +39,6 @@ from ..realtime import real_monotonic
 from ._http_client import DeadlineExceeded, HttpClient
 from ._redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, ResponseSample, next_hop
 
-__all__ = [
-    "AsgiCaller",
-    "AsgiTransport",
-    "DeliveryRequest",
-    "HttpTransport",
-    "MountTransport",
-    "OnResult",
-    "StartingTransport",
-    "Transport",
-    "TransportResult",
-    "WsgiTransport",
-    "build_environ",
-    "call_wsgi",
-    "is_asgi_app",
-    "starting",
-]
-
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: An ASGI 3 application: ``await app(scope, receive, send)``.
 AsgiApp = Callable[[Any, Any, Any], Awaitable[None]]
