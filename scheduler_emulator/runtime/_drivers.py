@@ -389,7 +389,7 @@ class ThreadedDriver:
             # Without fault rules an attempt that can start (http:// with pycurl) only begins
             # here: whichever thread finds it a place begins it (quick), no pool thread.
             quick = delivery.prepared.start is not None and not self.recorder.faults.rules
-            pool.submit_async(
+            pool.submit(
                 delivery.attempt.job, lambda done: self._deliver(delivery, done), quick=quick
             )
         except RuntimeError:  # shut down meanwhile: stop() records it
