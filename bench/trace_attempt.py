@@ -1,19 +1,21 @@
 """Trace one HTTP attempt on the system clock: hops, modules, threads and store writes.
 
-A job with ``* * * * *`` fires once on a system clock shifted so that its minute is half a
-second away (no minute-long wait); the target is a plain ``http://`` server in this process.
-Every function of ``scheduler_emulator`` entered on any thread is profiled
-(``sys.setprofile`` / ``threading.setprofile``) from just before the minute until the attempt's
-end is on disk, and every statement of the store's SQLite connection is traced.
+A job with ``* * * * *`` fires once on a system clock shifted so that its minute is
+:data:`LEAD_SECONDS` away (no minute-long wait), after a warm-up attempt (a forced run) that
+opens libcurl's event loop; the target is a plain ``http://`` server in this process. Every
+function of ``scheduler_emulator`` entered on any thread is profiled (``sys.setprofile`` /
+``threading.setprofile``) from before the minute until the attempt's end is on disk, and every
+statement of the store's SQLite connection is traced.
 
 What it prints:
 
-- **hops**: the functions of the package on the main path — the call chains, on each thread,
-  that lead to an effect: a call into the core (``core/``), a write to the store, the request
-  handed to the network (libcurl's ``add_handle``/``perform`` or a socket's ``sendall``);
-- **modules**: the package's modules those hops run through;
-- **busy threads**: threads that entered any function of the package in the window;
-- **store writes**: statements that changed the store (and those that wrote the attempt row).
+- **hops**: the calls that cross from one module of ``runtime/`` or ``core/`` (the attempt's
+  path; domain values and the leaves are its steps' tools) to another, each distinct
+  caller → callee pair once; a thread entering the package from outside (a thread's loop, a
+  callback from C, a context manager) counts as one;
+- **modules**: the modules of ``runtime/`` and ``core/`` entered;
+- **busy threads**: threads that entered any of them in the window;
+- **store writes**: statements that changed the store, and those that wrote the attempt row.
 
 Run: ``python bench/trace_attempt.py`` (``--calls`` also lists every hop in order).
 """
@@ -40,6 +42,8 @@ PACKAGE = str(Path(scheduler_emulator.__file__).parent)
 #: The attempt's path: the engine (runtime/) and the core; domain values and the leaves are
 #: the steps' tools, not steps.
 _PIPELINE = ("runtime.", "core.")
+#: Seconds from the start to the traced attempt's minute (a warm-up attempt runs first).
+LEAD_SECONDS = 5.0
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
@@ -108,7 +112,8 @@ def main() -> None:
     uri = f"http://127.0.0.1:{server.server_address[1]}/_triggers/timer/tick"
     tracer = Tracer()
     with tempfile.TemporaryDirectory() as data_dir:
-        emulator = Emulator(ShiftedClock(lead=1.0), data_dir=Path(data_dir))
+        clock = ShiftedClock(lead=LEAD_SECONDS)
+        emulator = Emulator(clock, data_dir=Path(data_dir))
         emulator.create_job(name="tick", schedule="* * * * *", http_target={"uri": uri})
         emulator.store._db.set_trace_callback(tracer.statement)
         threading.setprofile(tracer.profile)
@@ -119,16 +124,19 @@ def main() -> None:
             if time.monotonic() > deadline:
                 sys.exit("the warm-up attempt did not end within 10 s")
             time.sleep(0.01)
-        time.sleep(0.5)  # let the engine thread settle into its wait before the window opens
+        time.sleep(0.2)  # let the engine thread settle into its wait before the window opens
         tracer.active = True
+        if clock.now().second < 30:  # the minute came before the window opened (a slow machine)
+            sys.exit(f"the warm-up took over {LEAD_SECONDS:g} s; run again on a quieter machine")
         reader = sqlite3.connect(emulator.store.path)
-        deadline = time.monotonic() + 10
+        ended = "SELECT 1 FROM attempts WHERE NOT forced AND end_time IS NOT NULL"
+        deadline = time.monotonic() + LEAD_SECONDS + 10
         while time.monotonic() < deadline:  # the attempt's end on disk (read on the side)
-            if reader.execute("SELECT 1 FROM attempts WHERE end_time IS NOT NULL").fetchone():
+            if reader.execute(ended).fetchone():
                 break
             time.sleep(0.01)
         else:
-            sys.exit("the attempt did not end within 10 s")
+            sys.exit("the attempt did not end within 10 s of its minute")
         time.sleep(0.3)  # writes that follow the end (the run, the job's status)
         tracer.active = False
         threading.setprofile(None)
