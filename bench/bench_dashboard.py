@@ -1,9 +1,11 @@
 """The dashboard's first view at scale: 1,000 jobs and 100,000 attempts in the store.
 
 Builds a data directory with 1,000 hourly jobs and 100,000 finished attempts (100 hours of
-history, written straight into the store), serves it with the daemon's WSGI app on a loopback
-port, and opens ``/`` (the timeline) in headless Chromium (``tests/browser.py``: Debian's
-chromium and chromium-driver). Prints, over ``--runs`` page loads with a fresh profile each:
+history, written straight into the store, each with its run record: every 17th failed, those
+of the last hour with a retry pending, so the timeline draws run states and pending markers),
+serves it with the daemon's WSGI app on a loopback port, and opens ``/`` (the timeline) in
+headless Chromium (``tests/browser.py``: Debian's chromium and chromium-driver). Prints, over
+``--runs`` page loads with a fresh profile each:
 
 - the time from navigation start to the timeline drawn (the page's ``data-timeline-ready``
   mark, read as ``performance.now()``), and the wall time around ``driver.get`` + that wait;
@@ -56,13 +58,24 @@ def build(work: Path) -> Emulator:
             }
         )
     request = json.dumps({"method": "POST", "url": "http://127.0.0.1:9/", "headers": {}})
-    rows = []
+    rows, runs = [], []
     run_id = 0
     for hour in range(HOURS, 0, -1):
         for i in range(JOBS):
             run_id += 1
             start = NOW - timedelta(hours=hour) + timedelta(minutes=i % 60)
             failed = (i + hour) % 17 == 0
+            pending = failed and hour == 1  # the last hour's failures: a retry still to come
+            runs.append(
+                (
+                    run_id,
+                    f"{PARENT}/jobs/job-{i:04d}",
+                    start.isoformat(),
+                    start.isoformat(),
+                    (start + timedelta(minutes=5)).isoformat() if pending else None,
+                    0 if pending else 1,
+                )
+            )
             rows.append(
                 (
                     f"{PARENT}/jobs/job-{i:04d}",
@@ -84,6 +97,11 @@ def build(work: Path) -> Emulator:
             "request, response_status, code, debug_info, forced, injected, nominal) "
             "VALUES (?, ?, 1, NULL, ?, ?, ?, ?, ?, ?, 0, 0, ?)",
             rows,
+        )
+        store._db.executemany(  # each attempt's run: finished, or (failed) a retry pending
+            "INSERT INTO runs (id, job, schedule_time, nominal, forced, first_attempt_start, "
+            "attempts, next_attempt_at, finished) VALUES (?, ?, NULL, ?, 0, ?, 1, ?, ?)",
+            runs,
         )
     return emulator
 

@@ -12,10 +12,8 @@ Run: ``python bench/bench_grpc.py``.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -27,7 +25,7 @@ import requests
 from google.cloud.scheduler_v1.types import cloudscheduler, job
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_api import constant_app  # noqa: E402
+from bench_api import ROUNDS, constant_app, interleaved  # noqa: E402
 from bench_api import serve as serve_wsgi  # noqa: E402
 
 from scheduler_emulator import Emulator, ManualClock  # noqa: E402
@@ -38,30 +36,6 @@ PARENT = "projects/my-project/locations/us-central1"
 GET_JOB = "/google.cloud.scheduler.v1.CloudScheduler/GetJob"
 JobPb = job.Job.pb()
 GetJobRequest = cloudscheduler.GetJobRequest.pb()
-
-
-ROUNDS = 10
-
-
-def interleaved(calls: dict[str, Callable[[], Any]]) -> dict[str, tuple[float, float]]:
-    """p50 and p99 in µs of each call over :data:`N` sequential calls, taken in
-    :data:`ROUNDS` interleaved rounds (each call's N/ROUNDS in turn), so a change of load on a
-    shared machine hits every row alike; 100 warm-up calls each first."""
-    for call in calls.values():
-        for _ in range(100):
-            call()
-    samples: dict[str, list[float]] = {label: [] for label in calls}
-    for _ in range(ROUNDS):
-        for label, call in calls.items():
-            for _ in range(N // ROUNDS):
-                started = time.perf_counter()
-                call()
-                samples[label].append(time.perf_counter() - started)
-    result = {}
-    for label, values in samples.items():
-        values.sort()
-        result[label] = (statistics.median(values) * 1e6, values[int(len(values) * 0.99) - 1] * 1e6)
-    return result
 
 
 def get_job_call(target: str) -> tuple[Callable[[], Any], grpc.Channel]:

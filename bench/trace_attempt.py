@@ -113,10 +113,12 @@ def main() -> None:
     tracer = Tracer()
     with tempfile.TemporaryDirectory() as data_dir:
         clock = ShiftedClock(lead=LEAD_SECONDS)
+        # Before the emulator: its threads (the store's writer starts with the store) are
+        # profiled from their start; nothing is counted until the window opens.
+        threading.setprofile(tracer.profile)
         emulator = Emulator(clock, data_dir=Path(data_dir))
         emulator.create_job(name="tick", schedule="* * * * *", http_target={"uri": uri})
-        emulator.store._db.set_trace_callback(tracer.statement)
-        threading.setprofile(tracer.profile)
+        emulator.store._writer.db.set_trace_callback(tracer.statement)  # on the writer thread
         emulator.start()
         emulator.run_job("tick")  # warm up: the first attempt opens libcurl's loop
         deadline = time.monotonic() + 10

@@ -34,8 +34,8 @@ from scheduler_emulator.domain.attempts import Attempt, SkippedRun
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.runtime import (
+    ATTEMPTS_PAGE_SIZE,
     DEFAULT_HEADER_CASE,
-    DEFAULT_PAGE_SIZE,
     JWKS_PATH,
     AsgiApp,
     DeliveryRequest,
@@ -409,7 +409,7 @@ class CloudScheduler(AttemptAssertions):
         run_id: int | None = None,
         start_after: datetime | None = None,
         start_before: datetime | None = None,
-        page_size: int = DEFAULT_PAGE_SIZE,
+        page_size: int = ATTEMPTS_PAGE_SIZE,
         page_token: str = "",
     ) -> tuple[list[Attempt], str]:
         """One page of attempts in start order and the next page's token (``""`` on the last

@@ -106,7 +106,7 @@ class NaiveDatetimeError(ValueError):
     marker) raises for a naive datetime, via :func:`to_instant`."""
 
 
-def to_instant(value: datetime, what: str = "the datetime") -> datetime:
+def to_instant(value: datetime | str, what: str = "the datetime") -> datetime:
     """Check a time input and return it as an instant: a real ``datetime`` in UTC.
 
     Every function that takes an instant reads it through here, so a naive datetime is refused
@@ -114,14 +114,23 @@ def to_instant(value: datetime, what: str = "the datetime") -> datetime:
 
         >>> to_instant(datetime(2026, 9, 24, 4, 0, tzinfo=timezone(timedelta(hours=2))))
         datetime.datetime(2026, 9, 24, 2, 0, tzinfo=datetime.timezone.utc)
+        >>> to_instant("2026-09-24T04:00:00+02:00")
+        datetime.datetime(2026, 9, 24, 2, 0, tzinfo=datetime.timezone.utc)
 
-    :param value: a timezone-aware datetime (any zone; freezegun's fakes too).
+    :param value: a timezone-aware datetime (any zone; freezegun's fakes too), or its RFC 3339
+        text (:func:`parse_timestamp`).
     :param what: how the error names the value (``"move_to target"``, ``"now"``…).
     :raises NaiveDatetimeError: when ``value`` has no UTC offset; the message names ``what``
         and the value and says what to pass.
-    :raises TypeError: when ``value`` is not a datetime.
+    :raises ValueError: when ``value`` is text but not an RFC 3339 timestamp, naming ``what``.
+    :raises TypeError: when ``value`` is neither a datetime nor text.
     :return: the same instant in UTC, a real (never freezegun's) ``datetime``.
     """
+    if isinstance(value, str):
+        try:
+            return parse_timestamp(value)
+        except ValueError as exc:
+            raise ValueError(f"{what} {value[:80]!r}: {exc}") from None
     if not isinstance(value, datetime):
         raise TypeError(f"{what} must be a datetime; got {type(value).__name__} {value!r}.")
     if value.tzinfo is None or value.utcoffset() is None:

@@ -9,7 +9,7 @@ whose name differs from the timer route it posts to (every attempt fails with 50
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "examples" / "orders")]
 
 from tests.browser import by_testid, chromium, wait_for  # noqa: E402
 from tests.daemon import Daemon, running_daemon, serving  # noqa: E402
+from tests.support import Received, RecordingTarget  # noqa: E402
 
 START = "2026-03-01T00:00:00Z"
 PARENT = "projects/my-project/locations/us-central1"
@@ -71,6 +72,52 @@ def orders_daemon(*extra: str) -> Iterator[Daemon]:
             )
             response.raise_for_status()
         yield daemon
+
+
+#: The runs scene: a manual clock a minute before midnight, two jobs due at 00:00 with this retry
+#: config (waits of 60 s, 120 s, 240 s after each failure: 60 s doubling).
+RUNS_START = "2026-09-24T23:59:00Z"
+RETRY = {"retryCount": 3, "minBackoffDuration": "60s", "maxBackoffDuration": "3600s",
+         "maxDoublings": 5}  # fmt: skip
+
+
+def flaky_then_doomed() -> Callable[[Received], int]:
+    """The runs scene's target's answers: ``/flaky`` fails twice then succeeds, ``/doomed``
+    always fails, anything else succeeds."""
+    flaky: list[Received] = []
+
+    def status(received: Received) -> int:
+        if received.path == "/doomed":
+            return 503
+        if received.path == "/flaky":
+            flaky.append(received)
+            return 500 if len(flaky) <= 2 else 200
+        return 200
+
+    return status
+
+
+@contextmanager
+def runs_daemon(*extra: str) -> Iterator[tuple[Daemon, RecordingTarget]]:
+    """A daemon on a manual clock at :data:`RUNS_START` with ``flaky`` and ``doomed`` (daily at
+    00:00, :data:`RETRY`), ``berlin`` (02:00 Europe/Berlin, retrying nothing) and ``acked``
+    (daily at 00:00), all pointed at one recording target."""
+    target = RecordingTarget(status=flaky_then_doomed())
+    with (
+        serving(target) as base,
+        running_daemon("--in-memory", "--clock", "manual", "--start", RUNS_START, *extra) as daemon,
+    ):
+        jobs = [
+            ("flaky", "0 0 * * *", "Etc/UTC", RETRY),
+            ("doomed", "0 0 * * *", "Etc/UTC", RETRY),
+            ("berlin", "0 2 * * *", "Europe/Berlin", {}),
+            ("acked", "0 0 * * *", "Etc/UTC", {}),
+        ]
+        for name, schedule, zone, retry in jobs:
+            job = {"name": f"{PARENT}/jobs/{name}", "schedule": schedule, "timeZone": zone,
+                   "httpTarget": {"uri": f"{base}/{name}"}, "retryConfig": retry}  # fmt: skip
+            requests.post(f"{daemon.url}/v1/{PARENT}/jobs", json=job, timeout=30).raise_for_status()
+        yield daemon, target
 
 
 def timeline_ready(driver: Any) -> str | None:

@@ -21,7 +21,8 @@ class DripTarget:
         byte per ``interval``), ``"drip_body"`` (headers at once, then the body one byte per
         ``interval``), ``"hang"`` (read the request, never answer), ``"close"`` (read the
         request, close the connection without an answer), ``"big_body"`` (200 with a
-        body of ``body_bytes``, sent at once).
+        body of ``body_bytes``, sent at once), ``"raw"`` (``raw`` as sent, whatever it is,
+        then nothing more).
     :param interval: seconds between dripped bytes.
     :param limit_seconds: a connection is closed after this long whatever the mode.
     """
@@ -30,6 +31,7 @@ class DripTarget:
     interval: float = 0.05
     limit_seconds: float = 30.0
     body_bytes: int = 0
+    raw: bytes = b""
     connections: int = 0
     requests: int = 0
     received: list[bytes] = field(default_factory=list)  # each request as sent (head + body)
@@ -51,7 +53,8 @@ class DripTarget:
                     self.received.append(request)
                 if self.mode == "close":
                     return
-                if self.mode == "hang":
+                if self.mode in ("hang", "raw"):
+                    conn.sendall(self.raw if self.mode == "raw" else b"")
                     self.stop.wait(self.limit_seconds)
                     return
                 if self.mode == "ok":

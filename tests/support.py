@@ -45,9 +45,11 @@ class Received:
 
 @dataclass
 class RecordingTarget:
-    """A WSGI app that records each request and answers ``status`` (a code or a callable)."""
+    """A WSGI app that records each request and answers ``status`` (a code or a callable) with
+    ``body``."""
 
     status: int | Callable[[Received], int] = 200
+    body: bytes = b"ok"
     requests: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     arrived: threading.Condition = field(default_factory=threading.Condition)
@@ -74,7 +76,7 @@ class RecordingTarget:
             self.arrived.notify_all()
         status = self.status(received) if callable(self.status) else self.status
         start_response(f"{status} X", [("Content-Type", "text/plain")])
-        return [b"ok"]
+        return [self.body]
 
     def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
         """Return the requests once at least ``count`` arrived (over a real socket).
@@ -309,3 +311,28 @@ def _case_keys(path: Path, table: str, entries: list[dict[str, Any]]) -> list[st
             + "; ".join(problems)
         )
     return names
+
+
+def grpc_client_own_connection(host: str) -> Any:
+    """Google's ``CloudSchedulerClient`` on a gRPC channel with a TCP connection of its own,
+    as a client in another process has (channels of one process otherwise share one
+    connection per address). Needs the ``[grpc]`` extra.
+
+    :param host: the daemon's ``host:port``.
+    """
+    import grpc
+    from google.cloud import scheduler_v1
+    from google.cloud.scheduler_v1.services.cloud_scheduler import transports
+
+    channel = grpc.insecure_channel(host, options=[("grpc.use_local_subchannel_pool", 1)])
+    return scheduler_v1.CloudSchedulerClient(
+        transport=transports.CloudSchedulerGrpcTransport(channel=channel)
+    )
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Read until the peer closes the connection (bounded by the socket's timeout)."""
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -61,6 +61,8 @@ class CmekConfigs:
         body: Mapping[str, Any],
         update_mask: str | Sequence[str] | None,
         now: datetime,
+        *,
+        proto_paths: bool = False,
     ) -> dict[str, Any]:
         """Store the body's ``kmsKeyName`` (under the mask) and return the done ``Operation``.
 
@@ -68,6 +70,7 @@ class CmekConfigs:
         :param body: the CmekConfig JSON (``kmsKeyName``; ``name`` ignored).
         :param update_mask: empty or ``kmsKeyName`` / ``kms_key_name``.
         :param now: the operation's create and end time.
+        :param proto_paths: the mask is a gRPC ``FieldMask``: ``kms_key_name`` only.
         :raises InvalidArgument: for an unknown field, mask path or a malformed key name.
         """
         fields: dict[str, Any] = {}
@@ -80,12 +83,14 @@ class CmekConfigs:
                 )
             fields[_FIELDS[key]] = value
         paths = _mask_paths(update_mask)
+        settable = {"kms_key_name"} if proto_paths else {"kmsKeyName", "kms_key_name"}
         for path in paths:
-            if _FIELDS.get(path) != "kmsKeyName":
+            if path not in settable:
                 raise InvalidArgument(
-                    f"updateMask path {show_value(path)} is not a field of CmekConfig that can "
-                    "be updated (kmsKeyName).",
+                    f"Invalid mask for CmekConfig: {path}",
                     field="updateMask",
+                    description=f"updateMask path {show_value(path)} is not a field of "
+                    "CmekConfig that can be updated (kms_key_name).",
                 )
         key_name = fields.get("kmsKeyName") or ""
         if not isinstance(key_name, str) or (key_name and not KMS_KEY_PATTERN.match(key_name)):

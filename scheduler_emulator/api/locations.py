@@ -3,7 +3,10 @@
 Cloud Scheduler's production ListLocations answers with the regions it runs in. The emulator
 shows the locations it was configured with (``--location``/``--locations``) first, then the
 regions below, so a client that looks a region up (``gcloud scheduler locations describe``)
-finds it; jobs may be created in any well-formed location either way.
+finds it; jobs may be created in any well-formed location either way. ListLocations pages
+(``pageSize``, ``pageToken``) and filters (``filter``, Google's filtering language over the
+fields of :data:`LOCATION_FIELDS`) as Google's Locations API does
+(https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations/list).
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ GOOGLE_REGIONS: tuple[str, ...] = (
 
 #: The label every location carries (``cloud.googleapis.com/region``).
 REGION_LABEL = "cloud.googleapis.com/region"
+#: The fields of ``google.cloud.location.Location`` a ListLocations filter may name (its
+#: ``metadata`` is not shown).
+LOCATION_FIELDS = ("name", "locationId", "displayName", "labels")
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import heapq
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from ..domain.attempts import EMULATOR_DOWN, Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
@@ -158,6 +158,10 @@ class _JobState:
     runs_started: int = 0
 
 
+#: Less than any schedule's step: ``next_after(t - _TICK)`` is the first fire time at or after t.
+_TICK = timedelta(microseconds=1)
+
+
 class Scheduler:
     """Job registry, run state machine and timers of one emulator (see the module docstring).
 
@@ -183,6 +187,7 @@ class Scheduler:
         self._seq = itertools.count()
         self._job_seq = itertools.count(1)
         self._run_ids = itertools.count(1)
+        self._began: datetime | None = None  # the instant time started or resumed from
 
     # ------------------------------------------------------------------------- jobs
 
@@ -194,7 +199,13 @@ class Scheduler:
         return parse_schedule(job.schedule, job.time_zone, dst_policy=self.dst_policy)
 
     def put(
-        self, job: Job, now: datetime, *, reschedule: bool = True, create: bool = False
+        self,
+        job: Job,
+        now: datetime,
+        *,
+        reschedule: bool = True,
+        create: bool = False,
+        from_start: bool = False,
     ) -> tuple[Job, list[Decision]]:
         """Add or replace ``job``; return it with its output-only fields, and the decisions.
 
@@ -204,6 +215,10 @@ class Scheduler:
         those runs).
 
         :param create: refuse to replace an existing job (CreateJob).
+        :param from_start: the job is loaded at start-up (a jobs file): at the instant time
+            started from (:meth:`restore`'s ``now``), a fire time at that very instant counts,
+            unless the store already recorded its run. Otherwise the first fire time is
+            strictly after ``now`` (a job created at 05:00 first runs at the next time).
         :raises InvalidArgument: for a bad schedule or time zone (nothing changes).
         :raises AlreadyExists: with ``create``, if the job exists.
         """
@@ -212,6 +227,7 @@ class Scheduler:
         if create and state is not None:
             raise AlreadyExists(f"Job {job.name} already exists.")
         decisions: list[Decision] = []
+        created = state is None
         if state is None:
             state = _JobState(job, schedule, next(self._job_seq))
             self._jobs[job.name] = state
@@ -224,7 +240,9 @@ class Scheduler:
             if job.state == State.PAUSED:
                 decisions.extend(self._cancel_retries(state))
         elif reschedule or state.next_fire is None:
-            self._set_next_fire(state, schedule.next_after(now))
+            at_start = from_start and now == self._began
+            unrecorded = created or state.next_fire_utc == now
+            self._set_next_fire(state, self._first_fire(schedule, now, at_start and unrecorded))
         return self.view(state), decisions
 
     def remove(self, name: str) -> None:
@@ -329,16 +347,25 @@ class Scheduler:
                 out.extend(self._after_attempt(state, run, state.ending.pop(run_id), now))
         return out
 
-    def force(self, name: str, now: datetime) -> list[Decision]:
+    def force(
+        self, name: str, now: datetime, schedule_time: datetime | None = None
+    ) -> list[Decision]:
         """Start a forced run of the job now (RunJob), even if paused or running.
 
+        :param schedule_time: send this instant as the run's ScheduleTime (in the job's time
+            zone, as every ScheduleTime) instead of the job's next scheduled time: "run as if
+            scheduled at", an emulator-only action, whatever ``force_run_schedule_time`` says.
         :raises NotFound: if there is no such job.
         """
         state = self._jobs.get(name)
         if state is None:
             raise NotFound("Job not found.")
-        upcoming = state.next_fire or state.schedule.next_after(now)
-        header = None if self.force_run_schedule_time == "omit" else self._header(state, upcoming)
+        if schedule_time is not None:
+            header: str | None = format_schedule_time(schedule_time.astimezone(state.schedule.zone))
+        elif self.force_run_schedule_time == "omit":
+            header = None
+        else:
+            header = self._header(state, state.next_fire or state.schedule.next_after(now))
         return [self._start_run(state, now, header, forced=True, now=now)]
 
     # ------------------------------------------------------------------------- attempts
@@ -381,9 +408,11 @@ class Scheduler:
     ) -> tuple[list[Decision], list[Run]]:
         """Load the stored jobs and open runs after a restart.
 
-        Next fire times count from ``now`` (no backfill): the scheduled times from a job's
-        stored next fire time (``next_fires``) up to ``now`` passed while the emulator was not
-        running, and are recorded as skipped (reason ``EMULATOR_DOWN``). A run whose pending
+        Next fire times count from ``now``, the instant time resumes from (no backfill): the
+        scheduled times from a job's stored next fire time (``next_fires``) up to, not
+        including, ``now`` passed while the emulator was not running, and are recorded as
+        skipped (reason ``EMULATOR_DOWN``). A time at ``now`` itself fires at ``now`` unless
+        the store recorded its run (the stored next fire time is then past it). A run whose pending
         retry is kept is
         due at its time (at once if that has passed); a run with neither an interrupted attempt
         nor a pending retry is finished.
@@ -396,6 +425,7 @@ class Scheduler:
             (to be closed by the caller).
         """
         self._run_ids = itertools.count(last_run_id + 1)
+        self._began = now
         decisions: list[Decision] = []
         for job in jobs:
             state = _JobState(job, self.parse(job), next(self._job_seq), job.status)
@@ -406,7 +436,8 @@ class Scheduler:
                 if stored is not None:
                     listed = (last_skipped or {}).get(job.name)
                     decisions.extend(self._downtime(state, stored, listed, now))
-                self._set_next_fire(state, state.schedule.next_after(now))
+                unrecorded = stored is not None and stored <= now
+                self._set_next_fire(state, self._first_fire(state.schedule, now, unrecorded))
                 decisions.append(SaveNextFire(job.name, state.next_fire_utc))
         orphans: list[Run] = []
         for run in open_runs:
@@ -447,6 +478,13 @@ class Scheduler:
             return run.next_attempt_at == when
         end = state.ending.get(run_id)
         return end is not None and end.end_time.astimezone(UTC) == when
+
+    @staticmethod
+    def _first_fire(schedule: Schedule, now: datetime, inclusive: bool) -> datetime | None:
+        """The first fire time after ``now`` — or at ``now``, when ``inclusive`` (the start
+        instant's own run, not yet recorded) and the schedule is a cron one (an English-like
+        ``every 5 minutes`` counts its intervals from ``now``: nothing is due at it)."""
+        return schedule.next_after(now - _TICK if inclusive and schedule.is_cron else now)
 
     def _set_next_fire(self, state: _JobState, when: datetime | None) -> None:
         state.next_fire = when
@@ -491,7 +529,7 @@ class Scheduler:
         time already recorded as skipped)."""
         out: list[Decision] = []
         when: datetime | None = since.astimezone(state.schedule.zone)
-        while when is not None and when <= now and len(out) < MAX_DOWNTIME_SKIPS:
+        while when is not None and when < now and len(out) < MAX_DOWNTIME_SKIPS:
             if listed is None or when > listed:
                 header = self._header(state, when)
                 skipped = SkippedRun(state.job.name, header, when, now, EMULATOR_DOWN)

@@ -28,6 +28,7 @@ __all__ = [
     "excerpt_text",
     "failure_reason",
     "in_flight_at",
+    "injected_reason",
     "iso",
     "ok_status",
 ]
@@ -157,6 +158,7 @@ class Attempt:
             "responseExcerpt": self.response_excerpt,
             "responseContentType": self.response_content_type,
             "hint": self.hint,
+            "reason": failure_reason(self),
         }
 
     @classmethod
@@ -283,11 +285,63 @@ def duplicate_flags(statuses: list[tuple[int | None, str | None]]) -> list[bool]
 #: Characters of :func:`failure_reason` at most.
 REASON_WIDTH = 160
 
+#: What each fault's record says, and how its reason names it: ``(pattern on the debug text,
+#: reason)``; the reason's ``{0}`` is the pattern's first group. The first match wins.
+_INJECTED_REASONS = (
+    (
+        re.compile(r"Injected: the target answered (\S+) but the response was lost"),
+        "injected lost ack: the target answered {0}, the answer was dropped",
+    ),
+    (
+        re.compile(r"Injected: the attempt deadline passed while the target was still handling"),
+        "injected deadline: the attempt deadline passed while the target was still working",
+    ),
+    (
+        re.compile(r"Injected: (\S+ s) of latency exceeds the attempt deadline"),
+        "injected delay: {0} of latency exceeds the attempt deadline",
+    ),
+    (
+        re.compile(r"Injected: connection refused before sending"),
+        "injected connection error: refused before sending (the target was not called)",
+    ),
+    (
+        re.compile(r"code number = (\d{3}) \(injected: the target was not called\)"),
+        "injected status {0}: the target was not called",
+    ),
+)
+_LATE_ANSWER = re.compile(r"The target's late answer: (?:.*?code number = (\d{3})|(.*))")
+
+
+def injected_reason(debug_info: str) -> str:
+    """The reason an injected fault gives for an attempt, naming the fault first, from the
+    attempt's debug text; ``""`` when no fault altered its outcome.
+
+    >>> injected_reason("URL_UNREACHABLE-UNREACHABLE_LOST_ACK. Injected: the target answered "
+    ...                 "200 but the response was lost.")
+    'injected lost ack: the target answered 200, the answer was dropped'
+    """
+    for pattern, text in _INJECTED_REASONS:
+        match = pattern.search(debug_info)
+        if match:
+            reason = text.format(*match.groups())
+            late = _LATE_ANSWER.search(debug_info)
+            if late:
+                reason += f"; its late answer: {(late.group(1) or late.group(2)).strip(' .')}"
+            return reason
+    return ""
+
 
 def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
-    """Why a failed attempt failed, in one line: the emulator's :attr:`Attempt.hint`, else the
-    start of the service's answer (its response excerpt), else the debug text; ``""`` for an
-    attempt that succeeded or is still in flight.
+    """Why a failed attempt failed, in one line: the one text every surface shows (the
+    dashboard, the replay report, ``attempts``, ``runs`` and the text execution log).
+
+    - an injected fault names itself first (:func:`injected_reason`): the target's answer,
+      if any, is its body, not its reason;
+    - otherwise the start of the service's answer (its response excerpt), else the debug text;
+    - the emulator's :attr:`Attempt.hint` (a timer route that is not the job's name) comes
+      after the service's answer, never in its place.
+
+    ``""`` for an attempt that succeeded or is still in flight.
 
     >>> from datetime import UTC, datetime
     >>> a = Attempt(1, "projects/p/locations/l/jobs/j", 1, 1, None, datetime(2026, 1, 1,
@@ -301,7 +355,14 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     """
     if attempt.code in (None, "OK"):
         return ""
-    text = attempt.hint or attempt.response_excerpt.strip() or attempt.debug_info
+    text = injected_reason(attempt.debug_info) if attempt.injected else ""
+    if not text:
+        text = attempt.response_excerpt.strip() or attempt.debug_info
+        hint = attempt.hint
+        if hint and attempt.response_excerpt.strip():
+            text = f"{text} — emulator's hint: {hint}"
+        elif hint:
+            text = f"empty body — emulator's hint: {hint}"
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
 

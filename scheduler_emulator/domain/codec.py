@@ -22,7 +22,7 @@ Worked example::
 
     >>> job = job_from_json(
     ...     {
-    ...         "name": "projects/demo/locations/us-central1/jobs/nightly",
+    ...         "name": "projects/demo-project/locations/us-central1/jobs/nightly",
     ...         "schedule": "0 3 * * *",
     ...         "http_target": {"uri": "https://svc.example/run", "httpMethod": 1, "body": "e30"},
     ...         "retryConfig": {"retryCount": "3", "minBackoffDuration": "1.500s"},
@@ -53,7 +53,6 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -62,7 +61,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import wire
-from .errors import InvalidArgument
+from .errors import InvalidArgument, show_value
 from .resources import (
     MESSAGE_TYPES,
     AppEngineHttpTarget,
@@ -98,6 +97,7 @@ __all__ = [
 
 #: Largest absolute Duration the proto allows, in seconds (google/protobuf/duration.proto).
 MAX_DURATION_SECONDS = 315_576_000_000
+_DURATION_RANGE = f"at most {MAX_DURATION_SECONDS} seconds"
 
 _DURATION_RE = re.compile(r"(-)?([0-9]+)(?:\.([0-9]{1,9}))?s")
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
@@ -109,38 +109,6 @@ _TYPE_PREFIX = "type.googleapis.com/google.cloud.scheduler.v1."
 
 # ---------------------------------------------------------------------------------------------
 # Durations and timestamps
-
-
-def show_value(value: Any, limit: int = 80) -> str:
-    """Render a JSON value for an error message: JSON spelling, at most ``limit`` characters.
-
-    The value is encoded lazily and the encoding stops as soon as ``limit`` characters are
-    written, so a huge or self-repeating value (a YAML alias bomb, a 100 MB string) costs no
-    more than ``limit`` characters of work beyond its first string. Lone surrogates and other
-    characters that cannot be written as UTF-8 come out as ``\\udXXX`` escapes, so the message
-    can always be printed and sent.
-
-    :param value: any value; non-JSON values are rendered with ``str``.
-    :param limit: the longest result, in characters (≥ 2); a shortened one ends with ``…``.
-    :return: the rendering, e.g. ``"abc"``, ``{"a": 1}`` or ``[[[[[[…``.
-    """
-    if isinstance(value, str) and len(value) > limit:
-        value = value[:limit]  # no need to encode what cannot be shown
-    pieces: list[str] = []
-    size = 0
-    try:
-        encoder = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
-        for piece in encoder.iterencode(value):
-            pieces.append(piece)
-            size += len(piece)
-            if size > limit:
-                break
-    except (TypeError, ValueError, RecursionError):
-        pieces = [repr(value)[: limit + 1]]
-    text = "".join(pieces)
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 _show = show_value
@@ -226,14 +194,15 @@ def parse_duration(text: str, *, field: str | None = None) -> timedelta:
             field=field,
         )
     sign, whole, fraction = match.groups()
-    seconds = int(whole)
-    if seconds > MAX_DURATION_SECONDS:
+    # Count the digits before converting: int() of thousands of digits is slow or refused.
+    digits = whole.lstrip("0")
+    if len(digits) > len(str(MAX_DURATION_SECONDS)) or int(digits or 0) > MAX_DURATION_SECONDS:
         raise InvalidArgument(
-            f"Invalid duration {_show(text)}: at most {MAX_DURATION_SECONDS} seconds.",
+            f"Invalid duration {_show(text)}: {_DURATION_RANGE}.",
             field=field,
         )
     micros = int((fraction or "").ljust(9, "0")[:6])
-    value = timedelta(seconds=seconds, microseconds=micros)
+    value = timedelta(seconds=int(digits or 0), microseconds=micros)
     return -value if sign else value
 
 
@@ -523,7 +492,9 @@ def _bytes(value: Any) -> bytes:
 def _duration(value: Any) -> timedelta:
     try:
         return parse_duration(value)
-    except InvalidArgument:
+    except InvalidArgument as exc:
+        if exc.message.endswith(f"{_DURATION_RANGE}."):
+            raise _BadValue(f"must be {_DURATION_RANGE}") from None
         raise _BadValue('must be a duration string such as "180s" or "1.500s"') from None
 
 

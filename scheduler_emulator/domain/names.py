@@ -3,8 +3,11 @@
 A job is named ``projects/{PROJECT_ID}/locations/{LOCATION_ID}/jobs/{JOB_ID}``; its location is
 ``projects/{PROJECT_ID}/locations/{LOCATION_ID}``. The character rules are the proto's:
 
-- PROJECT_ID: letters, digits, ``-``, ``:`` and ``.`` (the last two allow domain-scoped projects
-  such as ``example.com:my-project``). Like the proto, no rule on the first character or length.
+- PROJECT_ID: Google's rule for project IDs (cloud.google.com/resource-manager/docs/
+  creating-managing-projects): 6 to 30 lower-case letters, digits and hyphens, starting with a
+  letter and not ending with a hyphen; optionally domain-scoped (``example.com:my-project``, a
+  lower-case domain, a colon, then such an ID). A project *number* (digits only, as Google's
+  resource names also accept) is allowed too.
 - LOCATION_ID: any ID of the shape ``us-central1`` (``^[a-z]+(-[a-z]+)*[0-9]*$``, the emulator's
   rule); whether the location is *served* is the store's business, not this module's.
 - JOB_ID: ``^[A-Za-z0-9_-]{1,500}$``.
@@ -21,7 +24,7 @@ import re
 import uuid
 from typing import NamedTuple
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, show_value
 
 __all__ = [
     "JOB_NAME_FORMAT_MESSAGE",
@@ -43,7 +46,9 @@ JOB_NAME_FORMAT_MESSAGE = (
     'Job name must be formatted: "projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>".'
 )
 
-PROJECT_ID_RE = re.compile(r"[A-Za-z0-9:.\-]+")
+_PROJECT_ID = r"[a-z][a-z0-9-]{4,28}[a-z0-9]"
+_DOMAIN = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+"
+PROJECT_ID_RE = re.compile(rf"(?:{_DOMAIN}:)?{_PROJECT_ID}|[0-9]{{1,19}}")
 LOCATION_ID_RE = re.compile(r"[a-z]+(-[a-z]+)*[0-9]*")
 JOB_ID_RE = re.compile(r"[A-Za-z0-9_\-]{1,500}")
 
@@ -99,28 +104,34 @@ class _Segment(NamedTuple):
         """
         if not self.pattern.fullmatch(value):
             raise InvalidArgument(
-                f'{field} has an invalid {self.noun} "{value}": {self.advice}', field=field
+                f"{field} has an invalid {self.noun} {show_value(value)}: {self.advice}",
+                field=field,
             )
         return value
 
 
-_PROJECT_ID = _Segment(
-    "project ID", PROJECT_ID_RE, "use only letters, digits, hyphens, colons and periods."
+_PROJECT = _Segment(
+    "project ID",
+    PROJECT_ID_RE,
+    "a project ID is 6 to 30 lower-case letters, digits and hyphens, starting with a letter "
+    'and not ending with a hyphen, such as "my-project" (or domain-scoped: '
+    '"example.com:my-project"; or a project number).',
 )
 _LOCATION_ID = _Segment("location ID", LOCATION_ID_RE, 'expected a location such as "us-central1".')
 _JOB_ID = _Segment("job ID", JOB_ID_RE, "use only letters, digits, hyphens and underscores.")
 
 
 def check_project_id(project: str, *, field: str = "name") -> str:
-    """Check a PROJECT_ID against the proto's character rule.
+    """Check a PROJECT_ID against Google's rule for project IDs (module docstring).
 
-    :param project: the project ID, e.g. ``my-project`` or ``example.com:my-project``.
+    :param project: the project ID, e.g. ``my-project``, ``example.com:my-project`` or a
+        project number such as ``123456789012``.
     :param field: the field path reported in the error.
-    :raises InvalidArgument: when it is empty or contains other characters than letters, digits,
-        ``-``, ``:`` and ``.``.
+    :raises InvalidArgument: for anything else (``A``, ``..``, ``shop``, 31 characters, a
+        trailing hyphen), naming ``field`` and the value.
     :return: ``project`` unchanged.
     """
-    return _PROJECT_ID.check(project, field)
+    return _PROJECT.check(project, field)
 
 
 def check_location_id(location: str, *, field: str = "name") -> str:
@@ -165,7 +176,8 @@ def parse_location_name(name: str, *, field: str = "parent") -> LocationName:
     parts = name.split("/")
     if len(parts) != 4 or parts[0] != "projects" or parts[2] != "locations":
         raise InvalidArgument(
-            f'{field} "{name}" must be formatted: "projects/<PROJECT_ID>/locations/<LOCATION_ID>".',
+            f"{field} {show_value(name)} must be formatted: "
+            '"projects/<PROJECT_ID>/locations/<LOCATION_ID>".',
             field=field,
         )
     return LocationName(
@@ -196,7 +208,7 @@ def parse_job_name(name: str, *, parent: str | None = None, field: str = "name")
         raise InvalidArgument(
             JOB_NAME_FORMAT_MESSAGE,
             field=field,
-            description=f'{field} "{name}" is not of the form '
+            description=f"{field} {show_value(name)} is not of the form "
             "projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>.",
         )
     job_name = JobName(
@@ -206,7 +218,7 @@ def parse_job_name(name: str, *, parent: str | None = None, field: str = "name")
     )
     if parent is not None and job_name.parent.full != parent:
         raise InvalidArgument(
-            f'{field} "{name}" is not in the location "{parent}" of the request.',
+            f'{field} {show_value(name)} is not in the location "{parent}" of the request.',
             field=field,
         )
     return job_name

@@ -48,6 +48,24 @@ def parse_int(text: str) -> int | HugeNumber:
     return int(text)
 
 
+def whole_number(text: str) -> int:
+    """The whole number ``text`` writes (digits with an optional sign), refused before it is
+    converted when it is out of the 64-bit range: for numbers written inside a text value
+    (a scenario's ``"== 12"``), which the document's own check does not see.
+
+    >>> whole_number("-12")
+    -12
+
+    :raises ValueError: ``"the number is a whole number out of range (…); got 99999… (5000
+        digits)"``.
+    """
+    value = parse_int(text)
+    problem = number_problem(value)
+    if problem is not None:
+        raise ValueError(f"the number {problem}")
+    return int(value)
+
+
 def is_huge(text: str) -> bool:
     """Whether the text of a whole number has more than 40 digits (leading zeros, signs and
     ``_`` separators not counted): too long to convert."""

@@ -21,7 +21,12 @@ from datetime import UTC, datetime, timedelta
 from .resources import RetryConfig
 
 __all__ = [
+    "GAVE_UP_COUNT",
+    "GAVE_UP_DURATION",
+    "GAVE_UP_NO_RETRIES",
+    "GAVE_UP_PAUSED",
     "backoff",
+    "gave_up_because",
     "may_retry",
     "next_attempt_time",
 ]
@@ -133,3 +138,41 @@ def next_attempt_time(
         return (end_time + backoff(config, wait_number)).astimezone(UTC), extra_retry
     except OverflowError:  # a backoff past the calendar: the run cannot be retried
         return None, extra_retry
+
+
+#: Why a run ended without success (:func:`gave_up_because`): its retry count was used up…
+GAVE_UP_COUNT = "retry count"
+#: … its max retry duration had passed …
+GAVE_UP_DURATION = "max retry duration"
+#: … its job retries nothing (``retryCount`` 0 and no ``maxRetryDuration``) …
+GAVE_UP_NO_RETRIES = "no retries"
+#: … or the job was paused (a paused job's pending retries are dropped).
+GAVE_UP_PAUSED = "job paused"
+
+
+def gave_up_because(
+    config: RetryConfig, retries_done: int, first_attempt_start: datetime, end_time: datetime
+) -> str:
+    """Which limit ended a run whose last attempt failed: the same rule as :func:`may_retry`,
+    read the other way.
+
+    :param config: the job's retry config.
+    :param retries_done: retries the run made (its attempts less one).
+    :param first_attempt_start: when the run's first attempt started (aware).
+    :param end_time: when its last attempt ended (aware).
+    :return: :data:`GAVE_UP_NO_RETRIES` when the config allows none; else
+        :data:`GAVE_UP_PAUSED` when :func:`may_retry` would still allow one (the job was
+        paused, so the retry was dropped); else the limits that were reached:
+        :data:`GAVE_UP_COUNT`, :data:`GAVE_UP_DURATION`, or both joined by " and " (with both
+        set, retries go on while either is unmet).
+    """
+    duration = config.max_retry_duration
+    if config.retry_count <= 0 and duration <= timedelta(0):
+        return GAVE_UP_NO_RETRIES
+    if may_retry(config, retries_done, first_attempt_start, end_time):
+        return GAVE_UP_PAUSED
+    if duration <= timedelta(0):
+        return GAVE_UP_COUNT
+    if config.retry_count <= 0:
+        return GAVE_UP_DURATION
+    return f"{GAVE_UP_COUNT} and {GAVE_UP_DURATION}"

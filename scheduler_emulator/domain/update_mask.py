@@ -28,13 +28,13 @@ the flag defaults too, but only ``schedule`` changes::
 
     >>> from scheduler_emulator.domain.codec import job_from_json
     >>> job = job_from_json({
-    ...     "name": "projects/demo/locations/us-central1/jobs/nightly",
+    ...     "name": "projects/demo-project/locations/us-central1/jobs/nightly",
     ...     "schedule": "0 3 * * *", "timeZone": "Europe/Berlin",
     ...     "httpTarget": {"uri": "https://svc.example/run"},
     ...     "retryConfig": {"retryCount": 3},
     ... })
     >>> body = {
-    ...     "name": "projects/demo/locations/us-central1/jobs/nightly",
+    ...     "name": "projects/demo-project/locations/us-central1/jobs/nightly",
     ...     "schedule": "0 4 * * *", "timeZone": "Etc/UTC",
     ...     "httpTarget": {"httpMethod": "POST"},
     ...     "retryConfig": {"maxBackoffDuration": "3600s", "maxDoublings": 5,
@@ -88,11 +88,16 @@ _Tree = dict[str, "_Tree"]
 
 
 def _mask_error(path: str, reason: str) -> InvalidArgument:
-    message = f'updateMask has an unknown field path "{path}": {reason}'
-    return InvalidArgument(message, field="updateMask", description=message)
+    """Google's message for a path UpdateJob does not know (``Invalid mask for Job: <path>``),
+    with a field violation on ``updateMask`` that says why."""
+    return InvalidArgument(
+        f"Invalid mask for Job: {path}",
+        field="updateMask",
+        description=f'updateMask has an unknown field path "{path}": {reason}',
+    )
 
 
-def _resolve(path: str) -> tuple[str, ...] | None:
+def _resolve(path: str, proto_names: bool) -> tuple[str, ...] | None:
     """Turn one mask path into proto field names, or ``None`` when the path is ignored."""
     if path == _WILDCARD:
         return (_WILDCARD,)
@@ -100,20 +105,23 @@ def _resolve(path: str) -> tuple[str, ...] | None:
     resolved: list[str] = []
     for segment in path.split("."):
         if type_name is None:
-            where = ".".join(camel_case(name) for name in resolved)
-            raise _mask_error(path, f"{where} is not a message, so it has no fields.")
+            raise _mask_error(path, f"{'.'.join(resolved)} is not a message, so it has no fields.")
         if not segment:
             raise _mask_error(path, "it has an empty segment.")
         schema = MESSAGE_FIELDS[type_name]
-        by_spelling = {
-            spelling: name
-            for name in schema.settable + schema.output_only
-            for spelling in (name, camel_case(name))
-        }
+        fields = schema.settable + schema.output_only
+        by_spelling = {camel_case(name): name for name in fields if not proto_names}
+        by_spelling.update((name, name) for name in fields)
         name = by_spelling.get(segment)
         if name is None:
-            fields = ", ".join(camel_case(n) for n in schema.settable + schema.output_only)
-            raise _mask_error(path, f'{type_name} has no field "{segment}"; it has {fields}.')
+            note = (
+                " (over gRPC a FieldMask names proto fields: snake_case)"
+                if proto_names and segment.lower() != segment
+                else ""
+            )
+            raise _mask_error(
+                path, f'{type_name} has no field "{segment}"{note}; it has {", ".join(fields)}.'
+            )
         if name in schema.output_only or (type_name == "Job" and name in _IGNORED_JOB_FIELDS):
             return None  # output only: "any value specified … will be ignored"
         resolved.append(name)
@@ -121,12 +129,17 @@ def _resolve(path: str) -> tuple[str, ...] | None:
     return tuple(resolved)
 
 
-def parse_update_mask(update_mask: str | Sequence[str] | None) -> tuple[str, ...] | None:
+def parse_update_mask(
+    update_mask: str | Sequence[str] | None, *, proto_names: bool = False
+) -> tuple[str, ...] | None:
     """Normalise an ``updateMask`` to the proto field paths an update changes.
 
     Paths are split on commas (a list's items too) after percent-decoding, stripped of
     whitespace, and resolved segment by segment, each in camelCase (``httpTarget.oidcToken``)
-    or snake_case (``http_target.oidc_token``). Paths naming ``name`` or an output-only field
+    or snake_case (``http_target.oidc_token``) — or, with ``proto_names``, in snake_case only,
+    as Google's gRPC surface reads a ``FieldMask`` (its REST surface takes the JSON spelling,
+    converting it to the proto one, so a snake_case path passes there unchanged). Paths naming
+    ``name`` or an output-only field
     (``state``, ``status``, ``scheduleTime``, ``lastAttemptTime``, ``userUpdateTime``,
     ``appEngineHttpTarget.appEngineRouting.host``) are dropped: an update never changes them.
     The result is sorted and minimal: duplicates and paths under another path go.
@@ -134,7 +147,9 @@ def parse_update_mask(update_mask: str | Sequence[str] | None) -> tuple[str, ...
     :param update_mask: the ``updateMask`` query value (``"schedule,httpTarget.uri"``,
         ``"schedule%2ChttpTarget.uri"``) or a list of paths (gRPC: ``["schedule",
         "http_target.uri"]``); ``None``, ``""`` and ``[]`` mean "no mask".
-    :raises InvalidArgument: with ``field="updateMask"`` for a path that names no field (an
+    :param proto_names: accept only proto (snake_case) field names (a gRPC ``FieldMask``).
+    :raises InvalidArgument: ``Invalid mask for Job: <path>`` (Google's message) with
+        ``field="updateMask"`` for a path that names no field (an
         unknown name, an empty segment, a path below a non-message field such as
         ``httpTarget.headers.X-A``, or ``*`` anywhere but alone); the message names the path
         and lists the fields that exist at that level.
@@ -150,7 +165,7 @@ def parse_update_mask(update_mask: str | Sequence[str] | None) -> tuple[str, ...
     ]
     if not raw_paths:
         return None
-    resolved = {path for raw in raw_paths if (path := _resolve(raw)) is not None}
+    resolved = {path for raw in raw_paths if (path := _resolve(raw, proto_names)) is not None}
     if (_WILDCARD,) in resolved:
         return (_WILDCARD,)
     minimal = [

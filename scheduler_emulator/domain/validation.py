@@ -64,8 +64,10 @@ MAX_DESCRIPTION_LENGTH = 500
 MAX_URI_LENGTH = 2083
 #: Headers must total *less* than this many bytes (80 KB).
 MAX_HEADERS_BYTES = 80 * 1024
-#: Largest job, in bytes as estimated by :func:`job_size_bytes` (1 MB).
-MAX_JOB_SIZE_BYTES = 1_000_000
+#: Largest job, in bytes as estimated by :func:`job_size_bytes`: Google's "1 MB total including
+#: ~1 KB request overhead" (cloud.google.com/scheduler/quotas), read as 1 MiB, so a job with a
+#: 1,000,000-byte body fits.
+MAX_JOB_SIZE_BYTES = 1024 * 1024
 #: ``retryConfig.retryCount`` bounds.
 MIN_RETRY_COUNT, MAX_RETRY_COUNT = 0, 5
 #: ``attemptDeadline`` bounds of an HTTP target, inclusive.
@@ -161,7 +163,7 @@ def validate_job(job: Job) -> None:
     size = job_size_bytes(job)
     if size > MAX_JOB_SIZE_BYTES:
         raise InvalidArgument(
-            f"The job must be at most {MAX_JOB_SIZE_BYTES} bytes; got {size}.",
+            f"The job is {size} bytes; the limit is 1 MB ({MAX_JOB_SIZE_BYTES} bytes).",
             field="job",
         )
 

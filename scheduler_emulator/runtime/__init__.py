@@ -17,16 +17,19 @@ from ._emulator import Emulator
 from ._http_client import http2_problem
 from ._injection import outcome_of
 from ._options import (
+    ATTEMPTS_PAGE_SIZE,
     DEFAULT_DST_POLICY,
     DEFAULT_HEADER_CASE,
     DEFAULT_LOCATION,
     DEFAULT_PROJECT,
     DEFAULT_RETAIN_ATTEMPTS,
+    DEFAULT_RETAIN_MEGABYTES,
     EmulatorOptions,
 )
 from ._pubsub import InProcessPublisher, NoPublisher, Publisher, PubsubMessage
 from ._pubsub_client import EmulatorPublisher, ensure_topics, pubsub_library_missing
-from ._store import DEFAULT_PAGE_SIZE, Store
+from ._read_model import runs_page
+from ._store import Store
 from ._tokens import GOOGLE_ISSUER, JWKS_PATH, TOKEN_TIMES, TOKENINFO_PATH, TokenAuthority
 from ._transports import (
     AsgiApp,
@@ -43,13 +46,14 @@ from ._transports import (
 )
 
 __all__ = [
+    "ATTEMPTS_PAGE_SIZE",
     "DAEMON_FLUSH_INTERVAL",
     "DEFAULT_DST_POLICY",
     "DEFAULT_HEADER_CASE",
     "DEFAULT_LOCATION",
-    "DEFAULT_PAGE_SIZE",
     "DEFAULT_PROJECT",
     "DEFAULT_RETAIN_ATTEMPTS",
+    "DEFAULT_RETAIN_MEGABYTES",
     "GOOGLE_ISSUER",
     "JWKS_PATH",
     "LOG_FORMATS",
@@ -87,5 +91,6 @@ __all__ = [
     "outcome_of",
     "parse_app_engine_urls",
     "pubsub_library_missing",
+    "runs_page",
     "startup_error",
 ]

@@ -8,6 +8,13 @@ garbage pages: ``PRAGMA quick_check``), lacks one of the emulator's tables, or c
 ``user_version`` from a later release; the message names the file, what is wrong and what to
 do, and the file is left as it was.
 
+Every row read back is checked as the API checks what it accepts (:class:`Row`): a job's
+stored configuration goes through the v1 API's JSON codec and validation, instants must be
+RFC 3339 with an offset, numbers and codes within their ranges. A damaged job, run or
+skipped-time row read at start refuses the start (exit 2) naming the file, the table, the job
+and the field, with the same advice; a damaged attempt row, read page by page while running,
+is left out of what is shown, with a warning naming the same (:func:`attempts_from_rows`).
+
 While running, a write that fails because the disk is full (or the file cannot be written)
 becomes :class:`~scheduler_emulator.domain.errors.StorageUnavailable` (503 ``UNAVAILABLE``)
 naming the data directory (:func:`storage_error`); the change it belonged to is not kept.
@@ -15,11 +22,28 @@ naming the data directory (:func:`storage_error`); the change it belonged to is 
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from ..domain.errors import ConfigurationError, StorageUnavailable
+from ..domain.attempts import Attempt
+from ..domain.codec import parse_job, parse_timestamp, refuse_lone_surrogates, show_value
+from ..domain.errors import (
+    RPC_CODES,
+    ApiError,
+    ConfigurationError,
+    InvalidArgument,
+    StorageUnavailable,
+)
+from ..domain.numbers import parse_int, refuse_unbounded_numbers
+from ..domain.resources import Job, State, Status
+from ..domain.validation import validate_job
 
 #: The first 16 bytes of every SQLite 3 database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -151,3 +175,192 @@ def startup_error(path: str, exc: BaseException) -> DataFileUnusable:
         "its disk "
         "(or make it writable), or pass --data-dir DIR elsewhere."
     )
+
+
+# ------------------------------------------------------------------------------ rows read back
+
+logger = logging.getLogger("scheduler_emulator")
+#: The most damaged attempt rows warned about once each (then each is warned about again).
+_WARNED_MAX = 1000
+_warned: set[tuple[str, int]] = set()
+
+
+class DamagedRow(DataFileUnusable):
+    """A row of the database holds a value the emulator never writes (hand-edited, or written
+    by a broken tool). The message names the file, the table, the job, the field and what to
+    do.
+
+    :ivar table: the table (``jobs``, ``runs``, ``attempts``, ``skipped``).
+    :ivar field: the column, or the field of a job's configuration (``retryConfig.retryCount``).
+    """
+
+    def __init__(self, path: str | Path, table: str, job: Any, field: str, problem: str) -> None:
+        super().__init__(
+            f"the database {path} has a damaged row in its {table} table: job "
+            f"{show_value(job, 120)}, {field} {problem}. {advice(Path(path))}"
+        )
+        self.table, self.field = table, field
+
+
+@dataclass(frozen=True)
+class Row:
+    """Reads the values of one row of ``table`` for ``job``, checking each as the API would.
+
+    :param path: the database file, for messages.
+    :param table: the table the row is in.
+    :param job: the job the row belongs to (its full name as stored).
+    :raises DamagedRow: from every method, naming the field and the value.
+    """
+
+    path: str | Path
+    table: str
+    job: Any
+
+    def damaged(self, field: str, problem: str) -> DamagedRow:
+        """The error for ``field`` of this row."""
+        return DamagedRow(self.path, self.table, self.job, field, problem)
+
+    def instant(self, field: str, value: Any) -> datetime:
+        """An instant stored as RFC 3339 text with a UTC offset."""
+        if not isinstance(value, str):
+            raise self.damaged(field, f"is not an instant; got {show_value(value)}")
+        try:
+            return parse_timestamp(value)
+        except InvalidArgument:
+            raise self.damaged(
+                field, f"is not an RFC 3339 instant with an offset; got {show_value(value)}"
+            ) from None
+
+    def optional_instant(self, field: str, value: Any) -> datetime | None:
+        """:meth:`instant`, or ``None`` for SQL NULL."""
+        return None if value is None else self.instant(field, value)
+
+    def whole(self, field: str, value: Any, low: int, high: int | None = None) -> int:
+        """A whole number from ``low`` to ``high``."""
+        if (
+            not isinstance(value, int)
+            or isinstance(value, bool)
+            or value < low
+            or (high is not None and value > high)
+        ):
+            to = "" if high is None else f" to {high}"
+            raise self.damaged(
+                field, f"must be a whole number from {low}{to}; got {show_value(value)}"
+            )
+        return value
+
+    def text(self, field: str, value: Any, *, required: bool = True) -> Any:
+        """A text value (``None`` for SQL NULL unless ``required``)."""
+        if value is None and not required:
+            return None
+        if not isinstance(value, str):
+            raise self.damaged(field, f"must be text; got {show_value(value)}")
+        return value
+
+    def json_object(self, field: str, value: Any) -> dict[str, Any]:
+        """A JSON object stored as text, its numbers bounded as in a request body."""
+        try:
+            data = json.loads(self.text(field, value), parse_int=parse_int)
+        except (ValueError, RecursionError) as exc:
+            raise self.damaged(field, f"is not JSON ({str(exc)[:120]})") from None
+        if not isinstance(data, dict):
+            raise self.damaged(field, f"is not a JSON object; got {show_value(data)}")
+        try:
+            refuse_unbounded_numbers(data)
+            refuse_lone_surrogates(data)
+        except ApiError as exc:
+            raise self.refused(field, exc) from None
+        return data
+
+    def refused(self, field: str, exc: ApiError) -> DamagedRow:
+        """The error for a value of ``field`` that the API's checks refuse with ``exc``."""
+        error = self.damaged(field, f"is refused by the API's checks: {exc.describe().rstrip('.')}")
+        error.field = f"{field}.{exc.field}" if exc.field else field
+        return error
+
+
+def stored_job(path: str | Path, row: tuple[Any, ...]) -> Job:
+    """A job from a row of the ``jobs`` table, checked as CreateJob checks a job: its stored
+    configuration (the v1 API's JSON) through the API's codec and validation, and the columns
+    the engine keeps beside it.
+
+    :param path: the database file, for messages.
+    :param row: ``(name, config, state, status_code, status_message, last_attempt_time,
+        user_update_time)``.
+    :raises DamagedRow: naming the field of the first damaged value.
+    :return: the job, output-only fields included.
+    """
+    name, config, state, code, message, last_attempt, user_update = row
+    check = Row(path, "jobs", name)
+    data = check.json_object("config", config)
+    try:
+        job = parse_job(data)
+        validate_job(job)
+    except ApiError as exc:
+        raise check.refused("config", exc) from None
+    if job.name != name:
+        raise check.damaged("config.name", f"is {show_value(job.name)}, not the row's name")
+    return replace(
+        job,
+        state=State(check.whole("state", state, min(State), max(State))),
+        status=None
+        if code is None
+        else Status(
+            check.whole("status_code", code, 0, max(RPC_CODES.values())),
+            check.text("status_message", message, required=False) or "",
+        ),
+        last_attempt_time=check.optional_instant("last_attempt_time", last_attempt),
+        user_update_time=check.optional_instant("user_update_time", user_update),
+    )
+
+
+def stored_attempt(path: str | Path, r: tuple[Any, ...]) -> Attempt:
+    """An attempt from a row of the ``attempts`` table (the columns of the store's
+    ``ATTEMPT_COLUMNS``, in order), each value checked.
+
+    :raises DamagedRow: naming the column of the first damaged value.
+    """
+    check = Row(path, "attempts", r[1])
+    return Attempt(
+        id=check.whole("id", r[0], 1),
+        job=check.text("job", r[1]),
+        run_id=check.whole("run_id", r[2], 0),
+        attempt=check.whole("attempt", r[3], 1),
+        schedule_time=check.text("schedule_time", r[4], required=False),
+        start_time=check.instant("start_time", r[5]),
+        end_time=check.optional_instant("end_time", r[6]),
+        request=check.json_object("request", r[7]),
+        response_status=None if r[8] is None else check.whole("response_status", r[8], 0, 999),
+        code=None if r[9] is None else _rpc_code(check, r[9]),
+        debug_info=check.text("debug_info", r[10]),
+        forced=bool(check.whole("forced", r[11], 0, 1)),
+        injected=bool(check.whole("injected", r[12], 0, 1)),
+        nominal=check.optional_instant("nominal", r[13]),
+        response_excerpt=check.text("response_excerpt", r[14], required=False) or "",
+        response_content_type=check.text("response_content_type", r[15], required=False),
+    )
+
+
+def _rpc_code(check: Row, value: Any) -> str:
+    if value not in RPC_CODES:
+        raise check.damaged("code", f"is not a google.rpc code name; got {show_value(value)}")
+    return str(value)
+
+
+def attempts_from_rows(path: str | Path, rows: Iterable[tuple[Any, ...]]) -> list[Attempt]:
+    """The attempts of ``rows`` (:func:`stored_attempt`), leaving out each damaged one with a
+    warning on the emulator's log (once per row, naming the file, the table, the job and the
+    field): one damaged row of the history must not hide the others, or fail a page.
+    """
+    attempts = []
+    for row in rows:
+        try:
+            attempts.append(stored_attempt(path, row))
+        except DamagedRow as exc:
+            seen = (str(path), row[0])
+            if seen not in _warned:
+                if len(_warned) >= _WARNED_MAX:
+                    _warned.clear()
+                _warned.add(seen)
+                logger.warning("warning: %s That attempt is left out.", exc)
+    return attempts

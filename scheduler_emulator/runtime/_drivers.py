@@ -5,7 +5,9 @@ The :class:`~scheduler_emulator.Emulator` picks one driver at set-up with
 
 - :class:`ManualDriver` (a :class:`~scheduler_emulator.ManualClock`): the clock
   calls :meth:`ManualDriver.run_due` at each due instant and attempts are sent one after
-  another in the caller's thread — deterministic timelines. An attempt's ``start_time`` is the
+  another in the caller's thread — deterministic timelines. A forced run accepted over the API
+  (:meth:`ManualDriver.send_soon`) is sent by one thread that settles the clock, or by the
+  next clock move if that starts first. An attempt's ``start_time`` is the
   virtual instant at which it fell due; requests that ``deadline`` faults leave running are
   kept by :class:`~scheduler_emulator.runtime._injection.LateAnswers`.
 - :class:`ThreadedDriver` (a system clock): one engine thread waits for the next due instant
@@ -14,8 +16,8 @@ The :class:`~scheduler_emulator.Emulator` picks one driver at set-up with
   delays only its own job; an ``http://`` attempt (with ``pycurl``) waits on its target in
   libcurl's event loop (:mod:`~scheduler_emulator.runtime._curl_loop`), holding no thread, so
   no number of slow targets starves the others; one ends thread records their ends, a batch
-  per hold of the engine lock, their store updates deferred (committed a few ms later, many
-  per transaction). An attempt's ``start_time`` is the instant it is sent.
+  per hold of the engine lock, their store updates committed by the store's writer thread soon
+  after (many per transaction). An attempt's ``start_time`` is the instant it is sent.
 
 Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime._recorder`) the same way;
 the engine contract tests run every scenario on both.
@@ -62,6 +64,10 @@ class Driver(Protocol):
 
     def forced(self) -> None:
         """A forced run was started: on a manual clock, deliver what is due now."""
+        ...
+
+    def send_soon(self, deliveries: Iterable[Delivery]) -> None:
+        """Send ``deliveries`` (a forced run accepted over the API) without waiting for them."""
         ...
 
     def run_due(self) -> None:
@@ -128,6 +134,9 @@ class ManualDriver:
         self.late = LateAnswers(recorder.store.finish_attempt)
         self._stopping = False
         self._sending: Delivery | None = None
+        self._soon: deque[Delivery] = deque()  # forced runs accepted, not sent yet
+        self._soon_lock = threading.Lock()
+        self._soon_sender: threading.Thread | None = None  # settling the clock for them
 
     def manual_clock(self) -> ManualClock:
         """The clock the caller moves."""
@@ -177,9 +186,38 @@ class ManualDriver:
         if settle is not None:
             settle()
 
+    def send_soon(self, deliveries: Iterable[Delivery]) -> None:
+        """Queue ``deliveries`` and return: one thread settles the clock for them (sending
+        them at its instant, in the order accepted, and anything then due); a clock move
+        that starts first sends them before it moves."""
+        self._soon.extend(deliveries)
+        with self._soon_lock:
+            if self._soon_sender is not None:
+                return
+            self._soon_sender = threading.Thread(
+                target=self._settle_soon, name="forced-runs", daemon=True
+            )
+            self._soon_sender.start()
+
+    def _settle_soon(self) -> None:
+        while True:
+            self.forced()
+            with self._soon_lock:
+                if not self._soon or self._stopping:
+                    self._soon_sender = None
+                    return
+
+    def _take_soon(self) -> list[Delivery]:
+        taken = []
+        while self._soon:
+            taken.append(self._soon.popleft())
+        return taken
+
     def run_due(self) -> None:
-        """Run everything due now, sending in this thread, until nothing more is due."""
+        """Run everything due now, sending in this thread, until nothing more is due (forced
+        runs accepted by :meth:`send_soon` first)."""
         recorder = self.recorder
+        self.send_all(self._take_soon())
         while not self._stopping:
             with recorder.lock:
                 deliveries = recorder.carry_out(recorder.core.due(self.clock.now()))
@@ -203,8 +241,13 @@ class ManualDriver:
         :return: how many attempts were recorded as interrupted.
         """
         self._stopping = True
+        started = real_monotonic()
         interrupt = getattr(self.clock, "interrupt", None)
         settled = interrupt(timeout) if interrupt is not None else True
+        self.send_all(self._take_soon())  # recorded as not sent
+        sender = self._soon_sender
+        if sender is not None:
+            sender.join(max(0.0, timeout - (real_monotonic() - started)))
         interrupted = 0
         if not settled:
             delivery = self._sending
@@ -285,6 +328,10 @@ class ThreadedDriver:
 
     def forced(self) -> None:
         """Nothing more: the pool sends the forced attempt."""
+
+    def send_soon(self, deliveries: Iterable[Delivery]) -> None:
+        """Hand ``deliveries`` to the pool (it never waits for them)."""
+        self.send_all(deliveries)
 
     def run_due(self) -> None:
         """The engine thread runs what is due itself; calling this is harmless."""
@@ -421,7 +468,7 @@ class ThreadedDriver:
 
     def _end_loop(self) -> None:
         """The ends thread: record the ends of attempts sent on the pool, a batch per hold of
-        the engine lock (their store updates deferred: one transaction for many), then submit
+        the engine lock (the store's writer commits many in one transaction), then submit
         their follow-ups (a delayed run)."""
         recorder = self.recorder
         while True:
@@ -454,9 +501,8 @@ class ThreadedDriver:
             if delivery.ended:
                 return []
             delivery.ended = True
-            # The end may be committed a few ms later, with others (Store.deferred).
-            with recorder.store.deferred():
-                follow_ups = recorder.carry_out(recorder.ended(delivery, injected))
+            # The store's writer thread commits the end soon after, with others.
+            follow_ups = recorder.carry_out(recorder.ended(delivery, injected))
             if delivery in self._outstanding:
                 if self._pool is not None:
                     self._outstanding.update(follow_ups)

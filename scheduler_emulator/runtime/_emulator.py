@@ -28,9 +28,10 @@ from ..core.faults import FaultPlan
 from ..core.scheduler import Scheduler
 from ..domain.attempt_assertions import AttemptAssertions
 from ..domain.attempts import Attempt, SkippedRun
-from ..domain.codec import job_from_json, show_value
+from ..domain.codec import job_from_json
 from ..domain.errors import FailedPrecondition, InvalidArgument, StorageUnavailable
 from ..domain.names import generate_job_id, qualify_job_name
+from ..domain.paging import next_page_token, page_position
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
 from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
@@ -40,16 +41,12 @@ from ._clock import Clock, SystemClock, require_aware
 from ._dispatchers import Dispatcher, HttpDispatcher
 from ._drivers import Driver, driver_for
 from ._http_client import HttpClient, http2_problem
-from ._options import JOBS_PAGE_SIZE_MAX, EmulatorOptions
+from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, EmulatorOptions
 from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
 from ._recorder import Recorder
-from ._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, AttemptFilter, Store
+from ._store import AttemptFilter, Store
 from ._tokens import TokenAuthority
 from ._transports import HttpTransport, Transport
-
-#: Largest and default ListJobs page (500, Google's maximum): a page size of 0 or less gives
-#: this many jobs, a larger one is clamped to it (its home: runtime/_options.py).
-MAX_JOBS_PAGE_SIZE = JOBS_PAGE_SIZE_MAX
 
 
 class Emulator(AttemptAssertions):
@@ -94,11 +91,7 @@ class Emulator(AttemptAssertions):
         options = replace(options or EmulatorOptions(), **settings)
         self.options = options
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.store = (
-            store
-            if store is not None
-            else Store(options.store_path(), retain_attempts=options.retain_attempts)
-        )
+        self.store = store if store is not None else Store.open(options)
         self.project = options.project
         self.location = options.location
         self.locations: tuple[str, ...] = options.all_locations
@@ -246,11 +239,17 @@ class Emulator(AttemptAssertions):
 
         Keywords are REST field names in snake_case (``schedule=…, http_target={"uri": …}``).
         A short ``name`` gets the emulator's project and location; no name gets a generated ID.
+        Its first fire time is the first scheduled time after now.
 
         :raises InvalidArgument: for any invalid field (the message names field and value).
         :raises AlreadyExists: if a job of that name exists.
         :return: the stored job with its output-only fields (state ENABLED, scheduleTime…).
         """
+        return self._create(job, fields)
+
+    def _create(
+        self, job: Job | Mapping[str, Any] | None, fields: dict[str, Any], from_start: bool = False
+    ) -> Job:
         if not isinstance(job, Job):
             data = dict(job or {})
             data.update(fields)
@@ -266,26 +265,28 @@ class Emulator(AttemptAssertions):
             user_update_time=self.clock.now(),
         )
         _refuse_unsendable_http2(job)
-        return self._put_job(job, create=True)
+        return self._put_job(job, create=True, from_start=from_start)
 
     def upsert_job(self, job: Job) -> Job:
         """Create ``job``, or, if it exists (a restart with the same jobs file), replace its
         configuration while keeping its state, status and history.
 
-        The next fire time is computed from now either way.
+        The next fire time is computed from now either way; at the instant the clock started
+        (or resumed) from, a time at that very instant counts unless its run is recorded
+        (docs/behaviour.md, "The start instant").
 
         :return: the stored job.
         """
         if not self.has_job(job.name):
-            return self.create_job(job)
+            return self._create(job, {}, from_start=True)
         current = self.get_job(job.name)
         if replace(job, **_output_fields(current)) == current:
             return current
         fields = _output_fields(current) | {"user_update_time": self.clock.now()}
         _refuse_unsendable_http2(job)
-        return self._put_job(replace(job, **fields))
+        return self._put_job(replace(job, **fields), from_start=True)
 
-    def _put_job(self, job: Job, *, create: bool = False) -> Job:
+    def _put_job(self, job: Job, *, create: bool = False, from_start: bool = False) -> Job:
         """Add or replace ``job`` and persist it, rescheduled from now; return it with its
         output-only fields updated (see :meth:`Scheduler.put
         <scheduler_emulator.core.scheduler.Scheduler.put>`).
@@ -295,7 +296,9 @@ class Emulator(AttemptAssertions):
         """
         with self._lock:
             new = not self.core.has(job.name)
-            view, decisions = self.core.put(job, self.clock.now(), create=create)
+            view, decisions = self.core.put(
+                job, self.clock.now(), create=create, from_start=from_start
+            )
             try:
                 self.store.save_job(view, self.core.next_fire(view.name))
             except StorageUnavailable:  # a full disk: list nothing that is not stored
@@ -346,33 +349,25 @@ class Emulator(AttemptAssertions):
         with self._lock:
             return self.core.next_fire(name) if self.core.has(name) else None
 
+    def job_config(self, name: str) -> Job | None:
+        """Return the job of full name ``name`` as configured (its retry config decides its
+        runs' states; output-only fields not brought up to date), ``None`` if there is none
+        (a deleted job's runs)."""
+        with self._lock:
+            return self.core.config(name)
+
     def list_jobs(self) -> list[Job]:
         """Return every job in creation order."""
         with self._lock:
             return self.core.jobs()
 
-    def list_jobs_page(
-        self, parent: str, page_size: int, page_token: str = ""
-    ) -> tuple[list[Job], str]:
-        """Return one ListJobs page of the jobs under ``parent`` and the next page token
-        (``""`` on the last page). Jobs come in creation order, stable across pages.
-
-        :param parent: ``projects/P/locations/L``.
-        :param page_size: jobs per page; 0 or less gives :data:`MAX_JOBS_PAGE_SIZE` (500), more
-            is clamped to it.
-        :param page_token: ``""`` for the first page, else a token this method returned.
-        :raises InvalidArgument: for a token this emulator did not issue.
-        """
-        start = _token_start(page_token)
-        if isinstance(page_size, bool) or not isinstance(page_size, int):
-            raise InvalidArgument(
-                f"pageSize must be a whole number; got {show_value(page_size)}.", field="pageSize"
-            )
-        if page_size <= 0 or page_size > MAX_JOBS_PAGE_SIZE:
-            page_size = MAX_JOBS_PAGE_SIZE
+    def jobs_page(self, prefix: str, size: int, from_seq: int) -> tuple[list[Job], int | None]:
+        """Return up to ``size`` jobs whose names start with ``prefix`` (``projects/P/locations/
+        L/jobs/``), in creation order from creation sequence number ``from_seq`` on, and the
+        sequence number the next page starts at (``None`` after the last job). ListJobs pages
+        over this (api/ rules the page size and the token)."""
         with self._lock:
-            jobs, next_seq = self.core.page(parent + "/jobs/", page_size, start)
-        return jobs, "" if next_seq is None else str(next_seq)
+            return self.core.page(prefix, size, from_seq)
 
     def update_job(
         self, name: str, body: Mapping[str, Any], update_mask: str | Sequence[str] | None = None
@@ -431,7 +426,9 @@ class Emulator(AttemptAssertions):
             name, State.PAUSED, State.ENABLED, "only a PAUSED job can be resumed"
         )
 
-    def run_job(self, name: str) -> Job:
+    def run_job(
+        self, name: str, *, wait: bool = True, schedule_time: datetime | None = None
+    ) -> Job:
         """Force a run now (RunJob), even while the job is paused (its state is kept) or a run is
         going. Its ``X-CloudScheduler-ScheduleTime`` is the job's next scheduled time (none for
         English-like schedules, or when the emulator was made with the option
@@ -439,18 +436,32 @@ class Emulator(AttemptAssertions):
         config, as for a scheduled run.
 
         Under a manual clock the first attempt has been delivered when this returns (its
-        retries come as the clock moves); on the system clock it is sent on the engine's
-        threads and this returns at once.
+        retries come as the clock moves), unless ``wait`` is false; on the system clock it is
+        sent on the engine's threads and this returns at once.
 
         :param name: the job's ID or full name.
+        :param wait: under a manual clock, deliver the first attempt before returning.
+            ``False`` returns once the run is accepted — the run and its first attempt
+            recorded (the attempt in flight, started at the clock's instant) — as the daemon's
+            RunJob does: the attempt is then sent on another thread, and the clock's next move
+            waits for it first.
+        :param schedule_time: send the run as if scheduled at this aware instant: its
+            attempts carry it (in its own UTC offset) as ``X-CloudScheduler-ScheduleTime``,
+            whatever the schedule (an emulator-only action for testing a handler's date
+            window; RunJob itself has no such field).
         :return: the job as stored.
         :raises NotFound: ``Job not found.``
+        :raises NaiveDatetimeError: for a naive ``schedule_time``.
         """
         name = self.job_name(name)
         with self._lock:
-            deliveries = self.recorder.carry_out(self.core.force(name, self.clock.now()))
-        self.driver.send_all(deliveries)
-        self.driver.forced()
+            decisions = self.core.force(name, self.clock.now(), schedule_time)
+            deliveries = self.recorder.carry_out(decisions)
+        if not wait:
+            self.driver.send_soon(deliveries)
+        else:
+            self.driver.send_all(deliveries)
+            self.driver.forced()
         return self.get_job(name)
 
     # ---------------------------------------------------------------- history
@@ -474,7 +485,7 @@ class Emulator(AttemptAssertions):
         run_id: int | None = None,
         start_after: datetime | None = None,
         start_before: datetime | None = None,
-        page_size: int = DEFAULT_PAGE_SIZE,
+        page_size: int = ATTEMPTS_PAGE_SIZE,
         page_token: str = "",
     ) -> tuple[list[Attempt], str]:
         """Return one page of attempts in start order and the next page's token (``""`` on
@@ -500,7 +511,7 @@ class Emulator(AttemptAssertions):
         )
         attempts, last = self.store.attempts_page(where, after_id=after, page_size=page_size)
         now = self.clock.now()
-        return [a.as_of(now) for a in attempts], "" if last is None else str(last)
+        return [a.as_of(now) for a in attempts], next_page_token(last)
 
     def skipped_runs(self, job: str | None = None) -> list[SkippedRun]:
         """Return the scheduled times that got no run, optionally only those of ``job``.
@@ -512,7 +523,7 @@ class Emulator(AttemptAssertions):
         return self.store.skipped(None if job is None else self.job_name(job))
 
     def skipped_page(
-        self, job: str | None = None, *, page_size: int = DEFAULT_PAGE_SIZE, page_token: str = ""
+        self, job: str | None = None, *, page_size: int = ATTEMPTS_PAGE_SIZE, page_token: str = ""
     ) -> tuple[list[SkippedRun], str]:
         """Return one page of skipped scheduled times in the order they were recorded and the
         next page's token (``""`` on the last page), as :meth:`attempts_page` does.
@@ -523,7 +534,7 @@ class Emulator(AttemptAssertions):
         records, last = self.store.skipped_page(
             job=None if job is None else self.job_name(job), after_id=after, page_size=page_size
         )
-        return records, "" if last is None else str(last)
+        return records, next_page_token(last)
 
     def reset(self) -> None:
         """Delete every job, run, attempt and skipped-run record."""
@@ -601,31 +612,14 @@ def _page_start(page_size: int, page_token: str) -> int:
     if (
         isinstance(page_size, bool)
         or not isinstance(page_size, int)
-        or not (1 <= page_size <= MAX_PAGE_SIZE)
+        or not (1 <= page_size <= ATTEMPTS_PAGE_SIZE_MAX)
     ):
         raise InvalidArgument(
-            f"pageSize must be a whole number from 1 to {MAX_PAGE_SIZE}; got {page_size!r}.",
+            f"pageSize must be a whole number from 1 to {ATTEMPTS_PAGE_SIZE_MAX}; "
+            f"got {page_size!r}.",
             field="pageSize",
         )
-    return _token_start(page_token)
-
-
-def _token_start(page_token: str) -> int:
-    """The sequence number or record id a page token names (``0`` for no token).
-
-    Tokens are the decimal numbers this emulator issues: ASCII digits, at most 18 of them (an
-    SQLite integer); anything else is refused before ``int()`` sees it.
-
-    :raises InvalidArgument: naming ``pageToken`` and the value.
-    """
-    if not page_token:
-        return 0
-    if not (page_token.isascii() and page_token.isdigit() and len(page_token) <= 18):
-        raise InvalidArgument(
-            f"pageToken {show_value(page_token)} is not a page token this emulator gave.",
-            field="pageToken",
-        )
-    return int(page_token)
+    return page_position(page_token)
 
 
 def _refuse_unsendable_http2(job: Job) -> None:

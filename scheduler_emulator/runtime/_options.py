@@ -28,14 +28,15 @@ DEFAULT_LOCATION = "us-central1"
 STORE_FILE_NAME = "emulator.db"
 #: The file of a manual clock's virtual now inside a data directory (a restart resumes there).
 CLOCK_FILE_NAME = "manual-clock.json"
-#: Finished attempts kept by default (``--retain-attempts``); about 1 KB each on disk.
+#: Finished attempts kept by default (``--retain-attempts``); about 1 KB each on disk, up to
+#: 5 KB with a response excerpt.
 DEFAULT_RETAIN_ATTEMPTS = 100_000
+#: Megabytes (10**6 bytes) the store may hold before the oldest finished attempts are dropped
+#: (``--retain-megabytes``): 100,000 attempts of targets answering 4 KiB would take 480.
+DEFAULT_RETAIN_MEGABYTES = 200
 #: Attempts per page of the attempt and skipped-run listings when none is asked for, and at most.
 ATTEMPTS_PAGE_SIZE = 100
 ATTEMPTS_PAGE_SIZE_MAX = 1000
-#: Largest ListJobs page (Google's maximum), and the size of one when none, 0 or less, or a
-#: larger one is asked for.
-JOBS_PAGE_SIZE_MAX = 500
 #: How HTTP attempts spell header names by default: as Google's documentation does.
 DEFAULT_HEADER_CASE = HEADER_CASES[0]
 # The attempt deadline of a job that sets none (Google's 180 s, DEFAULT_ATTEMPT_DEADLINE) and
@@ -60,6 +61,8 @@ class EmulatorOptions:
     :param data_dir: where jobs, runs, attempts and the signing key are kept; ``None`` keeps
         everything in memory (``--in-memory``).
     :param retain_attempts: finished attempts kept (the oldest go first); ``None``: all.
+    :param retain_megabytes: the most the store's database may hold, in megabytes (10**6
+        bytes): beyond it the oldest finished attempts are dropped; ``None``: no such bound.
     :param token_issuer: ``iss`` of minted OIDC tokens.
     :param token_time: ``"emulator"`` or ``"real"``: which clock stamps tokens.
     :param header_case: how HTTP attempts spell header names, the scheduler's and the job's
@@ -78,6 +81,7 @@ class EmulatorOptions:
     app_engine_urls: str | Mapping[str, str] | None = field(default=None, compare=False)
     data_dir: Path | None = None
     retain_attempts: int | None = DEFAULT_RETAIN_ATTEMPTS
+    retain_megabytes: int | None = DEFAULT_RETAIN_MEGABYTES
     token_issuer: str = GOOGLE_ISSUER
     token_time: str = "emulator"
     header_case: str = DEFAULT_HEADER_CASE

@@ -3,7 +3,8 @@ history, read from the store page by page (never the whole history in memory).
 
 - :func:`job_rows` — the jobs view: each job with its schedule read out in English, target,
   state, last outcome and next fire times; filtered by name and state, paged.
-- :func:`runs_page` — runs newest first, by job and time window, each with its attempts.
+- :func:`runs_page` — runs newest first, by job, time window and how they went (failed,
+  gave up, in progress), each with its attempts and its state (:func:`run_state`).
 - :func:`attempts_newest` — attempts newest first, by job and time window.
 - :func:`timeline` — one lane per job for a time window: runs with their attempts, and the
   skipped times.
@@ -23,9 +24,11 @@ from typing import Any
 from ..domain.attempts import Attempt, duplicate_flags, in_flight_at, iso
 from ..domain.errors import RPC_CODES
 from ..domain.resources import Job, State
+from ..domain.retry import gave_up_because
 from ..domain.schedule import parse_schedule
 from ..domain.schedule_text import describe_schedule
-from ._store import ATTEMPT_COLUMNS, Store, add_condition, attempt_from_row, window_conditions
+from ._data_file import attempts_from_rows
+from ._store import ATTEMPT_COLUMNS, Store, add_condition, window_conditions
 
 #: Next fire times a job row lists by default, and at most.
 DEFAULT_FIRE_TIMES = 5
@@ -209,8 +212,8 @@ def attempts_newest(
         f"SELECT {ATTEMPT_COLUMNS} FROM attempts{where} ORDER BY id DESC LIMIT ?",
         [*args, page_size + 1],
     )
-    attempts = [attempt_from_row(r).as_of(now) for r in rows[:page_size]]
-    return attempts, (attempts[-1].id if len(rows) > page_size else None)
+    attempts = [a.as_of(now) for a in attempts_from_rows(store.path, rows[:page_size])]
+    return attempts, (rows[page_size - 1][0] if len(rows) > page_size else None)
 
 
 def _compact(row: Any, now: datetime | None) -> dict[str, Any]:
@@ -238,6 +241,90 @@ def _mark_duplicates(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for attempt, flag in zip(attempts, flags, strict=True):
         attempt["duplicate"] = flag
     return attempts
+
+
+#: The run table's columns :func:`run_state` reads.
+_RUN_COLUMNS = (
+    "id, job, nominal, forced, finished, next_attempt_at, first_attempt_start, schedule_time"
+)
+#: ``runs_page``'s ``state`` filter: SQL over ``runs`` for each value. ``failed``: a run with at
+#: least one failed attempt; ``gave-up``: one that ended without success; ``in-progress``: one
+#: with an attempt in flight or a retry pending.
+RUN_FILTERS = {
+    "": "",
+    "failed": "EXISTS (SELECT 1 FROM attempts a WHERE a.job = runs.job AND a.run_id = runs.id "
+    "AND a.code IS NOT NULL AND a.code != 'OK')",
+    "gave-up": "finished = 1 AND (SELECT a.code FROM attempts a WHERE a.job = runs.job AND "
+    "a.run_id = runs.id ORDER BY a.id DESC LIMIT 1) IS NOT 'OK'",
+    "in-progress": "finished = 0",
+}
+
+
+def run_state(
+    row: Any, attempts: list[dict[str, Any]], config: Callable[[str], Job | None]
+) -> dict[str, Any]:
+    """How one run stands, from its stored record and its attempts: the fields a run has in
+    ``GET /_emulator/runs`` and in the timeline besides its attempts.
+
+    The next attempt's time is the one the core's retry decision
+    (:func:`~scheduler_emulator.domain.retry.next_attempt_time`) stored on the run; which limit
+    ended a run that gave up is :func:`~scheduler_emulator.domain.retry.gave_up_because` of the
+    job's retry config.
+
+    :param row: the run's :data:`_RUN_COLUMNS`.
+    :param attempts: its compact attempts in start order (as they read now).
+    :param config: the job's configuration by full name, ``None`` for a deleted job.
+    :return: ``{"state": "succeeded" | "gave up" | "retrying" | "in progress", "gaveUp": the
+        limit or ``None``, "nextAttemptTime": RFC 3339 or ``None``, "nextAttempt": its number
+        or ``None``, "maxAttempts": the retry count plus one, ``None`` when the count does not
+        bound the run, "scheduleTime": the header value or ``None``, "failedAttempts": N}``.
+    """
+    run_id, job_name, _, _, finished, next_at, first_start, schedule_time = row
+    job = config(job_name)
+    retry = None if job is None else job.retry_config
+    last = attempts[-1] if attempts else None
+    state, gave_up, next_time = "in progress", None, None
+    if finished and last is not None and last["code"] == "OK":
+        state = "succeeded"
+    elif finished:
+        state = "gave up"
+        if retry is not None and last is not None and first_start and last["endTime"]:
+            gave_up = gave_up_because(
+                retry,
+                len(attempts) - 1,
+                datetime.fromisoformat(first_start),
+                datetime.fromisoformat(last["endTime"].replace("Z", "+00:00")),
+            )
+    elif next_at is not None and (last is None or last["code"] is not None):
+        state, next_time = "retrying", iso(datetime.fromisoformat(next_at))
+    bounded = retry is not None and retry.retry_count > 0 and not retry.max_retry_duration
+    return {
+        "state": state,
+        "gaveUp": gave_up,
+        "nextAttemptTime": next_time,
+        "nextAttempt": len(attempts) + 1 if next_time else None,
+        "maxAttempts": retry.retry_count + 1 if bounded and retry is not None else None,
+        "scheduleTime": schedule_time,
+        "failedAttempts": sum(1 for a in attempts if a["code"] not in (None, "OK")),
+    }
+
+
+def _with_states(
+    store: Store, runs: list[dict[str, Any]], config: Callable[[str], Job | None]
+) -> list[dict[str, Any]]:
+    """Add :func:`run_state` to each of ``runs`` (one query for their stored records)."""
+    if not runs:
+        return runs
+    marks = ", ".join("?" for _ in runs)
+    rows = store.query(
+        f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN ({marks})", [run["id"] for run in runs]
+    )
+    by_id = {row[0]: row for row in rows}
+    for run in runs:
+        row = by_id.get(run["id"])
+        if row is not None:
+            run.update(run_state(row, run["attempts"], config))
+    return runs
 
 
 def runs_of(rows: list[Any], now: datetime | None = None) -> list[dict[str, Any]]:
@@ -268,60 +355,78 @@ def runs_page(
     job: str | None = None,
     after: datetime | None = None,
     before: datetime | None = None,
+    state: str = "",
     offset: int = 0,
     page_size: int = 50,
     now: datetime | None = None,
+    config: Callable[[str], Job | None] = lambda name: None,
 ) -> tuple[list[dict[str, Any]], int | None]:
     """One page of runs newest first (by schedule time), each with its attempts in order
-    (those ending after ``now`` read as in flight; each has ``duplicate``).
+    (whole ``/_emulator/attempts`` records, ``reason`` included; those ending after ``now``
+    read as in flight; each has ``duplicate``) and its state (:func:`run_state`).
 
     :param job: only this job's runs (full name).
     :param after: only runs scheduled at or after this instant.
     :param before: only runs scheduled before this instant.
+    :param state: a key of :data:`RUN_FILTERS` (``""``: every run).
     :param offset: runs to skip (the page token).
+    :param config: a job's configuration by full name (its retry config).
+    :raises KeyError: for a ``state`` not in :data:`RUN_FILTERS`.
     :return: the runs and the next page's offset (``None`` on the last page).
     """
     clauses, args = window_conditions("nominal", after, before)
     if job is not None:
         clauses.append("job = ?")
         args.append(job)
+    if RUN_FILTERS[state]:
+        clauses.append(RUN_FILTERS[state])
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     rows = store.query(
-        f"SELECT id, job, nominal, forced, finished FROM runs{where} "
-        "ORDER BY nominal DESC, id DESC LIMIT ? OFFSET ?",
+        f"SELECT {_RUN_COLUMNS} FROM runs{where} ORDER BY nominal DESC, id DESC LIMIT ? OFFSET ?",
         [*args, page_size + 1, offset],
     )
-    page = rows[:page_size]
-    by_id: dict[int, dict[str, Any]] = {}
-    for run_id, run_job, nominal, forced, finished in page:
-        by_id[run_id] = {
-            "id": run_id,
-            "job": run_job,
-            "nominalTime": iso(datetime.fromisoformat(nominal)),
-            "forced": bool(forced),
-            "finished": bool(finished),
-            "attempts": [],
-        }
-    for run in by_id.values():
+    runs = []
+    for row in rows[:page_size]:
+        run_id, run_job, nominal, forced = row[:4]
         attempt_rows = store.query(
-            f"SELECT {_TIMELINE_COLUMNS} FROM attempts WHERE job = ? AND run_id = ? ORDER BY id",
-            (run["job"], run["id"]),
+            f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE job = ? AND run_id = ? ORDER BY id",
+            (run_job, run_id),
         )
-        run["attempts"] = _mark_duplicates([_compact(r, now) for r in attempt_rows])
+        read = attempts_from_rows(store.path, attempt_rows)
+        attempts = _mark_duplicates([(a if now is None else a.as_of(now)).to_json() for a in read])
+        runs.append(
+            {
+                "id": run_id,
+                "job": run_job,
+                "nominalTime": iso(datetime.fromisoformat(nominal)),
+                "forced": bool(forced),
+                "finished": bool(row[4]),
+                "attempts": attempts,
+                **run_state(row, attempts, config),
+            }
+        )
     following = offset + page_size if len(rows) > page_size else None
-    return list(by_id.values()), following
+    return runs, following
 
 
 def timeline(
-    store: Store, jobs: list[str], start: datetime, end: datetime, now: datetime | None = None
+    store: Store,
+    jobs: list[str],
+    start: datetime,
+    end: datetime,
+    now: datetime | None = None,
+    config: Callable[[str], Job | None] = lambda name: None,
 ) -> list[dict[str, Any]]:
     """The lanes of a timeline window: for each job (full names, in the order given) its runs
     whose attempts started within the window (or up to :data:`WINDOW_LOOKBACK` before it and
     still going into it) and its skipped times in the window. Attempts whose recorded end is
-    later than ``now`` read as in flight.
+    later than ``now`` read as in flight; each run has its state (:func:`run_state`: a
+    pending retry's time among them).
 
+    :param config: a job's configuration by full name (its retry config).
     :return: ``[{"job", "runs": [...], "skipped": [{"nominalTime", "scheduleTime",
-        "reason"}]}]``, one per job.
+        "reason"}], "failedRuns": N, "gaveUpRuns": N}]``, one per job; the counts are of the
+        window's runs.
     """
     lanes: list[dict[str, Any]] = []
     low, high, start_text = _text(start - WINDOW_LOOKBACK), _text(end), _text(start)
@@ -337,10 +442,13 @@ def timeline(
             "AND nominal < ? ORDER BY nominal",
             (name, start_text, high),
         )
+        runs = _with_states(store, runs_of(rows, now), config)
         lanes.append(
             {
                 "job": name,
-                "runs": runs_of(rows, now),
+                "runs": runs,
+                "failedRuns": sum(1 for run in runs if run.get("failedAttempts")),
+                "gaveUpRuns": sum(1 for run in runs if run.get("state") == "gave up"),
                 "skipped": [
                     {
                         "nominalTime": iso(datetime.fromisoformat(nominal)),
@@ -358,4 +466,5 @@ def attempt_by_id(store: Store, attempt_id: int, *, now: datetime) -> Attempt | 
     """The attempt with this id as it reads at ``now`` (:meth:`Attempt.as_of`), ``None`` when
     there is none (or it was dropped by retention)."""
     rows = store.query(f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE id = ?", (attempt_id,))
-    return attempt_from_row(rows[0]).as_of(now) if rows else None
+    found = attempts_from_rows(store.path, rows)
+    return found[0].as_of(now) if found else None

@@ -1,58 +1,57 @@
 """Persistence of jobs, runs, attempts and skipped runs in SQLite (stdlib ``sqlite3``).
 
-A file database (WAL journal) survives a crash of the process: every change is committed when
-it happens, so a SIGKILL loses no job and no recorded attempt — except the updates a thread
-asks to defer (:meth:`Store.deferred`: the engine's records of attempt ends on the system
-clock), which a writer thread commits within a few milliseconds, many in one transaction; a
-crash before that leaves the attempt in flight, and the restart records it as interrupted.
+A file database (WAL journal) survives a crash of the process. One writer thread carries out
+every statement in order and commits what queued up meanwhile in one transaction, so a SIGKILL
+loses at most the last writes and never one without those before it: a run's end without its
+start, a job's next fire time without the run or skipped record of the time before. What the
+emulator acts on waits for its commit: a started attempt is on disk before it is sent, a job's
+change before the API answers; an attempt whose end was lost is found in flight on restart and
+recorded as interrupted.
 ``Store(":memory:")`` keeps the same code path in memory for tests and ``--in-memory``.
 
 Jobs are kept as their REST JSON (``codec.job_to_json``, the schema of the v1 API, so a data
-directory of any release loads) plus the output-only columns the engine maintains; a stored job
-was validated and normalised when it was saved, so loading only decodes it
-(``codec.parse_job``), without validating it again. An attempt row is written when the attempt
-starts and completed when it ends, so an attempt in flight at a crash is found again on restart
-(``attempts(unfinished=True)``).
+directory of any release loads) plus the output-only columns the engine maintains; every row
+read back is checked as the API checks a request (``_data_file.stored_job``,
+``stored_attempt``), so a damaged row is named, not a traceback. An attempt row is inserted
+once when the attempt starts and completed once when it ends, so an attempt in flight at a crash is
+found again on restart (``attempts(unfinished=True)``).
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..domain.attempts import Attempt, Run, SkippedRun
-from ..domain.codec import job_to_json, parse_job
+from ..domain.codec import job_to_json
 from ..domain.resources import Job, State, Status
 from ._data_file import (
+    Row,
+    attempts_from_rows,
     check_database,
     check_free_space,
     existing_size,
     is_unwritable,
     startup_error,
     storage_error,
+    stored_job,
 )
-from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, DEFAULT_RETAIN_ATTEMPTS
-
-__all__ = [
-    "AttemptFilter",
-    "add_condition",
-    "ATTEMPT_COLUMNS",
-    "DEFAULT_PAGE_SIZE",
-    "MAX_PAGE_SIZE",
-    "SCHEMA_VERSION",
-    "Store",
-    "attempt_from_row",
-    "window_conditions",
-]
+from ._options import (
+    ATTEMPTS_PAGE_SIZE,
+    ATTEMPTS_PAGE_SIZE_MAX,
+    DEFAULT_RETAIN_ATTEMPTS,
+    DEFAULT_RETAIN_MEGABYTES,
+    EmulatorOptions,
+)
 
 #: ``PRAGMA user_version`` of this release's schema (1: the first release; 2: ``jobs.next_fire``
 #: and ``skipped.reason``; 3: the attempts' run schedule time and response excerpt).
@@ -125,73 +124,148 @@ CREATE TABLE IF NOT EXISTS skipped (
 """
 
 
-#: The last instant :func:`_ts` rendered and its text, as one tuple (replaced whole, so threads
-#: never see a mismatched pair): an attempt's start, its run's first start and the job's last
-#: attempt time are one object, rendered once.
-_LAST_TS: tuple[datetime | None, str | None] = (None, None)
-
-
 def _ts(value: datetime | None) -> str | None:
-    global _LAST_TS
-    if value is None:
-        return None
-    last = _LAST_TS
-    if value is last[0]:
-        return last[1]
-    text = value.isoformat()
-    _LAST_TS = (value, text)
-    return text
+    return None if value is None else value.isoformat()
 
 
 def _dt(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
-#: How long deferred updates wait for others to share their transaction (see
-#: :meth:`Store.deferred`).
-_DEFER_SECONDS = 0.005
 logger = logging.getLogger("scheduler_emulator")
+#: How long the writer lets writes gather into one transaction when nobody waits for them.
+_GATHER_SECONDS = 0.005
 
 
-#: What :meth:`Store.mark_sent` writes: an attempt's start, the instant it was sent.
-_SENT_START = "UPDATE attempts SET start_time = ? WHERE id = ?"
+class _Op:
+    """One piece of work for the writer thread: ``run(connection)``, then its result or error."""
+
+    __slots__ = ("run", "result", "error")
+
+    def __init__(self, run: Callable[[sqlite3.Connection], Any]) -> None:
+        self.run = run
+        self.result: Any = None
+        self.error: Exception | None = None
 
 
-class _Locked:
-    """``with store._locked:`` takes the store's lock and first carries out deferred updates."""
+class _Writer:
+    """The one thread that owns the store's connection: it carries out every op given to it
+    in the order given, all those queued while it worked in one transaction.
 
-    __slots__ = ("_store",)
+    It refers to no :class:`Store`, so a store nobody closes is still collected (and its
+    finaliser stops this thread).
+    """
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        #: Why the last write that failed failed (a full disk), or ``None``.
+        self.failure: str | None = None
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)
+        self._written = threading.Condition(self._lock)
+        self._queue: list[_Op] = []
+        self._queued = 0  # ops ever queued; the writer has carried out the first _done
+        self._done = 0
+        self._waiting = 0  # threads waiting for their ops
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
+        self._thread.start()
 
-    def __enter__(self) -> None:
-        store = self._store
-        store._lock.acquire()
-        if store._batch_owner is not None and store._batch_owner != threading.get_ident():
-            # Another thread's batch is open: write after its commit, so that nothing written
-            # here (a run about to be sent, say) is left uncommitted in that transaction.
-            while store._batch_owner is not None:
-                store._batch_free.wait()
-        if store._pending or store._sent:
+    def submit(self, op: _Op, *, wait: bool) -> None:
+        """Queue ``op``; with ``wait``, return once it is carried out (and committed).
+
+        :raises sqlite3.ProgrammingError: once the store is closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            self._queue.append(op)
+            self._queued += 1
+            if len(self._queue) == 1:
+                self._work.notify()
+        if wait:
+            self.wait()
+
+    def wait(self) -> None:
+        """Return once every op queued so far is carried out (the writer starts at once rather
+        than let more gather)."""
+        with self._lock:
+            ticket = self._queued
+            self._waiting += 1
+            self._work.notify()
+            while self._done < ticket:
+                self._written.wait()
+            self._waiting -= 1
+
+    def close(self) -> None:
+        """Carry out what is queued, close the connection and end the thread."""
+        with self._lock:
+            self._closed = True
+            self._work.notify()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._closed:
+                    self._work.wait()
+                if not self._waiting and not self._closed:
+                    self._work.wait(_GATHER_SECONDS)  # let more join this transaction
+                ops, self._queue = self._queue, []
+                last, closed = self._queued, self._closed
+            self._carry_out(ops)
+            with self._lock:
+                self._done = last
+                self._written.notify_all()
+            if closed:
+                self.db.close()
+                return
+
+    def _carry_out(self, ops: list[_Op]) -> None:
+        db = self.db
+        try:
+            db.execute("BEGIN")
+            for op in ops:
+                op.result = op.run(db)
+            db.execute("COMMIT")
+            return
+        except Exception:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+        for op in ops:  # one at a time, so that one failing statement loses no other
             try:
-                store._carry_out_pending()
-            except BaseException:
-                store._lock.release()
-                raise
-
-    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
-        self._store._lock.release()
-        if exc is not None and is_unwritable(exc):  # a full disk: say so, as a 503
-            self._store.write_failure = str(exc)
-            raise storage_error(self._store.path, exc) from exc
+                op.result, op.error = op.run(db), None
+            except Exception as exc:
+                op.error = exc
+                if is_unwritable(exc):
+                    self.failure = str(exc)
+                logger.error("store: a statement failed: %s", exc)
 
 
-# Page sizes and retention: their one home is runtime/_options.py.
-DEFAULT_PAGE_SIZE = ATTEMPTS_PAGE_SIZE
-MAX_PAGE_SIZE = ATTEMPTS_PAGE_SIZE_MAX
 #: Retention is applied once per this many new attempts (amortised: one DELETE per batch).
 _RETENTION_EVERY = 1000
+#: The tables the row bound trims, and which of their rows it may drop: (table, condition).
+_TRIMMED = (
+    ("attempts", " AND end_time IS NOT NULL"),
+    ("skipped", ""),
+    ("runs", " AND finished = 1"),
+)
+#: The write-ahead log is cut back to this size once checkpointed (SQLite's
+#: ``journal_size_limit``): a large transaction leaves no large file behind.
+WAL_LIMIT_BYTES = 8_000_000
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a data directory of an earlier release to this schema (columns are only ever
+    added, so every earlier directory loads)."""
+    for table, column, ddl in _ADDED_COLUMNS:
+        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in columns:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
+    db.executescript(_READ_INDEXES)  # IF NOT EXISTS: no write once they exist
+    if int(db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
 
 
 def add_condition(clauses: list[str], args: list[Any], sql: str, value: Any) -> None:
@@ -239,57 +313,38 @@ def window_conditions(
     return clauses, args
 
 
+def _check_page_size(page_size: int) -> None:
+    if not 1 <= page_size <= ATTEMPTS_PAGE_SIZE_MAX:
+        raise ValueError(f"page_size must be 1 to {ATTEMPTS_PAGE_SIZE_MAX}; got {page_size}.")
+
+
 def _utc_text(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat()
 
 
-def _attempt_filter(
-    *, job: str | None = None, run_id: int | None = None, unfinished: bool = False
-) -> tuple[list[str], list[Any]]:
-    clauses: list[str] = []
-    args: list[Any] = []
-    add_condition(clauses, args, "job = ?", job)
-    add_condition(clauses, args, "run_id = ?", run_id)
-    if unfinished:
-        clauses.append("end_time IS NULL")
-    return clauses, args
-
-
-#: The columns :func:`attempt_from_row` reads, in its order.
+#: The columns :func:`~scheduler_emulator.runtime._data_file.stored_attempt` reads, in its order.
 ATTEMPT_COLUMNS = (
     "id, job, run_id, attempt, schedule_time, start_time, end_time, request, response_status, "
     "code, debug_info, forced, injected, nominal, response_excerpt, response_content_type"
 )
 
 
-def attempt_from_row(r: Any) -> Attempt:
-    """An :class:`Attempt` from a row of :data:`ATTEMPT_COLUMNS`."""
-    return Attempt(
-        id=r[0],
-        job=r[1],
-        run_id=r[2],
-        attempt=r[3],
-        schedule_time=r[4],
-        start_time=_dt(r[5]),  # type: ignore[arg-type]
-        end_time=_dt(r[6]),
-        request=json.loads(r[7]),
-        response_status=r[8],
-        code=r[9],
-        debug_info=r[10],
-        forced=bool(r[11]),
-        injected=bool(r[12]),
-        nominal=_dt(r[13]),
-        response_excerpt=r[14] or "",
-        response_content_type=r[15],
-    )
-
-
 class Store:
     """SQLite store for jobs, runs, attempts and skipped runs; safe to share between threads.
+
+    One writer thread owns the connection and carries out every statement, reads included, in
+    the order they were given, all those given while it worked in one transaction: a read sees
+    everything written before it, and a crash loses at most the last writes, never one without
+    those before it. A write returns at once, except those that must be on disk before the
+    emulator acts on them: a started attempt (before it is sent) and a job's change (before the
+    API answers) return once committed — inside :meth:`batch`, when the batch ends. In memory
+    nothing outlives the process, so no write waits there.
 
     :param path: a database file path (its directory is created), or ``":memory:"``.
     :param retain_attempts: keep at most this many finished attempts (and skipped-run records
         and finished runs), dropping the oldest; ``None`` keeps everything.
+    :param retain_megabytes: drop the oldest finished attempts while the database holds more
+        than this many megabytes (10**6 bytes); ``None`` bounds only the number of rows.
     """
 
     def __init__(
@@ -297,178 +352,120 @@ class Store:
         path: str | Path = ":memory:",
         *,
         retain_attempts: int | None = DEFAULT_RETAIN_ATTEMPTS,
+        retain_megabytes: int | None = DEFAULT_RETAIN_MEGABYTES,
     ) -> None:
         self.path = str(path)
         self.retain_attempts = retain_attempts
-        #: Why the last write that failed failed (a full disk), or ``None``: what the daemon's
-        #: stop message reports.
-        self.write_failure: str | None = None
-        self._added = 0
+        self.retain_megabytes = retain_megabytes
+        self._durable = self.path != ":memory:"
         size = None
-        if self.path != ":memory:":
+        if self._durable:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             check_free_space(Path(self.path).parent)
             size = existing_size(Path(self.path))
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._lock = threading.Lock()
-        self._wake = threading.Condition(self._lock)
-        self._batch_owner: int | None = None  # the thread whose batch() is open
-        self._batch_free = threading.Condition(self._lock)
-        self._pending: list[tuple[str, tuple[Any, ...]]] = []
-        #: (start, id) of attempts sent since the last commit (:meth:`mark_sent`), appended
-        #: without the lock and carried out with the deferred updates.
-        self._sent: collections.deque[tuple[str | None, int | None]] = collections.deque()
-        self._local = threading.local()
-        self._writer: threading.Thread | None = None
-        self._closed = False
-        self._locked = _Locked(self)
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             # Read the file before writing anything to it: never write into a damaged
             # database, or one of a schema this release does not know.
-            check_database(self._db, Path(self.path), size, SCHEMA_VERSION)
-            if self.path != ":memory:":
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-            self._migrate()
+            check_database(db, Path(self.path), size, SCHEMA_VERSION)
+            if self._durable:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
+            db.executescript(_SCHEMA)
+            _migrate(db)
+            self._trim(db)
         except sqlite3.Error as exc:
-            self._db.close()
+            db.close()
             raise startup_error(self.path, exc) from exc
         except BaseException:
-            self._db.close()
+            db.close()
             raise
-        row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM jobs").fetchone()
-        self._seq = int(row[0])
+        self._seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM jobs").fetchone()[0])
+        self._attempt_id = int(
+            db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts").fetchone()[0]
+        )
         self._last_run_id = 0
+        self._local = threading.local()
+        self._writer = _Writer(db)
+        weakref.finalize(self, self._writer.close)
 
-    def _migrate(self) -> None:
-        """Bring a data directory of an earlier release to this schema (columns are only ever
-        added, so every earlier directory loads)."""
-        for table, column, ddl in _ADDED_COLUMNS:
-            columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
-            if column not in columns:
-                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
-        self._db.executescript(_READ_INDEXES)  # IF NOT EXISTS: no write once they exist
-        if int(self._db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
+    @classmethod
+    def open(cls, options: EmulatorOptions) -> Store:
+        """Open the store ``options`` name (its directory is created), with their retention.
+
+        :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged,
+            of a later release, or on a full disk, naming the file and what to do.
+        """
+        return cls(
+            options.store_path(),
+            retain_attempts=options.retain_attempts,
+            retain_megabytes=options.retain_megabytes,
+        )
+
+    @property
+    def write_failure(self) -> str | None:
+        """Why the last write that failed failed (a full disk), or ``None``: what the daemon's
+        stop message reports."""
+        return self._writer.failure
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
-        """Commit every write this thread makes inside the block as one transaction; other
-        threads' reads and writes wait for the commit (so none of theirs joins it uncommitted).
+        """Let every write this thread makes inside the block return at once; the block ends
+        once they are all committed (the first that failed raised then).
 
         The engine writes a due batch (thousands of runs and attempts at one minute) this way:
-        one commit instead of one per statement. Not reentrant.
-        """
-        with self._locked:
-            self._db.execute("BEGIN")
-            self._batch_owner = threading.get_ident()
-        try:
-            yield
-        finally:
-            with self._locked:
-                self._db.execute("COMMIT")
-                self._batch_owner = None
-                self._batch_free.notify_all()
-
-    @contextlib.contextmanager
-    def deferred(self) -> Iterator[None]:
-        """Let this thread's updates of attempt ends, runs and job state inside the block be
-        committed a few milliseconds later, with other threads' (one transaction for many).
-
-        For the end of an attempt, which may be committed late: a crash before the commit
-        leaves the attempt in flight, which a restart records as interrupted. Inserts (runs,
-        attempts, skipped times) are never deferred; any other statement, read or commit
-        first carries out the deferred ones, in order, so every reader sees them.
+        a few commits instead of one per statement, and no wait per statement. Not reentrant.
         """
         local = self._local
-        before = getattr(local, "defer", False)
-        local.defer = True
+        local.batch = []
         try:
             yield
         finally:
-            local.defer = before
+            ops, local.batch = local.batch, None
+            if ops and self._durable:
+                self._writer.wait()
+                for op in ops:
+                    if op.error is not None:
+                        self._raise(op.error)
 
-    def flush(self) -> None:
-        """Commit the deferred updates now."""
-        with self._locked:
-            pass
+    def _write(self, run: Callable[[sqlite3.Connection], Any], *, wait: bool = False) -> None:
+        """Give the writer one write; with ``wait``, return once it is committed (inside a
+        :meth:`batch`: when the batch ends; in memory: at once)."""
+        ops = getattr(self._local, "batch", None)
+        wait = wait and self._durable and ops is None
+        op = _Op(run)
+        self._writer.submit(op, wait=wait)
+        if ops is not None:
+            ops.append(op)
+        elif op.error is not None:
+            self._raise(op.error)
 
     def _update(self, sql: str, args: tuple[Any, ...]) -> None:
-        """Carry out one ``UPDATE``: now, or later with other threads' when this thread defers
-        its updates (:meth:`deferred`)."""
-        if not self._later(sql, args):
-            with self._locked:
-                self._db.execute(sql, args)
+        """One ``UPDATE`` (see :meth:`_write`)."""
+        self._write(lambda db: db.execute(sql, args))
 
-    def _later(self, sql: str, args: tuple[Any, ...]) -> bool:
-        """Queue ``sql`` if this thread defers its updates (see :meth:`deferred`)."""
-        if not getattr(self._local, "defer", False):
-            return False
-        with self._lock:
-            if self._closed:
-                return False
-            self._pending.append((sql, args))
-            if self._writer is None:
-                self._writer = threading.Thread(
-                    target=self._write_pending, name="store-writer", daemon=True
-                )
-                self._writer.start()
-            if len(self._pending) == 1:
-                self._wake.notify()
-        return True
+    def query(self, sql: str, args: Any = ()) -> list[Any]:
+        """Run one read-only ``SELECT`` after everything written before it and return its
+        rows: the read model (:mod:`~scheduler_emulator.runtime._read_model`) reads this way.
 
-    def _carry_out_pending(self) -> None:
-        """Execute the deferred statements and the sent attempts' starts (store lock held),
-        committed at once unless a :meth:`batch` is open (then they commit with it)."""
-        pending, self._pending = self._pending, []
-        sent = self._sent  # popleft, not a swap: a sender may be appending (it takes no lock)
-        starts = [sent.popleft() for _ in range(len(sent))]
-        opened = not self._db.in_transaction
-        if opened:
-            self._db.execute("BEGIN")
-        try:
-            if starts:  # before the ends: an attempt's end row carries the same start
-                self._db.executemany(_SENT_START, starts)
-            for sql, args in pending:
-                self._db.execute(sql, args)
-        except BaseException:
-            if opened:
-                self._db.execute("ROLLBACK")
-            raise
-        if opened:
-            self._db.execute("COMMIT")
+        :param sql: the statement, with ``?`` placeholders.
+        :param args: the placeholders' values.
+        """
+        op = _Op(lambda db: db.execute(sql, args).fetchall())
+        self._writer.submit(op, wait=True)
+        if op.error is not None:
+            self._raise(op.error)
+        return op.result
 
-    def _write_pending(self) -> None:
-        """The writer thread: commit what is deferred every :data:`_DEFER_SECONDS`."""
-        while True:
-            with self._lock:
-                while not self._pending and not self._closed:
-                    self._wake.wait()
-                if self._closed:
-                    return
-                self._wake.wait(_DEFER_SECONDS)  # let more ends join this transaction
-                if self._closed:
-                    return
-                try:
-                    if self._pending or self._sent:
-                        self._carry_out_pending()
-                except Exception as exc:  # e.g. the disk is full: say so, keep going
-                    self.write_failure = str(exc)
-                    logger.error("store: deferred updates not committed: %s", exc)
+    def _raise(self, exc: Exception) -> None:
+        if is_unwritable(exc):  # a full disk: say so, as a 503
+            raise storage_error(self.path, exc) from exc
+        raise exc
 
     def close(self) -> None:
-        """Commit what is deferred and close the database."""
-        with self._lock:
-            if (self._pending or self._sent) and not self._closed:
-                self._carry_out_pending()
-            self._closed = True
-            self._wake.notify_all()
-            writer = self._writer
-        if writer is not None and writer is not threading.current_thread():
-            writer.join()
-        with self._lock:
-            self._db.close()
+        """Commit what is written and close the database (closing twice is harmless)."""
+        self._writer.close()
 
     # jobs -----------------------------------------------------------------------------------
 
@@ -476,29 +473,27 @@ class Store:
         """Insert or replace ``job`` (config and output-only fields) and its next scheduled time
         (UTC); keeps its creation order."""
         status = job.status
-        with self._locked:
-            seq_row = self._db.execute(
-                "SELECT seq FROM jobs WHERE name = ?", (job.name,)
-            ).fetchone()
+        row = (
+            json.dumps(job_to_json(job)),
+            int(job.state),
+            None if status is None else status.code,
+            None if status is None else status.message,
+            _ts(job.last_attempt_time),
+            _ts(job.user_update_time),
+            _ts(next_fire),
+        )
+
+        def save(db: sqlite3.Connection) -> None:  # on the writer thread: it owns _seq
+            seq_row = db.execute("SELECT seq FROM jobs WHERE name = ?", (job.name,)).fetchone()
             if seq_row is None:
                 self._seq += 1
-                seq = self._seq
-            else:
-                seq = seq_row[0]
-            self._db.execute(
+            seq = self._seq if seq_row is None else seq_row[0]
+            db.execute(
                 "INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    job.name,
-                    seq,
-                    json.dumps(job_to_json(job)),
-                    int(job.state),
-                    None if status is None else status.code,
-                    None if status is None else status.message,
-                    _ts(job.last_attempt_time),
-                    _ts(job.user_update_time),
-                    _ts(next_fire),
-                ),
+                (job.name, seq, *row),
             )
+
+        self._write(save, wait=True)
 
     def save_next_fire(self, name: str, next_fire: datetime | None) -> None:
         """Write the next scheduled time of job ``name`` (UTC), so that a restart knows which
@@ -512,12 +507,16 @@ class Store:
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""
         rows = self.query("SELECT name, next_fire FROM jobs WHERE next_fire IS NOT NULL")
-        return {name: _dt(value) for name, value in rows}  # type: ignore[misc]
+        return {
+            name: Row(self.path, "jobs", name).instant("next_fire", value) for name, value in rows
+        }
 
     def last_skipped(self) -> dict[str, datetime]:
         """The latest scheduled time recorded as skipped, by job full name."""
         rows = self.query("SELECT job, MAX(nominal) FROM skipped GROUP BY job")
-        return {name: _dt(value) for name, value in rows}  # type: ignore[misc]
+        return {
+            name: Row(self.path, "skipped", name).instant("nominal", value) for name, value in rows
+        }
 
     def save_job_state(
         self, name: str, state: State, status: Status | None, last_attempt_time: datetime | None
@@ -538,38 +537,26 @@ class Store:
 
     def delete_job(self, name: str) -> None:
         """Delete the job ``name`` (its attempt history stays)."""
-        with self._locked:
-            self._db.execute("DELETE FROM jobs WHERE name = ?", (name,))
+        self._write(lambda db: db.execute("DELETE FROM jobs WHERE name = ?", (name,)), wait=True)
 
     def load_jobs(self) -> list[Job]:
-        """Return every stored job in creation order, output-only fields included."""
+        """Return every stored job in creation order, output-only fields included, each row
+        checked as the API checks a job (:func:`~scheduler_emulator.runtime._data_file.stored_job`).
+
+        :raises DamagedRow: naming the file, the table, the job and the field of a damaged row.
+        """
         rows = self.query(
-            "SELECT config, state, status_code, status_message, last_attempt_time, "
+            "SELECT name, config, state, status_code, status_message, last_attempt_time, "
             "user_update_time FROM jobs ORDER BY seq"
         )
-        jobs = []
-        for config, state, code, message, last_attempt, user_update in rows:
-            job = parse_job(json.loads(config))  # stored jobs were validated when saved
-            jobs.append(
-                replace(
-                    job,
-                    state=State(state),
-                    status=None if code is None else Status(code, message or ""),
-                    last_attempt_time=_dt(last_attempt),
-                    user_update_time=_dt(user_update),
-                )
-            )
-        return jobs
+        return [stored_job(self.path, row) for row in rows]
 
-    def _insert(self, table: str, **columns: Any) -> None:
-        """``INSERT INTO table (column, …) VALUES (?, …)`` with ``columns``' values, under the
-        store lock."""
-        names = ", ".join(columns)
-        marks = ", ".join("?" * len(columns))
-        with self._locked:
-            self._db.execute(
-                f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(columns.values())
-            )
+    def _insert(self, table: str, *, wait: bool = False, **columns: Any) -> None:
+        """``INSERT INTO table (column, …) VALUES (?, …)`` with ``columns``' values,
+        committed when it returns (see :meth:`_write`)."""
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        args = tuple(columns.values())
+        self._write(lambda db: db.execute(sql, args), wait=wait)
 
     # runs -----------------------------------------------------------------------------------
 
@@ -591,9 +578,8 @@ class Store:
 
     def last_run_id(self) -> int:
         """The largest run id ever stored (0 for none); new runs are numbered after it."""
-        with self._locked:
-            row = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
-            return max(int(row[0]), self._last_run_id)
+        [(largest,)] = self.query("SELECT COALESCE(MAX(id), 0) FROM runs")
+        return max(int(largest), self._last_run_id)
 
     def save_run(self, run: Run) -> None:
         """Write the progress of ``run`` (attempt count, pending retry, finished)."""
@@ -616,65 +602,62 @@ class Store:
             "SELECT id, job, schedule_time, nominal, forced, first_attempt_start, attempts, "
             "next_attempt_at FROM runs WHERE finished = 0 ORDER BY id"
         )
-        return [
-            Run(
-                id=r[0],
-                job=r[1],
-                schedule_time=r[2],
-                nominal=_dt(r[3]),  # type: ignore[arg-type]
-                forced=bool(r[4]),
-                first_attempt_start=_dt(r[5]),
-                attempts=r[6],
-                next_attempt_at=_dt(r[7]),
+        runs = []
+        for r in rows:
+            check = Row(self.path, "runs", r[1])
+            runs.append(
+                Run(
+                    id=check.whole("id", r[0], 1),
+                    job=check.text("job", r[1]),
+                    schedule_time=check.text("schedule_time", r[2], required=False),
+                    nominal=check.instant("nominal", r[3]),
+                    forced=bool(check.whole("forced", r[4], 0, 1)),
+                    first_attempt_start=check.optional_instant("first_attempt_start", r[5]),
+                    attempts=check.whole("attempts", r[6], 0),
+                    next_attempt_at=check.optional_instant("next_attempt_at", r[7]),
+                )
             )
-            for r in rows
-        ]
+        return runs
 
     # attempts -------------------------------------------------------------------------------
 
     def add_attempt(self, attempt: Attempt) -> Attempt:
-        """Insert a started attempt and return it with its new ``id``."""
-        with self._locked:
-            cursor = self._db.execute(
-                "INSERT INTO attempts (job, run_id, attempt, schedule_time, start_time, "
-                "end_time, request, response_status, code, debug_info, forced, injected, "
-                "nominal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "COALESCE(?, (SELECT nominal FROM runs WHERE id = ?)))",
-                (
-                    attempt.job,
-                    attempt.run_id,
-                    attempt.attempt,
-                    attempt.schedule_time,
-                    _ts(attempt.start_time),
-                    _ts(attempt.end_time),
-                    json.dumps(attempt.request),
-                    attempt.response_status,
-                    attempt.code,
-                    attempt.debug_info,
-                    int(attempt.forced),
-                    int(attempt.injected),
-                    _ts(attempt.nominal),
-                    attempt.run_id,
-                ),
-            )
-            attempt.id = int(cursor.lastrowid or 0)
-            self._added += 1
-            if self._added % _RETENTION_EVERY == 0:
-                self._apply_retention()
+        """Insert a started attempt, numbered after every attempt ever stored, and return it
+        with its new ``id``; it is committed when this returns (inside :meth:`batch`: when the
+        batch ends), so an attempt is on disk before it is sent."""
+        self._attempt_id += 1  # callers hold the engine lock
+        attempt.id = self._attempt_id
+        self._insert(
+            "attempts",
+            wait=True,
+            id=attempt.id,
+            job=attempt.job,
+            run_id=attempt.run_id,
+            attempt=attempt.attempt,
+            schedule_time=attempt.schedule_time,
+            start_time=_ts(attempt.start_time),
+            end_time=_ts(attempt.end_time),
+            request=json.dumps(attempt.request),
+            response_status=attempt.response_status,
+            code=attempt.code,
+            debug_info=attempt.debug_info,
+            forced=int(attempt.forced),
+            injected=int(attempt.injected),
+            nominal=_ts(attempt.nominal),
+        )
+        if attempt.id % _RETENTION_EVERY == 0:
+            self._write(self._trim)
         return attempt
 
     def mark_sent(self, attempt: Attempt) -> None:
         """Record the start of ``attempt`` (added earlier, when it was queued) as the instant
-        it was sent, so that the attempt read in flight starts when its finished record will.
-
-        Takes no lock (the engine's threads call it as attempts leave): the start is written
-        with the next deferred updates, and before any read.
-        """
-        self._sent.append((_ts(attempt.start_time), attempt.id))
+        it was sent, so that the attempt read in flight starts when its finished record will."""
+        sql = "UPDATE attempts SET start_time = ? WHERE id = ?"
+        self._update(sql, (_ts(attempt.start_time), attempt.id))
 
     def finish_attempt(self, attempt: Attempt) -> None:
         """Record the start (the instant it was sent), end, status, code, debug text and
-        response excerpt of ``attempt``."""
+        response excerpt of ``attempt``: the one update of its row when it ends."""
         sql = (
             "UPDATE attempts SET start_time = ?, end_time = ?, response_status = ?, "
             "code = ?, debug_info = ?, injected = ?, response_excerpt = ?, "
@@ -698,68 +681,67 @@ class Store:
 
         The whole history: for a large one use :meth:`attempts_page`.
         """
-        clauses, args = _attempt_filter(job=job, unfinished=unfinished)
-        return self._select_attempts(clauses, args, "")
+        clauses: list[str] = ["end_time IS NULL"] if unfinished else []
+        args: list[Any] = []
+        add_condition(clauses, args, "job = ?", job)
+        return attempts_from_rows(self.path, self._select_attempts(clauses, args, ""))
 
     def attempts_page(
         self,
         where: AttemptFilter = AttemptFilter(),
         *,
         after_id: int = 0,
-        page_size: int = DEFAULT_PAGE_SIZE,
+        page_size: int = ATTEMPTS_PAGE_SIZE,
     ) -> tuple[list[Attempt], int | None]:
         """Return one page of attempts in start order, and the id to pass as ``after_id`` for
         the next page (``None`` on the last page). Reads only the page from the database.
 
         :param where: which attempts.
         :param after_id: only attempts with a larger id (where the previous page ended).
-        :param page_size: 1 to :data:`MAX_PAGE_SIZE` attempts.
+        :param page_size: 1 to :data:`ATTEMPTS_PAGE_SIZE_MAX` attempts.
         :raises ValueError: for a page size out of range.
         """
-        if not 1 <= page_size <= MAX_PAGE_SIZE:
-            raise ValueError(f"page_size must be 1 to {MAX_PAGE_SIZE}; got {page_size}.")
+        _check_page_size(page_size)
         clauses, args = window_conditions("start_time", where.start_after, where.start_before)
         add_condition(clauses, args, "job = ?", where.job)
         add_condition(clauses, args, "run_id = ?", where.run_id)
         add_condition(clauses, args, "id > ?", after_id)
         rows = self._select_attempts(clauses, args, f" LIMIT {page_size + 1}")
-        if len(rows) > page_size:
-            return rows[:page_size], rows[page_size - 1].id
-        return rows, None
+        attempts = attempts_from_rows(self.path, rows[:page_size])  # damaged rows left out
+        return attempts, (rows[page_size - 1][0] if len(rows) > page_size else None)
 
-    def _select_attempts(self, clauses: list[str], args: list[Any], limit: str) -> list[Attempt]:
+    def _select_attempts(self, clauses: list[str], args: list[Any], limit: str) -> list[Any]:
         query = f"SELECT {ATTEMPT_COLUMNS} FROM attempts"
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
-        return [attempt_from_row(r) for r in self.query(query + " ORDER BY id" + limit, args)]
+        return self.query(query + " ORDER BY id" + limit, args)
 
-    def query(self, sql: str, args: Any = ()) -> list[Any]:
-        """Run one read-only ``SELECT`` (deferred updates carried out first) and return its
-        rows: the read model (:mod:`~scheduler_emulator.runtime._read_model`) reads this way.
-
-        :param sql: the statement, with ``?`` placeholders.
-        :param args: the placeholders' values.
-        """
-        with self._locked:
-            return self._db.execute(sql, args).fetchall()
-
-    def _apply_retention(self) -> None:
+    def _trim(self, db: sqlite3.Connection) -> None:
         """Keep at most :attr:`retain_attempts` finished attempts (and as many skipped-run
-        records and finished runs): the oldest go first; attempts in flight are kept."""
+        records and finished runs), and drop finished attempts while the database holds more
+        than :attr:`retain_megabytes`: the oldest go first; attempts in flight are kept."""
         keep = self.retain_attempts
-        if keep is None:
+        if keep is not None:
+            for table, extra in _TRIMMED:
+                [(largest,)] = db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
+                if largest > keep:
+                    db.execute(f"DELETE FROM {table} WHERE id <= ?{extra}", (largest - keep,))
+        if self.retain_megabytes is None:
             return
-        row = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts").fetchone()
-        cutoff = int(row[0]) - keep
-        if cutoff > 0:
-            self._db.execute(
-                "DELETE FROM attempts WHERE id <= ? AND end_time IS NOT NULL", (cutoff,)
-            )
-        for table, extra in (("skipped", ""), ("runs", " AND finished = 1")):
-            row = self._db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()
-            cutoff = int(row[0]) - keep
-            if cutoff > 0:
-                self._db.execute(f"DELETE FROM {table} WHERE id <= ?{extra}", (cutoff,))
+        [(page_bytes,)] = db.execute("PRAGMA page_size")
+        while True:
+            [(pages,)] = db.execute("PRAGMA page_count")
+            [(free,)] = db.execute("PRAGMA freelist_count")
+            if (pages - free) * page_bytes <= self.retain_megabytes * 1_000_000:
+                return
+            [(first, last)] = db.execute("SELECT MIN(id), MAX(id) FROM attempts")
+            if first is None:
+                return
+            # A tenth of the history at a time (its space is reused, the file does not grow).
+            cutoff = first + max((last - first) // 10, 1)
+            sql = "DELETE FROM attempts WHERE id < ? AND end_time IS NOT NULL"
+            if not db.execute(sql, (cutoff,)).rowcount:
+                return  # nothing finished to drop: jobs or attempts in flight fill it
 
     # skipped runs ---------------------------------------------------------------------------
 
@@ -781,18 +763,17 @@ class Store:
         return self._select_skipped(job, 0, "")[0]
 
     def skipped_page(
-        self, *, job: str | None = None, after_id: int = 0, page_size: int = DEFAULT_PAGE_SIZE
+        self, *, job: str | None = None, after_id: int = 0, page_size: int = ATTEMPTS_PAGE_SIZE
     ) -> tuple[list[SkippedRun], int | None]:
         """Return one page of skipped scheduled times in the order they were recorded, and the
         id to pass as ``after_id`` for the next page (``None`` on the last page).
 
         :param job: only this job's (full name).
         :param after_id: only records after this one (where the previous page ended).
-        :param page_size: 1 to :data:`MAX_PAGE_SIZE` records.
+        :param page_size: 1 to :data:`ATTEMPTS_PAGE_SIZE_MAX` records.
         :raises ValueError: for a page size out of range.
         """
-        if not 1 <= page_size <= MAX_PAGE_SIZE:
-            raise ValueError(f"page_size must be 1 to {MAX_PAGE_SIZE}; got {page_size}.")
+        _check_page_size(page_size)
         rows, ids = self._select_skipped(job, after_id, f" LIMIT {page_size + 1}")
         if len(rows) > page_size:
             return rows[:page_size], ids[page_size - 1]
@@ -809,10 +790,12 @@ class Store:
         return records, [r[0] for r in rows]
 
     def reset(self) -> None:
-        """Delete every job, run, attempt and skipped-run record."""
-        with self._locked:
-            row = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
-            self._last_run_id = max(int(row[0]), self._last_run_id)
-            self._db.executescript(
-                "DELETE FROM jobs; DELETE FROM runs; DELETE FROM attempts; DELETE FROM skipped;"
-            )
+        """Delete every job, run, attempt and skipped-run record (new ones are numbered after
+        the old)."""
+        self._last_run_id = self.last_run_id()
+
+        def delete_all(db: sqlite3.Connection) -> None:
+            for table in ("jobs", "runs", "attempts", "skipped"):
+                db.execute(f"DELETE FROM {table}")
+
+        self._write(delete_all, wait=True)

@@ -18,7 +18,9 @@
   dropped it); ``GET /_emulator/attempts?order=newest`` pages newest first
 - ``GET  /_emulator/jobs`` → the dashboard's jobs view (:func:`~scheduler_emulator.runtime.
   read_model.job_rows`), ``GET /_emulator/runs`` → runs newest first with their attempts,
-  ``GET /_emulator/timeline`` → one lane per job for a time window (see docs/api.md)
+  ``GET /_emulator/timeline`` → one lane per job for a time window (see docs/api.md);
+  ``POST /_emulator/runs`` with ``{"job": ID, "scheduleTime": "<RFC 3339>"}`` → a forced run
+  sent as if scheduled at that instant (emulator-only), answered with the job
 - ``GET /`` and ``GET /_emulator/ui/`` → the dashboard page (:mod:`.dashboard`)
 - ``GET  /_emulator/skipped`` → one page ``{"skipped": [...], "nextPageToken": "…"}`` of the
   scheduled times that got no run (an earlier run was still going, or the daemon was down), in the
@@ -53,11 +55,12 @@ from werkzeug.wrappers import Request, Response
 
 from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import iso
-from ..domain.codec import parse_timestamp, show_value
+from ..domain.codec import job_to_json, parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
+from ..domain.paging import next_page_token, page_position
 from ..runtime import _read_model as read_model
 from ..runtime._emulator import Emulator
-from ..runtime._store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from ..runtime._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX
 from ..runtime._tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
 from ..runtime._transports import HttpTransport
 from . import dashboard
@@ -85,6 +88,7 @@ RULES = [
     Rule("/_emulator/attempts/<attempt_id>", methods=["GET"], endpoint="attempt"),
     Rule("/_emulator/jobs", methods=["GET"], endpoint="job_rows"),
     Rule("/_emulator/runs", methods=["GET"], endpoint="runs"),
+    Rule("/_emulator/runs", methods=["POST"], endpoint="start_run"),
     Rule("/_emulator/timeline", methods=["GET"], endpoint="timeline"),
     Rule("/", methods=["GET"], endpoint="dashboard_page"),
     Rule("/_emulator/ui/", methods=["GET"], endpoint="dashboard_page"),
@@ -142,8 +146,8 @@ def _page_query(request: Request) -> tuple[int, str]:
 
     :raises InvalidArgument: naming ``pageSize`` for a value that is not 0 to 1000.
     """
-    size = _query_int(request, "pageSize", default=0, low=0, high=MAX_PAGE_SIZE)
-    return size or DEFAULT_PAGE_SIZE, request.args.get("pageToken", "")
+    size = _query_int(request, "pageSize", default=0, low=0, high=ATTEMPTS_PAGE_SIZE_MAX)
+    return size or ATTEMPTS_PAGE_SIZE, request.args.get("pageToken", "")
 
 
 def _page_answer(key: str, items: list[dict[str, Any]], token: str) -> dict[str, Any]:
@@ -183,21 +187,6 @@ def _query_choice(request: Request, name: str, choices: tuple[str, ...]) -> str:
         shown = ", ".join(c for c in choices if c)
         raise InvalidArgument(f"{name} must be one of {shown}; got {show_value(text)}.", field=name)
     return text
-
-
-def _token_number(token: str) -> int | None:
-    """The number a page token of these listings holds (``None`` for no token).
-
-    :raises InvalidArgument: naming ``pageToken`` for anything this emulator did not give.
-    """
-    if not token:
-        return None
-    if token.isascii() and token.isdigit() and len(token) <= 18:
-        return int(token)
-    raise InvalidArgument(
-        f"pageToken {show_value(token)} is not a page token this emulator gave.",
-        field="pageToken",
-    )
 
 
 def _query_time(request: Request, name: str) -> datetime | None:
@@ -346,7 +335,7 @@ class Admin:
         if order == "newest":
             if run_id is not None:
                 raise InvalidArgument("order=newest does not take run; drop one.", field="run")
-            before = _token_number(page_token)
+            before = page_position(page_token) or None
             newest, last = read_model.attempts_newest(
                 self.emulator.store,
                 job=None if job is None else self.emulator.job_name(job),
@@ -356,9 +345,7 @@ class Admin:
                 page_size=page_size,
                 now=self.emulator.now(),
             )
-            return _page_answer(
-                "attempts", [a.to_json() for a in newest], "" if last is None else str(last)
-            )
+            return _page_answer("attempts", [a.to_json() for a in newest], next_page_token(last))
         page, token = self.emulator.attempts_page(
             job,
             run_id=run_id,
@@ -403,22 +390,24 @@ class Admin:
             self.emulator.list_jobs(),
             name=request.args.get("name", ""),
             state=state,
-            offset=_token_number(page_token) or 0,
+            offset=page_position(page_token),
             page_size=page_size,
             fire_times=fire_times or 0,
             dst_policy=self.emulator.options.dst_policy,
             next_fire=self.emulator.next_fire,
             in_flight=lambda job: read_model.last_attempt_in_flight(self.emulator.store, job, now),
         )
-        answer = _page_answer("jobs", rows, "" if following is None else str(following))
+        answer = _page_answer("jobs", rows, next_page_token(following))
         answer["totalSize"] = total
         return answer
 
     def runs(self, request: Request) -> dict[str, Any]:
-        """Runs newest first (by schedule time), each with its attempts: ``job``,
-        ``scheduledAfter`` ≤ schedule time < ``scheduledBefore``, paged."""
+        """Runs newest first (by schedule time), each with its attempts and its state (see
+        :func:`~scheduler_emulator.runtime._read_model.run_state`: how it ended, or when its
+        next attempt is due): ``job``, ``scheduledAfter`` ≤ schedule time <
+        ``scheduledBefore``, ``state`` (``failed``, ``gave-up``, ``in-progress``), paged."""
         _only_parameters(
-            request, "pageSize", "pageToken", "job", "scheduledAfter", "scheduledBefore"
+            request, "pageSize", "pageToken", "job", "scheduledAfter", "scheduledBefore", "state"
         )
         page_size, page_token = _page_query(request)
         job = self._known_job(request)
@@ -427,11 +416,31 @@ class Admin:
             job=None if job is None else self.emulator.job_name(job),
             after=_query_time(request, "scheduledAfter"),
             before=_query_time(request, "scheduledBefore"),
-            offset=_token_number(page_token) or 0,
+            state=_query_choice(request, "state", tuple(read_model.RUN_FILTERS)),
+            offset=page_position(page_token),
             page_size=page_size,
             now=self.emulator.now(),
+            config=self.emulator.job_config,
         )
-        return _page_answer("runs", runs, "" if following is None else str(following))
+        return _page_answer("runs", runs, next_page_token(following))
+
+    def start_run(self, request: Request) -> dict[str, Any]:
+        """Start a forced run of ``job`` whose attempts carry ``scheduleTime`` (RFC 3339, any
+        offset) as their ``X-CloudScheduler-ScheduleTime``: "run as if scheduled at", an
+        emulator-only action (RunJob sends the job's next scheduled time). Answers the job."""
+        job = _body_field(request, "job", '"<job ID>", "scheduleTime": "<RFC 3339>"')
+        text = _body_field(request, "scheduleTime", '"<RFC 3339>"')
+        if not isinstance(job, str) or not isinstance(text, str):
+            raise InvalidArgument(
+                f"job and scheduleTime must be strings; got {show_value(job)} and "
+                f"{show_value(text)}.",
+                field="job" if not isinstance(job, str) else "scheduleTime",
+            )
+        when = parse_timestamp(text, field="scheduleTime")
+        try:
+            return job_to_json(self.emulator.run_job(job, schedule_time=when))
+        except NotFound:
+            raise NotFound(f"Job not found: no job {show_value(job)}.") from None
 
     def timeline(self, request: Request) -> dict[str, Any]:
         """One lane per job (filtered by ``name`` and ``state``, ``pageSize`` lanes, default
@@ -440,7 +449,7 @@ class Admin:
         Only the window is read from the store."""
         _only_parameters(request, "pageSize", "pageToken", "name", "state", "start", "end")
         size = _query_int(request, "pageSize", default=0, low=0, high=200) or 50
-        offset = _token_number(request.args.get("pageToken", "")) or 0
+        offset = page_position(request.args.get("pageToken", ""))
         now = self.emulator.now()
         end = _query_time(request, "end") or now + timedelta(minutes=15)
         start = _query_time(request, "start") or end - timedelta(minutes=75)
@@ -454,12 +463,18 @@ class Admin:
         kept = [job for job in self.emulator.list_jobs() if read_model.matches(job, name, state)]
         page = kept[offset : offset + size]
         lanes = read_model.timeline(
-            self.emulator.store, [job.name for job in page], start, end, now
+            self.emulator.store,
+            [job.name for job in page],
+            start,
+            end,
+            now,
+            config=self.emulator.job_config,
         )
         for lane, job in zip(lanes, page, strict=True):
             lane["id"], lane["state"] = job.job_id, job.state.name
+            lane["timeZone"] = job.time_zone or "Etc/UTC"
         following = offset + size if offset + size < len(kept) else None
-        answer = _page_answer("lanes", lanes, "" if following is None else str(following))
+        answer = _page_answer("lanes", lanes, next_page_token(following))
         answer.update(
             now=iso(now), clock=self._mode(), start=iso(start), end=iso(end), totalSize=len(kept)
         )

@@ -27,9 +27,9 @@ from ..api.render_cache import RenderCache
 from ..api.v1 import SchedulerApi, page_size_value
 from ..domain.codec import job_to_json
 from ..domain.errors import NotFound
-from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
 from ..runtime._emulator import Emulator
+from .partial_response import rest_field_mask
 from .request_body import request_json
 
 __all__ = [
@@ -57,6 +57,10 @@ RULES = [
     Rule(_LOCATION + "/cmekConfig", methods=["PATCH"], endpoint="update_cmek_config"),
     Rule(_LOCATION + "/operations", methods=["GET"], endpoint="list_operations"),
     Rule(_LOCATION + "/operations/<operation>", methods=["GET"], endpoint="get_operation"),
+    Rule(
+        _LOCATION + "/operations/<operation>:cancel", methods=["POST"], endpoint="cancel_operation"
+    ),
+    Rule(_LOCATION + "/operations/<operation>", methods=["DELETE"], endpoint="delete_operation"),
 ]
 
 
@@ -71,8 +75,6 @@ def wants_int_enums(request: Request) -> bool:
 
 
 def _parent(project: str, location: str) -> str:
-    check_project_id(project, field="parent")
-    check_location_id(location, field="parent")
     return f"projects/{project}/locations/{location}"
 
 
@@ -112,12 +114,12 @@ class Api:
     def list_jobs(self, request: Request, project: str, location: str) -> dict[str, Any] | Response:
         """ListJobs: creation order, stable across pages, pages of ``pageSize`` (≤ 500).
 
-        Without ``fields=`` the body is assembled from each job's JSON text, encoded once
+        Without a field mask the body is assembled from each job's JSON text, encoded once
         while the job is unchanged (a page of unchanged jobs is not encoded again)."""
         parent = _parent(project, location)
         size = page_size_value(_arg(request, "pageSize", "page_size") or "")
         page = self.api.list_jobs(parent, size, _arg(request, "pageToken", "page_token") or "")
-        if "fields" not in request.args:
+        if rest_field_mask(request) is None:
             enum_int = wants_int_enums(request)
             members = []
             if page.jobs:
@@ -175,9 +177,15 @@ class Api:
     # ---------------------------------------------------------------- locations
 
     def list_locations(self, request: Request, project: str) -> dict[str, Any]:
-        """ListLocations: the configured locations, then Google's regions."""
-        locations = self.api.list_locations(f"projects/{project}")
-        return {"locations": [loc.to_json() for loc in locations], "nextPageToken": ""}
+        """ListLocations: the configured locations, then Google's regions; ``filter``,
+        ``pageSize``, ``pageToken``."""
+        locations, token = self.api.list_locations(
+            f"projects/{project}",
+            page_size_value(_arg(request, "pageSize", "page_size") or ""),
+            _arg(request, "pageToken", "page_token") or "",
+            request.args.get("filter", ""),
+        )
+        return {"locations": [loc.to_json() for loc in locations], "nextPageToken": token}
 
     def get_location(self, request: Request, project: str, location: str) -> dict[str, Any]:
         """GetLocation; 404 for a location ListLocations does not show."""
@@ -210,3 +218,17 @@ class Api:
     ) -> dict[str, Any]:
         """GetOperation; 404 for an operation this emulator did not create."""
         return self.api.get_operation(f"{_parent(project, location)}/operations/{operation}")
+
+    def cancel_operation(
+        self, request: Request, project: str, location: str, operation: str
+    ) -> dict[str, Any]:
+        """CancelOperation: 501 UNIMPLEMENTED, as Google's Operations API answers."""
+        self.api.cancel_operation(f"projects/{project}/locations/{location}/operations/{operation}")
+        return {}
+
+    def delete_operation(
+        self, request: Request, project: str, location: str, operation: str
+    ) -> dict[str, Any]:
+        """DeleteOperation: 501 UNIMPLEMENTED, as Google's Operations API answers."""
+        self.api.delete_operation(f"projects/{project}/locations/{location}/operations/{operation}")
+        return {}

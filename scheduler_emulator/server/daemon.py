@@ -42,6 +42,7 @@ from ..runtime import (
     SystemClock,
     startup_error,
 )
+from .connections import Limits
 from .server import serve
 
 #: Seconds a stop waits for attempts in flight before recording them as interrupted.
@@ -76,6 +77,8 @@ class Daemon:
     :param start: a manual clock's first instant (aware), else where it stopped last time, else
         the current minute.
     :param admin_token: the token ``/_emulator/`` requires, or ``None``.
+    :param limits: the server's connection bounds (HTTP/1.1 and gRPC connections, gRPC idle
+        time); ``None``: the defaults.
     :param log: where the execution log goes (``None``: no log).
     :param log_format: ``"json"`` or ``"text"``.
     :param faults: the fault plan.
@@ -96,6 +99,7 @@ class Daemon:
         clock: str = "system",
         start: datetime | None = None,
         admin_token: str | None = None,
+        limits: Limits | None = None,
         log: IO[str] | None = None,
         log_format: str = "json",
         faults: FaultPlan | None = None,
@@ -147,7 +151,9 @@ class Daemon:
             if options.key_path is not None:
                 self.emulator.tokens.key  # noqa: B018 - load or create the key: a bad one stops
             try:
-                self.server = serve(self.emulator, host, port, admin_token=admin_token)
+                self.server = serve(
+                    self.emulator, host, port, admin_token=admin_token, limits=limits
+                )
             except OSError as exc:
                 self.emulator.close()
                 raise ConfigurationError(cannot_listen(host, port, exc)) from exc

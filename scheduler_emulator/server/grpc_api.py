@@ -1,5 +1,7 @@
 """The Cloud Scheduler v1 API over gRPC: ``google.cloud.scheduler.v1.CloudScheduler`` (the
-eight job methods) and ``google.cloud.location.Locations`` (ListLocations, GetLocation).
+eight job methods), ``google.cloud.location.Locations`` (ListLocations, GetLocation) and
+``google.longrunning.Operations`` (CancelOperation and DeleteOperation, UNIMPLEMENTED as over
+REST). The ``x-goog-fieldmask`` metadata filters any answer, as ``fields`` does over REST.
 
 A thin adapter like the REST handlers: each method converts its request message to the plain
 arguments of :class:`~scheduler_emulator.api.v1.SchedulerApi` (a Job message goes through its
@@ -25,14 +27,18 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 from typing import Any
 
 from ..api.render_cache import RenderCache
 from ..api.v1 import SchedulerApi
+from ..domain.codec import MAX_DURATION_SECONDS as _MAX_DURATION_SECONDS
 from ..domain.codec import job_to_json
-from ..domain.errors import RPC_CODES, ApiError
+from ..domain.errors import RPC_CODES, ApiError, InvalidArgument
 from ..domain.resources import Job
 from ..runtime._emulator import Emulator
+from .grpc_services import SCHEDULER_METHODS, add_standard_services
+from .partial_response import grpc_field_mask, select_message_fields
 
 logger = logging.getLogger("scheduler_emulator")
 
@@ -40,8 +46,8 @@ logger = logging.getLogger("scheduler_emulator")
 SCHEDULER_SERVICE = "google.cloud.scheduler.v1.CloudScheduler"
 #: The full name of the Locations mixin.
 LOCATIONS_SERVICE = "google.cloud.location.Locations"
-#: What to install for gRPC.
-GRPC_EXTRA = "pip install 'cloud-scheduler-emulator[grpc]'"
+#: The full name of the long-running operations mixin.
+OPERATIONS_SERVICE = "google.longrunning.Operations"
 #: Threads answering gRPC calls at once.
 GRPC_WORKERS = 8
 
@@ -62,6 +68,7 @@ class _Messages:
     def __init__(self) -> None:
         from google.cloud.location import locations_pb2
         from google.cloud.scheduler_v1.types import cloudscheduler, job
+        from google.longrunning import operations_pb2
         from google.protobuf import empty_pb2, json_format
         from google.rpc import error_details_pb2, status_pb2
 
@@ -78,6 +85,7 @@ class _Messages:
         self.RunJobRequest = cloudscheduler.RunJobRequest.pb()
         self.Empty = empty_pb2.Empty
         self.locations = locations_pb2
+        self.operations = operations_pb2
         self.Status = status_pb2.Status
         self.BadRequest = error_details_pb2.BadRequest
 
@@ -104,8 +112,20 @@ class SchedulerServicer:
         return self._rendered.get(job, None, lambda: fill_message(self.m.Job(), job_to_json(job)))
 
     def job_json(self, message: Any) -> dict[str, Any]:
-        """The proto3 JSON of a Job message (enum names, camelCase, defaults left out)."""
-        result: dict[str, Any] = self.m.json_format.MessageToDict(message)
+        """The proto3 JSON of a Job message (enum names, camelCase, defaults left out).
+
+        A Duration outside the proto's range (which protobuf refuses to write as JSON) is
+        written as its seconds text (``"1000000000000s"``), so the codec refuses it naming
+        the field, as over REST."""
+        copy = type(message)()
+        copy.CopyFrom(message)
+        out_of_range = _take_bad_durations(copy)
+        result: dict[str, Any] = self.m.json_format.MessageToDict(copy)
+        for path, text in out_of_range:
+            node = result
+            for key in path[:-1]:
+                node = node.setdefault(key, {})
+            node[path[-1]] = text
         return result
 
     # ---------------------------------------------------------------- errors
@@ -126,7 +146,13 @@ class SchedulerServicer:
     def _wrap(self, method: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
         def handle(request: Any, context: Any) -> Any:
             try:
-                return method(request)
+                if isinstance(request, _Undecodable):
+                    raise InvalidArgument(
+                        f"Invalid request: the {request.type_name} message could not be parsed "
+                        f"({request.reason})."
+                    )
+                mask = grpc_field_mask(context.invocation_metadata())
+                return select_message_fields(method(request), mask)
             except ApiError as exc:
                 error: ApiError | None = exc
             except Exception:  # a bug of ours: a clear INTERNAL, never a hang
@@ -158,7 +184,9 @@ class SchedulerServicer:
 
     def UpdateJob(self, request: Any) -> Any:
         paths = list(request.update_mask.paths) or None
-        job = self.api.update_job(request.job.name, self.job_json(request.job), paths)
+        job = self.api.update_job(
+            request.job.name, self.job_json(request.job), paths, proto_paths=True
+        )
         return self.job_message(job)
 
     def DeleteJob(self, request: Any) -> Any:
@@ -182,44 +210,89 @@ class SchedulerServicer:
         return message
 
     def ListLocations(self, request: Any) -> Any:
-        locations = self.api.list_locations(request.name)
+        locations, token = self.api.list_locations(
+            request.name, request.page_size, request.page_token, request.filter
+        )
         return self.m.locations.ListLocationsResponse(
-            locations=[self._location(loc) for loc in locations]
+            locations=[self._location(loc) for loc in locations], next_page_token=token
         )
 
     def GetLocation(self, request: Any) -> Any:
         return self._location(self.api.get_location(request.name))
 
+    # ---------------------------------------------------------------- CMEK, Operations
+
+    def _operation(self, data: dict[str, Any]) -> Any:
+        parse, c = self.m.json_format.ParseDict, cmek_messages()
+        operation = self.m.operations.Operation(name=data["name"], done=data["done"])
+        for field, message in (("metadata", c.OperationMetadata), ("response", c.CmekConfig)):
+            fields = {k: v for k, v in data[field].items() if k != "@type"}
+            getattr(operation, field).Pack(parse(fields, message()))
+        return operation
+
+    def GetCmekConfig(self, request: Any) -> Any:
+        config = self.api.get_cmek_config(request.name)
+        return self.m.json_format.ParseDict(config, cmek_messages().CmekConfig())
+
+    def UpdateCmekConfig(self, request: Any) -> Any:
+        config = self.m.json_format.MessageToDict(request.cmek_config)
+        paths = list(request.update_mask.paths) or None
+        name = request.cmek_config.name
+        return self._operation(self.api.update_cmek_config(name, config, paths, proto_paths=True))
+
+    def GetOperation(self, request: Any) -> Any:
+        return self._operation(self.api.get_operation(request.name))
+
+    def ListOperations(self, request: Any) -> Any:
+        operations, token = self.api.list_operations(
+            request.name, request.page_size, request.page_token
+        )
+        return self.m.operations.ListOperationsResponse(
+            operations=[self._operation(op) for op in operations], next_page_token=token
+        )
+
+    def CancelOperation(self, request: Any) -> Any:
+        self.api.cancel_operation(request.name)
+        return self.m.Empty()
+
+    def DeleteOperation(self, request: Any) -> Any:
+        self.api.delete_operation(request.name)
+        return self.m.Empty()
+
     # ---------------------------------------------------------------- handlers
 
     def handlers(self) -> list[Any]:
-        """The grpcio generic handlers of both services."""
+        """The grpcio generic handlers of the three services."""
         grpc, m = self._grpc, self.m
 
         def unary(method: Callable[[Any], Any], request_type: Any) -> Any:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap(method),
-                request_deserializer=request_type.FromString,
+                request_deserializer=functools.partial(_decode, request_type),
                 response_serializer=lambda message: message.SerializeToString(),
             )
 
+        c = cmek_messages()
         scheduler = {
-            "ListJobs": unary(self.ListJobs, m.ListJobsRequest),
-            "GetJob": unary(self.GetJob, m.GetJobRequest),
-            "CreateJob": unary(self.CreateJob, m.CreateJobRequest),
-            "UpdateJob": unary(self.UpdateJob, m.UpdateJobRequest),
-            "DeleteJob": unary(self.DeleteJob, m.DeleteJobRequest),
-            "PauseJob": unary(self.PauseJob, m.PauseJobRequest),
-            "ResumeJob": unary(self.ResumeJob, m.ResumeJobRequest),
-            "RunJob": unary(self.RunJob, m.RunJobRequest),
+            name: unary(getattr(self, name), getattr(m, request))
+            for name, (request, _) in SCHEDULER_METHODS.items()
         }
+        scheduler["GetCmekConfig"] = unary(self.GetCmekConfig, c.GetCmekConfigRequest)
+        scheduler["UpdateCmekConfig"] = unary(self.UpdateCmekConfig, c.UpdateCmekConfigRequest)
         locations = {
             "ListLocations": unary(self.ListLocations, m.locations.ListLocationsRequest),
             "GetLocation": unary(self.GetLocation, m.locations.GetLocationRequest),
         }
+        operations = {
+            "GetOperation": unary(self.GetOperation, m.operations.GetOperationRequest),
+            "ListOperations": unary(self.ListOperations, m.operations.ListOperationsRequest),
+            "CancelOperation": unary(self.CancelOperation, m.operations.CancelOperationRequest),
+            "DeleteOperation": unary(self.DeleteOperation, m.operations.DeleteOperationRequest),
+        }
         return [
             grpc.method_handlers_generic_handler(SCHEDULER_SERVICE, scheduler),
             grpc.method_handlers_generic_handler(LOCATIONS_SERVICE, locations),
+            grpc.method_handlers_generic_handler(OPERATIONS_SERVICE, operations),
         ]
 
 
@@ -275,6 +348,109 @@ def fill_message(message: Any, data: dict[str, Any]) -> Any:
     return message
 
 
+@functools.cache
+def cmek_messages() -> SimpleNamespace:
+    """The messages of the CMEK methods (``CmekConfig``, ``GetCmekConfigRequest``,
+    ``UpdateCmekConfigRequest``, ``OperationMetadata``), in a descriptor pool of their own.
+
+    Google's discovery document has ``projects.locations.getCmekConfig`` and
+    ``updateCmekConfig``, but the published v1 proto has no CMEK messages: these follow the
+    discovery document's fields, numbered in its order, and the ``OperationMetadata`` shape
+    Google's other Cloud APIs use (create and end time, target, verb, status message,
+    requested cancellation, API version).
+    """
+    from google.protobuf import (
+        descriptor_pb2,
+        descriptor_pool,
+        field_mask_pb2,
+        message_factory,
+        timestamp_pb2,
+    )
+
+    pool = descriptor_pool.DescriptorPool()
+    for module in (field_mask_pb2, timestamp_pb2):
+        dependency = descriptor_pb2.FileDescriptorProto()
+        module.DESCRIPTOR.CopyToProto(dependency)
+        pool.Add(dependency)
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="scheduler_emulator/cmek.proto",
+        package="google.cloud.scheduler.v1",
+        syntax="proto3",
+        dependency=["google/protobuf/field_mask.proto", "google/protobuf/timestamp.proto"],
+    )
+    kinds = descriptor_pb2.FieldDescriptorProto
+    shapes = {
+        "CmekConfig": ["name", "kms_key_name"],
+        "GetCmekConfigRequest": ["name"],
+        "UpdateCmekConfigRequest": [
+            "cmek_config:.google.cloud.scheduler.v1.CmekConfig",
+            "update_mask:.google.protobuf.FieldMask",
+        ],
+        "OperationMetadata": [
+            "create_time:.google.protobuf.Timestamp",
+            "end_time:.google.protobuf.Timestamp",
+            "target",
+            "verb",
+            "status_message",
+            "requested_cancellation:bool",
+            "api_version",
+        ],
+    }
+    for name, fields in shapes.items():
+        message = proto.message_type.add(name=name)
+        for number, spec in enumerate(fields, 1):
+            field_name, _, kind = spec.partition(":")
+            field = message.field.add(name=field_name, number=number, label=kinds.LABEL_OPTIONAL)
+            if kind.startswith("."):
+                field.type, field.type_name = kinds.TYPE_MESSAGE, kind
+            else:
+                field.type = kinds.TYPE_BOOL if kind == "bool" else kinds.TYPE_STRING
+    pool.Add(proto)
+    return SimpleNamespace(
+        **{
+            name: message_factory.GetMessageClass(
+                pool.FindMessageTypeByName(f"google.cloud.scheduler.v1.{name}")
+            )
+            for name in shapes
+        }
+    )
+
+
+class _Undecodable:
+    """A request whose bytes are not a message of its type (a wire type that does not match a
+    field's), answered INVALID_ARGUMENT rather than grpcio's INTERNAL."""
+
+    def __init__(self, type_name: str, reason: str) -> None:
+        self.type_name, self.reason = type_name, reason
+
+
+def _decode(request_type: Any, data: bytes) -> Any:
+    try:
+        return request_type.FromString(data)
+    except Exception as exc:  # protobuf's DecodeError, whichever implementation
+        return _Undecodable(request_type.DESCRIPTOR.full_name, str(exc) or type(exc).__name__)
+
+
+def _take_bad_durations(
+    message: Any, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], str]]:
+    """Clear every Duration in ``message`` that protobuf cannot write as JSON (seconds beyond
+    ±315,576,000,000 or nanos beyond 9 digits); return each one's JSON path and text."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    for field, value in message.ListFields():
+        if field.message_type is None or field.is_repeated:
+            continue
+        where = (*path, field.json_name)
+        if field.message_type.full_name == "google.protobuf.Duration":
+            seconds, nanos = value.seconds, value.nanos
+            if abs(seconds) > _MAX_DURATION_SECONDS or abs(nanos) > 999_999_999:
+                found.append((where, f"{seconds}.{abs(nanos):09d}s" if nanos else f"{seconds}s"))
+                message.ClearField(field.name)
+        elif not field.message_type.GetOptions().map_entry:
+            found.extend(_take_bad_durations(value, where))
+    return found
+
+
 def _status_code(grpc: Any, status: str) -> Any:
     number = RPC_CODES[status]
     for code in grpc.StatusCode:
@@ -284,15 +460,20 @@ def _status_code(grpc: Any, status: str) -> Any:
 
 
 class GrpcBackend:
-    """A grpcio server for the servicer on a private Unix socket (a fresh 0700 directory),
-    started at once; the daemon's port forwards its HTTP/2 connections here.
+    """A grpcio server for the servicer, with server reflection and health checking
+    (:mod:`~scheduler_emulator.server.grpc_services`), on a private Unix socket (a fresh 0700
+    directory), started at once; the daemon's port forwards its HTTP/2 connections here.
 
     :param emulator: the emulator to serve.
     :param workers: threads answering calls at once.
+    :param idle_timeout: seconds a connection may stay without a call; then the server sends
+        GOAWAY and closes it (grpcio's ``grpc.max_connection_idle_ms``).
     :raises ImportError: without the ``[grpc]`` extra.
     """
 
-    def __init__(self, emulator: Emulator, *, workers: int = GRPC_WORKERS) -> None:
+    def __init__(
+        self, emulator: Emulator, *, workers: int = GRPC_WORKERS, idle_timeout: float = 300.0
+    ) -> None:
         import grpc
 
         self._dir = tempfile.mkdtemp(prefix="scheduler-emulator-grpc-")
@@ -302,11 +483,18 @@ class GrpcBackend:
         self.server = grpc.server(
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
             handlers=SchedulerServicer(emulator).handlers(),
+            options=[("grpc.max_connection_idle_ms", max(1, round(idle_timeout * 1000)))],
+        )
+        self._health = add_standard_services(
+            self.server, (SCHEDULER_SERVICE, LOCATIONS_SERVICE, OPERATIONS_SERVICE)
         )
         self.server.add_insecure_port(f"unix:{self.path}")
         self.server.start()
 
     def close(self, grace: float = 1.0) -> None:
-        """Stop the server (calls in progress get ``grace`` seconds) and remove the socket."""
+        """Stop the server (calls in progress get ``grace`` seconds; health checks answer
+        NOT_SERVING meanwhile) and remove the socket."""
+        if self._health is not None:
+            self._health.enter_graceful_shutdown()
         self.server.stop(grace).wait(grace + 1.0)
         shutil.rmtree(self._dir, ignore_errors=True)

@@ -12,19 +12,22 @@ state-changing request's ``Origin`` must be absent or a loopback origin (no cros
 from a browser); bodies are parsed only with a JSON content type
 (:mod:`~scheduler_emulator.server.request_body`); with an admin token, ``/_emulator/*`` needs
 ``Authorization: Bearer <token>``. The HTTP server (:func:`serve`) bounds what one client can
-hold: request bodies (:data:`MAX_BODY_BYTES`, 413 before reading), connection threads
-(:data:`MAX_CONNECTIONS`), and time to send a request (:data:`SOCKET_TIMEOUT_SECONDS`).
+hold: request bodies (:data:`MAX_BODY_BYTES`, 413 before reading), and through its connection
+front (:class:`~scheduler_emulator.server.connections.ConnectionRouter`) connections, worker
+threads and the time to send a request (:class:`~scheduler_emulator.server.connections.Limits`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
+import io
 import ipaddress
 import json
 import logging
 import socket
-import threading
+import socketserver
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,22 +37,29 @@ from werkzeug.routing import Map
 from werkzeug.serving import BaseWSGIServer, ThreadedWSGIServer, WSGIRequestHandler
 from werkzeug.wrappers import Request, Response
 
-from ..domain.errors import ApiError, InvalidArgument
+from ..api.v1 import MAX_REQUEST_BYTES
+from ..domain.errors import (
+    ApiError,
+    DeadlineExceeded,
+    Internal,
+    InvalidArgument,
+    PermissionDenied,
+    Unauthenticated,
+    Unimplemented,
+)
 from ..runtime._emulator import Emulator
 from ..wire import is_loopback
 from . import admin, api
-from .connections import ConnectionRouter
-from .partial_response import OVERRIDABLE_METHODS, select_fields
+from .connections import ConnectionRouter, Limits, error_bytes
+from .partial_response import OVERRIDABLE_METHODS, rest_field_mask, select_fields
 
 __all__ = [
     "BoundedWSGIServer",
     "EmulatorApp",
     "MAX_BODY_BYTES",
-    "MAX_CONNECTIONS",
     "OPEN_ADMIN_PATHS",
     "REPEATED_HEADERS_KEY",
     "SINGLE_HEADERS",
-    "SOCKET_TIMEOUT_SECONDS",
     "create_app",
     "error_response",
     "json_response",
@@ -59,31 +69,10 @@ __all__ = [
 
 logger = logging.getLogger("scheduler_emulator")
 
-_HTTP_STATUS_NAMES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    405: "UNIMPLEMENTED",
-    408: "DEADLINE_EXCEEDED",
-    409: "ABORTED",
-    413: "INVALID_ARGUMENT",
-    414: "INVALID_ARGUMENT",
-    415: "INVALID_ARGUMENT",
-    431: "INVALID_ARGUMENT",
-    429: "RESOURCE_EXHAUSTED",
-}
-
-#: Largest request body, in bytes (1 MiB: a job is at most 1 MB, Google's limit, plus JSON's
-#: base64 and escaping overhead would not fit much more). Larger bodies get 413 before a byte
+#: Largest request body, in bytes: room for the JSON of the largest job (the v1 API's
+#: :data:`~scheduler_emulator.api.v1.MAX_REQUEST_BYTES`). Larger bodies get 413 before a byte
 #: of them is read.
-MAX_BODY_BYTES = 1024 * 1024
-#: Most connections served at once; one more is answered 503 and closed.
-MAX_CONNECTIONS = 64
-#: Seconds a connection may stay silent while a request is being read, or idle between
-#: requests (keep-alive); then it is closed. Handling the request (a long clock move) is not
-#: bounded.
-SOCKET_TIMEOUT_SECONDS = 5.0
+MAX_BODY_BYTES = MAX_REQUEST_BYTES
 #: Paths under ``/_emulator/`` that stay open with an admin token: liveness, the public keys
 #: and token description a target service fetches to verify the tokens jobs send, and the
 #: dashboard's static files (the page asks for the token and sends it with its requests).
@@ -119,22 +108,8 @@ def _is_ip_literal(host: str) -> bool:
     return True
 
 
-def _refused(status: int, message: str, reason: str) -> Response:
-    body = {
-        "error": {
-            "code": status,
-            "message": message,
-            "status": _HTTP_STATUS_NAMES[status],
-            "details": [
-                {
-                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                    "reason": reason,
-                    "domain": "scheduler-emulator",
-                }
-            ],
-        }
-    }
-    return json_response(body, status)
+def _refused(error: type[ApiError], message: str, reason: str) -> Response:
+    return error_response(error(message, reason=reason))
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
@@ -145,26 +120,22 @@ def json_response(payload: Any, status: int = 200) -> Response:
 
 
 def error_response(error: ApiError) -> Response:
-    """Render ``error`` as Google's error envelope with its HTTP status."""
+    """Render ``error`` as Google's error envelope with its HTTP status: every error answer of
+    the app goes through here."""
     return json_response(error.to_envelope(), error.http_status)
 
 
 def _http_error(exc: HTTPException, request: Request) -> Response:
     path = request.path
-    allow: list[str] = []
-    if isinstance(exc, MethodNotAllowed):
-        if path.startswith("/_emulator/"):  # the emulator's own endpoints: a plain 405
-            allow = sorted(exc.valid_methods or [])
-            exc.description = f"{path} takes {' or '.join(allow)}, not {request.method}."
-        else:  # Google's front end: no such method at that path
-            exc = NotFound("Method not found: this path does not take that HTTP method.")
-    code = exc.code or 500
-    status = _HTTP_STATUS_NAMES.get(code, "INTERNAL" if code >= 500 else "INVALID_ARGUMENT")
-    body = {"error": {"code": code, "message": exc.description or exc.name, "status": status}}
-    response = json_response(body, code)
-    if allow:
+    if isinstance(exc, MethodNotAllowed) and path.startswith("/_emulator/"):
+        allow = sorted(exc.valid_methods or [])  # the emulator's own endpoints: a plain 405
+        message = f"{path} takes {' or '.join(allow)}, not {request.method}."
+        response = error_response(Unimplemented(message, http_status=405))
         response.headers["Allow"] = ", ".join(allow)
-    return response
+        return response
+    if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
+        exc = NotFound("Method not found: this path does not take that HTTP method.")
+    return error_response(ApiError.for_http(exc.code or 500, exc.description or exc.name))
 
 
 def override_method(request: Request) -> None:
@@ -259,7 +230,7 @@ class EmulatorApp:
         public = request.method in _SAFE_METHODS and request.path.startswith(OPEN_ADMIN_PATHS)
         if host is not None and not public and not self._host_allowed(host):
             return _refused(
-                403,
+                PermissionDenied,
                 f"Host {json.dumps(host)} is not this emulator: requests must name a loopback "
                 f"address or the address it listens on (DNS rebinding protection).",
                 "FOREIGN_HOST",
@@ -267,7 +238,7 @@ class EmulatorApp:
         repeated = request.environ.get(REPEATED_HEADERS_KEY)
         if repeated:
             return _refused(
-                403 if "Origin" in repeated else 400,
+                PermissionDenied if "Origin" in repeated else InvalidArgument,
                 f"The request repeats the {' and '.join(repeated)} header; send each at most once.",
                 "REPEATED_HEADER",
             )
@@ -279,7 +250,7 @@ class EmulatorApp:
                 origin_host = ""
             if not is_loopback(origin_host):
                 return _refused(
-                    403,
+                    PermissionDenied,
                     f"Origin {json.dumps(origin)} may not change the emulator: only requests "
                     "without an Origin (gcloud, client libraries, curl) or from a loopback "
                     "origin are accepted (cross-site request protection).",
@@ -294,7 +265,7 @@ class EmulatorApp:
             expected = f"Bearer {self.admin_token}"
             if not hmac.compare_digest(given.encode(), expected.encode()):
                 return _refused(
-                    401,
+                    Unauthenticated,
                     "The /_emulator/ endpoints need Authorization: Bearer <admin token> "
                     "(the daemon was started with --admin-token or "
                     "SCHEDULER_EMULATOR_ADMIN_TOKEN).",
@@ -312,9 +283,11 @@ class EmulatorApp:
             override_method(request)
             adapter = self.url_map.bind_to_environ(request.environ)
             endpoint, values = adapter.match()
+            v1 = request.path.startswith("/v1/")  # the mask is read before anything changes
+            mask = rest_field_mask(request) if v1 else None
             result = self.handlers[str(endpoint)](request, **values)
-            if request.path.startswith("/v1/") and "fields" in request.args:
-                result = select_fields(result, request.args["fields"])
+            if mask is not None:
+                result = select_fields(result, mask)
         except ApiError as exc:
             return error_response(exc)
         except HTTPException as exc:
@@ -323,21 +296,16 @@ class EmulatorApp:
                 response.headers["Connection"] = "close"
             return response
         except TimeoutError:  # the client stopped sending the body
-            body = {
-                "error": {
-                    "code": 408,
-                    "message": f"The request body did not arrive within "
-                    f"{SOCKET_TIMEOUT_SECONDS:g} s.",
-                    "status": "DEADLINE_EXCEEDED",
-                }
-            }
-            response = json_response(body, 408)
+            message = (
+                "The request did not arrive within the request timeout "
+                "(headers and body; docs/api.md#connections)."
+            )
+            response = error_response(DeadlineExceeded(message, http_status=408))
             response.headers["Connection"] = "close"
             return response
         except Exception:  # a bug of ours: never let it look like a network failure
             logger.exception("internal error serving %s %s", request.method, request.path)
-            body = {"error": {"code": 500, "message": "Internal error.", "status": "INTERNAL"}}
-            return json_response(body, 500)
+            return error_response(Internal("Internal error."))
         if isinstance(result, Response):
             return result
         return json_response(result)
@@ -359,10 +327,82 @@ def create_app(
     return EmulatorApp(emulator, host=host, port=port, admin_token=admin_token)
 
 
+class _RequestStream(io.RawIOBase):
+    """What a worker reads of a request the connection front did not read whole: the bytes it
+    read, then the connection, until the request's deadline (then :class:`TimeoutError`)."""
+
+    def __init__(self, data: bytes, sock: socket.socket, deadline: float, timeout: float) -> None:
+        self.data, self.sock, self.deadline, self.timeout = data, sock, deadline, timeout
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.data:
+            size = min(len(buffer), len(self.data))
+            buffer[:size], self.data = self.data[:size], self.data[size:]
+            return size
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self.sock.settimeout(left)
+        try:
+            return self.sock.recv_into(buffer)
+        finally:
+            self.sock.settimeout(self.timeout)
+
+
 class _RequestHandler(WSGIRequestHandler):
-    # socketserver applies it to the connection: a silent or half-sent request, or an idle
-    # keep-alive connection, is closed after this many seconds instead of holding its thread.
-    timeout = SOCKET_TIMEOUT_SECONDS
+    """Answers one request the connection front read (werkzeug's handler, one request per
+    instance): ``data`` is the request, or its start when ``deadline`` is set (the rest is
+    read from the connection by then, and the connection is closed afterwards).
+    :attr:`keep_alive` tells the front whether the connection may carry another request.
+    """
+
+    def __init__(
+        self,
+        request: socket.socket,
+        client_address: Any,
+        server: BoundedWSGIServer,
+        data: bytes = b"",
+        deadline: float | None = None,
+    ) -> None:
+        self.data, self.deadline = data, deadline
+        self.send_timeout = server.limits.http_idle_timeout  # bounds sending the answer
+        self.keep_alive = False
+        self.close_connection = True
+        super().__init__(request, client_address, server)
+
+    def setup(self) -> None:
+        self.connection = self.request
+        self.connection.settimeout(self.send_timeout)
+        if self.deadline is None:
+            self.rfile: Any = io.BytesIO(self.data)
+        else:
+            stream = _RequestStream(self.data, self.connection, self.deadline, self.send_timeout)
+            self.rfile = io.BufferedReader(stream)
+        self.wfile = socketserver._SocketWriter(self.connection)  # type: ignore[attr-defined]
+
+    def handle(self) -> None:
+        try:
+            self.handle_one_request()
+        except (ConnectionError, TimeoutError) as exc:
+            self.connection_dropped(exc)
+            return
+        self.keep_alive = self.deadline is None and not self.close_connection
+
+    def send_header(self, keyword: str, value: str) -> None:
+        # werkzeug closes every connection (it cannot tell whether the app read the whole
+        # body); a request the front read whole leaves nothing unread, so it is kept alive
+        # unless the client asked otherwise (parse_request has set close_connection then).
+        if (
+            self.deadline is None
+            and not self.close_connection
+            and keyword.lower() == "connection"
+            and value.lower() == "close"
+        ):
+            return
+        super().send_header(keyword, value)
 
     def make_environ(self) -> Any:
         # WSGI keeps one value per header: werkzeug joins repeated headers with "," (and keeps
@@ -377,82 +417,46 @@ class _RequestHandler(WSGIRequestHandler):
         # What http.server answers before the app sees the request (414 for a request line
         # over 64 KiB, 431 for too many headers, 400 for a malformed request line): Google's
         # JSON error envelope, not http.server's HTML page.
-        text = message or self.responses.get(code, ("Error",))[0]
-        status = _HTTP_STATUS_NAMES.get(code, "INTERNAL" if code >= 500 else "INVALID_ARGUMENT")
-        body = json.dumps({"error": {"code": code, "message": f"{text}.", "status": status}})
-        data = body.encode()
-        with contextlib.suppress(OSError):
-            self.send_response(code, message)
-            self.send_header("Content-Type", "application/json; charset=UTF-8")
-            self.send_header("Connection", "close")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
-                self.wfile.write(data)
         self.close_connection = True
+        text = message or self.responses.get(code, ("Error",))[0]
+        data = error_bytes(ApiError.for_http(code, f"{text}."))
+        if self.command == "HEAD" or code < 200 or code in (204, 304):
+            data = data.partition(b"\r\n\r\n")[0] + b"\r\n\r\n"
+        with contextlib.suppress(OSError):
+            self.wfile.write(data)
 
 
 class BoundedWSGIServer(ThreadedWSGIServer):
-    """werkzeug's threaded server with at most :data:`MAX_CONNECTIONS` connection threads; a
-    connection beyond that is answered ``503`` and closed at once.
+    """werkzeug's threaded server whose connections are held by a
+    :class:`~scheduler_emulator.server.connections.ConnectionRouter` (set by :func:`serve`):
+    it accepts them, and answers in worker threads the requests the router has read.
 
     :param host: address to bind.
     :param port: port to bind; 0 picks a free one.
     :param app: the WSGI application.
-    :param max_connections: the bound on concurrent connections.
-    :param socket_timeout: seconds a connection may stay silent while a request is read or
-        between requests.
+    :param limits: the bounds and timeouts of connections.
     """
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        app: Any,
-        *,
-        max_connections: int = MAX_CONNECTIONS,
-        socket_timeout: float = SOCKET_TIMEOUT_SECONDS,
-    ) -> None:
-        handler = type("RequestHandler", (_RequestHandler,), {"timeout": socket_timeout})
-        super().__init__(host, port, app, handler=handler)
-        self._slots = threading.BoundedSemaphore(max_connections)
-        #: Sees each connection first, in its thread (gRPC and TLS on the same port:
-        #: :class:`~scheduler_emulator.server.connections.ConnectionRouter`); returns ``True``
-        #: when it handled the connection. ``None``: HTTP only.
+    def __init__(self, host: str, port: int, app: Any, *, limits: Limits) -> None:
+        super().__init__(host, port, app, handler=_RequestHandler)
+        self.limits = limits
+        #: Holds every connection (gRPC and TLS on the same port too).
         self.connection_router: Any = None
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            body = _TOO_MANY.encode()
-            head = (
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n"
-            )
-            with contextlib.suppress(OSError):
-                request.sendall(head.encode() + body)
-            self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
+        self.connection_router.accept(request, client_address)
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            router = self.connection_router
-            if router is not None and router(request, client_address):
-                self.shutdown_request(request)
-            else:
-                super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+    def serve_one(
+        self, sock: socket.socket, client_address: Any, data: bytes, deadline: float | None
+    ) -> bool:
+        """Answer one request in this (worker) thread; return whether the connection may be
+        kept alive (see :class:`~scheduler_emulator.server.connections.ConnectionRouter`)."""
+        return _RequestHandler(sock, client_address, self, data, deadline).keep_alive
 
     def server_close(self) -> None:
         super().server_close()
         if self.connection_router is not None:
             self.connection_router.close()
-
-
-_TOO_MANY = json.dumps(
-    {"error": {"code": 503, "message": "Too many connections.", "status": "UNAVAILABLE"}}
-)
 
 
 def serve(
@@ -461,31 +465,30 @@ def serve(
     port: int,
     *,
     admin_token: str | None = None,
-    max_connections: int = MAX_CONNECTIONS,
-    socket_timeout: float = SOCKET_TIMEOUT_SECONDS,
+    limits: Limits | None = None,
     grpc: bool = True,
 ) -> BaseWSGIServer:
     """Bind a threaded HTTP server for ``emulator`` (not yet serving; call ``serve_forever``).
 
     The same port serves the v1 API over gRPC (:mod:`~scheduler_emulator.server.connections`);
     ``server_close`` stops that too. The app accepts ``Host`` headers naming a loopback address
-    or ``host``, with the bound port; see :class:`EmulatorApp` and :class:`BoundedWSGIServer`
-    for the other limits.
+    or ``host``, with the bound port; see :class:`EmulatorApp` for the other checks.
 
     :param host: address to bind (``127.0.0.1``, ``::1``, ``0.0.0.0``…).
     :param port: TCP port; 0 picks a free one (read ``server.server_port``).
     :param admin_token: see :class:`EmulatorApp`.
-    :param max_connections: see :class:`BoundedWSGIServer`.
-    :param socket_timeout: see :class:`BoundedWSGIServer`.
+    :param limits: connection bounds and timeouts (default: the daemon's,
+        :class:`~scheduler_emulator.server.connections.Limits`).
     :param grpc: serve gRPC when the ``[grpc]`` extra is installed; ``False`` (or without the
         extra) answers gRPC calls ``UNIMPLEMENTED`` naming the extra.
     :raises OSError: if the address is in use.
     """
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    limits = limits or Limits()
     app = create_app(emulator, host=host, admin_token=admin_token)
-    server = BoundedWSGIServer(
-        host, port, app, max_connections=max_connections, socket_timeout=socket_timeout
-    )
+    server = BoundedWSGIServer(host, port, app, limits=limits)
     app.port = server.server_port
-    server.connection_router = ConnectionRouter(emulator, grpc=grpc, sniff_timeout=socket_timeout)
+    server.connection_router = ConnectionRouter(
+        emulator, limits, server.serve_one, max_body_bytes=MAX_BODY_BYTES, grpc=grpc
+    )
     return server

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .asgi import TimerAsgiMiddleware
 from .binding import BindingError, encode_payload
-from .frameworks import TimerMiddleware, find_router
+from .frameworks import TimerMiddleware
 from .guard import (
     Attempt,
     MissingRunHeadersError,
@@ -61,6 +61,7 @@ from .router import (
     TimerRouter,
     UnknownTimerError,
     WsgiApp,
+    find_router,
 )
 
 if TYPE_CHECKING:

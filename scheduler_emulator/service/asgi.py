@@ -22,12 +22,15 @@ no Starlette, no httpx.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .request import CaseInsensitiveHeaders, TimerRequest
-
-if TYPE_CHECKING:
-    from .router import TimerRouter
+from .request import (
+    EXCEPTION_ENVIRON_KEY,
+    PROPAGATE_EXCEPTIONS_KEY,
+    CaseInsensitiveHeaders,
+    Router,
+    TimerRequest,
+)
 
 #: An ASGI 3 application: ``await app(scope, receive, send)``.
 AsgiApp = Callable[
@@ -105,7 +108,7 @@ class TimerAsgiMiddleware:
     :param router: the router serving the timer routes (also ``self.timer_router``).
     """
 
-    def __init__(self, app: AsgiApp | None, router: TimerRouter) -> None:
+    def __init__(self, app: AsgiApp | None, router: Router) -> None:
         self.app = app
         self.timer_router = router
 
@@ -128,7 +131,6 @@ class TimerAsgiMiddleware:
             ``PROPAGATE_EXCEPTIONS_KEY`` (after the 500 was sent, as Starlette's error
             middleware does).
         """
-        from .router import EXCEPTION_ENVIRON_KEY, PROPAGATE_EXCEPTIONS_KEY
 
         name = self.timer_router.match(route_path(scope)) if scope["type"] == "http" else None
         if name is None:

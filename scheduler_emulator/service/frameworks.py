@@ -15,15 +15,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .request import CaseInsensitiveHeaders, TimerRequest
-from .router import EXCEPTION_ENVIRON_KEY, PROPAGATE_EXCEPTIONS_KEY, TimerRouter, WsgiApp
+from .request import (
+    EXCEPTION_ENVIRON_KEY,
+    PROPAGATE_EXCEPTIONS_KEY,
+    CaseInsensitiveHeaders,
+    Router,
+    TimerRequest,
+    WsgiApp,
+)
 
 if TYPE_CHECKING:  # werkzeug is imported when a Flask request is served
     from werkzeug import wrappers
 
 __all__ = [
     "TimerMiddleware",
-    "find_router",
     "functions_framework_handler",
     "handle_flask",
     "init_app",
@@ -78,7 +83,7 @@ class TimerMiddleware:
     :param app: the wrapped app for every other path, or ``None`` to answer those with 404.
     """
 
-    def __init__(self, router: TimerRouter, app: WsgiApp | None) -> None:
+    def __init__(self, router: Router, app: WsgiApp | None) -> None:
         self.timer_router = router
         self.app = app
 
@@ -94,7 +99,7 @@ class TimerMiddleware:
 
 
 def serve_wsgi(
-    router: TimerRouter,
+    router: Router,
     environ: dict[str, Any],
     start_response: Callable[..., Any],
     app: WsgiApp | None,
@@ -119,7 +124,7 @@ def serve_wsgi(
     return [response.body]
 
 
-def init_app(router: TimerRouter, flask_app: Any) -> None:
+def init_app(router: Router, flask_app: Any) -> None:
     """Serve the timer routes in front of a Flask, Starlette or FastAPI app.
 
     Flask: wraps ``flask_app.wsgi_app`` with :meth:`TimerRouter.wsgi` and sets
@@ -147,7 +152,7 @@ def init_app(router: TimerRouter, flask_app: Any) -> None:
     flask_app.extensions["timer_router"] = router
 
 
-def _init_starlette(router: TimerRouter, app: Any) -> None:
+def _init_starlette(router: Router, app: Any) -> None:
     from .asgi import TimerAsgiMiddleware
 
     installed = getattr(app.state, "timer_router", None)
@@ -163,7 +168,7 @@ def _init_starlette(router: TimerRouter, app: Any) -> None:
 
 
 def handle_flask(
-    router: TimerRouter, request: wrappers.Request, name: str | None = None
+    router: Router, request: wrappers.Request, name: str | None = None
 ) -> wrappers.Response:
     """Answer a Flask/werkzeug request: for a functions-framework function or a Flask view.
 
@@ -207,7 +212,7 @@ def handle_flask(
 
 
 def functions_framework_handler(
-    router: TimerRouter,
+    router: Router,
 ) -> Callable[[wrappers.Request], wrappers.Response]:
     """Return a function for ``functions-framework``: ``request`` → :meth:`handle_flask`.
 
@@ -222,41 +227,3 @@ def functions_framework_handler(
 
     handler.timer_router = router  # type: ignore[attr-defined]
     return handler
-
-
-def find_router(app: Any) -> TimerRouter | None:
-    """Discover the timer router serving an app (for the pytest testing façades).
-
-    Looks, in order, at: ``app`` itself, ``app.timer_router`` (what :meth:`TimerRouter.wsgi`,
-    :meth:`TimerRouter.asgi` and :meth:`TimerRouter.functions_framework_handler` return),
-    ``app.wsgi_app.timer_router``, ``app.extensions["timer_router"]`` (Flask after
-    :meth:`TimerRouter.init_app`) and ``app.state.timer_router`` (Starlette and FastAPI after
-    ``init_app``), then through wrapping middleware (``.wsgi_app`` and ``.app`` attributes, a
-    few levels deep).
-
-    :param app: a router, a WSGI app, a Flask app, a handler function...
-    :return: the router, or ``None`` when none is found.
-    """
-    queue: list[tuple[Any, int]] = [(app, 0)]
-    seen: set[int] = set()
-    while queue:
-        candidate, depth = queue.pop(0)
-        if candidate is None or id(candidate) in seen:
-            continue
-        seen.add(id(candidate))
-        found = [candidate, getattr(candidate, "timer_router", None)]
-        found.append(getattr(getattr(candidate, "wsgi_app", None), "timer_router", None))
-        extensions = getattr(candidate, "extensions", None)
-        if isinstance(extensions, Mapping):
-            found.append(extensions.get("timer_router"))
-        state = getattr(candidate, "state", None)
-        if state is not None:
-            found.append(getattr(state, "timer_router", None))
-        for router in found:
-            if isinstance(router, TimerRouter):
-                return router
-        if depth < 4:
-            queue.extend(
-                (getattr(candidate, attr, None), depth + 1) for attr in ("wsgi_app", "app")
-            )
-    return None

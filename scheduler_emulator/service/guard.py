@@ -63,8 +63,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from types import UnionType
-from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin
+from typing import Any, Generic, TypeVar, cast
 
 from ..wire import to_instant
 from .errors import TimerClockError
@@ -77,7 +76,13 @@ from .guard_refusals import (
 )
 from .guard_stores import Claim, ClaimOutcome, RunRecord, RunStatus, RunStore, SqliteRunStore
 from .guard_views import guard_view
-from .request import JOB_NAME_HEADER, SCHEDULE_TIME_HEADER, CaseInsensitiveHeaders, TimerRequest
+from .request import (
+    JOB_NAME_HEADER,
+    SCHEDULE_TIME_HEADER,
+    CaseInsensitiveHeaders,
+    TimerRequest,
+    is_timer_request,
+)
 from .router import (
     TimerResponse,
     TimerRouter,
@@ -257,21 +262,6 @@ def _utc_now() -> datetime:
     freezegun shows that service the virtual instant, which leases should then follow.
     """
     return datetime.now(UTC)
-
-
-def _is_timer_request(annotation: Any) -> bool:
-    """Whether a parameter's annotation is ``TimerRequest`` or ``TimerRequest | None``.
-
-    :param annotation: the resolved annotation, or its text when it did not resolve.
-    """
-    if isinstance(annotation, str):  # an annotation that did not resolve (yet)
-        text = annotation.replace(" ", "").removeprefix("Optional[").removesuffix("]")
-        return text.removesuffix("|None").rsplit(".", 1)[-1] == "TimerRequest"
-    if annotation is TimerRequest:
-        return True
-    if get_origin(annotation) in (Union, UnionType):
-        return [a for a in get_args(annotation) if a is not type(None)] == [TimerRequest]
-    return False
 
 
 def _hints(handler: Callable[..., Any]) -> dict[str, Any]:
@@ -600,7 +590,7 @@ class RunOnceGuard:
                 name
                 for name, param in signature.parameters.items()
                 if param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD)
-                and _is_timer_request(hints.get(name, param.annotation))
+                and is_timer_request(hints.get(name, param.annotation))
             ),
             None,
         )

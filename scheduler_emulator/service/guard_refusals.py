@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from .errors import TargetError
-from .router import PROBLEM_JSON, VALIDATION_PROBLEM_TITLE, VALIDATION_PROBLEM_TYPE, TimerResponse
-
-if TYPE_CHECKING:
-    from .guard import ScheduledRun
-    from .guard_stores import RunRecord
+from .guard_stores import RunRecord
+from .request import TimerResponse
+from .router import PROBLEM_JSON, VALIDATION_PROBLEM_TITLE, VALIDATION_PROBLEM_TYPE
 
 __all__ = [
     "CONFLICT_PROBLEM_TYPE",
@@ -123,13 +121,14 @@ class RunInProgressError(RunRefusedError):
     A non-2xx answer keeps Cloud Scheduler's retries going in case that attempt fails; 409 rather
     than 503 because App Engine retries a 503 without counting it against the retry count.
 
-    :param run: the run.
+    :param run: the run (a :class:`~scheduler_emulator.service.guard.ScheduledRun`, which
+        this module, under the guard, names only by what it prints).
     :param record: the record that holds it (its ``attempt_id`` and ``lease_expires``).
     """
 
     status: ClassVar[int] = 409
 
-    def __init__(self, run: ScheduledRun, record: RunRecord) -> None:
+    def __init__(self, run: object, record: RunRecord) -> None:
         self.run = run
         self.record = record
         super().__init__(

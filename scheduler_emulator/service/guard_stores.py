@@ -120,7 +120,7 @@ class RunRecord:
     def from_fields(cls, fields: Mapping[str, Any], where: str = "run record") -> RunRecord:
         """Build a record from a store's fields (the inverse of :meth:`as_fields`).
 
-        :param fields: the stored fields; instants as aware datetimes or ISO 8601 strings.
+        :param fields: the stored fields; instants as aware datetimes or RFC 3339 text.
         :param where: names the record in the error message.
         :raises ValueError: when a field is missing or malformed (something else wrote there).
         :return: the record.
@@ -129,8 +129,8 @@ class RunRecord:
             return cls(
                 status=RunStatus(fields["status"]),
                 attempt_id=str(fields["attempt_id"]),
-                lease_expires=_instant(fields["lease_expires"]),
-                expire_at=_instant(fields["expire_at"]),
+                lease_expires=to_instant(fields["lease_expires"], "lease_expires"),
+                expire_at=to_instant(fields["expire_at"], "expire_at"),
                 run=str(fields.get("run") or ""),
             )
         except (KeyError, ValueError, TypeError) as exc:
@@ -138,17 +138,6 @@ class RunRecord:
                 f"{where} is not a run-once guard record (status, attempt_id, lease_expires, "
                 f"expire_at): {exc!r} in {dict(fields)!r}."
             ) from None
-
-
-def _instant(value: Any) -> datetime:
-    """Read a stored instant (an aware datetime or ISO 8601 text) as an aware UTC datetime.
-
-    :raises ValueError: for anything else (:class:`NaiveDatetimeError` for a naive instant).
-    """
-    instant = datetime.fromisoformat(value) if isinstance(value, str) else value
-    if not isinstance(instant, datetime):
-        raise ValueError(f"{value!r} is not an aware instant")
-    return to_instant(instant, "the stored instant")
 
 
 @dataclass(frozen=True)

@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from .guard_refusals import DUPLICATE_RESPONSE, RunRefusedError
-from .router import TimerResponse
-
-if TYPE_CHECKING:
-    from .guard import RunOnceGuard
+from .request import TimerResponse
 
 __all__ = ["guard_view"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Guard(Protocol):
+    """What a guarded view uses of a :class:`~scheduler_emulator.service.guard.RunOnceGuard`
+    (this module sits under it)."""
+
+    def run(
+        self, headers: Any, work: Callable[[], Any], *, succeeded: Callable[[Any], bool]
+    ) -> Any: ...
 
 
 def _status_of(value: Any) -> int:
@@ -88,7 +94,7 @@ def _werkzeug_response(answer: TimerResponse) -> Any:
     return Response(answer.body, status=answer.status, headers=list(answer.headers))
 
 
-def guard_view(guard: RunOnceGuard, view: F) -> F:
+def guard_view(guard: Guard, view: F) -> F:
     """Decorate a Flask view or a functions-framework function to run once per run.
 
     The request is the view's argument that looks like a werkzeug ``Request`` (what

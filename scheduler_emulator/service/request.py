@@ -20,17 +20,35 @@ without a request) the handler gets ``TimerRequest()``: no headers, an empty bod
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from http import HTTPStatus
+from types import UnionType
+from typing import Any, Protocol, Union, get_args, get_origin
 
 from ..wire import JOB_NAME_HEADER, SCHEDULE_TIME_HEADER, parse_schedule_time
 
 __all__ = [
     "CaseInsensitiveHeaders",
+    "EXCEPTION_ENVIRON_KEY",
+    "PROPAGATE_EXCEPTIONS_KEY",
+    "Router",
     "TimerRequest",
+    "TimerResponse",
+    "WsgiApp",
+    "is_timer_request",
 ]
+
+#: A WSGI application: ``app(environ, start_response) -> iterable of bytes``.
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+#: The environ key (and Flask ``request.environ`` key) holding the exception a handler raised,
+#: so an in-process caller (the pytest plugin's Cloud Run style façade) can re-raise it.
+EXCEPTION_ENVIRON_KEY = "scheduler_emulator.service.exception"
+#: An environ key (also read from a Flask ``request.environ``): when its value is true, an
+#: exception a handler raised propagates out of the WSGI call instead of answering 500 (after it
+#: is logged), so an in-process test fails with the handler's own exception.
+PROPAGATE_EXCEPTIONS_KEY = "scheduler_emulator.service.propagate_exceptions"
 
 
 class CaseInsensitiveHeaders(Mapping[str, str]):
@@ -141,3 +159,58 @@ class TimerRequest:
         """
         value = self.schedule_time_header
         return None if value is None else parse_schedule_time(value)
+
+
+@dataclass(frozen=True)
+class TimerResponse:
+    """What the router answers to one timer run, independent of any web framework.
+
+    :param status: the HTTP status code (200, 400 or 500).
+    :param headers: ``(name, value)`` pairs, ``Content-Type`` and ``Content-Length`` included.
+    :param body: the body bytes (empty for 200 and for the empty 500s).
+    :param exception: the exception the handler raised, for an in-process caller to re-raise.
+    """
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes = b""
+    exception: Exception | None = None
+
+    @property
+    def status_line(self) -> str:
+        """The WSGI status line, e.g. ``"500 Internal Server Error"``."""
+        return f"{self.status} {HTTPStatus(self.status).phrase}"
+
+
+class Router(Protocol):
+    """What the framework adapters (:mod:`~scheduler_emulator.service.frameworks`,
+    :mod:`~scheduler_emulator.service.asgi`) use of a
+    :class:`~scheduler_emulator.service.router.TimerRouter`, which they sit under."""
+
+    def match(self, path: str) -> str | None: ...
+
+    def dispatch(self, request: TimerRequest, name: str | None = None) -> TimerResponse | None: ...
+
+    async def dispatch_async(
+        self, request: TimerRequest, name: str | None = None
+    ) -> TimerResponse | None: ...
+
+    def wsgi(self, app: WsgiApp | None = None) -> Any: ...
+
+    def handle_flask(self, request: Any, name: str | None = None) -> Any: ...
+
+
+def is_timer_request(annotation: Any) -> bool:
+    """Whether a parameter's annotation is ``TimerRequest`` or ``TimerRequest | None``: the one
+    rule by which the router passes the request to a handler and the run-once guard finds it.
+
+    :param annotation: the resolved annotation, or its text when it did not resolve.
+    """
+    if isinstance(annotation, str):  # an annotation that did not resolve (yet)
+        text = annotation.replace(" ", "").removeprefix("Optional[").removesuffix("]")
+        return text.removesuffix("|None").rsplit(".", 1)[-1] == "TimerRequest"
+    if annotation is TimerRequest:
+        return True
+    if get_origin(annotation) in (Union, UnionType):
+        return [a for a in get_args(annotation) if a is not type(None)] == [TimerRequest]
+    return False

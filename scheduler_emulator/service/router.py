@@ -50,14 +50,20 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from http import HTTPStatus
-from types import MappingProxyType, UnionType
-from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
 from ..wire import TIMER_PREFIX
 from .binding import BindingError, bind_body, check_bindable, type_name
 from .errors import TargetError
-from .request import TimerRequest
+from .request import (
+    EXCEPTION_ENVIRON_KEY,
+    PROPAGATE_EXCEPTIONS_KEY,
+    TimerRequest,
+    TimerResponse,
+    WsgiApp,
+    is_timer_request,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; werkzeug is imported lazily
     from werkzeug.wrappers import Request as WerkzeugRequest
@@ -81,13 +87,12 @@ __all__ = [
     "WsgiApp",
     "check_handler_shape",
     "describe_handler",
+    "find_router",
     "is_async_handler",
     "normalise_prefix",
     "run_awaitable",
 ]
 
-#: A WSGI application: ``app(environ, start_response) -> iterable of bytes``.
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The logger every routing outcome is logged on.
@@ -95,13 +100,6 @@ logger = logging.getLogger("scheduler_emulator.service")
 
 #: The path a job's URI carries the timer's name under, unless the router sets another.
 DEFAULT_PREFIX = TIMER_PREFIX
-#: The environ key (and Flask ``request.environ`` key) holding the exception a handler raised,
-#: so an in-process caller (the pytest plugin's Cloud Run style façade) can re-raise it.
-EXCEPTION_ENVIRON_KEY = "scheduler_emulator.service.exception"
-#: An environ key (also read from a Flask ``request.environ``): when its value is true, an
-#: exception a handler raised propagates out of the WSGI call instead of answering 500 (after it
-#: is logged), so an in-process test fails with the handler's own exception.
-PROPAGATE_EXCEPTIONS_KEY = "scheduler_emulator.service.propagate_exceptions"
 #: The exact body of the 500 answered when a handler raises.
 INTERNAL_SERVER_ERROR_BODY = (
     b'{"detail":"The server could not complete this request.",'
@@ -176,27 +174,6 @@ class Timer:
         return self.handler(*args, **kwargs)
 
 
-@dataclass(frozen=True)
-class TimerResponse:
-    """What the router answers to one timer run, independent of any web framework.
-
-    :param status: the HTTP status code (200, 400 or 500).
-    :param headers: ``(name, value)`` pairs, ``Content-Type`` and ``Content-Length`` included.
-    :param body: the body bytes (empty for 200 and for the empty 500s).
-    :param exception: the exception the handler raised, for an in-process caller to re-raise.
-    """
-
-    status: int
-    headers: tuple[tuple[str, str], ...]
-    body: bytes = b""
-    exception: Exception | None = None
-
-    @property
-    def status_line(self) -> str:
-        """The WSGI status line, e.g. ``"500 Internal Server Error"``."""
-        return f"{self.status} {HTTPStatus(self.status).phrase}"
-
-
 def _answer(
     status: int,
     body: bytes = b"",
@@ -227,15 +204,6 @@ def _check_name(name: object) -> str:
             "holds 1 to 500 letters, digits, '-' and '_'."
         )
     return name
-
-
-def _is_timer_request(annotation: Any) -> bool:
-    if annotation is TimerRequest:
-        return True
-    if get_origin(annotation) in (Union, UnionType):
-        arms = [a for a in get_args(annotation) if a is not type(None)]
-        return arms == [TimerRequest]
-    return False
 
 
 def describe_handler(handler: Callable[..., Any]) -> str:
@@ -319,7 +287,7 @@ def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        if _is_timer_request(hints.get(param.name)):
+        if is_timer_request(hints.get(param.name)):
             request_params.append(param)
         else:
             payload_params.append(param)
@@ -664,11 +632,39 @@ class TimerRouter:
         return functions_framework_handler(self)
 
 
-def __getattr__(name: str) -> Any:
-    """``TimerMiddleware`` and ``find_router`` moved to :mod:`.frameworks`; still importable
-    from here."""
-    if name in ("TimerMiddleware", "find_router"):
-        from . import frameworks
+def find_router(app: Any) -> TimerRouter | None:
+    """Discover the timer router serving an app (for the pytest testing façades).
 
-        return getattr(frameworks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    Looks, in order, at: ``app`` itself, ``app.timer_router`` (what :meth:`TimerRouter.wsgi`,
+    :meth:`TimerRouter.asgi` and :meth:`TimerRouter.functions_framework_handler` return),
+    ``app.wsgi_app.timer_router``, ``app.extensions["timer_router"]`` (Flask after
+    :meth:`TimerRouter.init_app`) and ``app.state.timer_router`` (Starlette and FastAPI after
+    ``init_app``), then through wrapping middleware (``.wsgi_app`` and ``.app`` attributes, a
+    few levels deep).
+
+    :param app: a router, a WSGI app, a Flask app, a handler function...
+    :return: the router, or ``None`` when none is found.
+    """
+    queue: list[tuple[Any, int]] = [(app, 0)]
+    seen: set[int] = set()
+    while queue:
+        candidate, depth = queue.pop(0)
+        if candidate is None or id(candidate) in seen:
+            continue
+        seen.add(id(candidate))
+        found = [candidate, getattr(candidate, "timer_router", None)]
+        found.append(getattr(getattr(candidate, "wsgi_app", None), "timer_router", None))
+        extensions = getattr(candidate, "extensions", None)
+        if isinstance(extensions, Mapping):
+            found.append(extensions.get("timer_router"))
+        state = getattr(candidate, "state", None)
+        if state is not None:
+            found.append(getattr(state, "timer_router", None))
+        for router in found:
+            if isinstance(router, TimerRouter):
+                return router
+        if depth < 4:
+            queue.extend(
+                (getattr(candidate, attr, None), depth + 1) for attr in ("wsgi_app", "app")
+            )
+    return None

@@ -21,7 +21,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ from ..runtime import (
     DEFAULT_LOCATION,
     DEFAULT_PROJECT,
     DEFAULT_RETAIN_ATTEMPTS,
+    DEFAULT_RETAIN_MEGABYTES,
     GOOGLE_ISSUER,
     LOG_FORMATS,
     TOKEN_TIMES,
@@ -46,6 +47,7 @@ from ..runtime import (
     SystemClock,
     http2_problem,
 )
+from ..server.connections import Limits
 from ..wire import HEADER_CASES
 from .client_recipes import client_notes, grpc_note
 from .fault_file import load_fault_file
@@ -115,6 +117,13 @@ def _port(text: str) -> int:
     return port
 
 
+def _project(text: str) -> str:
+    try:
+        return check_project_id(text, field="--project")
+    except ApiError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
 def _retain(text: str) -> int:
     if text.isascii() and text.isdigit() and len(text) <= 18:
         return int(text)
@@ -135,6 +144,28 @@ def _admin_token(text: str) -> str:
             "leave --admin-token out"
         )
     return text
+
+
+def admin_token(given: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The token ``start`` requires on ``/_emulator/*``: ``--admin-token``'s value (``given``,
+    refused empty by the parser), else ``$SCHEDULER_EMULATOR_ADMIN_TOKEN``'s, else ``None``
+    (unprotected, said on stderr at start).
+
+    :param given: the ``--admin-token`` value, ``None`` when the flag was left out.
+    :param environ: the environment to read the variable from.
+    :raises ConfigurationError: when the variable is set but empty or blank, naming it: an empty
+        token would leave ``/_emulator/`` unprotected without a word.
+    :return: the token, or ``None``.
+    """
+    if given is not None:
+        return given
+    value = environ.get(ADMIN_TOKEN_ENV)
+    if value is not None and not value.strip():
+        raise ConfigurationError(
+            f"{ADMIN_TOKEN_ENV} is set but empty ({value!r}), which would leave /_emulator/ "
+            f"unprotected; give it a non-empty token, or unset it (unset {ADMIN_TOKEN_ENV})."
+        )
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,12 +191,33 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--admin-token",
         type=_admin_token,
-        default=os.environ.get(ADMIN_TOKEN_ENV) or None,
         metavar="TOKEN",
         help=f"require 'Authorization: Bearer TOKEN' on /_emulator/* (default: ${ADMIN_TOKEN_ENV})",
     )
     start.add_argument(
         "--port", type=_port, default=DEFAULT_PORT, help="port; 0 picks a free one (%(default)s)"
+    )
+    defaults = Limits()
+    start.add_argument(
+        "--max-connections",
+        type=_positive,
+        default=defaults.max_connections,
+        metavar="N",
+        help="HTTP/1.1 connections open at once; one more is answered 503 (%(default)s)",
+    )
+    start.add_argument(
+        "--max-grpc-connections",
+        type=_positive,
+        default=defaults.max_grpc_connections,
+        metavar="N",
+        help="gRPC connections open at once; one more gets UNAVAILABLE (%(default)s)",
+    )
+    start.add_argument(
+        "--grpc-idle-timeout",
+        type=_positive,
+        default=round(defaults.grpc_idle_timeout),
+        metavar="SECONDS",
+        help="send GOAWAY to a gRPC connection without a call for this long (%(default)s)",
     )
     start.add_argument(
         "--jobs",
@@ -191,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--project",
         default=DEFAULT_PROJECT,
+        type=_project,
         action=_GivenStore,  # --firebase: the Functions emulator's project unless given
         help="default project (%(default)s)",
     )
@@ -214,6 +267,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="keep the newest N finished attempts, skipped-run records and finished runs; "
         "attempts in flight are always kept (%(default)s)",
+    )
+    start.add_argument(
+        "--retain-megabytes",
+        type=_positive,
+        default=DEFAULT_RETAIN_MEGABYTES,
+        metavar="MB",
+        help="drop the oldest finished attempts while the database holds more than MB "
+        "megabytes (%(default)s)",
     )
     start.add_argument(
         "--clock",
@@ -526,6 +587,7 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
         token_issuer=args.token_issuer,
         token_time=args.token_time,
         retain_attempts=args.retain_attempts,
+        retain_megabytes=args.retain_megabytes,
         header_case=args.header_case,
         http2=args.http2,
     )
@@ -538,6 +600,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     from ..server.server import is_loopback
     from .firebase import command as firebase_command
 
+    token = admin_token(args.admin_token)
     firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
     if args.http2 and (reason := http2_problem()) is not None:
         raise ConfigurationError(f"--http2 is not possible here: {reason}")
@@ -564,7 +627,12 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         port=args.port,
         clock=args.clock,
         start=args.start,
-        admin_token=args.admin_token,
+        admin_token=token,
+        limits=Limits(
+            max_connections=args.max_connections,
+            max_grpc_connections=args.max_grpc_connections,
+            grpc_idle_timeout=args.grpc_idle_timeout,
+        ),
         log=log_stream,
         log_format=log_format,
         faults=faults,
@@ -578,14 +646,15 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         if args.in_memory
         else sum(1 for job in emulator.list_jobs() if job.name not in file_names)
     )
-    for job in jobs:
-        emulator.upsert_job(job)
+    with emulator.store.batch():  # one transaction: the engine thread is not started yet
+        for job in jobs:
+            emulator.upsert_job(job)
     if not is_loopback(args.host):
         print(
             f"warning: listening on {args.host}, which is not a loopback address: other "
             "machines can reach the emulator, create jobs that send requests from this machine "
             "and read every attempt."
-            + ("" if args.admin_token else " Set --admin-token to protect /_emulator/."),
+            + ("" if token else " Set --admin-token to protect /_emulator/."),
             file=sys.stderr,
         )
     clock_note = f"{args.clock} clock"
@@ -632,14 +701,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .replay import run_command
 
             return run_command(args, sys.stdout)
-        if args.command in ("jobs", "attempts", "skipped"):
+        if args.command in ("jobs", "attempts", "runs", "skipped", "run"):
             from . import views
 
-            if args.command == "jobs":
-                return views.cmd_jobs(args, sys.stdout)
-            if args.command == "skipped":
-                return views.cmd_skipped(args, sys.stdout)
-            return views.cmd_attempts(args, sys.stdout)
+            return views.COMMANDS[args.command](args, sys.stdout)
     except BrokenPipeError:
         return _reader_gone()
     except (EmulatorError, OSError) as exc:

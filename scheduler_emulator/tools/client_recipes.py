@@ -34,7 +34,7 @@ def client_notes(host: str, port: int, *, grpc: bool | None = True) -> list[str]
         "#  Python: from scheduler_emulator import client; client()   "
         '# gRPC; client(transport="rest"), client(async_=True)',
         f"#  Node:   new CloudSchedulerClient({{apiEndpoint: '{host}', port: {port}, "
-        "sslCreds: grpc.credentials.createInsecure(), authClient: new PassThroughClient()})",
+        "sslCreds: grpc.credentials.createInsecure()})",
         f'#  Go:     conn := grpc.NewClient("{address}", grpc.WithTransportCredentials('
         "insecure.NewCredentials())); option.WithGRPCConn(conn), option.WithoutAuthentication()",
         f'#  Java:   ManagedChannelBuilder.forTarget("{address}").usePlaintext() in a '

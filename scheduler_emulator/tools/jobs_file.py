@@ -41,7 +41,7 @@ from ..domain.codec import job_from_json, show_value
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.names import qualify_job_name
 from ..domain.resources import Job
-from .documents import DEFAULT_MAX_FILE_BYTES, load_document, read_text
+from .documents import DEFAULT_MAX_FILE_BYTES, TooManyItems, load_document, read_text
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -127,12 +127,12 @@ def bytes_field_warnings(entry: Mapping[str, Any], job: Job) -> list[str]:
     """
     warnings = []
     for _, key, path, target_attr, attr in _BYTES_FIELDS:
-        value = written_bytes_field(entry, path)
         target = getattr(job, target_attr)
-        if not isinstance(value, str) or not _WORDS_RE.fullmatch(value) or target is None:
+        decoded: bytes = b"" if target is None else getattr(target, attr)
+        if not decoded:  # the usual case, told without reading the entry again
             continue
-        decoded: bytes = getattr(target, attr)
-        if _is_text(decoded):
+        value = written_bytes_field(entry, path)
+        if not isinstance(value, str) or not _WORDS_RE.fullmatch(value) or _is_text(decoded):
             continue
         encoded = base64.b64encode(value.encode()).decode()
         shown = repr(decoded[:16]) + ("…" if len(decoded) > 16 else "")
@@ -166,6 +166,16 @@ def _entries(document: Any, source: str) -> list[Any]:
     raise ConfigurationError(
         f'{source}: expected a list of jobs, {{"jobs": [...]}} or a single job; got '
         f"{type(document).__name__} {show_value(document, 60)}."
+    )
+
+
+def _too_many(source: str, count: int | None, max_jobs: int) -> ConfigurationError:
+    """The error for a file of ``count`` jobs (``None``: more than the limit, counted while
+    parsing) over ``max_jobs``."""
+    holds = "more jobs than" if count is None else f"{count} jobs, more than"
+    return ConfigurationError(
+        f"{source}: holds {holds} the limit of {max_jobs} per file; raise it with "
+        "--max-jobs-per-file N."
     )
 
 
@@ -205,12 +215,12 @@ def load_jobs_file(
     """
     source = str(path)
     text = read_text(path, "the jobs file", max_bytes=max_bytes, option="--max-jobs-file-bytes")
-    entries = _entries(load_document(text, source), source)
-    if len(entries) > max_jobs:
-        raise ConfigurationError(
-            f"{source}: holds {len(entries)} jobs, more than the limit of {max_jobs} per file; "
-            "raise it with --max-jobs-per-file N."
-        )
+    try:
+        entries = _entries(load_document(text, source, max_items=max_jobs), source)
+    except TooManyItems:  # counted while parsing: the rest of the file was never built
+        raise _too_many(source, None, max_jobs) from None
+    if len(entries) > max_jobs:  # a {"jobs": [...]} JSON object, or YAML with aliases
+        raise _too_many(source, len(entries), max_jobs)
 
     jobs: list[Job] = []
     problems: list[str] = []

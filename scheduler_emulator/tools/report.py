@@ -3,7 +3,9 @@
 The page holds everything it shows (no network, no other file): the dashboard's style sheet and
 timeline drawing code (:mod:`~scheduler_emulator.server.dashboard`, inlined), the run's attempts
 as JSON, the attempt table of the terminal report with each duplicate delivery marked, and the
-expectations met or unmet. Clicking an attempt on the timeline shows its record.
+expectations met or unmet. Clicking an attempt on the timeline shows its record, clicking a
+run's bar the run (its attempts, the waits between them, how it ended); Esc or ✕ closes the
+panel.
 """
 
 from __future__ import annotations
@@ -25,24 +27,26 @@ __all__ = [
     "write_report",
 ]
 
-#: The page's own script: draw the timeline from the embedded data, show a clicked attempt.
+#: The page's own script: draw the timeline from the embedded data, show a clicked attempt or
+#: run in the side panel (closed by Esc or ✕, placed under the header).
 _PAGE_SCRIPT = """
 (function () {
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var TL = window.SchedulerTimeline;
-  TL.legend(document.getElementById("legend"));
-  TL.draw(document.getElementById("timeline"), data.timeline, {
+  var $ = function (id) { return document.getElementById(id); };
+  var open = TL.panel($("details"), $("details-title"), $("details-close"));
+  function showAttempt(a, run, lane) {
+    open(a.job.split("/").pop() + " · run " + a.runId + " · attempt " + a.attempt);
+    TL.details($("details-body"), a, lane && lane.timeZone);
+  }
+  TL.legend($("legend"));
+  TL.draw($("timeline"), data.timeline, {
     width: 1180,
-    onAttempt: function (a) {
-      var box = document.getElementById("details");
-      box.hidden = false;
-      document.getElementById("details-title").textContent =
-        a.job.split("/").pop() + " · run " + a.runId + " · attempt " + a.attempt;
-      TL.details(document.getElementById("details-body"), a);
+    onAttempt: showAttempt,
+    onRun: function (run, lane) {
+      open(lane.id + " · run " + run.id);
+      TL.runView($("details-body"), run, lane, function (a) { showAttempt(a, run, lane); });
     }
-  });
-  document.getElementById("details-close").addEventListener("click", function () {
-    document.getElementById("details").hidden = true;
   });
 })();
 """
@@ -64,15 +68,21 @@ _PAGE_STYLE = """
 
 def timeline_data(run: ScenarioRun) -> dict[str, Any]:
     """The run's attempts in the shape of ``GET /_emulator/timeline`` (full attempt records,
-    ``duplicate`` set on a delivery the target had already answered 2xx for that run)."""
+    ``duplicate`` set on a delivery the target had already answered 2xx for that run; each run
+    with its state as the scenario's emulator recorded it, and each lane its failed-run
+    counts)."""
     duplicate = {
         id(attempt): row[-1].startswith("duplicate")
         for attempt, row in zip(run.attempts, timeline_rows(run.attempts), strict=True)
     }
     lanes: dict[str, dict[str, Any]] = {}
+    states = {
+        (record["job"], record["id"]): {k: v for k, v in record.items() if k != "attempts"}
+        for record in run.runs
+    }
     for job in run.scenario.jobs:
         lanes[job.name] = {"job": job.name, "id": job.job_id, "state": "ENABLED", "runs": [],
-                           "skipped": []}  # fmt: skip
+                           "skipped": [], "timeZone": job.time_zone or "Etc/UTC"}  # fmt: skip
     runs: dict[tuple[str, int], dict[str, Any]] = {}
     for attempt in run.attempts:
         lane = lanes.setdefault(
@@ -87,12 +97,16 @@ def timeline_data(run: ScenarioRun) -> dict[str, Any]:
                 "job": attempt.job,
                 "nominalTime": iso(attempt.nominal),
                 "forced": attempt.forced,
+                **states.get(key, {}),
                 "attempts": [],
             }
             lane["runs"].append(runs[key])
         record = attempt.to_json()
         record["duplicate"] = duplicate[id(attempt)]
         runs[key]["attempts"].append(record)
+    for lane in lanes.values():
+        lane["failedRuns"] = sum(1 for r in lane["runs"] if r.get("failedAttempts"))
+        lane["gaveUpRuns"] = sum(1 for r in lane["runs"] if r.get("state") == "gave up")
     start = run.scenario.start
     end = max(run.end, start + timedelta(minutes=1))
     pad = (end - start) / 40
@@ -181,8 +195,9 @@ def report_html(run: ScenarioRun) -> str:
 {_attempt_table(run.attempts)}
 </main>
 <aside id="details" class="details" data-testid="attempt-details" hidden>
-<div class="details-head"><h2 id="details-title">Attempt</h2>
-<button type="button" id="details-close" data-testid="attempt-details-close">✕</button></div>
+<div class="details-head"><h2 id="details-title" data-testid="details-title">Attempt</h2>
+<button type="button" id="details-close" data-testid="attempt-details-close"
+aria-label="Close">✕</button></div>
 <div id="details-body"></div></aside>
 <script type="application/json" id="report-data">{data}</script>
 <script>{read_asset("timeline.js")}</script>

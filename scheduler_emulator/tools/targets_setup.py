@@ -23,8 +23,6 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import IO
 
-import requests
-
 from ..domain.errors import ConfigurationError
 from ..domain.resources import Job
 from ..runtime import (
@@ -132,6 +130,8 @@ class PubsubEmulatorProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 break
+            import requests  # only here: the daemon starts without loading it
+
             with suppress(requests.RequestException):
                 if requests.get(f"http://{self.host}/", timeout=2).status_code == 200:
                     return self

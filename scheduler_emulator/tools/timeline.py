@@ -4,12 +4,14 @@ Pure functions of recorded data (no clock, no I/O), so the same attempts always 
 same bytes. The attempt timeline has one row per attempt, in start order::
 
     TIME                  JOB      RUN (ScheduleTime)    TRY  INJ  HTTP  CODE         DETAIL
-    2026-09-24T02:00:00Z  nightly  2026-09-24T02:00:00Z    1  *       -  UNAVAILABLE  lost ack…
-    2026-09-24T02:00:05Z  nightly  2026-09-24T02:00:00Z    2        200  OK           duplicate…
+    2026-09-24T02:00:00Z  nightly  2026-09-24T02:00:00Z    1  *       -  UNAVAILABLE  injected…
+    2026-09-24T02:00:05Z  nightly  2026-09-24T02:00:00Z    2        200  OK           duplicat…
 
-``INJ`` marks an attempt fault injection added or altered. ``DETAIL`` is the attempt's debug
-text, shortened, except for two answers a run-once target gives (the pattern of Google's
-"Deduplicate job requests" page), which it spells out:
+``INJ`` marks an attempt fault injection added or altered. ``DETAIL`` is a failed attempt's
+reason (:func:`~scheduler_emulator.domain.attempts.failure_reason`, the text every surface
+shows: an injected fault names itself first), else its debug text shortened, except for two
+answers a run-once target gives (the pattern of Google's "Deduplicate job requests" page),
+which it spells out:
 
 - **409** — the target says another attempt of the same run is still in progress;
 - **a 2xx duplicate** — a 2xx for a run the target had already answered 2xx (even if that
@@ -20,14 +22,16 @@ text, shortened, except for two answers a run-once target gives (the pattern of 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO
 
-from ..domain.attempts import Attempt, iso, ok_status
+from ..domain.attempts import Attempt, failure_reason, iso, ok_status
 
 __all__ = [
     "IN_FLIGHT",
     "DETAIL_WIDTH",
+    "MIN_LAST_WIDTH",
     "TIMELINE_HEADERS",
     "answered_ok_status",
     "attempt_cells",
@@ -47,29 +51,52 @@ TIMELINE_HEADERS = ("TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "
 _RIGHT = {"TRY", "HTTP", "TOOK", "#", "GAP", "WAIT"}
 _ORIGINAL = re.compile(r"\.? ?Original HTTP response code number = \d{3}")
 DETAIL_WIDTH = 90
+#: The narrowest a wrapped last column gets (:func:`render_table`'s ``width``).
+MIN_LAST_WIDTH = 24
 
 
-def render_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+def render_table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    width: int | None = None,
+    paint: Callable[[str, str], str] | None = None,
+) -> list[str]:
     """Align ``rows`` under ``headers``: two spaces between columns, numbers right-aligned,
     no trailing spaces.
 
     >>> render_table(["A", "HTTP"], [["x", "200"], ["longer", "-"]])
     ['A       HTTP', 'x        200', 'longer     -']
+    >>> render_table(["A", "WHY"], [["x", "a reason longer than twenty-four characters"]], width=20)
+    ['A  WHY', 'x  a reason longer than', '   twenty-four characters']
 
     :param headers: column titles; ``#``, ``TRY``, ``HTTP``, ``GAP`` and ``WAIT`` are
         right-aligned.
     :param rows: cells as strings, one list per row, as many as ``headers``.
+    :param width: the longest line in characters: the last column wraps onto continuation
+        lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH`); ``None``: one
+        line per row.
+    :param paint: ``paint(header, padded cell)`` → the cell as written (terminal colours);
+        alignment is measured before painting.
     :return: the lines, header first.
     """
     table = [list(headers), *(list(row) for row in rows)]
     widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+    indent = sum(widths[:-1]) + 2 * (len(headers) - 1)
+    room = None if width is None else max(MIN_LAST_WIDTH, width - indent)
     lines = []
-    for row in table:
+    for number, row in enumerate(table):
+        last = [row[-1]]
+        if room is not None and len(row[-1]) > room:
+            last = textwrap.wrap(row[-1], room, break_on_hyphens=False) or [""]
         cells = [
-            cell.rjust(width) if header in _RIGHT else cell.ljust(width)
-            for header, cell, width in zip(headers, row, widths, strict=True)
+            cell.rjust(w) if header in _RIGHT else cell.ljust(w)
+            for header, cell, w in zip(headers, [*row[:-1], last[0]], widths, strict=True)
         ]
+        if paint is not None and number:
+            cells = [paint(header, cell) for header, cell in zip(headers, cells, strict=True)]
         lines.append("  ".join(cells).rstrip())
+        lines.extend(" " * indent + more for more in last[1:])
     return lines
 
 
@@ -127,7 +154,7 @@ def notes(attempts: Sequence[Attempt]) -> list[str]:
     for attempt in attempts:
         key = run_key(attempt)
         status = attempt.response_status
-        note = shorten(attempt.debug_info)
+        note = failure_reason(attempt) or shorten(attempt.debug_info)
         if status == 409:
             note = "409: the target says another attempt of this run is in progress"
         elif status is not None and 200 <= status <= 299 and key in answered:

@@ -1,13 +1,19 @@
-"""``scheduler-emulator jobs``, ``attempts`` and ``skipped``: aligned tables from a running
-daemon, found by ``--host``/``--port`` as ``env-init`` takes them.
+"""``scheduler-emulator jobs``, ``attempts``, ``runs``, ``skipped`` and ``run``: aligned tables
+from a running daemon (and one action on it), found by ``--host``/``--port`` as ``env-init``
+takes them.
 
 They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``,
-``GET /_emulator/skipped``), a page at a time. ``attempts`` prints the replay table's columns
-plus the schedule time of each attempt's run and, for a failure, the reason (the service's
-answer, or the debug text) — cut to :data:`REASON_WIDTH` only on a terminal, never with
-``--wide`` or when piped; ``--json`` prints one ``/_emulator/attempts`` record per line instead;
-``--follow`` keeps printing attempts as they finish, until Ctrl-C. ``skipped`` lists the
-scheduled times that got no run, with the reason.
+``GET /_emulator/runs``, ``GET /_emulator/skipped``), a page at a time. Every table fits
+:data:`TABLE_WIDTH` columns: the last column (REASON) wraps to fit, and the
+rest is shown under ``--wide``, one line per row. ``attempts`` shows one schedule-time column
+(the ScheduleTime each attempt carried) and, for a failure, the reason
+(:func:`~scheduler_emulator.domain.attempts.failure_reason`); ``--json`` prints one
+``/_emulator/attempts`` record per line instead; ``--follow`` keeps printing attempts as they
+finish, until Ctrl-C. ``runs`` lists runs with how each ended or when its next attempt is due
+(``--failed``, ``--gave-up``, ``--in-progress`` filter them). A REASON too long for the width
+wraps onto continuation lines under its column. ``skipped`` lists the scheduled times that got
+no run, with the reason. ``run JOB [--schedule-time T]`` starts a run now, as if
+scheduled at T when given. On a terminal outcomes are coloured, unless ``NO_COLOR`` is set.
 """
 
 from __future__ import annotations
@@ -20,48 +26,62 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import IO, Any
 
-from ..domain.attempts import Attempt, failure_reason, iso
+from ..domain.attempts import Attempt, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ConfigurationError, InvalidArgument
 from .timeline import IN_FLIGHT, attempt_cells, render_table
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
+    "COMMANDS",
     "add_arguments",
     "cmd_attempts",
     "cmd_jobs",
+    "cmd_run",
+    "cmd_runs",
     "cmd_skipped",
     "took",
 ]
 
-JOBS_HEADERS = ("JOB", "STATE", "SCHEDULE", "TIME ZONE", "READS AS", "LAST", "NEXT", "TARGET")
+#: The widest line of a table without ``--wide``, in characters.
+TABLE_WIDTH = 120
+JOBS_HEADERS = ("JOB", "STATE", "SCHEDULE", "TIME ZONE", "LAST", "NEXT")
+WIDE_JOBS_HEADERS = (
+    "JOB", "STATE", "SCHEDULE", "TIME ZONE", "READS AS", "LAST", "NEXT", "TARGET",
+)  # fmt: skip
 #: The environment variable that sets ``--admin-token``, for ``start`` and for these commands.
 ADMIN_TOKEN_ENV = "SCHEDULER_EMULATOR_ADMIN_TOKEN"
-ATTEMPT_HEADERS = (
-    "TIME", "JOB", "RUN (ScheduleTime)", "TRY", "INJ", "HTTP", "CODE", "TOOK", "SCHEDULED",
+ATTEMPT_HEADERS = ("TIME", "JOB", "TRY", "HTTP", "CODE", "TOOK", "SCHEDULED", "REASON")
+WIDE_ATTEMPT_HEADERS = (
+    "TIME", "JOB", "RUN", "TRY", "INJ", "HTTP", "CODE", "TOOK", "SCHEDULED", "SCHEDULED (UTC)",
     "REASON",
 )  # fmt: skip
+RUN_HEADERS = ("SCHEDULED", "JOB", "RUN", "TRIES", "STATE", "NEXT ATTEMPT", "REASON")
 SKIPPED_HEADERS = ("SCHEDULED", "JOB", "ScheduleTime", "RECORDED AT", "REASON")
 #: What a skipped run's reason code means, in the ``skipped`` table.
 SKIPPED_REASONS = {
     "RUN_STILL_GOING": "RUN_STILL_GOING: the previous run was still going",
     "EMULATOR_DOWN": "EMULATOR_DOWN: the emulator was not running",
 }
-#: Characters of an attempt's REASON on a terminal (untruncated when piped or with --wide).
-REASON_WIDTH = 100
-#: Attempts ``attempts`` shows without ``--since``: the newest ones.
+#: Attempts ``attempts`` (and runs ``runs``) shows without ``--since``: the newest ones.
 DEFAULT_LAST = 20
 #: Seconds between two looks at the daemon under ``--follow``.
 FOLLOW_INTERVAL = 1.0
+#: ANSI colours of outcomes on a terminal: OK and succeeded green, failures red, pending yellow.
+_GREEN, _RED, _YELLOW, _RESET = "\033[32m", "\033[31m", "\033[33m", "\033[0m"
+#: ``runs``' filter flags and the ``state`` of ``GET /_emulator/runs`` each asks for.
+RUN_FILTER_FLAGS = {"failed": "failed", "gave_up": "gave-up", "in_progress": "in-progress"}
 
 
 def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any) -> None:
-    """Add the ``jobs`` and ``attempts`` subcommands to the CLI's subparsers ``sub``."""
+    """Add the ``jobs``, ``attempts``, ``runs``, ``skipped`` and ``run`` subcommands to the
+    CLI's subparsers ``sub``."""
     jobs = sub.add_parser(
         "jobs",
         help="print the running daemon's jobs as a table",
-        description="Print every job of the daemon at --host/--port: state, schedule read out "
-        "in English, last attempt and next fire time.",
+        description="Print every job of the daemon at --host/--port: state, schedule, last "
+        "attempt and next fire time (--wide: the schedule read out in English and the whole "
+        "target).",
     )
     skipped = sub.add_parser(
         "skipped",
@@ -76,7 +96,23 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         f"{DEFAULT_LAST} (or --last N), or every one since --since; --follow keeps printing "
         "them as they finish.",
     )
-    for parser in (jobs, attempts, skipped):
+    runs = sub.add_parser(
+        "runs",
+        help="print the running daemon's runs: how each ended, or when it tries next",
+        description="Print the newest runs of the daemon at --host/--port, oldest first: "
+        "attempts made, whether the run succeeded, gave up (and which limit: retry count or "
+        "max retry duration) or is still going with its next attempt's time, and the last "
+        "failure's reason.",
+    )
+    run = sub.add_parser(
+        "run",
+        help="start a run of a job now (as if scheduled at --schedule-time T)",
+        description="Start a run of JOB on the daemon at --host/--port now. Without "
+        "--schedule-time this is RunJob (its ScheduleTime is the job's next scheduled time); "
+        "with it, an emulator-only action: the run's attempts carry T as "
+        "X-CloudScheduler-ScheduleTime, to test a handler for a chosen schedule time.",
+    )
+    for parser in (jobs, attempts, runs, skipped, run):
         parser.add_argument(
             "--host", default=default_host, help="the daemon's address (%(default)s)"
         )
@@ -88,11 +124,31 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
             default=os.environ.get(ADMIN_TOKEN_ENV) or None,
             help=f"the daemon's --admin-token (default: ${ADMIN_TOKEN_ENV})",
         )
-    skipped.add_argument("--job", metavar="J", help="only this job's (ID or full name)")
-    attempts.add_argument("--job", metavar="J", help="only this job's (ID or full name)")
-    attempts.add_argument(
-        "--wide", action="store_true", help="never cut REASON (it is cut only on a terminal)"
+    for parser in (skipped, attempts, runs):
+        parser.add_argument("--job", metavar="J", help="only this job's (ID or full name)")
+    for parser in (jobs, attempts, runs):
+        parser.add_argument(
+            "--wide",
+            action="store_true",
+            help=f"every column, one line per row (by default the table fits {TABLE_WIDTH} "
+            "columns, a long REASON wrapping under itself)",
+        )
+    for parser in (attempts, runs):
+        parser.add_argument(
+            "--last", type=int, default=DEFAULT_LAST, metavar="N",
+            help="the newest N (%(default)s)",
+        )  # fmt: skip
+    which = runs.add_mutually_exclusive_group()
+    which.add_argument("--failed", action="store_true", help="runs with a failed attempt")
+    which.add_argument("--gave-up", action="store_true", help="runs that ended without a success")
+    which.add_argument(
+        "--in-progress", action="store_true", help="runs with an attempt in flight or pending"
     )
+    run.add_argument("job", metavar="JOB", help="the job's ID or full name")
+    run.add_argument(
+        "--schedule-time", type=_since, metavar="RFC3339",
+        help="send the run as if scheduled at this instant (emulator-only)",
+    )  # fmt: skip
     attempts.add_argument(
         "--json",
         action="store_true",
@@ -102,17 +158,13 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         "--since", type=_since, metavar="RFC3339", help="attempts started at or after this instant"
     )
     attempts.add_argument(
-        "--last", type=int, default=DEFAULT_LAST, metavar="N",
-        help="without --since: the newest N attempts (%(default)s)",
-    )  # fmt: skip
-    attempts.add_argument(
         "--follow", "-f", action="store_true", help="keep printing attempts as they finish"
     )
 
 
 def _since(text: str) -> datetime:
     try:
-        return parse_timestamp(text, field="--since")
+        return parse_timestamp(text, field="the time")
     except InvalidArgument as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
 
@@ -130,11 +182,26 @@ class DaemonClient:
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """The JSON answer of ``GET path?params``."""
+        return self.call("GET", path, params=params)
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The JSON answer of ``method path?params`` with the JSON ``body``."""
         import requests
 
         try:
-            response = requests.get(
-                self.base + path, params=params, headers=self.headers, timeout=30
+            response = requests.request(
+                method,
+                self.base + path,
+                params=params,
+                json=body,
+                headers=self.headers,
+                timeout=30,
             )
         except requests.RequestException:
             raise ConfigurationError(
@@ -142,13 +209,13 @@ class DaemonClient:
                 "and --port of its startup line."
             ) from None
         try:
-            body = response.json()
+            answer = response.json()
         except ValueError:
-            body = {}
+            answer = {}
         if response.status_code != 200:
-            message = body.get("error", {}).get("message", response.reason)
+            message = answer.get("error", {}).get("message", response.reason)
             raise ConfigurationError(f"{self.base}{path}: {response.status_code} {message}")
-        return dict(body)
+        return dict(answer)
 
     def pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item of a paged listing, page by page."""
@@ -162,8 +229,9 @@ class DaemonClient:
             params["pageToken"] = token
 
 
-def job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
-    """The cells of the ``jobs`` table, from ``GET /_emulator/jobs`` rows."""
+def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
+    """The cells of the ``jobs`` table (:data:`JOBS_HEADERS`, or :data:`WIDE_JOBS_HEADERS`
+    with ``wide``), from ``GET /_emulator/jobs`` rows."""
     rows = []
     for job in jobs:
         last = job.get("lastAttempt")
@@ -174,10 +242,10 @@ def job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
                 job["state"],
                 job["schedule"],
                 job["timeZone"],
-                job["scheduleText"],
+                *([job["scheduleText"]] if wide else []),
                 "-" if not last else f"{last['code'] or IN_FLIGHT} {last['time']}",
                 fire[0] if fire else "-",
-                job["target"],
+                *([job["target"]] if wide else []),
             ]
         )
     return rows
@@ -188,21 +256,25 @@ def attempt_from_json(item: dict[str, Any]) -> Attempt:
     return Attempt.from_json(item)
 
 
-def attempt_rows(attempts: Sequence[Attempt], width: int | None = None) -> list[list[str]]:
-    """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`).
-
-    :param width: the longest REASON (longer ones end in ``…``); ``None``: never cut.
-    """
-    limit = 2**62 if width is None else width
-    return [
-        [
-            *attempt_cells(attempt),
-            took(attempt),
-            iso(attempt.nominal) or "-",
-            failure_reason(attempt, limit),
-        ]
-        for attempt in attempts
-    ]
+def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[str]]:
+    """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`; with ``wide``
+    :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is the ScheduleTime the attempt carried (its
+    run's instant in UTC when no header was sent), ``forced`` added for a forced run; TRY
+    ends in ``*`` for an attempt fault injection altered (the INJ column under ``wide``)."""
+    rows = []
+    for attempt in attempts:
+        time_, job, run, number, injected, status, code = attempt_cells(attempt)
+        if attempt.schedule_time is None:
+            run = (iso(attempt.nominal) or "-") + (" forced" if attempt.forced else "")
+        reason = attempt.to_json()["reason"]
+        if wide:
+            utc = iso(attempt.nominal) or "-"
+            row = [time_, job, str(attempt.run_id), number, injected, status, code, took(attempt),
+                   run, utc, reason]  # fmt: skip
+        else:
+            row = [time_, job, number + injected, status, code, took(attempt), run, reason]
+        rows.append(row)
+    return rows
 
 
 def took(attempt: Attempt) -> str:
@@ -213,15 +285,49 @@ def took(attempt: Attempt) -> str:
     return f"{(attempt.end_time - attempt.start_time).total_seconds():.3f}s"
 
 
-def _print_table(out: IO[str], headers: Sequence[str], rows: list[list[str]], empty: str) -> int:
-    """Write ``rows`` as a table under ``headers``, or the line ``empty`` when there are none.
+def painter(out: IO[str]) -> Callable[[str, str], str] | None:
+    """Colours for outcome cells when ``out`` is a terminal and ``NO_COLOR`` is not set
+    (https://no-color.org); ``None`` (plain text) otherwise."""
+    isatty = getattr(out, "isatty", None)
+    if isatty is None or not isatty() or os.environ.get("NO_COLOR"):
+        return None
+    if os.environ.get("TERM") == "dumb":
+        return None
+
+    def paint(header: str, cell: str) -> str:
+        if header not in ("CODE", "STATE"):
+            return cell
+        word = cell.strip()
+        if word in ("OK", "succeeded"):
+            colour = _GREEN
+        elif word in (IN_FLIGHT, "retrying", "in progress"):
+            colour = _YELLOW
+        elif word:
+            colour = _RED
+        else:
+            return cell
+        return colour + cell + _RESET
+
+    return paint
+
+
+def _print_table(
+    out: IO[str],
+    headers: Sequence[str],
+    rows: list[list[str]],
+    empty: str,
+    wide: bool = False,
+) -> int:
+    """Write ``rows`` as a table under ``headers`` (cut to :data:`TABLE_WIDTH` unless
+    ``wide``, outcomes coloured on a terminal), or the line ``empty`` when there are none.
 
     :return: the exit status, 0.
     """
     if not rows:
         out.write(empty + "\n")
         return 0
-    for line in render_table(headers, rows):
+    width = None if wide else TABLE_WIDTH
+    for line in render_table(headers, rows, width=width, paint=painter(out)):
         out.write(line + "\n")
     return 0
 
@@ -230,7 +336,8 @@ def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``jobs`` table."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     jobs = list(client.pages("/_emulator/jobs", "jobs", {"pageSize": 500, "fireTimes": 1}))
-    return _print_table(out, JOBS_HEADERS, job_rows(jobs), "(no jobs)")
+    headers = WIDE_JOBS_HEADERS if args.wide else JOBS_HEADERS
+    return _print_table(out, headers, job_rows(jobs, args.wide), "(no jobs)", args.wide)
 
 
 def skipped_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -255,15 +362,71 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
     if args.job:
         params["job"] = args.job
     records = list(client.pages("/_emulator/skipped", "skipped", params))
-    return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)")
+    return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)", True)
 
 
-def _reason_width(args: argparse.Namespace, out: IO[str]) -> int | None:
-    """How long a REASON may be: cut to :data:`REASON_WIDTH` only on a terminal."""
-    if getattr(args, "wide", False):
-        return None
-    isatty = getattr(out, "isatty", None)
-    return REASON_WIDTH if isatty is not None and isatty() else None
+def run_state_text(run: dict[str, Any]) -> str:
+    """A run's STATE cell: ``succeeded``, ``gave up (retry count)``, ``retrying`` or
+    ``in progress``, from a ``GET /_emulator/runs`` run."""
+    state = str(run.get("state") or "in progress")
+    return f"{state} ({run['gaveUp']})" if run.get("gaveUp") else state
+
+
+def run_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The cells of the ``runs`` table (:data:`RUN_HEADERS`), from ``GET /_emulator/runs``
+    runs: the ScheduleTime (or the run's instant), attempts made (of at most N), the state,
+    the next attempt's time, and the reason of its last failed attempt."""
+    rows = []
+    for run in runs:
+        attempts = run.get("attempts") or []
+        failed = [a for a in attempts if a.get("reason")]
+        most = run.get("maxAttempts")
+        scheduled = run.get("scheduleTime") or run.get("nominalTime") or "-"
+        rows.append(
+            [
+                scheduled + (" forced" if run.get("forced") else ""),
+                str(run["job"]).rsplit("/", 1)[-1],
+                str(run["id"]),
+                f"{len(attempts)}/{most}" if most else str(len(attempts)),
+                run_state_text(run),
+                run.get("nextAttemptTime") or "-",
+                failed[-1]["reason"] if failed else "",
+            ]
+        )
+    return rows
+
+
+def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
+    """Print the ``runs`` table: the newest ``--last`` runs (by schedule time), oldest first."""
+    if args.last < 1:
+        raise ConfigurationError(f"--last must be 1 or more; got {args.last}.")
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    params: dict[str, Any] = {"pageSize": min(args.last, 1000)}
+    if args.job:
+        params["job"] = args.job
+    for flag, state in RUN_FILTER_FLAGS.items():
+        if getattr(args, flag, False):
+            params["state"] = state
+    runs = list(reversed(client.get("/_emulator/runs", params).get("runs", [])))
+    return _print_table(out, RUN_HEADERS, run_rows(runs), "(no runs)", args.wide)
+
+
+def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
+    """Start a run of ``args.job`` now: RunJob, or, with ``--schedule-time``, a run sent as if
+    scheduled at that instant (``POST /_emulator/runs``)."""
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    if args.schedule_time is None:
+        name = args.job
+        if "/" not in name:
+            config = client.get("/_emulator/config")
+            name = f"projects/{config['project']}/locations/{config['location']}/jobs/{name}"
+        client.call("POST", f"/v1/{name}:run", body={})
+        out.write(f"started a run of {name.rsplit('/', 1)[-1]}\n")
+        return 0
+    when = iso(args.schedule_time)
+    client.call("POST", "/_emulator/runs", body={"job": args.job, "scheduleTime": when})
+    out.write(f"started a run of {args.job.rsplit('/', 1)[-1]} as if scheduled at {when}\n")
+    return 0
 
 
 def cmd_attempts(
@@ -286,19 +449,16 @@ def cmd_attempts(
         )
         items = list(reversed(newest.get("attempts", [])))
     attempts = [attempt_from_json(item) for item in items]
-    width = _reason_width(args, out)
+    wide = bool(getattr(args, "wide", False))
     as_json = bool(getattr(args, "json", False))
     if not args.follow:
         if as_json:
-            lines = [json.dumps(a.to_json(), ensure_ascii=False) for a in attempts]
-        elif attempts:
-            lines = render_table(ATTEMPT_HEADERS, attempt_rows(attempts, width))
-        else:
-            lines = ["(no attempts)"]
-        for line in lines:
-            out.write(line + "\n")
-        return 0
-    return _follow(client, base, attempts, out, sleep, width=width, as_json=as_json)
+            for attempt in attempts:
+                out.write(json.dumps(attempt.to_json(), ensure_ascii=False) + "\n")
+            return 0
+        headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
+        return _print_table(out, headers, attempt_rows(attempts, wide), "(no attempts)", wide)
+    return _follow(client, base, attempts, out, sleep, wide=wide, as_json=as_json)
 
 
 def _follow(
@@ -308,12 +468,13 @@ def _follow(
     out: IO[str],
     sleep: Callable[[float], None],
     *,
-    width: int | None = None,
+    wide: bool = False,
     as_json: bool = False,
 ) -> int:
     """Print ``shown`` (finished ones), then every attempt as it finishes, in id order (as a
-    table with REASON cut to ``width``, or as JSON lines)."""
-    widths = [len(h) for h in ATTEMPT_HEADERS]
+    table, each batch aligned on the widest cells seen so far, or as JSON lines)."""
+    headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
+    seen: list[list[str]] = []  # every row printed, so later batches align with earlier ones
     cursor = 0  # the id after which attempts are still to be printed
 
     def emit(batch: list[Attempt], header: bool) -> None:
@@ -322,28 +483,15 @@ def _follow(
                 out.write(json.dumps(attempt.to_json(), ensure_ascii=False) + "\n")
             out.flush()
             return
-        rows = attempt_rows(batch, width)
-        for row in rows:
-            for i, cell in enumerate(row[:-1]):
-                widths[i] = max(widths[i], len(cell))
-        lines = [list(ATTEMPT_HEADERS)] if header else []
-        for cells in [*lines, *rows]:
-            text = "  ".join(
-                cell.rjust(widths[i])
-                if ATTEMPT_HEADERS[i] in ("TRY", "HTTP", "TOOK")
-                else cell.ljust(widths[i])
-                if i < len(cells) - 1
-                else cell
-                for i, cell in enumerate(cells)
-            )
-            out.write(text.rstrip() + "\n")
+        rows = attempt_rows(batch, wide)
+        seen.extend(rows)
+        lines = render_table(headers, seen, width=None if wide else TABLE_WIDTH, paint=painter(out))
+        out.writelines(line + "\n" for line in ([lines[0]] if header else []))
+        out.writelines(line + "\n" for line in (lines[-len(rows) :] if rows else []))
         out.flush()
 
     finished = _finished_prefix(shown)
-    for attempt in shown:
-        widths[:] = [
-            max(w, len(c)) for w, c in zip(widths, attempt_rows([attempt], width)[0], strict=True)
-        ]
+    seen.extend(attempt_rows(shown, wide)[len(finished) :])  # widths of those still going
     emit(finished, header=True)
     if finished:
         cursor = finished[-1].id
@@ -372,3 +520,13 @@ def _finished_prefix(attempts: list[Attempt]) -> list[Attempt]:
         if attempt.code is None:
             return attempts[:index]
     return attempts
+
+
+#: The command functions by subcommand name.
+COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str]], int]] = {
+    "jobs": cmd_jobs,
+    "attempts": cmd_attempts,
+    "runs": cmd_runs,
+    "skipped": cmd_skipped,
+    "run": cmd_run,
+}

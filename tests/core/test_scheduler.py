@@ -28,7 +28,7 @@ FAILED = Status(13, "INTERNAL")
 
 def job(schedule: str = "*/5 * * * *", **fields: object) -> Job:
     return Job(
-        "projects/p/locations/l/jobs/tick",
+        "projects/my-project/locations/l/jobs/tick",
         schedule=schedule,
         http_target=HttpTarget("http://svc.test/"),
         **fields,  # type: ignore[arg-type]
@@ -130,7 +130,7 @@ def test_create_twice_and_unknown_jobs(core: Scheduler) -> None:
     with pytest.raises(AlreadyExists):
         core.put(job(), T0, create=True)
     with pytest.raises(NotFound):
-        core.force("projects/p/locations/l/jobs/none", T0)
+        core.force("projects/my-project/locations/l/jobs/none", T0)
 
 
 def test_stale_timers_do_not_pile_up(core: Scheduler) -> None:
@@ -231,3 +231,62 @@ def test_the_last_attempt_time_follows_the_start_of_the_jobs_latest_attempt(
     sent = T0 + timedelta(seconds=1, milliseconds=2)
     core.attempt_ended(name, forced.run.id, replace(ok(T0), attempt=1, start_time=sent), T0)
     assert core.state_of(name)[2] == sent
+
+
+class TestTheStartInstant:
+    """A job due exactly at the instant time starts (or resumes) from fires then, unless its
+    run was recorded before a restart; a job created through the API at an instant first runs
+    after it."""
+
+    def test_a_job_loaded_at_the_start_instant_fires_at_it(self, core: Scheduler) -> None:
+        core.restore([], [], set(), T0, 0)  # a fresh store: time starts at T0
+        view, _ = core.put(job("0 * * * *"), T0, from_start=True)
+        assert view.schedule_time == T0 and core.next_due() == T0
+        [start] = acted(core.due(T0))
+        assert isinstance(start, StartAttempt) and start.run.schedule_time == "2026-09-24T12:00:00Z"
+
+    def test_a_job_created_at_an_instant_first_runs_after_it(self, core: Scheduler) -> None:
+        core.restore([], [], set(), T0, 0)
+        view, _ = core.put(job("0 * * * *"), T0)
+        assert view.schedule_time == T0 + timedelta(hours=1)
+
+    def test_only_the_instant_time_started_from_counts(self, core: Scheduler) -> None:
+        core.restore([], [], set(), T0 - timedelta(hours=1), 0)
+        view, _ = core.put(job("0 * * * *"), T0, from_start=True)
+        assert view.schedule_time == T0 + timedelta(hours=1)
+
+    def test_a_restart_at_an_unrecorded_run_fires_it_and_skips_only_earlier_times(
+        self, core: Scheduler
+    ) -> None:
+        stored = T0 - timedelta(minutes=10)  # 11:50 and 11:55 passed while down; 12:00 is now
+        decisions, _ = core.restore([job()], [], set(), T0, 0, {job().name: stored})
+        skipped = [d.skipped.schedule_time for d in decisions if isinstance(d, RecordSkipped)]
+        assert skipped == ["2026-09-24T11:50:00Z", "2026-09-24T11:55:00Z"]
+        assert core.next_due() == T0
+        [start] = acted(core.due(T0))
+        assert isinstance(start, StartAttempt) and start.run.schedule_time == "2026-09-24T12:00:00Z"
+
+    def test_a_restart_at_a_recorded_run_does_not_fire_it_again(self, core: Scheduler) -> None:
+        stored = T0 + timedelta(minutes=5)  # the 12:00 run was recorded: the next fire moved on
+        decisions, _ = core.restore([job()], [], set(), T0, 0, {job().name: stored})
+        assert not [d for d in decisions if isinstance(d, RecordSkipped)]
+        assert core.next_due() == T0 + timedelta(minutes=5)
+        view, _ = core.put(job(), T0, from_start=True)  # the jobs file loaded again
+        assert view.schedule_time == T0 + timedelta(minutes=5)
+
+
+def test_a_run_as_if_scheduled_at_an_instant_carries_it_in_the_jobs_zone(core: Scheduler) -> None:
+    core.put(job("0 2 * * *", time_zone="Europe/Berlin"), T0)
+    asked = datetime.fromisoformat("2026-03-29T01:30:00+01:00")
+    [start] = core.force(job().name, T0, asked)
+    assert isinstance(start, StartAttempt) and start.run.forced
+    assert start.run.schedule_time == "2026-03-29T01:30:00+01:00"
+    [plain] = core.force(job().name, T0)
+    assert plain.run.schedule_time == "2026-09-25T02:00:00+02:00"  # RunJob's rule unchanged
+
+
+def test_an_english_interval_counts_from_the_start_instant(core: Scheduler) -> None:
+    """``every 5 minutes`` has no time at the start instant: its first run is 5 minutes on."""
+    core.restore([], [], set(), T0, 0)
+    view, _ = core.put(job("every 5 minutes"), T0, from_start=True)
+    assert view.schedule_time == T0 + timedelta(minutes=5)

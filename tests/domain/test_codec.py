@@ -150,6 +150,18 @@ class TestParseDuration:
             'Invalid duration "315576000001s": at most 315576000000 seconds.'
         )
 
+    @pytest.mark.parametrize("digits", ["9" * 5000, "0" * 4999 + "1" * 13])
+    def test_thousands_of_digits_are_refused_before_conversion(self, digits: str) -> None:
+        with pytest.raises(InvalidArgument) as caught:
+            parse_duration(digits + "s", field="retryConfig.maxRetryDuration")
+
+        assert caught.value.message.endswith(": at most 315576000000 seconds.")
+        assert len(caught.value.message) < 200  # the value is shown shortened
+        assert caught.value.violations[0].field == "retryConfig.maxRetryDuration"
+
+    def test_leading_zeros_do_not_count(self) -> None:
+        assert parse_duration("0" * 5000 + "180s") == timedelta(seconds=180)
+
 
 class TestFormatDuration:
     @case_table(__file__, "formatted_durations")

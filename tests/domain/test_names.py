@@ -38,8 +38,8 @@ class TestParseJobName:
         __file__,
         "valid_names",
         pytest.param(
-            "projects/p/locations/northamerica-northeast1/jobs/" + "j" * 500,
-            {"project": "p", "location": "northamerica-northeast1", "job_id": "j" * 500},
+            "projects/my-project/locations/northamerica-northeast1/jobs/" + "j" * 500,
+            {"project": "my-project", "location": "northamerica-northeast1", "job_id": "j" * 500},
             id="job-id-of-500-characters",
         ),
     )
@@ -64,7 +64,7 @@ class TestParseJobName:
         __file__,
         "bad_segments",
         pytest.param(
-            "projects/p/locations/us-central1/jobs/" + "j" * 501,
+            "projects/my-project/locations/us-central1/jobs/" + "j" * 501,
             "name has a job ID of 501 characters; the maximum is 500.",
             id="job-id-of-501-characters",
         ),
@@ -76,31 +76,57 @@ class TestParseJobName:
         assert_invalid(caught.value, message, "name")
 
     def test_name_outside_the_requested_parent_is_rejected(self) -> None:
-        name = "projects/p/locations/us-central1/jobs/j"
+        name = "projects/my-project/locations/us-central1/jobs/j"
 
         with pytest.raises(InvalidArgument) as caught:
-            parse_job_name(name, parent="projects/p/locations/europe-west1")
+            parse_job_name(name, parent="projects/my-project/locations/europe-west1")
 
         assert_invalid(
             caught.value,
-            f'name "{name}" is not in the location "projects/p/locations/europe-west1" of the '
-            "request.",
+            f'name "{name}" is not in the location '
+            '"projects/my-project/locations/europe-west1" of the request.',
             "name",
         )
 
     def test_name_inside_the_requested_parent_is_accepted(self) -> None:
         parsed = parse_job_name(
-            "projects/p/locations/us-central1/jobs/j", parent="projects/p/locations/us-central1"
+            "projects/my-project/locations/us-central1/jobs/j",
+            parent="projects/my-project/locations/us-central1",
         )
 
-        assert parsed.parent == LocationName("p", "us-central1")
-        assert parsed.parent.full == "projects/p/locations/us-central1"
+        assert parsed.parent == LocationName("my-project", "us-central1")
+        assert parsed.parent.full == "projects/my-project/locations/us-central1"
 
     def test_field_can_be_renamed(self) -> None:
         with pytest.raises(InvalidArgument) as caught:
             parse_job_name("nope", field="job.name")
 
         assert caught.value.violations[0].field == "job.name"
+
+
+class TestProjectIds:
+    """Google's rule for project IDs (cloud.google.com/resource-manager/docs/
+    creating-managing-projects): 6 to 30 lower-case letters, digits and hyphens, starting with a
+    letter, not ending with a hyphen; or domain-scoped (``example.com:my-project``)."""
+
+    @case_table(__file__, "project_ids")
+    def test_a_project_id_is_accepted_only_as_google_accepts_it(
+        self, project: str, valid: bool
+    ) -> None:
+        name = f"projects/{project}/locations/us-central1/jobs/j"
+        if valid:
+            assert parse_job_name(name).project == project
+            return
+        with pytest.raises(InvalidArgument) as caught:
+            parse_job_name(name)
+        assert caught.value.message.startswith('name has an invalid project ID "')
+        assert "6 to 30 lower-case letters, digits and hyphens" in caught.value.message
+
+    def test_a_long_project_id_is_shown_shortened(self) -> None:
+        with pytest.raises(InvalidArgument) as caught:
+            parse_job_name(f"projects/{'x' * 200}/locations/us-central1/jobs/j")
+        assert "x" * 78 + "…" in caught.value.message
+        assert "x" * 81 not in caught.value.message
 
 
 class TestLocationNames:
@@ -118,7 +144,9 @@ class TestLocationNames:
         assert caught.value.violations[0].field == "parent"
 
     def test_parse_location_name_returns_the_parts(self) -> None:
-        assert parse_location_name("projects/p/locations/us-east1") == LocationName("p", "us-east1")
+        assert parse_location_name("projects/my-project/locations/us-east1") == LocationName(
+            "my-project", "us-east1"
+        )
 
     @case_table(__file__, "bad_location_shapes")
     def test_parse_location_name_rejects_other_shapes(self, name: str) -> None:
@@ -138,7 +166,7 @@ class TestGenerateJobId:
 
         assert len(job_id) == 32
         assert set(job_id) <= set("0123456789abcdef")
-        parse_job_name(f"projects/p/locations/us-central1/jobs/{job_id}")
+        parse_job_name(f"projects/my-project/locations/us-central1/jobs/{job_id}")
 
     def test_generated_ids_are_unique(self) -> None:
         assert len({generate_job_id() for _ in range(1000)}) == 1000
@@ -152,7 +180,7 @@ class TestQualifyJobName:
         )
 
     def test_full_name_is_kept(self) -> None:
-        name = "projects/other/locations/europe-west1/jobs/nightly"
+        name = "projects/other-project/locations/europe-west1/jobs/nightly"
 
         assert qualify_job_name(name, "my-project", "us-central1") == name
 

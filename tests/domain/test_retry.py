@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler_emulator.domain.resources import RetryConfig
-from scheduler_emulator.domain.retry import backoff, may_retry
+from scheduler_emulator.domain.retry import backoff, gave_up_because, may_retry
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -95,3 +95,28 @@ class TestMayRetry:
         self, config: RetryConfig, retries_done: int, elapsed: float, expected: bool
     ) -> None:
         assert may_retry(config, retries_done, T0, T0 + seconds(elapsed)) is expected
+
+
+class TestWhichLimitARunGaveUpOn:
+    START = datetime(2026, 9, 24, 12, tzinfo=UTC)
+
+    def test_a_retry_count_used_up(self) -> None:
+        config = RetryConfig(retry_count=3)
+        assert gave_up_because(config, 3, self.START, self.START) == "retry count"
+
+    def test_a_max_retry_duration_passed(self) -> None:
+        config = RetryConfig(max_retry_duration=timedelta(minutes=1))
+        end = self.START + timedelta(minutes=2)
+        assert gave_up_because(config, 4, self.START, end) == "max retry duration"
+
+    def test_both_limits_reached(self) -> None:
+        config = RetryConfig(retry_count=1, max_retry_duration=timedelta(minutes=1))
+        end = self.START + timedelta(minutes=2)
+        assert gave_up_because(config, 1, self.START, end) == "retry count and max retry duration"
+
+    def test_no_retries_configured(self) -> None:
+        assert gave_up_because(RetryConfig(), 0, self.START, self.START) == "no retries"
+
+    def test_a_retry_still_allowed_was_dropped_by_a_pause(self) -> None:
+        config = RetryConfig(retry_count=3)
+        assert gave_up_because(config, 1, self.START, self.START) == "job paused"

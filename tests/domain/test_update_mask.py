@@ -533,14 +533,15 @@ class TestMaskPaths:
         exc = raises_invalid(stored(), gcloud_body(schedule="0 4 * * *"), mask)
 
         assert exc.violations[0].field == "updateMask"
-        assert f'"{path}"' in exc.message
+        assert exc.message == f"Invalid mask for Job: {path}"
+        assert f'"{path}"' in exc.violations[0].description
 
     def test_unknown_path_message_lists_the_fields_that_exist(self) -> None:
         exc = raises_invalid(stored(), {}, "httpTarget.foo")
 
-        assert exc.message == (
+        assert exc.violations[0].description == (
             'updateMask has an unknown field path "httpTarget.foo": HttpTarget has no field '
-            '"foo"; it has uri, httpMethod, headers, body, oauthToken, oidcToken.'
+            '"foo"; it has uri, http_method, headers, body, oauth_token, oidc_token.'
         )
 
     @case_table(__file__, "ignored_paths")

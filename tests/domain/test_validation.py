@@ -132,8 +132,8 @@ HEADERS_MESSAGE = (
 #: How much a job with a body of one byte weighs besides the body.
 JOB_BESIDES_BODY = job_size_bytes(http_job(body="eA==")) - 1
 SIZE_MESSAGE = (
-    f"The job must be at most {MAX_JOB_SIZE_BYTES} bytes; got "
-    f"{MAX_JOB_SIZE_BYTES + JOB_BESIDES_BODY}."
+    f"The job is {MAX_JOB_SIZE_BYTES + JOB_BESIDES_BODY} bytes; the limit is 1 MB "
+    f"({MAX_JOB_SIZE_BYTES} bytes)."
 )
 
 

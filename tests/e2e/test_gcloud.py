@@ -8,6 +8,7 @@ Jobs that are only scaffolding for the command under test are created through th
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shlex
@@ -333,3 +334,22 @@ class TestErrors:
 
         assert stderr.startswith("ERROR: (gcloud.scheduler.jobs.resume) FAILED_PRECONDITION: ")
         assert daemon.get(job_path(gcloud.project))["state"] == "ENABLED"
+
+
+def test_a_job_with_a_1000000_byte_body_is_created(
+    daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str], tmp_path: Path
+) -> None:
+    # Google's limit is 1 MB a job; over REST the body travels base64-encoded in JSON
+    # (1,333,336 bytes here), which the daemon's request limit leaves room for.
+    body = tmp_path / "body.bin"
+    body.write_bytes(b"x" * 1_000_000)
+    gcloud.ok(
+        "create",
+        "http",
+        "big",
+        "--schedule=0 2 * * *",
+        f"--uri={served_target[1]}",
+        f"--message-body-from-file={body}",
+    )
+    job = daemon.get(job_path(gcloud.project, "big"))
+    assert base64.b64decode(job["httpTarget"]["body"]) == b"x" * 1_000_000

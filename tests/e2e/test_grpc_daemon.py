@@ -1,25 +1,42 @@
 """The real daemon (a subprocess) serves REST, gRPC and gcloud on its one port: a job made by
-one is seen by the others, and a TLS client is told in the daemon's log what went wrong."""
+one is seen by the others, a TLS client is told in the daemon's log what went wrong, and gRPC
+server reflection and health checks answer as tools without ``.proto`` files need. This module
+runs the blocks of docs/api.md marked ``<!-- run by tests/e2e/test_grpc_daemon.py -->``: with
+``grpcurl`` and ``grpc_health_probe`` when they are on PATH, else the same questions through
+grpcio-reflection's client and the health stub."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.daemon import running_daemon
+from tests.daemon import Daemon, running_daemon
+from tests.support import fenced_blocks
 
 grpc = pytest.importorskip("grpc")
 from google.api_core import exceptions  # noqa: E402
 from google.auth.credentials import AnonymousCredentials  # noqa: E402
 from google.cloud import scheduler_v1  # noqa: E402
+from google.protobuf import descriptor_pool, message_factory  # noqa: E402
+from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
+from grpc_reflection.v1alpha import reflection_pb2  # noqa: E402
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (  # noqa: E402
+    ProtoReflectionDescriptorDatabase,
+)
 
 from scheduler_emulator import client  # noqa: E402
 
 PARENT = "projects/my-project/locations/us-central1"
 URI = "http://127.0.0.1:9/_triggers/timer/x"
+API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+RUN_HERE = "<!-- run by tests/e2e/test_grpc_daemon.py -->"
+SCHEDULER = "google.cloud.scheduler.v1.CloudScheduler"
 
 
 @pytest.mark.slow
@@ -75,3 +92,112 @@ def test_a_tls_client_fails_fast_and_the_daemon_logs_one_line() -> None:
     )
     assert log.count(expected) >= 1, log
     assert "\\x16\\x03" not in log and "Bad request version" not in log, log
+
+
+def documented(command: str) -> tuple[str, list[str]]:
+    """The block of docs/api.md run here whose command starts with ``command``: its command
+    line and the output it promises (the comment lines)."""
+    (block,) = [
+        b for b in fenced_blocks(API_DOC) if b.previous == RUN_HERE and b.text.startswith(command)
+    ]
+    first, *rest = block.text.strip().splitlines()
+    return first, [line.removeprefix("# ") for line in rest]
+
+
+def test_every_block_marked_for_this_module_is_run_here() -> None:
+    marked = [b.text.split()[0] for b in fenced_blocks(API_DOC) if b.previous == RUN_HERE]
+    assert marked == ["grpcurl", "grpc_health_probe"]
+
+
+@pytest.fixture(scope="module")
+def daemon() -> Iterator[Daemon]:
+    """One daemon (a subprocess) for the reflection and health tests."""
+    with running_daemon("--in-memory") as running:
+        yield running
+
+
+@pytest.fixture
+def channel(daemon: Daemon) -> Iterator[Any]:
+    """A plaintext channel to the daemon's port."""
+    host, port = daemon.host_port
+    with grpc.insecure_channel(f"{host}:{port}") as opened:
+        yield opened
+
+
+def run_documented(command: str, daemon: Daemon) -> str | None:
+    """Run a documented command against ``daemon`` when its tool is on PATH; its output."""
+    line, _ = documented(command)
+    if shutil.which(command) is None:
+        return None
+    host, port = daemon.host_port
+    argv = line.replace("127.0.0.1:8095", f"{host}:{port}").split()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout
+
+
+@pytest.mark.timeout(120)
+def test_reflection_lists_the_services_as_the_docs_show(daemon: Daemon, channel: Any) -> None:
+    line, promised = documented("grpcurl")
+    assert line == "grpcurl -plaintext 127.0.0.1:8095 list"
+    listed = sorted(ProtoReflectionDescriptorDatabase(channel).get_services())
+    assert listed == promised
+    assert SCHEDULER in listed and "google.cloud.location.Locations" in listed
+    output = run_documented("grpcurl", daemon)
+    assert output is None or output.split() == promised
+
+
+@pytest.mark.timeout(120)
+def test_a_client_with_no_proto_calls_cloud_scheduler_through_reflection(
+    daemon: Daemon, channel: Any
+) -> None:
+    daemon.post(f"/v1/{PARENT}/jobs", {"name": f"{PARENT}/jobs/seen", "schedule": "0 2 * * *",
+                                       "httpTarget": {"uri": URI}})  # fmt: skip
+    pool = descriptor_pool.DescriptorPool(ProtoReflectionDescriptorDatabase(channel))
+    service = pool.FindServiceByName(SCHEDULER)
+    assert [m.name for m in service.methods] == [
+        "ListJobs", "GetJob", "CreateJob", "UpdateJob", "DeleteJob", "PauseJob", "ResumeJob",
+        "RunJob",
+    ]  # fmt: skip
+    get = service.methods_by_name["GetJob"]
+    request_type = message_factory.GetMessageClass(get.input_type)
+    response_type = message_factory.GetMessageClass(get.output_type)
+    call = channel.unary_unary(
+        f"/{SCHEDULER}/GetJob",
+        request_serializer=request_type.SerializeToString,
+        response_deserializer=response_type.FromString,
+    )
+    job = call(request_type(name=f"{PARENT}/jobs/seen"), timeout=10)
+    assert (job.schedule, job.http_target.uri) == ("0 2 * * *", URI)
+
+
+@pytest.mark.timeout(120)
+def test_reflection_v1_answers_as_v1alpha(channel: Any) -> None:
+    """grpcurl asks ``grpc.reflection.v1`` first; it has the same messages on the wire."""
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    answers = {}
+    for version in ("v1", "v1alpha"):
+        call = channel.stream_stream(
+            f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+        )
+        (response,) = list(call(iter([request]), timeout=10))
+        answers[version] = sorted(s.name for s in response.list_services_response.service)
+    assert answers["v1"] == answers["v1alpha"]
+    assert SCHEDULER in answers["v1"]
+
+
+@pytest.mark.timeout(120)
+def test_health_check_answers_serving_as_the_docs_show(daemon: Daemon, channel: Any) -> None:
+    line, promised = documented("grpc_health_probe")
+    assert line.endswith(f"-service={SCHEDULER}") and promised == ["status: SERVING"]
+    health = health_pb2_grpc.HealthStub(channel)
+    serving = health_pb2.HealthCheckResponse.SERVING
+    for service in ("", SCHEDULER, "google.cloud.location.Locations"):
+        answer = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+        assert answer.status == serving, service
+    with pytest.raises(grpc.RpcError) as caught:
+        health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    output = run_documented("grpc_health_probe", daemon)
+    assert output is None or output.strip() == promised[0]

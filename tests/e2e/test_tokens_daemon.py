@@ -131,7 +131,7 @@ class TestGoogleAuthAcceptsTheDaemonsTokens:
                 answer = daemon.post(f"{JOBS}/nightly:run", {})
                 assert answer.status_code == 200, answer.text
                 claims = id_token.verify_token(
-                    token_of(target.requests[0]),
+                    token_of(target.wait_for(1)[0]),  # :run answers before the attempt
                     google_request(),
                     audience=AUDIENCE,
                     certs_url=daemon.certs_url,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,3 +51,66 @@ def test_an_import_against_the_direction_fails_the_check(
     result = _lint(copy_of_the_project)
     assert result.returncode != 0
     assert f"{broken}" in result.stdout and "BROKEN" in result.stdout
+
+
+#: Import circles still being taken apart (none now: a new one fails the test below).
+KNOWN_CIRCLES: list[list[str]] = []
+
+
+def import_circles(package: str) -> list[list[str]]:
+    """The groups of modules of ``package`` that import one another, directly or through
+    others (strongly connected components of grimp's import graph, which counts imports inside
+    functions and under ``TYPE_CHECKING`` too), each sorted."""
+    graph = grimp.build_graph(package, cache_dir=None)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in graph.find_modules_directly_imported_by(module):
+            if other not in graph.modules or not other.startswith(package):
+                continue
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for module in sorted(graph.modules):
+        if module.startswith(package) and module not in index:
+            visit(module)
+    return circles
+
+
+@pytest.mark.parametrize("package", ["scheduler_emulator", "pytest_plugin"])
+def test_no_module_imports_itself_through_others(package: str) -> None:
+    assert [c for c in import_circles(package) if c not in KNOWN_CIRCLES] == []
+
+
+def test_the_circle_check_finds_a_circle(copy_of_the_project: Path) -> None:
+    request = copy_of_the_project / "scheduler_emulator" / "service" / "request.py"
+    request.write_text(request.read_text() + "\nfrom . import router  # noqa\n")
+    code = (
+        f"import runpy; print(runpy.run_path({str(Path(__file__))!r})"
+        "['import_circles']('scheduler_emulator'))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(copy_of_the_project)}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=copy_of_the_project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "'scheduler_emulator.service.request', 'scheduler_emulator.service.router'" in (
+        result.stdout
+    ), result.stderr

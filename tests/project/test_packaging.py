@@ -127,3 +127,27 @@ def test_the_wheel_of_the_clone_holds_every_package_file(clone: Clone, tmp_path:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [f for f in clone.package_files() if f not in names] == []
     assert "scheduler_emulator/service/guard.py" in names
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_readmes_first_install_alone_runs_the_example_tests(
+    clone: Clone, tmp_path: Path
+) -> None:
+    """The README's first command alone, ``pip install -e '.[examples]'``, in a fresh virtualenv
+    (packages from the package index, through the machine's pip settings), is enough for
+    ``pytest examples/orders``: the project's pytest settings (its ``timeout``) need
+    pytest-timeout, which the examples extra installs."""
+    venv = tmp_path / "venv"
+    bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+    hidden = ("PYTHONPATH", "PYTEST_ADDOPTS", "VIRTUAL_ENV", "PYTEST_XDIST_WORKER")
+    env = {k: v for k, v in os.environ.items() if k not in hidden}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    user = Clone(clone.path, env)  # the user's own shell: their HOME and pip settings
+    user.run(sys.executable, "-m", "venv", str(venv))
+    user.run(
+        "pip", "install", "--quiet", "--disable-pip-version-check", "-e", ".[examples]",
+        timeout=600,
+    )  # fmt: skip
+    out = user.run("pytest", "-q", "-p", "no:cacheprovider", "examples/orders", timeout=240)
+    assert " passed" in out and "failed" not in out and "error" not in out.lower(), out

@@ -1,6 +1,7 @@
-"""README's "What they print": the ``jobs`` and ``attempts`` tables it shows are what the daemon
-prints after the README's own steps (the Orders example, a manual clock from
-2026-09-24T01:59:00Z moved 120 s and then a day), the service's port aside.
+"""README's "What they print": the ``jobs``, ``runs`` and ``attempts`` tables it shows are what
+the daemon prints after the README's own steps (the Orders example, a manual clock from
+2026-09-24T01:59:00Z moved 120 s, a lost acknowledgement injected into nightly's first
+attempts, then a day), the service's port aside, each within 120 columns.
 
 A reader found the block showing a ``report`` run at 20:00 New York time, which
 ``0 */6 * * *`` never fires at, and a jobs table without the ``restock`` job.
@@ -45,14 +46,19 @@ def test_the_readme_shows_what_jobs_and_attempts_print(
             "--jobs", str(tmp_path / "jobs.yaml"), "--in-memory",
             "--clock", "manual", "--start", "2026-09-24T01:59:00Z",
         ) as daemon:  # fmt: skip
-            for seconds in (120, 86400):
-                requests.post(
-                    f"{daemon.url}/_emulator/clock:advance", json={"seconds": seconds}, timeout=60
-                ).raise_for_status()
+            advance = f"{daemon.url}/_emulator/clock:advance"
+            requests.post(advance, json={"seconds": 120}, timeout=60).raise_for_status()
+            lost_ack = {"action": "lost_ack", "job": "nightly", "attempt": 1}
+            requests.post(f"{daemon.url}/_emulator/faults", json=lost_ack, timeout=60)
+            requests.post(advance, json={"seconds": 86400}, timeout=60).raise_for_status()
             port = daemon.url.rsplit(":", 1)[1]
-            jobs_code, jobs_out, _ = run_cli("jobs", "--port", port)
-            code, attempts_out, _ = run_cli("attempts", "--port", port, "--job", "report",
-                                            "--last", "2")  # fmt: skip
-    assert (jobs_code, code) == (0, 0)
-    printed = (jobs_out + "\n" + attempts_out).replace(base, README_PORT)
-    assert [line.rstrip() for line in printed.splitlines()] == printed_block()
+            outputs = [
+                run_cli("jobs", "--port", port),
+                run_cli("runs", "--port", port, "--failed", "--last", "3"),
+                run_cli("attempts", "--port", port, "--job", "nightly", "--last", "2"),
+            ]
+    assert [code for code, _, _ in outputs] == [0, 0, 0]
+    printed = "\n".join(out for _, out, _ in outputs).replace(base, README_PORT)
+    lines = [line.rstrip() for line in printed.splitlines()]
+    assert lines == printed_block()
+    assert max(len(line) for line in lines) <= 120  # a terminal's width, by default

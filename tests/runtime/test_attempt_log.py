@@ -13,7 +13,7 @@ from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.runtime._attempt_log import AttemptLog
 from tests.support import wait_for
 
-NAME = "projects/demo/locations/us-central1/jobs/nightly"
+NAME = "projects/demo-project/locations/us-central1/jobs/nightly"
 T0 = datetime(2026, 5, 8, 1, 0, tzinfo=UTC)
 
 
@@ -51,10 +51,12 @@ def test_attempt_started_has_the_envelope_and_payload_of_production() -> None:
         "targetType": "HTTP",
         "url": "https://svc.example/run",
     }
-    assert entry["logName"] == "projects/demo/logs/cloudscheduler.googleapis.com%2Fexecutions"
+    assert (
+        entry["logName"] == "projects/demo-project/logs/cloudscheduler.googleapis.com%2Fexecutions"
+    )
     assert entry["resource"] == {
         "type": "cloud_scheduler_job",
-        "labels": {"job_id": "nightly", "location": "us-central1", "project_id": "demo"},
+        "labels": {"job_id": "nightly", "location": "us-central1", "project_id": "demo-project"},
     }
     assert entry["severity"] == "INFO"
     assert entry["timestamp"] == entry["receiveTimestamp"] == "2026-05-08T01:00:00Z"
@@ -155,8 +157,11 @@ class TestLinesAreTheEntriesJsonDumps:
             {"response_status": None, "code": "UNAVAILABLE", "debug_info": "x"},
             {"response_status": 404, "code": "NOT_FOUND", "debug_info": 'quote " é \n'},
             {"id": 2**40, "end_time": None, "code": None},
-            {"job": "projects/p-1/locations/eu/jobs/ünï", "request": {"url": 'http://h/ä?q="1"'}},
-            {"request": {"pubsubTopic": "projects/p/topics/t"}},
+            {
+                "job": "projects/project-1/locations/eu/jobs/ünï",
+                "request": {"url": 'http://h/ä?q="1"'},
+            },
+            {"request": {"pubsubTopic": "projects/my-project/topics/t"}},
             {"request": {}},
             {"start_time": T0 + timedelta(microseconds=7)},
         ],

@@ -4,12 +4,14 @@ bound (issue: ``/_emulator/attempts`` built the whole history in memory)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from werkzeug.test import Client
 
 from pytest_plugin.scheduler import CloudScheduler
 from scheduler_emulator import Emulator, ManualClock, WsgiTransport
+from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.runtime._store import Store
 from scheduler_emulator.server.server import create_app
@@ -19,6 +21,7 @@ from tests.server.test_bad_input import JOBS
 from tests.support import RecordingTarget, nightly_job
 
 START = datetime(2026, 9, 24, 0, 0, 30, tzinfo=UTC)
+JOB_A = "projects/my-project/locations/us-central1/jobs/a"
 
 
 @pytest.fixture
@@ -80,6 +83,49 @@ def test_retention_keeps_the_newest_attempts_and_those_in_flight(target: Recordi
     assert kept[-1].schedule_time == "2026-09-25T17:40:00Z"  # the newest is always there
     assert len(target.requests) == 2500
     emulator.close()
+
+
+def fill_answered(store: Store, count: int, first_run: int = 1) -> None:
+    """Record ``count`` finished attempts whose target answered 4 KiB, in one batch."""
+    with store.batch():
+        for run_id in range(first_run, first_run + count):
+            attempt = Attempt(0, JOB_A, run_id, 1, None, START, {"method": "POST"})
+            store.add_attempt(attempt)
+            attempt.end_time, attempt.code, attempt.response_excerpt = START, "INTERNAL", "x" * 4096
+            store.finish_attempt(attempt)
+
+
+def test_the_database_stays_within_retain_megabytes(tmp_path: Path) -> None:
+    """4 KiB answers fill about 5 MB per 1,000 attempts: 8,000 would take 40 MB; the bound keeps
+    the file within 10 MB plus what one trim interval (1,000 attempts) adds."""
+    store = Store(tmp_path / "db", retain_megabytes=10)
+    fill_answered(store, 8_000)
+    store.close()
+    assert (tmp_path / "db").stat().st_size <= 16_000_000
+    kept = Store(tmp_path / "db", retain_megabytes=10)
+    ids = [a.id for a in kept.attempts()]
+    assert ids[-1] == 8_000 and ids[0] > 1_000  # the oldest dropped first
+    kept.close()
+
+
+def test_a_lower_bound_trims_an_existing_history_at_once(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db", retain_megabytes=None)
+    fill_answered(store, 3_000)
+    store.close()
+    smaller = Store(tmp_path / "db", retain_megabytes=5)
+    [(pages, free)] = smaller.query("SELECT * FROM pragma_page_count, pragma_freelist_count")
+    assert (pages - free) * 4096 <= 5_000_000
+    assert smaller.attempts()[-1].id == 3_000
+    smaller.close()
+
+
+def test_in_flight_attempts_are_kept_whatever_the_bound() -> None:
+    store = Store(":memory:", retain_megabytes=1)
+    with store.batch():
+        for run_id in range(1, 1001):  # in flight, with a large request each
+            store.add_attempt(Attempt(0, JOB_A, run_id, 1, None, START, {"body": "y" * 4096}))
+    assert len(store.attempts(unfinished=True)) == 1000
+    store.close()
 
 
 # ------------------------------------------------------------------ GET /_emulator/attempts
@@ -233,4 +279,14 @@ def test_retain_attempts_is_0_or_a_positive_number() -> None:
     for bad in ("-1", "1.5", "many"):
         with pytest.raises(SystemExit) as info:
             parser.parse_args(["start", "--retain-attempts", bad])
+        assert info.value.code == 2
+
+
+def test_retain_megabytes_is_a_positive_number() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["start"]).retain_megabytes == 200
+    assert parser.parse_args(["start", "--retain-megabytes", "50"]).retain_megabytes == 50
+    for bad in ("0", "-1", "1.5", "many"):
+        with pytest.raises(SystemExit) as info:
+            parser.parse_args(["start", "--retain-megabytes", bad])
         assert info.value.code == 2

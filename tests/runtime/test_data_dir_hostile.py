@@ -1,8 +1,9 @@
-"""Hostile environments for the data directory: a damaged database, a full disk, and a second
-daemon after the lock file was deleted (the daemon as a real subprocess).
+"""Hostile environments for the data directory: a damaged database, a valid database with one
+damaged row, a full disk, and a second daemon after the lock file was deleted (the daemon as a
+real subprocess).
 
 Each refusal exits 2 naming the file and what to do, leaves the file as it was, and prints no
-traceback."""
+traceback; a damaged attempt row is left out with a warning."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import requests
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.runtime._options import STORE_FILE_NAME
 from tests.daemon import running_daemon
+from tests.support import case_table
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 
@@ -135,6 +137,75 @@ def test_the_healthy_copy_still_starts(healthy: Path, tmp_path: Path) -> None:
     with running_daemon("--data-dir", str(data)) as daemon:
         listed = daemon.get(JOBS + "?pageSize=500")
     assert len(listed["jobs"]) == 300
+
+
+# ------------------------------------------------------------------------------- damaged rows
+
+DAMAGED_JOB = f"{JOBS[4:]}/job7"
+
+
+def damage_row(healthy: Path, tmp_path: Path, sql: str) -> Path:
+    """A copy of ``healthy`` whose database ran ``sql`` (``:job`` is job7's full name, ``HUGE``
+    a 5,000-digit number); return its data directory."""
+    data = tmp_path / "data"
+    shutil.copytree(healthy, data)
+    with sqlite3.connect(data / STORE_FILE_NAME) as db:
+        for statement in sql.replace("HUGE", "9" * 5000).split("; "):
+            assert db.execute(statement, {"job": DAMAGED_JOB}).rowcount == 1, statement
+    db.close()
+    return data
+
+
+@case_table(__file__, "damaged_at_start")
+def test_a_damaged_row_read_at_start_exits_2_naming_file_table_job_and_field(
+    healthy: Path, tmp_path: Path, table: str, sql: str, field: str, problem: str
+) -> None:
+    data = damage_row(healthy, tmp_path, sql)
+    database = data / STORE_FILE_NAME
+    before = digest(database)
+    result = start(data)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith(
+        f"error: the database {database} has a damaged row in its {table} table: "
+        f'job "{DAMAGED_JOB}", '
+    ), result.stderr
+    assert field in result.stderr and problem in result.stderr
+    assert "Move it aside" in result.stderr and "--data-dir" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert digest(database) == before
+
+
+@case_table(__file__, "damaged_attempt")
+def test_a_damaged_attempt_row_is_left_out_with_one_warning(
+    healthy: Path, tmp_path: Path, sql: str, field: str
+) -> None:
+    data = damage_row(healthy, tmp_path, sql)
+    with sqlite3.connect(data / STORE_FILE_NAME) as db:
+        damaged_id = db.execute(
+            "SELECT MIN(id) FROM attempts WHERE job = ?", (DAMAGED_JOB,)
+        ).fetchone()[0]
+        total = db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
+    db.close()
+    # On a manual clock before the next minute the healthy jobs are due at: nothing runs.
+    clock = ("--clock", "manual", "--start", "2026-01-01T00:01:30Z")
+    with running_daemon("--data-dir", str(data), *clock) as daemon:
+        pages = [daemon.get("/_emulator/attempts?pageSize=1000") for _ in range(2)]
+        mine = daemon.get("/_emulator/attempts", params={"job": "job7"})
+        daemon.process.send_signal(signal.SIGTERM)
+        daemon.process.wait(30)
+        assert daemon.process.stderr is not None
+        stderr = daemon.process.stderr.read()
+    for page in pages:
+        ids = [attempt["id"] for attempt in page["attempts"]]
+        assert len(ids) == total - 1 and damaged_id not in map(int, ids)
+    assert mine.get("attempts", []) == []
+    assert "Traceback" not in stderr
+    warning = (
+        f"the database {data / STORE_FILE_NAME} has a damaged row in its attempts table: "
+        f'job "{DAMAGED_JOB}", {field} '
+    )
+    assert stderr.count(warning) == 1, stderr
 
 
 # --------------------------------------------------------------------------------------- lock

@@ -11,8 +11,8 @@ import pytest
 from scheduler_emulator.runtime._delivery_pool import DeliveryPool
 from tests.support import wait_for
 
-SLOW = "projects/p/locations/l/jobs/slow"
-FAST = "projects/p/locations/l/jobs/fast"
+SLOW = "projects/my-project/locations/l/jobs/slow"
+FAST = "projects/my-project/locations/l/jobs/fast"
 
 
 class Tasks:

@@ -61,10 +61,12 @@ def test_a_data_directory_holds_the_database_and_the_signing_key(tmp_path: Path)
 
 
 def test_the_store_creates_the_directory_and_keeps_the_retention(tmp_path: Path) -> None:
-    options = EmulatorOptions(data_dir=tmp_path / "new" / "data", retain_attempts=7)
+    options = EmulatorOptions(
+        data_dir=tmp_path / "new" / "data", retain_attempts=7, retain_megabytes=3
+    )
     with Emulator(ManualClock(), options=options) as emulator:
         assert (tmp_path / "new" / "data" / "emulator.db").is_file()
-        assert emulator.store.retain_attempts == 7
+        assert (emulator.store.retain_attempts, emulator.store.retain_megabytes) == (7, 3)
 
 
 def test_options_are_frozen_and_hashable_even_with_a_mapping_of_app_engine_urls() -> None:
@@ -77,14 +79,14 @@ def test_options_are_frozen_and_hashable_even_with_a_mapping_of_app_engine_urls(
 
 def test_the_emulator_takes_its_settings_from_options_and_keywords_win() -> None:
     clock = ManualClock()
-    emulator = Emulator(clock, options=EmulatorOptions(project="shop", location="europe-west1"))
+    emulator = Emulator(clock, options=EmulatorOptions(project="shop-app", location="europe-west1"))
     try:
-        assert (emulator.project, emulator.location) == ("shop", "europe-west1")
+        assert (emulator.project, emulator.location) == ("shop-app", "europe-west1")
         assert emulator.options.all_locations == ("europe-west1",)
     finally:
         emulator.close()
-    emulator = Emulator(clock, options=EmulatorOptions(project="shop"), project="other")
+    emulator = Emulator(clock, options=EmulatorOptions(project="shop-app"), project="other-project")
     try:
-        assert emulator.project == "other" and emulator.options.project == "other"
+        assert emulator.project == "other-project" == emulator.options.project
     finally:
         emulator.close()

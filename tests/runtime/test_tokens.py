@@ -74,14 +74,16 @@ def claims_of(token: str) -> dict[str, Any]:
 
 class TestClaims:
     def test_audience_is_the_oidc_audience_when_set(self) -> None:
-        job = job_from_json(http_job(oidcToken=OIDC) | {"name": "projects/p/locations/l/jobs/j"})
+        job = job_from_json(
+            http_job(oidcToken=OIDC) | {"name": "projects/my-project/locations/l/jobs/j"}
+        )
         assert token_audience(job) == AUDIENCE
 
     def test_audience_is_the_whole_uri_with_path_and_query_when_unset(self) -> None:
         uri = "http://127.0.0.1:8000/_triggers/timer/nightly?x=1&y=%20"
         job = job_from_json(
             nightly_job(
-                name="projects/p/locations/l/jobs/j",
+                name="projects/my-project/locations/l/jobs/j",
                 httpTarget={"uri": uri, "oidcToken": {"serviceAccountEmail": INVOKER}},
             )
         )

@@ -233,7 +233,7 @@ def test_a_method_an_emulator_endpoint_does_not_take_is_a_405(client: Client) ->
     assert response.headers["Allow"] == "GET, HEAD"
     assert response.json["error"]["message"] == ("/_emulator/skipped takes GET or HEAD, not POST.")
     # The v1 API answers as Google's front end does: 404, no such method at that path.
-    assert client.put("/v1/projects/p/locations/l/jobs", json={}).status_code == 404
+    assert client.put("/v1/projects/my-project/locations/l/jobs", json={}).status_code == 404
 
 
 def test_a_job_whose_attempt_awaits_its_target_shows_no_result_yet() -> None:

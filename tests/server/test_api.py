@@ -305,7 +305,7 @@ class TestStateMachine:
         api.post(JOBS + "/nightly:pause", json={})
         job = api.post(JOBS + "/nightly:run", json={}).json
         assert job["state"] == "PAUSED"
-        [request] = target.requests
+        [request] = target.wait_for(1)  # :run answers when the run is accepted
         assert request.headers["X-Cloudscheduler-Scheduletime"] == "2026-09-24T02:00:00Z"
 
     def test_api_jobs_fire_like_jobs_file_jobs(
@@ -364,6 +364,53 @@ class TestLocations:
         ):
             assert region in ids
             assert api.get(f"/v1/projects/my-project/locations/{region}").status_code == 200
+
+    def test_list_locations_pages_by_page_size_to_all_41_without_repeats(self, api: Client) -> None:
+        first = api.get("/v1/projects/my-project/locations?pageSize=3").json
+        assert len(first["locations"]) == 3
+        assert first["nextPageToken"]
+        ids, token = [], ""
+        while True:
+            page = api.get(f"/v1/projects/my-project/locations?pageSize=3&pageToken={token}").json
+            ids += [loc["locationId"] for loc in page["locations"]]
+            token = page["nextPageToken"]
+            if not token:
+                break
+        assert len(ids) == len(set(ids)) == 41
+        everything = api.get("/v1/projects/my-project/locations").json["locations"]
+        assert ids == [loc["locationId"] for loc in everything]
+
+    def test_list_locations_filters(self, api: Client) -> None:
+        query = "filter=labels.cloud.googleapis.com/region%3Deurope-west1%20OR%20locationId%3Dus-*"
+        body = api.get(f"/v1/projects/my-project/locations?{query}&pageSize=2").json
+        assert [loc["locationId"] for loc in body["locations"]] == ["us-central1", "europe-west1"]
+        rest = api.get(
+            f"/v1/projects/my-project/locations?{query}&pageToken={body['nextPageToken']}"
+        ).json
+        assert {loc["locationId"] for loc in rest["locations"]} == {
+            "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2", "us-west3",
+            "us-west4",
+        }  # fmt: skip
+        assert rest["nextPageToken"] == ""
+
+    @pytest.mark.parametrize(
+        ("query", "field"),
+        [
+            ("pageToken=abc", "pageToken"),
+            ("pageToken=9999999999999999999", "pageToken"),  # 19 digits: past any position
+            ("pageSize=-1", "pageSize"),
+            ("pageSize=three", "pageSize"),
+            ("filter=planet%3Dmars", "filter"),
+        ],
+    )
+    def test_a_bad_page_token_size_or_filter_is_400_naming_it(
+        self, api: Client, query: str, field: str
+    ) -> None:
+        response = api.get(f"/v1/projects/my-project/locations?{query}")
+        assert response.status_code == 400
+        error = error_of(response)
+        assert error["status"] == "INVALID_ARGUMENT"
+        assert error["details"][0]["fieldViolations"][0]["field"] == field
 
     def test_get_location(self, api: Client) -> None:
         assert api.get(PARENT).json["locationId"] == "us-central1"

@@ -77,7 +77,9 @@ class TestLoneSurrogates:
 
     def test_the_library_parser_refuses_one_too(self) -> None:
         with pytest.raises(InvalidArgument) as caught:
-            job_from_json(full_job(name="projects/p/locations/l/jobs/j", description="\ud800"))
+            job_from_json(
+                full_job(name="projects/my-project/locations/l/jobs/j", description="\ud800")
+            )
         assert caught.value.field == "description"
         assert "lone surrogate" in caught.value.violations[0].description
 

@@ -1,7 +1,8 @@
-"""Routing each connection of the daemon's port by its first bytes
-(scheduler_emulator.server.connections), on real sockets: HTTP/1.1 untouched, the HTTP/2
-preface even when it arrives a byte at a time, a TLS ClientHello closed at once, a silent
-connection closed after the socket timeout; and the no-grpcio HTTP/2 answer."""
+"""The daemon port's connections (scheduler_emulator.server.connections), on real sockets:
+HTTP/1.1 kept alive between requests with a bounded idle time, a preface sent a byte at a
+time, a TLS ClientHello closed at once, a silent connection closed after the idle timeout,
+gRPC connections bounded apart from HTTP/1.1 ones and refused in HTTP/2, idle gRPC
+connections sent GOAWAY; and the HTTP/2 answer itself, read back with the h2 package."""
 
 from __future__ import annotations
 
@@ -10,101 +11,273 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import requests
 
 from scheduler_emulator import Emulator
 from scheduler_emulator.server.connections import (
     HTTP2_PREFACE,
     NO_GRPC_MESSAGE,
-    sniff,
-    unimplemented_headers,
+    Limits,
+    answer_http2,
+    request_size,
 )
 from scheduler_emulator.server.server import serve
+from tests.support import grpc_client_own_connection, read_all, wait_for
+
+HEALTH = "/_emulator/health"
+
+
+class Served:
+    """The daemon's server on a free port in this process, counting accepted connections."""
+
+    def __init__(self, emulator: Emulator, limits: Limits, grpc: bool = True) -> None:
+        self.server: Any = serve(emulator, "127.0.0.1", 0, limits=limits, grpc=grpc)
+        self.accepted = 0
+        accept = self.server.connection_router.accept
+
+        def counting(sock: socket.socket, address: Any) -> None:
+            self.accepted += 1
+            accept(sock, address)
+
+        self.server.connection_router.accept = counting
+        self.address = ("127.0.0.1", self.server.server_port)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def open(self) -> dict[str, int]:
+        return dict(self.server.connection_router.open)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 @pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    left, right = socket.socketpair()
-    yield left, right
-    left.close()
-    right.close()
+def serving(emulator: Emulator) -> Iterator[Any]:
+    """Start the server with the given :class:`Limits` (keywords); closed after the test."""
+    started: list[Served] = []
+
+    def start(grpc: bool = True, **limits: Any) -> Served:
+        started.append(Served(emulator, Limits(**limits), grpc=grpc))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()
 
 
-class TestSniff:
-    def test_http_is_recognised_without_consuming_a_byte(self, pair: tuple) -> None:
-        client, server = pair
-        client.sendall(b"GET / HTTP/1.1\r\n\r\n")
-        assert sniff(server, 1.0) == "http"
-        assert server.recv(3) == b"GET"
+@pytest.fixture
+def served(serving: Any) -> Served:
+    """The server with the daemon's limits."""
+    return serving()
 
-    def test_the_preface_a_byte_at_a_time(self, pair: tuple) -> None:
-        client, server = pair
 
-        def dribble() -> None:
+class TestKeepAlive:
+    @pytest.mark.timeout(60)
+    def test_100_calls_of_one_session_use_one_connection(self, served: Served) -> None:
+        emulator_jobs = f"{served.url}/v1/projects/my-project/locations/us-central1/jobs"
+        with requests.Session() as session:
+            for i in range(100):
+                answer = session.get(emulator_jobs if i % 2 else served.url + HEALTH, timeout=10)
+                assert answer.status_code == 200
+                assert "close" not in answer.headers.get("Connection", "")
+        assert served.accepted == 1
+
+    def test_two_requests_sent_at_once_are_both_answered(self, served: Served) -> None:
+        with socket.create_connection(served.address, timeout=10) as sock:
+            one = f"GET {HEALTH} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+            sock.sendall((one + one.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")).encode())
+            answer = read_all(sock)
+        assert answer.count(b"HTTP/1.1 200") == 2
+
+    def test_an_idle_connection_is_closed_after_the_idle_timeout(self, serving: Any) -> None:
+        served = serving(http_idle_timeout=0.3)
+        conn = http.client.HTTPConnection(*served.address, timeout=10)
+        try:
+            conn.request("GET", HEALTH)
+            assert conn.getresponse().read() == b'{"status": "ok"}'
+            assert conn.sock is not None
+            started = time.monotonic()
+            assert conn.sock.recv(10) == b""  # the server closed it
+            assert 0.2 < time.monotonic() - started < 5
+        finally:
+            conn.close()
+
+    def test_a_client_asking_to_close_is_closed(self, served: Served) -> None:
+        with socket.create_connection(served.address, timeout=10) as sock:
+            sock.sendall(f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            assert read_all(sock).startswith(b"HTTP/1.1 200")
+
+
+class TestFirstBytes:
+    def test_a_tls_hello_is_closed_at_once(self, served: Served) -> None:
+        with socket.create_connection(served.address, timeout=5) as conn:
+            conn.sendall(b"\x16\x03\x01\x00\x05hello")
+            started = time.monotonic()
+            assert conn.recv(100) == b""  # closed, nothing written
+            assert time.monotonic() - started < 2
+
+    def test_a_silent_connection_is_closed_after_the_idle_timeout(self, serving: Any) -> None:
+        served = serving(http_idle_timeout=0.3)
+        with socket.create_connection(served.address, timeout=10) as conn:
+            started = time.monotonic()
+            assert conn.recv(100) == b""
+            assert time.monotonic() - started < 3
+
+    def test_the_preface_a_byte_at_a_time_reaches_http2(self, serving: Any) -> None:
+        served = serving(grpc=False)  # the UNIMPLEMENTED answer
+        with socket.create_connection(served.address, timeout=10) as conn:
             for byte in HTTP2_PREFACE:
-                client.sendall(bytes([byte]))
-                time.sleep(0.002)  # allowed: simulating a slow sender, not waiting on the code
-
-        thread = threading.Thread(target=dribble)
-        thread.start()
-        assert sniff(server, 5.0) == "h2"
-        thread.join()
-        assert server.recv(64) == HTTP2_PREFACE
-
-    def test_tls(self, pair: tuple) -> None:
-        client, server = pair
-        client.sendall(b"\x16\x03\x01\x02\x00\x01")
-        assert sniff(server, 1.0) == "tls"
-
-    def test_a_silent_connection(self, pair: tuple) -> None:
-        assert sniff(pair[1], 0.2) == "silent"
-
-    def test_a_connection_closed_at_once_goes_to_http(self, pair: tuple) -> None:
-        client, server = pair
-        client.close()
-        assert sniff(server, 1.0) == "http"
+                conn.sendall(bytes([byte]))
+                time.sleep(0.002)  # allowed: a slow sender, not waiting on the code
+            assert frames(conn.recv(65536))[0] == "RemoteSettingsChanged"
 
 
-def test_the_unimplemented_headers_name_the_extra() -> None:
-    block = unimplemented_headers(NO_GRPC_MESSAGE)
-    assert block.startswith(b"\x88")
-    assert b"grpc-status\x0212" in block
-    assert b"cloud-scheduler-emulator[grpc]" in block
+def frames(data: bytes) -> list[str]:
+    """The h2 events a client reads from ``data`` (the server's bytes)."""
+    from h2.config import H2Configuration
+    from h2.connection import H2Connection
+
+    client = H2Connection(H2Configuration(client_side=True, header_encoding="utf-8"))
+    client.initiate_connection()
+    return [type(event).__name__ for event in client.receive_data(data)]
 
 
-@pytest.fixture
-def address(emulator: Emulator) -> Iterator[tuple[str, int]]:
-    server = serve(emulator, "127.0.0.1", 0, socket_timeout=0.5)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield "127.0.0.1", server.server_port
-    finally:
-        server.shutdown()
-        server.server_close()
+class TestAnswerHttp2:
+    def call(self) -> bytes:
+        from h2.config import H2Configuration
+        from h2.connection import H2Connection
+
+        client = H2Connection(H2Configuration(client_side=True))
+        client.initiate_connection()
+        client.send_headers(
+            1,
+            [
+                (":method", "POST"),
+                (":scheme", "http"),
+                (":authority", "x"),
+                (":path", "/google.cloud.scheduler.v1.CloudScheduler/GetJob"),
+                ("content-type", "application/grpc"),
+            ],
+        )
+        return bytes(client.data_to_send())
+
+    def test_settings_first_then_nothing_until_a_call_arrives(self) -> None:
+        data, done = answer_http2(HTTP2_PREFACE, 14, "busy")
+        assert not done
+        assert frames(data) == ["RemoteSettingsChanged"]
+
+    def test_the_call_ends_with_the_status_and_message_then_goaway(self) -> None:
+        from h2.config import H2Configuration
+        from h2.connection import H2Connection
+        from h2.events import ConnectionTerminated, ResponseReceived
+
+        data, done = answer_http2(self.call(), 12, NO_GRPC_MESSAGE)
+        assert done
+        client = H2Connection(H2Configuration(client_side=True, header_encoding="utf-8"))
+        client.initiate_connection()
+        client.send_headers(
+            1, [(":method", "POST"), (":scheme", "http"), (":authority", "x"), (":path", "/")]
+        )
+        events = client.receive_data(data)
+        response = next(e for e in events if isinstance(e, ResponseReceived))
+        headers = dict(response.headers)
+        assert headers["grpc-status"] == "12"
+        assert "cloud-scheduler-emulator[grpc]" in headers["grpc-message"]
+        goaway = next(e for e in events if isinstance(e, ConnectionTerminated))
+        assert goaway.last_stream_id == 1
 
 
-def test_a_tls_hello_is_closed_at_once(address: tuple[str, int]) -> None:
-    with socket.create_connection(address, timeout=5) as conn:
-        conn.sendall(b"\x16\x03\x01\x00\x05hello")
-        started = time.monotonic()
-        assert conn.recv(100) == b""  # closed, nothing written
-        assert time.monotonic() - started < 2
+@pytest.mark.parametrize(
+    ("head", "size"),
+    [
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 0),
+        (b"POST / HTTP/1.1\r\ncontent-length: 12\r\n\r\n", 12),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", None),
+        (b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n", None),
+        (b"POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", None),
+        (b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", None),
+        (b"POST / HTTP/1.1\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n", None),
+    ],
+    ids=["none", "length", "chunked", "expect", "repeated", "negative", "5000 digits"],
+)
+def test_request_size(head: bytes, size: int | None) -> None:
+    assert request_size(head) == size
 
 
-def test_a_silent_connection_is_closed_after_the_socket_timeout(address: tuple[str, int]) -> None:
-    with socket.create_connection(address, timeout=10) as conn:
-        started = time.monotonic()
-        assert conn.recv(100) == b""
-        assert time.monotonic() - started < 3
+grpc = pytest.importorskip("grpc")
 
 
-def test_http_keeps_working_through_the_router(address: tuple[str, int]) -> None:
-    conn = http.client.HTTPConnection(*address, timeout=5)
-    try:
-        for _ in range(2):  # keep-alive: two requests on one connection
-            conn.request("GET", "/_emulator/health")
-            response = conn.getresponse()
-            assert (response.status, response.read()) == (200, b'{"status": "ok"}')
-    finally:
-        conn.close()
+def grpc_client(address: tuple[str, int]) -> Any:
+    return grpc_client_own_connection(f"{address[0]}:{address[1]}")
+
+
+JOB = "projects/my-project/locations/us-central1/jobs/none"
+
+
+class TestGrpcConnections:
+    @pytest.mark.timeout(60)
+    def test_beyond_the_grpc_bound_a_client_gets_unavailable_and_http_is_served(
+        self, serving: Any
+    ) -> None:
+        served = serving(max_grpc_connections=2, max_connections=2)
+        from google.api_core import exceptions
+
+        holders = [grpc_client(served.address) for _ in range(2)]
+        try:
+            for holder in holders:  # each connected: a call answered NOT_FOUND
+                with pytest.raises(exceptions.NotFound):
+                    holder.get_job(name=JOB, retry=None, timeout=10)
+            wait_for(lambda: served.open["grpc"] == 2, 10, "two gRPC connections")
+            third = grpc_client(served.address)
+            with pytest.raises(exceptions.ServiceUnavailable) as refused:
+                third.get_job(name=JOB, retry=None, timeout=10)
+            assert "2 gRPC connections open" in refused.value.message
+            third.transport.close()
+            # HTTP/1.1 has its own bound: two gRPC connections take none of it
+            assert requests.get(served.url + HEALTH, timeout=10).status_code == 200
+        finally:
+            for holder in holders:
+                holder.transport.close()
+
+    @pytest.mark.timeout(60)
+    def test_beyond_the_http_bound_http_gets_the_json_503_and_grpc_is_served(
+        self, serving: Any
+    ) -> None:
+        served = serving(max_connections=1)
+        from google.api_core import exceptions
+
+        with socket.create_connection(served.address, timeout=10) as holder:
+            holder.sendall(b"GET /_emulator/health HTTP/1.1\r\n")  # half-sent: held
+            wait_for(lambda: served.open["http"] == 1, 10, "the held connection")
+            answer = requests.get(served.url + HEALTH, timeout=10)
+            assert answer.status_code == 503
+            assert answer.json()["error"]["status"] == "UNAVAILABLE"
+            scheduler = grpc_client(served.address)
+            with pytest.raises(exceptions.NotFound):
+                scheduler.get_job(name=JOB, retry=None, timeout=10)
+            scheduler.transport.close()
+
+    @pytest.mark.timeout(60)
+    def test_an_idle_grpc_connection_gets_goaway_and_the_channel_reconnects(
+        self, serving: Any
+    ) -> None:
+        served = serving(grpc_idle_timeout=0.5)
+        from google.api_core import exceptions
+
+        scheduler = grpc_client(served.address)
+        try:
+            with pytest.raises(exceptions.NotFound):
+                scheduler.get_job(name=JOB, retry=None, timeout=10)
+            assert served.open["grpc"] == 1
+            wait_for(lambda: served.open["grpc"] == 0, 10, "GOAWAY")  # then closed
+            with pytest.raises(exceptions.NotFound):
+                scheduler.get_job(name=JOB, retry=None, timeout=10)
+            assert served.accepted == 2
+        finally:
+            scheduler.transport.close()

@@ -84,7 +84,7 @@ class TestJobMethods:
         assert scheduler.pause_job(name=NAME).state == scheduler_v1.Job.State.PAUSED
         assert scheduler.resume_job(name=NAME).state == scheduler_v1.Job.State.ENABLED
         scheduler.run_job(name=NAME)
-        assert len(target.requests) == 1
+        assert len(target.wait_for(1)) == 1  # RunJob answers when the run is accepted
         scheduler.delete_job(name=NAME)
         with pytest.raises(exceptions.NotFound):
             scheduler.get_job(name=NAME)
@@ -106,6 +106,47 @@ class TestJobMethods:
         assert location.labels["cloud.googleapis.com/region"] == "us-central1"
         with pytest.raises(exceptions.NotFound):
             scheduler.get_location(request={"name": "projects/my-project/locations/mars1"})
+
+    def test_locations_page_and_filter(self, scheduler: Any) -> None:
+        request = {"name": "projects/my-project", "page_size": 3}
+        first = scheduler.list_locations(request=request)
+        assert len(first.locations) == 3
+        assert first.next_page_token
+        ids, token = [], ""
+        while True:
+            page = scheduler.list_locations(request={**request, "page_token": token})
+            ids += [loc.location_id for loc in page.locations]
+            token = page.next_page_token
+            if not token:
+                break
+        assert len(ids) == len(set(ids)) == 41
+        kept = scheduler.list_locations(
+            request={"name": "projects/my-project", "filter": "locationId:europe-west1*"}
+        )
+        assert [loc.location_id for loc in kept.locations] == [
+            "europe-west1",
+            "europe-west10",
+            "europe-west12",
+        ]
+
+    @pytest.mark.parametrize(
+        ("request_fields", "field"),
+        [
+            ({"page_token": "abc"}, "pageToken"),
+            ({"page_size": -1}, "pageSize"),
+            ({"filter": "x="}, "filter"),
+        ],
+    )
+    def test_a_bad_locations_request_is_invalid_argument_as_over_rest(
+        self, scheduler: Any, address: str, request_fields: dict[str, Any], field: str
+    ) -> None:
+        with pytest.raises(exceptions.InvalidArgument) as caught:
+            scheduler.list_locations(request={"name": "projects/my-project", **request_fields})
+        (bad_request,) = caught.value.details
+        assert bad_request.field_violations[0].field == field
+        query = {"pageToken": "abc", "pageSize": "-1", "filter": "x="}[field]
+        rest = rest_error(address, "GET", f"projects/my-project/locations?{field}={query}")
+        assert caught.value.message == rest["message"]
 
 
 class TestErrorsMatchRest:
@@ -143,6 +184,63 @@ class TestErrorsMatchRest:
         rest = rest_error(address, "POST", NAME + ":pause", json={})
         assert caught.value.message == rest["message"]
         assert rest["status"] == "FAILED_PRECONDITION"
+
+
+@pytest.mark.parametrize("method", ["CancelOperation", "DeleteOperation"])
+def test_cancelling_or_deleting_an_operation_is_unimplemented_as_over_rest(
+    address: str, method: str
+) -> None:
+    from google.longrunning import operations_pb2
+    from google.protobuf import empty_pb2
+
+    name = "projects/my-project/locations/us-central1/operations/operation-1"
+    request_type = getattr(operations_pb2, method + "Request")
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(
+            f"/google.longrunning.Operations/{method}",
+            request_serializer=request_type.SerializeToString,
+            response_deserializer=empty_pb2.Empty.FromString,
+        )
+        with pytest.raises(grpc.RpcError) as caught:
+            call(request_type(name=name), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    rest_method, suffix = ("POST", ":cancel") if method == "CancelOperation" else ("DELETE", "")
+    rest = rest_error(address, rest_method, name + suffix)
+    assert (rest["code"], rest["status"]) == (501, "UNIMPLEMENTED")
+    assert caught.value.details() == rest["message"]
+
+
+class TestFieldMaskMetadata:
+    """The ``x-goog-fieldmask`` metadata filters the response message as ``fields`` filters a
+    REST answer."""
+
+    def test_it_filters_a_job(self, scheduler: Any) -> None:
+        scheduler.create_job(parent=PARENT, job=job())
+        got = scheduler.get_job(name=NAME, metadata=[("x-goog-fieldmask", "name,schedule")])
+        assert (got.name, got.schedule, got.time_zone, got.http_target.uri) == (
+            NAME,
+            "0 2 * * *",
+            "",
+            "",
+        )
+        whole = scheduler.get_job(name=NAME)
+        assert (whole.time_zone, whole.http_target.uri) == ("Etc/UTC", TARGET)
+
+    def test_it_filters_every_element_of_a_list(self, scheduler: Any) -> None:
+        scheduler.create_job(parent=PARENT, job=job())
+        pager = scheduler.list_jobs(
+            request={"parent": PARENT}, metadata=[("x-goog-fieldmask", "jobs(name,httpTarget.uri)")]
+        )
+        (listed,) = list(pager)
+        assert (listed.name, listed.http_target.uri, listed.schedule) == (NAME, TARGET, "")
+
+    def test_a_malformed_mask_is_invalid_argument_naming_it(self, scheduler: Any) -> None:
+        with pytest.raises(exceptions.InvalidArgument) as caught:
+            scheduler.create_job(parent=PARENT, job=job(), metadata=[("x-goog-fieldmask", "name(")])
+        (bad_request,) = caught.value.details
+        assert bad_request.field_violations[0].field == "x-goog-fieldmask"
+        with pytest.raises(exceptions.NotFound):
+            scheduler.get_job(name=NAME)
 
 
 def test_the_async_client(address: str) -> None:

@@ -169,6 +169,7 @@ class TestUris:
                 assert created.status_code == 200
                 assert created.json["httpTarget"]["uri"] == uri  # stored as given
                 assert client.post(JOBS + "/nightly:run").status_code == 200
+                clock.advance(0)  # :run answers when accepted; a clock move waits for it
                 (received,) = target.wait_for(1)
                 (attempt,) = emulator.attempts()
             finally:
@@ -223,7 +224,7 @@ class TestHugeNumbers:
         path = tmp_path / "jobs.txt"
         path.write_text(text)
         with pytest.raises(Exception) as caught:
-            load_jobs_file(path, project="p", location="l")
+            load_jobs_file(path, project="my-project", location="l")
         message = str(caught.value)
         assert type(caught.value).__name__ == "ConfigurationError"
         assert message.startswith(f"{path}: ") and where in message and shown in message
@@ -316,15 +317,17 @@ class TestHugeJobsFiles:
         result = run_cli(
             "start", "--in-memory", "--port", "0", "--jobs", str(path), "--max-jobs-per-file", "2"
         )
-        assert_clean_exit_2(result, str(path), "holds 3 jobs", "limit of 2", "--max-jobs-per-file")
+        assert_clean_exit_2(
+            result, str(path), "holds more jobs than the limit of 2", "--max-jobs-per-file"
+        )
 
     def test_a_larger_limit_lets_a_larger_file_load(self, tmp_path: Path) -> None:
         path = tmp_path / "jobs.json"
         path.write_text(json.dumps([nightly_job(name=f"j{i}") for i in range(3)]))
         size = path.stat().st_size
         with pytest.raises(Exception, match=f"limit of {size - 1} bytes"):
-            load_jobs_file(path, project="p", location="l", max_bytes=size - 1)
-        assert len(load_jobs_file(path, project="p", location="l", max_bytes=size)) == 3
+            load_jobs_file(path, project="my-project", location="l", max_bytes=size - 1)
+        assert len(load_jobs_file(path, project="my-project", location="l", max_bytes=size)) == 3
 
     @pytest.mark.slow
     @pytest.mark.timeout(240)

@@ -1,4 +1,5 @@
-"""What Google's REST front end adds that clients use: ``fields=`` partial responses,
+"""What Google's REST front end adds that clients use: partial responses (``fields``,
+``$fields``, ``X-Goog-FieldMask``),
 ``X-HTTP-Method-Override``, the CMEK configuration with its operations, and output-only fields
 (``satisfiesPzs``) ignored on create and patch."""
 
@@ -48,6 +49,38 @@ class TestFields:
         assert error["code"] == 400
         assert error["details"][0]["fieldViolations"][0]["field"] == "fields"
         assert '"jobs(name"' in error["message"]
+
+    def test_dollar_fields_filters_the_answer(self, api: Client) -> None:
+        assert api.get(JOBS + "/nightly?%24fields=name").json == {"name": NAME}
+
+    def test_the_field_mask_header_filters_the_answer(self, api: Client) -> None:
+        response = api.get(JOBS + "/nightly", headers={"X-Goog-FieldMask": "name,schedule"})
+        assert response.json == {"name": NAME, "schedule": "0 2 * * *"}
+        listed = api.get(JOBS, headers={"X-Goog-FieldMask": "jobs.name"})
+        assert listed.json == {"jobs": [{"name": NAME}]}
+
+    def test_a_star_selects_every_field(self, api: Client) -> None:
+        whole = api.get(JOBS + "/nightly").json
+        assert api.get(JOBS + "/nightly?fields=*").json == whole
+        assert api.get(JOBS + "?fields=jobs(*)").json == {"jobs": [whole]}
+
+    def test_two_masks_that_differ_are_a_400_naming_both(self, api: Client) -> None:
+        response = api.get(JOBS + "/nightly?fields=name", headers={"X-Goog-FieldMask": "state"})
+        assert response.status_code == 400
+        error = response.json["error"]
+        assert error["details"][0]["fieldViolations"][0]["field"] == "X-Goog-FieldMask"
+        assert "fields" in error["message"]
+        same = api.get(JOBS + "/nightly?fields=name", headers={"X-Goog-FieldMask": "name"})
+        assert same.json == {"name": NAME}
+
+    def test_a_malformed_mask_changes_nothing(self, api: Client) -> None:
+        response = api.post(
+            JOBS + "?%24fields=name(",
+            json={"name": NAME + "2", "schedule": "0 2 * * *", "httpTarget": {"uri": TARGET}},
+        )
+        assert response.status_code == 400
+        assert response.json["error"]["details"][0]["fieldViolations"][0]["field"] == "$fields"
+        assert api.get(JOBS + "/nightly2").status_code == 404
 
 
 class TestMethodOverride:
@@ -106,3 +139,17 @@ def test_the_cmek_config_and_its_operations(api: Client) -> None:
     bad = api.patch(config, json={"kmsKeyName": "key"})
     assert bad.status_code == 400
     assert bad.json["error"]["details"][0]["fieldViolations"][0]["field"] == "kmsKeyName"
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "name"),
+    [("POST", ":cancel", "CancelOperation"), ("DELETE", "", "DeleteOperation")],
+)
+def test_cancelling_or_deleting_an_operation_is_501_unimplemented(
+    api: Client, method: str, suffix: str, name: str
+) -> None:
+    response = api.open(LOCATION + "/operations/operation-1" + suffix, method=method, json={})
+    assert response.status_code == 501
+    error = response.json["error"]
+    assert (error["code"], error["status"]) == (501, "UNIMPLEMENTED")
+    assert error["message"].startswith(f"{name} (operations.")

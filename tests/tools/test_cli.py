@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shlex
 import socket
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_emulator.tools.cli import log_format_for, main
+from scheduler_emulator.tools.cli import ADMIN_TOKEN_ENV, admin_token, log_format_for, main
 from tests.daemon import running_daemon
 
 JOB = "projects/my-project/locations/us-central1/jobs/"
@@ -169,6 +170,16 @@ class TestEnvInit:
         assert capsys.readouterr().err.startswith("error: --port 0 is not a daemon's port")
 
 
+@pytest.mark.parametrize("project", ["demo", "A", "my-project-", "x" * 31])
+def test_start_refuses_a_project_id_google_refuses(
+    project: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["start", "--project", project, "--in-memory", "--port", "0"])
+    assert caught.value.code == 2
+    assert "--project has an invalid project ID" in capsys.readouterr().err
+
+
 class TestStartupLine:
     def test_it_says_which_jobs_came_from_the_file_and_which_from_the_data_directory(
         self, tmp_path: Path
@@ -269,3 +280,27 @@ def test_env_init_says_whether_the_daemon_serves_grpc(grpc: bool | None, says: s
     from scheduler_emulator.tools.client_recipes import client_notes
 
     assert client_notes("127.0.0.1", 8095, grpc=grpc)[0].startswith(says)
+
+
+class TestAdminToken:
+    @pytest.mark.parametrize("value", ["", "   "], ids=["empty", "blank"])
+    def test_an_empty_token_from_the_environment_exits_2_naming_the_variable(
+        self, value: str
+    ) -> None:
+        result = subprocess.run(
+            [sys.executable, "-m", "scheduler_emulator", "start", "--in-memory", "--port", "0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, ADMIN_TOKEN_ENV: value},
+        )
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        assert result.stderr.startswith(f"error: {ADMIN_TOKEN_ENV} is set but empty")
+        assert "unprotected" in result.stderr
+
+    def test_the_flag_wins_over_the_variable_and_an_unset_variable_means_no_token(self) -> None:
+        assert admin_token("flag", {ADMIN_TOKEN_ENV: ""}) == "flag"
+        assert admin_token(None, {ADMIN_TOKEN_ENV: "secret"}) == "secret"
+        assert admin_token(None, {}) is None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -192,7 +194,7 @@ class TestLayouts:
         assert load(write(tmp_path, "jobs.yaml", "[]\n")) == []
 
     def test_full_names_are_kept(self, tmp_path: Path) -> None:
-        name = "projects/other/locations/europe-west1/jobs/x"
+        name = "projects/other-project/locations/europe-west1/jobs/x"
         path = write(tmp_path, "jobs.json", json.dumps([job(name)]))
 
         assert [j.name for j in load(path)] == [name]
@@ -235,9 +237,9 @@ class TestRejections:
                 id="bad-job-id",
             ),
             pytest.param(
-                [job("projects/p/jobs/x")],
-                'job 1 ("projects/p/jobs/x"): name "projects/p/jobs/x" is not of the '
-                "form projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>.",
+                [job("projects/my-project/jobs/x")],
+                'job 1 ("projects/my-project/jobs/x"): name "projects/my-project/jobs/x" is not '
+                "of the form projects/<PROJECT_ID>/locations/<LOCATION_ID>/jobs/<JOB_ID>.",
                 id="partial-full-name",
             ),
             pytest.param(
@@ -363,6 +365,52 @@ class TestRejections:
         assert load_error(path) == f"{path}: {message}"
 
 
+class TestHugeDurations:
+    """A duration of thousands of digits is refused naming the job and the field, before its
+    seconds are converted (it used to end in a ValueError traceback)."""
+
+    @pytest.mark.parametrize(
+        ("field", "overrides"),
+        [
+            ("attemptDeadline", {"attemptDeadline": "9" * 5000 + "s"}),
+            (
+                "retryConfig.minBackoffDuration",
+                {"retryConfig": {"minBackoffDuration": "9" * 5000 + "s"}},
+            ),
+            (
+                "retryConfig.maxBackoffDuration",
+                {"retryConfig": {"maxBackoffDuration": "9" * 5000 + "s"}},
+            ),
+            (
+                "retryConfig.maxRetryDuration",
+                {"retryConfig": {"maxRetryDuration": "9" * 5000 + "s"}},
+            ),
+        ],
+    )
+    def test_a_5000_digit_duration_is_refused_naming_the_field(
+        self, tmp_path: Path, field: str, overrides: dict[str, Any]
+    ) -> None:
+        path = write(tmp_path, "jobs.json", json.dumps([job("nightly", **overrides)]))
+        said = load_error(path)
+        assert f'job 1 ("nightly"): {field} must be at most 315576000000 seconds' in said
+
+    @pytest.mark.timeout(120)
+    def test_start_exits_2(self, tmp_path: Path) -> None:
+        path = write(
+            tmp_path, "jobs.json", json.dumps([job("nightly", attemptDeadline="9" * 5000 + "s")])
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "scheduler_emulator", "start", "--jobs", str(path)]
+            + ["--in-memory", "--port", "0"],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert done.returncode == 2, done.stderr
+        assert "attemptDeadline must be at most 315576000000 seconds" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
 class TestBase64Fields:
     """``httpTarget.body`` and ``pubsubTarget.data`` are base64 text, as in the REST API
     (cases/jobs_file.toml)."""
@@ -428,3 +476,38 @@ class TestBase64Fields:
         seen: list[str] = []
         load_jobs_file(path, project=PROJECT, location=LOCATION, warn=seen.append)
         assert len(seen) == 1 and "httpTarget.body" in seen[0] and "nightly" in seen[0]
+
+
+@case_table(__file__, "huge_number")
+def test_a_5000_digit_number_in_any_file_exits_2_naming_the_field(
+    tmp_path: Path, command: str, text: str, field: str
+) -> None:
+    path = tmp_path / "file.yaml"
+    path.write_text(text.replace("HUGE", "9" * 5000))
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", *command.split(), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "set_int_max_str_digits" not in result.stderr
+    assert result.stderr.startswith("error: ") and str(path) in result.stderr
+    assert field in result.stderr, result.stderr
+
+
+def test_a_file_over_the_job_count_is_refused_naming_the_limit_and_the_option(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "jobs.yaml"
+    path.write_text("".join(f"- {{name: j{i}, schedule: '* * * * *'}}\n" for i in range(12)))
+    with pytest.raises(ConfigurationError) as caught:
+        load_jobs_file(path, project=PROJECT, location=LOCATION, max_jobs=10)
+    assert str(caught.value) == (
+        f"{path}: holds more jobs than the limit of 10 per file; raise it with "
+        "--max-jobs-per-file N."
+    )
+    path.write_text(json.dumps({"jobs": [{"name": f"j{i}"} for i in range(12)]}))
+    with pytest.raises(ConfigurationError, match="holds more jobs than the limit of 10 per"):
+        load_jobs_file(path, project=PROJECT, location=LOCATION, max_jobs=10)

@@ -34,7 +34,7 @@ from tests.daemon import serving
 from tests.support import RecordingTarget, assert_delivered, case_table, nightly_job, run_cli
 
 TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
-JOB = "projects/demo/locations/us-central1/jobs/nightly"
+JOB = "projects/demo-project/locations/us-central1/jobs/nightly"
 URL = "https://svc.example/run?src=cron"
 
 
@@ -49,7 +49,7 @@ def started(insert_id: str, scheduled: str, timestamp: str, job: str = JOB) -> d
             "targetType": "HTTP",
             "url": URL,
         },
-        "logName": "projects/demo/logs/cloudscheduler.googleapis.com%2Fexecutions",
+        "logName": "projects/demo-project/logs/cloudscheduler.googleapis.com%2Fexecutions",
         "receiveTimestamp": timestamp,
         "resource": {
             "type": "cloud_scheduler_job",

@@ -5,12 +5,22 @@
   var TL = window.SchedulerTimeline;
   var POLL_MS = 2000;
   var NOTICE_MS = 5000;  /* how long "Paused nightly" and the like stay in the status line */
+  var ZONE_KEY = "scheduler-emulator-zone";  /* the remembered choice of zone */
   var state = {
     view: "timeline", clock: null, token: sessionStorage.getItem("scheduler-emulator-token") || "",
+    zone: localStorage.getItem(ZONE_KEY) || "utc", asOf: null /* the job whose "as of" form is open */,
     jobsOffset: 0, jobsPage: 50, lanesOffset: 0, lanesPage: 50,
     windowEnd: null, /* null: follow the clock */ busy: false, timer: null
   };
   function $(id) { return document.getElementById(id); }
+  var openPanel = TL.panel($("details"), $("details-title"), $("details-close"));
+
+  /* What "Move to" and "Run as if scheduled at" take: RFC 3339, or YYYY-MM-DD HH:MM[:SS] (and
+   * the picker's YYYY-MM-DDTHH:MM[:SS]) read as UTC. */
+  function instantText(text) {
+    var m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2}(\.\d+)?)?$/.exec(text.trim());
+    return m ? m[1] + "T" + m[2] + (m[3] || ":00") + "Z" : text.trim();
+  }
 
   function status(text, isError) {
     var node = $("status");
@@ -66,6 +76,7 @@
     $("clock-mode").textContent = clock.mode === "manual" ? "manual clock" : "system clock";
     $("clock-mode").className = "badge " + clock.mode;
     $("clock-now").textContent = TL.stamp(clock.now);
+    if (!$("clock-moveto-picker").value) $("clock-moveto-picker").value = clock.now.slice(0, 19);
     $("clock-controls").hidden = clock.mode !== "manual";
     $("clock-moveto-input").placeholder = clock.now;
     $("clock-next").disabled = !clock.nextDue;
@@ -94,6 +105,36 @@
     if (cls) td.className = cls;
     tr.appendChild(td);
     return td;
+  }
+  function runAsOf(job, text) {
+    var when = instantText(text);
+    status("Running " + job.id + " as if scheduled at " + when + "…");
+    request("POST", "/_emulator/runs", { job: job.name, scheduleTime: when })
+      .then(function () {
+        state.asOf = null;
+        notice("Started a run of " + job.id + " as if scheduled at " + when);
+        state.jobsShown = null;
+        return refresh();
+      })
+      .catch(function (e) { status(e.message, true); });
+  }
+  function asOfForm(job, actions) {
+    var form = document.createElement("form");
+    form.className = "run-as-of";
+    form.setAttribute("data-testid", "job-run-as-of-form-" + job.id);
+    var input = document.createElement("input");
+    input.size = 24;
+    input.placeholder = "2026-03-29T01:30:00+01:00";
+    input.title = "RFC 3339, or YYYY-MM-DD HH:MM[:SS] in UTC";
+    input.setAttribute("data-testid", "job-run-as-of-input-" + job.id);
+    var send = document.createElement("button");
+    send.type = "submit";
+    send.textContent = "Run";
+    send.setAttribute("data-testid", "job-run-as-of-send-" + job.id);
+    form.appendChild(input);
+    form.appendChild(send);
+    form.addEventListener("submit", function (event) { event.preventDefault(); runAsOf(job, input.value); });
+    actions.appendChild(form);
   }
   function jobAction(job, verb) {
     var path = "/v1/" + job.name + (verb === "delete" ? "" : ":" + verb);
@@ -145,12 +186,39 @@
         last.className = "sub";
       }
       var times = cell(tr, "", "times");
+      times.setAttribute("data-testid", "job-times-" + job.id);
+      var zone = state.zone === "job" ? job.timeZone : state.zone === "local" ?
+        Intl.DateTimeFormat().resolvedOptions().timeZone : "UTC";
       times.textContent = job.nextFireTimes.length ? job.nextFireTimes.map(function (t) {
-        return t.replace("T", " ").replace("Z", "");
+        return TL.wallText(Date.parse(t), zone);
       }).join("\n") : (job.state === "PAUSED" ? "paused" : "—");
       times.style.whiteSpace = "pre";
+      var pendingRun = (data.pending || {})[job.name];
+      if (pendingRun) {  /* a pending retry, beside the schedule times (not one of them) */
+        var retry = document.createElement("div");
+        retry.className = "pending-retry";
+        retry.setAttribute("data-testid", "job-pending-" + job.id);
+        retry.textContent = TL.retryText(pendingRun) + " at " +
+          TL.wallText(Date.parse(pendingRun.nextAttemptTime), zone).slice(11);
+        retry.title = TL.retryText(pendingRun) + " of run " + pendingRun.id + " at " +
+          TL.wallText(Date.parse(pendingRun.nextAttemptTime), zone) + " " + zone;
+        times.appendChild(retry);
+      }
+      if (state.zone !== "utc") {
+        var zoneNote = document.createElement("div");
+        zoneNote.className = "sub";
+        zoneNote.setAttribute("data-testid", "job-zone-" + job.id);
+        zoneNote.textContent = zone;
+        times.appendChild(zoneNote);
+      }
       var actions = cell(tr, undefined, "actions");
       actions.appendChild(button("Run now", "job-run-" + job.id, function () { jobAction(job, "run"); }));
+      actions.appendChild(button("Run as if scheduled at…", "job-run-as-of-" + job.id, function () {
+        state.asOf = state.asOf === job.id ? null : job.id;
+        state.jobsShown = null;
+        refresh();
+      }));
+      if (state.asOf === job.id) asOfForm(job, actions);
       if (job.state === "PAUSED")
         actions.appendChild(button("Resume", "job-resume-" + job.id, function () { jobAction(job, "resume"); }));
       else
@@ -158,6 +226,8 @@
       actions.appendChild(button("Delete", "job-delete-" + job.id, function () { jobAction(job, "delete"); }, "danger"));
       body.appendChild(tr);
     });
+    $("jobs-times-head").textContent = "Next fire times (" +
+      { utc: "UTC", job: "each job's zone", local: "this browser's zone" }[state.zone] + ")";
     var first = data.totalSize ? state.jobsOffset + 1 : 0;
     $("jobs-page").textContent = first + "–" + (state.jobsOffset + data.jobs.length) + " of " + data.totalSize;
     $("jobs-prev").disabled = state.jobsOffset === 0;
@@ -168,10 +238,24 @@
       name: $("jobs-filter-name").value, state: $("jobs-filter-state").value,
       pageSize: state.jobsPage, pageToken: state.jobsOffset || ""
     })).then(function (data) {
-      var key = JSON.stringify(data) + state.jobsOffset;
+      /* the pending retries: one page of the runs still going, by job */
+      return request("GET", "/_emulator/runs" + query({ state: "in-progress", pageSize: 1000 }))
+        .then(function (runs) {
+          data.pending = {};
+          runs.runs.forEach(function (run) { if (run.nextAttemptTime) data.pending[run.job] = run; });
+          return data;
+        });
+    }).then(function (data) {
+      var key = JSON.stringify(data) + state.jobsOffset + state.zone + state.asOf;
       if (key === state.jobsShown) return;
       state.jobsShown = key;
+      var focused = document.activeElement && document.activeElement.getAttribute("data-testid");
+      var typed = focused && /^job-run-as-of-input-/.test(focused) ? document.activeElement.value : null;
       renderJobs(data);
+      if (typed !== null) {  /* keep what is being typed across a redraw */
+        var again = document.querySelector('[data-testid="' + focused + '"]');
+        if (again) { again.value = typed; again.focus(); }
+      }
     });
   }
 
@@ -185,19 +269,38 @@
     }
     return [end - spanMs(), end];
   }
-  function placeDetails() {  /* below the header, so that the clock controls stay usable */
-    document.documentElement.style.setProperty("--header-height",
-      document.querySelector(".top").getBoundingClientRect().height + "px");
-  }
-  function showDetails(attempt) {
-    placeDetails();
-    $("details").hidden = false;
-    $("details-title").textContent = "Attempt " + attempt.attempt + " of run " + (attempt.runId || "");
+  function showDetails(attempt, run, lane) {
+    openPanel("Attempt " + attempt.attempt + " of run " + (attempt.runId || (run && run.id) || ""));
+    $("details").setAttribute("data-showing", "attempt");
     $("details-body").textContent = "Loading…";
     request("GET", "/_emulator/attempts/" + attempt.id).then(function (full) {
       $("details-title").textContent = full.job.split("/").pop() + " · run " + full.runId + " · attempt " + full.attempt;
-      TL.details($("details-body"), full);
+      TL.details($("details-body"), full, lane && lane.timeZone);
     }).catch(function (e) { $("details-body").textContent = e.message; });
+  }
+  /* The run view: the run as GET /_emulator/runs has it (its attempts whole, its state). */
+  function showRun(run, lane) {
+    openPanel(lane.id + " · run " + run.id);
+    $("details").setAttribute("data-showing", "run");
+    TL.runView($("details-body"), run, lane);  /* what the timeline knows, at once */
+    var nominal = Date.parse(run.nominalTime);
+    request("GET", "/_emulator/runs" + query({
+      job: lane.job, scheduledAfter: run.nominalTime,
+      scheduledBefore: new Date(nominal + 1).toISOString(), pageSize: 100
+    })).then(function (page) {
+      var full = page.runs.filter(function (r) { return r.id === run.id; })[0];
+      if (full && $("details").getAttribute("data-showing") === "run")
+        TL.runView($("details-body"), full, lane, function (a) { showDetails(a, full, lane); });
+    }).catch(function (e) { status(e.message, true); });
+  }
+  function runFilter() {
+    var which = $("timeline-filter-runs").value;
+    if (!which) return null;
+    return function (run) {
+      if (which === "failed") return run.failedAttempts > 0;
+      if (which === "gave-up") return run.state === "gave up";
+      return run.state === "retrying" || run.state === "in progress";
+    };
   }
   function loadTimeline() {
     var w = windowOf();
@@ -206,10 +309,10 @@
       name: $("timeline-filter-name").value, pageSize: state.lanesPage,
       pageToken: state.lanesOffset || ""
     })).then(function (data) {
-      var key = JSON.stringify(data);
+      var key = JSON.stringify(data) + $("timeline-filter-runs").value + state.zone;
       if (key === state.drawn) return;  /* nothing changed: keep the drawing (and the selection) */
       state.drawn = key;
-      TL.draw($("timeline"), data, { onAttempt: showDetails });
+      TL.draw($("timeline"), data, { onAttempt: showDetails, onRun: showRun, runFilter: runFilter() });
       $("timeline-range").textContent = TL.stamp(data.start) + " → " + TL.stamp(data.end);
       var first = data.totalSize ? state.lanesOffset + 1 : 0;
       $("timeline-page").textContent = "jobs " + first + "–" + (state.lanesOffset + data.lanes.length) + " of " + data.totalSize;
@@ -282,8 +385,22 @@
       clockAction("/_emulator/clock:moveTo", { time: state.clock.nextDue }, "Moved to the next due instant: {now}");
   });
   $("clock-moveto").addEventListener("click", function () {
-    clockAction("/_emulator/clock:moveTo", { time: $("clock-moveto-input").value.trim() }, "Moved the clock to {now}");
+    var text = $("clock-moveto-input").value.trim() || $("clock-moveto-picker").value;
+    clockAction("/_emulator/clock:moveTo", { time: instantText(text) }, "Moved the clock to {now}");
   });
+  $("clock-moveto-picker").addEventListener("change", function () {
+    $("clock-moveto-input").value = $("clock-moveto-picker").value.replace("T", " ");
+  });
+  $("time-zone").value = state.zone;
+  TL.setZone(state.zone);
+  $("time-zone").addEventListener("change", function () {
+    state.zone = $("time-zone").value;
+    localStorage.setItem(ZONE_KEY, state.zone);
+    TL.setZone(state.zone);
+    state.drawn = state.jobsShown = null;
+    refresh();
+  });
+  $("timeline-filter-runs").addEventListener("change", function () { refresh(); });
   $("timeline-span").addEventListener("change", function () { refresh(); });
   $("timeline-earlier").addEventListener("click", function () {
     state.windowEnd = windowOf()[1] - spanMs() / 2; refresh();
@@ -303,7 +420,6 @@
   $("jobs-filter-name").addEventListener("input", function () { state.jobsOffset = 0; refresh(); });
   $("jobs-filter-state").addEventListener("change", function () { state.jobsOffset = 0; refresh(); });
   $("timeline-filter-name").addEventListener("input", function () { state.lanesOffset = 0; refresh(); });
-  $("details-close").addEventListener("click", function () { $("details").hidden = true; });
   $("token-form").addEventListener("submit", function (event) {
     event.preventDefault();
     state.token = $("token-input").value;
@@ -311,7 +427,6 @@
     $("token-dialog").hidden = true;
     refresh();
   });
-  window.addEventListener("resize", placeDetails);
   TL.legend($("legend"));
   show(location.hash.slice(1) || "timeline");
   state.timer = setInterval(function () { if (!document.hidden) refresh(); }, POLL_MS);

@@ -1,7 +1,9 @@
 /* The attempt timeline: one lane per job, a bar per run, a segment per attempt coloured by
  * its real outcome (an injected fault adds a pink stripe under it, it does not hide the outcome),
- * duplicate deliveries dotted, skipped runs marked at their schedule time, and the clock's
- * "now" line.
+ * duplicate deliveries dotted, a pending retry as a hollow marker at its due time, skipped runs
+ * marked at their schedule time, each lane's failed runs counted, and the clock's "now" line.
+ * Also the run view, the attempt panel (a bearer token decoded beside the raw one), the side
+ * panel's closing (Esc, ✕) and the times' zone (UTC, the job's, the browser's).
  * Shared by the dashboard and the replay report (which inlines this file): no dependencies,
  * no network. Input: the JSON of GET /_emulator/timeline. */
 (function (root) {
@@ -43,7 +45,32 @@
     var d = new Date(t);
     return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate());
   }
-  function stamp(text) { return text ? dayText(ms(text)) + " " + clockText(ms(text), true) + " UTC" : "—"; }
+  /* Which zone times are shown in: "utc", "job" (the job's own) or "local" (the browser's). */
+  var zoneMode = "utc";
+  function browserZone() { return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC"; }
+  function zoneFor(jobZone) {
+    if (zoneMode === "local") return browserZone();
+    if (zoneMode === "job" && jobZone) return jobZone;
+    return "UTC";
+  }
+  /* "YYYY-MM-DD HH:MM:SS" of instant t in IANA zone `zone`. */
+  function wallText(t, zone) {
+    if (zone === "UTC" || zone === "Etc/UTC") return dayText(t) + " " + clockText(t, true);
+    var parts = {};
+    new Intl.DateTimeFormat("en-GB", { timeZone: zone, hourCycle: "h23", year: "numeric",
+      month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" })
+      .formatToParts(new Date(t)).forEach(function (p) { parts[p.type] = p.value; });
+    return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" +
+      parts.minute + ":" + parts.second;
+  }
+  /* An RFC 3339 instant as "YYYY-MM-DD HH:MM:SS ZONE" in the chosen zone (the job's, `jobZone`,
+   * when the choice is "job"). */
+  function stamp(text, jobZone) {
+    if (!text) return "—";
+    var zone = zoneFor(jobZone);
+    return wallText(ms(text), zone) + " " + (zone === "Etc/UTC" ? "UTC" : zone);
+  }
+  function utcStamp(text) { return text ? wallText(ms(text), "UTC") + " UTC" : "—"; }
 
   function legend(container) {
     container.textContent = "";
@@ -63,7 +90,7 @@
     injected.setAttribute("data-testid", "legend-injected");
     container.appendChild(injected);
     var skipped = document.createElement("span");
-    skipped.textContent = "▼ skipped run   ● duplicate delivery   ┆ now (the emulator's clock)";
+    skipped.textContent = "▼ skipped run   ● duplicate delivery   ○ pending retry   ┆ now (the emulator's clock)";
     container.appendChild(skipped);
   }
 
@@ -120,12 +147,21 @@
         "class": "tl-lane" + (index % 2 ? " odd" : "") }, group);
       var name = el("text", { x: 8, y: mid + 4, "class": "tl-label" +
         (lane.state === "PAUSED" ? " paused" : "") }, group);
-      name.textContent = (lane.id.length > 24 ? lane.id.slice(0, 23) + "…" : lane.id) +
+      name.textContent = (lane.id.length > 18 ? lane.id.slice(0, 17) + "…" : lane.id) +
         (lane.state === "PAUSED" ? " (paused)" : "");
       title(name, lane.job);
+      if (lane.failedRuns) {  /* the window's runs with a failed attempt, and those that gave up */
+        var count = el("text", { x: LABEL - 8, y: mid + 4, "text-anchor": "end",
+          "class": "tl-failed" + (lane.gaveUpRuns ? " gave-up" : ""),
+          "data-testid": "failed-count-" + lane.id, "data-failed": lane.failedRuns,
+          "data-gave-up": lane.gaveUpRuns || 0 }, group);
+        count.textContent = lane.failedRuns + " failed";
+        title(count, lane.failedRuns + " run(s) in this window with a failed attempt, " +
+          (lane.gaveUpRuns || 0) + " gave up");
+      }
       (lane.runs || []).forEach(function (run) {
         var attempts = run.attempts || [];
-        if (!attempts.length) return;
+        if (!attempts.length || (options.runFilter && !options.runFilter(run))) return;
         var runGroup = el("g", { "class": "tl-run-group", "data-testid": "run-" + run.id,
           "data-run": run.id, "data-attempts": attempts.length }, group);
         var segments = [], lastRight = -Infinity;
@@ -136,11 +172,30 @@
           segments.push([left, right, a]);
           lastRight = right;
         });
+        var barEnd = segments[segments.length - 1][1];
+        if (run.nextAttemptTime) barEnd = Math.max(barEnd, x(ms(run.nextAttemptTime)));
         var bar = el("rect", { x: segments[0][0], y: mid - 2,
-          width: Math.max(1, segments[segments.length - 1][1] - segments[0][0]), height: 4,
-          "class": "tl-run" }, runGroup);
-        title(bar, lane.id + " · run " + run.id + " scheduled for " + stamp(run.nominalTime) +
-          (run.forced ? " (Run now)" : "") + " · " + attempts.length + " attempt(s)");
+          width: Math.max(1, barEnd - segments[0][0]), height: 4,
+          "class": "tl-run" + (run.state === "gave up" ? " gave-up" : "") }, runGroup);
+        /* the bar's clickable band: the run view */
+        var band = el("rect", { x: segments[0][0], y: mid - 13, width: Math.max(6, barEnd - segments[0][0]),
+          height: 26, "class": "tl-run-hit", "data-testid": "runbar-" + run.id,
+          "data-state": run.state || "" }, runGroup);
+        runGroup.insertBefore(band, bar);
+        var runText = lane.id + " · run " + run.id + " scheduled for " + stamp(run.nominalTime, lane.timeZone) +
+          (run.forced ? " (Run now)" : "") + " · " + attempts.length + " attempt(s)" +
+          (run.state ? " · " + stateText(run, lane) : "") + "\nclick for the run";
+        title(band, runText);
+        title(bar, runText);
+        band.addEventListener("click", function () { if (options.onRun) options.onRun(run, lane); });
+        if (run.nextAttemptTime) {
+          var px = x(ms(run.nextAttemptTime));
+          var ring = el("circle", { cx: px, cy: mid, r: 6, "class": "tl-pending",
+            "data-testid": "pending-marker", "data-run": run.id,
+            "data-time": run.nextAttemptTime }, runGroup);
+          title(ring, lane.id + " · " + retryText(run) + " at " + stamp(run.nextAttemptTime, lane.timeZone));
+          ring.addEventListener("click", function () { if (options.onRun) options.onRun(run, lane); });
+        }
         segments.forEach(function (seg) {
           var a = seg[2];
           var rect = el("rect", { x: seg[0], y: mid - 9, width: seg[1] - seg[0], height: 18, rx: 2,
@@ -186,6 +241,110 @@
     return svg;
   }
 
+  /* "retry: attempt 3 of 4" for a run's pending retry. */
+  function retryText(run) {
+    return "retry: attempt " + run.nextAttempt + (run.maxAttempts ? " of " + run.maxAttempts : "");
+  }
+  /* How a run stands, in words. */
+  function stateText(run, lane) {
+    if (run.state === "retrying" && run.nextAttemptTime)
+      return "next attempt at " + stamp(run.nextAttemptTime, lane && lane.timeZone);
+    if (run.state === "gave up") return "gave up" + (run.gaveUp ? " (" + run.gaveUp + ")" : "");
+    return run.state || "";
+  }
+
+  function seconds(a, b) { return Math.round((ms(b) - ms(a)) / 100) / 10 + " s"; }
+
+  /* Fill `container` with one run (a GET /_emulator/runs run): how it stands — succeeded, gave
+   * up and why, or its next attempt in the job's zone and UTC — and its attempts in order with
+   * the wait before each, their outcome and reason. onAttempt(attempt) is called when a row is
+   * clicked. */
+  function runView(container, run, lane, onAttempt) {
+    container.textContent = "";
+    var zone = (lane && lane.timeZone) || "Etc/UTC";
+    var dl = add(container, "dl");
+    function row(name, value, testid) {
+      add(dl, "dt", name);
+      var dd = add(dl, "dd", value === null || value === undefined || value === "" ? "—" : String(value));
+      if (testid) dd.setAttribute("data-testid", testid);
+      return dd;
+    }
+    row("Job", run.job, "run-job");
+    row("Scheduled for", stamp(run.nominalTime, zone) + (run.forced ? " (forced)" : ""), "run-scheduled");
+    row("ScheduleTime header", run.scheduleTime, "run-schedule-time-header");
+    var stateCell = row("State", stateText(run, lane), "run-state");
+    stateCell.className = "run-state " + String(run.state || "").replace(/ /g, "-");
+    if (run.nextAttemptTime) {
+      row("Next attempt", retryText(run) + " at " + wallText(ms(run.nextAttemptTime), zone) + " " +
+        zone + " · " + utcStamp(run.nextAttemptTime), "run-next-attempt");
+    }
+    row("Attempts", (run.attempts || []).length + (run.maxAttempts ? " of at most " + run.maxAttempts : ""),
+      "run-attempt-count");
+    add(container, "h3", "Attempts");
+    var table = add(container, "table", undefined, "run-attempts");
+    table.setAttribute("data-testid", "run-attempts");
+    var head = add(table, "tr");
+    ["#", "Started", "Waited", "Outcome", "Took", "Reason"].forEach(function (h) { add(head, "th", h); });
+    var previous = null;
+    (run.attempts || []).forEach(function (a) {
+      var tr = add(table, "tr", undefined, "run-attempt outcome-row-" + outcome(a));
+      tr.setAttribute("data-testid", "run-attempt-" + a.attempt);
+      add(tr, "td", a.attempt + (a.injected ? " *" : ""));
+      add(tr, "td", stamp(a.startTime, zone));
+      add(tr, "td", previous && previous.endTime ? seconds(previous.endTime, a.startTime) : "—");
+      add(tr, "td", a.code === null || a.code === undefined ? "in flight" :
+        a.code + (a.responseStatus ? " (" + a.responseStatus + ")" : ""), "code-" + outcome(a));
+      add(tr, "td", a.endTime ? seconds(a.startTime, a.endTime) : "—");
+      add(tr, "td", a.reason || (a.duplicate ? "duplicate delivery" : ""));
+      if (onAttempt) tr.addEventListener("click", function () { onAttempt(a); });
+      previous = a;
+    });
+    if (run.nextAttemptTime) {
+      var tr = add(table, "tr", undefined, "run-attempt pending");
+      tr.setAttribute("data-testid", "run-attempt-pending");
+      add(tr, "td", String(run.nextAttempt));
+      add(tr, "td", stamp(run.nextAttemptTime, zone));
+      add(tr, "td", previous && previous.endTime ? seconds(previous.endTime, run.nextAttemptTime) : "—");
+      add(tr, "td", "pending");
+      add(tr, "td", "");
+      add(tr, "td", "");
+    }
+  }
+
+  /* A side panel (`aside`) closed by its ✕ (`closeButton`) and by Esc, placed under the page's
+   * fixed header (never under it). Returns open(title): shows the panel with that title. */
+  function panel(aside, titleNode, closeButton) {
+    function close() { aside.hidden = true; }
+    closeButton.addEventListener("click", close);
+    document.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && !aside.hidden) close();
+    });
+    function place() {
+      var top = document.querySelector(".top");
+      var height = top ? top.getBoundingClientRect().bottom : 0;
+      aside.style.top = Math.max(0, height) + "px";
+    }
+    window.addEventListener("resize", function () { if (!aside.hidden) place(); });
+    window.addEventListener("scroll", function () { if (!aside.hidden) place(); });
+    return function open(title) {
+      place();
+      aside.hidden = false;
+      titleNode.textContent = title;
+    };
+  }
+
+  /* The header and claims of a JWT (an OIDC token), or null when `token` is not one. */
+  function jwtParts(token) {
+    var pieces = String(token || "").split(".");
+    if (pieces.length !== 3) return null;
+    function part(text) {
+      var b64 = text.replace(/-/g, "+").replace(/_/g, "/");
+      while (b64.length % 4) b64 += "=";
+      return JSON.parse(decoded(b64));
+    }
+    try { return { header: part(pieces[0]), claims: part(pieces[1]) }; } catch (e) { return null; }
+  }
+
   function add(parent, tag, text, cls) {
     var node = document.createElement(tag);
     if (text !== undefined) node.textContent = text;
@@ -196,7 +355,7 @@
 
   /* Fill `container` with one attempt's record (GET /_emulator/attempts/<id>): what was sent,
    * what came back, and why it counted as it did. */
-  function details(container, a) {
+  function details(container, a, jobZone) {
     container.textContent = "";
     var dl = add(container, "dl");
     function row(name, value, testid) {
@@ -208,15 +367,20 @@
     row("Job", a.job, "detail-job");
     row("Run", a.runId + (a.forced ? " (Run now)" : ""));
     row("Attempt", a.attempt + (a.injected ? " — injected fault" : ""), "detail-attempt");
-    row("Schedule time", stamp(a.nominalTime), "detail-schedule-time");
+    row("Schedule time", stamp(a.nominalTime, jobZone), "detail-schedule-time");
     row("ScheduleTime header", a.scheduleTime);
-    row("Started", stamp(a.startTime));
-    row("Ended", a.endTime ? stamp(a.endTime) + " (" + Math.max(0, ms(a.endTime) - ms(a.startTime)) + " ms)" : "in flight");
+    row("Started", stamp(a.startTime, jobZone));
+    row("Ended", a.endTime ? stamp(a.endTime, jobZone) + " (" + Math.max(0, ms(a.endTime) - ms(a.startTime)) + " ms)" : "in flight");
     row("Outcome", a.code || "in flight", "detail-code");
-    row("HTTP status", a.responseStatus, "detail-status");
+    var noStatus = a.code && a.code !== "OK" && (a.responseStatus === null || a.responseStatus === undefined);
+    row("HTTP status", noStatus && a.injected && a.responseExcerpt ?
+      "— (the target answered; the injected fault dropped its answer: see Why)" : a.responseStatus,
+      "detail-status");
     add(container, "h3", "Why");
+    if (a.reason) add(container, "p", a.reason, "reason").setAttribute("data-testid", "detail-reason");
     add(container, "pre", a.debugInfo || "—").setAttribute("data-testid", "detail-debug");
-    if (a.hint) add(container, "p", a.hint, "hint").setAttribute("data-testid", "detail-hint");
+    if (a.hint) add(container, "p", "Emulator's hint, beside the service's answer: " + a.hint, "hint")
+      .setAttribute("data-testid", "detail-hint");
     add(container, "h3", "Response body (first 4 KiB)" + (a.responseContentType ? " · " + a.responseContentType : ""));
     add(container, "pre", a.responseExcerpt || "(empty)").setAttribute("data-testid", "detail-response");
     var request = a.request || {};
@@ -237,7 +401,32 @@
       var tr = add(table, "tr");
       add(tr, "td", name);
       add(tr, "td", String(headers[name]));
+      var bearer = /^Bearer\s+(\S+)$/i.exec(String(headers[name]));
+      var jwt = name.toLowerCase() === "authorization" && bearer ? jwtParts(bearer[1]) : null;
+      if (jwt) tokenTable(container, jwt);
     });
+  }
+
+  /* The OIDC token's header and claims, `exp`, `iat` and `nbf` also as dates. */
+  function tokenTable(container, jwt) {
+    add(container, "h3", "Token (decoded; the raw JWT is the Authorization header above)")
+      .setAttribute("data-testid", "detail-token-title");
+    var box = add(container, "table", undefined, "token");
+    box.setAttribute("data-testid", "detail-token");
+    function rows(kind, object) {
+      Object.keys(object).forEach(function (key) {
+        var tr = add(box, "tr");
+        tr.setAttribute("data-testid", "token-" + kind + "-" + key);
+        add(tr, "td", kind + "." + key);
+        var value = object[key];
+        var text = typeof value === "string" ? value : JSON.stringify(value);
+        if ((key === "exp" || key === "iat" || key === "nbf") && typeof value === "number")
+          text += " (" + utcStamp(new Date(value * 1000).toISOString()) + ")";
+        add(tr, "td", text);
+      });
+    }
+    rows("header", jwt.header);
+    rows("claims", jwt.claims);
   }
 
   /* Text that may wrap after a "/" (a resource name, a URL) rather than inside a word. */
@@ -261,8 +450,10 @@
   }
 
   root.SchedulerTimeline = {
-    draw: draw, legend: legend, outcome: outcome, stamp: stamp, details: details,
-    breakable: breakable,
+    draw: draw, legend: legend, outcome: outcome, stamp: stamp, utcStamp: utcStamp,
+    details: details, runView: runView, panel: panel, breakable: breakable, jwtParts: jwtParts,
+    retryText: retryText, stateText: stateText, wallText: wallText,
+    setZone: function (mode) { zoneMode = mode; },
     time: function (t) { return clockText(t, true); }
   };
 })(this);

@@ -8,7 +8,13 @@ looks again every ``poll_interval`` seconds: new functions get a job, changed on
 job (state and history kept), deleted ones lose theirs, and a reload's new trigger keys are
 picked up. The jobs are ordinary jobs: the v1 API, pause/resume/run, faults, the clock and the
 dashboard all apply. A job the bridge made carries the ``firebase-schedule-`` prefix; any such
-job of the project whose function is gone is deleted, as the next ``firebase deploy`` would.
+job of the project whose function is gone is deleted, as the next ``firebase deploy`` would, and
+so is a job it made in a project it no longer uses.
+
+Each function is taken alone: one that cannot become a job is skipped with one line naming it,
+the field and the value. Each look is bounded in time and size
+(:mod:`~scheduler_emulator.tools.firebase.client`), and a look that finds the same answers as
+the last one (by digest) and all its jobs in place does nothing more.
 
 In a test, on a manual clock::
 
@@ -20,6 +26,7 @@ In a test, on a manual clock::
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -28,17 +35,21 @@ from dataclasses import dataclass, field, replace
 from typing import IO
 
 from ...domain.codec import job_from_json
-from ...domain.errors import ConfigurationError, NotFound
+from ...domain.errors import ConfigurationError, InvalidArgument, NotFound
 from ...domain.resources import Job, State
+from ...realtime import real_monotonic
 from ...runtime._emulator import Emulator
 from . import client
 from .client import NoFunctions, Unreachable, WrongEmulator
 from .delivery import FirebaseDispatcher, Route
 from .functions import (
+    DEFAULT_APP_ENGINE_LOCATION,
     JOB_ID_PREFIX,
+    app_engine_location,
     project_of,
     scheduled_functions,
-    trigger_key,
+    trigger_keys,
+    triggers,
     valid_trigger_keys,
 )
 
@@ -65,15 +76,18 @@ def hub_label(given: str | None) -> str:
     return f"{client.DEFAULT_HUB} (the default: neither --hub nor ${client.HUB_ENV} is set)"
 
 
-def require_hub(hub: str, label: str | None = None) -> None:
+def require_hub(
+    hub: str, label: str | None = None, timeout: float = client.TIMEOUT_SECONDS
+) -> None:
     """Make sure the Emulator Suite's hub answers at ``hub`` (``HOST:PORT``).
 
     :param label: how messages name the address (:func:`hub_label`); default ``--hub <hub>``.
+    :param timeout: seconds the hub may take to answer, everything included.
     :raises ConfigurationError: naming the address when nothing answers there, or when the
         Functions emulator answers there instead (suggesting ``--functions``).
     """
     try:
-        client.functions_address(hub)
+        client.functions_address(hub, timeout)
     except WrongEmulator as exc:
         raise ConfigurationError(str(exc) + ".") from None
     except Unreachable as exc:
@@ -84,18 +98,22 @@ def require_hub(hub: str, label: str | None = None) -> None:
         ) from None
 
 
-def check_functions(functions: str) -> None:
-    """Refuse a ``--functions`` address where the hub answers instead (nothing answering is
-    fine: the bridge waits for it).
+def check_functions(
+    functions: str, timeout: float = client.TIMEOUT_SECONDS
+) -> dict[str, object] | None:
+    """Refuse a ``--functions`` address where the hub answers instead (nothing answering, or
+    something else, is fine: the bridge waits for it and says what it finds).
 
+    :param timeout: seconds the look may take, everything included.
     :raises ConfigurationError: suggesting ``--hub`` when ``functions`` is the hub's address.
+    :return: the ``/backends`` answer, ``None`` when there was none.
     """
     try:
-        client.backends(functions)
+        return client.backends(functions, timeout)
     except WrongEmulator as exc:
         raise ConfigurationError(str(exc) + ".") from None
     except Unreachable:
-        pass
+        return None
 
 
 def check_project(project: str, found: str | None, where: str) -> None:
@@ -127,7 +145,10 @@ class SyncResult:
     :param created: names of the jobs created.
     :param updated: names of the jobs whose configuration changed.
     :param deleted: names of the jobs deleted (their function is gone).
-    :param skipped: ``function ID: why`` for functions that got no job.
+    :param skipped: one line for each function that got no job (``no job for function
+        <name>: <field> <value> …``) and each entry of ``/backends`` of an unknown shape.
+    :param unchanged: ``True`` when the Functions emulator answered exactly as at the last look
+        and every job it gave is still there: nothing was done.
     """
 
     functions: int = 0
@@ -135,6 +156,7 @@ class SyncResult:
     updated: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    unchanged: bool = False
 
 
 class FirebaseBridge:
@@ -154,12 +176,17 @@ class FirebaseBridge:
         config``); the daemon does this when ``--project`` is not given.
     :param audience: ``aud`` of v2 jobs' OIDC tokens; default: each function's
         production-style URL (``https://<region>-<project>.cloudfunctions.net/<name>``).
+    :param app_engine_location: the project's App Engine location, where ``firebase deploy``
+        puts v1 functions' jobs (default ``us-central1``; an App Engine location ID such as
+        ``europe-west`` means ``europe-west1``, as firebase-tools reads it). v2 functions'
+        jobs are in the function's region.
     :param poll_interval: seconds between two looks once :meth:`start` ed.
     :param empty_hint_after: seconds the Functions emulator may list no function before the
         started bridge says to look for load errors in its log (a missing ``runtime``...).
     :param say: where progress lines go (``"firebase: created job …"``); default: nowhere.
         Every line is also kept in :attr:`messages`.
-    :raises ValueError: when both ``hub`` and ``functions`` are given.
+    :raises ValueError: when both ``hub`` and ``functions`` are given, or for an
+        ``app_engine_location`` that is not a location.
     """
 
     def __init__(
@@ -173,10 +200,14 @@ class FirebaseBridge:
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         empty_hint_after: float = DEFAULT_EMPTY_HINT_AFTER,
         adopt_project: bool = False,
+        app_engine_location: str | None = None,
         say: IO[str] | None = None,
     ) -> None:
         if hub and functions:
             raise ValueError("give the hub or the Functions emulator, not both.")
+        self.app_engine = (
+            _app_engine(app_engine_location) if app_engine_location else DEFAULT_APP_ENGINE_LOCATION
+        )
         self.emulator = emulator
         self.functions = functions
         self.hub = None if functions else (hub or default_hub())
@@ -197,12 +228,17 @@ class FirebaseBridge:
         self._waiting_said = False
         self._empty_since: float | None = None  # monotonic time the emulator first listed none
         self._refused: str | None = None  # the last refusal said
+        # Digests of the last look's /backends and trigger keys, and its project, once it made
+        # the jobs: a look that finds the same does nothing more.
+        self._seen: tuple[bytes, bytes, str] | None = None
+        self._last = SyncResult()  # what the last look found
+        self._said_skips: set[str] = set()  # lines about skipped functions already said
         self._wrapped = {kind: emulator.dispatchers.get(kind) for kind in _KINDS}
         for kind, inner in self._wrapped.items():
             if inner is not None:
                 emulator.set_dispatcher(
                     kind,
-                    FirebaseDispatcher(inner, emulator.transport, self.routes, self._wake.set),
+                    FirebaseDispatcher(inner, emulator.transport, self.routes, self._look_again),
                 )
 
     # ---------------------------------------------------------------- looking
@@ -216,16 +252,22 @@ class FirebaseBridge:
         """Job name -> where its attempts go (the last look's)."""
         return self._routes
 
-    def functions_address(self) -> str | None:
+    def functions_address(self, timeout: float = client.TIMEOUT_SECONDS) -> str | None:
         """Where the Functions emulator listens (``HOST:PORT``), ``None`` when the hub lists
         none yet.
 
+        :param timeout: seconds asking the hub may take, everything included.
         :raises Unreachable: when the hub does not answer.
         """
         if self.functions:
             return self.functions
         assert self.hub is not None
-        return client.functions_address(self.hub)
+        return client.functions_address(self.hub, timeout)
+
+    def _look_again(self) -> None:
+        """A delivery met a 404 (a reload gave new trigger keys): look now, in full."""
+        self._seen = None
+        self._wake.set()
 
     def check_hub(self) -> None:
         """Make sure the hub answers (nothing to check with ``functions``).
@@ -249,41 +291,60 @@ class FirebaseBridge:
             return self._sync()
 
     def _sync(self) -> SyncResult:
-        address = self.functions_address()
+        # One look, every request in it bounded by one deadline (client.TIMEOUT_SECONDS).
+        deadline = real_monotonic() + client.TIMEOUT_SECONDS
+
+        def left() -> float:
+            return deadline - real_monotonic()
+
+        address = self.functions_address(left())
         if address is None:
             raise Unreachable(f"the hub at {self.hub} lists no Functions emulator yet")
-        answer = client.backends(address)
-        if not any(b.get("functionTriggers") for b in answer.get("backends") or [] if b):
-            # Starting (or restarting) emulators list nothing until the source is loaded: keep
-            # the jobs rather than delete them all.
-            raise NoFunctions(f"the Functions emulator at {address} lists no functions yet")
-        found = project_of(answer)
-        if self.project is not None:
-            check_project(self.project, found, address)
-        elif found is not None and self.adopt_project and self.emulator.project != found:
-            self._adopt(found)
-        project = self.project or found or self.emulator.project
-        keys = valid_trigger_keys(client.not_found_text(address, project))
-        result = SyncResult()
+        raw = client.backends_raw(address, left())
+        raw_digest = hashlib.blake2b(raw).digest()
+        seen = self._seen
+        # The same /backends answer as at the last look: the same project, no need to parse it.
+        read: tuple[object, list[str], str] | None = None
+        if seen is not None and seen[0] == raw_digest:
+            project = seen[2]
+        else:
+            read = self._read(address, raw)
+            project = read[2]
+        probe = client.not_found_text(address, project, left())
+        now_seen = (raw_digest, hashlib.blake2b(probe.encode()).digest(), project)
+        emulator = self.emulator
+        if now_seen == seen and all(emulator.has_job(name) for name in self._routes):
+            return replace(self._last, created=[], updated=[], deleted=[], unchanged=True)
+        answer, refused_labels, project = read or self._read(address, raw)
+        keys = trigger_keys(valid_trigger_keys(probe))
+        functions, skipped = scheduled_functions(answer)
+        result = SyncResult(functions=len(functions), skipped=skipped)  # odd entries too
         wanted = {}
         routes: dict[str, Route] = {}
-        for fn in scheduled_functions(answer):
-            result.functions += 1
-            key = trigger_key(fn.id, keys)
+        for fn in functions:
+            key = keys.get(fn.id)
             if key is None:
-                result.skipped.append(f"{fn.id}: the Functions emulator has no trigger for it")
+                result.skipped.append(
+                    f"no job for function {fn.name}: the Functions emulator has no trigger "
+                    f"for {fn.id}"
+                )
                 continue
             url = client.trigger_url(address, project, key)
             try:
-                job = job_from_json(fn.job_json(project, url, audience=self.audience))
-            except ValueError as exc:  # InvalidArgument: a schedule or time zone we refuse
-                result.skipped.append(f"{fn.id}: {exc}")
+                job = job_from_json(
+                    fn.job_json(project, url, audience=self.audience, app_engine=self.app_engine)
+                )
+            except InvalidArgument as exc:  # a schedule, time zone or retry value we refuse
+                result.skipped.append(f"no job for function {fn.name}: {exc.describe()}")
                 continue
             wanted[job.name] = (fn, job)
             routes[job.name] = Route(url, not fn.v2, float(fn.attempt_deadline_seconds))
+        made = set(self._routes)  # the last look's jobs (another project's, if it changed)
         self._routes = routes | {n: r for n, r in self._routes.items() if n not in wanted}
         for name, (fn, job) in wanted.items():
             before = self.emulator.get_job(name) if self.emulator.has_job(name) else None
+            if before is not None and _configuration(before) == _configuration(job):
+                continue
             self.emulator.upsert_job(job)
             if before is None:
                 result.created.append(name)
@@ -291,7 +352,7 @@ class FirebaseBridge:
                     f"created job {job.name.rsplit('/', 1)[-1]} for {fn.platform} function "
                     f"{fn.name} ({fn.schedule!r}, {job.time_zone}) -> {routes[name].url}"
                 )
-            elif _configuration(before) != _configuration(job):
+            else:
                 result.updated.append(name)
                 self._say(
                     f"updated job {name.rsplit('/', 1)[-1]} ({fn.schedule!r}, {job.time_zone})"
@@ -299,7 +360,7 @@ class FirebaseBridge:
         prefix = f"projects/{project}/locations/"
         for job in self.emulator.list_jobs():
             job_id = job.name.rsplit("/", 1)[-1]
-            if job.name in wanted or not job.name.startswith(prefix):
+            if job.name in wanted or not (job.name.startswith(prefix) or job.name in made):
                 continue
             if job_id.startswith(JOB_ID_PREFIX):
                 try:
@@ -309,9 +370,41 @@ class FirebaseBridge:
                 result.deleted.append(job.name)
                 self._say(f"deleted job {job_id}: its function is gone")
         self._routes = routes
-        for skipped in result.skipped:
-            self._say(f"no job for {skipped}")
+        lines = refused_labels + result.skipped
+        for line in lines:
+            if line not in self._said_skips:
+                self._say(line)
+        self._said_skips = set(lines)
+        self._seen, self._last = now_seen, result
         return result
+
+    def _read(self, address: str, raw: bytes) -> tuple[object, list[str], str]:
+        """Parse ``/backends``' answer and settle the project of the jobs (checking a given
+        one, adopting the Functions emulator's when asked to).
+
+        :return: the answer, lines about malformed project labels, the project.
+        :raises Unreachable: for an answer that is not JSON of the known shape;
+            :class:`NoFunctions` when it lists no function.
+        :raises ConfigurationError: when ``project`` is not the Functions emulator's.
+        """
+        answer = client.parse_json(f"http://{address}/backends", raw)
+        try:
+            entries, odd = triggers(answer)
+        except ValueError as exc:
+            raise Unreachable(f"{exc}; is {address} the Functions emulator?") from None
+        if not entries:
+            # Starting (or restarting) emulators list nothing until the source is loaded: keep
+            # the jobs rather than delete them all.
+            raise NoFunctions(
+                f"the Functions emulator at {address} lists no functions yet"
+                + (f" ({'; '.join(odd)})" if odd else "")
+            )
+        found, refused_labels = project_of(answer)
+        if self.project is not None:
+            check_project(self.project, found, address)
+        elif found is not None and self.adopt_project and self.emulator.project != found:
+            self._adopt(found)
+        return answer, refused_labels, self.project or found or self.emulator.project
 
     def _adopt(self, project: str) -> None:
         """Make ``project`` the emulator's default project (see ``adopt_project``)."""
@@ -341,10 +434,6 @@ class FirebaseBridge:
         self._thread.start()
         return self
 
-    def wake(self) -> None:
-        """Look again now rather than at the next interval."""
-        self._wake.set()
-
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
@@ -365,7 +454,7 @@ class FirebaseBridge:
                     self._waiting_said = True
                 self._connected = None
             except Exception as exc:  # noqa: BLE001 - a bad answer must not end the thread
-                line = f"could not read the Functions emulator's functions: {exc!r}"
+                line = f"could not read the Functions emulator's functions: {exc}"
                 if not self.messages or self.messages[-1] != line:  # once, not every second
                     self._say(line)
             else:
@@ -417,6 +506,15 @@ class FirebaseBridge:
         self.messages.append(line)
         if self._say_to is not None:
             print(f"firebase: {line}", file=self._say_to, flush=True)
+
+
+def _app_engine(location: str) -> str:
+    """:func:`~scheduler_emulator.tools.firebase.functions.app_engine_location`, its error
+    naming the option."""
+    try:
+        return app_engine_location(location)
+    except ValueError as exc:
+        raise ValueError(f"app_engine_location: {exc}") from None
 
 
 def _configuration(job: Job) -> Job:

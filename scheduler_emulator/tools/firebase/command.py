@@ -12,6 +12,8 @@ import argparse
 from collections.abc import Sequence
 from typing import IO
 
+from ...domain.errors import ConfigurationError
+from ...realtime import real_monotonic
 from ...runtime._emulator import Emulator
 from . import client
 from .bridge import (
@@ -23,11 +25,19 @@ from .bridge import (
     require_hub,
 )
 from .client import DEFAULT_HUB, HUB_ENV, Unreachable
-from .functions import project_of
+from .functions import app_engine_location, project_of
 
 _HUB_HELP = (
     "the Firebase Emulator Suite's hub, asked where the Functions emulator is (default: "
     f"${HUB_ENV}, else {DEFAULT_HUB}); nothing answering there exits 2"
+)
+#: Seconds the checks before the daemon listens may take at most, all requests included: the
+#: daemon listens within about two seconds whatever answers at the Firebase addresses.
+START_CHECK_SECONDS = 1.0
+_APP_ENGINE_HELP = (
+    "the project's App Engine location, where firebase deploy puts v1 (pubsub.schedule) "
+    "functions' jobs (default: us-central1; an App Engine location ID such as europe-west means "
+    "europe-west1); v2 functions' jobs are in the function's region"
 )
 _FUNCTIONS_HELP = (
     "the Functions emulator itself; until it answers the daemon says it is waiting and keeps "
@@ -46,6 +56,20 @@ def add_start_arguments(start: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--firebase-functions", metavar="HOST:PORT", help="as --firebase, given " + _FUNCTIONS_HELP
     )
+    start.add_argument(
+        "--firebase-app-engine-location",
+        metavar="LOCATION",
+        type=_location_argument,
+        help="with --firebase or --firebase-functions: " + _APP_ENGINE_HELP,
+    )
+
+
+def _location_argument(value: str) -> str:
+    """``--firebase-app-engine-location``'s value as a location (argparse: exit 2 naming it)."""
+    try:
+        return app_engine_location(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,6 +85,7 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     where = firebase.add_mutually_exclusive_group()
     where.add_argument("--hub", metavar="HOST:PORT", help=_HUB_HELP)
     where.add_argument("--functions", metavar="HOST:PORT", help=_FUNCTIONS_HELP)
+    firebase.add_argument("--app-engine-location", metavar="LOCATION", help=_APP_ENGINE_HELP)
     firebase.add_argument(
         "--project",
         help="project of the jobs and the daemon's default project; refused when it is not the "
@@ -68,12 +93,20 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
 
 
+_REWRITTEN = {
+    "--hub": "--firebase",
+    "--functions": "--firebase-functions",
+    "--app-engine-location": "--firebase-app-engine-location",
+}
+
+
 def start_argv(argv: Sequence[str]) -> list[str]:
     """Rewrite ``firebase …`` as the ``start …`` command it stands for; anything else (and
     ``firebase --help``) is returned unchanged.
 
-    ``--hub X`` becomes ``--firebase X``, ``--functions X`` ``--firebase-functions X``; neither
-    gives ``--firebase`` the default hub.
+    ``--hub X`` becomes ``--firebase X``, ``--functions X`` ``--firebase-functions X``
+    (neither gives ``--firebase`` the default hub), ``--app-engine-location X``
+    ``--firebase-app-engine-location X``.
     """
     args = list(argv)
     if args[:1] != ["firebase"] or "-h" in args or "--help" in args:
@@ -85,9 +118,9 @@ def start_argv(argv: Sequence[str]) -> list[str]:
     while i < len(rest):
         arg = rest[i]
         name, eq, value = arg.partition("=")
-        if name in ("--hub", "--functions"):
-            flag = "--firebase" if name == "--hub" else "--firebase-functions"
-            chosen = True
+        if name in _REWRITTEN:
+            flag = _REWRITTEN[name]
+            chosen = chosen or name != "--app-engine-location"
             if eq:
                 out.append(f"{flag}={value}")
             else:
@@ -131,6 +164,7 @@ def bridge_from_args(
         functions=args.firebase_functions,
         project=args.project if given else None,
         adopt_project=not given,
+        app_engine_location=args.firebase_app_engine_location,
         say=out,
     )
 
@@ -138,22 +172,38 @@ def bridge_from_args(
 def check_hub(args: argparse.Namespace) -> None:
     """Stop before anything starts (ConfigurationError: exit 2) when ``--firebase``'s hub does
     not answer (naming the address and where it came from), when the two Firebase addresses
-    look swapped, or when ``--project`` is not the project of a Functions emulator that
-    already answers (one that does not answer yet is waited for, and checked then)."""
+    look swapped, when ``--project`` is not the project of a Functions emulator that
+    already answers (one that does not answer yet is waited for, and checked then), or when
+    ``--firebase-app-engine-location`` is given without the bridge.
+
+    All of it takes at most :data:`START_CHECK_SECONDS`: a Functions emulator that answers
+    slowly, or not in HTTP, is left to the bridge, which says what it found."""
+    if args.firebase_app_engine_location and not wanted(args):
+        raise ConfigurationError(
+            "--firebase-app-engine-location is for the Firebase bridge: give --firebase or "
+            "--firebase-functions too (or use scheduler-emulator firebase --app-engine-location)."
+        )
+    deadline = real_monotonic() + START_CHECK_SECONDS
+
+    def left() -> float:
+        return deadline - real_monotonic()
+
     functions = args.firebase_functions
+    answer = None
     if args.firebase is not None:
         hub = args.firebase or default_hub()
-        require_hub(hub, hub_label(args.firebase or None))
+        require_hub(hub, hub_label(args.firebase or None), left())
         try:
-            functions = client.functions_address(hub)
+            functions = client.functions_address(hub, left())
         except Unreachable:  # gone meanwhile: the bridge waits for it
             return
     elif functions is not None:
-        check_functions(functions)
+        answer = check_functions(functions, left())
     if functions is None or not project_given(args):
         return
-    try:
-        found = project_of(client.backends(functions))
-    except Unreachable:
-        return
-    check_project(args.project, found, functions)
+    if answer is None:
+        try:
+            answer = client.backends(functions, left())
+        except Unreachable:
+            return
+    check_project(args.project, project_of(answer)[0], functions)

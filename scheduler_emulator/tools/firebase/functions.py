@@ -2,9 +2,14 @@
 
 Pure: the Functions emulator's ``GET /backends`` answer in, :class:`ScheduledFunction` values
 and job resources out. What is copied from firebase-tools (``src/gcp/cloudscheduler.ts``
-``jobFromEndpoint``, ``src/deploy/functions/backend.ts`` ``scheduleIdForFunction``):
+``jobFromEndpoint``, ``src/deploy/functions/backend.ts`` ``scheduleIdForFunction``,
+``src/deploy/functions/release/fabricator.ts`` ``upsertScheduleV1``/``upsertScheduleV2``,
+``src/functionsConfig.ts`` ``getAppEngineLocation``, ``src/deploy/functions/validate.ts``
+``functionIdsAreValid``):
 
-- the job ID is ``firebase-schedule-<function>-<region>``, in the function's region;
+- the job ID is ``firebase-schedule-<function>-<region>``; a v2 function's job is in the
+  function's region, a v1 function's in the project's App Engine location (``us-central1``
+  unless the project's App Engine app is elsewhere), whatever the function's region;
 - the time zone is the function's, else ``America/Los_Angeles`` for v1 (``gcfv1``) functions
   and ``UTC`` for v2 (``gcfv2``) ones;
 - the retry config is the function's ``retryCount``, ``maxDoublings`` and its
@@ -21,6 +26,9 @@ Example::
     ...     "schedule": {"schedule": "0 2 * * *", "retryConfig": {"retryCount": 2}}})
     >>> fn.job_id, fn.time_zone_or_default, fn.attempt_deadline_seconds
     ('firebase-schedule-nightly-us-central1', 'UTC', 180)
+
+A function that cannot become a job is refused alone, with a line naming it, the field and the
+value (:func:`scheduled_functions` returns the others and those lines).
 """
 
 from __future__ import annotations
@@ -30,6 +38,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...domain.errors import InvalidArgument
+from ...domain.names import check_location_id, check_project_id
+
+#: Location of v1 functions' jobs when the project's App Engine app is in no other location
+#: (firebase-tools' ``getAppEngineLocation`` default).
+DEFAULT_APP_ENGINE_LOCATION = "us-central1"
 #: Prefix of the IDs of the jobs ``firebase deploy`` makes for scheduled functions.
 JOB_ID_PREFIX = "firebase-schedule-"
 #: Time zone of a v1 scheduled function that sets none (firebase-tools' DEFAULT_TIME_ZONE_V1).
@@ -55,6 +69,46 @@ _RETRY_DURATIONS = {
     "maxRetrySeconds": "maxRetryDuration",
 }
 _VALID_KEYS = re.compile(r"valid functions are:(.*)$", re.DOTALL)
+_GENERATION = re.compile(r"(.+)-([0-9]{1,9})")
+# firebase-tools' rule for v1 function IDs (functionIdsAreValid; its v2 rule is stricter, and
+# the Functions emulator loads both alike): a letter, then up to 62 letters, digits, - and _.
+_FUNCTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
+_PROJECT_LABEL = re.compile(r"/projects/(.*?)/locations/")
+#: Characters of a refused value shown in a message at most.
+_SHOWN = 60
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, cut to a readable length (a 600-character name stays one short line)."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+def app_engine_location(location_id: str) -> str:
+    """The Cloud Scheduler location of an App Engine location ID, as firebase-tools'
+    ``getAppEngineLocation`` reads it: ``us-central`` and ``europe-west`` (App Engine's
+    names, no trailing digit) become ``us-central1`` and ``europe-west1``; a location with its
+    digit is kept.
+
+    :param location_id: ``europe-west``, ``europe-west1``, ``asia-northeast1``...
+    :raises ValueError: naming the value, when it is not a location of that shape.
+    """
+    try:
+        check_location_id(location_id, field="App Engine location")
+    except InvalidArgument as exc:
+        raise ValueError(exc.describe()) from None
+    return location_id if location_id[-1:].isdigit() else location_id + "1"
+
+
+def _whole(value: object) -> int | None:
+    """A JSON number that is a whole number, else ``None`` (``"abc"``, ``1.5``, ``true``)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
 
 
 @dataclass(frozen=True)
@@ -88,26 +142,72 @@ class ScheduledFunction:
     def from_trigger(cls, trigger: Mapping[str, Any]) -> ScheduledFunction:
         """Read one entry of ``/backends``' ``functionTriggers`` that has a ``schedule``.
 
-        :raises ValueError: when the entry has no schedule or lacks ``id``/``name``/``region``.
+        The name must be a Firebase function name (a letter, then up to 62 letters, digits,
+        ``-`` and ``_``) and the region a location such as ``us-central1``; numbers must be
+        whole numbers and texts texts.
+
+        :raises ValueError: ``function <name> (<id>): <field> <value> …``, naming the function,
+            the field and the value, when the entry cannot become a job.
         """
+        name = trigger.get("name")
+        label = f"function {shown(name)} ({shown(trigger.get('id'))})"
+
+        def refuse(field: str, value: object, why: str) -> ValueError:
+            return ValueError(f"{label}: {field} {shown(value)} {why}")
+
+        if not isinstance(name, str) or not _FUNCTION_NAME.fullmatch(name):
+            raise refuse("name", name, "is not a function name (a letter, then up to 62 "
+                         "letters, digits, hyphens and underscores)")  # fmt: skip
+        label = f"function {name}"
+        region = trigger.get("region")
+        try:
+            region = check_location_id(region if isinstance(region, str) else "", field="region")
+        except InvalidArgument:
+            raise refuse("region", region, 'is not a region such as "us-central1"') from None
+        function_id = trigger.get("id")
+        if not isinstance(function_id, str) or not function_id:
+            raise refuse("id", function_id, "is not the Functions emulator's function ID")
+        platform = trigger.get("platform") or "gcfv1"
+        if platform not in ("gcfv1", "gcfv2"):
+            raise refuse("platform", platform, 'is neither "gcfv1" nor "gcfv2"')
         schedule = trigger.get("schedule")
-        if not isinstance(schedule, Mapping) or not schedule.get("schedule"):
-            raise ValueError(f"function {trigger.get('id')!r} has no schedule.")
-        for key in ("id", "name", "region"):
-            if not isinstance(trigger.get(key), str) or not trigger[key]:
-                raise ValueError(f"a scheduled function without {key!r}: {dict(trigger)!r}")
-        retry = schedule.get("retryConfig") or {}
+        text = schedule.get("schedule") if isinstance(schedule, Mapping) else None
+        if not isinstance(text, str) or not text:
+            raise refuse("schedule", text, "is not a schedule")
+        assert isinstance(schedule, Mapping)
+        time_zone = schedule.get("timeZone") or None
+        if time_zone is not None and not isinstance(time_zone, str):
+            raise refuse("timeZone", time_zone, "is not a time zone name")
+        retry_options = schedule.get("retryConfig") or {}
+        if not isinstance(retry_options, Mapping):
+            raise refuse("retryConfig", retry_options, "is not an object")
+        retry: dict[str, int] = {}
+        for option, value in retry_options.items():
+            if value is None:
+                continue
+            if option not in _RETRY_COUNTS and option not in _RETRY_DURATIONS:
+                continue  # an option Cloud Scheduler has no field for
+            number = _whole(value)
+            if number is None:
+                raise refuse(f"retryConfig.{option}", value, "is not a whole number")
+            retry[option] = number
         timeout = trigger.get("timeoutSeconds")
+        timeout_seconds = None if timeout is None else _whole(timeout)
+        if timeout is not None and timeout_seconds is None:
+            raise refuse("timeoutSeconds", timeout, "is not a whole number")
+        account = trigger.get("serviceAccount") or trigger.get("serviceAccountEmail") or None
+        if account is not None and not isinstance(account, str):
+            raise refuse("serviceAccount", account, "is not an email address")
         return cls(
-            id=trigger["id"],
-            name=trigger["name"],
-            region=trigger["region"],
-            platform=str(trigger.get("platform") or "gcfv1"),
-            schedule=str(schedule["schedule"]),
-            time_zone=schedule.get("timeZone") or None,
-            retry={k: int(v) for k, v in retry.items() if v is not None},
-            timeout_seconds=int(timeout) if timeout is not None else None,
-            service_account=trigger.get("serviceAccount") or trigger.get("serviceAccountEmail"),
+            id=function_id,
+            name=name,
+            region=region,
+            platform=platform,
+            schedule=text,
+            time_zone=time_zone,
+            retry=retry,
+            timeout_seconds=timeout_seconds,
+            service_account=account,
         )
 
     @property
@@ -120,9 +220,14 @@ class ScheduledFunction:
         """``firebase-schedule-<name>-<region>``."""
         return f"{JOB_ID_PREFIX}{self.name}-{self.region}"
 
-    def job_name(self, project: str) -> str:
-        """The job's full name, in the function's region."""
-        return f"projects/{project}/locations/{self.region}/jobs/{self.job_id}"
+    def location(self, app_engine: str = DEFAULT_APP_ENGINE_LOCATION) -> str:
+        """The job's location: the function's region for v2, the project's App Engine
+        location (``app_engine``) for v1, as ``firebase deploy`` chooses."""
+        return self.region if self.v2 else app_engine
+
+    def job_name(self, project: str, app_engine: str = DEFAULT_APP_ENGINE_LOCATION) -> str:
+        """The job's full name, in :meth:`location`."""
+        return f"projects/{project}/locations/{self.location(app_engine)}/jobs/{self.job_id}"
 
     def topic(self, project: str) -> str:
         """The topic production's v1 job publishes to (the job ID, in ``project``)."""
@@ -156,16 +261,22 @@ class ScheduledFunction:
         return config
 
     def job_json(
-        self, project: str, trigger_url: str, *, audience: str | None = None
+        self,
+        project: str,
+        trigger_url: str,
+        *,
+        audience: str | None = None,
+        app_engine: str = DEFAULT_APP_ENGINE_LOCATION,
     ) -> dict[str, Any]:
         """The job ``firebase deploy`` creates, as REST JSON.
 
         :param project: the project of the job (and of the topic, the default audience).
         :param trigger_url: where the emulator delivers (v2: the job's ``httpTarget.uri``).
         :param audience: the v2 token's audience; default :meth:`production_uri`.
+        :param app_engine: the project's App Engine location, where v1 jobs go.
         """
         job: dict[str, Any] = {
-            "name": self.job_name(project),
+            "name": self.job_name(project, app_engine),
             "schedule": self.schedule,
             "timeZone": self.time_zone_or_default,
         }
@@ -191,37 +302,93 @@ class ScheduledFunction:
         return job
 
 
-def scheduled_functions(backends: Mapping[str, Any]) -> list[ScheduledFunction]:
-    """The scheduled functions of a ``GET /backends`` answer, one per function ID.
+def triggers(backends: object) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """The function entries of a ``GET /backends`` answer, and a line for each part of it that
+    is not of the known shape (skipped alone).
+
+    :param backends: ``{"backends": [{"functionTriggers": [{...}, ...]}, ...]}``.
+    :raises ValueError: when the answer is not an object with a ``backends`` list.
+    """
+    entries = backends.get("backends") if isinstance(backends, Mapping) else None
+    if not isinstance(entries, list):
+        raise ValueError(
+            "the Functions emulator's GET /backends answer is not of the shape "
+            '{"backends": [...]} (got ' + shown(backends) + ")"
+        )
+    found: list[Mapping[str, Any]] = []
+    odd: list[str] = []
+    for i, backend in enumerate(entries):
+        listed = backend.get("functionTriggers") if isinstance(backend, Mapping) else None
+        if listed is None and isinstance(backend, Mapping):
+            continue
+        if not isinstance(listed, list):
+            odd.append(f"ignored backends[{i}]: not of the shape {{\"functionTriggers\": [...]}}: "
+                       + shown(backend))  # fmt: skip
+            continue
+        for j, trigger in enumerate(listed):
+            if isinstance(trigger, Mapping):
+                found.append(trigger)
+            else:
+                odd.append(
+                    f"ignored backends[{i}].functionTriggers[{j}]: not an object: {shown(trigger)}"
+                )
+    return found, odd
+
+
+def scheduled_functions(backends: object) -> tuple[list[ScheduledFunction], list[str]]:
+    """The scheduled functions of a ``GET /backends`` answer, one per function ID, and a line
+    for each one that cannot become a job (naming the function, the field and the value) or
+    part of the answer of an unknown shape. One bad function never hides the others.
 
     The emulator may list a function twice (after ``PUT /functions/enableBackgroundTriggers``);
     the last entry of an ID wins. Functions without a schedule are left out.
 
     :param backends: ``{"backends": [{"functionTriggers": [...]}, ...]}``.
-    :raises ValueError: for an answer of another shape.
+    :raises ValueError: when the answer is not an object with a ``backends`` list.
     """
-    entries = backends.get("backends")
-    if not isinstance(entries, list):
-        raise ValueError("the Functions emulator's /backends answer has no 'backends' list.")
+    entries, refused = triggers(backends)
     found: dict[str, ScheduledFunction] = {}
-    for backend in entries:
-        for trigger in (backend or {}).get("functionTriggers") or []:
-            if isinstance(trigger, Mapping) and trigger.get("schedule"):
-                fn = ScheduledFunction.from_trigger(trigger)
-                found[fn.id] = fn
-    return list(found.values())
+    for trigger in entries:
+        if not trigger.get("schedule"):
+            continue
+        try:
+            fn = ScheduledFunction.from_trigger(trigger)
+        except ValueError as exc:
+            refused.append(f"no job for {exc}")
+            continue
+        found[fn.id] = fn
+    return list(found.values()), refused
 
 
-def project_of(backends: Mapping[str, Any]) -> str | None:
-    """The emulated project, read from a function's ``EVENTARC_CLOUD_EVENT_SOURCE`` label
-    (``…/projects/<project>/locations/…``); ``None`` when no function has one."""
-    for backend in backends.get("backends") or []:
-        for trigger in (backend or {}).get("functionTriggers") or []:
-            source = str(((trigger or {}).get("labels") or {}).get("EVENTARC_CLOUD_EVENT_SOURCE"))
-            match = re.search(r"/projects/([^/]+)/", source)
-            if match:
-                return match.group(1)
-    return None
+def project_of(backends: object) -> tuple[str | None, list[str]]:
+    """The emulated project, read from the functions' ``EVENTARC_CLOUD_EVENT_SOURCE`` labels
+    (``…/projects/<project>/locations/…``), and a line for each label whose project is not a
+    project ID (``../evil``): such a label is never used.
+
+    :return: the first well-formed project (``None`` when no function has one), the lines.
+    """
+    try:
+        entries, _ = triggers(backends)
+    except ValueError:
+        return None, []
+    found: str | None = None
+    malformed: dict[str, list[str]] = {}  # project -> the functions labelled with it
+    for trigger in entries:
+        labels = trigger.get("labels")
+        source = labels.get("EVENTARC_CLOUD_EVENT_SOURCE") if isinstance(labels, Mapping) else None
+        match = _PROJECT_LABEL.search(source) if isinstance(source, str) else None
+        if match is None:
+            continue
+        try:
+            found = found or check_project_id(match.group(1))
+        except InvalidArgument:
+            malformed.setdefault(match.group(1), []).append(shown(trigger.get("name")))
+    refused = [
+        f"the project {shown(project)} in the EVENTARC_CLOUD_EVENT_SOURCE label of function(s) "
+        f"{', '.join(names[:5])}{' …' if len(names) > 5 else ''} is not a project ID: not used"
+        for project, names in malformed.items()
+    ]
+    return found, refused
 
 
 def valid_trigger_keys(not_found_text: str) -> list[str]:
@@ -236,15 +403,21 @@ def valid_trigger_keys(not_found_text: str) -> list[str]:
     return [key.strip() for key in match.group(1).split(",") if key.strip()]
 
 
-def trigger_key(function_id: str, keys: list[str]) -> str | None:
-    """The key of ``function_id`` among ``keys``: ``<id>-<generation>`` with the highest
-    generation (the emulator counts generations up on each reload), else ``<id>`` itself when
-    listed; ``None`` when the function has no key."""
-    pattern = re.compile(re.escape(function_id) + r"-(\d+)$")
-    generations = [(int(m.group(1)), k) for k in keys if (m := pattern.match(k))]
-    if generations:
-        return max(generations)[1]
-    return function_id if function_id in keys else None
+def trigger_keys(keys: list[str]) -> dict[str, str]:
+    """Each function's key among ``keys``: ``<id>-<generation>`` with the highest generation
+    (the emulator counts generations up on each reload), else ``<id>`` itself when listed.
+
+    :param keys: the keys of :func:`valid_trigger_keys`.
+    :return: function ID -> trigger key (one pass over ``keys``, however many there are).
+    """
+    newest: dict[str, tuple[int, str]] = {}
+    for key in keys:
+        match = _GENERATION.fullmatch(key)
+        if match is not None:
+            generation = int(match.group(2))
+            if generation >= newest.get(match.group(1), (-1, ""))[0]:
+                newest[match.group(1)] = (generation, key)
+    return {key: key for key in keys} | {fid: key for fid, (_, key) in newest.items()}
 
 
 def legacy_event(

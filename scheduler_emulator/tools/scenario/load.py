@@ -538,7 +538,7 @@ def _validate_quantity(name: str, probe_fields: set[str], *, operand: bool = Fal
         return
     if head == "codes" and rest in _RPC_NAMES:
         return
-    if head == "statuses" and rest.isdigit() and 100 <= int(rest) <= 599:
+    if head == "statuses" and len(rest) == 3 and rest.isdigit() and 100 <= int(rest) <= 599:
         return
     if head == "probe" and rest in probe_fields:
         return

@@ -14,6 +14,7 @@ from typing import Any
 from ...core.faults import FaultPlan
 from ...domain.codec import parse_timestamp, show_value
 from ...domain.errors import ApiError, ConfigurationError
+from ...domain.numbers import whole_number
 from ...domain.resources import Job
 from ...runtime import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT
 from ...wire import NaiveDatetimeError, to_instant
@@ -146,7 +147,7 @@ def _duration_seconds(value: Any) -> float | None:
             seconds = float(text)
         except ValueError:
             return None
-        if math.isfinite(seconds) and seconds >= 0:
+        if seconds >= 0:  # infinite for thousands of digits: refused as too long a step
             return seconds
     return None
 
@@ -207,10 +208,12 @@ class Check:
             )
         op = match.group(1) or "=="
         if match.group("number") is not None:
-            number = int(match.group("number"))
+            number = whole_number(match.group("number"))
             return cls(op, number=number, text=f"{op} {number}")
         name = match.group("name")
-        offset = int(match.group("offset") or 0) * (-1 if match.group("sign") == "-" else 1)
+        offset = whole_number(match.group("offset") or "0") * (
+            -1 if match.group("sign") == "-" else 1
+        )
         suffix = f" {'-' if offset < 0 else '+'} {abs(offset)}" if offset else ""
         return cls(op, name=name, offset=offset, text=f"{op} {name}{suffix}")
 

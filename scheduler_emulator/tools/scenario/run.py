@@ -6,13 +6,13 @@ import io
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ...domain.attempts import Attempt
 from ...realtime import real_monotonic
-from ...runtime import AttemptLog, Emulator, ManualClock, Store
+from ...runtime import AttemptLog, Emulator, ManualClock, Store, runs_page
 from .app import Delivery, prepare_delivery, rebase_url
 from .model import PROBE_SELECTOR_RE, Expectation, Scenario, problem
 
@@ -58,6 +58,8 @@ class ScenarioRun:
     :param results: one per expectation, in order.
     :param delivery: how requests reached the target (for the header line).
     :param end: the clock's final instant.
+    :param runs: every run newest first, as ``GET /_emulator/runs`` shows it (its state: how
+        it ended, or when its next attempt is due).
     """
 
     scenario: Scenario
@@ -68,6 +70,7 @@ class ScenarioRun:
     results: list[CheckResult]
     delivery: str
     end: datetime
+    runs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -184,6 +187,9 @@ def run_scenario(
                 emulator.run_job(step.value)
         attempts = emulator.attempts()
         end = clock.now()
+        runs, _ = runs_page(
+            emulator.store, page_size=len(attempts), now=end, config=emulator.job_config
+        )
     finally:
         emulator.close()
     probe_values: dict[str, float | None] = {}
@@ -192,7 +198,15 @@ def run_scenario(
         probe_values, probe_error = _read_probe(scenario, delivery)
     results = evaluate(scenario, attempts, probe_values, probe_error)
     return ScenarioRun(
-        scenario, plan.seed, attempts, probe_values, probe_error, results, delivery.description, end
+        scenario,
+        plan.seed,
+        attempts,
+        probe_values,
+        probe_error,
+        results,
+        delivery.description,
+        end,
+        runs,
     )
 
 

@@ -74,6 +74,16 @@ class TestAttemptRecordsSayWhy:
         assert "timer route 'cleanup' is not the job's name 'nightly'" in attempt.hint
         assert attempt.to_json()["hint"] == attempt.hint
 
+    def test_the_hint_sits_beside_the_services_own_answer(self, clock: ManualClock) -> None:
+        route = TARGET.replace("/nightly", "/cleanup")
+        answer = b"no such timer: cleanup"
+        with Emulator(clock, transport=WsgiTransport(answering(500, answer))) as emulator:
+            emulator.create_job(nightly_job(httpTarget={"uri": route}, retryConfig={}))
+            emulator.advance(timedelta(minutes=1))
+            [attempt] = emulator.attempts()
+        reason = attempt.to_json()["reason"]
+        assert reason.startswith("no such timer: cleanup — emulator's hint: timer route 'cleanup'")
+
     def test_an_empty_500_from_the_jobs_own_timer_route_suggests_a_missing_handler(
         self, clock: ManualClock
     ) -> None:
@@ -272,6 +282,7 @@ class TestDashboardSafety:
             assert page.status_code == 200 and page.mimetype == "text/html"
             assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
             assert b'data-testid="timeline"' in page.data
+            assert b'data-testid="timeline-loading">Loading' in page.data  # before the first draw
         assert client.get("/_emulator/ui/timeline.js").mimetype == "text/javascript"
         assert client.get("/_emulator/ui/secrets.txt").status_code == 404
 
@@ -446,17 +457,36 @@ class TestTerminalViewsInProcess:
         command = views.cmd_skipped if args[0] == "skipped" else views.cmd_attempts
         return command(parsed, out)
 
-    def test_reason_is_cut_only_on_a_terminal(self, served: tuple[Emulator, str]) -> None:
+    def test_reason_wraps_within_120_columns_and_wide_keeps_one_line(
+        self, served: tuple[Emulator, str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         _, port = served
+        monkeypatch.delenv("NO_COLOR", raising=False)
+        monkeypatch.setenv("TERM", "xterm")
         piped, terminal, wide = io.StringIO(), Terminal(), Terminal()
         assert self.run(piped, port, "attempts") == 0
         assert self.run(terminal, port, "attempts") == 0
         assert self.run(wide, port, "attempts", "--wide") == 0
-        full = " ".join(("the ledger is locked by another writer; " * 6).split())
-        assert piped.getvalue().splitlines()[1].endswith(full)
-        assert wide.getvalue() == piped.getvalue()
-        cut = terminal.getvalue().splitlines()[1]
-        assert cut.endswith("…") and full not in cut
+        answer = " ".join(("the ledger is locked by another writer; " * 6).split())
+        full = answer[:159] + "…"  # a reason is at most 160 characters; --json has the answer
+        lines = piped.getvalue().splitlines()
+        assert max(len(line) for line in lines) <= 120 and len(lines) > 2
+        column = lines[0].index("REASON")
+        assert all(line[:column].strip() == "" for line in lines[2:])  # under REASON
+        assert " ".join(line[column:] for line in lines[1:]).split() == full.split()
+        assert "\033[31mUNAVAILABLE" in terminal.getvalue()  # a failure, red on a terminal
+        assert "\033[" not in piped.getvalue()
+        [_, one] = wide.getvalue().splitlines()
+        assert one.endswith(full)
+
+    def test_no_color_turns_the_colours_off(
+        self, served: tuple[Emulator, str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _, port = served
+        monkeypatch.setenv("NO_COLOR", "1")
+        terminal = Terminal()
+        assert self.run(terminal, port, "attempts") == 0
+        assert "\033[" not in terminal.getvalue()
 
     def test_json_prints_one_record_per_line(self, served: tuple[Emulator, str]) -> None:
         _, port = served

@@ -145,7 +145,9 @@ class TestDuplicates:
         assert again.calls == 0
 
     def test_full_resource_name_and_short_name_are_the_same_run(self, guard: RunOnceGuard) -> None:
-        guard.run(scheduler_headers("projects/p/locations/us-central1/jobs/nightly"), Work())
+        guard.run(
+            scheduler_headers("projects/my-project/locations/us-central1/jobs/nightly"), Work()
+        )
 
         assert guard.run(scheduler_headers("nightly"), Work()).ran is False
 
@@ -379,7 +381,7 @@ class TestMissingHeaders:
                 id="blank-schedule-time",
             ),
             pytest.param(
-                scheduler_headers("projects/p/locations/l/jobs/"),
+                scheduler_headers("projects/my-project/locations/l/jobs/"),
                 ("X-CloudScheduler-JobName",),
                 id="resource-name-without-job",
             ),
@@ -420,7 +422,7 @@ class TestKeys:
     def test_the_key_is_the_sha256_of_job_name_and_raw_schedule_time(
         self, guard: RunOnceGuard, store: RunStore
     ) -> None:
-        attempt = guard.claim(scheduler_headers("projects/p/locations/l/jobs/nightly"))
+        attempt = guard.claim(scheduler_headers("projects/my-project/locations/l/jobs/nightly"))
 
         assert attempt.run.key == KEY
         assert store.get(KEY) is not None

@@ -109,7 +109,7 @@ class TestScheduledRun:
         assert plain.key != with_millis.key
 
     def test_headers_may_come_as_pairs(self) -> None:
-        pairs = list(scheduler_headers("projects/p/locations/l/jobs/nightly").items())
+        pairs = list(scheduler_headers("projects/my-project/locations/l/jobs/nightly").items())
 
         assert ScheduledRun.from_headers(pairs) == ScheduledRun("nightly", SCHEDULE_TIME)
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,16 +30,24 @@ from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.runtime._attempt_log import AttemptLog
 from scheduler_emulator.tools.cli import build_parser
 from scheduler_emulator.tools.firebase import FirebaseBridge
-from scheduler_emulator.tools.firebase.command import bridge_from_args, check_hub, start_argv
+from scheduler_emulator.tools.firebase.client import Unreachable
+from scheduler_emulator.tools.firebase.command import (
+    START_CHECK_SECONDS,
+    bridge_from_args,
+    check_hub,
+    start_argv,
+)
 from scheduler_emulator.tools.firebase.functions import (
     ScheduledFunction,
+    app_engine_location,
     legacy_event,
     project_of,
     scheduled_functions,
-    trigger_key,
+    trigger_keys,
     valid_trigger_keys,
 )
-from tests.support import wait_for
+from tests.drip import DripTarget, drip_server
+from tests.support import case_table, wait_for
 
 URL = "http://127.0.0.1:5001/functions/projects/demo-p/triggers/us-central1-fn-0"
 
@@ -85,20 +96,57 @@ def test_a_v2_function_gets_an_http_job_with_a_token_and_a_clamped_deadline() ->
 def test_a_v1_function_gets_productions_pubsub_job_in_los_angeles_by_default() -> None:
     retry = {"retryCount": 3, "minBackoffSeconds": 10, "maxRetrySeconds": 600, "maxDoublings": None}
     fn = ScheduledFunction.from_trigger(
-        trigger(platform="gcfv1", schedule={"schedule": "every 5 minutes", "retryConfig": retry})
+        trigger(
+            id="europe-west1-fn",
+            region="europe-west1",
+            platform="gcfv1",
+            schedule={"schedule": "every 5 minutes", "retryConfig": retry},
+        )
     )
     job = fn.job_json("demo-p", URL, audience="ignored for v1")
+    # In the project's App Engine location (us-central1 by default), not the function's region
     assert job == {
-        "name": "projects/demo-p/locations/us-central1/jobs/firebase-schedule-fn-us-central1",
+        "name": "projects/demo-p/locations/us-central1/jobs/firebase-schedule-fn-europe-west1",
         "schedule": "every 5 minutes",
         "timeZone": "America/Los_Angeles",
         "pubsubTarget": {
-            "topicName": "projects/demo-p/topics/firebase-schedule-fn-us-central1",
+            "topicName": "projects/demo-p/topics/firebase-schedule-fn-europe-west1",
             "attributes": {"scheduled": "true"},
         },
         "retryConfig": {"retryCount": 3, "minBackoffDuration": "10s", "maxRetryDuration": "600s"},
     }
     job_from_json(job)
+    # A project whose App Engine app is elsewhere (firebase-tools reads App Engine's "europe-west"
+    # as europe-west1); a v2 function's job stays in its own region whatever that is.
+    elsewhere = fn.job_json("demo-p", URL, app_engine=app_engine_location("europe-west"))
+    assert elsewhere["name"] == (
+        "projects/demo-p/locations/europe-west1/jobs/firebase-schedule-fn-europe-west1"
+    )
+    v2 = ScheduledFunction.from_trigger(trigger(id="asia-east1-fn", region="asia-east1"))
+    assert v2.job_name("demo-p", "europe-west1") == (
+        "projects/demo-p/locations/asia-east1/jobs/firebase-schedule-fn-asia-east1"
+    )
+
+
+def test_the_app_engine_location_is_a_flag_of_firebase_and_start() -> None:
+    argv = start_argv(["firebase", "--app-engine-location", "europe-west", "--functions", "f:1"])
+    assert argv == ["start", "--firebase-app-engine-location", "europe-west",
+                    "--firebase-functions", "f:1"]  # fmt: skip
+    args = build_parser().parse_args(argv)
+    assert args.firebase_app_engine_location == "europe-west1"
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)))
+    bridge = bridge_from_args(args, emulator, io.StringIO())
+    assert bridge is not None and bridge.app_engine == "europe-west1"
+    bridge.close()
+    done = subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", "firebase", "--app-engine-location",
+         "Europe/West", "--in-memory"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--firebase-app-engine-location" in done.stderr and "Europe/West" in done.stderr
+    with pytest.raises(ConfigurationError, match="is for the Firebase bridge"):
+        check_hub(build_parser().parse_args(["start", "--firebase-app-engine-location", "x1"]))
 
 
 def test_backends_duplicates_collapse_by_id_and_unscheduled_functions_are_left_out() -> None:
@@ -113,9 +161,9 @@ def test_backends_duplicates_collapse_by_id_and_unscheduled_functions_are_left_o
             }
         ]
     }
-    [fn] = scheduled_functions(answer)
-    assert (fn.schedule, fn.time_zone) == ("0 2 * * *", "Europe/Berlin")
-    assert project_of(answer) == "demo-p"
+    [fn], skipped = scheduled_functions(answer)
+    assert (fn.schedule, fn.time_zone, skipped) == ("0 2 * * *", "Europe/Berlin", [])
+    assert project_of(answer) == ("demo-p", [])
 
 
 def test_trigger_keys_come_from_the_404_and_the_newest_generation_wins() -> None:
@@ -125,15 +173,16 @@ def test_trigger_keys_come_from_the_404_and_the_newest_generation_wins() -> None
     )
     keys = valid_trigger_keys(text)
     assert keys == ["us-central1-fn-0", "us-central1-fn-2", "us-central1-fnx-3", "us-central1-web"]
-    assert trigger_key("us-central1-fn", keys) == "us-central1-fn-2"
-    assert trigger_key("us-central1-web", keys) == "us-central1-web"
-    assert trigger_key("us-central1-gone", keys) is None
+    by_function = trigger_keys(keys)
+    assert by_function["us-central1-fn"] == "us-central1-fn-2"
+    assert by_function["us-central1-web"] == "us-central1-web"
+    assert "us-central1-gone" not in by_function
     assert valid_trigger_keys("Not Found") == []
 
 
 def test_the_legacy_event_has_the_schedule_time_and_productions_topic() -> None:
     event = legacy_event(
-        "projects/p/topics/firebase-schedule-fn-us-central1",
+        "projects/my-project/topics/firebase-schedule-fn-us-central1",
         {"scheduled": "true"},
         "",
         "2026-01-05T08:00:00Z",
@@ -146,7 +195,7 @@ def test_the_legacy_event_has_the_schedule_time_and_productions_topic() -> None:
             "eventType": "google.pubsub.topic.publish",
             "resource": {
                 "service": "pubsub.googleapis.com",
-                "name": "projects/p/topics/firebase-schedule-fn-us-central1",
+                "name": "projects/my-project/topics/firebase-schedule-fn-us-central1",
             },
         },
         "data": {
@@ -190,6 +239,7 @@ class FakeSuite:
 
     def __init__(self, *, hub_for: str | None = None, triggers: list[dict[str, Any]]) -> None:
         self.triggers = triggers
+        self.body: str | None = None  # what /backends answers instead of the triggers
         self.hub_for = hub_for  # a hub: the Functions emulator's address it reports
         self.received: list[dict[str, Any]] = []
         suite = self
@@ -211,14 +261,15 @@ class FakeSuite:
                     self._answer(200, {"functions": {"name": "functions", "host": host,
                                                      "port": int(port)}})  # fmt: skip
                 elif suite.hub_for is None and self.path == "/backends":
-                    self._answer(200, {"backends": [{"functionTriggers": suite.triggers}]})
+                    listed = {"backends": [{"functionTriggers": suite.triggers}]}
+                    self._answer(200, listed if suite.body is None else suite.body)
                 else:
                     self._answer(404, "Not Found")
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 key = self.path.rsplit("/", 1)[-1]
-                keys = [f"{t['id']}-0" for t in suite.triggers]
+                keys = [f"{t['id']}-0" for t in suite.triggers if isinstance(t, dict)]
                 if suite.hub_for is None and key in keys:
                     suite.received.append({"path": self.path, "body": json.loads(body)})
                     self._answer(200, "ok")
@@ -370,3 +421,224 @@ def test_v1_attempts_log_their_topic_and_forced_runs_carry_the_next_schedule_tim
     stamps = [r["body"]["context"]["timestamp"] for r in functions_emulator.received]
     assert stamps == ["2026-01-05T09:00:00Z", "2026-01-06T09:00:00Z"]
     assert [a.forced for a in emulator.attempts(job)] == [False, True]
+
+
+# ------------------------------------------------------------ each function alone
+
+
+def good_triggers(project: str = "demo-shop") -> list[dict[str, Any]]:
+    """Three functions that each make a job: v1, v2, and v2 in europe-west1."""
+    label = {
+        "EVENTARC_CLOUD_EVENT_SOURCE": f"cloudfunctions-emulated.googleapis.com/projects/{project}"
+        "/locations/us-central1/functions/x"
+    }
+    return [
+        v1_trigger(project),
+        trigger(id="us-central1-report", name="report", labels=label),
+        trigger(id="europe-west1-digest", name="digest", region="europe-west1", labels=label),
+    ]
+
+
+def with_value(entry: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+    """``entry`` with ``value`` at the dotted path ``field``."""
+    entry = json.loads(json.dumps(entry))
+    *parents, last = field.split(".")
+    node = entry
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
+    return entry
+
+
+@case_table(
+    __file__,
+    "bad_function",
+    pytest.param("name", "x" * 600, "name", id="name-600-characters"),
+)
+def test_one_bad_function_is_skipped_alone_with_one_line_naming_it(
+    field: str, value: str, field_named: str
+) -> None:
+    bad = with_value(trigger(id="us-central1-bad", name="bad"), field, value)
+    suite = FakeSuite(triggers=[*good_triggers(), bad])
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
+    out = io.StringIO()
+    bridge = FirebaseBridge(emulator, functions=suite.address, say=out)
+    try:
+        result = bridge.sync()
+        again = bridge.sync()
+    finally:
+        bridge.close()
+        suite.close()
+    assert sorted(j.name.rsplit("/", 1)[-1] for j in emulator.list_jobs()) == [
+        "firebase-schedule-cleanup-us-central1",
+        "firebase-schedule-digest-europe-west1",
+        "firebase-schedule-report-us-central1",
+    ]
+    [line] = result.skipped
+    [said] = [m for m in out.getvalue().splitlines() if "no job" in m]  # said once, not per look
+    assert said == f"firebase: {line}"
+    assert line.startswith("no job for function ")
+    assert field_named in line
+    assert repr(value)[:40] in line if field == "name" else value in line
+    assert ("bad" in line) if field != "name" else True
+    assert len(line) < 400 and "Traceback" not in line
+    assert again.skipped == [line] and again.created == []
+
+
+def test_a_malformed_project_label_is_refused_and_never_adopted() -> None:
+    suite = FakeSuite(triggers=good_triggers(project="../evil"))
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
+    out = io.StringIO()
+    bridge = FirebaseBridge(emulator, functions=suite.address, adopt_project=True, say=out)
+    try:
+        result = bridge.sync()
+        assert emulator.project == "demo-shop"
+        assert len(result.created) == 3
+        assert all(j.name.startswith("projects/demo-shop/locations/") for j in emulator.list_jobs())
+        assert any("'../evil'" in m and "not a project ID" in m for m in bridge.messages)
+        # Fixed: the well-formed project is adopted, the jobs move there, none stays behind.
+        suite.triggers = good_triggers(project="demo-fixed")
+        bridge.sync()
+        assert emulator.project == "demo-fixed"
+        assert {j.name.split("/")[1] for j in emulator.list_jobs()} == {"demo-fixed"}
+    finally:
+        bridge.close()
+        suite.close()
+    assert "Traceback" not in out.getvalue()
+
+
+@case_table(__file__, "backends_shape")
+def test_a_backends_answer_of_another_shape_gets_a_message_in_our_words(
+    body: str, message: str
+) -> None:
+    suite = FakeSuite(triggers=good_triggers())
+    suite.body = body
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
+    bridge = FirebaseBridge(emulator, functions=suite.address, poll_interval=0.05)
+    try:
+        with pytest.raises(Unreachable) as caught:
+            bridge.sync()
+        assert message in str(caught.value)
+        bridge.start()  # the thread says it once, in our words
+        wait_for(lambda: any(message in m for m in bridge.messages), 10, "the message")
+    finally:
+        bridge.close()
+        suite.close()
+    for text in [str(caught.value), *bridge.messages]:
+        assert "AttributeError" not in text and "has no attribute" not in text
+    # Beside good functions, an odd entry is skipped alone.
+    good = json.dumps(good_triggers())[1:-1]
+    suite = FakeSuite(triggers=good_triggers())
+    suite.body = f'{{"backends": [{{"functionTriggers": [7, {good}]}}, "x"]}}'
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
+    try:
+        with FirebaseBridge(emulator, functions=suite.address) as bridge:
+            assert len(bridge.sync().created) == 3
+        assert any("functionTriggers[0]: not an object" in m for m in bridge.messages)
+        assert any("ignored backends[1]" in m for m in bridge.messages)
+    finally:
+        suite.close()
+
+
+def test_an_unchanged_answer_is_not_worked_on_again() -> None:
+    suite = FakeSuite(triggers=good_triggers())
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
+    upserts: list[str] = []
+    upsert = emulator.upsert_job
+
+    def counted(job: Any) -> Any:
+        upserts.append(job.name)
+        return upsert(job)
+
+    emulator.upsert_job = counted  # type: ignore[method-assign]
+    try:
+        with FirebaseBridge(emulator, functions=suite.address) as bridge:
+            first = bridge.sync()
+            assert (len(first.created), first.unchanged, len(upserts)) == (3, False, 3)
+            assert bridge.sync().unchanged and len(upserts) == 3
+            # A job deleted through the API comes back at the next look, as before.
+            emulator.delete_job(first.created[0])
+            assert not bridge.sync().unchanged and len(upserts) == 4
+            # A changed function is worked on again.
+            suite.triggers[1]["schedule"] = {"schedule": "0 10 * * *"}
+            changed = bridge.sync()
+            assert changed.updated == [first.created[1]] and len(upserts) == 5
+    finally:
+        suite.close()
+
+
+# ------------------------------------------------------------ --functions at the wrong thing
+
+
+def _daemon_listens(functions: str) -> tuple[float, list[str]]:
+    """Start ``firebase --functions FUNCTIONS``; return the seconds until it listened and its
+    output once it has said that it is waiting (then it is stopped)."""
+    lines: list[str] = []
+    began = time.monotonic()
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "scheduler_emulator", "firebase", "--functions", functions,
+         "--in-memory", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert daemon.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(daemon.stdout or []), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any("listening on" in line for line in lines), 30, "listening")
+        listened = time.monotonic() - began
+        wait_for(lambda: any("waiting for the Functions" in line for line in lines), 30, "why")
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=30)
+        reader.join(timeout=10)
+        daemon.stdout.close()
+    assert daemon.returncode == 0, lines
+    return listened, lines
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        pytest.param(
+            DripTarget(mode="drip_headers", interval=2.0), "no complete answer within 5 s",
+            id="one-byte-every-2-s",
+        ),
+        pytest.param(DripTarget(mode="raw", raw=b"HELLO\r\n"), "failed", id="not-http"),
+        pytest.param(
+            DripTarget(mode="raw", raw=b"HTTP/1.1 200 OK\r\n"
+                       b"Content-Length: 99999999999999999999999\r\n\r\n{"),
+            "/backends", id="huge-content-length",
+        ),
+    ],
+)  # fmt: skip
+def test_the_daemon_listens_at_once_whatever_answers_at_functions(
+    target: DripTarget, problem: str
+) -> None:
+    with drip_server(target) as url:
+        address = url.removeprefix("http://")
+        # What stands between starting and listening is bounded: START_CHECK_SECONDS in all.
+        began = time.monotonic()
+        check_hub(start_args("--functions", address))
+        checked = time.monotonic() - began
+        assert checked < START_CHECK_SECONDS + 1.5, checked  # 1.5 s: imports on a busy machine
+        listened, lines = _daemon_listens(address)
+    print(
+        f"checked in {checked:.2f} s; the daemon listened after {listened:.2f} s "
+        f"(load {os.getloadavg()[0]:.1f})"
+    )
+    [waiting] = [line for line in lines if "waiting for the Functions" in line]
+    assert problem in waiting and len(waiting) < 400, waiting
+    assert not any("Traceback" in line or "Error(" in line for line in lines), lines
+
+
+def test_an_answer_over_the_size_cap_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scheduler_emulator.tools.firebase import client
+
+    monkeypatch.setattr(client, "MAX_ANSWER_BYTES", 1 << 20)
+    refused = pytest.raises(Unreachable, match=r"/backends answered more than 1 MB, the most read")
+    with drip_server(DripTarget(mode="big_body", body_bytes=3 << 20)) as url, refused:
+        client.backends(url.removeprefix("http://"), 10)

@@ -49,6 +49,10 @@ PROJECT = "demo-scheduler"
 V1 = f"projects/{PROJECT}/locations/us-central1/jobs/firebase-schedule-v1sched-us-central1"
 V2 = f"projects/{PROJECT}/locations/us-central1/jobs/firebase-schedule-v2sched-us-central1"
 ADDED = f"projects/{PROJECT}/locations/us-central1/jobs/firebase-schedule-added-us-central1"
+# europe-west1 functions: the v1 one's job in the App Engine location (us-central1 by default),
+# the v2 one's in its region, as firebase deploy makes them.
+V1_EU = f"projects/{PROJECT}/locations/us-central1/jobs/firebase-schedule-v1eu-europe-west1"
+V2_EU = f"projects/{PROJECT}/locations/europe-west1/jobs/firebase-schedule-v2eu-europe-west1"
 #: Environment of firebase-tools: no update check, no analytics, no metadata-server lookup.
 QUIET = {
     "FIREBASE_CLI_DISABLE_UPDATE_CHECK": "true",
@@ -103,7 +107,7 @@ class FunctionsEmulator:
     command: list[str]
     env: dict[str, str]
 
-    expected: frozenset[str] = frozenset({"v1sched", "v2sched"})
+    expected: frozenset[str] = frozenset({"v1sched", "v2sched", "v1eu", "v2eu"})
 
     def start(self) -> None:
         """Start the Functions emulator; return once it lists the scheduled functions."""
@@ -235,6 +239,45 @@ def test_the_bridge_started_first_waits_then_creates_both_jobs(
     assert emulator_suite.functions in lines[waiting]
 
 
+def test_a_v1_functions_job_is_in_the_app_engine_location_and_a_v2_ones_in_its_region(
+    emulator_suite: FunctionsEmulator,
+) -> None:
+    """As firebase deploy makes them: the daemon (no --firebase-app-engine-location) puts the
+    europe-west1 v1 function's job under locations/us-central1 and the v2 one's under
+    locations/europe-west1; each is delivered to its function. A project whose App Engine app
+    is in europe-west (the bridge's app_engine_location) gets the v1 job there."""
+    base = emulator_suite.cli_url
+
+    def job(name: str) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"{base}/v1/{name}", timeout=10) as answer:
+                return dict(json.loads(answer.read()))
+        except urllib.error.HTTPError:
+            return None
+
+    assert wait_for(lambda: job(V1_EU) and job(V2_EU), 60), emulator_suite.cli_lines
+    assert job(V1_EU.replace("/us-central1/", "/europe-west1/")) is None
+    assert "pubsubTarget" in (job(V1_EU) or {}) and "httpTarget" in (job(V2_EU) or {})
+
+    ran = {fn: len(emulator_suite.runs(fn)) for fn in ("v1eu", "v2eu")}
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project=PROJECT)
+    bridge = FirebaseBridge(
+        emulator, functions=emulator_suite.functions, app_engine_location="europe-west"
+    )
+    try:
+        created = bridge.sync().created
+        moved = V1_EU.replace("/us-central1/", "/europe-west1/")
+        assert moved in created and V2_EU in created and V1_EU not in created
+        emulator.run_job(moved)
+        emulator.run_job(V2_EU)
+        assert [a.code for a in emulator.attempts(moved) + emulator.attempts(V2_EU)] == ["OK"] * 2
+    finally:
+        bridge.close()
+        emulator.close()
+    assert wait_for(lambda: len(emulator_suite.runs("v1eu")) == ran["v1eu"] + 1, 10)
+    assert len(emulator_suite.runs("v2eu")) == ran["v2eu"] + 1
+
+
 def test_one_virtual_week_fires_each_function_exactly_on_its_schedule(
     emulator_suite: FunctionsEmulator,
 ) -> None:
@@ -246,7 +289,7 @@ def test_one_virtual_week_fires_each_function_exactly_on_its_schedule(
     bridge = FirebaseBridge(emulator, functions=emulator_suite.functions, project=PROJECT)
     try:
         result = bridge.sync()
-        assert sorted(result.created) == [V1, V2]
+        assert sorted(result.created) == sorted([V1, V2, V1_EU, V2_EU])
         v1, v2 = emulator.get_job(V1), emulator.get_job(V2)
         assert (v1.schedule, v1.time_zone, v1.attempt_deadline) == (
             "every 5 minutes", "Europe/Berlin", None,
@@ -351,7 +394,7 @@ def test_disabled_triggers_are_recorded_and_a_new_generation_is_followed(
         keys = valid_trigger_keys(not_found_text(emulator_suite.functions, PROJECT))
         newest = max(k for k in keys if k.startswith("us-central1-v2sched-"))
         result = bridge.sync()
-        assert result.functions == 2  # the duplicates /backends now shows are one function each
+        assert result.functions == 4  # the duplicates /backends now shows are one function each
         assert result.updated, result
         v2 = emulator.get_job(V2)
         assert v2.http_target is not None and v2.http_target.uri.endswith("/" + newest)

@@ -362,6 +362,16 @@ class TestValidation:
             'or a number with a unit such as "7d", "3600s", "90m", "1h30m")\n'
         )
 
+    def test_a_5000_digit_attempt_deadline_exits_2_naming_the_field(self, tmp_path: Path) -> None:
+        deadline = "9" * 5000 + "s"
+        path = write(
+            tmp_path,
+            HOURLY.replace("retryConfig: {retryCount: 2}", f'attemptDeadline: "{deadline}"'),
+        )
+        code, out, err = replay(str(path))
+        assert (code, out) == (2, "")
+        assert "jobs[0] (hourly): attemptDeadline must be at most 315576000000 seconds" in err
+
     def test_an_app_that_cannot_be_imported_is_a_configuration_error(self, tmp_path: Path) -> None:
         path = write(tmp_path, HOURLY.replace("counter_app.py:make()", "no_such_module:app"))
         code, _, err = replay(str(path))
@@ -438,7 +448,7 @@ class TestReplay:
         assert code == 0
         rows = timeline_of(out).splitlines()[1:]
         assert [row.split()[3:7] for row in rows] == [
-            ["1", "500", "INTERNAL", "URL_UNREACHABLE-UNREACHABLE_5xx"],
+            ["1", "500", "INTERNAL", "URL_UNREACHABLE-UNREACHABLE_5xx."],  # no body: the debug text
             ["2", "409", "ABORTED", "409:"],
             ["3", "200", "OK"],
         ]
@@ -592,6 +602,6 @@ class TestOrdersDuplicates:
         )
         for row in (table[2], table[5]):
             assert "200  OK                 duplicate: the target already answered 200" in row
-        assert "the target answered 200 but the response was lost" in table[1]
+        assert "injected lost ack: the target answered 200, the answer was dropped" in table[1]
         assert "its late answer: 200" in table[3]
         assert out.endswith("\nAll 8 expectations hold.\n")

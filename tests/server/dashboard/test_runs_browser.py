@@ -1,0 +1,261 @@
+"""Runs in view, in headless Chromium: a job with ``retryCount: 3`` that fails twice then
+succeeds and one that always fails, on a manual clock; the run view, the pending retry on the
+timeline and in the Jobs tab, the failed-run counts, the panel closed by Esc and ✕ (in the
+dashboard and in a replay report), the zone toggle, "Move to" with a plain date-time, a decoded
+OIDC token and "Run as if scheduled at…".
+
+The expected instants are worked out here from the jobs' retry config (waits of 60 s, doubling
+after each failure), not read from the emulator. Screenshots are saved under the test's tmp dir
+(``pytest --basetemp=DIR`` keeps them where you want them).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from tests.browser import all_by_css, available, by_testid, chromium, wait_for
+from tests.dashboard_scene import PARENT, RETRY, RUNS_START, drawn_at, runs_daemon, timeline_ready
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(not available(), reason="needs chromium, chromium-driver and selenium"),
+]
+ROOT = Path(__file__).resolve().parents[3]
+MIDNIGHT = datetime.fromisoformat(RUNS_START) + timedelta(minutes=1)  # both jobs' run
+MIN_BACKOFF = int(RETRY["minBackoffDuration"].rstrip("s"))  # type: ignore[union-attr]
+
+
+def wait_after(failures: int) -> timedelta:
+    """The wait before the next attempt after a run's ``failures``-th failure (from the
+    retry config: the minimum, doubling)."""
+    return timedelta(seconds=MIN_BACKOFF * 2 ** (failures - 1))
+
+
+def text(instant: datetime, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    return instant.strftime(fmt)
+
+
+def move_from_page(driver: Any, when: str) -> None:
+    """Type ``when`` into "Move to" and press it; wait until the timeline is drawn there."""
+    field = by_testid(driver, "clock-moveto-input")
+    field.clear()
+    field.send_keys(when)
+    by_testid(driver, "clock-moveto").click()
+
+
+def click_run_bar(driver: Any, bar: Any) -> None:
+    """Click a run's bar just above its attempts' segments (which open an attempt)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(driver).move_to_element_with_offset(bar, 0, -11).click().perform()
+
+
+def open_run(driver: Any, job: str) -> None:
+    [bar] = all_by_css(driver, f'[data-testid="lane-{job}"] [data-testid^="runbar-"]')
+    click_run_bar(driver, bar)
+    wait_for(driver, lambda d: f"{job} · run" in by_testid(d, "details-title").text)
+
+
+def panel_hidden(driver: Any) -> bool:
+    return not by_testid(driver, "attempt-details").is_displayed()
+
+
+def press_escape(driver: Any) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    ActionChains(driver).send_keys(Keys.ESCAPE).perform()
+
+
+def clickable(driver: Any, element: Any) -> bool:
+    """Whether a click at the element's centre lands on it (nothing covers it)."""
+    return bool(
+        driver.execute_script(
+            "var r = arguments[0].getBoundingClientRect();"
+            "return document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2)"
+            " === arguments[0];",
+            element,
+        )
+    )
+
+
+def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path) -> None:
+    second_failure = MIDNIGHT + wait_after(1)  # attempt 2 of both jobs, failed
+    next_attempt = second_failure + wait_after(2)
+    fourth = next_attempt + wait_after(3)  # the always-failing job's last attempt
+    with runs_daemon() as (daemon, _), chromium() as driver:
+        driver.get(daemon.url + "/")
+        wait_for(driver, timeline_ready)
+        move_from_page(driver, text(second_failure, "%Y-%m-%d %H:%M"))  # a plain UTC date-time
+        wait_for(driver, lambda d: drawn_at(d) == text(second_failure, "%Y-%m-%dT%H:%M:%SZ"))
+
+        marker = '[data-testid="lane-flaky"] [data-testid="pending-marker"]'
+        wait_for(driver, lambda d: all_by_css(d, marker))
+        [pending] = all_by_css(driver, marker)
+        assert pending.get_attribute("data-time") == text(next_attempt, "%Y-%m-%dT%H:%M:%SZ")
+        driver.save_screenshot(str(tmp_path / "pending-retry.png"))
+
+        open_run(driver, "flaky")  # clicking the run's bar opens the run view
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="run-attempt-2"]'))
+        state = by_testid(driver, "run-state").text
+        assert state == f"next attempt at {text(next_attempt)} UTC"
+        assert (
+            f"attempt 3 of 4 at {text(next_attempt)} Etc/UTC"
+            in by_testid(driver, "run-next-attempt").text
+        )
+        assert by_testid(driver, "run-attempt-pending").is_displayed()
+        close = by_testid(driver, "attempt-details-close")
+        assert clickable(driver, close)
+        driver.save_screenshot(str(tmp_path / "run-view-retrying.png"))
+        press_escape(driver)
+        wait_for(driver, panel_hidden)
+
+        by_testid(driver, "tab-jobs").click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-pending-flaky"]'))
+        retry = by_testid(driver, "job-pending-flaky").text
+        assert retry == f"retry: attempt 3 of 4 at {text(next_attempt, '%H:%M:%S')}"
+        driver.save_screenshot(str(tmp_path / "jobs-pending-retry.png"))
+
+        by_testid(driver, "tab-timeline").click()
+        wait_for(driver, timeline_ready)
+        move_from_page(driver, text(fourth, "%Y-%m-%dT%H:%M:%SZ"))
+        wait_for(driver, lambda d: drawn_at(d) == text(fourth, "%Y-%m-%dT%H:%M:%SZ"))
+        open_run(driver, "doomed")
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="run-attempt-4"]'))
+        assert by_testid(driver, "run-state").text == "gave up (retry count)"
+        assert not all_by_css(driver, '[data-testid="run-attempt-pending"]')
+        driver.save_screenshot(str(tmp_path / "run-view-gave-up.png"))
+        by_testid(driver, "attempt-details-close").click()
+        wait_for(driver, panel_hidden)
+
+        doomed = by_testid(driver, "failed-count-doomed")
+        flaky = by_testid(driver, "failed-count-flaky")
+        assert (doomed.get_attribute("data-failed"), doomed.get_attribute("data-gave-up")) == (
+            "1",
+            "1",
+        )
+        assert (flaky.get_attribute("data-failed"), flaky.get_attribute("data-gave-up")) == (
+            "1",
+            "0",
+        )
+        assert doomed.text == "1 failed" and not all_by_css(
+            driver, '[data-testid="failed-count-acked"]'
+        )
+        from selenium.webdriver.support.ui import Select
+
+        Select(by_testid(driver, "timeline-filter-runs")).select_by_visible_text("gave up")
+        wait_for(
+            driver,
+            lambda d: not all_by_css(d, '[data-testid="lane-flaky"] [data-testid^="runbar-"]'),
+        )
+        assert len(all_by_css(driver, '[data-testid="lane-doomed"] [data-testid^="runbar-"]')) == 1
+        driver.save_screenshot(str(tmp_path / "filter-gave-up.png"))
+
+
+def test_zones_move_to_a_decoded_token_and_run_as_of(tmp_path: Path) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    with runs_daemon() as (daemon, target), chromium() as driver:
+        job = {
+            "name": f"{PARENT}/jobs/secured",
+            "schedule": "0 0 * * *",
+            "httpTarget": {
+                "uri": f"http://127.0.0.1:{target_port(target, daemon)}/secured",
+                "oidcToken": {
+                    "serviceAccountEmail": "runner@my-project.iam.gserviceaccount.com",
+                    "audience": "https://orders.example.com",
+                },
+            },
+        }
+        requests.post(f"{daemon.url}/v1/{PARENT}/jobs", json=job, timeout=30).raise_for_status()
+        driver.get(daemon.url + "/#jobs")
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-times-berlin"]'))
+        assert by_testid(driver, "job-times-berlin").text.splitlines()[0] == "2026-09-25 00:00:00"
+        Select(by_testid(driver, "time-zone")).select_by_value("job")
+        wait_for(driver, lambda d: "Europe/Berlin" in by_testid(d, "job-times-berlin").text)
+        times = by_testid(driver, "job-times-berlin").text.splitlines()
+        assert times[0] == "2026-09-25 02:00:00" and times[1] == "2026-09-26 02:00:00"
+        driver.save_screenshot(str(tmp_path / "jobs-in-their-zones.png"))
+        driver.refresh()  # the choice is remembered
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-times-berlin"]'))
+        assert (
+            Select(by_testid(driver, "time-zone")).first_selected_option.get_attribute("value")
+            == "job"
+        )
+        assert "Europe/Berlin" in by_testid(driver, "job-times-berlin").text
+        Select(by_testid(driver, "time-zone")).select_by_value("utc")
+        wait_for(driver, lambda d: "Europe/Berlin" not in by_testid(d, "job-times-berlin").text)
+
+        by_testid(driver, "job-run-as-of-berlin").click()
+        field = wait_for(driver, lambda d: by_testid(d, "job-run-as-of-input-berlin"))
+        field.send_keys("2026-03-29T01:30:00+01:00")
+        before = len(target.requests)
+        by_testid(driver, "job-run-as-of-send-berlin").click()
+        [received] = target.wait_for(before + 1)[before:]
+        assert received.path == "/berlin"
+        assert received.headers["X-Cloudscheduler-Scheduletime"] == "2026-03-29T01:30:00+01:00"
+        wait_for(driver, lambda d: "as if scheduled at" in by_testid(d, "status").text)
+
+        by_testid(driver, "tab-timeline").click()
+        wait_for(driver, timeline_ready)
+        move_from_page(driver, "2026-09-25 03:00")
+        wait_for(driver, lambda d: drawn_at(d) == "2026-09-25T03:00:00Z")
+        assert by_testid(driver, "clock-now").text == "2026-09-25 03:00:00 UTC"
+        [attempt] = all_by_css(driver, '[data-testid="lane-secured"] .tl-attempt')
+        attempt.click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="detail-token"]'))
+        aud = by_testid(driver, "token-claims-aud").text
+        exp = by_testid(driver, "token-claims-exp").text
+        assert aud == "claims.aud https://orders.example.com"
+        assert exp.startswith("claims.exp ") and "2026-09-25 01:00:00 UTC" in exp  # an hour
+        assert by_testid(driver, "token-header-alg").text == "header.alg RS256"
+        driver.execute_script("arguments[0].scrollIntoView()", by_testid(driver, "detail-token"))
+        driver.save_screenshot(str(tmp_path / "decoded-token.png"))
+        by_testid(driver, "attempt-details-close").click()
+        wait_for(driver, panel_hidden)
+
+
+def target_port(target: object, daemon: object) -> str:
+    """The recording target's port, from the jobs the scene created."""
+    job = requests.get(f"{daemon.url}/v1/{PARENT}/jobs/berlin", timeout=30).json()  # type: ignore[attr-defined]
+    return str(job["httpTarget"]["uri"].split(":")[2].split("/")[0])
+
+
+def test_the_replay_reports_panel_closes_with_escape_and_its_close_button(tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    scenario = ROOT / "examples" / "orders" / "scenarios" / "duplicates.yaml"
+    subprocess.run(
+        [sys.executable, "-m", "scheduler_emulator", "replay", str(scenario), "--report",
+         str(report)],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    with chromium(1280, 720) as driver:
+        driver.get(report.as_uri())
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-nightly"]'))
+        driver.execute_script("window.scrollTo(0, 400)")  # the header stays fixed over the page
+        bars = all_by_css(driver, '[data-testid="lane-nightly"] [data-testid^="runbar-"]')
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", bars[0])
+        click_run_bar(driver, bars[0])
+        wait_for(driver, lambda d: "nightly · run" in by_testid(d, "details-title").text)
+        assert all_by_css(driver, '[data-testid="run-attempt-1"]')
+        assert by_testid(driver, "run-state").text == "succeeded"
+        close = by_testid(driver, "attempt-details-close")
+        assert clickable(driver, close)  # not under the page's header
+        driver.save_screenshot(str(tmp_path / "report-run-view.png"))
+        close.click()
+        wait_for(driver, panel_hidden)
+        attempt = all_by_css(driver, '[data-testid="lane-nightly"] .tl-attempt')[0]
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", attempt)
+        attempt.click()
+        wait_for(driver, lambda d: "attempt" in by_testid(d, "details-title").text)
+        assert clickable(driver, by_testid(driver, "attempt-details-close"))
+        press_escape(driver)
+        wait_for(driver, panel_hidden)

@@ -1,0 +1,123 @@
+"""``scheduler-emulator runs`` and ``run``, and the reason every surface gives, against a daemon on
+a manual clock: a job that fails twice then succeeds, one that always fails (both
+``retryCount: 3``, waits of 60 s doubling), one whose answer a ``lost_ack`` fault drops."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import pytest
+
+from tests.daemon import Daemon
+from tests.dashboard_scene import RUNS_START, runs_daemon
+from tests.support import RecordingTarget, run_cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+LOST_ACK = "injected lost ack: the target answered 200, the answer was dropped"
+MIDNIGHT = datetime.fromisoformat(RUNS_START) + timedelta(minutes=1)
+
+
+def waits(count: int) -> list[timedelta]:
+    """The retry config's waits, worked out here: 60 s, doubling."""
+    return [timedelta(seconds=60 * 2**k) for k in range(count)]
+
+
+@pytest.fixture(scope="module")
+def scene() -> Iterator[tuple[Daemon, RecordingTarget]]:
+    with runs_daemon("--log-format", "text") as (daemon, target):
+        lost = {"action": "lost_ack", "job": "acked", "attempt": 1}
+        daemon.post("/_emulator/faults", lost).raise_for_status()
+        after_second_failure = MIDNIGHT + sum(waits(1), timedelta())
+        daemon.post("/_emulator/clock:moveTo", {"time": after_second_failure.isoformat()})
+        yield daemon, target
+
+
+def cli(daemon: Daemon, *args: str) -> list[str]:
+    code, out, err = run_cli(*args, "--port", daemon.url.rsplit(":", 1)[1])
+    assert code == 0, err
+    return out.splitlines()
+
+
+def test_a_run_still_going_says_when_its_next_attempt_is_due(scene: tuple[Daemon, object]) -> None:
+    daemon, _ = scene
+    header, *rows = cli(daemon, "runs", "--in-progress")
+    assert header.split()[:5] == ["SCHEDULED", "JOB", "RUN", "TRIES", "STATE"]
+    flaky = next(row for row in rows if "  flaky  " in row)
+    due = MIDNIGHT + sum(waits(2), timedelta())  # after the first and the second failure
+    assert "2/4" in flaky and "retrying" in flaky and due.strftime("%Y-%m-%dT%H:%M:%SZ") in flaky
+    [run] = daemon.get("/_emulator/runs", params={"job": "flaky"})["runs"]
+    assert run["state"] == "retrying" and run["nextAttempt"] == 3 and run["maxAttempts"] == 4
+    assert datetime.fromisoformat(run["nextAttemptTime"]) == due
+
+
+def test_a_run_out_of_retries_gave_up_on_its_retry_count(scene: tuple[Daemon, object]) -> None:
+    daemon, _ = scene
+    last = MIDNIGHT + sum(waits(3), timedelta())  # the fourth attempt
+    daemon.post("/_emulator/clock:moveTo", {"time": last.isoformat()}).raise_for_status()
+    header, *rows = cli(daemon, "runs", "--gave-up")
+    assert len(rows) == 1 and "doomed" in rows[0] and "gave up (retry count)" in rows[0]
+    assert "4/4" in rows[0]
+    failed = cli(daemon, "runs", "--failed")[1:]
+    assert {row.split()[1] for row in failed if row[:1] != " "} == {"flaky", "doomed", "acked"}
+    [flaky] = daemon.get("/_emulator/runs", params={"job": "flaky"})["runs"]
+    assert flaky["state"] == "succeeded" and flaky["failedAttempts"] == 2
+    assert all(len(line) <= 120 for line in [header, *rows, *failed])
+
+
+def test_a_lost_ack_reads_the_same_in_attempts_runs_and_the_text_log(
+    scene: tuple[Daemon, object],
+) -> None:
+    daemon, _ = scene
+    rows = cli(daemon, "attempts", "--job", "acked", "--wide")
+    assert LOST_ACK in rows[1] and "UNAVAILABLE" in rows[1]
+    assert all(len(line) <= 120 for line in cli(daemon, "attempts", "--job", "acked"))
+    narrow = " ".join(" ".join(cli(daemon, "attempts", "--job", "acked")).split())
+    assert LOST_ACK in narrow  # wrapped under REASON, whole
+    runs = " ".join(" ".join(cli(daemon, "runs", "--job", "acked")).split())
+    assert LOST_ACK in runs
+    log = [line for line in daemon.output if "  acked  attempt 1  " in line]
+    assert log and log[0].rstrip().endswith(f"reason: {LOST_ACK}")
+    [attempt, _] = daemon.get("/_emulator/attempts", params={"job": "acked"})["attempts"]
+    assert attempt["reason"] == LOST_ACK and attempt["responseExcerpt"] == "ok"  # the body
+
+
+def test_run_as_if_scheduled_at_an_instant_sends_that_schedule_time(
+    scene: tuple[Daemon, RecordingTarget],
+) -> None:
+    daemon, target = scene
+    before = len(target.requests)
+    [line] = cli(daemon, "run", "berlin", "--schedule-time", "2026-03-29T01:30:00+01:00")
+    assert line == "started a run of berlin as if scheduled at 2026-03-29T00:30:00Z"
+    [received] = target.wait_for(before + 1)[before:]
+    assert received.path == "/berlin"
+    sent = received.headers["X-Cloudscheduler-Scheduletime"]
+    assert sent == "2026-03-29T01:30:00+01:00"  # that instant, in the job's zone
+    [line] = cli(daemon, "run", "berlin")  # RunJob: the job's next scheduled time
+    [plain] = target.wait_for(before + 2)[before + 1 :]
+    assert plain.headers["X-Cloudscheduler-Scheduletime"] == "2026-09-26T02:00:00+02:00"
+
+
+def test_run_as_of_refuses_a_bad_instant_and_an_unknown_job(scene: tuple[Daemon, object]) -> None:
+    daemon, _ = scene
+    port = daemon.url.rsplit(":", 1)[1]
+    with pytest.raises(SystemExit) as exited:
+        run_cli("run", "berlin", "--schedule-time", "yesterday", "--port", port)
+    assert exited.value.code == 2  # argparse names --schedule-time and the value
+    code, _, err = run_cli("run", "nope", "--schedule-time", "2026-01-01T00:00:00Z", "--port", port)
+    assert code == 2 and "nope" in err
+    answer = daemon.post("/_emulator/runs", {"job": "nope", "scheduleTime": "2026-01-01T00:00:00Z"})
+    assert answer.status_code == 404
+    answer = daemon.post("/_emulator/runs", {"job": "berlin", "scheduleTime": "soon"})
+    assert answer.status_code == 400 and "scheduleTime" in answer.text
+    answer = daemon.post("/_emulator/runs", {"job": "berlin"})
+    assert answer.status_code == 400 and "scheduleTime" in answer.text
+
+
+def test_the_runs_filter_refuses_an_unknown_state(scene: tuple[Daemon, object]) -> None:
+    daemon, _ = scene
+    import requests
+
+    answer = requests.get(daemon.url + "/_emulator/runs", params={"state": "broken"}, timeout=30)
+    assert answer.status_code == 400 and "gave-up" in answer.text
