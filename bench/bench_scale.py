@@ -99,7 +99,7 @@ def system_minute() -> None:
     deadline = time.monotonic() + 120
     while len(emulator.attempts()) < JOBS and time.monotonic() < deadline:
         done.wait(0.25)
-    emulator.engine.wait_idle(60)
+    emulator.wait_idle(60)
     attempts = [a for a in emulator.attempts() if a.schedule_time is not None]
     emulator.close()
     late = sorted((a.start_time - boundary).total_seconds() for a in attempts)

@@ -2,7 +2,9 @@
 
 1. Starts a minimal asyncio HTTP/1.1 target in a subprocess (loopback only; it answers 200 with
    an empty body, and exits after ``--minutes`` + 2 minutes or 10 million requests).
-2. Measures a floor in the same run: a bare loop of the emulator's HTTP client
+2. Measures floors in the same run: one Python thread driving libcurl's multi interface with
+   64 connections (what the daemon's own sender can do, when ``pycurl`` is installed); a
+   bare loop of the emulator's HTTP client
    (``runtime/http_client.HttpClient``, through libcurl when ``pycurl`` is installed, as the
    daemon's is) against that target, one thread and 32 threads; and the same loop with
    ``http.client`` only, for comparison; and, when ``wrk`` is installed (``apt-get install
@@ -12,7 +14,7 @@
 
 Prints, over the runs due at the minutes inside the window: missed runs, duplicated runs,
 lateness of each attempt's start after its minute (p50 / p99 / max), deliveries per second
-during each minute's burst, and the daemon's peak RSS (``VmHWM``).
+during each minute's burst and its ratio to each floor, and the daemon's peak RSS (``VmHWM``).
 
 Run: ``python bench/daemon_load.py --jobs 1000 --minutes 3``.
 """
@@ -95,6 +97,51 @@ def floor(base: str, seconds: float, threads: int, curl: bool | None = None) -> 
     return sum(counts) / (time.monotonic() - started)
 
 
+def multi_floor(base: str, seconds: float, connections: int = 64) -> float | None:
+    """Requests per second of one Python thread driving libcurl's multi interface with
+    ``connections`` keep-alive handles at the target: what the daemon's own sender could do
+    with nothing else to do (``None`` without ``pycurl``)."""
+    try:
+        import pycurl
+    except ImportError:
+        return None
+    multi = pycurl.CurlMulti()
+    url = base + "/_triggers/timer/multi"
+    headers = ["User-Agent: Google-Cloud-Scheduler", "X-CloudScheduler: true", "Expect:"]
+    handles = []
+    for _ in range(connections):
+        handle = pycurl.Curl()
+        handle.setopt(pycurl.URL, url)
+        handle.setopt(pycurl.POSTFIELDS, "")
+        handle.setopt(pycurl.HTTPHEADER, headers)
+        handle.setopt(pycurl.WRITEFUNCTION, lambda chunk: None)
+        multi.add_handle(handle)
+        handles.append(handle)
+    count, running = 0, connections
+    started = time.monotonic()
+    stop = started + seconds
+    while running:
+        while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
+            pass
+        more = True
+        while more:
+            queued, done, failed = multi.info_read()
+            more = queued > 0
+            for handle in [*done, *(f[0] for f in failed)]:
+                multi.remove_handle(handle)
+                count += handle in done
+                if time.monotonic() < stop:
+                    multi.add_handle(handle)
+                else:
+                    running -= 1
+        multi.select(0.05)
+    elapsed = time.monotonic() - started
+    for handle in handles:
+        handle.close()
+    multi.close()
+    return count / elapsed
+
+
 def target_maximum(base: str, seconds: int) -> float | None:
     """Requests per second ``wrk`` gets from the target (``None`` without ``wrk``)."""
     if shutil.which("wrk") is None:
@@ -153,6 +200,12 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         print(f"floor, bare HttpClient loop, 32 threads: {floor32:8,.0f} requests/s")
         stdlib = floor(base, 3, 32, curl=False)
         print(f"  the same, http.client only, 32 threads: {stdlib:8,.0f} requests/s")
+        multi = multi_floor(base, 3)
+        if multi is not None:
+            print(
+                f"floor, one thread on libcurl's multi interface, 64 conns: {multi:8,.0f} "
+                "requests/s"
+            )
         maximum = target_maximum(base, 3)
         if maximum is not None:
             print(f"the target's own maximum (wrk, 32 conns): {maximum:8,.0f} requests/s")
@@ -209,6 +262,9 @@ def measure(args: argparse.Namespace, work: Path) -> None:
     print(f"  deliveries/s per minute's burst: {', '.join(f'{r:,.0f}' for r in rates)}")
     ratios = ", ".join(f"{r / floor32:.2f}x" for r in rates)
     print(f"  the same as a ratio to the bare 32-thread client floor: {ratios}")
+    if multi is not None:
+        ratios = ", ".join(f"{r / multi:.2f}x" for r in rates)
+        print(f"  the same as a ratio to one thread on libcurl's multi interface: {ratios}")
     print(f"  peak RSS {rss:.0f} MiB; load average {os.getloadavg()[0]:.2f} at end")
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import requests
 from werkzeug.test import Client
 
-from scheduler_emulator.runtime._transports import AsgiApp, AsgiCaller, is_asgi_app
+from scheduler_emulator.runtime import AsgiApp, AsgiCaller, is_asgi_app
 from scheduler_emulator.service import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
 from scheduler_emulator.service.router import run_awaitable
 from scheduler_emulator.wire import TIMER_PREFIX, scheduler_headers

@@ -36,15 +36,19 @@ from scheduler_emulator.domain.attempts import Attempt, SkippedRun
 from scheduler_emulator.domain.cloud_run import DEFAULT_MAX_RETRIES, parse_cloud_run_job
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
-from scheduler_emulator.runtime._cloud_run import Execution
-from scheduler_emulator.runtime._options import ATTEMPTS_PAGE_SIZE, DEFAULT_HEADER_CASE
-from scheduler_emulator.runtime._pubsub import InProcessPublisher, Publisher, PubsubMessage
-from scheduler_emulator.runtime._tokens import JWKS_PATH, TokenAuthority
-from scheduler_emulator.runtime._transports import (
+from scheduler_emulator.runtime import (
+    ATTEMPTS_PAGE_SIZE,
+    DEFAULT_HEADER_CASE,
+    JWKS_PATH,
     AsgiApp,
     DeliveryRequest,
+    Execution,
     HttpTransport,
+    InProcessPublisher,
     MountTransport,
+    Publisher,
+    PubsubMessage,
+    TokenAuthority,
     Transport,
     TransportResult,
     WsgiApp,
@@ -163,7 +167,7 @@ class CloudScheduler(AttemptAssertions):
     :param allow_network: let jobs reach unmounted, non-loopback origins over real HTTP (off:
         such an attempt fails without a network call, saying how to mount the app).
     :param publisher: where Pub/Sub jobs publish; by default an
-        :class:`~scheduler_emulator.runtime._pubsub.InProcessPublisher` on the virtual clock
+        :class:`~scheduler_emulator.runtime.InProcessPublisher` on the virtual clock
         that pushes through the mounted apps (:meth:`published`, :meth:`push`).
     :param app_engine_urls: local base URL(s) of App Engine services (one URL, or
         ``{"worker": "http://worker.test", "*": "http://app.test"}``).
@@ -435,7 +439,7 @@ class CloudScheduler(AttemptAssertions):
                     f"{qualname} cannot be run in a task process; define it at module level."
                 )
             target = f"{command.__module__}:{qualname}"
-            code = "from scheduler_emulator.runtime._cloud_run import run_callable; "
+            code = "from scheduler_emulator.runtime import run_callable; "
             code += f"run_callable({target!r})"
             argv = [sys.executable, "-c", code]
             variables.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))

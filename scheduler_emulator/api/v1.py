@@ -131,7 +131,7 @@ class SchedulerApi:
         """
         prefix = parse_location_name(parent, field="parent").full + "/jobs/"
         size = bounded_page_size(page_size, maximum=MAX_JOBS_PAGE_SIZE)
-        jobs, following = self.emulator.engine.jobs_page(prefix, size, page_position(page_token))
+        jobs, following = self.emulator.jobs_page(prefix, size, page_position(page_token))
         return JobsPage(jobs, next_page_token(following))
 
     def get_job(self, name: str) -> Job:

@@ -1,7 +1,7 @@
 """The scheduler core: given instants and attempt outcomes, decide what happens next.
 
 No I/O, no threads, no clock: every method takes "now" (an aware UTC datetime) and returns
-its decisions as values, which the runtime (:mod:`scheduler_emulator.runtime._engine`) carries
+its decisions as values, which the runtime (:mod:`scheduler_emulator.runtime._emulator`) carries
 out — persisting runs, sending attempts, recording skipped times — in order. The same inputs
 give the same decisions, whichever clock drives the runtime::
 

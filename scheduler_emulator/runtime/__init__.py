@@ -1,7 +1,100 @@
 """The runtime layer: everything with a thread, a socket, a file or a clock.
 
-Its modules are private (``_engine``, ``_store``…): what users need of them — the
-:class:`~scheduler_emulator.Emulator`, :class:`~scheduler_emulator.EmulatorOptions`, the clocks
-and the transports — is exported from :mod:`scheduler_emulator`, and the rest may change
-between releases. docs/architecture.md says what each module owns.
+Its modules are private (``_emulator``, ``_store``…). The names below are what the layers above
+(the server, the tools) and the pytest plugin use of it; :mod:`scheduler_emulator` exports
+those a user needs (the :class:`Emulator`, :class:`EmulatorOptions`, the clocks and the
+transports), and the rest may change between releases. docs/architecture.md says what each
+module owns.
 """
+
+from ._app_engine import parse_app_engine_urls
+from ._attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
+from ._clock import Clock, ClockFile, ManualClock, SystemClock
+from ._cloud_run import EXECUTION_STATES, Execution, run_callable
+from ._data_dir_lock import DataDirLock
+from ._data_file import startup_error
+from ._delivery_pool import MAX_IN_PROGRESS
+from ._emulator import Emulator
+from ._http_client import http2_problem
+from ._injection import outcome_of
+from ._options import (
+    ATTEMPTS_PAGE_SIZE,
+    DEFAULT_DST_POLICY,
+    DEFAULT_HEADER_CASE,
+    DEFAULT_LOCATION,
+    DEFAULT_PROJECT,
+    DEFAULT_RETAIN_ATTEMPTS,
+    DEFAULT_RETAIN_MEGABYTES,
+    EmulatorOptions,
+)
+from ._pubsub import InProcessPublisher, NoPublisher, Publisher, PubsubMessage
+from ._pubsub_client import EmulatorPublisher, ensure_topics, pubsub_library_missing
+from ._read_model import runs_page
+from ._store import Store
+from ._tokens import GOOGLE_ISSUER, JWKS_PATH, TOKEN_TIMES, TOKENINFO_PATH, TokenAuthority
+from ._transports import (
+    AsgiApp,
+    AsgiCaller,
+    AsgiTransport,
+    DeliveryRequest,
+    HttpTransport,
+    MountTransport,
+    Transport,
+    TransportResult,
+    WsgiApp,
+    WsgiTransport,
+    is_asgi_app,
+)
+
+__all__ = [
+    "ATTEMPTS_PAGE_SIZE",
+    "DAEMON_FLUSH_INTERVAL",
+    "DEFAULT_DST_POLICY",
+    "DEFAULT_HEADER_CASE",
+    "DEFAULT_LOCATION",
+    "DEFAULT_PROJECT",
+    "DEFAULT_RETAIN_ATTEMPTS",
+    "DEFAULT_RETAIN_MEGABYTES",
+    "EXECUTION_STATES",
+    "Execution",
+    "GOOGLE_ISSUER",
+    "JWKS_PATH",
+    "LOG_FORMATS",
+    "MAX_IN_PROGRESS",
+    "TOKENINFO_PATH",
+    "TOKEN_TIMES",
+    "AsgiApp",
+    "AsgiCaller",
+    "AsgiTransport",
+    "AttemptLog",
+    "Clock",
+    "ClockFile",
+    "DataDirLock",
+    "DeliveryRequest",
+    "Emulator",
+    "EmulatorOptions",
+    "EmulatorPublisher",
+    "HttpTransport",
+    "InProcessPublisher",
+    "ManualClock",
+    "MountTransport",
+    "NoPublisher",
+    "Publisher",
+    "PubsubMessage",
+    "Store",
+    "SystemClock",
+    "TokenAuthority",
+    "Transport",
+    "TransportResult",
+    "WsgiApp",
+    "WsgiTransport",
+    "ensure_topics",
+    "http2_problem",
+    "is_asgi_app",
+    "run_callable",
+    "outcome_of",
+    "parse_app_engine_urls",
+    "pubsub_library_missing",
+    "runs_page",
+    "startup_error",
+]

@@ -30,30 +30,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, HttpMethod, Job
 from ..domain.validation import sendable_uri
-from ..wire import (
-    APP_ENGINE_USER_AGENT_SUFFIX,
-    DEFAULT_CONTENT_TYPE,
-    REPLACED_HEADERS,
-    RESERVED_HEADER_PREFIXES,
-    scheduler_headers,
-    spell_headers,
-)
+from ..wire import APP_ENGINE_USER_AGENT_SUFFIX, spell_headers
+from ._dispatch import request_template
 from ._dispatchers import NotDispatched, Prepared, prepared_request
 from ._options import DEFAULT_HEADER_CASE
-from ._transports import DeliveryRequest, Transport
-
-__all__ = [
-    "APP_ENGINE_RETRY_ALWAYS",
-    "AppEngineDispatcher",
-    "DEFAULT_SERVICE",
-    "EVERY_SERVICE",
-    "app_engine_host",
-    "parse_app_engine_urls",
-]
+from ._transports import Transport
 
 #: The key of the mapping that serves every service without a mapping of its own.
 EVERY_SERVICE = "*"
@@ -113,11 +99,6 @@ def app_engine_host(job: Job) -> str:
     return ".".join([p for p in parts if p] + [f"{job.project}.appspot.com"])
 
 
-def _kept(name: str) -> bool:
-    lowered = name.lower()
-    return lowered not in REPLACED_HEADERS and not lowered.startswith(RESERVED_HEADER_PREFIXES)
-
-
 class AppEngineDispatcher:
     """Dispatcher of App Engine HTTP targets (``job.target_type == "APP_ENGINE_HTTP"``).
 
@@ -169,26 +150,16 @@ class AppEngineDispatcher:
         url = self.base_url(routing.service if routing else "") + sendable_uri(
             target.relative_uri or "/"
         )
-        method = target.http_method or HttpMethod.POST
-        body = target.body if method in _BODY_METHODS else b""
-        headers: dict[str, str] = {}
-        user_agent = ""
-        has_content_type = False
-        for name, value in target.headers.items():
-            lowered = name.lower()
-            if lowered == "user-agent":
-                user_agent = value.strip()
-                continue
-            if not _kept(name):
-                continue
-            has_content_type = has_content_type or lowered == "content-type"
-            headers[name] = value
-        headers.update(scheduler_headers(job.job_id, schedule_time))
-        headers["User-Agent"] = " ".join(filter(None, [user_agent, APP_ENGINE_USER_AGENT_SUFFIX]))
-        if body and not has_content_type:
-            headers["Content-Type"] = DEFAULT_CONTENT_TYPE
-        headers = spell_headers(headers, self.header_case)
-        request = DeliveryRequest(method.name, url, headers, body)
+        request = request_template(
+            job.job_id,
+            target.http_method,
+            url,
+            target.headers,
+            target.body,
+            body_methods=_BODY_METHODS,
+            user_agent_suffix=APP_ENGINE_USER_AGENT_SUFFIX,
+        ).build(schedule_time, None)
+        request = replace(request, headers=spell_headers(dict(request.headers), self.header_case))
         record = {
             "method": request.method,
             "url": request.url,

@@ -36,14 +36,6 @@ from typing import IO, Any
 
 from ..domain.attempts import Attempt, failure_reason, iso
 
-__all__ = [
-    "AttemptLog",
-    "DAEMON_FLUSH_INTERVAL",
-    "LOG_FORMATS",
-    "log_target_type",
-    "text_line",
-]
-
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 #: ``targetType`` as production logs spell it, by ``Job.target_type`` (Pub/Sub: ``PUB_SUB``).
 _LOG_TARGET_TYPES = {"PUBSUB": "PUB_SUB"}

@@ -35,15 +35,6 @@ from ..realtime import now as real_now
 from ..wire import format_timestamp as iso
 from ..wire import parse_timestamp, to_instant
 
-__all__ = [
-    "Clock",
-    "ClockFile",
-    "ManualClock",
-    "Sleeper",
-    "SystemClock",
-    "require_aware",
-]
-
 _EPOCH = new_datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -60,7 +51,7 @@ def require_aware(value: datetime, what: str = "datetime") -> datetime:
 
 
 class Sleeper(Protocol):
-    """What a clock drives: the engine (:class:`~scheduler_emulator.runtime._engine.Engine`)."""
+    """What a clock drives: the engine (:class:`~scheduler_emulator.Emulator`)."""
 
     def next_due(self) -> datetime | None:
         """The earliest instant (UTC) at which work is due, or ``None`` when nothing is pending."""
@@ -77,13 +68,10 @@ class Sleeper(Protocol):
 
 
 class Clock(Protocol):
-    """The clock interface the engine uses.
-
-    ``manual`` tells whether time moves only by :meth:`ManualClock.advance` /
-    :meth:`ManualClock.move_to`.
+    """The clock interface the engine uses. Which kind runs is the engine's driver's business
+    (:func:`~scheduler_emulator.runtime._drivers.driver_for`): a :class:`ManualClock` moves only
+    by :meth:`ManualClock.advance` / :meth:`ManualClock.move_to`, any other clock is real time.
     """
-
-    manual: bool
 
     def now(self) -> datetime:
         """The current instant, timezone-aware UTC."""
@@ -104,8 +92,6 @@ class Clock(Protocol):
 
 class SystemClock:
     """Real time (UTC). Never patched by freezegun."""
-
-    manual = False
 
     def now(self) -> datetime:
         """Return the current real instant as an aware UTC datetime."""
@@ -137,8 +123,6 @@ class ManualClock:
         during a long move), e.g. :meth:`ClockFile.write`, so that a restart resumes there.
     :raises NaiveDatetimeError: if ``start`` is naive.
     """
-
-    manual = True
 
     def __init__(
         self, start: datetime | None = None, *, keep: Callable[[datetime], None] | None = None

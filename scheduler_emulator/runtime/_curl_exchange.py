@@ -26,18 +26,7 @@ from urllib.parse import urlsplit
 import pycurl
 
 if TYPE_CHECKING:
-    from ._http_client import ResponseSample
-    from ._redirects import Hop
-
-__all__ = [
-    "CurlDeadline",
-    "CurlExchange",
-    "configure",
-    "ended",
-    "exchange_http2",
-    "http2_supported",
-    "prime",
-]
+    from ._redirects import Hop, ResponseSample
 
 #: Methods that carry a body (and ``Content-Length: 0`` when it is empty), as in http.client.
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})

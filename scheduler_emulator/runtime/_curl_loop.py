@@ -44,13 +44,7 @@ import pycurl
 from ._curl_exchange import CurlDeadline, configure, ended, exchange_http2, prime
 
 if TYPE_CHECKING:
-    from ._http_client import ResponseSample
-    from ._redirects import Hop
-
-__all__ = [
-    "CurlLoop",
-    "Done",
-]
+    from ._redirects import Hop, ResponseSample
 
 logger = logging.getLogger("scheduler_emulator")
 

@@ -26,12 +26,6 @@ from typing import IO
 
 from ..domain.errors import ConfigurationError
 
-__all__ = [
-    "DataDirInUse",
-    "DataDirLock",
-    "LOCK_FILE_NAME",
-]
-
 LOCK_FILE_NAME = "daemon.lock"
 
 

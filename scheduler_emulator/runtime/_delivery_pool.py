@@ -5,18 +5,18 @@ of the same key (the job's name) at once; further tasks of that key wait in thei
 behind their own job, while other keys' tasks go on::
 
     pool = DeliveryPool(workers=32, per_key=4)
-    pool.submit(job_name, send_one_attempt)             # holds a pool thread until it returns
-    pool.submit_async(job_name, begin_one_attempt)      # begin_one_attempt(done): returns at
-                                                        # once; done() when the target answered
+    pool.submit(job_name, begin_one_attempt)  # begin_one_attempt(done): done() once the
+                                              # target answered (in it, or later elsewhere)
     pool.shutdown()          # queued tasks are dropped; running ones finish on their own
 
-A task is *in progress* from the moment it is taken until it ends: a plain task when it
-returns, an async one when it calls ``done`` (from any thread). An async task waiting on its
-target holds no thread (the threaded driver's ``http://`` attempts, sent through libcurl's
-event loop, are such tasks), so 200 dripping targets cost 200 sockets, not 200 threads. A
-*quick* async task (one that never blocks: it only begins work that ends elsewhere) is begun by
-whichever thread finds it a place — the submitter, or the thread whose task just ended (the
-event loop's) — sparing a hand-over to a pool thread per attempt.
+A task is *in progress* from the moment it is taken until it calls ``done`` (from any thread,
+perhaps before it returns: a task that sends in its own thread holds that thread). A task
+waiting on its target in another thread holds no thread (the threaded driver's ``http://``
+attempts, sent through libcurl's event loop, are such tasks), so 200 dripping targets cost
+200 sockets, not 200 threads. A *quick* task (one that never blocks: it only begins work
+that ends elsewhere) is begun by whichever thread finds it a place — the submitter, or the
+thread whose task just ended (the event loop's) — sparing a hand-over to a pool thread per
+attempt.
 
 No target may starve another either: at most ``workers`` tasks are in progress at first (a fast
 burst keeps to that many connections), and when tasks are ready but no task was taken or ended
@@ -24,14 +24,15 @@ for :data:`STALL_SECONDS` — every slot held by slow targets; seen twice in a r
 that itself ran on time, so a machine too loaded to schedule the process does not count — the
 watcher raises the limit by as many as tasks wait (up to :data:`GROW_AT_ONCE` per look). The
 limit falls back to ``workers`` once no more than that many are in progress. Threads follow the
-same rule for plain tasks (without ``pycurl``, or with fault rules, an attempt holds its thread):
+same rule for tasks that hold their thread (without ``pycurl``, or with fault rules, an
+attempt is sent in it):
 when every thread is busy in a stall, threads are added, which leave again after
 :data:`SPARE_IDLE_SECONDS` without work. A burst of fast deliveries grows neither (tasks keep
 ending). :data:`MAX_IN_PROGRESS` bounds the tasks in progress (each may hold a socket) and
 :data:`MAX_THREADS` the threads, safety bounds far above what a machine's jobs use.
 
 Threads are daemon threads: a target that never answers cannot keep the process alive at exit
-(the engine records what was left in flight, see ``Engine.stop``).
+(the engine records what was left in flight, see ``Emulator.stop``).
 """
 
 from __future__ import annotations
@@ -44,27 +45,17 @@ from typing import NamedTuple
 
 from ..realtime import real_monotonic
 
-__all__ = [
-    "DeliveryPool",
-    "GROW_AT_ONCE",
-    "MAX_IN_PROGRESS",
-    "MAX_THREADS",
-    "SPARE_IDLE_SECONDS",
-    "STALL_SECONDS",
-]
-
 logger = logging.getLogger("scheduler_emulator")
 
-Task = Callable[[], None]
-#: A task that ends later: called with ``done``, which it calls once when its work has ended.
-AsyncTask = Callable[[Callable[[], None]], None]
+#: A task: called with ``done``, which it calls once when its work has ended.
+Task = Callable[[Callable[[], None]], None]
 #: Seconds without any task ending, while tasks wait, after which threads are added.
 STALL_SECONDS = 0.1
 #: Threads added at most per look of the watcher (it looks every STALL_SECONDS / 2).
 GROW_AT_ONCE = 64
 #: Seconds an added thread waits for work before it leaves.
 SPARE_IDLE_SECONDS = 10.0
-#: Threads at most, in all (a safety bound: each slow plain task holds one).
+#: Threads at most, in all (a safety bound: each slow task that sends in its thread holds one).
 MAX_THREADS = 4096
 #: Tasks in progress at most (a safety bound: each slow attempt holds a socket; the daemon's
 #: open-file limit must allow this many, which ``scheduler-emulator start`` sees to).
@@ -72,11 +63,10 @@ MAX_IN_PROGRESS = 8192
 
 
 class _Entry(NamedTuple):
-    """A submitted task: a plain one (``task``) or one that ends later (``async_task``)."""
+    """A submitted task and the key (job) it counts against."""
 
     key: str
-    task: Task | None
-    async_task: AsyncTask | None
+    task: Task
     quick: bool
 
 
@@ -112,25 +102,17 @@ class DeliveryPool:
         self._watcher = threading.Thread(target=self._watch, name=f"{name}-watch", daemon=True)
         self._watcher.start()
 
-    def submit(self, key: str, task: Task) -> None:
-        """Run ``task`` on a pool thread when fewer than ``per_key`` tasks of ``key`` are in
-        progress; it ends when it returns.
-
-        :raises RuntimeError: after :meth:`shutdown`.
-        """
-        self._add(_Entry(key, task, None, False))
-
-    def submit_async(self, key: str, task: AsyncTask, *, quick: bool = False) -> None:
-        """As :meth:`submit`, for a task that ends later: ``task(done)`` is called on a pool
-        thread and should return at once; it ends when ``done()`` is called (once, from any
-        thread, perhaps before ``task`` returns).
+    def submit(self, key: str, task: Task, *, quick: bool = False) -> None:
+        """Call ``task(done)`` on a pool thread when fewer than ``per_key`` tasks of ``key``
+        are in progress; it ends when ``done()`` is called (once, from any thread, perhaps
+        before ``task`` returns).
 
         :param quick: ``task`` never blocks (it only begins work that ends elsewhere): the
             thread that finds a place for it — this one, or the one whose task just ended —
             calls it at once, sparing a hand-over to a pool thread.
         :raises RuntimeError: after :meth:`shutdown`.
         """
-        self._add(_Entry(key, None, task, quick))
+        self._add(_Entry(key, task, quick))
 
     def shutdown(self) -> int:
         """Stop taking tasks and drop the queued ones; tasks in progress go on. Return how many
@@ -146,7 +128,7 @@ class DeliveryPool:
 
     @property
     def threads(self) -> int:
-        """Threads alive now (``workers`` plus those added for slow plain tasks)."""
+        """Threads alive now (``workers`` plus those added for slow tasks that hold theirs)."""
         with self._cond:
             return self._count
 
@@ -173,8 +155,8 @@ class DeliveryPool:
 
     def _begin_quick(self) -> None:
         """Begin the quick tasks at the head of the ready queue in this thread while places
-        are free (a task ending inside one of them goes on in this loop, not deeper); a plain
-        task at the head gets a pool thread."""
+        are free (a task ending inside one of them goes on in this loop, not deeper); a task that
+        is not quick gets a pool thread."""
         if getattr(self._local, "draining", False):
             return
         self._local.draining = True
@@ -198,7 +180,7 @@ class DeliveryPool:
         return self._ready.popleft()
 
     def _begin(self, entry: _Entry) -> None:
-        """Call an async task with its ``done`` (which ends it, once)."""
+        """Call a task with its ``done`` (which ends it, once)."""
         ended = threading.Lock()
         key = entry.key
 
@@ -206,9 +188,8 @@ class DeliveryPool:
             if ended.acquire(blocking=False):  # once
                 self._end(key)
 
-        assert entry.async_task is not None
         try:
-            entry.async_task(done)
+            entry.task(done)
         except Exception:  # it could not begin: its place is given back
             logger.exception("a delivery task failed to begin")
             done()
@@ -280,16 +261,7 @@ class DeliveryPool:
                     self._count -= 1
                     return
                 entry = self._take()
-            if entry.async_task is not None:
-                self._begin(entry)
-                continue
-            try:
-                assert entry.task is not None
-                entry.task()
-            except Exception:  # the task's own bug: log it, keep the thread
-                logger.exception("a delivery task failed")
-            finally:
-                self._end(entry.key)
+            self._begin(entry)
 
     def _end(self, key: str) -> None:
         """A task of ``key`` ended: the next of its job becomes ready."""

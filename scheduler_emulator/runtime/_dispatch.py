@@ -1,7 +1,8 @@
 """Build the HTTP request Cloud Scheduler sends for an attempt of an HTTP-target job.
 
 Pure: a function of the job and the run's ScheduleTime header value. What does not change from
-one attempt to the next is a :class:`RequestTemplate` (the dispatcher keeps one per job).
+one attempt to the next is a :class:`RequestTemplate`, built by :func:`request_template` for
+HTTP and App Engine targets alike (each dispatcher keeps one per job configuration).
 
 Headers: the user's headers minus the ones the service ignores or replaces (``Host``,
 ``Content-Length``, ``User-Agent``, ``X-Google-*``, ``X-AppEngine-*``, ``X-CloudScheduler*``)
@@ -30,17 +31,13 @@ from ..wire import (
 )
 from ._transports import DeliveryRequest
 
-__all__ = [
-    "RequestTemplate",
-    "build_request",
-    "request_template",
-]
-
-
 _EMULATOR_ONLY = EMULATOR_HTTP2_HEADER.lower()
 
 
-def _kept(name: str) -> bool:
+def kept_header(name: str) -> bool:
+    """Whether a job's own header ``name`` is sent: not one the service replaces (``Host``,
+    ``Content-Length``, ``User-Agent``) or reserves (``X-Google-*``, ``X-AppEngine-*``,
+    ``X-CloudScheduler*``), nor the emulator-only ``X-Emulator-Http2``."""
     lowered = name.lower()
     return (
         lowered not in REPLACED_HEADERS
@@ -90,59 +87,78 @@ class RequestTemplate(NamedTuple):
         return DeliveryRequest(self.method, self.url, headers, self.body, self.http2)
 
 
-def _http_target(job: Job) -> HttpTarget:
-    if job.http_target is None:
-        raise ValueError(f"job {job.name} has no httpTarget; only HTTP targets are dispatched.")
-    return job.http_target
+def request_template(
+    job_id: str,
+    method: HttpMethod | None,
+    url: str,
+    user_headers: Mapping[str, str],
+    body: bytes,
+    *,
+    body_methods: frozenset[HttpMethod] = BODY_METHODS,
+    token: bool = False,
+    user_agent_suffix: str | None = None,
+    http2: bool | None = None,
+) -> RequestTemplate:
+    """Work out what every attempt of one job configuration sends alike — the one request
+    builder of HTTP and App Engine targets.
 
-
-def _user_headers(target: HttpTarget, token: bool) -> tuple[dict[str, str], bool]:
-    """The user's headers that are sent, in order (a token replaces their ``Authorization``),
-    and whether one of them is a Content-Type."""
-    headers: dict[str, str] = {}
-    has_content_type = False
-    for name, value in target.headers.items():
-        if not _kept(name):
-            continue
-        lowered = name.lower()
-        if lowered == "authorization" and token:
-            continue
-        if lowered == "content-type":
-            has_content_type = True
-        headers[name] = value
-    return headers, has_content_type
-
-
-def request_template(job: Job, token: bool = False) -> RequestTemplate:
-    """Work out what every attempt of ``job`` sends alike: request line, headers and body.
-
-    :param job: a job with an HTTP target.
+    :param job_id: the job's short ID (``X-CloudScheduler-JobName``).
+    :param method: the stored method; ``None`` is POST.
+    :param url: the URL sent, percent-encoded where HTTP needs it.
+    :param user_headers: the job's headers; those the service replaces or reserves are dropped
+        (:func:`kept_header`).
+    :param body: the stored body, sent only for ``body_methods``.
     :param token: the attempts carry a token (OIDC/OAuth), which replaces any user
         ``Authorization`` header.
+    :param user_agent_suffix: App Engine targets: the ``User-Agent`` is the user's value
+        followed by this; ``None``: ``Google-Cloud-Scheduler`` whatever the user set.
+    :param http2: see :attr:`RequestTemplate.http2`.
+    """
+    method = method or HttpMethod.POST
+    body = body if method in body_methods else b""
+    headers: dict[str, str] = {}
+    user_agent = ""
+    has_content_type = False
+    for name, value in user_headers.items():
+        lowered = name.lower()
+        if lowered == "user-agent":
+            user_agent = value.strip()
+        if not kept_header(name) or (lowered == "authorization" and token):
+            continue
+        has_content_type = has_content_type or lowered == "content-type"
+        headers[name] = value
+    headers.update(scheduler_headers(job_id, None))
+    if user_agent_suffix is not None:
+        headers["User-Agent"] = " ".join(filter(None, [user_agent, user_agent_suffix]))
+    return RequestTemplate(
+        method.name, url, headers, body, bool(body) and not has_content_type, http2
+    )
+
+
+def http_template(job: Job, token: bool = False) -> RequestTemplate:
+    """The :class:`RequestTemplate` of an HTTP-target job (see :func:`request_template`).
+
     :raises ValueError: if the job has no HTTP target.
     """
-    target = _http_target(job)
-    method = target.http_method or HttpMethod.POST
-    body = target.body if method in BODY_METHODS else b""
-    headers, has_content_type = _user_headers(target, token)
-    headers.update(scheduler_headers(job.job_id, None))
-    return RequestTemplate(
-        method.name,
+    target = job.http_target
+    if target is None:
+        raise ValueError(f"job {job.name} has no httpTarget; only HTTP targets are dispatched.")
+    return request_template(
+        job.job_id,
+        target.http_method,
         sendable_uri(target.uri),
-        headers,
-        body,
-        bool(body) and not has_content_type,
-        _http2(target),
+        target.headers,
+        target.body,
+        token=token,
+        http2=_http2(target),
     )
 
 
 def build_request(
     job: Job, schedule_time: str | None, authorization: str | None = None
 ) -> DeliveryRequest:
-    """Return the request of one attempt of ``job``, in one pass: the
-    request ``request_template(job, ...).build(schedule_time, authorization)`` gives.
+    """Return the request of one attempt of an HTTP-target ``job``.
 
-    :param job: a job with an HTTP target.
     :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value, or ``None`` to omit
         the header (English-like schedules; forced runs under ``force_run_schedule_time="omit"``).
     :param authorization: a ``Bearer …`` value that overrides any user ``Authorization`` header
@@ -152,13 +168,4 @@ def build_request(
         (:func:`~scheduler_emulator.domain.validation.sendable_uri`), headers in sending order,
         body.
     """
-    target = _http_target(job)
-    method = target.http_method or HttpMethod.POST
-    body = target.body if method in BODY_METHODS else b""
-    headers, has_content_type = _user_headers(target, authorization is not None)
-    headers.update(scheduler_headers(job.job_id, schedule_time))
-    if body and not has_content_type:
-        headers["Content-Type"] = DEFAULT_CONTENT_TYPE
-    if authorization is not None:
-        headers["Authorization"] = authorization
-    return DeliveryRequest(method.name, sendable_uri(target.uri), headers, body, _http2(target))
+    return http_template(job, authorization is not None).build(schedule_time, authorization)

@@ -5,13 +5,9 @@ The engine asks the dispatcher of the job's target kind (``job.target_type``: ``
 :class:`Prepared`: what the attempt record shows of the request, the attempt deadline, and a
 function that sends it once (fault injection may call it several times, or not at all). A kind
 with no dispatcher gets an attempt recorded as failed with :class:`NotDispatched`'s message.
-The engine makes the HTTP dispatcher itself; the others are passed to it::
-
-    engine = Engine(
-        clock, store, transport,
-        dispatchers={"PUBSUB": PubsubDispatcher(publisher)},
-        tokens=tokens,          # what HttpDispatcher signs OIDC/OAuth headers with
-    )
+The :class:`~scheduler_emulator.Emulator` makes one dispatcher per kind at construction;
+:meth:`~scheduler_emulator.Emulator.set_dispatcher` replaces one (the Firebase bridge wraps
+them that way).
 """
 
 from __future__ import annotations
@@ -24,22 +20,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, Job
 from ..wire import spell_headers
-from ._dispatch import RequestTemplate, build_request, request_template
+from ._dispatch import RequestTemplate, http_template
 from ._options import DEFAULT_HEADER_CASE
 from ._transports import DeliveryRequest, OnResult, Transport, TransportResult, starting
 
 if TYPE_CHECKING:
     from ._tokens import TokenAuthority
-
-__all__ = [
-    "DEFAULT_ATTEMPT_DEADLINE",
-    "Dispatcher",
-    "HttpDispatcher",
-    "NotDispatched",
-    "Prepared",
-    "dispatcher_for",
-    "prepared_request",
-]
 
 
 class NotDispatched(Exception):
@@ -107,7 +93,7 @@ class Dispatcher(Protocol):
 
 class HttpDispatcher:
     """HTTP targets: the request of :func:`~scheduler_emulator.runtime._dispatch.
-    build_request` (from a template kept per job), with an OIDC/OAuth token when the job asks
+    http_template` (kept per job configuration), with an OIDC/OAuth token when the job asks
     for one, sent by ``transport``.
 
     :param transport: how requests reach targets.
@@ -128,25 +114,20 @@ class HttpDispatcher:
         self.header_case = header_case
         # Job name -> (the job configuration, with a token?, its template, deadline seconds):
         # what its attempts share, worked out again only when the job is replaced.
-        self._templates: dict[str, tuple[Job, bool, RequestTemplate | None, float]] = {}
+        self._templates: dict[str, tuple[Job, bool, RequestTemplate, float]] = {}
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
         """Build the attempt's request (see :class:`Dispatcher`)."""
         authorization = None if self.tokens is None else self.tokens.authorization(job, now)
         token = authorization is not None
         known = self._templates.get(job.name)
-        if known is not None and known[0] is job and known[1] == token:
-            template, deadline = known[2], known[3]
-            if template is None:  # the configuration's second attempt: keep what they share
-                template = request_template(job, token)
-                self._templates[job.name] = (job, token, template, deadline)
-            request = template.build(schedule_time, authorization)
-        else:  # its first attempt (or one of more jobs than are kept): no template yet
-            request = build_request(job, schedule_time, authorization)
+        if known is None or known[0] is not job or known[1] != token:
             deadline = (job.attempt_deadline or DEFAULT_ATTEMPT_DEADLINE).total_seconds()
             if len(self._templates) >= _TEMPLATES:  # jobs deleted or renamed: start afresh
                 self._templates.clear()
-            self._templates[job.name] = (job, token, None, deadline)
+            known = self._templates[job.name] = (job, token, http_template(job, token), deadline)
+        request = known[2].build(schedule_time, authorization)
+        deadline = known[3]
         if self.header_case != "google":
             headers = spell_headers(dict(request.headers), self.header_case)
             request = replace(request, headers=headers)

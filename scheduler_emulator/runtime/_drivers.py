@@ -1,6 +1,6 @@
 """The two ways of driving the engine: when, and in which thread, attempts are sent.
 
-The engine (:mod:`~scheduler_emulator.runtime._engine`) picks one driver at set-up with
+The :class:`~scheduler_emulator.Emulator` picks one driver at set-up with
 :func:`driver_for` — the only place that asks which clock runs:
 
 - :class:`ManualDriver` (a :class:`~scheduler_emulator.ManualClock`): the clock
@@ -16,8 +16,8 @@ The engine (:mod:`~scheduler_emulator.runtime._engine`) picks one driver at set-
   delays only its own job; an ``http://`` attempt (with ``pycurl``) waits on its target in
   libcurl's event loop (:mod:`~scheduler_emulator.runtime._curl_loop`), holding no thread, so
   no number of slow targets starves the others; one ends thread records their ends, a batch
-  per hold of the engine lock, their store updates deferred (committed a few ms later, many
-  per transaction). An attempt's ``start_time`` is the instant it is sent.
+  per hold of the engine lock, their store updates committed by the store's writer thread soon
+  after (many per transaction). An attempt's ``start_time`` is the instant it is sent.
 
 Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime._recorder`) the same way;
 the engine contract tests run every scenario on both.
@@ -30,9 +30,10 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from ..domain.errors import ClockError
 from ..domain.outcomes import Outcome
 from ..realtime import real_monotonic
-from ._clock import Clock
+from ._clock import Clock, ManualClock
 from ._delivery_pool import DeliveryPool
 from ._injection import Injected, LateAnswers
 from ._recorder import INTERRUPTED, STOPPED, Delivery, Recorder
@@ -41,6 +42,17 @@ from ._transports import TransportResult
 
 class Driver(Protocol):
     """What the engine asks of its driver."""
+
+    #: ``"manual"`` or ``"system"``: the kind of clock that runs (what ``/_emulator/config``
+    #: reports).
+    clock_mode: str
+
+    def manual_clock(self) -> ManualClock:
+        """The manual clock that moves time by hand.
+
+        :raises ClockError: on the system clock.
+        """
+        ...
 
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Send ``deliveries`` (recorded as started), and what follows from them."""
@@ -85,14 +97,21 @@ class Driver(Protocol):
 
 
 def driver_for(
-    clock: Clock, recorder: Recorder, close: Callable[[], None], max_workers: int, max_per_job: int
+    clock: Clock,
+    recorder: Recorder,
+    close: Callable[[], None],
+    max_workers: int = 32,
+    max_per_job: int = 4,
 ) -> Driver:
     """The driver for ``clock``: :class:`ManualDriver` for a manual clock, else
     :class:`ThreadedDriver`.
 
     :param close: closes the transport's connections and flushes the log (at stop).
+    :param max_workers: delivery threads under a system clock.
+    :param max_per_job: attempts of one job sent at once under a system clock; more wait
+        behind their own job (their ``start_time`` is when they are sent).
     """
-    if clock.manual:
+    if isinstance(clock, ManualClock):
         return ManualDriver(clock, recorder, close)
     return ThreadedDriver(clock, recorder, close, max_workers, max_per_job)
 
@@ -106,7 +125,9 @@ class ManualDriver:
     later runs.
     """
 
-    def __init__(self, clock: Clock, recorder: Recorder, close: Callable[[], None]) -> None:
+    clock_mode = "manual"
+
+    def __init__(self, clock: ManualClock, recorder: Recorder, close: Callable[[], None]) -> None:
         self.clock = clock
         self.recorder = recorder
         self._close = close
@@ -117,13 +138,18 @@ class ManualDriver:
         self._soon_lock = threading.Lock()
         self._soon_sender: threading.Thread | None = None  # settling the clock for them
 
+    def manual_clock(self) -> ManualClock:
+        """The clock the caller moves."""
+        return self.clock
+
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Send in this thread, in order, with their follow-ups."""
-        queue = deque(deliveries)
+        queue: deque[Delivery] = deque()
+        self._queue(queue, deliveries)
         while queue:
             delivery = queue.popleft()
             if self._stopping:
-                queue.extend(self._finish(delivery, Injected(TransportResult(), STOPPED)))
+                self._queue(queue, self._finish(delivery, Injected(TransportResult(), STOPPED)))
                 continue
             self.late.before_send(delivery.attempt.run_id)
             self._sending = delivery
@@ -131,7 +157,14 @@ class ManualDriver:
                 injected = self.recorder.send(delivery)
             finally:
                 self._sending = None
-            queue.extend(self._finish(delivery, injected))
+            self._queue(queue, self._finish(delivery, injected))
+
+    def _queue(self, queue: deque[Delivery], deliveries: Iterable[Delivery]) -> None:
+        """Queue ``deliveries`` to send, logging each as started: it leaves at the instant it
+        was recorded at."""
+        for delivery in deliveries:
+            self.recorder.log_started(delivery)
+            queue.append(delivery)
 
     def _finish(self, delivery: Delivery, injected: Injected) -> list[Delivery]:
         recorder = self.recorder
@@ -244,6 +277,8 @@ class ThreadedDriver:
     :param max_per_job: attempts of one job sent at once; more wait behind their own job.
     """
 
+    clock_mode = "system"
+
     def __init__(
         self,
         clock: Clock,
@@ -254,7 +289,6 @@ class ThreadedDriver:
     ) -> None:
         self.clock = clock
         self.recorder = recorder
-        recorder.realtime_sends = True
         self._close = close
         self._max_workers = max_workers
         self._max_per_job = max_per_job
@@ -272,6 +306,16 @@ class ThreadedDriver:
         self._ender_stopping = False
 
     # ---------------------------------------------------------------- engine interface
+
+    def manual_clock(self) -> ManualClock:
+        """There is none: real time moves by itself.
+
+        :raises ClockError: always, saying how to get a manual clock.
+        """
+        raise ClockError(
+            "the emulator runs on the system clock; start it with a ManualClock "
+            "(--clock manual) to move time by hand."
+        )
 
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Hand ``deliveries`` to the pool."""
@@ -392,7 +436,7 @@ class ThreadedDriver:
             # Without fault rules an attempt that can start (http:// with pycurl) only begins
             # here: whichever thread finds it a place begins it (quick), no pool thread.
             quick = delivery.prepared.start is not None and not self.recorder.faults.rules
-            pool.submit_async(
+            pool.submit(
                 delivery.attempt.job, lambda done: self._deliver(delivery, done), quick=quick
             )
         except RuntimeError:  # shut down meanwhile: stop() records it
@@ -424,7 +468,7 @@ class ThreadedDriver:
 
     def _end_loop(self) -> None:
         """The ends thread: record the ends of attempts sent on the pool, a batch per hold of
-        the engine lock (their store updates deferred: one transaction for many), then submit
+        the engine lock (the store's writer commits many in one transaction), then submit
         their follow-ups (a delayed run)."""
         recorder = self.recorder
         while True:
@@ -457,9 +501,8 @@ class ThreadedDriver:
             if delivery.ended:
                 return []
             delivery.ended = True
-            # The end may be committed a few ms later, with others (Store.deferred).
-            with recorder.store.deferred():
-                follow_ups = recorder.carry_out(recorder.ended(delivery, injected))
+            # The store's writer thread commits the end soon after, with others.
+            follow_ups = recorder.carry_out(recorder.ended(delivery, injected))
             if delivery in self._outstanding:
                 if self._pool is not None:
                     self._outstanding.update(follow_ups)

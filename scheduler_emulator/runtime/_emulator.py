@@ -5,7 +5,7 @@ server. It puts the parts together (store, execution log, publisher, App Engine 
 token authority, fault plan, engine) from its
 :class:`~scheduler_emulator.EmulatorOptions`, and offers the jobs API
 (create, update, pause, run…, validated as the REST API does) and the attempt history over
-the :class:`~scheduler_emulator.runtime._engine.Engine`::
+its engine (the scheduler core, a recorder and a driver)::
 
     from datetime import UTC, datetime, timedelta
     from scheduler_emulator import Emulator, ManualClock
@@ -19,17 +19,18 @@ the :class:`~scheduler_emulator.runtime._engine.Engine`::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.faults import FaultPlan
+from ..core.scheduler import Scheduler
 from ..domain.attempt_assertions import AttemptAssertions
 from ..domain.attempts import Attempt, SkippedRun
 from ..domain.cloud_run import parse_cloud_run_job
 from ..domain.codec import job_from_json
-from ..domain.errors import ClockError, InvalidArgument
+from ..domain.errors import FailedPrecondition, InvalidArgument, StorageUnavailable
 from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.paging import next_page_token, page_position
 from ..domain.resources import Job, State
@@ -37,17 +38,18 @@ from ..domain.update_mask import apply_update
 from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
 from ._app_engine import AppEngineDispatcher, parse_app_engine_urls
 from ._attempt_log import AttemptLog
-from ._clock import Clock, ManualClock, SystemClock, require_aware
+from ._clock import Clock, SystemClock, require_aware
 from ._cloud_run import CloudRun, ExecutionStore
 from ._cloud_run_api import CloudRunAdminApi, GoogleApisTransport
+from ._dispatchers import Dispatcher, HttpDispatcher
+from ._drivers import Driver, driver_for
 from ._http_client import HttpClient, http2_problem
 from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, EmulatorOptions
 from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
+from ._recorder import Recorder
 from ._store import AttemptFilter, Store
 from ._tokens import TokenAuthority
 from ._transports import HttpTransport, Transport
-
-__all__ = ["Emulator"]
 
 
 class Emulator(AttemptAssertions):
@@ -89,8 +91,6 @@ class Emulator(AttemptAssertions):
         publisher: Publisher | None = None,
         **settings: Any,
     ) -> None:
-        from ._engine import Engine  # engine imports schedule; keep module import light
-
         options = replace(options or EmulatorOptions(), **settings)
         self.options = options
         self.clock: Clock = clock if clock is not None else SystemClock()
@@ -126,47 +126,116 @@ class Emulator(AttemptAssertions):
             ],
         )
         self.cloud_run_api = CloudRunAdminApi(self.cloud_run, self.tokens, options.location)
+        #: The transport attempts go through: the one given, or the default (what
+        #: ``/_emulator/config`` reports); attempts to ``*.googleapis.com`` never reach it.
+        self.transport = transport
         transport = GoogleApisTransport(
             CloudRunAdminApi(self.cloud_run, self.tokens, options.location, require_token=True),
             transport,
         )
-        self.engine = Engine(
+        #: The dispatcher of each target kind; :meth:`set_dispatcher` replaces one.
+        self.dispatchers: dict[str, Dispatcher] = {
+            "HTTP": HttpDispatcher(transport, self.tokens, header_case=options.header_case),
+            "PUBSUB": PubsubDispatcher(self.publisher),
+            "APP_ENGINE_HTTP": AppEngineDispatcher(
+                transport, self.app_engine_urls, header_case=options.header_case
+            ),
+        }
+        self.attempt_log = attempt_log
+        #: The scheduler core: it decides; the recorder carries out and records; the driver,
+        #: chosen once from the clock, decides when and in which thread attempts are sent.
+        self.core = Scheduler(
+            dst_policy=options.dst_policy, force_run_schedule_time=options.force_run_schedule_time
+        )
+        self.recorder = Recorder(
+            self.core,
             self.clock,
             self.store,
-            transport,
-            dispatchers={
-                "PUBSUB": PubsubDispatcher(self.publisher),
-                "APP_ENGINE_HTTP": AppEngineDispatcher(
-                    transport, self.app_engine_urls, header_case=options.header_case
-                ),
-            },
-            attempt_log=attempt_log,
-            faults=faults,
-            dst_policy=options.dst_policy,
-            force_run_schedule_time=options.force_run_schedule_time,
-            tokens=self.tokens,
-            header_case=options.header_case,
+            self.dispatchers,
+            attempt_log,
+            faults if faults is not None else FaultPlan(),
         )
-        self.engine.load()
+        self._lock = self.recorder.lock
+        self.driver: Driver = driver_for(self.clock, self.recorder, self._close_outputs)
+        self.clock.attach(self)
+        with self._lock:
+            deliveries = self.recorder.restore()
+        self.driver.send_all(deliveries)
+        self.driver.changed()
 
     @property
     def faults(self) -> FaultPlan:
         """The fault plan deliveries go through (``emulator.faults.add(action=…, …)``)."""
-        return self.engine.faults
+        return self.recorder.faults
+
+    def set_dispatcher(self, kind: str, dispatcher: Dispatcher) -> Dispatcher | None:
+        """Send the attempts of target kind ``kind`` (``"HTTP"``, ``"PUBSUB"``,
+        ``"APP_ENGINE_HTTP"``) through ``dispatcher`` from now on, e.g. one that wraps the
+        current one (the Firebase bridge's); return the one it replaces, ``None`` if none."""
+        with self._lock:
+            previous = self.dispatchers.get(kind)
+            self.dispatchers[kind] = dispatcher
+            return previous
+
+    @property
+    def error_count(self) -> int:
+        """Emulator errors while preparing or sending attempts (each is recorded on its
+        attempt and logged once)."""
+        return self.recorder.error_count
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """The last of those errors, for inspection."""
+        return self.recorder.last_error
 
     # ---------------------------------------------------------------- lifecycle
 
     def start(self) -> Emulator:
         """Start firing on a system clock (no-op on a manual clock); return ``self``."""
-        self.engine.start()
+        self.driver.start()
         return self
+
+    @property
+    def in_flight(self) -> int:
+        """Attempts being sent whose end is not recorded yet."""
+        return self.driver.in_flight
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """Stop firing at once, wait up to ``timeout`` seconds for attempts in flight, and
+        record those still unfinished as interrupted (``UNAVAILABLE``, like an emulator restart:
+        their runs are retried under the job's retry config, at the next start if the store
+        is kept); then close the transport's connections. Idempotent.
+
+        On a manual clock a move under way (``clock:advance``) ends at the due instant it has
+        reached, with what ran there recorded.
+
+        :param timeout: seconds to wait in all (real time) for the engine thread and the
+            attempts in flight; recording the interrupted ones may take a moment more.
+        :return: how many attempts were recorded as interrupted.
+        """
+        return self.driver.stop(timeout)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until nothing is due now and no attempt is in flight (system clock).
+
+        :param timeout: seconds.
+        :return: ``True`` if idle, ``False`` on timeout.
+        """
+        return self.driver.wait_idle(timeout)
 
     def close(self) -> None:
         """Stop the engine (which closes the transport's connections), stop running Cloud Run
         tasks (their executions recorded as interrupted) and close the store."""
-        self.engine.stop()
+        self.stop()
         self.cloud_run.close()
         self.store.close()
+
+    def _close_outputs(self) -> None:
+        """Close the transport (its kept-alive connections) and write the execution log's
+        queued lines (idempotent)."""
+        self.transport.close()
+        if self.attempt_log is not None:
+            self.attempt_log.flush()
 
     def __enter__(self) -> Emulator:
         return self.start()
@@ -217,7 +286,7 @@ class Emulator(AttemptAssertions):
             user_update_time=self.clock.now(),
         )
         _refuse_unsendable_http2(job)
-        return self.engine.put_job(job, create=True, from_start=from_start)
+        return self._put_job(job, create=True, from_start=from_start)
 
     def upsert_job(self, job: Job) -> Job:
         """Create ``job``, or, if it exists (a restart with the same jobs file), replace its
@@ -229,22 +298,97 @@ class Emulator(AttemptAssertions):
 
         :return: the stored job.
         """
-        if not self.engine.has_job(job.name):
+        if not self.has_job(job.name):
             return self._create(job, {}, from_start=True)
-        current = self.engine.get_job(job.name)
+        current = self.get_job(job.name)
         if replace(job, **_output_fields(current)) == current:
             return current
         fields = _output_fields(current) | {"user_update_time": self.clock.now()}
         _refuse_unsendable_http2(job)
-        return self.engine.put_job(replace(job, **fields), from_start=True)
+        return self._put_job(replace(job, **fields), from_start=True)
+
+    def _put_job(self, job: Job, *, create: bool = False, from_start: bool = False) -> Job:
+        """Add or replace ``job`` and persist it, rescheduled from now; return it with its
+        output-only fields updated (see :meth:`Scheduler.put
+        <scheduler_emulator.core.scheduler.Scheduler.put>`).
+
+        :raises InvalidArgument: for a bad schedule or time zone (nothing changes).
+        :raises AlreadyExists: with ``create``, if the job exists.
+        """
+        with self._lock:
+            new = not self.core.has(job.name)
+            view, decisions = self.core.put(
+                job, self.clock.now(), create=create, from_start=from_start
+            )
+            try:
+                self.store.save_job(view, self.core.next_fire(view.name))
+            except StorageUnavailable:  # a full disk: list nothing that is not stored
+                if new:
+                    self.core.remove(view.name)
+                raise
+            deliveries = self.recorder.carry_out(decisions)
+        self.driver.send_all(deliveries)
+        self.driver.changed()  # the engine thread re-reads the next due instant
+        return view
+
+    def _modify(self, name: str, change: Callable[[Job], Job]) -> Job:
+        """Replace the job of full name ``name`` by ``change(job)`` atomically; if ``change``
+        raises, the job is left as it was. :raises NotFound:"""
+        with self._lock:
+            return self._put_job(change(self.core.get(name)))
+
+    def _change_state(self, name: str, required: State, new: State, rule: str) -> Job:
+        """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob).
+
+        :param rule: the end of the error sentence, e.g. ``"only an ENABLED job can be paused"``.
+        :raises FailedPrecondition: if the job is not in ``required``; the message names it.
+        """
+
+        def change(job: Job) -> Job:
+            if job.state != required:
+                raise FailedPrecondition(f"Job {job.name} is {job.state.name}; {rule}.")
+            return replace(job, state=new)
+
+        return self._modify(self.job_name(name), change)
 
     def get_job(self, name: str) -> Job:
         """Return the job (GetJob). :raises NotFound: ``Job not found.``"""
-        return self.engine.get_job(self.job_name(name))
+        name = self.job_name(name)
+        with self._lock:
+            return self.core.get(name)
+
+    def has_job(self, name: str) -> bool:
+        """Tell whether a job of that ID or full name exists."""
+        name = self.job_name(name)
+        with self._lock:
+            return self.core.has(name)
+
+    def next_fire(self, name: str) -> datetime | None:
+        """The job's next scheduled time (not a pending retry's); ``None`` when it has none,
+        or there is no such job."""
+        name = self.job_name(name)
+        with self._lock:
+            return self.core.next_fire(name) if self.core.has(name) else None
+
+    def job_config(self, name: str) -> Job | None:
+        """Return the job of full name ``name`` as configured (its retry config decides its
+        runs' states; output-only fields not brought up to date), ``None`` if there is none
+        (a deleted job's runs)."""
+        with self._lock:
+            return self.core.config(name)
 
     def list_jobs(self) -> list[Job]:
         """Return every job in creation order."""
-        return self.engine.jobs()
+        with self._lock:
+            return self.core.jobs()
+
+    def jobs_page(self, prefix: str, size: int, from_seq: int) -> tuple[list[Job], int | None]:
+        """Return up to ``size`` jobs whose names start with ``prefix`` (``projects/P/locations/
+        L/jobs/``), in creation order from creation sequence number ``from_seq`` on, and the
+        sequence number the next page starts at (``None`` after the last job). ListJobs pages
+        over this (api/ rules the page size and the token)."""
+        with self._lock:
+            return self.core.page(prefix, size, from_seq)
 
     def update_job(
         self, name: str, body: Mapping[str, Any], update_mask: str | Sequence[str] | None = None
@@ -271,11 +415,16 @@ class Emulator(AttemptAssertions):
             _refuse_unsendable_http2(updated)
             return replace(updated, user_update_time=now)
 
-        return self.engine.modify(self.job_name(name), change)
+        return self._modify(self.job_name(name), change)
 
     def delete_job(self, name: str) -> None:
-        """Delete the job (DeleteJob). :raises NotFound: ``Job not found.``"""
-        self.engine.remove_job(self.job_name(name))
+        """Delete the job (DeleteJob): no further runs or retries; an attempt in flight still
+        completes. :raises NotFound: ``Job not found.``"""
+        name = self.job_name(name)
+        with self._lock:
+            self.core.get(name)  # NotFound first
+            self.store.delete_job(name)  # then memory, once the disk has it
+            self.core.remove(name)
 
     def pause_job(self, name: str) -> Job:
         """Pause an ENABLED job (PauseJob): no more runs; pending retries are dropped.
@@ -283,8 +432,8 @@ class Emulator(AttemptAssertions):
         :raises NotFound: ``Job not found.``
         :raises FailedPrecondition: if the job is not ENABLED (the message names its state).
         """
-        return self.engine.change_state(
-            self.job_name(name), State.ENABLED, State.PAUSED, "only an ENABLED job can be paused"
+        return self._change_state(
+            name, State.ENABLED, State.PAUSED, "only an ENABLED job can be paused"
         )
 
     def resume_job(self, name: str) -> Job:
@@ -294,8 +443,8 @@ class Emulator(AttemptAssertions):
         :raises NotFound: ``Job not found.``
         :raises FailedPrecondition: if the job is not PAUSED (the message names its state).
         """
-        return self.engine.change_state(
-            self.job_name(name), State.PAUSED, State.ENABLED, "only a PAUSED job can be resumed"
+        return self._change_state(
+            name, State.PAUSED, State.ENABLED, "only a PAUSED job can be resumed"
         )
 
     def run_job(
@@ -325,7 +474,16 @@ class Emulator(AttemptAssertions):
         :raises NotFound: ``Job not found.``
         :raises NaiveDatetimeError: for a naive ``schedule_time``.
         """
-        return self.engine.force_run(self.job_name(name), schedule_time, wait=wait)
+        name = self.job_name(name)
+        with self._lock:
+            decisions = self.core.force(name, self.clock.now(), schedule_time)
+            deliveries = self.recorder.carry_out(decisions)
+        if not wait:
+            self.driver.send_soon(deliveries)
+        else:
+            self.driver.send_all(deliveries)
+            self.driver.forced()
+        return self.get_job(name)
 
     # ---------------------------------------------------------------- history
 
@@ -402,28 +560,52 @@ class Emulator(AttemptAssertions):
     def reset(self) -> None:
         """Delete every job, run, attempt and skipped-run record, and every Cloud Run
         execution."""
-        self.engine.clear()
+        with self._lock:
+            self.core.clear()
+            self.store.reset()
         self.cloud_run.store.clear()
 
     # ---------------------------------------------------------------- clock
+
+    def next_due(self) -> datetime | None:
+        """Earliest instant with something due (a fire time, a retry), or ``None``."""
+        with self._lock:
+            return self.core.next_due()
+
+    def run_due(self) -> None:
+        """Run everything due now, delivering attempts in order in this thread (what a manual
+        clock calls at each due instant; harmless on the system clock, whose engine thread
+        does it)."""
+        self.driver.run_due()
+
+    def idle(self) -> None:
+        """The manual clock is done moving: wait for requests a ``deadline`` fault left running
+        and note their answers on their attempts."""
+        self.driver.idle()
 
     def now(self) -> datetime:
         """The emulator's current instant (aware UTC)."""
         return self.clock.now()
 
-    def _manual(self) -> ManualClock:
-        if not isinstance(self.clock, ManualClock):
-            raise ClockError(
-                "the emulator runs on the system clock; start it with a ManualClock "
-                "(--clock manual) to move time by hand."
-            )
-        return self.clock
+    @property
+    def clock_mode(self) -> str:
+        """``"manual"`` (time moves by :meth:`advance`) or ``"system"`` (real time)."""
+        return self.driver.clock_mode
+
+    def reset_clock(self, instant: datetime) -> None:
+        """Set a manual clock to ``instant``, backwards too, firing nothing (after :meth:`reset`:
+        pending work would otherwise be due in the past).
+
+        :raises ClockError: on a system clock.
+        :raises NaiveDatetimeError: for a naive instant.
+        """
+        self.driver.manual_clock().reset_to(instant)
 
     def advance(self, delta: timedelta | float) -> datetime:
         """Advance a manual clock, firing everything due on the way (see
         :meth:`ManualClock.advance`), and return once the Cloud Run executions started on the
         way have ended (their tasks run in real time). :raises ClockError: on a system clock."""
-        now = self._manual().advance(delta)
+        now = self.driver.manual_clock().advance(delta)
         self.cloud_run.settle()
         return now
 
@@ -434,7 +616,7 @@ class Emulator(AttemptAssertions):
         :raises ClockError: on a system clock, or for a past instant.
         :raises NaiveDatetimeError: for a naive instant.
         """
-        now = self._manual().move_to(instant)
+        now = self.driver.manual_clock().move_to(instant)
         self.cloud_run.settle()
         return now
 

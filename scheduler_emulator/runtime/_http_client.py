@@ -32,20 +32,11 @@ from urllib.parse import urlsplit
 
 from ..domain.errors import ConfigurationError
 from ..realtime import real_monotonic
-from ._redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, next_hop
+from ._redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, ResponseSample, next_hop
 
 if TYPE_CHECKING:
     from ._curl_exchange import CurlExchange
     from ._curl_loop import CurlLoop
-
-__all__ = [
-    "DeadlineExceeded",
-    "HttpClient",
-    "MAX_BODY_BYTES",
-    "ResponseSample",
-    "Watchdog",
-    "http2_problem",
-]
 
 #: Called once when a request begun by :meth:`HttpClient.start` ends: ``(status, None)``, or
 #: ``(None, exc)`` with an exception :meth:`HttpClient.request` would raise.
@@ -54,33 +45,6 @@ Ended = Callable[[int | None, BaseException | None], None]
 #: no response bodies, so none is worth more than this.
 MAX_BODY_BYTES = 1 << 20
 _CHUNK = 64 * 1024
-
-
-class ResponseSample:
-    """The start of the final response's body and its ``Content-Type``, kept for the attempt
-    record (each redirect hop overwrites the previous one's).
-
-    :ivar body: at most ``limit`` bytes of the body.
-    :ivar content_type: the ``Content-Type`` header, ``None`` without one.
-    """
-
-    __slots__ = ("body", "content_type", "limit")
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.body = bytearray()
-        self.content_type: str | None = None
-
-    def restart(self, content_type: str | None) -> None:
-        """A new response begins: forget the previous hop's."""
-        self.body.clear()
-        self.content_type = content_type
-
-    def take(self, chunk: bytes) -> None:
-        """Keep as much of ``chunk`` as fits under the limit."""
-        room = self.limit - len(self.body)
-        if room > 0:
-            self.body += chunk[:room]
 
 
 class DeadlineExceeded(Exception):

@@ -20,14 +20,6 @@ from ..domain.outcomes import Failure, Outcome, classify_failure, classify_statu
 from ._clock import Clock
 from ._transports import TransportResult
 
-__all__ = [
-    "Injected",
-    "LateResponse",
-    "Send",
-    "outcome_of",
-    "send_with_faults",
-]
-
 #: Sends one attempt given its deadline in seconds.
 Send = Callable[[float], TransportResult]
 

@@ -17,24 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE
 from ..domain.schedule import DEFAULT_DST_POLICY
 from ..wire import HEADER_CASES, spell_header
 from ._tokens import GOOGLE_ISSUER, KEY_FILE_NAME
-
-__all__ = [
-    "ATTEMPTS_PAGE_SIZE",
-    "ATTEMPTS_PAGE_SIZE_MAX",
-    "DEFAULT_ATTEMPT_DEADLINE",
-    "DEFAULT_DST_POLICY",
-    "DEFAULT_HEADER_CASE",
-    "DEFAULT_RETAIN_ATTEMPTS",
-    "DEFAULT_RETAIN_MEGABYTES",
-    "DEFAULT_LOCATION",
-    "DEFAULT_PROJECT",
-    "EmulatorOptions",
-    "STORE_FILE_NAME",
-]
 
 #: Project of job IDs given without a full name.
 DEFAULT_PROJECT = "my-project"

@@ -47,23 +47,6 @@ from ._clock import Clock
 from ._dispatchers import NotDispatched, Prepared
 from ._transports import DeliveryRequest, Transport, TransportResult
 
-__all__ = [
-    "InProcessPublisher",
-    "LOG_TARGET_TYPE",
-    "NOT_CONFIGURED",
-    "NoPublisher",
-    "PUBLISH_TIMEOUT_SECONDS",
-    "PUSH_SUCCESS",
-    "PUSH_USER_AGENT",
-    "PublishError",
-    "Publisher",
-    "PubsubDispatcher",
-    "PubsubMessage",
-    "PushResult",
-    "PushSubscription",
-    "publish_outcome",
-]
-
 #: How long a publish may take (pinned: the Pub/Sub client library's default publish timeout;
 #: ``attemptDeadline`` is ignored for Pub/Sub targets, as Google documents).
 PUBLISH_TIMEOUT_SECONDS = 60.0

@@ -16,13 +16,6 @@ from typing import Any
 
 from ._pubsub import PublishError
 
-__all__ = [
-    "EmulatorPublisher",
-    "MISSING_EXTRA",
-    "ensure_topics",
-    "pubsub_library_missing",
-]
-
 #: What to install when google-cloud-pubsub is missing.
 MISSING_EXTRA = (
     "EMULATOR_PUBSUB_MISSING_LIBRARY. Publishing to the Pub/Sub emulator needs "

@@ -30,23 +30,6 @@ from ..domain.schedule_text import describe_schedule
 from ._data_file import attempts_from_rows
 from ._store import ATTEMPT_COLUMNS, Store, add_condition, window_conditions
 
-__all__ = [
-    "DEFAULT_FIRE_TIMES",
-    "MAX_FIRE_TIMES",
-    "attempt_by_id",
-    "attempts_newest",
-    "job_row",
-    "job_rows",
-    "last_attempt_in_flight",
-    "RUN_FILTERS",
-    "matches",
-    "next_fire_times",
-    "run_state",
-    "runs_page",
-    "target_text",
-    "timeline",
-]
-
 #: Next fire times a job row lists by default, and at most.
 DEFAULT_FIRE_TIMES = 5
 MAX_FIRE_TIMES = 50

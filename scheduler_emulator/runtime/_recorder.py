@@ -98,10 +98,6 @@ class Recorder:
         self.faults = faults
         #: The engine lock: the core, the store and the log change only under it.
         self.lock = threading.RLock()
-        #: Set by the threaded driver: attempts leave later, in real time, so AttemptStarted
-        #: is logged when one is sent (:meth:`sent_now`) and an injected ``delay`` is waited
-        #: out; otherwise (manual driver) it is logged when recorded and a delay is virtual.
-        self.realtime_sends = False
         #: Emulator errors while preparing or sending attempts, counted (each is recorded on
         #: its attempt and logged once); the last one is kept for inspection.
         self.error_count = 0
@@ -163,11 +159,10 @@ class Recorder:
             nominal=run.nominal,
         )
         self.store.add_attempt(attempt)
-        if self.attempt_log is not None and (not self.realtime_sends or failure is not None):
-            self.attempt_log.started(attempt, job.target_type)  # else when it is sent
         delivery = Delivery(attempt, prepared, run.number, job.target_type)
         if failure is None:
-            return delivery, []
+            return delivery, []  # AttemptStarted is logged by the driver (log_started)
+        self.log_started(delivery)
         return None, self.ended(delivery, Injected(TransportResult(), failure))
 
     # ---------------------------------------------------------------- sending
@@ -180,19 +175,25 @@ class Recorder:
         delivery.sent = True
         delivery.attempt.start_time = self.clock.now()
         self.store.mark_sent(delivery.attempt)
+        self.log_started(delivery)
+
+    def log_started(self, delivery: Delivery) -> None:
+        """Log AttemptStarted for ``delivery``: when it is recorded (a manual clock's attempts
+        leave at that instant) or when it leaves (:meth:`sent_now`), as the driver knows."""
         if self.attempt_log is not None:
             self.attempt_log.started(delivery.attempt, delivery.target_type)
 
     def send(self, delivery: Delivery) -> Injected:
-        """Send one attempt (no lock held) through the fault plan; return what happened."""
-        return self._send(delivery, self._rules(delivery))
+        """Send one attempt (no lock held) through the fault plan; return what happened. An
+        injected ``delay`` is virtual: recorded as latency, not waited out."""
+        return self._send(delivery, self._rules(delivery), wait_delays=False)
 
     def start(self, delivery: Delivery, done: Callable[[Injected], None]) -> None:
         """Send one attempt (no lock held) and call ``done`` once with what happened: without
         holding this thread when no fault rule applies and the attempt can begin that way
         (:attr:`~scheduler_emulator.runtime._dispatchers.Prepared.start`: ``done`` is then
         called on another thread, when the target answers); otherwise as :meth:`send`, in this
-        thread, before returning."""
+        thread, before returning, an injected ``delay`` waited out in real time."""
         rules = self._rules(delivery)
         start = delivery.prepared.start
         if not rules and start is not None:
@@ -205,13 +206,13 @@ class Recorder:
             except Exception as exc:  # a bug of ours: record the attempt rather than lose it
                 done(self._failed(delivery, exc))
                 return
-        done(self._send(delivery, rules))
+        done(self._send(delivery, rules, wait_delays=True))
 
     def _rules(self, delivery: Delivery) -> list[FaultRule]:
         """The fault rules that fire for this attempt (decided once per attempt)."""
         return self.faults.decide(_context(delivery)) if self.faults.rules else []
 
-    def _send(self, delivery: Delivery, rules: list[FaultRule]) -> Injected:
+    def _send(self, delivery: Delivery, rules: list[FaultRule], *, wait_delays: bool) -> Injected:
         attempt = delivery.attempt
         try:
             timeout = delivery.prepared.timeout_seconds
@@ -221,7 +222,7 @@ class Recorder:
                     self.clock,
                     timeout,
                     rules,
-                    wait_delays=self.realtime_sends,
+                    wait_delays=wait_delays,
                 )
                 # A duplicate rule adds copies (marked injected) to a delivery it leaves as is.
                 attempt.injected = any(rule.action != "duplicate" for rule in rules)

@@ -71,3 +71,30 @@ def next_hop(status: int, location: str | None, hop: Hop) -> Hop | None:
     if urlsplit(url).netloc != urlsplit(hop.url).netloc:
         headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
     return Hop(method, url, headers, body)
+
+
+class ResponseSample:
+    """The start of the final response's body and its ``Content-Type``, kept for the attempt
+    record (each redirect hop overwrites the previous one's).
+
+    :ivar body: at most ``limit`` bytes of the body.
+    :ivar content_type: the ``Content-Type`` header, ``None`` without one.
+    """
+
+    __slots__ = ("body", "content_type", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.body = bytearray()
+        self.content_type: str | None = None
+
+    def restart(self, content_type: str | None) -> None:
+        """A new response begins: forget the previous hop's."""
+        self.body.clear()
+        self.content_type = content_type
+
+    def take(self, chunk: bytes) -> None:
+        """Keep as much of ``chunk`` as fits under the limit."""
+        room = self.limit - len(self.body)
+        if room > 0:
+            self.body += chunk[:room]

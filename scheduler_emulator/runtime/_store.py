@@ -53,15 +53,6 @@ from ._options import (
     EmulatorOptions,
 )
 
-__all__ = [
-    "AttemptFilter",
-    "add_condition",
-    "ATTEMPT_COLUMNS",
-    "SCHEMA_VERSION",
-    "Store",
-    "window_conditions",
-]
-
 #: ``PRAGMA user_version`` of this release's schema (1: the first release; 2: ``jobs.next_fire``
 #: and ``skipped.reason``; 3: the attempts' run schedule time and response excerpt).
 SCHEMA_VERSION = 3
@@ -437,12 +428,6 @@ class Store:
                 for op in ops:
                     if op.error is not None:
                         self._raise(op.error)
-
-    @contextlib.contextmanager
-    def deferred(self) -> Iterator[None]:
-        """Nothing now: every update is committed soon after it returns (kept for the engine's
-        callers until they drop it)."""
-        yield
 
     def _write(self, run: Callable[[sqlite3.Connection], Any], *, wait: bool = False) -> None:
         """Give the writer one write; with ``wait``, return once it is committed (inside a

@@ -57,24 +57,6 @@ from ._clock import Clock, SystemClock
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-__all__ = [
-    "ACCESS_TOKEN_PREFIX",
-    "AccessToken",
-    "DISCOVERY_PATH",
-    "GOOGLE_ISSUER",
-    "JWKS_PATH",
-    "KEY_FILE_NAME",
-    "SigningKey",
-    "TOKENINFO_PATH",
-    "TOKEN_LIFETIME",
-    "TOKEN_TIMES",
-    "TokenAuthority",
-    "X509_CERTS_PATH",
-    "id_token_claims",
-    "service_account_id",
-    "token_audience",
-]
-
 #: ``iss`` of Google's ID tokens, and of the emulator's unless configured otherwise.
 GOOGLE_ISSUER = "https://accounts.google.com"
 #: How long a token is valid (Google's ID and access tokens: one hour).

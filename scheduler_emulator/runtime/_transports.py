@@ -36,25 +36,8 @@ from urllib.parse import unquote, urlsplit
 from ..domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
 from ..domain.outcomes import Failure, Outcome
 from ..realtime import real_monotonic
-from ._http_client import DeadlineExceeded, HttpClient, ResponseSample
-from ._redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, next_hop
-
-__all__ = [
-    "AsgiCaller",
-    "AsgiTransport",
-    "DeliveryRequest",
-    "HttpTransport",
-    "MountTransport",
-    "OnResult",
-    "StartingTransport",
-    "Transport",
-    "TransportResult",
-    "WsgiTransport",
-    "build_environ",
-    "call_wsgi",
-    "is_asgi_app",
-    "starting",
-]
+from ._http_client import DeadlineExceeded, HttpClient
+from ._redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, ResponseSample, next_hop
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: An ASGI 3 application: ``await app(scope, receive, send)``.

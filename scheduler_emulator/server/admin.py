@@ -62,10 +62,8 @@ from ..domain.attempts import iso
 from ..domain.codec import job_to_json, parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
 from ..domain.paging import next_page_token, page_position
+from ..runtime import EXECUTION_STATES
 from ..runtime import _read_model as read_model
-from ..runtime._clock import ManualClock
-from ..runtime._cloud_run import EXECUTION_STATES
-from ..runtime._cloud_run_api import GoogleApisTransport
 from ..runtime._emulator import Emulator
 from ..runtime._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX
 from ..runtime._tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
@@ -226,7 +224,7 @@ class Admin:
         return {"status": "ok"}
 
     def _mode(self) -> str:
-        return "manual" if self.emulator.clock.manual else "system"
+        return self.emulator.clock_mode
 
     def config(self, request: Request) -> dict[str, Any]:
         """The defaults for short job names, the clock's mode, and (for a daemon delivering
@@ -240,9 +238,7 @@ class Admin:
             "clock": self._mode(),
             "grpc": self._grpc,
         }
-        transport = emulator.engine.transport
-        if isinstance(transport, GoogleApisTransport):  # what carries all but googleapis.com
-            transport = transport.fallback
+        transport = emulator.transport
         if isinstance(transport, HttpTransport):
             answer["httpClient"] = "libcurl" if transport.client.uses_curl else "http.client"
         pubsub_host = getattr(emulator.publisher, "host", None)  # an EmulatorPublisher's
@@ -264,7 +260,7 @@ class Admin:
                     field="job",
                 ) from None
             if (
-                not self.emulator.engine.has_job(name)
+                not self.emulator.has_job(name)
                 and not self.emulator.attempts_page(job, page_size=1)[0]
             ):
                 raise NotFound(
@@ -276,7 +272,7 @@ class Admin:
         """The clock's instant and mode, and ``nextDue``: the next instant at which something
         is due (a fire time, a retry), absent when nothing is."""
         answer = {"now": iso(self.emulator.now()), "mode": self._mode()}
-        due = self.emulator.engine.next_due()
+        due = self.emulator.next_due()
         if due is not None:
             answer["nextDue"] = iso(due)
         return answer
@@ -404,20 +400,13 @@ class Admin:
             offset=page_position(page_token),
             page_size=page_size,
             fire_times=fire_times or 0,
-            dst_policy=self.emulator.engine.core.dst_policy,
-            next_fire=self._next_fire,
+            dst_policy=self.emulator.options.dst_policy,
+            next_fire=self.emulator.next_fire,
             in_flight=lambda job: read_model.last_attempt_in_flight(self.emulator.store, job, now),
         )
         answer = _page_answer("jobs", rows, next_page_token(following))
         answer["totalSize"] = total
         return answer
-
-    def _next_fire(self, job: str) -> datetime | None:
-        """The job's next scheduled time (not a pending retry's), ``None`` when unknown."""
-        try:
-            return self.emulator.engine.core.next_fire(job)
-        except KeyError:
-            return None
 
     def runs(self, request: Request) -> dict[str, Any]:
         """Runs newest first (by schedule time), each with its attempts and its state (see
@@ -438,7 +427,7 @@ class Admin:
             offset=page_position(page_token),
             page_size=page_size,
             now=self.emulator.now(),
-            config=self.emulator.engine.core.config,
+            config=self.emulator.job_config,
         )
         return _page_answer("runs", runs, next_page_token(following))
 
@@ -486,7 +475,7 @@ class Admin:
             start,
             end,
             now,
-            config=self.emulator.engine.core.config,
+            config=self.emulator.job_config,
         )
         for lane, job in zip(lanes, page, strict=True):
             lane["id"], lane["state"] = job.job_id, job.state.name
@@ -560,10 +549,9 @@ class Admin:
         instant = None if text is None else parse_timestamp(text, field="clockTime")
         self.emulator.reset()
         if instant is not None:
-            clock = self.emulator.clock
-            if not isinstance(clock, ManualClock):
+            if self.emulator.clock_mode != "manual":
                 raise FailedPrecondition("clockTime needs a manual clock (--clock manual).")
-            clock.reset_to(instant)
+            self.emulator.reset_clock(instant)
         return {}
 
     def _plan_json(self) -> dict[str, Any]:

@@ -16,17 +16,11 @@ Every error a user can cause prints ``error: <message>`` to stderr and exits wit
 from __future__ import annotations
 
 import argparse
-import errno
-import gc
 import hashlib
 import os
 import re
-import shlex
 import signal
-import socket
-import sqlite3
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -39,22 +33,20 @@ from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_project_id
 from ..domain.resources import Job
 from ..domain.schedule import DST_POLICIES
-from ..runtime._attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
-from ..runtime._clock import Clock, ClockFile, ManualClock, SystemClock
-from ..runtime._data_dir_lock import DataDirLock
-from ..runtime._data_file import startup_error
-from ..runtime._emulator import Emulator
-from ..runtime._http_client import http2_problem
-from ..runtime._options import (
+from ..runtime import (
     DEFAULT_DST_POLICY,
     DEFAULT_HEADER_CASE,
     DEFAULT_LOCATION,
     DEFAULT_PROJECT,
     DEFAULT_RETAIN_ATTEMPTS,
     DEFAULT_RETAIN_MEGABYTES,
+    GOOGLE_ISSUER,
+    LOG_FORMATS,
+    TOKEN_TIMES,
     EmulatorOptions,
+    SystemClock,
+    http2_problem,
 )
-from ..runtime._tokens import GOOGLE_ISSUER, TOKEN_TIMES
 from ..server.connections import Limits
 from ..wire import HEADER_CASES
 from .client_recipes import client_notes, grpc_note
@@ -64,33 +56,6 @@ from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
 from .targets_setup import configure as configure_targets
 from .views import ADMIN_TOKEN_ENV
-
-__all__ = [
-    "ADMIN_TOKEN_ENV",
-    "admin_token",
-    "BROKEN_PIPE_EXIT",
-    "DEFAULT_HOST",
-    "DEFAULT_PORT",
-    "DST_CHOICES",
-    "DST_HELP",
-    "STOP_GRACE_SECONDS",
-    "build_parser",
-    "cannot_listen",
-    "check_port_free",
-    "cmd_env_init",
-    "cmd_next",
-    "cmd_start",
-    "daemon_config",
-    "default_data_dir",
-    "env_lines",
-    "error_text",
-    "load_jobs_by_file",
-    "loaded_jobs",
-    "log_format_for",
-    "log_format_note",
-    "main",
-    "options_from_args",
-]
 
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
@@ -103,10 +68,6 @@ DST_HELP = (
 )
 #: Exit status after the reader of stdout went away (``| head``), as a tool killed by SIGPIPE.
 BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
-
-
-#: Seconds a stopping daemon waits for attempts in flight before recording them as interrupted.
-STOP_GRACE_SECONDS = 2.0
 
 
 class _GivenStore(argparse.Action):
@@ -479,24 +440,6 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
-def env_lines(host: str, port: int, project: str, pubsub_host: str = "") -> list[str]:
-    """The ``export`` lines that point gcloud and our plugin at the daemon, and Pub/Sub
-    clients at its Pub/Sub emulator (``pubsub_host``, when it has one).
-
-    The API endpoint override ends with ``/``, which gcloud requires.
-    """
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    values = {
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDSCHEDULER": f"http://{address}/",
-        "CLOUDSDK_AUTH_DISABLE_CREDENTIALS": "true",
-        "CLOUDSDK_CORE_PROJECT": project,
-        "CLOUD_SCHEDULER_EMULATOR_HOST": address,
-    }
-    if pubsub_host:
-        values["PUBSUB_EMULATOR_HOST"] = pubsub_host
-    return [f"export {key}={shlex.quote(value)}" for key, value in values.items()]
-
-
 def daemon_config(host: str, port: int, timeout: float = 2.0) -> dict[str, Any] | None:
     """Ask the daemon at ``host:port`` its defaults (``GET /_emulator/config``).
 
@@ -539,24 +482,11 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
     grpc = None if config is None else bool(config.get("grpc", True))
     notes = client_notes(args.host, args.port, grpc=grpc)
     pubsub_host = str((config or {}).get("pubsubEmulatorHost", ""))
+    from ..server.daemon import env_lines
+
     for line in env_lines(args.host, args.port, project, pubsub_host) + notes:
         out.write(line + "\n")
     return 0
-
-
-def _make_clock(args: argparse.Namespace, kept: ClockFile | None) -> Clock:
-    """The daemon's clock. A manual clock starts at ``--start``, else where it stopped last
-    time on this data dir (``kept``), else at the current minute; it keeps its virtual now in
-    ``kept`` as it moves."""
-    if args.clock == "manual":
-        start = args.start or (kept.read() if kept is not None else None)
-        start = start or SystemClock().now().replace(second=0, microsecond=0)
-        if kept is not None:
-            kept.write(start)
-        return ManualClock(start, keep=kept.write if kept is not None else None)
-    if args.start is not None:
-        raise ConfigurationError("--start needs --clock manual.")
-    return SystemClock()
 
 
 def load_jobs_by_file(
@@ -593,37 +523,6 @@ def load_jobs_by_file(
                 )
             seen[job.name] = path
     return per_file
-
-
-def check_port_free(host: str, port: int) -> None:
-    """Fail early, with a clear message, if ``host:port`` cannot be bound.
-
-    :raises ConfigurationError: naming the address and the reason.
-    """
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            raise ConfigurationError(cannot_listen(host, port, exc)) from exc
-
-
-def cannot_listen(host: str, port: int, exc: OSError) -> str:
-    """Why ``host:port`` cannot be bound, and what to do about it.
-
-    :return: the message, naming the address and the flag to change.
-    """
-    reason = f"cannot listen on {host}:{port}: {exc.strerror or exc}."
-    if exc.errno == errno.EADDRINUSE:
-        return f"{reason} Is another scheduler-emulator running? Stop it or pick another --port."
-    if exc.errno == errno.EACCES:
-        return f"{reason} Ports below 1024 need privileges; pick another --port."
-    if isinstance(exc, socket.gaierror):
-        return f"{reason} --host {host!r} is not an address or a name this machine resolves."
-    return (
-        f"{reason} --host {host!r} is not an address of this machine; use 127.0.0.1 (this "
-        "machine only) or 0.0.0.0 (every interface)."
-    )
 
 
 def loaded_jobs(per_file: Sequence[tuple[str, int]], stored: int | None) -> str:
@@ -688,15 +587,6 @@ def log_format_note(log_format: str, log_file: str | None) -> str:
     )
 
 
-def _settle_garbage_collector() -> None:
-    """After start-up: move what was loaded (jobs, schedules, modules) out of the cyclic
-    collector's sight and collect young objects less often, so that a minute in which
-    thousands of attempts are made does not spend its time re-scanning the job table."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(20_000, 50, 100)
-
-
 def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
     """The emulator's settings from ``scheduler-emulator start``'s flags."""
     return EmulatorOptions(
@@ -716,26 +606,11 @@ def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
     )
 
 
-def _open_file_room() -> None:
-    """Raise this process's soft limit of open files toward its hard limit, so that the
-    attempts the delivery pool lets wait on slow targets at once (each holds a socket; at most
-    ``MAX_IN_PROGRESS``) do not fail for want of file descriptors (many systems start processes
-    at 1,024)."""
-    import resource
-
-    from ..runtime._delivery_pool import MAX_IN_PROGRESS
-
-    wanted = 2 * MAX_IN_PROGRESS + 1024  # sockets, plus the store, the log and the server's
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        ceiling = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-        if ceiling > soft:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
-
-
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
-    """Run the daemon until SIGINT or SIGTERM."""
-    from ..server.server import is_loopback, serve
+    """Run the daemon (:class:`~scheduler_emulator.server.daemon.Daemon`) until SIGINT or
+    SIGTERM."""
+    from ..server.daemon import Daemon
+    from ..server.server import is_loopback
     from .firebase import command as firebase_command
 
     token = admin_token(args.admin_token)
@@ -750,45 +625,34 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         max_jobs=args.max_jobs_per_file,
     )
     jobs = [job for _, file_jobs in per_file for job in file_jobs]
-    lock: DataDirLock | None = None
-    if not args.in_memory:  # first: a second daemon on this directory names the first one
-        lock = DataDirLock(args.data_dir or default_data_dir())
-        lock.acquire()
-    check_port_free(args.host, args.port)
-    _open_file_room()
     log_format = log_format_for(args.log_format, args.log_file, out)
     options = options_from_args(args)
     where = "in memory" if options.data_dir is None else f"data dir {options.data_dir}"
     log_stream: IO[str] = open(args.log_file, "a") if args.log_file else out  # noqa: SIM115
+    closing = [log_stream.close] if log_stream is not out else []
     faults = load_fault_file(args.faults) if args.faults else None
-    clock_file = ClockFile(options.clock_path) if options.clock_path is not None else None
-    resumed = args.clock == "manual" and not args.start and bool(clock_file and clock_file.read())
-    clock = _make_clock(args, clock_file)
+    if args.start is not None and args.clock != "manual":
+        raise ConfigurationError("--start needs --clock manual.")
     targets = configure_targets(args, jobs, out)  # may start the Pub/Sub emulator
-    # On a manual clock each line is written at once (a caller reads the log after advancing);
-    # on a system clock a writer thread writes a busy minute's lines in a few batches.
-    attempt_log = AttemptLog(
-        log_stream,
-        format=log_format,
-        flush_interval=None if clock.manual else DAEMON_FLUSH_INTERVAL,
+    daemon = Daemon(
+        replace(options, app_engine_urls=targets.app_engine_urls),
+        host=args.host,
+        port=args.port,
+        clock=args.clock,
+        start=args.start,
+        admin_token=token,
+        limits=Limits(
+            max_connections=args.max_connections,
+            max_grpc_connections=args.max_grpc_connections,
+            grpc_idle_timeout=args.grpc_idle_timeout,
+        ),
+        log=log_stream,
+        log_format=log_format,
+        faults=faults,
+        publisher=targets.publisher,
+        closing=[targets.close, *closing],
     )
-    try:
-        emulator = Emulator(
-            clock,
-            options=replace(options, app_engine_urls=targets.app_engine_urls),
-            faults=faults,
-            attempt_log=attempt_log,
-            publisher=targets.publisher,
-        )
-    except BaseException as exc:
-        targets.close()
-        if lock is not None:
-            lock.release()
-        if isinstance(exc, sqlite3.Error):  # what the store's own checks did not name
-            raise startup_error(str(options.store_path()), exc) from exc
-        raise
-    if options.key_path is not None:
-        emulator.tokens.key  # noqa: B018 - load or create the key now: a bad key file stops
+    emulator = daemon.emulator
     file_names = {job.name for job in jobs}
     stored = (
         None
@@ -798,19 +662,6 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     with emulator.store.batch():  # one transaction: the engine thread is not started yet
         for job in jobs:
             emulator.upsert_job(job)
-    _settle_garbage_collector()
-    try:
-        limits = Limits(
-            max_connections=args.max_connections,
-            max_grpc_connections=args.max_grpc_connections,
-            grpc_idle_timeout=args.grpc_idle_timeout,
-        )
-        server = serve(emulator, args.host, args.port, admin_token=token, limits=limits)
-    except OSError as exc:
-        emulator.close()
-        targets.close()
-        raise ConfigurationError(cannot_listen(args.host, args.port, exc)) from exc
-
     if not is_loopback(args.host):
         print(
             f"warning: listening on {args.host}, which is not a loopback address: other "
@@ -819,86 +670,23 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             + ("" if token else " Set --admin-token to protect /_emulator/."),
             file=sys.stderr,
         )
-
-    if lock is not None:
-        lock.note_port(server.server_port)
-    stopping = threading.Event()
-    stopped: list[int] = []
-
-    def _stop_engine() -> None:
-        in_flight = emulator.engine.in_flight
-        print(
-            f"scheduler-emulator stopping: {in_flight} attempt(s) in flight; waiting up to "
-            f"{STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now).",
-            file=sys.stderr,
-            flush=True,
-        )
-        stopped.append(emulator.engine.stop(STOP_GRACE_SECONDS))
-
-    def _stop(signum: int, frame: object) -> None:
-        if stopping.is_set():  # the second Ctrl-C: leave now; the store is crash-safe
-            print("scheduler-emulator: exiting now.", file=sys.stderr, flush=True)
-            os._exit(128 + signum)
-        stopping.set()
-        threading.Thread(target=server.shutdown, daemon=True).start()  # no new requests
-        stopper.start()  # no new attempts
-
-    stopper = threading.Thread(target=_stop_engine, name="stop", daemon=True)
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
     clock_note = f"{args.clock} clock"
     if args.clock == "manual":
-        clock_note += f" at {format_timestamp(clock.now())}"
-        clock_note += " (resumed where it stopped)" if resumed else ""
+        clock_note += f" at {format_timestamp(emulator.now())}"
+        clock_note += " (resumed where it stopped)" if daemon.resumed else ""
     out.write(
-        f"scheduler-emulator listening on http://{args.host}:{server.server_port} "
+        f"scheduler-emulator listening on http://{args.host}:{daemon.port} "
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, {where}"
         + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")
         + (f", {targets.description}" if targets.description else "")
-        + grpc_note(getattr(server, "connection_router", None))
+        + grpc_note(getattr(daemon.server, "connection_router", None))
         + ")\n"
         + log_format_note(log_format, args.log_file)
         + "\n"
     )
     out.flush()
-    emulator.start()
     bridge = firebase_command.bridge_from_args(args, emulator, out)
-    try:
-        if bridge is not None:
-            bridge.start()
-        server.serve_forever()
-    finally:
-        server.server_close()
-        if bridge is not None:
-            bridge.close()
-        if stopper.is_alive():
-            stopper.join()
-        emulator.close()
-        attempt_log.close()
-        targets.close()
-        if lock is not None:
-            lock.release()
-        if log_stream is not out:
-            log_stream.close()
-    if stopped and stopped[0]:
-        print(
-            f"scheduler-emulator: {stopped[0]} attempt(s) recorded as interrupted; "
-            + (
-                "their runs are retried per their retry config at the next start."
-                if not args.in_memory
-                else "nothing is kept in memory, so their runs are not retried (--in-memory)."
-            ),
-            file=sys.stderr,
-        )
-    kept = (
-        "nothing was kept (--in-memory)" if args.in_memory else f"jobs and attempts are in {where}"
-    )
-    failure = emulator.store.write_failure
-    if failure is not None:  # e.g. the disk filled: say that not everything could be kept
-        kept += (
-            f", except what could not be written ({failure}): requests it refused were answered 503"
-        )
-    print(f"scheduler-emulator stopped; {kept}.", file=sys.stderr)
+    daemon.run([bridge] if bridge is not None else [])
     return 0
 
 

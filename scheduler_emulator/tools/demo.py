@@ -30,11 +30,14 @@ from werkzeug.serving import make_server
 
 from ..domain.attempts import Attempt, iso
 from ..domain.errors import ConfigurationError
-from ..runtime._attempt_log import AttemptLog
-from ..runtime._clock import ManualClock
-from ..runtime._emulator import Emulator
-from ..runtime._options import DEFAULT_LOCATION, DEFAULT_PROJECT
-from ..runtime._pubsub import InProcessPublisher
+from ..runtime import (
+    DEFAULT_LOCATION,
+    DEFAULT_PROJECT,
+    AttemptLog,
+    Emulator,
+    InProcessPublisher,
+    ManualClock,
+)
 from .jobs_file import load_jobs_file
 
 __all__ = [

@@ -49,9 +49,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
-from ..runtime._clock import Clock, SystemClock
-from ..runtime._injection import outcome_of
-from ..runtime._transports import DeliveryRequest, HttpTransport, Transport, TransportResult
+from ..runtime import (
+    Clock,
+    DeliveryRequest,
+    HttpTransport,
+    SystemClock,
+    Transport,
+    TransportResult,
+    outcome_of,
+)
 from ..wire import JOB_NAME_HEADER, scheduler_headers
 from ..wire import format_timestamp as iso
 from .scenario import CheckResult, ScenarioRun, load_scenario, run_scenario

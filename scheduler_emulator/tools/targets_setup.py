@@ -25,9 +25,14 @@ from typing import IO
 
 from ..domain.errors import ConfigurationError
 from ..domain.resources import Job
-from ..runtime._app_engine import parse_app_engine_urls
-from ..runtime._pubsub import NoPublisher, Publisher
-from ..runtime._pubsub_client import EmulatorPublisher, ensure_topics, pubsub_library_missing
+from ..runtime import (
+    EmulatorPublisher,
+    NoPublisher,
+    Publisher,
+    ensure_topics,
+    parse_app_engine_urls,
+    pubsub_library_missing,
+)
 
 __all__ = [
     "ENV_VAR",

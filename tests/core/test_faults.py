@@ -284,14 +284,14 @@ def test_an_error_inside_the_emulator_still_records_the_attempt(
     def broken(request: Any, timeout_seconds: float) -> Any:
         raise RuntimeError("transport bug")
 
-    monkeypatch.setattr(emulator.engine.transport, "send", broken)
+    monkeypatch.setattr(emulator.transport, "send", broken)
     emulator.create_job(nightly_job(retryConfig={}))
     emulator.advance(timedelta(minutes=2))
     [attempt] = emulator.attempts()
     assert attempt.code == "UNKNOWN" and attempt.end_time is not None
     assert "transport bug" in attempt.debug_info
-    assert isinstance(emulator.engine.last_error, RuntimeError)
-    assert emulator.engine.error_count == 1
+    assert isinstance(emulator.last_error, RuntimeError)
+    assert emulator.error_count == 1
 
 
 def test_only_one_retry_overlaps_a_deadline_then_the_slow_request_is_awaited(

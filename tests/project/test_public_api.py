@@ -47,7 +47,7 @@ def test_an_unknown_top_level_name_is_an_attribute_error() -> None:
 def test_importing_the_top_level_package_loads_no_engine() -> None:
     code = (
         "import sys, scheduler_emulator, scheduler_emulator.service; "
-        "print('scheduler_emulator.runtime._engine' in sys.modules)"
+        "print('scheduler_emulator.runtime._emulator' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True

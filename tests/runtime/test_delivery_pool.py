@@ -25,8 +25,12 @@ class Tasks:
         self.done: list[tuple[str, int]] = []
         self.gate = threading.Event()
 
-    def task(self, key: str, index: int, *, hold: bool = True) -> Callable[[], None]:
-        def run() -> None:
+    def task(
+        self, key: str, index: int, *, hold: bool = True
+    ) -> Callable[[Callable[[], None]], None]:
+        """A task that holds its pool thread (until the gate opens, with ``hold``)."""
+
+        def run(done: Callable[[], None]) -> None:
             with self.lock:
                 self.running[key] = self.running.get(key, 0) + 1
                 self.peak[key] = max(self.peak.get(key, 0), self.running[key])
@@ -35,6 +39,7 @@ class Tasks:
             with self.lock:
                 self.running[key] -= 1
                 self.done.append((key, index))
+            done()
 
         return run
 
@@ -125,9 +130,9 @@ def test_a_quick_task_begins_in_the_thread_that_finds_it_a_place() -> None:
         dones.append(done)
 
     try:
-        pool.submit_async(SLOW, quick, quick=True)  # a place is free: this thread begins it
+        pool.submit(SLOW, quick, quick=True)  # a place is free: this thread begins it
         assert began == [threading.current_thread().name]
-        pool.submit_async(SLOW, quick, quick=True)  # its job is at its cap: it waits
+        pool.submit(SLOW, quick, quick=True)  # its job is at its cap: it waits
         assert began == [threading.current_thread().name]
         ender = threading.Thread(target=dones[0], name="the-ender")
         ender.start()
@@ -149,7 +154,7 @@ def test_quick_tasks_that_end_at_once_do_not_nest() -> None:
                 ran.append(index)
                 done()
 
-            pool.submit_async(SLOW, quick, quick=True)
+            pool.submit(SLOW, quick, quick=True)
         assert wait_for(lambda: len(ran) == 5000, 5)
         assert ran == list(range(5000))
         assert pool.in_progress == 0

@@ -132,10 +132,8 @@ def attempt_of(job: dict[str, Any], *, http2: bool, deadline: float | None = Non
     try:
         emulator.create_job(job)
         if deadline is not None:
-            emulator.engine.modify(
-                emulator.job_name(job["name"].rpartition("/")[2]),
-                lambda stored: replace(stored, attempt_deadline=timedelta(seconds=deadline)),
-            )
+            stored = emulator.get_job(job["name"].rpartition("/")[2])
+            emulator.upsert_job(replace(stored, attempt_deadline=timedelta(seconds=deadline)))
         clock.advance(timedelta(minutes=1))
         [attempt] = emulator.attempts()
         return attempt

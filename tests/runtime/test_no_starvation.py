@@ -13,21 +13,34 @@ from scheduler_emulator.runtime._delivery_pool import DeliveryPool
 from tests.support import wait_for
 
 
+def holding(work: Callable[[], object]) -> Callable[[Callable[[], None]], None]:
+    """A pool task that does ``work`` in its pool thread, then ends."""
+
+    def task(done: Callable[[], None]) -> None:
+        try:
+            work()
+        finally:
+            done()
+
+    return task
+
+
 def test_tasks_behind_slow_ones_run_at_once_on_added_threads() -> None:
     pool = DeliveryPool(workers=4, per_key=2)
     release = threading.Event()
     done: list[float] = []
     try:
         for i in range(40):  # 20 slow jobs x 2 attempts: every core thread is held
-            pool.submit(f"slow-{i % 20}", lambda: release.wait(30))
+            pool.submit(f"slow-{i % 20}", holding(lambda: release.wait(30)))
         submitted = time.monotonic()
         for i in range(10):
-            pool.submit(f"fast-{i}", lambda: done.append(time.monotonic()))
+            pool.submit(f"fast-{i}", holding(lambda: done.append(time.monotonic())))
         assert wait_for(lambda: len(done) == 10, 5)
         assert max(done) - submitted < 1.0
         assert pool.threads >= 40 + 4  # one per slow attempt (the cap allows 2 per job), +core
         ran: list[int] = []
-        pool.submit("slow-0", lambda: ran.append(1))  # the per-job cap holds: a third waits
+        # The per-job cap holds: a third waits.
+        pool.submit("slow-0", holding(lambda: ran.append(1)))
         assert not wait_for(lambda: bool(ran), 0.5)
         release.set()
         assert wait_for(lambda: bool(ran), 5)
@@ -41,7 +54,7 @@ def test_a_burst_of_fast_tasks_does_not_grow_the_pool() -> None:
     done = threading.Semaphore(0)
     try:
         for i in range(20_000):
-            pool.submit(f"job-{i % 5000}", done.release)
+            pool.submit(f"job-{i % 5000}", holding(done.release))
         for _ in range(20_000):
             assert done.acquire(timeout=30)
         assert pool.threads == 4
@@ -63,15 +76,15 @@ def test_tasks_that_end_later_hold_no_thread_and_tasks_behind_them_run_at_once()
     ran: list[float] = []
     try:
         for i in range(200):  # 100 slow jobs x 2 attempts, all waiting on their targets
-            pool.submit_async(f"slow-{i % 100}", begin)
+            pool.submit(f"slow-{i % 100}", begin)
         assert wait_for(lambda: pool.in_progress == 200, 5), pool.in_progress
         submitted = time.monotonic()
         for i in range(10):
-            pool.submit(f"fast-{i}", lambda: ran.append(time.monotonic()))
+            pool.submit(f"fast-{i}", holding(lambda: ran.append(time.monotonic())))
         assert wait_for(lambda: len(ran) == 10, 5)
         assert max(ran) - submitted < 1.0
         assert pool.threads == 4  # the slow ones hold their places, not threads
-        pool.submit_async("slow-0", begin)  # the per-job cap holds: a third waits
+        pool.submit("slow-0", begin)  # the per-job cap holds: a third waits
         assert not wait_for(lambda: len(dones) == 201, 0.5)
         with lock:
             first = dones[0]
@@ -94,8 +107,8 @@ def test_a_task_that_fails_to_begin_gives_its_place_back() -> None:
         raise RuntimeError("could not begin")
 
     try:
-        pool.submit_async("job", broken)
-        pool.submit("job", lambda: ran.append(1))  # behind it, in its job's queue
+        pool.submit("job", broken)
+        pool.submit("job", holding(lambda: ran.append(1)))  # behind it, in its job's queue
         assert wait_for(lambda: ran == [1], 5)
         assert pool.in_progress == 0
     finally:

@@ -15,7 +15,7 @@ from scheduler_emulator.runtime._options import (
     STORE_FILE_NAME,
     EmulatorOptions,
 )
-from scheduler_emulator.runtime._store import DEFAULT_RETAIN_ATTEMPTS, Store
+from scheduler_emulator.runtime._store import DEFAULT_RETAIN_ATTEMPTS
 from scheduler_emulator.runtime._tokens import GOOGLE_ISSUER, KEY_FILE_NAME
 
 
@@ -60,16 +60,13 @@ def test_a_data_directory_holds_the_database_and_the_signing_key(tmp_path: Path)
     assert options.key_path == tmp_path / "data" / KEY_FILE_NAME
 
 
-def test_open_store_creates_the_directory_and_keeps_the_retention(tmp_path: Path) -> None:
+def test_the_store_creates_the_directory_and_keeps_the_retention(tmp_path: Path) -> None:
     options = EmulatorOptions(
         data_dir=tmp_path / "new" / "data", retain_attempts=7, retain_megabytes=3
     )
-    store = Store.open(options)
-    try:
+    with Emulator(ManualClock(), options=options) as emulator:
         assert (tmp_path / "new" / "data" / "emulator.db").is_file()
-        assert (store.retain_attempts, store.retain_megabytes) == (7, 3)
-    finally:
-        store.close()
+        assert (emulator.store.retain_attempts, emulator.store.retain_megabytes) == (7, 3)
 
 
 def test_options_are_frozen_and_hashable_even_with_a_mapping_of_app_engine_urls() -> None:

@@ -233,12 +233,12 @@ class FirebaseBridge:
         self._seen: tuple[bytes, bytes, str] | None = None
         self._last = SyncResult()  # what the last look found
         self._said_skips: set[str] = set()  # lines about skipped functions already said
-        engine = emulator.engine
-        self._wrapped = {kind: engine.dispatchers.get(kind) for kind in _KINDS}
+        self._wrapped = {kind: emulator.dispatchers.get(kind) for kind in _KINDS}
         for kind, inner in self._wrapped.items():
             if inner is not None:
-                engine.dispatchers[kind] = FirebaseDispatcher(
-                    inner, engine.transport, self.routes, self._look_again
+                emulator.set_dispatcher(
+                    kind,
+                    FirebaseDispatcher(inner, emulator.transport, self.routes, self._look_again),
                 )
 
     # ---------------------------------------------------------------- looking
@@ -312,8 +312,8 @@ class FirebaseBridge:
             project = read[2]
         probe = client.not_found_text(address, project, left())
         now_seen = (raw_digest, hashlib.blake2b(probe.encode()).digest(), project)
-        engine = self.emulator.engine
-        if now_seen == seen and all(engine.has_job(name) for name in self._routes):
+        emulator = self.emulator
+        if now_seen == seen and all(emulator.has_job(name) for name in self._routes):
             return replace(self._last, created=[], updated=[], deleted=[], unchanged=True)
         answer, refused_labels, project = read or self._read(address, raw)
         keys = trigger_keys(valid_trigger_keys(probe))
@@ -342,7 +342,7 @@ class FirebaseBridge:
         made = set(self._routes)  # the last look's jobs (another project's, if it changed)
         self._routes = routes | {n: r for n, r in self._routes.items() if n not in wanted}
         for name, (fn, job) in wanted.items():
-            before = engine.get_job(name) if engine.has_job(name) else None
+            before = self.emulator.get_job(name) if self.emulator.has_job(name) else None
             if before is not None and _configuration(before) == _configuration(job):
                 continue
             self.emulator.upsert_job(job)
@@ -492,10 +492,9 @@ class FirebaseBridge:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        engine = self.emulator.engine
         for kind, inner in self._wrapped.items():
             if inner is not None:
-                engine.dispatchers[kind] = inner
+                self.emulator.set_dispatcher(kind, inner)
 
     def __enter__(self) -> FirebaseBridge:
         return self

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from ...domain.errors import ConfigurationError
 from ...domain.resources import Job
-from ...runtime._transports import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
+from ...runtime import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
 from .model import Scenario, problem, show
 
 __all__ = [

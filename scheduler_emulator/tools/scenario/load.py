@@ -17,7 +17,7 @@ from ...domain.codec import job_from_json
 from ...domain.errors import ApiError, ConfigurationError
 from ...domain.names import qualify_job_name
 from ...domain.resources import Job
-from ...runtime._options import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT
+from ...runtime import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT
 from ...wire import HEADER_CASES
 from ..cloud_run_file import load_cloud_run_jobs
 from ..documents import read_text

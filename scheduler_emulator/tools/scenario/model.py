@@ -16,7 +16,7 @@ from ...domain.codec import parse_timestamp, show_value
 from ...domain.errors import ApiError, ConfigurationError
 from ...domain.numbers import whole_number
 from ...domain.resources import Job
-from ...runtime._options import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT
+from ...runtime import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT
 from ...wire import NaiveDatetimeError, to_instant
 
 __all__ = [

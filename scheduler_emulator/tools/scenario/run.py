@@ -12,11 +12,7 @@ from typing import Any
 
 from ...domain.attempts import Attempt
 from ...realtime import real_monotonic
-from ...runtime import _read_model as read_model
-from ...runtime._attempt_log import AttemptLog
-from ...runtime._clock import ManualClock
-from ...runtime._emulator import Emulator
-from ...runtime._store import Store
+from ...runtime import AttemptLog, Emulator, ManualClock, Store, runs_page
 from .app import Delivery, prepare_delivery, rebase_url
 from .model import PROBE_SELECTOR_RE, Expectation, Scenario, problem
 
@@ -192,8 +188,8 @@ def run_scenario(
                 emulator.run_job(step.value)
         attempts = emulator.attempts()
         end = clock.now()
-        runs, _ = read_model.runs_page(
-            emulator.store, page_size=len(attempts), now=end, config=emulator.engine.core.config
+        runs, _ = runs_page(
+            emulator.store, page_size=len(attempts), now=end, config=emulator.job_config
         )
     finally:
         emulator.close()

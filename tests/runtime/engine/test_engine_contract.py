@@ -5,12 +5,12 @@ clock, an engine thread, a delivery pool and an ends thread)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from scheduler_emulator import Emulator, ManualClock, SystemClock
+from scheduler_emulator import ClockError, Emulator, ManualClock, SystemClock
 from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.runtime._drivers import ManualDriver, ThreadedDriver
 from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult, WsgiTransport
@@ -38,7 +38,7 @@ class Engines:
         assert wait_for(
             lambda: sum(a.end_time is not None for a in emulator.attempts()) >= attempts, 10
         )
-        assert emulator.engine.wait_idle(10)
+        assert emulator.wait_idle(10)
         return emulator.attempts()
 
 
@@ -53,7 +53,7 @@ def engines(request: pytest.FixtureRequest) -> Iterator[Engines]:
 def test_the_driver_is_chosen_once_from_the_clock(engines: Engines) -> None:
     emulator = engines(RecordingTarget())
     expected = ManualDriver if engines.kind == "manual" else ThreadedDriver
-    assert type(emulator.engine.driver) is expected
+    assert type(emulator.driver) is expected
 
 
 def test_a_forced_run_is_delivered_once_and_recorded(engines: Engines) -> None:
@@ -66,7 +66,7 @@ def test_a_forced_run_is_delivered_once_and_recorded(engines: Engines) -> None:
     [request] = target.requests
     assert request.headers["X-Cloudscheduler-Jobname"] == "nightly"
     assert emulator.get_job("nightly").status.code == 0
-    assert emulator.engine.in_flight == 0
+    assert emulator.in_flight == 0
 
 
 def test_a_failed_attempt_sets_the_job_status(engines: Engines) -> None:
@@ -91,7 +91,7 @@ def test_an_injected_status_does_not_call_the_target(engines: Engines) -> None:
 def test_a_kind_without_a_dispatcher_is_recorded_not_sent(engines: Engines) -> None:
     target = RecordingTarget()
     emulator = engines(target)
-    del emulator.engine.dispatchers["HTTP"]
+    del emulator.dispatchers["HTTP"]
     emulator.create_job(nightly_job(retryConfig={}))
     emulator.run_job("nightly")
     [attempt] = engines.settled(emulator, 1)
@@ -112,8 +112,8 @@ def test_a_transport_bug_is_recorded_and_counted(engines: Engines) -> None:
     emulator.run_job("nightly")
     [attempt] = engines.settled(emulator, 1)
     assert attempt.code == "UNKNOWN" and "RuntimeError('boom')" in attempt.debug_info
-    assert emulator.engine.error_count == 1
-    assert isinstance(emulator.engine.last_error, RuntimeError)
+    assert emulator.error_count == 1
+    assert isinstance(emulator.last_error, RuntimeError)
 
 
 def test_the_log_has_a_start_and_an_end_per_attempt(engines: Engines) -> None:
@@ -137,6 +137,21 @@ def test_stop_with_nothing_in_flight_interrupts_nothing(engines: Engines) -> Non
     emulator.create_job(nightly_job())
     emulator.run_job("nightly")
     engines.settled(emulator, 1)
-    assert emulator.engine.stop(5) == 0
-    assert emulator.engine.stop(5) == 0  # idempotent
+    assert emulator.stop(5) == 0
+    assert emulator.stop(5) == 0  # idempotent
     assert [a.code for a in emulator.attempts()] == ["OK"]
+
+
+def test_only_the_manual_driver_moves_time_by_hand(engines: Engines) -> None:
+    emulator = engines(RecordingTarget())
+    emulator.create_job(nightly_job())
+    if engines.kind == "manual":
+        assert emulator.clock_mode == "manual"
+        emulator.advance(timedelta(minutes=2))  # 02:00 falls due on the way
+        assert [a.code for a in emulator.attempts()] == ["OK"]
+    else:
+        assert emulator.clock_mode == "system"
+        with pytest.raises(ClockError, match="runs on the system clock"):
+            emulator.advance(timedelta(minutes=2))
+        with pytest.raises(ClockError, match="runs on the system clock"):
+            emulator.reset_clock(datetime(2026, 1, 1, tzinfo=UTC))

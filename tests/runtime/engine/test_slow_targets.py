@@ -41,10 +41,8 @@ def beside_dripping_jobs(
                     attempt_deadline="15s",
                 )
                 # The API's minimum is 15 s; a shorter one keeps the test short.
-                emulator.engine.modify(
-                    emulator.job_name(f"drip-{i}"),
-                    lambda job: replace(job, attempt_deadline=timedelta(seconds=deadline)),
-                )
+                job = emulator.get_job(f"drip-{i}")
+                emulator.upsert_job(replace(job, attempt_deadline=timedelta(seconds=deadline)))
             emulator.start()
             for _ in range(forced):
                 for i in range(dripping):

@@ -34,7 +34,7 @@ def test_run_job_on_the_system_clock_is_delivered_by_the_engine_thread() -> None
         emulator.create_job(nightly_job())
         emulator.run_job("nightly")
         assert wait_for(lambda: len(target.requests) == 1, bound_seconds=10)
-        assert emulator.engine.wait_idle(10)
+        assert emulator.wait_idle(10)
         assert [a.forced for a in emulator.attempts()] == [True]
 
 
@@ -55,7 +55,7 @@ def test_an_attempt_in_flight_has_the_start_its_finished_record_keeps() -> None:
         assert arrived.wait(10)
         [in_flight] = emulator.attempts("nightly")
         release.set()
-        assert emulator.engine.wait_idle(10)
+        assert emulator.wait_idle(10)
         [finished] = emulator.attempts("nightly")
     assert (in_flight.end_time, finished.code) == (None, "OK")
     assert in_flight.start_time == finished.start_time
@@ -69,7 +69,7 @@ def test_the_jobs_last_attempt_time_is_its_latest_attempts_start() -> None:
         emulator.create_job(nightly_job())
         for _ in range(3):
             emulator.run_job("nightly")
-            assert emulator.engine.wait_idle(10)
+            assert emulator.wait_idle(10)
             assert (
                 emulator.get_job("nightly").last_attempt_time == emulator.attempts()[-1].start_time
             )

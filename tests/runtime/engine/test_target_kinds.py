@@ -99,7 +99,7 @@ def test_the_job_status_shows_the_failure(mixed: Emulator) -> None:
 def test_a_kind_without_a_dispatcher_is_recorded_as_not_dispatched(
     mixed: Emulator, target: RecordingTarget
 ) -> None:
-    del mixed.engine.dispatchers["PUBSUB"]
+    del mixed.dispatchers["PUBSUB"]
     mixed.advance(timedelta(minutes=2))
     [*_, attempt] = mixed.attempts("publish")
     assert attempt.code == "FAILED_PRECONDITION" and "does not deliver PUBSUB" in attempt.debug_info
@@ -123,7 +123,7 @@ def test_the_clock_endpoint_answers_200_with_mixed_kinds(
 def test_an_error_preparing_one_attempt_is_recorded_on_it_and_spares_the_others(
     mixed: Emulator, target: RecordingTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    http = mixed.engine.dispatchers["HTTP"]
+    http = mixed.dispatchers["HTTP"]
     real_prepare = http.prepare
 
     def prepare(job: Any, schedule_time: str | None, now: datetime) -> Any:
@@ -137,7 +137,7 @@ def test_an_error_preparing_one_attempt_is_recorded_on_it_and_spares_the_others(
     [*_, broken] = mixed.attempts("broken")
     assert broken.code == "UNKNOWN" and "cannot build this request" in broken.debug_info
     assert [a.code for a in mixed.attempts("tick")] == ["OK", "OK"]
-    assert mixed.engine.error_count == 2
+    assert mixed.error_count == 2
 
 
 def test_on_the_system_clock_the_http_job_fires_beside_a_failing_kind(
@@ -148,7 +148,7 @@ def test_on_the_system_clock_the_http_job_fires_beside_a_failing_kind(
         emulator.create_job(APP_ENGINE_JOB)
         emulator.run_job("worker")  # RunJob records an attempt for the failing job too
         assert wait_for(lambda: len(emulator.attempts()) >= 3, bound_seconds=10)
-        assert emulator.engine.wait_idle(10)
+        assert emulator.wait_idle(10)
         attempts = emulator.attempts()
     by_job = {(a.job_id, a.forced): a.code for a in attempts}
     assert by_job == {
@@ -157,4 +157,4 @@ def test_on_the_system_clock_the_http_job_fires_beside_a_failing_kind(
         ("tick", False): "OK",
     }
     assert len(target.requests) == 1
-    assert emulator.engine.error_count == 0
+    assert emulator.error_count == 0

@@ -414,14 +414,14 @@ def test_adding_and_deleting_a_function_while_both_run(emulator_suite: Functions
     bridge = FirebaseBridge(emulator, functions=emulator_suite.functions, poll_interval=0.5)
     bridge.start()
     try:
-        assert wait_for(lambda: emulator.engine.has_job(V2), 30), bridge.messages
+        assert wait_for(lambda: emulator.has_job(V2), 30), bridge.messages
         index.write_text(
             original
             + '\nexports.added = onSchedule("*/10 * * * *", async () => record("added", {}));\n'
         )
         assert wait_for(lambda: "added" in emulator_suite.scheduled(), 120)
         reloaded = real_monotonic()
-        assert wait_for(lambda: emulator.engine.has_job(ADDED), 5), bridge.messages
+        assert wait_for(lambda: emulator.has_job(ADDED), 5), bridge.messages
         print(f"job created {real_monotonic() - reloaded:.2f} s after the reload was seen")
         assert emulator.get_job(ADDED).schedule == "*/10 * * * *"
 
@@ -432,8 +432,8 @@ def test_adding_and_deleting_a_function_while_both_run(emulator_suite: Functions
         assert wait_for(lambda: any("waiting" in m for m in bridge.messages), 10), bridge.messages
         emulator_suite.start()
         assert "added" not in emulator_suite.scheduled()
-        assert wait_for(lambda: not emulator.engine.has_job(ADDED), 5), bridge.messages
-        assert emulator.engine.has_job(V1) and emulator.engine.has_job(V2)
+        assert wait_for(lambda: not emulator.has_job(ADDED), 5), bridge.messages
+        assert emulator.has_job(V1) and emulator.has_job(V2)
     finally:
         index.write_text(original)
         bridge.close()

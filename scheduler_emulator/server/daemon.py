@@ -1,0 +1,357 @@
+"""The daemon as a library: an :class:`~scheduler_emulator.Emulator` served on one port until
+a signal, with its data-directory lock, its clock, its execution log and its stop report.
+
+``scheduler-emulator start`` parses its flags and runs a :class:`Daemon`; a test or a script
+runs one the same way::
+
+    daemon = Daemon(EmulatorOptions(data_dir=None), port=0)
+    threading.Thread(target=daemon.run, daemon=True).start()
+    ...                                  # the API at daemon.url
+    daemon.shutdown()                    # what SIGTERM does
+
+Only here and in :mod:`~scheduler_emulator.runtime._drivers` is the kind of clock chosen:
+``clock="manual"`` builds a :class:`~scheduler_emulator.ManualClock` that keeps its instant in
+the data directory, so a restart resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shlex
+import signal
+import socket
+import sqlite3
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import IO, Protocol
+
+from ..core.faults import FaultPlan
+from ..domain.errors import ConfigurationError
+from ..runtime import (
+    DAEMON_FLUSH_INTERVAL,
+    AttemptLog,
+    ClockFile,
+    DataDirLock,
+    Emulator,
+    EmulatorOptions,
+    ManualClock,
+    Publisher,
+    SystemClock,
+    startup_error,
+)
+from .connections import Limits
+from .server import serve
+
+#: Seconds a stop waits for attempts in flight before recording them as interrupted.
+STOP_GRACE_SECONDS = 2.0
+
+
+class Companion(Protocol):
+    """Something that runs beside the daemon (the Firebase bridge): started once the engine
+    runs, closed when the daemon stops."""
+
+    def start(self) -> object:
+        """Begin (returns at once; what it returns is ignored)."""
+
+    def close(self) -> None:
+        """Stop and release what it holds."""
+
+
+class Daemon:
+    """An emulator, its server and what surrounds them, built in order and torn down in reverse.
+
+    Construction takes the data directory's lock first (a second daemon on the same directory
+    names the first), raises the open-file limit for sockets of slow targets, builds the clock
+    (``"manual"`` resumes at the instant kept in the data directory unless ``start`` is given)
+    and the execution log, opens the store, and binds the port. :meth:`run` serves until
+    :meth:`shutdown` (SIGTERM and SIGINT call it when run in the main thread) and then prints
+    the stop report.
+
+    :param options: the emulator's settings (``data_dir=None``: nothing kept).
+    :param host: address to bind.
+    :param port: TCP port; 0 picks a free one (:attr:`port`).
+    :param clock: ``"system"`` or ``"manual"``.
+    :param start: a manual clock's first instant (aware), else where it stopped last time, else
+        the current minute.
+    :param admin_token: the token ``/_emulator/`` requires, or ``None``.
+    :param limits: the server's connection bounds (HTTP/1.1 and gRPC connections, gRPC idle
+        time); ``None``: the defaults.
+    :param log: where the execution log goes (``None``: no log).
+    :param log_format: ``"json"`` or ``"text"``.
+    :param faults: the fault plan.
+    :param publisher: where Pub/Sub jobs publish (default: in process).
+    :param closing: called when the daemon is torn down (or fails to build), after the emulator
+        is closed (e.g. stopping a Pub/Sub emulator it started).
+    :param err: where the stop report goes.
+    :raises ConfigurationError: the data directory is locked by another daemon, ``start``
+        without a manual clock, the port cannot be bound, or the store cannot be opened.
+    """
+
+    def __init__(
+        self,
+        options: EmulatorOptions,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        clock: str = "system",
+        start: datetime | None = None,
+        admin_token: str | None = None,
+        limits: Limits | None = None,
+        log: IO[str] | None = None,
+        log_format: str = "json",
+        faults: FaultPlan | None = None,
+        publisher: Publisher | None = None,
+        closing: Sequence[Callable[[], None]] = (),
+        err: IO[str] | None = None,
+    ) -> None:
+        if clock not in ("system", "manual"):
+            raise ConfigurationError(f"clock must be 'system' or 'manual', not {clock!r}.")
+        if start is not None and clock != "manual":
+            raise ConfigurationError("--start needs --clock manual.")
+        self.options = options
+        self.host = host
+        self.err = err
+        self._closing = list(closing)
+        self.lock: DataDirLock | None = None
+        self.attempt_log: AttemptLog | None = None
+        self._stopping = threading.Event()
+        self._interrupted = 0
+        self._stopper = threading.Thread(target=self._stop_engine, name="stop", daemon=True)
+        try:
+            if options.data_dir is not None:
+                self.lock = DataDirLock(options.data_dir)
+                self.lock.acquire()
+            check_port_free(host, port)
+            _open_file_room()
+            kept = ClockFile(options.clock_path) if options.clock_path is not None else None
+            self.resumed = clock == "manual" and start is None and bool(kept and kept.read())
+            made = _make_clock(clock, start, kept)
+            if log is not None:
+                # On a manual clock each line is written at once (a caller reads the log after
+                # advancing); on a system clock a writer thread writes a busy minute's lines in
+                # a few batches.
+                self.attempt_log = AttemptLog(
+                    log,
+                    format=log_format,
+                    flush_interval=None if clock == "manual" else DAEMON_FLUSH_INTERVAL,
+                )
+            try:
+                self.emulator = Emulator(
+                    made,
+                    options=options,
+                    faults=faults,
+                    attempt_log=self.attempt_log,
+                    publisher=publisher,
+                )
+            except sqlite3.Error as exc:  # what the store's own checks did not name
+                raise startup_error(str(options.store_path()), exc) from exc
+            if options.key_path is not None:
+                self.emulator.tokens.key  # noqa: B018 - load or create the key: a bad one stops
+            try:
+                self.server = serve(
+                    self.emulator, host, port, admin_token=admin_token, limits=limits
+                )
+            except OSError as exc:
+                self.emulator.close()
+                raise ConfigurationError(cannot_listen(host, port, exc)) from exc
+        except BaseException:
+            self._tear_down()
+            raise
+        if self.lock is not None:
+            self.lock.note_port(self.server.server_port)
+
+    @property
+    def port(self) -> int:
+        """The port the daemon listens on."""
+        return int(self.server.server_port)
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT`` of the API (a host with ``:`` in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def run(self, companions: Sequence[Companion] = ()) -> int:
+        """Start the engine and ``companions``, serve until :meth:`shutdown`, tear everything
+        down and print the stop report (to ``err``).
+
+        In the main thread SIGTERM and SIGINT call :meth:`shutdown`; a second one exits at
+        once (the store is crash-safe).
+
+        :return: how many attempts the stop recorded as interrupted.
+        """
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._signalled)
+            signal.signal(signal.SIGINT, self._signalled)
+        _settle_garbage_collector()
+        self.emulator.start()
+        started: list[Companion] = []
+        try:
+            for companion in companions:
+                companion.start()
+                started.append(companion)
+            self.server.serve_forever()
+        finally:
+            self.server.server_close()
+            for companion in reversed(started):
+                companion.close()
+            if self._stopper.is_alive():
+                self._stopper.join()
+            self.emulator.close()
+            self._tear_down()
+        self._report()
+        return self._interrupted
+
+    def shutdown(self) -> None:
+        """Stop serving (no new requests) and stop the engine (no new attempts; those in flight
+        get :data:`STOP_GRACE_SECONDS`): :meth:`run` then returns. Idempotent."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        threading.Thread(target=self.server.shutdown, daemon=True).start()
+        self._stopper.start()
+
+    def _signalled(self, signum: int, frame: object) -> None:
+        if self._stopping.is_set():  # the second Ctrl-C: leave now
+            self._say("scheduler-emulator: exiting now.")
+            os._exit(128 + signum)
+        self.shutdown()
+
+    def _stop_engine(self) -> None:
+        self._say(
+            f"scheduler-emulator stopping: {self.emulator.in_flight} attempt(s) in flight; "
+            f"waiting up to {STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now)."
+        )
+        self._interrupted = self.emulator.stop(STOP_GRACE_SECONDS)
+
+    def _tear_down(self) -> None:
+        """Release what construction acquired, in reverse (idempotent)."""
+        if self.attempt_log is not None:
+            self.attempt_log.close()
+        while self._closing:
+            self._closing.pop(0)()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def _report(self) -> None:
+        in_memory = self.options.data_dir is None
+        if self._interrupted:
+            self._say(
+                f"scheduler-emulator: {self._interrupted} attempt(s) recorded as interrupted; "
+                + (
+                    "nothing is kept in memory, so their runs are not retried (--in-memory)."
+                    if in_memory
+                    else "their runs are retried per their retry config at the next start."
+                )
+            )
+        kept = (
+            "nothing was kept (--in-memory)"
+            if in_memory
+            else f"jobs and attempts are in data dir {self.options.data_dir}"
+        )
+        failure = self.emulator.store.write_failure
+        if failure is not None:  # e.g. the disk filled: say that not everything could be kept
+            kept += (
+                f", except what could not be written ({failure}): requests it refused were "
+                "answered 503"
+            )
+        self._say(f"scheduler-emulator stopped; {kept}.")
+
+    def _say(self, line: str) -> None:
+        print(line, file=self.err or sys.stderr, flush=True)
+
+
+def env_lines(host: str, port: int, project: str, pubsub_host: str = "") -> list[str]:
+    """The ``export`` lines that point gcloud and our plugin at the daemon, and Pub/Sub
+    clients at its Pub/Sub emulator (``pubsub_host``, when it has one).
+
+    The API endpoint override ends with ``/``, which gcloud requires.
+    """
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    values = {
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDSCHEDULER": f"http://{address}/",
+        "CLOUDSDK_AUTH_DISABLE_CREDENTIALS": "true",
+        "CLOUDSDK_CORE_PROJECT": project,
+        "CLOUD_SCHEDULER_EMULATOR_HOST": address,
+    }
+    if pubsub_host:
+        values["PUBSUB_EMULATOR_HOST"] = pubsub_host
+    return [f"export {key}={shlex.quote(value)}" for key, value in values.items()]
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Fail early, with a clear message, if ``host:port`` cannot be bound.
+
+    :raises ConfigurationError: naming the address and the reason.
+    """
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigurationError(cannot_listen(host, port, exc)) from exc
+
+
+def cannot_listen(host: str, port: int, exc: OSError) -> str:
+    """Why ``host:port`` cannot be bound, and what to do about it.
+
+    :return: the message, naming the address and the flag to change.
+    """
+    import errno
+
+    reason = f"cannot listen on {host}:{port}: {exc.strerror or exc}."
+    if exc.errno == errno.EADDRINUSE:
+        return f"{reason} Is another scheduler-emulator running? Stop it or pick another --port."
+    if exc.errno == errno.EACCES:
+        return f"{reason} Ports below 1024 need privileges; pick another --port."
+    if isinstance(exc, socket.gaierror):
+        return f"{reason} --host {host!r} is not an address or a name this machine resolves."
+    return (
+        f"{reason} --host {host!r} is not an address of this machine; use 127.0.0.1 (this "
+        "machine only) or 0.0.0.0 (every interface)."
+    )
+
+
+def _make_clock(
+    kind: str, start: datetime | None, kept: ClockFile | None
+) -> ManualClock | SystemClock:
+    """The daemon's clock. A manual clock starts at ``start``, else where it stopped last time
+    on this data dir (``kept``), else at the current minute; it keeps its virtual now in
+    ``kept`` as it moves."""
+    if kind != "manual":
+        return SystemClock()
+    first = start or (kept.read() if kept is not None else None)
+    first = first or SystemClock().now().replace(second=0, microsecond=0)
+    if kept is not None:
+        kept.write(first)
+    return ManualClock(first, keep=kept.write if kept is not None else None)
+
+
+def _settle_garbage_collector() -> None:
+    """After start-up: move what was loaded (jobs, schedules, modules) out of the cyclic
+    collector's sight and collect young objects less often, so that a minute in which
+    thousands of attempts are made does not spend its time re-scanning the job table."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 100)
+
+
+def _open_file_room() -> None:
+    """Raise this process's soft limit of open files toward its hard limit, so that the
+    attempts the delivery pool lets wait on slow targets at once (each holds a socket; at most
+    ``MAX_IN_PROGRESS``) do not fail for want of file descriptors (many systems start processes
+    at 1,024)."""
+    import resource
+
+    from ..runtime import MAX_IN_PROGRESS
+
+    wanted = 2 * MAX_IN_PROGRESS + 1024  # sockets, plus the store, the log and the server's
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        ceiling = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        if ceiling > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
