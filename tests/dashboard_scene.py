@@ -17,7 +17,7 @@ from typing import Any
 import requests
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "examples" / "orders")]
+sys.path[:0] = [str(HERE.parent), str(HERE.parent / "examples" / "orders")]
 
 from tests.browser import by_testid, chromium, wait_for  # noqa: E402
 from tests.daemon import Daemon, running_daemon, serving  # noqa: E402
