@@ -153,11 +153,38 @@ def _bad(where: str, field_path: str, value: Any, want: str) -> InvalidArgument:
     )
 
 
-def _mapping(data: Any, where: str, field_path: str) -> Mapping[str, Any]:
+#: The fields of the v2 REST ``ExecutionTemplate`` and ``TaskTemplate``
+#: (cloud.google.com/run/docs/reference/rest/v2/ExecutionTemplate, …/TaskTemplate): a name
+#: outside them is a typo Cloud Run's API would refuse, not a field to ignore.
+EXECUTION_TEMPLATE_FIELDS = frozenset(
+    {"labels", "annotations", "parallelism", "taskCount", "template"}
+)
+TASK_TEMPLATE_FIELDS = frozenset(
+    {
+        "containers", "volumes", "maxRetries", "timeout", "serviceAccount",
+        "executionEnvironment", "encryptionKey", "vpcAccess", "nodeSelector",
+        "gpuZonalRedundancyDisabled",
+    }
+)  # fmt: skip
+
+
+def _mapping(
+    data: Any, where: str, field_path: str, fields: frozenset[str] | None = None
+) -> Mapping[str, Any]:
+    """``data`` as a mapping (``{}`` for none); with ``fields``, every key must be one of them.
+
+    :raises InvalidArgument: naming ``where``, the field path and the value.
+    """
     if data is None:
         return {}
     if not isinstance(data, Mapping):
         raise _bad(where, field_path, data, "a mapping")
+    unknown = sorted(str(key) for key in data if key not in (fields or data))
+    if unknown:
+        raise _bad(
+            where, f"{field_path}.{unknown[0]}", data[unknown[0]],
+            f"a field Cloud Run knows ({', '.join(sorted(fields or ()))})",
+        )  # fmt: skip
     return data
 
 
@@ -232,8 +259,8 @@ def parse_cloud_run_job(data: Any, *, project: str, location: str) -> CloudRunJo
         name = raw_name
     else:
         raise _bad(raw_name, "name", raw_name, "projects/P/locations/L/jobs/J or J")
-    execution = _mapping(body.get("template"), name, "template")
-    task = _mapping(execution.get("template"), name, "template.template")
+    execution = _mapping(body.get("template"), name, "template", EXECUTION_TEMPLATE_FIELDS)
+    task = _mapping(execution.get("template"), name, "template.template", TASK_TEMPLATE_FIELDS)
     return _build(
         name,
         task_count=execution.get("taskCount"),

@@ -141,6 +141,12 @@ class TestDefinitions:
                 ["containers[0].command", "python job.py"],
                 id="command-string",
             ),
+            pytest.param({"taskCont": 3}, ["template.taskCont", "3"], id="misspelt-field"),
+            pytest.param(
+                {"template": {"maxRetry": 1, "containers": [{"command": ["x"]}]}},
+                ["template.template.maxRetry", "1"],
+                id="misspelt-task-field",
+            ),
         ],
     )
     def test_a_bad_definition_names_job_field_and_value(
