@@ -38,6 +38,7 @@ from typing import Any
 
 from .codec import parse_duration
 from .errors import InvalidArgument
+from .resources import JobPath
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
@@ -65,7 +66,7 @@ _JOB_ID = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
-class CloudRunJob:
+class CloudRunJob(JobPath):
     """One Cloud Run job the emulator can run.
 
     :param name: ``projects/P/locations/L/jobs/J``.
@@ -90,21 +91,6 @@ class CloudRunJob:
     timeout_seconds: float = DEFAULT_TASK_TIMEOUT_SECONDS
     command_length: int = 0
     image: str = ""
-
-    @property
-    def job_id(self) -> str:
-        """The last segment of :attr:`name`."""
-        return self.name.rsplit("/", 1)[-1]
-
-    @property
-    def project(self) -> str:
-        """The project segment of :attr:`name`."""
-        return self.name.split("/")[1]
-
-    @property
-    def location(self) -> str:
-        """The location segment of :attr:`name`."""
-        return self.name.split("/")[3]
 
     def with_overrides(self, overrides: RunOverrides) -> CloudRunJob:
         """Return this job as one execution runs it with a run request's ``overrides``:

@@ -188,8 +188,31 @@ class Status:
     message: str = ""
 
 
+class JobPath:
+    """The segments of a job's ``name``, ``projects/P/locations/L/jobs/J``: a base of the
+    resources named so (a scheduler :class:`Job`, a Cloud Run job)."""
+
+    name: str
+
+    @property
+    def job_id(self) -> str:
+        """The short job ID, the last segment of :attr:`name` (a scheduler job's is what
+        X-CloudScheduler-JobName carries)."""
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def project(self) -> str:
+        """The project ID segment of :attr:`name`."""
+        return self.name.split("/")[1]
+
+    @property
+    def location(self) -> str:
+        """The location ID segment of :attr:`name`."""
+        return self.name.split("/")[3]
+
+
 @dataclass(frozen=True)
-class Job:
+class Job(JobPath):
     """A Cloud Scheduler job (Google's ``Job`` resource, in Python types).
 
     Exactly one of ``http_target``, ``app_engine_http_target`` and ``pubsub_target`` is set.
@@ -218,21 +241,6 @@ class Job:
     schedule_time: datetime | None = None
     last_attempt_time: datetime | None = None
     user_update_time: datetime | None = None
-
-    @property
-    def job_id(self) -> str:
-        """The short job ID (last segment of :attr:`name`), as sent in X-CloudScheduler-JobName."""
-        return self.name.rsplit("/", 1)[-1]
-
-    @property
-    def project(self) -> str:
-        """The project ID segment of :attr:`name`."""
-        return self.name.split("/")[1]
-
-    @property
-    def location(self) -> str:
-        """The location ID segment of :attr:`name`."""
-        return self.name.split("/")[3]
 
     @property
     def target_type(self) -> str:
