@@ -130,8 +130,8 @@ def test_googles_run_client_lists_the_jobs_runs_one_and_reads_its_execution(
 
 
 HANG = (
-    "import os, pathlib, time; "
-    "pathlib.Path(os.environ['PIDS'], str(os.getpid())).touch(); time.sleep(120)"
+    "import os, pathlib, signal; "
+    "pathlib.Path(os.environ['PIDS'], str(os.getpid())).touch(); signal.pause()"
 )
 
 

@@ -27,15 +27,15 @@ OAUTH = {"oauthToken": {"serviceAccountEmail": "runner@my-project.iam.gserviceac
 
 # A task: records its environment and its start and end instants, then behaves as MODE says.
 TASK = """
-import json, os, sys, time
+import json, os, signal, sys, threading, time
 index, attempt = os.environ["CLOUD_RUN_TASK_INDEX"], os.environ["CLOUD_RUN_TASK_ATTEMPT"]
 out = os.path.join(sys.argv[1], f"{index}-{attempt}.json")
 start = time.time()
 mode = os.environ.get("MODE", "ok")
-if mode == "slow":
-    time.sleep(0.3)
-if mode == "hang":
-    time.sleep(60)
+if mode == "slow":  # a task that works for 0.3 s, so that tasks overlap
+    threading.Event().wait(0.3)
+if mode == "hang":  # a task that never ends by itself: only a signal stops it
+    signal.pause()
 end = time.time()
 record = {"env": dict(os.environ), "start": start, "end": end, "argv": sys.argv[2:]}
 json.dump(record, open(out, "w"))
