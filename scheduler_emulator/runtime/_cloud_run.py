@@ -468,8 +468,8 @@ class CloudRun:
     def close(self) -> None:
         """Stop: running task processes get SIGKILL and their executions are recorded as
         ``INTERRUPTED``; then close the store."""
-        self._closing = True
-        with self._lock:
+        with self._lock:  # a task process starting from now on is killed as it registers
+            self._closing = True
             processes = list(self._processes)
         for process in processes:
             _signal(process, signal.SIGKILL)
@@ -543,6 +543,8 @@ class CloudRun:
                 return
             with self._lock:
                 self._processes.add(process)
+                if self._closing:  # close() already signalled the others
+                    _signal(process, signal.SIGKILL)
             try:
                 attempt.exit_code = process.wait(job.timeout_seconds)
             except subprocess.TimeoutExpired:
