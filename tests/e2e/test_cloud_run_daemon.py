@@ -96,6 +96,7 @@ def test_a_scheduled_run_starts_an_execution_shown_by_the_endpoint_and_the_view(
         [attempt] = daemon.attempts("nightly")
         page = daemon.get("/_emulator/executions", params={"job": "export"})
         code, out, err = run_cli("executions", "--port", str(daemon.host_port[1]))
+    assert "Cloud Run jobs export run locally" in daemon.first_line
     assert attempt.code == "OK"
     [execution] = page["executions"]
     assert execution["state"] == "SUCCEEDED" and execution["succeededCount"] == 3
