@@ -13,7 +13,8 @@ finish, until Ctrl-C. ``runs`` lists runs with how each ended or when its next a
 (``--failed``, ``--gave-up``, ``--in-progress`` filter them). A REASON too long for the width
 wraps onto continuation lines under its column. ``skipped`` lists the scheduled times that got
 no run, with the reason. ``executions`` lists the Cloud Run executions
-(``GET /_emulator/executions``) with their tasks' outcome. ``run JOB [--schedule-time T]``
+(``GET /_emulator/executions``) with their tasks' outcome, filtered by ``--job`` and
+``--state``. ``run JOB [--schedule-time T]``
 starts a run now, as if scheduled at T when given. On a terminal outcomes are coloured,
 unless ``NO_COLOR`` is set.
 """
@@ -31,6 +32,7 @@ from typing import IO, Any
 from ..domain.attempts import Attempt, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ConfigurationError, InvalidArgument
+from ..runtime import EXECUTION_STATES
 from .timeline import IN_FLIGHT, attempt_cells, render_table
 
 __all__ = [
@@ -143,6 +145,10 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
     executions.add_argument(
         "--job", metavar="J", help="only this Cloud Run job's (ID or full name)"
     )
+    executions.add_argument(
+        "--state", type=str.upper, choices=EXECUTION_STATES,
+        help="only the executions in this state",
+    )  # fmt: skip
     for parser in (jobs, attempts, runs):
         parser.add_argument(
             "--wide",
@@ -473,11 +479,14 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print the ``executions`` table (every Cloud Run execution, oldest first)."""
+    """Print the ``executions`` table (the Cloud Run executions, oldest first; ``--job`` and
+    ``--state`` keep those of one job, in one state)."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params: dict[str, Any] = {"pageSize": 1000}
     if args.job:
         params["job"] = args.job
+    if args.state:
+        params["state"] = args.state
     records = list(client.pages("/_emulator/executions", "executions", params))
     return _print_table(out, EXECUTION_HEADERS, execution_rows(records), "(no executions)", True)
 
