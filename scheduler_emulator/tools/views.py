@@ -281,14 +281,12 @@ def attempt_from_json(item: dict[str, Any]) -> Attempt:
 
 def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[str]]:
     """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`; with ``wide``
-    :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is the ScheduleTime the attempt carried (its
-    run's instant in UTC when no header was sent), ``forced`` added for a forced run; TRY
-    ends in ``*`` for an attempt fault injection altered (the INJ column under ``wide``)."""
+    :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is :func:`scheduled_cell`; TRY ends in ``*`` for
+    an attempt fault injection altered (the INJ column under ``wide``)."""
     rows = []
     for attempt in attempts:
-        time_, job, run, number, injected, status, code = attempt_cells(attempt)
-        if attempt.schedule_time is None:
-            run = (iso(attempt.nominal) or "-") + (" forced" if attempt.forced else "")
+        time_, job, _, number, injected, status, code = attempt_cells(attempt)
+        run = scheduled_cell(attempt.schedule_time, iso(attempt.nominal), attempt.forced)
         reason = attempt.to_json()["reason"]
         if wide:
             utc = iso(attempt.nominal) or "-"
@@ -298,6 +296,23 @@ def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[s
             row = [time_, job, number + injected, status, code, took(attempt), run, reason]
         rows.append(row)
     return rows
+
+
+def scheduled_cell(header: str | None, instant: str | None, forced: bool) -> str:
+    """A SCHEDULED cell: the ScheduleTime an attempt carried (its run's instant in UTC when no
+    header was sent); for a forced run, which was started on request rather than scheduled,
+    ``forced`` and the header it sent (RunJob sends the job's next scheduled time).
+
+    >>> scheduled_cell("2026-01-01T03:00:00Z", "2026-01-01T03:00:00Z", True)
+    'forced, sent 2026-01-01T03:00:00Z'
+
+    :param header: the ``X-CloudScheduler-ScheduleTime`` sent, or ``None``.
+    :param instant: the run's instant (RFC 3339 UTC), or ``None``.
+    :param forced: whether the run was forced.
+    """
+    if forced:
+        return f"forced, sent {header}" if header else "forced"
+    return header or instant or "-"
 
 
 def took(attempt: Attempt) -> str:
@@ -404,10 +419,11 @@ def run_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
         attempts = run.get("attempts") or []
         failed = [a for a in attempts if a.get("reason")]
         most = run.get("maxAttempts")
-        scheduled = run.get("scheduleTime") or run.get("nominalTime") or "-"
         rows.append(
             [
-                scheduled + (" forced" if run.get("forced") else ""),
+                scheduled_cell(
+                    run.get("scheduleTime"), run.get("nominalTime"), bool(run.get("forced"))
+                ),
                 str(run["job"]).rsplit("/", 1)[-1],
                 str(run["id"]),
                 f"{len(attempts)}/{most}" if most else str(len(attempts)),
