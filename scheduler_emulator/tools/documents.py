@@ -27,6 +27,7 @@ pure-Python loader, which counts what each alias repeats. Either way the documen
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -211,7 +212,7 @@ def _scan(text: str, max_items: int | None) -> bool:
     :raises _TooMany: at the item after ``max_items``, before the rest is read.
     :raises yaml.YAMLError: for text that is not YAML.
     """
-    limit = MAX_NODES * MAX_DEPTH if max_items is None else max_items  # more than any file
+    limit = math.inf if max_items is None else max_items
     kinds = _EVENT_KINDS
     # For each open collection, innermost last: the items of a list so far, -1 for a mapping;
     # the first entry stands for the stream.
