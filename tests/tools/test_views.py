@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from scheduler_emulator import Attempt
+from scheduler_emulator.tools.timeline import render_table
 from scheduler_emulator.tools.views import attempt_rows, job_rows, run_rows, took
 from tests.daemon import Daemon
 from tests.dashboard_scene import orders_daemon
@@ -163,6 +164,19 @@ def test_took_is_the_attempts_duration_or_a_dash_in_flight() -> None:
     assert took(attempt) == "0.012s"
     attempt.end_time = start + timedelta(seconds=15, microseconds=4_600)
     assert took(attempt) == "15.005s"
+
+
+def test_a_long_compact_json_reason_wraps_between_its_fields() -> None:
+    reason = (
+        '{"error":{"code":503,"message":"the ledger is locked","status":"UNAVAILABLE",'
+        '"details":[{"retryAfter":"30s","url":"https://ledger.example/locks?id=1234567"}]}}'
+    )
+    lines = render_table(["JOB", "REASON"], [["nightly", reason]], width=40)
+    pieces = [line.strip() for line in lines[1:]]
+    pieces[0] = pieces[0].removeprefix("nightly").strip()
+    assert "".join(pieces) == reason and len(pieces) > 3
+    assert all(piece[-1] in ',:;&?={}[]"' or piece == pieces[-1] for piece in pieces), pieces
+    assert '"https://ledger.example/locks?' in pieces  # a URL is not cut after its scheme
 
 
 def test_a_forced_run_is_scheduled_forced_with_the_header_it_sent() -> None:
