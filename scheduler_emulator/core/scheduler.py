@@ -188,6 +188,9 @@ class Scheduler:
         self._job_seq = itertools.count(1)
         self._run_ids = itertools.count(1)
         self._began: datetime | None = None  # the instant time started or resumed from
+        #: The jobs the change under way touched, as they were before it (``None``: a job it
+        #: created); ``None`` when no change can be undone (:meth:`checkpoint`).
+        self._before: dict[str, _JobState | None] | None = None
 
     # ------------------------------------------------------------------------- jobs
 
@@ -228,6 +231,7 @@ class Scheduler:
             raise AlreadyExists(f"Job {job.name} already exists.")
         decisions: list[Decision] = []
         created = state is None
+        self._note(job.name, state)
         if state is None:
             state = _JobState(job, schedule, next(self._job_seq))
             self._jobs[job.name] = state
@@ -252,11 +256,69 @@ class Scheduler:
         """
         if self._jobs.pop(name, None) is None:
             raise NotFound("Job not found.")
+        self._before = None  # a removal is stored first: never undone
 
     def clear(self) -> None:
         """Forget every job and timer."""
         self._jobs.clear()
         self._timers.clear()
+        self._before = None
+
+    # ------------------------------------------------------------------------- undo
+
+    def checkpoint(self) -> None:
+        """Start a change that :meth:`rollback` can undo: from now on, each job the core's
+        calls touch is kept as it was first. A new checkpoint, an attempt's end
+        (:meth:`attempt_ended`: it happened), a removal or :meth:`clear` ends the change
+        under way, which can then no longer be undone."""
+        self._before = {}
+
+    def rollback(self) -> bool:
+        """Undo the change begun at the last :meth:`checkpoint` (its store refused it): every
+        job it touched is back as it was — configuration, state, next fire time, runs and
+        pending retries, the timers of each — and a job it created is gone.
+
+        :return: ``True`` if undone; ``False`` if the change had ended meanwhile (see
+            :meth:`checkpoint`), in which case nothing is undone.
+        """
+        before, self._before = self._before, None
+        if before is None:
+            return False
+        for name, state in before.items():
+            if state is None:
+                self._jobs.pop(name, None)
+                continue
+            self._jobs[name] = state
+            if state.next_fire is not None:
+                self._push(state.next_fire, _FIRE, name, 0)
+            for run in state.runs.values():
+                if run.next_attempt_at is not None:
+                    self._push(run.next_attempt_at, _RETRY, name, run.id)
+            for run_id, end in state.ending.items():
+                self._push(end.end_time, _END, name, run_id)
+        return True
+
+    def release(self) -> None:
+        """The change begun at the last :meth:`checkpoint` is stored: keep it."""
+        self._before = None
+
+    def _note(self, name: str, state: _JobState | None) -> None:
+        """Keep job ``name`` as it is now (``None``: not there yet) for :meth:`rollback`, unless
+        the change under way has already kept it."""
+        before = self._before
+        if before is None or name in before:
+            return
+        if state is None:
+            before[name] = None
+            return
+        runs = {run_id: replace(run) for run_id, run in state.runs.items()}
+        active = state.active
+        before[name] = replace(
+            state,
+            runs=runs,
+            active=None if active is None else runs.get(active.id, replace(active)),
+            ending=dict(state.ending),
+        )
 
     def get(self, name: str) -> Job:
         """Return the job with its current output-only fields.
@@ -338,6 +400,7 @@ class Scheduler:
                 continue
             _, _, kind, name, run_id = entry
             state = self._jobs[name]
+            self._note(name, state)
             if kind == _FIRE:
                 out.extend(self._fire(state, now))
             elif kind == _RETRY:
@@ -360,6 +423,7 @@ class Scheduler:
         state = self._jobs.get(name)
         if state is None:
             raise NotFound("Job not found.")
+        self._note(name, state)
         if schedule_time is not None:
             header: str | None = format_schedule_time(schedule_time.astimezone(state.schedule.zone))
         elif self.force_run_schedule_time == "omit":
@@ -377,8 +441,10 @@ class Scheduler:
 
         When ``end.end_time`` is after ``now`` the run stays outstanding until then (a timer
         acts on it at ``end.end_time``), so the no-overlap rule follows the recorded end.
-        Unknown jobs or runs (deleted meanwhile) are ignored.
+        Unknown jobs or runs (deleted meanwhile) are ignored. It ends the change under way
+        (:meth:`checkpoint`): an attempt that ended has happened and is not undone.
         """
+        self._before = None
         state = self._jobs.get(name)
         if state is None:
             return []

@@ -290,3 +290,60 @@ def test_an_english_interval_counts_from_the_start_instant(core: Scheduler) -> N
     core.restore([], [], set(), T0, 0)
     view, _ = core.put(job("every 5 minutes"), T0, from_start=True)
     assert view.schedule_time == T0 + timedelta(minutes=5)
+
+
+class TestARefusedChangeIsUndone:
+    """:meth:`Scheduler.rollback` puts back every job a change touched, timers included."""
+
+    def test_an_update_is_undone(self, core: Scheduler) -> None:
+        before, _ = core.put(job(), T0)
+        core.checkpoint()
+        core.put(job("0 3 * * *", description="new"), T0 + timedelta(minutes=1))
+        assert core.rollback()
+        assert core.get(job().name) == before and core.jobs() == [before]
+        assert core.next_due() == T0 + timedelta(minutes=5)
+        assert acted(core.due(T0 + timedelta(minutes=5)))  # its fire time is live again
+
+    def test_a_creation_is_undone(self, core: Scheduler) -> None:
+        core.checkpoint()
+        core.put(job(), T0)
+        assert core.rollback()
+        assert not core.has(job().name) and core.next_due() is None
+
+    def test_a_due_instant_is_undone_and_fires_again(self, core: Scheduler) -> None:
+        core.put(job(), T0 - timedelta(seconds=1))
+        core.checkpoint()
+        [first] = acted(core.due(T0))
+        assert core.rollback()
+        assert core.next_due() == T0 and core.get(job().name).last_attempt_time is None
+        [again] = acted(core.due(T0))
+        assert isinstance(again, StartAttempt) and again.run.nominal == first.run.nominal
+
+    def test_a_pause_is_undone_with_its_pending_retry(self, core: Scheduler) -> None:
+        core.put(job(retry_config=RetryConfig(retry_count=2)), T0 - timedelta(seconds=1))
+        [start] = acted(core.due(T0))
+        [saved] = core.attempt_ended(job().name, start.run.id, failed(T0), T0)
+        retry_at = saved.run.next_attempt_at  # type: ignore[union-attr]
+        assert retry_at is not None and core.next_due() == retry_at
+        before = core.get(job().name)
+        core.checkpoint()
+        core.put(replace(before, state=State.PAUSED), T0 + timedelta(seconds=1))
+        assert core.next_due() is None
+        assert core.rollback()
+        assert core.get(job().name) == before and core.next_due() == retry_at
+        [retry] = core.due(retry_at)
+        assert isinstance(retry, StartAttempt) and retry.run.attempts == 2
+
+    def test_an_attempt_end_makes_the_change_final(self, core: Scheduler) -> None:
+        core.put(job(), T0 - timedelta(seconds=1))
+        core.checkpoint()
+        [start] = acted(core.due(T0))
+        core.attempt_ended(job().name, start.run.id, ok(T0), T0)
+        assert not core.rollback()
+        assert core.next_due() == T0 + timedelta(minutes=5)
+
+    def test_a_kept_change_cannot_be_undone(self, core: Scheduler) -> None:
+        core.checkpoint()
+        core.put(job(), T0)
+        core.release()
+        assert not core.rollback() and core.has(job().name)
