@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from ..domain.attempts import EMULATOR_DOWN, Run, SkippedRun
+from ..domain.attempts import EMULATOR_DOWN, RUN_STILL_GOING, Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
 from ..domain.resources import Job, State, Status
 from ..domain.retry import next_attempt_time
@@ -156,6 +156,8 @@ class _JobState:
     runs: dict[int, Run] = field(default_factory=dict)  # every unfinished run, forced included
     ending: dict[int, AttemptEnd] = field(default_factory=dict)  # run id -> end still to come
     runs_started: int = 0
+    # after a late run at a restart, the next fire time (the times between are accounted for)
+    resume: datetime | None = None
 
 
 #: Less than any schedule's step: ``next_after(t - _TICK)`` is the first fire time at or after t.
@@ -471,24 +473,42 @@ class Scheduler:
         last_run_id: int,
         next_fires: dict[str, datetime] | None = None,
         last_skipped: dict[str, datetime] | None = None,
+        *,
+        alive: datetime | None = None,
+        ran: Collection[str] = (),
     ) -> tuple[list[Decision], list[Run]]:
         """Load the stored jobs and open runs after a restart.
 
-        Next fire times count from ``now``, the instant time resumes from (no backfill): the
-        scheduled times from a job's stored next fire time (``next_fires``) up to, not
-        including, ``now`` passed while the emulator was not running, and are recorded as
-        skipped (reason ``EMULATOR_DOWN``). A time at ``now`` itself fires at ``now`` unless
-        the store recorded its run (the stored next fire time is then past it). A run whose pending
-        retry is kept is
-        due at its time (at once if that has passed); a run with neither an interrupted attempt
-        nor a pending retry is finished.
+        Next fire times count from ``now``, the instant time resumes from (no backfill). The
+        scheduled times from a job's stored next fire time (``next_fires``: its first time
+        with neither a run nor a skipped record) up to, not including, ``now`` are those the
+        emulator did not act on:
+
+        - the first of them, if it is at or before ``alive`` (the emulator was running then,
+          and stopped before the run was recorded), is due at once: run late with its own
+          ScheduleTime (or, if the job's run is still open, once that run ends, as any missed
+          time); the others at or before ``alive`` are skipped (``RUN_STILL_GOING``: that run
+          was owed meanwhile);
+        - those after ``alive`` passed while the emulator was not running: skipped
+          (``EMULATOR_DOWN``).
+
+        A time at ``now`` itself fires at ``now`` unless the store recorded its run. A run
+        whose pending retry is kept is due at its time (at once if that has passed); a run
+        with neither an interrupted attempt nor a pending retry is finished.
 
         :param interrupted: ids of runs whose attempt was in flight when the process died; the
             caller records those attempts as failed and reports them with
             :meth:`attempt_ended`.
         :param last_run_id: the largest run id in the store; new runs count on from it.
-        :return: the decisions (finished runs to save) and the open runs whose owner is gone
-            (to be closed by the caller).
+        :param next_fires: each job's stored next fire time (UTC), by full name.
+        :param last_skipped: each job's latest scheduled time recorded as skipped (none of
+            the times up to it is recorded twice).
+        :param alive: the last instant the emulator is known to have been running (UTC;
+            ``None``: unknown, every time from the stored next fire on counts as down).
+        :param ran: the jobs whose stored next fire time already has its run recorded (the
+            process died between the two writes): their times count from the one after.
+        :return: the decisions (skipped times, finished runs to save) and the open runs whose
+            owner is gone (to be closed by the caller).
         """
         self._run_ids = itertools.count(last_run_id + 1)
         self._began = now
@@ -497,14 +517,24 @@ class Scheduler:
             state = _JobState(job, self.parse(job), next(self._job_seq), job.status)
             state.last_attempt_time = job.last_attempt_time
             self._jobs[job.name] = state
-            if job.state == State.ENABLED:
-                stored = (next_fires or {}).get(job.name)
-                if stored is not None:
-                    listed = (last_skipped or {}).get(job.name)
-                    decisions.extend(self._downtime(state, stored, listed, now))
-                unrecorded = stored is not None and stored <= now
-                self._set_next_fire(state, self._first_fire(state.schedule, now, unrecorded))
+            if job.state != State.ENABLED:
+                continue
+            stored = (next_fires or {}).get(job.name)
+            if stored is not None and job.name in ran:
+                stored = state.schedule.next_after(stored.astimezone(state.schedule.zone))
+            late = None
+            if stored is not None:
+                listed = (last_skipped or {}).get(job.name)
+                late, skipped = self._downtime(state, stored, listed, alive, now)
+                decisions.extend(skipped)
+            unrecorded = stored is not None and stored <= now
+            first = self._first_fire(state.schedule, now, unrecorded)
+            if late is None:
+                self._set_next_fire(state, first)
                 decisions.append(SaveNextFire(job.name, state.next_fire_utc))
+            else:  # due at once; its run moves the stored next fire time on to ``first``
+                self._set_next_fire(state, late)
+                state.resume = first
         orphans: list[Run] = []
         for run in open_runs:
             owner = self._jobs.get(run.job)
@@ -553,7 +583,7 @@ class Scheduler:
         return schedule.next_after(now - _TICK if inclusive and schedule.is_cron else now)
 
     def _set_next_fire(self, state: _JobState, when: datetime | None) -> None:
-        state.next_fire = when
+        state.next_fire, state.resume = when, None
         state.next_fire_utc = None if when is None else when.astimezone(UTC)
         if when is not None:
             self._push(when, _FIRE, state.job.name, 0)
@@ -566,7 +596,7 @@ class Scheduler:
     def _fire(self, state: _JobState, now: datetime) -> list[Decision]:
         nominal = state.next_fire
         assert nominal is not None
-        self._set_next_fire(state, state.schedule.next_after(nominal))
+        self._set_next_fire(state, state.resume or state.schedule.next_after(nominal))
         # The stored next fire time moves only once this time is accounted for (a run or a
         # skipped record written first), so a crash at any point leaves it listed at restart.
         moved = SaveNextFire(state.job.name, state.next_fire_utc)
@@ -588,20 +618,30 @@ class Scheduler:
         return self._jobs[name].next_fire_utc
 
     def _downtime(
-        self, state: _JobState, since: datetime, listed: datetime | None, now: datetime
-    ) -> list[Decision]:
-        """Record the scheduled times from ``since`` up to ``now`` as skipped: the emulator was
-        not running then (at most :data:`MAX_DOWNTIME_SKIPS`; none up to ``listed``, the latest
-        time already recorded as skipped)."""
+        self,
+        state: _JobState,
+        since: datetime,
+        listed: datetime | None,
+        alive: datetime | None,
+        now: datetime,
+    ) -> tuple[datetime | None, list[Decision]]:
+        """Account for the scheduled times from ``since`` up to ``now`` that the emulator did
+        not act on (see :meth:`restore`): return the one owed a late run (``since`` itself,
+        if at or before ``alive``; else ``None``) and the others recorded as skipped — at most
+        :data:`MAX_DOWNTIME_SKIPS`, none up to ``listed`` (already recorded)."""
+        zone = state.schedule.zone
+        when: datetime | None = since.astimezone(zone)
+        late = None
+        if alive is not None and when is not None and when <= alive and when < now:
+            late, when = when, state.schedule.next_after(when)
         out: list[Decision] = []
-        when: datetime | None = since.astimezone(state.schedule.zone)
         while when is not None and when < now and len(out) < MAX_DOWNTIME_SKIPS:
             if listed is None or when > listed:
-                header = self._header(state, when)
-                skipped = SkippedRun(state.job.name, header, when, now, EMULATOR_DOWN)
+                reason = RUN_STILL_GOING if alive is not None and when <= alive else EMULATOR_DOWN
+                skipped = SkippedRun(state.job.name, self._header(state, when), when, now, reason)
                 out.append(RecordSkipped(skipped))
             when = state.schedule.next_after(when)
-        return out
+        return late, out
 
     def _start_run(
         self,

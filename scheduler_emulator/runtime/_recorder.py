@@ -319,6 +319,8 @@ class Recorder:
             self.store.last_run_id(),
             self.store.next_fires(),
             self.store.last_skipped(),
+            alive=self.store.last_alive(),
+            ran=self.store.ran_at_next_fire(),
         )
         for run in orphans:
             run.finished = True
