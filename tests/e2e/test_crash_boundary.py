@@ -96,6 +96,28 @@ def header(minute: datetime) -> str:
     return minute.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def create_jobs(daemon: ShiftedDaemon, base: str, token: dict[str, str] | None = None) -> None:
+    """Create the JOBS every-minute jobs at ``base``/jobN on ``daemon`` (with an OIDC token
+    per attempt if ``token`` names its service account), then stop it cleanly."""
+    try:
+        for index in range(JOBS):
+            target: dict[str, object] = {"uri": f"{base}/job{index}"}
+            if token is not None:
+                target["oidcToken"] = token
+            job = {
+                "name": f"{PARENT}/jobs/job{index}",
+                "schedule": "* * * * *",
+                "timeZone": "Etc/UTC",
+                "httpTarget": target,
+                "retryConfig": {"retryCount": 1},
+            }
+            response = daemon.session.post(f"{daemon.url}/v1/{PARENT}/jobs", json=job)
+            assert response.status_code == 200, response.text
+        assert daemon.stop() == 0
+    finally:
+        daemon.close()
+
+
 def kill_at_boundaries(data_dir: Path, kills: int, seed: int) -> dict[str, int]:
     """Run the scenario; assert every scheduled (job, minute) is accounted for; return counts."""
     rng = random.Random(seed)
@@ -107,21 +129,7 @@ def kill_at_boundaries(data_dir: Path, kills: int, seed: int) -> dict[str, int]:
     with fast_target() as url:
         # Incarnation 0 creates the jobs in the middle of a minute and stops cleanly.
         created_at = boundary - GAP + timedelta(seconds=20)
-        first = ShiftedDaemon(created_at, *args)
-        try:
-            for index in range(JOBS):
-                job = {
-                    "name": f"{PARENT}/jobs/job{index}",
-                    "schedule": "* * * * *",
-                    "timeZone": "Etc/UTC",
-                    "httpTarget": {"uri": f"{url}/_triggers/timer/job{index}"},
-                    "retryConfig": {"retryCount": 1},
-                }
-                response = first.session.post(f"{first.url}/v1/{PARENT}/jobs", json=job)
-                assert response.status_code == 200, response.text
-            assert first.stop() == 0
-        finally:
-            first.close()
+        create_jobs(ShiftedDaemon(created_at, *args), f"{url}/_triggers/timer")
         # Incarnations 1..kills: each meets a boundary LEAD s after it starts and is killed
         # 0-100 ms into the new minute; the last one is not killed.
         for round_ in range(kills + 1):
@@ -253,22 +261,8 @@ def test_a_minute_killed_before_dispatch_is_delivered_at_the_restart(tmp_path: P
     boundary = (real_now() + timedelta(days=30)).replace(second=0, microsecond=0)
     server = _CountingServer()
     with serving_in_thread(server) as url:
-        first = ShiftedDaemon(boundary - timedelta(seconds=40), *args)
-        try:
-            for index in range(JOBS):
-                job = {
-                    "name": f"{PARENT}/jobs/job{index}",
-                    "schedule": "* * * * *",
-                    "timeZone": "Etc/UTC",
-                    # an OIDC token per attempt: recording the minute takes a few hundred ms
-                    "httpTarget": {"uri": f"{url}/job{index}", "oidcToken": TOKEN},
-                    "retryConfig": {"retryCount": 1},
-                }
-                response = first.session.post(f"{first.url}/v1/{PARENT}/jobs", json=job)
-                assert response.status_code == 200, response.text
-            assert first.stop() == 0
-        finally:
-            first.close()
+        # an OIDC token per attempt: recording the minute takes a few hundred ms
+        create_jobs(ShiftedDaemon(boundary - timedelta(seconds=40), *args), url, TOKEN)
         start = boundary - timedelta(seconds=KILLED_LEAD)
         for _ in range(3):
             killed = ShiftedDaemon(start, *args)
