@@ -515,14 +515,18 @@ class Store:
             name: Row(self.path, "jobs", name).instant("next_fire", value) for name, value in rows
         }
 
-    def ran_at_next_fire(self) -> set[str]:
-        """The jobs whose stored next scheduled time already has an attempt of its scheduled
-        run: the process died after the attempt was written and before the next fire time
-        was (a run written without any attempt was never sent: it does not count)."""
+    def ran_at_next_fire(self, until: datetime | None) -> set[str]:
+        """The jobs whose stored next scheduled time, at or before ``until`` (aware; ``None``:
+        none), already has an attempt of its scheduled run: the process died after the
+        attempt was written and before the next fire time was (a run written without any
+        attempt was never sent: it does not count). Only the jobs due by ``until`` are read."""
+        if until is None:
+            return set()
         rows = self.query(
-            "SELECT name FROM jobs WHERE next_fire IS NOT NULL AND EXISTS (SELECT 1 FROM "
-            "attempts WHERE attempts.job = jobs.name AND attempts.nominal = jobs.next_fire "
-            "AND attempts.forced = 0)"
+            "SELECT name FROM jobs WHERE next_fire <= ? AND EXISTS (SELECT 1 FROM attempts "
+            "WHERE attempts.job = jobs.name AND attempts.nominal = jobs.next_fire "
+            "AND attempts.forced = 0)",
+            (_utc_text(until),),
         )
         return {name for (name,) in rows}
 

@@ -175,6 +175,8 @@ def test_a_next_fire_time_counts_as_run_once_its_attempt_is_written(store: Store
         T0,
     )
     store.add_run(Run(1, JOB, "2026-12-01T09:00:00Z", T0, attempts=1))
-    assert store.ran_at_next_fire() == set()  # a run row alone was never sent
+    alive = T0 + timedelta(milliseconds=50)
+    assert store.ran_at_next_fire(alive) == set()  # a run row alone was never sent
     store.add_attempt(Attempt(0, JOB, 1, 1, "2026-12-01T09:00:00Z", T0, {}, nominal=T0))
-    assert store.ran_at_next_fire() == {JOB}
+    assert store.ran_at_next_fire(alive) == {JOB}
+    assert store.ran_at_next_fire(T0 - timedelta(seconds=1)) == set()  # not due by then
