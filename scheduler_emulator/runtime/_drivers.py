@@ -413,7 +413,10 @@ class ThreadedDriver:
         while not self._stopping.is_set():
             self._wakeup.clear()
             with recorder.lock:
-                decisions = recorder.core.due(self.clock.now())
+                now = self.clock.now()
+                decisions = recorder.core.due(now)
+            if decisions:  # stored before any is sent: a restart runs late what they owed
+                recorder.store.save_alive(now)
             # Record and hand over a few hundred at a time, each slice in one transaction, so
             # that the first attempts of a large due batch leave while the rest are recorded.
             for first in range(0, len(decisions), _SLICE):
