@@ -144,7 +144,7 @@ def _starts(kind: type) -> bool:
 
 class HttpTransport:
     """Real HTTP delivery over kept-alive connections (:mod:`~scheduler_emulator.runtime.
-    http_client`): the attempt deadline bounds the whole attempt, and response bodies are read
+    _http_client`): the attempt deadline bounds the whole attempt, and response bodies are read
     up to 1 MiB and discarded.
 
     :param client: the HTTP client (one is made if not given; it is thread-safe).
@@ -178,8 +178,9 @@ class HttpTransport:
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin :meth:`send` without holding the calling thread when the HTTP client can
-        (:meth:`~scheduler_emulator.runtime._http_client.HttpClient.start`: ``http://`` with
-        ``pycurl``); ``done`` gets the same result :meth:`send` would return, on another thread.
+        (:meth:`~scheduler_emulator.runtime._http_client.HttpClient.start`: with ``pycurl``,
+        libcurl's event loop); ``done`` gets the same result :meth:`send` would return, on
+        another thread.
 
         :return: ``False`` when nothing was sent (use :meth:`send`).
         """
@@ -194,7 +195,7 @@ class HttpTransport:
         return self.client.start(hop, timeout_seconds, sample, request.http2, ended)
 
     def can_start(self, request: DeliveryRequest) -> bool:
-        """Whether :meth:`start` can send ``request``: ``http://`` with ``pycurl``."""
+        """Whether :meth:`start` can send ``request``: with ``pycurl`` installed."""
         return self.client.can_start(request.url)
 
     def close(self) -> None:
