@@ -35,18 +35,11 @@ from urllib.parse import urlsplit
 
 from ..domain.errors import ConfigurationError
 from ..realtime import real_monotonic
-from ._redirects import (
-    Answered,
-    DeadlineExceeded,
-    Ended,
-    Hop,
-    ResponseSample,
-    follow,
-    wait,
-)
+from ._redirects import Answered, DeadlineExceeded, Ended, Hop, ResponseSample, follow, wait
 
 if TYPE_CHECKING:
     from ._curl_loop import CurlLoop
+
 #: Bytes of a response body read at most (then the connection is closed): Cloud Scheduler keeps
 #: no response bodies, so none is worth more than this.
 MAX_BODY_BYTES = 1 << 20
@@ -250,12 +243,14 @@ class HttpClient:
             else:
                 follow(self._send_one, hop, deadline, sample, done)
             return
-        with self._lock:
-            if self._loop is None:
-                from ._curl_loop import CurlLoop
+        loop = self._loop
+        if loop is None:
+            with self._lock:
+                if self._loop is None:
+                    from ._curl_loop import CurlLoop
 
-                self._loop = CurlLoop(self.max_body_bytes, http2=self.http2)
-            loop = self._loop
+                    self._loop = CurlLoop(self.max_body_bytes, http2=self.http2)
+                loop = self._loop
 
         def send_one(
             hop: Hop, deadline: float, sample: ResponseSample | None, answered: Answered
@@ -289,7 +284,9 @@ class HttpClient:
             answered(status, location, None)
 
     def close(self) -> None:
-        """Close every idle connection."""
+        """Close every idle connection, and libcurl's event loop: its requests still in flight
+        end at once with an :class:`OSError` (``http.client`` ones run on to their deadline).
+        The client can be used again after (a new loop is made)."""
         with self._lock:
             idle, self._idle = self._idle, {}
         for conns in idle.values():
