@@ -158,6 +158,13 @@ class _JobState:
     runs_started: int = 0
     # after a late run at a restart, the next fire time (the times between are accounted for)
     resume: datetime | None = None
+    slow: bool = False  # its last attempt sent on a real clock lasted SLOW_ATTEMPT or more
+
+
+#: An attempt that lasted this long from its send to its end makes its job *slow*: at an
+#: instant when many jobs fall due, a slow job's decisions come after the others', so that a
+#: minute's healthy jobs are never sent behind hundreds whose targets drip their answers.
+SLOW_ATTEMPT = timedelta(seconds=1)
 
 
 #: Less than any schedule's step: ``next_after(t - _TICK)`` is the first fire time at or after t.
@@ -394,8 +401,11 @@ class Scheduler:
         return self._timers[0][0] if self._timers else None
 
     def due(self, now: datetime) -> list[Decision]:
-        """Act on everything due at or before ``now``; return the decisions in order."""
+        """Act on everything due at or before ``now``; return the decisions in order: each
+        job's in the order they were made, those of slow jobs (whose last attempt on a real
+        clock lasted :data:`SLOW_ATTEMPT` or more) after every other job's."""
         out: list[Decision] = []
+        later: list[Decision] = []  # the slow jobs'
         while self._timers and self._timers[0][0] <= now:
             entry = heapq.heappop(self._timers)
             if not self._live(entry):
@@ -403,14 +413,15 @@ class Scheduler:
             _, _, kind, name, run_id = entry
             state = self._jobs[name]
             self._note(name, state)
+            into = later if state.slow else out
             if kind == _FIRE:
-                out.extend(self._fire(state, now))
+                into.extend(self._fire(state, now))
             elif kind == _RETRY:
-                out.append(self._start_attempt(state, state.runs[run_id], now))
+                into.append(self._start_attempt(state, state.runs[run_id], now))
             else:
                 run = state.runs[run_id]
-                out.extend(self._after_attempt(state, run, state.ending.pop(run_id), now))
-        return out
+                into.extend(self._after_attempt(state, run, state.ending.pop(run_id), now))
+        return out + later if later else out
 
     def force(
         self, name: str, now: datetime, schedule_time: datetime | None = None
@@ -451,8 +462,10 @@ class Scheduler:
         if state is None:
             return []
         state.status = end.status
-        if end.start_time is not None and state.last_attempt == (run_id, end.attempt):
-            state.last_attempt_time = end.start_time
+        if end.start_time is not None:
+            state.slow = end.end_time - end.start_time >= SLOW_ATTEMPT
+            if state.last_attempt == (run_id, end.attempt):
+                state.last_attempt_time = end.start_time
         run = state.runs.get(run_id)
         if run is None:
             return []

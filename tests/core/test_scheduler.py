@@ -406,3 +406,24 @@ class TestARefusedChangeIsUndone:
         core.put(job(), T0)
         core.release()
         assert not core.rollback() and core.has(job().name)
+
+
+@pytest.mark.parametrize(("took_seconds", "order"), [(15, "b, a"), (0.5, "a, b")])
+def test_a_job_whose_last_attempt_was_slow_is_started_after_the_others_due_with_it(
+    core: Scheduler, took_seconds: float, order: str
+) -> None:
+    """Of the jobs due at one instant, one whose last attempt took 1 s or more from its send
+    to its end (its target drips its answer) comes last: healthy jobs are not sent behind it."""
+    names = {key: f"projects/my-project/locations/l/jobs/{key}" for key in "ab"}
+    for name in names.values():
+        core.put(replace(job("* * * * *"), name=name), T0 - timedelta(seconds=1))
+    starts = [d for d in core.due(T0) if isinstance(d, StartAttempt)]
+    assert [d.run.job for d in starts] == [names["a"], names["b"]]  # no history: as created
+    sent = T0 + timedelta(milliseconds=1)
+    for start in starts:
+        took = took_seconds if start.run.job == names["a"] else 0.01
+        end = replace(ok(sent + timedelta(seconds=took)), attempt=1, start_time=sent)
+        core.attempt_ended(start.run.job, start.run.id, end, end.end_time)
+    minute = T0 + timedelta(minutes=1)
+    starts = [d for d in core.due(minute) if isinstance(d, StartAttempt)]
+    assert [d.run.job for d in starts] == [names[key] for key in order.split(", ")]
