@@ -25,6 +25,13 @@ from tests.support import RecordingTarget  # noqa: E402
 collect_ignore_glob = ["tools/firebase/firebase_project*"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """xdist hands modules out in collection order (:func:`pytest_collection_modifyitems`),
+    not by their number of tests: a long module has few tests, each of tens of seconds."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules with the most ``slow`` tests (tens of seconds each) first, every module's
     tests in their own order. ``--dist loadfile`` hands whole modules to the workers in this
