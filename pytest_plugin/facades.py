@@ -38,8 +38,6 @@ __all__ = [
 
 #: The ``X-CloudScheduler-ScheduleTime`` a Cloud Run-style façade sends unless told otherwise.
 DEFAULT_SCHEDULE_TIME = "2026-01-01T00:00:00.000Z"
-#: The prefix a Cloud Run-style façade always posts under, whatever the app configured.
-DEFAULT_PREFIX = TIMER_PREFIX
 _NO_PAYLOAD: Any = object()
 
 
@@ -169,7 +167,7 @@ class CloudRunTimers(_Timers):
         :raises TimerNotAcknowledged: for a non-2xx answer.
         :raises Exception: in-process, whatever the handler raised.
         """
-        path = DEFAULT_PREFIX + name
+        path = TIMER_PREFIX + name  # whatever prefix the app configured
         headers = self.headers(name, schedule_time)
         body = b"" if payload is _NO_PAYLOAD else encode_message(payload)
         if self._asgi is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -22,6 +23,22 @@ from tests.support import RecordingTarget  # noqa: E402
 
 #: The Firebase projects' function sources are run by the Functions emulator, not imported.
 collect_ignore_glob = ["tools/firebase/firebase_project*"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """xdist hands modules out in collection order (:func:`pytest_collection_modifyitems`),
+    not by their number of tests: a long module has few tests, each of tens of seconds."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules with the most ``slow`` tests (tens of seconds each) first, every module's
+    tests in their own order. ``--dist loadfile`` hands whole modules to the workers in this
+    order, so the long ones start at once and the short ones fill in around them, instead of
+    a long one running alone at the end."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow[item.path])
 
 
 @pytest.fixture(params=[False, True], ids=["http.client", "libcurl"])

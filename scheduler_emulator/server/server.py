@@ -12,8 +12,9 @@ state-changing request's ``Origin`` must be absent or a loopback origin (no cros
 from a browser); bodies are parsed only with a JSON content type
 (:mod:`~scheduler_emulator.server.request_body`); with an admin token, ``/_emulator/*`` needs
 ``Authorization: Bearer <token>``. The HTTP server (:func:`serve`) bounds what one client can
-hold: request bodies (:data:`MAX_BODY_BYTES`, 413 before reading), and through its connection
-front (:class:`~scheduler_emulator.server.connections.ConnectionRouter`) connections, worker
+hold: request bodies (:data:`~scheduler_emulator.api.v1.MAX_REQUEST_BYTES`, 413 before
+reading), and through its connection front
+(:class:`~scheduler_emulator.server.connections.ConnectionRouter`) connections, worker
 threads and the time to send a request (:class:`~scheduler_emulator.server.connections.Limits`).
 """
 
@@ -57,7 +58,6 @@ from .partial_response import OVERRIDABLE_METHODS, rest_field_mask, select_field
 __all__ = [
     "BoundedWSGIServer",
     "EmulatorApp",
-    "MAX_BODY_BYTES",
     "OPEN_ADMIN_PATHS",
     "REPEATED_HEADERS_KEY",
     "SINGLE_HEADERS",
@@ -70,10 +70,6 @@ __all__ = [
 
 logger = logging.getLogger("scheduler_emulator")
 
-#: Largest request body, in bytes: room for the JSON of the largest job (the v1 API's
-#: :data:`~scheduler_emulator.api.v1.MAX_REQUEST_BYTES`). Larger bodies get 413 before a byte
-#: of them is read.
-MAX_BODY_BYTES = MAX_REQUEST_BYTES
 #: Paths under ``/_emulator/`` that stay open with an admin token: liveness, the public keys
 #: and token description a target service fetches to verify the tokens jobs send, and the
 #: dashboard's static files (the page asks for the token and sends it with its requests).
@@ -93,8 +89,9 @@ REPEATED_HEADERS_KEY = "scheduler_emulator.repeated_headers"
 
 
 class _LimitedRequest(Request):
-    # werkzeug refuses a longer body with 413 and never reads past the limit (chunked too).
-    max_content_length = MAX_BODY_BYTES
+    # The largest request body, room for the JSON of the largest job: werkzeug refuses a longer
+    # body with 413 and never reads past the limit (chunked too).
+    max_content_length = MAX_REQUEST_BYTES
 
 
 def _is_wildcard(host: str) -> bool:
@@ -494,6 +491,6 @@ def serve(
     server = BoundedWSGIServer(host, port, app, limits=limits)
     app.port = server.server_port
     server.connection_router = ConnectionRouter(
-        emulator, limits, server.serve_one, max_body_bytes=MAX_BODY_BYTES, grpc=grpc
+        emulator, limits, server.serve_one, max_body_bytes=MAX_REQUEST_BYTES, grpc=grpc
     )
     return server

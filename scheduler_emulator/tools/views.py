@@ -274,11 +274,6 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
     return rows
 
 
-def attempt_from_json(item: dict[str, Any]) -> Attempt:
-    """An :class:`Attempt` from its ``/_emulator/attempts`` JSON (:meth:`Attempt.from_json`)."""
-    return Attempt.from_json(item)
-
-
 def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[str]]:
     """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`; with ``wide``
     :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is :func:`scheduled_cell`; TRY ends in ``*`` for
@@ -526,7 +521,7 @@ def cmd_attempts(
             "/_emulator/attempts", {**base, "order": "newest", "pageSize": min(args.last, 1000)}
         )
         items = list(reversed(newest.get("attempts", [])))
-    attempts = [attempt_from_json(item) for item in items]
+    attempts = [Attempt.from_json(item) for item in items]
     wide = bool(getattr(args, "wide", False))
     as_json = bool(getattr(args, "json", False))
     if not args.follow:
@@ -584,7 +579,7 @@ def _follow(
             page = client.get(
                 "/_emulator/attempts", {**base, "pageSize": 1000, "pageToken": str(cursor)}
             )
-            batch = _finished_prefix([attempt_from_json(a) for a in page.get("attempts", [])])
+            batch = _finished_prefix([Attempt.from_json(a) for a in page.get("attempts", [])])
             if batch:
                 emit(batch, header=False)
                 cursor = batch[-1].id

@@ -127,14 +127,14 @@ FALL_BACK_TEST = PLUGIN_TEST.format(
 )  # fmt: skip
 
 
-@pytest.mark.parametrize("order", ["new-year-first", "fall-back-first"])
 @pytest.mark.parametrize("workers", [None, "2"])
 def test_a_plugin_test_across_new_year_does_not_bend_the_next_tests_fire_times(
-    pytester: pytest.Pytester, order: str, workers: str | None
+    pytester: pytest.Pytester, workers: str | None
 ) -> None:
-    tests = [NEW_YEAR_TEST, FALL_BACK_TEST]
-    if order == "fall-back-first":
-        tests.reverse()
-    pytester.makepyfile(test_a=tests[0], test_b=tests[1])
+    """New Year, then fall-back, then New Year again, in one pytest run (without xdist, in one
+    process): each order of the two is checked in the same run, the second test after the
+    first and the third after the second."""
+    again = NEW_YEAR_TEST.replace("def test_new_year(", "def test_new_year_again(")
+    pytester.makepyfile(test_a=NEW_YEAR_TEST, test_b=FALL_BACK_TEST, test_c=again)
     args = ["-p", "no:cacheprovider"] + (["-n", workers] if workers else [])
-    pytester.runpytest_subprocess(*args).assert_outcomes(passed=2)
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=3)

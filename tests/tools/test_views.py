@@ -86,11 +86,19 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon) -> None:
     assert done.returncode == 2 and "no scheduler-emulator answers" in done.stderr
 
 
+def _interruptible() -> None:
+    """In the child before it runs: Ctrl-C's SIGINT handled as a terminal does, even when this
+    test runs where SIGINT is ignored (a shell's background job), which the child would inherit
+    and so never see the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_follow_prints_attempts_as_they_finish(daemon: Daemon) -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "scheduler_emulator", "attempts", "--port", port(daemon),
          "--job", "nightly", "--follow"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        preexec_fn=_interruptible,
     ) as process:  # fmt: skip
         lines: queue.Queue[str] = queue.Queue()
         assert process.stdout is not None
@@ -105,7 +113,11 @@ def test_follow_prints_attempts_as_they_finish(daemon: Daemon) -> None:
             assert "2026-03-02T02:00:00Z  nightly" in lines.get(timeout=30)
         finally:
             process.send_signal(signal.SIGINT)
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()  # else leaving the with block waits for it for ever
+                raise
     assert process.returncode == 0
 
 
