@@ -354,9 +354,9 @@ class CloudRunAdminApi:
 
 
 class GoogleApisTransport(MountTransport):
-    """The emulator's transport for HTTP attempts: Cloud Run Admin API hosts go to ``api``
-    in-process; any other ``*.googleapis.com`` URL fails (``CONNECTION``, nothing sent) with a
-    reason naming what the emulator can route; every other URL goes to ``fallback``.
+    """The emulator's transport for ``*.googleapis.com`` URLs: Cloud Run Admin API hosts go to
+    ``api`` in-process; any other ``*.googleapis.com`` URL fails (``CONNECTION``, nothing sent)
+    with a reason naming what the emulator can route; every other URL goes to ``fallback``.
 
     :param api: the Admin API app (with ``require_token=True``).
     :param fallback: the transport of every other URL.

@@ -36,12 +36,11 @@ from ..domain.paging import next_page_token, page_position
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
 from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
-from ._app_engine import AppEngineDispatcher, parse_app_engine_urls
 from ._attempt_log import AttemptLog
 from ._clock import Clock, SystemClock, require_aware
 from ._cloud_run import CloudRun, ExecutionStore
 from ._cloud_run_api import CloudRunAdminApi, GoogleApisTransport
-from ._dispatchers import Dispatcher, HttpDispatcher
+from ._dispatchers import AppEngineDispatcher, Dispatcher, HttpDispatcher, parse_app_engine_urls
 from ._drivers import Driver, driver_for
 from ._http_client import HttpClient, http2_problem
 from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, EmulatorOptions
@@ -129,16 +128,21 @@ class Emulator(AttemptAssertions):
         #: The transport attempts go through: the one given, or the default (what
         #: ``/_emulator/config`` reports); attempts to ``*.googleapis.com`` never reach it.
         self.transport = transport
-        transport = GoogleApisTransport(
+        google_apis = GoogleApisTransport(
             CloudRunAdminApi(self.cloud_run, self.tokens, options.location, require_token=True),
             transport,
         )
         #: The dispatcher of each target kind; :meth:`set_dispatcher` replaces one.
         self.dispatchers: dict[str, Dispatcher] = {
-            "HTTP": HttpDispatcher(transport, self.tokens, header_case=options.header_case),
+            "HTTP": HttpDispatcher(
+                transport, self.tokens, header_case=options.header_case, google_apis=google_apis
+            ),
             "PUBSUB": PubsubDispatcher(self.publisher),
             "APP_ENGINE_HTTP": AppEngineDispatcher(
-                transport, self.app_engine_urls, header_case=options.header_case
+                transport,
+                self.app_engine_urls,
+                header_case=options.header_case,
+                google_apis=google_apis,
             ),
         }
         self.attempt_log = attempt_log
