@@ -42,7 +42,8 @@ from ..domain.attempts import EMULATOR_DOWN, Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
 from ..domain.resources import Job, State, Status
 from ..domain.retry import next_attempt_time
-from ..domain.schedule import DEFAULT_DST_POLICY, Schedule, format_schedule_time, parse_schedule
+from ..domain.schedule import DEFAULT_DST_POLICY, Schedule, parse_schedule
+from ..wire import format_schedule_time
 
 __all__ = [
     "AttemptEnd",

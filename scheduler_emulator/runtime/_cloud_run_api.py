@@ -38,10 +38,9 @@ from urllib.parse import urlsplit
 from werkzeug.wrappers import Request, Response
 
 from ..domain.cloud_run import CloudRunJob, parse_run_request
-from ..domain.codec import format_timestamp
 from ..domain.errors import ApiError, InvalidArgument, NotFound
 from ..domain.outcomes import Failure
-from ..wire import JOB_NAME_HEADER
+from ..wire import JOB_NAME_HEADER, format_timestamp
 from ._cloud_run import CloudRun, Execution
 from ._tokens import TokenAuthority
 from ._transports import DeliveryRequest, MountTransport, Transport, TransportResult

@@ -29,6 +29,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from functools import partial
 from typing import Protocol
 
@@ -71,14 +72,6 @@ class Driver(Protocol):
         """Send ``deliveries`` (a forced run accepted over the API) without waiting for them."""
         ...
 
-    def run_due(self) -> None:
-        """Run everything due now (the manual clock calls this at each due instant)."""
-        ...
-
-    def idle(self) -> None:
-        """The manual clock is done moving."""
-        ...
-
     def start(self) -> None:
         """Start firing on real time (threaded driver; nothing to do otherwise)."""
         ...
@@ -113,7 +106,9 @@ def driver_for(
         behind their own job (their ``start_time`` is when they are sent).
     """
     if isinstance(clock, ManualClock):
-        return ManualDriver(clock, recorder, close)
+        driver = ManualDriver(clock, recorder, close)
+        clock.attach(driver)  # the clock steps the driver through every due instant
+        return driver
     return ThreadedDriver(clock, recorder, close, max_workers, max_per_job)
 
 
@@ -183,9 +178,7 @@ class ManualDriver:
 
     def forced(self) -> None:
         """Deliver what is due now (the forced attempt, and anything then due)."""
-        settle = getattr(self.clock, "settle", None)
-        if settle is not None:
-            settle()
+        self.clock.settle()
 
     def send_soon(self, deliveries: Iterable[Delivery]) -> None:
         """Queue ``deliveries`` and return: one thread settles the clock for them (sending
@@ -214,9 +207,14 @@ class ManualDriver:
             taken.append(self._soon.popleft())
         return taken
 
+    def next_due(self) -> datetime | None:
+        """The earliest instant at which the core has work due, or ``None`` (the clock asks)."""
+        with self.recorder.lock:
+            return self.recorder.core.next_due()
+
     def run_due(self) -> None:
         """Run everything due now, sending in this thread, until nothing more is due (forced
-        runs accepted by :meth:`send_soon` first)."""
+        runs accepted by :meth:`send_soon` first); the clock calls it at each due instant."""
         recorder = self.recorder
         self.send_all(self._take_soon())
         while not self._stopping:
@@ -227,7 +225,8 @@ class ManualDriver:
             self.send_all(deliveries)
 
     def idle(self) -> None:
-        """Wait for the requests ``deadline`` faults left running and note their answers."""
+        """The clock is done moving: wait for the requests ``deadline`` faults left running and
+        note their answers."""
         if not self._stopping:
             self.late.settle()
 
@@ -243,8 +242,7 @@ class ManualDriver:
         """
         self._stopping = True
         started = real_monotonic()
-        interrupt = getattr(self.clock, "interrupt", None)
-        settled = interrupt(timeout) if interrupt is not None else True
+        settled = self.clock.interrupt(timeout)
         self.send_all(self._take_soon())  # recorded as not sent
         sender = self._soon_sender
         if sender is not None:
@@ -331,12 +329,6 @@ class ThreadedDriver:
     def send_soon(self, deliveries: Iterable[Delivery]) -> None:
         """Hand ``deliveries`` to the pool (it never waits for them)."""
         self.send_all(deliveries)
-
-    def run_due(self) -> None:
-        """The engine thread runs what is due itself; calling this is harmless."""
-
-    def idle(self) -> None:
-        """Only a manual clock idles."""
 
     def start(self) -> None:
         """Start the engine thread and the delivery pool (idempotent)."""

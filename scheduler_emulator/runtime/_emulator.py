@@ -35,9 +35,9 @@ from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.paging import next_page_token, page_position
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
-from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
+from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2, to_instant
 from ._attempt_log import AttemptLog
-from ._clock import Clock, SystemClock, require_aware
+from ._clock import Clock, SystemClock
 from ._cloud_run import CloudRun, ExecutionStore
 from ._cloud_run_api import CloudRunAdminApi, GoogleApisTransport
 from ._dispatchers import AppEngineDispatcher, Dispatcher, HttpDispatcher, parse_app_engine_urls
@@ -161,7 +161,6 @@ class Emulator(AttemptAssertions):
         )
         self._lock = self.recorder.lock
         self.driver: Driver = driver_for(self.clock, self.recorder, self._close_outputs)
-        self.clock.attach(self)
         with self._lock:
             deliveries = self.recorder.restore()
         self.driver.send_all(deliveries)
@@ -529,10 +528,8 @@ class Emulator(AttemptAssertions):
         where = AttemptFilter(
             job=None if job is None else self.job_name(job),
             run_id=run_id,
-            start_after=None if start_after is None else require_aware(start_after, "start_after"),
-            start_before=None
-            if start_before is None
-            else require_aware(start_before, "start_before"),
+            start_after=None if start_after is None else to_instant(start_after, "start_after"),
+            start_before=None if start_before is None else to_instant(start_before, "start_before"),
         )
         attempts, last = self.store.attempts_page(where, after_id=after, page_size=page_size)
         now = self.clock.now()
@@ -575,17 +572,6 @@ class Emulator(AttemptAssertions):
         """Earliest instant with something due (a fire time, a retry), or ``None``."""
         with self._lock:
             return self.core.next_due()
-
-    def run_due(self) -> None:
-        """Run everything due now, delivering attempts in order in this thread (what a manual
-        clock calls at each due instant; harmless on the system clock, whose engine thread
-        does it)."""
-        self.driver.run_due()
-
-    def idle(self) -> None:
-        """The manual clock is done moving: wait for requests a ``deadline`` fault left running
-        and note their answers on their attempts."""
-        self.driver.idle()
 
     def now(self) -> datetime:
         """The emulator's current instant (aware UTC)."""
