@@ -64,7 +64,7 @@ from ..wire import (
     spell_headers,
 )
 from ._options import DEFAULT_HEADER_CASE
-from ._transports import DeliveryRequest, Transport, TransportResult, starting
+from ._transports import DeliveryRequest, Transport, TransportResult
 
 if TYPE_CHECKING:
     from ._tokens import TokenAuthority
@@ -113,8 +113,8 @@ class Prepared:
 def startable(transport: Transport, request: DeliveryRequest) -> bool:
     """Whether ``transport`` can begin ``request`` without holding the calling thread: it is a
     :class:`~scheduler_emulator.runtime._transports.StartingTransport` that can start it."""
-    starter = starting(transport)
-    return starter is not None and starter.can_start(request)
+    can_start = getattr(transport, "can_start", None)
+    return can_start is not None and bool(can_start(request))
 
 
 class Dispatcher(Protocol):
