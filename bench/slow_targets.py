@@ -7,7 +7,10 @@
    15 s attempt deadline and no retries.
 3. For ``--minutes`` minutes, a few seconds before each minute boundary, forces one run of
    every dripping job (RunJob), so that they are all in flight across the boundary; stops the
-   daemon once their deadlines have passed and reads its store.
+   daemon once their deadlines have passed and reads its store. With ``--scheduled`` the
+   dripping jobs are ``* * * * *`` too and listed first, so that at each minute their runs
+   fall due in the same instant as the healthy ones, ahead of them (the reliability probe's
+   case), and nothing is forced.
 
 Prints the healthy jobs' lateness at those minutes (their ``startTime`` after it; target: every
 one within 1 s) and how long each dripping attempt lasted from its send to its end (target: its
@@ -99,6 +102,11 @@ def main() -> None:
     )
     parser.add_argument("--minutes", type=int, default=3, help="minutes measured (%(default)s)")
     parser.add_argument(
+        "--scheduled",
+        action="store_true",
+        help="dripping jobs on * * * * *, due with the healthy ones and ahead of them",
+    )
+    parser.add_argument(
         "--drip-interval", type=float, default=1.0, help="seconds per body byte (%(default)s)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the data dir and log")
@@ -119,7 +127,7 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         while not port_file.exists() or not port_file.read_text():
             time.sleep(0.05)
         fast_port, drip_port = port_file.read_text().split()
-        jobs = [
+        healthy = [
             {
                 "name": f"healthy-{i}",
                 "schedule": "* * * * *",
@@ -127,16 +135,17 @@ def measure(args: argparse.Namespace, work: Path) -> None:
             }
             for i in range(args.healthy)
         ]
-        jobs += [
+        dripping = [
             {
                 "name": f"drip-{i}",
-                "schedule": "0 0 1 1 *",
+                "schedule": "* * * * *" if args.scheduled else "0 0 1 1 *",
                 "httpTarget": {"uri": f"http://127.0.0.1:{drip_port}/_triggers/timer/drip-{i}"},
                 "attemptDeadline": "15s",
                 "retryConfig": {"retryCount": 0},
             }
             for i in range(args.dripping)
         ]
+        jobs = dripping + healthy if args.scheduled else healthy + dripping
         with daemon_running(work, jobs) as (daemon, banner):
             print(banner)
             base = banner.split()[3]
@@ -147,7 +156,7 @@ def measure(args: argparse.Namespace, work: Path) -> None:
             minutes = [first + timedelta(minutes=k) for k in range(args.minutes)]
             prefix = "projects/my-project/locations/us-central1/jobs/drip-"
             with requests.Session() as session:
-                for minute in minutes:
+                for minute in [] if args.scheduled else minutes:
                     time.sleep(max(0.0, (minute - datetime.now(UTC)).total_seconds() - 5))
                     for i in range(args.dripping):
                         url = f"{base}/v1/{prefix}{i}:run"
@@ -184,8 +193,17 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         print(
             f"  lateness p50 {statistics.median(late):.3f} s, max {late[-1]:.3f} s (target < 1 s)"
         )
+        worst = {
+            stamp[11:16]: max(
+                (a.start_time - minute).total_seconds() for a in healthy if a.schedule_time == stamp
+            )
+            for stamp, minute in stamps.items()
+            if any(a.schedule_time == stamp for a in healthy)
+        }
+        print("  max per minute: " + ", ".join(f"{m} {s:.3f} s" for m, s in worst.items()))
     forced = args.dripping * len(minutes)
-    print(f"{forced} forced dripping runs: {len(drips)} ended, codes {codes}")
+    kind = "scheduled" if args.scheduled else "forced"
+    print(f"{forced} {kind} dripping runs: {len(drips)} ended, codes {codes}")
     if took:
         print(f"  send to end: min {took[0]:.2f} s, max {took[-1]:.2f} s (deadline 15 s)")
     print(f"  daemon threads with {args.dripping} dripping attempts in flight: {threads}")

@@ -32,7 +32,7 @@ from pytest_plugin.app_time import freeze
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.core.faults import FaultPlan
 from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
-from scheduler_emulator.domain.attempts import Attempt, SkippedRun
+from scheduler_emulator.domain.attempts import Attempt, SkippedRun, failure_reason
 from scheduler_emulator.domain.cloud_run import DEFAULT_MAX_RETRIES, parse_cloud_run_job
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
@@ -507,6 +507,10 @@ class CloudScheduler(AttemptAssertions):
         if not executions:
             defined = ", ".join(j.job_id for j in self.emulator.cloud_run.jobs()) or "none"
             lines.append(f"  (no executions; Cloud Run jobs defined: {defined})")
+            job_id = job.rsplit("/", 1)[-1]
+            for a in self.attempts():  # the scheduler's calls to its :run, and why each failed
+                if a.request.get("url", "").endswith(f"/jobs/{job_id}:run") and a.code != "OK":
+                    lines.append(f"  scheduler job {a.job_id}: {failure_reason(a, width=1000)}")
         raise AssertionError("\n".join(lines))
 
     # ---------------------------------------------------------------- history and assertions

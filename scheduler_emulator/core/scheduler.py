@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from ..domain.attempts import EMULATOR_DOWN, Run, SkippedRun
+from ..domain.attempts import EMULATOR_DOWN, RUN_STILL_GOING, Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
 from ..domain.resources import Job, State, Status
 from ..domain.retry import next_attempt_time
@@ -167,6 +167,15 @@ class _JobState:
     runs: dict[int, Run] = field(default_factory=dict)  # every unfinished run, forced included
     ending: dict[int, AttemptEnd] = field(default_factory=dict)  # run id -> end still to come
     runs_started: int = 0
+    # after a late run at a restart, the next fire time (the times between are accounted for)
+    resume: datetime | None = None
+    slow: bool = False  # its last attempt sent on a real clock lasted SLOW_ATTEMPT or more
+
+
+#: An attempt that lasted this long from its send to its end makes its job *slow*: at an
+#: instant when many jobs fall due, a slow job's decisions come after the others', so that a
+#: minute's healthy jobs are never sent behind hundreds whose targets drip their answers.
+SLOW_ATTEMPT = timedelta(seconds=1)
 
 
 #: Less than any schedule's step: ``next_after(t - _TICK)`` is the first fire time at or after t.
@@ -199,6 +208,9 @@ class Scheduler:
         self._job_seq = itertools.count(1)
         self._run_ids = itertools.count(1)
         self._began: datetime | None = None  # the instant time started or resumed from
+        #: The jobs the change under way touched, as they were before it (``None``: a job it
+        #: created); ``None`` when no change can be undone (:meth:`checkpoint`).
+        self._before: dict[str, _JobState | None] | None = None
 
     # ------------------------------------------------------------------------- jobs
 
@@ -239,6 +251,7 @@ class Scheduler:
             raise AlreadyExists(f"Job {job.name} already exists.")
         decisions: list[Decision] = []
         created = state is None
+        self._note(job.name, state)
         if state is None:
             state = _JobState(job, schedule, next(self._job_seq))
             self._jobs[job.name] = state
@@ -263,11 +276,69 @@ class Scheduler:
         """
         if self._jobs.pop(name, None) is None:
             raise NotFound("Job not found.")
+        self._before = None  # a removal is stored first: never undone
 
     def clear(self) -> None:
         """Forget every job and timer."""
         self._jobs.clear()
         self._timers.clear()
+        self._before = None
+
+    # ------------------------------------------------------------------------- undo
+
+    def checkpoint(self) -> None:
+        """Start a change that :meth:`rollback` can undo: from now on, each job the core's
+        calls touch is kept as it was first. A new checkpoint, an attempt's end
+        (:meth:`attempt_ended`: it happened), a removal or :meth:`clear` ends the change
+        under way, which can then no longer be undone."""
+        self._before = {}
+
+    def rollback(self) -> bool:
+        """Undo the change begun at the last :meth:`checkpoint` (its store refused it): every
+        job it touched is back as it was — configuration, state, next fire time, runs and
+        pending retries, the timers of each — and a job it created is gone.
+
+        :return: ``True`` if undone; ``False`` if the change had ended meanwhile (see
+            :meth:`checkpoint`), in which case nothing is undone.
+        """
+        before, self._before = self._before, None
+        if before is None:
+            return False
+        for name, state in before.items():
+            if state is None:
+                self._jobs.pop(name, None)
+                continue
+            self._jobs[name] = state
+            if state.next_fire is not None:
+                self._push(state.next_fire, _FIRE, name, 0)
+            for run in state.runs.values():
+                if run.next_attempt_at is not None:
+                    self._push(run.next_attempt_at, _RETRY, name, run.id)
+            for run_id, end in state.ending.items():
+                self._push(end.end_time, _END, name, run_id)
+        return True
+
+    def release(self) -> None:
+        """The change begun at the last :meth:`checkpoint` is stored: keep it."""
+        self._before = None
+
+    def _note(self, name: str, state: _JobState | None) -> None:
+        """Keep job ``name`` as it is now (``None``: not there yet) for :meth:`rollback`, unless
+        the change under way has already kept it."""
+        before = self._before
+        if before is None or name in before:
+            return
+        if state is None:
+            before[name] = None
+            return
+        runs = {run_id: replace(run) for run_id, run in state.runs.items()}
+        active = state.active
+        before[name] = replace(
+            state,
+            runs=runs,
+            active=None if active is None else runs.get(active.id, replace(active)),
+            ending=dict(state.ending),
+        )
 
     def get(self, name: str) -> Job:
         """Return the job with its current output-only fields.
@@ -341,22 +412,27 @@ class Scheduler:
         return self._timers[0][0] if self._timers else None
 
     def due(self, now: datetime) -> list[Decision]:
-        """Act on everything due at or before ``now``; return the decisions in order."""
+        """Act on everything due at or before ``now``; return the decisions in order: each
+        job's in the order they were made, those of slow jobs (whose last attempt on a real
+        clock lasted :data:`SLOW_ATTEMPT` or more) after every other job's."""
         out: list[Decision] = []
+        later: list[Decision] = []  # the slow jobs'
         while self._timers and self._timers[0][0] <= now:
             entry = heapq.heappop(self._timers)
             if not self._live(entry):
                 continue
             _, _, kind, name, run_id = entry
             state = self._jobs[name]
+            self._note(name, state)
+            into = later if state.slow else out
             if kind == _FIRE:
-                out.extend(self._fire(state, now))
+                into.extend(self._fire(state, now))
             elif kind == _RETRY:
-                out.append(self._start_attempt(state, state.runs[run_id], now))
+                into.append(self._start_attempt(state, state.runs[run_id], now))
             else:
                 run = state.runs[run_id]
-                out.extend(self._after_attempt(state, run, state.ending.pop(run_id), now))
-        return out
+                into.extend(self._after_attempt(state, run, state.ending.pop(run_id), now))
+        return out + later if later else out
 
     def force(
         self, name: str, now: datetime, schedule_time: datetime | None = None
@@ -371,6 +447,7 @@ class Scheduler:
         state = self._jobs.get(name)
         if state is None:
             raise NotFound("Job not found.")
+        self._note(name, state)
         if schedule_time is not None:
             header: str | None = format_schedule_time(schedule_time.astimezone(state.schedule.zone))
         elif self.force_run_schedule_time == "omit":
@@ -389,14 +466,18 @@ class Scheduler:
 
         When ``end.end_time`` is after ``now`` the run stays outstanding until then (a timer
         acts on it at ``end.end_time``), so the no-overlap rule follows the recorded end.
-        Unknown jobs or runs (deleted meanwhile) are ignored.
+        Unknown jobs or runs (deleted meanwhile) are ignored. It ends the change under way
+        (:meth:`checkpoint`): an attempt that ended has happened and is not undone.
         """
+        self._before = None
         state = self._jobs.get(name)
         if state is None:
             return []
         state.status = end.status
-        if end.start_time is not None and state.last_attempt == (run_id, end.attempt):
-            state.last_attempt_time = end.start_time
+        if end.start_time is not None:
+            state.slow = end.end_time - end.start_time >= SLOW_ATTEMPT
+            if state.last_attempt == (run_id, end.attempt):
+                state.last_attempt_time = end.start_time
         saved: list[Decision] = [
             SaveJobState(name, state.job.state, state.status, state.last_attempt_time)
         ]
@@ -420,24 +501,42 @@ class Scheduler:
         last_run_id: int,
         next_fires: dict[str, datetime] | None = None,
         last_skipped: dict[str, datetime] | None = None,
+        *,
+        alive: datetime | None = None,
+        ran: Collection[str] = (),
     ) -> tuple[list[Decision], list[Run]]:
         """Load the stored jobs and open runs after a restart.
 
-        Next fire times count from ``now``, the instant time resumes from (no backfill): the
-        scheduled times from a job's stored next fire time (``next_fires``) up to, not
-        including, ``now`` passed while the emulator was not running, and are recorded as
-        skipped (reason ``EMULATOR_DOWN``). A time at ``now`` itself fires at ``now`` unless
-        the store recorded its run (the stored next fire time is then past it). A run whose pending
-        retry is kept is
-        due at its time (at once if that has passed); a run with neither an interrupted attempt
-        nor a pending retry is finished.
+        Next fire times count from ``now``, the instant time resumes from (no backfill). The
+        scheduled times from a job's stored next fire time (``next_fires``: its first time
+        with neither a run nor a skipped record) up to, not including, ``now`` are those the
+        emulator did not act on:
+
+        - the first of them, if it is at or before ``alive`` (the emulator was running then,
+          and stopped before the run was recorded), is due at once: run late with its own
+          ScheduleTime (or, if the job's run is still open, once that run ends, as any missed
+          time); the others at or before ``alive`` are skipped (``RUN_STILL_GOING``: that run
+          was owed meanwhile);
+        - those after ``alive`` passed while the emulator was not running: skipped
+          (``EMULATOR_DOWN``).
+
+        A time at ``now`` itself fires at ``now`` unless the store recorded its run. A run
+        whose pending retry is kept is due at its time (at once if that has passed); a run
+        with neither an interrupted attempt nor a pending retry is finished.
 
         :param interrupted: ids of runs whose attempt was in flight when the process died; the
             caller records those attempts as failed and reports them with
             :meth:`attempt_ended`.
         :param last_run_id: the largest run id in the store; new runs count on from it.
-        :return: the decisions (finished runs to save) and the open runs whose owner is gone
-            (to be closed by the caller).
+        :param next_fires: each job's stored next fire time (UTC), by full name.
+        :param last_skipped: each job's latest scheduled time recorded as skipped (none of
+            the times up to it is recorded twice).
+        :param alive: the last instant the emulator is known to have been running (UTC;
+            ``None``: unknown, every time from the stored next fire on counts as down).
+        :param ran: the jobs whose stored next fire time already has its run recorded (the
+            process died between the two writes): their times count from the one after.
+        :return: the decisions (skipped times, finished runs to save) and the open runs whose
+            owner is gone (to be closed by the caller).
         """
         self._run_ids = itertools.count(last_run_id + 1)
         self._began = now
@@ -446,14 +545,24 @@ class Scheduler:
             state = _JobState(job, self.parse(job), next(self._job_seq), job.status)
             state.last_attempt_time = job.last_attempt_time
             self._jobs[job.name] = state
-            if job.state == State.ENABLED:
-                stored = (next_fires or {}).get(job.name)
-                if stored is not None:
-                    listed = (last_skipped or {}).get(job.name)
-                    decisions.extend(self._downtime(state, stored, listed, now))
-                unrecorded = stored is not None and stored <= now
-                self._set_next_fire(state, self._first_fire(state.schedule, now, unrecorded))
+            if job.state != State.ENABLED:
+                continue
+            stored = (next_fires or {}).get(job.name)
+            if stored is not None and job.name in ran:
+                stored = state.schedule.next_after(stored.astimezone(state.schedule.zone))
+            late = None
+            if stored is not None:
+                listed = (last_skipped or {}).get(job.name)
+                late, skipped = self._downtime(state, stored, listed, alive, now)
+                decisions.extend(skipped)
+            unrecorded = stored is not None and stored <= now
+            first = self._first_fire(state.schedule, now, unrecorded)
+            if late is None:
+                self._set_next_fire(state, first)
                 decisions.append(SaveNextFire(job.name, state.next_fire_utc))
+            else:  # due at once; its run moves the stored next fire time on to ``first``
+                self._set_next_fire(state, late)
+                state.resume = first
         orphans: list[Run] = []
         for run in open_runs:
             owner = self._jobs.get(run.job)
@@ -502,7 +611,7 @@ class Scheduler:
         return schedule.next_after(now - _TICK if inclusive and schedule.is_cron else now)
 
     def _set_next_fire(self, state: _JobState, when: datetime | None) -> None:
-        state.next_fire = when
+        state.next_fire, state.resume = when, None
         state.next_fire_utc = None if when is None else when.astimezone(UTC)
         if when is not None:
             self._push(when, _FIRE, state.job.name, 0)
@@ -515,7 +624,7 @@ class Scheduler:
     def _fire(self, state: _JobState, now: datetime) -> list[Decision]:
         nominal = state.next_fire
         assert nominal is not None
-        self._set_next_fire(state, state.schedule.next_after(nominal))
+        self._set_next_fire(state, state.resume or state.schedule.next_after(nominal))
         # The stored next fire time moves only once this time is accounted for (a run or a
         # skipped record written first), so a crash at any point leaves it listed at restart.
         moved = SaveNextFire(state.job.name, state.next_fire_utc)
@@ -537,20 +646,30 @@ class Scheduler:
         return self._jobs[name].next_fire_utc
 
     def _downtime(
-        self, state: _JobState, since: datetime, listed: datetime | None, now: datetime
-    ) -> list[Decision]:
-        """Record the scheduled times from ``since`` up to ``now`` as skipped: the emulator was
-        not running then (at most :data:`MAX_DOWNTIME_SKIPS`; none up to ``listed``, the latest
-        time already recorded as skipped)."""
+        self,
+        state: _JobState,
+        since: datetime,
+        listed: datetime | None,
+        alive: datetime | None,
+        now: datetime,
+    ) -> tuple[datetime | None, list[Decision]]:
+        """Account for the scheduled times from ``since`` up to ``now`` that the emulator did
+        not act on (see :meth:`restore`): return the one owed a late run (``since`` itself,
+        if at or before ``alive``; else ``None``) and the others recorded as skipped — at most
+        :data:`MAX_DOWNTIME_SKIPS`, none up to ``listed`` (already recorded)."""
+        zone = state.schedule.zone
+        when: datetime | None = since.astimezone(zone)
+        late = None
+        if alive is not None and when is not None and when <= alive and when < now:
+            late, when = when, state.schedule.next_after(when)
         out: list[Decision] = []
-        when: datetime | None = since.astimezone(state.schedule.zone)
         while when is not None and when < now and len(out) < MAX_DOWNTIME_SKIPS:
             if listed is None or when > listed:
-                header = self._header(state, when)
-                skipped = SkippedRun(state.job.name, header, when, now, EMULATOR_DOWN)
+                reason = RUN_STILL_GOING if alive is not None and when <= alive else EMULATOR_DOWN
+                skipped = SkippedRun(state.job.name, self._header(state, when), when, now, reason)
                 out.append(RecordSkipped(skipped))
             when = state.schedule.next_after(when)
-        return out
+        return late, out
 
     def _start_run(
         self,

@@ -7,6 +7,7 @@ the store keeps, and what the pytest fixtures assert on.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -224,10 +225,14 @@ class Attempt:
         refusing the run — it answers with an empty body and says why only in its own log; a
         500 with an empty body from the job's own timer route is what a timer router answers
         when no handler is registered for that route (said as a possibility: a handler that
-        fails may answer the same)."""
+        fails may answer the same); a 401 or 404 from the Cloud Run Admin API's run method
+        says what the job or the ``--cloud-run-jobs`` file lacks."""
+        url = urlsplit(str(self.request.get("url", "")))
+        if url.path.endswith(":run") and (url.hostname or "").endswith("run.googleapis.com"):
+            return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
         if self.response_status != 500:
             return ""
-        path = urlsplit(str(self.request.get("url", ""))).path
+        path = url.path
         if not path.startswith(TIMER_PREFIX):
             return ""
         route = path[len(TIMER_PREFIX) :].split("/", 1)[0]
@@ -245,6 +250,36 @@ class Attempt:
             f"timer route {route!r} is not the job's name {self.job_id!r}: a timer router "
             "refuses the run (500, empty body; its log says why)"
         )
+
+
+#: The emulator's hint for a Cloud Run Admin API run method's refusal, by HTTP status.
+_CLOUD_RUN_HINTS = {
+    401: "the Cloud Run Admin API takes an OAuth access token: give the job's httpTarget an "
+    "oauthToken (an oidcToken is refused)",
+    404: "the emulator runs only the Cloud Run jobs of its --cloud-run-jobs file: define the "
+    "job there, or check the project, region and job in the job's URI",
+}
+
+
+def answer_text(excerpt: str) -> str:
+    """A service's answer as a reason: a Google API error body (``{"error": {"code",
+    "message", "status"}}``, cloud.google.com/apis/design/errors) as its status and message,
+    any other text as it is.
+
+    >>> answer_text('{"error": {"code": 404, "message": "Job x not found.", "status": "NOT_FOUND"}}')
+    'NOT_FOUND: Job x not found.'
+    """  # noqa: E501
+    if not excerpt.lstrip().startswith("{"):
+        return excerpt
+    try:
+        body = json.loads(excerpt)
+    except ValueError:  # not JSON, or cut at the excerpt's length
+        return excerpt
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        return excerpt
+    status = error.get("status") or error.get("code")
+    return f"{status}: {error['message']}" if status else error["message"]
 
 
 _LOST = re.compile(r"the target answered (\d{3})")
@@ -337,7 +372,8 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
 
     - an injected fault names itself first (:func:`injected_reason`): the target's answer,
       if any, is its body, not its reason;
-    - otherwise the start of the service's answer (its response excerpt), else the debug text;
+    - otherwise the start of the service's answer (its response excerpt; a Google API error
+      body as its status and message, :func:`answer_text`), else the debug text;
     - the emulator's :attr:`Attempt.hint` (a timer route that is not the job's name) comes
       after the service's answer, never in its place.
 
@@ -359,7 +395,7 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     text = injected_reason(attempt.debug_info) if attempt.injected else ""
     hint = "" if text else attempt.hint
     if not text:
-        text = attempt.response_excerpt.strip() or attempt.debug_info
+        text = answer_text(attempt.response_excerpt.strip()) or attempt.debug_info
         if hint and not attempt.response_excerpt.strip():
             text = "empty body"
     text = " ".join(text.split())

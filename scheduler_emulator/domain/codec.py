@@ -264,9 +264,13 @@ class MessageFields:
     messages: tuple[tuple[str, str], ...]
     oneofs: tuple[tuple[str, ...], ...]
 
+    @functools.cached_property
+    def _message_types(self) -> dict[str, str]:
+        return dict(self.messages)
+
     def message_type(self, name: str) -> str | None:
         """The message type name of field ``name``, or ``None`` for a non-message field."""
-        return dict(self.messages).get(name)
+        return self._message_types.get(name)
 
 
 #: The fields of every message of the Job resource, by type name (``"Job"``, ``"HttpTarget"``…).

@@ -7,7 +7,7 @@ The engine asks its clock for ``now()`` and waits through it; nothing else in th
   :class:`threading.Event` so that a new, earlier deadline wakes the waiter at once.
 - :class:`ManualClock` — virtual time that moves only when told. :meth:`~ManualClock.advance`
   and :meth:`~ManualClock.move_to` step through every instant at which a registered
-  :class:`Sleeper` (the manual driver) has work due, in order, set the clock to that instant,
+  :class:`Sleeper` (the engine) has work due, in order, set the clock to that instant,
   let the sleeper run everything due then (deliveries included), and return once all has
   settled::
 
@@ -40,8 +40,7 @@ _EPOCH = new_datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class Sleeper(Protocol):
-    """What a manual clock steps: the manual driver
-    (:class:`~scheduler_emulator.runtime._drivers.ManualDriver`)."""
+    """What a clock drives: the engine (:class:`~scheduler_emulator.Emulator`)."""
 
     def next_due(self) -> datetime | None:
         """The earliest instant (UTC) at which work is due, or ``None`` when nothing is pending."""
@@ -75,6 +74,10 @@ class Clock(Protocol):
         """Block until ``until`` (``None``: indefinitely) or until ``wakeup`` is set."""
         ...
 
+    def attach(self, sleeper: Sleeper) -> None:
+        """Register the engine the clock drives (a manual clock steps it; see :class:`Sleeper`)."""
+        ...
+
 
 class SystemClock:
     """Real time (UTC). Never patched by freezegun."""
@@ -95,6 +98,9 @@ class SystemClock:
         """
         timeout = None if until is None else max(0.0, (until - self.now()).total_seconds())
         wakeup.wait(timeout)
+
+    def attach(self, sleeper: Sleeper) -> None:
+        """Nothing to do: the engine's own thread waits on a system clock."""
 
 
 class ManualClock:

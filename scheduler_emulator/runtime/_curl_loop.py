@@ -1,23 +1,28 @@
-"""Many HTTP exchanges at once on one thread: libcurl's multi interface.
+"""Many HTTP exchanges at once on one thread: libcurl's multi interface (the ``curl`` extra).
 
-:class:`CurlLoop` is how the threaded driver sends ``http://`` attempts when ``pycurl`` is
-installed. An attempt waiting on its target holds no thread: its transfer is one of the
-loop's, and the loop's thread drives them all together. So 200 targets that drip their answers
-a byte a second cost 200 sockets and a few hundred loop turns a second, not 200 threads, and
-other jobs' attempts leave on time beside them::
+:class:`CurlLoop` is how :class:`~scheduler_emulator.runtime._http_client.HttpClient` sends
+every request when ``pycurl`` is installed, ``http://`` and ``https://`` alike: a blocking
+request waits for its end, a started one holds no thread at all. An attempt waiting on its
+target is one of the loop's transfers, and the loop's thread drives them all together. So 200
+targets that drip their answers a byte a second cost 200 sockets and a few hundred loop turns a
+second, not 200 threads, and other jobs' attempts leave on time beside them::
 
     loop = CurlLoop(max_body_bytes=1 << 20)
-    loop.submit(Hop("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b""), 15.0, None, False, done)
+    hop = Hop("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b"")
+    loop.submit(hop, real_monotonic() + 15.0, None, False, done)
     # done(status, location, None) or done(None, None, exc) is called on the loop's thread
     loop.close()
 
-Each transfer is configured exactly as :class:`~scheduler_emulator.runtime._curl_exchange.
-CurlExchange` configures its blocking one (:func:`~scheduler_emulator.runtime.
-_curl_exchange.configure`) and its end read the same way (:func:`~scheduler_emulator.runtime.
-_curl_exchange.ended`): the same wire, total deadline (libcurl's ``CURLOPT_TIMEOUT_MS``), body
-cap and failure texts. Connections are kept alive in the multi handle's cache and shared by all
-transfers; HTTP/2 transfers to one origin share a connection (multiplexed), as an HTTP/2 client
-does.
+Each transfer sends exactly one request (redirects are followed above it,
+:func:`~scheduler_emulator.runtime._redirects.follow`). The wire is ``http.client``'s: the
+caller's headers plus ``Host``, ``Content-Length`` (``0`` for an empty POST, PUT or PATCH) and
+``Accept-Encoding: identity``; curl's own ``Accept``, ``Expect`` and form ``Content-Type`` are
+suppressed. libcurl's total timeout (``CURLOPT_TIMEOUT_MS``) bounds connecting, sending and the
+whole response, however slowly the target answers; bodies are read up to a cap; failures read
+as ``http.client``'s do. ``https://`` trusts what Python's ``ssl`` trusts (its default CA
+file, ``SSL_CERT_FILE``) and keeps to HTTP/1.1. Connections are kept alive in the multi
+handle's cache and shared by all transfers; HTTP/2 transfers to one origin share a connection
+(multiplexed), as an HTTP/2 client does.
 
 How it is driven: each turn calls libcurl's ``perform`` once (every socket that is ready, every
 timeout due) and then waits in ``select`` for the next event, at most libcurl's own timeout and
@@ -33,26 +38,26 @@ thread and must be quick.
 from __future__ import annotations
 
 import contextlib
+import errno
+import http.client
 import logging
+import os
+import socket
+import ssl
 import threading
 from collections import deque
-from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
+from urllib.parse import urlsplit
 
 import pycurl
 
-from ._curl_exchange import CurlDeadline, configure, ended, exchange_http2, prime
+from ..realtime import real_monotonic
+from ._redirects import DeadlineExceeded
 
 if TYPE_CHECKING:
-    from ._redirects import Hop, ResponseSample
+    from ._redirects import Answered, Hop, ResponseSample
 
 logger = logging.getLogger("scheduler_emulator")
-
-#: Called once per transfer on the loop's thread: ``(status, location, None)`` when an answer
-#: came (``location``: the absolute ``Location`` of a redirect, else ``None``), or
-#: ``(None, None, exc)`` — :class:`~scheduler_emulator.runtime._curl_exchange.CurlDeadline`
-#: when the deadline passed, an :class:`OSError` when the connection failed or the loop closed.
-Done = Callable[[int | None, str | None, BaseException | None], None]
 
 #: Idle easy handles kept for reuse (a handle is a few kB; more are closed).
 _FREE_HANDLES = 256
@@ -62,14 +67,20 @@ _MAX_CONNECTS = 512
 #: and a socket ``select(2)`` cannot watch (a descriptor number of 1,024 or more), are seen
 #: within this.
 _TURN_SECONDS = 0.005
+#: Methods that carry a body (and ``Content-Length: 0`` when it is empty), as in http.client.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_H1 = pycurl.CURL_HTTP_VERSION_1_1
+_H2 = pycurl.CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+#: Python's own trust store, for ``https://`` (``SSL_CERT_FILE`` wins, as in ``ssl``).
+_CA_FILE = os.environ.get("SSL_CERT_FILE") or ssl.get_default_verify_paths().cafile
 
 
 class _Transfer(NamedTuple):
     hop: Hop
-    timeout_seconds: float
+    deadline: float
     sample: ResponseSample | None
     http2: bool
-    done: Done
+    done: Answered
 
 
 class CurlLoop:
@@ -105,22 +116,25 @@ class CurlLoop:
     def submit(
         self,
         hop: Hop,
-        timeout_seconds: float,
+        deadline: float,
         sample: ResponseSample | None,
         http2: bool | None,
-        done: Done,
+        done: Answered,
     ) -> None:
-        """Start one exchange (no redirect is followed); ``done`` is called once when it ends.
+        """Start one exchange (no redirect is followed); ``done`` is called once when it ends
+        (a :data:`~scheduler_emulator.runtime._redirects.Answered`: a redirect's ``location``
+        is absolute).
 
-        :param hop: the request: method, an absolute ``http://`` URL, headers, body.
-        :param timeout_seconds: the exchange ends within this many seconds.
+        :param hop: the request: method, an absolute ``http://`` or ``https://`` URL, headers,
+            body.
+        :param deadline: real monotonic seconds by which the exchange ends.
         :param sample: where to keep the body's start and the ``Content-Type``.
-        :param http2: ``True``: HTTP/2 with prior knowledge (h2c); ``False``: HTTP/1.1;
-            ``None``: the loop's default.
+        :param http2: ``True``: HTTP/2 with prior knowledge (h2c; ``https://`` keeps to
+            HTTP/1.1); ``False``: HTTP/1.1; ``None``: the loop's default.
         :raises RuntimeError: after :meth:`close`.
         :raises ValueError: for ``http2=True`` when this libcurl has no HTTP/2.
         """
-        transfer = _Transfer(hop, timeout_seconds, sample, exchange_http2(http2, self.http2), done)
+        transfer = _Transfer(hop, deadline, sample, exchange_http2(http2, self.http2), done)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the HTTP client is closed")
@@ -175,15 +189,8 @@ class CurlLoop:
             batch, self._submitted = self._submitted, deque()
         for transfer in batch:
             handle = self._free.pop() if self._free else pycurl.Curl()
-            prime(handle, transfer.http2)
             try:
-                configure(
-                    handle,
-                    transfer.hop,
-                    transfer.timeout_seconds,
-                    transfer.sample,
-                    self.max_body_bytes,
-                )
+                configure(handle, transfer, self.max_body_bytes)
                 with self._lock:
                     self._running[handle] = transfer
                 self._multi.add_handle(handle)
@@ -210,7 +217,7 @@ class CurlLoop:
             transfer = self._running.pop(handle)
         try:
             status, location = ended(handle, code, message, transfer.sample)
-        except (CurlDeadline, OSError) as exc:
+        except (DeadlineExceeded, OSError) as exc:
             outcome: tuple[int | None, str | None, BaseException | None] = (None, None, exc)
         else:
             outcome = (status, location, None)
@@ -243,7 +250,117 @@ class CurlLoop:
         self._multi.close()
 
 
-def _call(done: Done, status: int | None, location: str | None, exc: BaseException | None) -> None:
+def http2_supported() -> bool:
+    """Whether pycurl's libcurl can speak HTTP/2 (it was built with nghttp2)."""
+    return bool(pycurl.version_info()[4] & pycurl.VERSION_HTTP2)
+
+
+def exchange_http2(http2: bool | None, default: bool) -> bool:
+    """Whether one exchange goes over HTTP/2: ``http2``, or ``default`` when it is ``None``.
+
+    :raises ValueError: for ``http2=True`` when this libcurl has no HTTP/2.
+    """
+    if http2 is None:
+        return default
+    if http2 and not http2_supported():
+        raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
+    return http2
+
+
+def configure(handle: pycurl.Curl, transfer: _Transfer, max_body_bytes: int) -> None:
+    """Set a new (or reset) ``handle`` up for one request: no signals (timeouts without
+    SIGALRM), HTTP(S) only, the HTTP version, the wire of the module docstring, the total
+    timeout, and a body read up to ``max_body_bytes`` (past them the transfer is aborted) whose
+    start goes to the transfer's sample."""
+    hop, sample = transfer.hop, transfer.sample
+    method, url, headers, body = hop.method, hop.url, hop.headers, hop.body
+    plain = url[:7].lower() == "http://"
+    handle.setopt(pycurl.NOSIGNAL, 1)
+    handle.setopt(pycurl.HTTP_VERSION, _H2 if transfer.http2 and plain else _H1)
+    handle.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
+    if not plain and _CA_FILE:
+        handle.setopt(pycurl.CAINFO, _CA_FILE)
+    handle.setopt(pycurl.URL, url)
+    left = transfer.deadline - real_monotonic()
+    handle.setopt(pycurl.TIMEOUT_MS, max(1, int(left * 1000)))
+    # Values may hold U+0080-U+00FF (validation allows obs-text): latin-1, as http.client.
+    lines = [f"{name}: {value}".encode("latin-1") for name, value in headers.items()]
+    names = {name.lower() for name in headers}
+    if "accept-encoding" not in names:
+        lines.append(b"Accept-Encoding: identity")
+    lines += [b"Accept:", b"Expect:"]  # no header of curl's own
+    if "content-type" not in names:
+        lines.append(b"Content-Type:")
+    handle.setopt(pycurl.HTTPHEADER, lines)
+    if method == "GET" and not body:
+        handle.setopt(pycurl.HTTPGET, 1)
+    elif method == "HEAD" and not body:
+        handle.setopt(pycurl.NOBODY, 1)
+    else:
+        if body or method in _BODY_METHODS:
+            handle.setopt(pycurl.POSTFIELDSIZE, len(body))
+            handle.setopt(pycurl.POSTFIELDS, body)
+        else:
+            handle.setopt(pycurl.HTTPGET, 1)
+        if method != "POST":
+            handle.setopt(pycurl.CUSTOMREQUEST, method)
+    read = [0]
+    if sample is not None:
+        sample.restart(None)
+
+    def drop(chunk: bytes) -> int | None:
+        read[0] += len(chunk)
+        if sample is not None:
+            sample.take(chunk)
+        return None if read[0] <= max_body_bytes else 0  # 0 aborts the transfer
+
+    handle.setopt(pycurl.WRITEFUNCTION, drop)
+
+
+def ended(
+    handle: pycurl.Curl, code: int | None, message: str, sample: ResponseSample | None
+) -> tuple[int, str | None]:
+    """What the transfer on ``handle`` came to: the status and, for a redirect, the absolute
+    ``Location``.
+
+    :param code: libcurl's error code, ``None`` when the transfer succeeded.
+    :param message: libcurl's error text.
+    :raises DeadlineExceeded: when the total timeout passed first.
+    :raises OSError: when the connection failed, as ``http.client`` raises it
+        (:func:`_os_error`).
+    """
+    status = handle.getinfo(pycurl.RESPONSE_CODE)
+    # The body cap (a write error after a status) still counts as the status's answer.
+    if code is None or (code == pycurl.E_WRITE_ERROR and status):
+        if sample is not None:
+            sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
+        return status, handle.getinfo(pycurl.REDIRECT_URL)
+    if code == pycurl.E_OPERATION_TIMEDOUT:
+        raise DeadlineExceeded()
+    raise _os_error(handle, code, message)
+
+
+def _os_error(handle: pycurl.Curl, code: int, message: str) -> OSError:
+    """The failure as the exception ``http.client`` raises for it, so that the attempt's debug
+    text is the same either way: ``[Errno 111] Connection refused``, the resolver's own error,
+    ``RemoteDisconnected`` for a connection closed without an answer."""
+    number = handle.getinfo(pycurl.OS_ERRNO)
+    if number and code in (pycurl.E_COULDNT_CONNECT, pycurl.E_RECV_ERROR, pycurl.E_SEND_ERROR):
+        return OSError(number, os.strerror(number))
+    if code == pycurl.E_GOT_NOTHING:
+        return http.client.RemoteDisconnected("Remote end closed connection without response")
+    if code == pycurl.E_COULDNT_RESOLVE_HOST:
+        host = urlsplit(handle.getinfo(pycurl.EFFECTIVE_URL)).hostname or ""
+        try:  # ask the resolver again, as http.client would have: its words, not curl's
+            socket.getaddrinfo(host, None)
+        except OSError as exc:
+            return exc
+    return OSError(errno.EIO, message)
+
+
+def _call(
+    done: Answered, status: int | None, location: str | None, exc: BaseException | None
+) -> None:
     """Call ``done``; an error in it is logged, not raised into the loop (which would stop
     every other exchange)."""
     try:

@@ -26,11 +26,11 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..domain.attempts import Attempt
 from ..domain.codec import parse_job, parse_timestamp, refuse_lone_surrogates, show_value
@@ -180,9 +180,10 @@ def startup_error(path: str, exc: BaseException) -> DataFileUnusable:
 # ------------------------------------------------------------------------------ rows read back
 
 logger = logging.getLogger("scheduler_emulator")
-#: The most damaged attempt rows warned about once each (then each is warned about again).
+_T = TypeVar("_T")
+#: The most damaged rows warned about once each (then each is warned about again).
 _WARNED_MAX = 1000
-_warned: set[tuple[str, int]] = set()
+_warned: set[tuple[str, str, Any]] = set()
 
 
 class DamagedRow(DataFileUnusable):
@@ -195,10 +196,12 @@ class DamagedRow(DataFileUnusable):
     """
 
     def __init__(self, path: str | Path, table: str, job: Any, field: str, problem: str) -> None:
-        super().__init__(
+        #: What is damaged, without the advice (for a warning about a row that is left out).
+        self.what = (
             f"the database {path} has a damaged row in its {table} table: job "
-            f"{show_value(job, 120)}, {field} {problem}. {advice(Path(path))}"
+            f"{show_value(job, 120)}, {field} {problem}."
         )
+        super().__init__(f"{self.what} {advice(Path(path))}")
         self.table, self.field = table, field
 
 
@@ -347,20 +350,44 @@ def _rpc_code(check: Row, value: Any) -> str:
     return str(value)
 
 
-def attempts_from_rows(path: str | Path, rows: Iterable[tuple[Any, ...]]) -> list[Attempt]:
-    """The attempts of ``rows`` (:func:`stored_attempt`), leaving out each damaged one with a
-    warning on the emulator's log (once per row, naming the file, the table, the job and the
-    field): one damaged row of the history must not hide the others, or fail a page.
-    """
-    attempts = []
+#: What a row of each table is, for the warning that it is left out.
+_ROW_NOUNS = {"attempts": "attempt", "runs": "run", "skipped": "skipped time"}
+
+
+def left_out(path: str | Path, table: str, key: Any, exc: DamagedRow) -> None:
+    """Warn on the emulator's log that the damaged row ``key`` of ``table`` is left out of what
+    the emulator shows: once per row (naming the file, the table, the job and the field), and
+    worded as a warning — the daemon goes on, the database is not changed."""
+    seen = (str(path), table, key)
+    if seen in _warned:
+        return
+    if len(_warned) >= _WARNED_MAX:
+        _warned.clear()
+    _warned.add(seen)
+    logger.warning(
+        "warning: %s That %s is left out of the emulator's pages and the timeline; the rest "
+        "of the history is shown, and the database is left as it is.",
+        exc.what,
+        _ROW_NOUNS.get(table, "row"),
+    )
+
+
+def read_rows(
+    path: str | Path, table: str, rows: Iterable[tuple[Any, ...]], read: Callable[[Any], _T]
+) -> list[_T]:
+    """``read(row)`` for each of ``rows`` of ``table`` (each row's first column its id),
+    leaving out each that raises :class:`DamagedRow`, with a warning (:func:`left_out`): one
+    damaged row of the history must not hide the others, or fail a page."""
+    out = []
     for row in rows:
         try:
-            attempts.append(stored_attempt(path, row))
+            out.append(read(row))
         except DamagedRow as exc:
-            seen = (str(path), row[0])
-            if seen not in _warned:
-                if len(_warned) >= _WARNED_MAX:
-                    _warned.clear()
-                _warned.add(seen)
-                logger.warning("warning: %s That attempt is left out.", exc)
-    return attempts
+            left_out(path, table, row[0], exc)
+    return out
+
+
+def attempts_from_rows(path: str | Path, rows: Iterable[tuple[Any, ...]]) -> list[Attempt]:
+    """The attempts of ``rows`` (:func:`stored_attempt`), leaving out each damaged one with a
+    warning (:func:`read_rows`)."""
+    return read_rows(path, "attempts", rows, lambda row: stored_attempt(path, row))

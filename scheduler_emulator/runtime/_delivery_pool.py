@@ -22,7 +22,8 @@ No target may starve another either: at most ``workers`` tasks are in progress a
 burst keeps to that many connections), and when tasks are ready but no task was taken or ended
 for :data:`STALL_SECONDS` — every slot held by slow targets; seen twice in a row by a watcher
 that itself ran on time, so a machine too loaded to schedule the process does not count — the
-watcher raises the limit by as many as tasks wait (up to :data:`GROW_AT_ONCE` per look). The
+watcher raises the limit by as many as tasks wait, all at once: however many slow tasks were
+queued ahead of a fast one, it waits one stall, never one per batch of them. The
 limit falls back to ``workers`` once no more than that many are in progress. Threads follow the
 same rule for tasks that hold their thread (without ``pycurl``, or with fault rules, an
 attempt is sent in it):
@@ -51,8 +52,6 @@ logger = logging.getLogger("scheduler_emulator")
 Task = Callable[[Callable[[], None]], None]
 #: Seconds without any task ending, while tasks wait, after which threads are added.
 STALL_SECONDS = 0.1
-#: Threads added at most per look of the watcher (it looks every STALL_SECONDS / 2).
-GROW_AT_ONCE = 64
 #: Seconds an added thread waits for work before it leaves.
 SPARE_IDLE_SECONDS = 10.0
 #: Threads at most, in all (a safety bound: each slow task that sends in its thread holds one).
@@ -227,7 +226,7 @@ class DeliveryPool:
                 threads = 0
                 if stalled_looks >= 2:
                     stalled_looks = 0
-                    wanted = min(len(self._ready), GROW_AT_ONCE)
+                    wanted = len(self._ready)  # all at once: see the module docstring
                     self._limit = min(MAX_IN_PROGRESS, max(self._limit, self._in_progress + wanted))
                     if self._idle == 0:
                         threads = min(wanted, MAX_THREADS - self._count)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from functools import partial
 from typing import Protocol
 
@@ -72,6 +71,14 @@ class Driver(Protocol):
         """Send ``deliveries`` (a forced run accepted over the API) without waiting for them."""
         ...
 
+    def run_due(self) -> None:
+        """Run everything due now (the manual clock calls this at each due instant)."""
+        ...
+
+    def idle(self) -> None:
+        """The manual clock is done moving."""
+        ...
+
     def start(self) -> None:
         """Start firing on real time (threaded driver; nothing to do otherwise)."""
         ...
@@ -106,9 +113,7 @@ def driver_for(
         behind their own job (their ``start_time`` is when they are sent).
     """
     if isinstance(clock, ManualClock):
-        driver = ManualDriver(clock, recorder, close)
-        clock.attach(driver)  # the clock steps the driver through every due instant
-        return driver
+        return ManualDriver(clock, recorder, close)
     return ThreadedDriver(clock, recorder, close, max_workers, max_per_job)
 
 
@@ -206,11 +211,6 @@ class ManualDriver:
         while self._soon:
             taken.append(self._soon.popleft())
         return taken
-
-    def next_due(self) -> datetime | None:
-        """The earliest instant at which the core has work due, or ``None`` (the clock asks)."""
-        with self.recorder.lock:
-            return self.recorder.core.next_due()
 
     def run_due(self) -> None:
         """Run everything due now, sending in this thread, until nothing more is due (forced
@@ -330,6 +330,12 @@ class ThreadedDriver:
         """Hand ``deliveries`` to the pool (it never waits for them)."""
         self.send_all(deliveries)
 
+    def run_due(self) -> None:
+        """The engine thread runs what is due itself; calling this is harmless."""
+
+    def idle(self) -> None:
+        """Only a manual clock idles."""
+
     def start(self) -> None:
         """Start the engine thread and the delivery pool (idempotent)."""
         if self._thread is not None:
@@ -407,7 +413,10 @@ class ThreadedDriver:
             self._wakeup.clear()  # an end or a change after this wakes the wait below
             self._record_ends()
             with recorder.lock:
-                decisions = recorder.core.due(self.clock.now())
+                now = self.clock.now()
+                decisions = recorder.core.due(now)
+            if decisions:  # stored before any is sent: a restart runs late what they owed
+                recorder.store.save_alive(now)
             # Record and hand over a few hundred at a time, each slice in one transaction, so
             # that the first attempts of a large due batch leave while the rest are recorded.
             for first in range(0, len(decisions), _SLICE):

@@ -19,7 +19,8 @@ its engine (the scheduler core, a recorder and a driver)::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -161,6 +162,9 @@ class Emulator(AttemptAssertions):
         )
         self._lock = self.recorder.lock
         self.driver: Driver = driver_for(self.clock, self.recorder, self._close_outputs)
+        #: The last instant whose due work was stored (a refused clock move returns to it).
+        self._settled = self.clock.now()
+        self.clock.attach(self)
         with self._lock:
             deliveries = self.recorder.restore()
         self.driver.send_all(deliveries)
@@ -319,20 +323,30 @@ class Emulator(AttemptAssertions):
         :raises AlreadyExists: with ``create``, if the job exists.
         """
         with self._lock:
-            new = not self.core.has(job.name)
-            view, decisions = self.core.put(
-                job, self.clock.now(), create=create, from_start=from_start
-            )
-            try:
+            with self._stored_or_undone():
+                view, decisions = self.core.put(
+                    job, self.clock.now(), create=create, from_start=from_start
+                )
                 self.store.save_job(view, self.core.next_fire(view.name))
-            except StorageUnavailable:  # a full disk: list nothing that is not stored
-                if new:
-                    self.core.remove(view.name)
-                raise
             deliveries = self.recorder.carry_out(decisions)
         self.driver.send_all(deliveries)
         self.driver.changed()  # the engine thread re-reads the next due instant
         return view
+
+    @contextlib.contextmanager
+    def _stored_or_undone(self) -> Iterator[None]:
+        """Keep the core's changes made inside the block only if the store took them: when a
+        write is refused (:class:`StorageUnavailable`, a full disk) every job the block
+        changed is put back as it was, and the error goes on (the API answers 503, "the
+        change was not stored"), so nothing refused is read or stored later. Lock held."""
+        self.core.checkpoint()
+        try:
+            yield
+        except StorageUnavailable:
+            self.core.rollback()
+            raise
+        finally:
+            self.core.release()
 
     def _modify(self, name: str, change: Callable[[Job], Job]) -> Job:
         """Replace the job of full name ``name`` by ``change(job)`` atomically; if ``change``
@@ -478,7 +492,7 @@ class Emulator(AttemptAssertions):
         :raises NaiveDatetimeError: for a naive ``schedule_time``.
         """
         name = self.job_name(name)
-        with self._lock:
+        with self._lock, self._stored_or_undone():  # the run and its attempt stored, or none
             decisions = self.core.force(name, self.clock.now(), schedule_time)
             deliveries = self.recorder.carry_out(decisions)
         if not wait:
@@ -562,8 +576,8 @@ class Emulator(AttemptAssertions):
         """Delete every job, run, attempt and skipped-run record, and every Cloud Run
         execution."""
         with self._lock:
+            self.store.reset()  # then memory, once the disk has it
             self.core.clear()
-            self.store.reset()
         self.cloud_run.store.clear()
 
     # ---------------------------------------------------------------- clock
@@ -572,6 +586,36 @@ class Emulator(AttemptAssertions):
         """Earliest instant with something due (a fire time, a retry), or ``None``."""
         with self._lock:
             return self.core.next_due()
+
+    def run_due(self) -> None:
+        """Run everything due now, delivering attempts in order in this thread (what a manual
+        clock calls at each due instant; harmless on the system clock, whose engine thread
+        does it).
+
+        A due instant whose runs the store refuses (:class:`StorageUnavailable`, a full disk)
+        changes nothing: its jobs are put back as they were and a manual clock goes back to
+        the last instant whose work was stored, so the clock move answers 503 with the clock,
+        the jobs and the next due instant as before — unless an attempt was already sent
+        there (it happened: what was done stays)."""
+        with self._lock:
+            self.core.checkpoint()
+        try:
+            self.driver.run_due()
+        except StorageUnavailable:
+            with self._lock:
+                undone = self.core.rollback()
+            if undone and self.clock_mode == "manual":
+                self.driver.manual_clock().reset_to(self._settled)
+            raise
+        finally:
+            with self._lock:
+                self.core.release()
+        self._settled = self.clock.now()
+
+    def idle(self) -> None:
+        """The manual clock is done moving: wait for requests a ``deadline`` fault left running
+        and note their answers on their attempts."""
+        self.driver.idle()
 
     def now(self) -> datetime:
         """The emulator's current instant (aware UTC)."""
@@ -590,6 +634,7 @@ class Emulator(AttemptAssertions):
         :raises NaiveDatetimeError: for a naive instant.
         """
         self.driver.manual_clock().reset_to(instant)
+        self._settled = instant
 
     def advance(self, delta: timedelta | float) -> datetime:
         """Advance a manual clock, firing everything due on the way (see

@@ -1,18 +1,21 @@
 """An HTTP/1.1 client whose deadline bounds the whole request, whatever the server does.
 
 ``requests`` (and ``urllib3``, ``http.client``) apply their timeout to each socket operation, so a
-target that sends one byte a second is never stopped. With ``pycurl`` installed, plain
-``http://`` requests go through libcurl (:mod:`~scheduler_emulator.runtime._curl_exchange`),
-whose total timeout bounds the whole exchange. Otherwise (and for ``https://``)
-:class:`HttpClient` arms a :class:`Watchdog` for each request: at the deadline it shuts the
-connection's socket down,
-which wakes the blocked ``connect``/``send``/``recv`` at once, and the request ends with
-:class:`DeadlineExceeded`. Connect, sending, the response headers, redirects and the body are
-all inside the one deadline. Response bodies are read up to ``max_body_bytes`` and discarded;
-past the cap the connection is closed instead of read further.
+target that sends one byte a second is never stopped. :class:`HttpClient` has one way of
+sending: with ``pycurl`` installed (the ``curl`` extra), every request — ``http://`` and
+``https://`` — is a transfer of libcurl's event loop
+(:class:`~scheduler_emulator.runtime._curl_loop.CurlLoop`), whose total timeout bounds it; a
+blocking request is one begun there and waited for. Without ``pycurl``, ``http.client`` in the
+calling thread, with a :class:`Watchdog` armed for each request: at the deadline it shuts the
+connection's socket down, which wakes the blocked ``connect``/``send``/``recv`` at once, and the
+request ends with :class:`DeadlineExceeded`. Either way each hop sends exactly one request and
+redirects are followed above it, by :func:`~scheduler_emulator.runtime._redirects.follow`:
+connect, sending, the response headers, redirects and the body are all inside the one deadline.
+Response bodies are read up to ``max_body_bytes`` and discarded; past the cap the connection is
+closed instead of read further.
 
-Connections are kept alive per ``(scheme, host, port)`` and reused (a dropped idle connection is
-noticed before reuse), so a fast local target costs one ``send`` and one ``recv`` per attempt::
+Connections are kept alive per origin and reused (a dropped idle connection is noticed before
+reuse), so a fast local target costs one ``send`` and one ``recv`` per attempt::
 
     client = HttpClient()
     status = client.request("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b"", 15.0)
@@ -26,29 +29,21 @@ import select
 import socket
 import ssl
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..domain.errors import ConfigurationError
 from ..realtime import real_monotonic
-from ._redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, ResponseSample, next_hop
+from ._redirects import Answered, DeadlineExceeded, Ended, Hop, ResponseSample, follow, wait
 
 if TYPE_CHECKING:
-    from ._curl_exchange import CurlExchange
     from ._curl_loop import CurlLoop
 
-#: Called once when a request begun by :meth:`HttpClient.start` ends: ``(status, None)``, or
-#: ``(None, exc)`` with an exception :meth:`HttpClient.request` would raise.
-Ended = Callable[[int | None, BaseException | None], None]
 #: Bytes of a response body read at most (then the connection is closed): Cloud Scheduler keeps
 #: no response bodies, so none is worth more than this.
 MAX_BODY_BYTES = 1 << 20
 _CHUNK = 64 * 1024
-
-
-class DeadlineExceeded(Exception):
-    """The request did not complete (headers and body) within its deadline."""
 
 
 class Watchdog:
@@ -123,16 +118,16 @@ class _Guard:
 class HttpClient:
     """Keep-alive HTTP/1.1 requests with a total deadline and a capped body read; thread-safe.
 
-    Plain ``http://`` requests go through libcurl when ``pycurl`` is installed (the ``curl``
-    extra; :mod:`~scheduler_emulator.runtime._curl_exchange`), with the same wire and the same
-    rules; everything else through ``http.client``.
+    With ``pycurl`` installed (the ``curl`` extra) every request goes through libcurl's event
+    loop (:class:`~scheduler_emulator.runtime._curl_loop.CurlLoop`, its thread started on first
+    use), with the same wire and the same rules as ``http.client``, which is used otherwise.
 
     :param max_body_bytes: response body bytes read at most; more closes the connection.
     :param watchdog: shared with other clients if given; a new one otherwise.
     :param curl: ``None`` (the default): libcurl if ``pycurl`` can be imported; ``False``:
         ``http.client`` only; ``True``: libcurl, or :class:`ImportError`.
     :param http2: send ``http://`` requests over HTTP/2 with prior knowledge (h2c), through
-        libcurl; ``https://`` keeps to ``http.client`` (HTTP/1.1).
+        libcurl; ``https://`` keeps to HTTP/1.1.
     :raises ImportError: with ``curl=True`` and no ``pycurl``.
     :raises ConfigurationError: with ``http2=True`` when no HTTP/2 client can be had (the
         message says why: :func:`http2_problem`).
@@ -148,28 +143,29 @@ class HttpClient:
     ) -> None:
         self.max_body_bytes = max_body_bytes
         self.watchdog = watchdog if watchdog is not None else Watchdog()
+        self.http2 = http2
         self._idle: dict[tuple[str, str, int], list[http.client.HTTPConnection]] = {}
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
-        self._curl: CurlExchange | None = None
-        self._loop: CurlLoop | None = None  # made on first start()
+        self._loop: CurlLoop | None = None  # made on first use (again after close())
+        self._curl = False
         if http2:
             reason = http2_problem() if curl is not False else "curl=False excludes libcurl"
             if reason is not None:
                 raise ConfigurationError(f"HTTP/2 deliveries (--http2) are not possible: {reason}")
         if curl is not False:
             try:
-                from ._curl_exchange import CurlExchange
+                from . import _curl_loop  # noqa: F401 - is pycurl there?
             except ImportError:
                 if curl:
                     raise
             else:
-                self._curl = CurlExchange(max_body_bytes, http2=http2)
+                self._curl = True
 
     @property
     def uses_curl(self) -> bool:
-        """Whether plain ``http://`` requests go through libcurl."""
-        return self._curl is not None
+        """Whether requests go through libcurl."""
+        return self._curl
 
     def request(
         self,
@@ -181,8 +177,8 @@ class HttpClient:
         sample: ResponseSample | None = None,
         http2: bool | None = None,
     ) -> int:
-        """Send the request, follow redirects (:mod:`~scheduler_emulator.runtime._redirects`),
-        and return the final status.
+        """Send the request, follow redirects (:func:`~scheduler_emulator.runtime._redirects.
+        follow`), and return the final status: :meth:`start` and a wait.
 
         :param method: HTTP method name.
         :param url: absolute ``http`` or ``https`` URL.
@@ -200,14 +196,14 @@ class HttpClient:
         :raises ValueError: for a URL that is not http(s) or too many redirects, or for
             ``http2=True`` without an HTTP/2-capable libcurl (:func:`http2_problem`).
         """
-        if http2 and self._curl is None:
-            raise ValueError(f"HTTP/2 deliveries are not possible: {http2_problem()}")
         deadline = real_monotonic() + deadline_seconds
-        return self._hops(Hop(method, url, headers, body), deadline, sample, http2, MAX_REDIRECTS)
+        hop = Hop(method, url, headers, body)
+        return wait(lambda ended: self._follow(hop, deadline, sample, http2, ended), deadline)
 
     def can_start(self, url: str) -> bool:
-        """Whether :meth:`start` can send to ``url``: ``http://`` with ``pycurl`` installed."""
-        return self._curl is not None and _plain_http(url)
+        """Whether :meth:`start` can send to ``url`` without holding the calling thread:
+        with ``pycurl`` installed."""
+        return self._curl
 
     def start(
         self,
@@ -218,135 +214,88 @@ class HttpClient:
         done: Ended,
     ) -> bool:
         """Begin the request of :meth:`request` (``hop``: its method, URL, headers and body)
-        without holding the calling thread, when it can go that way: an ``http://`` URL and
-        ``pycurl`` installed (the exchange is one of
-        :class:`~scheduler_emulator.runtime._curl_loop.CurlLoop`'s, whose thread is started
-        on first use). Redirects are followed as :meth:`request` follows them; one to an
-        ``https://`` URL finishes on a thread of its own (``http.client``).
+        without holding the calling thread, when it can go that way (``pycurl`` installed: a
+        transfer of libcurl's event loop, redirects followed there too).
 
         :param done: called once, on another thread, with ``(status, None)`` or
             ``(None, exc)``: the exceptions :meth:`request` raises.
         :return: ``True`` if it began (``done`` will be called), ``False`` if nothing was sent
             (call :meth:`request` instead).
         """
-        if not self.can_start(hop.url):
+        if not self._curl:
             return False
-        assert self._curl is not None
-        with self._lock:
-            if self._loop is None:
-                from ._curl_loop import CurlLoop
-
-                self._loop = CurlLoop(self.max_body_bytes, http2=self._curl.http2)
-            loop = self._loop
-        deadline = real_monotonic() + deadline_seconds
-        self._start_hop(loop, hop, deadline, sample, http2, done)
+        self._follow(hop, real_monotonic() + deadline_seconds, sample, http2, done)
         return True
 
-    def _start_hop(
+    def _follow(
         self,
-        loop: CurlLoop,
         hop: Hop,
         deadline: float,
         sample: ResponseSample | None,
         http2: bool | None,
         done: Ended,
-        redirects_left: int = MAX_REDIRECTS,
     ) -> None:
-        curl = self._curl
-        assert curl is not None
-        left = deadline - real_monotonic()
-        if left <= 0:
-            done(None, DeadlineExceeded())
-            return
-        if not _plain_http(hop.url):  # redirected to https://: http.client, on a thread
-
-            def rest() -> None:
-                try:
-                    status = self._hops(hop, deadline, sample, http2, redirects_left)
-                except (OSError, http.client.HTTPException, ValueError, DeadlineExceeded) as exc:
-                    done(None, exc)
-                else:
-                    done(status, None)
-
-            threading.Thread(target=rest, name="https-redirect", daemon=True).start()
-            return
-
-        def hop_done(status: int | None, location: str | None, exc: BaseException | None) -> None:
-            if exc is not None or status is None:
-                done(None, DeadlineExceeded() if isinstance(exc, curl.Deadline) else exc)
-                return
-            following = next_hop(status, location, hop)
-            if following is None:
-                done(status, None)
-            elif redirects_left == 0:
-                done(None, ValueError(TOO_MANY_REDIRECTS))
+        """The one way of sending: every hop through libcurl's event loop, or through
+        ``http.client`` in this thread."""
+        if not self._curl:
+            if http2:
+                done(None, ValueError(f"HTTP/2 deliveries are not possible: {http2_problem()}"))
             else:
-                self._start_hop(loop, following, deadline, sample, http2, done, redirects_left - 1)
+                follow(self._send_one, hop, deadline, sample, done)
+            return
+        loop = self._loop
+        if loop is None:
+            with self._lock:
+                if self._loop is None:
+                    from ._curl_loop import CurlLoop
 
-        try:
-            loop.submit(hop, left, sample, http2, hop_done)
-        except (RuntimeError, ValueError) as exc:  # closed meanwhile; no HTTP/2 in libcurl
-            done(None, OSError(str(exc)) if isinstance(exc, RuntimeError) else exc)
+                    self._loop = CurlLoop(self.max_body_bytes, http2=self.http2)
+                loop = self._loop
 
-    def _hops(
-        self,
-        first: Hop,
-        deadline: float,
-        sample: ResponseSample | None,
-        http2: bool | None,
-        redirects: int,
-    ) -> int:
-        """Send ``first`` and follow up to ``redirects`` redirects by ``deadline`` (real
-        monotonic seconds); return the final status (see :meth:`request`)."""
-        guard: _Guard | None = None  # armed for the first hop through http.client
-        hop: Hop | None = first
+        def send_one(
+            hop: Hop, deadline: float, sample: ResponseSample | None, answered: Answered
+        ) -> None:
+            try:
+                loop.submit(hop, deadline, sample, http2, answered)
+            except RuntimeError as exc:  # closed meanwhile
+                answered(None, None, OSError(str(exc)))
+            except ValueError as exc:  # HTTP/2 asked of a libcurl without it
+                answered(None, None, exc)
+
+        follow(send_one, hop, deadline, sample, done)
+
+    def _send_one(
+        self, hop: Hop, deadline: float, sample: ResponseSample | None, answered: Answered
+    ) -> None:
+        """One request through ``http.client`` in this thread, the watchdog armed for it."""
+        guard = self.watchdog.arm(deadline)
         try:
-            for _ in range(redirects + 1):
-                assert hop is not None
-                if self._curl is not None and _plain_http(hop.url):
-                    status, location = self._curl_once(hop, deadline, sample, http2)
-                else:
-                    if guard is None:
-                        guard = self.watchdog.arm(deadline)
-                    status, location = self._once(hop, deadline, guard, sample)
-                hop = next_hop(status, location, hop)
-                if hop is None:
-                    return status
-            raise ValueError(TOO_MANY_REDIRECTS)
-        except (OSError, http.client.HTTPException):
-            if (guard is not None and guard.fired) or real_monotonic() >= deadline:
-                raise DeadlineExceeded() from None
-            raise
-        finally:
-            if guard is not None and self.watchdog.disarm(guard):
-                raise DeadlineExceeded()
+            status, location = self._once(hop, deadline, guard, sample)
+        except (OSError, http.client.HTTPException, ValueError, DeadlineExceeded) as exc:
+            late = self.watchdog.disarm(guard) or real_monotonic() >= deadline
+            failure = exc
+            if late and isinstance(exc, (OSError, http.client.HTTPException)):
+                failure = DeadlineExceeded()
+            answered(None, None, failure)
+            return
+        if self.watchdog.disarm(guard):
+            answered(None, None, DeadlineExceeded())
+        else:
+            answered(status, location, None)
 
     def close(self) -> None:
-        """Close every idle connection."""
+        """Close every idle connection, and libcurl's event loop: its requests still in flight
+        end at once with an :class:`OSError` (``http.client`` ones run on to their deadline).
+        The client can be used again after (a new loop is made)."""
         with self._lock:
             idle, self._idle = self._idle, {}
         for conns in idle.values():
             for conn in conns:
                 conn.close()
-        if self._curl is not None:
-            self._curl.close()
         with self._lock:
             loop, self._loop = self._loop, None
         if loop is not None:
             loop.close()
-
-    def _curl_once(
-        self, hop: Hop, deadline: float, sample: ResponseSample | None, http2: bool | None
-    ) -> tuple[int, str | None]:
-        left = deadline - real_monotonic()
-        if left <= 0:
-            raise DeadlineExceeded()
-        curl = self._curl
-        assert curl is not None
-        try:
-            return curl.once(hop, left, sample, http2)
-        except curl.Deadline:
-            raise DeadlineExceeded() from None
 
     def _once(
         self, hop: Hop, deadline: float, guard: _Guard, sample: ResponseSample | None = None
@@ -447,18 +396,12 @@ def http2_problem() -> str | None:
     """Why HTTP/2 (h2c) deliveries cannot be sent here, or ``None`` when they can: they need
     ``pycurl`` whose libcurl was built with HTTP/2 (nghttp2)."""
     try:
-        from ._curl_exchange import http2_supported
+        from ._curl_loop import http2_supported
     except ImportError:
         return "they need pycurl (pip install 'cloud-scheduler-emulator[curl]')."
     if not http2_supported():
         return "pycurl's libcurl was built without HTTP/2 (nghttp2)."
     return None
-
-
-def _plain_http(url: str) -> bool:
-    """Whether ``url`` is ``http://`` (what libcurl sends here; ``https://`` keeps to
-    ``http.client``)."""
-    return url[:7].lower() == "http://"
 
 
 def _default_port(scheme: str) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from itertools import islice
 from typing import Any
 
@@ -27,7 +28,7 @@ from ..domain.resources import Job, State
 from ..domain.retry import gave_up_because
 from ..domain.schedule import parse_schedule
 from ..domain.schedule_text import describe_schedule
-from ._data_file import attempts_from_rows
+from ._data_file import Row, attempts_from_rows, read_rows
 from ._store import ATTEMPT_COLUMNS, Store, add_condition, window_conditions
 
 #: Next fire times a job row lists by default, and at most.
@@ -173,15 +174,20 @@ def last_attempt_in_flight(store: Store, job: str, now: datetime) -> bool:
     recorded yet (its target has not answered), or a recorded end later than ``now`` (it reads
     as in flight until the clock passes it; see :meth:`Attempt.as_of`)."""
     rows = store.query(
-        "SELECT start_time, end_time FROM attempts WHERE job = ? "
+        "SELECT id, start_time, end_time FROM attempts WHERE job = ? "
         "ORDER BY start_time DESC, id DESC LIMIT 1",
         (job,),
     )
-    if not rows:
-        return False
-    if rows[0][1] is None:
-        return True
-    return in_flight_at(datetime.fromisoformat(rows[0][0]), datetime.fromisoformat(rows[0][1]), now)
+    check = Row(store.path, "attempts", job)
+
+    def in_flight(row: Any) -> bool:
+        if row[2] is None:
+            return True
+        return in_flight_at(
+            check.instant("start_time", row[1]), check.instant("end_time", row[2]), now
+        )
+
+    return any(read_rows(store.path, "attempts", rows, in_flight))
 
 
 def attempts_newest(
@@ -216,11 +222,14 @@ def attempts_newest(
     return attempts, (rows[page_size - 1][0] if len(rows) > page_size else None)
 
 
-def _compact(row: Any, now: datetime | None) -> dict[str, Any]:
+def _compact(check: Row, row: Any, now: datetime | None) -> dict[str, Any]:
     """A timeline attempt: what its segment shows (details are one request away). An attempt
-    whose recorded end is later than ``now`` reads as in flight (see :meth:`Attempt.as_of`)."""
-    started, end = datetime.fromisoformat(row[4]), row[5]
-    ended = None if end is None else datetime.fromisoformat(end)
+    whose recorded end is later than ``now`` reads as in flight (see :meth:`Attempt.as_of`).
+
+    :raises DamagedRow: for a start or end that is not an instant.
+    """
+    started = check.instant("start_time", row[4])
+    ended = check.optional_instant("end_time", row[5])
     masked = now is not None and in_flight_at(started, ended, now)
     return {
         "id": row[0],
@@ -261,7 +270,7 @@ RUN_FILTERS = {
 
 
 def run_state(
-    row: Any, attempts: list[dict[str, Any]], config: Callable[[str], Job | None]
+    check: Row, row: Any, attempts: list[dict[str, Any]], config: Callable[[str], Job | None]
 ) -> dict[str, Any]:
     """How one run stands, from its stored record and its attempts: the fields a run has in
     ``GET /_emulator/runs`` and in the timeline besides its attempts.
@@ -271,6 +280,7 @@ def run_state(
     ended a run that gave up is :func:`~scheduler_emulator.domain.retry.gave_up_because` of the
     job's retry config.
 
+    :param check: reads the run's row (its file, table and job, for a damaged value).
     :param row: the run's :data:`_RUN_COLUMNS`.
     :param attempts: its compact attempts in start order (as they read now).
     :param config: the job's configuration by full name, ``None`` for a deleted job.
@@ -278,6 +288,7 @@ def run_state(
         limit or ``None``, "nextAttemptTime": RFC 3339 or ``None``, "nextAttempt": its number
         or ``None``, "maxAttempts": the retry count plus one, ``None`` when the count does not
         bound the run, "scheduleTime": the header value or ``None``, "failedAttempts": N}``.
+    :raises DamagedRow: for a first attempt start or next attempt time that is not an instant.
     """
     run_id, job_name, _, _, finished, next_at, first_start, schedule_time = row
     job = config(job_name)
@@ -292,11 +303,11 @@ def run_state(
             gave_up = gave_up_because(
                 retry,
                 len(attempts) - 1,
-                datetime.fromisoformat(first_start),
+                check.instant("first_attempt_start", first_start),
                 datetime.fromisoformat(last["endTime"].replace("Z", "+00:00")),
             )
     elif next_at is not None and (last is None or last["code"] is not None):
-        state, next_time = "retrying", iso(datetime.fromisoformat(next_at))
+        state, next_time = "retrying", iso(check.instant("next_attempt_at", next_at))
     bounded = retry is not None and retry.retry_count > 0 and not retry.max_retry_duration
     return {
         "state": state,
@@ -320,30 +331,38 @@ def _with_states(
         f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN ({marks})", [run["id"] for run in runs]
     )
     by_id = {row[0]: row for row in rows}
-    for run in runs:
-        row = by_id.get(run["id"])
+
+    def with_state(pair: tuple[int, dict[str, Any]]) -> dict[str, Any]:
+        run, row = pair[1], by_id.get(pair[0])
         if row is not None:
-            run.update(run_state(row, run["attempts"], config))
-    return runs
+            run.update(run_state(Row(store.path, "runs", row[1]), row, run["attempts"], config))
+        return run
+
+    return read_rows(store.path, "runs", [(run["id"], run) for run in runs], with_state)
 
 
-def runs_of(rows: list[Any], now: datetime | None = None) -> list[dict[str, Any]]:
-    """Group timeline attempt rows (:data:`_TIMELINE_COLUMNS`, start order) into runs:
-    ``{"id", "job", "nominalTime", "forced", "attempts": [...]}``, in order of first attempt.
-    Attempts ending after ``now`` read as in flight; each has ``duplicate``."""
+def runs_of(store: Store, rows: list[Any], now: datetime | None = None) -> list[dict[str, Any]]:
+    """Group timeline attempt rows (:data:`_TIMELINE_COLUMNS`, start order) of ``store`` into
+    runs: ``{"id", "job", "nominalTime", "forced", "attempts": [...]}``, in order of first
+    attempt. Attempts ending after ``now`` read as in flight; each has ``duplicate``. A damaged
+    row is left out with a warning (:func:`~scheduler_emulator.runtime._data_file.read_rows`)."""
+
+    def read(row: Any) -> tuple[Any, datetime | None, dict[str, Any]]:
+        check = Row(store.path, "attempts", row[1])
+        return row, check.optional_instant("nominal", row[9]), _compact(check, row, now)
+
     runs: dict[int, dict[str, Any]] = {}
-    for row in rows:
+    for row, nominal, compact in read_rows(store.path, "attempts", rows, read):
         run = runs.get(row[2])
         if run is None:
-            nominal = row[9]
             run = runs[row[2]] = {
                 "id": row[2],
                 "job": row[1],
-                "nominalTime": None if nominal is None else iso(datetime.fromisoformat(nominal)),
+                "nominalTime": None if nominal is None else iso(nominal),
                 "forced": bool(row[10]),
                 "attempts": [],
             }
-        run["attempts"].append(_compact(row, now))
+        run["attempts"].append(compact)
     for run in runs.values():
         _mark_duplicates(run["attempts"])
     return list(runs.values())
@@ -385,28 +404,40 @@ def runs_page(
         f"SELECT {_RUN_COLUMNS} FROM runs{where} ORDER BY nominal DESC, id DESC LIMIT ? OFFSET ?",
         [*args, page_size + 1, offset],
     )
-    runs = []
-    for row in rows[:page_size]:
+
+    def read(row: Any) -> dict[str, Any]:
         run_id, run_job, nominal, forced = row[:4]
+        check = Row(store.path, "runs", run_job)
         attempt_rows = store.query(
             f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE job = ? AND run_id = ? ORDER BY id",
             (run_job, run_id),
         )
-        read = attempts_from_rows(store.path, attempt_rows)
-        attempts = _mark_duplicates([(a if now is None else a.as_of(now)).to_json() for a in read])
-        runs.append(
-            {
-                "id": run_id,
-                "job": run_job,
-                "nominalTime": iso(datetime.fromisoformat(nominal)),
-                "forced": bool(forced),
-                "finished": bool(row[4]),
-                "attempts": attempts,
-                **run_state(row, attempts, config),
-            }
+        stored = attempts_from_rows(store.path, attempt_rows)
+        attempts = _mark_duplicates(
+            [(a if now is None else a.as_of(now)).to_json() for a in stored]
         )
+        return {
+            "id": run_id,
+            "job": run_job,
+            "nominalTime": iso(check.instant("nominal", nominal)),
+            "forced": bool(forced),
+            "finished": bool(row[4]),
+            "attempts": attempts,
+            **run_state(check, row, attempts, config),
+        }
+
+    runs = read_rows(store.path, "runs", rows[:page_size], read)
     following = offset + page_size if len(rows) > page_size else None
     return runs, following
+
+
+def _skipped_time(path: str, job: str, row: Any) -> dict[str, Any]:
+    """A skipped time of ``job``'s lane from its row (id, nominal, schedule time, reason).
+
+    :raises DamagedRow: for a nominal time that is not an instant.
+    """
+    nominal = Row(path, "skipped", job).instant("nominal", row[1])
+    return {"nominalTime": iso(nominal), "scheduleTime": row[2], "reason": row[3]}
 
 
 def timeline(
@@ -438,25 +469,20 @@ def timeline(
             (name, low, high, start_text, start_text),
         )
         skipped = store.query(
-            "SELECT nominal, schedule_time, reason FROM skipped WHERE job = ? AND nominal >= ? "
-            "AND nominal < ? ORDER BY nominal",
+            "SELECT id, nominal, schedule_time, reason FROM skipped WHERE job = ? "
+            "AND nominal >= ? AND nominal < ? ORDER BY nominal",
             (name, start_text, high),
         )
-        runs = _with_states(store, runs_of(rows, now), config)
+        runs = _with_states(store, runs_of(store, rows, now), config)
         lanes.append(
             {
                 "job": name,
                 "runs": runs,
                 "failedRuns": sum(1 for run in runs if run.get("failedAttempts")),
                 "gaveUpRuns": sum(1 for run in runs if run.get("state") == "gave up"),
-                "skipped": [
-                    {
-                        "nominalTime": iso(datetime.fromisoformat(nominal)),
-                        "scheduleTime": schedule_time,
-                        "reason": reason,
-                    }
-                    for nominal, schedule_time, reason in skipped
-                ],
+                "skipped": read_rows(
+                    store.path, "skipped", skipped, partial(_skipped_time, store.path, name)
+                ),
             }
         )
     return lanes

@@ -338,6 +338,7 @@ class Recorder:
         attempts to send. An attempt found in flight is recorded as failed (``UNAVAILABLE``,
         emulator restarted) and its run retried under the job's retry config."""
         now = self.clock.now()
+        alive = self.store.last_alive()
         in_flight = {a.run_id: a for a in self.store.attempts(unfinished=True)}
         decisions, orphans = self.core.restore(
             self.store.load_jobs(),
@@ -347,6 +348,8 @@ class Recorder:
             self.store.last_run_id(),
             self.store.next_fires(),
             self.store.last_skipped(),
+            alive=alive,
+            ran=self.store.ran_at_next_fire(alive),
         )
         for run in orphans:
             run.finished = True

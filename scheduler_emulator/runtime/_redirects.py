@@ -1,5 +1,5 @@
-"""The one redirect policy of every transport: which answers are followed, and how the next
-request of an attempt is made from the last one.
+"""The one redirect loop of every transport: which answers are followed, how the next request
+of an attempt is made from the last one, and the attempt's total deadline over all of them.
 
 Google documents only that "for a redirected request, the response returned by the redirected
 request is considered" (``HttpTarget``); how its fetcher rewrites the request is not said. The
@@ -12,9 +12,10 @@ which RFC 9110 section 15.4 allows:
 - a hop to another host drops ``Authorization`` (the token is for the job's own target);
 - at most :data:`MAX_REDIRECTS` are followed; one more is a failure.
 
-Both the real HTTP client (:mod:`~scheduler_emulator.runtime._http_client`) and the in-process
-transports (:mod:`~scheduler_emulator.runtime._transports`) follow redirects through
-:func:`next_hop`, so a job behaves the same whichever carries it::
+A way of sending sends exactly one request (a :data:`SendOne`: libcurl's event loop,
+``http.client``, an in-process WSGI or ASGI app); :func:`follow`, above them all, sends an
+attempt's first request through one, follows redirects with :func:`next_hop` and keeps every
+hop inside the attempt's one deadline — so a job behaves the same whichever carries it::
 
     >>> hop = next_hop(302, "/new", Hop("PUT", "http://a.test/old", {"X": "1"}, b"x"))
     >>> (hop.method, hop.url, hop.body)
@@ -23,9 +24,12 @@ transports (:mod:`~scheduler_emulator.runtime._transports`) follow redirects thr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
+
+from ..realtime import real_monotonic
 
 #: Redirects followed at most within one attempt.
 MAX_REDIRECTS = 10
@@ -34,6 +38,13 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 #: The failure text of an attempt redirected more than :data:`MAX_REDIRECTS` times.
 TOO_MANY_REDIRECTS = f"More than {MAX_REDIRECTS} redirects."
 _BODY_HEADERS = frozenset({"content-type", "content-length"})
+#: Seconds :func:`wait` waits past a request's deadline before it gives up on its sender (which
+#: ends every request by its deadline: libcurl's total timeout, or the watchdog).
+_GRACE_SECONDS = 5.0
+
+
+class DeadlineExceeded(Exception):
+    """The request did not complete (headers and body) within its deadline."""
 
 
 @dataclass(frozen=True)
@@ -81,20 +92,103 @@ class ResponseSample:
     :ivar content_type: the ``Content-Type`` header, ``None`` without one.
     """
 
-    __slots__ = ("body", "content_type", "limit")
+    __slots__ = ("body", "content_type", "exception", "limit")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.body = bytearray()
         self.content_type: str | None = None
+        #: What an in-process app raised (the answer counts as a 500), else ``None``.
+        self.exception: BaseException | None = None
 
     def restart(self, content_type: str | None) -> None:
         """A new response begins: forget the previous hop's."""
         self.body.clear()
         self.content_type = content_type
+        self.exception = None
 
     def take(self, chunk: bytes) -> None:
         """Keep as much of ``chunk`` as fits under the limit."""
         room = self.limit - len(self.body)
         if room > 0:
             self.body += chunk[:room]
+
+
+#: Called once when one request ends, on any thread: ``(status, location, None)`` when an
+#: answer came (``location``: its ``Location`` header, relative or absolute, else ``None``), or
+#: ``(None, None, exc)``: :class:`DeadlineExceeded` when the deadline passed first, an
+#: :class:`OSError` (or ``http.client.HTTPException``) when the connection failed, a
+#: :class:`ValueError` for a request that cannot be made.
+Answered = Callable[[int | None, str | None, BaseException | None], None]
+#: Sends exactly one request, never following a redirect: ``send_one(hop, deadline, sample,
+#: answered)``, ``deadline`` in real monotonic seconds, the answer's body start and
+#: ``Content-Type`` kept in ``sample`` (``None``: nothing kept).
+SendOne = Callable[[Hop, float, "ResponseSample | None", Answered], None]
+#: Called once when an attempt's request ends: ``(final status, None)`` or ``(None, exc)``.
+Ended = Callable[[int | None, BaseException | None], None]
+
+
+def follow(
+    send_one: SendOne,
+    first: Hop,
+    deadline: float,
+    sample: ResponseSample | None,
+    ended: Ended,
+) -> None:
+    """Send ``first`` through ``send_one`` and follow redirects (:func:`next_hop`) until an
+    answer is final — every hop within ``deadline`` — then call ``ended`` once: on this thread
+    when ``send_one`` answers at once, else on the thread of its answer.
+
+    :param deadline: real monotonic seconds by which the whole attempt ends.
+    :param sample: where the final answer's body start and ``Content-Type`` are kept.
+    :param ended: gets ``(status, None)``, or ``(None, exc)``: the failure of the last hop,
+        :class:`DeadlineExceeded` when the deadline passed between hops, a :class:`ValueError`
+        saying :data:`TOO_MANY_REDIRECTS`.
+    """
+
+    def send(hop: Hop, redirects_left: int) -> None:
+        if real_monotonic() >= deadline:
+            ended(None, DeadlineExceeded())
+            return
+
+        def answered(status: int | None, location: str | None, exc: BaseException | None) -> None:
+            if status is None:
+                ended(None, exc if exc is not None else DeadlineExceeded())
+                return
+            following = next_hop(status, location, hop)
+            if following is None:
+                ended(status, None)
+            elif redirects_left == 0:
+                ended(None, ValueError(TOO_MANY_REDIRECTS))
+            else:
+                send(following, redirects_left - 1)
+
+        send_one(hop, deadline, sample, answered)
+
+    send(first, MAX_REDIRECTS)
+
+
+def wait(begin: Callable[[Ended], object], deadline: float) -> int:
+    """Begin a request with ``begin(ended)`` and wait for its end: ``send`` is ``start`` and a
+    wait.
+
+    :param deadline: real monotonic seconds by which the request ends (its sender sees to it).
+    :return: the final status.
+    :raises BaseException: the failure the request ended with; :class:`DeadlineExceeded` if
+        no end came within :data:`_GRACE_SECONDS` after ``deadline``.
+    """
+    came = threading.Event()
+    outcome: list[tuple[int | None, BaseException | None]] = []
+
+    def ended(status: int | None, exc: BaseException | None) -> None:
+        outcome.append((status, exc))
+        came.set()
+
+    begin(ended)
+    if not came.wait(max(0.0, deadline - real_monotonic()) + _GRACE_SECONDS):
+        raise DeadlineExceeded()
+    status, exc = outcome[0]
+    if exc is not None:
+        raise exc
+    assert status is not None
+    return status

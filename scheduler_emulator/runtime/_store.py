@@ -121,6 +121,10 @@ CREATE TABLE IF NOT EXISTS skipped (
     recorded_at TEXT NOT NULL,
     reason TEXT NOT NULL DEFAULT 'RUN_STILL_GOING'
 );
+CREATE TABLE IF NOT EXISTS alive (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    instant TEXT NOT NULL
+);
 """
 
 
@@ -510,6 +514,37 @@ class Store:
         return {
             name: Row(self.path, "jobs", name).instant("next_fire", value) for name, value in rows
         }
+
+    def ran_at_next_fire(self, until: datetime | None) -> set[str]:
+        """The jobs whose stored next scheduled time, at or before ``until`` (aware; ``None``:
+        none), already has an attempt of its scheduled run: the process died after the
+        attempt was written and before the next fire time was (a run written without any
+        attempt was never sent: it does not count). Only the jobs due by ``until`` are read."""
+        if until is None:
+            return set()
+        rows = self.query(
+            "SELECT name FROM jobs WHERE next_fire <= ? AND EXISTS (SELECT 1 FROM attempts "
+            "WHERE attempts.job = jobs.name AND attempts.nominal = jobs.next_fire "
+            "AND attempts.forced = 0)",
+            (_utc_text(until),),
+        )
+        return {name for (name,) in rows}
+
+    def save_alive(self, instant: datetime) -> None:
+        """Write that the emulator is running at ``instant`` (aware), and return once it is
+        committed: the engine writes it as it reaches each due instant, before sending
+        anything, so that a restart runs late what that instant owed rather than call it
+        skipped. A failure is logged (and kept in :attr:`write_failure`), not raised: the
+        writes of the due instant itself report it. An in-memory store skips it."""
+        if not self._durable:
+            return
+        sql, args = "INSERT OR REPLACE INTO alive VALUES (1, ?)", (_utc_text(instant),)
+        self._writer.submit(_Op(lambda db: db.execute(sql, args)), wait=True)
+
+    def last_alive(self) -> datetime | None:
+        """The last instant :meth:`save_alive` stored (UTC), ``None`` before the first."""
+        rows = self.query("SELECT instant FROM alive")
+        return Row(self.path, "alive", "-").instant("instant", rows[0][0]) if rows else None
 
     def last_skipped(self) -> dict[str, datetime]:
         """The latest scheduled time recorded as skipped, by job full name."""

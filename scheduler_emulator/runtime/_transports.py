@@ -3,7 +3,7 @@
 - :class:`HttpTransport` — real HTTP over kept-alive connections; the attempt deadline bounds
   the whole attempt (redirects followed, only the headers Cloud Scheduler sends: no ``Accept``
   or client User-Agent).
-- :class:`WsgiTransport` — calls a WSGI app in-process (no socket), following redirects.
+- :class:`WsgiTransport` — calls a WSGI app in-process (no socket).
 - :class:`AsgiTransport` — the same for an ASGI app (Starlette, FastAPI...), through httpx's
   ``ASGITransport`` on an event loop of the transport's own (the ``asgi`` extra).
 - :class:`MountTransport` — routes URLs by prefix to in-process WSGI or ASGI apps (told apart by
@@ -14,8 +14,12 @@
       ...
       transport.close()   # stops the event loops of mounted ASGI apps
 
-A transport never raises for a target's failure: it returns a :class:`TransportResult` with
-either an HTTP status or a :class:`~scheduler_emulator.domain.outcomes.Failure`.
+Each way of sending sends exactly one request — libcurl's event loop or ``http.client``
+(:mod:`~scheduler_emulator.runtime._http_client`), or an in-process app's call — and every
+transport follows redirects and the attempt deadline above it, through the one loop of
+:func:`~scheduler_emulator.runtime._redirects.follow`. A transport never raises for a target's
+failure: it returns a :class:`TransportResult` with either an HTTP status or a
+:class:`~scheduler_emulator.domain.outcomes.Failure`.
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ from urllib.parse import unquote, urlsplit
 from ..domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
 from ..domain.outcomes import Failure, Outcome
 from ..realtime import real_monotonic
-from ._http_client import DeadlineExceeded, HttpClient
-from ._redirects import MAX_REDIRECTS, TOO_MANY_REDIRECTS, Hop, ResponseSample, next_hop
+from ._http_client import HttpClient
+from ._redirects import Answered, DeadlineExceeded, Hop, ResponseSample, follow, wait
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: An ASGI 3 application: ``await app(scope, receive, send)``.
@@ -140,7 +144,7 @@ def _starts(kind: type) -> bool:
 
 class HttpTransport:
     """Real HTTP delivery over kept-alive connections (:mod:`~scheduler_emulator.runtime.
-    http_client`): the attempt deadline bounds the whole attempt, and response bodies are read
+    _http_client`): the attempt deadline bounds the whole attempt, and response bodies are read
     up to 1 MiB and discarded.
 
     :param client: the HTTP client (one is made if not given; it is thread-safe).
@@ -174,8 +178,9 @@ class HttpTransport:
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin :meth:`send` without holding the calling thread when the HTTP client can
-        (:meth:`~scheduler_emulator.runtime._http_client.HttpClient.start`: ``http://`` with
-        ``pycurl``); ``done`` gets the same result :meth:`send` would return, on another thread.
+        (:meth:`~scheduler_emulator.runtime._http_client.HttpClient.start`: with ``pycurl``,
+        libcurl's event loop); ``done`` gets the same result :meth:`send` would return, on
+        another thread.
 
         :return: ``False`` when nothing was sent (use :meth:`send`).
         """
@@ -190,7 +195,7 @@ class HttpTransport:
         return self.client.start(hop, timeout_seconds, sample, request.http2, ended)
 
     def can_start(self, request: DeliveryRequest) -> bool:
-        """Whether :meth:`start` can send ``request``: ``http://`` with ``pycurl``."""
+        """Whether :meth:`start` can send ``request``: with ``pycurl`` installed."""
         return self.client.can_start(request.url)
 
     def close(self) -> None:
@@ -203,8 +208,13 @@ def _http_result(
 ) -> TransportResult:
     """What an HTTP exchange came to: its final status, or the failure ``exc`` stands for."""
     if status is not None:
+        error = sample.exception  # an in-process app's own bug: a 500 to Cloud Scheduler
         return TransportResult(
-            status=status, excerpt=excerpt_text(sample.body), content_type=sample.content_type
+            status=status,
+            detail="" if error is None else _short(error),
+            exception=error,
+            excerpt=excerpt_text(sample.body),
+            content_type=sample.content_type,
         )
     if isinstance(exc, DeadlineExceeded):
         return TransportResult(
@@ -478,19 +488,15 @@ class MountTransport:
         return known[1]
 
     def _call(
-        self,
-        app: Any,
-        request: DeliveryRequest,
-        timeout_seconds: float,
-        sample: ResponseSample | None = None,
+        self, app: Any, request: DeliveryRequest, deadline: float, sample: ResponseSample
     ) -> tuple[int, Mapping[str, str]]:
         if not self._is_asgi(app):
             return call_wsgi(app, request, sample)
+        left = max(0.001, deadline - real_monotonic())
         response = self._caller(app).request(
-            request.method, request.url, request.headers, request.body, timeout_seconds
+            request.method, request.url, request.headers, request.body, left
         )
-        if sample is not None:
-            sample.take(response.content)
+        sample.take(response.content)
         return response.status_code, dict(response.headers)
 
     @property
@@ -529,43 +535,52 @@ class MountTransport:
         In-process WSGI calls cannot be interrupted: an app that returns after more than
         ``timeout_seconds`` of real time is reported as a DEADLINE failure. An ASGI app's work is
         cancelled at the deadline (DEADLINE too). An exception raised by the app is kept in the
-        result and the attempt counts as a 500.
+        result and the attempt counts as a 500. A redirect to an unmounted URL goes on through
+        the fallback transport, within what is left of the deadline.
         """
-        app = self.find(request.url)
-        if app is None:
+        if self.find(request.url) is None:
             return self.fallback.send(request, timeout_seconds)
-        started = real_monotonic()
+        deadline = real_monotonic() + timeout_seconds
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
-        for _ in range(MAX_REDIRECTS + 1):
+        leaving: list[Hop] = []  # the hop that left the mounted apps
+
+        def send_one(hop: Hop, deadline: float, sample: Any, answered: Answered) -> None:
+            app = self.find(hop.url)
+            if app is None:
+                leaving.append(hop)
+                answered(None, None, _Unmounted())
+                return
             sample.restart(None)
+            call = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
             try:
-                status, headers = self._call(app, request, timeout_seconds, sample)
-            except TimeoutError:
-                return TransportResult(
-                    failure=Failure.DEADLINE,
-                    detail=f"The in-process ASGI app did not answer within {timeout_seconds:g} s.",
-                )
+                status, headers = self._call(app, call, deadline, sample)
+            except TimeoutError:  # the ASGI app's work was cancelled at the deadline
+                answered(None, None, DeadlineExceeded())
+                return
             except Exception as exc:  # the target's own bug: a 500 to Cloud Scheduler
-                return TransportResult(status=500, detail=_short(exc), exception=exc)
-            if real_monotonic() - started > timeout_seconds:
-                return TransportResult(failure=Failure.DEADLINE, detail="in-process app was slow")
-            location = headers.get("Location") or headers.get("location")
-            hop = next_hop(
-                status, location, Hop(request.method, request.url, request.headers, request.body)
-            )
-            if hop is None:
-                content_type = next(
-                    (v for k, v in headers.items() if k.lower() == "content-type"), None
-                )
-                return TransportResult(
-                    status=status, excerpt=excerpt_text(sample.body), content_type=content_type
-                )
-            request = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
-            next_app = self.find(request.url)
-            if next_app is None:
-                return self.fallback.send(request, timeout_seconds)
-            app = next_app
-        return TransportResult(failure=Failure.CONNECTION, detail=TOO_MANY_REDIRECTS)
+                status, headers = 500, {}
+                sample.exception = exc
+            if real_monotonic() > deadline:
+                answered(None, None, DeadlineExceeded())
+                return
+            lowered = {k.lower(): v for k, v in headers.items()}
+            sample.content_type = lowered.get("content-type")
+            answered(status, lowered.get("location"), None)
+
+        first = Hop(request.method, request.url, request.headers, request.body)
+        try:
+            status = wait(lambda ended: follow(send_one, first, deadline, sample, ended), deadline)
+        except _Unmounted:
+            hop = leaving[-1]
+            rest = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
+            return self.fallback.send(rest, max(0.001, deadline - real_monotonic()))
+        except (DeadlineExceeded, OSError, http.client.HTTPException, ValueError) as exc:
+            return _http_result(None, exc, timeout_seconds, sample)
+        return _http_result(status, None, timeout_seconds, sample)
+
+
+class _Unmounted(Exception):
+    """A redirect led out of the mounted apps: the fallback transport sends the rest."""
 
 
 class WsgiTransport(MountTransport):

@@ -162,6 +162,11 @@ class Daemon:
             raise
         if self.lock is not None:
             self.lock.note_port(self.server.server_port)
+        # From here the port is open: a SIGTERM or SIGINT before run() still stops it cleanly.
+        self._running = self._signal_before_run = False
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._signalled)
+            signal.signal(signal.SIGINT, self._signalled)
 
     @property
     def port(self) -> int:
@@ -178,21 +183,21 @@ class Daemon:
         """Start the engine and ``companions``, serve until :meth:`shutdown`, tear everything
         down and print the stop report (to ``err``).
 
-        In the main thread SIGTERM and SIGINT call :meth:`shutdown`; a second one exits at
-        once (the store is crash-safe).
+        In the main thread SIGTERM and SIGINT (handled from construction on) call
+        :meth:`shutdown`; a second one exits at once (the store is crash-safe).
 
         :return: how many attempts the stop recorded as interrupted.
         """
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self._signalled)
-            signal.signal(signal.SIGINT, self._signalled)
         _settle_garbage_collector()
         self.emulator.start()
+        self._running = True
         started: list[Companion] = []
         try:
             for companion in companions:
                 companion.start()
                 started.append(companion)
+            if self._signal_before_run:
+                self.shutdown()  # serve_forever then returns at once
             self.server.serve_forever()
         finally:
             self.server.server_close()
@@ -215,6 +220,9 @@ class Daemon:
         self._stopper.start()
 
     def _signalled(self, signum: int, frame: object) -> None:
+        if not self._running:
+            self._signal_before_run = True  # run() stops as soon as it has started
+            return
         if self._stopping.is_set():  # the second Ctrl-C: leave now
             self._say("scheduler-emulator: exiting now.")
             os._exit(128 + signum)

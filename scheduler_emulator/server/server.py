@@ -136,6 +136,8 @@ def _http_error(exc: HTTPException, request: Request) -> Response:
         return response
     if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
         exc = NotFound("Method not found: this path does not take that HTTP method.")
+    elif isinstance(exc, NotFound) and exc.description == NotFound.description:  # name the path
+        exc = NotFound(f"The requested URL {path} was not found on this server.")
     return error_response(ApiError.for_http(exc.code or 500, exc.description or exc.name))
 
 

@@ -32,8 +32,10 @@ Two stores implement :class:`RunStore`:
 from __future__ import annotations
 
 import os
+import random
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -453,6 +455,10 @@ class SqliteRunStore:
         self.close()
 
 
+#: The bounds, in seconds, of the random waits between a contended claim's rounds of tries.
+_FIRST_BACKOFF, _LAST_BACKOFF = 0.05, 2.0
+
+
 def _firestore() -> Any:
     """Import ``google.cloud.firestore`` (lazily: the extra is optional).
 
@@ -482,19 +488,30 @@ class FirestoreRunStore:
         environment's project and credentials (``FIRESTORE_EMULATOR_HOST`` points it at the
         emulator).
     :param collection: the collection holding the records.
-    :param max_attempts: how many times one transaction is tried under contention before the
-        claim fails.
+    :param max_attempts: how many times one transaction is tried at once under contention
+        (Firestore's client retries an aborted transaction without waiting).
+    :param contention_timeout: seconds a claim keeps trying, after a round of ``max_attempts``
+        tries ended with no record written by anyone (several claims of one document at the
+        same moment can abort each other, every try, on the Firestore emulator): between rounds
+        it waits a random time, up to twice as long each round (from 50 ms, at most 2 s:
+        "exponential backoff with jitter"), then tries again.
     :raises ImportError: when google-cloud-firestore is not installed (install the
         ``firestore`` extra).
     """
 
     def __init__(
-        self, client: Any = None, collection: str = DEFAULT_COLLECTION, *, max_attempts: int = 5
+        self,
+        client: Any = None,
+        collection: str = DEFAULT_COLLECTION,
+        *,
+        max_attempts: int = 5,
+        contention_timeout: float = 30.0,
     ) -> None:
         self._firestore = _firestore()
         self.client: Any = client if client is not None else self._firestore.Client()
         self.collection = collection
         self.max_attempts = max_attempts
+        self.contention_timeout = contention_timeout
 
     def __repr__(self) -> str:
         project = getattr(self.client, "project", None)
@@ -530,11 +547,13 @@ class FirestoreRunStore:
         :param record: the ``in_progress`` record to write when the claim succeeds.
         :param now: the attempt's current instant (aware).
         :raises google.api_core.exceptions.GoogleAPICallError: when Firestore fails.
-        :raises ValueError: when the transaction still conflicts after ``max_attempts`` tries and
-            no other attempt's record explains the conflict.
+        :raises ValueError: when the transaction still conflicts after ``contention_timeout``
+            seconds of rounds and no other attempt's record explains the conflict.
         :return: the :class:`Claim`. When the transaction keeps conflicting because other
             attempts claim the same run at the same moment, the record one of them wrote
-            decides (``in_progress`` → 409), as if this attempt had come a moment later.
+            decides (``in_progress`` → 409), as if this attempt had come a moment later; when
+            none has written one (they aborted each other), the claim backs off and tries again
+            (see ``contention_timeout``), the lease still judged at ``now``.
         """
 
         def claim_in(transaction: Any, ref: Any) -> Claim:
@@ -547,16 +566,25 @@ class FirestoreRunStore:
             return Claim(outcome, record, existing)
 
         ref = self._ref(key)
-        try:
-            result: Claim = self._in_transaction(claim_in, ref)
-        except ValueError as exc:  # google-cloud-firestore: "Failed to commit transaction in N…"
-            if not str(exc).startswith("Failed to commit transaction"):
-                raise
-            existing = self._read(ref)
-            if existing is None or decide_claim(existing, now) is ClaimOutcome.CLAIMED:
-                raise
-            return Claim(decide_claim(existing, now), existing)
-        return result
+        deadline = time.monotonic() + self.contention_timeout
+        longest = _FIRST_BACKOFF
+        while True:
+            try:
+                result: Claim = self._in_transaction(claim_in, ref)
+                return result
+            except ValueError as exc:  # google-cloud-firestore: "Failed to commit transaction…"
+                if not str(exc).startswith("Failed to commit transaction"):
+                    raise
+                existing = self._read(ref)
+                if existing is not None and decide_claim(existing, now) is not ClaimOutcome.CLAIMED:
+                    return Claim(decide_claim(existing, now), existing)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+            # Nobody's record was written: the claims aborted one another. Each waits a random
+            # part of a doubling bound, so that one of them next tries alone.
+            time.sleep(min(left, random.uniform(0, longest)))  # noqa: S311 - not a secret
+            longest = min(2 * longest, _LAST_BACKOFF)
 
     def finish(self, key: str, attempt_id: str, *, succeeded: bool) -> bool:
         """Complete or release a claim in one Firestore transaction (see :meth:`RunStore.finish`).

@@ -671,6 +671,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             + ("" if token else " Set --admin-token to protect /_emulator/."),
             file=sys.stderr,
         )
+    run_jobs = [job.job_id for job in emulator.cloud_run.jobs()]
     clock_note = f"{args.clock} clock"
     if args.clock == "manual":
         clock_note += f" at {format_timestamp(emulator.now())}"
@@ -679,6 +680,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         f"scheduler-emulator listening on http://{args.host}:{daemon.port} "
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, {where}"
         + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")
+        + (f", Cloud Run jobs {', '.join(run_jobs)} run locally" if run_jobs else "")
         + (f", {targets.description}" if targets.description else "")
         + grpc_note(getattr(daemon.server, "connection_router", None))
         + ")\n"

@@ -55,6 +55,14 @@ DETAIL_WIDTH = 90
 MIN_LAST_WIDTH = 24
 
 
+class _Wrapper(textwrap.TextWrapper):
+    """Wraps at spaces and also after ``,`` ``:`` ``;`` ``&`` ``?`` ``=`` (not before ``/``,
+    so ``https://`` stays whole): a reason quoting compact JSON or a URL wraps between its
+    fields, not in the middle of a name or a number."""
+
+    wordsep_simple_re = re.compile(r"(\s+|(?<=[,:;&?=])(?=[^\s/]))")
+
+
 def render_table(
     headers: Sequence[str],
     rows: Iterable[Sequence[str]],
@@ -74,8 +82,8 @@ def render_table(
         right-aligned.
     :param rows: cells as strings, one list per row, as many as ``headers``.
     :param width: the longest line in characters: the last column wraps onto continuation
-        lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH`); ``None``: one
-        line per row.
+        lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH`), at spaces or after
+        JSON's and URLs' punctuation (:class:`_Wrapper`); ``None``: one line per row.
     :param paint: ``paint(header, padded cell)`` → the cell as written (terminal colours);
         alignment is measured before painting.
     :return: the lines, header first.
@@ -88,7 +96,7 @@ def render_table(
     for number, row in enumerate(table):
         last = [row[-1]]
         if room is not None and len(row[-1]) > room:
-            last = textwrap.wrap(row[-1], room, break_on_hyphens=False) or [""]
+            last = _Wrapper(room, break_on_hyphens=False).wrap(row[-1]) or [""]
         cells = [
             cell.rjust(w) if header in _RIGHT else cell.ljust(w)
             for header, cell, w in zip(headers, [*row[:-1], last[0]], widths, strict=True)

@@ -13,7 +13,8 @@ finish, until Ctrl-C. ``runs`` lists runs with how each ended or when its next a
 (``--failed``, ``--gave-up``, ``--in-progress`` filter them). A REASON too long for the width
 wraps onto continuation lines under its column. ``skipped`` lists the scheduled times that got
 no run, with the reason. ``executions`` lists the Cloud Run executions
-(``GET /_emulator/executions``) with their tasks' outcome. ``run JOB [--schedule-time T]``
+(``GET /_emulator/executions``) with their tasks' outcome, filtered by ``--job`` and
+``--state``. ``run JOB [--schedule-time T]``
 starts a run now, as if scheduled at T when given. On a terminal outcomes are coloured,
 unless ``NO_COLOR`` is set.
 """
@@ -31,6 +32,7 @@ from typing import IO, Any
 from ..domain.attempts import Attempt, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ConfigurationError, InvalidArgument
+from ..runtime import EXECUTION_STATES
 from .timeline import IN_FLIGHT, attempt_cells, render_table
 
 __all__ = [
@@ -143,6 +145,10 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
     executions.add_argument(
         "--job", metavar="J", help="only this Cloud Run job's (ID or full name)"
     )
+    executions.add_argument(
+        "--state", type=str.upper, choices=EXECUTION_STATES,
+        help="only the executions in this state",
+    )  # fmt: skip
     for parser in (jobs, attempts, runs):
         parser.add_argument(
             "--wide",
@@ -275,14 +281,12 @@ def attempt_from_json(item: dict[str, Any]) -> Attempt:
 
 def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[str]]:
     """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`; with ``wide``
-    :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is the ScheduleTime the attempt carried (its
-    run's instant in UTC when no header was sent), ``forced`` added for a forced run; TRY
-    ends in ``*`` for an attempt fault injection altered (the INJ column under ``wide``)."""
+    :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is :func:`scheduled_cell`; TRY ends in ``*`` for
+    an attempt fault injection altered (the INJ column under ``wide``)."""
     rows = []
     for attempt in attempts:
-        time_, job, run, number, injected, status, code = attempt_cells(attempt)
-        if attempt.schedule_time is None:
-            run = (iso(attempt.nominal) or "-") + (" forced" if attempt.forced else "")
+        time_, job, _, number, injected, status, code = attempt_cells(attempt)
+        run = scheduled_cell(attempt.schedule_time, iso(attempt.nominal), attempt.forced)
         reason = attempt.to_json()["reason"]
         if wide:
             utc = iso(attempt.nominal) or "-"
@@ -292,6 +296,23 @@ def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[s
             row = [time_, job, number + injected, status, code, took(attempt), run, reason]
         rows.append(row)
     return rows
+
+
+def scheduled_cell(header: str | None, instant: str | None, forced: bool) -> str:
+    """A SCHEDULED cell: the ScheduleTime an attempt carried (its run's instant in UTC when no
+    header was sent); for a forced run, which was started on request rather than scheduled,
+    ``forced`` and the header it sent (RunJob sends the job's next scheduled time).
+
+    >>> scheduled_cell("2026-01-01T03:00:00Z", "2026-01-01T03:00:00Z", True)
+    'forced, sent 2026-01-01T03:00:00Z'
+
+    :param header: the ``X-CloudScheduler-ScheduleTime`` sent, or ``None``.
+    :param instant: the run's instant (RFC 3339 UTC), or ``None``.
+    :param forced: whether the run was forced.
+    """
+    if forced:
+        return f"forced, sent {header}" if header else "forced"
+    return header or instant or "-"
 
 
 def took(attempt: Attempt) -> str:
@@ -398,10 +419,11 @@ def run_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
         attempts = run.get("attempts") or []
         failed = [a for a in attempts if a.get("reason")]
         most = run.get("maxAttempts")
-        scheduled = run.get("scheduleTime") or run.get("nominalTime") or "-"
         rows.append(
             [
-                scheduled + (" forced" if run.get("forced") else ""),
+                scheduled_cell(
+                    run.get("scheduleTime"), run.get("nominalTime"), bool(run.get("forced"))
+                ),
                 str(run["job"]).rsplit("/", 1)[-1],
                 str(run["id"]),
                 f"{len(attempts)}/{most}" if most else str(len(attempts)),
@@ -473,11 +495,14 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print the ``executions`` table (every Cloud Run execution, oldest first)."""
+    """Print the ``executions`` table (the Cloud Run executions, oldest first; ``--job`` and
+    ``--state`` keep those of one job, in one state)."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params: dict[str, Any] = {"pageSize": 1000}
     if args.job:
         params["job"] = args.job
+    if args.state:
+        params["state"] = args.state
     records = list(client.pages("/_emulator/executions", "executions", params))
     return _print_table(out, EXECUTION_HEADERS, execution_rows(records), "(no executions)", True)
 

@@ -19,6 +19,7 @@ from scheduler_emulator.core.scheduler import (
     Scheduler,
     StartAttempt,
 )
+from scheduler_emulator.domain.attempts import Run
 from scheduler_emulator.domain.errors import AlreadyExists, NotFound
 from scheduler_emulator.domain.resources import HttpTarget, Job, RetryConfig, State, Status
 from scheduler_emulator.domain.retry import next_attempt_time
@@ -294,3 +295,139 @@ def test_an_english_interval_counts_from_the_start_instant(core: Scheduler) -> N
     core.restore([], [], set(), T0, 0)
     view, _ = core.put(job("every 5 minutes"), T0, from_start=True)
     assert view.schedule_time == T0 + timedelta(minutes=5)
+
+
+class TestARestartAfterAKillBeforeDispatch:
+    """A scheduled time reached while the emulator was running (``alive``) but whose run was
+    not recorded is run late at the restart with its own ScheduleTime; only the times after
+    ``alive`` count as down."""
+
+    def test_the_unrecorded_time_runs_late_and_nothing_is_skipped(self, core: Scheduler) -> None:
+        alive, now = T0 + timedelta(milliseconds=50), T0 + timedelta(seconds=2)
+        decisions, _ = core.restore([job()], [], set(), now, 0, {job().name: T0}, alive=alive)
+        assert decisions == []  # its stored next fire time stays until the run is recorded
+        assert core.next_due() == T0  # due at once
+        start, moved = core.due(now)
+        assert isinstance(start, StartAttempt) and start.run.schedule_time == "2026-09-24T12:00:00Z"
+        assert start.run.nominal == T0 and start.run.first_attempt_start == now
+        assert isinstance(moved, SaveNextFire) and moved.next_fire == T0 + timedelta(minutes=5)
+        assert core.next_due() == T0 + timedelta(minutes=5)
+
+    def test_only_the_times_after_the_last_alive_instant_are_down(self, core: Scheduler) -> None:
+        alive, now = T0 + timedelta(seconds=1), T0 + timedelta(minutes=12)
+        decisions, _ = core.restore([job()], [], set(), now, 0, {job().name: T0}, alive=alive)
+        skipped = [d.skipped for d in decisions if isinstance(d, RecordSkipped)]
+        assert [(s.schedule_time, s.reason) for s in skipped] == [
+            ("2026-09-24T12:05:00Z", "EMULATOR_DOWN"),
+            ("2026-09-24T12:10:00Z", "EMULATOR_DOWN"),
+        ]
+        start, moved = core.due(now)  # the late run, then on to the first time after now
+        assert isinstance(start, StartAttempt) and start.run.nominal == T0
+        assert isinstance(moved, SaveNextFire) and moved.next_fire == T0 + timedelta(minutes=15)
+        assert core.due(now) == []
+
+    def test_a_time_whose_run_was_recorded_is_not_run_again(self, core: Scheduler) -> None:
+        alive, now = T0 + timedelta(seconds=1), T0 + timedelta(seconds=2)
+        decisions, _ = core.restore(
+            [job()], [], set(), now, 0, {job().name: T0}, alive=alive, ran={job().name}
+        )
+        assert acted(decisions) == []
+        assert core.next_due() == T0 + timedelta(minutes=5)
+
+    def test_an_open_run_gets_the_late_time_as_its_delayed_run(self, core: Scheduler) -> None:
+        """The one-run-per-job rule holds: the open run first, then the owed time."""
+        earlier = Run(7, job().name, "2026-09-24T11:55:00Z", T0 - timedelta(minutes=5))
+        earlier.first_attempt_start, earlier.attempts = T0 - timedelta(minutes=5), 1
+        alive, now = T0 + timedelta(seconds=1), T0 + timedelta(seconds=2)
+        core.restore([job()], [earlier], {7}, now, 7, {job().name: T0}, alive=alive)
+        assert core.due(now) == []  # missed while the open run goes on
+        later = now + timedelta(seconds=1)
+        after = core.attempt_ended(job().name, 7, ok(later), later)
+        [delayed] = [d for d in after if isinstance(d, StartAttempt)]
+        assert delayed.run.nominal == T0 and delayed.run.schedule_time == "2026-09-24T12:00:00Z"
+
+    def test_without_a_last_alive_instant_every_passed_time_is_down(self, core: Scheduler) -> None:
+        decisions, _ = core.restore(
+            [job()], [], set(), T0 + timedelta(seconds=2), 0, {job().name: T0}
+        )
+        [skipped] = [d.skipped for d in decisions if isinstance(d, RecordSkipped)]
+        assert skipped.nominal == T0 and skipped.reason == "EMULATOR_DOWN"
+        assert not [d for d in decisions if isinstance(d, StartAttempt)]
+
+
+class TestARefusedChangeIsUndone:
+    """:meth:`Scheduler.rollback` puts back every job a change touched, timers included."""
+
+    def test_an_update_is_undone(self, core: Scheduler) -> None:
+        before, _ = core.put(job(), T0)
+        core.checkpoint()
+        core.put(job("0 3 * * *", description="new"), T0 + timedelta(minutes=1))
+        assert core.rollback()
+        assert core.get(job().name) == before and core.jobs() == [before]
+        assert core.next_due() == T0 + timedelta(minutes=5)
+        assert acted(core.due(T0 + timedelta(minutes=5)))  # its fire time is live again
+
+    def test_a_creation_is_undone(self, core: Scheduler) -> None:
+        core.checkpoint()
+        core.put(job(), T0)
+        assert core.rollback()
+        assert not core.has(job().name) and core.next_due() is None
+
+    def test_a_due_instant_is_undone_and_fires_again(self, core: Scheduler) -> None:
+        core.put(job(), T0 - timedelta(seconds=1))
+        core.checkpoint()
+        [first] = acted(core.due(T0))
+        assert core.rollback()
+        assert core.next_due() == T0 and core.get(job().name).last_attempt_time is None
+        [again] = acted(core.due(T0))
+        assert isinstance(again, StartAttempt) and again.run.nominal == first.run.nominal
+
+    def test_a_pause_is_undone_with_its_pending_retry(self, core: Scheduler) -> None:
+        core.put(job(retry_config=RetryConfig(retry_count=2)), T0 - timedelta(seconds=1))
+        [start] = acted(core.due(T0))
+        _, saved = core.attempt_ended(job().name, start.run.id, failed(T0), T0)
+        retry_at = saved.run.next_attempt_at  # type: ignore[union-attr]
+        assert retry_at is not None and core.next_due() == retry_at
+        before = core.get(job().name)
+        core.checkpoint()
+        core.put(replace(before, state=State.PAUSED), T0 + timedelta(seconds=1))
+        assert core.next_due() is None
+        assert core.rollback()
+        assert core.get(job().name) == before and core.next_due() == retry_at
+        [retry] = core.due(retry_at)
+        assert isinstance(retry, StartAttempt) and retry.run.attempts == 2
+
+    def test_an_attempt_end_makes_the_change_final(self, core: Scheduler) -> None:
+        core.put(job(), T0 - timedelta(seconds=1))
+        core.checkpoint()
+        [start] = acted(core.due(T0))
+        core.attempt_ended(job().name, start.run.id, ok(T0), T0)
+        assert not core.rollback()
+        assert core.next_due() == T0 + timedelta(minutes=5)
+
+    def test_a_kept_change_cannot_be_undone(self, core: Scheduler) -> None:
+        core.checkpoint()
+        core.put(job(), T0)
+        core.release()
+        assert not core.rollback() and core.has(job().name)
+
+
+@pytest.mark.parametrize(("took_seconds", "order"), [(15, "b, a"), (0.5, "a, b")])
+def test_a_job_whose_last_attempt_was_slow_is_started_after_the_others_due_with_it(
+    core: Scheduler, took_seconds: float, order: str
+) -> None:
+    """Of the jobs due at one instant, one whose last attempt took 1 s or more from its send
+    to its end (its target drips its answer) comes last: healthy jobs are not sent behind it."""
+    names = {key: f"projects/my-project/locations/l/jobs/{key}" for key in "ab"}
+    for name in names.values():
+        core.put(replace(job("* * * * *"), name=name), T0 - timedelta(seconds=1))
+    starts = [d for d in core.due(T0) if isinstance(d, StartAttempt)]
+    assert [d.run.job for d in starts] == [names["a"], names["b"]]  # no history: as created
+    sent = T0 + timedelta(milliseconds=1)
+    for start in starts:
+        took = took_seconds if start.run.job == names["a"] else 0.01
+        end = replace(ok(sent + timedelta(seconds=took)), attempt=1, start_time=sent)
+        core.attempt_ended(start.run.job, start.run.id, end, end.end_time)
+    minute = T0 + timedelta(minutes=1)
+    starts = [d for d in core.due(minute) if isinstance(d, StartAttempt)]
+    assert [d.run.job for d in starts] == [names[key] for key in order.split(", ")]

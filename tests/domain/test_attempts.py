@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -30,3 +31,38 @@ def test_an_empty_answer_says_so_beside_the_hint() -> None:
 
 def test_a_success_has_no_reason() -> None:
     assert failure_reason(replace(FAILED, response_status=200, code="OK")) == ""
+
+
+RUN_URL = "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/nightly:run"
+
+
+def test_a_cloud_run_401_shows_googles_message_and_what_to_give_the_job() -> None:
+    from scheduler_emulator.runtime._cloud_run_api import unauthenticated
+
+    body = json.dumps(unauthenticated(None, "google.cloud.run.v2.Jobs.RunJob"))
+    attempt = replace(
+        FAILED, request={"url": RUN_URL}, response_status=401, code="UNAUTHENTICATED",
+        response_excerpt=body,
+    )  # fmt: skip
+    answer, _, hint = failure_reason(attempt).partition(" — emulator's hint: ")
+    assert answer.startswith("UNAUTHENTICATED: Request is missing required authentication")
+    assert hint.endswith("give the job's httpTarget an oauthToken (an oidcToken is refused)")
+
+
+def test_a_cloud_run_404_keeps_its_hint_whole_after_a_long_message() -> None:
+    defined = ", ".join(f"projects/my-project/locations/us-central1/jobs/job{i}" for i in range(9))
+    message = f"Resource 'nightly' of kind 'JOB' does not exist. (defined: {defined})."
+    body = json.dumps({"error": {"code": 404, "message": message, "status": "NOT_FOUND"}})
+    attempt = replace(
+        FAILED, request={"url": RUN_URL}, response_status=404, code="NOT_FOUND",
+        response_excerpt=body,
+    )  # fmt: skip
+    answer, _, hint = failure_reason(attempt).partition(" — emulator's hint: ")
+    assert answer.startswith("NOT_FOUND: Resource 'nightly'") and answer.endswith("…")
+    assert len(answer) == REASON_WIDTH
+    assert hint.endswith("check the project, region and job in the job's URI")
+
+
+def test_an_answer_that_is_not_a_google_error_body_is_shown_as_it_is() -> None:
+    for text in ('{"error": "locked"}', '{"error": {"code": 3}}', '{"error": {"message": "x"'):
+        assert failure_reason(replace(FAILED, response_excerpt=text)).startswith(text)

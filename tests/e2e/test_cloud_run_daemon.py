@@ -96,7 +96,14 @@ def test_a_scheduled_run_starts_an_execution_shown_by_the_endpoint_and_the_view(
         [attempt] = daemon.attempts("nightly")
         page = daemon.get("/_emulator/executions", params={"job": "export"})
         code, out, err = run_cli("executions", "--port", str(daemon.host_port[1]))
+        port = str(daemon.host_port[1])
+        by_state = {
+            state: run_cli("executions", "--port", port, "--state", state)[1]
+            for state in ("failed", "SUCCEEDED")
+        }
+    assert "Cloud Run jobs export run locally" in daemon.first_line
     assert attempt.code == "OK"
+    assert by_state["failed"] == "(no executions)\n" and by_state["SUCCEEDED"] == out
     [execution] = page["executions"]
     assert execution["state"] == "SUCCEEDED" and execution["succeededCount"] == 3
     outputs = sorted(a["stdout"] for a in execution["taskAttempts"])

@@ -18,10 +18,10 @@ import pytest_plugin
 import scheduler_emulator
 
 #: Modules not imported here: the deprecated alias of ``service/`` (importing it warns, by
-#: design) and, without the ``curl`` extra, the libcurl exchange (the emulator does not import
+#: design) and, without the ``curl`` extra, libcurl's event loop (the emulator does not import
 #: it then either).
 SKIPPED = {"scheduler_emulator.target"} | (
-    set() if importlib.util.find_spec("pycurl") else {"scheduler_emulator.runtime._curl_exchange"}
+    set() if importlib.util.find_spec("pycurl") else {"scheduler_emulator.runtime._curl_loop"}
 )
 
 

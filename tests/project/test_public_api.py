@@ -58,7 +58,7 @@ def test_importing_the_top_level_package_loads_no_engine() -> None:
 def modules() -> list[str]:
     names = []
     for info in pkgutil.walk_packages(scheduler_emulator.__path__, "scheduler_emulator."):
-        if info.name.endswith(("target", "curl_exchange", "__main__")):
+        if info.name.endswith(("target", "curl_loop", "__main__")):
             continue  # the deprecated alias (warns), the optional pycurl module, the entry point
         names.append(info.name)
     return names

@@ -55,6 +55,15 @@ def test_assert_executed_lists_what_ran(cloud_scheduler):
     cloud_scheduler.create_job(nightly("broken"))
     cloud_scheduler.advance(timedelta(days=1))
     cloud_scheduler.assert_executed("broken")
+
+
+def test_assert_executed_says_why_the_scheduler_could_not_run_it(cloud_scheduler):
+    cloud_scheduler.define_cloud_run_job("export", export, env={"BUCKET": "b"})
+    job = nightly("export")
+    del job["httpTarget"]["oauthToken"]
+    cloud_scheduler.create_job(job)
+    cloud_scheduler.advance(timedelta(days=1))
+    cloud_scheduler.assert_executed("export")
 '''
 
 
@@ -63,11 +72,13 @@ def test_a_test_defines_a_job_by_callable_and_asserts_its_executions(
 ) -> None:
     pytester.makepyfile(test_nightly=TEST_FILE)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
         [
             "*expected at least one execution(s) of Cloud Run job 'broken' in state SUCCEEDED;"
             " 0 of 1 matched*",
             "*broken-* FAILED (task 0 attempt 0: 1)*",
+            "*(no executions; Cloud Run jobs defined: export)*",
+            "*scheduler job nightly-export: *401*missing required authentication credential*",
         ]
     )

@@ -122,17 +122,21 @@ def test_closing_ends_the_exchanges_in_flight_with_a_connection_failure(
     assert "closed" in results[0].detail
 
 
-@pytest.mark.parametrize(
-    ("curl", "url"),
-    [(False, "http://127.0.0.1:9/"), (True, "https://127.0.0.1:9/")],
-    ids=["without-pycurl", "https"],
-)
-def test_what_the_loop_cannot_send_is_left_to_the_blocking_way(curl: bool, url: str) -> None:
-    transport = HttpTransport(HttpClient(curl=curl))
+def test_without_pycurl_nothing_is_started_and_the_blocking_way_sends() -> None:
+    transport = HttpTransport(HttpClient(curl=False))
     called: list[TransportResult] = []
-    assert not transport.start(DeliveryRequest("POST", url, HEADERS), 5, called.append)
+    request = DeliveryRequest("POST", "http://127.0.0.1:9/", HEADERS)
+    assert not transport.start(request, 5, called.append)
     assert called == []
     transport.close()
+
+
+def test_https_goes_through_the_same_loop(transport: HttpTransport) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        refused = f"https://127.0.0.1:{sock.getsockname()[1]}/"
+    result = send_started(transport, DeliveryRequest("POST", refused, HEADERS), 5)
+    assert (result.failure, result.detail) == (Failure.CONNECTION, "Connection refused.")
 
 
 def test_exchanges_submitted_from_many_threads_as_others_end_all_end(

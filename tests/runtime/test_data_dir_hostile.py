@@ -177,13 +177,13 @@ def test_a_damaged_row_read_at_start_exits_2_naming_file_table_job_and_field(
 
 
 @case_table(__file__, "damaged_attempt")
-def test_a_damaged_attempt_row_is_left_out_with_one_warning(
-    healthy: Path, tmp_path: Path, sql: str, field: str
+def test_a_damaged_history_row_is_left_out_of_every_page_with_one_warning(
+    healthy: Path, tmp_path: Path, sql: str, field: str, table: str
 ) -> None:
     data = damage_row(healthy, tmp_path, sql)
     with sqlite3.connect(data / STORE_FILE_NAME) as db:
         damaged_id = db.execute(
-            "SELECT MIN(id) FROM attempts WHERE job = ?", (DAMAGED_JOB,)
+            f"SELECT MIN(id) FROM {table} WHERE job = ?", (DAMAGED_JOB,)
         ).fetchone()[0]
         total = db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
     db.close()
@@ -192,20 +192,38 @@ def test_a_damaged_attempt_row_is_left_out_with_one_warning(
     with running_daemon("--data-dir", str(data), *clock) as daemon:
         pages = [daemon.get("/_emulator/attempts?pageSize=1000") for _ in range(2)]
         mine = daemon.get("/_emulator/attempts", params={"job": "job7"})
+        # Every page that reads the history answers (its window holds the damaged row).
+        lanes = daemon.get("/_emulator/timeline", params={"name": "job7", "pageSize": 200})
+        runs = daemon.get("/_emulator/runs", params={"pageSize": 1000})
+        my_runs = daemon.get("/_emulator/runs", params={"job": "job7"})
+        daemon.get("/_emulator/jobs", params={"pageSize": 1000})
+        daemon.get("/_emulator/skipped")
         daemon.process.send_signal(signal.SIGTERM)
         daemon.process.wait(30)
         assert daemon.process.stderr is not None
         stderr = daemon.process.stderr.read()
-    for page in pages:
-        ids = [attempt["id"] for attempt in page["attempts"]]
-        assert len(ids) == total - 1 and damaged_id not in map(int, ids)
-    assert mine.get("attempts", []) == []
+    if table == "attempts":
+        for page in pages:
+            ids = [attempt["id"] for attempt in page["attempts"]]
+            assert len(ids) == total - 1 and damaged_id not in map(int, ids)
+        assert mine.get("attempts", []) == []
+    else:
+        assert damaged_id not in [run["id"] for run in runs["runs"] + my_runs.get("runs", [])]
+        assert len(runs["runs"]) == total - 1
+    (lane,) = [lane for lane in lanes["lanes"] if lane["job"] == DAMAGED_JOB]
+    if field in ("start_time", "end_time", "first_attempt_start"):  # what the timeline reads
+        assert lane["runs"] == []
+    others = [other for other in lanes["lanes"] if other is not lane]
+    assert others and all(other["runs"] for other in others)
     assert "Traceback" not in stderr
     warning = (
-        f"the database {data / STORE_FILE_NAME} has a damaged row in its attempts table: "
-        f'job "{DAMAGED_JOB}", {field} '
+        f"warning: the database {data / STORE_FILE_NAME} has a damaged row in its {table} "
+        f'table: job "{DAMAGED_JOB}", {field} '
     )
     assert stderr.count(warning) == 1, stderr
+    # A warning: the daemon goes on; no advice meant for a database it cannot start on.
+    assert "left out of the emulator's pages" in stderr
+    assert "Move it aside" not in stderr and "--data-dir" not in stderr, stderr
 
 
 # --------------------------------------------------------------------------------------- lock

@@ -1,25 +1,24 @@
-"""One redirect policy for every transport: in-process, real HTTP through http.client and
-through libcurl, and the daemon, the second hop of a redirected attempt is the same request."""
+"""One redirect loop above every way of sending: a redirected attempt's second hop is the
+request the pinned rules make, whether the target is called in-process, over real HTTP (libcurl's
+event loop with the ``curl`` extra, ``http.client`` without it) or by the daemon."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from scheduler_emulator.runtime._http_client import HttpClient
 from scheduler_emulator.runtime._redirects import TOO_MANY_REDIRECTS, Hop, next_hop
 from scheduler_emulator.runtime._transports import (
     DeliveryRequest,
     HttpTransport,
-    TransportResult,
+    Transport,
     WsgiTransport,
 )
 from tests.daemon import running_daemon, serving
-from tests.support import Received, RecordingTarget, nightly_job, send_started, wait_for
+from tests.support import Received, RecordingTarget, nightly_job, wait_for
 
 STATUSES = [301, 302, 303, 307, 308]
 METHODS = ["POST", "PUT", "PATCH", "GET", "DELETE", "HEAD", "OPTIONS"]
@@ -27,20 +26,30 @@ HEADERS = {"X-CloudScheduler": "true", "Content-Type": "text/plain", "Authorizat
 
 
 class _Target:
-    """A WSGI callable around :func:`redirecting` (instances are called, not their class)."""
+    """``/old/<status>`` answers that redirect to ``/new/<status>``, ``/loop`` redirects to
+    itself, anything else is recorded and answered 204."""
 
-    def __init__(self, status: int) -> None:
+    def __init__(self) -> None:
         self.recorder = RecordingTarget(status=204)
-        self.status = status
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        if environ["PATH_INFO"] == "/old":
-            start_response(f"{self.status} Moved", [("Location", "/new")])
+        path = environ["PATH_INFO"]
+        if path.startswith("/old/"):
+            status = path.rsplit("/", 1)[1]
+            start_response(f"{status} Moved", [("Location", f"/new/{status}")])
+            return [b""]
+        if path == "/loop":
+            start_response("302 Found", [("Location", "/loop")])
             return [b""]
         return self.recorder(environ, start_response)
 
+    def second_hop(self, status: int) -> tuple[str, bytes, str | None, str | None]:
+        """The last request that reached ``/new/<status>``."""
+        received = [r for r in self.recorder.requests if r.path == f"/new/{status}"][-1]
+        return _hop_of(received)
 
-def second_hop(received: Received) -> tuple[str, bytes, str | None, str | None]:
+
+def _hop_of(received: Received) -> tuple[str, bytes, str | None, str | None]:
     return (
         received.method,
         received.body,
@@ -49,39 +58,43 @@ def second_hop(received: Received) -> tuple[str, bytes, str | None, str | None]:
     )
 
 
+@pytest.fixture(scope="module")
+def target() -> _Target:
+    """The redirecting target, shared by the module's tests."""
+    return _Target()
+
+
+@pytest.fixture(scope="module")
+def base(target: _Target) -> Iterator[str]:
+    """The target served over real HTTP on a free port."""
+    with serving(target) as url:  # type: ignore[arg-type]
+        yield url
+
+
+@pytest.fixture(scope="module", params=["in-process", "real HTTP"])
+def sender(request: pytest.FixtureRequest, target: _Target, base: str) -> Iterator[Transport]:
+    """Each way of sending that remains: the target called in-process, and the HTTP client
+    (libcurl's event loop when ``pycurl`` is installed, ``http.client`` otherwise)."""
+    transport: Transport = (
+        WsgiTransport(target) if request.param == "in-process" else HttpTransport()
+    )
+    yield transport
+    transport.close()
+
+
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("status", STATUSES)
-def test_every_transport_makes_the_same_second_hop(status: int, method: str) -> None:
+def test_the_second_hop_is_the_one_the_pinned_rules_make(
+    status: int, method: str, sender: Transport, target: _Target, base: str
+) -> None:
     body = b"payload" if method in ("POST", "PUT", "PATCH") else b""
-    hops: dict[str, tuple[str, bytes, str | None, str | None]] = {}
-    results: dict[str, TransportResult] = {}
-    target = _Target(status)
-    request = DeliveryRequest(method, "http://app.test/old", HEADERS, body)
-    results["in-process"] = WsgiTransport(target).send(request, 5)
-    hops["in-process"] = second_hop(target.recorder.requests[-1])
-    ways = [("http.client", False)]
-    try:
-        import pycurl  # noqa: F401
-
-        ways.append(("libcurl", True))
-    except ImportError:
-        pass
-    with serving(target) as base:  # type: ignore[arg-type]
-        real = DeliveryRequest(method, base + "/old", HEADERS, body)
-        for name, curl in ways:
-            transport = HttpTransport(HttpClient(curl=curl))
-            results[name] = transport.send(real, 5)
-            hops[name] = second_hop(target.recorder.requests[-1])
-            if curl:  # and as the threaded driver sends: libcurl's event loop
-                results["event loop"] = send_started(transport, real, 5)
-                hops["event loop"] = second_hop(target.recorder.requests[-1])
-            transport.close()
-    assert {r.status for r in results.values()} == {204}
-    assert len(set(hops.values())) == 1, hops
-    expected = next_hop(status, "/new", Hop(method, "http://a.test/old", HEADERS, body))
+    request = DeliveryRequest(method, f"{base}/old/{status}", HEADERS, body)
+    assert sender.send(request, 5).status == 204
+    expected = next_hop(status, f"/new/{status}", Hop(method, request.url, HEADERS, body))
     assert expected is not None
-    assert hops["in-process"][0] == expected.method
-    assert hops["in-process"][1] == expected.body
+    content_type = {k.lower(): v for k, v in expected.headers.items()}.get("content-type")
+    wanted = (expected.method, expected.body, content_type, "Bearer t")
+    assert target.second_hop(status) == wanted
 
 
 def test_the_pinned_rules() -> None:
@@ -102,46 +115,29 @@ def test_the_pinned_rules() -> None:
     assert next_hop(200, "/new", put) is None
 
 
-def test_a_redirect_loop_fails_with_the_same_text_everywhere() -> None:
-    def loop(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        start_response("302 Found", [("Location", "/again")])
-        return [b""]
-
-    in_process = WsgiTransport(loop).send(DeliveryRequest("GET", "http://a.test/", {}), 5)
-    with serving(loop) as base:  # type: ignore[arg-type]
-        real = HttpTransport(HttpClient(curl=False)).send(DeliveryRequest("GET", base, {}), 5)
-        if HttpClient().uses_curl:  # the threaded driver's way: libcurl's event loop
-            started = send_started(HttpTransport(), DeliveryRequest("GET", base, {}), 5)
-            assert (started.failure, started.detail) == (real.failure, real.detail)
-    assert (in_process.failure, in_process.detail) == (real.failure, real.detail)
-    assert real.detail == TOO_MANY_REDIRECTS
+def test_a_redirect_loop_fails_with_the_same_text(sender: Transport, base: str) -> None:
+    result = sender.send(DeliveryRequest("GET", base + "/loop", {}), 5)
+    assert (result.status, result.detail) == (None, TOO_MANY_REDIRECTS)
 
 
 @pytest.mark.timeout(60)
-def test_a_put_job_redirected_reaches_the_second_hop_alike_through_the_daemon() -> None:
-    targets = {status: _Target(status) for status in STATUSES}
-    in_process: dict[int, tuple[str, bytes]] = {}
-    for status in STATUSES:
-        local = _Target(status)
-        request = DeliveryRequest("PUT", "http://a.test/old", {"Content-Type": "x"}, b"x")
-        assert WsgiTransport(local).send(request, 5).status == 204
-        in_process[status] = second_hop(local.recorder.requests[-1])[:2]
-    with ExitStack() as stack:
-        daemon = stack.enter_context(
-            running_daemon("--in-memory", "--clock", "manual", "--start", START)
-        )
-        for status, target in targets.items():
-            base = stack.enter_context(serving(target))  # type: ignore[arg-type]
+def test_a_put_job_redirected_reaches_the_second_hop_alike_through_the_daemon(
+    target: _Target, base: str
+) -> None:
+    with running_daemon("--in-memory", "--clock", "manual", "--start", START) as daemon:
+        for status in STATUSES:
             job = nightly_job(
                 name=f"{JOBS[4:]}/put-{status}",
-                httpTarget={"uri": base + "/old", "httpMethod": "PUT", "body": "eA=="},
+                httpTarget={"uri": f"{base}/old/{status}", "httpMethod": "PUT", "body": "eA=="},
             )
             daemon.post(JOBS, job).raise_for_status()
+        before = len(target.recorder.requests)
         daemon.advance(timedelta(minutes=1))
-        assert wait_for(lambda: all(t.recorder.requests for t in targets.values()), 10)
-    through_daemon = {s: second_hop(t.recorder.requests[-1])[:2] for s, t in targets.items()}
-    assert through_daemon == in_process
-    assert through_daemon[302] == ("GET", b"") and through_daemon[307] == ("PUT", b"x")
+        assert wait_for(lambda: len(target.recorder.requests) >= before + len(STATUSES), 10)
+    for status in STATUSES:
+        hop = next_hop(status, "/new", Hop("PUT", "http://a.test/old", {}, b"x"))
+        assert hop is not None
+        assert target.second_hop(status)[:2] == (hop.method, hop.body)
 
 
 START = "2026-01-01T01:59:30Z"

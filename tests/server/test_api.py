@@ -445,6 +445,14 @@ class TestRouting:
         assert error["status"] == "NOT_FOUND"
         assert error["message"].startswith("Method not found")
 
+    @pytest.mark.parametrize("path", ["/v1/nothing", "/zzz", "/_emulator/zzz"])
+    def test_an_unknown_path_is_a_json_404_naming_the_path(self, api: Client, path: str) -> None:
+        response = api.get(path)
+        assert response.status_code == 404
+        assert error_of(response)["message"] == (
+            f"The requested URL {path} was not found on this server."
+        )
+
     @pytest.mark.parametrize("depth", [5000, 100_000])
     def test_a_body_nested_too_deeply_is_400_not_500(self, api: Client, depth: int) -> None:
         for path in (JOBS, JOBS + "/nightly:pause", "/_emulator/clock:advance"):

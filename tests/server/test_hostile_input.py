@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import signal
 import socket
 import subprocess
@@ -111,18 +112,26 @@ class TestFaultPlanNumbers:
         with pytest.raises(InvalidArgument):
             FaultRule(**fields)
 
-    def test_a_huge_seed_in_a_fault_file_exits_2_naming_the_file_and_field(
-        self, tmp_path: Path
+    @pytest.mark.parametrize(
+        ("text", "field"),
+        [
+            ("seed: HUGE\nrules: []\n", "seed"),
+            ("rules:\n  - {action: delay, job: a, seconds: HUGE}\n", "rules[0].seconds"),
+            ("rules:\n  - {action: deadline, job: a, seconds: HUGE.5}\n", "rules[0].seconds"),
+        ],
+    )
+    def test_a_huge_number_in_a_fault_file_exits_2_naming_the_file_and_field(
+        self, tmp_path: Path, text: str, field: str
     ) -> None:
         path = tmp_path / "faults.yaml"
-        path.write_text("seed: " + "9" * 5000 + "\nrules: []\n")
-        with pytest.raises(InvalidArgument, match="seed") as caught:
+        path.write_text(text.replace("HUGE", "9" * 5000))
+        with pytest.raises(InvalidArgument, match=re.escape(field)) as caught:
             load_fault_file(path)
         assert str(path) in caught.value.message and "set_int_max_str_digits" not in str(
             caught.value
         )
         result = run_cli("start", "--in-memory", "--port", "0", "--faults", str(path))
-        assert_clean_exit_2(result, str(path), "seed", "5000 digits")
+        assert_clean_exit_2(result, str(path), field)
         assert "set_int_max_str_digits" not in result.stderr
 
 

@@ -40,7 +40,7 @@ def test_a_list_over_the_item_limit_is_refused_and_one_at_it_is_not(text: str) -
 def test_without_libyaml_the_pure_python_loader_counts_the_items(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(documents, "_FastLoader", None)
+    monkeypatch.setattr(documents, "_ItemLoader", None)
     with pytest.raises(TooManyItems):
         load_document("- a\n- b\n- [c]\n- d\n", "f.yaml", max_items=3)
     assert load_document("- a\n- b\n- [c]\n", "f.yaml", max_items=3) == ["a", "b", ["c"]]
@@ -55,7 +55,7 @@ def test_a_list_far_over_the_limit_is_refused_before_any_item_is_built(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     built: list[object] = []
-    for loader in (documents._FastLoader, documents.BoundedSafeLoader):
+    for loader in (documents._ItemLoader, documents.BoundedSafeLoader):
         monkeypatch.setattr(loader, "construct_document", lambda self, node: built.append(node))
     text = "".join(f"- {{name: j{i}, schedule: '* * * * *'}}\n" for i in range(96_669))
     tracemalloc.start()

@@ -9,13 +9,15 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import requests
 
 from scheduler_emulator import Attempt
-from scheduler_emulator.tools.views import job_rows, took
+from scheduler_emulator.tools.timeline import render_table
+from scheduler_emulator.tools.views import attempt_rows, job_rows, run_rows, took
 from tests.daemon import Daemon
 from tests.dashboard_scene import orders_daemon
 from tests.support import wait_for
@@ -162,6 +164,33 @@ def test_took_is_the_attempts_duration_or_a_dash_in_flight() -> None:
     assert took(attempt) == "0.012s"
     attempt.end_time = start + timedelta(seconds=15, microseconds=4_600)
     assert took(attempt) == "15.005s"
+
+
+def test_a_long_compact_json_reason_wraps_between_its_fields() -> None:
+    reason = (
+        '{"error":{"code":503,"message":"the ledger is locked","status":"UNAVAILABLE",'
+        '"details":[{"retryAfter":"30s","url":"https://ledger.example/locks?id=1234567"}]}}'
+    )
+    lines = render_table(["JOB", "REASON"], [["nightly", reason]], width=40)
+    pieces = [line.strip() for line in lines[1:]]
+    pieces[0] = pieces[0].removeprefix("nightly").strip()
+    assert "".join(pieces) == reason and len(pieces) > 3
+    assert all(piece[-1] in ',:;&?={}[]"' or piece == pieces[-1] for piece in pieces), pieces
+    assert '"https://ledger.example/locks?' in pieces  # a URL is not cut after its scheme
+
+
+def test_a_forced_run_is_scheduled_forced_with_the_header_it_sent() -> None:
+    start = datetime(2026, 3, 1, 1, 23, tzinfo=UTC)
+    header, nominal = "2026-03-01T03:00:00Z", datetime(2026, 3, 1, 3, tzinfo=UTC)
+    forced = Attempt(1, "projects/my-project/locations/l/jobs/j", 1, 1, header, start, {},
+                     code="OK", forced=True, nominal=nominal)  # fmt: skip
+    scheduled = replace(forced, forced=False)
+    assert [row[6] for row in attempt_rows([forced, scheduled])] == [
+        "forced, sent 2026-03-01T03:00:00Z",
+        "2026-03-01T03:00:00Z",
+    ]
+    run = {"job": "j", "id": 1, "scheduleTime": header, "nominalTime": header, "forced": True}
+    assert run_rows([run])[0][0] == "forced, sent 2026-03-01T03:00:00Z"
 
 
 def test_the_attempts_table_shows_how_long_each_took(daemon: Daemon) -> None:

@@ -74,7 +74,7 @@
   function showClock(clock) {
     state.clock = clock;
     $("clock-mode").textContent = clock.mode === "manual" ? "manual clock" : "system clock";
-    $("clock-mode").className = "badge " + clock.mode;
+    $("clock-mode").className = "badge clock-" + clock.mode;
     $("clock-now").textContent = TL.stamp(clock.now);
     if (!$("clock-moveto-picker").value) $("clock-moveto-picker").value = clock.now.slice(0, 19);
     $("clock-controls").hidden = clock.mode !== "manual";

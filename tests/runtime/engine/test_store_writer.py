@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_emulator.domain.attempts import Attempt, Run, SkippedRun
+from scheduler_emulator.domain.codec import job_from_json
 from scheduler_emulator.runtime._store import Store
 
 JOB = "projects/my-project/locations/l/jobs/j"
@@ -153,3 +154,29 @@ def test_a_sent_start_is_read_at_once_and_kept_by_close(store: Store, db: Path) 
         ((T0 + timedelta(milliseconds=3)).isoformat(),),
         ((T0 + timedelta(milliseconds=5)).isoformat(),),
     ]
+
+
+def test_the_last_alive_instant_is_on_disk_when_it_returns(store: Store, db: Path) -> None:
+    assert store.last_alive() is None
+    store.save_alive(T0)
+    store.save_alive(T0 + timedelta(minutes=1))
+    assert committed(db, "SELECT instant FROM alive") == [("2026-12-01T09:01:00+00:00",)]
+    assert store.last_alive() == T0 + timedelta(minutes=1)
+    memory = Store(":memory:")
+    memory.save_alive(T0)  # nothing outlives the process: nothing to tell a restart
+    assert memory.last_alive() is None
+
+
+def test_a_next_fire_time_counts_as_run_once_its_attempt_is_written(store: Store) -> None:
+    store.save_job(
+        job_from_json(
+            {"name": JOB, "schedule": "0 9 * * *", "httpTarget": {"uri": "http://svc.test/"}}
+        ),
+        T0,
+    )
+    store.add_run(Run(1, JOB, "2026-12-01T09:00:00Z", T0, attempts=1))
+    alive = T0 + timedelta(milliseconds=50)
+    assert store.ran_at_next_fire(alive) == set()  # a run row alone was never sent
+    store.add_attempt(Attempt(0, JOB, 1, 1, "2026-12-01T09:00:00Z", T0, {}, nominal=T0))
+    assert store.ran_at_next_fire(alive) == {JOB}
+    assert store.ran_at_next_fire(T0 - timedelta(seconds=1)) == set()  # not due by then

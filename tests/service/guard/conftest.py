@@ -160,10 +160,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
             yield sqlite_store
     else:
         client = request.getfixturevalue("firestore_client")
-        # Six threads claim one document at once in the concurrency test; on a busy machine the
-        # Firestore emulator aborts a contended transaction more often than Firestore's default
-        # of 5 tries allows (CI saw "Failed to commit transaction in 5 attempts").
-        yield FirestoreRunStore(client, collection=f"runs_{uuid.uuid4().hex}", max_attempts=30)
+        yield FirestoreRunStore(client, collection=f"runs_{uuid.uuid4().hex}")
 
 
 @pytest.fixture

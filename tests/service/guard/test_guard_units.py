@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -37,7 +38,7 @@ from scheduler_emulator.service import (
     TimerRouter,
 )
 from scheduler_emulator.service.errors import TargetError, TimerClockError
-from scheduler_emulator.service.guard_stores import decide_claim
+from scheduler_emulator.service.guard_stores import Claim, decide_claim
 from scheduler_emulator.wire import NaiveDatetimeError
 
 from .guard_support import SCHEDULE_TIME, scheduler_headers
@@ -536,16 +537,25 @@ class TestFirestoreContention:
         def get(self, transaction: Any = None) -> Any:
             return TestFirestoreContention._Snapshot(self.fields)
 
-    def store(self, fields: dict[str, Any] | None, monkeypatch: pytest.MonkeyPatch) -> Any:
+    def store(
+        self, fields: dict[str, Any] | None, monkeypatch: pytest.MonkeyPatch, rounds: int = 10**9
+    ) -> Any:
+        """A store on one document holding ``fields``, whose first ``rounds`` transactions
+        conflict until their tries run out (the rest commit, claiming); ``self.rounds`` counts
+        the transactions run."""
         pytest.importorskip("google.cloud.firestore")
         from scheduler_emulator.service.guard_stores import FirestoreRunStore
 
-        store = FirestoreRunStore(client=object())
+        store = FirestoreRunStore(client=object(), contention_timeout=0.5)
         document = self._Document(fields)
         monkeypatch.setattr(store, "_ref", lambda key: document)
+        self.rounds = 0
 
         def conflicting(function: Any, *args: Any) -> Any:
-            raise ValueError("Failed to commit transaction in 5 attempts.")
+            self.rounds += 1
+            if self.rounds <= rounds:
+                raise ValueError("Failed to commit transaction in 5 attempts.")
+            return Claim(ClaimOutcome.CLAIMED, record(RunStatus.IN_PROGRESS, LEASE))
 
         monkeypatch.setattr(store, "_in_transaction", conflicting)
         return store
@@ -556,9 +566,18 @@ class TestFirestoreContention:
         claim = store.claim("key", record(RunStatus.IN_PROGRESS, LEASE), NOW)
         assert claim.outcome is decide_claim(held, NOW) and claim.record == held
 
-    def test_without_such_a_record_the_conflict_is_raised(
+    def test_without_such_a_record_the_claim_backs_off_and_tries_again(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = self.store(None, monkeypatch, rounds=3)
+        claim = store.claim("key", record(RunStatus.IN_PROGRESS, LEASE), NOW)
+        assert claim.outcome is ClaimOutcome.CLAIMED and self.rounds == 4
+
+    def test_a_conflict_that_outlasts_the_contention_timeout_is_raised(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         store = self.store(None, monkeypatch)
+        started = time.monotonic()
         with pytest.raises(ValueError, match="Failed to commit transaction"):
             store.claim("key", record(RunStatus.IN_PROGRESS, LEASE), NOW)
+        assert self.rounds > 1 and time.monotonic() - started < 0.5 + 2.0

@@ -1,0 +1,135 @@
+"""A write the store refuses (a full disk) changes nothing: the API answers 503 and every read —
+the job, the list, the next due instant, the clock — is as before, and nothing refused is
+stored by a later write or found after a restart.
+
+The disk here is filled by a stand-in for the store's connection that refuses every write with
+SQLite's own error while ``full`` (fast, no root); test_data_dir_hostile.py fills a real 4 MB
+tmpfs under the daemon."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler_emulator import Emulator, ManualClock
+from scheduler_emulator.domain.errors import StorageUnavailable
+from scheduler_emulator.domain.resources import State
+from scheduler_emulator.runtime._store import Store
+from scheduler_emulator.runtime._transports import WsgiTransport
+from tests.support import RecordingTarget, nightly_job
+
+START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
+_WRITES = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
+
+
+class FullDisk:
+    """The store's connection, refusing every write as SQLite does on a full disk while
+    ``full`` (reads go on)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.full = False
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if self.full and sql.split(None, 1)[0].upper() in _WRITES:
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+
+class Setup:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.target = RecordingTarget()
+        self.emulator = self.open(START)
+        self.disk = FullDisk(self.emulator.store._writer.db)
+        self.emulator.store._writer.db = self.disk  # type: ignore[assignment]
+
+    def open(self, at: datetime) -> Emulator:
+        return Emulator(
+            ManualClock(at), store=Store(self.path), transport=WsgiTransport(self.target)
+        )
+
+    def reads(self) -> tuple[Any, ...]:
+        """Everything a client can read of the jobs and the clock."""
+        e = self.emulator
+        return (e.list_jobs(), e.get_job("nightly"), e.next_due(), e.now(), e.attempts())
+
+    def restarted(self) -> Emulator:
+        self.emulator.close()
+        self.emulator = self.open(self.emulator.now())
+        return self.emulator
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[Setup]:
+    made = Setup(tmp_path / "emulator.db")
+    made.emulator.create_job(nightly_job(description="acknowledged"))
+    yield made
+    made.emulator.close()
+
+
+def refused(call: Any, *args: Any, **kwargs: Any) -> StorageUnavailable:
+    with pytest.raises(StorageUnavailable) as raised:
+        call(*args, **kwargs)
+    assert "the change was not stored" in str(raised.value)
+    return raised.value
+
+
+def test_a_refused_update_is_not_read_nor_stored_by_a_later_write(setup: Setup) -> None:
+    emulator, before = setup.emulator, setup.reads()
+    setup.disk.full = True
+    body = {"description": "refused", "schedule": "*/5 * * * *"}
+    refused(emulator.update_job, "nightly", body, "description,schedule")
+    assert setup.reads() == before
+    setup.disk.full = False  # space is back: a pause and a resume store the job again
+    emulator.pause_job("nightly")
+    emulator.resume_job("nightly")
+    assert emulator.get_job("nightly").description == "acknowledged"
+    again = setup.restarted()
+    job = again.get_job("nightly")
+    assert (job.description, job.schedule, job.state) == (
+        "acknowledged",
+        "0 2 * * *",
+        State.ENABLED,
+    )
+
+
+def test_a_refused_pause_leaves_the_job_enabled(setup: Setup) -> None:
+    before = setup.reads()
+    setup.disk.full = True
+    refused(setup.emulator.pause_job, "nightly")
+    assert setup.reads() == before
+    setup.disk.full = False
+    assert setup.restarted().get_job("nightly").state == State.ENABLED
+
+
+def test_a_refused_clock_advance_leaves_the_clock_and_its_runs_as_before(setup: Setup) -> None:
+    emulator, before = setup.emulator, setup.reads()
+    setup.disk.full = True
+    refused(emulator.advance, timedelta(minutes=5))
+    assert setup.reads() == before and setup.target.requests == []
+    setup.disk.full = False
+    emulator.advance(timedelta(minutes=5))  # the run is due again, at its own time
+    [attempt] = emulator.attempts()
+    assert (attempt.schedule_time, attempt.code) == ("2026-09-24T02:00:00Z", "OK")
+    assert attempt.start_time == START + timedelta(minutes=1)
+
+
+def test_a_refused_run_create_and_reset_change_nothing(setup: Setup) -> None:
+    emulator, before = setup.emulator, setup.reads()
+    setup.disk.full = True
+    refused(emulator.run_job, "nightly")
+    refused(emulator.create_job, nightly_job(name="other"))
+    refused(emulator.reset)
+    refused(emulator.delete_job, "nightly")
+    assert setup.reads() == before and setup.target.requests == []
+    setup.disk.full = False
+    assert [j.job_id for j in setup.restarted().list_jobs()] == ["nightly"]
