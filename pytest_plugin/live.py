@@ -18,10 +18,9 @@ import requests
 
 from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, iso
-from scheduler_emulator.domain.codec import format_timestamp
 from scheduler_emulator.runtime import JWKS_PATH, TOKENINFO_PATH
 from scheduler_emulator.server.daemon import env_lines
-from scheduler_emulator.wire import parse_timestamp
+from scheduler_emulator.wire import format_timestamp, parse_timestamp
 
 __all__ = ["LiveScheduler"]
 

@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..domain.codec import format_timestamp, show_value
+from ..domain.codec import show_value
 from ..domain.errors import InvalidArgument, NotFound
+from ..wire import format_timestamp
 
 #: A Cloud KMS crypto key's resource name.
 KMS_KEY_PATTERN = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")

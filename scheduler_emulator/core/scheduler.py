@@ -42,7 +42,8 @@ from ..domain.attempts import EMULATOR_DOWN, RUN_STILL_GOING, Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
 from ..domain.resources import Job, State, Status
 from ..domain.retry import next_attempt_time
-from ..domain.schedule import DEFAULT_DST_POLICY, Schedule, format_schedule_time, parse_schedule
+from ..domain.schedule import DEFAULT_DST_POLICY, Schedule, parse_schedule
+from ..wire import format_schedule_time
 
 __all__ = [
     "AttemptEnd",
@@ -106,7 +107,18 @@ class SaveNextFire:
     next_fire: datetime | None
 
 
-Decision = StartAttempt | SaveRun | RecordSkipped | SaveNextFire
+@dataclass(frozen=True)
+class SaveJobState:
+    """Persist the output-only fields an attempt's end changes: the job's state, status and
+    last attempt time."""
+
+    job: str
+    state: State
+    status: Status | None
+    last_attempt_time: datetime | None
+
+
+Decision = StartAttempt | SaveRun | RecordSkipped | SaveNextFire | SaveJobState
 
 #: At most this many scheduled times per job are recorded as skipped for the time the
 #: emulator was not running; longer gaps are cut short.
@@ -125,9 +137,8 @@ class AttemptEnd:
     :param uncounted: the attempt is retried whatever the retry config and does not count
         against ``retryCount`` (an App Engine target's 503).
     :param attempt: the attempt's number in its run (1 for the first).
-    :param start_time: the attempt's recorded start when the runtime stamped it again as it
-        was sent (a real clock); the job's last attempt time becomes it if this is the job's
-        latest attempt. ``None``: the start the core decided stands.
+    :param start_time: the attempt's recorded start; the job's last attempt time becomes it if
+        this is the job's latest attempt. ``None``: the start the core decided stands.
     """
 
     code: str
@@ -450,7 +461,8 @@ class Scheduler:
     def attempt_ended(
         self, name: str, run_id: int, end: AttemptEnd, now: datetime
     ) -> list[Decision]:
-        """Take the end of an attempt: set the job's status, then retry or finish the run.
+        """Take the end of an attempt: set the job's status (saved first), then retry or finish
+        the run.
 
         When ``end.end_time`` is after ``now`` the run stays outstanding until then (a timer
         acts on it at ``end.end_time``), so the no-overlap rule follows the recorded end.
@@ -466,16 +478,19 @@ class Scheduler:
             state.slow = end.end_time - end.start_time >= SLOW_ATTEMPT
             if state.last_attempt == (run_id, end.attempt):
                 state.last_attempt_time = end.start_time
+        saved: list[Decision] = [
+            SaveJobState(name, state.job.state, state.status, state.last_attempt_time)
+        ]
         run = state.runs.get(run_id)
         if run is None:
-            return []
+            return saved
         if end.extra_retry:
             run.extra_retry = True
         if end.end_time > now:
             state.ending[run_id] = end
             self._push(end.end_time, _END, name, run_id)
-            return []
-        return self._after_attempt(state, run, end, now)
+            return saved
+        return saved + self._after_attempt(state, run, end, now)
 
     def restore(
         self,

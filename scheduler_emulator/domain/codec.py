@@ -81,7 +81,6 @@ __all__ = [
     "camel_case",
     "default_message",
     "format_duration",
-    "format_timestamp",
     "job_from_json",
     "job_to_json",
     "json_fields",
@@ -109,9 +108,6 @@ _TYPE_PREFIX = "type.googleapis.com/google.cloud.scheduler.v1."
 
 # ---------------------------------------------------------------------------------------------
 # Durations and timestamps
-
-
-_show = show_value
 
 
 def lone_surrogate(text: str) -> bool:
@@ -182,14 +178,14 @@ def parse_duration(text: str, *, field: str | None = None) -> timedelta:
     """
     if not isinstance(text, str):
         raise InvalidArgument(
-            f'Invalid duration {_show(text)}: a duration is a JSON string such as "180s" or '
+            f'Invalid duration {show_value(text)}: a duration is a JSON string such as "180s" or '
             '"1.500s" (proto3 JSON), not a number.',
             field=field,
         )
     match = _DURATION_RE.fullmatch(text)
     if match is None:
         raise InvalidArgument(
-            f"Invalid duration {_show(text)}: expected seconds with up to 9 fractional digits "
+            f"Invalid duration {show_value(text)}: expected seconds with up to 9 fractional digits "
             'and an "s" suffix, such as "180s" or "1.500s".',
             field=field,
         )
@@ -198,7 +194,7 @@ def parse_duration(text: str, *, field: str | None = None) -> timedelta:
     digits = whole.lstrip("0")
     if len(digits) > len(str(MAX_DURATION_SECONDS)) or int(digits or 0) > MAX_DURATION_SECONDS:
         raise InvalidArgument(
-            f"Invalid duration {_show(text)}: {_DURATION_RANGE}.",
+            f"Invalid duration {show_value(text)}: {_DURATION_RANGE}.",
             field=field,
         )
     micros = int((fraction or "").ljust(9, "0")[:6])
@@ -238,16 +234,9 @@ def parse_timestamp(text: str, *, field: str | None = None) -> datetime:
     try:
         return wire.parse_timestamp(text)
     except ValueError as exc:
-        raise InvalidArgument(f"Invalid timestamp {_show(text)}: {exc}.", field=field) from None
-
-
-def format_timestamp(value: datetime) -> str:
-    """Render a timestamp as the service does: UTC with ``Z``; see
-    :func:`scheduler_emulator.wire.format_timestamp`.
-
-    :raises NaiveDatetimeError: when ``value`` is naive; pass ``datetime(..., tzinfo=UTC)``.
-    """
-    return wire.format_timestamp(value)
+        raise InvalidArgument(
+            f"Invalid timestamp {show_value(text)}: {exc}.", field=field
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,9 +392,9 @@ class _BadValue(Exception):
 
 def _invalid_value(path: _Path, type_name: str, value: Any, reason: str) -> InvalidArgument:
     return InvalidArgument(
-        f"Invalid value at '{path.proto}' ({type_name}), {_show(value)}",
+        f"Invalid value at '{path.proto}' ({type_name}), {show_value(value)}",
         field=path.json or None,
-        description=f"{path.json or 'The job'} {reason}; got {_show(value)}.",
+        description=f"{path.json or 'The job'} {reason}; got {show_value(value)}.",
     )
 
 
@@ -427,7 +416,7 @@ def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, An
         if found is None:
             unknown = path.child(str(key), str(key))
             raise InvalidArgument(
-                f"Invalid JSON payload received. Unknown name {_show(key)} at '{path.proto}': "
+                f"Invalid JSON payload received. Unknown name {show_value(key)} at '{path.proto}': "
                 "Cannot find field.",
                 field=unknown.json,
             )
@@ -436,7 +425,7 @@ def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, An
             continue  # silently ignored, whatever the value
         if name in seen:
             raise InvalidArgument(
-                f"Invalid JSON payload received. {_show(seen[name])} and {_show(key)} at "
+                f"Invalid JSON payload received. {show_value(seen[name])} and {show_value(key)} at "
                 f"'{path.proto}' name the same field.",
                 field=path.child(name, camel_case(name)).json,
             )
@@ -510,11 +499,13 @@ def _string_map(value: Any) -> Mapping[str, str]:
         if item is None:
             continue  # gcloud's "remove this header"; dropped on create
         if not isinstance(key, str) or not isinstance(item, str):
-            raise _BadValue(f"must map strings to strings, but {_show(key)} maps to {_show(item)}")
+            raise _BadValue(
+                f"must map strings to strings, but {show_value(key)} maps to {show_value(item)}"
+            )
         if lone_surrogate(key) or lone_surrogate(item):
             raise _BadValue(
-                f"must hold valid Unicode text, but {_show(key)}: {_show(item)} has a lone "
-                "surrogate"
+                f"must hold valid Unicode text, but {show_value(key)}: {show_value(item)} has a "
+                "lone surrogate"
             )
         result[key] = item
     return MappingProxyType(result)
@@ -811,7 +802,8 @@ def job_to_json(job: Job, *, enum_int: bool = False) -> dict[str, Any]:
     ``audience``/``scope``), except what the service always shows: ``state``, ``httpMethod``,
     ``attemptDeadline`` (HTTP and App Engine targets), and the full ``retryConfig``
     (``maxRetryDuration: "0s"``, backoffs, ``maxDoublings``). Durations and timestamps are canonical
-    (:func:`format_duration`, :func:`format_timestamp`), bytes are standard base64 with padding,
+    (:func:`format_duration`, :func:`~scheduler_emulator.wire.format_timestamp`), bytes are
+    standard base64 with padding,
     ``status`` is absent until the first attempt (:func:`status_to_json`), and unset timestamps are
     omitted.
 
@@ -831,15 +823,15 @@ def job_to_json(job: Job, *, enum_int: bool = False) -> dict[str, Any]:
     out["schedule"] = job.schedule
     out["timeZone"] = job.time_zone
     if job.user_update_time is not None:
-        out["userUpdateTime"] = format_timestamp(job.user_update_time)
+        out["userUpdateTime"] = wire.format_timestamp(job.user_update_time)
     out["state"] = int(job.state) if enum_int else job.state.name
     status = status_to_json(job.status)
     if status is not None:
         out["status"] = status
     if job.schedule_time is not None:
-        out["scheduleTime"] = format_timestamp(job.schedule_time)
+        out["scheduleTime"] = wire.format_timestamp(job.schedule_time)
     if job.last_attempt_time is not None:
-        out["lastAttemptTime"] = format_timestamp(job.last_attempt_time)
+        out["lastAttemptTime"] = wire.format_timestamp(job.last_attempt_time)
     out["retryConfig"] = _retry_config_json(job.retry_config)
     if job.attempt_deadline is not None and job.pubsub_target is None:
         out["attemptDeadline"] = format_duration(job.attempt_deadline)

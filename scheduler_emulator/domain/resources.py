@@ -36,7 +36,6 @@ __all__ = [
     "OidcToken",
     "PubsubTarget",
     "RetryConfig",
-    "SCHEDULER_USER_AGENT",
     "State",
     "Status",
     "with_defaults",
@@ -48,8 +47,6 @@ DEFAULT_ATTEMPT_DEADLINE = timedelta(seconds=180)
 DEFAULT_OAUTH_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 #: Time zone stored when a job names none (Google documents UTC; gcloud sends ``Etc/UTC``).
 DEFAULT_TIME_ZONE = "Etc/UTC"
-#: User-Agent every HTTP target carries (in the stored headers too, as the real service shows).
-SCHEDULER_USER_AGENT = USER_AGENT
 
 
 class State(enum.IntEnum):
@@ -287,7 +284,7 @@ def with_defaults(job: Job) -> Job:
     target = job.http_target
     if target is not None:
         headers = {k: v for k, v in target.headers.items() if k.lower() != "user-agent"}
-        headers["User-Agent"] = SCHEDULER_USER_AGENT
+        headers["User-Agent"] = USER_AGENT  # stored too, as the real service shows
         if target.body and not any(k.lower() == "content-type" for k in headers):
             headers["Content-Type"] = "application/octet-stream"
         method = target.http_method or HttpMethod.POST

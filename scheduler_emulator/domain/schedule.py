@@ -7,7 +7,7 @@ give its fire instants as timezone-aware datetimes in the job's zone::
     >>> import itertools
     >>> s = parse_schedule("30 1 * * *", "America/New_York")
     >>> after = datetime(2026, 10, 31, 12, tzinfo=UTC)
-    >>> [format_schedule_time(t) for t in itertools.islice(s.iter_after(after), 3)]
+    >>> [wire.format_schedule_time(t) for t in itertools.islice(s.iter_after(after), 3)]
     ['2026-11-01T01:30:00-04:00', '2026-11-01T01:30:00-05:00', '2026-11-02T01:30:00-05:00']
 
 1 Nov 2026 is the fall-back day in New York, so 01:30 happens twice (``fold`` 0, then 1). The
@@ -63,7 +63,6 @@ __all__ = [
     "DST_POLICIES",
     "HORIZON",
     "Schedule",
-    "format_schedule_time",
     "parse_schedule",
     "resolve_time_zone",
 ]
@@ -779,13 +778,3 @@ def parse_schedule(
     if isinstance(text, str) and isinstance(time_zone, str):
         return _parse_cached(text, time_zone, dst_policy)
     return Schedule(text, time_zone, dst_policy=dst_policy)
-
-
-def format_schedule_time(instant: datetime) -> str:
-    """Render an instant as the ``X-CloudScheduler-ScheduleTime`` header value (RFC 3339
-    in the instant's offset, no fraction); see :func:`scheduler_emulator.wire.format_schedule_time`.
-
-    :raises NaiveDatetimeError: when ``instant`` is naive.
-    :return: e.g. ``"2026-11-01T01:30:00-04:00"`` or ``"2026-09-24T02:00:00Z"``.
-    """
-    return wire.format_schedule_time(instant)

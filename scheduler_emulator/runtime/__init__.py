@@ -7,16 +7,15 @@ transports), and the rest may change between releases. docs/architecture.md says
 module owns.
 """
 
-from ._app_engine import parse_app_engine_urls
 from ._attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
 from ._clock import Clock, ClockFile, ManualClock, SystemClock
 from ._cloud_run import EXECUTION_STATES, Execution, run_callable
 from ._data_dir_lock import DataDirLock
 from ._data_file import startup_error
 from ._delivery_pool import MAX_IN_PROGRESS
+from ._dispatchers import parse_app_engine_urls
 from ._emulator import Emulator
 from ._http_client import http2_problem
-from ._injection import outcome_of
 from ._options import (
     ATTEMPTS_PAGE_SIZE,
     DEFAULT_DST_POLICY,
@@ -30,6 +29,7 @@ from ._options import (
 from ._pubsub import InProcessPublisher, NoPublisher, Publisher, PubsubMessage
 from ._pubsub_client import EmulatorPublisher, ensure_topics, pubsub_library_missing
 from ._read_model import runs_page
+from ._recorder import outcome_of
 from ._store import Store
 from ._tokens import GOOGLE_ISSUER, JWKS_PATH, TOKEN_TIMES, TOKENINFO_PATH, TokenAuthority
 from ._transports import (

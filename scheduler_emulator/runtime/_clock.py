@@ -7,8 +7,9 @@ The engine asks its clock for ``now()`` and waits through it; nothing else in th
   :class:`threading.Event` so that a new, earlier deadline wakes the waiter at once.
 - :class:`ManualClock` — virtual time that moves only when told. :meth:`~ManualClock.advance`
   and :meth:`~ManualClock.move_to` step through every instant at which a registered
-  :class:`Sleeper` (the engine) has work due, in order, set the clock to that instant, let the
-  sleeper run everything due then (deliveries included), and return once all has settled::
+  :class:`Sleeper` (the engine) has work due, in order, set the clock to that instant,
+  let the sleeper run everything due then (deliveries included), and return once all has
+  settled::
 
       clock = ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))
       emulator = Emulator(clock=clock)
@@ -36,18 +37,6 @@ from ..wire import format_timestamp as iso
 from ..wire import parse_timestamp, to_instant
 
 _EPOCH = new_datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def require_aware(value: datetime, what: str = "datetime") -> datetime:
-    """Return ``value`` converted to UTC; refuse a naive datetime.
-
-    :param value: a timezone-aware datetime.
-    :param what: how to call the value in the error message.
-    :raises NaiveDatetimeError: when ``value`` has no tzinfo (:func:`wire.to_instant
-        <scheduler_emulator.wire.to_instant>`).
-    :return: a real ``datetime`` (never freezegun's ``FakeDatetime``) in UTC.
-    """
-    return to_instant(value, what)
 
 
 class Sleeper(Protocol):
@@ -127,7 +116,7 @@ class ManualClock:
     def __init__(
         self, start: datetime | None = None, *, keep: Callable[[datetime], None] | None = None
     ) -> None:
-        self._now = require_aware(start, "start") if start else new_datetime(2026, 1, 1, tzinfo=UTC)
+        self._now = to_instant(start, "start") if start else new_datetime(2026, 1, 1, tzinfo=UTC)
         self._sleepers: list[Sleeper] = []
         self._lock = threading.RLock()
         self._keep = keep
@@ -175,7 +164,7 @@ class ManualClock:
         :raises ClockError: if ``target`` is in the past.
         :return: the new instant.
         """
-        target = require_aware(target, "move_to target")
+        target = to_instant(target, "move_to target")
         with self._lock:
             if target < self._now:
                 raise ClockError(
@@ -221,7 +210,7 @@ class ManualClock:
         :raises NaiveDatetimeError: if ``instant`` is naive.
         """
         with self._lock:
-            self._now = require_aware(instant, "reset_to instant")
+            self._now = to_instant(instant, "reset_to instant")
             self._keep_now()
 
     def settle(self) -> None:

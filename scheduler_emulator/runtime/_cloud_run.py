@@ -38,10 +38,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
-from ..domain.codec import format_timestamp
 from ..domain.errors import InvalidArgument, NotFound
 from ..realtime import now as real_now
-from ..wire import parse_timestamp
+from ..wire import format_timestamp, parse_timestamp
 from ._clock import Clock
 
 __all__ = [

@@ -38,10 +38,9 @@ from urllib.parse import urlsplit
 from werkzeug.wrappers import Request, Response
 
 from ..domain.cloud_run import CloudRunJob, parse_run_request
-from ..domain.codec import format_timestamp
 from ..domain.errors import ApiError, InvalidArgument, NotFound
 from ..domain.outcomes import Failure
-from ..wire import JOB_NAME_HEADER
+from ..wire import JOB_NAME_HEADER, format_timestamp
 from ._cloud_run import CloudRun, Execution
 from ._tokens import TokenAuthority
 from ._transports import DeliveryRequest, MountTransport, Transport, TransportResult
@@ -354,9 +353,9 @@ class CloudRunAdminApi:
 
 
 class GoogleApisTransport(MountTransport):
-    """The emulator's transport for HTTP attempts: Cloud Run Admin API hosts go to ``api``
-    in-process; any other ``*.googleapis.com`` URL fails (``CONNECTION``, nothing sent) with a
-    reason naming what the emulator can route; every other URL goes to ``fallback``.
+    """The emulator's transport for ``*.googleapis.com`` URLs: Cloud Run Admin API hosts go to
+    ``api`` in-process; any other ``*.googleapis.com`` URL fails (``CONNECTION``, nothing sent)
+    with a reason naming what the emulator can route; every other URL goes to ``fallback``.
 
     :param api: the Admin API app (with ``require_token=True``).
     :param fallback: the transport of every other URL.

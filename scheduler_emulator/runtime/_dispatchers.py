@@ -1,28 +1,70 @@
-"""Dispatchers: one per target kind, each turning an attempt of a job into something sent.
+"""Dispatchers: one per target kind, each turning an attempt of a job into something to send.
 
 The engine asks the dispatcher of the job's target kind (``job.target_type``: ``"HTTP"``,
 ``"PUBSUB"``, ``"APP_ENGINE_HTTP"``) to :meth:`~Dispatcher.prepare` the attempt; the result is a
-:class:`Prepared`: what the attempt record shows of the request, the attempt deadline, and a
-function that sends it once (fault injection may call it several times, or not at all). A kind
-with no dispatcher gets an attempt recorded as failed with :class:`NotDispatched`'s message.
-The :class:`~scheduler_emulator.Emulator` makes one dispatcher per kind at construction;
-:meth:`~scheduler_emulator.Emulator.set_dispatcher` replaces one (the Firebase bridge wraps
-them that way).
+:class:`Prepared`: what the attempt record shows of the request, the attempt deadline, the
+request and the transport that sends it (the engine calls the transport; fault injection may
+call it several times, or not at all). A kind with no dispatcher gets an attempt recorded as
+failed with :class:`NotDispatched`'s message. The :class:`~scheduler_emulator.Emulator` makes
+one dispatcher per kind at construction; :meth:`~scheduler_emulator.Emulator.set_dispatcher`
+replaces one (the Firebase bridge wraps them that way).
+
+HTTP and App Engine targets share one request builder, :func:`request_template`: what does not
+change from one attempt to the next is a :class:`RequestTemplate` (each dispatcher keeps one per
+job configuration). Headers: the user's headers minus the ones the service ignores or replaces
+(``Host``, ``Content-Length``, ``User-Agent``, ``X-Google-*``, ``X-AppEngine-*``,
+``X-CloudScheduler*``) and the emulator-only ``X-Emulator-Http2`` (it sets
+:attr:`DeliveryRequest.http2` instead), then ``User-Agent: Google-Cloud-Scheduler``,
+``X-CloudScheduler: true``, ``X-CloudScheduler-JobName: <short job ID>``,
+``X-CloudScheduler-ScheduleTime`` (when the run has one), and ``Content-Type:
+application/octet-stream`` when there is a body and the user set no Content-Type. The body is
+sent only for POST, PUT and PATCH.
+
+App Engine HTTP targets: production sends the request to the app's host, routed by
+``appEngineRouting`` (service, version, instance). Locally there is no App Engine, so each
+service is mapped to a base URL (``--app-engine-url URL`` for every service,
+``--app-engine-url SERVICE=URL`` for one)::
+
+    urls = parse_app_engine_urls(["http://127.0.0.1:8081", "worker=http://127.0.0.1:8082"])
+    dispatcher = AppEngineDispatcher(HttpTransport(), urls)
+
+What is reproduced from the ``AppEngineHttpTarget`` reference (cloud.google.com/scheduler/docs/
+reference/rest/v1/projects.locations.jobs#appenginehttptarget):
+
+- URL = the mapped base URL + ``relativeUri``; method as stored (POST by default); the body
+  only for POST and PUT.
+- Headers as above, except ``User-Agent`` = the user's value followed by ``AppEngine-Google;
+  (+http://code.google.com/appengine)`` (that alone by default).
+- "Error 503 is considered an App Engine system error instead of an application error.
+  Requests returning error 503 will be retried regardless of retry configuration and not
+  counted against retry counts."
+- The host production would route to (``AppEngineRouting.host``: ``[instance.][version.]
+  [service.]<project>.appspot.com``) is shown in the attempt record as ``appEngineHost``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..domain.resources import DEFAULT_ATTEMPT_DEADLINE, Job
-from ..wire import spell_headers
-from ._dispatch import RequestTemplate, http_template
+from ..domain.resources import BODY_METHODS, DEFAULT_ATTEMPT_DEADLINE, HttpMethod, HttpTarget, Job
+from ..domain.validation import sendable_uri
+from ..wire import (
+    APP_ENGINE_USER_AGENT_SUFFIX,
+    DEFAULT_CONTENT_TYPE,
+    EMULATOR_HTTP2_HEADER,
+    REPLACED_HEADERS,
+    RESERVED_HEADER_PREFIXES,
+    SCHEDULE_TIME_HEADER,
+    emulator_http2,
+    scheduler_headers,
+    spell_headers,
+)
 from ._options import DEFAULT_HEADER_CASE
-from ._transports import DeliveryRequest, OnResult, Transport, TransportResult, starting
+from ._transports import DeliveryRequest, Transport, TransportResult
 
 if TYPE_CHECKING:
     from ._tokens import TokenAuthority
@@ -33,50 +75,46 @@ class NotDispatched(Exception):
     attempt as its debug text)."""
 
 
+class Sender(Protocol):
+    """Sends one prepared request: a :class:`~scheduler_emulator.Transport` for HTTP kinds
+    (``request`` a :class:`DeliveryRequest`), the Pub/Sub dispatcher for a publish."""
+
+    def send(self, request: Any, timeout_seconds: float) -> TransportResult:
+        """Send ``request`` once, giving up after ``timeout_seconds``; never raise for a
+        target's failure (the result says what happened)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Prepared:
-    """One attempt, ready to send.
+    """One attempt, ready to send: the engine sends it with
+    ``transport.send(request, timeout_seconds)`` (or the transport's ``start``, when it is a
+    :class:`~scheduler_emulator.runtime._transports.StartingTransport` that can start it).
 
     :param record: what the attempt record shows as ``request`` (``{"method", "url",
         "headers"}`` for HTTP kinds; kind-specific keys otherwise). JSON-serialisable.
     :param timeout_seconds: the attempt deadline, in seconds.
-    :param send: sends the attempt once, given the deadline in seconds; never raises for a
-        target's failure (a :class:`~scheduler_emulator.runtime._transports.TransportResult`
-        says what happened).
+    :param transport: what sends ``request``.
+    :param request: what is sent (a :class:`DeliveryRequest` for HTTP kinds).
     :param retry_always: HTTP statuses retried whatever the retry config and not counted
         against ``retryCount`` (App Engine targets: ``{503}``).
-    :param start: begins sending the attempt once without blocking the calling thread, given
-        the deadline in seconds and a function called once with the result (on any thread).
-        ``None`` when the attempt cannot be sent that way: ``send`` only.
+    :param startable: ``transport`` can begin ``request`` without holding the calling thread
+        (:func:`startable`).
     """
 
     record: dict[str, Any]
     timeout_seconds: float
-    send: Callable[[float], TransportResult]
+    transport: Sender
+    request: Any
     retry_always: frozenset[int] = frozenset()
-    start: Start | None = None
+    startable: bool = False
 
 
-#: Begins one send: ``start(deadline_seconds, done) -> began`` (see :attr:`Prepared.start`).
-Start = Callable[[float, OnResult], bool]
-
-
-def prepared_request(
-    record: dict[str, Any],
-    timeout_seconds: float,
-    transport: Transport,
-    request: DeliveryRequest,
-    retry_always: frozenset[int] = frozenset(),
-) -> Prepared:
-    """The :class:`Prepared` of an attempt that is one HTTP request sent by ``transport``:
-    ``send`` through :meth:`~scheduler_emulator.Transport.send`, and
-    ``start`` through the transport's ``start`` when it is a
-    :class:`~scheduler_emulator.runtime._transports.StartingTransport`."""
-    starter = starting(transport)
-    start = None
-    if starter is not None and starter.can_start(request):
-        start = partial(starter.start, request)
-    return Prepared(record, timeout_seconds, partial(transport.send, request), retry_always, start)
+def startable(transport: Transport, request: DeliveryRequest) -> bool:
+    """Whether ``transport`` can begin ``request`` without holding the calling thread: it is a
+    :class:`~scheduler_emulator.runtime._transports.StartingTransport` that can start it."""
+    can_start = getattr(transport, "can_start", None)
+    return can_start is not None and bool(can_start(request))
 
 
 class Dispatcher(Protocol):
@@ -91,15 +129,196 @@ class Dispatcher(Protocol):
         ...
 
 
+# ---------------------------------------------------------------------------- requests
+
+_EMULATOR_ONLY = EMULATOR_HTTP2_HEADER.lower()
+
+
+def kept_header(name: str) -> bool:
+    """Whether a job's own header ``name`` is sent: not one the service replaces (``Host``,
+    ``Content-Length``, ``User-Agent``) or reserves (``X-Google-*``, ``X-AppEngine-*``,
+    ``X-CloudScheduler*``), nor the emulator-only ``X-Emulator-Http2``."""
+    lowered = name.lower()
+    return (
+        lowered not in REPLACED_HEADERS
+        and not lowered.startswith(RESERVED_HEADER_PREFIXES)
+        and lowered != _EMULATOR_ONLY
+    )
+
+
+def _http2(target: HttpTarget) -> bool | None:
+    """The HTTP version the job asks for with its emulator-only ``X-Emulator-Http2``:
+    ``True`` (``true``: HTTP/2), ``False`` (``false``: HTTP/1.1), ``None`` (no such header)."""
+    value = emulator_http2(target.headers)
+    return None if value is None else value.strip().lower() == "true"
+
+
+def _deadline_seconds(job: Job) -> float:
+    """The job's attempt deadline in seconds (a stored HTTP or App Engine job always has one)."""
+    return (job.attempt_deadline or DEFAULT_ATTEMPT_DEADLINE).total_seconds()
+
+
+class RequestTemplate(NamedTuple):
+    """What the requests of one job's attempts share: everything but the ScheduleTime header
+    and the token, worked out once per job configuration (see :func:`request_template`).
+
+    :param method: HTTP method name.
+    :param url: the URI as stored.
+    :param headers: the user's kept headers, then ``User-Agent``, ``X-CloudScheduler`` and
+        ``X-CloudScheduler-JobName``, in sending order.
+    :param body: the body sent (empty unless POST, PUT or PATCH).
+    :param default_content_type: add ``Content-Type: application/octet-stream`` (a body and no
+        user Content-Type).
+    :param http2: the job's emulator-only ``X-Emulator-Http2``: ``True`` HTTP/2 (h2c),
+        ``False`` HTTP/1.1, whatever the daemon's ``--http2``; ``None``: the daemon's choice.
+    """
+
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes
+    default_content_type: bool
+    http2: bool | None = None
+
+    def build(self, schedule_time: str | None, authorization: str | None) -> DeliveryRequest:
+        """The request of one attempt (see :func:`build_request`); a fresh headers dict."""
+        headers = dict(self.headers)
+        if schedule_time is not None:
+            headers[SCHEDULE_TIME_HEADER] = schedule_time
+        if self.default_content_type:
+            headers["Content-Type"] = DEFAULT_CONTENT_TYPE
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        return DeliveryRequest(self.method, self.url, headers, self.body, self.http2)
+
+
+def request_template(
+    job_id: str,
+    method: HttpMethod | None,
+    url: str,
+    user_headers: Mapping[str, str],
+    body: bytes,
+    *,
+    body_methods: frozenset[HttpMethod] = BODY_METHODS,
+    token: bool = False,
+    user_agent_suffix: str | None = None,
+    http2: bool | None = None,
+) -> RequestTemplate:
+    """Work out what every attempt of one job configuration sends alike — the one request
+    builder of HTTP and App Engine targets.
+
+    :param job_id: the job's short ID (``X-CloudScheduler-JobName``).
+    :param method: the stored method; ``None`` is POST.
+    :param url: the URL sent, percent-encoded where HTTP needs it.
+    :param user_headers: the job's headers; those the service replaces or reserves are dropped
+        (:func:`kept_header`).
+    :param body: the stored body, sent only for ``body_methods``.
+    :param token: the attempts carry a token (OIDC/OAuth), which replaces any user
+        ``Authorization`` header.
+    :param user_agent_suffix: App Engine targets: the ``User-Agent`` is the user's value
+        followed by this; ``None``: ``Google-Cloud-Scheduler`` whatever the user set.
+    :param http2: see :attr:`RequestTemplate.http2`.
+    """
+    method = method or HttpMethod.POST
+    body = body if method in body_methods else b""
+    headers: dict[str, str] = {}
+    user_agent = ""
+    has_content_type = False
+    for name, value in user_headers.items():
+        lowered = name.lower()
+        if lowered == "user-agent":
+            user_agent = value.strip()
+        if not kept_header(name) or (lowered == "authorization" and token):
+            continue
+        has_content_type = has_content_type or lowered == "content-type"
+        headers[name] = value
+    headers.update(scheduler_headers(job_id, None))
+    if user_agent_suffix is not None:
+        headers["User-Agent"] = " ".join(filter(None, [user_agent, user_agent_suffix]))
+    return RequestTemplate(
+        method.name, url, headers, body, bool(body) and not has_content_type, http2
+    )
+
+
+def http_template(job: Job, token: bool = False) -> RequestTemplate:
+    """The :class:`RequestTemplate` of an HTTP-target job (see :func:`request_template`).
+
+    :raises ValueError: if the job has no HTTP target.
+    """
+    target = job.http_target
+    if target is None:
+        raise ValueError(f"job {job.name} has no httpTarget; only HTTP targets are dispatched.")
+    return request_template(
+        job.job_id,
+        target.http_method,
+        sendable_uri(target.uri),
+        target.headers,
+        target.body,
+        token=token,
+        http2=_http2(target),
+    )
+
+
+def build_request(
+    job: Job, schedule_time: str | None, authorization: str | None = None
+) -> DeliveryRequest:
+    """Return the request of one attempt of an HTTP-target ``job``.
+
+    :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value, or ``None`` to omit
+        the header (English-like schedules; forced runs under ``force_run_schedule_time="omit"``).
+    :param authorization: a ``Bearer …`` value that overrides any user ``Authorization`` header
+        (OIDC/OAuth tokens); ``None`` passes the user's header through.
+    :raises ValueError: if the job has no HTTP target.
+    :return: the request: method, URI as stored but percent-encoded where HTTP needs it
+        (:func:`~scheduler_emulator.domain.validation.sendable_uri`), headers in sending order,
+        body.
+    """
+    return http_template(job, authorization is not None).build(schedule_time, authorization)
+
+
+def _prepared(
+    request: DeliveryRequest,
+    header_case: str,
+    transport: Transport,
+    deadline_seconds: float,
+    retry_always: frozenset[int] = frozenset(),
+    **record: Any,
+) -> Prepared:
+    """The :class:`Prepared` of one HTTP request, its header names spelled in ``header_case``;
+    its record is the method, URL and headers, then ``record``."""
+    if header_case != "google":
+        request = replace(request, headers=spell_headers(dict(request.headers), header_case))
+    shown = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
+    return Prepared(
+        shown | record,
+        deadline_seconds,
+        transport,
+        request,
+        retry_always,
+        startable(transport, request),
+    )
+
+
+def _route(url: str, transport: Transport, google_apis: Transport | None) -> Transport:
+    """The transport of a request to ``url``: ``google_apis`` for a ``*.googleapis.com`` URL
+    (the Cloud Run Admin API in-process; any other Google API refused), else ``transport``."""
+    return google_apis if google_apis is not None and ".googleapis.com" in url else transport
+
+
+# ---------------------------------------------------------------------------- HTTP targets
+
+
 class HttpDispatcher:
-    """HTTP targets: the request of :func:`~scheduler_emulator.runtime._dispatch.
-    http_template` (kept per job configuration), with an OIDC/OAuth token when the job asks
-    for one, sent by ``transport``.
+    """HTTP targets: the request of :func:`http_template` (kept per job configuration), with an
+    OIDC/OAuth token when the job asks for one, sent by ``transport``.
 
     :param transport: how requests reach targets.
     :param tokens: mints ``Authorization`` tokens; ``None`` sends none.
     :param header_case: how header names are spelled (:data:`~scheduler_emulator.wire.
         HEADER_CASES`): the scheduler's and the job's own alike.
+    :param google_apis: the transport of ``*.googleapis.com`` URLs (the
+        :class:`~scheduler_emulator.Emulator` gives one that answers the Cloud Run Admin API
+        in-process and refuses every other Google API); ``None``: ``transport`` sends them.
     """
 
     def __init__(
@@ -108,46 +327,167 @@ class HttpDispatcher:
         tokens: TokenAuthority | None = None,
         *,
         header_case: str = DEFAULT_HEADER_CASE,
+        google_apis: Transport | None = None,
     ) -> None:
         self.transport = transport
         self.tokens = tokens
         self.header_case = header_case
-        # Job name -> (the job configuration, with a token?, its template, deadline seconds):
+        self.google_apis = google_apis
+        # Job name -> (the job configuration, with a token?, its template, its transport):
         # what its attempts share, worked out again only when the job is replaced.
-        self._templates: dict[str, tuple[Job, bool, RequestTemplate, float]] = {}
+        self._templates: dict[str, tuple[Job, bool, RequestTemplate, Transport]] = {}
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
         """Build the attempt's request (see :class:`Dispatcher`)."""
-        authorization = None if self.tokens is None else self.tokens.authorization(job, now)
-        token = authorization is not None
         known = self._templates.get(job.name)
-        if known is None or known[0] is not job or known[1] != token:
-            deadline = (job.attempt_deadline or DEFAULT_ATTEMPT_DEADLINE).total_seconds()
-            if len(self._templates) >= _TEMPLATES:  # jobs deleted or renamed: start afresh
-                self._templates.clear()
-            known = self._templates[job.name] = (job, token, http_template(job, token), deadline)
+        if known is not None and known[0] is job and not known[1]:
+            authorization = None  # this job configuration asks for no token
+        else:
+            authorization = None if self.tokens is None else self.tokens.authorization(job, now)
+            token = authorization is not None
+            if known is None or known[0] is not job or known[1] != token:
+                if len(self._templates) >= _TEMPLATES:  # jobs deleted or renamed: start afresh
+                    self._templates.clear()
+                template = http_template(job, token)
+                transport = _route(template.url, self.transport, self.google_apis)
+                known = self._templates[job.name] = (job, token, template, transport)
         request = known[2].build(schedule_time, authorization)
-        deadline = known[3]
-        if self.header_case != "google":
-            headers = spell_headers(dict(request.headers), self.header_case)
-            request = replace(request, headers=headers)
-        record = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
-        return prepared_request(record, deadline, self.transport, request)
+        return _prepared(request, self.header_case, known[3], _deadline_seconds(job))
 
 
 #: Request templates kept at most (one per job; past that they are made afresh).
 _TEMPLATES = 1024
 
 
-def dispatcher_for(dispatchers: Mapping[str, Dispatcher], job: Job) -> Dispatcher:
-    """Return the dispatcher of the job's target kind.
+# ---------------------------------------------------------------------------- App Engine targets
 
-    :raises NotDispatched: when there is none, naming the kind.
+#: The key of the mapping that serves every service without a mapping of its own.
+EVERY_SERVICE = "*"
+#: The service a job with no ``appEngineRouting.service`` goes to (App Engine's default).
+DEFAULT_SERVICE = "default"
+#: Statuses retried whatever the retry config and not counted (AppEngineHttpTarget reference).
+APP_ENGINE_RETRY_ALWAYS = frozenset({503})
+#: Methods whose body is sent (AppEngineHttpTarget: "A request body is allowed only if the
+#: HTTP method is POST or PUT").
+_APP_ENGINE_BODY_METHODS = frozenset({HttpMethod.POST, HttpMethod.PUT})
+_SERVICE = re.compile(r"[a-z\d][a-z\d-]{0,62}")
+
+
+def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> dict[str, str]:
+    """Turn ``--app-engine-url`` values (or the Python API's argument) into service → base URL.
+
+    :param values: a base URL for every service; ``SERVICE=URL`` entries; or a mapping
+        (``{"worker": "http://…", "*": "http://…"}``; ``"*"`` serves unmapped services).
+    :raises ValueError: for a URL that is not ``http(s)://`` or a service mapped twice.
+    :return: service name (or ``"*"``) → base URL without a trailing ``/``.
     """
-    dispatcher = dispatchers.get(job.target_type)
-    if dispatcher is None:
-        raise NotDispatched(
-            f"EMULATOR_NOT_DISPATCHED. This emulator does not deliver {job.target_type} "
-            "targets yet; the job is stored and its runs are recorded, but nothing is sent."
+    if isinstance(values, str):
+        values = [values]
+    pairs: list[tuple[str, str]]
+    if isinstance(values, Mapping):
+        pairs = list(values.items())
+    else:
+        pairs = []
+        for value in values:
+            service, sep, url = value.partition("=")
+            if sep and _SERVICE.fullmatch(service):
+                pairs.append((service, url))
+            else:
+                pairs.append((EVERY_SERVICE, value))
+    urls: dict[str, str] = {}
+    for service, url in pairs:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"--app-engine-url needs an http(s) base URL, as URL or SERVICE=URL; got {url!r}."
+            )
+        if service in urls:
+            which = "every service" if service == EVERY_SERVICE else f"service {service!r}"
+            raise ValueError(f"--app-engine-url maps {which} twice ({urls[service]} and {url}).")
+        urls[service] = url.rstrip("/")
+    return urls
+
+
+def app_engine_host(job: Job) -> str:
+    """The host production routes the job's requests to (``AppEngineRouting.host``).
+
+    Per the AppEngineRouting reference: ``[instance.][version.][service.]`` followed by the
+    application domain name, here ``<project>.appspot.com``.
+    """
+    target = job.app_engine_http_target
+    routing = target.app_engine_routing if target is not None else None
+    parts = [routing.instance, routing.version, routing.service] if routing else []
+    return ".".join([p for p in parts if p] + [f"{job.project}.appspot.com"])
+
+
+class AppEngineDispatcher:
+    """Dispatcher of App Engine HTTP targets (``job.target_type == "APP_ENGINE_HTTP"``).
+
+    :param transport: how requests reach the mapped URLs.
+    :param urls: service → base URL, ``"*"`` for every other service (see
+        :func:`parse_app_engine_urls`).
+    :param header_case: as :class:`HttpDispatcher`'s.
+    :param google_apis: as :class:`HttpDispatcher`'s.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        urls: Mapping[str, str],
+        *,
+        header_case: str = DEFAULT_HEADER_CASE,
+        google_apis: Transport | None = None,
+    ) -> None:
+        self.transport = transport
+        self.urls = dict(urls)
+        self.header_case = header_case
+        self.google_apis = google_apis
+
+    def base_url(self, service: str) -> str:
+        """The base URL of ``service`` (``""`` means ``default``).
+
+        :raises NotDispatched: when neither the service nor every service is mapped, naming
+            the ``--app-engine-url`` to add.
+        """
+        service = service or DEFAULT_SERVICE
+        url = self.urls.get(service) or self.urls.get(EVERY_SERVICE)
+        if url is None:
+            mapped = ", ".join(sorted(self.urls)) or "none"
+            raise NotDispatched(
+                f"EMULATOR_APP_ENGINE_NOT_MAPPED. No local URL for App Engine service "
+                f"{service!r}: start with --app-engine-url {service}=http://HOST:PORT (or "
+                f"--app-engine-url http://HOST:PORT for every service; app_engine_urls= in "
+                f"Python). Mapped services: {mapped}."
+            )
+        return url
+
+    def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
+        """Build the attempt's request (see :class:`Dispatcher`); the record adds
+        ``appEngineHost``.
+
+        :raises NotDispatched: when the job's service has no mapped URL.
+        :raises ValueError: if the job has no App Engine target.
+        """
+        target = job.app_engine_http_target
+        if target is None:
+            raise ValueError(f"job {job.name} has no appEngineHttpTarget.")
+        routing = target.app_engine_routing
+        url = self.base_url(routing.service if routing else "") + sendable_uri(
+            target.relative_uri or "/"
         )
-    return dispatcher
+        request = request_template(
+            job.job_id,
+            target.http_method,
+            url,
+            target.headers,
+            target.body,
+            body_methods=_APP_ENGINE_BODY_METHODS,
+            user_agent_suffix=APP_ENGINE_USER_AGENT_SUFFIX,
+        ).build(schedule_time, None)
+        return _prepared(
+            request,
+            self.header_case,
+            _route(url, self.transport, self.google_apis),
+            _deadline_seconds(job),
+            APP_ENGINE_RETRY_ALWAYS,
+            appEngineHost=app_engine_host(job),
+        )

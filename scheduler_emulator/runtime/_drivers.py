@@ -9,15 +9,16 @@ The :class:`~scheduler_emulator.Emulator` picks one driver at set-up with
   (:meth:`ManualDriver.send_soon`) is sent by one thread that settles the clock, or by the
   next clock move if that starts first. An attempt's ``start_time`` is the
   virtual instant at which it fell due; requests that ``deadline`` faults leave running are
-  kept by :class:`~scheduler_emulator.runtime._injection.LateAnswers`.
+  kept by :class:`~scheduler_emulator.runtime._recorder.LateAnswers`.
 - :class:`ThreadedDriver` (a system clock): one engine thread waits for the next due instant
   and hands attempts to the delivery pool (:mod:`~scheduler_emulator.runtime._delivery_pool`),
   which has at most ``max_per_job`` attempts of one job in progress at once, so a slow target
   delays only its own job; an ``http://`` attempt (with ``pycurl``) waits on its target in
   libcurl's event loop (:mod:`~scheduler_emulator.runtime._curl_loop`), holding no thread, so
-  no number of slow targets starves the others; one ends thread records their ends, a batch
-  per hold of the engine lock, their store updates committed by the store's writer thread soon
-  after (many per transaction). An attempt's ``start_time`` is the instant it is sent.
+  no number of slow targets starves the others. The engine thread also records their ends, a
+  batch per hold of the engine lock, their store updates committed by the store's writer
+  thread soon after (many per transaction). An attempt's ``start_time`` is the instant it is
+  recorded, just before it is sent; one that waited in the pool's queue starts when it leaves.
 
 Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime._recorder`) the same way;
 the engine contract tests run every scenario on both.
@@ -28,6 +29,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Protocol
 
 from ..domain.errors import ClockError
@@ -35,8 +37,7 @@ from ..domain.outcomes import Outcome
 from ..realtime import real_monotonic
 from ._clock import Clock, ManualClock
 from ._delivery_pool import DeliveryPool
-from ._injection import Injected, LateAnswers
-from ._recorder import INTERRUPTED, STOPPED, Delivery, Recorder
+from ._recorder import INTERRUPTED, STOPPED, Delivery, Injected, LateAnswers, Recorder
 from ._transports import TransportResult
 
 
@@ -172,7 +173,7 @@ class ManualDriver:
             if delivery.ended:  # recorded as interrupted by a stop meanwhile
                 return []
             delivery.ended = True
-            follow_ups = recorder.carry_out(recorder.ended(delivery, injected))
+            follow_ups = recorder.finish(delivery, injected)
             if injected.late is not None:  # noted when the clock idles
                 self.late.add(delivery.attempt, injected.late, delivery.prepared.timeout_seconds)
             return follow_ups
@@ -182,9 +183,7 @@ class ManualDriver:
 
     def forced(self) -> None:
         """Deliver what is due now (the forced attempt, and anything then due)."""
-        settle = getattr(self.clock, "settle", None)
-        if settle is not None:
-            settle()
+        self.clock.settle()
 
     def send_soon(self, deliveries: Iterable[Delivery]) -> None:
         """Queue ``deliveries`` and return: one thread settles the clock for them (sending
@@ -215,7 +214,7 @@ class ManualDriver:
 
     def run_due(self) -> None:
         """Run everything due now, sending in this thread, until nothing more is due (forced
-        runs accepted by :meth:`send_soon` first)."""
+        runs accepted by :meth:`send_soon` first); the clock calls it at each due instant."""
         recorder = self.recorder
         self.send_all(self._take_soon())
         while not self._stopping:
@@ -226,7 +225,8 @@ class ManualDriver:
             self.send_all(deliveries)
 
     def idle(self) -> None:
-        """Wait for the requests ``deadline`` faults left running and note their answers."""
+        """The clock is done moving: wait for the requests ``deadline`` faults left running and
+        note their answers."""
         if not self._stopping:
             self.late.settle()
 
@@ -242,8 +242,7 @@ class ManualDriver:
         """
         self._stopping = True
         started = real_monotonic()
-        interrupt = getattr(self.clock, "interrupt", None)
-        settled = interrupt(timeout) if interrupt is not None else True
+        settled = self.clock.interrupt(timeout)
         self.send_all(self._take_soon())  # recorded as not sent
         sender = self._soon_sender
         if sender is not None:
@@ -298,12 +297,10 @@ class ThreadedDriver:
         self._pool: DeliveryPool | None = None
         self._outstanding: set[Delivery] = set()  # submitted to the pool, end not recorded
         self._idle = threading.Condition(recorder.lock)
-        # Ends of attempts sent on the pool, recorded by one thread a batch at a time (one
-        # engine-lock hold per batch instead of 32 threads contending for it per attempt).
-        self._ends: deque[tuple[Delivery, Injected]] = deque()
-        self._ends_ready = threading.Condition(threading.Lock())
-        self._ender: threading.Thread | None = None
-        self._ender_stopping = False
+        # Ends of attempts sent on the pool, recorded by the engine thread a batch at a time
+        # (one engine-lock hold per batch instead of 32 threads contending for it per attempt).
+        self._ends: deque[tuple[Delivery, Injected | TransportResult]] = deque()
+        self._submitting = threading.local()  # .delivery: the one this thread submits now
 
     # ---------------------------------------------------------------- engine interface
 
@@ -340,14 +337,11 @@ class ThreadedDriver:
         """Only a manual clock idles."""
 
     def start(self) -> None:
-        """Start the engine thread, the ends thread and the delivery pool (idempotent)."""
+        """Start the engine thread and the delivery pool (idempotent)."""
         if self._thread is not None:
             return
         self._stopping.clear()
         self._pool = DeliveryPool(self._max_workers, self._max_per_job)
-        self._ender_stopping = False
-        self._ender = threading.Thread(target=self._end_loop, name="attempt-ends", daemon=True)
-        self._ender.start()
         self._thread = threading.Thread(target=self._loop, name="scheduler-engine", daemon=True)
         self._thread.start()
 
@@ -380,13 +374,18 @@ class ThreadedDriver:
             return 0
         pool, self._pool = self._pool, None
         pool.shutdown()  # queued attempts are not sent
+        while True:  # the engine thread is gone: record the ends here as they come
+            self._wakeup.clear()
+            self._record_ends()
+            with self._idle:
+                if self._running_count() == 0 or left() <= 0:
+                    break
+            self._wakeup.wait(left())
         with self._idle:
-            self._idle.wait_for(lambda: self._running_count() == 0, left())
             unfinished = sorted(self._outstanding, key=lambda d: d.attempt.id)
             for delivery in unfinished:
                 for follow_up in self._finish(delivery, Injected(TransportResult(), INTERRUPTED)):
                     self._submit(follow_up)  # recorded as not sent: the engine stopped
-        self._stop_ender(max(left(), _ENDER_GRACE_SECONDS))
         self._close()
         return len(unfinished)
 
@@ -411,7 +410,8 @@ class ThreadedDriver:
     def _loop(self) -> None:
         recorder = self.recorder
         while not self._stopping.is_set():
-            self._wakeup.clear()
+            self._wakeup.clear()  # an end or a change after this wakes the wait below
+            self._record_ends()
             with recorder.lock:
                 now = self.clock.now()
                 decisions = recorder.core.due(now)
@@ -423,6 +423,7 @@ class ThreadedDriver:
                 with recorder.lock, recorder.store.batch():
                     deliveries = recorder.carry_out(decisions[first : first + _SLICE])
                 self.send_all(deliveries)
+                self._record_ends()
             with recorder.lock:
                 due = recorder.core.next_due()
             self.clock.wait(due, self._wakeup)
@@ -435,57 +436,57 @@ class ThreadedDriver:
         if pool is None:  # stopped, or never started: record it as interrupted by the stop
             self._finish(delivery, Injected(TransportResult(), STOPPED))
             return
+        # Without fault rules an attempt that can start (http:// with pycurl) only begins
+        # here: whichever thread finds it a place begins it (quick), no pool thread.
+        quick = not self.recorder.faults.rules and delivery.prepared.startable
+        self._submitting.delivery = delivery
         try:
-            # Without fault rules an attempt that can start (http:// with pycurl) only begins
-            # here: whichever thread finds it a place begins it (quick), no pool thread.
-            quick = delivery.prepared.start is not None and not self.recorder.faults.rules
-            pool.submit(
-                delivery.attempt.job, lambda done: self._deliver(delivery, done), quick=quick
-            )
+            pool.submit(delivery.attempt.job, partial(self._deliver, delivery), quick=quick)
         except RuntimeError:  # shut down meanwhile: stop() records it
             return
+        finally:
+            self._submitting.delivery = None
         self._wakeup.set()
 
     def _deliver(self, delivery: Delivery, release: Callable[[], None]) -> None:
-        """Begin sending on a pool thread (:meth:`Recorder.start`: an ``http://`` attempt then
-        waits on its target without a thread); its end is recorded by the ends thread
-        (:meth:`_end_loop`), and ``release`` frees its place in the pool."""
+        """Send ``delivery`` (:meth:`Recorder.begin`: an ``http://`` attempt then waits on its
+        target without a thread); :meth:`_ended` queues its end for the engine thread, and
+        ``release`` frees its place in the pool. Begun elsewhere than in :meth:`_submit` (a
+        pool thread, or after waiting for a place), it starts now."""
         if self._stopping.is_set():
             release()
             return  # taken from the queue as the engine stopped: stop() records it
-
-        def ended(injected: Injected) -> None:
-            with self._ends_ready:
-                self._ends.append((delivery, injected))
-                if len(self._ends) == 1:
-                    self._ends_ready.notify()
-            release()
-
+        ended = partial(self._ended, delivery, release)
+        queued = getattr(self._submitting, "delivery", None) is not delivery
         try:
-            self.recorder.sent_now(delivery)
-            self.recorder.start(delivery, ended)
+            self.recorder.begin(delivery, ended, queued=queued)
         except Exception as exc:  # e.g. the log's file is gone: log, count, record it still
             self.recorder.note_error(exc, f"job {delivery.attempt.job_id}: attempt not sent")
             detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
             ended(Injected(TransportResult(), Outcome("UNKNOWN", detail, None)))
 
-    def _end_loop(self) -> None:
-        """The ends thread: record the ends of attempts sent on the pool, a batch per hold of
-        the engine lock (the store's writer commits many in one transaction), then submit
-        their follow-ups (a delayed run)."""
+    def _ended(
+        self, delivery: Delivery, release: Callable[[], None], sent: Injected | TransportResult
+    ) -> None:
+        """What the send of ``delivery`` gave (on any thread): queue it for the engine thread."""
+        self._ends.append((delivery, sent))
+        self._wakeup.set()
+        release()
+
+    def _record_ends(self) -> None:
+        """Record the queued ends, a batch per hold of the engine lock (the store's writer
+        commits many in one transaction), then submit their follow-ups (a delayed run)."""
         recorder = self.recorder
-        while True:
-            with self._ends_ready:
-                while not self._ends and not self._ender_stopping:
-                    self._ends_ready.wait()
-                if not self._ends:
-                    return
-                batch = [self._ends.popleft() for _ in range(min(len(self._ends), _ENDS))]
+        while self._ends:
             follow_ups: list[Delivery] = []
             with recorder.lock:
-                for delivery, injected in batch:
+                for _ in range(_ENDS):
                     try:
-                        follow_ups.extend(self._finish(delivery, injected))
+                        delivery, sent = self._ends.popleft()
+                    except IndexError:  # all taken (by a stop racing an engine thread)
+                        break
+                    try:
+                        follow_ups.extend(self._finish(delivery, sent))
                     except Exception as exc:  # recording failed (e.g. the store is closed)
                         job = delivery.attempt.job_id
                         recorder.note_error(exc, f"job {job}: attempt not recorded")
@@ -494,9 +495,8 @@ class ThreadedDriver:
                             self._idle.notify_all()
             for follow_up in follow_ups:
                 self._submit(follow_up)
-            self._wakeup.set()
 
-    def _finish(self, delivery: Delivery, injected: Injected) -> list[Delivery]:
+    def _finish(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Delivery]:
         """Record the end of ``delivery`` once (a second call, after :meth:`stop` recorded it
         as interrupted, does nothing); return the follow-up deliveries."""
         recorder = self.recorder
@@ -505,24 +505,13 @@ class ThreadedDriver:
                 return []
             delivery.ended = True
             # The store's writer thread commits the end soon after, with others.
-            follow_ups = recorder.carry_out(recorder.ended(delivery, injected))
+            follow_ups = recorder.finish(delivery, sent)
             if delivery in self._outstanding:
                 if self._pool is not None:
                     self._outstanding.update(follow_ups)
                 self._outstanding.discard(delivery)
                 self._idle.notify_all()
             return follow_ups
-
-    def _stop_ender(self, timeout: float) -> None:
-        """Let the ends thread record the ends queued so far, then stop it."""
-        ender, self._ender = self._ender, None
-        if ender is None:
-            return
-        with self._ends_ready:
-            self._ender_stopping = True
-            self._ends_ready.notify()
-        if ender is not threading.current_thread():
-            ender.join(timeout)
 
     def _running_count(self) -> int:
         return sum(1 for d in self._outstanding if d.sent)
@@ -532,6 +521,3 @@ class ThreadedDriver:
 _SLICE = 200
 #: Ends of attempts recorded per hold of the engine lock.
 _ENDS = 256
-#: Seconds :meth:`ThreadedDriver.stop` gives the ends thread to record the ends queued when
-#: the stop's own time is up (they are a few ms of work).
-_ENDER_GRACE_SECONDS = 0.5

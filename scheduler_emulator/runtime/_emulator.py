@@ -36,13 +36,12 @@ from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.paging import next_page_token, page_position
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
-from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2
-from ._app_engine import AppEngineDispatcher, parse_app_engine_urls
+from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2, to_instant
 from ._attempt_log import AttemptLog
-from ._clock import Clock, SystemClock, require_aware
+from ._clock import Clock, SystemClock
 from ._cloud_run import CloudRun, ExecutionStore
 from ._cloud_run_api import CloudRunAdminApi, GoogleApisTransport
-from ._dispatchers import Dispatcher, HttpDispatcher
+from ._dispatchers import AppEngineDispatcher, Dispatcher, HttpDispatcher, parse_app_engine_urls
 from ._drivers import Driver, driver_for
 from ._http_client import HttpClient, http2_problem
 from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, EmulatorOptions
@@ -130,16 +129,21 @@ class Emulator(AttemptAssertions):
         #: The transport attempts go through: the one given, or the default (what
         #: ``/_emulator/config`` reports); attempts to ``*.googleapis.com`` never reach it.
         self.transport = transport
-        transport = GoogleApisTransport(
+        google_apis = GoogleApisTransport(
             CloudRunAdminApi(self.cloud_run, self.tokens, options.location, require_token=True),
             transport,
         )
         #: The dispatcher of each target kind; :meth:`set_dispatcher` replaces one.
         self.dispatchers: dict[str, Dispatcher] = {
-            "HTTP": HttpDispatcher(transport, self.tokens, header_case=options.header_case),
+            "HTTP": HttpDispatcher(
+                transport, self.tokens, header_case=options.header_case, google_apis=google_apis
+            ),
             "PUBSUB": PubsubDispatcher(self.publisher),
             "APP_ENGINE_HTTP": AppEngineDispatcher(
-                transport, self.app_engine_urls, header_case=options.header_case
+                transport,
+                self.app_engine_urls,
+                header_case=options.header_case,
+                google_apis=google_apis,
             ),
         }
         self.attempt_log = attempt_log
@@ -538,10 +542,8 @@ class Emulator(AttemptAssertions):
         where = AttemptFilter(
             job=None if job is None else self.job_name(job),
             run_id=run_id,
-            start_after=None if start_after is None else require_aware(start_after, "start_after"),
-            start_before=None
-            if start_before is None
-            else require_aware(start_before, "start_before"),
+            start_after=None if start_after is None else to_instant(start_after, "start_after"),
+            start_before=None if start_before is None else to_instant(start_before, "start_before"),
         )
         attempts, last = self.store.attempts_page(where, after_id=after, page_size=page_size)
         now = self.clock.now()

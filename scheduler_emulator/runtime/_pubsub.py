@@ -320,7 +320,8 @@ class PubsubDispatcher:
 
     Each attempt publishes ``pubsubTarget.data`` with ``pubsubTarget.attributes`` to
     ``pubsubTarget.topicName`` through ``publisher``. The attempt record is
-    ``{"targetType": "PUB_SUB", "pubsubTopic", "data" (base64), "attributes"}``.
+    ``{"targetType": "PUB_SUB", "pubsubTopic", "data" (base64), "attributes"}``; the
+    dispatcher itself sends the prepared message (:meth:`send`).
 
     :param publisher: where messages go.
     """
@@ -347,16 +348,20 @@ class PubsubDispatcher:
             "data": base64.b64encode(target.data).decode("ascii"),
             "attributes": dict(target.attributes),
         }
-        publisher, topic = self.publisher, target.topic_name
-        data, attributes = target.data, dict(target.attributes)
+        message = (target.topic_name, target.data, dict(target.attributes))
+        return Prepared(record, PUBLISH_TIMEOUT_SECONDS, self, message)
 
-        def send(timeout: float) -> TransportResult:
-            try:
-                message_id = publisher.publish(topic, data, attributes, timeout)
-            except PublishError as exc:
-                return TransportResult(
-                    detail=exc.message, outcome=publish_outcome(None, topic, exc)
-                )
-            return TransportResult(outcome=publish_outcome(message_id, topic, None))
+    def send(
+        self, request: tuple[str, bytes, dict[str, str]], timeout_seconds: float
+    ) -> TransportResult:
+        """Publish one prepared message ``(topic, data, attributes)``; the result carries the
+        attempt's outcome (:func:`publish_outcome`).
 
-        return Prepared(record, PUBLISH_TIMEOUT_SECONDS, send)
+        :param timeout_seconds: how long the publish may take.
+        """
+        topic, data, attributes = request
+        try:
+            message_id = self.publisher.publish(topic, data, attributes, timeout_seconds)
+        except PublishError as exc:
+            return TransportResult(detail=exc.message, outcome=publish_outcome(None, topic, exc))
+        return TransportResult(outcome=publish_outcome(message_id, topic, None))

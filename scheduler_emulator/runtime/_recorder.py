@@ -1,19 +1,28 @@
-"""The recorder: carries out the scheduler core's decisions and records every attempt.
+"""The attempt pipeline: carries out the scheduler core's decisions and records every attempt.
 
-It owns the engine lock, the store and the execution log. It never sends on its own and never
-asks which clock runs: a driver (:mod:`~scheduler_emulator.runtime._drivers`) decides when and
-in which thread each :class:`Delivery` is sent, then hands its end back to :meth:`Recorder.ended`.
-One attempt passes through it twice:
+It owns the engine lock, the store and the execution log. It never decides when or in which
+thread an attempt is sent and never asks which clock runs: a driver
+(:mod:`~scheduler_emulator.runtime._drivers`) does, calling the steps below in order. One
+attempt, top-down:
 
-1. :meth:`Recorder.carry_out` (lock held) persists the core's decisions; for a
-   :class:`~scheduler_emulator.core.scheduler.StartAttempt` it persists the run, asks the
-   dispatcher of the job's target kind to prepare the attempt (looked up once; a failure to
-   prepare is recorded on the attempt), and records the attempt as started — before anything
-   is sent, so a crash loses nothing. It returns the deliveries to send.
-2. :meth:`Recorder.send` (no lock) sends one delivery through the fault plan (the threaded
-   driver uses :meth:`Recorder.start`, which holds no thread while the target answers);
-   :meth:`Recorder.ended` (lock held) records its end, logs it, and returns the core's next
-   decisions (a retry, the run's end, a delayed run) for the driver to carry out.
+1. **due → prepare → record the start**: :meth:`Recorder.carry_out` (lock held) persists the
+   core's decisions; for a :class:`~scheduler_emulator.core.scheduler.StartAttempt` it persists
+   the run, asks the dispatcher of the job's target kind to prepare the attempt (a failure to
+   prepare is recorded on the attempt) and inserts the attempt as started — committed before
+   anything is sent, so a crash loses nothing. It returns the deliveries to send.
+2. **send**: :meth:`Recorder.send` (no lock; a manual clock's driver) sends one delivery in this
+   thread and returns what happened; :meth:`Recorder.begin` (the threaded driver) begins it
+   without holding a thread when no fault rule applies and the transport can start it, and
+   hands the result to ``done``. Fault rules wrap the send of every target kind alike
+   (:func:`send_with_faults`).
+3. **classify → record the end → the core's next decisions**: :meth:`Recorder.ended` (lock
+   held) classifies the result (:func:`outcome_of`), completes the attempt's row, logs it, and
+   returns the core's decisions (the job's state, a retry, the run's end, a delayed run);
+   :meth:`Recorder.finish` carries them out with step 1.
+
+An attempt's row is written twice: inserted when it is recorded as started and completed when
+it ends. An attempt the threaded driver had to queue (behind its own job, or the delivery
+pool's limit) starts when it leaves the queue; that start is written then (``queued``).
 """
 
 from __future__ import annotations
@@ -22,31 +31,35 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from ..core.faults import AttemptContext, FaultPlan, FaultRule
 from ..core.scheduler import (
     AttemptEnd,
     Decision,
     RecordSkipped,
+    SaveJobState,
     SaveNextFire,
     SaveRun,
     Scheduler,
     StartAttempt,
 )
 from ..domain.attempts import Attempt
-from ..domain.outcomes import Failure, Outcome, classify_failure
+from ..domain.outcomes import Failure, Outcome, classify_failure, classify_status
 from ..domain.resources import Job, Status
 from ._attempt_log import AttemptLog, log_target_type
 from ._clock import Clock
-from ._dispatchers import Dispatcher, NotDispatched, Prepared, dispatcher_for
-from ._injection import Injected, outcome_of, send_with_faults
+from ._dispatchers import Dispatcher, NotDispatched, Prepared
 from ._store import Store
-from ._transports import TransportResult
+from ._transports import StartingTransport, TransportResult
 
 logger = logging.getLogger("scheduler_emulator")
+
+#: Sends one attempt given its deadline in seconds (what :func:`send_with_faults` calls).
+Send = Callable[[float], TransportResult]
 
 
 @dataclass(eq=False)
@@ -54,10 +67,10 @@ class Delivery:
     """An attempt that has been recorded as started and must now be sent.
 
     :param attempt: the attempt as recorded.
-    :param prepared: its request, deadline and sender.
+    :param prepared: its request, deadline and transport.
     :param run_number: the run's number (fault rules match on it).
     :param target_type: the job's target kind (``"HTTP"``, ``"PUBSUB"``…), looked up once.
-    :ivar sent: it has left (threaded driver: its ``start_time`` is then).
+    :ivar sent: it has left (the threaded driver's attempts in flight).
     :ivar ended: its end is recorded (by the sender, or by a stop for an attempt still in
         flight), so that it is recorded once.
     """
@@ -123,6 +136,10 @@ class Recorder:
                 pending.extend(follow_ups)
             elif type(decision) is SaveRun:
                 self.store.save_run(decision.run)
+            elif type(decision) is SaveJobState:
+                self.store.save_job_state(
+                    decision.job, decision.state, decision.status, decision.last_attempt_time
+                )
             elif type(decision) is SaveNextFire:
                 self.store.save_next_fire(decision.job, decision.next_fire)
             elif type(decision) is RecordSkipped:
@@ -140,7 +157,13 @@ class Recorder:
             self.store.save_run(run)
         failure: Outcome | None = None
         try:
-            prepared = dispatcher_for(self.dispatchers, job).prepare(job, run.schedule_time, now)
+            dispatcher = self.dispatchers.get(job.target_type)
+            if dispatcher is None:
+                raise NotDispatched(
+                    f"EMULATOR_NOT_DISPATCHED. This emulator does not deliver {job.target_type} "
+                    "targets yet; the job is stored and its runs are recorded, but nothing is sent."
+                )
+            prepared = dispatcher.prepare(job, run.schedule_time, now)
         except NotDispatched as exc:
             prepared, failure = _unsent(job), Outcome("FAILED_PRECONDITION", str(exc), None)
         except Exception as exc:  # a bug of ours or an undeliverable job: record, don't raise
@@ -167,19 +190,8 @@ class Recorder:
 
     # ---------------------------------------------------------------- sending
 
-    def sent_now(self, delivery: Delivery) -> None:
-        """The attempt leaves now (threaded driver): its start is this instant, not the one at
-        which it was queued (stored, so a reader sees the same start in flight and after);
-        log AttemptStarted with it. No lock: a stop reads ``sent`` under it and waits for the
-        attempt's end anyway."""
-        delivery.sent = True
-        delivery.attempt.start_time = self.clock.now()
-        self.store.mark_sent(delivery.attempt)
-        self.log_started(delivery)
-
     def log_started(self, delivery: Delivery) -> None:
-        """Log AttemptStarted for ``delivery``: when it is recorded (a manual clock's attempts
-        leave at that instant) or when it leaves (:meth:`sent_now`), as the driver knows."""
+        """Log AttemptStarted for ``delivery`` (as it leaves)."""
         if self.attempt_log is not None:
             self.attempt_log.started(delivery.attempt, delivery.target_type)
 
@@ -188,24 +200,36 @@ class Recorder:
         injected ``delay`` is virtual: recorded as latency, not waited out."""
         return self._send(delivery, self._rules(delivery), wait_delays=False)
 
-    def start(self, delivery: Delivery, done: Callable[[Injected], None]) -> None:
-        """Send one attempt (no lock held) and call ``done`` once with what happened: without
-        holding this thread when no fault rule applies and the attempt can begin that way
-        (:attr:`~scheduler_emulator.runtime._dispatchers.Prepared.start`: ``done`` is then
-        called on another thread, when the target answers); otherwise as :meth:`send`, in this
-        thread, before returning, an injected ``delay`` waited out in real time."""
+    def begin(
+        self,
+        delivery: Delivery,
+        done: Callable[[Injected | TransportResult], None],
+        *,
+        queued: bool,
+    ) -> None:
+        """Send one attempt (no lock held), logging it as started, and call ``done`` once with
+        what happened: when no fault rule applies and the transport can start it
+        (:attr:`Prepared.startable`), without holding this thread (``done`` is then called on
+        another thread, when the target answers, with the transport's result); otherwise as
+        :meth:`send`, in this thread, an injected ``delay`` waited out in real time.
+
+        :param queued: it waited in a queue since it was recorded: it starts now, and that
+            start is written at once, so a reader sees the same start in flight and after.
+        """
+        attempt, prepared = delivery.attempt, delivery.prepared
+        if queued:
+            attempt.start_time = self.clock.now()
+            self.store.mark_sent(attempt)
+        delivery.sent = True
+        self.log_started(delivery)
         rules = self._rules(delivery)
-        start = delivery.prepared.start
-        if not rules and start is not None:
+        if not rules and prepared.startable:
+            starter = cast(StartingTransport, prepared.transport)
             try:
-                if start(
-                    delivery.prepared.timeout_seconds,
-                    lambda result: done(Injected(result, outcome_of(result))),
-                ):
-                    return
+                starter.start(prepared.request, prepared.timeout_seconds, done)
             except Exception as exc:  # a bug of ours: record the attempt rather than lose it
                 done(self._failed(delivery, exc))
-                return
+            return
         done(self._send(delivery, rules, wait_delays=True))
 
     def _rules(self, delivery: Delivery) -> list[FaultRule]:
@@ -213,21 +237,18 @@ class Recorder:
         return self.faults.decide(_context(delivery)) if self.faults.rules else []
 
     def _send(self, delivery: Delivery, rules: list[FaultRule], *, wait_delays: bool) -> Injected:
-        attempt = delivery.attempt
+        attempt, prepared = delivery.attempt, delivery.prepared
         try:
-            timeout = delivery.prepared.timeout_seconds
+            timeout = prepared.timeout_seconds
             if rules:
+                send = partial(prepared.transport.send, prepared.request)
                 injected = send_with_faults(
-                    delivery.prepared.send,
-                    self.clock,
-                    timeout,
-                    rules,
-                    wait_delays=wait_delays,
+                    send, self.clock, timeout, rules, wait_delays=wait_delays
                 )
                 # A duplicate rule adds copies (marked injected) to a delivery it leaves as is.
                 attempt.injected = any(rule.action != "duplicate" for rule in rules)
             else:
-                result = delivery.prepared.send(timeout)
+                result = prepared.transport.send(prepared.request, timeout)
                 injected = Injected(result, outcome_of(result))
         except Exception as exc:  # a bug of ours: record the attempt rather than lose it
             injected = self._failed(delivery, exc)
@@ -242,8 +263,18 @@ class Recorder:
 
     # ---------------------------------------------------------------- ends
 
-    def ended(self, delivery: Delivery, injected: Injected) -> list[Decision]:
-        """Record the end of an attempt (lock held); return the core's decisions."""
+    def finish(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Delivery]:
+        """Record the end of ``delivery`` (lock held, see :meth:`ended`) and carry out the
+        core's decisions; return the deliveries that follow (a delayed run)."""
+        return self.carry_out(self.ended(delivery, sent))
+
+    def ended(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Decision]:
+        """Classify what the send gave, record the end of the attempt (lock held) and return
+        the core's decisions.
+
+        :param sent: what :meth:`send` returned, or the transport's result (:meth:`begin`).
+        """
+        injected = sent if isinstance(sent, Injected) else Injected(sent, outcome_of(sent))
         attempt = delivery.attempt
         kind = delivery.target_type
         self.record_end(attempt, injected.outcome, injected.result, kind, injected)
@@ -257,12 +288,9 @@ class Recorder:
             injected.extra_retry,
             injected.outcome.http_status in delivery.prepared.retry_always,
             attempt.attempt,
-            attempt.start_time if delivery.sent else None,
+            attempt.start_time,
         )
-        decisions = self.core.attempt_ended(attempt.job, attempt.run_id, end, self.clock.now())
-        if self.core.has(attempt.job):
-            self.save_state(attempt.job)
-        return decisions
+        return self.core.attempt_ended(attempt.job, attempt.run_id, end, self.clock.now())
 
     def record_end(
         self,
@@ -390,4 +418,217 @@ def _unsent(job: Job) -> Prepared:
     if job.http_target is not None:
         method = job.http_target.http_method
         record |= {"method": getattr(method, "name", "POST"), "url": job.http_target.uri}
-    return Prepared(record, 0.0, lambda timeout: TransportResult())
+    return Prepared(record, 0.0, _NOTHING_SENT, None)
+
+
+class _NothingSent:
+    """The sender of an attempt that could not be prepared (it is never sent)."""
+
+    def send(self, request: Any, timeout_seconds: float) -> TransportResult:
+        """Send nothing."""
+        return TransportResult()
+
+
+_NOTHING_SENT = _NothingSent()
+
+
+# ---------------------------------------------------------------------------- fault injection
+
+
+def outcome_of(result: TransportResult) -> Outcome:
+    """Classify a transport result; a result carrying its own outcome (a
+    Pub/Sub publish) keeps it."""
+    if result.outcome is not None:
+        return result.outcome
+    if result.status is not None:
+        return classify_status(result.status)
+    assert result.failure is not None
+    return classify_failure(result.failure, result.detail)
+
+
+@dataclass
+class LateResponse:
+    """A request the ``deadline`` fault left running after its attempt counted as timed out."""
+
+    thread: threading.Thread
+    result: list[TransportResult] = field(default_factory=list)
+
+    def wait(self, timeout: float) -> TransportResult | None:
+        """Wait up to ``timeout`` real seconds; return the target's answer, if it came."""
+        self.thread.join(timeout)
+        return self.result[0] if self.result else None
+
+
+@dataclass
+class Injected:
+    """What happened to one attempt under faults.
+
+    :param result: what the transport saw for the attempt itself (or the injected one).
+    :param outcome: the attempt's outcome as Cloud Scheduler records it.
+    :param latency_seconds: added to the attempt's end time (``delay``).
+    :param copies: results of the duplicate deliveries, in sending order.
+    :param extra_retry: the run gets one retry even if its retry config allows none.
+    :param late: the request still running after a ``deadline`` fault.
+    """
+
+    result: TransportResult
+    outcome: Outcome
+    latency_seconds: float = 0.0
+    copies: list[TransportResult] = field(default_factory=list)
+    extra_retry: bool = False
+    late: LateResponse | None = None
+
+
+def _first(rules: Sequence[FaultRule], action: str) -> FaultRule | None:
+    return next((rule for rule in rules if rule.action == action), None)
+
+
+def _send_all(send: Send, timeout: float, count: int) -> list[TransportResult]:
+    """Send ``count`` copies of the attempt at the same time; results in start order."""
+    results: list[TransportResult | None] = [None] * count
+    start = threading.Barrier(count)
+
+    def send_one(index: int) -> None:
+        start.wait()
+        results[index] = send(timeout)
+
+    threads = [threading.Thread(target=send_one, args=(i,), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [r if r is not None else TransportResult(failure=Failure.CONNECTION) for r in results]
+
+
+def send_with_faults(
+    send: Send,
+    clock: Clock,
+    timeout_seconds: float,
+    rules: Sequence[FaultRule],
+    *,
+    wait_delays: bool = False,
+) -> Injected:
+    """Deliver one attempt with the faults of ``rules`` applied.
+
+    :param send: sends the attempt once, given the attempt deadline in seconds (any target
+        kind: an HTTP request, a Pub/Sub publish…).
+    :param timeout_seconds: the attempt deadline.
+    :param rules: the rules that fired for this attempt (see ``FaultPlan.decide``).
+    :param wait_delays: wait out a ``delay`` on ``clock`` (the threaded driver, real time);
+        otherwise the delay only adds to the attempt's recorded latency (virtual time).
+    :return: what to record.
+    """
+    status_rule = _first(rules, "status")
+    if status_rule is not None:
+        result = TransportResult(status=status_rule.status)
+        outcome = outcome_of(result)
+        note = f"{outcome.debug_info} (injected: the target was not called)"
+        return Injected(result, Outcome(outcome.code, note, outcome.http_status))
+    if _first(rules, "connection_error") is not None:
+        result = TransportResult(
+            failure=Failure.CONNECTION, detail="Injected: connection refused before sending."
+        )
+        return Injected(result, outcome_of(result))
+
+    latency = 0.0
+    delay = _first(rules, "delay")
+    if delay is not None:
+        latency = delay.seconds
+        if wait_delays:
+            clock.wait(clock.now() + timedelta(seconds=delay.seconds), threading.Event())
+        if delay.seconds >= timeout_seconds:
+            result = TransportResult(
+                failure=Failure.DEADLINE,
+                detail=f"Injected: {delay.seconds:g} s of latency exceeds the attempt deadline.",
+            )
+            return Injected(result, outcome_of(result), latency_seconds=timeout_seconds)
+
+    duplicate = _first(rules, "duplicate")
+    deadline = _first(rules, "deadline")
+    copies: list[TransportResult] = []
+    late = None
+    if deadline is not None:
+        answers: list[TransportResult] = []
+
+        def run_late() -> None:
+            answers.append(send(timeout_seconds))
+
+        late = LateResponse(threading.Thread(target=run_late, name="late-response", daemon=True))
+        late.result = answers
+        late.thread.start()
+        late.thread.join(deadline.seconds)
+        result = TransportResult(
+            failure=Failure.DEADLINE,
+            detail="Injected: the attempt deadline passed while the target was still "
+            "handling the request.",
+        )
+        latency = max(latency, timeout_seconds)
+    elif duplicate is not None and duplicate.concurrent:
+        result, *copies = _send_all(send, timeout_seconds, 1 + duplicate.count)
+    else:
+        result = send(timeout_seconds)
+    if duplicate is not None and not duplicate.concurrent:
+        copies = [send(timeout_seconds) for _ in range(duplicate.count)]
+
+    outcome = outcome_of(result)
+    lost = _first(rules, "lost_ack")
+    if lost is not None and deadline is None:
+        answered = result.status if result.status is not None else "no answer"
+        outcome = Outcome(
+            "UNAVAILABLE",
+            "URL_UNREACHABLE-UNREACHABLE_LOST_ACK. Injected: the target answered "
+            f"{answered} but the response was lost.",
+            None,
+        )
+    return Injected(result, outcome, latency, copies, extra_retry=lost is not None, late=late)
+
+
+class LateAnswers:
+    """The requests ``deadline`` faults left running on a manual clock, and when their
+    answers are noted on their attempts.
+
+    A ``deadline`` fault lets exactly one later attempt of its run overlap the slow request;
+    the next ones wait for it to end (:meth:`before_send`), so the outcome does not depend on
+    how far one ``advance`` goes. When the clock is done moving, every late answer is waited
+    for and noted (:meth:`settle`).
+
+    :param record: stores an attempt whose debug text gained the late answer.
+    """
+
+    def __init__(self, record: Callable[[Attempt], None]) -> None:
+        self._record = record
+        self._late: list[tuple[Attempt, LateResponse, float]] = []
+        self._overlaps: dict[int, int] = {}  # run id -> attempts still allowed to overlap
+
+    def add(self, attempt: Attempt, late: LateResponse, timeout_seconds: float) -> None:
+        """Keep the request ``late`` that ``attempt`` left running (deadline in seconds)."""
+        self._late.append((attempt, late, timeout_seconds))
+        self._overlaps[attempt.run_id] = 1
+
+    def before_send(self, run_id: int) -> None:
+        """An attempt of ``run_id`` is about to be sent: let it overlap a late request of its
+        run once; otherwise wait for those requests and note their answers first."""
+        if not self._late:
+            return
+        pending = [entry for entry in self._late if entry[0].run_id == run_id]
+        if not pending:
+            return
+        if self._overlaps.get(run_id, 0) > 0:
+            self._overlaps[run_id] -= 1
+            return
+        for entry in pending:
+            self._late.remove(entry)
+            self._finish(entry)
+
+    def settle(self) -> None:
+        """The clock is done moving: wait for every late request and note its answer."""
+        while self._late:
+            self._finish(self._late.pop(0))
+        self._overlaps.clear()
+
+    def _finish(self, entry: tuple[Attempt, LateResponse, float]) -> None:
+        attempt, late, timeout = entry
+        result = late.wait(timeout)
+        answer = "no answer" if result is None else outcome_of(result).debug_info
+        attempt.debug_info += f" The target's late answer: {answer}"
+        self._record(attempt)

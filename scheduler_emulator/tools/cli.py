@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import __version__
-from ..domain.codec import format_timestamp, parse_timestamp
+from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_project_id
 from ..domain.resources import Job
@@ -48,7 +48,7 @@ from ..runtime import (
     http2_problem,
 )
 from ..server.connections import Limits
-from ..wire import HEADER_CASES
+from ..wire import HEADER_CASES, format_timestamp
 from .client_recipes import client_notes, grpc_note
 from .cloud_run_file import load_cloud_run_jobs
 from .fault_file import load_fault_file
@@ -414,7 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the next ``-n`` fire times of a schedule, one RFC 3339 line each, as the
     ``X-CloudScheduler-ScheduleTime`` header shows them."""
-    from ..domain.schedule import format_schedule_time, parse_schedule
+    from ..domain.schedule import parse_schedule
+    from ..wire import format_schedule_time
 
     if args.n < 1:
         raise ConfigurationError(f"-n must be at least 1; got {args.n}.")

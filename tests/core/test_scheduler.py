@@ -13,6 +13,7 @@ from scheduler_emulator.core.scheduler import (
     AttemptEnd,
     Decision,
     RecordSkipped,
+    SaveJobState,
     SaveNextFire,
     SaveRun,
     Scheduler,
@@ -70,7 +71,8 @@ def test_the_fourth_retry_of_a_run_is_due_80_s_after_the_third_failure(core: Sch
     now, run = T0, start.run
     for expected_wait in (5, 10, 20, 40):  # from the 5 s minimum, doubling
         end = now + timedelta(seconds=1)  # each attempt takes a second
-        [save] = core.attempt_ended(run.job, run.id, failed(end), end)
+        state, save = core.attempt_ended(run.job, run.id, failed(end), end)
+        assert isinstance(state, SaveJobState) and state.status == failed(end).status
         assert isinstance(save, SaveRun)
         assert run.next_attempt_at == now + timedelta(seconds=1 + expected_wait)
         now = run.next_attempt_at
@@ -82,7 +84,8 @@ def test_the_fourth_retry_of_a_run_is_due_80_s_after_the_third_failure(core: Sch
 def test_success_finishes_the_run(core: Scheduler) -> None:
     core.put(job(), T0 - timedelta(seconds=1))
     [start] = acted(core.due(T0))
-    [save] = core.attempt_ended(start.run.job, start.run.id, ok(T0), T0)
+    state, save = core.attempt_ended(start.run.job, start.run.id, ok(T0), T0)
+    assert isinstance(state, SaveJobState) and state.last_attempt_time == T0
     assert isinstance(save, SaveRun) and save.run.finished
 
 
@@ -90,7 +93,8 @@ def test_an_attempt_ending_later_than_now_keeps_the_run_outstanding(core: Schedu
     core.put(job(), T0 - timedelta(seconds=1))
     [start] = acted(core.due(T0))
     end = T0 + timedelta(minutes=6)
-    assert core.attempt_ended(start.run.job, start.run.id, ok(end), T0) == []
+    [state] = core.attempt_ended(start.run.job, start.run.id, ok(end), T0)  # its status only
+    assert isinstance(state, SaveJobState)
     assert acted(core.due(T0 + timedelta(minutes=5))) == []  # 12:05 is missed, not started
     assert core.next_due() == end
     save, delayed = acted(core.due(end))
@@ -381,7 +385,7 @@ class TestARefusedChangeIsUndone:
     def test_a_pause_is_undone_with_its_pending_retry(self, core: Scheduler) -> None:
         core.put(job(retry_config=RetryConfig(retry_count=2)), T0 - timedelta(seconds=1))
         [start] = acted(core.due(T0))
-        [saved] = core.attempt_ended(job().name, start.run.id, failed(T0), T0)
+        _, saved = core.attempt_ended(job().name, start.run.id, failed(T0), T0)
         retry_at = saved.run.next_attempt_at  # type: ignore[union-attr]
         assert retry_at is not None and core.next_due() == retry_at
         before = core.get(job().name)

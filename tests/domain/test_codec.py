@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from scheduler_emulator import HttpTarget, Job, RetryConfig, State
 from scheduler_emulator.domain.codec import (
     format_duration,
-    format_timestamp,
     job_from_json,
     job_to_json,
     parse_duration,
@@ -33,7 +32,7 @@ from scheduler_emulator.domain.resources import (
     PubsubTarget,
     Status,
 )
-from scheduler_emulator.wire import NaiveDatetimeError
+from scheduler_emulator.wire import NaiveDatetimeError, format_timestamp
 from tests.support import case_table, stored_http_target
 
 NAME = "projects/demo-proj/locations/us-central1/jobs/job1"

@@ -16,11 +16,10 @@ import pytest
 from scheduler_emulator.domain.errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
 from scheduler_emulator.domain.schedule import (
     Schedule,
-    format_schedule_time,
     parse_schedule,
     resolve_time_zone,
 )
-from scheduler_emulator.wire import NaiveDatetimeError
+from scheduler_emulator.wire import NaiveDatetimeError, format_schedule_time
 from tests.support import case_table
 
 #: Thursday 1 January 2026, midnight UTC.

@@ -16,7 +16,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from itertools import islice
 
-from scheduler_emulator.domain.schedule import format_schedule_time, parse_schedule
+from scheduler_emulator.domain.schedule import parse_schedule
+from scheduler_emulator.wire import format_schedule_time
 from tests.support import case_table
 
 NEW_YORK = "America/New_York"

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from scheduler_emulator.domain.errors import ClockError
-from scheduler_emulator.runtime._clock import ManualClock, SystemClock, require_aware
-from scheduler_emulator.wire import NaiveDatetimeError
+from scheduler_emulator.runtime._clock import ManualClock, SystemClock
+from scheduler_emulator.wire import NaiveDatetimeError, to_instant
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -65,7 +65,7 @@ class TestManualClock:
         plus_two = timezone(timedelta(hours=2))
         clock = ManualClock(datetime(2026, 1, 1, 2, tzinfo=plus_two))
         assert clock.now() == T0 and clock.now().tzinfo is UTC
-        assert require_aware(datetime(2026, 1, 1, 2, tzinfo=plus_two)).tzinfo is UTC
+        assert to_instant(datetime(2026, 1, 1, 2, tzinfo=plus_two)).tzinfo is UTC
 
 
 class TestSystemClock:

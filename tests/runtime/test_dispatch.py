@@ -7,8 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from scheduler_emulator.domain.resources import HttpMethod, HttpTarget, Job, with_defaults
-from scheduler_emulator.runtime._dispatch import build_request
-from scheduler_emulator.runtime._dispatchers import HttpDispatcher
+from scheduler_emulator.runtime._dispatchers import HttpDispatcher, build_request
 from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult
 
 NAME = "projects/my-project/locations/us-central1/jobs/nightly"
@@ -123,7 +122,7 @@ def test_the_dispatcher_follows_a_replaced_job_and_gives_each_attempt_its_own_he
     second.record["headers"]["X-Custom"] = "changed by the caller"
     assert dispatcher.prepare(job, None, now).record["headers"]["X-Custom"] == "one"
     assert second.record["headers"]["X-CloudScheduler-ScheduleTime"] == "2026-09-24T02:05:00Z"
-    assert second.send(second.timeout_seconds).status == 200
+    assert second.transport.send(second.request, second.timeout_seconds).status == 200
     assert transport.sent[0].headers["X-CloudScheduler-ScheduleTime"] == "2026-09-24T02:05:00Z"
     changed = replace(job, http_target=HttpTarget("http://t.test/b", headers={"X-Custom": "two"}))
     third = dispatcher.prepare(changed, None, now)

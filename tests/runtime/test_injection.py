@@ -11,7 +11,7 @@ import pytest
 from scheduler_emulator import ManualClock
 from scheduler_emulator.core.faults import FaultRule
 from scheduler_emulator.domain.outcomes import Failure, Outcome, classify_status
-from scheduler_emulator.runtime._injection import outcome_of, send_with_faults
+from scheduler_emulator.runtime._recorder import outcome_of, send_with_faults
 from scheduler_emulator.runtime._transports import TransportResult
 
 START = datetime(2026, 9, 24, 2, 0, tzinfo=UTC)

@@ -26,12 +26,18 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import partial
+from typing import Any, cast
 
 from ...domain.outcomes import Outcome
 from ...domain.resources import Job
-from ...runtime._dispatchers import Dispatcher, Prepared, Start, prepared_request
-from ...runtime._transports import DeliveryRequest, OnResult, Transport, TransportResult
+from ...runtime._dispatchers import Dispatcher, Prepared, Sender, startable
+from ...runtime._transports import (
+    DeliveryRequest,
+    OnResult,
+    StartingTransport,
+    Transport,
+    TransportResult,
+)
 from ...wire import format_timestamp, parse_schedule_time
 from .functions import legacy_event
 
@@ -90,8 +96,7 @@ class FirebaseDispatcher:
             prepared = self._legacy(job, route, format_timestamp(at))
         else:
             prepared = self.inner.prepare(job, schedule_time, now)
-        start = None if prepared.start is None else partial(self._start, prepared.start)
-        return replace(prepared, send=partial(self._send, prepared.send), start=start)
+        return replace(prepared, transport=_Answered(prepared.transport, self.on_not_found))
 
     def _legacy(self, job: Job, route: Route, timestamp: str) -> Prepared:
         target = job.pubsub_target
@@ -115,17 +120,37 @@ class FirebaseDispatcher:
             "headers": headers,
             "event": event,
         }
-        return prepared_request(record, route.deadline_seconds, self.transport, request)
+        return Prepared(
+            record,
+            route.deadline_seconds,
+            self.transport,
+            request,
+            startable=startable(self.transport, request),
+        )
 
-    def _send(self, send: Callable[[float], TransportResult], timeout: float) -> TransportResult:
-        return self._answered(send(timeout))
 
-    def _start(self, start: Start, timeout: float, done: OnResult) -> bool:
-        return start(timeout, lambda result: done(self._answered(result)))
+class _Answered:
+    """Sends through ``inner`` and reads the answer as the Functions emulator means it: 204 is
+    its "triggers disabled", a 404 asks for the routes again (``on_not_found``)."""
+
+    def __init__(self, inner: Sender, on_not_found: Callable[[], None] | None) -> None:
+        self.inner = inner
+        self.on_not_found = on_not_found
+
+    def send(self, request: Any, timeout_seconds: float) -> TransportResult:
+        """Send through the wrapped sender (see :class:`~scheduler_emulator.Transport`)."""
+        return self._answered(self.inner.send(request, timeout_seconds))
+
+    def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
+        """Begin through the wrapped transport's ``start`` (see
+        :class:`~scheduler_emulator.runtime._transports.StartingTransport`)."""
+        starter = cast(StartingTransport, self.inner)  # asked only when the inner one can
+        return starter.start(request, timeout_seconds, lambda result: done(self._answered(result)))
+
+    def close(self) -> None:
+        """Nothing of its own to release (the emulator closes its transport)."""
 
     def _answered(self, result: TransportResult) -> TransportResult:
-        """What a function's answer means here: 204 is the Functions emulator's "triggers
-        disabled", a 404 asks for the routes again."""
         if result.status == 204 and result.outcome is None:
             result.outcome = Outcome("OK", TRIGGERS_DISABLED, 204)
         elif result.status == 404 and self.on_not_found is not None:

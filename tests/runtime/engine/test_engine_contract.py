@@ -1,6 +1,6 @@
 """The engine contract: what every driver must do alike. Each test runs on the manual driver
 (a manual clock, deliveries in the caller's thread) and on the threaded driver (the system
-clock, an engine thread, a delivery pool and an ends thread)."""
+clock, an engine thread that also records the ends, and a delivery pool)."""
 
 from __future__ import annotations
 
