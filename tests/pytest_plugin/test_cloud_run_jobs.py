@@ -79,6 +79,7 @@ def test_a_test_defines_a_job_by_callable_and_asserts_its_executions(
             " 0 of 1 matched*",
             "*broken-* FAILED (task 0 attempt 0: 1)*",
             "*(no executions; Cloud Run jobs defined: export)*",
-            "*scheduler job nightly-export: *401*missing required authentication credential*",
+            "*scheduler job nightly-export: UNAUTHENTICATED: *missing required authentication"
+            " credential*give the job?s httpTarget an oauthToken*",
         ]
     )
