@@ -336,7 +336,8 @@ class Recorder:
     def restore(self) -> list[Delivery]:
         """Load the stored jobs after a restart and resume open runs (lock held); return the
         attempts to send. An attempt found in flight is recorded as failed (``UNAVAILABLE``,
-        emulator restarted) and its run retried under the job's retry config."""
+        emulator restarted) and its run retried under the job's retry config plus one retry
+        beyond it (it may never have been sent: delivery is at least once)."""
         now = self.clock.now()
         alive = self.store.last_alive()
         in_flight = {a.run_id: a for a in self.store.attempts(unfinished=True)}
@@ -360,7 +361,13 @@ class Recorder:
             kind = job.target_type if job is not None else "HTTP"
             self.record_end(attempt, restarted, TransportResult(), kind)
             if job is not None:
-                end = AttemptEnd(restarted.code, _status(restarted), attempt.end_time or now)
+                # at least once: the run earns a retry beyond its config, as a lost ack does
+                end = AttemptEnd(
+                    restarted.code,
+                    _status(restarted),
+                    attempt.end_time or now,
+                    extra_retry=True,
+                )
                 decisions.extend(self.core.attempt_ended(attempt.job, attempt.run_id, end, now))
         deliveries = self.carry_out(decisions)
         for job in self.core.jobs():
@@ -382,8 +389,8 @@ class Recorder:
 
 
 #: The debug text of an attempt found in flight at start-up. The request may have reached the
-#: target, and been answered, before the process died: the run is retried under its config, as
-#: Cloud Scheduler's at-least-once delivery allows.
+#: target, and been answered, before the process died — or never have been sent: the run is
+#: retried (one retry beyond its config), as Cloud Scheduler's at-least-once delivery allows.
 _RESTARTED_DETAIL = (
     "Emulator restarted. The emulator stopped before this attempt's answer was recorded; the "
     "target may have received and answered it."

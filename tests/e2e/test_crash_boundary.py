@@ -96,9 +96,12 @@ def header(minute: datetime) -> str:
     return minute.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def create_jobs(daemon: ShiftedDaemon, base: str, token: dict[str, str] | None = None) -> None:
+def create_jobs(
+    daemon: ShiftedDaemon, base: str, token: dict[str, str] | None = None, retries: bool = True
+) -> None:
     """Create the JOBS every-minute jobs at ``base``/jobN on ``daemon`` (with an OIDC token
-    per attempt if ``token`` names its service account), then stop it cleanly."""
+    per attempt if ``token`` names its service account; one retry each unless ``retries`` is
+    false: the default retry config, none), then stop it cleanly."""
     try:
         for index in range(JOBS):
             target: dict[str, object] = {"uri": f"{base}/job{index}"}
@@ -109,8 +112,9 @@ def create_jobs(daemon: ShiftedDaemon, base: str, token: dict[str, str] | None =
                 "schedule": "* * * * *",
                 "timeZone": "Etc/UTC",
                 "httpTarget": target,
-                "retryConfig": {"retryCount": 1},
             }
+            if retries:
+                job["retryConfig"] = {"retryCount": 1}
             response = daemon.session.post(f"{daemon.url}/v1/{PARENT}/jobs", json=job)
             assert response.status_code == 200, response.text
         assert daemon.stop() == 0
@@ -256,13 +260,15 @@ class _CountingServer(_QuietServer):
 def test_a_minute_killed_before_dispatch_is_delivered_at_the_restart(tmp_path: Path) -> None:
     """SIGKILL 50 ms into a 500-job minute, restart at once: every job gets that minute's
     run — late, with its own ScheduleTime — and none of it is listed skipped; a run is sent
-    twice only as an interrupted attempt's retry."""
+    twice only as an interrupted attempt's retry, which even the default retry config (no
+    retries) gets."""
     args = ("--data-dir", str(tmp_path), "--clock", "system", "--log-file", os.devnull)
     boundary = (real_now() + timedelta(days=30)).replace(second=0, microsecond=0)
     server = _CountingServer()
     with serving_in_thread(server) as url:
         # an OIDC token per attempt: recording the minute takes a few hundred ms
-        create_jobs(ShiftedDaemon(boundary - timedelta(seconds=40), *args), url, TOKEN)
+        daemon = ShiftedDaemon(boundary - timedelta(seconds=40), *args)
+        create_jobs(daemon, url, TOKEN, retries=False)
         start = boundary - timedelta(seconds=KILLED_LEAD)
         for _ in range(3):
             killed = ShiftedDaemon(start, *args)

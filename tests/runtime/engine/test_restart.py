@@ -52,6 +52,27 @@ def test_in_flight_attempt_is_recorded_as_failed_and_retried(tmp_path: Path) -> 
     assert len(target.requests) == 1
 
 
+@pytest.mark.parametrize("retry_config", [{}, {"retryCount": 0}], ids=["default", "zero"])
+def test_an_attempt_in_flight_at_a_crash_is_retried_even_without_retries(
+    tmp_path: Path, retry_config: dict[str, int]
+) -> None:
+    """It may never have been sent: delivery is at least once, so the run gets one retry."""
+    db = tmp_path / "emulator.db"
+    target = RecordingTarget()
+    first = Emulator(ManualClock(START), store=Store(db), transport=DyingTransport(target))
+    first.create_job(nightly_job(retryConfig=retry_config))
+    with pytest.raises(ProcessDied):
+        first.advance(timedelta(minutes=1))
+
+    restarted_at = START + timedelta(minutes=3)
+    second = reopen(db, target, restarted_at)
+    second.advance(timedelta(seconds=5))
+    crashed, retry = second.attempts()
+    assert crashed.code == "UNAVAILABLE"
+    assert (retry.attempt, retry.code, retry.schedule_time) == (2, "OK", "2026-09-24T02:00:00Z")
+    assert len(target.requests) == 1
+
+
 def test_state_and_history_survive_and_nothing_is_backfilled(tmp_path: Path) -> None:
     db = tmp_path / "emulator.db"
     target = RecordingTarget(status=500)
