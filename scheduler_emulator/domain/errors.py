@@ -93,7 +93,7 @@ def show_value(value: Any, limit: int = 80) -> str:
 
     :param value: any value; non-JSON values are rendered with ``str``.
     :param limit: the longest result, in characters (≥ 2); a shortened one ends with ``…``.
-    :return: the rendering, e.g. ``"abc"``, ``{"a": 1}`` or ``[[[[[[…``.
+    :return: the rendering, e.g. ``"abc"``, ``"abcd…"``, ``{"a": 1}`` or ``[[[[[[…``.
     """
     if isinstance(value, str) and len(value) > limit:
         value = value[:limit]  # no need to encode what cannot be shown
@@ -109,8 +109,9 @@ def show_value(value: Any, limit: int = 80) -> str:
     except (TypeError, ValueError, RecursionError):
         pieces = [repr(value)[: limit + 1]]
     text = "".join(pieces)
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
+    if len(text) > limit:  # a shortened string keeps its closing quote: "abc…"
+        closing = '"' if isinstance(value, str) and text.startswith('"') else ""
+        text = text[: limit - 1 - len(closing)] + "…" + closing
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

@@ -125,7 +125,7 @@ class TestProjectIds:
     def test_a_long_project_id_is_shown_shortened(self) -> None:
         with pytest.raises(InvalidArgument) as caught:
             parse_job_name(f"projects/{'x' * 200}/locations/us-central1/jobs/j")
-        assert "x" * 78 + "…" in caught.value.message
+        assert "x" * 77 + '…"' in caught.value.message  # the quote closes after the cut
         assert "x" * 81 not in caught.value.message
 
 
