@@ -90,8 +90,20 @@ class Session:
     workdir: Path
     daemon_port: int = field(default_factory=free_port)
     service_port: int = field(default_factory=free_port)
-    groups: list[int] = field(default_factory=list)
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
+
+    def members(self, group: int) -> list[int]:
+        """The live processes of process group ``group`` whose working directory is in
+        :attr:`workdir` (what a block left running in the background)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                pid = int(entry.name)
+                if os.getpgid(pid) == group and (entry / "cwd").resolve().is_relative_to(
+                    self.workdir.resolve()
+                ):
+                    found.append(pid)
+        return found
 
     def localize(self, text: str) -> str:
         return text.replace("8095", str(self.daemon_port)).replace("8000", str(self.service_port))
@@ -133,7 +145,6 @@ class Session:
             text=True,
             start_new_session=True,
         )
-        self.groups.append(process.pid)
         self.processes.append(process)
         return process
 
@@ -154,9 +165,16 @@ class Session:
         wait_for(lambda: self.answers(self.daemon_port), TIMEOUT, "the daemon's health endpoint")
 
     def stop_all(self) -> None:
-        for group in self.groups:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal.SIGTERM)
+        for process in self.processes:
+            if process.returncode is None:  # its leader not yet reaped: the group is ours
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+                continue
+            # a reaped leader's number may be another process's group by now (pids wrap at
+            # 32,768 here): signal only the members working in this document's folder
+            for pid in self.members(process.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
         for process in self.processes:
             process.wait(timeout=TIMEOUT)
             if process.stdout is not None:
@@ -243,7 +261,6 @@ def run_shell(block: Block, work: Session) -> None:
                 text=True,
                 start_new_session=True,
             )
-            work.groups.append(process.pid)
             work.processes.append(process)
             process.wait(timeout=TIMEOUT)
         out = log.read_text()
