@@ -10,7 +10,7 @@
     view: "timeline", clock: null, token: sessionStorage.getItem("scheduler-emulator-token") || "",
     zone: localStorage.getItem(ZONE_KEY) || "utc", asOf: null /* the job whose "as of" form is open */,
     jobsOffset: 0, jobsPage: 50, lanesOffset: 0, lanesPage: 50,
-    windowEnd: null, /* null: follow the clock */ busy: false, timer: null
+    windowEnd: null, /* null: follow the clock */ busy: null, again: null, timer: null
   };
   function $(id) { return document.getElementById(id); }
   var openPanel = TL.panel($("details"), $("details-title"), $("details-close"));
@@ -386,9 +386,13 @@
 
   /* ------------------------------------------------------------------ refresh */
   function refresh() {
-    if (state.busy) return Promise.resolve();
-    state.busy = true;
-    return request("GET", "/_emulator/clock").then(function (clock) {
+    /* One refresh at a time; a call during one runs once more after it (a clock move must not be
+       shown half: the clock read before it and the timeline after). */
+    if (state.busy) {
+      if (!state.again) state.again = state.busy.then(function () { state.again = null; return refresh(); });
+      return state.again;
+    }
+    state.busy = request("GET", "/_emulator/clock").then(function (clock) {
       showClock(clock);
       if (state.view === "jobs") return loadJobs();
       if (state.view === "faults") return loadFaults();
@@ -398,7 +402,8 @@
         Date.now() < state.noticeUntil;
       if (!keep) status("Updated " + TL.time(Date.now()) + " UTC");
     }).catch(function (e) { status(e.message, true); })
-      .then(function () { state.busy = false; });
+      .then(function () { state.busy = null; });
+    return state.busy;
   }
   function show(view) {
     state.drawn = state.jobsShown = null;

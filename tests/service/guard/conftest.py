@@ -85,8 +85,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     while _group_alive(process.pid) and time.monotonic() < deadline:
         pause.wait(0.1)
         process.poll()  # reap gcloud itself, so that it does not linger as a zombie
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    if _group_alive(process.pid):  # only what outlived the 20 s: a gone group's number is reused
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
 
 
