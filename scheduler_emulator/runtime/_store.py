@@ -160,8 +160,9 @@ class _Writer:
     finaliser stops this thread).
     """
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, path: str) -> None:
         self.db = db
+        self.path = path  # for messages
         #: Why the last write that failed failed (a full disk), or ``None``.
         self.failure: str | None = None
         self._lock = threading.Lock()
@@ -244,7 +245,7 @@ class _Writer:
                 op.error = exc
                 if is_unwritable(exc):
                     self.failure = str(exc)
-                logger.error("store: a statement failed: %s", exc)
+                logger.error("store %s: a write failed, nothing of it is stored: %s", self.path, exc)
 
 
 #: Retention is applied once per this many new attempts (amortised: one DELETE per batch).
@@ -391,7 +392,7 @@ class Store:
         )
         self._last_run_id = 0
         self._local = threading.local()
-        self._writer = _Writer(db)
+        self._writer = _Writer(db, self.path)
         weakref.finalize(self, self._writer.close)
 
     @classmethod

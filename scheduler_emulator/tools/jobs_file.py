@@ -255,7 +255,19 @@ def load_jobs_file(
         jobs.append(job)
         warnings.extend(f"warning: {label}: {w}" for w in bytes_field_warnings(entry, job))
     if problems:
-        raise ConfigurationError("\n".join(problems))
-    for warning in warnings:
+        raise ConfigurationError("\n".join(_first(problems, "problems")))
+    for warning in _first(warnings, "warnings"):
         (warn or _stderr)(warning)
     return jobs
+
+
+#: The most problems (or warnings) about a jobs file's jobs listed one per line; the rest are
+#: counted in one more line (a 50,000-job file with one mistake in every job says 21 lines).
+MAX_LISTED = 20
+
+
+def _first(lines: list[str], what: str) -> list[str]:
+    """``lines`` up to :data:`MAX_LISTED`, then ``… and N more <what>.`` for the rest."""
+    if len(lines) <= MAX_LISTED:
+        return lines
+    return [*lines[:MAX_LISTED], f"… and {len(lines) - MAX_LISTED:,} more {what}."]

@@ -69,6 +69,43 @@ def test_a_list_far_over_the_limit_is_refused_before_any_item_is_built(
     assert peak < 2 * len(text)  # the lines' count, not 96,669 jobs' objects
 
 
+def test_a_file_far_over_the_limit_is_refused_without_a_python_object_per_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def scan(text: str, max_items: int | None) -> bool:
+        raise AssertionError("the scan that builds an object per YAML event ran")
+
+    monkeypatch.setattr(documents, "_scan", scan)
+    text = "# jobs\n" + "".join(f"- {{name: j{i}, schedule: '* * * * *'}}\n" for i in range(600))
+    with pytest.raises(TooManyItems):
+        load_document(text, "f.yaml", max_items=500)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "over"),
+    [
+        pytest.param("- a\n" * 5, 3, True, id="plain"),
+        pytest.param("# jobs\n---\n- a\n- b\n-\n  c: d\n- e\n", 3, True, id="after-a-header"),
+        pytest.param("- a\n" * 5, 4, False, id="one-over-is-left-to-the-scan"),
+        pytest.param('- "a\n- b\n- c\n- d\n- e"\n- f\n', 3, False, id="dashes-in-a-quoted-value"),
+        pytest.param("- 'a\n- b\n- c\n- d'\n- e\n- f\n", 2, False, id="dashes-in-single-quotes"),
+        pytest.param("- [a,\n- b,\n- c,\n- d]\n", 2, False, id="dashes-in-a-flow-list"),
+        pytest.param("a:\n- 1\n- 2\n- 3\nb:\n- 4\n- 5\n- 6\n", 4, False, id="two-lists"),
+        pytest.param("- |\n  - a\n  - b\n- c\n- d\n", 2, False, id="dashes-in-a-block-value"),
+        pytest.param("[a, b, c, d, e]\n", 3, False, id="flow-list"),
+    ],
+)
+def test_the_quick_count_refuses_only_lists_certainly_over_the_limit(
+    text: str, limit: int, over: bool
+) -> None:
+    assert documents._surely_over(text, limit) is over
+
+
+def test_lists_each_under_the_limit_are_read_whatever_their_dashes_add_up_to() -> None:
+    text = "a:\n- 1\n- 2\n- 3\nb:\n- 4\n- 5\n- 6\n"
+    assert load_document(text, "f.yaml", max_items=4) == {"a": [1, 2, 3], "b": [4, 5, 6]}
+
+
 def test_a_json_array_is_decoded_only_up_to_the_item_after_the_limit() -> None:
     text = "[" + ", ".join(json.dumps({"n": i}) for i in range(10)) + ", {oops]"
     with pytest.raises(TooManyItems):

@@ -317,6 +317,16 @@ class TestRejections:
 
         assert [line.split(": ", 2)[1] for line in lines] == ['job 1 ("a")', 'job 3 ("c")']
 
+    def test_problems_past_the_twentieth_are_counted_in_one_line(self, tmp_path: Path) -> None:
+        entries = [job(f"j{i}", retryConfig={"retryCount": 9}) for i in range(1, 1001)]
+        path = write(tmp_path, "jobs.json", json.dumps(entries))
+
+        lines = load_error(path).splitlines()
+
+        assert len(lines) == 21
+        assert lines[19].startswith(f'{path}: job 20 ("j20"): retryConfig.retryCount')
+        assert lines[20] == "… and 980 more problems."
+
     def test_invalid_yaml_names_the_file_and_hints_at_quoting(self, tmp_path: Path) -> None:
         path = write(tmp_path, "jobs.yaml", "- name: a\n  schedule: */5 * * * *\n")
 
