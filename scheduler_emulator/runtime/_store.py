@@ -245,7 +245,7 @@ class _Writer:
                 op.error = exc
                 if is_unwritable(exc):
                     self.failure = str(exc)
-                logger.error("store %s: a write failed, nothing of it is stored: %s", self.path, exc)
+                logger.error("store %s: a write failed and is not stored: %s", self.path, exc)
 
 
 #: Retention is applied once per this many new attempts (amortised: one DELETE per batch).

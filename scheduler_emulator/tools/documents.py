@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -285,12 +286,13 @@ def _surely_over(text: str, limit: int) -> bool:
         return False
 
 
-def _load_items(text: str) -> Any:
+def _load_items(text: str, item: _Item) -> Any:
     """The document of ``text`` as ``yaml.load`` with ``SafeLoader`` builds it, by
-    :data:`_ItemLoader`; a document that is a list is built one item at a time, so the nodes
-    of only one item are ever held (a 50,000-job file takes a fifth of the memory and about
-    half the time of building it whole, which also keeps the garbage collector busy walking
-    the whole node graph).
+    :data:`_ItemLoader`, passed through :func:`_finish`; a document that is a list is built
+    one item at a time, each handed to ``item`` at once, so the nodes of only one item are
+    ever held, and only what ``item`` makes of the others (a 50,000-job file takes a fifth of
+    the memory and about half the time of building it whole, which also keeps the garbage
+    collector busy walking the whole node graph).
 
     For text without aliases (an item's alias to an earlier item would build a copy).
 
@@ -303,12 +305,13 @@ def _load_items(text: str) -> Any:
     loader.get_event()  # the document's start
     start = loader.peek_event()
     if not isinstance(start, yaml.SequenceStartEvent) or start.tag is not None:
-        document = loader.construct_document(loader.compose_node(None, None))
+        document = _finish(loader.construct_document(loader.compose_node(None, None)), item)
     else:
         loader.get_event()
         parent, document = yaml.SequenceNode(_SEQ_TAG, []), []
         while not loader.check_event(yaml.SequenceEndEvent):
-            document.append(loader.construct_document(loader.compose_node(parent, len(document))))
+            built = loader.construct_document(loader.compose_node(parent, len(document)))
+            document.append(item(len(document), built))
         loader.get_event()
     loader.get_event()  # the document's end
     if not loader.check_event(yaml.StreamEndEvent):
@@ -316,8 +319,9 @@ def _load_items(text: str) -> Any:
     return document
 
 
-def _load_yaml(text: str, max_items: int | None) -> Any:
-    """The document, as PyYAML's ``SafeLoader`` builds it: by :func:`_load_items` once
+def _load_yaml(text: str, max_items: int | None, item: _Item) -> Any:
+    """The document, as PyYAML's ``SafeLoader`` builds it, through :func:`_finish`: by
+    :func:`_load_items` once
     :func:`_scan` found no alias; else (or without libyaml) by :class:`BoundedSafeLoader`,
     which counts what aliases repeat and the rest of a list's items, and words the error for
     text that is not YAML (PyYAML's own message, with the line and column).
@@ -331,19 +335,26 @@ def _load_yaml(text: str, max_items: int | None) -> Any:
             if max_items is not None and _surely_over(text, max_items):
                 raise _TooMany
             if not _scan(text, max_items):
-                return _load_items(text)
+                return _load_items(text, item)
         except (_TooLarge, _TooMany):
             raise
         except yaml.YAMLError:
             pass  # the bounded loader gives the message
     loader = BoundedSafeLoader(text, max_items)
     try:
-        return loader.get_single_data()
+        document = loader.get_single_data()
     finally:
         loader.dispose()
+    return _finish(document, item)
 
 
-def load_document(text: str, source: str, *, max_items: int | None = None) -> Any:
+def load_document(
+    text: str,
+    source: str,
+    *,
+    max_items: int | None = None,
+    each: Callable[[int, Any], Any] | None = None,
+) -> Any:
     """Parse a jobs, fault or scenario file: JSON when it looks like JSON, else YAML.
 
     :param text: the file's text (see :func:`read_text`).
@@ -352,21 +363,49 @@ def load_document(text: str, source: str, *, max_items: int | None = None) -> An
         document or the whole of a JSON array, counted while parsing (the rest is never built);
         the lists a JSON object holds at its first level, after decoding it. ``None``: no
         limit but the file's size.
+    :param each: when the document is a list, called with each item's 0-based index and the
+        item, once it is built and checked, as the file is read where the reader allows (a
+        JSON array, a YAML file without aliases) — the list returned holds what it returns,
+        so the items themselves need not all be held at once. Not called for other documents.
     :raises TooManyItems: naming the file and the limit, for a list over ``max_items``.
     :raises ConfigurationError: one line naming the file and the problem: not JSON or YAML,
         nested deeper than :data:`MAX_DEPTH`, expanding to more than :data:`MAX_NODES` values
         through aliases, holding a lone surrogate or a number out of range (naming where).
     :return: the document.
     """
+
+    def item(index: int, value: Any) -> Any:
+        _refuse_bad_values(value, f"[{index}]")
+        return value if each is None else each(index, value)
+
     try:
-        document = _parse(text, source, max_items)
+        return _parse(text, source, max_items, item)
     except _TooMany:
         raise TooManyItems(source, max_items or 0) from None
-    try:
-        refuse_lone_surrogates(document)
-        refuse_unbounded_numbers(document)
     except ApiError as exc:
         raise ConfigurationError(f"{source}: {exc.describe()}") from None
+
+
+#: What :func:`load_document` does with each item of a document that is a list, as it is built.
+_Item = Callable[[int, Any], Any]
+
+
+def _refuse_bad_values(document: Any, field: str) -> None:
+    """Refuse a lone surrogate or a number out of range anywhere in ``document`` (at path
+    ``field``).
+
+    :raises ApiError: naming the path and the value.
+    """
+    refuse_lone_surrogates(document, field=field)
+    refuse_unbounded_numbers(document, field=field)
+
+
+def _finish(document: Any, item: _Item) -> Any:
+    """A document built whole: a list's items passed through ``item`` in order, anything else
+    checked by :func:`_refuse_bad_values`."""
+    if isinstance(document, list):
+        return [item(index, value) for index, value in enumerate(document)]
+    _refuse_bad_values(document, "")
     return document
 
 
@@ -380,9 +419,10 @@ def _space(text: str, index: int = 0) -> int:
     return index if match is None else match.end()
 
 
-def _json_list(text: str, max_items: int) -> list[Any]:
+def _json_list(text: str, max_items: int, item: _Item) -> list[Any]:
     """A JSON array (``text`` starts with ``[`` after white space) decoded one item at a time,
-    as ``json.loads`` decodes it.
+    as ``json.loads`` decodes it, each item handed to ``item`` at once (the list holds what it
+    returns).
 
     :raises _TooMany: at the item after ``max_items``, before the rest is decoded.
     :raises ValueError: for text that is not one JSON array.
@@ -394,10 +434,10 @@ def _json_list(text: str, max_items: int) -> list[Any]:
         index += 1
     else:
         while True:
-            item, index = decode(text, index)
-            items.append(item)
-            if len(items) > max_items:
+            value, index = decode(text, index)
+            if len(items) == max_items:
                 raise _TooMany
+            items.append(item(len(items), value))
             index = space(text, index)
             if text.startswith(",", index):
                 index = space(text, index + 1)
@@ -411,18 +451,18 @@ def _json_list(text: str, max_items: int) -> list[Any]:
     return items
 
 
-def _parse(text: str, source: str, max_items: int | None) -> Any:
+def _parse(text: str, source: str, max_items: int | None, item: _Item) -> Any:
     stripped = text.lstrip()
     if stripped[:1] in ("[", "{"):
         try:
             if max_items is not None and stripped[:1] == "[":
-                return _json_list(text, max_items)
+                return _json_list(text, max_items, item)
             document = json.loads(text, parse_int=parse_int)
             if max_items is not None and any(
                 isinstance(value, list) and len(value) > max_items for value in document.values()
             ):
                 raise _TooMany
-            return document
+            return _finish(document, item)
         except RecursionError:
             raise ConfigurationError(
                 f"{source}: not a valid jobs file: nested too deeply."
@@ -430,7 +470,7 @@ def _parse(text: str, source: str, max_items: int | None) -> Any:
         except ValueError:
             pass  # maybe YAML flow style; let YAML have a go
     try:
-        return _load_yaml(text, max_items)
+        return _load_yaml(text, max_items, item)
     except _TooLarge as exc:
         raise ConfigurationError(f"{source}: not a valid jobs file: {exc}.") from None
     except RecursionError:

@@ -152,8 +152,6 @@ def _stderr(message: str) -> None:
 def _entries(document: Any, source: str) -> list[Any]:
     if document is None:
         return []
-    if isinstance(document, list):
-        return document
     if isinstance(document, Mapping):
         if "jobs" in document:
             extra = set(document) - {"jobs", "nextPageToken", "next_page_token"}
@@ -167,6 +165,27 @@ def _entries(document: Any, source: str) -> list[Any]:
         f'{source}: expected a list of jobs, {{"jobs": [...]}} or a single job; got '
         f"{type(document).__name__} {show_value(document, 60)}."
     )
+
+
+#: One entry of a jobs file, read: the job, its label for messages (``<file>: job N
+#: ("name")``) and its warnings; or the problem that refuses it, as a message line.
+_Read = tuple[Job, str, list[str]] | str
+
+
+def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
+    """Read one entry of a jobs file (``label``: ``<file>: job N``) as CreateJob does."""
+    if not isinstance(entry, Mapping):
+        return f"{label}: expected a job object; got {show_value(entry, 60)}."
+    raw_name = entry.get("name")
+    if not isinstance(raw_name, str) or not raw_name:
+        return f"{label}: name is required (a job ID such as nightly, or a full job name)."
+    label += f" ({json.dumps(raw_name)})"
+    try:
+        job = job_from_json({**entry, "name": qualify_job_name(raw_name, project, location)})
+    except ApiError as exc:
+        hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
+        return f"{label}: {exc.describe()}{hint}"
+    return job, label, [f"warning: {label}: {w}" for w in bytes_field_warnings(entry, job)]
 
 
 def _too_many(source: str, count: int | None, max_jobs: int) -> ConfigurationError:
@@ -215,45 +234,37 @@ def load_jobs_file(
     """
     source = str(path)
     text = read_text(path, "the jobs file", max_bytes=max_bytes, option="--max-jobs-file-bytes")
-    try:
-        entries = _entries(load_document(text, source, max_items=max_jobs), source)
+
+    def read(index: int, entry: Any) -> _Read:
+        return _read_job(entry, f"{source}: job {index + 1}", project, location)
+
+    try:  # a list's jobs are read as the file is parsed: only one entry's dict is held at once
+        document = load_document(text, source, max_items=max_jobs, each=read)
     except TooManyItems:  # counted while parsing: the rest of the file was never built
         raise _too_many(source, None, max_jobs) from None
-    if len(entries) > max_jobs:  # a {"jobs": [...]} JSON object, or YAML with aliases
-        raise _too_many(source, len(entries), max_jobs)
+    if isinstance(document, list):
+        read_jobs = document
+    else:
+        entries = _entries(document, source)
+        if len(entries) > max_jobs:  # a {"jobs": [...]} document
+            raise _too_many(source, len(entries), max_jobs)
+        read_jobs = [read(index, entry) for index, entry in enumerate(entries)]
 
     jobs: list[Job] = []
     problems: list[str] = []
     warnings: list[str] = []
     positions: dict[str, int] = {}
-    for index, entry in enumerate(entries, start=1):
-        if not isinstance(entry, Mapping):
-            problems.append(
-                f"{source}: job {index}: expected a job object; got {show_value(entry, 60)}."
-            )
+    for index, outcome in enumerate(read_jobs, start=1):
+        if isinstance(outcome, str):
+            problems.append(outcome)
             continue
-        raw_name = entry.get("name")
-        label = f"{source}: job {index}" + (
-            f" ({json.dumps(raw_name)})" if isinstance(raw_name, str) else ""
-        )
-        if not isinstance(raw_name, str) or not raw_name:
-            problems.append(
-                f"{label}: name is required (a job ID such as nightly, or a full job name)."
-            )
-            continue
-        try:
-            name = qualify_job_name(raw_name, project, location)
-            job = job_from_json({**entry, "name": name})
-        except ApiError as exc:
-            hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
-            problems.append(f"{label}: {exc.describe()}{hint}")
-            continue
+        job, label, job_warnings = outcome
         if job.name in positions:
             problems.append(f"{label}: duplicate name {job.name} (also job {positions[job.name]}).")
             continue
         positions[job.name] = index
         jobs.append(job)
-        warnings.extend(f"warning: {label}: {w}" for w in bytes_field_warnings(entry, job))
+        warnings.extend(job_warnings)
     if problems:
         raise ConfigurationError("\n".join(_first(problems, "problems")))
     for warning in _first(warnings, "warnings"):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.tools import documents
 from scheduler_emulator.tools.documents import TooManyItems, load_document
 from tests.support import case_table
@@ -110,3 +111,51 @@ def test_a_json_array_is_decoded_only_up_to_the_item_after_the_limit() -> None:
     text = "[" + ", ".join(json.dumps({"n": i}) for i in range(10)) + ", {oops]"
     with pytest.raises(TooManyItems):
         load_document(text, "f.json", max_items=3)  # the bad tail is never reached
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("- {n: 1}\n- {n: 2}\n- {n: 3}\n", id="yaml"),
+        pytest.param('[{"n": 1}, {"n": 2}, {"n": 3}]', id="json-array"),
+        pytest.param("- &x {n: 1}\n- {n: 2}\n- {n: 3}\n- *x\n", id="yaml-with-aliases"),
+    ],
+)
+def test_each_item_of_a_list_is_handed_over_in_order_and_replaced(text: str) -> None:
+    seen: list[tuple[int, object]] = []
+
+    def each(index: int, item: object) -> str:
+        seen.append((index, item))
+        return f"item {index}"
+
+    document = load_document(text, "f.yaml", max_items=10, each=each)
+    items = yaml.load(text, Loader=yaml.SafeLoader)
+    assert seen == list(enumerate(items))
+    assert document == [f"item {index}" for index in range(len(items))]
+
+
+def test_each_is_not_called_for_a_document_that_is_not_a_list() -> None:
+    def each(index: int, item: object) -> None:
+        raise AssertionError("called")
+
+    assert load_document("jobs:\n- a\n", "f.yaml", each=each) == {"jobs": ["a"]}
+
+
+def test_a_list_read_item_by_item_never_holds_every_item() -> None:
+    text = "".join(f"- {{name: job-{i}, description: {'x' * 200}}}\n" for i in range(5_000))
+    peaks = []
+    for each in (None, lambda index, item: index):
+        tracemalloc.start()
+        try:
+            load_document(text, "f.yaml", max_items=5_000, each=each)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    whole, by_item = peaks
+    assert by_item < whole / 2  # what remains is mostly libyaml's copy of the text
+
+
+def test_a_bad_number_in_an_item_is_named_by_its_place_in_the_list() -> None:
+    text = "- {n: 1}\n- {n: 1" + "0" * 5000 + "}\n"
+    with pytest.raises(ConfigurationError, match=r"^f\.yaml: Invalid value at '\[1\]\.n'"):
+        load_document(text, "f.yaml", max_items=10, each=lambda index, item: item)
