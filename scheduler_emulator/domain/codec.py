@@ -488,7 +488,10 @@ def _duration(value: Any) -> timedelta:
     except InvalidArgument as exc:
         if exc.message.endswith(f"{_DURATION_RANGE}."):
             raise _BadValue(f"must be {_DURATION_RANGE}") from None
-        raise _BadValue('must be a duration string such as "180s" or "1.500s"') from None
+        raise _BadValue(
+            'must be a duration string: seconds with at most 9 digits after the point and an "s", '
+            'such as "180s" or "1.500s"'
+        ) from None
 
 
 def _string_map(value: Any) -> Mapping[str, str]:
