@@ -172,11 +172,13 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         "--schedule-time", type=_since, metavar="RFC3339",
         help="send the run as if scheduled at this instant (emulator-only)",
     )  # fmt: skip
-    attempts.add_argument(
-        "--json",
-        action="store_true",
-        help="print each attempt as one JSON object per line (the /_emulator/attempts shape)",
-    )
+    for parser, help_text in (
+        (attempts, "print each attempt as one JSON object per line (the /_emulator/attempts "
+         "shape)"),
+        (executions, "print each execution as one JSON object per line (the /_emulator/executions "
+         "shape: every task attempt's exit code, times and the end of its output)"),
+    ):  # fmt: skip
+        parser.add_argument("--json", action="store_true", help=help_text)
     attempts.add_argument(
         "--since", type=_since, metavar="RFC3339", help="attempts started at or after this instant"
     )
@@ -491,7 +493,8 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
 
 def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``executions`` table (the Cloud Run executions, oldest first; ``--job`` and
-    ``--state`` keep those of one job, in one state)."""
+    ``--state`` keep those of one job, in one state), or with ``--json`` one JSON object per
+    execution, as ``GET /_emulator/executions`` gives it."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params: dict[str, Any] = {"pageSize": 1000}
     if args.job:
@@ -499,6 +502,9 @@ def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
     if args.state:
         params["state"] = args.state
     records = list(client.pages("/_emulator/executions", "executions", params))
+    if args.json:
+        out.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+        return 0
     return _print_table(out, EXECUTION_HEADERS, execution_rows(records), "(no executions)", True)
 
 

@@ -101,7 +101,9 @@ def test_a_scheduled_run_starts_an_execution_shown_by_the_endpoint_and_the_view(
             state: run_cli("executions", "--port", port, "--state", state)[1]
             for state in ("failed", "SUCCEEDED")
         }
+        as_json = run_cli("executions", "--port", port, "--json")[1]
     assert "Cloud Run jobs export run locally" in daemon.first_line
+    assert [json.loads(line) for line in as_json.splitlines()] == page["executions"]
     assert attempt.code == "OK"
     assert by_state["failed"] == "(no executions)\n" and by_state["SUCCEEDED"] == out
     [execution] = page["executions"]
