@@ -64,7 +64,7 @@ from ..wire import (
     spell_headers,
 )
 from ._options import DEFAULT_HEADER_CASE
-from ._transports import DeliveryRequest, Transport, TransportResult
+from ._transports import DeliveryRequest, Transport, TransportResult, startable
 
 if TYPE_CHECKING:
     from ._tokens import TokenAuthority
@@ -99,7 +99,7 @@ class Prepared:
     :param retry_always: HTTP statuses retried whatever the retry config and not counted
         against ``retryCount`` (App Engine targets: ``{503}``).
     :param startable: ``transport`` can begin ``request`` without holding the calling thread
-        (:func:`startable`).
+        (:func:`~scheduler_emulator.runtime._transports.startable`).
     """
 
     record: dict[str, Any]
@@ -108,13 +108,6 @@ class Prepared:
     request: Any
     retry_always: frozenset[int] = frozenset()
     startable: bool = False
-
-
-def startable(transport: Transport, request: DeliveryRequest) -> bool:
-    """Whether ``transport`` can begin ``request`` without holding the calling thread: it is a
-    :class:`~scheduler_emulator.runtime._transports.StartingTransport` that can start it."""
-    can_start = getattr(transport, "can_start", None)
-    return can_start is not None and bool(can_start(request))
 
 
 class Dispatcher(Protocol):

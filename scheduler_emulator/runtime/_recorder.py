@@ -40,10 +40,6 @@ from ..core.faults import AttemptContext, FaultPlan, FaultRule
 from ..core.scheduler import (
     AttemptEnd,
     Decision,
-    RecordSkipped,
-    SaveJobState,
-    SaveNextFire,
-    SaveRun,
     Scheduler,
     StartAttempt,
 )
@@ -128,33 +124,18 @@ class Recorder:
         pending = deque(decisions)
         while pending:
             decision = pending.popleft()
-            # Exact types (the decision classes are not subclassed), the commonest first.
-            if type(decision) is StartAttempt:
+            self.store.save(decision)
+            if type(decision) is StartAttempt:  # exact type: the decisions are not subclassed
                 delivery, follow_ups = self._start(decision)
                 if delivery is not None:
                     deliveries.append(delivery)
                 pending.extend(follow_ups)
-            elif type(decision) is SaveRun:
-                self.store.save_run(decision.run)
-            elif type(decision) is SaveJobState:
-                self.store.save_job_state(
-                    decision.job, decision.state, decision.status, decision.last_attempt_time
-                )
-            elif type(decision) is SaveNextFire:
-                self.store.save_next_fire(decision.job, decision.next_fire)
-            elif type(decision) is RecordSkipped:
-                self.store.add_skipped(decision.skipped)
-            else:
-                raise TypeError(f"not a decision: {decision!r}")
         return deliveries
 
     def _start(self, decision: StartAttempt) -> tuple[Delivery | None, list[Decision]]:
+        """Build the attempt of ``decision`` (its run is stored) and record it as started."""
         job, run = decision.job, decision.run
         now = self.clock.now()
-        if decision.new_run:
-            self.store.add_run(run)
-        else:
-            self.store.save_run(run)
         failure: Outcome | None = None
         try:
             dispatcher = self.dispatchers.get(job.target_type)

@@ -31,6 +31,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..core.scheduler import (
+    Decision,
+    RecordSkipped,
+    SaveJobState,
+    SaveNextFire,
+    SaveRun,
+    StartAttempt,
+)
 from ..domain.attempts import Attempt, Run, SkippedRun
 from ..domain.codec import job_to_json
 from ..domain.resources import Job, State, Status
@@ -499,6 +507,28 @@ class Store:
             )
 
         self._write(save, wait=True)
+
+    def save(self, decision: Decision) -> None:
+        """Persist what one of the scheduler core's decisions changes: a :class:`StartAttempt`'s
+        run (inserted when ``new_run``; its attempt is :meth:`add_attempt`'s, once built), a
+        run's progress, a job's state or next fire time, a skipped time.
+
+        :raises TypeError: for anything else.
+        """
+        if isinstance(decision, StartAttempt):  # the commonest first
+            (self.add_run if decision.new_run else self.save_run)(decision.run)
+        elif isinstance(decision, SaveRun):
+            self.save_run(decision.run)
+        elif isinstance(decision, SaveJobState):
+            self.save_job_state(
+                decision.job, decision.state, decision.status, decision.last_attempt_time
+            )
+        elif isinstance(decision, SaveNextFire):
+            self.save_next_fire(decision.job, decision.next_fire)
+        elif isinstance(decision, RecordSkipped):
+            self.add_skipped(decision.skipped)
+        else:
+            raise TypeError(f"not a decision: {decision!r}")
 
     def save_next_fire(self, name: str, next_fire: datetime | None) -> None:
         """Write the next scheduled time of job ``name`` (UTC), so that a restart knows which

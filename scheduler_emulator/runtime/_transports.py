@@ -34,7 +34,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, cast
 from urllib.parse import unquote, urlsplit
 
 from ..domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
@@ -114,7 +114,6 @@ class Transport(Protocol):
         ...
 
 
-@runtime_checkable
 class StartingTransport(Transport, Protocol):
     """A transport that can also begin a delivery without holding the calling thread (the
     threaded driver sends through :meth:`start` when a transport has it, so that an attempt
@@ -131,15 +130,11 @@ class StartingTransport(Transport, Protocol):
         ...
 
 
-def starting(transport: Transport) -> StartingTransport | None:
-    """``transport`` as a :class:`StartingTransport` when its class is one, else ``None``
-    (asked once per class: a protocol check per attempt costs more than preparing it)."""
-    return cast(StartingTransport, transport) if _starts(type(transport)) else None
-
-
-@functools.cache
-def _starts(kind: type) -> bool:
-    return issubclass(kind, StartingTransport)
+def startable(transport: Transport, request: DeliveryRequest) -> bool:
+    """Whether ``transport`` can begin ``request`` without holding the calling thread: it is a
+    :class:`StartingTransport` that can start it."""
+    can_start = getattr(transport, "can_start", None)
+    return can_start is not None and bool(can_start(request))
 
 
 class HttpTransport:
@@ -524,10 +519,7 @@ class MountTransport:
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``: an unmounted URL whose fallback
         transport can start it."""
-        fallback = starting(self.fallback)
-        return (
-            fallback is not None and self.find(request.url) is None and fallback.can_start(request)
-        )
+        return self.find(request.url) is None and startable(self.fallback, request)
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Deliver in-process when the URL is mounted, else through the fallback transport.

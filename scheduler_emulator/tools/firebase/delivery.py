@@ -30,13 +30,14 @@ from typing import Any, cast
 
 from ...domain.outcomes import Outcome
 from ...domain.resources import Job
-from ...runtime._dispatchers import Dispatcher, Prepared, Sender, startable
+from ...runtime._dispatchers import Dispatcher, Prepared, Sender
 from ...runtime._transports import (
     DeliveryRequest,
     OnResult,
     StartingTransport,
     Transport,
     TransportResult,
+    startable,
 )
 from ...wire import format_timestamp, parse_schedule_time
 from .functions import legacy_event
