@@ -368,6 +368,8 @@ class ThreadedDriver:
         self._wakeup.set()
         if self._thread is not None:
             self._thread.join(left())
+            if self._thread.is_alive():  # within a slice of a large due batch: it stops after it
+                self._thread.join(_SLICE_SECONDS)
             self._thread = None
         if self._pool is None:
             self._close()
@@ -420,6 +422,8 @@ class ThreadedDriver:
             # Record and hand over a few hundred at a time, each slice in one transaction, so
             # that the first attempts of a large due batch leave while the rest are recorded.
             for first in range(0, len(decisions), _SLICE):
+                if self._stopping.is_set():  # the rest is left as a crash here would leave it:
+                    break  # the instant is stored alive, so a restart runs its runs late
                 with recorder.lock, recorder.store.batch():
                     deliveries = recorder.carry_out(decisions[first : first + _SLICE])
                 self.send_all(deliveries)
@@ -519,5 +523,9 @@ class ThreadedDriver:
 
 #: Decisions of one due batch recorded per store transaction.
 _SLICE = 200
+#: The longest a stop waits, beyond its timeout, for the engine thread to finish the slice it
+#: is recording, so that nothing is recorded after the store closes (a slice takes
+#: milliseconds).
+_SLICE_SECONDS = 30.0
 #: Ends of attempts recorded per hold of the engine lock.
 _ENDS = 256

@@ -214,7 +214,10 @@ class Emulator(AttemptAssertions):
         is kept); then close the transport's connections. Idempotent.
 
         On a manual clock a move under way (``clock:advance``) ends at the due instant it has
-        reached, with what ran there recorded.
+        reached, with what ran there recorded. On a system clock a due batch being recorded
+        (thousands of jobs at one minute) ends with the slice of 200 decisions under way; its
+        other runs are left as a crash would leave them: the next start on the same data
+        directory runs them late.
 
         :param timeout: seconds to wait in all (real time) for the engine thread and the
             attempts in flight; recording the interrupted ones may take a moment more.

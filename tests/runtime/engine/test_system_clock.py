@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from scheduler_emulator import Emulator, SystemClock, WsgiTransport
+from scheduler_emulator.runtime import _drivers
 from tests.support import RecordingTarget, ShiftedClock, nightly_job, wait_for
 
 
@@ -73,3 +76,51 @@ def test_the_jobs_last_attempt_time_is_its_latest_attempts_start() -> None:
             assert (
                 emulator.get_job("nightly").last_attempt_time == emulator.attempts()[-1].start_time
             )
+
+
+def test_a_stop_during_a_large_due_batch_ends_it_at_a_slice_and_closes_cleanly(
+    tmp_path: Path,
+) -> None:
+    """A stop while the engine thread records a batch of thousands due at one instant waits
+    for the slice under way and records no more (the daemon stopped mid-burst printed
+    'Cannot operate on a closed database' from the engine thread, which went on recording
+    after the store closed)."""
+    slice_size = _drivers._SLICE
+    errors: list[BaseException | None] = []
+    in_second_slice, release = threading.Event(), threading.Event()
+    emulator = Emulator(ShiftedClock(lead=3.0), data_dir=tmp_path, transport=WsgiTransport(
+        RecordingTarget()))  # fmt: skip
+    for index in range(3 * slice_size):
+        emulator.create_job(nightly_job(name=f"job-{index}", schedule="* * * * *"))
+    add_attempt, added = emulator.store.add_attempt, itertools.count(1)
+
+    def held_add_attempt(attempt: Any) -> Any:
+        if next(added) == slice_size + 1:
+            in_second_slice.set()
+            release.wait(20)
+        return add_attempt(attempt)
+
+    emulator.store.add_attempt = held_add_attempt  # type: ignore[method-assign]
+    emulator.start()
+    previous_hook = threading.excepthook
+    threading.excepthook = lambda args: errors.append(args.exc_value)
+    try:
+        assert in_second_slice.wait(20)
+        engine = emulator.driver._thread
+        assert engine is not None
+        stopper = threading.Thread(target=emulator.stop, kwargs={"timeout": 0.1})
+        stopper.start()
+        wait_for(lambda: emulator.driver._stopping.is_set(), 10, "the stop to begin")
+        release.set()
+        stopper.join(30)
+        engine.join(30)
+        [(recorded,)] = emulator.store.query("SELECT COUNT(*) FROM attempts")
+        emulator.close()
+    finally:
+        release.set()
+        threading.excepthook = previous_hook
+    assert not stopper.is_alive() and not engine.is_alive()
+    assert errors == []
+    # The slice under way (a job's attempt and its next fire time: two decisions) was finished
+    # and none after it was recorded.
+    assert recorded == slice_size + slice_size // 2
