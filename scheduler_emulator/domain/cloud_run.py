@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .codec import parse_duration
+from .codec import parse_duration, show_value
 from .errors import InvalidArgument
 from .resources import JobPath
 
@@ -131,7 +131,7 @@ class RunOverrides:
 
 
 def _bad(where: str, field_path: str, value: Any, want: str) -> InvalidArgument:
-    shown = repr(value) if not isinstance(value, str) else f'"{value}"'
+    shown = "nothing" if value is None else show_value(value)
     return InvalidArgument(
         f"{where}: {field_path} must be {want}; got {shown}.",
         field=field_path,
@@ -192,11 +192,13 @@ def _whole(data: Any, where: str, field_path: str, low: int, high: int) -> int:
 
 def _seconds(data: Any, where: str, field_path: str) -> float:
     """A duration: ``"600s"`` (v2) or a number of seconds (v1 ``timeoutSeconds``)."""
-    if isinstance(data, str) and data.endswith("s"):
+    if isinstance(data, str) and not data.strip().isdigit():
         try:
             seconds = parse_duration(data, field=field_path).total_seconds()
         except InvalidArgument:
-            raise _bad(where, field_path, data, 'a duration like "600s"') from None
+            raise _bad(
+                where, field_path, data, 'a duration like "600s" (or a whole number of seconds)'
+            ) from None
     else:
         seconds = float(_whole(data, where, field_path, 1, int(MAX_TASK_TIMEOUT_SECONDS)))
     if not 0 < seconds <= MAX_TASK_TIMEOUT_SECONDS:

@@ -33,7 +33,7 @@
 - ``GET /_emulator/executions`` → one page ``{"executions": [...], "nextPageToken": "…"}`` of
   the Cloud Run executions (``--cloud-run-jobs``) in creation order: ``pageSize``,
   ``pageToken``, ``job`` (ID or full name), ``state`` (``RUNNING``, ``SUCCEEDED``, ``FAILED``,
-  ``INTERRUPTED``); ``GET /_emulator/executions/<id>`` → one, with its task attempts
+  ``INTERRUPTED``); ``GET /_emulator/executions/<id or full name>`` → one, with its task attempts
 - ``POST /_emulator/reset`` → deletes every job, attempt and Cloud Run execution;
   ``{"clockTime": …}`` also sets a manual clock to that instant
 - ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK
@@ -100,7 +100,7 @@ RULES = [
     Rule("/_emulator/ui/<asset>", methods=["GET"], endpoint="dashboard_asset"),
     Rule("/_emulator/skipped", methods=["GET"], endpoint="skipped"),
     Rule("/_emulator/executions", methods=["GET"], endpoint="executions"),
-    Rule("/_emulator/executions/<execution_id>", methods=["GET"], endpoint="execution"),
+    Rule("/_emulator/executions/<path:execution_id>", methods=["GET"], endpoint="execution"),
     Rule("/_emulator/reset", methods=["POST"], endpoint="reset"),
     Rule("/_emulator/faults", methods=["GET"], endpoint="get_faults"),
     Rule("/_emulator/faults", methods=["POST"], endpoint="add_faults"),
@@ -531,9 +531,10 @@ class Admin:
         )
 
     def execution(self, request: Request, execution_id: str) -> dict[str, Any]:
-        """One Cloud Run execution by its ID (``export-x7k2p``); 404 when there is none."""
-        found = self.emulator.cloud_run.store.get(execution_id)
-        if found is None:
+        """One Cloud Run execution by its ID (``export-x7k2p``) or its full ``name``
+        (``projects/P/locations/L/jobs/J/executions/export-x7k2p``); 404 when there is none."""
+        found = self.emulator.cloud_run.store.get(execution_id.rsplit("/", 1)[-1])
+        if found is None or ("/" in execution_id and found.name != execution_id):
             raise NotFound(f"Execution not found: no execution {show_value(execution_id)}.")
         return found.to_json()
 

@@ -123,8 +123,13 @@ class TestDefinitions:
             pytest.param({"parallelism": -1}, ["template.parallelism", "-1"], id="parallelism"),
             pytest.param(
                 {"template": {"containers": [{"image": "gcr.io/p/j"}]}},
-                ["export", "emulatorCommand"],
+                ["export", "emulatorCommand", "got nothing."],
                 id="no-command",
+            ),
+            pytest.param(
+                {"template": {"timeout": "10m", "containers": [{"command": ["x"]}]}},
+                ["template.template.timeout", 'a duration like "600s"', '"10m"'],
+                id="timeout-in-minutes",
             ),
             pytest.param(
                 {"template": {"maxRetries": 11, "containers": [{"command": ["x"]}]}},

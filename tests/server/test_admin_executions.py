@@ -52,6 +52,9 @@ def test_pages_and_filters(emulator: Emulator) -> None:
     ]
     one = client.get("/_emulator/executions/" + failed[0]["name"].rsplit("/", 1)[-1]).json
     assert one == failed[0]
+    assert client.get("/_emulator/executions/" + failed[0]["name"]).json == failed[0]
+    elsewhere = failed[0]["name"].replace("/jobs/bad/", "/jobs/ok/")
+    assert client.get("/_emulator/executions/" + elsewhere).status_code == 404
 
 
 @pytest.mark.parametrize(
