@@ -16,6 +16,7 @@ Every error a user can cause prints ``error: <message>`` to stderr and exits wit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import re
@@ -510,6 +511,14 @@ def load_jobs_by_file(
     per_file: list[tuple[str, list[Job]]] = []
     seen: dict[str, str] = {}
     for path in paths:
+        with contextlib.suppress(OSError):  # a large file takes seconds: say so, not silence
+            if (size := os.path.getsize(path)) > SAY_LOADING_BYTES:
+                print(
+                    f"scheduler-emulator: loading {size / 1e6:.1f} MB of jobs from {path}; "
+                    "the startup line follows once they are stored and scheduled (about 15 s "
+                    "for 50,000 jobs)…",
+                    file=sys.stderr,
+                )
         loaded = load_jobs_file(
             path, project=project, location=location, max_bytes=max_bytes, max_jobs=max_jobs
         )
@@ -524,6 +533,11 @@ def load_jobs_by_file(
                 )
             seen[job.name] = path
     return per_file
+
+
+#: A jobs file larger than this (about 10,000 short jobs) is announced on stderr before it is
+#: loaded.
+SAY_LOADING_BYTES = 1_000_000
 
 
 def loaded_jobs(per_file: Sequence[tuple[str, int]], stored: int | None) -> str:

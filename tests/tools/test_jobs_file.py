@@ -521,3 +521,18 @@ def test_a_file_over_the_job_count_is_refused_naming_the_limit_and_the_option(
     path.write_text(json.dumps({"jobs": [{"name": f"j{i}"} for i in range(12)]}))
     with pytest.raises(ConfigurationError, match="holds more jobs than the limit of 10 per"):
         load_jobs_file(path, project=PROJECT, location=LOCATION, max_jobs=10)
+
+
+def test_start_says_it_is_loading_a_large_jobs_file_before_the_wait(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scheduler_emulator.tools import cli
+
+    small = write(tmp_path, "small.json", json.dumps([job("a")]))
+    cli.load_jobs_by_file([str(small)], project="my-project", location="us-central1")
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(cli, "SAY_LOADING_BYTES", small.stat().st_size - 1)
+    cli.load_jobs_by_file([str(small)], project="my-project", location="us-central1")
+    assert capsys.readouterr().err.startswith(
+        f"scheduler-emulator: loading 0.0 MB of jobs from {small}; the startup line follows"
+    )
