@@ -248,7 +248,7 @@ _ITEM_LINE = re.compile(r"^-(?=[ \t\r\n]|$)", re.M)
 def _surely_over(text: str, limit: int) -> bool:
     """Whether ``text`` is a document whose list at its lines' first column certainly holds
     more than ``limit`` items — found without a Python object per YAML event, so a 96,669-job
-    file is refused in a fifth of the time :func:`_scan` takes to reach its 50,001st job.
+    file is refused in a third of the time :func:`_scan` takes to reach its 50,001st job.
 
     A line starting ``- `` may also be inside a quoted value spread over lines, so such lines
     are only candidates. libyaml counts the events of the text up to the candidate two past the
