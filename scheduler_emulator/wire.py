@@ -40,6 +40,7 @@ __all__ = [
     "emulator_http2",
     "format_schedule_time",
     "format_timestamp",
+    "is_cloud_run_host",
     "parse_schedule_time",
     "parse_timestamp",
     "scheduler_headers",
@@ -301,3 +302,13 @@ def spell_headers(headers: dict[str, str], header_case: str) -> dict[str, str]:
     if header_case == "google":
         return headers
     return {spell_header(name, header_case): value for name, value in headers.items()}
+
+
+#: A regional endpoint of the Cloud Run Admin API: ``REGION-run.googleapis.com``.
+CLOUD_RUN_REGIONAL_HOST = re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-run\.googleapis\.com$")
+
+
+def is_cloud_run_host(host: str) -> bool:
+    """Whether ``host`` is the Cloud Run Admin API: ``run.googleapis.com`` or
+    ``REGION-run.googleapis.com``."""
+    return host == "run.googleapis.com" or CLOUD_RUN_REGIONAL_HOST.match(host) is not None

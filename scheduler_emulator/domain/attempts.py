@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..wire import TIMER_PREFIX, format_timestamp, parse_timestamp
+from ..wire import TIMER_PREFIX, format_timestamp, is_cloud_run_host, parse_timestamp
 
 __all__ = [
     "Attempt",
@@ -228,7 +228,7 @@ class Attempt:
         fails may answer the same); a 401 or 404 from the Cloud Run Admin API's run method
         says what the job or the ``--cloud-run-jobs`` file lacks."""
         url = urlsplit(str(self.request.get("url", "")))
-        if url.path.endswith(":run") and (url.hostname or "").endswith("run.googleapis.com"):
+        if url.path.endswith(":run") and is_cloud_run_host(url.hostname or ""):
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
         if self.response_status != 500:
             return ""

@@ -40,7 +40,7 @@ from werkzeug.wrappers import Request, Response
 from ..domain.cloud_run import CloudRunJob, parse_run_request
 from ..domain.errors import ApiError, InvalidArgument, NotFound
 from ..domain.outcomes import Failure
-from ..wire import JOB_NAME_HEADER, format_timestamp
+from ..wire import CLOUD_RUN_REGIONAL_HOST, JOB_NAME_HEADER, format_timestamp, is_cloud_run_host
 from ._cloud_run import CloudRun, Execution
 from ._tokens import TokenAuthority
 from ._transports import DeliveryRequest, MountTransport, Transport, TransportResult
@@ -49,7 +49,6 @@ __all__ = [
     "PATH_PREFIXES",
     "CloudRunAdminApi",
     "GoogleApisTransport",
-    "is_cloud_run_host",
     "unauthenticated",
     "v1_execution",
     "v2_execution",
@@ -64,16 +63,9 @@ _V2 = re.compile(
 _V1_RUN = re.compile(
     r"^/apis/run\.googleapis\.com/v1/namespaces/(?P<project>[^/]+)/jobs/(?P<job>[^/:]+):run$"
 )
-_REGIONAL = re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-run\.googleapis\.com$")
 #: Paths the app answers on the daemon's port.
 PATH_PREFIXES = ("/v2/projects/", "/apis/run.googleapis.com/")
 _DEVCONSOLE = "See https://developers.google.com/identity/sign-in/web/devconsole-project."
-
-
-def is_cloud_run_host(host: str) -> bool:
-    """Whether ``host`` is the Cloud Run Admin API: ``run.googleapis.com`` or
-    ``REGION-run.googleapis.com``."""
-    return host == "run.googleapis.com" or _REGIONAL.match(host) is not None
 
 
 def unauthenticated(authorization: str | None, method: str) -> dict[str, Any]:
@@ -262,7 +254,7 @@ class CloudRunAdminApi:
             refused = self._authorized(request, "google.cloud.run.v1.Jobs.RunJob")
             if refused is not None:
                 return refused
-            host = _REGIONAL.match((request.host or "").split(":")[0])
+            host = CLOUD_RUN_REGIONAL_HOST.match((request.host or "").split(":")[0])
             location = host["region"] if host else self.default_location
             if request.method != "POST":
                 raise NotFound(f"The method {request.method} {path} is not found.")

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import http.client
 import logging
 import os
@@ -250,8 +251,9 @@ class CurlLoop:
         self._multi.close()
 
 
+@functools.cache
 def http2_supported() -> bool:
-    """Whether pycurl's libcurl can speak HTTP/2 (it was built with nghttp2)."""
+    """Whether pycurl's libcurl can speak HTTP/2 (it was built with nghttp2; asked once)."""
     return bool(pycurl.version_info()[4] & pycurl.VERSION_HTTP2)
 
 
@@ -305,8 +307,6 @@ def configure(handle: pycurl.Curl, transfer: _Transfer, max_body_bytes: int) -> 
         if method != "POST":
             handle.setopt(pycurl.CUSTOMREQUEST, method)
     read = [0]
-    if sample is not None:
-        sample.restart(None)
 
     def drop(chunk: bytes) -> int | None:
         read[0] += len(chunk)

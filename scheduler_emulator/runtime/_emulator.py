@@ -337,19 +337,26 @@ class Emulator(AttemptAssertions):
         return view
 
     @contextlib.contextmanager
-    def _stored_or_undone(self) -> Iterator[None]:
+    def _stored_or_undone(self, undone: Callable[[], None] = lambda: None) -> Iterator[None]:
         """Keep the core's changes made inside the block only if the store took them: when a
         write is refused (:class:`StorageUnavailable`, a full disk) every job the block
-        changed is put back as it was, and the error goes on (the API answers 503, "the
-        change was not stored"), so nothing refused is read or stored later. Lock held."""
-        self.core.checkpoint()
+        changed is put back as it was, ``undone()`` is called if anything was, and the error
+        goes on (the API answers 503, "the change was not stored"), so nothing refused is
+        read or stored later. The lock is taken for each step (the block may run without it,
+        as :meth:`run_due` does)."""
+        with self._lock:
+            self.core.checkpoint()
         try:
             yield
         except StorageUnavailable:
-            self.core.rollback()
+            with self._lock:
+                rolled_back = self.core.rollback()
+            if rolled_back:
+                undone()
             raise
         finally:
-            self.core.release()
+            with self._lock:
+                self.core.release()
 
     def _modify(self, name: str, change: Callable[[Job], Job]) -> Job:
         """Replace the job of full name ``name`` by ``change(job)`` atomically; if ``change``
@@ -600,19 +607,13 @@ class Emulator(AttemptAssertions):
         the last instant whose work was stored, so the clock move answers 503 with the clock,
         the jobs and the next due instant as before — unless an attempt was already sent
         there (it happened: what was done stays)."""
-        with self._lock:
-            self.core.checkpoint()
-        try:
-            self.driver.run_due()
-        except StorageUnavailable:
-            with self._lock:
-                undone = self.core.rollback()
-            if undone and self.clock_mode == "manual":
+
+        def go_back() -> None:
+            if self.clock_mode == "manual":
                 self.driver.manual_clock().reset_to(self._settled)
-            raise
-        finally:
-            with self._lock:
-                self.core.release()
+
+        with self._stored_or_undone(go_back):
+            self.driver.run_due()
         self._settled = self.clock.now()
 
     def idle(self) -> None:

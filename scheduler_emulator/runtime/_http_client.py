@@ -200,11 +200,6 @@ class HttpClient:
         hop = Hop(method, url, headers, body)
         return wait(lambda ended: self._follow(hop, deadline, sample, http2, ended), deadline)
 
-    def can_start(self, url: str) -> bool:
-        """Whether :meth:`start` can send to ``url`` without holding the calling thread:
-        with ``pycurl`` installed."""
-        return self._curl
-
     def start(
         self,
         hop: Hop,
@@ -323,7 +318,7 @@ class HttpClient:
                 response = self._exchange(conn, method, path, headers, body)
             status, location = response.status, response.getheader("Location")
             if sample is not None:
-                sample.restart(response.getheader("Content-Type"))
+                sample.content_type = response.getheader("Content-Type")
             complete = self._drain(response, sample)
         except BaseException:
             conn.close()

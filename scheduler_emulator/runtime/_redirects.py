@@ -163,6 +163,8 @@ def follow(
             else:
                 send(following, redirects_left - 1)
 
+        if sample is not None:
+            sample.restart(None)  # the answer kept is the last hop's
         send_one(hop, deadline, sample, answered)
 
     send(first, MAX_REDIRECTS)

@@ -191,7 +191,7 @@ class HttpTransport:
 
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``: with ``pycurl`` installed."""
-        return self.client.can_start(request.url)
+        return self.client.uses_curl
 
     def close(self) -> None:
         """Close the kept-alive connections (the emulator is closing)."""
@@ -530,19 +530,18 @@ class MountTransport:
         result and the attempt counts as a 500. A redirect to an unmounted URL goes on through
         the fallback transport, within what is left of the deadline.
         """
-        if self.find(request.url) is None:
+        first_app = self.find(request.url)
+        if first_app is None:
             return self.fallback.send(request, timeout_seconds)
         deadline = real_monotonic() + timeout_seconds
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
-        leaving: list[Hop] = []  # the hop that left the mounted apps
+        first = Hop(request.method, request.url, request.headers, request.body)
 
         def send_one(hop: Hop, deadline: float, sample: Any, answered: Answered) -> None:
-            app = self.find(hop.url)
+            app = first_app if hop is first else self.find(hop.url)
             if app is None:
-                leaving.append(hop)
-                answered(None, None, _Unmounted())
+                answered(None, None, _Unmounted(hop))
                 return
-            sample.restart(None)
             call = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
             try:
                 status, headers = self._call(app, call, deadline, sample)
@@ -559,11 +558,10 @@ class MountTransport:
             sample.content_type = lowered.get("content-type")
             answered(status, lowered.get("location"), None)
 
-        first = Hop(request.method, request.url, request.headers, request.body)
         try:
             status = wait(lambda ended: follow(send_one, first, deadline, sample, ended), deadline)
-        except _Unmounted:
-            hop = leaving[-1]
+        except _Unmounted as left:
+            hop = left.hop
             rest = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
             return self.fallback.send(rest, max(0.001, deadline - real_monotonic()))
         except (DeadlineExceeded, OSError, http.client.HTTPException, ValueError) as exc:
@@ -572,7 +570,12 @@ class MountTransport:
 
 
 class _Unmounted(Exception):
-    """A redirect led out of the mounted apps: the fallback transport sends the rest."""
+    """A redirect led out of the mounted apps to ``hop``: the fallback transport sends the
+    rest."""
+
+    def __init__(self, hop: Hop) -> None:
+        super().__init__(hop.url)
+        self.hop = hop
 
 
 class WsgiTransport(MountTransport):

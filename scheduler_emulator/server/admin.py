@@ -533,8 +533,8 @@ class Admin:
     def execution(self, request: Request, execution_id: str) -> dict[str, Any]:
         """One Cloud Run execution by its ID (``export-x7k2p``) or its full ``name``
         (``projects/P/locations/L/jobs/J/executions/export-x7k2p``); 404 when there is none."""
-        found = self.emulator.cloud_run.store.get(execution_id.rsplit("/", 1)[-1])
-        if found is None or ("/" in execution_id and found.name != execution_id):
+        found = self.emulator.cloud_run.store.get(execution_id)
+        if found is None:
             raise NotFound(f"Execution not found: no execution {show_value(execution_id)}.")
         return found.to_json()
 

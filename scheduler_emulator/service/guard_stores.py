@@ -576,8 +576,10 @@ class FirestoreRunStore:
                 if not str(exc).startswith("Failed to commit transaction"):
                     raise
                 existing = self._read(ref)
-                if existing is not None and decide_claim(existing, now) is not ClaimOutcome.CLAIMED:
-                    return Claim(decide_claim(existing, now), existing)
+                if existing is not None:
+                    outcome = decide_claim(existing, now)
+                    if outcome is not ClaimOutcome.CLAIMED:
+                        return Claim(outcome, existing)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise

@@ -192,7 +192,8 @@ def timeline_rows(attempts: Sequence[Attempt]) -> list[list[str]]:
 
 
 def attempt_cells(attempt: Attempt) -> list[str]:
-    """The cells an attempt shows in both the timeline and the ``attempts`` table.
+    """The cells an attempt shows in the timeline; the ``attempts`` table shows them with its
+    own SCHEDULED cell in place of the run's.
 
     :return: ``[start time, job id, run ("(none)" or the schedule time, plus " forced"),
         attempt number, "*" when injected, HTTP status or "-", code or "(in flight)"]``.

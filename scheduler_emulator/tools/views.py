@@ -283,12 +283,12 @@ def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[s
     rows = []
     for attempt in attempts:
         time_, job, _, number, injected, status, code = attempt_cells(attempt)
-        run = scheduled_cell(attempt.schedule_time, iso(attempt.nominal), attempt.forced)
+        nominal = iso(attempt.nominal)
+        run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
         reason = attempt.to_json()["reason"]
         if wide:
-            utc = iso(attempt.nominal) or "-"
             row = [time_, job, str(attempt.run_id), number, injected, status, code, took(attempt),
-                   run, utc, reason]  # fmt: skip
+                   run, nominal or "-", reason]  # fmt: skip
         else:
             row = [time_, job, number + injected, status, code, took(attempt), run, reason]
         rows.append(row)
