@@ -5,7 +5,7 @@
 2. Measures floors in the same run: one Python thread driving libcurl's multi interface with
    64 connections (what the daemon's own sender can do, when ``pycurl`` is installed); a
    bare loop of the emulator's HTTP client
-   (``runtime/http_client.HttpClient``, through libcurl when ``pycurl`` is installed, as the
+   (``HttpTransport``, through libcurl when ``pycurl`` is installed, as the
    daemon's is) against that target, one thread and 32 threads; and the same loop with
    ``http.client`` only, for comparison; and, when ``wrk`` is installed (``apt-get install
    wrk``), the target's own maximum under that load generator (1 thread, 32 connections).
@@ -74,10 +74,10 @@ def serve_target(port_file: str, limit_seconds: float) -> None:
 
 
 def floor(base: str, seconds: float, threads: int, curl: bool | None = None) -> float:
-    """Requests per second of the bare HttpClient against the target."""
-    from scheduler_emulator.runtime._http_client import HttpClient
+    """Requests per second of a bare HttpTransport.request loop against the target."""
+    from scheduler_emulator import HttpTransport
 
-    client = HttpClient(curl=curl)
+    client = HttpTransport(curl=curl)
     headers = {"User-Agent": "Google-Cloud-Scheduler", "X-CloudScheduler": "true"}
     counts = [0] * threads
     stop = time.monotonic() + seconds
@@ -191,13 +191,13 @@ def measure(args: argparse.Namespace, work: Path) -> None:
             time.sleep(0.05)
         base = f"http://127.0.0.1:{port_file.read_text()}"
         print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at start")
-        from scheduler_emulator.runtime._http_client import HttpClient
+        from scheduler_emulator import HttpTransport
 
-        kind = "libcurl" if HttpClient().uses_curl else "http.client"
+        kind = "libcurl" if HttpTransport().uses_curl else "http.client"
         print(f"the daemon's HTTP client goes through {kind}")
-        print(f"floor, bare HttpClient loop, 1 thread  : {floor(base, 3, 1):8,.0f} requests/s")
+        print(f"floor, bare HttpTransport loop, 1 thread  : {floor(base, 3, 1):8,.0f} requests/s")
         floor32 = floor(base, 3, 32)
-        print(f"floor, bare HttpClient loop, 32 threads: {floor32:8,.0f} requests/s")
+        print(f"floor, bare HttpTransport loop, 32 threads: {floor32:8,.0f} requests/s")
         stdlib = floor(base, 3, 32, curl=False)
         print(f"  the same, http.client only, 32 threads: {stdlib:8,.0f} requests/s")
         multi = multi_floor(base, 3)

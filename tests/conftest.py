@@ -14,10 +14,9 @@ import pytest
 os.environ["TZ"] = "UTC"
 time.tzset()
 
+from scheduler_emulator.runtime import HttpTransport, WsgiTransport  # noqa: E402
 from scheduler_emulator.runtime._clock import ManualClock  # noqa: E402
 from scheduler_emulator.runtime._emulator import Emulator  # noqa: E402
-from scheduler_emulator.runtime._http_client import HttpClient  # noqa: E402
-from scheduler_emulator.runtime._transports import HttpTransport, WsgiTransport  # noqa: E402
 from tests.daemon import MANUAL, Daemon, running_daemon, serving  # noqa: E402
 from tests.support import RecordingTarget  # noqa: E402
 
@@ -42,20 +41,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(params=[False, True], ids=["http.client", "libcurl"])
-def http_client(request: pytest.FixtureRequest) -> Iterator[HttpClient]:
-    """The daemon's HTTP client, once with ``http.client`` only and once through libcurl
+def http_transport(request: pytest.FixtureRequest) -> Iterator[HttpTransport]:
+    """The daemon's HTTP transport, once with ``http.client`` only and once through libcurl
     (skipped without ``pycurl``): the two must behave the same."""
     if request.param:
         pytest.importorskip("pycurl")
-    client = HttpClient(curl=request.param)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def http_transport(http_client: HttpClient) -> HttpTransport:
-    """An :class:`HttpTransport` over :func:`http_client` (both ways)."""
-    return HttpTransport(http_client)
+    transport = HttpTransport(curl=request.param)
+    yield transport
+    transport.close()
 
 
 @pytest.fixture

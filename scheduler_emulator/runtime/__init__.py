@@ -15,7 +15,15 @@ from ._data_file import startup_error
 from ._delivery_pool import MAX_IN_PROGRESS
 from ._dispatchers import parse_app_engine_urls
 from ._emulator import Emulator
-from ._http_client import http2_problem
+from ._in_process import (
+    AsgiApp,
+    AsgiCaller,
+    AsgiTransport,
+    MountTransport,
+    WsgiApp,
+    WsgiTransport,
+    is_asgi_app,
+)
 from ._options import (
     ATTEMPTS_PAGE_SIZE,
     DEFAULT_DST_POLICY,
@@ -32,19 +40,7 @@ from ._read_model import runs_page
 from ._recorder import outcome_of
 from ._store import Store
 from ._tokens import GOOGLE_ISSUER, JWKS_PATH, TOKEN_TIMES, TOKENINFO_PATH, TokenAuthority
-from ._transports import (
-    AsgiApp,
-    AsgiCaller,
-    AsgiTransport,
-    DeliveryRequest,
-    HttpTransport,
-    MountTransport,
-    Transport,
-    TransportResult,
-    WsgiApp,
-    WsgiTransport,
-    is_asgi_app,
-)
+from ._transports import DeliveryRequest, HttpTransport, Transport, TransportResult, http2_problem
 
 __all__ = [
     "ATTEMPTS_PAGE_SIZE",

@@ -42,8 +42,9 @@ from ..domain.errors import ApiError, InvalidArgument, NotFound
 from ..domain.outcomes import Failure
 from ..wire import CLOUD_RUN_REGIONAL_HOST, JOB_NAME_HEADER, format_timestamp, is_cloud_run_host
 from ._cloud_run import CloudRun, Execution
+from ._in_process import MountTransport
 from ._tokens import TokenAuthority
-from ._transports import DeliveryRequest, MountTransport, Transport, TransportResult
+from ._transports import DeliveryRequest, Transport, TransportResult
 
 __all__ = [
     "PATH_PREFIXES",

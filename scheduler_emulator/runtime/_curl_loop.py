@@ -1,6 +1,6 @@
 """Many HTTP exchanges at once on one thread: libcurl's multi interface (the ``curl`` extra).
 
-:class:`CurlLoop` is how :class:`~scheduler_emulator.runtime._http_client.HttpClient` sends
+:class:`CurlLoop` is how :class:`~scheduler_emulator.runtime._transports.HttpTransport` sends
 every request when ``pycurl`` is installed, ``http://`` and ``https://`` alike: a blocking
 request waits for its end, a started one holds no thread at all. An attempt waiting on its
 target is one of the loop's transfers, and the loop's thread drives them all together. So 200
@@ -14,7 +14,7 @@ second, not 200 threads, and other jobs' attempts leave on time beside them::
     loop.close()
 
 Each transfer sends exactly one request (redirects are followed above it,
-:func:`~scheduler_emulator.runtime._redirects.follow`). The wire is ``http.client``'s: the
+:func:`~scheduler_emulator.runtime._transports.follow`). The wire is ``http.client``'s: the
 caller's headers plus ``Host``, ``Content-Length`` (``0`` for an empty POST, PUT or PATCH) and
 ``Accept-Encoding: identity``; curl's own ``Accept``, ``Expect`` and form ``Content-Type`` are
 suppressed. libcurl's total timeout (``CURLOPT_TIMEOUT_MS``) bounds connecting, sending and the
@@ -47,16 +47,13 @@ import socket
 import ssl
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import pycurl
 
+from ..domain.redirects import Answered, Hop, ResponseSample
 from ..realtime import real_monotonic
-from ._redirects import DeadlineExceeded
-
-if TYPE_CHECKING:
-    from ._redirects import Answered, Hop, ResponseSample
 
 logger = logging.getLogger("scheduler_emulator")
 
@@ -123,7 +120,7 @@ class CurlLoop:
         done: Answered,
     ) -> None:
         """Start one exchange (no redirect is followed); ``done`` is called once when it ends
-        (a :data:`~scheduler_emulator.runtime._redirects.Answered`: a redirect's ``location``
+        (a :data:`~scheduler_emulator.domain.redirects.Answered`: a redirect's ``location``
         is absolute).
 
         :param hop: the request: method, an absolute ``http://`` or ``https://`` URL, headers,
@@ -218,7 +215,7 @@ class CurlLoop:
             transfer = self._running.pop(handle)
         try:
             status, location = ended(handle, code, message, transfer.sample)
-        except (DeadlineExceeded, OSError) as exc:
+        except OSError as exc:  # TimeoutError too
             outcome: tuple[int | None, str | None, BaseException | None] = (None, None, exc)
         else:
             outcome = (status, location, None)
@@ -325,7 +322,7 @@ def ended(
 
     :param code: libcurl's error code, ``None`` when the transfer succeeded.
     :param message: libcurl's error text.
-    :raises DeadlineExceeded: when the total timeout passed first.
+    :raises TimeoutError: when the total timeout passed first.
     :raises OSError: when the connection failed, as ``http.client`` raises it
         (:func:`_os_error`).
     """
@@ -336,7 +333,7 @@ def ended(
             sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
         return status, handle.getinfo(pycurl.REDIRECT_URL)
     if code == pycurl.E_OPERATION_TIMEDOUT:
-        raise DeadlineExceeded()
+        raise TimeoutError()
     raise _os_error(handle, code, message)
 
 

@@ -417,14 +417,14 @@ class ThreadedDriver:
             with recorder.lock:
                 now = self.clock.now()
                 decisions = recorder.core.due(now)
-            if decisions:  # stored before any is sent: a restart runs late what they owed
-                recorder.store.save_alive(now)
             # Record and hand over a few hundred at a time, each slice in one transaction, so
             # that the first attempts of a large due batch leave while the rest are recorded.
+            # The first stores the instant alive before any is sent: a restart runs late what
+            # the decisions owed.
             for first in range(0, len(decisions), _SLICE):
-                if self._stopping.is_set():  # the rest is left as a crash here would leave it:
-                    break  # the instant is stored alive, so a restart runs its runs late
-                with recorder.lock, recorder.store.batch():
+                if first and self._stopping.is_set():  # the rest is left as a crash here
+                    break  # would leave it: the instant is stored alive, its runs run late
+                with recorder.lock, recorder.store.batch(alive=None if first else now):
                     deliveries = recorder.carry_out(decisions[first : first + _SLICE])
                 self.send_all(deliveries)
                 self._record_ends()

@@ -43,13 +43,12 @@ from ._cloud_run import CloudRun, ExecutionStore
 from ._cloud_run_api import CloudRunAdminApi, GoogleApisTransport
 from ._dispatchers import AppEngineDispatcher, Dispatcher, HttpDispatcher, parse_app_engine_urls
 from ._drivers import Driver, driver_for
-from ._http_client import HttpClient, http2_problem
 from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, EmulatorOptions
 from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
 from ._recorder import Recorder
 from ._store import AttemptFilter, Store
 from ._tokens import TokenAuthority
-from ._transports import HttpTransport, Transport
+from ._transports import HttpTransport, Transport, http2_problem
 
 
 class Emulator(AttemptAssertions):
@@ -109,7 +108,7 @@ class Emulator(AttemptAssertions):
             )
         )
         if transport is None:
-            transport = HttpTransport(HttpClient(http2=True)) if options.http2 else HttpTransport()
+            transport = HttpTransport(http2=options.http2)
         self.publisher: Publisher = (
             publisher
             if publisher is not None

@@ -124,16 +124,22 @@ class Recorder:
         pending = deque(decisions)
         while pending:
             decision = pending.popleft()
-            self.store.save(decision)
+            delivery = failure = None
             if type(decision) is StartAttempt:  # exact type: the decisions are not subclassed
-                delivery, follow_ups = self._start(decision)
-                if delivery is not None:
-                    deliveries.append(delivery)
-                pending.extend(follow_ups)
+                delivery, failure = self._prepare(decision)
+            self.store.save(decision, None if delivery is None else delivery.attempt)
+            if delivery is None:
+                continue
+            if failure is None:
+                deliveries.append(delivery)  # AttemptStarted is logged by the driver
+            else:
+                self.log_started(delivery)
+                pending.extend(self.ended(delivery, Injected(TransportResult(), failure)))
         return deliveries
 
-    def _start(self, decision: StartAttempt) -> tuple[Delivery | None, list[Decision]]:
-        """Build the attempt of ``decision`` (its run is stored) and record it as started."""
+    def _prepare(self, decision: StartAttempt) -> tuple[Delivery, Outcome | None]:
+        """Build the attempt of ``decision``; the outcome it failed with if it could not be
+        prepared."""
         job, run = decision.job, decision.run
         now = self.clock.now()
         failure: Outcome | None = None
@@ -162,12 +168,7 @@ class Recorder:
             forced=run.forced,
             nominal=run.nominal,
         )
-        self.store.add_attempt(attempt)
-        delivery = Delivery(attempt, prepared, run.number, job.target_type)
-        if failure is None:
-            return delivery, []  # AttemptStarted is logged by the driver (log_started)
-        self.log_started(delivery)
-        return None, self.ended(delivery, Injected(TransportResult(), failure))
+        return Delivery(attempt, prepared, run.number, job.target_type), failure
 
     # ---------------------------------------------------------------- sending
 

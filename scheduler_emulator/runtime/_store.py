@@ -423,15 +423,20 @@ class Store:
         return self._writer.failure
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, alive: datetime | None = None) -> Iterator[None]:
         """Let every write this thread makes inside the block return at once; the block ends
         once they are all committed (the first that failed raised then).
 
         The engine writes a due batch (thousands of runs and attempts at one minute) this way:
         a few commits instead of one per statement, and no wait per statement. Not reentrant.
+
+        :param alive: first write :meth:`save_alive` of this instant (aware), committed with
+            the block's writes.
         """
         local = self._local
         local.batch = []
+        if alive is not None:
+            self.save_alive(alive, wait=False)
         try:
             yield
         finally:
@@ -508,15 +513,17 @@ class Store:
 
         self._write(save, wait=True)
 
-    def save(self, decision: Decision) -> None:
+    def save(self, decision: Decision, attempt: Attempt | None = None) -> None:
         """Persist what one of the scheduler core's decisions changes: a :class:`StartAttempt`'s
-        run (inserted when ``new_run``; its attempt is :meth:`add_attempt`'s, once built), a
-        run's progress, a job's state or next fire time, a skipped time.
+        run (inserted when ``new_run``) and its ``attempt`` as started (:meth:`add_attempt`),
+        a run's progress, a job's state or next fire time, a skipped time.
 
         :raises TypeError: for anything else.
         """
         if isinstance(decision, StartAttempt):  # the commonest first
             (self.add_run if decision.new_run else self.save_run)(decision.run)
+            if attempt is not None:
+                self.add_attempt(attempt)
         elif isinstance(decision, SaveRun):
             self.save_run(decision.run)
         elif isinstance(decision, SaveJobState):
@@ -561,16 +568,17 @@ class Store:
         )
         return {name for (name,) in rows}
 
-    def save_alive(self, instant: datetime) -> None:
+    def save_alive(self, instant: datetime, *, wait: bool = True) -> None:
         """Write that the emulator is running at ``instant`` (aware), and return once it is
-        committed: the engine writes it as it reaches each due instant, before sending
-        anything, so that a restart runs late what that instant owed rather than call it
-        skipped. A failure is logged (and kept in :attr:`write_failure`), not raised: the
-        writes of the due instant itself report it. An in-memory store skips it."""
+        committed (``wait``; else at once): the engine writes it as it reaches each due
+        instant, before sending anything (:meth:`batch`'s ``alive``), so that a restart runs
+        late what that instant owed rather than call it skipped. A failure is logged (and kept
+        in :attr:`write_failure`), not raised: the writes of the due instant itself report it.
+        An in-memory store skips it."""
         if not self._durable:
             return
         sql, args = "INSERT OR REPLACE INTO alive VALUES (1, ?)", (_utc_text(instant),)
-        self._writer.submit(_Op(lambda db: db.execute(sql, args)), wait=True)
+        self._writer.submit(_Op(lambda db: db.execute(sql, args)), wait=wait)
 
     def last_alive(self) -> datetime | None:
         """The last instant :meth:`save_alive` stored (UTC), ``None`` before the first."""

@@ -1,53 +1,68 @@
 """Transports carry one attempt's HTTP request to its target and report what happened.
 
-- :class:`HttpTransport` — real HTTP over kept-alive connections; the attempt deadline bounds
-  the whole attempt (redirects followed, only the headers Cloud Scheduler sends: no ``Accept``
-  or client User-Agent).
-- :class:`WsgiTransport` — calls a WSGI app in-process (no socket).
-- :class:`AsgiTransport` — the same for an ASGI app (Starlette, FastAPI...), through httpx's
-  ``ASGITransport`` on an event loop of the transport's own (the ``asgi`` extra).
-- :class:`MountTransport` — routes URLs by prefix to in-process WSGI or ASGI apps (told apart by
-  :func:`is_asgi_app`) and everything else to a fallback transport (real HTTP by default)::
+A transport sends a :class:`DeliveryRequest` and returns a :class:`TransportResult` with
+either an HTTP status or a :class:`~scheduler_emulator.domain.outcomes.Failure`; it never
+raises for a target's failure. This module holds that contract, the one redirect loop of
+every transport (:func:`follow`, with the rules of :mod:`~scheduler_emulator.domain.
+redirects`) and :class:`HttpTransport`, real HTTP; the in-process transports (WSGI, ASGI,
+mounted apps) are in :mod:`~scheduler_emulator.runtime._in_process`.
 
-      transport = MountTransport({"http://orders.test": orders_app})
-      emulator = Emulator(transport=transport)
-      ...
-      transport.close()   # stops the event loops of mounted ASGI apps
+``requests`` (and ``urllib3``, ``http.client``) apply their timeout to each socket operation, so
+a target that sends one byte a second is never stopped. :class:`HttpTransport` has one way of
+sending: with ``pycurl`` installed (the ``curl`` extra), every request — ``http://`` and
+``https://`` — is a transfer of libcurl's event loop
+(:class:`~scheduler_emulator.runtime._curl_loop.CurlLoop`), whose total timeout bounds it; a
+blocking request is one begun there and waited for. Without ``pycurl``, ``http.client`` in the
+calling thread, with a :class:`Watchdog` armed for each request: at the deadline it shuts the
+connection's socket down, which wakes the blocked ``connect``/``send``/``recv`` at once. Either
+way each hop sends exactly one request and :func:`follow`, above it, follows redirects and keeps
+every hop inside the attempt's one deadline: connect, sending, the response headers, redirects
+and the body. Response bodies are read up to ``max_body_bytes``; past the cap the connection is
+closed instead of read further. Only the headers Cloud Scheduler sends go out (no ``Accept`` or
+client ``User-Agent``). Connections are kept alive per origin and reused::
 
-Each way of sending sends exactly one request — libcurl's event loop or ``http.client``
-(:mod:`~scheduler_emulator.runtime._http_client`), or an in-process app's call — and every
-transport follows redirects and the attempt deadline above it, through the one loop of
-:func:`~scheduler_emulator.runtime._redirects.follow`. A transport never raises for a target's
-failure: it returns a :class:`TransportResult` with either an HTTP status or a
-:class:`~scheduler_emulator.domain.outcomes.Failure`.
+    transport = HttpTransport()
+    result = transport.send(DeliveryRequest("POST", "http://127.0.0.1:8000/run", {}), 15.0)
+    transport.close()
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import http.client
-import inspect
-import io
 import re
-import sys
+import select
+import socket
+import ssl
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from contextlib import nullcontext
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
 
 from ..domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
+from ..domain.errors import ConfigurationError
 from ..domain.outcomes import Failure, Outcome
+from ..domain.redirects import (
+    MAX_REDIRECTS,
+    TOO_MANY_REDIRECTS,
+    Answered,
+    Hop,
+    ResponseSample,
+    next_hop,
+)
 from ..realtime import real_monotonic
-from ._http_client import HttpClient
-from ._redirects import Answered, DeadlineExceeded, Hop, ResponseSample, follow, wait
 
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-#: An ASGI 3 application: ``await app(scope, receive, send)``.
-AsgiApp = Callable[[Any, Any, Any], Awaitable[None]]
-#: How long starting an ASGI app's event loop may take before it is an error.
-_LOOP_START_SECONDS = 30.0
+if TYPE_CHECKING:
+    from ._curl_loop import CurlLoop
+
+#: Bytes of a response body read at most (then the connection is closed): Cloud Scheduler keeps
+#: no response bodies, so none is worth more than this.
+MAX_BODY_BYTES = 1 << 20
+_CHUNK = 64 * 1024
+#: Seconds :func:`wait` waits past a request's deadline before it gives up on its sender (which
+#: ends every request by its deadline: libcurl's total timeout, or the watchdog).
+_GRACE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -137,16 +152,134 @@ def startable(transport: Transport, request: DeliveryRequest) -> bool:
     return can_start is not None and bool(can_start(request))
 
 
-class HttpTransport:
-    """Real HTTP delivery over kept-alive connections (:mod:`~scheduler_emulator.runtime.
-    _http_client`): the attempt deadline bounds the whole attempt, and response bodies are read
-    up to 1 MiB and discarded.
+# ---------------------------------------------------------------------------- redirects
 
-    :param client: the HTTP client (one is made if not given; it is thread-safe).
+#: Sends exactly one request, never following a redirect: ``send_one(hop, deadline, sample,
+#: answered)``, ``deadline`` in real monotonic seconds, the answer's body start and
+#: ``Content-Type`` kept in ``sample`` (``None``: nothing kept).
+SendOne = Callable[[Hop, float, "ResponseSample | None", Answered], None]
+#: Called once when an attempt's request ends: ``(final status, None)`` or ``(None, exc)``.
+Ended = Callable[[int | None, BaseException | None], None]
+
+
+def follow(
+    send_one: SendOne,
+    first: Hop,
+    deadline: float,
+    sample: ResponseSample | None,
+    ended: Ended,
+) -> None:
+    """Send ``first`` through ``send_one`` and follow redirects
+    (:func:`~scheduler_emulator.domain.redirects.next_hop`) until an answer is final — every hop
+    within ``deadline`` — then call ``ended`` once: on this thread when ``send_one`` answers at
+    once, else on the thread of its answer.
+
+    :param deadline: real monotonic seconds by which the whole attempt ends.
+    :param sample: where the final answer's body start and ``Content-Type`` are kept.
+    :param ended: gets ``(status, None)``, or ``(None, exc)``: the failure of the last hop,
+        :class:`TimeoutError` when the deadline passed between hops, a :class:`ValueError`
+        saying :data:`~scheduler_emulator.domain.redirects.TOO_MANY_REDIRECTS`.
     """
 
-    def __init__(self, client: HttpClient | None = None) -> None:
-        self.client = client if client is not None else HttpClient()
+    def send(hop: Hop, redirects_left: int) -> None:
+        if real_monotonic() >= deadline:
+            ended(None, TimeoutError())
+            return
+
+        def answered(status: int | None, location: str | None, exc: BaseException | None) -> None:
+            if status is None:
+                ended(None, exc if exc is not None else TimeoutError())
+                return
+            following = next_hop(status, location, hop)
+            if following is None:
+                ended(status, None)
+            elif redirects_left == 0:
+                ended(None, ValueError(TOO_MANY_REDIRECTS))
+            else:
+                send(following, redirects_left - 1)
+
+        if sample is not None:
+            sample.restart()  # the answer kept is the last hop's
+        send_one(hop, deadline, sample, answered)
+
+    send(first, MAX_REDIRECTS)
+
+
+def wait(begin: Callable[[Ended], object], deadline: float) -> int:
+    """Begin a request with ``begin(ended)`` and wait for its end: ``send`` is ``start`` and a
+    wait.
+
+    :param deadline: real monotonic seconds by which the request ends (its sender sees to it).
+    :return: the final status.
+    :raises BaseException: the failure the request ended with; :class:`TimeoutError` if no
+        end came within :data:`_GRACE_SECONDS` after ``deadline``.
+    """
+    came = threading.Event()
+    outcome: list[tuple[int | None, BaseException | None]] = []
+
+    def ended(status: int | None, exc: BaseException | None) -> None:
+        outcome.append((status, exc))
+        came.set()
+
+    begin(ended)
+    if not came.wait(max(0.0, deadline - real_monotonic()) + _GRACE_SECONDS):
+        raise TimeoutError()
+    status, exc = outcome[0]
+    if exc is not None:
+        raise exc
+    assert status is not None
+    return status
+
+
+# ---------------------------------------------------------------------------- real HTTP
+
+
+class HttpTransport:
+    """Real HTTP delivery over kept-alive connections, with a total deadline and a capped body
+    read (see the module docstring); thread-safe.
+
+    With ``pycurl`` installed (the ``curl`` extra) every request goes through libcurl's event
+    loop (:class:`~scheduler_emulator.runtime._curl_loop.CurlLoop`, its thread started on first
+    use), with the same wire and the same rules as ``http.client``, which is used otherwise.
+
+    :param max_body_bytes: response body bytes read at most; more closes the connection.
+    :param curl: ``None`` (the default): libcurl if ``pycurl`` can be imported; ``False``:
+        ``http.client`` only; ``True``: libcurl, or :class:`ImportError`.
+    :param http2: send ``http://`` requests over HTTP/2 with prior knowledge (h2c), through
+        libcurl; ``https://`` keeps to HTTP/1.1.
+    :raises ImportError: with ``curl=True`` and no ``pycurl``.
+    :raises ConfigurationError: with ``http2=True`` when no HTTP/2 client can be had (the
+        message says why: :func:`http2_problem`).
+    """
+
+    def __init__(
+        self, *, max_body_bytes: int = MAX_BODY_BYTES, curl: bool | None = None, http2: bool = False
+    ) -> None:
+        self.max_body_bytes = max_body_bytes
+        self.http2 = http2
+        self._watchdog = Watchdog()
+        self._idle: dict[tuple[str, str, int], list[http.client.HTTPConnection]] = {}
+        self._lock = threading.Lock()
+        self._ssl: ssl.SSLContext | None = None
+        self._loop: CurlLoop | None = None  # made on first use (again after close())
+        self._curl = False
+        if http2:
+            reason = http2_problem() if curl is not False else "curl=False excludes libcurl"
+            if reason is not None:
+                raise ConfigurationError(f"HTTP/2 deliveries (--http2) are not possible: {reason}")
+        if curl is not False:
+            try:
+                from . import _curl_loop  # noqa: F401 - is pycurl there?
+            except ImportError:
+                if curl:
+                    raise
+            else:
+                self._curl = True
+
+    @property
+    def uses_curl(self) -> bool:
+        """Whether requests go through libcurl."""
+        return self._curl
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Send over the network; redirects are followed and the final response decides.
@@ -158,7 +291,7 @@ class HttpTransport:
         """
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
         try:
-            status = self.client.request(
+            status = self.request(
                 request.method,
                 request.url,
                 request.headers,
@@ -167,38 +300,231 @@ class HttpTransport:
                 sample,
                 http2=request.http2,
             )
-        except (DeadlineExceeded, OSError, http.client.HTTPException, ValueError) as exc:
-            return _http_result(None, exc, timeout_seconds, sample)
-        return _http_result(status, None, timeout_seconds, sample)
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            return http_result(None, exc, timeout_seconds, sample)
+        return http_result(status, None, timeout_seconds, sample)
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
-        """Begin :meth:`send` without holding the calling thread when the HTTP client can
-        (:meth:`~scheduler_emulator.runtime._http_client.HttpClient.start`: with ``pycurl``,
-        libcurl's event loop); ``done`` gets the same result :meth:`send` would return, on
-        another thread.
+        """Begin :meth:`send` without holding the calling thread, when this transport can
+        (:meth:`can_start`: with ``pycurl``, a transfer of libcurl's event loop, redirects
+        followed there too); ``done`` gets the result :meth:`send` would return, on another
+        thread.
 
         :return: ``False`` when nothing was sent (use :meth:`send`).
         """
-        if not self.can_start(request):
+        if not self._curl:
             return False
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
 
         def ended(status: int | None, exc: BaseException | None) -> None:
-            done(_http_result(status, exc, timeout_seconds, sample))
+            done(http_result(status, exc, timeout_seconds, sample))
 
         hop = Hop(request.method, request.url, request.headers, request.body)
-        return self.client.start(hop, timeout_seconds, sample, request.http2, ended)
+        self._follow(hop, real_monotonic() + timeout_seconds, sample, request.http2, ended)
+        return True
 
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``: with ``pycurl`` installed."""
-        return self.client.uses_curl
+        return self._curl
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        deadline_seconds: float,
+        sample: ResponseSample | None = None,
+        http2: bool | None = None,
+    ) -> int:
+        """Send one request, follow redirects, and return the final status (what :meth:`send`
+        does, raising instead of classifying; the Firebase bridge's own calls use it).
+
+        :param method: HTTP method name.
+        :param url: absolute ``http`` or ``https`` URL.
+        :param headers: header name → value; ``Host`` and ``Content-Length`` are added.
+        :param body: raw body bytes (sent for every method that has one).
+        :param deadline_seconds: the whole request, redirects and body included, ends within
+            this many seconds.
+        :param sample: where to keep the start of the final response's body and its
+            ``Content-Type`` (``None``: nothing is kept).
+        :param http2: ``True``: every ``http://`` hop over HTTP/2 with prior knowledge (h2c,
+            a job's emulator-only ``X-Emulator-Http2: true``); ``False``: HTTP/1.1; ``None``:
+            this transport's ``http2``. ``https://`` hops keep to HTTP/1.1 either way.
+        :raises TimeoutError: when the deadline passed first.
+        :raises OSError: or :class:`http.client.HTTPException` when the connection failed.
+        :raises ValueError: for a URL that is not http(s) or too many redirects, or for
+            ``http2=True`` without an HTTP/2-capable libcurl (:func:`http2_problem`).
+        """
+        deadline = real_monotonic() + deadline_seconds
+        hop = Hop(method, url, headers, body)
+        return wait(lambda ended: self._follow(hop, deadline, sample, http2, ended), deadline)
 
     def close(self) -> None:
-        """Close the kept-alive connections (the emulator is closing)."""
-        self.client.close()
+        """Close every idle connection, and libcurl's event loop: its requests still in flight
+        end at once with an :class:`OSError` (``http.client`` ones run on to their deadline).
+        The transport can be used again after (a new loop is made). Idempotent."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+            loop, self._loop = self._loop, None
+        for conns in idle.values():
+            for conn in conns:
+                conn.close()
+        if loop is not None:
+            loop.close()
+
+    def _follow(
+        self,
+        hop: Hop,
+        deadline: float,
+        sample: ResponseSample | None,
+        http2: bool | None,
+        done: Ended,
+    ) -> None:
+        """The one way out: every hop through libcurl's event loop, or through ``http.client``
+        in this thread."""
+        if not self._curl:
+            if http2:
+                done(None, ValueError(f"HTTP/2 deliveries are not possible: {http2_problem()}"))
+            else:
+                follow(self._send_one, hop, deadline, sample, done)
+            return
+        loop = self._loop
+        if loop is None:
+            with self._lock:
+                if self._loop is None:
+                    from ._curl_loop import CurlLoop
+
+                    self._loop = CurlLoop(self.max_body_bytes, http2=self.http2)
+                loop = self._loop
+
+        def send_one(
+            hop: Hop, deadline: float, sample: ResponseSample | None, answered: Answered
+        ) -> None:
+            try:
+                loop.submit(hop, deadline, sample, http2, answered)
+            except RuntimeError as exc:  # closed meanwhile
+                answered(None, None, OSError(str(exc)))
+            except ValueError as exc:  # HTTP/2 asked of a libcurl without it
+                answered(None, None, exc)
+
+        follow(send_one, hop, deadline, sample, done)
+
+    def _send_one(
+        self, hop: Hop, deadline: float, sample: ResponseSample | None, answered: Answered
+    ) -> None:
+        """One request through ``http.client`` in this thread, the watchdog armed for it."""
+        guard = self._watchdog.arm(deadline)
+        try:
+            status, location = self._once(hop, deadline, guard, sample)
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            late = self._watchdog.disarm(guard) or real_monotonic() >= deadline
+            failure = exc
+            if late and isinstance(exc, (OSError, http.client.HTTPException)):
+                failure = TimeoutError()
+            answered(None, None, failure)
+            return
+        if self._watchdog.disarm(guard):
+            answered(None, None, TimeoutError())
+        else:
+            answered(status, location, None)
+
+    def _once(
+        self, hop: Hop, deadline: float, guard: _Guard, sample: ResponseSample | None = None
+    ) -> tuple[int, str | None]:
+        method, headers, body = hop.method, hop.headers, hop.body
+        parts = urlsplit(hop.url)
+        if parts.scheme not in ("http", "https"):
+            raise ValueError(f"not an http(s) URL: {hop.url!r}")
+        key = (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        conn, reused = self._checkout(key, deadline)
+        guard.conn = conn
+        if guard.fired:  # the deadline passed while we were getting here
+            conn.close()
+            raise TimeoutError()
+        try:
+            try:
+                response = self._exchange(conn, method, path, headers, body)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                if not reused or guard.fired:
+                    raise
+                conn.close()  # the server closed a kept-alive connection: one fresh try
+                conn = self._connect(key, deadline)
+                guard.conn = conn
+                response = self._exchange(conn, method, path, headers, body)
+            status, location = response.status, response.getheader("Location")
+            if sample is not None:
+                sample.content_type = response.getheader("Content-Type")
+            complete = self._drain(response, sample)
+        except BaseException:
+            conn.close()
+            raise
+        if complete and not response.will_close and not guard.fired:
+            self._checkin(key, conn)
+        else:
+            conn.close()
+        return status, location
+
+    @staticmethod
+    def _exchange(
+        conn: http.client.HTTPConnection,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> http.client.HTTPResponse:
+        conn.request(method, path, body=body or None, headers=dict(headers))
+        return conn.getresponse()
+
+    def _drain(
+        self, response: http.client.HTTPResponse, sample: ResponseSample | None = None
+    ) -> bool:
+        """Read the body up to the cap, keeping its start in ``sample``; ``True`` if it was
+        read to its end."""
+        left = self.max_body_bytes
+        while True:
+            chunk = response.read(min(_CHUNK, left + 1))
+            if not chunk:
+                return True
+            if sample is not None:
+                sample.take(chunk)
+            left -= len(chunk)
+            if left < 0:
+                return False
+
+    def _checkout(
+        self, key: tuple[str, str, int], deadline: float
+    ) -> tuple[http.client.HTTPConnection, bool]:
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                conn = idle.pop() if idle else None
+            if conn is None:
+                return self._connect(key, deadline), False
+            if conn.sock is not None and not _dropped(conn.sock):
+                conn.sock.settimeout(max(0.001, deadline - real_monotonic()))
+                return conn, True
+            conn.close()
+
+    def _connect(self, key: tuple[str, str, int], deadline: float) -> http.client.HTTPConnection:
+        scheme, host, port = key
+        timeout = max(0.001, deadline - real_monotonic())
+        conn: http.client.HTTPConnection
+        if scheme == "https":
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._ssl)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        return conn
+
+    def _checkin(self, key: tuple[str, str, int], conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._idle.setdefault(key, []).append(conn)
 
 
-def _http_result(
+def http_result(
     status: int | None, exc: BaseException | None, timeout_seconds: float, sample: ResponseSample
 ) -> TransportResult:
     """What an HTTP exchange came to: its final status, or the failure ``exc`` stands for."""
@@ -211,7 +537,7 @@ def _http_result(
             excerpt=excerpt_text(sample.body),
             content_type=sample.content_type,
         )
-    if isinstance(exc, DeadlineExceeded):
+    if isinstance(exc, TimeoutError):
         return TransportResult(
             failure=Failure.DEADLINE, detail=f"No response within {timeout_seconds:g} s."
         )
@@ -240,370 +566,96 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-@functools.lru_cache(maxsize=1024)
-def _url_environ(url: str) -> tuple[str, str, str, str, str, str]:
-    """The environ values a URL gives: scheme, ``PATH_INFO``, ``QUERY_STRING``,
-    ``SERVER_NAME``, ``SERVER_PORT`` and ``HTTP_HOST`` (parsed once per URL: a job's attempts
-    share theirs)."""
-    parts = urlsplit(url)
-    scheme = parts.scheme or "http"
-    port = parts.port or (443 if scheme == "https" else 80)
-    path = unquote(parts.path or "/", encoding="latin-1")
-    return scheme, path, parts.query, parts.hostname or "localhost", str(port), parts.netloc
+class Watchdog:
+    """One thread that shuts down the sockets of requests still running at their deadline.
 
-
-@functools.lru_cache(maxsize=1024)
-def _environ_key(name: str) -> str:
-    """The environ key of request header ``name`` (``""``: not passed as a header)."""
-    key = name.upper().replace("-", "_")
-    if key == "CONTENT_TYPE":
-        return key
-    return "" if key in ("CONTENT_LENGTH", "HOST") else "HTTP_" + key
-
-
-def build_environ(request: DeliveryRequest) -> dict[str, Any]:
-    """Return the PEP 3333 environ for ``request`` (what a WSGI server would build).
-
-    :param request: the attempt's request; its URL gives host, port, path and query.
-    :return: a fresh environ dict.
+    Only requests in flight are kept (a few per delivery thread), so each wake-up scans a small
+    set. Use :meth:`arm` before a request and :meth:`disarm` after it.
     """
-    scheme, path, query, server_name, port, netloc = _url_environ(request.url)
-    environ: dict[str, Any] = {
-        "REQUEST_METHOD": request.method,
-        "SCRIPT_NAME": "",
-        "PATH_INFO": path,
-        "QUERY_STRING": query,
-        "SERVER_NAME": server_name,
-        "SERVER_PORT": port,
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1",
-        "HTTP_HOST": netloc,
-        "CONTENT_LENGTH": str(len(request.body)),
-        "wsgi.version": (1, 0),
-        "wsgi.url_scheme": scheme,
-        "wsgi.input": io.BytesIO(request.body),
-        "wsgi.errors": sys.stderr,
-        "wsgi.multithread": True,
-        "wsgi.multiprocess": False,
-        "wsgi.run_once": False,
-    }
-    for name, value in request.headers.items():
-        key = _environ_key(name)
-        if key:
-            environ[key] = value
-    return environ
+
+    def __init__(self) -> None:
+        self._active: dict[int, tuple[float, _Guard]] = {}
+        self._next_key = 0
+        self._wake_at: float | None = None
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: float) -> _Guard:
+        """Watch a request that must end by ``deadline`` (real monotonic seconds).
+
+        :return: the guard to attach the connection to and to :meth:`disarm`.
+        """
+        with self._cond:
+            self._next_key += 1
+            guard = _Guard(self._next_key)
+            self._active[guard.key] = (deadline, guard)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="deadline-watchdog", daemon=True
+                )
+                self._thread.start()
+            if self._wake_at is None or deadline < self._wake_at:
+                self._cond.notify()
+        return guard
+
+    def disarm(self, guard: _Guard) -> bool:
+        """Stop watching; return ``True`` if the deadline already fired for this request."""
+        with self._cond:
+            self._active.pop(guard.key, None)
+            return guard.fired
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = real_monotonic()
+                expired = [g for deadline, g in self._active.values() if deadline <= now]
+                for guard in expired:
+                    guard.fire()
+                    del self._active[guard.key]
+                pending = [deadline for deadline, _ in self._active.values()]
+                self._wake_at = min(pending) if pending else None
+                self._cond.wait(None if self._wake_at is None else self._wake_at - now)
 
 
-def call_wsgi(
-    app: WsgiApp, request: DeliveryRequest, sample: ResponseSample | None = None
-) -> tuple[int, Mapping[str, str]]:
-    """Call ``app`` with ``request`` in-process and return ``(status, headers)``.
+class _Guard:
+    """The watchdog's handle on one request: the connection to shut down, whether it fired."""
 
-    The response body is read; only its start is kept, in ``sample`` (Cloud Scheduler never
-    shows it; the emulator's attempt records do).
+    __slots__ = ("key", "fired", "conn")
 
-    :raises BaseException: whatever the app raises.
-    """
-    captured: dict[str, Any] = {}
+    def __init__(self, key: int) -> None:
+        self.key = key
+        self.fired = False
+        self.conn: http.client.HTTPConnection | None = None
 
-    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-        captured["status"] = status
-        captured["headers"] = headers
-        return lambda data: None
+    def fire(self) -> None:
+        self.fired = True
+        sock = self.conn.sock if self.conn is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):  # not connected yet, or already closed
+                sock.shutdown(socket.SHUT_RDWR)
 
-    body_iter = app(build_environ(request), start_response)
+
+def http2_problem() -> str | None:
+    """Why HTTP/2 (h2c) deliveries cannot be sent here, or ``None`` when they can: they need
+    ``pycurl`` whose libcurl was built with HTTP/2 (nghttp2)."""
     try:
-        for chunk in body_iter:
-            if sample is not None:
-                sample.take(chunk)
-    finally:
-        close = getattr(body_iter, "close", None)
-        if close is not None:
-            close()
-    return int(captured["status"].split(" ", 1)[0]), dict(captured.get("headers", []))
+        from ._curl_loop import http2_supported
+    except ImportError:
+        return "they need pycurl (pip install 'cloud-scheduler-emulator[curl]')."
+    if not http2_supported():
+        return "pycurl's libcurl was built without HTTP/2 (nghttp2)."
+    return None
 
 
-def is_asgi_app(app: object) -> bool:
-    """Whether ``app`` is an ASGI 3 app rather than a WSGI app.
-
-    An ASGI app is a coroutine function ``async def app(scope, receive, send)`` or an object whose
-    ``__call__`` is one (Starlette, FastAPI, ASGI middleware); a WSGI app's ``__call__`` is a
-    plain function.
-
-    :param app: a WSGI or ASGI application.
-    :return: ``True`` for an ASGI app.
-    """
-    call = getattr(app, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
-    return inspect.iscoroutinefunction(app) or inspect.iscoroutinefunction(call)
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
 
 
-def _httpx() -> Any:
+def _dropped(sock: socket.socket) -> bool:
+    """Whether an idle kept-alive connection was closed (or sent junk) by the server."""
     try:
-        import httpx
-    except ImportError as exc:  # pragma: no cover - the asgi extra is missing
-        raise ImportError(
-            "Calling an ASGI app in-process needs httpx: pip install "
-            "'cloud-scheduler-emulator[asgi]'."
-        ) from exc
-    return httpx
-
-
-class AsgiCaller:
-    """Calls one ASGI app in-process, from any thread, on an event loop of its own.
-
-    Requests go through httpx's ``ASGITransport`` (no socket) on one anyio event loop that runs
-    in a daemon thread for the caller's lifetime, as a server's loop would: objects the app binds
-    to its loop stay valid from one request to the next. The app's lifespan is not run.
-
-    :param app: the ASGI 3 app.
-    :raises ImportError: when httpx (the ``asgi`` extra) is not installed.
-    """
-
-    def __init__(self, app: AsgiApp) -> None:
-        httpx = _httpx()
-        from anyio.from_thread import BlockingPortal
-
-        self.app = app
-        self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
-        # send only the request's own headers, as Cloud Scheduler sets them
-        self._client.headers.clear()
-        self._portal: BlockingPortal | None = None
-        started = threading.Event()
-
-        def run_loop() -> None:
-            import anyio
-
-            async def serve() -> None:
-                async with BlockingPortal() as portal:
-                    self._portal = portal
-                    started.set()
-                    await portal.sleep_until_stopped()
-
-            anyio.run(serve)
-
-        self._thread = threading.Thread(target=run_loop, name="asgi-app-loop", daemon=True)
-        self._thread.start()
-        if not started.wait(_LOOP_START_SECONDS):  # pragma: no cover - a wedged machine
-            raise RuntimeError("the event loop for an in-process ASGI app did not start")
-
-    def request(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes = b"",
-        timeout_seconds: float | None = None,
-    ) -> Any:
-        """Send one request to the app and return the ``httpx.Response`` (body read).
-
-        :param timeout_seconds: real seconds after which the app's work is cancelled.
-        :raises TimeoutError: when ``timeout_seconds`` passed first.
-        :raises Exception: whatever the app raised (after any response it sent).
-        """
-        portal = self._portal
-        if portal is None:
-            raise RuntimeError("this ASGI caller is closed")
-
-        async def send() -> Any:
-            import anyio
-
-            limit = anyio.fail_after(timeout_seconds) if timeout_seconds else nullcontext()
-            with limit:
-                return await self._client.request(method, url, headers=dict(headers), content=body)
-
-        return portal.call(send)
-
-    def close(self) -> None:
-        """Stop the event loop (idempotent)."""
-        portal, self._portal = self._portal, None
-        if portal is None:
-            return
-        portal.call(self._client.aclose)
-        portal.call(portal.stop)
-        self._thread.join(_LOOP_START_SECONDS)
-
-
-class MountTransport:
-    """Route requests to in-process WSGI or ASGI apps by URL prefix; others go to ``fallback``.
-
-    :param mounts: URL prefix (``"http://orders.test"`` or ``"http://127.0.0.1:8000/api"``) →
-        WSGI or ASGI app. The longest matching prefix wins.
-    :param fallback: the transport for unmounted URLs; real HTTP by default.
-    """
-
-    def __init__(
-        self,
-        mounts: Mapping[str, WsgiApp | AsgiApp] | None = None,
-        fallback: Transport | None = None,
-    ) -> None:
-        self._mounts: dict[str, Any] = {}
-        self._callers: dict[int, AsgiCaller] = {}
-        self._callers_lock = threading.Lock()
-        self._kinds: dict[int, tuple[object, bool]] = {}  # id(app) -> (app, is it ASGI)
-        self.fallback: Transport = fallback if fallback is not None else HttpTransport()
-        for prefix, app in (mounts or {}).items():
-            self.mount(prefix, app)
-
-    def mount(self, prefix: str, app: WsgiApp | AsgiApp) -> None:
-        """Route URLs that start with ``prefix`` to ``app``, a WSGI or an ASGI app.
-
-        An ASGI app (:func:`is_asgi_app`) is called through :class:`AsgiCaller`, started on its
-        first delivery; it needs httpx (the ``asgi`` extra).
-
-        :raises ValueError: if ``prefix`` is not an absolute http(s) URL.
-        :raises ImportError: for an ASGI app when httpx is not installed.
-        """
-        if not prefix.startswith(("http://", "https://")):
-            raise ValueError(f"mount prefix must start with http:// or https://; got {prefix!r}.")
-        if is_asgi_app(app):
-            _httpx()  # fail now, not on the first delivery
-        self._mounts[prefix.rstrip("/")] = app
-
-    def close(self) -> None:
-        """Stop the event loops of the ASGI apps delivered to, and close the fallback
-        transport's connections, if it keeps any."""
-        with self._callers_lock:
-            callers, self._callers = list(self._callers.values()), {}
-        for caller in callers:
-            caller.close()
-        self.fallback.close()
-
-    def _caller(self, app: AsgiApp) -> AsgiCaller:
-        with self._callers_lock:
-            caller = self._callers.get(id(app))
-            if caller is None or caller.app is not app:
-                caller = self._callers[id(app)] = AsgiCaller(app)
-            return caller
-
-    def _is_asgi(self, app: Any) -> bool:
-        """:func:`is_asgi_app`, asked once per app (the check inspects its ``__call__``)."""
-        known = self._kinds.get(id(app))
-        if known is None or known[0] is not app:
-            known = self._kinds[id(app)] = (app, is_asgi_app(app))
-        return known[1]
-
-    def _call(
-        self, app: Any, request: DeliveryRequest, deadline: float, sample: ResponseSample
-    ) -> tuple[int, Mapping[str, str]]:
-        if not self._is_asgi(app):
-            return call_wsgi(app, request, sample)
-        left = max(0.001, deadline - real_monotonic())
-        response = self._caller(app).request(
-            request.method, request.url, request.headers, request.body, left
-        )
-        sample.take(response.content)
-        return response.status_code, dict(response.headers)
-
-    @property
-    def mounted(self) -> list[str]:
-        """The mounted URL prefixes."""
-        return list(self._mounts)
-
-    def find(self, url: str) -> Any:
-        """Return the app (WSGI or ASGI) mounted for ``url``, or ``None``."""
-        best: tuple[int, Any] | None = None
-        for prefix, app in self._mounts.items():
-            matches = url == prefix or url.startswith((prefix + "/", prefix + "?"))
-            if matches and (best is None or len(prefix) > best[0]):
-                best = (len(prefix), app)
-        return best[1] if best else None
-
-    def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
-        """Begin an unmounted URL's delivery through the fallback transport without holding the
-        calling thread, when it can (:class:`StartingTransport`); a mounted URL is delivered
-        by :meth:`send` (``False``)."""
-        if not self.can_start(request):
-            return False
-        return cast(StartingTransport, self.fallback).start(request, timeout_seconds, done)
-
-    def can_start(self, request: DeliveryRequest) -> bool:
-        """Whether :meth:`start` can send ``request``: an unmounted URL whose fallback
-        transport can start it."""
-        return self.find(request.url) is None and startable(self.fallback, request)
-
-    def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
-        """Deliver in-process when the URL is mounted, else through the fallback transport.
-
-        In-process WSGI calls cannot be interrupted: an app that returns after more than
-        ``timeout_seconds`` of real time is reported as a DEADLINE failure. An ASGI app's work is
-        cancelled at the deadline (DEADLINE too). An exception raised by the app is kept in the
-        result and the attempt counts as a 500. A redirect to an unmounted URL goes on through
-        the fallback transport, within what is left of the deadline.
-        """
-        first_app = self.find(request.url)
-        if first_app is None:
-            return self.fallback.send(request, timeout_seconds)
-        deadline = real_monotonic() + timeout_seconds
-        sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
-        first = Hop(request.method, request.url, request.headers, request.body)
-
-        def send_one(hop: Hop, deadline: float, sample: Any, answered: Answered) -> None:
-            app = first_app if hop is first else self.find(hop.url)
-            if app is None:
-                answered(None, None, _Unmounted(hop))
-                return
-            call = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
-            try:
-                status, headers = self._call(app, call, deadline, sample)
-            except TimeoutError:  # the ASGI app's work was cancelled at the deadline
-                answered(None, None, DeadlineExceeded())
-                return
-            except Exception as exc:  # the target's own bug: a 500 to Cloud Scheduler
-                status, headers = 500, {}
-                sample.exception = exc
-            if real_monotonic() > deadline:
-                answered(None, None, DeadlineExceeded())
-                return
-            lowered = {k.lower(): v for k, v in headers.items()}
-            sample.content_type = lowered.get("content-type")
-            answered(status, lowered.get("location"), None)
-
-        try:
-            status = wait(lambda ended: follow(send_one, first, deadline, sample, ended), deadline)
-        except _Unmounted as left:
-            hop = left.hop
-            rest = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
-            return self.fallback.send(rest, max(0.001, deadline - real_monotonic()))
-        except (DeadlineExceeded, OSError, http.client.HTTPException, ValueError) as exc:
-            return _http_result(None, exc, timeout_seconds, sample)
-        return _http_result(status, None, timeout_seconds, sample)
-
-
-class _Unmounted(Exception):
-    """A redirect led out of the mounted apps to ``hop``: the fallback transport sends the
-    rest."""
-
-    def __init__(self, hop: Hop) -> None:
-        super().__init__(hop.url)
-        self.hop = hop
-
-
-class WsgiTransport(MountTransport):
-    """Deliver every request to one in-process WSGI app, whatever the URL's host.
-
-    :param app: the WSGI application (an ASGI app works too: see :class:`AsgiTransport`).
-    """
-
-    def __init__(self, app: WsgiApp | AsgiApp) -> None:
-        super().__init__()
-        self._app = app
-
-    def find(self, url: str) -> Any:
-        """Every URL goes to the app."""
-        return self._app
-
-
-class AsgiTransport(WsgiTransport):
-    """Deliver every request to one in-process ASGI app, whatever the URL's host.
-
-    Needs httpx (the ``asgi`` extra); call :meth:`close` when done, to stop the app's event loop.
-
-    :param app: the ASGI 3 application.
-    :raises TypeError: when ``app`` is not an ASGI app.
-    """
-
-    def __init__(self, app: AsgiApp) -> None:
-        if not is_asgi_app(app):
-            raise TypeError(f"{app!r} is not an ASGI app; use WsgiTransport for a WSGI app.")
-        _httpx()
-        super().__init__(app)
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return True

@@ -62,12 +62,11 @@ from ..domain.attempts import iso
 from ..domain.codec import job_to_json, parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
 from ..domain.paging import next_page_token, page_position
-from ..runtime import EXECUTION_STATES
+from ..runtime import EXECUTION_STATES, HttpTransport
 from ..runtime import _read_model as read_model
 from ..runtime._emulator import Emulator
 from ..runtime._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX
 from ..runtime._tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
-from ..runtime._transports import HttpTransport
 from . import dashboard
 from .grpc_api import grpc_available
 from .request_body import request_json
@@ -240,7 +239,7 @@ class Admin:
         }
         transport = emulator.transport
         if isinstance(transport, HttpTransport):
-            answer["httpClient"] = "libcurl" if transport.client.uses_curl else "http.client"
+            answer["httpClient"] = "libcurl" if transport.uses_curl else "http.client"
         pubsub_host = getattr(emulator.publisher, "host", None)  # an EmulatorPublisher's
         if isinstance(pubsub_host, str):
             answer["pubsubEmulatorHost"] = pubsub_host

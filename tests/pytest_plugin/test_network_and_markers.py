@@ -10,18 +10,18 @@ pytest_plugins = ["pytester"]
 NO_NETWORK = """
 import pytest
 
-from scheduler_emulator.runtime._http_client import HttpClient
+from scheduler_emulator import HttpTransport
 
 
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch):
     sent = []
 
-    def refuse(self, method, url, *args, **kwargs):
-        sent.append(url)
-        raise AssertionError(f"a network call to {url}")
+    def refuse(self, hop, *args, **kwargs):
+        sent.append(hop.url)
+        raise AssertionError(f"a network call to {hop.url}")
 
-    monkeypatch.setattr(HttpClient, "request", refuse)  # the HTTP transport's only way out
+    monkeypatch.setattr(HttpTransport, "_follow", refuse)  # the HTTP transport's only way out
     return sent
 """
 

@@ -1,4 +1,4 @@
-"""``CurlLoop`` and ``HttpClient.start``: many exchanges on one thread of libcurl's event loop,
+"""``CurlLoop`` and ``HttpTransport.start``: many exchanges on one thread of libcurl's event loop,
 with the wire, deadline, body cap, redirects and failure texts of the blocking ways."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import pytest
 
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.realtime import real_monotonic
-from scheduler_emulator.runtime._http_client import HttpClient
 from scheduler_emulator.runtime._transports import DeliveryRequest, HttpTransport, TransportResult
 from tests.drip import DripTarget, drip_server
 from tests.runtime.test_http_client import HEADERS, WIRE_CASES, _parsed
@@ -22,7 +21,7 @@ pytest.importorskip("pycurl")
 
 @pytest.fixture
 def transport() -> Iterator[HttpTransport]:
-    transport = HttpTransport(HttpClient(curl=True))
+    transport = HttpTransport(curl=True)
     yield transport
     transport.close()
 
@@ -74,10 +73,10 @@ def test_it_sends_what_the_blocking_ways_send(
     with drip_server(target) as base:
         request = DeliveryRequest(method, base + "/run?x=1", sent, body)
         for curl in (False, True):
-            blocking = HttpTransport(HttpClient(curl=curl))
+            blocking = HttpTransport(curl=curl)
             assert blocking.send(request, 5).status == 200
             blocking.close()
-        loop = HttpTransport(HttpClient(curl=True))
+        loop = HttpTransport(curl=True)
         assert send_started(loop, request, 5).status == 200
         loop.close()
     stdlib, libcurl, event_loop = (_parsed(raw) for raw in target.received)
@@ -91,7 +90,7 @@ def test_failures_read_as_the_blocking_ways_read_them(transport: HttpTransport) 
         refused = f"http://127.0.0.1:{sock.getsockname()[1]}/"
     with drip_server(DripTarget(mode="close")) as closing:
         urls = (refused, "http://no-such-host.invalid/", closing + "/")
-        blocking = HttpTransport(HttpClient(curl=False))
+        blocking = HttpTransport(curl=False)
         expected = [blocking.send(DeliveryRequest("POST", url, HEADERS), 5) for url in urls]
         got = [send_started(transport, DeliveryRequest("POST", url, HEADERS), 5) for url in urls]
     assert [(r.failure, r.detail) for r in got] == [(r.failure, r.detail) for r in expected]
@@ -101,9 +100,7 @@ def test_failures_read_as_the_blocking_ways_read_them(transport: HttpTransport) 
 def test_the_body_cap_and_the_excerpt_are_the_blocking_ways(transport: HttpTransport) -> None:
     with drip_server(DripTarget(mode="big_body", body_bytes=8 << 20)) as base:
         result = send_started(transport, DeliveryRequest("POST", base + "/", HEADERS), 5)
-        blocking = HttpTransport(HttpClient(curl=True)).send(
-            DeliveryRequest("POST", base + "/", HEADERS), 5
-        )
+        blocking = HttpTransport(curl=True).send(DeliveryRequest("POST", base + "/", HEADERS), 5)
     assert result.status == 200
     assert (result.excerpt, result.content_type) == (blocking.excerpt, blocking.content_type)
 
@@ -123,7 +120,7 @@ def test_closing_ends_the_exchanges_in_flight_with_a_connection_failure(
 
 
 def test_without_pycurl_nothing_is_started_and_the_blocking_way_sends() -> None:
-    transport = HttpTransport(HttpClient(curl=False))
+    transport = HttpTransport(curl=False)
     called: list[TransportResult] = []
     request = DeliveryRequest("POST", "http://127.0.0.1:9/", HEADERS)
     assert not transport.start(request, 5, called.append)

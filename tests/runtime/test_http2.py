@@ -21,7 +21,7 @@ import requests
 
 from scheduler_emulator import Attempt, Emulator, HttpTransport, ManualClock
 from scheduler_emulator.domain.errors import InvalidArgument
-from scheduler_emulator.runtime._http_client import HttpClient, http2_problem
+from scheduler_emulator.runtime import http2_problem
 from scheduler_emulator.runtime._transports import DeliveryRequest
 from scheduler_emulator.wire import EMULATOR_HTTP2_HEADER
 from tests.daemon import MANUAL, running_daemon
@@ -288,7 +288,7 @@ def test_the_event_loop_sends_over_http2_as_the_threaded_driver_does(
 ) -> None:
     # A system-clock daemon sends through libcurl's event loop: the same h2c wire.
     app, base = h2_target
-    transport = HttpTransport(HttpClient(http2=True))
+    transport = HttpTransport(http2=True)
     try:
         request = DeliveryRequest("POST", base + "/run", {"X-Shop-Tenant": "t"}, b"{}")
         result = send_started(transport, request, 5)

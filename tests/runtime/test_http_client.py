@@ -10,7 +10,6 @@ import pytest
 
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.realtime import real_monotonic
-from scheduler_emulator.runtime._http_client import DeadlineExceeded, HttpClient
 from scheduler_emulator.runtime._transports import DeliveryRequest, HttpTransport
 from tests.drip import DripTarget, drip_server
 from tests.support import case_table, wait_for
@@ -21,26 +20,24 @@ HEADERS = {"User-Agent": "Google-Cloud-Scheduler", "X-CloudScheduler": "true"}
 class TestTotalDeadline:
     @case_table(__file__, "dripping_targets")
     def test_a_dripping_target_is_stopped_at_the_deadline(
-        self, mode: str, http_client: HttpClient
+        self, mode: str, http_transport: HttpTransport
     ) -> None:
         # Each byte comes well within the deadline, so a per-read timeout never fires; the
         # whole response would take 10,000 x 0.05 s.
         target = DripTarget(mode=mode, interval=0.05)
         with drip_server(target) as base:
             started = real_monotonic()
-            result = HttpTransport(http_client).send(
-                DeliveryRequest("POST", base + "/", HEADERS), 0.5
-            )
+            result = http_transport.send(DeliveryRequest("POST", base + "/", HEADERS), 0.5)
             elapsed = real_monotonic() - started
         assert (result.status, result.failure) == (None, Failure.DEADLINE)
         assert result.detail == "No response within 0.5 s."
         assert 0.45 <= elapsed < 1.0
 
     def test_many_dripping_requests_each_end_at_their_own_deadline(
-        self, http_client: HttpClient
+        self, http_transport: HttpTransport
     ) -> None:
         target = DripTarget(mode="drip_body", interval=0.05)
-        transport = HttpTransport(http_client)
+        transport = http_transport
         elapsed: list[float] = []
         lock = threading.Lock()
 
@@ -63,7 +60,7 @@ class TestTotalDeadline:
 
 class TestClose:
     def test_closing_while_a_request_is_in_flight_ends_it_by_its_deadline(
-        self, http_client: HttpClient
+        self, http_transport: HttpTransport
     ) -> None:
         # http.client lets it run to its deadline; libcurl's event loop ends its transfers at
         # once, as a connection failure ("the HTTP client was closed...").
@@ -73,7 +70,7 @@ class TestClose:
 
         def hung() -> None:
             try:
-                outcome.append(http_client.request("POST", hang_base + "/", HEADERS, b"", 0.5))
+                outcome.append(http_transport.request("POST", hang_base + "/", HEADERS, b"", 0.5))
             except BaseException as exc:  # noqa: BLE001 - the test inspects it
                 outcome.append(exc)
 
@@ -81,21 +78,21 @@ class TestClose:
             thread = threading.Thread(target=hung)
             thread.start()
             assert wait_for(lambda: hang.requests == 1, bound_seconds=5)
-            http_client.close()  # the emulator stops while the request hangs
+            http_transport.close()  # the emulator stops while the request hangs
             thread.join(5)
             # The client still works after close (the next emulator start).
-            assert http_client.request("POST", ok_base + "/", HEADERS, b"", 5) == 200
+            assert http_transport.request("POST", ok_base + "/", HEADERS, b"", 5) == 200
         assert [type(item) for item in outcome] == [
-            OSError if http_client.uses_curl else DeadlineExceeded
+            OSError if http_transport.uses_curl else TimeoutError
         ]
 
 
 class TestBodiesAndConnections:
     def test_a_small_answer_keeps_the_connection_for_the_next_attempt(
-        self, http_client: HttpClient
+        self, http_transport: HttpTransport
     ) -> None:
         target = DripTarget(mode="ok")
-        transport = HttpTransport(http_client)
+        transport = http_transport
         with drip_server(target) as base:
             for _ in range(3):
                 assert transport.send(DeliveryRequest("POST", base + "/", HEADERS), 5).status == 200
@@ -112,13 +109,13 @@ class TestBodiesAndConnections:
         ],
     )
     def test_a_body_is_read_up_to_the_cap(
-        self, http_client: HttpClient, body_bytes: int, connections: int
+        self, http_transport: HttpTransport, body_bytes: int, connections: int
     ) -> None:
         target = DripTarget(mode="big_body", body_bytes=body_bytes)
         with drip_server(target) as base:
-            assert http_client.request("POST", base + "/", HEADERS, b"", 5) == 200
-            assert http_client.request("POST", base + "/", HEADERS, b"", 5) == 200
-            http_client.close()
+            assert http_transport.request("POST", base + "/", HEADERS, b"", 5) == 200
+            assert http_transport.request("POST", base + "/", HEADERS, b"", 5) == 200
+            http_transport.close()
         assert (target.requests, target.connections) == (2, connections)
 
 
@@ -155,7 +152,7 @@ class TestSameWireBothWays:
         sent = {**HEADERS, "X-CloudScheduler-JobName": "nightly", **headers}
         with drip_server(target) as base:
             for curl in (False, True):
-                client = HttpClient(curl=curl)
+                client = HttpTransport(curl=curl)
                 assert client.uses_curl is curl
                 assert client.request(method, base + "/run?x=1", sent, body, 5) == 200
                 client.close()
@@ -174,7 +171,7 @@ class TestSameWireBothWays:
         details: dict[bool, list[str | None]] = {}
         with drip_server(DripTarget(mode="close")) as closing:
             for curl in (False, True):
-                transport = HttpTransport(HttpClient(curl=curl))
+                transport = HttpTransport(curl=curl)
                 results = [
                     transport.send(DeliveryRequest("POST", url, HEADERS), 5)
                     for url in (refused, "http://no-such-host.invalid/", closing + "/")

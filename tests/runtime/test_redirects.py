@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from scheduler_emulator.runtime._redirects import TOO_MANY_REDIRECTS, Hop, next_hop
-from scheduler_emulator.runtime._transports import (
+from scheduler_emulator.domain.redirects import TOO_MANY_REDIRECTS, Hop, next_hop
+from scheduler_emulator.runtime import (
     DeliveryRequest,
     HttpTransport,
     Transport,

@@ -8,7 +8,6 @@ import pytest
 from werkzeug.test import Client
 
 from scheduler_emulator import Emulator, HttpTransport, ManualClock, SystemClock, WsgiTransport
-from scheduler_emulator.runtime._http_client import HttpClient
 from scheduler_emulator.server.server import create_app
 from tests.drip import DripTarget, drip_server
 from tests.support import RecordingTarget, nightly_job, wait_for
@@ -220,7 +219,7 @@ def test_config_names_the_default_project_and_location(client: Client) -> None:
 def test_config_says_how_a_daemon_sends_http(curl: bool) -> None:
     if curl:
         pytest.importorskip("pycurl")
-    transport = HttpTransport(HttpClient(curl=curl))
+    transport = HttpTransport(curl=curl)
     emulator = Emulator(ManualClock(datetime(2026, 9, 24, tzinfo=UTC)), transport=transport)
     config = Client(create_app(emulator)).get("/_emulator/config").json
     assert config["httpClient"] == ("libcurl" if curl else "http.client")

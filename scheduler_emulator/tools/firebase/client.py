@@ -8,7 +8,7 @@
   404 of an unknown key lists the valid keys (``<region>-<name>-<generation>``).
 
 Every call goes through the daemon's HTTP client
-(:class:`~scheduler_emulator.runtime._http_client.HttpClient`), whose deadline bounds the whole
+(:class:`~scheduler_emulator.HttpTransport`), whose deadline bounds the whole
 request — connecting, the headers and the body, however slowly the other side answers — and
 whose body read stops at :data:`MAX_ANSWER_BYTES`: whatever answers at the address (a port
 that drips one byte a second, one that is not HTTP, a ``Content-Length`` of 23 digits), a
@@ -22,7 +22,8 @@ import json
 import threading
 from typing import Any
 
-from ...runtime._http_client import DeadlineExceeded, HttpClient, ResponseSample
+from ...domain.redirects import ResponseSample
+from ...runtime import HttpTransport
 
 #: Where ``firebase emulators:start`` puts the hub unless firebase.json says otherwise.
 DEFAULT_HUB = "127.0.0.1:4400"
@@ -34,7 +35,7 @@ PROBE_KEY = "scheduler-emulator-probe"
 TIMEOUT_SECONDS = 5.0
 #: Bytes of one answer read at most (``/backends`` of 10,000 functions is about 7 MB).
 MAX_ANSWER_BYTES = 64 << 20
-_http: HttpClient | None = None
+_http: HttpTransport | None = None
 _http_lock = threading.Lock()
 
 
@@ -52,12 +53,12 @@ class NoFunctions(Unreachable):
     failed to load)."""
 
 
-def _client() -> HttpClient:
+def _client() -> HttpTransport:
     """The one HTTP client of these calls (made on first use; its connections are kept)."""
     global _http
     with _http_lock:
         if _http is None:
-            _http = HttpClient(max_body_bytes=MAX_ANSWER_BYTES + 1)
+            _http = HttpTransport(max_body_bytes=MAX_ANSWER_BYTES + 1)
         return _http
 
 
@@ -75,7 +76,7 @@ def fetch(method: str, url: str, timeout: float, body: bytes = b"") -> tuple[int
     headers = {"Content-Type": "application/json"} if body else {}
     try:
         status = _client().request(method, url, headers, body, max(timeout, 0.001), sample)
-    except DeadlineExceeded:
+    except TimeoutError:
         raise Unreachable(
             f"{method} {url} gave no complete answer within {timeout:.3g} s"
         ) from None

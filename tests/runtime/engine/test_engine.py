@@ -12,7 +12,7 @@ from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.errors import AlreadyExists, FailedPrecondition, NotFound
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import State, Status
-from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult, WsgiTransport
+from scheduler_emulator.runtime import DeliveryRequest, TransportResult, WsgiTransport
 from tests.support import TARGET, Received, RecordingTarget, assert_delivered, nightly_job
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from scheduler_emulator import ClockError, Emulator, ManualClock, SystemClock
 from scheduler_emulator.domain.attempts import Attempt
+from scheduler_emulator.runtime import DeliveryRequest, TransportResult, WsgiTransport
 from scheduler_emulator.runtime._drivers import ManualDriver, ThreadedDriver
-from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult, WsgiTransport
 from tests.support import RecordingTarget, nightly_job, wait_for
 
 

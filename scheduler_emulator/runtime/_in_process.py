@@ -1,0 +1,421 @@
+"""In-process transports: a job's request handed to a WSGI or ASGI app in this process, with no
+socket.
+
+- :class:`WsgiTransport` — calls a WSGI app in-process.
+- :class:`AsgiTransport` — the same for an ASGI app (Starlette, FastAPI...), through httpx's
+  ``ASGITransport`` on an event loop of the transport's own (the ``asgi`` extra).
+- :class:`MountTransport` — routes URLs by prefix to in-process WSGI or ASGI apps (told apart by
+  :func:`is_asgi_app`) and everything else to a fallback transport (real HTTP by default)::
+
+      transport = MountTransport({"http://orders.test": orders_app})
+      emulator = Emulator(transport=transport)
+      ...
+      transport.close()   # stops the event loops of mounted ASGI apps
+
+An app's call is one request; redirects and the attempt deadline are followed above it by the
+same loop as real HTTP's (:func:`~scheduler_emulator.runtime._transports.follow`).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import inspect
+import io
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import nullcontext
+from typing import Any, cast
+from urllib.parse import unquote, urlsplit
+
+from ..domain.attempts import RESPONSE_EXCERPT_BYTES
+from ..domain.redirects import Answered, Hop, ResponseSample
+from ..realtime import real_monotonic
+from ._transports import (
+    DeliveryRequest,
+    HttpTransport,
+    OnResult,
+    StartingTransport,
+    Transport,
+    TransportResult,
+    follow,
+    http_result,
+    startable,
+    wait,
+)
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+#: An ASGI 3 application: ``await app(scope, receive, send)``.
+AsgiApp = Callable[[Any, Any, Any], Awaitable[None]]
+#: How long starting an ASGI app's event loop may take before it is an error.
+_LOOP_START_SECONDS = 30.0
+
+
+@functools.lru_cache(maxsize=1024)
+def _url_environ(url: str) -> tuple[str, str, str, str, str, str]:
+    """The environ values a URL gives: scheme, ``PATH_INFO``, ``QUERY_STRING``,
+    ``SERVER_NAME``, ``SERVER_PORT`` and ``HTTP_HOST`` (parsed once per URL: a job's attempts
+    share theirs)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme or "http"
+    port = parts.port or (443 if scheme == "https" else 80)
+    path = unquote(parts.path or "/", encoding="latin-1")
+    return scheme, path, parts.query, parts.hostname or "localhost", str(port), parts.netloc
+
+
+@functools.lru_cache(maxsize=1024)
+def _environ_key(name: str) -> str:
+    """The environ key of request header ``name`` (``""``: not passed as a header)."""
+    key = name.upper().replace("-", "_")
+    if key == "CONTENT_TYPE":
+        return key
+    return "" if key in ("CONTENT_LENGTH", "HOST") else "HTTP_" + key
+
+
+def build_environ(request: DeliveryRequest) -> dict[str, Any]:
+    """Return the PEP 3333 environ for ``request`` (what a WSGI server would build).
+
+    :param request: the attempt's request; its URL gives host, port, path and query.
+    :return: a fresh environ dict.
+    """
+    scheme, path, query, server_name, port, netloc = _url_environ(request.url)
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": request.method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": server_name,
+        "SERVER_PORT": port,
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_HOST": netloc,
+        "CONTENT_LENGTH": str(len(request.body)),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": scheme,
+        "wsgi.input": io.BytesIO(request.body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+    }
+    for name, value in request.headers.items():
+        key = _environ_key(name)
+        if key:
+            environ[key] = value
+    return environ
+
+
+def call_wsgi(
+    app: WsgiApp, request: DeliveryRequest, sample: ResponseSample | None = None
+) -> tuple[int, Mapping[str, str]]:
+    """Call ``app`` with ``request`` in-process and return ``(status, headers)``.
+
+    The response body is read; only its start is kept, in ``sample`` (Cloud Scheduler never
+    shows it; the emulator's attempt records do).
+
+    :raises BaseException: whatever the app raises.
+    """
+    captured: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        captured["status"] = status
+        captured["headers"] = headers
+        return lambda data: None
+
+    body_iter = app(build_environ(request), start_response)
+    try:
+        for chunk in body_iter:
+            if sample is not None:
+                sample.take(chunk)
+    finally:
+        close = getattr(body_iter, "close", None)
+        if close is not None:
+            close()
+    return int(captured["status"].split(" ", 1)[0]), dict(captured.get("headers", []))
+
+
+def is_asgi_app(app: object) -> bool:
+    """Whether ``app`` is an ASGI 3 app rather than a WSGI app.
+
+    An ASGI app is a coroutine function ``async def app(scope, receive, send)`` or an object whose
+    ``__call__`` is one (Starlette, FastAPI, ASGI middleware); a WSGI app's ``__call__`` is a
+    plain function.
+
+    :param app: a WSGI or ASGI application.
+    :return: ``True`` for an ASGI app.
+    """
+    call = getattr(app, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
+    return inspect.iscoroutinefunction(app) or inspect.iscoroutinefunction(call)
+
+
+def _httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:  # pragma: no cover - the asgi extra is missing
+        raise ImportError(
+            "Calling an ASGI app in-process needs httpx: pip install "
+            "'cloud-scheduler-emulator[asgi]'."
+        ) from exc
+    return httpx
+
+
+class AsgiCaller:
+    """Calls one ASGI app in-process, from any thread, on an event loop of its own.
+
+    Requests go through httpx's ``ASGITransport`` (no socket) on one anyio event loop that runs
+    in a daemon thread for the caller's lifetime, as a server's loop would: objects the app binds
+    to its loop stay valid from one request to the next. The app's lifespan is not run.
+
+    :param app: the ASGI 3 app.
+    :raises ImportError: when httpx (the ``asgi`` extra) is not installed.
+    """
+
+    def __init__(self, app: AsgiApp) -> None:
+        httpx = _httpx()
+        from anyio.from_thread import BlockingPortal
+
+        self.app = app
+        self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
+        # send only the request's own headers, as Cloud Scheduler sets them
+        self._client.headers.clear()
+        self._portal: BlockingPortal | None = None
+        started = threading.Event()
+
+        def run_loop() -> None:
+            import anyio
+
+            async def serve() -> None:
+                async with BlockingPortal() as portal:
+                    self._portal = portal
+                    started.set()
+                    await portal.sleep_until_stopped()
+
+            anyio.run(serve)
+
+        self._thread = threading.Thread(target=run_loop, name="asgi-app-loop", daemon=True)
+        self._thread.start()
+        if not started.wait(_LOOP_START_SECONDS):  # pragma: no cover - a wedged machine
+            raise RuntimeError("the event loop for an in-process ASGI app did not start")
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes = b"",
+        timeout_seconds: float | None = None,
+    ) -> Any:
+        """Send one request to the app and return the ``httpx.Response`` (body read).
+
+        :param timeout_seconds: real seconds after which the app's work is cancelled.
+        :raises TimeoutError: when ``timeout_seconds`` passed first.
+        :raises Exception: whatever the app raised (after any response it sent).
+        """
+        portal = self._portal
+        if portal is None:
+            raise RuntimeError("this ASGI caller is closed")
+
+        async def send() -> Any:
+            import anyio
+
+            limit = anyio.fail_after(timeout_seconds) if timeout_seconds else nullcontext()
+            with limit:
+                return await self._client.request(method, url, headers=dict(headers), content=body)
+
+        return portal.call(send)
+
+    def close(self) -> None:
+        """Stop the event loop (idempotent)."""
+        portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        portal.call(self._client.aclose)
+        portal.call(portal.stop)
+        self._thread.join(_LOOP_START_SECONDS)
+
+
+class MountTransport:
+    """Route requests to in-process WSGI or ASGI apps by URL prefix; others go to ``fallback``.
+
+    :param mounts: URL prefix (``"http://orders.test"`` or ``"http://127.0.0.1:8000/api"``) →
+        WSGI or ASGI app. The longest matching prefix wins.
+    :param fallback: the transport for unmounted URLs; real HTTP by default.
+    """
+
+    def __init__(
+        self,
+        mounts: Mapping[str, WsgiApp | AsgiApp] | None = None,
+        fallback: Transport | None = None,
+    ) -> None:
+        self._mounts: dict[str, Any] = {}
+        self._callers: dict[int, AsgiCaller] = {}
+        self._callers_lock = threading.Lock()
+        self._kinds: dict[int, tuple[object, bool]] = {}  # id(app) -> (app, is it ASGI)
+        self.fallback: Transport = fallback if fallback is not None else HttpTransport()
+        for prefix, app in (mounts or {}).items():
+            self.mount(prefix, app)
+
+    def mount(self, prefix: str, app: WsgiApp | AsgiApp) -> None:
+        """Route URLs that start with ``prefix`` to ``app``, a WSGI or an ASGI app.
+
+        An ASGI app (:func:`is_asgi_app`) is called through :class:`AsgiCaller`, started on its
+        first delivery; it needs httpx (the ``asgi`` extra).
+
+        :raises ValueError: if ``prefix`` is not an absolute http(s) URL.
+        :raises ImportError: for an ASGI app when httpx is not installed.
+        """
+        if not prefix.startswith(("http://", "https://")):
+            raise ValueError(f"mount prefix must start with http:// or https://; got {prefix!r}.")
+        if is_asgi_app(app):
+            _httpx()  # fail now, not on the first delivery
+        self._mounts[prefix.rstrip("/")] = app
+
+    def close(self) -> None:
+        """Stop the event loops of the ASGI apps delivered to, and close the fallback
+        transport's connections, if it keeps any."""
+        with self._callers_lock:
+            callers, self._callers = list(self._callers.values()), {}
+        for caller in callers:
+            caller.close()
+        self.fallback.close()
+
+    def _caller(self, app: AsgiApp) -> AsgiCaller:
+        with self._callers_lock:
+            caller = self._callers.get(id(app))
+            if caller is None or caller.app is not app:
+                caller = self._callers[id(app)] = AsgiCaller(app)
+            return caller
+
+    def _is_asgi(self, app: Any) -> bool:
+        """:func:`is_asgi_app`, asked once per app (the check inspects its ``__call__``)."""
+        known = self._kinds.get(id(app))
+        if known is None or known[0] is not app:
+            known = self._kinds[id(app)] = (app, is_asgi_app(app))
+        return known[1]
+
+    def _call(
+        self, app: Any, request: DeliveryRequest, deadline: float, sample: ResponseSample
+    ) -> tuple[int, Mapping[str, str]]:
+        if not self._is_asgi(app):
+            return call_wsgi(app, request, sample)
+        left = max(0.001, deadline - real_monotonic())
+        response = self._caller(app).request(
+            request.method, request.url, request.headers, request.body, left
+        )
+        sample.take(response.content)
+        return response.status_code, dict(response.headers)
+
+    @property
+    def mounted(self) -> list[str]:
+        """The mounted URL prefixes."""
+        return list(self._mounts)
+
+    def find(self, url: str) -> Any:
+        """Return the app (WSGI or ASGI) mounted for ``url``, or ``None``."""
+        best: tuple[int, Any] | None = None
+        for prefix, app in self._mounts.items():
+            matches = url == prefix or url.startswith((prefix + "/", prefix + "?"))
+            if matches and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), app)
+        return best[1] if best else None
+
+    def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
+        """Begin an unmounted URL's delivery through the fallback transport without holding the
+        calling thread, when it can (:class:`StartingTransport`); a mounted URL is delivered
+        by :meth:`send` (``False``)."""
+        if not self.can_start(request):
+            return False
+        return cast(StartingTransport, self.fallback).start(request, timeout_seconds, done)
+
+    def can_start(self, request: DeliveryRequest) -> bool:
+        """Whether :meth:`start` can send ``request``: an unmounted URL whose fallback
+        transport can start it."""
+        return self.find(request.url) is None and startable(self.fallback, request)
+
+    def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
+        """Deliver in-process when the URL is mounted, else through the fallback transport.
+
+        In-process WSGI calls cannot be interrupted: an app that returns after more than
+        ``timeout_seconds`` of real time is reported as a DEADLINE failure. An ASGI app's work is
+        cancelled at the deadline (DEADLINE too). An exception raised by the app is kept in the
+        result and the attempt counts as a 500. A redirect to an unmounted URL goes on through
+        the fallback transport, within what is left of the deadline.
+        """
+        first_app = self.find(request.url)
+        if first_app is None:
+            return self.fallback.send(request, timeout_seconds)
+        deadline = real_monotonic() + timeout_seconds
+        sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
+        first = Hop(request.method, request.url, request.headers, request.body)
+
+        def send_one(hop: Hop, deadline: float, sample: Any, answered: Answered) -> None:
+            app = first_app if hop is first else self.find(hop.url)
+            if app is None:
+                answered(None, None, _Unmounted(hop))
+                return
+            call = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
+            try:
+                status, headers = self._call(app, call, deadline, sample)
+            except TimeoutError:  # the ASGI app's work was cancelled at the deadline
+                answered(None, None, TimeoutError())
+                return
+            except Exception as exc:  # the target's own bug: a 500 to Cloud Scheduler
+                status, headers = 500, {}
+                sample.exception = exc
+            if real_monotonic() > deadline:
+                answered(None, None, TimeoutError())
+                return
+            lowered = {k.lower(): v for k, v in headers.items()}
+            sample.content_type = lowered.get("content-type")
+            answered(status, lowered.get("location"), None)
+
+        try:
+            status = wait(lambda ended: follow(send_one, first, deadline, sample, ended), deadline)
+        except _Unmounted as left:
+            hop = left.hop
+            rest = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
+            return self.fallback.send(rest, max(0.001, deadline - real_monotonic()))
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            return http_result(None, exc, timeout_seconds, sample)
+        return http_result(status, None, timeout_seconds, sample)
+
+
+class _Unmounted(Exception):
+    """A redirect led out of the mounted apps to ``hop``: the fallback transport sends the
+    rest."""
+
+    def __init__(self, hop: Hop) -> None:
+        super().__init__(hop.url)
+        self.hop = hop
+
+
+class WsgiTransport(MountTransport):
+    """Deliver every request to one in-process WSGI app, whatever the URL's host.
+
+    :param app: the WSGI application (an ASGI app works too: see :class:`AsgiTransport`).
+    """
+
+    def __init__(self, app: WsgiApp | AsgiApp) -> None:
+        super().__init__()
+        self._app = app
+
+    def find(self, url: str) -> Any:
+        """Every URL goes to the app."""
+        return self._app
+
+
+class AsgiTransport(WsgiTransport):
+    """Deliver every request to one in-process ASGI app, whatever the URL's host.
+
+    Needs httpx (the ``asgi`` extra); call :meth:`close` when done, to stop the app's event loop.
+
+    :param app: the ASGI 3 application.
+    :raises TypeError: when ``app`` is not an ASGI app.
+    """
+
+    def __init__(self, app: AsgiApp) -> None:
+        if not is_asgi_app(app):
+            raise TypeError(f"{app!r} is not an ASGI app; use WsgiTransport for a WSGI app.")
+        _httpx()
+        super().__init__(app)
