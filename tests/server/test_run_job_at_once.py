@@ -16,6 +16,7 @@ import requests
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.server.server import serve
 from tests.drip import DripTarget, drip_server
+from tests.support import wait_for
 
 grpc = pytest.importorskip("grpc")
 
@@ -85,7 +86,10 @@ def test_rest_run_answers_at_once_and_the_next_clock_move_sends_the_attempt_firs
     emulator, target, address = hung
     answer = requests.post(f"http://{address}/v1/{NAME}:run", json={}, timeout=10)
     assert answer.status_code == 200
-    target.stop.set()  # the target closes the request it holds: the attempt fails
+    # the forced-runs thread sends it soon: once the target holds it, the target closes it
+    # (set before it connects, the target would stop accepting and leave it in the backlog)
+    wait_for(lambda: target.requests == 1, 20, "the target to hold the attempt's request")
+    target.stop.set()  # the attempt fails
     emulator.clock.advance(0)  # waits for the accepted attempt, sent before the clock moves
     [attempt] = emulator.attempts("hung")
     assert attempt.end_time is not None
