@@ -184,15 +184,18 @@ def _query_int(
 
 
 def _query_choice(request: Request, name: str, choices: tuple[str, ...]) -> str:
-    """The query parameter ``name``, one of ``choices`` (the first when absent).
+    """The query parameter ``name``, one of ``choices`` in any case (the first when absent),
+    spelled as in ``choices``: ``?state=succeeded`` reads as ``SUCCEEDED``, as the CLI's
+    filters do.
 
     :raises InvalidArgument: naming ``name`` and the values it takes.
     """
     text = request.args.get(name, choices[0])
-    if text not in choices:
-        shown = ", ".join(c for c in choices if c)
-        raise InvalidArgument(f"{name} must be one of {shown}; got {show_value(text)}.", field=name)
-    return text
+    for choice in choices:
+        if choice.lower() == text.lower():
+            return choice
+    shown = ", ".join(c for c in choices if c)
+    raise InvalidArgument(f"{name} must be one of {shown}; got {show_value(text)}.", field=name)
 
 
 def _query_time(request: Request, name: str) -> datetime | None:

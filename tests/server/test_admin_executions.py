@@ -47,6 +47,7 @@ def test_pages_and_filters(emulator: Emulator) -> None:
     ok = client.get("/_emulator/executions?job=ok").json["executions"]
     assert [e["state"] for e in ok] == ["SUCCEEDED", "SUCCEEDED"]
     failed = client.get("/_emulator/executions?state=FAILED").json["executions"]
+    assert client.get("/_emulator/executions?state=failed").json["executions"] == failed
     assert [(e["job"], e["taskAttempts"][0]["exitCode"]) for e in failed] == [
         (f"{PARENT}/jobs/bad", 2)
     ]
