@@ -129,5 +129,7 @@ def refuse_unbounded_numbers(data: Any, *, field: str = "") -> None:
             if problem is not None:
                 where = path or "the value"
                 raise InvalidArgument(
-                    f"Invalid value at '{where}': {where} {problem}.", field=path or None
+                    f"Invalid value at '{where}': {where} {problem}.",
+                    field=path or None,
+                    description=f"{where} {problem}.",
                 )

@@ -364,9 +364,11 @@ def load_document(
         the lists a JSON object holds at its first level, after decoding it. ``None``: no
         limit but the file's size.
     :param each: when the document is a list, called with each item's 0-based index and the
-        item, once it is built and checked, as the file is read where the reader allows (a
-        JSON array, a YAML file without aliases) — the list returned holds what it returns,
-        so the items themselves need not all be held at once. Not called for other documents.
+        item, once it is built, as the file is read where the reader allows (a JSON array, a
+        YAML file without aliases) — the list returned holds what it returns, so the items
+        themselves need not all be held at once. It checks the item with
+        :func:`refuse_bad_values` itself (a jobs file names the job then). Not called for
+        other documents.
     :raises TooManyItems: naming the file and the limit, for a list over ``max_items``.
     :raises ConfigurationError: one line naming the file and the problem: not JSON or YAML,
         nested deeper than :data:`MAX_DEPTH`, expanding to more than :data:`MAX_NODES` values
@@ -375,8 +377,10 @@ def load_document(
     """
 
     def item(index: int, value: Any) -> Any:
-        _refuse_bad_values(value, f"[{index}]")
-        return value if each is None else each(index, value)
+        if each is not None:
+            return each(index, value)
+        refuse_bad_values(value, f"[{index}]")
+        return value
 
     try:
         return _parse(text, source, max_items, item)
@@ -390,9 +394,9 @@ def load_document(
 _Item = Callable[[int, Any], Any]
 
 
-def _refuse_bad_values(document: Any, field: str) -> None:
+def refuse_bad_values(document: Any, field: str) -> None:
     """Refuse a lone surrogate or a number out of range anywhere in ``document`` (at path
-    ``field``).
+    ``field``, ``""`` for the whole).
 
     :raises ApiError: naming the path and the value.
     """
@@ -402,10 +406,10 @@ def _refuse_bad_values(document: Any, field: str) -> None:
 
 def _finish(document: Any, item: _Item) -> Any:
     """A document built whole: a list's items passed through ``item`` in order, anything else
-    checked by :func:`_refuse_bad_values`."""
+    checked by :func:`refuse_bad_values`."""
     if isinstance(document, list):
         return [item(index, value) for index, value in enumerate(document)]
-    _refuse_bad_values(document, "")
+    refuse_bad_values(document, "")
     return document
 
 

@@ -41,7 +41,13 @@ from ..domain.codec import job_from_json, show_value
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.names import qualify_job_name
 from ..domain.resources import Job
-from .documents import DEFAULT_MAX_FILE_BYTES, TooManyItems, load_document, read_text
+from .documents import (
+    DEFAULT_MAX_FILE_BYTES,
+    TooManyItems,
+    load_document,
+    read_text,
+    refuse_bad_values,
+)
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -181,6 +187,7 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
         return f"{label}: name is required (a job ID such as nightly, or a full job name)."
     label += f" ({json.dumps(raw_name)})"
     try:
+        refuse_bad_values(entry, "")
         job = job_from_json({**entry, "name": qualify_job_name(raw_name, project, location)})
     except ApiError as exc:
         hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))

@@ -222,9 +222,9 @@ class TestHugeNumbers:
                 "retryCount",
                 "99999999999999999999",
             ),
-            ("- name: a\n  x: .inf\n", "[0].x", "inf"),
-            ('[{"name": "a", "x": NaN}]', "[0].x", "nan"),
-            ('[{"name": "a", "x": 1e999}]', "[0].x", "inf"),
+            ("- name: a\n  x: .inf\n", 'job 1 ("a"): x is not a finite number', "inf"),
+            ('[{"name": "a", "x": NaN}]', 'job 1 ("a"): x is not', "nan"),
+            ('{"jobs": [{"name": "a", "x": 1e999}]}', "jobs[0].x", "inf"),
         ],
     )
     def test_a_number_out_of_range_names_its_path(
