@@ -1,22 +1,12 @@
-"""Cloud Run jobs run locally: executions of the defined jobs as local processes, and their
-records in the data directory.
+"""Cloud Run jobs run locally (docs/cloud-run-jobs.md), and their executions' records.
 
-:class:`CloudRun` holds the defined jobs (:class:`~scheduler_emulator.domain.cloud_run.
-CloudRunJob`), starts an execution on a run request (the Admin API app of
-:mod:`~scheduler_emulator.runtime._cloud_run_api` calls :meth:`CloudRun.run`), and keeps every
-execution in :class:`ExecutionStore` (a table of its own in the store's SQLite file).
-
-An execution runs on a thread of its own: its tasks as processes (``argv`` of the job, in the
-daemon's working directory), at most ``parallelism`` at once, following
-:class:`~scheduler_emulator.domain.cloud_run.TaskRules`. Each process gets the daemon's
-environment, the container's ``env`` and the container contract's variables
-(``CLOUD_RUN_JOB``, ``CLOUD_RUN_EXECUTION``, ``CLOUD_RUN_TASK_INDEX``,
-``CLOUD_RUN_TASK_ATTEMPT``, ``CLOUD_RUN_TASK_COUNT``;
-cloud.google.com/run/docs/container-contract#jobs-env-vars), nothing of the scheduler's
-request. A task attempt past its timeout gets SIGTERM, then SIGKILL after
-:data:`STOP_GRACE_SECONDS` (cloud.google.com/run/docs/container-contract#instance-shutdown).
-Tasks run in real time whatever the emulator's clock; :meth:`CloudRun.settle` waits for the
-executions started so far (a manual clock's moves call it).
+:class:`CloudRun` holds the defined jobs and starts an execution on a run request (from
+:mod:`~scheduler_emulator.runtime._cloud_run_api`); :class:`ExecutionStore` keeps every
+execution in a table of its own in the store's SQLite file. An execution runs on a thread of
+its own, its tasks as processes following :class:`~scheduler_emulator.domain.cloud_run.
+TaskRules`, in real time whatever the emulator's clock (:meth:`CloudRun.settle` waits for them).
+A task's environment is the daemon's, the container's ``env`` and the container contract's
+variables (cloud.google.com/run/docs/container-contract#jobs-env-vars).
 """
 
 from __future__ import annotations
@@ -31,7 +21,7 @@ import string
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -42,6 +32,7 @@ from ..domain.errors import InvalidArgument, NotFound
 from ..realtime import now as real_now
 from ..wire import format_timestamp, parse_timestamp
 from ._clock import Clock
+from ._store import add_condition
 
 __all__ = [
     "EXECUTION_STATES",
@@ -227,9 +218,6 @@ class ExecutionStore:
         self._db.execute(_SCHEMA)
         self._lock = threading.Lock()
         self.retain = retain
-        self._interrupt_left_running()
-
-    def _interrupt_left_running(self) -> None:
         for execution in self.list(state="RUNNING", limit=None):
             self.interrupt(execution, real_now())
 
@@ -283,13 +271,10 @@ class ExecutionStore:
         :param job: only the Cloud Run job of this full name.
         :param state: only executions in this state.
         """
-        clauses, args = ["seq > ?"], [after]
-        if job is not None:
-            clauses.append("job = ?")
-            args.append(job)  # type: ignore[arg-type]
-        if state is not None:
-            clauses.append("state = ?")
-            args.append(state)  # type: ignore[arg-type]
+        clauses: list[str] = ["seq > ?"]
+        args: list[Any] = [after]
+        add_condition(clauses, args, "job = ?", job)
+        add_condition(clauses, args, "state = ?", state)
         sql = (
             f"SELECT seq, body FROM cloud_run_executions WHERE {' AND '.join(clauses)} ORDER BY seq"
         )
@@ -361,7 +346,6 @@ def _execution_from_row(seq: int, row: Mapping[str, Any]) -> Execution:
 
 
 def _tail(handle: IO[bytes]) -> str:
-    """The last :data:`OUTPUT_TAIL_BYTES` of a file, as text."""
     size = handle.seek(0, os.SEEK_END)
     handle.seek(max(0, size - OUTPUT_TAIL_BYTES))
     return handle.read().decode("utf-8", "replace")
@@ -375,9 +359,6 @@ class CloudRun:
     :param jobs: the defined jobs.
     :param cwd: the working directory of task processes; the daemon's by default.
     """
-
-    #: Seconds between SIGTERM and SIGKILL for a task past its timeout.
-    grace_seconds: float = STOP_GRACE_SECONDS
 
     def __init__(
         self,
@@ -510,21 +491,17 @@ class CloudRun:
         execution.state, execution.completion_time = rules.state, real_now()
         self.store.save(execution)
 
-    def _environment(self, execution: Execution, attempt: TaskAttempt) -> dict[str, str]:
-        job = execution.job
-        env = dict(os.environ)
-        env.update(job.env)
-        env.update(
-            CLOUD_RUN_JOB=job.job_id,
-            CLOUD_RUN_EXECUTION=execution.execution_id,
-            CLOUD_RUN_TASK_INDEX=str(attempt.index),
-            CLOUD_RUN_TASK_ATTEMPT=str(attempt.attempt),
-            CLOUD_RUN_TASK_COUNT=str(job.task_count),
-        )
-        return env
-
     def _run_attempt(self, execution: Execution, attempt: TaskAttempt) -> None:
         job = execution.job
+        env = {
+            **os.environ,
+            **dict(job.env),
+            "CLOUD_RUN_JOB": job.job_id,
+            "CLOUD_RUN_EXECUTION": execution.execution_id,
+            "CLOUD_RUN_TASK_INDEX": str(attempt.index),
+            "CLOUD_RUN_TASK_ATTEMPT": str(attempt.attempt),
+            "CLOUD_RUN_TASK_COUNT": str(job.task_count),
+        }
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
                 process = subprocess.Popen(
@@ -533,7 +510,7 @@ class CloudRun:
                     stdout=out,
                     stderr=err,
                     cwd=self.cwd,
-                    env=self._environment(execution, attempt),
+                    env=env,
                     start_new_session=True,
                 )
             except OSError as exc:
@@ -550,7 +527,7 @@ class CloudRun:
                 attempt.stopped = "timeout"
                 _signal(process, signal.SIGTERM)
                 try:
-                    attempt.exit_code = process.wait(self.grace_seconds)
+                    attempt.exit_code = process.wait(STOP_GRACE_SECONDS)
                 except subprocess.TimeoutExpired:
                     _signal(process, signal.SIGKILL)
                     attempt.exit_code = process.wait()
@@ -564,7 +541,7 @@ class CloudRun:
 
 
 def _signal(process: subprocess.Popen[bytes], signum: int) -> None:
-    """Send ``signum`` to the task's process group (its children too), once it still runs."""
+    """Send ``signum`` to the task's process group (its children too), if it still runs."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signum)
 
@@ -582,6 +559,5 @@ def run_callable(target: str) -> None:
     obj: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
         obj = getattr(obj, part)
-    function: Callable[[], Any] = obj
-    result = function()
+    result = obj()
     sys.exit(0 if result is None else result)

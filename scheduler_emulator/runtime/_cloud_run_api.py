@@ -1,29 +1,12 @@
-"""The Cloud Run Admin API, as far as the emulator answers it, and the transport that routes a
-scheduler attempt to it instead of to Google.
+"""The Cloud Run Admin API, as far as the emulator answers it (docs/cloud-run-jobs.md: "The
+URIs the emulator answers"), and the transport that routes a scheduler attempt to it instead
+of to Google.
 
-:class:`CloudRunAdminApi` is a WSGI app answering, for the jobs the emulator defines
-(:class:`~scheduler_emulator.runtime._cloud_run.CloudRun`):
-
-- ``POST /v2/projects/P/locations/L/jobs/J:run`` → 200 with the v2 long-running ``Operation``
-  whose ``metadata`` is the ``Execution`` (cloud.google.com/run/docs/reference/rest/v2/
-  projects.locations.jobs/run);
-- ``POST /apis/run.googleapis.com/v1/namespaces/P/jobs/J:run`` (on
-  ``https://REGION-run.googleapis.com``) → 200 with the v1 ``Execution``
-  (cloud.google.com/run/docs/reference/rest/v1/namespaces.jobs/run);
-- ``GET /v2/projects/P/locations/L/jobs[/J]``, ``GET …/jobs/J/executions[/E]`` and
-  ``GET /v2/projects/P/locations/L/operations/O``, in the v2 REST shape, so Google's
-  ``google-cloud-run`` client (REST transport) lists jobs, runs one and reads its execution;
-- 404 ``NOT_FOUND`` for a job the emulator does not define (naming ``--cloud-run-jobs``), 400
-  ``INVALID_ARGUMENT`` for a run body that is not a ``RunJobRequest``.
-
-Reached from a scheduler attempt (``require_token=True``), it wants what Google APIs want: an
-OAuth access token the emulator minted (a job's ``oauthToken``); an OIDC ID token or none gets
-Google's 401 ``UNAUTHENTICATED`` and starts nothing. On the daemon's port anyone may call it, as
-the scheduler API itself.
-
-:class:`GoogleApisTransport` wraps the emulator's transport: ``https://run.googleapis.com`` and
-``https://REGION-run.googleapis.com`` go to the app in-process; any other ``*.googleapis.com``
-URL fails its attempt with a reason and nothing is sent.
+:class:`CloudRunAdminApi` answers ``jobs/J:run`` (v2, and v1 on ``REGION-run.googleapis.com``)
+and the v2 REST reads of jobs, executions and operations that Google's ``google-cloud-run``
+client makes, for the jobs :class:`~scheduler_emulator.runtime._cloud_run.CloudRun` defines.
+:class:`GoogleApisTransport` gives it the Cloud Run Admin API's URLs in-process and fails every
+other ``*.googleapis.com`` URL's attempt with a reason, sending nothing.
 """
 
 from __future__ import annotations
@@ -66,7 +49,6 @@ _V1_RUN = re.compile(
 )
 #: Paths the app answers on the daemon's port.
 PATH_PREFIXES = ("/v2/projects/", "/apis/run.googleapis.com/")
-_DEVCONSOLE = "See https://developers.google.com/identity/sign-in/web/devconsole-project."
 
 
 def unauthenticated(authorization: str | None, method: str) -> dict[str, Any]:
@@ -75,17 +57,17 @@ def unauthenticated(authorization: str | None, method: str) -> dict[str, Any]:
     token (an OIDC ID token), as Google APIs answer (the ``google.rpc.ErrorInfo`` reasons of
     cloud.google.com/apis/design/errors)."""
     missing = not authorization
-    message = (
-        "Request is missing required authentication credential. Expected OAuth 2 access "
-        f"token, login cookie or other valid authentication credential. {_DEVCONSOLE}"
+    problem = (
+        "is missing required authentication credential"
         if missing
-        else "Request had invalid authentication credentials. Expected OAuth 2 access token, "
-        f"login cookie or other valid authentication credential. {_DEVCONSOLE}"
+        else "had invalid authentication credentials"
     )
     return {
         "error": {
             "code": 401,
-            "message": message,
+            "message": f"Request {problem}. Expected OAuth 2 access token, login cookie or "
+            "other valid authentication credential. See "
+            "https://developers.google.com/identity/sign-in/web/devconsole-project.",
             "status": "UNAUTHENTICATED",
             "details": [
                 {
@@ -140,7 +122,9 @@ def v2_job(job: CloudRunJob, executions: int) -> dict[str, Any]:
 
 
 def v2_execution(execution: Execution) -> dict[str, Any]:
-    """The v2 REST ``Execution``: counts, times and its ``Completed`` condition."""
+    """The v2 REST ``Execution``: counts, times and its ``Completed`` condition; the
+    ``metadata`` of the ``Operation`` that ``jobs/J:run`` answers
+    (cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run)."""
     counts = execution.counts()
     job = execution.job
     condition = {
@@ -170,7 +154,8 @@ def v2_execution(execution: Execution) -> dict[str, Any]:
 
 
 def v1_execution(execution: Execution) -> dict[str, Any]:
-    """The v1 (Knative) ``Execution`` the v1 ``jobs/J:run`` answers."""
+    """The v1 (Knative) ``Execution`` the v1 ``jobs/J:run`` answers
+    (cloud.google.com/run/docs/reference/rest/v1/namespaces.jobs/run)."""
     job = execution.job
     return {
         "apiVersion": "run.googleapis.com/v1",
