@@ -1,23 +1,14 @@
-"""The database file of a data directory: is it fit to open, and what a failed write means.
+"""The database file of a data directory: is it fit to open, is each row read back sound, and
+what a failed write means (docs/behaviour.md: "A damaged database is never replaced", "A
+damaged row", "A full disk").
 
-A data directory holds jobs and attempts that exist nowhere else, so the emulator never starts
-over a database it cannot read, and never writes into one it does not understand. Before the
-store writes anything, :func:`check_database` reads the existing file and refuses (exit 2 from
-``scheduler-emulator start``) a file that is empty, is not SQLite, is damaged (truncated,
-garbage pages: ``PRAGMA quick_check``), lacks one of the emulator's tables, or carries a
-``user_version`` from a later release; the message names the file, what is wrong and what to
-do, and the file is left as it was.
-
-Every row read back is checked as the API checks what it accepts (:class:`Row`): a job's
-stored configuration goes through the v1 API's JSON codec and validation, instants must be
-RFC 3339 with an offset, numbers and codes within their ranges. A damaged job, run or
-skipped-time row read at start refuses the start (exit 2) naming the file, the table, the job
-and the field, with the same advice; a damaged attempt row, read page by page while running,
-is left out of what is shown, with a warning naming the same (:func:`attempts_from_rows`).
-
-While running, a write that fails because the disk is full (or the file cannot be written)
-becomes :class:`~scheduler_emulator.domain.errors.StorageUnavailable` (503 ``UNAVAILABLE``)
-naming the data directory (:func:`storage_error`); the change it belonged to is not kept.
+Before the store writes anything, :func:`check_database` refuses (exit 2 from ``scheduler-emulator
+start``) a file that is empty, is not SQLite, is damaged (``PRAGMA quick_check``), lacks one of
+the emulator's tables, or carries a ``user_version`` from a later release, leaving it as it
+was. Every row read back is checked as the API checks what it accepts (:class:`Row`): a damaged
+row read at start refuses the start; a damaged attempt row read while running is left out with a
+warning (:func:`read_rows`). A write that fails because the disk is full becomes
+:class:`~scheduler_emulator.domain.errors.StorageUnavailable` (:func:`storage_error`).
 """
 
 from __future__ import annotations
@@ -30,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from ..domain.attempts import Attempt
 from ..domain.codec import parse_job, parse_timestamp, refuse_lone_surrogates, show_value
@@ -142,10 +133,9 @@ def check_database(db: sqlite3.Connection, path: Path, size: int | None, version
     if len(missing) == len(TABLES):
         _refuse(path, "is an SQLite database but not scheduler-emulator's (none of its tables)")
     _refuse(path, f"has lost its {', '.join(missing)} table(s), so what they held is gone")
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _refuse(path: Path, problem: str) -> None:
+def _refuse(path: Path, problem: str) -> NoReturn:
     raise DataFileUnusable(f"the database {path} {problem}. {advice(path)}")
 
 
@@ -172,8 +162,7 @@ def startup_error(path: str, exc: BaseException) -> DataFileUnusable:
     """The start-up error for a write to the database at ``path`` that failed with ``exc``."""
     return DataFileUnusable(
         f"cannot start: the database {path} cannot be opened or written ({exc}). Free space on "
-        "its disk "
-        "(or make it writable), or pass --data-dir DIR elsewhere."
+        "its disk (or make it writable), or pass --data-dir DIR elsewhere."
     )
 
 
@@ -189,11 +178,7 @@ _warned: set[tuple[str, str, Any]] = set()
 class DamagedRow(DataFileUnusable):
     """A row of the database holds a value the emulator never writes (hand-edited, or written
     by a broken tool). The message names the file, the table, the job, the field and what to
-    do.
-
-    :ivar table: the table (``jobs``, ``runs``, ``attempts``, ``skipped``).
-    :ivar field: the column, or the field of a job's configuration (``retryConfig.retryCount``).
-    """
+    do."""
 
     def __init__(self, path: str | Path, table: str, job: Any, field: str, problem: str) -> None:
         #: What is damaged, without the advice (for a warning about a row that is left out).
@@ -202,7 +187,6 @@ class DamagedRow(DataFileUnusable):
             f"{show_value(job, 120)}, {field} {problem}."
         )
         super().__init__(f"{self.what} {advice(Path(path))}")
-        self.table, self.field = table, field
 
 
 @dataclass(frozen=True)
@@ -277,9 +261,7 @@ class Row:
 
     def refused(self, field: str, exc: ApiError) -> DamagedRow:
         """The error for a value of ``field`` that the API's checks refuse with ``exc``."""
-        error = self.damaged(field, f"is refused by the API's checks: {exc.describe().rstrip('.')}")
-        error.field = f"{field}.{exc.field}" if exc.field else field
-        return error
+        return self.damaged(field, f"is refused by the API's checks: {exc.describe().rstrip('.')}")
 
 
 def stored_job(path: str | Path, row: tuple[Any, ...]) -> Job:

@@ -1,13 +1,6 @@
-"""What the dashboard, the terminal views and the replay report read: pages and windows of the
-history, read from the store page by page (never the whole history in memory).
-
-- :func:`job_rows` — the jobs view: each job with its schedule read out in English, target,
-  state, last outcome and next fire times; filtered by name and state, paged.
-- :func:`runs_page` — runs newest first, by job, time window and how they went (failed,
-  gave up, in progress), each with its attempts and its state (:func:`run_state`).
-- :func:`attempts_newest` — attempts newest first, by job and time window.
-- :func:`timeline` — one lane per job for a time window: runs with their attempts, and the
-  skipped times.
+"""What the dashboard, the terminal views and the replay report read: pages and time windows
+of the history (:func:`job_rows`, :func:`runs_page`, :func:`attempts_newest`,
+:func:`timeline`), read from the store page by page, never the whole history in memory.
 
 Time windows use the store's indexes on ``attempts(start_time)``, ``attempts(job,
 start_time)``, ``runs(job, nominal)`` and ``skipped(job, nominal)``: a window of a long history
@@ -95,14 +88,12 @@ def job_row(
     """
     status = job.status
     last = None
-    if job.last_attempt_time is not None and in_flight:
-        last = {"time": iso(job.last_attempt_time), "code": None, "message": ""}
-    elif job.last_attempt_time is not None:
+    if job.last_attempt_time is not None:
         code = "OK" if status is None or status.code == 0 else _CODE_NAMES.get(status.code)
         last = {
             "time": iso(job.last_attempt_time),
-            "code": code,
-            "message": "" if status is None else status.message,
+            "code": None if in_flight else code,
+            "message": "" if in_flight or status is None else status.message,
         }
     return {
         "name": job.name,
@@ -223,11 +214,8 @@ def attempts_newest(
 
 
 def _compact(check: Row, row: Any, now: datetime | None) -> dict[str, Any]:
-    """A timeline attempt: what its segment shows (details are one request away). An attempt
-    whose recorded end is later than ``now`` reads as in flight (see :meth:`Attempt.as_of`).
-
-    :raises DamagedRow: for a start or end that is not an instant.
-    """
+    """A timeline attempt: what its segment shows (details are one request away), in flight
+    if its recorded end is later than ``now``."""
     started = check.instant("start_time", row[4])
     ended = check.optional_instant("end_time", row[5])
     masked = now is not None and in_flight_at(started, ended, now)
@@ -244,8 +232,7 @@ def _compact(check: Row, row: Any, now: datetime | None) -> dict[str, Any]:
 
 
 def _mark_duplicates(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Set ``duplicate`` on each of one run's compact attempts (start order): a 2xx delivery
-    of a run the target had already answered 2xx (see :func:`duplicate_flags`)."""
+    """Set ``duplicate`` (:func:`duplicate_flags`) on each of one run's attempts."""
     flags = duplicate_flags([(a["responseStatus"], a["debugInfo"]) for a in attempts])
     for attempt, flag in zip(attempts, flags, strict=True):
         attempt["duplicate"] = flag
@@ -304,7 +291,7 @@ def run_state(
                 retry,
                 len(attempts) - 1,
                 check.instant("first_attempt_start", first_start),
-                datetime.fromisoformat(last["endTime"].replace("Z", "+00:00")),
+                datetime.fromisoformat(last["endTime"]),
             )
     elif next_at is not None and (last is None or last["code"] is not None):
         state, next_time = "retrying", iso(check.instant("next_attempt_at", next_at))
@@ -342,10 +329,8 @@ def _with_states(
 
 
 def runs_of(store: Store, rows: list[Any], now: datetime | None = None) -> list[dict[str, Any]]:
-    """Group timeline attempt rows (:data:`_TIMELINE_COLUMNS`, start order) of ``store`` into
-    runs: ``{"id", "job", "nominalTime", "forced", "attempts": [...]}``, in order of first
-    attempt. Attempts ending after ``now`` read as in flight; each has ``duplicate``. A damaged
-    row is left out with a warning (:func:`~scheduler_emulator.runtime._data_file.read_rows`)."""
+    """Group timeline attempt rows (:data:`_TIMELINE_COLUMNS`, start order) into runs:
+    ``{"id", "job", "nominalTime", "forced", "attempts": [...]}``, in order of first attempt."""
 
     def read(row: Any) -> tuple[Any, datetime | None, dict[str, Any]]:
         check = Row(store.path, "attempts", row[1])
@@ -394,9 +379,7 @@ def runs_page(
     :return: the runs and the next page's offset (``None`` on the last page).
     """
     clauses, args = window_conditions("nominal", after, before)
-    if job is not None:
-        clauses.append("job = ?")
-        args.append(job)
+    add_condition(clauses, args, "job = ?", job)
     if RUN_FILTERS[state]:
         clauses.append(RUN_FILTERS[state])
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
@@ -432,10 +415,6 @@ def runs_page(
 
 
 def _skipped_time(path: str, job: str, row: Any) -> dict[str, Any]:
-    """A skipped time of ``job``'s lane from its row (id, nominal, schedule time, reason).
-
-    :raises DamagedRow: for a nominal time that is not an instant.
-    """
     nominal = Row(path, "skipped", job).instant("nominal", row[1])
     return {"nominalTime": iso(nominal), "scheduleTime": row[2], "reason": row[3]}
 
