@@ -1,17 +1,8 @@
 """The execution log: one Cloud Logging-shaped JSON line per AttemptStarted / AttemptFinished.
 
-Entries have the shape of production's execution log entries (``logName``, ``resource`` labels,
-``jsonPayload`` with its ``@type``, ``severity``, ``httpRequest.status``), so a filter or script
-written for ``gcloud logging read 'logName:cloudscheduler.googleapis.com%2Fexecutions'`` works on
-them::
-
-    {"insertId": "...", "jsonPayload": {"@type": "type.googleapis.com/google.cloud.scheduler.
-     logging.AttemptStarted", "jobName": "projects/p/locations/l/jobs/nightly",
-     "scheduledTime": "2026-09-24T02:00:00Z", "targetType": "HTTP", "url": "http://…"}, ...}
-
-Timestamps are the emulator clock's (virtual time under a manual clock). ``insertId`` is the
-attempt's store ID in hexadecimal followed by ``s`` (started) or ``f`` (finished): unique and
-stable across restarts.
+Entries have the shape of production's execution log entries (docs/behaviour.md; what differs:
+docs/differences-from-production.md, "Execution log"), so a filter or script written for
+``gcloud logging read 'logName:cloudscheduler.googleapis.com%2Fexecutions'`` works on them.
 
 For a person watching a terminal, ``format="text"`` writes one line per finished attempt
 instead: its start, job, attempt number, outcome, latency, the schedule time of its run, and
@@ -48,9 +39,8 @@ def log_target_type(target_type: str) -> str:
 
 
 def _target_fields(attempt: Attempt, target_type: str) -> dict[str, Any]:
-    """``targetType`` and where the attempt went: ``pubsubTopic`` for Pub/Sub jobs (as in
-    production entries), ``url`` otherwise."""
-    kind = _LOG_TARGET_TYPES.get(target_type, target_type)
+    """``targetType`` and where the attempt went: ``pubsubTopic`` or ``url``."""
+    kind = log_target_type(target_type)
     if kind == "PUB_SUB":
         return {"targetType": kind, "pubsubTopic": attempt.request.get("pubsubTopic", "")}
     return {"targetType": kind, "url": attempt.request.get("url", "")}
@@ -166,8 +156,7 @@ class AttemptLog:
             self._wake.set()
 
     def _write_queued(self) -> None:
-        """The writer thread: wait for a first queued line, let more gather for the interval
-        (or until :meth:`close`), write them all."""
+        """The writer thread: wait for a line, let more gather for the interval, write them."""
         while True:
             self._wake.wait()
             self._stop.wait(self._interval)
@@ -183,7 +172,7 @@ class AttemptLog:
     def _envelope(
         self, attempt: Attempt, payload: dict[str, Any], when: str | None, kind: str
     ) -> dict[str, Any]:
-        project, location = attempt.job.split("/")[1], attempt.job.split("/")[3]
+        _, project, _, location, *_ = attempt.job.split("/")
         return {
             "insertId": f"{attempt.id:012x}{kind}",
             "jsonPayload": payload,
@@ -252,19 +241,15 @@ _CACHED_JOBS = 50_000
 
 
 class _LineEncoder:
-    """Writes the JSON line of an entry without building and sorting its dicts.
-
-    The line is the same text ``json.dumps(entry, sort_keys=True)`` gives (tests compare them);
-    what a job's entries share (job name, resource labels, log name, where it is sent) is
-    encoded once per job and target. Returns ``None`` for an attempt it does not know how to
-    encode (the caller then encodes the dict).
-    """
+    """The text ``json.dumps(entry, sort_keys=True)`` gives, without building the entry: what a
+    job's entries share is encoded once per job and target. ``None`` for an attempt it cannot
+    encode (the caller then encodes the dict)."""
 
     def __init__(self) -> None:
         self._parts: dict[tuple[str, str, str], tuple[str, str, str]] = {}
 
     def _job(self, attempt: Attempt, target_type: str) -> tuple[str, str, str] | None:
-        kind = _LOG_TARGET_TYPES.get(target_type, target_type)
+        kind = log_target_type(target_type)
         where_key = "pubsubTopic" if kind == "PUB_SUB" else "url"
         where = attempt.request.get(where_key, "")
         if not isinstance(where, str) or not isinstance(kind, str):
@@ -321,7 +306,7 @@ class _LineEncoder:
         head, tail, resource = parts
         end = iso(attempt.end_time)
         when = "null" if end is None else _encode(end)
-        pubsub = _LOG_TARGET_TYPES.get(target_type, target_type) == "PUB_SUB"
+        pubsub = log_target_type(target_type) == "PUB_SUB"
         debug = "" if pubsub else f'"debugInfo": {_encode(attempt.debug_info)}, '
         ok = code == "OK"
         failure = "" if ok else f', "status": {"null" if code is None else _encode(code)}'

@@ -1,13 +1,7 @@
-"""One daemon per data directory: an OS lock on the directory itself, held for the daemon's life.
-
-Two daemons on one SQLite data directory would both fire every job. The first
-``scheduler-emulator start`` takes an exclusive ``fcntl.flock`` on the data directory (opened
-as a directory: no file in it can be deleted to break the lock — deleting ``daemon.lock``, the
-key or the database's ``-wal``/``-shm`` files does not free it) and on ``DIR/daemon.lock``
-(which earlier releases lock), and writes its pid and port into ``daemon.lock``; a second one
-fails at once with :class:`DataDirInUse`, naming the holder when the file still says. The
-operating system drops the locks when the process ends, however it ends (even SIGKILL), so a
-stale lock file never blocks a restart::
+"""One daemon per data directory (docs/behaviour.md: "One daemon per data directory"): an
+exclusive ``fcntl.flock`` on the directory itself (no file in it can be deleted to break it) and
+on ``DIR/daemon.lock`` (which earlier releases lock), held for the daemon's life and dropped by
+the operating system however the process ends; ``daemon.lock`` names the holder's pid and port::
 
     lock = DataDirLock(Path("~/.local/share/scheduler-emulator/x").expanduser())
     lock.acquire()          # raises DataDirInUse naming the other daemon's pid and port

@@ -40,9 +40,7 @@ ATTEMPTS_PAGE_SIZE = 100
 ATTEMPTS_PAGE_SIZE_MAX = 1000
 #: How HTTP attempts spell header names by default: as Google's documentation does.
 DEFAULT_HEADER_CASE = HEADER_CASES[0]
-# The attempt deadline of a job that sets none (Google's 180 s, DEFAULT_ATTEMPT_DEADLINE) and
-# the daylight-saving default (DEFAULT_DST_POLICY) are facts of the job and the schedule,
-# spelled once in the domain layer and re-exported here with the other defaults.
+# The daylight-saving default (DEFAULT_DST_POLICY) is the schedule's, re-exported from here.
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,8 @@ A :class:`PubsubDispatcher` turns an attempt into one call of a :class:`Publishe
   Pub/Sub emulator (``PUBSUB_EMULATOR_HOST``) through google-cloud-pubsub.
 - :class:`NoPublisher` — no Pub/Sub configured: attempts fail, saying how to configure one.
 
-What production does, and what is pinned (docs/differences-from-production.md):
-
-- The publish result is the attempt's outcome: ``OK`` once Pub/Sub accepted the message;
-  otherwise the google.rpc code of the failed publish (``NOT_FOUND`` for a missing topic,
-  ``PERMISSION_DENIED`` when the Cloud Scheduler service agent may not publish,
-  ``DEADLINE_EXCEEDED``, ``UNAVAILABLE``) with no HTTP status. Failed publishes are retried
-  under the job's retryConfig like HTTP attempts.
-- ``attemptDeadline`` is ignored for Pub/Sub targets; a publish gives up after
-  :data:`PUBLISH_TIMEOUT_SECONDS` (pinned: the Pub/Sub client's default publish timeout).
+What production does and what is pinned (publish outcomes, the publish timeout, pushes):
+docs/differences-from-production.md, "Pub/Sub and App Engine targets".
 
 Example (in-process)::
 
@@ -178,20 +171,6 @@ class PubsubMessage:
         return {"message": message, "subscription": subscription}
 
 
-@dataclass(frozen=True)
-class PushSubscription:
-    """A push subscription of an :class:`InProcessPublisher`.
-
-    :param name: ``projects/P/subscriptions/S``.
-    :param topic: the topic's full name.
-    :param endpoint: the URL messages are POSTed to.
-    """
-
-    name: str
-    topic: str
-    endpoint: str
-
-
 class InProcessPublisher:
     """An in-memory Pub/Sub: records every message and pushes it to push subscriptions.
 
@@ -216,7 +195,7 @@ class InProcessPublisher:
         self.project = project
         self._topics = None if topics is None else {self.topic_name(t) for t in topics}
         self._messages: list[PubsubMessage] = []
-        self._subscriptions: list[PushSubscription] = []
+        self._subscriptions: list[tuple[str, str, str]] = []  # (name, topic, endpoint)
         self._lock = threading.Lock()
 
     def topic_name(self, topic: str) -> str:
@@ -252,7 +231,7 @@ class InProcessPublisher:
         project = name.split("/")[1]
         full = sub if sub.startswith("projects/") else f"projects/{project}/subscriptions/{sub}"
         with self._lock:
-            self._subscriptions.append(PushSubscription(full, name, endpoint))
+            self._subscriptions.append((full, name, endpoint))
         return full
 
     def publish(
@@ -276,17 +255,15 @@ class InProcessPublisher:
                 format_timestamp(self.clock.now()),
             )
             self._messages.append(message)
-            subscriptions = [s for s in self._subscriptions if s.topic == topic]
-        for sub in subscriptions:
-            message.pushes.append(self._push(message, sub, timeout_seconds))
-        return message.message_id
-
-    def _push(self, message: PubsubMessage, sub: PushSubscription, timeout: float) -> PushResult:
-        assert self.transport is not None
-        body = json.dumps(message.push_body(sub.name)).encode()
+            subscriptions = [(n, e) for n, t, e in self._subscriptions if t == topic]
         headers = {"Content-Type": "application/json", "User-Agent": PUSH_USER_AGENT}
-        result = self.transport.send(DeliveryRequest("POST", sub.endpoint, headers, body), timeout)
-        return PushResult(sub.name, sub.endpoint, result.status, result.detail)
+        for name, endpoint in subscriptions:
+            assert self.transport is not None
+            body = json.dumps(message.push_body(name)).encode()
+            request = DeliveryRequest("POST", endpoint, headers, body)
+            result = self.transport.send(request, timeout_seconds)
+            message.pushes.append(PushResult(name, endpoint, result.status, result.detail))
+        return message.message_id
 
     def published(self, topic: str | None = None) -> list[PubsubMessage]:
         """Messages accepted so far, in publish order; only ``topic``'s (ID or full name) when
@@ -302,17 +279,6 @@ class InProcessPublisher:
         """Forget every message (subscriptions stay)."""
         with self._lock:
             self._messages.clear()
-
-
-def publish_outcome(message_id: str | None, topic: str, error: PublishError | None) -> Outcome:
-    """The outcome of one Pub/Sub attempt (pinned texts; production logs show only the code).
-
-    :return: ``OK`` with ``PUBSUB_PUBLISHED. Message ID = <id>``, or the publish error's code
-        with ``PUBSUB_ERROR. <message>``; never an HTTP status.
-    """
-    if error is None:
-        return Outcome("OK", f"PUBSUB_PUBLISHED. Message ID = {message_id} on {topic}", None)
-    return Outcome(error.code, f"PUBSUB_ERROR. Publishing to {topic} failed: {error.message}", None)
 
 
 class PubsubDispatcher:
@@ -355,7 +321,9 @@ class PubsubDispatcher:
         self, request: tuple[str, bytes, dict[str, str]], timeout_seconds: float
     ) -> TransportResult:
         """Publish one prepared message ``(topic, data, attributes)``; the result carries the
-        attempt's outcome (:func:`publish_outcome`).
+        attempt's outcome (pinned texts; production logs show only the code): ``OK`` with
+        ``PUBSUB_PUBLISHED. Message ID = <id>``, or the publish error's code with
+        ``PUBSUB_ERROR. <message>``; never an HTTP status.
 
         :param timeout_seconds: how long the publish may take.
         """
@@ -363,5 +331,7 @@ class PubsubDispatcher:
         try:
             message_id = self.publisher.publish(topic, data, attributes, timeout_seconds)
         except PublishError as exc:
-            return TransportResult(detail=exc.message, outcome=publish_outcome(None, topic, exc))
-        return TransportResult(outcome=publish_outcome(message_id, topic, None))
+            text = f"PUBSUB_ERROR. Publishing to {topic} failed: {exc.message}"
+            return TransportResult(detail=exc.message, outcome=Outcome(exc.code, text, None))
+        text = f"PUBSUB_PUBLISHED. Message ID = {message_id} on {topic}"
+        return TransportResult(outcome=Outcome("OK", text, None))

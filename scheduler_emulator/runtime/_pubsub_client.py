@@ -33,6 +33,15 @@ def pubsub_library_missing() -> str | None:
     return None
 
 
+def _client(host: str) -> Any:
+    import grpc
+    from google.pubsub_v1 import PublisherClient
+    from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
+
+    channel = grpc.insecure_channel(host)
+    return PublisherClient(transport=PublisherGrpcTransport(channel=channel))
+
+
 class EmulatorPublisher:
     """Publish to the Pub/Sub emulator at ``host`` (``HOST:PORT``).
 
@@ -54,14 +63,7 @@ class EmulatorPublisher:
     def _publisher(self) -> Any:
         with self._lock:
             if self._client is None:
-                import grpc
-                from google.pubsub_v1 import PublisherClient
-                from google.pubsub_v1.services.publisher.transports import (
-                    PublisherGrpcTransport,
-                )
-
-                channel = grpc.insecure_channel(self.host)
-                self._client = PublisherClient(transport=PublisherGrpcTransport(channel=channel))
+                self._client = _client(self.host)
             return self._client
 
     def publish(
@@ -112,13 +114,9 @@ def ensure_topics(host: str, topics: Iterable[str], timeout_seconds: float = 30.
     missing = pubsub_library_missing()
     if missing is not None:
         raise RuntimeError(missing)
-    import grpc
     from google.api_core import exceptions
-    from google.pubsub_v1 import PublisherClient
-    from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 
-    channel = grpc.insecure_channel(host)
-    client = PublisherClient(transport=PublisherGrpcTransport(channel=channel))
+    client = _client(host)
     created = []
     try:
         for topic in dict.fromkeys(topics):
@@ -130,5 +128,5 @@ def ensure_topics(host: str, topics: Iterable[str], timeout_seconds: float = 30.
             except exceptions.GoogleAPICallError as exc:
                 raise RuntimeError(f"the Pub/Sub emulator refused topic {topic}: {exc}") from exc
     finally:
-        channel.close()
+        client.transport.close()
     return created

@@ -1,26 +1,13 @@
 """Authentication tokens on HTTP targets: the emulator's signing key, OIDC ID tokens, OAuth
-access tokens, and what a target needs to verify them. Tokens are sent
-to ``http://`` URIs too (local targets are plain HTTP).
+access tokens, and what a target needs to verify them (docs/authentication.md: the claims and
+the daemon's key endpoints). Tokens are sent to ``http://`` URIs too (local targets are plain
+HTTP).
 
 A job with ``oidcToken`` gets ``Authorization: Bearer <ID token>`` on every attempt: an RS256
-JWT minted at the attempt's instant and signed with the emulator's own RSA key. Its claims are
-those of a Google service-account ID token::
-
-    {"aud": "<oidcToken.audience, else the job's whole URI>", "azp": "<numeric ID>",
-     "email": "<serviceAccountEmail>", "email_verified": true, "exp": iat + 3600,
-     "iat": <attempt start>, "iss": "https://accounts.google.com", "sub": "<numeric ID>"}
-
-The numeric ID is derived from the email (the same email always gives the same 21 digits). A
-job with ``oauthToken`` gets an opaque ``ya29.emulator.…`` access token instead, which
-``GET /_emulator/oauth2/tokeninfo?access_token=…`` describes as Google's tokeninfo does.
-
-The daemon serves the keys (:mod:`~scheduler_emulator.server.admin`):
-
-- ``/_emulator/oidc/.well-known/openid-configuration`` — discovery
-  (:meth:`TokenAuthority.discovery`);
-- ``/_emulator/oidc/certs`` — a JWK Set, like ``https://www.googleapis.com/oauth2/v3/certs``;
-- ``/_emulator/oidc/v1/certs`` — ``{kid: PEM certificate}``, like
-  ``https://www.googleapis.com/oauth2/v1/certs`` (google-auth's default format).
+JWT minted at the attempt's instant, signed with the emulator's own RSA key, with the claims of
+a Google service-account ID token (:func:`id_token_claims`). A job with ``oauthToken`` gets an
+opaque ``ya29.emulator.…`` access token instead, which ``GET /_emulator/oauth2/tokeninfo``
+describes as Google's tokeninfo does.
 
 Pure parts (claims, IDs) are functions; :class:`SigningKey` signs; :class:`TokenAuthority`
 adds the clock, the key's storage and the access-token registry::
@@ -39,7 +26,6 @@ adds the clock, the key's storage and the access-token registry::
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 import secrets
@@ -124,11 +110,6 @@ def id_token_claims(
         "iss": issuer,
         "sub": numeric_id,
     }
-
-
-def _b64url_uint(value: int) -> str:
-    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 class SigningKey:
@@ -220,14 +201,16 @@ class SigningKey:
 
     def jwk(self) -> dict[str, str]:
         """The public key as a JWK (RFC 7517): ``kty``, ``alg``, ``use``, ``kid``, ``n``, ``e``."""
+        from jwt.utils import to_base64url_uint
+
         numbers = self.private_key.public_key().public_numbers()
         return {
             "kty": "RSA",
             "alg": "RS256",
             "use": "sig",
             "kid": self.kid,
-            "n": _b64url_uint(numbers.n),
-            "e": _b64url_uint(numbers.e),
+            "n": to_base64url_uint(numbers.n).decode(),
+            "e": to_base64url_uint(numbers.e).decode(),
         }
 
     def certificate_pem(self) -> str:
@@ -317,11 +300,10 @@ class TokenAuthority:
         :raises ConfigurationError: if the key file holds no usable key.
         """
         with self._lock:
-            if self._key is None:
-                if self.key_path is not None:
-                    self._key = SigningKey.load_or_create(self.key_path)
-                else:
-                    self._key = SigningKey.generate()
+            if self._key is None and self.key_path is not None:
+                self._key = SigningKey.load_or_create(self.key_path)
+            elif self._key is None:
+                self._key = SigningKey.generate()
             return self._key
 
     def jwks(self) -> dict[str, Any]:
@@ -340,22 +322,14 @@ class TokenAuthority:
         them matching needs ``--token-issuer <base_url>/_emulator/oidc``.
         """
         root = base_url.rstrip("/")
+        claims = ["aud", "azp", "email", "email_verified", "exp", "iat", "iss", "sub"]
         return {
             "issuer": self.issuer,
             "jwks_uri": root + JWKS_PATH,
             "id_token_signing_alg_values_supported": ["RS256"],
             "subject_types_supported": ["public"],
             "response_types_supported": ["id_token"],
-            "claims_supported": [
-                "aud",
-                "azp",
-                "email",
-                "email_verified",
-                "exp",
-                "iat",
-                "iss",
-                "sub",
-            ],
+            "claims_supported": claims,
             "scopes_supported": ["openid", "email"],
         }
 
