@@ -22,7 +22,7 @@ from ..domain.retry import gave_up_because
 from ..domain.schedule import parse_schedule
 from ..domain.schedule_text import describe_schedule
 from ._data_file import Row, attempts_from_rows, read_rows
-from ._store import ATTEMPT_COLUMNS, Store, add_condition, window_conditions
+from ._store import ATTEMPT_COLUMNS, Store, add_condition, utc_text, window_conditions
 
 #: Next fire times a job row lists by default, and at most.
 DEFAULT_FIRE_TIMES = 5
@@ -36,10 +36,6 @@ _TIMELINE_COLUMNS = (
     "id, job, run_id, attempt, start_time, end_time, response_status, code, injected, "
     "nominal, forced, debug_info"
 )
-
-
-def _text(instant: datetime) -> str:
-    return instant.astimezone(UTC).isoformat()
 
 
 def target_text(job: Job) -> str:
@@ -439,7 +435,7 @@ def timeline(
         window's runs.
     """
     lanes: list[dict[str, Any]] = []
-    low, high, start_text = _text(start - WINDOW_LOOKBACK), _text(end), _text(start)
+    low, high, start_text = utc_text(start - WINDOW_LOOKBACK), utc_text(end), utc_text(start)
     for name in jobs:
         rows = store.query(
             f"SELECT {_TIMELINE_COLUMNS} FROM attempts WHERE job = ? AND start_time >= ? "

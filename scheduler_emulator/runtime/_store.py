@@ -321,8 +321,8 @@ def window_conditions(
     """
     clauses: list[str] = []
     args: list[Any] = []
-    add_condition(clauses, args, f"{column} >= ?", None if start is None else _utc_text(start))
-    add_condition(clauses, args, f"{column} < ?", None if end is None else _utc_text(end))
+    add_condition(clauses, args, f"{column} >= ?", None if start is None else utc_text(start))
+    add_condition(clauses, args, f"{column} < ?", None if end is None else utc_text(end))
     return clauses, args
 
 
@@ -331,7 +331,8 @@ def _check_page_size(page_size: int) -> None:
         raise ValueError(f"page_size must be 1 to {ATTEMPTS_PAGE_SIZE_MAX}; got {page_size}.")
 
 
-def _utc_text(instant: datetime) -> str:
+def utc_text(instant: datetime) -> str:
+    """``instant`` (aware) as the store writes instants: ISO 8601 in UTC, ``+00:00``."""
     return instant.astimezone(UTC).isoformat()
 
 
@@ -564,7 +565,7 @@ class Store:
             "SELECT name FROM jobs WHERE next_fire <= ? AND EXISTS (SELECT 1 FROM attempts "
             "WHERE attempts.job = jobs.name AND attempts.nominal = jobs.next_fire "
             "AND attempts.forced = 0)",
-            (_utc_text(until),),
+            (utc_text(until),),
         )
         return {name for (name,) in rows}
 
@@ -577,7 +578,7 @@ class Store:
         An in-memory store skips it."""
         if not self._durable:
             return
-        sql, args = "INSERT OR REPLACE INTO alive VALUES (1, ?)", (_utc_text(instant),)
+        sql, args = "INSERT OR REPLACE INTO alive VALUES (1, ?)", (utc_text(instant),)
         self._writer.submit(_Op(lambda db: db.execute(sql, args)), wait=wait)
 
     def last_alive(self) -> datetime | None:
