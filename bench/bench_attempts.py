@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from scheduler_emulator import Emulator, ManualClock, WsgiTransport
-from scheduler_emulator.runtime._store import Store
+from scheduler_emulator.runtime.storage.store import Store
 
 
 def app(environ, start_response):  # type: ignore[no-untyped-def]

@@ -35,7 +35,7 @@ from daemon_process import work_dir  # noqa: E402
 
 from scheduler_emulator.runtime._clock import ManualClock  # noqa: E402
 from scheduler_emulator.runtime._emulator import Emulator  # noqa: E402
-from scheduler_emulator.runtime._store import Store  # noqa: E402
+from scheduler_emulator.runtime.storage.store import Store  # noqa: E402
 from scheduler_emulator.server.server import serve  # noqa: E402
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)

@@ -21,7 +21,7 @@ import tracemalloc
 from datetime import UTC, datetime, timedelta
 
 from scheduler_emulator import Emulator, ManualClock, SystemClock
-from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult
+from scheduler_emulator.runtime.delivery.transports import DeliveryRequest, TransportResult
 
 JOBS = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
 

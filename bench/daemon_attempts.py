@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pytest_plugin.live import LiveScheduler
-from scheduler_emulator.runtime._store import Store
+from scheduler_emulator.runtime.storage.store import Store
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 JOBS = 100

@@ -234,7 +234,7 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         target.terminate()
         target.wait(10)
 
-    from scheduler_emulator.runtime._store import Store
+    from scheduler_emulator.runtime.storage.store import Store
 
     store = Store(work / "data" / "emulator.db")
     attempts = [a for a in store.attempts() if not a.forced and a.schedule_time]

@@ -175,7 +175,7 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         targets.terminate()
         targets.wait(10)
 
-    from scheduler_emulator.runtime._store import Store
+    from scheduler_emulator.runtime.storage.store import Store
 
     store = Store(work / "data" / "emulator.db")
     attempts = store.attempts()

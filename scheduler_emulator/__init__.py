@@ -58,11 +58,11 @@ _EXPORTS = {
     "ClockError": "domain.errors",
     "ConfigurationError": "domain.errors",
     "NaiveDatetimeError": "wire",
-    "Transport": "runtime._transports",
-    "AsgiTransport": "runtime._in_process",
-    "HttpTransport": "runtime._transports",
-    "MountTransport": "runtime._in_process",
-    "WsgiTransport": "runtime._in_process",
+    "Transport": "runtime.delivery.transports",
+    "AsgiTransport": "runtime.delivery.in_process",
+    "HttpTransport": "runtime.delivery.transports",
+    "MountTransport": "runtime.delivery.in_process",
+    "WsgiTransport": "runtime.delivery.in_process",
     "client": "clients",
 }
 __all__ = [
@@ -114,9 +114,9 @@ if TYPE_CHECKING:
     from .domain.resources import HttpTarget, Job, RetryConfig, State
     from .runtime._clock import Clock, ManualClock, SystemClock
     from .runtime._emulator import Emulator
-    from .runtime._in_process import AsgiTransport, MountTransport, WsgiTransport
     from .runtime._options import EmulatorOptions
-    from .runtime._transports import HttpTransport, Transport
+    from .runtime.delivery.in_process import AsgiTransport, MountTransport, WsgiTransport
+    from .runtime.delivery.transports import HttpTransport, Transport
     from .wire import NaiveDatetimeError
 
 

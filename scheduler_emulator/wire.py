@@ -29,6 +29,7 @@ __all__ = [
     "APP_ENGINE_USER_AGENT_SUFFIX",
     "DEFAULT_CONTENT_TYPE",
     "EMULATOR_HTTP2_HEADER",
+    "GOOGLE_ISSUER",
     "JOB_NAME_HEADER",
     "NaiveDatetimeError",
     "REPLACED_HEADERS",
@@ -49,6 +50,8 @@ __all__ = [
 
 #: ``User-Agent`` of every HTTP-target attempt (a job's own value is replaced).
 USER_AGENT = "Google-Cloud-Scheduler"
+#: ``iss`` of Google's ID tokens (the emulator's OIDC tokens, unless configured otherwise).
+GOOGLE_ISSUER = "https://accounts.google.com"
 #: What App Engine appends to the User-Agent of App Engine HTTP targets.
 APP_ENGINE_USER_AGENT_SUFFIX = "AppEngine-Google; (+http://code.google.com/appengine)"
 #: Set to ``"true"`` on every attempt.

@@ -1,6 +1,6 @@
 """How one attempt's request is redirected: which answers are followed and how the next
 request is made from the last one — pure rules, used by every transport's one redirect loop
-(:func:`~scheduler_emulator.runtime._transports.follow`).
+(:func:`~scheduler_emulator.runtime.delivery.transports.follow`).
 
 Google documents only that "for a redirected request, the response returned by the redirected
 request is considered" (``HttpTarget``); how its fetcher rewrites the request is not said. The

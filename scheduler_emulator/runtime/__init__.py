@@ -7,23 +7,9 @@ transports), and the rest may change between releases. docs/architecture.md says
 module owns.
 """
 
-from ._attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
+from ..wire import GOOGLE_ISSUER
 from ._clock import Clock, ClockFile, ManualClock, SystemClock
-from ._cloud_run import EXECUTION_STATES, Execution, run_callable
-from ._data_dir_lock import DataDirLock
-from ._data_file import startup_error
-from ._delivery_pool import MAX_IN_PROGRESS
-from ._dispatchers import parse_app_engine_urls
 from ._emulator import Emulator
-from ._in_process import (
-    AsgiApp,
-    AsgiCaller,
-    AsgiTransport,
-    MountTransport,
-    WsgiApp,
-    WsgiTransport,
-    is_asgi_app,
-)
 from ._options import (
     ATTEMPTS_PAGE_SIZE,
     DEFAULT_DST_POLICY,
@@ -34,13 +20,34 @@ from ._options import (
     DEFAULT_RETAIN_MEGABYTES,
     EmulatorOptions,
 )
-from ._pubsub import InProcessPublisher, NoPublisher, Publisher, PubsubMessage
-from ._pubsub_client import EmulatorPublisher, ensure_topics, pubsub_library_missing
-from ._read_model import runs_page
-from ._recorder import outcome_of
-from ._store import Store
-from ._tokens import GOOGLE_ISSUER, JWKS_PATH, TOKEN_TIMES, TOKENINFO_PATH, TokenAuthority
-from ._transports import DeliveryRequest, HttpTransport, Transport, TransportResult, http2_problem
+from .cloud_run.executions import EXECUTION_STATES, Execution, run_callable
+from .delivery.dispatchers import parse_app_engine_urls
+from .delivery.in_process import (
+    AsgiApp,
+    AsgiCaller,
+    AsgiTransport,
+    MountTransport,
+    WsgiApp,
+    WsgiTransport,
+    is_asgi_app,
+)
+from .delivery.pubsub import InProcessPublisher, NoPublisher, Publisher, PubsubMessage
+from .delivery.pubsub_client import EmulatorPublisher, ensure_topics, pubsub_library_missing
+from .delivery.tokens import JWKS_PATH, TOKEN_TIMES, TOKENINFO_PATH, TokenAuthority
+from .delivery.transports import (
+    DeliveryRequest,
+    HttpTransport,
+    Transport,
+    TransportResult,
+    http2_problem,
+)
+from .pipeline.delivery_pool import MAX_IN_PROGRESS
+from .pipeline.recorder import outcome_of
+from .storage.attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
+from .storage.data_dir_lock import DataDirLock
+from .storage.data_file import startup_error
+from .storage.read_model import runs_page
+from .storage.store import Store
 
 __all__ = [
     "ATTEMPTS_PAGE_SIZE",

@@ -58,8 +58,8 @@ class Sleeper(Protocol):
 
 class Clock(Protocol):
     """The clock interface the engine uses. Which kind runs is the engine's driver's business
-    (:func:`~scheduler_emulator.runtime._drivers.driver_for`): a :class:`ManualClock` moves only
-    by :meth:`ManualClock.advance` / :meth:`ManualClock.move_to`, any other clock is real time.
+    (:func:`~scheduler_emulator.runtime.pipeline.drivers.driver_for`): a :class:`ManualClock` moves
+    only by :meth:`ManualClock.advance` / :meth:`ManualClock.move_to`, any other clock is real time.
     """
 
     def now(self) -> datetime:

@@ -37,18 +37,23 @@ from ..domain.paging import next_page_token, page_position
 from ..domain.resources import Job, State
 from ..domain.update_mask import apply_update
 from ..wire import EMULATOR_HTTP2_HEADER, emulator_http2, to_instant
-from ._attempt_log import AttemptLog
 from ._clock import Clock, SystemClock
-from ._cloud_run import CloudRun, ExecutionStore
-from ._cloud_run_api import CloudRunAdminApi, GoogleApisTransport
-from ._dispatchers import AppEngineDispatcher, Dispatcher, HttpDispatcher, parse_app_engine_urls
-from ._drivers import Driver, driver_for
 from ._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX, EmulatorOptions
-from ._pubsub import InProcessPublisher, Publisher, PubsubDispatcher
-from ._recorder import Recorder
-from ._store import AttemptFilter, Store
-from ._tokens import TokenAuthority
-from ._transports import HttpTransport, Transport, http2_problem
+from .cloud_run.admin_api import CloudRunAdminApi, GoogleApisTransport
+from .cloud_run.executions import CloudRun, ExecutionStore
+from .delivery.dispatchers import (
+    AppEngineDispatcher,
+    Dispatcher,
+    HttpDispatcher,
+    parse_app_engine_urls,
+)
+from .delivery.pubsub import InProcessPublisher, Publisher, PubsubDispatcher
+from .delivery.tokens import TokenAuthority
+from .delivery.transports import HttpTransport, Transport, http2_problem
+from .pipeline.drivers import Driver, driver_for
+from .pipeline.recorder import Recorder
+from .storage.attempt_log import AttemptLog
+from .storage.store import AttemptFilter, Store
 
 
 class Emulator(AttemptAssertions):
@@ -68,10 +73,11 @@ class Emulator(AttemptAssertions):
     :param faults: a fault plan (:mod:`~scheduler_emulator.core.faults`); empty by default. Add
         rules later through :attr:`faults`.
     :param tokens: mints the OIDC and OAuth tokens HTTP targets ask for; by default a
-        :class:`~scheduler_emulator.runtime._tokens.TokenAuthority` on ``clock`` with the data
-        directory's key (a fresh one in memory), the options' issuer and token time.
-    :param publisher: where Pub/Sub jobs publish (:mod:`~scheduler_emulator.runtime._pubsub`);
-        by default an :class:`~scheduler_emulator.runtime._pubsub.InProcessPublisher` that
+        :class:`~scheduler_emulator.runtime.delivery.tokens.TokenAuthority` on ``clock`` with the
+        data directory's key (a fresh one in memory), the options' issuer and token time.
+    :param publisher: where Pub/Sub jobs publish
+    (:mod:`~scheduler_emulator.runtime.delivery.pubsub`);
+        by default an :class:`~scheduler_emulator.runtime.delivery.pubsub.InProcessPublisher` that
         records messages (:attr:`publisher`).
     :param settings: fields of :class:`EmulatorOptions` overriding ``options``.
     :raises TypeError: for a keyword that is not an option.

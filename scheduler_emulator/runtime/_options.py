@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..domain.schedule import DEFAULT_DST_POLICY
-from ..wire import HEADER_CASES, spell_header
-from ._tokens import GOOGLE_ISSUER, KEY_FILE_NAME
+from ..wire import GOOGLE_ISSUER, HEADER_CASES, spell_header
 
 #: Project of job IDs given without a full name.
 DEFAULT_PROJECT = "my-project"
@@ -27,6 +26,8 @@ DEFAULT_PROJECT = "my-project"
 DEFAULT_LOCATION = "us-central1"
 #: The file of the SQLite store inside a data directory.
 STORE_FILE_NAME = "emulator.db"
+#: The file of the OIDC signing key inside a data directory.
+KEY_FILE_NAME = "oidc-key.pem"
 #: The file of a manual clock's virtual now inside a data directory (a restart resumes there).
 CLOCK_FILE_NAME = "manual-clock.json"
 #: Finished attempts kept by default (``--retain-attempts``); about 1 KB each on disk, up to

@@ -38,7 +38,7 @@
   ``{"clockTime": …}`` also sets a manual clock to that instant
 - ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK
   Set) and ``GET /_emulator/oidc/v1/certs`` (``{kid: PEM certificate}``): the keys that sign
-  the OIDC tokens jobs send (:mod:`~scheduler_emulator.runtime._tokens`)
+  the OIDC tokens jobs send (:mod:`~scheduler_emulator.runtime.delivery.tokens`)
 - ``GET /_emulator/oauth2/tokeninfo?access_token=…`` → an OAuth token's email, scope and expiry
   as Google's tokeninfo answers; 400 ``{"error": "invalid_token", …}`` for an unknown or expired
   one
@@ -63,10 +63,10 @@ from ..domain.codec import job_to_json, parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
 from ..domain.paging import next_page_token, page_position
 from ..runtime import EXECUTION_STATES, HttpTransport
-from ..runtime import _read_model as read_model
 from ..runtime._emulator import Emulator
 from ..runtime._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX
-from ..runtime._tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
+from ..runtime.delivery.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
+from ..runtime.storage import read_model
 from . import dashboard
 from .grpc_api import grpc_available
 from .request_body import request_json
@@ -383,7 +383,7 @@ class Admin:
     def job_rows(self, request: Request) -> dict[str, Any]:
         """The jobs view: ``{"jobs": [row...], "totalSize": N, "nextPageToken"?}`` filtered by
         ``name`` (part of the job ID) and ``state``, ``fireTimes`` next times each (default 5,
-        at most 50); rows as :func:`~scheduler_emulator.runtime._read_model.job_row`."""
+        at most 50); rows as :func:`~scheduler_emulator.runtime.storage.read_model.job_row`."""
         _only_parameters(request, "pageSize", "pageToken", "name", "state", "fireTimes")
         page_size, page_token = _page_query(request)
         fire_times = _query_int(
@@ -412,7 +412,7 @@ class Admin:
 
     def runs(self, request: Request) -> dict[str, Any]:
         """Runs newest first (by schedule time), each with its attempts and its state (see
-        :func:`~scheduler_emulator.runtime._read_model.run_state`: how it ended, or when its
+        :func:`~scheduler_emulator.runtime.storage.read_model.run_state`: how it ended, or when its
         next attempt is due): ``job``, ``scheduledAfter`` ≤ schedule time <
         ``scheduledBefore``, ``state`` (``failed``, ``gave-up``, ``in-progress``), paged."""
         _only_parameters(
@@ -510,7 +510,8 @@ class Admin:
     def executions(self, request: Request) -> dict[str, Any]:
         """One page of Cloud Run executions in creation order: ``{"executions": [...],
         "nextPageToken"?}``, filtered by ``job`` (a Cloud Run job's ID or full name) and
-        ``state``; each as :meth:`~scheduler_emulator.runtime._cloud_run.Execution.to_json`."""
+        ``state``; each as
+        :meth:`~scheduler_emulator.runtime.cloud_run.executions.Execution.to_json`."""
         _only_parameters(request, "pageSize", "pageToken", "job", "state")
         page_size, page_token = _page_query(request)
         state = _query_choice(request, "state", ("", *EXECUTION_STATES))

@@ -9,7 +9,7 @@ runs one the same way::
     ...                                  # the API at daemon.url
     daemon.shutdown()                    # what SIGTERM does
 
-Only here and in :mod:`~scheduler_emulator.runtime._drivers` is the kind of clock chosen:
+Only here and in :mod:`~scheduler_emulator.runtime.pipeline.drivers` is the kind of clock chosen:
 ``clock="manual"`` builds a :class:`~scheduler_emulator.ManualClock` that keeps its instant in
 the data directory, so a restart resumes where it stopped.
 """

@@ -48,8 +48,8 @@ from ..domain.errors import (
     Unauthenticated,
     Unimplemented,
 )
-from ..runtime._cloud_run_api import PATH_PREFIXES as CLOUD_RUN_PATHS
 from ..runtime._emulator import Emulator
+from ..runtime.cloud_run.admin_api import PATH_PREFIXES as CLOUD_RUN_PATHS
 from ..wire import is_loopback
 from . import admin, api
 from .connections import ConnectionRouter, Limits, error_bytes

@@ -37,7 +37,7 @@ RUN_URL = "https://run.googleapis.com/v2/projects/my-project/locations/us-centra
 
 
 def test_a_cloud_run_401_shows_googles_message_and_what_to_give_the_job() -> None:
-    from scheduler_emulator.runtime._cloud_run_api import unauthenticated
+    from scheduler_emulator.runtime.cloud_run.admin_api import unauthenticated
 
     body = json.dumps(unauthenticated(None, "google.cloud.run.v2.Jobs.RunJob"))
     attempt = replace(

@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from scheduler_emulator.runtime._store import Store
+from scheduler_emulator.runtime.storage.store import Store
 from tests.daemon import running_daemon
 
 COUNT = 200_000

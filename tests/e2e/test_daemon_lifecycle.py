@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from scheduler_emulator.realtime import real_monotonic
-from scheduler_emulator.runtime._data_dir_lock import DataDirInUse, DataDirLock
-from scheduler_emulator.runtime._store import Store
+from scheduler_emulator.runtime.storage.data_dir_lock import DataDirInUse, DataDirLock
+from scheduler_emulator.runtime.storage.store import Store
 from scheduler_emulator.tools.cli import default_data_dir
 from tests.daemon import running_daemon
 from tests.drip import DripTarget, drip_server

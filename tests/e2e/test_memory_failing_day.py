@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_emulator.runtime._options import DEFAULT_RETAIN_MEGABYTES
-from scheduler_emulator.runtime._store import WAL_LIMIT_BYTES
+from scheduler_emulator.runtime.storage.store import WAL_LIMIT_BYTES
 from tests.daemon import running_daemon, serving
 from tests.support import RecordingTarget
 

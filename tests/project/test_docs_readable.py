@@ -216,7 +216,7 @@ def test_the_public_surface_is_the_one_users_read() -> None:
     assert {
         "scheduler_emulator",
         "scheduler_emulator.runtime._emulator",
-        "scheduler_emulator.runtime._transports",
+        "scheduler_emulator.runtime.delivery.transports",
         "scheduler_emulator.core.faults",
         "scheduler_emulator.domain.attempt_assertions",
         "scheduler_emulator.service.guard",

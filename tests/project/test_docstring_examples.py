@@ -21,7 +21,9 @@ import scheduler_emulator
 #: design) and, without the ``curl`` extra, libcurl's event loop (the emulator does not import
 #: it then either).
 SKIPPED = {"scheduler_emulator.target"} | (
-    set() if importlib.util.find_spec("pycurl") else {"scheduler_emulator.runtime._curl_loop"}
+    set()
+    if importlib.util.find_spec("pycurl")
+    else {"scheduler_emulator.runtime.delivery.curl_loop"}
 )
 
 

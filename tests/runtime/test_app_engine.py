@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler_emulator import Emulator, ManualClock, MountTransport
-from scheduler_emulator.runtime._attempt_log import AttemptLog
-from scheduler_emulator.runtime._dispatchers import parse_app_engine_urls
+from scheduler_emulator.runtime.delivery.dispatchers import parse_app_engine_urls
+from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
 from scheduler_emulator.wire import APP_ENGINE_USER_AGENT_SUFFIX
 from tests.support import Received, RecordingTarget
 

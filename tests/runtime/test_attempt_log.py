@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler_emulator.domain.attempts import Attempt
-from scheduler_emulator.runtime._attempt_log import AttemptLog
+from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
 from tests.support import wait_for
 
 NAME = "projects/demo-project/locations/us-central1/jobs/nightly"

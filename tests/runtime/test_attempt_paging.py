@@ -13,7 +13,7 @@ from pytest_plugin.scheduler import CloudScheduler
 from scheduler_emulator import Emulator, ManualClock, WsgiTransport
 from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.domain.errors import InvalidArgument
-from scheduler_emulator.runtime._store import Store
+from scheduler_emulator.runtime.storage.store import Store
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.cli import build_parser
 from tests.daemon import running_daemon

@@ -11,7 +11,11 @@ import pytest
 
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.realtime import real_monotonic
-from scheduler_emulator.runtime._transports import DeliveryRequest, HttpTransport, TransportResult
+from scheduler_emulator.runtime.delivery.transports import (
+    DeliveryRequest,
+    HttpTransport,
+    TransportResult,
+)
 from tests.drip import DripTarget, drip_server
 from tests.runtime.test_http_client import HEADERS, WIRE_CASES, _parsed
 from tests.support import send_started, wait_for

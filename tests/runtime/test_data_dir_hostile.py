@@ -347,7 +347,7 @@ def test_a_full_disk_refuses_creates_keeps_reads_and_loses_nothing(small_disk: P
 
 
 def test_the_free_space_check_names_the_directory(tmp_path: Path) -> None:
-    from scheduler_emulator.runtime._data_file import DataFileUnusable, check_free_space
+    from scheduler_emulator.runtime.storage.data_file import DataFileUnusable, check_free_space
 
     with pytest.raises(DataFileUnusable, match=f"data directory {tmp_path} is full"):
         check_free_space(tmp_path, minimum=2**62)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from scheduler_emulator.runtime._delivery_pool import DeliveryPool
+from scheduler_emulator.runtime.pipeline.delivery_pool import DeliveryPool
 from tests.support import wait_for
 
 SLOW = "projects/my-project/locations/l/jobs/slow"

@@ -7,8 +7,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from scheduler_emulator.domain.resources import HttpMethod, HttpTarget, Job, with_defaults
-from scheduler_emulator.runtime._dispatchers import HttpDispatcher, build_request
-from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult
+from scheduler_emulator.runtime.delivery.dispatchers import HttpDispatcher, build_request
+from scheduler_emulator.runtime.delivery.transports import DeliveryRequest, TransportResult
 
 NAME = "projects/my-project/locations/us-central1/jobs/nightly"
 

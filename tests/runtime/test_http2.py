@@ -22,7 +22,7 @@ import requests
 from scheduler_emulator import Attempt, Emulator, HttpTransport, ManualClock
 from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.runtime import http2_problem
-from scheduler_emulator.runtime._transports import DeliveryRequest
+from scheduler_emulator.runtime.delivery.transports import DeliveryRequest
 from scheduler_emulator.wire import EMULATOR_HTTP2_HEADER
 from tests.daemon import MANUAL, running_daemon
 from tests.support import nightly_job, send_started, wait_for

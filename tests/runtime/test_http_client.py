@@ -10,7 +10,7 @@ import pytest
 
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.realtime import real_monotonic
-from scheduler_emulator.runtime._transports import DeliveryRequest, HttpTransport
+from scheduler_emulator.runtime.delivery.transports import DeliveryRequest, HttpTransport
 from tests.drip import DripTarget, drip_server
 from tests.support import case_table, wait_for
 

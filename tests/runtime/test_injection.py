@@ -11,8 +11,8 @@ import pytest
 from scheduler_emulator import ManualClock
 from scheduler_emulator.core.faults import FaultRule
 from scheduler_emulator.domain.outcomes import Failure, Outcome, classify_status
-from scheduler_emulator.runtime._recorder import outcome_of, send_with_faults
-from scheduler_emulator.runtime._transports import TransportResult
+from scheduler_emulator.runtime.delivery.transports import TransportResult
+from scheduler_emulator.runtime.pipeline.recorder import outcome_of, send_with_faults
 
 START = datetime(2026, 9, 24, 2, 0, tzinfo=UTC)
 

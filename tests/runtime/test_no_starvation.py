@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from scheduler_emulator.runtime._delivery_pool import DeliveryPool
+from scheduler_emulator.runtime.pipeline.delivery_pool import DeliveryPool
 from tests.support import wait_for
 
 

@@ -12,11 +12,12 @@ from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.runtime._options import (
     DEFAULT_LOCATION,
     DEFAULT_PROJECT,
+    KEY_FILE_NAME,
     STORE_FILE_NAME,
     EmulatorOptions,
 )
-from scheduler_emulator.runtime._store import DEFAULT_RETAIN_ATTEMPTS
-from scheduler_emulator.runtime._tokens import GOOGLE_ISSUER, KEY_FILE_NAME
+from scheduler_emulator.runtime.storage.store import DEFAULT_RETAIN_ATTEMPTS
+from scheduler_emulator.wire import GOOGLE_ISSUER
 
 
 def test_the_defaults() -> None:

@@ -11,15 +11,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler_emulator import Attempt, Emulator, ManualClock, MountTransport
-from scheduler_emulator.runtime._attempt_log import AttemptLog
-from scheduler_emulator.runtime._pubsub import (
+from scheduler_emulator.runtime.delivery.pubsub import (
     NOT_CONFIGURED,
     InProcessPublisher,
     NoPublisher,
     Publisher,
     PublishError,
 )
-from scheduler_emulator.runtime._pubsub_client import MISSING_EXTRA
+from scheduler_emulator.runtime.delivery.pubsub_client import MISSING_EXTRA
+from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
 from tests.support import RecordingTarget
 
 START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)

@@ -18,9 +18,8 @@ from werkzeug.test import Client
 from scheduler_emulator import Emulator, ManualClock, SystemClock, WsgiTransport
 from scheduler_emulator.domain.codec import job_from_json
 from scheduler_emulator.domain.errors import ConfigurationError
-from scheduler_emulator.runtime._tokens import (
+from scheduler_emulator.runtime.delivery.tokens import (
     ACCESS_TOKEN_PREFIX,
-    GOOGLE_ISSUER,
     SigningKey,
     TokenAuthority,
     id_token_claims,
@@ -30,6 +29,7 @@ from scheduler_emulator.runtime._tokens import (
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.service.auth import load_keys, verify_id_token
 from scheduler_emulator.tools.cli import build_parser
+from scheduler_emulator.wire import GOOGLE_ISSUER
 from tests.support import TARGET, RecordingTarget, nightly_job
 
 INVOKER = "scheduler-invoker@my-project.iam.gserviceaccount.com"

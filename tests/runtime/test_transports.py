@@ -10,7 +10,7 @@ from typing import Any
 
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.runtime import DeliveryRequest, HttpTransport, MountTransport, WsgiTransport
-from scheduler_emulator.runtime._in_process import build_environ
+from scheduler_emulator.runtime.delivery.in_process import build_environ
 from tests.daemon import serving
 from tests.support import RecordingTarget
 

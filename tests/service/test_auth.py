@@ -19,7 +19,7 @@ from werkzeug.test import Client, EnvironBuilder
 from werkzeug.wrappers import Request, Response
 
 from scheduler_emulator import ManualClock
-from scheduler_emulator.runtime._tokens import SigningKey, TokenAuthority
+from scheduler_emulator.runtime.delivery.tokens import SigningKey, TokenAuthority
 from scheduler_emulator.service import (
     CertsUnavailableError,
     SchedulerTokenMiddleware,

@@ -350,6 +350,6 @@ def test_importing_target_through_the_real_package_loads_no_engine() -> None:
         "scheduler_emulator.runtime._engine",
         "scheduler_emulator.runtime._emulator",
         "scheduler_emulator.domain.schedule",
-        "scheduler_emulator.runtime._store",
-        "scheduler_emulator.runtime._transports",
+        "scheduler_emulator.runtime.storage.store",
+        "scheduler_emulator.runtime.delivery.transports",
     }

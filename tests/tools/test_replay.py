@@ -17,8 +17,8 @@ import pytest
 
 from scheduler_emulator import Emulator, WsgiTransport
 from scheduler_emulator.domain.errors import ConfigurationError
-from scheduler_emulator.runtime._attempt_log import AttemptLog
 from scheduler_emulator.runtime._clock import ManualClock, Sleeper
+from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
 from scheduler_emulator.tools.replay import (
     FORMAT_ATTEMPTS,
     FORMAT_EXPORT,
@@ -285,7 +285,7 @@ class TestSpacing:
         class SlowTransport:
             def send(self, request: Any, timeout_seconds: float) -> Any:
                 clock.seconds += 1.5  # the target took 1.5 s to answer
-                from scheduler_emulator.runtime._transports import TransportResult
+                from scheduler_emulator.runtime.delivery.transports import TransportResult
 
                 return TransportResult(status=200)
 

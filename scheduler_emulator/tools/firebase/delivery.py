@@ -30,8 +30,8 @@ from typing import Any, cast
 
 from ...domain.outcomes import Outcome
 from ...domain.resources import Job
-from ...runtime._dispatchers import Dispatcher, Prepared, Sender
-from ...runtime._transports import (
+from ...runtime.delivery.dispatchers import Dispatcher, Prepared, Sender
+from ...runtime.delivery.transports import (
     DeliveryRequest,
     OnResult,
     StartingTransport,
@@ -87,7 +87,7 @@ class FirebaseDispatcher:
         self.on_not_found = on_not_found
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
-        """Prepare one attempt (see :class:`~scheduler_emulator.runtime._dispatchers.
+        """Prepare one attempt (see :class:`~scheduler_emulator.runtime.delivery.dispatchers.
         Dispatcher`)."""
         route = self.routes().get(job.name)
         if route is None:
@@ -144,7 +144,7 @@ class _Answered:
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin through the wrapped transport's ``start`` (see
-        :class:`~scheduler_emulator.runtime._transports.StartingTransport`)."""
+        :class:`~scheduler_emulator.runtime.delivery.transports.StartingTransport`)."""
         starter = cast(StartingTransport, self.inner)  # asked only when the inner one can
         return starter.start(request, timeout_seconds, lambda result: done(self._answered(result)))
 

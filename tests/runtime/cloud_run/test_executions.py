@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from scheduler_emulator import Emulator, ManualClock
-from scheduler_emulator.runtime._cloud_run import ExecutionStore
-from scheduler_emulator.runtime._transports import DeliveryRequest, TransportResult
+from scheduler_emulator.runtime.cloud_run.executions import ExecutionStore
+from scheduler_emulator.runtime.delivery.transports import DeliveryRequest, TransportResult
 from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(120)

@@ -13,7 +13,7 @@ import pytest
 from scheduler_emulator import ClockError, Emulator, ManualClock, SystemClock
 from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.runtime import DeliveryRequest, TransportResult, WsgiTransport
-from scheduler_emulator.runtime._drivers import ManualDriver, ThreadedDriver
+from scheduler_emulator.runtime.pipeline.drivers import ManualDriver, ThreadedDriver
 from tests.support import RecordingTarget, nightly_job, wait_for
 
 
@@ -119,7 +119,7 @@ def test_a_transport_bug_is_recorded_and_counted(engines: Engines) -> None:
 def test_the_log_has_a_start_and_an_end_per_attempt(engines: Engines) -> None:
     from io import StringIO
 
-    from scheduler_emulator.runtime._attempt_log import AttemptLog
+    from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
 
     stream = StringIO()
     emulator = engines(RecordingTarget(), attempt_log=AttemptLog(stream, format="json"))

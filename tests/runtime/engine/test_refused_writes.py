@@ -20,7 +20,7 @@ from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.errors import StorageUnavailable
 from scheduler_emulator.domain.resources import State
 from scheduler_emulator.runtime import WsgiTransport
-from scheduler_emulator.runtime._store import Store
+from scheduler_emulator.runtime.storage.store import Store
 from tests.support import RecordingTarget, nightly_job
 
 START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)

@@ -15,7 +15,7 @@ import pytest
 
 from scheduler_emulator.domain.attempts import Attempt, Run, SkippedRun
 from scheduler_emulator.domain.codec import job_from_json
-from scheduler_emulator.runtime._store import Store
+from scheduler_emulator.runtime.storage.store import Store
 
 JOB = "projects/my-project/locations/l/jobs/j"
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

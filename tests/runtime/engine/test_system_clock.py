@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler_emulator import Emulator, SystemClock, WsgiTransport
-from scheduler_emulator.runtime import _drivers
+from scheduler_emulator.runtime.pipeline import drivers
 from tests.support import RecordingTarget, ShiftedClock, nightly_job, wait_for
 
 
@@ -85,7 +85,7 @@ def test_a_stop_during_a_large_due_batch_ends_it_at_a_slice_and_closes_cleanly(
     for the slice under way and records no more (the daemon stopped mid-burst printed
     'Cannot operate on a closed database' from the engine thread, which went on recording
     after the store closed)."""
-    slice_size = _drivers._SLICE
+    slice_size = drivers._SLICE
     errors: list[BaseException | None] = []
     in_second_slice, release = threading.Event(), threading.Event()
     emulator = Emulator(ShiftedClock(lead=3.0), data_dir=tmp_path, transport=WsgiTransport(

@@ -27,7 +27,7 @@ import pytest
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.codec import job_from_json
 from scheduler_emulator.domain.errors import ConfigurationError
-from scheduler_emulator.runtime._attempt_log import AttemptLog
+from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
 from scheduler_emulator.tools.cli import build_parser
 from scheduler_emulator.tools.firebase import FirebaseBridge
 from scheduler_emulator.tools.firebase.client import Unreachable

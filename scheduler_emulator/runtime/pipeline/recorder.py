@@ -2,7 +2,7 @@
 
 It owns the engine lock, the store and the execution log. It never decides when or in which
 thread an attempt is sent and never asks which clock runs: a driver
-(:mod:`~scheduler_emulator.runtime._drivers`) does, calling the steps below in order. One
+(:mod:`~scheduler_emulator.runtime.pipeline.drivers`) does, calling the steps below in order. One
 attempt, top-down:
 
 1. **due → prepare → record the start**: :meth:`Recorder.carry_out` (lock held) persists the
@@ -36,21 +36,21 @@ from datetime import timedelta
 from functools import partial
 from typing import Any, cast
 
-from ..core.faults import AttemptContext, FaultPlan, FaultRule
-from ..core.scheduler import (
+from ...core.faults import AttemptContext, FaultPlan, FaultRule
+from ...core.scheduler import (
     AttemptEnd,
     Decision,
     Scheduler,
     StartAttempt,
 )
-from ..domain.attempts import Attempt
-from ..domain.outcomes import Failure, Outcome, classify_failure, classify_status
-from ..domain.resources import Job, Status
-from ._attempt_log import AttemptLog, log_target_type
-from ._clock import Clock
-from ._dispatchers import Dispatcher, NotDispatched, Prepared
-from ._store import Store
-from ._transports import StartingTransport, TransportResult
+from ...domain.attempts import Attempt
+from ...domain.outcomes import Failure, Outcome, classify_failure, classify_status
+from ...domain.resources import Job, Status
+from .._clock import Clock
+from ..delivery.dispatchers import Dispatcher, NotDispatched, Prepared
+from ..delivery.transports import StartingTransport, TransportResult
+from ..storage.attempt_log import AttemptLog, log_target_type
+from ..storage.store import Store
 
 logger = logging.getLogger("scheduler_emulator")
 

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..core.scheduler import (
+from ...core.scheduler import (
     Decision,
     RecordSkipped,
     SaveJobState,
@@ -39,10 +39,17 @@ from ..core.scheduler import (
     SaveRun,
     StartAttempt,
 )
-from ..domain.attempts import Attempt, Run, SkippedRun
-from ..domain.codec import job_to_json
-from ..domain.resources import Job, State, Status
-from ._data_file import (
+from ...domain.attempts import Attempt, Run, SkippedRun
+from ...domain.codec import job_to_json
+from ...domain.resources import Job, State, Status
+from .._options import (
+    ATTEMPTS_PAGE_SIZE,
+    ATTEMPTS_PAGE_SIZE_MAX,
+    DEFAULT_RETAIN_ATTEMPTS,
+    DEFAULT_RETAIN_MEGABYTES,
+    EmulatorOptions,
+)
+from .data_file import (
     Row,
     attempts_from_rows,
     check_database,
@@ -52,13 +59,6 @@ from ._data_file import (
     startup_error,
     storage_error,
     stored_job,
-)
-from ._options import (
-    ATTEMPTS_PAGE_SIZE,
-    ATTEMPTS_PAGE_SIZE_MAX,
-    DEFAULT_RETAIN_ATTEMPTS,
-    DEFAULT_RETAIN_MEGABYTES,
-    EmulatorOptions,
 )
 
 #: ``PRAGMA user_version`` of this release's schema (1: the first release; 2: ``jobs.next_fire``
@@ -72,7 +72,7 @@ _ADDED_COLUMNS = (
     ("attempts", "response_excerpt", "TEXT"),
     ("attempts", "response_content_type", "TEXT"),
 )
-#: Indexes of the read model (:mod:`~scheduler_emulator.runtime._read_model`): time-window
+#: Indexes of the read model (:mod:`~scheduler_emulator.runtime.storage.read_model`): time-window
 #: queries over attempts, runs and skipped times read only the window.
 _READ_INDEXES = """
 CREATE INDEX IF NOT EXISTS attempts_start ON attempts (start_time);
@@ -336,7 +336,8 @@ def utc_text(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat()
 
 
-#: The columns :func:`~scheduler_emulator.runtime._data_file.stored_attempt` reads, in its order.
+#: The columns :func:`~scheduler_emulator.runtime.storage.data_file.stored_attempt` reads, in its
+#: order.
 ATTEMPT_COLUMNS = (
     "id, job, run_id, attempt, schedule_time, start_time, end_time, request, response_status, "
     "code, debug_info, forced, injected, nominal, response_excerpt, response_content_type"
@@ -466,7 +467,7 @@ class Store:
 
     def query(self, sql: str, args: Any = ()) -> list[Any]:
         """Run one read-only ``SELECT`` after everything written before it and return its
-        rows: the read model (:mod:`~scheduler_emulator.runtime._read_model`) reads this way.
+        rows: the read model (:mod:`~scheduler_emulator.runtime.storage.read_model`) reads this way.
 
         :param sql: the statement, with ``?`` placeholders.
         :param args: the placeholders' values.
@@ -616,7 +617,8 @@ class Store:
 
     def load_jobs(self) -> list[Job]:
         """Return every stored job in creation order, output-only fields included, each row
-        checked as the API checks a job (:func:`~scheduler_emulator.runtime._data_file.stored_job`).
+        checked as the API checks a job
+        (:func:`~scheduler_emulator.runtime.storage.data_file.stored_job`).
 
         :raises DamagedRow: naming the file, the table, the job and the field of a damaged row.
         """

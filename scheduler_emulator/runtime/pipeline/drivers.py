@@ -9,19 +9,20 @@ The :class:`~scheduler_emulator.Emulator` picks one driver at set-up with
   (:meth:`ManualDriver.send_soon`) is sent by one thread that settles the clock, or by the
   next clock move if that starts first. An attempt's ``start_time`` is the
   virtual instant at which it fell due; requests that ``deadline`` faults leave running are
-  kept by :class:`~scheduler_emulator.runtime._recorder.LateAnswers`.
+  kept by :class:`~scheduler_emulator.runtime.pipeline.recorder.LateAnswers`.
 - :class:`ThreadedDriver` (a system clock): one engine thread waits for the next due instant
-  and hands attempts to the delivery pool (:mod:`~scheduler_emulator.runtime._delivery_pool`),
+  and hands attempts to the delivery pool
+  (:mod:`~scheduler_emulator.runtime.pipeline.delivery_pool`),
   which has at most ``max_per_job`` attempts of one job in progress at once, so a slow target
   delays only its own job; an ``http://`` attempt (with ``pycurl``) waits on its target in
-  libcurl's event loop (:mod:`~scheduler_emulator.runtime._curl_loop`), holding no thread, so
-  no number of slow targets starves the others. The engine thread also records their ends, a
+  libcurl's event loop (:mod:`~scheduler_emulator.runtime.delivery.curl_loop`), holding no thread,
+  so no number of slow targets starves the others. The engine thread also records their ends, a
   batch per hold of the engine lock, their store updates committed by the store's writer
   thread soon after (many per transaction). An attempt's ``start_time`` is the instant it is
   recorded, just before it is sent; one that waited in the pool's queue starts when it leaves.
 
-Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime._recorder`) the same way;
-the engine contract tests run every scenario on both.
+Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime.pipeline.recorder`) the same
+way; the engine contract tests run every scenario on both.
 """
 
 from __future__ import annotations
@@ -32,13 +33,13 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Protocol
 
-from ..domain.errors import ClockError
-from ..domain.outcomes import Outcome
-from ..realtime import real_monotonic
-from ._clock import Clock, ManualClock
-from ._delivery_pool import DeliveryPool
-from ._recorder import INTERRUPTED, STOPPED, Delivery, Injected, LateAnswers, Recorder
-from ._transports import TransportResult
+from ...domain.errors import ClockError
+from ...domain.outcomes import Outcome
+from ...realtime import real_monotonic
+from .._clock import Clock, ManualClock
+from ..delivery.transports import TransportResult
+from .delivery_pool import DeliveryPool
+from .recorder import INTERRUPTED, STOPPED, Delivery, Injected, LateAnswers, Recorder
 
 
 class Driver(Protocol):

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._pubsub import PublishError
+from .pubsub import PublishError
 
 #: What to install when google-cloud-pubsub is missing.
 MISSING_EXTRA = (

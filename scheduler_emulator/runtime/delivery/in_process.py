@@ -13,7 +13,7 @@ socket.
       transport.close()   # stops the event loops of mounted ASGI apps
 
 An app's call is one request; redirects and the attempt deadline are followed above it by the
-same loop as real HTTP's (:func:`~scheduler_emulator.runtime._transports.follow`).
+same loop as real HTTP's (:func:`~scheduler_emulator.runtime.delivery.transports.follow`).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from contextlib import nullcontext
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
-from ..domain.attempts import RESPONSE_EXCERPT_BYTES
-from ..domain.redirects import Answered, Hop, ResponseSample
-from ..realtime import real_monotonic
-from ._transports import (
+from ...domain.attempts import RESPONSE_EXCERPT_BYTES
+from ...domain.redirects import Answered, Hop, ResponseSample
+from ...realtime import real_monotonic
+from .transports import (
     DeliveryRequest,
     HttpTransport,
     OnResult,

@@ -50,9 +50,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..domain.resources import BODY_METHODS, DEFAULT_ATTEMPT_DEADLINE, HttpMethod, HttpTarget, Job
-from ..domain.validation import sendable_uri
-from ..wire import (
+from ...domain.resources import BODY_METHODS, DEFAULT_ATTEMPT_DEADLINE, HttpMethod, HttpTarget, Job
+from ...domain.validation import sendable_uri
+from ...wire import (
     APP_ENGINE_USER_AGENT_SUFFIX,
     DEFAULT_CONTENT_TYPE,
     EMULATOR_HTTP2_HEADER,
@@ -63,11 +63,11 @@ from ..wire import (
     scheduler_headers,
     spell_headers,
 )
-from ._options import DEFAULT_HEADER_CASE
-from ._transports import DeliveryRequest, Transport, TransportResult, startable
+from .._options import DEFAULT_HEADER_CASE
+from .transports import DeliveryRequest, Transport, TransportResult, startable
 
 if TYPE_CHECKING:
-    from ._tokens import TokenAuthority
+    from .tokens import TokenAuthority
 
 
 class NotDispatched(Exception):
@@ -89,7 +89,7 @@ class Sender(Protocol):
 class Prepared:
     """One attempt, ready to send: the engine sends it with
     ``transport.send(request, timeout_seconds)`` (or the transport's ``start``, when it is a
-    :class:`~scheduler_emulator.runtime._transports.StartingTransport` that can start it).
+    :class:`~scheduler_emulator.runtime.delivery.transports.StartingTransport` that can start it).
 
     :param record: what the attempt record shows as ``request`` (``{"method", "url",
         "headers"}`` for HTTP kinds; kind-specific keys otherwise). JSON-serialisable.
@@ -99,7 +99,7 @@ class Prepared:
     :param retry_always: HTTP statuses retried whatever the retry config and not counted
         against ``retryCount`` (App Engine targets: ``{503}``).
     :param startable: ``transport`` can begin ``request`` without holding the calling thread
-        (:func:`~scheduler_emulator.runtime._transports.startable`).
+        (:func:`~scheduler_emulator.runtime.delivery.transports.startable`).
     """
 
     record: dict[str, Any]

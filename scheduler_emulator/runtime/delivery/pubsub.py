@@ -4,7 +4,8 @@ A :class:`PubsubDispatcher` turns an attempt into one call of a :class:`Publishe
 
 - :class:`InProcessPublisher` — records every message (for tests and the demo) and can push
   each one to an HTTP endpoint as a Pub/Sub push request, in-process when the URL is mounted.
-- :class:`~scheduler_emulator.runtime._pubsub_client.EmulatorPublisher` — publishes to a real
+- :class:`~scheduler_emulator.runtime.delivery.pubsub_client.EmulatorPublisher` — publishes to a
+real
   Pub/Sub emulator (``PUBSUB_EMULATOR_HOST``) through google-cloud-pubsub.
 - :class:`NoPublisher` — no Pub/Sub configured: attempts fail, saying how to configure one.
 
@@ -32,13 +33,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..domain.outcomes import Outcome
-from ..domain.resources import Job
-from ..wire import format_timestamp
-from ._attempt_log import log_target_type
-from ._clock import Clock
-from ._dispatchers import NotDispatched, Prepared
-from ._transports import DeliveryRequest, Transport, TransportResult
+from ...domain.outcomes import Outcome
+from ...domain.resources import Job
+from ...wire import format_timestamp
+from .._clock import Clock
+from ..storage.attempt_log import log_target_type
+from .dispatchers import NotDispatched, Prepared
+from .transports import DeliveryRequest, Transport, TransportResult
 
 #: How long a publish may take (pinned: the Pub/Sub client library's default publish timeout;
 #: ``attemptDeadline`` is ignored for Pub/Sub targets, as Google documents).
@@ -296,7 +297,8 @@ class PubsubDispatcher:
         self.publisher = publisher
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
-        """Prepare one publish (see :class:`~scheduler_emulator.runtime._dispatchers.Dispatcher`).
+        """Prepare one publish (see
+        :class:`~scheduler_emulator.runtime.delivery.dispatchers.Dispatcher`).
 
         :raises NotDispatched: when the publisher is unavailable (no Pub/Sub configured, or
             google-cloud-pubsub missing), with its reason.

@@ -36,21 +36,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..domain.errors import ConfigurationError
-from ..domain.resources import DEFAULT_OAUTH_SCOPE, Job
-from ._clock import Clock, SystemClock
+from ...domain.errors import ConfigurationError
+from ...domain.resources import DEFAULT_OAUTH_SCOPE, Job
+from ...wire import GOOGLE_ISSUER
+from .._clock import Clock, SystemClock
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-#: ``iss`` of Google's ID tokens, and of the emulator's unless configured otherwise.
-GOOGLE_ISSUER = "https://accounts.google.com"
 #: How long a token is valid (Google's ID and access tokens: one hour).
 TOKEN_LIFETIME = timedelta(hours=1)
 #: What every access token the emulator mints starts with.
 ACCESS_TOKEN_PREFIX = "ya29.emulator."
-#: Where the key is kept in a data directory.
-KEY_FILE_NAME = "oidc-key.pem"
 #: ``--token-time`` values: stamp tokens on the emulator's clock, or on real time.
 TOKEN_TIMES = ("emulator", "real")
 #: Paths the daemon serves (under its base URL).

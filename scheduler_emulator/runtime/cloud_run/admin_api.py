@@ -4,7 +4,8 @@ of to Google.
 
 :class:`CloudRunAdminApi` answers ``jobs/J:run`` (v2, and v1 on ``REGION-run.googleapis.com``)
 and the v2 REST reads of jobs, executions and operations that Google's ``google-cloud-run``
-client makes, for the jobs :class:`~scheduler_emulator.runtime._cloud_run.CloudRun` defines.
+client makes, for the jobs :class:`~scheduler_emulator.runtime.cloud_run.executions.CloudRun`
+defines.
 :class:`GoogleApisTransport` gives it the Cloud Run Admin API's URLs in-process and fails every
 other ``*.googleapis.com`` URL's attempt with a reason, sending nothing.
 """
@@ -20,14 +21,14 @@ from urllib.parse import urlsplit
 
 from werkzeug.wrappers import Request, Response
 
-from ..domain.cloud_run import CloudRunJob, parse_run_request
-from ..domain.errors import ApiError, InvalidArgument, NotFound
-from ..domain.outcomes import Failure
-from ..wire import CLOUD_RUN_REGIONAL_HOST, JOB_NAME_HEADER, format_timestamp, is_cloud_run_host
-from ._cloud_run import CloudRun, Execution
-from ._in_process import MountTransport
-from ._tokens import TokenAuthority
-from ._transports import DeliveryRequest, Transport, TransportResult
+from ...domain.cloud_run import CloudRunJob, parse_run_request
+from ...domain.errors import ApiError, InvalidArgument, NotFound
+from ...domain.outcomes import Failure
+from ...wire import CLOUD_RUN_REGIONAL_HOST, JOB_NAME_HEADER, format_timestamp, is_cloud_run_host
+from ..delivery.in_process import MountTransport
+from ..delivery.tokens import TokenAuthority
+from ..delivery.transports import DeliveryRequest, Transport, TransportResult
+from .executions import CloudRun, Execution
 
 __all__ = [
     "PATH_PREFIXES",
@@ -186,7 +187,7 @@ def v1_execution(execution: Execution) -> dict[str, Any]:
 
 class CloudRunAdminApi:
     """The Cloud Run Admin API's ``jobs`` and ``executions`` methods over
-    :class:`~scheduler_emulator.runtime._cloud_run.CloudRun` (a WSGI app).
+    :class:`~scheduler_emulator.runtime.cloud_run.executions.CloudRun` (a WSGI app).
 
     :param cloud_run: the defined jobs and their executions.
     :param tokens: the authority whose minted access tokens are accepted.

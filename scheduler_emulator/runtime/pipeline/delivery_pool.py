@@ -44,7 +44,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..realtime import real_monotonic
+from ...realtime import real_monotonic
 
 logger = logging.getLogger("scheduler_emulator")
 

@@ -1,7 +1,7 @@
 """Many HTTP exchanges at once on one thread: libcurl's multi interface (the ``curl`` extra).
 
-:class:`CurlLoop` is how :class:`~scheduler_emulator.runtime._transports.HttpTransport` sends
-every request when ``pycurl`` is installed, ``http://`` and ``https://`` alike: a blocking
+:class:`CurlLoop` is how :class:`~scheduler_emulator.runtime.delivery.transports.HttpTransport`
+sends every request when ``pycurl`` is installed, ``http://`` and ``https://`` alike: a blocking
 request waits for its end, a started one holds no thread at all. An attempt waiting on its
 target is one of the loop's transfers, and the loop's thread drives them all together. So 200
 targets that drip their answers a byte a second cost 200 sockets and a few hundred loop turns a
@@ -14,7 +14,7 @@ second, not 200 threads, and other jobs' attempts leave on time beside them::
     loop.close()
 
 Each transfer sends exactly one request (redirects are followed above it,
-:func:`~scheduler_emulator.runtime._transports.follow`). The wire is ``http.client``'s: the
+:func:`~scheduler_emulator.runtime.delivery.transports.follow`). The wire is ``http.client``'s: the
 caller's headers plus ``Host``, ``Content-Length`` (``0`` for an empty POST, PUT or PATCH) and
 ``Accept-Encoding: identity``; curl's own ``Accept``, ``Expect`` and form ``Content-Type`` are
 suppressed. libcurl's total timeout (``CURLOPT_TIMEOUT_MS``) bounds connecting, sending and the
@@ -52,8 +52,8 @@ from urllib.parse import urlsplit
 
 import pycurl
 
-from ..domain.redirects import Answered, Hop, ResponseSample
-from ..realtime import real_monotonic
+from ...domain.redirects import Answered, Hop, ResponseSample
+from ...realtime import real_monotonic
 
 logger = logging.getLogger("scheduler_emulator")
 

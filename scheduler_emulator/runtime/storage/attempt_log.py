@@ -25,7 +25,7 @@ import threading
 from collections import deque
 from typing import IO, Any
 
-from ..domain.attempts import Attempt, failure_reason, iso
+from ...domain.attempts import Attempt, failure_reason, iso
 
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 #: ``targetType`` as production logs spell it, by ``Job.target_type`` (Pub/Sub: ``PUB_SUB``).

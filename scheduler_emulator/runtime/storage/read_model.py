@@ -15,14 +15,14 @@ from functools import partial
 from itertools import islice
 from typing import Any
 
-from ..domain.attempts import Attempt, duplicate_flags, in_flight_at, iso
-from ..domain.errors import RPC_CODES
-from ..domain.resources import Job, State
-from ..domain.retry import gave_up_because
-from ..domain.schedule import parse_schedule
-from ..domain.schedule_text import describe_schedule
-from ._data_file import Row, attempts_from_rows, read_rows
-from ._store import ATTEMPT_COLUMNS, Store, add_condition, utc_text, window_conditions
+from ...domain.attempts import Attempt, duplicate_flags, in_flight_at, iso
+from ...domain.errors import RPC_CODES
+from ...domain.resources import Job, State
+from ...domain.retry import gave_up_because
+from ...domain.schedule import parse_schedule
+from ...domain.schedule_text import describe_schedule
+from .data_file import Row, attempts_from_rows, read_rows
+from .store import ATTEMPT_COLUMNS, Store, add_condition, utc_text, window_conditions
 
 #: Next fire times a job row lists by default, and at most.
 DEFAULT_FIRE_TIMES = 5

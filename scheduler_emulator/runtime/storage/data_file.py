@@ -23,18 +23,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from ..domain.attempts import Attempt
-from ..domain.codec import parse_job, parse_timestamp, refuse_lone_surrogates, show_value
-from ..domain.errors import (
+from ...domain.attempts import Attempt
+from ...domain.codec import parse_job, parse_timestamp, refuse_lone_surrogates, show_value
+from ...domain.errors import (
     RPC_CODES,
     ApiError,
     ConfigurationError,
     InvalidArgument,
     StorageUnavailable,
 )
-from ..domain.numbers import parse_int, refuse_unbounded_numbers
-from ..domain.resources import Job, State, Status
-from ..domain.validation import validate_job
+from ...domain.numbers import parse_int, refuse_unbounded_numbers
+from ...domain.resources import Job, State, Status
+from ...domain.validation import validate_job
 
 #: The first 16 bytes of every SQLite 3 database file.
 SQLITE_HEADER = b"SQLite format 3\x00"

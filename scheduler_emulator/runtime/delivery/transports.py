@@ -5,13 +5,13 @@ either an HTTP status or a :class:`~scheduler_emulator.domain.outcomes.Failure`;
 raises for a target's failure. This module holds that contract, the one redirect loop of
 every transport (:func:`follow`, with the rules of :mod:`~scheduler_emulator.domain.
 redirects`) and :class:`HttpTransport`, real HTTP; the in-process transports (WSGI, ASGI,
-mounted apps) are in :mod:`~scheduler_emulator.runtime._in_process`.
+mounted apps) are in :mod:`~scheduler_emulator.runtime.delivery.in_process`.
 
 ``requests`` (and ``urllib3``, ``http.client``) apply their timeout to each socket operation, so
 a target that sends one byte a second is never stopped. :class:`HttpTransport` has one way of
 sending: with ``pycurl`` installed (the ``curl`` extra), every request — ``http://`` and
 ``https://`` — is a transfer of libcurl's event loop
-(:class:`~scheduler_emulator.runtime._curl_loop.CurlLoop`), whose total timeout bounds it; a
+(:class:`~scheduler_emulator.runtime.delivery.curl_loop.CurlLoop`), whose total timeout bounds it; a
 blocking request is one begun there and waited for. Without ``pycurl``, ``http.client`` in the
 calling thread, with a :class:`Watchdog` armed for each request: at the deadline it shuts the
 connection's socket down, which wakes the blocked ``connect``/``send``/``recv`` at once. Either
@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from ..domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
-from ..domain.errors import ConfigurationError
-from ..domain.outcomes import Failure, Outcome
-from ..domain.redirects import (
+from ...domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
+from ...domain.errors import ConfigurationError
+from ...domain.outcomes import Failure, Outcome
+from ...domain.redirects import (
     MAX_REDIRECTS,
     TOO_MANY_REDIRECTS,
     Answered,
@@ -51,10 +51,10 @@ from ..domain.redirects import (
     ResponseSample,
     next_hop,
 )
-from ..realtime import real_monotonic
+from ...realtime import real_monotonic
 
 if TYPE_CHECKING:
-    from ._curl_loop import CurlLoop
+    from .curl_loop import CurlLoop
 
 #: Bytes of a response body read at most (then the connection is closed): Cloud Scheduler keeps
 #: no response bodies, so none is worth more than this.
@@ -239,8 +239,8 @@ class HttpTransport:
     read (see the module docstring); thread-safe.
 
     With ``pycurl`` installed (the ``curl`` extra) every request goes through libcurl's event
-    loop (:class:`~scheduler_emulator.runtime._curl_loop.CurlLoop`, its thread started on first
-    use), with the same wire and the same rules as ``http.client``, which is used otherwise.
+    loop (:class:`~scheduler_emulator.runtime.delivery.curl_loop.CurlLoop`, its thread started on
+    first use), with the same wire and the same rules as ``http.client``, which is used otherwise.
 
     :param max_body_bytes: response body bytes read at most; more closes the connection.
     :param curl: ``None`` (the default): libcurl if ``pycurl`` can be imported; ``False``:
@@ -269,7 +269,7 @@ class HttpTransport:
                 raise ConfigurationError(f"HTTP/2 deliveries (--http2) are not possible: {reason}")
         if curl is not False:
             try:
-                from . import _curl_loop  # noqa: F401 - is pycurl there?
+                from . import curl_loop  # noqa: F401 - is pycurl there?
             except ImportError:
                 if curl:
                     raise
@@ -393,7 +393,7 @@ class HttpTransport:
         if loop is None:
             with self._lock:
                 if self._loop is None:
-                    from ._curl_loop import CurlLoop
+                    from .curl_loop import CurlLoop
 
                     self._loop = CurlLoop(self.max_body_bytes, http2=self.http2)
                 loop = self._loop
@@ -639,7 +639,7 @@ def http2_problem() -> str | None:
     """Why HTTP/2 (h2c) deliveries cannot be sent here, or ``None`` when they can: they need
     ``pycurl`` whose libcurl was built with HTTP/2 (nghttp2)."""
     try:
-        from ._curl_loop import http2_supported
+        from .curl_loop import http2_supported
     except ImportError:
         return "they need pycurl (pip install 'cloud-scheduler-emulator[curl]')."
     if not http2_supported():

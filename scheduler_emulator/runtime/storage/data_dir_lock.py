@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import IO
 
-from ..domain.errors import ConfigurationError
+from ...domain.errors import ConfigurationError
 
 LOCK_FILE_NAME = "daemon.lock"
 

@@ -1,7 +1,7 @@
 """Cloud Run jobs run locally (docs/cloud-run-jobs.md), and their executions' records.
 
 :class:`CloudRun` holds the defined jobs and starts an execution on a run request (from
-:mod:`~scheduler_emulator.runtime._cloud_run_api`); :class:`ExecutionStore` keeps every
+:mod:`~scheduler_emulator.runtime.cloud_run.admin_api`); :class:`ExecutionStore` keeps every
 execution in a table of its own in the store's SQLite file. An execution runs on a thread of
 its own, its tasks as processes following :class:`~scheduler_emulator.domain.cloud_run.
 TaskRules`, in real time whatever the emulator's clock (:meth:`CloudRun.settle` waits for them).
@@ -27,12 +27,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from ..domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
-from ..domain.errors import InvalidArgument, NotFound
-from ..realtime import now as real_now
-from ..wire import format_timestamp, parse_timestamp
-from ._clock import Clock
-from ._store import add_condition
+from ...domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
+from ...domain.errors import InvalidArgument, NotFound
+from ...realtime import now as real_now
+from ...wire import format_timestamp, parse_timestamp
+from .._clock import Clock
+from ..storage.store import add_condition
 
 __all__ = [
     "EXECUTION_STATES",

@@ -1,0 +1,1 @@
+"""Cloud Run jobs run locally: executions as local processes, and the Cloud Run Admin API."""
