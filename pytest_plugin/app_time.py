@@ -70,62 +70,53 @@ def _local_or_zoned(timestamp: float, tz: _datetime.tzinfo | None) -> Any:
     return _fake(_REAL[0].fromtimestamp(timestamp, tz))
 
 
-class _Corrected:
+def _corrections() -> dict[tuple[Any, str], Any]:
     """The replacements installed on freezegun's fakes while :func:`freeze` is active; each
     falls back to freezegun's own method outside it."""
+    fake_datetime, fake_date = _freezegun.FakeDatetime, _freezegun.FakeDate
+    original_now = fake_datetime.now
+    original_fromtimestamp = fake_datetime.fromtimestamp
+    original_timestamp = fake_datetime.timestamp
+    original_today = fake_date.today
 
-    def __init__(self) -> None:
-        fake_datetime, fake_date = _freezegun.FakeDatetime, _freezegun.FakeDate
-        self.originals: dict[tuple[type, str], Any] = {
-            (fake_datetime, "now"): fake_datetime.__dict__["now"],
-            (fake_datetime, "today"): fake_datetime.__dict__["today"],
-            (fake_datetime, "fromtimestamp"): fake_datetime.__dict__["fromtimestamp"],
-            (fake_datetime, "timestamp"): fake_datetime.__dict__["timestamp"],
-            (fake_date, "today"): fake_date.__dict__["today"],
-        }
-        original_now = fake_datetime.now
-        original_fromtimestamp = fake_datetime.fromtimestamp
-        original_timestamp = fake_datetime.timestamp
-        original_today = fake_date.today
+    def now(cls: type, tz: _datetime.tzinfo | None = None) -> Any:
+        if not _ours():
+            return original_now(tz)
+        return _local_or_zoned(_frozen_timestamp(), tz)
 
-        def now(cls: type, tz: _datetime.tzinfo | None = None) -> Any:
-            if not _ours():
-                return original_now(tz)
-            return _local_or_zoned(_frozen_timestamp(), tz)
+    def today(cls: type) -> Any:
+        return now(cls)
 
-        def today(cls: type) -> Any:
-            return now(cls)
+    def fromtimestamp(cls: type, t: float, tz: _datetime.tzinfo | None = None) -> Any:
+        if not _ours():
+            return original_fromtimestamp(t, tz)
+        return _local_or_zoned(t, tz)
 
-        def fromtimestamp(cls: type, t: float, tz: _datetime.tzinfo | None = None) -> Any:
-            if not _ours():
-                return original_fromtimestamp(t, tz)
-            return _local_or_zoned(t, tz)
+    def timestamp(self: Any) -> float:
+        if not _ours():
+            return float(original_timestamp(self))
+        return _REAL[0].timestamp(self)  # naive: local time, as the real one reads it
 
-        def timestamp(self: Any) -> float:
-            if not _ours():
-                return float(original_timestamp(self))
-            return _REAL[0].timestamp(self)  # naive: local time, as the real one reads it
+    def date_today(cls: type) -> Any:
+        if not _ours():
+            return original_today()
+        return _freezegun.date_to_fakedate(now(cls).date())
 
-        def date_today(cls: type) -> Any:
-            if not _ours():
-                return original_today()
-            return _freezegun.date_to_fakedate(now(cls).date())
+    return {
+        (fake_datetime, "now"): classmethod(now),
+        (fake_datetime, "today"): classmethod(today),
+        (fake_datetime, "fromtimestamp"): classmethod(fromtimestamp),
+        (fake_datetime, "timestamp"): timestamp,
+        (fake_date, "today"): classmethod(date_today),
+        # freezegun installs whatever its module's ``fake_localtime`` is at start (in ``time``
+        # and in every module that imported ``localtime``), and its ``strftime`` calls it.
+        (_freezegun, "fake_localtime"): _localtime,
+    }
 
-        self.replacements: dict[tuple[type, str], Any] = {
-            (fake_datetime, "now"): classmethod(now),
-            (fake_datetime, "today"): classmethod(today),
-            (fake_datetime, "fromtimestamp"): classmethod(fromtimestamp),
-            (fake_datetime, "timestamp"): timestamp,
-            (fake_date, "today"): classmethod(date_today),
-        }
 
-    def install(self) -> None:
-        for (cls, name), value in self.replacements.items():
-            setattr(cls, name, value)
-
-    def remove(self) -> None:
-        for (cls, name), value in self.originals.items():
-            setattr(cls, name, value)
+def _install(values: dict[tuple[Any, str], Any]) -> None:
+    for (owner, name), value in values.items():
+        setattr(owner, name, value)
 
 
 def _localtime(t: float | None = None) -> _time.struct_time:
@@ -148,14 +139,9 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     handler's ``await asyncio.sleep(0.05)`` ends after 50 ms. Inside a freeze the test
     started itself, freezegun's own behaviour is kept (this one nests in it).
     """
-    nested = bool(_freezegun.freeze_factories)
-    corrected = None if nested else _Corrected()
-    if corrected is not None:
-        # freezegun installs whatever its module's ``fake_localtime`` is at start (in
-        # ``time`` and in every module that imported ``localtime``), and its ``strftime``
-        # calls it, so ours takes its place for the length of the freeze.
-        _freezegun.fake_localtime = _localtime
-        corrected.install()
+    corrected = {} if _freezegun.freeze_factories else _corrections()
+    originals = {(owner, name): vars(owner)[name] for owner, name in corrected}
+    _install(corrected)
     freezer = freeze_time(instant, tick=False, real_asyncio=True)
     try:
         factory = freezer.start()
@@ -164,6 +150,4 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
         finally:
             freezer.stop()
     finally:
-        if corrected is not None:
-            corrected.remove()
-            _freezegun.fake_localtime = _FREEZEGUN_LOCALTIME
+        _install(originals)
