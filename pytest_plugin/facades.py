@@ -68,16 +68,6 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__} as a timer message; pass JSON data")
 
 
-def encode_message(payload: Any) -> bytes:
-    """Serialise a timer message as the JSON body Cloud Scheduler would carry.
-
-    Dataclasses, pydantic models, dates and plain JSON values are accepted.
-
-    :raises TypeError: for a value that has no JSON form.
-    """
-    return json.dumps(payload, default=_json_default).encode()
-
-
 class _Timers:
     """Attribute access per registered timer; subclasses implement :meth:`fire`."""
 
@@ -86,13 +76,13 @@ class _Timers:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         router = self.__dict__.get("_router")
-        if name.startswith("_") or router is None or name not in router.timers:
-            if router is None:
-                raise AttributeError(
-                    f"no timer named {name!r}: this façade knows no TimerRouter (a live server, "
-                    "or an app the router was not found on); use fire(name, payload) or pass "
-                    "router=…"
-                )
+        if router is None:
+            raise AttributeError(
+                f"no timer named {name!r}: this façade knows no TimerRouter (a live server, "
+                "or an app the router was not found on); use fire(name, payload) or pass "
+                "router=…"
+            )
+        if name.startswith("_") or name not in router.timers:
             raise AttributeError(
                 f"no timer named {name!r} on this app (registered: {sorted(router.timers)}); "
                 "use fire(name, payload) for a name that is not a Python identifier."
@@ -162,14 +152,18 @@ class CloudRunTimers(_Timers):
     ) -> int:
         """Post the timer request for ``name``; return the 2xx status.
 
-        :param payload: a message to send as the JSON body (omit for no body).
+        :param payload: a message to send as the JSON body: plain JSON values, dataclasses,
+            pydantic models, dates (omit for no body).
         :param schedule_time: overrides the ``X-CloudScheduler-ScheduleTime`` header.
+        :raises TypeError: for a payload that has no JSON form.
         :raises TimerNotAcknowledged: for a non-2xx answer.
         :raises Exception: in-process, whatever the handler raised.
         """
         path = TIMER_PREFIX + name  # whatever prefix the app configured
         headers = self.headers(name, schedule_time)
-        body = b"" if payload is _NO_PAYLOAD else encode_message(payload)
+        body = (
+            b"" if payload is _NO_PAYLOAD else json.dumps(payload, default=_json_default).encode()
+        )
         if self._asgi is not None:
             answer = self._asgi.request("POST", "http://testserver" + path, headers, body)
             status, text = answer.status_code, answer.text
