@@ -1,17 +1,7 @@
-"""The ``pytest11`` plugin of cloud-scheduler-emulator: fixtures and markers.
-
-Fixtures (each documented below and in ``docs/testing.md``):
-
-- ``cloud_scheduler`` — an in-process emulator on a virtual clock, fresh for each test.
-- ``cloud_scheduler_server`` — a live daemon on a free port (one per pytest process, so one per
-  xdist worker), reset before each test.
-- ``cloud_run_testing`` / ``function_testing`` — timer façades that send exactly the request
-  Cloud Scheduler would send, or call the handler directly.
-
-Markers: ``@pytest.mark.cloud_scheduler(start=datetime or "RFC 3339", allow_network=False)``
-sets the virtual clock's start and whether jobs may reach unmounted non-loopback origins;
-``@pytest.mark.cloud_run_testing(schedule_time="…")`` sets the façades' default
-``X-CloudScheduler-ScheduleTime``.
+"""The ``pytest11`` plugin of cloud-scheduler-emulator: the fixtures ``cloud_scheduler``,
+``cloud_scheduler_server``, ``cloud_run_testing`` and ``function_testing`` (each documented
+below and in ``docs/testing.md``) and the markers their options come from
+(:func:`pytest_configure`).
 """
 
 from __future__ import annotations
@@ -204,15 +194,6 @@ def cloud_scheduler_server(_cloud_scheduler_daemon: LiveScheduler) -> LiveSchedu
     return _cloud_scheduler_daemon
 
 
-def _schedule_time(request: pytest.FixtureRequest) -> str:
-    from .facades import DEFAULT_SCHEDULE_TIME
-
-    marker = request.node.get_closest_marker("cloud_run_testing")
-    if marker is None:
-        return DEFAULT_SCHEDULE_TIME
-    return str(marker.kwargs.get("schedule_time", DEFAULT_SCHEDULE_TIME))
-
-
 @pytest.fixture
 def cloud_run_testing(request: pytest.FixtureRequest) -> Iterator[Callable[..., CloudRunTimers]]:
     """Timer façades in Cloud Run style: each call is the request Cloud Scheduler sends.
@@ -226,9 +207,11 @@ def cloud_run_testing(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     works for any name. A non-2xx answer raises ``TimerNotAcknowledged``; in-process, the
     handler's own exception propagates.
     """
-    from .facades import CloudRunTimers
+    from .facades import DEFAULT_SCHEDULE_TIME, CloudRunTimers
 
-    default = _schedule_time(request)
+    marker = request.node.get_closest_marker("cloud_run_testing")
+    options = marker.kwargs if marker else {}
+    default = str(options.get("schedule_time", DEFAULT_SCHEDULE_TIME))
     made: list[CloudRunTimers] = []
 
     def make(app: Any = None, *, base_url: str | None = None, router: Any = None) -> CloudRunTimers:
@@ -249,10 +232,6 @@ def function_testing() -> Callable[..., FunctionTimers]:
     headers and an empty body, ``timers.report(order)`` passes the message object itself; an
     ``async def`` handler is run to completion. The handler's exceptions propagate.
     """
-
     from .facades import FunctionTimers
 
-    def make(app: Any) -> FunctionTimers:
-        return FunctionTimers(app)
-
-    return make
+    return FunctionTimers
