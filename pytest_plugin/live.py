@@ -151,11 +151,10 @@ class LiveScheduler(AttemptAssertions):
         :param options: further keywords of ``verify_scheduler_token`` (``issuers``, ``email``…).
         :raises TokenError: expired, mis-signed, wrong audience… (``scheduler_emulator.service``).
         """
-        from scheduler_emulator.domain.codec import parse_timestamp
         from scheduler_emulator.service.auth import verify_id_token
 
         if now is None and self.token_time == "emulator":
-            now = parse_timestamp(self._call("GET", "/_emulator/clock")["now"])
+            now = self.now()
         return verify_id_token(
             token, audience=audience, certs_url=self.certs_url, now=now, **options
         )
@@ -203,13 +202,8 @@ class LiveScheduler(AttemptAssertions):
         :class:`~scheduler_emulator.domain.attempts.Attempt` records — the same fields and
         types as ``cloud_scheduler.attempts()`` (``attempt["code"]``, the dict access of
         earlier releases, still works). For a long history use :meth:`attempts_page`."""
-        attempts: list[Attempt] = []
-        token = ""
-        while True:
-            page, token = self.attempts_page(job, page_size=1000, page_token=token)
-            attempts.extend(page)
-            if not token:
-                return attempts
+        entries = self._every("/_emulator/attempts", "attempts", job)
+        return [Attempt.from_json(entry) for entry in entries]
 
     def _attempts_of(self, job: str) -> list[Attempt]:
         try:
@@ -230,13 +224,17 @@ class LiveScheduler(AttemptAssertions):
 
         :raises AssertionError: for a refused request (404 for an unknown job).
         """
-        records: list[dict[str, Any]] = []
+        return self._every("/_emulator/skipped", "skipped", job)
+
+    def _every(self, path: str, key: str, job: str | None) -> list[Any]:
+        """Every item of a paged ``/_emulator/`` listing (optionally of one job), 1000 a page."""
+        items: list[Any] = []
         query: dict[str, str] = {"pageSize": "1000"} | ({"job": job} if job else {})
         while True:
-            answer = self._call("GET", "/_emulator/skipped?" + urlencode(query))
-            records.extend(answer["skipped"])
+            answer = self._call("GET", f"{path}?{urlencode(query)}")
+            items.extend(answer[key])
             if not answer.get("nextPageToken"):
-                return records
+                return items
             query["pageToken"] = str(answer["nextPageToken"])
 
     def attempts_page(
@@ -261,21 +259,18 @@ class LiveScheduler(AttemptAssertions):
         :raises AssertionError: for a refused request (400 naming the parameter, 404 for an
             unknown job), with the daemon's answer.
         """
-        query: dict[str, str] = {}
-        if job:
-            query["job"] = job
-        if run_id is not None:
-            query["run"] = str(run_id)
-        if start_after is not None:
-            query["startAfter"] = format_timestamp(start_after)
-        if start_before is not None:
-            query["startBefore"] = format_timestamp(start_before)
-        if page_size is not None:
-            query["pageSize"] = str(page_size)
-        if page_token:
-            query["pageToken"] = page_token
-        path = "/_emulator/attempts" + ("?" + urlencode(query) if query else "")
-        answer = self._call("GET", path)
+        given = {
+            "job": job or None,
+            "run": run_id,
+            "startAfter": start_after and format_timestamp(start_after),
+            "startBefore": start_before and format_timestamp(start_before),
+            "pageSize": page_size,
+            "pageToken": page_token or None,
+        }
+        query = {key: str(value) for key, value in given.items() if value is not None}
+        answer = self._call(
+            "GET", "/_emulator/attempts" + ("?" + urlencode(query) if query else "")
+        )
         page = [Attempt.from_json(entry) for entry in answer["attempts"]]
         return page, str(answer.get("nextPageToken", ""))
 
