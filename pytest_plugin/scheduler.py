@@ -1,43 +1,31 @@
 """The ``cloud_scheduler`` fixture's object: an in-process emulator on a virtual clock.
 
-While the emulator delivers, the app sees ``datetime.now()`` and ``time.time()`` at the
-emulator's virtual instant (freezegun, for mounted apps and for servers running in the test's
-process alike); the emulator's own clock is never affected, and neither are asyncio event loops
-(freezegun's ``real_asyncio``), so ``await asyncio.sleep(...)`` in a handler returns after the
-real delay.
-
-Mounted apps (WSGI or ASGI) are called in-process. Other URLs go over real HTTP only when their
-origin is loopback (``127.0.0.0/8``, ``::1``, ``localhost``): a job for any other origin records
-a failed attempt saying how to mount it, unless the fixture was told ``allow_network=True``, so
-that a test never reaches production by accident.
-
-Jobs with ``oidcToken`` send ID tokens signed by this emulator's own key (fresh per fixture):
-:meth:`CloudScheduler.verify_oidc` checks one on the virtual clock, and
-:attr:`CloudScheduler.certs_url` serves the keys over HTTP for a mounted app that verifies
-tokens itself (``verify_scheduler_token`` or google-auth).
+Targets see the virtual instant while it delivers (:class:`VirtualTimeTransport`); unmounted
+URLs reach loopback origins only unless ``allow_network=True`` (:class:`LoopbackOnlyTransport`);
+see docs/testing.md.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 from pytest_plugin.app_time import freeze
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.core.faults import FaultPlan
 from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
-from scheduler_emulator.domain.attempts import Attempt, SkippedRun, failure_reason
+from scheduler_emulator.domain.attempts import Attempt, failure_reason
 from scheduler_emulator.domain.cloud_run import DEFAULT_MAX_RETRIES, parse_cloud_run_job
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.runtime import (
-    ATTEMPTS_PAGE_SIZE,
     DEFAULT_HEADER_CASE,
     JWKS_PATH,
     AsgiApp,
@@ -60,11 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CloudScheduler", "LoopbackOnlyTransport", "VirtualTimeTransport", "is_loopback"]
 
-
-def origin_of(url: str) -> str:
-    """The origin of a URL: ``scheme://host[:port]`` (``https://orders-abc123-uc.a.run.app``)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class LoopbackOnlyTransport:
@@ -89,7 +74,8 @@ class LoopbackOnlyTransport:
         """Send a loopback request; refuse any other without touching the network."""
         if is_loopback(request.url):
             return self.inner.send(request, timeout_seconds)
-        origin = origin_of(request.url)
+        parts = urlsplit(request.url)
+        origin = f"{parts.scheme}://{parts.netloc}"
         mounted = ", ".join(sorted(self._mounted())) or "none"
         return TransportResult(
             failure=Failure.CONNECTION,
@@ -106,12 +92,9 @@ class LoopbackOnlyTransport:
 class VirtualTimeTransport(MountTransport):
     """A :class:`MountTransport` that shows targets the clock's virtual instant.
 
-    Inside :meth:`virtual_time` freezegun is active (started once, moved per delivery), with
-    ``real_asyncio=True`` so that asyncio event loops keep real monotonic time: an ``async``
-    handler's ``await asyncio.sleep(0.05)`` ends after 50 ms, while its ``datetime.now()`` and
-    ``time.time()`` are virtual, and agree with each other in any local zone and on a
-    repeated fall-back hour (:mod:`pytest_plugin.app_time`). The engine's clocks read time
-    through functions freezegun cannot reach, so they keep their own time.
+    Inside :meth:`virtual_time` time is frozen for targets (:func:`pytest_plugin.app_time.freeze`,
+    started once, moved per delivery); the engine's clocks read time through functions
+    freezegun cannot reach, so they keep their own time.
 
     :param clock: the emulator's manual clock.
     :param allow_network: when false, unmounted URLs reach only loopback origins
@@ -135,11 +118,6 @@ class VirtualTimeTransport(MountTransport):
     def allow_network(self, allowed: bool) -> None:
         self.fallback = self._http if allowed else self._guarded
 
-    def close(self) -> None:
-        """Stop mounted ASGI apps' event loops and close kept-alive HTTP connections."""
-        super().close()
-        self._http.close()
-
     @contextmanager
     def virtual_time(self) -> Iterator[None]:
         """Freeze time for targets for the duration of the block (re-entrant)."""
@@ -158,6 +136,18 @@ class VirtualTimeTransport(MountTransport):
         if self._frozen is not None:
             self._frozen.move_to(self.clock.now())
         return super().send(request, timeout_seconds)
+
+
+def _emulator_method(
+    method: Callable[Concatenate[Emulator, _P], _R],
+) -> Callable[Concatenate[CloudScheduler, _P], _R]:
+    """``method`` of the fixture's emulator, as a method of the fixture."""
+
+    @functools.wraps(method)
+    def forward(self: CloudScheduler, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return method(self.emulator, *args, **kwargs)
+
+    return forward
 
 
 class CloudScheduler(AttemptAssertions):
@@ -339,43 +329,16 @@ class CloudScheduler(AttemptAssertions):
         """
         return self._in_process().subscribe_push(topic, to, subscription)
 
-    def create_job(self, job: Mapping[str, Any] | Job | None = None, **fields: Any) -> Job:
-        """Create a job from its REST JSON (camelCase or snake_case) or keyword arguments.
-
-        A short ``name`` gets the project ``my-project`` and location ``us-central1``.
-
-        :raises InvalidArgument: for an invalid job (the message names field and value).
-        :raises AlreadyExists: if the name is taken.
-        """
-        return self.emulator.create_job(job, **fields)
-
-    def get_job(self, name: str) -> Job:
-        """Return the job (with ``state``, ``status``, ``schedule_time``…)."""
-        return self.emulator.get_job(name)
-
-    def pause_job(self, name: str) -> Job:
-        """Pause an ENABLED job: it runs no more until resumed; pending retries are dropped.
-
-        :raises FailedPrecondition: if the job is not ENABLED (the message names its state).
-        """
-        return self.emulator.pause_job(name)
-
-    def resume_job(self, name: str) -> Job:
-        """Resume a PAUSED job; the next fire time counts from now (missed times are not run).
-
-        :raises FailedPrecondition: if the job is not PAUSED (the message names its state).
-        """
-        return self.emulator.resume_job(name)
-
-    def delete_job(self, name: str) -> None:
-        """Delete the job."""
-        self.emulator.delete_job(name)
+    # The job methods are the emulator's own (same signatures and docstrings).
+    create_job = _emulator_method(Emulator.create_job)
+    get_job = _emulator_method(Emulator.get_job)
+    pause_job = _emulator_method(Emulator.pause_job)
+    resume_job = _emulator_method(Emulator.resume_job)
+    delete_job = _emulator_method(Emulator.delete_job)
 
     # ---------------------------------------------------------------- time
 
-    def now(self) -> datetime:
-        """The virtual instant (aware UTC)."""
-        return self.clock.now()
+    now = _emulator_method(Emulator.now)
 
     def advance(self, delta: timedelta | float) -> datetime:
         """Advance the clock by ``delta`` (timedelta or seconds), delivering everything that
@@ -515,46 +478,10 @@ class CloudScheduler(AttemptAssertions):
 
     # ---------------------------------------------------------------- history and assertions
 
-    def attempts(self, job: str | None = None) -> list[Attempt]:
-        """The whole attempt history in start order, optionally of one job (ID or full name).
-
-        Every attempt the emulator keeps (up to its retention); for a long history read it a
-        page at a time with :meth:`attempts_page`.
-        """
-        return self.emulator.attempts(job)
-
-    def attempts_page(
-        self,
-        job: str | None = None,
-        *,
-        run_id: int | None = None,
-        start_after: datetime | None = None,
-        start_before: datetime | None = None,
-        page_size: int = ATTEMPTS_PAGE_SIZE,
-        page_token: str = "",
-    ) -> tuple[list[Attempt], str]:
-        """One page of attempts in start order and the next page's token (``""`` on the last
-        page), as ``GET /_emulator/attempts`` pages them; see
-        :meth:`~scheduler_emulator.Emulator.attempts_page`.
-
-        :raises InvalidArgument: naming ``pageSize`` or ``pageToken`` for a bad value.
-        """
-        return self.emulator.attempts_page(
-            job,
-            run_id=run_id,
-            start_after=start_after,
-            start_before=start_before,
-            page_size=page_size,
-            page_token=page_token,
-        )
-
-    def skipped_runs(self, job: str | None = None) -> list[SkippedRun]:
-        """Scheduled times that got no run because an earlier run (with its retries) was still
-        going: of those, the earliest runs late, once, and the rest are listed here."""
-        return self.emulator.skipped_runs(job)
-
-    def _job_ids(self) -> list[str]:
-        return [j.job_id for j in self.emulator.list_jobs()]
+    attempts = _emulator_method(Emulator.attempts)
+    attempts_page = _emulator_method(Emulator.attempts_page)
+    skipped_runs = _emulator_method(Emulator.skipped_runs)
+    _job_ids = _emulator_method(Emulator._job_ids)
 
     def _attempt_hint(self, attempt: Attempt) -> str | None:
         """Say so when a failed attempt's URL is not mounted (it went nowhere)."""
