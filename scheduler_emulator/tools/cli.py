@@ -61,7 +61,6 @@ from .views import ADMIN_TOKEN_ENV
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
 DEFAULT_HOST = "127.0.0.1"
-DST_CHOICES = list(DST_POLICIES)
 DST_HELP = (
     "daylight-saving rule (default: %(default)s): 'absolute' fires a repeated local time twice "
     "and a skipped one never; 'vixie' fires a fixed-time job once on both days, at the first "
@@ -313,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
         "goes to a terminal, json otherwise (a pipe, --log-file)",
     )
     start.add_argument(
-        "--dst-policy", choices=DST_CHOICES, default=DEFAULT_DST_POLICY, help=DST_HELP
+        "--dst-policy", choices=DST_POLICIES, default=DEFAULT_DST_POLICY, help=DST_HELP
     )
     start.add_argument(
         "--header-case",
@@ -354,7 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     nxt.add_argument("--time-zone", default="Etc/UTC", help="IANA time zone (%(default)s)")
     nxt.add_argument("--after", type=_timestamp, metavar="RFC3339", help="default: now")
     nxt.add_argument("-n", type=int, default=5, help="how many fire times (%(default)s)")
-    nxt.add_argument("--dst-policy", choices=DST_CHOICES, default=DEFAULT_DST_POLICY, help=DST_HELP)
+    nxt.add_argument(
+        "--dst-policy", choices=DST_POLICIES, default=DEFAULT_DST_POLICY, help=DST_HELP
+    )
 
     env = sub.add_parser(
         "env-init",
@@ -554,17 +555,13 @@ def loaded_jobs(per_file: Sequence[tuple[str, int]], stored: int | None) -> str:
     :param stored: jobs found in the data directory that no file defines; ``None`` in memory.
     :return: the phrase.
     """
+    if stored == 0 and not per_file:
+        return "no jobs in the data directory"
+    sources = [*per_file, *([("the data directory", stored)] if stored else [])]
     parts = [
         f"{n} job{'s' if n != 1 else ''} loaded from {path}" if index == 0 else f"{n} from {path}"
-        for index, (path, n) in enumerate(per_file)
+        for index, (path, n) in enumerate(sources)
     ]
-    if stored is not None and (stored or not parts):
-        if parts:
-            parts.append(f"{stored} from the data directory")
-        elif stored:
-            parts.append(f"{stored} job{'s' if stored != 1 else ''} loaded from the data directory")
-        else:
-            parts.append("no jobs in the data directory")
     return ", ".join(parts) or "no jobs"
 
 
@@ -710,15 +707,18 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``scheduler-emulator``; returns the exit code."""
     from .firebase.command import start_argv
+    from .replay import run_command
+    from .views import COMMANDS
 
     args = build_parser().parse_args(start_argv(sys.argv[1:] if argv is None else argv))
+    commands = {
+        "next": cmd_next,
+        "start": cmd_start,
+        "env-init": cmd_env_init,
+        "replay": run_command,
+        **COMMANDS,
+    }
     try:
-        if args.command == "next":
-            return cmd_next(args, sys.stdout)
-        if args.command == "start":
-            return cmd_start(args, sys.stdout)
-        if args.command == "env-init":
-            return cmd_env_init(args, sys.stdout)
         if args.command == "demo":
             from .demo import run_demo
 
@@ -727,16 +727,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .scaffold import run_init
 
             return run_init(args.directory, force=args.force, out=sys.stdout)
-        if args.command == "replay":
-            from .replay import run_command
-
-            return run_command(args, sys.stdout)
-        if args.command in ("jobs", "attempts", "runs", "skipped", "run", "executions"):
-            from . import views
-
-            return views.COMMANDS[args.command](args, sys.stdout)
+        if args.command in commands:
+            return commands[args.command](args, sys.stdout)
     except BrokenPipeError:
-        return _reader_gone()
+        # Whoever read stdout (``| head``) went away: stop quietly, as a tool killed by
+        # SIGPIPE, with stdout on /dev/null so that the interpreter's final flush does not fail.
+        with contextlib.suppress(OSError, ValueError):  # ValueError: stdout is not a real file
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE_EXIT
     except (EmulatorError, OSError) as exc:
         # One line, printable whatever the input held (a lone surrogate is shown escaped).
         line = f"error: {error_text(exc)}".encode("utf-8", "backslashreplace").decode("utf-8")
@@ -755,19 +753,6 @@ def error_text(exc: Exception) -> str:
         return str(exc)
     extra = [v.description for v in exc.violations if v.description not in exc.message]
     return exc.message + (" (" + "; ".join(extra) + ")" if extra else "")
-
-
-def _reader_gone() -> int:
-    """Whoever read stdout (``| head``) went away: stop quietly, as a tool killed by SIGPIPE.
-
-    stdout is pointed at /dev/null so that the interpreter's final flush does not fail again.
-    """
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout is not a real file (captured in a test)
-        pass
-    return BROKEN_PIPE_EXIT
 
 
 if __name__ == "__main__":  # pragma: no cover
