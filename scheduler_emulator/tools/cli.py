@@ -1,14 +1,6 @@
-"""The ``scheduler-emulator`` command line.
-
-Subcommands:
-
-- ``start`` — run the daemon (the engine plus its HTTP server).
-- ``next SCHEDULE`` — print a schedule's next fire times (exit 2 on an invalid schedule).
-- ``env-init`` — print the ``export`` lines that point gcloud and clients at the daemon.
-- ``demo`` — run the example Orders service and the emulator on an accelerated manual clock.
-- ``init [DIR]`` — write a small timer service with its tests and jobs (refuses to overwrite).
-- ``replay SCENARIO`` / ``replay --attempts FILE --target URL`` — run a failure scenario on a
-  manual clock, or re-send a recorded timeline (our attempt log or a Cloud Logging export).
+"""The ``scheduler-emulator`` command line: :func:`build_parser` defines every subcommand
+(``start``, ``next``, ``env-init``, ``demo``, ``init``, ``replay`` and the views of a running
+daemon; ``scheduler-emulator --help`` describes each).
 
 Every error a user can cause prints ``error: <message>`` to stderr and exits with 2.
 """
