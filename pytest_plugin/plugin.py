@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from scheduler_emulator.wire import HEADER_CASES, NaiveDatetimeError, to_instant
+from scheduler_emulator.wire import HEADER_CASES, NaiveDatetimeError, parse_timestamp, to_instant
 
 from .live import LiveScheduler
 from .scheduler import CloudScheduler
@@ -79,8 +79,6 @@ def scheduler_options(kwargs: Mapping[str, Any]) -> tuple[datetime, bool]:
     :raises TypeError: for a ``start`` that is neither a datetime nor a string.
     :return: ``(start, allow_network)``, ``start`` aware.
     """
-    from scheduler_emulator.wire import parse_timestamp
-
     unknown = sorted(set(kwargs) - set(_MARKER_OPTIONS))
     if unknown:
         raise ValueError(
