@@ -20,7 +20,7 @@ from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, iso
 from scheduler_emulator.runtime import JWKS_PATH, TOKENINFO_PATH
 from scheduler_emulator.server.daemon import env_lines
-from scheduler_emulator.wire import format_timestamp, parse_timestamp
+from scheduler_emulator.wire import parse_timestamp
 
 __all__ = ["LiveScheduler"]
 
@@ -262,8 +262,8 @@ class LiveScheduler(AttemptAssertions):
         given = {
             "job": job or None,
             "run": run_id,
-            "startAfter": start_after and format_timestamp(start_after),
-            "startBefore": start_before and format_timestamp(start_before),
+            "startAfter": iso(start_after),
+            "startBefore": iso(start_before),
             "pageSize": page_size,
             "pageToken": page_token or None,
         }
