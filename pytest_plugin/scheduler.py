@@ -102,11 +102,11 @@ class VirtualTimeTransport(MountTransport):
     """
 
     def __init__(self, clock: ManualClock, *, allow_network: bool = False) -> None:
-        super().__init__()
-        self.clock = clock
-        self._frozen: Any = None
         self._http = HttpTransport()
         self._guarded = LoopbackOnlyTransport(self._http, lambda: self.mounted)
+        super().__init__(fallback=self._guarded)
+        self.clock = clock
+        self._frozen: Any = None
         self.allow_network = allow_network
 
     @property
