@@ -6,10 +6,11 @@ thread an attempt is sent and never asks which clock runs: a driver
 attempt, top-down:
 
 1. **due → prepare → record the start**: :meth:`Recorder.carry_out` (lock held) persists the
-   core's decisions; for a :class:`~scheduler_emulator.core.scheduler.StartAttempt` it persists
-   the run, asks the dispatcher of the job's target kind to prepare the attempt (a failure to
-   prepare is recorded on the attempt) and inserts the attempt as started — committed before
-   anything is sent, so a crash loses nothing. It returns the deliveries to send.
+   core's decisions; for a :class:`~scheduler_emulator.core.scheduler.StartAttempt` it asks
+   the dispatcher of the job's target kind to prepare the attempt (a failure to prepare is
+   recorded on the attempt), then persists the run and inserts the attempt as started (one
+   ``Store.save``) — committed before anything is sent, so a crash loses nothing. It returns
+   the deliveries to send.
 2. **send**: :meth:`Recorder.send` (no lock; a manual clock's driver) sends one delivery in this
    thread and returns what happened; :meth:`Recorder.begin` (the threaded driver) begins it
    without holding a thread when no fault rule applies and the transport can start it, and
