@@ -25,6 +25,7 @@ import requests
 
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.runtime._options import STORE_FILE_NAME
+from scheduler_emulator.tools.cli import main
 from tests.daemon import running_daemon
 from tests.support import case_table
 
@@ -41,6 +42,23 @@ def start(data_dir: Path, *extra: str, timeout: float = 60) -> subprocess.Comple
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+#: The cases of each refusal family run as a real subprocess (exit code, no traceback, the whole
+#: stderr); the family's other cases call the command line's ``main`` in this process.
+IN_A_PROCESS = {"truncated", "config-not-json"}
+
+
+def refusal(data_dir: Path, request: pytest.FixtureRequest) -> tuple[int, str]:
+    """``scheduler-emulator start`` on ``data_dir``, expected to refuse: its exit code and
+    stderr; as a subprocess for the cases of :data:`IN_A_PROCESS`, else in this process."""
+    if request.node.callspec.id in IN_A_PROCESS:
+        result = start(data_dir)
+        return result.returncode, result.stderr
+    capsys = request.getfixturevalue("capsys")
+    capsys.readouterr()
+    code = main(["start", "--port", "0", "--data-dir", str(data_dir)])
+    return code, capsys.readouterr().err
 
 
 def job(index: int) -> dict[str, object]:
@@ -114,19 +132,23 @@ def not_sqlite(path: Path) -> None:
     ],
 )
 def test_a_damaged_database_exits_2_naming_it_and_is_left_untouched(
-    healthy: Path, tmp_path: Path, damage: Callable[[Path], None], problem: str
+    healthy: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    damage: Callable[[Path], None],
+    problem: str,
 ) -> None:
     data = tmp_path / "data"
     shutil.copytree(healthy, data)
     database = data / STORE_FILE_NAME
     damage(database)
     before = digest(database)
-    result = start(data)
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    assert f"the database {database} " in result.stderr and problem in result.stderr
-    assert "Move it aside" in result.stderr and "--data-dir" in result.stderr
-    assert result.stderr.count("\n") == 1
+    code, stderr = refusal(data, request)
+    assert code == 2, stderr
+    assert "Traceback" not in stderr
+    assert f"the database {database} " in stderr and problem in stderr
+    assert "Move it aside" in stderr and "--data-dir" in stderr
+    assert stderr.count("\n") == 1
     assert digest(database) == before
     assert not (data / f"{STORE_FILE_NAME}-wal").exists() or damage is drop_table
 
@@ -158,21 +180,27 @@ def damage_row(healthy: Path, tmp_path: Path, sql: str) -> Path:
 
 @case_table(__file__, "damaged_at_start")
 def test_a_damaged_row_read_at_start_exits_2_naming_file_table_job_and_field(
-    healthy: Path, tmp_path: Path, table: str, sql: str, field: str, problem: str
+    healthy: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    table: str,
+    sql: str,
+    field: str,
+    problem: str,
 ) -> None:
     data = damage_row(healthy, tmp_path, sql)
     database = data / STORE_FILE_NAME
     before = digest(database)
-    result = start(data)
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    assert result.stderr.startswith(
+    code, stderr = refusal(data, request)
+    assert code == 2, stderr
+    assert "Traceback" not in stderr
+    assert stderr.startswith(
         f"error: the database {database} has a damaged row in its {table} table: "
         f'job "{DAMAGED_JOB}", '
-    ), result.stderr
-    assert field in result.stderr and problem in result.stderr
-    assert "Move it aside" in result.stderr and "--data-dir" in result.stderr
-    assert result.stderr.count("\n") == 1
+    ), stderr
+    assert field in stderr and problem in stderr
+    assert "Move it aside" in stderr and "--data-dir" in stderr
+    assert stderr.count("\n") == 1
     assert digest(database) == before
 
 
