@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import re
 import socket
+import subprocess
 import sys
 import threading
 import tomllib
@@ -261,6 +262,37 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     finally:
         sys.stdout, sys.stderr = old
     return code, out.getvalue(), err.getvalue()
+
+
+def run_command(
+    capsys: pytest.CaptureFixture[str], *argv: str, process: bool = False
+) -> tuple[int, str, str]:
+    """Run ``scheduler-emulator ARGV`` expected to exit by itself: in this process through the
+    command line's ``main`` (argparse's ``SystemExit`` gives the code; output read with
+    ``capsys``), or with ``process`` as a real subprocess (``python -m scheduler_emulator``,
+    stdin empty, 60 s bound), which each family of refusals keeps for one case (the exit code
+    of the process, no traceback, the whole stderr).
+
+    :return: (exit code, stdout, stderr).
+    """
+    if process:
+        done = subprocess.run(
+            [sys.executable, "-m", "scheduler_emulator", *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        return done.returncode, done.stdout, done.stderr
+    from scheduler_emulator.tools.cli import main
+
+    capsys.readouterr()
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def case_table(test_file: str, table: str, *more: Any) -> pytest.MarkDecorator:

@@ -25,9 +25,8 @@ import requests
 
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.runtime._options import STORE_FILE_NAME
-from scheduler_emulator.tools.cli import main
 from tests.daemon import running_daemon
-from tests.support import case_table
+from tests.support import case_table, run_command
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 
@@ -52,13 +51,12 @@ IN_A_PROCESS = {"truncated", "config-not-json"}
 def refusal(data_dir: Path, request: pytest.FixtureRequest) -> tuple[int, str]:
     """``scheduler-emulator start`` on ``data_dir``, expected to refuse: its exit code and
     stderr; as a subprocess for the cases of :data:`IN_A_PROCESS`, else in this process."""
-    if request.node.callspec.id in IN_A_PROCESS:
-        result = start(data_dir)
-        return result.returncode, result.stderr
-    capsys = request.getfixturevalue("capsys")
-    capsys.readouterr()
-    code = main(["start", "--port", "0", "--data-dir", str(data_dir)])
-    return code, capsys.readouterr().err
+    code, _, err = run_command(
+        request.getfixturevalue("capsys"),
+        *("start", "--port", "0", "--data-dir", str(data_dir)),
+        process=request.node.callspec.id in IN_A_PROCESS,
+    )
+    return code, err
 
 
 def job(index: int) -> dict[str, object]:
