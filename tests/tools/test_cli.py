@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shlex
 import socket
 import subprocess
@@ -15,6 +14,7 @@ import pytest
 
 from scheduler_emulator.tools.cli import ADMIN_TOKEN_ENV, admin_token, log_format_for, main
 from tests.daemon import running_daemon
+from tests.support import run_command
 
 JOB = "projects/my-project/locations/us-central1/jobs/"
 #: A target nothing listens on (port 9, discard): attempts fail fast with UNAVAILABLE.
@@ -71,11 +71,14 @@ class TestNext:
             pytest.param(["0 2 * * *", "--time-zone", "Mars/Olympus"], id="unknown-zone"),
         ],
     )
-    def test_invalid_schedule_or_zone_exits_2_with_the_message(self, args: list[str]) -> None:
-        result = run_cli("next", *args)
-        assert result.returncode == 2
-        assert result.stdout == ""
-        assert result.stderr.startswith("error: Schedule or time zone is invalid.")
+    def test_invalid_schedule_or_zone_exits_2_with_the_message(
+        self, args: list[str], request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        process = request.node.callspec.id == "six-fields"  # the others in this process
+        code, out, err = run_command(capsys, "next", *args, process=process)
+        assert code == 2
+        assert out == ""
+        assert err.startswith("error: Schedule or time zone is invalid.")
 
 
 def test_python_dash_m_prints_help() -> None:
@@ -95,41 +98,58 @@ class TestBadFlags:
     @pytest.mark.parametrize("command", ["start", "env-init"])
     @pytest.mark.parametrize("port", ["99999", "-1", "http"])
     def test_a_port_out_of_range_exits_2_naming_the_flag_and_the_value(
-        self, command: str, port: str
+        self,
+        command: str,
+        port: str,
+        request: pytest.FixtureRequest,
+        capsys: pytest.CaptureFixture[str],
     ) -> None:
-        result = run_cli(command, "--port", port)
-        assert result.returncode == 2
-        assert f"argument --port: '{port}' is not a port number (0 to 65535)" in result.stderr
-        assert "Traceback" not in result.stderr
+        process = request.node.callspec.id == "99999-start"  # the others in this process
+        code, _, err = run_command(capsys, command, "--port", port, process=process)
+        assert code == 2
+        assert f"argument --port: '{port}' is not a port number (0 to 65535)" in err
+        assert "Traceback" not in err
 
-    def test_a_host_that_is_not_this_machines_says_so(self) -> None:
+    def test_a_host_that_is_not_this_machines_says_so(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         # 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never an address of this machine
-        result = run_cli("start", "--in-memory", "--host", "192.0.2.7", "--port", "0")
-        assert result.returncode == 2
-        assert result.stderr.startswith("error: cannot listen on 192.0.2.7:0: ")
-        assert "--host '192.0.2.7' is not an address of this machine" in result.stderr
-        assert "another scheduler-emulator" not in result.stderr
+        code, _, err = run_command(
+            capsys, "start", "--in-memory", "--host", "192.0.2.7", "--port", "0"
+        )
+        assert code == 2
+        assert err.startswith("error: cannot listen on 192.0.2.7:0: ")
+        assert "--host '192.0.2.7' is not an address of this machine" in err
+        assert "another scheduler-emulator" not in err
 
-    def test_a_bad_fault_file_is_reported_once(self, tmp_path: Path) -> None:
+    def test_a_bad_fault_file_is_reported_once(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         faults = tmp_path / "faults.yaml"
         faults.write_text("rules:\n  - {action: nope}\n")
-        result = run_cli("start", "--in-memory", "--port", "0", "--faults", str(faults))
-        assert result.returncode == 2
-        assert result.stderr == (
+        code, _, err = run_command(
+            capsys, "start", "--in-memory", "--port", "0", "--faults", str(faults)
+        )
+        assert code == 2
+        assert err == (
             f"error: {faults}: action must be one of duplicate, lost_ack, deadline, status, "
             "connection_error, delay; got 'nope'.\n"
         )
 
-    def test_dst_policy_help_names_the_default_before_the_choices(self) -> None:
-        help_text = " ".join(run_cli("next", "--help").stdout.split())
+    def test_dst_policy_help_names_the_default_before_the_choices(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        help_text = " ".join(run_command(capsys, "next", "--help")[1].split())
         assert "daylight-saving rule (default: absolute): 'absolute' fires" in help_text
 
-    def test_demo_help_describes_the_demo(self) -> None:
-        help_text = " ".join(run_cli("demo", "--help").stdout.split())
+    def test_demo_help_describes_the_demo(self, capsys: pytest.CaptureFixture[str]) -> None:
+        help_text = " ".join(run_command(capsys, "demo", "--help")[1].split())
         assert "Start the example Orders service" in help_text
 
-    def test_start_help_says_where_a_manual_clock_starts(self) -> None:
-        help_text = " ".join(run_cli("start", "--help").stdout.split())
+    def test_start_help_says_where_a_manual_clock_starts(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        help_text = " ".join(run_command(capsys, "start", "--help")[1].split())
         assert "(default: now, rounded down to the whole minute)" in help_text
 
 
@@ -144,15 +164,17 @@ class TestEnvInit:
         assert f"export CLOUD_SCHEDULER_EMULATOR_HOST={host}:{port}\n" in result.stdout
         assert "export PUBSUB_EMULATOR_HOST" not in result.stdout  # it publishes to none
 
-    def test_it_points_pubsub_clients_at_the_daemons_pubsub_emulator(self) -> None:
+    def test_it_points_pubsub_clients_at_the_daemons_pubsub_emulator(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         # the daemon publishes to this host (nothing needs to listen there for env-init)
         with running_daemon("--in-memory", "--pubsub-emulator-host", "127.0.0.1:8085") as daemon:
             assert daemon._call("GET", "/_emulator/config")["pubsubEmulatorHost"] == (
                 "127.0.0.1:8085"
             )
             host, port = daemon.host_port
-            result = run_cli("env-init", "--host", host, "--port", str(port))
-        assert "export PUBSUB_EMULATOR_HOST=127.0.0.1:8085\n" in result.stdout
+            _, out, _ = run_command(capsys, "env-init", "--host", host, "--port", str(port))
+        assert "export PUBSUB_EMULATOR_HOST=127.0.0.1:8085\n" in out
 
     def test_without_a_daemon_it_prints_the_default_project_and_says_so(
         self, capsys: pytest.CaptureFixture[str]
@@ -285,20 +307,19 @@ def test_env_init_says_whether_the_daemon_serves_grpc(grpc: bool | None, says: s
 class TestAdminToken:
     @pytest.mark.parametrize("value", ["", "   "], ids=["empty", "blank"])
     def test_an_empty_token_from_the_environment_exits_2_naming_the_variable(
-        self, value: str
+        self,
+        value: str,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
     ) -> None:
-        result = subprocess.run(
-            [sys.executable, "-m", "scheduler_emulator", "start", "--in-memory", "--port", "0"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, ADMIN_TOKEN_ENV: value},
+        monkeypatch.setenv(ADMIN_TOKEN_ENV, value)  # the subprocess inherits it
+        code, _, err = run_command(
+            capsys, "start", "--in-memory", "--port", "0", process=value == ""
         )
-        assert result.returncode == 2, result.stderr
-        assert "Traceback" not in result.stderr
-        assert result.stderr.startswith(f"error: {ADMIN_TOKEN_ENV} is set but empty")
-        assert "unprotected" in result.stderr
+        assert code == 2, err
+        assert "Traceback" not in err
+        assert err.startswith(f"error: {ADMIN_TOKEN_ENV} is set but empty")
+        assert "unprotected" in err
 
     def test_the_flag_wins_over_the_variable_and_an_unset_variable_means_no_token(self) -> None:
         assert admin_token("flag", {ADMIN_TOKEN_ENV: ""}) == "flag"
