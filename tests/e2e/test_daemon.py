@@ -1,11 +1,10 @@
-"""The daemon as a real subprocess: jobs file, manual clock, real HTTP target, persistence."""
+"""The daemon as a real subprocess: jobs file, manual clock, real HTTP target, persistence (its
+refusals to start: one as a subprocess, the others through the command line in-process)."""
 
 from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import yaml
 
 from scheduler_emulator import Attempt
 from tests.daemon import MANUAL, Daemon, running_daemon, serving
-from tests.support import RecordingTarget, assert_delivered
+from tests.support import RecordingTarget, assert_delivered, run_command
 
 
 def write_jobs(path: Path, base_url: str, **retry: int) -> Path:
@@ -51,17 +50,12 @@ def past_two_o_clock(daemon: Daemon) -> list[Attempt]:
     return daemon.attempts()
 
 
-def refused_start(*args: str) -> str:
-    """Run ``scheduler-emulator start ARGS`` as a subprocess, assert that it exits with 2, and
-    return what it wrote to stderr."""
-    result = subprocess.run(
-        [sys.executable, "-m", "scheduler_emulator", "start", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 2, result
-    return result.stderr
+def refused_start(capsys: pytest.CaptureFixture[str], *args: str, process: bool = False) -> str:
+    """Run ``scheduler-emulator start ARGS`` (in this process unless ``process``: then as a
+    subprocess), assert that it exits with 2, and return what it wrote to stderr."""
+    code, out, err = run_command(capsys, "start", *args, process=process)
+    assert code == 2, (code, out, err)
+    return err
 
 
 class TestManualClockDaemon:
@@ -159,7 +153,9 @@ class TestPersistence:
 
 
 class TestBadInput:
-    def test_invalid_jobs_file_is_refused_naming_job_field_and_value(self, tmp_path: Path) -> None:
+    def test_invalid_jobs_file_is_refused_naming_job_field_and_value(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         jobs = tmp_path / "jobs.yaml"
         jobs.write_text(
             yaml.safe_dump(
@@ -173,7 +169,7 @@ class TestBadInput:
                 ]
             )
         )
-        said = refused_start("--jobs", str(jobs), "--in-memory")
+        said = refused_start(capsys, "--jobs", str(jobs), "--in-memory", process=True)
         assert "nightly" in said
         assert "retryConfig.retryCount" in said
         assert "9" in said
@@ -188,8 +184,10 @@ class TestBadInput:
             ),
         ],
     )
-    def test_bad_flags_exit_2_with_a_message(self, args: list[str], message: str) -> None:
-        assert message in refused_start("--in-memory", "--port", "0", *args)
+    def test_bad_flags_exit_2_with_a_message(
+        self, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert message in refused_start(capsys, "--in-memory", "--port", "0", *args)
 
 
 class TestReload:
@@ -205,16 +203,18 @@ class TestReload:
                 attempts = past_two_o_clock(second)
                 assert [a["attempt"] for a in attempts[4:]] == [1, 2]  # the new retry count
 
-    def test_a_job_in_two_jobs_files_is_refused(self, tmp_path: Path) -> None:
+    def test_a_job_in_two_jobs_files_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         one = write_jobs(tmp_path / "one.yaml", "http://127.0.0.1:9")
         two = write_jobs(tmp_path / "two.yaml", "http://127.0.0.1:9")
-        said = refused_start("--in-memory", "--jobs", str(one), "--jobs", str(two))
+        said = refused_start(capsys, "--in-memory", "--jobs", str(one), "--jobs", str(two))
         assert f"{two}: job 'nightly' is defined in {one} too" in said
 
 
-def test_a_port_in_use_is_a_clear_error() -> None:
+def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     with running_daemon("--in-memory") as daemon:
         port = daemon.url.rsplit(":", 1)[1]
-        said = refused_start("--in-memory", "--port", port)
+        said = refused_start(capsys, "--in-memory", "--port", port)
     assert said.startswith(f"error: cannot listen on 127.0.0.1:{port}:")
     assert "pick another --port" in said
