@@ -1,6 +1,6 @@
 """Hostile environments for the data directory: a damaged database, a valid database with one
 damaged row, a full disk, and a second daemon after the lock file was deleted (the daemon as a
-real subprocess).
+real subprocess; of the many damaged files, one per family, the others in this process).
 
 Each refusal exits 2 naming the file and what to do, leaves the file as it was, and prints no
 traceback; a damaged attempt row is left out with a warning."""
@@ -19,13 +19,15 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.runtime._options import STORE_FILE_NAME
-from tests.daemon import running_daemon
+from scheduler_emulator.server.server import serve
+from tests.daemon import running_daemon, serving_in_thread
 from tests.support import case_table, run_command
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
@@ -43,9 +45,10 @@ def start(data_dir: Path, *extra: str, timeout: float = 60) -> subprocess.Comple
     )
 
 
-#: The cases of each refusal family run as a real subprocess (exit code, no traceback, the whole
-#: stderr); the family's other cases call the command line's ``main`` in this process.
-IN_A_PROCESS = {"truncated", "config-not-json"}
+#: The case of each family that runs the daemon as a real subprocess (exit code, no traceback,
+#: the whole stderr); the family's other cases run the command line's ``main`` (refusals) or an
+#: emulator on the data directory served over HTTP (damaged history rows) in this process.
+IN_A_PROCESS = {"truncated", "config-not-json", "start-time-yesterday"}
 
 
 def refusal(data_dir: Path, request: pytest.FixtureRequest) -> tuple[int, str]:
@@ -202,9 +205,35 @@ def test_a_damaged_row_read_at_start_exits_2_naming_file_table_job_and_field(
     assert digest(database) == before
 
 
+def read_history(url: str) -> tuple[list[Any], Any, Any, Any, Any]:
+    """Every page that reads the history (its window holds the damaged row), from the emulator
+    at ``url``: two pages of attempts, job7's attempts, job7's timeline, the runs and job7's."""
+
+    def get(path: str, **params: Any) -> Any:
+        response = requests.get(url + path, params=params, timeout=30)
+        response.raise_for_status()
+        return response.json()
+
+    pages = [get("/_emulator/attempts", pageSize=1000) for _ in range(2)]
+    mine = get("/_emulator/attempts", job="job7")
+    lanes = get("/_emulator/timeline", name="job7", pageSize=200)
+    runs = get("/_emulator/runs", pageSize=1000)
+    my_runs = get("/_emulator/runs", job="job7")
+    get("/_emulator/jobs", pageSize=1000)
+    get("/_emulator/skipped")
+    return pages, mine, lanes, runs, my_runs
+
+
 @case_table(__file__, "damaged_attempt")
 def test_a_damaged_history_row_is_left_out_of_every_page_with_one_warning(
-    healthy: Path, tmp_path: Path, sql: str, field: str, table: str
+    healthy: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    sql: str,
+    field: str,
+    table: str,
 ) -> None:
     data = damage_row(healthy, tmp_path, sql)
     with sqlite3.connect(data / STORE_FILE_NAME) as db:
@@ -214,20 +243,22 @@ def test_a_damaged_history_row_is_left_out_of_every_page_with_one_warning(
         total = db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
     db.close()
     # On a manual clock before the next minute the healthy jobs are due at: nothing runs.
-    clock = ("--clock", "manual", "--start", "2026-01-01T00:01:30Z")
-    with running_daemon("--data-dir", str(data), *clock) as daemon:
-        pages = [daemon.get("/_emulator/attempts?pageSize=1000") for _ in range(2)]
-        mine = daemon.get("/_emulator/attempts", params={"job": "job7"})
-        # Every page that reads the history answers (its window holds the damaged row).
-        lanes = daemon.get("/_emulator/timeline", params={"name": "job7", "pageSize": 200})
-        runs = daemon.get("/_emulator/runs", params={"pageSize": 1000})
-        my_runs = daemon.get("/_emulator/runs", params={"job": "job7"})
-        daemon.get("/_emulator/jobs", params={"pageSize": 1000})
-        daemon.get("/_emulator/skipped")
-        daemon.process.send_signal(signal.SIGTERM)
-        daemon.process.wait(30)
-        assert daemon.process.stderr is not None
-        stderr = daemon.process.stderr.read()
+    if request.node.callspec.id in IN_A_PROCESS:
+        clock = ("--clock", "manual", "--start", "2026-01-01T00:01:30Z")
+        with running_daemon("--data-dir", str(data), *clock) as daemon:
+            pages, mine, lanes, runs, my_runs = read_history(daemon.url)
+            daemon.process.send_signal(signal.SIGTERM)
+            daemon.process.wait(30)
+            assert daemon.process.stderr is not None
+            stderr = daemon.process.stderr.read()
+    else:  # the daemon's stderr: what the emulator logged (with any traceback) or printed
+        emulator = Emulator(ManualClock(datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)), data_dir=data)
+        try:
+            with serving_in_thread(serve(emulator, "127.0.0.1", 0)) as url:
+                pages, mine, lanes, runs, my_runs = read_history(url)
+        finally:
+            emulator.close()
+        stderr = capsys.readouterr().err + caplog.text
     if table == "attempts":
         for page in pages:
             ids = [attempt["id"] for attempt in page["attempts"]]
