@@ -53,8 +53,10 @@ def serving(app: RecordingTarget) -> Iterator[str]:
 @contextmanager
 def serving_in_thread(server: Any) -> Iterator[str]:
     """Run a ``socketserver``-style server (bound to a 127.0.0.1 port) on a thread; yield its
-    base URL; shut it down afterwards."""
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    base URL; shut it down afterwards (within 50 ms: the poll interval ``shutdown`` waits on)."""
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
