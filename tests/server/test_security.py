@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from scheduler_emulator.server.connections import Limits
 from scheduler_emulator.server.server import create_app, serve
 from scheduler_emulator.tools.cli import main
 from scheduler_emulator.tools.scenario import load_app
+from tests.daemon import serving_in_thread
 from tests.server.test_bad_input import JOBS, full_job
 from tests.support import read_all
 
@@ -230,14 +230,8 @@ class TestScenarioApps:
 def live(emulator: Emulator) -> Iterator[tuple[str, int]]:
     """The daemon's server on a free port: 0.5 s idle, 2 s a request."""
     limits = Limits(http_idle_timeout=0.5, request_timeout=2.0)
-    server = serve(emulator, "127.0.0.1", 0, limits=limits)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield "127.0.0.1", server.server_port
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_in_thread(serve(emulator, "127.0.0.1", 0, limits=limits)) as url:
+        yield "127.0.0.1", int(url.rsplit(":", 1)[1])
 
 
 def connect(address: tuple[str, int]) -> socket.socket:
