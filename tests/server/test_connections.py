@@ -45,7 +45,9 @@ class Served:
         self.server.connection_router.accept = counting
         self.address = ("127.0.0.1", self.server.server_port)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     @property
