@@ -4,17 +4,16 @@ served meanwhile, and the clock's next move waits for the accepted attempts."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 import requests
 
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.server.server import serve
+from tests.daemon import serving_in_thread
 from tests.drip import DripTarget, drip_server
 from tests.support import wait_for
 
@@ -37,13 +36,8 @@ def hung() -> Iterator[tuple[Emulator, DripTarget, str]]:
                 http_target={"uri": f"{url}/_triggers/timer/hung"},
                 attempt_deadline="1800s",
             )
-            server: Any = serve(emulator, "127.0.0.1", 0)
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-            try:
-                yield emulator, target, f"127.0.0.1:{server.server_port}"
-            finally:
-                server.shutdown()
-                server.server_close()
+            with serving_in_thread(serve(emulator, "127.0.0.1", 0)) as served:
+                yield emulator, target, served.removeprefix("http://")
         # the target is gone: the held request ends and the accepted attempts not sent yet
         # fail at once; the clock's next move waits for all of them
         emulator.clock.advance(0)
