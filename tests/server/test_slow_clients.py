@@ -9,7 +9,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import requests
@@ -17,6 +16,7 @@ import requests
 from scheduler_emulator import Emulator
 from scheduler_emulator.server.connections import Limits
 from scheduler_emulator.server.server import serve
+from tests.daemon import serving_in_thread
 from tests.support import grpc_client_own_connection, read_all
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
@@ -26,13 +26,10 @@ BODY = b'{"schedule": "0 2 * * *", "httpTarget": {"uri": "http://127.0.0.1:9/x"}
 @pytest.fixture
 def address(emulator: Emulator) -> Iterator[tuple[str, int]]:
     emulator.create_job(name="nightly", schedule="0 2 * * *", http_target={"uri": "http://x/"})
-    server: Any = serve(emulator, "127.0.0.1", 0, limits=Limits(request_timeout=2.0))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield "127.0.0.1", server.server_port
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_in_thread(
+        serve(emulator, "127.0.0.1", 0, limits=Limits(request_timeout=2.0))
+    ) as url:
+        yield "127.0.0.1", int(url.rsplit(":", 1)[1])
 
 
 class Drippers:
