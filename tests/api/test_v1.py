@@ -4,7 +4,6 @@ over REST and gRPC (one parametrised test drives both surfaces)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +13,7 @@ import requests
 from scheduler_emulator.api.v1 import MAX_JOBS_PAGE_SIZE, SchedulerApi
 from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.runtime._emulator import Emulator
+from tests.daemon import serving_in_thread
 from tests.support import TARGET
 
 PARENT = "projects/my-project/locations/us-central1"
@@ -197,14 +197,9 @@ def surface(request: pytest.FixtureRequest, emulator: Emulator) -> Iterator[Any]
         pytest.importorskip("grpc")
     from scheduler_emulator.server.server import serve
 
-    server = serve(emulator, "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        address = f"127.0.0.1:{server.server_port}"
+    with serving_in_thread(serve(emulator, "127.0.0.1", 0)) as url:
+        address = url.removeprefix("http://")
         yield Rest(address) if request.param == "rest" else Grpc(address)
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_both_surfaces_give_the_same_answers(surface: Any) -> None:
