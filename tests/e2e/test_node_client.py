@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import requests
 
 from scheduler_emulator import Emulator
 from scheduler_emulator.server.server import serve
+from tests.daemon import serving_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / ".ci" / "node"
@@ -50,13 +50,8 @@ def node_modules() -> Path:
 
 @pytest.fixture
 def address(emulator: Emulator) -> Iterator[str]:
-    server = serve(emulator, "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_in_thread(serve(emulator, "127.0.0.1", 0)) as url:
+        yield url.removeprefix("http://")
 
 
 def rest_message(address: str, method: str, path: str, **kwargs: Any) -> str:
