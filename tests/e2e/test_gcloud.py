@@ -16,13 +16,14 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import requests
 import yaml
 
-from tests.daemon import MANUAL, Daemon, running_daemon
+from tests.daemon import Daemon
 from tests.support import RecordingTarget, assert_delivered
 
 pytestmark = pytest.mark.skipif(
@@ -163,18 +164,16 @@ def gcloud(module_daemon: Daemon, config_dir: Path) -> Gcloud:
 
 
 def test_seed_create_command_delivers_the_nightly_post_at_two(
-    served_target: tuple[RecordingTarget, str], config_dir: Path
+    daemon: Daemon, gcloud: Gcloud, served_target: tuple[RecordingTarget, str]
 ) -> None:
     app, uri = served_target
-    with app.lock:
-        app.requests.clear()
-    with running_daemon("--in-memory", *MANUAL) as daemon:
-        Gcloud.for_daemon(daemon, config_dir).ok(*create_command(uri))
+    daemon.reset(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))  # where MANUAL starts a daemon
+    gcloud.ok(*create_command(uri))
 
-        answer = daemon.post("/_emulator/clock:moveTo", {"time": "2026-09-24T02:00:00Z"})
+    answer = daemon.post("/_emulator/clock:moveTo", {"time": "2026-09-24T02:00:00Z"})
 
-        assert answer.json() == {"now": "2026-09-24T02:00:00Z"}
-        [request] = app.wait_for(1)
+    assert answer.json() == {"now": "2026-09-24T02:00:00Z"}
+    [request] = app.wait_for(1)
     assert_delivered(request, "2026-09-24T02:00:00Z")
 
 
