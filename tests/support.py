@@ -265,17 +265,17 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
 
 
 def run_command(
-    capsys: pytest.CaptureFixture[str], *argv: str, process: bool = False
+    capsys: pytest.CaptureFixture[str] | None, *argv: str, process: bool = False
 ) -> tuple[int, str, str]:
     """Run ``scheduler-emulator ARGV`` expected to exit by itself: in this process through the
     command line's ``main`` (argparse's ``SystemExit`` gives the code; output read with
-    ``capsys``), or with ``process`` as a real subprocess (``python -m scheduler_emulator``,
-    stdin empty, 60 s bound), which each family of refusals keeps for one case (the exit code
-    of the process, no traceback, the whole stderr).
+    ``capsys``), or with ``process`` or without ``capsys`` as a real subprocess (``python -m
+    scheduler_emulator``, stdin empty, 60 s bound), which each family of refusals keeps for one
+    case (the exit code of the process, no traceback, the whole stderr).
 
     :return: (exit code, stdout, stderr).
     """
-    if process:
+    if process or capsys is None:
         done = subprocess.run(
             [sys.executable, "-m", "scheduler_emulator", *argv],
             capture_output=True,

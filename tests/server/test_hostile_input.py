@@ -28,7 +28,7 @@ from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.fault_file import load_fault_file
 from scheduler_emulator.tools.jobs_file import load_jobs_file
 from tests.daemon import running_daemon, serving
-from tests.support import RecordingTarget, case_table, nightly_job
+from tests.support import RecordingTarget, case_table, nightly_job, run_command
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 FAULTS = "/_emulator/faults"
@@ -53,14 +53,13 @@ def error_of(response: Any) -> dict[str, Any]:
     return error
 
 
-def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scheduler_emulator", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+def run_cli(
+    *args: str, capsys: pytest.CaptureFixture[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``scheduler-emulator ARGS`` as a subprocess, or with ``capsys`` in this process (the
+    cases beside the one subprocess of their family)."""
+    code, out, err = run_command(capsys, *args)
+    return subprocess.CompletedProcess(list(args), code, out, err)
 
 
 def assert_clean_exit_2(result: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -121,7 +120,7 @@ class TestFaultPlanNumbers:
         ],
     )
     def test_a_huge_number_in_a_fault_file_exits_2_naming_the_file_and_field(
-        self, tmp_path: Path, text: str, field: str
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, field: str
     ) -> None:
         path = tmp_path / "faults.yaml"
         path.write_text(text.replace("HUGE", "9" * 5000))
@@ -130,7 +129,8 @@ class TestFaultPlanNumbers:
         assert str(path) in caught.value.message and "set_int_max_str_digits" not in str(
             caught.value
         )
-        result = run_cli("start", "--in-memory", "--port", "0", "--faults", str(path))
+        here = None if text.startswith("seed") else capsys  # the seed's as a subprocess
+        result = run_cli("start", "--in-memory", "--port", "0", "--faults", str(path), capsys=here)
         assert_clean_exit_2(result, str(path), field)
         assert "set_int_max_str_digits" not in result.stderr
 
@@ -188,10 +188,12 @@ class TestUris:
         assert attempt.response_status == 200
         assert attempt.request["url"].endswith("/a%20b/%E2%98%83?q=x%20y")
 
-    def test_a_jobs_file_with_a_line_break_in_a_uri_exits_2(self, tmp_path: Path) -> None:
+    def test_a_jobs_file_with_a_line_break_in_a_uri_exits_2(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         path = tmp_path / "jobs.json"
         path.write_text(json.dumps([nightly_job(httpTarget={"uri": "http://a.test/\r\nX: 1"})]))
-        result = run_cli("start", "--in-memory", "--port", "0", "--jobs", str(path))
+        result = run_cli("start", "--in-memory", "--port", "0", "--jobs", str(path), capsys=capsys)
         assert_clean_exit_2(result, str(path), "httpTarget.uri", "control characters")
 
 
@@ -245,10 +247,12 @@ class TestHugeNumbers:
         assert_clean_exit_2(result, str(path), "steps[0].advance", "5000 digits")
 
     @pytest.mark.parametrize("step", ['"999999999d"', "1e300", '"99999999999999999999w"'])
-    def test_a_scenario_advancing_beyond_100_years_exits_2(self, tmp_path: Path, step: str) -> None:
+    def test_a_scenario_advancing_beyond_100_years_exits_2(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], step: str
+    ) -> None:
         path = tmp_path / "scenario.yaml"
         path.write_text(f"steps:\n  - advance: {step}\n")
-        result = run_cli("replay", str(path))
+        result = run_cli("replay", str(path), capsys=capsys)
         assert_clean_exit_2(result, str(path), "steps[0].advance", "100 years")
 
     def test_a_huge_integer_in_a_rest_body_is_a_400_without_python_internals(
@@ -320,11 +324,15 @@ class TestHugeJobsFiles:
         assert "alias" not in result.stderr
         assert cpu_seconds < 2 and peak_mb < 200
 
-    def test_the_job_count_limit_names_its_option(self, tmp_path: Path) -> None:
+    def test_the_job_count_limit_names_its_option(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         path = tmp_path / "jobs.json"
         path.write_text(json.dumps([nightly_job(name=f"j{i}") for i in range(3)]))
         result = run_cli(
-            "start", "--in-memory", "--port", "0", "--jobs", str(path), "--max-jobs-per-file", "2"
+            *("start", "--in-memory", "--port", "0", "--jobs", str(path)),
+            *("--max-jobs-per-file", "2"),
+            capsys=capsys,
         )
         assert_clean_exit_2(
             result, str(path), "holds more jobs than the limit of 2", "--max-jobs-per-file"
