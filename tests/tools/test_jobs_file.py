@@ -17,7 +17,7 @@ from scheduler_emulator.domain.codec import job_to_json
 from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.domain.resources import Job, OidcToken, RetryConfig
 from scheduler_emulator.tools.jobs_file import load_jobs_file
-from tests.support import case_table, retry_config_json, stored_http_target
+from tests.support import case_table, retry_config_json, run_command, stored_http_target
 
 PROJECT = "my-project"
 LOCATION = "us-central1"
@@ -488,23 +488,27 @@ class TestBase64Fields:
         assert len(seen) == 1 and "httpTarget.body" in seen[0] and "nightly" in seen[0]
 
 
+#: The case of each command that runs it as a real subprocess; the others run it in this process.
+AS_A_SUBPROCESS = {"jobs-file-attempt-deadline", "fault-plan-seconds", "scenario-advance"}
+
+
 @case_table(__file__, "huge_number")
 def test_a_5000_digit_number_in_any_file_exits_2_naming_the_field(
-    tmp_path: Path, command: str, text: str, field: str
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    text: str,
+    field: str,
 ) -> None:
     path = tmp_path / "file.yaml"
     path.write_text(text.replace("HUGE", "9" * 5000))
-    result = subprocess.run(
-        [sys.executable, "-m", "scheduler_emulator", *command.split(), str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr and "set_int_max_str_digits" not in result.stderr
-    assert result.stderr.startswith("error: ") and str(path) in result.stderr
-    assert field in result.stderr, result.stderr
+    process = request.node.callspec.id in AS_A_SUBPROCESS
+    code, _, stderr = run_command(capsys, *command.split(), str(path), process=process)
+    assert code == 2, stderr
+    assert "Traceback" not in stderr and "set_int_max_str_digits" not in stderr
+    assert stderr.startswith("error: ") and str(path) in stderr
+    assert field in stderr, stderr
 
 
 def test_a_file_over_the_job_count_is_refused_naming_the_limit_and_the_option(
