@@ -20,7 +20,7 @@ from scheduler_emulator.tools.timeline import render_table
 from scheduler_emulator.tools.views import attempt_rows, job_rows, run_rows, took
 from tests.daemon import Daemon
 from tests.dashboard_scene import orders_daemon
-from tests.support import wait_for
+from tests.support import run_command, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -45,8 +45,8 @@ def port(daemon: Daemon) -> str:
     return daemon.url.rsplit(":", 1)[1]
 
 
-def test_jobs_prints_an_aligned_table(daemon: Daemon) -> None:
-    done = cli("jobs", "--port", port(daemon))
+def test_jobs_prints_an_aligned_table(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
+    done = cli("jobs", "--port", port(daemon))  # the views' one run as a real process
     assert done.returncode == 0, done.stderr
     header, *rows = done.stdout.splitlines()
     assert header.split() == ["JOB", "STATE", "SCHEDULE", "TIME", "ZONE", "LAST", "NEXT"]
@@ -54,14 +54,16 @@ def test_jobs_prints_an_aligned_table(daemon: Daemon) -> None:
     assert "2026-03-02T02:00:00Z" in nightly
     assert header.index("STATE") == nightly.index("ENABLED")
     assert max(len(line) for line in rows) <= 120
-    wide = cli("jobs", "--port", port(daemon), "--wide").stdout
+    _, wide, _ = run_command(capsys, "jobs", "--port", port(daemon), "--wide")
     assert "READS AS" in wide and "at 02:00, every day" in wide
 
 
-def test_attempts_say_why_a_job_failed(daemon: Daemon) -> None:
-    done = cli("attempts", "--port", port(daemon), "--job", "hourly-ping", "--last", "3", "--wide")
-    assert done.returncode == 0, done.stderr
-    header, *rows = done.stdout.splitlines()
+def test_attempts_say_why_a_job_failed(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_command(
+        capsys, "attempts", "--port", port(daemon), "--job", "hourly-ping", "--last", "3", "--wide"
+    )
+    assert code == 0, err
+    header, *rows = out.splitlines()
     assert "SCHEDULED" in header and "REASON" in header and len(rows) == 3
     assert all(
         "empty body — emulator's hint: timer route 'cleanup' is not the job's name 'hourly-ping'"
@@ -71,18 +73,18 @@ def test_attempts_say_why_a_job_failed(daemon: Daemon) -> None:
     assert rows[-1].startswith("2026-03-02T00:00:00Z  hourly-ping")
 
 
-def test_attempts_since_an_instant(daemon: Daemon) -> None:
-    done = cli("attempts", "--port", port(daemon), "--job", "report", "--since",
-               "2026-03-01T22:00:00Z", "--wide")  # fmt: skip
-    rows = done.stdout.splitlines()[1:]
+def test_attempts_since_an_instant(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run_command(capsys, "attempts", "--port", port(daemon), "--job", "report",
+                            "--since", "2026-03-01T22:00:00Z", "--wide")  # fmt: skip
+    rows = out.splitlines()[1:]
     assert [r.split()[4] for r in rows] == ["500", "200"]  # the 23:00 run: failed, retried
     assert "The server could not complete this request" in rows[0]  # the answer's text
 
 
-def test_bad_input_exits_2_naming_it(daemon: Daemon) -> None:
-    done = cli("attempts", "--port", port(daemon), "--since", "yesterday")
-    assert done.returncode == 2 and "--since" in done.stderr
-    done = cli("jobs", "--port", "9")
+def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_command(capsys, "attempts", "--port", port(daemon), "--since", "yesterday")
+    assert code == 2 and "--since" in err
+    done = cli("jobs", "--port", "9")  # as a real process
     assert done.returncode == 2 and "no scheduler-emulator answers" in done.stderr
 
 
@@ -205,8 +207,12 @@ def test_a_forced_run_is_scheduled_forced_with_the_header_it_sent() -> None:
     assert run_rows([run])[0][0] == "forced, sent 2026-03-01T03:00:00Z"
 
 
-def test_the_attempts_table_shows_how_long_each_took(daemon: Daemon) -> None:
-    done = cli("attempts", "--port", port(daemon), "--job", "nightly", "--last", "1")
-    header, row = done.stdout.splitlines()
+def test_the_attempts_table_shows_how_long_each_took(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _ = run_command(
+        capsys, "attempts", "--port", port(daemon), "--job", "nightly", "--last", "1"
+    )
+    header, row = out.splitlines()
     assert header.split()[4:7] == ["CODE", "TOOK", "SCHEDULED"]
     assert row[header.index("CODE") :].split()[:2] == ["OK", "0.000s"]  # a manual clock's attempt
