@@ -388,7 +388,8 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
 
     :param attempt: an attempt record.
     :param width: the longest answer or debug text shown (longer ones end in ``…``); the hint
-        follows it whole, so what to do about it is never cut.
+        follows it whole, so what to do about it is never cut, and the emulator's own
+        ``EMULATOR_…`` texts (which say what to do) are cut only past four times ``width``.
     """
     if attempt.code in (None, "OK"):
         return ""
@@ -399,6 +400,8 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
         if hint and not attempt.response_excerpt.strip():
             text = "empty body"
     text = " ".join(text.split())
+    if text.startswith("EMULATOR_"):
+        width *= 4
     text = text if len(text) <= width else text[: width - 1] + "…"
     return f"{text} — emulator's hint: {' '.join(hint.split())}" if hint else text
 

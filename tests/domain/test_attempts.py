@@ -66,3 +66,16 @@ def test_a_cloud_run_404_keeps_its_hint_whole_after_a_long_message() -> None:
 def test_an_answer_that_is_not_a_google_error_body_is_shown_as_it_is() -> None:
     for text in ('{"error": "locked"}', '{"error": {"code": 3}}', '{"error": {"message": "x"'):
         assert failure_reason(replace(FAILED, response_excerpt=text)).startswith(text)
+
+
+def test_the_emulators_own_instructions_are_not_cut() -> None:
+    from scheduler_emulator.runtime.delivery.pubsub import NOT_CONFIGURED
+
+    attempt = replace(
+        FAILED, request={"pubsubTopic": "projects/p/topics/t"}, response_status=None,
+        code="FAILED_PRECONDITION", debug_info=NOT_CONFIGURED,
+    )  # fmt: skip
+    assert len(NOT_CONFIGURED) > REASON_WIDTH
+    assert failure_reason(attempt) == " ".join(NOT_CONFIGURED.split())
+    long = replace(attempt, debug_info="EMULATOR_ERROR. " + "x" * 5 * REASON_WIDTH)
+    assert len(failure_reason(long)) == 4 * REASON_WIDTH
