@@ -146,8 +146,8 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         "--job", metavar="J", help="only this Cloud Run job's (ID or full name)"
     )
     executions.add_argument(
-        "--state", type=str.upper, choices=EXECUTION_STATES,
-        help="only the executions in this state",
+        "--state", type=_execution_state, metavar="{" + ",".join(EXECUTION_STATES) + "}",
+        help="only the executions in this state (any case)",
     )  # fmt: skip
     for parser in (jobs, attempts, runs):
         parser.add_argument(
@@ -610,3 +610,16 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str]], int]] = {
     "run": cmd_run,
     "executions": cmd_executions,
 }
+
+
+def _execution_state(text: str) -> str:
+    """``--state``'s value in any case, as the daemon spells it.
+
+    :raises argparse.ArgumentTypeError: naming the states and the value as typed.
+    """
+    state = text.upper()
+    if state not in EXECUTION_STATES:
+        raise argparse.ArgumentTypeError(
+            f"must be one of {', '.join(EXECUTION_STATES)}; got {text!r}"
+        )
+    return state

@@ -84,6 +84,8 @@ def test_attempts_since_an_instant(daemon: Daemon, capsys: pytest.CaptureFixture
 def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_command(capsys, "attempts", "--port", port(daemon), "--since", "yesterday")
     assert code == 2 and "--since" in err
+    code, _, err = run_command(capsys, "executions", "--port", port(daemon), "--state", "bogus")
+    assert code == 2 and "--state: must be one of RUNNING, SUCCEEDED" in err and "'bogus'" in err
     done = cli("jobs", "--port", "9")  # as a real process
     assert done.returncode == 2 and "no scheduler-emulator answers" in done.stderr
 
