@@ -190,7 +190,7 @@ def _query_choice(request: Request, name: str, choices: tuple[str, ...]) -> str:
 
     :raises InvalidArgument: naming ``name`` and the values it takes.
     """
-    text = request.args.get(name, choices[0])
+    text = request.args.get(name) or choices[0]  # empty reads as absent, as every filter does
     for choice in choices:
         if choice.lower() == text.lower():
             return choice

@@ -48,6 +48,9 @@ def test_pages_and_filters(emulator: Emulator) -> None:
     assert [e["state"] for e in ok] == ["SUCCEEDED", "SUCCEEDED"]
     failed = client.get("/_emulator/executions?state=FAILED").json["executions"]
     assert client.get("/_emulator/executions?state=failed").json["executions"] == failed
+    everything = client.get("/_emulator/executions").json["executions"]
+    assert client.get("/_emulator/executions?state=").json["executions"] == everything
+    assert client.get("/_emulator/attempts?order=").json == client.get("/_emulator/attempts").json
     assert [(e["job"], e["taskAttempts"][0]["exitCode"]) for e in failed] == [
         (f"{PARENT}/jobs/bad", 2)
     ]
