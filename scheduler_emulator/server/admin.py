@@ -521,8 +521,16 @@ class Admin:
             named = [j.name for j in cloud_run.jobs() if j.job_id == job]
             if not named:
                 defined = ", ".join(j.job_id for j in cloud_run.jobs()) or "none"
+                try:
+                    self.emulator.get_job(job)
+                    also = (
+                        f" {show_value(job)} is a Cloud Scheduler job; job= takes the Cloud Run "
+                        "job it runs."
+                    )
+                except (NotFound, InvalidArgument):
+                    also = ""
                 raise NotFound(
-                    f"No Cloud Run job {show_value(job)} is defined (defined: {defined})."
+                    f"No Cloud Run job {show_value(job)} is defined (defined: {defined}).{also}"
                 )
             job = named[0]
         page = cloud_run.store.list(

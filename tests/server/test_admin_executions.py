@@ -78,6 +78,20 @@ def test_a_bad_query_names_the_parameter(
     assert named in response.json["error"]["message"]
 
 
+def test_a_scheduler_jobs_name_as_job_says_which_job_the_filter_takes(emulator: Emulator) -> None:
+    emulator.create_job(
+        name="nightly-export",
+        schedule="0 2 * * *",
+        http_target={"uri": f"https://run.googleapis.com/v2/{PARENT}/jobs/ok:run"},
+    )
+    response = Client(create_app(emulator)).get("/_emulator/executions?job=nightly-export")
+    assert response.status_code == 404
+    assert response.json["error"]["message"] == (
+        'No Cloud Run job "nightly-export" is defined (defined: ok, bad). "nightly-export" is '
+        "a Cloud Scheduler job; job= takes the Cloud Run job it runs."
+    )
+
+
 def test_the_admin_api_answers_on_the_daemons_port(emulator: Emulator) -> None:
     client = Client(create_app(emulator))
     jobs = client.get(f"/v2/{PARENT}/jobs").json["jobs"]
