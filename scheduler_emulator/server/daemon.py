@@ -198,8 +198,7 @@ class Daemon:
                 started.append(companion)
             if self._signal_before_run:
                 self.shutdown()  # serve_forever then returns at once
-            # A stop is seen within 50 ms (socketserver's default 0.5 s delayed every SIGTERM).
-            self.server.serve_forever(poll_interval=0.05)
+            self.server.serve_forever()
         finally:
             self.server.server_close()
             for companion in reversed(started):
