@@ -73,6 +73,9 @@ class _Ok(BaseHTTPRequestHandler):
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    # A restart sends hundreds of attempts at once: socketserver's backlog of 5 overflows, and
+    # a dropped SYN waits 1, 3, 7 s… to be sent again — attempts stuck past the test's reads.
+    request_queue_size = 1024
 
     def handle_error(self, request: object, client_address: object) -> None:
         """A killed daemon resets its connections: not worth a traceback."""
