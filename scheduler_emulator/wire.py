@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
-from .realtime import new_datetime, unfreeze
+from .realtime import CLASSES, new_datetime, unfreeze
 
 __all__ = [
     "APP_ENGINE_USER_AGENT_SUFFIX",
@@ -130,6 +130,8 @@ def to_instant(value: datetime | str, what: str = "the datetime") -> datetime:
     :raises TypeError: when ``value`` is neither a datetime nor text.
     :return: the same instant in UTC, a real (never freezegun's) ``datetime``.
     """
+    if type(value) is CLASSES[0] and value.tzinfo is UTC:  # the commonest: nothing to do
+        return value
     if isinstance(value, str):
         try:
             return parse_timestamp(value)

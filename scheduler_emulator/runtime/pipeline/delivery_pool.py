@@ -89,7 +89,10 @@ class DeliveryPool:
         self._running: dict[str, int] = {}  # key -> its tasks in progress (or ready)
         self._waiting: dict[str, deque[_Entry]] = {}
         self._local = threading.local()  # .draining: this thread begins quick tasks now
-        self._cond = threading.Condition()
+        # Held directly (a Condition's own enter and exit are Python code: one per hand-over);
+        # the condition wakes idle threads, notified only when some are idle.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._closed = False
         self._count = 0  # threads alive (the core ones and the added ones)
         self._idle = 0  # threads waiting for work
@@ -117,7 +120,7 @@ class DeliveryPool:
         """Stop taking tasks and drop the queued ones; tasks in progress go on. Return how many
         queued tasks were dropped. Idempotent."""
         self._watch_stop.set()
-        with self._cond:
+        with self._lock:
             self._closed = True
             dropped = len(self._ready) + sum(len(q) for q in self._waiting.values())
             self._ready.clear()
@@ -128,18 +131,18 @@ class DeliveryPool:
     @property
     def threads(self) -> int:
         """Threads alive now (``workers`` plus those added for slow tasks that hold theirs)."""
-        with self._cond:
+        with self._lock:
             return self._count
 
     @property
     def in_progress(self) -> int:
         """Tasks taken whose end has not come (running, or waiting on their target)."""
-        with self._cond:
+        with self._lock:
             return self._in_progress
 
     def _add(self, entry: _Entry) -> None:
         key = entry.key
-        with self._cond:
+        with self._lock:
             if self._closed:
                 raise RuntimeError("the delivery pool is shut down")
             if self._running.get(key, 0) >= self.per_key:
@@ -148,7 +151,7 @@ class DeliveryPool:
             self._running[key] = self._running.get(key, 0) + 1
             self._ready.append(entry)
             if not entry.quick:
-                self._cond.notify()
+                self._wake_one()
                 return
         self._begin_quick()
 
@@ -161,11 +164,11 @@ class DeliveryPool:
         self._local.draining = True
         try:
             while True:
-                with self._cond:
+                with self._lock:
                     if self._closed or not self._ready or self._in_progress >= self._limit:
                         return
                     if not self._ready[0].quick:
-                        self._cond.notify()
+                        self._wake_one()
                         return
                     entry = self._take()
                 self._begin(entry)
@@ -193,8 +196,13 @@ class DeliveryPool:
             logger.exception("a delivery task failed to begin")
             done()
 
+    def _wake_one(self) -> None:
+        """Wake an idle thread to take the ready task at the head (lock held)."""
+        if self._idle:
+            self._cond.notify()
+
     def _start_threads(self) -> None:
-        with self._cond:
+        with self._lock:
             self._count += self.workers
         for index in range(self.workers):
             threading.Thread(
@@ -213,7 +221,7 @@ class DeliveryPool:
         stalled_looks = 0
         looked = real_monotonic()
         while True:
-            with self._cond:
+            with self._lock:
                 if self._closed:
                     return
                 now = real_monotonic()
@@ -248,7 +256,7 @@ class DeliveryPool:
         """Take ready tasks while the limit allows; a spare thread (``idle_limit`` seconds)
         leaves when idle that long."""
         while True:
-            with self._cond:
+            with self._lock:
                 while not self._closed and not (self._ready and self._in_progress < self._limit):
                     self._idle += 1
                     woken = self._cond.wait(idle_limit)
@@ -264,7 +272,7 @@ class DeliveryPool:
 
     def _end(self, key: str) -> None:
         """A task of ``key`` ended: the next of its job becomes ready."""
-        with self._cond:
+        with self._lock:
             self._in_progress -= 1
             self._progress = real_monotonic()
             if self._in_progress <= self.workers:
@@ -281,6 +289,6 @@ class DeliveryPool:
             if not (self._ready and self._in_progress < self._limit):
                 return  # nothing can be taken now
             if not self._ready[0].quick:
-                self._cond.notify()  # a pool thread takes it
+                self._wake_one()  # a pool thread takes it
                 return
         self._begin_quick()

@@ -298,6 +298,7 @@ class ThreadedDriver:
         self._pool: DeliveryPool | None = None
         self._outstanding: set[Delivery] = set()  # submitted to the pool, end not recorded
         self._idle = threading.Condition(recorder.lock)
+        self._idle_waiters = 0  # threads in wait_idle (the only ones it is notified for)
         # Ends of attempts sent on the pool, recorded by the engine thread a batch at a time
         # (one engine-lock hold per batch instead of 32 threads contending for it per attempt).
         self._ends: deque[tuple[Delivery, Injected | TransportResult]] = deque()
@@ -400,13 +401,17 @@ class ThreadedDriver:
         """
         core = self.recorder.core
         with self._idle:
-            return self._idle.wait_for(
-                lambda: (
-                    not self._outstanding
-                    and not ((due := core.next_due()) is not None and due <= self.clock.now())
-                ),
-                timeout,
-            )
+            self._idle_waiters += 1
+            try:
+                return self._idle.wait_for(
+                    lambda: (
+                        not self._outstanding
+                        and not ((due := core.next_due()) is not None and due <= self.clock.now())
+                    ),
+                    timeout,
+                )
+            finally:
+                self._idle_waiters -= 1
 
     # ---------------------------------------------------------------- threads
 
@@ -451,7 +456,7 @@ class ThreadedDriver:
             return
         finally:
             self._submitting.delivery = None
-        self._wakeup.set()
+        self._wake()
 
     def _deliver(self, delivery: Delivery, release: Callable[[], None]) -> None:
         """Send ``delivery`` (:meth:`Recorder.begin`: an ``http://`` attempt then waits on its
@@ -475,8 +480,15 @@ class ThreadedDriver:
     ) -> None:
         """What the send of ``delivery`` gave (on any thread): queue it for the engine thread."""
         self._ends.append((delivery, sent))
-        self._wakeup.set()
+        self._wake()
         release()
+
+    def _wake(self) -> None:
+        """Wake the engine thread (an ``Event.set`` costs a condition's notify even when the
+        event is set already: a burst sets it once per turn of the engine thread, not once per
+        attempt)."""
+        if not self._wakeup.is_set():
+            self._wakeup.set()
 
     def _record_ends(self) -> None:
         """Record the queued ends, a batch per hold of the engine lock (the store's writer
@@ -505,7 +517,7 @@ class ThreadedDriver:
         """Record the end of ``delivery`` once (a second call, after :meth:`stop` recorded it
         as interrupted, does nothing); return the follow-up deliveries."""
         recorder = self.recorder
-        with self._idle:
+        with recorder.lock:
             if delivery.ended:
                 return []
             delivery.ended = True
@@ -515,7 +527,8 @@ class ThreadedDriver:
                 if self._pool is not None:
                     self._outstanding.update(follow_ups)
                 self._outstanding.discard(delivery)
-                self._idle.notify_all()
+                if self._idle_waiters:
+                    self._idle.notify_all()
             return follow_ups
 
     def _running_count(self) -> int:

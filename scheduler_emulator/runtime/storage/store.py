@@ -25,6 +25,7 @@ import logging
 import sqlite3
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -149,20 +150,38 @@ logger = logging.getLogger("scheduler_emulator")
 _GATHER_SECONDS = 0.005
 
 
-class _Op:
-    """One piece of work for the writer thread: ``run(connection)``, then its result or error."""
+class _Ticket:
+    """What a caller waits on: set once the writer has committed everything queued before it
+    was; ``error`` is the first error of the writes that carried it."""
 
-    __slots__ = ("run", "result", "error")
+    __slots__ = ("done", "error")
 
-    def __init__(self, run: Callable[[sqlite3.Connection], Any]) -> None:
-        self.run = run
-        self.result: Any = None
+    def __init__(self) -> None:
+        self.done = threading.Event()
         self.error: Exception | None = None
 
 
+class _Op(_Ticket):
+    """A piece of work that is more than one statement, or a read: ``run(connection)``, then
+    its ``result`` (or ``error``); ``done`` once committed."""
+
+    __slots__ = ("run", "result")
+
+    def __init__(self, run: Callable[[sqlite3.Connection], Any]) -> None:
+        super().__init__()
+        self.run = run
+        self.result: Any = None
+
+
+#: What the writer's queue holds: one statement ``(sql, args, ticket or None)`` (the ticket
+#: collects its error), an :class:`_Op`, or a bare :class:`_Ticket` to set.
+_Item = tuple[str, Any, "_Ticket | None"] | _Ticket
+
+
 class _Writer:
-    """The one thread that owns the store's connection: it carries out every op given to it
-    in the order given, all those queued while it worked in one transaction.
+    """The one thread that owns the store's connection: it carries out every item given to it
+    in the order given, all those queued while it worked in one transaction, then sets the
+    tickets among them.
 
     It refers to no :class:`Store`, so a store nobody closes is still collected (and its
     finaliser stops this thread).
@@ -174,83 +193,93 @@ class _Writer:
         #: Why the last write that failed failed (a full disk), or ``None``.
         self.failure: str | None = None
         self._lock = threading.Lock()
-        self._work = threading.Condition(self._lock)
-        self._written = threading.Condition(self._lock)
-        self._queue: list[_Op] = []
-        self._queued = 0  # ops ever queued; the writer has carried out the first _done
-        self._done = 0
-        self._waiting = 0  # threads waiting for their ops
+        self._wake = threading.Condition(self._lock)
+        self._queue: deque[_Item] = deque()
+        self._sleeping = False  # the writer waits for work (a submit must wake it)
+        self._waiting = 0  # threads waiting for their tickets: the writer gathers no more
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, op: _Op, *, wait: bool) -> None:
-        """Queue ``op``; with ``wait``, return once it is carried out (and committed).
+    def submit(self, item: _Item) -> None:
+        """Queue ``item``; it is carried out soon, in order.
 
         :raises sqlite3.ProgrammingError: once the store is closed.
         """
         with self._lock:
             if self._closed:
                 raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
-            self._queue.append(op)
-            self._queued += 1
-            if len(self._queue) == 1:
-                self._work.notify()
-        if wait:
-            self.wait()
+            self._queue.append(item)
+            if self._sleeping:
+                self._wake.notify()
 
-    def wait(self) -> None:
-        """Return once every op queued so far is carried out (the writer starts at once rather
-        than let more gather)."""
+    def wait(self, ticket: _Ticket) -> None:
+        """Queue ``ticket`` and return once it is set: everything queued before it is committed
+        (the writer starts at once rather than let more gather)."""
         with self._lock:
-            ticket = self._queued
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            self._queue.append(ticket)
             self._waiting += 1
-            self._work.notify()
-            while self._done < ticket:
-                self._written.wait()
-            self._waiting -= 1
+            self._wake.notify()
+        try:
+            ticket.done.wait()
+        finally:
+            with self._lock:
+                self._waiting -= 1
 
     def close(self) -> None:
         """Carry out what is queued, close the connection and end the thread."""
         with self._lock:
             self._closed = True
-            self._work.notify()
+            self._wake.notify()
         if self._thread is not threading.current_thread():
             self._thread.join()
 
     def _run(self) -> None:
+        queue = self._queue
         while True:
             with self._lock:
-                while not self._queue and not self._closed:
-                    self._work.wait()
+                self._sleeping = True
+                while not queue and not self._closed:
+                    self._wake.wait()
                 if not self._waiting and not self._closed:
-                    self._work.wait(_GATHER_SECONDS)  # let more join this transaction
-                ops, self._queue = self._queue, []
-                last, closed = self._queued, self._closed
-            self._carry_out(ops)
-            with self._lock:
-                self._done = last
-                self._written.notify_all()
+                    self._wake.wait(_GATHER_SECONDS)  # let more join this transaction
+                self._sleeping = False
+                items = [queue.popleft() for _ in range(len(queue))]
+                closed = self._closed
+            self._carry_out(items)
+            for item in items:
+                if isinstance(item, _Ticket):
+                    item.done.set()
             if closed:
                 self.db.close()
                 return
 
-    def _carry_out(self, ops: list[_Op]) -> None:
+    def _carry_out(self, items: list[_Item]) -> None:
         db = self.db
         try:
             db.execute("BEGIN")
-            for op in ops:
-                op.result = op.run(db)
+            for item in items:
+                if type(item) is tuple:
+                    db.execute(item[0], item[1])
+                elif type(item) is _Op:
+                    item.result = item.run(db)
             db.execute("COMMIT")
             return
         except Exception:
             if db.in_transaction:
                 db.execute("ROLLBACK")
-        for op in ops:  # one at a time, so that one failing statement loses no other
+        for item in items:  # one at a time, so that one failing statement loses no other
             try:
-                op.result, op.error = op.run(db), None
+                if type(item) is tuple:
+                    db.execute(item[0], item[1])
+                elif type(item) is _Op:
+                    item.result, item.error = item.run(db), None
             except Exception as exc:
-                op.error = exc
+                ticket = item if isinstance(item, _Ticket) else item[2]
+                if ticket is not None and ticket.error is None:
+                    ticket.error = exc
                 if is_unwritable(exc):
                     self.failure = str(exc)
                 logger.error("store %s: a write failed and is not stored: %s", self.path, exc)
@@ -336,6 +365,12 @@ def utc_text(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat()
 
 
+#: A started attempt's row (the response columns are filled when it ends).
+_INSERT_ATTEMPT = (
+    "INSERT INTO attempts (id, job, run_id, attempt, schedule_time, start_time, end_time, "
+    "request, response_status, code, debug_info, forced, injected, nominal) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 #: The columns :func:`~scheduler_emulator.runtime.storage.data_file.stored_attempt` reads, in its
 #: order.
 ATTEMPT_COLUMNS = (
@@ -436,34 +471,46 @@ class Store:
             the block's writes.
         """
         local = self._local
-        local.batch = []
+        ticket, local.ticket, local.ops = _Ticket(), None, []
         if alive is not None:
             self.save_alive(alive, wait=False)
+        local.ticket = ticket
         try:
             yield
         finally:
-            ops, local.batch = local.batch, None
-            if ops and self._durable:
-                self._writer.wait()
-                for op in ops:
-                    if op.error is not None:
-                        self._raise(op.error)
+            ops, local.ticket, local.ops = local.ops, None, None
+            if self._durable:
+                self._writer.wait(ticket)
+                for error in (ticket.error, *(op.error for op in ops)):
+                    if error is not None:
+                        self._raise(error)
 
     def _write(self, run: Callable[[sqlite3.Connection], Any], *, wait: bool = False) -> None:
-        """Give the writer one write; with ``wait``, return once it is committed (inside a
-        :meth:`batch`: when the batch ends; in memory: at once)."""
-        ops = getattr(self._local, "batch", None)
-        wait = wait and self._durable and ops is None
+        """Give the writer work that is more than one statement; with ``wait``, return once it
+        is committed (inside a :meth:`batch`: when the batch ends; in memory: at once)."""
         op = _Op(run)
-        self._writer.submit(op, wait=wait)
+        ops = getattr(self._local, "ops", None)
         if ops is not None:
             ops.append(op)
-        elif op.error is not None:
-            self._raise(op.error)
+        if ops is None and wait and self._durable:
+            self._writer.wait(op)
+            if op.error is not None:
+                self._raise(op.error)
+        else:
+            self._writer.submit(op)
 
-    def _update(self, sql: str, args: tuple[Any, ...]) -> None:
-        """One ``UPDATE`` (see :meth:`_write`)."""
-        self._write(lambda db: db.execute(sql, args))
+    def _execute(self, sql: str, args: tuple[Any, ...], *, wait: bool = False) -> None:
+        """Give the writer one statement; with ``wait``, return once it is committed (inside a
+        :meth:`batch`: when the batch ends; in memory: at once)."""
+        ticket = getattr(self._local, "ticket", None)
+        if ticket is not None or not wait or not self._durable:
+            self._writer.submit((sql, args, ticket))
+            return
+        ticket = _Ticket()
+        self._writer.submit((sql, args, ticket))
+        self._writer.wait(ticket)
+        if ticket.error is not None:
+            self._raise(ticket.error)
 
     def query(self, sql: str, args: Any = ()) -> list[Any]:
         """Run one read-only ``SELECT`` after everything written before it and return its
@@ -473,7 +520,7 @@ class Store:
         :param args: the placeholders' values.
         """
         op = _Op(lambda db: db.execute(sql, args).fetchall())
-        self._writer.submit(op, wait=True)
+        self._writer.wait(op)
         if op.error is not None:
             self._raise(op.error)
         return op.result
@@ -546,7 +593,7 @@ class Store:
         if self.path == ":memory:":
             return
         sql, args = "UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name)
-        self._update(sql, args)
+        self._execute(sql, args)
 
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""
@@ -579,8 +626,11 @@ class Store:
         An in-memory store skips it."""
         if not self._durable:
             return
-        sql, args = "INSERT OR REPLACE INTO alive VALUES (1, ?)", (utc_text(instant),)
-        self._writer.submit(_Op(lambda db: db.execute(sql, args)), wait=wait)
+        self._writer.submit(
+            ("INSERT OR REPLACE INTO alive VALUES (1, ?)", (utc_text(instant),), None)
+        )
+        if wait:
+            self._writer.wait(_Ticket())
 
     def last_alive(self) -> datetime | None:
         """The last instant :meth:`save_alive` stored (UTC), ``None`` before the first."""
@@ -609,7 +659,7 @@ class Store:
             _ts(last_attempt_time),
             name,
         )
-        self._update(sql, args)
+        self._execute(sql, args)
 
     def delete_job(self, name: str) -> None:
         """Delete the job ``name`` (its attempt history stays)."""
@@ -628,28 +678,25 @@ class Store:
         )
         return [stored_job(self.path, row) for row in rows]
 
-    def _insert(self, table: str, *, wait: bool = False, **columns: Any) -> None:
-        """``INSERT INTO table (column, …) VALUES (?, …)`` with ``columns``' values,
-        committed when it returns (see :meth:`_write`)."""
-        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-        args = tuple(columns.values())
-        self._write(lambda db: db.execute(sql, args), wait=wait)
-
     # runs -----------------------------------------------------------------------------------
 
     def add_run(self, run: Run) -> Run:
         """Insert ``run`` under its ``id`` (the scheduler core numbers runs) and return it."""
-        self._insert(
-            "runs",
-            id=run.id,
-            job=run.job,
-            schedule_time=run.schedule_time,
-            nominal=_ts(run.nominal),
-            forced=int(run.forced),
-            first_attempt_start=_ts(run.first_attempt_start),
-            attempts=run.attempts,
-            next_attempt_at=_ts(run.next_attempt_at),
-            finished=int(run.finished),
+        row = (
+            run.id,
+            run.job,
+            run.schedule_time,
+            _ts(run.nominal),
+            int(run.forced),
+            _ts(run.first_attempt_start),
+            run.attempts,
+            _ts(run.next_attempt_at),
+            int(run.finished),
+        )
+        self._execute(
+            "INSERT INTO runs (id, job, schedule_time, nominal, forced, first_attempt_start, "
+            "attempts, next_attempt_at, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
         )
         return run
 
@@ -671,7 +718,7 @@ class Store:
             int(run.finished),
             run.id,
         )
-        self._update(sql, args)
+        self._execute(sql, args)
 
     def open_runs(self) -> list[Run]:
         """Return the runs not finished yet (after a restart: to resume their retries)."""
@@ -704,24 +751,23 @@ class Store:
         batch ends), so an attempt is on disk before it is sent."""
         self._attempt_id += 1  # callers hold the engine lock
         attempt.id = self._attempt_id
-        self._insert(
-            "attempts",
-            wait=True,
-            id=attempt.id,
-            job=attempt.job,
-            run_id=attempt.run_id,
-            attempt=attempt.attempt,
-            schedule_time=attempt.schedule_time,
-            start_time=_ts(attempt.start_time),
-            end_time=_ts(attempt.end_time),
-            request=json.dumps(attempt.request),
-            response_status=attempt.response_status,
-            code=attempt.code,
-            debug_info=attempt.debug_info,
-            forced=int(attempt.forced),
-            injected=int(attempt.injected),
-            nominal=_ts(attempt.nominal),
+        row = (
+            attempt.id,
+            attempt.job,
+            attempt.run_id,
+            attempt.attempt,
+            attempt.schedule_time,
+            _ts(attempt.start_time),
+            _ts(attempt.end_time),
+            json.dumps(attempt.request),
+            attempt.response_status,
+            attempt.code,
+            attempt.debug_info,
+            int(attempt.forced),
+            int(attempt.injected),
+            _ts(attempt.nominal),
         )
+        self._execute(_INSERT_ATTEMPT, row, wait=True)
         if attempt.id % _RETENTION_EVERY == 0:
             self._write(self._trim)
         return attempt
@@ -730,7 +776,7 @@ class Store:
         """Record the start of ``attempt`` (added earlier, when it was queued) as the instant
         it was sent, so that the attempt read in flight starts when its finished record will."""
         sql = "UPDATE attempts SET start_time = ? WHERE id = ?"
-        self._update(sql, (_ts(attempt.start_time), attempt.id))
+        self._execute(sql, (_ts(attempt.start_time), attempt.id))
 
     def finish_attempt(self, attempt: Attempt) -> None:
         """Record the start (the instant it was sent), end, status, code, debug text and
@@ -751,7 +797,7 @@ class Store:
             attempt.response_content_type,
             attempt.id,
         )
-        self._update(sql, args)
+        self._execute(sql, args)
 
     def attempts(self, job: str | None = None, *, unfinished: bool = False) -> list[Attempt]:
         """Return attempts in start order, optionally of one job (full name) or only in flight.
@@ -825,13 +871,17 @@ class Store:
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a scheduled time that got no run (an earlier run was still going, or the
         emulator was down)."""
-        self._insert(
-            "skipped",
-            job=skipped.job,
-            schedule_time=skipped.schedule_time,
-            nominal=_ts(skipped.nominal.astimezone(UTC)),  # UTC: MAX() orders the text
-            recorded_at=_ts(skipped.recorded_at),
-            reason=skipped.reason,
+        row = (
+            skipped.job,
+            skipped.schedule_time,
+            _ts(skipped.nominal.astimezone(UTC)),  # UTC: MAX() orders the text
+            _ts(skipped.recorded_at),
+            skipped.reason,
+        )
+        self._execute(
+            "INSERT INTO skipped (job, schedule_time, nominal, recorded_at, reason) "
+            "VALUES (?, ?, ?, ?, ?)",
+            row,
         )
 
     def skipped(self, job: str | None = None) -> list[SkippedRun]:
