@@ -39,6 +39,9 @@ DEFAULT_RETAIN_MEGABYTES = 200
 #: Attempts per page of the attempt and skipped-run listings when none is asked for, and at most.
 ATTEMPTS_PAGE_SIZE = 100
 ATTEMPTS_PAGE_SIZE_MAX = 1000
+#: Entries at most in a per-job cache (request templates, log line prefixes): past that one
+#: starts afresh (jobs deleted or renamed leave theirs behind).
+CACHED_JOBS = 50_000
 #: How HTTP attempts spell header names by default: as Google's documentation does.
 DEFAULT_HEADER_CASE = HEADER_CASES[0]
 # The daylight-saving default (DEFAULT_DST_POLICY) is the schedule's, re-exported from here.

@@ -63,7 +63,7 @@ from ...wire import (
     scheduler_headers,
     spell_headers,
 )
-from .._options import DEFAULT_HEADER_CASE
+from .._options import CACHED_JOBS, DEFAULT_HEADER_CASE
 from .transports import DeliveryRequest, Transport, TransportResult, startable
 
 if TYPE_CHECKING:
@@ -339,17 +339,13 @@ class HttpDispatcher:
             authorization = None if self.tokens is None else self.tokens.authorization(job, now)
             token = authorization is not None
             if known is None or known[0] is not job or known[1] != token:
-                if len(self._templates) >= _TEMPLATES:  # jobs deleted or renamed: start afresh
+                if len(self._templates) >= CACHED_JOBS:  # jobs deleted or renamed: start afresh
                     self._templates.clear()
                 template = http_template(job, token)
                 transport = _route(template.url, self.transport, self.google_apis)
                 known = self._templates[job.name] = (job, token, template, transport)
         request = known[2].build(schedule_time, authorization)
         return _prepared(request, self.header_case, known[3], _deadline_seconds(job))
-
-
-#: Request templates kept at most (one per job; past that they are made afresh).
-_TEMPLATES = 1024
 
 
 # ---------------------------------------------------------------------------- App Engine targets

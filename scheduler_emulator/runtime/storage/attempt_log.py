@@ -26,6 +26,7 @@ from collections import deque
 from typing import IO, Any
 
 from ...domain.attempts import Attempt, failure_reason, iso
+from .._options import CACHED_JOBS
 
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 #: ``targetType`` as production logs spell it, by ``Job.target_type`` (Pub/Sub: ``PUB_SUB``).
@@ -236,8 +237,6 @@ class AttemptLog:
 
 
 _encode = json.encoder.encode_basestring_ascii  # what json.dumps does to a str
-#: Per-job prefixes :class:`_LineEncoder` keeps at most (then it starts over).
-_CACHED_JOBS = 50_000
 
 
 class _LineEncoder:
@@ -274,7 +273,7 @@ class _LineEncoder:
         )
         tail = f'}}, "logName": {log_name}, "receiveTimestamp": '
         resource = f', "resource": {{"labels": {labels}, "type": "cloud_scheduler_job"}}'
-        if len(self._parts) >= _CACHED_JOBS:
+        if len(self._parts) >= CACHED_JOBS:
             self._parts.clear()
         parts = self._parts[key] = (f'"jobName": {job}{before}', after + tail, resource)
         return parts

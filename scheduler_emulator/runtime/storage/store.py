@@ -779,15 +779,14 @@ class Store:
         self._execute(sql, (_ts(attempt.start_time), attempt.id))
 
     def finish_attempt(self, attempt: Attempt) -> None:
-        """Record the start (the instant it was sent), end, status, code, debug text and
-        response excerpt of ``attempt``: the one update of its row when it ends."""
+        """Record the end, status, code, debug text and response excerpt of ``attempt``: the
+        one update of its row when it ends (its start was written when it was added, or when it
+        left a queue: :meth:`mark_sent`)."""
         sql = (
-            "UPDATE attempts SET start_time = ?, end_time = ?, response_status = ?, "
-            "code = ?, debug_info = ?, injected = ?, response_excerpt = ?, "
-            "response_content_type = ? WHERE id = ?"
+            "UPDATE attempts SET end_time = ?, response_status = ?, code = ?, debug_info = ?, "
+            "injected = ?, response_excerpt = ?, response_content_type = ? WHERE id = ?"
         )
         args = (
-            _ts(attempt.start_time),
             _ts(attempt.end_time),
             attempt.response_status,
             attempt.code,
