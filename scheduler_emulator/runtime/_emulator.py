@@ -75,10 +75,9 @@ class Emulator(AttemptAssertions):
     :param tokens: mints the OIDC and OAuth tokens HTTP targets ask for; by default a
         :class:`~scheduler_emulator.runtime.delivery.tokens.TokenAuthority` on ``clock`` with the
         data directory's key (a fresh one in memory), the options' issuer and token time.
-    :param publisher: where Pub/Sub jobs publish
-    (:mod:`~scheduler_emulator.runtime.delivery.pubsub`);
-        by default an :class:`~scheduler_emulator.runtime.delivery.pubsub.InProcessPublisher` that
-        records messages (:attr:`publisher`).
+    :param publisher: where Pub/Sub jobs publish (:mod:`~scheduler_emulator.runtime.delivery.
+        pubsub`); by default an :class:`~scheduler_emulator.runtime.delivery.pubsub.
+        InProcessPublisher` that records messages (:attr:`publisher`).
     :param settings: fields of :class:`EmulatorOptions` overriding ``options``.
     :raises TypeError: for a keyword that is not an option.
     """
@@ -98,27 +97,20 @@ class Emulator(AttemptAssertions):
     ) -> None:
         options = replace(options or EmulatorOptions(), **settings)
         self.options = options
-        self.clock: Clock = clock if clock is not None else SystemClock()
-        self.store = store if store is not None else Store.open(options)
+        self.clock: Clock = clock or SystemClock()
+        self.store = store or Store.open(options)
         self.project = options.project
         self.location = options.location
         self.locations: tuple[str, ...] = options.all_locations
-        self.tokens = (
-            tokens
-            if tokens is not None
-            else TokenAuthority(
-                self.clock,
-                key_path=options.key_path,
-                issuer=options.token_issuer,
-                token_time=options.token_time,
-            )
+        self.tokens = tokens or TokenAuthority(
+            self.clock,
+            key_path=options.key_path,
+            issuer=options.token_issuer,
+            token_time=options.token_time,
         )
-        if transport is None:
-            transport = HttpTransport(http2=options.http2)
-        self.publisher: Publisher = (
-            publisher
-            if publisher is not None
-            else InProcessPublisher(self.clock, transport, project=options.project)
+        transport = transport or HttpTransport(http2=options.http2)
+        self.publisher: Publisher = publisher or InProcessPublisher(
+            self.clock, transport, project=options.project
         )
         self.app_engine_urls = parse_app_engine_urls(options.app_engine_urls or {})
         # Cloud Run jobs: the Admin API answers jobs/J:run in-process; nothing reaches Google.
@@ -231,11 +223,8 @@ class Emulator(AttemptAssertions):
         return self.driver.stop(timeout)
 
     def wait_idle(self, timeout: float) -> bool:
-        """Wait until nothing is due now and no attempt is in flight (system clock).
-
-        :param timeout: seconds.
-        :return: ``True`` if idle, ``False`` on timeout.
-        """
+        """Wait up to ``timeout`` seconds until nothing is due now and no attempt is in flight
+        (system clock); return ``True`` if idle, ``False`` on timeout."""
         return self.driver.wait_idle(timeout)
 
     def close(self) -> None:
@@ -262,10 +251,7 @@ class Emulator(AttemptAssertions):
 
     def job_name(self, name: str) -> str:
         """Return the full job name for a short job ID (default project and location) or a
-        full name.
-
-        :raises InvalidArgument: if ``name`` is neither.
-        """
+        full name. :raises InvalidArgument: if ``name`` is neither."""
         return qualify_job_name(name, self.project, self.location)
 
     # ---------------------------------------------------------------- jobs
@@ -287,10 +273,8 @@ class Emulator(AttemptAssertions):
         self, job: Job | Mapping[str, Any] | None, fields: dict[str, Any], from_start: bool = False
     ) -> Job:
         if not isinstance(job, Job):
-            data = dict(job or {})
-            data.update(fields)
-            name = data.get("name") or generate_job_id()
-            data["name"] = self.job_name(name)
+            data = {**(job or {}), **fields}
+            data["name"] = self.job_name(data.get("name") or generate_job_id())
             job = job_from_json(data)
         job = replace(
             job,
@@ -324,12 +308,8 @@ class Emulator(AttemptAssertions):
 
     def _put_job(self, job: Job, *, create: bool = False, from_start: bool = False) -> Job:
         """Add or replace ``job`` and persist it, rescheduled from now; return it with its
-        output-only fields updated (see :meth:`Scheduler.put
-        <scheduler_emulator.core.scheduler.Scheduler.put>`).
-
-        :raises InvalidArgument: for a bad schedule or time zone (nothing changes).
-        :raises AlreadyExists: with ``create``, if the job exists.
-        """
+        output-only fields updated (:meth:`Scheduler.put
+        <scheduler_emulator.core.scheduler.Scheduler.put>`, which raises)."""
         with self._lock:
             with self._stored_or_undone():
                 view, decisions = self.core.put(
@@ -370,11 +350,8 @@ class Emulator(AttemptAssertions):
             return self._put_job(change(self.core.get(name)))
 
     def _change_state(self, name: str, required: State, new: State, rule: str) -> Job:
-        """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob).
-
-        :param rule: the end of the error sentence, e.g. ``"only an ENABLED job can be paused"``.
-        :raises FailedPrecondition: if the job is not in ``required``; the message names it.
-        """
+        """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob);
+        :raises FailedPrecondition: naming its state and ending with ``rule``."""
 
         def change(job: Job) -> Job:
             if job.state != required:
@@ -430,9 +407,8 @@ class Emulator(AttemptAssertions):
         field present in the body. A target's ``headers`` map holding a ``null`` value (``None``
         in Python) edits the stored map (``null`` deletes that header, other names are added or
         replaced: gcloud's ``--update-headers`` and ``--remove-headers``); otherwise it replaces
-        the stored map. The state is kept;
-        ``userUpdateTime`` moves; the next fire time is computed from now. An update that would
-        leave the job invalid changes nothing.
+        the stored map. The state is kept; ``userUpdateTime`` moves; the next fire time is
+        computed from now. An update that would leave the job invalid changes nothing.
 
         :param name: job ID or full name (the body's ``name`` is ignored).
         :param body: the PATCH body, REST JSON.
@@ -488,16 +464,13 @@ class Emulator(AttemptAssertions):
         ``force_run_schedule_time="omit"``). A failed attempt is retried under the job's retry
         config, as for a scheduled run.
 
-        Under a manual clock the first attempt has been delivered when this returns (its
-        retries come as the clock moves), unless ``wait`` is false; on the system clock it is
-        sent on the engine's threads and this returns at once.
-
         :param name: the job's ID or full name.
-        :param wait: under a manual clock, deliver the first attempt before returning.
-            ``False`` returns once the run is accepted — the run and its first attempt
-            recorded (the attempt in flight, started at the clock's instant) — as the daemon's
-            RunJob does: the attempt is then sent on another thread, and the clock's next move
-            waits for it first.
+        :param wait: under a manual clock, deliver the first attempt before returning (its
+            retries come as the clock moves; on the system clock it is sent on the engine's
+            threads and this returns at once). ``False`` returns once the run is accepted — the
+            run and its first attempt recorded (the attempt in flight, started at the clock's
+            instant) — as the daemon's RunJob does: the attempt is then sent on another thread,
+            and the clock's next move waits for it first.
         :param schedule_time: send the run as if scheduled at this aware instant: its
             attempts carry it (in its own UTC offset) as ``X-CloudScheduler-ScheduleTime``,
             whatever the schedule (an emulator-only action for testing a handler's date
