@@ -30,16 +30,6 @@ from ..delivery.tokens import TokenAuthority
 from ..delivery.transports import DeliveryRequest, Transport, TransportResult
 from .executions import CloudRun, Execution
 
-__all__ = [
-    "PATH_PREFIXES",
-    "CloudRunAdminApi",
-    "GoogleApisTransport",
-    "unauthenticated",
-    "v1_execution",
-    "v2_execution",
-    "v2_job",
-]
-
 _V2 = re.compile(
     r"^/v2/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"
     r"(?:jobs(?:/(?P<job>[^/:]+)(?::(?P<verb>run)|/executions(?:/(?P<execution>[^/]+))?)?)?"

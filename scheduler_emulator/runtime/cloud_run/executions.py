@@ -5,8 +5,8 @@
 execution in a table of its own in the store's SQLite file. An execution runs on a thread of
 its own, its tasks as processes following :class:`~scheduler_emulator.domain.cloud_run.
 TaskRules`, in real time whatever the emulator's clock (:meth:`CloudRun.settle` waits for them).
-A task's environment is the daemon's, the container's ``env`` and the container contract's
-variables (cloud.google.com/run/docs/container-contract#jobs-env-vars).
+A task runs in the daemon's working directory; its environment is the daemon's, the container's
+``env`` and the contract's variables (cloud.google.com/run/docs/container-contract#jobs-env-vars).
 """
 
 from __future__ import annotations
@@ -33,17 +33,6 @@ from ...realtime import now as real_now
 from ...wire import format_timestamp, parse_timestamp
 from .._clock import Clock
 from ..storage.store import add_condition
-
-__all__ = [
-    "EXECUTION_STATES",
-    "OUTPUT_TAIL_BYTES",
-    "STOP_GRACE_SECONDS",
-    "CloudRun",
-    "Execution",
-    "ExecutionStore",
-    "TaskAttempt",
-    "run_callable",
-]
 
 #: The last bytes of a task attempt's stdout and stderr that are kept.
 OUTPUT_TAIL_BYTES = 4096
@@ -151,9 +140,7 @@ class Execution:
     def counts(self) -> dict[str, int]:
         """``{"succeeded", "failed", "running", "retried"}``: tasks by their last attempt's
         outcome, and attempts after a task's first."""
-        last: dict[int, TaskAttempt] = {}
-        for attempt in self.attempts:
-            last[attempt.index] = attempt
+        last = {attempt.index: attempt for attempt in self.attempts}
         return {
             "succeeded": sum(1 for a in last.values() if a.ok),
             "failed": sum(1 for a in last.values() if a.end is not None and not a.ok),
@@ -357,20 +344,13 @@ class CloudRun:
     :param clock: stamps an execution's ``createTime``.
     :param store: where executions are kept.
     :param jobs: the defined jobs.
-    :param cwd: the working directory of task processes; the daemon's by default.
     """
 
     def __init__(
-        self,
-        clock: Clock,
-        store: ExecutionStore,
-        jobs: Iterable[CloudRunJob] = (),
-        *,
-        cwd: str | None = None,
+        self, clock: Clock, store: ExecutionStore, jobs: Iterable[CloudRunJob] = ()
     ) -> None:
         self.clock = clock
         self.store = store
-        self.cwd = cwd
         self._jobs: dict[str, CloudRunJob] = {}
         self._threads: list[threading.Thread] = []
         self._processes: set[subprocess.Popen[bytes]] = set()
@@ -509,7 +489,6 @@ class CloudRun:
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
-                    cwd=self.cwd,
                     env=env,
                     start_new_session=True,
                 )
