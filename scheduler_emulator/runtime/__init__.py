@@ -1,6 +1,6 @@
 """The runtime layer: everything with a thread, a socket, a file or a clock.
 
-Its modules are private (``_emulator``, ``_store``…). The names below are what the layers above
+Its modules are private (``_emulator``, ``_clock``…). The names below are what the layers above
 (the server, the tools) and the pytest plugin use of it; :mod:`scheduler_emulator` exports
 those a user needs (the :class:`Emulator`, :class:`EmulatorOptions`, the clocks and the
 transports), and the rest may change between releases. docs/architecture.md says what each
@@ -11,7 +11,6 @@ from ..wire import GOOGLE_ISSUER
 from ._clock import Clock, ClockFile, ManualClock, SystemClock
 from ._emulator import Emulator
 from ._options import (
-    ATTEMPTS_PAGE_SIZE,
     DEFAULT_DST_POLICY,
     DEFAULT_HEADER_CASE,
     DEFAULT_LOCATION,
@@ -25,7 +24,6 @@ from .delivery.dispatchers import parse_app_engine_urls
 from .delivery.in_process import (
     AsgiApp,
     AsgiCaller,
-    AsgiTransport,
     MountTransport,
     WsgiApp,
     WsgiTransport,
@@ -50,7 +48,6 @@ from .storage.read_model import runs_page
 from .storage.store import Store
 
 __all__ = [
-    "ATTEMPTS_PAGE_SIZE",
     "DAEMON_FLUSH_INTERVAL",
     "DEFAULT_DST_POLICY",
     "DEFAULT_HEADER_CASE",
@@ -68,7 +65,6 @@ __all__ = [
     "TOKEN_TIMES",
     "AsgiApp",
     "AsgiCaller",
-    "AsgiTransport",
     "AttemptLog",
     "Clock",
     "ClockFile",
