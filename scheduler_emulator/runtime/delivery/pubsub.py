@@ -5,8 +5,7 @@ A :class:`PubsubDispatcher` turns an attempt into one call of a :class:`Publishe
 - :class:`InProcessPublisher` — records every message (for tests and the demo) and can push
   each one to an HTTP endpoint as a Pub/Sub push request, in-process when the URL is mounted.
 - :class:`~scheduler_emulator.runtime.delivery.pubsub_client.EmulatorPublisher` — publishes to a
-real
-  Pub/Sub emulator (``PUBSUB_EMULATOR_HOST``) through google-cloud-pubsub.
+  real Pub/Sub emulator (``PUBSUB_EMULATOR_HOST``) through google-cloud-pubsub.
 - :class:`NoPublisher` — no Pub/Sub configured: attempts fail, saying how to configure one.
 
 What production does and what is pinned (publish outcomes, the publish timeout, pushes):
@@ -275,11 +274,6 @@ class InProcessPublisher:
             return messages
         name = self.topic_name(topic)
         return [m for m in messages if m.topic == name]
-
-    def clear(self) -> None:
-        """Forget every message (subscriptions stay)."""
-        with self._lock:
-            self._messages.clear()
 
 
 class PubsubDispatcher:
