@@ -248,14 +248,9 @@ class LiveScheduler(AttemptAssertions):
         page_token: str = "",
     ) -> tuple[list[Attempt], str]:
         """One page of ``GET /_emulator/attempts`` (:class:`Attempt` records) and the next
-        page's token (``""`` on the last page).
+        page's token (``""`` on the last page); the parameters are those of
+        :meth:`Emulator.attempts_page <scheduler_emulator.Emulator.attempts_page>`.
 
-        :param job: only this job's attempts (ID or full name).
-        :param run_id: only this run's attempts.
-        :param start_after: only attempts that started at or after this instant (aware).
-        :param start_before: only attempts that started before this instant (aware).
-        :param page_size: 1 to 1000 (the daemon's default: 100).
-        :param page_token: ``""`` for the first page, else a token this method returned.
         :raises AssertionError: for a refused request (400 naming the parameter, 404 for an
             unknown job), with the daemon's answer.
         """

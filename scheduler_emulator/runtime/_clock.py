@@ -91,11 +91,8 @@ class SystemClock:
         return real_monotonic()
 
     def wait(self, until: datetime | None, wakeup: threading.Event) -> None:
-        """Block until the real instant ``until`` or until ``wakeup`` is set.
-
-        :param until: aware datetime, or ``None`` to wait for ``wakeup`` only.
-        :param wakeup: an event the engine sets when its next due instant changes.
-        """
+        """Block until the real instant ``until`` (aware; ``None``: indefinitely) or until
+        ``wakeup`` is set (the engine sets it when its next due instant changes)."""
         timeout = None if until is None else max(0.0, (until - self.now()).total_seconds())
         wakeup.wait(timeout)
 

@@ -188,13 +188,11 @@ def attempts_newest(
     now: datetime,
 ) -> tuple[list[Attempt], int | None]:
     """One page of attempts, newest first (by id, which follows start order), as they read at
-    ``now`` (:meth:`Attempt.as_of`: an end recorded later than ``now`` is not shown yet).
+    ``now`` (:meth:`Attempt.as_of`: an end recorded later than ``now`` is not shown yet);
+    ``job`` (full name), ``start_after`` and ``start_before`` filter as in
+    :meth:`Emulator.attempts_page <scheduler_emulator.Emulator.attempts_page>`.
 
-    :param job: only this job's (full name).
-    :param start_after: only attempts that started at or after this instant.
-    :param start_before: only attempts that started before this instant.
     :param before_id: only attempts with a smaller id (where the previous page ended).
-    :param now: the clock's current instant.
     :return: the attempts and the id to pass as ``before_id`` next (``None`` on the last page).
     """
     clauses, args = window_conditions("start_time", start_after, start_before)
