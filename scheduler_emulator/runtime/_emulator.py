@@ -30,7 +30,7 @@ from ..core.scheduler import Scheduler
 from ..domain.attempt_assertions import AttemptAssertions
 from ..domain.attempts import Attempt, SkippedRun
 from ..domain.cloud_run import parse_cloud_run_job
-from ..domain.codec import job_from_json
+from ..domain.codec import MESSAGE_FIELDS, job_from_json
 from ..domain.errors import FailedPrecondition, InvalidArgument, StorageUnavailable
 from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.paging import next_page_token, page_position
@@ -640,13 +640,7 @@ class Emulator(AttemptAssertions):
 
 def _output_fields(job: Job) -> dict[str, Any]:
     """The output-only fields of ``job`` as keyword arguments for ``dataclasses.replace``."""
-    return {
-        "state": job.state,
-        "status": job.status,
-        "schedule_time": job.schedule_time,
-        "last_attempt_time": job.last_attempt_time,
-        "user_update_time": job.user_update_time,
-    }
+    return {name: getattr(job, name) for name in MESSAGE_FIELDS["Job"].output_only}
 
 
 def _page_start(page_size: int, page_token: str) -> int:
