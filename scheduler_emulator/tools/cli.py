@@ -83,7 +83,6 @@ def default_data_dir(project_dir: Path | None = None) -> Path:
     absolute path>`` (``$XDG_DATA_HOME`` defaults to ``~/.local/share``), so two projects never
     share jobs, and the same project finds its jobs again whatever the shell's state.
 
-    :param project_dir: the project's directory.
     :return: an absolute path (not created).
     """
     directory = (project_dir or Path.cwd()).resolve()
@@ -130,7 +129,6 @@ def _positive(text: str) -> int:
 
 
 def _admin_token(text: str) -> str:
-    # An empty token would turn the check off without a word: refuse it.
     if not text.strip():
         raise argparse.ArgumentTypeError(
             "an empty token would leave /_emulator/ unprotected; give a non-empty token, or "
@@ -148,7 +146,6 @@ def admin_token(given: str | None, environ: Mapping[str, str] = os.environ) -> s
     :param environ: the environment to read the variable from.
     :raises ConfigurationError: when the variable is set but empty or blank, naming it: an empty
         token would leave ``/_emulator/`` unprotected without a word.
-    :return: the token, or ``None``.
     """
     if given is not None:
         return given
@@ -545,7 +542,6 @@ def loaded_jobs(per_file: Sequence[tuple[str, int]], stored: int | None) -> str:
 
     :param per_file: each ``--jobs`` file with its number of jobs, in order.
     :param stored: jobs found in the data directory that no file defines; ``None`` in memory.
-    :return: the phrase.
     """
     if stored == 0 and not per_file:
         return "no jobs in the data directory"

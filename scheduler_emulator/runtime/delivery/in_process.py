@@ -74,11 +74,8 @@ def _environ_key(name: str) -> str:
 
 
 def build_environ(request: DeliveryRequest) -> dict[str, Any]:
-    """Return the PEP 3333 environ for ``request`` (what a WSGI server would build).
-
-    :param request: the attempt's request; its URL gives host, port, path and query.
-    :return: a fresh environ dict.
-    """
+    """Return a fresh PEP 3333 environ for ``request`` (what a WSGI server would build; the
+    request's URL gives host, port, path and query)."""
     scheme, path, query, server_name, port, netloc = _url_environ(request.url)
     environ: dict[str, Any] = {
         "REQUEST_METHOD": request.method,
@@ -141,9 +138,6 @@ def is_asgi_app(app: object) -> bool:
     An ASGI app is a coroutine function ``async def app(scope, receive, send)`` or an object whose
     ``__call__`` is one (Starlette, FastAPI, ASGI middleware); a WSGI app's ``__call__`` is a
     plain function.
-
-    :param app: a WSGI or ASGI application.
-    :return: ``True`` for an ASGI app.
     """
     call = getattr(app, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
     return inspect.iscoroutinefunction(app) or inspect.iscoroutinefunction(call)
