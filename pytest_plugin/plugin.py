@@ -55,9 +55,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "cloud_scheduler(start=datetime|str, allow_network=False, publisher=None, "
         "app_engine_urls=None, header_case=None): start instant of the cloud_scheduler "
         "fixture's clock (an aware datetime or an RFC 3339 string); allow_network=True lets "
-        "jobs reach unmounted, "
-        "non-loopback origins; its Pub/Sub publisher; App Engine URLs; header spelling "
-        "(google, lower, canonical)",
+        "jobs reach unmounted, non-loopback origins; its Pub/Sub publisher; App Engine URLs; "
+        "header spelling (google, lower, canonical)",
     )
     config.addinivalue_line(
         "markers",
@@ -79,8 +78,7 @@ def scheduler_options(kwargs: Mapping[str, Any]) -> tuple[datetime, bool]:
     :raises TypeError: for a ``start`` that is neither a datetime nor a string.
     :return: ``(start, allow_network)``, ``start`` aware.
     """
-    unknown = sorted(set(kwargs) - set(_MARKER_OPTIONS))
-    if unknown:
+    if unknown := sorted(set(kwargs) - set(_MARKER_OPTIONS)):
         raise ValueError(
             f"@pytest.mark.cloud_scheduler got unknown option(s) {', '.join(unknown)}; it takes "
             f"{', '.join(_MARKER_OPTIONS)}."
