@@ -81,8 +81,7 @@ class LiveScheduler(AttemptAssertions):
                 stderr = self.process.stderr.read() if self.process.stderr else ""
                 self.close()
                 raise RuntimeError(f"the daemon exited early: {stderr.strip()}")
-            match = _LISTENING.search(line)
-            if match:
+            if match := _LISTENING.search(line):
                 self.first_line = line
                 return match.group(1)
 
@@ -284,6 +283,5 @@ class LiveScheduler(AttemptAssertions):
         for pipe in (self.process.stdout, self.process.stderr):
             if pipe is not None:
                 pipe.close()
-        session = getattr(self, "session", None)
-        if session is not None:
+        if (session := getattr(self, "session", None)) is not None:
             session.close()

@@ -672,8 +672,7 @@ def _refuse_unsendable_http2(job: Job) -> None:
     value = None if target is None else emulator_http2(target.headers)
     if value is None or value.strip().lower() != "true":
         return
-    reason = http2_problem()
-    if reason is not None:
+    if (reason := http2_problem()) is not None:
         raise InvalidArgument(
             f"httpTarget.headers {EMULATOR_HTTP2_HEADER}: true (emulator-only) cannot be "
             f"honoured: this emulator cannot send HTTP/2: {reason}",

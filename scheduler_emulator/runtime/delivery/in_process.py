@@ -97,8 +97,7 @@ def build_environ(request: DeliveryRequest) -> dict[str, Any]:
         "wsgi.run_once": False,
     }
     for name, value in request.headers.items():
-        key = _environ_key(name)
-        if key:
+        if key := _environ_key(name):
             environ[key] = value
     return environ
 
@@ -126,8 +125,7 @@ def call_wsgi(
             if sample is not None:
                 sample.take(chunk)
     finally:
-        close = getattr(body_iter, "close", None)
-        if close is not None:
+        if (close := getattr(body_iter, "close", None)) is not None:
             close()
     return int(captured["status"].split(" ", 1)[0]), dict(captured.get("headers", []))
 

@@ -301,8 +301,7 @@ class PubsubDispatcher:
         target = job.pubsub_target
         if target is None:
             raise ValueError(f"job {job.name} has no pubsubTarget.")
-        reason = self.publisher.unavailable()
-        if reason is not None:
+        if (reason := self.publisher.unavailable()) is not None:
             raise NotDispatched(reason)
         record = {
             "targetType": LOG_TARGET_TYPE,

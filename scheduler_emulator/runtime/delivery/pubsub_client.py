@@ -111,8 +111,7 @@ def ensure_topics(host: str, topics: Iterable[str], timeout_seconds: float = 30.
         emulator refuses.
     :return: the topics that were created.
     """
-    missing = pubsub_library_missing()
-    if missing is not None:
+    if (missing := pubsub_library_missing()) is not None:
         raise RuntimeError(missing)
     from google.api_core import exceptions
 
