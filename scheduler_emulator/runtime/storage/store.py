@@ -20,6 +20,7 @@ found again on restart (``attempts(unfinished=True)``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import sqlite3
@@ -261,10 +262,7 @@ class _Writer:
         try:
             db.execute("BEGIN")
             for item in items:
-                if type(item) is tuple:
-                    db.execute(item[0], item[1])
-                elif type(item) is _Op:
-                    item.result = item.run(db)
+                _carry(db, item)
             db.execute("COMMIT")
             return
         except Exception:
@@ -272,10 +270,7 @@ class _Writer:
                 db.execute("ROLLBACK")
         for item in items:  # one at a time, so that one failing statement loses no other
             try:
-                if type(item) is tuple:
-                    db.execute(item[0], item[1])
-                elif type(item) is _Op:
-                    item.result, item.error = item.run(db), None
+                _carry(db, item)
             except Exception as exc:
                 ticket = item if isinstance(item, _Ticket) else item[2]
                 if ticket is not None and ticket.error is None:
@@ -283,6 +278,14 @@ class _Writer:
                 if is_unwritable(exc):
                     self.failure = str(exc)
                 logger.error("store %s: a write failed and is not stored: %s", self.path, exc)
+
+
+def _carry(db: sqlite3.Connection, item: _Item) -> None:
+    """Carry out one item of the writer's queue (a bare ticket needs nothing)."""
+    if isinstance(item, _Op):
+        item.result, item.error = item.run(db), None
+    elif type(item) is tuple:
+        db.execute(item[0], item[1])
 
 
 #: Retention is applied once per this many new attempts (amortised: one DELETE per batch).
@@ -360,17 +363,16 @@ def _check_page_size(page_size: int) -> None:
         raise ValueError(f"page_size must be 1 to {ATTEMPTS_PAGE_SIZE_MAX}; got {page_size}.")
 
 
+@functools.cache
+def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
 def utc_text(instant: datetime) -> str:
     """``instant`` (aware) as the store writes instants: ISO 8601 in UTC, ``+00:00``."""
     return instant.astimezone(UTC).isoformat()
 
 
-#: A started attempt's row (the response columns are filled when it ends).
-_INSERT_ATTEMPT = (
-    "INSERT INTO attempts (id, job, run_id, attempt, schedule_time, start_time, end_time, "
-    "request, response_status, code, debug_info, forced, injected, nominal) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
 #: The columns :func:`~scheduler_emulator.runtime.storage.data_file.stored_attempt` reads, in its
 #: order.
 ATTEMPT_COLUMNS = (
@@ -626,9 +628,8 @@ class Store:
         An in-memory store skips it."""
         if not self._durable:
             return
-        self._writer.submit(
-            ("INSERT OR REPLACE INTO alive VALUES (1, ?)", (utc_text(instant),), None)
-        )
+        sql = "INSERT OR REPLACE INTO alive VALUES (1, ?)"
+        self._writer.submit((sql, (utc_text(instant),), None))
         if wait:
             self._writer.wait(_Ticket())
 
@@ -678,25 +679,26 @@ class Store:
         )
         return [stored_job(self.path, row) for row in rows]
 
+    def _insert(self, table: str, *, wait: bool = False, **columns: Any) -> None:
+        """``INSERT INTO table (column, …) VALUES (?, …)`` with ``columns``' values (see
+        :meth:`_execute`)."""
+        self._execute(_insert_sql(table, tuple(columns)), tuple(columns.values()), wait=wait)
+
     # runs -----------------------------------------------------------------------------------
 
     def add_run(self, run: Run) -> Run:
         """Insert ``run`` under its ``id`` (the scheduler core numbers runs) and return it."""
-        row = (
-            run.id,
-            run.job,
-            run.schedule_time,
-            _ts(run.nominal),
-            int(run.forced),
-            _ts(run.first_attempt_start),
-            run.attempts,
-            _ts(run.next_attempt_at),
-            int(run.finished),
-        )
-        self._execute(
-            "INSERT INTO runs (id, job, schedule_time, nominal, forced, first_attempt_start, "
-            "attempts, next_attempt_at, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            row,
+        self._insert(
+            "runs",
+            id=run.id,
+            job=run.job,
+            schedule_time=run.schedule_time,
+            nominal=_ts(run.nominal),
+            forced=int(run.forced),
+            first_attempt_start=_ts(run.first_attempt_start),
+            attempts=run.attempts,
+            next_attempt_at=_ts(run.next_attempt_at),
+            finished=int(run.finished),
         )
         return run
 
@@ -751,23 +753,24 @@ class Store:
         batch ends), so an attempt is on disk before it is sent."""
         self._attempt_id += 1  # callers hold the engine lock
         attempt.id = self._attempt_id
-        row = (
-            attempt.id,
-            attempt.job,
-            attempt.run_id,
-            attempt.attempt,
-            attempt.schedule_time,
-            _ts(attempt.start_time),
-            _ts(attempt.end_time),
-            json.dumps(attempt.request),
-            attempt.response_status,
-            attempt.code,
-            attempt.debug_info,
-            int(attempt.forced),
-            int(attempt.injected),
-            _ts(attempt.nominal),
+        self._insert(
+            "attempts",
+            wait=True,
+            id=attempt.id,
+            job=attempt.job,
+            run_id=attempt.run_id,
+            attempt=attempt.attempt,
+            schedule_time=attempt.schedule_time,
+            start_time=_ts(attempt.start_time),
+            end_time=_ts(attempt.end_time),
+            request=json.dumps(attempt.request),
+            response_status=attempt.response_status,
+            code=attempt.code,
+            debug_info=attempt.debug_info,
+            forced=int(attempt.forced),
+            injected=int(attempt.injected),
+            nominal=_ts(attempt.nominal),
         )
-        self._execute(_INSERT_ATTEMPT, row, wait=True)
         if attempt.id % _RETENTION_EVERY == 0:
             self._write(self._trim)
         return attempt
@@ -870,17 +873,13 @@ class Store:
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a scheduled time that got no run (an earlier run was still going, or the
         emulator was down)."""
-        row = (
-            skipped.job,
-            skipped.schedule_time,
-            _ts(skipped.nominal.astimezone(UTC)),  # UTC: MAX() orders the text
-            _ts(skipped.recorded_at),
-            skipped.reason,
-        )
-        self._execute(
-            "INSERT INTO skipped (job, schedule_time, nominal, recorded_at, reason) "
-            "VALUES (?, ?, ?, ?, ?)",
-            row,
+        self._insert(
+            "skipped",
+            job=skipped.job,
+            schedule_time=skipped.schedule_time,
+            nominal=_ts(skipped.nominal.astimezone(UTC)),  # UTC: MAX() orders the text
+            recorded_at=_ts(skipped.recorded_at),
+            reason=skipped.reason,
         )
 
     def skipped(self, job: str | None = None) -> list[SkippedRun]:
