@@ -483,11 +483,7 @@ class Emulator(AttemptAssertions):
         with self._lock, self._stored_or_undone():  # the run and its attempt stored, or none
             decisions = self.core.force(name, self.clock.now(), schedule_time)
             deliveries = self.recorder.carry_out(decisions)
-        if not wait:
-            self.driver.send_soon(deliveries)
-        else:
-            self.driver.send_all(deliveries)
-            self.driver.forced()
+        self.driver.send_forced(deliveries, wait=wait)
         return self.get_job(name)
 
     # ---------------------------------------------------------------- history

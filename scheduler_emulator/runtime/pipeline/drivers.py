@@ -6,7 +6,7 @@ The :class:`~scheduler_emulator.Emulator` picks one driver at set-up with
 - :class:`ManualDriver` (a :class:`~scheduler_emulator.ManualClock`): the clock
   calls :meth:`ManualDriver.run_due` at each due instant and attempts are sent one after
   another in the caller's thread — deterministic timelines. A forced run accepted over the API
-  (:meth:`ManualDriver.send_soon`) is sent by one thread that settles the clock, or by the
+  (:meth:`ManualDriver.send_forced`) is sent by one thread that settles the clock, or by the
   next clock move if that starts first. An attempt's ``start_time`` is the
   virtual instant at which it fell due; requests that ``deadline`` faults leave running are
   kept by :class:`~scheduler_emulator.runtime.pipeline.recorder.LateAnswers`.
@@ -64,12 +64,9 @@ class Driver(Protocol):
         """The jobs changed: re-read the next due instant."""
         ...
 
-    def forced(self) -> None:
-        """A forced run was started: on a manual clock, deliver what is due now."""
-        ...
-
-    def send_soon(self, deliveries: Iterable[Delivery]) -> None:
-        """Send ``deliveries`` (a forced run accepted over the API) without waiting for them."""
+    def send_forced(self, deliveries: Iterable[Delivery], *, wait: bool) -> None:
+        """Send ``deliveries`` (a forced run); with ``wait``, return once they and what is then
+        due on a manual clock are sent, else at once."""
         ...
 
     def run_due(self) -> None:
@@ -182,14 +179,15 @@ class ManualDriver:
     def changed(self) -> None:
         """Nothing to wake: the manual clock reads the next due instant as it moves."""
 
-    def forced(self) -> None:
-        """Deliver what is due now (the forced attempt, and anything then due)."""
-        self.clock.settle()
-
-    def send_soon(self, deliveries: Iterable[Delivery]) -> None:
-        """Queue ``deliveries`` and return: one thread settles the clock for them (sending
-        them at its instant, in the order accepted, and anything then due); a clock move
-        that starts first sends them before it moves."""
+    def send_forced(self, deliveries: Iterable[Delivery], *, wait: bool) -> None:
+        """With ``wait``, send ``deliveries`` in this thread and settle the clock (anything then
+        due is sent too). Otherwise queue them and return: one thread settles the clock for
+        them (sending them at its instant, in the order accepted, and anything then due); a
+        clock move that starts first sends them before it moves."""
+        if wait:
+            self.send_all(deliveries)
+            self.clock.settle()
+            return
         self._soon.extend(deliveries)
         with self._soon_lock:
             if self._soon_sender is not None:
@@ -201,7 +199,7 @@ class ManualDriver:
 
     def _settle_soon(self) -> None:
         while True:
-            self.forced()
+            self.clock.settle()
             with self._soon_lock:
                 if not self._soon or self._stopping:
                     self._soon_sender = None
@@ -215,7 +213,7 @@ class ManualDriver:
 
     def run_due(self) -> None:
         """Run everything due now, sending in this thread, until nothing more is due (forced
-        runs accepted by :meth:`send_soon` first); the clock calls it at each due instant."""
+        runs accepted by :meth:`send_forced` first); the clock calls it at each due instant."""
         recorder = self.recorder
         self.send_all(self._take_soon())
         while not self._stopping:
@@ -325,10 +323,7 @@ class ThreadedDriver:
         """Wake the engine thread: the next due instant may be earlier."""
         self._wakeup.set()
 
-    def forced(self) -> None:
-        """Nothing more: the pool sends the forced attempt."""
-
-    def send_soon(self, deliveries: Iterable[Delivery]) -> None:
+    def send_forced(self, deliveries: Iterable[Delivery], *, wait: bool) -> None:
         """Hand ``deliveries`` to the pool (it never waits for them)."""
         self.send_all(deliveries)
 
