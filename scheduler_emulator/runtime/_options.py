@@ -61,8 +61,8 @@ class EmulatorOptions:
         ``"next"`` (the job's next scheduled time) or ``"omit"`` (no header).
     :param app_engine_urls: local base URL of App Engine services: one URL for every service,
         or ``{"worker": "http://…", "*": "http://…"}``.
-    :param data_dir: where jobs, runs, attempts and the signing key are kept; ``None`` keeps
-        everything in memory (``--in-memory``).
+    :param data_dir: where jobs, runs, attempts and the signing key are kept (a path or its
+        text); ``None`` keeps everything in memory (``--in-memory``).
     :param retain_attempts: finished attempts kept (the oldest go first); ``None``: all.
     :param retain_megabytes: the most the store's database may hold, in megabytes (10**6
         bytes): beyond it the oldest finished attempts are dropped; ``None``: no such bound.
@@ -97,6 +97,8 @@ class EmulatorOptions:
 
     def __post_init__(self) -> None:
         spell_header("x", self.header_case)  # raises ValueError naming the accepted values
+        if isinstance(self.data_dir, str):  # Emulator(data_dir="…"), as often as a Path
+            object.__setattr__(self, "data_dir", Path(self.data_dir))
 
     @property
     def all_locations(self) -> tuple[str, ...]:

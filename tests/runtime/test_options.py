@@ -61,6 +61,12 @@ def test_a_data_directory_holds_the_database_and_the_signing_key(tmp_path: Path)
     assert options.key_path == tmp_path / "data" / KEY_FILE_NAME
 
 
+def test_a_data_directory_given_as_text_is_a_path(tmp_path: Path) -> None:
+    with Emulator(ManualClock(), data_dir=str(tmp_path / "data")) as emulator:
+        assert emulator.options.data_dir == tmp_path / "data"
+        assert (tmp_path / "data" / "emulator.db").is_file()
+
+
 def test_the_store_creates_the_directory_and_keeps_the_retention(tmp_path: Path) -> None:
     options = EmulatorOptions(
         data_dir=tmp_path / "new" / "data", retain_attempts=7, retain_megabytes=3
