@@ -99,6 +99,7 @@ class CurlLoop:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._work = threading.Condition(self._lock)  # a submit or close wakes an idle loop
+        self._idle = False  # the loop's thread waits on _work (a busy one sees a submit anyway)
         # Loop-thread state.
         self._multi = pycurl.CurlMulti()
         self._multi.setopt(pycurl.M_MAXCONNECTS, _MAX_CONNECTS)
@@ -140,7 +141,8 @@ class CurlLoop:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="curl-loop", daemon=True)
                 self._thread.start()
-            self._work.notify()
+            if self._idle:
+                self._work.notify()
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the loop: exchanges still running end with an :class:`OSError` (their ``done``
@@ -164,7 +166,9 @@ class CurlLoop:
             while True:
                 with self._lock:
                     while not self._running and not self._submitted and not self._closed:
+                        self._idle = True
                         self._work.wait()  # nothing under way: sleep until a submit
+                        self._idle = False
                     if self._closed:
                         return
                 self._add_submitted()
