@@ -488,6 +488,7 @@ class Schedule:
         "_matcher",
         "_interval",
         "_vixie_fixed",
+        "_last",
     )
 
     text: str
@@ -498,6 +499,9 @@ class Schedule:
     _matcher: _Matcher | None
     _interval: int
     _vixie_fixed: bool
+    #: The last ``next_after`` answer, by the absolute second asked: the jobs sharing this
+    #: schedule (:func:`parse_schedule` caches) ask it for the same instant at each due time.
+    _last: tuple[int, datetime | None]
 
     def __init__(
         self, text: str, time_zone: str = DEFAULT_ZONE_NAME, *, dst_policy: str = DEFAULT_DST_POLICY
@@ -529,6 +533,7 @@ class Schedule:
         setter(self, "_matcher", matcher)
         setter(self, "_interval", interval)
         setter(self, "_vixie_fixed", dst_policy == "vixie" and fixed_time)
+        setter(self, "_last", (MIN_ABSOLUTE - 2, None))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Schedule is immutable; cannot set {name!r}.")
@@ -573,11 +578,17 @@ class Schedule:
             does not fire within :data:`HORIZON` (ten years) of ``after``.
         """
         absolute = _absolute_seconds(after, "after")
+        last = self._last
+        if last[0] == absolute:
+            return last[1]
         if self._interval:
             found = self._next_interval(absolute)
-            return None if found is None else self._from_absolute(found)
-        hit = self._next_cron(absolute)
-        return None if hit is None else self._local_datetime(hit[1], hit[2])
+            answer = None if found is None else self._from_absolute(found)
+        else:
+            hit = self._next_cron(absolute)
+            answer = None if hit is None else self._local_datetime(hit[1], hit[2])
+        object.__setattr__(self, "_last", (absolute, answer))
+        return answer
 
     def iter_after(self, after: datetime) -> Iterator[datetime]:
         """Yield successive fire instants strictly after ``after``.
