@@ -211,6 +211,9 @@ class Scheduler:
         #: The jobs the change under way touched, as they were before it (``None``: a job it
         #: created); ``None`` when no change can be undone (:meth:`checkpoint`).
         self._before: dict[str, _JobState | None] | None = None
+        #: The last ScheduleTime header made, by its instant: the jobs sharing a schedule fire
+        #: at one instant, the same object (``Schedule.next_after`` keeps its last answer).
+        self._last_header: tuple[datetime | None, str | None] = (None, None)
 
     # ------------------------------------------------------------------------- jobs
 
@@ -619,7 +622,10 @@ class Scheduler:
     def _header(self, state: _JobState, nominal: datetime | None) -> str | None:
         if nominal is None or not state.schedule.is_cron:
             return None
-        return format_schedule_time(nominal)
+        last = self._last_header
+        if last[0] is not nominal:
+            last = self._last_header = (nominal, format_schedule_time(nominal))
+        return last[1]
 
     def _fire(self, state: _JobState, now: datetime) -> list[Decision]:
         nominal = state.next_fire
