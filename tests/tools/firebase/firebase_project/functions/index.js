@@ -15,7 +15,7 @@ function record(fn, entry) {
 }
 
 exports.v1sched = v1pubsub
-  .schedule("every 5 minutes")
+  .schedule("every 30 minutes")
   .timeZone("Europe/Berlin")
   .onRun((context) => {
     record("v1sched", { timestamp: context.timestamp, eventType: context.eventType, resource: context.resource, eventId: context.eventId });
