@@ -4,9 +4,10 @@ Every scheduled (job, minute) from the first start to the end is accounted for: 
 that ScheduleTime, or a skipped record (``EMULATOR_DOWN`` or ``RUN_STILL_GOING``), and no
 scheduled time gets two runs.
 
-The daemon runs on a system clock shifted so that each incarnation meets a minute boundary
-about 4 s after it starts (``tests/shifted_daemon.py``): virtual time jumps three minutes
-between incarnations, so each restart also lists two minutes as ``EMULATOR_DOWN``.
+The daemon runs on a system clock shifted so that each incarnation meets a minute boundary a
+few seconds after it starts (``tests/shifted_daemon.py``; :func:`lead_for`: three times the
+slowest start so far, at least 2 s): virtual time jumps three minutes between incarnations, so
+each restart also lists two minutes as ``EMULATOR_DOWN``.
 
 CI kills 3 times; the full version kills 20 times (docs/behaviour.md records its result)::
 
@@ -20,6 +21,7 @@ import random
 import signal
 import sqlite3
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -36,20 +38,25 @@ from tests.support import wait_for
 
 JOBS = 500
 PARENT = "projects/my-project/locations/us-central1"
-#: Seconds between an incarnation's start and the minute boundary it is killed after (a start
-#: takes about 0.5 s, several on a loaded machine).
-LEAD = 4.0
+#: The least seconds between an incarnation's start and the minute boundary it is killed after
+#: (a start takes under 1 s on an idle machine, several on a loaded one: see :func:`lead_for`).
+MIN_LEAD = 2.0
+#: The lead is this many times the slowest start seen so far in the test.
+LEAD_FACTOR = 3.0
 #: Virtual minutes from one killed boundary to the next (two of them pass while it is down).
 GAP = timedelta(minutes=3)
 SHIFTED = str(Path(__file__).resolve().parents[1] / "shifted_daemon.py")
 
 
 class ShiftedDaemon(Daemon):
-    """A daemon whose system clock reads ``virtual_start`` as it starts."""
+    """A daemon whose system clock reads ``virtual_start`` as it starts; :attr:`start_seconds`
+    is how long (real time) it took to listen."""
 
     def __init__(self, virtual_start: datetime, *args: str) -> None:
         self.shift = (virtual_start - real_now()).total_seconds()
+        began = time.monotonic()
         super().__init__(*args)
+        self.start_seconds = time.monotonic() - began
 
     def _command(self) -> list[str]:
         return [*super()._command()[:1], SHIFTED, repr(self.shift)]
@@ -86,6 +93,14 @@ def fast_target() -> Iterator[str]:
     """A threaded HTTP server on 127.0.0.1 answering 200 at once; yields its base URL."""
     with serving_in_thread(_QuietServer(("127.0.0.1", 0), _Ok)) as url:
         yield url
+
+
+def lead_for(slowest_start: float) -> float:
+    """Seconds to put a minute boundary after a daemon's start, given the slowest start (real
+    seconds to listen) seen so far on this machine: enough for the start to come before its
+    minute without waiting seconds more than the machine needs (a fixed lead was either a wait
+    on an idle machine or too short on a loaded one)."""
+    return max(MIN_LEAD, LEAD_FACTOR * slowest_start)
 
 
 def wait_until(instant: datetime) -> None:
@@ -136,11 +151,15 @@ def kill_at_boundaries(data_dir: Path, kills: int, seed: int) -> dict[str, int]:
     with fast_target() as url:
         # Incarnation 0 creates the jobs in the middle of a minute and stops cleanly.
         created_at = boundary - GAP + timedelta(seconds=20)
-        create_jobs(ShiftedDaemon(created_at, *args), f"{url}/_triggers/timer")
-        # Incarnations 1..kills: each meets a boundary LEAD s after it starts and is killed
-        # 0-100 ms into the new minute; the last one is not killed.
+        creator = ShiftedDaemon(created_at, *args)
+        slowest_start = creator.start_seconds
+        create_jobs(creator, f"{url}/_triggers/timer")
+        # Incarnations 1..kills: each meets a boundary lead_for(...) s after it starts and is
+        # killed 0-100 ms into the new minute; the last one is not killed.
         for round_ in range(kills + 1):
-            daemon = ShiftedDaemon(boundary - timedelta(seconds=LEAD), *args)
+            lead = lead_for(slowest_start)
+            daemon = ShiftedDaemon(boundary - timedelta(seconds=lead), *args)
+            slowest_start = max(slowest_start, daemon.start_seconds)
             try:
                 if daemon.real_time_of(boundary) < real_now():
                     late_starts += 1  # a loaded machine: this kill comes at once, still valid
@@ -225,8 +244,6 @@ def test_every_scheduled_minute_is_accounted_for_across_sigkills(tmp_path: Path)
 
 #: A first attempt started this long after its minute was run late, at the restart.
 LATE = timedelta(seconds=1)
-#: Seconds between the killed incarnation's start and its minute: enough for a loaded machine.
-KILLED_LEAD = 12.0
 
 
 def reached(data_dir: Path, minute: datetime) -> bool:
@@ -271,15 +288,20 @@ def test_a_minute_killed_before_dispatch_is_delivered_at_the_restart(tmp_path: P
     with serving_in_thread(server) as url:
         # an OIDC token per attempt: recording the minute takes a few hundred ms
         daemon = ShiftedDaemon(boundary - timedelta(seconds=40), *args)
+        slowest_start = daemon.start_seconds
         create_jobs(daemon, url, TOKEN, retries=False)
-        start = boundary - timedelta(seconds=KILLED_LEAD)
         for _ in range(3):
-            killed = ShiftedDaemon(start, *args)
+            lead = timedelta(seconds=lead_for(slowest_start))
+            killed = ShiftedDaemon(boundary - lead, *args)
             if killed.real_time_of(boundary) > real_now():
                 break
-            killed.close()  # a loaded machine: it started after its minute; take a later one
-            start = real_now() + timedelta(seconds=killed.shift)
-            boundary = (start + timedelta(seconds=KILLED_LEAD + 60)).replace(
+            # a loaded machine: it started after its minute; take the first minute a longer
+            # lead after its clock's present (virtual time only moves forward), without
+            # waiting for it in real time: the next daemon's clock starts just before it
+            killed.close()
+            slowest_start = max(slowest_start, killed.start_seconds)
+            present = real_now() + timedelta(seconds=killed.shift)
+            boundary = (present + timedelta(seconds=lead_for(slowest_start) + 60)).replace(
                 second=0, microsecond=0
             )
         else:
