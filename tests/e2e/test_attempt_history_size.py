@@ -20,24 +20,44 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 
 def fill(data_dir: Path) -> None:
     """Write :data:`COUNT` finished attempts of :data:`JOBS` jobs into a fresh data directory,
-    straight into the store's schema (delivering them would take hours)."""
+    straight into the store's schema (delivering them would take hours): attempt ``i`` (from 0)
+    is job ``job{i % JOBS}``'s, scheduled and run at minute ``i // JOBS`` after :data:`START`.
+    The rows are made by SQLite itself and the table's indexes built once after them, as a bulk
+    load does (the same rows and indexes: about 2 s, where rows made in Python and indexed one
+    by one took 4 to 5)."""
     db = data_dir / "emulator.db"
     Store(db).close()
     request = json.dumps({"method": "POST", "url": "http://127.0.0.1:8000/t", "headers": {}})
-    rows = []
-    for index in range(COUNT):
-        when = START + timedelta(minutes=index // JOBS)
-        stamp, header = when.isoformat(), when.strftime("%Y-%m-%dT%H:%M:%SZ")
-        job = f"projects/my-project/locations/us-central1/jobs/job{index % JOBS}"
-        rows.append((index + 1, job, index + 1, 1, header, stamp, stamp, request, 200, "OK"))
     connection = sqlite3.connect(db)
     with connection:
-        connection.executemany(
-            "INSERT INTO attempts (id, job, run_id, attempt, schedule_time, start_time, end_time, "
-            "request, response_status, code, debug_info, forced, injected) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0)",
-            rows,
+        indexes = connection.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attempts'"
+            " AND sql IS NOT NULL"
+        ).fetchall()
+        assert indexes, "the store's attempts table has no index to rebuild"
+        for name, _ in indexes:
+            connection.execute(f'DROP INDEX "{name}"')
+        # minute: 'YYYY-MM-DD HH:MM:SS'; ScheduleTime 'YYYY-MM-DDTHH:MM:SSZ'; the start and end
+        # times as datetime.isoformat() writes them ('YYYY-MM-DDTHH:MM:SS+00:00')
+        connection.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?),"
+            " m(i, minute) AS (SELECT i, replace(datetime(?, '+' || (i / ?) || ' minutes'),"
+            " ' ', 'T') FROM n)"
+            " INSERT INTO attempts (id, job, run_id, attempt, schedule_time, start_time, end_time,"
+            " request, response_status, code, debug_info, forced, injected)"
+            " SELECT i + 1, ? || (i % ?), i + 1, 1, minute || 'Z', minute || '+00:00',"
+            " minute || '+00:00', ?, 200, 'OK', '', 0, 0 FROM m",
+            (
+                COUNT,
+                START.strftime("%Y-%m-%d %H:%M:%S"),
+                JOBS,
+                "projects/my-project/locations/us-central1/jobs/job",
+                JOBS,
+                request,
+            ),
         )
+        for _, sql in indexes:
+            connection.execute(sql)
     connection.close()
 
 
