@@ -251,7 +251,10 @@ class Emulator(AttemptAssertions):
 
     def job_name(self, name: str) -> str:
         """Return the full job name for a short job ID (default project and location) or a
-        full name. :raises InvalidArgument: if ``name`` is neither."""
+        full name.
+
+        :raises InvalidArgument: if ``name`` is neither.
+        """
         return qualify_job_name(name, self.project, self.location)
 
     # ---------------------------------------------------------------- jobs
@@ -308,8 +311,12 @@ class Emulator(AttemptAssertions):
 
     def _put_job(self, job: Job, *, create: bool = False, from_start: bool = False) -> Job:
         """Add or replace ``job`` and persist it, rescheduled from now; return it with its
-        output-only fields updated (:meth:`Scheduler.put
-        <scheduler_emulator.core.scheduler.Scheduler.put>`, which raises)."""
+        output-only fields updated (see :meth:`Scheduler.put
+        <scheduler_emulator.core.scheduler.Scheduler.put>`).
+
+        :raises InvalidArgument: for a bad schedule or time zone (nothing changes).
+        :raises AlreadyExists: with ``create``, if the job exists.
+        """
         with self._lock:
             with self._stored_or_undone():
                 view, decisions = self.core.put(
@@ -350,8 +357,11 @@ class Emulator(AttemptAssertions):
             return self._put_job(change(self.core.get(name)))
 
     def _change_state(self, name: str, required: State, new: State, rule: str) -> Job:
-        """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob);
-        :raises FailedPrecondition: naming its state and ending with ``rule``."""
+        """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob).
+
+        :param rule: the end of the error sentence, e.g. ``"only an ENABLED job can be paused"``.
+        :raises FailedPrecondition: if the job is not in ``required``; the message names it.
+        """
 
         def change(job: Job) -> Job:
             if job.state != required:
