@@ -31,7 +31,6 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Protocol
 
 from ...domain.errors import ClockError
 from ...domain.outcomes import Outcome
@@ -42,57 +41,67 @@ from .delivery_pool import DeliveryPool
 from .recorder import INTERRUPTED, STOPPED, Delivery, Injected, LateAnswers, Recorder
 
 
-class Driver(Protocol):
-    """What the engine asks of its driver."""
+class Driver:
+    """What the engine asks of its driver; the defaults are what a driver with nothing to do
+    there does.
+
+    :param clock: the clock.
+    :param recorder: carries out the core's decisions and records attempts.
+    :param close: closes the transport's connections and flushes the log (at stop).
+    """
 
     #: ``"manual"`` or ``"system"``: the kind of clock that runs (what ``/_emulator/config``
     #: reports).
     clock_mode: str
 
+    def __init__(self, clock: Clock, recorder: Recorder, close: Callable[[], None]) -> None:
+        self.clock = clock
+        self.recorder = recorder
+        self._close = close
+
     def manual_clock(self) -> ManualClock:
         """The manual clock that moves time by hand.
 
-        :raises ClockError: on the system clock.
+        :raises ClockError: on the system clock, saying how to get a manual clock.
         """
-        ...
+        raise ClockError(
+            "the emulator runs on the system clock; start it with a ManualClock "
+            "(--clock manual) to move time by hand."
+        )
 
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Send ``deliveries`` (recorded as started), and what follows from them."""
-        ...
+        raise NotImplementedError
 
     def changed(self) -> None:
         """The jobs changed: re-read the next due instant."""
-        ...
 
     def send_forced(self, deliveries: Iterable[Delivery], *, wait: bool) -> None:
         """Send ``deliveries`` (a forced run); with ``wait``, return once they and what is then
         due on a manual clock are sent, else at once."""
-        ...
+        self.send_all(deliveries)
 
     def run_due(self) -> None:
         """Run everything due now (the manual clock calls this at each due instant)."""
-        ...
 
     def idle(self) -> None:
         """The manual clock is done moving."""
-        ...
 
     def start(self) -> None:
-        """Start firing on real time (threaded driver; nothing to do otherwise)."""
-        ...
+        """Start firing on real time."""
 
     def stop(self, timeout: float) -> int:
         """Stop firing; return how many attempts were recorded as interrupted."""
-        ...
+        raise NotImplementedError
 
     @property
     def in_flight(self) -> int:
         """Attempts being sent now whose end is not recorded yet."""
-        ...
+        raise NotImplementedError
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until nothing is due now and nothing is in flight."""
-        ...
+        raise NotImplementedError
 
 
 def driver_for(
@@ -115,7 +124,7 @@ def driver_for(
     return ThreadedDriver(clock, recorder, close, max_workers, max_per_job)
 
 
-class ManualDriver:
+class ManualDriver(Driver):
     """Sends in the caller's thread as a manual clock moves (see the module docstring).
 
     A stop (:meth:`stop`, e.g. SIGTERM while a ``clock:advance`` runs) ends the clock's move at
@@ -127,9 +136,8 @@ class ManualDriver:
     clock_mode = "manual"
 
     def __init__(self, clock: ManualClock, recorder: Recorder, close: Callable[[], None]) -> None:
-        self.clock = clock
-        self.recorder = recorder
-        self._close = close
+        super().__init__(clock, recorder, close)
+        self.clock: ManualClock = clock
         self.late = LateAnswers(recorder.store.finish_attempt)
         self._stopping = False
         self._sending: Delivery | None = None
@@ -175,9 +183,6 @@ class ManualDriver:
             if injected.late is not None:  # noted when the clock idles
                 self.late.add(delivery.attempt, injected.late, delivery.prepared.timeout_seconds)
             return follow_ups
-
-    def changed(self) -> None:
-        """Nothing to wake: the manual clock reads the next due instant as it moves."""
 
     def send_forced(self, deliveries: Iterable[Delivery], *, wait: bool) -> None:
         """With ``wait``, send ``deliveries`` in this thread and settle the clock (anything then
@@ -229,9 +234,6 @@ class ManualDriver:
         if not self._stopping:
             self.late.settle()
 
-    def start(self) -> None:
-        """Nothing to start: the clock drives."""
-
     def stop(self, timeout: float) -> int:
         """End the clock's move at its current instant (waiting up to ``timeout`` seconds for
         the attempt being sent); an attempt still being sent then is recorded as interrupted.
@@ -268,7 +270,7 @@ class ManualDriver:
         return True
 
 
-class ThreadedDriver:
+class ThreadedDriver(Driver):
     """Sends on a delivery pool as real time passes (see the module docstring).
 
     :param max_workers: delivery threads.
@@ -285,9 +287,7 @@ class ThreadedDriver:
         max_workers: int,
         max_per_job: int,
     ) -> None:
-        self.clock = clock
-        self.recorder = recorder
-        self._close = close
+        super().__init__(clock, recorder, close)
         self._max_workers = max_workers
         self._max_per_job = max_per_job
         self._wakeup = threading.Event()
@@ -304,16 +304,6 @@ class ThreadedDriver:
 
     # ---------------------------------------------------------------- engine interface
 
-    def manual_clock(self) -> ManualClock:
-        """There is none: real time moves by itself.
-
-        :raises ClockError: always, saying how to get a manual clock.
-        """
-        raise ClockError(
-            "the emulator runs on the system clock; start it with a ManualClock "
-            "(--clock manual) to move time by hand."
-        )
-
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Hand ``deliveries`` to the pool."""
         for delivery in deliveries:
@@ -322,16 +312,6 @@ class ThreadedDriver:
     def changed(self) -> None:
         """Wake the engine thread: the next due instant may be earlier."""
         self._wakeup.set()
-
-    def send_forced(self, deliveries: Iterable[Delivery], *, wait: bool) -> None:
-        """Hand ``deliveries`` to the pool (it never waits for them)."""
-        self.send_all(deliveries)
-
-    def run_due(self) -> None:
-        """The engine thread runs what is due itself; calling this is harmless."""
-
-    def idle(self) -> None:
-        """Only a manual clock idles."""
 
     def start(self) -> None:
         """Start the engine thread and the delivery pool (idempotent)."""

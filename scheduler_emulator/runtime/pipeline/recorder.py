@@ -306,13 +306,8 @@ class Recorder:
         if self.attempt_log is not None:
             self.attempt_log.started(copy, kind)
         outcome = outcome_of(result)
-        copy.end_time = self.clock.now()
-        copy.response_status, copy.code = outcome.http_status, outcome.code
-        copy.debug_info = "Injected duplicate delivery. " + outcome.debug_info
-        copy.response_excerpt, copy.response_content_type = result.excerpt, result.content_type
-        self.store.finish_attempt(copy)
-        if self.attempt_log is not None:
-            self.attempt_log.finished(copy, kind)
+        debug_info = "Injected duplicate delivery. " + outcome.debug_info
+        self.record_end(copy, replace(outcome, debug_info=debug_info), result, kind)
 
     # ---------------------------------------------------------------- restarts
 
