@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from scheduler_emulator.domain.resources import HttpMethod, HttpTarget, Job, with_defaults
-from scheduler_emulator.runtime.delivery.dispatchers import HttpDispatcher, build_request
+from scheduler_emulator.runtime.delivery.dispatchers import HttpDispatcher, http_template
 from scheduler_emulator.runtime.delivery.transports import DeliveryRequest, TransportResult
 
 NAME = "projects/my-project/locations/us-central1/jobs/nightly"
@@ -15,6 +15,13 @@ NAME = "projects/my-project/locations/us-central1/jobs/nightly"
 
 def job_with(target: HttpTarget) -> Job:
     return with_defaults(Job(name=NAME, schedule="0 2 * * *", http_target=target))
+
+
+def build_request(
+    job: Job, schedule_time: str | None, authorization: str | None = None
+) -> DeliveryRequest:
+    """The request of one attempt of ``job``, as the HTTP dispatcher builds it."""
+    return http_template(job, authorization is not None).build(schedule_time, authorization)
 
 
 def test_scheduler_headers_carry_the_short_job_id_and_schedule_time() -> None:

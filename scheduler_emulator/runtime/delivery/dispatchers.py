@@ -1,22 +1,17 @@
-"""Dispatchers: one per target kind, each turning an attempt of a job into something to send.
+"""Dispatchers: one per target kind (``job.target_type``: ``"HTTP"``, ``"PUBSUB"``,
+``"APP_ENGINE_HTTP"``), each turning an attempt of a job into a :class:`Prepared` for the engine
+to send (fault injection may send it several times, or not at all). A kind with no dispatcher
+gets an attempt recorded as failed with :class:`NotDispatched`'s message;
+:meth:`~scheduler_emulator.Emulator.set_dispatcher` replaces one (the Firebase bridge wraps
+them that way).
 
-The engine asks the dispatcher of the job's target kind (``job.target_type``: ``"HTTP"``,
-``"PUBSUB"``, ``"APP_ENGINE_HTTP"``) to :meth:`~Dispatcher.prepare` the attempt; the result is a
-:class:`Prepared`: what the attempt record shows of the request, the attempt deadline, the
-request and the transport that sends it (the engine calls the transport; fault injection may
-call it several times, or not at all). A kind with no dispatcher gets an attempt recorded as
-failed with :class:`NotDispatched`'s message. The :class:`~scheduler_emulator.Emulator` makes
-one dispatcher per kind at construction; :meth:`~scheduler_emulator.Emulator.set_dispatcher`
-replaces one (the Firebase bridge wraps them that way).
-
-HTTP and App Engine targets share one request builder, :func:`request_template`: what does not
-change from one attempt to the next is a :class:`RequestTemplate` (each dispatcher keeps one per
-job configuration). Headers: the user's headers minus the ones the service ignores or replaces
-(``Host``, ``Content-Length``, ``User-Agent``, ``X-Google-*``, ``X-AppEngine-*``,
-``X-CloudScheduler*``) and the emulator-only ``X-Emulator-Http2`` (it sets
-:attr:`DeliveryRequest.http2` instead), then ``User-Agent: Google-Cloud-Scheduler``,
-``X-CloudScheduler: true``, ``X-CloudScheduler-JobName: <short job ID>``,
-``X-CloudScheduler-ScheduleTime`` (when the run has one), and ``Content-Type:
+HTTP and App Engine targets share one request builder, :func:`request_template`, whose
+:class:`RequestTemplate` is kept per job configuration. Headers: the user's headers minus the
+ones the service ignores or replaces (``Host``, ``Content-Length``, ``User-Agent``,
+``X-Google-*``, ``X-AppEngine-*``, ``X-CloudScheduler*``) and the emulator-only
+``X-Emulator-Http2`` (it sets :attr:`DeliveryRequest.http2` instead), then ``User-Agent:
+Google-Cloud-Scheduler``, ``X-CloudScheduler: true``, ``X-CloudScheduler-JobName: <short job
+ID>``, ``X-CloudScheduler-ScheduleTime`` (when the run has one), and ``Content-Type:
 application/octet-stream`` when there is a body and the user set no Content-Type. The body is
 sent only for POST, PUT and PATCH.
 
@@ -50,7 +45,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ...domain.resources import BODY_METHODS, DEFAULT_ATTEMPT_DEADLINE, HttpMethod, HttpTarget, Job
+from ...domain.resources import BODY_METHODS, DEFAULT_ATTEMPT_DEADLINE, HttpMethod, Job
 from ...domain.validation import sendable_uri
 from ...wire import (
     APP_ENGINE_USER_AGENT_SUFFIX,
@@ -71,8 +66,8 @@ if TYPE_CHECKING:
 
 
 class NotDispatched(Exception):
-    """The attempt cannot be made; the message says why and what to do (recorded on the
-    attempt as its debug text)."""
+    """The attempt cannot be made; the message (the attempt's debug text) says why and what to
+    do."""
 
 
 class Sender(Protocol):
@@ -87,9 +82,8 @@ class Sender(Protocol):
 
 @dataclass(frozen=True)
 class Prepared:
-    """One attempt, ready to send: the engine sends it with
-    ``transport.send(request, timeout_seconds)`` (or the transport's ``start``, when it is a
-    :class:`~scheduler_emulator.runtime.delivery.transports.StartingTransport` that can start it).
+    """One attempt, ready to send with ``transport.send(request, timeout_seconds)`` (or the
+    transport's ``start``, when ``startable``).
 
     :param record: what the attempt record shows as ``request`` (``{"method", "url",
         "headers"}`` for HTTP kinds; kind-specific keys otherwise). JSON-serialisable.
@@ -124,31 +118,8 @@ class Dispatcher(Protocol):
 
 # ---------------------------------------------------------------------------- requests
 
-_EMULATOR_ONLY = EMULATOR_HTTP2_HEADER.lower()
-
-
-def kept_header(name: str) -> bool:
-    """Whether a job's own header ``name`` is sent: not one the service replaces (``Host``,
-    ``Content-Length``, ``User-Agent``) or reserves (``X-Google-*``, ``X-AppEngine-*``,
-    ``X-CloudScheduler*``), nor the emulator-only ``X-Emulator-Http2``."""
-    lowered = name.lower()
-    return (
-        lowered not in REPLACED_HEADERS
-        and not lowered.startswith(RESERVED_HEADER_PREFIXES)
-        and lowered != _EMULATOR_ONLY
-    )
-
-
-def _http2(target: HttpTarget) -> bool | None:
-    """The HTTP version the job asks for with its emulator-only ``X-Emulator-Http2``:
-    ``True`` (``true``: HTTP/2), ``False`` (``false``: HTTP/1.1), ``None`` (no such header)."""
-    value = emulator_http2(target.headers)
-    return None if value is None else value.strip().lower() == "true"
-
-
-def _deadline_seconds(job: Job) -> float:
-    """The job's attempt deadline in seconds (a stored HTTP or App Engine job always has one)."""
-    return (job.attempt_deadline or DEFAULT_ATTEMPT_DEADLINE).total_seconds()
+#: User headers never sent: replaced, emulator-only (``X-Emulator-Http2``) or reserved prefixes.
+_DROPPED = REPLACED_HEADERS | {EMULATOR_HTTP2_HEADER.lower()}
 
 
 class RequestTemplate(NamedTuple):
@@ -174,7 +145,14 @@ class RequestTemplate(NamedTuple):
     http2: bool | None = None
 
     def build(self, schedule_time: str | None, authorization: str | None) -> DeliveryRequest:
-        """The request of one attempt (see :func:`build_request`); a fresh headers dict."""
+        """The request of one attempt; a fresh headers dict.
+
+        :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value, or ``None`` to omit
+            the header (English-like schedules; forced runs under
+            ``force_run_schedule_time="omit"``).
+        :param authorization: a ``Bearer …`` value (OIDC/OAuth tokens), sent last; ``None``
+            sends none.
+        """
         headers = dict(self.headers)
         if schedule_time is not None:
             headers[SCHEDULE_TIME_HEADER] = schedule_time
@@ -203,8 +181,8 @@ def request_template(
     :param job_id: the job's short ID (``X-CloudScheduler-JobName``).
     :param method: the stored method; ``None`` is POST.
     :param url: the URL sent, percent-encoded where HTTP needs it.
-    :param user_headers: the job's headers; those the service replaces or reserves are dropped
-        (:func:`kept_header`).
+    :param user_headers: the job's headers; those the service replaces or reserves and the
+        emulator-only ``X-Emulator-Http2`` are dropped.
     :param body: the stored body, sent only for ``body_methods``.
     :param token: the attempts carry a token (OIDC/OAuth), which replaces any user
         ``Authorization`` header.
@@ -221,7 +199,8 @@ def request_template(
         lowered = name.lower()
         if lowered == "user-agent":
             user_agent = value.strip()
-        if not kept_header(name) or (lowered == "authorization" and token):
+        dropped = lowered in _DROPPED or lowered.startswith(RESERVED_HEADER_PREFIXES)
+        if dropped or (lowered == "authorization" and token):
             continue
         has_content_type = has_content_type or lowered == "content-type"
         headers[name] = value
@@ -234,13 +213,17 @@ def request_template(
 
 
 def http_template(job: Job, token: bool = False) -> RequestTemplate:
-    """The :class:`RequestTemplate` of an HTTP-target job (see :func:`request_template`).
+    """The :class:`RequestTemplate` of an HTTP-target job (see :func:`request_template`): the
+    URI as stored but percent-encoded where HTTP needs it
+    (:func:`~scheduler_emulator.domain.validation.sendable_uri`).
 
+    :param token: the attempts carry a token, which replaces any user ``Authorization``.
     :raises ValueError: if the job has no HTTP target.
     """
     target = job.http_target
     if target is None:
         raise ValueError(f"job {job.name} has no httpTarget; only HTTP targets are dispatched.")
+    http2 = emulator_http2(target.headers)
     return request_template(
         job.job_id,
         target.http_method,
@@ -248,47 +231,26 @@ def http_template(job: Job, token: bool = False) -> RequestTemplate:
         target.headers,
         target.body,
         token=token,
-        http2=_http2(target),
+        http2=None if http2 is None else http2.strip().lower() == "true",
     )
 
 
-def build_request(
-    job: Job, schedule_time: str | None, authorization: str | None = None
-) -> DeliveryRequest:
-    """Return the request of one attempt of an HTTP-target ``job``.
-
-    :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value, or ``None`` to omit
-        the header (English-like schedules; forced runs under ``force_run_schedule_time="omit"``).
-    :param authorization: a ``Bearer …`` value that overrides any user ``Authorization`` header
-        (OIDC/OAuth tokens); ``None`` passes the user's header through.
-    :raises ValueError: if the job has no HTTP target.
-    :return: the request: method, URI as stored but percent-encoded where HTTP needs it
-        (:func:`~scheduler_emulator.domain.validation.sendable_uri`), headers in sending order,
-        body.
-    """
-    return http_template(job, authorization is not None).build(schedule_time, authorization)
-
-
 def _prepared(
+    job: Job,
     request: DeliveryRequest,
     header_case: str,
     transport: Transport,
-    deadline_seconds: float,
     retry_always: frozenset[int] = frozenset(),
     **record: Any,
 ) -> Prepared:
-    """The :class:`Prepared` of one HTTP request, its header names spelled in ``header_case``;
-    its record is the method, URL and headers, then ``record``."""
+    """The :class:`Prepared` of one attempt of ``job`` sending ``request``, its header names
+    spelled in ``header_case``; its record is the method, URL and headers, then ``record``."""
     if header_case != "google":
         request = replace(request, headers=spell_headers(dict(request.headers), header_case))
     shown = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
+    deadline = (job.attempt_deadline or DEFAULT_ATTEMPT_DEADLINE).total_seconds()
     return Prepared(
-        shown | record,
-        deadline_seconds,
-        transport,
-        request,
-        retry_always,
-        startable(transport, request),
+        shown | record, deadline, transport, request, retry_always, startable(transport, request)
     )
 
 
@@ -345,7 +307,7 @@ class HttpDispatcher:
                 transport = _route(template.url, self.transport, self.google_apis)
                 known = self._templates[job.name] = (job, token, template, transport)
         request = known[2].build(schedule_time, authorization)
-        return _prepared(request, self.header_case, known[3], _deadline_seconds(job))
+        return _prepared(job, request, self.header_case, known[3])
 
 
 # ---------------------------------------------------------------------------- App Engine targets
@@ -372,17 +334,7 @@ def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> di
     """
     if isinstance(values, str):
         values = [values]
-    pairs: list[tuple[str, str]]
-    if isinstance(values, Mapping):
-        pairs = list(values.items())
-    else:
-        pairs = []
-        for value in values:
-            service, sep, url = value.partition("=")
-            if sep and _SERVICE.fullmatch(service):
-                pairs.append((service, url))
-            else:
-                pairs.append((EVERY_SERVICE, value))
+    pairs = values.items() if isinstance(values, Mapping) else map(_service_url, values)
     urls: dict[str, str] = {}
     for service, url in pairs:
         if not url.startswith(("http://", "https://")):
@@ -394,6 +346,12 @@ def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> di
             raise ValueError(f"--app-engine-url maps {which} twice ({urls[service]} and {url}).")
         urls[service] = url.rstrip("/")
     return urls
+
+
+def _service_url(value: str) -> tuple[str, str]:
+    """A ``--app-engine-url`` value as ``(service, URL)``; ``"*"`` for a URL alone."""
+    service, sep, url = value.partition("=")
+    return (service, url) if sep and _SERVICE.fullmatch(service) else (EVERY_SERVICE, value)
 
 
 def app_engine_host(job: Job) -> str:
@@ -414,8 +372,7 @@ class AppEngineDispatcher:
     :param transport: how requests reach the mapped URLs.
     :param urls: service → base URL, ``"*"`` for every other service (see
         :func:`parse_app_engine_urls`).
-    :param header_case: as :class:`HttpDispatcher`'s.
-    :param google_apis: as :class:`HttpDispatcher`'s.
+    :param header_case: as :class:`HttpDispatcher`'s; so is ``google_apis``.
     """
 
     def __init__(
@@ -472,11 +429,12 @@ class AppEngineDispatcher:
             body_methods=_APP_ENGINE_BODY_METHODS,
             user_agent_suffix=APP_ENGINE_USER_AGENT_SUFFIX,
         ).build(schedule_time, None)
+        transport = _route(url, self.transport, self.google_apis)
         return _prepared(
+            job,
             request,
             self.header_case,
-            _route(url, self.transport, self.google_apis),
-            _deadline_seconds(job),
+            transport,
             APP_ENGINE_RETRY_ALWAYS,
             appEngineHost=app_engine_host(job),
         )
