@@ -73,7 +73,7 @@ def _environ_key(name: str) -> str:
     return "" if key in ("CONTENT_LENGTH", "HOST") else "HTTP_" + key
 
 
-def build_environ(request: DeliveryRequest) -> dict[str, Any]:
+def build_environ(request: DeliveryRequest | Hop) -> dict[str, Any]:
     """Return a fresh PEP 3333 environ for ``request`` (what a WSGI server would build; the
     request's URL gives host, port, path and query)."""
     scheme, path, query, server_name, port, netloc = _url_environ(request.url)
@@ -103,12 +103,10 @@ def build_environ(request: DeliveryRequest) -> dict[str, Any]:
 
 
 def call_wsgi(
-    app: WsgiApp, request: DeliveryRequest, sample: ResponseSample | None = None
+    app: WsgiApp, request: DeliveryRequest | Hop, sample: ResponseSample
 ) -> tuple[int, Mapping[str, str]]:
-    """Call ``app`` with ``request`` in-process and return ``(status, headers)``.
-
-    The response body is read; only its start is kept, in ``sample`` (Cloud Scheduler never
-    shows it; the emulator's attempt records do).
+    """Call ``app`` with ``request`` in-process and return ``(status, headers)``; the body is
+    read and its start kept in ``sample``.
 
     :raises BaseException: whatever the app raises.
     """
@@ -122,8 +120,7 @@ def call_wsgi(
     body_iter = app(build_environ(request), start_response)
     try:
         for chunk in body_iter:
-            if sample is not None:
-                sample.take(chunk)
+            sample.take(chunk)
     finally:
         if (close := getattr(body_iter, "close", None)) is not None:
             close()
@@ -241,9 +238,9 @@ class MountTransport:
         fallback: Transport | None = None,
     ) -> None:
         self._mounts: dict[str, Any] = {}
-        self._callers: dict[int, AsgiCaller] = {}
+        # id(app) -> (app, its AsgiCaller; None for a WSGI app): is_asgi_app asked once per app
+        self._callers: dict[int, tuple[object, AsgiCaller | None]] = {}
         self._callers_lock = threading.Lock()
-        self._kinds: dict[int, tuple[object, bool]] = {}  # id(app) -> (app, is it ASGI)
         self.fallback: Transport = fallback if fallback is not None else HttpTransport()
         for prefix, app in (mounts or {}).items():
             self.mount(prefix, app)
@@ -268,33 +265,29 @@ class MountTransport:
         transport's connections, if it keeps any."""
         with self._callers_lock:
             callers, self._callers = list(self._callers.values()), {}
-        for caller in callers:
-            caller.close()
+        for _, caller in callers:
+            if caller is not None:
+                caller.close()
         self.fallback.close()
 
-    def _caller(self, app: AsgiApp) -> AsgiCaller:
+    def _caller(self, app: Any) -> AsgiCaller | None:
+        """The :class:`AsgiCaller` of an ASGI ``app`` (started on first use), ``None`` for a
+        WSGI app."""
         with self._callers_lock:
-            caller = self._callers.get(id(app))
-            if caller is None or caller.app is not app:
-                caller = self._callers[id(app)] = AsgiCaller(app)
-            return caller
-
-    def _is_asgi(self, app: Any) -> bool:
-        """:func:`is_asgi_app`, asked once per app (the check inspects its ``__call__``)."""
-        known = self._kinds.get(id(app))
-        if known is None or known[0] is not app:
-            known = self._kinds[id(app)] = (app, is_asgi_app(app))
-        return known[1]
+            known = self._callers.get(id(app))
+            if known is None or known[0] is not app:
+                caller = AsgiCaller(app) if is_asgi_app(app) else None
+                known = self._callers[id(app)] = (app, caller)
+            return known[1]
 
     def _call(
-        self, app: Any, request: DeliveryRequest, deadline: float, sample: ResponseSample
+        self, app: Any, request: Hop, deadline: float, sample: ResponseSample
     ) -> tuple[int, Mapping[str, str]]:
-        if not self._is_asgi(app):
+        caller = self._caller(app)
+        if caller is None:
             return call_wsgi(app, request, sample)
         left = max(0.001, deadline - real_monotonic())
-        response = self._caller(app).request(
-            request.method, request.url, request.headers, request.body, left
-        )
+        response = caller.request(request.method, request.url, request.headers, request.body, left)
         sample.take(response.content)
         return response.status_code, dict(response.headers)
 
@@ -304,21 +297,17 @@ class MountTransport:
         return list(self._mounts)
 
     def find(self, url: str) -> Any:
-        """Return the app (WSGI or ASGI) mounted for ``url``, or ``None``."""
-        best: tuple[int, Any] | None = None
-        for prefix, app in self._mounts.items():
-            matches = url == prefix or url.startswith((prefix + "/", prefix + "?"))
-            if matches and (best is None or len(prefix) > best[0]):
-                best = (len(prefix), app)
-        return best[1] if best else None
+        """Return the app (WSGI or ASGI) mounted for ``url`` (the longest matching prefix's),
+        or ``None``."""
+        found = [p for p in self._mounts if url == p or url.startswith((p + "/", p + "?"))]
+        return self._mounts[max(found, key=len)] if found else None
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin an unmounted URL's delivery through the fallback transport without holding the
         calling thread, when it can (:class:`StartingTransport`); a mounted URL is delivered
         by :meth:`send` (``False``)."""
-        if not self.can_start(request):
-            return False
-        return cast(StartingTransport, self.fallback).start(request, timeout_seconds, done)
+        starter = cast(StartingTransport, self.fallback)
+        return self.can_start(request) and starter.start(request, timeout_seconds, done)
 
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``: an unmounted URL whose fallback
@@ -346,9 +335,8 @@ class MountTransport:
             if app is None:
                 answered(None, None, _Unmounted(hop))
                 return
-            call = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
             try:
-                status, headers = self._call(app, call, deadline, sample)
+                status, headers = self._call(app, hop, deadline, sample)
             except TimeoutError:  # the ASGI app's work was cancelled at the deadline
                 answered(None, None, TimeoutError())
                 return
