@@ -1,16 +1,10 @@
-"""Authentication tokens on HTTP targets: the emulator's signing key, OIDC ID tokens, OAuth
-access tokens, and what a target needs to verify them (docs/authentication.md: the claims and
-the daemon's key endpoints). Tokens are sent to ``http://`` URIs too (local targets are plain
-HTTP).
-
-A job with ``oidcToken`` gets ``Authorization: Bearer <ID token>`` on every attempt: an RS256
-JWT minted at the attempt's instant, signed with the emulator's own RSA key, with the claims of
-a Google service-account ID token (:func:`id_token_claims`). A job with ``oauthToken`` gets an
-opaque ``ya29.emulator.…`` access token instead, which ``GET /_emulator/oauth2/tokeninfo``
-describes as Google's tokeninfo does.
-
-Pure parts (claims, IDs) are functions; :class:`SigningKey` signs; :class:`TokenAuthority`
-adds the clock, the key's storage and the access-token registry::
+"""Authentication tokens on HTTP targets (docs/authentication.md), sent to ``http://`` URIs
+too: a job with ``oidcToken`` gets ``Authorization: Bearer <ID token>`` on every attempt, an
+RS256 JWT minted at the attempt's instant with the claims of a Google service-account ID token
+(:func:`id_token_claims`), signed by a :class:`SigningKey`; one with ``oauthToken`` gets an
+opaque ``ya29.emulator.…`` access token, which ``GET /_emulator/oauth2/tokeninfo`` describes as
+Google's tokeninfo does. :class:`TokenAuthority` adds the clock, the key's storage and the
+access-token registry::
 
     >>> service_account_id("scheduler-invoker@my-project.iam.gserviceaccount.com")
     '151339905745488708995'
@@ -60,12 +54,10 @@ _MAX_ACCESS_TOKENS = 100_000
 
 
 def service_account_id(email: str) -> str:
-    """Return the stable numeric ID (21 digits, like Google's) of a service account.
-
-    Used as ``sub`` and ``azp`` of ID tokens and in tokeninfo answers.
+    """Return the stable numeric ID of a service account (``sub`` and ``azp`` of its tokens).
 
     :param email: the service account's email; case does not matter.
-    :return: ``"1"`` followed by 20 digits derived from the email's SHA-256.
+    :return: ``"1"`` followed by 20 digits derived from the email's SHA-256 (21, like Google's).
     """
     digest = hashlib.sha256(email.strip().lower().encode()).digest()
     return "1" + str(int.from_bytes(digest[:16], "big") % 10**20).zfill(20)
@@ -113,9 +105,7 @@ class SigningKey:
     """An RSA 2048 private key with its key ID, used to sign ID tokens (RS256).
 
     :param private_key: a ``cryptography`` RSA private key.
-
-    The key ID is the SHA-1 of the public key (40 hexadecimal digits, the shape of Google's
-    ``kid`` values), so a key always has the same ID, and two keys have different ones.
+    :ivar kid: the SHA-1 of the public key (40 hexadecimal digits, like Google's ``kid``).
     """
 
     def __init__(self, private_key: RSAPrivateKey) -> None:
@@ -288,8 +278,6 @@ class TokenAuthority:
         self._lock = threading.Lock()
         self._access: OrderedDict[str, AccessToken] = OrderedDict()
 
-    # ---------------------------------------------------------------- key
-
     @property
     def key(self) -> SigningKey:
         """The signing key, made (or loaded from :attr:`key_path`) on first use.
@@ -318,19 +306,16 @@ class TokenAuthority:
         ``issuer`` is the configured issuer, not the discovery URL: a client that insists on
         them matching needs ``--token-issuer <base_url>/_emulator/oidc``.
         """
-        root = base_url.rstrip("/")
         claims = ["aud", "azp", "email", "email_verified", "exp", "iat", "iss", "sub"]
         return {
             "issuer": self.issuer,
-            "jwks_uri": root + JWKS_PATH,
+            "jwks_uri": base_url.rstrip("/") + JWKS_PATH,
             "id_token_signing_alg_values_supported": ["RS256"],
             "subject_types_supported": ["public"],
             "response_types_supported": ["id_token"],
             "claims_supported": claims,
             "scopes_supported": ["openid", "email"],
         }
-
-    # ---------------------------------------------------------------- minting
 
     def now(self) -> datetime:
         """The instant tokens are stamped with and expire on: the emulator's clock, or real
@@ -379,17 +364,12 @@ class TokenAuthority:
             token (a user ``Authorization`` header then passes through).
         """
         target = job.http_target
-        if target is None:
-            return None
-        if target.oidc_token is not None:
+        if target is not None and target.oidc_token is not None:
             email = target.oidc_token.service_account_email
             return "Bearer " + self.id_token(email, token_audience(job), at)
-        if target.oauth_token is not None:
-            oauth = target.oauth_token
+        if target is not None and (oauth := target.oauth_token) is not None:
             return "Bearer " + self.access_token(oauth.service_account_email, oauth.scope, at)
         return None
-
-    # ---------------------------------------------------------------- tokeninfo
 
     def lookup(self, access_token: str) -> AccessToken | None:
         """The access token minted as ``access_token``, or ``None`` if unknown."""
