@@ -1,17 +1,10 @@
 """Pub/Sub targets: each attempt publishes one message to ``pubsubTarget.topicName``.
 
-A :class:`PubsubDispatcher` turns an attempt into one call of a :class:`Publisher`:
-
-- :class:`InProcessPublisher` — records every message (for tests and the demo) and can push
-  each one to an HTTP endpoint as a Pub/Sub push request, in-process when the URL is mounted.
-- :class:`~scheduler_emulator.runtime.delivery.pubsub_client.EmulatorPublisher` — publishes to a
-  real Pub/Sub emulator (``PUBSUB_EMULATOR_HOST``) through google-cloud-pubsub.
-- :class:`NoPublisher` — no Pub/Sub configured: attempts fail, saying how to configure one.
-
-What production does and what is pinned (publish outcomes, the publish timeout, pushes):
-docs/differences-from-production.md, "Pub/Sub and App Engine targets".
-
-Example (in-process)::
+A :class:`PubsubDispatcher` turns an attempt into one call of a :class:`Publisher`: an
+:class:`InProcessPublisher` (records every message, and pushes it to push subscriptions), an
+:class:`~scheduler_emulator.runtime.delivery.pubsub_client.EmulatorPublisher` (a real Pub/Sub
+emulator) or :class:`NoPublisher` (attempts fail, saying how to configure one). What production
+does and what is pinned: docs/differences-from-production.md, "Pub/Sub and App Engine targets".
 
     >>> from datetime import UTC, datetime
     >>> from scheduler_emulator.runtime._clock import ManualClock
@@ -30,10 +23,10 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ...domain.outcomes import Outcome
-from ...domain.resources import Job
+from ...domain.resources import Job, PubsubTarget
 from ...wire import format_timestamp
 from .._clock import Clock
 from ..storage.attempt_log import log_target_type
@@ -91,10 +84,7 @@ class Publisher(Protocol):
 
 
 class NoPublisher:
-    """No Pub/Sub configured: every Pub/Sub attempt fails with ``reason``.
-
-    :param reason: the attempt's debug text; says how to configure a publisher.
-    """
+    """No Pub/Sub configured: every Pub/Sub attempt fails with ``reason`` (its debug text)."""
 
     def __init__(self, reason: str = NOT_CONFIGURED) -> None:
         self.reason = reason
@@ -156,9 +146,9 @@ class PubsubMessage:
         return self.data.decode("utf-8")
 
     def push_body(self, subscription: str) -> dict[str, Any]:
-        """The JSON body Pub/Sub POSTs to a push endpoint (Pub/Sub docs: "Receive messages from
-        push subscriptions"): ``{"message": {"attributes", "data" (base64), "messageId",
-        "message_id", "publishTime", "publish_time"}, "subscription"}``."""
+        """The JSON body Pub/Sub POSTs to a push endpoint (:data:`PUSH_USER_AGENT`'s source):
+        ``{"message": {"attributes", "data" (base64), "messageId", "message_id",
+        "publishTime", "publish_time"}, "subscription"}``."""
         message: dict[str, Any] = {
             "data": base64.b64encode(self.data).decode("ascii"),
             "messageId": self.message_id,
@@ -258,10 +248,9 @@ class InProcessPublisher:
             subscriptions = [(n, e) for n, t, e in self._subscriptions if t == topic]
         headers = {"Content-Type": "application/json", "User-Agent": PUSH_USER_AGENT}
         for name, endpoint in subscriptions:
-            assert self.transport is not None
             body = json.dumps(message.push_body(name)).encode()
             request = DeliveryRequest("POST", endpoint, headers, body)
-            result = self.transport.send(request, timeout_seconds)
+            result = cast(Transport, self.transport).send(request, timeout_seconds)
             message.pushes.append(PushResult(name, endpoint, result.status, result.detail))
         return message.message_id
 
@@ -277,12 +266,9 @@ class InProcessPublisher:
 
 
 class PubsubDispatcher:
-    """Dispatcher of Pub/Sub targets (``job.target_type == "PUBSUB"``).
-
-    Each attempt publishes ``pubsubTarget.data`` with ``pubsubTarget.attributes`` to
-    ``pubsubTarget.topicName`` through ``publisher``. The attempt record is
-    ``{"targetType": "PUB_SUB", "pubsubTopic", "data" (base64), "attributes"}``; the
-    dispatcher itself sends the prepared message (:meth:`send`).
+    """Dispatcher of Pub/Sub targets (``job.target_type == "PUBSUB"``): each attempt publishes
+    ``pubsubTarget.data`` with its ``attributes`` to its ``topicName`` through ``publisher``;
+    the dispatcher itself sends the prepared target (:meth:`send`).
 
     :param publisher: where messages go.
     """
@@ -292,7 +278,8 @@ class PubsubDispatcher:
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
         """Prepare one publish (see
-        :class:`~scheduler_emulator.runtime.delivery.dispatchers.Dispatcher`).
+        :class:`~scheduler_emulator.runtime.delivery.dispatchers.Dispatcher`); its record is
+        ``{"targetType": "PUB_SUB", "pubsubTopic", "data" (base64), "attributes"}``.
 
         :raises NotDispatched: when the publisher is unavailable (no Pub/Sub configured, or
             google-cloud-pubsub missing), with its reason.
@@ -309,22 +296,18 @@ class PubsubDispatcher:
             "data": base64.b64encode(target.data).decode("ascii"),
             "attributes": dict(target.attributes),
         }
-        message = (target.topic_name, target.data, dict(target.attributes))
-        return Prepared(record, PUBLISH_TIMEOUT_SECONDS, self, message)
+        return Prepared(record, PUBLISH_TIMEOUT_SECONDS, self, target)
 
-    def send(
-        self, request: tuple[str, bytes, dict[str, str]], timeout_seconds: float
-    ) -> TransportResult:
-        """Publish one prepared message ``(topic, data, attributes)``; the result carries the
-        attempt's outcome (pinned texts; production logs show only the code): ``OK`` with
-        ``PUBSUB_PUBLISHED. Message ID = <id>``, or the publish error's code with
-        ``PUBSUB_ERROR. <message>``; never an HTTP status.
-
-        :param timeout_seconds: how long the publish may take.
-        """
-        topic, data, attributes = request
+    def send(self, request: PubsubTarget, timeout_seconds: float) -> TransportResult:
+        """Publish the message of a job's ``pubsubTarget`` within ``timeout_seconds``; the
+        result carries the attempt's outcome (pinned texts; production logs show only the
+        code): ``OK`` with ``PUBSUB_PUBLISHED. Message ID = <id>``, or the publish error's code
+        with ``PUBSUB_ERROR. <message>``; never an HTTP status."""
+        topic = request.topic_name
         try:
-            message_id = self.publisher.publish(topic, data, attributes, timeout_seconds)
+            message_id = self.publisher.publish(
+                topic, request.data, dict(request.attributes), timeout_seconds
+            )
         except PublishError as exc:
             text = f"PUBSUB_ERROR. Publishing to {topic} failed: {exc.message}"
             return TransportResult(detail=exc.message, outcome=Outcome(exc.code, text, None))
