@@ -4,7 +4,8 @@ A :class:`PubsubDispatcher` turns an attempt into one call of a :class:`Publishe
 :class:`InProcessPublisher` (records every message, and pushes it to push subscriptions), an
 :class:`~scheduler_emulator.runtime.delivery.pubsub_client.EmulatorPublisher` (a real Pub/Sub
 emulator) or :class:`NoPublisher` (attempts fail, saying how to configure one). What production
-does and what is pinned: docs/differences-from-production.md, "Pub/Sub and App Engine targets".
+does and what is pinned: docs/differences-from-production.md, "Pub/Sub and App Engine targets";
+in-process::
 
     >>> from datetime import UTC, datetime
     >>> from scheduler_emulator.runtime._clock import ManualClock

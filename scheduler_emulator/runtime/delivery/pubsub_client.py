@@ -1,8 +1,6 @@
-"""Publishing to a real Pub/Sub emulator through google-cloud-pubsub (the ``[pubsub]`` extra).
-
-The emulator is the one ``gcloud beta emulators pubsub start`` runs; its address is what
-``PUBSUB_EMULATOR_HOST`` holds (``127.0.0.1:8085``). The connection is plain gRPC, with no
-credentials, as Google's client libraries do when that variable is set::
+"""Publishing to the Pub/Sub emulator ``gcloud beta emulators pubsub start`` runs, at the
+address ``PUBSUB_EMULATOR_HOST`` holds, through google-cloud-pubsub (the ``[pubsub]`` extra):
+plain gRPC with no credentials, as Google's client libraries do when that variable is set::
 
     publisher = EmulatorPublisher("127.0.0.1:8085")
     publisher.publish("projects/my-project/topics/orders", b"{}", {"kind": "sweep"}, 60.0)
@@ -43,12 +41,9 @@ def _client(host: str) -> Any:
 
 
 class EmulatorPublisher:
-    """Publish to the Pub/Sub emulator at ``host`` (``HOST:PORT``).
-
-    The client is made on first use; a missing library makes :meth:`unavailable` say which
-    extra to install (the attempt records it) rather than failing at start-up.
-
-    :param host: the emulator's ``HOST:PORT`` (what ``PUBSUB_EMULATOR_HOST`` holds).
+    """Publish to the Pub/Sub emulator at ``host`` (``HOST:PORT``), through a client made on
+    first use: a missing library makes :meth:`unavailable` say which extra to install (the
+    attempt records it) rather than failing at start-up.
     """
 
     def __init__(self, host: str) -> None:
@@ -60,18 +55,10 @@ class EmulatorPublisher:
         """:data:`MISSING_EXTRA` when google-cloud-pubsub is not installed, else ``None``."""
         return pubsub_library_missing()
 
-    def _publisher(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                self._client = _client(self.host)
-            return self._client
-
     def publish(
         self, topic: str, data: bytes, attributes: Mapping[str, str], timeout_seconds: float
     ) -> str:
-        """Publish one message; return the emulator's message ID.
-
-        One try per attempt (the job's retryConfig does the retrying).
+        """Publish one message, one try (the job's retryConfig retries); return its ID.
 
         :raises PublishError: with the gRPC status name (``NOT_FOUND`` for a missing topic,
             ``UNAVAILABLE`` when the emulator cannot be reached, ``DEADLINE_EXCEEDED``…).
@@ -80,8 +67,12 @@ class EmulatorPublisher:
         from google.pubsub_v1 import PubsubMessage
 
         message = PubsubMessage(data=data, attributes=dict(attributes))
+        with self._lock:
+            if self._client is None:
+                self._client = _client(self.host)
+            client = self._client
         try:
-            response = self._publisher().publish(
+            response = client.publish(
                 topic=topic, messages=[message], retry=None, timeout=timeout_seconds
             )
         except exceptions.GoogleAPICallError as exc:
