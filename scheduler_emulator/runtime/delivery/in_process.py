@@ -338,12 +338,11 @@ class MountTransport:
             try:
                 status, headers = self._call(app, hop, deadline, sample)
             except TimeoutError:  # the ASGI app's work was cancelled at the deadline
-                answered(None, None, TimeoutError())
-                return
+                status, headers = None, {}
             except Exception as exc:  # the target's own bug: a 500 to Cloud Scheduler
                 status, headers = 500, {}
                 sample.exception = exc
-            if real_monotonic() > deadline:
+            if status is None or real_monotonic() > deadline:
                 answered(None, None, TimeoutError())
                 return
             lowered = {k.lower(): v for k, v in headers.items()}

@@ -258,12 +258,9 @@ class InProcessPublisher:
     def published(self, topic: str | None = None) -> list[PubsubMessage]:
         """Messages accepted so far, in publish order; only ``topic``'s (ID or full name) when
         given."""
+        name = None if topic is None else self.topic_name(topic)
         with self._lock:
-            messages = list(self._messages)
-        if topic is None:
-            return messages
-        name = self.topic_name(topic)
-        return [m for m in messages if m.topic == name]
+            return [m for m in self._messages if name is None or m.topic == name]
 
 
 class PubsubDispatcher:

@@ -323,9 +323,7 @@ class TokenAuthority:
         return SystemClock().now() if self.token_time == "real" else self.clock.now()
 
     def _issue_time(self, at: datetime | None) -> datetime:
-        if at is None or self.token_time == "real":
-            return self.now()
-        return at
+        return self.now() if at is None or self.token_time == "real" else at
 
     def id_token(self, email: str, audience: str, at: datetime | None = None) -> str:
         """Mint a signed ID token for the service account ``email``.
