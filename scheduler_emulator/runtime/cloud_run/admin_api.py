@@ -227,27 +227,22 @@ class CloudRunAdminApi:
         """Answer one request. :raises ApiError: for the errors the Admin API answers."""
         path = request.path
         v1 = _V1_RUN.match(path)
-        if v1 is not None:
-            refused = self._authorized(request, "google.cloud.run.v1.Jobs.RunJob")
-            if refused is not None:
-                return refused
-            host = CLOUD_RUN_REGIONAL_HOST.match((request.host or "").split(":")[0])
-            location = host["region"] if host else self.default_location
-            if request.method != "POST":
-                raise NotFound(f"The method {request.method} {path} is not found.")
-            job = self.cloud_run.find(v1["project"], location, v1["job"])
-            execution = self._run(job, request, v1=True)
-            return _json(v1_execution(execution))
-        match = _V2.match(path)
+        match = v1 or _V2.match(path)
         if match is None:
             raise NotFound(
                 f"The emulator answers the Cloud Run Admin API's jobs/J:run (v1 and v2) and its "
                 f"v2 jobs, executions and operations reads; not {request.method} {path}."
             )
-        verb = "RunJob" if match["verb"] else "Get"
-        refused = self._authorized(request, f"google.cloud.run.v2.Jobs.{verb}")
-        if refused is not None:
+        method = "v1.Jobs.RunJob" if v1 else f"v2.Jobs.{'RunJob' if match['verb'] else 'Get'}"
+        if (refused := self._authorized(request, f"google.cloud.run.{method}")) is not None:
             return refused
+        if v1 is not None:
+            host = CLOUD_RUN_REGIONAL_HOST.match((request.host or "").split(":")[0])
+            location = host["region"] if host else self.default_location
+            if request.method != "POST":
+                raise NotFound(f"The method {request.method} {path} is not found.")
+            job = self.cloud_run.find(v1["project"], location, v1["job"])
+            return _json(v1_execution(self._run(job, request, v1=True)))
         project, location = match["project"], match["location"]
         if match["operation"] is not None:
             return _json(self._operation(project, location, match["operation"]))

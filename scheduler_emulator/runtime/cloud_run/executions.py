@@ -22,12 +22,13 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from ...domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
+from ...domain.codec import camel_case
 from ...domain.errors import InvalidArgument, NotFound
 from ...realtime import now as real_now
 from ...wire import format_timestamp, parse_timestamp
@@ -283,46 +284,29 @@ class ExecutionStore:
 
 
 def _execution_row(execution: Execution) -> dict[str, Any]:
-    job = execution.job
+    completion = execution.completion_time
     return {
         "name": execution.name,
         "createTime": format_timestamp(execution.create_time),
-        "completionTime": None
-        if execution.completion_time is None
-        else format_timestamp(execution.completion_time),
+        "completionTime": None if completion is None else format_timestamp(completion),
         "state": execution.state,
         "schedulerJob": execution.scheduler_job,
-        "job": {
-            "name": job.name,
-            "argv": list(job.argv),
-            "env": [list(pair) for pair in job.env],
-            "taskCount": job.task_count,
-            "parallelism": job.parallelism,
-            "maxRetries": job.max_retries,
-            "timeoutSeconds": job.timeout_seconds,
-            "commandLength": job.command_length,
-            "image": job.image,
-        },
+        # each field of the CloudRunJob by its camelCase name (tuples are written as lists)
+        "job": {camel_case(f.name): getattr(execution.job, f.name) for f in fields(CloudRunJob)},
         "attempts": [a.to_json() for a in execution.attempts],
     }
 
 
 def _execution_from_row(seq: int, row: Mapping[str, Any]) -> Execution:
-    job = row["job"]
+    stored = row["job"]  # as _execution_row wrote it (a row from before "image" has none)
+    values = {
+        f.name: stored[key] for f in fields(CloudRunJob) if (key := camel_case(f.name)) in stored
+    }
+    values |= {"argv": tuple(values["argv"]), "env": tuple(map(tuple, values["env"]))}
     completion = row.get("completionTime")
     return Execution(
         name=row["name"],
-        job=CloudRunJob(
-            name=job["name"],
-            argv=tuple(job["argv"]),
-            env=tuple((k, v) for k, v in job["env"]),
-            task_count=job["taskCount"],
-            parallelism=job["parallelism"],
-            max_retries=job["maxRetries"],
-            timeout_seconds=job["timeoutSeconds"],
-            command_length=job["commandLength"],
-            image=job.get("image", ""),
-        ),
+        job=CloudRunJob(**values),
         create_time=parse_timestamp(row["createTime"]),
         state=row["state"],
         attempts=[TaskAttempt.from_json(a) for a in row["attempts"]],
