@@ -181,17 +181,6 @@ class Emulator(AttemptAssertions):
             self.dispatchers[kind] = dispatcher
             return previous
 
-    @property
-    def error_count(self) -> int:
-        """Emulator errors while preparing or sending attempts (each is recorded on its
-        attempt and logged once)."""
-        return self.recorder.error_count
-
-    @property
-    def last_error(self) -> BaseException | None:
-        """The last of those errors, for inspection."""
-        return self.recorder.last_error
-
     # ---------------------------------------------------------------- lifecycle
 
     def start(self) -> Emulator:

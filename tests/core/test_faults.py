@@ -290,8 +290,8 @@ def test_an_error_inside_the_emulator_still_records_the_attempt(
     [attempt] = emulator.attempts()
     assert attempt.code == "UNKNOWN" and attempt.end_time is not None
     assert "transport bug" in attempt.debug_info
-    assert isinstance(emulator.last_error, RuntimeError)
-    assert emulator.error_count == 1
+    assert isinstance(emulator.recorder.last_error, RuntimeError)
+    assert emulator.recorder.error_count == 1
 
 
 def test_only_one_retry_overlaps_a_deadline_then_the_slow_request_is_awaited(

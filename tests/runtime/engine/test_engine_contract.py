@@ -112,8 +112,8 @@ def test_a_transport_bug_is_recorded_and_counted(engines: Engines) -> None:
     emulator.run_job("nightly")
     [attempt] = engines.settled(emulator, 1)
     assert attempt.code == "UNKNOWN" and "RuntimeError('boom')" in attempt.debug_info
-    assert emulator.error_count == 1
-    assert isinstance(emulator.last_error, RuntimeError)
+    assert emulator.recorder.error_count == 1
+    assert isinstance(emulator.recorder.last_error, RuntimeError)
 
 
 def test_the_log_has_a_start_and_an_end_per_attempt(engines: Engines) -> None:

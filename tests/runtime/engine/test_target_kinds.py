@@ -137,7 +137,7 @@ def test_an_error_preparing_one_attempt_is_recorded_on_it_and_spares_the_others(
     [*_, broken] = mixed.attempts("broken")
     assert broken.code == "UNKNOWN" and "cannot build this request" in broken.debug_info
     assert [a.code for a in mixed.attempts("tick")] == ["OK", "OK"]
-    assert mixed.error_count == 2
+    assert mixed.recorder.error_count == 2
 
 
 def test_on_the_system_clock_the_http_job_fires_beside_a_failing_kind(
@@ -157,4 +157,4 @@ def test_on_the_system_clock_the_http_job_fires_beside_a_failing_kind(
         ("tick", False): "OK",
     }
     assert len(target.requests) == 1
-    assert emulator.error_count == 0
+    assert emulator.recorder.error_count == 0
