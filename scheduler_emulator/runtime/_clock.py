@@ -171,19 +171,17 @@ class ManualClock:
             self._settle()  # what is due now (a sleeper may also note the starting instant)
             while not self._interrupted:  # stop at each due instant, up to the target
                 due = [d for d in (s.next_due() for s in self._sleepers) if d is not None]
-                earliest = min(due) if due else None
+                earliest = min(due, default=None)
                 if earliest is None or earliest > target:
                     break  # nothing is left due at or before the target
                 self._now = max(self._now, earliest)
                 self._settle()
                 if self._keep is not None and real_monotonic() - self._kept_at >= 1.0:
                     self._keep_now()
-            if self._interrupted:  # stopped: the move ends at the instant it reached
-                self._keep_now()
-                return self._now
-            self._now = target
-            for sleeper in self._sleepers:
-                sleeper.idle()
+            if not self._interrupted:  # (stopped: the move ends at the instant it reached)
+                self._now = target
+                for sleeper in self._sleepers:
+                    sleeper.idle()
             self._keep_now()
             return self._now
 

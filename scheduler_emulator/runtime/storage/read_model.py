@@ -168,11 +168,8 @@ def last_attempt_in_flight(store: Store, job: str, now: datetime) -> bool:
     check = Row(store.path, "attempts", job)
 
     def in_flight(row: Any) -> bool:
-        if row[2] is None:
-            return True
-        return in_flight_at(
-            check.instant("start_time", row[1]), check.instant("end_time", row[2]), now
-        )
+        ended = check.optional_instant("end_time", row[2])
+        return ended is None or in_flight_at(check.instant("start_time", row[1]), ended, now)
 
     return any(read_rows(store.path, "attempts", rows, in_flight))
 
