@@ -1,11 +1,10 @@
 """The emulator as a library: jobs, their state machine, the clock and the attempt history.
 
 :class:`Emulator` is what the pytest plugin runs in-process and what the daemon wraps with a
-server. It puts the parts together (store, execution log, publisher, App Engine routing,
-token authority, fault plan, engine) from its
-:class:`~scheduler_emulator.EmulatorOptions`, and offers the jobs API
-(create, update, pause, run…, validated as the REST API does) and the attempt history over
-its engine (the scheduler core, a recorder and a driver)::
+server. It puts the parts together (store, execution log, publisher, App Engine routing, token
+authority, fault plan, engine) from its :class:`~scheduler_emulator.EmulatorOptions`, and offers
+the jobs API (create, update, pause, run…, validated as the REST API does) and the attempt
+history over its engine (the scheduler core, a recorder and a driver)::
 
     from datetime import UTC, datetime, timedelta
     from scheduler_emulator import Emulator, ManualClock

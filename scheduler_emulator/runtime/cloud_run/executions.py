@@ -154,7 +154,6 @@ class Execution:
         "createTime", "completionTime"?, "taskCount", "parallelism", "maxRetries",
         "timeout", "command", "schedulerJob"?, "succeededCount", "failedCount",
         "runningCount", "retriedCount", "taskAttempts": [...]}``."""
-        counts = self.counts()
         out: dict[str, Any] = {
             "name": self.name,
             "job": self.job.name,
@@ -172,7 +171,7 @@ class Execution:
         }
         if self.scheduler_job:
             out["schedulerJob"] = self.scheduler_job
-        out |= {f"{k}Count": v for k, v in counts.items()}
+        out |= {f"{k}Count": v for k, v in self.counts().items()}
         out["taskAttempts"] = [a.to_json() for a in self.attempts]
         return out
 
