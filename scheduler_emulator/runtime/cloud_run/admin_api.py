@@ -1,13 +1,8 @@
 """The Cloud Run Admin API, as far as the emulator answers it (docs/cloud-run-jobs.md: "The
-URIs the emulator answers"), and the transport that routes a scheduler attempt to it instead
-of to Google.
-
-:class:`CloudRunAdminApi` answers ``jobs/J:run`` (v2, and v1 on ``REGION-run.googleapis.com``)
-and the v2 REST reads of jobs, executions and operations that Google's ``google-cloud-run``
-client makes, for the jobs :class:`~scheduler_emulator.runtime.cloud_run.executions.CloudRun`
-defines.
-:class:`GoogleApisTransport` gives it the Cloud Run Admin API's URLs in-process and fails every
-other ``*.googleapis.com`` URL's attempt with a reason, sending nothing.
+URIs the emulator answers"): :class:`CloudRunAdminApi` answers ``jobs/J:run`` (v2, and v1 on
+``REGION-run.googleapis.com``) and the v2 REST reads of jobs, executions and operations that
+Google's ``google-cloud-run`` client makes; :class:`GoogleApisTransport` routes a scheduler
+attempt to it instead of to Google.
 """
 
 from __future__ import annotations
@@ -118,11 +113,12 @@ def v2_execution(execution: Execution) -> dict[str, Any]:
     (cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run)."""
     counts = execution.counts()
     job = execution.job
+    completion = execution.completion_time
     condition = {
         "RUNNING": "CONDITION_PENDING",
         "SUCCEEDED": "CONDITION_SUCCEEDED",
     }.get(execution.state, "CONDITION_FAILED")
-    body: dict[str, Any] = {
+    return {
         "name": execution.name,
         "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, execution.name)),
         "job": job.job_id,
@@ -138,10 +134,8 @@ def v2_execution(execution: Execution) -> dict[str, Any]:
         "retriedCount": counts["retried"],
         "conditions": [{"type": "Completed", "state": condition}],
         "reconciling": execution.state == "RUNNING",
+        **({} if completion is None else {"completionTime": format_timestamp(completion)}),
     }
-    if execution.completion_time is not None:
-        body["completionTime"] = format_timestamp(execution.completion_time)
-    return body
 
 
 def v1_execution(execution: Execution) -> dict[str, Any]:
@@ -296,14 +290,13 @@ class CloudRunAdminApi:
         job = execution.job
         done = execution.state != "RUNNING"
         typed = {"@type": "type.googleapis.com/google.cloud.run.v2.Execution"}
-        body: dict[str, Any] = {
+        typed |= v2_execution(execution)
+        return {
             "name": f"projects/{job.project}/locations/{job.location}/operations/{operation}",
-            "metadata": typed | v2_execution(execution),
+            "metadata": typed,
             "done": done,
+            **({"response": typed} if done else {}),
         }
-        if done:
-            body["response"] = typed | v2_execution(execution)
-        return body
 
     def _operation(self, project: str, location: str, operation: str) -> dict[str, Any]:
         name = self._operations.get(operation)

@@ -78,20 +78,16 @@ class TaskAttempt:
     def to_json(self) -> dict[str, Any]:
         """``{"index", "attempt", "startTime", "endTime"?, "exitCode"?, "stopped"?, "stdout",
         "stderr"}``."""
-        out: dict[str, Any] = {
+        return {
             "index": self.index,
             "attempt": self.attempt,
             "startTime": format_timestamp(self.start),
+            **({} if self.end is None else {"endTime": format_timestamp(self.end)}),
+            **({} if self.exit_code is None else {"exitCode": self.exit_code}),
+            **({"stopped": self.stopped} if self.stopped else {}),
+            "stdout": self.stdout,
+            "stderr": self.stderr,
         }
-        if self.end is not None:
-            out["endTime"] = format_timestamp(self.end)
-        if self.exit_code is not None:
-            out["exitCode"] = self.exit_code
-        if self.stopped:
-            out["stopped"] = self.stopped
-        out["stdout"] = self.stdout
-        out["stderr"] = self.stderr
-        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TaskAttempt:
@@ -154,26 +150,22 @@ class Execution:
         "createTime", "completionTime"?, "taskCount", "parallelism", "maxRetries",
         "timeout", "command", "schedulerJob"?, "succeededCount", "failedCount",
         "runningCount", "retriedCount", "taskAttempts": [...]}``."""
-        out: dict[str, Any] = {
+        completion = self.completion_time
+        return {
             "name": self.name,
             "job": self.job.name,
             "state": self.state,
             "createTime": format_timestamp(self.create_time),
-        }
-        if self.completion_time is not None:
-            out["completionTime"] = format_timestamp(self.completion_time)
-        out |= {
+            **({} if completion is None else {"completionTime": format_timestamp(completion)}),
             "taskCount": self.job.task_count,
             "parallelism": self.job.parallelism,
             "maxRetries": self.job.max_retries,
             "timeout": f"{self.job.timeout_seconds:g}s",
             "command": list(self.job.argv),
+            **({"schedulerJob": self.scheduler_job} if self.scheduler_job else {}),
+            **{f"{k}Count": v for k, v in self.counts().items()},
+            "taskAttempts": [a.to_json() for a in self.attempts],
         }
-        if self.scheduler_job:
-            out["schedulerJob"] = self.scheduler_job
-        out |= {f"{k}Count": v for k, v in self.counts().items()}
-        out["taskAttempts"] = [a.to_json() for a in self.attempts]
-        return out
 
 
 _SCHEMA = """
