@@ -1,7 +1,5 @@
-"""Clocks: the only place the emulator reads the time or waits.
-
-The engine asks its clock for ``now()`` and waits through it; nothing else in the package calls
-``datetime.now()`` or ``time.sleep``. Two clocks:
+"""Clocks: the engine asks its clock for ``now()`` and waits through it; nothing else in the
+package calls ``datetime.now()`` or ``time.sleep``. Two clocks:
 
 - :class:`SystemClock` — real UTC time; :meth:`~SystemClock.wait` blocks on a
   :class:`threading.Event` so that a new, earlier deadline wakes the waiter at once.
@@ -150,11 +148,8 @@ class ManualClock:
         return self.move_to(self._now + delta)
 
     def move_to(self, target: datetime) -> datetime:
-        """Move the clock to ``target``, firing every due instant in order on the way.
-
-        At each instant where a sleeper has work due the clock stops, sets itself to that
-        instant, and lets the sleeper run everything due (including retries that fall due by
-        then) before going on. Returns when the clock is at ``target`` and nothing due remains.
+        """Move the clock to ``target``, stopping at every due instant in order on the way to
+        run what is due there, retries included (see the module docstring).
 
         :param target: an aware datetime, not before :meth:`now`.
         :raises NaiveDatetimeError: if ``target`` is naive.

@@ -1,14 +1,9 @@
-"""The database file of a data directory: is it fit to open, is each row read back sound, and
-what a failed write means (docs/behaviour.md: "A damaged database is never replaced", "A
-damaged row", "A full disk").
-
-Before the store writes anything, :func:`check_database` refuses (exit 2 from ``scheduler-emulator
-start``) a file that is empty, is not SQLite, is damaged (``PRAGMA quick_check``), lacks one of
-the emulator's tables, or carries a ``user_version`` from a later release, leaving it as it
-was. Every row read back is checked as the API checks what it accepts (:class:`Row`): a damaged
-row read at start refuses the start; a damaged attempt row read while running is left out with a
-warning (:func:`read_rows`). A write that fails because the disk is full becomes
-:class:`~scheduler_emulator.domain.errors.StorageUnavailable` (:func:`storage_error`).
+"""The database file of a data directory (docs/behaviour.md: "A damaged database is never
+replaced", "A damaged row", "A full disk"): is it fit to open (:func:`check_database`, before
+the store writes anything; refused: exit 2 from ``scheduler-emulator start``, the file left as
+it was), is each row read back sound (:class:`Row`: a damaged row read at start refuses the
+start, one read while running is left out with a warning, :func:`read_rows`), and what a write
+failing on a full disk means (:func:`storage_error`).
 """
 
 from __future__ import annotations
