@@ -68,9 +68,7 @@ def unauthenticated(authorization: str | None, method: str) -> dict[str, Any]:
 
 
 def _json(body: Any, status: int = 200, **headers: str) -> Response:
-    response = Response(json.dumps(body), status, mimetype="application/json")
-    response.headers.update(headers)
-    return response
+    return Response(json.dumps(body), status, headers, mimetype="application/json")
 
 
 def _v2_container(job: CloudRunJob) -> dict[str, Any]:

@@ -12,6 +12,7 @@ A task runs in the daemon's working directory; its environment is the daemon's, 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import secrets
@@ -19,6 +20,7 @@ import signal
 import sqlite3
 import string
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
@@ -506,9 +508,6 @@ def run_callable(target: str) -> None:
 
     The pytest plugin's callable jobs run ``python -c`` with this.
     """
-    import importlib
-    import sys
-
     module_name, _, qualname = target.partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
