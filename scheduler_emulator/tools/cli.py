@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import os
 import re
 import signal
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -41,7 +42,7 @@ from ..runtime import (
     http2_problem,
 )
 from ..server.connections import Limits
-from ..wire import HEADER_CASES, format_timestamp
+from ..wire import HEADER_CASES, format_timestamp, is_loopback
 from .client_recipes import client_notes, grpc_note
 from .cloud_run_file import load_cloud_run_jobs
 from .fault_file import load_fault_file
@@ -116,16 +117,11 @@ def _project(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
-def _retain(text: str) -> int:
-    if text.isascii() and text.isdigit() and len(text) <= 18:
+def _positive(text: str, smallest: int = 1) -> int:
+    if text.isascii() and text.isdigit() and len(text) <= 18 and int(text) >= smallest:
         return int(text)
-    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not 0 or a positive whole number")
-
-
-def _positive(text: str) -> int:
-    if text.isascii() and text.isdigit() and len(text) <= 18 and int(text) > 0:
-        return int(text)
-    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a positive whole number")
+    what = "0 or a positive" if smallest == 0 else "a positive"
+    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not {what} whole number")
 
 
 def _admin_token(text: str) -> str:
@@ -261,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--in-memory", action="store_true", help="keep nothing on disk")
     start.add_argument(
         "--retain-attempts",
-        type=_retain,
+        type=functools.partial(_positive, smallest=0),
         default=DEFAULT_RETAIN_ATTEMPTS,
         metavar="N",
         help="keep the newest N finished attempts, skipped-run records and finished runs; "
@@ -413,10 +409,8 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
     schedule = parse_schedule(args.schedule, args.time_zone, dst_policy=args.dst_policy)
     after = args.after or SystemClock().now()
     count = 0
-    for count, instant in enumerate(schedule.iter_after(after), start=1):  # noqa: B007
+    for count, instant in enumerate(islice(schedule.iter_after(after), args.n), 1):  # noqa: B007
         out.write(format_schedule_time(instant) + "\n")
-        if count >= args.n:
-            break
     if not schedule.is_cron:
         print(
             f"note: {args.schedule!r} is an English-like schedule: Cloud Scheduler sends its "
@@ -587,30 +581,10 @@ def log_format_note(log_format: str, log_file: str | None) -> str:
     )
 
 
-def options_from_args(args: argparse.Namespace) -> EmulatorOptions:
-    """The emulator's settings from ``scheduler-emulator start``'s flags."""
-    return EmulatorOptions(
-        project=args.project,
-        location=args.location,
-        dst_policy=args.dst_policy,
-        data_dir=None if args.in_memory else Path(args.data_dir or default_data_dir()),
-        token_issuer=args.token_issuer,
-        token_time=args.token_time,
-        retain_attempts=args.retain_attempts,
-        retain_megabytes=args.retain_megabytes,
-        header_case=args.header_case,
-        http2=args.http2,
-        cloud_run_jobs=load_cloud_run_jobs(
-            args.cloud_run_jobs, project=args.project, location=args.location
-        ),
-    )
-
-
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon (:class:`~scheduler_emulator.server.daemon.Daemon`) until SIGINT or
     SIGTERM."""
     from ..server.daemon import Daemon
-    from ..server.server import is_loopback
     from .firebase import command as firebase_command
 
     token = admin_token(args.admin_token)
@@ -626,8 +600,10 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     )
     jobs = [job for _, file_jobs in per_file for job in file_jobs]
     log_format = log_format_for(args.log_format, args.log_file, out)
-    options = options_from_args(args)
-    where = "in memory" if options.data_dir is None else f"data dir {options.data_dir}"
+    data_dir = None if args.in_memory else Path(args.data_dir or default_data_dir())
+    cloud_run_jobs = load_cloud_run_jobs(
+        args.cloud_run_jobs, project=args.project, location=args.location
+    )
     log_stream: IO[str] = open(args.log_file, "a") if args.log_file else out  # noqa: SIM115
     closing = [log_stream.close] if log_stream is not out else []
     faults = load_fault_file(args.faults) if args.faults else None
@@ -635,7 +611,20 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         raise ConfigurationError("--start needs --clock manual.")
     targets = configure_targets(args, jobs, out)  # may start the Pub/Sub emulator
     daemon = Daemon(
-        replace(options, app_engine_urls=targets.app_engine_urls),
+        EmulatorOptions(
+            project=args.project,
+            location=args.location,
+            dst_policy=args.dst_policy,
+            data_dir=data_dir,
+            token_issuer=args.token_issuer,
+            token_time=args.token_time,
+            retain_attempts=args.retain_attempts,
+            retain_megabytes=args.retain_megabytes,
+            header_case=args.header_case,
+            http2=args.http2,
+            cloud_run_jobs=cloud_run_jobs,
+            app_engine_urls=targets.app_engine_urls,
+        ),
         host=args.host,
         port=args.port,
         clock=args.clock,
@@ -677,7 +666,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         clock_note += " (resumed where it stopped)" if daemon.resumed else ""
     out.write(
         f"scheduler-emulator listening on http://{args.host}:{daemon.port} "
-        f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, {where}"
+        f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, "
+        + ("in memory" if data_dir is None else f"data dir {data_dir}")
         + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")
         + (f", Cloud Run jobs {', '.join(run_jobs)} run locally" if run_jobs else "")
         + (f", {targets.description}" if targets.description else "")
