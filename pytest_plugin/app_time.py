@@ -64,12 +64,6 @@ def _fake(value: _datetime.datetime) -> Any:
     )  # fmt: skip
 
 
-def _local_or_zoned(timestamp: float, tz: _datetime.tzinfo | None) -> Any:
-    """``datetime.fromtimestamp`` with the real class: local naive time (fold set on a
-    repeated hour) without ``tz``, that zone's time (fold too) with it."""
-    return _fake(_REAL[0].fromtimestamp(timestamp, tz))
-
-
 def _corrections() -> dict[tuple[Any, str], Any]:
     """The replacements installed on freezegun's fakes while :func:`freeze` is active; each
     falls back to freezegun's own method outside it."""
@@ -79,18 +73,17 @@ def _corrections() -> dict[tuple[Any, str], Any]:
     original_timestamp = fake_datetime.timestamp
     original_today = fake_date.today
 
+    # The real class's fromtimestamp: local naive time without tz, that zone's time with it,
+    # fold set on a repeated hour either way.
     def now(cls: type, tz: _datetime.tzinfo | None = None) -> Any:
         if not _ours():
             return original_now(tz)
-        return _local_or_zoned(_frozen_timestamp(), tz)
-
-    def today(cls: type) -> Any:
-        return now(cls)
+        return _fake(_REAL[0].fromtimestamp(_frozen_timestamp(), tz))
 
     def fromtimestamp(cls: type, t: float, tz: _datetime.tzinfo | None = None) -> Any:
         if not _ours():
             return original_fromtimestamp(t, tz)
-        return _local_or_zoned(t, tz)
+        return _fake(_REAL[0].fromtimestamp(t, tz))
 
     def timestamp(self: Any) -> float:
         if not _ours():
@@ -104,7 +97,7 @@ def _corrections() -> dict[tuple[Any, str], Any]:
 
     return {
         (fake_datetime, "now"): classmethod(now),
-        (fake_datetime, "today"): classmethod(today),
+        (fake_datetime, "today"): classmethod(now),  # today() is now() without a zone
         (fake_datetime, "fromtimestamp"): classmethod(fromtimestamp),
         (fake_datetime, "timestamp"): timestamp,
         (fake_date, "today"): classmethod(date_today),
