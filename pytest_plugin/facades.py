@@ -14,11 +14,8 @@ and ``fire(name, payload)`` for any name.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-import json
 from collections.abc import Callable, MutableMapping
-from datetime import date, datetime
 from typing import Any
 
 import requests
@@ -26,6 +23,7 @@ from werkzeug.test import Client
 
 from scheduler_emulator.runtime import AsgiApp, AsgiCaller, is_asgi_app
 from scheduler_emulator.service import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
+from scheduler_emulator.service.binding import encode_payload
 from scheduler_emulator.service.router import run_awaitable
 from scheduler_emulator.wire import TIMER_PREFIX, scheduler_headers
 
@@ -56,16 +54,6 @@ class TimerNotAcknowledged(AssertionError):
             f"The source would not read the answer to TIMER /{name} as an acknowledgement: "
             f"the service answered {status}. It said:{said}"
         )
-
-
-def _json_default(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if hasattr(value, "model_dump"):  # pydantic v2
-        return value.model_dump(mode="json")
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    raise TypeError(f"cannot serialise {type(value).__name__} as a timer message; pass JSON data")
 
 
 class _Timers:
@@ -152,18 +140,18 @@ class CloudRunTimers(_Timers):
     ) -> int:
         """Post the timer request for ``name``; return the 2xx status.
 
-        :param payload: a message to send as the JSON body: plain JSON values, dataclasses,
-            pydantic models, dates (omit for no body).
+        :param payload: a message to send as the body, encoded by
+            :func:`~scheduler_emulator.service.encode_payload` (compact JSON of plain values,
+            dataclasses, pydantic models, enums, dates; ``bytes`` as they are); omit for no body.
         :param schedule_time: overrides the ``X-CloudScheduler-ScheduleTime`` header.
         :raises TypeError: for a payload that has no JSON form.
+        :raises ValueError: for a NaN or infinite number (JSON has none).
         :raises TimerNotAcknowledged: for a non-2xx answer.
         :raises Exception: in-process, whatever the handler raised.
         """
         path = TIMER_PREFIX + name  # whatever prefix the app configured
         headers = self.headers(name, schedule_time)
-        body = (
-            b"" if payload is _NO_PAYLOAD else json.dumps(payload, default=_json_default).encode()
-        )
+        body = b"" if payload is _NO_PAYLOAD else encode_payload(payload)
         if self._asgi is not None:
             answer = self._asgi.request("POST", "http://testserver" + path, headers, body)
             status, text = answer.status_code, answer.text
