@@ -20,7 +20,6 @@ found again on restart (``attempts(unfinished=True)``).
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import sqlite3
@@ -31,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ...core.scheduler import (
     Decision,
@@ -216,7 +215,11 @@ class _Writer:
 
     def wait(self, ticket: _Ticket) -> None:
         """Queue ``ticket`` and return once it is set: everything queued before it is committed
-        (the writer starts at once rather than let more gather)."""
+        (the writer starts at once rather than let more gather).
+
+        :raises Exception: the first error of the writes that carried ``ticket`` (a full disk
+            as :func:`~scheduler_emulator.runtime.storage.data_file.storage_error`).
+        """
         with self._lock:
             if self._closed:
                 raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
@@ -228,6 +231,8 @@ class _Writer:
         finally:
             with self._lock:
                 self._waiting -= 1
+        if ticket.error is not None:
+            _raise(self.path, ticket.error)
 
     def close(self) -> None:
         """Carry out what is queued, close the connection and end the thread."""
@@ -278,6 +283,12 @@ class _Writer:
                 if is_unwritable(exc):
                     self.failure = str(exc)
                 logger.error("store %s: a write failed and is not stored: %s", self.path, exc)
+
+
+def _raise(path: str, exc: Exception) -> NoReturn:
+    if is_unwritable(exc):  # a full disk: say so, as a 503
+        raise storage_error(path, exc) from exc
+    raise exc
 
 
 def _carry(db: sqlite3.Connection, item: _Item) -> None:
@@ -358,16 +369,6 @@ def window_conditions(
     return clauses, args
 
 
-def _check_page_size(page_size: int) -> None:
-    if not 1 <= page_size <= ATTEMPTS_PAGE_SIZE_MAX:
-        raise ValueError(f"page_size must be 1 to {ATTEMPTS_PAGE_SIZE_MAX}; got {page_size}.")
-
-
-@functools.cache
-def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-
-
 def utc_text(instant: datetime) -> str:
     """``instant`` (aware) as the store writes instants: ISO 8601 in UTC, ``+00:00``."""
     return instant.astimezone(UTC).isoformat()
@@ -378,6 +379,15 @@ def utc_text(instant: datetime) -> str:
 ATTEMPT_COLUMNS = (
     "id, job, run_id, attempt, schedule_time, start_time, end_time, request, response_status, "
     "code, debug_info, forced, injected, nominal, response_excerpt, response_content_type"
+)
+_INSERT_ATTEMPT = f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES ({', '.join('?' * 16)})"
+_RUN_COLUMNS = (
+    "id, job, schedule_time, nominal, forced, first_attempt_start, attempts, next_attempt_at"
+)
+_SKIPPED_COLUMNS = "id, job, schedule_time, nominal, recorded_at, reason"
+_INSERT_RUN = f"INSERT INTO runs ({_RUN_COLUMNS}, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_SKIPPED = (
+    "INSERT INTO skipped (job, schedule_time, nominal, recorded_at, reason) VALUES (?, ?, ?, ?, ?)"
 )
 
 
@@ -483,9 +493,9 @@ class Store:
             ops, local.ticket, local.ops = local.ops, None, None
             if self._durable:
                 self._writer.wait(ticket)
-                for error in (ticket.error, *(op.error for op in ops)):
-                    if error is not None:
-                        self._raise(error)
+                for op in ops:
+                    if op.error is not None:
+                        _raise(self.path, op.error)
 
     def _write(self, run: Callable[[sqlite3.Connection], Any], *, wait: bool = False) -> None:
         """Give the writer work that is more than one statement; with ``wait``, return once it
@@ -496,8 +506,6 @@ class Store:
             ops.append(op)
         if ops is None and wait and self._durable:
             self._writer.wait(op)
-            if op.error is not None:
-                self._raise(op.error)
         else:
             self._writer.submit(op)
 
@@ -511,8 +519,6 @@ class Store:
         ticket = _Ticket()
         self._writer.submit((sql, args, ticket))
         self._writer.wait(ticket)
-        if ticket.error is not None:
-            self._raise(ticket.error)
 
     def query(self, sql: str, args: Any = ()) -> list[Any]:
         """Run one read-only ``SELECT`` after everything written before it and return its
@@ -523,14 +529,7 @@ class Store:
         """
         op = _Op(lambda db: db.execute(sql, args).fetchall())
         self._writer.wait(op)
-        if op.error is not None:
-            self._raise(op.error)
         return op.result
-
-    def _raise(self, exc: Exception) -> None:
-        if is_unwritable(exc):  # a full disk: say so, as a 503
-            raise storage_error(self.path, exc) from exc
-        raise exc
 
     def close(self) -> None:
         """Commit what is written and close the database (closing twice is harmless)."""
@@ -679,27 +678,22 @@ class Store:
         )
         return [stored_job(self.path, row) for row in rows]
 
-    def _insert(self, table: str, *, wait: bool = False, **columns: Any) -> None:
-        """``INSERT INTO table (column, …) VALUES (?, …)`` with ``columns``' values (see
-        :meth:`_execute`)."""
-        self._execute(_insert_sql(table, tuple(columns)), tuple(columns.values()), wait=wait)
-
     # runs -----------------------------------------------------------------------------------
 
     def add_run(self, run: Run) -> Run:
         """Insert ``run`` under its ``id`` (the scheduler core numbers runs) and return it."""
-        self._insert(
-            "runs",
-            id=run.id,
-            job=run.job,
-            schedule_time=run.schedule_time,
-            nominal=_ts(run.nominal),
-            forced=int(run.forced),
-            first_attempt_start=_ts(run.first_attempt_start),
-            attempts=run.attempts,
-            next_attempt_at=_ts(run.next_attempt_at),
-            finished=int(run.finished),
+        row = (
+            run.id,
+            run.job,
+            run.schedule_time,
+            _ts(run.nominal),
+            int(run.forced),
+            _ts(run.first_attempt_start),
+            run.attempts,
+            _ts(run.next_attempt_at),
+            int(run.finished),
         )
+        self._execute(_INSERT_RUN, row)
         return run
 
     def last_run_id(self) -> int:
@@ -724,10 +718,7 @@ class Store:
 
     def open_runs(self) -> list[Run]:
         """Return the runs not finished yet (after a restart: to resume their retries)."""
-        rows = self.query(
-            "SELECT id, job, schedule_time, nominal, forced, first_attempt_start, attempts, "
-            "next_attempt_at FROM runs WHERE finished = 0 ORDER BY id"
-        )
+        rows = self.query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE finished = 0 ORDER BY id")
         runs = []
         for r in rows:
             check = Row(self.path, "runs", r[1])
@@ -753,24 +744,25 @@ class Store:
         batch ends), so an attempt is on disk before it is sent."""
         self._attempt_id += 1  # callers hold the engine lock
         attempt.id = self._attempt_id
-        self._insert(
-            "attempts",
-            wait=True,
-            id=attempt.id,
-            job=attempt.job,
-            run_id=attempt.run_id,
-            attempt=attempt.attempt,
-            schedule_time=attempt.schedule_time,
-            start_time=_ts(attempt.start_time),
-            end_time=_ts(attempt.end_time),
-            request=json.dumps(attempt.request),
-            response_status=attempt.response_status,
-            code=attempt.code,
-            debug_info=attempt.debug_info,
-            forced=int(attempt.forced),
-            injected=int(attempt.injected),
-            nominal=_ts(attempt.nominal),
+        row = (
+            attempt.id,
+            attempt.job,
+            attempt.run_id,
+            attempt.attempt,
+            attempt.schedule_time,
+            _ts(attempt.start_time),
+            _ts(attempt.end_time),
+            json.dumps(attempt.request),
+            attempt.response_status,
+            attempt.code,
+            attempt.debug_info,
+            int(attempt.forced),
+            int(attempt.injected),
+            _ts(attempt.nominal),
+            None,  # the response excerpt and content type: written when it ends
+            None,
         )
+        self._execute(_INSERT_ATTEMPT, row, wait=True)
         if attempt.id % _RETENTION_EVERY == 0:
             self._write(self._trim)
         return attempt
@@ -809,7 +801,7 @@ class Store:
         clauses: list[str] = ["end_time IS NULL"] if unfinished else []
         args: list[Any] = []
         add_condition(clauses, args, "job = ?", job)
-        return attempts_from_rows(self.path, self._select_attempts(clauses, args, ""))
+        return attempts_from_rows(self.path, self._select("attempts", clauses, args)[0])
 
     def attempts_page(
         self,
@@ -826,20 +818,28 @@ class Store:
         :param page_size: 1 to :data:`ATTEMPTS_PAGE_SIZE_MAX` attempts.
         :raises ValueError: for a page size out of range.
         """
-        _check_page_size(page_size)
         clauses, args = window_conditions("start_time", where.start_after, where.start_before)
         add_condition(clauses, args, "job = ?", where.job)
         add_condition(clauses, args, "run_id = ?", where.run_id)
         add_condition(clauses, args, "id > ?", after_id)
-        rows = self._select_attempts(clauses, args, f" LIMIT {page_size + 1}")
-        attempts = attempts_from_rows(self.path, rows[:page_size])  # damaged rows left out
-        return attempts, (rows[page_size - 1][0] if len(rows) > page_size else None)
+        rows, last = self._select("attempts", clauses, args, page_size)
+        return attempts_from_rows(self.path, rows), last  # damaged rows left out
 
-    def _select_attempts(self, clauses: list[str], args: list[Any], limit: str) -> list[Any]:
-        query = f"SELECT {ATTEMPT_COLUMNS} FROM attempts"
+    def _select(
+        self, table: str, clauses: list[str], args: list[Any], page_size: int | None = None
+    ) -> tuple[list[Any], int | None]:
+        """The rows of ``table`` (attempts, skipped) meeting ``clauses`` in id order; with
+        ``page_size``, one page and the id the next starts after (``None``: the last)."""
+        columns = ATTEMPT_COLUMNS if table == "attempts" else _SKIPPED_COLUMNS
+        query = f"SELECT {columns} FROM {table}"
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
-        return self.query(query + " ORDER BY id" + limit, args)
+        if page_size is None:
+            return self.query(query + " ORDER BY id", args), None
+        if not 1 <= page_size <= ATTEMPTS_PAGE_SIZE_MAX:
+            raise ValueError(f"page_size must be 1 to {ATTEMPTS_PAGE_SIZE_MAX}; got {page_size}.")
+        rows = self.query(f"{query} ORDER BY id LIMIT {page_size + 1}", args)
+        return rows[:page_size], (rows[page_size - 1][0] if len(rows) > page_size else None)
 
     def _trim(self, db: sqlite3.Connection) -> None:
         """Keep at most :attr:`retain_attempts` finished attempts (and as many skipped-run
@@ -873,46 +873,40 @@ class Store:
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a scheduled time that got no run (an earlier run was still going, or the
         emulator was down)."""
-        self._insert(
-            "skipped",
-            job=skipped.job,
-            schedule_time=skipped.schedule_time,
-            nominal=_ts(skipped.nominal.astimezone(UTC)),  # UTC: MAX() orders the text
-            recorded_at=_ts(skipped.recorded_at),
-            reason=skipped.reason,
+        row = (
+            skipped.job,
+            skipped.schedule_time,
+            _ts(skipped.nominal.astimezone(UTC)),  # UTC: MAX() orders the text
+            _ts(skipped.recorded_at),
+            skipped.reason,
         )
+        self._execute(_INSERT_SKIPPED, row)
 
     def skipped(self, job: str | None = None) -> list[SkippedRun]:
         """Return skipped scheduled times in the order they were recorded (every one kept:
         at most ``retain_attempts``)."""
-        return self._select_skipped(job, 0, "")[0]
+        return self.skipped_page(job=job, page_size=None)[0]
 
     def skipped_page(
-        self, *, job: str | None = None, after_id: int = 0, page_size: int = ATTEMPTS_PAGE_SIZE
+        self,
+        *,
+        job: str | None = None,
+        after_id: int = 0,
+        page_size: int | None = ATTEMPTS_PAGE_SIZE,
     ) -> tuple[list[SkippedRun], int | None]:
         """Return one page of skipped scheduled times in the order they were recorded, and the
         id to pass as ``after_id`` for the next page (``None`` on the last page).
 
         :param job: only this job's (full name).
         :param after_id: only records after this one (where the previous page ended).
-        :param page_size: 1 to :data:`ATTEMPTS_PAGE_SIZE_MAX` records.
+        :param page_size: 1 to :data:`ATTEMPTS_PAGE_SIZE_MAX` records (``None``: all of them).
         :raises ValueError: for a page size out of range.
         """
-        _check_page_size(page_size)
-        rows, ids = self._select_skipped(job, after_id, f" LIMIT {page_size + 1}")
-        if len(rows) > page_size:
-            return rows[:page_size], ids[page_size - 1]
-        return rows, None
-
-    def _select_skipped(
-        self, job: str | None, after_id: int, limit: str
-    ) -> tuple[list[SkippedRun], list[int]]:
-        query = "SELECT id, job, schedule_time, nominal, recorded_at, reason FROM skipped"
-        query += " WHERE id > ?" + ("" if job is None else " AND job = ?")
-        args: tuple[Any, ...] = (after_id,) if job is None else (after_id, job)
-        rows = self.query(query + " ORDER BY id" + limit, args)
-        records = [SkippedRun(r[1], r[2], _dt(r[3]), _dt(r[4]), r[5]) for r in rows]  # type: ignore[arg-type]
-        return records, [r[0] for r in rows]
+        clauses: list[str] = ["id > ?"]
+        args: list[Any] = [after_id]
+        add_condition(clauses, args, "job = ?", job)
+        rows, last = self._select("skipped", clauses, args, page_size)
+        return [SkippedRun(r[1], r[2], _dt(r[3]), _dt(r[4]), r[5]) for r in rows], last  # type: ignore[arg-type]
 
     def reset(self) -> None:
         """Delete every job, run, attempt and skipped-run record (new ones are numbered after
