@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterable
 from functools import partial
 
 from ...domain.errors import ClockError
-from ...domain.outcomes import Outcome
 from ...realtime import real_monotonic
 from .._clock import Clock, ManualClock
 from ..delivery.transports import TransportResult
@@ -174,15 +173,10 @@ class ManualDriver(Driver):
             queue.append(delivery)
 
     def _finish(self, delivery: Delivery, injected: Injected) -> list[Delivery]:
-        recorder = self.recorder
-        with recorder.lock:
-            if delivery.ended:  # recorded as interrupted by a stop meanwhile
-                return []
-            delivery.ended = True
-            follow_ups = recorder.finish(delivery, injected)
-            if injected.late is not None:  # noted when the clock idles
+        with self.recorder.lock:
+            if injected.late is not None and not delivery.ended:  # noted when the clock idles
                 self.late.add(delivery.attempt, injected.late, delivery.prepared.timeout_seconds)
-            return follow_ups
+            return self.recorder.finish(delivery, injected)
 
     def send_forced(self, deliveries: Iterable[Delivery], *, wait: bool) -> None:
         """With ``wait``, send ``deliveries`` in this thread and settle the clock (anything then
@@ -211,10 +205,7 @@ class ManualDriver(Driver):
                     return
 
     def _take_soon(self) -> list[Delivery]:
-        taken = []
-        while self._soon:
-            taken.append(self._soon.popleft())
-        return taken
+        return [self._soon.popleft() for _ in range(len(self._soon))]
 
     def run_due(self) -> None:
         """Run everything due now, sending in this thread, until nothing more is due (forced
@@ -446,9 +437,7 @@ class ThreadedDriver(Driver):
         try:
             self.recorder.begin(delivery, ended, queued=queued)
         except Exception as exc:  # e.g. the log's file is gone: log, count, record it still
-            self.recorder.note_error(exc, f"job {delivery.attempt.job_id}: attempt not sent")
-            detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
-            ended(Injected(TransportResult(), Outcome("UNKNOWN", detail, None)))
+            ended(self.recorder.failed(delivery, exc))
 
     def _ended(
         self, delivery: Delivery, release: Callable[[], None], sent: Injected | TransportResult
@@ -489,15 +478,10 @@ class ThreadedDriver(Driver):
                 self._submit(follow_up)
 
     def _finish(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Delivery]:
-        """Record the end of ``delivery`` once (a second call, after :meth:`stop` recorded it
-        as interrupted, does nothing); return the follow-up deliveries."""
-        recorder = self.recorder
-        with recorder.lock:
-            if delivery.ended:
-                return []
-            delivery.ended = True
-            # The store's writer thread commits the end soon after, with others.
-            follow_ups = recorder.finish(delivery, sent)
+        """Record the end of ``delivery`` once (:meth:`Recorder.finish`; the store's writer
+        thread commits it soon after, with others); return the follow-up deliveries."""
+        with self.recorder.lock:
+            follow_ups = self.recorder.finish(delivery, sent)
             if delivery in self._outstanding:
                 if self._pool is not None:
                     self._outstanding.update(follow_ups)

@@ -211,13 +211,19 @@ class Recorder:
             try:
                 starter.start(prepared.request, prepared.timeout_seconds, done)
             except Exception as exc:  # a bug of ours: record the attempt rather than lose it
-                done(self._failed(delivery, exc))
+                done(self.failed(delivery, exc))
             return
         done(self._send(delivery, rules, wait_delays=True))
 
     def _rules(self, delivery: Delivery) -> list[FaultRule]:
         """The fault rules that fire for this attempt (decided once per attempt)."""
-        return self.faults.decide(_context(delivery)) if self.faults.rules else []
+        if not self.faults.rules:
+            return []
+        attempt = delivery.attempt
+        run = delivery.run_number
+        return self.faults.decide(
+            AttemptContext(attempt.job_id, run, attempt.schedule_time, attempt.attempt)
+        )
 
     def _send(self, delivery: Delivery, rules: list[FaultRule], *, wait_delays: bool) -> Injected:
         attempt, prepared = delivery.attempt, delivery.prepared
@@ -234,11 +240,12 @@ class Recorder:
                 result = prepared.transport.send(prepared.request, timeout)
                 injected = Injected(result, outcome_of(result))
         except Exception as exc:  # a bug of ours: record the attempt rather than lose it
-            injected = self._failed(delivery, exc)
+            injected = self.failed(delivery, exc)
         return injected
 
-    def _failed(self, delivery: Delivery, exc: Exception) -> Injected:
-        """Note an emulator error while sending; what the attempt records."""
+    def failed(self, delivery: Delivery, exc: Exception) -> Injected:
+        """Note an emulator error while sending ``delivery``; return what its attempt records
+        (``UNKNOWN``, the error in its debug text)."""
         attempt = delivery.attempt
         self.note_error(exc, f"job {attempt.job_id}: attempt {attempt.attempt} not sent")
         detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
@@ -247,8 +254,12 @@ class Recorder:
     # ---------------------------------------------------------------- ends
 
     def finish(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Delivery]:
-        """Record the end of ``delivery`` (lock held, see :meth:`ended`) and carry out the
-        core's decisions; return the deliveries that follow (a delayed run)."""
+        """Record the end of ``delivery`` once (lock held, see :meth:`ended`) and carry out the
+        core's decisions; return the deliveries that follow (a delayed run). A second call (a
+        stop recorded it as interrupted meanwhile) does nothing and returns ``[]``."""
+        if delivery.ended:
+            return []
+        delivery.ended = True
         return self.carry_out(self.ended(delivery, sent))
 
     def ended(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Decision]:
@@ -260,7 +271,7 @@ class Recorder:
         injected = sent if isinstance(sent, Injected) else Injected(sent, outcome_of(sent))
         attempt = delivery.attempt
         kind = delivery.target_type
-        self.record_end(attempt, injected.outcome, injected.result, kind, injected)
+        self.record_end(attempt, injected.outcome, injected.result, kind, injected.latency_seconds)
         for copy in injected.copies:
             self._record_copy(kind, attempt, copy)
         assert attempt.end_time is not None
@@ -281,19 +292,16 @@ class Recorder:
         outcome: Outcome,
         result: TransportResult,
         kind: str,
-        injected: Injected | None = None,
+        latency: float = 0.0,
     ) -> None:
-        """Record ``attempt``'s end now (plus any injected latency) and log it."""
+        """Record ``attempt``'s end now (plus ``latency`` seconds injected) and log it."""
         now = self.clock.now()
-        latency = injected.latency_seconds if injected is not None else 0.0
         attempt.end_time = now + timedelta(seconds=latency) if latency else now
         attempt.response_status = outcome.http_status
         attempt.code = outcome.code
         attempt.debug_info = outcome.debug_info
-        attempt.response_excerpt, attempt.response_content_type = (
-            result.excerpt,
-            result.content_type,
-        )
+        attempt.response_excerpt = result.excerpt
+        attempt.response_content_type = result.content_type
         attempt.exception = result.exception
         self.store.finish_attempt(attempt)
         if self.attempt_log is not None:
@@ -385,14 +393,6 @@ _OK_STATUS = Status()
 def _status(outcome: Outcome) -> Status:
     """The job status an attempt's outcome leaves."""
     return _OK_STATUS if outcome.ok else Status(outcome.code_number, outcome.debug_info)
-
-
-def _context(delivery: Delivery) -> AttemptContext:
-    """What fault rules match an attempt on."""
-    attempt = delivery.attempt
-    return AttemptContext(
-        attempt.job_id, delivery.run_number, attempt.schedule_time, attempt.attempt
-    )
 
 
 def _unsent(job: Job) -> Prepared:
@@ -534,13 +534,11 @@ def send_with_faults(
     late = None
     if deadline is not None:
         answers: list[TransportResult] = []
-
-        def run_late() -> None:
-            answers.append(send(timeout_seconds))
-
-        late = LateResponse(threading.Thread(target=run_late, name="late-response", daemon=True))
-        late.result = answers
-        late.thread.start()
+        thread = threading.Thread(
+            target=lambda: answers.append(send(timeout_seconds)), name="late-response", daemon=True
+        )
+        late = LateResponse(thread, answers)
+        thread.start()
         late.thread.join(deadline.seconds)
         result = TransportResult(
             failure=Failure.DEADLINE,
