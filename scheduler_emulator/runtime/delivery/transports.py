@@ -419,10 +419,8 @@ class HttpTransport:
             status, location = self._once(hop, deadline, guard, sample)
         except (OSError, http.client.HTTPException, ValueError) as exc:
             late = self._watchdog.disarm(guard) or real_monotonic() >= deadline
-            failure = exc
-            if late and isinstance(exc, (OSError, http.client.HTTPException)):
-                failure = TimeoutError()
-            answered(None, None, failure)
+            timed_out = late and not isinstance(exc, ValueError)  # a bad URL stays itself
+            answered(None, None, TimeoutError() if timed_out else exc)
             return
         if self._watchdog.disarm(guard):
             answered(None, None, TimeoutError())
@@ -432,11 +430,11 @@ class HttpTransport:
     def _once(
         self, hop: Hop, deadline: float, guard: _Guard, sample: ResponseSample | None = None
     ) -> tuple[int, str | None]:
-        method, headers, body = hop.method, hop.headers, hop.body
         parts = urlsplit(hop.url)
         if parts.scheme not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {hop.url!r}")
-        key = (parts.scheme, parts.hostname or "", parts.port or _default_port(parts.scheme))
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        key = (parts.scheme, parts.hostname or "", port)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         conn, reused = self._checkout(key, deadline)
         guard.conn = conn
@@ -445,14 +443,15 @@ class HttpTransport:
             raise TimeoutError()
         try:
             try:
-                response = self._exchange(conn, method, path, headers, body)
+                conn.request(hop.method, path, body=hop.body or None, headers=dict(hop.headers))
+                response = conn.getresponse()
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 if not reused or guard.fired:
                     raise
                 conn.close()  # the server closed a kept-alive connection: one fresh try
-                conn = self._connect(key, deadline)
-                guard.conn = conn
-                response = self._exchange(conn, method, path, headers, body)
+                conn = guard.conn = self._connect(key, deadline)
+                conn.request(hop.method, path, body=hop.body or None, headers=dict(hop.headers))
+                response = conn.getresponse()
             status, location = response.status, response.getheader("Location")
             if sample is not None:
                 sample.content_type = response.getheader("Content-Type")
@@ -461,21 +460,11 @@ class HttpTransport:
             conn.close()
             raise
         if complete and not response.will_close and not guard.fired:
-            self._checkin(key, conn)
+            with self._lock:
+                self._idle.setdefault(key, []).append(conn)
         else:
             conn.close()
         return status, location
-
-    @staticmethod
-    def _exchange(
-        conn: http.client.HTTPConnection,
-        method: str,
-        path: str,
-        headers: Mapping[str, str],
-        body: bytes,
-    ) -> http.client.HTTPResponse:
-        conn.request(method, path, body=body or None, headers=dict(headers))
-        return conn.getresponse()
 
     def _drain(
         self, response: http.client.HTTPResponse, sample: ResponseSample | None = None
@@ -510,18 +499,11 @@ class HttpTransport:
     def _connect(self, key: tuple[str, str, int], deadline: float) -> http.client.HTTPConnection:
         scheme, host, port = key
         timeout = max(0.001, deadline - real_monotonic())
-        conn: http.client.HTTPConnection
         if scheme == "https":
             if self._ssl is None:
                 self._ssl = ssl.create_default_context()
-            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._ssl)
-        else:
-            conn = http.client.HTTPConnection(host, port, timeout=timeout)
-        return conn
-
-    def _checkin(self, key: tuple[str, str, int], conn: http.client.HTTPConnection) -> None:
-        with self._lock:
-            self._idle.setdefault(key, []).append(conn)
+            return http.client.HTTPSConnection(host, port, timeout=timeout, context=self._ssl)
+        return http.client.HTTPConnection(host, port, timeout=timeout)
 
 
 def http_result(
@@ -645,10 +627,6 @@ def http2_problem() -> str | None:
     if not http2_supported():
         return "pycurl's libcurl was built without HTTP/2 (nghttp2)."
     return None
-
-
-def _default_port(scheme: str) -> int:
-    return 443 if scheme == "https" else 80
 
 
 def _dropped(sock: socket.socket) -> bool:
