@@ -94,13 +94,16 @@ class DeliveryPool:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._closed = False
-        self._count = 0  # threads alive (the core ones and the added ones)
+        self._count = workers  # threads alive (the core ones and the added ones)
         self._idle = 0  # threads waiting for work
         self._in_progress = 0  # tasks taken whose end has not come
         self._limit = workers  # tasks in progress at most now
         self._progress = real_monotonic()  # when a task was last taken or ended
         self._watch_stop = threading.Event()
-        self._start_threads()
+        for index in range(workers):
+            threading.Thread(
+                target=self._work, args=(None,), name=f"{name}-{index}", daemon=True
+            ).start()
         self._watcher = threading.Thread(target=self._watch, name=f"{name}-watch", daemon=True)
         self._watcher.start()
 
@@ -114,7 +117,19 @@ class DeliveryPool:
             calls it at once, sparing a hand-over to a pool thread.
         :raises RuntimeError: after :meth:`shutdown`.
         """
-        self._add(_Entry(key, task, quick))
+        entry = _Entry(key, task, quick)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the delivery pool is shut down")
+            if self._running.get(key, 0) >= self.per_key:
+                self._waiting.setdefault(key, deque()).append(entry)
+                return
+            self._running[key] = self._running.get(key, 0) + 1
+            self._ready.append(entry)
+            if not quick:
+                self._wake_one()
+                return
+        self._begin_quick()
 
     def shutdown(self) -> int:
         """Stop taking tasks and drop the queued ones; tasks in progress go on. Return how many
@@ -139,21 +154,6 @@ class DeliveryPool:
         """Tasks taken whose end has not come (running, or waiting on their target)."""
         with self._lock:
             return self._in_progress
-
-    def _add(self, entry: _Entry) -> None:
-        key = entry.key
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("the delivery pool is shut down")
-            if self._running.get(key, 0) >= self.per_key:
-                self._waiting.setdefault(key, deque()).append(entry)
-                return
-            self._running[key] = self._running.get(key, 0) + 1
-            self._ready.append(entry)
-            if not entry.quick:
-                self._wake_one()
-                return
-        self._begin_quick()
 
     def _begin_quick(self) -> None:
         """Begin the quick tasks at the head of the ready queue in this thread while places
@@ -201,23 +201,10 @@ class DeliveryPool:
         if self._idle:
             self._cond.notify()
 
-    def _start_threads(self) -> None:
-        with self._lock:
-            self._count += self.workers
-        for index in range(self.workers):
-            threading.Thread(
-                target=self._work, args=(None,), name=f"{self._name}-{index}", daemon=True
-            ).start()
-
     def _watch(self) -> None:
-        """Raise the limit (and add threads when every one is busy) while tasks wait and none
-        was taken or ended lately.
-
-        A stall counts only when two looks in a row see it and each look came on time (its
-        wait returned within :data:`STALL_SECONDS`): when the whole process was not scheduled
-        for a while (a loaded machine), tasks did not end because nothing ran, not because
-        targets are slow, and the watcher itself wakes late — such a look adds nothing.
-        """
+        """Raise the limit (and add threads when every one is busy) on a stall: two looks in a
+        row, each on time (its wait returned within :data:`STALL_SECONDS`; a late look means
+        nothing ran, not that targets are slow), see tasks ready and none taken or ended."""
         stalled_looks = 0
         looked = real_monotonic()
         while True:
