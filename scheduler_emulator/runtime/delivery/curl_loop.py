@@ -61,9 +61,8 @@ logger = logging.getLogger("scheduler_emulator")
 _FREE_HANDLES = 256
 #: Kept-alive connections at most in the multi handle's cache.
 _MAX_CONNECTS = 512
-#: Seconds the loop waits at most between turns while exchanges are under way: a new submit,
-#: and a socket ``select(2)`` cannot watch (a descriptor number of 1,024 or more), are seen
-#: within this.
+#: Seconds the loop waits at most between turns while exchanges are under way (a new submit,
+#: and a socket ``select(2)`` cannot watch, are seen within this).
 _TURN_SECONDS = 0.005
 #: Methods that carry a body (and ``Content-Length: 0`` when it is empty), as in http.client.
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -172,11 +171,7 @@ class CurlLoop:
                     if self._closed:
                         return
                 self._add_submitted()
-                # One call for every socket ready and every timeout due, and one wait: libcurl
-                # releases the GIL in each, and getting it back can cost up to the
-                # interpreter's switch interval while other threads are busy, so the loop
-                # makes two such calls per turn, however many exchanges are under way.
-                self._multi.perform()
+                self._multi.perform()  # two GIL releases per turn: see the module docstring
                 self._collect()
                 if self._running:
                     wanted = self._multi.timeout()  # ms; -1: libcurl has no timeout of its own
@@ -217,14 +212,13 @@ class CurlLoop:
         self._multi.remove_handle(handle)
         with self._lock:
             transfer = self._running.pop(handle)
+        status = location = error = None
         try:
             status, location = ended(handle, code, message, transfer.sample)
         except OSError as exc:  # TimeoutError too
-            outcome: tuple[int | None, str | None, BaseException | None] = (None, None, exc)
-        else:
-            outcome = (status, location, None)
+            error = exc
         self._recycle(handle)
-        _call(transfer.done, *outcome)
+        _call(transfer.done, status, location, error)
 
     def _recycle(self, handle: pycurl.Curl) -> None:
         handle.reset()
