@@ -5,16 +5,15 @@ every statement in order and commits what queued up meanwhile in one transaction
 loses at most the last writes and never one without those before it: a run's end without its
 start, a job's next fire time without the run or skipped record of the time before. What the
 emulator acts on waits for its commit: a started attempt is on disk before it is sent, a job's
-change before the API answers; an attempt whose end was lost is found in flight on restart and
-recorded as interrupted.
-``Store(":memory:")`` keeps the same code path in memory for tests and ``--in-memory``.
+change before the API answers. An attempt row is inserted when the attempt starts and completed
+when it ends: one whose end was lost is found in flight on restart
+(``attempts(unfinished=True)``) and recorded as interrupted. ``Store(":memory:")`` keeps the
+same code path in memory for tests and ``--in-memory``.
 
 Jobs are kept as their REST JSON (``codec.job_to_json``, the schema of the v1 API, so a data
 directory of any release loads) plus the output-only columns the engine maintains; every row
-read back is checked as the API checks a request (``_data_file.stored_job``,
-``stored_attempt``), so a damaged row is named, not a traceback. An attempt row is inserted
-once when the attempt starts and completed once when it ends, so an attempt in flight at a crash is
-found again on restart (``attempts(unfinished=True)``).
+read back is checked as the API checks a request (``data_file.stored_job``,
+``stored_attempt``), so a damaged row is named, not a traceback.
 """
 
 from __future__ import annotations
@@ -179,13 +178,10 @@ _Item = tuple[str, Any, "_Ticket | None"] | _Ticket
 
 
 class _Writer:
-    """The one thread that owns the store's connection: it carries out every item given to it
-    in the order given, all those queued while it worked in one transaction, then sets the
-    tickets among them.
-
-    It refers to no :class:`Store`, so a store nobody closes is still collected (and its
-    finaliser stops this thread).
-    """
+    """The one thread that owns the store's connection: it carries out the items queued, in
+    order, all those queued while it worked in one transaction, then sets their tickets. It
+    refers to no :class:`Store`, so a store nobody closes is still collected (its finaliser
+    stops this thread)."""
 
     def __init__(self, db: sqlite3.Connection, path: str) -> None:
         self.db = db
@@ -394,13 +390,9 @@ _INSERT_SKIPPED = (
 class Store:
     """SQLite store for jobs, runs, attempts and skipped runs; safe to share between threads.
 
-    One writer thread owns the connection and carries out every statement, reads included, in
-    the order they were given, all those given while it worked in one transaction: a read sees
-    everything written before it, and a crash loses at most the last writes, never one without
-    those before it. A write returns at once, except those that must be on disk before the
-    emulator acts on them: a started attempt (before it is sent) and a job's change (before the
-    API answers) return once committed — inside :meth:`batch`, when the batch ends. In memory
-    nothing outlives the process, so no write waits there.
+    Reads go through the writer thread too (see the module docstring), so a read sees everything
+    written before it. A write returns at once, except a started attempt and a job's change:
+    those return once committed (inside :meth:`batch`, when the batch ends; in memory, at once).
 
     :param path: a database file path (its directory is created), or ``":memory:"``.
     :param retain_attempts: keep at most this many finished attempts (and skipped-run records
