@@ -151,32 +151,27 @@ class ManualDriver(Driver):
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Send in this thread, in order, with their follow-ups."""
         queue: deque[Delivery] = deque()
-        self._queue(queue, deliveries)
-        while queue:
+        while True:
+            for queued in deliveries:  # logged as started: it leaves at the instant recorded
+                self.recorder.log_started(queued)
+                queue.append(queued)
+            if not queue:
+                return
             delivery = queue.popleft()
             if self._stopping:
-                self._queue(queue, self._finish(delivery, Injected(TransportResult(), STOPPED)))
-                continue
-            self.late.before_send(delivery.attempt.run_id)
-            self._sending = delivery
-            try:
-                injected = self.recorder.send(delivery)
-            finally:
-                self._sending = None
-            self._queue(queue, self._finish(delivery, injected))
-
-    def _queue(self, queue: deque[Delivery], deliveries: Iterable[Delivery]) -> None:
-        """Queue ``deliveries`` to send, logging each as started: it leaves at the instant it
-        was recorded at."""
-        for delivery in deliveries:
-            self.recorder.log_started(delivery)
-            queue.append(delivery)
-
-    def _finish(self, delivery: Delivery, injected: Injected) -> list[Delivery]:
-        with self.recorder.lock:
-            if injected.late is not None and not delivery.ended:  # noted when the clock idles
-                self.late.add(delivery.attempt, injected.late, delivery.prepared.timeout_seconds)
-            return self.recorder.finish(delivery, injected)
+                injected = Injected(TransportResult(), STOPPED)
+            else:
+                self.late.before_send(delivery.attempt.run_id)
+                self._sending = delivery
+                try:
+                    injected = self.recorder.send(delivery)
+                finally:
+                    self._sending = None
+            with self.recorder.lock:
+                if injected.late is not None and not delivery.ended:  # noted when the clock idles
+                    timeout = delivery.prepared.timeout_seconds
+                    self.late.add(delivery.attempt, injected.late, timeout)
+                deliveries = self.recorder.finish(delivery, injected)
 
     def send_forced(self, deliveries: Iterable[Delivery], *, wait: bool) -> None:
         """With ``wait``, send ``deliveries`` in this thread and settle the clock (anything then
@@ -348,7 +343,7 @@ class ThreadedDriver(Driver):
             self._wakeup.clear()
             self._record_ends()
             with self._idle:
-                if self._running_count() == 0 or left() <= 0:
+                if not any(d.sent for d in self._outstanding) or left() <= 0:
                     break
             self._wakeup.wait(left())
         with self._idle:
@@ -489,9 +484,6 @@ class ThreadedDriver(Driver):
                 if self._idle_waiters:
                     self._idle.notify_all()
             return follow_ups
-
-    def _running_count(self) -> int:
-        return sum(1 for d in self._outstanding if d.sent)
 
 
 #: Decisions of one due batch recorded per store transaction.
