@@ -236,11 +236,8 @@ def wait(begin: Callable[[Ended], object], deadline: float) -> int:
 
 class HttpTransport:
     """Real HTTP delivery over kept-alive connections, with a total deadline and a capped body
-    read (see the module docstring); thread-safe.
-
-    With ``pycurl`` installed (the ``curl`` extra) every request goes through libcurl's event
-    loop (:class:`~scheduler_emulator.runtime.delivery.curl_loop.CurlLoop`, its thread started on
-    first use), with the same wire and the same rules as ``http.client``, which is used otherwise.
+    read, through libcurl's event loop or ``http.client`` (see the module docstring);
+    thread-safe.
 
     :param max_body_bytes: response body bytes read at most; more closes the connection.
     :param curl: ``None`` (the default): libcurl if ``pycurl`` can be imported; ``False``:
@@ -282,10 +279,7 @@ class HttpTransport:
         return self._curl
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
-        """Send over the network; redirects are followed and the final response decides.
-
-        ``timeout_seconds`` bounds the whole attempt: connecting, sending, redirects, the
-        response headers and its body, however slowly the target answers.
+        """Send over the network, following redirects, all within ``timeout_seconds``.
 
         :return: the final status, or a CONNECTION / DEADLINE failure.
         """
@@ -305,10 +299,9 @@ class HttpTransport:
         return http_result(status, None, timeout_seconds, sample)
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
-        """Begin :meth:`send` without holding the calling thread, when this transport can
-        (:meth:`can_start`: with ``pycurl``, a transfer of libcurl's event loop, redirects
-        followed there too); ``done`` gets the result :meth:`send` would return, on another
-        thread.
+        """Begin :meth:`send` without holding the calling thread (with ``pycurl``: a transfer
+        of libcurl's event loop); ``done`` gets the result :meth:`send` would return, on
+        another thread.
 
         :return: ``False`` when nothing was sent (use :meth:`send`).
         """
@@ -381,8 +374,7 @@ class HttpTransport:
         http2: bool | None,
         done: Ended,
     ) -> None:
-        """The one way out: every hop through libcurl's event loop, or through ``http.client``
-        in this thread."""
+        """Every hop through libcurl's event loop, or through ``http.client`` in this thread."""
         if not self._curl:
             if http2:
                 done(None, ValueError(f"HTTP/2 deliveries are not possible: {http2_problem()}"))
