@@ -105,12 +105,6 @@ class CurlLoop:
         self._running: dict[pycurl.Curl, _Transfer] = {}
         self._free: list[pycurl.Curl] = []
 
-    @property
-    def in_flight(self) -> int:
-        """Exchanges submitted whose ``done`` has not been called yet."""
-        with self._lock:
-            return len(self._submitted) + len(self._running)
-
     def submit(
         self,
         hop: Hop,
@@ -188,12 +182,10 @@ class CurlLoop:
             handle = self._free.pop() if self._free else pycurl.Curl()
             try:
                 configure(handle, transfer, self.max_body_bytes)
-                with self._lock:
-                    self._running[handle] = transfer
+                self._running[handle] = transfer
                 self._multi.add_handle(handle)
             except (pycurl.error, UnicodeEncodeError, ValueError) as exc:
-                with self._lock:
-                    self._running.pop(handle, None)
+                self._running.pop(handle, None)
                 self._recycle(handle)
                 _call(transfer.done, None, None, OSError(f"the request could not be made: {exc}"))
 
@@ -210,8 +202,7 @@ class CurlLoop:
 
     def _finish(self, handle: pycurl.Curl, code: int | None, message: str) -> None:
         self._multi.remove_handle(handle)
-        with self._lock:
-            transfer = self._running.pop(handle)
+        transfer = self._running.pop(handle)
         status = location = error = None
         try:
             status, location = ended(handle, code, message, transfer.sample)
