@@ -131,17 +131,14 @@ class DeliveryPool:
                 return
         self._begin_quick()
 
-    def shutdown(self) -> int:
-        """Stop taking tasks and drop the queued ones; tasks in progress go on. Return how many
-        queued tasks were dropped. Idempotent."""
+    def shutdown(self) -> None:
+        """Stop taking tasks and drop the queued ones; tasks in progress go on. Idempotent."""
         self._watch_stop.set()
         with self._lock:
             self._closed = True
-            dropped = len(self._ready) + sum(len(q) for q in self._waiting.values())
             self._ready.clear()
             self._waiting.clear()
             self._cond.notify_all()
-            return dropped
 
     @property
     def threads(self) -> int:
