@@ -1,28 +1,26 @@
 """The two ways of driving the engine: when, and in which thread, attempts are sent.
 
-The :class:`~scheduler_emulator.Emulator` picks one driver at set-up with
-:func:`driver_for` — the only place that asks which clock runs:
+The :class:`~scheduler_emulator.Emulator` picks one at set-up with :func:`driver_for`, the only
+place that asks which clock runs:
 
-- :class:`ManualDriver` (a :class:`~scheduler_emulator.ManualClock`): the clock
-  calls :meth:`ManualDriver.run_due` at each due instant and attempts are sent one after
-  another in the caller's thread — deterministic timelines. A forced run accepted over the API
+- :class:`ManualDriver` (a :class:`~scheduler_emulator.ManualClock`): the clock calls
+  :meth:`ManualDriver.run_due` at each due instant and attempts are sent one after another in
+  the caller's thread — deterministic timelines. A forced run accepted over the API
   (:meth:`ManualDriver.send_forced`) is sent by one thread that settles the clock, or by the
-  next clock move if that starts first. An attempt's ``start_time`` is the
-  virtual instant at which it fell due; requests that ``deadline`` faults leave running are
-  kept by :class:`~scheduler_emulator.runtime.pipeline.recorder.LateAnswers`.
+  next clock move if that starts first. An attempt's ``start_time`` is the virtual instant at
+  which it fell due; requests that ``deadline`` faults leave running are kept by
+  :class:`~scheduler_emulator.runtime.pipeline.recorder.LateAnswers`.
 - :class:`ThreadedDriver` (a system clock): one engine thread waits for the next due instant
   and hands attempts to the delivery pool
-  (:mod:`~scheduler_emulator.runtime.pipeline.delivery_pool`),
-  which has at most ``max_per_job`` attempts of one job in progress at once, so a slow target
-  delays only its own job; an ``http://`` attempt (with ``pycurl``) waits on its target in
-  libcurl's event loop (:mod:`~scheduler_emulator.runtime.delivery.curl_loop`), holding no thread,
-  so no number of slow targets starves the others. The engine thread also records their ends, a
-  batch per hold of the engine lock, their store updates committed by the store's writer
-  thread soon after (many per transaction). An attempt's ``start_time`` is the instant it is
-  recorded, just before it is sent; one that waited in the pool's queue starts when it leaves.
+  (:mod:`~scheduler_emulator.runtime.pipeline.delivery_pool`: at most ``max_per_job`` of one
+  job at once, so a slow target delays only its own job); an ``http://`` attempt (with
+  ``pycurl``) waits on its target in libcurl's event loop, holding no thread. The engine
+  thread also records their ends, a batch per hold of the engine lock. An attempt's
+  ``start_time`` is the instant it is recorded, just before it is sent; one that waited in
+  the pool's queue starts when it leaves.
 
-Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime.pipeline.recorder`) the same
-way; the engine contract tests run every scenario on both.
+Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime.pipeline.recorder`) the
+same way; the engine contract tests run every scenario on both.
 """
 
 from __future__ import annotations

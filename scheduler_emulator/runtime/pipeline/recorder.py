@@ -1,29 +1,24 @@
 """The attempt pipeline: carries out the scheduler core's decisions and records every attempt.
 
-It owns the engine lock, the store and the execution log. It never decides when or in which
-thread an attempt is sent and never asks which clock runs: a driver
-(:mod:`~scheduler_emulator.runtime.pipeline.drivers`) does, calling the steps below in order. One
-attempt, top-down:
+It owns the engine lock, the store and the execution log. A driver
+(:mod:`~scheduler_emulator.runtime.pipeline.drivers`) decides when and in which thread an
+attempt is sent, calling these steps in order (docs/architecture.md follows one attempt):
 
-1. **due → prepare → record the start**: :meth:`Recorder.carry_out` (lock held) persists the
-   core's decisions; for a :class:`~scheduler_emulator.core.scheduler.StartAttempt` it asks
-   the dispatcher of the job's target kind to prepare the attempt (a failure to prepare is
-   recorded on the attempt), then persists the run and inserts the attempt as started (one
-   ``Store.save``) — committed before anything is sent, so a crash loses nothing. It returns
-   the deliveries to send.
-2. **send**: :meth:`Recorder.send` (no lock; a manual clock's driver) sends one delivery in this
-   thread and returns what happened; :meth:`Recorder.begin` (the threaded driver) begins it
-   without holding a thread when no fault rule applies and the transport can start it, and
-   hands the result to ``done``. Fault rules wrap the send of every target kind alike
-   (:func:`send_with_faults`).
-3. **classify → record the end → the core's next decisions**: :meth:`Recorder.ended` (lock
-   held) classifies the result (:func:`outcome_of`), completes the attempt's row, logs it, and
-   returns the core's decisions (the job's state, a retry, the run's end, a delayed run);
-   :meth:`Recorder.finish` carries them out with step 1.
+1. :meth:`Recorder.carry_out` (lock held) persists the core's decisions; for a
+   :class:`~scheduler_emulator.core.scheduler.StartAttempt` the dispatcher of the job's target
+   kind prepares the attempt (a failure to prepare is recorded on it), and the run and the
+   attempt as started are committed (one ``Store.save``) before anything is sent, so a crash
+   loses nothing. It returns the deliveries to send.
+2. :meth:`Recorder.send` (no lock; a manual clock's driver) sends one delivery in this thread;
+   :meth:`Recorder.begin` (the threaded driver) begins it without holding a thread when no
+   fault rule applies and the transport can start it. Fault rules wrap the send of every
+   target kind alike (:func:`send_with_faults`).
+3. :meth:`Recorder.finish` (lock held) classifies the result (:func:`outcome_of`), completes
+   the attempt's row, logs it, and carries out the core's decisions (the job's state, a
+   retry, the run's end, a delayed run) with step 1.
 
-An attempt's row is written twice: inserted when it is recorded as started and completed when
-it ends. An attempt the threaded driver had to queue (behind its own job, or the delivery
-pool's limit) starts when it leaves the queue; that start is written then (``queued``).
+An attempt the threaded driver had to queue (behind its own job, or the delivery pool's limit)
+starts when it leaves the queue; that start is written then (``queued``).
 """
 
 from __future__ import annotations
@@ -191,10 +186,9 @@ class Recorder:
         queued: bool,
     ) -> None:
         """Send one attempt (no lock held), logging it as started, and call ``done`` once with
-        what happened: when no fault rule applies and the transport can start it
-        (:attr:`Prepared.startable`), without holding this thread (``done`` is then called on
-        another thread, when the target answers, with the transport's result); otherwise as
-        :meth:`send`, in this thread, an injected ``delay`` waited out in real time.
+        what happened: the transport's result, on another thread, when no fault rule applies
+        and the transport can start it (:attr:`Prepared.startable`); otherwise as :meth:`send`
+        in this thread, an injected ``delay`` waited out in real time.
 
         :param queued: it waited in a queue since it was recorded: it starts now, and that
             start is written at once, so a reader sees the same start in flight and after.
