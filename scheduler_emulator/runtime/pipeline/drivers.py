@@ -289,9 +289,26 @@ class ThreadedDriver(Driver):
     # ---------------------------------------------------------------- engine interface
 
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
-        """Hand ``deliveries`` to the pool."""
+        """Hand ``deliveries`` to the pool (after a stop: record them as not sent)."""
         for delivery in deliveries:
-            self._submit(delivery)
+            with self.recorder.lock:
+                pool = self._pool
+                if pool is not None:
+                    self._outstanding.add(delivery)
+            if pool is None:  # stopped, or never started
+                self._finish(delivery, Injected(TransportResult(), STOPPED))
+                continue
+            # Without fault rules an attempt that can start (http:// with pycurl) only begins
+            # here: whichever thread finds it a place begins it (quick), no pool thread.
+            quick = not self.recorder.faults.rules and delivery.prepared.startable
+            self._submitting.delivery = delivery
+            try:
+                pool.submit(delivery.attempt.job, partial(self._deliver, delivery), quick=quick)
+            except RuntimeError:  # shut down meanwhile: stop() records it
+                continue
+            finally:
+                self._submitting.delivery = None
+            self._wake()
 
     def changed(self) -> None:
         """Wake the engine thread: the next due instant may be earlier."""
@@ -346,9 +363,8 @@ class ThreadedDriver(Driver):
             self._wakeup.wait(left())
         with self._idle:
             unfinished = sorted(self._outstanding, key=lambda d: d.attempt.id)
-            for delivery in unfinished:
-                for follow_up in self._finish(delivery, Injected(TransportResult(), INTERRUPTED)):
-                    self._submit(follow_up)  # recorded as not sent: the engine stopped
+            for delivery in unfinished:  # follow-ups recorded as not sent: the engine stopped
+                self.send_all(self._finish(delivery, Injected(TransportResult(), INTERRUPTED)))
         self._close()
         return len(unfinished)
 
@@ -397,30 +413,10 @@ class ThreadedDriver(Driver):
                 due = recorder.core.next_due()
             self.clock.wait(due, self._wakeup)
 
-    def _submit(self, delivery: Delivery) -> None:
-        with self.recorder.lock:
-            pool = self._pool
-            if pool is not None:
-                self._outstanding.add(delivery)
-        if pool is None:  # stopped, or never started: record it as interrupted by the stop
-            self._finish(delivery, Injected(TransportResult(), STOPPED))
-            return
-        # Without fault rules an attempt that can start (http:// with pycurl) only begins
-        # here: whichever thread finds it a place begins it (quick), no pool thread.
-        quick = not self.recorder.faults.rules and delivery.prepared.startable
-        self._submitting.delivery = delivery
-        try:
-            pool.submit(delivery.attempt.job, partial(self._deliver, delivery), quick=quick)
-        except RuntimeError:  # shut down meanwhile: stop() records it
-            return
-        finally:
-            self._submitting.delivery = None
-        self._wake()
-
     def _deliver(self, delivery: Delivery, release: Callable[[], None]) -> None:
         """Send ``delivery`` (:meth:`Recorder.begin`: an ``http://`` attempt then waits on its
         target without a thread); :meth:`_ended` queues its end for the engine thread, and
-        ``release`` frees its place in the pool. Begun elsewhere than in :meth:`_submit` (a
+        ``release`` frees its place in the pool. Begun elsewhere than in :meth:`send_all` (a
         pool thread, or after waiting for a place), it starts now."""
         if self._stopping.is_set():
             release()
@@ -467,8 +463,7 @@ class ThreadedDriver(Driver):
                         with self._idle:
                             self._outstanding.discard(delivery)
                             self._idle.notify_all()
-            for follow_up in follow_ups:
-                self._submit(follow_up)
+            self.send_all(follow_ups)
 
     def _finish(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Delivery]:
         """Record the end of ``delivery`` once (:meth:`Recorder.finish`; the store's writer
