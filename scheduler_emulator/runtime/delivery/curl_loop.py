@@ -2,10 +2,9 @@
 
 :class:`CurlLoop` is how :class:`~scheduler_emulator.runtime.delivery.transports.HttpTransport`
 sends every request when ``pycurl`` is installed, ``http://`` and ``https://`` alike: a blocking
-request waits for its end, a started one holds no thread at all. An attempt waiting on its
-target is one of the loop's transfers, and the loop's thread drives them all together. So 200
-targets that drip their answers a byte a second cost 200 sockets and a few hundred loop turns a
-second, not 200 threads, and other jobs' attempts leave on time beside them::
+request waits for its end, a started one holds no thread at all. The loop's thread drives every
+transfer together, so 200 targets that drip their answers a byte a second cost 200 sockets and
+a few hundred loop turns a second, not 200 threads, and other jobs' attempts leave on time::
 
     loop = CurlLoop(max_body_bytes=1 << 20)
     hop = Hop("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b"")
@@ -21,18 +20,16 @@ suppressed. libcurl's total timeout (``CURLOPT_TIMEOUT_MS``) bounds connecting, 
 whole response, however slowly the target answers; bodies are read up to a cap; failures read
 as ``http.client``'s do. ``https://`` trusts what Python's ``ssl`` trusts (its default CA
 file, ``SSL_CERT_FILE``) and keeps to HTTP/1.1. Connections are kept alive in the multi
-handle's cache and shared by all transfers; HTTP/2 transfers to one origin share a connection
-(multiplexed), as an HTTP/2 client does.
+handle's cache and shared by all transfers; HTTP/2 transfers to one origin share a connection.
 
-How it is driven: each turn calls libcurl's ``perform`` once (every socket that is ready, every
-timeout due) and then waits in ``select`` for the next event, at most libcurl's own timeout and
-at most :data:`_TURN_SECONDS`; with nothing under way the thread sleeps until a submit. libcurl
-releases the GIL in each of these calls, and getting it back can cost up to the interpreter's
-switch interval (5 ms) while the engine's threads are busy recording a large minute, so two
-such calls per turn — not one per socket, as libcurl's ``socket_action`` API would need — is
-what keeps the loop's rate then. A socket ``select(2)`` cannot watch (a descriptor number of
-1,024 or more) is still served every turn. Callbacks (done, the body writer) run on the loop's
-thread and must be quick.
+Each turn calls libcurl's ``perform`` once (every socket ready, every timeout due), then waits
+in ``select`` for the next event, at most libcurl's own timeout and :data:`_TURN_SECONDS`;
+with nothing under way the thread sleeps until a submit. libcurl releases the GIL in each
+call, and getting it back can cost up to the interpreter's switch interval (5 ms) while the
+engine's threads record a large minute: two such calls per turn, not one per socket (as
+``socket_action`` would need), keep the loop's rate then. A socket ``select(2)`` cannot watch
+(a descriptor of 1,024 or more) is still served every turn. Callbacks (``done``, the body
+writer) run on the loop's thread and must be quick.
 """
 
 from __future__ import annotations

@@ -7,19 +7,17 @@ every transport (:func:`follow`, with the rules of :mod:`~scheduler_emulator.dom
 redirects`) and :class:`HttpTransport`, real HTTP; the in-process transports (WSGI, ASGI,
 mounted apps) are in :mod:`~scheduler_emulator.runtime.delivery.in_process`.
 
-``requests`` (and ``urllib3``, ``http.client``) apply their timeout to each socket operation, so
-a target that sends one byte a second is never stopped. :class:`HttpTransport` has one way of
-sending: with ``pycurl`` installed (the ``curl`` extra), every request — ``http://`` and
-``https://`` — is a transfer of libcurl's event loop
-(:class:`~scheduler_emulator.runtime.delivery.curl_loop.CurlLoop`), whose total timeout bounds it; a
-blocking request is one begun there and waited for. Without ``pycurl``, ``http.client`` in the
-calling thread, with a :class:`Watchdog` armed for each request: at the deadline it shuts the
-connection's socket down, which wakes the blocked ``connect``/``send``/``recv`` at once. Either
-way each hop sends exactly one request and :func:`follow`, above it, follows redirects and keeps
-every hop inside the attempt's one deadline: connect, sending, the response headers, redirects
-and the body. Response bodies are read up to ``max_body_bytes``; past the cap the connection is
-closed instead of read further. Only the headers Cloud Scheduler sends go out (no ``Accept`` or
-client ``User-Agent``). Connections are kept alive per origin and reused::
+``requests`` (and ``urllib3``, ``http.client``) time each socket operation, so a target that
+sends one byte a second is never stopped. With ``pycurl`` installed (the ``curl`` extra),
+every :class:`HttpTransport` request is a transfer of libcurl's event loop
+(:class:`~scheduler_emulator.runtime.delivery.curl_loop.CurlLoop`), bounded by its total
+timeout; a blocking request is one begun there and waited for. Without ``pycurl``,
+``http.client`` in the calling thread, with a :class:`Watchdog` that shuts the socket down at
+the deadline, waking a blocked ``connect``/``send``/``recv`` at once. Either way each hop is
+one request and :func:`follow` keeps every hop, redirects and the body inside the attempt's
+one deadline. Bodies are read up to ``max_body_bytes``, then the connection is closed. Only
+the headers Cloud Scheduler sends go out (no ``Accept`` or client ``User-Agent``).
+Connections are kept alive per origin and reused::
 
     transport = HttpTransport()
     result = transport.send(DeliveryRequest("POST", "http://127.0.0.1:8000/run", {}), 15.0)

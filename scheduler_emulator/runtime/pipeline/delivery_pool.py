@@ -10,27 +10,23 @@ behind their own job, while other keys' tasks go on::
     pool.shutdown()          # queued tasks are dropped; running ones finish on their own
 
 A task is *in progress* from the moment it is taken until it calls ``done`` (from any thread,
-perhaps before it returns: a task that sends in its own thread holds that thread). A task
-waiting on its target in another thread holds no thread (the threaded driver's ``http://``
-attempts, sent through libcurl's event loop, are such tasks), so 200 dripping targets cost
-200 sockets, not 200 threads. A *quick* task (one that never blocks: it only begins work
-that ends elsewhere) is begun by whichever thread finds it a place — the submitter, or the
-thread whose task just ended (the event loop's) — sparing a hand-over to a pool thread per
-attempt.
+perhaps before it returns). One that sends in its own thread holds that thread; one waiting on
+its target elsewhere (an ``http://`` attempt in libcurl's event loop) holds none, so 200
+dripping targets cost 200 sockets, not 200 threads. A *quick* task (it only begins work that
+ends elsewhere) is begun by whichever thread finds it a place — the submitter, or the thread
+whose task just ended — sparing a hand-over to a pool thread per attempt.
 
 No target may starve another either: at most ``workers`` tasks are in progress at first (a fast
-burst keeps to that many connections), and when tasks are ready but no task was taken or ended
-for :data:`STALL_SECONDS` — every slot held by slow targets; seen twice in a row by a watcher
-that itself ran on time, so a machine too loaded to schedule the process does not count — the
-watcher raises the limit by as many as tasks wait, all at once: however many slow tasks were
-queued ahead of a fast one, it waits one stall, never one per batch of them. The
-limit falls back to ``workers`` once no more than that many are in progress. Threads follow the
-same rule for tasks that hold their thread (without ``pycurl``, or with fault rules, an
-attempt is sent in it):
-when every thread is busy in a stall, threads are added, which leave again after
-:data:`SPARE_IDLE_SECONDS` without work. A burst of fast deliveries grows neither (tasks keep
-ending). :data:`MAX_IN_PROGRESS` bounds the tasks in progress (each may hold a socket) and
-:data:`MAX_THREADS` the threads, safety bounds far above what a machine's jobs use.
+burst keeps to that many connections). When tasks are ready but none was taken or ended for
+:data:`STALL_SECONDS` (every place held by slow targets; seen twice in a row by a watcher that
+itself ran on time, so a machine too loaded to schedule the process does not count), the
+watcher raises the limit by as many as tasks wait, all at once: a fast task queued behind any
+number of slow ones waits one stall. The limit falls back to ``workers`` once no more than that
+many are in progress. Tasks that hold their thread (without ``pycurl``, or with fault rules,
+an attempt is sent in it) get threads by the same rule: added in a stall when every thread is
+busy, gone again after :data:`SPARE_IDLE_SECONDS` without work. A burst of fast deliveries
+grows neither (tasks keep ending). :data:`MAX_IN_PROGRESS` (each task may hold a socket) and
+:data:`MAX_THREADS` are safety bounds far above what a machine's jobs use.
 
 Threads are daemon threads: a target that never answers cannot keep the process alive at exit
 (the engine records what was left in flight, see ``Emulator.stop``).
