@@ -149,8 +149,6 @@ class CurlLoop:
         if thread is None:
             self._teardown()
 
-    # ---------------------------------------------------------------- the loop's thread
-
     def _run(self) -> None:
         try:
             while True:

@@ -150,8 +150,6 @@ def startable(transport: Transport, request: DeliveryRequest) -> bool:
     return can_start is not None and bool(can_start(request))
 
 
-# ---------------------------------------------------------------------------- redirects
-
 #: Sends exactly one request, never following a redirect: ``send_one(hop, deadline, sample,
 #: answered)``, ``deadline`` in real monotonic seconds, the answer's body start and
 #: ``Content-Type`` kept in ``sample`` (``None``: nothing kept).
@@ -227,9 +225,6 @@ def wait(begin: Callable[[Ended], object], deadline: float) -> int:
         raise exc
     assert status is not None
     return status
-
-
-# ---------------------------------------------------------------------------- real HTTP
 
 
 class HttpTransport:

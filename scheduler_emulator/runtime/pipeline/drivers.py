@@ -286,8 +286,6 @@ class ThreadedDriver(Driver):
         self._ends: deque[tuple[Delivery, Injected | TransportResult]] = deque()
         self._submitting = threading.local()  # .delivery: the one this thread submits now
 
-    # ---------------------------------------------------------------- engine interface
-
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Hand ``deliveries`` to the pool (after a stop: record them as not sent)."""
         for delivery in deliveries:
@@ -387,8 +385,6 @@ class ThreadedDriver(Driver):
                 )
             finally:
                 self._idle_waiters -= 1
-
-    # ---------------------------------------------------------------- threads
 
     def _loop(self) -> None:
         recorder = self.recorder

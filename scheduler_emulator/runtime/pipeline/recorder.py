@@ -108,8 +108,6 @@ class Recorder:
         self.error_count = 0
         self.last_error: BaseException | None = None
 
-    # ---------------------------------------------------------------- decisions
-
     def carry_out(self, decisions: Sequence[Decision]) -> list[Delivery]:
         """Persist the core's decisions (lock held); return the attempts to send, each already
         recorded as started. An attempt that cannot be prepared is recorded as failed here and
@@ -165,8 +163,6 @@ class Recorder:
             nominal=run.nominal,
         )
         return Delivery(attempt, prepared, run.number, job.target_type), failure
-
-    # ---------------------------------------------------------------- sending
 
     def log_started(self, delivery: Delivery) -> None:
         """Log AttemptStarted for ``delivery`` (as it leaves)."""
@@ -245,8 +241,6 @@ class Recorder:
         detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
         return Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
 
-    # ---------------------------------------------------------------- ends
-
     def finish(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Delivery]:
         """Record the end of ``delivery`` once (lock held, see :meth:`ended`) and carry out the
         core's decisions; return the deliveries that follow (a delayed run). A second call (a
@@ -311,8 +305,6 @@ class Recorder:
         debug_info = "Injected duplicate delivery. " + outcome.debug_info
         self.record_end(copy, replace(outcome, debug_info=debug_info), result, kind)
 
-    # ---------------------------------------------------------------- restarts
-
     def restore(self) -> list[Delivery]:
         """Load the stored jobs after a restart and resume open runs (lock held); return the
         attempts to send. An attempt found in flight is recorded as failed (``UNAVAILABLE``,
@@ -353,8 +345,6 @@ class Recorder:
         for job in self.core.jobs():
             self.save_state(job.name)
         return deliveries
-
-    # ---------------------------------------------------------------- helpers
 
     def note_error(self, exc: BaseException, what: str) -> None:
         """Count and log an emulator error (the attempt it concerns records it too)."""
@@ -409,9 +399,6 @@ class _NothingSent:
 
 
 _NOTHING_SENT = _NothingSent()
-
-
-# ---------------------------------------------------------------------------- fault injection
 
 
 def outcome_of(result: TransportResult) -> Outcome:

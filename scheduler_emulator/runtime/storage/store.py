@@ -527,8 +527,6 @@ class Store:
         """Commit what is written and close the database (closing twice is harmless)."""
         self._writer.close()
 
-    # jobs -----------------------------------------------------------------------------------
-
     def save_job(self, job: Job, next_fire: datetime | None = None) -> None:
         """Insert or replace ``job`` (config and output-only fields) and its next scheduled time
         (UTC); keeps its creation order."""
@@ -670,8 +668,6 @@ class Store:
         )
         return [stored_job(self.path, row) for row in rows]
 
-    # runs -----------------------------------------------------------------------------------
-
     def add_run(self, run: Run) -> Run:
         """Insert ``run`` under its ``id`` (the scheduler core numbers runs) and return it."""
         row = (
@@ -727,8 +723,6 @@ class Store:
                 )
             )
         return runs
-
-    # attempts -------------------------------------------------------------------------------
 
     def add_attempt(self, attempt: Attempt) -> Attempt:
         """Insert a started attempt, numbered after every attempt ever stored, and return it
@@ -859,8 +853,6 @@ class Store:
             sql = "DELETE FROM attempts WHERE id < ? AND end_time IS NOT NULL"
             if not db.execute(sql, (cutoff,)).rowcount:
                 return  # nothing finished to drop: jobs or attempts in flight fill it
-
-    # skipped runs ---------------------------------------------------------------------------
 
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a scheduled time that got no run (an earlier run was still going, or the
