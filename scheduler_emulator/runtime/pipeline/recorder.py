@@ -342,8 +342,8 @@ class Recorder:
                 )
                 decisions.extend(self.core.attempt_ended(attempt.job, attempt.run_id, end, now))
         deliveries = self.carry_out(decisions)
-        for job in self.core.jobs():
-            self.save_state(job.name)
+        for job in self.core.jobs():  # the output-only fields attempts change
+            self.store.save_job_state(job.name, *self.core.state_of(job.name))
         return deliveries
 
     def note_error(self, exc: BaseException, what: str) -> None:
@@ -351,11 +351,6 @@ class Recorder:
         self.error_count += 1
         self.last_error = exc
         logger.error("%s: %s", what, exc, exc_info=logger.isEnabledFor(logging.DEBUG))
-
-    def save_state(self, name: str) -> None:
-        """Persist the output-only fields attempts change (cheap: no JSON encoding)."""
-        state, status, last_attempt_time = self.core.state_of(name)
-        self.store.save_job_state(name, state, status, last_attempt_time)
 
 
 #: The debug text of an attempt found in flight at start-up. The request may have reached the
