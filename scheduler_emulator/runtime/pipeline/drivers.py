@@ -122,13 +122,7 @@ def driver_for(
 
 
 class ManualDriver(Driver):
-    """Sends in the caller's thread as a manual clock moves (see the module docstring).
-
-    A stop (:meth:`stop`, e.g. SIGTERM while a ``clock:advance`` runs) ends the clock's move at
-    the instant it is at: the attempt being sent finishes, the attempts of that instant not
-    sent yet are recorded as not sent (``UNAVAILABLE``, the emulator stopped), and nothing
-    later runs.
-    """
+    """Sends in the caller's thread as a manual clock moves (see the module docstring)."""
 
     clock_mode = "manual"
 
@@ -219,9 +213,11 @@ class ManualDriver(Driver):
             self.late.settle()
 
     def stop(self, timeout: float) -> int:
-        """End the clock's move at its current instant (waiting up to ``timeout`` seconds for
-        the attempt being sent); an attempt still being sent then is recorded as interrupted.
-        Close the transport's connections. Idempotent.
+        """End the clock's move at its current instant (e.g. SIGTERM during a ``clock:advance``):
+        the attempt being sent may finish within ``timeout`` seconds, else it is recorded as
+        interrupted; the attempts of that instant not sent yet are recorded as not sent
+        (``UNAVAILABLE``, the emulator stopped) and nothing later runs. Close the transport's
+        connections. Idempotent.
 
         :return: how many attempts were recorded as interrupted.
         """
