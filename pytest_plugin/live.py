@@ -24,7 +24,7 @@ from scheduler_emulator.wire import parse_timestamp
 
 __all__ = ["LiveScheduler"]
 
-_LISTENING = re.compile(r"listening on (http://[\d.]+:\d+)")
+_LISTENING = re.compile(r"listening on (http://(?:[\d.]+|\[[\da-f:.]+\]):\d+)")
 
 
 class _NotFound(AssertionError):
@@ -91,7 +91,7 @@ class LiveScheduler(AttemptAssertions):
     def host_port(self) -> tuple[str, int]:
         """``(host, port)`` the daemon listens on."""
         host, port = self.url.removeprefix("http://").rsplit(":", 1)
-        return host, int(port)
+        return host.strip("[]"), int(port)
 
     @property
     def env(self) -> dict[str, str]:

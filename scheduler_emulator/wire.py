@@ -41,6 +41,7 @@ __all__ = [
     "emulator_http2",
     "format_schedule_time",
     "format_timestamp",
+    "host_port",
     "is_cloud_run_host",
     "parse_schedule_time",
     "parse_timestamp",
@@ -273,6 +274,12 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def host_port(host: str, port: int) -> str:
+    """``HOST:PORT`` of a name or address (IPv6 without brackets) and a TCP port, an IPv6
+    address in brackets (``[::1]:8095``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 #: How header names are spelled on the wire (``--header-case``): ``google`` as Cloud

@@ -44,6 +44,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from ..domain.errors import ApiError, DeadlineExceeded, Unavailable
+from ..wire import host_port
 
 if TYPE_CHECKING:
     from ..runtime._emulator import Emulator
@@ -351,11 +352,9 @@ class ConnectionRouter:
         if last is not None and now - last < TLS_LOG_INTERVAL:
             return
         self._tls_logged_at = now
-        host, port = sock.getsockname()[:2]
-        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         logger.warning(
             "a TLS client connected to %s: the emulator serves plaintext; see %s",
-            address,
+            host_port(*sock.getsockname()[:2]),
             DOCS_ANCHOR,
         )
 

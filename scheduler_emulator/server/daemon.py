@@ -42,6 +42,7 @@ from ..runtime import (
     SystemClock,
     startup_error,
 )
+from ..wire import host_port
 from .connections import Limits
 from .server import serve
 
@@ -176,8 +177,7 @@ class Daemon:
     @property
     def url(self) -> str:
         """``http://HOST:PORT`` of the API (a host with ``:`` in brackets)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"http://{host_port(self.host, self.port)}"
 
     def run(self, companions: Sequence[Companion] = ()) -> int:
         """Start the engine and ``companions``, serve until :meth:`shutdown`, tear everything
@@ -279,7 +279,7 @@ def env_lines(host: str, port: int, project: str, pubsub_host: str = "") -> list
 
     The API endpoint override ends with ``/``, which gcloud requires.
     """
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    address = host_port(host, port)
     values = {
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDSCHEDULER": f"http://{address}/",
         "CLOUDSDK_AUTH_DISABLE_CREDENTIALS": "true",

@@ -42,7 +42,7 @@ from ..runtime import (
     http2_problem,
 )
 from ..server.connections import Limits
-from ..wire import HEADER_CASES, format_timestamp, is_loopback
+from ..wire import HEADER_CASES, format_timestamp, host_port, is_loopback
 from .client_recipes import client_notes, grpc_note
 from .cloud_run_file import load_cloud_run_jobs
 from .fault_file import load_fault_file
@@ -434,9 +434,8 @@ def daemon_config(host: str, port: int, timeout: float = 2.0) -> dict[str, Any] 
     """
     import requests
 
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
-        response = requests.get(f"http://{address}/_emulator/config", timeout=timeout)
+        response = requests.get(f"http://{host_port(host, port)}/_emulator/config", timeout=timeout)
         config = response.json() if response.status_code == 200 else None
     except (requests.RequestException, ValueError):
         return None
@@ -665,7 +664,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         clock_note += f" at {format_timestamp(emulator.now())}"
         clock_note += " (resumed where it stopped)" if daemon.resumed else ""
     out.write(
-        f"scheduler-emulator listening on http://{args.host}:{daemon.port} "
+        f"scheduler-emulator listening on {daemon.url} "
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, "
         + ("in memory" if data_dir is None else f"data dir {data_dir}")
         + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")

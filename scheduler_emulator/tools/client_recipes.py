@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..wire import host_port
+
 
 def client_notes(host: str, port: int, *, grpc: bool | None = True) -> list[str]:
     """Comment lines giving each client's set-up for the daemon at ``host:port``.
@@ -19,7 +21,7 @@ def client_notes(host: str, port: int, *, grpc: bool | None = True) -> list[str]
         unknown (no daemon answered).
     :return: lines starting with ``#``.
     """
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    address = host_port(host, port)
     if grpc is None:
         served = f"# REST and gRPC (with the [grpc] extra) on {address}."
     elif grpc:

@@ -33,6 +33,7 @@ from ..domain.attempts import Attempt, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ConfigurationError, InvalidArgument
 from ..runtime import EXECUTION_STATES
+from ..wire import host_port
 from .timeline import IN_FLIGHT, attempt_cells, render_table
 
 __all__ = [
@@ -201,8 +202,7 @@ class DaemonClient:
     """
 
     def __init__(self, host: str, port: int, token: str | None = None) -> None:
-        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        self.base = f"http://{address}"
+        self.base = f"http://{host_port(host, port)}"
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -164,6 +164,21 @@ class TestEnvInit:
         assert f"export CLOUD_SCHEDULER_EMULATOR_HOST={host}:{port}\n" in result.stdout
         assert "export PUBSUB_EMULATOR_HOST" not in result.stdout  # it publishes to none
 
+    def test_an_ipv6_daemons_startup_line_and_exports_bracket_its_address(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        try:
+            with socket.socket(socket.AF_INET6) as probe:
+                probe.bind(("::1", 0))
+        except OSError:
+            pytest.skip("no IPv6 loopback here")
+        with running_daemon("--in-memory", "--host", "::1") as daemon:
+            assert daemon.first_line.startswith(f"scheduler-emulator listening on {daemon.url} ")
+            host, port = daemon.host_port
+            assert (host, daemon.url) == ("::1", f"http://[::1]:{port}")
+            _, out, _ = run_command(capsys, "env-init", "--host", host, "--port", str(port))
+        assert f"export CLOUD_SCHEDULER_EMULATOR_HOST='[::1]:{port}'\n" in out
+
     def test_it_points_pubsub_clients_at_the_daemons_pubsub_emulator(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ...domain.redirects import ResponseSample
 from ...runtime import HttpTransport
+from ...wire import host_port
 
 #: Where ``firebase emulators:start`` puts the hub unless firebase.json says otherwise.
 DEFAULT_HUB = "127.0.0.1:4400"
@@ -175,9 +176,7 @@ def functions_address(hub: str, timeout: float = TIMEOUT_SECONDS) -> str | None:
         raise Unreachable(f"GET {url} lists the Functions emulator at host {host!r}: not a host")
     if host in ("0.0.0.0", "::", "[::]"):  # listening everywhere: reach it on loopback
         host = "127.0.0.1"
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"{host}:{port}"
+    return host_port(host.strip("[]"), port)
 
 
 def backends(functions: str, timeout: float = TIMEOUT_SECONDS) -> dict[str, Any]:
