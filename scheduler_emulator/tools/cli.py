@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from .. import __version__
 from ..domain.codec import parse_timestamp
@@ -42,7 +42,7 @@ from ..runtime import (
     http2_problem,
 )
 from ..server.connections import Limits
-from ..wire import HEADER_CASES, format_timestamp, host_port, is_loopback
+from ..wire import HEADER_CASES, format_timestamp, is_loopback
 from .client_recipes import client_notes, grpc_note
 from .cloud_run_file import load_cloud_run_jobs
 from .fault_file import load_fault_file
@@ -426,22 +426,6 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
-def daemon_config(host: str, port: int, timeout: float = 2.0) -> dict[str, Any] | None:
-    """Ask the daemon at ``host:port`` its defaults (``GET /_emulator/config``).
-
-    :return: its ``/_emulator/config`` answer (``project``, ``location``, ``clock``, ``grpc``…),
-        or ``None`` when no emulator answers there.
-    """
-    import requests
-
-    try:
-        response = requests.get(f"http://{host_port(host, port)}/_emulator/config", timeout=timeout)
-        config = response.json() if response.status_code == 200 else None
-    except (requests.RequestException, ValueError):
-        return None
-    return config if isinstance(config, dict) and "project" in config else None
-
-
 def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
     """Print :func:`env_lines` for the daemon at ``--host``/``--port``, with the project it
     says it uses (``--project`` overrides it) and ``PUBSUB_EMULATOR_HOST`` when it publishes
@@ -451,10 +435,16 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
             "--port 0 is not a daemon's port (0 tells start to pick a free one); give the port "
             "of its startup line, 'scheduler-emulator listening on http://HOST:PORT'."
         )
+    from .views import DaemonClient
+
+    try:  # the running daemon's defaults (project, grpc, pubsubEmulatorHost…)
+        config = DaemonClient(args.host, args.port, timeout=2).get("/_emulator/config")
+    except ConfigurationError:
+        config = {}
+    answered = "project" in config  # else no emulator answers there
     project = args.project
-    config = daemon_config(args.host, args.port)
     if project is None:
-        if config is None:
+        if not answered:
             print(
                 f"note: no scheduler-emulator answers at {args.host}:{args.port}; printing "
                 f"project {DEFAULT_PROJECT}. Start the daemon first, or pass --port/--project.",
@@ -464,9 +454,9 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
         else:
             project = str(config["project"])
     check_project_id(project, field="--project")
-    grpc = None if config is None else bool(config.get("grpc", True))
+    grpc = bool(config.get("grpc", True)) if answered else None
     notes = client_notes(args.host, args.port, grpc=grpc)
-    pubsub_host = str((config or {}).get("pubsubEmulatorHost", ""))
+    pubsub_host = str(config.get("pubsubEmulatorHost", "")) if answered else ""
     from ..server.daemon import env_lines
 
     for line in env_lines(args.host, args.port, project, pubsub_host) + notes:

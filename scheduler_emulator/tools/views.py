@@ -198,12 +198,15 @@ def _since(text: str) -> datetime:
 class DaemonClient:
     """GETs JSON from the daemon's ``/_emulator/`` endpoints.
 
+    :param token: the daemon's ``--admin-token``, or ``None``.
+    :param timeout: seconds to wait for each answer.
     :raises ConfigurationError: (exit 2) when no daemon answers, or it refuses the request.
     """
 
-    def __init__(self, host: str, port: int, token: str | None = None) -> None:
+    def __init__(self, host: str, port: int, token: str | None = None, timeout: float = 30) -> None:
         self.base = f"http://{host_port(host, port)}"
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.timeout = timeout
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """The JSON answer of ``GET path?params``."""
@@ -226,7 +229,7 @@ class DaemonClient:
                 params=params,
                 json=body,
                 headers=self.headers,
-                timeout=30,
+                timeout=self.timeout,
             )
         except requests.RequestException:
             raise ConfigurationError(
@@ -234,13 +237,14 @@ class DaemonClient:
                 "and --port of its startup line."
             ) from None
         try:
-            answer = response.json()
-        except ValueError:
+            answer = dict(response.json())
+        except (TypeError, ValueError):  # not JSON, or not an object
             answer = {}
         if response.status_code != 200:
-            message = answer.get("error", {}).get("message", response.reason)
+            error = answer.get("error")  # another server's may be anything
+            message = (error if isinstance(error, dict) else {}).get("message", response.reason)
             raise ConfigurationError(f"{self.base}{path}: {response.status_code} {message}")
-        return dict(answer)
+        return answer
 
     def pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item of a paged listing, page by page."""
