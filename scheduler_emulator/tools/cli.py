@@ -110,6 +110,14 @@ def _port(text: str) -> int:
     return port
 
 
+def _daemon_address(parser: argparse.ArgumentParser) -> None:
+    """Add ``--host`` and ``--port``: where a running daemon is (``env-init`` and the views)."""
+    parser.add_argument("--host", default=DEFAULT_HOST, help="the daemon's address (%(default)s)")
+    parser.add_argument(
+        "--port", type=_port, default=DEFAULT_PORT, help="the daemon's port (%(default)s)"
+    )
+
+
 def _project(text: str) -> str:
     try:
         return check_project_id(text, field="--project")
@@ -348,10 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print shell export lines, like `gcloud beta emulators pubsub env-init`. "
         'Use: eval "$(scheduler-emulator env-init)"',
     )
-    env.add_argument("--host", default=DEFAULT_HOST, help="the daemon's address (%(default)s)")
-    env.add_argument(
-        "--port", type=_port, default=DEFAULT_PORT, help="the daemon's port (%(default)s)"
-    )
+    _daemon_address(env)
     env.add_argument(
         "--project",
         help=f"gcloud's project (default: the running daemon's --project, else {DEFAULT_PROJECT})",
@@ -394,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_replay_arguments(replay)
     from .views import add_arguments as add_view_arguments
 
-    add_view_arguments(sub, DEFAULT_HOST, DEFAULT_PORT, _port)
+    add_view_arguments(sub, _daemon_address)
     return parser
 
 

@@ -83,9 +83,9 @@ _GREEN, _RED, _YELLOW, _RESET = "\033[32m", "\033[31m", "\033[33m", "\033[0m"
 RUN_FILTER_FLAGS = {"failed": "failed", "gave_up": "gave-up", "in_progress": "in-progress"}
 
 
-def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any) -> None:
-    """Add the ``jobs``, ``attempts``, ``runs``, ``skipped`` and ``run`` subcommands to the
-    CLI's subparsers ``sub``."""
+def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add the ``jobs``, ``attempts``, ``runs``, ``skipped``, ``executions`` and ``run``
+    subcommands to the CLI's subparsers ``sub``; ``add_address(parser)`` adds --host/--port."""
     jobs = sub.add_parser(
         "jobs",
         help="print the running daemon's jobs as a table",
@@ -130,12 +130,7 @@ def add_arguments(sub: Any, default_host: str, default_port: int, port_type: Any
         "exit code, and the scheduler job that started it.",
     )
     for parser in (jobs, attempts, runs, skipped, executions, run):
-        parser.add_argument(
-            "--host", default=default_host, help="the daemon's address (%(default)s)"
-        )
-        parser.add_argument(
-            "--port", type=port_type, default=default_port, help="the daemon's port (%(default)s)"
-        )
+        add_address(parser)
         parser.add_argument(
             "--admin-token",
             default=os.environ.get(ADMIN_TOKEN_ENV) or None,
