@@ -111,7 +111,7 @@ def main() -> None:
         started = time.perf_counter()
         daemon = LiveScheduler("--data-dir", str(data_dir), "--retain-attempts", str(args.attempts))
         try:
-            daemon._call("GET", "/_emulator/health")
+            daemon._admin.get("/_emulator/health")
             print(f"daemon listening and healthy after {time.perf_counter() - started:.2f} s")
             pid = daemon.process.pid
             before = status_kib(pid, "VmRSS")

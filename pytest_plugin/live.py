@@ -12,14 +12,12 @@ import sys
 import threading
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlencode
-
-import requests
 
 from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, iso
 from scheduler_emulator.runtime import JWKS_PATH, TOKENINFO_PATH
 from scheduler_emulator.server.daemon import env_lines
+from scheduler_emulator.tools.views import DaemonClient
 from scheduler_emulator.wire import parse_timestamp
 
 __all__ = ["LiveScheduler"]
@@ -29,6 +27,18 @@ _LISTENING = re.compile(r"listening on (http://(?:[\d.]+|\[[\da-f:.]+\]):\d+)")
 
 class _NotFound(AssertionError):
     """A 404 from the daemon (an unknown job)."""
+
+
+class _Admin(DaemonClient):
+    """:class:`LiveScheduler`'s calls: a refused one raises AssertionError (:class:`_NotFound`
+    for a 404) with the method, path and the daemon's answer."""
+
+    def refused(self, path: str, response: Any) -> Exception:
+        kind = _NotFound if response.status_code == 404 else AssertionError
+        return kind(
+            f"{response.request.method} {response.request.path_url} answered "
+            f"{response.status_code}: {response.text}"
+        )
 
 
 class LiveScheduler(AttemptAssertions):
@@ -55,7 +65,8 @@ class LiveScheduler(AttemptAssertions):
         threading.Thread(target=self._pump, daemon=True).start()
         self.first_line = ""
         self.url = self._wait_for_url(startup_timeout)
-        self.session = requests.Session()
+        self._admin = _Admin(*self.host_port, timeout=120)
+        self.session = self._admin.session  # for raw requests (tests, bench)
 
     def _command(self) -> list[str]:
         """The command line before ``start`` (a subclass may wrap the daemon)."""
@@ -160,36 +171,27 @@ class LiveScheduler(AttemptAssertions):
         :raises AssertionError: for an unknown or expired token (tokeninfo's 400).
         """
         token = access_token.removeprefix("Bearer ").strip()
-        path = TOKENINFO_PATH + "?" + urlencode({"access_token": token})
-        return dict(self._call("GET", path))
+        return self._admin.get(TOKENINFO_PATH, {"access_token": token})
 
     # ---------------------------------------------------------------- admin endpoints
-
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        response = self.session.request(method, self.url + path, json=body, timeout=120)
-        if response.status_code >= 400:
-            raise (_NotFound if response.status_code == 404 else AssertionError)(
-                f"{method} {path} answered {response.status_code}: {response.text}"
-            )
-        return response.json()
 
     def reset(self, clock_time: datetime | None = None) -> None:
         """Delete every job and attempt; on a manual clock, optionally set it to ``clock_time``."""
         body = {} if clock_time is None else {"clockTime": iso(clock_time)}
-        self._call("POST", "/_emulator/reset", body)
+        self._admin.call("POST", "/_emulator/reset", body=body)
 
     def advance(self, delta: timedelta | float) -> Any:
         """Advance the daemon's manual clock; answers once everything due has been delivered."""
         seconds = delta.total_seconds() if isinstance(delta, timedelta) else float(delta)
-        return self._call("POST", "/_emulator/clock:advance", {"seconds": seconds})
+        return self._admin.call("POST", "/_emulator/clock:advance", body={"seconds": seconds})
 
     def move_to(self, instant: datetime) -> Any:
         """Move the daemon's manual clock to ``instant`` (aware)."""
-        return self._call("POST", "/_emulator/clock:moveTo", {"time": iso(instant)})
+        return self._admin.call("POST", "/_emulator/clock:moveTo", body={"time": iso(instant)})
 
     def now(self) -> datetime:
         """The daemon's clock (``GET /_emulator/clock``), aware UTC."""
-        return parse_timestamp(str(self._call("GET", "/_emulator/clock")["now"]))
+        return parse_timestamp(str(self._admin.get("/_emulator/clock")["now"]))
 
     def attempts(self, job: str | None = None) -> list[Attempt]:
         """The whole attempt history (optionally of one job) in start order: every page of
@@ -197,7 +199,9 @@ class LiveScheduler(AttemptAssertions):
         :class:`~scheduler_emulator.domain.attempts.Attempt` records — the same fields and
         types as ``cloud_scheduler.attempts()`` (``attempt["code"]``, the dict access of
         earlier releases, still works). For a long history use :meth:`attempts_page`."""
-        entries = self._every("/_emulator/attempts", "attempts", job)
+        entries = self._admin.pages(
+            "/_emulator/attempts", "attempts", {"pageSize": 1000, "job": job or None}
+        )
         return [Attempt.from_json(entry) for entry in entries]
 
     def _attempts_of(self, job: str) -> list[Attempt]:
@@ -207,9 +211,9 @@ class LiveScheduler(AttemptAssertions):
             return []
 
     def _job_ids(self) -> list[str]:
-        config = self._call("GET", "/_emulator/config")
+        config = self._admin.get("/_emulator/config")
         parent = f"/v1/projects/{config['project']}/locations/{config['location']}/jobs"
-        answer = self._call("GET", parent + "?pageSize=500")
+        answer = self._admin.get(parent, {"pageSize": 500})
         return [str(j["name"]).rsplit("/", 1)[-1] for j in answer.get("jobs", [])]
 
     def skipped(self, job: str | None = None) -> list[dict[str, Any]]:
@@ -219,18 +223,11 @@ class LiveScheduler(AttemptAssertions):
 
         :raises AssertionError: for a refused request (404 for an unknown job).
         """
-        return self._every("/_emulator/skipped", "skipped", job)
-
-    def _every(self, path: str, key: str, job: str | None) -> list[Any]:
-        """Every item of a paged ``/_emulator/`` listing (optionally of one job), 1000 a page."""
-        items: list[Any] = []
-        query: dict[str, str] = {"pageSize": "1000"} | ({"job": job} if job else {})
-        while True:
-            answer = self._call("GET", f"{path}?{urlencode(query)}")
-            items.extend(answer[key])
-            if not answer.get("nextPageToken"):
-                return items
-            query["pageToken"] = str(answer["nextPageToken"])
+        return list(
+            self._admin.pages(
+                "/_emulator/skipped", "skipped", {"pageSize": 1000, "job": job or None}
+            )
+        )
 
     def attempts_page(
         self,
@@ -249,7 +246,7 @@ class LiveScheduler(AttemptAssertions):
         :raises AssertionError: for a refused request (400 naming the parameter, 404 for an
             unknown job), with the daemon's answer.
         """
-        given = {
+        query = {  # requests leaves out a None
             "job": job or None,
             "run": run_id,
             "startAfter": iso(start_after),
@@ -257,10 +254,7 @@ class LiveScheduler(AttemptAssertions):
             "pageSize": page_size,
             "pageToken": page_token or None,
         }
-        query = {key: str(value) for key, value in given.items() if value is not None}
-        answer = self._call(
-            "GET", "/_emulator/attempts" + ("?" + urlencode(query) if query else "")
-        )
+        answer = self._admin.get("/_emulator/attempts", query)
         page = [Attempt.from_json(entry) for entry in answer["attempts"]]
         return page, str(answer.get("nextPageToken", ""))
 

@@ -191,7 +191,7 @@ def _since(text: str) -> datetime:
 
 
 class DaemonClient:
-    """GETs JSON from the daemon's ``/_emulator/`` endpoints.
+    """JSON calls to a running daemon's endpoints (``/_emulator/``, ``/v1/``), on one session.
 
     :param token: the daemon's ``--admin-token``, or ``None``.
     :param timeout: seconds to wait for each answer.
@@ -199,8 +199,12 @@ class DaemonClient:
     """
 
     def __init__(self, host: str, port: int, token: str | None = None, timeout: float = 30) -> None:
+        import requests
+
         self.base = f"http://{host_port(host, port)}"
-        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.session = requests.Session()
+        if token:
+            self.session.headers["Authorization"] = f"Bearer {token}"
         self.timeout = timeout
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -218,28 +222,30 @@ class DaemonClient:
         import requests
 
         try:
-            response = requests.request(
-                method,
-                self.base + path,
-                params=params,
-                json=body,
-                headers=self.headers,
-                timeout=self.timeout,
+            response = self.session.request(
+                method, self.base + path, params=params, json=body, timeout=self.timeout
             )
         except requests.RequestException:
             raise ConfigurationError(
                 f"no scheduler-emulator answers at {self.base}; start it, or pass the --host "
                 "and --port of its startup line."
             ) from None
-        try:
-            answer = dict(response.json())
-        except (TypeError, ValueError):  # not JSON, or not an object
-            answer = {}
         if response.status_code != 200:
-            error = answer.get("error")  # another server's may be anything
-            message = (error if isinstance(error, dict) else {}).get("message", response.reason)
-            raise ConfigurationError(f"{self.base}{path}: {response.status_code} {message}")
-        return answer
+            raise self.refused(path, response)
+        try:
+            return dict(response.json())
+        except (TypeError, ValueError):  # not JSON, or not an object
+            return {}
+
+    def refused(self, path: str, response: Any) -> Exception:
+        """The error :meth:`call` raises for ``response`` (a ``requests.Response`` to
+        ``path``, not 200): a :class:`ConfigurationError` naming the URL, the status and the
+        daemon's message. A subclass may return another kind."""
+        try:
+            message = response.json()["error"]["message"]
+        except (TypeError, ValueError, KeyError):  # another server's answer may be anything
+            message = response.reason
+        return ConfigurationError(f"{self.base}{path}: {response.status_code} {message}")
 
     def pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item of a paged listing, page by page."""

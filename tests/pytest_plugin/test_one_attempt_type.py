@@ -85,8 +85,8 @@ def daemon_attempts(
             job = make(url + "/")
             body = {"name": f"{parent}/jobs/{job['name']}", "schedule": job["schedule"],
                     "httpTarget": job["http_target"]}  # fmt: skip
-            cloud_scheduler_server._call("POST", f"/v1/{parent}/jobs", body)
-        cloud_scheduler_server._call("POST", "/_emulator/faults", DELAY_RULE)
+            cloud_scheduler_server._admin.call("POST", f"/v1/{parent}/jobs", body=body)
+        cloud_scheduler_server._admin.call("POST", "/_emulator/faults", body=DELAY_RULE)
         cloud_scheduler_server.advance(3 * 3600)
         yield cloud_scheduler_server, cloud_scheduler_server.attempts("nightly")
 

@@ -262,7 +262,7 @@ def test_the_live_daemon_reads_every_page_of_skipped_times() -> None:
         response = daemon.session.post(daemon.url + JOBS, json=job, timeout=30)
         assert response.status_code == 200, response.text
         daemon.advance(timedelta(hours=24))
-        answer = daemon._call("GET", "/_emulator/skipped")
+        answer = daemon._admin.get("/_emulator/skipped")
         first = answer["skipped"]
         assert len(first) == 100 and answer["nextPageToken"]  # the default page
         skipped = daemon.skipped("a")

@@ -184,7 +184,7 @@ class TestEnvInit:
     ) -> None:
         # the daemon publishes to this host (nothing needs to listen there for env-init)
         with running_daemon("--in-memory", "--pubsub-emulator-host", "127.0.0.1:8085") as daemon:
-            assert daemon._call("GET", "/_emulator/config")["pubsubEmulatorHost"] == (
+            assert daemon._admin.get("/_emulator/config")["pubsubEmulatorHost"] == (
                 "127.0.0.1:8085"
             )
             host, port = daemon.host_port
