@@ -16,7 +16,7 @@ from typing import Any
 from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, iso
 from scheduler_emulator.runtime import JWKS_PATH, TOKENINFO_PATH
-from scheduler_emulator.server.daemon import env_lines
+from scheduler_emulator.server.daemon import env_vars
 from scheduler_emulator.tools.views import DaemonClient
 from scheduler_emulator.wire import parse_timestamp
 
@@ -107,12 +107,7 @@ class LiveScheduler(AttemptAssertions):
     @property
     def env(self) -> dict[str, str]:
         """The variables ``scheduler-emulator env-init`` prints, for gcloud subprocesses."""
-        host, port = self.host_port
-        pairs = (
-            line.removeprefix("export ").split("=", 1)
-            for line in env_lines(host, port, self.project)
-        )
-        return {key: value for key, value in pairs}
+        return env_vars(*self.host_port, self.project)
 
     def client(self) -> Any:
         """A ``google.cloud.scheduler_v1.CloudSchedulerClient`` (REST) bound to the daemon.

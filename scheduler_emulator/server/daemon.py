@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import gc
 import os
-import shlex
 import signal
 import socket
 import sqlite3
@@ -273,9 +272,9 @@ class Daemon:
         print(line, file=self.err or sys.stderr, flush=True)
 
 
-def env_lines(host: str, port: int, project: str, pubsub_host: str = "") -> list[str]:
-    """The ``export`` lines that point gcloud and our plugin at the daemon, and Pub/Sub
-    clients at its Pub/Sub emulator (``pubsub_host``, when it has one).
+def env_vars(host: str, port: int, project: str, pubsub_host: str = "") -> dict[str, str]:
+    """The variables (``env-init`` exports them) that point gcloud and our plugin at the
+    daemon, and Pub/Sub clients at its Pub/Sub emulator (``pubsub_host``, when it has one).
 
     The API endpoint override ends with ``/``, which gcloud requires.
     """
@@ -288,7 +287,7 @@ def env_lines(host: str, port: int, project: str, pubsub_host: str = "") -> list
     }
     if pubsub_host:
         values["PUBSUB_EMULATOR_HOST"] = pubsub_host
-    return [f"export {key}={shlex.quote(value)}" for key, value in values.items()]
+    return values
 
 
 def check_port_free(host: str, port: int) -> None:

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import os
 import re
+import shlex
 import signal
 import sys
 from collections.abc import Mapping, Sequence
@@ -432,9 +433,9 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print :func:`env_lines` for the daemon at ``--host``/``--port``, with the project it
-    says it uses (``--project`` overrides it) and ``PUBSUB_EMULATOR_HOST`` when it publishes
-    to a Pub/Sub emulator (``--with-pubsub``)."""
+    """Export :func:`~scheduler_emulator.server.daemon.env_vars` (and print :func:`client_notes`)
+    for the daemon at ``--host``/``--port``, with the project it says it uses (``--project``
+    overrides it) and ``PUBSUB_EMULATOR_HOST`` when it publishes to a Pub/Sub emulator."""
     if args.port == 0:
         raise ConfigurationError(
             "--port 0 is not a daemon's port (0 tells start to pick a free one); give the port "
@@ -460,12 +461,12 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
             project = str(config["project"])
     check_project_id(project, field="--project")
     grpc = bool(config.get("grpc", True)) if answered else None
-    notes = client_notes(args.host, args.port, grpc=grpc)
     pubsub_host = str(config.get("pubsubEmulatorHost", "")) if answered else ""
-    from ..server.daemon import env_lines
+    from ..server.daemon import env_vars
 
-    for line in env_lines(args.host, args.port, project, pubsub_host) + notes:
-        out.write(line + "\n")
+    for key, value in env_vars(args.host, args.port, project, pubsub_host).items():
+        out.write(f"export {key}={shlex.quote(value)}\n")
+    out.writelines(line + "\n" for line in client_notes(args.host, args.port, grpc=grpc))
     return 0
 
 

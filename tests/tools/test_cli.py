@@ -176,6 +176,7 @@ class TestEnvInit:
             assert daemon.first_line.startswith(f"scheduler-emulator listening on {daemon.url} ")
             host, port = daemon.host_port
             assert (host, daemon.url) == ("::1", f"http://[::1]:{port}")
+            assert daemon.env["CLOUD_SCHEDULER_EMULATOR_HOST"] == f"[::1]:{port}"  # unquoted
             _, out, _ = run_command(capsys, "env-init", "--host", host, "--port", str(port))
         assert f"export CLOUD_SCHEDULER_EMULATOR_HOST='[::1]:{port}'\n" in out
 
