@@ -50,7 +50,7 @@ from .fault_file import load_fault_file
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
 from .targets_setup import configure as configure_targets
-from .views import ADMIN_TOKEN_ENV
+from .views import ADMIN_TOKEN_ENV, is_terminal
 
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
@@ -553,8 +553,7 @@ def log_format_for(chosen: str | None, log_file: str | None, out: IO[str]) -> st
     """
     if chosen is not None:
         return chosen
-    isatty = getattr(out, "isatty", None)
-    return "text" if log_file is None and isatty is not None and isatty() else "json"
+    return "text" if log_file is None and is_terminal(out) else "json"
 
 
 def log_format_note(log_format: str, log_file: str | None) -> str:

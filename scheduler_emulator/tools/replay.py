@@ -62,6 +62,7 @@ from ..wire import JOB_NAME_HEADER, scheduler_headers
 from ..wire import format_timestamp as iso
 from .scenario import CheckResult, ScenarioRun, load_scenario, run_scenario
 from .timeline import marks, render_table, render_timeline
+from .views import is_terminal
 
 #: The gap cap ``--compress-gaps`` uses when given without a value, in seconds.
 DEFAULT_COMPRESSED_GAP_SECONDS = 0.1
@@ -662,7 +663,7 @@ def replay_scenario(
     if target is not None:
         _check_target(target)
     scenario = load_scenario(path)
-    show_progress = progress if progress is not None else _is_tty(out)
+    show_progress = progress if progress is not None else is_terminal(out)
 
     def report(now: datetime, count: int) -> None:
         out.write(f"\r\x1b[K  replaying... {iso(now)}  {count} attempts")
@@ -747,14 +748,6 @@ def _num(value: float | None) -> str:
 
 def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _is_tty(stream: IO[str]) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return bool(isatty and isatty())
-    except ValueError:  # closed
-        return False
 
 
 # ------------------------------------------------------------------------------- command line

@@ -325,11 +325,19 @@ def took(attempt: Attempt) -> str:
     return f"{(attempt.end_time - attempt.start_time).total_seconds():.3f}s"
 
 
+def is_terminal(stream: IO[str]) -> bool:
+    """Whether ``stream`` is an open terminal (not a file, a pipe, closed, or without isatty)."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # closed
+        return False
+
+
 def painter(out: IO[str]) -> Callable[[str, str], str] | None:
     """Colours for outcome cells when ``out`` is a terminal and ``NO_COLOR`` is not set
     (https://no-color.org); ``None`` (plain text) otherwise."""
-    isatty = getattr(out, "isatty", None)
-    if isatty is None or not isatty() or os.environ.get("NO_COLOR"):
+    if not is_terminal(out) or os.environ.get("NO_COLOR"):
         return None
     if os.environ.get("TERM") == "dumb":
         return None
