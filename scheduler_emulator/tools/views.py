@@ -218,7 +218,8 @@ class DaemonClient:
         params: dict[str, Any] | None = None,
         body: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The JSON answer of ``method path?params`` with the JSON ``body``."""
+        """The JSON answer of ``method path?params`` with the JSON ``body`` (a parameter that
+        is ``None`` is left out)."""
         import requests
 
         try:
@@ -248,7 +249,7 @@ class DaemonClient:
         return ConfigurationError(f"{self.base}{path}: {response.status_code} {message}")
 
     def pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every item of a paged listing, page by page."""
+        """Every item of a paged listing, page by page (``params`` as :meth:`call`'s)."""
         params = dict(params)
         while True:
             page = self.get(path, params)
@@ -406,9 +407,7 @@ def skipped_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
 def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``skipped`` table (every skipped run, in the order recorded)."""
     client = DaemonClient(args.host, args.port, args.admin_token)
-    params: dict[str, Any] = {"pageSize": 1000}
-    if args.job:
-        params["job"] = args.job
+    params = {"pageSize": 1000, "job": args.job or None}
     records = list(client.pages("/_emulator/skipped", "skipped", params))
     return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)", True)
 
@@ -476,9 +475,7 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
     if args.last < 1:
         raise ConfigurationError(f"--last must be 1 or more; got {args.last}.")
     client = DaemonClient(args.host, args.port, args.admin_token)
-    params: dict[str, Any] = {"pageSize": min(args.last, 1000)}
-    if args.job:
-        params["job"] = args.job
+    params = {"pageSize": min(args.last, 1000), "job": args.job or None}
     for flag, state in RUN_FILTER_FLAGS.items():
         if getattr(args, flag, False):
             params["state"] = state
@@ -509,11 +506,7 @@ def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
     ``--state`` keep those of one job, in one state), or with ``--json`` one JSON object per
     execution, as ``GET /_emulator/executions`` gives it."""
     client = DaemonClient(args.host, args.port, args.admin_token)
-    params: dict[str, Any] = {"pageSize": 1000}
-    if args.job:
-        params["job"] = args.job
-    if args.state:
-        params["state"] = args.state
+    params = {"pageSize": 1000, "job": args.job or None, "state": args.state or None}
     records = list(client.pages("/_emulator/executions", "executions", params))
     if args.json:
         out.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
@@ -529,9 +522,7 @@ def cmd_attempts(
     if args.last < 1:
         raise ConfigurationError(f"--last must be 1 or more; got {args.last}.")
     client = DaemonClient(args.host, args.port, args.admin_token)
-    base: dict[str, Any] = {}
-    if args.job:
-        base["job"] = args.job
+    base: dict[str, Any] = {"job": args.job or None}
     if args.since is not None:
         base["startAfter"] = iso(args.since)
         items = list(client.pages("/_emulator/attempts", "attempts", {**base, "pageSize": 1000}))
