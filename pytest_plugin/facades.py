@@ -25,7 +25,7 @@ from scheduler_emulator.runtime import AsgiApp, AsgiCaller, is_asgi_app
 from scheduler_emulator.service import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
 from scheduler_emulator.service.binding import encode_payload
 from scheduler_emulator.service.router import run_awaitable
-from scheduler_emulator.wire import TIMER_PREFIX, scheduler_headers
+from scheduler_emulator.wire import DEFAULT_CONTENT_TYPE, TIMER_PREFIX, scheduler_headers
 
 __all__ = [
     "DEFAULT_SCHEDULE_TIME",
@@ -142,7 +142,9 @@ class CloudRunTimers(_Timers):
 
         :param payload: a message to send as the body, encoded by
             :func:`~scheduler_emulator.service.encode_payload` (compact JSON of plain values,
-            dataclasses, pydantic models, enums, dates; ``bytes`` as they are); omit for no body.
+            dataclasses, pydantic models, enums, dates; ``bytes`` as they are), with
+            ``Content-Type: application/octet-stream`` as Cloud Scheduler sends a job's body
+            when the job sets no Content-Type; omit for no body (and no Content-Type).
         :param schedule_time: overrides the ``X-CloudScheduler-ScheduleTime`` header.
         :raises TypeError: for a payload that has no JSON form.
         :raises ValueError: for a NaN or infinite number (JSON has none).
@@ -152,6 +154,8 @@ class CloudRunTimers(_Timers):
         path = TIMER_PREFIX + name  # whatever prefix the app configured
         headers = self.headers(name, schedule_time)
         body = b"" if payload is _NO_PAYLOAD else encode_payload(payload)
+        if body:  # as a job with a body and no Content-Type header of its own is sent
+            headers["Content-Type"] = DEFAULT_CONTENT_TYPE
         if self._asgi is not None:
             answer = self._asgi.request("POST", "http://testserver" + path, headers, body)
             status, text = answer.status_code, answer.text

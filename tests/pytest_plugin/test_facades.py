@@ -241,3 +241,33 @@ def test_plugin_runs_under_xdist(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "2")
     result.assert_outcomes(passed=4)
+
+
+@pytest.mark.parametrize(
+    ("payload", "body", "content_type"),
+    [
+        ({"id": "o-1", "total": 12.5}, b'{"id":"o-1","total":12.5}', "application/octet-stream"),
+        ("plain text", b'"plain text"', "application/octet-stream"),
+        (b"\x00raw", b"\x00raw", "application/octet-stream"),
+        (None, b"null", "application/octet-stream"),
+    ],
+)
+def test_a_message_goes_as_a_jobs_body_does(
+    payload: object, body: bytes, content_type: str
+) -> None:
+    """A fired message is the body, with the Content-Type Cloud Scheduler gives a job's body
+    when the job sets none (found by a trial user: the façade sent no Content-Type)."""
+    from pytest_plugin.facades import CloudRunTimers
+
+    seen: list[tuple[bytes, str | None]] = []
+
+    def app(environ: dict, start_response) -> list[bytes]:  # type: ignore[no-untyped-def]
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        seen.append((environ["wsgi.input"].read(length), environ.get("CONTENT_TYPE")))
+        start_response("204 No Content", [])
+        return []
+
+    timers = CloudRunTimers(app)
+    assert timers.fire("report", payload) == 204
+    assert timers.fire("nightly") == 204
+    assert seen == [(body, content_type), (b"", None)]
