@@ -569,8 +569,10 @@ def _follow(
         rows = attempt_rows(batch, wide)
         seen.extend(rows)
         lines = render_table(headers, seen, width=None if wide else TABLE_WIDTH, paint=painter(out))
+        # A row is its line and the lines its wrapped REASON continues on (indented).
+        starts = [i for i, line in enumerate(lines) if i and not line.startswith(" ")]
         out.writelines(line + "\n" for line in ([lines[0]] if header else []))
-        out.writelines(line + "\n" for line in (lines[-len(rows) :] if rows else []))
+        out.writelines(line + "\n" for line in (lines[starts[-len(rows)] :] if rows else []))
         out.flush()
 
     finished = _finished_prefix(shown)

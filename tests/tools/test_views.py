@@ -3,6 +3,7 @@ on a manual clock, with a job whose name differs from its timer route)."""
 
 from __future__ import annotations
 
+import io
 import queue
 import signal
 import subprocess
@@ -17,7 +18,15 @@ import requests
 
 from scheduler_emulator import Attempt
 from scheduler_emulator.tools.timeline import render_table
-from scheduler_emulator.tools.views import attempt_rows, job_rows, run_rows, took
+from scheduler_emulator.tools.views import (
+    ATTEMPT_HEADERS,
+    TABLE_WIDTH,
+    _follow,
+    attempt_rows,
+    job_rows,
+    run_rows,
+    took,
+)
 from tests.daemon import Daemon
 from tests.dashboard_scene import orders_daemon
 from tests.support import run_command, wait_for
@@ -218,3 +227,44 @@ def test_the_attempts_table_shows_how_long_each_took(
     header, row = out.splitlines()
     assert header.split()[4:7] == ["CODE", "TOOK", "SCHEDULED"]
     assert row[header.index("CODE") :].split()[:2] == ["OK", "0.000s"]  # a manual clock's attempt
+
+
+def test_follow_prints_every_line_of_a_wrapped_reason() -> None:
+    """A REASON that wraps onto continuation lines is printed whole under ``--follow``, its row
+    with its time and job (a trial user saw only the reason's last line)."""
+    start = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
+    reason = "URL_UNREACHABLE-UNREACHABLE_5xx. " + "The target said no, at length. " * 6
+
+    def failed(number: int) -> Attempt:
+        begun = start + timedelta(hours=number)
+        return Attempt(
+            number, "projects/p/locations/l/jobs/report", number, 1, iso_z(begun), begun,
+            {"method": "POST", "url": "http://127.0.0.1:9/x", "headers": {}},
+            end_time=begun + timedelta(seconds=1), response_status=500, code="INTERNAL",
+            debug_info=reason, nominal=begun,
+        )  # fmt: skip
+
+    class Client:
+        def get(self, path: str, params: dict[str, object]) -> dict[str, object]:
+            return {"attempts": [failed(2).to_json(), failed(3).to_json()]}
+
+    def stop_after_one_look(seconds: float) -> None:
+        looks.append(seconds)
+        if len(looks) > 1:
+            raise KeyboardInterrupt
+
+    looks: list[float] = []
+    out = io.StringIO()
+    assert _follow(Client(), {}, [failed(1)], out, stop_after_one_look) == 0  # type: ignore[arg-type]
+    lines = out.getvalue().splitlines()
+    rows = [line for line in lines[1:] if not line.startswith(" ")]
+    assert [row.split()[0] for row in rows] == [
+        "2026-03-01T03:00:00Z", "2026-03-01T04:00:00Z", "2026-03-01T05:00:00Z"
+    ]  # fmt: skip
+    whole = [failed(1), failed(2), failed(3)]
+    assert len(lines) > 4  # the reasons wrapped: every line is there, as a table prints them
+    assert lines == render_table(ATTEMPT_HEADERS, attempt_rows(whole), width=TABLE_WIDTH)
+
+
+def iso_z(instant: datetime) -> str:
+    return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
