@@ -111,9 +111,17 @@ def _port(text: str) -> int:
     return port
 
 
+def _host(text: str) -> str:
+    """A ``--host`` value: an IPv6 address may come in the brackets of the startup line's URL
+    (``[::1]``)."""
+    return text[1:-1] if text.startswith("[") and text.endswith("]") else text
+
+
 def _daemon_address(parser: argparse.ArgumentParser) -> None:
     """Add ``--host`` and ``--port``: where a running daemon is (``env-init`` and the views)."""
-    parser.add_argument("--host", default=DEFAULT_HOST, help="the daemon's address (%(default)s)")
+    parser.add_argument(
+        "--host", type=_host, default=DEFAULT_HOST, help="the daemon's address (%(default)s)"
+    )
     parser.add_argument(
         "--port", type=_port, default=DEFAULT_PORT, help="the daemon's port (%(default)s)"
     )
@@ -180,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     start.add_argument(
         "--host",
+        type=_host,
         default=DEFAULT_HOST,
         help="address to listen on (%(default)s); anything but loopback warns on stderr",
     )

@@ -178,7 +178,12 @@ class TestEnvInit:
             assert (host, daemon.url) == ("::1", f"http://[::1]:{port}")
             assert daemon.env["CLOUD_SCHEDULER_EMULATOR_HOST"] == f"[::1]:{port}"  # unquoted
             _, out, _ = run_command(capsys, "env-init", "--host", host, "--port", str(port))
+            # The host as the startup line's URL writes it, in brackets, is the same host.
+            code, bracketed, err = run_command(
+                capsys, "env-init", "--host", "[::1]", "--port", str(port)
+            )
         assert f"export CLOUD_SCHEDULER_EMULATOR_HOST='[::1]:{port}'\n" in out
+        assert (code, bracketed) == (0, out), err
 
     def test_it_points_pubsub_clients_at_the_daemons_pubsub_emulator(
         self, capsys: pytest.CaptureFixture[str]
