@@ -245,7 +245,10 @@ class DaemonClient:
         try:
             message = response.json()["error"]["message"]
         except (TypeError, ValueError, KeyError):  # another server's answer may be anything
-            message = response.reason
+            message = (
+                f"{response.reason} (not a scheduler-emulator's answer: pass the --host and "
+                "--port of its startup line)"
+            )
         return ConfigurationError(f"{self.base}{path}: {response.status_code} {message}")
 
     def pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from scheduler_emulator.tools.cli import ADMIN_TOKEN_ENV, admin_token, log_format_for, main
-from tests.daemon import running_daemon
-from tests.support import run_command
+from tests.daemon import running_daemon, serving
+from tests.support import RecordingTarget, run_command
 
 JOB = "projects/my-project/locations/us-central1/jobs/"
 #: A target nothing listens on (port 9, discard): attempts fail fast with UNAVAILABLE.
@@ -346,3 +346,15 @@ class TestAdminToken:
         assert admin_token("flag", {ADMIN_TOKEN_ENV: ""}) == "flag"
         assert admin_token(None, {ADMIN_TOKEN_ENV: "secret"}) == "secret"
         assert admin_token(None, {}) is None
+
+
+def test_a_view_pointed_at_another_server_says_it_is_not_the_emulator(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A wrong ``--port`` where another service answers (404, no error envelope) says so in
+    one line, as a port where nothing answers does (a trial user's find)."""
+    with serving(RecordingTarget(status=404, body=b"<h1>Not Found</h1>")) as url:
+        code, out, err = run_command(capsys, "jobs", "--port", url.rsplit(":", 1)[1])
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "not a scheduler-emulator's answer" in err, err
+    assert "pass the --host and --port of its startup line" in err
