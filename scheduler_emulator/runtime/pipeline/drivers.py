@@ -192,7 +192,10 @@ class ManualDriver(Driver):
                     return
 
     def _take_soon(self) -> list[Delivery]:
-        return [self._soon.popleft() for _ in range(len(self._soon))]
+        taken = []
+        while self._soon:
+            taken.append(self._soon.popleft())
+        return taken
 
     def run_due(self) -> None:
         """Run everything due now, sending in this thread, until nothing more is due (forced
