@@ -135,9 +135,13 @@ class LiveScheduler(AttemptAssertions):
     @property
     def token_time(self) -> str:
         """The daemon's ``--token-time``: ``"emulator"`` (default) or ``"real"``."""
-        from scheduler_emulator.tools.cli import build_parser
-
-        return str(build_parser().parse_args(["start", *self.args]).token_time)
+        value = "emulator"  # read here: the plugin does not load the CLI
+        for i, arg in enumerate(self.args):
+            if arg == "--token-time" and i + 1 < len(self.args):
+                value = self.args[i + 1]
+            elif arg.startswith("--token-time="):
+                value = arg.split("=", 1)[1]
+        return value
 
     def verify_oidc(
         self, token: str, audience: str, *, now: datetime | None = None, **options: Any
