@@ -18,12 +18,20 @@ its daylight saving time and ``fold``: every clock a handler reads agrees with
 ``time.time()``. ``time.time()``, ``datetime.now(UTC)``, ``utcnow()`` and ``time.gmtime()``
 were right already and are left to freezegun. A freeze the test starts itself with a
 ``tz_offset`` keeps freezegun's own arithmetic.
+
+A class that subclasses ``datetime`` in a module first imported while freezegun runs subclasses
+freezegun's ``FakeDatetime`` instead, and every real ``datetime`` then passes its ``isinstance``
+check for good: Google's ``DatetimeWithNanoseconds`` did, and Firestore (the run-once guard's
+store) failed with ``'datetime.datetime' object has no attribute 'timestamp_pb'``.
+:func:`freeze` imports such modules first (:data:`DATETIME_SUBCLASSES`, those installed).
 """
 
 from __future__ import annotations
 
 import calendar
+import contextlib
 import datetime as _datetime
+import importlib
 import time as _time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +41,9 @@ from freezegun import api as _freezegun
 from freezegun import freeze_time
 
 __all__ = ["freeze"]
+
+#: Modules whose classes subclass ``datetime``, imported before a freeze (see above).
+DATETIME_SUBCLASSES = ("google.api_core.datetime_helpers",)
 
 #: The real ``datetime`` class and ``time.localtime``, inside a tuple: freezegun replaces every
 #: module attribute that *is* one of them while it is active, but does not look into tuples.
@@ -132,6 +143,9 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     handler's ``await asyncio.sleep(0.05)`` ends after 50 ms. Inside a freeze the test
     started itself, freezegun's own behaviour is kept (this one nests in it).
     """
+    for module in DATETIME_SUBCLASSES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
     corrected = {} if _freezegun.freeze_factories else _corrections()
     originals = {(owner, name): vars(owner)[name] for owner, name in corrected}
     _install(corrected)

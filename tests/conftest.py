@@ -4,6 +4,7 @@ live daemon with a served target (the gcloud and client-library tests)."""
 from __future__ import annotations
 
 import compileall
+import contextlib
 import os
 import re
 import sys
@@ -22,6 +23,13 @@ from scheduler_emulator.runtime._clock import ManualClock  # noqa: E402
 from scheduler_emulator.runtime._emulator import Emulator  # noqa: E402
 from tests.daemon import MANUAL, Daemon, running_daemon, serving  # noqa: E402
 from tests.support import RecordingTarget  # noqa: E402
+
+# Google's generated message modules register their protobuf files in one process-wide pool.
+# pytester's in-process runs drop the modules a child test imported, and a later import would
+# register the same files again ("duplicate file name"): import them once, before any child run.
+for _module in ("google.api_core.datetime_helpers", "google.cloud.scheduler_v1"):
+    with contextlib.suppress(ImportError):  # the extras that bring them are optional
+        __import__(_module)
 
 #: The Firebase projects' function sources are run by the Functions emulator, not imported.
 collect_ignore_glob = ["tools/firebase/firebase_project*"]

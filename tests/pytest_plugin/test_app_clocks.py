@@ -10,7 +10,10 @@ York's fall-back day ``datetime.now(ZoneInfo("America/New_York"))`` at 06:30Z sa
 from __future__ import annotations
 
 import datetime as datetime_module
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from freezegun import api, freeze_time
@@ -18,6 +21,7 @@ from freezegun import api, freeze_time
 from pytest_plugin.app_time import freeze
 
 pytest_plugins = ["pytester"]
+ROOT = Path(__file__).resolve().parents[2]
 
 CHILD_TEST = '''
 import os
@@ -132,3 +136,22 @@ def test_the_corrections_last_only_as_long_as_the_plugins_freeze() -> None:
     assert api.fake_localtime is localtime
     with freeze_time("2024-11-03 06:30:00", tz_offset=2):
         assert datetime_module.datetime.now().hour == 8
+
+
+def test_a_datetime_subclass_first_imported_under_the_freeze_stays_a_real_one() -> None:
+    """Google's ``DatetimeWithNanoseconds`` (Firestore's timestamps, the run-once guard's store)
+    first imported while the plugin's freeze runs must not subclass freezegun's fake: every real
+    datetime would then pass its isinstance check and Firestore fail on ``timestamp_pb``."""
+    pytest.importorskip("google.api_core.datetime_helpers")
+    code = (
+        "import datetime, sys\n"
+        "from pytest_plugin.app_time import freeze\n"
+        "assert 'google.api_core.datetime_helpers' not in sys.modules\n"
+        "with freeze(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)):\n"
+        "    from google.api_core.datetime_helpers import DatetimeWithNanoseconds\n"
+        "print(isinstance(datetime.datetime.now(), DatetimeWithNanoseconds))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "False"), done.stderr
