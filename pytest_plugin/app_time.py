@@ -31,6 +31,7 @@ from __future__ import annotations
 import calendar
 import contextlib
 import datetime as _datetime
+import functools
 import importlib
 import time as _time
 from collections.abc import Callable, Iterator
@@ -44,6 +45,16 @@ __all__ = ["freeze"]
 
 #: Modules whose classes subclass ``datetime``, imported before a freeze (see above).
 DATETIME_SUBCLASSES = ("google.api_core.datetime_helpers",)
+
+
+@functools.cache
+def _import_datetime_subclasses() -> None:
+    """Import :data:`DATETIME_SUBCLASSES` (those installed), once per process: a freeze comes
+    with every delivery, and a missing module would be searched for each time."""
+    for module in DATETIME_SUBCLASSES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+
 
 #: The real ``datetime`` class and ``time.localtime``, inside a tuple: freezegun replaces every
 #: module attribute that *is* one of them while it is active, but does not look into tuples.
@@ -143,9 +154,7 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     handler's ``await asyncio.sleep(0.05)`` ends after 50 ms. Inside a freeze the test
     started itself, freezegun's own behaviour is kept (this one nests in it).
     """
-    for module in DATETIME_SUBCLASSES:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(module)
+    _import_datetime_subclasses()
     corrected = {} if _freezegun.freeze_factories else _corrections()
     originals = {(owner, name): vars(owner)[name] for owner, name in corrected}
     _install(corrected)
