@@ -57,6 +57,14 @@ def pytest_configure(config: pytest.Config) -> None:
             compileall.compile_dir(os.path.join(ROOT, name), rx=skip, quiet=2)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers a core. Most of the suite's time is spent waiting on the
+    processes it starts (daemons, the Functions and Pub/Sub emulators, Chromium, pip in a
+    fresh virtualenv), not on the CPU: two workers a core keep both cores busy (measured in
+    docs/performance.md)."""
+    return 2 * (os.cpu_count() or 1)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules with the most ``slow`` tests (tens of seconds each) first, every module's
     tests in their own order. ``--dist loadfile`` hands whole modules to the workers in this
