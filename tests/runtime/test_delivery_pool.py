@@ -160,3 +160,19 @@ def test_quick_tasks_that_end_at_once_do_not_nest() -> None:
         assert pool.in_progress == 0
     finally:
         pool.shutdown()
+
+
+@pytest.mark.timeout(30)
+def test_quick_tasks_go_in_progress_up_to_connections_on_the_threads_it_started() -> None:
+    """Quick tasks hold no thread: a burst of them keeps ``connections`` in progress (its
+    connections) on the ``workers`` threads, and the next one begins when one ends."""
+    pool = DeliveryPool(workers=2, per_key=1, connections=8)
+    dones: list[Callable[[], None]] = []
+    try:
+        for index in range(9):
+            pool.submit(f"job-{index}", dones.append, quick=True)
+        assert (len(dones), pool.in_progress, pool.threads) == (8, 8, 2)
+        dones[0]()  # its end makes room: the ninth begins in this thread
+        assert (len(dones), pool.in_progress, pool.threads) == (9, 8, 2)
+    finally:
+        pool.shutdown()

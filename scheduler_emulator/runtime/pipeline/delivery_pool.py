@@ -16,17 +16,18 @@ dripping targets cost 200 sockets, not 200 threads. A *quick* task (it only begi
 ends elsewhere) is begun by whichever thread finds it a place — the submitter, or the thread
 whose task just ended — sparing a hand-over to a pool thread per attempt.
 
-No target may starve another either: at most ``workers`` tasks are in progress at first (a fast
-burst keeps to that many connections). When tasks are ready but none was taken or ended for
+No target may starve another either: at most ``connections`` tasks are in progress at first (a
+fast burst keeps to that many connections; quick tasks hold no thread, so there may be more of
+them than threads). When tasks are ready but none was taken or ended for
 :data:`STALL_SECONDS` (every place held by slow targets; seen twice in a row by a watcher that
 itself ran on time, so a machine too loaded to schedule the process does not count), the
 watcher raises the limit by as many as tasks wait, all at once: a fast task queued behind any
-number of slow ones waits one stall. The limit falls back to ``workers`` once no more than that
-many are in progress. Tasks that hold their thread (without ``pycurl``, or with fault rules,
-an attempt is sent in it) get threads by the same rule: added in a stall when every thread is
-busy, gone again after :data:`SPARE_IDLE_SECONDS` without work. A burst of fast deliveries
-grows neither (tasks keep ending). :data:`MAX_IN_PROGRESS` (each task may hold a socket) and
-:data:`MAX_THREADS` are safety bounds far above what a machine's jobs use.
+number of slow ones waits one stall. The limit falls back to ``connections`` once no more than
+that many are in progress. Tasks that hold their thread (without ``pycurl``, or with fault
+rules, an attempt is sent in it) get threads by the same rule: added in a stall when every
+thread is busy, gone again after :data:`SPARE_IDLE_SECONDS` without work. A burst of fast
+deliveries grows neither (tasks keep ending). :data:`MAX_IN_PROGRESS` (each task may hold a
+socket) and :data:`MAX_THREADS` are safety bounds far above what a machine's jobs use.
 
 Threads are daemon threads: a target that never answers cannot keep the process alive at exit
 (the engine records what was left in flight, see ``Emulator.stop``).
@@ -68,18 +69,22 @@ class _Entry(NamedTuple):
 class DeliveryPool:
     """Run tasks, at most ``per_key`` of the same key at a time (see the module docstring).
 
-    :param workers: threads started at once, and the tasks in progress at once until a stall
-        raises that limit.
+    :param workers: threads started at once.
     :param per_key: tasks of one key in progress at once, at least 1.
+    :param connections: tasks in progress at once until a stall raises that limit (at least
+        ``workers``).
     :param name: thread name prefix.
     :raises ValueError: if ``workers`` or ``per_key`` is below 1.
     """
 
-    def __init__(self, workers: int = 32, per_key: int = 4, name: str = "delivery") -> None:
+    def __init__(
+        self, workers: int = 32, per_key: int = 4, name: str = "delivery", connections: int = 256
+    ) -> None:
         if workers < 1 or per_key < 1:
             raise ValueError(f"workers and per_key must be at least 1; got {workers}, {per_key}.")
         self.workers = workers
         self.per_key = per_key
+        self.connections = max(workers, connections)
         self._name = name
         self._ready: deque[_Entry] = deque()
         self._running: dict[str, int] = {}  # key -> its tasks in progress (or ready)
@@ -93,7 +98,7 @@ class DeliveryPool:
         self._count = workers  # threads alive (the core ones and the added ones)
         self._idle = 0  # threads waiting for work
         self._in_progress = 0  # tasks taken whose end has not come
-        self._limit = workers  # tasks in progress at most now
+        self._limit = self.connections  # tasks in progress at most now
         self._progress = real_monotonic()  # when a task was last taken or ended
         self._watch_stop = threading.Event()
         for index in range(workers):
@@ -255,8 +260,8 @@ class DeliveryPool:
         with self._lock:
             self._in_progress -= 1
             self._progress = real_monotonic()
-            if self._in_progress <= self.workers:
-                self._limit = self.workers
+            if self._in_progress <= self.connections:
+                self._limit = self.connections
             waiting = self._waiting.get(key)
             if waiting:
                 self._ready.append(waiting.popleft())

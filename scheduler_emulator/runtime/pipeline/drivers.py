@@ -15,7 +15,8 @@ place that asks which clock runs:
   (:mod:`~scheduler_emulator.runtime.pipeline.delivery_pool`: at most ``max_per_job`` of one
   job at once, so a slow target delays only its own job); an ``http://`` attempt (with
   ``pycurl``) waits on its target in libcurl's event loop, holding no thread. The engine
-  thread also records their ends, a batch per hold of the engine lock. An attempt's
+  thread also records their ends, a batch per hold of the engine lock, once the due batch
+  under way is all sent (each at the instant its answer came). An attempt's
   ``start_time`` is the instant it is recorded, just before it is sent; one that waited in
   the pool's queue starts when it leaves.
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
 from functools import partial
 
 from ...domain.errors import ClockError
@@ -282,7 +284,8 @@ class ThreadedDriver(Driver):
         self._idle_waiters = 0  # threads in wait_idle (the only ones it is notified for)
         # Ends of attempts sent on the pool, recorded by the engine thread a batch at a time
         # (one engine-lock hold per batch instead of 32 threads contending for it per attempt).
-        self._ends: deque[tuple[Delivery, Injected | TransportResult]] = deque()
+        # (delivery, what its send gave, real monotonic seconds when it ended)
+        self._ends: deque[tuple[Delivery, Injected | TransportResult, float]] = deque()
         self._submitting = threading.local()  # .delivery: the one this thread submits now
 
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
@@ -353,7 +356,7 @@ class ThreadedDriver(Driver):
         pool.shutdown()  # queued attempts are not sent
         while True:  # the engine thread is gone: record the ends here as they come
             self._wakeup.clear()
-            self._record_ends()
+            self._record_ends(self.clock.now())
             with self._idle:
                 if not any(d.sent for d in self._outstanding) or left() <= 0:
                     break
@@ -389,21 +392,21 @@ class ThreadedDriver(Driver):
         recorder = self.recorder
         while not self._stopping.is_set():
             self._wakeup.clear()  # an end or a change after this wakes the wait below
-            self._record_ends()
+            now = self.clock.now()
+            self._record_ends(now)
             with recorder.lock:
-                now = self.clock.now()
                 decisions = recorder.core.due(now)
             # Record and hand over a few hundred at a time, each slice in one transaction, so
             # that the first attempts of a large due batch leave while the rest are recorded.
             # The first stores the instant alive before any is sent: a restart runs late what
-            # the decisions owed.
+            # the decisions owed. The ends that come meanwhile wait until the whole due batch
+            # is sent (the writer commits its starts first); each keeps the instant it came.
             for first in range(0, len(decisions), _SLICE):
                 if first and self._stopping.is_set():  # the rest is left as a crash here
                     break  # would leave it: the instant is stored alive, its runs run late
                 with recorder.lock, recorder.store.batch(alive=None if first else now):
                     deliveries = recorder.carry_out(decisions[first : first + _SLICE])
                 self.send_all(deliveries)
-                self._record_ends()
             with recorder.lock:
                 due = recorder.core.next_due()
             self.clock.wait(due, self._wakeup)
@@ -426,8 +429,9 @@ class ThreadedDriver(Driver):
     def _ended(
         self, delivery: Delivery, release: Callable[[], None], sent: Injected | TransportResult
     ) -> None:
-        """What the send of ``delivery`` gave (on any thread): queue it for the engine thread."""
-        self._ends.append((delivery, sent))
+        """What the send of ``delivery`` gave (on any thread): queue it for the engine thread,
+        with when it ended."""
+        self._ends.append((delivery, sent, real_monotonic()))
         self._wake()
         release()
 
@@ -438,18 +442,21 @@ class ThreadedDriver(Driver):
         if not self._wakeup.is_set():
             self._wakeup.set()
 
-    def _record_ends(self) -> None:
+    def _record_ends(self, now: datetime) -> None:
         """Record the queued ends, a batch per hold of the engine lock (the store's writer
-        commits many in one transaction), then submit their follow-ups (a delayed run)."""
+        commits many in one transaction), then submit their follow-ups (a delayed run). Each
+        end is recorded at the instant it came (``now``, less the real seconds since)."""
         recorder = self.recorder
+        read = real_monotonic()  # as ``now`` was read
         while self._ends:
             follow_ups: list[Delivery] = []
             with recorder.lock:
                 for _ in range(_ENDS):
                     try:
-                        delivery, sent = self._ends.popleft()
+                        delivery, sent, ended = self._ends.popleft()
                     except IndexError:  # all taken (by a stop racing an engine thread)
                         break
+                    delivery.answered = now - timedelta(seconds=max(0.0, read - ended))
                     try:
                         follow_ups.extend(self._finish(delivery, sent))
                     except Exception as exc:  # recording failed (e.g. the store is closed)

@@ -28,7 +28,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, cast
 
@@ -65,6 +65,8 @@ class Delivery:
     :ivar sent: it has left (the threaded driver's attempts in flight).
     :ivar ended: its end is recorded (by the sender, or by a stop for an attempt still in
         flight), so that it is recorded once.
+    :ivar answered: when its send ended, if its end is recorded later (the threaded driver
+        records ends after the due batch it is sending): the attempt's end time.
     """
 
     attempt: Attempt
@@ -73,6 +75,7 @@ class Delivery:
     target_type: str
     sent: bool = False
     ended: bool = False
+    answered: datetime | None = None
 
 
 class Recorder:
@@ -259,7 +262,10 @@ class Recorder:
         injected = sent if isinstance(sent, Injected) else Injected(sent, outcome_of(sent))
         attempt = delivery.attempt
         kind = delivery.target_type
-        self.record_end(attempt, injected.outcome, injected.result, kind, injected.latency_seconds)
+        latency = injected.latency_seconds
+        self.record_end(
+            attempt, injected.outcome, injected.result, kind, latency, delivery.answered
+        )
         for copy in injected.copies:
             self._record_copy(kind, attempt, copy)
         assert attempt.end_time is not None
@@ -281,9 +287,11 @@ class Recorder:
         result: TransportResult,
         kind: str,
         latency: float = 0.0,
+        at: datetime | None = None,
     ) -> None:
-        """Record ``attempt``'s end now (plus ``latency`` seconds injected) and log it."""
-        now = self.clock.now()
+        """Record ``attempt``'s end at ``at`` (``None``: now), plus ``latency`` seconds
+        injected, and log it."""
+        now = self.clock.now() if at is None else at
         attempt.end_time = now + timedelta(seconds=latency) if latency else now
         attempt.response_status = outcome.http_status
         attempt.code = outcome.code

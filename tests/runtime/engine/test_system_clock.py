@@ -124,3 +124,30 @@ def test_a_stop_during_a_large_due_batch_ends_it_at_a_slice_and_closes_cleanly(
     # The slice under way (a job's attempt and its next fire time: two decisions) was finished
     # and none after it was recorded.
     assert recorded == slice_size + slice_size // 2
+
+
+def test_an_end_is_recorded_at_the_instant_its_answer_came(monkeypatch: Any) -> None:
+    """The engine thread records ends after the due batch it is sending, each at the instant
+    the answer came: ``now`` less the real seconds since. The thread that sends here reads a
+    monotonic clock 30 s behind the engine's, so its answer came 30 s before it is recorded."""
+    senders: set[threading.Thread] = set()
+    real = drivers.real_monotonic
+
+    def monotonic() -> float:
+        return real() - (30.0 if threading.current_thread() in senders else 0.0)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        senders.add(threading.current_thread())
+        start_response("200 OK", [])
+        return [b""]
+
+    monkeypatch.setattr(drivers, "real_monotonic", monotonic)
+    clock = SystemClock()
+    with Emulator(clock, transport=WsgiTransport(app)) as emulator:
+        emulator.create_job(nightly_job())
+        emulator.run_job("nightly")
+        assert emulator.wait_idle(10)
+        recorded_by = clock.now()
+        [attempt] = emulator.attempts("nightly")
+    assert attempt.end_time is not None and attempt.code == "OK"
+    assert 29.0 < (recorded_by - attempt.end_time).total_seconds() < 31.0
