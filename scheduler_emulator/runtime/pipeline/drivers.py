@@ -392,9 +392,9 @@ class ThreadedDriver(Driver):
         recorder = self.recorder
         while not self._stopping.is_set():
             self._wakeup.clear()  # an end or a change after this wakes the wait below
-            now = self.clock.now()
-            self._record_ends(now)
+            self._record_ends(self.clock.now())
             with recorder.lock:
+                now = self.clock.now()
                 decisions = recorder.core.due(now)
             # Record and hand over a few hundred at a time, each slice in one transaction, so
             # that the first attempts of a large due batch leave while the rest are recorded.
@@ -445,7 +445,7 @@ class ThreadedDriver(Driver):
     def _record_ends(self, now: datetime) -> None:
         """Record the queued ends, a batch per hold of the engine lock (the store's writer
         commits many in one transaction), then submit their follow-ups (a delayed run). Each
-        end is recorded at the instant it came (``now``, less the real seconds since)."""
+        end is recorded at the instant it came (``now``, moved by the real seconds between)."""
         recorder = self.recorder
         read = real_monotonic()  # as ``now`` was read
         while self._ends:
@@ -456,7 +456,7 @@ class ThreadedDriver(Driver):
                         delivery, sent, ended = self._ends.popleft()
                     except IndexError:  # all taken (by a stop racing an engine thread)
                         break
-                    delivery.answered = now - timedelta(seconds=max(0.0, read - ended))
+                    delivery.answered = now + timedelta(seconds=ended - read)
                     try:
                         follow_ups.extend(self._finish(delivery, sent))
                     except Exception as exc:  # recording failed (e.g. the store is closed)
