@@ -27,6 +27,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from itertools import islice
 from typing import IO, Any
 
 from ..domain.attempts import Attempt, iso
@@ -263,6 +264,11 @@ class DaemonClient:
             params["pageToken"] = token
 
 
+#: Rows the views ask the daemon for per page (its ``pageSize`` limit); longer listings follow
+#: ``nextPageToken``.
+PAGE_SIZE = 1000
+
+
 def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
     """The cells of the ``jobs`` table (:data:`JOBS_HEADERS`, or :data:`WIDE_JOBS_HEADERS`
     with ``wide``), from ``GET /_emulator/jobs`` rows."""
@@ -410,7 +416,7 @@ def skipped_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
 def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``skipped`` table (every skipped run, in the order recorded)."""
     client = DaemonClient(args.host, args.port, args.admin_token)
-    params = {"pageSize": 1000, "job": args.job or None}
+    params = {"pageSize": PAGE_SIZE, "job": args.job or None}
     records = list(client.pages("/_emulator/skipped", "skipped", params))
     return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)", True)
 
@@ -478,11 +484,11 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
     if args.last < 1:
         raise ConfigurationError(f"--last must be 1 or more; got {args.last}.")
     client = DaemonClient(args.host, args.port, args.admin_token)
-    params = {"pageSize": min(args.last, 1000), "job": args.job or None}
+    params = {"pageSize": min(args.last, PAGE_SIZE), "job": args.job or None}
     for flag, state in RUN_FILTER_FLAGS.items():
         if getattr(args, flag, False):
             params["state"] = state
-    runs = list(reversed(client.get("/_emulator/runs", params).get("runs", [])))
+    runs = list(reversed(list(islice(client.pages("/_emulator/runs", "runs", params), args.last))))
     return _print_table(out, RUN_HEADERS, run_rows(runs), "(no runs)", args.wide)
 
 
@@ -509,7 +515,7 @@ def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
     ``--state`` keep those of one job, in one state), or with ``--json`` one JSON object per
     execution, as ``GET /_emulator/executions`` gives it."""
     client = DaemonClient(args.host, args.port, args.admin_token)
-    params = {"pageSize": 1000, "job": args.job or None, "state": args.state or None}
+    params = {"pageSize": PAGE_SIZE, "job": args.job or None, "state": args.state or None}
     records = list(client.pages("/_emulator/executions", "executions", params))
     if args.json:
         out.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
@@ -528,12 +534,13 @@ def cmd_attempts(
     base: dict[str, Any] = {"job": args.job or None}
     if args.since is not None:
         base["startAfter"] = iso(args.since)
-        items = list(client.pages("/_emulator/attempts", "attempts", {**base, "pageSize": 1000}))
-    else:
-        newest = client.get(
-            "/_emulator/attempts", {**base, "order": "newest", "pageSize": min(args.last, 1000)}
+        items = list(
+            client.pages("/_emulator/attempts", "attempts", {**base, "pageSize": PAGE_SIZE})
         )
-        items = list(reversed(newest.get("attempts", [])))
+    else:
+        params = {**base, "order": "newest", "pageSize": min(args.last, PAGE_SIZE)}
+        newest = islice(client.pages("/_emulator/attempts", "attempts", params), args.last)
+        items = list(reversed(list(newest)))
     attempts = [Attempt.from_json(item) for item in items]
     wide = bool(getattr(args, "wide", False))
     as_json = bool(getattr(args, "json", False))
@@ -592,7 +599,7 @@ def _follow(
         while True:
             sleep(FOLLOW_INTERVAL)
             page = client.get(
-                "/_emulator/attempts", {**base, "pageSize": 1000, "pageToken": str(cursor)}
+                "/_emulator/attempts", {**base, "pageSize": PAGE_SIZE, "pageToken": str(cursor)}
             )
             batch = _finished_prefix([Attempt.from_json(a) for a in page.get("attempts", [])])
             if batch:

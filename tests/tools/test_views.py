@@ -17,6 +17,7 @@ import pytest
 import requests
 
 from scheduler_emulator import Attempt
+from scheduler_emulator.tools import views
 from scheduler_emulator.tools.timeline import render_table
 from scheduler_emulator.tools.views import (
     ATTEMPT_HEADERS,
@@ -268,3 +269,19 @@ def test_follow_prints_every_line_of_a_wrapped_reason() -> None:
 
 def iso_z(instant: datetime) -> str:
     return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_last_follows_the_pages_to_the_newest_n(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--last N`` longer than one page of the daemon's listing reads as many pages as it
+    takes (here pages of 2 rows), newest N, oldest first."""
+    _, whole, _ = run_command(capsys, "attempts", "--port", port(daemon), "--last", "5")
+    monkeypatch.setattr(views, "PAGE_SIZE", 2)
+    for view in ("attempts", "runs"):
+        code, out, err = run_command(capsys, view, "--port", port(daemon), "--last", "5")
+        assert code == 0, err
+        rows = [line for line in out.splitlines()[1:] if not line.startswith(" ")]  # not wraps
+        assert len(rows) == 5
+    _, paged, _ = run_command(capsys, "attempts", "--port", port(daemon), "--last", "5")
+    assert paged == whole
