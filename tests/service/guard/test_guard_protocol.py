@@ -473,7 +473,10 @@ class TestConcurrentThreads:
             # Six claims of one document at once can still fail on the Firestore emulator on a
             # busy machine despite the claims' backoff ('409 Transaction lock timeout', CI, once
             # in three runs). The claim rule itself is the same function the SQLite store runs.
-            pytest.skip("six concurrent Firestore emulator transactions on one document")
+            pytest.skip(
+                "not run on the Firestore emulator: six transactions on one document at once "
+                "time out there on a busy machine; test_guard_processes runs Firestore claims"
+            )
         threads_count = 6
         start = threading.Barrier(threads_count, timeout=30)
         finish = threading.Event()
