@@ -488,7 +488,7 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
     for flag, state in RUN_FILTER_FLAGS.items():
         if getattr(args, flag, False):
             params["state"] = state
-    runs = list(reversed(list(islice(client.pages("/_emulator/runs", "runs", params), args.last))))
+    runs = [*islice(client.pages("/_emulator/runs", "runs", params), args.last)][::-1]
     return _print_table(out, RUN_HEADERS, run_rows(runs), "(no runs)", args.wide)
 
 
@@ -539,8 +539,7 @@ def cmd_attempts(
         )
     else:
         params = {**base, "order": "newest", "pageSize": min(args.last, PAGE_SIZE)}
-        newest = islice(client.pages("/_emulator/attempts", "attempts", params), args.last)
-        items = list(reversed(list(newest)))
+        items = [*islice(client.pages("/_emulator/attempts", "attempts", params), args.last)][::-1]
     attempts = [Attempt.from_json(item) for item in items]
     wide = bool(getattr(args, "wide", False))
     as_json = bool(getattr(args, "json", False))

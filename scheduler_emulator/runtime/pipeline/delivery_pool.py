@@ -82,9 +82,8 @@ class DeliveryPool:
     ) -> None:
         if workers < 1 or per_key < 1:
             raise ValueError(f"workers and per_key must be at least 1; got {workers}, {per_key}.")
-        self.workers = workers
         self.per_key = per_key
-        self.connections = max(workers, connections)
+        self._connections = max(workers, connections)
         self._name = name
         self._ready: deque[_Entry] = deque()
         self._running: dict[str, int] = {}  # key -> its tasks in progress (or ready)
@@ -98,7 +97,7 @@ class DeliveryPool:
         self._count = workers  # threads alive (the core ones and the added ones)
         self._idle = 0  # threads waiting for work
         self._in_progress = 0  # tasks taken whose end has not come
-        self._limit = self.connections  # tasks in progress at most now
+        self._limit = self._connections  # tasks in progress at most now
         self._progress = real_monotonic()  # when a task was last taken or ended
         self._watch_stop = threading.Event()
         for index in range(workers):
@@ -260,8 +259,8 @@ class DeliveryPool:
         with self._lock:
             self._in_progress -= 1
             self._progress = real_monotonic()
-            if self._in_progress <= self.connections:
-                self._limit = self.connections
+            if self._in_progress <= self._connections:
+                self._limit = self._connections
             waiting = self._waiting.get(key)
             if waiting:
                 self._ready.append(waiting.popleft())
