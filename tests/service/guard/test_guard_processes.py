@@ -108,7 +108,10 @@ def test_two_processes_delivering_one_run_at_once_run_it_exactly_once(
     assert sorted(said.values()) == ["answered 409", "running"], said
     winner = next(index for index, line in said.items() if line == "running")
     instances.tell(winner, "finish")
-    assert instances.next_line() == (winner, "answered 200")
+    line = instances.next_line()
+    if line == (1 - winner, "<exited>"):  # the loser ends once answered, maybe before this
+        line = instances.next_line()
+    assert line == (winner, "answered 200")
 
     assert instances.stop() == [0, 0]
     record = store.get(RunOnceGuard(store).run_for(scheduler_headers()).key)
