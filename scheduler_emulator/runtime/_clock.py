@@ -42,16 +42,13 @@ class Sleeper(Protocol):
 
     def next_due(self) -> datetime | None:
         """The earliest instant (UTC) at which work is due, or ``None`` when nothing is pending."""
-        ...
 
     def run_due(self) -> None:
         """Run everything due at or before the clock's current instant and wait until it settles."""
-        ...
 
     def idle(self) -> None:
         """Called when a manual clock is about to return from a move: nothing is due any more
         up to its target, so work left running in the background may be waited for."""
-        ...
 
 
 class Clock(Protocol):
@@ -62,19 +59,15 @@ class Clock(Protocol):
 
     def now(self) -> datetime:
         """The current instant, timezone-aware UTC."""
-        ...
 
     def monotonic(self) -> float:
         """Seconds on a monotonic scale (virtual seconds for a manual clock)."""
-        ...
 
     def wait(self, until: datetime | None, wakeup: threading.Event) -> None:
         """Block until ``until`` (``None``: indefinitely) or until ``wakeup`` is set."""
-        ...
 
     def attach(self, sleeper: Sleeper) -> None:
         """Register the engine the clock drives (a manual clock steps it; see :class:`Sleeper`)."""
-        ...
 
 
 class SystemClock:

@@ -72,7 +72,6 @@ class Publisher(Protocol):
 
     def unavailable(self) -> str | None:
         """Why no message can be published at all (recorded on the attempt), or ``None``."""
-        ...
 
     def publish(
         self, topic: str, data: bytes, attributes: Mapping[str, str], timeout_seconds: float
@@ -81,7 +80,6 @@ class Publisher(Protocol):
 
         :raises PublishError: when Pub/Sub refuses or cannot be reached.
         """
-        ...
 
 
 class NoPublisher:
