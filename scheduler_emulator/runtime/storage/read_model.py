@@ -334,7 +334,7 @@ def runs_of(store: Store, rows: list[Any], now: datetime | None = None) -> list[
             run = runs[row[2]] = {
                 "id": row[2],
                 "job": row[1],
-                "nominalTime": None if nominal is None else iso(nominal),
+                "nominalTime": iso(nominal),
                 "forced": bool(row[10]),
                 "attempts": [],
             }
@@ -400,9 +400,8 @@ def runs_page(
             **run_state(check, row, attempts, config),
         }
 
-    runs = read_rows(store.path, "runs", rows[:page_size], read)
     following = offset + page_size if len(rows) > page_size else None
-    return runs, following
+    return read_rows(store.path, "runs", rows[:page_size], read), following
 
 
 def _skipped_time(path: str, job: str, row: Any) -> dict[str, Any]:
