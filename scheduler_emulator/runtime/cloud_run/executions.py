@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from ...domain.attempts import iso
 from ...domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
 from ...domain.codec import camel_case
 from ...domain.errors import InvalidArgument, NotFound
@@ -247,20 +248,16 @@ class ExecutionStore:
         after: int = 0,
         limit: int | None = 100,
     ) -> list[Execution]:
-        """Executions in creation order, after row ``after``, at most ``limit`` of them.
-
-        :param job: only the Cloud Run job of this full name.
-        :param state: only executions in this state.
-        """
+        """Executions in creation order, after row ``after``, at most ``limit`` of them
+        (``None``: all); only those of the Cloud Run job ``job`` (full name) and in ``state``
+        when given."""
         clauses: list[str] = ["seq > ?"]
         args: list[Any] = [after]
         add_condition(clauses, args, "job = ?", job)
         add_condition(clauses, args, "state = ?", state)
-        sql = (
-            f"SELECT seq, body FROM cloud_run_executions WHERE {' AND '.join(clauses)} ORDER BY seq"
-        )
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+        args.append(-1 if limit is None else limit)  # SQLite: a negative LIMIT is none
+        where = " AND ".join(clauses)
+        sql = f"SELECT seq, body FROM cloud_run_executions WHERE {where} ORDER BY seq LIMIT ?"
         with self._lock:
             rows = self._db.execute(sql, args).fetchall()
         return [_execution_from_row(seq, json.loads(body)) for seq, body in rows]
@@ -277,11 +274,10 @@ class ExecutionStore:
 
 
 def _execution_row(execution: Execution) -> dict[str, Any]:
-    completion = execution.completion_time
     return {
         "name": execution.name,
         "createTime": format_timestamp(execution.create_time),
-        "completionTime": None if completion is None else format_timestamp(completion),
+        "completionTime": iso(execution.completion_time),
         "state": execution.state,
         "schedulerJob": execution.scheduler_job,
         # each field of the CloudRunJob by its camelCase name (tuples are written as lists)
@@ -336,8 +332,6 @@ class CloudRun:
         for job in jobs:
             self.define(job)
 
-    # ------------------------------------------------------------------ jobs
-
     def define(self, job: CloudRunJob) -> None:
         """Define ``job`` (replacing a job of the same name)."""
         self._jobs[job.name] = job
@@ -363,8 +357,6 @@ class CloudRun:
             f"does not exist. The emulator runs the Cloud Run jobs given with "
             f"--cloud-run-jobs FILE (defined: {defined})."
         )
-
-    # ------------------------------------------------------------------ executions
 
     def run(
         self, job: CloudRunJob, overrides: RunOverrides | None = None, *, scheduler_job: str = ""
