@@ -35,6 +35,8 @@ _V1_RUN = re.compile(
 )
 #: Paths the app answers on the daemon's port.
 PATH_PREFIXES = ("/v2/projects/", "/apis/run.googleapis.com/")
+#: The ``Completed`` condition's state by execution state (else ``CONDITION_FAILED``).
+_CONDITIONS = {"RUNNING": "CONDITION_PENDING", "SUCCEEDED": "CONDITION_SUCCEEDED"}
 
 
 def unauthenticated(authorization: str | None, method: str) -> dict[str, Any]:
@@ -112,10 +114,7 @@ def v2_execution(execution: Execution) -> dict[str, Any]:
     counts = execution.counts()
     job = execution.job
     completion = execution.completion_time
-    condition = {
-        "RUNNING": "CONDITION_PENDING",
-        "SUCCEEDED": "CONDITION_SUCCEEDED",
-    }.get(execution.state, "CONDITION_FAILED")
+    condition = _CONDITIONS.get(execution.state, "CONDITION_FAILED")
     return {
         "name": execution.name,
         "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, execution.name)),
@@ -126,10 +125,7 @@ def v2_execution(execution: Execution) -> dict[str, Any]:
         "parallelism": job.parallelism,
         "taskCount": job.task_count,
         "template": _v2_template(job)["template"],
-        "runningCount": counts["running"],
-        "succeededCount": counts["succeeded"],
-        "failedCount": counts["failed"],
-        "retriedCount": counts["retried"],
+        **{f"{k}Count": counts[k] for k in ("running", "succeeded", "failed", "retried")},
         "conditions": [{"type": "Completed", "state": condition}],
         "reconciling": execution.state == "RUNNING",
         **({} if completion is None else {"completionTime": format_timestamp(completion)}),
