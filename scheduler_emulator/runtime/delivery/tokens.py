@@ -78,15 +78,9 @@ def token_audience(job: Job) -> str:
 def id_token_claims(
     email: str, audience: str, issued_at: datetime, issuer: str = GOOGLE_ISSUER
 ) -> dict[str, Any]:
-    """Return the claims of a service-account ID token.
-
-    :param email: the service account.
-    :param audience: the ``aud`` claim.
-    :param issued_at: an aware instant; ``iat`` is its whole seconds.
-    :param issuer: the ``iss`` claim.
-    :return: ``aud``, ``azp``, ``email``, ``email_verified``, ``exp`` (``iat`` + 3600),
-        ``iat``, ``iss``, ``sub``.
-    """
+    """Return the claims of an ID token of the service account ``email``: ``aud``
+    (``audience``), ``azp``, ``email``, ``email_verified``, ``exp`` (``iat`` + 3600), ``iat``
+    (the whole seconds of the aware ``issued_at``), ``iss`` (``issuer``), ``sub``."""
     iat = int(issued_at.timestamp())
     numeric_id = service_account_id(email)
     return {
@@ -326,12 +320,8 @@ class TokenAuthority:
         return self.now() if at is None or self.token_time == "real" else at
 
     def id_token(self, email: str, audience: str, at: datetime | None = None) -> str:
-        """Mint a signed ID token for the service account ``email``.
-
-        :param audience: the ``aud`` claim.
-        :param at: the issue instant (the attempt's start); now when ``None``. Ignored under
-            ``token_time="real"``.
-        """
+        """Mint a signed ID token for the service account ``email``, for ``audience``, issued
+        at ``at`` (the attempt's start; now when ``None`` or under ``token_time="real"``)."""
         claims = id_token_claims(email, audience, self._issue_time(at), self.issuer)
         return self.key.sign(claims)
 
