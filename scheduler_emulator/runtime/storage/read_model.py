@@ -127,11 +127,9 @@ def job_rows(
     next_fire: Callable[[str], datetime | None] | None = None,
     in_flight: Callable[[str], bool] | None = None,
 ) -> tuple[list[dict[str, Any]], int | None, int]:
-    """One page of the jobs view.
+    """One page of the jobs view, of the jobs that pass :func:`matches` ``name`` and ``state``.
 
     :param jobs: every job, in creation order.
-    :param name: keep jobs whose ID contains this (case-insensitive).
-    :param state: keep jobs in this state (``ENABLED``, ``PAUSED``…).
     :param offset: jobs of the filtered list to skip (the page token).
     :param next_fire: a job's next scheduled time by full name (the scheduler's), so that a
         pending retry is not listed as a fire time.
@@ -358,11 +356,9 @@ def runs_page(
 ) -> tuple[list[dict[str, Any]], int | None]:
     """One page of runs newest first (by schedule time), each with its attempts in order
     (whole ``/_emulator/attempts`` records, ``reason`` included; those ending after ``now``
-    read as in flight; each has ``duplicate``) and its state (:func:`run_state`).
+    read as in flight; each has ``duplicate``) and its state (:func:`run_state`). Only the runs
+    of ``job`` (full name) scheduled from ``after`` to before ``before``, each when given.
 
-    :param job: only this job's runs (full name).
-    :param after: only runs scheduled at or after this instant.
-    :param before: only runs scheduled before this instant.
     :param state: a key of :data:`RUN_FILTERS` (``""``: every run).
     :param offset: runs to skip (the page token).
     :param config: a job's configuration by full name (its retry config).
