@@ -65,11 +65,10 @@ def text_line(attempt: Attempt) -> str:
     outcome = attempt.code or "?"
     if attempt.response_status is not None:
         outcome += f" (HTTP {attempt.response_status})"
+    latency = "-"
     if attempt.end_time is not None:
         millis = round((attempt.end_time - attempt.start_time).total_seconds() * 1000)
         latency = f"{millis} ms"
-    else:
-        latency = "-"
     notes = [
         note for note, on in (("forced", attempt.forced), ("injected", attempt.injected)) if on
     ]
@@ -294,8 +293,7 @@ class _LineEncoder:
         parts = self._job(attempt, target_type)
         if parts is None or not isinstance(attempt.id, int):
             return None
-        status = attempt.response_status
-        code = attempt.code
+        status, code = attempt.response_status, attempt.code
         if (
             (status is not None and type(status) is not int)
             or (code is not None and not isinstance(code, str))
