@@ -141,8 +141,7 @@ def is_unwritable(exc: BaseException) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
         return code & 0xFF in _UNWRITABLE
-    text = str(exc)
-    return "disk is full" in text or "disk I/O error" in text or "readonly" in text
+    return any(text in str(exc) for text in ("disk is full", "disk I/O error", "readonly"))
 
 
 def storage_error(path: str, exc: BaseException) -> StorageUnavailable:
