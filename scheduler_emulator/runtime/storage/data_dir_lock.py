@@ -47,16 +47,15 @@ class DataDirLock:
         """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        handle = None
         try:
             fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(dir_fd)
-            raise self._in_use() from None
-        handle = open(self.path, "a+")  # noqa: SIM115 - held open for the daemon's lifetime
-        try:
+            handle = open(self.path, "a+")  # noqa: SIM115 - held open for the daemon's lifetime
+            # (a daemon of an earlier release locks only this file)
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # a daemon of an earlier release, which locks only this file
-            handle.close()
+        except BlockingIOError:
+            if handle is not None:
+                handle.close()
             os.close(dir_fd)
             raise self._in_use() from None
         self._dir_fd = dir_fd
