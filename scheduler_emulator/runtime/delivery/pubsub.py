@@ -37,8 +37,6 @@ from .transports import DeliveryRequest, Transport, TransportResult
 #: How long a publish may take (pinned: the Pub/Sub client library's default publish timeout;
 #: ``attemptDeadline`` is ignored for Pub/Sub targets, as Google documents).
 PUBLISH_TIMEOUT_SECONDS = 60.0
-#: ``targetType`` of Pub/Sub jobs in the execution log (production log entries).
-LOG_TARGET_TYPE = log_target_type("PUBSUB")
 #: ``User-Agent`` of Pub/Sub push requests (Pub/Sub docs: "Receive messages from push
 #: subscriptions").
 PUSH_USER_AGENT = "APIs-Google; (+https://developers.google.com/webmasters/APIs-Google.html)"
@@ -126,7 +124,6 @@ class PubsubMessage:
 
     :param topic: ``projects/P/topics/T``.
     :param data: the payload bytes (the job's ``pubsubTarget.data``, decoded).
-    :param attributes: the message attributes.
     :param message_id: Pub/Sub's message ID (``"1"``, ``"2"``…).
     :param publish_time: RFC 3339 instant on the emulator's (virtual) clock.
     :param pushes: what each push subscription's endpoint answered, in order.
@@ -287,7 +284,7 @@ class PubsubDispatcher:
         if (reason := self.publisher.unavailable()) is not None:
             raise NotDispatched(reason)
         record = {
-            "targetType": LOG_TARGET_TYPE,
+            "targetType": log_target_type("PUBSUB"),
             "pubsubTopic": target.topic_name,
             "data": base64.b64encode(target.data).decode("ascii"),
             "attributes": dict(target.attributes),
