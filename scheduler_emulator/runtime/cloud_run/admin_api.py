@@ -35,6 +35,8 @@ _V1_RUN = re.compile(
 )
 #: Paths the app answers on the daemon's port.
 PATH_PREFIXES = ("/v2/projects/", "/apis/run.googleapis.com/")
+#: The ``WWW-Authenticate`` header of Google's 401 answers.
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="https://accounts.google.com/"'}
 #: The ``Completed`` condition's state by execution state (else ``CONDITION_FAILED``).
 _CONDITIONS = {"RUNNING": "CONDITION_PENDING", "SUCCEEDED": "CONDITION_SUCCEEDED"}
 
@@ -205,11 +207,7 @@ class CloudRunAdminApi:
         token = (authorization or "").removeprefix("Bearer ").strip()
         if authorization and self.tokens.lookup(token) is not None:
             return None
-        return _json(
-            unauthenticated(authorization, method),
-            401,
-            **{"WWW-Authenticate": 'Bearer realm="https://accounts.google.com/"'},
-        )
+        return _json(unauthenticated(authorization, method), 401, **_CHALLENGE)
 
     def dispatch(self, request: Request) -> Response:
         """Answer one request. :raises ApiError: for the errors the Admin API answers."""
