@@ -113,8 +113,7 @@ def call_wsgi(
     captured: dict[str, Any] = {}
 
     def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-        captured["status"] = status
-        captured["headers"] = headers
+        captured.update(status=status, headers=headers)
         return lambda data: None
 
     body_iter = app(build_environ(request), start_response)
@@ -128,12 +127,9 @@ def call_wsgi(
 
 
 def is_asgi_app(app: object) -> bool:
-    """Whether ``app`` is an ASGI 3 app rather than a WSGI app.
-
-    An ASGI app is a coroutine function ``async def app(scope, receive, send)`` or an object whose
-    ``__call__`` is one (Starlette, FastAPI, ASGI middleware); a WSGI app's ``__call__`` is a
-    plain function.
-    """
+    """Whether ``app`` is an ASGI 3 app: a coroutine function ``async def app(scope, receive,
+    send)`` or an object whose ``__call__`` is one (Starlette, FastAPI, ASGI middleware); a WSGI
+    app's ``__call__`` is a plain function."""
     call = getattr(app, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
     return inspect.iscoroutinefunction(app) or inspect.iscoroutinefunction(call)
 
@@ -246,13 +242,11 @@ class MountTransport:
             self.mount(prefix, app)
 
     def mount(self, prefix: str, app: WsgiApp | AsgiApp) -> None:
-        """Route URLs that start with ``prefix`` to ``app``, a WSGI or an ASGI app.
-
-        An ASGI app (:func:`is_asgi_app`) is called through :class:`AsgiCaller`, started on its
-        first delivery; it needs httpx (the ``asgi`` extra).
+        """Route URLs that start with ``prefix`` to ``app``, a WSGI or an ASGI app
+        (:func:`is_asgi_app`; called through :class:`AsgiCaller`, started on first delivery).
 
         :raises ValueError: if ``prefix`` is not an absolute http(s) URL.
-        :raises ImportError: for an ASGI app when httpx is not installed.
+        :raises ImportError: for an ASGI app when httpx (the ``asgi`` extra) is not installed.
         """
         if not prefix.startswith(("http://", "https://")):
             raise ValueError(f"mount prefix must start with http:// or https://; got {prefix!r}.")
