@@ -42,9 +42,8 @@ def log_target_type(target_type: str) -> str:
 def _target_fields(attempt: Attempt, target_type: str) -> dict[str, Any]:
     """``targetType`` and where the attempt went: ``pubsubTopic`` or ``url``."""
     kind = log_target_type(target_type)
-    if kind == "PUB_SUB":
-        return {"targetType": kind, "pubsubTopic": attempt.request.get("pubsubTopic", "")}
-    return {"targetType": kind, "url": attempt.request.get("url", "")}
+    where = "pubsubTopic" if kind == "PUB_SUB" else "url"
+    return {"targetType": kind, where: attempt.request.get(where, "")}
 
 
 #: The daemon's ``flush_interval`` on a system clock (seconds): log lines reach the file at most
@@ -187,10 +186,8 @@ class AttemptLog:
         }
 
     def started(self, attempt: Attempt, target_type: str = "HTTP") -> None:
-        """Log AttemptStarted: jobName, scheduledTime (the attempt's start), url.
-
-        Nothing in the text format, whose line waits for the attempt's outcome.
-        """
+        """Log AttemptStarted: jobName, scheduledTime (the attempt's start), url; nothing in the
+        text format, whose line waits for the attempt's outcome."""
         if self._text:
             return
         line = self._lines.started(attempt, target_type)
