@@ -312,11 +312,10 @@ def _tail(handle: IO[bytes]) -> str:
 
 
 class CloudRun:
-    """The Cloud Run jobs the emulator defines and their executions.
+    """The Cloud Run jobs the emulator defines (``jobs``) and their executions, kept in
+    ``store``.
 
     :param clock: stamps an execution's ``createTime``.
-    :param store: where executions are kept.
-    :param jobs: the defined jobs.
     """
 
     def __init__(

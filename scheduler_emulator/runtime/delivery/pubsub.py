@@ -102,7 +102,6 @@ class PushResult:
     """One push of a message to a push endpoint.
 
     :param subscription: ``projects/P/subscriptions/S``.
-    :param endpoint: the push URL.
     :param status: the endpoint's HTTP status, ``None`` when it did not answer.
     :param detail: why there was no answer.
     """
@@ -261,10 +260,7 @@ class InProcessPublisher:
 class PubsubDispatcher:
     """Dispatcher of Pub/Sub targets (``job.target_type == "PUBSUB"``): each attempt publishes
     ``pubsubTarget.data`` with its ``attributes`` to its ``topicName`` through ``publisher``;
-    the dispatcher itself sends the prepared target (:meth:`send`).
-
-    :param publisher: where messages go.
-    """
+    the dispatcher itself sends the prepared target (:meth:`send`)."""
 
     def __init__(self, publisher: Publisher) -> None:
         self.publisher = publisher

@@ -43,8 +43,7 @@ def _client(host: str) -> Any:
 class EmulatorPublisher:
     """Publish to the Pub/Sub emulator at ``host`` (``HOST:PORT``), through a client made on
     first use: a missing library makes :meth:`unavailable` say which extra to install (the
-    attempt records it) rather than failing at start-up.
-    """
+    attempt records it) rather than failing at start-up."""
 
     def __init__(self, host: str) -> None:
         self.host = host

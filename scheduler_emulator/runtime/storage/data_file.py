@@ -66,10 +66,8 @@ def existing_size(path: Path) -> int | None:
 
 
 def check_free_space(directory: Path, *, minimum: int = MIN_FREE_BYTES) -> None:
-    """Refuse to start on a disk that is (nearly) full.
-
-    :raises DataFileUnusable: naming the directory and the free bytes.
-    """
+    """Refuse to start on a disk with less than ``minimum`` bytes free: raise
+    :class:`DataFileUnusable`, naming the directory and the free bytes."""
     try:
         stats = os.statvfs(directory)
     except OSError:
@@ -188,7 +186,6 @@ class Row:
     """Reads the values of one row of ``table`` for ``job``, checking each as the API would.
 
     :param path: the database file, for messages.
-    :param table: the table the row is in.
     :param job: the job the row belongs to (its full name as stored).
     :raises DamagedRow: from every method, naming the field and the value.
     """
