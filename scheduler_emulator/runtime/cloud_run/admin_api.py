@@ -307,7 +307,6 @@ class GoogleApisTransport(MountTransport):
     with a reason naming what the emulator can route; every other URL goes to ``fallback``.
 
     :param api: the Admin API app (with ``require_token=True``).
-    :param fallback: the transport of every other URL.
     """
 
     def __init__(self, api: CloudRunAdminApi, fallback: Transport) -> None:
