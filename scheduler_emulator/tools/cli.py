@@ -202,27 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=_port, default=DEFAULT_PORT, help="port; 0 picks a free one (%(default)s)"
     )
     defaults = Limits()
-    start.add_argument(
-        "--max-connections",
-        type=_positive,
-        default=defaults.max_connections,
-        metavar="N",
-        help="HTTP/1.1 connections open at once; one more is answered 503 (%(default)s)",
-    )
-    start.add_argument(
-        "--max-grpc-connections",
-        type=_positive,
-        default=defaults.max_grpc_connections,
-        metavar="N",
-        help="gRPC connections open at once; one more gets UNAVAILABLE (%(default)s)",
-    )
-    start.add_argument(
-        "--grpc-idle-timeout",
-        type=_positive,
-        default=round(defaults.grpc_idle_timeout),
-        metavar="SECONDS",
-        help="send GOAWAY to a gRPC connection without a call for this long (%(default)s)",
-    )
+    for flag, default, metavar, help_text in (
+        ("--max-connections", defaults.max_connections, "N",
+         "HTTP/1.1 connections open at once; one more is answered 503 (%(default)s)"),
+        ("--max-grpc-connections", defaults.max_grpc_connections, "N",
+         "gRPC connections open at once; one more gets UNAVAILABLE (%(default)s)"),
+        ("--grpc-idle-timeout", round(defaults.grpc_idle_timeout), "SECONDS",
+         "send GOAWAY to a gRPC connection without a call for this long (%(default)s)"),
+    ):  # fmt: skip
+        start.add_argument(flag, type=_positive, default=default, metavar=metavar, help=help_text)
     start.add_argument(
         "--jobs",
         action="append",
@@ -239,20 +227,13 @@ def build_parser() -> argparse.ArgumentParser:
         "locally (YAML or JSON: v2 Job resources or gcloud run jobs describe --format=export); "
         "repeatable",
     )
-    start.add_argument(
-        "--max-jobs-file-bytes",
-        type=_positive,
-        default=DEFAULT_MAX_FILE_BYTES,
-        metavar="N",
-        help="refuse a --jobs file larger than N bytes (%(default)s)",
-    )
-    start.add_argument(
-        "--max-jobs-per-file",
-        type=_positive,
-        default=DEFAULT_MAX_JOBS,
-        metavar="N",
-        help="refuse a --jobs file holding more than N jobs (%(default)s)",
-    )
+    for flag, default, help_text in (
+        ("--max-jobs-file-bytes", DEFAULT_MAX_FILE_BYTES,
+         "refuse a --jobs file larger than N bytes (%(default)s)"),
+        ("--max-jobs-per-file", DEFAULT_MAX_JOBS,
+         "refuse a --jobs file holding more than N jobs (%(default)s)"),
+    ):  # fmt: skip
+        start.add_argument(flag, type=_positive, default=default, metavar="N", help=help_text)
     start.add_argument(
         "--project",
         default=DEFAULT_PROJECT,
@@ -465,9 +446,7 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
                 f"project {DEFAULT_PROJECT}. Start the daemon first, or pass --port/--project.",
                 file=sys.stderr,
             )
-            project = DEFAULT_PROJECT
-        else:
-            project = str(config["project"])
+        project = str(config.get("project", DEFAULT_PROJECT))
     check_project_id(project, field="--project")
     grpc = bool(config.get("grpc", True)) if answered else None
     pubsub_host = str(config.get("pubsubEmulatorHost", "")) if answered else ""
@@ -646,11 +625,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     )
     emulator = daemon.emulator
     file_names = {job.name for job in jobs}
-    stored = (
-        None
-        if args.in_memory
-        else sum(1 for job in emulator.list_jobs() if job.name not in file_names)
-    )
+    stored = None if args.in_memory else sum(j.name not in file_names for j in emulator.list_jobs())
     with emulator.store.batch():  # one transaction: the engine thread is not started yet
         for job in jobs:
             emulator.upsert_job(job)
