@@ -27,12 +27,7 @@ from scheduler_emulator.service.binding import encode_payload
 from scheduler_emulator.service.router import run_awaitable
 from scheduler_emulator.wire import DEFAULT_CONTENT_TYPE, TIMER_PREFIX, scheduler_headers
 
-__all__ = [
-    "DEFAULT_SCHEDULE_TIME",
-    "CloudRunTimers",
-    "FunctionTimers",
-    "TimerNotAcknowledged",
-]
+__all__ = ["DEFAULT_SCHEDULE_TIME", "CloudRunTimers", "FunctionTimers", "TimerNotAcknowledged"]
 
 #: The ``X-CloudScheduler-ScheduleTime`` a Cloud Run-style façade sends unless told otherwise.
 DEFAULT_SCHEDULE_TIME = "2026-01-01T00:00:00.000Z"

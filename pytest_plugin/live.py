@@ -198,9 +198,8 @@ class LiveScheduler(AttemptAssertions):
         :class:`~scheduler_emulator.domain.attempts.Attempt` records — the same fields and
         types as ``cloud_scheduler.attempts()`` (``attempt["code"]``, the dict access of
         earlier releases, still works). For a long history use :meth:`attempts_page`."""
-        entries = self._admin.pages(
-            "/_emulator/attempts", "attempts", {"pageSize": 1000, "job": job or None}
-        )
+        query = {"pageSize": 1000, "job": job or None}
+        entries = self._admin.pages("/_emulator/attempts", "attempts", query)
         return [Attempt.from_json(entry) for entry in entries]
 
     def _attempts_of(self, job: str) -> list[Attempt]:
@@ -222,11 +221,8 @@ class LiveScheduler(AttemptAssertions):
 
         :raises AssertionError: for a refused request (404 for an unknown job).
         """
-        return list(
-            self._admin.pages(
-                "/_emulator/skipped", "skipped", {"pageSize": 1000, "job": job or None}
-            )
-        )
+        query = {"pageSize": 1000, "job": job or None}
+        return list(self._admin.pages("/_emulator/skipped", "skipped", query))
 
     def attempts_page(
         self,

@@ -408,23 +408,11 @@ class CloudScheduler(AttemptAssertions):
             variables.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
         else:
             argv = list(command)
-        definition = {
-            "name": name,
-            "template": {
-                "taskCount": task_count,
-                "parallelism": parallelism,
-                "template": {
-                    "maxRetries": max_retries,
-                    "timeout": timeout,
-                    "containers": [
-                        {
-                            "command": argv,
-                            "env": [{"name": k, "value": v} for k, v in variables.items()],
-                        }
-                    ],
-                },
-            },
-        }
+        env_list = [{"name": k, "value": v} for k, v in variables.items()]
+        container = {"command": argv, "env": env_list}
+        task = {"maxRetries": max_retries, "timeout": timeout, "containers": [container]}
+        execution = {"taskCount": task_count, "parallelism": parallelism, "template": task}
+        definition = {"name": name, "template": execution}
         job = parse_cloud_run_job(
             definition, project=self.emulator.project, location=self.emulator.location
         )
