@@ -111,7 +111,7 @@ class Emulator(AttemptAssertions):
         self.publisher: Publisher = publisher or InProcessPublisher(
             self.clock, transport, project=options.project
         )
-        self.app_engine_urls = parse_app_engine_urls(options.app_engine_urls or {})
+        app_engine_urls = parse_app_engine_urls(options.app_engine_urls or {})
         # Cloud Run jobs: the Admin API answers jobs/J:run in-process; nothing reaches Google.
         self.cloud_run = CloudRun(
             self.clock,
@@ -136,10 +136,7 @@ class Emulator(AttemptAssertions):
             ),
             "PUBSUB": PubsubDispatcher(self.publisher),
             "APP_ENGINE_HTTP": AppEngineDispatcher(
-                transport,
-                self.app_engine_urls,
-                header_case=options.header_case,
-                google_apis=google_apis,
+                transport, app_engine_urls, header_case=options.header_case, google_apis=google_apis
             ),
         }
         self.attempt_log = attempt_log
@@ -148,13 +145,9 @@ class Emulator(AttemptAssertions):
         self.core = Scheduler(
             dst_policy=options.dst_policy, force_run_schedule_time=options.force_run_schedule_time
         )
+        faults = FaultPlan() if faults is None else faults
         self.recorder = Recorder(
-            self.core,
-            self.clock,
-            self.store,
-            self.dispatchers,
-            attempt_log,
-            faults if faults is not None else FaultPlan(),
+            self.core, self.clock, self.store, self.dispatchers, attempt_log, faults
         )
         self._lock = self.recorder.lock
         self.driver: Driver = driver_for(self.clock, self.recorder, self._close_outputs)
@@ -238,11 +231,8 @@ class Emulator(AttemptAssertions):
     # ---------------------------------------------------------------- names
 
     def job_name(self, name: str) -> str:
-        """Return the full job name for a short job ID (default project and location) or a
-        full name.
-
-        :raises InvalidArgument: if ``name`` is neither.
-        """
+        """The full job name of a short job ID (default project and location) or of a full
+        name. :raises InvalidArgument: if ``name`` is neither."""
         return qualify_job_name(name, self.project, self.location)
 
     # ---------------------------------------------------------------- jobs
@@ -298,13 +288,10 @@ class Emulator(AttemptAssertions):
         return self._put_job(replace(job, **fields), from_start=True)
 
     def _put_job(self, job: Job, *, create: bool = False, from_start: bool = False) -> Job:
-        """Add or replace ``job`` and persist it, rescheduled from now; return it with its
-        output-only fields updated (see :meth:`Scheduler.put
-        <scheduler_emulator.core.scheduler.Scheduler.put>`).
-
-        :raises InvalidArgument: for a bad schedule or time zone (nothing changes).
-        :raises AlreadyExists: with ``create``, if the job exists.
-        """
+        """Add or replace ``job``, persisted and rescheduled from now (:meth:`Scheduler.put
+        <scheduler_emulator.core.scheduler.Scheduler.put>`); return it with its output-only
+        fields updated. :raises InvalidArgument: for a bad schedule or time zone (nothing
+        changes). :raises AlreadyExists: with ``create``, if the job exists."""
         with self._lock:
             with self._stored_or_undone():
                 view, decisions = self.core.put(
@@ -346,10 +333,8 @@ class Emulator(AttemptAssertions):
 
     def _change_state(self, name: str, required: State, new: State, rule: str) -> Job:
         """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob).
-
-        :param rule: the end of the error sentence, e.g. ``"only an ENABLED job can be paused"``.
-        :raises FailedPrecondition: if the job is not in ``required``; the message names it.
-        """
+        :raises FailedPrecondition: if it is not in ``required``, naming it and ending with
+        ``rule`` (``"only an ENABLED job can be paused"``)."""
 
         def change(job: Job) -> Job:
             if job.state != required:
@@ -360,15 +345,13 @@ class Emulator(AttemptAssertions):
 
     def get_job(self, name: str) -> Job:
         """Return the job (GetJob). :raises NotFound: ``Job not found.``"""
-        name = self.job_name(name)
         with self._lock:
-            return self.core.get(name)
+            return self.core.get(self.job_name(name))
 
     def has_job(self, name: str) -> bool:
         """Tell whether a job of that ID or full name exists."""
-        name = self.job_name(name)
         with self._lock:
-            return self.core.has(name)
+            return self.core.has(self.job_name(name))
 
     def next_fire(self, name: str) -> datetime | None:
         """The job's next scheduled time (not a pending retry's); ``None`` when it has none,
