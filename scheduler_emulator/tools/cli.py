@@ -211,22 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
          "send GOAWAY to a gRPC connection without a call for this long (%(default)s)"),
     ):  # fmt: skip
         start.add_argument(flag, type=_positive, default=default, metavar=metavar, help=help_text)
-    start.add_argument(
-        "--jobs",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="jobs file (YAML or JSON list of Job resources); repeatable",
-    )
-    start.add_argument(
-        "--cloud-run-jobs",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="Cloud Run jobs that scheduler jobs calling the Admin API's jobs/J:run run "
-        "locally (YAML or JSON: v2 Job resources or gcloud run jobs describe --format=export); "
-        "repeatable",
-    )
+    for flag, help_text in (
+        ("--jobs", "jobs file (YAML or JSON list of Job resources); repeatable"),
+        ("--cloud-run-jobs", "Cloud Run jobs that scheduler jobs calling the Admin API's "
+         "jobs/J:run run locally (YAML or JSON: v2 Job resources or gcloud run jobs describe "
+         "--format=export); repeatable"),
+    ):  # fmt: skip
+        start.add_argument(flag, action="append", default=[], metavar="FILE", help=help_text)
     for flag, default, help_text in (
         ("--max-jobs-file-bytes", DEFAULT_MAX_FILE_BYTES,
          "refuse a --jobs file larger than N bytes (%(default)s)"),
@@ -531,14 +522,9 @@ def loaded_jobs(per_file: Sequence[tuple[str, int]], stored: int | None) -> str:
 
 
 def log_format_for(chosen: str | None, log_file: str | None, out: IO[str]) -> str:
-    """The execution log's format: ``--log-format`` when given, else ``text`` for a terminal
-    and ``json`` for a file or a pipe (what scripts and ``replay --attempts`` read).
-
-    :param chosen: ``--log-format``, or ``None``.
-    :param log_file: ``--log-file``, or ``None`` for ``out``.
-    :param out: the daemon's stdout.
-    :return: ``"json"`` or ``"text"``.
-    """
+    """The execution log's format, ``"json"`` or ``"text"``: ``chosen`` (``--log-format``) when
+    given, else ``text`` for a terminal (``out``, the daemon's stdout, with no ``log_file``) and
+    ``json`` for a file or a pipe (what scripts and ``replay --attempts`` read)."""
     if chosen is not None:
         return chosen
     return "text" if log_file is None and is_terminal(out) else "json"
@@ -700,11 +686,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def error_text(exc: Exception) -> str:
-    """The message of a user-caused error, with its field violations when they add anything.
-
-    :param exc: an :class:`EmulatorError` or an :class:`OSError`.
-    :return: one line, without the ``error:`` prefix.
-    """
+    """The message of a user-caused error (an :class:`EmulatorError` or an :class:`OSError`) in
+    one line without the ``error:`` prefix, with its field violations when they add anything."""
     if not isinstance(exc, ApiError):
         return str(exc)
     extra = [v.description for v in exc.violations if v.description not in exc.message]
