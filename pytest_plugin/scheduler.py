@@ -423,9 +423,7 @@ class CloudScheduler(AttemptAssertions):
         """The Cloud Run executions in creation order, optionally of one Cloud Run job (ID or
         full name); each with its ``state`` and task ``attempts`` (exit code, output)."""
         found = self.emulator.cloud_run.store.list(limit=None)
-        if job is None:
-            return found
-        return [e for e in found if job in (e.job.name, e.job.job_id)]
+        return [e for e in found if job is None or job in (e.job.name, e.job.job_id)]
 
     def assert_executed(
         self, job: str, count: int | None = None, state: str | None = "SUCCEEDED"

@@ -270,14 +270,11 @@ class Emulator(AttemptAssertions):
 
     def upsert_job(self, job: Job) -> Job:
         """Create ``job``, or, if it exists (a restart with the same jobs file), replace its
-        configuration while keeping its state, status and history.
+        configuration while keeping its state, status and history; return the stored job.
 
         The next fire time is computed from now either way; at the instant the clock started
         (or resumed) from, a time at that very instant counts unless its run is recorded
-        (docs/behaviour.md, "The start instant").
-
-        :return: the stored job.
-        """
+        (docs/behaviour.md, "The start instant")."""
         if not self.has_job(job.name):
             return self._create(job, {}, from_start=True)
         current = self.get_job(job.name)
