@@ -20,16 +20,6 @@ from .scheduler import CloudScheduler
 if TYPE_CHECKING:
     from .facades import CloudRunTimers, FunctionTimers
 
-__all__ = [
-    "DEFAULT_START",
-    "cloud_run_testing",
-    "cloud_scheduler",
-    "cloud_scheduler_server",
-    "function_testing",
-    "pytest_configure",
-    "scheduler_options",
-]
-
 #: Where the ``cloud_scheduler`` fixture's clock starts unless a marker says otherwise.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 
