@@ -429,11 +429,10 @@ class Store:
             db.executescript(_SCHEMA)
             _migrate(db)
             self._trim(db)
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             db.close()
-            raise startup_error(self.path, exc) from exc
-        except BaseException:
-            db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise startup_error(self.path, exc) from exc
             raise
         self._seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM jobs").fetchone()[0])
         self._attempt_id = int(
@@ -642,14 +641,10 @@ class Store:
             "UPDATE jobs SET state = ?, status_code = ?, status_message = ?, "
             "last_attempt_time = ? WHERE name = ?"
         )
-        args = (
-            int(state),
-            None if status is None else status.code,
-            None if status is None else status.message,
-            _ts(last_attempt_time),
-            name,
-        )
-        self._execute(sql, args)
+        code = message = None
+        if status is not None:
+            code, message = status.code, status.message
+        self._execute(sql, (int(state), code, message, _ts(last_attempt_time), name))
 
     def delete_job(self, name: str) -> None:
         """Delete the job ``name`` (its attempt history stays)."""
@@ -695,14 +690,8 @@ class Store:
             "UPDATE runs SET first_attempt_start = ?, attempts = ?, next_attempt_at = ?, "
             "finished = ? WHERE id = ?"
         )
-        args = (
-            _ts(run.first_attempt_start),
-            run.attempts,
-            _ts(run.next_attempt_at),
-            int(run.finished),
-            run.id,
-        )
-        self._execute(sql, args)
+        first, retry = _ts(run.first_attempt_start), _ts(run.next_attempt_at)
+        self._execute(sql, (first, run.attempts, retry, int(run.finished), run.id))
 
     def open_runs(self) -> list[Run]:
         """Return the runs not finished yet (after a restart: to resume their retries)."""
@@ -710,18 +699,17 @@ class Store:
         runs = []
         for r in rows:
             check = Row(self.path, "runs", r[1])
-            runs.append(
-                Run(
-                    id=check.whole("id", r[0], 1),
-                    job=check.text("job", r[1]),
-                    schedule_time=check.text("schedule_time", r[2], required=False),
-                    nominal=check.instant("nominal", r[3]),
-                    forced=bool(check.whole("forced", r[4], 0, 1)),
-                    first_attempt_start=check.optional_instant("first_attempt_start", r[5]),
-                    attempts=check.whole("attempts", r[6], 0),
-                    next_attempt_at=check.optional_instant("next_attempt_at", r[7]),
-                )
+            run = Run(
+                id=check.whole("id", r[0], 1),
+                job=check.text("job", r[1]),
+                schedule_time=check.text("schedule_time", r[2], required=False),
+                nominal=check.instant("nominal", r[3]),
+                forced=bool(check.whole("forced", r[4], 0, 1)),
+                first_attempt_start=check.optional_instant("first_attempt_start", r[5]),
+                attempts=check.whole("attempts", r[6], 0),
+                next_attempt_at=check.optional_instant("next_attempt_at", r[7]),
             )
+            runs.append(run)
         return runs
 
     def add_attempt(self, attempt: Attempt) -> Attempt:
