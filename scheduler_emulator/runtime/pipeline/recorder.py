@@ -219,21 +219,18 @@ class Recorder:
         )
 
     def _send(self, delivery: Delivery, rules: list[FaultRule], *, wait_delays: bool) -> Injected:
-        attempt, prepared = delivery.attempt, delivery.prepared
+        prepared = delivery.prepared
+        timeout = prepared.timeout_seconds
         try:
-            timeout = prepared.timeout_seconds
-            if rules:
-                send = partial(prepared.transport.send, prepared.request)
-                injected = send_with_faults(
-                    send, self.clock, timeout, rules, wait_delays=wait_delays
-                )
-                # A duplicate rule adds copies (marked injected) to a delivery it leaves as is.
-                attempt.injected = any(rule.action != "duplicate" for rule in rules)
-            else:
+            if not rules:
                 result = prepared.transport.send(prepared.request, timeout)
-                injected = Injected(result, outcome_of(result))
+                return Injected(result, outcome_of(result))
+            send = partial(prepared.transport.send, prepared.request)
+            injected = send_with_faults(send, self.clock, timeout, rules, wait_delays=wait_delays)
         except Exception as exc:  # a bug of ours: record the attempt rather than lose it
-            injected = self.failed(delivery, exc)
+            return self.failed(delivery, exc)
+        # A duplicate rule adds copies (marked injected) to a delivery it leaves as is.
+        delivery.attempt.injected = any(rule.action != "duplicate" for rule in rules)
         return injected
 
     def failed(self, delivery: Delivery, exc: Exception) -> Injected:
@@ -260,21 +257,18 @@ class Recorder:
         :param sent: what :meth:`send` returned, or the transport's result (:meth:`begin`).
         """
         injected = sent if isinstance(sent, Injected) else Injected(sent, outcome_of(sent))
-        attempt = delivery.attempt
-        kind = delivery.target_type
+        attempt, kind, outcome = delivery.attempt, delivery.target_type, injected.outcome
         latency = injected.latency_seconds
-        self.record_end(
-            attempt, injected.outcome, injected.result, kind, latency, delivery.answered
-        )
+        self.record_end(attempt, outcome, injected.result, kind, latency, delivery.answered)
         for copy in injected.copies:
             self._record_copy(kind, attempt, copy)
         assert attempt.end_time is not None
         end = AttemptEnd(
-            injected.outcome.code,
-            _status(injected.outcome),
+            outcome.code,
+            _status(outcome),
             attempt.end_time,
             injected.extra_retry,
-            injected.outcome.http_status in delivery.prepared.retry_always,
+            outcome.http_status in delivery.prepared.retry_always,
             attempt.attempt,
             attempt.start_time,
         )
@@ -343,10 +337,7 @@ class Recorder:
             if job is not None:
                 # at least once: the run earns a retry beyond its config, as a lost ack does
                 end = AttemptEnd(
-                    restarted.code,
-                    _status(restarted),
-                    attempt.end_time or now,
-                    extra_retry=True,
+                    restarted.code, _status(restarted), attempt.end_time or now, extra_retry=True
                 )
                 decisions.extend(self.core.attempt_ended(attempt.job, attempt.run_id, end, now))
         deliveries = self.carry_out(decisions)
