@@ -101,9 +101,7 @@ class DeliveryPool:
         self._progress = real_monotonic()  # when a task was last taken or ended
         self._watch_stop = threading.Event()
         for index in range(workers):
-            threading.Thread(
-                target=self._work, args=(None,), name=f"{name}-{index}", daemon=True
-            ).start()
+            self._add_thread(f"{name}-{index}")
         self._watcher = threading.Thread(target=self._watch, name=f"{name}-watch", daemon=True)
         self._watcher.start()
 
@@ -226,15 +224,14 @@ class DeliveryPool:
                     self._progress = now  # the next look judges the grown pool
                     self._cond.notify_all()
             for _ in range(threads):
-                threading.Thread(
-                    target=self._work,
-                    args=(SPARE_IDLE_SECONDS,),
-                    name=f"{self._name}-spare",
-                    daemon=True,
-                ).start()
+                self._add_thread(f"{self._name}-spare", SPARE_IDLE_SECONDS)
             looked = real_monotonic()
             if self._watch_stop.wait(STALL_SECONDS / 2):
                 return
+
+    def _add_thread(self, name: str, idle_limit: float | None = None) -> None:
+        """Start a thread that takes tasks (:meth:`_work`)."""
+        threading.Thread(target=self._work, args=(idle_limit,), name=name, daemon=True).start()
 
     def _work(self, idle_limit: float | None) -> None:
         """Take ready tasks while the limit allows; a spare thread (``idle_limit`` seconds)
