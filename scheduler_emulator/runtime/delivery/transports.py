@@ -35,6 +35,7 @@ import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
@@ -277,16 +278,10 @@ class HttpTransport:
         :return: the final status, or a CONNECTION / DEADLINE failure.
         """
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
+        hop = Hop(request.method, request.url, request.headers, request.body)
+        deadline = real_monotonic() + timeout_seconds
         try:
-            status = self.request(
-                request.method,
-                request.url,
-                request.headers,
-                request.body,
-                timeout_seconds,
-                sample,
-                http2=request.http2,
-            )
+            status = wait(partial(self._follow, hop, deadline, sample, request.http2), deadline)
         except (OSError, http.client.HTTPException, ValueError) as exc:
             return http_result(None, exc, timeout_seconds, sample)
         return http_result(status, None, timeout_seconds, sample)
@@ -579,8 +574,7 @@ class Watchdog:
                 for guard in expired:
                     guard.fire()
                     del self._active[guard.key]
-                pending = [deadline for deadline, _ in self._active.values()]
-                self._wake_at = min(pending) if pending else None
+                self._wake_at = min((d for d, _ in self._active.values()), default=None)
                 self._cond.wait(None if self._wake_at is None else self._wake_at - now)
 
 
