@@ -223,15 +223,11 @@ def http_template(job: Job, token: bool = False) -> RequestTemplate:
     target = job.http_target
     if target is None:
         raise ValueError(f"job {job.name} has no httpTarget; only HTTP targets are dispatched.")
-    http2 = emulator_http2(target.headers)
+    value = emulator_http2(target.headers)
+    http2 = None if value is None else value.strip().lower() == "true"
+    uri = sendable_uri(target.uri)
     return request_template(
-        job.job_id,
-        target.http_method,
-        sendable_uri(target.uri),
-        target.headers,
-        target.body,
-        token=token,
-        http2=None if http2 is None else http2.strip().lower() == "true",
+        job.job_id, target.http_method, uri, target.headers, target.body, token=token, http2=http2
     )
 
 
@@ -429,12 +425,7 @@ class AppEngineDispatcher:
             body_methods=_APP_ENGINE_BODY_METHODS,
             user_agent_suffix=APP_ENGINE_USER_AGENT_SUFFIX,
         ).build(schedule_time, None)
-        transport = _route(url, self.transport, self.google_apis)
+        transport, host = _route(url, self.transport, self.google_apis), app_engine_host(job)
         return _prepared(
-            job,
-            request,
-            self.header_case,
-            transport,
-            APP_ENGINE_RETRY_ALWAYS,
-            appEngineHost=app_engine_host(job),
+            job, request, self.header_case, transport, APP_ENGINE_RETRY_ALWAYS, appEngineHost=host
         )
