@@ -413,9 +413,8 @@ class AppEngineDispatcher:
         if target is None:
             raise ValueError(f"job {job.name} has no appEngineHttpTarget.")
         routing = target.app_engine_routing
-        url = self.base_url(routing.service if routing else "") + sendable_uri(
-            target.relative_uri or "/"
-        )
+        base = self.base_url(routing.service if routing else "")
+        url = base + sendable_uri(target.relative_uri or "/")
         request = request_template(
             job.job_id,
             target.http_method,

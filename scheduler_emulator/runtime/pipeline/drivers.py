@@ -234,14 +234,13 @@ class ManualDriver(Driver):
         if sender is not None:
             sender.join(max(0.0, timeout - (real_monotonic() - started)))
         interrupted = 0
-        if not settled:
-            delivery = self._sending
-            if delivery is not None:
-                with self.recorder.lock:
-                    if not delivery.ended:
-                        delivery.ended = True
-                        self.recorder.ended(delivery, Injected(TransportResult(), INTERRUPTED))
-                        interrupted = 1
+        delivery = None if settled else self._sending
+        if delivery is not None:
+            with self.recorder.lock:
+                if not delivery.ended:
+                    delivery.ended = True
+                    self.recorder.ended(delivery, Injected(TransportResult(), INTERRUPTED))
+                    interrupted = 1
         self._close()
         return interrupted
 

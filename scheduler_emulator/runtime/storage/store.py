@@ -582,8 +582,7 @@ class Store:
         restart to tell: it skips the write (one statement less per run)."""
         if self.path == ":memory:":
             return
-        sql, args = "UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name)
-        self._execute(sql, args)
+        self._execute("UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name))
 
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""
