@@ -209,10 +209,7 @@ class DeliveryPool:
                 now = real_monotonic()
                 on_time = now - looked < STALL_SECONDS
                 stalled = now - self._progress >= STALL_SECONDS
-                if self._ready and stalled and on_time:
-                    stalled_looks += 1
-                else:
-                    stalled_looks = 0
+                stalled_looks = stalled_looks + 1 if self._ready and stalled and on_time else 0
                 threads = 0
                 if stalled_looks >= 2:
                     stalled_looks = 0
