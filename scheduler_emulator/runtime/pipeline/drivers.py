@@ -103,24 +103,12 @@ class Driver:
         raise NotImplementedError
 
 
-def driver_for(
-    clock: Clock,
-    recorder: Recorder,
-    close: Callable[[], None],
-    max_workers: int = 32,
-    max_per_job: int = 4,
-) -> Driver:
-    """The driver for ``clock``: :class:`ManualDriver` for a manual clock, else
-    :class:`ThreadedDriver`.
-
-    :param close: closes the transport's connections and flushes the log (at stop).
-    :param max_workers: delivery threads under a system clock.
-    :param max_per_job: attempts of one job sent at once under a system clock; more wait
-        behind their own job (their ``start_time`` is when they are sent).
-    """
+def driver_for(clock: Clock, recorder: Recorder, close: Callable[[], None]) -> Driver:
+    """The driver for ``clock`` (the parameters are :class:`Driver`'s): :class:`ManualDriver`
+    for a manual clock, else :class:`ThreadedDriver`."""
     if isinstance(clock, ManualClock):
         return ManualDriver(clock, recorder, close)
-    return ThreadedDriver(clock, recorder, close, max_workers, max_per_job)
+    return ThreadedDriver(clock, recorder, close)
 
 
 class ManualDriver(Driver):
@@ -258,7 +246,8 @@ class ThreadedDriver(Driver):
     """Sends on a delivery pool as real time passes (see the module docstring).
 
     :param max_workers: delivery threads.
-    :param max_per_job: attempts of one job sent at once; more wait behind their own job.
+    :param max_per_job: attempts of one job sent at once; more wait behind their own job
+        (their ``start_time`` is when they are sent).
     """
 
     clock_mode = "system"
@@ -268,8 +257,8 @@ class ThreadedDriver(Driver):
         clock: Clock,
         recorder: Recorder,
         close: Callable[[], None],
-        max_workers: int,
-        max_per_job: int,
+        max_workers: int = 32,
+        max_per_job: int = 4,
     ) -> None:
         super().__init__(clock, recorder, close)
         self._max_workers = max_workers
