@@ -321,17 +321,14 @@ class HttpTransport:
         """Send one request, follow redirects, and return the final status (what :meth:`send`
         does, raising instead of classifying; the Firebase bridge's own calls use it).
 
-        :param method: HTTP method name.
-        :param url: absolute ``http`` or ``https`` URL.
-        :param headers: header name → value; ``Host`` and ``Content-Length`` are added.
-        :param body: raw body bytes (sent for every method that has one).
+        :param method: ``url``, ``headers``, ``body``: as :class:`DeliveryRequest`'s (``Host`` and
+            ``Content-Length`` are added; the body is sent for every method that has one).
         :param deadline_seconds: the whole request, redirects and body included, ends within
             this many seconds.
         :param sample: where to keep the start of the final response's body and its
             ``Content-Type`` (``None``: nothing is kept).
-        :param http2: ``True``: every ``http://`` hop over HTTP/2 with prior knowledge (h2c,
-            a job's emulator-only ``X-Emulator-Http2: true``); ``False``: HTTP/1.1; ``None``:
-            this transport's ``http2``. ``https://`` hops keep to HTTP/1.1 either way.
+        :param http2: as :attr:`DeliveryRequest.http2`, for every ``http://`` hop (``https://``
+            keeps to HTTP/1.1); ``None``: this transport's ``http2``.
         :raises TimeoutError: when the deadline passed first.
         :raises OSError: or :class:`http.client.HTTPException` when the connection failed.
         :raises ValueError: for a URL that is not http(s) or too many redirects, or for
@@ -446,9 +443,7 @@ class HttpTransport:
             conn.close()
         return status, location
 
-    def _drain(
-        self, response: http.client.HTTPResponse, sample: ResponseSample | None = None
-    ) -> bool:
+    def _drain(self, response: http.client.HTTPResponse, sample: ResponseSample | None) -> bool:
         """Read the body up to the cap, keeping its start in ``sample``; ``True`` if it was
         read to its end."""
         left = self.max_body_bytes
