@@ -587,9 +587,7 @@ class Store:
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""
         rows = self.query("SELECT name, next_fire FROM jobs WHERE next_fire IS NOT NULL")
-        return {
-            name: Row(self.path, "jobs", name).instant("next_fire", value) for name, value in rows
-        }
+        return {name: Row(self.path, "jobs", name).instant("next_fire", at) for name, at in rows}
 
     def ran_at_next_fire(self, until: datetime | None) -> set[str]:
         """The jobs whose stored next scheduled time, at or before ``until`` (aware; ``None``:
@@ -628,9 +626,7 @@ class Store:
     def last_skipped(self) -> dict[str, datetime]:
         """The latest scheduled time recorded as skipped, by job full name."""
         rows = self.query("SELECT job, MAX(nominal) FROM skipped GROUP BY job")
-        return {
-            name: Row(self.path, "skipped", name).instant("nominal", value) for name, value in rows
-        }
+        return {name: Row(self.path, "skipped", name).instant("nominal", at) for name, at in rows}
 
     def save_job_state(
         self, name: str, state: State, status: Status | None, last_attempt_time: datetime | None
