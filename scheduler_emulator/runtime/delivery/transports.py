@@ -160,11 +160,7 @@ Ended = Callable[[int | None, BaseException | None], None]
 
 
 def follow(
-    send_one: SendOne,
-    first: Hop,
-    deadline: float,
-    sample: ResponseSample | None,
-    ended: Ended,
+    send_one: SendOne, first: Hop, deadline: float, sample: ResponseSample | None, ended: Ended
 ) -> None:
     """Send ``first`` through ``send_one`` and follow redirects
     (:func:`~scheduler_emulator.domain.redirects.next_hop`) until an answer is final — every hop

@@ -33,12 +33,7 @@ from functools import partial
 from typing import Any, cast
 
 from ...core.faults import AttemptContext, FaultPlan, FaultRule
-from ...core.scheduler import (
-    AttemptEnd,
-    Decision,
-    Scheduler,
-    StartAttempt,
-)
+from ...core.scheduler import AttemptEnd, Decision, Scheduler, StartAttempt
 from ...domain.attempts import Attempt
 from ...domain.outcomes import Failure, Outcome, classify_failure, classify_status
 from ...domain.resources import Job, Status
