@@ -512,12 +512,9 @@ class Store:
         self._writer.wait(ticket)
 
     def query(self, sql: str, args: Any = ()) -> list[Any]:
-        """Run one read-only ``SELECT`` after everything written before it and return its
-        rows: the read model (:mod:`~scheduler_emulator.runtime.storage.read_model`) reads this way.
-
-        :param sql: the statement, with ``?`` placeholders.
-        :param args: the placeholders' values.
-        """
+        """Run one read-only ``SELECT`` (``?`` placeholders, their values in ``args``) after
+        everything written before it and return its rows: the read model
+        (:mod:`~scheduler_emulator.runtime.storage.read_model`) reads this way."""
         op = _Op(lambda db: db.execute(sql, args).fetchall())
         self._writer.wait(op)
         return op.result
@@ -545,10 +542,8 @@ class Store:
             if seq_row is None:
                 self._seq += 1
             seq = self._seq if seq_row is None else seq_row[0]
-            db.execute(
-                "INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (job.name, seq, *row),
-            )
+            sql = "INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            db.execute(sql, (job.name, seq, *row))
 
         self._write(save, wait=True)
 
@@ -840,13 +835,9 @@ class Store:
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a scheduled time that got no run (an earlier run was still going, or the
         emulator was down)."""
-        row = (
-            skipped.job,
-            skipped.schedule_time,
-            _ts(skipped.nominal.astimezone(UTC)),  # UTC: MAX() orders the text
-            _ts(skipped.recorded_at),
-            skipped.reason,
-        )
+        nominal = utc_text(skipped.nominal)  # UTC: MAX() orders the text
+        recorded = _ts(skipped.recorded_at)
+        row = (skipped.job, skipped.schedule_time, nominal, recorded, skipped.reason)
         self._execute(_INSERT_SKIPPED, row)
 
     def skipped(self, job: str | None = None) -> list[SkippedRun]:
