@@ -111,8 +111,7 @@ class DeliveryPool:
         before ``task`` returns).
 
         :param quick: ``task`` never blocks (it only begins work that ends elsewhere): the
-            thread that finds a place for it — this one, or the one whose task just ended —
-            calls it at once, sparing a hand-over to a pool thread.
+            thread that finds it a place calls it at once (see the module docstring).
         :raises RuntimeError: after :meth:`shutdown`.
         """
         entry = _Entry(key, task, quick)

@@ -44,7 +44,6 @@ class Driver:
     """What the engine asks of its driver; the defaults are what a driver with nothing to do
     there does.
 
-    :param clock: the clock.
     :param recorder: carries out the core's decisions and records attempts.
     :param close: closes the transport's connections and flushes the log (at stop).
     """
@@ -210,10 +209,7 @@ class ManualDriver(Driver):
         the attempt being sent may finish within ``timeout`` seconds, else it is recorded as
         interrupted; the attempts of that instant not sent yet are recorded as not sent
         (``UNAVAILABLE``, the emulator stopped) and nothing later runs. Close the transport's
-        connections. Idempotent.
-
-        :return: how many attempts were recorded as interrupted.
-        """
+        connections. Idempotent; returns how many attempts were recorded as interrupted."""
         self._stopping = True
         started = real_monotonic()
         settled = self.clock.interrupt(timeout)
@@ -321,10 +317,8 @@ class ThreadedDriver(Driver):
         """Stop firing at once, wait up to ``timeout`` seconds for attempts in flight, and
         record those still unfinished as interrupted (``UNAVAILABLE``, like an emulator
         restart: their runs are retried under the job's retry config, at the next start if the
-        store is kept); then close the transport's connections. Idempotent.
-
-        :return: how many attempts were recorded as interrupted.
-        """
+        store is kept); then close the transport's connections. Idempotent; returns how many
+        attempts were recorded as interrupted."""
         deadline = real_monotonic() + timeout
 
         def left() -> float:

@@ -76,12 +76,10 @@ class Delivery:
 class Recorder:
     """Carries out the core's decisions and records attempts; see the module docstring.
 
-    :param core: the scheduler core.
     :param clock: the clock (read for instants only).
     :param store: where jobs, runs and attempts are kept.
     :param dispatchers: the dispatcher of each target kind (the engine's dict, shared).
     :param attempt_log: the execution log, or ``None``.
-    :param faults: the fault plan.
     """
 
     def __init__(
