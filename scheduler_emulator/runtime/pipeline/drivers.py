@@ -37,7 +37,7 @@ from ...realtime import real_monotonic
 from .._clock import Clock, ManualClock
 from ..delivery.transports import TransportResult
 from .delivery_pool import DeliveryPool
-from .recorder import INTERRUPTED, STOPPED, Delivery, Injected, LateAnswers, Recorder
+from .recorder import INTERRUPTED, STOPPED, Delivery, Injected, LateAnswers, Recorder, Sent
 
 
 class Driver:
@@ -269,7 +269,7 @@ class ThreadedDriver(Driver):
         # Ends of attempts sent on the pool, recorded by the engine thread a batch at a time
         # (one engine-lock hold per batch instead of 32 threads contending for it per attempt).
         # (delivery, what its send gave, real monotonic seconds when it ended)
-        self._ends: deque[tuple[Delivery, Injected | TransportResult, float]] = deque()
+        self._ends: deque[tuple[Delivery, Sent, float]] = deque()
         self._submitting = threading.local()  # .delivery: the one this thread submits now
 
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
@@ -351,11 +351,8 @@ class ThreadedDriver(Driver):
         return len(unfinished)
 
     def wait_idle(self, timeout: float) -> bool:
-        """Wait until nothing is due now and no delivery is in flight.
-
-        :param timeout: seconds.
-        :return: ``True`` if idle, ``False`` on timeout.
-        """
+        """Wait up to ``timeout`` seconds until nothing is due now and no delivery is in flight;
+        ``True`` if idle, ``False`` on timeout."""
         core = self.recorder.core
         with self._idle:
             self._idle_waiters += 1
@@ -408,9 +405,7 @@ class ThreadedDriver(Driver):
         except Exception as exc:  # e.g. the log's file is gone: log, count, record it still
             ended(self.recorder.failed(delivery, exc))
 
-    def _ended(
-        self, delivery: Delivery, release: Callable[[], None], sent: Injected | TransportResult
-    ) -> None:
+    def _ended(self, delivery: Delivery, release: Callable[[], None], sent: Sent) -> None:
         """What the send of ``delivery`` gave (on any thread): queue it for the engine thread,
         with when it ended."""
         self._ends.append((delivery, sent, real_monotonic()))
@@ -449,7 +444,7 @@ class ThreadedDriver(Driver):
                             self._idle.notify_all()
             self.send_all(follow_ups)
 
-    def _finish(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Delivery]:
+    def _finish(self, delivery: Delivery, sent: Sent) -> list[Delivery]:
         """Record the end of ``delivery`` once (:meth:`Recorder.finish`; the store's writer
         thread commits it soon after, with others); return the follow-up deliveries."""
         with self.recorder.lock:

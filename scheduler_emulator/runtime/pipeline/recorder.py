@@ -170,13 +170,7 @@ class Recorder:
         injected ``delay`` is virtual: recorded as latency, not waited out."""
         return self._send(delivery, self._rules(delivery), wait_delays=False)
 
-    def begin(
-        self,
-        delivery: Delivery,
-        done: Callable[[Injected | TransportResult], None],
-        *,
-        queued: bool,
-    ) -> None:
+    def begin(self, delivery: Delivery, done: Callable[[Sent], None], *, queued: bool) -> None:
         """Send one attempt (no lock held), logging it as started, and call ``done`` once with
         what happened: the transport's result, on another thread, when no fault rule applies
         and the transport can start it (:attr:`Prepared.startable`); otherwise as :meth:`send`
@@ -234,7 +228,7 @@ class Recorder:
         detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
         return Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
 
-    def finish(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Delivery]:
+    def finish(self, delivery: Delivery, sent: Sent) -> list[Delivery]:
         """Record the end of ``delivery`` once (lock held, see :meth:`ended`) and carry out the
         core's decisions; return the deliveries that follow (a delayed run). A second call (a
         stop recorded it as interrupted meanwhile) does nothing and returns ``[]``."""
@@ -243,7 +237,7 @@ class Recorder:
         delivery.ended = True
         return self.carry_out(self.ended(delivery, sent))
 
-    def ended(self, delivery: Delivery, sent: Injected | TransportResult) -> list[Decision]:
+    def ended(self, delivery: Delivery, sent: Sent) -> list[Decision]:
         """Classify what the send gave, record the end of the attempt (lock held) and return
         the core's decisions.
 
@@ -430,6 +424,10 @@ class Injected:
     copies: list[TransportResult] = field(default_factory=list)
     extra_retry: bool = False
     late: LateResponse | None = None
+
+
+#: What the send of one attempt gave: :meth:`Recorder.send`'s, or the transport's own result.
+Sent = Injected | TransportResult
 
 
 def _first(rules: Sequence[FaultRule], action: str) -> FaultRule | None:
