@@ -199,8 +199,7 @@ def follow(
 
 
 def wait(begin: Callable[[Ended], object], deadline: float) -> int:
-    """Begin a request with ``begin(ended)`` and wait for its end: ``send`` is ``start`` and a
-    wait.
+    """Begin a request with ``begin(ended)`` and wait for its end (``send`` is ``start``, waited).
 
     :param deadline: real monotonic seconds by which the request ends (its sender sees to it).
     :return: the final status.
