@@ -49,6 +49,17 @@ class TestOneDaemonPerDataDirectory:
         again.acquire()
         again.release()
 
+    def test_a_lock_file_that_cannot_be_opened_leaves_the_directory_unlocked(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "daemon.lock").mkdir()  # open() fails: IsADirectoryError
+        with pytest.raises(IsADirectoryError):
+            DataDirLock(tmp_path).acquire()
+        (tmp_path / "daemon.lock").rmdir()
+        again = DataDirLock(tmp_path)
+        again.acquire()  # the directory's own lock was let go: no DataDirInUse
+        again.release()
+
 
 class TestDefaultDataDirectory:
     def test_two_project_directories_get_two_data_directories(self, tmp_path: Path) -> None:

@@ -53,11 +53,13 @@ class DataDirLock:
             handle = open(self.path, "a+")  # noqa: SIM115 - held open for the daemon's lifetime
             # (a daemon of an earlier release locks only this file)
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except OSError as exc:  # held elsewhere, or the lock file cannot be opened: let go
             if handle is not None:
                 handle.close()
             os.close(dir_fd)
-            raise self._in_use() from None
+            if isinstance(exc, BlockingIOError):
+                raise self._in_use() from None
+            raise
         self._dir_fd = dir_fd
         self._file = handle
         self._write({"pid": os.getpid(), "port": None})
