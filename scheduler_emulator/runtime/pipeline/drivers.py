@@ -26,6 +26,7 @@ same way; the engine contract tests run every scenario on both.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -182,8 +183,9 @@ class ManualDriver(Driver):
 
     def _take_soon(self) -> list[Delivery]:
         taken = []
-        while self._soon:
-            taken.append(self._soon.popleft())
+        with contextlib.suppress(IndexError):  # a stop may take the last one meanwhile
+            while True:
+                taken.append(self._soon.popleft())
         return taken
 
     def run_due(self) -> None:
