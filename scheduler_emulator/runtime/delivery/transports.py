@@ -315,9 +315,10 @@ class HttpTransport:
     ) -> int:
         """Send one request, follow redirects, and return the final status (what :meth:`send`
         does, raising instead of classifying; the Firebase bridge's own calls use it).
+        ``method``, ``url``, ``headers`` and ``body`` are as :class:`DeliveryRequest`'s
+        (``Host`` and ``Content-Length`` are added; the body is sent for every method that has
+        one).
 
-        :param method: ``url``, ``headers``, ``body``: as :class:`DeliveryRequest`'s (``Host`` and
-            ``Content-Length`` are added; the body is sent for every method that has one).
         :param deadline_seconds: the whole request, redirects and body included, ends within
             this many seconds.
         :param sample: where to keep the start of the final response's body and its

@@ -575,7 +575,7 @@ class Store:
         """Write the next scheduled time of job ``name`` (UTC), so that a restart knows which
         scheduled times passed while the emulator was not running. An in-memory store has no
         restart to tell: it skips the write (one statement less per run)."""
-        if self.path == ":memory:":
+        if not self._durable:
             return
         self._execute("UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name))
 
