@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.realtime import real_monotonic
 from scheduler_emulator.runtime.storage.data_dir_lock import DataDirInUse, DataDirLock
 from scheduler_emulator.runtime.storage.store import Store
@@ -53,7 +54,7 @@ class TestOneDaemonPerDataDirectory:
         self, tmp_path: Path
     ) -> None:
         (tmp_path / "daemon.lock").mkdir()  # open() fails: IsADirectoryError
-        with pytest.raises(IsADirectoryError):
+        with pytest.raises(ConfigurationError, match="lock file .*daemon.lock cannot be opened"):
             DataDirLock(tmp_path).acquire()
         (tmp_path / "daemon.lock").rmdir()
         again = DataDirLock(tmp_path)

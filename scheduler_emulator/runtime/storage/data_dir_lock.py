@@ -43,7 +43,9 @@ class DataDirLock:
 
         :raises DataDirInUse: when another process holds the directory (naming its pid and
             port when its lock file still says).
-        :raises OSError: when the directory or file cannot be created.
+        :raises ConfigurationError: when the lock file cannot be opened (a directory of that
+            name, no permission), naming it.
+        :raises OSError: when the directory cannot be created or opened.
         """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
@@ -59,7 +61,11 @@ class DataDirLock:
             os.close(dir_fd)
             if isinstance(exc, BlockingIOError):
                 raise self._in_use() from None
-            raise
+            raise ConfigurationError(
+                f"the data directory's lock file {self.path} cannot be opened "
+                f"({exc.strerror or exc}): the daemon keeps its pid there. Remove whatever has "
+                "that name, or pass another --data-dir."
+            ) from exc
         self._dir_fd = dir_fd
         self._file = handle
         self._write({"pid": os.getpid(), "port": None})
