@@ -17,8 +17,9 @@
 - ``GET  /_emulator/attempts/<id>`` → one attempt (404 when there is none, or retention
   dropped it); ``GET /_emulator/attempts?order=newest`` pages newest first
 - ``GET  /_emulator/jobs`` → the dashboard's jobs view (:func:`~scheduler_emulator.runtime.
-  read_model.job_rows`), ``GET /_emulator/runs`` → runs newest first with their attempts,
-  ``GET /_emulator/timeline`` → one lane per job for a time window (see docs/api.md);
+  read_model.job_rows`), ``GET /_emulator/runs`` → runs newest first (by when each was due)
+  with their attempts, ``GET /_emulator/timeline`` → one lane per job for a time window (see
+  docs/api.md);
   ``POST /_emulator/runs`` with ``{"job": ID, "scheduleTime": "<RFC 3339>"}`` → a forced run
   sent as if scheduled at that instant (emulator-only), answered with the job
 - ``GET /`` and ``GET /_emulator/ui/`` → the dashboard page (:mod:`.dashboard`)
@@ -411,10 +412,10 @@ class Admin:
         return answer
 
     def runs(self, request: Request) -> dict[str, Any]:
-        """Runs newest first (by schedule time), each with its attempts and its state (see
-        :func:`~scheduler_emulator.runtime.storage.read_model.run_state`: how it ended, or when its
-        next attempt is due): ``job``, ``scheduledAfter`` ≤ schedule time <
-        ``scheduledBefore``, ``state`` (``failed``, ``gave-up``, ``in-progress``), paged."""
+        """Runs newest first by when each was due (``nominalTime``), each with its attempts and
+        its state (see :func:`~scheduler_emulator.runtime.storage.read_model.run_state`: how it
+        ended, or when its next attempt is due): ``job``, ``scheduledAfter`` ≤ ``nominalTime``
+        < ``scheduledBefore``, ``state`` (``failed``, ``gave-up``, ``in-progress``), paged."""
         _only_parameters(
             request, "pageSize", "pageToken", "job", "scheduledAfter", "scheduledBefore", "state"
         )
