@@ -54,7 +54,7 @@ class TestOneDaemonPerDataDirectory:
         self, tmp_path: Path
     ) -> None:
         (tmp_path / "daemon.lock").mkdir()  # open() fails: IsADirectoryError
-        with pytest.raises(ConfigurationError, match="lock file .*daemon.lock cannot be opened"):
+        with pytest.raises(ConfigurationError, match="lock file .*daemon.lock is a directory"):
             DataDirLock(tmp_path).acquire()
         (tmp_path / "daemon.lock").rmdir()
         again = DataDirLock(tmp_path)

@@ -43,29 +43,32 @@ class DataDirLock:
 
         :raises DataDirInUse: when another process holds the directory (naming its pid and
             port when its lock file still says).
-        :raises ConfigurationError: when the lock file cannot be opened (a directory of that
-            name, no permission), naming it.
-        :raises OSError: when the directory cannot be created or opened.
+        :raises ConfigurationError: when a directory has the lock file's name, naming it.
+        :raises OSError: when the directory or the lock file cannot be created, opened or
+            locked otherwise (no permission, no locks on its file system).
         """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
         handle = None
-        try:
+        try:  # every failure lets go of what was taken
             fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            handle = open(self.path, "a+")  # noqa: SIM115 - held open for the daemon's lifetime
+            try:
+                handle = open(self.path, "a+")  # noqa: SIM115 - held for the daemon's lifetime
+            except IsADirectoryError as exc:
+                raise ConfigurationError(
+                    f"the data directory's lock file {self.path} is a directory: the daemon "
+                    "keeps its pid in that file. Remove the directory, or pass another "
+                    "--data-dir."
+                ) from exc
             # (a daemon of an earlier release locks only this file)
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:  # held elsewhere, or the lock file cannot be opened: let go
+        except BaseException as exc:
             if handle is not None:
                 handle.close()
             os.close(dir_fd)
             if isinstance(exc, BlockingIOError):
                 raise self._in_use() from None
-            raise ConfigurationError(
-                f"the data directory's lock file {self.path} cannot be opened "
-                f"({exc.strerror or exc}): the daemon keeps its pid there. Remove whatever has "
-                "that name, or pass another --data-dir."
-            ) from exc
+            raise
         self._dir_fd = dir_fd
         self._file = handle
         self._write({"pid": os.getpid(), "port": None})
