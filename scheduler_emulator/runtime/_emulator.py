@@ -111,7 +111,7 @@ class Emulator(AttemptAssertions):
         self.publisher: Publisher = publisher or InProcessPublisher(
             self.clock, transport, project=options.project
         )
-        app_engine_urls = parse_app_engine_urls(options.app_engine_urls or {})
+        self.app_engine_urls = parse_app_engine_urls(options.app_engine_urls or {})
         # Cloud Run jobs: the Admin API answers jobs/J:run in-process; nothing reaches Google.
         self.cloud_run = CloudRun(
             self.clock,
@@ -136,7 +136,10 @@ class Emulator(AttemptAssertions):
             ),
             "PUBSUB": PubsubDispatcher(self.publisher),
             "APP_ENGINE_HTTP": AppEngineDispatcher(
-                transport, app_engine_urls, header_case=options.header_case, google_apis=google_apis
+                transport,
+                self.app_engine_urls,
+                header_case=options.header_case,
+                google_apis=google_apis,
             ),
         }
         self.attempt_log = attempt_log

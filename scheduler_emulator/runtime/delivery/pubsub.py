@@ -102,6 +102,7 @@ class PushResult:
     """One push of a message to a push endpoint.
 
     :param subscription: ``projects/P/subscriptions/S``.
+    :param endpoint: the push URL.
     :param status: the endpoint's HTTP status, ``None`` when it did not answer.
     :param detail: why there was no answer.
     """
@@ -123,6 +124,7 @@ class PubsubMessage:
 
     :param topic: ``projects/P/topics/T``.
     :param data: the payload bytes (the job's ``pubsubTarget.data``, decoded).
+    :param attributes: the message attributes.
     :param message_id: Pub/Sub's message ID (``"1"``, ``"2"``…).
     :param publish_time: RFC 3339 instant on the emulator's (virtual) clock.
     :param pushes: what each push subscription's endpoint answered, in order.

@@ -199,7 +199,7 @@ def follow(
 
 
 def wait(begin: Callable[[Ended], object], deadline: float) -> int:
-    """Begin a request with ``begin(ended)`` and wait for its end (``send`` is ``start``, waited).
+    """Begin a request with ``begin(ended)`` and wait for its end (what ``send`` adds to ``start``).
 
     :param deadline: real monotonic seconds by which the request ends (its sender sees to it).
     :return: the final status.

@@ -26,7 +26,6 @@ same way; the engine contract tests run every scenario on both.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -45,6 +44,7 @@ class Driver:
     """What the engine asks of its driver; the defaults are what a driver with nothing to do
     there does.
 
+    :param clock: the clock.
     :param recorder: carries out the core's decisions and records attempts.
     :param close: closes the transport's connections and flushes the log (at stop).
     """
@@ -183,10 +183,11 @@ class ManualDriver(Driver):
 
     def _take_soon(self) -> list[Delivery]:
         taken = []
-        with contextlib.suppress(IndexError):  # a stop may take the last one meanwhile
-            while True:
+        while True:
+            try:
                 taken.append(self._soon.popleft())
-        return taken
+            except IndexError:  # (no check-then-pop: a stop may take the last one meanwhile)
+                return taken
 
     def run_due(self) -> None:
         """Run everything due now, sending in this thread, until nothing more is due (forced

@@ -354,10 +354,10 @@ def runs_page(
     now: datetime | None = None,
     config: Callable[[str], Job | None] = lambda name: None,
 ) -> tuple[list[dict[str, Any]], int | None]:
-    """One page of runs newest first (by schedule time), each with its attempts in order
-    (whole ``/_emulator/attempts`` records, ``reason`` included; those ending after ``now``
-    read as in flight; each has ``duplicate``) and its state (:func:`run_state`). Only the runs
-    of ``job`` (full name) scheduled from ``after`` to before ``before``, each when given.
+    """One page of runs newest first by when each was due (``nominal``), each with its attempts
+    in order (whole ``/_emulator/attempts`` records, ``reason`` included; those ending after
+    ``now`` read as in flight; each has ``duplicate``) and its state (:func:`run_state`). Only
+    the runs of ``job`` (full name) due from ``after`` to before ``before``, each when given.
 
     :param state: a key of :data:`RUN_FILTERS` (``""``: every run).
     :param offset: runs to skip (the page token).
