@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from scheduler_emulator.domain.outcomes import Failure
+from scheduler_emulator.domain.redirects import Answered, Hop, ResponseSample
+from scheduler_emulator.realtime import real_monotonic
 from scheduler_emulator.runtime import DeliveryRequest, HttpTransport, MountTransport, WsgiTransport
 from scheduler_emulator.runtime.delivery.in_process import build_environ
+from scheduler_emulator.runtime.delivery.transports import follow
 from tests.daemon import serving
 from tests.support import RecordingTarget
 
@@ -145,3 +149,30 @@ class TestBuildEnviron:
             assert environ["wsgi.input"].read() == b"hi"
         bare = build_environ(DeliveryRequest("POST", "http://svc.test", {}))
         assert (bare["PATH_INFO"], bare["SERVER_PORT"], bare["QUERY_STRING"]) == ("/", "80", "")
+
+
+def test_an_attempt_followed_through_a_redirect_leaves_no_reference_cycle() -> None:
+    """Its objects are freed when it ends, not left for the cyclic garbage collector (a burst
+    of thousands of attempts would otherwise keep them all until a collection)."""
+
+    def send_one(hop: Hop, deadline: float, sample: Any, answered: Answered) -> None:
+        if hop.url.endswith("/first"):
+            answered(307, "http://target.test/second", None)
+        else:
+            answered(200, None, None)
+
+    ended: list[int | None] = []
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        first = Hop("POST", "http://target.test/first", {}, b"")
+        follow(
+            send_one, first, real_monotonic() + 5, ResponseSample(64), lambda s, e: ended.append(s)
+        )
+        gc.collect()
+        cycles = list(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert ended == [200]
+    assert cycles == []

@@ -160,42 +160,46 @@ Ended = Callable[[int | None, BaseException | None], None]
 
 
 def follow(
-    send_one: SendOne, first: Hop, deadline: float, sample: ResponseSample | None, ended: Ended
+    send_one: SendOne,
+    hop: Hop,
+    deadline: float,
+    sample: ResponseSample | None,
+    ended: Ended,
+    redirects_left: int = MAX_REDIRECTS,
 ) -> None:
-    """Send ``first`` through ``send_one`` and follow redirects
+    """Send ``hop`` through ``send_one`` and follow redirects
     (:func:`~scheduler_emulator.domain.redirects.next_hop`) until an answer is final — every hop
     within ``deadline`` — then call ``ended`` once: on this thread when ``send_one`` answers at
-    once, else on the thread of its answer.
+    once, else on the thread of its answer. Each hop's callback calls this function again, not
+    a closure of itself: an attempt leaves no reference cycle, so what it holds (its delivery,
+    record and callbacks) is freed as it ends, not at the cyclic collector's next pass.
 
     :param deadline: real monotonic seconds by which the whole attempt ends.
     :param sample: where the final answer's body start and ``Content-Type`` are kept.
     :param ended: gets ``(status, None)``, or ``(None, exc)``: the failure of the last hop,
         :class:`TimeoutError` when the deadline passed between hops, a :class:`ValueError`
         saying :data:`~scheduler_emulator.domain.redirects.TOO_MANY_REDIRECTS`.
+    :param redirects_left: redirects still allowed after ``hop``.
     """
+    if real_monotonic() >= deadline:
+        ended(None, TimeoutError())
+        return
 
-    def send(hop: Hop, redirects_left: int) -> None:
-        if real_monotonic() >= deadline:
-            ended(None, TimeoutError())
+    def answered(status: int | None, location: str | None, exc: BaseException | None) -> None:
+        if status is None:
+            ended(None, exc if exc is not None else TimeoutError())
             return
+        following = next_hop(status, location, hop)
+        if following is None:
+            ended(status, None)
+        elif redirects_left == 0:
+            ended(None, ValueError(TOO_MANY_REDIRECTS))
+        else:
+            follow(send_one, following, deadline, sample, ended, redirects_left - 1)
 
-        def answered(status: int | None, location: str | None, exc: BaseException | None) -> None:
-            if status is None:
-                ended(None, exc if exc is not None else TimeoutError())
-                return
-            following = next_hop(status, location, hop)
-            if following is None:
-                ended(status, None)
-            elif redirects_left == 0:
-                ended(None, ValueError(TOO_MANY_REDIRECTS))
-            else:
-                send(following, redirects_left - 1)
-
-        if sample is not None:
-            sample.restart()  # the answer kept is the last hop's
-        send_one(hop, deadline, sample, answered)
-
-    send(first, MAX_REDIRECTS)
+    if sample is not None:
+        sample.restart()  # the answer kept is the last hop's
+    send_one(hop, deadline, sample, answered)
 
 
 def wait(begin: Callable[[Ended], object], deadline: float) -> int:
