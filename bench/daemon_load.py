@@ -13,7 +13,8 @@
    directory for ``--minutes`` whole minutes, then stops it with SIGTERM and reads its store.
 
 Prints, over the runs due at the minutes inside the window: missed runs, duplicated runs,
-lateness of each attempt's start after its minute (p50 / p99 / max), deliveries per second
+lateness of each attempt's start after its minute (p50 / p99 / max, and p99 / max per minute),
+deliveries per second
 during each minute's burst and its ratio to each floor, and the daemon's peak RSS (``VmHWM``).
 
 Run: ``python bench/daemon_load.py --jobs 1000 --minutes 3``.
@@ -259,6 +260,13 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         print(
             f"  lateness p50 {statistics.median(late):.3f} s, p99 {p99:.3f} s, max {late[-1]:.3f} s"
         )
+    for stamp, minute in wanted.items():  # "every run within 1.0 s" is judged per minute
+        mine = sorted(
+            (a.start_time - minute).total_seconds() for a in attempts if a.schedule_time == stamp
+        )
+        if mine:
+            at = mine[max(0, int(len(mine) * 0.99) - 1)]
+            print(f"  minute {stamp}: lateness p99 {at:.3f} s, max {mine[-1]:.3f} s")
     print(f"  deliveries/s per minute's burst: {', '.join(f'{r:,.0f}' for r in rates)}")
     ratios = ", ".join(f"{r / floor32:.2f}x" for r in rates)
     print(f"  the same as a ratio to the bare 32-thread client floor: {ratios}")
