@@ -424,7 +424,8 @@ class AppEngineDispatcher:
             body_methods=_APP_ENGINE_BODY_METHODS,
             user_agent_suffix=APP_ENGINE_USER_AGENT_SUFFIX,
         ).build(schedule_time, None)
-        transport, host = _route(url, self.transport, self.google_apis), app_engine_host(job)
+        transport = _route(url, self.transport, self.google_apis)
+        host = app_engine_host(job)
         return _prepared(
             job, request, self.header_case, transport, APP_ENGINE_RETRY_ALWAYS, appEngineHost=host
         )

@@ -35,7 +35,6 @@ import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
@@ -277,10 +276,16 @@ class HttpTransport:
         :return: the final status, or a CONNECTION / DEADLINE failure.
         """
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
-        hop = Hop(request.method, request.url, request.headers, request.body)
-        deadline = real_monotonic() + timeout_seconds
-        try:
-            status = wait(partial(self._follow, hop, deadline, sample, request.http2), deadline)
+        try:  # the one way a request is sent and waited for: request()
+            status = self.request(
+                request.method,
+                request.url,
+                request.headers,
+                request.body,
+                timeout_seconds,
+                sample,
+                request.http2,
+            )
         except (OSError, http.client.HTTPException, ValueError) as exc:
             return http_result(None, exc, timeout_seconds, sample)
         return http_result(status, None, timeout_seconds, sample)
