@@ -468,17 +468,26 @@ class CloudRun:
                 self._processes.add(process)
                 if self._closing:  # close() already signalled the others
                     _signal(process, signal.SIGKILL)
-            try:
-                attempt.exit_code = process.wait(job.timeout_seconds)
-            except subprocess.TimeoutExpired:
+            # The timeout runs on real time: ``Popen.wait(timeout)`` reads ``time.monotonic``,
+            # which a test's frozen clock replaces (a virtual day would time every task out).
+            exited = threading.Event()
+
+            def expire() -> None:
+                if exited.is_set():
+                    return
                 attempt.stopped = "timeout"
                 _signal(process, signal.SIGTERM)
-                try:
-                    attempt.exit_code = process.wait(STOP_GRACE_SECONDS)
-                except subprocess.TimeoutExpired:
+                if not exited.wait(STOP_GRACE_SECONDS):
                     _signal(process, signal.SIGKILL)
-                    attempt.exit_code = process.wait()
+
+            timer = threading.Timer(job.timeout_seconds, expire)
+            timer.daemon = True
+            timer.start()
+            try:
+                attempt.exit_code = process.wait()
             finally:
+                exited.set()
+                timer.cancel()
                 with self._lock:
                     self._processes.discard(process)
             if self._closing and not attempt.stopped and attempt.exit_code != 0:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from freezegun import freeze_time
 
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.runtime.cloud_run.executions import ExecutionStore
@@ -174,6 +175,21 @@ class TestScheduledExecution:
         [attempt] = execution.attempts
         assert attempt.stopped == "timeout" and attempt.exit_code == -15
         assert execution.state == "FAILED"
+
+    def test_a_task_timeout_runs_on_real_time_while_a_test_clock_is_frozen(
+        self, tasks: Tasks
+    ) -> None:
+        """A test that freezes time and moves it a day while a task works (the plugin's
+        ``advance``) does not time the task out: its timeout is real seconds."""
+        job = cloud_run_job(tasks.folder, mode="slow", maxRetries=0, timeout="60s")
+        with emulator_for(job) as emulator, freeze_time("2026-09-24T02:00:00Z") as frozen:
+            emulator.create_job(nightly(**OAUTH))
+            emulator.advance(timedelta(minutes=2))  # the execution starts; its task runs 0.3 s
+            frozen.tick(timedelta(days=1))
+            emulator.cloud_run.settle()
+            [execution] = emulator.cloud_run.store.list()
+        [attempt] = execution.attempts
+        assert (attempt.stopped, attempt.exit_code, execution.state) == ("", 0, "SUCCEEDED")
 
     def test_overrides_in_the_jobs_body_reach_the_tasks(self, tasks: Tasks) -> None:
         body = {
