@@ -78,7 +78,7 @@ class DeliveryPool:
     """
 
     def __init__(
-        self, workers: int = 32, per_key: int = 4, name: str = "delivery", connections: int = 256
+        self, workers: int = 32, per_key: int = 4, name: str = "delivery", connections: int = 1024
     ) -> None:
         if workers < 1 or per_key < 1:
             raise ValueError(f"workers and per_key must be at least 1; got {workers}, {per_key}.")
