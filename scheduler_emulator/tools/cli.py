@@ -50,7 +50,7 @@ from .fault_file import load_fault_file
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
 from .targets_setup import configure as configure_targets
-from .views import ADMIN_TOKEN_ENV, is_terminal
+from .views import ADMIN_TOKEN_ENV, is_terminal, whole_number
 
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
@@ -134,13 +134,6 @@ def _project(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
-def _positive(text: str, smallest: int = 1) -> int:
-    if text.isascii() and text.isdigit() and len(text) <= 18 and int(text) >= smallest:
-        return int(text)
-    what = "0 or a positive" if smallest == 0 else "a positive"
-    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not {what} whole number")
-
-
 def _admin_token(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError(
@@ -210,7 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("--grpc-idle-timeout", round(defaults.grpc_idle_timeout), "SECONDS",
          "send GOAWAY to a gRPC connection without a call for this long (%(default)s)"),
     ):  # fmt: skip
-        start.add_argument(flag, type=_positive, default=default, metavar=metavar, help=help_text)
+        start.add_argument(
+            flag, type=whole_number, default=default, metavar=metavar, help=help_text
+        )
     for flag, help_text in (
         ("--jobs", "jobs file (YAML or JSON list of Job resources); repeatable"),
         ("--cloud-run-jobs", "Cloud Run jobs that scheduler jobs calling the Admin API's "
@@ -224,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--max-jobs-per-file", DEFAULT_MAX_JOBS,
          "refuse a --jobs file holding more than N jobs (%(default)s)"),
     ):  # fmt: skip
-        start.add_argument(flag, type=_positive, default=default, metavar="N", help=help_text)
+        start.add_argument(flag, type=whole_number, default=default, metavar="N", help=help_text)
     start.add_argument(
         "--project",
         default=DEFAULT_PROJECT,
@@ -247,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     storage.add_argument("--in-memory", action="store_true", help="keep nothing on disk")
     start.add_argument(
         "--retain-attempts",
-        type=functools.partial(_positive, smallest=0),
+        type=functools.partial(whole_number, smallest=0),
         default=DEFAULT_RETAIN_ATTEMPTS,
         metavar="N",
         help="keep the newest N finished attempts, skipped-run records and finished runs; "
@@ -255,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     start.add_argument(
         "--retain-megabytes",
-        type=_positive,
+        type=whole_number,
         default=DEFAULT_RETAIN_MEGABYTES,
         metavar="MB",
         help="drop the oldest finished attempts while the database holds more than MB "

@@ -84,6 +84,17 @@ _GREEN, _RED, _YELLOW, _RESET = "\033[32m", "\033[31m", "\033[33m", "\033[0m"
 RUN_FILTER_FLAGS = {"failed": "failed", "gave_up": "gave-up", "in_progress": "in-progress"}
 
 
+def whole_number(text: str, smallest: int = 1) -> int:
+    """An argparse ``type``: ``text`` as an int of at least ``smallest``.
+
+    :raises argparse.ArgumentTypeError: naming the value (argparse exits 2 with it).
+    """
+    if text.isascii() and text.isdigit() and len(text) <= 18 and int(text) >= smallest:
+        return int(text)
+    what = "0 or a positive" if smallest == 0 else "a positive"
+    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not {what} whole number")
+
+
 def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], None]) -> None:
     """Add the ``jobs``, ``attempts``, ``runs``, ``skipped``, ``executions`` and ``run``
     subcommands to the CLI's subparsers ``sub``; ``add_address(parser)`` adds --host/--port."""
@@ -155,7 +166,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         )
     for parser in (attempts, runs):
         parser.add_argument(
-            "--last", type=int, default=DEFAULT_LAST, metavar="N",
+            "--last", type=whole_number, default=DEFAULT_LAST, metavar="N",
             help="the newest N (%(default)s)",
         )  # fmt: skip
     which = runs.add_mutually_exclusive_group()
@@ -481,8 +492,6 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
 
 def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``runs`` table: the newest ``--last`` runs (by schedule time), oldest first."""
-    if args.last < 1:
-        raise ConfigurationError(f"--last must be 1 or more; got {args.last}.")
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": min(args.last, PAGE_SIZE), "job": args.job or None}
     for flag, state in RUN_FILTER_FLAGS.items():
@@ -528,8 +537,6 @@ def cmd_attempts(
 ) -> int:
     """Print the ``attempts`` table (or JSON lines with ``--json``); with ``--follow`` keep
     printing until interrupted."""
-    if args.last < 1:
-        raise ConfigurationError(f"--last must be 1 or more; got {args.last}.")
     client = DaemonClient(args.host, args.port, args.admin_token)
     base: dict[str, Any] = {"job": args.job or None}
     if args.since is not None:
