@@ -97,9 +97,9 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
     code, _, err = run_command(capsys, "executions", "--port", port(daemon), "--state", "bogus")
     assert code == 2 and "--state: must be one of RUNNING, SUCCEEDED" in err and "'bogus'" in err
     for view in ("attempts", "runs"):  # a number out of range says what a non-number says
-        for last in ("0", "-1", "abc"):
+        for last in ("0", "-1", "abc", "9" * 19):
             code, _, err = run_command(capsys, view, "--port", port(daemon), "--last", last)
-            assert code == 2 and f"--last: {last!r} is not a positive whole number" in err
+            assert code == 2 and f"--last: {last!r} is not a positive whole number of 18" in err
     done = cli("jobs", "--port", "9")  # as a real process
     assert done.returncode == 2 and "no scheduler-emulator answers" in done.stderr
 
