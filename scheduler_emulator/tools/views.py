@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from itertools import islice
@@ -110,8 +111,9 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     skipped = sub.add_parser(
         "skipped",
         help="print the running daemon's skipped runs as a table",
-        description="Print the scheduled times of the daemon at --host/--port that got no run, "
-        "with the reason: the previous run was still going, or the emulator was not running.",
+        description="Print the last scheduled times of the daemon at --host/--port that got no "
+        "run, in the order recorded, with the reason: the previous run was still going, or the "
+        "emulator was not running.",
     )
     attempts = sub.add_parser(
         "attempts",
@@ -166,7 +168,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
             help=f"every column, one line per row (by default the table fits {TABLE_WIDTH} "
             "columns, a long REASON wrapping under itself)",
         )
-    for parser in (attempts, runs):
+    for parser in (attempts, runs, skipped):
         parser.add_argument(
             "--last", type=whole_number, default=DEFAULT_LAST, metavar="N",
             help="the newest N (%(default)s)",
@@ -427,10 +429,11 @@ def skipped_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
 
 
 def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print the ``skipped`` table (every skipped run, in the order recorded)."""
+    """Print the ``skipped`` table: the last ``--last`` skipped runs recorded, in the order
+    recorded."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": PAGE_SIZE, "job": args.job or None}
-    records = list(client.pages("/_emulator/skipped", "skipped", params))
+    records = deque(client.pages("/_emulator/skipped", "skipped", params), maxlen=args.last)
     return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)", True)
 
 

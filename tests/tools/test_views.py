@@ -96,7 +96,7 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
     assert code == 2 and "--since" in err
     code, _, err = run_command(capsys, "executions", "--port", port(daemon), "--state", "bogus")
     assert code == 2 and "--state: must be one of RUNNING, SUCCEEDED" in err and "'bogus'" in err
-    for view in ("attempts", "runs"):  # a number out of range says what a non-number says
+    for view in ("attempts", "runs", "skipped"):  # out of range reads as a non-number does
         for last in ("0", "-1", "abc", "9" * 19):
             code, _, err = run_command(capsys, view, "--port", port(daemon), "--last", last)
             assert code == 2 and f"--last: {last!r} is not a positive whole number of 18" in err
@@ -289,3 +289,35 @@ def test_last_follows_the_pages_to_the_newest_n(
         assert len(rows) == 5
     _, paged, _ = run_command(capsys, "attempts", "--port", port(daemon), "--last", "5")
     assert paged == whole
+
+
+def test_skipped_prints_the_last_n_in_the_order_recorded(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``skipped`` reads every page and prints the last ``--last`` records (20 by default),
+    oldest first."""
+    recorded = [
+        {
+            "job": "projects/p/locations/l/jobs/nightly",
+            "nominalTime": f"2026-12-03T00:{minute:02d}:00Z",
+            "recordedAt": f"2026-12-03T01:{minute:02d}:00Z",
+            "reason": "RUN_STILL_GOING",
+        }
+        for minute in range(30)
+    ]
+
+    class Listing:
+        def __init__(self, *args: object) -> None:
+            pass
+
+        def pages(self, path: str, key: str, params: object) -> Iterator[dict[str, str]]:
+            assert (path, key) == ("/_emulator/skipped", "skipped")
+            yield from recorded
+
+    monkeypatch.setattr(views, "DaemonClient", Listing)
+    for argv, shown in (((), recorded[-20:]), (("--last", "3"), recorded[-3:])):
+        code, out, err = run_command(capsys, "skipped", *argv)
+        assert code == 0, err
+        assert [line.split()[0] for line in out.splitlines()[1:]] == [
+            record["nominalTime"] for record in shown
+        ]
