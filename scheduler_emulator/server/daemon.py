@@ -228,9 +228,11 @@ class Daemon:
         self.shutdown()
 
     def _stop_engine(self) -> None:
+        in_flight = self.emulator.in_flight
+        waiting = f"; waiting up to {STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now)"
         self._say(
-            f"scheduler-emulator stopping: {self.emulator.in_flight} attempt(s) in flight; "
-            f"waiting up to {STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now)."
+            f"scheduler-emulator stopping: {in_flight} attempt(s) in flight"
+            f"{waiting if in_flight else ''}."
         )
         self._interrupted = self.emulator.stop(STOP_GRACE_SECONDS)
 

@@ -136,6 +136,9 @@ class TestManualClockDaemon:
     def test_sigterm_stops_the_daemon_cleanly(self) -> None:
         with running_daemon("--in-memory") as daemon:
             assert daemon.stop(signal.SIGTERM) == 0
+            assert daemon.process.stderr is not None
+            stderr = daemon.process.stderr.read()
+        assert "stopping: 0 attempt(s) in flight.\n" in stderr  # nothing to wait for: says none
 
 
 class TestPersistence:
