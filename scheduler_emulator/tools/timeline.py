@@ -56,11 +56,12 @@ MIN_LAST_WIDTH = 24
 
 
 class _Wrapper(textwrap.TextWrapper):
-    """Wraps at spaces and also after ``,`` ``:`` ``;`` ``&`` ``?`` ``=`` (not before ``/``,
-    so ``https://`` stays whole): a reason quoting compact JSON or a URL wraps between its
-    fields, not in the middle of a name or a number."""
+    """Wraps at spaces and also after ``,`` ``:`` ``;`` ``&`` ``?`` ``=`` ``-`` ``_`` (not
+    before ``/``, so ``https://`` stays whole): a reason quoting compact JSON or a URL wraps
+    between its fields, and a code such as ``URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR``
+    between its words, not in the middle of a name or a number."""
 
-    wordsep_simple_re = re.compile(r"(\s+|(?<=[,:;&?=])(?=[^\s/]))")
+    wordsep_simple_re = re.compile(r"(\s+|(?<=[,:;&?=_-])(?=[^\s/]))")
 
 
 def render_table(

@@ -209,6 +209,16 @@ def test_a_long_compact_json_reason_wraps_between_its_fields() -> None:
     assert '"https://ledger.example/locks?' in pieces  # a URL is not cut after its scheme
 
 
+def test_a_long_code_wraps_between_its_words() -> None:
+    reason = "URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR. Connection refused."
+    lines = render_table(["JOB", "REASON"], [["tick", reason]], width=37)
+    assert [line[6:] for line in lines[1:]] == [
+        "URL_UNREACHABLE-UNREACHABLE_",
+        "CONNECTION_ERROR. Connection",
+        "refused.",
+    ]
+
+
 def test_a_forced_run_is_scheduled_forced_with_the_header_it_sent() -> None:
     start = datetime(2026, 3, 1, 1, 23, tzinfo=UTC)
     header, nominal = "2026-03-01T03:00:00Z", datetime(2026, 3, 1, 3, tzinfo=UTC)
