@@ -25,9 +25,9 @@ import argparse
 import json
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from heapq import nlargest
 from itertools import islice
 from typing import IO, Any
 
@@ -111,9 +111,9 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     skipped = sub.add_parser(
         "skipped",
         help="print the running daemon's skipped runs as a table",
-        description="Print the last scheduled times of the daemon at --host/--port that got no "
-        "run, in the order recorded, with the reason: the previous run was still going, or the "
-        "emulator was not running.",
+        description="Print the newest scheduled times of the daemon at --host/--port that got no "
+        "run, oldest first, with the reason: the previous run was still going, or the emulator "
+        "was not running.",
     )
     attempts = sub.add_parser(
         "attempts",
@@ -168,10 +168,11 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
             help=f"every column, one line per row (by default the table fits {TABLE_WIDTH} "
             "columns, a long REASON wrapping under itself)",
         )
-    for parser in (attempts, runs, skipped):
-        parser.add_argument(
+    window = attempts.add_mutually_exclusive_group()  # the newest N, or all since an instant
+    for group, newest in ((window, "N"), (runs, "N"), (skipped, "N scheduled times")):
+        group.add_argument(
             "--last", type=whole_number, default=DEFAULT_LAST, metavar="N",
-            help="the newest N (%(default)s)",
+            help=f"the newest {newest} (%(default)s)",
         )  # fmt: skip
     which = runs.add_mutually_exclusive_group()
     which.add_argument("--failed", action="store_true", help="runs with a failed attempt")
@@ -191,7 +192,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
          "shape: every task attempt's exit code, times and the end of its output)"),
     ):  # fmt: skip
         parser.add_argument("--json", action="store_true", help=help_text)
-    attempts.add_argument(
+    window.add_argument(
         "--since", type=_since, metavar="RFC3339", help="attempts started at or after this instant"
     )
     attempts.add_argument(
@@ -429,11 +430,15 @@ def skipped_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
 
 
 def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print the ``skipped`` table: the last ``--last`` skipped runs recorded, in the order
-    recorded."""
+    """Print the ``skipped`` table: the newest ``--last`` skipped scheduled times, oldest first
+    (of one time, in the order recorded)."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": PAGE_SIZE, "job": args.job or None}
-    records = deque(client.pages("/_emulator/skipped", "skipped", params), maxlen=args.last)
+    listed = enumerate(client.pages("/_emulator/skipped", "skipped", params))  # recorded order
+    newest = nlargest(
+        args.last, listed, key=lambda pair: (parse_timestamp(pair[1]["nominalTime"]), pair[0])
+    )
+    records = [record for _, record in newest[::-1]]
     return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)", True)
 
 

@@ -96,6 +96,9 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
     assert code == 2 and "--since" in err
     code, _, err = run_command(capsys, "executions", "--port", port(daemon), "--state", "bogus")
     assert code == 2 and "--state: must be one of RUNNING, SUCCEEDED" in err and "'bogus'" in err
+    since = ("--since", "2026-09-24T00:00:00Z")
+    code, _, err = run_command(capsys, "attempts", "--port", port(daemon), "--last", "1", *since)
+    assert code == 2 and "--since: not allowed with argument --last" in err  # not one ignored
     for view in ("attempts", "runs", "skipped"):  # out of range reads as a non-number does
         for last in ("0", "-1", "abc", "9" * 19):
             code, _, err = run_command(capsys, view, "--port", port(daemon), "--last", last)
@@ -304,17 +307,19 @@ def test_last_follows_the_pages_to_the_newest_n(
 def test_skipped_prints_the_last_n_in_the_order_recorded(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``skipped`` reads every page and prints the last ``--last`` records (20 by default),
-    oldest first."""
+    """``skipped`` reads every page and prints the newest ``--last`` scheduled times (20 by
+    default), oldest first, as a restart records them: job by job."""
     recorded = [
         {
-            "job": "projects/p/locations/l/jobs/nightly",
+            "job": f"projects/p/locations/l/jobs/{job}",
             "nominalTime": f"2026-12-03T00:{minute:02d}:00Z",
-            "recordedAt": f"2026-12-03T01:{minute:02d}:00Z",
-            "reason": "RUN_STILL_GOING",
+            "recordedAt": "2026-12-03T01:00:00Z",
+            "reason": "EMULATOR_DOWN",
         }
-        for minute in range(30)
+        for job in ("ping", "nightly")
+        for minute in range(15)
     ]
+    by_time = sorted(recorded, key=lambda record: record["nominalTime"])  # stable: ping first
 
     class Listing:
         def __init__(self, *args: object) -> None:
@@ -325,9 +330,9 @@ def test_skipped_prints_the_last_n_in_the_order_recorded(
             yield from recorded
 
     monkeypatch.setattr(views, "DaemonClient", Listing)
-    for argv, shown in (((), recorded[-20:]), (("--last", "3"), recorded[-3:])):
+    for argv, shown in (((), by_time[-20:]), (("--last", "3"), by_time[-3:])):
         code, out, err = run_command(capsys, "skipped", *argv)
         assert code == 0, err
-        assert [line.split()[0] for line in out.splitlines()[1:]] == [
-            record["nominalTime"] for record in shown
+        assert [line.split()[:2] for line in out.splitlines()[1:]] == [
+            [record["nominalTime"], record["job"].rsplit("/", 1)[1]] for record in shown
         ]
