@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -304,7 +305,7 @@ def test_last_follows_the_pages_to_the_newest_n(
     assert paged == whole
 
 
-def test_skipped_prints_the_last_n_in_the_order_recorded(
+def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``skipped`` reads every page and prints the newest ``--last`` scheduled times (20 by
@@ -333,6 +334,8 @@ def test_skipped_prints_the_last_n_in_the_order_recorded(
     for argv, shown in (((), by_time[-20:]), (("--last", "3"), by_time[-3:])):
         code, out, err = run_command(capsys, "skipped", *argv)
         assert code == 0, err
-        assert [line.split()[:2] for line in out.splitlines()[1:]] == [
+        header, *rows = out.splitlines()
+        assert re.split(r"\s\s+", header)[:3] == ["SCHEDULED (UTC)", "JOB", "SCHEDULED"]
+        assert [line.split()[:2] for line in rows] == [
             [record["nominalTime"], record["job"].rsplit("/", 1)[1]] for record in shown
         ]
