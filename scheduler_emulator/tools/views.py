@@ -161,12 +161,12 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "--state", type=_execution_state, metavar="{" + ",".join(EXECUTION_STATES) + "}",
         help="only the executions in this state (any case)",
     )  # fmt: skip
-    for parser in (jobs, attempts, runs):
+    for parser, more in ((jobs, "every column, "), (attempts, "every column, "), (runs, "")):
         parser.add_argument(
             "--wide",
             action="store_true",
-            help=f"every column, one line per row (by default the table fits {TABLE_WIDTH} "
-            "columns, a long REASON wrapping under itself)",
+            help=f"{more}one line per row (by default the table fits {TABLE_WIDTH} columns, a "
+            "long REASON wrapping under itself)",
         )
     window = attempts.add_mutually_exclusive_group()  # the newest N, or all since an instant
     for group, newest in ((window, "N"), (runs, "N"), (skipped, "N scheduled times")):
