@@ -510,6 +510,6 @@ class TestTerminalViewsInProcess:
         out = io.StringIO()
         assert self.run(out, port, "skipped", "--job", "nightly") == 0
         header, row = out.getvalue().splitlines()
-        assert header.split()[:2] == ["SCHEDULED", "JOB"]
+        assert header.split()[:3] == ["SCHEDULED", "(UTC)", "JOB"]
         assert row.startswith("2026-09-24T10:00:00Z  nightly")
         assert row.endswith("RUN_STILL_GOING: the previous run was still going")
