@@ -11,8 +11,8 @@ rest is shown under ``--wide``, one line per row. ``attempts`` shows one schedul
 ``/_emulator/attempts`` record per line instead; ``--follow`` keeps printing attempts as they
 finish, until Ctrl-C. ``runs`` lists runs with how each ended or when its next attempt is due
 (``--failed``, ``--gave-up``, ``--in-progress`` filter them). A REASON too long for the width
-wraps onto continuation lines under its column. ``skipped`` lists the scheduled times that got
-no run, with the reason. ``executions`` lists the Cloud Run executions
+wraps onto continuation lines under its column. ``skipped`` lists the newest scheduled times that
+got no run (``--last``), with the reason. ``executions`` lists the Cloud Run executions
 (``GET /_emulator/executions``) with their tasks' outcome, filtered by ``--job`` and
 ``--state``. ``run JOB [--schedule-time T]``
 starts a run now, as if scheduled at T when given. On a terminal outcomes are coloured,
