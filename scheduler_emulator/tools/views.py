@@ -65,7 +65,7 @@ WIDE_ATTEMPT_HEADERS = (
     "REASON",
 )  # fmt: skip
 RUN_HEADERS = ("SCHEDULED", "JOB", "RUN", "TRIES", "STATE", "NEXT ATTEMPT", "REASON")
-SKIPPED_HEADERS = ("SCHEDULED (UTC)", "JOB", "SCHEDULED", "RECORDED AT", "REASON")
+SKIPPED_HEADERS = ("SCHEDULED", "SCHEDULED (UTC)", "JOB", "RECORDED AT", "REASON")
 EXECUTION_HEADERS = (
     "CREATED", "EXECUTION", "STATE", "TASKS", "SUCCEEDED", "FAILED", "RETRIED", "EXIT CODES",
     "SCHEDULER JOB",
@@ -419,9 +419,9 @@ def skipped_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
     ``GET /_emulator/skipped`` records."""
     return [
         [
+            str(record.get("scheduleTime") or "-"),
             str(record.get("nominalTime") or "-"),
             str(record["job"]).rsplit("/", 1)[-1],
-            str(record.get("scheduleTime") or "-"),
             str(record.get("recordedAt") or "-"),
             SKIPPED_REASONS.get(str(record.get("reason")), str(record.get("reason"))),
         ]
@@ -439,7 +439,7 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
         args.last, listed, key=lambda pair: (parse_timestamp(pair[1]["nominalTime"]), pair[0])
     )
     records = [record for _, record in newest[::-1]]
-    return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)", True)
+    return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)")
 
 
 def run_state_text(run: dict[str, Any]) -> str:

@@ -314,7 +314,8 @@ def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
         {
             "job": f"projects/p/locations/l/jobs/{job}",
             "nominalTime": f"2026-12-03T00:{minute:02d}:00Z",
-            "recordedAt": "2026-12-03T01:00:00Z",
+            "scheduleTime": f"2026-12-03T00:{minute:02d}:00Z",
+            "recordedAt": "2026-12-03T01:00:00.123456Z",
             "reason": "EMULATOR_DOWN",
         }
         for job in ("ping", "nightly")
@@ -334,8 +335,10 @@ def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
     for argv, shown in (((), by_time[-20:]), (("--last", "3"), by_time[-3:])):
         code, out, err = run_command(capsys, "skipped", *argv)
         assert code == 0, err
-        header, *rows = out.splitlines()
-        assert re.split(r"\s\s+", header)[:3] == ["SCHEDULED (UTC)", "JOB", "SCHEDULED"]
-        assert [line.split()[:2] for line in rows] == [
+        header, *lines = out.splitlines()
+        assert re.split(r"\s\s+", header)[:3] == ["SCHEDULED", "SCHEDULED (UTC)", "JOB"]
+        assert max(map(len, out.splitlines())) <= views.TABLE_WIDTH  # the REASON wraps
+        rows = [line.split() for line in lines if not line.startswith(" ")]  # not wraps
+        assert [row[1:3] for row in rows] == [
             [record["nominalTime"], record["job"].rsplit("/", 1)[1]] for record in shown
         ]
