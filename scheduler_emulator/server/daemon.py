@@ -229,11 +229,10 @@ class Daemon:
 
     def _stop_engine(self) -> None:
         in_flight = self.emulator.in_flight
-        waiting = f"; waiting up to {STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now)"
-        self._say(
-            f"scheduler-emulator stopping: {in_flight} attempt(s) in flight"
-            f"{waiting if in_flight else ''}."
-        )
+        wait = ""
+        if in_flight:
+            wait = f"; waiting up to {STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now)"
+        self._say(f"scheduler-emulator stopping: {in_flight} attempt(s) in flight{wait}.")
         self._interrupted = self.emulator.stop(STOP_GRACE_SECONDS)
 
     def _tear_down(self) -> None:
