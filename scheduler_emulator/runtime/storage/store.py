@@ -197,8 +197,8 @@ class _Writer:
         self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, item: _Item) -> None:
-        """Queue ``item``; it is carried out soon, in order.
+    def submit(self, item: _Item, *, waiter: bool = False) -> None:
+        """Queue ``item``; it is carried out soon, in order (at once for a ``waiter``).
 
         :raises sqlite3.ProgrammingError: once the store is closed.
         """
@@ -206,7 +206,9 @@ class _Writer:
             if self._closed:
                 raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
             self._queue.append(item)
-            if self._sleeping:
+            if waiter:
+                self._waiting += 1
+            if self._sleeping or waiter:
                 self._wake.notify()
 
     def wait(self, ticket: _Ticket) -> None:
@@ -216,12 +218,7 @@ class _Writer:
         :raises Exception: the first error of the writes that carried ``ticket`` (a full disk
             as :func:`~scheduler_emulator.runtime.storage.data_file.storage_error`).
         """
-        with self._lock:
-            if self._closed:
-                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
-            self._queue.append(ticket)
-            self._waiting += 1
-            self._wake.notify()
+        self.submit(ticket, waiter=True)
         try:
             ticket.done.wait()
         finally:
@@ -321,11 +318,8 @@ def _migrate(db: sqlite3.Connection) -> None:
 
 
 def add_condition(clauses: list[str], args: list[Any], sql: str, value: Any) -> None:
-    """Add the SQL condition ``sql`` (one ``?``) and its argument, unless ``value`` is ``None``.
-
-    :param clauses: the conditions to be joined with ``AND``; appended to.
-    :param args: their arguments, in order; appended to.
-    """
+    """Append the SQL condition ``sql`` (one ``?``) to ``clauses`` (to be joined with ``AND``)
+    and ``value`` to ``args``, unless ``value`` is ``None``."""
     if value is not None:
         clauses.append(sql)
         args.append(value)
@@ -350,14 +344,9 @@ class AttemptFilter:
 def window_conditions(
     column: str, start: datetime | None, end: datetime | None
 ) -> tuple[list[str], list[Any]]:
-    """The SQL conditions ``start <= column < end`` on a time column (UTC text), each bound
-    left out when ``None``.
-
-    :param column: ``start_time``, ``nominal``…
-    :param start: the first instant in the window (aware), or ``None``.
-    :param end: the first instant after it (aware), or ``None``.
-    :return: the conditions and their arguments, for :func:`add_condition` to extend.
-    """
+    """The SQL conditions ``start <= column < end`` on a time column (``start_time``,
+    ``nominal``…: UTC text), each bound (aware) left out when ``None``, and their arguments,
+    for :func:`add_condition` to extend."""
     clauses: list[str] = []
     args: list[Any] = []
     add_condition(clauses, args, f"{column} >= ?", None if start is None else utc_text(start))
@@ -376,7 +365,8 @@ ATTEMPT_COLUMNS = (
     "id, job, run_id, attempt, schedule_time, start_time, end_time, request, response_status, "
     "code, debug_info, forced, injected, nominal, response_excerpt, response_content_type"
 )
-_INSERT_ATTEMPT = f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES ({', '.join('?' * 16)})"
+#: (The response excerpt and content type, the last two columns, are written when it ends.)
+_INSERT_ATTEMPT = f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES ({'?, ' * 14}NULL, NULL)"
 _RUN_COLUMNS = (
     "id, job, schedule_time, nominal, forced, first_attempt_start, attempts, next_attempt_at"
 )
@@ -435,9 +425,7 @@ class Store:
                 raise startup_error(self.path, exc) from exc
             raise
         self._seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM jobs").fetchone()[0])
-        self._attempt_id = int(
-            db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts").fetchone()[0]
-        )
+        [(self._attempt_id,)] = db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts")
         self._last_run_id = 0
         self._local = threading.local()
         self._writer = _Writer(db, self.path)
@@ -465,10 +453,10 @@ class Store:
     @contextlib.contextmanager
     def batch(self, alive: datetime | None = None) -> Iterator[None]:
         """Let every write this thread makes inside the block return at once; the block ends
-        once they are all committed (the first that failed raised then).
+        once they are all committed (the first that failed raised then). Not reentrant.
 
         The engine writes a due batch (thousands of runs and attempts at one minute) this way:
-        a few commits instead of one per statement, and no wait per statement. Not reentrant.
+        a few commits instead of one per statement, and no wait per statement.
 
         :param alive: first write :meth:`save_alive` of this instant (aware), committed with
             the block's writes.
@@ -489,8 +477,7 @@ class Store:
                         _raise(self.path, op.error)
 
     def _write(self, run: Callable[[sqlite3.Connection], Any], *, wait: bool = False) -> None:
-        """Give the writer work that is more than one statement; with ``wait``, return once it
-        is committed (inside a :meth:`batch`: when the batch ends; in memory: at once)."""
+        """Give the writer work that is more than one statement; ``wait`` as in :meth:`_execute`."""
         op = _Op(run)
         ops = getattr(self._local, "ops", None)
         if ops is not None:
@@ -504,17 +491,16 @@ class Store:
         """Give the writer one statement; with ``wait``, return once it is committed (inside a
         :meth:`batch`: when the batch ends; in memory: at once)."""
         ticket = getattr(self._local, "ticket", None)
-        if ticket is not None or not wait or not self._durable:
+        if ticket is None and wait and self._durable:
+            ticket = _Ticket()
             self._writer.submit((sql, args, ticket))
-            return
-        ticket = _Ticket()
-        self._writer.submit((sql, args, ticket))
-        self._writer.wait(ticket)
+            self._writer.wait(ticket)
+        else:
+            self._writer.submit((sql, args, ticket))
 
     def query(self, sql: str, args: Any = ()) -> list[Any]:
         """Run one read-only ``SELECT`` (``?`` placeholders, their values in ``args``) after
-        everything written before it and return its rows: the read model
-        (:mod:`~scheduler_emulator.runtime.storage.read_model`) reads this way."""
+        everything written before it and return its rows (the read model reads this way)."""
         op = _Op(lambda db: db.execute(sql, args).fetchall())
         self._writer.wait(op)
         return op.result
@@ -573,11 +559,10 @@ class Store:
 
     def save_next_fire(self, name: str, next_fire: datetime | None) -> None:
         """Write the next scheduled time of job ``name`` (UTC), so that a restart knows which
-        scheduled times passed while the emulator was not running. An in-memory store has no
-        restart to tell: it skips the write (one statement less per run)."""
-        if not self._durable:
-            return
-        self._execute("UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name))
+        scheduled times passed while the emulator was not running (an in-memory store has no
+        restart to tell: it skips the write, one statement less per run)."""
+        if self._durable:
+            self._execute("UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name))
 
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""
@@ -606,12 +591,11 @@ class Store:
         late what that instant owed rather than call it skipped. A failure is logged (and kept
         in :attr:`write_failure`), not raised: the writes of the due instant itself report it.
         An in-memory store skips it."""
-        if not self._durable:
-            return
-        sql = "INSERT OR REPLACE INTO alive VALUES (1, ?)"
-        self._writer.submit((sql, (utc_text(instant),), None))
-        if wait:
-            self._writer.wait(_Ticket())
+        if self._durable:
+            sql = "INSERT OR REPLACE INTO alive VALUES (1, ?)"
+            self._writer.submit((sql, (utc_text(instant),), None))
+            if wait:
+                self._writer.wait(_Ticket())
 
     def last_alive(self) -> datetime | None:
         """The last instant :meth:`save_alive` stored (UTC), ``None`` before the first."""
@@ -631,9 +615,7 @@ class Store:
             "UPDATE jobs SET state = ?, status_code = ?, status_message = ?, "
             "last_attempt_time = ? WHERE name = ?"
         )
-        code = message = None
-        if status is not None:
-            code, message = status.code, status.message
+        code, message = (None, None) if status is None else (status.code, status.message)
         self._execute(sql, (int(state), code, message, _ts(last_attempt_time), name))
 
     def delete_job(self, name: str) -> None:
@@ -685,11 +667,9 @@ class Store:
 
     def open_runs(self) -> list[Run]:
         """Return the runs not finished yet (after a restart: to resume their retries)."""
-        rows = self.query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE finished = 0 ORDER BY id")
-        runs = []
-        for r in rows:
-            check = Row(self.path, "runs", r[1])
-            run = Run(
+
+        def run(r: Any, check: Row) -> Run:
+            return Run(
                 id=check.whole("id", r[0], 1),
                 job=check.text("job", r[1]),
                 schedule_time=check.text("schedule_time", r[2], required=False),
@@ -699,8 +679,9 @@ class Store:
                 attempts=check.whole("attempts", r[6], 0),
                 next_attempt_at=check.optional_instant("next_attempt_at", r[7]),
             )
-            runs.append(run)
-        return runs
+
+        rows = self.query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE finished = 0 ORDER BY id")
+        return [run(r, Row(self.path, "runs", r[1])) for r in rows]
 
     def add_attempt(self, attempt: Attempt) -> Attempt:
         """Insert a started attempt, numbered after every attempt ever stored, and return it
@@ -723,8 +704,6 @@ class Store:
             int(attempt.forced),
             int(attempt.injected),
             _ts(attempt.nominal),
-            None,  # the response excerpt and content type: written when it ends
-            None,
         )
         self._execute(_INSERT_ATTEMPT, row, wait=True)
         if attempt.id % _RETENTION_EVERY == 0:
