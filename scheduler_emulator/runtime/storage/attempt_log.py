@@ -29,14 +29,12 @@ from ...domain.attempts import Attempt, failure_reason, iso
 from .._options import CACHED_JOBS
 
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
-#: ``targetType`` as production logs spell it, by ``Job.target_type`` (Pub/Sub: ``PUB_SUB``).
-_LOG_TARGET_TYPES = {"PUBSUB": "PUB_SUB"}
 
 
 def log_target_type(target_type: str) -> str:
     """``targetType`` as production's log entries and attempt records spell it, for a
     ``Job.target_type`` (``"PUBSUB"`` → ``"PUB_SUB"``; the others as they are)."""
-    return _LOG_TARGET_TYPES.get(target_type, target_type)
+    return "PUB_SUB" if target_type == "PUBSUB" else target_type
 
 
 def _target_fields(attempt: Attempt, target_type: str) -> dict[str, Any]:
@@ -89,13 +87,12 @@ class AttemptLog:
     :param stream: a writable text stream (``sys.stdout`` or an open file).
     :param format: ``"json"`` (the default): the Cloud Logging entries, AttemptStarted and
         AttemptFinished; ``"text"``: one :func:`text_line` per finished attempt.
-    :param flush_interval: ``None`` (the default): each line is written and flushed at once, so
-        a reader sees it as soon as the call returns (what a manual clock needs). Seconds:
-        lines are queued and one writer thread writes what is queued in one write and flush,
-        at most this long after the first of them (the daemon on a system clock: a busy minute
-        costs one system call per batch instead of two per attempt). :meth:`flush` and
-        :meth:`close` write what is queued at once. The store, not this log, is the record a
-        crash must not lose: a kill loses at most the last ``flush_interval`` of log lines.
+    :param flush_interval: ``None`` (the default): each line is written and flushed before the
+        call returns (what a manual clock needs). Seconds: one writer thread writes the queued
+        lines in one write and flush at most this long after the first (the daemon on a system
+        clock: one system call per batch, not two per attempt); :meth:`flush` and :meth:`close`
+        write them at once. A kill loses at most the last ``flush_interval`` of log lines (the
+        store, not this log, is the record a crash must not lose).
     :raises ValueError: for another format, or a ``flush_interval`` that is not positive.
     """
 

@@ -69,8 +69,7 @@ class DataDirLock:
             if isinstance(exc, BlockingIOError):
                 raise self._in_use() from None
             raise
-        self._dir_fd = dir_fd
-        self._file = handle
+        self._dir_fd, self._file = dir_fd, handle
         self._write({"pid": os.getpid(), "port": None})
 
     def _in_use(self) -> DataDirInUse:

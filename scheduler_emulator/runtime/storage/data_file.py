@@ -215,12 +215,7 @@ class Row:
 
     def whole(self, field: str, value: Any, low: int, high: int | None = None) -> int:
         """A whole number from ``low`` to ``high``."""
-        if (
-            not isinstance(value, int)
-            or isinstance(value, bool)
-            or value < low
-            or (high is not None and value > high)
-        ):
+        if type(value) is not int or value < low or (high is not None and value > high):
             to = "" if high is None else f" to {high}"
             raise self.damaged(
                 field, f"must be a whole number from {low}{to}; got {show_value(value)}"

@@ -1,10 +1,9 @@
 """What the dashboard, the terminal views and the replay report read: pages and time windows
 of the history (:func:`job_rows`, :func:`runs_page`, :func:`attempts_newest`,
-:func:`timeline`), read from the store page by page, never the whole history in memory.
-
-Time windows use the store's indexes on ``attempts(start_time)``, ``attempts(job,
-start_time)``, ``runs(job, nominal)`` and ``skipped(job, nominal)``: a window of a long history
-reads only the rows in the window.
+:func:`timeline`), read from the store page by page, never the whole history in memory. A
+window of a long history reads only its rows, through the store's indexes on
+``attempts(start_time)``, ``attempts(job, start_time)``, ``runs(job, nominal)`` and
+``skipped(job, nominal)``.
 """
 
 from __future__ import annotations
@@ -203,8 +202,7 @@ def attempts_newest(
 
 
 def _compact(check: Row, row: Any, now: datetime | None) -> dict[str, Any]:
-    """A timeline attempt: what its segment shows (details are one request away), in flight
-    if its recorded end is later than ``now``."""
+    """What a timeline attempt's segment shows (details are one request away) at ``now``."""
     started = check.instant("start_time", row[4])
     ended = check.optional_instant("end_time", row[5])
     masked = now is not None and in_flight_at(started, ended, now)

@@ -72,14 +72,6 @@ _ADDED_COLUMNS = (
     ("attempts", "response_excerpt", "TEXT"),
     ("attempts", "response_content_type", "TEXT"),
 )
-#: Indexes of the read model (:mod:`~scheduler_emulator.runtime.storage.read_model`): time-window
-#: queries over attempts, runs and skipped times read only the window.
-_READ_INDEXES = """
-CREATE INDEX IF NOT EXISTS attempts_start ON attempts (start_time);
-CREATE INDEX IF NOT EXISTS attempts_job_start ON attempts (job, start_time);
-CREATE INDEX IF NOT EXISTS runs_job_nominal ON runs (job, nominal);
-CREATE INDEX IF NOT EXISTS skipped_job_nominal ON skipped (job, nominal);
-"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -133,6 +125,12 @@ CREATE TABLE IF NOT EXISTS alive (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     instant TEXT NOT NULL
 );
+-- The read model's (read_model.py): a time window of attempts, runs or skipped times reads
+-- only the window.
+CREATE INDEX IF NOT EXISTS attempts_start ON attempts (start_time);
+CREATE INDEX IF NOT EXISTS attempts_job_start ON attempts (job, start_time);
+CREATE INDEX IF NOT EXISTS runs_job_nominal ON runs (job, nominal);
+CREATE INDEX IF NOT EXISTS skipped_job_nominal ON skipped (job, nominal);
 """
 
 
@@ -312,7 +310,6 @@ def _migrate(db: sqlite3.Connection) -> None:
         columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         if column not in columns:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
-    db.executescript(_READ_INDEXES)  # IF NOT EXISTS: no write once they exist
     if int(db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
 
@@ -379,10 +376,9 @@ _INSERT_SKIPPED = (
 
 class Store:
     """SQLite store for jobs, runs, attempts and skipped runs; safe to share between threads.
-
-    Reads go through the writer thread too (see the module docstring), so a read sees everything
-    written before it. A write returns at once, except a started attempt and a job's change:
-    those return once committed (inside :meth:`batch`, when the batch ends; in memory, at once).
+    Reads go through the writer thread too, so a read sees everything written before it. A
+    write returns at once, except a started attempt and a job's change: once committed (inside
+    :meth:`batch`, when the batch ends; in memory, at once).
 
     :param path: a database file path (its directory is created), or ``":memory:"``.
     :param retain_attempts: keep at most this many finished attempts (and skipped-run records
@@ -737,10 +733,8 @@ class Store:
         self._execute(sql, args)
 
     def attempts(self, job: str | None = None, *, unfinished: bool = False) -> list[Attempt]:
-        """Return attempts in start order, optionally of one job (full name) or only in flight.
-
-        The whole history: for a large one use :meth:`attempts_page`.
-        """
+        """Return attempts in start order, optionally of one job (full name) or only in flight:
+        the whole history (for a large one use :meth:`attempts_page`)."""
         clauses: list[str] = ["end_time IS NULL"] if unfinished else []
         args: list[Any] = []
         add_condition(clauses, args, "job = ?", job)
@@ -785,9 +779,7 @@ class Store:
         return rows[:page_size], (rows[page_size - 1][0] if len(rows) > page_size else None)
 
     def _trim(self, db: sqlite3.Connection) -> None:
-        """Keep at most :attr:`retain_attempts` finished attempts (and as many skipped-run
-        records and finished runs), and drop finished attempts while the database holds more
-        than :attr:`retain_megabytes`: the oldest go first; attempts in flight are kept."""
+        """Apply :attr:`retain_attempts` and :attr:`retain_megabytes`, oldest first."""
         keep = self.retain_attempts
         if keep is not None:
             for table, extra in _TRIMMED:
@@ -846,8 +838,7 @@ class Store:
         return [SkippedRun(r[1], r[2], _dt(r[3]), _dt(r[4]), r[5]) for r in rows], last  # type: ignore[arg-type]
 
     def reset(self) -> None:
-        """Delete every job, run, attempt and skipped-run record (new ones are numbered after
-        the old)."""
+        """Delete every job, run, attempt and skipped record (new ones are numbered after)."""
         self._last_run_id = self.last_run_id()
 
         def delete_all(db: sqlite3.Connection) -> None:
