@@ -53,12 +53,9 @@ LOG_FORMATS = ("json", "text")
 
 
 def text_line(attempt: Attempt) -> str:
-    """One readable line for a finished attempt: start, job ID, attempt, outcome, latency, the
-    run's schedule time (``scheduled …``), forced/injected, and a failure's ``reason: …``.
-
-    :param attempt: a finished attempt (``end_time`` and ``code`` set).
-    :return: the line, without a newline.
-    """
+    """One readable line (no newline) for a finished attempt (``end_time`` and ``code`` set):
+    start, job ID, attempt, outcome, latency, the run's schedule time (``scheduled …``),
+    forced/injected, and a failure's ``reason: …``."""
     outcome = attempt.code or "?"
     if attempt.response_status is not None:
         outcome += f" (HTTP {attempt.response_status})"

@@ -99,13 +99,12 @@ class DataDirLock:
             self._dir_fd = None
 
     def _write(self, holder: dict[str, int | None]) -> None:
-        if self._file is None:
-            return
-        with contextlib.suppress(OSError):  # informative only (a full disk must not stop it)
-            self._file.seek(0)
-            self._file.truncate(0)
-            self._file.write(json.dumps(holder) + "\n")
-            self._file.flush()
+        if self._file is not None:
+            with contextlib.suppress(OSError):  # informative only (a full disk must not stop it)
+                self._file.seek(0)
+                self._file.truncate(0)
+                self._file.write(json.dumps(holder) + "\n")
+                self._file.flush()
 
 
 def _holder(text: str) -> str:

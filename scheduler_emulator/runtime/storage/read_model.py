@@ -132,8 +132,7 @@ def job_rows(
     :param offset: jobs of the filtered list to skip (the page token).
     :param next_fire: a job's next scheduled time by full name (the scheduler's), so that a
         pending retry is not listed as a fire time.
-    :param in_flight: whether a job's last attempt is still in flight (see
-        :func:`last_attempt_in_flight`).
+    :param in_flight: whether a job's last attempt is in flight (:func:`last_attempt_in_flight`).
     :return: the rows, the next page's offset (``None`` on the last page), and how many jobs
         pass the filters.
     """

@@ -184,8 +184,7 @@ class _Writer:
     def __init__(self, db: sqlite3.Connection, path: str) -> None:
         self.db = db
         self.path = path  # for messages
-        #: Why the last write that failed failed (a full disk), or ``None``.
-        self.failure: str | None = None
+        self.failure: str | None = None  # why the last write that failed failed (a full disk)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue: deque[_Item] = deque()
@@ -405,9 +404,7 @@ class Store:
             size = existing_size(Path(self.path))
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
-            # Read the file before writing anything to it: never write into a damaged
-            # database, or one of a schema this release does not know.
-            check_database(db, Path(self.path), size, SCHEMA_VERSION)
+            check_database(db, Path(self.path), size, SCHEMA_VERSION)  # before any write
             if self._durable:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
