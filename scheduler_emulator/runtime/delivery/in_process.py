@@ -19,7 +19,6 @@ same loop as real HTTP's (:func:`~scheduler_emulator.runtime.delivery.transports
 from __future__ import annotations
 
 import functools
-import http.client
 import inspect
 import io
 import sys
@@ -40,9 +39,8 @@ from .transports import (
     Transport,
     TransportResult,
     follow,
-    http_result,
     startable,
-    wait,
+    waited_result,
 )
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -343,15 +341,13 @@ class MountTransport:
             sample.content_type = lowered.get("content-type")
             answered(status, lowered.get("location"), None)
 
+        begin = functools.partial(follow, send_one, first, deadline, sample)
         try:
-            status = wait(lambda ended: follow(send_one, first, deadline, sample, ended), deadline)
+            return waited_result(begin, deadline, timeout_seconds, sample)
         except _Unmounted as left:
             hop = left.hop
             rest = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
             return self.fallback.send(rest, max(0.001, deadline - real_monotonic()))
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            return http_result(None, exc, timeout_seconds, sample)
-        return http_result(status, None, timeout_seconds, sample)
 
 
 class _Unmounted(Exception):

@@ -226,6 +226,20 @@ def wait(begin: Callable[[Ended], object], deadline: float) -> int:
     return status
 
 
+def waited_result(
+    begin: Callable[[Ended], object],
+    deadline: float,
+    timeout_seconds: float,
+    sample: ResponseSample,
+) -> TransportResult:
+    """:func:`wait` for a request begun by ``begin``; its end as :func:`http_result` reads it."""
+    try:
+        status = wait(begin, deadline)
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        return http_result(None, exc, timeout_seconds, sample)
+    return http_result(status, None, timeout_seconds, sample)
+
+
 class HttpTransport:
     """Real HTTP delivery over kept-alive connections, with a total deadline and a capped body
     read, through libcurl's event loop or ``http.client`` (see the module docstring);
@@ -239,6 +253,7 @@ class HttpTransport:
     :raises ImportError: with ``curl=True`` and no ``pycurl``.
     :raises ConfigurationError: with ``http2=True`` when no HTTP/2 client can be had (the
         message says why: :func:`http2_problem`).
+    :ivar uses_curl: whether requests go through libcurl.
     """
 
     def __init__(
@@ -251,7 +266,7 @@ class HttpTransport:
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
         self._loop: CurlLoop | None = None  # made on first use (again after close())
-        self._curl = False
+        self.uses_curl = False
         if http2:
             reason = http2_problem() if curl is not False else "curl=False excludes libcurl"
             if reason is not None:
@@ -263,12 +278,7 @@ class HttpTransport:
                 if curl:
                     raise
             else:
-                self._curl = True
-
-    @property
-    def uses_curl(self) -> bool:
-        """Whether requests go through libcurl."""
-        return self._curl
+                self.uses_curl = True
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Send over the network, following redirects, all within ``timeout_seconds``.
@@ -276,19 +286,14 @@ class HttpTransport:
         :return: the final status, or a CONNECTION / DEADLINE failure.
         """
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
-        try:  # the one way a request is sent and waited for: request()
-            status = self.request(
-                request.method,
-                request.url,
-                request.headers,
-                request.body,
-                timeout_seconds,
-                sample,
-                request.http2,
-            )
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            return http_result(None, exc, timeout_seconds, sample)
-        return http_result(status, None, timeout_seconds, sample)
+        deadline = real_monotonic() + timeout_seconds
+        hop = Hop(request.method, request.url, request.headers, request.body)
+        return waited_result(
+            lambda ended: self._follow(hop, deadline, sample, request.http2, ended),
+            deadline,
+            timeout_seconds,
+            sample,
+        )
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin :meth:`send` without holding the calling thread (with ``pycurl``: a transfer
@@ -297,7 +302,7 @@ class HttpTransport:
 
         :return: ``False`` when nothing was sent (use :meth:`send`).
         """
-        if not self._curl:
+        if not self.uses_curl:
             return False
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
 
@@ -310,7 +315,7 @@ class HttpTransport:
 
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``: with ``pycurl`` installed."""
-        return self._curl
+        return self.uses_curl
 
     def request(
         self,
@@ -365,7 +370,7 @@ class HttpTransport:
         done: Ended,
     ) -> None:
         """Every hop through libcurl's event loop, or through ``http.client`` in this thread."""
-        if not self._curl:
+        if not self.uses_curl:
             if http2:
                 done(None, ValueError(f"HTTP/2 deliveries are not possible: {http2_problem()}"))
             else:
@@ -536,8 +541,7 @@ class Watchdog:
     """
 
     def __init__(self) -> None:
-        self._active: dict[int, tuple[float, _Guard]] = {}
-        self._next_key = 0
+        self._active: dict[_Guard, float] = {}  # guard -> its deadline
         self._wake_at: float | None = None
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -548,9 +552,8 @@ class Watchdog:
         :return: the guard to attach the connection to and to :meth:`disarm`.
         """
         with self._cond:
-            self._next_key += 1
-            guard = _Guard(self._next_key)
-            self._active[guard.key] = (deadline, guard)
+            guard = _Guard()
+            self._active[guard] = deadline
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="deadline-watchdog", daemon=True
@@ -563,30 +566,27 @@ class Watchdog:
     def disarm(self, guard: _Guard) -> bool:
         """Stop watching; return ``True`` if the deadline already fired for this request."""
         with self._cond:
-            self._active.pop(guard.key, None)
+            self._active.pop(guard, None)
             return guard.fired
 
     def _run(self) -> None:
         with self._cond:
             while True:
                 now = real_monotonic()
-                expired = [g for deadline, g in self._active.values() if deadline <= now]
+                expired = [guard for guard, deadline in self._active.items() if deadline <= now]
                 for guard in expired:
                     guard.fire()
-                    del self._active[guard.key]
-                self._wake_at = min((d for d, _ in self._active.values()), default=None)
+                    del self._active[guard]
+                self._wake_at = min(self._active.values(), default=None)
                 self._cond.wait(None if self._wake_at is None else self._wake_at - now)
 
 
+@dataclass(eq=False, slots=True)
 class _Guard:
     """The watchdog's handle on one request: the connection to shut down, whether it fired."""
 
-    __slots__ = ("key", "fired", "conn")
-
-    def __init__(self, key: int) -> None:
-        self.key = key
-        self.fired = False
-        self.conn: http.client.HTTPConnection | None = None
+    fired: bool = False
+    conn: http.client.HTTPConnection | None = None
 
     def fire(self) -> None:
         self.fired = True
