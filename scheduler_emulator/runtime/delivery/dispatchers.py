@@ -77,7 +77,6 @@ class Sender(Protocol):
     def send(self, request: Any, timeout_seconds: float) -> TransportResult:
         """Send ``request`` once, giving up after ``timeout_seconds``; never raise for a
         target's failure (the result says what happened)."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -113,7 +112,6 @@ class Dispatcher(Protocol):
         :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value, or ``None``.
         :raises NotDispatched: when the attempt cannot be made (say why in the message).
         """
-        ...
 
 
 # ---------------------------------------------------------------------------- requests

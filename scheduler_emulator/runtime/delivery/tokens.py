@@ -20,6 +20,7 @@ access-token registry::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -150,10 +151,8 @@ class SigningKey:
         :raises ConfigurationError: if the file exists but holds no usable key.
         :raises OSError: if the file can be neither read nor created.
         """
-        try:
+        with contextlib.suppress(FileNotFoundError):
             return cls.from_pem(path.read_bytes(), str(path))
-        except FileNotFoundError:
-            pass
         key = cls.generate()
         path.parent.mkdir(parents=True, exist_ok=True)
         try:

@@ -119,12 +119,10 @@ class Transport(Protocol):
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Deliver ``request``, giving up after ``timeout_seconds`` (the attempt deadline)."""
-        ...
 
     def close(self) -> None:
         """Release what the transport holds (kept-alive connections, event loops); called
         once the engine has stopped, and may be called again (idempotent)."""
-        ...
 
 
 class StartingTransport(Transport, Protocol):
@@ -136,11 +134,9 @@ class StartingTransport(Transport, Protocol):
         """Begin delivering ``request`` without blocking; call ``done`` once, on any thread,
         with the result :meth:`Transport.send` would return. Return ``False`` (and call
         nothing) when :meth:`can_start` is false: the caller then uses :meth:`Transport.send`."""
-        ...
 
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``."""
-        ...
 
 
 def startable(transport: Transport, request: DeliveryRequest) -> bool:
