@@ -114,8 +114,7 @@ class CurlLoop:
         (a :data:`~scheduler_emulator.domain.redirects.Answered`: a redirect's ``location``
         is absolute).
 
-        :param hop: the request: method, an absolute ``http://`` or ``https://`` URL, headers,
-            body.
+        :param hop: the request, its URL an absolute ``http://`` or ``https://`` one.
         :param deadline: real monotonic seconds by which the exchange ends.
         :param sample: where to keep the body's start and the ``Content-Type``.
         :param http2: ``True``: HTTP/2 with prior knowledge (h2c; ``https://`` keeps to

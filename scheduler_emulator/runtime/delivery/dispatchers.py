@@ -125,14 +125,13 @@ class RequestTemplate(NamedTuple):
     and the token, worked out once per job configuration (see :func:`request_template`).
 
     :param method: HTTP method name.
-    :param url: the URI as stored.
+    :param url: the URL sent.
     :param headers: the user's kept headers, then ``User-Agent``, ``X-CloudScheduler`` and
         ``X-CloudScheduler-JobName``, in sending order.
-    :param body: the body sent (empty unless POST, PUT or PATCH).
+    :param body: the body sent (empty for a method that sends none).
     :param default_content_type: add ``Content-Type: application/octet-stream`` (a body and no
         user Content-Type).
-    :param http2: the job's emulator-only ``X-Emulator-Http2``: ``True`` HTTP/2 (h2c),
-        ``False`` HTTP/1.1, whatever the daemon's ``--http2``; ``None``: the daemon's choice.
+    :param http2: :attr:`DeliveryRequest.http2`, from the job's ``X-Emulator-Http2``.
     """
 
     method: str
@@ -183,7 +182,7 @@ def request_template(
         emulator-only ``X-Emulator-Http2`` are dropped.
     :param body: the stored body, sent only for ``body_methods``.
     :param token: the attempts carry a token (OIDC/OAuth), which replaces any user
-        ``Authorization`` header.
+        ``Authorization``.
     :param user_agent_suffix: App Engine targets: the ``User-Agent`` is the user's value
         followed by this; ``None``: ``Google-Cloud-Scheduler`` whatever the user set.
     :param http2: see :attr:`RequestTemplate.http2`.
@@ -211,11 +210,10 @@ def request_template(
 
 
 def http_template(job: Job, token: bool = False) -> RequestTemplate:
-    """The :class:`RequestTemplate` of an HTTP-target job (see :func:`request_template`): the
-    URI as stored but percent-encoded where HTTP needs it
+    """The :class:`RequestTemplate` of an HTTP-target job (``token`` as :func:`request_template`'s):
+    the URI as stored but percent-encoded where HTTP needs it
     (:func:`~scheduler_emulator.domain.validation.sendable_uri`).
 
-    :param token: the attempts carry a token, which replaces any user ``Authorization``.
     :raises ValueError: if the job has no HTTP target.
     """
     target = job.http_target
@@ -282,8 +280,7 @@ class HttpDispatcher:
         self.tokens = tokens
         self.header_case = header_case
         self.google_apis = google_apis
-        # Job name -> (the job configuration, with a token?, its template, its transport):
-        # what its attempts share, worked out again only when the job is replaced.
+        # Job name -> (its configuration, with a token?, template, transport), redone on change.
         self._templates: dict[str, tuple[Job, bool, RequestTemplate, Transport]] = {}
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:

@@ -52,9 +52,8 @@ _LOOP_START_SECONDS = 30.0
 
 @functools.lru_cache(maxsize=1024)
 def _url_environ(url: str) -> tuple[str, str, str, str, str, str]:
-    """The environ values a URL gives: scheme, ``PATH_INFO``, ``QUERY_STRING``,
-    ``SERVER_NAME``, ``SERVER_PORT`` and ``HTTP_HOST`` (parsed once per URL: a job's attempts
-    share theirs)."""
+    """A URL's scheme, ``PATH_INFO``, ``QUERY_STRING``, ``SERVER_NAME``, ``SERVER_PORT`` and
+    ``HTTP_HOST``, parsed once per URL (a job's attempts share theirs)."""
     parts = urlsplit(url)
     scheme = parts.scheme or "http"
     port = parts.port or (443 if scheme == "https" else 80)
@@ -263,8 +262,7 @@ class MountTransport:
         self.fallback.close()
 
     def _caller(self, app: Any) -> AsgiCaller | None:
-        """The :class:`AsgiCaller` of an ASGI ``app`` (started on first use), ``None`` for a
-        WSGI app."""
+        """The :class:`AsgiCaller` of an ASGI ``app`` (started on first use); ``None``: WSGI."""
         with self._callers_lock:
             known = self._callers.get(id(app))
             if known is None or known[0] is not app:
@@ -351,8 +349,7 @@ class MountTransport:
 
 
 class _Unmounted(Exception):
-    """A redirect led out of the mounted apps to ``hop``: the fallback transport sends the
-    rest."""
+    """A redirect led out of the mounted apps to ``hop``: the fallback transport sends the rest."""
 
     def __init__(self, hop: Hop) -> None:
         super().__init__(hop.url)

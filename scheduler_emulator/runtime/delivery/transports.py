@@ -140,8 +140,7 @@ class StartingTransport(Transport, Protocol):
 
 
 def startable(transport: Transport, request: DeliveryRequest) -> bool:
-    """Whether ``transport`` can begin ``request`` without holding the calling thread: it is a
-    :class:`StartingTransport` that can start it."""
+    """Whether ``transport`` is a :class:`StartingTransport` that can start ``request``."""
     can_start = getattr(transport, "can_start", None)
     return can_start is not None and bool(can_start(request))
 
@@ -238,8 +237,7 @@ def waited_result(
 
 class HttpTransport:
     """Real HTTP delivery over kept-alive connections, with a total deadline and a capped body
-    read, through libcurl's event loop or ``http.client`` (see the module docstring);
-    thread-safe.
+    read, through libcurl's event loop or ``http.client`` (the module docstring); thread-safe.
 
     :param max_body_bytes: response body bytes read at most; more closes the connection.
     :param curl: ``None`` (the default): libcurl if ``pycurl`` can be imported; ``False``:
@@ -292,11 +290,10 @@ class HttpTransport:
         )
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
-        """Begin :meth:`send` without holding the calling thread (with ``pycurl``: a transfer
-        of libcurl's event loop); ``done`` gets the result :meth:`send` would return, on
-        another thread.
+        """Begin :meth:`send` as a transfer of libcurl's event loop, holding no thread; ``done``
+        gets the result :meth:`send` would return, on another thread.
 
-        :return: ``False`` when nothing was sent (use :meth:`send`).
+        :return: ``False`` when nothing was sent, without ``pycurl`` (use :meth:`send`).
         """
         if not self.uses_curl:
             return False
@@ -411,7 +408,7 @@ class HttpTransport:
             answered(status, location, None)
 
     def _once(
-        self, hop: Hop, deadline: float, guard: _Guard, sample: ResponseSample | None = None
+        self, hop: Hop, deadline: float, guard: _Guard, sample: ResponseSample | None
     ) -> tuple[int, str | None]:
         parts = urlsplit(hop.url)
         if parts.scheme not in ("http", "https"):
