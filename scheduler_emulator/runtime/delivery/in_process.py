@@ -24,7 +24,6 @@ import io
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from contextlib import nullcontext
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
@@ -201,8 +200,7 @@ class AsgiCaller:
         async def send() -> Any:
             import anyio
 
-            limit = anyio.fail_after(timeout_seconds) if timeout_seconds else nullcontext()
-            with limit:
+            with anyio.fail_after(timeout_seconds or None):  # None: no limit
                 return await self._client.request(method, url, headers=dict(headers), content=body)
 
         return portal.call(send)
