@@ -129,18 +129,12 @@ class Emulator(AttemptAssertions):
             CloudRunAdminApi(self.cloud_run, self.tokens, options.location, require_token=True),
             transport,
         )
+        http: dict[str, Any] = {"header_case": options.header_case, "google_apis": google_apis}
         #: The dispatcher of each target kind; :meth:`set_dispatcher` replaces one.
         self.dispatchers: dict[str, Dispatcher] = {
-            "HTTP": HttpDispatcher(
-                transport, self.tokens, header_case=options.header_case, google_apis=google_apis
-            ),
+            "HTTP": HttpDispatcher(transport, self.tokens, **http),
             "PUBSUB": PubsubDispatcher(self.publisher),
-            "APP_ENGINE_HTTP": AppEngineDispatcher(
-                transport,
-                self.app_engine_urls,
-                header_case=options.header_case,
-                google_apis=google_apis,
-            ),
+            "APP_ENGINE_HTTP": AppEngineDispatcher(transport, self.app_engine_urls, **http),
         }
         self.attempt_log = attempt_log
         #: The scheduler core: it decides; the recorder carries out and records; the driver,
@@ -281,10 +275,11 @@ class Emulator(AttemptAssertions):
         if not self.has_job(job.name):
             return self._create(job, {}, from_start=True)
         current = self.get_job(job.name)
-        if replace(job, **_output_fields(current)) == current:
+        kept = {name: getattr(current, name) for name in MESSAGE_FIELDS["Job"].output_only}
+        if replace(job, **kept) == current:
             return current
-        fields = _output_fields(current) | {"user_update_time": self.clock.now()}
         _refuse_unsendable_http2(job)
+        fields = kept | {"user_update_time": self.clock.now()}
         return self._put_job(replace(job, **fields), from_start=True)
 
     def _put_job(self, job: Job, *, create: bool = False, from_start: bool = False) -> Job:
@@ -305,12 +300,10 @@ class Emulator(AttemptAssertions):
 
     @contextlib.contextmanager
     def _stored_or_undone(self, undone: Callable[[], None] = lambda: None) -> Iterator[None]:
-        """Keep the core's changes made inside the block only if the store took them: when a
-        write is refused (:class:`StorageUnavailable`, a full disk) every job the block
-        changed is put back as it was, ``undone()`` is called if anything was, and the error
-        goes on (the API answers 503, "the change was not stored"), so nothing refused is
-        read or stored later. The lock is taken for each step (the block may run without it,
-        as :meth:`run_due` does)."""
+        """Keep the core's changes made in the block only if the store took them: on
+        :class:`StorageUnavailable` (a full disk) every job it changed is put back, ``undone()``
+        is called if any was, and the error goes on (the API answers 503). The lock is taken
+        per step (the block may run without it, as :meth:`run_due`'s does)."""
         with self._lock:
             self.core.checkpoint()
         try:
@@ -615,22 +608,13 @@ class Emulator(AttemptAssertions):
         return now
 
 
-def _output_fields(job: Job) -> dict[str, Any]:
-    """The output-only fields of ``job`` as keyword arguments for ``dataclasses.replace``."""
-    return {name: getattr(job, name) for name in MESSAGE_FIELDS["Job"].output_only}
-
-
 def _page_start(page_size: int, page_token: str) -> int:
     """Check a page request; return the record id the page starts after (``0``: the first).
 
     :raises InvalidArgument: naming ``pageSize`` (not a whole number from 1 to 1000) or
         ``pageToken`` (not one this emulator gave).
     """
-    if (
-        isinstance(page_size, bool)
-        or not isinstance(page_size, int)
-        or not (1 <= page_size <= ATTEMPTS_PAGE_SIZE_MAX)
-    ):
+    if type(page_size) is not int or not 1 <= page_size <= ATTEMPTS_PAGE_SIZE_MAX:
         raise InvalidArgument(
             f"pageSize must be a whole number from 1 to {ATTEMPTS_PAGE_SIZE_MAX}; "
             f"got {page_size!r}.",

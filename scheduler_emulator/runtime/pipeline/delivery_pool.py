@@ -59,9 +59,7 @@ MAX_IN_PROGRESS = 8192
 
 
 class _Entry(NamedTuple):
-    """A submitted task and the key (job) it counts against."""
-
-    key: str
+    key: str  # the job it counts against
     task: Task
     quick: bool
 
@@ -89,8 +87,8 @@ class DeliveryPool:
         self._running: dict[str, int] = {}  # key -> its tasks in progress (or ready)
         self._waiting: dict[str, deque[_Entry]] = {}
         self._local = threading.local()  # .draining: this thread begins quick tasks now
-        # Held directly (a Condition's own enter and exit are Python code: one per hand-over);
-        # the condition wakes idle threads, notified only when some are idle.
+        # Held directly (a Condition's enter and exit are Python code); the condition wakes
+        # idle threads, notified only when some are idle.
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._closed = False
@@ -150,9 +148,8 @@ class DeliveryPool:
             return self._in_progress
 
     def _begin_quick(self) -> None:
-        """Begin the quick tasks at the head of the ready queue in this thread while places
-        are free (a task ending inside one of them goes on in this loop, not deeper); a task that
-        is not quick gets a pool thread."""
+        """Begin the quick tasks at the head of the ready queue here while places are free (one
+        ending inside another goes on in this loop, not deeper); wake a thread for another."""
         if getattr(self._local, "draining", False):
             return
         self._local.draining = True
@@ -196,9 +193,8 @@ class DeliveryPool:
             self._cond.notify()
 
     def _watch(self) -> None:
-        """Raise the limit (and add threads when every one is busy) on a stall: two looks in a
-        row, each on time (its wait returned within :data:`STALL_SECONDS`; a late look means
-        nothing ran, not that targets are slow), see tasks ready and none taken or ended."""
+        """Raise the limit (and add threads if none is idle) on a stall: two looks in a row, each
+        on time (a late one means nothing ran), see tasks ready and none taken or ended."""
         stalled_looks = 0
         looked = real_monotonic()
         while True:
@@ -226,12 +222,10 @@ class DeliveryPool:
                 return
 
     def _add_thread(self, name: str, idle_limit: float | None = None) -> None:
-        """Start a thread that takes tasks (:meth:`_work`)."""
         threading.Thread(target=self._work, args=(idle_limit,), name=name, daemon=True).start()
 
     def _work(self, idle_limit: float | None) -> None:
-        """Take ready tasks while the limit allows; a spare thread (``idle_limit`` seconds)
-        leaves when idle that long."""
+        """Take ready tasks while the limit allows; leave after ``idle_limit`` seconds idle."""
         while True:
             with self._lock:
                 while not self._closed and not (self._ready and self._in_progress < self._limit):

@@ -12,8 +12,8 @@ place that asks which clock runs:
   :class:`~scheduler_emulator.runtime.pipeline.recorder.LateAnswers`.
 - :class:`ThreadedDriver` (a system clock): one engine thread waits for the next due instant
   and hands attempts to the delivery pool
-  (:mod:`~scheduler_emulator.runtime.pipeline.delivery_pool`: at most ``max_per_job`` of one
-  job at once, so a slow target delays only its own job); an ``http://`` attempt (with
+  (:mod:`~scheduler_emulator.runtime.pipeline.delivery_pool`: at most 4 of one job at once, so
+  a slow target delays only its own job); an ``http://`` attempt (with
   ``pycurl``) waits on its target in libcurl's event loop, holding no thread. The engine
   thread also records their ends, a batch per hold of the engine lock, once the due batch
   under way is all sent (each at the instant its answer came). An attempt's
@@ -242,26 +242,13 @@ class ManualDriver(Driver):
 
 
 class ThreadedDriver(Driver):
-    """Sends on a delivery pool as real time passes (see the module docstring).
-
-    :param max_workers: delivery threads.
-    :param max_per_job: attempts of one job sent at once; more wait behind their own job
-        (their ``start_time`` is when they are sent).
-    """
+    """Sends on a delivery pool as real time passes (see the module docstring): 32 threads, 4
+    attempts of one job at once; more wait behind their own job (and start when sent)."""
 
     clock_mode = "system"
 
-    def __init__(
-        self,
-        clock: Clock,
-        recorder: Recorder,
-        close: Callable[[], None],
-        max_workers: int = 32,
-        max_per_job: int = 4,
-    ) -> None:
+    def __init__(self, clock: Clock, recorder: Recorder, close: Callable[[], None]) -> None:
         super().__init__(clock, recorder, close)
-        self._max_workers = max_workers
-        self._max_per_job = max_per_job
         self._wakeup = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -306,7 +293,7 @@ class ThreadedDriver(Driver):
         if self._thread is not None:
             return
         self._stopping.clear()
-        self._pool = DeliveryPool(self._max_workers, self._max_per_job)
+        self._pool = DeliveryPool(workers=32, per_key=4)
         self._thread = threading.Thread(target=self._loop, name="scheduler-engine", daemon=True)
         self._thread.start()
 
@@ -317,11 +304,8 @@ class ThreadedDriver(Driver):
             return len(self._outstanding)
 
     def stop(self, timeout: float) -> int:
-        """Stop firing at once, wait up to ``timeout`` seconds for attempts in flight, and
-        record those still unfinished as interrupted (``UNAVAILABLE``, like an emulator
-        restart: their runs are retried under the job's retry config, at the next start if the
-        store is kept); then close the transport's connections. Idempotent; returns how many
-        attempts were recorded as interrupted."""
+        """Stop as :meth:`Emulator.stop <scheduler_emulator.Emulator.stop>` says (idempotent);
+        return how many attempts were recorded as interrupted."""
         deadline = real_monotonic() + timeout
 
         def left() -> float:
@@ -378,11 +362,10 @@ class ThreadedDriver(Driver):
             with recorder.lock:
                 now = self.clock.now()
                 decisions = recorder.core.due(now)
-            # Record and hand over a few hundred at a time, each slice in one transaction, so
-            # that the first attempts of a large due batch leave while the rest are recorded.
-            # The first stores the instant alive before any is sent: a restart runs late what
-            # the decisions owed. The ends that come meanwhile wait until the whole due batch
-            # is sent (the writer commits its starts first); each keeps the instant it came.
+            # A slice per transaction: a large batch's first attempts leave while the rest are
+            # recorded. The first stores the instant alive (a restart runs late what it owed).
+            # Ends wait until the whole batch is sent (its starts commit first), each keeping
+            # the instant it came.
             for first in range(0, len(decisions), _SLICE):
                 if first and self._stopping.is_set():  # the rest is left as a crash here
                     break  # would leave it: the instant is stored alive, its runs run late
@@ -394,10 +377,8 @@ class ThreadedDriver(Driver):
             self.clock.wait(due, self._wakeup)
 
     def _deliver(self, delivery: Delivery, release: Callable[[], None]) -> None:
-        """Send ``delivery`` (:meth:`Recorder.begin`: an ``http://`` attempt then waits on its
-        target without a thread); :meth:`_ended` queues its end for the engine thread, and
-        ``release`` frees its place in the pool. Begun elsewhere than in :meth:`send_all` (a
-        pool thread, or after waiting for a place), it starts now."""
+        """Begin ``delivery`` (:meth:`Recorder.begin`); :meth:`_ended` queues its end and
+        ``release``s its place. Begun off :meth:`send_all`'s thread, it starts now (queued)."""
         if self._stopping.is_set():
             release()
             return  # taken from the queue as the engine stopped: stop() records it
@@ -409,23 +390,20 @@ class ThreadedDriver(Driver):
             ended(self.recorder.failed(delivery, exc))
 
     def _ended(self, delivery: Delivery, release: Callable[[], None], sent: Sent) -> None:
-        """What the send of ``delivery`` gave (on any thread): queue it for the engine thread,
-        with when it ended."""
+        """Queue what the send gave (on any thread) for the engine thread, with when it ended."""
         self._ends.append((delivery, sent, real_monotonic()))
         self._wake()
         release()
 
     def _wake(self) -> None:
-        """Wake the engine thread (an ``Event.set`` costs a condition's notify even when the
-        event is set already: a burst sets it once per turn of the engine thread, not once per
-        attempt)."""
+        """Wake the engine thread, setting the event only if unset (a set costs a notify even
+        then): a burst sets it once per turn of the engine thread, not once per attempt."""
         if not self._wakeup.is_set():
             self._wakeup.set()
 
     def _record_ends(self, now: datetime) -> None:
-        """Record the queued ends, a batch per hold of the engine lock (the store's writer
-        commits many in one transaction), then submit their follow-ups (a delayed run). Each
-        end is recorded at the instant it came (``now``, moved by the real seconds between)."""
+        """Record the queued ends, a batch per hold of the lock, each at the instant it came
+        (``now`` moved by the real seconds since); then submit their follow-ups."""
         recorder = self.recorder
         read = real_monotonic()  # as ``now`` was read
         while self._ends:
@@ -448,8 +426,7 @@ class ThreadedDriver(Driver):
             self.send_all(follow_ups)
 
     def _finish(self, delivery: Delivery, sent: Sent) -> list[Delivery]:
-        """Record the end of ``delivery`` once (:meth:`Recorder.finish`; the store's writer
-        thread commits it soon after, with others); return the follow-up deliveries."""
+        """Record the end of ``delivery`` once (:meth:`Recorder.finish`); return its follow-ups."""
         with self.recorder.lock:
             follow_ups = self.recorder.finish(delivery, sent)
             if delivery in self._outstanding:
@@ -463,9 +440,8 @@ class ThreadedDriver(Driver):
 
 #: Decisions of one due batch recorded per store transaction.
 _SLICE = 200
-#: The longest a stop waits, beyond its timeout, for the engine thread to finish the slice it
-#: is recording, so that nothing is recorded after the store closes (a slice takes
-#: milliseconds).
+#: The longest a stop waits beyond its timeout for the engine thread to finish its slice (it
+#: takes milliseconds), so that nothing is recorded after the store closes.
 _SLICE_SECONDS = 30.0
 #: Ends of attempts recorded per hold of the engine lock.
 _ENDS = 256

@@ -108,8 +108,6 @@ class Recorder:
         """Persist the core's decisions (lock held); return the attempts to send, each already
         recorded as started. An attempt that cannot be prepared is recorded as failed here and
         its outcome goes back to the core."""
-        if not decisions:
-            return []
         deliveries: list[Delivery] = []
         pending = deque(decisions)
         while pending:
@@ -128,8 +126,7 @@ class Recorder:
         return deliveries
 
     def _prepare(self, decision: StartAttempt) -> tuple[Delivery, Outcome | None]:
-        """Build the attempt of ``decision``; the outcome it failed with if it could not be
-        prepared."""
+        """Build the attempt of ``decision``, and the outcome it failed with if not prepared."""
         job, run = decision.job, decision.run
         now = self.clock.now()
         failure: Outcome | None = None
@@ -199,8 +196,7 @@ class Recorder:
         """The fault rules that fire for this attempt (decided once per attempt)."""
         if not self.faults.rules:
             return []
-        attempt = delivery.attempt
-        run = delivery.run_number
+        attempt, run = delivery.attempt, delivery.run_number
         return self.faults.decide(
             AttemptContext(attempt.job_id, run, attempt.schedule_time, attempt.attempt)
         )
@@ -245,8 +241,8 @@ class Recorder:
         """
         injected = sent if isinstance(sent, Injected) else Injected(sent, outcome_of(sent))
         attempt, kind, outcome = delivery.attempt, delivery.target_type, injected.outcome
-        latency = injected.latency_seconds
-        self.record_end(attempt, outcome, injected.result, kind, latency, delivery.answered)
+        latency, at = injected.latency_seconds, delivery.answered
+        self.record_end(attempt, outcome, injected.result, kind, latency, at)
         for copy in injected.copies:
             self._record_copy(kind, attempt, copy)
         assert attempt.end_time is not None
@@ -339,9 +335,8 @@ class Recorder:
         logger.error("%s: %s", what, exc, exc_info=logger.isEnabledFor(logging.DEBUG))
 
 
-#: The debug text of an attempt found in flight at start-up. The request may have reached the
-#: target, and been answered, before the process died — or never have been sent: the run is
-#: retried (one retry beyond its config), as Cloud Scheduler's at-least-once delivery allows.
+#: The debug text of an attempt found in flight at start-up: it may have been answered, or never
+#: sent; its run is retried once beyond its config (at-least-once delivery, as Google's).
 _RESTARTED_DETAIL = (
     "Emulator restarted. The emulator stopped before this attempt's answer was recorded; the "
     "target may have received and answered it."
@@ -505,7 +500,7 @@ def send_with_faults(
         )
         late = LateResponse(thread, answers)
         thread.start()
-        late.thread.join(deadline.seconds)
+        thread.join(deadline.seconds)
         result = TransportResult(
             failure=Failure.DEADLINE,
             detail="Injected: the attempt deadline passed while the target was still "
@@ -557,8 +552,6 @@ class LateAnswers:
     def before_send(self, run_id: int) -> None:
         """An attempt of ``run_id`` is about to be sent: let it overlap a late request of its
         run once; otherwise wait for those requests and note their answers first."""
-        if not self._late:
-            return
         pending = [entry for entry in self._late if entry[0].run_id == run_id]
         if not pending:
             return
