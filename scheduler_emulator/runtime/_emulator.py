@@ -213,8 +213,7 @@ class Emulator(AttemptAssertions):
         self.store.close()
 
     def _close_outputs(self) -> None:
-        """Close the transport (its kept-alive connections) and write the execution log's
-        queued lines (idempotent)."""
+        """Close the transport's connections and write the log's queued lines (idempotent)."""
         self.transport.close()
         if self.attempt_log is not None:
             self.attempt_log.flush()
@@ -319,8 +318,8 @@ class Emulator(AttemptAssertions):
                 self.core.release()
 
     def _modify(self, name: str, change: Callable[[Job], Job]) -> Job:
-        """Replace the job of full name ``name`` by ``change(job)`` atomically; if ``change``
-        raises, the job is left as it was. :raises NotFound:"""
+        """Replace job ``name`` (full) by ``change(job)`` atomically; if ``change`` raises,
+        nothing changes. :raises NotFound:"""
         with self._lock:
             return self._put_job(change(self.core.get(name)))
 
@@ -441,14 +440,12 @@ class Emulator(AttemptAssertions):
         :param name: the job's ID or full name.
         :param wait: under a manual clock, deliver the first attempt before returning (its
             retries come as the clock moves; on the system clock it is sent on the engine's
-            threads and this returns at once). ``False`` returns once the run is accepted — the
-            run and its first attempt recorded (the attempt in flight, started at the clock's
-            instant) — as the daemon's RunJob does: the attempt is then sent on another thread,
-            and the clock's next move waits for it first.
-        :param schedule_time: send the run as if scheduled at this aware instant: its
-            attempts carry it (in its own UTC offset) as ``X-CloudScheduler-ScheduleTime``,
-            whatever the schedule (an emulator-only action for testing a handler's date
-            window; RunJob itself has no such field).
+            threads and this returns at once). ``False`` returns once the run and its first
+            attempt are recorded (in flight, started at the clock's instant), as the daemon's
+            RunJob does; the attempt is sent on another thread, before the clock's next move.
+        :param schedule_time: send the run as if scheduled at this aware instant, carried (in
+            its own UTC offset) as ``X-CloudScheduler-ScheduleTime`` whatever the schedule
+            (emulator-only, for testing a handler's date window; RunJob has no such field).
         :return: the job as stored.
         :raises NotFound: ``Job not found.``
         :raises NaiveDatetimeError: for a naive ``schedule_time``.
@@ -551,10 +548,9 @@ class Emulator(AttemptAssertions):
         does it).
 
         A due instant whose runs the store refuses (:class:`StorageUnavailable`, a full disk)
-        changes nothing: its jobs are put back as they were and a manual clock goes back to
-        the last instant whose work was stored, so the clock move answers 503 with the clock,
-        the jobs and the next due instant as before — unless an attempt was already sent
-        there (it happened: what was done stays)."""
+        changes nothing: its jobs are put back and a manual clock returns to the last instant
+        whose work was stored, so the move answers 503 with clock, jobs and next due instant as
+        before — unless an attempt was already sent there (what was done stays)."""
 
         def go_back() -> None:
             if self.clock_mode == "manual":
