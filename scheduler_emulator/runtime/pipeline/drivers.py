@@ -61,8 +61,7 @@ class Driver:
     def manual_clock(self) -> ManualClock:
         """The manual clock that moves time by hand.
 
-        :raises ClockError: on the system clock, saying how to get a manual clock.
-        """
+        :raises ClockError: on the system clock, saying how to get one."""
         raise ClockError(
             "the emulator runs on the system clock; start it with a ManualClock "
             "(--clock manual) to move time by hand."

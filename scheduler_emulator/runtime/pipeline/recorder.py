@@ -58,10 +58,9 @@ class Delivery:
     :param run_number: the run's number (fault rules match on it).
     :param target_type: the job's target kind (``"HTTP"``, ``"PUBSUB"``…), looked up once.
     :ivar sent: it has left (the threaded driver's attempts in flight).
-    :ivar ended: its end is recorded (by the sender, or by a stop for an attempt still in
-        flight), so that it is recorded once.
-    :ivar answered: when its send ended, if its end is recorded later (the threaded driver
-        records ends after the due batch it is sending): the attempt's end time.
+    :ivar ended: its end is recorded (by the sender, or a stop while in flight): only once.
+    :ivar answered: its end time, when its send ended before its end is recorded (the threaded
+        driver records ends after the due batch it is sending).
     """
 
     attempt: Attempt
