@@ -49,8 +49,7 @@ class Driver:
     :param close: closes the transport's connections and flushes the log (at stop).
     """
 
-    #: ``"manual"`` or ``"system"``: the kind of clock that runs (what ``/_emulator/config``
-    #: reports).
+    #: The kind of clock that runs, ``"manual"`` or ``"system"`` (``/_emulator/config``'s).
     clock_mode: str
 
     def __init__(self, clock: Clock, recorder: Recorder, close: Callable[[], None]) -> None:
@@ -255,9 +254,8 @@ class ThreadedDriver(Driver):
         self._outstanding: set[Delivery] = set()  # submitted to the pool, end not recorded
         self._idle = threading.Condition(recorder.lock)
         self._idle_waiters = 0  # threads in wait_idle (the only ones it is notified for)
-        # Ends of attempts sent on the pool, recorded by the engine thread a batch at a time
-        # (one engine-lock hold per batch instead of 32 threads contending for it per attempt).
-        # (delivery, what its send gave, real monotonic seconds when it ended)
+        # (delivery, what its send gave, real monotonic end) of attempts sent on the pool: the
+        # engine thread records a batch per lock hold (not 32 threads contending per attempt).
         self._ends: deque[tuple[Delivery, Sent, float]] = deque()
         self._submitting = threading.local()  # .delivery: the one this thread submits now
 
@@ -340,16 +338,15 @@ class ThreadedDriver(Driver):
         """Wait up to ``timeout`` seconds until nothing is due now and no delivery is in flight;
         ``True`` if idle, ``False`` on timeout."""
         core = self.recorder.core
+
+        def idle() -> bool:
+            due = core.next_due()
+            return not self._outstanding and (due is None or due > self.clock.now())
+
         with self._idle:
             self._idle_waiters += 1
             try:
-                return self._idle.wait_for(
-                    lambda: (
-                        not self._outstanding
-                        and not ((due := core.next_due()) is not None and due <= self.clock.now())
-                    ),
-                    timeout,
-                )
+                return self._idle.wait_for(idle, timeout)
             finally:
                 self._idle_waiters -= 1
 

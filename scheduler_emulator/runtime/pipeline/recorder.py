@@ -463,8 +463,7 @@ def send_with_faults(
         otherwise the delay only adds to the attempt's recorded latency (virtual time).
     :return: what to record.
     """
-    status_rule = _first(rules, "status")
-    if status_rule is not None:
+    if (status_rule := _first(rules, "status")) is not None:
         result = TransportResult(status=status_rule.status)
         outcome = outcome_of(result)
         note = f"{outcome.debug_info} (injected: the target was not called)"
@@ -476,8 +475,7 @@ def send_with_faults(
         return Injected(result, outcome_of(result))
 
     latency = 0.0
-    delay = _first(rules, "delay")
-    if delay is not None:
+    if (delay := _first(rules, "delay")) is not None:
         latency = delay.seconds
         if wait_delays:
             clock.wait(clock.now() + timedelta(seconds=delay.seconds), threading.Event())
