@@ -358,10 +358,9 @@ class ThreadedDriver(Driver):
             with recorder.lock:
                 now = self.clock.now()
                 decisions = recorder.core.due(now)
-            # A slice per transaction: a large batch's first attempts leave while the rest are
-            # recorded. The first stores the instant alive (a restart runs late what it owed).
-            # Ends wait until the whole batch is sent (its starts commit first), each keeping
-            # the instant it came.
+            # A slice per transaction, so a large batch's first attempts leave while the rest
+            # are recorded; the first stores the instant alive (a restart runs late what it
+            # owed). Ends wait until the batch is sent (its starts commit first), at their time.
             for first in range(0, len(decisions), _SLICE):
                 if first and self._stopping.is_set():  # the rest is left as a crash here
                     break  # would leave it: the instant is stored alive, its runs run late
