@@ -304,6 +304,11 @@ class CloudRunAdminApi:
         return self._operation_body(execution, operation)
 
 
+def _google_host(url: str) -> str:
+    """The host of a URL that names ``.googleapis.com``, else ``""`` (most URLs, unparsed)."""
+    return (urlsplit(url).hostname or "") if ".googleapis.com" in url else ""
+
+
 class GoogleApisTransport(MountTransport):
     """The emulator's transport for ``*.googleapis.com`` URLs: Cloud Run Admin API hosts go to
     ``api`` in-process; any other ``*.googleapis.com`` URL fails (``CONNECTION``, nothing sent)
@@ -318,15 +323,10 @@ class GoogleApisTransport(MountTransport):
 
     def find(self, url: str) -> Any:
         """The Admin API app for a Cloud Run Admin API URL, else ``None``."""
-        if ".googleapis.com" not in url:  # the common case, without parsing the URL
-            return None
-        host = urlsplit(url).hostname or ""
-        return self.api if is_cloud_run_host(host) else None
+        return self.api if is_cloud_run_host(_google_host(url)) else None
 
     def _refused(self, request: DeliveryRequest) -> TransportResult | None:
-        if ".googleapis.com" not in request.url:
-            return None
-        host = urlsplit(request.url).hostname or ""
+        host = _google_host(request.url)
         if host.endswith(".googleapis.com") and not is_cloud_run_host(host):
             return TransportResult(
                 failure=Failure.CONNECTION,
