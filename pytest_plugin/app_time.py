@@ -158,12 +158,8 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     corrected = {} if _freezegun.freeze_factories else _corrections()
     originals = {(owner, name): vars(owner)[name] for owner, name in corrected}
     _install(corrected)
-    freezer = freeze_time(instant, tick=False, real_asyncio=True)
     try:
-        factory = freezer.start()
-        try:
+        with freeze_time(instant, tick=False, real_asyncio=True) as factory:
             yield factory
-        finally:
-            freezer.stop()
     finally:
         _install(originals)
