@@ -161,7 +161,8 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "--state", type=_execution_state, metavar="{" + ",".join(EXECUTION_STATES) + "}",
         help="only the executions in this state (any case)",
     )  # fmt: skip
-    for parser, more in ((jobs, "every column, "), (attempts, "every column, "), (runs, "")):
+    wide_help = ((jobs, "every column, "), (attempts, "every column, "), (runs, ""), (skipped, ""))
+    for parser, more in wide_help:
         parser.add_argument(
             "--wide",
             action="store_true",
@@ -439,7 +440,8 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
         args.last, listed, key=lambda pair: (parse_timestamp(pair[1]["nominalTime"]), pair[0])
     )
     records = [record for _, record in newest[::-1]]
-    return _print_table(out, SKIPPED_HEADERS, skipped_rows(records), "(no skipped runs)")
+    rows = skipped_rows(records)
+    return _print_table(out, SKIPPED_HEADERS, rows, "(no skipped runs)", args.wide)
 
 
 def run_state_text(run: dict[str, Any]) -> str:

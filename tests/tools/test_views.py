@@ -342,3 +342,8 @@ def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
         assert [row[1:3] for row in rows] == [
             [record["nominalTime"], record["job"].rsplit("/", 1)[1]] for record in shown
         ]
+    code, out, err = run_command(capsys, "skipped", "--wide", "--last", "1")
+    assert code == 0, err
+    [header, row] = out.splitlines()  # one line per row: the REASON unwrapped
+    assert row.split()[1:3] == [by_time[-1]["nominalTime"], "nightly"]
+    assert row.endswith(views.SKIPPED_REASONS["EMULATOR_DOWN"])
