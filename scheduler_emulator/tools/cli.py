@@ -16,7 +16,7 @@ import re
 import shlex
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
@@ -25,7 +25,7 @@ from typing import IO
 from .. import __version__
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
-from ..domain.names import check_project_id
+from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
 from ..domain.schedule import DST_POLICIES
 from ..runtime import (
@@ -113,8 +113,24 @@ def _port(text: str) -> int:
 
 def _host(text: str) -> str:
     """A ``--host`` value: an IPv6 address may come in the brackets of the startup line's URL
-    (``[::1]``)."""
-    return text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    (``[::1]``).
+
+    :raises argparse.ArgumentTypeError: for an empty value.
+    """
+    host = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    if not host.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is empty; give an address such as 127.0.0.1")
+    return host
+
+
+def _directory(text: str) -> Path:
+    """A ``--data-dir`` value.
+
+    :raises argparse.ArgumentTypeError: for an empty value (it would mean the current directory).
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is empty; give a directory")
+    return Path(text)
 
 
 def _daemon_address(parser: argparse.ArgumentParser) -> None:
@@ -127,11 +143,20 @@ def _daemon_address(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _project(text: str) -> str:
-    try:
-        return check_project_id(text, field="--project")
-    except ApiError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
+def _checked(check: Callable[..., str], flag: str) -> Callable[[str], str]:
+    """An argparse ``type`` that runs a name rule of the API (``check(text, field=flag)``),
+    so that a flag takes what the API takes.
+
+    :raises argparse.ArgumentTypeError: with the rule's message, which names ``flag``.
+    """
+
+    def checked(text: str) -> str:
+        try:
+            return check(text, field=flag)
+        except ApiError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    return checked
 
 
 def _admin_token(text: str) -> str:
@@ -223,17 +248,20 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--project",
         default=DEFAULT_PROJECT,
-        type=_project,
+        type=_checked(check_project_id, "--project"),
         action=_GivenStore,  # --firebase: the Functions emulator's project unless given
         help="default project (%(default)s)",
     )
     start.add_argument(
-        "--location", default=DEFAULT_LOCATION, help="default location (%(default)s)"
+        "--location",
+        default=DEFAULT_LOCATION,
+        type=_checked(check_location_id, "--location"),
+        help="default location (%(default)s)",
     )
     storage = start.add_mutually_exclusive_group()
     storage.add_argument(
         "--data-dir",
-        type=Path,
+        type=_directory,
         metavar="DIR",
         help="where jobs and attempts are kept; one daemon per directory (default: one per "
         "project directory, under $XDG_DATA_HOME/scheduler-emulator/, here "
@@ -666,6 +694,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_init(args.directory, force=args.force, out=sys.stdout)
         if args.command in commands:
             return commands[args.command](args, sys.stdout)
+    except KeyboardInterrupt:  # Ctrl-C where a command has no handler of its own (demo)
+        print("scheduler-emulator: interrupted.", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # Whoever read stdout (``| head``) went away: stop quietly, as a tool killed by
         # SIGPIPE, with stdout on /dev/null so that the interpreter's final flush does not fail.

@@ -110,6 +110,38 @@ class TestBadFlags:
         assert f"argument --port: '{port}' is not a port number (0 to 65535)" in err
         assert "Traceback" not in err
 
+    @pytest.mark.parametrize(
+        ("command", "flag", "value", "says"),
+        [
+            ("start", "--data-dir", "", "'' is empty; give a directory"),
+            ("start", "--host", "", "'' is empty; give an address such as 127.0.0.1"),
+            ("attempts", "--host", "[]", "'[]' is empty; give an address such as 127.0.0.1"),
+            ("start", "--location", "", 'invalid location ID ""'),
+            ("start", "--location", "us central", 'invalid location ID "us central"'),
+        ],
+    )
+    def test_an_empty_or_malformed_address_exits_2_naming_the_flag_and_the_value(
+        self, command: str, flag: str, value: str, says: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """An empty --data-dir would mean the current directory and an empty --host no
+        address; a --location the API would refuse in every job name is refused at once."""
+        code, _, err = run_command(capsys, command, flag, value)
+        assert code == 2
+        assert f"argument {flag}: " in err and says in err
+
+    def test_ctrl_c_exits_130_without_a_traceback(
+        self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Ctrl-C in a command without a handler of its own (``demo``) ends it quietly."""
+        from scheduler_emulator.tools import demo
+
+        def interrupted(**_: object) -> int:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(demo, "run_demo", interrupted)
+        code, _, err = run_command(capsys, "demo")
+        assert (code, err) == (130, "scheduler-emulator: interrupted.\n")
+
     def test_a_host_that_is_not_this_machines_says_so(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
