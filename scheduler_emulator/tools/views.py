@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from heapq import nlargest
 from itertools import islice
+from operator import attrgetter
 from typing import IO, Any
 
 from ..domain.attempts import Attempt, iso
@@ -582,11 +583,12 @@ def _follow(
     wide: bool = False,
     as_json: bool = False,
 ) -> int:
-    """Print ``shown`` (finished ones), then every attempt as it finishes, in id order (as a
-    table, each batch aligned on the widest cells seen so far, or as JSON lines)."""
+    """Print ``shown``'s finished attempts, then every attempt as it finishes, each look's in
+    id order (as a table, each batch aligned on the widest cells seen so far, or as JSON
+    lines). An attempt in flight is looked up again at each look until it ends (one request
+    each), so a long one holds back no other."""
     headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
     seen: list[list[str]] = []  # every row printed, so later batches align with earlier ones
-    cursor = 0  # the id after which attempts are still to be printed
 
     def emit(batch: list[Attempt], header: bool) -> None:
         if as_json:
@@ -603,36 +605,37 @@ def _follow(
         out.writelines(line + "\n" for line in (lines[starts[-len(rows)] :] if rows else []))
         out.flush()
 
-    finished = _finished_prefix(shown)
-    seen.extend(attempt_rows(shown, wide)[len(finished) :])  # widths of those still going
-    emit(finished, header=True)
-    if finished:
-        cursor = finished[-1].id
-    elif shown:
-        cursor = shown[0].id - 1
+    going = [attempt.id for attempt in shown if attempt.code is None]  # printed once they end
+    seen.extend(attempt_rows([a for a in shown if a.code is None], wide))  # widths of those
+    emit([attempt for attempt in shown if attempt.code is not None], header=True)
+    if shown:
+        cursor = shown[-1].id  # the id after which attempts are still to be read
     else:
         newest = client.get("/_emulator/attempts", {**base, "order": "newest", "pageSize": 1})
         cursor = int((newest.get("attempts") or [{"id": 0}])[0]["id"])
     try:
         while True:
             sleep(FOLLOW_INTERVAL)
-            page = client.get(
+            looked = [_attempt_after(client, base, attempt_id - 1) for attempt_id in going]
+            new = client.get(
                 "/_emulator/attempts", {**base, "pageSize": PAGE_SIZE, "pageToken": str(cursor)}
             )
-            batch = _finished_prefix([Attempt.from_json(a) for a in page.get("attempts", [])])
-            if batch:
-                emit(batch, header=False)
-                cursor = batch[-1].id
+            fresh = [Attempt.from_json(item) for item in new.get("attempts", [])]
+            cursor = fresh[-1].id if fresh else cursor
+            # an attempt no longer stored (retention dropped it once it ended) is let go
+            now = [a for a, i in zip(looked, going, strict=True) if a is not None and a.id == i]
+            going = [a.id for a in now + fresh if a.code is None]
+            ended = sorted((a for a in now + fresh if a.code is not None), key=attrgetter("id"))
+            if ended:
+                emit(ended, header=False)
     except KeyboardInterrupt:
         return 0
 
 
-def _finished_prefix(attempts: list[Attempt]) -> list[Attempt]:
-    """The attempts up to the first one still in flight (printed once it ends)."""
-    for index, attempt in enumerate(attempts):
-        if attempt.code is None:
-            return attempts[:index]
-    return attempts
+def _attempt_after(client: DaemonClient, base: dict[str, Any], after: int) -> Attempt | None:
+    """The first attempt (of ``base``'s job) whose id is above ``after``, ``None`` for none."""
+    page = client.get("/_emulator/attempts", {**base, "pageSize": 1, "pageToken": str(after)})
+    return next((Attempt.from_json(item) for item in page.get("attempts", [])), None)
 
 
 #: The command functions by subcommand name.

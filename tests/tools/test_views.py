@@ -285,6 +285,41 @@ def test_follow_prints_every_line_of_a_wrapped_reason() -> None:
     assert lines == render_table(ATTEMPT_HEADERS, attempt_rows(whole), width=TABLE_WIDTH)
 
 
+def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
+    """An attempt in flight (a slow target) neither holds back one after it that ends sooner
+    nor goes unprinted when it ends (a trial user's --follow stalled behind one)."""
+    start = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
+
+    def attempt(number: int, ended: bool) -> Attempt:
+        begun = start + timedelta(hours=number)
+        return Attempt(
+            number, "projects/p/locations/l/jobs/report", number, 1, iso_z(begun), begun,
+            {"method": "POST", "url": "http://127.0.0.1:9/x", "headers": {}},
+            end_time=begun + timedelta(seconds=75) if ended else None,
+            response_status=200 if ended else None, code="OK" if ended else None, nominal=begun,
+        )  # fmt: skip
+
+    class Client:
+        def get(self, path: str, params: dict[str, object]) -> dict[str, object]:
+            if params["pageSize"] == 1:  # the attempt in flight, looked up again by its id
+                assert params["pageToken"] == "0"
+                return {"attempts": [attempt(1, ended=len(looks) > 1).to_json()]}
+            new = [attempt(2, ended=True).to_json()] if params["pageToken"] == "1" else []
+            return {"attempts": new}
+
+    def three_looks(seconds: float) -> None:
+        looks.append(seconds)
+        if len(looks) > 2:
+            raise KeyboardInterrupt
+
+    looks: list[float] = []
+    out = io.StringIO()
+    assert _follow(Client(), {}, [attempt(1, ended=False)], out, three_looks) == 0  # type: ignore[arg-type]
+    header, *rows = out.getvalue().splitlines()
+    assert header.startswith("TIME ")
+    assert [row.split()[0] for row in rows] == ["2026-03-01T04:00:00Z", "2026-03-01T03:00:00Z"]
+
+
 def iso_z(instant: datetime) -> str:
     return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
 
