@@ -53,6 +53,8 @@ _ORIGINAL = re.compile(r"\.? ?Original HTTP response code number = \d{3}")
 DETAIL_WIDTH = 90
 #: The narrowest a wrapped last column gets (:func:`render_table`'s ``width``).
 MIN_LAST_WIDTH = 24
+#: The narrowest a wrapped ``JOB`` column gets, once the last column is at its narrowest.
+MIN_JOB_WIDTH = 12
 
 
 class _Wrapper(textwrap.TextWrapper):
@@ -83,29 +85,39 @@ def render_table(
         right-aligned.
     :param rows: cells as strings, one list per row, as many as ``headers``.
     :param width: the longest line in characters: the last column wraps onto continuation
-        lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH`), at spaces or after
-        JSON's and URLs' punctuation (:class:`_Wrapper`); ``None``: one line per row.
-    :param paint: ``paint(header, padded cell)`` → the cell as written (terminal colours);
-        alignment is measured before painting.
+        lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH`), then a ``JOB``
+        column (never narrower than :data:`MIN_JOB_WIDTH`), at spaces or after JSON's and
+        URLs' punctuation and a name's ``-`` and ``_`` (:class:`_Wrapper`); ``None``: one line
+        per row.
+    :param paint: ``paint(header, padded cell)`` → the cell as written (terminal colours, on
+        a row's first line); alignment is measured before painting.
     :return: the lines, header first.
     """
     table = [list(headers), *(list(row) for row in rows)]
     widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-    indent = sum(widths[:-1]) + 2 * (len(headers) - 1)
-    room = None if width is None else max(MIN_LAST_WIDTH, width - indent)
+    if width is not None:
+        over = sum(widths) + 2 * (len(widths) - 1) - width
+        widths[-1] -= max(0, min(over, widths[-1] - MIN_LAST_WIDTH))
+        for i, header in enumerate(headers[:-1]):
+            if header.endswith("JOB"):
+                over = sum(widths) + 2 * (len(widths) - 1) - width
+                widths[i] -= max(0, min(over, widths[i] - MIN_JOB_WIDTH))
     lines = []
     for number, row in enumerate(table):
-        last = [row[-1]]
-        if room is not None and len(row[-1]) > room:
-            last = _Wrapper(room, break_on_hyphens=False).wrap(row[-1]) or [""]
-        cells = [
-            cell.rjust(w) if header in _RIGHT else cell.ljust(w)
-            for header, cell, w in zip(headers, [*row[:-1], last[0]], widths, strict=True)
+        parts = [
+            [cell] if len(cell) <= w else _Wrapper(w, break_on_hyphens=False).wrap(cell) or [""]
+            for cell, w in zip(row, widths, strict=True)
         ]
-        if paint is not None and number:
-            cells = [paint(header, cell) for header, cell in zip(headers, cells, strict=True)]
-        lines.append("  ".join(cells).rstrip())
-        lines.extend(" " * indent + more for more in last[1:])
+        for depth in range(max(map(len, parts))):
+            cells = [
+                (part[depth] if depth < len(part) else "").rjust(w)
+                if header in _RIGHT
+                else (part[depth] if depth < len(part) else "").ljust(w)
+                for header, part, w in zip(headers, parts, widths, strict=True)
+            ]
+            if paint is not None and number and not depth:
+                cells = [paint(header, cell) for header, cell in zip(headers, cells, strict=True)]
+            lines.append("  ".join(cells).rstrip())
     return lines
 
 

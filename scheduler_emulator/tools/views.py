@@ -4,8 +4,8 @@
 
 They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``,
 ``GET /_emulator/runs``, ``GET /_emulator/skipped``), a page at a time. Every table fits
-:data:`TABLE_WIDTH` columns: the last column (REASON) wraps to fit, and the
-rest is shown under ``--wide``, one line per row. ``attempts`` shows one schedule-time column
+:data:`TABLE_WIDTH` columns: the last column (REASON) wraps to fit, then the JOB column, and
+the rest is shown under ``--wide``, one line per row. ``attempts`` shows one schedule-time column
 (the ScheduleTime each attempt carried) and, for a failure, the reason
 (:func:`~scheduler_emulator.domain.attempts.failure_reason`); ``--json`` prints one
 ``/_emulator/attempts`` record per line instead; ``--follow`` keeps printing attempts as they

@@ -320,6 +320,29 @@ def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
     assert [row.split()[0] for row in rows] == ["2026-03-01T04:00:00Z", "2026-03-01T03:00:00Z"]
 
 
+def test_a_long_job_id_wraps_under_its_column_so_the_table_fits() -> None:
+    """A job ID of 40 characters with a failure's reason still fits the 120 columns: the
+    REASON wraps first, then the JOB column, after the ID's hyphens (a trial user's tables
+    were 133-146 wide)."""
+    begun = datetime(2026, 12, 3, 18, 4, 0, 600, tzinfo=UTC)
+    job = "projects/p/locations/l/jobs/flaky-ledger-export-europe-west1-nightly"
+    failed = Attempt(
+        1, job, 1, 1, iso_z(begun), begun,
+        {"method": "POST", "url": "http://127.0.0.1:9/x", "headers": {}},
+        end_time=begun + timedelta(seconds=1), response_status=500, code="INTERNAL",
+        debug_info="URL_ERROR-ERROR_OTHER. The target answered 500: the ledger is locked.",
+        nominal=begun,
+    )  # fmt: skip
+    lines = render_table(ATTEMPT_HEADERS, attempt_rows([failed]), width=TABLE_WIDTH)
+    assert max(map(len, lines)) <= TABLE_WIDTH
+    header, first, *more = lines
+    column = header.index("JOB")
+    pieces = [line[column:].split()[0] for line in [first, *more] if line[column:].strip()]
+    assert "".join(pieces).startswith("flaky-ledger-export-europe-west1-nightly")
+    assert pieces[0].endswith("-") and len(pieces) > 1
+    assert first.startswith("2026-12-03T18:04:00")  # the row's first line keeps its time
+
+
 def iso_z(instant: datetime) -> str:
     return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
 
