@@ -178,6 +178,8 @@ def parse_timestamp(text: str) -> datetime:
     year, month, day, hour, minute, second, fraction, zulu, sign, off_h, off_m = match.groups()
     offset = timedelta(0)
     if not zulu:
+        if int(off_h) > 23 or int(off_m) > 59:  # RFC 3339's time-numoffset
+            raise ValueError(f"the UTC offset {sign}{off_h}:{off_m} is not from -23:59 to +23:59")
         offset = timedelta(hours=int(off_h), minutes=int(off_m))
         if sign == "-":
             offset = -offset

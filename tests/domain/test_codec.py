@@ -197,6 +197,18 @@ class TestTimestamps:
         assert caught.value.message.startswith(f"Invalid timestamp {json.dumps(text)}")
         assert caught.value.violations[0].field == "time"
 
+    @pytest.mark.parametrize("offset", ["+25:00", "-24:00", "+05:60"])
+    def test_an_offset_out_of_range_is_named(self, offset: str) -> None:
+        """RFC 3339's offsets run from -23:59 to +23:59 (not Python's wording, and +05:60 is
+        not +06:00)."""
+        with pytest.raises(InvalidArgument) as caught:
+            parse_timestamp(f"2026-12-03T18:00:00{offset}")
+
+        assert caught.value.message == (
+            f'Invalid timestamp "2026-12-03T18:00:00{offset}": the UTC offset {offset} is not '
+            "from -23:59 to +23:59."
+        )
+
     @case_table(__file__, "formatted_timestamps")
     def test_format_is_utc_with_z(self, value: datetime, text: str) -> None:
         assert format_timestamp(value) == text

@@ -129,6 +129,20 @@ class TestBadFlags:
         assert code == 2
         assert f"argument {flag}: " in err and says in err
 
+    @pytest.mark.parametrize("below", ["", "sub"])
+    def test_a_data_dir_that_is_a_file_exits_2_naming_the_flag(
+        self, below: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Not the operating system's ``[Errno 17] File exists`` (a trial user's)."""
+        (tmp_path / "notes.txt").write_text("a file")
+        data_dir = tmp_path / "notes.txt" / below if below else tmp_path / "notes.txt"
+        code, _, err = run_command(capsys, "start", "--port", "0", "--data-dir", str(data_dir))
+        assert code == 2
+        assert (
+            err == f"error: --data-dir {data_dir} is a file or lies under one: pass a "
+            "directory, or a path where one can be made.\n"
+        )
+
     def test_ctrl_c_exits_130_without_a_traceback(
         self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -43,11 +43,18 @@ class DataDirLock:
 
         :raises DataDirInUse: when another process holds the directory (naming its pid and
             port when its lock file still says).
-        :raises ConfigurationError: when a directory has the lock file's name, naming it.
+        :raises ConfigurationError: when a directory has the lock file's name, or a file the
+            data directory's, naming it.
         :raises OSError: when the directory or the lock file cannot be created, opened or
             locked otherwise (no permission, no locks on its file system).
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:  # a file has its name, or a parent's
+            raise ConfigurationError(
+                f"--data-dir {self.path.parent} is a file or lies under one: pass a directory, "
+                "or a path where one can be made."
+            ) from exc
         dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
         handle = None
         try:  # every failure lets go of what was taken
