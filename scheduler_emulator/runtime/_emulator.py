@@ -196,7 +196,8 @@ class Emulator(AttemptAssertions):
 
         :param timeout: seconds to wait in all (real time) for the engine thread and the
             attempts in flight; recording the interrupted ones may take a moment more.
-        :return: how many attempts were recorded as interrupted.
+        :return: how many attempts were recorded as interrupted (in flight, or started by
+            their ends and not sent).
         """
         return self.driver.stop(timeout)
 

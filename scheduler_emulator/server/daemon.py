@@ -253,7 +253,8 @@ class Daemon:
                 + (
                     "nothing is kept in memory, so their runs are not retried (--in-memory)."
                     if in_memory
-                    else "their runs are retried per their retry config at the next start."
+                    else "a run with retries left in its retry config is retried at the next "
+                    "start (one with none left has given up)."
                 )
             )
         kept = (

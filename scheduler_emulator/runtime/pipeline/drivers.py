@@ -329,10 +329,13 @@ class ThreadedDriver(Driver):
             self._wakeup.wait(left())
         with self._idle:
             unfinished = sorted(self._outstanding, key=lambda d: d.attempt.id)
+            recorded = len(unfinished)
             for delivery in unfinished:  # follow-ups recorded as not sent: the engine stopped
-                self.send_all(self._finish(delivery, Injected(TransportResult(), INTERRUPTED)))
+                follow_ups = self._finish(delivery, Injected(TransportResult(), INTERRUPTED))
+                recorded += len(follow_ups)
+                self.send_all(follow_ups)
         self._close()
-        return len(unfinished)
+        return recorded
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds until nothing is due now and no delivery is in flight;
