@@ -21,6 +21,7 @@ from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import IO
+from urllib.parse import urlsplit
 
 from .. import __version__
 from ..domain.codec import parse_timestamp
@@ -141,6 +142,17 @@ def _daemon_address(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=_port, default=DEFAULT_PORT, help="the daemon's port (%(default)s)"
     )
+
+
+def _issuer(text: str) -> str:
+    """A ``--token-issuer`` value: an ``http(s)://`` URL with a host, as a token's ``iss`` is.
+
+    :raises argparse.ArgumentTypeError: naming the value.
+    """
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL with a host")
+    return text
 
 
 def _checked(check: Callable[..., str], flag: str) -> Callable[[str], str]:
@@ -329,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--token-issuer",
         default=GOOGLE_ISSUER,
+        type=_issuer,
         metavar="URL",
         help="'iss' of the OIDC tokens jobs send (%(default)s)",
     )

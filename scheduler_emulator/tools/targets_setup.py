@@ -192,7 +192,8 @@ def configure(
     """Read the flags (and ``$PUBSUB_EMULATOR_HOST``); start the Pub/Sub emulator for
     ``--with-pubsub`` and create the topics of ``jobs`` in it.
 
-    :raises ConfigurationError: for a bad ``--app-engine-url``, a missing google-cloud-pubsub
+    :raises ConfigurationError: for a bad ``--app-engine-url`` or Pub/Sub emulator address
+        (``HOST:PORT``), a missing google-cloud-pubsub
         with ``--with-pubsub`` (naming the ``[pubsub]`` extra), or an emulator that fails.
     """
     environ = dict(os.environ) if environ is None else environ
@@ -216,6 +217,12 @@ def configure(
             EmulatorPublisher(process.host), urls, process, f"Pub/Sub emulator {process.host}{note}"
         )
     host = args.pubsub_emulator_host or environ.get(ENV_VAR, "")
+    name, _, port = host.rpartition(":")
+    if host and not (name.strip("[]") and port.isascii() and port.isdigit() and int(port) < 65536):
+        given = "--pubsub-emulator-host" if args.pubsub_emulator_host else f"${ENV_VAR}"
+        raise ConfigurationError(
+            f"{given} must be HOST:PORT, such as localhost:8085; got {host!r}."
+        )
     if host:
         missing = pubsub_library_missing()
         if missing is not None:

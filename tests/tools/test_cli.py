@@ -118,6 +118,7 @@ class TestBadFlags:
             ("attempts", "--host", "[]", "'[]' is empty; give an address such as 127.0.0.1"),
             ("start", "--location", "", 'invalid location ID ""'),
             ("start", "--location", "us central", 'invalid location ID "us central"'),
+            ("start", "--token-issuer", "notaurl", "'notaurl' is not an http(s) URL with a host"),
         ],
     )
     def test_an_empty_or_malformed_address_exits_2_naming_the_flag_and_the_value(
@@ -141,6 +142,19 @@ class TestBadFlags:
         assert (
             err == f"error: --data-dir {data_dir} is a file or lies under one: pass a "
             "directory, or a path where one can be made.\n"
+        )
+
+    @pytest.mark.parametrize("host", ["nocolon", "localhost:99999", ":8085"])
+    def test_a_pubsub_emulator_host_without_a_port_exits_2(
+        self, host: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        code, _, err = run_command(
+            capsys, "start", "--in-memory", "--port", "0", "--pubsub-emulator-host", host
+        )
+        assert code == 2
+        assert err == (
+            f"error: --pubsub-emulator-host must be HOST:PORT, such as localhost:8085; got "
+            f"{host!r}.\n"
         )
 
     def test_ctrl_c_exits_130_without_a_traceback(
