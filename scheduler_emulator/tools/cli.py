@@ -17,14 +17,12 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import IO
 from urllib.parse import urlsplit
 
 from .. import __version__
-from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
@@ -51,7 +49,7 @@ from .fault_file import load_fault_file
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
 from .targets_setup import configure as configure_targets
-from .views import ADMIN_TOKEN_ENV, is_terminal, whole_number
+from .views import ADMIN_TOKEN_ENV, is_terminal, timestamp_argument, whole_number
 
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
@@ -93,13 +91,6 @@ def default_data_dir(project_dir: Path | None = None) -> Path:
     digest = hashlib.sha256(str(directory).encode()).hexdigest()[:10]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", directory.name) or "root"
     return Path(base) / "scheduler-emulator" / f"{name}-{digest}"
-
-
-def _timestamp(text: str) -> datetime:
-    try:
-        return parse_timestamp(text)
-    except ApiError as exc:
-        raise argparse.ArgumentTypeError(f"not an RFC 3339 timestamp: {text!r}") from exc
 
 
 def _port(text: str) -> int:
@@ -304,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     start.add_argument(
         "--start",
-        type=_timestamp,
+        type=timestamp_argument,
         metavar="RFC3339",
         help="manual clock's start instant (default: now, rounded down to the whole minute)",
     )
@@ -362,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     nxt = sub.add_parser("next", help="print a schedule's next fire times")
     nxt.add_argument("schedule", help='unix-cron or English-like schedule, e.g. "0 2 * * *"')
     nxt.add_argument("--time-zone", default="Etc/UTC", help="IANA time zone (%(default)s)")
-    nxt.add_argument("--after", type=_timestamp, metavar="RFC3339", help="default: now")
+    nxt.add_argument("--after", type=timestamp_argument, metavar="RFC3339", help="default: now")
     nxt.add_argument("-n", type=int, default=5, help="how many fire times (%(default)s)")
     nxt.add_argument(
         "--dst-policy", choices=DST_POLICIES, default=DEFAULT_DST_POLICY, help=DST_HELP

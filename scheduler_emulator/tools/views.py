@@ -184,7 +184,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     )
     run.add_argument("job", metavar="JOB", help="the job's ID or full name")
     run.add_argument(
-        "--schedule-time", type=_since, metavar="RFC3339",
+        "--schedule-time", type=timestamp_argument, metavar="RFC3339",
         help="send the run as if scheduled at this instant (emulator-only)",
     )  # fmt: skip
     for parser, help_text in (
@@ -195,14 +195,21 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     ):  # fmt: skip
         parser.add_argument("--json", action="store_true", help=help_text)
     window.add_argument(
-        "--since", type=_since, metavar="RFC3339", help="attempts started at or after this instant"
+        "--since",
+        type=timestamp_argument,
+        metavar="RFC3339",
+        help="attempts started at or after this instant",
     )
     attempts.add_argument(
         "--follow", "-f", action="store_true", help="keep printing attempts as they finish"
     )
 
 
-def _since(text: str) -> datetime:
+def timestamp_argument(text: str) -> datetime:
+    """An argparse ``type``: an RFC 3339 timestamp as aware UTC.
+
+    :raises argparse.ArgumentTypeError: saying why ``text`` is not one (argparse names the flag).
+    """
     try:
         return parse_timestamp(text, field="the time")
     except InvalidArgument as exc:

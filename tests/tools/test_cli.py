@@ -119,13 +119,16 @@ class TestBadFlags:
             ("start", "--location", "", 'invalid location ID ""'),
             ("start", "--location", "us central", 'invalid location ID "us central"'),
             ("start", "--token-issuer", "notaurl", "'notaurl' is not an http(s) URL with a host"),
+            ("start", "--start", "2026-02-30T00:00:00Z", "day is out of range for month"),
+            ("next", "--after", "2026-13-01T00:00:00Z", "month must be in 1..12"),
         ],
     )
-    def test_an_empty_or_malformed_address_exits_2_naming_the_flag_and_the_value(
+    def test_a_bad_value_exits_2_naming_the_flag_and_the_reason(
         self, command: str, flag: str, value: str, says: str, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """An empty --data-dir would mean the current directory and an empty --host no
-        address; a --location the API would refuse in every job name is refused at once."""
+        address; a --location the API would refuse in every job name is refused at once; a
+        timestamp says what is wrong with it."""
         code, _, err = run_command(capsys, command, flag, value)
         assert code == 2
         assert f"argument {flag}: " in err and says in err
