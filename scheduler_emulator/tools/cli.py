@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import IO
-from urllib.parse import urlsplit
 
 from .. import __version__
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
@@ -136,13 +135,13 @@ def _daemon_address(parser: argparse.ArgumentParser) -> None:
 
 
 def _issuer(text: str) -> str:
-    """A ``--token-issuer`` value: an ``http(s)://`` URL with a host, as a token's ``iss`` is.
+    """A ``--token-issuer`` value: any text without spaces (Google's ID tokens carry
+    ``https://accounts.google.com`` or ``accounts.google.com``).
 
-    :raises argparse.ArgumentTypeError: naming the value.
+    :raises argparse.ArgumentTypeError: for an empty value or one with whitespace.
     """
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL with a host")
+    if not text or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"{text!r} is empty or has a space; give the 'iss'")
     return text
 
 

@@ -118,7 +118,7 @@ class TestBadFlags:
             ("attempts", "--host", "[]", "'[]' is empty; give an address such as 127.0.0.1"),
             ("start", "--location", "", 'invalid location ID ""'),
             ("start", "--location", "us central", 'invalid location ID "us central"'),
-            ("start", "--token-issuer", "notaurl", "'notaurl' is not an http(s) URL with a host"),
+            ("start", "--token-issuer", "", "'' is empty or has a space; give the 'iss'"),
             ("start", "--start", "2026-02-30T00:00:00Z", "day is out of range for month"),
             ("next", "--after", "2026-13-01T00:00:00Z", "month must be in 1..12"),
         ],
