@@ -86,9 +86,9 @@ def render_table(
     :param rows: cells as strings, one list per row, as many as ``headers``.
     :param width: the longest line in characters: the last column wraps onto continuation
         lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH`), then a ``JOB``
-        column (never narrower than :data:`MIN_JOB_WIDTH`), at spaces or after JSON's and
-        URLs' punctuation and a name's ``-`` and ``_`` (:class:`_Wrapper`); ``None``: one line
-        per row.
+        column (never narrower than :data:`MIN_JOB_WIDTH` nor a word of its IDs), at spaces or
+        after JSON's and URLs' punctuation and a name's ``-`` and ``_`` (:class:`_Wrapper`); a
+        table of wide cells may still be wider; ``None``: one line per row.
     :param paint: ``paint(header, padded cell)`` → the cell as written (terminal colours, on
         a row's first line); alignment is measured before painting.
     :return: the lines, header first.
@@ -99,9 +99,11 @@ def render_table(
         over = sum(widths) + 2 * (len(widths) - 1) - width
         widths[-1] -= max(0, min(over, widths[-1] - MIN_LAST_WIDTH))
         for i, header in enumerate(headers[:-1]):
-            if header.endswith("JOB"):
+            if header.endswith("JOB"):  # never narrower than its longest piece between hyphens
+                pieces = (p for row in table[1:] for p in _Wrapper.wordsep_simple_re.split(row[i]))
+                floor = max([MIN_JOB_WIDTH, *map(len, pieces)])
                 over = sum(widths) + 2 * (len(widths) - 1) - width
-                widths[i] -= max(0, min(over, widths[i] - MIN_JOB_WIDTH))
+                widths[i] -= max(0, min(over, widths[i] - floor))
     lines = []
     for number, row in enumerate(table):
         parts = [

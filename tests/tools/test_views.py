@@ -322,8 +322,8 @@ def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
 
 def test_a_long_job_id_wraps_under_its_column_so_the_table_fits() -> None:
     """A job ID of 40 characters with a failure's reason still fits the 120 columns: the
-    REASON wraps first, then the JOB column, after the ID's hyphens (a trial user's tables
-    were 133-146 wide)."""
+    REASON wraps first, then the JOB column, after the ID's hyphens and never inside a word
+    (a trial user's tables were 133-146 wide)."""
     begun = datetime(2026, 12, 3, 18, 4, 0, 600, tzinfo=UTC)
     job = "projects/p/locations/l/jobs/flaky-ledger-export-europe-west1-nightly"
     failed = Attempt(
@@ -339,8 +339,21 @@ def test_a_long_job_id_wraps_under_its_column_so_the_table_fits() -> None:
     column = header.index("JOB")
     pieces = [line[column:].split()[0] for line in [first, *more] if line[column:].strip()]
     assert "".join(pieces).startswith("flaky-ledger-export-europe-west1-nightly")
-    assert pieces[0].endswith("-") and len(pieces) > 1
+    assert len(pieces) > 1 and all(piece.endswith("-") for piece in pieces[:-1])  # no word cut
     assert first.startswith("2026-12-03T18:04:00")  # the row's first line keeps its time
+
+
+def test_a_job_column_is_never_narrower_than_a_word_of_its_ids() -> None:
+    """``reconciliation-`` stays whole even where the table then runs past its width."""
+    lines = render_table(
+        ["TIME", "JOB", "REASON"],
+        [["2026-12-03T18:04:00.000600Z", "nightly-inventory-reconciliation-eu-west-01", "x" * 30]],
+        width=60,
+    )
+    column = lines[0].index("JOB")
+    assert [line[column:].split()[0] for line in lines[1:] if line[column:].strip()][:3] == [
+        "nightly-", "inventory-", "reconciliation-"
+    ]  # fmt: skip
 
 
 def iso_z(instant: datetime) -> str:
