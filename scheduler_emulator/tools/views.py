@@ -3,7 +3,7 @@
 ``--host``/``--port`` as ``env-init`` takes them.
 
 They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``,
-``GET /_emulator/runs``, ``GET /_emulator/skipped``), a page at a time. Every table fits
+``GET /_emulator/runs``, ``GET /_emulator/skipped``), a page at a time. Every table keeps to
 :data:`TABLE_WIDTH` columns: the last column (REASON) wraps to fit, then the JOB column, and
 the rest is shown under ``--wide``, one line per row. ``attempts`` shows one schedule-time column
 (the ScheduleTime each attempt carried) and, for a failure, the reason
