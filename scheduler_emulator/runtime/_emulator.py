@@ -185,8 +185,8 @@ class Emulator(AttemptAssertions):
     def stop(self, timeout: float = 10.0) -> int:
         """Stop firing at once, wait up to ``timeout`` seconds for attempts in flight, and
         record those still unfinished as interrupted (``UNAVAILABLE``, like an emulator restart:
-        their runs are retried under the job's retry config, at the next start if the store
-        is kept); then close the transport's connections. Idempotent.
+        their runs are retried under the job's retry config plus one retry beyond it, at the
+        next start if the store is kept); then close the transport's connections. Idempotent.
 
         On a manual clock a move under way (``clock:advance``) ends at the due instant it has
         reached, with what ran there recorded. On a system clock a due batch being recorded

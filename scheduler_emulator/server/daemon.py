@@ -253,8 +253,8 @@ class Daemon:
                 + (
                     "nothing is kept in memory, so their runs are not retried (--in-memory)."
                     if in_memory
-                    else "a run with retries left in its retry config is retried at the next "
-                    "start (one with none left has given up)."
+                    else "their runs are retried at the next start (one retry beyond their "
+                    "retry config, as after a crash)."
                 )
             )
         kept = (

@@ -35,9 +35,16 @@ from functools import partial
 from ...domain.errors import ClockError
 from ...realtime import real_monotonic
 from .._clock import Clock, ManualClock
-from ..delivery.transports import TransportResult
 from .delivery_pool import DeliveryPool
-from .recorder import INTERRUPTED, STOPPED, Delivery, Injected, LateAnswers, Recorder, Sent
+from .recorder import (
+    INTERRUPTED,
+    STOPPED,
+    Delivery,
+    LateAnswers,
+    Recorder,
+    Sent,
+    cut_short,
+)
 
 
 class Driver:
@@ -139,7 +146,7 @@ class ManualDriver(Driver):
                 return
             delivery = queue.popleft()
             if self._stopping:
-                injected = Injected(TransportResult(), STOPPED)
+                injected = cut_short(STOPPED)
             else:
                 self.late.before_send(delivery.attempt.run_id)
                 self._sending = delivery
@@ -224,7 +231,7 @@ class ManualDriver(Driver):
             with self.recorder.lock:
                 if not delivery.ended:
                     delivery.ended = True
-                    self.recorder.ended(delivery, Injected(TransportResult(), INTERRUPTED))
+                    self.recorder.ended(delivery, cut_short(INTERRUPTED))
                     interrupted = 1
         self._close()
         return interrupted
@@ -267,7 +274,7 @@ class ThreadedDriver(Driver):
                 if pool is not None:
                     self._outstanding.add(delivery)
             if pool is None:  # stopped, or never started
-                self._finish(delivery, Injected(TransportResult(), STOPPED))
+                self._finish(delivery, cut_short(STOPPED))
                 continue
             # Without fault rules an attempt that can start (http:// with pycurl) only begins
             # here: whichever thread finds it a place begins it (quick), no pool thread.
@@ -331,7 +338,7 @@ class ThreadedDriver(Driver):
             unfinished = sorted(self._outstanding, key=lambda d: d.attempt.id)
             recorded = len(unfinished)
             for delivery in unfinished:  # follow-ups recorded as not sent: the engine stopped
-                follow_ups = self._finish(delivery, Injected(TransportResult(), INTERRUPTED))
+                follow_ups = self._finish(delivery, cut_short(INTERRUPTED))
                 recorded += len(follow_ups)
                 self.send_all(follow_ups)
         self._close()

@@ -340,6 +340,15 @@ _RESTARTED_DETAIL = (
     "Emulator restarted. The emulator stopped before this attempt's answer was recorded; the "
     "target may have received and answered it."
 )
+
+
+def cut_short(outcome: Outcome) -> Injected:
+    """What a stop gives an attempt it ends (``outcome``: :data:`STOPPED` or
+    :data:`INTERRUPTED`): its run earns one retry beyond its retry config, as after a crash
+    (:meth:`Recorder.restore`), since delivery is at least once."""
+    return Injected(TransportResult(), outcome, extra_retry=True)
+
+
 #: The outcome of an attempt recorded but not sent because the emulator stopped.
 STOPPED = classify_failure(Failure.RESTARTED, "The emulator stopped before the attempt was sent.")
 #: The outcome of an attempt still in flight when the emulator stopped.
