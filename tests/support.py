@@ -9,6 +9,7 @@ would shadow each other's module name).
 from __future__ import annotations
 
 import io
+import random
 import re
 import socket
 import subprocess
@@ -202,10 +203,18 @@ def send_started(transport: Any, request: Any, timeout_seconds: float) -> Any:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A TCP port on 127.0.0.1 that nothing listens on right now, below Linux's ephemeral range
+    (32768 up), where outgoing connections take theirs: a process given it starts seconds
+    later, and a port the OS picked could meanwhile be another test's connection (the Firebase
+    hub once failed so: "port taken")."""
+    for port in random.sample(range(20000, 32768), 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free TCP port from 20000 to 32767")
 
 
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
