@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
+from itertools import zip_longest
 from typing import IO
 
 from ..domain.attempts import Attempt, failure_reason, iso, ok_status
@@ -95,27 +96,25 @@ def render_table(
     """
     table = [list(headers), *(list(row) for row in rows)]
     widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-    if width is not None:
-        over = sum(widths) + 2 * (len(widths) - 1) - width
-        widths[-1] -= max(0, min(over, widths[-1] - MIN_LAST_WIDTH))
+    if width is not None:  # narrow the last column, then a JOB one, by what is over
+        floors = {len(widths) - 1: MIN_LAST_WIDTH}
         for i, header in enumerate(headers[:-1]):
             if header.endswith("JOB"):  # never narrower than its longest piece between hyphens
                 pieces = (p for row in table[1:] for p in _Wrapper.wordsep_simple_re.split(row[i]))
-                floor = max([MIN_JOB_WIDTH, *map(len, pieces)])
-                over = sum(widths) + 2 * (len(widths) - 1) - width
-                widths[i] -= max(0, min(over, widths[i] - floor))
+                floors[i] = max([MIN_JOB_WIDTH, *map(len, pieces)])
+        for i, floor in floors.items():
+            over = sum(widths) + 2 * (len(widths) - 1) - width
+            widths[i] -= max(0, min(over, widths[i] - floor))
     lines = []
     for number, row in enumerate(table):
         parts = [
             [cell] if len(cell) <= w else _Wrapper(w, break_on_hyphens=False).wrap(cell) or [""]
             for cell, w in zip(row, widths, strict=True)
         ]
-        for depth in range(max(map(len, parts))):
+        for depth, texts in enumerate(zip_longest(*parts, fillvalue="")):
             cells = [
-                (part[depth] if depth < len(part) else "").rjust(w)
-                if header in _RIGHT
-                else (part[depth] if depth < len(part) else "").ljust(w)
-                for header, part, w in zip(headers, parts, widths, strict=True)
+                text.rjust(w) if header in _RIGHT else text.ljust(w)
+                for header, text, w in zip(headers, texts, widths, strict=True)
             ]
             if paint is not None and number and not depth:
                 cells = [paint(header, cell) for header, cell in zip(headers, cells, strict=True)]

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -248,33 +248,47 @@ def test_the_attempts_table_shows_how_long_each_took(
     assert row[header.index("CODE") :].split()[:2] == ["OK", "0.000s"]  # a manual clock's attempt
 
 
+def hourly_attempt(
+    number: int, *, status: int | None = 200, code: str | None = "OK", debug_info: str = ""
+) -> Attempt:
+    """Attempt ``number`` of job ``report``, begun ``number`` hours after 2026-03-01T02:00Z and
+    ended a second later (in flight with ``code`` ``None``)."""
+    begun = datetime(2026, 3, 1, 2, 0, tzinfo=UTC) + timedelta(hours=number)
+    return Attempt(
+        number, "projects/p/locations/l/jobs/report", number, 1, iso_z(begun), begun,
+        {"method": "POST", "url": "http://127.0.0.1:9/x", "headers": {}},
+        end_time=None if code is None else begun + timedelta(seconds=1),
+        response_status=status, code=code, debug_info=debug_info, nominal=begun,
+    )  # fmt: skip
+
+
+def looking(looks: list[float], allowed: int) -> Callable[[float], None]:
+    """A ``sleep`` for ``_follow`` that notes each wait in ``looks`` and, after ``allowed``
+    looks at the daemon, stops it as Ctrl-C would."""
+
+    def sleep(seconds: float) -> None:
+        looks.append(seconds)
+        if len(looks) > allowed:
+            raise KeyboardInterrupt
+
+    return sleep
+
+
 def test_follow_prints_every_line_of_a_wrapped_reason() -> None:
     """A REASON that wraps onto continuation lines is printed whole under ``--follow``, its row
     with its time and job (a trial user saw only the reason's last line)."""
-    start = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
     reason = "URL_UNREACHABLE-UNREACHABLE_5xx. " + "The target said no, at length. " * 6
 
     def failed(number: int) -> Attempt:
-        begun = start + timedelta(hours=number)
-        return Attempt(
-            number, "projects/p/locations/l/jobs/report", number, 1, iso_z(begun), begun,
-            {"method": "POST", "url": "http://127.0.0.1:9/x", "headers": {}},
-            end_time=begun + timedelta(seconds=1), response_status=500, code="INTERNAL",
-            debug_info=reason, nominal=begun,
-        )  # fmt: skip
+        return hourly_attempt(number, status=500, code="INTERNAL", debug_info=reason)
 
     class Client:
         def get(self, path: str, params: dict[str, object]) -> dict[str, object]:
             return {"attempts": [failed(2).to_json(), failed(3).to_json()]}
 
-    def stop_after_one_look(seconds: float) -> None:
-        looks.append(seconds)
-        if len(looks) > 1:
-            raise KeyboardInterrupt
-
     looks: list[float] = []
     out = io.StringIO()
-    assert _follow(Client(), {}, [failed(1)], out, stop_after_one_look) == 0  # type: ignore[arg-type]
+    assert _follow(Client(), {}, [failed(1)], out, looking(looks, 1)) == 0  # type: ignore[arg-type]
     lines = out.getvalue().splitlines()
     rows = [line for line in lines[1:] if not line.startswith(" ")]
     assert [row.split()[0] for row in rows] == [
@@ -288,16 +302,9 @@ def test_follow_prints_every_line_of_a_wrapped_reason() -> None:
 def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
     """An attempt in flight (a slow target) neither holds back one after it that ends sooner
     nor goes unprinted when it ends (a trial user's --follow stalled behind one)."""
-    start = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
 
     def attempt(number: int, ended: bool) -> Attempt:
-        begun = start + timedelta(hours=number)
-        return Attempt(
-            number, "projects/p/locations/l/jobs/report", number, 1, iso_z(begun), begun,
-            {"method": "POST", "url": "http://127.0.0.1:9/x", "headers": {}},
-            end_time=begun + timedelta(seconds=75) if ended else None,
-            response_status=200 if ended else None, code="OK" if ended else None, nominal=begun,
-        )  # fmt: skip
+        return hourly_attempt(number) if ended else hourly_attempt(number, status=None, code=None)
 
     class Client:
         def get(self, path: str, params: dict[str, object]) -> dict[str, object]:
@@ -307,14 +314,10 @@ def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
             new = [attempt(2, ended=True).to_json()] if params["pageToken"] == "1" else []
             return {"attempts": new}
 
-    def three_looks(seconds: float) -> None:
-        looks.append(seconds)
-        if len(looks) > 2:
-            raise KeyboardInterrupt
-
     looks: list[float] = []
     out = io.StringIO()
-    assert _follow(Client(), {}, [attempt(1, ended=False)], out, three_looks) == 0  # type: ignore[arg-type]
+    follower = looking(looks, 2)
+    assert _follow(Client(), {}, [attempt(1, ended=False)], out, follower) == 0  # type: ignore[arg-type]
     header, *rows = out.getvalue().splitlines()
     assert header.startswith("TIME ")
     assert [row.split()[0] for row in rows] == ["2026-03-01T04:00:00Z", "2026-03-01T03:00:00Z"]
