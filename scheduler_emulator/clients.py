@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .wire import check_host_port
+
 #: The variable naming the daemon (``host:port``), exported by ``scheduler-emulator env-init``.
 EMULATOR_HOST_VARIABLE = "CLOUD_SCHEDULER_EMULATOR_HOST"
 TRANSPORTS = ("grpc", "rest")
@@ -28,7 +30,7 @@ TRANSPORTS = ("grpc", "rest")
 def emulator_host(host: str | None = None) -> str:
     """The daemon's ``host:port``: ``host`` if given, else ``$CLOUD_SCHEDULER_EMULATOR_HOST``.
 
-    :raises ValueError: when neither is set, or the value has a scheme or no port.
+    :raises ValueError: when neither is set, or the value is not HOST:PORT (a URL, no port).
     """
     value = host if host is not None else os.environ.get(EMULATOR_HOST_VARIABLE, "")
     value = value.strip()
@@ -37,9 +39,7 @@ def emulator_host(host: str | None = None) -> str:
             f"{EMULATOR_HOST_VARIABLE} is not set: run "
             '\'eval "$(scheduler-emulator env-init)"\' or pass host="127.0.0.1:PORT".'
         )
-    if "://" in value or not value.rsplit(":", 1)[-1].isdigit():
-        raise ValueError(f"emulator host {value!r} is not HOST:PORT (e.g. 127.0.0.1:8095).")
-    return value
+    return check_host_port(value, "host" if host is not None else f"${EMULATOR_HOST_VARIABLE}")
 
 
 def client(transport: str = "grpc", async_: bool = False, *, host: str | None = None) -> Any:

@@ -33,6 +33,7 @@ from ..runtime import (
     parse_app_engine_urls,
     pubsub_library_missing,
 )
+from ..wire import check_host_port
 
 __all__ = [
     "ENV_VAR",
@@ -217,13 +218,12 @@ def configure(
             EmulatorPublisher(process.host), urls, process, f"Pub/Sub emulator {process.host}{note}"
         )
     host = args.pubsub_emulator_host or environ.get(ENV_VAR, "")
-    name, _, port = host.rpartition(":")
-    if host and not (name.strip("[]") and port.isascii() and port.isdigit() and int(port) < 65536):
-        given = "--pubsub-emulator-host" if args.pubsub_emulator_host else f"${ENV_VAR}"
-        raise ConfigurationError(
-            f"{given} must be HOST:PORT, such as localhost:8085; got {host!r}."
-        )
     if host:
+        given = "--pubsub-emulator-host" if args.pubsub_emulator_host else f"${ENV_VAR}"
+        try:
+            check_host_port(host, given)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
         missing = pubsub_library_missing()
         if missing is not None:
             out.write(f"warning: {missing}\n")

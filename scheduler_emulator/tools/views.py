@@ -266,8 +266,8 @@ class DaemonClient:
 
     def refused(self, path: str, response: Any) -> Exception:
         """The error :meth:`call` raises for ``response`` (a ``requests.Response`` to
-        ``path``, not 200): a :class:`ConfigurationError` naming the URL, the status and the
-        daemon's message. A subclass may return another kind."""
+        ``path``, not 200): a :class:`ConfigurationError` giving the daemon's message first,
+        then the status and the URL. A subclass may return another kind."""
         try:
             message = response.json()["error"]["message"]
         except (TypeError, ValueError, KeyError):  # another server's answer may be anything
@@ -275,7 +275,7 @@ class DaemonClient:
                 f"{response.reason} (not a scheduler-emulator's answer: pass the --host and "
                 "--port of its startup line)"
             )
-        return ConfigurationError(f"{self.base}{path}: {response.status_code} {message}")
+        return ConfigurationError(f"{message} ({response.status_code} from {self.base}{path})")
 
     def pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item of a paged listing, page by page (``params`` as :meth:`call`'s)."""

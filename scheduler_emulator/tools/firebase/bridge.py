@@ -67,10 +67,11 @@ def default_hub() -> str:
 
 
 def hub_label(given: str | None) -> str:
-    """The hub's address as messages name it, saying where it came from: ``--hub H`` when
-    given, else ``H (from $FIREBASE_EMULATOR_HUB)`` or ``127.0.0.1:4400 (the default …)``."""
+    """The hub's address as messages name it, saying where it came from: ``H (--hub, or
+    start's --firebase)`` when given, else ``H (from $FIREBASE_EMULATOR_HUB)`` or
+    ``127.0.0.1:4400 (the default …)``."""
     if given:
-        return f"--hub {given}"
+        return f"{given} (--hub, or start's --firebase)"
     if os.environ.get(client.HUB_ENV):
         return f"{default_hub()} (from ${client.HUB_ENV})"
     return f"{client.DEFAULT_HUB} (the default: neither --hub nor ${client.HUB_ENV} is set)"
@@ -94,7 +95,8 @@ def require_hub(
         raise ConfigurationError(
             f"nothing answers at {label or f'--hub {hub}'}, the Firebase Emulator Suite's hub "
             f"({exc}). Start it first (firebase emulators:start --only functions --project "
-            "demo-…), or give the Functions emulator's address with --functions HOST:PORT."
+            "demo-…), or give the Functions emulator's address with --functions HOST:PORT "
+            "(start: --firebase-functions)."
         ) from None
 
 

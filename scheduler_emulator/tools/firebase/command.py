@@ -15,6 +15,7 @@ from typing import IO
 from ...domain.errors import ConfigurationError
 from ...realtime import real_monotonic
 from ...runtime._emulator import Emulator
+from ...wire import check_host_port
 from . import client
 from .bridge import (
     FirebaseBridge,
@@ -51,10 +52,14 @@ def add_start_arguments(start: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--firebase",
         metavar="HUB_HOST:PORT",
+        type=_address_argument,
         help="keep one job per scheduled function of a Firebase Functions emulator: " + _HUB_HELP,
     )
     group.add_argument(
-        "--firebase-functions", metavar="HOST:PORT", help="as --firebase, given " + _FUNCTIONS_HELP
+        "--firebase-functions",
+        metavar="HOST:PORT",
+        type=_address_argument,
+        help="as --firebase, given " + _FUNCTIONS_HELP,
     )
     start.add_argument(
         "--firebase-app-engine-location",
@@ -62,6 +67,15 @@ def add_start_arguments(start: argparse.ArgumentParser) -> None:
         type=_location_argument,
         help="with --firebase or --firebase-functions: " + _APP_ENGINE_HELP,
     )
+
+
+def _address_argument(value: str) -> str:
+    """A Firebase address flag's value: ``HOST:PORT``, or empty for ``--firebase``'s default hub
+    (argparse: exit 2 naming the flag)."""
+    try:
+        return value and check_host_port(value, "the address")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _location_argument(value: str) -> str:

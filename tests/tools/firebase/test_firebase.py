@@ -225,8 +225,22 @@ def test_nothing_at_the_hub_exits_2_naming_the_address() -> None:
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 2
-    assert f"nothing answers at --hub 127.0.0.1:{port}" in done.stderr
+    assert f"nothing answers at 127.0.0.1:{port} (--hub, or start's --firebase)" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("flag", ["--firebase", "--firebase-functions"])
+@pytest.mark.parametrize("address", ["nocolon", "http://127.0.0.1:4400", ":4400", "h:70000"])
+def test_an_address_that_is_not_host_port_exits_2_naming_the_flag(
+    capsys: pytest.CaptureFixture[str], flag: str, address: str
+) -> None:
+    """Before anything is looked up (a trial's ``--firebase nocolon`` got a DNS failure under
+    ``--hub``'s name)."""
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(["start", flag, address])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: the address must be HOST:PORT" in err and repr(address) in err
 
 
 # ------------------------------------------------------------ a fake Emulator Suite, in-process
