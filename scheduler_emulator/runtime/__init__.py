@@ -45,4 +45,4 @@ from .storage.attempt_log import DAEMON_FLUSH_INTERVAL, LOG_FORMATS, AttemptLog
 from .storage.data_dir_lock import DataDirLock
 from .storage.data_file import startup_error
 from .storage.read_model import runs_page
-from .storage.store import Store
+from .storage.store import Store, stopped_at

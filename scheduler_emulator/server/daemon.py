@@ -25,6 +25,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import IO, Protocol
 
 from ..core.faults import FaultPlan
@@ -40,6 +41,7 @@ from ..runtime import (
     Publisher,
     SystemClock,
     startup_error,
+    stopped_at,
 )
 from ..wire import host_port
 from .connections import Limits
@@ -74,8 +76,9 @@ class Daemon:
     :param host: address to bind.
     :param port: TCP port; 0 picks a free one (:attr:`port`).
     :param clock: ``"system"`` or ``"manual"``.
-    :param start: a manual clock's first instant (aware), else where it stopped last time, else
-        the current minute.
+    :param start: a manual clock's first instant (aware), else where it stopped last time on
+        the data dir (its manual clock's instant, else the last due instant a system clock
+        reached there: nothing fires on start), else the current minute.
     :param admin_token: the token ``/_emulator/`` requires, or ``None``.
     :param limits: the server's connection bounds (HTTP/1.1 and gRPC connections, gRPC idle
         time); ``None``: the defaults.
@@ -127,8 +130,11 @@ class Daemon:
             check_port_free(host, port)
             _open_file_room()
             kept = ClockFile(options.clock_path) if options.clock_path is not None else None
-            self.resumed = clock == "manual" and start is None and bool(kept and kept.read())
-            made = _make_clock(clock, start, kept)
+            resumed = None
+            if clock == "manual" and start is None and kept is not None:
+                resumed = kept.read() or stopped_at(Path(options.store_path()))
+            self.resumed = resumed is not None
+            made = _make_clock(clock, start or resumed, kept)
             if log is not None:
                 # On a manual clock each line is written at once (a caller reads the log after
                 # advancing); on a system clock a writer thread writes a busy minute's lines in
@@ -328,13 +334,11 @@ def cannot_listen(host: str, port: int, exc: OSError) -> str:
 def _make_clock(
     kind: str, start: datetime | None, kept: ClockFile | None
 ) -> ManualClock | SystemClock:
-    """The daemon's clock. A manual clock starts at ``start``, else where it stopped last time
-    on this data dir (``kept``), else at the current minute; it keeps its virtual now in
-    ``kept`` as it moves."""
+    """The daemon's clock. A manual clock starts at ``start``, else at the current minute; it
+    keeps its virtual now in ``kept`` as it moves."""
     if kind != "manual":
         return SystemClock()
-    first = start or (kept.read() if kept is not None else None)
-    first = first or SystemClock().now().replace(second=0, microsecond=0)
+    first = start or SystemClock().now().replace(second=0, microsecond=0)
     if kept is not None:
         kept.write(first)
     return ManualClock(first, keep=kept.write if kept is not None else None)

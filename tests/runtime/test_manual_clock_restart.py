@@ -10,6 +10,7 @@ import pytest
 
 from scheduler_emulator.domain.errors import ClockError
 from scheduler_emulator.runtime._clock import ClockFile, ManualClock
+from scheduler_emulator.runtime.storage.store import Store, stopped_at
 from scheduler_emulator.wire import parse_timestamp
 from tests.daemon import running_daemon, serving
 from tests.support import RecordingTarget, nightly_job
@@ -49,3 +50,35 @@ def test_start_wins_over_the_kept_instant_and_a_bad_file_is_named(tmp_path: Path
     kept.path.write_text("garbage")
     with pytest.raises(ClockError, match="manual-clock.json does not hold"):
         kept.read()
+
+
+@pytest.mark.timeout(90)
+def test_a_manual_clock_on_a_data_dir_a_system_clock_ran_starts_where_it_fired_last(
+    tmp_path: Path,
+) -> None:
+    """So that a stopped data dir can be looked at without firing anything (a trial's wish): no
+    ``manual-clock.json``, so the clock starts at the last instant the store says a daemon fired
+    jobs at, not at the current minute, which would run every minute since as late."""
+    target = RecordingTarget()
+    with serving(target) as base:
+        with running_daemon(
+            "--data-dir", str(tmp_path), "--clock", "manual", "--start", "2026-03-02T14:00:00Z"
+        ) as daemon:
+            job = nightly_job(
+                name=f"{JOBS[4:]}/minutely", schedule="* * * * *", httpTarget={"uri": base}
+            )
+            daemon.post(JOBS, job).raise_for_status()
+            daemon.advance(timedelta(minutes=3))
+            assert daemon.stop() == 0
+        # What a system clock leaves: the instant it fired at last, and no manual clock file.
+        (tmp_path / "manual-clock.json").unlink()
+        store = Store(str(tmp_path / "emulator.db"))
+        store.save_alive(parse_timestamp("2026-03-02T14:03:00.004Z"))
+        store.close()
+        assert stopped_at(tmp_path / "emulator.db") == parse_timestamp("2026-03-02T14:03:00.004Z")
+        with running_daemon("--data-dir", str(tmp_path), "--clock", "manual") as daemon:
+            assert "manual clock at 2026-03-02T14:03:00.004" in daemon.first_line
+            assert "(resumed where it stopped)" in daemon.first_line
+            assert (daemon.skipped(), len(daemon.attempts())) == ([], 3)
+    assert len(target.requests) == 3
+    assert stopped_at(tmp_path / "nothing.db") is None

@@ -275,6 +275,30 @@ class _Writer:
                 logger.error("store %s: a write failed and is not stored: %s", self.path, exc)
 
 
+_ALIVE = "SELECT instant FROM alive"
+
+
+def _alive(path: str, rows: list[Any]) -> datetime | None:
+    return Row(path, "alive", "-").instant("instant", rows[0][0]) if rows else None
+
+
+def stopped_at(path: Path) -> datetime | None:
+    """The last due instant a daemon reached on the store file ``path`` (:meth:`Store.
+    last_alive`), read without opening a :class:`Store`: where a manual clock resumes on a data
+    dir a system clock ran. ``None`` when there is no such file or instant, or the file is not
+    a store (opening the :class:`Store` then says why).
+
+    :raises DamagedRow: when the instant stored is not one.
+    """
+    if not path.is_file():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            return _alive(str(path), db.execute(_ALIVE).fetchall())
+    except sqlite3.Error:
+        return None
+
+
 def _raise(path: str, exc: Exception) -> NoReturn:
     if is_unwritable(exc):  # a full disk: say so, as a 503
         raise storage_error(path, exc) from exc
@@ -592,8 +616,7 @@ class Store:
 
     def last_alive(self) -> datetime | None:
         """The last instant :meth:`save_alive` stored (UTC), ``None`` before the first."""
-        rows = self.query("SELECT instant FROM alive")
-        return Row(self.path, "alive", "-").instant("instant", rows[0][0]) if rows else None
+        return _alive(self.path, self.query(_ALIVE))
 
     def last_skipped(self) -> dict[str, datetime]:
         """The latest scheduled time recorded as skipped, by job full name."""
