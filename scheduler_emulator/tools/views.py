@@ -319,10 +319,13 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
 def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[str]]:
     """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`; with ``wide``
     :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is :func:`scheduled_cell`; TRY ends in ``*`` for
-    an attempt fault injection altered (the INJ column under ``wide``)."""
+    an attempt fault injection altered (the INJ column under ``wide``); TIME to the
+    millisecond, cut (to the microsecond under ``wide``)."""
     rows = []
     for attempt in attempts:
         time_, job, _, number, injected, status, code = attempt_cells(attempt)
+        if not wide and "." in time_:  # 2026-12-03T18:04:00.000600Z -> 2026-12-03T18:04:00.000Z
+            time_ = time_[: time_.index(".") + 4] + "Z"
         nominal = iso(attempt.nominal)
         run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
         reason = attempt.to_json()["reason"]

@@ -421,3 +421,18 @@ def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
     [header, row] = out.splitlines()  # one line per row: the REASON unwrapped
     assert row.split()[1:3] == [by_time[-1]["nominalTime"], "nightly"]
     assert row.endswith(views.SKIPPED_REASONS["EMULATOR_DOWN"])
+
+
+def test_an_attempts_time_shows_milliseconds_and_wide_shows_microseconds() -> None:
+    """Three columns fewer in the table (a trial's attempts rows were 121-123 wide)."""
+    begun = datetime(2026, 12, 3, 18, 4, 0, 123456, tzinfo=UTC)
+    whole = begun.replace(microsecond=0)
+    attempts = [
+        Attempt(1, "projects/p/locations/l/jobs/j", 1, 1, iso_z(at), at, {}, nominal=at)
+        for at in (begun, whole)
+    ]
+    assert [row[0] for row in attempt_rows(attempts)] == [
+        "2026-12-03T18:04:00.123Z",
+        "2026-12-03T18:04:00Z",
+    ]
+    assert attempt_rows(attempts, wide=True)[0][0] == "2026-12-03T18:04:00.123456Z"
