@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 from .. import __version__
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
@@ -191,9 +191,19 @@ def admin_token(given: str | None, environ: Mapping[str, str] = os.environ) -> s
     return value
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal is the error line and a pointer to ``--help`` (exit 2),
+    not the usage block (22 lines for ``start``) with the error under it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(
+            2, f"{self.prog}: error: {message}\n(`{self.prog} --help` lists what it takes.)\n"
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser for every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="scheduler-emulator",
         description="A local Google Cloud Scheduler with real schedules, headers and retries.",
     )

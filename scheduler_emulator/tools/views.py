@@ -93,9 +93,8 @@ def whole_number(text: str, smallest: int = 1) -> int:
     """
     if text.isascii() and text.isdigit() and len(text) <= 18 and int(text) >= smallest:
         return int(text)
-    what = "0 or a positive" if smallest == 0 else "a positive"
     raise argparse.ArgumentTypeError(
-        f"{text[:40]!r} is not {what} whole number of 18 digits at most"
+        f"must be a whole number of at least {smallest} (18 digits at most); got {text[:40]!r}"
     )
 
 

@@ -103,7 +103,15 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
     for view in ("attempts", "runs", "skipped"):  # out of range reads as a non-number does
         for last in ("0", "-1", "abc", "9" * 19):
             code, _, err = run_command(capsys, view, "--port", port(daemon), "--last", last)
-            assert code == 2 and f"--last: {last!r} is not a positive whole number of 18" in err
+            wanted = (
+                f"--last: must be a whole number of at least 1 (18 digits at most); got {last!r}"
+            )
+            assert code == 2 and wanted in err
+            # the error and a pointer to --help, not argparse's usage block above them
+            assert (
+                err.splitlines()[1] == f"(`scheduler-emulator {view} --help` lists what it takes.)"
+            )
+            assert "usage:" not in err and err.count("\n") == 2
     done = cli("jobs", "--port", "9")  # as a real process
     assert done.returncode == 2 and "no scheduler-emulator answers" in done.stderr
 
