@@ -238,7 +238,7 @@ class Daemon:
         wait = ""
         if in_flight:
             wait = f"; waiting up to {STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now)"
-        self._say(f"scheduler-emulator stopping: {in_flight} attempt(s) in flight{wait}.")
+        self._say(f"scheduler-emulator stopping: {in_flight} attempt(s) in flight or queued{wait}.")
         self._interrupted = self.emulator.stop(STOP_GRACE_SECONDS)
 
     def _tear_down(self) -> None:
@@ -255,7 +255,8 @@ class Daemon:
         in_memory = self.options.data_dir is None
         if self._interrupted:
             self._say(
-                f"scheduler-emulator: {self._interrupted} attempt(s) recorded as interrupted; "
+                f"scheduler-emulator: {self._interrupted} attempt(s) recorded as interrupted or "
+                "not sent (in flight, queued, or a run's next attempt); "
                 + (
                     "nothing is kept in memory, so their runs are not retried (--in-memory)."
                     if in_memory
