@@ -597,7 +597,9 @@ def _follow(
     lines). An attempt in flight is looked up again at each look until it ends (one request
     each), so a long one holds back no other."""
     headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
-    seen: list[list[str]] = []  # every row printed, so later batches align with earlier ones
+    # The rows printed that hold a column's widest cell, so that later batches align with
+    # earlier ones (not every row printed: a follow of days would grow without bound).
+    seen: list[list[str]] = []
 
     def emit(batch: list[Attempt], header: bool) -> None:
         if as_json:
@@ -613,6 +615,9 @@ def _follow(
         out.writelines(line + "\n" for line in ([lines[0]] if header else []))
         out.writelines(line + "\n" for line in (lines[starts[-len(rows)] :] if rows else []))
         out.flush()
+        if seen:
+            widest = {id(max(seen, key=lambda row: len(row[c]))) for c in range(len(headers))}
+            seen[:] = [row for row in seen if id(row) in widest]
 
     going = [attempt.id for attempt in shown if attempt.code is None]  # printed once they end
     seen.extend(attempt_rows([a for a in shown if a.code is None], wide))  # widths of those

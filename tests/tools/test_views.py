@@ -10,9 +10,10 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import requests
@@ -329,6 +330,34 @@ def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
     header, *rows = out.getvalue().splitlines()
     assert header.startswith("TIME ")
     assert [row.split()[0] for row in rows] == ["2026-03-01T04:00:00Z", "2026-03-01T03:00:00Z"]
+
+
+def test_follow_keeps_only_the_widest_rows_and_stays_aligned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A follow of days re-renders a few rows per look, not every row printed so far (which grew
+    without bound), and a row printed late still lines up with the header."""
+    laid_out: list[int] = []
+
+    def render(headers: Sequence[str], rows: Sequence[list[str]], **kwargs: Any) -> list[str]:
+        laid_out.append(len(rows))
+        return render_table(headers, rows, **kwargs)
+
+    monkeypatch.setattr(views, "render_table", render)
+    wide = hourly_attempt(1, status=500, code="INTERNAL", debug_info="URL_ERROR. Too long. " * 3)
+
+    class Client:
+        def get(self, path: str, params: dict[str, object]) -> dict[str, object]:
+            number = int(str(params["pageToken"])) + 1
+            return {"attempts": [hourly_attempt(number).to_json()]}
+
+    looks: list[float] = []
+    out = io.StringIO()
+    assert _follow(Client(), {}, [wide], out, looking(looks, 200)) == 0  # type: ignore[arg-type]
+    assert len(laid_out) == 201 and max(laid_out) <= len(ATTEMPT_HEADERS) + 1
+    header, *rows = out.getvalue().splitlines()
+    column = header.index("CODE")
+    assert [row[column:].split()[0] for row in rows[-3:]] == ["OK", "OK", "OK"]
 
 
 def test_a_long_job_id_wraps_under_its_column_so_the_table_fits() -> None:
