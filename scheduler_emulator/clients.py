@@ -39,7 +39,8 @@ def emulator_host(host: str | None = None) -> str:
             f"{EMULATOR_HOST_VARIABLE} is not set: run "
             '\'eval "$(scheduler-emulator env-init)"\' or pass host="127.0.0.1:PORT".'
         )
-    return check_host_port(value, "host" if host is not None else f"${EMULATOR_HOST_VARIABLE}")
+    field = "host" if host is not None else f"${EMULATOR_HOST_VARIABLE}"
+    return check_host_port(value, field, "127.0.0.1:8095")
 
 
 def client(transport: str = "grpc", async_: bool = False, *, host: str | None = None) -> Any:

@@ -278,18 +278,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_host_port(value: str, field: str) -> str:
+def check_host_port(value: str, field: str, example: str) -> str:
     """Return ``value`` if it is ``HOST:PORT``: a name or address (IPv6 in brackets) and a TCP
     port, 1 to 65535 (``localhost:8085``, ``[::1]:8085``).
 
     :param field: how the message names where ``value`` came from (``--firebase``).
+    :param example: a right value for the message (``127.0.0.1:4400``).
     :raises ValueError: naming ``field`` and ``value`` otherwise (a URL, no port, no host).
     """
     name, _, port = value.rpartition(":")
     if not (name.strip("[]") and "/" not in name and port.isascii() and port.isdigit()):
         port = "0"
     if not 0 < int(port) < 65536:
-        raise ValueError(f"{field} must be HOST:PORT, such as localhost:8085; got {value!r}.")
+        scheme = " (no http://)" if "://" in value else ""
+        raise ValueError(f"{field} must be HOST:PORT{scheme}, such as {example}; got {value!r}.")
     return value
 
 

@@ -33,7 +33,7 @@ def test_other_hosts_and_their_urls(host: str) -> None:
 
 @pytest.mark.parametrize("value", ["localhost:8085", "127.0.0.1:1", "[::1]:65535", "h.example:80"])
 def test_host_port_is_accepted(value: str) -> None:
-    assert check_host_port(value, "--x") == value
+    assert check_host_port(value, "--x", "localhost:1") == value
 
 
 @pytest.mark.parametrize(
@@ -42,14 +42,16 @@ def test_host_port_is_accepted(value: str) -> None:
 )
 def test_what_is_not_host_port_is_refused_naming_the_field_and_the_value(value: str) -> None:
     with pytest.raises(ValueError) as caught:
-        check_host_port(value, "--x")
-    assert str(caught.value) == f"--x must be HOST:PORT, such as localhost:8085; got {value!r}."
+        check_host_port(value, "--x", "localhost:1")
+    scheme = " (no http://)" if "://" in value else ""
+    wanted = f"--x must be HOST:PORT{scheme}, such as localhost:1; got {value!r}."
+    assert str(caught.value) == wanted
 
 
 def test_the_clients_check_the_emulator_host_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(clients.EMULATOR_HOST_VARIABLE, "http://127.0.0.1:8095")
-    with pytest.raises(ValueError, match=r"^\$CLOUD_SCHEDULER_EMULATOR_HOST must be HOST:PORT"):
+    with pytest.raises(ValueError, match=r"^\$CLOUD_SCHEDULER_EMULATOR_HOST must be HOST:PORT \("):
         clients.emulator_host()
-    with pytest.raises(ValueError, match="^host must be HOST:PORT"):
+    with pytest.raises(ValueError, match="^host must be HOST:PORT, such as 127.0.0.1:8095"):
         clients.emulator_host("127.0.0.1")
     assert clients.emulator_host(" 127.0.0.1:8095 ") == "127.0.0.1:8095"

@@ -221,7 +221,7 @@ def configure(
     if host:
         given = "--pubsub-emulator-host" if args.pubsub_emulator_host else f"${ENV_VAR}"
         try:
-            check_host_port(host, given)
+            check_host_port(host, given, "localhost:8085")
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
         missing = pubsub_library_missing()

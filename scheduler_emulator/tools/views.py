@@ -215,6 +215,10 @@ def timestamp_argument(text: str) -> datetime:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
+class Refused(ConfigurationError):
+    """The daemon answered, and refused the request (exit 2)."""
+
+
 class DaemonClient:
     """JSON calls to a running daemon's endpoints (``/_emulator/``, ``/v1/``), on one session.
 
@@ -265,7 +269,7 @@ class DaemonClient:
 
     def refused(self, path: str, response: Any) -> Exception:
         """The error :meth:`call` raises for ``response`` (a ``requests.Response`` to
-        ``path``, not 200): a :class:`ConfigurationError` giving the daemon's message first,
+        ``path``, not 200): a :class:`Refused` giving the daemon's message first,
         then the status and the URL. A subclass may return another kind."""
         try:
             message = response.json()["error"]["message"]
@@ -274,7 +278,7 @@ class DaemonClient:
                 f"{response.reason} (not a scheduler-emulator's answer: pass the --host and "
                 "--port of its startup line)"
             )
-        return ConfigurationError(f"{message} ({response.status_code} from {self.base}{path})")
+        return Refused(f"{message} ({response.status_code} from {self.base}{path})")
 
     def pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item of a paged listing, page by page (``params`` as :meth:`call`'s)."""
@@ -319,12 +323,12 @@ def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[s
     """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`; with ``wide``
     :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is :func:`scheduled_cell`; TRY ends in ``*`` for
     an attempt fault injection altered (the INJ column under ``wide``); TIME to the
-    millisecond, cut (to the microsecond under ``wide``)."""
+    millisecond, cut, on whole seconds too (as stored under ``wide``)."""
     rows = []
     for attempt in attempts:
         time_, job, _, number, injected, status, code = attempt_cells(attempt)
-        if not wide and "." in time_:  # 2026-12-03T18:04:00.000600Z -> 2026-12-03T18:04:00.000Z
-            time_ = time_[: time_.index(".") + 4] + "Z"
+        if not wide and time_:  # 18:04:00.000600Z and 18:05:00Z: 18:04:00.000Z, 18:05:00.000Z
+            time_ = (time_[:-1] + ".000")[:23] + "Z"
         nominal = iso(attempt.nominal)
         run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
         reason = attempt.to_json()["reason"]
@@ -532,7 +536,10 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         if "/" not in name:
             config = client.get("/_emulator/config")
             name = f"projects/{config['project']}/locations/{config['location']}/jobs/{name}"
-        client.call("POST", f"/v1/{name}:run", body={})
+        try:
+            client.call("POST", f"/v1/{name}:run", body={})
+        except Refused as exc:  # Google's "Job not found." names no job
+            raise ConfigurationError(f"job {args.job!r}: {exc}") from None
         out.write(f"started a run of {name.rsplit('/', 1)[-1]}\n")
         return 0
     when = iso(args.schedule_time)

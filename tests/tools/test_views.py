@@ -137,11 +137,11 @@ def test_follow_prints_attempts_as_they_finish(daemon: Daemon) -> None:
         threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
         try:
             assert lines.get(timeout=30).startswith("TIME ")
-            assert "2026-03-01T02:00:00Z  nightly" in lines.get(timeout=30)
+            assert "2026-03-01T02:00:00.000Z  nightly" in lines.get(timeout=30)
             requests.post(
                 daemon.url + "/_emulator/clock:advance", json={"seconds": 86400}, timeout=60
             ).raise_for_status()
-            assert "2026-03-02T02:00:00Z  nightly" in lines.get(timeout=30)
+            assert "2026-03-02T02:00:00.000Z  nightly" in lines.get(timeout=30)
         finally:
             process.send_signal(signal.SIGINT)
             try:
@@ -301,7 +301,7 @@ def test_follow_prints_every_line_of_a_wrapped_reason() -> None:
     lines = out.getvalue().splitlines()
     rows = [line for line in lines[1:] if not line.startswith(" ")]
     assert [row.split()[0] for row in rows] == [
-        "2026-03-01T03:00:00Z", "2026-03-01T04:00:00Z", "2026-03-01T05:00:00Z"
+        "2026-03-01T03:00:00.000Z", "2026-03-01T04:00:00.000Z", "2026-03-01T05:00:00.000Z"
     ]  # fmt: skip
     whole = [failed(1), failed(2), failed(3)]
     assert len(lines) > 4  # the reasons wrapped: every line is there, as a table prints them
@@ -329,7 +329,9 @@ def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
     assert _follow(Client(), {}, [attempt(1, ended=False)], out, follower) == 0  # type: ignore[arg-type]
     header, *rows = out.getvalue().splitlines()
     assert header.startswith("TIME ")
-    assert [row.split()[0] for row in rows] == ["2026-03-01T04:00:00Z", "2026-03-01T03:00:00Z"]
+    assert [row.split()[0] for row in rows] == [
+        "2026-03-01T04:00:00.000Z", "2026-03-01T03:00:00.000Z"
+    ]  # fmt: skip
 
 
 def test_follow_keeps_only_the_widest_rows_and_stays_aligned(
@@ -470,6 +472,6 @@ def test_an_attempts_time_shows_milliseconds_and_wide_shows_microseconds() -> No
     ]
     assert [row[0] for row in attempt_rows(attempts)] == [
         "2026-12-03T18:04:00.123Z",
-        "2026-12-03T18:04:00Z",
+        "2026-12-03T18:04:00.000Z",
     ]
     assert attempt_rows(attempts, wide=True)[0][0] == "2026-12-03T18:04:00.123456Z"

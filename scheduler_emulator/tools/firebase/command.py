@@ -9,7 +9,7 @@ job per scheduled function of the Functions emulator (docs/firebase.md).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO
 
 from ...domain.errors import ConfigurationError
@@ -52,13 +52,13 @@ def add_start_arguments(start: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--firebase",
         metavar="HUB_HOST:PORT",
-        type=_address_argument,
+        type=_address_argument(client.DEFAULT_HUB),
         help="keep one job per scheduled function of a Firebase Functions emulator: " + _HUB_HELP,
     )
     group.add_argument(
         "--firebase-functions",
         metavar="HOST:PORT",
-        type=_address_argument,
+        type=_address_argument("127.0.0.1:5001"),
         help="as --firebase, given " + _FUNCTIONS_HELP,
     )
     start.add_argument(
@@ -69,13 +69,17 @@ def add_start_arguments(start: argparse.ArgumentParser) -> None:
     )
 
 
-def _address_argument(value: str) -> str:
-    """A Firebase address flag's value: ``HOST:PORT``, or empty for ``--firebase``'s default hub
-    (argparse: exit 2 naming the flag)."""
-    try:
-        return value and check_host_port(value, "the address")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _address_argument(example: str) -> Callable[[str], str]:
+    """A Firebase address flag's argparse ``type``: ``HOST:PORT`` (``example`` in its message),
+    or empty for ``--firebase``'s default hub (argparse: exit 2 naming the flag)."""
+
+    def check(value: str) -> str:
+        try:
+            return value and check_host_port(value, "the address", example)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return check
 
 
 def _location_argument(value: str) -> str:

@@ -240,7 +240,9 @@ def test_an_address_that_is_not_host_port_exits_2_naming_the_flag(
         build_parser().parse_args(["start", flag, address])
     assert stopped.value.code == 2
     err = capsys.readouterr().err
+    example = "127.0.0.1:4400" if flag == "--firebase" else "127.0.0.1:5001"
     assert f"argument {flag}: the address must be HOST:PORT" in err and repr(address) in err
+    assert f"such as {example}" in err
 
 
 # ------------------------------------------------------------ a fake Emulator Suite, in-process
