@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from werkzeug.test import Client
@@ -13,6 +14,9 @@ from pytest_plugin.scheduler import CloudScheduler
 from scheduler_emulator import Emulator, ManualClock, WsgiTransport
 from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.domain.errors import InvalidArgument
+from scheduler_emulator.domain.resources import RetryConfig
+from scheduler_emulator.runtime.storage.data_file import Row
+from scheduler_emulator.runtime.storage.read_model import run_state
 from scheduler_emulator.runtime.storage.store import Store
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.cli import build_parser
@@ -290,3 +294,20 @@ def test_retain_megabytes_is_a_positive_number() -> None:
         with pytest.raises(SystemExit) as info:
             parser.parse_args(["start", "--retain-megabytes", bad])
         assert info.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("retry", "most"),
+    [
+        (RetryConfig(), 1),  # no retries: one attempt (the runs table showed "1", not "1/1")
+        (RetryConfig(retry_count=3), 4),
+        (RetryConfig(retry_count=3, max_retry_duration=timedelta(minutes=5)), None),
+        (RetryConfig(max_retry_duration=timedelta(minutes=5)), None),  # the duration bounds it
+    ],
+)
+def test_a_runs_most_attempts_follow_its_retry_config(retry: RetryConfig, most: int | None) -> None:
+    job = SimpleNamespace(retry_config=retry)
+    row = (1, JOB_A, None, None, 1, None, "2026-09-24T00:01:00+00:00", None)
+    ended = {"code": "OK", "endTime": "2026-09-24T00:01:01+00:00"}
+    state = run_state(Row("emulator.db", "runs", JOB_A), row, [ended], lambda name: job)  # type: ignore[arg-type,return-value]
+    assert (state["state"], state["maxAttempts"]) == ("succeeded", most)

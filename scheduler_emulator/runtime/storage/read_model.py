@@ -281,7 +281,7 @@ def run_state(
             )
     elif next_at is not None and (last is None or last["code"] is not None):
         state, next_time = "retrying", iso(check.instant("next_attempt_at", next_at))
-    bounded = retry is not None and retry.retry_count > 0 and not retry.max_retry_duration
+    bounded = retry is not None and not retry.max_retry_duration  # count 0: no retries, 1
     return {
         "state": state,
         "gaveUp": gave_up,
