@@ -190,7 +190,7 @@ class Emulator(AttemptAssertions):
 
         On a manual clock a move under way (``clock:advance``) ends at the due instant it has
         reached, with what ran there recorded. On a system clock a due batch being recorded
-        (thousands of jobs at one minute) ends with the slice of 200 decisions under way; its
+        (thousands of jobs at one minute) ends with the slice of 400 decisions under way; its
         other runs are left as a crash would leave them: the next start on the same data
         directory runs them late.
 

@@ -444,7 +444,7 @@ class ThreadedDriver(Driver):
 
 
 #: Decisions of one due batch recorded per store transaction.
-_SLICE = 200
+_SLICE = 400
 #: The longest a stop waits beyond its timeout for the engine thread to finish its slice (it
 #: takes milliseconds), so that nothing is recorded after the store closes.
 _SLICE_SECONDS = 30.0
