@@ -16,7 +16,7 @@ import re
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import IO, NoReturn
@@ -48,7 +48,13 @@ from .fault_file import load_fault_file
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
 from .targets_setup import add_arguments as add_target_arguments
 from .targets_setup import configure as configure_targets
-from .views import ADMIN_TOKEN_ENV, is_terminal, timestamp_argument, whole_number
+from .views import (
+    ADMIN_TOKEN_ENV,
+    is_terminal,
+    rule_argument,
+    timestamp_argument,
+    whole_number,
+)
 
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
@@ -143,22 +149,6 @@ def _issuer(text: str) -> str:
     if not text or any(c.isspace() for c in text):
         raise argparse.ArgumentTypeError(f"{text!r} is empty or has a space; give the 'iss'")
     return text
-
-
-def _checked(check: Callable[..., str], flag: str) -> Callable[[str], str]:
-    """An argparse ``type`` that runs a name rule of the API (``check(text, field=flag)``),
-    so that a flag takes what the API takes.
-
-    :raises argparse.ArgumentTypeError: with the rule's message, which names ``flag``.
-    """
-
-    def checked(text: str) -> str:
-        try:
-            return check(text, field=flag)
-        except ApiError as exc:
-            raise argparse.ArgumentTypeError(exc.message) from None
-
-    return checked
 
 
 def _admin_token(text: str) -> str:
@@ -260,14 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--project",
         default=DEFAULT_PROJECT,
-        type=_checked(check_project_id, "--project"),
+        type=rule_argument(functools.partial(check_project_id, field="--project")),
         action=_GivenStore,  # --firebase: the Functions emulator's project unless given
         help="default project (%(default)s)",
     )
     start.add_argument(
         "--location",
         default=DEFAULT_LOCATION,
-        type=_checked(check_location_id, "--location"),
+        type=rule_argument(functools.partial(check_location_id, field="--location")),
         help="default location (%(default)s)",
     )
     storage = start.add_mutually_exclusive_group()

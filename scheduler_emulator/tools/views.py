@@ -26,7 +26,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
+from functools import partial
 from heapq import nlargest
 from itertools import islice
 from operator import attrgetter
@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from ..domain.attempts import Attempt, iso
 from ..domain.codec import parse_timestamp
-from ..domain.errors import ConfigurationError, InvalidArgument
+from ..domain.errors import ApiError, ConfigurationError
 from ..runtime import EXECUTION_STATES
 from ..wire import host_port
 from .timeline import IN_FLIGHT, attempt_cells, render_table
@@ -204,15 +204,27 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     )
 
 
-def timestamp_argument(text: str) -> datetime:
-    """An argparse ``type``: an RFC 3339 timestamp as aware UTC.
+def rule_argument(rule: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse ``type`` that runs ``rule`` on the flag's text (a name rule of the API, a
+    timestamp, an address…), so that a flag takes what the rule takes.
 
-    :raises argparse.ArgumentTypeError: saying why ``text`` is not one (argparse names the flag).
+    :raises argparse.ArgumentTypeError: with the message of the rule's :class:`ApiError` or
+        :class:`ValueError` (argparse names the flag and exits 2).
     """
-    try:
-        return parse_timestamp(text, field="the time")
-    except InvalidArgument as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
+
+    def run(text: str) -> Any:
+        try:
+            return rule(text)
+        except ApiError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return run
+
+
+#: An argparse ``type``: an RFC 3339 timestamp as aware UTC, refused saying why it is not one.
+timestamp_argument = rule_argument(partial(parse_timestamp, field="the time"))
 
 
 class Refused(ConfigurationError):

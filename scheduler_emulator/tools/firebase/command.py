@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, Any
 
 from ...domain.errors import ConfigurationError
 from ...realtime import real_monotonic
 from ...runtime._emulator import Emulator
 from ...wire import check_host_port
+from ..views import rule_argument
 from . import client
 from .bridge import (
     FirebaseBridge,
@@ -64,30 +65,15 @@ def add_start_arguments(start: argparse.ArgumentParser) -> None:
     start.add_argument(
         "--firebase-app-engine-location",
         metavar="LOCATION",
-        type=_location_argument,
+        type=rule_argument(app_engine_location),
         help="with --firebase or --firebase-functions: " + _APP_ENGINE_HELP,
     )
 
 
-def _address_argument(example: str) -> Callable[[str], str]:
+def _address_argument(example: str) -> Callable[[str], Any]:
     """A Firebase address flag's argparse ``type``: ``HOST:PORT`` (``example`` in its message),
-    or empty for ``--firebase``'s default hub (argparse: exit 2 naming the flag)."""
-
-    def check(value: str) -> str:
-        try:
-            return value and check_host_port(value, "the address", example)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return check
-
-
-def _location_argument(value: str) -> str:
-    """``--firebase-app-engine-location``'s value as a location (argparse: exit 2 naming it)."""
-    try:
-        return app_engine_location(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    or empty for ``--firebase``'s default hub."""
+    return rule_argument(lambda text: text and check_host_port(text, "the address", example))
 
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
