@@ -66,7 +66,8 @@ WIDE_ATTEMPT_HEADERS = (
     "REASON",
 )  # fmt: skip
 RUN_HEADERS = ("SCHEDULED", "JOB", "RUN", "TRIES", "STATE", "NEXT ATTEMPT", "REASON")
-SKIPPED_HEADERS = ("SCHEDULED", "SCHEDULED (UTC)", "JOB", "RECORDED AT", "REASON")
+SKIPPED_HEADERS = ("SCHEDULED", "JOB", "RECORDED AT", "REASON")
+WIDE_SKIPPED_HEADERS = ("SCHEDULED", "SCHEDULED (UTC)", "JOB", "RECORDED AT", "REASON")
 EXECUTION_HEADERS = (
     "CREATED", "EXECUTION", "STATE", "TASKS", "SUCCEEDED", "FAILED", "RETRIED", "EXIT CODES",
     "SCHEDULER JOB",
@@ -339,8 +340,7 @@ def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[s
     rows = []
     for attempt in attempts:
         time_, job, _, number, injected, status, code = attempt_cells(attempt)
-        if not wide and time_:  # 18:04:00.000600Z and 18:05:00Z: 18:04:00.000Z, 18:05:00.000Z
-            time_ = (time_[:-1] + ".000")[:23] + "Z"
+        time_ = time_ if wide else milliseconds(time_)
         nominal = iso(attempt.nominal)
         run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
         reason = attempt.to_json()["reason"]
@@ -351,6 +351,15 @@ def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[s
             row = [time_, job, number + injected, status, code, took(attempt), run, reason]
         rows.append(row)
     return rows
+
+
+def milliseconds(stamp: str) -> str:
+    """An RFC 3339 UTC timestamp cut to the millisecond, also on whole seconds (``""`` as is).
+
+    >>> milliseconds("2026-12-03T18:04:00.000600Z"), milliseconds("2026-12-03T18:05:00Z")
+    ('2026-12-03T18:04:00.000Z', '2026-12-03T18:05:00.000Z')
+    """
+    return (stamp[:-1] + ".000")[:23] + "Z" if stamp else stamp
 
 
 def scheduled_cell(header: str | None, instant: str | None, forced: bool) -> str:
@@ -441,19 +450,23 @@ def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
     return _print_table(out, headers, job_rows(jobs, args.wide), "(no jobs)", args.wide)
 
 
-def skipped_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
-    """The cells of the ``skipped`` table (:data:`SKIPPED_HEADERS`), from
+def skipped_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
+    """The cells of the ``skipped`` table (:data:`SKIPPED_HEADERS`; with ``wide``
+    :data:`WIDE_SKIPPED_HEADERS`, RECORDED AT to the microsecond), from
     ``GET /_emulator/skipped`` records."""
-    return [
-        [
-            str(record.get("scheduleTime") or "-"),
-            str(record.get("nominalTime") or "-"),
-            str(record["job"]).rsplit("/", 1)[-1],
-            str(record.get("recordedAt") or "-"),
-            SKIPPED_REASONS.get(str(record.get("reason")), str(record.get("reason"))),
-        ]
-        for record in records
-    ]
+    rows = []
+    for record in records:
+        recorded = str(record.get("recordedAt") or "")
+        rows.append(
+            [
+                str(record.get("scheduleTime") or "-"),
+                *([str(record.get("nominalTime") or "-")] if wide else []),
+                str(record["job"]).rsplit("/", 1)[-1],
+                (recorded if wide else milliseconds(recorded)) or "-",
+                SKIPPED_REASONS.get(str(record.get("reason")), str(record.get("reason"))),
+            ]
+        )
+    return rows
 
 
 def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
@@ -466,8 +479,9 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
         args.last, listed, key=lambda pair: (parse_timestamp(pair[1]["nominalTime"]), pair[0])
     )
     records = [record for _, record in newest[::-1]]
-    rows = skipped_rows(records)
-    return _print_table(out, SKIPPED_HEADERS, rows, "(no skipped runs)", args.wide)
+    headers = WIDE_SKIPPED_HEADERS if args.wide else SKIPPED_HEADERS
+    rows = skipped_rows(records, args.wide)
+    return _print_table(out, headers, rows, "(no skipped runs)", args.wide)
 
 
 def run_state_text(run: dict[str, Any]) -> str:

@@ -449,16 +449,18 @@ def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
         code, out, err = run_command(capsys, "skipped", *argv)
         assert code == 0, err
         header, *lines = out.splitlines()
-        assert re.split(r"\s\s+", header)[:3] == ["SCHEDULED", "SCHEDULED (UTC)", "JOB"]
+        assert re.split(r"\s\s+", header)[:3] == ["SCHEDULED", "JOB", "RECORDED AT"]
         assert max(map(len, out.splitlines())) <= views.TABLE_WIDTH  # the REASON wraps
         rows = [line.split() for line in lines if not line.startswith(" ")]  # not wraps
-        assert [row[1:3] for row in rows] == [
-            [record["nominalTime"], record["job"].rsplit("/", 1)[1]] for record in shown
+        assert [row[:3] for row in rows] == [
+            [record["scheduleTime"], record["job"].rsplit("/", 1)[1], "2026-12-03T01:00:00.123Z"]
+            for record in shown
         ]
     code, out, err = run_command(capsys, "skipped", "--wide", "--last", "1")
     assert code == 0, err
     [header, row] = out.splitlines()  # one line per row: the REASON unwrapped
-    assert row.split()[1:3] == [by_time[-1]["nominalTime"], "nightly"]
+    assert re.split(r"\s\s+", header)[:4] == ["SCHEDULED", "SCHEDULED (UTC)", "JOB", "RECORDED AT"]
+    assert row.split()[1:4] == [by_time[-1]["nominalTime"], "nightly", by_time[-1]["recordedAt"]]
     assert row.endswith(views.SKIPPED_REASONS["EMULATOR_DOWN"])
 
 
