@@ -347,10 +347,9 @@ class ThreadedDriver(Driver):
     def wait_idle(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds until nothing is due now and no delivery is in flight;
         ``True`` if idle, ``False`` on timeout."""
-        core = self.recorder.core
 
         def idle() -> bool:
-            due = core.next_due()
+            due = self.recorder.core.next_due()
             return not self._outstanding and (due is None or due > self.clock.now())
 
         with self._idle:
@@ -382,8 +381,7 @@ class ThreadedDriver(Driver):
             self.clock.wait(due, self._wakeup)
 
     def _deliver(self, delivery: Delivery, release: Callable[[], None]) -> None:
-        """Begin ``delivery`` (:meth:`Recorder.begin`); :meth:`_ended` queues its end and
-        ``release``s its place. Begun off :meth:`send_all`'s thread, it starts now (queued)."""
+        """Begin ``delivery``; begun off :meth:`send_all`'s thread, it waited and starts now."""
         if self._stopping.is_set():
             release()
             return  # taken from the queue as the engine stopped: stop() records it
