@@ -28,7 +28,6 @@ store) failed with ``'datetime.datetime' object has no attribute 'timestamp_pb'`
 
 from __future__ import annotations
 
-import calendar
 import contextlib
 import datetime as _datetime
 import functools
@@ -63,23 +62,20 @@ _REAL: tuple[type[_datetime.datetime], Callable[..., _time.struct_time]] = (
     _freezegun.real_localtime,
 )
 _FREEZEGUN_LOCALTIME: Callable[..., _time.struct_time] = _freezegun.fake_localtime
-_ZERO = _datetime.timedelta(0)
 
 
 def _ours() -> bool:
     """Whether a freeze is active and keeps freezegun's default zero ``tz_offset``."""
-    return bool(_freezegun.freeze_factories) and _freezegun.tz_offsets[-1] == _ZERO
+    return bool(_freezegun.freeze_factories) and not _freezegun.tz_offsets[-1]
 
 
 def _frozen_timestamp() -> float:
     """The frozen instant in seconds since the Unix epoch (freezegun keeps it as naive UTC)."""
-    frozen = _freezegun.get_current_time()
-    return calendar.timegm(frozen.timetuple()) + frozen.microsecond / 1_000_000
+    return _freezegun.get_current_time().replace(tzinfo=_datetime.UTC).timestamp()
 
 
 def _fake(value: _datetime.datetime) -> Any:
-    """``value`` as freezegun's ``FakeDatetime``, keeping ``fold`` (freezegun's own conversion
-    drops it)."""
+    """``value`` as freezegun's ``FakeDatetime``, keeping ``fold`` (freezegun's own drops it)."""
     return _freezegun.FakeDatetime(
         value.year, value.month, value.day, value.hour, value.minute, value.second,
         value.microsecond, value.tzinfo, fold=value.fold,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import queue
 import re
@@ -22,6 +23,8 @@ from scheduler_emulator.wire import parse_timestamp
 
 __all__ = ["LiveScheduler"]
 
+#: The command line of a daemon on a free port.
+_START = (sys.executable, "-m", "scheduler_emulator", "start", "--port", "0")
 _LISTENING = re.compile(r"listening on (http://(?:[\d.]+|\[[\da-f:.]+\]):\d+)")
 
 
@@ -54,7 +57,7 @@ class LiveScheduler(AttemptAssertions):
         self.project = project
         self.args = args
         self.process = subprocess.Popen(
-            [*self._command(), "start", "--port", "0", "--project", project, *args],
+            [*_START, "--project", project, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -67,10 +70,6 @@ class LiveScheduler(AttemptAssertions):
         self.url = self._wait_for_url(startup_timeout)
         self._admin = _Admin(*self.host_port, timeout=120)
         self.session = self._admin.session  # for raw requests (tests, bench)
-
-    def _command(self) -> list[str]:
-        """The command line before ``start`` (a subclass may wrap the daemon)."""
-        return [sys.executable, "-m", "scheduler_emulator"]
 
     def _pump(self) -> None:
         assert self.process.stdout is not None
@@ -135,13 +134,10 @@ class LiveScheduler(AttemptAssertions):
     @property
     def token_time(self) -> str:
         """The daemon's ``--token-time``: ``"emulator"`` (default) or ``"real"``."""
-        value = "emulator"  # read here: the plugin does not load the CLI
-        for i, arg in enumerate(self.args):
-            if arg == "--token-time" and i + 1 < len(self.args):
-                value = self.args[i + 1]
-            elif arg.startswith("--token-time="):
-                value = arg.split("=", 1)[1]
-        return value
+        # read here, as the CLI would: the plugin does not load the CLI
+        parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+        parser.add_argument("--token-time", default="emulator")
+        return str(parser.parse_known_args(self.args)[0].token_time)
 
     def verify_oidc(
         self, token: str, audience: str, *, now: datetime | None = None, **options: Any

@@ -62,9 +62,9 @@ class LoopbackOnlyTransport:
     :param mounted: returns the mounted prefixes, for the message.
     """
 
-    def __init__(self, inner: Transport, mounted: Callable[[], list[str]] | None = None) -> None:
+    def __init__(self, inner: Transport, mounted: Callable[[], list[str]]) -> None:
         self.inner = inner
-        self._mounted: Callable[[], list[str]] = mounted or list
+        self._mounted = mounted
 
     def close(self) -> None:
         """Close the loopback transport."""
@@ -402,8 +402,7 @@ class CloudScheduler(AttemptAssertions):
                     f"{qualname} cannot be run in a task process; define it at module level."
                 )
             target = f"{command.__module__}:{qualname}"
-            code = "from scheduler_emulator.runtime import run_callable; "
-            code += f"run_callable({target!r})"
+            code = f"from scheduler_emulator.runtime import run_callable; run_callable({target!r})"
             argv = [sys.executable, "-c", code]
             variables.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
         else:
