@@ -94,8 +94,7 @@ class Emulator(AttemptAssertions):
         publisher: Publisher | None = None,
         **settings: Any,
     ) -> None:
-        options = replace(options or EmulatorOptions(), **settings)
-        self.options = options
+        self.options = options = replace(options or EmulatorOptions(), **settings)
         self.clock: Clock = clock or SystemClock()
         self.store = store or Store.open(options)
         self.project = options.project
@@ -283,10 +282,8 @@ class Emulator(AttemptAssertions):
         return self._put_job(replace(job, **fields), from_start=True)
 
     def _put_job(self, job: Job, *, create: bool = False, from_start: bool = False) -> Job:
-        """Add or replace ``job``, persisted and rescheduled from now (:meth:`Scheduler.put
-        <scheduler_emulator.core.scheduler.Scheduler.put>`); return it with its output-only
-        fields updated. :raises InvalidArgument: for a bad schedule or time zone (nothing
-        changes). :raises AlreadyExists: with ``create``, if the job exists."""
+        """Store ``job`` and reschedule it from now (``Scheduler.put``); nothing changes if it
+        raises."""
         with self._lock:
             with self._stored_or_undone():
                 view, decisions = self.core.put(
@@ -318,23 +315,14 @@ class Emulator(AttemptAssertions):
             with self._lock:
                 self.core.release()
 
-    def _modify(self, name: str, change: Callable[[Job], Job]) -> Job:
-        """Replace job ``name`` (full) by ``change(job)`` atomically; if ``change`` raises,
-        nothing changes. :raises NotFound:"""
-        with self._lock:
-            return self._put_job(change(self.core.get(name)))
-
     def _change_state(self, name: str, required: State, new: State, rule: str) -> Job:
-        """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob).
-        :raises FailedPrecondition: if it is not in ``required``, naming it and ending with
-        ``rule`` (``"only an ENABLED job can be paused"``)."""
-
-        def change(job: Job) -> Job:
+        """Move the job from state ``required`` to ``new`` atomically (PauseJob / ResumeJob)."""
+        name = self.job_name(name)
+        with self._lock:
+            job = self.core.get(name)
             if job.state != required:
                 raise FailedPrecondition(f"Job {job.name} is {job.state.name}; {rule}.")
-            return replace(job, state=new)
-
-        return self._modify(self.job_name(name), change)
+            return self._put_job(replace(job, state=new))
 
     def get_job(self, name: str) -> Job:
         """Return the job (GetJob). :raises NotFound: ``Job not found.``"""
@@ -390,14 +378,12 @@ class Emulator(AttemptAssertions):
         :raises NotFound: ``Job not found.``
         :raises InvalidArgument: for a bad field, mask path or resulting job.
         """
+        name = self.job_name(name)
         now = self.clock.now()
-
-        def change(job: Job) -> Job:
-            updated = apply_update(job, body, update_mask)
+        with self._lock:
+            updated = apply_update(self.core.get(name), body, update_mask)
             _refuse_unsendable_http2(updated)
-            return replace(updated, user_update_time=now)
-
-        return self._modify(self.job_name(name), change)
+            return self._put_job(replace(updated, user_update_time=now))
 
     def delete_job(self, name: str) -> None:
         """Delete the job (DeleteJob): no further runs or retries; an attempt in flight still
@@ -606,11 +592,7 @@ class Emulator(AttemptAssertions):
 
 
 def _page_start(page_size: int, page_token: str) -> int:
-    """Check a page request; return the record id the page starts after (``0``: the first).
-
-    :raises InvalidArgument: naming ``pageSize`` (not a whole number from 1 to 1000) or
-        ``pageToken`` (not one this emulator gave).
-    """
+    """Check a page request; return the record id the page starts after (``0``: the first)."""
     if type(page_size) is not int or not 1 <= page_size <= ATTEMPTS_PAGE_SIZE_MAX:
         raise InvalidArgument(
             f"pageSize must be a whole number from 1 to {ATTEMPTS_PAGE_SIZE_MAX}; "
@@ -621,11 +603,8 @@ def _page_start(page_size: int, page_token: str) -> int:
 
 
 def _refuse_unsendable_http2(job: Job) -> None:
-    """Refuse a job whose emulator-only ``X-Emulator-Http2: true`` this process cannot honour:
-    HTTP/2 deliveries need ``pycurl`` whose libcurl has HTTP/2 (:func:`http2_problem`).
-
-    :raises InvalidArgument: naming ``httpTarget.headers``, the header and the reason.
-    """
+    """Refuse a job whose emulator-only ``X-Emulator-Http2: true`` this process cannot honour
+    (HTTP/2 needs ``pycurl`` whose libcurl has it: :func:`http2_problem`)."""
     target = job.http_target
     value = None if target is None else emulator_http2(target.headers)
     if value is None or value.strip().lower() != "true":

@@ -113,7 +113,6 @@ def v2_execution(execution: Execution) -> dict[str, Any]:
     """The v2 REST ``Execution``: counts, times and its ``Completed`` condition; the
     ``metadata`` of the ``Operation`` that ``jobs/J:run`` answers
     (cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run)."""
-    counts = execution.counts()
     job = execution.job
     completion = execution.completion_time
     condition = _CONDITIONS.get(execution.state, "CONDITION_FAILED")
@@ -127,10 +126,7 @@ def v2_execution(execution: Execution) -> dict[str, Any]:
         "parallelism": job.parallelism,
         "taskCount": job.task_count,
         "template": _v2_template(job)["template"],
-        "runningCount": counts["running"],
-        "succeededCount": counts["succeeded"],
-        "failedCount": counts["failed"],
-        "retriedCount": counts["retried"],
+        **{f"{k}Count": v for k, v in execution.counts().items()},
         "conditions": [{"type": "Completed", "state": condition}],
         "reconciling": execution.state == "RUNNING",
         **({} if completion is None else {"completionTime": format_timestamp(completion)}),

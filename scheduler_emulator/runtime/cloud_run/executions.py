@@ -323,13 +323,11 @@ class CloudRun:
     ) -> None:
         self.clock = clock
         self.store = store
-        self._jobs: dict[str, CloudRunJob] = {}
+        self._jobs = {job.name: job for job in jobs}
         self._threads: list[threading.Thread] = []
         self._processes: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
         self._closing = False
-        for job in jobs:
-            self.define(job)
 
     def define(self, job: CloudRunJob) -> None:
         """Define ``job`` (replacing a job of the same name)."""
