@@ -266,9 +266,8 @@ class CloudRunAdminApi:
                 f"Invalid JSON payload received. The body is not JSON: "
                 f"{raw[:80].decode('utf-8', 'replace')!r}."
             ) from None
-        overrides = parse_run_request(body, v1=v1)
         scheduler_job = request.headers.get(JOB_NAME_HEADER, "")
-        return self.cloud_run.run(job, overrides, scheduler_job=scheduler_job)
+        return self.cloud_run.run(job, parse_run_request(body, v1=v1), scheduler_job=scheduler_job)
 
     def _new_operation(self, execution: Execution) -> str:
         operation = str(uuid.uuid4())

@@ -426,8 +426,7 @@ class CloudRun:
                 if started is None:
                     ended.wait()
                     continue
-            index, number = started
-            attempt = TaskAttempt(index, number, real_now())
+            attempt = TaskAttempt(*started, real_now())
             execution.attempts.append(attempt)
             self.store.save(execution)  # a daemon killed now keeps this attempt's record
             threading.Thread(target=run_task, args=(attempt,), daemon=True).start()
