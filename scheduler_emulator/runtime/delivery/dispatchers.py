@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -255,6 +255,7 @@ def _route(url: str, transport: Transport, google_apis: Transport | None) -> Tra
 # ---------------------------------------------------------------------------- HTTP targets
 
 
+@dataclass(eq=False)
 class HttpDispatcher:
     """HTTP targets: the request of :func:`http_template` (kept per job configuration), with an
     OIDC/OAuth token when the job asks for one, sent by ``transport``.
@@ -268,20 +269,15 @@ class HttpDispatcher:
         in-process and refuses every other Google API); ``None``: ``transport`` sends them.
     """
 
-    def __init__(
-        self,
-        transport: Transport,
-        tokens: TokenAuthority | None = None,
-        *,
-        header_case: str = DEFAULT_HEADER_CASE,
-        google_apis: Transport | None = None,
-    ) -> None:
-        self.transport = transport
-        self.tokens = tokens
-        self.header_case = header_case
-        self.google_apis = google_apis
-        # Job name -> (its configuration, with a token?, template, transport), redone on change.
-        self._templates: dict[str, tuple[Job, bool, RequestTemplate, Transport]] = {}
+    transport: Transport
+    tokens: TokenAuthority | None = None
+    _: KW_ONLY
+    header_case: str = DEFAULT_HEADER_CASE
+    google_apis: Transport | None = None
+    # Job name -> (its configuration, with a token?, template, transport), redone on change.
+    _templates: dict[str, tuple[Job, bool, RequestTemplate, Transport]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
         """Build the attempt's request (see :class:`Dispatcher`)."""
@@ -379,15 +375,21 @@ class AppEngineDispatcher:
         self.header_case = header_case
         self.google_apis = google_apis
 
-    def base_url(self, service: str) -> str:
-        """The base URL of ``service`` (``""`` means ``default``).
+    def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
+        """Build the attempt's request (see :class:`Dispatcher`); the record adds
+        ``appEngineHost``.
 
-        :raises NotDispatched: when neither the service nor every service is mapped, naming
-            the ``--app-engine-url`` to add.
+        :raises NotDispatched: when neither the job's service nor every service is mapped,
+            naming the ``--app-engine-url`` to add.
+        :raises ValueError: if the job has no App Engine target.
         """
-        service = service or DEFAULT_SERVICE
-        url = self.urls.get(service) or self.urls.get(EVERY_SERVICE)
-        if url is None:
+        target = job.app_engine_http_target
+        if target is None:
+            raise ValueError(f"job {job.name} has no appEngineHttpTarget.")
+        routing = target.app_engine_routing
+        service = (routing.service if routing else "") or DEFAULT_SERVICE
+        base = self.urls.get(service) or self.urls.get(EVERY_SERVICE)
+        if base is None:
             mapped = ", ".join(sorted(self.urls)) or "none"
             raise NotDispatched(
                 f"EMULATOR_APP_ENGINE_NOT_MAPPED. No local URL for App Engine service "
@@ -395,20 +397,6 @@ class AppEngineDispatcher:
                 f"--app-engine-url http://HOST:PORT for every service; app_engine_urls= in "
                 f"Python). Mapped services: {mapped}."
             )
-        return url
-
-    def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
-        """Build the attempt's request (see :class:`Dispatcher`); the record adds
-        ``appEngineHost``.
-
-        :raises NotDispatched: when the job's service has no mapped URL.
-        :raises ValueError: if the job has no App Engine target.
-        """
-        target = job.app_engine_http_target
-        if target is None:
-            raise ValueError(f"job {job.name} has no appEngineHttpTarget.")
-        routing = target.app_engine_routing
-        base = self.base_url(routing.service if routing else "")
         url = base + sendable_uri(target.relative_uri or "/")
         request = request_template(
             job.job_id,

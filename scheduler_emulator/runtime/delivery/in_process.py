@@ -268,17 +268,6 @@ class MountTransport:
                 known = self._callers[id(app)] = (app, caller)
             return known[1]
 
-    def _call(
-        self, app: Any, request: Hop, deadline: float, sample: ResponseSample
-    ) -> tuple[int, Mapping[str, str]]:
-        caller = self._caller(app)
-        if caller is None:
-            return call_wsgi(app, request, sample)
-        left = max(0.001, deadline - real_monotonic())
-        response = caller.request(request.method, request.url, request.headers, request.body, left)
-        sample.take(response.content)
-        return response.status_code, dict(response.headers)
-
     @property
     def mounted(self) -> list[str]:
         """The mounted URL prefixes."""
@@ -324,7 +313,13 @@ class MountTransport:
                 answered(None, None, _Unmounted(hop))
                 return
             try:
-                status, headers = self._call(app, hop, deadline, sample)
+                if (caller := self._caller(app)) is None:
+                    status, headers = call_wsgi(app, hop, sample)
+                else:
+                    left = max(0.001, deadline - real_monotonic())
+                    response = caller.request(hop.method, hop.url, hop.headers, hop.body, left)
+                    sample.take(response.content)
+                    status, headers = response.status_code, dict(response.headers)
             except TimeoutError:  # the ASGI app's work was cancelled at the deadline
                 status, headers = None, {}
             except Exception as exc:  # the target's own bug: a 500 to Cloud Scheduler

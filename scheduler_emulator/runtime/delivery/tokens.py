@@ -130,18 +130,15 @@ class SigningKey:
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import rsa
 
+        renew = "delete it and the emulator creates a new one."
         try:
             key = serialization.load_pem_private_key(data, password=None)
         except (ValueError, TypeError) as exc:
-            raise ConfigurationError(
-                f"{source} is not an unencrypted PEM private key ({exc}); delete it and the "
-                "emulator creates a new one."
-            ) from exc
+            problem = f"is not an unencrypted PEM private key ({exc})"
+            raise ConfigurationError(f"{source} {problem}; {renew}") from exc
         if not isinstance(key, rsa.RSAPrivateKey):
-            raise ConfigurationError(
-                f"{source} holds a {type(key).__name__}, not an RSA key; delete it and the "
-                "emulator creates a new one."
-            )
+            problem = f"holds a {type(key).__name__}, not an RSA key"
+            raise ConfigurationError(f"{source} {problem}; {renew}")
         return cls(key)
 
     @classmethod
@@ -278,10 +275,11 @@ class TokenAuthority:
         :raises ConfigurationError: if the key file holds no usable key.
         """
         with self._lock:
-            if self._key is None and self.key_path is not None:
-                self._key = SigningKey.load_or_create(self.key_path)
-            elif self._key is None:
-                self._key = SigningKey.generate()
+            if self._key is None:
+                path = self.key_path
+                self._key = (
+                    SigningKey.generate() if path is None else SigningKey.load_or_create(path)
+                )
             return self._key
 
     def jwks(self) -> dict[str, Any]:
@@ -321,8 +319,7 @@ class TokenAuthority:
     def id_token(self, email: str, audience: str, at: datetime | None = None) -> str:
         """Mint a signed ID token for the service account ``email``, for ``audience``, issued
         at ``at`` (the attempt's start; now when ``None`` or under ``token_time="real"``)."""
-        claims = id_token_claims(email, audience, self._issue_time(at), self.issuer)
-        return self.key.sign(claims)
+        return self.key.sign(id_token_claims(email, audience, self._issue_time(at), self.issuer))
 
     def access_token(self, email: str, scope: str = "", at: datetime | None = None) -> str:
         """Mint an opaque access token and remember it for :meth:`tokeninfo`.

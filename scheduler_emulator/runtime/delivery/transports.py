@@ -27,6 +27,7 @@ Connections are kept alive per origin and reused::
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import re
 import select
@@ -34,8 +35,9 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import urlsplit
 
 from ...domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
@@ -204,21 +206,16 @@ def wait(begin: Callable[[Ended], object], deadline: float) -> int:
     :raises BaseException: the failure the request ended with; :class:`TimeoutError` if no
         end came within :data:`_GRACE_SECONDS` after ``deadline``.
     """
-    came = threading.Event()
-    outcome: list[tuple[int | None, BaseException | None]] = []
+    answer: Future[int] = Future()
 
     def ended(status: int | None, exc: BaseException | None) -> None:
-        outcome.append((status, exc))
-        came.set()
+        if exc is None:
+            answer.set_result(cast(int, status))
+        else:
+            answer.set_exception(exc)
 
     begin(ended)
-    if not came.wait(max(0.0, deadline - real_monotonic()) + _GRACE_SECONDS):
-        raise TimeoutError()
-    status, exc = outcome[0]
-    if exc is not None:
-        raise exc
-    assert status is not None
-    return status
+    return answer.result(max(0.0, deadline - real_monotonic()) + _GRACE_SECONDS)
 
 
 def waited_result(
@@ -282,12 +279,8 @@ class HttpTransport:
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
         deadline = real_monotonic() + timeout_seconds
         hop = Hop(request.method, request.url, request.headers, request.body)
-        return waited_result(
-            lambda ended: self._follow(hop, deadline, sample, request.http2, ended),
-            deadline,
-            timeout_seconds,
-            sample,
-        )
+        begin = functools.partial(self._follow, hop, deadline, sample, request.http2)
+        return waited_result(begin, deadline, timeout_seconds, sample)
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin :meth:`send` as a transfer of libcurl's event loop, holding no thread; ``done``
@@ -339,7 +332,7 @@ class HttpTransport:
         """
         deadline = real_monotonic() + deadline_seconds
         hop = Hop(method, url, headers, body)
-        return wait(lambda ended: self._follow(hop, deadline, sample, http2, ended), deadline)
+        return wait(functools.partial(self._follow, hop, deadline, sample, http2), deadline)
 
     def close(self) -> None:
         """Close every idle connection, and libcurl's event loop: its requests still in flight
