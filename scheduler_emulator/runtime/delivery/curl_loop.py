@@ -133,10 +133,9 @@ class CurlLoop:
             if self._idle:
                 self._work.notify()
 
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self) -> None:
         """Stop the loop: exchanges still running end with an :class:`OSError` (their ``done``
-        is called), connections are closed. Waits up to ``timeout`` seconds for the loop's
-        thread. Idempotent."""
+        is called), connections are closed. Waits up to 5 seconds for its thread. Idempotent."""
         with self._lock:
             if self._closed:
                 return
@@ -144,7 +143,7 @@ class CurlLoop:
             thread = self._thread
             self._work.notify()
         if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+            thread.join(5.0)
         if thread is None:
             self._teardown()
 

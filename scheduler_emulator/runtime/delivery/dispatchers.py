@@ -353,6 +353,7 @@ def app_engine_host(job: Job) -> str:
     return ".".join([p for p in parts if p] + [f"{job.project}.appspot.com"])
 
 
+@dataclass(eq=False)
 class AppEngineDispatcher:
     """Dispatcher of App Engine HTTP targets (``job.target_type == "APP_ENGINE_HTTP"``).
 
@@ -362,18 +363,14 @@ class AppEngineDispatcher:
     :param header_case: as :class:`HttpDispatcher`'s; so is ``google_apis``.
     """
 
-    def __init__(
-        self,
-        transport: Transport,
-        urls: Mapping[str, str],
-        *,
-        header_case: str = DEFAULT_HEADER_CASE,
-        google_apis: Transport | None = None,
-    ) -> None:
-        self.transport = transport
-        self.urls = dict(urls)
-        self.header_case = header_case
-        self.google_apis = google_apis
+    transport: Transport
+    urls: Mapping[str, str]
+    _: KW_ONLY
+    header_case: str = DEFAULT_HEADER_CASE
+    google_apis: Transport | None = None
+
+    def __post_init__(self) -> None:
+        self.urls = dict(self.urls)  # the caller's mapping may change later
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
         """Build the attempt's request (see :class:`Dispatcher`); the record adds

@@ -24,6 +24,7 @@ import io
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
@@ -156,7 +157,6 @@ class AsgiCaller:
         httpx = _httpx()
         from anyio.from_thread import BlockingPortal
 
-        self.app = app
         self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
         # send only the request's own headers, as Cloud Scheduler sets them
         self._client.headers.clear()
@@ -341,12 +341,11 @@ class MountTransport:
             return self.fallback.send(rest, max(0.001, deadline - real_monotonic()))
 
 
+@dataclass(eq=False)
 class _Unmounted(Exception):
     """A redirect led out of the mounted apps to ``hop``: the fallback transport sends the rest."""
 
-    def __init__(self, hop: Hop) -> None:
-        super().__init__(hop.url)
-        self.hop = hop
+    hop: Hop
 
 
 class WsgiTransport(MountTransport):

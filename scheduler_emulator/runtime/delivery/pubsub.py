@@ -80,11 +80,11 @@ class Publisher(Protocol):
         """
 
 
+@dataclass(eq=False)
 class NoPublisher:
     """No Pub/Sub configured: every Pub/Sub attempt fails with ``reason`` (its debug text)."""
 
-    def __init__(self, reason: str = NOT_CONFIGURED) -> None:
-        self.reason = reason
+    reason: str = NOT_CONFIGURED
 
     def unavailable(self) -> str | None:
         """Always the reason."""
