@@ -56,15 +56,6 @@ def advice(path: Path) -> str:
     )
 
 
-def existing_size(path: Path) -> int | None:
-    """The size of the database file before it is opened, or ``None`` when there is none (a
-    new data directory). Call before connecting: SQLite creates a missing file."""
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return None
-
-
 def check_free_space(directory: Path, *, minimum: int = MIN_FREE_BYTES) -> None:
     """Refuse to start on a disk with less than ``minimum`` bytes free: raise
     :class:`DataFileUnusable`, naming the directory and the free bytes."""
@@ -86,7 +77,7 @@ def check_database(db: sqlite3.Connection, path: Path, size: int | None, version
 
     :param db: a connection to ``path`` that has written nothing yet.
     :param path: the file, for messages.
-    :param size: its size before it was opened (:func:`existing_size`); ``None`` for a new one.
+    :param size: its size before it was opened; ``None`` for a new one.
     :param version: the ``user_version`` this release writes; a larger one is refused.
     :raises DataFileUnusable: for an empty file, a file that is not SQLite or is damaged, a
         missing table, or a later schema version — naming the file, the problem and

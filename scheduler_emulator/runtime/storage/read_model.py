@@ -21,7 +21,7 @@ from ...domain.retry import gave_up_because
 from ...domain.schedule import parse_schedule
 from ...domain.schedule_text import describe_schedule
 from .data_file import Row, attempts_from_rows, read_rows
-from .store import ATTEMPT_COLUMNS, Store, add_condition, utc_text, window_conditions
+from .store import Store, add_condition, utc_text, window_conditions
 
 #: Next fire times a job row lists by default, and at most.
 DEFAULT_FIRE_TIMES = 5
@@ -186,18 +186,15 @@ def attempts_newest(
     :meth:`Emulator.attempts_page <scheduler_emulator.Emulator.attempts_page>`.
 
     :param before_id: only attempts with a smaller id (where the previous page ended).
+    :param page_size: 1 to :data:`~scheduler_emulator.runtime._options.ATTEMPTS_PAGE_SIZE_MAX`.
+    :raises ValueError: for a page size out of range.
     :return: the attempts and the id to pass as ``before_id`` next (``None`` on the last page).
     """
     clauses, args = window_conditions("start_time", start_after, start_before)
     add_condition(clauses, args, "job = ?", job)
     add_condition(clauses, args, "id < ?", before_id)
-    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-    rows = store.query(
-        f"SELECT {ATTEMPT_COLUMNS} FROM attempts{where} ORDER BY id DESC LIMIT ?",
-        [*args, page_size + 1],
-    )
-    attempts = [a.as_of(now) for a in attempts_from_rows(store.path, rows[:page_size])]
-    return attempts, (rows[page_size - 1][0] if len(rows) > page_size else None)
+    rows, last = store.select("attempts", clauses, args, page_size, order="id DESC")
+    return [a.as_of(now) for a in attempts_from_rows(store.path, rows)], last
 
 
 def _compact(check: Row, row: Any, now: datetime | None) -> dict[str, Any]:
@@ -293,30 +290,12 @@ def run_state(
     }
 
 
-def _with_states(
-    store: Store, runs: list[dict[str, Any]], config: Callable[[str], Job | None]
+def runs_of(
+    store: Store, rows: list[Any], now: datetime | None, config: Callable[[str], Job | None]
 ) -> list[dict[str, Any]]:
-    """Add :func:`run_state` to each of ``runs`` (one query for their stored records)."""
-    if not runs:
-        return runs
-    marks = ", ".join("?" for _ in runs)
-    rows = store.query(
-        f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN ({marks})", [run["id"] for run in runs]
-    )
-    by_id = {row[0]: row for row in rows}
-
-    def with_state(pair: tuple[int, dict[str, Any]]) -> dict[str, Any]:
-        run, row = pair[1], by_id.get(pair[0])
-        if row is not None:
-            run.update(run_state(Row(store.path, "runs", row[1]), row, run["attempts"], config))
-        return run
-
-    return read_rows(store.path, "runs", [(run["id"], run) for run in runs], with_state)
-
-
-def runs_of(store: Store, rows: list[Any], now: datetime | None = None) -> list[dict[str, Any]]:
     """Group timeline attempt rows (:data:`_TIMELINE_COLUMNS`, start order) into runs:
-    ``{"id", "job", "nominalTime", "forced", "attempts": [...]}``, in order of first attempt."""
+    ``{"id", "job", "nominalTime", "forced", "attempts": [...]}`` and :func:`run_state` (one
+    query for their stored records), in order of first attempt."""
 
     def read(row: Any) -> tuple[Any, datetime | None, dict[str, Any]]:
         check = Row(store.path, "attempts", row[1])
@@ -334,9 +313,23 @@ def runs_of(store: Store, rows: list[Any], now: datetime | None = None) -> list[
                 "attempts": [],
             }
         run["attempts"].append(compact)
+    if not runs:
+        return []
     for run in runs.values():
         _mark_duplicates(run["attempts"])
-    return list(runs.values())
+    marks = ", ".join("?" for _ in runs)
+    by_id = {
+        row[0]: row
+        for row in store.query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN ({marks})", list(runs))
+    }
+
+    def with_state(pair: tuple[int, dict[str, Any]]) -> dict[str, Any]:
+        run, row = pair[1], by_id.get(pair[0])
+        if row is not None:
+            run.update(run_state(Row(store.path, "runs", row[1]), row, run["attempts"], config))
+        return run
+
+    return read_rows(store.path, "runs", list(runs.items()), with_state)
 
 
 def runs_page(
@@ -375,10 +368,7 @@ def runs_page(
     def read(row: Any) -> dict[str, Any]:
         run_id, run_job, nominal, forced = row[:4]
         check = Row(store.path, "runs", run_job)
-        attempt_rows = store.query(
-            f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE job = ? AND run_id = ? ORDER BY id",
-            (run_job, run_id),
-        )
+        attempt_rows, _ = store.select("attempts", ["job = ?", "run_id = ?"], [run_job, run_id])
         stored = attempts_from_rows(store.path, attempt_rows)
         attempts = _mark_duplicates(
             [(a if now is None else a.as_of(now)).to_json() for a in stored]
@@ -435,7 +425,7 @@ def timeline(
             "AND nominal >= ? AND nominal < ? ORDER BY nominal",
             (name, start_text, high),
         )
-        runs = _with_states(store, runs_of(store, rows, now), config)
+        runs = runs_of(store, rows, now, config)
         lanes.append(
             {
                 "job": name,
@@ -453,6 +443,5 @@ def timeline(
 def attempt_by_id(store: Store, attempt_id: int, *, now: datetime) -> Attempt | None:
     """The attempt with this id as it reads at ``now`` (:meth:`Attempt.as_of`), ``None`` when
     there is none (or it was dropped by retention)."""
-    rows = store.query(f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE id = ?", (attempt_id,))
-    found = attempts_from_rows(store.path, rows)
+    found = attempts_from_rows(store.path, store.select("attempts", ["id = ?"], [attempt_id])[0])
     return found[0].as_of(now) if found else None

@@ -5,15 +5,13 @@ every statement in order and commits what queued up meanwhile in one transaction
 loses at most the last writes and never one without those before it: a run's end without its
 start, a job's next fire time without the run or skipped record of the time before. What the
 emulator acts on waits for its commit: a started attempt is on disk before it is sent, a job's
-change before the API answers. An attempt row is inserted when the attempt starts and completed
-when it ends: one whose end was lost is found in flight on restart
+change before the API answers. An attempt whose end was lost is found in flight on restart
 (``attempts(unfinished=True)``) and recorded as interrupted. ``Store(":memory:")`` keeps the
 same code path in memory for tests and ``--in-memory``.
 
-Jobs are kept as their REST JSON (``codec.job_to_json``, the schema of the v1 API, so a data
-directory of any release loads) plus the output-only columns the engine maintains; every row
-read back is checked as the API checks a request (``data_file.stored_job``,
-``stored_attempt``), so a damaged row is named, not a traceback.
+Jobs are kept as their REST JSON (``codec.job_to_json``: any release's data directory loads)
+plus the output-only columns the engine maintains; every row read back is checked as the API
+checks a request (``data_file``), so a damaged row is named, not a traceback.
 """
 
 from __future__ import annotations
@@ -54,7 +52,6 @@ from .data_file import (
     attempts_from_rows,
     check_database,
     check_free_space,
-    existing_size,
     is_unwritable,
     startup_error,
     storage_error,
@@ -149,29 +146,20 @@ _GATHER_SECONDS = 0.005
 
 class _Ticket:
     """What a caller waits on: set once the writer has committed everything queued before it
-    was; ``error`` is the first error of the writes that carried it."""
+    was; ``error`` is the first error of the writes that carried it. With ``run``, work that is
+    more than one statement, or a read: ``run(connection)``, then its ``result``."""
 
-    __slots__ = ("done", "error")
+    __slots__ = ("done", "error", "run", "result")
 
-    def __init__(self) -> None:
+    def __init__(self, run: Callable[[sqlite3.Connection], Any] | None = None) -> None:
         self.done = threading.Event()
         self.error: Exception | None = None
-
-
-class _Op(_Ticket):
-    """A piece of work that is more than one statement, or a read: ``run(connection)``, then
-    its ``result`` (or ``error``); ``done`` once committed."""
-
-    __slots__ = ("run", "result")
-
-    def __init__(self, run: Callable[[sqlite3.Connection], Any]) -> None:
-        super().__init__()
         self.run = run
         self.result: Any = None
 
 
 #: What the writer's queue holds: one statement ``(sql, args, ticket or None)`` (the ticket
-#: collects its error), an :class:`_Op`, or a bare :class:`_Ticket` to set.
+#: collects its error), or a :class:`_Ticket` to run (with ``run``) and set.
 _Item = tuple[str, Any, "_Ticket | None"] | _Ticket
 
 
@@ -209,8 +197,8 @@ class _Writer:
                 self._wake.notify()
 
     def wait(self, ticket: _Ticket) -> None:
-        """Queue ``ticket`` and return once it is set: everything queued before it is committed
-        (the writer starts at once rather than let more gather).
+        """Queue ``ticket`` and return once everything queued before it is committed (the
+        writer starts at once rather than let more gather).
 
         :raises Exception: the first error of the writes that carried ``ticket`` (a full disk
             as :func:`~scheduler_emulator.runtime.storage.data_file.storage_error`).
@@ -283,10 +271,9 @@ def _alive(path: str, rows: list[Any]) -> datetime | None:
 
 
 def stopped_at(path: Path) -> datetime | None:
-    """The last due instant a daemon reached on the store file ``path`` (:meth:`Store.
-    last_alive`), read without opening a :class:`Store`: where a manual clock resumes on a data
-    dir a system clock ran. ``None`` when there is no such file or instant, or the file is not
-    a store (opening the :class:`Store` then says why).
+    """:meth:`Store.last_alive` of the store file ``path`` without opening a :class:`Store`:
+    where a manual clock resumes on a data dir a system clock ran. ``None`` when there is no
+    such file or instant, or the file is not a store (opening the :class:`Store` says why).
 
     :raises DamagedRow: when the instant stored is not one.
     """
@@ -307,10 +294,10 @@ def _raise(path: str, exc: Exception) -> NoReturn:
 
 def _carry(db: sqlite3.Connection, item: _Item) -> None:
     """Carry out one item of the writer's queue (a bare ticket needs nothing)."""
-    if isinstance(item, _Op):
-        item.result, item.error = item.run(db), None
-    elif type(item) is tuple:
+    if type(item) is tuple:
         db.execute(item[0], item[1])
+    elif isinstance(item, _Ticket) and item.run is not None:
+        item.result, item.error = item.run(db), None
 
 
 #: Retention is applied once per this many new attempts (amortised: one DELETE per batch).
@@ -327,8 +314,7 @@ WAL_LIMIT_BYTES = 8_000_000
 
 
 def _migrate(db: sqlite3.Connection) -> None:
-    """Bring a data directory of an earlier release to this schema (columns are only ever
-    added, so every earlier directory loads)."""
+    """Bring an earlier release's data directory to this schema (columns are only added)."""
     for table, column, ddl in _ADDED_COLUMNS:
         columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         if column not in columns:
@@ -364,9 +350,8 @@ class AttemptFilter:
 def window_conditions(
     column: str, start: datetime | None, end: datetime | None
 ) -> tuple[list[str], list[Any]]:
-    """The SQL conditions ``start <= column < end`` on a time column (``start_time``,
-    ``nominal``…: UTC text), each bound (aware) left out when ``None``, and their arguments,
-    for :func:`add_condition` to extend."""
+    """The SQL conditions ``start <= column < end`` on a time column (UTC text), each bound
+    (aware) left out when ``None``, and their arguments, for :func:`add_condition` to extend."""
     clauses: list[str] = []
     args: list[Any] = []
     add_condition(clauses, args, f"{column} >= ?", None if start is None else utc_text(start))
@@ -379,8 +364,7 @@ def utc_text(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat()
 
 
-#: The columns :func:`~scheduler_emulator.runtime.storage.data_file.stored_attempt` reads, in its
-#: order.
+#: The columns :func:`~scheduler_emulator.runtime.storage.data_file.stored_attempt` reads.
 ATTEMPT_COLUMNS = (
     "id, job, run_id, attempt, schedule_time, start_time, end_time, request, response_status, "
     "code, debug_info, forced, injected, nominal, response_excerpt, response_content_type"
@@ -421,14 +405,15 @@ class Store:
         self.retain_attempts = retain_attempts
         self.retain_megabytes = retain_megabytes
         self._durable = self.path != ":memory:"
-        size = None
+        file, size = Path(self.path), None
         if self._durable:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            check_free_space(Path(self.path).parent)
-            size = existing_size(Path(self.path))
+            file.parent.mkdir(parents=True, exist_ok=True)
+            check_free_space(file.parent)
+            with contextlib.suppress(FileNotFoundError):  # none: a new data directory
+                size = file.stat().st_size  # before connecting: SQLite creates a missing file
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
-            check_database(db, Path(self.path), size, SCHEMA_VERSION)  # before any write
+            check_database(db, file, size, SCHEMA_VERSION)  # before any write
             if self._durable:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
@@ -470,10 +455,8 @@ class Store:
     @contextlib.contextmanager
     def batch(self, alive: datetime | None = None) -> Iterator[None]:
         """Let every write this thread makes inside the block return at once; the block ends
-        once they are all committed (the first that failed raised then). Not reentrant.
-
-        The engine writes a due batch (thousands of runs and attempts at one minute) this way:
-        a few commits instead of one per statement, and no wait per statement.
+        once they are all committed (the first that failed raised then). Not reentrant. The
+        engine writes a due batch this way: a few commits, not one (and a wait) per statement.
 
         :param alive: first write :meth:`save_alive` of this instant (aware), committed with
             the block's writes.
@@ -495,7 +478,7 @@ class Store:
 
     def _write(self, run: Callable[[sqlite3.Connection], Any], *, wait: bool = False) -> None:
         """Give the writer work that is more than one statement; ``wait`` as in :meth:`_execute`."""
-        op = _Op(run)
+        op = _Ticket(run)
         ops = getattr(self._local, "ops", None)
         if ops is not None:
             ops.append(op)
@@ -516,9 +499,9 @@ class Store:
             self._writer.submit((sql, args, ticket))
 
     def query(self, sql: str, args: Any = ()) -> list[Any]:
-        """Run one read-only ``SELECT`` (``?`` placeholders, their values in ``args``) after
-        everything written before it and return its rows (the read model reads this way)."""
-        op = _Op(lambda db: db.execute(sql, args).fetchall())
+        """The rows of one read-only ``SELECT`` (``?`` bound to ``args``), run after everything
+        written before it."""
+        op = _Ticket(lambda db: db.execute(sql, args).fetchall())
         self._writer.wait(op)
         return op.result
 
@@ -552,8 +535,8 @@ class Store:
 
     def save(self, decision: Decision, attempt: Attempt | None = None) -> None:
         """Persist what one of the scheduler core's decisions changes: a :class:`StartAttempt`'s
-        run (inserted when ``new_run``) and its ``attempt`` as started (:meth:`add_attempt`),
-        a run's progress, a job's state or next fire time, a skipped time.
+        run and its ``attempt`` as started, a run's progress, a job's state or next fire time,
+        a skipped time.
 
         :raises TypeError: for anything else.
         """
@@ -568,18 +551,15 @@ class Store:
                 decision.job, decision.state, decision.status, decision.last_attempt_time
             )
         elif isinstance(decision, SaveNextFire):
-            self.save_next_fire(decision.job, decision.next_fire)
+            # What a restart reads to know which scheduled times passed while the emulator was
+            # down; an in-memory store has no restart: it skips it, one statement less a run.
+            if self._durable:
+                sql = "UPDATE jobs SET next_fire = ? WHERE name = ?"
+                self._execute(sql, (_ts(decision.next_fire), decision.job))
         elif isinstance(decision, RecordSkipped):
             self.add_skipped(decision.skipped)
         else:
             raise TypeError(f"not a decision: {decision!r}")
-
-    def save_next_fire(self, name: str, next_fire: datetime | None) -> None:
-        """Write the next scheduled time of job ``name`` (UTC), so that a restart knows which
-        scheduled times passed while the emulator was not running (an in-memory store has no
-        restart to tell: it skips the write, one statement less per run)."""
-        if self._durable:
-            self._execute("UPDATE jobs SET next_fire = ? WHERE name = ?", (_ts(next_fire), name))
 
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""
@@ -588,9 +568,8 @@ class Store:
 
     def ran_at_next_fire(self, until: datetime | None) -> set[str]:
         """The jobs whose stored next scheduled time, at or before ``until`` (aware; ``None``:
-        none), already has an attempt of its scheduled run: the process died after the
-        attempt was written and before the next fire time was (a run written without any
-        attempt was never sent: it does not count). Only the jobs due by ``until`` are read."""
+        none), already has an attempt of its scheduled run: the process died after the attempt
+        was written and before the next fire time was (a run without attempts was never sent)."""
         if until is None:
             return set()
         rows = self.query(
@@ -603,11 +582,10 @@ class Store:
 
     def save_alive(self, instant: datetime, *, wait: bool = True) -> None:
         """Write that the emulator is running at ``instant`` (aware), and return once it is
-        committed (``wait``; else at once): the engine writes it as it reaches each due
-        instant, before sending anything (:meth:`batch`'s ``alive``), so that a restart runs
-        late what that instant owed rather than call it skipped. A failure is logged (and kept
-        in :attr:`write_failure`), not raised: the writes of the due instant itself report it.
-        An in-memory store skips it."""
+        committed (``wait``; else at once): the engine writes it as it reaches each due instant,
+        before sending anything, so that a restart runs late what that instant owed rather than
+        call it skipped. A failure is logged (and kept in :attr:`write_failure`), not raised:
+        the due instant's own writes report it. An in-memory store skips it."""
         if self._durable:
             sql = "INSERT OR REPLACE INTO alive VALUES (1, ?)"
             self._writer.submit((sql, (utc_text(instant),), None))
@@ -639,9 +617,8 @@ class Store:
         self._write(lambda db: db.execute("DELETE FROM jobs WHERE name = ?", (name,)), wait=True)
 
     def load_jobs(self) -> list[Job]:
-        """Return every stored job in creation order, output-only fields included, each row
-        checked as the API checks a job
-        (:func:`~scheduler_emulator.runtime.storage.data_file.stored_job`).
+        """Every stored job in creation order, output-only fields included, each row checked
+        as the API checks a job (:func:`~scheduler_emulator.runtime.storage.data_file.stored_job`).
 
         :raises DamagedRow: naming the file, the table, the job and the field of a damaged row.
         """
@@ -734,8 +711,8 @@ class Store:
 
     def finish_attempt(self, attempt: Attempt) -> None:
         """Record the end, status, code, debug text and response excerpt of ``attempt``: the
-        one update of its row when it ends (its start was written when it was added, or when it
-        left a queue: :meth:`mark_sent`)."""
+        one update of its row when it ends (its start was written by :meth:`add_attempt` or
+        :meth:`mark_sent`)."""
         sql = (
             "UPDATE attempts SET end_time = ?, response_status = ?, code = ?, debug_info = ?, "
             "injected = ?, response_excerpt = ?, response_content_type = ? WHERE id = ?"
@@ -758,7 +735,7 @@ class Store:
         clauses: list[str] = ["end_time IS NULL"] if unfinished else []
         args: list[Any] = []
         add_condition(clauses, args, "job = ?", job)
-        return attempts_from_rows(self.path, self._select("attempts", clauses, args)[0])
+        return attempts_from_rows(self.path, self.select("attempts", clauses, args)[0])
 
     def attempts_page(
         self,
@@ -767,8 +744,8 @@ class Store:
         after_id: int = 0,
         page_size: int = ATTEMPTS_PAGE_SIZE,
     ) -> tuple[list[Attempt], int | None]:
-        """Return one page of attempts in start order, and the id to pass as ``after_id`` for
-        the next page (``None`` on the last page). Reads only the page from the database.
+        """One page of attempts in start order (only the page is read), and the id to pass as
+        ``after_id`` for the next page (``None`` on the last page).
 
         :param where: which attempts.
         :param after_id: only attempts with a larger id (where the previous page ended).
@@ -779,23 +756,34 @@ class Store:
         add_condition(clauses, args, "job = ?", where.job)
         add_condition(clauses, args, "run_id = ?", where.run_id)
         add_condition(clauses, args, "id > ?", after_id)
-        rows, last = self._select("attempts", clauses, args, page_size)
+        rows, last = self.select("attempts", clauses, args, page_size)
         return attempts_from_rows(self.path, rows), last  # damaged rows left out
 
-    def _select(
-        self, table: str, clauses: list[str], args: list[Any], page_size: int | None = None
+    def select(
+        self,
+        table: str,
+        clauses: list[str],
+        args: list[Any],
+        page_size: int | None = None,
+        *,
+        order: str = "id",
     ) -> tuple[list[Any], int | None]:
-        """The rows of ``table`` (attempts, skipped) meeting ``clauses`` in id order; with
-        ``page_size``, one page and the id the next starts after (``None``: the last)."""
+        """The rows of ``table`` (``attempts``: :data:`ATTEMPT_COLUMNS`; ``skipped``) meeting
+        ``clauses`` (SQL joined with ``AND``, ``?`` bound to ``args``) by ``order`` (``id`` or
+        ``id DESC``); with ``page_size``, one page and the id the next page starts after
+        (``None``: the last).
+
+        :raises ValueError: for a page size not from 1 to :data:`ATTEMPTS_PAGE_SIZE_MAX`.
+        """
         columns = ATTEMPT_COLUMNS if table == "attempts" else _SKIPPED_COLUMNS
         query = f"SELECT {columns} FROM {table}"
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
         if page_size is None:
-            return self.query(query + " ORDER BY id", args), None
+            return self.query(f"{query} ORDER BY {order}", args), None
         if not 1 <= page_size <= ATTEMPTS_PAGE_SIZE_MAX:
             raise ValueError(f"page_size must be 1 to {ATTEMPTS_PAGE_SIZE_MAX}; got {page_size}.")
-        rows = self.query(f"{query} ORDER BY id LIMIT {page_size + 1}", args)
+        rows = self.query(f"{query} ORDER BY {order} LIMIT {page_size + 1}", args)
         return rows[:page_size], (rows[page_size - 1][0] if len(rows) > page_size else None)
 
     def _trim(self, db: sqlite3.Connection) -> None:
@@ -843,8 +831,8 @@ class Store:
         after_id: int = 0,
         page_size: int | None = ATTEMPTS_PAGE_SIZE,
     ) -> tuple[list[SkippedRun], int | None]:
-        """Return one page of skipped scheduled times in the order they were recorded, and the
-        id to pass as ``after_id`` for the next page (``None`` on the last page).
+        """One page of skipped scheduled times in the order they were recorded, and the id to
+        pass as ``after_id`` for the next page (``None`` on the last page).
 
         :param job: only this job's (full name).
         :param after_id: only records after this one (where the previous page ended).
@@ -854,7 +842,7 @@ class Store:
         clauses: list[str] = ["id > ?"]
         args: list[Any] = [after_id]
         add_condition(clauses, args, "job = ?", job)
-        rows, last = self._select("skipped", clauses, args, page_size)
+        rows, last = self.select("skipped", clauses, args, page_size)
         return [SkippedRun(r[1], r[2], _dt(r[3]), _dt(r[4]), r[5]) for r in rows], last  # type: ignore[arg-type]
 
     def reset(self) -> None:
