@@ -20,8 +20,6 @@ from typing import IO
 
 from ...domain.errors import ConfigurationError
 
-LOCK_FILE_NAME = "daemon.lock"
-
 
 class DataDirInUse(ConfigurationError):
     """Another daemon holds the data directory; the message names its pid and port."""
@@ -34,7 +32,7 @@ class DataDirLock:
     """
 
     def __init__(self, data_dir: Path) -> None:
-        self.path = Path(data_dir) / LOCK_FILE_NAME
+        self.path = Path(data_dir) / "daemon.lock"
         self._file: IO[str] | None = None
         self._dir_fd: int | None = None
 

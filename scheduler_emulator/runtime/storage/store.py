@@ -376,9 +376,7 @@ _RUN_COLUMNS = (
 )
 _SKIPPED_COLUMNS = "id, job, schedule_time, nominal, recorded_at, reason"
 _INSERT_RUN = f"INSERT INTO runs ({_RUN_COLUMNS}, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_INSERT_SKIPPED = (
-    "INSERT INTO skipped (job, schedule_time, nominal, recorded_at, reason) VALUES (?, ?, ?, ?, ?)"
-)
+_INSERT_SKIPPED = f"INSERT INTO skipped ({_SKIPPED_COLUMNS}) VALUES (NULL, ?, ?, ?, ?, ?)"
 
 
 class Store:
