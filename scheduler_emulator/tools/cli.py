@@ -25,7 +25,7 @@ from .. import __version__
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
-from ..domain.schedule import DST_POLICIES
+from ..domain.schedule import DST_POLICIES, parse_schedule
 from ..runtime import (
     DEFAULT_DST_POLICY,
     DEFAULT_HEADER_CASE,
@@ -41,20 +41,14 @@ from ..runtime import (
     http2_problem,
 )
 from ..server.connections import Limits
-from ..wire import HEADER_CASES, format_timestamp, is_loopback
+from ..wire import HEADER_CASES, format_schedule_time, format_timestamp, is_loopback
+from . import replay, targets_setup, views
 from .client_recipes import client_notes, grpc_note
 from .cloud_run_file import load_cloud_run_jobs
 from .fault_file import load_fault_file
+from .firebase import command as firebase_command
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
-from .targets_setup import add_arguments as add_target_arguments
-from .targets_setup import configure as configure_targets
-from .views import (
-    ADMIN_TOKEN_ENV,
-    is_terminal,
-    rule_argument,
-    timestamp_argument,
-    whole_number,
-)
+from .views import ADMIN_TOKEN_ENV, is_terminal, rule_argument, timestamp_argument, whole_number
 
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
 DEFAULT_PORT = 8095
@@ -64,8 +58,6 @@ DST_HELP = (
     "and a skipped one never; 'vixie' fires a fixed-time job once on both days, at the first "
     "occurrence of a repeated time and right after a skipped one"
 )
-#: Exit status after the reader of stdout went away (``| head``), as a tool killed by SIGPIPE.
-BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
 
 
 class _GivenStore(argparse.Action):
@@ -109,11 +101,7 @@ def _port(text: str) -> int:
 
 
 def _host(text: str) -> str:
-    """A ``--host`` value: an IPv6 address may come in the brackets of the startup line's URL
-    (``[::1]``).
-
-    :raises argparse.ArgumentTypeError: for an empty value.
-    """
+    """A ``--host`` value, an IPv6 address maybe in the brackets of the startup line's URL."""
     host = text[1:-1] if text.startswith("[") and text.endswith("]") else text
     if not host.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is empty; give an address such as 127.0.0.1")
@@ -121,11 +109,7 @@ def _host(text: str) -> str:
 
 
 def _directory(text: str) -> Path:
-    """A ``--data-dir`` value.
-
-    :raises argparse.ArgumentTypeError: for an empty value (it would mean the current directory).
-    """
-    if not text.strip():
+    if not text.strip():  # Path("") would be the current directory
         raise argparse.ArgumentTypeError(f"{text!r} is empty; give a directory")
     return Path(text)
 
@@ -142,10 +126,7 @@ def _daemon_address(parser: argparse.ArgumentParser) -> None:
 
 def _issuer(text: str) -> str:
     """A ``--token-issuer`` value: any text without spaces (Google's ID tokens carry
-    ``https://accounts.google.com`` or ``accounts.google.com``).
-
-    :raises argparse.ArgumentTypeError: for an empty value or one with whitespace.
-    """
+    ``https://accounts.google.com`` or ``accounts.google.com``)."""
     if not text or any(c.isspace() for c in text):
         raise argparse.ArgumentTypeError(f"{text!r} is empty or has a space; give the 'iss'")
     return text
@@ -343,9 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
         "verifying against its own clock accepts them on a manual clock far from now "
         "(%(default)s)",
     )
-    add_target_arguments(start)
-    from .firebase import command as firebase_command
-
+    targets_setup.add_arguments(start)
     firebase_command.add_start_arguments(start)
     firebase_command.add_command(sub)
 
@@ -394,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
         "directory", nargs="?", default=".", metavar="DIR", help="where to write (%(default)s)"
     )
     init.add_argument("--force", action="store_true", help="overwrite existing project files")
-    replay = sub.add_parser(
+    replay_parser = sub.add_parser(
         "replay",
         help="run a scenario file, or re-send recorded attempts to a target",
         description="Run SCENARIO (jobs, steps, faults, target, expectations) on a virtual "
@@ -402,21 +381,14 @@ def build_parser() -> argparse.ArgumentParser:
         "with --attempts FILE --target URL, re-send recorded attempts with their spacing. "
         "See docs/faults-and-replay.md.",
     )
-    from .replay import add_arguments as add_replay_arguments
-
-    add_replay_arguments(replay)
-    from .views import add_arguments as add_view_arguments
-
-    add_view_arguments(sub, _daemon_address)
+    replay.add_arguments(replay_parser)
+    views.add_arguments(sub, _daemon_address)
     return parser
 
 
 def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the next ``-n`` fire times of a schedule, one RFC 3339 line each, as the
     ``X-CloudScheduler-ScheduleTime`` header shows them."""
-    from ..domain.schedule import parse_schedule
-    from ..wire import format_schedule_time
-
     if args.n < 1:
         raise ConfigurationError(f"-n must be at least 1; got {args.n}.")
     schedule = parse_schedule(args.schedule, args.time_zone, dst_policy=args.dst_policy)
@@ -448,10 +420,8 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
             "--port 0 is not a daemon's port (0 tells start to pick a free one); give the port "
             "of its startup line, 'scheduler-emulator listening on http://HOST:PORT'."
         )
-    from .views import DaemonClient
-
     try:  # the running daemon's defaults (project, grpc, pubsubEmulatorHost…)
-        config = DaemonClient(args.host, args.port, timeout=2).get("/_emulator/config")
+        config = views.DaemonClient(args.host, args.port, timeout=2).get("/_emulator/config")
     except ConfigurationError:
         config = {}
     answered = "project" in config  # else no emulator answers there
@@ -519,8 +489,7 @@ def load_jobs_by_file(
     return per_file
 
 
-#: A jobs file larger than this (about 10,000 short jobs) is announced on stderr before it is
-#: loaded.
+#: A jobs file larger than this (about 10,000 short jobs) is announced on stderr first.
 SAY_LOADING_BYTES = 1_000_000
 
 
@@ -565,21 +534,16 @@ def log_format_note(log_format: str, log_file: str | None) -> str:
     """  # noqa: E501
     where = f"to {log_file}" if log_file else "on stdout"
     if log_format == "json":
-        return (
-            f"execution log: JSON lines (Cloud Logging entries) {where}; --log-format text for "
-            "one readable line per attempt"
-        )
-    return (
-        f"execution log: one text line per attempt {where}; --log-format json for Cloud "
-        "Logging entries"
-    )
+        what, other = "JSON lines (Cloud Logging entries)", "text for one readable line per attempt"
+    else:
+        what, other = "one text line per attempt", "json for Cloud Logging entries"
+    return f"execution log: {what} {where}; --log-format {other}"
 
 
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon (:class:`~scheduler_emulator.server.daemon.Daemon`) until SIGINT or
     SIGTERM."""
     from ..server.daemon import Daemon
-    from .firebase import command as firebase_command
 
     token = admin_token(args.admin_token)
     firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
@@ -603,7 +567,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     faults = load_fault_file(args.faults) if args.faults else None
     if args.start is not None and args.clock != "manual":
         raise ConfigurationError("--start needs --clock manual.")
-    targets = configure_targets(args, jobs, out)  # may start the Pub/Sub emulator
+    targets = targets_setup.configure(args, jobs, out)  # may start the Pub/Sub emulator
     daemon = Daemon(
         EmulatorOptions(
             project=args.project,
@@ -674,17 +638,14 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``scheduler-emulator``; returns the exit code."""
-    from .firebase.command import start_argv
-    from .replay import run_command
-    from .views import COMMANDS
-
-    args = build_parser().parse_args(start_argv(sys.argv[1:] if argv is None else argv))
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(firebase_command.start_argv(argv))
     commands = {
         "next": cmd_next,
         "start": cmd_start,
         "env-init": cmd_env_init,
-        "replay": run_command,
-        **COMMANDS,
+        "replay": replay.run_command,
+        **views.COMMANDS,
     }
     try:
         if args.command == "demo":
@@ -695,8 +656,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .scaffold import run_init
 
             return run_init(args.directory, force=args.force, out=sys.stdout)
-        if args.command in commands:
-            return commands[args.command](args, sys.stdout)
+        return commands[args.command](args, sys.stdout)
     except KeyboardInterrupt:  # Ctrl-C where a command has no handler of its own (demo)
         print("scheduler-emulator: interrupted.", file=sys.stderr)
         return 130
@@ -705,22 +665,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # SIGPIPE, with stdout on /dev/null so that the interpreter's final flush does not fail.
         with contextlib.suppress(OSError, ValueError):  # ValueError: stdout is not a real file
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return BROKEN_PIPE_EXIT
+        return 128 + signal.SIGPIPE
     except (EmulatorError, OSError) as exc:
-        # One line, printable whatever the input held (a lone surrogate is shown escaped).
-        line = f"error: {error_text(exc)}".encode("utf-8", "backslashreplace").decode("utf-8")
-        print(line, file=sys.stderr)
+        # One line without an API error's status (its field violations when they add anything),
+        # printable whatever the input held (a lone surrogate is shown escaped).
+        text = str(exc).removeprefix(f"{exc.status}: ") if isinstance(exc, ApiError) else str(exc)
+        print(f"error: {text}".encode("utf-8", "backslashreplace").decode("utf-8"), file=sys.stderr)
         return 2
-    return 2
-
-
-def error_text(exc: Exception) -> str:
-    """The message of a user-caused error (an :class:`EmulatorError` or an :class:`OSError`) in
-    one line without the ``error:`` prefix, with its field violations when they add anything."""
-    if not isinstance(exc, ApiError):
-        return str(exc)
-    extra = [v.description for v in exc.violations if v.description not in exc.message]
-    return exc.message + (" (" + "; ".join(extra) + ")" if extra else "")
 
 
 if __name__ == "__main__":  # pragma: no cover
