@@ -23,8 +23,6 @@ from scheduler_emulator.wire import parse_timestamp
 
 __all__ = ["LiveScheduler"]
 
-#: The command line of a daemon on a free port.
-_START = (sys.executable, "-m", "scheduler_emulator", "start", "--port", "0")
 _LISTENING = re.compile(r"listening on (http://(?:[\d.]+|\[[\da-f:.]+\]):\d+)")
 
 
@@ -57,7 +55,7 @@ class LiveScheduler(AttemptAssertions):
         self.project = project
         self.args = args
         self.process = subprocess.Popen(
-            [*_START, "--project", project, *args],
+            [*self._command(), "start", "--port", "0", "--project", project, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -65,11 +63,16 @@ class LiveScheduler(AttemptAssertions):
         )
         self.output: list[str] = []
         self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._pumper = threading.Thread(target=self._pump, daemon=True)
+        self._pumper.start()
         self.first_line = ""
         self.url = self._wait_for_url(startup_timeout)
         self._admin = _Admin(*self.host_port, timeout=120)
         self.session = self._admin.session  # for raw requests (tests, bench)
+
+    def _command(self) -> list[str]:
+        """The command line before ``start`` (a subclass may wrap the daemon)."""
+        return [sys.executable, "-m", "scheduler_emulator"]
 
     def _pump(self) -> None:
         assert self.process.stdout is not None
@@ -261,6 +264,7 @@ class LiveScheduler(AttemptAssertions):
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=30)
+        self._pumper.join(5)  # its last lines read: closing under it would fail its read
         for pipe in (self.process.stdout, self.process.stderr):
             if pipe is not None:
                 pipe.close()
