@@ -312,11 +312,14 @@ PAGE_SIZE = 1000
 
 def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
     """The cells of the ``jobs`` table (:data:`JOBS_HEADERS`, or :data:`WIDE_JOBS_HEADERS`
-    with ``wide``), from ``GET /_emulator/jobs`` rows."""
+    with ``wide``), from ``GET /_emulator/jobs`` rows; NEXT is the next fire time, or
+    ``retry T`` while a retry is pending (the job's ``scheduleTime`` then)."""
     rows = []
     for job in jobs:
         last = job.get("lastAttempt")
         fire = job.get("nextFireTimes") or []
+        due = job.get("scheduleTime")
+        upcoming = f"retry {due}" if due and due not in fire[:1] else fire[0] if fire else "-"
         rows.append(
             [
                 job["id"],
@@ -325,7 +328,7 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
                 job["timeZone"],
                 *([job["scheduleText"]] if wide else []),
                 "-" if not last else f"{last['code'] or IN_FLIGHT} {last['time']}",
-                fire[0] if fire else "-",
+                upcoming,
                 *([job["target"]] if wide else []),
             ]
         )

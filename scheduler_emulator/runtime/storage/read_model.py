@@ -100,6 +100,7 @@ def job_row(
         "targetType": job.target_type,
         "state": job.state.name,
         "lastAttempt": last,
+        "scheduleTime": iso(job.schedule_time),
         "nextFireTimes": [
             iso(t) for t in next_fire_times(job, fire_times, dst_policy=dst_policy, first=first)
         ],

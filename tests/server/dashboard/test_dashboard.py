@@ -20,6 +20,7 @@ from werkzeug.test import Client
 from scheduler_emulator import Emulator, HttpTransport, ManualClock, WsgiTransport
 from scheduler_emulator.domain.attempts import RESPONSE_EXCERPT_BYTES, SkippedRun
 from scheduler_emulator.server.server import create_app
+from scheduler_emulator.tools import views
 from scheduler_emulator.tools.replay import replay_scenario
 from tests.daemon import serving
 from tests.support import TARGET, RecordingTarget, nightly_job
@@ -430,6 +431,13 @@ class TestTheReadModelTellsTheTruth:
         assert emulator.get_job("nightly").schedule_time == datetime(2026, 9, 24, 2, 1, tzinfo=UTC)
         [row] = client.get("/_emulator/jobs?fireTimes=2").json["jobs"]
         assert row["nextFireTimes"] == ["2026-09-25T02:00:00Z", "2026-09-26T02:00:00Z"]
+        assert row["scheduleTime"] == "2026-09-24T02:01:00Z"  # the job's, as the API shows it
+        assert views.job_rows([row])[0][5] == "retry 2026-09-24T02:01:00Z"  # the NEXT column
+        target.status = 200
+        emulator.advance(timedelta(minutes=1))  # the retry succeeded: the next fire time again
+        [row] = client.get("/_emulator/jobs").json["jobs"]
+        assert row["scheduleTime"] == row["nextFireTimes"][0] == "2026-09-25T02:00:00Z"
+        assert views.job_rows([row])[0][5] == "2026-09-25T02:00:00Z"
 
 
 class Terminal(io.StringIO):
