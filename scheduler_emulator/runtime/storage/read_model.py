@@ -21,7 +21,7 @@ from ...domain.retry import gave_up_because
 from ...domain.schedule import parse_schedule
 from ...domain.schedule_text import describe_schedule
 from .data_file import Row, attempts_from_rows, read_rows
-from .store import Store, add_condition, utc_text, window_conditions
+from .store import AttemptFilter, Store, add_condition, utc_text, window_conditions
 
 #: Next fire times a job row lists by default, and at most.
 DEFAULT_FIRE_TIMES = 5
@@ -191,11 +191,9 @@ def attempts_newest(
     :raises ValueError: for a page size out of range.
     :return: the attempts and the id to pass as ``before_id`` next (``None`` on the last page).
     """
-    clauses, args = window_conditions("start_time", start_after, start_before)
-    add_condition(clauses, args, "job = ?", job)
-    add_condition(clauses, args, "id < ?", before_id)
-    rows, last = store.select("attempts", clauses, args, page_size, order="id DESC")
-    return [a.as_of(now) for a in attempts_from_rows(store.path, rows)], last
+    where = AttemptFilter(job=job, start_after=start_after, start_before=start_before)
+    page, last = store.attempts_page(where, after_id=before_id, page_size=page_size, newest=True)
+    return [a.as_of(now) for a in page], last
 
 
 def _compact(check: Row, row: Any, now: datetime | None) -> dict[str, Any]:

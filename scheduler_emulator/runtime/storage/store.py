@@ -739,22 +739,24 @@ class Store:
         self,
         where: AttemptFilter = AttemptFilter(),
         *,
-        after_id: int = 0,
+        after_id: int | None = None,
         page_size: int = ATTEMPTS_PAGE_SIZE,
+        newest: bool = False,
     ) -> tuple[list[Attempt], int | None]:
-        """One page of attempts in start order (only the page is read), and the id to pass as
-        ``after_id`` for the next page (``None`` on the last page).
+        """One page of attempts in start order, or newest first with ``newest`` (only the page
+        is read), and the id to pass as ``after_id`` for the next page (``None`` on the last).
 
         :param where: which attempts.
-        :param after_id: only attempts with a larger id (where the previous page ended).
+        :param after_id: where the previous page ended (only attempts past it, in that order).
         :param page_size: 1 to :data:`ATTEMPTS_PAGE_SIZE_MAX` attempts.
         :raises ValueError: for a page size out of range.
         """
         clauses, args = window_conditions("start_time", where.start_after, where.start_before)
         add_condition(clauses, args, "job = ?", where.job)
         add_condition(clauses, args, "run_id = ?", where.run_id)
-        add_condition(clauses, args, "id > ?", after_id)
-        rows, last = self.select("attempts", clauses, args, page_size)
+        add_condition(clauses, args, "id < ?" if newest else "id > ?", after_id)
+        order = "id DESC" if newest else "id"
+        rows, last = self.select("attempts", clauses, args, page_size, order=order)
         return attempts_from_rows(self.path, rows), last  # damaged rows left out
 
     def select(
