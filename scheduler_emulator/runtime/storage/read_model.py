@@ -124,8 +124,8 @@ def job_rows(
     page_size: int = 50,
     fire_times: int = DEFAULT_FIRE_TIMES,
     dst_policy: str = "absolute",
-    next_fire: Callable[[str], datetime | None] | None = None,
-    in_flight: Callable[[str], bool] | None = None,
+    next_fire: Callable[[str], datetime | None],
+    in_flight: Callable[[str], bool],
 ) -> tuple[list[dict[str, Any]], int | None, int]:
     """One page of the jobs view, of the jobs that pass :func:`matches` ``name`` and ``state``.
 
@@ -144,8 +144,8 @@ def job_rows(
             job,
             fire_times,
             dst_policy=dst_policy,
-            first=None if next_fire is None else next_fire(job.name),
-            in_flight=in_flight is not None and in_flight(job.name),
+            first=next_fire(job.name),
+            in_flight=in_flight(job.name),
         )
         for job in page
     ]
@@ -196,11 +196,11 @@ def attempts_newest(
     return [a.as_of(now) for a in page], last
 
 
-def _compact(check: Row, row: Any, now: datetime | None) -> dict[str, Any]:
+def _compact(check: Row, row: Any, now: datetime) -> dict[str, Any]:
     """What a timeline attempt's segment shows (details are one request away) at ``now``."""
     started = check.instant("start_time", row[4])
     ended = check.optional_instant("end_time", row[5])
-    masked = now is not None and in_flight_at(started, ended, now)
+    masked = in_flight_at(started, ended, now)
     return {
         "id": row[0],
         "attempt": row[3],
@@ -290,7 +290,7 @@ def run_state(
 
 
 def runs_of(
-    store: Store, rows: list[Any], now: datetime | None, config: Callable[[str], Job | None]
+    store: Store, rows: list[Any], now: datetime, config: Callable[[str], Job | None]
 ) -> list[dict[str, Any]]:
     """Group timeline attempt rows (:data:`_TIMELINE_COLUMNS`, start order) into runs:
     ``{"id", "job", "nominalTime", "forced", "attempts": [...]}`` and :func:`run_state` (one
@@ -340,8 +340,8 @@ def runs_page(
     state: str = "",
     offset: int = 0,
     page_size: int = 50,
-    now: datetime | None = None,
-    config: Callable[[str], Job | None] = lambda name: None,
+    now: datetime,
+    config: Callable[[str], Job | None],
 ) -> tuple[list[dict[str, Any]], int | None]:
     """One page of runs newest first by when each was due (``nominal``), each with its attempts
     in order (whole ``/_emulator/attempts`` records, ``reason`` included; those ending after
@@ -369,9 +369,7 @@ def runs_page(
         check = Row(store.path, "runs", run_job)
         attempt_rows, _ = store.select("attempts", ["job = ?", "run_id = ?"], [run_job, run_id])
         stored = attempts_from_rows(store.path, attempt_rows)
-        attempts = _mark_duplicates(
-            [(a if now is None else a.as_of(now)).to_json() for a in stored]
-        )
+        attempts = _mark_duplicates([a.as_of(now).to_json() for a in stored])
         return {
             "id": run_id,
             "job": run_job,
@@ -396,8 +394,8 @@ def timeline(
     jobs: list[str],
     start: datetime,
     end: datetime,
-    now: datetime | None = None,
-    config: Callable[[str], Job | None] = lambda name: None,
+    now: datetime,
+    config: Callable[[str], Job | None],
 ) -> list[dict[str, Any]]:
     """The lanes of a timeline window: for each job (full names, in the order given) its runs
     whose attempts started within the window (or up to :data:`WINDOW_LOOKBACK` before it and
