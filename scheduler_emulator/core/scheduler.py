@@ -651,6 +651,15 @@ class Scheduler:
         """
         return self._jobs[name].next_fire_utc
 
+    def upcoming(self, name: str) -> tuple[datetime | None, datetime | None]:
+        """The job's next scheduled time (:meth:`next_fire`) and when its pending retry is due
+        (UTC; ``None`` when none is pending).
+
+        :raises KeyError: if there is no such job.
+        """
+        state = self._jobs[name]
+        return state.next_fire_utc, state.active.next_attempt_at if state.active else None
+
     def _downtime(
         self,
         state: _JobState,

@@ -404,7 +404,7 @@ class Admin:
             page_size=page_size,
             fire_times=fire_times or 0,
             dst_policy=self.emulator.options.dst_policy,
-            next_fire=self.emulator.next_fire,
+            upcoming=self.emulator.upcoming,
             in_flight=lambda job: read_model.last_attempt_in_flight(self.emulator.store, job, now),
         )
         answer = _page_answer("jobs", rows, next_page_token(following))

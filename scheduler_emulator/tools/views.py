@@ -313,13 +313,13 @@ PAGE_SIZE = 1000
 def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
     """The cells of the ``jobs`` table (:data:`JOBS_HEADERS`, or :data:`WIDE_JOBS_HEADERS`
     with ``wide``), from ``GET /_emulator/jobs`` rows; NEXT is the next fire time, or
-    ``retry T`` while a retry is pending (the job's ``scheduleTime`` then)."""
+    ``retry T`` while a retry is pending."""
     rows = []
     for job in jobs:
         last = job.get("lastAttempt")
         fire = job.get("nextFireTimes") or []
-        due = job.get("scheduleTime")
-        upcoming = f"retry {due}" if due and due not in fire[:1] else fire[0] if fire else "-"
+        retry = job.get("nextAttemptTime")
+        upcoming = f"retry {retry}" if retry else fire[0] if fire else "-"
         rows.append(
             [
                 job["id"],
@@ -339,11 +339,11 @@ def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[s
     """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`; with ``wide``
     :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is :func:`scheduled_cell`; TRY ends in ``*`` for
     an attempt fault injection altered (the INJ column under ``wide``); TIME to the
-    millisecond, cut, on whole seconds too (as stored under ``wide``)."""
+    millisecond, cut, on whole seconds too (to the microsecond under ``wide``: :func:`fraction`)."""
     rows = []
     for attempt in attempts:
         time_, job, _, number, injected, status, code = attempt_cells(attempt)
-        time_ = time_ if wide else milliseconds(time_)
+        time_ = fraction(time_, wide)
         nominal = iso(attempt.nominal)
         run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
         reason = attempt.to_json()["reason"]
@@ -356,13 +356,15 @@ def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[s
     return rows
 
 
-def milliseconds(stamp: str) -> str:
-    """An RFC 3339 UTC timestamp cut to the millisecond, also on whole seconds (``""`` as is).
+def fraction(stamp: str, wide: bool = False) -> str:
+    """An RFC 3339 UTC timestamp cut to the millisecond, or with ``wide`` to the microsecond,
+    padded on whole seconds too (``""`` as is).
 
-    >>> milliseconds("2026-12-03T18:04:00.000600Z"), milliseconds("2026-12-03T18:05:00Z")
-    ('2026-12-03T18:04:00.000Z', '2026-12-03T18:05:00.000Z')
+    >>> fraction("2026-12-03T18:04:00.000600Z"), fraction("2026-12-03T18:05:00Z", wide=True)
+    ('2026-12-03T18:04:00.000Z', '2026-12-03T18:05:00.000000Z')
     """
-    return (stamp[:-1] + ".000")[:23] + "Z" if stamp else stamp
+    whole, _, digits = stamp.removesuffix("Z").partition(".")
+    return f"{whole}.{(digits + '000000')[: 6 if wide else 3]}Z" if stamp else stamp
 
 
 def scheduled_cell(header: str | None, instant: str | None, forced: bool) -> str:
@@ -455,7 +457,7 @@ def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
 
 def skipped_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
     """The cells of the ``skipped`` table (:data:`SKIPPED_HEADERS`; with ``wide``
-    :data:`WIDE_SKIPPED_HEADERS`, RECORDED AT to the microsecond), from
+    :data:`WIDE_SKIPPED_HEADERS`, RECORDED AT to the microsecond: :func:`fraction`), from
     ``GET /_emulator/skipped`` records."""
     rows = []
     for record in records:
@@ -465,7 +467,7 @@ def skipped_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> list[
                 str(record.get("scheduleTime") or "-"),
                 *([str(record.get("nominalTime") or "-")] if wide else []),
                 str(record["job"]).rsplit("/", 1)[-1],
-                (recorded if wide else milliseconds(recorded)) or "-",
+                fraction(recorded, wide) or "-",
                 SKIPPED_REASONS.get(str(record.get("reason")), str(record.get("reason"))),
             ]
         )

@@ -72,16 +72,17 @@ def job_row(
     fire_times: int,
     *,
     dst_policy: str = "absolute",
-    first: datetime | None = None,
+    upcoming: tuple[datetime | None, datetime | None] = (None, None),
     in_flight: bool = False,
 ) -> dict[str, Any]:
     """One row of the jobs view (the JSON shape of ``GET /_emulator/jobs``).
 
-    :param first: the job's next scheduled time (see :func:`next_fire_times`).
+    :param upcoming: the job's next scheduled time (see :func:`next_fire_times`) and when its
+        pending retry is due (``None`` when none is pending).
     :param in_flight: its last attempt has not ended by the clock's now: ``lastAttempt`` has
         ``code`` ``None`` (the job's status is written when the attempt is sent).
     """
-    status = job.status
+    status, (first, retry) = job.status, upcoming
     last = None
     if job.last_attempt_time is not None:
         code = "OK" if status is None or status.code == 0 else _CODE_NAMES.get(status.code)
@@ -100,7 +101,7 @@ def job_row(
         "targetType": job.target_type,
         "state": job.state.name,
         "lastAttempt": last,
-        "scheduleTime": iso(job.schedule_time),
+        "nextAttemptTime": iso(retry),
         "nextFireTimes": [
             iso(t) for t in next_fire_times(job, fire_times, dst_policy=dst_policy, first=first)
         ],
@@ -124,15 +125,15 @@ def job_rows(
     page_size: int = 50,
     fire_times: int = DEFAULT_FIRE_TIMES,
     dst_policy: str = "absolute",
-    next_fire: Callable[[str], datetime | None],
+    upcoming: Callable[[str], tuple[datetime | None, datetime | None]],
     in_flight: Callable[[str], bool],
 ) -> tuple[list[dict[str, Any]], int | None, int]:
     """One page of the jobs view, of the jobs that pass :func:`matches` ``name`` and ``state``.
 
     :param jobs: every job, in creation order.
     :param offset: jobs of the filtered list to skip (the page token).
-    :param next_fire: a job's next scheduled time by full name (the scheduler's), so that a
-        pending retry is not listed as a fire time.
+    :param upcoming: a job's next scheduled time and pending retry by full name (the
+        scheduler's), so that a pending retry is not listed as a fire time.
     :param in_flight: whether a job's last attempt is in flight (:func:`last_attempt_in_flight`).
     :return: the rows, the next page's offset (``None`` on the last page), and how many jobs
         pass the filters.
@@ -144,7 +145,7 @@ def job_rows(
             job,
             fire_times,
             dst_policy=dst_policy,
-            first=next_fire(job.name),
+            upcoming=upcoming(job.name),
             in_flight=in_flight(job.name),
         )
         for job in page

@@ -431,13 +431,28 @@ class TestTheReadModelTellsTheTruth:
         assert emulator.get_job("nightly").schedule_time == datetime(2026, 9, 24, 2, 1, tzinfo=UTC)
         [row] = client.get("/_emulator/jobs?fireTimes=2").json["jobs"]
         assert row["nextFireTimes"] == ["2026-09-25T02:00:00Z", "2026-09-26T02:00:00Z"]
-        assert row["scheduleTime"] == "2026-09-24T02:01:00Z"  # the job's, as the API shows it
+        assert row["nextAttemptTime"] == "2026-09-24T02:01:00Z"
         assert views.job_rows([row])[0][5] == "retry 2026-09-24T02:01:00Z"  # the NEXT column
         target.status = 200
         emulator.advance(timedelta(minutes=1))  # the retry succeeded: the next fire time again
         [row] = client.get("/_emulator/jobs").json["jobs"]
-        assert row["scheduleTime"] == row["nextFireTimes"][0] == "2026-09-25T02:00:00Z"
+        assert row["nextAttemptTime"] is None
         assert views.job_rows([row])[0][5] == "2026-09-25T02:00:00Z"
+
+    def test_a_retry_due_at_the_next_fire_time_is_shown_as_a_retry(
+        self, emulator: Emulator, client: Client, target: RecordingTarget
+    ) -> None:
+        """A trial's every-minute job read as if 10:07 would fire, though its run's retry held
+        that minute (10:07 was then recorded as skipped)."""
+        target.status = 503
+        retry = {"retryCount": 3, "minBackoffDuration": "60s"}
+        emulator.create_job(nightly_job(schedule="* * * * *", retryConfig=retry))
+        emulator.move_to(datetime(2026, 9, 24, 2, 0, 30, tzinfo=UTC))  # 02:00 failed: retry 02:01
+        [row] = client.get("/_emulator/jobs?fireTimes=1").json["jobs"]
+        assert (row["nextAttemptTime"], row["nextFireTimes"]) == ("2026-09-24T02:01:00Z", [
+            "2026-09-24T02:01:00Z"
+        ])  # fmt: skip
+        assert views.job_rows([row])[0][5] == "retry 2026-09-24T02:01:00Z"
 
 
 class Terminal(io.StringIO):
