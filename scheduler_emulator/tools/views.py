@@ -261,7 +261,12 @@ class DaemonClient:
         body: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The JSON answer of ``method path?params`` with the JSON ``body`` (a parameter that
-        is ``None`` is left out)."""
+        is ``None`` is left out).
+
+        :raises ConfigurationError: when nothing answers, or what answers 200 is not a JSON
+            object (another server: a trial's views printed "(no jobs)" for one).
+        :raises Refused: for another status (:meth:`refused`).
+        """
         import requests
 
         try:
@@ -278,7 +283,10 @@ class DaemonClient:
         try:
             return dict(response.json())
         except (TypeError, ValueError):  # not JSON, or not an object
-            return {}
+            raise ConfigurationError(
+                f"{self.base}{path} answered 200 with {response.text[:40]!r}, not a "
+                "scheduler-emulator's answer; pass the --host and --port of its startup line."
+            ) from None
 
     def refused(self, path: str, response: Any) -> Exception:
         """The error :meth:`call` raises for ``response`` (a ``requests.Response`` to

@@ -414,10 +414,13 @@ class TestAdminToken:
 def test_a_view_pointed_at_another_server_says_it_is_not_the_emulator(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A wrong ``--port`` where another service answers (404, no error envelope) says so in
-    one line, as a port where nothing answers does (a trial user's find)."""
-    with serving(RecordingTarget(status=404, body=b"<h1>Not Found</h1>")) as url:
-        code, out, err = run_command(capsys, "jobs", "--port", url.rsplit(":", 1)[1])
-    assert (code, out) == (2, "")
-    assert err.count("\n") == 1 and "not a scheduler-emulator's answer" in err, err
-    assert "pass the --host and --port of its startup line" in err
+    """A wrong ``--port`` where another service answers (404, no error envelope; or 200 with
+    text, which the views read as an empty listing) says so in one line, as a port where
+    nothing answers does (trial users' finds)."""
+    for status, body in ((404, b"<h1>Not Found</h1>"), (200, b"ok")):
+        with serving(RecordingTarget(status=status, body=body)) as url:
+            for view in ("jobs", "attempts", "runs", "skipped"):
+                code, out, err = run_command(capsys, view, "--port", url.rsplit(":", 1)[1])
+                assert (code, out) == (2, ""), (view, status)
+                assert err.count("\n") == 1 and "not a scheduler-emulator's answer" in err, err
+                assert "pass the --host and --port of its startup line" in err
