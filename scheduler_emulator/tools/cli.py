@@ -167,9 +167,21 @@ class _Parser(argparse.ArgumentParser):
     not the usage block (22 lines for ``start``) with the error under it."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(
-            2, f"{self.prog}: error: {message}\n(`{self.prog} --help` lists what it takes.)\n"
-        )
+        _refuse(self, self.prog, message)
+
+
+def _refuse(parser: argparse.ArgumentParser, prog: str, message: str) -> NoReturn:
+    parser.exit(2, f"{prog}: error: {message}\n(`{prog} --help` lists what it takes.)\n")
+
+
+def parse_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, but an unrecognised argument is refused under its command's
+    name (``scheduler-emulator skipped``), so that the pointer leads to that command's help."""
+    parsed, extra = parser.parse_known_args(argv)
+    if extra:
+        prog = f"{parser.prog} {parsed.command}"
+        _refuse(parser, prog, f"unrecognized arguments: {' '.join(extra)}")
+    return parsed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -639,7 +651,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``scheduler-emulator``; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_args(firebase_command.start_argv(argv))
+    args = parse_command(build_parser(), firebase_command.start_argv(argv))
     commands = {
         "next": cmd_next,
         "start": cmd_start,

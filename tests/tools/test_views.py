@@ -113,6 +113,11 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
                 err.splitlines()[1] == f"(`scheduler-emulator {view} --help` lists what it takes.)"
             )
             assert "usage:" not in err and err.count("\n") == 2
+    code, _, err = run_command(capsys, "skipped", "--port", port(daemon), "--json")
+    assert (code, err.splitlines()) == (2, [  # the command's help, not the top level's
+        "scheduler-emulator skipped: error: unrecognized arguments: --json",
+        "(`scheduler-emulator skipped --help` lists what it takes.)",
+    ])  # fmt: skip
     done = cli("jobs", "--port", "9")  # as a real process
     assert done.returncode == 2 and "no scheduler-emulator answers" in done.stderr
 
