@@ -41,7 +41,7 @@ from datetime import UTC, datetime, timedelta
 from ..domain.attempts import EMULATOR_DOWN, RUN_STILL_GOING, Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
 from ..domain.resources import Job, State, Status
-from ..domain.retry import next_attempt_time
+from ..domain.retry import GAVE_UP_PAUSED, gave_up_because, max_attempts, next_attempt_time
 from ..domain.schedule import DEFAULT_DST_POLICY, Schedule, parse_schedule
 from ..wire import format_schedule_time
 
@@ -737,6 +737,13 @@ class Scheduler:
             uncounted=run.uncounted if end.uncounted else 0,
         )
         if at is None:
+            gave_up = None
+            if end.code != "OK":
+                retries = run.attempts - 1
+                gave_up = gave_up_because(
+                    job.retry_config, retries, run.first_attempt_start, end.end_time
+                )
+            run.limits = (max_attempts(job.retry_config), gave_up)
             return self._end_run(state, run, now)
         run.next_attempt_at = at
         self._push(at, _RETRY, run.job, run.id)
@@ -767,6 +774,7 @@ class Scheduler:
             if not run.forced and run.next_attempt_at is not None:
                 run.finished = True
                 run.next_attempt_at = None
+                run.limits = (max_attempts(state.job.retry_config), GAVE_UP_PAUSED)
                 state.runs.pop(run.id, None)
                 if state.active is run:
                     state.active = None

@@ -75,6 +75,9 @@ class Run:
     :param extra_retry: a lost acknowledgement earned the run one retry beyond its config.
     :param uncounted: attempts that do not count against ``retryCount`` (App Engine 503s);
         not kept across restarts.
+    :param limits: once it ended, its ``maxAttempts`` and the limit it gave up on (``None``
+        each when there is none) under the retry config it ended with, so that a later change
+        of the config does not rewrite its history; ``None`` while it goes on.
     """
 
     id: int
@@ -89,6 +92,7 @@ class Run:
     number: int = 0  # the run's number among the job's runs since start-up (fault rules)
     extra_retry: bool = False  # a lost acknowledgement earns one retry whatever the config
     uncounted: int = 0  # App Engine 503s: retried whatever the config, not counted (Google's rule)
+    limits: tuple[int | None, str | None] | None = None
 
 
 @dataclass

@@ -27,6 +27,7 @@ __all__ = [
     "GAVE_UP_PAUSED",
     "backoff",
     "gave_up_because",
+    "max_attempts",
     "may_retry",
     "next_attempt_time",
 ]
@@ -148,6 +149,14 @@ GAVE_UP_DURATION = "max retry duration"
 GAVE_UP_NO_RETRIES = "no retries"
 #: … or the job was paused (a paused job's pending retries are dropped).
 GAVE_UP_PAUSED = "job paused"
+
+
+def max_attempts(config: RetryConfig | None) -> int | None:
+    """The attempts a run of ``config`` makes at most: ``retryCount`` plus one, ``None`` when
+    the count does not bound the run (a ``maxRetryDuration`` is set, or no config is known)."""
+    if config is None or config.max_retry_duration:
+        return None
+    return config.retry_count + 1
 
 
 def gave_up_because(

@@ -17,7 +17,7 @@ from typing import Any
 from ...domain.attempts import Attempt, duplicate_flags, in_flight_at, iso
 from ...domain.errors import RPC_CODES
 from ...domain.resources import Job, State
-from ...domain.retry import gave_up_because
+from ...domain.retry import gave_up_because, max_attempts
 from ...domain.schedule import parse_schedule
 from ...domain.schedule_text import describe_schedule
 from .data_file import Row, attempts_from_rows, read_rows
@@ -224,7 +224,8 @@ def _mark_duplicates(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 #: The run table's columns :func:`run_state` reads.
 _RUN_COLUMNS = (
-    "id, job, nominal, forced, finished, next_attempt_at, first_attempt_start, schedule_time"
+    "id, job, nominal, forced, finished, next_attempt_at, first_attempt_start, schedule_time, "
+    "limits"
 )
 #: ``runs_page``'s ``state`` filter: SQL over ``runs`` for each value. ``failed``: a run with at
 #: least one failed attempt; ``gave-up``: one that ended without success; ``in-progress``: one
@@ -246,9 +247,11 @@ def run_state(
     ``GET /_emulator/runs`` and in the timeline besides its attempts.
 
     The next attempt's time is the one the core's retry decision
-    (:func:`~scheduler_emulator.domain.retry.next_attempt_time`) stored on the run; which limit
-    ended a run that gave up is :func:`~scheduler_emulator.domain.retry.gave_up_because` of the
-    job's retry config.
+    (:func:`~scheduler_emulator.domain.retry.next_attempt_time`) stored on the run; a run that
+    ended keeps the ``maxAttempts`` and the limit it gave up on that the core stored as it ended
+    (:attr:`Run.limits <scheduler_emulator.domain.attempts.Run.limits>`); a run still going, or
+    stored by an earlier release, reads them from the job's retry config
+    (:func:`~scheduler_emulator.domain.retry.gave_up_because`).
 
     :param check: reads the run's row (its file, table and job, for a damaged value).
     :param row: the run's :data:`_RUN_COLUMNS`.
@@ -260,12 +263,19 @@ def run_state(
         bound the run, "scheduleTime": the header value or ``None``, "failedAttempts": N}``.
     :raises DamagedRow: for a first attempt start or next attempt time that is not an instant.
     """
-    run_id, job_name, _, _, finished, next_at, first_start, schedule_time = row
+    run_id, job_name, _, _, finished, next_at, first_start, schedule_time, limits = row
+    first_start = check.optional_instant("first_attempt_start", first_start)  # damaged: refused
     job = config(job_name)
     retry = None if job is None else job.retry_config
+    most = max_attempts(retry)
     last = attempts[-1] if attempts else None
     state, gave_up, next_time = "in progress", None, None
-    if finished and last is not None and last["code"] == "OK":
+    ended = finished and last is not None and last["code"] is not None  # as read at now
+    if ended and limits is not None:  # as it ended, whatever the config became since
+        count, _, reason = check.text("limits", limits).partition("|")
+        most = int(count) if count.isdigit() else None
+        state, gave_up = ("gave up", reason) if reason else ("succeeded", None)
+    elif finished and last is not None and last["code"] == "OK":
         state = "succeeded"
     elif finished:
         state = "gave up"
@@ -273,18 +283,17 @@ def run_state(
             gave_up = gave_up_because(
                 retry,
                 len(attempts) - 1,
-                check.instant("first_attempt_start", first_start),
+                first_start,
                 datetime.fromisoformat(last["endTime"]),
             )
     elif next_at is not None and (last is None or last["code"] is not None):
         state, next_time = "retrying", iso(check.instant("next_attempt_at", next_at))
-    bounded = retry is not None and not retry.max_retry_duration  # count 0: no retries, 1
     return {
         "state": state,
         "gaveUp": gave_up,
         "nextAttemptTime": next_time,
         "nextAttempt": len(attempts) + 1 if next_time else None,
-        "maxAttempts": retry.retry_count + 1 if bounded and retry is not None else None,
+        "maxAttempts": most,
         "scheduleTime": schedule_time,
         "failedAttempts": sum(1 for a in attempts if a["code"] not in (None, "OK")),
     }

@@ -68,6 +68,7 @@ _ADDED_COLUMNS = (
     ("attempts", "nominal", "TEXT"),
     ("attempts", "response_excerpt", "TEXT"),
     ("attempts", "response_content_type", "TEXT"),
+    ("runs", "limits", "TEXT"),  # "maxAttempts|gave-up limit" once ended (Run.limits)
 )
 
 _SCHEMA = """
@@ -648,13 +649,14 @@ class Store:
         return max(int(largest), self._last_run_id)
 
     def save_run(self, run: Run) -> None:
-        """Write the progress of ``run`` (attempt count, pending retry, finished)."""
+        """Write the progress of ``run`` (attempt count, pending retry, finished, limits)."""
         sql = (
             "UPDATE runs SET first_attempt_start = ?, attempts = ?, next_attempt_at = ?, "
-            "finished = ? WHERE id = ?"
+            "finished = ?, limits = ? WHERE id = ?"
         )
         first, retry = _ts(run.first_attempt_start), _ts(run.next_attempt_at)
-        self._execute(sql, (first, run.attempts, retry, int(run.finished), run.id))
+        limits = None if run.limits is None else "|".join(str(v or "") for v in run.limits)
+        self._execute(sql, (first, run.attempts, retry, int(run.finished), limits, run.id))
 
     def open_runs(self) -> list[Run]:
         """Return the runs not finished yet (after a restart: to resume their retries)."""

@@ -439,6 +439,29 @@ class TestTheReadModelTellsTheTruth:
         assert row["nextAttemptTime"] is None
         assert views.job_rows([row])[0][5] == "2026-09-25T02:00:00Z"
 
+    def test_a_finished_run_keeps_the_limits_it_ended_under(
+        self, emulator: Emulator, client: Client, target: RecordingTarget
+    ) -> None:
+        """A trial raised a job's retryCount and its finished runs read '1/3 gave up (job
+        paused)': the read model took the limits from the job's current config."""
+        target.status = 503
+        emulator.create_job(nightly_job(retryConfig={}))
+        twice = {"retryCount": 1, "minBackoffDuration": "10s"}
+        emulator.create_job(nightly_job(name="twice", retryConfig=twice))
+        emulator.move_to(datetime(2026, 9, 24, 2, 1, tzinfo=UTC))  # both 02:00 runs gave up
+
+        def ended() -> list[tuple[str, str, int]]:
+            runs = client.get("/_emulator/runs").json["runs"]
+            return sorted((r["job"].rsplit("/")[-1], r["gaveUp"], r["maxAttempts"]) for r in runs)
+
+        before = ended()
+        assert before == [("nightly", "no retries", 1), ("twice", "retry count", 2)]
+        for job in ("nightly", "twice"):
+            emulator.update_job(job, {"retryConfig": {"retryCount": 3}}, "retryConfig")
+        assert ended() == before
+        [lane, _] = client.get("/_emulator/timeline").json["lanes"]
+        assert (lane["runs"][0]["gaveUp"], lane["runs"][0]["maxAttempts"]) == ("no retries", 1)
+
     def test_a_retry_due_at_the_next_fire_time_is_shown_as_a_retry(
         self, emulator: Emulator, client: Client, target: RecordingTarget
     ) -> None:
