@@ -232,6 +232,10 @@ class Refused(ConfigurationError):
     """The daemon answered, and refused the request (exit 2)."""
 
 
+#: What a view says of an answer that is not the daemon's.
+_NOT_OURS = "not a scheduler-emulator's answer: pass the --host and --port of its startup line"
+
+
 class DaemonClient:
     """JSON calls to a running daemon's endpoints (``/_emulator/``, ``/v1/``), on one session.
 
@@ -284,8 +288,7 @@ class DaemonClient:
             return dict(response.json())
         except (TypeError, ValueError):  # not JSON, or not an object
             raise ConfigurationError(
-                f"{self.base}{path} answered 200 with {response.text[:40]!r}, not a "
-                "scheduler-emulator's answer; pass the --host and --port of its startup line."
+                f"{self.base}{path} answered 200 with {response.text[:40]!r} ({_NOT_OURS})."
             ) from None
 
     def refused(self, path: str, response: Any) -> Exception:
@@ -295,10 +298,7 @@ class DaemonClient:
         try:
             message = response.json()["error"]["message"]
         except (TypeError, ValueError, KeyError):  # another server's answer may be anything
-            message = (
-                f"{response.reason} (not a scheduler-emulator's answer: pass the --host and "
-                "--port of its startup line)"
-            )
+            message = f"{response.reason} ({_NOT_OURS})"
         return Refused(f"{message} ({response.status_code} from {self.base}{path})")
 
     def pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
