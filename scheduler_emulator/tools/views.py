@@ -127,9 +127,9 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "runs",
         help="print the running daemon's runs: how each ended, or when it tries next",
         description="Print the newest runs of the daemon at --host/--port, oldest first: "
-        "attempts made, whether the run succeeded, gave up (and which limit: retry count or "
-        "max retry duration) or is still going with its next attempt's time, and the last "
-        "failure's reason.",
+        "attempts made, whether the run succeeded, gave up (and why: retry count, max retry "
+        "duration, no retries or job paused) or is still going with its next attempt's time, "
+        "and the last failure's reason.",
     )
     run = sub.add_parser(
         "run",
@@ -164,11 +164,12 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     )  # fmt: skip
     wide_help = ((jobs, "every column, "), (attempts, "every column, "), (runs, ""), (skipped, ""))
     for parser, more in wide_help:
+        wraps = "a long cell" if parser is jobs else "a long REASON"
         parser.add_argument(
             "--wide",
             action="store_true",
-            help=f"{more}one line per row (by default the table fits {TABLE_WIDTH} columns, a "
-            "long REASON wrapping under itself)",
+            help=f"{more}one line per row (by default the table fits {TABLE_WIDTH} columns, "
+            f"{wraps} wrapping under itself)",
         )
     window = attempts.add_mutually_exclusive_group()  # the newest N, or all since an instant
     for group, newest in ((window, "N"), (runs, "N"), (skipped, "N scheduled times")):
