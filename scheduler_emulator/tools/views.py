@@ -191,6 +191,8 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     for parser, help_text in (
         (attempts, "print each attempt as one JSON object per line (the /_emulator/attempts "
          "shape)"),
+        (runs, "print each run as one JSON object per line (the /_emulator/runs shape: its "
+         "state, limits and attempts, each with duplicate)"),
         (executions, "print each execution as one JSON object per line (the /_emulator/executions "
          "shape: every task attempt's exit code, times and the end of its output)"),
     ):  # fmt: skip
@@ -295,11 +297,15 @@ class DaemonClient:
     def refused(self, path: str, response: Any) -> Exception:
         """The error :meth:`call` raises for ``response`` (a ``requests.Response`` to
         ``path``, not 200): a :class:`Refused` giving the daemon's message first,
-        then the status and the URL. A subclass may return another kind."""
+        then the status and the URL; for an answer without the daemon's error (another
+        server), a :class:`ConfigurationError` naming the URL and the status first."""
         try:
             message = response.json()["error"]["message"]
         except (TypeError, ValueError, KeyError):  # another server's answer may be anything
-            message = f"{response.reason} ({_NOT_OURS})"
+            return ConfigurationError(
+                f"{self.base}{path} answered {response.status_code} {response.reason} "
+                f"({_NOT_OURS})."
+            )
         return Refused(f"{message} ({response.status_code} from {self.base}{path})")
 
     def pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -557,13 +563,17 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
 
 
 def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print the ``runs`` table: the newest ``--last`` runs (by schedule time), oldest first."""
+    """Print the ``runs`` table: the newest ``--last`` runs (by schedule time), oldest first;
+    with ``--json`` one JSON object per run, as ``GET /_emulator/runs`` gives it."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": min(args.last, PAGE_SIZE), "job": args.job or None}
     for flag, state in RUN_FILTER_FLAGS.items():
         if getattr(args, flag, False):
             params["state"] = state
     runs = [*islice(client.pages("/_emulator/runs", "runs", params), args.last)][::-1]
+    if args.json:
+        out.writelines(json.dumps(run, ensure_ascii=False) + "\n" for run in runs)
+        return 0
     return _print_table(out, RUN_HEADERS, run_rows(runs), "(no runs)", args.wide)
 
 

@@ -424,3 +424,5 @@ def test_a_view_pointed_at_another_server_says_it_is_not_the_emulator(
                 assert (code, out) == (2, ""), (view, status)
                 assert err.count("\n") == 1 and "not a scheduler-emulator's answer" in err, err
                 assert "pass the --host and --port of its startup line" in err
+                assert err.startswith(f"error: {url}/_emulator/"), err  # the URL first
+                assert f" answered {status} " in err, err

@@ -4,6 +4,7 @@ on a manual clock, with a job whose name differs from its timer route)."""
 from __future__ import annotations
 
 import io
+import json
 import queue
 import re
 import signal
@@ -485,3 +486,20 @@ def test_an_attempts_time_shows_milliseconds_and_wide_shows_microseconds() -> No
         "2026-12-03T18:04:00.123456Z",
         "2026-12-03T18:04:00.000000Z",  # more digits than without --wide (a trial's read fewer)
     ]
+
+
+def test_runs_json_prints_the_api_runs_oldest_first(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``runs --json``: one ``/_emulator/runs`` run per line, the newest ``--last`` oldest
+    first, as ``attempts --json`` prints attempts."""
+    code, out, err = run_command(
+        capsys, "runs", "--port", port(daemon), "--job", "report", "--last", "3", "--json"
+    )
+    assert code == 0, err
+    listed = requests.get(
+        daemon.url + "/_emulator/runs", params={"job": "report", "pageSize": 3}, timeout=30
+    ).json()["runs"]
+    printed = [json.loads(line) for line in out.splitlines()]
+    assert printed == listed[::-1] and len(printed) == 3
+    assert all("duplicate" in attempt for run in printed for attempt in run["attempts"])
