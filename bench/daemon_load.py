@@ -13,8 +13,8 @@
    directory for ``--minutes`` whole minutes, then stops it with SIGTERM and reads its store.
 
 Prints, over the runs due at the minutes inside the window: missed runs, duplicated runs,
-lateness of each attempt's start after its minute (p50 / p99 / max, and p99 / max per minute),
-deliveries per second
+lateness of each attempt's start after its minute (p50 / p99 / max, and p99 / max per minute,
+with the connections the target accepted in that minute), deliveries per second
 during each minute's burst and its ratio to each floor, and the daemon's peak RSS (``VmHWM``).
 
 Run: ``python bench/daemon_load.py --jobs 1000 --minutes 3``.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -45,9 +46,11 @@ def serve_target(port_file: str, limit_seconds: float) -> None:
     """The fast target: HTTP/1.1 keep-alive, 200 with no body to every request."""
     count = 0
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+    opened: Counter[str] = Counter()  # connections accepted, by minute (written each second)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal count
+        opened[datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:00Z")] += 1
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -69,7 +72,9 @@ def serve_target(port_file: str, limit_seconds: float) -> None:
         server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
         Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
         async with server:
-            await asyncio.sleep(limit_seconds)
+            for _ in range(int(limit_seconds)):
+                await asyncio.sleep(1)
+                Path(port_file + ".opened").write_text(json.dumps(opened))
 
     asyncio.run(main())
 
@@ -234,6 +239,8 @@ def measure(args: argparse.Namespace, work: Path) -> None:
     finally:
         target.terminate()
         target.wait(10)
+    opened_file = Path(f"{port_file}.opened")
+    opened = json.loads(opened_file.read_text()) if opened_file.exists() else {}
 
     from scheduler_emulator.runtime.storage.store import Store
 
@@ -266,7 +273,10 @@ def measure(args: argparse.Namespace, work: Path) -> None:
         )
         if mine:
             at = mine[max(0, int(len(mine) * 0.99) - 1)]
-            print(f"  minute {stamp}: lateness p99 {at:.3f} s, max {mine[-1]:.3f} s")
+            print(
+                f"  minute {stamp}: lateness p99 {at:.3f} s, max {mine[-1]:.3f} s; "
+                f"{opened.get(stamp, 0):,} connections opened to the target"
+            )
     print(f"  deliveries/s per minute's burst: {', '.join(f'{r:,.0f}' for r in rates)}")
     ratios = ", ".join(f"{r / floor32:.2f}x" for r in rates)
     print(f"  the same as a ratio to the bare 32-thread client floor: {ratios}")

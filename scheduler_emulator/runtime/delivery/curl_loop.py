@@ -51,13 +51,12 @@ import pycurl
 
 from ...domain.redirects import Answered, Hop, ResponseSample
 from ...realtime import real_monotonic
+from . import CONNECTIONS
 
 logger = logging.getLogger("scheduler_emulator")
 
 #: Idle easy handles kept for reuse (a handle is a few kB; more are closed).
 _FREE_HANDLES = 256
-#: Kept-alive connections at most in the multi handle's cache.
-_MAX_CONNECTS = 512
 #: Seconds the loop waits at most between turns while exchanges are under way (a new submit,
 #: and a socket ``select(2)`` cannot watch, are seen within this).
 _TURN_SECONDS = 0.005
@@ -98,7 +97,7 @@ class CurlLoop:
         self._idle = False  # the loop's thread waits on _work (a busy one sees a submit anyway)
         # Loop-thread state.
         self._multi = pycurl.CurlMulti()
-        self._multi.setopt(pycurl.M_MAXCONNECTS, _MAX_CONNECTS)
+        self._multi.setopt(pycurl.M_MAXCONNECTS, CONNECTIONS)
         self._running: dict[pycurl.Curl, _Transfer] = {}
         self._free: list[pycurl.Curl] = []
 

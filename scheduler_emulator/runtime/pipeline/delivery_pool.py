@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ...realtime import real_monotonic
+from ..delivery import CONNECTIONS
 
 logger = logging.getLogger("scheduler_emulator")
 
@@ -75,7 +76,11 @@ class DeliveryPool:
     """
 
     def __init__(
-        self, workers: int = 32, per_key: int = 4, name: str = "delivery", connections: int = 1024
+        self,
+        workers: int = 32,
+        per_key: int = 4,
+        name: str = "delivery",
+        connections: int = CONNECTIONS,
     ) -> None:
         if workers < 1 or per_key < 1:
             raise ValueError(f"workers and per_key must be at least 1; got {workers}, {per_key}.")
