@@ -3,20 +3,19 @@
 ``--host``/``--port`` as ``env-init`` takes them.
 
 They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``,
-``GET /_emulator/runs``, ``GET /_emulator/skipped``), a page at a time. Every table keeps to
-:data:`TABLE_WIDTH` columns: the last column (REASON) wraps to fit, then the JOB column, and
-the rest is shown under ``--wide``, one line per row. ``attempts`` shows one schedule-time column
+``GET /_emulator/runs``, ``GET /_emulator/skipped``), a page at a time; with ``--json`` each prints
+the records it read, one per line, instead of its table. Every table keeps to
+:data:`TABLE_WIDTH` columns: the last column (REASON) wraps to fit, then the JOB column, and the
+rest is shown under ``--wide``, one line per row. ``attempts`` shows one schedule-time column
 (the ScheduleTime each attempt carried) and, for a failure, the reason
-(:func:`~scheduler_emulator.domain.attempts.failure_reason`); ``--json`` prints one
-``/_emulator/attempts`` record per line instead; ``--follow`` keeps printing attempts as they
-finish, until Ctrl-C. ``runs`` lists runs with how each ended or when its next attempt is due
-(``--failed``, ``--gave-up``, ``--in-progress`` filter them). A REASON too long for the width
-wraps onto continuation lines under its column. ``skipped`` lists the newest scheduled times that
-got no run (``--last``), with the reason. ``executions`` lists the Cloud Run executions
-(``GET /_emulator/executions``) with their tasks' outcome, filtered by ``--job`` and
-``--state``. ``run JOB [--schedule-time T]``
-starts a run now, as if scheduled at T when given. On a terminal outcomes are coloured,
-unless ``NO_COLOR`` is set.
+(:func:`~scheduler_emulator.domain.attempts.failure_reason`); ``--follow`` keeps printing
+attempts as they finish, until Ctrl-C. ``runs`` lists runs with how each ended or when its next
+attempt is due (``--failed``, ``--gave-up``, ``--in-progress`` filter them). A REASON too long
+for the width wraps onto continuation lines under its column. ``skipped`` lists the newest
+scheduled times that got no run (``--last``), with the reason. ``executions`` lists the Cloud
+Run executions (``GET /_emulator/executions``) with their tasks' outcome, filtered by ``--job``
+and ``--state``. ``run JOB [--schedule-time T]`` starts a run now, as if scheduled at T when
+given. On a terminal outcomes are coloured, unless ``NO_COLOR`` is set.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ import argparse
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from heapq import nlargest
 from itertools import islice
@@ -189,14 +188,17 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         help="send the run as if scheduled at this instant (emulator-only)",
     )  # fmt: skip
     for parser, help_text in (
-        (attempts, "print each attempt as one JSON object per line (the /_emulator/attempts "
+        (jobs, "job as one JSON object per line (the /_emulator/jobs shape: the job, its next "
+         "fire time and last attempt)"),
+        (attempts, "attempt as one JSON object per line (the /_emulator/attempts shape)"),
+        (runs, "run as one JSON object per line (the /_emulator/runs shape: its state, limits "
+         "and attempts, each with duplicate)"),
+        (skipped, "skipped scheduled time as one JSON object per line (the /_emulator/skipped "
          "shape)"),
-        (runs, "print each run as one JSON object per line (the /_emulator/runs shape: its "
-         "state, limits and attempts, each with duplicate)"),
-        (executions, "print each execution as one JSON object per line (the /_emulator/executions "
-         "shape: every task attempt's exit code, times and the end of its output)"),
+        (executions, "execution as one JSON object per line (the /_emulator/executions shape: "
+         "every task attempt's exit code, times and the end of its output)"),
     ):  # fmt: skip
-        parser.add_argument("--json", action="store_true", help=help_text)
+        parser.add_argument("--json", action="store_true", help="print each " + help_text)
     window.add_argument(
         "--since",
         type=timestamp_argument,
@@ -462,10 +464,18 @@ def _print_table(
     return 0
 
 
+def _print_json(out: IO[str], records: Iterable[dict[str, Any]]) -> int:
+    """Print ``records`` as JSON lines (``--json``): one object per line, as the API gives it."""
+    out.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    return 0
+
+
 def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``jobs`` table."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     jobs = list(client.pages("/_emulator/jobs", "jobs", {"pageSize": 500, "fireTimes": 1}))
+    if args.json:
+        return _print_json(out, jobs)
     headers = WIDE_JOBS_HEADERS if args.wide else JOBS_HEADERS
     return _print_table(out, headers, job_rows(jobs, args.wide), "(no jobs)", args.wide)
 
@@ -499,6 +509,8 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
         args.last, listed, key=lambda pair: (parse_timestamp(pair[1]["nominalTime"]), pair[0])
     )
     records = [record for _, record in newest[::-1]]
+    if args.json:
+        return _print_json(out, records)
     headers = WIDE_SKIPPED_HEADERS if args.wide else SKIPPED_HEADERS
     rows = skipped_rows(records, args.wide)
     return _print_table(out, headers, rows, "(no skipped runs)", args.wide)
@@ -572,8 +584,7 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
             params["state"] = state
     runs = [*islice(client.pages("/_emulator/runs", "runs", params), args.last)][::-1]
     if args.json:
-        out.writelines(json.dumps(run, ensure_ascii=False) + "\n" for run in runs)
-        return 0
+        return _print_json(out, runs)
     return _print_table(out, RUN_HEADERS, run_rows(runs), "(no runs)", args.wide)
 
 
@@ -606,8 +617,7 @@ def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
     params = {"pageSize": PAGE_SIZE, "job": args.job or None, "state": args.state or None}
     records = list(client.pages("/_emulator/executions", "executions", params))
     if args.json:
-        out.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-        return 0
+        return _print_json(out, records)
     return _print_table(out, EXECUTION_HEADERS, execution_rows(records), "(no executions)", True)
 
 
@@ -631,9 +641,7 @@ def cmd_attempts(
     as_json = bool(getattr(args, "json", False))
     if not args.follow:
         if as_json:
-            for attempt in attempts:
-                out.write(json.dumps(attempt.to_json(), ensure_ascii=False) + "\n")
-            return 0
+            return _print_json(out, (attempt.to_json() for attempt in attempts))
         headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
         return _print_table(out, headers, attempt_rows(attempts, wide), "(no attempts)", wide)
     return _follow(client, base, attempts, out, sleep, wide=wide, as_json=as_json)
@@ -660,8 +668,7 @@ def _follow(
 
     def emit(batch: list[Attempt], header: bool) -> None:
         if as_json:
-            for attempt in batch:
-                out.write(json.dumps(attempt.to_json(), ensure_ascii=False) + "\n")
+            _print_json(out, (attempt.to_json() for attempt in batch))
             out.flush()
             return
         rows = attempt_rows(batch, wide)

@@ -114,9 +114,9 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
                 err.splitlines()[1] == f"(`scheduler-emulator {view} --help` lists what it takes.)"
             )
             assert "usage:" not in err and err.count("\n") == 2
-    code, _, err = run_command(capsys, "skipped", "--port", port(daemon), "--json")
+    code, _, err = run_command(capsys, "skipped", "--port", port(daemon), "--follow")
     assert (code, err.splitlines()) == (2, [  # the command's help, not the top level's
-        "scheduler-emulator skipped: error: unrecognized arguments: --json",
+        "scheduler-emulator skipped: error: unrecognized arguments: --follow",
         "(`scheduler-emulator skipped --help` lists what it takes.)",
     ])  # fmt: skip
     done = cli("jobs", "--port", "9")  # as a real process
@@ -462,6 +462,9 @@ def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
             [record["scheduleTime"], record["job"].rsplit("/", 1)[1], "2026-12-03T01:00:00.123Z"]
             for record in shown
         ]
+    code, out, err = run_command(capsys, "skipped", "--json", "--last", "3")
+    assert code == 0, err
+    assert [json.loads(line) for line in out.splitlines()] == by_time[-3:]  # as listed
     code, out, err = run_command(capsys, "skipped", "--wide", "--last", "1")
     assert code == 0, err
     [header, row] = out.splitlines()  # one line per row: the REASON unwrapped
@@ -488,18 +491,22 @@ def test_an_attempts_time_shows_milliseconds_and_wide_shows_microseconds() -> No
     ]
 
 
-def test_runs_json_prints_the_api_runs_oldest_first(
-    daemon: Daemon, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``runs --json``: one ``/_emulator/runs`` run per line, the newest ``--last`` oldest
-    first, as ``attempts --json`` prints attempts."""
-    code, out, err = run_command(
-        capsys, "runs", "--port", port(daemon), "--job", "report", "--last", "3", "--json"
-    )
-    assert code == 0, err
-    listed = requests.get(
-        daemon.url + "/_emulator/runs", params={"job": "report", "pageSize": 3}, timeout=30
-    ).json()["runs"]
-    printed = [json.loads(line) for line in out.splitlines()]
-    assert printed == listed[::-1] and len(printed) == 3
-    assert all("duplicate" in attempt for run in printed for attempt in run["attempts"])
+def test_json_prints_what_the_api_lists(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--json``: one API record per line; ``runs`` the newest ``--last`` oldest first, as its
+    table shows them (``skipped --json``: the test below)."""
+
+    def printed(*argv: str) -> list[dict[str, Any]]:
+        code, out, err = run_command(capsys, *argv, "--port", port(daemon), "--json")
+        assert code == 0, err
+        return [json.loads(line) for line in out.splitlines()]
+
+    def listed(path: str, key: str, **params: object) -> list[dict[str, Any]]:
+        answer = requests.get(daemon.url + path, params=params, timeout=30)
+        return list(answer.json()[key])
+
+    runs = printed("runs", "--job", "report", "--last", "3")
+    assert runs == listed("/_emulator/runs", "runs", job="report", pageSize=3)[::-1]
+    assert len(runs) == 3 and all("duplicate" in a for run in runs for a in run["attempts"])
+    jobs = printed("jobs")
+    assert jobs == listed("/_emulator/jobs", "jobs", pageSize=500, fireTimes=1)
+    assert {job["name"].rsplit("/", 1)[1] for job in jobs} >= {"nightly", "report"}
