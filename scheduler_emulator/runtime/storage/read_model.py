@@ -259,8 +259,9 @@ def run_state(
     :param config: the job's configuration by full name, ``None`` for a deleted job.
     :return: ``{"state": "succeeded" | "gave up" | "retrying" | "in progress", "gaveUp": the
         limit or ``None``, "nextAttemptTime": RFC 3339 or ``None``, "nextAttempt": its number
-        or ``None``, "maxAttempts": the retry count plus one, ``None`` when the count does not
-        bound the run, "scheduleTime": the header value or ``None``, "failedAttempts": N}``.
+        or ``None``, "maxAttempts": the retry count plus one (or the attempts made and due, when
+        an extra retry took the run past it), ``None`` when the count does not bound the run,
+        "scheduleTime": the header value or ``None``, "failedAttempts": N}``.
     :raises DamagedRow: for a first attempt start or next attempt time that is not an instant.
     """
     run_id, job_name, _, _, finished, next_at, first_start, schedule_time, limits = row
@@ -293,7 +294,9 @@ def run_state(
         "gaveUp": gave_up,
         "nextAttemptTime": next_time,
         "nextAttempt": len(attempts) + 1 if next_time else None,
-        "maxAttempts": most,
+        # at least the attempts made and due: an extra retry (a lost acknowledgement, a restart)
+        # or App Engine's uncounted 503s may take a run past its retry count
+        "maxAttempts": None if most is None else max(most, len(attempts) + bool(next_time)),
         "scheduleTime": schedule_time,
         "failedAttempts": sum(1 for a in attempts if a["code"] not in (None, "OK")),
     }

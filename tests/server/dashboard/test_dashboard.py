@@ -462,6 +462,24 @@ class TestTheReadModelTellsTheTruth:
         [lane, _] = client.get("/_emulator/timeline").json["lanes"]
         assert (lane["runs"][0]["gaveUp"], lane["runs"][0]["maxAttempts"]) == ("no retries", 1)
 
+    def test_a_retry_beyond_the_config_raises_the_most_attempts(
+        self, emulator: Emulator, client: Client
+    ) -> None:
+        """A trial's run retried after a restart with no retries configured read '2/1 gave up':
+        a retry beyond the config (here a lost acknowledgement's) counts in ``maxAttempts``,
+        while it is pending too."""
+        emulator.faults.add(action="lost_ack", attempt=1)
+        emulator.create_job(nightly_job(retryConfig={}))
+
+        def run() -> tuple[str, int, int]:
+            [listed] = client.get("/_emulator/runs").json["runs"]
+            return listed["state"], len(listed["attempts"]), listed["maxAttempts"]
+
+        emulator.move_to(datetime(2026, 9, 24, 2, 0, tzinfo=UTC))
+        assert run() == ("retrying", 1, 2)
+        emulator.move_to(datetime(2026, 9, 24, 2, 1, tzinfo=UTC))
+        assert run() == ("succeeded", 2, 2)
+
     def test_a_retry_due_at_the_next_fire_time_is_shown_as_a_retry(
         self, emulator: Emulator, client: Client, target: RecordingTarget
     ) -> None:
