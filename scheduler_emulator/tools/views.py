@@ -336,7 +336,7 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
         last = job.get("lastAttempt")
         fire = job.get("nextFireTimes") or []
         retry = job.get("nextAttemptTime")
-        upcoming = f"retry {retry}" if retry else fire[0] if fire else "-"
+        upcoming = f"retry {cut(retry, wide)}" if retry else fire[0] if fire else "-"
         rows.append(
             [
                 job["id"],
@@ -344,7 +344,7 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
                 job["schedule"],
                 job["timeZone"],
                 *([job["scheduleText"]] if wide else []),
-                "-" if not last else f"{last['code'] or IN_FLIGHT} {last['time']}",
+                "-" if not last else f"{last['code'] or IN_FLIGHT} {cut(last['time'], wide)}",
                 upcoming,
                 *([job["target"]] if wide else []),
             ]
@@ -382,6 +382,16 @@ def fraction(stamp: str, wide: bool = False) -> str:
     """
     whole, _, digits = stamp.removesuffix("Z").partition(".")
     return f"{whole}.{(digits + '000000')[: 6 if wide else 3]}Z" if stamp else stamp
+
+
+def cut(stamp: str, wide: bool) -> str:
+    """A LAST or NEXT time: with a fraction of a second cut to the millisecond (the system
+    clock's), unless ``wide``; a whole second as it is (a manual clock's, a fire time).
+
+    >>> cut("2026-12-04T01:53:40.030873Z", False), cut("2026-12-04T01:54:00Z", False)
+    ('2026-12-04T01:53:40.030Z', '2026-12-04T01:54:00Z')
+    """
+    return fraction(stamp) if "." in stamp and not wide else stamp
 
 
 def scheduled_cell(header: str | None, instant: str | None, forced: bool) -> str:
@@ -473,7 +483,8 @@ def _print_json(out: IO[str], records: Iterable[dict[str, Any]]) -> int:
 def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``jobs`` table."""
     client = DaemonClient(args.host, args.port, args.admin_token)
-    jobs = list(client.pages("/_emulator/jobs", "jobs", {"pageSize": 500, "fireTimes": 1}))
+    params = {"pageSize": 500, "fireTimes": None if args.json else 1}  # the table shows one
+    jobs = list(client.pages("/_emulator/jobs", "jobs", params))
     if args.json:
         return _print_json(out, jobs)
     headers = WIDE_JOBS_HEADERS if args.wide else JOBS_HEADERS
@@ -523,10 +534,10 @@ def run_state_text(run: dict[str, Any]) -> str:
     return f"{state} ({run['gaveUp']})" if run.get("gaveUp") else state
 
 
-def run_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
     """The cells of the ``runs`` table (:data:`RUN_HEADERS`), from ``GET /_emulator/runs``
     runs: the ScheduleTime (or the run's instant), attempts made (of at most N), the state,
-    the next attempt's time, and the reason of its last failed attempt."""
+    the next attempt's time (:func:`cut`), and the reason of its last failed attempt."""
     rows = []
     for run in runs:
         attempts = run.get("attempts") or []
@@ -541,7 +552,7 @@ def run_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
                 str(run["id"]),
                 f"{len(attempts)}/{most}" if most else str(len(attempts)),
                 run_state_text(run),
-                run.get("nextAttemptTime") or "-",
+                cut(run.get("nextAttemptTime") or "-", wide),
                 failed[-1]["reason"] if failed else "",
             ]
         )
@@ -585,7 +596,7 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
     runs = [*islice(client.pages("/_emulator/runs", "runs", params), args.last)][::-1]
     if args.json:
         return _print_json(out, runs)
-    return _print_table(out, RUN_HEADERS, run_rows(runs), "(no runs)", args.wide)
+    return _print_table(out, RUN_HEADERS, run_rows(runs, args.wide), "(no runs)", args.wide)
 
 
 def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:

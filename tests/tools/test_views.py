@@ -252,6 +252,27 @@ def test_a_forced_run_is_scheduled_forced_with_the_header_it_sent() -> None:
     assert run_rows([run])[0][0] == "forced, sent 2026-03-01T03:00:00Z"
 
 
+def test_last_and_next_times_show_milliseconds_and_wide_microseconds() -> None:
+    """A trial's system-clock ``jobs`` LAST and NEXT and ``runs`` NEXT ATTEMPT showed
+    microseconds where ``attempts`` TIME shows milliseconds (and squeezed REASON)."""
+    job = {"id": "j", "state": "ENABLED", "schedule": "* * * * *", "timeZone": "Etc/UTC",
+           "scheduleText": "every minute", "target": "POST http://t/",
+           "lastAttempt": {"code": "UNAVAILABLE", "time": "2026-12-04T01:53:00.000413Z"},
+           "nextAttemptTime": "2026-12-04T01:53:40.030873Z", "nextFireTimes": []}  # fmt: skip
+    assert job_rows([job])[0][4:6] == [
+        "UNAVAILABLE 2026-12-04T01:53:00.000Z", "retry 2026-12-04T01:53:40.030Z"
+    ]  # fmt: skip
+    assert job_rows([job], wide=True)[0][5:7] == [
+        "UNAVAILABLE 2026-12-04T01:53:00.000413Z", "retry 2026-12-04T01:53:40.030873Z"
+    ]  # fmt: skip
+    run = {"job": "j", "id": 1, "nominalTime": "2026-12-04T01:53:00Z", "attempts": [],
+           "nextAttemptTime": "2026-12-04T01:55:40.043201Z"}  # fmt: skip
+    assert run_rows([run])[0][5] == "2026-12-04T01:55:40.043Z"
+    assert run_rows([run], wide=True)[0][5] == "2026-12-04T01:55:40.043201Z"
+    whole = {**job, "lastAttempt": {"code": "OK", "time": "2026-09-25T02:00:05Z"}}
+    assert job_rows([whole])[0][4] == "OK 2026-09-25T02:00:05Z"  # a manual clock's, as it is
+
+
 def test_the_attempts_table_shows_how_long_each_took(
     daemon: Daemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -508,5 +529,6 @@ def test_json_prints_what_the_api_lists(daemon: Daemon, capsys: pytest.CaptureFi
     assert runs == listed("/_emulator/runs", "runs", job="report", pageSize=3)[::-1]
     assert len(runs) == 3 and all("duplicate" in a for run in runs for a in run["attempts"])
     jobs = printed("jobs")
-    assert jobs == listed("/_emulator/jobs", "jobs", pageSize=500, fireTimes=1)
+    assert jobs == listed("/_emulator/jobs", "jobs")  # nextFireTimes whole, as the API lists
+    assert all(len(job["nextFireTimes"]) == 5 for job in jobs if job["state"] == "ENABLED")
     assert {job["name"].rsplit("/", 1)[1] for job in jobs} >= {"nightly", "report"}
