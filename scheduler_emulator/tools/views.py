@@ -65,6 +65,7 @@ WIDE_ATTEMPT_HEADERS = (
     "REASON",
 )  # fmt: skip
 RUN_HEADERS = ("SCHEDULED", "JOB", "RUN", "TRIES", "STATE", "NEXT ATTEMPT", "REASON")
+WIDE_RUN_HEADERS = (*RUN_HEADERS[:1], "FIRST ATTEMPT", *RUN_HEADERS[1:])
 SKIPPED_HEADERS = ("SCHEDULED", "JOB", "RECORDED AT", "REASON")
 WIDE_SKIPPED_HEADERS = ("SCHEDULED", "SCHEDULED (UTC)", "JOB", "RECORDED AT", "REASON")
 EXECUTION_HEADERS = (
@@ -161,7 +162,8 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "--state", type=_execution_state, metavar="{" + ",".join(EXECUTION_STATES) + "}",
         help="only the executions in this state (any case)",
     )  # fmt: skip
-    wide_help = ((jobs, "every column, "), (attempts, "every column, "), (runs, ""), (skipped, ""))
+    wide_help = ((jobs, "every column, "), (attempts, "every column, "),
+                 (runs, "when each run's first attempt started, "), (skipped, ""))  # fmt: skip
     for parser, more in wide_help:
         wraps = "a long cell" if parser is jobs else "a long REASON"
         parser.add_argument(
@@ -535,7 +537,8 @@ def run_state_text(run: dict[str, Any]) -> str:
 
 
 def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
-    """The cells of the ``runs`` table (:data:`RUN_HEADERS`), from ``GET /_emulator/runs``
+    """The cells of the ``runs`` table (:data:`RUN_HEADERS`; with ``wide``
+    :data:`WIDE_RUN_HEADERS`, when the first attempt started), from ``GET /_emulator/runs``
     runs: the ScheduleTime (or the run's instant), attempts made (of at most N), the state,
     the next attempt's time (:func:`cut`), and the reason of its last failed attempt."""
     rows = []
@@ -543,11 +546,13 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
         attempts = run.get("attempts") or []
         failed = [a for a in attempts if a.get("reason")]
         most = run.get("maxAttempts")
+        first = fraction(str(attempts[0]["startTime"]), wide=True) if attempts else "-"
         rows.append(
             [
                 scheduled_cell(
                     run.get("scheduleTime"), run.get("nominalTime"), bool(run.get("forced"))
                 ),
+                *([first] if wide else []),
                 str(run["job"]).rsplit("/", 1)[-1],
                 str(run["id"]),
                 f"{len(attempts)}/{most}" if most else str(len(attempts)),
@@ -596,7 +601,8 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
     runs = [*islice(client.pages("/_emulator/runs", "runs", params), args.last)][::-1]
     if args.json:
         return _print_json(out, runs)
-    return _print_table(out, RUN_HEADERS, run_rows(runs, args.wide), "(no runs)", args.wide)
+    headers = WIDE_RUN_HEADERS if args.wide else RUN_HEADERS
+    return _print_table(out, headers, run_rows(runs, args.wide), "(no runs)", args.wide)
 
 
 def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:

@@ -265,10 +265,14 @@ def test_last_and_next_times_show_milliseconds_and_wide_microseconds() -> None:
     assert job_rows([job], wide=True)[0][5:7] == [
         "UNAVAILABLE 2026-12-04T01:53:00.000413Z", "retry 2026-12-04T01:53:40.030873Z"
     ]  # fmt: skip
-    run = {"job": "j", "id": 1, "nominalTime": "2026-12-04T01:53:00Z", "attempts": [],
+    first = {"startTime": "2026-12-04T01:55:00.000502Z", "reason": "HTTP 500"}
+    run = {"job": "j", "id": 1, "nominalTime": "2026-12-04T01:53:00Z", "attempts": [first],
            "nextAttemptTime": "2026-12-04T01:55:40.043201Z"}  # fmt: skip
     assert run_rows([run])[0][5] == "2026-12-04T01:55:40.043Z"
-    assert run_rows([run], wide=True)[0][5] == "2026-12-04T01:55:40.043201Z"
+    # --wide: when the first attempt started (a run the emulator delayed shows how late)
+    wide = dict(zip(views.WIDE_RUN_HEADERS, run_rows([run], wide=True)[0], strict=True))
+    assert wide["FIRST ATTEMPT"] == "2026-12-04T01:55:00.000502Z"
+    assert wide["NEXT ATTEMPT"] == "2026-12-04T01:55:40.043201Z"
     whole = {**job, "lastAttempt": {"code": "OK", "time": "2026-09-25T02:00:05Z"}}
     assert job_rows([whole])[0][4] == "OK 2026-09-25T02:00:05Z"  # a manual clock's, as it is
 
