@@ -284,10 +284,14 @@ class DaemonClient:
             response = self.session.request(
                 method, self.base + path, params=params, json=body, timeout=self.timeout
             )
-        except requests.RequestException:
+        except requests.RequestException as exc:
+            unknown = "NameResolutionError" in repr(exc)  # urllib3's, inside requests' error
             raise ConfigurationError(
-                f"no scheduler-emulator answers at {self.base}; start it, or pass the --host "
-                "and --port of its startup line."
+                f"cannot resolve the host name of {self.base}; pass the --host and --port of "
+                "the daemon's startup line."
+                if unknown
+                else f"no scheduler-emulator answers at {self.base}; start it, or pass the "
+                "--host and --port of its startup line."
             ) from None
         if response.status_code != 200:
             raise self.refused(path, response)

@@ -411,6 +411,23 @@ class TestAdminToken:
         assert admin_token(None, {}) is None
 
 
+def test_a_view_at_a_host_name_that_does_not_resolve_says_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trial's ``--host nosuch.invalid`` read as "no scheduler-emulator answers"."""
+
+    def unknown(*args: object, **kwargs: object) -> None:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)
+    code, out, err = run_command(capsys, "jobs", "--host", "nosuch.invalid", "--port", "9")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: cannot resolve the host name of http://nosuch.invalid:9; pass the --host and "
+        "--port of the daemon's startup line.\n"
+    )
+
+
 def test_a_view_pointed_at_another_server_says_it_is_not_the_emulator(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
