@@ -405,7 +405,7 @@ class Admin:
             fire_times=fire_times or 0,
             dst_policy=self.emulator.options.dst_policy,
             upcoming=self.emulator.upcoming,
-            in_flight=lambda job: read_model.last_attempt_in_flight(self.emulator.store, job, now),
+            in_flight=lambda job: read_model.in_flight_since(self.emulator.store, job, now),
         )
         answer = _page_answer("jobs", rows, next_page_token(following))
         answer["totalSize"] = total

@@ -73,21 +73,22 @@ def job_row(
     *,
     dst_policy: str = "absolute",
     upcoming: tuple[datetime | None, datetime | None] = (None, None),
-    in_flight: bool = False,
+    in_flight: datetime | None = None,
 ) -> dict[str, Any]:
     """One row of the jobs view (the JSON shape of ``GET /_emulator/jobs``).
 
     :param upcoming: the job's next scheduled time (see :func:`next_fire_times`) and when its
         pending retry is due (``None`` when none is pending).
-    :param in_flight: its last attempt has not ended by the clock's now: ``lastAttempt`` has
-        ``code`` ``None`` (the job's status is written when the attempt is sent).
+    :param in_flight: the start of its last attempt when that has not ended by the clock's
+        now: ``lastAttempt`` has that time (the attempt's, which a queued attempt takes when it
+        leaves) and ``code`` ``None`` (the job's status is written when the attempt ends).
     """
     status, (first, retry) = job.status, upcoming
     last = None
     if job.last_attempt_time is not None:
         code = "OK" if status is None or status.code == 0 else _CODE_NAMES.get(status.code)
         last = {
-            "time": iso(job.last_attempt_time),
+            "time": iso(in_flight or job.last_attempt_time),
             "code": None if in_flight else code,
             "message": "" if in_flight or status is None else status.message,
         }
@@ -126,7 +127,7 @@ def job_rows(
     fire_times: int = DEFAULT_FIRE_TIMES,
     dst_policy: str = "absolute",
     upcoming: Callable[[str], tuple[datetime | None, datetime | None]],
-    in_flight: Callable[[str], bool],
+    in_flight: Callable[[str], datetime | None],
 ) -> tuple[list[dict[str, Any]], int | None, int]:
     """One page of the jobs view, of the jobs that pass :func:`matches` ``name`` and ``state``.
 
@@ -134,7 +135,7 @@ def job_rows(
     :param offset: jobs of the filtered list to skip (the page token).
     :param upcoming: a job's next scheduled time and pending retry by full name (the
         scheduler's), so that a pending retry is not listed as a fire time.
-    :param in_flight: whether a job's last attempt is in flight (:func:`last_attempt_in_flight`).
+    :param in_flight: a job's last attempt's start if it is in flight (:func:`in_flight_since`).
     :return: the rows, the next page's offset (``None`` on the last page), and how many jobs
         pass the filters.
     """
@@ -154,10 +155,10 @@ def job_rows(
     return rows, following, len(kept)
 
 
-def last_attempt_in_flight(store: Store, job: str, now: datetime) -> bool:
-    """Whether the newest attempt of ``job`` (full name) is in flight at ``now``: no end
-    recorded yet (its target has not answered), or a recorded end later than ``now`` (it reads
-    as in flight until the clock passes it; see :meth:`Attempt.as_of`)."""
+def in_flight_since(store: Store, job: str, now: datetime) -> datetime | None:
+    """The start of the newest attempt of ``job`` (full name) if it is in flight at ``now``
+    (else ``None``): no end recorded yet (its target has not answered), or a recorded end later
+    than ``now`` (it reads as in flight until the clock passes it; see :meth:`Attempt.as_of`)."""
     rows = store.query(
         "SELECT id, start_time, end_time FROM attempts WHERE job = ? "
         "ORDER BY start_time DESC, id DESC LIMIT 1",
@@ -165,11 +166,12 @@ def last_attempt_in_flight(store: Store, job: str, now: datetime) -> bool:
     )
     check = Row(store.path, "attempts", job)
 
-    def in_flight(row: Any) -> bool:
+    def in_flight(row: Any) -> datetime | None:
+        started = check.instant("start_time", row[1])
         ended = check.optional_instant("end_time", row[2])
-        return ended is None or in_flight_at(check.instant("start_time", row[1]), ended, now)
+        return started if ended is None or in_flight_at(started, ended, now) else None
 
-    return any(read_rows(store.path, "attempts", rows, in_flight))
+    return next(iter(read_rows(store.path, "attempts", rows, in_flight)), None)
 
 
 def attempts_newest(

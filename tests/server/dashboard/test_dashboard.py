@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -18,7 +19,8 @@ import pytest
 from werkzeug.test import Client
 
 from scheduler_emulator import Emulator, HttpTransport, ManualClock, WsgiTransport
-from scheduler_emulator.domain.attempts import RESPONSE_EXCERPT_BYTES, SkippedRun
+from scheduler_emulator.domain.attempts import RESPONSE_EXCERPT_BYTES, SkippedRun, iso
+from scheduler_emulator.runtime.storage import read_model
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools import views
 from scheduler_emulator.tools.replay import replay_scenario
@@ -375,6 +377,17 @@ class TestTheReadModelTellsTheTruth:
         emulator.advance(timedelta(minutes=1))  # 02:00: sent, its answer is due at 02:02:30
         return emulator
 
+    def test_a_last_attempt_in_flight_reads_at_its_own_start(self, emulator: Emulator) -> None:
+        """A trial's ``jobs`` showed an in-flight attempt at the instant it was recorded, and
+        ``attempts`` at the later one it left the threaded driver's queue at (its start)."""
+        job = replace(
+            emulator.create_job(nightly_job()),
+            last_attempt_time=datetime(2026, 12, 4, 1, 57, 0, 177, tzinfo=UTC),
+        )
+        left = datetime(2026, 12, 4, 1, 57, 0, 502, tzinfo=UTC)
+        assert read_model.job_row(job, 1, in_flight=left)["lastAttempt"]["time"] == iso(left)
+        assert read_model.job_row(job, 1)["lastAttempt"]["time"] == iso(job.last_attempt_time)
+
     def test_an_attempt_ending_after_now_is_in_flight_everywhere(
         self, delayed: Emulator, client: Client
     ) -> None:
@@ -388,7 +401,9 @@ class TestTheReadModelTellsTheTruth:
         [run] = client.get("/_emulator/runs").json["runs"]
         assert run["attempts"][0]["code"] is None
         [row] = client.get("/_emulator/jobs").json["jobs"]
-        assert row["lastAttempt"]["code"] is None
+        assert (row["lastAttempt"]["code"], row["lastAttempt"]["time"]) == (
+            None, listed["startTime"]
+        )  # fmt: skip
         delayed.advance(timedelta(seconds=149))
         assert client.get("/_emulator/attempts").json["attempts"][0]["code"] is None
         delayed.advance(timedelta(seconds=1))  # 02:02:30: the answer is in
