@@ -130,10 +130,14 @@ class Daemon:
             check_port_free(host, port)
             _open_file_room()
             kept = ClockFile(options.clock_path) if options.clock_path is not None else None
-            resumed = None
+            resumed, self.resumed = None, ""  # where a manual clock resumed, for the startup line
             if clock == "manual" and start is None and kept is not None:
-                resumed = kept.read() or stopped_at(Path(options.store_path()))
-            self.resumed = resumed is not None
+                resumed, self.resumed = kept.read(), "where it stopped"
+                if resumed is None:
+                    resumed = stopped_at(Path(options.store_path()))
+                    self.resumed = "at the last instant a system clock fired jobs here"
+            if resumed is None:
+                self.resumed = ""
             made = _make_clock(clock, start or resumed, kept)
             if log is not None:
                 # On a manual clock each line is written at once (a caller reads the log after
@@ -256,7 +260,7 @@ class Daemon:
         if self._interrupted:
             self._say(
                 f"scheduler-emulator: {self._interrupted} attempt(s) recorded as interrupted or "
-                "not sent (in flight, queued, or a run's next attempt); "
+                "not sent (in flight, queued, or due at once when one of those was cut short); "
                 + (
                     "nothing is kept in memory, so their runs are not retried (--in-memory)."
                     if in_memory

@@ -629,7 +629,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     clock_note = f"{args.clock} clock"
     if args.clock == "manual":
         clock_note += f" at {format_timestamp(emulator.now())}"
-        clock_note += " (resumed where it stopped)" if daemon.resumed else ""
+        clock_note += f" (resumed {daemon.resumed})" if daemon.resumed else ""
     out.write(
         f"scheduler-emulator listening on {daemon.url} "
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, "

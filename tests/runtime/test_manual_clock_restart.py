@@ -32,7 +32,9 @@ def test_a_restarted_manual_daemon_resumes_at_its_virtual_now(tmp_path: Path) ->
             assert len(target.requests) == 3  # 14:01, 14:02, 14:03
             assert daemon.stop() == 0
         with running_daemon(*data) as daemon:
-            assert "manual clock at 2026-03-02T14:03:00Z (resumed" in daemon.first_line
+            assert "manual clock at 2026-03-02T14:03:00Z (resumed where it stopped)" in (
+                daemon.first_line
+            )
             assert daemon.get("/_emulator/clock")["now"] == "2026-03-02T14:03:00Z"
             assert daemon.skipped() == []
             daemon.advance(timedelta(minutes=1))
@@ -78,7 +80,9 @@ def test_a_manual_clock_on_a_data_dir_a_system_clock_ran_starts_where_it_fired_l
         assert stopped_at(tmp_path / "emulator.db") == parse_timestamp("2026-03-02T14:03:00.004Z")
         with running_daemon("--data-dir", str(tmp_path), "--clock", "manual") as daemon:
             assert "manual clock at 2026-03-02T14:03:00.004" in daemon.first_line
-            assert "(resumed where it stopped)" in daemon.first_line
+            assert "(resumed at the last instant a system clock fired jobs here)" in (
+                daemon.first_line
+            )
             assert (daemon.skipped(), len(daemon.attempts())) == ([], 3)
     assert len(target.requests) == 3
     assert stopped_at(tmp_path / "nothing.db") is None
