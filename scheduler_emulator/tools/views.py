@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from heapq import nlargest
@@ -173,7 +174,9 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
             f"{wraps} wrapping under itself)",
         )
     window = attempts.add_mutually_exclusive_group()  # the newest N, or all since an instant
-    for group, newest in ((window, "N"), (runs, "N"), (skipped, "N scheduled times")):
+    for group, newest in (
+        (window, "N"), (runs, "N"), (skipped, "N scheduled times"), (executions, "N")
+    ):  # fmt: skip
         group.add_argument(
             "--last", type=whole_number, default=DEFAULT_LAST, metavar="N",
             help=f"the newest {newest} (%(default)s)",
@@ -631,12 +634,13 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print the ``executions`` table (the Cloud Run executions, oldest first; ``--job`` and
-    ``--state`` keep those of one job, in one state), or with ``--json`` one JSON object per
-    execution, as ``GET /_emulator/executions`` gives it."""
+    """Print the ``executions`` table (the newest ``--last`` Cloud Run executions, oldest
+    first; ``--job`` and ``--state`` keep those of one job, in one state), or with ``--json``
+    one JSON object per execution, as ``GET /_emulator/executions`` gives it."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": PAGE_SIZE, "job": args.job or None, "state": args.state or None}
-    records = list(client.pages("/_emulator/executions", "executions", params))
+    listed = client.pages("/_emulator/executions", "executions", params)  # oldest first
+    records = list(deque(listed, maxlen=args.last))
     if args.json:
         return _print_json(out, records)
     return _print_table(out, EXECUTION_HEADERS, execution_rows(records), "(no executions)", True)

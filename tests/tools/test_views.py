@@ -102,7 +102,7 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
     since = ("--since", "2026-09-24T00:00:00Z")
     code, _, err = run_command(capsys, "attempts", "--port", port(daemon), "--last", "1", *since)
     assert code == 2 and "--since: not allowed with argument --last" in err  # not one ignored
-    for view in ("attempts", "runs", "skipped"):  # out of range reads as a non-number does
+    for view in ("attempts", "runs", "skipped", "executions"):  # out of range: as a non-number
         for last in ("0", "-1", "abc", "9" * 19):
             code, _, err = run_command(capsys, view, "--port", port(daemon), "--last", last)
             wanted = (
@@ -447,6 +447,36 @@ def test_last_follows_the_pages_to_the_newest_n(
         assert len(rows) == 5
     _, paged, _ = run_command(capsys, "attempts", "--port", port(daemon), "--last", "5")
     assert paged == whole
+
+
+def test_executions_prints_the_newest_n_oldest_first(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``executions --last N``: the newest N of the listing (oldest first, as the endpoint
+    pages them), 20 by default, as the other views (a trial looked for it)."""
+    listed = [
+        {"name": f"projects/p/locations/l/jobs/export/executions/export-{n:05d}",
+         "createTime": f"2026-12-04T00:{n:02d}:00Z", "state": "SUCCEEDED", "taskCount": 1,
+         "succeededCount": 1, "failedCount": 0, "retriedCount": 0, "taskAttempts": []}
+        for n in range(30)
+    ]  # fmt: skip
+
+    class Listing:
+        def __init__(self, *args: object) -> None:
+            pass
+
+        def pages(self, path: str, key: str, params: object) -> Iterator[dict[str, Any]]:
+            assert (path, key) == ("/_emulator/executions", "executions")
+            yield from listed
+
+    monkeypatch.setattr(views, "DaemonClient", Listing)
+    for argv, shown in (((), listed[-20:]), (("--last", "3"), listed[-3:])):
+        code, out, err = run_command(capsys, "executions", *argv)
+        assert code == 0, err
+        names = [line.split()[1] for line in out.splitlines()[1:]]
+        assert names == [record["name"].rsplit("/", 1)[1] for record in shown]
+    code, out, err = run_command(capsys, "executions", "--last", "2", "--json")
+    assert [json.loads(line) for line in out.splitlines()] == listed[-2:]
 
 
 def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
