@@ -174,8 +174,9 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
             f"{wraps} wrapping under itself)",
         )
     window = attempts.add_mutually_exclusive_group()  # the newest N, or all since an instant
+    runs_window = runs.add_mutually_exclusive_group()
     for group, newest in (
-        (window, "N"), (runs, "N"), (skipped, "N scheduled times"), (executions, "N")
+        (window, "N"), (runs_window, "N"), (skipped, "N scheduled times"), (executions, "N")
     ):  # fmt: skip
         group.add_argument(
             "--last", type=whole_number, default=DEFAULT_LAST, metavar="N",
@@ -204,12 +205,11 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
          "every task attempt's exit code, times and the end of its output)"),
     ):  # fmt: skip
         parser.add_argument("--json", action="store_true", help="print each " + help_text)
-    window.add_argument(
-        "--since",
-        type=timestamp_argument,
-        metavar="RFC3339",
-        help="attempts started at or after this instant",
-    )
+    for group, since in ((window, "attempts started"), (runs_window, "runs scheduled")):
+        group.add_argument(
+            "--since", type=timestamp_argument, metavar="RFC3339",
+            help=f"{since} at or after this instant",
+        )  # fmt: skip
     attempts.add_argument(
         "--follow", "-f", action="store_true", help="keep printing attempts as they finish"
     )
@@ -598,14 +598,19 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
 
 
 def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print the ``runs`` table: the newest ``--last`` runs (by schedule time), oldest first;
-    with ``--json`` one JSON object per run, as ``GET /_emulator/runs`` gives it."""
+    """Print the ``runs`` table: the newest ``--last`` runs (by schedule time), or every one
+    scheduled since ``--since``, oldest first; with ``--json`` one JSON object per run, as
+    ``GET /_emulator/runs`` gives it."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": min(args.last, PAGE_SIZE), "job": args.job or None}
     for flag, state in RUN_FILTER_FLAGS.items():
         if getattr(args, flag, False):
             params["state"] = state
-    runs = [*islice(client.pages("/_emulator/runs", "runs", params), args.last)][::-1]
+    if args.since is not None:  # every run since, not the newest N
+        params.update(pageSize=PAGE_SIZE, scheduledAfter=iso(args.since))
+        runs = [*client.pages("/_emulator/runs", "runs", params)][::-1]
+    else:
+        runs = [*islice(client.pages("/_emulator/runs", "runs", params), args.last)][::-1]
     if args.json:
         return _print_json(out, runs)
     headers = WIDE_RUN_HEADERS if args.wide else RUN_HEADERS

@@ -100,8 +100,9 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
     code, _, err = run_command(capsys, "executions", "--port", port(daemon), "--state", "bogus")
     assert code == 2 and "--state: must be one of RUNNING, SUCCEEDED" in err and "'bogus'" in err
     since = ("--since", "2026-09-24T00:00:00Z")
-    code, _, err = run_command(capsys, "attempts", "--port", port(daemon), "--last", "1", *since)
-    assert code == 2 and "--since: not allowed with argument --last" in err  # not one ignored
+    for view in ("attempts", "runs"):
+        code, _, err = run_command(capsys, view, "--port", port(daemon), "--last", "1", *since)
+        assert code == 2 and "--since: not allowed with argument --last" in err  # not ignored
     for view in ("attempts", "runs", "skipped", "executions"):  # out of range: as a non-number
         for last in ("0", "-1", "abc", "9" * 19):
             code, _, err = run_command(capsys, view, "--port", port(daemon), "--last", last)
@@ -559,6 +560,9 @@ def test_json_prints_what_the_api_lists(daemon: Daemon, capsys: pytest.CaptureFi
         answer = requests.get(daemon.url + path, params=params, timeout=30)
         return list(answer.json()[key])
 
+    since = printed("runs", "--job", "report", "--since", "2026-03-01T12:00:00Z")
+    after = listed("/_emulator/runs", "runs", job="report", scheduledAfter="2026-03-01T12:00:00Z")
+    assert since == after[::-1] and 0 < len(since) < len(printed("runs", "--job", "report"))
     runs = printed("runs", "--job", "report", "--last", "3")
     assert runs == listed("/_emulator/runs", "runs", job="report", pageSize=3)[::-1]
     assert len(runs) == 3 and all("duplicate" in a for run in runs for a in run["attempts"])
