@@ -450,6 +450,20 @@ def test_last_follows_the_pages_to_the_newest_n(
     assert paged == whole
 
 
+def listing(monkeypatch: pytest.MonkeyPatch, key: str, records: list[dict[str, Any]]) -> None:
+    """The views' daemon client replaced by one whose ``/_emulator/<key>`` lists ``records``."""
+
+    class Listing:
+        def __init__(self, *args: object) -> None:
+            pass
+
+        def pages(self, path: str, name: str, params: object) -> Iterator[dict[str, Any]]:
+            assert (path, name) == (f"/_emulator/{key}", key)
+            yield from records
+
+    monkeypatch.setattr(views, "DaemonClient", Listing)
+
+
 def test_executions_prints_the_newest_n_oldest_first(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -462,15 +476,7 @@ def test_executions_prints_the_newest_n_oldest_first(
         for n in range(30)
     ]  # fmt: skip
 
-    class Listing:
-        def __init__(self, *args: object) -> None:
-            pass
-
-        def pages(self, path: str, key: str, params: object) -> Iterator[dict[str, Any]]:
-            assert (path, key) == ("/_emulator/executions", "executions")
-            yield from listed
-
-    monkeypatch.setattr(views, "DaemonClient", Listing)
+    listing(monkeypatch, "executions", listed)
     for argv, shown in (((), listed[-20:]), (("--last", "3"), listed[-3:])):
         code, out, err = run_command(capsys, "executions", *argv)
         assert code == 0, err
@@ -498,15 +504,7 @@ def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
     ]
     by_time = sorted(recorded, key=lambda record: record["nominalTime"])  # stable: ping first
 
-    class Listing:
-        def __init__(self, *args: object) -> None:
-            pass
-
-        def pages(self, path: str, key: str, params: object) -> Iterator[dict[str, str]]:
-            assert (path, key) == ("/_emulator/skipped", "skipped")
-            yield from recorded
-
-    monkeypatch.setattr(views, "DaemonClient", Listing)
+    listing(monkeypatch, "skipped", recorded)
     for argv, shown in (((), by_time[-20:]), (("--last", "3"), by_time[-3:])):
         code, out, err = run_command(capsys, "skipped", *argv)
         assert code == 0, err
