@@ -644,16 +644,9 @@ class Scheduler:
         header = self._header(state, nominal)
         return [self._start_run(state, nominal, header, forced=False, now=now), moved]
 
-    def next_fire(self, name: str) -> datetime | None:
-        """The job's next scheduled time (UTC), ``None`` when paused or with none left.
-
-        :raises KeyError: if there is no such job.
-        """
-        return self._jobs[name].next_fire_utc
-
     def upcoming(self, name: str) -> tuple[datetime | None, datetime | None]:
-        """The job's next scheduled time (:meth:`next_fire`) and when its pending retry is due
-        (UTC; ``None`` when none is pending).
+        """The job's next scheduled time (UTC, ``None`` when paused or with none left) and when
+        its pending retry is due (UTC; ``None`` when none is pending).
 
         :raises KeyError: if there is no such job.
         """

@@ -289,7 +289,7 @@ class Emulator(AttemptAssertions):
                 view, decisions = self.core.put(
                     job, self.clock.now(), create=create, from_start=from_start
                 )
-                self.store.save_job(view, self.core.next_fire(view.name))
+                self.store.save_job(view, self.core.upcoming(view.name)[0])
             deliveries = self.recorder.carry_out(decisions)
         self.driver.send_all(deliveries)
         self.driver.changed()  # the engine thread re-reads the next due instant

@@ -132,12 +132,10 @@ class Daemon:
             kept = ClockFile(options.clock_path) if options.clock_path is not None else None
             resumed, self.resumed = None, ""  # where a manual clock resumed, for the startup line
             if clock == "manual" and start is None and kept is not None:
-                resumed, self.resumed = kept.read(), "where it stopped"
-                if resumed is None:
-                    resumed = stopped_at(Path(options.store_path()))
+                if (resumed := kept.read()) is not None:
+                    self.resumed = "where it stopped"
+                elif (resumed := stopped_at(Path(options.store_path()))) is not None:
                     self.resumed = "at the last instant a system clock fired jobs here"
-            if resumed is None:
-                self.resumed = ""
             made = _make_clock(clock, start or resumed, kept)
             if log is not None:
                 # On a manual clock each line is written at once (a caller reads the log after
