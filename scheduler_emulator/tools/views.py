@@ -208,7 +208,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     for group, since in ((window, "attempts started"), (runs_window, "runs scheduled")):
         group.add_argument(
             "--since", type=timestamp_argument, metavar="RFC3339",
-            help=f"{since} at or after this instant",
+            help=f"{since} at or after this instant (not with --last)",
         )  # fmt: skip
     attempts.add_argument(
         "--follow", "-f", action="store_true", help="keep printing attempts as they finish"
