@@ -7,6 +7,7 @@ the store keeps, and what the pytest fixtures assert on.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Mapping
@@ -265,14 +266,24 @@ _CLOUD_RUN_HINTS = {
 }
 
 
+#: What an HTML page's text leaves out: tags (one cut at the excerpt's end too), and the
+#: content of ``<script>`` and ``<style>``.
+_MARKUP = re.compile(r"<(script|style)\b.*?(?:</\1\s*>|$)|<[^>]*>?", re.IGNORECASE | re.DOTALL)
+
+
 def answer_text(excerpt: str) -> str:
     """A service's answer as a reason: a Google API error body (``{"error": {"code",
     "message", "status"}}``, cloud.google.com/apis/design/errors) as its status and message,
-    any other text as it is.
+    an HTML page (a web framework's error page) as its text, any other text as it is.
 
     >>> answer_text('{"error": {"code": 404, "message": "Job x not found.", "status": "NOT_FOUND"}}')
     'NOT_FOUND: Job x not found.'
+    >>> answer_text('<!doctype html><title>500 Internal Server Error</title><style>p {}</style>'
+    ...     '<h1>Internal Server Error</h1><p>It&#x27;s down.</p>')
+    "500 Internal Server Error Internal Server Error It's down."
     """  # noqa: E501
+    if excerpt.lstrip().startswith("<"):
+        return " ".join(html.unescape(_MARKUP.sub(" ", excerpt)).split())
     if not excerpt.lstrip().startswith("{"):
         return excerpt
     try:

@@ -79,3 +79,20 @@ def test_the_emulators_own_instructions_are_not_cut() -> None:
     assert failure_reason(attempt) == " ".join(NOT_CONFIGURED.split())
     long = replace(attempt, debug_info="EMULATOR_ERROR. " + "x" * 5 * REASON_WIDTH)
     assert len(failure_reason(long)) == 4 * REASON_WIDTH
+
+
+def test_a_frameworks_html_error_page_reads_as_its_text() -> None:
+    """Flask's and Django's error pages: the text, not the markup, and no style sheet."""
+    flask = (
+        "<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n"
+        "<h1>Internal Server Error</h1>\n<p>The server encountered an internal error.</p>\n"
+    )
+    django = (
+        '<!DOCTYPE html><html lang="en"><head><title>ZeroDivisionError at /_triggers/x</title>'
+        '<style type="text/css">html * { padding:0; margin:0; }</style></head><body>'
+        '<h1>ZeroDivisionError</h1><pre class="exception_value">division by zero</pre><table'
+    )  # cut inside a tag, as an excerpt may be
+    reasons = [failure_reason(replace(FAILED, response_excerpt=page)) for page in (flask, django)]
+    assert reasons[0].startswith("500 Internal Server Error Internal Server Error The server")
+    assert reasons[1].startswith("ZeroDivisionError at /_triggers/x ZeroDivisionError division")
+    assert not any(c in reason for reason in reasons for c in "<>{}")
