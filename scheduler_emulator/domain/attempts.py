@@ -224,6 +224,13 @@ class Attempt:
         )
 
     @property
+    def outcome(self) -> str:
+        """The code and, when the target answered, its HTTP status: ``INTERNAL (HTTP 500)``,
+        ``OK`` for a publish (``?`` in flight): how the text log and the demo say it."""
+        status = "" if self.response_status is None else f" (HTTP {self.response_status})"
+        return f"{self.code or '?'}{status}"
+
+    @property
     def hint(self) -> str:
         """What the emulator can tell about a failure beyond the service's answer (``""`` when
         nothing): a 500 from a timer route whose name is not the job's ID is the timer router

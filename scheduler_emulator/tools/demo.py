@@ -90,15 +90,14 @@ def describe(attempt: Attempt) -> str:
     if "pubsubTopic" in attempt.request:
         return (
             f"  {iso(attempt.start_time)}  {attempt.job_id:<8} attempt {attempt.attempt}  "
-            f"PUBLISH {attempt.request['pubsubTopic']}  -> {attempt.code}"
+            f"PUBLISH {attempt.request['pubsubTopic']}  -> {attempt.outcome}"
         )
     path = attempt.request["url"].split("/", 3)[-1]
-    status = attempt.response_status if attempt.response_status is not None else "-"
     schedule_time = attempt.schedule_time or "(none)"
     return (
         f"  {iso(attempt.start_time)}  {attempt.job_id:<8} attempt {attempt.attempt}  "
         f"{attempt.request['method']} /{path}  ScheduleTime={schedule_time}  "
-        f"-> {status} {attempt.code}"
+        f"-> {attempt.outcome}"
     )
 
 

@@ -199,11 +199,11 @@ def test_demo_runs_the_example_and_reports_each_attempt() -> None:
     text = out.getvalue()
     assert (
         "nightly  attempt 1  POST /_triggers/timer/nightly  "
-        "ScheduleTime=2026-09-24T02:00:00Z  -> 200 OK" in text
+        "ScheduleTime=2026-09-24T02:00:00Z  -> OK (HTTP 200)" in text
     )
     assert "      Sweep scheduled for 2026-09-24T02:00:00Z\n" in text
     assert "report   attempt 1  POST /_triggers/timer/report" in text
-    assert "-> 500 INTERNAL" in text
+    assert "-> INTERNAL (HTTP 500)" in text
     assert "      TIMER /report failed with 500: its handler raised ReportStoreBusy.\n" in text
     assert "report   attempt 2" in text
     assert "Traceback" not in text

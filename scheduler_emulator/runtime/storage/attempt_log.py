@@ -56,9 +56,6 @@ def text_line(attempt: Attempt) -> str:
     """One readable line (no newline) for a finished attempt (``end_time`` and ``code`` set):
     start, job ID, attempt, outcome, latency, the run's schedule time (``scheduled …``),
     forced/injected, and a failure's ``reason: …``."""
-    outcome = attempt.code or "?"
-    if attempt.response_status is not None:
-        outcome += f" (HTTP {attempt.response_status})"
     latency = "-"
     if attempt.end_time is not None:
         millis = round((attempt.end_time - attempt.start_time).total_seconds() * 1000)
@@ -69,8 +66,8 @@ def text_line(attempt: Attempt) -> str:
     scheduled = attempt.nominal or attempt.schedule_time
     reason = failure_reason(attempt)
     return (
-        f"{iso(attempt.start_time)}  {attempt.job_id}  attempt {attempt.attempt}  {outcome}  "
-        f"{latency}"
+        f"{iso(attempt.start_time)}  {attempt.job_id}  attempt {attempt.attempt}  "
+        f"{attempt.outcome}  {latency}"
         + (f"  scheduled {scheduled if isinstance(scheduled, str) else iso(scheduled)}"
            if scheduled else "")
         + (f"  ({', '.join(notes)})" if notes else "")
