@@ -119,7 +119,7 @@ class TestTextFormat:
             ),
         ) == [
             "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms",
-            "2026-05-08T01:00:00Z  nightly  attempt 2  UNAVAILABLE  250 ms  reason: "
+            "2026-05-08T01:00:00Z  nightly  attempt 2  UNAVAILABLE    250 ms  reason: "
             "URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR. Connection refused",
         ]
 
@@ -135,6 +135,18 @@ class TestTextFormat:
             "scheduled 2026-05-08T01:00:00Z",
             "2026-05-08T01:00:00Z  nightly  attempt 1  INTERNAL (HTTP 500)  250 ms  "
             'scheduled 2026-05-08T00:59:50Z  reason: {"error": "the ledger is locked"}',
+        ]
+
+    def test_columns_align_on_the_widest_cell_written_so_far(self) -> None:
+        long = "projects/my-project/locations/us-central1/jobs/nightly-ledger-export"
+        lines = self.lines(
+            attempt(schedule_time=None),
+            attempt(job=long, end_time=T0 + timedelta(seconds=12), schedule_time=None),
+            attempt(schedule_time=None),
+        )
+        assert lines[1:] == [
+            "2026-05-08T01:00:00Z  nightly-ledger-export  attempt 1  OK (HTTP 200)  12000 ms",
+            "2026-05-08T01:00:00Z  nightly                attempt 1  OK (HTTP 200)    250 ms",
         ]
 
     def test_forced_and_injected_attempts_say_so(self) -> None:

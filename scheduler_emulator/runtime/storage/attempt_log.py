@@ -52,10 +52,15 @@ DAEMON_FLUSH_INTERVAL = 0.05
 LOG_FORMATS = ("json", "text")
 
 
-def text_line(attempt: Attempt) -> str:
+def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     """One readable line (no newline) for a finished attempt (``end_time`` and ``code`` set):
     start, job ID, attempt, outcome, latency, the run's schedule time (``scheduled …``),
-    forced/injected, and a failure's ``reason: …``."""
+    forced/injected, and a failure's ``reason: …``.
+
+    :param widths: the widest start, job ID, attempt, outcome and latency written so far (five
+        numbers, updated here): each is padded to its column's, so that lines align as they
+        come (a longer one widens the column for the lines after it).
+    """
     latency = "-"
     if attempt.end_time is not None:
         millis = round((attempt.end_time - attempt.start_time).total_seconds() * 1000)
@@ -65,9 +70,14 @@ def text_line(attempt: Attempt) -> str:
     ]
     scheduled = attempt.nominal or attempt.schedule_time
     reason = failure_reason(attempt)
+    columns = [iso(attempt.start_time) or "", attempt.job_id, f"attempt {attempt.attempt}",
+               attempt.outcome, latency]  # fmt: skip
+    if widths is not None:
+        for index, cell in enumerate(columns):
+            widths[index] = width = max(widths[index], len(cell))
+            columns[index] = cell.rjust(width) if index == 4 else cell.ljust(width)
     return (
-        f"{iso(attempt.start_time)}  {attempt.job_id}  attempt {attempt.attempt}  "
-        f"{attempt.outcome}  {latency}"
+        "  ".join(columns)
         + (f"  scheduled {scheduled if isinstance(scheduled, str) else iso(scheduled)}"
            if scheduled else "")
         + (f"  ({', '.join(notes)})" if notes else "")
@@ -107,6 +117,7 @@ class AttemptLog:
         self._stop = threading.Event()
         self._closed = False
         self._writer: threading.Thread | None = None
+        self._widths = [0] * 5  # of the text lines' columns (text_line)
 
     def flush(self) -> None:
         """Write the queued lines now, in one write and flush."""
@@ -199,7 +210,7 @@ class AttemptLog:
         failure, ``httpRequest.status`` when the target answered (Pub/Sub entries carry
         ``pubsubTopic`` and no ``debugInfo``, like production's); or the :func:`text_line`."""
         if self._text:
-            self._write(text_line(attempt))
+            self._write(text_line(attempt, self._widths))
             return
         line = self._lines.finished(attempt, target_type)
         self._write(line if line is not None else self.finished_entry(attempt, target_type))
