@@ -77,7 +77,7 @@ def test_a_lost_ack_reads_the_same_in_attempts_runs_and_the_text_log(
     assert LOST_ACK in narrow  # wrapped under REASON, whole
     runs = " ".join(" ".join(cli(daemon, "runs", "--job", "acked")).split())
     assert LOST_ACK in runs
-    log = [line for line in daemon.output if "  acked  attempt 1  " in line]
+    log = [line for line in daemon.output if line.split()[1:4] == ["acked", "attempt", "1"]]
     assert log and log[0].rstrip().endswith(f"reason: {LOST_ACK}")
     [attempt, _] = daemon.get("/_emulator/attempts", params={"job": "acked"})["attempts"]
     assert attempt["reason"] == LOST_ACK and attempt["responseExcerpt"] == "ok"  # the body
