@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from scheduler_emulator.service import forget_in_memory_runs
 from scheduler_emulator.wire import HEADER_CASES, NaiveDatetimeError, parse_timestamp, to_instant
 
 from .live import LiveScheduler
@@ -120,6 +121,9 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     and ``assert_attempted(job, count=..., code=...)`` inspect what happened. Targets see
     ``datetime.now()`` and ``time.time()`` at the virtual instant while they handle a delivery;
     asyncio event loops keep real time, so async handlers and asyncio servers run normally.
+    Like every fixture here, it first empties the in-memory run-once guard stores
+    (:func:`~scheduler_emulator.service.forget_in_memory_runs`): a guard kept at module level
+    starts each test afresh.
 
     Jobs with ``oidcToken`` send tokens signed by a key of this emulator:
     ``verify_oidc(token, audience)`` checks one on the virtual clock (raising ``TokenError``),
@@ -131,6 +135,7 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     also takes ``publisher=`` (another publisher) and ``app_engine_urls=`` (where App Engine
     targets go: ``"http://app.test"`` or ``{"worker": "http://worker.test"}``).
     """
+    forget_in_memory_runs()
     marker = request.node.get_closest_marker("cloud_scheduler")
     options = dict(marker.kwargs) if marker else {}
     problem = None
@@ -176,6 +181,7 @@ def cloud_scheduler_server(_cloud_scheduler_daemon: LiveScheduler) -> LiveSchedu
     ``.certs_url``, ``.verify_oidc(token, audience)`` (on the daemon's clock) and
     ``.tokeninfo(access_token)`` check the tokens it sends.
     """
+    forget_in_memory_runs()
     _cloud_scheduler_daemon.reset(clock_time=DEFAULT_START)
     return _cloud_scheduler_daemon
 
@@ -195,6 +201,7 @@ def cloud_run_testing(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     """
     from .facades import DEFAULT_SCHEDULE_TIME, CloudRunTimers
 
+    forget_in_memory_runs()
     marker = request.node.get_closest_marker("cloud_run_testing")
     options = marker.kwargs if marker else {}
     default = str(options.get("schedule_time", DEFAULT_SCHEDULE_TIME))
@@ -220,4 +227,5 @@ def function_testing() -> Callable[..., FunctionTimers]:
     """
     from .facades import FunctionTimers
 
+    forget_in_memory_runs()
     return FunctionTimers

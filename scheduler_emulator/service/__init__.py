@@ -50,6 +50,7 @@ from .guard_stores import (
     RunStatus,
     RunStore,
     SqliteRunStore,
+    forget_in_memory_runs,
 )
 from .request import CaseInsensitiveHeaders, TimerRequest
 from .router import (
@@ -114,6 +115,7 @@ __all__ = [
     "RunStore",
     "ScheduledRun",
     "SqliteRunStore",
+    "forget_in_memory_runs",
     # OIDC token verification, loaded on first use
     "verify_scheduler_token",
     "verify_scheduler_token_async",

@@ -36,6 +36,7 @@ import random
 import re
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -253,6 +254,15 @@ def _why_unopenable(path: str, exc: Exception) -> str:
     return f"{exc}."
 
 
+def forget_in_memory_runs() -> None:
+    """Empty every in-memory :class:`SqliteRunStore` of this process (a guard's default store).
+    The pytest plugin does it before each test that uses its fixtures: each test's emulator
+    starts at the same virtual instant, so a guard kept at module level must not remember the
+    runs of the test before. Stores in a file (or in Firestore) are left as they are."""
+    for store in list(_IN_MEMORY):
+        store.clear()
+
+
 class SqliteRunStore:
     """Run records in SQLite: embedded, the guard's default store.
 
@@ -305,8 +315,16 @@ class SqliteRunStore:
                 f"CREATE INDEX IF NOT EXISTS {table}_expire_at ON {table} (expire_at)"
             )
 
+        if self.in_memory:
+            _IN_MEMORY.add(self)
+
     def __repr__(self) -> str:
         return f"SqliteRunStore({self.path!r}, table={self.table!r})"
+
+    def clear(self) -> None:
+        """Delete every run record of this store."""
+        with self._transaction() as connection:
+            connection.execute(f"DELETE FROM {self.table}")
 
     @property
     def in_memory(self) -> bool:
@@ -472,6 +490,10 @@ def _firestore() -> Any:
             "pip install 'cloud-scheduler-emulator[firestore]'."
         ) from exc
     return firestore
+
+
+#: The in-memory stores alive in this process (:func:`forget_in_memory_runs`).
+_IN_MEMORY: weakref.WeakSet[SqliteRunStore] = weakref.WeakSet()
 
 
 class FirestoreRunStore:

@@ -164,3 +164,45 @@ def test_live_server_is_reset_between_tests_and_serves_the_api(
         """
     )
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_a_module_level_guard_starts_each_test_afresh(pytester: pytest.Pytester) -> None:
+    """Each test's emulator fires the same scheduled times; a guard kept at module level (its
+    default store in memory) must not take them for runs the test before already ran."""
+    pytester.makepyfile(
+        """
+        from datetime import timedelta
+
+        import pytest
+        from flask import Flask
+        from scheduler_emulator.service import RunOnceGuard, TimerRouter
+
+        router = TimerRouter()
+        guard = RunOnceGuard()
+        guard.install(router)
+        ran = []
+
+
+        @router.timer("nightly")
+        @guard.once
+        def nightly():
+            ran.append(1)
+
+
+        app = Flask(__name__)
+        router.init_app(app)
+
+
+        @pytest.mark.parametrize("test", [1, 2, 3])
+        def test_nightly(cloud_scheduler, test):
+            cloud_scheduler.mount("http://svc.test", app)
+            cloud_scheduler.create_job(
+                name="nightly", schedule="0 2 * * *",
+                http_target={"uri": "http://svc.test/_triggers/timer/nightly"},
+            )
+            before = len(ran)
+            cloud_scheduler.advance(timedelta(days=1))
+            assert len(ran) == before + 1
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
