@@ -337,6 +337,7 @@ class RunOnceGuard:
         self.retention = retention
         self.scope = scope
         self._clock = clock or _utc_now
+        self._installed = False  # on some router (install): what a refusal's note says
 
     def __repr__(self) -> str:
         return (
@@ -610,8 +611,12 @@ class RunOnceGuard:
         def refused(refusal: RunRefusedError, slot: _RefusalSlot | None) -> None:
             if slot is None:
                 refusal.add_note(
-                    "Under a TimerRouter, call guard.install(router) once so that the router "
-                    f"answers {refusal.status} instead of 500."
+                    "The handler was called directly, not through its router (as "
+                    "function_testing calls it): a refusal is raised. A cloud_run_testing "
+                    "façade sends Cloud Scheduler's headers through the router."
+                    if self._installed
+                    else "Under a TimerRouter, call guard.install(router) once so that the "
+                    f"router answers {refusal.status} instead of 500."
                 )
                 raise refusal
             slot.refusal = refusal
@@ -680,6 +685,7 @@ class RunOnceGuard:
         :param router: the router whose handlers are guarded.
         :return: ``router``, so that ``router = guard.install(TimerRouter())`` works.
         """
+        self._installed = True
         dispatch = router.dispatch
         if getattr(dispatch, _INSTALLED, False):
             return router

@@ -254,6 +254,21 @@ class TestTimerRouter:
         ]
         assert service.runs == []
 
+    def test_a_handler_called_directly_raises_its_refusal_and_says_why(
+        self, guard: RunOnceGuard
+    ) -> None:
+        """As ``function_testing`` calls it (no headers): installed, the note does not tell
+        to install, but what sends the headers through the router."""
+        service = Service(guard)
+        with pytest.raises(MissingRunHeadersError) as raised:
+            service.router.invoke("nightly")
+        assert raised.value.__notes__ == [
+            "The handler was called directly, not through its router (as function_testing "
+            "calls it): a refusal is raised. A cloud_run_testing façade sends Cloud Scheduler's "
+            "headers through the router."
+        ]
+        assert service.runs == []
+
     def test_installing_twice_or_from_two_guards_is_harmless(
         self, guard: RunOnceGuard, store: RunStore
     ) -> None:
