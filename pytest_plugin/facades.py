@@ -20,6 +20,7 @@ from typing import Any
 
 import requests
 from werkzeug.test import Client
+from werkzeug.wrappers import Request
 
 from scheduler_emulator.runtime import AsgiApp, AsgiCaller, is_asgi_app
 from scheduler_emulator.service import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
@@ -100,7 +101,9 @@ class CloudRunTimers(_Timers):
     ``asgi`` extra); :meth:`close` stops it (the ``cloud_run_testing`` fixture does at teardown).
 
     :param app: a WSGI or ASGI app to call in-process (its router is found with
-        ``find_router``).
+        ``find_router``), or a functions-framework handler (``handler(request) -> response``,
+        such as :meth:`TimerRouter.functions_framework_handler
+        <scheduler_emulator.service.TimerRouter.functions_framework_handler>`'s).
     :param base_url: instead of ``app``, a live server's base URL.
     :param router: the app's router, when ``find_router`` cannot find it.
     :param schedule_time: the default ``X-CloudScheduler-ScheduleTime``.
@@ -120,6 +123,8 @@ class CloudRunTimers(_Timers):
                 "cloud_run_testing takes a WSGI or ASGI app, or base_url=…, not both or none."
             )
         self._router = router or (find_router(app) if app is not None else None)
+        if inspect.isfunction(app) and len(inspect.signature(app).parameters) == 1:
+            app = Request.application(app)  # a functions-framework handler: request -> response
         self._asgi = AsgiCaller(_propagating(app)) if is_asgi_app(app) else None
         self._client = Client(app) if app is not None and self._asgi is None else None
         self._base_url = base_url.rstrip("/") if base_url else None

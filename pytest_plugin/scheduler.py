@@ -291,7 +291,8 @@ class CloudScheduler(AttemptAssertions):
         ``asgi`` extra), which :meth:`close` stops.
 
         :param base_url: ``http(s)://host[:port][/path]``, such as the production service's URL
-            ``https://orders-abc123-uc.a.run.app``; the longest mounted prefix wins.
+            ``https://orders-abc123-uc.a.run.app``; the longest mounted prefix wins. The app
+            sees the request's whole path (a ``/path`` here is not taken off it).
         :raises ValueError: if ``base_url`` is not an http(s) URL.
         :raises ImportError: for an ASGI app without httpx installed.
         """

@@ -178,6 +178,24 @@ def run(pytester: pytest.Pytester, test_source: str) -> pytest.RunResult:
             1,
             id="cloud_run_style_against_a_live_server",
         ),
+        pytest.param(
+            """
+            from service import create_app
+
+            def test_function_handler(cloud_run_testing, function_testing):
+                app = create_app()
+                router = app.extensions["timer_router"]
+                handler = router.functions_framework_handler()  # handler(request) -> response
+                assert cloud_run_testing(handler).nightly() == 200
+                function_testing(handler).nightly()
+                log = app.extensions["log"]
+                assert log.sweeps == 2
+                headers = {k.lower(): v for k, v in log.headers[0].items()}
+                assert headers["x-cloudscheduler-jobname"] == "nightly"
+            """,
+            1,
+            id="a_functions_framework_handler_in_both_styles",
+        ),
     ],
 )
 def test_the_child_tests_pass(pytester: pytest.Pytester, test_source: str, passed: int) -> None:
