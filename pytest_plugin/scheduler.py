@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
@@ -41,6 +42,7 @@ from scheduler_emulator.runtime import (
     TransportResult,
     WsgiApp,
 )
+from scheduler_emulator.tools.jobs_file import load_jobs_file
 from scheduler_emulator.wire import is_loopback
 
 if TYPE_CHECKING:
@@ -332,6 +334,19 @@ class CloudScheduler(AttemptAssertions):
 
     # The job methods are the emulator's own (same signatures and docstrings).
     create_job = _emulator_method(Emulator.create_job)
+
+    def load_jobs(self, path: str | Path) -> list[Job]:
+        """Create every job of a jobs file, the YAML or JSON list ``scheduler-emulator start
+        --jobs`` takes (short names get the emulator's project and location); each first fires
+        after the clock's instant, as :meth:`create_job`'s jobs do.
+
+        :return: the jobs created, in file order.
+        :raises ConfigurationError: naming the file, the job, the field and the value.
+        """
+        emulator = self.emulator
+        jobs = load_jobs_file(path, project=emulator.project, location=emulator.location)
+        return [emulator.create_job(job) for job in jobs]
+
     get_job = _emulator_method(Emulator.get_job)
     pause_job = _emulator_method(Emulator.pause_job)
     resume_job = _emulator_method(Emulator.resume_job)

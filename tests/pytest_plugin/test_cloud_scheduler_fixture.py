@@ -206,3 +206,46 @@ def test_a_module_level_guard_starts_each_test_afresh(pytester: pytest.Pytester)
         """
     )
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
+def test_load_jobs_creates_a_jobs_files_jobs_and_names_a_bad_field(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(
+        ".yaml",
+        jobs="""
+        - name: nightly
+          schedule: "0 2 * * *"
+          httpTarget: {uri: "http://svc.test/_triggers/timer/nightly"}
+        """,
+        bad="""
+        - name: nightly
+          schedule: "0 2 * * *"
+          retryConfig: {retryCount: 9}
+          httpTarget: {uri: "http://svc.test/_triggers/timer/nightly"}
+        """,
+    )
+    pytester.makepyfile(
+        """
+        from datetime import timedelta
+
+        import pytest
+        from scheduler_emulator import ConfigurationError
+
+
+        def ok(environ, start_response):
+            start_response("200 OK", [])
+            return [b""]
+
+
+        def test_load(cloud_scheduler):
+            cloud_scheduler.mount("http://svc.test", ok)
+            [job] = cloud_scheduler.load_jobs("jobs.yaml")
+            assert job.name == "projects/my-project/locations/us-central1/jobs/nightly"
+            cloud_scheduler.advance(timedelta(days=1))
+            cloud_scheduler.assert_attempted("nightly", count=1, code="OK")
+            with pytest.raises(ConfigurationError, match="retryConfig.retryCount"):
+                cloud_scheduler.load_jobs("bad.yaml")
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
