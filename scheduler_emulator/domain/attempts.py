@@ -164,7 +164,7 @@ class Attempt:
             "responseExcerpt": self.response_excerpt,
             "responseContentType": self.response_content_type,
             "hint": self.hint,
-            "reason": failure_reason(self),
+            "reason": self.reason,
         }
 
     @classmethod
@@ -222,6 +222,12 @@ class Attempt:
             response_excerpt="",
             response_content_type=None,
         )
+
+    @property
+    def reason(self) -> str:
+        """Why it failed, in one line (:func:`failure_reason`; ``""`` for a success or an
+        attempt in flight): what every surface shows."""
+        return failure_reason(self)
 
     @property
     def outcome(self) -> str:

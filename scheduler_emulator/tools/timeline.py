@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import zip_longest
 from typing import IO
 
-from ..domain.attempts import Attempt, failure_reason, iso, ok_status
+from ..domain.attempts import Attempt, iso, ok_status
 
 __all__ = [
     "IN_FLIGHT",
@@ -176,7 +176,7 @@ def notes(attempts: Sequence[Attempt]) -> list[str]:
     for attempt in attempts:
         key = run_key(attempt)
         status = attempt.response_status
-        note = failure_reason(attempt) or shorten(attempt.debug_info)
+        note = attempt.reason or shorten(attempt.debug_info)
         if status == 409:
             note = "409: the target says another attempt of this run is in progress"
         elif status is not None and 200 <= status <= 299 and key in answered:

@@ -25,7 +25,7 @@ import threading
 from collections import deque
 from typing import IO, Any
 
-from ...domain.attempts import Attempt, failure_reason, iso
+from ...domain.attempts import Attempt, iso
 from .._options import CACHED_JOBS
 
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
@@ -69,7 +69,7 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
         note for note, on in (("forced", attempt.forced), ("injected", attempt.injected)) if on
     ]
     scheduled = attempt.nominal or attempt.schedule_time
-    reason = failure_reason(attempt)
+    reason = attempt.reason
     columns = [iso(attempt.start_time) or "", attempt.job_id, f"attempt {attempt.attempt}",
                attempt.outcome, latency]  # fmt: skip
     if widths is not None:
