@@ -254,6 +254,10 @@ def _why_unopenable(path: str, exc: Exception) -> str:
     return f"{exc}."
 
 
+#: The in-memory stores alive in this process (:func:`forget_in_memory_runs`).
+_IN_MEMORY: weakref.WeakSet[SqliteRunStore] = weakref.WeakSet()
+
+
 def forget_in_memory_runs() -> None:
     """Empty every in-memory :class:`SqliteRunStore` of this process (a guard's default store).
     The pytest plugin does it before each test that uses its fixtures: each test's emulator
@@ -314,7 +318,6 @@ class SqliteRunStore:
             connection.execute(
                 f"CREATE INDEX IF NOT EXISTS {table}_expire_at ON {table} (expire_at)"
             )
-
         if self.in_memory:
             _IN_MEMORY.add(self)
 
@@ -490,10 +493,6 @@ def _firestore() -> Any:
             "pip install 'cloud-scheduler-emulator[firestore]'."
         ) from exc
     return firestore
-
-
-#: The in-memory stores alive in this process (:func:`forget_in_memory_runs`).
-_IN_MEMORY: weakref.WeakSet[SqliteRunStore] = weakref.WeakSet()
 
 
 class FirestoreRunStore:
