@@ -280,20 +280,26 @@ _CLOUD_RUN_HINTS = {
 
 
 #: What an HTML page's text leaves out: tags (one cut at the excerpt's end too), and the
-#: content of ``<script>`` and ``<style>``.
-_MARKUP = re.compile(r"<(script|style)\b.*?(?:</\1\s*>|$)|<[^>]*>?", re.IGNORECASE | re.DOTALL)
+#: content of ``<script>``, ``<style>`` and ``<title>`` (a heading says it again).
+_MARKUP = re.compile(
+    r"<(script|style|title)\b.*?(?:</\1\s*>|$)|<[^>]*>?", re.IGNORECASE | re.DOTALL
+)
 
 
 def answer_text(excerpt: str) -> str:
     """A service's answer as a reason: a Google API error body (``{"error": {"code",
-    "message", "status"}}``, cloud.google.com/apis/design/errors) as its status and message,
-    an HTML page (a web framework's error page) as its text, any other text as it is.
+    "message", "status"}}``, cloud.google.com/apis/design/errors) as its status and message, a
+    problem details body (RFC 9457: ``{"title", "detail"}``, what the timer router answers) as
+    its title and detail, an HTML page (a web framework's error page) as its text, any other
+    text as it is.
 
     >>> answer_text('{"error": {"code": 404, "message": "Job x not found.", "status": "NOT_FOUND"}}')
     'NOT_FOUND: Job x not found.'
+    >>> answer_text('{"detail": "The ledger is locked.", "title": "Conflict", "status": 409}')
+    'Conflict: The ledger is locked.'
     >>> answer_text('<!doctype html><title>500 Internal Server Error</title><style>p {}</style>'
     ...     '<h1>Internal Server Error</h1><p>It&#x27;s down.</p>')
-    "500 Internal Server Error Internal Server Error It's down."
+    "Internal Server Error It's down."
     """  # noqa: E501
     if excerpt.lstrip().startswith("<"):
         return " ".join(html.unescape(_MARKUP.sub(" ", excerpt)).split())
@@ -304,6 +310,9 @@ def answer_text(excerpt: str) -> str:
     except ValueError:  # not JSON, or cut at the excerpt's length
         return excerpt
     error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(body, dict) and isinstance(body.get("title"), str) and error is None:
+        detail = body.get("detail")
+        return f"{body['title']}: {detail}" if isinstance(detail, str) and detail else body["title"]
     if not isinstance(error, dict) or not isinstance(error.get("message"), str):
         return excerpt
     status = error.get("status") or error.get("code")

@@ -93,6 +93,17 @@ def test_a_frameworks_html_error_page_reads_as_its_text() -> None:
         '<h1>ZeroDivisionError</h1><pre class="exception_value">division by zero</pre><table'
     )  # cut inside a tag, as an excerpt may be
     reasons = [failure_reason(replace(FAILED, response_excerpt=page)) for page in (flask, django)]
-    assert reasons[0].startswith("500 Internal Server Error Internal Server Error The server")
-    assert reasons[1].startswith("ZeroDivisionError at /_triggers/x ZeroDivisionError division")
+    assert reasons[0].startswith("Internal Server Error The server encountered")
+    assert reasons[1].startswith("ZeroDivisionError division by zero — emulator's hint")
     assert not any(c in reason for reason in reasons for c in "<>{}")
+
+
+def test_a_problem_details_answer_reads_as_its_title_and_detail() -> None:
+    """The timer router's own 500 (RFC 9457 problem details), not its JSON."""
+    body = (
+        '{"detail":"The server could not complete this request.",'
+        '"type":"urn:hardened:problem:internal-server-error",'
+        '"title":"Internal Server Error","status":500}'
+    )
+    reason = failure_reason(replace(FAILED, request={"url": "http://h/x"}, response_excerpt=body))
+    assert reason == "Internal Server Error: The server could not complete this request."
