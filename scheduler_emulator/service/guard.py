@@ -499,7 +499,7 @@ class RunOnceGuard:
         try:
             attempt = self.claim(headers)
         except MissingRunHeadersError as refusal:
-            logger.warning("Run-once guard answered 400: %s", refusal)
+            logger.warning("Run-once guard refused a delivery (400): %s", refusal)
             raise
         if attempt.outcome is ClaimOutcome.COMPLETED:
             logger.info(
@@ -611,9 +611,9 @@ class RunOnceGuard:
         def refused(refusal: RunRefusedError, slot: _RefusalSlot | None) -> None:
             if slot is None:
                 refusal.add_note(
-                    "The handler was called directly, not through its router (as "
-                    "function_testing calls it): a refusal is raised. A cloud_run_testing "
-                    "façade sends Cloud Scheduler's headers through the router."
+                    "The handler was invoked without a request (as function_testing invokes "
+                    "it), so the refusal is raised, not answered. A cloud_run_testing façade "
+                    "sends the request Cloud Scheduler sends, headers included."
                     if self._installed
                     else "Under a TimerRouter, call guard.install(router) once so that the "
                     f"router answers {refusal.status} instead of 500."

@@ -263,9 +263,9 @@ class TestTimerRouter:
         with pytest.raises(MissingRunHeadersError) as raised:
             service.router.invoke("nightly")
         assert raised.value.__notes__ == [
-            "The handler was called directly, not through its router (as function_testing "
-            "calls it): a refusal is raised. A cloud_run_testing façade sends Cloud Scheduler's "
-            "headers through the router."
+            "The handler was invoked without a request (as function_testing invokes it), so the "
+            "refusal is raised, not answered. A cloud_run_testing façade sends the request Cloud "
+            "Scheduler sends, headers included."
         ]
         assert service.runs == []
 
