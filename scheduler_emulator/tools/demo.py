@@ -96,7 +96,7 @@ def describe(attempt: Attempt) -> str:
     schedule_time = attempt.schedule_time or "(none)"
     return (
         f"  {iso(attempt.start_time)}  {attempt.job_id:<8} attempt {attempt.attempt}  "
-        f"{attempt.request['method']} /{path}  ScheduleTime={schedule_time}  "
+        f"{attempt.request['method']} /{path:<23}  ScheduleTime={schedule_time}  "
         f"-> {attempt.outcome}"
     )
 
