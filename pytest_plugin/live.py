@@ -43,9 +43,11 @@ class _Admin(DaemonClient):
 
 
 class LiveScheduler(AttemptAssertions):
-    """``scheduler-emulator start --port 0 …`` in a subprocess.
+    """``scheduler-emulator start --port 0 …`` in a subprocess; ``with LiveScheduler(…) as
+    daemon:`` closes it at the end of the block.
 
-    :param args: extra ``start`` flags (``--in-memory``, ``--clock manual`` …).
+    :param args: extra ``start`` flags (``--in-memory``, ``--clock manual``, ``--jobs FILE`` …);
+        a ``--port`` among them replaces the free port.
     :param project: the project of :attr:`env` and of short job names.
     :param startup_timeout: seconds to wait for the daemon to listen.
     :raises RuntimeError: if the daemon exits or does not listen in time (with its stderr).
@@ -258,6 +260,12 @@ class LiveScheduler(AttemptAssertions):
         """Send ``sig`` and wait; return the exit code."""
         self.process.send_signal(sig)
         return self.process.wait(timeout=timeout)
+
+    def __enter__(self) -> LiveScheduler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """Kill the daemon if it still runs and release its pipes."""

@@ -249,3 +249,14 @@ def test_load_jobs_creates_a_jobs_files_jobs_and_names_a_bad_field(
         """
     )
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_a_live_scheduler_of_your_own_on_a_port_you_choose_stops_with_its_block() -> None:
+    from pytest_plugin import LiveScheduler
+    from tests.support import free_port
+
+    port = free_port()
+    with LiveScheduler("--in-memory", "--port", str(port)) as daemon:
+        assert daemon.url == f"http://127.0.0.1:{port}"
+        assert daemon.process.poll() is None
+    assert daemon.process.poll() is not None
