@@ -424,7 +424,8 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     'database is down'
 
     :param attempt: an attempt record.
-    :param width: the longest answer or debug text shown (longer ones end in ``…``); the hint
+    :param width: the longest answer or debug text shown (longer ones end in ``…``, cut between
+        words when a word ends in the last 20 characters); the hint
         follows it whole, so what to do about it is never cut, and the emulator's own
         ``EMULATOR_…`` texts (which say what to do) are cut only past four times ``width``.
     """
@@ -439,7 +440,9 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     text = " ".join(text.split())
     if text.startswith("EMULATOR_"):
         width *= 4
-    text = text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) > width:  # cut between words when one ends in the last 20 characters
+        text = text[: width - 1]
+        text = text[: max(text.rfind(" ", width - 21), 0) or len(text)] + "…"
     return f"{text} — emulator's hint: {' '.join(hint.split())}" if hint else text
 
 

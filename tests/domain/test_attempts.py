@@ -59,7 +59,7 @@ def test_a_cloud_run_404_keeps_its_hint_whole_after_a_long_message() -> None:
     )  # fmt: skip
     answer, _, hint = failure_reason(attempt).partition(" — emulator's hint: ")
     assert answer.startswith("NOT_FOUND: Resource 'nightly'") and answer.endswith("…")
-    assert len(answer) == REASON_WIDTH
+    assert REASON_WIDTH - 20 <= len(answer) <= REASON_WIDTH
     assert hint.endswith("check the project, region and job in the job's URI")
 
 
@@ -107,3 +107,10 @@ def test_a_problem_details_answer_reads_as_its_title_and_detail() -> None:
     )
     reason = failure_reason(replace(FAILED, request={"url": "http://h/x"}, response_excerpt=body))
     assert reason == "Internal Server Error: The server could not complete this request."
+
+
+def test_a_long_answer_is_cut_between_words() -> None:
+    words = "The ledger is locked by the nightly exporter; " * 10
+    answer = failure_reason(replace(FAILED, request={"url": "http://h/x"}, response_excerpt=words))
+    assert answer.endswith("…") and REASON_WIDTH - 20 <= len(answer) <= REASON_WIDTH
+    assert words.startswith(answer[:-1] + " ")

@@ -547,7 +547,8 @@ class TestTerminalViewsInProcess:
         assert self.run(terminal, port, "attempts") == 0
         assert self.run(wide, port, "attempts", "--wide") == 0
         answer = " ".join(("the ledger is locked by another writer; " * 6).split())
-        full = answer[:159] + "…"  # a reason is at most 160 characters; --json has the answer
+        cut = answer[:159]  # a reason is at most 160 characters, cut between words; --json has
+        full = cut[: cut.rfind(" ")] + "…"  # the answer
         lines = piped.getvalue().splitlines()
         assert max(len(line) for line in lines) <= 120 and len(lines) > 2
         column = lines[0].index("REASON")
