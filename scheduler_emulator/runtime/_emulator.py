@@ -467,6 +467,7 @@ class Emulator(AttemptAssertions):
         start_before: datetime | None = None,
         page_size: int = ATTEMPTS_PAGE_SIZE,
         page_token: str = "",
+        failed: bool = False,
     ) -> tuple[list[Attempt], str]:
         """Return one page of attempts in start order and the next page's token (``""`` on
         the last page); only that page is read, however long the history. Attempts read as
@@ -478,6 +479,7 @@ class Emulator(AttemptAssertions):
         :param start_before: only attempts that started before this instant (aware).
         :param page_size: 1 to 1000 attempts (default 100).
         :param page_token: ``""`` for the first page, else a token this method returned.
+        :param failed: only attempts that ended with a code other than ``OK``.
         :raises InvalidArgument: naming ``pageSize`` or ``pageToken`` for a bad value.
         """
         after = _page_start(page_size, page_token)
@@ -486,6 +488,7 @@ class Emulator(AttemptAssertions):
             run_id=run_id,
             start_after=None if start_after is None else to_instant(start_after, "start_after"),
             start_before=None if start_before is None else to_instant(start_before, "start_before"),
+            failed=failed,
         )
         attempts, last = self.store.attempts_page(where, after_id=after, page_size=page_size)
         now = self.clock.now()

@@ -11,7 +11,8 @@
 - ``GET  /_emulator/attempts`` → one page ``{"attempts": [...], "nextPageToken": "…"}`` in
   start order (``nextPageToken`` absent on the last page): ``pageSize`` (default 100, at most
   1000), ``pageToken``, and the filters ``job`` (ID or full name), ``run`` (run id),
-  ``startAfter`` / ``startBefore`` (RFC 3339; ``startAfter ≤ startTime < startBefore``); 400
+  ``startAfter`` / ``startBefore`` (RFC 3339; ``startAfter ≤ startTime < startBefore``),
+  ``failed=true`` (ended with a code other than ``OK``); 400
   ``INVALID_ARGUMENT`` naming the parameter for a bad value, 404 ``NOT_FOUND`` for a job that
   neither exists nor has attempts
 - ``GET  /_emulator/attempts/<id>`` → one attempt (404 when there is none, or retention
@@ -328,19 +329,29 @@ class Admin:
         return self._manual_only(self.emulator.move_to, instant)
 
     def attempts(self, request: Request) -> dict[str, Any]:
-        """One page of attempts in start order, filtered by ``job``, ``run``, ``startAfter``
-        and ``startBefore``; ``nextPageToken`` names the next page (absent on the last one).
+        """One page of attempts in start order, filtered by ``job``, ``run``, ``startAfter``,
+        ``startBefore`` and ``failed=true`` (those that ended with a code other than ``OK``);
+        ``nextPageToken`` names the next page (absent on the last one).
 
         Only the page is read from the store, however long the history.
         """
         _only_parameters(
-            request, "pageSize", "pageToken", "job", "run", "startAfter", "startBefore", "order"
+            request,
+            "pageSize",
+            "pageToken",
+            "job",
+            "run",
+            "startAfter",
+            "startBefore",
+            "order",
+            "failed",
         )
         page_size, page_token = _page_query(request)
         run_id = _query_int(request, "run", default=None, low=1, high=2**63 - 1)
         start_after = _query_time(request, "startAfter")
         start_before = _query_time(request, "startBefore")
         order = _query_choice(request, "order", ("oldest", "newest"))
+        failed = _query_choice(request, "failed", ("false", "true")) == "true"
         job = self._known_job(request)
         if order == "newest":
             if run_id is not None:
@@ -353,6 +364,7 @@ class Admin:
                 start_before=start_before,
                 before_id=before,
                 page_size=page_size,
+                failed=failed,
                 now=self.emulator.now(),
             )
             return _page_answer("attempts", [a.to_json() for a in newest], next_page_token(last))
@@ -363,6 +375,7 @@ class Admin:
             start_before=start_before,
             page_size=page_size,
             page_token=page_token,
+            failed=failed,
         )
         return _page_answer("attempts", [a.to_json() for a in page], token)
 

@@ -213,6 +213,10 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     attempts.add_argument(
         "--follow", "-f", action="store_true", help="keep printing attempts as they finish"
     )
+    attempts.add_argument(
+        "--failed", action="store_true",
+        help="only attempts that failed (ended with a code other than OK)",
+    )  # fmt: skip
 
 
 def rule_argument(rule: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -658,6 +662,9 @@ def cmd_attempts(
     printing until interrupted."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     base: dict[str, Any] = {"job": args.job or None}
+    failed = bool(getattr(args, "failed", False))
+    if failed and not args.follow:  # following, in-flight attempts are watched until they end
+        base["failed"] = "true"
     if args.since is not None:
         base["startAfter"] = iso(args.since)
         items = list(
@@ -674,7 +681,7 @@ def cmd_attempts(
             return _print_json(out, (attempt.to_json() for attempt in attempts))
         headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
         return _print_table(out, headers, attempt_rows(attempts, wide), "(no attempts)", wide)
-    return _follow(client, base, attempts, out, sleep, wide=wide, as_json=as_json)
+    return _follow(client, base, attempts, out, sleep, wide=wide, as_json=as_json, failed=failed)
 
 
 def _follow(
@@ -686,17 +693,19 @@ def _follow(
     *,
     wide: bool = False,
     as_json: bool = False,
+    failed: bool = False,
 ) -> int:
     """Print ``shown``'s finished attempts, then every attempt as it finishes, each look's in
     id order (as a table, each batch aligned on the widest cells seen so far, or as JSON
-    lines). An attempt in flight is looked up again at each look until it ends (one request
-    each), so a long one holds back no other."""
+    lines; with ``failed``, only those that failed). An attempt in flight is looked up again
+    at each look until it ends (one request each), so a long one holds back no other."""
     headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
     # The rows printed that hold a column's widest cell, so that later batches align with
     # earlier ones (not every row printed: a follow of days would grow without bound).
     seen: list[list[str]] = []
 
     def emit(batch: list[Attempt], header: bool) -> None:
+        batch = [attempt for attempt in batch if not failed or attempt.code != "OK"]
         if as_json:
             _print_json(out, (attempt.to_json() for attempt in batch))
             out.flush()

@@ -94,6 +94,21 @@ def test_attempts_since_an_instant(daemon: Daemon, capsys: pytest.CaptureFixture
     assert "The server could not complete this request" in rows[0]  # the answer's text
 
 
+def test_attempts_failed_lists_only_failures(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The newest N failed attempts (the report run's 500, not its retry's 200), as the
+    endpoint's failed=true filter gives them; a bad value of it is a 400 naming it."""
+    args = ("attempts", "--port", port(daemon), "--job", "report", "--wide")
+    _, out, _ = run_command(capsys, *args, "--since", "2026-03-01T22:00:00Z", "--failed")
+    assert [r.split()[4] for r in out.splitlines()[1:]] == ["500"]
+    _, out, _ = run_command(capsys, *args, "--last", "2", "--failed", "--json")
+    failed = [json.loads(line) for line in out.splitlines()]
+    assert len(failed) == 2 and all(a["code"] == "INTERNAL" for a in failed)
+    bad = requests.get(daemon.url + "/_emulator/attempts", params={"failed": "yes"}, timeout=30)
+    assert bad.status_code == 400 and "failed must be one of false, true" in bad.text
+
+
 def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_command(capsys, "attempts", "--port", port(daemon), "--since", "yesterday")
     assert code == 2 and "--since" in err
@@ -364,6 +379,29 @@ def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
     assert [row.split()[0] for row in rows] == [
         "2026-03-01T04:00:00.000Z", "2026-03-01T03:00:00.000Z"
     ]  # fmt: skip
+
+
+def test_follow_failed_prints_only_the_attempts_that_fail() -> None:
+    """With ``--failed`` an attempt in flight is still watched, and printed only if it fails."""
+
+    def attempt(number: int, code: str | None) -> Attempt:
+        status = {None: None, "OK": 200, "INTERNAL": 500}[code]
+        return hourly_attempt(number, status=status, code=code)
+
+    class Client:
+        def get(self, path: str, params: dict[str, object]) -> dict[str, object]:
+            assert "failed" not in params  # following, the filter is the view's
+            if params["pageSize"] == 1:  # the attempt in flight, looked up again: it failed
+                return {"attempts": [attempt(1, "INTERNAL").to_json()]}
+            new = [attempt(2, "OK"), attempt(3, "INTERNAL")] if params["pageToken"] == "1" else []
+            return {"attempts": [a.to_json() for a in new]}
+
+    out = io.StringIO()
+    shown = [attempt(0, "OK"), attempt(1, None)]
+    follower = looking([], 1)
+    assert _follow(Client(), {}, shown, out, follower, failed=True) == 0  # type: ignore[arg-type]
+    header, *rows = out.getvalue().splitlines()
+    assert [row.split()[4] for row in rows] == ["INTERNAL", "INTERNAL"]  # attempts 1 and 3
 
 
 def test_follow_keeps_only_the_widest_rows_and_stays_aligned(

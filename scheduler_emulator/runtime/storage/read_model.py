@@ -182,11 +182,12 @@ def attempts_newest(
     start_before: datetime | None = None,
     before_id: int | None = None,
     page_size: int = 100,
+    failed: bool = False,
     now: datetime,
 ) -> tuple[list[Attempt], int | None]:
     """One page of attempts, newest first (by id, which follows start order), as they read at
     ``now`` (:meth:`Attempt.as_of`: an end recorded later than ``now`` is not shown yet);
-    ``job`` (full name), ``start_after`` and ``start_before`` filter as in
+    ``job`` (full name), ``start_after``, ``start_before`` and ``failed`` filter as in
     :meth:`Emulator.attempts_page <scheduler_emulator.Emulator.attempts_page>`.
 
     :param before_id: only attempts with a smaller id (where the previous page ended).
@@ -194,7 +195,9 @@ def attempts_newest(
     :raises ValueError: for a page size out of range.
     :return: the attempts and the id to pass as ``before_id`` next (``None`` on the last page).
     """
-    where = AttemptFilter(job=job, start_after=start_after, start_before=start_before)
+    where = AttemptFilter(
+        job=job, start_after=start_after, start_before=start_before, failed=failed
+    )
     page, last = store.attempts_page(where, after_id=before_id, page_size=page_size, newest=True)
     return [a.as_of(now) for a in page], last
 

@@ -340,12 +340,14 @@ class AttemptFilter:
     :param run_id: one run's.
     :param start_after: those that started at or after this instant (aware).
     :param start_before: those that started before this instant (aware).
+    :param failed: only those that ended with a code other than ``OK``.
     """
 
     job: str | None = None
     run_id: int | None = None
     start_after: datetime | None = None
     start_before: datetime | None = None
+    failed: bool = False
 
 
 def window_conditions(
@@ -756,6 +758,7 @@ class Store:
         clauses, args = window_conditions("start_time", where.start_after, where.start_before)
         add_condition(clauses, args, "job = ?", where.job)
         add_condition(clauses, args, "run_id = ?", where.run_id)
+        add_condition(clauses, args, "code != ?", "OK" if where.failed else None)  # NULL: in flight
         add_condition(clauses, args, "id < ?" if newest else "id > ?", after_id)
         order = "id DESC" if newest else "id"
         rows, last = self.select("attempts", clauses, args, page_size, order=order)
