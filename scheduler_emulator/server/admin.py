@@ -335,17 +335,8 @@ class Admin:
 
         Only the page is read from the store, however long the history.
         """
-        _only_parameters(
-            request,
-            "pageSize",
-            "pageToken",
-            "job",
-            "run",
-            "startAfter",
-            "startBefore",
-            "order",
-            "failed",
-        )
+        filters = ("job", "run", "startAfter", "startBefore", "order", "failed")
+        _only_parameters(request, "pageSize", "pageToken", *filters)
         page_size, page_token = _page_query(request)
         run_id = _query_int(request, "run", default=None, low=1, high=2**63 - 1)
         start_after = _query_time(request, "startAfter")

@@ -8,14 +8,15 @@ the records it read, one per line, instead of its table. Every table keeps to
 :data:`TABLE_WIDTH` columns: the last column (REASON) wraps to fit, then the JOB column, and the
 rest is shown under ``--wide``, one line per row. ``attempts`` shows one schedule-time column
 (the ScheduleTime each attempt carried) and, for a failure, the reason
-(:func:`~scheduler_emulator.domain.attempts.failure_reason`); ``--follow`` keeps printing
-attempts as they finish, until Ctrl-C. ``runs`` lists runs with how each ended or when its next
-attempt is due (``--failed``, ``--gave-up``, ``--in-progress`` filter them). A REASON too long
-for the width wraps onto continuation lines under its column. ``skipped`` lists the newest
-scheduled times that got no run (``--last``), with the reason. ``executions`` lists the Cloud
-Run executions (``GET /_emulator/executions``) with their tasks' outcome, filtered by ``--job``
-and ``--state``. ``run JOB [--schedule-time T]`` starts a run now, as if scheduled at T when
-given. On a terminal outcomes are coloured, unless ``NO_COLOR`` is set.
+(:func:`~scheduler_emulator.domain.attempts.failure_reason`); ``--failed`` keeps the failures,
+``--follow`` keeps printing attempts as they finish, until Ctrl-C. ``runs`` lists runs with how
+each ended or when its next attempt is due (``--failed``, ``--gave-up``, ``--in-progress``
+filter them). A REASON too long for the width wraps onto continuation lines under its column.
+``skipped`` lists the newest scheduled times that got no run (``--last``), with the reason.
+``executions`` lists the Cloud Run executions (``GET /_emulator/executions``) with their tasks'
+outcome, filtered by ``--job`` and ``--state``. ``run JOB [--schedule-time T]`` starts a run
+now, as if scheduled at T when given. On a terminal outcomes are coloured, unless ``NO_COLOR``
+is set.
 """
 
 from __future__ import annotations
