@@ -90,6 +90,7 @@ class Session:
     workdir: Path
     daemon_port: int = field(default_factory=free_port)
     service_port: int = field(default_factory=free_port)
+    second_port: int = field(default_factory=free_port)  # a second service (8001)
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def members(self, group: int) -> list[int]:
@@ -106,7 +107,10 @@ class Session:
         return found
 
     def localize(self, text: str) -> str:
-        return text.replace("8095", str(self.daemon_port)).replace("8000", str(self.service_port))
+        for port, free in (("8095", self.daemon_port), ("8000", self.service_port),
+                           ("8001", self.second_port)):  # fmt: skip
+            text = text.replace(port, str(free))
+        return text
 
     @property
     def env(self) -> dict[str, str]:
