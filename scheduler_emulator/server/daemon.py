@@ -132,10 +132,14 @@ class Daemon:
             kept = ClockFile(options.clock_path) if options.clock_path is not None else None
             resumed, self.resumed = None, ""  # where a manual clock resumed, for the startup line
             if clock == "manual" and start is None and kept is not None:
-                if (resumed := kept.read()) is not None:
+                # the later of the kept instant (kept at most once a second during a move)
+                # and the last due instant the store recorded (a kill mid-move, or a system
+                # clock's run here): time never goes back, so nothing runs twice
+                stored, resumed = stopped_at(Path(options.store_path())), kept.read()
+                if resumed is not None and (stored is None or stored <= resumed):
                     self.resumed = "where it stopped"
-                elif (resumed := stopped_at(Path(options.store_path()))) is not None:
-                    self.resumed = "at the last instant a system clock fired jobs here"
+                elif (resumed := stored) is not None:
+                    self.resumed = "at the last instant it fired jobs here"
             made = _make_clock(clock, start or resumed, kept)
             if log is not None:
                 # On a manual clock each line is written at once (a caller reads the log after

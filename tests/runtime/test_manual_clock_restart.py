@@ -43,6 +43,34 @@ def test_a_restarted_manual_daemon_resumes_at_its_virtual_now(tmp_path: Path) ->
     assert len(times) == 4 and len(target.requests) == 4
 
 
+@pytest.mark.timeout(90)
+def test_a_kill_during_a_move_resumes_at_the_last_instant_fired_not_the_kept_one(
+    tmp_path: Path,
+) -> None:
+    """The clock's file is written at most once a real second during a move, so a kill -9 in a
+    long one (an attempt waiting on its target) leaves an instant the move has passed; the
+    store's, written with each due instant's starts, wins, and nothing runs twice."""
+    target = RecordingTarget()
+    data = ("--data-dir", str(tmp_path), "--clock", "manual")
+    with serving(target) as base:
+        with running_daemon(*data, "--start", "2026-03-02T14:00:00Z") as daemon:
+            job = nightly_job(
+                name=f"{JOBS[4:]}/minutely", schedule="* * * * *", httpTarget={"uri": base}
+            )
+            daemon.post(JOBS, job).raise_for_status()
+            daemon.advance(timedelta(minutes=3))
+            daemon.kill()  # SIGKILL
+        ClockFile(tmp_path / "manual-clock.json").write(parse_timestamp("2026-03-02T14:01:00Z"))
+        with running_daemon(*data) as daemon:
+            assert "manual clock at 2026-03-02T14:03:00Z (resumed at the last instant it fired" in (
+                daemon.first_line
+            )
+            daemon.advance(timedelta(minutes=1))
+            times = [a["scheduleTime"] for a in daemon.attempts()]
+    assert times == [f"2026-03-02T14:0{minute}:00Z" for minute in range(1, 5)]
+    assert len(target.requests) == 4
+
+
 def test_start_wins_over_the_kept_instant_and_a_bad_file_is_named(tmp_path: Path) -> None:
     kept = ClockFile(tmp_path / "manual-clock.json")
     assert kept.read() is None
@@ -80,9 +108,7 @@ def test_a_manual_clock_on_a_data_dir_a_system_clock_ran_starts_where_it_fired_l
         assert stopped_at(tmp_path / "emulator.db") == parse_timestamp("2026-03-02T14:03:00.004Z")
         with running_daemon("--data-dir", str(tmp_path), "--clock", "manual") as daemon:
             assert "manual clock at 2026-03-02T14:03:00.004" in daemon.first_line
-            assert "(resumed at the last instant a system clock fired jobs here)" in (
-                daemon.first_line
-            )
+            assert "(resumed at the last instant it fired jobs here)" in (daemon.first_line)
             assert (daemon.skipped(), len(daemon.attempts())) == ([], 3)
     assert len(target.requests) == 3
     assert stopped_at(tmp_path / "nothing.db") is None

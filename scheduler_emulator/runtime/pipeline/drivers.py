@@ -200,8 +200,9 @@ class ManualDriver(Driver):
         recorder = self.recorder
         self.send_all(self._take_soon())
         while not self._stopping:
-            with recorder.lock:
-                deliveries = recorder.carry_out(recorder.core.due(self.clock.now()))
+            now = self.clock.now()  # stored alive with the starts: a restart resumes from it
+            with recorder.lock, recorder.store.batch(alive=now):
+                deliveries = recorder.carry_out(recorder.core.due(now))
             if not deliveries:
                 return
             self.send_all(deliveries)
