@@ -261,6 +261,11 @@ class ConnectionRouter:
                 )
             return self.backend
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
     def close(self) -> None:
         """Close every connection, stop the loop and the gRPC server. Idempotent."""
         with self._lock:

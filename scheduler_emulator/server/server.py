@@ -455,6 +455,12 @@ class BoundedWSGIServer(ThreadedWSGIServer):
         kept alive (see :class:`~scheduler_emulator.server.connections.ConnectionRouter`)."""
         return _RequestHandler(sock, client_address, self, data, deadline).keep_alive
 
+    def log(self, type: str, message: str, *args: Any) -> None:
+        """werkzeug's log, without the errors of answers whose connection the stop closed (a
+        clock move cut short answers after :meth:`server_close`)."""
+        if type != "error" or self.connection_router is None or not self.connection_router.closed:
+            super().log(type, message, *args)
+
     def server_close(self) -> None:
         super().server_close()
         if self.connection_router is not None:

@@ -33,6 +33,25 @@ class TestTotalDeadline:
         assert result.detail == "No response within 0.5 s."
         assert 0.45 <= elapsed < 1.0
 
+    def test_closing_the_transport_ends_the_requests_in_flight(
+        self, http_transport: HttpTransport
+    ) -> None:
+        """What a stop relies on: a target that never answers does not hold the process up to
+        the attempt's deadline (the daemon once took 13 s to exit, without pycurl)."""
+        results, target = [], DripTarget(mode="hang")
+        with drip_server(target) as base:
+            sender = threading.Thread(
+                target=lambda: results.append(
+                    http_transport.send(DeliveryRequest("POST", base + "/", HEADERS), 60)
+                )
+            )
+            sender.start()
+            wait_for(lambda: target.requests, 10, "the request at the target")
+            http_transport.close()
+            sender.join(10)  # the deadline is 60 s: only the close can end it before
+            assert not sender.is_alive(), "the request still waits on its target"
+        assert results[0].status is None
+
     def test_many_dripping_requests_each_end_at_their_own_deadline(
         self, http_transport: HttpTransport
     ) -> None:

@@ -3,10 +3,13 @@ and no time it never passed is recorded as skipped."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import requests
 
 from scheduler_emulator.domain.errors import ClockError
 from scheduler_emulator.runtime._clock import ClockFile, ManualClock
@@ -69,6 +72,45 @@ def test_a_kill_during_a_move_resumes_at_the_last_instant_fired_not_the_kept_one
             times = [a["scheduleTime"] for a in daemon.attempts()]
     assert times == [f"2026-03-02T14:0{minute}:00Z" for minute in range(1, 5)]
     assert len(target.requests) == 4
+
+
+@pytest.mark.timeout(90)
+def test_a_stop_during_a_move_keeps_the_cut_attempts_retry_and_exits_at_once(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM while a move waits on a target that does not answer: the daemon exits after its
+    2 s grace, not at the 60 s deadline; the run keeps the retry the stop report promises (one
+    beyond its retry config of none), which the restarted daemon sends; no traceback."""
+    release = threading.Event()
+
+    def status(received: object) -> int:
+        if len(target.requests) == 1:
+            release.wait(60)  # the first delivery waits on the target until the test ends
+        return 200
+
+    target = RecordingTarget(status=status)
+    data = ("--data-dir", str(tmp_path), "--clock", "manual")
+    job = {"name": f"{JOBS[4:]}/minutely", "schedule": "* * * * *", "attemptDeadline": "60s"}
+    try:
+        with serving(target) as base, running_daemon(*data, "--start", "2026-03-02T14:00:00Z") as d:
+            d.post(JOBS, job | {"httpTarget": {"uri": base}}).raise_for_status()
+
+            def move() -> None:
+                with contextlib.suppress(requests.ConnectionError):  # the stop closes it
+                    d.post("/_emulator/clock:advance", {"seconds": 60})
+
+            threading.Thread(target=move).start()
+            target.wait_for(1)
+            assert d.stop(timeout=10) == 0  # 2 s of grace (it took 13 s without pycurl)
+            assert d.process.stderr is not None
+            err = d.process.stderr.read()
+            assert "Traceback" not in err and "1 attempt(s) recorded as interrupted" in err, err
+            with running_daemon(*data) as daemon:
+                daemon.advance(10)  # past the retry's 5 s backoff
+                tries = [(a.schedule_time, a.attempt, a.code) for a in daemon.attempts()]
+    finally:
+        release.set()
+    assert tries == [("2026-03-02T14:01:00Z", 1, "UNAVAILABLE"), ("2026-03-02T14:01:00Z", 2, "OK")]
 
 
 def test_start_wins_over_the_kept_instant_and_a_bad_file_is_named(tmp_path: Path) -> None:

@@ -335,9 +335,10 @@ class HttpTransport:
         return wait(functools.partial(self._follow, hop, deadline, sample, http2), deadline)
 
     def close(self) -> None:
-        """Close every idle connection, and libcurl's event loop: its requests still in flight
-        end at once with an :class:`OSError` (``http.client`` ones run on to their deadline).
-        The transport can be used again after (a new loop is made). Idempotent."""
+        """Close every idle connection, and libcurl's event loop: the requests still in flight
+        end at once (libcurl's with an :class:`OSError`, ``http.client``'s as at their
+        deadline). The transport can be used again after (a new loop is made). Idempotent."""
+        self._watchdog.end_all()
         with self._lock:
             idle, self._idle = self._idle, {}
             loop, self._loop = self._loop, None
@@ -549,6 +550,13 @@ class Watchdog:
                 self._cond.notify()
         return guard
 
+    def end_all(self) -> None:
+        """End every request watched now, as their deadlines would (the transport closes)."""
+        with self._cond:
+            for guard in self._active:
+                guard.ended = True
+            self._cond.notify()
+
     def disarm(self, guard: _Guard) -> bool:
         """Stop watching; return ``True`` if the deadline already fired for this request."""
         with self._cond:
@@ -559,7 +567,7 @@ class Watchdog:
         with self._cond:
             while True:
                 now = real_monotonic()
-                expired = [guard for guard, deadline in self._active.items() if deadline <= now]
+                expired = [g for g, deadline in self._active.items() if deadline <= now or g.ended]
                 for guard in expired:
                     guard.fire()
                     del self._active[guard]
@@ -573,6 +581,7 @@ class _Guard:
 
     fired: bool = False
     conn: http.client.HTTPConnection | None = None
+    ended: bool = False  # by Watchdog.end_all: fire at once
 
     def fire(self) -> None:
         self.fired = True

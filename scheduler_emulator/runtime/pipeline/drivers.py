@@ -219,6 +219,8 @@ class ManualDriver(Driver):
         interrupted; the attempts of that instant not sent yet are recorded as not sent
         (``UNAVAILABLE``, the emulator stopped) and nothing later runs. Close the transport's
         connections. Idempotent; returns how many attempts were recorded as interrupted."""
+        if self._stopping:
+            return 0  # a second call (close after stop) does not wait again
         self._stopping = True
         started = real_monotonic()
         settled = self.clock.interrupt(timeout)
@@ -228,12 +230,11 @@ class ManualDriver(Driver):
             sender.join(max(0.0, timeout - (real_monotonic() - started)))
         interrupted = 0
         delivery = None if settled else self._sending
-        if delivery is not None:
+        if delivery is not None:  # its run's retry is stored, as any end's decisions are
             with self.recorder.lock:
-                if not delivery.ended:
-                    delivery.ended = True
-                    self.recorder.ended(delivery, cut_short(INTERRUPTED))
-                    interrupted = 1
+                interrupted = int(not delivery.ended)
+                follow_ups = self.recorder.finish(delivery, cut_short(INTERRUPTED))
+            self.send_all(follow_ups)  # recorded as not sent
         self._close()
         return interrupted
 
