@@ -48,7 +48,8 @@ NOT_CONFIGURED = (
     "EMULATOR_PUBSUB_NOT_CONFIGURED. This job publishes to Pub/Sub but the emulator has no "
     "Pub/Sub emulator to publish to: start one (gcloud beta emulators pubsub start "
     "--host-port=127.0.0.1:8085) and set PUBSUB_EMULATOR_HOST=127.0.0.1:8085 or pass "
-    "--pubsub-emulator-host 127.0.0.1:8085, or start with --with-pubsub."
+    "--pubsub-emulator-host 127.0.0.1:8085, or start with --with-pubsub (either needs "
+    "pip install 'cloud-scheduler-emulator[pubsub]')."
 )
 
 
