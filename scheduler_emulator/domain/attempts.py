@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from ..wire import TIMER_PREFIX, format_timestamp, is_cloud_run_host, parse_timestamp
 
 __all__ = [
+    "DUPLICATE_NOTE",
     "Attempt",
     "EMULATOR_DOWN",
     "REASON_WIDTH",
@@ -403,12 +404,17 @@ def injected_reason(debug_info: str) -> str:
     return ""
 
 
+#: How the debug text of an injected duplicate delivery (a copy of an attempt) begins.
+DUPLICATE_NOTE = "Injected duplicate delivery. "
+
+
 def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     """Why a failed attempt failed, in one line: the one text every surface shows (the
     dashboard, the replay report, ``attempts``, ``runs`` and the text execution log).
 
     - an injected fault names itself first (:func:`injected_reason`): the target's answer,
-      if any, is its body, not its reason;
+      if any, is its body, not its reason; an injected duplicate delivery's reason is
+      ``injected duplicate delivery: `` and the target's answer to it;
     - otherwise the start of the service's answer (its response excerpt; a Google API error
       body as its status and message, :func:`answer_text`), else the debug text;
     - the emulator's :attr:`Attempt.hint` (a timer route that is not the job's name) comes
@@ -443,6 +449,8 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     if len(text) > width:  # cut between words when one ends in the last 20 characters
         text = text[: width - 1]
         text = text[: max(text.rfind(" ", width - 21), 0) or len(text)] + "…"
+    if attempt.debug_info.startswith(DUPLICATE_NOTE):
+        text = f"injected duplicate delivery: {text.removeprefix(DUPLICATE_NOTE.strip()).strip()}"
     return f"{text} — emulator's hint: {' '.join(hint.split())}" if hint else text
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import zip_longest
 from typing import IO
 
-from ..domain.attempts import Attempt, iso, ok_status
+from ..domain.attempts import DUPLICATE_NOTE, Attempt, iso, ok_status
 
 __all__ = [
     "IN_FLIGHT",
@@ -142,7 +142,7 @@ def shorten(debug_info: str, width: int = DETAIL_WIDTH) -> str:
     text = debug_info or ""
     if "Injected: " in text:
         text = text.split("Injected: ", 1)[1]
-    text = text.replace("Injected duplicate delivery. ", "injected duplicate delivery; ")
+    text = text.replace(DUPLICATE_NOTE, "injected duplicate delivery; ")
     text = text.replace(
         "the attempt deadline passed while the target was still handling the request.",
         "the attempt deadline passed while the target was still working;",

@@ -557,7 +557,7 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
     for run in runs:
         attempts = run.get("attempts") or []
         failed = [a for a in attempts if a.get("reason")]
-        most = run.get("maxAttempts")
+        most, tries = run.get("maxAttempts"), run.get("tries", len(attempts))
         first = fraction(str(attempts[0]["startTime"]), wide=True) if attempts else "-"
         rows.append(
             [
@@ -567,7 +567,7 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
                 *([first] if wide else []),
                 str(run["job"]).rsplit("/", 1)[-1],
                 str(run["id"]),
-                f"{len(attempts)}/{most}" if most else str(len(attempts)),
+                f"{tries}/{most}" if most else str(tries),
                 run_state_text(run),
                 cut(run.get("nextAttemptTime") or "-", wide),
                 failed[-1]["reason"] if failed else "",

@@ -40,6 +40,21 @@ class TestActions:
             (1, "02:00:00", "OK", 200, True),
         ]
 
+    def test_a_duplicate_is_not_a_try_and_its_failure_names_itself(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        """A trial: a run whose retry succeeded read ``3/3 succeeded``, with the duplicate's
+        500 as its reason, as if the target had failed the run."""
+        target.status = lambda received: 200 if len(target.requests) == 2 else 500
+        target.body = b"flaky: database locked"
+        emulator.faults.add(action="duplicate", job="nightly", attempt=2)
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 2}))
+        emulator.advance(timedelta(minutes=2))
+        [run] = Client(create_app(emulator)).get("/_emulator/runs").json["runs"]
+        assert (run["state"], run["tries"], run["maxAttempts"]) == ("succeeded", 2, 3)
+        copy = run["attempts"][-1]
+        assert copy["reason"] == "injected duplicate delivery: flaky: database locked"
+
     def test_concurrent_duplicates_arrive_together(self, clock: ManualClock) -> None:
         arrived = threading.Barrier(3, timeout=10)
 

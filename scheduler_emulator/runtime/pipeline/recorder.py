@@ -34,7 +34,7 @@ from typing import Any, cast
 
 from ...core.faults import AttemptContext, FaultPlan, FaultRule
 from ...core.scheduler import AttemptEnd, Decision, Scheduler, StartAttempt
-from ...domain.attempts import Attempt
+from ...domain.attempts import DUPLICATE_NOTE, Attempt
 from ...domain.outcomes import Failure, Outcome, classify_failure, classify_status
 from ...domain.resources import Job, Status
 from .._clock import Clock
@@ -286,7 +286,7 @@ class Recorder:
         if self.attempt_log is not None:
             self.attempt_log.started(copy, kind)
         outcome = outcome_of(result)
-        debug_info = "Injected duplicate delivery. " + outcome.debug_info
+        debug_info = DUPLICATE_NOTE + outcome.debug_info
         self.record_end(copy, replace(outcome, debug_info=debug_info), result, kind)
 
     def restore(self) -> list[Delivery]:

@@ -266,7 +266,8 @@ def run_state(
         limit or ``None``, "nextAttemptTime": RFC 3339 or ``None``, "nextAttempt": its number
         or ``None``, "maxAttempts": the retry count plus one (or the attempts made and due, when
         an extra retry took the run past it), ``None`` when the count does not bound the run,
-        "scheduleTime": the header value or ``None``, "failedAttempts": N}``.
+        "scheduleTime": the header value or ``None``, "tries": the attempts made (an injected
+        duplicate is not one), "failedAttempts": N}``.
     :raises DamagedRow: for a first attempt start or next attempt time that is not an instant.
     """
     run_id, job_name, _, _, finished, next_at, first_start, schedule_time, limits = row
@@ -275,6 +276,7 @@ def run_state(
     retry = None if job is None else job.retry_config
     most = max_attempts(retry)
     last = attempts[-1] if attempts else None
+    tries = len({a["attempt"] for a in attempts})  # an injected duplicate shares its number
     state, gave_up, next_time = "in progress", None, None
     ended = finished and last is not None and last["code"] is not None  # as read at now
     if ended and limits is not None:  # as it ended, whatever the config became since
@@ -288,7 +290,7 @@ def run_state(
         if retry is not None and last is not None and first_start and last["endTime"]:
             gave_up = gave_up_because(
                 retry,
-                len(attempts) - 1,
+                tries - 1,
                 first_start,
                 datetime.fromisoformat(last["endTime"]),
             )
@@ -298,10 +300,11 @@ def run_state(
         "state": state,
         "gaveUp": gave_up,
         "nextAttemptTime": next_time,
-        "nextAttempt": len(attempts) + 1 if next_time else None,
+        "nextAttempt": tries + 1 if next_time else None,
+        "tries": tries,
         # at least the attempts made and due: an extra retry (a lost acknowledgement, a restart)
         # or App Engine's uncounted 503s may take a run past its retry count
-        "maxAttempts": None if most is None else max(most, len(attempts) + bool(next_time)),
+        "maxAttempts": None if most is None else max(most, tries + bool(next_time)),
         "scheduleTime": schedule_time,
         "failedAttempts": sum(1 for a in attempts if a["code"] not in (None, "OK")),
     }

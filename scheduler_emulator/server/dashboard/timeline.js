@@ -278,7 +278,7 @@
       row("Next attempt", retryText(run) + " at " + wallText(ms(run.nextAttemptTime), zone) + " " +
         zone + " · " + utcStamp(run.nextAttemptTime), "run-next-attempt");
     }
-    row("Attempts", (run.attempts || []).length + (run.maxAttempts ? " of at most " + run.maxAttempts : ""),
+    row("Attempts", run.tries + (run.maxAttempts ? " of at most " + run.maxAttempts : ""),
       "run-attempt-count");
     add(container, "h3", "Attempts");
     var table = add(container, "table", undefined, "run-attempts");
