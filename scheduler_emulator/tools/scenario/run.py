@@ -132,10 +132,19 @@ def run_scenario(
         due instant, at most once per ``progress_interval`` real seconds; it must not touch the
         emulator. Reporting changes nothing in the run.
     :param progress_interval: real seconds between two progress calls.
-    :raises ConfigurationError: when the target app cannot be loaded.
+    :raises ConfigurationError: when the target app cannot be loaded, or the probe's path
+        has no target to go to (before anything runs).
     :return: the attempts, probe values and expectation results.
     """
     delivery = prepare_delivery(scenario, target_url)
+    probe = scenario.probe
+    if probe and probe.location.startswith("/") and not (delivery.app or delivery.http_base):
+        raise problem(
+            scenario.path,
+            "probe.path",
+            f"{probe.location} is a path, and the target has no address to put it after: "
+            "give target.base_url, target.url or target.app, or probe.url.",
+        )
     plan = scenario.fault_plan(seed)
     clock = ManualClock(scenario.start)
     counter = _CountingLog() if progress is not None else None
@@ -235,9 +244,7 @@ def _read_probe(
             status, text = response.status_code, response.get_data(as_text=True)
         else:
             if location.startswith("/"):
-                if delivery.http_base is None:
-                    return empty, f"the probe path {location} needs target.base_url or url"
-                url = delivery.http_base + location
+                url = f"{delivery.http_base}{location}"  # (run_scenario checked it has one)
             elif base is not None and delivery.http_base is not None:
                 url = rebase_url(location, base, delivery.http_base)
             else:

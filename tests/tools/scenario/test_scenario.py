@@ -488,6 +488,15 @@ class TestReplay:
         assert "Probe failed: GET /missing answered 404" in out
         assert "  ✗ hourly: probe.deliveries == 3 (observed ?; GET /missing answered 404)" in out
 
+    def test_a_probe_path_without_a_target_is_refused_before_anything_runs(
+        self, tmp_path: Path
+    ) -> None:
+        """A trial's scenario ran whole, then failed its probe ("needs target.base_url")."""
+        text = HOURLY.split("target:")[0] + "steps:\n  - advance: 3h\nprobe:\n  path: /count\n"
+        code, out, err = replay(str(write(tmp_path, text + "  fields: {n: count}\n")))
+        assert (code, out) == (2, "")
+        assert "probe.path: /count is a path, and the target has no address" in err, err
+
     def test_a_bad_target_option_is_refused(self, tmp_path: Path) -> None:
         code, _, err = replay(str(write(tmp_path, HOURLY)), "--target", "localhost:8000")
         assert code == 2
