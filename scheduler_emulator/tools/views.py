@@ -72,7 +72,7 @@ SKIPPED_HEADERS = ("SCHEDULED", "JOB", "RECORDED AT", "REASON")
 WIDE_SKIPPED_HEADERS = ("SCHEDULED", "SCHEDULED (UTC)", "JOB", "RECORDED AT", "REASON")
 EXECUTION_HEADERS = (
     "CREATED", "EXECUTION", "STATE", "TASKS", "SUCCEEDED", "FAILED", "RETRIED", "EXIT CODES",
-    "SCHEDULER JOB",
+    "SCHEDULER JOB", "REASON",
 )  # fmt: skip
 #: What a skipped run's reason code means, in the ``skipped`` table.
 SKIPPED_REASONS = {
@@ -579,13 +579,22 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
 def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
     """The cells of the ``executions`` table (:data:`EXECUTION_HEADERS`), from
     ``GET /_emulator/executions`` records; EXIT CODES lists each task's attempts in order
-    (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout)."""
+    (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout); REASON,
+    for an execution that did not succeed, the last failed task attempt's last line of
+    stderr (else how it ended)."""
     rows = []
     for record in records:
         codes: dict[int, list[str]] = {}
+        reason = ""
         for attempt in record.get("taskAttempts", []):
             shown = attempt.get("stopped") or str(attempt.get("exitCode", "…"))
             codes.setdefault(int(attempt["index"]), []).append(shown)
+            if shown not in ("0", "…") and record["state"] != "SUCCEEDED":
+                said = str(attempt.get("stderr") or "").strip().splitlines()
+                stopped = shown in ("timeout", "interrupted")
+                reason = f"task {attempt['index']}: " + (
+                    shown if stopped else said[-1] if said else f"exit {shown}"
+                )
         rows.append(
             [
                 str(record["createTime"]),
@@ -597,6 +606,7 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
                 str(record["retriedCount"]),
                 " ".join(f"{i}:{','.join(c)}" for i, c in sorted(codes.items())) or "-",
                 str(record.get("schedulerJob") or "-"),
+                reason,
             ]
         )
     return rows

@@ -27,6 +27,7 @@ from scheduler_emulator.tools.views import (
     TABLE_WIDTH,
     _follow,
     attempt_rows,
+    execution_rows,
     job_rows,
     run_rows,
     took,
@@ -522,6 +523,22 @@ def test_executions_prints_the_newest_n_oldest_first(
         assert names == [record["name"].rsplit("/", 1)[1] for record in shown]
     code, out, err = run_command(capsys, "executions", "--last", "2", "--json")
     assert [json.loads(line) for line in out.splitlines()] == listed[-2:]
+
+
+def test_an_execution_that_failed_says_why() -> None:
+    """A trial found the task's stderr only with ``--json``: REASON gives its last line."""
+    tried = [{"index": 0, "exitCode": 0, "stderr": ""},
+             {"index": 1, "exitCode": 1, "stderr": "loading\nstrict mode refuses, exit 1\n"},
+             {"index": 2, "stopped": "timeout", "stderr": "still working"},
+             {"index": 3, "stopped": "not started", "stderr": "cannot start 'nope': No such file"},
+             {"index": 4, "exitCode": -9, "stderr": ""}]  # fmt: skip
+    record = {"name": "e", "createTime": "t", "state": "FAILED", "taskCount": 5,
+              "succeededCount": 1, "failedCount": 4, "retriedCount": 0}  # fmt: skip
+    reasons = [execution_rows([record | {"taskAttempts": tried[: n + 1]}])[0][-1] for n in range(5)]
+    assert reasons == ["", "task 1: strict mode refuses, exit 1", "task 2: timeout",
+                       "task 3: cannot start 'nope': No such file", "task 4: exit -9"]  # fmt: skip
+    succeeded = record | {"state": "SUCCEEDED", "taskAttempts": tried[:2]}  # retried, then 0
+    assert execution_rows([succeeded])[0][-1] == ""
 
 
 def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
