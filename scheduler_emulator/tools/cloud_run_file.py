@@ -8,6 +8,8 @@ A file holds one Cloud Run job or a list of them, each a v2 REST ``Job`` or what
 
 from __future__ import annotations
 
+import shutil
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,8 @@ def load_cloud_run_jobs(
     :param project: the project of a job named by its bare ID.
     :param location: the location of a bare ID, or of a v1 job without a location label.
     :raises ConfigurationError: (exit 2) naming the file, the job, the field and the value, or
-        a job defined twice.
+        a job defined twice. A program that is neither on ``PATH`` nor a file here is warned
+        about on stderr (it may appear later; until then its tasks fail ``not started``).
     :return: the definitions, in file order, for ``EmulatorOptions.cloud_run_jobs``.
     """
     definitions: list[Mapping[str, Any]] = []
@@ -46,5 +49,12 @@ def load_cloud_run_jobs(
                     f"{seen[job.name]})."
                 )
             seen[job.name] = str(path)
+            if job.argv and shutil.which(job.argv[0]) is None:
+                print(
+                    f"warning: {path}: Cloud Run job {job.job_id} runs {job.argv[0]!r}, which is "
+                    "neither a program on PATH nor a file here: its tasks fail 'not started' "
+                    "until it is.",
+                    file=sys.stderr,
+                )
             definitions.append(item)
     return tuple(definitions)

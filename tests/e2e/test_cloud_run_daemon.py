@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_emulator.tools.cloud_run_file import load_cloud_run_jobs
 from tests.daemon import MANUAL, Daemon, running_daemon
 from tests.support import run_cli, wait_for
 
@@ -201,3 +202,20 @@ def test_a_bad_cloud_run_jobs_file_exits_2_naming_job_field_and_value(tmp_path: 
     assert code == 2
     assert str(bad) in err and "jobs/export" in err
     assert "template.taskCount" in err and "got 0" in err
+
+
+def test_a_program_that_is_not_there_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trial's typo in ``emulatorCommand`` loaded silently; each run then failed four times."""
+    path = tmp_path / "jobs.yaml"
+    path.write_text(
+        "- name: here\n  template: {template: {containers: [{command: [python3, -V]}]}}\n"
+        "- name: typo\n  template: {template: {containers: [{command: [./exprot.sh]}]}}\n"
+    )
+    [here, typo] = load_cloud_run_jobs([path], project="p", location="us-central1")
+    assert typo["name"] == "typo"
+    assert capsys.readouterr().err == (
+        f"warning: {path}: Cloud Run job typo runs './exprot.sh', which is neither a program on "
+        "PATH nor a file here: its tasks fail 'not started' until it is.\n"
+    )
