@@ -59,12 +59,20 @@ MIN_JOB_WIDTH = 12
 
 
 class _Wrapper(textwrap.TextWrapper):
-    """Wraps at spaces and also after ``,`` ``:`` ``;`` ``&`` ``?`` ``=`` ``-`` ``_`` (not
-    before ``/``, so ``https://`` stays whole): a reason quoting compact JSON or a URL wraps
-    between its fields, and a code such as ``URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR``
-    between its words, not in the middle of a name or a number."""
+    """Wraps at spaces; a word longer than a line also after ``,`` ``:`` ``;`` ``&`` ``?``
+    ``=`` ``-`` ``_`` (not before ``/``, so ``https://`` stays whole): a reason quoting compact
+    JSON or a URL wraps between its fields, and a code such as
+    ``URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR`` between its words, not in the middle of a
+    name or a number; a time, a flag or ``HOST=127.0.0.1:8085`` that fits stays whole."""
 
     wordsep_simple_re = re.compile(r"(\s+|(?<=[,:;&?=_-])(?=[^\s/]))")
+
+    def _split(self, text: str) -> list[str]:
+        pieces = (
+            self.wordsep_simple_re.split(word) if len(word) > self.width else [word]
+            for word in re.split(r"(\s+)", text)
+        )
+        return [piece for split in pieces for piece in split if piece]
 
 
 def render_table(
