@@ -245,6 +245,19 @@ def test_a_long_compact_json_reason_wraps_between_its_fields() -> None:
     assert '"https://ledger.example/locks?' in pieces  # a URL is not cut after its scheme
 
 
+def test_a_word_that_fits_a_line_is_not_cut() -> None:
+    """A trial copied a hinted command broken at ``--`` / ``cloud-run-jobs``."""
+    reason = (
+        "start one, then set PUBSUB_EMULATOR_HOST=127.0.0.1:8085 or pass --pubsub-emulator-host"
+    )
+    lines = render_table(["JOB", "REASON"], [["tick", reason]], width=42)
+    assert [line[6:] for line in lines[1:]] == [
+        "start one, then set",
+        "PUBSUB_EMULATOR_HOST=127.0.0.1:8085",
+        "or pass --pubsub-emulator-host",
+    ]
+
+
 def test_a_long_code_wraps_between_its_words() -> None:
     reason = "URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR. Connection refused."
     lines = render_table(["JOB", "REASON"], [["tick", reason]], width=37)
