@@ -363,4 +363,10 @@ class FaultPlan:
         check_seed(seed)
         if not isinstance(rules, list):
             raise InvalidArgument(f"rules must be a list; got {rules!r}.", field="rules")
-        return cls([FaultRule.from_json(rule) for rule in rules], seed)
+        built = []
+        for number, rule in enumerate(rules, 1):
+            try:
+                built.append(FaultRule.from_json(rule))
+            except InvalidArgument as exc:  # say which rule: a plan often holds several alike
+                raise InvalidArgument(f"rule {number}: {exc.message}", field=exc.field) from None
+        return cls(built, seed)

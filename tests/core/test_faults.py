@@ -239,7 +239,7 @@ def test_fault_file_loads_yaml(tmp_path: Path) -> None:
     plan = load_fault_file(path)
     assert plan.seed == 5 and plan.rules == [FaultRule("lost_ack", job="nightly", run=1)]
     path.write_text("rules:\n  - {action: nope}\n")
-    with pytest.raises(InvalidArgument, match=f"{path}: action must be one of"):
+    with pytest.raises(InvalidArgument, match=f"{path}: rule 1: action must be one of"):
         load_fault_file(path)
 
 
@@ -375,7 +375,8 @@ def test_the_faults_endpoint_shows_the_defaults_that_apply_to_each_action(
         ),
         pytest.param(
             {"rules": [{"action": "lost_ack", "status": 500}]},
-            "fault rule field 'status' does not apply to action 'lost_ack'; only status read it.",
+            "rule 1: fault rule field 'status' does not apply to action 'lost_ack'; only status "
+            "read it.",
             id="in-a-plan",
         ),
     ],
@@ -431,7 +432,7 @@ class TestFieldsThatDoNotApply:
         path.write_text("rules:\n  - {action: duplicate, seconds: 2}\n")
         with pytest.raises(
             InvalidArgument,
-            match=f"{path}: fault rule field 'seconds' does not apply to action 'duplicate'",
+            match=f"{path}: rule 1: fault rule field 'seconds' does not apply to action 'dupl",
         ):
             load_fault_file(path)
 

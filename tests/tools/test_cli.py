@@ -195,8 +195,8 @@ class TestBadFlags:
         )
         assert code == 2
         assert err == (
-            f"error: {faults}: action must be one of duplicate, lost_ack, deadline, status, "
-            "connection_error, delay; got 'nope'.\n"
+            f"error: {faults}: rule 1: action must be one of duplicate, lost_ack, deadline, "
+            "status, connection_error, delay; got 'nope'.\n"
         )
 
     def test_dst_policy_help_names_the_default_before_the_choices(
