@@ -167,10 +167,10 @@ def _mapping(
         raise _bad(where, field_path, data, "a mapping")
     unknown = sorted(str(key) for key in data if key not in (fields or data))
     if unknown:
-        raise _bad(
-            where, f"{field_path}.{unknown[0]}", data[unknown[0]],
-            f"a field Cloud Run knows ({', '.join(sorted(fields or ()))})",
-        )  # fmt: skip
+        where_field = f"{where}: {field_path}.{unknown[0]}"
+        known = ", ".join(sorted(fields or ()))
+        message = f"{where_field} is not a field Cloud Run knows here (it knows {known})."
+        raise InvalidArgument(message, field=f"{field_path}.{unknown[0]}", description=message)
     return data
 
 

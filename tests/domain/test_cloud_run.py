@@ -146,10 +146,14 @@ class TestDefinitions:
                 ["containers[0].command", "python job.py"],
                 id="command-string",
             ),
-            pytest.param({"taskCont": 3}, ["template.taskCont", "3"], id="misspelt-field"),
+            pytest.param(  # a trial read "got 1" as the value being wrong
+                {"taskCont": 3},
+                ["template.taskCont is not a field Cloud Run knows here", "taskCount"],
+                id="misspelt-field",
+            ),
             pytest.param(
                 {"template": {"maxRetry": 1, "containers": [{"command": ["x"]}]}},
-                ["template.template.maxRetry", "1"],
+                ["template.template.maxRetry is not a field", "maxRetries"],
                 id="misspelt-task-field",
             ),
         ],
