@@ -128,13 +128,14 @@ class TestTextFormat:
             response_status=500,
             code="INTERNAL",
             response_excerpt='{"error": "the ledger is locked"}\n',
-            nominal=T0 - timedelta(seconds=10),
+            schedule_time="2026-05-08T03:00:00+02:00",  # the header, in the job's time zone
+            nominal=T0,
         )
         assert self.lines(attempt(), failed) == [
             "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms  "
             "scheduled 2026-05-08T01:00:00Z",
             "2026-05-08T01:00:00Z  nightly  attempt 1  INTERNAL (HTTP 500)  250 ms  "
-            'scheduled 2026-05-08T00:59:50Z  reason: {"error": "the ledger is locked"}',
+            'scheduled 2026-05-08T03:00:00+02:00  reason: {"error": "the ledger is locked"}',
         ]
 
     def test_columns_align_on_the_widest_cell_written_so_far(self) -> None:

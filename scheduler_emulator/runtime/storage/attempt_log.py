@@ -68,7 +68,8 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     notes = [
         note for note, on in (("forced", attempt.forced), ("injected", attempt.injected)) if on
     ]
-    scheduled = attempt.nominal or attempt.schedule_time
+    # the header sent, as the views show (a forced run's is the next scheduled time: its instant)
+    scheduled = attempt.nominal if attempt.forced else attempt.schedule_time or attempt.nominal
     reason = attempt.reason
     columns = [iso(attempt.start_time) or "", attempt.job_id, f"attempt {attempt.attempt}",
                attempt.outcome, latency]  # fmt: skip
