@@ -308,6 +308,6 @@ def test_retain_megabytes_is_a_positive_number() -> None:
 def test_a_runs_most_attempts_follow_its_retry_config(retry: RetryConfig, most: int | None) -> None:
     job = SimpleNamespace(retry_config=retry)
     row = (1, JOB_A, None, None, 1, None, "2026-09-24T00:01:00+00:00", None, None)
-    ended = {"code": "OK", "endTime": "2026-09-24T00:01:01+00:00"}
+    ended = {"attempt": 1, "code": "OK", "endTime": "2026-09-24T00:01:01+00:00"}
     state = run_state(Row("emulator.db", "runs", JOB_A), row, [ended], lambda name: job)  # type: ignore[arg-type,return-value]
     assert (state["state"], state["maxAttempts"]) == ("succeeded", most)

@@ -554,8 +554,8 @@ class Watchdog:
         """End every request watched now, as their deadlines would (the transport closes)."""
         with self._cond:
             for guard in self._active:
-                guard.ended = True
-            self._cond.notify()
+                guard.fire()
+            self._active.clear()
 
     def disarm(self, guard: _Guard) -> bool:
         """Stop watching; return ``True`` if the deadline already fired for this request."""
@@ -567,7 +567,7 @@ class Watchdog:
         with self._cond:
             while True:
                 now = real_monotonic()
-                expired = [g for g, deadline in self._active.items() if deadline <= now or g.ended]
+                expired = [guard for guard, deadline in self._active.items() if deadline <= now]
                 for guard in expired:
                     guard.fire()
                     del self._active[guard]
@@ -581,7 +581,6 @@ class _Guard:
 
     fired: bool = False
     conn: http.client.HTTPConnection | None = None
-    ended: bool = False  # by Watchdog.end_all: fire at once
 
     def fire(self) -> None:
         self.fired = True
