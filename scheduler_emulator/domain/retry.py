@@ -169,7 +169,8 @@ def gave_up_because(
     :param retries_done: retries the run made (its attempts less one).
     :param first_attempt_start: when the run's first attempt started (aware).
     :param end_time: when its last attempt ended (aware).
-    :return: :data:`GAVE_UP_NO_RETRIES` when the config allows none; else
+    :return: :data:`GAVE_UP_NO_RETRIES` when the config allows none and none was made (an
+        extra retry, from a lost acknowledgement or a restart, is a retry count used up); else
         :data:`GAVE_UP_PAUSED` when :func:`may_retry` would still allow one (the job was
         paused, so the retry was dropped); else the limits that were reached:
         :data:`GAVE_UP_COUNT`, :data:`GAVE_UP_DURATION`, or both joined by " and " (with both
@@ -177,7 +178,7 @@ def gave_up_because(
     """
     duration = config.max_retry_duration
     if config.retry_count <= 0 and duration <= timedelta(0):
-        return GAVE_UP_NO_RETRIES
+        return GAVE_UP_COUNT if retries_done else GAVE_UP_NO_RETRIES
     if may_retry(config, retries_done, first_attempt_start, end_time):
         return GAVE_UP_PAUSED
     if duration <= timedelta(0):

@@ -116,6 +116,8 @@ class TestWhichLimitARunGaveUpOn:
 
     def test_no_retries_configured(self) -> None:
         assert gave_up_because(RetryConfig(), 0, self.START, self.START) == "no retries"
+        # an extra retry (a lost acknowledgement, a restart) was made: its one retry is used up
+        assert gave_up_because(RetryConfig(), 1, self.START, self.START) == "retry count"
 
     def test_a_retry_still_allowed_was_dropped_by_a_pause(self) -> None:
         config = RetryConfig(retry_count=3)

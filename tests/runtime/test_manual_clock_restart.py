@@ -79,18 +79,20 @@ def test_a_stop_during_a_move_keeps_the_cut_attempts_retry_and_exits_at_once(
     tmp_path: Path,
 ) -> None:
     """SIGTERM while a move waits on a target that does not answer: the daemon exits after its
-    2 s grace, not at the 60 s deadline; the run keeps the retry the stop report promises (one
-    beyond its retry config of none), which the restarted daemon sends; no traceback."""
+    2 s grace, not at the 60 s deadline; the run keeps the retry the stop report promises,
+    one beyond its retry config (of one: a trial's run got only that one), across the restart;
+    no traceback."""
     release = threading.Event()
 
     def status(received: object) -> int:
         if len(target.requests) == 1:
             release.wait(60)  # the first delivery waits on the target until the test ends
-        return 200
+        return 500 if len(target.requests) == 2 else 200
 
     target = RecordingTarget(status=status)
     data = ("--data-dir", str(tmp_path), "--clock", "manual")
-    job = {"name": f"{JOBS[4:]}/minutely", "schedule": "* * * * *", "attemptDeadline": "60s"}
+    job = {"name": f"{JOBS[4:]}/minutely", "schedule": "* * * * *", "attemptDeadline": "60s",
+           "retryConfig": {"retryCount": 1}}  # fmt: skip
     try:
         with serving(target) as base, running_daemon(*data, "--start", "2026-03-02T14:00:00Z") as d:
             d.post(JOBS, job | {"httpTarget": {"uri": base}}).raise_for_status()
@@ -106,11 +108,15 @@ def test_a_stop_during_a_move_keeps_the_cut_attempts_retry_and_exits_at_once(
             err = d.process.stderr.read()
             assert "Traceback" not in err and "1 attempt(s) recorded as interrupted" in err, err
             with running_daemon(*data) as daemon:
-                daemon.advance(10)  # past the retry's 5 s backoff
+                daemon.advance(30)  # past the retries' 5 s and 10 s backoffs
                 tries = [(a.schedule_time, a.attempt, a.code) for a in daemon.attempts()]
     finally:
         release.set()
-    assert tries == [("2026-03-02T14:01:00Z", 1, "UNAVAILABLE"), ("2026-03-02T14:01:00Z", 2, "OK")]
+    assert tries == [
+        ("2026-03-02T14:01:00Z", 1, "UNAVAILABLE"),
+        ("2026-03-02T14:01:00Z", 2, "INTERNAL"),
+        ("2026-03-02T14:01:00Z", 3, "OK"),  # the extra retry
+    ]
 
 
 def test_start_wins_over_the_kept_instant_and_a_bad_file_is_named(tmp_path: Path) -> None:

@@ -69,6 +69,8 @@ _ADDED_COLUMNS = (
     ("attempts", "response_excerpt", "TEXT"),
     ("attempts", "response_content_type", "TEXT"),
     ("runs", "limits", "TEXT"),  # "maxAttempts|gave-up limit" once ended (Run.limits)
+    ("runs", "extra_retry", "INTEGER NOT NULL DEFAULT 0"),  # Run.extra_retry, kept by a restart
+    ("runs", "uncounted", "INTEGER NOT NULL DEFAULT 0"),  # Run.uncounted
 )
 
 _SCHEMA = """
@@ -651,14 +653,16 @@ class Store:
         return max(int(largest), self._last_run_id)
 
     def save_run(self, run: Run) -> None:
-        """Write the progress of ``run`` (attempt count, pending retry, finished, limits)."""
+        """Write the progress of ``run`` (attempt count, pending retry, finished, limits, and
+        the extra retry and uncounted attempts that decide its next retry after a restart)."""
         sql = (
             "UPDATE runs SET first_attempt_start = ?, attempts = ?, next_attempt_at = ?, "
-            "finished = ?, limits = ? WHERE id = ?"
+            "finished = ?, limits = ?, extra_retry = ?, uncounted = ? WHERE id = ?"
         )
         first, retry = _ts(run.first_attempt_start), _ts(run.next_attempt_at)
         limits = None if run.limits is None else "|".join(str(v or "") for v in run.limits)
-        self._execute(sql, (first, run.attempts, retry, int(run.finished), limits, run.id))
+        progress = (run.attempts, retry, int(run.finished), limits, int(run.extra_retry))
+        self._execute(sql, (first, *progress, run.uncounted, run.id))
 
     def open_runs(self) -> list[Run]:
         """Return the runs not finished yet (after a restart: to resume their retries)."""
@@ -673,9 +677,12 @@ class Store:
                 first_attempt_start=check.optional_instant("first_attempt_start", r[5]),
                 attempts=check.whole("attempts", r[6], 0),
                 next_attempt_at=check.optional_instant("next_attempt_at", r[7]),
+                extra_retry=bool(check.whole("extra_retry", r[8], 0, 1)),
+                uncounted=check.whole("uncounted", r[9], 0),
             )
 
-        rows = self.query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE finished = 0 ORDER BY id")
+        columns = f"{_RUN_COLUMNS}, extra_retry, uncounted"
+        rows = self.query(f"SELECT {columns} FROM runs WHERE finished = 0 ORDER BY id")
         return [run(r, Row(self.path, "runs", r[1])) for r in rows]
 
     def add_attempt(self, attempt: Attempt) -> Attempt:
