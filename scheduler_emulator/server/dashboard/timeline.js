@@ -186,14 +186,17 @@
           (run.forced ? " (Run now)" : "") + " · " + attempts.length + " attempt(s)" +
           (run.state ? " · " + stateText(run, lane) : "") + "\nclick for the run";
         title(band, runText);
-        title(bar, runText);
         band.addEventListener("click", function () { if (options.onRun) options.onRun(run, lane); });
         if (run.nextAttemptTime) {
-          var px = x(ms(run.nextAttemptTime));
-          var ring = el("circle", { cx: px, cy: mid, r: 6, "class": "tl-pending",
-            "data-testid": "pending-marker", "data-run": run.id,
-            "data-time": run.nextAttemptTime }, runGroup);
-          title(ring, lane.id + " · " + retryText(run) + " at " + stamp(run.nextAttemptTime, lane.timeZone));
+          /* a retry due after the window: an arrow at its edge, not a ring that looks due */
+          var due = ms(run.nextAttemptTime), px = x(due), later = due > end;
+          var marker = { "data-testid": "pending-marker", "data-run": run.id,
+            "data-time": run.nextAttemptTime, "class": "tl-pending" + (later ? " later" : "") };
+          if (later) marker.d = "M" + (px - 9) + " " + (mid - 7) + "l9 7l-9 7z";
+          else { marker.cx = px; marker.cy = mid; marker.r = 6; }
+          var ring = el(later ? "path" : "circle", marker, runGroup);
+          title(ring, lane.id + " · " + retryText(run) + " at " + stamp(run.nextAttemptTime, lane.timeZone) +
+            (later ? " (after this window)" : ""));
           ring.addEventListener("click", function () { if (options.onRun) options.onRun(run, lane); });
         }
         segments.forEach(function (seg) {

@@ -103,7 +103,10 @@ def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path)
         assert pending.get_attribute("data-time") == text(next_attempt, "%Y-%m-%dT%H:%M:%SZ")
         driver.save_screenshot(str(tmp_path / "pending-retry.png"))
 
-        open_run(driver, "flaky")  # clicking the run's bar opens the run view
+        bars = all_by_css(driver, '[data-testid="lane-flaky"] .tl-run')
+        style = "return getComputedStyle(arguments[0]).pointerEvents"
+        assert bars and all(driver.execute_script(style, bar) == "none" for bar in bars)
+        open_run(driver, "flaky")  # clicking the run's bar (its band: the bar lets it through)
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="run-attempt-2"]'))
         state = by_testid(driver, "run-state").text
         assert state == f"next attempt at {text(next_attempt)} UTC"
@@ -265,3 +268,47 @@ def test_the_replay_reports_panel_closes_with_escape_and_its_close_button(tmp_pa
         assert clickable(driver, by_testid(driver, "attempt-details-close"))
         press_escape(driver)
         wait_for(driver, panel_hidden)
+
+
+def test_a_bar_takes_no_click_and_a_retry_after_the_window_points_past_its_edge(
+    tmp_path: Path,
+) -> None:
+    """Two trial findings, on timeline.js drawn with runs of our own: a click on a run's grey
+    bar did nothing (the bar took it from the run's band), and a retry due after the window
+    was drawn as a ring at its edge, as if nearly due."""
+    assets = Path(__file__).parents[3] / "scheduler_emulator/server/dashboard"
+    page = tmp_path / "timeline.html"
+    page.write_text(
+        f'<link rel="stylesheet" href="{(assets / "dashboard.css").as_uri()}"><div id="t"></div>'
+        f'<script src="{(assets / "timeline.js").as_uri()}"></script>'
+    )
+    attempt = {"id": 1, "attempt": 1, "code": "INTERNAL", "responseStatus": 500,
+               "startTime": "2026-09-24T00:05:00Z", "endTime": "2026-09-24T00:05:01Z"}  # fmt: skip
+    runs = [  # retries due inside the window (00:40) and after it (03:00)
+        {"id": n, "state": "retrying", "nominalTime": "2026-09-24T00:05:00Z",
+         "nextAttemptTime": at, "nextAttempt": 2, "attempts": [attempt | {"id": n}]}
+        for n, at in ((1, "2026-09-24T00:40:00Z"), (2, "2026-09-24T03:00:00Z"))
+    ]  # fmt: skip
+    data = {"start": "2026-09-24T00:00:00Z", "end": "2026-09-24T01:00:00Z",
+            "now": "2026-09-24T00:10:00Z", "clock": "manual",
+            "lanes": [{"job": f"projects/p/locations/l/jobs/j{r['id']}", "id": f"j{r['id']}",
+                       "timeZone": "Etc/UTC", "runs": [r]} for r in runs]}  # fmt: skip
+    with chromium() as driver:
+        driver.get(page.as_uri())
+        opened = driver.execute_script(
+            "var opened = [], c = document.getElementById('t');"
+            "SchedulerTimeline.draw(c, arguments[0], {width: 1000,"
+            "  onRun: function (run) { opened.push(run.id); }});"
+            "window.opened = opened;"
+            "var bar = c.querySelector('[data-run=\"1\"] .tl-run').getBoundingClientRect();"
+            "var at = document.elementFromPoint(bar.right - 20, bar.y + bar.height / 2);"
+            "at.dispatchEvent(new MouseEvent('click', {bubbles: true})); return opened;",
+            data,
+        )
+        markers = all_by_css(driver, '[data-testid="pending-marker"]')
+        driver.save_screenshot(str(tmp_path / "retry-after-the-window.png"))
+        shapes = [(m.tag_name, m.get_attribute("data-time")) for m in markers]
+        later = markers[1].find_element("tag name", "title").get_attribute("textContent")
+    assert opened == [1]  # the point on the bar is the run's band, which opens the run view
+    assert shapes == [("circle", "2026-09-24T00:40:00Z"), ("path", "2026-09-24T03:00:00Z")]
+    assert later.endswith("(after this window)")
