@@ -194,15 +194,15 @@
       }).join("\n") : (job.state === "PAUSED" ? "paused" : "—");
       times.style.whiteSpace = "pre";
       var pendingRun = (data.pending || {})[job.name];
-      if (pendingRun) {  /* a pending retry, beside the schedule times (not one of them) */
+      if (pendingRun) {  /* a pending retry, above the schedule times (not one of them): next */
         var retry = document.createElement("div");
         retry.className = "pending-retry";
         retry.setAttribute("data-testid", "job-pending-" + job.id);
         retry.textContent = TL.retryText(pendingRun) + " at " +
-          TL.wallText(Date.parse(pendingRun.nextAttemptTime), zone).slice(11);
+          TL.wallText(Date.parse(pendingRun.nextAttemptTime), zone);
         retry.title = TL.retryText(pendingRun) + " of run " + pendingRun.id + " at " +
           TL.wallText(Date.parse(pendingRun.nextAttemptTime), zone) + " " + zone;
-        times.appendChild(retry);
+        times.insertBefore(retry, times.firstChild);
       }
       if (state.zone !== "utc") {
         var zoneNote = document.createElement("div");
@@ -400,7 +400,7 @@
     }).then(function () {
       var keep = $("status").classList.contains("error") || /…$/.test($("status").textContent) ||
         Date.now() < state.noticeUntil;
-      if (!keep) status("Updated " + TL.time(Date.now()) + " UTC");
+      if (!keep) status("Refreshed at " + TL.time(Date.now()) + " UTC (real time)");
     }).catch(function (e) { status(e.message, true); })
       .then(function () { state.busy = null; });
     return state.busy;

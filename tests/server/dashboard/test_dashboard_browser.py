@@ -170,13 +170,13 @@ def test_injected_faults_keep_the_outcome_and_the_page_fits_1024_px(tmp_path: Pa
         wait_for(driver, lambda d: by_testid(d, "status").text == "Paused nightly")
         driver.save_screenshot(str(tmp_path / "jobs-1024.png"))
         # The notice stays for 5 s of the page's time (NOTICE_MS), then a poll (every 2 s)
-        # shows "Updated …" again: the page's clock is moved past the notice instead of
+        # shows "Refreshed at …" again: the page's clock is moved past the notice instead of
         # waiting for it in real time.
         driver.execute_script(  # type: ignore[attr-defined]
             "var now = Date.now; Date.now = function () { return now.call(Date) + 5000; };"
         )
-        wait_for(driver, lambda d: by_testid(d, "status").text.startswith("Updated "), 20)
-        assert by_testid(driver, "status").text.endswith(" UTC")
+        wait_for(driver, lambda d: by_testid(d, "status").text.startswith("Refreshed at "), 20)
+        assert by_testid(driver, "status").text.endswith(" UTC (real time)")
 
 
 def test_a_job_whose_attempt_awaits_its_target_reads_in_flight(tmp_path: Path) -> None:
