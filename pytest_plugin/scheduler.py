@@ -22,7 +22,7 @@ from pytest_plugin.app_time import freeze
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.core.faults import FaultPlan
 from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
-from scheduler_emulator.domain.attempts import Attempt, failure_reason
+from scheduler_emulator.domain.attempts import Attempt, failure_reason, iso
 from scheduler_emulator.domain.cloud_run import DEFAULT_MAX_RETRIES, parse_cloud_run_job
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
@@ -460,7 +460,7 @@ class CloudScheduler(AttemptAssertions):
         lines = [
             f"expected {wanted} execution(s) of Cloud Run job {job!r}"
             + (f" in state {state}" if state else "")
-            + f"; {len(matching)} of {len(executions)} matched at {self.now().isoformat()}:"
+            + f"; {len(matching)} of {len(executions)} matched at {iso(self.now())}:"
         ]
         for e in executions:
             codes = ", ".join(

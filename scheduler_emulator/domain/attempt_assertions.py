@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
-from .attempts import Attempt, iso
+from .attempts import Attempt, failure_reason, iso
 
 __all__ = ["AttemptAssertions", "check_attempted", "describe"]
 
@@ -59,7 +59,7 @@ def check_attempted(
             reasons.append(f"ScheduleTime {attempt.schedule_time}, not {schedule_time}")
         if reasons:
             misses.append(f"  {describe(attempt)}: " + "; ".join(reasons))
-            misses.append(f"      {attempt.debug_info}")
+            misses.append(f"      {failure_reason(attempt, width=2000) or attempt.debug_info}")
             extra = hint(attempt)
             if extra:
                 misses.append(f"      {extra}")

@@ -150,9 +150,15 @@ class TestTextFormat:
             "2026-05-08T01:00:00Z  nightly                attempt 1  OK (HTTP 200)    250 ms",
         ]
 
+    def test_a_forced_run_says_the_header_it_sent_as_the_views_do(self) -> None:
+        """A trial's log said ``scheduled <the request's instant> (forced)``; ``attempts``
+        said ``forced, sent 2027-01-01T00:00:00Z``."""
+        forced = attempt(forced=True, schedule_time="2027-01-01T00:00:00Z", nominal=T0)
+        assert self.lines(forced)[0].endswith("250 ms  forced, sent 2027-01-01T00:00:00Z")
+
     def test_forced_and_injected_attempts_say_so(self) -> None:
         assert self.lines(attempt(forced=True, injected=True, schedule_time=None)) == [
-            "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms  (forced, injected)"
+            "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms  forced  (injected)"
         ]
 
     def test_an_unknown_format_is_refused(self) -> None:

@@ -351,8 +351,8 @@ class CloudRun:
         defined = ", ".join(j.name for j in self._jobs.values()) or "none"
         raise NotFound(
             f"Resource '{job_id}' of kind 'JOB' in region '{location}' in project '{project}' "
-            f"does not exist. The emulator runs the Cloud Run jobs given with "
-            f"--cloud-run-jobs FILE (defined: {defined})."
+            "does not exist. The emulator runs the Cloud Run jobs given with --cloud-run-jobs "
+            f"FILE or a test's define_cloud_run_job() (defined: {defined})."
         )
 
     def run(

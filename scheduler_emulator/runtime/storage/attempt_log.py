@@ -54,8 +54,9 @@ LOG_FORMATS = ("json", "text")
 
 def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     """One readable line (no newline) for a finished attempt (``end_time`` and ``code`` set):
-    start, job ID, attempt, outcome, latency, the run's schedule time (``scheduled …``),
-    forced/injected, and a failure's ``reason: …``.
+    start, job ID, attempt, outcome, latency, the ScheduleTime header it sent
+    (``scheduled …``, or ``forced, sent …`` for a forced run), ``(injected)``, and a failure's
+    ``reason: …``.
 
     :param widths: the widest start, job ID, attempt, outcome and latency written so far (five
         numbers, updated here): each is padded to its column's, so that lines align as they
@@ -65,11 +66,12 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     if attempt.end_time is not None:
         millis = round((attempt.end_time - attempt.start_time).total_seconds() * 1000)
         latency = f"{millis} ms"
-    notes = [
-        note for note, on in (("forced", attempt.forced), ("injected", attempt.injected)) if on
-    ]
-    # the header sent, as the views show (a forced run's is the next scheduled time: its instant)
-    scheduled = attempt.nominal if attempt.forced else attempt.schedule_time or attempt.nominal
+    # the ScheduleTime header sent, as the views show it (and a forced run as they do)
+    scheduled = attempt.schedule_time or iso(attempt.nominal)
+    sent = f"  scheduled {scheduled}" if scheduled else ""
+    if attempt.forced:
+        sent = f"  forced, sent {scheduled}" if scheduled else "  forced"
+    notes = "  (injected)" if attempt.injected else ""
     reason = attempt.reason
     columns = [iso(attempt.start_time) or "", attempt.job_id, f"attempt {attempt.attempt}",
                attempt.outcome, latency]  # fmt: skip
@@ -78,11 +80,7 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
             widths[index] = width = max(widths[index], len(cell))
             columns[index] = cell.rjust(width) if index == 4 else cell.ljust(width)
     return (
-        "  ".join(columns)
-        + (f"  scheduled {scheduled if isinstance(scheduled, str) else iso(scheduled)}"
-           if scheduled else "")
-        + (f"  ({', '.join(notes)})" if notes else "")
-        + (f"  reason: {reason}" if reason else "")
+        "  ".join(columns) + sent + notes + (f"  reason: {reason}" if reason else "")
     )  # fmt: skip
 
 
