@@ -55,6 +55,17 @@ class TestActions:
         copy = run["attempts"][-1]
         assert copy["reason"] == "injected duplicate delivery: flaky: database locked"
 
+    def test_a_failed_assert_attempted_gives_each_attempts_reason(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        """A trial's assertion printed the debug text (``URL_ERROR-ERROR_NOT_FOUND. Original
+        HTTP response code number = 404``), not what the target said."""
+        target.status, target.body = 500, b"flaky: database locked"
+        emulator.create_job(nightly_job())
+        emulator.advance(timedelta(minutes=1))
+        with pytest.raises(AssertionError, match="\n      flaky: database locked"):
+            emulator.assert_attempted("nightly", code="OK")
+
     def test_concurrent_duplicates_arrive_together(self, clock: ManualClock) -> None:
         arrived = threading.Barrier(3, timeout=10)
 
