@@ -22,7 +22,11 @@ JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 
 
 @pytest.mark.timeout(90)
-def test_a_restarted_manual_daemon_resumes_at_its_virtual_now(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ended", ["stopped", "killed during a move"])
+def test_a_restarted_manual_daemon_resumes_at_its_virtual_now(tmp_path: Path, ended: str) -> None:
+    """Killed: the clock's file is written at most once a real second during a move, so a kill
+    -9 in a long one (an attempt waiting on its target) leaves an instant the move has passed;
+    the store's, written with each due instant's starts, wins, and nothing runs twice."""
     target = RecordingTarget()
     data = ("--data-dir", str(tmp_path), "--clock", "manual")
     with serving(target) as base:
@@ -33,41 +37,17 @@ def test_a_restarted_manual_daemon_resumes_at_its_virtual_now(tmp_path: Path) ->
             daemon.post(JOBS, job).raise_for_status()
             assert daemon.advance(timedelta(minutes=3)) == {"now": "2026-03-02T14:03:00Z"}
             assert len(target.requests) == 3  # 14:01, 14:02, 14:03
-            assert daemon.stop() == 0
+            if ended == "stopped":
+                assert daemon.stop() == 0
+            else:
+                daemon.kill()  # SIGKILL, and the file as a kill mid-move may leave it:
+                clock = ClockFile(tmp_path / "manual-clock.json")
+                clock.write(parse_timestamp("2026-03-02T14:01:00Z"))
         with running_daemon(*data) as daemon:
-            assert "manual clock at 2026-03-02T14:03:00Z (resumed where it stopped)" in (
-                daemon.first_line
-            )
+            where = "where it stopped" if ended == "stopped" else "at the last instant it fired"
+            assert f"manual clock at 2026-03-02T14:03:00Z (resumed {where}" in daemon.first_line
             assert daemon.get("/_emulator/clock")["now"] == "2026-03-02T14:03:00Z"
             assert daemon.skipped() == []
-            daemon.advance(timedelta(minutes=1))
-            times = [a["scheduleTime"] for a in daemon.attempts()]
-    assert times[-1] == "2026-03-02T14:04:00Z"
-    assert len(times) == 4 and len(target.requests) == 4
-
-
-@pytest.mark.timeout(90)
-def test_a_kill_during_a_move_resumes_at_the_last_instant_fired_not_the_kept_one(
-    tmp_path: Path,
-) -> None:
-    """The clock's file is written at most once a real second during a move, so a kill -9 in a
-    long one (an attempt waiting on its target) leaves an instant the move has passed; the
-    store's, written with each due instant's starts, wins, and nothing runs twice."""
-    target = RecordingTarget()
-    data = ("--data-dir", str(tmp_path), "--clock", "manual")
-    with serving(target) as base:
-        with running_daemon(*data, "--start", "2026-03-02T14:00:00Z") as daemon:
-            job = nightly_job(
-                name=f"{JOBS[4:]}/minutely", schedule="* * * * *", httpTarget={"uri": base}
-            )
-            daemon.post(JOBS, job).raise_for_status()
-            daemon.advance(timedelta(minutes=3))
-            daemon.kill()  # SIGKILL
-        ClockFile(tmp_path / "manual-clock.json").write(parse_timestamp("2026-03-02T14:01:00Z"))
-        with running_daemon(*data) as daemon:
-            assert "manual clock at 2026-03-02T14:03:00Z (resumed at the last instant it fired" in (
-                daemon.first_line
-            )
             daemon.advance(timedelta(minutes=1))
             times = [a["scheduleTime"] for a in daemon.attempts()]
     assert times == [f"2026-03-02T14:0{minute}:00Z" for minute in range(1, 5)]
