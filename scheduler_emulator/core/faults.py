@@ -364,9 +364,9 @@ class FaultPlan:
         if not isinstance(rules, list):
             raise InvalidArgument(f"rules must be a list; got {rules!r}.", field="rules")
         built = []
-        for number, rule in enumerate(rules, 1):
+        for index, rule in enumerate(rules):
             try:
                 built.append(FaultRule.from_json(rule))
             except InvalidArgument as exc:  # say which rule: a plan often holds several alike
-                raise InvalidArgument(f"rule {number}: {exc.message}", field=exc.field) from None
+                raise InvalidArgument(f"rules[{index}]: {exc.message}", field=exc.field) from None
         return cls(built, seed)

@@ -250,7 +250,7 @@ def test_fault_file_loads_yaml(tmp_path: Path) -> None:
     plan = load_fault_file(path)
     assert plan.seed == 5 and plan.rules == [FaultRule("lost_ack", job="nightly", run=1)]
     path.write_text("rules:\n  - {action: nope}\n")
-    with pytest.raises(InvalidArgument, match=f"{path}: rule 1: action must be one of"):
+    with pytest.raises(InvalidArgument, match=f"{path}: rules\\[0\\]: action must be one of"):
         load_fault_file(path)
 
 
@@ -386,7 +386,7 @@ def test_the_faults_endpoint_shows_the_defaults_that_apply_to_each_action(
         ),
         pytest.param(
             {"rules": [{"action": "lost_ack", "status": 500}]},
-            "rule 1: fault rule field 'status' does not apply to action 'lost_ack'; only status "
+            "rules[0]: fault rule field 'status' does not apply to action 'lost_ack'; only status "
             "read it.",
             id="in-a-plan",
         ),
@@ -443,7 +443,7 @@ class TestFieldsThatDoNotApply:
         path.write_text("rules:\n  - {action: duplicate, seconds: 2}\n")
         with pytest.raises(
             InvalidArgument,
-            match=f"{path}: rule 1: fault rule field 'seconds' does not apply to action 'dupl",
+            match=f"{path}: rules\\[0\\]: fault rule field 'seconds' does not apply to action",
         ):
             load_fault_file(path)
 

@@ -195,7 +195,7 @@ class TestBadFlags:
         )
         assert code == 2
         assert err == (
-            f"error: {faults}: rule 1: action must be one of duplicate, lost_ack, deadline, "
+            f"error: {faults}: rules[0]: action must be one of duplicate, lost_ack, deadline, "
             "status, connection_error, delay; got 'nope'.\n"
         )
 
