@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from ..core.faults import FaultPlan
+from ..domain.attempts import iso
 from ..domain.errors import ConfigurationError
 from ..runtime import (
     DAEMON_FLUSH_INTERVAL,
@@ -130,17 +131,23 @@ class Daemon:
             check_port_free(host, port)
             _open_file_room()
             kept = ClockFile(options.clock_path) if options.clock_path is not None else None
-            resumed, self.resumed = None, ""  # where a manual clock resumed, for the startup line
-            if clock == "manual" and start is None and kept is not None:
+            resumed, self.resumed = start, ""  # where a manual clock resumed, for the startup line
+            if clock == "manual" and kept is not None:
                 # the later of the kept instant (kept at most once a second during a move)
                 # and the last due instant the store recorded (a kill mid-move, or a system
-                # clock's run here): time never goes back, so nothing runs twice
-                stored, resumed = stopped_at(Path(options.store_path())), kept.read()
-                if resumed is not None and (stored is None or stored <= resumed):
-                    self.resumed = "where it stopped"
-                elif (resumed := stored) is not None:
-                    self.resumed = "at the last instant it fired jobs here"
-            made = _make_clock(clock, start or resumed, kept)
+                # clock's run here); a --start before it is passed over: time never goes back
+                # on a data dir, so nothing runs twice
+                stored, at = stopped_at(Path(options.store_path())), kept.read()
+                last, where = (
+                    (at, "where it stopped")
+                    if at is not None and (stored is None or stored <= at)
+                    else (stored, "at the last instant it fired jobs here")
+                )
+                if last is not None and (start is None or start < last):
+                    resumed, self.resumed = last, where
+                    if start is not None:
+                        self.resumed += f", not at --start {iso(start)}: its runs would run twice"
+            made = _make_clock(clock, resumed, kept)
             if log is not None:
                 # On a manual clock each line is written at once (a caller reads the log after
                 # advancing); on a system clock a writer thread writes a busy minute's lines in

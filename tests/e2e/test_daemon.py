@@ -202,9 +202,15 @@ class TestReload:
                 assert first.stop() == 0
             write_jobs(jobs, base_url, retryCount=1)  # retryCount 3 → 1
             with on_disk(tmp_path, "--jobs", str(jobs)) as second:
+                # the same --start 01:59 again: it resumes at 02:01, where the first stopped
+                assert "(resumed where it stopped, not at --start 2026-09-24T01:59:00Z" in (
+                    second.first_line
+                )
                 assert len(second.attempts()) == 4
-                attempts = past_two_o_clock(second)
+                second.post("/_emulator/clock:advance", {"seconds": 86400})  # the next night
+                attempts = second.attempts()
                 assert [a["attempt"] for a in attempts[4:]] == [1, 2]  # the new retry count
+                assert attempts[4]["scheduleTime"] == "2026-09-25T02:00:00Z"  # not 02:00 again
 
     def test_a_job_in_two_jobs_files_is_refused(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -337,8 +337,7 @@ class Recorder:
 #: The debug text of an attempt found in flight at start-up: it may have been answered, or never
 #: sent; its run is retried once beyond its config (at-least-once delivery, as Google's).
 _RESTARTED_DETAIL = (
-    "Emulator restarted. The emulator stopped before this attempt's answer was recorded; the "
-    "target may have received and answered it."
+    "Emulator restarted. The target may have answered: it stopped before the answer was kept."
 )
 
 
