@@ -165,7 +165,8 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         help="only the executions in this state (any case)",
     )  # fmt: skip
     wide_help = ((jobs, "every column, "), (attempts, "every column, "),
-                 (runs, "when each run's first attempt started, "), (skipped, ""))  # fmt: skip
+                 (runs, "when each run's first attempt started, "), (skipped, ""),
+                 (executions, ""))  # fmt: skip
     for parser, more in wide_help:
         wraps = "a long cell" if parser is jobs else "a long REASON"
         parser.add_argument(
@@ -663,7 +664,8 @@ def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
     records = list(deque(listed, maxlen=args.last))
     if args.json:
         return _print_json(out, records)
-    return _print_table(out, EXECUTION_HEADERS, execution_rows(records), "(no executions)", True)
+    rows = execution_rows(records)
+    return _print_table(out, EXECUTION_HEADERS, rows, "(no executions)", args.wide)
 
 
 def cmd_attempts(

@@ -554,6 +554,22 @@ def test_an_execution_that_failed_says_why() -> None:
     assert execution_rows([succeeded])[0][-1] == ""
 
 
+def test_a_long_execution_reason_wraps_unless_wide(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trial's row of 240 characters: REASON wraps under itself, ``--wide`` keeps one line."""
+    said = "ValueError: " + " ".join(["no rows to export for bucket exports-2026"] * 5)
+    listed = [{"name": "projects/p/locations/l/jobs/export/executions/export-1",
+               "createTime": "2026-12-04T00:00:00Z", "state": "FAILED", "taskCount": 1,
+               "succeededCount": 0, "failedCount": 1, "retriedCount": 0,
+               "taskAttempts": [{"index": 0, "exitCode": 1, "stderr": said}]}]  # fmt: skip
+    listing(monkeypatch, "executions", listed)
+    lines = run_command(capsys, "executions")[1].splitlines()
+    wide = run_command(capsys, "executions", "--wide")[1].splitlines()
+    assert len(wide) == 2 and wide[1].endswith(said)
+    assert len(lines) > 2 and max(map(len, lines)) < len(wide[1]) / 2
+
+
 def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
