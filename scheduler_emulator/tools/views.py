@@ -33,7 +33,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import IO, Any
 
-from ..domain.attempts import Attempt, iso
+from ..domain.attempts import DUPLICATE_NOTE, Attempt, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
 from ..runtime import EXECUTION_STATES
@@ -370,7 +370,8 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
 def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[str]]:
     """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`; with ``wide``
     :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is :func:`scheduled_cell`; TRY ends in ``*`` for
-    an attempt fault injection altered (the INJ column under ``wide``); TIME to the
+    an attempt fault injection altered (the INJ column under ``wide``), and REASON names an
+    injected duplicate delivery even when the target answered it 2xx; TIME to the
     millisecond, cut, on whole seconds too (to the microsecond under ``wide``: :func:`fraction`)."""
     rows = []
     for attempt in attempts:
@@ -378,7 +379,8 @@ def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[s
         time_ = fraction(time_, wide)
         nominal = iso(attempt.nominal)
         run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
-        reason = attempt.to_json()["reason"]
+        copy = attempt.debug_info.startswith(DUPLICATE_NOTE)  # answered 2xx: no failure reason
+        reason = attempt.reason or ("injected duplicate delivery" if copy else "")
         if wide:
             row = [time_, job, str(attempt.run_id), number, injected, status, code, took(attempt),
                    run, nominal or "-", reason]  # fmt: skip

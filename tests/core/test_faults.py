@@ -13,8 +13,10 @@ from werkzeug.test import Client
 from scheduler_emulator import Emulator, ManualClock, WsgiTransport
 from scheduler_emulator.core.faults import AttemptContext, FaultPlan, FaultRule
 from scheduler_emulator.domain.errors import InvalidArgument
+from scheduler_emulator.runtime.storage.attempt_log import text_line
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.fault_file import load_fault_file
+from scheduler_emulator.tools.views import attempt_rows
 from tests.support import RecordingTarget, nightly_job
 
 
@@ -54,6 +56,14 @@ class TestActions:
         assert (run["state"], run["tries"], run["maxAttempts"]) == ("succeeded", 2, 3)
         copy = run["attempts"][-1]
         assert copy["reason"] == "injected duplicate delivery: flaky: database locked"
+        # a copy the target answered 2xx has no failure reason, but the views still name it
+        target.status = 200
+        emulator.faults.add(action="duplicate", job="nightly", attempt=1)
+        emulator.advance(timedelta(days=1))
+        ok_copy = emulator.attempts()[-1]
+        assert (ok_copy.code, ok_copy.reason) == ("OK", "")
+        assert attempt_rows([ok_copy])[0][-1] == "injected duplicate delivery"
+        assert text_line(ok_copy).endswith("(injected duplicate)")
 
     def test_a_failed_assert_attempted_gives_each_attempts_reason(
         self, emulator: Emulator, target: RecordingTarget

@@ -25,7 +25,7 @@ import threading
 from collections import deque
 from typing import IO, Any
 
-from ...domain.attempts import Attempt, iso
+from ...domain.attempts import DUPLICATE_NOTE, Attempt, iso
 from .._options import CACHED_JOBS
 
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
@@ -55,7 +55,8 @@ LOG_FORMATS = ("json", "text")
 def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     """One readable line (no newline) for a finished attempt (``end_time`` and ``code`` set):
     start, job ID, attempt, outcome, latency, the ScheduleTime header it sent
-    (``scheduled …``, or ``forced, sent …`` for a forced run), ``(injected)``, and a failure's
+    (``scheduled …``, or ``forced, sent …`` for a forced run), ``(injected)`` (``(injected
+    duplicate)`` for a copy), and a failure's
     ``reason: …``.
 
     :param widths: the widest start, job ID, attempt, outcome and latency written so far (five
@@ -71,7 +72,8 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     sent = f"  scheduled {scheduled}" if scheduled else ""
     if attempt.forced:
         sent = f"  forced, sent {scheduled}" if scheduled else "  forced"
-    notes = "  (injected)" if attempt.injected else ""
+    copy = attempt.debug_info.startswith(DUPLICATE_NOTE)
+    notes = f"  (injected{' duplicate' if copy else ''})" if attempt.injected else ""
     reason = attempt.reason
     columns = [iso(attempt.start_time) or "", attempt.job_id, f"attempt {attempt.attempt}",
                attempt.outcome, latency]  # fmt: skip
