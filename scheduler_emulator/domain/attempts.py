@@ -231,6 +231,11 @@ class Attempt:
         return failure_reason(self)
 
     @property
+    def copy(self) -> bool:
+        """Whether it is an injected duplicate delivery: a copy of the attempt of its number."""
+        return self.debug_info.startswith(DUPLICATE_NOTE)
+
+    @property
     def outcome(self) -> str:
         """The code and, when the target answered, its HTTP status: ``INTERNAL (HTTP 500)``,
         ``OK`` for a publish (``?`` in flight): how the text log and the demo say it."""
@@ -449,7 +454,7 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     if len(text) > width:  # cut between words when one ends in the last 20 characters
         text = text[: width - 1]
         text = text[: max(text.rfind(" ", width - 21), 0) or len(text)] + "…"
-    if attempt.debug_info.startswith(DUPLICATE_NOTE):
+    if attempt.copy:
         text = f"injected duplicate delivery: {text.removeprefix(DUPLICATE_NOTE.strip()).strip()}"
     return f"{text} — emulator's hint: {' '.join(hint.split())}" if hint else text
 

@@ -33,7 +33,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import IO, Any
 
-from ..domain.attempts import DUPLICATE_NOTE, Attempt, iso
+from ..domain.attempts import Attempt, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
 from ..runtime import EXECUTION_STATES
@@ -379,8 +379,8 @@ def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[s
         time_ = fraction(time_, wide)
         nominal = iso(attempt.nominal)
         run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
-        copy = attempt.debug_info.startswith(DUPLICATE_NOTE)  # answered 2xx: no failure reason
-        reason = attempt.reason or ("injected duplicate delivery" if copy else "")
+        # a copy answered 2xx has no failure reason, but is named
+        reason = attempt.reason or ("injected duplicate delivery" if attempt.copy else "")
         if wide:
             row = [time_, job, str(attempt.run_id), number, injected, status, code, took(attempt),
                    run, nominal or "-", reason]  # fmt: skip

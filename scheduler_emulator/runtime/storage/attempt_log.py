@@ -25,7 +25,7 @@ import threading
 from collections import deque
 from typing import IO, Any
 
-from ...domain.attempts import DUPLICATE_NOTE, Attempt, iso
+from ...domain.attempts import Attempt, iso
 from .._options import CACHED_JOBS
 
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
@@ -72,8 +72,7 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     sent = f"  scheduled {scheduled}" if scheduled else ""
     if attempt.forced:
         sent = f"  forced, sent {scheduled}" if scheduled else "  forced"
-    copy = attempt.debug_info.startswith(DUPLICATE_NOTE)
-    notes = f"  (injected{' duplicate' if copy else ''})" if attempt.injected else ""
+    notes = f"  (injected{' duplicate' if attempt.copy else ''})" if attempt.injected else ""
     reason = attempt.reason
     columns = [iso(attempt.start_time) or "", attempt.job_id, f"attempt {attempt.attempt}",
                attempt.outcome, latency]  # fmt: skip
