@@ -445,7 +445,9 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     text = injected_reason(attempt.debug_info) if attempt.injected else ""
     hint = "" if text else attempt.hint
     if not text:
-        text = answer_text(attempt.response_excerpt.strip()) or attempt.debug_info
+        text = answer_text(attempt.response_excerpt.strip()) or attempt.debug_info.removeprefix(
+            DUPLICATE_NOTE
+        )
         if hint and not attempt.response_excerpt.strip():
             text = "empty body"
     text = " ".join(text.split())
@@ -455,7 +457,7 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
         text = text[: width - 1]
         text = text[: max(text.rfind(" ", width - 21), 0) or len(text)] + "…"
     if attempt.copy:
-        text = f"injected duplicate delivery: {text.removeprefix(DUPLICATE_NOTE.strip()).strip()}"
+        text = f"injected duplicate delivery: {text}"
     return f"{text} — emulator's hint: {' '.join(hint.split())}" if hint else text
 
 
