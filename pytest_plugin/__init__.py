@@ -37,3 +37,8 @@ def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'pytest_plugin' has no attribute {name!r}")
     return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    """The module's names, the helpers not imported yet included."""
+    return sorted({*globals(), *_EXPORTS})

@@ -18,10 +18,10 @@ __all__ = ["AttemptAssertions", "check_attempted", "describe"]
 
 
 def describe(attempt: Attempt) -> str:
-    """One line: ``attempt 2 of run 1 at <start> (ScheduleTime <header>) -> INTERNAL (500)``."""
+    """One line: ``attempt 2 of run id 1 at <start> (ScheduleTime <header>) -> INTERNAL (500)``."""
     status = attempt.response_status if attempt.response_status is not None else "no response"
     return (
-        f"attempt {attempt.attempt} of run {attempt.run_id} at {iso(attempt.start_time)} "
+        f"attempt {attempt.attempt} of run id {attempt.run_id} at {iso(attempt.start_time)} "
         f"(ScheduleTime {attempt.schedule_time}) -> {attempt.code} ({status})"
     )
 

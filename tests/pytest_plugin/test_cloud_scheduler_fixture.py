@@ -117,7 +117,7 @@ def test_assert_attempted_lists_what_did_not_match(pytester: pytest.Pytester) ->
         [
             "*expected 1 attempt(s) of job 'nightly' with code=OK, found 0 (of 1 attempts;*",
             "*not matching:*",
-            "*attempt 1 of run 1 at 2026-01-01T02:00:00Z (ScheduleTime 2026-01-01T02:00:00Z)"
+            "*attempt 1 of run id 1 at 2026-01-01T02:00:00Z (ScheduleTime 2026-01-01T02:00:00Z)"
             " -> NOT_FOUND (404): code NOT_FOUND, not OK*",
         ]
     )
@@ -260,3 +260,14 @@ def test_a_live_scheduler_of_your_own_on_a_port_you_choose_stops_with_its_block(
         assert daemon.url == f"http://127.0.0.1:{port}"
         assert daemon.process.poll() is None
     assert daemon.process.poll() is not None
+
+
+def test_the_helpers_are_listed_before_first_use_and_import_on_it() -> None:
+    import pytest_plugin
+
+    listed = dir(pytest_plugin)
+    assert {*pytest_plugin.__all__} <= {*listed}
+    for name in pytest_plugin.__all__:
+        assert getattr(pytest_plugin, name).__name__ == name
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        pytest_plugin.Nope  # noqa: B018
