@@ -243,14 +243,14 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--project",
         default=DEFAULT_PROJECT,
-        type=rule_argument(functools.partial(check_project_id, field="--project")),
+        type=rule_argument(functools.partial(check_project_id, field="the value")),
         action=_GivenStore,  # --firebase: the Functions emulator's project unless given
         help="default project (%(default)s)",
     )
     start.add_argument(
         "--location",
         default=DEFAULT_LOCATION,
-        type=rule_argument(functools.partial(check_location_id, field="--location")),
+        type=rule_argument(functools.partial(check_location_id, field="the value")),
         help="default location (%(default)s)",
     )
     storage = start.add_mutually_exclusive_group()
@@ -403,7 +403,11 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
     ``X-CloudScheduler-ScheduleTime`` header shows them."""
     if args.n < 1:
         raise ConfigurationError(f"-n must be at least 1; got {args.n}.")
-    schedule = parse_schedule(args.schedule, args.time_zone, dst_policy=args.dst_policy)
+    try:
+        schedule = parse_schedule(args.schedule, args.time_zone, dst_policy=args.dst_policy)
+    except ApiError as exc:  # the flag or argument and why, not Google's summary
+        culprit = "--time-zone" if exc.field == "timeZone" else "SCHEDULE"
+        raise ConfigurationError(f"{culprit}: {exc.violations[0].description}") from None
     after = args.after or SystemClock().now()
     count = 0
     for count, instant in enumerate(islice(schedule.iter_after(after), args.n), 1):  # noqa: B007

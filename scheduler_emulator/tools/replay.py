@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ..core.faults import MAX_SEED, check_seed
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
 from ..runtime import (
@@ -145,7 +146,8 @@ def load_recording(path: str | Path) -> Recording:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"{source}: cannot read the recording: {exc}") from None
+        reason = getattr(exc, "strerror", None) or exc
+        raise ConfigurationError(f"{source}: cannot read the recording: {reason}.") from None
     try:
         recording = parse_recording(text)
     except ValueError as exc:
@@ -772,7 +774,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="where to send: overrides a scenario's target; required with --attempts",
     )
-    parser.add_argument("--seed", type=int, metavar="N", help="replace the scenario's fault seed")
+    parser.add_argument("--seed", type=_seed, metavar="N", help="replace the scenario's fault seed")
     parser.add_argument(
         "--report",
         metavar="FILE",
@@ -788,6 +790,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --attempts: cap each wait between attempts at SECONDS "
         f"({DEFAULT_COMPRESSED_GAP_SECONDS:g} when no value is given); default: recorded spacing",
     )
+
+
+def _seed(text: str) -> int:
+    """A ``--seed`` value, checked as a fault plan's seed is (:func:`check_seed`).
+
+    :raises argparse.ArgumentTypeError: naming the value (argparse exits 2 with it)."""
+    try:
+        return check_seed(int(text))
+    except (ValueError, ApiError):
+        message = f"must be a whole number from 0 to {MAX_SEED}; got {text[:40]!r}"
+        raise argparse.ArgumentTypeError(message) from None
 
 
 def run_command(args: argparse.Namespace, out: IO[str] | None = None) -> int:
