@@ -50,7 +50,8 @@ MAX_JOBS_PAGE_SIZE = 500
 #: :data:`~scheduler_emulator.domain.validation.MAX_JOB_SIZE_BYTES`) travels over REST as JSON,
 #: its body base64-encoded (4/3 as long: 1,398,104 bytes for 1 MiB) beside up to 80 KB of
 #: headers that JSON may escape; twice the job limit holds that, so a job over 1 MB is refused
-#: INVALID_ARGUMENT naming the limit, as over gRPC, and only a body past this gets 413.
+#: INVALID_ARGUMENT naming the limit, as over gRPC, and only a body past this is refused
+#: unread (400, "Request payload size exceeds the limit").
 MAX_REQUEST_BYTES = 2 * MAX_JOB_SIZE_BYTES
 _INT32 = range(-(2**31), 2**31)
 

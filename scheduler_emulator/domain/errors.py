@@ -20,7 +20,7 @@ status, the ``google.rpc.Code`` name and number, and render as Google's REST err
     │   └── DeadlineExceeded          504 DEADLINE_EXCEEDED (a request that did not arrive)
 
 Every error answer of the REST surface is one of these rendered by :meth:`ApiError.to_envelope`
-(an HTTP error of the server itself — 413, 414, 431, 405 — through :meth:`ApiError.for_http`,
+(an HTTP error of the server itself — 414, 431, 405 — through :meth:`ApiError.for_http`,
 keeping its HTTP status); the gRPC surface sends the same code, message and field
 violations.
     ├── ClockError                    manual-only operation on a system clock, a clock moved back…
@@ -139,7 +139,7 @@ class ApiError(EmulatorError):
     :param field: optional field path (camelCase) the error is about; adds a ``BadRequest``
         field violation to ``details``.
     :param description: the field violation's description; defaults to ``message``.
-    :param http_status: this error's HTTP status when it is not its class's (a 413 or 431 the
+    :param http_status: this error's HTTP status when it is not its class's (a 414 or 431 the
         server answers as ``INVALID_ARGUMENT``).
     :param reason: an ``ErrorInfo`` reason for ``details`` (``FOREIGN_HOST``), or ``None``.
     """

@@ -203,7 +203,7 @@ class ConnectionRouter:
         rest must be read from the connection; returns whether the connection may be kept
         alive.
     :param max_body_bytes: the largest body read before a worker sees the request; a longer
-        one is left for the app, which refuses it (413) without reading it.
+        one is left for the app, which refuses it (400) without reading it.
     :param grpc: serve gRPC (needs the ``[grpc]`` extra); ``False`` answers HTTP/2 connections
         with ``UNIMPLEMENTED`` as if the extra were missing.
     """

@@ -12,7 +12,7 @@ state-changing request's ``Origin`` must be absent or a loopback origin (no cros
 from a browser); bodies are parsed only with a JSON content type
 (:mod:`~scheduler_emulator.server.request_body`); with an admin token, ``/_emulator/*`` needs
 ``Authorization: Bearer <token>``. The HTTP server (:func:`serve`) bounds what one client can
-hold: request bodies (:data:`~scheduler_emulator.api.v1.MAX_REQUEST_BYTES`, 413 before
+hold: request bodies (:data:`~scheduler_emulator.api.v1.MAX_REQUEST_BYTES`, 400 before
 reading), and through its connection front
 (:class:`~scheduler_emulator.server.connections.ConnectionRouter`) connections, worker
 threads and the time to send a request (:class:`~scheduler_emulator.server.connections.Limits`).
@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 from werkzeug.routing import Map
 from werkzeug.serving import BaseWSGIServer, ThreadedWSGIServer, WSGIRequestHandler
 from werkzeug.wrappers import Request, Response
@@ -90,7 +90,7 @@ REPEATED_HEADERS_KEY = "scheduler_emulator.repeated_headers"
 
 class _LimitedRequest(Request):
     # The largest request body, room for the JSON of the largest job: werkzeug refuses a longer
-    # body with 413 and never reads past the limit (chunked too).
+    # body (413, answered 400 as Google does: _http_error) and never reads past the limit.
     max_content_length = MAX_REQUEST_BYTES
 
 
@@ -131,6 +131,15 @@ def _http_error(exc: HTTPException, request: Request) -> Response:
         response = error_response(Unimplemented(message, http_status=405))
         response.headers["Allow"] = ", ".join(allow)
         return response
+    if isinstance(exc, RequestEntityTooLarge):  # Google's front end: 400, naming the limit
+        size = f"; this one's is {request.content_length} bytes" if request.content_length else ""
+        return error_response(
+            InvalidArgument(
+                f"Request payload size exceeds the limit: {MAX_REQUEST_BYTES} bytes (the "
+                f"request body{size}; a job is at most 1 MB).",
+                field="job",
+            )
+        )
     if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
         exc = NotFound("Method not found: this path does not take that HTTP method.")
     elif isinstance(exc, NotFound) and exc.description == NotFound.description:  # name the path
@@ -294,7 +303,7 @@ class EmulatorApp:
             return error_response(exc)
         except HTTPException as exc:
             response = _http_error(exc, request)
-            if exc.code == 413:  # the body was not read: the connection cannot be reused
+            if isinstance(exc, RequestEntityTooLarge):  # the body was not read: no reuse
                 response.headers["Connection"] = "close"
             return response
         except TimeoutError:  # the client stopped sending the body
@@ -414,6 +423,14 @@ class _RequestHandler(WSGIRequestHandler):
         if repeated:
             environ[REPEATED_HEADERS_KEY] = repeated
         return environ
+
+    def handle_expect_100(self) -> bool:
+        # One "100 Continue" (werkzeug's run_wsgi writes it; http.server's would be a second),
+        # and none for a body declared past the limit: the app refuses it unread.
+        length = self.headers.get("Content-Length", "")
+        if length.isdigit() and int(length) > MAX_REQUEST_BYTES:
+            del self.headers["Expect"]
+        return True
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         # What http.server answers before the app sees the request (414 for a request line

@@ -1,7 +1,7 @@
 """Google's 1 MB limit on a job, on both surfaces: a job with a 1,000,000-byte body is
 created over REST (where it travels base64-encoded in JSON, 1,333,336 bytes of body text) and
 over gRPC; a larger job is INVALID_ARGUMENT naming the limit (tests/api/test_parity.py); a REST
-body past the request limit is refused 413 before it is read."""
+body past the request limit is refused 400 before it is read."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_a_1000000_byte_body_is_created_over_grpc(address: str, emulator: Emulat
     assert emulator.get_job("big").http_target.body == BODY  # type: ignore[union-attr]
 
 
-def test_a_rest_body_past_the_request_limit_is_refused_413(address: str) -> None:
+def test_a_rest_body_past_the_request_limit_is_refused_400(address: str) -> None:
     text = b'{"name": "' + b"x" * MAX_REQUEST_BYTES + b'"}'
     response = requests.post(
         f"http://{address}/v1/{PARENT}/jobs",
@@ -78,5 +78,7 @@ def test_a_rest_body_past_the_request_limit_is_refused_413(address: str) -> None
         headers={"Content-Type": "application/json"},
         timeout=60,
     )
-    assert response.status_code == 413
-    assert response.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["status"] == "INVALID_ARGUMENT"
+    assert error["details"][0]["fieldViolations"][0]["field"] == "job"

@@ -4,6 +4,7 @@ apps loaded without calls, body and connection limits on a real socket."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -240,19 +241,44 @@ def connect(address: tuple[str, int]) -> socket.socket:
 
 
 class TestServerLimits:
-    def test_a_100_mb_body_is_refused_with_413_without_being_read(
-        self, live: tuple[str, int]
+    @pytest.mark.parametrize("expect", ["", "Expect: 100-continue\r\n"])
+    def test_a_100_mb_body_is_refused_400_without_being_read_or_invited(
+        self, live: tuple[str, int], expect: str
     ) -> None:
+        """Google's front end answers a body past its limit 400 INVALID_ARGUMENT ("Request
+        payload size exceeds the limit"); a client that asked first gets no 100 Continue."""
         with connect(live) as sock:
             sock.sendall(
-                f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1:{live[1]}\r\n"
+                f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1:{live[1]}\r\n{expect}"
                 "Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n".encode()
-                + b"{" * 1000
+                + (b"" if expect else b"{" * 1000)
             )
             answer = read_all(sock)  # the server answers and closes, not waiting for 100 MB
         head, _, body = answer.partition(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 413")
-        assert b'"code": 413' in body and b"INVALID_ARGUMENT" in body
+        assert head.startswith(b"HTTP/1.1 400")
+        error = json.loads(body)["error"]
+        assert error["status"] == "INVALID_ARGUMENT"
+        assert error["message"].startswith(
+            "Request payload size exceeds the limit: 2097152 bytes (the request body; this "
+            "one's is 100000000 bytes; a job is at most 1 MB)."
+        )
+
+    def test_a_body_within_the_limit_is_invited_with_one_100_continue(
+        self, live: tuple[str, int]
+    ) -> None:
+        """werkzeug writes the interim answer and http.server would have written another."""
+        body = b'{"name": "x"}'
+        with connect(live) as sock:
+            sock.sendall(
+                f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1:{live[1]}\r\nConnection: close\r\n"
+                "Expect: 100-continue\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n".encode()
+            )
+            interim = sock.recv(25)
+            sock.sendall(body)
+            answer = read_all(sock)
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+        assert answer.startswith(b"HTTP/1.1 400") and b"100 Continue" not in answer
 
     def test_a_half_sent_request_is_answered_408_after_the_timeout(
         self, live: tuple[str, int]
