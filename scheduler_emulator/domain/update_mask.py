@@ -103,7 +103,11 @@ def _resolve(path: str, proto_names: bool) -> tuple[str, ...] | None:
         return (_WILDCARD,)
     type_name: str | None = "Job"
     resolved: list[str] = []
-    for segment in path.split("."):
+    segments = path.split(".")
+    for index, segment in enumerate(segments):
+        # Named as the backend sees it: the fields known so far in their proto names (Google's
+        # front end converts a REST mask's JSON spelling), so both surfaces name it alike.
+        path = ".".join(resolved + segments[index:])
         if type_name is None:
             raise _mask_error(path, f"{'.'.join(resolved)} is not a message, so it has no fields.")
         if not segment:

@@ -415,3 +415,18 @@ class TestMasksPerSurface:
         )
         assert response.status_code == 200, response.text
         assert emulator.get_job(NAME).http_target.uri == self.NEW_URI  # type: ignore[union-attr]
+
+    def test_an_unknown_path_is_named_alike_on_both_surfaces(self, address: str) -> None:
+        """Google's front end hands the backend a REST mask in proto names, so the message
+        names the path as gRPC's does, whichever spelling the REST client sent."""
+        from google.api_core import exceptions
+
+        with pytest.raises(exceptions.InvalidArgument) as caught:
+            self.update_over_grpc(address, ["http_target.nope"])
+        for mask in ("httpTarget.nope", "http_target.nope"):
+            response = requests.patch(
+                f"http://{address}/v1/{NAME}", params={"updateMask": mask}, json={}, timeout=30
+            )
+            assert response.status_code == 400
+            assert response.json()["error"]["message"] == caught.value.message
+        assert caught.value.message == "Invalid mask for Job: http_target.nope"

@@ -540,7 +540,7 @@ class TestMaskPaths:
         exc = raises_invalid(stored(), {}, "httpTarget.foo")
 
         assert exc.violations[0].description == (
-            'updateMask has an unknown field path "httpTarget.foo": HttpTarget has no field '
+            'updateMask has an unknown field path "http_target.foo": HttpTarget has no field '
             '"foo"; it has uri, http_method, headers, body, oauth_token, oidc_token.'
         )
 
