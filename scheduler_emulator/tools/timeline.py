@@ -9,14 +9,10 @@ same bytes. The attempt timeline has one row per attempt, in start order::
 
 ``INJ`` marks an attempt fault injection added or altered. ``DETAIL`` is a failed attempt's
 reason (:func:`~scheduler_emulator.domain.attempts.failure_reason`, the text every surface
-shows: an injected fault names itself first), else its debug text shortened, except for two
-answers a run-once target gives (the pattern of Google's "Deduplicate job requests" page),
-which it spells out:
-
-- **409** — the target says another attempt of the same run is still in progress;
-- **a 2xx duplicate** — a 2xx for a run the target had already answered 2xx (even if that
-  answer was lost or came after the deadline): a deduplicating target skipped the work, a
-  naive one did it again.
+shows: an injected fault names itself first), else its debug text shortened; a 2xx for a run
+the target had already answered 2xx (even if that answer was lost or came after the deadline)
+reads ``duplicate: …``: a deduplicating target skipped the work (the pattern of Google's
+"Deduplicate job requests" page), a naive one did it again.
 """
 
 from __future__ import annotations
@@ -185,9 +181,7 @@ def notes(attempts: Sequence[Attempt]) -> list[str]:
         key = run_key(attempt)
         status = attempt.response_status
         note = attempt.reason or shorten(attempt.debug_info)
-        if status == 409:
-            note = "409: the target says another attempt of this run is in progress"
-        elif status is not None and 200 <= status <= 299 and key in answered:
+        if status is not None and 200 <= status <= 299 and key in answered:
             earlier, number = answered[key]
             note = (
                 f"duplicate: the target already answered {earlier} to attempt {number} of this run"
