@@ -1,7 +1,8 @@
 /* The attempt timeline: one lane per job, a bar per run, a segment per attempt coloured by
  * its real outcome (an injected fault adds a pink stripe under it, it does not hide the outcome),
  * duplicate deliveries dotted, a pending retry as a hollow marker at its due time, skipped runs
- * marked at their schedule time, each lane's failed runs counted, and the clock's "now" line.
+ * marked at their schedule time, each lane's runs that gave up (or else were retried) counted,
+ * and the clock's "now" line.
  * Also the run view, the attempt panel (a bearer token decoded beside the raw one), the side
  * panel's closing (Esc, ✕) and the times' zone (UTC, the job's, the browser's).
  * Shared by the dashboard and the replay report (which inlines this file): no dependencies,
@@ -156,7 +157,8 @@
           "class": "tl-failed" + (lane.gaveUpRuns ? " gave-up" : ""),
           "data-testid": "failed-count-" + lane.id, "data-failed": lane.failedRuns,
           "data-gave-up": lane.gaveUpRuns || 0 }, group);
-        count.textContent = lane.failedRuns + " failed";
+        count.textContent = lane.gaveUpRuns ? lane.gaveUpRuns + " gave up" :  /* else retried */
+          lane.failedRuns + " retried";
         title(count, lane.failedRuns + " run(s) in this window with a failed attempt, " +
           (lane.gaveUpRuns || 0) + " gave up");
       }

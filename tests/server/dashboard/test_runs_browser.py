@@ -152,7 +152,7 @@ def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path)
             "1",
             "0",
         )
-        assert doomed.text == "1 failed" and not all_by_css(
+        assert (doomed.text, flaky.text) == ("1 gave up", "1 retried") and not all_by_css(
             driver, '[data-testid="failed-count-acked"]'
         )
         from selenium.webdriver.support.ui import Select
