@@ -61,6 +61,7 @@ from ..runtime import (
 )
 from ..wire import JOB_NAME_HEADER, scheduler_headers
 from ..wire import format_timestamp as iso
+from .report import number_text, probe_line, write_report
 from .scenario import CheckResult, ScenarioRun, load_scenario, run_scenario
 from .timeline import marks, render_table, render_timeline
 from .views import is_terminal
@@ -680,8 +681,6 @@ def replay_scenario(
             out.write("\r\x1b[K")
     code = print_report(run, out)
     if report_file is not None:
-        from .report import write_report
-
         write_report(run, report_file)
         out.write(f"\nReport written to {report_file}.\n")
     return code
@@ -707,11 +706,8 @@ def print_report(run: ScenarioRun, out: IO[str]) -> int:
     )
     for line in render_timeline(run.attempts):
         out.write(line + "\n")
-    if run.probe_error is None and run.probe:
-        values = ", ".join(f"{k} = {_num(v)}" for k, v in run.probe.items())
-        out.write(f"\nProbe {scenario.probe.location if scenario.probe else ''}: {values}\n")
-    elif run.probe_error is not None:
-        out.write(f"\nProbe failed: {run.probe_error}\n")
+    if (probe := probe_line(run)) is not None:
+        out.write(f"\n{probe}\n")
     good, bad = marks(out)
     if run.results:
         out.write("\nExpectations:\n")
@@ -736,16 +732,10 @@ def print_report(run: ScenarioRun, out: IO[str]) -> int:
 
 
 def _observed(result: CheckResult) -> str:
-    text = f"observed {_num(result.observed)}"
+    text = f"observed {number_text(result.observed)}"
     if result.detail:
         text += f"; {result.detail}"
     return text
-
-
-def _num(value: float | None) -> str:
-    if value is None:
-        return "?"
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _plural(n: int, noun: str) -> str:

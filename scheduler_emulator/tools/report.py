@@ -144,7 +144,7 @@ def _expectations(run: ScenarioRun) -> str:
     good, bad = "✓", "✗"  # the page is UTF-8
     items = []
     for result in run.results:
-        observed = "?" if result.observed is None else f"{result.observed:g}"
+        observed = number_text(result.observed)
         detail = f"; {result.detail}" if result.detail else ""
         cls, mark, word = ("met", good, "met") if result.ok else ("unmet", bad, "unmet")
         items.append(
@@ -160,6 +160,40 @@ def _expectations(run: ScenarioRun) -> str:
     return (
         f'<div data-testid="expectations"><p>{html.escape(summary)}</p>'
         f"<ul>{''.join(items)}</ul></div>"
+    )
+
+
+def probe_line(run: ScenarioRun) -> str | None:
+    """The probe's values as one line (``Probe /stats: sweeps = 2, hits = 3``), what it failed
+    with, or ``None`` without a probe; the terminal report prints the same line."""
+    if run.probe_error is not None:
+        return f"Probe failed: {run.probe_error}"
+    if not run.probe:
+        return None
+    values = ", ".join(f"{k} = {number_text(v)}" for k, v in run.probe.items())
+    probe = run.scenario.probe
+    return f"Probe {probe.location if probe else ''}: {values}"
+
+
+def number_text(value: float | None) -> str:
+    """An observed number as the reports show it: ``2``, ``0.5``, ``?`` for none."""
+    if value is None:
+        return "?"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _scenario(run: ScenarioRun) -> str:
+    """What the scenario did: its steps, its fault rules (as written) and the probe's values."""
+    steps = "".join(f"<li>{html.escape(step.describe())}</li>" for step in run.scenario.steps)
+    rules = run.scenario.faults.get("rules", [])
+    faults = "".join(f"<li><code>{html.escape(json.dumps(rule))}</code></li>" for rule in rules)
+    probe = probe_line(run)
+    return (
+        f'<div data-testid="scenario"><p>Steps:</p><ol>{steps}</ol>'
+        f"<p>Fault rules (seed {run.seed}): {'' if rules else 'none'}</p>"
+        + (f"<ul>{faults}</ul>" if rules else "")
+        + (f'<p data-testid="probe">{html.escape(probe)}</p>' if probe else "")
+        + "</div>"
     )
 
 
@@ -188,6 +222,8 @@ def report_html(run: ScenarioRun) -> str:
 {html.escape(run.delivery)}.</p>
 <h2>Expectations</h2>
 {_expectations(run)}
+<h2>Scenario</h2>
+{_scenario(run)}
 <h2>Timeline</h2>
 <div class="legend" id="legend"></div>
 <div id="timeline" class="timeline" data-testid="timeline"></div>

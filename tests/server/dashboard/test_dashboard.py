@@ -348,6 +348,18 @@ class TestReplayReport:
         assert "2 duplicate deliveries" in text
         assert "Report written to" in report[1]
 
+    def test_it_shows_the_steps_the_fault_rules_and_the_probe_line_the_terminal_prints(
+        self, report: tuple[str, str]
+    ) -> None:
+        page = _Tags()
+        page.feed(report[0])
+        text = " ".join(" ".join(page.text).split())
+        [probe] = [line for line in report[1].splitlines() if line.startswith("Probe ")]
+        assert probe in text and "sweeps = 4" in probe
+        assert "move_to 2026-09-24T03:00:00Z" in text and "move_to 2026-09-25T02:03:06Z" in text
+        assert "Fault rules (seed 7):" in text
+        assert '{"action": "lost_ack", "job": "nightly", "run": 1, "attempt": 1}' in text
+
     def test_the_table_marks_injected_copies_only(self, clock: ManualClock) -> None:
         with Emulator(clock, transport=WsgiTransport(RecordingTarget())) as emulator:
             emulator.faults.add(action="duplicate", job="nightly", count=1)
