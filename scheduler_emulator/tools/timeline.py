@@ -169,30 +169,41 @@ def run_key(attempt: Attempt) -> tuple[str, str]:
     return attempt.job, attempt.schedule_time or f"run {attempt.run_id}"
 
 
-def notes(attempts: Sequence[Attempt]) -> list[str]:
-    """The DETAIL text of each attempt (see the module docstring).
+def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
+    """For each attempt, ``duplicate: the target already answered 200 to attempt 1 of this
+    run`` for a 2xx to a run (keyed as a deduplicating target keys it, :func:`run_key`) that
+    the target had already answered 2xx among ``attempts``, else ``""``.
 
     :param attempts: in start order.
-    :return: one text per attempt, in the same order.
     """
     answered: dict[tuple[str, str], tuple[int, int]] = {}  # run → (status, attempt number)
     out = []
     for attempt in attempts:
-        key = run_key(attempt)
-        status = attempt.response_status
-        note = attempt.reason or shorten(attempt.debug_info)
+        key, status, note = run_key(attempt), attempt.response_status, ""
         if status is not None and 200 <= status <= 299 and key in answered:
             earlier, number = answered[key]
             note = (
                 f"duplicate: the target already answered {earlier} to attempt {number} of this run"
             )
-            if attempt.injected and "duplicate delivery" in (attempt.debug_info or ""):
+            if attempt.copy:
                 note += " (injected duplicate delivery)"
         ok = answered_ok_status(attempt)
         if ok is not None and key not in answered:
             answered[key] = (ok, attempt.attempt)
         out.append(note)
     return out
+
+
+def notes(attempts: Sequence[Attempt]) -> list[str]:
+    """The DETAIL text of each attempt (see the module docstring).
+
+    :param attempts: in start order.
+    :return: one text per attempt, in the same order.
+    """
+    return [
+        duplicate or attempt.reason or shorten(attempt.debug_info)
+        for attempt, duplicate in zip(attempts, duplicate_notes(attempts), strict=True)
+    ]
 
 
 def timeline_rows(attempts: Sequence[Attempt]) -> list[list[str]]:

@@ -38,7 +38,7 @@ from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
 from ..runtime import EXECUTION_STATES
 from ..wire import host_port
-from .timeline import IN_FLIGHT, attempt_cells, render_table
+from .timeline import IN_FLIGHT, attempt_cells, duplicate_notes, render_table
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
@@ -370,17 +370,20 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
 def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[str]]:
     """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`; with ``wide``
     :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is :func:`scheduled_cell`; TRY ends in ``*`` for
-    an attempt fault injection altered (the INJ column under ``wide``), and REASON names an
-    injected duplicate delivery even when the target answered it 2xx; TIME to the
+    an attempt fault injection altered (the INJ column under ``wide``), and REASON names a
+    duplicate delivery (:func:`~scheduler_emulator.tools.timeline.duplicate_notes`, among the
+    attempts shown) and an injected copy even when the target answered it 2xx; TIME to the
     millisecond, cut, on whole seconds too (to the microsecond under ``wide``: :func:`fraction`)."""
     rows = []
-    for attempt in attempts:
+    for attempt, duplicate in zip(attempts, duplicate_notes(attempts), strict=True):
         time_, job, _, number, injected, status, code = attempt_cells(attempt)
         time_ = fraction(time_, wide)
         nominal = iso(attempt.nominal)
         run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
-        # a copy answered 2xx has no failure reason, but is named
-        reason = attempt.reason or ("injected duplicate delivery" if attempt.copy else "")
+        # a 2xx to a run already answered 2xx has no failure reason, but is named
+        reason = (
+            duplicate or attempt.reason or ("injected duplicate delivery" if attempt.copy else "")
+        )
         if wide:
             row = [time_, job, str(attempt.run_id), number, injected, status, code, took(attempt),
                    run, nominal or "-", reason]  # fmt: skip
@@ -555,7 +558,8 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
     """The cells of the ``runs`` table (:data:`RUN_HEADERS`; with ``wide``
     :data:`WIDE_RUN_HEADERS`, when the first attempt started), from ``GET /_emulator/runs``
     runs: the ScheduleTime (or the run's instant), attempts made (of at most N), the state,
-    the next attempt's time (:func:`cut`), and the reason of its last failed attempt."""
+    the next attempt's time (:func:`cut`), and the reason of its last failed attempt, after
+    how many deliveries the target answered 2xx to when it had already answered 2xx."""
     rows = []
     for run in runs:
         attempts = run.get("attempts") or []
@@ -573,10 +577,19 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
                 f"{tries}/{most}" if most else str(tries),
                 run_state_text(run),
                 cut(run.get("nextAttemptTime") or "-", wide),
-                failed[-1]["reason"] if failed else "",
+                _run_reason(failed[-1]["reason"] if failed else "", attempts),
             ]
         )
     return rows
+
+
+def _run_reason(reason: str, attempts: Sequence[dict[str, Any]]) -> str:
+    """A run's REASON: its duplicate deliveries first, then its last failure's reason."""
+    count = sum(1 for a in attempts if a.get("duplicate"))
+    if not count:
+        return reason
+    duplicates = f"{count} duplicate deliver{'y' if count == 1 else 'ies'} (2xx again)"
+    return f"{duplicates}; {reason}" if reason else duplicates
 
 
 def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:

@@ -16,7 +16,7 @@ from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.runtime.storage.attempt_log import text_line
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.fault_file import load_fault_file
-from scheduler_emulator.tools.views import attempt_rows
+from scheduler_emulator.tools.views import attempt_rows, run_rows
 from tests.support import RecordingTarget, nightly_job
 
 
@@ -64,6 +64,25 @@ class TestActions:
         assert (ok_copy.code, ok_copy.reason) == ("OK", "")
         assert attempt_rows([ok_copy])[0][-1] == "injected duplicate delivery"
         assert text_line(ok_copy).endswith("(injected duplicate)")
+
+    def test_the_views_name_the_retry_a_lost_ack_made_a_duplicate(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        """A trial: ``attempts`` and ``runs`` showed the retry after a lost acknowledgement as a
+        plain ``200 OK``, though "did my service get it twice?" is the question."""
+        emulator.faults.add(action="lost_ack", job="nightly", attempt=1)
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 1}))
+        emulator.advance(timedelta(minutes=2))
+        rows = attempt_rows(emulator.attempts())
+        assert [(row[2], row[3], row[-1]) for row in rows] == [
+            ("1*", "-", "injected lost ack: the target answered 200, the answer was dropped"),
+            ("2", "200", "duplicate: the target already answered 200 to attempt 1 of this run"),
+        ]
+        [run] = Client(create_app(emulator)).get("/_emulator/runs").json["runs"]
+        assert run_rows([run])[0][-1] == (
+            "1 duplicate delivery (2xx again); "
+            "injected lost ack: the target answered 200, the answer was dropped"
+        )
 
     def test_a_failed_assert_attempted_gives_each_attempts_reason(
         self, emulator: Emulator, target: RecordingTarget
