@@ -429,7 +429,9 @@ class Emulator(AttemptAssertions):
             retries come as the clock moves; on the system clock it is sent on the engine's
             threads and this returns at once). ``False`` returns once the run and its first
             attempt are recorded (in flight, started at the clock's instant), as the daemon's
-            RunJob does; the attempt is sent on another thread, before the clock's next move.
+            RunJob does (the job returned is as the run was accepted, even when its attempt
+            failed at once); the attempt is sent on another thread, before the clock's next
+            move.
         :param schedule_time: send the run as if scheduled at this aware instant, carried (in
             its own UTC offset) as ``X-CloudScheduler-ScheduleTime`` whatever the schedule
             (emulator-only, for testing a handler's date window; RunJob has no such field).
@@ -440,9 +442,10 @@ class Emulator(AttemptAssertions):
         name = self.job_name(name)
         with self._lock, self._stored_or_undone():  # the run and its attempt stored, or none
             decisions = self.core.force(name, self.clock.now(), schedule_time)
+            accepted = self.core.get(name)  # not what an attempt that failed at once left
             deliveries = self.recorder.carry_out(decisions)
         self.driver.send_forced(deliveries, wait=wait)
-        return self.get_job(name)
+        return self.get_job(name) if wait else accepted
 
     # ---------------------------------------------------------------- history
 

@@ -89,6 +89,15 @@ def first_attempt(publisher: Publisher) -> Attempt:
     return attempt
 
 
+def test_run_job_answers_the_run_accepted_not_its_attempt_that_failed_at_once() -> None:
+    """A trial: the daemon's RunJob of a Pub/Sub job with no Pub/Sub emulator answered with the
+    attempt's FAILED_PRECONDITION status already set; an HTTP job's answered without one."""
+    emulator = Emulator(ManualClock(START), publisher=NoPublisher())
+    emulator.create_job(pubsub_job())
+    assert emulator.run_job("sweep", wait=False).status is None
+    assert emulator.get_job("sweep").status is not None  # the attempt was recorded all the same
+
+
 def test_without_a_publisher_the_attempt_says_how_to_configure_one() -> None:
     attempt = first_attempt(NoPublisher())
     assert attempt.code == "FAILED_PRECONDITION"
