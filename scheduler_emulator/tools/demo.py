@@ -105,11 +105,13 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     """Run the demo for ``days`` simulated days; ``speed`` real seconds per simulated hour.
 
     :return: 0 when every nightly run reached the service, 1 otherwise.
+    :raises ConfigurationError: for ``days`` outside 1 to 3,650 (ten years) or ``speed``
+        outside 0 to 3,600 seconds (not a number included).
     """
-    if days < 1:
-        raise ConfigurationError(f"--days must be at least 1; got {days}.")
-    if speed < 0:
-        raise ConfigurationError(f"--speed must not be negative; got {speed}.")
+    if not 1 <= days <= 3650:
+        raise ConfigurationError(f"--days must be from 1 to 3650 (ten years); got {days}.")
+    if not 0 <= speed <= 3600:  # NaN too
+        raise ConfigurationError(f"--speed must be from 0 to 3600 seconds; got {speed}.")
     example_dir = find_example_dir()
     module = load_example(example_dir)
     orders = module.OrderLog()

@@ -208,6 +208,26 @@ class TestBadFlags:
         help_text = " ".join(run_command(capsys, "next", "--help")[1].split())
         assert "daylight-saving rule (default: absolute): 'absolute' fires" in help_text
 
+    @pytest.mark.parametrize(
+        ("flag", "value", "says"),
+        [
+            ("--days", "0", "--days must be from 1 to 3650 (ten years); got 0."),
+            (
+                "--days",
+                "99999999999",
+                "--days must be from 1 to 3650 (ten years); got 99999999999.",
+            ),
+            ("--speed", "nan", "--speed must be from 0 to 3600 seconds; got nan."),
+            ("--speed", "-1", "--speed must be from 0 to 3600 seconds; got -1.0."),
+        ],
+    )
+    def test_a_demo_that_could_not_end_or_makes_no_sense_exits_2(
+        self, flag: str, value: str, says: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A trial of bad flags: ``--speed nan`` ran, and ``--days 99999999999`` never ended."""
+        code, _, err = run_command(capsys, "demo", flag, value)
+        assert (code, err) == (2, f"error: {says}\n")
+
     def test_demo_help_describes_the_demo(self, capsys: pytest.CaptureFixture[str]) -> None:
         help_text = " ".join(run_command(capsys, "demo", "--help")[1].split())
         assert "Start the example Orders service" in help_text
