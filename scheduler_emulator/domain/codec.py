@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import functools
 import re
 from collections.abc import Callable, Mapping
@@ -415,10 +416,14 @@ def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, An
         found = by_key.get(key) if isinstance(key, str) else None
         if found is None:
             unknown = path.child(str(key), str(key))
-            raise InvalidArgument(
+            fields = [camel_case(name) for name in MESSAGE_FIELDS[type_name].settable]
+            near = difflib.get_close_matches(str(key), fields, n=1)
+            raise InvalidArgument(  # Google's message; the violation says what would be known
                 f"Invalid JSON payload received. Unknown name {show_value(key)} at '{path.proto}': "
                 "Cannot find field.",
                 field=unknown.json,
+                description=f"{show_value(key)} is not a field of {type_name}"
+                + (f'; did you mean "{near[0]}"?' if near else f"; it has {', '.join(fields)}."),
             )
         name = found
         if name in output_only:

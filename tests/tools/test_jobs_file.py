@@ -249,9 +249,16 @@ class TestRejections:
             ),
             pytest.param(
                 [job("nightly", foo=1)],
-                'job 1 ("nightly"): Invalid JSON payload received. Unknown name '
-                "\"foo\" at 'job': Cannot find field.",
+                'job 1 ("nightly"): "foo" is not a field of Job; it has name, description, '
+                "pubsubTarget, appEngineHttpTarget, httpTarget, schedule, timeZone, retryConfig, "
+                "attemptDeadline.",
                 id="unknown-field",
+            ),
+            pytest.param(
+                [job("nightly", retry_config={"maxRetryDuraton": "5s"})],
+                'job 1 ("nightly"): retryConfig.maxRetryDuraton: "maxRetryDuraton" is not a field '
+                'of RetryConfig; did you mean "maxRetryDuration"?',
+                id="misspelt-field",
             ),
             pytest.param(
                 [job("nightly", description="d" * 501)],
