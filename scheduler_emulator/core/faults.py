@@ -348,7 +348,8 @@ class FaultPlan:
     def from_json(cls, data: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> FaultPlan:
         """Build a plan from ``{"seed": N, "rules": [...]}`` or a bare list of rules.
 
-        :raises InvalidArgument: for a bad shape, key or value, naming it.
+        :raises InvalidArgument: for a bad shape, key or value, naming it: every problem of the
+            seed and the rules, a line each (and a field violation each).
         """
         if isinstance(data, Mapping):
             unknown = set(data) - {"seed", "rules"}
@@ -360,13 +361,22 @@ class FaultPlan:
             seed, rules = data.get("seed", 0), data.get("rules", [])
         else:
             seed, rules = 0, data
-        check_seed(seed)
+        problems: list[InvalidArgument] = []
+        try:
+            check_seed(seed)
+        except InvalidArgument as exc:
+            problems.append(exc)
         if not isinstance(rules, list):
-            raise InvalidArgument(f"rules must be a list; got {rules!r}.", field="rules")
+            problems.append(InvalidArgument(f"rules must be a list; got {rules!r}.", field="rules"))
+            rules = []
         built = []
         for index, rule in enumerate(rules):
             try:
                 built.append(FaultRule.from_json(rule))
             except InvalidArgument as exc:  # say which rule: a plan often holds several alike
-                raise InvalidArgument(f"rules[{index}]: {exc.message}", field=exc.field) from None
+                problems.append(InvalidArgument(f"rules[{index}]: {exc.message}", field=exc.field))
+        if problems:
+            every = InvalidArgument("\n".join(p.message for p in problems), field=problems[0].field)
+            every.violations = [v for problem in problems for v in problem.violations]
+            raise every
         return cls(built, seed)

@@ -30,5 +30,7 @@ def load_fault_file(path: str | Path) -> FaultPlan:
         raise InvalidArgument(f"cannot read the fault plan: {exc}") from exc
     try:
         return FaultPlan.from_json(data or {})
-    except InvalidArgument as exc:
-        raise InvalidArgument(f"{path}: {exc.message}", field=exc.field) from exc
+    except InvalidArgument as exc:  # each problem on a line of its own, naming the file
+        named = InvalidArgument("\n".join(f"{path}: {line}" for line in exc.message.splitlines()))
+        named.field, named.violations = exc.field, exc.violations
+        raise named from exc

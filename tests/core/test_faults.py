@@ -273,6 +273,21 @@ def full_duplicate_rule(job: str) -> dict[str, Any]:
     }
 
 
+def test_a_fault_file_names_every_problem_a_line_each(tmp_path: Path) -> None:
+    """A trial: a plan with a bad seed and a bad rule named the seed only."""
+    path = tmp_path / "faults.yaml"
+    path.write_text("seed: -3\nrules:\n  - {action: nope}\n  - {action: lost_ack}\n  - 7\n")
+    with pytest.raises(InvalidArgument) as caught:
+        load_fault_file(path)
+    lines = caught.value.message.splitlines()
+    assert [line.split(": ")[1] for line in lines] == ["seed must be a whole number from 0 to "
+                                                       f"{2**63 - 1}; got -3.", "rules[0]",
+                                                       "rules[2]"]  # fmt: skip
+    assert all(line.startswith(f"{path}: ") for line in lines)
+    assert [v.field for v in caught.value.violations][:2] == ["seed", "action"]
+    assert len(caught.value.violations) == 3
+
+
 def test_fault_file_loads_yaml(tmp_path: Path) -> None:
     path = tmp_path / "faults.yaml"
     path.write_text("seed: 5\nrules:\n  - {action: lost_ack, job: nightly, run: 1}\n")
