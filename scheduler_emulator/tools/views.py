@@ -32,12 +32,13 @@ from heapq import nlargest
 from itertools import islice
 from operator import attrgetter
 from typing import IO, Any
+from zoneinfo import ZoneInfo
 
 from ..domain.attempts import Attempt, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
 from ..runtime import EXECUTION_STATES
-from ..wire import host_port
+from ..wire import format_schedule_time, host_port
 from .timeline import IN_FLIGHT, attempt_cells, duplicate_notes, render_table
 
 __all__ = [
@@ -344,14 +345,19 @@ PAGE_SIZE = 1000
 
 def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
     """The cells of the ``jobs`` table (:data:`JOBS_HEADERS`, or :data:`WIDE_JOBS_HEADERS`
-    with ``wide``), from ``GET /_emulator/jobs`` rows; NEXT is the next fire time, or
+    with ``wide``), from ``GET /_emulator/jobs`` rows; NEXT is the next fire time in the job's
+    time zone (as its ScheduleTime header will read, and the other views' SCHEDULED), or
     ``retry T`` while a retry is pending."""
     rows = []
     for job in jobs:
         last = job.get("lastAttempt")
         fire = job.get("nextFireTimes") or []
         retry = job.get("nextAttemptTime")
-        upcoming = f"retry {cut(retry, wide)}" if retry else fire[0] if fire else "-"
+        upcoming = f"retry {cut(retry, wide)}" if retry else "-"
+        if fire and not retry:
+            upcoming = format_schedule_time(
+                parse_timestamp(fire[0]).astimezone(ZoneInfo(job["timeZone"]))
+            )
         rows.append(
             [
                 job["id"],

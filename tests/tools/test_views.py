@@ -307,6 +307,16 @@ def test_last_and_next_times_show_milliseconds_and_wide_microseconds() -> None:
     assert job_rows([whole])[0][4] == "OK 2026-09-25T02:00:05Z"  # a manual clock's, as it is
 
 
+def test_next_reads_as_the_scheduletime_header_will_in_the_jobs_zone() -> None:
+    """A trial: ``jobs`` showed a Europe/Berlin job's NEXT in UTC where ``runs`` and
+    ``attempts`` show its SCHEDULED as the header it sent (``+01:00``)."""
+    job = {"id": "j", "state": "ENABLED", "schedule": "0 9 * * *", "timeZone": "Europe/Berlin",
+           "scheduleText": "", "target": "", "lastAttempt": None, "nextAttemptTime": None,
+           "nextFireTimes": ["2026-12-08T08:00:00Z"]}  # fmt: skip
+    assert job_rows([job])[0][5] == "2026-12-08T09:00:00+01:00"
+    assert job_rows([{**job, "timeZone": "Etc/UTC"}])[0][5] == "2026-12-08T08:00:00Z"
+
+
 def test_the_attempts_table_shows_how_long_each_took(
     daemon: Daemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
