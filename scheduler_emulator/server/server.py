@@ -132,13 +132,11 @@ def _http_error(exc: HTTPException, request: Request) -> Response:
         response.headers["Allow"] = ", ".join(allow)
         return response
     if isinstance(exc, RequestEntityTooLarge):  # Google's front end: 400, naming the limit
-        size = f"; this one's is {request.content_length} bytes" if request.content_length else ""
+        length = request.content_length
+        size = f"this request's body is {length} bytes; " if length else ""
+        message = f"Request payload size exceeds the limit: {MAX_REQUEST_BYTES} bytes"
         return error_response(
-            InvalidArgument(
-                f"Request payload size exceeds the limit: {MAX_REQUEST_BYTES} bytes (the "
-                f"request body{size}; a job is at most 1 MB).",
-                field="job",
-            )
+            InvalidArgument(f"{message} ({size}a job is at most 1 MB).", field="job")
         )
     if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
         exc = NotFound("Method not found: this path does not take that HTTP method.")

@@ -259,8 +259,8 @@ class TestServerLimits:
         error = json.loads(body)["error"]
         assert error["status"] == "INVALID_ARGUMENT"
         assert error["message"].startswith(
-            "Request payload size exceeds the limit: 2097152 bytes (the request body; this "
-            "one's is 100000000 bytes; a job is at most 1 MB)."
+            "Request payload size exceeds the limit: 2097152 bytes (this request's body is "
+            "100000000 bytes; a job is at most 1 MB)."
         )
 
     def test_a_body_within_the_limit_is_invited_with_one_100_continue(
