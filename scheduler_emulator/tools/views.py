@@ -564,8 +564,8 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
     """The cells of the ``runs`` table (:data:`RUN_HEADERS`; with ``wide``
     :data:`WIDE_RUN_HEADERS`, when the first attempt started), from ``GET /_emulator/runs``
     runs: the ScheduleTime (or the run's instant), attempts made (of at most N), the state,
-    the next attempt's time (:func:`cut`), and the reason of its last failed attempt, after
-    how many deliveries the target answered 2xx to when it had already answered 2xx."""
+    the next attempt's time (:func:`cut`), and the reason of its last failed attempt, preceded
+    by how many of its deliveries were duplicates (a 2xx after the target had answered 2xx)."""
     rows = []
     for run in runs:
         attempts = run.get("attempts") or []
