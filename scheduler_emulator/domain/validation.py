@@ -390,34 +390,7 @@ def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> No
     uri_field = f"{field}.uri"
     if not target.uri:
         raise InvalidArgument(f"{uri_field} is required.", field=uri_field)
-    _refuse_unsendable_uri(target.uri, uri_field)
-    if not target.uri.lower().startswith(("http://", "https://")):
-        raise InvalidArgument(
-            f"{uri_field} must start with http:// or https://; got {show_text(target.uri)}.",
-            field=uri_field,
-        )
-    try:
-        parts = urlsplit(target.uri)
-        host = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number 0-65535
-    except ValueError:
-        parts, host = None, None
-    if parts is not None and "@" in parts.netloc:
-        # A password in the URI would be kept in the job, every attempt record and the log.
-        # Google documents no handling of user information: refused.
-        userinfo, _, hostport = parts.netloc.rpartition("@")
-        shown = f"{parts.scheme}://{userinfo.split(':', 1)[0]}{':***' if ':' in userinfo else ''}"
-        raise InvalidArgument(
-            f"{uri_field} must not contain a user name or password (user:password@host); send "
-            f"credentials in httpTarget.headers (Authorization) or with an oidcToken or "
-            f"oauthToken; got {show_text(shown + '@' + hostport + '/…')}.",
-            field=uri_field,
-        )
-    if not host or not _HOST_RE.fullmatch(host):
-        raise InvalidArgument(
-            f'{uri_field} must be a URL with a valid host and port; got "{target.uri}".',
-            field=uri_field,
-        )
+    check_url(target.uri, uri_field)
     length = encoded_uri_length(target.uri)
     if length > MAX_URI_LENGTH:
         raise InvalidArgument(
@@ -437,6 +410,44 @@ def validate_http_target(target: HttpTarget, *, field: str = "httpTarget") -> No
         kind = "oidcToken" if isinstance(token, OidcToken) else "oauthToken"
         _validate_service_account(
             token.service_account_email, f"{field}.{kind}.serviceAccountEmail"
+        )
+
+
+def check_url(url: str, field: str, *, base: bool = False) -> None:
+    """Check an ``http(s)://`` URL: no control character, a valid host and port, and no user
+    information (a password would be kept in the job, every attempt record and the log; Google
+    documents no handling of it). A ``base`` URL (``--app-engine-url``, to which each
+    ``relativeUri`` is appended) has no space, query or fragment either.
+
+    :raises InvalidArgument: naming ``field`` and the URL (a password shown as ``***``).
+    """
+    _refuse_unsendable_uri(url, field)
+    if not url.lower().startswith(("http://", "https://")):
+        raise InvalidArgument(
+            f"{field} must start with http:// or https://; got {show_text(url)}.", field=field
+        )
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number 0-65535
+    except ValueError:
+        parts, host = None, None
+    if parts is not None and "@" in parts.netloc:
+        userinfo, _, hostport = parts.netloc.rpartition("@")
+        shown = f"{parts.scheme}://{userinfo.split(':', 1)[0]}{':***' if ':' in userinfo else ''}"
+        raise InvalidArgument(
+            f"{field} must not contain a user name or password (user:password@host); send "
+            f"credentials in httpTarget.headers (Authorization) or with an oidcToken or "
+            f"oauthToken; got {show_text(shown + '@' + hostport + '/…')}.",
+            field=field,
+        )
+    if not host or not _HOST_RE.fullmatch(host):
+        raise InvalidArgument(
+            f'{field} must be a URL with a valid host and port; got "{url}".', field=field
+        )
+    if base and (parts is None or parts.query or parts.fragment or any(c.isspace() for c in url)):
+        raise InvalidArgument(
+            f'{field} must be a base URL: no space, "?" or "#"; got "{url}".', field=field
         )
 
 

@@ -142,7 +142,8 @@ def test_a_job_without_a_service_goes_to_default() -> None:
             ["worker=http://w.test", "http://a.test"],
             {"worker": "http://w.test", "*": "http://a.test"},
         ),
-        (["http://a.test/?x=1"], {"*": "http://a.test/?x=1"}),
+        (["http://a.test/x=1"], {"*": "http://a.test/x=1"}),  # "=" in a URL alone
+        (["Worker_X=http://w.test"], {"Worker_X": "http://w.test"}),  # as the API takes it
         ({"worker": "http://w.test"}, {"worker": "http://w.test"}),
     ],
 )
@@ -152,7 +153,17 @@ def test_parse_app_engine_urls(values: object, expected: dict[str, str]) -> None
 
 @pytest.mark.parametrize(
     ("values", "message"),
-    [(["worker=ftp://x"], "http"), (["http://a.test", "http://b.test"], "twice")],
+    [
+        (["worker=ftp://x"], "http"),
+        (["http://a.test", "http://b.test"], "twice"),
+        # a trial's: each started, then failed at attempt time (or made every listing 500)
+        (["billing=http://[::1"], 'billing=URL must be a URL with a valid host and port; got "h'),
+        (["worker=http://"], "worker=URL must be a URL with a valid host and port"),
+        (["worker=http://127.0.0.1:99999"], "valid host and port"),
+        (["http://127.0.0.1:8 worker"], "valid host and port"),
+        (["http://a.test/?x=1"], 'must be a base URL: no space, "\\?" or "#"'),
+        (["w=http://u:secret@a.test"], 'user name or password .* got "http://u:\\*\\*\\*@'),
+    ],
 )
 def test_parse_app_engine_urls_errors(values: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -45,8 +45,9 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from ...domain.errors import InvalidArgument
 from ...domain.resources import BODY_METHODS, DEFAULT_ATTEMPT_DEADLINE, HttpMethod, Job
-from ...domain.validation import sendable_uri
+from ...domain.validation import check_url, sendable_uri
 from ...wire import (
     APP_ENGINE_USER_AGENT_SUFFIX,
     DEFAULT_CONTENT_TYPE,
@@ -308,7 +309,7 @@ APP_ENGINE_RETRY_ALWAYS = frozenset({503})
 #: Methods whose body is sent (AppEngineHttpTarget: "A request body is allowed only if the
 #: HTTP method is POST or PUT").
 _APP_ENGINE_BODY_METHODS = frozenset({HttpMethod.POST, HttpMethod.PUT})
-_SERVICE = re.compile(r"[a-z\d][a-z\d-]{0,62}")
+_SERVICE = re.compile(r"[^:/\s]+")
 
 
 def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> dict[str, str]:
@@ -316,7 +317,8 @@ def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> di
 
     :param values: a base URL for every service; ``SERVICE=URL`` entries; or a mapping
         (``{"worker": "http://…", "*": "http://…"}``; ``"*"`` serves unmapped services).
-    :raises ValueError: for a URL that is not ``http(s)://`` or a service mapped twice.
+    :raises ValueError: for a URL that is not an ``http(s)://`` base URL
+        (:func:`~scheduler_emulator.domain.validation.check_url`) or a service mapped twice.
     :return: service name (or ``"*"``) → base URL without a trailing ``/``.
     """
     if isinstance(values, str):
@@ -324,10 +326,11 @@ def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> di
     pairs = values.items() if isinstance(values, Mapping) else map(_service_url, values)
     urls: dict[str, str] = {}
     for service, url in pairs:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"--app-engine-url needs an http(s) base URL, as URL or SERVICE=URL; got {url!r}."
-            )
+        flag = "--app-engine-url" + ("" if service == EVERY_SERVICE else f" {service}=URL")
+        try:
+            check_url(url, flag, base=True)
+        except InvalidArgument as exc:
+            raise ValueError(exc.message) from None
         if service in urls:
             which = "every service" if service == EVERY_SERVICE else f"service {service!r}"
             raise ValueError(f"--app-engine-url maps {which} twice ({urls[service]} and {url}).")
@@ -336,7 +339,8 @@ def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> di
 
 
 def _service_url(value: str) -> tuple[str, str]:
-    """A ``--app-engine-url`` value as ``(service, URL)``; ``"*"`` for a URL alone."""
+    """A ``--app-engine-url`` value as ``(service, URL)``; ``"*"`` for a URL alone (what comes
+    before an ``=`` is a service unless it holds a ``:`` or ``/``, as a URL's query would)."""
     service, sep, url = value.partition("=")
     return (service, url) if sep and _SERVICE.fullmatch(service) else (EVERY_SERVICE, value)
 
