@@ -646,12 +646,14 @@ class Scheduler:
 
     def upcoming(self, name: str) -> tuple[datetime | None, datetime | None]:
         """The job's next scheduled time (UTC, ``None`` when paused or with none left) and when
-        its pending retry is due (UTC; ``None`` when none is pending).
+        its next pending retry is due, of a scheduled or a forced run (UTC; ``None`` when none
+        is pending).
 
         :raises KeyError: if there is no such job.
         """
         state = self._jobs[name]
-        return state.next_fire_utc, state.active.next_attempt_at if state.active else None
+        retries = (run.next_attempt_at for run in state.runs.values())
+        return state.next_fire_utc, min(filter(None, retries), default=None)
 
     def _downtime(
         self,
