@@ -76,7 +76,11 @@
     $("clock-mode").textContent = clock.mode === "manual" ? "manual clock" : "system clock";
     $("clock-mode").className = "badge clock-" + clock.mode;
     $("clock-now").textContent = TL.stamp(clock.now);
-    if (!$("clock-moveto-picker").value) $("clock-moveto-picker").value = clock.now.slice(0, 19);
+    var picker = $("clock-moveto-picker");  /* follows the clock until the user picks a time */
+    if (!picker.value || picker.value === picker.dataset.clock) {
+      picker.value = clock.now.slice(0, 19);
+      picker.dataset.clock = picker.value;  /* as the browser keeps it (19:07, not 19:07:00) */
+    }
     $("clock-controls").hidden = clock.mode !== "manual";
     $("clock-moveto-input").placeholder = clock.now;
     $("clock-next").disabled = !clock.nextDue;

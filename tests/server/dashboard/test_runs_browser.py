@@ -221,6 +221,10 @@ def test_zones_move_to_a_decoded_token_and_run_as_of(tmp_path: Path) -> None:
             driver,
             lambda d: "Moved the clock to 2026-09-25 03:00:00" in by_testid(d, "status").text,
         )
+        # The date picker follows the clock (a trial's kept its page-load time, and "Move to"
+        # with it was refused as a move back), until someone picks a time of their own.
+        picker = by_testid(driver, "clock-moveto-picker")
+        assert picker.get_attribute("value").startswith("2026-09-25T03:00")
         [attempt] = all_by_css(driver, '[data-testid="lane-secured"] .tl-attempt')
         attempt.click()
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="detail-token"]'))
