@@ -149,16 +149,20 @@
         "class": "tl-lane" + (index % 2 ? " odd" : "") }, group);
       var name = el("text", { x: 8, y: mid + 4, "class": "tl-label" +
         (lane.state === "PAUSED" ? " paused" : "") }, group);
-      name.textContent = (lane.id.length > 18 ? lane.id.slice(0, 17) + "…" : lane.id) +
-        (lane.state === "PAUSED" ? " (paused)" : "");
+      var suffix = lane.state === "PAUSED" ? " (paused)" : "";
+      var counted = !lane.failedRuns ? "" : lane.gaveUpRuns ? lane.gaveUpRuns + " gave up" :
+        lane.failedRuns + " retried";  /* the window's runs that gave up, else were retried */
+      /* the ID cut to what fits beside the count: about 7 px a character, 6.5 for the count */
+      var room = Math.floor((LABEL - 24 - counted.length * 6.5) / 7) - suffix.length;
+      name.textContent = (lane.id.length > room ? lane.id.slice(0, Math.max(room - 1, 3)) + "…" :
+        lane.id) + suffix;
       title(name, lane.job);
-      if (lane.failedRuns) {  /* the window's runs with a failed attempt, and those that gave up */
+      if (counted) {
         var count = el("text", { x: LABEL - 8, y: mid + 4, "text-anchor": "end",
           "class": "tl-failed" + (lane.gaveUpRuns ? " gave-up" : ""),
           "data-testid": "failed-count-" + lane.id, "data-failed": lane.failedRuns,
           "data-gave-up": lane.gaveUpRuns || 0 }, group);
-        count.textContent = lane.gaveUpRuns ? lane.gaveUpRuns + " gave up" :  /* else retried */
-          lane.failedRuns + " retried";
+        count.textContent = counted;
         title(count, lane.failedRuns + " run(s) in this window with a failed attempt, " +
           (lane.gaveUpRuns || 0) + " gave up");
       }

@@ -319,3 +319,44 @@ def test_a_bar_takes_no_click_and_a_retry_after_the_window_points_past_its_edge(
     assert opened == [1]  # the point on the bar is the run's band, which opens the run view
     assert shapes == [("circle", "2026-09-24T00:40:00Z"), ("path", "2026-09-24T03:00:00Z")]
     assert later.endswith("(after this window)")
+
+
+def test_a_long_or_paused_lane_name_stops_short_of_its_count(tmp_path: Path) -> None:
+    """A trial's screenshot: ``oidc-wrong-aud (paused)`` was drawn over ``2 gave up``."""
+    assets = Path(__file__).parents[3] / "scheduler_emulator/server/dashboard"
+    page = tmp_path / "lanes.html"
+    page.write_text(
+        '<meta charset="utf-8">'
+        f'<link rel="stylesheet" href="{(assets / "dashboard.css").as_uri()}"><div id="t"></div>'
+        f'<script src="{(assets / "timeline.js").as_uri()}"></script>'
+    )
+    lanes = [
+        ("oidc-wrong-audience", "PAUSED", 2, 2),
+        ("a-rather-long-job-identifier", "ENABLED", 12, 0),
+        ("x" * 40, "PAUSED", 0, 0),
+        ("short", "ENABLED", 1, 1),
+    ]
+    drawn_lanes = [
+        {"job": f"projects/p/locations/l/jobs/{job}", "id": job, "state": state,
+         "timeZone": "Etc/UTC", "runs": [], "failedRuns": failed, "gaveUpRuns": gave_up}
+        for job, state, failed, gave_up in lanes
+    ]  # fmt: skip
+    data = {"start": "2026-09-24T00:00:00Z", "end": "2026-09-24T01:00:00Z",
+            "now": "2026-09-24T00:10:00Z", "clock": "manual", "lanes": drawn_lanes}  # fmt: skip
+    with chromium() as driver:
+        driver.get(page.as_uri())
+        drawn = driver.execute_script(
+            "var c = document.getElementById('t');"
+            "SchedulerTimeline.draw(c, arguments[0], {width: 1000});"
+            "return Array.from(c.querySelectorAll('.tl-lane-group')).map(function (g) {"
+            "  var name = g.querySelector('.tl-label').getBBox(),"
+            "      count = g.querySelector('.tl-failed');"
+            "  return [g.querySelector('.tl-label').firstChild.nodeValue, name.x + name.width,"
+            "          count ? count.getBBox().x : 190]; });",
+            data,
+        )
+        driver.save_screenshot(str(tmp_path / "lane-names.png"))
+    for text, right, limit in drawn:
+        assert right < limit - 4, (text, right, limit)
+    assert [text for text, _, _ in drawn][2:] == ["x" * 13 + "… (paused)", "short"]
+    assert drawn[0][0].endswith("… (paused)") and drawn[1][0].endswith("…")
