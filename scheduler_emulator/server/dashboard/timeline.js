@@ -375,9 +375,11 @@
       if (testid) dd.setAttribute("data-testid", testid);
     }
     row("Job", a.job, "detail-job");
-    row("Run", a.runId + (a.forced ? " (Run now)" : ""));
+    row("Run", a.runId + (a.forced ? " (forced: Run now, or run as if scheduled)" : ""));
     row("Attempt", a.attempt + (a.injected ? " — injected fault" : ""), "detail-attempt");
-    row("Schedule time", stamp(a.nominalTime, jobZone), "detail-schedule-time");
+    /* a forced run's instant is when it was forced; the header below is what it was sent as */
+    row(a.forced ? "Forced at" : "Schedule time", stamp(a.nominalTime, jobZone),
+      "detail-schedule-time");
     row("ScheduleTime header", a.scheduleTime);
     row("Started", stamp(a.startTime, jobZone));
     row("Ended", a.endTime ? stamp(a.endTime, jobZone) + " (" + Math.max(0, ms(a.endTime) - ms(a.startTime)) + " ms)" : "in flight");
@@ -402,8 +404,9 @@
       headers = request.attributes || {};
       if (!Object.keys(headers).length) add(container, "p", "No attributes.", "hint");
     } else {
-      add(container, "pre", (request.method || "") + " " + (request.url || ""))
-        .setAttribute("data-testid", "detail-request");
+      add(container, "pre", (request.method || "") + " " + (request.url || "") +
+        (request.appEngineHost ? "\n(App Engine: production routes it to " +
+          request.appEngineHost + ")" : "")).setAttribute("data-testid", "detail-request");
     }
     var table = add(container, "table");
     table.setAttribute("data-testid", "detail-headers");

@@ -360,3 +360,32 @@ def test_a_long_or_paused_lane_name_stops_short_of_its_count(tmp_path: Path) -> 
         assert right < limit - 4, (text, right, limit)
     assert [text for text, _, _ in drawn][2:] == ["x" * 13 + "… (paused)", "short"]
     assert drawn[0][0].endswith("… (paused)") and drawn[1][0].endswith("…")
+
+
+def test_a_forced_attempts_panel_says_when_it_was_forced_and_where_app_engine_routes(
+    tmp_path: Path,
+) -> None:
+    """A trial's panel of a run "as if scheduled at 18:30" read ``Run 10 (Run now)`` and
+    ``Schedule time 19:01`` beside ``ScheduleTime header 18:30``, without ``appEngineHost``."""
+    assets = Path(__file__).parents[3] / "scheduler_emulator/server/dashboard"
+    page = tmp_path / "panel.html"
+    page.write_text(
+        '<meta charset="utf-8"><div id="p"></div>'
+        f'<script src="{(assets / "timeline.js").as_uri()}"></script>'
+    )
+    attempt = {"job": "projects/p/locations/l/jobs/legacy", "runId": 10, "attempt": 1,
+               "forced": True, "nominalTime": "2026-12-04T19:01:00Z",
+               "scheduleTime": "2026-12-04T18:30:00Z", "startTime": "2026-12-04T19:01:00Z",
+               "endTime": "2026-12-04T19:01:00.012Z", "code": "OK", "responseStatus": 200,
+               "request": {"method": "GET", "url": "http://127.0.0.1:1/legacy/cron",
+                           "appEngineHost": "worker.p.appspot.com", "headers": {}}}  # fmt: skip
+    with chromium() as driver:
+        driver.get(page.as_uri())
+        text = driver.execute_script(
+            "var p = document.getElementById('p');"
+            "SchedulerTimeline.details(p, arguments[0], 'Etc/UTC'); return p.innerText;",
+            attempt,
+        )
+    assert "Run\n10 (forced: Run now, or run as if scheduled)" in text
+    assert "Forced at\n2026-12-04 19:01:00" in text and "Schedule time" not in text
+    assert "(App Engine: production routes it to worker.p.appspot.com)" in text
