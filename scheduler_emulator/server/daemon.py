@@ -288,10 +288,22 @@ class Daemon:
                 f", except what could not be written ({failure}): requests it refused were "
                 "answered 503"
             )
+        if not in_memory:
+            kept += pending_retries(self.emulator)
         self._say(f"scheduler-emulator stopped; {kept}.")
 
     def _say(self, line: str) -> None:
         print(line, file=self.err or sys.stderr, flush=True)
+
+
+def pending_retries(emulator: Emulator) -> str:
+    """``", 2 jobs with a retry pending (the first due 2026-12-04T19:07:00Z)"``, for the startup
+    and stop lines (a retry is kept across a restart), or ``""`` when none is pending."""
+    due = sorted(filter(None, (emulator.upcoming(job.name)[1] for job in emulator.list_jobs())))
+    if not due:
+        return ""
+    jobs = f"{len(due)} job{'s' if len(due) != 1 else ''}"
+    return f", {jobs} with a retry pending (the first due {iso(due[0])})"
 
 
 def env_vars(host: str, port: int, project: str, pubsub_host: str = "") -> dict[str, str]:

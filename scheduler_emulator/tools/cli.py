@@ -559,7 +559,7 @@ def log_format_note(log_format: str, log_file: str | None) -> str:
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon (:class:`~scheduler_emulator.server.daemon.Daemon`) until SIGINT or
     SIGTERM."""
-    from ..server.daemon import Daemon
+    from ..server.daemon import Daemon, pending_retries
 
     token = admin_token(args.admin_token)
     firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
@@ -638,6 +638,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         f"scheduler-emulator listening on {daemon.url} "
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, "
         + ("in memory" if data_dir is None else f"data dir {data_dir}")
+        + pending_retries(emulator)
         + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")
         + (f", Cloud Run jobs {', '.join(run_jobs)} run locally" if run_jobs else "")
         + (f", {targets.description}" if targets.description else "")

@@ -113,6 +113,8 @@ class TestStopping:
         assert daemon.process.returncode == 0
         assert "1 attempt(s) in flight" in stderr
         assert "1 attempt(s) recorded as interrupted" in stderr
+        # the stop line says the retry is kept (a trial's said nothing of a pending retry)
+        assert "data dir" in stderr and ", 1 job with a retry pending (the first due " in stderr
         store = Store(data / "emulator.db")
         try:
             [attempt] = store.attempts()
@@ -123,3 +125,5 @@ class TestStopping:
         assert attempt.code == "UNAVAILABLE"
         assert "stopped while the attempt was in flight" in attempt.debug_info
         assert run.next_attempt_at is not None
+        with running_daemon("--data-dir", str(data), "--jobs", str(jobs)) as again:
+            assert ", 1 job with a retry pending (the first due " in again.first_line
