@@ -121,7 +121,7 @@ def test_each_asserts_attempted_the_same_way(request: pytest.FixtureRequest, sou
     message = str(failure.value)
     assert "expected 1 attempt(s) of job 'nightly' with code=INTERNAL, found 0" in message
     assert "clock at 2026-01-01T03:00:00Z" in message
-    assert re.search(r"attempt 1 of run \d+ at 2026-01-01T02:00:00Z .* -> OK \(200\)", message)
+    assert re.search(r"attempt 1 of run id \d+ at 2026-01-01T02:00:00Z .* -> OK \(200\)", message)
     with pytest.raises(
         AssertionError, match=r"there is no job 'other'; jobs: \['nightly', 'slow'\]"
     ):
