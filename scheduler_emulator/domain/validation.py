@@ -422,6 +422,8 @@ def check_url(url: str, field: str, *, base: bool = False) -> None:
     :raises InvalidArgument: naming ``field`` and the URL (a password shown as ``***``).
     """
     _refuse_unsendable_uri(url, field)
+    if base and any(c.isspace() for c in url):
+        raise InvalidArgument(f'{field} must be a base URL: no space; got "{url}".', field=field)
     if not url.lower().startswith(("http://", "https://")):
         raise InvalidArgument(
             f"{field} must start with http:// or https://; got {show_text(url)}.", field=field
@@ -445,9 +447,9 @@ def check_url(url: str, field: str, *, base: bool = False) -> None:
         raise InvalidArgument(
             f'{field} must be a URL with a valid host and port; got "{url}".', field=field
         )
-    if base and (parts is None or parts.query or parts.fragment or any(c.isspace() for c in url)):
+    if base and (parts is None or parts.query or parts.fragment):
         raise InvalidArgument(
-            f'{field} must be a base URL: no space, "?" or "#"; got "{url}".', field=field
+            f'{field} must be a base URL: no "?" or "#"; got "{url}".', field=field
         )
 
 

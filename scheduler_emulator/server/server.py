@@ -132,12 +132,12 @@ def _http_error(exc: HTTPException, request: Request) -> Response:
         response.headers["Allow"] = ", ".join(allow)
         return response
     if isinstance(exc, RequestEntityTooLarge):  # Google's front end: 400, naming the limit
-        length = request.content_length
-        size = f"this request's body is {length} bytes; " if length else ""
+        length, job = request.content_length, path.startswith("/v1/")  # a job's size, or not
+        notes = [f"this request's body is {length} bytes"] if length else []
+        notes += ["a job is at most 1 MB"] if job else []
         message = f"Request payload size exceeds the limit: {MAX_REQUEST_BYTES} bytes"
-        return error_response(
-            InvalidArgument(f"{message} ({size}a job is at most 1 MB).", field="job")
-        )
+        message += f" ({'; '.join(notes)})." if notes else "."
+        return error_response(InvalidArgument(message, field="job" if job else None))
     if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
         exc = NotFound("Method not found: this path does not take that HTTP method.")
     elif isinstance(exc, NotFound) and exc.description == NotFound.description:  # name the path
@@ -300,10 +300,7 @@ class EmulatorApp:
         except ApiError as exc:
             return error_response(exc)
         except HTTPException as exc:
-            response = _http_error(exc, request)
-            if isinstance(exc, RequestEntityTooLarge):  # the body was not read: no reuse
-                response.headers["Connection"] = "close"
-            return response
+            return _http_error(exc, request)  # a body not read: werkzeug closes the connection
         except TimeoutError:  # the client stopped sending the body
             message = (
                 "The request did not arrive within the request timeout "

@@ -666,6 +666,10 @@ def replay_scenario(
     if target is not None:
         _check_target(target)
     scenario = load_scenario(path)
+    where = None if report_file is None else Path(report_file)
+    if where is not None and (where.is_dir() or not where.parent.is_dir()):  # before the run
+        problem = "is a directory" if where.is_dir() else f"{where.parent} is not a directory"
+        raise ConfigurationError(f"--report {report_file}: {problem}.")
     show_progress = progress if progress is not None else is_terminal(out)
 
     def report(now: datetime, count: int) -> None:
@@ -681,7 +685,10 @@ def replay_scenario(
             out.write("\r\x1b[K")
     code = print_report(run, out)
     if report_file is not None:
-        write_report(run, report_file)
+        try:
+            write_report(run, report_file)
+        except OSError as exc:
+            raise ConfigurationError(f"--report {report_file}: {exc.strerror or exc}.") from None
         out.write(f"\nReport written to {report_file}.\n")
     return code
 

@@ -160,8 +160,13 @@ def test_parse_app_engine_urls(values: object, expected: dict[str, str]) -> None
         (["billing=http://[::1"], 'billing=URL must be a URL with a valid host and port; got "h'),
         (["worker=http://"], "worker=URL must be a URL with a valid host and port"),
         (["worker=http://127.0.0.1:99999"], "valid host and port"),
-        (["http://127.0.0.1:8 worker"], "valid host and port"),
-        (["http://a.test/?x=1"], 'must be a base URL: no space, "\\?" or "#"'),
+        (["http://127.0.0.1:8 worker"], "must be a base URL: no space"),  # URL and service swapped
+        (["http://a.test/?x=1"], 'must be a base URL: no "\\?" or "#"'),
+        (
+            ["worker=http://a.test:1 "],
+            'worker=URL must be a base URL: no space; got "http://a.test:1 "',
+        ),
+        (["=http://a.test"], "=http://a.test: the service name before = is empty"),
         (["w=http://u:secret@a.test"], 'user name or password .* got "http://u:\\*\\*\\*@'),
     ],
 )

@@ -263,6 +263,23 @@ class TestServerLimits:
             "100000000 bytes; a job is at most 1 MB)."
         )
 
+    def test_a_body_past_the_limit_elsewhere_names_no_job_and_closes_once(
+        self, live: tuple[str, int]
+    ) -> None:
+        with connect(live) as sock:
+            sock.sendall(
+                f"POST /_emulator/clock:advance HTTP/1.1\r\nHost: 127.0.0.1:{live[1]}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n".encode()
+            )
+            head, _, body = read_all(sock).partition(b"\r\n\r\n")
+        assert head.lower().count(b"connection: close") == 1
+        error = json.loads(body)["error"]
+        assert error["message"] == (
+            "Request payload size exceeds the limit: 2097152 bytes (this request's body is "
+            "100000000 bytes)."
+        )
+        assert "details" not in error
+
     def test_a_body_within_the_limit_is_invited_with_one_100_continue(
         self, live: tuple[str, int]
     ) -> None:

@@ -309,7 +309,7 @@ APP_ENGINE_RETRY_ALWAYS = frozenset({503})
 #: Methods whose body is sent (AppEngineHttpTarget: "A request body is allowed only if the
 #: HTTP method is POST or PUT").
 _APP_ENGINE_BODY_METHODS = frozenset({HttpMethod.POST, HttpMethod.PUT})
-_SERVICE = re.compile(r"[^:/\s]+")
+_SERVICE = re.compile(r"[^:/\s]*")
 
 
 def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> dict[str, str]:
@@ -326,6 +326,8 @@ def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> di
     pairs = values.items() if isinstance(values, Mapping) else map(_service_url, values)
     urls: dict[str, str] = {}
     for service, url in pairs:
+        if not service:
+            raise ValueError(f"--app-engine-url ={url}: the service name before = is empty.")
         flag = "--app-engine-url" + ("" if service == EVERY_SERVICE else f" {service}=URL")
         try:
             check_url(url, flag, base=True)

@@ -442,6 +442,19 @@ class TestReplay:
         run = run_scenario(load_scenario(write(tmp_path, text)))
         assert run.ok, run.results
 
+    @pytest.mark.parametrize(
+        ("report", "says"),
+        [("missing/r.html", "missing is not a directory."), (".", "is a directory.")],
+    )
+    def test_a_report_that_cannot_be_written_is_refused_before_the_run(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: str, says: str
+    ) -> None:
+        """A trial's ran the whole scenario, then said ``[Errno 2] No such file or directory``
+        without naming --report."""
+        monkeypatch.chdir(tmp_path)
+        code, out, err = replay(str(write(tmp_path, HOURLY)), "--report", report)
+        assert (code, out, err) == (2, "", f"error: --report {report}: {says}\n")
+
     def test_a_failing_target_is_retried_and_shown_in_the_timeline(self, tmp_path: Path) -> None:
         text = HOURLY.replace("make()", "flaky()").replace("3h", "1h")
         code, out, _ = replay(str(write(tmp_path, text)))
