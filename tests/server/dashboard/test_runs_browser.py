@@ -277,18 +277,31 @@ def test_the_replay_reports_panel_closes_with_escape_and_its_close_button(tmp_pa
         wait_for(driver, panel_hidden)
 
 
+def timeline_page(tmp_path: Path) -> str:
+    """A page of the dashboard's style sheet and timeline.js with an empty ``<div id="t">``
+    (a test draws into it), as a ``file://`` URL."""
+    assets = Path(__file__).parents[3] / "scheduler_emulator/server/dashboard"
+    page = tmp_path / "timeline.html"
+    page.write_text(
+        '<meta charset="utf-8">'
+        f'<link rel="stylesheet" href="{(assets / "dashboard.css").as_uri()}"><div id="t"></div>'
+        f'<script src="{(assets / "timeline.js").as_uri()}"></script>'
+    )
+    return page.as_uri()
+
+
+def hour_window(lanes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A timeline of 00:00 to 01:00 on a manual clock at 00:10, with ``lanes``."""
+    return {"start": "2026-09-24T00:00:00Z", "end": "2026-09-24T01:00:00Z",
+            "now": "2026-09-24T00:10:00Z", "clock": "manual", "lanes": lanes}  # fmt: skip
+
+
 def test_a_bar_takes_no_click_and_a_retry_after_the_window_points_past_its_edge(
     tmp_path: Path,
 ) -> None:
     """Two trial findings, on timeline.js drawn with runs of our own: a click on a run's grey
     bar did nothing (the bar took it from the run's band), and a retry due after the window
     was drawn as a ring at its edge, as if nearly due."""
-    assets = Path(__file__).parents[3] / "scheduler_emulator/server/dashboard"
-    page = tmp_path / "timeline.html"
-    page.write_text(
-        f'<link rel="stylesheet" href="{(assets / "dashboard.css").as_uri()}"><div id="t"></div>'
-        f'<script src="{(assets / "timeline.js").as_uri()}"></script>'
-    )
     attempt = {"id": 1, "attempt": 1, "code": "INTERNAL", "responseStatus": 500,
                "startTime": "2026-09-24T00:05:00Z", "endTime": "2026-09-24T00:05:01Z"}  # fmt: skip
     runs = [  # retries due inside the window (00:40) and after it (03:00)
@@ -296,12 +309,12 @@ def test_a_bar_takes_no_click_and_a_retry_after_the_window_points_past_its_edge(
          "nextAttemptTime": at, "nextAttempt": 2, "attempts": [attempt | {"id": n}]}
         for n, at in ((1, "2026-09-24T00:40:00Z"), (2, "2026-09-24T03:00:00Z"))
     ]  # fmt: skip
-    data = {"start": "2026-09-24T00:00:00Z", "end": "2026-09-24T01:00:00Z",
-            "now": "2026-09-24T00:10:00Z", "clock": "manual",
-            "lanes": [{"job": f"projects/p/locations/l/jobs/j{r['id']}", "id": f"j{r['id']}",
-                       "timeZone": "Etc/UTC", "runs": [r]} for r in runs]}  # fmt: skip
+    data = hour_window(
+        [{"job": f"projects/p/locations/l/jobs/j{r['id']}", "id": f"j{r['id']}",
+          "timeZone": "Etc/UTC", "runs": [r]} for r in runs]
+    )  # fmt: skip
     with chromium() as driver:
-        driver.get(page.as_uri())
+        driver.get(timeline_page(tmp_path))
         opened = driver.execute_script(
             "var opened = [], c = document.getElementById('t');"
             "SchedulerTimeline.draw(c, arguments[0], {width: 1000,"
@@ -323,13 +336,6 @@ def test_a_bar_takes_no_click_and_a_retry_after_the_window_points_past_its_edge(
 
 def test_a_long_or_paused_lane_name_stops_short_of_its_count(tmp_path: Path) -> None:
     """A trial's screenshot: ``oidc-wrong-aud (paused)`` was drawn over ``2 gave up``."""
-    assets = Path(__file__).parents[3] / "scheduler_emulator/server/dashboard"
-    page = tmp_path / "lanes.html"
-    page.write_text(
-        '<meta charset="utf-8">'
-        f'<link rel="stylesheet" href="{(assets / "dashboard.css").as_uri()}"><div id="t"></div>'
-        f'<script src="{(assets / "timeline.js").as_uri()}"></script>'
-    )
     lanes = [
         ("oidc-wrong-audience", "PAUSED", 2, 2),
         ("a-rather-long-job-identifier", "ENABLED", 12, 0),
@@ -341,10 +347,9 @@ def test_a_long_or_paused_lane_name_stops_short_of_its_count(tmp_path: Path) -> 
          "timeZone": "Etc/UTC", "runs": [], "failedRuns": failed, "gaveUpRuns": gave_up}
         for job, state, failed, gave_up in lanes
     ]  # fmt: skip
-    data = {"start": "2026-09-24T00:00:00Z", "end": "2026-09-24T01:00:00Z",
-            "now": "2026-09-24T00:10:00Z", "clock": "manual", "lanes": drawn_lanes}  # fmt: skip
+    data = hour_window(drawn_lanes)
     with chromium() as driver:
-        driver.get(page.as_uri())
+        driver.get(timeline_page(tmp_path))
         drawn = driver.execute_script(
             "var c = document.getElementById('t');"
             "SchedulerTimeline.draw(c, arguments[0], {width: 1000});"
@@ -367,12 +372,6 @@ def test_a_forced_attempts_panel_says_when_it_was_forced_and_where_app_engine_ro
 ) -> None:
     """A trial's panel of a run "as if scheduled at 18:30" read ``Run 10 (Run now)`` and
     ``Schedule time 19:01`` beside ``ScheduleTime header 18:30``, without ``appEngineHost``."""
-    assets = Path(__file__).parents[3] / "scheduler_emulator/server/dashboard"
-    page = tmp_path / "panel.html"
-    page.write_text(
-        '<meta charset="utf-8"><div id="p"></div>'
-        f'<script src="{(assets / "timeline.js").as_uri()}"></script>'
-    )
     attempt = {"job": "projects/p/locations/l/jobs/legacy", "runId": 10, "attempt": 1,
                "forced": True, "nominalTime": "2026-12-04T19:01:00Z",
                "scheduleTime": "2026-12-04T18:30:00Z", "startTime": "2026-12-04T19:01:00Z",
@@ -380,9 +379,9 @@ def test_a_forced_attempts_panel_says_when_it_was_forced_and_where_app_engine_ro
                "request": {"method": "GET", "url": "http://127.0.0.1:1/legacy/cron",
                            "appEngineHost": "worker.p.appspot.com", "headers": {}}}  # fmt: skip
     with chromium() as driver:
-        driver.get(page.as_uri())
+        driver.get(timeline_page(tmp_path))
         text = driver.execute_script(
-            "var p = document.getElementById('p');"
+            "var p = document.getElementById('t');"
             "SchedulerTimeline.details(p, arguments[0], 'Etc/UTC'); return p.innerText;",
             attempt,
         )
