@@ -43,12 +43,12 @@ class TimerNotAcknowledged(AssertionError):
     :param body: the response body as text.
     """
 
-    def __init__(self, name: str, status: int, body: str) -> None:
+    def __init__(self, name: str, status: int, body: str, note: str = "") -> None:
         self.name, self.status, self.body = name, status, body
-        said = f" {body}" if body else ""
+        said = f" It said: {body}" if body else " It said nothing."
         super().__init__(
             f"The source would not read the answer to TIMER /{name} as an acknowledgement: "
-            f"the service answered {status}. It said:{said}"
+            f"the service answered {status}.{said}{note}"
         )
 
 
@@ -66,6 +66,8 @@ class _Timers:
                 "or an app the router was not found on); use fire(name, payload) or pass "
                 "router=…"
             )
+        if name not in router.timers and name.replace("_", "-") in router.timers:
+            name = name.replace("_", "-")  # timers.daily_digest() for the job daily-digest
         if name.startswith("_") or name not in router.timers:
             raise AttributeError(
                 f"no timer named {name!r} on this app (registered: {sorted(router.timers)}); "
@@ -172,7 +174,10 @@ class CloudRunTimers(_Timers):
             answer = requests.post(self._base_url + path, headers=headers, data=body, timeout=60)
             status, text = answer.status_code, answer.text
         if not 200 <= status <= 299:
-            raise TimerNotAcknowledged(name, status, text)
+            timers = [] if self._router is None else sorted(self._router.timers)
+            unknown = bool(timers) and name not in timers
+            note = f" No timer {name!r} is registered (registered: {timers})." if unknown else ""
+            raise TimerNotAcknowledged(name, status, text, note)
         return status
 
     def close(self) -> None:

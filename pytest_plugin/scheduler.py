@@ -296,6 +296,7 @@ class CloudScheduler(AttemptAssertions):
             ``https://orders-abc123-uc.a.run.app``; the longest mounted prefix wins. The app
             sees the request's whole path (a ``/path`` here is not taken off it).
         :raises ValueError: if ``base_url`` is not an http(s) URL.
+        :raises TypeError: if ``app`` is not callable (``"service:api"`` text is not an app).
         :raises ImportError: for an ASGI app without httpx installed.
         """
         self.transport.mount(base_url, app)
@@ -373,13 +374,14 @@ class CloudScheduler(AttemptAssertions):
         self.emulator.cloud_run.settle()
         return now
 
-    def run_job(self, name: str) -> Job:
+    def run_job(self, name: str, *, schedule_time: datetime | None = None) -> Job:
         """Force a run now (RunJob), even while paused or running; the attempt is delivered
         before this returns. Its ``X-CloudScheduler-ScheduleTime`` is the job's next scheduled
-        time (none for English-like schedules, or with ``force_run_schedule_time="omit"``).
+        time (none for English-like schedules, or with ``force_run_schedule_time="omit"``), or
+        ``schedule_time`` (aware): run as if scheduled then (:meth:`Emulator.run_job`).
         """
         with self.transport.virtual_time():
-            return self.emulator.run_job(name)
+            return self.emulator.run_job(name, schedule_time=schedule_time)
 
     # ---------------------------------------------------------------- Cloud Run jobs
 

@@ -131,14 +131,24 @@ class ManualClock:
         """Move the clock forward by ``delta``, firing everything that falls due on the way.
 
         :param delta: a non-negative :class:`timedelta` or number of seconds.
-        :raises ClockError: if ``delta`` is negative.
+        :raises ClockError: if ``delta`` is negative, not finite, 10^12 seconds or more, or neither
+            a timedelta nor a number.
         :return: the new instant.
         """
-        if not isinstance(delta, timedelta):
-            delta = timedelta(seconds=delta)
-        if delta < timedelta(0):
-            raise ClockError(f"cannot advance a ManualClock by a negative amount ({delta}).")
-        return self.move_to(self._now + delta)
+        if isinstance(delta, bool) or not isinstance(delta, timedelta | int | float):
+            raise ClockError(
+                f"advance takes a timedelta or a number of seconds; got {delta!r} "
+                "(timedelta(hours=1), or 3600)."
+            )
+        seconds = delta.total_seconds() if isinstance(delta, timedelta) else delta
+        if not 0 <= seconds < 1e12:  # NaN, infinity and a negative amount too
+            raise ClockError(
+                f"cannot advance a ManualClock by {seconds:g} seconds: give 0 or more, under "
+                "10^12 (the clock only moves forward; start it earlier for an earlier instant)."
+            )
+        return self.move_to(
+            self._now + (delta if isinstance(delta, timedelta) else timedelta(seconds=delta))
+        )
 
     def move_to(self, target: datetime) -> datetime:
         """Move the clock to ``target``, stopping at every due instant in order on the way to

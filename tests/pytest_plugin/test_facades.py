@@ -123,6 +123,9 @@ def run(pytester: pytest.Pytester, test_source: str) -> pytest.RunResult:
                 cloud_run_testing(app).fire("nightly-v2")
                 function_testing(app).fire("nightly-v2")
                 assert log.sweeps == 20
+                cloud_run_testing(app).nightly_v2()  # the job ID's hyphen as an underscore
+                function_testing(app).nightly_v2()
+                assert log.sweeps == 40
             """,
             1,
             id="payload_messages_and_fire_for_any_name",
@@ -217,15 +220,20 @@ def test_non_2xx_answer_fails_with_the_acknowledgement_message(
 
         def test_no_body_for_a_payload_timer(cloud_run_testing):
             cloud_run_testing(create_app()).fire("report")
+
+        def test_a_misspelt_timer(cloud_run_testing):
+            cloud_run_testing(create_app()).fire("nightly_v2")
         """,
     )
-    result.assert_outcomes(failed=2)
+    result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(
         [
             "*TimerNotAcknowledged: The source would not read the answer to TIMER /tick as an "
-            "acknowledgement: the service answered 404. It said:*",
+            "acknowledgement: the service answered 404. It said*",
             "*TimerNotAcknowledged: The source would not read the answer to TIMER /report as an "
             "acknowledgement: the service answered 400. It said: {*",
+            "*TimerNotAcknowledged: * TIMER /nightly_v2 * answered 500. It said nothing. No timer "
+            "'nightly_v2' is registered (registered: *'nightly-v2', 'report', 'tick'*).",
         ]
     )
 

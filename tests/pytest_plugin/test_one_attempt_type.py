@@ -188,3 +188,19 @@ def test_a_job_without_attempts_and_a_misspelt_job_read_differently() -> None:
                 emulator.assert_attempted(name)
         with pytest.raises(AssertionError, match=r"there is no job 'nighly'; jobs: \['nightly'\]"):
             emulator.assert_attempted("nighly")
+
+
+def test_the_fixture_runs_as_if_scheduled_and_refuses_an_app_given_as_text(
+    cloud_scheduler: CloudScheduler,
+) -> None:
+    """A trial: ``run_job(..., schedule_time=…)`` was the library's only, and ``mount`` took
+    ``"service:api"``, whose attempts then failed with a timer router's hint."""
+    target = RecordingTarget()
+    cloud_scheduler.mount("http://svc.test", target)
+    cloud_scheduler.create_job(**nightly("http://svc.test/"))
+    when = datetime(2025, 12, 31, 2, tzinfo=UTC)
+    cloud_scheduler.run_job("nightly", schedule_time=when)
+    [attempt] = cloud_scheduler.attempts("nightly")
+    assert (attempt.forced, attempt.schedule_time) == (True, "2025-12-31T02:00:00Z")
+    with pytest.raises(TypeError, match="a WSGI or ASGI app, the object itself; got 'service:api'"):
+        cloud_scheduler.mount("http://other.test", "service:api")  # type: ignore[arg-type]

@@ -53,9 +53,24 @@ class TestManualClock:
         ):
             clock.move_to(T0 - timedelta(seconds=1))
 
-    def test_negative_advance_is_refused(self) -> None:
-        with pytest.raises(ClockError, match="negative"):
-            ManualClock(T0).advance(-1)
+    @pytest.mark.parametrize(
+        ("delta", "says"),
+        [
+            (-1, "by -1 seconds: give 0 or more"),
+            (timedelta(hours=-1), "by -3600 seconds: give 0 or more"),  # not "-1 day, 23:00:00"
+            (float("nan"), "by nan seconds"),
+            (1e12, "by 1e+12 seconds: give 0 or more, under 10^12"),
+            ("1h", "advance takes a timedelta or a number of seconds; got '1h'"),
+            (True, "advance takes a timedelta or a number of seconds; got True"),
+        ],
+    )
+    def test_an_advance_that_is_not_a_step_forward_is_refused(
+        self, delta: object, says: str
+    ) -> None:
+        """A trial's ``advance("1h")`` was a raw TypeError from timedelta."""
+        with pytest.raises(ClockError) as caught:
+            ManualClock(T0).advance(delta)  # type: ignore[arg-type]
+        assert says in str(caught.value)
 
     def test_naive_datetimes_are_refused_with_a_hint(self) -> None:
         with pytest.raises(NaiveDatetimeError, match="naive; pass a timezone-aware datetime"):

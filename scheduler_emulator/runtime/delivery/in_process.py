@@ -241,10 +241,13 @@ class MountTransport:
         (:func:`is_asgi_app`; called through :class:`AsgiCaller`, started on first delivery).
 
         :raises ValueError: if ``prefix`` is not an absolute http(s) URL.
+        :raises TypeError: if ``app`` is not callable (a WSGI or ASGI app is).
         :raises ImportError: for an ASGI app when httpx (the ``asgi`` extra) is not installed.
         """
         if not prefix.startswith(("http://", "https://")):
             raise ValueError(f"mount prefix must start with http:// or https://; got {prefix!r}.")
+        if not callable(app):  # e.g. the "module:app" text a server takes
+            raise TypeError(f"mount takes a WSGI or ASGI app, the object itself; got {app!r}.")
         if is_asgi_app(app):
             _httpx()  # fail now, not on the first delivery
         self._mounts[prefix.rstrip("/")] = app
