@@ -83,7 +83,11 @@ def read_text(
         with open(path, "rb") as handle:
             data = handle.read(max_bytes + 1)
     except OSError as exc:
-        raise ConfigurationError(f"{path}: cannot read {what}: {exc.strerror or exc}.") from None
+        where = Path(path)  # a relative path: where it was looked for (the current directory)
+        looked = "" if where.is_absolute() else f" (looked for {where.absolute()})"
+        raise ConfigurationError(
+            f"{path}: cannot read {what}: {exc.strerror or exc}{looked}."
+        ) from None
     if len(data) > max_bytes:
         raise ConfigurationError(
             f"{path}: {what} is larger than the limit of {max_bytes} bytes"

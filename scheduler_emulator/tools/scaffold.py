@@ -48,7 +48,7 @@ PROJECT_FILES: Mapping[str, str] = {
     "app.py": "the Flask service and its timers 'nightly' and 'notify'",
     "test_app.py": "its tests: both façade styles, and jobs.yaml on a virtual clock",
     "jobs.yaml": "the Cloud Scheduler jobs that run the timers",
-    "requirements.txt": "cloud-scheduler-emulator, flask, PyYAML",
+    "requirements.txt": "cloud-scheduler-emulator (PyYAML and pytest come with it), flask",
     "README.md": "how to set up, test, run and deploy it",
 }
 
