@@ -322,8 +322,7 @@
       table.setAttribute("data-testid", "execution-tasks");
       [["task", "attempt", "exit code", "took", "stdout", "stderr"]].concat(e.taskAttempts.map(function (a) {
         var took = a.endTime ? (Date.parse(a.endTime) - Date.parse(a.startTime)) + " ms" : "running";
-        return [a.index, a.attempt, a.stopped ? a.stopped + " (" + a.exitCode + ")" : a.exitCode,
-          took, a.stdout, a.stderr];
+        return [a.index, a.attempt, TL.exitText(a), took, a.stdout, a.stderr];
       })).forEach(function (cells, i) {
         var tr = table.insertRow();
         cells.forEach(function (cell) {

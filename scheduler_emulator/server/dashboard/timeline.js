@@ -355,6 +355,13 @@
     try { return { header: part(pieces[0]), claims: part(pieces[1]) }; } catch (e) { return null; }
   }
 
+  /* A Cloud Run task attempt's exit: its code, or why the emulator ended it and the code it
+   * got (a task found running at a restart has none): "0", "timeout (-15)", "interrupted". */
+  function exitText(a) {
+    var code = a.exitCode === undefined || a.exitCode === null ? "" : String(a.exitCode);
+    return a.stopped ? a.stopped + (code ? " (" + code + ")" : "") : code;
+  }
+
   function add(parent, tag, text, cls) {
     var node = document.createElement(tag);
     if (text !== undefined) node.textContent = text;
@@ -465,7 +472,7 @@
   root.SchedulerTimeline = {
     draw: draw, legend: legend, outcome: outcome, stamp: stamp, utcStamp: utcStamp,
     details: details, runView: runView, panel: panel, breakable: breakable, jwtParts: jwtParts,
-    retryText: retryText, stateText: stateText, wallText: wallText,
+    retryText: retryText, stateText: stateText, wallText: wallText, exitText: exitText,
     setZone: function (mode) { zoneMode = mode; },
     time: function (t) { return clockText(t, true); }
   };

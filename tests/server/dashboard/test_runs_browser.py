@@ -388,3 +388,19 @@ def test_a_forced_attempts_panel_says_when_it_was_forced_and_where_app_engine_ro
     assert "Run\n10 (forced: Run now, or run as if scheduled)" in text
     assert "Forced at\n2026-12-04 19:01:00" in text and "Schedule time" not in text
     assert "(App Engine: production routes it to worker.p.appspot.com)" in text
+
+
+def test_a_task_found_running_at_a_restart_reads_interrupted_without_a_code(
+    tmp_path: Path,
+) -> None:
+    """A trial's panel read ``interrupted (undefined)`` after a daemon killed mid-execution."""
+    tasks = [
+        {"exitCode": 0},
+        {"stopped": "timeout", "exitCode": -15},
+        {"stopped": "interrupted"},
+        {"stopped": "not started"},
+    ]
+    with chromium() as driver:
+        driver.get(timeline_page(tmp_path))
+        shown = driver.execute_script("return arguments[0].map(SchedulerTimeline.exitText);", tasks)
+    assert shown == ["0", "timeout (-15)", "interrupted", "not started"]
