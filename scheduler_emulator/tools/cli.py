@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, NoReturn
 
 from .. import __version__
+from ..clients import EMULATOR_HOST_VARIABLE, emulator_host
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
@@ -115,13 +116,17 @@ def _directory(text: str) -> Path:
 
 
 def _daemon_address(parser: argparse.ArgumentParser) -> None:
-    """Add ``--host`` and ``--port``: where a running daemon is (``env-init`` and the views)."""
+    """Add ``--host`` and ``--port``: where a running daemon is (``env-init`` and the views);
+    by default where ``$CLOUD_SCHEDULER_EMULATOR_HOST`` (``env-init`` exports it) says, else
+    127.0.0.1:8095 (a value that is not HOST:PORT is passed over)."""
+    host, port = DEFAULT_HOST, DEFAULT_PORT
+    with contextlib.suppress(ValueError):
+        exported = emulator_host(os.environ.get(EMULATOR_HOST_VARIABLE) or f"{host}:{port}")
+        host, port = exported.rsplit(":", 1)[0].strip("[]"), int(exported.rsplit(":", 1)[1])
     parser.add_argument(
-        "--host", type=_host, default=DEFAULT_HOST, help="the daemon's address (%(default)s)"
+        "--host", type=_host, default=host, help="the daemon's address (%(default)s)"
     )
-    parser.add_argument(
-        "--port", type=_port, default=DEFAULT_PORT, help="the daemon's port (%(default)s)"
-    )
+    parser.add_argument("--port", type=_port, default=port, help="the daemon's port (%(default)s)")
 
 
 def _issuer(text: str) -> str:

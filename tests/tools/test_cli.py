@@ -250,6 +250,24 @@ class TestEnvInit:
         assert f"export CLOUD_SCHEDULER_EMULATOR_HOST={host}:{port}\n" in result.stdout
         assert "export PUBSUB_EMULATOR_HOST" not in result.stdout  # it publishes to none
 
+    @pytest.mark.parametrize(
+        ("exported", "asked"),
+        [("127.0.0.1:9", "http://127.0.0.1:9"), ("[::1]:9", "http://[::1]:9"),
+         ("not-an-address", "http://127.0.0.1:8095")],
+    )  # fmt: skip
+    def test_the_views_go_where_the_exported_variable_says(
+        self,
+        exported: str,
+        asked: str,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """A trial: after ``eval "$(scheduler-emulator env-init --port N)"`` the views still
+        asked port 8095."""
+        monkeypatch.setenv("CLOUD_SCHEDULER_EMULATOR_HOST", exported)
+        code, _, err = run_command(capsys, "attempts")
+        assert code == 2 and f"no scheduler-emulator answers at {asked};" in err
+
     def test_an_ipv6_daemons_startup_line_and_exports_bracket_its_address(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
