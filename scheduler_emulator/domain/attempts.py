@@ -438,7 +438,8 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     :param width: the longest answer or debug text shown (longer ones end in ``…``, cut between
         words when a word ends in the last 20 characters); the hint
         follows it whole, so what to do about it is never cut, and the emulator's own
-        ``EMULATOR_…`` texts (which say what to do) are cut only past four times ``width``.
+        ``EMULATOR_…`` and ``PUBSUB_ERROR…`` texts (which say what to do, such as the command
+        that creates a missing topic) are cut only past four times ``width``.
     """
     if attempt.code in (None, "OK"):
         return ""
@@ -451,7 +452,7 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
         if hint and not attempt.response_excerpt.strip():
             text = "empty body"
     text = " ".join(text.split())
-    if text.startswith("EMULATOR_"):
+    if text.startswith(("EMULATOR_", "PUBSUB_ERROR")):  # the emulator's words: what to do
         width *= 4
     if len(text) > width:  # cut between words when one ends in the last 20 characters
         text = text[: width - 1]

@@ -79,6 +79,14 @@ def test_the_emulators_own_instructions_are_not_cut() -> None:
     assert failure_reason(attempt) == " ".join(NOT_CONFIGURED.split())
     long = replace(attempt, debug_info="EMULATOR_ERROR. " + "x" * 5 * REASON_WIDTH)
     assert len(failure_reason(long)) == 4 * REASON_WIDTH
+    # a trial's views cut the command that creates a missing topic
+    topic = "projects/my-project/topics/restock"
+    missing = (
+        f"PUBSUB_ERROR. Publishing to {topic} failed: Topic not found (Pub/Sub emulator at "
+        f"127.0.0.1:18810); create it with: curl -X PUT http://127.0.0.1:18810/v1/{topic}"
+    )
+    assert len(missing) > REASON_WIDTH
+    assert failure_reason(replace(attempt, code="NOT_FOUND", debug_info=missing)) == missing
 
 
 def test_a_frameworks_html_error_page_reads_as_its_text() -> None:
