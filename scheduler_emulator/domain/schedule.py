@@ -343,9 +343,13 @@ class _Matcher:
 
 def _parse_cron(text: str, fields: list[str]) -> tuple[_Matcher, bool]:
     if len(fields) != 5:
+        zone = any(
+            "/" in part and part[:1].isalpha() or part.startswith("CRON_TZ") for part in fields
+        )
         raise _schedule_error(
             f"Schedule {text!r} has {len(fields)} fields; unix-cron needs exactly 5 "
-            "(minute hour day-of-month month day-of-week)."
+            "(minute hour day-of-month month day-of-week)"
+            + ("; a time zone goes in timeZone, not in the schedule." if zone else ".")
         )
     minute, hour, dom, month, dow = (
         _parse_field(part, text, spec) for part, spec in zip(fields, _FIELDS, strict=True)
