@@ -37,6 +37,8 @@ def load_cloud_run_jobs(
     seen: dict[str, str] = {}
     for path in paths:
         document = load_document(read_text(path, "the Cloud Run jobs file"), str(path))
+        if document is None or document == []:  # an empty file, or an empty list
+            raise ConfigurationError(f"{path}: the Cloud Run jobs file holds no job.")
         items = document if isinstance(document, list) else [document]
         for item in items:
             try:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.tools.cloud_run_file import load_cloud_run_jobs
 from tests.daemon import MANUAL, Daemon, running_daemon
 from tests.support import run_cli, wait_for
@@ -219,3 +220,13 @@ def test_a_program_that_is_not_there_is_warned_about(
         f"warning: {path}: Cloud Run job typo runs './exprot.sh', which is neither a program on "
         "PATH nor a file here: its tasks fail 'not started' until it is.\n"
     )
+
+
+@pytest.mark.parametrize("text", ["", "# nothing yet\n", "[]\n"])
+def test_an_empty_cloud_run_file_says_it_holds_no_job(tmp_path: Path, text: str) -> None:
+    """A trial's empty file read ``a Cloud Run job: name must be … got nothing``."""
+    path = tmp_path / "jobs.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigurationError) as caught:
+        load_cloud_run_jobs([path], project="p", location="us-central1")
+    assert str(caught.value) == f"{path}: the Cloud Run jobs file holds no job."
