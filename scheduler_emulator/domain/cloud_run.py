@@ -31,6 +31,7 @@ and no process, so the rules are tested alone.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -321,12 +322,17 @@ def _build(
     args = _strings(container.get("args"), name, f"{where}.args")
     program = command or local
     if not program:
+        keys = [str(key) for key in container]  # a misspelt "command" is the likely cause
+        near = difflib.get_close_matches("command", keys, n=1) or difflib.get_close_matches(
+            "emulatorCommand", keys, n=1
+        )
+        typo = f"; is {near[0]!r} a misspelt 'command'?" if near else ""
         raise _bad(
             name,
             f"{where}.emulatorCommand",
             None,
             "the local command to run, as the image is not pulled (or give the container a "
-            "command)",
+            f"command{typo})",
         )
     return CloudRunJob(
         name=name,

@@ -156,6 +156,11 @@ class TestDefinitions:
                 ["template.template.maxRetry is not a field", "maxRetries"],
                 id="misspelt-task-field",
             ),
+            pytest.param(  # a trial's "comand" read as a missing emulatorCommand, unnamed
+                {"template": {"containers": [{"image": "x", "comand": ["python", "t.py"]}]}},
+                ["emulatorCommand", "is 'comand' a misspelt 'command'?", "got nothing."],
+                id="misspelt-command",
+            ),
         ],
     )
     def test_a_bad_definition_names_job_field_and_value(
