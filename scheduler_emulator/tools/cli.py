@@ -38,6 +38,7 @@ from ..runtime import (
     LOG_FORMATS,
     TOKEN_TIMES,
     EmulatorOptions,
+    NoPublisher,
     SystemClock,
     http2_problem,
 )
@@ -632,6 +633,15 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             "machines can reach the emulator, create jobs that send requests from this machine "
             "and read every attempt."
             + ("" if token else " Set --admin-token to protect /_emulator/."),
+            file=sys.stderr,
+        )
+    unpublished = [j.job_id for j in emulator.list_jobs() if j.target_type == "PUBSUB"]
+    if unpublished and isinstance(targets.publisher, NoPublisher):
+        print(
+            f"warning: {len(unpublished)} Pub/Sub job(s) ({', '.join(unpublished[:3])}"
+            f"{', …' if len(unpublished) > 3 else ''}) have nowhere to publish: their attempts "
+            "fail FAILED_PRECONDITION until the daemon is started with --pubsub-emulator-host "
+            "HOST:PORT or --with-pubsub (docs/pubsub.md).",
             file=sys.stderr,
         )
     run_jobs = [job.job_id for job in emulator.cloud_run.jobs()]

@@ -351,6 +351,22 @@ class TestStartupLine:
             assert daemon.process.stderr is not None
             assert f"warning: {jobs} holds no jobs" in daemon.process.stderr.read()
 
+    def test_pubsub_jobs_with_nowhere_to_publish_are_a_warning(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A trial's restart without a Pub/Sub emulator said nothing until the jobs fired."""
+        monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
+        jobs = tmp_path / "jobs.yaml"
+        topic = {"topicName": "projects/my-project/topics/restock", "data": "aGk="}
+        jobs.write_text(json.dumps([{"name": "restock", "schedule": "0 6 * * *",
+                                     "pubsubTarget": topic}]))  # fmt: skip
+        with running_daemon("--in-memory", "--jobs", str(jobs)) as daemon:
+            daemon.stop()
+            assert daemon.process.stderr is not None
+            assert "warning: 1 Pub/Sub job(s) (restock) have nowhere to publish" in (
+                daemon.process.stderr.read()
+            )
+
 
 @pytest.mark.parametrize(
     "command",
