@@ -248,9 +248,12 @@ class Daemon:
 
     def _stop_engine(self) -> None:
         in_flight = self.emulator.in_flight
+        running = len(self.emulator.cloud_run.store.list(state="RUNNING", limit=None))
         wait = ""
         if in_flight:
             wait = f"; waiting up to {STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now)"
+        if running:  # their tasks get SIGTERM, then SIGKILL, and the executions are INTERRUPTED
+            wait += f"; {running} Cloud Run execution(s) running are interrupted"
         self._say(f"scheduler-emulator stopping: {in_flight} attempt(s) in flight or queued{wait}.")
         self._interrupted = self.emulator.stop(STOP_GRACE_SECONDS)
 

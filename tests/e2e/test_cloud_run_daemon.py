@@ -184,6 +184,35 @@ def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
     assert [e["name"] for e in interrupted["executions"]] == [execution["name"]]
 
 
+def test_a_stop_mid_execution_sends_its_tasks_sigterm_before_sigkill(tmp_path: Path) -> None:
+    """A trial's stop killed the tasks outright (``interrupted (-9)``), though the timeout path
+    and Cloud Run send SIGTERM first."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    jobs_file = write_jobs(tmp_path, HANG)
+    data = str(tmp_path / "data")
+    os.environ["PIDS"] = str(pids)
+    try:
+        with running_daemon("--data-dir", data, "--cloud-run-jobs", str(jobs_file)) as daemon:
+            jobs, _ = run_client(daemon)
+            jobs.run_job(name="projects/my-project/locations/us-central1/jobs/export")
+            wait_for(lambda: len(list(pids.iterdir())) == 2, 60, "two tasks running")
+            daemon.process.send_signal(signal.SIGTERM)
+            daemon.process.wait(30)
+            assert daemon.process.stderr is not None
+            stderr = daemon.process.stderr.read()
+        with running_daemon("--data-dir", data, "--cloud-run-jobs", str(jobs_file)) as again:
+            [execution] = again.get("/_emulator/executions")["executions"]
+    finally:
+        del os.environ["PIDS"]
+    assert "; 1 Cloud Run execution(s) running are interrupted." in stderr
+    assert execution["state"] == "INTERRUPTED"
+    assert [(a["stopped"], a["exitCode"]) for a in execution["taskAttempts"]] == [
+        ("interrupted", -15),
+        ("interrupted", -15),
+    ]
+
+
 def test_a_bad_cloud_run_jobs_file_exits_2_naming_job_field_and_value(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(

@@ -34,6 +34,7 @@ from ...domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
 from ...domain.codec import camel_case
 from ...domain.errors import InvalidArgument, NotFound
 from ...realtime import now as real_now
+from ...realtime import real_monotonic
 from ...wire import format_timestamp, parse_timestamp
 from .._clock import Clock
 from ..storage.store import add_condition
@@ -43,6 +44,9 @@ OUTPUT_TAIL_BYTES = 4096
 #: Seconds between SIGTERM and SIGKILL for a task past its timeout (Cloud Run gives a container
 #: 10 seconds after SIGTERM; cloud.google.com/run/docs/container-contract#instance-shutdown).
 STOP_GRACE_SECONDS = 10.0
+#: Seconds a task has between SIGTERM and SIGKILL when the emulator stops (within the daemon's
+#: own grace of 2 s for attempts in flight).
+CLOSE_GRACE_SECONDS = 1.5
 #: The states an execution is listed in.
 EXECUTION_STATES = ("RUNNING", "SUCCEEDED", "FAILED", "INTERRUPTED")
 _ID_CHARS = string.ascii_lowercase + string.digits
@@ -392,11 +396,17 @@ class CloudRun:
             thread.join()
 
     def close(self) -> None:
-        """Stop: running task processes get SIGKILL and their executions are recorded as
-        ``INTERRUPTED``; then close the store."""
+        """Stop: running task processes get SIGTERM, as Cloud Run stops a container, then
+        SIGKILL after :data:`CLOSE_GRACE_SECONDS` (real time) if still running; their executions
+        are recorded as ``INTERRUPTED``; then close the store."""
         with self._lock:  # a task process starting from now on is killed as it registers
             self._closing = True
             processes = list(self._processes)
+        for process in processes:
+            _signal(process, signal.SIGTERM)
+        deadline, pause = real_monotonic() + CLOSE_GRACE_SECONDS, threading.Event()
+        while any(p.poll() is None for p in processes) and real_monotonic() < deadline:
+            pause.wait(0.02)  # (a lock's timeout: real time under a frozen test clock too)
         for process in processes:
             _signal(process, signal.SIGKILL)
         self.settle()
