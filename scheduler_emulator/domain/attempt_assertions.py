@@ -48,8 +48,18 @@ def check_attempted(
         job" when ``job`` is not among them: a misspelt name).
     :param hint: an extra line for an attempt that did not match (e.g. "not mounted").
     :raises AssertionError: listing every attempt of the job and why it did not match.
+    :raises TypeError: for a ``count`` that is not an int, or a ``code`` or ``schedule_time``
+        that is not text (the header's text, as sent), saying what to pass.
     """
     __tracebackhide__ = True
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+        raise TypeError(f"count must be an int; got {count!r}.")
+    for name, value in (("code", code), ("schedule_time", schedule_time)):
+        if value is not None and not isinstance(value, str):
+            shown = ' (the header as sent, such as "2026-01-01T02:00:00Z")'
+            raise TypeError(f"{name} must be text{shown if name != 'code' else ''}; got {value!r}.")
+    if code is not None and code != code.upper():  # google.rpc code names are upper case
+        raise TypeError(f"code is a google.rpc code name: {code.upper()!r}, not {code!r}.")
     matching, misses = [], []
     for attempt in attempts:
         reasons = []

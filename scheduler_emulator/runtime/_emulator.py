@@ -228,7 +228,10 @@ class Emulator(AttemptAssertions):
 
     def job_name(self, name: str) -> str:
         """The full job name of a short job ID (default project and location) or of a full
-        name. :raises InvalidArgument: if ``name`` is neither."""
+        name. :raises InvalidArgument: if ``name`` is neither. :raises TypeError: if it is not
+        text."""
+        if not isinstance(name, str):
+            raise TypeError(f"a job is named by its ID or full name, as text; got {name!r}.")
         return qualify_job_name(name, self.project, self.location)
 
     # ---------------------------------------------------------------- jobs

@@ -204,3 +204,23 @@ def test_the_fixture_runs_as_if_scheduled_and_refuses_an_app_given_as_text(
     assert (attempt.forced, attempt.schedule_time) == (True, "2025-12-31T02:00:00Z")
     with pytest.raises(TypeError, match="a WSGI or ASGI app, the object itself; got 'service:api'"):
         cloud_scheduler.mount("http://other.test", "service:api")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        ({"count": "1"}, "count must be an int; got '1'."),
+        ({"code": "ok"}, "code is a google.rpc code name: 'OK', not 'ok'."),
+        ({"schedule_time": START}, "schedule_time must be text (the header as sent"),
+    ],
+)
+def test_a_wrong_kind_of_expectation_says_what_to_pass(call: dict[str, Any], says: str) -> None:
+    """A trial's ``count="1"`` failed saying "expected 1, found 1", ``code="ok"`` "code OK, not
+    ok", and ``attempts(123)`` was a TypeError from inside the name check."""
+    with Emulator(ManualClock(START), transport=WsgiTransport(RecordingTarget())) as emulator:
+        emulator.create_job(**nightly("http://svc.test/"))
+        with pytest.raises(TypeError) as caught:
+            emulator.assert_attempted("nightly", **call)
+        assert str(caught.value).startswith(says)
+        with pytest.raises(TypeError, match="by its ID or full name, as text; got 123."):
+            emulator.attempts(123)  # type: ignore[arg-type]
