@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -146,9 +147,11 @@ HANG = (
 )
 
 
-def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
-    tmp_path: Path,
-) -> None:
+@contextlib.contextmanager
+def hanging_execution(tmp_path: Path, signum: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A daemon on a data dir whose execution's two tasks hang, sent ``signum`` once both
+    run and are recorded; yield its stderr and the execution the next start lists. Tasks left
+    running (after a SIGKILL) are killed afterwards."""
     pids = tmp_path / "pids"
     pids.mkdir()
     jobs_file = write_jobs(tmp_path, HANG)
@@ -166,51 +169,43 @@ def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
                 30,
                 "both task attempts recorded",
             )
-            daemon.process.send_signal(signal.SIGKILL)
-            daemon.process.wait(30)
-        with running_daemon("--data-dir", data, "--cloud-run-jobs", str(jobs_file)) as again:
-            [execution] = again.get("/_emulator/executions")["executions"]
-            interrupted = again.get("/_emulator/executions", params={"state": "INTERRUPTED"})
-    finally:
-        del os.environ["PIDS"]
-        for pid in pids.iterdir():  # the killed daemon's tasks outlive it
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid.name), signal.SIGKILL)
-    assert execution["state"] == "INTERRUPTED"
-    assert [(a["index"], a["stopped"]) for a in execution["taskAttempts"]] == [
-        (0, "interrupted"),
-        (1, "interrupted"),
-    ]
-    assert [e["name"] for e in interrupted["executions"]] == [execution["name"]]
-
-
-def test_a_stop_mid_execution_sends_its_tasks_sigterm_before_sigkill(tmp_path: Path) -> None:
-    """A trial's stop killed the tasks outright (``interrupted (-9)``), though the timeout path
-    and Cloud Run send SIGTERM first."""
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    jobs_file = write_jobs(tmp_path, HANG)
-    data = str(tmp_path / "data")
-    os.environ["PIDS"] = str(pids)
-    try:
-        with running_daemon("--data-dir", data, "--cloud-run-jobs", str(jobs_file)) as daemon:
-            jobs, _ = run_client(daemon)
-            jobs.run_job(name="projects/my-project/locations/us-central1/jobs/export")
-            wait_for(lambda: len(list(pids.iterdir())) == 2, 60, "two tasks running")
-            daemon.process.send_signal(signal.SIGTERM)
+            daemon.process.send_signal(signum)
             daemon.process.wait(30)
             assert daemon.process.stderr is not None
             stderr = daemon.process.stderr.read()
         with running_daemon("--data-dir", data, "--cloud-run-jobs", str(jobs_file)) as again:
             [execution] = again.get("/_emulator/executions")["executions"]
+            interrupted = again.get("/_emulator/executions", params={"state": "INTERRUPTED"})
+            assert [e["name"] for e in interrupted["executions"]] == [execution["name"]]
+            yield stderr, execution
     finally:
         del os.environ["PIDS"]
-    assert "; 1 Cloud Run execution(s) running are interrupted." in stderr
-    assert execution["state"] == "INTERRUPTED"
-    assert [(a["stopped"], a["exitCode"]) for a in execution["taskAttempts"]] == [
-        ("interrupted", -15),
-        ("interrupted", -15),
-    ]
+        for pid in pids.iterdir():  # a killed daemon's tasks outlive it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid.name), signal.SIGKILL)
+
+
+def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
+    tmp_path: Path,
+) -> None:
+    with hanging_execution(tmp_path, signal.SIGKILL) as (_, execution):
+        assert execution["state"] == "INTERRUPTED"
+        assert [(a["index"], a["stopped"]) for a in execution["taskAttempts"]] == [
+            (0, "interrupted"),
+            (1, "interrupted"),
+        ]
+
+
+def test_a_stop_mid_execution_sends_its_tasks_sigterm_before_sigkill(tmp_path: Path) -> None:
+    """A trial's stop killed the tasks outright (``interrupted (-9)``), though the timeout path
+    and Cloud Run send SIGTERM first."""
+    with hanging_execution(tmp_path, signal.SIGTERM) as (stderr, execution):
+        assert "; 1 Cloud Run execution(s) running are interrupted." in stderr
+        assert execution["state"] == "INTERRUPTED"
+        assert [(a["stopped"], a["exitCode"]) for a in execution["taskAttempts"]] == [
+            ("interrupted", -15),
+            ("interrupted", -15),
+        ]
 
 
 def test_a_bad_cloud_run_jobs_file_exits_2_naming_job_field_and_value(tmp_path: Path) -> None:
