@@ -353,7 +353,17 @@ class TestRejections:
     def test_missing_file_names_the_file(self, tmp_path: Path) -> None:
         path = tmp_path / "absent.yaml"
 
-        assert load_error(path).startswith(f"{path}: cannot read the jobs file:")
+        assert load_error(path) == f"{path}: cannot read the jobs file: No such file or directory."
+
+    def test_a_missing_relative_path_says_where_it_was_looked_for(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A trial's ``load_jobs("jobs.yml")`` did not say which directory it was read from."""
+        monkeypatch.chdir(tmp_path)
+        assert load_error(Path("jobs.yml")) == (
+            f"jobs.yml: cannot read the jobs file: No such file or directory (looked for "
+            f"{tmp_path / 'jobs.yml'})."
+        )
 
     @pytest.mark.parametrize(
         ("text", "message"),
