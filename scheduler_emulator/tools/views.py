@@ -603,7 +603,7 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
     ``GET /_emulator/executions`` records; EXIT CODES lists each task's attempts in order
     (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout); REASON,
     for an execution that did not succeed, the last failed task attempt's last line of
-    stderr (else how it ended)."""
+    stderr (else how it ended), and how many tasks it never started."""
     rows = []
     for record in records:
         codes: dict[int, list[str]] = {}
@@ -617,6 +617,8 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
                 reason = f"task {attempt['index']}: " + (
                     shown if stopped else said[-1] if said else f"exit {shown}"
                 )
+        if cancelled := record.get("cancelledCount"):  # never started: a failure came first
+            reason += f"{'; ' if reason else ''}{cancelled} task(s) never started (cancelled)"
         rows.append(
             [
                 str(record["createTime"]),

@@ -142,13 +142,16 @@ class Execution:
         return self.name.rsplit("/", 1)[-1]
 
     def counts(self) -> dict[str, int]:
-        """``{"succeeded", "failed", "running", "retried"}``: tasks by their last attempt's
-        outcome, and attempts after a task's first."""
+        """``{"succeeded", "failed", "running", "cancelled", "retried"}``: tasks by their last
+        attempt's outcome; tasks an ended execution never started (Cloud Run's
+        ``cancelledCount``: after a task failed for good, or a stop); attempts after a task's
+        first."""
         last = {attempt.index: attempt for attempt in self.attempts}
         return {
             "succeeded": sum(1 for a in last.values() if a.ok),
             "failed": sum(1 for a in last.values() if a.end is not None and not a.ok),
             "running": sum(1 for a in last.values() if a.end is None),
+            "cancelled": 0 if self.completion_time is None else self.job.task_count - len(last),
             "retried": sum(1 for a in self.attempts if a.attempt > 0),
         }
 
@@ -156,7 +159,7 @@ class Execution:
         """The emulator's view (``GET /_emulator/executions``): ``{"name", "job", "state",
         "createTime", "completionTime"?, "taskCount", "parallelism", "maxRetries",
         "timeout", "command", "schedulerJob"?, "succeededCount", "failedCount",
-        "runningCount", "retriedCount", "taskAttempts": [...]}``."""
+        "runningCount", "cancelledCount", "retriedCount", "taskAttempts": [...]}``."""
         completion = self.completion_time
         return {
             "name": self.name,

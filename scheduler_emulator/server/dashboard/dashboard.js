@@ -316,7 +316,8 @@
       var p = document.createElement("p");
       p.setAttribute("data-testid", "execution-state");
       p.textContent = e.state + " · " + e.succeededCount + " of " + e.taskCount + " tasks succeeded" +
-        (e.retriedCount ? " · " + e.retriedCount + " retried" : "");
+        (e.retriedCount ? " · " + e.retriedCount + " retried" : "") +
+        (e.cancelledCount ? " · " + e.cancelledCount + " never started (cancelled)" : "");
       section.appendChild(p);
       var table = document.createElement("table");
       table.setAttribute("data-testid", "execution-tasks");

@@ -15,6 +15,7 @@ from freezegun import freeze_time
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.runtime.cloud_run.executions import ExecutionStore
 from scheduler_emulator.runtime.delivery.transports import DeliveryRequest, TransportResult
+from scheduler_emulator.tools import views
 from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -165,6 +166,22 @@ class TestScheduledExecution:
         assert execution.state == "FAILED"
         assert [a.exit_code for a in execution.attempts] == [4, 4, 4]
         assert execution.attempts[-1].stderr == "no luck\n"
+
+    def test_a_task_never_started_after_a_failure_is_counted_cancelled(self, tasks: Tasks) -> None:
+        """A trial: with parallelism 1, task 1 never started after task 0 failed, and appeared
+        nowhere (Cloud Run counts it in ``cancelledCount``)."""
+        job = cloud_run_job(tasks.folder, mode="fail", maxRetries=0, taskCount=2, parallelism=1)
+        with emulator_for(job) as emulator:
+            emulator.create_job(nightly(**OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            [execution] = emulator.cloud_run.store.list()
+        assert execution.state == "FAILED"
+        assert [a.index for a in execution.attempts] == [0]
+        record = execution.to_json()
+        assert (record["failedCount"], record["cancelledCount"]) == (1, 1)
+        assert views.execution_rows([record])[0][-1] == (
+            "task 0: no luck; 1 task(s) never started (cancelled)"
+        )
 
     def test_a_task_past_its_timeout_is_stopped(self, tasks: Tasks) -> None:
         job = cloud_run_job(tasks.folder, mode="hang", maxRetries=0, timeout="1s")
