@@ -344,7 +344,8 @@ class _Matcher:
 def _parse_cron(text: str, fields: list[str]) -> tuple[_Matcher, bool]:
     if len(fields) != 5:
         zone = any(
-            "/" in part and part[:1].isalpha() or part.startswith("CRON_TZ") for part in fields
+            "/" in part and part[:1].isalpha() or part.startswith(("CRON_TZ", "TZ="))
+            for part in fields
         )
         raise _schedule_error(
             f"Schedule {text!r} has {len(fields)} fields; unix-cron needs exactly 5 "
