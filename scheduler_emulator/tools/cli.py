@@ -122,8 +122,10 @@ def _daemon_address(parser: argparse.ArgumentParser) -> None:
     127.0.0.1:8095 (a value that is not HOST:PORT is passed over)."""
     host, port = DEFAULT_HOST, DEFAULT_PORT
     with contextlib.suppress(ValueError):
-        exported = emulator_host(os.environ.get(EMULATOR_HOST_VARIABLE) or f"{host}:{port}")
-        host, port = exported.rsplit(":", 1)[0].strip("[]"), int(exported.rsplit(":", 1)[1])
+        exported, _, number = emulator_host(
+            os.environ.get(EMULATOR_HOST_VARIABLE) or ""
+        ).rpartition(":")
+        host, port = exported.strip("[]"), int(number)
     parser.add_argument(
         "--host", type=_host, default=host, help="the daemon's address (%(default)s)"
     )

@@ -290,6 +290,18 @@ def timeline_page(tmp_path: Path) -> str:
     return page.as_uri()
 
 
+def on_timeline(driver: Any, tmp_path: Path, data: dict[str, Any], then: str) -> Any:
+    """Open :func:`timeline_page`, draw ``data`` into ``c`` (1000 px wide; a click on a run
+    pushes its id to ``opened``), run the script ``then``; return what it returns."""
+    driver.get(timeline_page(tmp_path))
+    return driver.execute_script(
+        "var opened = [], c = document.getElementById('t');"
+        "SchedulerTimeline.draw(c, arguments[0], {width: 1000,"
+        "  onRun: function (run) { opened.push(run.id); }});" + then,
+        data,
+    )
+
+
 def hour_window(lanes: list[dict[str, Any]]) -> dict[str, Any]:
     """A timeline of 00:00 to 01:00 on a manual clock at 00:10, with ``lanes``."""
     return {"start": "2026-09-24T00:00:00Z", "end": "2026-09-24T01:00:00Z",
@@ -314,16 +326,13 @@ def test_a_bar_takes_no_click_and_a_retry_after_the_window_points_past_its_edge(
           "timeZone": "Etc/UTC", "runs": [r]} for r in runs]
     )  # fmt: skip
     with chromium() as driver:
-        driver.get(timeline_page(tmp_path))
-        opened = driver.execute_script(
-            "var opened = [], c = document.getElementById('t');"
-            "SchedulerTimeline.draw(c, arguments[0], {width: 1000,"
-            "  onRun: function (run) { opened.push(run.id); }});"
-            "window.opened = opened;"
+        opened = on_timeline(
+            driver,
+            tmp_path,
+            data,
             "var bar = c.querySelector('[data-run=\"1\"] .tl-run').getBoundingClientRect();"
             "var at = document.elementFromPoint(bar.right - 20, bar.y + bar.height / 2);"
             "at.dispatchEvent(new MouseEvent('click', {bubbles: true})); return opened;",
-            data,
         )
         markers = all_by_css(driver, '[data-testid="pending-marker"]')
         driver.save_screenshot(str(tmp_path / "retry-after-the-window.png"))
@@ -349,16 +358,15 @@ def test_a_long_or_paused_lane_name_stops_short_of_its_count(tmp_path: Path) -> 
     ]  # fmt: skip
     data = hour_window(drawn_lanes)
     with chromium() as driver:
-        driver.get(timeline_page(tmp_path))
-        drawn = driver.execute_script(
-            "var c = document.getElementById('t');"
-            "SchedulerTimeline.draw(c, arguments[0], {width: 1000});"
+        drawn = on_timeline(
+            driver,
+            tmp_path,
+            data,
             "return Array.from(c.querySelectorAll('.tl-lane-group')).map(function (g) {"
             "  var name = g.querySelector('.tl-label').getBBox(),"
             "      count = g.querySelector('.tl-failed');"
             "  return [g.querySelector('.tl-label').firstChild.nodeValue, name.x + name.width,"
             "          count ? count.getBBox().x : 190]; });",
-            data,
         )
         driver.save_screenshot(str(tmp_path / "lane-names.png"))
     for text, right, limit in drawn:
