@@ -107,10 +107,10 @@ class Session:
         return found
 
     def localize(self, text: str) -> str:
-        for port, free in (("8095", self.daemon_port), ("8000", self.service_port),
-                           ("8001", self.second_port)):  # fmt: skip
-            text = text.replace(port, str(free))
-        return text
+        """The text with the docs' ports replaced in one pass: a free port holding ``8001``
+        (28001) must not be replaced again (a CI run read ``127.0.0.1:227364``)."""
+        free = {"8095": self.daemon_port, "8000": self.service_port, "8001": self.second_port}
+        return re.sub("8095|8000|8001", lambda found: str(free[found.group()]), text)
 
     @property
     def env(self) -> dict[str, str]:
