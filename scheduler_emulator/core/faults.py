@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..domain.codec import show_value
-from ..domain.errors import InvalidArgument
+from ..domain.errors import FieldViolation, InvalidArgument
 from ..domain.numbers import show_number
 
 __all__ = [
@@ -124,6 +124,15 @@ def _refuse_unread_field(action: str, name: str) -> None:
         )
 
 
+def _every(problems: list[InvalidArgument]) -> InvalidArgument:
+    """One error naming every problem, a line each, with every field violation."""
+    if len(problems) == 1:
+        return problems[0]
+    every = InvalidArgument("\n".join(p.message for p in problems), field=problems[0].field)
+    every.violations = [v for problem in problems for v in problem.violations]
+    return every
+
+
 @dataclass(frozen=True)
 class AttemptContext:
     """What a rule can match on.
@@ -178,67 +187,64 @@ class FaultRule:
     limit: int | None = None
 
     def __post_init__(self) -> None:
+        problems: list[InvalidArgument] = []
+
+        def refuse(message: str, name: str) -> None:
+            problems.append(InvalidArgument(message, field=name))
+
         if not isinstance(self.action, str) or self.action not in ACTIONS:
-            raise InvalidArgument(
-                f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}.", field="action"
-            )
+            refuse(f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}.", "action")
         for name in ("job", "schedule_time"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
-                raise InvalidArgument(
-                    f"{name} must be a string; got {value!r} (quote numeric job IDs).", field=name
-                )
+                refuse(f"{name} must be a string; got {value!r} (quote numeric job IDs).", name)
         if not isinstance(self.concurrent, bool):
-            raise InvalidArgument(
-                f"concurrent must be true or false; got {self.concurrent!r}.", field="concurrent"
-            )
-        for name in ("probability", "seconds"):
+            refuse(f"concurrent must be true or false; got {self.concurrent!r}.", "concurrent")
+        numbers = {"probability": (0, 1), "seconds": (0, self._longest())}
+        for name, (low, high) in numbers.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InvalidArgument(f"{name} must be a number; got {_show(value)}.", field=name)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise InvalidArgument(
-                    f"{name} must be a finite number; got {_show(value)}.", field=name
-                )
-        for name in ("count", "status"):
+                refuse(f"{name} must be a number; got {_show(value)}.", name)
+            elif isinstance(value, float) and not math.isfinite(value):
+                refuse(f"{name} must be a finite number; got {_show(value)}.", name)
+            elif not low <= value <= high:
+                between = "between 0 and 1" if name == "probability" else f"from 0 to {high}"
+                refuse(f"{name} must be {between}; got {_show(value)}.", name)
+        most = MAX_CONCURRENT_COPIES if self.concurrent is True else MAX_DUPLICATE_COUNT
+        whole = {"count": (1, most), "status": (100, 599)}
+        whole |= {name: (1, MAX_SEED) for name in ("run", "attempt", "limit")}
+        for name, (low, high) in whole.items():
             value = getattr(self, name)
+            if value is None and name not in ("count", "status"):
+                continue
             if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidArgument(
-                    f"{name} must be a whole number; got {_show(value)}.", field=name
-                )
-        if not 0 <= self.probability <= 1:
-            raise InvalidArgument(
-                f"probability must be between 0 and 1; got {_show(self.probability)}.",
-                field="probability",
-            )
-        for name in ("run", "attempt", "limit"):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SEED
-            ):
-                raise InvalidArgument(
-                    f"{name} must be a whole number from 1 to {MAX_SEED}; got {_show(value)}.",
-                    field=name,
-                )
-        most = MAX_CONCURRENT_COPIES if self.concurrent else MAX_DUPLICATE_COUNT
-        if not 1 <= self.count <= most:
-            how = "concurrent copies" if self.concurrent else "extra copies"
-            raise InvalidArgument(
-                f"count must be from 1 to {most} ({how}); got {_show(self.count)}.", field="count"
-            )
-        if not 100 <= self.status <= 599:
-            raise InvalidArgument(
-                f"status must be an HTTP status 100-599; got {_show(self.status)}.", field="status"
-            )
-        longest = MAX_DEADLINE_SECONDS if self.action == "deadline" else MAX_DELAY_SECONDS
-        if not 0 <= self.seconds <= longest:
-            raise InvalidArgument(
-                f"seconds must be from 0 to {longest}; got {_show(self.seconds)}.",
-                field="seconds",
-            )
+                kind = self._range(name, low, high)
+                if name in ("count", "status"):
+                    kind = "a whole number"
+                refuse(f"{name} must be {kind}; got {_show(value)}.", name)
+            elif not low <= value <= high:
+                refuse(f"{name} must be {self._range(name, low, high)}; got {_show(value)}.", name)
         for item in fields(self):
+            if problems:  # a bad action or value: what it reads is not known yet
+                break
             if item.name not in MATCH_FIELDS and getattr(self, item.name) != item.default:
-                _refuse_unread_field(self.action, item.name)
+                try:
+                    _refuse_unread_field(self.action, item.name)
+                except InvalidArgument as exc:
+                    problems.append(exc)
+        if problems:
+            raise _every(problems)
+
+    def _longest(self) -> float:
+        return MAX_DEADLINE_SECONDS if self.action == "deadline" else MAX_DELAY_SECONDS
+
+    def _range(self, name: str, low: int, high: int) -> str:
+        if name == "count":
+            how = "concurrent copies" if self.concurrent is True else "extra copies"
+            return f"from {low} to {high} ({how})"
+        if name == "status":
+            return "an HTTP status 100-599"
+        return f"a whole number from {low} to {high}"
 
     def matches(self, context: AttemptContext) -> bool:
         """Tell whether the rule applies to ``context`` (before the probability draw)."""
@@ -374,9 +380,14 @@ class FaultPlan:
             try:
                 built.append(FaultRule.from_json(rule))
             except InvalidArgument as exc:  # say which rule: a plan often holds several alike
-                problems.append(InvalidArgument(f"rules[{index}]: {exc.message}", field=exc.field))
+                where = f"rules[{index}]: "
+                problem = InvalidArgument(
+                    where + exc.message.replace("\n", "\n" + where), field=exc.field
+                )
+                problem.violations = [
+                    FieldViolation(v.field, where + v.description) for v in exc.violations
+                ]
+                problems.append(problem)
         if problems:
-            every = InvalidArgument("\n".join(p.message for p in problems), field=problems[0].field)
-            every.violations = [v for problem in problems for v in problem.violations]
-            raise every
+            raise _every(problems)
         return cls(built, seed)

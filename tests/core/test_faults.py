@@ -288,6 +288,21 @@ def test_a_fault_file_names_every_problem_a_line_each(tmp_path: Path) -> None:
     assert len(caught.value.violations) == 3
 
 
+def test_a_rule_with_several_bad_values_names_each_a_line_each(tmp_path: Path) -> None:
+    """A trial: a rule with two bad values named the first only, so fixing it met the next."""
+    path = tmp_path / "faults.yaml"
+    path.write_text("rules:\n  - {action: status, status: 99, probability: 2, run: x}\n")
+    with pytest.raises(InvalidArgument) as caught:
+        load_fault_file(path)
+    lines = [line.split(": ", 2)[2] for line in caught.value.message.splitlines()]
+    assert lines == [
+        "probability must be between 0 and 1; got 2.",
+        "status must be an HTTP status 100-599; got 99.",
+        f'run must be a whole number from 1 to {2**63 - 1}; got "x".',
+    ]
+    assert [v.field for v in caught.value.violations] == ["probability", "status", "run"]
+
+
 def test_fault_file_loads_yaml(tmp_path: Path) -> None:
     path = tmp_path / "faults.yaml"
     path.write_text("seed: 5\nrules:\n  - {action: lost_ack, job: nightly, run: 1}\n")

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from ...core.faults import FaultRule, check_seed
 from ...domain.codec import job_from_json
-from ...domain.errors import ApiError, ConfigurationError
+from ...domain.errors import ApiError, ConfigurationError, FieldViolation
 from ...domain.names import qualify_job_name
 from ...domain.resources import Job
 from ...runtime import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT
@@ -380,10 +380,11 @@ def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
         key = f"faults.rules[{index}]"
         try:
             FaultRule.from_json(rule)
-        except ApiError as exc:
-            if exc.field and isinstance(rule, Mapping) and exc.field in rule:
-                key += f".{exc.field}"
-            problems.add(problem(source, key, exc.message))
+        except ApiError as exc:  # each bad value of the rule, a line each
+            for violation in exc.violations or [FieldViolation("", exc.message)]:
+                known = isinstance(rule, Mapping) and violation.field in rule
+                where = f"{key}.{violation.field}" if known else key
+                problems.add(problem(source, where, violation.description))
             continue
         except TypeError as exc:
             problems.add(problem(source, key, str(exc)))

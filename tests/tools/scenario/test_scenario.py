@@ -194,6 +194,11 @@ class TestValidation:
                 id="fault-status",
             ),
             pytest.param(
+                {"faults": "{rules: [{action: status, status: 99, probability: 2}]}"},
+                "faults.rules[0].status: status must be an HTTP status 100-599; got 99.",
+                id="fault-second-bad-value",  # a rule's every bad value, a line each
+            ),
+            pytest.param(
                 {"faults": "{rules: [{action: delay, status: 500}]}"},
                 "faults.rules[0].status: fault rule field 'status' does not apply to action "
                 "'delay'; only status read it.",
