@@ -61,7 +61,6 @@ _REAL: tuple[type[_datetime.datetime], Callable[..., _time.struct_time]] = (
     _freezegun.real_datetime,
     _freezegun.real_localtime,
 )
-_FREEZEGUN_LOCALTIME: Callable[..., _time.struct_time] = _freezegun.fake_localtime
 
 
 def _ours() -> bool:
@@ -82,63 +81,57 @@ def _fake(value: _datetime.datetime) -> Any:
     )  # fmt: skip
 
 
+def _ours_or(original: Callable[..., Any], ours: Callable[..., Any]) -> Callable[..., Any]:
+    """``ours`` while :func:`freeze` is active with a zero ``tz_offset``, else ``original``."""
+
+    def choose(*args: Any, **kwargs: Any) -> Any:
+        return (ours if _ours() else original)(*args, **kwargs)
+
+    return choose
+
+
 def _corrections() -> dict[tuple[Any, str], Any]:
-    """The replacements installed on freezegun's fakes while :func:`freeze` is active; each
-    falls back to freezegun's own method outside it."""
+    """The replacements installed on freezegun's fakes while :func:`freeze` is active."""
     fake_datetime, fake_date = _freezegun.FakeDatetime, _freezegun.FakeDate
-    original_now = fake_datetime.now
-    original_fromtimestamp = fake_datetime.fromtimestamp
-    original_timestamp = fake_datetime.timestamp
-    original_today = fake_date.today
+    real_datetime, real_localtime = _REAL
 
     # The real class's fromtimestamp: local naive time without tz, that zone's time with it,
     # fold set on a repeated hour either way.
-    def now(cls: type, tz: _datetime.tzinfo | None = None) -> Any:
-        if not _ours():
-            return original_now(tz)
-        return _fake(_REAL[0].fromtimestamp(_frozen_timestamp(), tz))
+    def now(tz: _datetime.tzinfo | None = None) -> Any:
+        return _fake(real_datetime.fromtimestamp(_frozen_timestamp(), tz))
 
-    def fromtimestamp(cls: type, t: float, tz: _datetime.tzinfo | None = None) -> Any:
-        if not _ours():
-            return original_fromtimestamp(t, tz)
-        return _fake(_REAL[0].fromtimestamp(t, tz))
+    def fromtimestamp(t: float, tz: _datetime.tzinfo | None = None) -> Any:
+        return _fake(real_datetime.fromtimestamp(t, tz))
 
-    def timestamp(self: Any) -> float:
-        if not _ours():
-            return float(original_timestamp(self))
-        return _REAL[0].timestamp(self)  # naive: local time, as the real one reads it
+    def localtime(t: float | None = None) -> _time.struct_time:
+        """``time.localtime`` on the frozen instant, with the zone's real offset and DST flag."""
+        if t is not None:
+            return real_localtime(t)
+        if _freezegun._should_use_real_time():  # a module on freezegun's ignore list
+            return real_localtime()
+        return real_localtime(_frozen_timestamp())
 
-    def date_today(cls: type) -> Any:
-        if not _ours():
-            return original_today()
-        return _freezegun.date_to_fakedate(now(cls).date())
-
+    # The originals are bound to the fake class already: installed as staticmethods, the
+    # replacements take no ``cls``; ``timestamp`` stays a method (naive: read as local time).
     return {
-        (fake_datetime, "now"): classmethod(now),
-        (fake_datetime, "today"): classmethod(now),  # today() is now() without a zone
-        (fake_datetime, "fromtimestamp"): classmethod(fromtimestamp),
-        (fake_datetime, "timestamp"): timestamp,
-        (fake_date, "today"): classmethod(date_today),
+        (fake_datetime, "now"): staticmethod(_ours_or(fake_datetime.now, now)),
+        (fake_datetime, "today"): staticmethod(_ours_or(fake_datetime.now, now)),
+        (fake_datetime, "fromtimestamp"): staticmethod(
+            _ours_or(fake_datetime.fromtimestamp, fromtimestamp)
+        ),
+        (fake_datetime, "timestamp"): _ours_or(fake_datetime.timestamp, real_datetime.timestamp),
+        (fake_date, "today"): staticmethod(
+            _ours_or(fake_date.today, lambda: _freezegun.date_to_fakedate(now().date()))
+        ),
         # freezegun installs whatever its module's ``fake_localtime`` is at start (in ``time``
         # and in every module that imported ``localtime``), and its ``strftime`` calls it.
-        (_freezegun, "fake_localtime"): _localtime,
+        (_freezegun, "fake_localtime"): _ours_or(_freezegun.fake_localtime, localtime),
     }
 
 
 def _install(values: dict[tuple[Any, str], Any]) -> None:
     for (owner, name), value in values.items():
         setattr(owner, name, value)
-
-
-def _localtime(t: float | None = None) -> _time.struct_time:
-    """``time.localtime`` on the frozen instant, with the zone's real offset and DST flag."""
-    if not _ours():
-        return _FREEZEGUN_LOCALTIME(t)
-    if t is not None:
-        return _REAL[1](t)
-    if _freezegun._should_use_real_time():  # a module on freezegun's ignore list
-        return _REAL[1]()
-    return _REAL[1](_frozen_timestamp())
 
 
 @contextmanager

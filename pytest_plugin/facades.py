@@ -158,27 +158,23 @@ class CloudRunTimers(_Timers):
         body = b"" if payload is _NO_PAYLOAD else encode_payload(payload)
         if body:  # as a job with a body and no Content-Type header of its own is sent
             headers["Content-Type"] = DEFAULT_CONTENT_TYPE
+        answer: Any  # each has .status_code and .text
         if self._asgi is not None:
             answer = self._asgi.request("POST", "http://testserver" + path, headers, body)
-            status, text = answer.status_code, answer.text
         elif self._client is not None:
-            response = self._client.post(
-                path,
-                headers=headers,
-                data=body,
-                environ_overrides={PROPAGATE_EXCEPTIONS_KEY: True},
+            overrides = {PROPAGATE_EXCEPTIONS_KEY: True}
+            answer = self._client.post(
+                path, headers=headers, data=body, environ_overrides=overrides
             )
-            status, text = response.status_code, response.get_data(as_text=True)
         else:
             assert self._base_url is not None
             answer = requests.post(self._base_url + path, headers=headers, data=body, timeout=60)
-            status, text = answer.status_code, answer.text
-        if not 200 <= status <= 299:
+        if not 200 <= answer.status_code <= 299:
             timers = [] if self._router is None else sorted(self._router.timers)
             unknown = bool(timers) and name not in timers
             note = f" No timer {name!r} is registered (registered: {timers})." if unknown else ""
-            raise TimerNotAcknowledged(name, status, text, note)
-        return status
+            raise TimerNotAcknowledged(name, answer.status_code, answer.text, note)
+        return int(answer.status_code)
 
     def close(self) -> None:
         """Stop the ASGI app's event loop, if there is one (idempotent)."""

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
 #: Where the ``cloud_scheduler`` fixture's clock starts unless a marker says otherwise.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
-
-
 #: The ini option that sets the ``cloud_scheduler`` fixture's header spelling for a whole suite.
 HEADER_CASE_INI = "cloud_scheduler_header_case"
 
@@ -59,15 +57,16 @@ def pytest_configure(config: pytest.Config) -> None:
 _MARKER_OPTIONS = ("start", "allow_network", "publisher", "app_engine_urls", "header_case")
 
 
-def scheduler_options(kwargs: Mapping[str, Any]) -> tuple[datetime, bool]:
+def scheduler_options(kwargs: Mapping[str, Any], header_case: str) -> dict[str, Any]:
     """Read a ``@pytest.mark.cloud_scheduler(...)`` marker's options.
 
     :param kwargs: the marker's keyword arguments.
+    :param header_case: the :data:`HEADER_CASE_INI` option, unless the marker sets one.
     :raises ValueError: (naming the marker and the value) for an unknown option, a naive
-        datetime, a string that is not RFC 3339 with an offset, or a non-boolean
-        ``allow_network``.
+        datetime, a string that is not RFC 3339 with an offset, a non-boolean
+        ``allow_network`` or an unknown header case.
     :raises TypeError: for a ``start`` that is neither a datetime nor a string.
-    :return: ``(start, allow_network)``, ``start`` aware.
+    :return: the keywords of :class:`CloudScheduler`, ``start`` aware.
     """
     if unknown := sorted(set(kwargs) - set(_MARKER_OPTIONS)):
         raise ValueError(
@@ -103,7 +102,13 @@ def scheduler_options(kwargs: Mapping[str, Any]) -> tuple[datetime, bool]:
         raise ValueError(
             f"@pytest.mark.cloud_scheduler(allow_network={allow_network!r}): pass True or False."
         )
-    return start, allow_network
+    header_case = kwargs.get("header_case") or header_case
+    if header_case not in HEADER_CASES:
+        raise ValueError(
+            f"header_case={header_case!r} (the cloud_scheduler marker or the "
+            f"{HEADER_CASE_INI} ini option): pass one of {', '.join(HEADER_CASES)}."
+        )
+    return {**kwargs, "start": start, "header_case": header_case}
 
 
 @pytest.fixture
@@ -137,27 +142,16 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     """
     forget_in_memory_runs()
     marker = request.node.get_closest_marker("cloud_scheduler")
-    options = dict(marker.kwargs) if marker else {}
     problem = None
-    header_case = options.get("header_case") or request.config.getini(HEADER_CASE_INI)
     try:
-        start, allow_network = scheduler_options(options)
-        if header_case not in HEADER_CASES:
-            raise ValueError(
-                f"header_case={header_case!r} (the cloud_scheduler marker or the "
-                f"{HEADER_CASE_INI} ini option): pass one of {', '.join(HEADER_CASES)}."
-            )
+        options = scheduler_options(
+            marker.kwargs if marker else {}, request.config.getini(HEADER_CASE_INI)
+        )
     except (TypeError, ValueError) as exc:
         problem = str(exc)
     if problem is not None:  # outside the except block: the message shows once, unchained
         pytest.fail(problem, pytrace=False)
-    scheduler = CloudScheduler(
-        start,
-        allow_network=allow_network,
-        publisher=options.get("publisher"),
-        app_engine_urls=options.get("app_engine_urls"),
-        header_case=header_case,
-    )
+    scheduler = CloudScheduler(**options)
     yield scheduler
     scheduler.close()
 
