@@ -161,11 +161,6 @@ class Recorder:
         if self.attempt_log is not None:
             self.attempt_log.started(delivery.attempt, delivery.target_type)
 
-    def send(self, delivery: Delivery) -> Injected:
-        """Send one attempt (no lock held) through the fault plan; return what happened. An
-        injected ``delay`` is virtual: recorded as latency, not waited out."""
-        return self._send(delivery, self._rules(delivery), wait_delays=False)
-
     def begin(self, delivery: Delivery, done: Callable[[Sent], None], *, queued: bool) -> None:
         """Send one attempt (no lock held), logging it as started, and call ``done`` once with
         what happened: the transport's result, on another thread, when no fault rule applies
@@ -189,7 +184,7 @@ class Recorder:
             except Exception as exc:  # a bug of ours: record the attempt rather than lose it
                 done(self.failed(delivery, exc))
             return
-        done(self._send(delivery, rules, wait_delays=True))
+        done(self.send(delivery, rules, wait_delays=True))
 
     def _rules(self, delivery: Delivery) -> list[FaultRule]:
         """The fault rules that fire for this attempt (decided once per attempt)."""
@@ -200,15 +195,19 @@ class Recorder:
             AttemptContext(attempt.job_id, run, attempt.schedule_time, attempt.attempt)
         )
 
-    def _send(self, delivery: Delivery, rules: list[FaultRule], *, wait_delays: bool) -> Injected:
+    def send(
+        self, delivery: Delivery, rules: list[FaultRule] | None = None, *, wait_delays: bool = False
+    ) -> Injected:
+        """Send one attempt (no lock held) through the fault rules that fire for it (``rules``,
+        if decided already); return what happened. An injected ``delay`` is waited out in
+        real time with ``wait_delays``, else only recorded as latency (virtual time)."""
         prepared = delivery.prepared
-        timeout = prepared.timeout_seconds
+        rules = self._rules(delivery) if rules is None else rules
+        send = partial(prepared.transport.send, prepared.request)
         try:
-            if not rules:
-                result = prepared.transport.send(prepared.request, timeout)
-                return Injected(result, outcome_of(result))
-            send = partial(prepared.transport.send, prepared.request)
-            injected = send_with_faults(send, self.clock, timeout, rules, wait_delays=wait_delays)
+            injected = send_with_faults(
+                send, self.clock, prepared.timeout_seconds, rules, wait_delays=wait_delays
+            )
         except Exception as exc:  # a bug of ours: record the attempt rather than lose it
             return self.failed(delivery, exc)
         # A duplicate rule adds copies (marked injected) to a delivery it leaves as is.
@@ -242,8 +241,14 @@ class Recorder:
         attempt, kind, outcome = delivery.attempt, delivery.target_type, injected.outcome
         latency, at = injected.latency_seconds, delivery.answered
         self.record_end(attempt, outcome, injected.result, kind, latency, at)
-        for copy in injected.copies:
-            self._record_copy(kind, attempt, copy)
+        for result in injected.copies:  # duplicate deliveries (fault injection)
+            copy = replace(attempt, id=0, injected=True, end_time=None, code=None)
+            self.store.add_attempt(copy)
+            if self.attempt_log is not None:
+                self.attempt_log.started(copy, kind)
+            noted = outcome_of(result)
+            noted = replace(noted, debug_info=DUPLICATE_NOTE + noted.debug_info)
+            self.record_end(copy, noted, result, kind)
         assert attempt.end_time is not None
         end = AttemptEnd(
             outcome.code,
@@ -278,16 +283,6 @@ class Recorder:
         self.store.finish_attempt(attempt)
         if self.attempt_log is not None:
             self.attempt_log.finished(attempt, kind)
-
-    def _record_copy(self, kind: str, original: Attempt, result: TransportResult) -> None:
-        """Record a duplicate delivery of ``original`` (fault injection)."""
-        copy = replace(original, id=0, injected=True, end_time=None, code=None)
-        self.store.add_attempt(copy)
-        if self.attempt_log is not None:
-            self.attempt_log.started(copy, kind)
-        outcome = outcome_of(result)
-        debug_info = DUPLICATE_NOTE + outcome.debug_info
-        self.record_end(copy, replace(outcome, debug_info=debug_info), result, kind)
 
     def restore(self) -> list[Delivery]:
         """Load the stored jobs after a restart and resume open runs (lock held); return the
@@ -395,12 +390,18 @@ def outcome_of(result: TransportResult) -> Outcome:
     return classify_failure(result.failure, result.detail)
 
 
-@dataclass
 class LateResponse:
-    """A request the ``deadline`` fault left running after its attempt counted as timed out."""
+    """A request the ``deadline`` fault left running after its attempt counted as timed out:
+    ``send(timeout_seconds)`` on a thread of its own, started here."""
 
-    thread: threading.Thread
-    result: list[TransportResult] = field(default_factory=list)
+    def __init__(self, send: Send, timeout_seconds: float) -> None:
+        self.result: list[TransportResult] = []
+        self.thread = threading.Thread(
+            target=lambda: self.result.append(send(timeout_seconds)),
+            name="late-response",
+            daemon=True,
+        )
+        self.thread.start()
 
     def wait(self, timeout: float) -> TransportResult | None:
         """Wait up to ``timeout`` real seconds; return the target's answer, if it came."""
@@ -430,10 +431,6 @@ class Injected:
 
 #: What the send of one attempt gave: :meth:`Recorder.send`'s, or the transport's own result.
 Sent = Injected | TransportResult
-
-
-def _first(rules: Sequence[FaultRule], action: str) -> FaultRule | None:
-    return next((rule for rule in rules if rule.action == action), None)
 
 
 def _send_all(send: Send, timeout: float, count: int) -> list[TransportResult]:
@@ -471,19 +468,20 @@ def send_with_faults(
         otherwise the delay only adds to the attempt's recorded latency (virtual time).
     :return: what to record.
     """
-    if (status_rule := _first(rules, "status")) is not None:
+    first = {rule.action: rule for rule in reversed(rules)}  # the first rule of each action
+    if (status_rule := first.get("status")) is not None:
         result = TransportResult(status=status_rule.status)
         outcome = outcome_of(result)
         note = f"{outcome.debug_info} (injected: the target was not called)"
         return Injected(result, Outcome(outcome.code, note, outcome.http_status))
-    if _first(rules, "connection_error") is not None:
+    if "connection_error" in first:
         result = TransportResult(
             failure=Failure.CONNECTION, detail="Injected: connection refused before sending."
         )
         return Injected(result, outcome_of(result))
 
     latency = 0.0
-    if (delay := _first(rules, "delay")) is not None:
+    if (delay := first.get("delay")) is not None:
         latency = delay.seconds
         if wait_delays:
             clock.wait(clock.now() + timedelta(seconds=delay.seconds), threading.Event())
@@ -494,18 +492,12 @@ def send_with_faults(
             )
             return Injected(result, outcome_of(result), latency_seconds=timeout_seconds)
 
-    duplicate = _first(rules, "duplicate")
-    deadline = _first(rules, "deadline")
+    duplicate, deadline = first.get("duplicate"), first.get("deadline")
     copies: list[TransportResult] = []
     late = None
     if deadline is not None:
-        answers: list[TransportResult] = []
-        thread = threading.Thread(
-            target=lambda: answers.append(send(timeout_seconds)), name="late-response", daemon=True
-        )
-        late = LateResponse(thread, answers)
-        thread.start()
-        thread.join(deadline.seconds)
+        late = LateResponse(send, timeout_seconds)
+        late.wait(deadline.seconds)
         result = TransportResult(
             failure=Failure.DEADLINE,
             detail="Injected: the attempt deadline passed while the target was still "
@@ -520,8 +512,8 @@ def send_with_faults(
         copies = [send(timeout_seconds) for _ in range(duplicate.count)]
 
     outcome = outcome_of(result)
-    lost = _first(rules, "lost_ack")
-    if lost is not None and deadline is None:
+    lost = "lost_ack" in first
+    if lost and deadline is None:
         answered = result.status if result.status is not None else "no answer"
         outcome = Outcome(
             "UNAVAILABLE",
@@ -529,7 +521,7 @@ def send_with_faults(
             f"{answered} but the response was lost.",
             None,
         )
-    return Injected(result, outcome, latency, copies, extra_retry=lost is not None, late=late)
+    return Injected(result, outcome, latency, copies, extra_retry=lost, late=late)
 
 
 class LateAnswers:
@@ -547,12 +539,12 @@ class LateAnswers:
     def __init__(self, record: Callable[[Attempt], None]) -> None:
         self._record = record
         self._late: list[tuple[Attempt, LateResponse, float]] = []
-        self._overlaps: dict[int, int] = {}  # run id -> attempts still allowed to overlap
+        self._overlap: set[int] = set()  # runs whose next attempt may overlap their late ones
 
     def add(self, attempt: Attempt, late: LateResponse, timeout_seconds: float) -> None:
         """Keep the request ``late`` that ``attempt`` left running (deadline in seconds)."""
         self._late.append((attempt, late, timeout_seconds))
-        self._overlaps[attempt.run_id] = 1
+        self._overlap.add(attempt.run_id)
 
     def before_send(self, run_id: int) -> None:
         """An attempt of ``run_id`` is about to be sent: let it overlap a late request of its
@@ -560,8 +552,8 @@ class LateAnswers:
         pending = [entry for entry in self._late if entry[0].run_id == run_id]
         if not pending:
             return
-        if self._overlaps.get(run_id, 0) > 0:
-            self._overlaps[run_id] -= 1
+        if run_id in self._overlap:
+            self._overlap.remove(run_id)
             return
         for entry in pending:
             self._late.remove(entry)
@@ -571,7 +563,7 @@ class LateAnswers:
         """The clock is done moving: wait for every late request and note its answer."""
         while self._late:
             self._finish(self._late.pop(0))
-        self._overlaps.clear()
+        self._overlap.clear()
 
     def _finish(self, entry: tuple[Attempt, LateResponse, float]) -> None:
         attempt, late, timeout = entry
