@@ -1,27 +1,20 @@
-"""The two ways of driving the engine: when, and in which thread, attempts are sent.
+"""The two ways of driving the engine: when, and in which thread, attempts are sent (the
+table in docs/architecture.md compares them). :func:`driver_for`, the only place that asks
+which clock runs, picks one at set-up:
 
-The :class:`~scheduler_emulator.Emulator` picks one at set-up with :func:`driver_for`, the only
-place that asks which clock runs:
-
-- :class:`ManualDriver` (a :class:`~scheduler_emulator.ManualClock`): the clock calls
-  :meth:`ManualDriver.run_due` at each due instant and attempts are sent one after another in
-  the caller's thread — deterministic timelines. A forced run accepted over the API
-  (:meth:`ManualDriver.send_forced`) is sent by one thread that settles the clock, or by the
-  next clock move if that starts first. An attempt's ``start_time`` is the virtual instant at
-  which it fell due; requests that ``deadline`` faults leave running are kept by
-  :class:`~scheduler_emulator.runtime.pipeline.recorder.LateAnswers`.
+- :class:`ManualDriver` (a :class:`~scheduler_emulator.ManualClock`): at each due instant the
+  clock calls :meth:`ManualDriver.run_due`, which sends one attempt after another in the
+  caller's thread (deterministic timelines); an attempt starts at the virtual instant it fell
+  due. A forced run accepted over the API is sent by one thread that settles the clock, or by
+  the next clock move if that starts first.
 - :class:`ThreadedDriver` (a system clock): one engine thread waits for the next due instant
-  and hands attempts to the delivery pool
-  (:mod:`~scheduler_emulator.runtime.pipeline.delivery_pool`: at most 4 of one job at once, so
-  a slow target delays only its own job); an ``http://`` attempt (with
-  ``pycurl``) waits on its target in libcurl's event loop, holding no thread. The engine
-  thread also records their ends, a batch per hold of the engine lock, once the due batch
-  under way is all sent (each at the instant its answer came). An attempt's
-  ``start_time`` is the instant it is recorded, just before it is sent; one that waited in
-  the pool's queue starts when it leaves.
+  and hands attempts to the delivery pool (at most 4 of one job at once); it also records
+  their ends, a batch per hold of the engine lock, once the due batch under way is all sent
+  (each at the instant its answer came). An attempt starts when it is recorded, just before
+  it is sent, or, if it waited in the pool's queue, when it leaves.
 
-Both carry out the recorder's work (:mod:`~scheduler_emulator.runtime.pipeline.recorder`) the
-same way; the engine contract tests run every scenario on both.
+Both carry out the recorder's steps the same way; the engine contract tests run every
+scenario on both.
 """
 
 from __future__ import annotations
@@ -104,8 +97,9 @@ class Driver:
         raise NotImplementedError
 
     def wait_idle(self, timeout: float) -> bool:
-        """Wait until nothing is due now and nothing is in flight."""
-        raise NotImplementedError
+        """Wait until nothing is due now and nothing is in flight; ``True`` if idle, ``False``
+        on timeout. A manual clock's moves deliver before they return: always idle."""
+        return True
 
 
 def driver_for(clock: Clock, recorder: Recorder, close: Callable[[], None]) -> Driver:
@@ -127,7 +121,7 @@ class ManualDriver(Driver):
         self.late = LateAnswers(recorder.store.finish_attempt)
         self._stopping = False
         self._sending: Delivery | None = None
-        self._soon: deque[Delivery] = deque()  # forced runs accepted, not sent yet
+        self._soon: list[Delivery] = []  # forced runs accepted, not sent yet
         self._soon_lock = threading.Lock()
         self._soon_sender: threading.Thread | None = None  # settling the clock for them
 
@@ -169,8 +163,8 @@ class ManualDriver(Driver):
             self.send_all(deliveries)
             self.clock.settle()
             return
-        self._soon.extend(deliveries)
         with self._soon_lock:
+            self._soon.extend(deliveries)
             if self._soon_sender is not None:
                 return
             self._soon_sender = threading.Thread(
@@ -187,12 +181,9 @@ class ManualDriver(Driver):
                     return
 
     def _take_soon(self) -> list[Delivery]:
-        taken = []
-        while True:
-            try:
-                taken.append(self._soon.popleft())
-            except IndexError:  # (no check-then-pop: a stop may take the last one meanwhile)
-                return taken
+        with self._soon_lock:
+            taken, self._soon = self._soon, []
+        return taken
 
     def run_due(self) -> None:
         """Run everything due now, sending in this thread, until nothing more is due (forced
@@ -242,10 +233,6 @@ class ManualDriver(Driver):
     def in_flight(self) -> int:
         """1 while an attempt is being sent (a clock move is under way), else 0."""
         return 0 if self._sending is None else 1
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Always idle between calls: the clock's moves deliver before they return."""
-        return True
 
 
 class ThreadedDriver(Driver):
@@ -347,8 +334,7 @@ class ThreadedDriver(Driver):
         return recorded
 
     def wait_idle(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds until nothing is due now and no delivery is in flight;
-        ``True`` if idle, ``False`` on timeout."""
+        """Wait up to ``timeout`` seconds, see :meth:`Driver.wait_idle`."""
 
         def idle() -> bool:
             due = self.recorder.core.next_due()
