@@ -55,19 +55,6 @@ def _import_datetime_subclasses() -> None:
             importlib.import_module(module)
 
 
-#: The real ``datetime`` class and ``time.localtime``, inside a tuple: freezegun replaces every
-#: module attribute that *is* one of them while it is active, but does not look into tuples.
-_REAL: tuple[type[_datetime.datetime], Callable[..., _time.struct_time]] = (
-    _freezegun.real_datetime,
-    _freezegun.real_localtime,
-)
-
-
-def _ours() -> bool:
-    """Whether a freeze is active and keeps freezegun's default zero ``tz_offset``."""
-    return bool(_freezegun.freeze_factories) and not _freezegun.tz_offsets[-1]
-
-
 def _frozen_timestamp() -> float:
     """The frozen instant in seconds since the Unix epoch (freezegun keeps it as naive UTC)."""
     return _freezegun.get_current_time().replace(tzinfo=_datetime.UTC).timestamp()
@@ -82,10 +69,12 @@ def _fake(value: _datetime.datetime) -> Any:
 
 
 def _ours_or(original: Callable[..., Any], ours: Callable[..., Any]) -> Callable[..., Any]:
-    """``ours`` while :func:`freeze` is active with a zero ``tz_offset``, else ``original``."""
+    """``ours`` while a freeze is active and keeps freezegun's default zero ``tz_offset``
+    (:func:`freeze`'s, or one nested in it), else ``original``."""
 
     def choose(*args: Any, **kwargs: Any) -> Any:
-        return (ours if _ours() else original)(*args, **kwargs)
+        active = _freezegun.freeze_factories and not _freezegun.tz_offsets[-1]
+        return (ours if active else original)(*args, **kwargs)
 
     return choose
 
@@ -93,7 +82,8 @@ def _ours_or(original: Callable[..., Any], ours: Callable[..., Any]) -> Callable
 def _corrections() -> dict[tuple[Any, str], Any]:
     """The replacements installed on freezegun's fakes while :func:`freeze` is active."""
     fake_datetime, fake_date = _freezegun.FakeDatetime, _freezegun.FakeDate
-    real_datetime, real_localtime = _REAL
+    # (read from freezegun's module: it is the one module freezegun's patching skips)
+    real_datetime, real_localtime = _freezegun.real_datetime, _freezegun.real_localtime
 
     # The real class's fromtimestamp: local naive time without tz, that zone's time with it,
     # fold set on a repeated hour either way.

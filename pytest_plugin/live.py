@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import queue
 import re
@@ -84,21 +85,16 @@ class LiveScheduler(AttemptAssertions):
         self._lines.put("")
 
     def _wait_for_url(self, timeout: float) -> str:
-        while True:
-            try:
-                line = self._lines.get(timeout=timeout)
-            except queue.Empty:
-                self.close()
-                raise RuntimeError(
-                    f"the daemon printed no listening line within {timeout} s"
-                ) from None
-            if not line:
-                stderr = self.process.stderr.read() if self.process.stderr else ""
-                self.close()
-                raise RuntimeError(f"the daemon exited early: {stderr.strip()}")
-            if match := _LISTENING.search(line):
-                self.first_line = line
-                return match.group(1)
+        problem = f"the daemon printed no listening line within {timeout} s"
+        with contextlib.suppress(queue.Empty):
+            while line := self._lines.get(timeout=timeout):  # "": stdout ended
+                if match := _LISTENING.search(line):
+                    self.first_line = line
+                    return match.group(1)
+            stderr = self.process.stderr.read() if self.process.stderr else ""
+            problem = f"the daemon exited early: {stderr.strip()}"
+        self.close()
+        raise RuntimeError(problem)
 
     # ---------------------------------------------------------------- addresses
 

@@ -188,7 +188,6 @@ class CloudScheduler(AttemptAssertions):
             header_case=header_case,
         )
         self._server: BaseWSGIServer | None = None
-        self._server_thread: threading.Thread | None = None
 
     @property
     def allow_network(self) -> bool:
@@ -203,10 +202,8 @@ class CloudScheduler(AttemptAssertions):
         """Release the emulator, stop mounted ASGI apps' event loops (and the keys' HTTP
         server, if :attr:`url` started it)."""
         if self._server is not None:
-            self._server.shutdown()
+            self._server.shutdown()  # returns once serve_forever has
             self._server.server_close()
-            if self._server_thread is not None:
-                self._server_thread.join(10)
             self._server = None
         self.emulator.close()
         self.transport.close()
@@ -232,13 +229,12 @@ class CloudScheduler(AttemptAssertions):
             from scheduler_emulator.server.server import serve
 
             self._server = serve(self.emulator, "127.0.0.1", 0)
-            self._server_thread = threading.Thread(
+            threading.Thread(
                 target=self._server.serve_forever,
                 kwargs={"poll_interval": 0.05},  # shut down quickly at the end of the test
                 name="cloud-scheduler-keys",
                 daemon=True,
-            )
-            self._server_thread.start()
+            ).start()
         return f"http://127.0.0.1:{self._server.server_port}"
 
     @property
@@ -262,13 +258,9 @@ class CloudScheduler(AttemptAssertions):
         """
         from scheduler_emulator.service.auth import verify_id_token
 
-        authority = self.emulator.tokens
+        keys, issuers = self.tokens.jwks(), [self.tokens.issuer]
         return verify_id_token(
-            token,
-            audience=audience,
-            keys=authority.jwks(),
-            issuers=[authority.issuer],
-            now=now or self.now(),
+            token, audience=audience, keys=keys, issuers=issuers, now=now or self.now()
         )
 
     def tokeninfo(self, access_token: str) -> dict[str, str]:
@@ -425,15 +417,16 @@ class CloudScheduler(AttemptAssertions):
             variables.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
         else:
             argv = list(command)
-        env_list = [{"name": k, "value": v} for k, v in variables.items()]
-        container = {"command": argv, "env": env_list}
+        container = {
+            "command": argv,
+            "env": [{"name": k, "value": v} for k, v in variables.items()],
+        }
         task = {"maxRetries": max_retries, "timeout": timeout, "containers": [container]}
         execution = {"taskCount": task_count, "parallelism": parallelism, "template": task}
+        emulator = self.emulator
         definition = {"name": name, "template": execution}
-        job = parse_cloud_run_job(
-            definition, project=self.emulator.project, location=self.emulator.location
-        )
-        self.emulator.cloud_run.define(job)
+        job = parse_cloud_run_job(definition, project=emulator.project, location=emulator.location)
+        emulator.cloud_run.define(job)
         return job.name
 
     def executions(self, job: str | None = None) -> list[Execution]:

@@ -199,15 +199,6 @@ class CloudRunAdminApi:
             response = _json(exc.to_envelope(), exc.http_status)
         return response(environ, start_response)
 
-    def _authorized(self, request: Request, method: str) -> Response | None:
-        if not self.require_token:
-            return None
-        authorization = request.headers.get("Authorization")
-        token = (authorization or "").removeprefix("Bearer ").strip()
-        if authorization and self.tokens.lookup(token) is not None:
-            return None
-        return _json(unauthenticated(authorization, method), 401, **_CHALLENGE)
-
     def dispatch(self, request: Request) -> Response:
         """Answer one request. :raises ApiError: for the errors the Admin API answers."""
         path = request.path
@@ -219,8 +210,11 @@ class CloudRunAdminApi:
                 f"v2 jobs, executions and operations reads; not {request.method} {path}."
             )
         method = "v1.Jobs.RunJob" if v1 else f"v2.Jobs.{'RunJob' if match['verb'] else 'Get'}"
-        if (refused := self._authorized(request, f"google.cloud.run.{method}")) is not None:
-            return refused
+        authorization = request.headers.get("Authorization")
+        token = (authorization or "").removeprefix("Bearer ").strip()
+        if self.require_token and self.tokens.lookup(token) is None:  # none is minted as ""
+            refusal = unauthenticated(authorization, f"google.cloud.run.{method}")
+            return _json(refusal, 401, **_CHALLENGE)
         if v1 is not None:
             host = CLOUD_RUN_REGIONAL_HOST.match((request.host or "").split(":")[0])
             location = host["region"] if host else self.default_location
