@@ -140,9 +140,9 @@ class Recorder:
         except NotDispatched as exc:
             prepared, failure = _unsent(job), Outcome("FAILED_PRECONDITION", str(exc), None)
         except Exception as exc:  # a bug of ours or an undeliverable job: record, don't raise
-            self.note_error(exc, f"job {job.job_id}: attempt {run.attempts} not prepared")
-            detail = f"EMULATOR_ERROR. The emulator could not prepare the attempt: {exc!r}."
-            prepared, failure = _unsent(job), Outcome("UNKNOWN", detail, None)
+            what = f"job {job.job_id}: attempt {run.attempts} not prepared"
+            failure = self.note_error(exc, what, "could not prepare the attempt")
+            prepared = _unsent(job)
         attempt = Attempt(
             id=0,
             job=job.name,
@@ -218,9 +218,8 @@ class Recorder:
         """Note an emulator error while sending ``delivery``; return what its attempt records
         (``UNKNOWN``, the error in its debug text)."""
         attempt = delivery.attempt
-        self.note_error(exc, f"job {attempt.job_id}: attempt {attempt.attempt} not sent")
-        detail = f"EMULATOR_ERROR. The emulator failed while delivering: {exc!r}."
-        return Injected(TransportResult(), Outcome("UNKNOWN", detail, None))
+        what = f"job {attempt.job_id}: attempt {attempt.attempt} not sent"
+        return Injected(TransportResult(), self.note_error(exc, what, "failed while delivering"))
 
     def finish(self, delivery: Delivery, sent: Sent) -> list[Delivery]:
         """Record the end of ``delivery`` once (lock held, see :meth:`ended`) and carry out the
@@ -322,11 +321,13 @@ class Recorder:
             self.store.save_job_state(job.name, *self.core.state_of(job.name))
         return deliveries
 
-    def note_error(self, exc: BaseException, what: str) -> None:
-        """Count and log an emulator error (the attempt it concerns records it too)."""
+    def note_error(self, exc: BaseException, what: str, failed: str = "failed") -> Outcome:
+        """Count and log an emulator error; return the outcome the attempt it concerns records
+        (``UNKNOWN``, ``EMULATOR_ERROR. The emulator <failed>: <the error>.``)."""
         self.error_count += 1
         self.last_error = exc
         logger.error("%s: %s", what, exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+        return Outcome("UNKNOWN", f"EMULATOR_ERROR. The emulator {failed}: {exc!r}.", None)
 
 
 #: The debug text of an attempt found in flight at start-up: it may have been answered, or never
@@ -336,19 +337,6 @@ _RESTARTED_DETAIL = (
 )
 
 
-def cut_short(outcome: Outcome) -> Injected:
-    """What a stop gives an attempt it ends (``outcome``: :data:`STOPPED` or
-    :data:`INTERRUPTED`): its run earns one retry beyond its retry config, as after a crash
-    (:meth:`Recorder.restore`), since delivery is at least once."""
-    return Injected(TransportResult(), outcome, extra_retry=True)
-
-
-#: The outcome of an attempt recorded but not sent because the emulator stopped.
-STOPPED = classify_failure(Failure.RESTARTED, "The emulator stopped before the attempt was sent.")
-#: The outcome of an attempt still in flight when the emulator stopped.
-INTERRUPTED = classify_failure(
-    Failure.RESTARTED, "The emulator stopped while the attempt was in flight."
-)
 _OK_STATUS = Status()
 
 
@@ -395,6 +383,7 @@ class LateResponse:
     ``send(timeout_seconds)`` on a thread of its own, started here."""
 
     def __init__(self, send: Send, timeout_seconds: float) -> None:
+        self.timeout_seconds = timeout_seconds
         self.result: list[TransportResult] = []
         self.thread = threading.Thread(
             target=lambda: self.result.append(send(timeout_seconds)),
@@ -431,6 +420,20 @@ class Injected:
 
 #: What the send of one attempt gave: :meth:`Recorder.send`'s, or the transport's own result.
 Sent = Injected | TransportResult
+
+
+def _cut_short(detail: str) -> Injected:
+    """What a stop gives an attempt it ends: its run earns one retry beyond its retry config,
+    as after a crash (:meth:`Recorder.restore`), since delivery is at least once."""
+    return Injected(
+        TransportResult(), classify_failure(Failure.RESTARTED, detail), extra_retry=True
+    )
+
+
+#: A stop's end of an attempt recorded but not sent (shared: an Injected is never changed).
+STOPPED = _cut_short("The emulator stopped before the attempt was sent.")
+#: A stop's end of an attempt still in flight.
+INTERRUPTED = _cut_short("The emulator stopped while the attempt was in flight.")
 
 
 def _send_all(send: Send, timeout: float, count: int) -> list[TransportResult]:
@@ -538,12 +541,12 @@ class LateAnswers:
 
     def __init__(self, record: Callable[[Attempt], None]) -> None:
         self._record = record
-        self._late: list[tuple[Attempt, LateResponse, float]] = []
+        self._late: list[tuple[Attempt, LateResponse]] = []
         self._overlap: set[int] = set()  # runs whose next attempt may overlap their late ones
 
-    def add(self, attempt: Attempt, late: LateResponse, timeout_seconds: float) -> None:
-        """Keep the request ``late`` that ``attempt`` left running (deadline in seconds)."""
-        self._late.append((attempt, late, timeout_seconds))
+    def add(self, attempt: Attempt, late: LateResponse) -> None:
+        """Keep the request ``late`` that ``attempt`` left running."""
+        self._late.append((attempt, late))
         self._overlap.add(attempt.run_id)
 
     def before_send(self, run_id: int) -> None:
@@ -565,9 +568,9 @@ class LateAnswers:
             self._finish(self._late.pop(0))
         self._overlap.clear()
 
-    def _finish(self, entry: tuple[Attempt, LateResponse, float]) -> None:
-        attempt, late, timeout = entry
-        result = late.wait(timeout)
+    def _finish(self, entry: tuple[Attempt, LateResponse]) -> None:
+        attempt, late = entry
+        result = late.wait(late.timeout_seconds)
         answer = "no answer" if result is None else outcome_of(result).debug_info
         attempt.debug_info += f" The target's late answer: {answer}"
         self._record(attempt)
