@@ -29,15 +29,7 @@ from ...domain.errors import ClockError
 from ...realtime import real_monotonic
 from .._clock import Clock, ManualClock
 from .delivery_pool import DeliveryPool
-from .recorder import (
-    INTERRUPTED,
-    STOPPED,
-    Delivery,
-    LateAnswers,
-    Recorder,
-    Sent,
-    cut_short,
-)
+from .recorder import INTERRUPTED, STOPPED, Delivery, LateAnswers, Recorder, Sent
 
 
 class Driver:
@@ -140,7 +132,7 @@ class ManualDriver(Driver):
                 return
             delivery = queue.popleft()
             if self._stopping:
-                injected = cut_short(STOPPED)
+                injected = STOPPED
             else:
                 self.late.before_send(delivery.attempt.run_id)
                 self._sending = delivery
@@ -150,8 +142,7 @@ class ManualDriver(Driver):
                     self._sending = None
             with self.recorder.lock:
                 if injected.late is not None and not delivery.ended:  # noted when the clock idles
-                    timeout = delivery.prepared.timeout_seconds
-                    self.late.add(delivery.attempt, injected.late, timeout)
+                    self.late.add(delivery.attempt, injected.late)
                 deliveries = self.recorder.finish(delivery, injected)
 
     def send_forced(self, deliveries: Iterable[Delivery], *, wait: bool) -> None:
@@ -224,7 +215,7 @@ class ManualDriver(Driver):
         if delivery is not None:  # its run's retry is stored, as any end's decisions are
             with self.recorder.lock:
                 interrupted = int(not delivery.ended)
-                follow_ups = self.recorder.finish(delivery, cut_short(INTERRUPTED))
+                follow_ups = self.recorder.finish(delivery, INTERRUPTED)
             self.send_all(follow_ups)  # recorded as not sent
         self._close()
         return interrupted
@@ -263,7 +254,7 @@ class ThreadedDriver(Driver):
                 if pool is not None:
                     self._outstanding.add(delivery)
             if pool is None:  # stopped, or never started
-                self._finish(delivery, cut_short(STOPPED))
+                self._finish(delivery, STOPPED)
                 continue
             # Without fault rules an attempt that can start (http:// with pycurl) only begins
             # here: whichever thread finds it a place begins it (quick), no pool thread.
@@ -275,11 +266,7 @@ class ThreadedDriver(Driver):
                 continue
             finally:
                 self._submitting.delivery = None
-            self._wake()
-
-    def changed(self) -> None:
-        """Wake the engine thread: the next due instant may be earlier."""
-        self._wakeup.set()
+            self.changed()
 
     def start(self) -> None:
         """Start the engine thread and the delivery pool (idempotent)."""
@@ -307,9 +294,7 @@ class ThreadedDriver(Driver):
         self._stopping.set()
         self._wakeup.set()
         if self._thread is not None:
-            self._thread.join(left())
-            if self._thread.is_alive():  # within a slice of a large due batch: it stops after it
-                self._thread.join(_SLICE_SECONDS)
+            self._thread.join(left() + _SLICE_SECONDS)  # within a slice: it stops after it
             self._thread = None
         if self._pool is None:
             self._close()
@@ -327,7 +312,7 @@ class ThreadedDriver(Driver):
             unfinished = sorted(self._outstanding, key=lambda d: d.attempt.id)
             recorded = len(unfinished)
             for delivery in unfinished:  # follow-ups recorded as not sent: the engine stopped
-                follow_ups = self._finish(delivery, cut_short(INTERRUPTED))
+                follow_ups = self._finish(delivery, INTERRUPTED)
                 recorded += len(follow_ups)
                 self.send_all(follow_ups)
         self._close()
@@ -383,12 +368,13 @@ class ThreadedDriver(Driver):
     def _ended(self, delivery: Delivery, release: Callable[[], None], sent: Sent) -> None:
         """Queue what the send gave (on any thread) for the engine thread, with when it ended."""
         self._ends.append((delivery, sent, real_monotonic()))
-        self._wake()
+        self.changed()
         release()
 
-    def _wake(self) -> None:
-        """Wake the engine thread, setting the event only if unset (a set costs a notify even
-        then): a burst sets it once per turn of the engine thread, not once per attempt."""
+    def changed(self) -> None:
+        """Wake the engine thread (the next due instant may be earlier, or an end came), setting
+        the event only if unset (a set costs a notify even then): a burst sets it once per turn
+        of the engine thread, not once per attempt."""
         if not self._wakeup.is_set():
             self._wakeup.set()
 
