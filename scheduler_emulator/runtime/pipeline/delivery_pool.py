@@ -1,32 +1,24 @@
 """The delivery pool: attempts in progress, at most a few per job, none starving another.
 
-A slow target must delay only its own job. :class:`DeliveryPool` runs at most ``per_key`` tasks
-of the same key (the job's name) at once; further tasks of that key wait in their own queue,
-behind their own job, while other keys' tasks go on::
-
-    pool = DeliveryPool(workers=32, per_key=4)
-    pool.submit(job_name, begin_one_attempt)  # begin_one_attempt(done): done() once the
-                                              # target answered (in it, or later elsewhere)
-    pool.shutdown()          # queued tasks are dropped; running ones finish on their own
-
-A task is *in progress* from when it is taken until it calls ``done`` (from any thread, perhaps
-before it returns). One sending in its own thread holds it; one waiting on its target elsewhere
-(an ``http://`` attempt in libcurl's event loop) holds none: 200 dripping targets cost 200
-sockets, not 200 threads. A *quick* task (it only begins work that ends elsewhere) is begun by
-whichever thread finds it a place (the submitter, or the thread whose task just ended), sparing
-a hand-over to a pool thread per attempt.
+A slow target must delay only its own job: :class:`DeliveryPool` runs at most ``per_key`` tasks
+of one key (the job's name) at once; further tasks of that key wait behind their own job while
+other keys' tasks go on. A task is *in progress* from when it is taken until it calls ``done``
+(from any thread, perhaps before it returns). One sending in its own thread holds that thread;
+one waiting on its target elsewhere (an ``http://`` attempt in libcurl's event loop) holds none:
+200 dripping targets cost 200 sockets, not 200 threads. A *quick* task (it only begins work that
+ends elsewhere) is begun by whichever thread finds it a place (the submitter, or the thread
+whose task just ended), sparing a hand-over to a pool thread per attempt.
 
 No target may starve another either: at most ``connections`` tasks are in progress at first (a
-fast burst keeps to that many connections; quick tasks hold no thread, so there may be more of
-them than threads). When tasks are ready but none was taken or ended for :data:`STALL_SECONDS`
-(seen twice in a row by a watcher that itself ran on time, so a machine too loaded to schedule
-the process does not count), the watcher raises the limit by as many as tasks wait, all at
-once: a fast task queued behind any number of slow ones waits one stall. The limit falls back
-to ``connections`` once no more than that many are in progress. Threads for tasks that hold
-theirs (without ``pycurl``, or with fault rules) come by the same rule: added in a stall when
-every thread is busy, gone after :data:`SPARE_IDLE_SECONDS` without work. A burst of fast
-deliveries grows neither. :data:`MAX_IN_PROGRESS` (each task may hold a socket) and
-:data:`MAX_THREADS` are safety bounds far above what a machine's jobs use.
+fast burst keeps to that many connections). When tasks are ready but none was taken or ended
+for :data:`STALL_SECONDS` (seen twice in a row by a watcher that itself ran on time, so a
+machine too loaded to schedule the process does not count), the watcher raises the limit by as
+many as tasks wait, all at once: a fast task queued behind any number of slow ones waits one
+stall. The limit falls back to ``connections`` once no more than that many are in progress.
+Threads for tasks that hold theirs (without ``pycurl``, or with fault rules) come by the same
+rule: added in a stall when every thread is busy, gone after :data:`SPARE_IDLE_SECONDS` without
+work. A burst of fast deliveries grows neither. :data:`MAX_IN_PROGRESS` and :data:`MAX_THREADS`
+are safety bounds far above what a machine's jobs use.
 
 Threads are daemon threads: a target that never answers cannot keep the process alive at exit
 (the engine records what was left in flight, see ``Emulator.stop``).
@@ -179,11 +171,10 @@ class DeliveryPool:
     def _begin(self, entry: _Entry) -> None:
         """Call a task with its ``done`` (which ends it, once)."""
         ended = threading.Lock()
-        key = entry.key
 
         def done() -> None:
             if ended.acquire(blocking=False):  # once
-                self._end(key)
+                self._end(entry.key)
 
         try:
             entry.task(done)
