@@ -168,10 +168,9 @@ def request_template(
     user_headers: Mapping[str, str],
     body: bytes,
     *,
-    body_methods: frozenset[HttpMethod] = BODY_METHODS,
     token: bool = False,
-    user_agent_suffix: str | None = None,
     http2: bool | None = None,
+    app_engine: bool = False,
 ) -> RequestTemplate:
     """Work out what every attempt of one job configuration sends alike — the one request
     builder of HTTP and App Engine targets.
@@ -181,33 +180,30 @@ def request_template(
     :param url: the URL sent, percent-encoded where HTTP needs it.
     :param user_headers: the job's headers; those the service replaces or reserves and the
         emulator-only ``X-Emulator-Http2`` are dropped.
-    :param body: the stored body, sent only for ``body_methods``.
+    :param body: the stored body, sent only for POST, PUT and PATCH (POST and PUT on App Engine).
     :param token: the attempts carry a token (OIDC/OAuth), which replaces any user
         ``Authorization``.
-    :param user_agent_suffix: App Engine targets: the ``User-Agent`` is the user's value
-        followed by this; ``None``: ``Google-Cloud-Scheduler`` whatever the user set.
     :param http2: see :attr:`RequestTemplate.http2`.
+    :param app_engine: an App Engine target: its body methods, and the ``User-Agent`` is the
+        user's value followed by :data:`~scheduler_emulator.wire.APP_ENGINE_USER_AGENT_SUFFIX`
+        (otherwise ``Google-Cloud-Scheduler`` whatever the user set).
     """
     method = method or HttpMethod.POST
+    body_methods = _APP_ENGINE_BODY_METHODS if app_engine else BODY_METHODS
     body = body if method in body_methods else b""
-    headers: dict[str, str] = {}
-    user_agent = ""
-    has_content_type = False
-    for name, value in user_headers.items():
-        lowered = name.lower()
-        if lowered == "user-agent":
-            user_agent = value.strip()
-        dropped = lowered in _DROPPED or lowered.startswith(RESERVED_HEADER_PREFIXES)
-        if dropped or (lowered == "authorization" and token):
-            continue
-        has_content_type = has_content_type or lowered == "content-type"
-        headers[name] = value
+    dropped = (_DROPPED | {"authorization"}) if token else _DROPPED
+    lowered = {name.lower(): value for name, value in user_headers.items()}
+    headers = {
+        name: value
+        for name, value in user_headers.items()
+        if (low := name.lower()) not in dropped and not low.startswith(RESERVED_HEADER_PREFIXES)
+    }
     headers.update(scheduler_headers(job_id, None))
-    if user_agent_suffix is not None:
-        headers["User-Agent"] = " ".join(filter(None, [user_agent, user_agent_suffix]))
-    return RequestTemplate(
-        method.name, url, headers, body, bool(body) and not has_content_type, http2
-    )
+    if app_engine:
+        user_agent = lowered.get("user-agent", "").strip()
+        headers["User-Agent"] = " ".join(filter(None, [user_agent, APP_ENGINE_USER_AGENT_SUFFIX]))
+    default_content_type = bool(body) and "content-type" not in lowered
+    return RequestTemplate(method.name, url, headers, body, default_content_type, http2)
 
 
 def http_template(job: Job, token: bool = False) -> RequestTemplate:
@@ -275,25 +271,24 @@ class HttpDispatcher:
     _: KW_ONLY
     header_case: str = DEFAULT_HEADER_CASE
     google_apis: Transport | None = None
-    # Job name -> (its configuration, with a token?, template, transport), redone on change.
-    _templates: dict[str, tuple[Job, bool, RequestTemplate, Transport]] = field(
+    # Job name -> (its configuration, the authority of its tokens, template, transport).
+    _templates: dict[str, tuple[Job, TokenAuthority | None, RequestTemplate, Transport]] = field(
         default_factory=dict, init=False, repr=False
     )
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
         """Build the attempt's request (see :class:`Dispatcher`)."""
         known = self._templates.get(job.name)
-        if known is not None and known[0] is job and not known[1]:
-            authorization = None  # this job configuration asks for no token
-        else:
-            authorization = None if self.tokens is None else self.tokens.authorization(job, now)
-            token = authorization is not None
-            if known is None or known[0] is not job or known[1] != token:
-                if len(self._templates) >= CACHED_JOBS:  # jobs deleted or renamed: start afresh
-                    self._templates.clear()
-                template = http_template(job, token)
-                transport = _route(template.url, self.transport, self.google_apis)
-                known = self._templates[job.name] = (job, token, template, transport)
+        if known is None or known[0] is not job:  # a new job configuration
+            if len(self._templates) >= CACHED_JOBS:  # jobs deleted or renamed: start afresh
+                self._templates.clear()
+            target = job.http_target
+            asks = target is not None and (target.oidc_token or target.oauth_token) is not None
+            tokens = self.tokens if asks else None
+            template = http_template(job, tokens is not None)
+            transport = _route(template.url, self.transport, self.google_apis)
+            known = self._templates[job.name] = (job, tokens, template, transport)
+        authorization = None if known[1] is None else known[1].authorization(job, now)
         request = known[2].build(schedule_time, authorization)
         return _prepared(job, request, self.header_case, known[3])
 
@@ -302,8 +297,6 @@ class HttpDispatcher:
 
 #: The key of the mapping that serves every service without a mapping of its own.
 EVERY_SERVICE = "*"
-#: The service a job with no ``appEngineRouting.service`` goes to (App Engine's default).
-DEFAULT_SERVICE = "default"
 #: Statuses retried whatever the retry config and not counted (AppEngineHttpTarget reference).
 APP_ENGINE_RETRY_ALWAYS = frozenset({503})
 #: Methods whose body is sent (AppEngineHttpTarget: "A request body is allowed only if the
@@ -347,18 +340,6 @@ def _service_url(value: str) -> tuple[str, str]:
     return (service, url) if sep and _SERVICE.fullmatch(service) else (EVERY_SERVICE, value)
 
 
-def app_engine_host(job: Job) -> str:
-    """The host production routes the job's requests to (``AppEngineRouting.host``).
-
-    Per the AppEngineRouting reference: ``[instance.][version.][service.]`` followed by the
-    application domain name, here ``<project>.appspot.com``.
-    """
-    target = job.app_engine_http_target
-    routing = target.app_engine_routing if target is not None else None
-    parts = [routing.instance, routing.version, routing.service] if routing else []
-    return ".".join([p for p in parts if p] + [f"{job.project}.appspot.com"])
-
-
 @dataclass(eq=False)
 class AppEngineDispatcher:
     """Dispatcher of App Engine HTTP targets (``job.target_type == "APP_ENGINE_HTTP"``).
@@ -390,7 +371,7 @@ class AppEngineDispatcher:
         if target is None:
             raise ValueError(f"job {job.name} has no appEngineHttpTarget.")
         routing = target.app_engine_routing
-        service = (routing.service if routing else "") or DEFAULT_SERVICE
+        service = (routing.service if routing else "") or "default"  # App Engine's default
         base = self.urls.get(service) or self.urls.get(EVERY_SERVICE)
         if base is None:
             mapped = ", ".join(sorted(self.urls)) or "none"
@@ -402,16 +383,11 @@ class AppEngineDispatcher:
             )
         url = base + sendable_uri(target.relative_uri or "/")
         request = request_template(
-            job.job_id,
-            target.http_method,
-            url,
-            target.headers,
-            target.body,
-            body_methods=_APP_ENGINE_BODY_METHODS,
-            user_agent_suffix=APP_ENGINE_USER_AGENT_SUFFIX,
+            job.job_id, target.http_method, url, target.headers, target.body, app_engine=True
         ).build(schedule_time, None)
         transport = _route(url, self.transport, self.google_apis)
-        host = app_engine_host(job)
+        parts = [routing.instance, routing.version, routing.service] if routing else []
+        host = ".".join([*filter(None, parts), f"{job.project}.appspot.com"])  # routing's host
         return _prepared(
             job, request, self.header_case, transport, APP_ENGINE_RETRY_ALWAYS, appEngineHost=host
         )
