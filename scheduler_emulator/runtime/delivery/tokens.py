@@ -152,13 +152,11 @@ class SigningKey:
             return cls.from_pem(path.read_bytes(), str(path))
         key = cls.generate()
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another process created it meanwhile: use theirs
-            return cls.from_pem(path.read_bytes(), str(path))
-        with os.fdopen(fd, "wb") as out:
-            out.write(key.private_pem())
-        return key
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile: use theirs
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+                out.write(key.private_pem())
+            return key
+        return cls.from_pem(path.read_bytes(), str(path))
 
     def private_pem(self) -> bytes:
         """The private key as unencrypted PKCS#8 PEM."""
@@ -330,11 +328,9 @@ class TokenAuthority:
         """
         issued = self._issue_time(at)
         value = ACCESS_TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token = AccessToken(
-            value, email, scope or DEFAULT_OAUTH_SCOPE, issued, issued + TOKEN_LIFETIME
-        )
+        scope = scope or DEFAULT_OAUTH_SCOPE
         with self._lock:
-            self._access[value] = token
+            self._access[value] = AccessToken(value, email, scope, issued, issued + TOKEN_LIFETIME)
             while len(self._access) > _MAX_ACCESS_TOKENS:  # the oldest go first
                 self._access.popitem(last=False)
         return value
