@@ -202,9 +202,8 @@ def cloud_run_testing(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     made: list[CloudRunTimers] = []
 
     def make(app: Any = None, *, base_url: str | None = None, router: Any = None) -> CloudRunTimers:
-        timers = CloudRunTimers(app, base_url=base_url, router=router, schedule_time=default)
-        made.append(timers)
-        return timers
+        made.append(CloudRunTimers(app, base_url=base_url, router=router, schedule_time=default))
+        return made[-1]
 
     yield make
     for timers in made:
