@@ -39,19 +39,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the plugin's markers."""
-    config.addinivalue_line(
-        "markers",
+    for marker in (
         "cloud_scheduler(start=datetime|str, allow_network=False, publisher=None, "
         "app_engine_urls=None, header_case=None): start instant of the cloud_scheduler "
         "fixture's clock (an aware datetime or an RFC 3339 string); allow_network=True lets "
         "jobs reach unmounted, non-loopback origins; its Pub/Sub publisher; App Engine URLs; "
         "header spelling (google, lower, canonical)",
-    )
-    config.addinivalue_line(
-        "markers",
         "cloud_run_testing(schedule_time=str): default X-CloudScheduler-ScheduleTime of the "
         "timer façades",
-    )
+    ):
+        config.addinivalue_line("markers", marker)
 
 
 _MARKER_OPTIONS = ("start", "allow_network", "publisher", "app_engine_urls", "header_case")

@@ -160,13 +160,12 @@ class Execution:
         "createTime", "completionTime"?, "taskCount", "parallelism", "maxRetries",
         "timeout", "command", "schedulerJob"?, "succeededCount", "failedCount",
         "runningCount", "cancelledCount", "retriedCount", "taskAttempts": [...]}``."""
-        completion = self.completion_time
         return {
             "name": self.name,
             "job": self.job.name,
             "state": self.state,
             "createTime": format_timestamp(self.create_time),
-            **({} if completion is None else {"completionTime": format_timestamp(completion)}),
+            **({"completionTime": iso(self.completion_time)} if self.completion_time else {}),
             "taskCount": self.job.task_count,
             "parallelism": self.job.parallelism,
             "maxRetries": self.job.max_retries,
