@@ -96,8 +96,7 @@ class DeliveryPool:
         self._watch_stop = threading.Event()
         for index in range(workers):
             self._add_thread(f"{name}-{index}")
-        self._watcher = threading.Thread(target=self._watch, name=f"{name}-watch", daemon=True)
-        self._watcher.start()
+        threading.Thread(target=self._watch, name=f"{name}-watch", daemon=True).start()
 
     def submit(self, key: str, task: Task, *, quick: bool = False) -> None:
         """Call ``task(done)`` on a pool thread when fewer than ``per_key`` tasks of ``key``
@@ -228,9 +227,8 @@ class DeliveryPool:
                     woken = self._cond.wait(idle_limit)
                     self._idle -= 1
                     if not woken and not self._ready and idle_limit is not None:
-                        self._count -= 1
-                        return
-                if self._closed:
+                        break
+                if self._closed or not self._ready:  # shut down, or idle too long
                     self._count -= 1
                     return
                 entry = self._take()
@@ -248,10 +246,8 @@ class DeliveryPool:
                 self._ready.append(waiting.popleft())
                 if not waiting:
                     del self._waiting[key]
-            elif self._running.get(key, 0) <= 1:
-                self._running.pop(key, None)
-            else:
-                self._running[key] -= 1
+            elif (left := self._running.pop(key, 1) - 1) > 0:  # one place fewer for its job
+                self._running[key] = left
             if not (self._ready and self._in_progress < self._limit):
                 return  # nothing can be taken now
             if not self._ready[0].quick:
