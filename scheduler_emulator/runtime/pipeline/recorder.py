@@ -9,16 +9,13 @@ attempt is sent, calling these steps in order (docs/architecture.md follows one 
    kind prepares the attempt (a failure to prepare is recorded on it), and the run and the
    attempt as started are committed (one ``Store.save``) before anything is sent, so a crash
    loses nothing. It returns the deliveries to send.
-2. :meth:`Recorder.send` (no lock; a manual clock's driver) sends one delivery in this thread;
-   :meth:`Recorder.begin` (the threaded driver) begins it without holding a thread when no
-   fault rule applies and the transport can start it. Fault rules wrap the send of every
-   target kind alike (:func:`send_with_faults`).
+2. :meth:`Recorder.send` (no lock) sends one in this thread; :meth:`Recorder.begin` (the
+   threaded driver) begins it without holding a thread when no fault rule applies and the
+   transport can start it, and writes the start of one that waited in the pool's queue anew.
+   Fault rules wrap the send of every target kind alike (:func:`send_with_faults`).
 3. :meth:`Recorder.finish` (lock held) classifies the result (:func:`outcome_of`), completes
    the attempt's row, logs it, and carries out the core's decisions (the job's state, a
    retry, the run's end, a delayed run) with step 1.
-
-An attempt the threaded driver had to queue (behind its own job, or the delivery pool's limit)
-starts when it leaves the queue; that start is written then (``queued``).
 """
 
 from __future__ import annotations
@@ -552,24 +549,20 @@ class LateAnswers:
     def before_send(self, run_id: int) -> None:
         """An attempt of ``run_id`` is about to be sent: let it overlap a late request of its
         run once; otherwise wait for those requests and note their answers first."""
-        pending = [entry for entry in self._late if entry[0].run_id == run_id]
-        if not pending:
-            return
-        if run_id in self._overlap:
+        if run_id in self._overlap:  # (a run is in it only while it has late requests)
             self._overlap.remove(run_id)
             return
-        for entry in pending:
+        for entry in [entry for entry in self._late if entry[0].run_id == run_id]:
             self._late.remove(entry)
-            self._finish(entry)
+            self._finish(*entry)
 
     def settle(self) -> None:
         """The clock is done moving: wait for every late request and note its answer."""
         while self._late:
-            self._finish(self._late.pop(0))
+            self._finish(*self._late.pop(0))
         self._overlap.clear()
 
-    def _finish(self, entry: tuple[Attempt, LateResponse]) -> None:
-        attempt, late = entry
+    def _finish(self, attempt: Attempt, late: LateResponse) -> None:
         result = late.wait(late.timeout_seconds)
         answer = "no answer" if result is None else outcome_of(result).debug_info
         attempt.debug_info += f" The target's late answer: {answer}"
