@@ -397,9 +397,8 @@ class ThreadedDriver(Driver):
                     except Exception as exc:  # recording failed (e.g. the store is closed)
                         job = delivery.attempt.job_id
                         recorder.note_error(exc, f"job {job}: attempt not recorded")
-                        with self._idle:
-                            self._outstanding.discard(delivery)
-                            self._idle.notify_all()
+                        self._outstanding.discard(delivery)  # (the lock is the condition's)
+                        self._idle.notify_all()
             self.send_all(follow_ups)
 
     def _finish(self, delivery: Delivery, sent: Sent) -> list[Delivery]:
