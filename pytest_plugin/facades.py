@@ -1,15 +1,11 @@
 """Timer façades: call a service's timers the way Cloud Scheduler would, or directly.
 
-- :class:`CloudRunTimers` (Cloud Run style) sends the real request: ``POST
-  /_triggers/timer/<name>`` with the Scheduler headers, in-process through werkzeug's test
-  client (a WSGI app) or httpx's ``ASGITransport`` (an ASGI app: Starlette, FastAPI), or over
-  HTTP to a live server. A non-2xx answer raises :class:`TimerNotAcknowledged`.
-- :class:`FunctionTimers` (function style) invokes the handler directly: no headers, no body;
-  an ``async def`` handler is run to completion.
-
-Both expose one attribute per timer registered on the app's
-:class:`~scheduler_emulator.service.TimerRouter` (``timers.nightly()``, ``timers.report(order)``)
-and ``fire(name, payload)`` for any name.
+:class:`CloudRunTimers` sends Cloud Scheduler's request (``POST /_triggers/timer/<name>`` with
+its headers) in-process through werkzeug's test client (a WSGI app) or httpx's
+``ASGITransport`` (an ASGI app), or over HTTP to a live server. :class:`FunctionTimers` invokes
+the handler directly (no headers, no body; an ``async def`` one is run to completion). Both have
+one attribute per timer of the app's :class:`~scheduler_emulator.service.TimerRouter`
+(``timers.nightly()``, ``timers.report(order)``) and ``fire(name, payload)`` for any name.
 """
 
 from __future__ import annotations
@@ -162,10 +158,8 @@ class CloudRunTimers(_Timers):
         if self._asgi is not None:
             answer = self._asgi.request("POST", "http://testserver" + path, headers, body)
         elif self._client is not None:
-            overrides = {PROPAGATE_EXCEPTIONS_KEY: True}
-            answer = self._client.post(
-                path, headers=headers, data=body, environ_overrides=overrides
-            )
+            environ = {PROPAGATE_EXCEPTIONS_KEY: True}
+            answer = self._client.post(path, headers=headers, data=body, environ_overrides=environ)
         else:
             assert self._base_url is not None
             answer = requests.post(self._base_url + path, headers=headers, data=body, timeout=60)
