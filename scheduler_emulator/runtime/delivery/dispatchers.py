@@ -63,6 +63,7 @@ from .._options import CACHED_JOBS, DEFAULT_HEADER_CASE
 from .transports import DeliveryRequest, Transport, TransportResult, startable
 
 if TYPE_CHECKING:
+    from ...domain.resources import AppEngineHttpTarget, HttpTarget
     from .tokens import TokenAuthority
 
 
@@ -163,39 +164,35 @@ class RequestTemplate(NamedTuple):
 
 def request_template(
     job_id: str,
-    method: HttpMethod | None,
+    target: HttpTarget | AppEngineHttpTarget,
     url: str,
-    user_headers: Mapping[str, str],
-    body: bytes,
     *,
     token: bool = False,
-    http2: bool | None = None,
     app_engine: bool = False,
 ) -> RequestTemplate:
     """Work out what every attempt of one job configuration sends alike — the one request
     builder of HTTP and App Engine targets.
 
     :param job_id: the job's short ID (``X-CloudScheduler-JobName``).
-    :param method: the stored method; ``None`` is POST.
+    :param target: the job's target: its method (``None`` is POST); its body, sent only for
+        POST, PUT and PATCH (POST and PUT on App Engine); its headers, those the service
+        replaces or reserves and the emulator-only ``X-Emulator-Http2`` dropped.
     :param url: the URL sent, percent-encoded where HTTP needs it.
-    :param user_headers: the job's headers; those the service replaces or reserves and the
-        emulator-only ``X-Emulator-Http2`` are dropped.
-    :param body: the stored body, sent only for POST, PUT and PATCH (POST and PUT on App Engine).
     :param token: the attempts carry a token (OIDC/OAuth), which replaces any user
         ``Authorization``.
-    :param http2: see :attr:`RequestTemplate.http2`.
-    :param app_engine: an App Engine target: its body methods, and the ``User-Agent`` is the
-        user's value followed by :data:`~scheduler_emulator.wire.APP_ENGINE_USER_AGENT_SUFFIX`
-        (otherwise ``Google-Cloud-Scheduler`` whatever the user set).
+    :param app_engine: an App Engine target: its body methods, no ``X-Emulator-Http2``, and the
+        ``User-Agent`` is the user's value followed by
+        :data:`~scheduler_emulator.wire.APP_ENGINE_USER_AGENT_SUFFIX` (otherwise
+        ``Google-Cloud-Scheduler`` whatever the user set).
     """
-    method = method or HttpMethod.POST
+    method = target.http_method or HttpMethod.POST
     body_methods = _APP_ENGINE_BODY_METHODS if app_engine else BODY_METHODS
-    body = body if method in body_methods else b""
+    body = target.body if method in body_methods else b""
     dropped = (_DROPPED | {"authorization"}) if token else _DROPPED
-    lowered = {name.lower(): value for name, value in user_headers.items()}
+    lowered = {name.lower(): value for name, value in target.headers.items()}
     headers = {
         name: value
-        for name, value in user_headers.items()
+        for name, value in target.headers.items()
         if (low := name.lower()) not in dropped and not low.startswith(RESERVED_HEADER_PREFIXES)
     }
     headers.update(scheduler_headers(job_id, None))
@@ -203,6 +200,8 @@ def request_template(
         user_agent = lowered.get("user-agent", "").strip()
         headers["User-Agent"] = " ".join(filter(None, [user_agent, APP_ENGINE_USER_AGENT_SUFFIX]))
     default_content_type = bool(body) and "content-type" not in lowered
+    value = None if app_engine else emulator_http2(target.headers)
+    http2 = None if value is None else value.strip().lower() == "true"
     return RequestTemplate(method.name, url, headers, body, default_content_type, http2)
 
 
@@ -216,12 +215,7 @@ def http_template(job: Job, token: bool = False) -> RequestTemplate:
     target = job.http_target
     if target is None:
         raise ValueError(f"job {job.name} has no httpTarget; only HTTP targets are dispatched.")
-    value = emulator_http2(target.headers)
-    http2 = None if value is None else value.strip().lower() == "true"
-    uri = sendable_uri(target.uri)
-    return request_template(
-        job.job_id, target.http_method, uri, target.headers, target.body, token=token, http2=http2
-    )
+    return request_template(job.job_id, target, sendable_uri(target.uri), token=token)
 
 
 def _prepared(
@@ -302,7 +296,6 @@ APP_ENGINE_RETRY_ALWAYS = frozenset({503})
 #: Methods whose body is sent (AppEngineHttpTarget: "A request body is allowed only if the
 #: HTTP method is POST or PUT").
 _APP_ENGINE_BODY_METHODS = frozenset({HttpMethod.POST, HttpMethod.PUT})
-_SERVICE = re.compile(r"[^:/\s]*")
 
 
 def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> dict[str, str]:
@@ -337,7 +330,7 @@ def _service_url(value: str) -> tuple[str, str]:
     """A ``--app-engine-url`` value as ``(service, URL)``; ``"*"`` for a URL alone (what comes
     before an ``=`` is a service unless it holds a ``:`` or ``/``, as a URL's query would)."""
     service, sep, url = value.partition("=")
-    return (service, url) if sep and _SERVICE.fullmatch(service) else (EVERY_SERVICE, value)
+    return (service, url) if sep and re.fullmatch(r"[^:/\s]*", service) else (EVERY_SERVICE, value)
 
 
 @dataclass(eq=False)
@@ -382,9 +375,8 @@ class AppEngineDispatcher:
                 f"Python). Mapped services: {mapped}."
             )
         url = base + sendable_uri(target.relative_uri or "/")
-        request = request_template(
-            job.job_id, target.http_method, url, target.headers, target.body, app_engine=True
-        ).build(schedule_time, None)
+        template = request_template(job.job_id, target, url, app_engine=True)
+        request = template.build(schedule_time, None)
         transport = _route(url, self.transport, self.google_apis)
         parts = [routing.instance, routing.version, routing.service] if routing else []
         host = ".".join([*filter(None, parts), f"{job.project}.appspot.com"])  # routing's host

@@ -74,12 +74,10 @@ class EmulatorPublisher:
             )
         except exceptions.GoogleAPICallError as exc:
             code = getattr(exc.grpc_status_code, "name", None) or "UNKNOWN"
-            hint = ""
+            text = f"{exc.message} (Pub/Sub emulator at {self.host})"
             if code == "NOT_FOUND":  # as in production, nothing creates it; say how to
-                hint = f"; create it with: curl -X PUT http://{self.host}/v1/{topic}"
-            raise PublishError(
-                code, f"{exc.message} (Pub/Sub emulator at {self.host}){hint}"
-            ) from exc
+                text += f"; create it with: curl -X PUT http://{self.host}/v1/{topic}"
+            raise PublishError(code, text) from exc
         return str(response.message_ids[0])
 
     def close(self) -> None:

@@ -275,9 +275,7 @@ class TokenAuthority:
         with self._lock:
             if self._key is None:
                 path = self.key_path
-                self._key = (
-                    SigningKey.generate() if path is None else SigningKey.load_or_create(path)
-                )
+                self._key = SigningKey.load_or_create(path) if path else SigningKey.generate()
             return self._key
 
     def jwks(self) -> dict[str, Any]:
