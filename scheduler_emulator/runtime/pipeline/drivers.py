@@ -358,12 +358,8 @@ class ThreadedDriver(Driver):
         if self._stopping.is_set():
             release()
             return  # taken from the queue as the engine stopped: stop() records it
-        ended = partial(self._ended, delivery, release)
         queued = getattr(self._submitting, "delivery", None) is not delivery
-        try:
-            self.recorder.begin(delivery, ended, queued=queued)
-        except Exception as exc:  # e.g. the log's file is gone: log, count, record it still
-            ended(self.recorder.failed(delivery, exc))
+        self.recorder.begin(delivery, partial(self._ended, delivery, release), queued=queued)
 
     def _ended(self, delivery: Delivery, release: Callable[[], None], sent: Sent) -> None:
         """Queue what the send gave (on any thread) for the engine thread, with when it ended."""

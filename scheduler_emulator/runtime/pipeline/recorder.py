@@ -168,18 +168,19 @@ class Recorder:
             start is written at once, so a reader sees the same start in flight and after.
         """
         attempt, prepared = delivery.attempt, delivery.prepared
-        if queued:
-            attempt.start_time = self.clock.now()
-            self.store.mark_sent(attempt)
-        delivery.sent = True
-        self.log_started(delivery)
-        rules = self._rules(delivery)
-        if not rules and prepared.startable:
-            starter = cast(StartingTransport, prepared.transport)
-            try:
+        try:
+            if queued:
+                attempt.start_time = self.clock.now()
+                self.store.mark_sent(attempt)
+            delivery.sent = True
+            self.log_started(delivery)
+            rules = self._rules(delivery)
+            if not rules and prepared.startable:
+                starter = cast(StartingTransport, prepared.transport)
                 starter.start(prepared.request, prepared.timeout_seconds, done)
-            except Exception as exc:  # a bug of ours: record the attempt rather than lose it
-                done(self.failed(delivery, exc))
+                return
+        except Exception as exc:  # a bug of ours, the log's file gone…: record it, not lose it
+            done(self.failed(delivery, exc))
             return
         done(self.send(delivery, rules, wait_delays=True))
 
