@@ -68,8 +68,7 @@ if TYPE_CHECKING:
 
 
 class NotDispatched(Exception):
-    """The attempt cannot be made; the message (the attempt's debug text) says why and what to
-    do."""
+    """The attempt cannot be made: the message (its debug text) says why and what to do."""
 
 
 class Sender(Protocol):
@@ -146,11 +145,9 @@ class RequestTemplate(NamedTuple):
     def build(self, schedule_time: str | None, authorization: str | None) -> DeliveryRequest:
         """The request of one attempt; a fresh headers dict.
 
-        :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value, or ``None`` to omit
-            the header (English-like schedules; forced runs under
-            ``force_run_schedule_time="omit"``).
-        :param authorization: a ``Bearer …`` value (OIDC/OAuth tokens), sent last; ``None``
-            sends none.
+        :param schedule_time: the ``X-CloudScheduler-ScheduleTime`` value; ``None`` omits it
+            (English-like schedules; forced runs under ``force_run_schedule_time="omit"``).
+        :param authorization: a ``Bearer …`` value (OIDC/OAuth tokens), sent last, or ``None``.
         """
         headers = dict(self.headers)
         if schedule_time is not None:
@@ -178,12 +175,10 @@ def request_template(
         POST, PUT and PATCH (POST and PUT on App Engine); its headers, those the service
         replaces or reserves and the emulator-only ``X-Emulator-Http2`` dropped.
     :param url: the URL sent, percent-encoded where HTTP needs it.
-    :param token: the attempts carry a token (OIDC/OAuth), which replaces any user
-        ``Authorization``.
+    :param token: the attempts carry an OIDC/OAuth token, which replaces a user Authorization.
     :param app_engine: an App Engine target: its body methods, no ``X-Emulator-Http2``, and the
-        ``User-Agent`` is the user's value followed by
-        :data:`~scheduler_emulator.wire.APP_ENGINE_USER_AGENT_SUFFIX` (otherwise
-        ``Google-Cloud-Scheduler`` whatever the user set).
+        ``User-Agent`` is the user's followed by :data:`~scheduler_emulator.wire.
+        APP_ENGINE_USER_AGENT_SUFFIX` (otherwise ``Google-Cloud-Scheduler`` whatever the user set).
     """
     method = target.http_method or HttpMethod.POST
     body_methods = _APP_ENGINE_BODY_METHODS if app_engine else BODY_METHODS

@@ -81,21 +81,18 @@ class Publisher(Protocol):
         """
 
 
-@dataclass(eq=False)
 class NoPublisher:
-    """No Pub/Sub configured: every Pub/Sub attempt fails with ``reason`` (its debug text)."""
-
-    reason: str = NOT_CONFIGURED
+    """No Pub/Sub configured: every Pub/Sub attempt fails, saying :data:`NOT_CONFIGURED`."""
 
     def unavailable(self) -> str | None:
         """Always the reason."""
-        return self.reason
+        return NOT_CONFIGURED
 
     def publish(
         self, topic: str, data: bytes, attributes: Mapping[str, str], timeout_seconds: float
     ) -> str:
         """Never publishes. :raises PublishError: FAILED_PRECONDITION with the reason."""
-        raise PublishError("FAILED_PRECONDITION", self.reason)
+        raise PublishError("FAILED_PRECONDITION", NOT_CONFIGURED)
 
 
 @dataclass(frozen=True)
@@ -253,8 +250,7 @@ class InProcessPublisher:
         return message.message_id
 
     def published(self, topic: str | None = None) -> list[PubsubMessage]:
-        """Messages accepted so far, in publish order; only ``topic``'s (ID or full name) when
-        given."""
+        """Messages accepted so far, in publish order; only ``topic``'s (ID or full name) if set."""
         name = None if topic is None else self.topic_name(topic)
         with self._lock:
             return [m for m in self._messages if name is None or m.topic == name]

@@ -334,9 +334,8 @@ class TokenAuthority:
         return value
 
     def authorization(self, job: Job, at: datetime | None = None) -> str | None:
-        """The ``Authorization`` value of one attempt of ``job``.
+        """The ``Authorization`` value of the attempt of ``job`` at ``at`` (its instant).
 
-        :param at: the attempt's instant.
         :return: ``"Bearer <ID token>"`` for ``oidcToken``, ``"Bearer <access token>"`` for
             ``oauthToken`` (on ``http://`` URIs too), ``None`` when the job asks for no
             token (a user ``Authorization`` header then passes through).
