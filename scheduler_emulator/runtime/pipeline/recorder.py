@@ -108,12 +108,11 @@ class Recorder:
         pending = deque(decisions)
         while pending:
             decision = pending.popleft()
-            delivery = failure = None
-            if type(decision) is StartAttempt:  # exact type: the decisions are not subclassed
-                delivery, failure = self._prepare(decision)
-            self.store.save(decision, None if delivery is None else delivery.attempt)
-            if delivery is None:
+            if type(decision) is not StartAttempt:  # exact type: decisions are not subclassed
+                self.store.save(decision)
                 continue
+            delivery, failure = self._prepare(decision)
+            self.store.save(decision, delivery.attempt)
             if failure is None:
                 deliveries.append(delivery)  # AttemptStarted is logged by the driver
             else:
@@ -229,11 +228,8 @@ class Recorder:
         return self.carry_out(self.ended(delivery, sent))
 
     def ended(self, delivery: Delivery, sent: Sent) -> list[Decision]:
-        """Classify what the send gave, record the end of the attempt (lock held) and return
-        the core's decisions.
-
-        :param sent: what :meth:`send` returned, or the transport's result (:meth:`begin`).
-        """
+        """Classify what the send gave (what :meth:`send` returned, or the transport's result),
+        record the end of the attempt (lock held) and return the core's decisions."""
         injected = sent if isinstance(sent, Injected) else Injected(sent, outcome_of(sent))
         attempt, kind, outcome = delivery.attempt, delivery.target_type, injected.outcome
         latency, at = injected.latency_seconds, delivery.answered
@@ -303,7 +299,11 @@ class Recorder:
         for run in orphans:
             run.finished = True
             self.store.save_run(run)
-        restarted = classify_failure(Failure.RESTARTED, _RESTARTED_DETAIL)
+        restarted = classify_failure(
+            Failure.RESTARTED,
+            "Emulator restarted. The target may have answered: it stopped before the answer "
+            "was kept.",
+        )
         for attempt in in_flight.values():
             job = self.core.config(attempt.job)
             kind = job.target_type if job is not None else "HTTP"
@@ -326,13 +326,6 @@ class Recorder:
         self.last_error = exc
         logger.error("%s: %s", what, exc, exc_info=logger.isEnabledFor(logging.DEBUG))
         return Outcome("UNKNOWN", f"EMULATOR_ERROR. The emulator {failed}: {exc!r}.", None)
-
-
-#: The debug text of an attempt found in flight at start-up: it may have been answered, or never
-#: sent; its run is retried once beyond its config (at-least-once delivery, as Google's).
-_RESTARTED_DETAIL = (
-    "Emulator restarted. The target may have answered: it stopped before the answer was kept."
-)
 
 
 _OK_STATUS = Status()
