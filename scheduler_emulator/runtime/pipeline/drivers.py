@@ -296,11 +296,9 @@ class ThreadedDriver(Driver):
         if self._thread is not None:
             self._thread.join(left() + _SLICE_SECONDS)  # within a slice: it stops after it
             self._thread = None
-        if self._pool is None:
-            self._close()
-            return 0
         pool, self._pool = self._pool, None
-        pool.shutdown()  # queued attempts are not sent
+        if pool is not None:  # (else never started, or stopped already: nothing outstanding)
+            pool.shutdown()  # queued attempts are not sent
         while True:  # the engine thread is gone: record the ends here as they come
             self._wakeup.clear()
             self._record_ends(self.clock.now())
