@@ -2,8 +2,7 @@
 ``"APP_ENGINE_HTTP"``), each turning an attempt of a job into a :class:`Prepared` for the engine
 to send (fault injection may send it several times, or not at all). A kind with no dispatcher
 gets an attempt recorded as failed with :class:`NotDispatched`'s message;
-:meth:`~scheduler_emulator.Emulator.set_dispatcher` replaces one (the Firebase bridge wraps
-them that way).
+:meth:`~scheduler_emulator.Emulator.set_dispatcher` replaces one (the Firebase bridge wraps them).
 
 HTTP and App Engine targets share one request builder, :func:`request_template`, whose
 :class:`RequestTemplate` is kept per job configuration. Headers: the user's headers minus the
@@ -348,8 +347,7 @@ class AppEngineDispatcher:
         self.urls = dict(self.urls)  # the caller's mapping may change later
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
-        """Build the attempt's request (see :class:`Dispatcher`); the record adds
-        ``appEngineHost``.
+        """Build the attempt's request (see :class:`Dispatcher`); its record adds appEngineHost.
 
         :raises NotDispatched: when neither the job's service nor every service is mapped,
             naming the ``--app-engine-url`` to add.
