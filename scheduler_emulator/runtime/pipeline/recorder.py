@@ -161,7 +161,8 @@ class Recorder:
         """Send one attempt (no lock held), logging it as started, and call ``done`` once with
         what happened: the transport's result, on another thread, when no fault rule applies
         and the transport can start it (:attr:`Prepared.startable`); otherwise as :meth:`send`
-        in this thread, an injected ``delay`` waited out in real time.
+        in this thread, an injected ``delay`` waited out in real time. An error here (ours, or
+        the log's file gone) is what the attempt records (:meth:`failed`).
 
         :param queued: it waited in a queue since it was recorded: it starts now, and that
             start is written at once, so a reader sees the same start in flight and after.
