@@ -232,8 +232,7 @@ def _prepared(
 
 
 def _route(url: str, transport: Transport, google_apis: Transport | None) -> Transport:
-    """The transport of a request to ``url``: ``google_apis`` for a ``*.googleapis.com`` URL
-    (the Cloud Run Admin API in-process; any other Google API refused), else ``transport``."""
+    """The transport of ``url``: ``google_apis`` for ``*.googleapis.com`` (see HttpDispatcher)."""
     return google_apis if google_apis is not None and ".googleapis.com" in url else transport
 
 

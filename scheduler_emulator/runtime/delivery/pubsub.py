@@ -265,8 +265,7 @@ class PubsubDispatcher:
         self.publisher = publisher
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
-        """Prepare one publish (see
-        :class:`~scheduler_emulator.runtime.delivery.dispatchers.Dispatcher`); its record is
+        """Prepare one publish (see :class:`.dispatchers.Dispatcher`); its record is
         ``{"targetType": "PUB_SUB", "pubsubTopic", "data" (base64), "attributes"}``.
 
         :raises NotDispatched: when the publisher is unavailable (no Pub/Sub configured, or
