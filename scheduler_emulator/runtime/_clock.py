@@ -168,8 +168,7 @@ class ManualClock:
                 )
             self._settle()  # what is due now (a sleeper may also note the starting instant)
             while not self._interrupted:  # stop at each due instant, up to the target
-                due = [d for d in (s.next_due() for s in self._sleepers) if d is not None]
-                earliest = min(due, default=None)
+                earliest = min(filter(None, (s.next_due() for s in self._sleepers)), default=None)
                 if earliest is None or earliest > target:
                     break  # nothing is left due at or before the target
                 self._now = max(self._now, earliest)
@@ -191,10 +190,9 @@ class ManualClock:
         :return: ``True`` if no move is under way any more, ``False`` if one still is.
         """
         self._interrupted = True
-        if not self._lock.acquire(timeout=max(0.0, timeout)):
-            return False
-        self._lock.release()
-        return True
+        if acquired := self._lock.acquire(timeout=max(0.0, timeout)):
+            self._lock.release()
+        return acquired
 
     def reset_to(self, instant: datetime) -> None:
         """Set the clock to ``instant``, backwards too, firing nothing. Only for an emulator
