@@ -106,7 +106,9 @@ class Emulator(AttemptAssertions):
             issuer=options.token_issuer,
             token_time=options.token_time,
         )
-        transport = transport or HttpTransport(http2=options.http2)
+        #: The transport attempts go through: the one given, or the default (what
+        #: ``/_emulator/config`` reports); attempts to ``*.googleapis.com`` never reach it.
+        self.transport = transport = transport or HttpTransport(http2=options.http2)
         self.publisher: Publisher = publisher or InProcessPublisher(
             self.clock, transport, project=options.project
         )
@@ -121,9 +123,6 @@ class Emulator(AttemptAssertions):
             ],
         )
         self.cloud_run_api = CloudRunAdminApi(self.cloud_run, self.tokens, options.location)
-        #: The transport attempts go through: the one given, or the default (what
-        #: ``/_emulator/config`` reports); attempts to ``*.googleapis.com`` never reach it.
-        self.transport = transport
         google_apis = GoogleApisTransport(
             CloudRunAdminApi(self.cloud_run, self.tokens, options.location, require_token=True),
             transport,
@@ -247,15 +246,13 @@ class Emulator(AttemptAssertions):
         :raises AlreadyExists: if a job of that name exists.
         :return: the stored job with its output-only fields (state ENABLED, scheduleTime…).
         """
-        return self._create(job, fields)
-
-    def _create(
-        self, job: Job | Mapping[str, Any] | None, fields: dict[str, Any], from_start: bool = False
-    ) -> Job:
         if not isinstance(job, Job):
             data = {**(job or {}), **fields}
             data["name"] = self.job_name(data.get("name") or generate_job_id())
             job = job_from_json(data)
+        return self._create(job)
+
+    def _create(self, job: Job, from_start: bool = False) -> Job:
         job = replace(
             job,
             state=State.ENABLED,
@@ -275,7 +272,7 @@ class Emulator(AttemptAssertions):
         (or resumed) from, a time at that very instant counts unless its run is recorded
         (docs/behaviour.md, "The start instant")."""
         if not self.has_job(job.name):
-            return self._create(job, {}, from_start=True)
+            return self._create(job, from_start=True)
         current = self.get_job(job.name)
         kept = {name: getattr(current, name) for name in MESSAGE_FIELDS["Job"].output_only}
         if replace(job, **kept) == current:
@@ -285,8 +282,7 @@ class Emulator(AttemptAssertions):
         return self._put_job(replace(job, **fields), from_start=True)
 
     def _put_job(self, job: Job, *, create: bool = False, from_start: bool = False) -> Job:
-        """Store ``job`` and reschedule it from now (``Scheduler.put``); nothing changes if it
-        raises."""
+        """Store ``job``, rescheduled from now (``Scheduler.put``); nothing changes if it raises."""
         with self._lock:
             with self._stored_or_undone():
                 view, decisions = self.core.put(
@@ -616,9 +612,7 @@ def _refuse_unsendable_http2(job: Job) -> None:
     (HTTP/2 needs ``pycurl`` whose libcurl has it: :func:`http2_problem`)."""
     target = job.http_target
     value = None if target is None else emulator_http2(target.headers)
-    if value is None or value.strip().lower() != "true":
-        return
-    if (reason := http2_problem()) is not None:
+    if value and value.strip().lower() == "true" and (reason := http2_problem()) is not None:
         raise InvalidArgument(
             f"httpTarget.headers {EMULATOR_HTTP2_HEADER}: true (emulator-only) cannot be "
             f"honoured: this emulator cannot send HTTP/2: {reason}",
