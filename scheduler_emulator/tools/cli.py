@@ -93,13 +93,10 @@ def default_data_dir(project_dir: Path | None = None) -> Path:
 
 
 def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)")
-    return port
+    with contextlib.suppress(ValueError):
+        if 0 <= (port := int(text)) <= 65535:
+            return port
+    raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)")
 
 
 def _host(text: str) -> str:
@@ -175,11 +172,8 @@ class _Parser(argparse.ArgumentParser):
     not the usage block (22 lines for ``start``) with the error under it."""
 
     def error(self, message: str) -> NoReturn:
-        _refuse(self, self.prog, message)
-
-
-def _refuse(parser: argparse.ArgumentParser, prog: str, message: str) -> NoReturn:
-    parser.exit(2, f"{prog}: error: {message}\n(`{prog} --help` lists what it takes.)\n")
+        prog = self.prog
+        self.exit(2, f"{prog}: error: {message}\n(`{prog} --help` lists what it takes.)\n")
 
 
 def parse_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
@@ -187,8 +181,8 @@ def parse_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argpa
     name (``scheduler-emulator skipped``), so that the pointer leads to that command's help."""
     parsed, extra = parser.parse_known_args(argv)
     if extra:
-        prog = f"{parser.prog} {parsed.command}"
-        _refuse(parser, prog, f"unrecognized arguments: {' '.join(extra)}")
+        parser.prog = f"{parser.prog} {parsed.command}"
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return parsed
 
 
@@ -223,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=_port, default=DEFAULT_PORT, help="port; 0 picks a free one (%(default)s)"
     )
     defaults = Limits()
-    for flag, default, metavar, help_text in (
+    for flag, default, metavar, text in (
         ("--max-connections", defaults.max_connections, "N",
          "HTTP/1.1 connections open at once; one more is answered 503 (%(default)s)"),
         ("--max-grpc-connections", defaults.max_grpc_connections, "N",
@@ -231,9 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--grpc-idle-timeout", round(defaults.grpc_idle_timeout), "SECONDS",
          "send GOAWAY to a gRPC connection without a call for this long (%(default)s)"),
     ):  # fmt: skip
-        start.add_argument(
-            flag, type=whole_number, default=default, metavar=metavar, help=help_text
-        )
+        start.add_argument(flag, type=whole_number, default=default, metavar=metavar, help=text)
     for flag, help_text in (
         ("--jobs", "jobs file (YAML or JSON list of Job resources); repeatable"),
         ("--cloud-run-jobs", "Cloud Run jobs that scheduler jobs calling the Admin API's "
@@ -271,22 +263,15 @@ def build_parser() -> argparse.ArgumentParser:
         f"{default_data_dir()})",
     )
     storage.add_argument("--in-memory", action="store_true", help="keep nothing on disk")
-    start.add_argument(
-        "--retain-attempts",
-        type=functools.partial(whole_number, smallest=0),
-        default=DEFAULT_RETAIN_ATTEMPTS,
-        metavar="N",
-        help="keep the newest N finished attempts, skipped-run records and finished runs; "
-        "attempts in flight are always kept (%(default)s)",
-    )
-    start.add_argument(
-        "--retain-megabytes",
-        type=whole_number,
-        default=DEFAULT_RETAIN_MEGABYTES,
-        metavar="MB",
-        help="drop the oldest finished attempts while the database holds more than MB "
-        "megabytes (%(default)s)",
-    )
+    for flag, smallest, default, metavar, text in (
+        ("--retain-attempts", 0, DEFAULT_RETAIN_ATTEMPTS, "N", "keep the newest N finished "
+         "attempts, skipped-run records and finished runs; attempts in flight are always kept "
+         "(%(default)s)"),
+        ("--retain-megabytes", 1, DEFAULT_RETAIN_MEGABYTES, "MB", "drop the oldest finished "
+         "attempts while the database holds more than MB megabytes (%(default)s)"),
+    ):  # fmt: skip
+        whole = functools.partial(whole_number, smallest=smallest)
+        start.add_argument(flag, type=whole, default=default, metavar=metavar, help=text)
     start.add_argument(
         "--clock",
         choices=["system", "manual"],
@@ -305,24 +290,17 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--log-file", metavar="F", help="append the execution log to F (default: stdout)"
     )
-    start.add_argument(
-        "--log-format",
-        choices=LOG_FORMATS,
-        help="'json': Cloud Logging entries, AttemptStarted and AttemptFinished; 'text': one "
-        "line per attempt (time, job, attempt, outcome, latency). Default: text when the log "
-        "goes to a terminal, json otherwise (a pipe, --log-file)",
-    )
-    start.add_argument(
-        "--dst-policy", choices=DST_POLICIES, default=DEFAULT_DST_POLICY, help=DST_HELP
-    )
-    start.add_argument(
-        "--header-case",
-        choices=HEADER_CASES,
-        default=DEFAULT_HEADER_CASE,
-        help="how attempts spell header names: 'google' as Google documents them "
-        "(X-CloudScheduler-JobName), 'lower' as an HTTP/2 front end such as Cloud Run hands "
-        "them on, 'canonical' as X-Cloudscheduler-Jobname (%(default)s)",
-    )
+    for flag, choices, choice, text in (
+        ("--log-format", LOG_FORMATS, None, "'json': Cloud Logging entries, AttemptStarted and "
+         "AttemptFinished; 'text': one line per attempt (time, job, attempt, outcome, latency). "
+         "Default: text when the log goes to a terminal, json otherwise (a pipe, --log-file)"),
+        ("--dst-policy", DST_POLICIES, DEFAULT_DST_POLICY, DST_HELP),
+        ("--header-case", HEADER_CASES, DEFAULT_HEADER_CASE, "how attempts spell header names: "
+         "'google' as Google documents them (X-CloudScheduler-JobName), 'lower' as an HTTP/2 "
+         "front end such as Cloud Run hands them on, 'canonical' as X-Cloudscheduler-Jobname "
+         "(%(default)s)"),
+    ):  # fmt: skip
+        start.add_argument(flag, choices=choices, default=choice, help=text)
     start.add_argument(
         "--http2",
         action="store_true",
@@ -449,15 +427,13 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
     except ConfigurationError:
         config = {}
     answered = "project" in config  # else no emulator answers there
-    project = args.project
-    if project is None:
-        if not answered:
-            print(
-                f"note: no scheduler-emulator answers at {args.host}:{args.port}; printing "
-                f"project {DEFAULT_PROJECT}. Start the daemon first, or pass --port/--project.",
-                file=sys.stderr,
-            )
-        project = str(config.get("project", DEFAULT_PROJECT))
+    if args.project is None and not answered:
+        print(
+            f"note: no scheduler-emulator answers at {args.host}:{args.port}; printing "
+            f"project {DEFAULT_PROJECT}. Start the daemon first, or pass --port/--project.",
+            file=sys.stderr,
+        )
+    project = str(config.get("project", DEFAULT_PROJECT)) if args.project is None else args.project
     check_project_id(project, field="--project")
     grpc = bool(config.get("grpc", True)) if answered else None
     pubsub_host = str(config.get("pubsubEmulatorHost", "")) if answered else ""
@@ -564,6 +540,15 @@ def log_format_note(log_format: str, log_file: str | None) -> str:
     return f"execution log: {what} {where}; --log-format {other}"
 
 
+#: The ``start`` flags that set the :class:`EmulatorOptions` and :class:`Limits` fields of
+#: their names.
+_OPTION_FLAGS = (
+    *("project", "location", "dst_policy", "header_case", "http2", "token_issuer", "token_time"),
+    *("retain_attempts", "retain_megabytes"),
+)
+_LIMIT_FLAGS = ("max_connections", "max_grpc_connections", "grpc_idle_timeout")
+
+
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon (:class:`~scheduler_emulator.server.daemon.Daemon`) until SIGINT or
     SIGTERM."""
@@ -582,7 +567,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     )
     jobs = [job for _, file_jobs in per_file for job in file_jobs]
     log_format = log_format_for(args.log_format, args.log_file, out)
-    data_dir = None if args.in_memory else Path(args.data_dir or default_data_dir())
+    data_dir = None if args.in_memory else args.data_dir or default_data_dir()
     cloud_run_jobs = load_cloud_run_jobs(
         args.cloud_run_jobs, project=args.project, location=args.location
     )
@@ -594,16 +579,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     targets = targets_setup.configure(args, jobs, out)  # may start the Pub/Sub emulator
     daemon = Daemon(
         EmulatorOptions(
-            project=args.project,
-            location=args.location,
-            dst_policy=args.dst_policy,
+            **{name: getattr(args, name) for name in _OPTION_FLAGS},
             data_dir=data_dir,
-            token_issuer=args.token_issuer,
-            token_time=args.token_time,
-            retain_attempts=args.retain_attempts,
-            retain_megabytes=args.retain_megabytes,
-            header_case=args.header_case,
-            http2=args.http2,
             cloud_run_jobs=cloud_run_jobs,
             app_engine_urls=targets.app_engine_urls,
         ),
@@ -612,11 +589,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         clock=args.clock,
         start=args.start,
         admin_token=token,
-        limits=Limits(
-            max_connections=args.max_connections,
-            max_grpc_connections=args.max_grpc_connections,
-            grpc_idle_timeout=args.grpc_idle_timeout,
-        ),
+        limits=Limits(**{name: getattr(args, name) for name in _LIMIT_FLAGS}),
         log=log_stream,
         log_format=log_format,
         faults=faults,
