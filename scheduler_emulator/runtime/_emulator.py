@@ -253,14 +253,10 @@ class Emulator(AttemptAssertions):
         return self._create(job)
 
     def _create(self, job: Job, from_start: bool = False) -> Job:
-        job = replace(
-            job,
-            state=State.ENABLED,
-            status=None,
-            last_attempt_time=None,
-            schedule_time=None,
-            user_update_time=self.clock.now(),
-        )
+        """Store ``job`` as new: its output-only fields cleared, ENABLED, updated now."""
+        fresh: dict[str, Any] = dict.fromkeys(MESSAGE_FIELDS["Job"].output_only)
+        fresh |= {"state": State.ENABLED, "user_update_time": self.clock.now()}
+        job = replace(job, **fresh)
         _refuse_unsendable_http2(job)
         return self._put_job(job, create=True, from_start=from_start)
 
@@ -296,10 +292,9 @@ class Emulator(AttemptAssertions):
 
     @contextlib.contextmanager
     def _stored_or_undone(self, undone: Callable[[], None] = lambda: None) -> Iterator[None]:
-        """Keep the core's changes made in the block only if the store took them: on
-        :class:`StorageUnavailable` (a full disk) every job it changed is put back, ``undone()``
-        is called if any was, and the error goes on (the API answers 503). The lock is taken
-        per step (the block may run without it, as :meth:`run_due`'s does)."""
+        """Keep the core's changes made in the block only if the store took them: on a full disk
+        (:class:`StorageUnavailable`) put back every job it changed, call ``undone()`` if any, and
+        re-raise (503). The lock is taken per step (:meth:`run_due`'s block runs without it)."""
         with self._lock:
             self.core.checkpoint()
         try:

@@ -114,9 +114,8 @@ def _directory(text: str) -> Path:
 
 
 def _daemon_address(parser: argparse.ArgumentParser) -> None:
-    """Add ``--host`` and ``--port``: where a running daemon is (``env-init`` and the views);
-    by default where ``$CLOUD_SCHEDULER_EMULATOR_HOST`` (``env-init`` exports it) says, else
-    127.0.0.1:8095 (a value that is not HOST:PORT is passed over)."""
+    """Add ``--host``/``--port`` of a running daemon (``env-init``, the views): by default
+    ``$CLOUD_SCHEDULER_EMULATOR_HOST``'s (env-init exports it) if HOST:PORT, else 127.0.0.1:8095."""
     host, port = DEFAULT_HOST, DEFAULT_PORT
     with contextlib.suppress(ValueError):
         exported, _, number = emulator_host(
