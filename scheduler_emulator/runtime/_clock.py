@@ -146,9 +146,8 @@ class ManualClock:
                 f"cannot advance a ManualClock by {seconds:g} seconds: give 0 or more, under "
                 "10^12 (the clock only moves forward; start it earlier for an earlier instant)."
             )
-        return self.move_to(
-            self._now + (delta if isinstance(delta, timedelta) else timedelta(seconds=delta))
-        )
+        step = delta if isinstance(delta, timedelta) else timedelta(seconds=delta)
+        return self.move_to(self._now + step)
 
     def move_to(self, target: datetime) -> datetime:
         """Move the clock to ``target``, stopping at every due instant in order on the way to
@@ -242,14 +241,12 @@ class ClockFile:
             names the file and says to move it aside or pass ``--start``).
         """
         try:
-            text = self.path.read_text(encoding="utf-8")
+            return parse_timestamp(json.loads(self.path.read_text(encoding="utf-8"))["now"])
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise ClockError(f"cannot read the manual clock's file {self.path}: {exc}.") from None
-        try:
-            return parse_timestamp(json.loads(text)["now"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):  # not UTF-8 or JSON, no "now", no instant
             raise ClockError(
                 f"{self.path} does not hold a manual clock instant such as "
                 '{"now": "2026-03-02T14:03:00Z"}; move it aside or pass --start.'
