@@ -7,7 +7,6 @@ transports), and the rest may change between releases. docs/architecture.md says
 module owns.
 """
 
-from ..wire import GOOGLE_ISSUER
 from ._clock import Clock, ClockFile, ManualClock, SystemClock
 from ._emulator import Emulator
 from ._options import (

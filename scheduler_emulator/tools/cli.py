@@ -34,7 +34,6 @@ from ..runtime import (
     DEFAULT_PROJECT,
     DEFAULT_RETAIN_ATTEMPTS,
     DEFAULT_RETAIN_MEGABYTES,
-    GOOGLE_ISSUER,
     LOG_FORMATS,
     TOKEN_TIMES,
     EmulatorOptions,
@@ -43,7 +42,7 @@ from ..runtime import (
     http2_problem,
 )
 from ..server.connections import Limits
-from ..wire import HEADER_CASES, format_schedule_time, format_timestamp, is_loopback
+from ..wire import GOOGLE_ISSUER, HEADER_CASES, format_schedule_time, format_timestamp, is_loopback
 from . import replay, targets_setup, views
 from .client_recipes import client_notes, grpc_note
 from .cloud_run_file import load_cloud_run_jobs
