@@ -10,7 +10,6 @@ module owns.
 from ._clock import Clock, ClockFile, ManualClock, SystemClock
 from ._emulator import Emulator
 from ._options import (
-    DEFAULT_DST_POLICY,
     DEFAULT_HEADER_CASE,
     DEFAULT_LOCATION,
     DEFAULT_PROJECT,

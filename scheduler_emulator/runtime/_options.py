@@ -44,7 +44,6 @@ ATTEMPTS_PAGE_SIZE_MAX = 1000
 CACHED_JOBS = 50_000
 #: How HTTP attempts spell header names by default: as Google's documentation does.
 DEFAULT_HEADER_CASE = HEADER_CASES[0]
-# The daylight-saving default (DEFAULT_DST_POLICY) is the schedule's, re-exported from here.
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,8 @@ from ..clients import EMULATOR_HOST_VARIABLE, emulator_host
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
-from ..domain.schedule import DST_POLICIES, parse_schedule
+from ..domain.schedule import DEFAULT_DST_POLICY, DST_POLICIES, parse_schedule
 from ..runtime import (
-    DEFAULT_DST_POLICY,
     DEFAULT_HEADER_CASE,
     DEFAULT_LOCATION,
     DEFAULT_PROJECT,
