@@ -62,7 +62,7 @@ from werkzeug.wrappers import Request, Response
 from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import iso
 from ..domain.codec import job_to_json, parse_timestamp, show_value
-from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound
+from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from ..domain.paging import next_page_token, page_position
 from ..runtime import EXECUTION_STATES, HttpTransport
 from ..runtime._emulator import Emulator
@@ -281,11 +281,16 @@ class Admin:
             answer["nextDue"] = iso(due)
         return answer
 
-    def _manual_only(self, fn: Any, *args: Any) -> dict[str, Any]:
+    def _manual_only(self, fn: Any, arg: Any, target: datetime) -> dict[str, Any]:
         try:
-            now = fn(*args)
+            now = fn(arg)
         except ClockError as exc:
             raise FailedPrecondition(str(exc)) from exc
+        if now < target:  # the daemon's stop ended the move where it was
+            raise Unavailable(
+                f"The emulator is stopping: the clock stopped at {iso(now)}, before "
+                f"{iso(target)}; what was due up to then was sent or recorded as not sent."
+            )
         return {"now": iso(now)}
 
     def clock_advance(self, request: Request) -> dict[str, Any]:
@@ -311,7 +316,7 @@ class Admin:
                 f"{show_value(seconds)}.",
                 field="seconds",
             )
-        return self._manual_only(self.emulator.advance, float(seconds))
+        return self._manual_only(self.emulator.advance, float(seconds), target)
 
     def clock_move_to(self, request: Request) -> dict[str, Any]:
         """Move a manual clock to ``time`` (RFC 3339) and answer once everything has settled."""
@@ -326,7 +331,7 @@ class Admin:
                 f"time must be at most {iso(LATEST_INSTANT)}; got {show_value(text)}.",
                 field="time",
             )
-        return self._manual_only(self.emulator.move_to, instant)
+        return self._manual_only(self.emulator.move_to, instant, instant)
 
     def attempts(self, request: Request) -> dict[str, Any]:
         """One page of attempts in start order, filtered by ``job``, ``run``, ``startAfter``,

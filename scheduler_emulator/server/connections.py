@@ -38,7 +38,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -228,7 +228,7 @@ class ConnectionRouter:
         self.backend: Any = None  # the GrpcBackend, started by the first HTTP/2 connection
         #: Connections open now, by kind: ``unsorted`` (first bytes awaited), ``http``, ``grpc``.
         self.open = {"unsorted": 0, "http": 0, "grpc": 0}
-        self._busy = 0  # HTTP requests in a worker now
+        self._busy: set[Future[bool]] = set()  # HTTP requests in a worker now
         self._lock = threading.Lock()
         self._closed = False
         self._tls_logged_at: float | None = None
@@ -265,6 +265,11 @@ class ConnectionRouter:
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._closed
+
+    def finish(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the HTTP requests being answered now (a clock
+        move the stop cut short answers once the engine has stopped)."""
+        wait(set(self._busy), timeout)
 
     def close(self) -> None:
         """Close every connection, stop the loop and the gRPC server. Idempotent."""
@@ -459,18 +464,17 @@ class ConnectionRouter:
                     )
                     await self._answer_http1(sock, DeadlineExceeded(message, http_status=408))
                     return
-                if self._busy >= limits.http_workers:
+                if len(self._busy) >= limits.http_workers:
                     message = f"Too many requests in progress: {limits.http_workers} at once."
                     await self._answer_http1(sock, Unavailable(message))
                     return
-                self._busy += 1
                 sock.setblocking(True)
+                work = self._workers.submit(self.serve_http, sock, client_address, data, deadline)
+                self._busy.add(work)
                 try:
-                    keep = await self._loop.run_in_executor(
-                        self._workers, self.serve_http, sock, client_address, data, deadline
-                    )
+                    keep = await asyncio.wrap_future(work)
                 finally:
-                    self._busy -= 1
+                    self._busy.discard(work)
                     sock.setblocking(False)
                 if not keep:
                     return

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 from werkzeug.routing import Map
-from werkzeug.serving import BaseWSGIServer, ThreadedWSGIServer, WSGIRequestHandler
+from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 from werkzeug.wrappers import Request, Response
 
 from ..api.v1 import MAX_REQUEST_BYTES
@@ -440,6 +440,11 @@ class _RequestHandler(WSGIRequestHandler):
             self.wfile.write(data)
 
 
+#: How long closing the server waits for the answers of requests in progress (longer than the
+#: daemon's stop grace, after which a clock move the stop cut short answers).
+ANSWER_GRACE_SECONDS = 3.0
+
+
 class BoundedWSGIServer(ThreadedWSGIServer):
     """werkzeug's threaded server whose connections are held by a
     :class:`~scheduler_emulator.server.connections.ConnectionRouter` (set by :func:`serve`):
@@ -474,6 +479,8 @@ class BoundedWSGIServer(ThreadedWSGIServer):
             super().log(type, message, *args)
 
     def server_close(self) -> None:
+        if self.connection_router is not None:  # a clock move a stop cut short still answers
+            self.connection_router.finish(ANSWER_GRACE_SECONDS)
         super().server_close()
         if self.connection_router is not None:
             self.connection_router.close()
@@ -487,7 +494,7 @@ def serve(
     admin_token: str | None = None,
     limits: Limits | None = None,
     grpc: bool = True,
-) -> BaseWSGIServer:
+) -> BoundedWSGIServer:
     """Bind a threaded HTTP server for ``emulator`` (not yet serving; call ``serve_forever``).
 
     The same port serves the v1 API over gRPC (:mod:`~scheduler_emulator.server.connections`);

@@ -1,6 +1,7 @@
 """SIGTERM while a manual-clock daemon advances a year: the advance ends at the due instant it
 reached with what ran there recorded, the daemon exits within 3 s without a traceback and says
-how many attempts were in flight, and a restart marks nothing that had ended as restarted."""
+how many attempts were in flight, the advance is answered 503 naming where the clock stopped
+(it got an empty reply), and a restart marks nothing that had ended as restarted."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
+from werkzeug.serving import make_server
 
-from tests.daemon import running_daemon, serving
+from tests.daemon import running_daemon, serving, serving_in_thread
 from tests.support import RecordingTarget, nightly_job, wait_for
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
@@ -67,3 +70,51 @@ def test_sigterm_during_a_year_long_advance(tmp_path: Path) -> None:
     assert len(ok) >= delivered - in_flight
     # The clock resumes at the instant the advance reached: the last attempt's minute.
     assert now == attempts[-1].schedule_time
+    [answer] = answers
+    assert isinstance(answer, requests.Response) and answer.status_code == 503, answer
+    assert answer.json()["error"]["message"].startswith(
+        f"The emulator is stopping: the clock stopped at {now}, before 2027-03-02T14:00:00Z;"
+    )
+
+
+@pytest.mark.timeout(60)
+def test_an_advance_held_by_a_target_at_sigterm_is_answered_503() -> None:
+    """A trial: the request in flight held the advance past the stop's grace, the server closed
+    its connection first, and the caller got an empty reply."""
+    arrived, release = threading.Event(), threading.Event()
+
+    def hanging(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        arrived.set()
+        release.wait(30)
+        start_response("200 OK", [])
+        return [b""]
+
+    answers: list[object] = []
+    server = make_server("127.0.0.1", 0, hanging, threaded=True)
+    with (
+        serving_in_thread(server) as base,
+        running_daemon(
+            "--in-memory", "--clock", "manual", "--start", "2026-03-02T14:00:30Z"
+        ) as daemon,
+    ):
+        try:
+            job = nightly_job(name=f"{JOBS[4:]}/held", schedule="* * * * *")
+            daemon.post(JOBS, job | {"httpTarget": {"uri": base}}).raise_for_status()
+            mover = threading.Thread(
+                target=lambda: answers.append(
+                    daemon.post("/_emulator/clock:advance", {"seconds": 120})
+                ),
+                daemon=True,
+            )
+            mover.start()
+            assert arrived.wait(30)
+            daemon.process.send_signal(signal.SIGTERM)
+            mover.join(15)
+        finally:
+            release.set()
+    [answer] = answers
+    assert isinstance(answer, requests.Response) and answer.status_code == 503, answer
+    assert answer.json()["error"]["message"] == (
+        "The emulator is stopping: the clock stopped at 2026-03-02T14:01:00Z, before "
+        "2026-03-02T14:02:30Z; what was due up to then was sent or recorded as not sent."
+    )
