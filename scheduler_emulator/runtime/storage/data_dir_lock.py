@@ -75,21 +75,31 @@ class DataDirLock:
                 raise self._in_use() from None
             raise
         self._dir_fd, self._file = dir_fd, handle
-        self._write({"pid": os.getpid(), "port": None})
+        self.note_port(None)
 
     def _in_use(self) -> DataDirInUse:
         try:
-            holder = _holder(self.path.read_text())
+            data = json.loads(self.path.read_text())
+            port = data.get("port")
+            holder = f"pid {data.get('pid')}, " + (f"port {port}" if port else "port not bound yet")
         except OSError:  # the lock file was deleted: the directory's lock still holds
             holder = "pid unknown: its daemon.lock file was deleted"
+        except ValueError:
+            holder = "pid unknown"
         return DataDirInUse(
             f"data directory {self.path.parent} is in use by another scheduler-emulator "
             f"({holder}). Stop it, or pass another --data-dir."
         )
 
-    def note_port(self, port: int) -> None:
-        """Record the port the daemon listens on, for the message a second daemon prints."""
-        self._write({"pid": os.getpid(), "port": port})
+    def note_port(self, port: int | None) -> None:
+        """Record the port the daemon listens on (``None``: not yet), for the message a second
+        daemon prints."""
+        if self._file is not None:
+            with contextlib.suppress(OSError):  # informative only (a full disk must not stop it)
+                self._file.seek(0)
+                self._file.truncate(0)
+                self._file.write(json.dumps({"pid": os.getpid(), "port": port}) + "\n")
+                self._file.flush()
 
     def release(self) -> None:
         """Drop the lock (the process ending drops it too). Idempotent."""
@@ -102,21 +112,3 @@ class DataDirLock:
         if self._dir_fd is not None:
             os.close(self._dir_fd)
             self._dir_fd = None
-
-    def _write(self, holder: dict[str, int | None]) -> None:
-        if self._file is not None:
-            with contextlib.suppress(OSError):  # informative only (a full disk must not stop it)
-                self._file.seek(0)
-                self._file.truncate(0)
-                self._file.write(json.dumps(holder) + "\n")
-                self._file.flush()
-
-
-def _holder(text: str) -> str:
-    """``"pid 123, port 8095"`` from the lock file's content (what is known of it)."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return "pid unknown"
-    pid, port = data.get("pid"), data.get("port")
-    return f"pid {pid}, " + (f"port {port}" if port else "port not bound yet")
