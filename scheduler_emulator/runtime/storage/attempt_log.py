@@ -37,11 +37,12 @@ def log_target_type(target_type: str) -> str:
     return "PUB_SUB" if target_type == "PUBSUB" else target_type
 
 
-def _target_fields(attempt: Attempt, target_type: str) -> dict[str, Any]:
-    """``targetType`` and where the attempt went: ``pubsubTopic`` or ``url``."""
+def _target(attempt: Attempt, target_type: str) -> tuple[str, str, Any]:
+    """``targetType`` as logged, the field naming where the attempt went (``pubsubTopic`` or
+    ``url``), and where it went."""
     kind = log_target_type(target_type)
-    where = "pubsubTopic" if kind == "PUB_SUB" else "url"
-    return {"targetType": kind, where: attempt.request.get(where, "")}
+    key = "pubsubTopic" if kind == "PUB_SUB" else "url"
+    return kind, key, attempt.request.get(key, "")
 
 
 #: The daemon's ``flush_interval`` on a system clock (seconds): log lines reach the file at most
@@ -170,13 +171,22 @@ class AttemptLog:
             if self._stop.is_set():
                 return
 
-    def _envelope(
-        self, attempt: Attempt, payload: dict[str, Any], when: str | None, kind: str
+    def _entry(
+        self, attempt: Attempt, target_type: str, event: str, when: str | None, **fields: Any
     ) -> dict[str, Any]:
+        """The entry of ``event`` (``"AttemptStarted"`` or ``"AttemptFinished"``) at ``when``,
+        ``fields`` added to its payload."""
         _, project, _, location, *_ = attempt.job.split("/")
+        kind, key, where = _target(attempt, target_type)
         return {
-            "insertId": f"{attempt.id:012x}{kind}",
-            "jsonPayload": payload,
+            "insertId": f"{attempt.id:012x}{'s' if event == 'AttemptStarted' else 'f'}",
+            "jsonPayload": {
+                "@type": _TYPE + event,
+                "jobName": attempt.job,
+                "targetType": kind,
+                key: where,
+                **fields,
+            },
             "logName": f"projects/{project}/logs/cloudscheduler.googleapis.com%2Fexecutions",
             "receiveTimestamp": when,
             "resource": {
@@ -197,13 +207,8 @@ class AttemptLog:
 
     def started_entry(self, attempt: Attempt, target_type: str = "HTTP") -> dict[str, Any]:
         """The AttemptStarted entry of ``attempt`` as a dict (what :meth:`started` writes)."""
-        payload = {
-            "@type": _TYPE + "AttemptStarted",
-            "jobName": attempt.job,
-            "scheduledTime": iso(attempt.start_time),
-            **_target_fields(attempt, target_type),
-        }
-        return self._envelope(attempt, payload, iso(attempt.start_time), "s")
+        when = iso(attempt.start_time)
+        return self._entry(attempt, target_type, "AttemptStarted", when, scheduledTime=when)
 
     def finished(self, attempt: Attempt, target_type: str = "HTTP") -> None:
         """Log AttemptFinished: debugInfo, ``status`` only on failure, severity ERROR on
@@ -217,15 +222,11 @@ class AttemptLog:
 
     def finished_entry(self, attempt: Attempt, target_type: str = "HTTP") -> dict[str, Any]:
         """The AttemptFinished entry of ``attempt`` as a dict (what :meth:`finished` writes)."""
-        payload: dict[str, Any] = {
-            "@type": _TYPE + "AttemptFinished",
-            "debugInfo": attempt.debug_info,
-            "jobName": attempt.job,
-            **_target_fields(attempt, target_type),
-        }
-        if payload["targetType"] == "PUB_SUB":
-            del payload["debugInfo"]
-        entry = self._envelope(attempt, payload, iso(attempt.end_time), "f")
+        when = iso(attempt.end_time)
+        entry = self._entry(attempt, target_type, "AttemptFinished", when)
+        payload = entry["jsonPayload"]
+        if payload["targetType"] != "PUB_SUB":
+            payload["debugInfo"] = attempt.debug_info
         if attempt.code != "OK":
             payload["status"] = attempt.code
             entry["severity"] = "ERROR"
@@ -246,10 +247,8 @@ class _LineEncoder:
         self._parts: dict[tuple[str, str, str], tuple[str, str, str]] = {}
 
     def _job(self, attempt: Attempt, target_type: str) -> tuple[str, str, str] | None:
-        kind = log_target_type(target_type)
-        where_key = "pubsubTopic" if kind == "PUB_SUB" else "url"
-        where = attempt.request.get(where_key, "")
-        if not isinstance(where, str) or not isinstance(kind, str):
+        kind, where_key, where = _target(attempt, target_type)
+        if not (isinstance(where, str) and isinstance(kind, str) and isinstance(attempt.id, int)):
             return None
         key = (attempt.job, kind, where)
         parts = self._parts.get(key)
@@ -278,7 +277,7 @@ class _LineEncoder:
 
     def started(self, attempt: Attempt, target_type: str) -> str | None:
         parts = self._job(attempt, target_type)
-        if parts is None or not isinstance(attempt.id, int):
+        if parts is None:
             return None
         head, tail, resource = parts
         when = _encode(iso(attempt.start_time))  # type: ignore[arg-type]
@@ -290,7 +289,7 @@ class _LineEncoder:
 
     def finished(self, attempt: Attempt, target_type: str) -> str | None:
         parts = self._job(attempt, target_type)
-        if parts is None or not isinstance(attempt.id, int):
+        if parts is None:
             return None
         status, code = attempt.response_status, attempt.code
         if (
