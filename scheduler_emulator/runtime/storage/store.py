@@ -82,8 +82,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     status_code INTEGER,
     status_message TEXT,
     last_attempt_time TEXT,
-    user_update_time TEXT,
-    next_fire TEXT
+    user_update_time TEXT
 );
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
@@ -118,8 +117,7 @@ CREATE TABLE IF NOT EXISTS skipped (
     job TEXT NOT NULL,
     schedule_time TEXT,
     nominal TEXT NOT NULL,
-    recorded_at TEXT NOT NULL,
-    reason TEXT NOT NULL DEFAULT 'RUN_STILL_GOING'
+    recorded_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS alive (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -148,22 +146,19 @@ _GATHER_SECONDS = 0.005
 
 
 class _Ticket:
-    """What a caller waits on: set once the writer has committed everything queued before it
-    was; ``error`` is the first error of the writes that carried it. With ``run``, work that is
-    more than one statement, or a read: ``run(connection)``, then its ``result``."""
+    """Set once everything queued before it is committed; ``error``: the first error of the
+    writes that carried it."""
 
-    __slots__ = ("done", "error", "run", "result")
+    __slots__ = ("done", "error")
 
-    def __init__(self, run: Callable[[sqlite3.Connection], Any] | None = None) -> None:
+    def __init__(self) -> None:
         self.done = threading.Event()
         self.error: Exception | None = None
-        self.run = run
-        self.result: Any = None
 
 
-#: What the writer's queue holds: one statement ``(sql, args, ticket or None)`` (the ticket
-#: collects its error), or a :class:`_Ticket` to run (with ``run``) and set.
-_Item = tuple[str, Any, "_Ticket | None"] | _Ticket
+#: One statement ``(sql, args, ticket or None)``, or ``(work, (), ticket or None)`` to call
+#: ``work(connection)`` (the ticket collects its error); or a ticket.
+_Item = tuple[str | Callable[[sqlite3.Connection], Any], Any, "_Ticket | None"] | _Ticket
 
 
 class _Writer:
@@ -179,32 +174,24 @@ class _Writer:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue: deque[_Item] = deque()
-        self._sleeping = False  # the writer waits for work (a submit must wake it)
         self._waiting = 0  # threads waiting for their tickets: the writer gathers no more
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
         self._thread.start()
 
     def submit(self, item: _Item, *, waiter: bool = False) -> None:
-        """Queue ``item``; it is carried out soon, in order (at once for a ``waiter``).
-
-        :raises sqlite3.ProgrammingError: once the store is closed.
-        """
+        """Queue ``item`` (carried out at once for a ``waiter``); ``sqlite3.ProgrammingError``
+        once closed."""
         with self._lock:
             if self._closed:
                 raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
             self._queue.append(item)
-            if waiter:
-                self._waiting += 1
-            if self._sleeping or waiter:
-                self._wake.notify()
+            self._waiting += waiter
+            self._wake.notify()
 
     def wait(self, ticket: _Ticket) -> None:
-        """Queue ``ticket`` and return once everything queued before it is committed (the
-        writer starts at once rather than let more gather).
-
-        :raises Exception: the first error of the writes that carried ``ticket`` (a full disk
-            as :func:`~scheduler_emulator.runtime.storage.data_file.storage_error`).
+        """Queue ``ticket`` and return once everything before it is committed (no gathering);
+        raise the first error of the writes that carried it (a full disk: :func:`storage_error`).
         """
         self.submit(ticket, waiter=True)
         try:
@@ -227,12 +214,10 @@ class _Writer:
         queue = self._queue
         while True:
             with self._lock:
-                self._sleeping = True
                 while not queue and not self._closed:
                     self._wake.wait()
                 if not self._waiting and not self._closed:
                     self._wake.wait(_GATHER_SECONDS)  # let more join this transaction
-                self._sleeping = False
                 items = [queue.popleft() for _ in range(len(queue))]
                 closed = self._closed
             self._carry_out(items)
@@ -296,11 +281,12 @@ def _raise(path: str, exc: Exception) -> NoReturn:
 
 
 def _carry(db: sqlite3.Connection, item: _Item) -> None:
-    """Carry out one item of the writer's queue (a bare ticket needs nothing)."""
-    if type(item) is tuple:
-        db.execute(item[0], item[1])
-    elif isinstance(item, _Ticket) and item.run is not None:
-        item.result, item.error = item.run(db), None
+    if type(item) is tuple:  # (a bare ticket needs nothing)
+        work = item[0]
+        if isinstance(work, str):
+            db.execute(work, item[1])
+        else:
+            work(db)
 
 
 #: Retention is applied once per this many new attempts (amortised: one DELETE per batch).
@@ -317,7 +303,7 @@ WAL_LIMIT_BYTES = 8_000_000
 
 
 def _migrate(db: sqlite3.Connection) -> None:
-    """Bring an earlier release's data directory to this schema (columns are only added)."""
+    """Bring an earlier release's (or a new) database to this schema: columns are only added."""
     for table, column, ddl in _ADDED_COLUMNS:
         columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         if column not in columns:
@@ -464,35 +450,22 @@ class Store:
         :param alive: first write :meth:`save_alive` of this instant (aware), committed with
             the block's writes.
         """
-        local = self._local
-        ticket, local.ticket, local.ops = _Ticket(), None, []
         if alive is not None:
             self.save_alive(alive, wait=False)
-        local.ticket = ticket
+        ticket = self._local.ticket = _Ticket()
         try:
             yield
         finally:
-            ops, local.ticket, local.ops = local.ops, None, None
+            self._local.ticket = None
             if self._durable:
                 self._writer.wait(ticket)
-                for op in ops:
-                    if op.error is not None:
-                        _raise(self.path, op.error)
 
-    def _write(self, run: Callable[[sqlite3.Connection], Any], *, wait: bool = False) -> None:
-        """Give the writer work that is more than one statement; ``wait`` as in :meth:`_execute`."""
-        op = _Ticket(run)
-        ops = getattr(self._local, "ops", None)
-        if ops is not None:
-            ops.append(op)
-        if ops is None and wait and self._durable:
-            self._writer.wait(op)
-        else:
-            self._writer.submit(op)
-
-    def _execute(self, sql: str, args: tuple[Any, ...], *, wait: bool = False) -> None:
-        """Give the writer one statement; with ``wait``, return once it is committed (inside a
-        :meth:`batch`: when the batch ends; in memory: at once)."""
+    def _execute(
+        self, sql: str | Callable[[sqlite3.Connection], Any], args: Any = (), *, wait: bool = False
+    ) -> None:
+        """Give the writer one statement (or work of several: ``sql(connection)``); with
+        ``wait``, return once it is committed (inside a :meth:`batch`: when the batch ends; in
+        memory: at once)."""
         ticket = getattr(self._local, "ticket", None)
         if ticket is None and wait and self._durable:
             ticket = _Ticket()
@@ -504,9 +477,15 @@ class Store:
     def query(self, sql: str, args: Any = ()) -> list[Any]:
         """The rows of one read-only ``SELECT`` (``?`` bound to ``args``), run after everything
         written before it."""
-        op = _Ticket(lambda db: db.execute(sql, args).fetchall())
-        self._writer.wait(op)
-        return op.result
+        rows: list[Any] = []
+        ticket = _Ticket()
+
+        def read(db: sqlite3.Connection) -> None:  # (read again after a rollback: replaced)
+            rows[:] = db.execute(sql, args).fetchall()
+
+        self._writer.submit((read, (), ticket))
+        self._writer.wait(ticket)
+        return rows
 
     def close(self) -> None:
         """Commit what is written and close the database (closing twice is harmless)."""
@@ -534,7 +513,7 @@ class Store:
             sql = "INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             db.execute(sql, (job.name, seq, *row))
 
-        self._write(save, wait=True)
+        self._execute(save, wait=True)
 
     def save(self, decision: Decision, attempt: Attempt | None = None) -> None:
         """Persist what one of the scheduler core's decisions changes: a :class:`StartAttempt`'s
@@ -617,7 +596,7 @@ class Store:
 
     def delete_job(self, name: str) -> None:
         """Delete the job ``name`` (its attempt history stays)."""
-        self._write(lambda db: db.execute("DELETE FROM jobs WHERE name = ?", (name,)), wait=True)
+        self._execute("DELETE FROM jobs WHERE name = ?", (name,), wait=True)
 
     def load_jobs(self) -> list[Job]:
         """Every stored job in creation order, output-only fields included, each row checked
@@ -709,7 +688,7 @@ class Store:
         )
         self._execute(_INSERT_ATTEMPT, row, wait=True)
         if attempt.id % _RETENTION_EVERY == 0:
-            self._write(self._trim)
+            self._execute(self._trim)
         return attempt
 
     def mark_sent(self, attempt: Attempt) -> None:
@@ -865,4 +844,4 @@ class Store:
             for table in ("jobs", "runs", "attempts", "skipped"):
                 db.execute(f"DELETE FROM {table}")
 
-        self._write(delete_all, wait=True)
+        self._execute(delete_all, wait=True)
