@@ -57,8 +57,7 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     """One readable line (no newline) for a finished attempt (``end_time`` and ``code`` set):
     start, job ID, attempt, outcome, latency, the ScheduleTime header it sent
     (``scheduled …``, or ``forced, sent …`` for a forced run), ``(injected)`` (``(injected
-    duplicate)`` for a copy), and a failure's
-    ``reason: …``.
+    duplicate)`` for a copy), and a failure's ``reason: …``.
 
     :param widths: the widest start, job ID, attempt, outcome and latency written so far (five
         numbers, updated here): each is padded to its column's, so that lines align as they
@@ -115,8 +114,7 @@ class AttemptLog:
         self._interval = flush_interval
         self._queued: deque[str] = deque()
         self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._closed = False
+        self._stop = threading.Event()  # closed, or the stream failed: lines written at once
         self._writer: threading.Thread | None = None
         self._widths = [0] * 5  # of the text lines' columns (text_line)
 
@@ -133,7 +131,6 @@ class AttemptLog:
     def close(self) -> None:
         """Write the queued lines and stop the writer thread; later lines are written at once.
         The stream itself stays open (its owner closes it)."""
-        self._closed = True
         self._stop.set()
         self._wake.set()
         writer, self._writer = self._writer, None
@@ -144,12 +141,12 @@ class AttemptLog:
     def _write(self, entry: dict[str, Any] | str) -> None:
         line = entry if isinstance(entry, str) else json.dumps(entry, sort_keys=True)
         self._queued.append(line)  # one queue, so lines keep their order in every mode
-        if self._interval is None or self._closed:
+        if self._interval is None or self._stop.is_set():
             self.flush()
             return
         if self._writer is None:
             with self._lock:
-                if self._writer is None and not self._closed:
+                if self._writer is None and not self._stop.is_set():
                     self._writer = threading.Thread(
                         target=self._write_queued, name="attempt-log", daemon=True
                     )
@@ -166,7 +163,7 @@ class AttemptLog:
             try:
                 self.flush()
             except (OSError, ValueError):  # the stream is gone (full disk, closed file): later
-                self._closed = True  # lines are written by their callers, whose errors the
+                self._stop.set()  # lines are written by their callers, whose errors the
                 return  # engine counts and logs; nothing piles up in the queue
             if self._stop.is_set():
                 return
@@ -174,8 +171,7 @@ class AttemptLog:
     def _entry(
         self, attempt: Attempt, target_type: str, event: str, when: str | None, **fields: Any
     ) -> dict[str, Any]:
-        """The entry of ``event`` (``"AttemptStarted"`` or ``"AttemptFinished"``) at ``when``,
-        ``fields`` added to its payload."""
+        """The entry of ``event`` (``AttemptStarted``, ``AttemptFinished``), ``fields`` added."""
         _, project, _, location, *_ = attempt.job.split("/")
         kind, key, where = _target(attempt, target_type)
         return {
