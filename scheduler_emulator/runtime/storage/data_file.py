@@ -313,36 +313,31 @@ def _rpc_code(check: Row, value: Any) -> str:
 _ROW_NOUNS = {"attempts": "attempt", "runs": "run", "skipped": "skipped time"}
 
 
-def left_out(path: str | Path, table: str, key: Any, exc: DamagedRow) -> None:
-    """Warn on the emulator's log that the damaged row ``key`` of ``table`` is left out of what
-    the emulator shows: once per row (naming the file, the table, the job and the field), and
-    worded as a warning — the daemon goes on, the database is not changed."""
-    seen = (str(path), table, key)
-    if seen in _warned:
-        return
-    if len(_warned) >= _WARNED_MAX:
-        _warned.clear()
-    _warned.add(seen)
-    logger.warning(
-        "warning: %s That %s is left out of the emulator's pages and the timeline; the rest "
-        "of the history is shown, and the database is left as it is.",
-        exc.what,
-        _ROW_NOUNS.get(table, "row"),
-    )
-
-
 def read_rows(
     path: str | Path, table: str, rows: Iterable[tuple[Any, ...]], read: Callable[[Any], _T]
 ) -> list[_T]:
     """``read(row)`` for each of ``rows`` of ``table`` (each row's first column its id),
-    leaving out each that raises :class:`DamagedRow`, with a warning (:func:`left_out`): one
-    damaged row of the history must not hide the others, or fail a page."""
+    leaving out each that raises :class:`DamagedRow`: one damaged row of the history must not
+    hide the others, or fail a page. The emulator's log warns of each once (naming the file,
+    the table, the job and the field), as a warning: the daemon goes on, the file is unchanged.
+    """
     out = []
     for row in rows:
         try:
             out.append(read(row))
         except DamagedRow as exc:
-            left_out(path, table, row[0], exc)
+            seen = (str(path), table, row[0])
+            if seen in _warned:
+                continue
+            if len(_warned) >= _WARNED_MAX:
+                _warned.clear()
+            _warned.add(seen)
+            logger.warning(
+                "warning: %s That %s is left out of the emulator's pages and the timeline; the "
+                "rest of the history is shown, and the database is left as it is.",
+                exc.what,
+                _ROW_NOUNS.get(table, "row"),
+            )
     return out
 
 
