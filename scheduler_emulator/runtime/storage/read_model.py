@@ -291,12 +291,8 @@ def run_state(
     elif finished:
         state = "gave up"
         if retry is not None and last is not None and first_start and last["endTime"]:
-            gave_up = gave_up_because(
-                retry,
-                tries - 1,
-                first_start,
-                datetime.fromisoformat(last["endTime"]),
-            )
+            last_end = datetime.fromisoformat(last["endTime"])
+            gave_up = gave_up_because(retry, tries - 1, first_start, last_end)
     elif next_at is not None and (last is None or last["code"] is not None):
         state, next_time = "retrying", iso(check.instant("next_attempt_at", next_at))
     return {
@@ -338,8 +334,6 @@ def runs_of(
         run["attempts"].append(compact)
     if not runs:
         return []
-    for run in runs.values():
-        _mark_duplicates(run["attempts"])
     marks = ", ".join("?" for _ in runs)
     by_id = {
         row[0]: row
@@ -348,6 +342,7 @@ def runs_of(
 
     def with_state(pair: tuple[int, dict[str, Any]]) -> dict[str, Any]:
         run, row = pair[1], by_id.get(pair[0])
+        _mark_duplicates(run["attempts"])
         if row is not None:
             run.update(run_state(Row(store.path, "runs", row[1]), row, run["attempts"], config))
         return run
