@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from ...core.scheduler import (
     Decision,
@@ -199,8 +199,10 @@ class _Writer:
         finally:
             with self._lock:
                 self._waiting -= 1
+        if ticket.error is not None and is_unwritable(ticket.error):  # a full disk: a 503
+            raise storage_error(self.path, ticket.error) from ticket.error
         if ticket.error is not None:
-            _raise(self.path, ticket.error)
+            raise ticket.error
 
     def close(self) -> None:
         """Carry out what is queued, close the connection and end the thread."""
@@ -272,12 +274,6 @@ def stopped_at(path: Path) -> datetime | None:
             return _alive(str(path), db.execute(_ALIVE).fetchall())
     except sqlite3.Error:
         return None
-
-
-def _raise(path: str, exc: Exception) -> NoReturn:
-    if is_unwritable(exc):  # a full disk: say so, as a 503
-        raise storage_error(path, exc) from exc
-    raise exc
 
 
 def _carry(db: sqlite3.Connection, item: _Item) -> None:
@@ -563,11 +559,11 @@ class Store:
         return {name for (name,) in rows}
 
     def save_alive(self, instant: datetime, *, wait: bool = True) -> None:
-        """Write that the emulator is running at ``instant`` (aware), and return once it is
-        committed (``wait``; else at once): the engine writes it as it reaches each due instant,
-        before sending anything, so that a restart runs late what that instant owed rather than
-        call it skipped. A failure is logged (and kept in :attr:`write_failure`), not raised:
-        the due instant's own writes report it. An in-memory store skips it."""
+        """Write that the emulator is running at ``instant`` (aware), committed on return with
+        ``wait``: the engine writes it at each due instant before sending anything, so that a
+        restart runs late what that instant owed rather than call it skipped. A failure is
+        logged (and kept in :attr:`write_failure`), not raised: the instant's own writes report
+        it. An in-memory store skips it."""
         if self._durable:
             sql = "INSERT OR REPLACE INTO alive VALUES (1, ?)"
             self._writer.submit((sql, (utc_text(instant),), None))
@@ -761,11 +757,8 @@ class Store:
     ) -> tuple[list[Any], int | None]:
         """The rows of ``table`` (``attempts``: :data:`ATTEMPT_COLUMNS`; ``skipped``) meeting
         ``clauses`` (SQL joined with ``AND``, ``?`` bound to ``args``) by ``order`` (``id`` or
-        ``id DESC``); with ``page_size``, one page and the id the next page starts after
-        (``None``: the last).
-
-        :raises ValueError: for a page size not from 1 to :data:`ATTEMPTS_PAGE_SIZE_MAX`.
-        """
+        ``id DESC``); with ``page_size`` (1 to :data:`ATTEMPTS_PAGE_SIZE_MAX`, else
+        ``ValueError``), one page and the id the next page starts after (``None``: the last)."""
         columns = ATTEMPT_COLUMNS if table == "attempts" else _SKIPPED_COLUMNS
         query = f"SELECT {columns} FROM {table}"
         if clauses:
