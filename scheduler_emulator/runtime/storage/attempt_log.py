@@ -65,13 +65,11 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     """
     latency = "-"
     if attempt.end_time is not None:
-        millis = round((attempt.end_time - attempt.start_time).total_seconds() * 1000)
-        latency = f"{millis} ms"
+        latency = f"{round((attempt.end_time - attempt.start_time).total_seconds() * 1000)} ms"
     # the ScheduleTime header sent, as the views show it (and a forced run as they do)
     scheduled = attempt.schedule_time or iso(attempt.nominal)
-    sent = f"  scheduled {scheduled}" if scheduled else ""
-    if attempt.forced:
-        sent = f"  forced, sent {scheduled}" if scheduled else "  forced"
+    label = "forced, sent" if attempt.forced else "scheduled"
+    sent = f"  {label} {scheduled}" if scheduled else ("  forced" if attempt.forced else "")
     notes = f"  (injected{' duplicate' if attempt.copy else ''})" if attempt.injected else ""
     reason = attempt.reason
     columns = [iso(attempt.start_time) or "", attempt.job_id, f"attempt {attempt.attempt}",
@@ -80,9 +78,7 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
         for index, cell in enumerate(columns):
             widths[index] = width = max(widths[index], len(cell))
             columns[index] = cell.rjust(width) if index == 4 else cell.ljust(width)
-    return (
-        "  ".join(columns) + sent + notes + (f"  reason: {reason}" if reason else "")
-    )  # fmt: skip
+    return "  ".join(columns) + sent + notes + (f"  reason: {reason}" if reason else "")
 
 
 class AttemptLog:
