@@ -265,7 +265,7 @@ _MARKS = ("\x00", "\x01", "\x02", "\x03", "\x04")
 def _template(entry: dict[str, Any]) -> str | None:
     """``entry`` as a :meth:`str.format` template, its values that differ :data:`_MARKS`;
     ``None`` when one of its texts could be taken for a marker."""
-    if '"\\u000' in json.dumps(entry):  # a text starting with a control character
+    if '"\\u000' in json.dumps(entry):  # a quote, then a control character: a marker's look
         return None
     payload = entry["jsonPayload"]
     entry["insertId"] = _MARKS[0]

@@ -514,10 +514,7 @@ class Store:
     def save(self, decision: Decision, attempt: Attempt | None = None) -> None:
         """Persist what one of the scheduler core's decisions changes: a :class:`StartAttempt`'s
         run and its ``attempt`` as started, a run's progress, a job's state or next fire time,
-        a skipped time.
-
-        :raises TypeError: for anything else.
-        """
+        a skipped time; ``TypeError`` for anything else."""
         if isinstance(decision, StartAttempt):  # the commonest first
             (self.add_run if decision.new_run else self.save_run)(decision.run)
             if attempt is not None:
