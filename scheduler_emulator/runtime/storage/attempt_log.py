@@ -111,8 +111,12 @@ class AttemptLog:
         self._queued: deque[str] = deque()
         self._wake = threading.Event()
         self._stop = threading.Event()  # closed, or the stream failed: lines written at once
-        self._writer: threading.Thread | None = None
         self._widths = [0] * 5  # of the text lines' columns (text_line)
+        self._writer: threading.Thread | None = None
+        if flush_interval is not None:
+            self._writer = threading.Thread(target=self._write_queued, name="attempt-log")
+            self._writer.daemon = True
+            self._writer.start()
 
     def flush(self) -> None:
         """Write the queued lines now, in one write and flush."""
@@ -140,13 +144,6 @@ class AttemptLog:
         if self._interval is None or self._stop.is_set():
             self.flush()
             return
-        if self._writer is None:
-            with self._lock:
-                if self._writer is None and not self._stop.is_set():
-                    self._writer = threading.Thread(
-                        target=self._write_queued, name="attempt-log", daemon=True
-                    )
-                    self._writer.start()
         if not self._wake.is_set():
             self._wake.set()
 
