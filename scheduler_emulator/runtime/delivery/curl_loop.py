@@ -8,7 +8,7 @@ a few hundred loop turns a second, not 200 threads, and other jobs' attempts lea
 
     loop = CurlLoop(max_body_bytes=1 << 20)
     hop = Hop("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b"")
-    loop.submit(hop, real_monotonic() + 15.0, None, False, done)
+    loop.submit(hop, real_monotonic() + 15.0, None, done)
     # done(status, location, None) or done(None, None, exc) is called on the loop's thread
     loop.close()
 
@@ -82,13 +82,10 @@ class CurlLoop:
 
     :param max_body_bytes: response body bytes read at most per exchange; past them the
         transfer is aborted and the status already received counts.
-    :param http2: the default of :meth:`submit`'s ``http2``.
-    :raises ValueError: with ``http2`` when this libcurl has no HTTP/2 (the message says so).
     """
 
-    def __init__(self, max_body_bytes: int, *, http2: bool = False) -> None:
+    def __init__(self, max_body_bytes: int) -> None:
         self.max_body_bytes = max_body_bytes
-        self.http2 = exchange_http2(http2, False)
         self._lock = threading.Lock()
         self._submitted: deque[_Transfer] = deque()
         self._closed = False
@@ -106,31 +103,30 @@ class CurlLoop:
         hop: Hop,
         deadline: float,
         sample: ResponseSample | None,
-        http2: bool | None,
         done: Answered,
+        *,
+        http2: bool = False,
     ) -> None:
         """Start one exchange (no redirect is followed); ``done`` is called once when it ends
         (a :data:`~scheduler_emulator.domain.redirects.Answered`: a redirect's ``location``
-        is absolute).
+        is absolute; an :class:`OSError` after :meth:`close`).
 
         :param hop: the request, its URL an absolute ``http://`` or ``https://`` one.
         :param deadline: real monotonic seconds by which the exchange ends.
         :param sample: where to keep the body's start and the ``Content-Type``.
         :param http2: ``True``: HTTP/2 with prior knowledge (h2c; ``https://`` keeps to
-            HTTP/1.1); ``False``: HTTP/1.1; ``None``: the loop's default.
-        :raises RuntimeError: after :meth:`close`.
-        :raises ValueError: for ``http2=True`` when this libcurl has no HTTP/2.
+            HTTP/1.1), which this libcurl must have (:func:`http2_supported`).
         """
-        transfer = _Transfer(hop, deadline, sample, exchange_http2(http2, self.http2), done)
         with self._lock:
-            if self._closed:
-                raise RuntimeError("the HTTP client is closed")
-            self._submitted.append(transfer)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="curl-loop", daemon=True)
-                self._thread.start()
-            if self._idle:
-                self._work.notify()
+            if not self._closed:
+                self._submitted.append(_Transfer(hop, deadline, sample, http2, done))
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="curl-loop", daemon=True)
+                    self._thread.start()
+                if self._idle:
+                    self._work.notify()
+                return
+        done(None, None, OSError("the HTTP client is closed"))
 
     def close(self) -> None:
         """Stop the loop: exchanges still running end with an :class:`OSError` (their ``done``
@@ -193,13 +189,20 @@ class CurlLoop:
                 return
 
     def _finish(self, handle: pycurl.Curl, code: int | None, message: str) -> None:
+        """Tell the transfer on ``handle`` its status and, for a redirect, the absolute
+        ``Location``; or :class:`TimeoutError` or the ``http.client`` failure
+        (:func:`_os_error`) for libcurl's error ``code`` (``None``: it succeeded)."""
         self._multi.remove_handle(handle)
         transfer = self._running.pop(handle)
-        status = location = error = None
-        try:
-            status, location = ended(handle, code, message, transfer.sample)
-        except OSError as exc:  # TimeoutError too
-            error = exc
+        status, location, error = handle.getinfo(pycurl.RESPONSE_CODE), None, None
+        # The body cap (a write error after a status) still counts as the status's answer.
+        if code is None or (code == pycurl.E_WRITE_ERROR and status):
+            if transfer.sample is not None:
+                transfer.sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
+            location = handle.getinfo(pycurl.REDIRECT_URL)
+        else:
+            timed_out = code == pycurl.E_OPERATION_TIMEDOUT
+            status, error = None, TimeoutError() if timed_out else _os_error(handle, code, message)
         self._recycle(handle)
         _call(transfer.done, status, location, error)
 
@@ -215,36 +218,22 @@ class CurlLoop:
         with self._lock:
             running, self._running = self._running, {}
             submitted, self._submitted = self._submitted, deque()
-        closed = "the HTTP client was closed before the target answered"
-        for handle, transfer in running.items():
+        for handle in running:
             with contextlib.suppress(pycurl.error):
                 self._multi.remove_handle(handle)
-            handle.close()
-            _call(transfer.done, None, None, OSError(closed))
-        for transfer in submitted:
-            _call(transfer.done, None, None, OSError(closed))
-        for handle in self._free:
+        for handle in [*running, *self._free]:
             handle.close()
         self._free.clear()
         self._multi.close()
+        closed = "the HTTP client was closed before the target answered"
+        for transfer in [*running.values(), *submitted]:
+            _call(transfer.done, None, None, OSError(closed))
 
 
 @functools.cache
 def http2_supported() -> bool:
     """Whether pycurl's libcurl can speak HTTP/2 (it was built with nghttp2; asked once)."""
     return bool(pycurl.version_info()[4] & pycurl.VERSION_HTTP2)
-
-
-def exchange_http2(http2: bool | None, default: bool) -> bool:
-    """Whether one exchange goes over HTTP/2: ``http2``, or ``default`` when it is ``None``.
-
-    :raises ValueError: for ``http2=True`` when this libcurl has no HTTP/2.
-    """
-    if http2 is None:
-        return default
-    if http2 and not http2_supported():
-        raise ValueError(f"pycurl's libcurl {pycurl.version_info()[1]} has no HTTP/2.")
-    return http2
 
 
 def configure(handle: pycurl.Curl, transfer: _Transfer, max_body_bytes: int) -> None:
@@ -261,8 +250,7 @@ def configure(handle: pycurl.Curl, transfer: _Transfer, max_body_bytes: int) -> 
     if not plain and _CA_FILE:
         handle.setopt(pycurl.CAINFO, _CA_FILE)
     handle.setopt(pycurl.URL, url)
-    left = transfer.deadline - real_monotonic()
-    handle.setopt(pycurl.TIMEOUT_MS, max(1, int(left * 1000)))
+    handle.setopt(pycurl.TIMEOUT_MS, max(1, int((transfer.deadline - real_monotonic()) * 1000)))
     # Values may hold U+0080-U+00FF (validation allows obs-text): latin-1, as http.client.
     lines = [f"{name}: {value}".encode("latin-1") for name, value in headers.items()]
     names = {name.lower() for name in headers}
@@ -272,50 +260,25 @@ def configure(handle: pycurl.Curl, transfer: _Transfer, max_body_bytes: int) -> 
     if "content-type" not in names:
         lines.append(b"Content-Type:")
     handle.setopt(pycurl.HTTPHEADER, lines)
-    if method == "GET" and not body:
-        handle.setopt(pycurl.HTTPGET, 1)
-    elif method == "HEAD" and not body:
+    if method == "HEAD" and not body:
         handle.setopt(pycurl.NOBODY, 1)
+    elif body or method in _BODY_METHODS:
+        handle.setopt(pycurl.POSTFIELDSIZE, len(body))
+        handle.setopt(pycurl.POSTFIELDS, body)
     else:
-        if body or method in _BODY_METHODS:
-            handle.setopt(pycurl.POSTFIELDSIZE, len(body))
-            handle.setopt(pycurl.POSTFIELDS, body)
-        else:
-            handle.setopt(pycurl.HTTPGET, 1)
-        if method != "POST":
-            handle.setopt(pycurl.CUSTOMREQUEST, method)
-    read = [0]
+        handle.setopt(pycurl.HTTPGET, 1)
+    if method != "POST" and (body or method not in ("GET", "HEAD")):
+        handle.setopt(pycurl.CUSTOMREQUEST, method)
+    room = max_body_bytes
 
     def drop(chunk: bytes) -> int | None:
-        read[0] += len(chunk)
+        nonlocal room
+        room -= len(chunk)
         if sample is not None:
             sample.take(chunk)
-        return None if read[0] <= max_body_bytes else 0  # 0 aborts the transfer
+        return None if room >= 0 else 0  # 0 aborts the transfer
 
     handle.setopt(pycurl.WRITEFUNCTION, drop)
-
-
-def ended(
-    handle: pycurl.Curl, code: int | None, message: str, sample: ResponseSample | None
-) -> tuple[int, str | None]:
-    """What the transfer on ``handle`` came to: the status and, for a redirect, the absolute
-    ``Location``.
-
-    :param code: libcurl's error code, ``None`` when the transfer succeeded.
-    :param message: libcurl's error text.
-    :raises TimeoutError: when the total timeout passed first.
-    :raises OSError: when the connection failed, as ``http.client`` raises it
-        (:func:`_os_error`).
-    """
-    status = handle.getinfo(pycurl.RESPONSE_CODE)
-    # The body cap (a write error after a status) still counts as the status's answer.
-    if code is None or (code == pycurl.E_WRITE_ERROR and status):
-        if sample is not None:
-            sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
-        return status, handle.getinfo(pycurl.REDIRECT_URL)
-    if code == pycurl.E_OPERATION_TIMEDOUT:
-        raise TimeoutError()
-    raise _os_error(handle, code, message)
 
 
 def _os_error(handle: pycurl.Curl, code: int, message: str) -> OSError:

@@ -51,14 +51,18 @@ _LOOP_START_SECONDS = 30.0
 
 
 @functools.lru_cache(maxsize=1024)
-def _url_environ(url: str) -> tuple[str, str, str, str, str, str]:
-    """A URL's scheme, ``PATH_INFO``, ``QUERY_STRING``, ``SERVER_NAME``, ``SERVER_PORT`` and
-    ``HTTP_HOST``, parsed once per URL (a job's attempts share theirs)."""
+def _url_environ(url: str) -> Mapping[str, str]:
+    """The environ entries a URL gives, parsed once per URL (a job's attempts share theirs)."""
     parts = urlsplit(url)
     scheme = parts.scheme or "http"
-    port = parts.port or (443 if scheme == "https" else 80)
-    path = unquote(parts.path or "/", encoding="latin-1")
-    return scheme, path, parts.query, parts.hostname or "localhost", str(port), parts.netloc
+    return {
+        "PATH_INFO": unquote(parts.path or "/", encoding="latin-1"),
+        "QUERY_STRING": parts.query,
+        "SERVER_NAME": parts.hostname or "localhost",
+        "SERVER_PORT": str(parts.port or (443 if scheme == "https" else 80)),
+        "HTTP_HOST": parts.netloc,
+        "wsgi.url_scheme": scheme,
+    }
 
 
 @functools.lru_cache(maxsize=1024)
@@ -70,23 +74,17 @@ def _environ_key(name: str) -> str:
     return "" if key in ("CONTENT_LENGTH", "HOST") else "HTTP_" + key
 
 
-def build_environ(request: DeliveryRequest | Hop) -> dict[str, Any]:
-    """Return a fresh PEP 3333 environ for ``request`` (what a WSGI server would build; the
-    request's URL gives host, port, path and query)."""
-    scheme, path, query, server_name, port, netloc = _url_environ(request.url)
+def build_environ(request: Hop) -> dict[str, Any]:
+    """Return a fresh PEP 3333 environ for ``request`` (a :class:`DeliveryRequest` or a
+    redirect's hop; what a WSGI server would build; its URL gives host, port, path and query)."""
     environ: dict[str, Any] = {
         "REQUEST_METHOD": request.method,
         "SCRIPT_NAME": "",
-        "PATH_INFO": path,
-        "QUERY_STRING": query,
-        "SERVER_NAME": server_name,
-        "SERVER_PORT": port,
+        **_url_environ(request.url),
         "SERVER_PROTOCOL": "HTTP/1.1",
         "REMOTE_ADDR": "127.0.0.1",
-        "HTTP_HOST": netloc,
         "CONTENT_LENGTH": str(len(request.body)),
         "wsgi.version": (1, 0),
-        "wsgi.url_scheme": scheme,
         "wsgi.input": io.BytesIO(request.body),
         "wsgi.errors": sys.stderr,
         "wsgi.multithread": True,
@@ -99,9 +97,7 @@ def build_environ(request: DeliveryRequest | Hop) -> dict[str, Any]:
     return environ
 
 
-def call_wsgi(
-    app: WsgiApp, request: DeliveryRequest | Hop, sample: ResponseSample
-) -> tuple[int, Mapping[str, str]]:
+def call_wsgi(app: WsgiApp, request: Hop, sample: ResponseSample) -> tuple[int, Mapping[str, str]]:
     """Call ``app`` with ``request`` in-process and return ``(status, headers)``; the body is
     read and its start kept in ``sample``.
 
@@ -286,8 +282,8 @@ class MountTransport:
         """Begin an unmounted URL's delivery through the fallback transport without holding the
         calling thread, when it can (:class:`StartingTransport`); a mounted URL is delivered
         by :meth:`send` (``False``)."""
-        starter = cast(StartingTransport, self.fallback)
-        return self.can_start(request) and starter.start(request, timeout_seconds, done)
+        fallback = cast(StartingTransport, self.fallback)
+        return self.can_start(request) and fallback.start(request, timeout_seconds, done)
 
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``: an unmounted URL whose fallback
@@ -308,10 +304,9 @@ class MountTransport:
             return self.fallback.send(request, timeout_seconds)
         deadline = real_monotonic() + timeout_seconds
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
-        first = Hop(request.method, request.url, request.headers, request.body)
 
         def send_one(hop: Hop, deadline: float, sample: Any, answered: Answered) -> None:
-            app = first_app if hop is first else self.find(hop.url)
+            app = first_app if hop is request else self.find(hop.url)
             if app is None:
                 answered(None, None, _Unmounted(hop))
                 return
@@ -335,7 +330,7 @@ class MountTransport:
             sample.content_type = lowered.get("content-type")
             answered(status, lowered.get("location"), None)
 
-        begin = functools.partial(follow, send_one, first, deadline, sample)
+        begin = functools.partial(follow, send_one, request, deadline, sample)
         try:
             return waited_result(begin, deadline, timeout_seconds, sample)
         except _Unmounted as left:

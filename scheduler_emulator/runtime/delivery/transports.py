@@ -66,8 +66,9 @@ _GRACE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
-class DeliveryRequest:
-    """The HTTP request of one attempt.
+class DeliveryRequest(Hop):
+    """The HTTP request of one attempt: its first
+    :class:`~scheduler_emulator.domain.redirects.Hop`, and how it goes over the wire.
 
     :param method: HTTP method name (``"POST"``).
     :param url: absolute ``http(s)`` URL.
@@ -80,10 +81,6 @@ class DeliveryRequest:
         ignore it.
     """
 
-    method: str
-    url: str
-    headers: Mapping[str, str]
-    body: bytes = b""
     http2: bool | None = None
 
 
@@ -278,8 +275,7 @@ class HttpTransport:
         """
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
         deadline = real_monotonic() + timeout_seconds
-        hop = Hop(request.method, request.url, request.headers, request.body)
-        begin = functools.partial(self._follow, hop, deadline, sample, request.http2)
+        begin = functools.partial(self._follow, request, deadline, sample, request.http2)
         return waited_result(begin, deadline, timeout_seconds, sample)
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
@@ -295,8 +291,7 @@ class HttpTransport:
         def ended(status: int | None, exc: BaseException | None) -> None:
             done(http_result(status, exc, timeout_seconds, sample))
 
-        hop = Hop(request.method, request.url, request.headers, request.body)
-        self._follow(hop, real_monotonic() + timeout_seconds, sample, request.http2, ended)
+        self._follow(request, real_monotonic() + timeout_seconds, sample, request.http2, ended)
         return True
 
     def can_start(self, request: DeliveryRequest) -> bool:
@@ -357,11 +352,12 @@ class HttpTransport:
         done: Ended,
     ) -> None:
         """Every hop through libcurl's event loop, or through ``http.client`` in this thread."""
+        http2 = self.http2 if http2 is None else http2
+        if problem := http2 and http2_problem():
+            done(None, ValueError(f"HTTP/2 deliveries are not possible: {problem}"))
+            return
         if not self.uses_curl:
-            if http2:
-                done(None, ValueError(f"HTTP/2 deliveries are not possible: {http2_problem()}"))
-            else:
-                follow(self._send_one, hop, deadline, sample, done)
+            follow(self._send_one, hop, deadline, sample, done)
             return
         loop = self._loop
         if loop is None:
@@ -369,20 +365,9 @@ class HttpTransport:
                 if self._loop is None:
                     from .curl_loop import CurlLoop
 
-                    self._loop = CurlLoop(self.max_body_bytes, http2=self.http2)
+                    self._loop = CurlLoop(self.max_body_bytes)
                 loop = self._loop
-
-        def send_one(
-            hop: Hop, deadline: float, sample: ResponseSample | None, answered: Answered
-        ) -> None:
-            try:
-                loop.submit(hop, deadline, sample, http2, answered)
-            except RuntimeError as exc:  # closed meanwhile
-                answered(None, None, OSError(str(exc)))
-            except ValueError as exc:  # HTTP/2 asked of a libcurl without it
-                answered(None, None, exc)
-
-        follow(send_one, hop, deadline, sample, done)
+        follow(functools.partial(loop.submit, http2=http2), hop, deadline, sample, done)
 
     def _send_one(
         self, hop: Hop, deadline: float, sample: ResponseSample | None, answered: Answered
@@ -429,30 +414,22 @@ class HttpTransport:
             status, location = response.status, response.getheader("Location")
             if sample is not None:
                 sample.content_type = response.getheader("Content-Type")
-            complete = self._drain(response, sample)
+            left = self.max_body_bytes  # past it, the connection is closed
+            while chunk := response.read(min(_CHUNK, left + 1)):
+                if sample is not None:
+                    sample.take(chunk)
+                left -= len(chunk)
+                if left < 0:
+                    break
         except BaseException:
             conn.close()
             raise
-        if complete and not response.will_close and not guard.fired:
+        if left >= 0 and not response.will_close and not guard.fired:
             with self._lock:
                 self._idle.setdefault(key, []).append(conn)
         else:
             conn.close()
         return status, location
-
-    def _drain(self, response: http.client.HTTPResponse, sample: ResponseSample | None) -> bool:
-        """Read the body up to the cap, keeping its start in ``sample``; ``True`` if it was
-        read to its end."""
-        left = self.max_body_bytes
-        while True:
-            chunk = response.read(min(_CHUNK, left + 1))
-            if not chunk:
-                return True
-            if sample is not None:
-                sample.take(chunk)
-            left -= len(chunk)
-            if left < 0:
-                return False
 
     def _checkout(
         self, key: tuple[str, str, int], deadline: float
