@@ -1,15 +1,14 @@
 """Many HTTP exchanges at once on one thread: libcurl's multi interface (the ``curl`` extra).
 
 :class:`CurlLoop` is how :class:`~scheduler_emulator.runtime.delivery.transports.HttpTransport`
-sends every request when ``pycurl`` is installed, ``http://`` and ``https://`` alike: a blocking
-request waits for its end, a started one holds no thread at all. The loop's thread drives every
-transfer together, so 200 targets that drip their answers a byte a second cost 200 sockets and
-a few hundred loop turns a second, not 200 threads, and other jobs' attempts leave on time::
+sends every request when ``pycurl`` is installed: a blocking request waits for its end, a
+started one holds no thread. The loop's thread drives every transfer together, so 200 targets
+that drip their answers a byte a second cost 200 sockets, not 200 threads, and other jobs'
+attempts leave on time::
 
     loop = CurlLoop(max_body_bytes=1 << 20)
     hop = Hop("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b"")
-    loop.submit(hop, real_monotonic() + 15.0, None, done)
-    # done(status, location, None) or done(None, None, exc) is called on the loop's thread
+    loop.submit(hop, real_monotonic() + 15.0, None, done)  # done(...) on the loop's thread
     loop.close()
 
 Each transfer sends exactly one request (redirects are followed above it,
@@ -28,8 +27,7 @@ with nothing under way the thread sleeps until a submit. libcurl releases the GI
 call, and getting it back can cost up to the interpreter's switch interval (5 ms) while the
 engine's threads record a large minute: two such calls per turn, not one per socket (as
 ``socket_action`` would need), keep the loop's rate then. A socket ``select(2)`` cannot watch
-(a descriptor of 1,024 or more) is still served every turn. Callbacks (``done``, the body
-writer) run on the loop's thread and must be quick.
+(fd >= 1,024) is still served every turn. Callbacks run on the loop's thread: be quick.
 """
 
 from __future__ import annotations
@@ -77,8 +75,7 @@ class _Transfer(NamedTuple):
 
 
 class CurlLoop:
-    """Runs HTTP exchanges concurrently on one thread of its own (started on first use);
-    thread-safe.
+    """Runs HTTP exchanges concurrently on one thread of its own (started on first use).
 
     :param max_body_bytes: response body bytes read at most per exchange; past them the
         transfer is aborted and the status already received counts.
@@ -130,7 +127,7 @@ class CurlLoop:
 
     def close(self) -> None:
         """Stop the loop: exchanges still running end with an :class:`OSError` (their ``done``
-        is called), connections are closed. Waits up to 5 seconds for its thread. Idempotent."""
+        is called), connections close. Waits up to 5 s for its thread. Idempotent."""
         with self._lock:
             if self._closed:
                 return
@@ -214,7 +211,7 @@ class CurlLoop:
             handle.close()
 
     def _teardown(self) -> None:
-        """End what is still running (their ``done`` told the loop closed) and free it all."""
+        """End what is still running (``done`` with an OSError) and free it all."""
         with self._lock:
             running, self._running = self._running, {}
             submitted, self._submitted = self._submitted, deque()
@@ -237,10 +234,9 @@ def http2_supported() -> bool:
 
 
 def configure(handle: pycurl.Curl, transfer: _Transfer, max_body_bytes: int) -> None:
-    """Set a new (or reset) ``handle`` up for one request: no signals (timeouts without
-    SIGALRM), HTTP(S) only, the HTTP version, the wire of the module docstring, the total
-    timeout, and a body read up to ``max_body_bytes`` (past them the transfer is aborted) whose
-    start goes to the transfer's sample."""
+    """Set a new (or reset) ``handle`` up for ``transfer``: no signals (timeouts without
+    SIGALRM), HTTP(S) only, the wire of the module docstring, the total timeout, and a body read
+    up to ``max_body_bytes`` (then the transfer is aborted), its start kept in the sample."""
     hop, sample = transfer.hop, transfer.sample
     method, url, headers, body = hop.method, hop.url, hop.headers, hop.body
     plain = url[:7].lower() == "http://"
@@ -302,8 +298,8 @@ def _os_error(handle: pycurl.Curl, code: int, message: str) -> OSError:
 def _call(
     done: Answered, status: int | None, location: str | None, exc: BaseException | None
 ) -> None:
-    """Call ``done``; an error in it is logged, not raised into the loop (which would stop
-    every other exchange)."""
+    """Call ``done``, logging an error in it: raised into the loop, it would stop every
+    other exchange."""
     try:
         done(status, location, exc)
     except Exception:

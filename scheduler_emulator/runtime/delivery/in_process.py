@@ -1,5 +1,4 @@
-"""In-process transports: a job's request handed to a WSGI or ASGI app in this process, with no
-socket.
+"""In-process transports: a job's request handed to a WSGI or ASGI app in this process.
 
 - :class:`WsgiTransport` — calls a WSGI app in-process.
 - :class:`AsgiTransport` — the same for an ASGI app (Starlette, FastAPI...), through httpx's
@@ -46,7 +45,7 @@ from .transports import (
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: An ASGI 3 application: ``await app(scope, receive, send)``.
 AsgiApp = Callable[[Any, Any, Any], Awaitable[None]]
-#: How long starting an ASGI app's event loop may take before it is an error.
+#: Seconds starting (or stopping) an ASGI app's event loop may take.
 _LOOP_START_SECONDS = 30.0
 
 
@@ -98,8 +97,8 @@ def build_environ(request: Hop) -> dict[str, Any]:
 
 
 def call_wsgi(app: WsgiApp, request: Hop, sample: ResponseSample) -> tuple[int, Mapping[str, str]]:
-    """Call ``app`` with ``request`` in-process and return ``(status, headers)``; the body is
-    read and its start kept in ``sample``.
+    """Call ``app`` with ``request`` in-process and return ``(status, headers)``, header names
+    lowercased; the body is read and its start kept in ``sample``.
 
     :raises BaseException: whatever the app raises.
     """
@@ -116,7 +115,8 @@ def call_wsgi(app: WsgiApp, request: Hop, sample: ResponseSample) -> tuple[int, 
     finally:
         if (close := getattr(body_iter, "close", None)) is not None:
             close()
-    return int(captured["status"].split(" ", 1)[0]), dict(captured.get("headers", []))
+    headers = {name.lower(): value for name, value in captured["headers"]}
+    return int(captured["status"].split(" ", 1)[0]), headers
 
 
 def is_asgi_app(app: object) -> bool:
@@ -317,7 +317,7 @@ class MountTransport:
                     left = max(0.001, deadline - real_monotonic())
                     response = caller.request(hop.method, hop.url, hop.headers, hop.body, left)
                     sample.take(response.content)
-                    status, headers = response.status_code, dict(response.headers)
+                    status, headers = response.status_code, response.headers  # names lowercased
             except TimeoutError:  # the ASGI app's work was cancelled at the deadline
                 status, headers = None, {}
             except Exception as exc:  # the target's own bug: a 500 to Cloud Scheduler
@@ -326,9 +326,8 @@ class MountTransport:
             if status is None or real_monotonic() > deadline:
                 answered(None, None, TimeoutError())
                 return
-            lowered = {k.lower(): v for k, v in headers.items()}
-            sample.content_type = lowered.get("content-type")
-            answered(status, lowered.get("location"), None)
+            sample.content_type = headers.get("content-type")
+            answered(status, headers.get("location"), None)
 
         begin = functools.partial(follow, send_one, request, deadline, sample)
         try:

@@ -2,22 +2,20 @@
 
 A transport sends a :class:`DeliveryRequest` and returns a :class:`TransportResult` with
 either an HTTP status or a :class:`~scheduler_emulator.domain.outcomes.Failure`; it never
-raises for a target's failure. This module holds that contract, the one redirect loop of
-every transport (:func:`follow`, with the rules of :mod:`~scheduler_emulator.domain.
-redirects`) and :class:`HttpTransport`, real HTTP; the in-process transports (WSGI, ASGI,
-mounted apps) are in :mod:`~scheduler_emulator.runtime.delivery.in_process`.
+raises for a target's failure. Here: that contract, the one redirect loop of every transport
+(:func:`follow`, with the rules of :mod:`~scheduler_emulator.domain.redirects`) and
+:class:`HttpTransport`, real HTTP; the in-process ones are in :mod:`.in_process`.
 
 ``requests`` (and ``urllib3``, ``http.client``) time each socket operation, so a target that
-sends one byte a second is never stopped. With ``pycurl`` installed (the ``curl`` extra),
-every :class:`HttpTransport` request is a transfer of libcurl's event loop
-(:class:`~scheduler_emulator.runtime.delivery.curl_loop.CurlLoop`), bounded by its total
-timeout; a blocking request is one begun there and waited for. Without ``pycurl``,
+sends one byte a second is never stopped. With ``pycurl`` (the ``curl`` extra), every
+:class:`HttpTransport` request is a transfer of libcurl's event loop (:mod:`.curl_loop`),
+bounded by its total timeout; a blocking request is one begun there and waited for. Without,
 ``http.client`` in the calling thread, with a :class:`Watchdog` that shuts the socket down at
 the deadline, waking a blocked ``connect``/``send``/``recv`` at once. Either way each hop is
-one request and :func:`follow` keeps every hop, redirects and the body inside the attempt's
-one deadline. Bodies are read up to ``max_body_bytes``, then the connection is closed. Only
-the headers Cloud Scheduler sends go out (no ``Accept`` or client ``User-Agent``).
-Connections are kept alive per origin and reused::
+one request and :func:`follow` keeps every hop inside the attempt's one deadline. Bodies are
+read up to ``max_body_bytes``, then the connection is closed; only the headers Cloud
+Scheduler sends go out (no ``Accept`` or client ``User-Agent``); connections are kept alive
+per origin::
 
     transport = HttpTransport()
     result = transport.send(DeliveryRequest("POST", "http://127.0.0.1:8000/run", {}), 15.0)
@@ -29,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.client
+import itertools
 import re
 import select
 import socket
@@ -196,13 +195,9 @@ def follow(
 
 
 def wait(begin: Callable[[Ended], object], deadline: float) -> int:
-    """Begin a request with ``begin(ended)`` and wait for its end (what ``send`` adds to ``start``).
-
-    :param deadline: real monotonic seconds by which the request ends (its sender sees to it).
-    :return: the final status.
-    :raises BaseException: the failure the request ended with; :class:`TimeoutError` if no
-        end came within :data:`_GRACE_SECONDS` after ``deadline``.
-    """
+    """Begin a request with ``begin(ended)`` and return its final status once it ends by
+    ``deadline`` (real monotonic seconds; its sender sees to it), or raise its failure
+    (:class:`TimeoutError` if nothing came :data:`_GRACE_SECONDS` after)."""
     answer: Future[int] = Future()
 
     def ended(status: int | None, exc: BaseException | None) -> None:
@@ -275,7 +270,7 @@ class HttpTransport:
         """
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
         deadline = real_monotonic() + timeout_seconds
-        begin = functools.partial(self._follow, request, deadline, sample, request.http2)
+        begin = functools.partial(self._follow, request, deadline, sample)
         return waited_result(begin, deadline, timeout_seconds, sample)
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
@@ -291,7 +286,7 @@ class HttpTransport:
         def ended(status: int | None, exc: BaseException | None) -> None:
             done(http_result(status, exc, timeout_seconds, sample))
 
-        self._follow(request, real_monotonic() + timeout_seconds, sample, request.http2, ended)
+        self._follow(request, real_monotonic() + timeout_seconds, sample, ended)
         return True
 
     def can_start(self, request: DeliveryRequest) -> bool:
@@ -306,7 +301,6 @@ class HttpTransport:
         body: bytes,
         deadline_seconds: float,
         sample: ResponseSample | None = None,
-        http2: bool | None = None,
     ) -> int:
         """Send one request, follow redirects, and return the final status (what :meth:`send`
         does, raising instead of classifying; the Firebase bridge's own calls use it).
@@ -318,16 +312,13 @@ class HttpTransport:
             this many seconds.
         :param sample: where to keep the start of the final response's body and its
             ``Content-Type`` (``None``: nothing is kept).
-        :param http2: as :attr:`DeliveryRequest.http2`, for every ``http://`` hop (``https://``
-            keeps to HTTP/1.1); ``None``: this transport's ``http2``.
         :raises TimeoutError: when the deadline passed first.
         :raises OSError: or :class:`http.client.HTTPException` when the connection failed.
-        :raises ValueError: for a URL that is not http(s) or too many redirects, or for
-            ``http2=True`` without an HTTP/2-capable libcurl (:func:`http2_problem`).
+        :raises ValueError: for a URL that is not http(s) or too many redirects.
         """
         deadline = real_monotonic() + deadline_seconds
-        hop = Hop(method, url, headers, body)
-        return wait(functools.partial(self._follow, hop, deadline, sample, http2), deadline)
+        request = DeliveryRequest(method, url, headers, body)
+        return wait(functools.partial(self._follow, request, deadline, sample), deadline)
 
     def close(self) -> None:
         """Close every idle connection, and libcurl's event loop: the requests still in flight
@@ -337,27 +328,21 @@ class HttpTransport:
         with self._lock:
             idle, self._idle = self._idle, {}
             loop, self._loop = self._loop, None
-        for conns in idle.values():
-            for conn in conns:
-                conn.close()
+        for conn in itertools.chain.from_iterable(idle.values()):
+            conn.close()
         if loop is not None:
             loop.close()
 
     def _follow(
-        self,
-        hop: Hop,
-        deadline: float,
-        sample: ResponseSample | None,
-        http2: bool | None,
-        done: Ended,
+        self, request: DeliveryRequest, deadline: float, sample: ResponseSample | None, done: Ended
     ) -> None:
         """Every hop through libcurl's event loop, or through ``http.client`` in this thread."""
-        http2 = self.http2 if http2 is None else http2
+        http2 = self.http2 if request.http2 is None else request.http2
         if problem := http2 and http2_problem():
             done(None, ValueError(f"HTTP/2 deliveries are not possible: {problem}"))
             return
         if not self.uses_curl:
-            follow(self._send_one, hop, deadline, sample, done)
+            follow(self._send_one, request, deadline, sample, done)
             return
         loop = self._loop
         if loop is None:
@@ -367,7 +352,7 @@ class HttpTransport:
 
                     self._loop = CurlLoop(self.max_body_bytes)
                 loop = self._loop
-        follow(functools.partial(loop.submit, http2=http2), hop, deadline, sample, done)
+        follow(functools.partial(loop.submit, http2=http2), request, deadline, sample, done)
 
     def _send_one(
         self, hop: Hop, deadline: float, sample: ResponseSample | None, answered: Answered
@@ -508,21 +493,17 @@ class Watchdog:
         self._active: dict[_Guard, float] = {}  # guard -> its deadline
         self._wake_at: float | None = None
         self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._started = False
 
     def arm(self, deadline: float) -> _Guard:
-        """Watch a request that must end by ``deadline`` (real monotonic seconds).
-
-        :return: the guard to attach the connection to and to :meth:`disarm`.
-        """
+        """Watch a request that must end by ``deadline`` (real monotonic seconds); return the
+        guard to attach the connection to and to :meth:`disarm`."""
         with self._cond:
             guard = _Guard()
             self._active[guard] = deadline
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="deadline-watchdog", daemon=True
-                )
-                self._thread.start()
+            if not self._started:
+                self._started = True
+                threading.Thread(target=self._run, name="deadline-watchdog", daemon=True).start()
             if self._wake_at is None or deadline < self._wake_at:
                 self._cond.notify()
         return guard
