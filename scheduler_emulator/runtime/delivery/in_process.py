@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
-from ...domain.attempts import RESPONSE_EXCERPT_BYTES
 from ...domain.redirects import Answered, Hop, ResponseSample
 from ...realtime import real_monotonic
 from .transports import (
@@ -151,6 +150,7 @@ class AsgiCaller:
 
     def __init__(self, app: AsgiApp) -> None:
         httpx = _httpx()
+        import anyio
         from anyio.from_thread import BlockingPortal
 
         self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
@@ -159,18 +159,15 @@ class AsgiCaller:
         self._portal: BlockingPortal | None = None
         started = threading.Event()
 
-        def run_loop() -> None:
-            import anyio
+        async def serve() -> None:
+            async with BlockingPortal() as portal:
+                self._portal = portal
+                started.set()
+                await portal.sleep_until_stopped()
 
-            async def serve() -> None:
-                async with BlockingPortal() as portal:
-                    self._portal = portal
-                    started.set()
-                    await portal.sleep_until_stopped()
-
-            anyio.run(serve)
-
-        self._thread = threading.Thread(target=run_loop, name="asgi-app-loop", daemon=True)
+        self._thread = threading.Thread(
+            target=anyio.run, args=[serve], name="asgi-app-loop", daemon=True
+        )
         self._thread.start()
         if not started.wait(_LOOP_START_SECONDS):  # pragma: no cover - a wedged machine
             raise RuntimeError("the event loop for an in-process ASGI app did not start")
@@ -302,13 +299,11 @@ class MountTransport:
         first_app = self.find(request.url)
         if first_app is None:
             return self.fallback.send(request, timeout_seconds)
-        deadline = real_monotonic() + timeout_seconds
-        sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
 
         def send_one(hop: Hop, deadline: float, sample: Any, answered: Answered) -> None:
             app = first_app if hop is request else self.find(hop.url)
             if app is None:
-                answered(None, None, _Unmounted(hop))
+                answered(None, None, _Unmounted(hop, deadline))
                 return
             try:
                 if (caller := self._caller(app)) is None:
@@ -329,20 +324,21 @@ class MountTransport:
             sample.content_type = headers.get("content-type")
             answered(status, headers.get("location"), None)
 
-        begin = functools.partial(follow, send_one, request, deadline, sample)
         try:
-            return waited_result(begin, deadline, timeout_seconds, sample)
+            return waited_result(functools.partial(follow, send_one, request), timeout_seconds)
         except _Unmounted as left:
             hop = left.hop
             rest = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
-            return self.fallback.send(rest, max(0.001, deadline - real_monotonic()))
+            return self.fallback.send(rest, max(0.001, left.deadline - real_monotonic()))
 
 
 @dataclass(eq=False)
 class _Unmounted(Exception):
-    """A redirect led out of the mounted apps to ``hop``: the fallback transport sends the rest."""
+    """A redirect led out of the mounted apps to ``hop``: the fallback transport sends the rest
+    by ``deadline``."""
 
     hop: Hop
+    deadline: float
 
 
 class WsgiTransport(MountTransport):

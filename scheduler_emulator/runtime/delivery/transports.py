@@ -211,17 +211,17 @@ def wait(begin: Callable[[Ended], object], deadline: float) -> int:
 
 
 def waited_result(
-    begin: Callable[[Ended], object],
-    deadline: float,
-    timeout_seconds: float,
-    sample: ResponseSample,
+    begin: Callable[[float, ResponseSample, Ended], object], timeout_seconds: float
 ) -> TransportResult:
-    """:func:`wait` for a request begun by ``begin``; its end as :func:`http_result` reads it."""
+    """Begin a request with ``begin(deadline, sample, ended)``, ``timeout_seconds`` from now,
+    :func:`wait` for it and return its end as :func:`http_result` reads it."""
+    sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
+    deadline = real_monotonic() + timeout_seconds
+    begun = functools.partial(begin, deadline, sample)
     try:
-        status = wait(begin, deadline)
+        return http_result(wait(begun, deadline), None, timeout_seconds, sample)
     except (OSError, http.client.HTTPException, ValueError) as exc:
         return http_result(None, exc, timeout_seconds, sample)
-    return http_result(status, None, timeout_seconds, sample)
 
 
 class HttpTransport:
@@ -268,10 +268,7 @@ class HttpTransport:
 
         :return: the final status, or a CONNECTION / DEADLINE failure.
         """
-        sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
-        deadline = real_monotonic() + timeout_seconds
-        begin = functools.partial(self._follow, request, deadline, sample)
-        return waited_result(begin, deadline, timeout_seconds, sample)
+        return waited_result(functools.partial(self._follow, request), timeout_seconds)
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin :meth:`send` as a transfer of libcurl's event loop, holding no thread; ``done``
@@ -468,8 +465,7 @@ _ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
 def _reason(exc: BaseException) -> str:
     """The root cause of a connection failure as one sentence ("Connection refused.")."""
     text = str(exc)
-    match = _ERRNO_TEXT.search(text)
-    if match:
+    if match := _ERRNO_TEXT.search(text):
         return match.group(1).strip().rstrip(".") + "."
     for marker in ("RemoteDisconnected", "ConnectionResetError", "SSLError", "NameResolution"):
         if marker in text:
