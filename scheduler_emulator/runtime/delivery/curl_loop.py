@@ -149,7 +149,9 @@ class CurlLoop:
                         self._idle = False
                     if self._closed:
                         return
-                self._add_submitted()
+                    batch, self._submitted = self._submitted, deque()
+                for transfer in batch:
+                    self._add(transfer)
                 self._multi.perform()  # two GIL releases per turn: see the module docstring
                 self._collect()
                 if self._running:
@@ -160,19 +162,16 @@ class CurlLoop:
         finally:
             self._teardown()
 
-    def _add_submitted(self) -> None:
-        with self._lock:
-            batch, self._submitted = self._submitted, deque()
-        for transfer in batch:
-            handle = self._free.pop() if self._free else pycurl.Curl()
-            try:
-                configure(handle, transfer, self.max_body_bytes)
-                self._running[handle] = transfer
-                self._multi.add_handle(handle)
-            except (pycurl.error, UnicodeEncodeError, ValueError) as exc:
-                self._running.pop(handle, None)
-                self._recycle(handle)
-                _call(transfer.done, None, None, OSError(f"the request could not be made: {exc}"))
+    def _add(self, transfer: _Transfer) -> None:
+        handle = self._free.pop() if self._free else pycurl.Curl()
+        try:
+            configure(handle, transfer, self.max_body_bytes)
+            self._running[handle] = transfer
+            self._multi.add_handle(handle)
+        except (pycurl.error, UnicodeEncodeError, ValueError) as exc:
+            self._running.pop(handle, None)
+            self._recycle(handle)
+            _call(transfer.done, None, None, OSError(f"the request could not be made: {exc}"))
 
     def _collect(self) -> None:
         """Call ``done`` for every transfer libcurl has finished."""

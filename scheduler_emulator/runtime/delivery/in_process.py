@@ -270,21 +270,18 @@ class MountTransport:
         return list(self._mounts)
 
     def find(self, url: str) -> Any:
-        """Return the app (WSGI or ASGI) mounted for ``url`` (the longest matching prefix's),
-        or ``None``."""
+        """The app (WSGI or ASGI) of the longest prefix ``url`` matches, or ``None``."""
         found = [p for p in self._mounts if url == p or url.startswith((p + "/", p + "?"))]
         return self._mounts[max(found, key=len)] if found else None
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
-        """Begin an unmounted URL's delivery through the fallback transport without holding the
-        calling thread, when it can (:class:`StartingTransport`); a mounted URL is delivered
-        by :meth:`send` (``False``)."""
+        """Begin an unmounted URL's delivery through the fallback transport when it can
+        (:meth:`can_start`), holding no thread; else ``False``: use :meth:`send`."""
         fallback = cast(StartingTransport, self.fallback)
         return self.can_start(request) and fallback.start(request, timeout_seconds, done)
 
     def can_start(self, request: DeliveryRequest) -> bool:
-        """Whether :meth:`start` can send ``request``: an unmounted URL whose fallback
-        transport can start it."""
+        """Whether :meth:`start` can send ``request``: unmounted, and the fallback can."""
         return self.find(request.url) is None and startable(self.fallback, request)
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:

@@ -66,8 +66,7 @@ _GRACE_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class DeliveryRequest(Hop):
-    """The HTTP request of one attempt: its first
-    :class:`~scheduler_emulator.domain.redirects.Hop`, and how it goes over the wire.
+    """The HTTP request of one attempt: its first :class:`~scheduler_emulator.domain.redirects.Hop`.
 
     :param method: HTTP method name (``"POST"``).
     :param url: absolute ``http(s)`` URL.
@@ -163,8 +162,8 @@ def follow(
     (:func:`~scheduler_emulator.domain.redirects.next_hop`) until an answer is final — every hop
     within ``deadline`` — then call ``ended`` once: on this thread when ``send_one`` answers at
     once, else on the thread of its answer. Each hop's callback calls this function again, not
-    a closure of itself: an attempt leaves no reference cycle, so what it holds (its delivery,
-    record and callbacks) is freed as it ends, not at the cyclic collector's next pass.
+    a closure of itself: no reference cycle, so an attempt's delivery, record and callbacks are
+    freed as it ends, not at the cyclic collector's next pass.
 
     :param deadline: real monotonic seconds by which the whole attempt ends.
     :param sample: where the final answer's body start and ``Content-Type`` are kept.
@@ -249,19 +248,18 @@ class HttpTransport:
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
         self._loop: CurlLoop | None = None  # made on first use (again after close())
-        self.uses_curl = False
         if http2:
             reason = http2_problem() if curl is not False else "curl=False excludes libcurl"
             if reason is not None:
                 raise ConfigurationError(f"HTTP/2 deliveries (--http2) are not possible: {reason}")
-        if curl is not False:
+        self.uses_curl = curl is not False
+        if self.uses_curl:
             try:
                 from . import curl_loop  # noqa: F401 - is pycurl there?
             except ImportError:
                 if curl:
                     raise
-            else:
-                self.uses_curl = True
+                self.uses_curl = False
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Send over the network, following redirects, all within ``timeout_seconds``.
@@ -272,10 +270,8 @@ class HttpTransport:
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin :meth:`send` as a transfer of libcurl's event loop, holding no thread; ``done``
-        gets the result :meth:`send` would return, on another thread.
-
-        :return: ``False`` when nothing was sent, without ``pycurl`` (use :meth:`send`).
-        """
+        gets the result :meth:`send` would return, on another thread. Return ``False`` when
+        nothing was sent, without ``pycurl`` (use :meth:`send`)."""
         if not self.uses_curl:
             return False
         sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
@@ -318,9 +314,9 @@ class HttpTransport:
         return wait(functools.partial(self._follow, request, deadline, sample), deadline)
 
     def close(self) -> None:
-        """Close every idle connection, and libcurl's event loop: the requests still in flight
-        end at once (libcurl's with an :class:`OSError`, ``http.client``'s as at their
-        deadline). The transport can be used again after (a new loop is made). Idempotent."""
+        """Close every idle connection and libcurl's event loop: requests in flight end at once
+        (libcurl's with an :class:`OSError`, ``http.client``'s as at their deadline). The
+        transport can be used again after (a new loop is made). Idempotent."""
         self._watchdog.end_all()
         with self._lock:
             idle, self._idle = self._idle, {}
@@ -479,11 +475,9 @@ def _short(exc: BaseException) -> str:
 
 
 class Watchdog:
-    """One thread that shuts down the sockets of requests still running at their deadline.
-
-    Only requests in flight are kept (a few per delivery thread), so each wake-up scans a small
-    set. Use :meth:`arm` before a request and :meth:`disarm` after it.
-    """
+    """One thread that shuts down the sockets of requests still running at their deadline:
+    :meth:`arm` before a request, :meth:`disarm` after it. Only requests in flight are kept (a
+    few per delivery thread), so each wake-up scans a small set."""
 
     def __init__(self) -> None:
         self._active: dict[_Guard, float] = {}  # guard -> its deadline
