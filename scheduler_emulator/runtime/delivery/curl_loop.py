@@ -153,7 +153,13 @@ class CurlLoop:
                 for transfer in batch:
                     self._add(transfer)
                 self._multi.perform()  # two GIL releases per turn: see the module docstring
-                self._collect()
+                queued = True
+                while queued:  # done for every transfer libcurl has finished
+                    queued, succeeded, failed = self._multi.info_read()
+                    for handle in succeeded:
+                        self._finish(handle, None, "")
+                    for handle, code, message in failed:
+                        self._finish(handle, code, message)
                 if self._running:
                     wanted = self._multi.timeout()  # ms; -1: libcurl has no timeout of its own
                     limit = _TURN_SECONDS if wanted < 0 else min(wanted / 1000, _TURN_SECONDS)
@@ -172,17 +178,6 @@ class CurlLoop:
             self._running.pop(handle, None)
             self._recycle(handle)
             _call(transfer.done, None, None, OSError(f"the request could not be made: {exc}"))
-
-    def _collect(self) -> None:
-        """Call ``done`` for every transfer libcurl has finished."""
-        while True:
-            queued, succeeded, failed = self._multi.info_read()
-            for handle in succeeded:
-                self._finish(handle, None, "")
-            for handle, code, message in failed:
-                self._finish(handle, code, message)
-            if not queued:
-                return
 
     def _finish(self, handle: pycurl.Curl, code: int | None, message: str) -> None:
         """Tell the transfer on ``handle`` its status and, for a redirect, the absolute

@@ -337,14 +337,12 @@ class HttpTransport:
         if not self.uses_curl:
             follow(self._send_one, request, deadline, sample, done)
             return
-        loop = self._loop
-        if loop is None:
-            with self._lock:
-                if self._loop is None:
-                    from .curl_loop import CurlLoop
+        with self._lock:
+            if self._loop is None:
+                from .curl_loop import CurlLoop
 
-                    self._loop = CurlLoop(self.max_body_bytes)
-                loop = self._loop
+                self._loop = CurlLoop(self.max_body_bytes)
+            loop = self._loop
         follow(functools.partial(loop.submit, http2=http2), request, deadline, sample, done)
 
     def _send_one(
