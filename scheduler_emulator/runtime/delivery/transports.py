@@ -543,9 +543,7 @@ def http2_problem() -> str | None:
         from .curl_loop import http2_supported
     except ImportError:
         return "they need pycurl (pip install 'cloud-scheduler-emulator[curl]')."
-    if not http2_supported():
-        return "pycurl's libcurl was built without HTTP/2 (nghttp2)."
-    return None
+    return None if http2_supported() else "pycurl's libcurl was built without HTTP/2 (nghttp2)."
 
 
 def _dropped(sock: socket.socket) -> bool:
