@@ -23,7 +23,6 @@ import io
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
@@ -324,18 +323,13 @@ class MountTransport:
         try:
             return waited_result(functools.partial(follow, send_one, request), timeout_seconds)
         except _Unmounted as left:
-            hop = left.hop
+            hop, deadline = left.args
             rest = DeliveryRequest(hop.method, hop.url, hop.headers, hop.body, request.http2)
-            return self.fallback.send(rest, max(0.001, left.deadline - real_monotonic()))
+            return self.fallback.send(rest, max(0.001, deadline - real_monotonic()))
 
 
-@dataclass(eq=False)
 class _Unmounted(Exception):
-    """A redirect led out of the mounted apps to ``hop``: the fallback transport sends the rest
-    by ``deadline``."""
-
-    hop: Hop
-    deadline: float
+    """``(hop, deadline)``: a redirect led out of the mounted apps; the fallback sends the rest."""
 
 
 class WsgiTransport(MountTransport):
