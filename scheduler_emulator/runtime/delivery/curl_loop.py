@@ -8,7 +8,7 @@ attempts leave on time::
 
     loop = CurlLoop(max_body_bytes=1 << 20)
     hop = Hop("POST", "http://127.0.0.1:8000/run", {"X": "1"}, b"")
-    loop.submit(hop, real_monotonic() + 15.0, None, done)  # done(...) on the loop's thread
+    loop.submit(hop, real_monotonic() + 15.0, ResponseSample(1024), done)  # on the loop's thread
     loop.close()
 
 Each transfer sends exactly one request (redirects are followed above it,
@@ -69,7 +69,7 @@ _CA_FILE = os.environ.get("SSL_CERT_FILE") or ssl.get_default_verify_paths().caf
 class _Transfer(NamedTuple):
     hop: Hop
     deadline: float
-    sample: ResponseSample | None
+    sample: ResponseSample
     http2: bool
     done: Answered
 
@@ -99,7 +99,7 @@ class CurlLoop:
         self,
         hop: Hop,
         deadline: float,
-        sample: ResponseSample | None,
+        sample: ResponseSample,
         done: Answered,
         *,
         http2: bool = False,
@@ -188,8 +188,7 @@ class CurlLoop:
         status, location, error = handle.getinfo(pycurl.RESPONSE_CODE), None, None
         # The body cap (a write error after a status) still counts as the status's answer.
         if code is None or (code == pycurl.E_WRITE_ERROR and status):
-            if transfer.sample is not None:
-                transfer.sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
+            transfer.sample.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
             location = handle.getinfo(pycurl.REDIRECT_URL)
         else:
             timed_out = code == pycurl.E_OPERATION_TIMEDOUT
@@ -264,8 +263,7 @@ def configure(handle: pycurl.Curl, transfer: _Transfer, max_body_bytes: int) -> 
     def drop(chunk: bytes) -> int | None:
         nonlocal room
         room -= len(chunk)
-        if sample is not None:
-            sample.take(chunk)
+        sample.take(chunk)
         return None if room >= 0 else 0  # 0 aborts the transfer
 
     handle.setopt(pycurl.WRITEFUNCTION, drop)

@@ -296,7 +296,7 @@ class MountTransport:
         if first_app is None:
             return self.fallback.send(request, timeout_seconds)
 
-        def send_one(hop: Hop, deadline: float, sample: Any, answered: Answered) -> None:
+        def send_one(hop: Hop, deadline: float, sample: ResponseSample, answered: Answered) -> None:
             app = first_app if hop is request else self.find(hop.url)
             if app is None:
                 answered(None, None, _Unmounted(hop, deadline))

@@ -144,8 +144,8 @@ def startable(transport: Transport, request: DeliveryRequest) -> bool:
 
 #: Sends exactly one request, never following a redirect: ``send_one(hop, deadline, sample,
 #: answered)``, ``deadline`` in real monotonic seconds, the answer's body start and
-#: ``Content-Type`` kept in ``sample`` (``None``: nothing kept).
-SendOne = Callable[[Hop, float, "ResponseSample | None", Answered], None]
+#: ``Content-Type`` kept in ``sample``.
+SendOne = Callable[[Hop, float, ResponseSample, Answered], None]
 #: Called once when an attempt's request ends: ``(final status, None)`` or ``(None, exc)``.
 Ended = Callable[[int | None, BaseException | None], None]
 
@@ -154,7 +154,7 @@ def follow(
     send_one: SendOne,
     hop: Hop,
     deadline: float,
-    sample: ResponseSample | None,
+    sample: ResponseSample,
     ended: Ended,
     redirects_left: int = MAX_REDIRECTS,
 ) -> None:
@@ -188,8 +188,7 @@ def follow(
         else:
             follow(send_one, following, deadline, sample, ended, redirects_left - 1)
 
-    if sample is not None:
-        sample.restart()  # the answer kept is the last hop's
+    sample.restart()  # the answer kept is the last hop's
     send_one(hop, deadline, sample, answered)
 
 
@@ -311,6 +310,7 @@ class HttpTransport:
         """
         deadline = real_monotonic() + deadline_seconds
         request = DeliveryRequest(method, url, headers, body)
+        sample = sample if sample is not None else ResponseSample(0)  # keeps nothing
         return wait(functools.partial(self._follow, request, deadline, sample), deadline)
 
     def close(self) -> None:
@@ -327,7 +327,7 @@ class HttpTransport:
             loop.close()
 
     def _follow(
-        self, request: DeliveryRequest, deadline: float, sample: ResponseSample | None, done: Ended
+        self, request: DeliveryRequest, deadline: float, sample: ResponseSample, done: Ended
     ) -> None:
         """Every hop through libcurl's event loop, or through ``http.client`` in this thread."""
         http2 = self.http2 if request.http2 is None else request.http2
@@ -346,7 +346,7 @@ class HttpTransport:
         follow(functools.partial(loop.submit, http2=http2), request, deadline, sample, done)
 
     def _send_one(
-        self, hop: Hop, deadline: float, sample: ResponseSample | None, answered: Answered
+        self, hop: Hop, deadline: float, sample: ResponseSample, answered: Answered
     ) -> None:
         """One request through ``http.client`` in this thread, the watchdog armed for it."""
         guard = self._watchdog.arm(deadline)
@@ -363,7 +363,7 @@ class HttpTransport:
             answered(status, location, None)
 
     def _once(
-        self, hop: Hop, deadline: float, guard: _Guard, sample: ResponseSample | None
+        self, hop: Hop, deadline: float, guard: _Guard, sample: ResponseSample
     ) -> tuple[int, str | None]:
         parts = urlsplit(hop.url)
         if parts.scheme not in ("http", "https"):
@@ -388,12 +388,10 @@ class HttpTransport:
                 conn.request(hop.method, path, body=hop.body or None, headers=dict(hop.headers))
                 response = conn.getresponse()
             status, location = response.status, response.getheader("Location")
-            if sample is not None:
-                sample.content_type = response.getheader("Content-Type")
+            sample.content_type = response.getheader("Content-Type")
             left = self.max_body_bytes  # past it, the connection is closed
             while chunk := response.read(min(_CHUNK, left + 1)):
-                if sample is not None:
-                    sample.take(chunk)
+                sample.take(chunk)
                 left -= len(chunk)
                 if left < 0:
                     break
