@@ -192,10 +192,15 @@ def follow(
     send_one(hop, deadline, sample, answered)
 
 
-def wait(begin: Callable[[Ended], object], deadline: float) -> int:
-    """Begin a request with ``begin(ended)`` and return its final status once it ends by
-    ``deadline`` (real monotonic seconds; its sender sees to it), or raise its failure
-    (:class:`TimeoutError` if nothing came :data:`_GRACE_SECONDS` after)."""
+#: Begins a request: ``begin(deadline, sample, ended)``, as :func:`follow` takes them.
+Begin = Callable[[float, ResponseSample, Ended], object]
+
+
+def wait(begin: Begin, timeout_seconds: float, sample: ResponseSample) -> int:
+    """Begin a request that ends within ``timeout_seconds`` (its sender sees to it) and return
+    its final status, or raise its failure (:class:`TimeoutError` if nothing came
+    :data:`_GRACE_SECONDS` after)."""
+    deadline = real_monotonic() + timeout_seconds
     answer: Future[int] = Future()
 
     def ended(status: int | None, exc: BaseException | None) -> None:
@@ -204,20 +209,15 @@ def wait(begin: Callable[[Ended], object], deadline: float) -> int:
         else:
             answer.set_exception(exc)
 
-    begin(ended)
+    begin(deadline, sample, ended)
     return answer.result(max(0.0, deadline - real_monotonic()) + _GRACE_SECONDS)
 
 
-def waited_result(
-    begin: Callable[[float, ResponseSample, Ended], object], timeout_seconds: float
-) -> TransportResult:
-    """Begin a request with ``begin(deadline, sample, ended)``, ``timeout_seconds`` from now,
-    :func:`wait` for it and return its end as :func:`http_result` reads it."""
+def waited_result(begin: Begin, timeout_seconds: float) -> TransportResult:
+    """:func:`wait` for a request; its end as :func:`http_result` reads it."""
     sample = ResponseSample(RESPONSE_EXCERPT_BYTES)
-    deadline = real_monotonic() + timeout_seconds
-    begun = functools.partial(begin, deadline, sample)
     try:
-        return http_result(wait(begun, deadline), None, timeout_seconds, sample)
+        return http_result(wait(begin, timeout_seconds, sample), None, timeout_seconds, sample)
     except (OSError, http.client.HTTPException, ValueError) as exc:
         return http_result(None, exc, timeout_seconds, sample)
 
@@ -308,10 +308,9 @@ class HttpTransport:
         :raises OSError: or :class:`http.client.HTTPException` when the connection failed.
         :raises ValueError: for a URL that is not http(s) or too many redirects.
         """
-        deadline = real_monotonic() + deadline_seconds
-        request = DeliveryRequest(method, url, headers, body)
         sample = sample if sample is not None else ResponseSample(0)  # keeps nothing
-        return wait(functools.partial(self._follow, request, deadline, sample), deadline)
+        begin = functools.partial(self._follow, DeliveryRequest(method, url, headers, body))
+        return wait(begin, deadline_seconds, sample)
 
     def close(self) -> None:
         """Close every idle connection and libcurl's event loop: requests in flight end at once
