@@ -180,9 +180,8 @@ class CurlLoop:
             _call(transfer.done, None, None, OSError(f"the request could not be made: {exc}"))
 
     def _finish(self, handle: pycurl.Curl, code: int | None, message: str) -> None:
-        """Tell the transfer on ``handle`` its status and, for a redirect, the absolute
-        ``Location``; or :class:`TimeoutError` or the ``http.client`` failure
-        (:func:`_os_error`) for libcurl's error ``code`` (``None``: it succeeded)."""
+        """Tell the transfer its status and absolute ``Location``, or for libcurl's error ``code``
+        (``None``: none) :class:`TimeoutError` or ``http.client``'s failure (:func:`_os_error`)."""
         self._multi.remove_handle(handle)
         transfer = self._running.pop(handle)
         status, location, error = handle.getinfo(pycurl.RESPONSE_CODE), None, None

@@ -142,9 +142,8 @@ def startable(transport: Transport, request: DeliveryRequest) -> bool:
     return can_start is not None and bool(can_start(request))
 
 
-#: Sends exactly one request, never following a redirect: ``send_one(hop, deadline, sample,
-#: answered)``, ``deadline`` in real monotonic seconds, the answer's body start and
-#: ``Content-Type`` kept in ``sample``.
+#: Sends one request, following no redirect: ``send_one(hop, deadline, sample, answered)``, by
+#: ``deadline`` (real monotonic seconds); ``sample`` keeps the answer's body start and type.
 SendOne = Callable[[Hop, float, ResponseSample, Answered], None]
 #: Called once when an attempt's request ends: ``(final status, None)`` or ``(None, exc)``.
 Ended = Callable[[int | None, BaseException | None], None]
@@ -197,9 +196,8 @@ Begin = Callable[[float, ResponseSample, Ended], object]
 
 
 def wait(begin: Begin, timeout_seconds: float, sample: ResponseSample) -> int:
-    """Begin a request that ends within ``timeout_seconds`` (its sender sees to it) and return
-    its final status, or raise its failure (:class:`TimeoutError` if nothing came
-    :data:`_GRACE_SECONDS` after)."""
+    """Begin a request that ends within ``timeout_seconds`` (its sender sees to it); return its
+    status or raise its failure (:class:`TimeoutError` if none came :data:`_GRACE_SECONDS` on)."""
     deadline = real_monotonic() + timeout_seconds
     answer: Future[int] = Future()
 
