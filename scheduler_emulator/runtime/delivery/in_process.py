@@ -113,8 +113,8 @@ def call_wsgi(app: WsgiApp, request: Hop, sample: ResponseSample) -> tuple[int, 
     finally:
         if (close := getattr(body_iter, "close", None)) is not None:
             close()
-    headers = {name.lower(): value for name, value in captured["headers"]}
-    return int(captured["status"].split(" ", 1)[0]), headers
+    status = int(captured["status"].split(" ", 1)[0])
+    return status, {name.lower(): value for name, value in captured["headers"]}
 
 
 def is_asgi_app(app: object) -> bool:
@@ -276,8 +276,8 @@ class MountTransport:
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
         """Begin an unmounted URL's delivery through the fallback transport when it can
         (:meth:`can_start`), holding no thread; else ``False``: use :meth:`send`."""
-        fallback = cast(StartingTransport, self.fallback)
-        return self.can_start(request) and fallback.start(request, timeout_seconds, done)
+        starter = cast(StartingTransport, self.fallback)
+        return self.can_start(request) and starter.start(request, timeout_seconds, done)
 
     def can_start(self, request: DeliveryRequest) -> bool:
         """Whether :meth:`start` can send ``request``: unmounted, and the fallback can."""
@@ -308,7 +308,7 @@ class MountTransport:
                     left = max(0.001, deadline - real_monotonic())
                     response = caller.request(hop.method, hop.url, hop.headers, hop.body, left)
                     sample.take(response.content)
-                    status, headers = response.status_code, response.headers  # names lowercased
+                    status, headers = response.status_code, response.headers  # case-insensitive
             except TimeoutError:  # the ASGI app's work was cancelled at the deadline
                 status, headers = None, {}
             except Exception as exc:  # the target's own bug: a 500 to Cloud Scheduler

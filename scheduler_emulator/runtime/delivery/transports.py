@@ -12,10 +12,10 @@ sends one byte a second is never stopped. With ``pycurl`` (the ``curl`` extra), 
 bounded by its total timeout; a blocking request is one begun there and waited for. Without,
 ``http.client`` in the calling thread, with a :class:`Watchdog` that shuts the socket down at
 the deadline, waking a blocked ``connect``/``send``/``recv`` at once. Either way each hop is
-one request and :func:`follow` keeps every hop inside the attempt's one deadline. Bodies are
-read up to ``max_body_bytes``, then the connection is closed; only the headers Cloud
-Scheduler sends go out (no ``Accept`` or client ``User-Agent``); connections are kept alive
-per origin::
+one request and :func:`follow` keeps every hop, body included, inside the attempt's one
+deadline. Bodies are read up to ``max_body_bytes``, then the connection is closed; only the
+headers Cloud Scheduler sends go out (no ``Accept`` or client ``User-Agent``); connections are
+kept alive per origin::
 
     transport = HttpTransport()
     result = transport.send(DeliveryRequest("POST", "http://127.0.0.1:8000/run", {}), 15.0)
