@@ -259,10 +259,8 @@ class HttpTransport:
                 self.uses_curl = False
 
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
-        """Send over the network, following redirects, all within ``timeout_seconds``.
-
-        :return: the final status, or a CONNECTION / DEADLINE failure.
-        """
+        """Send over the network, following redirects, all within ``timeout_seconds``; the
+        result is the final status, or a CONNECTION / DEADLINE failure."""
         return waited_result(functools.partial(self._follow, request), timeout_seconds)
 
     def start(self, request: DeliveryRequest, timeout_seconds: float, done: OnResult) -> bool:
