@@ -16,7 +16,7 @@ from itertools import islice
 from zoneinfo import ZoneInfo
 
 import pytest
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -397,9 +397,13 @@ class TestAgainstCroniter:
         ),
     )
     def test_ours_agrees_with_croniter_in_utc(self, case: Case, after: datetime) -> None:
-        expected = croniter_fires(case.text, "Etc/UTC", after, 12)
         schedule = parse_schedule(case.text, "UTC")
         got = list(islice(schedule.iter_after(after), 12))
+        try:
+            expected = croniter_fires(case.text, "Etc/UTC", after, 12)
+        except CroniterBadDateError:  # a day that never comes (30 2): ours never fires either
+            assert got == []
+            return
         assert [in_utc(t) for t in got] == [in_utc(t) for t in expected]
 
     @settings(max_examples=120, deadline=None, database=None)
