@@ -106,7 +106,7 @@ class AttemptLog:
         self._stream = stream
         self._text = format == "text"
         self._lock = threading.Lock()
-        self._templates: dict[tuple[Any, ...], str] = {}  # of _line
+        self._lines = _LineEncoder()
         self._interval = flush_interval
         self._queued: deque[str] = deque()
         self._wake = threading.Event()
@@ -189,8 +189,10 @@ class AttemptLog:
     def started(self, attempt: Attempt, target_type: str = "HTTP") -> None:
         """Log AttemptStarted: jobName, scheduledTime (the attempt's start), url; nothing in the
         text format, whose line waits for the attempt's outcome."""
-        if not self._text:
-            self._write(self._line(attempt, target_type, True))
+        if self._text:
+            return
+        line = self._lines.started(attempt, target_type)
+        self._write(line if line is not None else self.started_entry(attempt, target_type))
 
     def started_entry(self, attempt: Attempt, target_type: str = "HTTP") -> dict[str, Any]:
         """The AttemptStarted entry of ``attempt`` as a dict (what :meth:`started` writes)."""
@@ -203,8 +205,9 @@ class AttemptLog:
         ``pubsubTopic`` and no ``debugInfo``, like production's); or the :func:`text_line`."""
         if self._text:
             self._write(text_line(attempt, self._widths))
-        else:
-            self._write(self._line(attempt, target_type, False))
+            return
+        line = self._lines.finished(attempt, target_type)
+        self._write(line if line is not None else self.finished_entry(attempt, target_type))
 
     def finished_entry(self, attempt: Attempt, target_type: str = "HTTP") -> dict[str, Any]:
         """The AttemptFinished entry of ``attempt`` as a dict (what :meth:`finished` writes)."""
@@ -220,59 +223,80 @@ class AttemptLog:
             entry["httpRequest"] = {"status": attempt.response_status}
         return entry
 
-    def _line(self, attempt: Attempt, target_type: str, started: bool) -> dict[str, Any] | str:
-        """``json.dumps(entry, sort_keys=True)`` without building the entry: the entries of one
-        job, target and shape are encoded once, with markers (:data:`_MARKS`) where they
-        differ, then filled in. The entry itself when its values cannot be filled in."""
-        entry = self.started_entry if started else self.finished_entry
-        kind, _, where = _target(attempt, target_type)
-        status, code, debug = attempt.response_status, attempt.code, attempt.debug_info
-        if not (
-            isinstance(where, str)
-            and isinstance(debug, str)
-            and (code is None or isinstance(code, str))
-            and (status is None or type(status) is int)
-        ):
-            return entry(attempt, target_type)
-        shape = (attempt.job, kind, where, started, status is None, code == "OK")
-        template = self._templates.get(shape)
-        if template is None:
-            template = _template(entry(attempt, target_type))
-            if template is None:
-                return entry(attempt, target_type)
-            if len(self._templates) >= CACHED_JOBS:
-                self._templates.clear()
-            self._templates[shape] = template
-        when = iso(attempt.start_time if started else attempt.end_time)
-        return template.format(
-            _encode(f"{attempt.id:012x}{'s' if started else 'f'}"),
-            "null" if when is None else _encode(when),
-            _encode(debug),
-            "null" if code is None else _encode(code),
-            status,
-        )
-
 
 _encode = json.encoder.encode_basestring_ascii  # what json.dumps does to a str
-#: What differs between a job's entries of one shape, marked in its template: the insertId, the
-#: instant, debugInfo, status and httpRequest.status (JSON: "\u0000" to "\u0004").
-_MARKS = ("\x00", "\x01", "\x02", "\x03", "\x04")
 
 
-def _template(entry: dict[str, Any]) -> str | None:
-    """``entry`` as a :meth:`str.format` template, its values that differ :data:`_MARKS`;
-    ``None`` when one of its texts could be taken for a marker."""
-    if '"\\u000' in json.dumps(entry):  # a quote, then a control character: a marker's look
-        return None
-    payload = entry["jsonPayload"]
-    entry["insertId"] = _MARKS[0]
-    entry["receiveTimestamp"] = entry["timestamp"] = _MARKS[1]
-    for field, index in (("scheduledTime", 1), ("debugInfo", 2), ("status", 3)):
-        if field in payload:
-            payload[field] = _MARKS[index]
-    if "httpRequest" in entry:
-        entry["httpRequest"]["status"] = _MARKS[4]
-    text = json.dumps(entry, sort_keys=True).replace("{", "{{").replace("}", "}}")
-    for number, mark in enumerate(_MARKS):
-        text = text.replace(json.dumps(mark), f"{{{number}}}")
-    return text
+class _LineEncoder:
+    """The text ``json.dumps(entry, sort_keys=True)`` gives, without building the entry: what a
+    job's entries share is encoded once per job and target. ``None`` for an attempt it cannot
+    encode (the caller then encodes the dict)."""
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+
+    def _job(self, attempt: Attempt, target_type: str) -> tuple[str, str, str] | None:
+        kind, where_key, where = _target(attempt, target_type)
+        if not (isinstance(where, str) and isinstance(kind, str) and isinstance(attempt.id, int)):
+            return None
+        key = (attempt.job, kind, where)
+        parts = self._parts.get(key)
+        if parts is not None:
+            return parts
+        names = attempt.job.split("/")
+        if len(names) < 4:
+            return None
+        project, location, job_id = names[1], names[3], attempt.job_id
+        job = _encode(attempt.job)
+        if where_key == "pubsubTopic":  # sorts before scheduledTime and status
+            before, after = f', "pubsubTopic": {_encode(where)}', f', "targetType": {_encode(kind)}'
+        else:
+            before, after = "", f', "targetType": {_encode(kind)}, "url": {_encode(where)}'
+        log_name = _encode(f"projects/{project}/logs/cloudscheduler.googleapis.com%2Fexecutions")
+        labels = (
+            f'{{"job_id": {_encode(job_id)}, "location": {_encode(location)}, '
+            f'"project_id": {_encode(project)}}}'
+        )
+        tail = f'}}, "logName": {log_name}, "receiveTimestamp": '
+        resource = f', "resource": {{"labels": {labels}, "type": "cloud_scheduler_job"}}'
+        if len(self._parts) >= CACHED_JOBS:
+            self._parts.clear()
+        parts = self._parts[key] = (f'"jobName": {job}{before}', after + tail, resource)
+        return parts
+
+    def started(self, attempt: Attempt, target_type: str) -> str | None:
+        parts = self._job(attempt, target_type)
+        if parts is None:
+            return None
+        head, tail, resource = parts
+        when = _encode(iso(attempt.start_time))  # type: ignore[arg-type]
+        return (
+            f'{{"insertId": "{attempt.id:012x}s", "jsonPayload": {{"@type": '
+            f'"{_TYPE}AttemptStarted", {head}, "scheduledTime": {when}{tail}{when}'
+            f'{resource}, "severity": "INFO", "timestamp": {when}}}'
+        )
+
+    def finished(self, attempt: Attempt, target_type: str) -> str | None:
+        parts = self._job(attempt, target_type)
+        if parts is None:
+            return None
+        status, code = attempt.response_status, attempt.code
+        if (
+            (status is not None and type(status) is not int)
+            or (code is not None and not isinstance(code, str))
+            or not isinstance(attempt.debug_info, str)
+        ):
+            return None
+        head, tail, resource = parts
+        end = iso(attempt.end_time)
+        when = "null" if end is None else _encode(end)
+        pubsub = log_target_type(target_type) == "PUB_SUB"
+        debug = "" if pubsub else f'"debugInfo": {_encode(attempt.debug_info)}, '
+        ok = code == "OK"
+        failure = "" if ok else f', "status": {"null" if code is None else _encode(code)}'
+        request = "" if status is None else f'"httpRequest": {{"status": {status}}}, '
+        return (
+            f'{{{request}"insertId": "{attempt.id:012x}f", "jsonPayload": {{"@type": '
+            f'"{_TYPE}AttemptFinished", {debug}{head}{failure}{tail}{when}{resource}, '
+            f'"severity": "{"INFO" if ok else "ERROR"}", "timestamp": {when}}}'
+        )
