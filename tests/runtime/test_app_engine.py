@@ -12,6 +12,7 @@ import pytest
 from scheduler_emulator import Emulator, ManualClock, MountTransport
 from scheduler_emulator.runtime.delivery.dispatchers import parse_app_engine_urls
 from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
+from scheduler_emulator.runtime.storage.read_model import target_text
 from scheduler_emulator.wire import APP_ENGINE_USER_AGENT_SUFFIX
 from tests.support import Received, RecordingTarget
 
@@ -132,6 +133,22 @@ def test_a_job_without_a_service_goes_to_default() -> None:
     emulator.create_job(app_engine_job(appEngineHttpTarget={"relativeUri": "/"}))
     emulator.advance(timedelta(minutes=1))
     assert [r.path for r in app.requests] == ["/"]
+
+
+@pytest.mark.parametrize(
+    ("target", "shown"),
+    [
+        ({"relativeUri": "/"}, "App Engine POST / (service default)"),
+        (None, "App Engine POST /tasks/rollup?day=1 (service worker, version v2)"),
+    ],
+)
+def test_the_jobs_views_name_the_service_a_job_is_routed_to(
+    target: dict[str, object] | None, shown: str
+) -> None:
+    """A trial: the Jobs tab showed ``App Engine POST /`` for every service alike."""
+    emulator = emulator_for(RecordingTarget(), {"default": "http://app.test"})
+    job = emulator.create_job(app_engine_job(**({"appEngineHttpTarget": target} if target else {})))
+    assert target_text(job) == shown
 
 
 @pytest.mark.parametrize(

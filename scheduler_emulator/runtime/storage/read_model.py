@@ -16,7 +16,7 @@ from typing import Any
 
 from ...domain.attempts import Attempt, duplicate_flags, in_flight_at, iso
 from ...domain.errors import RPC_CODES
-from ...domain.resources import Job, State
+from ...domain.resources import AppEngineRouting, Job, State
 from ...domain.retry import gave_up_because, max_attempts
 from ...domain.schedule import parse_schedule
 from ...domain.schedule_text import describe_schedule
@@ -39,14 +39,19 @@ _TIMELINE_COLUMNS = (
 
 def target_text(job: Job) -> str:
     """The job's target in one line: ``POST http://…``, ``Pub/Sub projects/p/topics/t`` or
-    ``App Engine /path``."""
+    ``App Engine POST /path (service billing, version v2)`` (``default`` when no service is
+    routed: the one ``--app-engine-url`` maps)."""
     if job.http_target is not None:
         return f"{job.http_target.http_method.name} {job.http_target.uri}"
     if job.pubsub_target is not None:
         return f"Pub/Sub {job.pubsub_target.topic_name}"
     if job.app_engine_http_target is not None:
         target = job.app_engine_http_target
-        return f"App Engine {target.http_method.name} {target.relative_uri}"
+        routing = target.app_engine_routing or AppEngineRouting()
+        route = {"service": routing.service or "default", "version": routing.version}
+        route["instance"] = routing.instance
+        where = ", ".join(f"{name} {value}" for name, value in route.items() if value)
+        return f"App Engine {target.http_method.name} {target.relative_uri} ({where})"
     return "(no target)"
 
 
