@@ -105,9 +105,10 @@ def test_start_wins_over_the_kept_instant_and_a_bad_file_is_named(tmp_path: Path
     clock = ManualClock(parse_timestamp("2026-03-02T14:00:00Z"), keep=kept.write)
     clock.advance(timedelta(minutes=3))
     assert kept.read() == parse_timestamp("2026-03-02T14:03:00Z")
-    kept.path.write_text("garbage")
-    with pytest.raises(ClockError, match="manual-clock.json does not hold"):
-        kept.read()
+    for garbage in (b"garbage", b'{"now": "\xff"}'):  # not JSON; not UTF-8 (a traceback once)
+        kept.path.write_bytes(garbage)
+        with pytest.raises(ClockError, match="manual-clock.json does not hold"):
+            kept.read()
 
 
 @pytest.mark.timeout(90)
