@@ -116,6 +116,7 @@ class ManualDriver(Driver):
         self._soon: list[Delivery] = []  # forced runs accepted, not sent yet
         self._soon_lock = threading.Lock()
         self._soon_sender: threading.Thread | None = None  # settling the clock for them
+        self._cut_short = 0  # attempts the stop recorded as interrupted or not sent
 
     def manual_clock(self) -> ManualClock:
         """The clock the caller moves."""
@@ -133,6 +134,7 @@ class ManualDriver(Driver):
             delivery = queue.popleft()
             if self._stopping:
                 injected = STOPPED
+                self._cut_short += 1
             else:
                 self.late.before_send(delivery.attempt.run_id)
                 self._sending = delivery
@@ -200,7 +202,8 @@ class ManualDriver(Driver):
         the attempt being sent may finish within ``timeout`` seconds, else it is recorded as
         interrupted; the attempts of that instant not sent yet are recorded as not sent
         (``UNAVAILABLE``, the emulator stopped) and nothing later runs. Close the transport's
-        connections. Idempotent; returns how many attempts were recorded as interrupted."""
+        connections, then give the move 1 s more to record what waited behind that attempt.
+        Idempotent; returns how many attempts were recorded as interrupted or not sent."""
         if self._stopping:
             return 0  # a second call (close after stop) does not wait again
         self._stopping = True
@@ -210,15 +213,16 @@ class ManualDriver(Driver):
         sender = self._soon_sender
         if sender is not None:
             sender.join(max(0.0, timeout - (real_monotonic() - started)))
-        interrupted = 0
         delivery = None if settled else self._sending
         if delivery is not None:  # its run's retry is stored, as any end's decisions are
             with self.recorder.lock:
-                interrupted = int(not delivery.ended)
+                self._cut_short += int(not delivery.ended)
                 follow_ups = self.recorder.finish(delivery, INTERRUPTED)
             self.send_all(follow_ups)  # recorded as not sent
         self._close()
-        return interrupted
+        if not settled:  # its send ends as the connections close: the move records the rest
+            self.clock.interrupt(1.0)
+        return self._cut_short
 
     @property
     def in_flight(self) -> int:
