@@ -118,8 +118,8 @@ def _refuse_unread_field(action: str, name: str) -> None:
     readers = [other for other, extra in ACTION_FIELDS.items() if name in extra]
     if readers and action not in readers:
         raise InvalidArgument(
-            f"fault rule field {name!r} does not apply to action {action!r}; only "
-            f"{' and '.join(readers)} read it.",
+            f"fault rule field {name!r} does not apply to action {action!r}; only the "
+            f"{' and '.join(readers)} action{'s read' if len(readers) > 1 else ' reads'} it.",
             field=name,
         )
 
@@ -225,7 +225,7 @@ class FaultRule:
             elif not low <= value <= high:
                 refuse(f"{name} must be {self._range(name, low, high)}; got {_show(value)}.", name)
         for item in fields(self):
-            if problems:  # a bad action or value: what it reads is not known yet
+            if self.action not in ACTIONS:  # what it reads is not known
                 break
             if item.name not in MATCH_FIELDS and getattr(self, item.name) != item.default:
                 try:
@@ -282,9 +282,20 @@ class FaultRule:
                 )
         if "action" not in data:
             raise InvalidArgument("a fault rule needs an action.", field="action")
-        rule = cls(**dict(data))  # checks the action and every value first
+        problems: list[InvalidArgument] = []
+        try:
+            rule = cls(**dict(data))  # checks the action and every value
+        except InvalidArgument as exc:
+            problems.append(exc)
+        named = {v.field for problem in problems for v in problem.violations}
         for key in data:  # a field the action does not read, even at its default value
-            _refuse_unread_field(rule.action, str(key))
+            if data["action"] in ACTIONS and key not in named:
+                try:
+                    _refuse_unread_field(data["action"], str(key))
+                except InvalidArgument as exc:
+                    problems.append(exc)
+        if problems:
+            raise _every(problems)
         return rule
 
     def to_full_json(self) -> dict[str, Any]:
@@ -384,8 +395,12 @@ class FaultPlan:
                 problem = InvalidArgument(
                     where + exc.message.replace("\n", "\n" + where), field=exc.field
                 )
-                problem.violations = [
-                    FieldViolation(v.field, where + v.description) for v in exc.violations
+                problem.violations = [  # the field's path in the plan, as Google spells one
+                    FieldViolation(
+                        f"rules[{index}]" + ("" if v.field == "rules" else f".{v.field}"),
+                        where + v.description,
+                    )
+                    for v in exc.violations
                 ]
                 problems.append(problem)
         if problems:

@@ -284,7 +284,7 @@ def test_a_fault_file_names_every_problem_a_line_each(tmp_path: Path) -> None:
                                                        f"{2**63 - 1}; got -3.", "rules[0]",
                                                        "rules[2]"]  # fmt: skip
     assert all(line.startswith(f"{path}: ") for line in lines)
-    assert [v.field for v in caught.value.violations][:2] == ["seed", "action"]
+    assert [v.field for v in caught.value.violations] == ["seed", "rules[0].action", "rules[2]"]
     assert len(caught.value.violations) == 3
 
 
@@ -300,7 +300,20 @@ def test_a_rule_with_several_bad_values_names_each_a_line_each(tmp_path: Path) -
         "status must be an HTTP status 100-599; got 99.",
         f'run must be a whole number from 1 to {2**63 - 1}; got "x".',
     ]
-    assert [v.field for v in caught.value.violations] == ["probability", "status", "run"]
+    fields = [v.field for v in caught.value.violations]  # paths in the plan, as Google's
+    assert fields == ["rules[0].probability", "rules[0].status", "rules[0].run"]
+
+
+def test_a_bad_value_and_a_field_the_action_does_not_read_are_named_together() -> None:
+    """A trial: ``status: 503`` (its default) on a delay was named only once ``seconds`` was
+    fixed."""
+    with pytest.raises(InvalidArgument) as caught:
+        FaultRule.from_json({"action": "delay", "seconds": "fast", "status": 503})
+    assert caught.value.message.splitlines() == [
+        'seconds must be a number; got "fast".',
+        "fault rule field 'status' does not apply to action 'delay'; only the status action "
+        "reads it.",
+    ]
 
 
 def test_fault_file_loads_yaml(tmp_path: Path) -> None:
@@ -439,14 +452,14 @@ def test_the_faults_endpoint_shows_the_defaults_that_apply_to_each_action(
     [
         pytest.param(
             {"action": "duplicate", "seconds": 2},
-            "fault rule field 'seconds' does not apply to action 'duplicate'; only deadline "
-            "and delay read it.",
+            "fault rule field 'seconds' does not apply to action 'duplicate'; only the deadline "
+            "and delay actions read it.",
             id="one-rule",
         ),
         pytest.param(
             {"rules": [{"action": "lost_ack", "status": 500}]},
-            "rules[0]: fault rule field 'status' does not apply to action 'lost_ack'; only status "
-            "read it.",
+            "rules[0]: fault rule field 'status' does not apply to action 'lost_ack'; only the "
+            "status action reads it.",
             id="in-a-plan",
         ),
     ],
@@ -482,8 +495,8 @@ class TestFieldsThatDoNotApply:
         self, fields: dict[str, Any], field: str, readers: str, emulator: Emulator
     ) -> None:
         message = (
-            f"fault rule field {field!r} does not apply to action {fields['action']!r}; only "
-            f"{readers} read it."
+            f"fault rule field {field!r} does not apply to action {fields['action']!r}; only the "
+            f"{readers} action{'s read' if ' and ' in readers else ' reads'} it."
         )
         with pytest.raises(InvalidArgument) as info:
             FaultRule.from_json(fields)

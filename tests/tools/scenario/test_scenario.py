@@ -201,7 +201,7 @@ class TestValidation:
             pytest.param(
                 {"faults": "{rules: [{action: delay, status: 500}]}"},
                 "faults.rules[0].status: fault rule field 'status' does not apply to action "
-                "'delay'; only status read it.",
+                "'delay'; only the status action reads it.",
                 id="fault-field-not-read",
             ),
             pytest.param(
@@ -331,8 +331,8 @@ class TestValidation:
         for line, (key_path, value) in zip(lines, expected, strict=True):
             assert line.startswith(f"{path}: {key_path}: ") and value in line, line
         assert lines[5].endswith(
-            "fault rule field 'seconds' does not apply to action 'duplicate'; only deadline and "
-            "delay read it."
+            "fault rule field 'seconds' does not apply to action 'duplicate'; only the deadline "
+            "and delay actions read it."
         )
         # weekly is invalid, yet the run_job step and the expectation naming it are not refused
 
