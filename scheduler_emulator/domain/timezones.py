@@ -24,6 +24,7 @@ per ``(zone, year)``; the first use of a zone-year costs about half a millisecon
 
 from __future__ import annotations
 
+import difflib
 import functools
 import zoneinfo
 from bisect import bisect_right
@@ -111,13 +112,21 @@ def resolve_time_zone(name: str) -> zoneinfo.ZoneInfo:
             ),
         )
     if name in _NOT_ZONES or name not in _known_zone_names():
+        zones = sorted(_known_zone_names() - _NOT_ZONES - set(LEGACY_ZONE_NAMES))
+        cased = [
+            f"did you mean {zone!r}? (case matters)"
+            for zone in zones
+            if zone.lower() == name.lower()
+        ]
+        near = [
+            f"did you mean {zone!r}?"
+            for zone in difflib.get_close_matches(name, zones, n=1, cutoff=0.8)
+        ]
+        hint = [*cased, *near, "use an IANA name such as 'America/New_York' or 'Etc/UTC'."][0]
         raise InvalidArgument(
             INVALID_SCHEDULE_MESSAGE,
             field="timeZone",
-            description=(
-                f"Unknown time zone {name!r}; use an IANA name such as 'America/New_York' "
-                "or 'Etc/UTC'."
-            ),
+            description=f"Unknown time zone {name!r}; {hint}",
         )
     return zoneinfo.ZoneInfo(name)
 

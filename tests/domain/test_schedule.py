@@ -176,6 +176,18 @@ class TestTimeZones:
     def test_unknown_zone_is_rejected_naming_the_value(self, name: str) -> None:
         assert f"Unknown time zone {name!r}" in zone_error_description(name)
 
+    @pytest.mark.parametrize(
+        ("name", "hint"),
+        [
+            ("america/new_york", "did you mean 'America/New_York'? (case matters)"),
+            ("Europe/Berlinn", "did you mean 'Europe/Berlin'?"),
+            ("Mars/Olympus", "use an IANA name such as 'America/New_York' or 'Etc/UTC'."),
+        ],
+    )
+    def test_an_unknown_zone_near_a_known_one_is_suggested(self, name: str, hint: str) -> None:
+        """A trial: ``america/new_york`` got the generic hint, with no word on the case."""
+        assert zone_error_description(name) == f"Unknown time zone {name!r}; {hint}"
+
     def test_bad_zone_in_parse_schedule_names_the_time_zone_field(self) -> None:
         error = schedule_error("0 2 * * *", "EST")
         assert error.violations[0].field == "timeZone"
