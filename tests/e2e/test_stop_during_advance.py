@@ -80,7 +80,7 @@ def test_sigterm_during_a_year_long_advance(tmp_path: Path) -> None:
 @pytest.mark.timeout(60)
 def test_an_advance_held_by_a_target_at_sigterm_is_answered_503() -> None:
     """A trial: the request in flight held the advance past the stop's grace, the server closed
-    its connection first, and the caller got an empty reply; the stop line counted only the
+    its connection first, and the caller got an empty reply; the stop lines counted only the
     attempt cut short, not the one queued behind it and recorded as not sent."""
     arrived, release = threading.Event(), threading.Event()
 
@@ -118,6 +118,7 @@ def test_an_advance_held_by_a_target_at_sigterm_is_answered_503() -> None:
         finally:
             release.set()
     # Both counted (a trial read 1 of 3: the one cut short, not those that waited behind it).
+    assert "scheduler-emulator stopping: 2 attempt(s) in flight or queued" in stderr
     assert "scheduler-emulator: 2 attempt(s) recorded as interrupted or not sent" in stderr
     [answer] = answers
     assert isinstance(answer, requests.Response) and answer.status_code == 503, answer

@@ -117,6 +117,7 @@ class ManualDriver(Driver):
         self._soon_lock = threading.Lock()
         self._soon_sender: threading.Thread | None = None  # settling the clock for them
         self._cut_short = 0  # attempts the stop recorded as interrupted or not sent
+        self._queues: list[deque[Delivery]] = []  # of the send_all calls under way
 
     def manual_clock(self) -> ManualClock:
         """The clock the caller moves."""
@@ -125,27 +126,31 @@ class ManualDriver(Driver):
     def send_all(self, deliveries: Iterable[Delivery]) -> None:
         """Send in this thread, in order, with their follow-ups."""
         queue: deque[Delivery] = deque()
-        while True:
-            for queued in deliveries:  # logged as started: it leaves at the instant recorded
-                self.recorder.log_started(queued)
-                queue.append(queued)
-            if not queue:
-                return
-            delivery = queue.popleft()
-            if self._stopping:
-                injected = STOPPED
-                self._cut_short += 1
-            else:
-                self.late.before_send(delivery.attempt.run_id)
-                self._sending = delivery
-                try:
-                    injected = self.recorder.send(delivery)
-                finally:
-                    self._sending = None
-            with self.recorder.lock:
-                if injected.late is not None and not delivery.ended:  # noted when the clock idles
-                    self.late.add(delivery.attempt, injected.late)
-                deliveries = self.recorder.finish(delivery, injected)
+        self._queues.append(queue)  # (what waits in it counts as in flight)
+        try:
+            while True:
+                for queued in deliveries:  # logged as started: it leaves at the instant recorded
+                    self.recorder.log_started(queued)
+                    queue.append(queued)
+                if not queue:
+                    return
+                delivery = queue.popleft()
+                if self._stopping:
+                    injected = STOPPED
+                    self._cut_short += 1
+                else:
+                    self.late.before_send(delivery.attempt.run_id)
+                    self._sending = delivery
+                    try:
+                        injected = self.recorder.send(delivery)
+                    finally:
+                        self._sending = None
+                with self.recorder.lock:
+                    if injected.late is not None and not delivery.ended:  # noted at idle
+                        self.late.add(delivery.attempt, injected.late)
+                    deliveries = self.recorder.finish(delivery, injected)
+        finally:
+            self._queues.remove(queue)
 
     def send_forced(self, deliveries: Iterable[Delivery], *, wait: bool) -> None:
         """With ``wait``, send ``deliveries`` in this thread and settle the clock (anything then
@@ -226,8 +231,8 @@ class ManualDriver(Driver):
 
     @property
     def in_flight(self) -> int:
-        """1 while an attempt is being sent (a clock move is under way), else 0."""
-        return 0 if self._sending is None else 1
+        """The attempt being sent (a clock move is under way) and those waiting behind it."""
+        return (self._sending is not None) + sum(len(queue) for queue in list(self._queues))
 
 
 class ThreadedDriver(Driver):
