@@ -288,8 +288,9 @@ class FaultRule:
         except InvalidArgument as exc:
             problems.append(exc)
         named = {v.field for problem in problems for v in problem.violations}
+        known_action = data["action"] in ACTIONS  # else what it reads is not known
         for key in data:  # a field the action does not read, even at its default value
-            if data["action"] in ACTIONS and key not in named:
+            if known_action and key not in named:
                 try:
                     _refuse_unread_field(data["action"], str(key))
                 except InvalidArgument as exc:

@@ -48,8 +48,11 @@ def target_text(job: Job) -> str:
     if job.app_engine_http_target is not None:
         target = job.app_engine_http_target
         routing = target.app_engine_routing or AppEngineRouting()
-        route = {"service": routing.service or "default", "version": routing.version}
-        route["instance"] = routing.instance
+        route = {
+            "service": routing.service or "default",
+            "version": routing.version,
+            "instance": routing.instance,
+        }
         where = ", ".join(f"{name} {value}" for name, value in route.items() if value)
         return f"App Engine {target.http_method.name} {target.relative_uri} ({where})"
     return "(no target)"
