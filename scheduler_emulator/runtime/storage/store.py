@@ -1,13 +1,14 @@
 """Persistence of jobs, runs, attempts and skipped runs in SQLite (stdlib ``sqlite3``).
 
 A file database (WAL journal) survives a crash of the process. One writer thread carries out
-every statement in order and commits what queued up meanwhile in one transaction, so a SIGKILL
-loses at most the last writes and never one without those before it: a run's end without its
-start, a job's next fire time without the run or skipped record of the time before. What the
-emulator acts on waits for its commit: a started attempt is on disk before it is sent, a job's
-change before the API answers. An attempt whose end was lost is found in flight on restart
-(``attempts(unfinished=True)``) and recorded as interrupted. ``Store(":memory:")`` keeps the
-same code path in memory for tests and ``--in-memory``.
+every statement in order (a batch's, handed over together: each table's in order) and commits
+what queued up meanwhile in one transaction, so a SIGKILL loses at most the last writes and
+never one without those before it: a run's end without its start, a job's next fire time
+without the run or skipped record of the time before. What the emulator acts on waits for its
+commit: a started attempt is on disk before it is sent, a job's change before the API answers.
+An attempt whose end was lost is found in flight on restart (``attempts(unfinished=True)``)
+and recorded as interrupted. ``Store(":memory:")`` keeps the same code path in memory for
+tests and ``--in-memory``.
 
 Jobs are kept as their REST JSON (``codec.job_to_json``: any release's data directory loads)
 plus the output-only columns the engine maintains; every row read back is checked as the API
@@ -17,8 +18,10 @@ checks a request (``data_file``), so a damaged row is named, not a traceback.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
+import re
 import sqlite3
 import threading
 import weakref
@@ -141,6 +144,9 @@ def _dt(value: str | None) -> datetime | None:
 
 
 logger = logging.getLogger("scheduler_emulator")
+#: Statements a :meth:`Store.batch` gathers before it hands them to the writer (which then
+#: works while the batch goes on).
+_GATHERED = 150
 #: How long the writer lets writes gather into one transaction when nobody waits for them.
 _GATHER_SECONDS = 0.005
 
@@ -274,6 +280,40 @@ def stopped_at(path: Path) -> datetime | None:
             return _alive(str(path), db.execute(_ALIVE).fetchall())
     except sqlite3.Error:
         return None
+
+
+def _write_all(statements: list[tuple[str, Any]], db: sqlite3.Connection) -> None:
+    """Carry out ``statements`` (``(sql, args)``), one ``executemany`` per run of the same
+    statement on each table: each table's statements keep their order (rows of different tables
+    are independent, and all commit together), so a due batch's run, attempt and next-fire rows
+    take three calls, not one each."""
+    tables: dict[str, list[tuple[str, list[Any]]]] = {}
+    for sql, args in statements:
+        runs = tables.setdefault(_table(sql), [])
+        if runs and runs[-1][0] == sql:
+            runs[-1][1].append(args)
+        else:
+            runs.append((sql, [args]))
+    failed: sqlite3.Error | None = None
+    for runs in tables.values():
+        for sql, rows in runs:
+            if db.in_transaction:  # the writer's: a failure rolls it back, then this runs alone
+                db.executemany(sql, rows)
+                continue
+            for row in rows:  # alone: one failing statement loses no other
+                try:
+                    db.execute(sql, row)
+                except sqlite3.Error as exc:
+                    failed = failed or exc
+    if failed is not None:
+        raise failed
+
+
+@functools.lru_cache(maxsize=64)
+def _table(sql: str) -> str:
+    """The table a write statement changes."""
+    found = re.search(r"\b(?:INTO|UPDATE|FROM)\s+(\w+)", sql)
+    return found[1] if found else ""
 
 
 def _carry(db: sqlite3.Connection, item: _Item) -> None:
@@ -441,7 +481,10 @@ class Store:
     def batch(self, alive: datetime | None = None) -> Iterator[None]:
         """Let every write this thread makes inside the block return at once; the block ends
         once they are all committed (the first that failed raised then). Not reentrant. The
-        engine writes a due batch this way: a few commits, not one (and a wait) per statement.
+        engine writes a due batch this way: its statements are handed to the writer
+        :data:`_GATHERED` at a time (the rest at the end, or before a read or other work of
+        this thread), each table's in order, one ``executemany`` per run of the same statement
+        (:func:`_write_all`).
 
         :param alive: first write :meth:`save_alive` of this instant (aware), committed with
             the block's writes.
@@ -449,12 +492,22 @@ class Store:
         if alive is not None:
             self.save_alive(alive, wait=False)
         ticket = self._local.ticket = _Ticket()
+        self._local.gathered = []
         try:
             yield
         finally:
-            self._local.ticket = None
+            self._flush()
+            self._local.ticket = self._local.gathered = None
             if self._durable:
                 self._writer.wait(ticket)
+
+    def _flush(self) -> None:
+        """Give the writer the statements this thread gathered in its :meth:`batch` so far, as
+        one piece of work (:func:`_write_all`)."""
+        gathered = getattr(self._local, "gathered", None)
+        if gathered:
+            self._local.gathered = []
+            self._writer.submit((functools.partial(_write_all, gathered), (), self._local.ticket))
 
     def _execute(
         self, sql: str | Callable[[sqlite3.Connection], Any], args: Any = (), *, wait: bool = False
@@ -462,6 +515,13 @@ class Store:
         """Give the writer one statement (or work of several: ``sql(connection)``); with
         ``wait``, return once it is committed (inside a :meth:`batch`: when the batch ends; in
         memory: at once)."""
+        gathered = getattr(self._local, "gathered", None)
+        if gathered is not None and isinstance(sql, str):
+            gathered.append((sql, args))
+            if len(gathered) >= _GATHERED:
+                self._flush()
+            return
+        self._flush()
         ticket = getattr(self._local, "ticket", None)
         if ticket is None and wait and self._durable:
             ticket = _Ticket()
@@ -479,6 +539,7 @@ class Store:
         def read(db: sqlite3.Connection) -> None:  # (read again after a rollback: replaced)
             rows[:] = db.execute(sql, args).fetchall()
 
+        self._flush()
         self._writer.submit((read, (), ticket))
         self._writer.wait(ticket)
         return rows

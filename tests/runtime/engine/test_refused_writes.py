@@ -36,9 +36,16 @@ class FullDisk:
         self.full = False
 
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        self._refuse(sql)
+        return self.db.execute(sql, *args)
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        self._refuse(sql)
+        return self.db.executemany(sql, rows)
+
+    def _refuse(self, sql: str) -> None:
         if self.full and sql.split(None, 1)[0].upper() in _WRITES:
             raise sqlite3.OperationalError("database or disk is full")
-        return self.db.execute(sql, *args)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.db, name)

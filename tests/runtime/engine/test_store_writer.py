@@ -106,16 +106,30 @@ def test_a_failed_write_in_a_batch_raises_when_the_batch_ends(store: Store, db: 
 def test_another_threads_attempt_during_a_batch_is_on_disk_after_what_came_before(
     store: Store, db: Path
 ) -> None:
-    """An attempt started by another thread (a retry, on the end path) while the engine's batch
-    is open is on disk when that thread's call returns, with what the batch wrote before it."""
+    """An attempt started by another thread while a batch is open is on disk when that
+    thread's call returns (the batch's own statements, gathered, when the batch ends)."""
     when = datetime(2026, 9, 24, 2, tzinfo=UTC)
     with store.batch():
         store.add_skipped(SkippedRun("projects/p/locations/l/jobs/a", None, when, when))
         thread = threading.Thread(target=started, args=(store, 2))
         thread.start()
         thread.join(10)
-        assert committed(db, "SELECT COUNT(*) FROM skipped") == [(1,)]
         assert committed(db, "SELECT run_id FROM attempts") == [(2,)]
+    assert committed(db, "SELECT COUNT(*) FROM skipped") == [(1,)]
+
+
+def test_a_batchs_statements_keep_their_order_on_each_table(store: Store, db: Path) -> None:
+    """A batch hands its statements to the writer together, one ``executemany`` per run of the
+    same statement on a table: a run inserted, then updated, ends as updated, whatever other
+    tables' statements came between."""
+    with store.batch():
+        store.save_run(Run(9, JOB, None, T0, attempts=1))  # no such run yet: changes nothing
+        started(store, run_id=1)
+        store.save_run(Run(1, JOB, None, T0, attempts=3, finished=True))
+        started(store, run_id=2)
+    runs = committed(db, "SELECT id, attempts, finished FROM runs ORDER BY id")
+    assert runs == [(1, 3, 1), (2, 1, 0)]
+    assert committed(db, "SELECT run_id FROM attempts ORDER BY id") == [(1,), (2,)]
 
 
 def test_a_read_from_any_thread_sees_every_write_before_it() -> None:
