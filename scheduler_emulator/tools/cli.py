@@ -386,6 +386,11 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
     ``X-CloudScheduler-ScheduleTime`` header shows them."""
     if args.n < 1:
         raise ConfigurationError(f"-n must be at least 1; got {args.n}.")
+    if not args.time_zone.strip():  # (a job's empty timeZone is UTC; an empty flag is a slip)
+        raise ConfigurationError(
+            f"--time-zone: {args.time_zone!r} is empty; give an IANA time zone such as "
+            "America/New_York, or leave the flag out for Etc/UTC."
+        )
     try:
         schedule = parse_schedule(args.schedule, args.time_zone, dst_policy=args.dst_policy)
     except ApiError as exc:  # the flag or argument and why, not Google's summary

@@ -69,6 +69,7 @@ class TestNext:
             pytest.param(["0 2 * * *", "--time-zone", "EST"], id="legacy-zone"),
             pytest.param(["0 2 L * *"], id="last-day"),
             pytest.param(["0 2 * * *", "--time-zone", "Mars/Olympus"], id="unknown-zone"),
+            pytest.param(["0 2 * * *", "--time-zone", " "], id="empty-zone"),
         ],
     )
     def test_invalid_schedule_or_zone_exits_2_with_the_message(
@@ -80,6 +81,8 @@ class TestNext:
         assert out == ""
         culprit = "--time-zone" if "--time-zone" in args else "SCHEDULE"
         assert err.startswith(f"error: {culprit}: ") and "Traceback" not in err
+        if request.node.callspec.id == "empty-zone":  # not UTC, as a job's empty timeZone is
+            assert "' ' is empty; give an IANA time zone" in err
 
 
 def test_python_dash_m_prints_help() -> None:
