@@ -1,9 +1,9 @@
 """Persistence of jobs, runs, attempts and skipped runs in SQLite (stdlib ``sqlite3``).
 
 A file database (WAL journal) survives a crash of the process. One writer thread carries out
-every statement in order (a batch's, handed over together: each table's in order) and commits
-what queued up meanwhile in one transaction, so a SIGKILL loses at most the last writes and
-never one without those before it: a run's end without its start, a job's next fire time
+every statement in order (a batch's handed over a few at a time) and commits what queued up
+meanwhile in one transaction, so a SIGKILL loses at most the last writes and never one
+without those before it: a run's end without its start, a job's next fire time
 without the run or skipped record of the time before. What the emulator acts on waits for its
 commit: a started attempt is on disk before it is sent, a job's change before the API answers.
 An attempt whose end was lost is found in flight on restart (``attempts(unfinished=True)``)
@@ -21,7 +21,6 @@ import contextlib
 import functools
 import json
 import logging
-import re
 import sqlite3
 import threading
 import weakref
@@ -283,37 +282,21 @@ def stopped_at(path: Path) -> datetime | None:
 
 
 def _write_all(statements: list[tuple[str, Any]], db: sqlite3.Connection) -> None:
-    """Carry out ``statements`` (``(sql, args)``), one ``executemany`` per run of the same
-    statement on each table: each table's statements keep their order (rows of different tables
-    are independent, and all commit together), so a due batch's run, attempt and next-fire rows
-    take three calls, not one each."""
-    tables: dict[str, list[tuple[str, list[Any]]]] = {}
+    """Carry out ``statements`` (``(sql, args)``, a batch's) in order. In the writer's retry,
+    outside a transaction, each runs alone, so that one failing statement loses no other: each
+    failure is logged and the first raised once all have run (a full disk's before any other).
+    """
+    alone, failed = not db.in_transaction, None
     for sql, args in statements:
-        runs = tables.setdefault(_table(sql), [])
-        if runs and runs[-1][0] == sql:
-            runs[-1][1].append(args)
-        else:
-            runs.append((sql, [args]))
-    failed: sqlite3.Error | None = None
-    for runs in tables.values():
-        for sql, rows in runs:
-            if db.in_transaction:  # the writer's: a failure rolls it back, then this runs alone
-                db.executemany(sql, rows)
-                continue
-            for row in rows:  # alone: one failing statement loses no other
-                try:
-                    db.execute(sql, row)
-                except sqlite3.Error as exc:
-                    failed = failed or exc
+        try:
+            db.execute(sql, args)
+        except Exception as exc:
+            if not alone:
+                raise  # the writer rolls back and retries one item at a time
+            logger.error("a write of a batch failed and is not stored: %s", exc)
+            failed = exc if failed is None or is_unwritable(exc) else failed
     if failed is not None:
         raise failed
-
-
-@functools.lru_cache(maxsize=64)
-def _table(sql: str) -> str:
-    """The table a write statement changes."""
-    found = re.search(r"\b(?:INTO|UPDATE|FROM)\s+(\w+)", sql)
-    return found[1] if found else ""
 
 
 def _carry(db: sqlite3.Connection, item: _Item) -> None:
@@ -482,9 +465,8 @@ class Store:
         """Let every write this thread makes inside the block return at once; the block ends
         once they are all committed (the first that failed raised then). Not reentrant. The
         engine writes a due batch this way: its statements are handed to the writer
-        :data:`_GATHERED` at a time (the rest at the end, or before a read or other work of
-        this thread), each table's in order, one ``executemany`` per run of the same statement
-        (:func:`_write_all`).
+        :data:`_GATHERED` at a time as one item (the rest at the end, or before a read or other
+        work of this thread), not one item (a lock and a wake-up on each side) per statement.
 
         :param alive: first write :meth:`save_alive` of this instant (aware), committed with
             the block's writes.
@@ -496,8 +478,10 @@ class Store:
         try:
             yield
         finally:
-            self._flush()
-            self._local.ticket = self._local.gathered = None
+            try:
+                self._flush()
+            finally:
+                self._local.ticket = self._local.gathered = None
             if self._durable:
                 self._writer.wait(ticket)
 

@@ -118,10 +118,9 @@ def test_another_threads_attempt_during_a_batch_is_on_disk_after_what_came_befor
     assert committed(db, "SELECT COUNT(*) FROM skipped") == [(1,)]
 
 
-def test_a_batchs_statements_keep_their_order_on_each_table(store: Store, db: Path) -> None:
-    """A batch hands its statements to the writer together, one ``executemany`` per run of the
-    same statement on a table: a run inserted, then updated, ends as updated, whatever other
-    tables' statements came between."""
+def test_a_batchs_statements_keep_their_order(store: Store, db: Path) -> None:
+    """A batch hands its statements to the writer a few at a time: a run inserted, then
+    updated, ends as updated, whatever statements came between."""
     with store.batch():
         store.save_run(Run(9, JOB, None, T0, attempts=1))  # no such run yet: changes nothing
         started(store, run_id=1)
@@ -130,6 +129,29 @@ def test_a_batchs_statements_keep_their_order_on_each_table(store: Store, db: Pa
     runs = committed(db, "SELECT id, attempts, finished FROM runs ORDER BY id")
     assert runs == [(1, 3, 1), (2, 1, 0)]
     assert committed(db, "SELECT run_id FROM attempts ORDER BY id") == [(1,), (2,)]
+
+
+def test_a_failing_statement_of_a_batch_loses_none_after_it(store: Store, db: Path) -> None:
+    """The writer's retry runs a batch's statements one at a time and in order: those after a
+    failing statement are stored, in their order, and the batch raises the error."""
+    started(store)
+    with pytest.raises(sqlite3.IntegrityError), store.batch():
+        store.add_run(Run(2, JOB, None, T0, attempts=1))
+        store.add_run(Run(1, JOB, None, T0, attempts=1))  # run 1 exists
+        store.save_run(Run(2, JOB, None, T0, attempts=5, finished=True))
+    runs = committed(db, "SELECT id, attempts, finished FROM runs ORDER BY id")
+    assert runs == [(1, 1, 0), (2, 5, 1)]
+
+
+def test_a_batch_on_a_store_closed_meanwhile_leaves_the_thread_outside_it(tmp_path: Path) -> None:
+    """A batch whose store was closed under it (a stop) raises at its end, and the thread's
+    next write is refused at once, not gathered into a batch that is over."""
+    store = Store(tmp_path / "emulator.db")
+    with pytest.raises(sqlite3.ProgrammingError), store.batch():
+        started(store)
+        store.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.delete_job(JOB)
 
 
 def test_a_read_from_any_thread_sees_every_write_before_it() -> None:
