@@ -18,7 +18,6 @@ checks a request (``data_file``), so a damaged row is named, not a traceback.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import sqlite3
@@ -184,13 +183,13 @@ class _Writer:
         self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, item: _Item, *, waiter: bool = False) -> None:
-        """Queue ``item`` (carried out at once for a ``waiter``); ``sqlite3.ProgrammingError``
+    def submit(self, *items: _Item, waiter: bool = False) -> None:
+        """Queue ``items`` (carried out at once for a ``waiter``); ``sqlite3.ProgrammingError``
         once closed."""
         with self._lock:
             if self._closed:
                 raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
-            self._queue.append(item)
+            self._queue.extend(items)
             self._waiting += waiter
             self._wake.notify()
 
@@ -279,24 +278,6 @@ def stopped_at(path: Path) -> datetime | None:
             return _alive(str(path), db.execute(_ALIVE).fetchall())
     except sqlite3.Error:
         return None
-
-
-def _write_all(statements: list[tuple[str, Any]], db: sqlite3.Connection) -> None:
-    """Carry out ``statements`` (``(sql, args)``, a batch's) in order. In the writer's retry,
-    outside a transaction, each runs alone, so that one failing statement loses no other: each
-    failure is logged and the first raised once all have run (a full disk's before any other).
-    """
-    alone, failed = not db.in_transaction, None
-    for sql, args in statements:
-        try:
-            db.execute(sql, args)
-        except Exception as exc:
-            if not alone:
-                raise  # the writer rolls back and retries one item at a time
-            logger.error("a write of a batch failed and is not stored: %s", exc)
-            failed = exc if failed is None or is_unwritable(exc) else failed
-    if failed is not None:
-        raise failed
 
 
 def _carry(db: sqlite3.Connection, item: _Item) -> None:
@@ -465,8 +446,8 @@ class Store:
         """Let every write this thread makes inside the block return at once; the block ends
         once they are all committed (the first that failed raised then). Not reentrant. The
         engine writes a due batch this way: its statements are handed to the writer
-        :data:`_GATHERED` at a time as one item (the rest at the end, or before a read or other
-        work of this thread), not one item (a lock and a wake-up on each side) per statement.
+        :data:`_GATHERED` at a time (the rest at the end, or before a read), not each with a
+        lock and a wake-up of its own.
 
         :param alive: first write :meth:`save_alive` of this instant (aware), committed with
             the block's writes.
@@ -486,12 +467,11 @@ class Store:
                 self._writer.wait(ticket)
 
     def _flush(self) -> None:
-        """Give the writer the statements this thread gathered in its :meth:`batch` so far, as
-        one piece of work (:func:`_write_all`)."""
+        """Give the writer the statements this thread gathered in its :meth:`batch` so far."""
         gathered = getattr(self._local, "gathered", None)
         if gathered:
             self._local.gathered = []
-            self._writer.submit((functools.partial(_write_all, gathered), (), self._local.ticket))
+            self._writer.submit(*gathered)
 
     def _execute(
         self, sql: str | Callable[[sqlite3.Connection], Any], args: Any = (), *, wait: bool = False
@@ -499,14 +479,12 @@ class Store:
         """Give the writer one statement (or work of several: ``sql(connection)``); with
         ``wait``, return once it is committed (inside a :meth:`batch`: when the batch ends; in
         memory: at once)."""
-        gathered = getattr(self._local, "gathered", None)
-        if gathered is not None and isinstance(sql, str):
-            gathered.append((sql, args))
+        ticket = getattr(self._local, "ticket", None)
+        if (gathered := getattr(self._local, "gathered", None)) is not None:  # in a batch
+            gathered.append((sql, args, ticket))
             if len(gathered) >= _GATHERED:
                 self._flush()
             return
-        self._flush()
-        ticket = getattr(self._local, "ticket", None)
         if ticket is None and wait and self._durable:
             ticket = _Ticket()
             self._writer.submit((sql, args, ticket))
