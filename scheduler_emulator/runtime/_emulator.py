@@ -155,6 +155,12 @@ class Emulator(AttemptAssertions):
         self.driver.changed()
 
     @property
+    def skipped_while_down(self) -> int:
+        """How many scheduled times this emulator, restarting on a data directory, recorded as
+        skipped because it was not running then (``EMULATOR_DOWN``; docs/behaviour.md)."""
+        return self.recorder.skipped_while_down
+
+    @property
     def faults(self) -> FaultPlan:
         """The fault plan deliveries go through (``emulator.faults.add(action=…, …)``)."""
         return self.recorder.faults

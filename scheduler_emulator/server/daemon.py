@@ -309,6 +309,16 @@ def pending_retries(emulator: Emulator) -> str:
     return f", {jobs} with a retry pending (the first due {iso(due[0])})"
 
 
+def skipped_while_down(emulator: Emulator) -> str:
+    """``", 5 scheduled times skipped while it was down (`scheduler-emulator skipped` lists
+    them)"``, for the startup line after a restart, or ``""`` for none."""
+    count = emulator.skipped_while_down
+    if not count:
+        return ""
+    times = f"{count} scheduled time{'s' if count != 1 else ''}"
+    return f", {times} skipped while it was down (`scheduler-emulator skipped` lists them)"
+
+
 def env_vars(host: str, port: int, project: str, pubsub_host: str = "") -> dict[str, str]:
     """The variables (``env-init`` exports them) that point gcloud and our plugin at the
     daemon, and Pub/Sub clients at its Pub/Sub emulator (``pubsub_host``, when it has one).

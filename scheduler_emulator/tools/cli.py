@@ -554,7 +554,7 @@ _LIMIT_FLAGS = ("max_connections", "max_grpc_connections", "grpc_idle_timeout")
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon (:class:`~scheduler_emulator.server.daemon.Daemon`) until SIGINT or
     SIGTERM."""
-    from ..server.daemon import Daemon, pending_retries
+    from ..server.daemon import Daemon, pending_retries, skipped_while_down
 
     token = admin_token(args.admin_token)
     firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
@@ -631,6 +631,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, "
         + ("in memory" if data_dir is None else f"data dir {data_dir}")
         + pending_retries(emulator)
+        + skipped_while_down(emulator)
         + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")
         + (f", Cloud Run jobs {', '.join(run_jobs)} run locally" if run_jobs else "")
         + (f", {targets.description}" if targets.description else "")

@@ -30,8 +30,8 @@ from functools import partial
 from typing import Any, cast
 
 from ...core.faults import AttemptContext, FaultPlan, FaultRule
-from ...core.scheduler import AttemptEnd, Decision, Scheduler, StartAttempt
-from ...domain.attempts import DUPLICATE_NOTE, Attempt
+from ...core.scheduler import AttemptEnd, Decision, RecordSkipped, Scheduler, StartAttempt
+from ...domain.attempts import DUPLICATE_NOTE, EMULATOR_DOWN, Attempt
 from ...domain.outcomes import Failure, Outcome, classify_failure, classify_status
 from ...domain.resources import Job, Status
 from .._clock import Clock
@@ -98,6 +98,8 @@ class Recorder:
         #: Emulator errors while preparing or sending attempts, counted (each is recorded on
         #: its attempt and logged once); the last one is kept for inspection.
         self.error_count = 0
+        #: Scheduled times the last :meth:`restore` recorded as skipped while it was down.
+        self.skipped_while_down = 0
         self.last_error: BaseException | None = None
 
     def carry_out(self, decisions: Sequence[Decision]) -> list[Delivery]:
@@ -296,6 +298,9 @@ class Recorder:
             self.store.last_skipped(),
             alive=alive,
             ran=self.store.ran_at_next_fire(alive),
+        )
+        self.skipped_while_down = sum(
+            type(d) is RecordSkipped and d.skipped.reason == EMULATOR_DOWN for d in decisions
         )
         for run in orphans:
             run.finished = True

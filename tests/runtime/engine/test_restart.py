@@ -11,6 +11,7 @@ from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.resources import State
 from scheduler_emulator.runtime import DeliveryRequest, TransportResult, WsgiTransport
 from scheduler_emulator.runtime.storage.store import Store
+from scheduler_emulator.server.daemon import skipped_while_down
 from tests.support import RecordingTarget, nightly_job
 
 START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
@@ -125,6 +126,10 @@ def test_scheduled_times_that_passed_while_down_are_listed_as_skipped(tmp_path: 
         ("2026-09-24T02:02:00Z", "EMULATOR_DOWN"),
         ("2026-09-24T02:03:00Z", "EMULATOR_DOWN"),
     ]
+    assert first.skipped_while_down == 0 and second.skipped_while_down == 3
+    assert skipped_while_down(second) == (  # the daemon's startup line says so
+        ", 3 scheduled times skipped while it was down (`scheduler-emulator skipped` lists them)"
+    )
     assert second.get_job("nightly").schedule_time == START + timedelta(minutes=5)
     second.advance(timedelta(minutes=1))
     assert [a.schedule_time for a in second.attempts()] == [
