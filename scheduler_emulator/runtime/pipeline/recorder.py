@@ -98,9 +98,9 @@ class Recorder:
         #: Emulator errors while preparing or sending attempts, counted (each is recorded on
         #: its attempt and logged once); the last one is kept for inspection.
         self.error_count = 0
+        self.last_error: BaseException | None = None
         #: Scheduled times the last :meth:`restore` recorded as skipped while it was down.
         self.skipped_while_down = 0
-        self.last_error: BaseException | None = None
 
     def carry_out(self, decisions: Sequence[Decision]) -> list[Delivery]:
         """Persist the core's decisions (lock held); return the attempts to send, each already

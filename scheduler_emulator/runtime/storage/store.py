@@ -2,13 +2,13 @@
 
 A file database (WAL journal) survives a crash of the process. One writer thread carries out
 every statement in order (a batch's handed over a few at a time) and commits what queued up
-meanwhile in one transaction, so a SIGKILL loses at most the last writes and never one
-without those before it: a run's end without its start, a job's next fire time
-without the run or skipped record of the time before. What the emulator acts on waits for its
-commit: a started attempt is on disk before it is sent, a job's change before the API answers.
-An attempt whose end was lost is found in flight on restart (``attempts(unfinished=True)``)
-and recorded as interrupted. ``Store(":memory:")`` keeps the same code path in memory for
-tests and ``--in-memory``.
+meanwhile in one transaction, so a SIGKILL loses at most the last writes and never one without
+those before it: a run's end without its start, a job's next fire time without the run or
+skipped record of the time before. What the emulator acts on waits for its commit: a started
+attempt is on disk before it is sent, a job's change before the API answers. An attempt whose
+end was lost is found in flight on restart (``attempts(unfinished=True)``) and recorded as
+interrupted. ``Store(":memory:")`` keeps the same code path in memory for tests and
+``--in-memory``.
 
 Jobs are kept as their REST JSON (``codec.job_to_json``: any release's data directory loads)
 plus the output-only columns the engine maintains; every row read back is checked as the API
