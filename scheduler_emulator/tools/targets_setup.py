@@ -150,21 +150,29 @@ class PubsubEmulatorProcess:
         return self.process.stdout.read().decode(errors="replace")[-800:].strip() or "(none)"
 
     def stop(self, timeout: float = 15.0) -> None:
-        """Stop the emulator's process group (SIGTERM, then SIGKILL after ``timeout`` s)."""
+        """Stop the emulator's process group (SIGTERM, then SIGKILL after ``timeout`` s) and
+        return once gcloud has exited and nothing answers on the port: gcloud exits before the
+        JVM it started has shut down, and that JVM answers on the port until it has."""
         process, self.process = self.process, None
         if process is None:
             return
-        if process.poll() is None:
-            with suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout)
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while (process.poll() is None or _listening(self.port)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout)
         if process.stdout is not None:
             process.stdout.close()
+
+
+def _listening(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port``."""
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 @dataclass
