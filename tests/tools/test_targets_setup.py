@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,24 +16,28 @@ import pytest
 from scheduler_emulator.tools.targets_setup import PubsubEmulatorProcess, free_port
 from tests.support import wait_for
 
-#: Stands for the JVM gcloud starts: it listens on the port and, on SIGTERM, takes a while to
-#: shut down (closing the port only then).
+#: Stands for the JVM gcloud starts: it listens on the port and, on SIGTERM, shuts down only once
+#: the test lets it (the file ``argv[3]`` appears), closing the port then.
 SLOW_JVM = """
-import signal, socket, sys, time
+import os, signal, socket, sys, threading
 listener = socket.create_server(("127.0.0.1", int(sys.argv[1])))
 def shut_down(*_):
-    time.sleep(0.8)
+    tick = threading.Event()
+    for _ in range(1500):  # at most 30 s
+        if os.path.exists(sys.argv[3]):
+            break
+        tick.wait(0.02)
     sys.exit(0)
 signal.signal(signal.SIGTERM, shut_down)
 open(sys.argv[2], "w").write("listening")
 while True:
-    time.sleep(1)
+    signal.pause()
 """
 #: Stands for gcloud: starts the "JVM" in its process group and ends at once on SIGTERM.
 GCLOUD = """
-import subprocess, sys, time
-subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3]])
-time.sleep(60)
+import signal, subprocess, sys
+subprocess.Popen([sys.executable, "-c", *sys.argv[1:]])
+signal.pause()
 """
 
 
@@ -41,15 +49,24 @@ def refused(port: int) -> bool:
 
 @pytest.mark.timeout(60)
 def test_stop_returns_once_the_port_is_free_not_when_gcloud_exits(tmp_path: Path) -> None:
-    """A trial's CI run found the port still answering after the daemon had stopped: gcloud
-    exits on SIGTERM before its JVM has shut down."""
-    port, ready = free_port(), tmp_path / "ready"
+    """A CI run found the port still answering after the daemon had stopped: gcloud exits on
+    SIGTERM before its JVM has shut down. ``stop`` waits for the port to be free."""
+    port, ready, release = free_port(), tmp_path / "ready", tmp_path / "release"
     process = subprocess.Popen(
-        [sys.executable, "-c", GCLOUD, SLOW_JVM, str(port), str(ready)],
+        [sys.executable, "-c", GCLOUD, SLOW_JVM, str(port), str(ready), str(release)],
         start_new_session=True,
         stdout=subprocess.PIPE,
     )
-    wait_for(ready.exists, 30, "the stand-in JVM to listen")
-    PubsubEmulatorProcess(port=port, process=process).stop()
-    assert process.returncode is not None
-    assert refused(port)
+    try:
+        wait_for(ready.exists, 30, "the stand-in JVM to listen")
+        stopper = threading.Thread(target=PubsubEmulatorProcess(port=port, process=process).stop)
+        stopper.start()
+        wait_for(lambda: process.returncode is not None, 30, "gcloud to exit")
+        assert stopper.is_alive() and not refused(port)  # the JVM still answers: stop waits on
+        release.touch()
+        stopper.join(30)
+        assert not stopper.is_alive() and refused(port)
+    finally:
+        release.touch()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
