@@ -110,18 +110,17 @@ def rule_fields(action: str) -> tuple[str, ...]:
     return (*MATCH_FIELDS, *ACTION_FIELDS.get(action, ()))
 
 
-def _refuse_unread_field(action: str, name: str) -> None:
-    """Refuse ``name`` on a rule of ``action`` when only other actions read it.
-
-    :raises InvalidArgument: naming the field, the action and the actions that read it.
-    """
+def _unread_field(action: str, name: str) -> InvalidArgument | None:
+    """The error for ``name`` on a rule of ``action`` when only other actions read it (naming
+    the field, the action and the actions that read it), else ``None``."""
     readers = [other for other, extra in ACTION_FIELDS.items() if name in extra]
-    if readers and action not in readers:
-        raise InvalidArgument(
-            f"fault rule field {name!r} does not apply to action {action!r}; only the "
-            f"{' and '.join(readers)} action{'s read' if len(readers) > 1 else ' reads'} it.",
-            field=name,
-        )
+    if not readers or action in readers:
+        return None
+    return InvalidArgument(
+        f"fault rule field {name!r} does not apply to action {action!r}; only the "
+        f"{' and '.join(readers)} action{'s read' if len(readers) > 1 else ' reads'} it.",
+        field=name,
+    )
 
 
 def _every(problems: list[InvalidArgument]) -> InvalidArgument:
@@ -218,20 +217,15 @@ class FaultRule:
             if value is None and name not in ("count", "status"):
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
-                kind = self._range(name, low, high)
-                if name in ("count", "status"):
-                    kind = "a whole number"
+                whole_only = name in ("count", "status")
+                kind = "a whole number" if whole_only else self._range(name, low, high)
                 refuse(f"{name} must be {kind}; got {_show(value)}.", name)
             elif not low <= value <= high:
                 refuse(f"{name} must be {self._range(name, low, high)}; got {_show(value)}.", name)
-        for item in fields(self):
-            if self.action not in ACTIONS:  # what it reads is not known
-                break
-            if item.name not in MATCH_FIELDS and getattr(self, item.name) != item.default:
-                try:
-                    _refuse_unread_field(self.action, item.name)
-                except InvalidArgument as exc:
-                    problems.append(exc)
+        if self.action in ACTIONS:  # (else what it reads is not known)
+            set_fields = [f.name for f in fields(self) if getattr(self, f.name) != f.default]
+            unread = (_unread_field(self.action, name) for name in set_fields)
+            problems += [p for p in unread if p is not None]
         if problems:
             raise _every(problems)
 
@@ -288,13 +282,9 @@ class FaultRule:
         except InvalidArgument as exc:
             problems.append(exc)
         named = {v.field for problem in problems for v in problem.violations}
-        known_action = data["action"] in ACTIONS  # else what it reads is not known
-        for key in data:  # a field the action does not read, even at its default value
-            if known_action and key not in named:
-                try:
-                    _refuse_unread_field(data["action"], str(key))
-                except InvalidArgument as exc:
-                    problems.append(exc)
+        if data["action"] in ACTIONS:  # a field the action does not read, even at its default
+            unread = (_unread_field(data["action"], str(k)) for k in data if k not in named)
+            problems += [p for p in unread if p is not None]
         if problems:
             raise _every(problems)
         return rule
