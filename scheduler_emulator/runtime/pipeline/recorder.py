@@ -156,15 +156,27 @@ class Recorder:
 
     def log_started(self, delivery: Delivery) -> None:
         """Log AttemptStarted for ``delivery`` (as it leaves)."""
-        if self.attempt_log is not None:
-            self.attempt_log.started(delivery.attempt, delivery.target_type)
+        self._log(delivery.attempt, delivery.target_type)
+
+    def _log(self, attempt: Attempt, kind: str, *, finished: bool = False) -> None:
+        """Log AttemptStarted (or AttemptFinished) of ``attempt``, a ``kind`` target's. A log
+        that cannot take the line (its file gone, a full disk) stops nothing: the error is
+        counted and logged (:meth:`note_error`), and the attempt goes on."""
+        log = self.attempt_log
+        if log is None:
+            return
+        try:
+            (log.finished if finished else log.started)(attempt, kind)
+        except Exception as exc:  # the log's file gone, a full disk: the attempts go on
+            event = "AttemptFinished" if finished else "AttemptStarted"
+            self.note_error(exc, f"job {attempt.job_id}: {event} not logged")
 
     def begin(self, delivery: Delivery, done: Callable[[Sent], None], *, queued: bool) -> None:
         """Send one attempt (no lock held), logging it as started, and call ``done`` once with
         what happened: the transport's result, on another thread, when no fault rule applies
         and the transport can start it (:attr:`Prepared.startable`); otherwise as :meth:`send`
-        in this thread, an injected ``delay`` waited out in real time. An error here (ours, or
-        the log's file gone) is what the attempt records (:meth:`failed`).
+        in this thread, an injected ``delay`` waited out in real time. An error here (ours) is
+        what the attempt records (:meth:`failed`).
 
         :param queued: it waited in a queue since it was recorded: it starts now, and that
             start is written at once, so a reader sees the same start in flight and after.
@@ -181,7 +193,7 @@ class Recorder:
                 starter = cast(StartingTransport, prepared.transport)
                 starter.start(prepared.request, prepared.timeout_seconds, done)
                 return
-        except Exception as exc:  # a bug of ours, the log's file gone…: record it, not lose it
+        except Exception as exc:  # a bug of ours: record it, not lose it
             done(self.failed(delivery, exc))
             return
         done(self.send(delivery, rules, wait_delays=True))
@@ -240,8 +252,7 @@ class Recorder:
         for result in injected.copies:  # duplicate deliveries (fault injection)
             copy = replace(attempt, id=0, injected=True, end_time=None, code=None)
             self.store.add_attempt(copy)
-            if self.attempt_log is not None:
-                self.attempt_log.started(copy, kind)
+            self._log(copy, kind)
             noted = outcome_of(result)
             noted = replace(noted, debug_info=DUPLICATE_NOTE + noted.debug_info)
             self.record_end(copy, noted, result, kind)
@@ -277,8 +288,7 @@ class Recorder:
         attempt.response_content_type = result.content_type
         attempt.exception = result.exception
         self.store.finish_attempt(attempt)
-        if self.attempt_log is not None:
-            self.attempt_log.finished(attempt, kind)
+        self._log(attempt, kind, finished=True)
 
     def restore(self) -> list[Delivery]:
         """Load the stored jobs after a restart and resume open runs (lock held); return the

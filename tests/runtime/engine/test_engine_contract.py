@@ -132,6 +132,28 @@ def test_the_log_has_a_start_and_an_end_per_attempt(engines: Engines) -> None:
     assert "AttemptStarted" in lines[0] and "AttemptFinished" in lines[1]
 
 
+def test_a_log_that_cannot_be_written_stops_no_attempt(engines: Engines) -> None:
+    """The execution log's file gone or its disk full: the attempt is sent and recorded as
+    usual; each line not written is counted as an emulator error."""
+    from io import StringIO
+
+    from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
+
+    class Full(StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    target = RecordingTarget()
+    emulator = engines(target, attempt_log=AttemptLog(Full(), format="json"))
+    emulator.create_job(nightly_job(retryConfig={}))
+    emulator.run_job("nightly")
+    [attempt] = engines.settled(emulator, 1)
+    assert (attempt.code, len(target.requests)) == ("OK", 1)
+    assert emulator.get_job("nightly").status.code == 0
+    assert emulator.recorder.error_count == 2  # AttemptStarted and AttemptFinished
+    assert "No space left" in str(emulator.recorder.last_error)
+
+
 def test_stop_with_nothing_in_flight_interrupts_nothing(engines: Engines) -> None:
     emulator = engines(RecordingTarget())
     emulator.create_job(nightly_job())
