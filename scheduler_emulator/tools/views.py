@@ -24,9 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from functools import partial
 from heapq import nlargest
 from itertools import islice
@@ -706,6 +708,7 @@ def cmd_attempts(
         items = list(
             client.pages("/_emulator/attempts", "attempts", {**base, "pageSize": PAGE_SIZE})
         )
+        _note_trimmed(client, args.since)
     else:
         params = {**base, "order": "newest", "pageSize": min(args.last, PAGE_SIZE)}
         items = [*islice(client.pages("/_emulator/attempts", "attempts", params), args.last)][::-1]
@@ -718,6 +721,24 @@ def cmd_attempts(
         headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
         return _print_table(out, headers, attempt_rows(attempts, wide), "(no attempts)", wide)
     return _follow(client, base, attempts, out, sleep, wide=wide, as_json=as_json, failed=failed)
+
+
+def _note_trimmed(client: DaemonClient, since: datetime) -> None:
+    """Say on stderr when retention dropped attempts and the oldest one kept started after
+    ``since``: the listing starts there, not at ``since`` (attempts are numbered from 1, so a
+    first one kept above 1 means some were dropped)."""
+    page = client.get("/_emulator/attempts", {"pageSize": 1})
+    oldest = (page.get("attempts") or [None])[0]
+    if oldest is None or int(oldest.get("id") or 1) <= 1:
+        return
+    start = parse_timestamp(str(oldest["startTime"]))
+    if start > since:
+        print(
+            f"note: attempts before {iso(start)} were dropped by the history's bound "
+            '(--retain-attempts, --retain-megabytes; docs/behaviour.md, "Attempt history"): '
+            f"the listing since {iso(since)} starts there.",
+            file=sys.stderr,
+        )
 
 
 def _follow(

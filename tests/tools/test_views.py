@@ -662,3 +662,28 @@ def test_json_prints_what_the_api_lists(daemon: Daemon, capsys: pytest.CaptureFi
     assert jobs == listed("/_emulator/jobs", "jobs")  # nextFireTimes whole, as the API lists
     assert all(len(job["nextFireTimes"]) == 5 for job in jobs if job["state"] == "ENABLED")
     assert {job["name"].rsplit("/", 1)[1] for job in jobs} >= {"nightly", "report"}
+
+
+@pytest.mark.parametrize(
+    ("oldest", "said"),
+    [
+        ({"id": 1001, "startTime": "2026-03-01T10:00:00Z"}, True),  # some dropped, after since
+        ({"id": 1001, "startTime": "2026-03-01T08:00:00Z"}, False),  # dropped, before since
+        ({"id": 1, "startTime": "2026-03-01T10:00:00Z"}, False),  # nothing dropped
+        (None, False),  # no attempt at all
+    ],
+)
+def test_attempts_since_says_when_the_bound_dropped_what_it_asks_for(
+    oldest: dict[str, Any] | None, said: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Client:
+        def get(self, path: str, params: dict[str, Any]) -> dict[str, Any]:
+            assert (path, params) == ("/_emulator/attempts", {"pageSize": 1})
+            return {"attempts": [] if oldest is None else [oldest]}
+
+    views._note_trimmed(Client(), datetime(2026, 3, 1, 9, tzinfo=UTC))  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    assert bool(err) is said
+    if said:
+        assert err.startswith("note: attempts before 2026-03-01T10:00:00Z were dropped")
+        assert "--retain-attempts" in err and "since 2026-03-01T09:00:00Z starts there" in err
