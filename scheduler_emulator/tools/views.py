@@ -340,6 +340,9 @@ class DaemonClient:
             params["pageToken"] = token
 
 
+#: A run whose first attempt started this many seconds after its scheduled instant or more
+#: says so in the ``runs`` table's REASON.
+LATE_SECONDS = 60.0
 #: Rows the views ask the daemon for per page (its ``pageSize`` limit); longer listings follow
 #: ``nextPageToken``.
 PAGE_SIZE = 1000
@@ -585,19 +588,26 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
                 f"{tries}/{most}" if most else str(tries),
                 run_state_text(run),
                 cut(run.get("nextAttemptTime") or "-", wide),
-                _run_reason(failed[-1]["reason"] if failed else "", attempts),
+                _run_reason(run, failed[-1]["reason"] if failed else "", attempts),
             ]
         )
     return rows
 
 
-def _run_reason(reason: str, attempts: Sequence[dict[str, Any]]) -> str:
-    """A run's REASON: its duplicate deliveries first, then its last failure's reason."""
+def _run_reason(run: dict[str, Any], reason: str, attempts: Sequence[dict[str, Any]]) -> str:
+    """A run's REASON: ``started N s late`` when its first attempt started a minute or more
+    after its scheduled instant (a restart runs what it owed late), its duplicate deliveries,
+    then its last failure's reason."""
+    notes = []
+    if attempts and run.get("nominalTime") and not run.get("forced"):
+        start, nominal = attempts[0]["startTime"], run["nominalTime"]
+        late = (parse_timestamp(start) - parse_timestamp(nominal)).total_seconds()
+        if late >= LATE_SECONDS:
+            notes.append(f"started {late:.0f} s late")
     count = sum(1 for a in attempts if a.get("duplicate"))
-    if not count:
-        return reason
-    duplicates = f"{count} duplicate deliver{'y' if count == 1 else 'ies'} (2xx again)"
-    return f"{duplicates}; {reason}" if reason else duplicates
+    if count:
+        notes.append(f"{count} duplicate deliver{'y' if count == 1 else 'ies'} (2xx again)")
+    return "; ".join(filter(None, [*notes, reason]))
 
 
 def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:

@@ -307,6 +307,32 @@ def test_last_and_next_times_show_milliseconds_and_wide_microseconds() -> None:
     assert job_rows([whole])[0][4] == "OK 2026-09-25T02:00:05Z"  # a manual clock's, as it is
 
 
+def test_a_run_that_started_a_minute_late_or_more_says_so_in_its_reason() -> None:
+    """A trial could not tell a run the emulator delayed (a restart runs what it owed late)
+    from an on-time one without ``--wide``."""
+
+    def run(start: str, forced: bool = False, reason: str = "") -> dict[str, Any]:
+        first = {"startTime": start, "reason": reason}
+        return {"job": "j", "id": 1, "nominalTime": "2026-12-04T02:00:00Z", "forced": forced,
+                "attempts": [first, {"startTime": start, "duplicate": True}]}  # fmt: skip
+
+    reasons = [
+        row[-1]
+        for row in run_rows(
+            [
+                run("2026-12-04T02:07:00.4Z", reason="HTTP 500"),
+                run("2026-12-04T02:00:59.9Z"),  # within the minute
+                run("2026-12-04T02:07:00Z", forced=True),  # a forced run has no lateness
+            ]
+        )
+    ]
+    assert reasons == [
+        "started 420 s late; 1 duplicate delivery (2xx again); HTTP 500",
+        "1 duplicate delivery (2xx again)",
+        "1 duplicate delivery (2xx again)",
+    ]
+
+
 def test_next_reads_as_the_scheduletime_header_will_in_the_jobs_zone() -> None:
     """A trial: ``jobs`` showed a Europe/Berlin job's NEXT in UTC where ``runs`` and
     ``attempts`` show its SCHEDULED as the header it sent (``+01:00``)."""
