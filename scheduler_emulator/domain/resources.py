@@ -143,6 +143,11 @@ class AppEngineHttpTarget:
     headers: Mapping[str, str] = field(default_factory=_frozen_map)
     body: bytes = b""
 
+    @property
+    def service(self) -> str:
+        """The service routed to: ``default`` when none is (App Engine's default service)."""
+        return (self.app_engine_routing and self.app_engine_routing.service) or "default"
+
 
 @dataclass(frozen=True)
 class PubsubTarget:

@@ -64,9 +64,11 @@ from ..domain.attempts import iso
 from ..domain.codec import job_to_json, parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from ..domain.paging import next_page_token, page_position
+from ..domain.resources import Job
 from ..runtime import EXECUTION_STATES, HttpTransport
 from ..runtime._emulator import Emulator
 from ..runtime._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX
+from ..runtime.delivery.dispatchers import app_engine_url
 from ..runtime.delivery.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
 from ..runtime.storage import read_model
 from . import dashboard
@@ -415,10 +417,15 @@ class Admin:
             dst_policy=self.emulator.options.dst_policy,
             upcoming=self.emulator.upcoming,
             in_flight=lambda job: read_model.in_flight_since(self.emulator.store, job, now),
+            local_url=self._app_engine_url,
         )
         answer = _page_answer("jobs", rows, next_page_token(following))
         answer["totalSize"] = total
         return answer
+
+    def _app_engine_url(self, job: Job) -> str | None:
+        target = job.app_engine_http_target
+        return None if target is None else app_engine_url(target, self.emulator.app_engine_urls)
 
     def runs(self, request: Request) -> dict[str, Any]:
         """Runs newest first by when each was due (``nominalTime``), each with its attempts and

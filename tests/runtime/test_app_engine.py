@@ -8,11 +8,12 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from werkzeug.test import Client
 
 from scheduler_emulator import Emulator, ManualClock, MountTransport
 from scheduler_emulator.runtime.delivery.dispatchers import parse_app_engine_urls
 from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
-from scheduler_emulator.runtime.storage.read_model import target_text
+from scheduler_emulator.server.server import create_app
 from scheduler_emulator.wire import APP_ENGINE_USER_AGENT_SUFFIX
 from tests.support import Received, RecordingTarget
 
@@ -136,19 +137,36 @@ def test_a_job_without_a_service_goes_to_default() -> None:
 
 
 @pytest.mark.parametrize(
-    ("target", "shown"),
+    ("target", "urls", "shown"),
     [
-        ({"relativeUri": "/"}, "App Engine POST / (service default)"),
-        (None, "App Engine POST /tasks/rollup?day=1 (service worker, version v2)"),
+        (
+            {"relativeUri": "/"},
+            {"default": "http://app.test"},
+            "App Engine POST / (service default) → http://app.test/",
+        ),
+        (
+            None,
+            {"*": "http://app.test"},
+            "App Engine POST /tasks/rollup?day=1 (service worker, version v2) → "
+            "http://app.test/tasks/rollup?day=1",
+        ),
+        (
+            None,
+            {"default": "http://app.test"},
+            "App Engine POST /tasks/rollup?day=1 (service worker, version v2) → "
+            "not sent: no --app-engine-url maps its service",
+        ),
     ],
 )
-def test_the_jobs_views_name_the_service_a_job_is_routed_to(
-    target: dict[str, object] | None, shown: str
+def test_the_jobs_views_name_the_service_and_the_local_url_a_job_is_sent_to(
+    target: dict[str, object] | None, urls: dict[str, str], shown: str
 ) -> None:
-    """A trial: the Jobs tab showed ``App Engine POST /`` for every service alike."""
-    emulator = emulator_for(RecordingTarget(), {"default": "http://app.test"})
-    job = emulator.create_job(app_engine_job(**({"appEngineHttpTarget": target} if target else {})))
-    assert target_text(job) == shown
+    """Trials: the Jobs tab showed ``App Engine POST /`` for every service alike, and not
+    where ``--app-engine-url`` sends the attempts."""
+    emulator = emulator_for(RecordingTarget(), urls)
+    emulator.create_job(app_engine_job(**({"appEngineHttpTarget": target} if target else {})))
+    [row] = Client(create_app(emulator)).get("/_emulator/jobs").get_json()["jobs"]
+    assert row["target"] == shown
 
 
 @pytest.mark.parametrize(

@@ -326,6 +326,14 @@ def _service_url(value: str) -> tuple[str, str]:
     return (service, url) if sep and re.fullmatch(r"[^:/\s]*", service) else (EVERY_SERVICE, value)
 
 
+def app_engine_url(target: AppEngineHttpTarget, urls: Mapping[str, str]) -> str | None:
+    """Where an App Engine target's attempts go locally: the base URL ``urls`` maps to its
+    service (else to every service, ``"*"``) and its relative URI, percent-encoded where HTTP
+    needs it; ``None`` when neither is mapped."""
+    base = urls.get(target.service) or urls.get(EVERY_SERVICE)
+    return None if base is None else base + sendable_uri(target.relative_uri or "/")
+
+
 @dataclass(eq=False)
 class AppEngineDispatcher:
     """Dispatcher of App Engine HTTP targets (``job.target_type == "APP_ENGINE_HTTP"``).
@@ -355,10 +363,9 @@ class AppEngineDispatcher:
         target = job.app_engine_http_target
         if target is None:
             raise ValueError(f"job {job.name} has no appEngineHttpTarget.")
-        routing = target.app_engine_routing
-        service = (routing.service if routing else "") or "default"  # App Engine's default
-        base = self.urls.get(service) or self.urls.get(EVERY_SERVICE)
-        if base is None:
+        routing, service = target.app_engine_routing, target.service
+        url = app_engine_url(target, self.urls)
+        if url is None:
             mapped = ", ".join(sorted(self.urls)) or "none"
             raise NotDispatched(
                 f"EMULATOR_APP_ENGINE_NOT_MAPPED. No local URL for App Engine service "
@@ -366,7 +373,6 @@ class AppEngineDispatcher:
                 f"--app-engine-url http://HOST:PORT for every service; app_engine_urls= in "
                 f"Python). Mapped services: {mapped}."
             )
-        url = base + sendable_uri(target.relative_uri or "/")
         template = request_template(job.job_id, target, url, app_engine=True)
         request = template.build(schedule_time, None)
         transport = _route(url, self.transport, self.google_apis)

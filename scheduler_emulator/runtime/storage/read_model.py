@@ -37,10 +37,11 @@ _TIMELINE_COLUMNS = (
 )
 
 
-def target_text(job: Job) -> str:
+def target_text(job: Job, local_url: str | None = None) -> str:
     """The job's target in one line: ``POST http://…``, ``Pub/Sub projects/p/topics/t`` or
-    ``App Engine POST /path (service billing, version v2)`` (``default`` when no service is
-    routed: the one ``--app-engine-url`` maps)."""
+    ``App Engine POST /path (service billing, version v2) → http://…/path`` (``default`` when
+    no service is routed; ``local_url``: where ``--app-engine-url`` sends it, ``None`` for
+    nowhere)."""
     if job.http_target is not None:
         return f"{job.http_target.http_method.name} {job.http_target.uri}"
     if job.pubsub_target is not None:
@@ -49,12 +50,13 @@ def target_text(job: Job) -> str:
         target = job.app_engine_http_target
         routing = target.app_engine_routing or AppEngineRouting()
         route = {
-            "service": routing.service or "default",
+            "service": target.service,
             "version": routing.version,
             "instance": routing.instance,
         }
         where = ", ".join(f"{name} {value}" for name, value in route.items() if value)
-        return f"App Engine {target.http_method.name} {target.relative_uri} ({where})"
+        sent = local_url or "not sent: no --app-engine-url maps its service"
+        return f"App Engine {target.http_method.name} {target.relative_uri} ({where}) → {sent}"
     return "(no target)"
 
 
@@ -82,6 +84,7 @@ def job_row(
     dst_policy: str = "absolute",
     upcoming: tuple[datetime | None, datetime | None] = (None, None),
     in_flight: datetime | None = None,
+    local_url: str | None = None,
 ) -> dict[str, Any]:
     """One row of the jobs view (the JSON shape of ``GET /_emulator/jobs``).
 
@@ -106,7 +109,7 @@ def job_row(
         "schedule": job.schedule,
         "timeZone": job.time_zone or "Etc/UTC",
         "scheduleText": describe_schedule(job.schedule),
-        "target": target_text(job),
+        "target": target_text(job, local_url),
         "targetType": job.target_type,
         "state": job.state.name,
         "lastAttempt": last,
@@ -136,6 +139,7 @@ def job_rows(
     dst_policy: str = "absolute",
     upcoming: Callable[[str], tuple[datetime | None, datetime | None]],
     in_flight: Callable[[str], datetime | None],
+    local_url: Callable[[Job], str | None] = lambda job: None,
 ) -> tuple[list[dict[str, Any]], int | None, int]:
     """One page of the jobs view, of the jobs that pass :func:`matches` ``name`` and ``state``.
 
@@ -144,6 +148,7 @@ def job_rows(
     :param upcoming: a job's next scheduled time and pending retry by full name (the
         scheduler's), so that a pending retry is not listed as a fire time.
     :param in_flight: a job's last attempt's start if it is in flight (:func:`in_flight_since`).
+    :param local_url: where an App Engine target job's attempts go (:func:`target_text`).
     :return: the rows, the next page's offset (``None`` on the last page), and how many jobs
         pass the filters.
     """
@@ -156,6 +161,7 @@ def job_rows(
             dst_policy=dst_policy,
             upcoming=upcoming(job.name),
             in_flight=in_flight(job.name),
+            local_url=local_url(job),
         )
         for job in page
     ]
