@@ -573,8 +573,18 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     cloud_run_jobs = load_cloud_run_jobs(
         args.cloud_run_jobs, project=args.project, location=args.location
     )
-    log_stream: IO[str] = open(args.log_file, "a") if args.log_file else out  # noqa: SIM115
-    closing = [log_stream.close] if log_stream is not out else []
+    try:
+        log_stream: IO[str] = open(args.log_file, "a") if args.log_file else out  # noqa: SIM115
+    except OSError as exc:
+        raise ConfigurationError(f"--log-file {args.log_file}: {exc.strerror}.") from None
+
+    def close_log() -> None:  # a full disk reports the lost lines, not an error exit
+        try:
+            log_stream.close()
+        except OSError as exc:
+            print(f"note: --log-file {args.log_file}: lines not written: {exc}", file=sys.stderr)
+
+    closing = [close_log] if log_stream is not out else []
     faults = load_fault_file(args.faults) if args.faults else None
     if args.start is not None and args.clock != "manual":
         raise ConfigurationError("--start needs --clock manual.")

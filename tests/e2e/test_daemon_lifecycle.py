@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from scheduler_emulator.realtime import real_monotonic
 from scheduler_emulator.runtime.storage.data_dir_lock import DataDirInUse, DataDirLock
 from scheduler_emulator.runtime.storage.store import Store
 from scheduler_emulator.tools.cli import default_data_dir
-from tests.daemon import running_daemon
+from tests.daemon import MANUAL, running_daemon
 from tests.drip import DripTarget, drip_server
 from tests.support import wait_for
 
@@ -81,6 +82,22 @@ class TestDefaultDataDirectory:
 
 
 class TestStopping:
+    def test_a_log_on_a_full_disk_loses_its_lines_not_the_stop(self) -> None:
+        """A trial: a daemon logging to /dev/full exited 2 with a bare error when stopped."""
+        with running_daemon("--in-memory", *MANUAL, "--log-file", "/dev/full") as daemon:
+            name = "projects/my-project/locations/us-central1/jobs/nightly"
+            refused = {"uri": "http://127.0.0.1:9/_triggers/timer/nightly"}
+            job = {"name": name, "schedule": "0 2 * * *", "httpTarget": refused}
+            assert daemon.post(f"/v1/{name.rsplit('/', 2)[0]}/jobs", job).status_code == 200
+            daemon.advance(timedelta(minutes=1))  # its 02:00 run: an attempt, two lines lost
+            daemon.process.send_signal(signal.SIGTERM)
+            assert daemon.process.wait(timeout=30) == 0
+            assert daemon.process.stderr is not None
+            err = daemon.process.stderr.read()
+        assert "AttemptStarted not logged: [Errno 28] No space left on device" in err
+        assert "note: --log-file /dev/full: lines not written: [Errno 28]" in err
+        assert "scheduler-emulator stopped" in err
+
     def test_sigterm_with_a_hung_delivery_exits_within_3_s_and_records_it_interrupted(
         self, tmp_path: Path
     ) -> None:

@@ -233,17 +233,34 @@ class TestBatchedWrites:
         log.started(attempt(id=1))
         assert len(stream.getvalue().splitlines()) == 1
 
-    def test_a_stream_that_fails_makes_later_lines_fail_in_their_caller(self) -> None:
+    def test_a_stream_that_fails_makes_later_lines_fail_in_their_caller(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
         class Broken(io.StringIO):
             def write(self, text: str) -> int:
                 raise OSError(28, "No space left on device")
 
         log = AttemptLog(Broken(), flush_interval=0.01)
-        log.started(attempt(id=1))  # queued; the writer thread meets the error
+        log.started(attempt(id=1))  # queued; the writer thread meets the error, and says so
         assert wait_for(lambda: log._writer is not None and not log._writer.is_alive(), 5)
+        assert "execution log lines not written: [Errno 28] No space left" in caplog.text
         with pytest.raises(OSError, match="No space left"):
             log.finished(attempt(id=1))
         assert not log._queued  # nothing kept for a stream that cannot take it
+
+    def test_closing_on_a_stream_that_fails_reports_the_lost_lines_and_returns(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A trial: a daemon logging to /dev/full exited 2 with a bare error when stopped."""
+
+        class Broken(io.StringIO):
+            def write(self, text: str) -> int:
+                raise OSError(28, "No space left on device")
+
+        log = AttemptLog(Broken(), flush_interval=60)
+        log.started(attempt(id=1))  # queued for a minute: close writes it
+        log.close()
+        assert "execution log lines not written: [Errno 28] No space left" in caplog.text
 
     @pytest.mark.parametrize("interval", [0, -1.0, float("nan")])
     def test_a_non_positive_interval_is_refused(self, interval: float) -> None:

@@ -153,6 +153,15 @@ class TestBadFlags:
             "directory, or a path where one can be made.\n"
         )
 
+    def test_a_log_file_in_a_missing_directory_exits_2_naming_the_flag(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Not a bare ``[Errno 2] No such file or directory`` (a trial user's)."""
+        log = tmp_path / "nodir" / "x.log"
+        args = ("start", "--port", "0", "--in-memory", "--log-file", str(log))
+        code, _, err = run_command(capsys, *args)
+        assert (code, err) == (2, f"error: --log-file {log}: No such file or directory.\n")
+
     @pytest.mark.parametrize("host", ["nocolon", "localhost:99999", ":8085"])
     def test_a_pubsub_emulator_host_without_a_port_exits_2(
         self, host: str, capsys: pytest.CaptureFixture[str]

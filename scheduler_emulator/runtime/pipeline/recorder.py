@@ -160,14 +160,14 @@ class Recorder:
 
     def _log(self, attempt: Attempt, kind: str, *, finished: bool = False) -> None:
         """Log AttemptStarted (or AttemptFinished) of ``attempt``, a ``kind`` target's. A log
-        that cannot take the line (its file gone, a full disk) stops nothing: the error is
+        that cannot take the line (a full disk, a closed stream) stops nothing: the error is
         counted and logged (:meth:`note_error`), and the attempt goes on."""
         log = self.attempt_log
         if log is None:
             return
         try:
             (log.finished if finished else log.started)(attempt, kind)
-        except Exception as exc:  # the log's file gone, a full disk: the attempts go on
+        except Exception as exc:  # a full disk, a closed stream: the attempts go on
             event = "AttemptFinished" if finished else "AttemptStarted"
             self.note_error(exc, f"job {attempt.job_id}: {event} not logged")
 

@@ -21,6 +21,7 @@ for a failure the reason (:func:`~scheduler_emulator.domain.attempts.failure_rea
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import deque
 from typing import IO, Any
@@ -130,13 +131,17 @@ class AttemptLog:
 
     def close(self) -> None:
         """Write the queued lines and stop the writer thread; later lines are written at once.
-        The stream itself stays open (its owner closes it)."""
+        The stream itself stays open (its owner closes it). A stream that cannot take them is
+        reported (logged), not raised: the emulator stops as usual."""
         self._stop.set()
         self._wake.set()
         writer, self._writer = self._writer, None
         if writer is not None and writer is not threading.current_thread():
             writer.join(5)
-        self.flush()
+        try:
+            self.flush()
+        except (OSError, ValueError) as exc:
+            _lost(exc)
 
     def _write(self, entry: dict[str, Any] | str) -> None:
         line = entry if isinstance(entry, str) else json.dumps(entry, sort_keys=True)
@@ -155,9 +160,10 @@ class AttemptLog:
             self._wake.clear()
             try:
                 self.flush()
-            except (OSError, ValueError):  # the stream is gone (full disk, closed file): later
-                self._stop.set()  # lines are written by their callers, whose errors the
-                return  # engine counts and logs; nothing piles up in the queue
+            except (OSError, ValueError) as exc:  # the stream is gone (full disk, closed
+                _lost(exc)  # file): later lines are written by their callers, whose errors
+                self._stop.set()  # the engine logs; nothing piles up in the queue
+                return
             if self._stop.is_set():
                 return
 
@@ -222,6 +228,11 @@ class AttemptLog:
         if attempt.response_status is not None:
             entry["httpRequest"] = {"status": attempt.response_status}
         return entry
+
+
+def _lost(exc: BaseException) -> None:
+    """Report execution-log lines the stream could not take (on stderr, by ``logging``)."""
+    logging.getLogger("scheduler_emulator").error("execution log lines not written: %s", exc)
 
 
 _encode = json.encoder.encode_basestring_ascii  # what json.dumps does to a str
