@@ -11,7 +11,7 @@ import html
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -138,7 +138,6 @@ class Attempt:
     nominal: datetime | None = None
     response_excerpt: str = ""
     response_content_type: str | None = None
-    exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     @property
     def job_id(self) -> str:

@@ -286,7 +286,6 @@ class Recorder:
         attempt.debug_info = outcome.debug_info
         attempt.response_excerpt = result.excerpt
         attempt.response_content_type = result.content_type
-        attempt.exception = result.exception
         self.store.finish_attempt(attempt)
         self._log(attempt, kind, finished=True)
 
