@@ -139,7 +139,7 @@ def job_rows(
     dst_policy: str = "absolute",
     upcoming: Callable[[str], tuple[datetime | None, datetime | None]],
     in_flight: Callable[[str], datetime | None],
-    local_url: Callable[[Job], str | None] = lambda job: None,
+    local_url: Callable[[Job], str | None],
 ) -> tuple[list[dict[str, Any]], int | None, int]:
     """One page of the jobs view, of the jobs that pass :func:`matches` ``name`` and ``state``.
 
