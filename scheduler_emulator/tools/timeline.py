@@ -172,24 +172,25 @@ def run_key(attempt: Attempt) -> tuple[str, str]:
 def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
     """For each attempt, ``duplicate: the target already answered 200 to attempt 1 of this
     run`` for a 2xx to a run (keyed as a deduplicating target keys it, :func:`run_key`) that
-    the target had already answered 2xx among ``attempts``, else ``""``.
+    the target had already answered 2xx among ``attempts``, else ``""``; ``… of run 4, which
+    sent the same ScheduleTime`` when that answer was to another run (two forced runs send the
+    job's next scheduled time alike).
 
     :param attempts: in start order.
     """
-    answered: dict[tuple[str, str], tuple[int, int]] = {}  # run → (status, attempt number)
+    answered: dict[tuple[str, str], tuple[int, int, int]] = {}  # run → status, attempt, run ID
     out = []
     for attempt in attempts:
         key, status, note = run_key(attempt), attempt.response_status, ""
         if status is not None and 200 <= status <= 299 and key in answered:
-            earlier, number = answered[key]
-            note = (
-                f"duplicate: the target already answered {earlier} to attempt {number} of this run"
-            )
-            if attempt.copy:
-                note += " (injected duplicate delivery)"
+            earlier, number, run_id = answered[key]
+            run = "this run" if run_id == attempt.run_id else f"run {run_id}"
+            same = "" if run_id == attempt.run_id else ", which sent the same ScheduleTime"
+            note = f"duplicate: the target already answered {earlier} to attempt {number} of {run}"
+            note += same + (" (injected duplicate delivery)" if attempt.copy else "")
         ok = answered_ok_status(attempt)
         if ok is not None and key not in answered:
-            answered[key] = (ok, attempt.attempt)
+            answered[key] = (ok, attempt.attempt, attempt.run_id)
         out.append(note)
     return out
 

@@ -84,6 +84,21 @@ class TestActions:
             "injected lost ack: the target answered 200, the answer was dropped"
         )
 
+    def test_a_second_forced_run_with_the_same_schedule_time_names_the_first_run(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        """A trial: the second of two forced runs (both send the job's next scheduled time)
+        read "already answered 200 to attempt 1 of this run", though it was run 2's first."""
+        emulator.create_job(nightly_job())
+        emulator.run_job("nightly")
+        emulator.run_job("nightly")
+        notes = [row[-1] for row in attempt_rows(emulator.attempts())]
+        assert notes == [
+            "",
+            "duplicate: the target already answered 200 to attempt 1 of run 1, which sent the "
+            "same ScheduleTime",
+        ]
+
     def test_a_failed_assert_attempted_gives_each_attempts_reason(
         self, emulator: Emulator, target: RecordingTarget
     ) -> None:
