@@ -19,7 +19,8 @@ def client_notes(host: str, port: int, *, grpc: bool | None = True) -> list[str]
     :param port: its port (REST and gRPC share it).
     :param grpc: whether that daemon serves gRPC (its ``/_emulator/config`` says); ``None``:
         unknown (no daemon answered).
-    :return: lines starting with ``#``.
+    :return: lines starting with ``#``: each client's gRPC set-up, or for a daemon without
+        gRPC each one's REST transport (Java's has no plaintext REST recipe here).
     """
     address = host_port(host, port)
     if grpc is None:
@@ -31,17 +32,27 @@ def client_notes(host: str, port: int, *, grpc: bool | None = True) -> list[str]
             f"# REST only on {address}: that daemon has no gRPC (pip install "
             "'cloud-scheduler-emulator[grpc]' where it runs); use each client's REST transport."
         )
-    return [
-        f"{served} gcloud needs the exports above; clients:",
-        "#  Python: from scheduler_emulator import client; client()   "
-        '# gRPC; client(transport="rest"), client(async_=True)',
-        f"#  Node:   new CloudSchedulerClient({{apiEndpoint: '{host}', port: {port}, "
-        "sslCreds: grpc.credentials.createInsecure()})",
-        f'#  Go:     conn := grpc.NewClient("{address}", grpc.WithTransportCredentials('
-        "insecure.NewCredentials())); option.WithGRPCConn(conn), option.WithoutAuthentication()",
-        f'#  Java:   ManagedChannelBuilder.forTarget("{address}").usePlaintext() in a '
-        "FixedTransportChannelProvider, NoCredentialsProvider",
-    ]
+    if grpc is False:  # each client's REST transport (docs/api.md)
+        clients = [
+            '#  Python: from scheduler_emulator import client; client(transport="rest")',
+            f"#  Node:   new CloudSchedulerClient({{fallback: true, protocol: 'http', "
+            f"apiEndpoint: '{host}', port: {port}, authClient: new PassThroughClient()}})",
+            f'#  Go:     scheduler.NewCloudSchedulerRESTClient(ctx, option.WithEndpoint("http://'
+            f'{address}"), option.WithoutAuthentication())',
+        ]
+    else:
+        clients = [
+            "#  Python: from scheduler_emulator import client; client()   "
+            '# gRPC; client(transport="rest"), client(async_=True)',
+            f"#  Node:   new CloudSchedulerClient({{apiEndpoint: '{host}', port: {port}, "
+            "sslCreds: grpc.credentials.createInsecure()})",
+            f'#  Go:     conn := grpc.NewClient("{address}", grpc.WithTransportCredentials('
+            "insecure.NewCredentials())); option.WithGRPCConn(conn), "
+            "option.WithoutAuthentication()",
+            f'#  Java:   ManagedChannelBuilder.forTarget("{address}").usePlaintext() in a '
+            "FixedTransportChannelProvider, NoCredentialsProvider",
+        ]
+    return [f"{served} gcloud needs the exports above; clients:", *clients]
 
 
 def grpc_note(router: Any) -> str:

@@ -454,7 +454,12 @@ class TestLogFormat:
 def test_env_init_says_whether_the_daemon_serves_grpc(grpc: bool | None, says: str) -> None:
     from scheduler_emulator.tools.client_recipes import client_notes
 
-    assert client_notes("127.0.0.1", 8095, grpc=grpc)[0].startswith(says)
+    notes = client_notes("127.0.0.1", 8095, grpc=grpc)
+    assert notes[0].startswith(says)
+    # A daemon without gRPC gets REST recipes only (a trial: gRPC-only snippets were noise)
+    grpc_only = [line for line in notes if "sslCreds" in line or "grpc.NewClient" in line]
+    assert bool(grpc_only) is (grpc is not False)
+    assert any('client(transport="rest")' in line for line in notes)
 
 
 class TestAdminToken:
