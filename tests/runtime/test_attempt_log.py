@@ -200,6 +200,13 @@ class TestLinesAreTheEntriesJsonDumps:
         assert stream.getvalue().splitlines() == expected
 
 
+class FullDisk(io.StringIO):
+    """A stream on a full disk."""
+
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
 class TestBatchedWrites:
     """``flush_interval``: the daemon on a system clock writes lines in batches."""
 
@@ -236,11 +243,7 @@ class TestBatchedWrites:
     def test_a_stream_that_fails_makes_later_lines_fail_in_their_caller(
         self, caplog: pytest.LogCaptureFixture
     ) -> None:
-        class Broken(io.StringIO):
-            def write(self, text: str) -> int:
-                raise OSError(28, "No space left on device")
-
-        log = AttemptLog(Broken(), flush_interval=0.01)
+        log = AttemptLog(FullDisk(), flush_interval=0.01)
         log.started(attempt(id=1))  # queued; the writer thread meets the error, and says so
         assert wait_for(lambda: log._writer is not None and not log._writer.is_alive(), 5)
         assert "execution log lines not written: [Errno 28] No space left" in caplog.text
@@ -252,12 +255,7 @@ class TestBatchedWrites:
         self, caplog: pytest.LogCaptureFixture
     ) -> None:
         """A trial: a daemon logging to /dev/full exited 2 with a bare error when stopped."""
-
-        class Broken(io.StringIO):
-            def write(self, text: str) -> int:
-                raise OSError(28, "No space left on device")
-
-        log = AttemptLog(Broken(), flush_interval=60)
+        log = AttemptLog(FullDisk(), flush_interval=60)
         log.started(attempt(id=1))  # queued for a minute: close writes it
         log.close()
         assert "execution log lines not written: [Errno 28] No space left" in caplog.text
