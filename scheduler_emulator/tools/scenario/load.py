@@ -355,10 +355,18 @@ def _step(entry: Any, where: str, source: Path, job_ids: _JobIds) -> Step:
 def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
     if value is None:
         return {}
+    if isinstance(value, str):  # a fault plan file next to the scenario (start --faults)
+        path = source.parent / value
+        try:
+            value, source = load_document(read_text(path, "the fault plan"), str(path)), path
+        except ConfigurationError as exc:
+            problems.add(exc)
+            return {}
     if isinstance(value, list):
         value = {"rules": value}
     if not isinstance(value, Mapping):
-        problems.add(problem(source, "faults", f"expected {{seed, rules}}; got {show(value)}."))
+        expected = "expected {seed, rules} (or a fault plan file path)"
+        problems.add(problem(source, "faults", f"{expected}; got {show(value)}."))
         return {}
     for key in value:
         if key not in ("seed", "rules"):

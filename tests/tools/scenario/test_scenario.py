@@ -480,6 +480,20 @@ class TestReplay:
         run = run_scenario(load_scenario(write(tmp_path, text)))
         assert len(run.attempts) == 3
 
+    def test_faults_may_come_from_a_fault_plan_file(self, tmp_path: Path) -> None:
+        """A trial reused its ``start --faults`` file and got "expected {seed, rules}"."""
+        (tmp_path / "faults.yaml").write_text(
+            "seed: 3\nrules: [{action: status, job: hourly, status: 503, attempt: 1}]\n"
+        )
+        text = HOURLY.replace("target:", "faults: faults.yaml\ntarget:", 1)
+        run = run_scenario(load_scenario(write(tmp_path, text)))
+        assert [a.code for a in run.attempts][:2] == ["UNAVAILABLE", "OK"]
+        (tmp_path / "faults.yaml").write_text("rules: [{action: explode}]\n")
+        with pytest.raises(ConfigurationError, match=r"faults\.yaml.*faults\.rules\[0\]"):
+            load_scenario(write(tmp_path, text))
+        with pytest.raises(ConfigurationError, match="missing.yaml"):
+            load_scenario(write(tmp_path, text.replace("faults.yaml", "missing.yaml")))
+
     def test_a_dotted_module_app_is_imported_from_the_scenario_folder(self, tmp_path: Path) -> None:
         (tmp_path / "scenario_dotted_app.py").write_text(COUNTER_APP)
         text = HOURLY.replace("counter_app.py:make()", "scenario_dotted_app:make()")
