@@ -161,6 +161,13 @@ def next_commands(directory: str | os.PathLike[str]) -> list[str]:
     ]
 
 
+#: What ``init`` says after its commands: where the ports they use are written.
+PORTS_TAKEN = (
+    "(Port 8000 or 8095 taken? Give app.py another port and change it in jobs.yaml's URIs; "
+    "give start --port and use it in the curl.)\n"
+)
+
+
 def run_init(directory: str | os.PathLike[str], *, force: bool, out: IO[str]) -> int:
     """Write the project (``scheduler-emulator init``) and print what was written and what next.
 
@@ -180,4 +187,5 @@ def run_init(directory: str | os.PathLike[str], *, force: bool, out: IO[str]) ->
     out.write("\nNext:\n")
     for command in next_commands(directory):
         out.write(f"  {command}\n")
+    out.write(PORTS_TAKEN)
     return 0

@@ -74,6 +74,8 @@ class TestInit:
             "  curl -X POST http://127.0.0.1:8095/_emulator/clock:advance "
             "-H 'Content-Type: application/json' -d "
             "'{\"seconds\": 120}'\n"
+            "(Port 8000 or 8095 taken? Give app.py another port and change it in jobs.yaml's "
+            "URIs; give start --port and use it in the curl.)\n"
         )
 
     def test_the_requirements_name_the_emulator_and_flask(self) -> None:
