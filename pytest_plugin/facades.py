@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, MutableMapping
+from datetime import datetime
 from typing import Any
 
 import requests
@@ -22,12 +23,25 @@ from scheduler_emulator.runtime import AsgiApp, AsgiCaller, is_asgi_app
 from scheduler_emulator.service import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
 from scheduler_emulator.service.binding import encode_payload
 from scheduler_emulator.service.router import run_awaitable
-from scheduler_emulator.wire import DEFAULT_CONTENT_TYPE, TIMER_PREFIX, scheduler_headers
+from scheduler_emulator.wire import (
+    DEFAULT_CONTENT_TYPE,
+    TIMER_PREFIX,
+    format_schedule_time,
+    scheduler_headers,
+)
 
 __all__ = ["DEFAULT_SCHEDULE_TIME", "CloudRunTimers", "FunctionTimers", "TimerNotAcknowledged"]
 
 #: The ``X-CloudScheduler-ScheduleTime`` a Cloud Run-style façade sends unless told otherwise.
 DEFAULT_SCHEDULE_TIME = "2026-01-01T00:00:00.000Z"
+
+
+def _schedule_header(value: str | datetime) -> str:
+    """The ``X-CloudScheduler-ScheduleTime`` a façade sends for ``value``: text as it is, an aware
+    datetime as Cloud Scheduler writes it; ``NaiveDatetimeError`` for a naive one."""
+    return value if isinstance(value, str) else format_schedule_time(value)
+
+
 _NO_PAYLOAD: Any = object()
 
 
@@ -104,8 +118,9 @@ class CloudRunTimers(_Timers):
         <scheduler_emulator.service.TimerRouter.functions_framework_handler>`'s).
     :param base_url: instead of ``app``, a live server's base URL.
     :param router: the app's router, when ``find_router`` cannot find it.
-    :param schedule_time: the default ``X-CloudScheduler-ScheduleTime``.
+    :param schedule_time: the default ``X-CloudScheduler-ScheduleTime`` (see :meth:`fire`).
     :raises TypeError: unless exactly one of ``app`` and ``base_url`` is given.
+    :raises NaiveDatetimeError: for a naive ``schedule_time``.
     """
 
     def __init__(
@@ -114,7 +129,7 @@ class CloudRunTimers(_Timers):
         *,
         base_url: str | None = None,
         router: TimerRouter | None = None,
-        schedule_time: str = DEFAULT_SCHEDULE_TIME,
+        schedule_time: str | datetime = DEFAULT_SCHEDULE_TIME,
     ) -> None:
         if (app is None) == (base_url is None):
             raise TypeError(
@@ -126,15 +141,16 @@ class CloudRunTimers(_Timers):
         self._asgi = AsgiCaller(_propagating(app)) if is_asgi_app(app) else None
         self._client = Client(app) if app is not None and self._asgi is None else None
         self._base_url = base_url.rstrip("/") if base_url else None
-        self._schedule_time = schedule_time
+        self._schedule_time = _schedule_header(schedule_time)
 
-    def headers(self, name: str, schedule_time: str | None = None) -> dict[str, str]:
+    def headers(self, name: str, schedule_time: str | datetime | None = None) -> dict[str, str]:
         """The headers of a timer call: exactly what Cloud Scheduler sets (``X-CloudScheduler``,
         ``X-CloudScheduler-JobName``, ``X-CloudScheduler-ScheduleTime``, ``User-Agent``)."""
-        return scheduler_headers(name, schedule_time or self._schedule_time)
+        header = self._schedule_time if schedule_time is None else _schedule_header(schedule_time)
+        return scheduler_headers(name, header)
 
     def fire(
-        self, name: str, payload: Any = _NO_PAYLOAD, *, schedule_time: str | None = None
+        self, name: str, payload: Any = _NO_PAYLOAD, *, schedule_time: str | datetime | None = None
     ) -> int:
         """Post the timer request for ``name``; return the 2xx status.
 
@@ -143,10 +159,13 @@ class CloudRunTimers(_Timers):
             dataclasses, pydantic models, enums, dates; ``bytes`` as they are), with
             ``Content-Type: application/octet-stream`` as Cloud Scheduler sends a job's body
             when the job sets no Content-Type; omit for no body (and no Content-Type).
-        :param schedule_time: overrides the ``X-CloudScheduler-ScheduleTime`` header.
+        :param schedule_time: overrides the ``X-CloudScheduler-ScheduleTime`` header: an aware
+            datetime is written as Cloud Scheduler writes it (``2026-09-24T02:00:00Z``, or with
+            the instant's own offset); text is sent as it is (to test a malformed header).
         :raises TypeError: for a payload that has no JSON form.
         :raises ValueError: for a NaN or infinite number (JSON has none).
         :raises TimerNotAcknowledged: for a non-2xx answer.
+        :raises NaiveDatetimeError: for a naive ``schedule_time``.
         :raises Exception: in-process, whatever the handler raised.
         """
         path = TIMER_PREFIX + name  # whatever prefix the app configured

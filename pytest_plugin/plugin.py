@@ -195,7 +195,12 @@ def cloud_run_testing(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     forget_in_memory_runs()
     marker = request.node.get_closest_marker("cloud_run_testing")
     options = marker.kwargs if marker else {}
-    default = str(options.get("schedule_time", DEFAULT_SCHEDULE_TIME))
+    if unknown := sorted(set(options) - {"schedule_time"}):
+        raise ValueError(
+            f"@pytest.mark.cloud_run_testing got unknown option(s) {', '.join(unknown)}; it takes "
+            "schedule_time."
+        )
+    default = options.get("schedule_time", DEFAULT_SCHEDULE_TIME)
     made: list[CloudRunTimers] = []
 
     def make(app: Any = None, *, base_url: str | None = None, router: Any = None) -> CloudRunTimers:

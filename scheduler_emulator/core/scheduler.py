@@ -43,7 +43,7 @@ from ..domain.errors import AlreadyExists, NotFound
 from ..domain.resources import Job, State, Status
 from ..domain.retry import GAVE_UP_PAUSED, gave_up_because, max_attempts, next_attempt_time
 from ..domain.schedule import DEFAULT_DST_POLICY, Schedule, parse_schedule
-from ..wire import format_schedule_time
+from ..wire import format_schedule_time, to_instant
 
 __all__ = [
     "AttemptEnd",
@@ -452,7 +452,8 @@ class Scheduler:
             raise NotFound("Job not found.")
         self._note(name, state)
         if schedule_time is not None:
-            header: str | None = format_schedule_time(schedule_time.astimezone(state.schedule.zone))
+            instant = to_instant(schedule_time, "run_job's schedule_time")  # naive: refused
+            header: str | None = format_schedule_time(instant.astimezone(state.schedule.zone))
         elif self.force_run_schedule_time == "omit":
             header = None
         else:

@@ -112,6 +112,34 @@ def run(pytester: pytest.Pytester, test_source: str) -> pytest.RunResult:
         ),
         pytest.param(
             """
+            from datetime import UTC, datetime
+            from zoneinfo import ZoneInfo
+
+            import pytest
+            from scheduler_emulator import NaiveDatetimeError
+            from service import create_app
+
+            FALL_BACK = datetime(2026, 11, 1, 1, 30, tzinfo=ZoneInfo("America/New_York"))
+
+            @pytest.mark.cloud_run_testing(schedule_time=FALL_BACK)
+            def test_datetimes_are_written_as_cloud_scheduler_writes_them(cloud_run_testing):
+                app = create_app()
+                timers = cloud_run_testing(app)
+                timers.nightly()
+                timers.nightly(schedule_time=datetime(2026, 9, 24, 2, tzinfo=UTC))
+                with pytest.raises(NaiveDatetimeError, match="naive"):
+                    timers.nightly(schedule_time=datetime(2026, 9, 24, 2))
+                sent = [
+                    {k.lower(): v for k, v in h.items()}["x-cloudscheduler-scheduletime"]
+                    for h in app.extensions["log"].headers
+                ]
+                assert sent == ["2026-11-01T01:30:00-04:00", "2026-09-24T02:00:00Z"]
+            """,
+            1,
+            id="schedule_time_datetimes_as_cloud_scheduler_writes_them",
+        ),
+        pytest.param(
+            """
             from service import Order, create_app
 
             def test_messages(cloud_run_testing, function_testing):
@@ -205,6 +233,25 @@ def test_the_child_tests_pass(pytester: pytest.Pytester, test_source: str, passe
     """Each child test module passes as written (its id says what it shows); ``passed`` is how
     many tests it holds."""
     run(pytester, test_source).assert_outcomes(passed=passed)
+
+
+def test_a_misspelt_cloud_run_testing_option_is_refused(pytester: pytest.Pytester) -> None:
+    """A trial's ``schedule_tme=`` was silently ignored (the default header was sent)."""
+    result = run(
+        pytester,
+        """
+        import pytest
+
+        @pytest.mark.cloud_run_testing(schedule_tme="2026-03-08T07:30:00Z")
+        def test_misspelt(cloud_run_testing):
+            pass
+        """,
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*@pytest.mark.cloud_run_testing got unknown option(s) schedule_tme; it takes "
+         "schedule_time.*"]
+    )  # fmt: skip
 
 
 def test_non_2xx_answer_fails_with_the_acknowledgement_message(

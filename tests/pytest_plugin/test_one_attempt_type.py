@@ -23,7 +23,7 @@ import pytest
 
 from pytest_plugin.live import LiveScheduler
 from pytest_plugin.scheduler import CloudScheduler
-from scheduler_emulator import Emulator, ManualClock, WsgiTransport
+from scheduler_emulator import Emulator, ManualClock, NaiveDatetimeError, WsgiTransport
 from scheduler_emulator.domain.attempts import Attempt
 from tests.daemon import serving
 from tests.support import RecordingTarget, free_port
@@ -202,6 +202,10 @@ def test_the_fixture_runs_as_if_scheduled_and_refuses_an_app_given_as_text(
     cloud_scheduler.run_job("nightly", schedule_time=when)
     [attempt] = cloud_scheduler.attempts("nightly")
     assert (attempt.forced, attempt.schedule_time) == (True, "2025-12-31T02:00:00Z")
+    # a naive instant is refused, not read as UTC (a trial's New York job ran at 22:00 -04:00)
+    with pytest.raises(NaiveDatetimeError, match="run_job's schedule_time 2025-12-31T02:00:00"):
+        cloud_scheduler.run_job("nightly", schedule_time=when.replace(tzinfo=None))
+    assert len(cloud_scheduler.attempts("nightly")) == 1
     with pytest.raises(TypeError, match="a WSGI or ASGI app, the object itself; got 'service:api'"):
         cloud_scheduler.mount("http://other.test", "service:api")  # type: ignore[arg-type]
 
