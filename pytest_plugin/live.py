@@ -37,9 +37,13 @@ class _Admin(DaemonClient):
 
     def refused(self, path: str, response: Any) -> Exception:
         kind = _NotFound if response.status_code == 404 else AssertionError
+        try:  # the error envelope's message, not its JSON
+            said = str(response.json()["error"]["message"])
+        except (ValueError, KeyError, TypeError):
+            said = response.text
         return kind(
             f"{response.request.method} {response.request.path_url} answered "
-            f"{response.status_code}: {response.text}"
+            f"{response.status_code}: {said}"
         )
 
 

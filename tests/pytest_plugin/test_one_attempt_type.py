@@ -228,3 +228,15 @@ def test_a_wrong_kind_of_expectation_says_what_to_pass(call: dict[str, Any], say
         assert str(caught.value).startswith(says)
         with pytest.raises(TypeError, match="by its ID or full name, as text; got 123."):
             emulator.attempts(123)  # type: ignore[arg-type]
+
+
+def test_a_refused_live_call_says_the_daemons_message_not_its_json(
+    cloud_scheduler_server: LiveScheduler,
+) -> None:
+    """A trial: ``advance(-60)`` on the live fixture failed with the error envelope's JSON."""
+    with pytest.raises(AssertionError) as refused:
+        cloud_scheduler_server.advance(-60)
+    assert str(refused.value) == (
+        "POST /_emulator/clock:advance answered 400: seconds must be a non-negative finite "
+        "number; got -60.0."
+    )
