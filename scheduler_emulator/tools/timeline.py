@@ -184,10 +184,10 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
         key, status, note = run_key(attempt), attempt.response_status, ""
         if status is not None and 200 <= status <= 299 and key in answered:
             earlier, number, run_id = answered[key]
-            run = "this run" if run_id == attempt.run_id else f"run {run_id}"
-            same = "" if run_id == attempt.run_id else ", which sent the same ScheduleTime"
+            run = f"run {run_id}, which sent the same ScheduleTime"
+            run = "this run" if run_id == attempt.run_id else run
             note = f"duplicate: the target already answered {earlier} to attempt {number} of {run}"
-            note += same + (" (injected duplicate delivery)" if attempt.copy else "")
+            note += " (injected duplicate delivery)" if attempt.copy else ""
         ok = answered_ok_status(attempt)
         if ok is not None and key not in answered:
             answered[key] = (ok, attempt.attempt, attempt.run_id)
