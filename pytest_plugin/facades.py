@@ -55,10 +55,10 @@ class TimerNotAcknowledged(AssertionError):
 
     def __init__(self, name: str, status: int, body: str, note: str = "") -> None:
         self.name, self.status, self.body = name, status, body
-        said = f" It said: {body}" if body else " It said nothing."
+        said = f". It said: {body}" if body else " with an empty body."
         super().__init__(
             f"The source would not read the answer to TIMER /{name} as an acknowledgement: "
-            f"the service answered {status}.{said}{note}"
+            f"the service answered {status}{said}{note}"
         )
 
 
