@@ -104,8 +104,14 @@ def test_without_a_publisher_the_attempt_says_how_to_configure_one() -> None:
     assert attempt.debug_info == NOT_CONFIGURED
     assert "PUBSUB_EMULATOR_HOST" in attempt.debug_info
     assert "--pubsub-emulator-host" in attempt.debug_info
-    # The record still says where it would have gone, spelled as a prepared one is.
-    assert attempt.request == {"targetType": "PUB_SUB", "pubsubTopic": TOPIC}
+    # The record still says what it would have published, spelled as a prepared one is (a
+    # trial's dashboard showed "data: (empty)" for such an attempt).
+    assert attempt.request == {
+        "targetType": "PUB_SUB",
+        "pubsubTopic": TOPIC,
+        "data": base64.b64encode(b'{"kind": "sweep"}').decode(),
+        "attributes": {"origin": "scheduler"},
+    }
 
 
 class Refusing:

@@ -256,6 +256,17 @@ class InProcessPublisher:
             return [m for m in self._messages if name is None or m.topic == name]
 
 
+def pubsub_record(target: PubsubTarget) -> dict[str, Any]:
+    """A Pub/Sub attempt's request record: ``{"targetType": "PUB_SUB", "pubsubTopic", "data"
+    (base64), "attributes"}``, also for an attempt that could not be published."""
+    return {
+        "targetType": log_target_type("PUBSUB"),
+        "pubsubTopic": target.topic_name,
+        "data": base64.b64encode(target.data).decode("ascii"),
+        "attributes": dict(target.attributes),
+    }
+
+
 class PubsubDispatcher:
     """Dispatcher of Pub/Sub targets (``job.target_type == "PUBSUB"``): each attempt publishes
     ``pubsubTarget.data`` with its ``attributes`` to its ``topicName`` through ``publisher``;
@@ -277,13 +288,7 @@ class PubsubDispatcher:
             raise ValueError(f"job {job.name} has no pubsubTarget.")
         if (reason := self.publisher.unavailable()) is not None:
             raise NotDispatched(reason)
-        record = {
-            "targetType": log_target_type("PUBSUB"),
-            "pubsubTopic": target.topic_name,
-            "data": base64.b64encode(target.data).decode("ascii"),
-            "attributes": dict(target.attributes),
-        }
-        return Prepared(record, PUBLISH_TIMEOUT_SECONDS, self, target)
+        return Prepared(pubsub_record(target), PUBLISH_TIMEOUT_SECONDS, self, target)
 
     def send(self, request: PubsubTarget, timeout_seconds: float) -> TransportResult:
         """Publish the message of a job's ``pubsubTarget`` within ``timeout_seconds``; the

@@ -36,6 +36,7 @@ from ...domain.outcomes import Failure, Outcome, classify_failure, classify_stat
 from ...domain.resources import Job, Status
 from .._clock import Clock
 from ..delivery.dispatchers import Dispatcher, NotDispatched, Prepared
+from ..delivery.pubsub import pubsub_record
 from ..delivery.transports import StartingTransport, TransportResult
 from ..storage.attempt_log import AttemptLog, log_target_type
 from ..storage.store import Store
@@ -354,8 +355,8 @@ def _status(outcome: Outcome) -> Status:
 def _unsent(job: Job) -> Prepared:
     """What an attempt that could not be prepared records as its request."""
     record: dict[str, Any] = {"targetType": log_target_type(job.target_type)}
-    if job.pubsub_target is not None:  # where it would have gone, as a prepared record says
-        record["pubsubTopic"] = job.pubsub_target.topic_name
+    if job.pubsub_target is not None:  # what it would have published, as a prepared record says
+        record = pubsub_record(job.pubsub_target)
     if job.http_target is not None:
         method = job.http_target.http_method
         record |= {"method": getattr(method, "name", "POST"), "url": job.http_target.uri}
