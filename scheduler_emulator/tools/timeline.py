@@ -90,7 +90,8 @@ def render_table(
         right-aligned.
     :param rows: cells as strings, one list per row, as many as ``headers``.
     :param width: the longest line in characters: the last column wraps onto continuation
-        lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH`), then a ``JOB``
+        lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH` nor a word of it up
+        to 32 characters long, such as a timestamp with its offset), then a ``JOB``
         column (never narrower than :data:`MIN_JOB_WIDTH` nor a word of its IDs), at spaces or
         after JSON's and URLs' punctuation and a name's ``-`` and ``_`` (:class:`_Wrapper`); a
         table of wide cells may still be wider; ``None``: one line per row.
@@ -101,7 +102,9 @@ def render_table(
     table = [list(headers), *(list(row) for row in rows)]
     widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
     if width is not None:  # narrow the last column, then a JOB one, by what is over
-        floors = {len(widths) - 1: MIN_LAST_WIDTH}
+        last = len(widths) - 1  # (a word of it up to 32 long, a timestamp, is kept whole)
+        words = [min(len(word), 32) for row in table[1:] for word in row[last].split()]
+        floors = {last: max([MIN_LAST_WIDTH, *words])}
         for i, header in enumerate(headers[:-1]):
             if header.endswith("JOB"):  # never narrower than its longest piece between hyphens
                 pieces = (p for row in table[1:] for p in _Wrapper.wordsep_simple_re.split(row[i]))

@@ -713,3 +713,16 @@ def test_attempts_since_says_when_the_bound_dropped_what_it_asks_for(
     if said:
         assert err.startswith("note: attempts before 2026-03-01T10:00:00Z were dropped")
         assert "--retain-attempts" in err and "since 2026-03-01T09:00:00Z starts there" in err
+
+
+def test_a_squeezed_last_column_keeps_a_timestamp_whole() -> None:
+    """A trial's 120-column ``jobs`` table split NEXT mid-offset (``…-04:`` / ``00``)."""
+    lines = render_table(
+        ["JOB", "SCHEDULE", "NEXT"],
+        [["report", "x" * 90, "2026-09-25T00:00:00-04:00 2026-09-25T01:00:00-04:00"]],
+        width=TABLE_WIDTH,
+    )
+    assert [line.split()[-1] for line in lines[1:]] == [
+        "2026-09-25T00:00:00-04:00",
+        "2026-09-25T01:00:00-04:00",
+    ]
