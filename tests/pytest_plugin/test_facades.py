@@ -279,8 +279,8 @@ def test_non_2xx_answer_fails_with_the_acknowledgement_message(
             "acknowledgement: the service answered 404. It said*",
             "*TimerNotAcknowledged: The source would not read the answer to TIMER /report as an "
             "acknowledgement: the service answered 400. It said: {*",
-            "*TimerNotAcknowledged: * TIMER /nightly_v2 * answered 500 with an empty body. No timer "
-            "'nightly_v2' is registered (registered: *'nightly-v2', 'report', 'tick'*).",
+            "*TimerNotAcknowledged: * TIMER /nightly_v2 * answered 500 with an empty body. "
+            "No timer 'nightly_v2' is registered (registered: *'nightly-v2', 'report', 'tick'*).",
         ]
     )
 
