@@ -30,6 +30,9 @@ from ...domain.attempts import Attempt, iso
 from .._options import CACHED_JOBS
 
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
+logger = logging.getLogger("scheduler_emulator")
+#: What is logged (on stderr) for lines the stream could not take.
+_LOST = "execution log lines not written: %s"
 
 
 def log_target_type(target_type: str) -> str:
@@ -141,7 +144,7 @@ class AttemptLog:
         try:
             self.flush()
         except (OSError, ValueError) as exc:
-            _lost(exc)
+            logger.error(_LOST, exc)
 
     def _write(self, entry: dict[str, Any] | str) -> None:
         line = entry if isinstance(entry, str) else json.dumps(entry, sort_keys=True)
@@ -160,9 +163,9 @@ class AttemptLog:
             self._wake.clear()
             try:
                 self.flush()
-            except (OSError, ValueError) as exc:  # the stream is gone (full disk, closed
-                _lost(exc)  # file): later lines are written by their callers, whose errors
-                self._stop.set()  # the engine logs; nothing piles up in the queue
+            except (OSError, ValueError) as exc:  # the stream is gone (full disk, closed file):
+                logger.error(_LOST, exc)  # later lines are written by their callers, whose
+                self._stop.set()  # errors the engine logs; nothing piles up in the queue
                 return
             if self._stop.is_set():
                 return
@@ -228,11 +231,6 @@ class AttemptLog:
         if attempt.response_status is not None:
             entry["httpRequest"] = {"status": attempt.response_status}
         return entry
-
-
-def _lost(exc: BaseException) -> None:
-    """Report execution-log lines the stream could not take (on stderr, by ``logging``)."""
-    logging.getLogger("scheduler_emulator").error("execution log lines not written: %s", exc)
 
 
 _encode = json.encoder.encode_basestring_ascii  # what json.dumps does to a str
