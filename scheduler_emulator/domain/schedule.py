@@ -347,13 +347,13 @@ def _parse_cron(text: str, fields: list[str]) -> tuple[_Matcher, bool]:
             "/" in part and part[:1].isalpha() or part.startswith(("CRON_TZ", "TZ="))
             for part in fields
         )
-        words = not zone and any(part[:1].isalpha() for part in fields)  # ("daily at 2am")
+        words = any(part[:1].isalpha() for part in fields)  # ("daily at 2am")
+        hint = "; a time zone goes in timeZone, not in the schedule" if zone else ""
+        if words and not zone:
+            hint = f"; English-like schedules the emulator accepts: {_ENGLISH_FORMS}"
         raise _schedule_error(
             f"Schedule {text!r} has {len(fields)} fields; unix-cron needs exactly 5 "
-            "(minute hour day-of-month month day-of-week)"
-            + ("; a time zone goes in timeZone, not in the schedule." if zone else "")
-            + (f"; English-like schedules the emulator accepts: {_ENGLISH_FORMS}." if words else "")
-            + ("" if zone or words else ".")
+            f"(minute hour day-of-month month day-of-week){hint}."
         )
     minute, hour, dom, month, dow = (
         _parse_field(part, text, spec) for part, spec in zip(fields, _FIELDS, strict=True)
