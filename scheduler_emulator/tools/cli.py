@@ -16,13 +16,13 @@ import re
 import shlex
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 from .. import __version__
-from ..clients import EMULATOR_HOST_VARIABLE, emulator_host
+from ..clients import emulator_host
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
@@ -111,14 +111,23 @@ def _directory(text: str) -> Path:
     return Path(text)
 
 
+def _whole_options(default: int, smallest: int = 1, metavar: str = "N") -> dict[str, Any]:
+    """The argparse options of a whole-number flag (:func:`whole_number`)."""
+    type_ = functools.partial(whole_number, smallest=smallest)
+    return dict(type=type_, default=default, metavar=metavar)
+
+
+def _id_argument(check: Callable[..., object]) -> Callable[[str], Any]:
+    """An argparse ``type`` for a project or location ID: ``check`` names it "the value"."""
+    return rule_argument(functools.partial(check, field="the value"))
+
+
 def _daemon_address(parser: argparse.ArgumentParser) -> None:
     """Add ``--host``/``--port`` of a running daemon (``env-init``, the views): by default
     ``$CLOUD_SCHEDULER_EMULATOR_HOST``'s (env-init exports it) if HOST:PORT, else 127.0.0.1:8095."""
     host, port = DEFAULT_HOST, DEFAULT_PORT
     with contextlib.suppress(ValueError):
-        exported, _, number = emulator_host(
-            os.environ.get(EMULATOR_HOST_VARIABLE) or ""
-        ).rpartition(":")
+        exported, _, number = emulator_host().rpartition(":")
         host, port = exported.strip("[]"), int(number)
     parser.add_argument(
         "--host", type=_host, default=host, help="the daemon's address (%(default)s)"
@@ -198,127 +207,73 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the emulator: fire each job on its schedule, serve /_emulator/ "
         "endpoints, keep jobs and attempts in a data directory.",
     )
-    start.add_argument(
-        "--host",
-        type=_host,
-        default=DEFAULT_HOST,
-        help="address to listen on (%(default)s); anything but loopback warns on stderr",
-    )
-    start.add_argument(
-        "--admin-token",
-        type=_admin_token,
-        metavar="TOKEN",
-        help=f"require 'Authorization: Bearer TOKEN' on /_emulator/* (default: ${ADMIN_TOKEN_ENV})",
-    )
-    start.add_argument(
-        "--port", type=_port, default=DEFAULT_PORT, help="port; 0 picks a free one (%(default)s)"
-    )
-    defaults = Limits()
-    for flag, default, metavar, text in (
-        ("--max-connections", defaults.max_connections, "N",
+    storage = start.add_mutually_exclusive_group()  # --data-dir or --in-memory
+    limits = Limits()
+    options: dict[str, Any]
+    for flag, options, text in (
+        ("--host", dict(type=_host, default=DEFAULT_HOST),
+         "address to listen on (%(default)s); anything but loopback warns on stderr"),
+        ("--admin-token", dict(type=_admin_token, metavar="TOKEN"),
+         f"require 'Authorization: Bearer TOKEN' on /_emulator/* (default: ${ADMIN_TOKEN_ENV})"),
+        ("--port", dict(type=_port, default=DEFAULT_PORT),
+         "port; 0 picks a free one (%(default)s)"),
+        ("--max-connections", _whole_options(limits.max_connections),
          "HTTP/1.1 connections open at once; one more is answered 503 (%(default)s)"),
-        ("--max-grpc-connections", defaults.max_grpc_connections, "N",
+        ("--max-grpc-connections", _whole_options(limits.max_grpc_connections),
          "gRPC connections open at once; one more gets UNAVAILABLE (%(default)s)"),
-        ("--grpc-idle-timeout", round(defaults.grpc_idle_timeout), "SECONDS",
+        ("--grpc-idle-timeout", _whole_options(round(limits.grpc_idle_timeout), metavar="SECONDS"),
          "send GOAWAY to a gRPC connection without a call for this long (%(default)s)"),
-    ):  # fmt: skip
-        start.add_argument(flag, type=whole_number, default=default, metavar=metavar, help=text)
-    for flag, help_text in (
-        ("--jobs", "jobs file (YAML or JSON list of Job resources); repeatable"),
-        ("--cloud-run-jobs", "Cloud Run jobs that scheduler jobs calling the Admin API's "
-         "jobs/J:run run locally (YAML or JSON: v2 Job resources or gcloud run jobs describe "
-         "--format=export); repeatable"),
-    ):  # fmt: skip
-        start.add_argument(flag, action="append", default=[], metavar="FILE", help=help_text)
-    for flag, default, help_text in (
-        ("--max-jobs-file-bytes", DEFAULT_MAX_FILE_BYTES,
+        ("--jobs", dict(action="append", default=[], metavar="FILE"),
+         "jobs file (YAML or JSON list of Job resources); repeatable"),
+        ("--cloud-run-jobs", dict(action="append", default=[], metavar="FILE"),
+         "Cloud Run jobs that scheduler jobs calling the Admin API's jobs/J:run run locally "
+         "(YAML or JSON: v2 Job resources or gcloud run jobs describe --format=export); "
+         "repeatable"),
+        ("--max-jobs-file-bytes", _whole_options(DEFAULT_MAX_FILE_BYTES),
          "refuse a --jobs file larger than N bytes (%(default)s)"),
-        ("--max-jobs-per-file", DEFAULT_MAX_JOBS,
+        ("--max-jobs-per-file", _whole_options(DEFAULT_MAX_JOBS),
          "refuse a --jobs file holding more than N jobs (%(default)s)"),
-    ):  # fmt: skip
-        start.add_argument(flag, type=whole_number, default=default, metavar="N", help=help_text)
-    start.add_argument(
-        "--project",
-        default=DEFAULT_PROJECT,
-        type=rule_argument(functools.partial(check_project_id, field="the value")),
-        action=_GivenStore,  # --firebase: the Functions emulator's project unless given
-        help="default project (%(default)s)",
-    )
-    start.add_argument(
-        "--location",
-        default=DEFAULT_LOCATION,
-        type=rule_argument(functools.partial(check_location_id, field="the value")),
-        help="default location (%(default)s)",
-    )
-    storage = start.add_mutually_exclusive_group()
-    storage.add_argument(
-        "--data-dir",
-        type=_directory,
-        metavar="DIR",
-        help="where jobs and attempts are kept; one daemon per directory (default: one per "
-        "project directory, under $XDG_DATA_HOME/scheduler-emulator/, here "
-        f"{default_data_dir()})",
-    )
-    storage.add_argument("--in-memory", action="store_true", help="keep nothing on disk")
-    for flag, smallest, default, metavar, text in (
-        ("--retain-attempts", 0, DEFAULT_RETAIN_ATTEMPTS, "N", "keep the newest N finished "
-         "attempts, skipped-run records and finished runs; attempts in flight are always kept "
+        # --firebase: the Functions emulator's project unless given (_GivenStore marks it)
+        ("--project", dict(type=_id_argument(check_project_id), default=DEFAULT_PROJECT,
+                           action=_GivenStore), "default project (%(default)s)"),
+        ("--location", dict(type=_id_argument(check_location_id), default=DEFAULT_LOCATION),
+         "default location (%(default)s)"),
+        ("--data-dir", dict(type=_directory, metavar="DIR"),
+         "where jobs and attempts are kept; one daemon per directory (default: one per project "
+         f"directory, under $XDG_DATA_HOME/scheduler-emulator/, here {default_data_dir()})"),
+        ("--in-memory", dict(action="store_true"), "keep nothing on disk"),
+        ("--retain-attempts", _whole_options(DEFAULT_RETAIN_ATTEMPTS, smallest=0),
+         "keep the newest N finished attempts, skipped-run records and finished runs; attempts "
+         "in flight are always kept (%(default)s)"),
+        ("--retain-megabytes", _whole_options(DEFAULT_RETAIN_MEGABYTES, metavar="MB"),
+         "drop the oldest finished attempts while the database holds more than MB megabytes "
          "(%(default)s)"),
-        ("--retain-megabytes", 1, DEFAULT_RETAIN_MEGABYTES, "MB", "drop the oldest finished "
-         "attempts while the database holds more than MB megabytes (%(default)s)"),
+        ("--clock", dict(choices=["system", "manual"], default="system"),
+         "real time, or a virtual clock moved by POST /_emulator/clock:advance (%(default)s)"),
+        ("--start", dict(type=timestamp_argument, metavar="RFC3339"),
+         "manual clock's start instant (default: now, rounded down to the whole minute)"),
+        ("--faults", dict(metavar="FILE"), "fault plan (YAML or JSON) to inject into deliveries"),
+        ("--log-file", dict(metavar="F"), "append the execution log to F (default: stdout)"),
+        ("--log-format", dict(choices=LOG_FORMATS),
+         "'json': Cloud Logging entries, AttemptStarted and AttemptFinished; 'text': one line "
+         "per attempt (time, job, attempt, outcome, latency). Default: text when the log goes "
+         "to a terminal, json otherwise (a pipe, --log-file)"),
+        ("--dst-policy", dict(choices=DST_POLICIES, default=DEFAULT_DST_POLICY), DST_HELP),
+        ("--header-case", dict(choices=HEADER_CASES, default=DEFAULT_HEADER_CASE),
+         "how attempts spell header names: 'google' as Google documents them "
+         "(X-CloudScheduler-JobName), 'lower' as an HTTP/2 front end such as Cloud Run hands "
+         "them on, 'canonical' as X-Cloudscheduler-Jobname (%(default)s)"),
+        ("--http2", dict(action="store_true"),
+         "send http:// attempts over HTTP/2 with prior knowledge (h2c), as Cloud Run's "
+         "end-to-end HTTP/2 does; needs pycurl with an HTTP/2 libcurl (the curl extra)"),
+        ("--token-issuer", dict(type=_issuer, default=GOOGLE_ISSUER, metavar="URL"),
+         "'iss' of the OIDC tokens jobs send (%(default)s)"),
+        ("--token-time", dict(choices=TOKEN_TIMES, default="emulator"),
+         "stamp tokens with the emulator's clock, or with real time so that a target verifying "
+         "against its own clock accepts them on a manual clock far from now (%(default)s)"),
     ):  # fmt: skip
-        whole = functools.partial(whole_number, smallest=smallest)
-        start.add_argument(flag, type=whole, default=default, metavar=metavar, help=text)
-    start.add_argument(
-        "--clock",
-        choices=["system", "manual"],
-        default="system",
-        help="real time, or a virtual clock moved by POST /_emulator/clock:advance (%(default)s)",
-    )
-    start.add_argument(
-        "--start",
-        type=timestamp_argument,
-        metavar="RFC3339",
-        help="manual clock's start instant (default: now, rounded down to the whole minute)",
-    )
-    start.add_argument(
-        "--faults", metavar="FILE", help="fault plan (YAML or JSON) to inject into deliveries"
-    )
-    start.add_argument(
-        "--log-file", metavar="F", help="append the execution log to F (default: stdout)"
-    )
-    for flag, choices, choice, text in (
-        ("--log-format", LOG_FORMATS, None, "'json': Cloud Logging entries, AttemptStarted and "
-         "AttemptFinished; 'text': one line per attempt (time, job, attempt, outcome, latency). "
-         "Default: text when the log goes to a terminal, json otherwise (a pipe, --log-file)"),
-        ("--dst-policy", DST_POLICIES, DEFAULT_DST_POLICY, DST_HELP),
-        ("--header-case", HEADER_CASES, DEFAULT_HEADER_CASE, "how attempts spell header names: "
-         "'google' as Google documents them (X-CloudScheduler-JobName), 'lower' as an HTTP/2 "
-         "front end such as Cloud Run hands them on, 'canonical' as X-Cloudscheduler-Jobname "
-         "(%(default)s)"),
-    ):  # fmt: skip
-        start.add_argument(flag, choices=choices, default=choice, help=text)
-    start.add_argument(
-        "--http2",
-        action="store_true",
-        help="send http:// attempts over HTTP/2 with prior knowledge (h2c), as Cloud Run's "
-        "end-to-end HTTP/2 does; needs pycurl with an HTTP/2 libcurl (the curl extra)",
-    )
-    start.add_argument(
-        "--token-issuer",
-        default=GOOGLE_ISSUER,
-        type=_issuer,
-        metavar="URL",
-        help="'iss' of the OIDC tokens jobs send (%(default)s)",
-    )
-    start.add_argument(
-        "--token-time",
-        choices=TOKEN_TIMES,
-        default="emulator",
-        help="stamp tokens with the emulator's clock, or with real time so that a target "
-        "verifying against its own clock accepts them on a manual clock far from now "
-        "(%(default)s)",
-    )
+        group = storage if flag in ("--data-dir", "--in-memory") else start
+        group.add_argument(flag, help=text, **options)
     targets_setup.add_arguments(start)
     firebase_command.add_start_arguments(start)
     firebase_command.add_command(sub)
