@@ -139,15 +139,12 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     """
     forget_in_memory_runs()
     marker = request.node.get_closest_marker("cloud_scheduler")
-    problem = None
     try:
         options = scheduler_options(
             marker.kwargs if marker else {}, request.config.getini(HEADER_CASE_INI)
         )
-    except (TypeError, ValueError) as exc:
-        problem = str(exc)
-    if problem is not None:  # outside the except block: the message shows once, unchained
-        pytest.fail(problem, pytrace=False)
+    except (TypeError, ValueError) as exc:  # pytest.fail, unchained: the message shows once
+        raise pytest.fail.Exception(str(exc), pytrace=False) from None
     scheduler = CloudScheduler(**options)
     yield scheduler
     scheduler.close()
