@@ -116,7 +116,7 @@ class Emulator(AttemptAssertions):
         # Cloud Run jobs: the Admin API answers jobs/J:run in-process; nothing reaches Google.
         self.cloud_run = CloudRun(
             self.clock,
-            ExecutionStore(getattr(self.store, "path", ":memory:"), options.retain_attempts),
+            ExecutionStore(self.store.path, options.retain_attempts),
             [
                 parse_cloud_run_job(d, project=options.project, location=options.location)
                 for d in options.cloud_run_jobs
@@ -228,8 +228,6 @@ class Emulator(AttemptAssertions):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # ---------------------------------------------------------------- names
 
     def job_name(self, name: str) -> str:
         """The full job name of a short job ID (default project and location) or of a full

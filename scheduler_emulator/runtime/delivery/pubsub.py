@@ -276,8 +276,8 @@ class PubsubDispatcher:
         self.publisher = publisher
 
     def prepare(self, job: Job, schedule_time: str | None, now: datetime) -> Prepared:
-        """Prepare one publish (see :class:`.dispatchers.Dispatcher`); its record is
-        ``{"targetType": "PUB_SUB", "pubsubTopic", "data" (base64), "attributes"}``.
+        """Prepare one publish (see :class:`.dispatchers.Dispatcher`), recorded as
+        :func:`pubsub_record` says.
 
         :raises NotDispatched: when the publisher is unavailable (no Pub/Sub configured, or
             google-cloud-pubsub missing), with its reason.

@@ -221,14 +221,12 @@ class AccessToken:
     :param token: the opaque bearer value, starting with :data:`ACCESS_TOKEN_PREFIX`.
     :param email: the service account it was minted for.
     :param scope: the OAuth scope(s), space-separated.
-    :param issued_at: when it was minted (the authority's time base).
-    :param expires_at: ``issued_at`` + 1 hour.
+    :param expires_at: an hour after it was minted (on the authority's time base).
     """
 
     token: str
     email: str
     scope: str
-    issued_at: datetime
     expires_at: datetime
 
 
@@ -328,7 +326,7 @@ class TokenAuthority:
         value = ACCESS_TOKEN_PREFIX + secrets.token_urlsafe(32)
         scope = scope or DEFAULT_OAUTH_SCOPE
         with self._lock:
-            self._access[value] = AccessToken(value, email, scope, issued, issued + TOKEN_LIFETIME)
+            self._access[value] = AccessToken(value, email, scope, issued + TOKEN_LIFETIME)
             while len(self._access) > _MAX_ACCESS_TOKENS:  # the oldest go first
                 self._access.popitem(last=False)
         return value
