@@ -34,8 +34,6 @@ from ..realtime import now as real_now
 from ..wire import format_timestamp as iso
 from ..wire import parse_timestamp, to_instant
 
-_EPOCH = new_datetime(1970, 1, 1, tzinfo=UTC)
-
 
 class Sleeper(Protocol):
     """What a clock drives: the engine (:class:`~scheduler_emulator.Emulator`)."""
@@ -117,7 +115,7 @@ class ManualClock:
 
     def monotonic(self) -> float:
         """Return virtual seconds since the Unix epoch (monotonic: the clock never goes back)."""
-        return (self._now - _EPOCH).total_seconds()
+        return self._now.timestamp()
 
     def wait(self, until: datetime | None, wakeup: threading.Event) -> None:
         """Wait for ``wakeup`` only: virtual time passes by :meth:`advance`, not by waiting."""
