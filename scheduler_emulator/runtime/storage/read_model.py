@@ -315,8 +315,6 @@ def run_state(
         "nextAttemptTime": next_time,
         "nextAttempt": tries + 1 if next_time else None,
         "tries": tries,
-        # at least the attempts made and due: an extra retry (a lost acknowledgement, a restart)
-        # or App Engine's uncounted 503s may take a run past its retry count
         "maxAttempts": None if most is None else max(most, tries + bool(next_time)),
         "scheduleTime": schedule_time,
         "failedAttempts": sum(1 for a in attempts if a["code"] not in (None, "OK")),
