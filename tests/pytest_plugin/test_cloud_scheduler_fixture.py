@@ -123,6 +123,55 @@ def test_assert_attempted_lists_what_did_not_match(pytester: pytest.Pytester) ->
     )
 
 
+def test_an_app_that_raises_is_named_in_the_failure_with_its_traceback_logged(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        """
+        from datetime import timedelta
+
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+
+        def wsgi(environ, start_response):
+            raise KeyError("DB_URL")
+
+
+        async def nightly(request):
+            raise LookupError("no tenant 42")
+
+
+        asgi = Starlette(routes=[Route("/x", nightly, methods=["POST"])])
+
+
+        def test_raises(cloud_scheduler):
+            cloud_scheduler.mount("http://wsgi.test", wsgi)
+            cloud_scheduler.mount("http://asgi.test", asgi)
+            for name in ("wsgi", "asgi"):
+                cloud_scheduler.create_job(
+                    name=name, schedule="0 2 * * *", http_target={"uri": f"http://{name}.test/x"},
+                    retry_config={"retryCount": 0},
+                )
+            cloud_scheduler.advance(timedelta(days=1))
+            [wsgi_attempt] = cloud_scheduler.attempts("wsgi")
+            assert wsgi_attempt.debug_info.endswith(". The app raised KeyError: 'DB_URL'")
+            cloud_scheduler.assert_attempted("asgi", code="OK")
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*-> INTERNAL (500): code INTERNAL, not OK*",
+            "*= 500. The app raised LookupError: no tenant 42*",
+            "*Captured log call*",
+            "*the app mounted for http://asgi.test/x raised*",
+            "*LookupError: no tenant 42*",
+        ]
+    )
+
+
 def test_each_test_gets_a_fresh_emulator(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import io
+import logging
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -39,6 +40,8 @@ from .transports import (
     startable,
     waited_result,
 )
+
+logger = logging.getLogger("scheduler_emulator")
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: An ASGI 3 application: ``await app(scope, receive, send)``.
@@ -312,6 +315,7 @@ class MountTransport:
             except TimeoutError:  # the ASGI app's work was cancelled at the deadline
                 status, headers = None, {}
             except Exception as exc:  # the target's own bug: a 500 to Cloud Scheduler
+                logger.error("the app mounted for %s raised", hop.url, exc_info=exc)
                 status, headers = 500, {}
                 sample.exception = exc
             if status is None or real_monotonic() > deadline:

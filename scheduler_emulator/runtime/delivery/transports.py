@@ -35,7 +35,7 @@ import ssl
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import urlsplit
 
@@ -88,8 +88,8 @@ class TransportResult:
 
     :param status: final HTTP status after redirects, or ``None`` if no response came.
     :param failure: why no response came (``None`` when ``status`` is set).
-    :param detail: human-readable detail for the attempt's debug text.
-    :param exception: an exception a WSGI app raised in-process (the attempt counts as a 500).
+    :param detail: human-readable detail for the attempt's debug text (with a status: the
+        exception an in-process app raised, which made it a 500).
     :param outcome: the attempt's outcome when the target kind classifies it itself (a Pub/Sub
         publish has no HTTP status); ``None`` lets ``status``/``failure`` decide (a 2xx succeeds).
     :param excerpt: the start of the final response's body as text
@@ -100,7 +100,6 @@ class TransportResult:
     status: int | None = None
     failure: Failure | None = None
     detail: str = ""
-    exception: BaseException | None = field(default=None, repr=False)
     outcome: Outcome | None = None
     excerpt: str = ""
     content_type: str | None = None
@@ -432,8 +431,9 @@ def http_result(
         error = sample.exception  # an in-process app's own bug: a 500 to Cloud Scheduler
         return TransportResult(
             status=status,
-            detail="" if error is None else _short(error),
-            exception=error,
+            detail=""
+            if error is None
+            else f"The app raised {type(error).__name__}: {_short(error)}",
             excerpt=excerpt_text(sample.body),
             content_type=sample.content_type,
         )

@@ -376,11 +376,15 @@ _NOTHING_SENT = _NothingSent()
 
 def outcome_of(result: TransportResult) -> Outcome:
     """Classify a transport result; a result carrying its own outcome (a
-    Pub/Sub publish) keeps it."""
+    Pub/Sub publish) keeps it. A status's detail (an in-process app's exception) ends the
+    debug text."""
     if result.outcome is not None:
         return result.outcome
     if result.status is not None:
-        return classify_status(result.status)
+        outcome = classify_status(result.status)
+        if not result.detail:
+            return outcome
+        return replace(outcome, debug_info=f"{outcome.debug_info}. {result.detail}")
     assert result.failure is not None
     return classify_failure(result.failure, result.detail)
 
