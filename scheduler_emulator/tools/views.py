@@ -763,15 +763,17 @@ def _follow(
     failed: bool = False,
 ) -> int:
     """Print ``shown``'s finished attempts, then every attempt as it finishes, each look's in
-    id order (as a table, each batch aligned on the widest cells seen so far, or as JSON
-    lines; with ``failed``, only those that failed). An attempt in flight is looked up again
-    at each look until it ends (one request each), so a long one holds back no other."""
+    id order (as a table, each batch aligned on the widest cells seen so far, under the header
+    again when that widened a column; or as JSON lines; with ``failed``, only those that
+    failed). An attempt in flight is looked up again at each look until it ends (one request
+    each), so a long one holds back no other."""
     headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
     # The rows printed that hold a column's widest cell, so that later batches align with
     # earlier ones (not every row printed: a follow of days would grow without bound).
     seen: list[list[str]] = []
+    header_printed = [""]
 
-    def emit(batch: list[Attempt], header: bool) -> None:
+    def emit(batch: list[Attempt]) -> None:
         batch = [attempt for attempt in batch if not failed or attempt.code != "OK"]
         if as_json:
             _print_json(out, (attempt.to_json() for attempt in batch))
@@ -782,7 +784,9 @@ def _follow(
         lines = render_table(headers, seen, width=None if wide else TABLE_WIDTH, paint=painter(out))
         # A row is its line and the lines its wrapped REASON continues on (indented).
         starts = [i for i, line in enumerate(lines) if i and not line.startswith(" ")]
-        out.writelines(line + "\n" for line in ([lines[0]] if header else []))
+        if lines[0] != header_printed[0]:  # the first, or a column widened: rows line up under it
+            out.write(lines[0] + "\n")
+            header_printed[0] = lines[0]
         out.writelines(line + "\n" for line in (lines[starts[-len(rows)] :] if rows else []))
         out.flush()
         if seen:
@@ -791,7 +795,7 @@ def _follow(
 
     going = [attempt.id for attempt in shown if attempt.code is None]  # printed once they end
     seen.extend(attempt_rows([a for a in shown if a.code is None], wide))  # widths of those
-    emit([attempt for attempt in shown if attempt.code is not None], header=True)
+    emit([attempt for attempt in shown if attempt.code is not None])
     if shown:
         cursor = shown[-1].id  # the id after which attempts are still to be read
     else:
@@ -811,7 +815,7 @@ def _follow(
             going = [a.id for a in now + fresh if a.code is None]
             ended = sorted((a for a in now + fresh if a.code is not None), key=attrgetter("id"))
             if ended:
-                emit(ended, header=False)
+                emit(ended)
     except KeyboardInterrupt:
         return 0
 

@@ -424,11 +424,33 @@ def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
     out = io.StringIO()
     follower = looking(looks, 2)
     assert _follow(Client(), {}, [attempt(1, ended=False)], out, follower) == 0  # type: ignore[arg-type]
-    header, *rows = out.getvalue().splitlines()
+    header, *lines = out.getvalue().splitlines()
     assert header.startswith("TIME ")
+    rows = [line for line in lines if not line.startswith("TIME ")]  # (again when TOOK widened)
     assert [row.split()[0] for row in rows] == [
         "2026-03-01T04:00:00.000Z", "2026-03-01T03:00:00.000Z"
     ]  # fmt: skip
+
+
+def test_follow_prints_the_header_again_when_a_column_widens() -> None:
+    """Rows that widen a column (the first after an empty start, a longer code) come under the
+    header again, aligned to it: a trial user saw a header that lined up with no row."""
+
+    class Client:
+        def get(self, path: str, params: dict[str, object]) -> dict[str, object]:
+            late = hourly_attempt(2, status=None, code="DEADLINE_EXCEEDED")
+            new = {"0": [hourly_attempt(1)], "1": [late]}.get(str(params.get("pageToken")), [])
+            return {"attempts": [a.to_json() for a in new]}
+
+    out = io.StringIO()
+    assert _follow(Client(), {}, [], out, looking([], 2)) == 0  # type: ignore[arg-type]
+    lines = out.getvalue().splitlines()
+    headers = [i for i, line in enumerate(lines) if line.startswith("TIME ")]
+    assert headers == [0, 1, 3] and len(lines) == 5
+    for at in headers[1:]:
+        header, row = lines[at], lines[at + 1]
+        assert row[header.index("CODE") :].split()[0] in ("OK", "DEADLINE_EXCEEDED")
+        assert row[header.index("SCHEDULED") :].startswith("2026-03-01T0")
 
 
 def test_follow_failed_prints_only_the_attempts_that_fail() -> None:
@@ -450,7 +472,7 @@ def test_follow_failed_prints_only_the_attempts_that_fail() -> None:
     shown = [attempt(0, "OK"), attempt(1, None)]
     follower = looking([], 1)
     assert _follow(Client(), {}, shown, out, follower, failed=True) == 0  # type: ignore[arg-type]
-    header, *rows = out.getvalue().splitlines()
+    rows = [line for line in out.getvalue().splitlines() if not line.startswith("TIME ")]
     assert [row.split()[4] for row in rows] == ["INTERNAL", "INTERNAL"]  # attempts 1 and 3
 
 
