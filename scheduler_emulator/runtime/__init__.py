@@ -18,7 +18,7 @@ from ._options import (
     EmulatorOptions,
 )
 from .cloud_run.executions import EXECUTION_STATES, Execution, run_callable
-from .delivery.dispatchers import parse_app_engine_urls
+from .delivery.dispatchers import app_engine_url, parse_app_engine_urls
 from .delivery.in_process import (
     AsgiApp,
     AsgiCaller,

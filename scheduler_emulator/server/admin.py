@@ -65,10 +65,9 @@ from ..domain.codec import job_to_json, parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from ..domain.paging import next_page_token, page_position
 from ..domain.resources import Job
-from ..runtime import EXECUTION_STATES, HttpTransport
+from ..runtime import EXECUTION_STATES, HttpTransport, app_engine_url
 from ..runtime._emulator import Emulator
 from ..runtime._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX
-from ..runtime.delivery.dispatchers import app_engine_url
 from ..runtime.delivery.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
 from ..runtime.storage import read_model
 from . import dashboard

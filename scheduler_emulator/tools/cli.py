@@ -38,6 +38,7 @@ from ..runtime import (
     EmulatorOptions,
     NoPublisher,
     SystemClock,
+    app_engine_url,
     http2_problem,
 )
 from ..server.connections import Limits
@@ -136,10 +137,15 @@ def _daemon_address(parser: argparse.ArgumentParser) -> None:
 
 
 def _issuer(text: str) -> str:
-    """A ``--token-issuer`` value: any text without spaces (Google's ID tokens carry
-    ``https://accounts.google.com`` or ``accounts.google.com``)."""
+    """A ``--token-issuer`` value: an ``http(s)://`` URL or a bare host, without spaces
+    (Google's ID tokens carry ``https://accounts.google.com`` or ``accounts.google.com``)."""
     if not text or any(c.isspace() for c in text):
         raise argparse.ArgumentTypeError(f"{text!r} is empty or has a space; give the 'iss'")
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme.lower() not in ("http", "https"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an https:// URL nor a bare host such as accounts.google.com"
+        )
     return text
 
 
@@ -251,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("--clock", dict(choices=["system", "manual"], default="system"),
          "real time, or a virtual clock moved by POST /_emulator/clock:advance (%(default)s)"),
         ("--start", dict(type=timestamp_argument, metavar="RFC3339"),
-         "manual clock's start instant (default: now, rounded down to the whole minute)"),
+         "manual clock's start instant (default: where it stopped on the data dir, else now "
+         "rounded down to the whole minute)"),
         ("--faults", dict(metavar="FILE"), "fault plan (YAML or JSON) to inject into deliveries"),
         ("--log-file", dict(metavar="F"), "append the execution log to F (default: stdout)"),
         ("--log-format", dict(choices=LOG_FORMATS),
@@ -267,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
          "send http:// attempts over HTTP/2 with prior knowledge (h2c), as Cloud Run's "
          "end-to-end HTTP/2 does; needs pycurl with an HTTP/2 libcurl (the curl extra)"),
         ("--token-issuer", dict(type=_issuer, default=GOOGLE_ISSUER, metavar="URL"),
-         "'iss' of the OIDC tokens jobs send (%(default)s)"),
+         "'iss' of the OIDC tokens jobs send: an https:// URL or a bare host (%(default)s)"),
         ("--token-time", dict(choices=TOKEN_TIMES, default="emulator"),
          "stamp tokens with the emulator's clock, or with real time so that a target verifying "
          "against its own clock accepts them on a manual clock far from now (%(default)s)"),
@@ -514,7 +521,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     token = admin_token(args.admin_token)
     firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
     if args.http2 and (reason := http2_problem()) is not None:
-        raise ConfigurationError(f"--http2 is not possible here: {reason}")
+        raise ConfigurationError(f"--http2: HTTP/2 deliveries are not possible here: {reason}")
     per_file = load_jobs_by_file(
         args.jobs,
         project=args.project,
@@ -577,15 +584,21 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             + ("" if token else " Set --admin-token to protect /_emulator/."),
             file=sys.stderr,
         )
-    unpublished = [j.job_id for j in emulator.list_jobs() if j.target_type == "PUBSUB"]
-    if unpublished and isinstance(targets.publisher, NoPublisher):
-        print(
-            f"warning: {len(unpublished)} Pub/Sub job(s) ({', '.join(unpublished[:3])}"
-            f"{', …' if len(unpublished) > 3 else ''}) have nowhere to publish: their attempts "
-            "fail FAILED_PRECONDITION until the daemon is started with --pubsub-emulator-host "
-            "HOST:PORT or --with-pubsub (docs/pubsub.md).",
-            file=sys.stderr,
+    every_job = emulator.list_jobs()
+    if isinstance(targets.publisher, NoPublisher):
+        _warn_undelivered(
+            [j for j in every_job if j.target_type == "PUBSUB"],
+            "Pub/Sub job(s) ({}) have nowhere to publish: their attempts fail FAILED_PRECONDITION "
+            "until the daemon is started with --pubsub-emulator-host HOST:PORT or --with-pubsub "
+            "(docs/pubsub.md).",
         )
+    urls = targets.app_engine_urls
+    _warn_undelivered(
+        [j for j in every_job if (t := j.app_engine_http_target) and not app_engine_url(t, urls)],
+        "App Engine job(s) ({}) have no local URL for their service: their attempts fail "
+        "FAILED_PRECONDITION until the daemon is started with --app-engine-url SERVICE=URL, "
+        "or --app-engine-url URL for every service.",
+    )
     run_jobs = [job.job_id for job in emulator.cloud_run.jobs()]
     clock_note = f"{args.clock} clock"
     if args.clock == "manual":
@@ -609,6 +622,14 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     bridge = firebase_command.bridge_from_args(args, emulator, out)
     daemon.run([bridge] if bridge is not None else [])
     return 0
+
+
+def _warn_undelivered(jobs: Sequence[Job], what: str) -> None:
+    """Warn on stderr that ``jobs`` (if any) cannot be delivered: ``what`` with their count
+    first and up to three IDs in its ``{}``."""
+    if jobs:
+        ids = ", ".join(job.job_id for job in jobs[:3]) + (", …" if len(jobs) > 3 else "")
+        print(f"warning: {len(jobs)} {what.format(ids)}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -213,7 +213,7 @@ def configure(
     if args.with_pubsub:
         missing = pubsub_library_missing()
         if missing is not None:
-            raise ConfigurationError(missing.split(". ", 1)[1])
+            raise ConfigurationError("--with-pubsub: " + missing.split(". ", 1)[1])
         process = PubsubEmulatorProcess(project=args.project).start()
         topics = [job.pubsub_target.topic_name for job in jobs if job.pubsub_target is not None]
         try:
@@ -225,9 +225,10 @@ def configure(
         return TargetsSetup(
             EmulatorPublisher(process.host), urls, process, f"Pub/Sub emulator {process.host}{note}"
         )
-    host = args.pubsub_emulator_host or environ.get(ENV_VAR, "")
-    if host:
-        given = "--pubsub-emulator-host" if args.pubsub_emulator_host else f"${ENV_VAR}"
+    given, host = "--pubsub-emulator-host", args.pubsub_emulator_host  # '' is refused, not unset
+    if host is None:
+        given, host = f"${ENV_VAR}", environ.get(ENV_VAR) or None
+    if host is not None:
         try:
             check_host_port(host, given, "localhost:8085")
         except ValueError as exc:

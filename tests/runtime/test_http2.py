@@ -191,7 +191,7 @@ def test_without_an_http2_client_the_flag_is_refused_at_start(tmp_path: Path) ->
         timeout=60,
     )
     assert done.returncode == 2, done.stderr
-    assert "--http2 is not possible here: they need pycurl" in done.stderr
+    assert "--http2: HTTP/2 deliveries are not possible here: they need pycurl" in done.stderr
     assert "Traceback" not in done.stderr
 
 

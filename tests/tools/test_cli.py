@@ -123,6 +123,7 @@ class TestBadFlags:
             ("start", "--location", "", 'invalid location ID ""'),
             ("start", "--location", "us central", 'invalid location ID "us central"'),
             ("start", "--token-issuer", "", "'' is empty or has a space; give the 'iss'"),
+            ("start", "--token-issuer", "ftp://x", "'ftp://x' is not an https:// URL nor a bare"),
             ("start", "--start", "2026-02-30T00:00:00Z", "day is out of range for month"),
             ("next", "--after", "2026-13-01T00:00:00Z", "month must be in 1..12"),
             ("replay", "--seed", "-1", f"from 0 to {2**63 - 1}; got '-1'"),
@@ -162,7 +163,7 @@ class TestBadFlags:
         code, _, err = run_command(capsys, *args)
         assert (code, err) == (2, f"error: --log-file {log}: No such file or directory.\n")
 
-    @pytest.mark.parametrize("host", ["nocolon", "localhost:99999", ":8085"])
+    @pytest.mark.parametrize("host", ["nocolon", "localhost:99999", ":8085", ""])
     def test_a_pubsub_emulator_host_without_a_port_exits_2(
         self, host: str, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -248,7 +249,10 @@ class TestBadFlags:
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
         help_text = " ".join(run_command(capsys, "start", "--help")[1].split())
-        assert "(default: now, rounded down to the whole minute)" in help_text
+        assert (
+            "(default: where it stopped on the data dir, else now rounded down to the whole minute)"
+            in help_text
+        )
 
 
 class TestEnvInit:
@@ -363,21 +367,28 @@ class TestStartupLine:
             assert daemon.process.stderr is not None
             assert f"warning: {jobs} holds no jobs" in daemon.process.stderr.read()
 
-    def test_pubsub_jobs_with_nowhere_to_publish_are_a_warning(
+    def test_jobs_that_cannot_be_delivered_are_a_warning(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """A trial's restart without a Pub/Sub emulator said nothing until the jobs fired."""
+        """A trial's restart without a Pub/Sub emulator said nothing until the jobs fired; nor
+        did a later trial's App Engine job whose service no --app-engine-url mapped."""
         monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
         jobs = tmp_path / "jobs.yaml"
         topic = {"topicName": "projects/my-project/topics/restock", "data": "aGk="}
-        jobs.write_text(json.dumps([{"name": "restock", "schedule": "0 6 * * *",
-                                     "pubsubTarget": topic}]))  # fmt: skip
-        with running_daemon("--in-memory", "--jobs", str(jobs)) as daemon:
+        jobs.write_text(json.dumps([
+            {"name": "restock", "schedule": "0 6 * * *", "pubsubTarget": topic},
+            {"name": "sweep", "schedule": "0 6 * * *",
+             "appEngineHttpTarget": {"appEngineRouting": {"service": "worker"}}},
+            {"name": "mapped", "schedule": "0 6 * * *",
+             "appEngineHttpTarget": {"appEngineRouting": {"service": "api"}}},
+        ]))  # fmt: skip
+        mapping = ("--app-engine-url", "api=http://127.0.0.1:9")
+        with running_daemon("--in-memory", "--jobs", str(jobs), *mapping) as daemon:
             daemon.stop()
             assert daemon.process.stderr is not None
-            assert "warning: 1 Pub/Sub job(s) (restock) have nowhere to publish" in (
-                daemon.process.stderr.read()
-            )
+            err = daemon.process.stderr.read()
+            assert "warning: 1 Pub/Sub job(s) (restock) have nowhere to publish" in err
+            assert "warning: 1 App Engine job(s) (sweep) have no local URL for their service" in err
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ from .client import DEFAULT_HUB, HUB_ENV, Unreachable
 from .functions import app_engine_location, project_of
 
 _HUB_HELP = (
-    "the Firebase Emulator Suite's hub, asked where the Functions emulator is (default: "
+    "the Firebase Emulator Suite's hub, asked where the Functions emulator is ({}: "
     f"${HUB_ENV}, else {DEFAULT_HUB}); nothing answering there exits 2"
 )
 #: Seconds the checks before the daemon listens may take at most, all requests included: the
@@ -54,7 +54,8 @@ def add_start_arguments(start: argparse.ArgumentParser) -> None:
         "--firebase",
         metavar="HUB_HOST:PORT",
         type=_address_argument(client.DEFAULT_HUB),
-        help="keep one job per scheduled function of a Firebase Functions emulator: " + _HUB_HELP,
+        help="keep one job per scheduled function of a Firebase Functions emulator: "
+        + _HUB_HELP.format("an empty value means"),
     )
     group.add_argument(
         "--firebase-functions",
@@ -87,7 +88,7 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "Every option of `start` applies too. See docs/firebase.md.",
     )
     where = firebase.add_mutually_exclusive_group()
-    where.add_argument("--hub", metavar="HOST:PORT", help=_HUB_HELP)
+    where.add_argument("--hub", metavar="HOST:PORT", help=_HUB_HELP.format("default"))
     where.add_argument("--functions", metavar="HOST:PORT", help=_FUNCTIONS_HELP)
     firebase.add_argument("--app-engine-location", metavar="LOCATION", help=_APP_ENGINE_HELP)
     firebase.add_argument(
