@@ -309,12 +309,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser(
         "demo",
         help="the example service and emulator on a fast clock",
-        description="Start the example Orders service (examples/orders/app.py) on a free port, "
+        description="Start the example Orders service (examples/orders/app.py) on --port, "
         "load its jobs into an in-memory emulator on a manual clock, and run --days simulated "
         "days at --speed real seconds per simulated hour, printing every attempt as the service "
         "receives it. Needs Flask (pip install 'cloud-scheduler-emulator[examples]').",
     )
     demo.add_argument("--days", type=int, default=3, help="simulated days (%(default)s)")
+    demo.add_argument(
+        "--port", type=_port, default=0, help="the service's port; 0 picks a free one (%(default)s)"
+    )
     demo.add_argument(
         "--speed", type=float, default=0.05, help="real seconds per simulated hour (%(default)s)"
     )
@@ -647,7 +650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from .demo import run_demo
 
-            return run_demo(days=args.days, speed=args.speed, out=sys.stdout)
+            return run_demo(days=args.days, speed=args.speed, out=sys.stdout, port=args.port)
         if args.command == "init":
             from .scaffold import run_init
 

@@ -1,6 +1,6 @@
 """``scheduler-emulator demo``: the Orders example service and the emulator on a fast clock.
 
-Starts ``examples/orders/app.py`` on a free local port (real HTTP), loads
+Starts ``examples/orders/app.py`` on a local port (``--port``; a free one by default), loads
 ``examples/orders/jobs.yaml`` pointed at it, and drives a :class:`ManualClock` through a few
 simulated days, printing every attempt as it is made: the nightly sweep at 02:00Z and the
 six-hourly report, whose first attempt of each run meets the example's busy ``ReportStore``
@@ -38,6 +38,7 @@ from ..runtime import (
     InProcessPublisher,
     ManualClock,
 )
+from ..server.daemon import check_port_free
 from .jobs_file import load_jobs_file
 
 __all__ = [
@@ -101,12 +102,13 @@ def describe(attempt: Attempt) -> str:
     )
 
 
-def run_demo(days: int, speed: float, out: IO[str]) -> int:
-    """Run the demo for ``days`` simulated days; ``speed`` real seconds per simulated hour.
+def run_demo(days: int, speed: float, out: IO[str], port: int = 0) -> int:
+    """Run the demo for ``days`` simulated days; ``speed`` real seconds per simulated hour; the
+    service on 127.0.0.1:``port`` (0: a free port).
 
     :return: 0 when every nightly run reached the service, 1 otherwise.
     :raises ConfigurationError: for ``days`` outside 1 to 3,650 (ten years) or ``speed``
-        outside 0 to 3,600 seconds (not a number included).
+        outside 0 to 3,600 seconds (not a number included), or a ``port`` that cannot be bound.
     """
     if not 1 <= days <= 3650:
         raise ConfigurationError(f"--days must be from 1 to 3650 (ten years); got {days}.")
@@ -118,7 +120,8 @@ def run_demo(days: int, speed: float, out: IO[str]) -> int:
     reports = module.ReportStore()  # busy on the first try of each run: retries show
     restocks = module.RestockLog()  # what the service's Pub/Sub subscriber received
     app = module.create_app(orders, reports=reports, restocks=restocks)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    check_port_free("127.0.0.1", port)  # (werkzeug would exit the process)
+    server = make_server("127.0.0.1", port, app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_port}"
     logging.getLogger("werkzeug").setLevel(logging.WARNING)

@@ -7,6 +7,7 @@ import json
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ import pytest
 import requests
 
 from scheduler_emulator import Emulator, ManualClock, MountTransport
+from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.tools.demo import load_example, run_demo
 from scheduler_emulator.tools.jobs_file import load_jobs_file
@@ -234,10 +236,20 @@ def assert_each_service_line_under_its_attempt(text: str) -> None:
     assert sum(line.startswith("      ") for line in lines) == len(attempts)
 
 
-def test_demo_prints_each_service_line_under_its_attempt() -> None:
+def test_demo_prints_each_service_line_under_its_attempt_with_the_service_on_its_port() -> None:
     out = io.StringIO()
-    assert run_demo(days=1, speed=0, out=out) == 0
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert run_demo(days=1, speed=0, out=out, port=port) == 0
+    assert f"Orders example service on http://127.0.0.1:{port}" in out.getvalue()
     assert_each_service_line_under_its_attempt(out.getvalue())
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        with pytest.raises(ConfigurationError, match=f"127.0.0.1:{busy}: Address already in use"):
+            run_demo(days=1, speed=0, out=io.StringIO(), port=busy)
 
 
 @pytest.mark.timeout(120)
