@@ -203,6 +203,8 @@ def test_parse_app_engine_urls(values: object, expected: dict[str, str]) -> None
         ),
         (["=http://a.test"], "=http://a.test: the service name before = is empty"),
         (["w=http://u:secret@a.test"], 'user name or password .* got "http://u:\\*\\*\\*@'),
+        # a trial's: read as one URL for every service, the message said only "http://"
+        (["a/b=http://a.test"], "a service name before = holds no ':', '/' or space\\)\\.$"),
     ],
 )
 def test_parse_app_engine_urls_errors(values: list[str], message: str) -> None:

@@ -311,7 +311,9 @@ def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> di
         try:
             check_url(url, flag, base=True)
         except InvalidArgument as exc:
-            raise ValueError(exc.message) from None
+            named = service == EVERY_SERVICE and "=" in url  # a service name it did not take
+            hint = " (a service name before = holds no ':', '/' or space)" if named else ""
+            raise ValueError(exc.message.rstrip(".") + hint + ".") from None
         if service in urls:
             which = "every service" if service == EVERY_SERVICE else f"service {service!r}"
             raise ValueError(f"--app-engine-url maps {which} twice ({urls[service]} and {url}).")
