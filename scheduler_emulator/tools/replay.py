@@ -668,7 +668,8 @@ def replay_scenario(
     scenario = load_scenario(path)
     where = None if report_file is None else Path(report_file)
     if where is not None and (where.is_dir() or not where.parent.is_dir()):  # before the run
-        problem = "is a directory" if where.is_dir() else f"{where.parent} is not a directory"
+        missing = "does not exist" if not where.parent.exists() else "is not a directory"
+        problem = "is a directory" if where.is_dir() else f"{where.parent} {missing}"
         raise ConfigurationError(f"--report {report_file}: {problem}.")
     show_progress = progress if progress is not None else is_terminal(out)
 

@@ -449,7 +449,11 @@ class TestReplay:
 
     @pytest.mark.parametrize(
         ("report", "says"),
-        [("missing/r.html", "missing is not a directory."), (".", "is a directory.")],
+        [
+            ("missing/r.html", "missing does not exist."),
+            ("scenario.yaml/r.html", "scenario.yaml is not a directory."),
+            (".", "is a directory."),
+        ],
     )
     def test_a_report_that_cannot_be_written_is_refused_before_the_run(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: str, says: str
