@@ -111,6 +111,11 @@ VALIDATION_PROBLEM_TYPE = "https://tools.ietf.org/html/rfc9110#section-15.5.1"
 #: ``title`` of the 400 validation problem.
 VALIDATION_PROBLEM_TITLE = "One or more validation errors occurred."
 PROBLEM_JSON = "application/problem+json"
+#: Said after a handler's failure that read ``flask.request``, which timer runs do not set up.
+FLASK_CONTEXT_HINT = (
+    " A timer run is answered in front of Flask, outside its request context: take a "
+    "TimerRequest parameter for the run's headers and body (docs/testing.md)."
+)
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,500}")
 
@@ -467,10 +472,12 @@ class TimerRouter:
         """
         if exception is None:
             return _answer(200)
+        flask = "outside of request context" in str(exception)  # flask.request read in it
         logger.error(
-            "TIMER /%s failed with 500: its handler raised %s.",
+            "TIMER /%s failed with 500: its handler raised %s.%s",
             name,
             type(exception).__name__,
+            FLASK_CONTEXT_HINT if flask else "",
             exc_info=exception,
         )
         return _answer(500, INTERNAL_SERVER_ERROR_BODY, PROBLEM_JSON, exception)

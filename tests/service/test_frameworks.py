@@ -108,6 +108,26 @@ class TestFlask:
         assert client.get("/orders").get_data() == b"orders"
         assert orders.seen == [("nightly", "2026-09-24T02:00:00Z")]
 
+    def test_a_handler_reading_flask_request_is_told_to_take_a_timer_request(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A trial user's handler read ``flask.request``: 500, and only Flask's own words."""
+        router, app = TimerRouter(), flask_app()
+
+        @router.timer("nightly")
+        def nightly() -> None:
+            flask.request.headers.get("X-CloudScheduler-ScheduleTime")
+
+        router.init_app(app)
+        response = app.test_client().post("/_triggers/timer/nightly", headers=FROM_NIGHTLY)
+
+        assert response.status_code == 500
+        assert (
+            "TIMER /nightly failed with 500: its handler raised RuntimeError. A timer run is "
+            "answered in front of Flask, outside its request context: take a TimerRequest "
+            "parameter for the run's headers and body (docs/testing.md)."
+        ) in caplog.messages
+
     def test_other_paths_get_the_flask_apps_own_404(self) -> None:
         app = flask_app()
         SeedTimers().router.init_app(app)
