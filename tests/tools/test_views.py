@@ -24,6 +24,7 @@ from scheduler_emulator.tools import views
 from scheduler_emulator.tools.timeline import render_table
 from scheduler_emulator.tools.views import (
     ATTEMPT_HEADERS,
+    EXECUTION_HEADERS,
     TABLE_WIDTH,
     _follow,
     attempt_rows,
@@ -610,6 +611,18 @@ def test_an_execution_that_failed_says_why() -> None:
                        "task 3: cannot start 'nope': No such file", "task 4: exit -9"]  # fmt: skip
     succeeded = record | {"state": "SUCCEEDED", "taskAttempts": tried[:2]}  # retried, then 0
     assert execution_rows([succeeded])[0][-1] == ""
+
+
+def test_the_executions_header_keeps_to_one_line_at_120_columns() -> None:
+    """Two trials saw SCHEDULER JOB split over two lines: a JOB column is never narrower than
+    its header."""
+    record = {"name": "x/executions/nightly-report-7xk2p", "createTime": "2026-12-05T04:00:00Z",
+              "state": "FAILED", "taskCount": 1, "succeededCount": 0, "failedCount": 1,
+              "retriedCount": 0, "schedulerJob": "nightly-report-trigger",
+              "taskAttempts": [{"index": 0, "exitCode": 3, "stderr": "bad row 17"}]}  # fmt: skip
+    header, *rows = render_table(EXECUTION_HEADERS, execution_rows([record]), width=TABLE_WIDTH)
+    assert header.split("  ")[-2:] == ["SCHEDULER JOB", "REASON"]
+    assert rows[0][header.index("SCHEDULER JOB") :].startswith("nightly-")
 
 
 def test_a_long_execution_reason_wraps_unless_wide(
