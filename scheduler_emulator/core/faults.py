@@ -58,6 +58,8 @@ __all__ = [
 ACTIONS = ("duplicate", "lost_ack", "deadline", "status", "connection_error", "delay")
 #: The fields every rule has, whatever its action: what it matches and how often it fires.
 MATCH_FIELDS = ("action", "job", "run", "schedule_time", "attempt", "probability", "limit")
+#: The fields that narrow a rule to some of a job's attempts.
+_NARROWING = ("run", "schedule_time", "attempt")
 #: The fields only some actions read, per action: the one list of which field applies to which
 #: action. A rule that sets a field its action does not read is refused.
 ACTION_FIELDS: Mapping[str, tuple[str, ...]] = {
@@ -250,6 +252,16 @@ class FaultRule:
             return False
         return self.attempt is None or self.attempt == context.attempt
 
+    def covers(self, other: FaultRule) -> bool:
+        """Tell whether this rule fires for every attempt ``other`` matches: it always fires
+        (probability 1, no limit), its job pattern takes ``other``'s, and each of its run,
+        ScheduleTime and attempt is open or the same."""
+        job = self.job in ("*", other.job) or (
+            not any(c in other.job for c in "*?[") and fnmatch.fnmatchcase(other.job, self.job)
+        )
+        narrows = any(getattr(self, k) not in (None, getattr(other, k)) for k in _NARROWING)
+        return job and not narrows and self.probability == 1 and self.limit is None
+
     def to_json(self) -> dict[str, Any]:
         """The rule as JSON, only the fields that differ from their defaults."""
         defaults = FaultRule(self.action)
@@ -346,6 +358,23 @@ class FaultPlan:
                 self._fired[index] = self._fired.get(index, 0) + 1
                 chosen.append(rule)
         return chosen
+
+    def shadowed(self) -> list[str]:
+        """A note for each rule that never acts: one rule of each action acts on an attempt,
+        the first that fires (the engine's ``send_with_faults``), so a rule that an earlier one
+        of its action :meth:`~FaultRule.covers` never does. Such a plan is valid; the daemon
+        and ``replay`` warn about it."""
+        notes = []
+        for later, rule in enumerate(self.rules):
+            for earlier, first in enumerate(self.rules[:later]):
+                if first.action == rule.action and first.covers(rule):
+                    notes.append(
+                        f"rules[{later}] ({rule.action}) never acts: rules[{earlier}] is the "
+                        f"{rule.action} rule of every attempt it matches (one rule of each "
+                        "action acts on an attempt)."
+                    )
+                    break
+        return notes
 
     def to_json(self) -> dict[str, Any]:
         """``{"seed": …, "rules": [...]}``."""

@@ -551,6 +551,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
 
     closing = [close_log] if log_stream is not out else []
     faults = load_fault_file(args.faults) if args.faults else None
+    for note in faults.shadowed() if faults else []:
+        print(f"warning: {args.faults}: {note}", file=sys.stderr)
     if args.start is not None and args.clock != "manual":
         raise ConfigurationError("--start needs --clock manual.")
     targets = targets_setup.configure(args, jobs, out)  # may start the Pub/Sub emulator

@@ -666,6 +666,8 @@ def replay_scenario(
     if target is not None:
         _check_target(target)
     scenario = load_scenario(path)
+    for note in scenario.fault_plan().shadowed():
+        print(f"warning: {path}: faults: {note}", file=sys.stderr)
     where = None if report_file is None else Path(report_file)
     if where is not None and (where.is_dir() or not where.parent.is_dir()):  # before the run
         missing = "does not exist" if not where.parent.exists() else "is not a directory"

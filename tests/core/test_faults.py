@@ -267,6 +267,41 @@ class TestRules:
             FaultRule.from_json(fields)
         assert info.value.violations[0].field == field
 
+    @pytest.mark.parametrize(
+        ("earlier", "later", "shadowed"),
+        [
+            (FaultRule("duplicate", count=2), FaultRule("duplicate", job="alpha", run=2), True),
+            (FaultRule("duplicate", job="report*"), FaultRule("duplicate", job="report-1"), True),
+            (FaultRule("duplicate", job="alpha", attempt=1), FaultRule("duplicate", job="alpha",
+             attempt=1, run=3), True),
+            (FaultRule("duplicate", job="report*"), FaultRule("duplicate", job="rep*"), False),
+            (FaultRule("duplicate", job="alpha", run=2), FaultRule("duplicate"), False),
+            (FaultRule("duplicate", probability=0.5), FaultRule("duplicate", job="alpha"), False),
+            (FaultRule("duplicate", limit=3), FaultRule("duplicate", job="alpha"), False),
+            (FaultRule("duplicate"), FaultRule("lost_ack", job="alpha"), False),
+        ],
+    )  # fmt: skip
+    def test_a_rule_an_earlier_one_of_its_action_always_takes_is_named(
+        self, earlier: FaultRule, later: FaultRule, shadowed: bool
+    ) -> None:
+        """A trial's second duplicate rule never fired and nothing said so."""
+        notes = FaultPlan([earlier, later]).shadowed()
+        assert notes == (
+            [f"rules[1] ({later.action}) never acts: rules[0] is the {later.action} rule of "
+             "every attempt it matches (one rule of each action acts on an attempt)."]
+            if shadowed else []
+        )  # fmt: skip
+
+    def test_a_shadowed_rule_indeed_never_acts(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        emulator.faults.add(action="duplicate", count=1)
+        emulator.faults.add(action="duplicate", job="nightly", run=1, count=3)
+        assert len(emulator.faults.shadowed()) == 1
+        emulator.create_job(nightly_job())
+        emulator.advance(timedelta(minutes=1))
+        assert len(target.requests) == 2  # the first rule's one copy, not the second's three
+
     def test_plan_round_trips_through_json(self) -> None:
         plan = FaultPlan([FaultRule("duplicate", job="n*", count=2), FaultRule("lost_ack")], 9)
         assert FaultPlan.from_json(plan.to_json()).to_json() == plan.to_json()

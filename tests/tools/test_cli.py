@@ -154,6 +154,19 @@ class TestBadFlags:
             "directory, or a path where one can be made.\n"
         )
 
+    def test_a_fault_rule_that_never_acts_is_a_warning(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        plan = tmp_path / "faults.yaml"
+        plan.write_text("rules:\n  - {action: lost_ack}\n  - {action: lost_ack, job: x}\n")
+        with socket.socket() as taken:  # the daemon stops at its port, after the faults load
+            taken.bind(("127.0.0.1", 0))
+            port = str(taken.getsockname()[1])
+            args = ("start", "--in-memory", "--port", port, "--faults", str(plan))
+            code, _, err = run_command(capsys, *args)
+        assert code == 2
+        assert err.startswith(f"warning: {plan}: rules[1] (lost_ack) never acts: rules[0] is")
+
     def test_a_log_file_in_a_missing_directory_exits_2_naming_the_flag(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

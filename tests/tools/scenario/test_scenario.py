@@ -464,6 +464,18 @@ class TestReplay:
         code, out, err = replay(str(write(tmp_path, HOURLY)), "--report", report)
         assert (code, out, err) == (2, "", f"error: --report {report}: {says}\n")
 
+    def test_a_fault_rule_that_never_acts_is_a_warning(self, tmp_path: Path) -> None:
+        text = HOURLY + "faults:\n  rules:\n    - {action: duplicate}\n"
+        text += "    - {action: duplicate, job: hourly, run: 2, count: 3}\n"
+        path = write(tmp_path, text)
+        code, _, err = replay(str(path))
+        assert code == 0
+        assert err == (
+            f"warning: {path}: faults: rules[1] (duplicate) never acts: rules[0] is the "
+            "duplicate rule of every attempt it matches (one rule of each action acts on an "
+            "attempt).\n"
+        )
+
     def test_a_failing_target_is_retried_and_shown_in_the_timeline(self, tmp_path: Path) -> None:
         text = HOURLY.replace("make()", "flaky()").replace("3h", "1h")
         code, out, _ = replay(str(write(tmp_path, text)))
