@@ -511,7 +511,8 @@ class Scheduler:
     ) -> tuple[list[Decision], list[Run]]:
         """Load the stored jobs and open runs after a restart.
 
-        Next fire times count from ``now``, the instant time resumes from (no backfill). The
+        Next fire times count from ``now``, the instant time resumes from (no backfill); an
+        ``every N minutes`` interval keeps its cadence from its stored next fire time. The
         scheduled times from a job's stored next fire time (``next_fires``: its first time
         with neither a run nor a skipped record) up to, not including, ``now`` are those the
         emulator did not act on:
@@ -560,7 +561,8 @@ class Scheduler:
                 late, skipped = self._downtime(state, stored, listed, alive, now)
                 decisions.extend(skipped)
             unrecorded = stored is not None and stored <= now
-            first = self._first_fire(state.schedule, now, unrecorded)
+            kept = None if stored is None else state.schedule.resume(stored, now)  # N after
+            first = kept or self._first_fire(state.schedule, now, unrecorded)
             if late is None:
                 self._set_next_fire(state, first)
                 decisions.append(SaveNextFire(job.name, state.next_fire_utc))

@@ -598,6 +598,20 @@ class Schedule:
         object.__setattr__(self, "_last", (absolute, answer))
         return answer
 
+    def resume(self, since: datetime, now: datetime) -> datetime | None:
+        """Where an ``every N minutes|hours`` interval without a window or ``synchronized``
+        goes on at ``now`` when its next fire time was ``since`` (both aware; a restart): at
+        ``since`` plus the fewest whole intervals that reach ``now``, so that its cadence stays
+        "N after the previous run". ``None`` for every other schedule, whose fire instants do
+        not depend on the one before, and past the last instant a datetime holds.
+        """
+        if not self._interval:
+            return None
+        start = _absolute_seconds(since, "since")
+        late = max(0, _absolute_seconds(now, "now") - start)
+        found = start + -(-late // self._interval) * self._interval
+        return self._from_absolute(found) if found <= MAX_ABSOLUTE else None
+
     def iter_after(self, after: datetime) -> Iterator[datetime]:
         """Yield successive fire instants strictly after ``after``.
 

@@ -290,6 +290,27 @@ def test_a_run_as_if_scheduled_at_an_instant_carries_it_in_the_jobs_zone(core: S
     assert plain.run.schedule_time == "2026-09-25T02:00:00+02:00"  # RunJob's rule unchanged
 
 
+@pytest.mark.parametrize(
+    ("stored", "down", "next_fire"),
+    [
+        (45, [], 45),  # stopped and started again within the interval: the same next time
+        (-50, [-50, -5], 40),  # the times that passed are skipped; the cadence goes on
+        (-45, [-45], 0),  # a time at the restart instant fires at it
+    ],
+)
+def test_an_english_interval_keeps_its_cadence_across_a_restart(
+    core: Scheduler, stored: int, down: list[int], next_fire: int
+) -> None:
+    """A trial's ``every 45 minutes`` job moved its cadence to the restart at every restart,
+    although the docs say "N after the previous run"."""
+    interval = job("every 45 minutes")
+    at = {interval.name: T0 + timedelta(minutes=stored)}
+    decisions, _ = core.restore([interval], [], set(), T0, 0, at)
+    skipped = [d.skipped.nominal for d in decisions if isinstance(d, RecordSkipped)]
+    assert skipped == [T0 + timedelta(minutes=m) for m in down]
+    assert core.next_due() == T0 + timedelta(minutes=next_fire)
+
+
 def test_an_english_interval_counts_from_the_start_instant(core: Scheduler) -> None:
     """``every 5 minutes`` has no time at the start instant: its first run is 5 minutes on."""
     core.restore([], [], set(), T0, 0)
