@@ -18,7 +18,9 @@ Example ``jobs.yaml``::
 
 Each job goes through :func:`~scheduler_emulator.domain.codec.job_from_json`, so the same rules and
 defaults apply as for CreateJob, and output-only fields (``state``, ``status``,
-``scheduleTime``…) are ignored. One bad job rejects the whole file.
+``scheduleTime``…) are ignored (a ``state: PAUSED``, which ``gcloud scheduler jobs describe``
+prints for a paused job, with a warning: the job loads enabled). One bad job rejects the whole
+file.
 
 Bytes fields — ``httpTarget.body``, ``appEngineHttpTarget.body``, ``pubsubTarget.data`` — hold
 base64 text, as in the REST API. A value that is not base64 is refused with a hint on how to
@@ -192,7 +194,13 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
     except ApiError as exc:
         hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
         return f"{label}: {exc.describe()}{hint}"
-    return job, label, [f"warning: {label}: {w}" for w in bytes_field_warnings(entry, job)]
+    warnings = bytes_field_warnings(entry, job)
+    if str(entry.get("state", "")).upper() in ("PAUSED", "2"):  # what gcloud's describe printed
+        warnings.append(
+            "state PAUSED is output-only, as on CreateJob: the job loads ENABLED and runs; pause "
+            f"it with gcloud scheduler jobs pause {job.job_id}, or POST …/jobs/{job.job_id}:pause."
+        )
+    return job, label, [f"warning: {label}: {w}" for w in warnings]
 
 
 def _too_many(source: str, count: int | None, max_jobs: int) -> ConfigurationError:

@@ -497,6 +497,19 @@ class TestBase64Fields:
         load(write(tmp_path, "jobs.json", json.dumps(entries)))
         assert capsys.readouterr().err == ""
 
+    def test_a_paused_job_loads_enabled_with_a_warning(self, tmp_path: Path) -> None:
+        """A trial's exported paused job came back enabled without a word."""
+        entries = [job("cleanup", state="PAUSED"), job("nightly", state="ENABLED")]
+        path = write(tmp_path, "jobs.json", json.dumps(entries))
+        seen: list[str] = []
+        jobs = load_jobs_file(path, project=PROJECT, location=LOCATION, warn=seen.append)
+        assert [j.state.name for j in jobs] == ["ENABLED", "ENABLED"]
+        assert seen == [
+            f'warning: {path}: job 1 ("cleanup"): state PAUSED is output-only, as on CreateJob: '
+            "the job loads ENABLED and runs; pause it with gcloud scheduler jobs pause cleanup, "
+            "or POST …/jobs/cleanup:pause."
+        ]
+
     def test_warnings_go_to_the_given_callback(self, tmp_path: Path) -> None:
         entry = job("nightly", httpTarget={"uri": "http://a.test/x", "body": "ping"})
         path = write(tmp_path, "jobs.json", json.dumps([entry]))
