@@ -351,7 +351,8 @@
       name: $("timeline-filter-name").value, pageSize: state.lanesPage,
       pageToken: state.lanesOffset || ""
     })).then(function (data) {
-      var key = JSON.stringify(data) + $("timeline-filter-runs").value + state.zone;
+      var key = JSON.stringify(data) + $("timeline-filter-runs").value + state.zone +
+        $("timeline").clientWidth;  /* drawn to the page's width: a resize draws it again */
       if (key === state.drawn) return;  /* nothing changed: keep the drawing (and the selection) */
       state.drawn = key;
       TL.draw($("timeline"), data, { onAttempt: showDetails, onRun: showRun, runFilter: runFilter() });
@@ -422,6 +423,10 @@
 
   /* ------------------------------------------------------------------ wiring */
   window.addEventListener("hashchange", function () { show(location.hash.slice(1)); });
+  window.addEventListener("resize", function () {  /* once the resizing settles */
+    clearTimeout(state.resized);
+    state.resized = setTimeout(refresh, 150);
+  });
   $("clock-advance").addEventListener("click", function () {
     var step = $("clock-step");
     clockAction("/_emulator/clock:advance", { seconds: Number(step.value) },

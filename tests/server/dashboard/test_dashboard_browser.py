@@ -178,6 +178,14 @@ def test_injected_faults_keep_the_outcome_and_the_page_fits_1024_px(tmp_path: Pa
         wait_for(driver, lambda d: by_testid(d, "status").text.startswith("Refreshed at "), 20)
         assert by_testid(driver, "status").text.endswith(" UTC (real time)")
 
+        # A trial's timeline kept the width it was drawn at when the window grew.
+        by_testid(driver, "tab-timeline").click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-nightly"]'))
+        drawn = box(all_by_css(driver, "#timeline svg")[0])["width"]
+        driver.set_window_size(1400, 900)  # type: ignore[attr-defined]
+        wait_for(driver, lambda d: box(all_by_css(d, "#timeline svg")[0])["width"] > drawn + 300)
+        driver.save_screenshot(str(tmp_path / "timeline-resized-1400.png"))
+
 
 def test_a_job_whose_attempt_awaits_its_target_reads_in_flight(tmp_path: Path) -> None:
     hang = DripTarget(mode="hang", limit_seconds=60)
