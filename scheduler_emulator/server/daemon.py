@@ -301,12 +301,16 @@ class Daemon:
 
 def pending_retries(emulator: Emulator) -> str:
     """``", 2 jobs with a retry pending (the first due 2026-12-04T19:07:00Z)"``, for the startup
-    and stop lines (a retry is kept across a restart), or ``""`` when none is pending."""
+    and stop lines (a retry is kept across a restart), or ``""`` when none is pending; a first
+    one due before the clock's instant (it came due while the daemon was down) is said to be
+    overdue, and when it runs."""
     due = sorted(filter(None, (emulator.upcoming(job.name)[1] for job in emulator.list_jobs())))
     if not due:
         return ""
     jobs = f"{len(due)} job{'s' if len(due) != 1 else ''}"
-    return f", {jobs} with a retry pending (the first due {iso(due[0])})"
+    when = "at the next clock move" if emulator.clock_mode == "manual" else "now"
+    late = f", overdue: it runs {when}" if due[0] < emulator.now() else ""
+    return f", {jobs} with a retry pending (the first due {iso(due[0])}{late})"
 
 
 def skipped_while_down(emulator: Emulator) -> str:

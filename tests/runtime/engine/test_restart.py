@@ -11,7 +11,7 @@ from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.resources import State
 from scheduler_emulator.runtime import DeliveryRequest, TransportResult, WsgiTransport
 from scheduler_emulator.runtime.storage.store import Store
-from scheduler_emulator.server.daemon import skipped_while_down
+from scheduler_emulator.server.daemon import pending_retries, skipped_while_down
 from tests.support import RecordingTarget, nightly_job
 
 START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
@@ -109,6 +109,27 @@ def test_a_waiting_retry_is_kept_across_a_restart(tmp_path: Path) -> None:
     second = reopen(db, target, START + timedelta(seconds=62))
     second.advance(timedelta(seconds=3))
     assert [(a.attempt, a.code) for a in second.attempts()] == [(1, "INTERNAL"), (2, "OK")]
+
+
+def test_a_retry_that_came_due_while_down_is_said_to_be_overdue(tmp_path: Path) -> None:
+    """A trial's restart an hour on said "the first due 05:00:10Z" at 09:00, no more: it ran
+    only at the next clock move, as nothing fires at start on a manual clock."""
+    db = tmp_path / "emulator.db"
+    target = RecordingTarget(status=500)
+    first = reopen(db, target, START)
+    first.create_job(nightly_job())
+    first.advance(timedelta(seconds=62))  # 02:00:00 failed, retry due 02:00:05
+    assert (
+        pending_retries(first)
+        == ", 1 job with a retry pending (the first due 2026-09-24T02:00:05Z)"
+    )
+    first.close()
+    second = reopen(db, target, START + timedelta(hours=1))
+    assert pending_retries(second) == (
+        ", 1 job with a retry pending (the first due 2026-09-24T02:00:05Z, overdue: it runs at "
+        "the next clock move)"
+    )
+    second.close()
 
 
 def test_scheduled_times_that_passed_while_down_are_listed_as_skipped(tmp_path: Path) -> None:
