@@ -187,6 +187,22 @@ def test_injected_faults_keep_the_outcome_and_the_page_fits_1024_px(tmp_path: Pa
         driver.save_screenshot(str(tmp_path / "timeline-resized-1400.png"))
 
 
+def test_the_page_fits_an_800_px_window(tmp_path: Path) -> None:
+    """A trial's 800 px window cut off "Move to" and the Jobs tab's actions: nothing is wider
+    than the window, and the last action of a row is in view."""
+    with orders_daemon() as daemon, chromium(800, 900) as driver:
+        advance_one_day(driver, daemon.url)
+        wide = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        assert driver.execute_script(wide) == 0  # type: ignore[attr-defined]
+        driver.save_screenshot(str(tmp_path / "timeline-800.png"))
+        by_testid(driver, "tab-jobs").click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-row-hourly-ping"]'))
+        assert driver.execute_script(wide) == 0  # type: ignore[attr-defined]
+        delete = box(by_testid(driver, "job-delete-hourly-ping"))
+        assert delete["x"] + delete["width"] <= 800
+        driver.save_screenshot(str(tmp_path / "jobs-800.png"))
+
+
 def test_a_job_whose_attempt_awaits_its_target_reads_in_flight(tmp_path: Path) -> None:
     hang = DripTarget(mode="hang", limit_seconds=60)
     with drip_server(hang) as base, running_daemon("--in-memory") as daemon, chromium() as driver:
