@@ -525,13 +525,14 @@ def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
 def skipped_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
     """The cells of the ``skipped`` table (:data:`SKIPPED_HEADERS`; with ``wide``
     :data:`WIDE_SKIPPED_HEADERS`, RECORDED AT to the microsecond: :func:`fraction`), from
-    ``GET /_emulator/skipped`` records."""
+    ``GET /_emulator/skipped`` records; SCHEDULED as the ``attempts`` table's
+    (:func:`scheduled_cell`: the instant in UTC for an English-like schedule's time)."""
     rows = []
     for record in records:
         recorded = str(record.get("recordedAt") or "")
         rows.append(
             [
-                str(record.get("scheduleTime") or "-"),
+                scheduled_cell(record.get("scheduleTime"), record.get("nominalTime"), False),
                 *([str(record.get("nominalTime") or "-")] if wide else []),
                 str(record["job"]).rsplit("/", 1)[-1],
                 fraction(recorded, wide) or "-",

@@ -31,6 +31,7 @@ from scheduler_emulator.tools.views import (
     execution_rows,
     job_rows,
     run_rows,
+    skipped_rows,
     took,
 )
 from tests.daemon import Daemon
@@ -611,6 +612,17 @@ def test_an_execution_that_failed_says_why() -> None:
                        "task 3: cannot start 'nope': No such file", "task 4: exit -9"]  # fmt: skip
     succeeded = record | {"state": "SUCCEEDED", "taskAttempts": tried[:2]}  # retried, then 0
     assert execution_rows([succeeded])[0][-1] == ""
+
+
+def test_a_skipped_time_without_a_schedule_time_shows_its_instant() -> None:
+    """A trial's English-like job's skipped times all read ``-`` (it sends no ScheduleTime),
+    where ``attempts`` shows the instant."""
+    english = {"job": "p/jobs/la", "scheduleTime": None, "nominalTime": "2026-12-01T05:30:00Z",
+               "recordedAt": "2026-12-01T09:00:00.000123Z", "reason": "EMULATOR_DOWN"}  # fmt: skip
+    cron = english | {"scheduleTime": "2026-12-01T06:30:00+01:00"}
+    assert [row[0] for row in skipped_rows([english, cron])] == [
+        "2026-12-01T05:30:00Z", "2026-12-01T06:30:00+01:00"
+    ]  # fmt: skip
 
 
 def test_the_executions_header_keeps_to_one_line_at_120_columns() -> None:
