@@ -772,9 +772,10 @@ def _follow(
     # The rows printed that hold a column's widest cell, so that later batches align with
     # earlier ones (not every row printed: a follow of days would grow without bound).
     seen: list[list[str]] = []
-    header_printed = [""]
+    header_printed = ""
 
     def emit(batch: list[Attempt]) -> None:
+        nonlocal header_printed
         batch = [attempt for attempt in batch if not failed or attempt.code != "OK"]
         if as_json:
             _print_json(out, (attempt.to_json() for attempt in batch))
@@ -785,9 +786,9 @@ def _follow(
         lines = render_table(headers, seen, width=None if wide else TABLE_WIDTH, paint=painter(out))
         # A row is its line and the lines its wrapped REASON continues on (indented).
         starts = [i for i, line in enumerate(lines) if i and not line.startswith(" ")]
-        if lines[0] != header_printed[0]:  # the first, or a column widened: rows line up under it
+        if lines[0] != header_printed:  # the first, or a column widened: rows line up under it
             out.write(lines[0] + "\n")
-            header_printed[0] = lines[0]
+            header_printed = lines[0]
         out.writelines(line + "\n" for line in (lines[starts[-len(rows)] :] if rows else []))
         out.flush()
         if seen:
