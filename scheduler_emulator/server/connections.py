@@ -254,11 +254,15 @@ class ConnectionRouter:
         when gRPC is not served or the router is closed."""
         with self._lock:
             if self.backend is None and self.serves_grpc and not self._closed:
-                from .grpc_api import GrpcBackend
+                try:
+                    from .grpc_api import GrpcBackend
 
-                self.backend = GrpcBackend(
-                    self.emulator, idle_timeout=self.limits.grpc_idle_timeout
-                )
+                    self.backend = GrpcBackend(
+                        self.emulator, idle_timeout=self.limits.grpc_idle_timeout
+                    )
+                except ImportError as exc:  # installed, but broken
+                    logger.warning("gRPC is not served: %s", exc)
+                    self.serves_grpc = False
             return self.backend
 
     @property

@@ -53,13 +53,15 @@ GRPC_WORKERS = 8
 
 
 def grpc_available() -> bool:
-    """Tell whether grpcio and the Cloud Scheduler message types can be imported."""
+    """Tell whether grpcio and the Cloud Scheduler message types are installed, without
+    importing them: ``google.cloud.scheduler_v1`` imports its whole client, about 0.2 s of CPU
+    that a daemon pays only when its first gRPC connection starts the server."""
+    from importlib.util import find_spec
+
     try:
-        import grpc  # noqa: F401
-        from google.cloud.scheduler_v1.types import cloudscheduler  # noqa: F401
-    except ImportError:
+        return all(find_spec(name) for name in ("grpc", "google.cloud.scheduler_v1"))
+    except ImportError:  # no google.cloud package at all
         return False
-    return True
 
 
 class _Messages:
