@@ -22,7 +22,7 @@ from scheduler_emulator.runtime import HttpTransport, WsgiTransport  # noqa: E40
 from scheduler_emulator.runtime._clock import ManualClock  # noqa: E402
 from scheduler_emulator.runtime._emulator import Emulator  # noqa: E402
 from tests.daemon import MANUAL, Daemon, running_daemon, serving  # noqa: E402
-from tests.support import RecordingTarget  # noqa: E402
+from tests.support import FIRESTORE_SHARED_FILE, RecordingTarget, stop_group  # noqa: E402
 
 # Google's generated message modules register their protobuf files in one process-wide pool.
 # pytester's in-process runs drop the modules a child test imported, and a later import would
@@ -55,6 +55,16 @@ def pytest_configure(config: pytest.Config) -> None:
         for name in ("scheduler_emulator", "pytest_plugin", "tests"):
             skip = re.compile(r"firebase_project")  # sources the Functions emulator runs
             compileall.compile_dir(os.path.join(ROOT, name), rx=skip, quiet=2)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The controller of an xdist run stops the Firestore emulator its workers shared, if one
+    started it (``firestore_emulator`` in tests/service/guard/conftest.py)."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    shared = config._tmp_path_factory.getbasetemp() / FIRESTORE_SHARED_FILE  # (as xdist reads it)
+    if shared.exists():
+        stop_group(int(shared.read_text().split()[0]))
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

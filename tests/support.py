@@ -8,13 +8,17 @@ would shadow each other's module name).
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import random
 import re
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 import tomllib
 from collections import Counter
 from collections.abc import Callable
@@ -200,6 +204,35 @@ def send_started(transport: Any, request: Any, timeout_seconds: float) -> Any:
     assert transport.start(request, timeout_seconds, done), "the transport did not start it"
     assert came.wait(timeout_seconds + 10), "no result came"
     return results[0]
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stop_group(pid: int) -> None:
+    """Stop the process group led by ``pid`` (e.g. gcloud and the Java emulator it launched):
+    SIGTERM first; whatever of the group is still there 20 s later gets SIGKILL."""
+    if _group_alive(pid):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    pause = threading.Event()
+    while _group_alive(pid) and time.monotonic() < deadline:
+        pause.wait(0.1)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reap gcloud if it is ours, so it lingers no zombie
+    if _group_alive(pid):  # only what outlived the 20 s: a gone group's number is reused
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+#: Where an xdist run's workers find the Firestore emulator they share, in the run's
+#: temporary directory (``firestore_emulator`` in tests/service/guard/conftest.py).
+FIRESTORE_SHARED_FILE = "firestore-emulator.pid-host"
 
 
 def free_port() -> int:

@@ -7,13 +7,11 @@ skipped, saying why, only when gcloud, Java or the emulator component is missing
 
 from __future__ import annotations
 
-import contextlib
+import fcntl
 import http.client
 import os
 import shutil
-import signal
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,7 +28,8 @@ from scheduler_emulator.service import (
     RunStore,
     SqliteRunStore,
 )
-from tests.support import free_port
+from tests.support import FIRESTORE_SHARED_FILE as SHARED_FILE
+from tests.support import free_port, stop_group
 
 #: Seconds the Firestore emulator may take to answer before the session fails.
 EMULATOR_START_TIMEOUT = 90.0
@@ -43,15 +42,11 @@ class FirestoreEmulator:
     """A running Firestore emulator.
 
     :param host: ``127.0.0.1:<port>``, also in ``FIRESTORE_EMULATOR_HOST``.
-    :param project: the project id every test of this run uses (unique per run).
-    :param started_in: seconds from launch until the emulator answered HTTP.
-    :param log: the file the emulator's output goes to.
+    :param project: the project id every test of this session uses (unique per session).
     """
 
     host: str
     project: str
-    started_in: float
-    log: Path
 
 
 def _answers(port: int) -> bool:
@@ -65,47 +60,17 @@ def _answers(port: int) -> bool:
         connection.close()
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop the emulator's process group: gcloud and the Java server it launched.
-
-    SIGTERM first; whatever of the group is still there 20 s later gets SIGKILL.
-    """
-    if _group_alive(process.pid):
-        os.killpg(process.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 20
-    pause = threading.Event()
-    while _group_alive(process.pid) and time.monotonic() < deadline:
-        pause.wait(0.1)
-        process.poll()  # reap gcloud itself, so that it does not linger as a zombie
-    if _group_alive(process.pid):  # only what outlived the 20 s: a gone group's number is reused
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
-
-
-@pytest.fixture(scope="session")
-def firestore_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FirestoreEmulator]:
-    """Start ``gcloud emulators firestore start`` on a free port for the session; stop it after.
-
-    Waits, by polling its HTTP endpoint with a bound, until it answers; sets
-    ``FIRESTORE_EMULATOR_HOST`` for the session (child processes inherit it). Skips when gcloud,
-    Java or the emulator component is missing; fails, with the emulator's output, otherwise.
-    """
+def _start(log: Path) -> tuple[int, str]:
+    """Start the emulator on a free port, logging to ``log``, and wait until it answers HTTP;
+    return gcloud's pid and the emulator's ``host:port``.
+    Skips when gcloud, Java or the emulator component is missing; fails, with the emulator's
+    output, otherwise."""
     gcloud = shutil.which("gcloud")
     if gcloud is None:
         pytest.skip("gcloud (Google Cloud SDK) is not on PATH, so the Firestore emulator is absent")
     if shutil.which("java") is None:
         pytest.skip("java is not on PATH, and the Firestore emulator runs on Java")
     port = free_port()
-    log = tmp_path_factory.mktemp("firestore-emulator") / "emulator.log"
     command = [gcloud, "emulators", "firestore", "start", f"--host-port=127.0.0.1:{port}"]
     started = time.monotonic()
     with log.open("wb") as output:
@@ -114,7 +79,7 @@ def firestore_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fir
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so that _stop reaches the Java child
+            start_new_session=True,  # its own process group, so that stop_group reaches Java
         )
     try:
         while not _answers(port):
@@ -130,17 +95,47 @@ def firestore_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fir
             if time.monotonic() - started > EMULATOR_START_TIMEOUT:
                 said = log.read_text(errors="replace")
                 pytest.fail(f"the Firestore emulator did not answer within 90 s:\n{said}")
-        emulator = FirestoreEmulator(
-            host=f"127.0.0.1:{port}",
-            project=f"guard-tests-{uuid.uuid4().hex[:12]}",
-            started_in=time.monotonic() - started,
-            log=log,
-        )
+    except BaseException:
+        stop_group(process.pid)
+        raise
+    _RUNNING.append(process)  # (collected while running, it would warn)
+    return process.pid, f"127.0.0.1:{port}"
+
+
+#: The emulators this process started and left running (xdist's controller stops them).
+_RUNNING: list[subprocess.Popen[bytes]] = []
+
+
+@pytest.fixture(scope="session")
+def firestore_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FirestoreEmulator]:
+    """``gcloud emulators firestore start`` on a free port (:func:`_start`), for the session,
+    with ``FIRESTORE_EMULATOR_HOST`` set (child processes inherit it) and a project of its own.
+
+    Under xdist the run's workers share one: the first to need it starts it and writes where
+    it listens into the run's temporary directory (under a lock), and the controller stops it
+    once every worker is done (``pytest_unconfigure`` in tests/conftest.py). A Java emulator
+    start is about 4 s of CPU.
+    """
+    shared = tmp_path_factory.getbasetemp().parent
+    log = tmp_path_factory.mktemp("firestore-emulator") / "emulator.log"
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        pid, host = _start(log)
+    else:
+        with (shared / (SHARED_FILE + ".lock")).open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (shared / SHARED_FILE).exists():
+                pid, host = _start(log)
+                (shared / SHARED_FILE).write_text(f"{pid} {host}")
+            pid_text, host = (shared / SHARED_FILE).read_text().split()
+            pid = int(pid_text)
+    emulator = FirestoreEmulator(host, f"guard-tests-{uuid.uuid4().hex[:12]}")
+    try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("FIRESTORE_EMULATOR_HOST", emulator.host)
             yield emulator
     finally:
-        _stop(process)
+        if "PYTEST_XDIST_WORKER" not in os.environ:
+            stop_group(pid)
 
 
 @pytest.fixture
