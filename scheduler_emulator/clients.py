@@ -51,15 +51,22 @@ def client(transport: str = "grpc", async_: bool = False, *, host: str | None = 
     :param host: ``host:port``; default ``$CLOUD_SCHEDULER_EMULATOR_HOST``.
     :return: ``scheduler_v1.CloudSchedulerClient`` or ``CloudSchedulerAsyncClient``.
     :raises ValueError: for an unknown transport, ``async_`` with ``rest``, or no host.
+    :raises ImportError: without Google's client library (the ``[grpc]`` extra), saying so.
     """
     if transport not in TRANSPORTS:
         raise ValueError(f"transport {transport!r} is not one of {', '.join(TRANSPORTS)}.")
     if async_ and transport != "grpc":
         raise ValueError("the async client has only the gRPC transport; use transport='grpc'.")
     address = emulator_host(host)
-    from google.api_core.client_options import ClientOptions
-    from google.auth.credentials import AnonymousCredentials
-    from google.cloud import scheduler_v1
+    try:
+        from google.api_core.client_options import ClientOptions
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import scheduler_v1
+    except ImportError as exc:
+        raise ImportError(
+            f"scheduler_emulator.client() needs Google's client library ({exc}): pip install "
+            "'cloud-scheduler-emulator[grpc]' (in a clone: pip install -e '.[grpc]')."
+        ) from exc
 
     if transport == "rest":
         return scheduler_v1.CloudSchedulerClient(

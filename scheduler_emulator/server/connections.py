@@ -78,8 +78,9 @@ _CHUNK = 256 * 1024
 _GRPC_UNIMPLEMENTED, _GRPC_UNAVAILABLE = 12, 14
 
 NO_GRPC_MESSAGE = (
-    "This scheduler-emulator has no gRPC support installed; install it with "
-    "pip install 'cloud-scheduler-emulator[grpc]', or use the REST transport (docs/api.md#grpc)."
+    "This scheduler-emulator has no gRPC support installed; install it where the daemon runs "
+    "with pip install 'cloud-scheduler-emulator[grpc]' (in a clone: pip install -e '.[grpc]'), "
+    "or use the REST transport (docs/api.md#grpc)."
 )
 
 
@@ -226,6 +227,8 @@ class ConnectionRouter:
         #: Whether HTTP/2 connections reach a gRPC server (grpcio installed and not disabled).
         self.serves_grpc = grpc and grpc_available()
         self.backend: Any = None  # the GrpcBackend, started by the first HTTP/2 connection
+        #: What a gRPC call is answered (UNIMPLEMENTED) when gRPC is not served.
+        self.no_grpc_message = NO_GRPC_MESSAGE
         #: Connections open now, by kind: ``unsorted`` (first bytes awaited), ``http``, ``grpc``.
         self.open = {"unsorted": 0, "http": 0, "grpc": 0}
         self._busy: set[Future[bool]] = set()  # HTTP requests in a worker now
@@ -263,7 +266,20 @@ class ConnectionRouter:
                 except ImportError as exc:  # installed, but broken
                     logger.warning("gRPC is not served: %s", exc)
                     self.serves_grpc = False
+                    self.no_grpc_message = (
+                        f"This scheduler-emulator's gRPC support failed to load ({exc}); "
+                        "reinstall it where the daemon runs with pip install "
+                        "'cloud-scheduler-emulator[grpc]', or use the REST transport."
+                    )
             return self.backend
+
+    def draining(self) -> None:
+        """The daemon is stopping: gRPC health checks answer NOT_SERVING while the connections
+        open now are still served."""
+        with self._lock:
+            backend = self.backend
+        if backend is not None:
+            backend.draining()
 
     @property
     def closed(self) -> bool:
@@ -377,7 +393,7 @@ class ConnectionRouter:
     async def _http2(self, sock: socket.socket, buffer: bytearray) -> None:
         backend = await self._loop.run_in_executor(None, self.grpc_backend)
         if backend is None:
-            await self._refuse_http2(sock, buffer, _GRPC_UNIMPLEMENTED, NO_GRPC_MESSAGE)
+            await self._refuse_http2(sock, buffer, _GRPC_UNIMPLEMENTED, self.no_grpc_message)
             return
         limit = self.limits.max_grpc_connections
         if self.open["grpc"] >= limit:

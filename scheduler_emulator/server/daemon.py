@@ -234,6 +234,7 @@ class Daemon:
         if self._stopping.is_set():
             return
         self._stopping.set()
+        self.server.connection_router.draining()
         threading.Thread(target=self.server.shutdown, daemon=True).start()
         self._stopper.start()
 

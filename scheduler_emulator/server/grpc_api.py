@@ -493,10 +493,14 @@ class GrpcBackend:
         self.server.add_insecure_port(f"unix:{self.path}")
         self.server.start()
 
+    def draining(self) -> None:
+        """Health checks answer NOT_SERVING from now on (the daemon is stopping)."""
+        if self._health is not None:
+            self._health.enter_graceful_shutdown()
+
     def close(self, grace: float = 1.0) -> None:
         """Stop the server (calls in progress get ``grace`` seconds; health checks answer
         NOT_SERVING meanwhile) and remove the socket."""
-        if self._health is not None:
-            self._health.enter_graceful_shutdown()
+        self.draining()
         self.server.stop(grace).wait(grace + 1.0)
         shutil.rmtree(self._dir, ignore_errors=True)

@@ -8,6 +8,7 @@ grpcio-reflection's client and the health stub."""
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,7 +18,8 @@ from typing import Any
 import pytest
 
 from tests.daemon import Daemon, running_daemon
-from tests.support import fenced_blocks
+from tests.drip import DripTarget, drip_server
+from tests.support import fenced_blocks, wait_for
 
 grpc = pytest.importorskip("grpc")
 from google.api_core import exceptions  # noqa: E402
@@ -201,3 +203,32 @@ def test_health_check_answers_serving_as_the_docs_show(daemon: Daemon, channel: 
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
     output = run_documented("grpc_health_probe", daemon)
     assert output is None or output.strip() == promised[0]
+
+
+@pytest.mark.timeout(120)
+def test_health_checks_answer_not_serving_once_the_daemon_is_stopping() -> None:
+    """As docs/api.md says: from SIGTERM on (here while a hung attempt holds the stop up to
+    2 s), a channel already open reads NOT_SERVING, then the daemon closes it."""
+    hang = DripTarget(mode="hang", limit_seconds=60)
+    with drip_server(hang) as base, running_daemon("--in-memory") as daemon:
+        job = {"name": f"{PARENT}/jobs/hung", "schedule": "0 0 1 1 *",
+               "httpTarget": {"uri": base + "/_triggers/timer/hung"}}  # fmt: skip
+        daemon.post(f"/v1/{PARENT}/jobs", job).raise_for_status()
+        daemon.post(f"/v1/{PARENT}/jobs/hung:run").raise_for_status()
+        assert wait_for(lambda: hang.requests >= 1, bound_seconds=10)
+        host, port = daemon.host_port
+        with grpc.insecure_channel(f"{host}:{port}") as opened:
+            health = health_pb2_grpc.HealthStub(opened)
+
+            def status() -> Any:
+                try:
+                    return health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
+                except grpc.RpcError as exc:
+                    return exc.code()
+
+            assert status() == health_pb2.HealthCheckResponse.SERVING
+            daemon.process.send_signal(signal.SIGTERM)
+            assert wait_for(lambda: status() != health_pb2.HealthCheckResponse.SERVING, 5)
+            seen = status()
+            daemon.process.wait(timeout=10)
+    assert seen == health_pb2.HealthCheckResponse.NOT_SERVING

@@ -168,7 +168,8 @@ class TestGrpcOnFirstUse:
         monkeypatch.setattr(grpc_api, "GrpcBackend", broken)
         served = serving()
         client = grpc_client_own_connection(f"127.0.0.1:{served.address[1]}")
-        with pytest.raises(MethodNotImplemented, match="cloud-scheduler-emulator\\[grpc\\]"):
+        failed = r"gRPC support failed to load \(cannot import name 'cloudscheduler'\); reinstall"
+        with pytest.raises(MethodNotImplemented, match=failed):
             client.get_job(name="projects/p/locations/l/jobs/j", timeout=10)
         assert "gRPC is not served: cannot import name 'cloudscheduler'" in caplog.text
         assert not served.server.connection_router.serves_grpc

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -313,7 +314,20 @@ def test_without_grpc_a_call_ends_unimplemented_naming_the_extra(emulator: Emula
             client.get_job(name=NAME, retry=None, timeout=10)
         assert time.monotonic() - started < 5
         assert "cloud-scheduler-emulator[grpc]" in caught.value.message
+        assert "where the daemon runs" in caught.value.message
         client.transport.close()
+
+
+def test_the_client_helper_without_googles_library_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import google.cloud
+
+    monkeypatch.setitem(sys.modules, "google.cloud.scheduler_v1", None)  # as if not installed
+    monkeypatch.delattr(google.cloud, "scheduler_v1", raising=False)
+    for transport in ("grpc", "rest"):
+        with pytest.raises(ImportError, match=r"needs Google's client library .*\[grpc\]"):
+            emulator_client(transport, host="127.0.0.1:8095")
 
 
 def test_env_init_prints_what_each_client_needs(capsys: pytest.CaptureFixture[str]) -> None:
