@@ -33,6 +33,7 @@ import datetime as _datetime
 import functools
 import importlib
 import time as _time
+from asyncio.base_events import BaseEventLoop
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -129,16 +130,25 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     """Freeze time for the app at ``instant`` (aware) with every clock agreeing; yield
     freezegun's factory (``.move_to(instant)`` moves the frozen instant).
 
-    Asyncio event loops keep real monotonic time (freezegun's ``real_asyncio``), so a
-    handler's ``await asyncio.sleep(0.05)`` ends after 50 ms. Inside a freeze the test
-    started itself, freezegun's own behaviour is kept (this one nests in it).
+    Asyncio event loops keep real monotonic time, so a handler's ``await asyncio.sleep(0.05)``
+    ends after 50 ms and a server's loop in another thread never sets a timer by the frozen
+    instant: their ``time`` is real from before freezegun starts until after it stops
+    (freezegun's own ``real_asyncio`` covers neither its start nor its stop, and a uvicorn
+    loop that read the frozen instant there never stopped). Inside a freeze the test started
+    itself, freezegun's own behaviour is kept (this one nests in it).
     """
     _import_datetime_subclasses()
     corrected = {} if _freezegun.freeze_factories else _corrections()
+    corrected[(BaseEventLoop, "time")] = _real_loop_time
     originals = {(owner, name): vars(owner)[name] for owner, name in corrected}
     _install(corrected)
     try:
-        with freeze_time(instant, tick=False, real_asyncio=True) as factory:
+        with freeze_time(instant, tick=False) as factory:
             yield factory
     finally:
         _install(originals)
+
+
+def _real_loop_time(self: BaseEventLoop) -> float:
+    """An asyncio event loop's ``time()`` while :func:`freeze` runs: real monotonic time."""
+    return _freezegun.real_monotonic()

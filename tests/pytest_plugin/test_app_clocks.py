@@ -9,9 +9,11 @@ York's fall-back day ``datetime.now(ZoneInfo("America/New_York"))`` at 06:30Z sa
 
 from __future__ import annotations
 
+import asyncio
 import datetime as datetime_module
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -155,3 +157,30 @@ def test_a_datetime_subclass_first_imported_under_the_freeze_stays_a_real_one() 
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert (done.returncode, done.stdout.strip()) == (0, "False"), done.stderr
+
+
+@pytest.mark.timeout(60)
+def test_an_event_loop_in_another_thread_never_reads_the_frozen_instant() -> None:
+    """A server's event loop (uvicorn in a thread, as docs/testing.md runs it) keeps real time
+    through every freeze, also while one starts and stops: freezegun's ``real_asyncio`` gave
+    loops real time only between the two, and a timer set in those windows was 56 years away
+    (trial 30: uvicorn never saw ``should_exit``)."""
+    loop = asyncio.new_event_loop()
+    latest: list[float] = [0.0]
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            latest[0] = max(latest[0], loop.time())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for _ in range(100):
+            with freeze(datetime(2026, 1, 1, tzinfo=UTC)):
+                pass
+    finally:
+        stop.set()
+        reader.join()
+        loop.close()
+    assert latest[0] <= api.real_monotonic()
