@@ -19,6 +19,7 @@ from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, iso
 from scheduler_emulator.runtime import JWKS_PATH, TOKENINFO_PATH
 from scheduler_emulator.server.daemon import env_vars
+from scheduler_emulator.service import forget_in_memory_runs
 from scheduler_emulator.tools.views import DaemonClient
 from scheduler_emulator.wire import parse_timestamp
 
@@ -176,7 +177,11 @@ class LiveScheduler(AttemptAssertions):
     # ---------------------------------------------------------------- admin endpoints
 
     def reset(self, clock_time: datetime | None = None) -> None:
-        """Delete every job and attempt; on a manual clock, optionally set it to ``clock_time``."""
+        """Delete every job and attempt; on a manual clock, optionally set it to ``clock_time``.
+        This process's in-memory run-once guard stores are emptied too
+        (:func:`~scheduler_emulator.service.forget_in_memory_runs`): the next test's runs start
+        at the same instants, and a guard kept at module level would answer them as done."""
+        forget_in_memory_runs()
         body = {} if clock_time is None else {"clockTime": iso(clock_time)}
         self._admin.call("POST", "/_emulator/reset", body=body)
 

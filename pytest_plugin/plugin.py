@@ -169,8 +169,7 @@ def cloud_scheduler_server(_cloud_scheduler_daemon: LiveScheduler) -> LiveSchedu
     ``.certs_url``, ``.verify_oidc(token, audience)`` (on the daemon's clock) and
     ``.tokeninfo(access_token)`` check the tokens it sends.
     """
-    forget_in_memory_runs()
-    _cloud_scheduler_daemon.reset(clock_time=DEFAULT_START)
+    _cloud_scheduler_daemon.reset(clock_time=DEFAULT_START)  # (forgets in-memory guard runs)
     return _cloud_scheduler_daemon
 
 

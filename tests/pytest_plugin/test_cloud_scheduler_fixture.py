@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -320,3 +322,22 @@ def test_the_helpers_are_listed_before_first_use_and_import_on_it() -> None:
         assert getattr(pytest_plugin, name).__name__ == name
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         pytest_plugin.Nope  # noqa: B018
+
+
+def test_a_live_daemons_reset_empties_this_processs_in_memory_guard_stores(
+    cloud_scheduler_server: Any,
+) -> None:
+    """The docs' own-daemon recipe resets a ``LiveScheduler`` per test: its ``reset`` forgets
+    the guard's runs too, as the fixtures do (trial 30: the next test's runs, at the same
+    instants, were answered as done)."""
+    from datetime import UTC, datetime, timedelta
+
+    from scheduler_emulator.service import SqliteRunStore
+    from scheduler_emulator.service.guard_stores import RunRecord, RunStatus
+
+    store, now = SqliteRunStore(), datetime(2026, 1, 1, tzinfo=UTC)
+    later = now + timedelta(days=1)
+    store.claim("run-1", RunRecord(RunStatus.IN_PROGRESS, "a1", later, later), now)
+    assert store.get("run-1") is not None
+    cloud_scheduler_server.reset()
+    assert store.get("run-1") is None
