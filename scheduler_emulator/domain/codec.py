@@ -488,6 +488,8 @@ def _bytes(value: Any) -> bytes:
 
 
 def _duration(value: Any) -> timedelta:
+    if isinstance(value, timedelta):  # from Python (the plugin's keywords): as its JSON text
+        value = format_duration(value)
     try:
         return parse_duration(value)
     except InvalidArgument as exc:

@@ -235,6 +235,19 @@ class TestJobFromJsonAcceptsRealClients:
             attempt_deadline=timedelta(seconds=180),
         )
 
+    def test_a_timedelta_from_python_is_a_duration(self) -> None:
+        """The plugin's keyword dicts (``retry_config={"min_backoff_duration": ...}``) may
+        give a ``timedelta``; it was refused quoting its str, "0:00:10" (trial 30)."""
+        job = job_from_json(
+            {"name": NAME, "schedule": "* * * * *", "http_target": {"uri": "http://x/"},
+             "attempt_deadline": timedelta(seconds=30),
+             "retry_config": {"min_backoff_duration": timedelta(seconds=10, microseconds=5)}}
+        )  # fmt: skip
+        assert job.attempt_deadline == timedelta(seconds=30)
+        assert job.retry_config.min_backoff_duration == timedelta(seconds=10, microseconds=5)
+        with pytest.raises(InvalidArgument, match="must be"):
+            job_from_json({"name": NAME, "attempt_deadline": timedelta(days=-100_000_000)})
+
     def test_python_client_body_with_integer_enums_parses(self) -> None:
         job = job_from_json(PYTHON_CLIENT_BODY)
 
