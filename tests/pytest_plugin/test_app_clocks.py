@@ -174,12 +174,15 @@ def test_an_event_loop_in_another_thread_never_reads_the_frozen_instant() -> Non
             latest[0] = max(latest[0], loop.time())
 
     reader = threading.Thread(target=read)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # the threads take turns often: the reader runs in the windows
     reader.start()
     try:
-        for _ in range(100):
+        for _ in range(20):
             with freeze(datetime(2026, 1, 1, tzinfo=UTC)):
                 pass
     finally:
+        sys.setswitchinterval(switch)
         stop.set()
         reader.join()
         loop.close()
