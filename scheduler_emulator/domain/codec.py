@@ -416,7 +416,9 @@ def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, An
         found = by_key.get(key) if isinstance(key, str) else None
         if found is None:
             unknown = path.child(str(key), str(key))
-            fields = [camel_case(name) for name in MESSAGE_FIELDS[type_name].settable]
+            snake = "_" in str(key)  # the names offered are spelt as the caller spells them
+            settable = MESSAGE_FIELDS[type_name].settable
+            fields = [name if snake else camel_case(name) for name in settable]
             near = difflib.get_close_matches(str(key), fields, n=1)
             raise InvalidArgument(  # Google's message; the violation says what would be known
                 f"Invalid JSON payload received. Unknown name {show_value(key)} at '{path.proto}': "

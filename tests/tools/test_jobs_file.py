@@ -261,6 +261,12 @@ class TestRejections:
                 id="misspelt-field",
             ),
             pytest.param(
+                [job("nightly", retry_config={"min_backoff": "5s"})],
+                'job 1 ("nightly"): retryConfig.min_backoff: "min_backoff" is not a field '
+                'of RetryConfig; did you mean "min_backoff_duration"?',
+                id="misspelt-snake-case-field",
+            ),
+            pytest.param(
                 [job("nightly", description="d" * 501)],
                 'job 1 ("nightly"): description must be at most 500 characters; got 501.',
                 id="description",
