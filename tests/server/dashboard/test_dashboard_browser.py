@@ -181,7 +181,9 @@ def test_injected_faults_keep_the_outcome_and_the_page_fits_1024_px(tmp_path: Pa
         # A trial's timeline kept the width it was drawn at when the window grew.
         by_testid(driver, "tab-timeline").click()
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-nightly"]'))
-        drawn = box(all_by_css(driver, "#timeline svg")[0])["width"]
+        # A poll that finds something changed draws the timeline afresh, so an element found
+        # may be replaced before it is measured: wait_for reads it again.
+        drawn = wait_for(driver, lambda d: box(all_by_css(d, "#timeline svg")[0])["width"])
         driver.set_window_size(1400, 900)  # type: ignore[attr-defined]
         wait_for(driver, lambda d: box(all_by_css(d, "#timeline svg")[0])["width"] > drawn + 300)
         driver.save_screenshot(str(tmp_path / "timeline-resized-1400.png"))
