@@ -24,8 +24,8 @@ Actions (applied by the engine, recorded on the attempt with ``injected: true``)
 - ``lost_ack`` — deliver it, let the target answer, then count the attempt as failed
   (``UNAVAILABLE``) so it is retried under the retry config — at least once even with
   ``retryCount`` 0, as the at-least-once guarantee allows;
-- ``deadline`` — count the attempt as ``DEADLINE_EXCEEDED`` after ``seconds`` of real time while
-  the target is still handling it, so that the retry overlaps the first handler;
+- ``deadline`` — count the attempt as ``DEADLINE_EXCEEDED`` after ``seconds`` of real time (the
+  target still handling it, or not), so that the retry overlaps the first handler;
 - ``status`` — answer as if the target returned ``status``, without calling it;
 - ``connection_error`` — fail with ``UNAVAILABLE`` before sending;
 - ``delay`` — add ``seconds`` of latency (virtual time on a manual clock) before sending.

@@ -370,8 +370,9 @@ _INJECTED_REASONS = (
         "injected lost ack: the target answered {0}, the answer was dropped",
     ),
     (
-        re.compile(r"Injected: the attempt deadline passed while the target was still handling"),
-        "injected deadline: the attempt deadline passed while the target was still working",
+        # (records before 2026-12: "… passed while the target was still handling the request")
+        re.compile(r"Injected: the attempt deadline passed (?:while|before the target)"),
+        "injected deadline: the attempt deadline passed before the target's answer counted",
     ),
     (
         re.compile(r"Injected: (\S+ s) of latency exceeds the attempt deadline"),

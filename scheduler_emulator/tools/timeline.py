@@ -150,10 +150,7 @@ def shorten(debug_info: str, width: int = DETAIL_WIDTH) -> str:
     if "Injected: " in text:
         text = text.split("Injected: ", 1)[1]
     text = text.replace(DUPLICATE_NOTE, "injected duplicate delivery; ")
-    text = text.replace(
-        "the attempt deadline passed while the target was still handling the request.",
-        "the attempt deadline passed while the target was still working;",
-    )
+    text = text.replace("answer counted. ", "answer counted; ")
     text = text.replace("The target's late answer: ", "its late answer: ")
     text = re.sub(
         r"answer: URL_CRAWLED\. Original HTTP response code number = (\d{3})", r"answer: \1", text

@@ -200,6 +200,24 @@ class TestActions:
         assert second.start_time.strftime("%H:%M:%S") == "02:00:35"
         assert "late answer: URL_CRAWLED" in first.debug_info
 
+    def test_a_target_that_answers_within_the_faults_seconds_still_times_out(
+        self, clock: ManualClock, target: RecordingTarget
+    ) -> None:
+        """A trial's record said the target "was still handling the request" when it had
+        answered before the fault's ``seconds``: the fault decides the outcome, and the record
+        says only that the deadline passed before the answer counted."""
+        emu = Emulator(clock, transport=WsgiTransport(target))
+        emu.faults.add(action="deadline", attempt=1, seconds=0.5)
+        emu.create_job(nightly_job(attemptDeadline="30s"))
+        emu.advance(timedelta(minutes=2))
+        first = emu.attempts()[0]
+        assert first.code == "DEADLINE_EXCEEDED"
+        assert "still handling" not in first.debug_info
+        assert first.reason == (
+            "injected deadline: the attempt deadline passed before the target's answer counted; "
+            "its late answer: 200"
+        )
+
 
 class TestDeterminism:
     def run_with(self, seed: int, target: RecordingTarget) -> list[tuple[Any, ...]]:

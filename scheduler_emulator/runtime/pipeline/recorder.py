@@ -514,8 +514,7 @@ def send_with_faults(
         late.wait(deadline.seconds)
         result = TransportResult(
             failure=Failure.DEADLINE,
-            detail="Injected: the attempt deadline passed while the target was still "
-            "handling the request.",
+            detail="Injected: the attempt deadline passed before the target's answer counted.",
         )
         latency = max(latency, timeout_seconds)
     elif duplicate is not None and duplicate.concurrent:
