@@ -281,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):  # fmt: skip
         group = storage if flag in ("--data-dir", "--in-memory") else start
         group.add_argument(flag, help=text, **options)
-    targets_setup.add_arguments(start)
+    targets_setup.add_arguments(start, _port)
     firebase_command.add_start_arguments(start)
     firebase_command.add_command(sub)
 

@@ -2,9 +2,9 @@
 
 - ``--pubsub-emulator-host HOST:PORT`` (default: ``$PUBSUB_EMULATOR_HOST``): Pub/Sub jobs
   publish to that emulator. With neither, their attempts fail saying how to set one.
-- ``--with-pubsub``: start ``gcloud beta emulators pubsub start --host-port=127.0.0.1:PORT`` on
-  a free port, wait for it, publish to it, create the loaded jobs' topics (production never
-  creates topics), stop it on exit.
+- ``--with-pubsub [PORT]``: start ``gcloud beta emulators pubsub start --host-port=127.0.0.1:PORT``
+  (a free port without ``PORT``), wait for it, publish to it, create the loaded jobs' topics
+  (production never creates topics), stop it on exit.
 - ``--app-engine-url URL`` / ``--app-engine-url SERVICE=URL`` (repeatable): where App Engine
   targets' requests go.
 """
@@ -18,7 +18,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import IO
@@ -51,8 +51,9 @@ STARTUP_TIMEOUT = 90.0
 ENV_VAR = "PUBSUB_EMULATOR_HOST"
 
 
-def add_arguments(start: argparse.ArgumentParser) -> None:
-    """Add the Pub/Sub and App Engine flags to the ``start`` subcommand."""
+def add_arguments(start: argparse.ArgumentParser, port: Callable[[str], int]) -> None:
+    """Add the Pub/Sub and App Engine flags to the ``start`` subcommand (``port`` reads a port
+    number, as ``--port`` does)."""
     pubsub = start.add_mutually_exclusive_group()
     pubsub.add_argument(
         "--pubsub-emulator-host",
@@ -61,9 +62,12 @@ def add_arguments(start: argparse.ArgumentParser) -> None:
     )
     pubsub.add_argument(
         "--with-pubsub",
-        action="store_true",
-        help="start the Pub/Sub emulator gcloud ships on a free port, create the loaded jobs' "
-        "topics in it, and stop it on exit (needs gcloud and Java)",
+        nargs="?",
+        const=0,
+        type=port,
+        metavar="PORT",
+        help="start the Pub/Sub emulator gcloud ships on 127.0.0.1:PORT (default: a free port), "
+        "create the loaded jobs' topics in it, and stop it on exit (needs gcloud and Java)",
     )
     start.add_argument(
         "--app-engine-url",
@@ -210,11 +214,11 @@ def configure(
         urls = parse_app_engine_urls(args.app_engine_url)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from exc
-    if args.with_pubsub:
+    if args.with_pubsub is not None:
         missing = pubsub_library_missing()
         if missing is not None:
             raise ConfigurationError("--with-pubsub: " + missing.split(". ", 1)[1])
-        process = PubsubEmulatorProcess(project=args.project).start()
+        process = PubsubEmulatorProcess(args.with_pubsub, args.project).start()
         topics = [job.pubsub_target.topic_name for job in jobs if job.pubsub_target is not None]
         try:
             created = ensure_topics(process.host, topics)

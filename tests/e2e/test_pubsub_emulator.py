@@ -20,7 +20,7 @@ import requests
 
 from tests.daemon import MANUAL, Daemon, running_daemon, serving
 from tests.e2e.test_gcloud import Gcloud
-from tests.support import RecordingTarget, wait_for
+from tests.support import RecordingTarget, free_port, wait_for
 
 pubsub_v1 = pytest.importorskip(
     "google.cloud.pubsub_v1", reason="google-cloud-pubsub missing: pip install -e '.[test]'"
@@ -266,10 +266,13 @@ def test_with_pubsub_starts_the_emulator_creates_the_topics_and_stops_it(tmp_pat
         "- name: sweep\n  schedule: '0 3 * * *'\n  pubsubTarget:\n"
         "    topicName: projects/my-project/topics/made-by-with-pubsub\n    data: aGk=\n"
     )
-    with running_daemon("--in-memory", *MANUAL, "--with-pubsub", "--jobs", str(jobs)) as live:
+    port = free_port()  # --with-pubsub PORT: where the trial's firewall let it listen
+    pubsub = ("--with-pubsub", str(port))
+    with running_daemon("--in-memory", *MANUAL, *pubsub, "--jobs", str(jobs)) as live:
         line = live.first_line
         assert "created topic(s) projects/my-project/topics/made-by-with-pubsub" in line, line
         host = line.split("Pub/Sub emulator ", 1)[1].split(",", 1)[0]
+        assert host == f"127.0.0.1:{port}"
         topic = requests.get(f"http://{host}/v1/projects/my-project/topics/made-by-with-pubsub")
         assert topic.status_code == 200, topic.text
         live.post(f"/v1/{PARENT}/jobs/sweep:run")

@@ -125,6 +125,7 @@ class TestBadFlags:
             ("start", "--token-issuer", "", "'' is empty or has a space; give the 'iss'"),
             ("start", "--token-issuer", "ftp://x", "'ftp://x' is not an https:// URL nor a bare"),
             ("start", "--start", "2026-02-30T00:00:00Z", "day is out of range for month"),
+            ("start", "--with-pubsub", "8085x", "'8085x' is not a port number (0 to 65535)"),
             ("next", "--after", "2026-13-01T00:00:00Z", "month must be in 1..12"),
             ("replay", "--seed", "-1", f"from 0 to {2**63 - 1}; got '-1'"),
             ("replay", "--seed", str(2**63), f"from 0 to {2**63 - 1}; got '{2**63}'"),
