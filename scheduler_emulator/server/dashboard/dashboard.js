@@ -309,8 +309,10 @@
     container.insertBefore(section, container.querySelector("h3"));  /* after the summary */
     request("GET", "/_emulator/executions/" + found[1]).then(function (e) {
       var h = document.createElement("h3"), link = document.createElement("a");
+      h.textContent = "Cloud Run execution " + found[1] + " ";  /* the link is its raw record */
       link.href = "/_emulator/executions/" + found[1];
-      link.textContent = "Cloud Run execution " + found[1];
+      link.textContent = "(JSON)";
+      link.setAttribute("data-testid", "execution-json");
       h.appendChild(link);
       section.appendChild(h);
       var p = document.createElement("p");

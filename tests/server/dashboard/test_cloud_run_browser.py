@@ -75,4 +75,6 @@ def test_an_attempt_shows_the_cloud_run_execution_it_started(tmp_path: Path) -> 
         rows = by_testid(driver, "execution-tasks").text.splitlines()
         assert len(rows) == 5  # the header and four task attempts
         assert "exported part 1 attempt 1" in by_testid(driver, "execution-tasks").text
+        # (a trial followed the execution's name and got raw JSON: the link says it is that)
+        assert by_testid(driver, "execution-json").text == "(JSON)"
         driver.save_screenshot(str(tmp_path / "cloud-run-execution.png"))
