@@ -153,6 +153,19 @@ TASK_TEMPLATE_FIELDS = frozenset(
         "gpuZonalRedundancyDisabled",
     }
 )  # fmt: skip
+#: A container's fields, v2 ``Container`` and v1 (Knative) ``Container`` alike, and the
+#: emulator's ``emulatorCommand``: a misspelt ``args`` is refused, not run without its args.
+CONTAINER_FIELDS = frozenset(
+    {
+        "name", "image", "sourceCode", "command", "args", "env", "envFrom", "resources", "ports",
+        "volumeMounts", "workingDir", "livenessProbe", "readinessProbe", "startupProbe",
+        "dependsOn", "baseImageUri", "buildInfo", "terminationMessagePath",
+        "terminationMessagePolicy", "imagePullPolicy", "securityContext", "emulatorCommand",
+    }
+)  # fmt: skip
+#: A ``RunJobRequest``'s ``ContainerOverride`` (cloud.google.com/run/docs/reference/rest/v2/
+#: projects.locations.jobs/run).
+CONTAINER_OVERRIDE_FIELDS = frozenset({"name", "args", "env", "clearArgs"})
 
 
 def _mapping(
@@ -169,8 +182,11 @@ def _mapping(
     unknown = sorted(str(key) for key in data if key not in (fields or data))
     if unknown:
         where_field = f"{where}: {field_path}.{unknown[0]}"
-        known = ", ".join(sorted(fields or ()))
-        message = f"{where_field} is not a field Cloud Run knows here (it knows {known})."
+        near = difflib.get_close_matches(unknown[0], sorted(fields or ()), n=1)
+        known = (
+            f"did you mean {near[0]!r}?" if near else f"it knows {', '.join(sorted(fields or ()))}."
+        )
+        message = f"{where_field} is not a field Cloud Run knows here; {known}"
         raise InvalidArgument(message, field=f"{field_path}.{unknown[0]}", description=message)
     return data
 
@@ -316,23 +332,18 @@ def _build(
     if not isinstance(containers, list) or len(containers) != 1:
         raise _bad(name, f"{task_field}.containers", containers, "a list of one container")
     where = f"{task_field}.containers[0]"
-    container = _mapping(containers[0], name, where)
+    container = _mapping(containers[0], name, where, CONTAINER_FIELDS)
     command = _strings(container.get("command"), name, f"{where}.command")
     local = _strings(container.get("emulatorCommand"), name, f"{where}.emulatorCommand")
     args = _strings(container.get("args"), name, f"{where}.args")
     program = command or local
     if not program:
-        keys = [str(key) for key in container]  # a misspelt "command" is the likely cause
-        near = difflib.get_close_matches("command", keys, n=1) or difflib.get_close_matches(
-            "emulatorCommand", keys, n=1
-        )
-        typo = f"; is {near[0]!r} a misspelt 'command'?" if near else ""
         raise _bad(
             name,
             f"{where}.emulatorCommand",
             None,
             "the local command to run, as the image is not pulled (or give the container a "
-            f"command{typo})",
+            "command)",
         )
     return CloudRunJob(
         name=name,
@@ -368,6 +379,8 @@ def parse_run_request(body: Any, *, v1: bool = False) -> RunOverrides:
     unknown = sorted(set(data) - {"name", "overrides", "validateOnly", "etag"})
     if unknown:
         raise _bad(where, unknown[0], data[unknown[0]], "a field of RunJobRequest")
+    if not isinstance(data.get("validateOnly", False), bool):
+        raise _bad(where, "validateOnly", data["validateOnly"], "true or false")
     overrides = _mapping(data.get("overrides"), where, "overrides")
     known = {"containerOverrides", "taskCount", "timeoutSeconds" if v1 else "timeout"}
     unknown = sorted(set(overrides) - known)
@@ -376,10 +389,10 @@ def parse_run_request(body: Any, *, v1: bool = False) -> RunOverrides:
     containers = overrides.get("containerOverrides") or []
     if not isinstance(containers, list) or len(containers) > 1:
         raise _bad(where, "overrides.containerOverrides", containers, "a list of one override")
-    container = _mapping(
-        containers[0] if containers else None, where, "overrides.containerOverrides[0]"
-    )
     path = "overrides.containerOverrides[0]"
+    container = _mapping(
+        containers[0] if containers else None, where, path, CONTAINER_OVERRIDE_FIELDS
+    )
     clear = container.get("clearArgs", False)
     if not isinstance(clear, bool):
         raise _bad(where, f"{path}.clearArgs", clear, "true or false")

@@ -158,8 +158,13 @@ class TestDefinitions:
             ),
             pytest.param(  # a trial's "comand" read as a missing emulatorCommand, unnamed
                 {"template": {"containers": [{"image": "x", "comand": ["python", "t.py"]}]}},
-                ["emulatorCommand", "is 'comand' a misspelt 'command'?", "got nothing."],
+                ["containers[0].comand is not a field", "did you mean 'command'?"],
                 id="misspelt-command",
+            ),
+            pytest.param(  # a trial's "argz": the job ran without its args, unwarned
+                {"template": {"containers": [{"command": ["python"], "argz": ["t.py"]}]}},
+                ["containers[0].argz is not a field", "did you mean 'args'?"],
+                id="misspelt-args",
             ),
         ],
     )
@@ -215,6 +220,12 @@ class TestRunRequests:
                 {"overrides": {"containerOverrides": [{"args": "x"}]}},
                 "containerOverrides[0].args",
                 id="args",
+            ),
+            pytest.param(  # a trial's typo ran the job with its own args, answered 200
+                {"overrides": {"containerOverrides": [{"argz": ["x"]}]}},
+                "containerOverrides[0].argz is not a field Cloud Run knows here; did you mean "
+                "'args'?",
+                id="misspelt-override",
             ),
         ],
     )

@@ -221,7 +221,8 @@ class CloudRunAdminApi:
             if request.method != "POST":
                 raise NotFound(f"The method {request.method} {path} is not found.")
             job = self.cloud_run.find(v1["project"], location, v1["job"])
-            return _json(v1_execution(self._run(job, request, v1=True)))
+            execution = self._run(job, request, v1=True)
+            return _json(v1_execution(execution) if execution else {})
         project, location = match["project"], match["location"]
         if match["operation"] is not None:
             return _json(self._operation(project, location, match["operation"]))
@@ -234,6 +235,9 @@ class CloudRunAdminApi:
             if request.method != "POST":
                 raise NotFound(f"The method {request.method} {path} is not found.")
             execution = self._run(job, request, v1=False)
+            if execution is None:  # validateOnly: checked, nothing runs
+                operation = f"projects/{project}/locations/{location}/operations/{uuid.uuid4()}"
+                return _json({"name": operation, "done": True})
             return _json(self._operation_body(execution, self._new_operation(execution)))
         if "/executions" not in path:
             return _json(v2_job(job, self._count(job)))
@@ -251,7 +255,9 @@ class CloudRunAdminApi:
     def _count(self, job: CloudRunJob) -> int:
         return len(self.cloud_run.store.list(job=job.name, limit=None))
 
-    def _run(self, job: CloudRunJob, request: Request, *, v1: bool) -> Execution:
+    def _run(self, job: CloudRunJob, request: Request, *, v1: bool) -> Execution | None:
+        """Start an execution of ``job`` as the request's body says; ``None`` (nothing runs)
+        when it asks only for validation (``validateOnly``)."""
         raw = request.get_data()
         try:
             body = json.loads(raw) if raw.strip() else {}
@@ -261,7 +267,10 @@ class CloudRunAdminApi:
                 f"{raw[:80].decode('utf-8', 'replace')!r}."
             ) from None
         scheduler_job = request.headers.get(JOB_NAME_HEADER, "")
-        return self.cloud_run.run(job, parse_run_request(body, v1=v1), scheduler_job=scheduler_job)
+        overrides = parse_run_request(body, v1=v1)
+        if body.get("validateOnly"):
+            return None
+        return self.cloud_run.run(job, overrides, scheduler_job=scheduler_job)
 
     def _new_operation(self, execution: Execution) -> str:
         operation = str(uuid.uuid4())

@@ -287,6 +287,23 @@ class TestRefused:
         assert attempt.response_status == 400
         assert "overrides.taskCount" in attempt.response_excerpt
 
+    @pytest.mark.parametrize("uri", [V2_URI, V1_URI], ids=["v2", "v1"])
+    def test_validate_only_checks_the_request_and_runs_nothing(
+        self, tasks: Tasks, uri: str
+    ) -> None:
+        """A trial's ``validateOnly: true`` started a real execution."""
+        bad = {"validateOnly": True, "overrides": {"taskCount": 0}}
+        with emulator_for(cloud_run_job(tasks.folder)) as emulator:
+            emulator.create_job(nightly(uri, body={"validateOnly": True}, **OAUTH))
+            emulator.create_job({**nightly(uri, body=bad, **OAUTH), "name": "bad"})
+            emulator.advance(timedelta(minutes=2))
+            ok, refused = emulator.attempts("nightly")[0], emulator.attempts("bad")[0]
+            assert emulator.cloud_run.store.list() == []
+        assert ok.code == "OK" and tasks.all() == {}
+        if uri == V2_URI:
+            assert json.loads(ok.response_excerpt)["done"] is True
+        assert refused.response_status == 400 and "overrides.taskCount" in refused.response_excerpt
+
     def test_another_google_api_fails_with_a_reason_and_nothing_is_sent(self, tasks: Tasks) -> None:
         wire = Recording()
         uri = "https://workflowexecutions.googleapis.com/v1/projects/p/locations/l/workflows/w/executions"
