@@ -226,10 +226,14 @@ class CloudRunAdminApi:
         project, location = match["project"], match["location"]
         if match["operation"] is not None:
             return _json(self._operation(project, location, match["operation"]))
+        jobs = [j for j in self.cloud_run.jobs() if j.location == location]
+        jobs = [j for j in jobs if j.project == project or project.isdigit()]
         if match["job"] is None:
-            jobs = [j for j in self.cloud_run.jobs() if j.location == location]
-            jobs = [j for j in jobs if j.project == project or project.isdigit()]
             return _json({"jobs": [v2_job(j, self._count(j)) for j in jobs]})
+        if match["job"] == "-" and path.endswith("/executions"):  # every job's, as Cloud Run's
+            mine = {j.name for j in jobs}
+            executions = [e for e in self.cloud_run.store.list(limit=None) if e.job.name in mine]
+            return _json({"executions": [v2_execution(e) for e in reversed(executions)]})
         job = self.cloud_run.find(project, location, match["job"])
         if match["verb"]:
             if request.method != "POST":
