@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.tools.cloud_run_file import load_cloud_run_jobs
@@ -138,6 +139,10 @@ def test_googles_run_client_lists_the_jobs_runs_one_and_reads_its_execution(
         listed_executions = list(executions.list_executions(parent=f"{parent}/jobs/export"))
         # "-" for every job's executions (the client's docstring; a trial got a 404)
         every_jobs = list(executions.list_executions(parent=f"{parent}/jobs/-"))
+        # CancelExecution is not answered: said so, not "execution 'x:cancel' does not exist"
+        cancel = requests.post(f"{daemon.url}/v2/{started.name}:cancel", json={}, timeout=30)
+    assert cancel.status_code == 404
+    assert "answers the Cloud Run Admin API's jobs/J:run" in cancel.json()["error"]["message"]
     assert finished.name == started.name == read.name
     assert read.succeeded_count == 3 and read.task_count == 3
     assert [e.name for e in listed_executions] == [e.name for e in every_jobs] == [read.name]

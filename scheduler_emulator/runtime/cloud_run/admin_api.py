@@ -27,7 +27,7 @@ from .executions import CloudRun, Execution
 
 _V2 = re.compile(
     r"^/v2/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"
-    r"(?:jobs(?:/(?P<job>[^/:]+)(?::(?P<verb>run)|/executions(?:/(?P<execution>[^/]+))?)?)?"
+    r"(?:jobs(?:/(?P<job>[^/:]+)(?::(?P<verb>run)|/executions(?:/(?P<execution>[^/:]+))?)?)?"
     r"|operations/(?P<operation>[^/]+))$"
 )
 _V1_RUN = re.compile(
