@@ -139,6 +139,7 @@ def test_googles_run_client_lists_the_jobs_runs_one_and_reads_its_execution(
         listed_executions = list(executions.list_executions(parent=f"{parent}/jobs/export"))
         # "-" for every job's executions (the client's docstring; a trial got a 404)
         every_jobs = list(executions.list_executions(parent=f"{parent}/jobs/-"))
+        latest = jobs.get_job(name=f"{parent}/jobs/export").latest_created_execution
         # CancelExecution is not answered: said so, not "execution 'x:cancel' does not exist"
         cancel = requests.post(f"{daemon.url}/v2/{started.name}:cancel", json={}, timeout=30)
     assert cancel.status_code == 404
@@ -146,6 +147,7 @@ def test_googles_run_client_lists_the_jobs_runs_one_and_reads_its_execution(
     assert finished.name == started.name == read.name
     assert read.succeeded_count == 3 and read.task_count == 3
     assert [e.name for e in listed_executions] == [e.name for e in every_jobs] == [read.name]
+    assert latest.name == read.name and latest.completion_status.name == "EXECUTION_SUCCEEDED"
 
 
 HANG = (

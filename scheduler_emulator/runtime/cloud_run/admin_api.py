@@ -97,15 +97,25 @@ def _v2_template(job: CloudRunJob) -> dict[str, Any]:
     }
 
 
-def v2_job(job: CloudRunJob, executions: int) -> dict[str, Any]:
-    """The v2 REST ``Job`` of a defined job."""
+def v2_job(job: CloudRunJob, executions: list[Execution]) -> dict[str, Any]:
+    """The v2 REST ``Job`` of a defined job with its ``executions`` (oldest first): their count
+    and the newest as ``latestCreatedExecution``."""
+    latest = {}
+    if executions:
+        newest = v2_execution(executions[-1])
+        status = {"RUNNING": "EXECUTION_RUNNING", "SUCCEEDED": "EXECUTION_SUCCEEDED"}
+        latest = {"name": newest["name"], "createTime": newest["createTime"]}
+        latest["completionStatus"] = status.get(executions[-1].state, "EXECUTION_FAILED")
+        if "completionTime" in newest:
+            latest["completionTime"] = newest["completionTime"]
     return {
         "name": job.name,
         "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, job.name)),
         "generation": "1",
         "launchStage": "GA",
         "template": _v2_template(job),
-        "executionCount": executions,
+        "executionCount": len(executions),
+        **({"latestCreatedExecution": latest} if latest else {}),
     }
 
 
@@ -229,7 +239,7 @@ class CloudRunAdminApi:
         jobs = [j for j in self.cloud_run.jobs() if j.location == location]
         jobs = [j for j in jobs if j.project == project or project.isdigit()]
         if match["job"] is None:
-            return _json({"jobs": [v2_job(j, self._count(j)) for j in jobs]})
+            return _json({"jobs": [v2_job(j, self._executions(j)) for j in jobs]})
         if match["job"] == "-" and path.endswith("/executions"):  # every job's, as Cloud Run's
             mine = {j.name for j in jobs}
             executions = [e for e in self.cloud_run.store.list(limit=None) if e.job.name in mine]
@@ -244,7 +254,7 @@ class CloudRunAdminApi:
                 return _json({"name": operation, "done": True})
             return _json(self._operation_body(execution, self._new_operation(execution)))
         if "/executions" not in path:
-            return _json(v2_job(job, self._count(job)))
+            return _json(v2_job(job, self._executions(job)))
         if match["execution"] is None:
             executions = self.cloud_run.store.list(job=job.name, limit=None)
             return _json({"executions": [v2_execution(e) for e in reversed(executions)]})
@@ -256,8 +266,8 @@ class CloudRunAdminApi:
             )
         return _json(v2_execution(found))
 
-    def _count(self, job: CloudRunJob) -> int:
-        return len(self.cloud_run.store.list(job=job.name, limit=None))
+    def _executions(self, job: CloudRunJob) -> list[Execution]:
+        return self.cloud_run.store.list(job=job.name, limit=None)
 
     def _run(self, job: CloudRunJob, request: Request, *, v1: bool) -> Execution | None:
         """Start an execution of ``job`` as the request's body says; ``None`` (nothing runs)
