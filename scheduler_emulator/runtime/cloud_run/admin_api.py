@@ -342,10 +342,10 @@ class GoogleApisTransport(MountTransport):
         if host.endswith(".googleapis.com") and not is_cloud_run_host(host):
             return TransportResult(
                 failure=Failure.CONNECTION,
-                detail=f"Not sent: the emulator sends nothing to Google. Of *.googleapis.com it "
-                f"answers only the Cloud Run Admin API's jobs/J:run (run.googleapis.com, "
-                f"REGION-run.googleapis.com) for jobs given with --cloud-run-jobs; {host} is "
-                f"not routed.",
+                detail=f"Not sent: {host} is not routed; the emulator sends nothing to Google. "
+                "Of *.googleapis.com it answers only the Cloud Run Admin API's jobs/J:run "
+                "(run.googleapis.com, REGION-run.googleapis.com) for jobs given with "
+                "--cloud-run-jobs.",
             )
         return None
 
