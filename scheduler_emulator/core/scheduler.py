@@ -41,7 +41,13 @@ from datetime import UTC, datetime, timedelta
 from ..domain.attempts import EMULATOR_DOWN, RUN_STILL_GOING, Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
 from ..domain.resources import Job, State, Status
-from ..domain.retry import GAVE_UP_PAUSED, gave_up_because, max_attempts, next_attempt_time
+from ..domain.retry import (
+    GAVE_UP_DELETED,
+    GAVE_UP_PAUSED,
+    gave_up_because,
+    max_attempts,
+    next_attempt_time,
+)
 from ..domain.schedule import DEFAULT_DST_POLICY, Schedule, parse_schedule
 from ..wire import format_schedule_time, to_instant
 
@@ -272,14 +278,17 @@ class Scheduler:
             self._set_next_fire(state, self._first_fire(schedule, now, at_start and unrecorded))
         return self.view(state), decisions
 
-    def remove(self, name: str) -> None:
-        """Forget the job: no further runs, retries or ends are acted on.
+    def remove(self, name: str) -> list[Decision]:
+        """Forget the job: no further runs, retries or ends are acted on; its open runs (a
+        retry pending, an attempt in flight) end as given up, ``job deleted``.
 
         :raises NotFound: if there is no such job.
         """
-        if self._jobs.pop(name, None) is None:
+        state = self._jobs.pop(name, None)
+        if state is None:
             raise NotFound("Job not found.")
         self._before = None  # a removal is stored first: never undone
+        return [self._give_up(state, run, GAVE_UP_DELETED) for run in list(state.runs.values())]
 
     def clear(self) -> None:
         """Forget every job and timer."""
@@ -770,11 +779,16 @@ class Scheduler:
         out: list[Decision] = []
         for run in list(state.runs.values()):
             if not run.forced and run.next_attempt_at is not None:
-                run.finished = True
-                run.next_attempt_at = None
-                run.limits = (max_attempts(state.job.retry_config), GAVE_UP_PAUSED)
-                state.runs.pop(run.id, None)
-                if state.active is run:
-                    state.active = None
-                out.append(SaveRun(run))
+                out.append(self._give_up(state, run, GAVE_UP_PAUSED))
         return out
+
+    @staticmethod
+    def _give_up(state: _JobState, run: Run, why: str) -> SaveRun:
+        """End ``run`` as given up for ``why`` (no retry follows)."""
+        run.finished = True
+        run.next_attempt_at = None
+        run.limits = (max_attempts(state.job.retry_config), why)
+        state.runs.pop(run.id, None)
+        if state.active is run:
+            state.active = None
+        return SaveRun(run)

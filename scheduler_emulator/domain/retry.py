@@ -24,6 +24,7 @@ __all__ = [
     "GAVE_UP_COUNT",
     "GAVE_UP_DURATION",
     "GAVE_UP_NO_RETRIES",
+    "GAVE_UP_DELETED",
     "GAVE_UP_PAUSED",
     "backoff",
     "gave_up_because",
@@ -149,6 +150,8 @@ GAVE_UP_DURATION = "max retry duration"
 GAVE_UP_NO_RETRIES = "no retries"
 #: … or the job was paused (a paused job's pending retries are dropped).
 GAVE_UP_PAUSED = "job paused"
+#: … or the job was deleted (its open runs end with it).
+GAVE_UP_DELETED = "job deleted"
 
 
 def max_attempts(config: RetryConfig | None) -> int | None:

@@ -390,7 +390,8 @@ class Emulator(AttemptAssertions):
         with self._lock:
             self.core.get(name)  # NotFound first
             self.store.delete_job(name)  # then memory, once the disk has it
-            self.core.remove(name)
+            for decision in self.core.remove(name):  # its open runs end with it
+                self.store.save(decision)
 
     def pause_job(self, name: str) -> Job:
         """Pause an ENABLED job (PauseJob): no more runs; pending retries are dropped.

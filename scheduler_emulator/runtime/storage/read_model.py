@@ -295,19 +295,20 @@ def run_state(
     last = attempts[-1] if attempts else None
     tries = len({a["attempt"] for a in attempts})  # an injected duplicate shares its number
     state, gave_up, next_time = "in progress", None, None
-    ended = finished and last is not None and last["code"] is not None  # as read at now
-    if ended and limits is not None:  # as it ended, whatever the config became since
-        count, _, reason = check.text("limits", limits).partition("|")
+    code = None if last is None else last["code"]  # as read at now
+    if finished and code is not None and limits is not None:  # as it ended, whatever the
+        count, _, reason = check.text("limits", limits).partition("|")  # config became since
         most = int(count) if count.isdigit() else None
-        state, gave_up = ("gave up", reason) if reason else ("succeeded", None)
-    elif finished and last is not None and last["code"] == "OK":
+        # (an attempt in flight when its job was deleted still completes: OK is a success)
+        state, gave_up = ("gave up", reason) if reason and code != "OK" else ("succeeded", None)
+    elif finished and code == "OK":
         state = "succeeded"
     elif finished:
         state = "gave up"
         if retry is not None and last is not None and first_start and last["endTime"]:
             last_end = datetime.fromisoformat(last["endTime"])
             gave_up = gave_up_because(retry, tries - 1, first_start, last_end)
-    elif next_at is not None and (last is None or last["code"] is not None):
+    elif next_at is not None and (last is None or code is not None):
         state, next_time = "retrying", iso(check.instant("next_attempt_at", next_at))
     return {
         "state": state,

@@ -425,6 +425,35 @@ class TestTheReadModelTellsTheTruth:
         [lane] = client.get("/_emulator/timeline").json["lanes"]
         assert lane["runs"][0]["attempts"][0]["code"] == "OK"
 
+    def test_a_deleted_jobs_pending_retry_ends_its_run(
+        self, emulator: Emulator, client: Client, target: RecordingTarget
+    ) -> None:
+        """A trial's run of a deleted job read "retrying", due in the past, for good."""
+        target.status = 500
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 3}))
+        emulator.advance(timedelta(minutes=1, seconds=1))  # 02:00 failed, retry at 02:00:05
+        emulator.delete_job("nightly")
+        emulator.advance(timedelta(minutes=1))
+        [run] = client.get("/_emulator/runs").json["runs"]
+        assert (run["state"], run["gaveUp"], run["nextAttemptTime"]) == (
+            "gave up", "job deleted", None
+        )  # fmt: skip
+        assert client.get("/_emulator/runs?state=in-progress").json["runs"] == []
+        assert len(target.requests) == 1
+
+    def test_an_attempt_in_flight_as_its_job_is_deleted_still_completes(
+        self, emulator: Emulator, client: Client
+    ) -> None:
+        emulator.faults.add(action="delay", seconds=30)  # in flight until 02:00:30
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 3}))
+        emulator.advance(timedelta(minutes=1, seconds=1))
+        emulator.delete_job("nightly")
+        emulator.advance(timedelta(minutes=1))
+        [run] = client.get("/_emulator/runs").json["runs"]
+        assert (run["state"], run["gaveUp"], run["attempts"][0]["code"]) == (
+            "succeeded", None, "OK"
+        )  # fmt: skip
+
     @pytest.mark.parametrize(
         ("rule", "expected"),
         [
