@@ -22,9 +22,9 @@ from .resources import RetryConfig
 
 __all__ = [
     "GAVE_UP_COUNT",
+    "GAVE_UP_DELETED",
     "GAVE_UP_DURATION",
     "GAVE_UP_NO_RETRIES",
-    "GAVE_UP_DELETED",
     "GAVE_UP_PAUSED",
     "backoff",
     "gave_up_because",
