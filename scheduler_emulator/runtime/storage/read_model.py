@@ -303,7 +303,7 @@ def run_state(
         state, gave_up = ("gave up", reason) if reason and code != "OK" else ("succeeded", None)
     elif finished and code == "OK":
         state = "succeeded"
-    elif finished:
+    elif finished and (last is None or code is not None):  # (else: in flight, its job deleted)
         state = "gave up"
         if retry is not None and last is not None and first_start and last["endTime"]:
             last_end = datetime.fromisoformat(last["endTime"])

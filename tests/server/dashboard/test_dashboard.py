@@ -448,6 +448,8 @@ class TestTheReadModelTellsTheTruth:
         emulator.create_job(nightly_job(retryConfig={"retryCount": 3}))
         emulator.advance(timedelta(minutes=1, seconds=1))
         emulator.delete_job("nightly")
+        [going] = client.get("/_emulator/runs").json["runs"]
+        assert (going["state"], going["gaveUp"]) == ("in progress", None)
         emulator.advance(timedelta(minutes=1))
         [run] = client.get("/_emulator/runs").json["runs"]
         assert (run["state"], run["gaveUp"], run["attempts"][0]["code"]) == (
