@@ -75,7 +75,7 @@ from .guard_refusals import (
     RunRefusedError,
 )
 from .guard_stores import Claim, ClaimOutcome, RunRecord, RunStatus, RunStore, SqliteRunStore
-from .guard_views import guard_view
+from .guard_views import acknowledges, guard_view
 from .request import (
     JOB_NAME_HEADER,
     SCHEDULE_TIME_HEADER,
@@ -565,7 +565,9 @@ class RunOnceGuard:
         annotated ``TimerRequest`` (visible to the router, not passed to the handler). The
         payload parameter binds as without the guard.
 
-        Answers under an installed router: the handler returned → 200; a duplicate of a completed
+        Answers under an installed router: the handler returned → 200 (or the status of a
+        response it returned, :meth:`TimerRouter.outcome`; a non-2xx one releases the claim, as
+        a raise does, so that a retry runs the work); a duplicate of a completed
         run → 200 without calling the handler; missing headers → 400, in progress → 409 (both
         ``application/problem+json``); the handler raised → the claim released, the exception
         re-raised, so the router logs it and answers its 500 problem. In function style
@@ -629,7 +631,9 @@ class RunOnceGuard:
                 headers = headers_of(args, kwargs)
                 slot = _REFUSAL_SLOT.get()
                 try:
-                    result = await self.run_async(headers, lambda: handler(*args, **kwargs))
+                    result = await self.run_async(
+                        headers, lambda: handler(*args, **kwargs), succeeded=acknowledges
+                    )
                 except RunRefusedError as refusal:
                     refused(refusal, slot)
                     return None
@@ -643,7 +647,9 @@ class RunOnceGuard:
                 headers = headers_of(args, kwargs)
                 slot = _REFUSAL_SLOT.get()
                 try:
-                    result = self.run(headers, lambda: handler(*args, **kwargs))
+                    result = self.run(
+                        headers, lambda: handler(*args, **kwargs), succeeded=acknowledges
+                    )
                 except RunRefusedError as refusal:
                     refused(refusal, slot)
                     return None

@@ -11,13 +11,13 @@ service that uses a :class:`~scheduler_emulator.service.TimerRouter`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast
 
 from .guard_refusals import DUPLICATE_RESPONSE, RunRefusedError
-from .request import TimerResponse
+from .request import TimerResponse, returned_status
 
-__all__ = ["guard_view"]
+__all__ = ["acknowledges", "guard_view"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,37 +31,10 @@ class Guard(Protocol):
     ) -> Any: ...
 
 
-def _status_of(value: Any) -> int:
-    """The status a Flask view's return value is answered with (Flask's rules, no app needed).
-
-    :param value: a response object, a body, or a ``(body, status[, headers])`` /
-        ``(body, headers)`` tuple.
-    :return: the status code; 200 when the value does not set one.
-    """
-    if isinstance(value, tuple):
-        if len(value) == 3:
-            return _status_code(value[1])
-        if (
-            len(value) == 2
-            and not isinstance(value[1], (Mapping, tuple, list))
-            and not hasattr(value[1], "to_wsgi_list")
-        ):
-            return _status_code(value[1])
-        return _status_of(value[0]) if value else 200
-    status = getattr(value, "status_code", None)
-    return status if isinstance(status, int) else 200
-
-
-def _status_code(value: Any) -> int:
-    """A status given as ``404``, ``HTTPStatus.NOT_FOUND`` or ``"404 NOT FOUND"``, as an int."""
-    if isinstance(value, int):
-        return int(value)
-    return int(str(value).split(None, 1)[0])
-
-
-def _acknowledges(value: Any) -> bool:
-    """Whether Cloud Scheduler reads a view's answer as success: a 2xx status."""
-    return 200 <= _status_of(value) <= 299
+def acknowledges(value: Any) -> bool:
+    """Whether Cloud Scheduler reads a view's or handler's answer as success: a 2xx status
+    (:func:`~scheduler_emulator.service.request.returned_status`; none set: 200)."""
+    return 200 <= (returned_status(value) or 200) <= 299
 
 
 def _find_request(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -115,7 +88,7 @@ def guard_view(guard: Guard, view: F) -> F:
         request = _find_request(args, kwargs)
         try:
             result = guard.run(
-                request.headers, lambda: view(*args, **kwargs), succeeded=_acknowledges
+                request.headers, lambda: view(*args, **kwargs), succeeded=acknowledges
             )
         except RunRefusedError as refusal:
             return _werkzeug_response(refusal.response())

@@ -38,6 +38,8 @@ __all__ = [
     "TimerResponse",
     "WsgiApp",
     "is_timer_request",
+    "returned_answer",
+    "returned_status",
 ]
 
 #: A WSGI application: ``app(environ, start_response) -> iterable of bytes``.
@@ -178,8 +180,45 @@ class TimerResponse:
 
     @property
     def status_line(self) -> str:
-        """The WSGI status line, e.g. ``"500 Internal Server Error"``."""
-        return f"{self.status} {HTTPStatus(self.status).phrase}"
+        """The WSGI status line, e.g. ``"500 Internal Server Error"`` (``"599 Unknown"`` for a
+        status without a name)."""
+        known = self.status in HTTPStatus._value2member_map_
+        return f"{self.status} {HTTPStatus(self.status).phrase if known else 'Unknown'}"
+
+
+def returned_status(value: Any) -> int | None:
+    """The HTTP status a handler's return value sets, read as Flask reads a view's: a response
+    object's ``status_code`` (werkzeug and Flask, Starlette and FastAPI), a ``(body, status[,
+    headers])`` tuple's (``404``, ``HTTPStatus.NOT_FOUND`` or ``"404 NOT FOUND"``).
+
+    :param value: what the handler returned.
+    :return: the status, or ``None`` when it sets none (a body, ``None``, ``(body, headers)``).
+    """
+    if isinstance(value, tuple):
+        if len(value) == 3 or (
+            len(value) == 2
+            and not isinstance(value[1], (Mapping, tuple, list))
+            and not hasattr(value[1], "to_wsgi_list")
+        ):
+            status = value[1]
+            return int(status) if isinstance(status, int) else int(str(status).split(None, 1)[0])
+        return returned_status(value[0]) if value else None
+    status = getattr(value, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def returned_answer(value: Any) -> tuple[bytes, str | None]:
+    """The body and ``Content-Type`` of a response a handler returned (see
+    :func:`returned_status`): a Starlette response's ``body``, a werkzeug response's data, a
+    tuple's ``str`` or ``bytes`` body; ``b""`` for another body (a dict to be made JSON)."""
+    value = value[0] if isinstance(value, tuple) and value else value
+    body = getattr(value, "body", None)
+    if not isinstance(body, bytes):
+        get_data = getattr(value, "get_data", None)
+        body = get_data() if callable(get_data) else value
+    body = body.encode() if isinstance(body, str) else body if isinstance(body, bytes) else b""
+    get = getattr(getattr(value, "headers", None), "get", None)  # werkzeug's, Starlette's
+    return body, get("content-type") if callable(get) else None
 
 
 class Router(Protocol):

@@ -24,6 +24,8 @@ Routing and answers, as a sketch (every row is a test in ``tests/service``)::
       payload parameter, body empty / not JSON / not binding  → 400, problem  (WARNING log)
       the handler raised                                      → 500, problem  (ERROR + traceback)
       the handler returned                                    → 200, empty
+      the handler returned a response with a status           → that status and body
+                                                                (non-2xx: WARNING log)
     any other path                                            → the wrapped app (404 without one)
 
 Function style calls the handler with no HTTP at all::
@@ -63,6 +65,8 @@ from .request import (
     TimerResponse,
     WsgiApp,
     is_timer_request,
+    returned_answer,
+    returned_status,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; werkzeug is imported lazily
@@ -463,15 +467,30 @@ class TimerRouter:
         return name, timer, payload
 
     @staticmethod
-    def outcome(name: str, exception: Exception | None) -> TimerResponse:
+    def outcome(name: str, exception: Exception | None, returned: Any = None) -> TimerResponse:
         """The answer once the handler has run: the other pure half of :meth:`dispatch`.
 
         :param name: the timer's name.
         :param exception: what the handler raised, or ``None`` when it returned.
-        :return: 200 (empty), or the 500 problem (logged at ERROR with the traceback).
+        :param returned: what it returned: a response with a status (a FastAPI, Starlette,
+            werkzeug or Flask response, a Flask ``(body, status)`` tuple:
+            :func:`~scheduler_emulator.service.request.returned_status`) is answered with its
+            status and body, a non-2xx one logged at WARNING; anything else is not sent.
+        :return: 200 (empty), the returned response's status, or the 500 problem (logged at
+            ERROR with the traceback).
         """
         if exception is None:
-            return _answer(200)
+            status = returned_status(returned)
+            if status is None:
+                return _answer(200)
+            if not 200 <= status <= 299:  # a trial's FastAPI handler returned its 503
+                logger.warning(
+                    "TIMER /%s answered %d: its handler returned that status; the attempt "
+                    "fails and is retried under the job's retry config.",
+                    name,
+                    status,
+                )
+            return _answer(status, *returned_answer(returned))
         flask = "outside of request context" in str(exception)  # flask.request read in it
         logger.error(
             "TIMER /%s failed with 500: its handler raised %s.%s",
@@ -500,10 +519,10 @@ class TimerRouter:
         try:
             result = timer.call(payload, request)
             if inspect.isawaitable(result):
-                run_awaitable(result)
+                result = run_awaitable(result)
         except Exception as exc:
             return self.outcome(name, exc)
-        return self.outcome(name, None)
+        return self.outcome(name, None, result)
 
     async def dispatch_async(
         self, request: TimerRequest, name: str | None = None
@@ -528,10 +547,10 @@ class TimerRouter:
             else:
                 result = await asyncio.to_thread(timer.call, payload, request)
             if inspect.isawaitable(result):
-                await result
+                result = await result
         except Exception as exc:
             return self.outcome(name, exc)
-        return self.outcome(name, None)
+        return self.outcome(name, None, result)
 
     def invoke(self, name: str, payload: Any = None, request: TimerRequest | None = None) -> Any:
         """Call a timer's handler directly, with no HTTP (the function style of testing).

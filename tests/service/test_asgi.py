@@ -360,6 +360,37 @@ class TestRunOnceGuardInAsyncHandlers:
         assert send("POST", "/_triggers/timer/slow", from_job("slow"), b"").status == 200
         assert runs == ["inner answered 409"]
 
+    @pytest.mark.parametrize("kind", ["async", "sync"])
+    def test_a_returned_error_response_fails_the_attempt_and_the_retry_runs_again(
+        self, kind: str
+    ) -> None:
+        """A trial's FastAPI handler returned JSONResponse(..., status_code=503): the router
+        answered 200 and the guard counted the run done, so the work was lost, unretried."""
+        guard = RunOnceGuard()
+        router = guard.install(TimerRouter())
+        answers = [503, 200]
+        runs: list[int] = []
+
+        def work() -> starlette.responses.JSONResponse:
+            runs.append(answers[len(runs)])
+            return starlette.responses.JSONResponse({"busy": True}, status_code=runs[-1])
+
+        async def work_async() -> starlette.responses.JSONResponse:
+            return work()
+
+        router.timer("nightly")(guard.once(work_async if kind == "async" else work))
+        app = fastapi.FastAPI()
+        router.init_app(app)
+        send = asgi_sender(app)
+        first, retry, duplicate = (
+            send("POST", "/_triggers/timer/nightly", from_job("nightly"), b"") for _ in range(3)
+        )
+        assert (first.status, first.content_type, first.body) == (
+            503, "application/json", b'{"busy":true}'
+        )  # fmt: skip
+        assert (retry.status, duplicate.status) == (200, 200)
+        assert runs == [503, 200]  # the retry ran the work again; the duplicate did not
+
     def test_the_guard_also_works_when_wsgi_runs_the_async_handler(self) -> None:
         router, runs = self.make()
         client = Client(router.wsgi())

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from werkzeug.test import Client, EnvironBuilder
+from werkzeug.wrappers import Response
 
 from scheduler_emulator.service import (
     EXCEPTION_ENVIRON_KEY,
@@ -328,6 +329,39 @@ class TestOutcomes:
         response = Client(router).post("/_triggers/timer/nightly")
 
         assert (response.status_code, response.data) == (200, b"")
+
+    @pytest.mark.parametrize(
+        ("returned", "status", "body"),
+        [
+            pytest.param(
+                lambda: Response(b"ledger busy", status=503, content_type="text/plain"),
+                503, b"ledger busy", id="werkzeug-response",
+            ),
+            pytest.param(lambda: ("ledger busy", "503 SERVICE UNAVAILABLE"), 503, b"ledger busy",
+                         id="flask-tuple"),
+            pytest.param(lambda: ("", 204, {"X-A": "1"}), 204, b"", id="flask-2xx-tuple"),
+        ],
+    )  # fmt: skip
+    def test_a_response_the_handler_returns_is_answered_with_its_status(
+        self,
+        returned: Callable[[], Any],
+        status: int,
+        body: bytes,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        """A trial's FastAPI handler returned its 503: answered 200, the run counted done."""
+        router = TimerRouter()
+        router.timer("nightly")(returned)
+        with caplog.at_level(logging.WARNING, logger="scheduler_emulator.service"):
+            response = Client(router).post("/_triggers/timer/nightly")
+        assert (response.status_code, response.data) == (status, body)
+        warned = [
+            r.getMessage() for r in caplog.records if "its handler returned" in r.getMessage()
+        ]
+        assert warned == ([] if status < 300 else [
+            f"TIMER /nightly answered {status}: its handler returned that status; the attempt "
+            "fails and is retried under the job's retry config."
+        ])  # fmt: skip
 
     def test_handler_exception_is_left_in_the_environ_for_an_in_process_caller(
         self, service: Service
