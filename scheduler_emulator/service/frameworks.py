@@ -1,6 +1,6 @@
 """The timer router in front of the web frameworks: WSGI serving, Flask, Starlette and FastAPI
-(``init_app``), Flask views and functions-framework (``handle_flask``), and finding the router
-behind an app.
+(``init_app``), Flask views and functions-framework (``handle_flask``), Django views
+(``handle_django``), and finding the router behind an app.
 
 :class:`~scheduler_emulator.service.router.TimerRouter` owns the routing (names, matching,
 binding, answers); its ``wsgi()``, ``init_app()``, ``handle_flask()`` and
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # werkzeug is imported when a Flask request is served
 __all__ = [
     "TimerMiddleware",
     "functions_framework_handler",
+    "handle_django",
     "handle_flask",
     "init_app",
     "serve_wsgi",
@@ -136,10 +137,19 @@ def init_app(router: Router, flask_app: Any) -> None:
     :param flask_app: a :class:`flask.Flask` (anything with ``wsgi_app`` and ``extensions``),
         or a ``starlette.applications.Starlette`` / ``fastapi.FastAPI``.
     :raises ValueError: when another router is already installed on the app.
+    :raises TypeError: for another app (Django's, any WSGI or ASGI app), saying what to use.
     """
     if not hasattr(flask_app, "wsgi_app") and hasattr(flask_app, "add_middleware"):
         _init_starlette(router, flask_app)
         return
+    if not isinstance(getattr(flask_app, "extensions", None), dict):  # a trial's Django app
+        raise TypeError(
+            f"init_app takes a Flask, Starlette or FastAPI app, not {flask_app!r}. Put the "
+            "router in front of any other WSGI app with application = router.wsgi(app) "
+            "(Django: router.wsgi(get_wsgi_application()) in wsgi.py), of an ASGI app with "
+            "router.asgi(app); or route the timer path to a view (Django: "
+            "router.handle_django(request, name))."
+        )
     installed = flask_app.extensions.get("timer_router")
     if installed is router:
         return
@@ -209,6 +219,47 @@ def handle_flask(
         if request.environ.get(PROPAGATE_EXCEPTIONS_KEY):
             raise answer.exception
     return Response(answer.body, status=answer.status, headers=list(answer.headers))
+
+
+def handle_django(router: Router, request: Any, name: str | None = None) -> Any:
+    """Answer a Django request from a view whose URL pattern carries the name, so that the run
+    goes through Django (its middleware, ``ATOMIC_REQUESTS``, the request signals that close
+    stale database connections) and through pytest-django's ``live_server``, which serves
+    Django's own handler, not ``WSGI_APPLICATION``::
+
+        @csrf_exempt
+        def timers(request, name):
+            return router.handle_django(request, name)
+
+        urlpatterns = [path("_triggers/timer/<str:name>", timers)]
+
+    :param request: the ``django.http.HttpRequest``.
+    :param name: the timer's name; ``None`` takes it from ``request.path``.
+    :return: a ``django.http.HttpResponse``; an empty 404 when ``name`` is ``None`` and the path
+        is not a timer route.
+    :raises Exception: the handler's exception, when ``request.META`` sets
+        :data:`PROPAGATE_EXCEPTIONS_KEY`.
+    """
+    from django.http import HttpResponse
+
+    timer_request = TimerRequest(
+        headers=CaseInsensitiveHeaders(request.headers.items()),
+        body=request.body,
+        method=request.method,
+        path=request.path,
+    )
+    answer = router.dispatch(timer_request, name)
+    if answer is None:
+        return HttpResponse(b"", status=404)
+    if answer.exception is not None:
+        request.META[EXCEPTION_ENVIRON_KEY] = answer.exception
+        if request.META.get(PROPAGATE_EXCEPTIONS_KEY):
+            raise answer.exception
+    response = HttpResponse(answer.body, status=answer.status)
+    for header, value in answer.headers:
+        if header.lower() != "content-length":  # (Django sets it)
+            response[header] = value
+    return response
 
 
 def functions_framework_handler(

@@ -209,10 +209,12 @@ def returned_status(value: Any) -> int | None:
 
 def returned_answer(value: Any) -> tuple[bytes, str | None]:
     """The body and ``Content-Type`` of a response a handler returned (see
-    :func:`returned_status`): a Starlette response's ``body``, a werkzeug response's data, a
-    tuple's ``str`` or ``bytes`` body; ``b""`` for another body (a dict to be made JSON)."""
+    :func:`returned_status`): a Starlette response's ``body``, a Django one's ``content``, a
+    werkzeug response's data, a tuple's ``str`` or ``bytes`` body; ``b""`` for another body (a
+    dict to be made JSON)."""
     value = value[0] if isinstance(value, tuple) and value else value
     body = getattr(value, "body", None)
+    body = body if isinstance(body, bytes) else getattr(value, "content", None)
     if not isinstance(body, bytes):
         get_data = getattr(value, "get_data", None)
         body = get_data() if callable(get_data) else value

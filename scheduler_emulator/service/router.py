@@ -473,7 +473,7 @@ class TimerRouter:
         :param name: the timer's name.
         :param exception: what the handler raised, or ``None`` when it returned.
         :param returned: what it returned: a response with a status (a FastAPI, Starlette,
-            werkzeug or Flask response, a Flask ``(body, status)`` tuple:
+            Django, werkzeug or Flask response, a Flask ``(body, status)`` tuple:
             :func:`~scheduler_emulator.service.request.returned_status`) is answered with its
             status and body, a non-2xx one logged at WARNING; anything else is not sent.
         :return: 200 (empty), the returned response's status, or the 500 problem (logged at
@@ -646,6 +646,20 @@ class TimerRouter:
         from .frameworks import handle_flask
 
         return handle_flask(self, request, name)
+
+    def handle_django(self, request: Any, name: str | None = None) -> Any:
+        """Answer a Django request from a view whose URL pattern carries the name
+        (:func:`~scheduler_emulator.service.frameworks.handle_django`).
+
+        :param request: a ``django.http.HttpRequest``.
+        :param name: the timer's name; ``None`` takes it from ``request.path`` with :meth:`match`.
+        :raises Exception: the handler's exception, when ``request.META`` sets
+            :data:`PROPAGATE_EXCEPTIONS_KEY`.
+        :return: a ``django.http.HttpResponse``.
+        """
+        from .frameworks import handle_django
+
+        return handle_django(self, request, name)
 
     def functions_framework_handler(self) -> Callable[[WerkzeugRequest], WerkzeugResponse]:
         """Return a function for ``functions-framework``: ``request`` → :meth:`handle_flask`
