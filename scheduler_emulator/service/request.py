@@ -20,6 +20,7 @@ without a request) the handler gets ``TimerRequest()``: no headers, an empty bod
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -192,17 +193,16 @@ def returned_status(value: Any) -> int | None:
     headers])`` tuple's (``404``, ``HTTPStatus.NOT_FOUND`` or ``"404 NOT FOUND"``).
 
     :param value: what the handler returned.
-    :return: the status, or ``None`` when it sets none (a body, ``None``, ``(body, headers)``).
+    :return: the status, or ``None`` when it sets none (a body, ``None``, ``(body, headers)``,
+        a tuple that is not a response, such as ``(3, "swept")``).
     """
     if isinstance(value, tuple):
-        if len(value) == 3 or (
-            len(value) == 2
-            and not isinstance(value[1], (Mapping, tuple, list))
-            and not hasattr(value[1], "to_wsgi_list")
-        ):
-            status = value[1]
-            return int(status) if isinstance(status, int) else int(str(status).split(None, 1)[0])
-        return returned_status(value[0]) if value else None
+        if len(value) in (2, 3):
+            if isinstance(value[1], int) and not isinstance(value[1], bool):
+                return int(value[1]) if 100 <= value[1] <= 599 else None
+            if isinstance(value[1], str) and re.match(r"[1-5]\d\d(?: |$)", value[1]):
+                return int(value[1][:3])
+        return returned_status(value[0]) if len(value) == 2 else None
     status = getattr(value, "status_code", None)
     return status if isinstance(status, int) else None
 

@@ -340,6 +340,7 @@ class TestOutcomes:
             pytest.param(lambda: ("ledger busy", "503 SERVICE UNAVAILABLE"), 503, b"ledger busy",
                          id="flask-tuple"),
             pytest.param(lambda: ("", 204, {"X-A": "1"}), 204, b"", id="flask-2xx-tuple"),
+            pytest.param(lambda: (3, "swept"), 200, b"", id="a-tuple-not-a-response"),
         ],
     )  # fmt: skip
     def test_a_response_the_handler_returns_is_answered_with_its_status(
