@@ -11,7 +11,7 @@ one attribute per timer of the app's :class:`~scheduler_emulator.service.TimerRo
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from werkzeug.wrappers import Request
 from scheduler_emulator.runtime import AsgiApp, AsgiCaller, is_asgi_app
 from scheduler_emulator.service import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
 from scheduler_emulator.service.binding import encode_payload
+from scheduler_emulator.service.request import returned_answer, returned_status
 from scheduler_emulator.service.router import run_awaitable
 from scheduler_emulator.wire import (
     DEFAULT_CONTENT_TYPE,
@@ -150,7 +151,12 @@ class CloudRunTimers(_Timers):
         return scheduler_headers(name, header)
 
     def fire(
-        self, name: str, payload: Any = _NO_PAYLOAD, *, schedule_time: str | datetime | None = None
+        self,
+        name: str,
+        payload: Any = _NO_PAYLOAD,
+        *,
+        schedule_time: str | datetime | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> int:
         """Post the timer request for ``name``; return the 2xx status.
 
@@ -162,6 +168,9 @@ class CloudRunTimers(_Timers):
         :param schedule_time: overrides the ``X-CloudScheduler-ScheduleTime`` header: an aware
             datetime is written as Cloud Scheduler writes it (``2026-09-24T02:00:00Z``, or with
             the instant's own offset); text is sent as it is (to test a malformed header).
+        :param headers: more request headers, sent with Cloud Scheduler's: e.g. the token a
+            handler checks, ``{"Authorization": "Bearer " +
+            cloud_scheduler.tokens.id_token(email, audience)}``.
         :raises TypeError: for a payload that has no JSON form.
         :raises ValueError: for a NaN or infinite number (JSON has none).
         :raises TimerNotAcknowledged: for a non-2xx answer.
@@ -169,7 +178,7 @@ class CloudRunTimers(_Timers):
         :raises Exception: in-process, whatever the handler raised.
         """
         path = TIMER_PREFIX + name  # whatever prefix the app configured
-        headers = self.headers(name, schedule_time)
+        headers = {**self.headers(name, schedule_time), **(headers or {})}
         body = b"" if payload is _NO_PAYLOAD else encode_payload(payload)
         if body:  # as a job with a body and no Content-Type header of its own is sent
             headers["Content-Type"] = DEFAULT_CONTENT_TYPE
@@ -217,8 +226,15 @@ class FunctionTimers(_Timers):
         worker thread when called from async code) and its result returned.
 
         :raises LookupError: if no handler is registered for ``name``.
+        :raises TimerNotAcknowledged: when it returns a response with a non-2xx status (the
+            router would answer that status, failing the run), as the Cloud Run style does.
         :raises Exception: whatever the handler raised.
         """
         assert self._router is not None
         result = self._router.invoke(name, None if payload is _NO_PAYLOAD else payload)
-        return run_awaitable(result) if inspect.isawaitable(result) else result
+        result = run_awaitable(result) if inspect.isawaitable(result) else result
+        status = returned_status(result)
+        if status is not None and not 200 <= status <= 299:  # a trial's ("", 401) passed
+            body = returned_answer(result)[0].decode("utf-8", "replace")
+            raise TimerNotAcknowledged(name, status, body)
+        return result

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler_emulator.service import TimerRequest, TimerRouter
+
 pytest_plugins = ["pytester"]
 
 SERVICE = """
@@ -344,3 +346,22 @@ def test_a_message_goes_as_a_jobs_body_does(
     assert timers.fire("report", payload) == 204
     assert timers.fire("nightly") == 204
     assert seen == [(body, content_type), (b"", None)]
+
+
+def test_a_handler_that_checks_its_token_is_tested_with_one() -> None:
+    """A trial's handler checked its OIDC token: the Cloud Run style could send none (401), and
+    the function style passed although the handler returned its 401."""
+    from pytest_plugin.facades import CloudRunTimers, FunctionTimers, TimerNotAcknowledged
+
+    router = TimerRouter()
+
+    @router.timer("report")
+    def report(request: TimerRequest) -> tuple[str, int]:
+        token = request.headers.get("Authorization", "")
+        return ("", 204) if token == "Bearer t0k" else ("no token", 401)
+
+    with pytest.raises(TimerNotAcknowledged, match="answered 401. It said: no token"):
+        CloudRunTimers(router.wsgi()).report()
+    assert CloudRunTimers(router.wsgi()).report(headers={"Authorization": "Bearer t0k"}) == 204
+    with pytest.raises(TimerNotAcknowledged, match="answered 401. It said: no token"):
+        FunctionTimers(router).report()
