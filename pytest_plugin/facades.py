@@ -170,7 +170,8 @@ class CloudRunTimers(_Timers):
             the instant's own offset); text is sent as it is (to test a malformed header).
         :param headers: more request headers, sent with Cloud Scheduler's: e.g. the token a
             handler checks, ``{"Authorization": "Bearer " +
-            cloud_scheduler.tokens.id_token(email, audience)}``.
+            cloud_scheduler.tokens.id_token(email, audience, at=datetime.now(UTC))}`` (the call
+            runs in real time).
         :raises TypeError: for a payload that has no JSON form.
         :raises ValueError: for a NaN or infinite number (JSON has none).
         :raises TimerNotAcknowledged: for a non-2xx answer.
