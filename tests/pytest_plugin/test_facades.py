@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from scheduler_emulator.service import TimerRequest, TimerRouter
@@ -365,3 +367,26 @@ def test_a_handler_that_checks_its_token_is_tested_with_one() -> None:
     assert CloudRunTimers(router.wsgi()).report(headers={"Authorization": "Bearer t0k"}) == 204
     with pytest.raises(TimerNotAcknowledged, match="answered 401. It said: no token"):
         FunctionTimers(router).report()
+
+
+def test_a_token_the_fixture_mints_passes_the_handlers_check(
+    cloud_scheduler: Any, cloud_run_testing: Any
+) -> None:
+    """docs/testing.md's recipe: a token minted at the real time the façade's call runs in,
+    checked by verify_scheduler_token against the fixture's keys."""
+    from datetime import UTC, datetime
+
+    from scheduler_emulator.service import verify_scheduler_token
+
+    audience, email = "https://svc.example/run", "scheduler@my-project.iam.gserviceaccount.com"
+    router = TimerRouter()
+
+    @router.timer("nightly")
+    def nightly(request: TimerRequest) -> None:
+        verify_scheduler_token(
+            request, audience=audience, certs_url=cloud_scheduler.certs_url, email=email
+        )
+
+    token = cloud_scheduler.tokens.id_token(email, audience, at=datetime.now(UTC))
+    timers = cloud_run_testing(router.wsgi())
+    assert timers.nightly(headers={"Authorization": f"Bearer {token}"}) == 200
