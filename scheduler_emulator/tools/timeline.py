@@ -174,23 +174,25 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
     run`` for a 2xx to a run (keyed as a deduplicating target keys it, :func:`run_key`) that
     the target had already answered 2xx among ``attempts``, else ``""``; ``… of run 4, which
     sent the same ScheduleTime`` when that answer was to another run (two forced runs send the
-    job's next scheduled time alike).
+    job's next scheduled time alike; ``run 4 (forced)`` when it was forced: the scheduled run
+    it sent the time of reads so).
 
     :param attempts: in start order.
     """
-    answered: dict[tuple[str, str], tuple[int, int, int]] = {}  # run → status, attempt, run ID
+    answered: dict[tuple[str, str], tuple[int, int, int, bool]] = {}  # run → status, attempt,
+    # run ID, forced
     out = []
     for attempt in attempts:
         key, status, note = run_key(attempt), attempt.response_status, ""
         if status is not None and 200 <= status <= 299 and key in answered:
-            earlier, number, run_id = answered[key]
-            run = f"run {run_id}, which sent the same ScheduleTime"
+            earlier, number, run_id, forced = answered[key]
+            run = f"run {run_id}{' (forced)' if forced else ''}, which sent the same ScheduleTime"
             run = "this run" if run_id == attempt.run_id else run
             note = f"duplicate: the target already answered {earlier} to attempt {number} of {run}"
             note += " (injected duplicate delivery)" if attempt.copy else ""
         ok = answered_ok_status(attempt)
         if ok is not None and key not in answered:
-            answered[key] = (ok, attempt.attempt, attempt.run_id)
+            answered[key] = (ok, attempt.attempt, attempt.run_id, attempt.forced)
         out.append(note)
     return out
 

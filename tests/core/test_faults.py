@@ -95,8 +95,8 @@ class TestActions:
         notes = [row[-1] for row in attempt_rows(emulator.attempts())]
         assert notes == [
             "",
-            "duplicate: the target already answered 200 to attempt 1 of run 1, which sent the "
-            "same ScheduleTime",
+            "duplicate: the target already answered 200 to attempt 1 of run 1 (forced), which "
+            "sent the same ScheduleTime",
         ]
 
     def test_a_failed_assert_attempted_gives_each_attempts_reason(
