@@ -54,15 +54,17 @@
     if (zoneMode === "job" && jobZone) return jobZone;
     return "UTC";
   }
-  /* "YYYY-MM-DD HH:MM:SS" of instant t in IANA zone `zone`. */
+  /* "YYYY-MM-DD HH:MM:SS" of instant t in IANA zone `zone`, with its UTC offset ("-05:00")
+   * outside UTC: a repeated local time (a daylight-saving fall-back) reads apart. */
   function wallText(t, zone) {
     if (zone === "UTC" || zone === "Etc/UTC") return dayText(t) + " " + clockText(t, true);
     var parts = {};
     new Intl.DateTimeFormat("en-GB", { timeZone: zone, hourCycle: "h23", year: "numeric",
-      month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" })
+      month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
+      timeZoneName: "longOffset" })
       .formatToParts(new Date(t)).forEach(function (p) { parts[p.type] = p.value; });
     return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" +
-      parts.minute + ":" + parts.second;
+      parts.minute + ":" + parts.second + (parts.timeZoneName.replace("GMT", "") || "+00:00");
   }
   /* An RFC 3339 instant as "YYYY-MM-DD HH:MM:SS ZONE" in the chosen zone (the job's, `jobZone`,
    * when the choice is "job"). */
