@@ -649,6 +649,21 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
+def _newest(
+    client: DaemonClient, path: str, key: str, params: dict[str, Any], last: int
+) -> list[Any]:
+    """The newest ``last`` items of ``path`` (newest first, as the daemon lists them), oldest
+    first; says on stderr when there are more (a trial read the 20 as all of them)."""
+    params = {**params, "pageSize": min(last + 1, PAGE_SIZE)}
+    items = [*islice(client.pages(path, key, params), last + 1)]
+    if len(items) > last:
+        print(
+            f"note: the newest {last} {key}; --last N or --since RFC3339 lists more.",
+            file=sys.stderr,
+        )
+    return items[:last][::-1]
+
+
 def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``runs`` table: the newest ``--last`` runs (by schedule time), or every one
     scheduled since ``--since``, oldest first; with ``--json`` one JSON object per run, as
@@ -662,7 +677,7 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
         params.update(pageSize=PAGE_SIZE, scheduledAfter=iso(args.since))
         runs = [*client.pages("/_emulator/runs", "runs", params)][::-1]
     else:
-        runs = [*islice(client.pages("/_emulator/runs", "runs", params), args.last)][::-1]
+        runs = _newest(client, "/_emulator/runs", "runs", params, args.last)
     if args.json:
         return _print_json(out, runs)
     headers = WIDE_RUN_HEADERS if args.wide else RUN_HEADERS
@@ -721,8 +736,8 @@ def cmd_attempts(
         )
         _note_trimmed(client, args.since)
     else:
-        params = {**base, "order": "newest", "pageSize": min(args.last, PAGE_SIZE)}
-        items = [*islice(client.pages("/_emulator/attempts", "attempts", params), args.last)][::-1]
+        params = {**base, "order": "newest"}
+        items = _newest(client, "/_emulator/attempts", "attempts", params, args.last)
     attempts = [Attempt.from_json(item) for item in items]
     wide = bool(getattr(args, "wide", False))
     as_json = bool(getattr(args, "json", False))

@@ -89,6 +89,18 @@ def test_attempts_say_why_a_job_failed(daemon: Daemon, capsys: pytest.CaptureFix
     assert rows[-1].startswith("2026-03-02T00:00:00.000000Z  hourly-ping")
 
 
+@pytest.mark.parametrize("view", ["attempts", "runs"])
+def test_the_newest_n_say_when_there_are_more(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str], view: str
+) -> None:
+    """A trial read the newest 20 attempts as all of them."""
+    args = (view, "--port", port(daemon), "--job", "hourly-ping")
+    _, _, cut = run_command(capsys, *args, "--last", "3")
+    _, _, whole = run_command(capsys, *args, "--last", "1000")
+    assert cut == f"note: the newest 3 {view}; --last N or --since RFC3339 lists more.\n"
+    assert whole == ""
+
+
 def test_attempts_since_an_instant(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run_command(capsys, "attempts", "--port", port(daemon), "--job", "report",
                             "--since", "2026-03-01T22:00:00Z", "--wide")  # fmt: skip
