@@ -12,7 +12,7 @@ The ASGI twin is :mod:`~scheduler_emulator.service.asgi`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from .request import (
@@ -21,6 +21,7 @@ from .request import (
     CaseInsensitiveHeaders,
     Router,
     TimerRequest,
+    TimerResponse,
     WsgiApp,
 )
 
@@ -115,14 +116,32 @@ def serve_wsgi(
         method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
         path=path,
     )
-    response = router.dispatch(request, name)
+    response = _dispatch(router, request, name, environ)
     assert response is not None
-    if response.exception is not None:
-        environ[EXCEPTION_ENVIRON_KEY] = response.exception
-        if environ.get(PROPAGATE_EXCEPTIONS_KEY):
-            raise response.exception
     start_response(response.status_line, list(response.headers))
     return [response.body]
+
+
+def _dispatch(
+    router: Router,
+    request: Any,
+    name: str | None,
+    environ: MutableMapping[str, Any],
+    body: Any = None,
+) -> TimerResponse | None:
+    """Dispatch a timer run: ``request`` a :class:`TimerRequest`, or a framework's request
+    (Flask's, Django's: ``headers``, ``method``, ``path``) whose ``body`` is given. A handler's
+    exception is left in ``environ`` (a WSGI environ, Django's ``META``), and raised when
+    ``environ`` sets :data:`PROPAGATE_EXCEPTIONS_KEY`."""
+    if not isinstance(request, TimerRequest):
+        headers = CaseInsensitiveHeaders(request.headers.items())
+        request = TimerRequest(headers=headers, body=body, method=request.method, path=request.path)
+    answer = router.dispatch(request, name)
+    if answer is not None and answer.exception is not None:
+        environ[EXCEPTION_ENVIRON_KEY] = answer.exception
+        if environ.get(PROPAGATE_EXCEPTIONS_KEY):
+            raise answer.exception
+    return answer
 
 
 def init_app(router: Router, flask_app: Any) -> None:
@@ -205,19 +224,9 @@ def handle_flask(
     """
     from werkzeug.wrappers import Response
 
-    timer_request = TimerRequest(
-        headers=CaseInsensitiveHeaders(request.headers.items()),
-        body=request.get_data(cache=True),
-        method=request.method,
-        path=request.path,
-    )
-    answer = router.dispatch(timer_request, name)
+    answer = _dispatch(router, request, name, request.environ, request.get_data(cache=True))
     if answer is None:
         return Response(b"", status=404)
-    if answer.exception is not None:
-        request.environ[EXCEPTION_ENVIRON_KEY] = answer.exception
-        if request.environ.get(PROPAGATE_EXCEPTIONS_KEY):
-            raise answer.exception
     return Response(answer.body, status=answer.status, headers=list(answer.headers))
 
 
@@ -242,19 +251,9 @@ def handle_django(router: Router, request: Any, name: str | None = None) -> Any:
     """
     from django.http import HttpResponse
 
-    timer_request = TimerRequest(
-        headers=CaseInsensitiveHeaders(request.headers.items()),
-        body=request.body,
-        method=request.method,
-        path=request.path,
-    )
-    answer = router.dispatch(timer_request, name)
+    answer = _dispatch(router, request, name, request.META, request.body)
     if answer is None:
         return HttpResponse(b"", status=404)
-    if answer.exception is not None:
-        request.META[EXCEPTION_ENVIRON_KEY] = answer.exception
-        if request.META.get(PROPAGATE_EXCEPTIONS_KEY):
-            raise answer.exception
     response = HttpResponse(answer.body, status=answer.status)
     for header, value in answer.headers:
         if header.lower() != "content-length":  # (Django sets it)

@@ -102,12 +102,12 @@ def v2_job(job: CloudRunJob, executions: list[Execution]) -> dict[str, Any]:
     and the newest as ``latestCreatedExecution``."""
     latest = {}
     if executions:
-        newest = v2_execution(executions[-1])
-        status = {"RUNNING": "EXECUTION_RUNNING", "SUCCEEDED": "EXECUTION_SUCCEEDED"}
-        latest = {"name": newest["name"], "createTime": newest["createTime"]}
-        latest["completionStatus"] = status.get(executions[-1].state, "EXECUTION_FAILED")
-        if "completionTime" in newest:
-            latest["completionTime"] = newest["completionTime"]
+        last = executions[-1]
+        state = last.state if last.state in ("RUNNING", "SUCCEEDED") else "FAILED"
+        latest = {"name": last.name, "createTime": format_timestamp(last.create_time)}
+        latest["completionStatus"] = f"EXECUTION_{state}"
+        if last.completion_time is not None:
+            latest["completionTime"] = format_timestamp(last.completion_time)
     return {
         "name": job.name,
         "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, job.name)),
