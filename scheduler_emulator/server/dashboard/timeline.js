@@ -265,7 +265,14 @@
     return run.state || "";
   }
 
-  function seconds(a, b) { return Math.round((ms(b) - ms(a)) / 100) / 10 + " s"; }
+  /* The time from a to b: "12.3 s" under a minute, else "4 h 30 min", "2 min 5 s". */
+  function seconds(a, b) {
+    var s = Math.round((ms(b) - ms(a)) / 100) / 10;
+    if (s < 60) return s + " s";
+    s = Math.round(s);
+    return [[Math.floor(s / 3600), "h"], [Math.floor(s % 3600 / 60), "min"], [s % 60, "s"]]
+      .filter(function (p) { return p[0]; }).map(function (p) { return p.join(" "); }).join(" ");
+  }
 
   /* Fill `container` with one run (a GET /_emulator/runs run): how it stands — succeeded, gave
    * up and why, or its next attempt in the job's zone and UTC — and its attempts in order with

@@ -259,13 +259,29 @@ class Step:
     def describe(self) -> str:
         """The step as one short phrase.
 
-        :return: e.g. ``"advance 3600s"``, ``"run_job nightly"``.
+        :return: e.g. ``"advance 3d"``, ``"advance 1h30m"``, ``"run_job nightly"``.
         """
         if isinstance(self.value, datetime):
             return f"{self.kind} {self.value.isoformat().replace('+00:00', 'Z')}"
         if isinstance(self.value, timedelta):
-            return f"{self.kind} {self.value.total_seconds():g}s"
+            return f"{self.kind} {duration_text(self.value)}"
         return f"{self.kind} {self.value}"
+
+
+def duration_text(value: timedelta) -> str:
+    """``value`` in the units a scenario writes it with, largest first (what
+    :func:`parse_duration` reads back).
+
+    >>> duration_text(timedelta(days=3)), duration_text(timedelta(seconds=5400.5))
+    ('3d', '1h30m0.5s')
+    >>> duration_text(timedelta(0))
+    '0s'
+    """
+    days, rest = divmod(value.total_seconds(), 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    parts = zip((days, hours, minutes, seconds), "dhms", strict=True)
+    return "".join(f"{n:g}{unit}" for n, unit in parts if n) or "0s"
 
 
 @dataclass(frozen=True)

@@ -413,3 +413,28 @@ def test_a_task_found_running_at_a_restart_reads_interrupted_without_a_code(
         driver.get(timeline_page(tmp_path))
         shown = driver.execute_script("return arguments[0].map(SchedulerTimeline.exitText);", tasks)
     assert shown == ["0", "timeout (-15)", "interrupted", "not started"]
+
+
+def test_a_run_views_waits_and_durations_read_in_hours_and_minutes(tmp_path: Path) -> None:
+    """A trial's run view read ``Waited 16200 s`` before a retry 4.5 hours on."""
+
+    def attempt(n: int, start: str, end: str) -> dict[str, Any]:
+        return {"attempt": n, "code": "INTERNAL", "responseStatus": 500,
+                "startTime": start, "endTime": end}  # fmt: skip
+
+    attempts = [attempt(1, "2026-09-24T00:00:00Z", "2026-09-24T00:00:03.25Z"),
+                attempt(2, "2026-09-24T04:30:03.25Z", "2026-09-24T04:32:08.25Z"),
+                attempt(3, "2026-09-24T04:33:08.25Z", "2026-09-24T05:33:08.25Z")]  # fmt: skip
+    run = {"id": 3, "state": "retrying", "tries": 3, "nominalTime": "2026-09-24T00:00:00Z",
+           "attempts": attempts}  # fmt: skip
+    lane = {"job": "projects/p/locations/l/jobs/j", "id": "j", "timeZone": "Etc/UTC"}
+    with chromium() as driver:
+        driver.get(timeline_page(tmp_path))
+        rows = driver.execute_script(
+            "var p = document.getElementById('t'); SchedulerTimeline.runView(p, arguments[0], "
+            "arguments[1]); return Array.from(p.querySelectorAll('.run-attempt')).map("
+            "function (tr) { var c = tr.children; return [c[2].innerText, c[4].innerText]; });",
+            run,
+            lane,
+        )
+    assert rows == [["—", "3.3 s"], ["4 h 30 min", "2 min 5 s"], ["1 min", "1 h"]]
