@@ -2,21 +2,21 @@
 ``run``: aligned tables from a running daemon (and one action on it), found by
 ``--host``/``--port`` as ``env-init`` takes them.
 
-They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``,
-``GET /_emulator/runs``, ``GET /_emulator/skipped``), a page at a time; with ``--json`` each prints
-the records it read, one per line, instead of its table. Every table keeps to
-:data:`TABLE_WIDTH` columns: the last column (REASON) wraps to fit, then the JOB column, and the
-rest is shown under ``--wide``, one line per row. ``attempts`` shows one schedule-time column
-(the ScheduleTime each attempt carried) and, for a failure, the reason
-(:func:`~scheduler_emulator.domain.attempts.failure_reason`); ``--failed`` keeps the failures,
-``--follow`` keeps printing attempts as they finish, until Ctrl-C. ``runs`` lists runs with how
-each ended or when its next attempt is due (``--failed``, ``--gave-up``, ``--in-progress``
-filter them). A REASON too long for the width wraps onto continuation lines under its column.
-``skipped`` lists the newest scheduled times that got no run (``--last``), with the reason.
-``executions`` lists the Cloud Run executions (``GET /_emulator/executions``) with their tasks'
-outcome, filtered by ``--job`` and ``--state``. ``run JOB [--schedule-time T]`` starts a run
-now, as if scheduled at T when given. On a terminal outcomes are coloured, unless ``NO_COLOR``
-is set.
+They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``, ``GET
+/_emulator/runs``, ``GET /_emulator/skipped``), a page at a time; with ``--json`` each prints
+the records it read, one per line, instead of its table. Every table keeps to the terminal's
+width (:data:`TABLE_WIDTH` columns in a file or a pipe): the last column (REASON) wraps to fit,
+then the JOB column, and the rest is shown under ``--wide``, one line per row. ``attempts``
+shows one schedule-time column (the ScheduleTime each attempt carried) and, for a failure, the
+reason (:func:`~scheduler_emulator.domain.attempts.failure_reason`); ``--failed`` keeps the
+failures, ``--follow`` keeps printing attempts as they finish, until Ctrl-C. ``runs`` lists runs
+with how each ended or when its next attempt is due (``--failed``, ``--gave-up``,
+``--in-progress`` filter them). A REASON too long for the width wraps onto continuation lines
+under its column. ``skipped`` lists the newest scheduled times that got no run (``--last``),
+with the reason. ``executions`` lists the Cloud Run executions (``GET /_emulator/executions``)
+with their tasks' outcome, filtered by ``--job`` and ``--state``. ``run JOB [--schedule-time
+T]`` starts a run now, as if scheduled at T when given. On a terminal outcomes are coloured,
+unless ``NO_COLOR`` is set.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from collections import deque
@@ -56,7 +57,8 @@ __all__ = [
     "took",
 ]
 
-#: The widest line of a table without ``--wide``, in characters.
+#: The widest line of a table without ``--wide`` when it is not written to a terminal (a file, a
+#: pipe), in characters; on a terminal, its width (:func:`table_width`).
 TABLE_WIDTH = 120
 JOBS_HEADERS = ("JOB", "STATE", "SCHEDULE", "TIME ZONE", "LAST", "NEXT")
 WIDE_JOBS_HEADERS = (
@@ -74,8 +76,7 @@ WIDE_RUN_HEADERS = (*RUN_HEADERS[:1], "FIRST ATTEMPT", *RUN_HEADERS[1:])
 SKIPPED_HEADERS = ("SCHEDULED", "JOB", "RECORDED AT", "REASON")
 WIDE_SKIPPED_HEADERS = ("SCHEDULED", "SCHEDULED (UTC)", "JOB", "RECORDED AT", "REASON")
 EXECUTION_HEADERS = (
-    "CREATED", "EXECUTION", "STATE", "TASKS", "SUCCEEDED", "FAILED", "RETRIED", "EXIT CODES",
-    "SCHEDULER JOB", "REASON",
+    "CREATED", "EXECUTION", "STATE", "COMPLETE", "EXIT CODES", "SCHEDULER JOB", "REASON"
 )  # fmt: skip
 #: What a skipped run's reason code means, in the ``skipped`` table.
 SKIPPED_REASONS = {
@@ -175,7 +176,8 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         parser.add_argument(
             "--wide",
             action="store_true",
-            help=f"{more}one line per row (by default the table fits {TABLE_WIDTH} columns, "
+            help=f"{more}one line per row (by default the table fits the terminal's width, "
+            f"{TABLE_WIDTH} columns when not a terminal, "
             f"{wraps} wrapping under itself)",
         )
     window = attempts.add_mutually_exclusive_group()  # the newest N, or all since an instant
@@ -459,6 +461,15 @@ def is_terminal(stream: IO[str]) -> bool:
         return False
 
 
+def table_width(out: IO[str], wide: bool) -> int | None:
+    """The widest line of a table written to ``out``: ``None`` (one line per row) with
+    ``--wide``; the terminal's width on a terminal (``$COLUMNS`` when set); else
+    :data:`TABLE_WIDTH`."""
+    if wide:
+        return None
+    return shutil.get_terminal_size((TABLE_WIDTH, 24)).columns if is_terminal(out) else TABLE_WIDTH
+
+
 def painter(out: IO[str]) -> Callable[[str, str], str] | None:
     """Colours for outcome cells when ``out`` is a terminal and ``NO_COLOR`` is not set
     (https://no-color.org); ``None`` (plain text) otherwise."""
@@ -491,16 +502,15 @@ def _print_table(
     empty: str,
     wide: bool = False,
 ) -> int:
-    """Write ``rows`` as a table under ``headers`` (cut to :data:`TABLE_WIDTH` unless
-    ``wide``, outcomes coloured on a terminal), or the line ``empty`` when there are none.
+    """Write ``rows`` as a table under ``headers`` (cut to :func:`table_width`, outcomes
+    coloured on a terminal), or the line ``empty`` when there are none.
 
     :return: the exit status, 0.
     """
     if not rows:
         out.write(empty + "\n")
         return 0
-    width = None if wide else TABLE_WIDTH
-    for line in render_table(headers, rows, width=width, paint=painter(out)):
+    for line in render_table(headers, rows, width=table_width(out, wide), paint=painter(out)):
         out.write(line + "\n")
     return 0
 
@@ -613,7 +623,8 @@ def _run_reason(run: dict[str, Any], reason: str, attempts: Sequence[dict[str, A
 
 def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
     """The cells of the ``executions`` table (:data:`EXECUTION_HEADERS`), from
-    ``GET /_emulator/executions`` records; EXIT CODES lists each task's attempts in order
+    ``GET /_emulator/executions`` records; COMPLETE is the tasks that succeeded of all (``2 / 3``,
+    as ``gcloud run jobs executions list`` shows it); EXIT CODES lists each task's attempts in order
     (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout); REASON,
     for an execution that did not succeed, the last failed task attempt's last line of
     stderr (else how it ended), and how many tasks it never started."""
@@ -637,10 +648,7 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
                 str(record["createTime"]),
                 str(record["name"]).rsplit("/", 1)[-1],
                 str(record["state"]),
-                str(record["taskCount"]),
-                str(record["succeededCount"]),
-                str(record["failedCount"]),
-                str(record["retriedCount"]),
+                f"{record['succeededCount']} / {record['taskCount']}",
                 " ".join(f"{i}:{','.join(c)}" for i, c in sorted(codes.items())) or "-",
                 str(record.get("schedulerJob") or "-"),
                 reason,
@@ -798,7 +806,7 @@ def _follow(
             return
         rows = attempt_rows(batch, wide)
         seen.extend(rows)
-        lines = render_table(headers, seen, width=None if wide else TABLE_WIDTH, paint=painter(out))
+        lines = render_table(headers, seen, width=table_width(out, wide), paint=painter(out))
         # A row is its line and the lines its wrapped REASON continues on (indented).
         starts = [i for i, line in enumerate(lines) if i and not line.startswith(" ")]
         if lines[0] != header_printed:  # the first, or a column widened: rows line up under it

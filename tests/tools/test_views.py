@@ -645,7 +645,7 @@ def test_the_executions_header_keeps_to_one_line_at_120_columns() -> None:
               "retriedCount": 0, "schedulerJob": "nightly-report-trigger",
               "taskAttempts": [{"index": 0, "exitCode": 3, "stderr": "bad row 17"}]}  # fmt: skip
     header, *rows = render_table(EXECUTION_HEADERS, execution_rows([record]), width=TABLE_WIDTH)
-    assert header.split("  ")[-2:] == ["SCHEDULER JOB", "REASON"]
+    assert re.split(r"\s\s+", header)[-2:] == ["SCHEDULER JOB", "REASON"]
     assert rows[0][header.index("SCHEDULER JOB") :].startswith("nightly-")
 
 
@@ -663,6 +663,29 @@ def test_a_long_execution_reason_wraps_unless_wide(
     wide = run_command(capsys, "executions", "--wide")[1].splitlines()
     assert len(wide) == 2 and wide[1].endswith(said)
     assert len(lines) > 2 and max(map(len, lines)) < len(wide[1]) / 2
+
+
+def test_a_table_fits_the_terminals_width_and_120_columns_in_a_pipe(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trial's 100-column terminal got rows of 120: the REASON now wraps to the terminal's
+    width ($COLUMNS here), and to 120 columns when the output is not a terminal."""
+    said = "ValueError: " + " ".join(["no rows to export for bucket exports-2026"] * 5)
+    listed = [{"name": "projects/p/locations/l/jobs/export/executions/export-1",
+               "createTime": "2026-12-04T00:00:00Z", "state": "FAILED", "taskCount": 1,
+               "succeededCount": 0, "failedCount": 1, "retriedCount": 0,
+               "taskAttempts": [{"index": 0, "exitCode": 1, "stderr": said}]}]  # fmt: skip
+    listing(monkeypatch, "executions", listed)
+    monkeypatch.setenv("NO_COLOR", "1")
+    piped = run_command(capsys, "executions")[1].splitlines()
+    monkeypatch.setattr(views, "is_terminal", lambda stream: True)
+    shown = {}
+    for columns in (100, 200):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        shown[columns] = run_command(capsys, "executions")[1].splitlines()
+    assert 100 < max(map(len, piped)) <= 120
+    assert 90 < max(map(len, shown[100])) <= 100
+    assert 120 < max(map(len, shown[200])) <= 200 and len(shown[200]) < len(piped)
 
 
 def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
