@@ -649,19 +649,22 @@ def test_the_executions_header_keeps_to_one_line_at_120_columns() -> None:
     assert rows[0][header.index("SCHEDULER JOB") :].startswith("nightly-")
 
 
+#: A failed execution whose last line of stderr runs to 200 characters.
+SAID = "ValueError: " + " ".join(["no rows to export for bucket exports-2026"] * 5)
+FAILED_EXPORT = {"name": "projects/p/locations/l/jobs/export/executions/export-1",
+                 "createTime": "2026-12-04T00:00:00Z", "state": "FAILED", "taskCount": 1,
+                 "succeededCount": 0, "failedCount": 1, "retriedCount": 0,
+                 "taskAttempts": [{"index": 0, "exitCode": 1, "stderr": SAID}]}  # fmt: skip
+
+
 def test_a_long_execution_reason_wraps_unless_wide(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A trial's row of 240 characters: REASON wraps under itself, ``--wide`` keeps one line."""
-    said = "ValueError: " + " ".join(["no rows to export for bucket exports-2026"] * 5)
-    listed = [{"name": "projects/p/locations/l/jobs/export/executions/export-1",
-               "createTime": "2026-12-04T00:00:00Z", "state": "FAILED", "taskCount": 1,
-               "succeededCount": 0, "failedCount": 1, "retriedCount": 0,
-               "taskAttempts": [{"index": 0, "exitCode": 1, "stderr": said}]}]  # fmt: skip
-    listing(monkeypatch, "executions", listed)
+    listing(monkeypatch, "executions", [FAILED_EXPORT])
     lines = run_command(capsys, "executions")[1].splitlines()
     wide = run_command(capsys, "executions", "--wide")[1].splitlines()
-    assert len(wide) == 2 and wide[1].endswith(said)
+    assert len(wide) == 2 and wide[1].endswith(SAID)
     assert len(lines) > 2 and max(map(len, lines)) < len(wide[1]) / 2
 
 
@@ -670,12 +673,7 @@ def test_a_table_fits_the_terminals_width_and_120_columns_in_a_pipe(
 ) -> None:
     """A trial's 100-column terminal got rows of 120: the REASON now wraps to the terminal's
     width ($COLUMNS here), and to 120 columns when the output is not a terminal."""
-    said = "ValueError: " + " ".join(["no rows to export for bucket exports-2026"] * 5)
-    listed = [{"name": "projects/p/locations/l/jobs/export/executions/export-1",
-               "createTime": "2026-12-04T00:00:00Z", "state": "FAILED", "taskCount": 1,
-               "succeededCount": 0, "failedCount": 1, "retriedCount": 0,
-               "taskAttempts": [{"index": 0, "exitCode": 1, "stderr": said}]}]  # fmt: skip
-    listing(monkeypatch, "executions", listed)
+    listing(monkeypatch, "executions", [FAILED_EXPORT])
     monkeypatch.setenv("NO_COLOR", "1")
     piped = run_command(capsys, "executions")[1].splitlines()
     monkeypatch.setattr(views, "is_terminal", lambda stream: True)
