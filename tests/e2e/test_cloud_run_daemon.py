@@ -116,8 +116,8 @@ def test_a_scheduled_run_starts_an_execution_shown_by_the_endpoint_and_the_view(
     assert outputs == ["0 exports\n", "1 exports\n", "2 exports\n"]
     assert code == 0, err
     header, row = out.splitlines()
-    assert header.split()[:4] == ["CREATED", "EXECUTION", "STATE", "TASKS"]
-    assert row.split()[2:7] == ["SUCCEEDED", "3", "3", "0", "0"]
+    assert header.split()[:4] == ["CREATED", "EXECUTION", "STATE", "COMPLETE"]
+    assert row.split()[2:6] == ["SUCCEEDED", "3", "/", "3"]
     assert row.split()[-1] == "nightly"
 
 
