@@ -134,14 +134,14 @@ class Daemon:
             resumed, self.resumed = start, ""  # where a manual clock resumed, for the startup line
             if clock == "manual" and kept is not None:
                 # the later of the kept instant (kept at most once a second during a move)
-                # and the last due instant the store recorded (a kill mid-move, or a system
-                # clock's run here); a --start before it is passed over: time never goes back
-                # on a data dir, so nothing runs twice
+                # and the last instant the store recorded running (a due instant, a system
+                # clock's stop); a --start before it is passed over: time never goes back on a
+                # data dir, so nothing runs twice
                 stored, at = stopped_at(Path(options.store_path())), kept.read()
                 last, where = (
                     (at, "where it stopped")
                     if at is not None and (stored is None or stored <= at)
-                    else (stored, "at the last instant it fired jobs here")
+                    else (stored, "where it last ran here")
                 )
                 if last is not None and (start is None or start < last):
                     resumed, self.resumed = last, where

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from scheduler_emulator.runtime._clock import ClockFile, ManualClock
 from scheduler_emulator.runtime.storage.store import Store, stopped_at
 from scheduler_emulator.wire import parse_timestamp
 from tests.daemon import running_daemon, serving
-from tests.support import RecordingTarget, nightly_job
+from tests.support import RecordingTarget, nightly_job, wait_for
 
 JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
 
@@ -44,7 +45,7 @@ def test_a_restarted_manual_daemon_resumes_at_its_virtual_now(tmp_path: Path, en
                 clock = ClockFile(tmp_path / "manual-clock.json")
                 clock.write(parse_timestamp("2026-03-02T14:01:00Z"))
         with running_daemon(*data) as daemon:
-            where = "where it stopped" if ended == "stopped" else "at the last instant it fired"
+            where = "where it stopped" if ended == "stopped" else "where it last ran here"
             assert f"manual clock at 2026-03-02T14:03:00Z (resumed {where}" in daemon.first_line
             assert daemon.get("/_emulator/clock")["now"] == "2026-03-02T14:03:00Z"
             assert daemon.skipped() == []
@@ -137,7 +138,30 @@ def test_a_manual_clock_on_a_data_dir_a_system_clock_ran_starts_where_it_fired_l
         assert stopped_at(tmp_path / "emulator.db") == parse_timestamp("2026-03-02T14:03:00.004Z")
         with running_daemon("--data-dir", str(tmp_path), "--clock", "manual") as daemon:
             assert "manual clock at 2026-03-02T14:03:00.004" in daemon.first_line
-            assert "(resumed at the last instant it fired jobs here)" in (daemon.first_line)
+            assert "(resumed where it last ran here)" in (daemon.first_line)
             assert (daemon.skipped(), len(daemon.attempts())) == ([], 3)
     assert len(target.requests) == 3
     assert stopped_at(tmp_path / "nothing.db") is None
+
+
+@pytest.mark.timeout(90)
+def test_a_manual_clock_after_a_system_clocks_stop_shows_every_attempt_ended(
+    tmp_path: Path,
+) -> None:
+    """A trial looked at a stopped data dir with ``--clock manual``: the clock resumed at the
+    last due instant, before a retry's answer came, so a run the daemon had seen succeed read
+    in progress, its attempt in flight. A stop now records the instant it stopped at."""
+    target = RecordingTarget(status=lambda received: time.sleep(0.5) or 200)  # a slow answer
+    data = ("--data-dir", str(tmp_path))
+    with serving(target) as base:
+        with running_daemon(*data) as daemon:
+            job = nightly_job(name=f"{JOBS[4:]}/slow", httpTarget={"uri": base})
+            daemon.post(JOBS, job).raise_for_status()
+            daemon.post(f"{JOBS}/slow:run").raise_for_status()
+            wait_for(lambda: [a.code for a in daemon.attempts()] == ["OK"], 30)
+            ended = daemon.attempts()[0].end_time
+            assert daemon.stop() == 0
+        with running_daemon(*data, "--clock", "manual") as daemon:
+            assert daemon.now() >= ended
+            assert [(a.code, a.end_time) for a in daemon.attempts()] == [("OK", ended)]
+    assert len(target.requests) == 1

@@ -302,9 +302,9 @@ class ThreadedDriver(Driver):
 
         self._stopping.set()
         self._wakeup.set()
-        if self._thread is not None:
-            self._thread.join(left() + _SLICE_SECONDS)  # within a slice: it stops after it
-            self._thread = None
+        ran, self._thread = self._thread, None
+        if ran is not None:
+            ran.join(left() + _SLICE_SECONDS)  # within a slice: it stops after it
         pool, self._pool = self._pool, None
         if pool is not None:  # (else never started, or stopped already: nothing outstanding)
             pool.shutdown()  # queued attempts are not sent
@@ -322,6 +322,8 @@ class ThreadedDriver(Driver):
                 follow_ups = self._finish(delivery, INTERRUPTED)
                 recorded += len(follow_ups)
                 self.send_all(follow_ups)
+        if ran is not None:  # where a manual clock resumes on this data dir: every end recorded
+            self.recorder.store.save_alive(self.clock.now())  # reads as ended there
         self._close()
         return recorded
 

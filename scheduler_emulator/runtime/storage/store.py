@@ -581,9 +581,10 @@ class Store:
     def save_alive(self, instant: datetime, *, wait: bool = True) -> None:
         """Write that the emulator is running at ``instant`` (aware), committed on return with
         ``wait``: the engine writes it at each due instant before sending anything, so that a
-        restart runs late what that instant owed rather than call it skipped. A failure is
-        logged (and kept in :attr:`write_failure`), not raised: the instant's own writes report
-        it. An in-memory store skips it."""
+        restart runs late what that instant owed rather than call it skipped, and at a stop
+        once every end is recorded (where a manual clock resumes: nothing reads in flight). A
+        failure is logged (and kept in :attr:`write_failure`), not raised: the instant's own
+        writes report it. An in-memory store skips it."""
         if self._durable:
             sql = "INSERT OR REPLACE INTO alive VALUES (1, ?)"
             self._writer.submit((sql, (utc_text(instant),), None))
