@@ -362,6 +362,9 @@ def duplicate_flags(statuses: list[tuple[int | None, str | None]]) -> list[bool]
 #: Characters of :func:`failure_reason` at most.
 REASON_WIDTH = 160
 
+#: What the reason of an injected fault that stands in for the delivery (a status, a connection
+#: error) says: the target never received the attempt.
+NOT_CALLED = "the target was not called"
 #: What each fault's record says, and how its reason names it: ``(pattern on the debug text,
 #: reason)``; the reason's ``{0}`` is the pattern's first group. The first match wins.
 _INJECTED_REASONS = (
@@ -380,11 +383,11 @@ _INJECTED_REASONS = (
     ),
     (
         re.compile(r"Injected: connection refused before sending"),
-        "injected connection error: refused before sending (the target was not called)",
+        f"injected connection error: refused before sending ({NOT_CALLED})",
     ),
     (
-        re.compile(r"code number = (\d{3}) \(injected: the target was not called\)"),
-        "injected status {0}: the target was not called",
+        re.compile(rf"code number = (\d{{3}}) \(injected: {NOT_CALLED}\)"),
+        f"injected status {{0}}: {NOT_CALLED}",
     ),
 )
 _LATE_ANSWER = re.compile(r"The target's late answer: (?:.*?code number = (\d{3})|(.*))")
@@ -407,6 +410,13 @@ def injected_reason(debug_info: str) -> str:
                 reason += f"; its late answer: {(late.group(1) or late.group(2)).strip(' .')}"
             return reason
     return ""
+
+
+def target_called(debug_info: str | None) -> bool:
+    """Whether the target received the attempt of this debug text: ``False`` when an injected
+    status or connection error stood in for its delivery (``replay --attempts`` does not send
+    those again)."""
+    return NOT_CALLED not in injected_reason(debug_info or "")
 
 
 #: How the debug text of an injected duplicate delivery (a copy of an attempt) begins.

@@ -9,7 +9,9 @@ Two modes:
 - ``replay --attempts FILE --target URL [--compress-gaps [SECONDS]]`` re-sends recorded
   attempts, in order, to ``URL``: same method, path and query, Cloud Scheduler headers and body
   (when the record has them), with the recorded real-time spacing between attempt starts (each
-  gap capped at ``SECONDS`` with ``--compress-gaps``; 0.1 s when no value is given).
+  gap capped at ``SECONDS`` with ``--compress-gaps``; 0.1 s when no value is given). An
+  attempt the target never received (an injected status or connection error stood in for it)
+  is not sent; a note counts them.
 
 Recorded input formats (told apart by content):
 
@@ -41,13 +43,14 @@ import json
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..core.faults import MAX_SEED, check_seed
+from ..domain.attempts import target_called
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
 from ..runtime import (
@@ -93,6 +96,9 @@ class RecordedAttempt:
     :param recorded_status: the HTTP status recorded, ``None`` when none.
     :param recorded_code: the google.rpc code recorded (``OK``…), ``None`` when unknown.
     :param source: where in the file it came from (``"attempts[3]"``, ``"insertId abc"``).
+    :param target_called: the target received it; ``False`` when an injected status or
+        connection error stood in for it (:func:`~scheduler_emulator.domain.attempts.
+        target_called`): not sent again.
     """
 
     started: datetime
@@ -106,6 +112,7 @@ class RecordedAttempt:
     recorded_status: int | None = None
     recorded_code: str | None = None
     source: str = ""
+    target_called: bool = True
 
     @property
     def recorded(self) -> str:
@@ -155,6 +162,16 @@ def load_recording(path: str | Path) -> Recording:
         raise ConfigurationError(f"{source}: {exc}") from None
     if not recording.attempts:
         raise ConfigurationError(f"{source}: no attempts found ({recording.format}).")
+    sent = [attempt for attempt in recording.attempts if attempt.target_called]
+    if len(sent) < len(recording.attempts):
+        note = (
+            f"{len(recording.attempts) - len(sent)} recorded attempt(s) not sent: an injected "
+            "status or connection error stood in for their delivery, so the target never "
+            "received them."
+        )
+        if not sent:
+            raise ConfigurationError(f"{source}: nothing to send. {note}")
+        recording = replace(recording, attempts=sent, notes=[*recording.notes, note])
     return recording
 
 
@@ -241,6 +258,7 @@ def parse_attempts_json(items: Any) -> Recording:
                 recorded_status=status if isinstance(status, int) else None,
                 recorded_code=item.get("code"),
                 source=where,
+                target_called=target_called(item.get("debugInfo")),
             )
         )
     attempts.sort(key=lambda a: a.started)  # stable: start order, then file order
@@ -334,6 +352,8 @@ def parse_log_entries(entries: Sequence[Any], fmt: str = FORMAT_EXPORT) -> Recor
                 recorded_status=status,
                 recorded_code=code,
                 source=f"insertId {insert_id}" if insert_id else "",
+                target_called=answer is None
+                or target_called(answer["jsonPayload"].get("debugInfo")),
             )
         )
     notes = [

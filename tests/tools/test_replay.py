@@ -418,3 +418,40 @@ class TestBodies:
             "note: request bodies are not recorded in the /_emulator/attempts format; 2 "
             "requests are sent without a body."
         ]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("recorded_as", ["attempts", "execution log"])
+def test_attempts_the_target_never_received_are_not_sent_again(
+    tmp_path: Path, target: RecordingTarget, recorded_as: str
+) -> None:
+    """A trial's replay sent an attempt an injected 503 had stood in for: the service got a run
+    twice that it had received once. Injected statuses and connection errors are left out."""
+    log = io.StringIO()
+    emulator = Emulator(
+        ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)),
+        transport=WsgiTransport(RecordingTarget()),
+        attempt_log=AttemptLog(log),
+    )
+    emulator.create_job(nightly_job(schedule="* * * * *"))
+    emulator.faults.add(action="status", status=503, job="nightly", run=1, attempt=1)
+    emulator.faults.add(action="connection_error", job="nightly", run=2, attempt=1)
+    emulator.advance(timedelta(minutes=2, seconds=30))
+    attempts = emulator.attempts()
+    emulator.close()
+    assert [(a.code, a.injected) for a in attempts] == [
+        ("UNAVAILABLE", True), ("OK", False), ("UNAVAILABLE", True), ("OK", False)
+    ]  # fmt: skip
+    if recorded_as == "attempts":
+        path = write_json(tmp_path, {"attempts": [a.to_json() for a in attempts]})
+    else:
+        path = tmp_path / "log.jsonl"
+        path.write_text(log.getvalue())
+    with serving(target) as url:
+        code, out, _ = run_cli(
+            "replay", "--attempts", str(path), "--target", url, "--compress-gaps", "0"
+        )
+    assert code == 0, out
+    assert len(target.requests) == 2  # the two retries: what the service received
+    assert "Note: 2 recorded attempt(s) not sent: an injected status or connection error" in out
+    assert "2 sent; 2 answered" in out
