@@ -33,6 +33,7 @@ Actions (applied by the engine, recorded on the attempt with ``injected: true``)
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import math
 import random
@@ -94,6 +95,14 @@ def check_seed(seed: object) -> int:
             f"seed must be a whole number from 0 to {MAX_SEED}; got {_show(seed)}.", field="seed"
         )
     return seed
+
+
+def _as_text(value: object) -> str:
+    """What to say of a number given as text: YAML 1.1 (PyYAML) reads ``1e3`` as a string."""
+    with contextlib.suppress(TypeError, ValueError):
+        float(value)  # type: ignore[arg-type]
+        return " (text, not a number: unquote it; YAML reads 1e3 as text too, 1000 or 1.0e+3 not)"
+    return ""
 
 
 def _show(value: object) -> str:
@@ -205,7 +214,7 @@ class FaultRule:
         for name, (low, high) in numbers.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
-                refuse(f"{name} must be a number; got {_show(value)}.", name)
+                refuse(f"{name} must be a number; got {_show(value)}{_as_text(value)}.", name)
             elif isinstance(value, float) and not math.isfinite(value):
                 refuse(f"{name} must be a finite number; got {_show(value)}.", name)
             elif not low <= value <= high:

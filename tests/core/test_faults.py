@@ -372,6 +372,17 @@ def test_a_rule_with_several_bad_values_names_each_a_line_each(tmp_path: Path) -
     assert fields == ["rules[0].probability", "rules[0].status", "rules[0].run"]
 
 
+def test_a_number_yaml_reads_as_text_says_so(tmp_path: Path) -> None:
+    """A trial's ``seconds: 1e3`` was refused as "not a number" with no word on why: PyYAML
+    (YAML 1.1) reads an exponent without a dot and a sign as text."""
+    path = tmp_path / "faults.yaml"
+    path.write_text("rules:\n  - {action: delay, seconds: 1e3}\n")
+    with pytest.raises(InvalidArgument, match="unquote it; YAML reads 1e3 as text too"):
+        load_fault_file(path)
+    path.write_text("rules:\n  - {action: delay, seconds: 1.0e+3}\n")
+    assert load_fault_file(path).rules[0].seconds == 1000
+
+
 def test_a_bad_value_and_a_field_the_action_does_not_read_are_named_together() -> None:
     """A trial: ``status: 503`` (its default) on a delay was named only once ``seconds`` was
     fixed."""
