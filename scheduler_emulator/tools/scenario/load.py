@@ -110,7 +110,8 @@ def _document(
             raise problem(path, "extends", f"expected a scenario file path; got {show(parent)}.")
         parent_path = path.parent / parent
         if not parent_path.is_file():
-            raise problem(path, "extends", f"no such file: {show(parent)} ({parent_path}).")
+            looked = f"looked for {parent_path.resolve()}, beside the file that extends it"
+            raise problem(path, "extends", f"no such file: {show(parent)} ({looked}).")
         merged.update(_document(parent_path, problems, (*chain, resolved)))
     for key, value in data.items():
         if key != "extends" and key in TOP_LEVEL_KEYS:
@@ -359,8 +360,8 @@ def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
         path = source.parent / value
         try:
             value, source = load_document(read_text(path, "the fault plan"), str(path)), path
-        except ConfigurationError as exc:
-            problems.add(exc)
+        except ConfigurationError as exc:  # named under the scenario's key that names the file
+            problems.add(problem(source, "faults", str(exc)))
             return {}
     if isinstance(value, list):
         value = {"rules": value}

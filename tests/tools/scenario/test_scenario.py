@@ -357,6 +357,23 @@ class TestValidation:
         with pytest.raises(ConfigurationError, match="extends: the files extend each other"):
             load_scenario(tmp_path / "a.yaml")
 
+    def test_a_missing_base_or_fault_file_says_where_it_was_looked_for(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A trial's message read ``no such file: "nobase.yaml" (nobase.yaml)``, and a missing
+        fault plan was named without the scenario's ``faults`` key that names it."""
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "a.yaml").write_text("extends: nobase.yaml\n")
+        with pytest.raises(ConfigurationError) as error:
+            load_scenario("a.yaml")
+        assert str(error.value).endswith(
+            f'no such file: "nobase.yaml" (looked for {tmp_path.resolve() / "nobase.yaml"}, '
+            "beside the file that extends it)."
+        )
+        (tmp_path / "a.yaml").write_text("faults: nofaults.yaml\n")
+        with pytest.raises(ConfigurationError, match="a.yaml: faults: nofaults.yaml: cannot read"):
+            load_scenario("a.yaml")
+
     def test_the_command_prints_error_and_exits_2(self, tmp_path: Path) -> None:
         path = write(
             tmp_path, HOURLY.replace("  - advance: 3h", "  - advance: 3h\n  - advance: soon")
