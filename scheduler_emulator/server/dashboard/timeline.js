@@ -1,5 +1,5 @@
 /* The attempt timeline: one lane per job, a bar per run, a segment per attempt coloured by
- * its real outcome (an injected fault adds a pink stripe under it, it does not hide the outcome),
+ * its recorded outcome (an injected fault adds a pink stripe under it, it does not hide the outcome),
  * duplicate deliveries dotted, a pending retry as a hollow marker at its due time, skipped runs
  * marked at their schedule time, each lane's runs that gave up (or else were retried) counted,
  * and the clock's "now" line.
@@ -89,7 +89,7 @@
     var ring = document.createElement("i");
     ring.className = "legend-injected";
     injected.appendChild(ring);
-    injected.appendChild(document.createTextNode("Injected fault (pink stripe under the attempt; its colour is the real outcome)"));
+    injected.appendChild(document.createTextNode("Injected fault (pink stripe under the attempt; its colour is the outcome recorded, a lost ack's UNAVAILABLE too)"));
     injected.setAttribute("data-testid", "legend-injected");
     container.appendChild(injected);
     var skipped = document.createElement("span");
