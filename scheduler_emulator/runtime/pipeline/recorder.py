@@ -248,15 +248,15 @@ class Recorder:
         record the end of the attempt (lock held) and return the core's decisions."""
         injected = sent if isinstance(sent, Injected) else Injected(sent, outcome_of(sent))
         attempt, kind, outcome = delivery.attempt, delivery.target_type, injected.outcome
-        latency, at = injected.latency_seconds, delivery.answered
+        latency, at = injected.latency_seconds, injected.answered or delivery.answered
         self.record_end(attempt, outcome, injected.result, kind, latency, at)
-        for result in injected.copies:  # duplicate deliveries (fault injection)
-            copy = replace(attempt, id=0, injected=True, end_time=None, code=None)
-            self.store.add_attempt(copy)
+        for result, (begun, ended) in zip(injected.copies, injected.spans, strict=True):
+            copy = replace(attempt, id=0, injected=True, start_time=begun, end_time=None, code=None)
+            self.store.add_attempt(copy)  # a duplicate delivery (fault injection)
             self._log(copy, kind)
             noted = outcome_of(result)
             noted = replace(noted, debug_info=DUPLICATE_NOTE + noted.debug_info)
-            self.record_end(copy, noted, result, kind)
+            self.record_end(copy, noted, result, kind, at=ended)
         assert attempt.end_time is not None
         end = AttemptEnd(
             outcome.code,
@@ -278,10 +278,12 @@ class Recorder:
         latency: float = 0.0,
         at: datetime | None = None,
     ) -> None:
-        """Record ``attempt``'s end at ``at`` (``None``: now), plus ``latency`` seconds
-        injected, and log it."""
+        """Record ``attempt``'s end at ``at`` (``None``: now), or ``latency`` seconds after its
+        start if later (injected: on a manual clock, virtual seconds that did not pass), and
+        log it."""
         now = self.clock.now() if at is None else at
-        attempt.end_time = now + timedelta(seconds=latency) if latency else now
+        later = attempt.start_time + timedelta(seconds=latency) if latency else now
+        attempt.end_time = max(now, later)
         attempt.response_status = outcome.http_status
         attempt.code = outcome.code
         attempt.debug_info = outcome.debug_info
@@ -415,8 +417,11 @@ class Injected:
 
     :param result: what the transport saw for the attempt itself (or the injected one).
     :param outcome: the attempt's outcome as Cloud Scheduler records it.
-    :param latency_seconds: added to the attempt's end time (``delay``).
+    :param latency_seconds: the attempt ends at least this long after its start (a ``delay``,
+        a ``deadline``: virtual seconds on a manual clock).
     :param copies: results of the duplicate deliveries, in sending order.
+    :param spans: when each copy was sent and answered (``clock``'s instants), as ``copies``.
+    :param answered: when the attempt itself was answered, when copies were sent after it.
     :param extra_retry: the run gets one retry even if its retry config allows none.
     :param late: the request still running after a ``deadline`` fault.
     """
@@ -427,6 +432,8 @@ class Injected:
     copies: list[TransportResult] = field(default_factory=list)
     extra_retry: bool = False
     late: LateResponse | None = None
+    spans: list[tuple[datetime, datetime]] = field(default_factory=list)
+    answered: datetime | None = None
 
 
 #: What the send of one attempt gave: :meth:`Recorder.send`'s, or the transport's own result.
@@ -496,9 +503,9 @@ def send_with_faults(
 
     latency = 0.0
     if (delay := first.get("delay")) is not None:
-        latency = delay.seconds
+        latency = min(delay.seconds, timeout_seconds)  # the attempt deadline ends it
         if wait_delays:
-            clock.wait(clock.now() + timedelta(seconds=delay.seconds), threading.Event())
+            clock.wait(clock.now() + timedelta(seconds=latency), threading.Event())
         if delay.seconds >= timeout_seconds:
             result = TransportResult(
                 failure=Failure.DEADLINE,
@@ -508,7 +515,8 @@ def send_with_faults(
 
     duplicate, deadline = first.get("duplicate"), first.get("deadline")
     copies: list[TransportResult] = []
-    late = None
+    spans: list[tuple[datetime, datetime]] = []
+    late, answered = None, None
     if deadline is not None:
         late = LateResponse(send, timeout_seconds)
         late.wait(deadline.seconds)
@@ -518,23 +526,29 @@ def send_with_faults(
         )
         latency = max(latency, timeout_seconds)
     elif duplicate is not None and duplicate.concurrent:
+        begun = clock.now()
         result, *copies = _send_all(send, timeout_seconds, 1 + duplicate.count)
+        spans = [(begun, clock.now())] * duplicate.count
     else:
         result = send(timeout_seconds)
     if duplicate is not None and not duplicate.concurrent:
-        copies = [send(timeout_seconds) for _ in range(duplicate.count)]
+        answered = clock.now()
+        for _ in range(duplicate.count):  # one after the other, each sent once one is answered
+            begun = clock.now()
+            copies.append(send(timeout_seconds))
+            spans.append((begun, clock.now()))
 
     outcome = outcome_of(result)
     lost = "lost_ack" in first
     if lost and deadline is None:
-        answered = result.status if result.status is not None else "no answer"
+        said = result.status if result.status is not None else "no answer"
         outcome = Outcome(
             "UNAVAILABLE",
             "URL_UNREACHABLE-UNREACHABLE_LOST_ACK. Injected: the target answered "
-            f"{answered} but the response was lost.",
+            f"{said} but the response was lost.",
             None,
         )
-    return Injected(result, outcome, latency, copies, extra_retry=lost, late=late)
+    return Injected(result, outcome, latency, copies, lost, late, spans, answered)
 
 
 class LateAnswers:

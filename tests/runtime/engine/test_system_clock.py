@@ -151,3 +151,28 @@ def test_an_end_is_recorded_at_the_instant_its_answer_came(monkeypatch: Any) -> 
         [attempt] = emulator.attempts("nightly")
     assert attempt.end_time is not None and attempt.code == "OK"
     assert 29.0 < (recorded_by - attempt.end_time).total_seconds() < 31.0
+
+
+def test_an_injected_delay_and_duplicates_are_timed_as_they_were_sent() -> None:
+    """A trial read a duplicate with its original's start and TOOK; and a real-time ``delay``
+    was counted twice (waited, then added to the end again: 1 s read 2 s, in flight the while).
+    Each attempt now ends when it did; each copy starts once the one before was answered."""
+
+    def slow(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        threading.Event().wait(0.2)  # the target's own work
+        start_response("200 OK", [])
+        return [b"ok"]
+
+    with Emulator(SystemClock(), transport=WsgiTransport(slow)) as emulator:
+        emulator.create_job(nightly_job())
+        emulator.faults.add(action="delay", seconds=1.0, job="nightly", run=1)
+        emulator.faults.add(action="duplicate", count=2, job="nightly", run=2)
+        for _ in range(2):
+            emulator.run_job("nightly", wait=False)
+            assert emulator.wait_idle(10)
+        attempts = emulator.attempts()
+    took = [(a.end_time - a.start_time).total_seconds() for a in attempts if a.end_time]
+    assert len(took) == 4 and 1.2 <= took[0] < 2.0, took  # 1 s delay + 0.2 s answer
+    assert all(0.2 <= t < 0.55 for t in took[1:]), took  # each its own answer
+    original, *copies = attempts[1:]
+    assert original.end_time <= copies[0].start_time and copies[0].end_time <= copies[1].start_time
