@@ -95,6 +95,26 @@ _FULL_WEEKDAY_NAMES: Final = {
         ("sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday")
     )
 }
+#: English-like names: full and three-letter weekdays and months, and the ordinal weeks of a
+#: month (``1st`` or ``first``: days 1-7, … ``5th``: days 29-31).
+_ENGLISH_WEEKDAYS: Final = _WEEKDAY_NAMES | _FULL_WEEKDAY_NAMES
+_ENGLISH_MONTHS: Final = _MONTH_NAMES | {
+    calendar.month_name[number].lower(): number for number in range(1, 13)
+}
+_ORDINALS: Final = {
+    word: number
+    for number, words in enumerate(
+        (("1st", "first"), ("2nd", "second"), ("3rd", "third"), ("4th", "fourth"),
+         ("5th", "fifth")),
+        start=1,
+    )
+    for word in words
+}  # fmt: skip
+#: The unix-cron fields of the ``@`` macros crontab takes (refused, naming these).
+_MACROS: Final = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+                  "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+                  "@hourly": "0 * * * *"}  # fmt: skip
+_DAY_OF_MONTH_RE: Final = re.compile(r"([1-9]|[12][0-9]|3[01])(?:st|nd|rd|th)?")
 #: Longest interval an English-like ``every N …`` schedule may have (one leap year), minutes.
 _MAX_INTERVAL_MINUTES: Final = 366 * _MINUTES_PER_DAY
 _EPOCH: Final = new_datetime(1, 1, 1, tzinfo=UTC)
@@ -102,8 +122,10 @@ _EPOCH: Final = new_datetime(1, 1, 1, tzinfo=UTC)
 _ITEM_RE: Final = re.compile(r"(\*|[a-z0-9]+(?:-[a-z0-9]+)?)(?:/([0-9]+))?")
 _TIME_RE: Final = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
 _ENGLISH_FORMS: Final = (
-    "every N minutes|mins|hours [from HH:MM to HH:MM | synchronized], every day HH:MM, "
-    "every <weekday>[,<weekday>...] HH:MM"
+    "every N minutes|mins|hours [from HH:MM to HH:MM | synchronized], "
+    "every day|<weekday>[,<weekday>...] [of month|<month>[,<month>...]] HH:MM, "
+    "<1st|first..5th>[,...] <weekday>[,...] [of month|<months>] HH:MM, "
+    "<day>[,<day>...] of month|<months> HH:MM"
 )
 
 
@@ -247,6 +269,7 @@ class _Matcher:
         *,
         dom_star: bool,
         dow_star: bool,
+        weeks: frozenset[int] = frozenset(),
     ) -> None:
         #: Memo of :meth:`day_ok` (bounded; a race between threads only recomputes).
         self.day_cache: dict[int, bool] = {}
@@ -264,6 +287,8 @@ class _Matcher:
                 for day in range(1, length + 1):
                     in_dom = day in days_of_month
                     in_dow = (first_weekday + day - 1) % 7 in days_of_week
+                    if weeks:  # English-like "1st,3rd monday": the weekday's week of the month
+                        in_dow = in_dow and (day - 1) // 7 + 1 in weeks
                     if dom_star and dow_star:
                         ok = True
                     elif dom_star:
@@ -390,14 +415,15 @@ def _parse_english(text: str, tokens: list[str]) -> tuple[_Matcher | None, int, 
         f"Schedule {text!r} is not a supported English-like schedule; the emulator accepts "
         f"{_ENGLISH_FORMS} (or five-field unix-cron)."
     )
-    if len(tokens) < 3 or tokens[0] != "every":
+    if len(tokens) < 3:
         raise unsupported
     every_day = set(range(7))
     all_months = set(range(1, 13))
-    if tokens[1].isdigit() and tokens[1].isascii():
+    if tokens[0] == "every" and tokens[1].isdigit() and tokens[1].isascii():
         if len(tokens[1]) > 6 or int(tokens[1]) == 0:
             raise _schedule_error(
-                f"Schedule {text!r}: the interval {tokens[1]!r} must be a whole number from 1."
+                f"Schedule {text!r}: the interval must be a whole number of at least 1 (and "
+                f"at most 6 digits); got {tokens[1]!r}."
             )
         if tokens[2] in ("minutes", "mins"):
             step = int(tokens[1])
@@ -428,20 +454,43 @@ def _parse_english(text: str, tokens: list[str]) -> tuple[_Matcher | None, int, 
             raise unsupported
         matcher = _Matcher(minutes, all_months, set(), every_day, dom_star=True, dow_star=True)
         return matcher, 0, False
-    time_of_day = _parse_time_of_day(tokens[-1], text)
-    if tokens[1:-1] == ["day"]:
-        matcher = _Matcher(
-            [time_of_day], all_months, set(), every_day, dom_star=True, dow_star=True
-        )
-        return matcher, 0, True
-    weekdays: set[int] = set()
-    for name in "".join(tokens[1:-1]).split(","):
-        number = _FULL_WEEKDAY_NAMES.get(name, _WEEKDAY_NAMES.get(name))
-        if number is None:
+    return _parse_calendar(text, tokens, unsupported), 0, True
+
+
+def _names(words: list[str], names: dict[str, int]) -> set[int] | None:
+    """The numbers of a comma list of names, spaces after commas allowed; ``None`` for an
+    unknown one or an empty list."""
+    items = "".join(words).split(",")
+    found = {names.get(item, -1) for item in items}
+    return None if -1 in found or not items else found
+
+
+def _parse_calendar(text: str, tokens: list[str], unsupported: InvalidArgument) -> _Matcher:
+    """The App Engine cron calendar forms: ``(every | <ordinals>) (day | <weekdays>) [of (month |
+    <months>)] HH:MM`` and ``<days of month> of (month | <months>) HH:MM``."""
+    minutes = [_parse_time_of_day(tokens[-1], text)]
+    head, months = tokens[:-1], set(range(1, 13))
+    if "of" in head:
+        at = head.index("of")
+        spec = head[at + 1 :]
+        named = None if spec == ["month"] else _names(spec, _ENGLISH_MONTHS)
+        if named is None and spec != ["month"]:
             raise unsupported
-        weekdays.add(number)
-    matcher = _Matcher([time_of_day], all_months, set(), weekdays, dom_star=True, dow_star=False)
-    return matcher, 0, True
+        head, months = head[:at], named or months
+    first, rest = (head[0], head[1:]) if head else ("", [])
+    if first == "every" and rest == ["day"]:
+        return _Matcher(minutes, months, set(), set(range(7)), dom_star=True, dow_star=True)
+    weeks = _names([first], _ORDINALS) if first != "every" else set()
+    weekdays = _names(rest, _ENGLISH_WEEKDAYS) if rest else None
+    if weeks is not None and weekdays is not None:
+        return _Matcher(
+            minutes, months, set(), weekdays, dom_star=True, dow_star=False, weeks=frozenset(weeks)
+        )
+    days = [_DAY_OF_MONTH_RE.fullmatch(item) for item in "".join(head).split(",")]
+    if "of" not in tokens or not all(days):
+        raise unsupported
+    days_of_month = {int(match[1]) for match in days if match}
+    return _Matcher(minutes, months, days_of_month, set(), dom_star=False, dow_star=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -522,13 +571,16 @@ class Schedule:
         if not tokens:
             raise _schedule_error("Schedule is empty; give five unix-cron fields.")
         if tokens[0].startswith("@"):
+            same = _MACROS.get(tokens[0].lower())
+            example = f"{same!r} for {tokens[0]!r}" if same else "'0 * * * *' for hourly"
             raise _schedule_error(
                 f"Schedule {text!r} is a '@' macro, which Cloud Scheduler does not accept; "
-                "give five unix-cron fields (e.g. '0 * * * *' for hourly)."
+                f"give five unix-cron fields (e.g. {example})."
             )
-        english = tokens[0].lower() == "every" or "of" in (t.lower() for t in tokens)
+        lowered = [t.lower() for t in tokens]
+        english = lowered[0] == "every" or "of" in lowered or lowered[0].split(",")[0] in _ORDINALS
         if english:
-            matcher, interval, fixed_time = _parse_english(text, [t.lower() for t in tokens])
+            matcher, interval, fixed_time = _parse_english(text, lowered)
         else:
             (matcher, fixed_time), interval = _parse_cron(text, tokens), 0
         zone = resolve_time_zone(time_zone)
@@ -789,8 +841,14 @@ def parse_schedule(
       from 00:00); N must divide 24 hours evenly. Cannot be combined with a window.
     * ``every day HH:MM`` and ``every <weekday>[,<weekday>...] HH:MM`` with full names or
       three-letter abbreviations (``every mon,wed,fri 09:00``).
+    * App Engine cron's calendar forms: ``<ordinals> <weekdays> [of <months>] HH:MM``, the
+      ordinals ``1st``..``5th`` or ``first``..``fifth`` counting the weekday's weeks of the
+      month (``1st,3rd monday of month 09:00``; the 1st is within days 1-7);
+      ``every <weekdays>|day of <months> HH:MM``; and ``<days> of <months> HH:MM``, days of
+      the month with or without their suffix (``1,15th of month 00:00``). ``<months>`` is
+      ``month`` (every month) or a list of full or three-letter names (``jan,april``).
 
-    Anything else (``1st monday of month 09:00``, ``every 5 minutes from 10:00``) is rejected.
+    Anything else (``every 5 minutes from 10:00``, ``last friday of month 09:00``) is rejected.
 
     Parsed schedules are cached; equal arguments may return the same object.
 

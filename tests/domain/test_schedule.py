@@ -121,9 +121,10 @@ class TestCronRejected:
 
 
 class TestEnglishLike:
-    """English-like schedules, our pinned subset of Google's alternative format:
+    """English-like schedules, Google's alternative format (App Engine cron's):
     ``every N minutes|mins|hours`` (with ``from HH:MM to HH:MM`` or ``synchronized``),
-    ``every day HH:MM`` and ``every <weekday>[,<weekday>…] HH:MM``; anything else is invalid."""
+    ``every day HH:MM``, ``every <weekday>[,<weekday>…] HH:MM`` and the calendar forms
+    (``1st,3rd monday of month 09:00``, ``1 of jan,jul 00:00``); anything else is invalid."""
 
     @case_table(__file__, "english_accepted")
     def test_english_schedule_fires_at_the_expected_times(
@@ -145,6 +146,27 @@ class TestEnglishLike:
             "2026-01-01T09:00:00+05:30",
             "2026-01-01T09:30:00+05:30",
         ]
+
+    @pytest.mark.parametrize("ordinal", ["1st", "second", "3rd", "fourth", "5th"])
+    def test_an_ordinal_weekday_fires_on_that_week_of_every_month_in_its_zone(
+        self, ordinal: str
+    ) -> None:
+        """Against a day-by-day reading of the rule, through New York's DST changes: the Nth
+        weekday of a month is the one on days 7N-6 to 7N, at the wall time, in every month."""
+        week = ["1st", "second", "3rd", "fourth", "5th"].index(ordinal) + 1
+        zone = ZoneInfo("America/New_York")
+        for day, name in enumerate(["mon", "tuesday", "wed", "thursday", "fri", "sat", "sun"]):
+            schedule = parse_schedule(f"{ordinal} {name} of month 09:30", "America/New_York")
+            start = datetime(2026, 1, 1, tzinfo=zone)
+            got = [t for t in islice(schedule.iter_after(start), 13) if t.year == 2026]
+            oracle = [
+                start + timedelta(days=n, hours=9, minutes=30)
+                for n in range(365)
+                if (start + timedelta(days=n)).weekday() == day
+                and ((start + timedelta(days=n)).day - 1) // 7 + 1 == week
+            ]
+            assert [t.isoformat() for t in got] == [t.isoformat() for t in oracle], name
+            assert len(oracle) == 12 or (week == 5 and 4 <= len(oracle) <= 5)
 
     @case_table(__file__, "english_rejected")
     def test_unsupported_english_is_rejected(self, text: str, fragment: str) -> None:
