@@ -223,7 +223,8 @@ class Job(JobPath):
     :param name: ``projects/P/locations/L/jobs/J``.
     :param schedule: a unix-cron schedule (five fields) or an English-like one of the forms the
         emulator supports (``every N minutes|mins|hours``, ``every day HH:MM``,
-        ``every <weekday> HH:MM``).
+        ``every <weekday> HH:MM``, ``1st monday of month HH:MM``…:
+        :func:`~scheduler_emulator.domain.schedule.parse_schedule`).
     :param time_zone: IANA zone name, stored as the user gave it; empty becomes ``Etc/UTC``.
     :param attempt_deadline: per-attempt deadline; ``None`` for a Pub/Sub target.
     """

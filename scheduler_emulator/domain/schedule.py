@@ -857,7 +857,7 @@ def parse_schedule(
         :func:`~scheduler_emulator.domain.timezones.resolve_time_zone`); ``""`` means ``Etc/UTC``.
     :param dst_policy: ``"absolute"`` (the default) or ``"vixie"`` (fixed-time jobs fire
         once after a spring-forward gap and once in a fall-back overlap). English-like interval
-        forms never count as fixed-time; ``every day HH:MM`` and weekday forms do.
+        forms never count as fixed-time; ``every day HH:MM``, weekday and calendar forms do.
     :raises InvalidArgument: ``Schedule or time zone is invalid.`` with a ``schedule`` field
         violation whose description names the bad value or part, or a ``timeZone`` violation
         for a bad zone.
