@@ -95,6 +95,20 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
+def _weekdays(dow: str) -> str | None:
+    """The day-of-week part (``Monday to Friday``, ``on Mondays and Fridays``), ``None`` for a
+    field it does not read out."""
+    weekdays = _values(dow, _DAY_NAMES)
+    if weekdays is None or any(d > 7 for d in weekdays):
+        return None
+    names = sorted({d % 7 for d in weekdays})
+    if names == [1, 2, 3, 4, 5]:
+        return "Monday to Friday"
+    if names == [0, 6]:
+        return "on Saturdays and Sundays"
+    return "on " + _join([_DAYS[d] + "s" for d in names])
+
+
 def describe_schedule(schedule: str) -> str:
     """Read ``schedule`` out in English.
 
@@ -108,6 +122,8 @@ def describe_schedule(schedule: str) -> str:
     'at 09:30, Monday to Friday'
     >>> describe_schedule("0 0 1 * *")
     'at 00:00, on the 1st of every month'
+    >>> describe_schedule("0 9 1 * 1")
+    'at 09:00, on the 1st of every month and on Mondays'
     >>> describe_schedule("every 5 minutes")
     'every 5 minutes'
 
@@ -122,25 +138,16 @@ def describe_schedule(schedule: str) -> str:
     times = _times(minute, hour)
     if times is None:
         return fallback
-    days: str
+    weekdays, month_days = _weekdays(dow), _values(dom)
     if dom == "*" and dow == "*":
         days = "every day"
-    elif dom == "*":
-        weekdays = _values(dow, _DAY_NAMES)
-        if weekdays is None or any(d > 7 for d in weekdays):
-            return fallback
-        names = sorted({d % 7 for d in weekdays})
-        if names == [1, 2, 3, 4, 5]:
-            days = "Monday to Friday"
-        elif names == [0, 6]:
-            days = "on Saturdays and Sundays"
-        else:
-            days = "on " + _join([_DAYS[d] + "s" for d in names])
-    elif dow == "*":
-        month_days = _values(dom)
-        if month_days is None:
-            return fallback
+    elif dom == "*" and weekdays:
+        days = weekdays
+    elif dow == "*" and month_days:
         days = "on the " + _join([_ordinal(d) for d in month_days]) + " of every month"
+    elif weekdays and month_days:  # both restricted: either matches
+        days = f"on the {_join([_ordinal(d) for d in month_days])} of every month and {weekdays}"
+        days = days.replace("and Monday to Friday", "and on Mondays to Fridays")
     else:
         return fallback
     if month != "*":
