@@ -19,8 +19,9 @@ history over its engine (the scheduler core, a recorder and a driver)::
 from __future__ import annotations
 
 import contextlib
+import difflib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -94,6 +95,11 @@ class Emulator(AttemptAssertions):
         publisher: Publisher | None = None,
         **settings: Any,
     ) -> None:
+        if unknown := sorted(set(settings) - {f.name for f in fields(EmulatorOptions)}):
+            known = sorted(f.name for f in fields(EmulatorOptions))
+            near = difflib.get_close_matches(unknown[0], known, n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"the options: {', '.join(known)}."
+            raise TypeError(f"Emulator() takes no option {unknown[0]!r}; {hint}")
         self.options = options = replace(options or EmulatorOptions(), **settings)
         self.clock: Clock = clock or SystemClock()
         self.store = store or Store.open(options)

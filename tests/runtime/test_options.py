@@ -97,3 +97,12 @@ def test_the_emulator_takes_its_settings_from_options_and_keywords_win() -> None
         assert emulator.project == "other-project" == emulator.options.project
     finally:
         emulator.close()
+
+
+def test_a_keyword_that_is_no_option_is_named_with_the_nearest_or_every_option() -> None:
+    """A trial's ``Emulator(in_memory=True)`` raised dataclasses' ``EmulatorOptions.__init__()
+    got an unexpected keyword argument``, naming a class it had not called."""
+    with pytest.raises(TypeError, match="^Emulator\\(\\) takes no option 'projct'; did you mean"):
+        Emulator(projct="shop")
+    with pytest.raises(TypeError, match="no option 'in_memory'; the options: app_engine_urls, "):
+        Emulator(in_memory=True)
