@@ -56,7 +56,7 @@ import difflib
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
@@ -680,6 +680,13 @@ def normalise_job(job: Job) -> Job:
     job = with_defaults(job)
     validate_job(job)
     return job
+
+
+def same_configuration(job: Job, stored: Job) -> bool:
+    """Whether ``job`` and ``stored`` differ at most in their output-only fields (state,
+    status, times): what a restart with the same jobs file leaves as it is."""
+    kept = {name: getattr(stored, name) for name in MESSAGE_FIELDS["Job"].output_only}
+    return replace(job, **kept) == stored
 
 
 def job_from_json(data: Mapping[str, Any], *, default_name: str | None = None) -> Job:

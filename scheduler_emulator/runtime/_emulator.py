@@ -30,7 +30,7 @@ from ..core.scheduler import Scheduler
 from ..domain.attempt_assertions import AttemptAssertions
 from ..domain.attempts import Attempt, SkippedRun
 from ..domain.cloud_run import parse_cloud_run_job
-from ..domain.codec import MESSAGE_FIELDS, job_from_json
+from ..domain.codec import MESSAGE_FIELDS, job_from_json, same_configuration
 from ..domain.errors import FailedPrecondition, InvalidArgument, StorageUnavailable
 from ..domain.names import generate_job_id, qualify_job_name
 from ..domain.paging import next_page_token, page_position
@@ -167,6 +167,13 @@ class Emulator(AttemptAssertions):
         return self.recorder.skipped_while_down
 
     @property
+    def interrupted_at_start(self) -> int:
+        """How many attempts this emulator, restarting on a data directory, found in flight (the
+        process was killed while they were sent) and recorded as interrupted, their runs retried
+        (``UNAVAILABLE``; docs/behaviour.md)."""
+        return self.recorder.interrupted_at_start
+
+    @property
     def faults(self) -> FaultPlan:
         """The fault plan deliveries go through (``emulator.faults.add(action=…, …)``)."""
         return self.recorder.faults
@@ -280,12 +287,12 @@ class Emulator(AttemptAssertions):
         if not self.has_job(job.name):
             return self._create(job, from_start=True)
         current = self.get_job(job.name)
-        kept = {name: getattr(current, name) for name in MESSAGE_FIELDS["Job"].output_only}
-        if replace(job, **kept) == current:
+        if same_configuration(job, current):
             return current
+        kept = {name: getattr(current, name) for name in MESSAGE_FIELDS["Job"].output_only}
         _refuse_unsendable_http2(job)
-        fields = kept | {"user_update_time": self.clock.now()}
-        return self._put_job(replace(job, **fields), from_start=True)
+        kept["user_update_time"] = self.clock.now()
+        return self._put_job(replace(job, **kept), from_start=True)
 
     def _put_job(self, job: Job, *, create: bool = False, from_start: bool = False) -> Job:
         """Store ``job``, rescheduled from now (``Scheduler.put``); nothing changes if it raises."""

@@ -314,14 +314,20 @@ def pending_retries(emulator: Emulator) -> str:
     return f", {jobs} with a retry pending (the first due {iso(due[0])}{late})"
 
 
-def skipped_while_down(emulator: Emulator) -> str:
-    """``", 5 scheduled times skipped while it was down (`scheduler-emulator skipped` lists
-    them)"``, for the startup line after a restart, or ``""`` for none."""
-    count = emulator.skipped_while_down
-    if not count:
-        return ""
-    times = f"{count} scheduled time{'s' if count != 1 else ''}"
-    return f", {times} skipped while it was down (`scheduler-emulator skipped` lists them)"
+def restart_notes(emulator: Emulator) -> str:
+    """``", 1600 attempts in flight when it was killed recorded as interrupted (their runs
+    retried), 5 scheduled times skipped while it was down (`scheduler-emulator skipped` lists
+    them)"``, for the startup line after a restart: each part only when its count is not 0."""
+    cut, count = emulator.interrupted_at_start, emulator.skipped_while_down
+    notes = ""
+    if cut:
+        runs = "their runs" if cut != 1 else "its run"
+        notes += f", {cut} attempt{'s' if cut != 1 else ''} in flight when it was killed "
+        notes += f"recorded as interrupted ({runs} retried)"
+    if count:
+        notes += f", {count} scheduled time{'s' if count != 1 else ''} skipped while it was "
+        notes += "down (`scheduler-emulator skipped` lists them)"
+    return notes
 
 
 def env_vars(host: str, port: int, project: str, pubsub_host: str = "") -> dict[str, str]:

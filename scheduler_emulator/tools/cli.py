@@ -23,6 +23,7 @@ from typing import IO, Any, NoReturn
 
 from .. import __version__
 from ..clients import emulator_host
+from ..domain.codec import same_configuration
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
@@ -519,7 +520,7 @@ _LIMIT_FLAGS = ("max_connections", "max_grpc_connections", "grpc_idle_timeout")
 def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     """Run the daemon (:class:`~scheduler_emulator.server.daemon.Daemon`) until SIGINT or
     SIGTERM."""
-    from ..server.daemon import Daemon, pending_retries, skipped_while_down
+    from ..server.daemon import Daemon, pending_retries, restart_notes
 
     token = admin_token(args.admin_token)
     firebase_command.check_hub(args)  # nothing answering at --firebase's hub: exit 2 now
@@ -577,7 +578,9 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     )
     emulator = daemon.emulator
     file_names = {job.name for job in jobs}
-    stored = None if args.in_memory else sum(j.name not in file_names for j in emulator.list_jobs())
+    before = {job.name: job for job in emulator.list_jobs()}
+    stored = None if args.in_memory else sum(name not in file_names for name in before)
+    _note_file_changes(before, jobs)
     with emulator.store.batch():  # one transaction: the engine thread is not started yet
         for job in jobs:
             emulator.upsert_job(job)
@@ -614,7 +617,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, "
         + ("in memory" if data_dir is None else f"data dir {data_dir}")
         + pending_retries(emulator)
-        + skipped_while_down(emulator)
+        + restart_notes(emulator)
         + (f", {len(faults.rules)} fault rule(s) from {args.faults}" if faults else "")
         + (f", Cloud Run jobs {', '.join(run_jobs)} run locally" if run_jobs else "")
         + (f", {targets.description}" if targets.description else "")
@@ -627,6 +630,26 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     bridge = firebase_command.bridge_from_args(args, emulator, out)
     daemon.run([bridge] if bridge is not None else [])
     return 0
+
+
+def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job]) -> None:
+    """Say on stderr which jobs of the ``--jobs`` files the data directory's jobs (``before``,
+    by name) did not hold, or held configured otherwise: the files win, silently otherwise (a
+    trial's jobs deleted and changed over the API came back as the files had them)."""
+    if not before:
+        return
+    new = sum(job.name not in before for job in jobs)
+    changed = sum(
+        job.name in before and not same_configuration(job, before[job.name]) for job in jobs
+    )
+    if new or changed:
+        print(
+            f"note: the --jobs files win over the data directory: {new} of their jobs were not in "
+            f"it (new in the files, or deleted over the API) and are created, {changed} were "
+            "configured otherwise there (changed in the files, or over the API) and take the "
+            "files' configuration. Start without --jobs to keep the data directory's jobs.",
+            file=sys.stderr,
+        )
 
 
 def _warn_undelivered(jobs: Sequence[Job], what: str) -> None:

@@ -227,3 +227,35 @@ def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
         said = refused_start(capsys, "--in-memory", "--port", port)
     assert said.startswith(f"error: cannot listen on 127.0.0.1:{port}:")
     assert "pick another --port" in said
+
+
+@pytest.mark.timeout(60)
+def test_a_restart_with_the_same_jobs_file_says_which_jobs_it_recreates_or_resets(
+    tmp_path: Path,
+) -> None:
+    """A trial's jobs deleted and changed over the API came back, at the next start with the
+    same --jobs file, as the file had them, without a word: the files win, and now say so."""
+    jobs = tmp_path / "jobs.json"
+    spec = [{"name": name, "schedule": "0 2 * * *", "httpTarget": {"uri": "http://t.test/x"}}
+            for name in ("kept", "deleted", "changed")]  # fmt: skip
+    jobs.write_text(json.dumps(spec))
+    parent = "/v1/projects/my-project/locations/us-central1/jobs"
+    with on_disk(tmp_path, "--jobs", str(jobs)) as daemon:
+        assert daemon.session.delete(f"{daemon.url}{parent}/deleted").status_code == 200
+        patched = daemon.session.patch(
+            f"{daemon.url}{parent}/changed?updateMask=schedule", json={"schedule": "0 3 * * *"}
+        )
+        assert patched.status_code == 200, patched.text
+        daemon.stop()
+    with on_disk(tmp_path, "--jobs", str(jobs)) as again:
+        listed = again.get(parent)["jobs"]
+        schedules = {job["name"].rsplit("/", 1)[1]: job["schedule"] for job in listed}
+        again.stop()
+        assert again.process.stderr is not None
+        stderr = again.process.stderr.read()
+    assert schedules == {"kept": "0 2 * * *", "deleted": "0 2 * * *", "changed": "0 2 * * *"}
+    assert (
+        "note: the --jobs files win over the data directory: 1 of their jobs were not in it (new "
+        "in the files, or deleted over the API) and are created, 1 were configured otherwise "
+        "there (changed in the files, or over the API) and take the files' configuration."
+    ) in stderr

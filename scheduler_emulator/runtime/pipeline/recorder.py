@@ -100,8 +100,9 @@ class Recorder:
         #: its attempt and logged once); the last one is kept for inspection.
         self.error_count = 0
         self.last_error: BaseException | None = None
-        #: Scheduled times the last :meth:`restore` recorded as skipped while it was down.
-        self.skipped_while_down = 0
+        #: Scheduled times the last :meth:`restore` recorded as skipped while it was down, and
+        #: attempts it found in flight (the process was killed) and recorded as interrupted.
+        self.skipped_while_down = self.interrupted_at_start = 0
 
     def carry_out(self, decisions: Sequence[Decision]) -> list[Delivery]:
         """Persist the core's decisions (lock held); return the attempts to send, each already
@@ -311,6 +312,7 @@ class Recorder:
             alive=alive,
             ran=self.store.ran_at_next_fire(alive),
         )
+        self.interrupted_at_start = len(in_flight)
         self.skipped_while_down = sum(
             type(d) is RecordSkipped and d.skipped.reason == EMULATOR_DOWN for d in decisions
         )

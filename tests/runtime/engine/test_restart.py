@@ -11,7 +11,7 @@ from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.resources import State
 from scheduler_emulator.runtime import DeliveryRequest, TransportResult, WsgiTransport
 from scheduler_emulator.runtime.storage.store import Store
-from scheduler_emulator.server.daemon import pending_retries, skipped_while_down
+from scheduler_emulator.server.daemon import pending_retries, restart_notes
 from tests.support import RecordingTarget, nightly_job
 
 START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
@@ -46,6 +46,10 @@ def test_in_flight_attempt_is_recorded_as_failed_and_retried(tmp_path: Path) -> 
     assert crashed.code == "UNAVAILABLE"
     assert crashed.end_time == restarted_at
     assert "Emulator restarted." in crashed.debug_info
+    assert (first.interrupted_at_start, second.interrupted_at_start) == (0, 1)
+    assert restart_notes(second) == (  # the startup line says so (a trial's had not)
+        ", 1 attempt in flight when it was killed recorded as interrupted (its run retried)"
+    )
     assert second.get_job("nightly").schedule_time == restarted_at + timedelta(seconds=5)
     second.advance(timedelta(seconds=5))
     retry = second.attempts()[-1]
@@ -148,7 +152,7 @@ def test_scheduled_times_that_passed_while_down_are_listed_as_skipped(tmp_path: 
         ("2026-09-24T02:03:00Z", "EMULATOR_DOWN"),
     ]
     assert first.skipped_while_down == 0 and second.skipped_while_down == 3
-    assert skipped_while_down(second) == (  # the daemon's startup line says so
+    assert restart_notes(second) == (  # the daemon's startup line says so
         ", 3 scheduled times skipped while it was down (`scheduler-emulator skipped` lists them)"
     )
     assert second.get_job("nightly").schedule_time == START + timedelta(minutes=5)
