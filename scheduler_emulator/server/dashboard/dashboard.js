@@ -483,5 +483,13 @@
   });
   TL.legend($("legend"));
   show(location.hash.slice(1) || "timeline");
-  state.timer = setInterval(function () { if (!document.hidden) refresh(); }, POLL_MS);
+  /* Poll every POLL_MS, or, when a refresh takes long (a long window of a busy history),
+     after four times its length: the page keeps the daemon busy a fifth of the time at most. */
+  function poll() {
+    var started = Date.now();
+    (document.hidden ? Promise.resolve() : refresh()).then(function () {
+      state.timer = setTimeout(poll, Math.max(POLL_MS, 4 * (Date.now() - started)));
+    });
+  }
+  state.timer = setTimeout(poll, POLL_MS);
 })();
