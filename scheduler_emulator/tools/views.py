@@ -164,6 +164,10 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     executions.add_argument(
         "--job", metavar="J", help="only this Cloud Run job's (ID or full name)"
     )
+    jobs.add_argument("--name", metavar="TEXT", help="only jobs whose ID holds TEXT (any case)")
+    jobs.add_argument(
+        "--state", type=str.upper, choices=["ENABLED", "PAUSED"], help="only jobs in this state"
+    )
     executions.add_argument(
         "--state", type=_execution_state, metavar="{" + ",".join(EXECUTION_STATES) + "}",
         help="only the executions in this state (any case)",
@@ -525,6 +529,7 @@ def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``jobs`` table."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": 500, "fireTimes": None if args.json else 1}  # the table shows one
+    params |= {"name": args.name or None, "state": args.state}
     jobs = list(client.pages("/_emulator/jobs", "jobs", params))
     if args.json:
         return _print_json(out, jobs)
@@ -666,7 +671,8 @@ def _newest(
     items = [*islice(client.pages(path, key, params), last + 1)]
     if len(items) > last:
         print(
-            f"note: the newest {last} {key}; --last N or --since RFC3339 lists more.",
+            f"note: the newest {last} {key}, of more; a larger --last N or --since RFC3339 "
+            "lists more.",
             file=sys.stderr,
         )
     return items[:last][::-1]

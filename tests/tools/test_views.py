@@ -74,6 +74,14 @@ def test_jobs_prints_an_aligned_table(daemon: Daemon, capsys: pytest.CaptureFixt
     assert "READS AS" in wide and "at 02:00, every day" in wide
 
 
+def test_jobs_filters_by_name_and_state(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trial's 5,000 jobs had no filter in the view, though the endpoint has two."""
+    _, out, _ = run_command(capsys, "jobs", "--port", port(daemon), "--name", "NIGHT")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["nightly"]
+    _, out, _ = run_command(capsys, "jobs", "--port", port(daemon), "--state", "paused")
+    assert out == "(no jobs)\n"
+
+
 def test_attempts_say_why_a_job_failed(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_command(
         capsys, "attempts", "--port", port(daemon), "--job", "hourly-ping", "--last", "3", "--wide"
@@ -97,7 +105,9 @@ def test_the_newest_n_say_when_there_are_more(
     args = (view, "--port", port(daemon), "--job", "hourly-ping")
     _, _, cut = run_command(capsys, *args, "--last", "3")
     _, _, whole = run_command(capsys, *args, "--last", "1000")
-    assert cut == f"note: the newest 3 {view}; --last N or --since RFC3339 lists more.\n"
+    assert cut == (
+        f"note: the newest 3 {view}, of more; a larger --last N or --since RFC3339 lists more.\n"
+    )
     assert whole == ""
 
 
