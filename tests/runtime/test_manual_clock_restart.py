@@ -165,3 +165,31 @@ def test_a_manual_clock_after_a_system_clocks_stop_shows_every_attempt_ended(
             assert daemon.now() >= ended
             assert [(a.code, a.end_time) for a in daemon.attempts()] == [("OK", ended)]
     assert len(target.requests) == 1
+
+
+@pytest.mark.timeout(90)
+def test_a_manual_clock_after_a_kill_resumes_no_earlier_than_the_last_attempt_started(
+    tmp_path: Path,
+) -> None:
+    """A trial killed a system-clock daemon while a forced run's attempt was in flight: the
+    manual clock resumed at the last due instant, 31 s before that attempt started, which then
+    read -31.481s long, its retry due before it."""
+    release = threading.Event()
+    target = RecordingTarget(status=lambda received: release.wait(30) and 200)
+    data = ("--data-dir", str(tmp_path))
+    try:
+        with serving(target) as base:
+            with running_daemon(*data) as daemon:
+                job = nightly_job(name=f"{JOBS[4:]}/slow", httpTarget={"uri": base})
+                daemon.post(JOBS, job).raise_for_status()
+                daemon.post(f"{JOBS}/slow:run").raise_for_status()
+                target.wait_for(1)
+                daemon.kill()  # SIGKILL, the attempt in flight
+            with running_daemon(*data, "--clock", "manual") as daemon:
+                [attempt] = daemon.attempts()
+                assert "1 attempt in flight when it was killed" in daemon.first_line
+                assert daemon.now() >= attempt.start_time
+    finally:
+        release.set()
+    assert attempt.end_time is not None and attempt.end_time >= attempt.start_time
+    assert attempt.code == "UNAVAILABLE"

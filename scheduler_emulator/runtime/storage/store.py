@@ -265,19 +265,25 @@ def _alive(path: str, rows: list[Any]) -> datetime | None:
 
 
 def stopped_at(path: Path) -> datetime | None:
-    """:meth:`Store.last_alive` of the store file ``path`` without opening a :class:`Store`:
-    where a manual clock resumes on a data dir a system clock ran. ``None`` when there is no
-    such file or instant, or the file is not a store (opening the :class:`Store` says why).
+    """Where a manual clock resumes on the data dir of the store file ``path`` (a system clock
+    ran it, or a kill left its clock file behind), read without opening a :class:`Store`: the
+    later of :meth:`Store.last_alive` and the latest attempt's start (a forced run's after the
+    last due instant), so that no attempt starts after it. ``None`` when there is no such file
+    or instant, or the file is not a store (opening the :class:`Store` says why).
 
-    :raises DamagedRow: when the instant stored is not one.
+    :raises DamagedRow: when an instant stored is not one.
     """
     if not path.is_file():
         return None
     try:
         with contextlib.closing(sqlite3.connect(path)) as db:
-            return _alive(str(path), db.execute(_ALIVE).fetchall())
+            alive = _alive(str(path), db.execute(_ALIVE).fetchall())
+            [(started,)] = db.execute("SELECT MAX(start_time) FROM attempts").fetchall()
     except sqlite3.Error:
         return None
+    check = Row(str(path), "attempts", "-")
+    last = None if started is None else check.instant("start_time", started)
+    return max(filter(None, (alive, last)), default=None)
 
 
 def _carry(db: sqlite3.Connection, item: _Item) -> None:
