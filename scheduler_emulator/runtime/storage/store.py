@@ -49,6 +49,7 @@ from .._options import (
     EmulatorOptions,
 )
 from .data_file import (
+    DamagedRow,
     Row,
     attempts_from_rows,
     check_database,
@@ -278,11 +279,14 @@ def stopped_at(path: Path) -> datetime | None:
     try:
         with contextlib.closing(sqlite3.connect(path)) as db:
             alive = _alive(str(path), db.execute(_ALIVE).fetchall())
-            [(started,)] = db.execute("SELECT MAX(start_time) FROM attempts").fetchall()
+            # (a damaged start is left out here, as every read of the history leaves it out)
+            sql = "SELECT MAX(start_time) FROM attempts WHERE start_time GLOB '[0-9]*'"
+            [(started,)] = db.execute(sql).fetchall()
     except sqlite3.Error:
         return None
-    check = Row(str(path), "attempts", "-")
-    last = None if started is None else check.instant("start_time", started)
+    last = None
+    with contextlib.suppress(DamagedRow):
+        last = started and Row(str(path), "attempts", "-").instant("start_time", started)
     return max(filter(None, (alive, last)), default=None)
 
 
