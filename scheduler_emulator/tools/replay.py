@@ -15,10 +15,10 @@ Two modes:
 
 Recorded input formats (told apart by content):
 
-(a) ``GET /_emulator/attempts``: ``{"attempts": [...]}``. Method, URL and headers as sent.
-    The emulator does not record bodies in it: such attempts are sent without a body, and a
-    one-line note on stderr says so. A ``request.body`` string, when a record has one, is sent
-    as UTF-8 text.
+(a) ``GET /_emulator/attempts``: ``{"attempts": [...]}``, or ``attempts --json``'s lines (one
+    attempt a line). Method, URL, headers and body as sent (a record keeps a UTF-8 body of up
+    to 64 KiB as ``request.body``; one without is sent without a body, and a one-line note on
+    stderr says so). Pub/Sub attempts are left out, a note says how many.
 (b) the emulator's execution log (``--log-file``): JSON lines of AttemptStarted /
     AttemptFinished entries, paired by their ``insertId`` (``<id>s`` / ``<id>f``).
 (c) a Cloud Logging export, ``gcloud logging read … --format=json``: a JSON array of such
@@ -161,7 +161,8 @@ def load_recording(path: str | Path) -> Recording:
     except ValueError as exc:
         raise ConfigurationError(f"{source}: {exc}") from None
     if not recording.attempts:
-        raise ConfigurationError(f"{source}: no attempts found ({recording.format}).")
+        said = "".join(f" {note.removeprefix('note: ')}" for note in recording.warnings)
+        raise ConfigurationError(f"{source}: no attempts found ({recording.format}).{said}")
     sent = [attempt for attempt in recording.attempts if attempt.target_called]
     if len(sent) < len(recording.attempts):
         note = (
@@ -199,6 +200,8 @@ def parse_recording(text: str) -> Recording:
                     f'line {number}: not JSON ({exc.msg}); expected {{"attempts": [...]}}, '
                     "a JSON array of log entries, or JSON lines."
                 ) from None
+        if lines and all(isinstance(line, Mapping) and "request" in line for line in lines):
+            return parse_attempts_json(lines)  # `attempts --json`: one attempt a line
         return parse_log_entries(lines, FORMAT_LOG)
     if isinstance(document, Mapping) and "attempts" in document:
         return parse_attempts_json(document["attempts"])
@@ -230,12 +233,15 @@ def parse_attempts_json(items: Any) -> Recording:
     """
     if not isinstance(items, list):
         raise ValueError(f'"attempts" must be a list; got {type(items).__name__}.')
-    attempts = []
+    attempts, published = [], 0
     for index, item in enumerate(items):
         where = f"attempts[{index}]"
         if not isinstance(item, Mapping):
             raise ValueError(f"{where}: expected an attempt object.")
         request = item.get("request")
+        if isinstance(request, Mapping) and "pubsubTopic" in request:
+            published += 1  # a Pub/Sub publish: no HTTP request to send again
+            continue
         if not isinstance(request, Mapping) or not isinstance(request.get("url"), str):
             raise ValueError(f"{where}.request: expected {{method, url, headers}}.")
         headers = {
@@ -263,7 +269,8 @@ def parse_attempts_json(items: Any) -> Recording:
         )
     attempts.sort(key=lambda a: a.started)  # stable: start order, then file order
     bodiless = sum(1 for a in attempts if a.body is None)
-    warnings = []
+    warnings = [f"note: {published} Pub/Sub attempt(s) not sent: replay sends HTTP requests."]
+    warnings = warnings if published else []
     if bodiless:
         which = "every request is" if bodiless == len(attempts) else f"{bodiless} requests are"
         warnings.append(

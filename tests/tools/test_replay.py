@@ -369,29 +369,39 @@ def iso_of(instant: datetime) -> str:
 
 
 class TestBodies:
-    def test_an_attempts_file_is_sent_without_a_body_and_says_so_on_stderr(
+    def test_an_attempts_file_sends_each_recorded_body_and_leaves_out_pubsub_attempts(
         self, tmp_path: Path, target: RecordingTarget
     ) -> None:
+        """A trial's replay of the README's jobs sent report's requests without their JSON
+        body (400 where the service had answered 500 or 200), and refused the export for its
+        Pub/Sub attempt; `attempts --json` lines (one attempt a line) were no recording."""
         emulator = Emulator(
             ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)),
             transport=WsgiTransport(RecordingTarget()),
         )
         body_json = {"uri": "http://target.test/run", "body": "e30="}  # {}
         emulator.create_job(nightly_job(httpTarget=body_json))
-        emulator.advance(timedelta(minutes=2))
-        path = write_json(tmp_path, {"attempts": [a.to_json() for a in emulator.attempts()]})
-        emulator.close()
-        with serving(target) as url:
-            code, out, err = run_cli(
-                "replay", "--attempts", str(path), "--target", url, "--compress-gaps"
-            )
-        assert code == 0
-        assert [r.body for r in target.requests] == [b""]
-        assert err == (
-            "note: request bodies are not recorded in the /_emulator/attempts format; every "
-            "request is sent without a body.\n"
+        emulator.create_job(
+            name="restock",
+            schedule="0 2 * * *",
+            pubsub_target={"topic_name": "projects/my-project/topics/t", "data": "e30="},
         )
-        assert "Replaying 1 attempt from" in out
+        emulator.advance(timedelta(minutes=2))
+        records = [a.to_json() for a in emulator.attempts()]
+        emulator.close()
+        assert [r["request"].get("body") for r in records] == ["{}", None]  # Pub/Sub: data
+        path = write_json(tmp_path, {"attempts": records})
+        lines = tmp_path / "attempts.jsonl"
+        lines.write_text("".join(json.dumps(record) + "\n" for record in records))
+        for recording in (path, lines):
+            with serving(target) as url:
+                code, out, err = run_cli(
+                    "replay", "--attempts", str(recording), "--target", url, "--compress-gaps"
+                )
+            assert code == 0, err
+            assert err == "note: 1 Pub/Sub attempt(s) not sent: replay sends HTTP requests.\n"
+            assert "Replaying 1 attempt from" in out
+        assert [r.body for r in target.requests] == [b"{}", b"{}"]
 
     def test_a_recorded_body_is_sent_and_nothing_is_noted(
         self, tmp_path: Path, target: RecordingTarget

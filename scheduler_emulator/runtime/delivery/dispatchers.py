@@ -38,6 +38,7 @@ reference/rest/v1/projects.locations.jobs#appenginehttptarget):
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
@@ -79,13 +80,19 @@ class Sender(Protocol):
         target's failure (the result says what happened)."""
 
 
+#: The longest request body an attempt record keeps (as text, when it is UTF-8).
+RECORDED_BODY_BYTES = 64 * 1024
+
+
 @dataclass(frozen=True)
 class Prepared:
     """One attempt, ready to send with ``transport.send(request, timeout_seconds)`` (or the
     transport's ``start``, when ``startable``).
 
     :param record: what the attempt record shows as ``request`` (``{"method", "url",
-        "headers"}`` for HTTP kinds; kind-specific keys otherwise). JSON-serialisable.
+        "headers", "body"}`` for HTTP kinds, ``body`` the text of a UTF-8 body of at most
+        :data:`RECORDED_BODY_BYTES`, else absent; kind-specific keys otherwise).
+        JSON-serialisable.
     :param timeout_seconds: the attempt deadline, in seconds.
     :param transport: what sends ``request``.
     :param request: what is sent (a :class:`DeliveryRequest` for HTTP kinds).
@@ -225,6 +232,9 @@ def _prepared(
     if header_case != "google":
         request = replace(request, headers=spell_headers(dict(request.headers), header_case))
     shown = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
+    if len(request.body) <= RECORDED_BODY_BYTES:  # what replay --attempts sends again
+        with contextlib.suppress(UnicodeDecodeError):
+            shown["body"] = request.body.decode()
     deadline = (job.attempt_deadline or DEFAULT_ATTEMPT_DEADLINE).total_seconds()
     return Prepared(
         shown | record, deadline, transport, request, retry_always, startable(transport, request)
