@@ -229,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("--max-grpc-connections", _whole_options(limits.max_grpc_connections),
          "gRPC connections open at once; one more gets UNAVAILABLE (%(default)s)"),
         ("--grpc-idle-timeout", _whole_options(round(limits.grpc_idle_timeout), metavar="SECONDS"),
-         "send GOAWAY to a gRPC connection without a call for this long (%(default)s)"),
+         "send GOAWAY to a gRPC connection without a call for this long, up to twice it "
+         "(grpcio's timer) (%(default)s)"),
         ("--jobs", dict(action="append", default=[], metavar="FILE"),
          "jobs file (YAML or JSON list of Job resources); repeatable"),
         ("--cloud-run-jobs", dict(action="append", default=[], metavar="FILE"),
