@@ -400,6 +400,15 @@ def _parse_cron(text: str, fields: list[str]) -> tuple[_Matcher, bool]:
 # --------------------------------------------------------------------------------------------
 
 
+def is_english_like(text: str) -> bool:
+    """Whether ``text`` is read as an English-like schedule (``every …``, ``… of …``, ``1st
+    …``), not unix-cron; says nothing of whether it is valid."""
+    tokens = text.lower().split()
+    return bool(tokens) and (
+        tokens[0] == "every" or "of" in tokens or tokens[0].split(",")[0] in _ORDINALS
+    )
+
+
 def _parse_time_of_day(token: str, text: str) -> int:
     match = _TIME_RE.fullmatch(token)
     if match is None:
@@ -457,12 +466,12 @@ def _parse_english(text: str, tokens: list[str]) -> tuple[_Matcher | None, int, 
     return _parse_calendar(text, tokens, unsupported), 0, True
 
 
-def _names(words: list[str], names: dict[str, int]) -> set[int] | None:
-    """The numbers of a comma list of names, spaces after commas allowed; ``None`` for an
-    unknown one or an empty list."""
-    items = "".join(words).split(",")
-    found = {names.get(item, -1) for item in items}
-    return None if -1 in found or not items else found
+def _names(words: list[str], names: dict[str, int]) -> tuple[set[int], str | None]:
+    """The numbers of a comma list of names, spaces after commas allowed, and the first item
+    that is no name (``""`` for an empty one), ``None`` when all are."""
+    items = [item.strip() for item in " ".join(words).split(",")]
+    unknown = next((item for item in items if item not in names), None)
+    return {names[item] for item in items if item in names}, unknown
 
 
 def _parse_calendar(text: str, tokens: list[str], unsupported: InvalidArgument) -> _Matcher:
@@ -470,19 +479,25 @@ def _parse_calendar(text: str, tokens: list[str], unsupported: InvalidArgument) 
     <months>)] HH:MM`` and ``<days of month> of (month | <months>) HH:MM``."""
     minutes = [_parse_time_of_day(tokens[-1], text)]
     head, months = tokens[:-1], set(range(1, 13))
+
+    def not_a(word: str, what: str) -> InvalidArgument:
+        return _schedule_error(f"Schedule {text!r}: {word!r} is not {what}.")
+
     if "of" in head:
         at = head.index("of")
-        spec = head[at + 1 :]
-        named = None if spec == ["month"] else _names(spec, _ENGLISH_MONTHS)
-        if named is None and spec != ["month"]:
-            raise unsupported
-        head, months = head[:at], named or months
+        if head[at + 1 :] != ["month"]:
+            months, unknown = _names(head[at + 1 :], _ENGLISH_MONTHS)
+            if unknown is not None:
+                raise not_a(unknown, "a month (month, or jan…dec, january…december)")
+        head = head[:at]
     first, rest = (head[0], head[1:]) if head else ("", [])
     if first == "every" and rest == ["day"]:
         return _Matcher(minutes, months, set(), set(range(7)), dom_star=True, dow_star=True)
-    weeks = _names([first], _ORDINALS) if first != "every" else set()
-    weekdays = _names(rest, _ENGLISH_WEEKDAYS) if rest else None
-    if weeks is not None and weekdays is not None:
+    weeks, not_ordinal = _names([first], _ORDINALS) if first != "every" else (set(), None)
+    if not_ordinal is None and rest:
+        weekdays, unknown = _names(rest, _ENGLISH_WEEKDAYS)
+        if unknown is not None:
+            raise not_a(unknown, "a weekday (mon…sun, monday…sunday; every day for each day)")
         return _Matcher(
             minutes, months, set(), weekdays, dom_star=True, dow_star=False, weeks=frozenset(weeks)
         )
@@ -577,10 +592,9 @@ class Schedule:
                 f"Schedule {text!r} is a '@' macro, which Cloud Scheduler does not accept; "
                 f"give five unix-cron fields (e.g. {example})."
             )
-        lowered = [t.lower() for t in tokens]
-        english = lowered[0] == "every" or "of" in lowered or lowered[0].split(",")[0] in _ORDINALS
+        english = is_english_like(text)
         if english:
-            matcher, interval, fixed_time = _parse_english(text, lowered)
+            matcher, interval, fixed_time = _parse_english(text, text.lower().split())
         else:
             (matcher, fixed_time), interval = _parse_cron(text, tokens), 0
         zone = resolve_time_zone(time_zone)

@@ -8,6 +8,8 @@ already English and come back as given.
 
 from __future__ import annotations
 
+from .schedule import is_english_like
+
 __all__ = [
     "describe_schedule",
 ]
@@ -124,15 +126,15 @@ def describe_schedule(schedule: str) -> str:
     'at 00:00, on the 1st of every month'
     >>> describe_schedule("0 9 1 * 1")
     'at 09:00, on the 1st of every month and on Mondays'
-    >>> describe_schedule("every 5 minutes")
-    'every 5 minutes'
+    >>> describe_schedule("every 5 minutes"), describe_schedule("1st monday of month 09:00")
+    ('every 5 minutes', '1st monday of month 09:00')
 
     :param schedule: a unix-cron or English-like schedule (not validated here).
     :return: the reading, or ``"cron: …"`` for a shape it does not read out.
     """
     fields = schedule.split()
-    if len(fields) != 5:
-        return schedule.strip()
+    if len(fields) != 5 or is_english_like(schedule):  # English already
+        return " ".join(fields)
     minute, hour, dom, month, dow = fields
     fallback = f"cron: {' '.join(fields)}"
     times = _times(minute, hour)
