@@ -639,26 +639,30 @@ def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job]) -> None:
     trial's jobs deleted and changed over the API came back as the files had them)."""
     if not before:
         return
-    new = sum(job.name not in before for job in jobs)
-    changed = sum(
-        job.name in before and not same_configuration(job, before[job.name]) for job in jobs
-    )
+    new = [job for job in jobs if job.name not in before]
+    changed = [j for j in jobs if j.name in before and not same_configuration(j, before[j.name])]
     if new or changed:
         print(
-            f"note: the --jobs files win over the data directory: {new} of their jobs were not in "
-            f"it (new in the files, or deleted over the API) and are created, {changed} were "
-            "configured otherwise there (changed in the files, or over the API) and take the "
-            "files' configuration. Start without --jobs to keep the data directory's jobs.",
+            f"note: the --jobs files win over the data directory: {len(new)} of their jobs were "
+            f"not in it (new in the files, or deleted over the API{_ids(new)}) and are created, "
+            f"{len(changed)} were configured otherwise there (changed in the files, or over the "
+            f"API{_ids(changed)}) and take the files' configuration. Start without --jobs to "
+            "keep the data directory's jobs.",
             file=sys.stderr,
         )
+
+
+def _ids(jobs: Sequence[Job]) -> str:
+    """``": a, b, c, …"``: up to three job IDs, ``""`` for none."""
+    more = ", …" if len(jobs) > 3 else ""
+    return f": {', '.join(job.job_id for job in jobs[:3])}{more}" if jobs else ""
 
 
 def _warn_undelivered(jobs: Sequence[Job], what: str) -> None:
     """Warn on stderr that ``jobs`` (if any) cannot be delivered: ``what`` with their count
     first and up to three IDs in its ``{}``."""
     if jobs:
-        ids = ", ".join(job.job_id for job in jobs[:3]) + (", …" if len(jobs) > 3 else "")
-        print(f"warning: {len(jobs)} {what.format(ids)}", file=sys.stderr)
+        print(f"warning: {len(jobs)} {what.format(_ids(jobs)[2:])}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -671,7 +671,8 @@ def _newest(
     items = [*islice(client.pages(path, key, params), last + 1)]
     if len(items) > last:
         print(
-            f"note: the newest {last} {key}, of more; a larger --last N or --since RFC3339 "
+            f"note: the newest {last} {key.removesuffix('s') if last == 1 else key}, of more; "
+            "a larger --last N or --since RFC3339 "
             "lists more.",
             file=sys.stderr,
         )

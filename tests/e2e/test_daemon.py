@@ -256,6 +256,7 @@ def test_a_restart_with_the_same_jobs_file_says_which_jobs_it_recreates_or_reset
     assert schedules == {"kept": "0 2 * * *", "deleted": "0 2 * * *", "changed": "0 2 * * *"}
     assert (
         "note: the --jobs files win over the data directory: 1 of their jobs were not in it (new "
-        "in the files, or deleted over the API) and are created, 1 were configured otherwise "
-        "there (changed in the files, or over the API) and take the files' configuration."
+        "in the files, or deleted over the API: deleted) and are created, 1 were configured "
+        "otherwise there (changed in the files, or over the API: changed) and take the files' "
+        "configuration."
     ) in stderr
