@@ -139,7 +139,7 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     """
     _import_datetime_subclasses()
     corrected = {} if _freezegun.freeze_factories else _corrections()
-    corrected[(BaseEventLoop, "time")] = _real_loop_time
+    corrected[(BaseEventLoop, "time")] = lambda self: _freezegun.real_monotonic()
     originals = {(owner, name): vars(owner)[name] for owner, name in corrected}
     _install(corrected)
     try:
@@ -147,8 +147,3 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
             yield factory
     finally:
         _install(originals)
-
-
-def _real_loop_time(self: BaseEventLoop) -> float:
-    """An asyncio event loop's ``time()`` while :func:`freeze` runs: real monotonic time."""
-    return _freezegun.real_monotonic()

@@ -102,7 +102,11 @@ class Emulator(AttemptAssertions):
             raise TypeError(f"Emulator() takes no option {unknown[0]!r}; {hint}")
         self.options = options = replace(options or EmulatorOptions(), **settings)
         self.clock: Clock = clock or SystemClock()
-        self.store = store or Store.open(options)
+        self.store = store or Store(
+            options.store_path(),
+            retain_attempts=options.retain_attempts,
+            retain_megabytes=options.retain_megabytes,
+        )
         self.project = options.project
         self.location = options.location
         self.locations: tuple[str, ...] = options.all_locations
@@ -516,7 +520,8 @@ class Emulator(AttemptAssertions):
         for the earliest of them; the others are skipped. Times the emulator was down for are
         skipped too.
         """
-        return self.store.skipped(None if job is None else self.job_name(job))
+        name = None if job is None else self.job_name(job)
+        return self.store.skipped_page(job=name, page_size=None)[0]  # all: at most the retention
 
     def skipped_page(
         self, job: str | None = None, *, page_size: int = ATTEMPTS_PAGE_SIZE, page_token: str = ""

@@ -256,8 +256,7 @@ class CloudRunAdminApi:
         if "/executions" not in path:
             return _json(v2_job(job, self._executions(job)))
         if match["execution"] is None:
-            executions = self.cloud_run.store.list(job=job.name, limit=None)
-            return _json({"executions": [v2_execution(e) for e in reversed(executions)]})
+            return _json({"executions": [v2_execution(e) for e in reversed(self._executions(job))]})
         found = self.cloud_run.store.get(f"{job.name}/executions/{match['execution']}")
         if found is None:
             raise NotFound(

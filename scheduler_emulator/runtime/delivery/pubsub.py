@@ -40,9 +40,6 @@ PUBLISH_TIMEOUT_SECONDS = 60.0
 #: ``User-Agent`` of Pub/Sub push requests (Pub/Sub docs: "Receive messages from push
 #: subscriptions").
 PUSH_USER_AGENT = "APIs-Google; (+https://developers.google.com/webmasters/APIs-Google.html)"
-#: HTTP statuses a push endpoint acknowledges with (Pub/Sub docs: push subscriptions).
-PUSH_SUCCESS = frozenset({102, 200, 201, 202, 204})
-
 #: What a job's attempt says when the daemon has no Pub/Sub emulator to publish to.
 NOT_CONFIGURED = (
     "EMULATOR_PUBSUB_NOT_CONFIGURED. This job publishes to Pub/Sub but the emulator has no "
@@ -112,8 +109,8 @@ class PushResult:
 
     @property
     def acknowledged(self) -> bool:
-        """The endpoint acknowledged the message (102, 200, 201, 202 or 204)."""
-        return self.status in PUSH_SUCCESS
+        """The endpoint acknowledged the message (Pub/Sub docs, push subscriptions)."""
+        return self.status in (102, 200, 201, 202, 204)
 
 
 @dataclass

@@ -365,9 +365,7 @@ class TokenAuthority:
             return 400, {"error": "invalid_token", "error_description": "Invalid Value"}
         numeric_id = service_account_id(token.email)
         return 200, {
-            "azp": numeric_id,
-            "aud": numeric_id,
-            "sub": numeric_id,
+            **dict.fromkeys(("azp", "aud", "sub"), numeric_id),
             "scope": token.scope,
             "exp": str(int(token.expires_at.timestamp())),
             "expires_in": str(int((token.expires_at - now).total_seconds())),

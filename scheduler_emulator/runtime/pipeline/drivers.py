@@ -130,7 +130,7 @@ class ManualDriver(Driver):
         try:
             while True:
                 for queued in deliveries:  # logged as started: it leaves at the instant recorded
-                    self.recorder.log_started(queued)
+                    self.recorder.log(queued.attempt, queued.target_type)
                     queue.append(queued)
                 if not queue:
                     return

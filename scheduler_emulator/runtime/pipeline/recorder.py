@@ -120,7 +120,7 @@ class Recorder:
             if failure is None:
                 deliveries.append(delivery)  # AttemptStarted is logged by the driver
             else:
-                self.log_started(delivery)
+                self.log(delivery.attempt, delivery.target_type)
                 pending.extend(self.ended(delivery, Injected(TransportResult(), failure)))
         return deliveries
 
@@ -156,11 +156,7 @@ class Recorder:
         )
         return Delivery(attempt, prepared, run.number, job.target_type), failure
 
-    def log_started(self, delivery: Delivery) -> None:
-        """Log AttemptStarted for ``delivery`` (as it leaves)."""
-        self._log(delivery.attempt, delivery.target_type)
-
-    def _log(self, attempt: Attempt, kind: str, *, finished: bool = False) -> None:
+    def log(self, attempt: Attempt, kind: str, *, finished: bool = False) -> None:
         """Log AttemptStarted (or AttemptFinished) of ``attempt``, a ``kind`` target's. A log
         that cannot take the line (a full disk, a closed stream) stops nothing: the error is
         counted and logged (:meth:`note_error`), and the attempt goes on."""
@@ -189,7 +185,7 @@ class Recorder:
                 attempt.start_time = self.clock.now()
                 self.store.mark_sent(attempt)
             delivery.sent = True
-            self.log_started(delivery)
+            self.log(delivery.attempt, delivery.target_type)
             rules = self._rules(delivery)
             if not rules and prepared.startable:
                 starter = cast(StartingTransport, prepared.transport)
@@ -254,7 +250,7 @@ class Recorder:
         for result, (begun, ended) in zip(injected.copies, injected.spans, strict=True):
             copy = replace(attempt, id=0, injected=True, start_time=begun, end_time=None, code=None)
             self.store.add_attempt(copy)  # a duplicate delivery (fault injection)
-            self._log(copy, kind)
+            self.log(copy, kind)
             noted = outcome_of(result)
             noted = replace(noted, debug_info=DUPLICATE_NOTE + noted.debug_info)
             self.record_end(copy, noted, result, kind, at=ended)
@@ -291,7 +287,7 @@ class Recorder:
         attempt.response_excerpt = result.excerpt
         attempt.response_content_type = result.content_type
         self.store.finish_attempt(attempt)
-        self._log(attempt, kind, finished=True)
+        self.log(attempt, kind, finished=True)
 
     def restore(self) -> list[Delivery]:
         """Load the stored jobs after a restart and resume open runs (lock held); return the

@@ -46,7 +46,6 @@ from .._options import (
     ATTEMPTS_PAGE_SIZE_MAX,
     DEFAULT_RETAIN_ATTEMPTS,
     DEFAULT_RETAIN_MEGABYTES,
-    EmulatorOptions,
 )
 from .data_file import (
     DamagedRow,
@@ -136,10 +135,6 @@ CREATE INDEX IF NOT EXISTS skipped_job_nominal ON skipped (job, nominal);
 
 def _ts(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
-
-
-def _dt(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
 
 
 logger = logging.getLogger("scheduler_emulator")
@@ -391,6 +386,8 @@ class Store:
         and finished runs), dropping the oldest; ``None`` keeps everything.
     :param retain_megabytes: drop the oldest finished attempts while the database holds more
         than this many megabytes (10**6 bytes); ``None`` bounds only the number of rows.
+    :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged, of a
+        later release, or on a full disk, naming the file and what to do.
     """
 
     def __init__(
@@ -431,19 +428,6 @@ class Store:
         self._local = threading.local()
         self._writer = _Writer(db, self.path)
         weakref.finalize(self, self._writer.close)
-
-    @classmethod
-    def open(cls, options: EmulatorOptions) -> Store:
-        """Open the store ``options`` name (its directory is created), with their retention.
-
-        :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged,
-            of a later release, or on a full disk, naming the file and what to do.
-        """
-        return cls(
-            options.store_path(),
-            retain_attempts=options.retain_attempts,
-            retain_megabytes=options.retain_megabytes,
-        )
 
     @property
     def write_failure(self) -> str | None:
@@ -834,11 +818,6 @@ class Store:
         row = (skipped.job, skipped.schedule_time, nominal, recorded, skipped.reason)
         self._execute(_INSERT_SKIPPED, row)
 
-    def skipped(self, job: str | None = None) -> list[SkippedRun]:
-        """Return skipped scheduled times in the order they were recorded (every one kept:
-        at most ``retain_attempts``)."""
-        return self.skipped_page(job=job, page_size=None)[0]
-
     def skipped_page(
         self,
         *,
@@ -858,7 +837,8 @@ class Store:
         args: list[Any] = [after_id]
         add_condition(clauses, args, "job = ?", job)
         rows, last = self.select("skipped", clauses, args, page_size)
-        return [SkippedRun(r[1], r[2], _dt(r[3]), _dt(r[4]), r[5]) for r in rows], last  # type: ignore[arg-type]
+        at = datetime.fromisoformat  # (both columns NOT NULL)
+        return [SkippedRun(r[1], r[2], at(r[3]), at(r[4]), r[5]) for r in rows], last
 
     def reset(self) -> None:
         """Delete every job, run, attempt and skipped record (new ones are numbered after)."""
