@@ -168,6 +168,13 @@ def _entries(document: Any, source: str) -> list[Any]:
                     f'{source}: expected {{"jobs": [...]}}; got keys {sorted(map(str, document))}.'
                 )
             return document["jobs"]
+        if list(document) == ["cron"]:  # App Engine's cron.yaml
+            raise ConfigurationError(
+                f"{source} is an App Engine cron.yaml, not a jobs file: write each entry as a "
+                "Job (schedule, timeZone from timezone, appEngineHttpTarget with relativeUri "
+                "from url and appEngineRouting.service from target; docs/"
+                "differences-from-production.md, App Engine routing)."
+            )
         return [document]
     raise ConfigurationError(
         f'{source}: expected a list of jobs, {{"jobs": [...]}} or a single job; got '

@@ -576,3 +576,11 @@ def test_start_says_it_is_loading_a_large_jobs_file_before_the_wait(
     assert capsys.readouterr().err.startswith(
         f"scheduler-emulator: loading 0.0 MB of jobs from {small}; the startup line follows"
     )
+
+
+def test_an_app_engine_cron_yaml_says_what_it_is_and_how_to_write_it(tmp_path: Path) -> None:
+    """A trial's cron.yaml was refused as "job 1: name is required"."""
+    path = tmp_path / "cron.yaml"
+    path.write_text("cron:\n- url: /tasks/summary\n  schedule: every 24 hours\n  target: worker\n")
+    with pytest.raises(ConfigurationError, match="is an App Engine cron.yaml, not a jobs file"):
+        load_jobs_file(path, project="p", location="us-central1")
