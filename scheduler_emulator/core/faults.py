@@ -204,10 +204,14 @@ class FaultRule:
 
         if not isinstance(self.action, str) or self.action not in ACTIONS:
             refuse(f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}.", "action")
-        for name in ("job", "schedule_time"):
+        hints = {  # job: a pattern, "*" when left out; schedule_time: None when left out
+            "job": "leave job out for every job; quote a numeric job ID",
+            "schedule_time": "quote it: YAML reads an unquoted timestamp as a date",
+        }
+        for name, hint in hints.items():
             value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                refuse(f"{name} must be a string; got {value!r} (quote numeric job IDs).", name)
+            if (value is not None or name == "job") and not isinstance(value, str):
+                refuse(f"{name} must be a string; got {_show(value)} ({hint}).", name)
         if not isinstance(self.concurrent, bool):
             refuse(f"concurrent must be true or false; got {self.concurrent!r}.", "concurrent")
         numbers = {"probability": (0, 1), "seconds": (0, self._longest())}

@@ -604,3 +604,13 @@ class TestFieldsThatDoNotApply:
         assert set(ACTION_FIELDS) == set(ACTIONS)
         assert rule_fields("delay")[-1] == "seconds"
         assert FaultRule("duplicate").to_full_json() == full_duplicate_rule("*")
+
+
+def test_a_null_job_or_a_date_schedule_time_is_refused_naming_what_to_write() -> None:
+    """A trial's ``job: null`` was stored, then broke every attempt's fault matching; an
+    unquoted YAML timestamp was named as a datetime with a hint about numeric job IDs."""
+    with pytest.raises(InvalidArgument, match="job must be a string; got null .leave job out"):
+        FaultRule.from_json({"action": "lost_ack", "job": None})
+    when = datetime(2026, 9, 24, 2, tzinfo=UTC)
+    with pytest.raises(InvalidArgument, match="YAML reads an unquoted timestamp as a date"):
+        FaultRule.from_json({"action": "lost_ack", "schedule_time": when})

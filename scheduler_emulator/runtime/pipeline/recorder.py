@@ -212,9 +212,9 @@ class Recorder:
         if decided already); return what happened. An injected ``delay`` is waited out in
         real time with ``wait_delays``, else only recorded as latency (virtual time)."""
         prepared = delivery.prepared
-        rules = self._rules(delivery) if rules is None else rules
         send = partial(prepared.transport.send, prepared.request)
         try:
+            rules = self._rules(delivery) if rules is None else rules
             injected = send_with_faults(
                 send, self.clock, prepared.timeout_seconds, rules, wait_delays=wait_delays
             )

@@ -116,6 +116,24 @@ def test_a_transport_bug_is_recorded_and_counted(engines: Engines) -> None:
     assert isinstance(emulator.recorder.last_error, RuntimeError)
 
 
+def test_a_fault_plan_bug_is_recorded_on_its_attempt_not_left_in_flight(
+    engines: Engines, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trial's rule with ``job: null`` made deciding the faults raise: the clock move
+    answered 500 and the attempt read in flight for good, its job's runs skipped behind it."""
+    emulator = engines(RecordingTarget())
+    emulator.faults.add(action="duplicate")
+
+    def broken(*args: object) -> list[object]:
+        raise TypeError("object of type 'NoneType' has no len()")
+
+    monkeypatch.setattr(emulator.faults, "decide", broken)
+    emulator.create_job(nightly_job(retryConfig={}))
+    emulator.run_job("nightly")
+    [attempt] = engines.settled(emulator, 1)
+    assert attempt.code == "UNKNOWN" and "has no len()" in attempt.debug_info
+
+
 def test_the_log_has_a_start_and_an_end_per_attempt(engines: Engines) -> None:
     from io import StringIO
 
