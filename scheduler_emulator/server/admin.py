@@ -76,7 +76,9 @@ from .request_body import request_json
 
 __all__ = [
     "Admin",
+    "EARLIEST_INSTANT",
     "LATEST_INSTANT",
+    "check_clock_instant",
     "RULES",
 ]
 
@@ -84,6 +86,22 @@ __all__ = [
 #: 3339 timestamp (and Python's ``datetime``) can hold, less a day so that a day's schedule and
 #: its retries still fit.
 LATEST_INSTANT = datetime(9999, 12, 30, 23, 59, 59, tzinfo=UTC)
+#: The earliest instant a manual clock may be set to: a day after the first a ``datetime``
+#: holds, so that a look back from it (a timeline's window, a schedule's start) stays in range.
+EARLIEST_INSTANT = datetime(1, 1, 2, tzinfo=UTC)
+
+
+def check_clock_instant(instant: datetime, field: str) -> datetime:
+    """Return ``instant`` (aware) if a manual clock may stand there.
+
+    :raises InvalidArgument: naming ``field`` when it is before :data:`EARLIEST_INSTANT` or
+        after :data:`LATEST_INSTANT`.
+    """
+    if not EARLIEST_INSTANT <= instant <= LATEST_INSTANT:
+        bounds = f"from {iso(EARLIEST_INSTANT)} to {iso(LATEST_INSTANT)}"
+        raise InvalidArgument(f"{field} must be {bounds}; got {iso(instant)}.", field=field)
+    return instant
+
 
 RULES = [
     Rule("/_emulator/health", methods=["GET"], endpoint="health"),
@@ -575,6 +593,8 @@ class Admin:
                 field="clockTime",
             )
         instant = None if text is None else parse_timestamp(text, field="clockTime")
+        if instant is not None:
+            check_clock_instant(instant, "clockTime")
         self.emulator.reset()
         if instant is not None:
             if self.emulator.clock_mode != "manual":

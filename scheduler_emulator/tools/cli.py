@@ -291,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     nxt.add_argument("schedule", help='unix-cron or English-like schedule, e.g. "0 2 * * *"')
     nxt.add_argument("--time-zone", default="Etc/UTC", help="IANA time zone (%(default)s)")
     nxt.add_argument("--after", type=timestamp_argument, metavar="RFC3339", help="default: now")
-    nxt.add_argument("-n", type=int, default=5, help="how many fire times (%(default)s)")
+    nxt.add_argument("-n", **_whole_options(5), help="how many fire times (%(default)s)")
     nxt.add_argument(
         "--dst-policy", choices=DST_POLICIES, default=DEFAULT_DST_POLICY, help=DST_HELP
     )
@@ -351,8 +351,6 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the next ``-n`` fire times of a schedule, one RFC 3339 line each, as the
     ``X-CloudScheduler-ScheduleTime`` header shows them."""
-    if args.n < 1:
-        raise ConfigurationError(f"-n must be at least 1; got {args.n}.")
     if not args.time_zone.strip():  # (a job's empty timeZone is UTC; an empty flag is a slip)
         raise ConfigurationError(
             f"--time-zone: {args.time_zone!r} is empty; give an IANA time zone such as "
@@ -557,6 +555,10 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         print(f"warning: {args.faults}: {note}", file=sys.stderr)
     if args.start is not None and args.clock != "manual":
         raise ConfigurationError("--start needs --clock manual.")
+    if args.start is not None:
+        from ..server.admin import check_clock_instant
+
+        check_clock_instant(args.start, "--start")
     targets = targets_setup.configure(args, jobs, out)  # may start the Pub/Sub emulator
     daemon = Daemon(
         EmulatorOptions(

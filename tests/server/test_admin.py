@@ -10,7 +10,7 @@ from werkzeug.test import Client
 from scheduler_emulator import Emulator, HttpTransport, ManualClock, SystemClock, WsgiTransport
 from scheduler_emulator.server.server import create_app
 from tests.drip import DripTarget, drip_server
-from tests.support import RecordingTarget, nightly_job, wait_for
+from tests.support import RecordingTarget, nightly_job, run_command, wait_for
 
 
 @pytest.fixture
@@ -129,6 +129,34 @@ def test_reset_can_set_a_manual_clock_back(client: Client, emulator: Emulator) -
     assert response.json == {}
     assert client.get("/_emulator/clock").json["now"] == "2026-01-01T00:00:00Z"
     assert emulator.list_jobs() == []
+
+
+def test_clock_bounds_and_a_window_at_the_calendars_start(client: Client) -> None:
+    """A trial's timeline from 0001-01-01 answered 500 (its look back fell before the first
+    datetime); reset's clockTime keeps to the instants a manual clock may stand at."""
+    response = client.get("/_emulator/timeline?start=0001-01-01T00:00:00Z")
+    assert response.status_code == 200, response.text
+    refused = client.post("/_emulator/reset", json={"clockTime": "9999-12-31T23:59:59Z"})
+    assert refused.status_code == 400
+    assert refused.json["error"]["details"][0]["fieldViolations"][0] == {
+        "field": "clockTime",
+        "description": "clockTime must be from 0001-01-02T00:00:00Z to 9999-12-30T23:59:59Z; "
+        "got 9999-12-31T23:59:59Z.",
+    }
+
+
+def test_start_refuses_a_manual_clock_start_out_of_bounds_and_next_a_huge_count(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A trial's ``start --start 0001-01-01T00:00:00Z`` and ``next -n 99999999999999999999``
+    ended in tracebacks (exit 1)."""
+    for argv, said in (
+        (("start", "--in-memory", "--clock", "manual", "--start", "0001-01-01T00:00:00Z"),
+         "error: --start must be from 0001-01-02T00:00:00Z to 9999-12-30T23:59:59Z"),
+        (("next", "* * * * *", "-n", "9" * 20), "argument -n: must be a whole number"),
+    ):  # fmt: skip
+        code, _, err = run_command(capsys, *argv)
+        assert code == 2 and said in err, err
 
 
 def test_skipped_runs_are_paged(target: RecordingTarget) -> None:

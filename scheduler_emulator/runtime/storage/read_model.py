@@ -441,7 +441,12 @@ def timeline(
         window's runs.
     """
     lanes: list[dict[str, Any]] = []
-    low, high, start_text = utc_text(start - WINDOW_LOOKBACK), utc_text(end), utc_text(start)
+    first = datetime.min.replace(tzinfo=UTC) + WINDOW_LOOKBACK  # (a window at the calendar's start)
+    low, high, start_text = (
+        utc_text(max(start, first) - WINDOW_LOOKBACK),
+        utc_text(end),
+        utc_text(start),
+    )
     for name in jobs:
         rows = store.query(
             f"SELECT {_TIMELINE_COLUMNS} FROM attempts WHERE job = ? AND start_time >= ? "
