@@ -88,7 +88,7 @@ class CmekConfigs:
         for path in paths:
             if path not in settable:
                 raise InvalidArgument(
-                    f"Invalid mask for CmekConfig: {path}",
+                    f"Invalid mask for CmekConfig: {show_value(path)[1:-1]}",
                     field="updateMask",
                     description=f"updateMask path {show_value(path)} is not a field of "
                     "CmekConfig that can be updated (kms_key_name).",

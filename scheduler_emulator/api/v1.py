@@ -233,7 +233,7 @@ class SchedulerApi:
         """
         parsed = parse_location_name(name, field="name")
         if parsed.location not in shown_locations(self.emulator.locations):
-            raise NotFound(f"Location {parsed.full} not found.")
+            raise NotFound(f"Location {show_value(parsed.full, 200)[1:-1]} not found.")
         return Location(parsed.project, parsed.location)
 
     # ---------------------------------------------------------------- CMEK

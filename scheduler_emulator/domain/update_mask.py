@@ -61,7 +61,7 @@ from .codec import (
     normalise_job,
     parse_job,
 )
-from .errors import InvalidArgument
+from .errors import InvalidArgument, show_value
 from .resources import Job
 
 __all__ = ["apply_update", "parse_update_mask"]
@@ -90,10 +90,11 @@ _Tree = dict[str, "_Tree"]
 def _mask_error(path: str, reason: str) -> InvalidArgument:
     """Google's message for a path UpdateJob does not know (``Invalid mask for Job: <path>``),
     with a field violation on ``updateMask`` that says why."""
+    shown = path if len(path) <= 80 else path[:79] + "…"  # (a 100,000-character path, too)
     return InvalidArgument(
-        f"Invalid mask for Job: {path}",
+        f"Invalid mask for Job: {shown}",
         field="updateMask",
-        description=f'updateMask has an unknown field path "{path}": {reason}',
+        description=f'updateMask has an unknown field path "{shown}": {reason}',
     )
 
 
@@ -123,8 +124,9 @@ def _resolve(path: str, proto_names: bool) -> tuple[str, ...] | None:
                 if proto_names and segment.lower() != segment
                 else ""
             )
+            named = show_value(segment)  # (at most 80 characters of a huge one)
             raise _mask_error(
-                path, f'{type_name} has no field "{segment}"{note}; it has {", ".join(fields)}.'
+                path, f"{type_name} has no field {named}{note}; it has {', '.join(fields)}."
             )
         if name in schema.output_only or (type_name == "Job" and name in _IGNORED_JOB_FIELDS):
             return None  # output only: "any value specified … will be ignored"

@@ -47,6 +47,7 @@ from ..domain.errors import (
     PermissionDenied,
     Unauthenticated,
     Unimplemented,
+    show_value,
 )
 from ..runtime._emulator import Emulator
 from ..runtime.cloud_run.admin_api import PATH_PREFIXES as CLOUD_RUN_PATHS
@@ -141,7 +142,8 @@ def _http_error(exc: HTTPException, request: Request) -> Response:
     if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
         exc = NotFound("Method not found: this path does not take that HTTP method.")
     elif isinstance(exc, NotFound) and exc.description == NotFound.description:  # name the path
-        exc = NotFound(f"The requested URL {path} was not found on this server.")
+        shown = show_value(path, 200)[1:-1]  # (a 60 KB path is not sent back whole)
+        exc = NotFound(f"The requested URL {shown} was not found on this server.")
     return error_response(ApiError.for_http(exc.code or 500, exc.description or exc.name))
 
 

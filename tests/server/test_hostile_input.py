@@ -447,3 +447,17 @@ class TestSmallOnes:
         assert daemon.process.returncode == 0
         assert "nothing was kept (--in-memory)" in err
         assert "retry config never" not in err and "Traceback" not in err
+
+
+def test_a_huge_value_is_not_sent_back_whole(client: Client, emulator: Emulator) -> None:
+    """A trial's 100,000-character update-mask path came back whole (over gRPC a 300 KB trailer
+    the client refused, RESOURCE_EXHAUSTED instead of the INVALID_ARGUMENT), and so did a 60 KB
+    location and path in their 404s."""
+    emulator.create_job(nightly_job())
+    for response, status in (
+        (client.patch(f"{JOBS}/nightly?updateMask={'a' * 50_000}", json={}), 400),
+        (client.get(f"/v1/projects/my-project/locations/{'a' * 60_000}"), 404),
+        (client.get("/" + "a" * 60_000), 404),
+    ):
+        assert response.status_code == status
+        assert len(response.data) < 2_000, response.data[:200]
