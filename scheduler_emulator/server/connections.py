@@ -531,8 +531,8 @@ class ConnectionRouter:
                     await self._more(sock, buffer)
                 head_end = end + 4
                 size = request_size(bytes(buffer[:head_end]))
-                if size is None or size > self.max_body_bytes:
-                    return _take(buffer, head_end), deadline
+                if size is None or size > self.max_body_bytes:  # the worker reads the rest: all
+                    return _take(buffer, len(buffer)), deadline  # bytes come (a chunked body's)
                 while len(buffer) < head_end + size:
                     await self._more(sock, buffer)
                 return _take(buffer, head_end + size), None
