@@ -47,7 +47,7 @@ class DuplicateKey(ValueError):
     """A JSON object names one key twice."""
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``object_pairs_hook``: refuse an object that names a key twice. Python's parser keeps the
     last; protobuf's JSON parser (Google's front end) refuses it, as its conformance suite
     recommends (``JsonInput.FieldNameDuplicate``).
@@ -90,7 +90,7 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw, parse_int=parse_int, object_pairs_hook=_no_duplicate_keys)
+        data = json.loads(raw, parse_int=parse_int, object_pairs_hook=no_duplicate_keys)
     except RecursionError:
         raise InvalidArgument(
             "Invalid JSON payload received. The body is nested too deeply."

@@ -41,6 +41,7 @@ from yaml.resolver import Resolver
 from ..domain.codec import refuse_lone_surrogates, show_value
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.numbers import HugeNumber, is_huge, parse_int, refuse_unbounded_numbers
+from ..server.request_body import no_duplicate_keys
 
 #: Deepest nesting a jobs (or fault, or scenario) file may have; a Job is 4 levels deep.
 MAX_DEPTH = 64
@@ -53,6 +54,7 @@ DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
 
 _INT_TAG = "tag:yaml.org,2002:int"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
 
 
 class _TooLarge(yaml.YAMLError):
@@ -110,6 +112,24 @@ def _construct_int(constructor: Any, node: yaml.ScalarNode) -> Any:
     return yaml.SafeLoader.construct_yaml_int(constructor, node)
 
 
+def _construct_map(constructor: Any, node: yaml.MappingNode) -> Any:
+    """YAML's mapping constructor, refusing a key written twice in one mapping (PyYAML keeps
+    the last; a ``<<`` merge's keys may still be overridden), as the API refuses a JSON object
+    naming a key twice.
+
+    :raises yaml.constructor.ConstructorError: naming the key and its line.
+    """
+    seen: set[str] = set()
+    for key, _ in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+            if key.value in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"found the key {key.value!r} twice", key.start_mark
+                )
+            seen.add(key.value)
+    return (yield from SafeConstructor.construct_yaml_map(constructor, node))
+
+
 class BoundedSafeLoader(yaml.SafeLoader):
     """PyYAML's ``SafeLoader`` that refuses, while composing and before any object is built,
     a document nested deeper than :data:`MAX_DEPTH`, expanding to more than
@@ -161,6 +181,7 @@ class BoundedSafeLoader(yaml.SafeLoader):
 
 
 BoundedSafeLoader.add_constructor(_INT_TAG, _construct_int)
+BoundedSafeLoader.add_constructor(_MAP_TAG, _construct_map)
 
 _CParser: Any = getattr(getattr(yaml, "cyaml", None), "CParser", None)  # None without libyaml
 _ItemLoader: Any = None
@@ -177,6 +198,7 @@ if _CParser is not None:
             Resolver.__init__(self)
 
     _ItemLoader.add_constructor(_INT_TAG, _construct_int)
+    _ItemLoader.add_constructor(_MAP_TAG, _construct_map)
 
 
 class TooManyItems(ConfigurationError):
@@ -417,7 +439,8 @@ def _finish(document: Any, item: _Item) -> Any:
     return document
 
 
-_JSON = json.JSONDecoder(parse_int=parse_int)
+#: (a key named twice is YAML's to refuse, naming its line: a JSON document is YAML too)
+_JSON = json.JSONDecoder(parse_int=parse_int, object_pairs_hook=no_duplicate_keys)
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -465,7 +488,7 @@ def _parse(text: str, source: str, max_items: int | None, item: _Item) -> Any:
         try:
             if max_items is not None and stripped[:1] == "[":
                 return _json_list(text, max_items, item)
-            document = json.loads(text, parse_int=parse_int)
+            document = _JSON.decode(text)
             if max_items is not None and any(
                 isinstance(value, list) and len(value) > max_items for value in document.values()
             ):

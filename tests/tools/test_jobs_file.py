@@ -584,3 +584,32 @@ def test_an_app_engine_cron_yaml_says_what_it_is_and_how_to_write_it(tmp_path: P
     path.write_text("cron:\n- url: /tasks/summary\n  schedule: every 24 hours\n  target: worker\n")
     with pytest.raises(ConfigurationError, match="is an App Engine cron.yaml, not a jobs file"):
         load_jobs_file(path, project="p", location="us-central1")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        (
+            "jobs.json",
+            '[{"name": "a", "schedule": "* * * * *", "schedule": "5 * * * *"}]',
+            "1 column 41",
+        ),
+        (
+            "jobs.yaml",
+            '- name: a\n  schedule: "* * * * *"\n  schedule: "5 * * * *"\n',
+            "3 column 3",
+        ),
+    ],
+)
+def test_a_key_written_twice_is_refused_naming_it_and_its_line(
+    tmp_path: Path, name: str, text: str, where: str
+) -> None:
+    """A trial's file with two schedules loaded the last one without a word, where the API
+    refuses a JSON object that names a key twice."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigurationError) as caught:
+        load_jobs_file(path, project=PROJECT, location=LOCATION)
+    assert f" {where}" in str(caught.value) and "found the key 'schedule' twice" in str(
+        caught.value
+    )
