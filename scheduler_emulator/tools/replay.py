@@ -43,6 +43,7 @@ import json
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -73,6 +74,8 @@ from .views import is_terminal
 DEFAULT_COMPRESSED_GAP_SECONDS = 0.1
 #: How long a replayed request may take (Cloud Scheduler's default attempt deadline).
 REPLAY_TIMEOUT_SECONDS = 180.0
+#: Replayed requests under way at once at most (a later one waits for a place).
+REPLAY_AT_ONCE = 64
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 _SKIPPED_HEADERS = {"host", "content-length", "connection", "transfer-encoding"}
 
@@ -505,38 +508,52 @@ def send_replay(
     on_sent: Callable[[int, SentAttempt], None] | None = None,
     timeout_seconds: float = REPLAY_TIMEOUT_SECONDS,
 ) -> list[SentAttempt]:
-    """Send the planned requests in order, keeping their spacing.
-
-    Waits are measured between the *starts* of consecutive sends on ``clock``'s monotonic
-    scale, so a slow answer does not push later sends back further than recorded.
+    """Send the planned requests in order, keeping their spacing: each starts its wait after
+    the previous one started, whether or not that one was answered (a slow answer holds back
+    no later send; up to :data:`REPLAY_AT_ONCE` requests are under way at once, as a
+    recording's overlapping attempts were).
 
     :param plan: from :func:`plan_replay`.
     :param transport: real HTTP by default.
     :param clock: what the replay waits on (a :class:`SystemClock` by default); tests pass a
         clock whose ``wait`` returns at once.
-    :param on_sent: called after each send with its index and result.
+    :param on_sent: called with each send's index and result, in the plan's order, as soon as
+        it and every send before it are answered.
     :param timeout_seconds: how long each request may take.
     :return: one :class:`SentAttempt` per planned send.
     """
     transport = transport if transport is not None else HttpTransport()
     clock = clock if clock is not None else SystemClock()
-    sent: list[SentAttempt] = []
+    sent: list[SentAttempt | None] = [None] * len(plan)
+    reported = 0
+    lock = threading.Lock()
+
+    def send(index: int, planned: PlannedSend, waited: float) -> None:
+        nonlocal reported
+        item = SentAttempt(planned, transport.send(planned.request, timeout_seconds), waited)
+        with lock:
+            sent[index] = item
+            while reported < len(sent) and (done := sent[reported]) is not None:
+                if on_sent is not None:
+                    on_sent(reported, done)
+                reported += 1
+
     previous_start: float | None = None
-    for index, planned in enumerate(plan):
-        waited = 0.0
-        if previous_start is not None:
-            remaining = previous_start + planned.wait_seconds - clock.monotonic()
-            if remaining > 0:
-                before = clock.monotonic()
-                clock.wait(clock.now() + timedelta(seconds=remaining), threading.Event())
-                waited = clock.monotonic() - before
-        previous_start = clock.monotonic()
-        result = transport.send(planned.request, timeout_seconds)
-        item = SentAttempt(planned, result, waited)
-        sent.append(item)
-        if on_sent is not None:
-            on_sent(index, item)
-    return sent
+    futures = []
+    with ThreadPoolExecutor(REPLAY_AT_ONCE, thread_name_prefix="replay") as pool:
+        for index, planned in enumerate(plan):
+            waited = 0.0
+            if previous_start is not None:
+                remaining = previous_start + planned.wait_seconds - clock.monotonic()
+                if remaining > 0:
+                    before = clock.monotonic()
+                    clock.wait(clock.now() + timedelta(seconds=remaining), threading.Event())
+                    waited = clock.monotonic() - before
+            previous_start = clock.monotonic()
+            futures.append(pool.submit(send, index, planned, waited))
+    for future in futures:
+        future.result()  # what a send raised (a transport raises for no target's failure)
+    return [item for item in sent if item is not None]
 
 
 def _seconds(value: float) -> str:

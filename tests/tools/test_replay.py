@@ -17,6 +17,7 @@ import pytest
 
 from scheduler_emulator import Emulator, WsgiTransport
 from scheduler_emulator.domain.errors import ConfigurationError
+from scheduler_emulator.runtime import TransportResult
 from scheduler_emulator.runtime._clock import ManualClock, Sleeper
 from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
 from scheduler_emulator.tools.replay import (
@@ -279,19 +280,24 @@ class TestSpacing:
         assert [s.waited_seconds for s in sent] == [0, 5, 2]
         assert len(target.requests) == 3
 
-    def test_a_slow_answer_shortens_the_next_wait(self) -> None:
-        clock = FakeClock()
+    def test_a_slow_answer_holds_back_no_later_send(self) -> None:
+        """A trial's replay sent each request once the one before was answered: after a 25 s
+        handler, the next came 25 s late, not 0.003 s, and the recording's overlap was lost."""
+        second_started = threading.Event()
 
-        class SlowTransport:
-            def send(self, request: Any, timeout_seconds: float) -> Any:
-                clock.seconds += 1.5  # the target took 1.5 s to answer
-                from scheduler_emulator.runtime.delivery.transports import TransportResult
-
+        class HeldTransport:
+            def send(self, request: Any, timeout_seconds: float) -> TransportResult:
+                if request.url.endswith("/first"):  # answered once the next send has begun
+                    assert second_started.wait(10), "the second send waited for this answer"
+                else:
+                    second_started.set()
                 return TransportResult(status=200)
 
-        plan = plan_replay([recorded(0), recorded(5), recorded(6)], "http://local.test")
-        send_replay(plan, transport=SlowTransport(), clock=clock)
-        assert clock.waits == [3.5]  # 5 s after the first start; the second gap (1 s) is spent
+        clock = FakeClock()
+        plan = plan_replay([recorded(0, "/first"), recorded(5, "/second")], "http://local.test")
+        sent = send_replay(plan, transport=HeldTransport(), clock=clock)
+        assert [item.result.status for item in sent] == [200, 200]
+        assert clock.waits == [5]
 
 
 class TestReplayAgainstATarget:
