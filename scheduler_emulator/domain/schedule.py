@@ -439,7 +439,10 @@ def _parse_english(text: str, tokens: list[str]) -> tuple[_Matcher | None, int, 
         elif tokens[2] == "hours":
             step = int(tokens[1]) * 60
         else:
-            raise unsupported
+            raise _schedule_error(
+                f"Schedule {text!r}: {tokens[2]!r} is not a unit of an interval (minutes, mins "
+                "or hours)."
+            )
         if step > _MAX_INTERVAL_MINUTES:
             raise _schedule_error(
                 f"Schedule {text!r}: the interval must be at most 366 days; got {step} minutes."
