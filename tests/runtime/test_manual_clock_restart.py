@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -151,13 +150,16 @@ def test_a_manual_clock_after_a_system_clocks_stop_shows_every_attempt_ended(
     """A trial looked at a stopped data dir with ``--clock manual``: the clock resumed at the
     last due instant, before a retry's answer came, so a run the daemon had seen succeed read
     in progress, its attempt in flight. A stop now records the instant it stopped at."""
-    target = RecordingTarget(status=lambda received: time.sleep(0.5) or 200)  # a slow answer
+    release = threading.Event()  # the answer comes once the test has seen the request
+    target = RecordingTarget(status=lambda received: release.wait(30) and 200)
     data = ("--data-dir", str(tmp_path))
     with serving(target) as base:
         with running_daemon(*data) as daemon:
             job = nightly_job(name=f"{JOBS[4:]}/slow", httpTarget={"uri": base})
             daemon.post(JOBS, job).raise_for_status()
             daemon.post(f"{JOBS}/slow:run").raise_for_status()
+            target.wait_for(1)
+            release.set()
             wait_for(lambda: [a.code for a in daemon.attempts()] == ["OK"], 30)
             ended = daemon.attempts()[0].end_time
             assert daemon.stop() == 0
