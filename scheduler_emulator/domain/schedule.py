@@ -469,10 +469,15 @@ def _parse_english(text: str, tokens: list[str]) -> tuple[_Matcher | None, int, 
     return _parse_calendar(text, tokens, unsupported), 0, True
 
 
+def _items(words: list[str]) -> list[str]:
+    """The items of a comma list spread over ``words`` (spaces after commas allowed)."""
+    return [item.strip() for item in " ".join(words).split(",")]
+
+
 def _names(words: list[str], names: dict[str, int]) -> tuple[set[int], str | None]:
-    """The numbers of a comma list of names, spaces after commas allowed, and the first item
-    that is no name (``""`` for an empty one), ``None`` when all are."""
-    items = [item.strip() for item in " ".join(words).split(",")]
+    """The numbers of a comma list of names (:func:`_items`), and the first item that is no
+    name (``""`` for an empty one), ``None`` when all are."""
+    items = _items(words)
     unknown = next((item for item in items if item not in names), None)
     return {names[item] for item in items if item in names}, unknown
 
@@ -504,7 +509,7 @@ def _parse_calendar(text: str, tokens: list[str], unsupported: InvalidArgument) 
         return _Matcher(
             minutes, months, set(), weekdays, dom_star=True, dow_star=False, weeks=frozenset(weeks)
         )
-    days = [_DAY_OF_MONTH_RE.fullmatch(item) for item in "".join(head).split(",")]
+    days = [_DAY_OF_MONTH_RE.fullmatch(item) for item in _items(head)]
     if "of" not in tokens or not all(days):
         raise unsupported
     days_of_month = {int(match[1]) for match in days if match}

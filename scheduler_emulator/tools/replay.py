@@ -272,8 +272,8 @@ def parse_attempts_json(items: Any) -> Recording:
         )
     attempts.sort(key=lambda a: a.started)  # stable: start order, then file order
     bodiless = sum(1 for a in attempts if a.body is None)
-    warnings = [f"note: {published} Pub/Sub attempt(s) not sent: replay sends HTTP requests."]
-    warnings = warnings if published else []
+    left_out = f"note: {published} Pub/Sub attempt(s) not sent: replay sends HTTP requests."
+    warnings = [left_out] if published else []
     if bodiless:
         which = "every request is" if bodiless == len(attempts) else f"{bodiless} requests are"
         warnings.append(
