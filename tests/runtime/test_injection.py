@@ -4,7 +4,7 @@ told to record (outcome, latency, copies, an extra retry, a late response)."""
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -101,6 +101,32 @@ def test_concurrent_duplicates_are_in_the_target_at_the_same_time(clock: ManualC
     rule = FaultRule("duplicate", count=2, concurrent=True)
     injected = send_with_faults(send, clock, 30.0, [rule])
     assert injected.result.status == 200 and len(injected.copies) == 2
+
+
+def test_each_concurrent_copy_ends_when_its_own_answer_came() -> None:
+    class ThreadClock:  # each thread reads the instant its own send set: no race between them
+        def __init__(self) -> None:
+            self.at: dict[int, datetime] = {}
+
+        def now(self) -> datetime:
+            return self.at.get(threading.get_ident(), START)
+
+    clock, calls, lock = ThreadClock(), [], threading.Lock()
+
+    def send(timeout: float) -> TransportResult:
+        with lock:
+            calls.append(None)
+            k = len(calls)  # the k-th to be sent answers 200 + k, k seconds in
+        clock.at[threading.get_ident()] = START + timedelta(seconds=k)
+        return TransportResult(status=200 + k)
+
+    rule = FaultRule("duplicate", count=3, concurrent=True)
+    injected = send_with_faults(send, clock, 30.0, [rule])  # type: ignore[arg-type]
+    spans = zip(injected.copies, injected.spans, strict=True)
+    answered = [(r.status, end) for r, (_, end) in spans]
+    assert answered == [(s, START + timedelta(seconds=s - 200)) for s, _ in answered]
+    assert len({end for _, end in answered}) == 3
+    assert injected.answered == START + timedelta(seconds=injected.result.status - 200)
 
 
 def test_a_lost_acknowledgement_fails_the_attempt_and_earns_a_retry(clock: ManualClock) -> None:

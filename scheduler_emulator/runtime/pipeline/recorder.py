@@ -452,21 +452,26 @@ STOPPED = _cut_short("The emulator stopped before the attempt was sent.")
 INTERRUPTED = _cut_short("The emulator stopped while the attempt was in flight.")
 
 
-def _send_all(send: Send, timeout: float, count: int) -> list[TransportResult]:
-    """Send ``count`` copies of the attempt at the same time; results in start order."""
-    results: list[TransportResult | None] = [None] * count
+def _send_all(
+    send: Send, clock: Clock, timeout: float, count: int
+) -> list[tuple[TransportResult, datetime]]:
+    """Send ``count`` copies of the attempt at the same time; each one's result and when it
+    was answered (``clock``'s instant), in start order."""
+    results: list[tuple[TransportResult, datetime] | None] = [None] * count
     start = threading.Barrier(count)
 
     def send_one(index: int) -> None:
         start.wait()
-        results[index] = send(timeout)
+        result = send(timeout)
+        results[index] = (result, clock.now())
 
     threads = [threading.Thread(target=send_one, args=(i,), daemon=True) for i in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return [r if r is not None else TransportResult(failure=Failure.CONNECTION) for r in results]
+    unsent = (TransportResult(failure=Failure.CONNECTION), clock.now())
+    return [r if r is not None else unsent for r in results]
 
 
 def send_with_faults(
@@ -525,8 +530,9 @@ def send_with_faults(
         latency = max(latency, timeout_seconds)
     elif duplicate is not None and duplicate.concurrent:
         begun = clock.now()
-        result, *copies = _send_all(send, timeout_seconds, 1 + duplicate.count)
-        spans = [(begun, clock.now())] * duplicate.count
+        (result, answered), *sent = _send_all(send, clock, timeout_seconds, 1 + duplicate.count)
+        copies = [copy for copy, _ in sent]
+        spans = [(begun, ended) for _, ended in sent]
     else:
         result = send(timeout_seconds)
     if duplicate is not None and not duplicate.concurrent:
