@@ -382,6 +382,7 @@ class CloudScheduler(AttemptAssertions):
         name: str,
         command: Sequence[str] | Callable[[], int | None],
         *,
+        args: Sequence[str] = (),
         task_count: int = 1,
         parallelism: int = 0,
         max_retries: int = DEFAULT_MAX_RETRIES,
@@ -397,6 +398,8 @@ class CloudScheduler(AttemptAssertions):
             function run in a fresh Python process whose return value is the task's exit
             status (``None`` is 0); it reads the task from ``os.environ``
             (``CLOUD_RUN_TASK_INDEX``...).
+        :param args: the container's arguments, after ``command``: what a run's
+            ``containerOverrides`` ``args`` replace.
         :param task_count: tasks per execution; ``parallelism``: at most this many at once (0:
             all); ``max_retries``: retries of a failed task; ``timeout``: each task attempt's
             (``"600s"``); ``env``: the container's environment variables.
@@ -413,12 +416,13 @@ class CloudScheduler(AttemptAssertions):
                 )
             target = f"{command.__module__}:{qualname}"
             code = f"from scheduler_emulator.runtime import run_callable; run_callable({target!r})"
-            argv = [sys.executable, "-c", code]
+            argv: str | list[str] = [sys.executable, "-c", code]
             variables.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
-        else:
-            argv = list(command)
+        else:  # (a string is refused as the daemon's files refuse it, not split into letters)
+            argv = command if isinstance(command, str) else list(command)
         container = {
             "command": argv,
+            "args": args if isinstance(args, str) else list(args),
             "env": [{"name": k, "value": v} for k, v in variables.items()],
         }
         task = {"maxRetries": max_retries, "timeout": timeout, "containers": [container]}
@@ -458,8 +462,9 @@ class CloudScheduler(AttemptAssertions):
             + f"; {len(matching)} of {len(executions)} matched at {iso(self.now())}:"
         ]
         for e in executions:
-            codes = ", ".join(
+            codes = ", ".join(  # (why a command did not start is all its stderr holds)
                 f"task {a.index} attempt {a.attempt}: {a.stopped or a.exit_code}"
+                + (f" ({a.stderr})" if a.stopped == "not started" else "")
                 for a in e.attempts
             )
             lines.append(f"  {e.execution_id} {e.state} ({codes or 'no task attempts'})")

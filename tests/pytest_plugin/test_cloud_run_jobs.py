@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+
+from pytest_plugin import CloudScheduler
+from scheduler_emulator.domain.cloud_run import RunOverrides
+from scheduler_emulator.domain.errors import InvalidArgument
 
 pytest_plugins = ["pytester"]
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
@@ -82,4 +88,34 @@ def test_a_test_defines_a_job_by_callable_and_asserts_its_executions(
             "*scheduler job nightly-export: UNAUTHENTICATED: *missing required authentication"
             " credential*give the job?s httpTarget an oauthToken*",
         ]
+    )
+
+
+def test_a_command_given_as_one_string_is_refused_as_the_daemons_files_refuse_it(
+    cloud_scheduler: CloudScheduler,
+) -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        cloud_scheduler.define_cloud_run_job("export", "python export.py")
+    assert 'command must be a list of strings; got "python export.py"' in str(refused.value)
+    assert cloud_scheduler.emulator.cloud_run.jobs() == []
+
+
+def test_args_follow_the_command_and_a_runs_override_replaces_them(
+    cloud_scheduler: CloudScheduler,
+) -> None:
+    name = cloud_scheduler.define_cloud_run_job("export", ["python", "export.py"], args=["a"])
+    [job] = cloud_scheduler.emulator.cloud_run.jobs()
+    assert (job.name, job.argv) == (name, ("python", "export.py", "a"))
+    overridden = job.with_overrides(RunOverrides(args=("b",)))
+    assert overridden.argv == ("python", "export.py", "b")
+
+
+def test_assert_executed_says_why_a_command_did_not_start(cloud_scheduler: CloudScheduler) -> None:
+    cloud_scheduler.define_cloud_run_job("export", ["no-such-command-xyz"], max_retries=0)
+    cloud_scheduler.emulator.cloud_run.run(cloud_scheduler.emulator.cloud_run.jobs()[0])
+    cloud_scheduler.advance(timedelta(seconds=1))  # returns once the execution has ended
+    with pytest.raises(AssertionError) as failed:
+        cloud_scheduler.assert_executed("export")
+    assert "task 0 attempt 0: not started (cannot start 'no-such-command-xyz': " in str(
+        failed.value
     )
