@@ -560,15 +560,20 @@ class Emulator(AttemptAssertions):
         A due instant whose runs the store refuses (:class:`StorageUnavailable`, a full disk)
         changes nothing: its jobs are put back and a manual clock returns to the last instant
         whose work was stored, so the move answers 503 with clock, jobs and next due instant as
-        before — unless an attempt was already sent there (what was done stays)."""
+        before — unless an attempt was already sent there (what was done stays). On a manual
+        clock the Cloud Run executions started there end before this returns, so runs hours
+        apart are not run at once in real time."""
+        manual = self.clock_mode == "manual"
 
         def go_back() -> None:
-            if self.clock_mode == "manual":
+            if manual:
                 self.driver.manual_clock().reset_to(self._settled)
 
         with self._stored_or_undone(go_back):
             self.driver.run_due()
         self._settled = self.clock.now()
+        if manual:
+            self.cloud_run.settle()
 
     def idle(self) -> None:
         """The manual clock is done moving: wait for requests a ``deadline`` fault left running

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 
 import pytest
@@ -119,3 +120,18 @@ def test_assert_executed_says_why_a_command_did_not_start(cloud_scheduler: Cloud
     assert "task 0 attempt 0: not started (cannot start 'no-such-command-xyz': " in str(
         failed.value
     )
+
+
+def test_runs_hours_apart_in_one_move_do_not_overlap_in_real_time(
+    cloud_scheduler: CloudScheduler,
+) -> None:
+    cloud_scheduler.define_cloud_run_job("export", [sys.executable, "-c", "pass"], max_retries=0)
+    uri = "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/export:run"
+    oauth = {"serviceAccountEmail": "runner@my-project.iam.gserviceaccount.com"}
+    for name, schedule in (("early", "0 2 * * *"), ("late", "0 3 * * *")):
+        target = {"uri": uri, "httpMethod": "POST", "oauthToken": oauth}
+        cloud_scheduler.create_job(name=name, schedule=schedule, http_target=target)
+    cloud_scheduler.advance(timedelta(days=1))
+    first, second = cloud_scheduler.assert_executed("export", count=2)
+    [ran_first], [ran_second] = first.attempts, second.attempts
+    assert ran_first.end is not None and ran_first.end <= ran_second.start

@@ -103,3 +103,24 @@ def test_the_admin_api_answers_on_the_daemons_port(emulator: Emulator) -> None:
     assert bad_body.json["error"]["status"] == "INVALID_ARGUMENT"
     not_json = client.post(f"/v2/{PARENT}/jobs/ok:run", data=b"{", content_type="text/plain")
     assert not_json.status_code == 400
+
+
+def test_admin_api_methods_the_emulator_does_not_serve_are_501_and_change_nothing(
+    emulator: Emulator,
+) -> None:
+    client = Client(create_app(emulator))
+    run_each(emulator, client)
+    execution = client.get(f"/v2/{PARENT}/jobs/ok/executions").json["executions"][0]["name"]
+    for method, path in (
+        ("POST", f"/v2/{execution}:cancel"),
+        ("DELETE", f"/v2/{execution}"),
+        ("DELETE", f"/v2/{PARENT}/jobs/ok"),
+        ("PATCH", f"/v2/{PARENT}/jobs/ok"),
+        ("POST", f"/v2/{PARENT}/jobs"),
+    ):
+        response = client.open(path, method=method, json={})
+        assert (response.status_code, response.json["error"]["status"]) == (501, "UNIMPLEMENTED")
+        assert f"not {method} {path}, a method of that API" in response.json["error"]["message"]
+    assert client.get(f"/v2/{PARENT}/jobs/ok").status_code == 200
+    assert client.get(f"/v2/{execution}").json["name"] == execution
+    assert client.get(f"/v2/{PARENT}/nothing").status_code == 404

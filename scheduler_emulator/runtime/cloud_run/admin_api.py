@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from werkzeug.wrappers import Request, Response
 
 from ...domain.cloud_run import CloudRunJob, parse_run_request
-from ...domain.errors import ApiError, InvalidArgument, NotFound
+from ...domain.errors import ApiError, InvalidArgument, NotFound, Unimplemented
 from ...domain.outcomes import Failure
 from ...wire import CLOUD_RUN_REGIONAL_HOST, JOB_NAME_HEADER, format_timestamp, is_cloud_run_host
 from ..delivery.in_process import MountTransport
@@ -30,6 +30,8 @@ _V2 = re.compile(
     r"(?:jobs(?:/(?P<job>[^/:]+)(?::(?P<verb>run)|/executions(?:/(?P<execution>[^/:]+))?)?)?"
     r"|operations/(?P<operation>[^/]+))$"
 )
+#: Any method of the v2 Admin API's jobs, executions and operations (those not served: 501).
+_V2_METHOD = re.compile(r"^/v2/projects/[^/]+/locations/[^/]+/(?:jobs|operations)(?:[/:]|$)")
 _V1_RUN = re.compile(
     r"^/apis/run\.googleapis\.com/v1/namespaces/(?P<project>[^/]+)/jobs/(?P<job>[^/:]+):run$"
 )
@@ -214,11 +216,18 @@ class CloudRunAdminApi:
         path = request.path
         v1 = _V1_RUN.match(path)
         match = v1 or _V2.match(path)
-        if match is None:
-            raise NotFound(
-                f"The emulator answers the Cloud Run Admin API's jobs/J:run (v1 and v2) and its "
-                f"v2 jobs, executions and operations reads; not {request.method} {path}."
+        served = (
+            "The emulator answers the Cloud Run Admin API's jobs/J:run (v1 and v2) and its v2 "
+            f"jobs, executions and operations reads; not {request.method} {path}"
+        )
+        v2 = None if v1 else match
+        served_here = v2 is not None and (v2["verb"] or request.method in ("GET", "HEAD"))
+        if not (v1 or served_here) and _V2_METHOD.match(path):
+            raise Unimplemented(
+                f"{served}, a method of that API (create, update, delete, cancel…)."
             )
+        if match is None:
+            raise NotFound(f"{served}.")
         method = "v1.Jobs.RunJob" if v1 else f"v2.Jobs.{'RunJob' if match['verb'] else 'Get'}"
         authorization = request.headers.get("Authorization")
         token = (authorization or "").removeprefix("Bearer ").strip()
