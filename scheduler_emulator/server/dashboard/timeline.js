@@ -302,30 +302,40 @@
     add(container, "h3", "Attempts");
     var table = add(container, "table", undefined, "run-attempts");
     table.setAttribute("data-testid", "run-attempts");
-    var head = add(table, "tr");
-    ["#", "Started", "Waited", "Outcome", "Took", "Reason"].forEach(function (h) { add(head, "th", h); });
+    var head = add(table, "tr");  // (the zone is said once, in the header: the rows fit the panel)
+    var zoneName = stamp(run.nominalTime || new Date(0).toISOString(), zone).split(" ").pop();
+    ["#", "Started (" + zoneName + ")", "Waited", "Outcome", "Took"].forEach(function (h) {
+      add(head, "th", h);
+    });
+    function started(text) { return stamp(text, zone).split(" ").slice(0, 2).join(" "); }
     var previous = null;
     (run.attempts || []).forEach(function (a) {
       var tr = add(table, "tr", undefined, "run-attempt outcome-row-" + outcome(a));
       tr.setAttribute("data-testid", "run-attempt-" + a.attempt);
       add(tr, "td", a.attempt + (a.injected ? " *" : ""));
-      add(tr, "td", stamp(a.startTime, zone));
+      add(tr, "td", started(a.startTime));
       add(tr, "td", previous && previous.endTime ? seconds(previous.endTime, a.startTime) : "—");
       add(tr, "td", a.code === null || a.code === undefined ? "in flight" :
         a.code + (a.responseStatus ? " (" + a.responseStatus + ")" : ""), "code-" + outcome(a));
       add(tr, "td", a.endTime ? seconds(a.startTime, a.endTime) : "—");
-      add(tr, "td", a.reason || (a.duplicate ? "duplicate delivery" : ""));
-      if (onAttempt) tr.addEventListener("click", function () { onAttempt(a); });
+      var reason = a.reason || (a.duplicate ? "duplicate delivery" : "");
+      var rows = [tr];
+      if (reason) {  // under its attempt, the panel's whole width
+        rows.push(add(table, "tr", undefined, "run-attempt-reason"));
+        add(rows[1], "td");
+        add(rows[1], "td", reason).colSpan = 4;
+        rows[1].setAttribute("data-testid", "run-attempt-reason-" + a.attempt);
+      }
+      if (onAttempt) rows.forEach(function (r) { r.addEventListener("click", function () { onAttempt(a); }); });
       previous = a;
     });
     if (run.nextAttemptTime) {
       var tr = add(table, "tr", undefined, "run-attempt pending");
       tr.setAttribute("data-testid", "run-attempt-pending");
       add(tr, "td", String(run.nextAttempt));
-      add(tr, "td", stamp(run.nextAttemptTime, zone));
+      add(tr, "td", started(run.nextAttemptTime));
       add(tr, "td", previous && previous.endTime ? seconds(previous.endTime, run.nextAttemptTime) : "—");
       add(tr, "td", "pending");
-      add(tr, "td", "");
       add(tr, "td", "");
     }
   }

@@ -115,6 +115,11 @@ def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path)
             in by_testid(driver, "run-next-attempt").text
         )
         assert by_testid(driver, "run-attempt-pending").is_displayed()
+        # every column in view, the reason on a row of its own (a trial found it off-panel)
+        right = "return arguments[0].getBoundingClientRect().right"
+        table, aside = by_testid(driver, "run-attempts"), by_testid(driver, "attempt-details")
+        assert driver.execute_script(right, table) <= driver.execute_script(right, aside)
+        assert by_testid(driver, "run-attempt-reason-1").text == "ok"  # the target's answer
         close = by_testid(driver, "attempt-details-close")
         assert clickable(driver, close)
         driver.save_screenshot(str(tmp_path / "run-view-retrying.png"))
