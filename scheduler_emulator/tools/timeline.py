@@ -91,8 +91,9 @@ def render_table(
     :param rows: cells as strings, one list per row, as many as ``headers``.
     :param width: the longest line in characters: the last column wraps onto continuation
         lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH` nor a word of it up
-        to 32 characters long, such as a timestamp with its offset), then a ``JOB`` column
-        (never narrower than :data:`MIN_JOB_WIDTH`, its header nor a word of its IDs), at spaces
+        to 32 characters long, such as a timestamp with its offset), then ``SCHEDULE`` and
+        ``LAST`` at their spaces, then a ``JOB`` column (never narrower than
+        :data:`MIN_JOB_WIDTH`, its header nor a word of its IDs), at spaces
         or after JSON's and URLs' punctuation and a name's ``-`` and ``_`` (:class:`_Wrapper`); a
         table of wide cells may still be wider; ``None``: one line per row.
     :param paint: ``paint(header, padded cell)`` → the cell as written (terminal colours, on
@@ -105,8 +106,10 @@ def render_table(
         last = len(widths) - 1  # (a word of it up to 32 long, a timestamp, is kept whole)
         words = [min(len(word), 32) for row in table[1:] for word in row[last].split()]
         floors = {last: max([MIN_LAST_WIDTH, *words])}
-        for i, header in enumerate(headers[:-1]):
-            if header.endswith("JOB"):  # never narrower than its header, nor a piece of an ID
+        for i, header in sorted(enumerate(headers[:-1]), key=lambda c: c[1].endswith("JOB")):
+            if header in ("SCHEDULE", "LAST"):  # at spaces, before a job's ID wraps
+                floors[i] = max([len(header), *(len(w) for r in table[1:] for w in r[i].split())])
+            elif header.endswith("JOB"):  # never narrower than its header, nor a piece of an ID
                 pieces = (p for row in table[1:] for p in _Wrapper.wordsep_simple_re.split(row[i]))
                 floors[i] = max([MIN_JOB_WIDTH, len(header), *map(len, pieces)])
         for i, floor in floors.items():

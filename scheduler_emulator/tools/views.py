@@ -6,10 +6,11 @@ They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/att
 /_emulator/runs``, ``GET /_emulator/skipped``), a page at a time; with ``--json`` each prints
 the records it read, one per line, instead of its table. Every table keeps to the terminal's
 width (:data:`TABLE_WIDTH` columns in a file or a pipe): the last column (REASON) wraps to fit,
-then the JOB column, and the rest is shown under ``--wide``, one line per row. ``attempts``
-shows one schedule-time column (the ScheduleTime each attempt carried) and, for a failure, the
-reason (:func:`~scheduler_emulator.domain.attempts.failure_reason`); ``--failed`` keeps the
-failures, ``--follow`` keeps printing attempts as they finish, until Ctrl-C. ``runs`` lists runs
+then SCHEDULE and LAST, then the JOB column, and the rest is shown under ``--wide``, one line
+per row. ``attempts`` shows one schedule-time column (the ScheduleTime each attempt carried)
+and, for a failure, the reason (:func:`~scheduler_emulator.domain.attempts.failure_reason`);
+``--failed`` keeps the failures, ``--follow`` keeps printing attempts as they finish, until
+Ctrl-C. ``runs`` lists runs
 with how each ended or when its next attempt is due (``--failed``, ``--gave-up``,
 ``--in-progress`` filter them). A REASON too long for the width wraps onto continuation lines
 under its column. ``skipped`` lists the newest scheduled times that got no run (``--last``),

@@ -551,6 +551,21 @@ def test_a_long_job_id_wraps_under_its_column_so_the_table_fits() -> None:
     assert first.startswith("2026-12-03T18:04:00")  # the row's first line keeps its time
 
 
+def test_a_long_schedule_wraps_before_a_job_id_so_the_ids_stay_whole() -> None:
+    """A trial's 120-column ``jobs`` split ``kolkata-``/``weekday`` and ``grep`` missed it,
+    while an English-like schedule could wrap at its spaces."""
+    job = {"id": "kolkata-weekday", "state": "ENABLED", "timeZone": "America/Los_Angeles",
+           "schedule": "every monday,wednesday 08:30",
+           "lastAttempt": {"code": "INTERNAL", "time": "2026-11-03T12:00:00.000413Z"},
+           "nextFireTimes": ["2026-11-04T16:30:00Z"]}  # fmt: skip
+    rows = job_rows([job, {**job, "id": "paused-halfhourly", "state": "PAUSED"}])
+    lines = render_table(views.JOBS_HEADERS, rows, width=TABLE_WIDTH)
+    assert max(map(len, lines)) <= TABLE_WIDTH
+    assert sum("kolkata-weekday" in line for line in lines) == 1
+    assert sum("paused-halfhourly" in line for line in lines) == 1
+    assert any(line.strip().startswith("08:30") for line in lines)  # the schedule wrapped
+
+
 def test_a_job_column_is_never_narrower_than_a_word_of_its_ids() -> None:
     """``reconciliation-`` stays whole even where the table then runs past its width."""
     lines = render_table(
