@@ -360,7 +360,13 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
         schedule = parse_schedule(args.schedule, args.time_zone, dst_policy=args.dst_policy)
     except ApiError as exc:  # the flag or argument and why, not Google's summary
         culprit = "--time-zone" if exc.field == "timeZone" else "SCHEDULE"
-        raise ConfigurationError(f"{culprit}: {exc.violations[0].description}") from None
+        hint = ""
+        if culprit == "SCHEDULE" and " " not in args.schedule.strip():  # a job's ID, perhaps
+            hint = (
+                f" (a daemon's job's next fire times, on its clock: `scheduler-emulator jobs "
+                f"--name {args.schedule.strip()} --json`, nextFireTimes)"
+            )
+        raise ConfigurationError(f"{culprit}: {exc.violations[0].description}{hint}") from None
     after = args.after or SystemClock().now()
     count = 0
     for count, instant in enumerate(islice(schedule.iter_after(after), args.n), 1):  # noqa: B007

@@ -433,6 +433,18 @@ def test_next_says_an_english_like_schedule_sends_no_header(
     assert "sends its job no X-CloudScheduler-ScheduleTime header" in captured.err
 
 
+def test_next_given_a_job_id_says_where_a_daemons_jobs_next_times_are(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A trial typed ``next ny-0130`` for a daemon's job on a manual clock."""
+    assert main(["next", "ny-0130"]) == 2
+    error = capsys.readouterr().err
+    assert "SCHEDULE: Schedule 'ny-0130' has 1 fields" in error
+    assert "`scheduler-emulator jobs --name ny-0130 --json`, nextFireTimes" in error
+    assert main(["next", "0 2 * *"]) == 2  # (a schedule's own slip: no such hint)
+    assert "--name" not in capsys.readouterr().err
+
+
 class TestLogFormat:
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
