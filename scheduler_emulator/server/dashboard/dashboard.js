@@ -196,7 +196,6 @@
       times.textContent = job.nextFireTimes.length ? job.nextFireTimes.map(function (t) {
         return TL.wallText(Date.parse(t), zone);
       }).join("\n") : (job.state === "PAUSED" ? "paused" : "—");
-      times.style.whiteSpace = "pre";
       var pendingRun = (data.pending || {})[job.name];
       if (pendingRun) {  /* a pending retry, above the schedule times (not one of them): next */
         var retry = document.createElement("div");

@@ -191,8 +191,13 @@ def test_injected_faults_keep_the_outcome_and_the_page_fits_1024_px(tmp_path: Pa
 
 def test_the_page_fits_an_800_px_window(tmp_path: Path) -> None:
     """A trial's 800 px window cut off "Move to" and the Jobs tab's actions: nothing is wider
-    than the window, and the last action of a row is in view."""
-    with orders_daemon() as daemon, chromium(800, 900) as driver:
+    than the window, and the last action of a row is in view (a later trial's, with a long
+    job ID, an English-like schedule and a scroll bar, cut off the next fire times too)."""
+    with orders_daemon() as daemon, chromium(800, 600) as driver:
+        job = {"name": f"{PARENT}/jobs/paused-halfhourly", "timeZone": "America/Los_Angeles",
+               "schedule": "every monday,wednesday 08:30",
+               "httpTarget": {"uri": "http://127.0.0.1:9/ok/nightly-reconciliation"}}  # fmt: skip
+        daemon.post(f"/v1/{PARENT}/jobs", job).raise_for_status()
         advance_one_day(driver, daemon.url)
         wide = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
         assert driver.execute_script(wide) == 0  # type: ignore[attr-defined]
