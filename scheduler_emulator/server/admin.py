@@ -233,6 +233,19 @@ def _query_time(request: Request, name: str) -> datetime | None:
         raise InvalidArgument(f"{name}: {exc.message}", field=name) from None
 
 
+def _window(first: str, start: datetime | None, last: str, end: datetime | None) -> None:
+    """Check a time window's parameters ``first`` (``start``) and ``last`` (``end``).
+
+    :raises InvalidArgument: naming ``first`` when both are given and ``start`` is not before
+        ``end`` (a window that holds nothing is a slip, on every endpoint alike).
+    """
+    if start is not None and end is not None and start >= end:
+        raise InvalidArgument(
+            f"{first} must be before {last}; got {first} {iso(start)} and {last} {iso(end)}.",
+            field=first,
+        )
+
+
 class Admin:
     """Handlers for the ``/_emulator/`` endpoints of one :class:`Emulator`."""
 
@@ -365,6 +378,7 @@ class Admin:
         run_id = _query_int(request, "run", default=None, low=1, high=2**63 - 1)
         start_after = _query_time(request, "startAfter")
         start_before = _query_time(request, "startBefore")
+        _window("startAfter", start_after, "startBefore", start_before)
         order = _query_choice(request, "order", ("oldest", "newest"))
         failed = _query_choice(request, "failed", ("false", "true")) == "true"
         job = self._known_job(request)
@@ -454,11 +468,16 @@ class Admin:
         )
         page_size, page_token = _page_query(request)
         job = self._known_job(request)
+        after, before = (
+            _query_time(request, "scheduledAfter"),
+            _query_time(request, "scheduledBefore"),
+        )
+        _window("scheduledAfter", after, "scheduledBefore", before)
         runs, following = read_model.runs_page(
             self.emulator.store,
             job=None if job is None else self.emulator.job_name(job),
-            after=_query_time(request, "scheduledAfter"),
-            before=_query_time(request, "scheduledBefore"),
+            after=after,
+            before=before,
             state=_query_choice(request, "state", tuple(read_model.RUN_FILTERS)),
             offset=page_position(page_token),
             page_size=page_size,
@@ -496,11 +515,7 @@ class Admin:
         now = self.emulator.now()
         end = _query_time(request, "end") or now + timedelta(minutes=15)
         start = _query_time(request, "start") or end - timedelta(minutes=75)
-        if start >= end:
-            raise InvalidArgument(
-                f"start must be before end; got start {iso(start)} and end {iso(end)}.",
-                field="start",
-            )
+        _window("start", start, "end", end)
         state = _query_choice(request, "state", ("", "ENABLED", "PAUSED"))
         name = request.args.get("name", "")
         kept = [job for job in self.emulator.list_jobs() if read_model.matches(job, name, state)]

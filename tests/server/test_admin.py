@@ -220,6 +220,27 @@ def test_a_bad_query_is_refused_naming_the_parameter(
         assert name in message, message
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "first", "last"),
+    [
+        ("attempts", "startAfter", "startBefore"),
+        ("runs", "scheduledAfter", "scheduledBefore"),
+        ("timeline", "start", "end"),
+    ],
+)
+def test_a_window_that_ends_before_it_starts_is_refused_alike(
+    client: Client, endpoint: str, first: str, last: str
+) -> None:
+    """A trial got 400 from the timeline but an empty 200 from runs for the same slip."""
+    query = f"{first}=2026-11-05T00:00:00Z&{last}=2026-11-01T00:00:00Z"
+    response = client.get(f"/_emulator/{endpoint}?{query}")
+    assert response.status_code == 400
+    assert response.json["error"]["message"] == (
+        f"{first} must be before {last}; got {first} 2026-11-05T00:00:00Z and {last} "
+        "2026-11-01T00:00:00Z."
+    )
+
+
 def test_skipped_takes_no_attempt_filter(client: Client) -> None:
     for query in ("startAfter=yesterday", "run=abc"):
         response = client.get(f"/_emulator/skipped?{query}")
