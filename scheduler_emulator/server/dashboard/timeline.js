@@ -414,7 +414,8 @@
     row("HTTP status", noStatus && a.injected && a.responseExcerpt ?
       "— (the target answered; the injected fault dropped its answer: see Why)" : a.responseStatus,
       "detail-status");
-    add(container, "h3", "Why");
+    add(container, "h3", a.code === "OK" ? "Status detail" : "Why").setAttribute(  // (an OK has no why)
+      "data-testid", "detail-why");
     if (a.reason) add(container, "p", a.reason, "reason").setAttribute("data-testid", "detail-reason");
     add(container, "pre", a.debugInfo || "—").setAttribute("data-testid", "detail-debug");
     if (a.hint) add(container, "p", "Emulator's hint, beside the service's answer: " + a.hint, "hint")

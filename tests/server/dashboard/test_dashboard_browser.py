@@ -49,7 +49,11 @@ def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path
         wait_for(driver, lambda d: "Internal Server Error" in by_testid(d, "detail-response").text)
         assert by_testid(driver, "detail-status").text == "500"
         assert "2026-03-01 05:00:00 UTC" in by_testid(driver, "detail-schedule-time").text
+        assert by_testid(driver, "detail-why").text.lower() == "why"
         driver.save_screenshot(str(tmp_path / "attempt-details.png"))
+        segments[1].click()  # its retry, answered 200: no "why" over Google's status text
+        wait_for(driver, lambda d: by_testid(d, "detail-status").text == "200")
+        assert by_testid(driver, "detail-why").text.lower() == "status detail"
 
         by_testid(driver, "tab-jobs").click()
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-row-nightly"]'))
