@@ -817,7 +817,7 @@ def _follow(
         lines = render_table(headers, seen, width=table_width(out, wide), paint=painter(out))
         # A row is its line and the lines its wrapped REASON continues on (indented).
         starts = [i for i, line in enumerate(lines) if i and not line.startswith(" ")]
-        if lines[0] != header_printed:  # the first, or a column widened: rows line up under it
+        if lines[0] != header_printed:  # the first, or the columns changed: rows line up
             out.write(lines[0] + "\n")
             header_printed = lines[0]
         out.writelines(line + "\n" for line in (lines[starts[-len(rows)] :] if rows else []))
