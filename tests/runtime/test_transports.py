@@ -88,6 +88,29 @@ class TestHttpTransport:
 
 
 class TestInProcess:
+    def test_a_wsgi_app_that_never_answers_is_a_deadline_failure_at_the_deadline(self) -> None:
+        """A trial's in-process handler that never returned hung ``advance()`` for good."""
+        release, called = threading.Event(), threading.Event()
+
+        def hangs(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+            called.set()
+            release.wait(60)  # (released when the test ends)
+            start_response("200 OK", [])
+            return [b""]
+
+        transport = WsgiTransport(hangs)
+        try:
+            began = real_monotonic()
+            result = transport.send(DeliveryRequest("POST", "http://app.test/", HEADERS), 0.3)
+            waited = real_monotonic() - began
+        finally:
+            release.set()
+        assert called.is_set() and (result.status, result.failure) == (None, Failure.DEADLINE)
+        assert result.detail == "No response within 0.3 s."
+        assert waited < 30  # at the deadline, not when the app returns (60 s)
+        quick = WsgiTransport(RecordingTarget(status=201))  # and a call that answers, as before
+        assert quick.send(DeliveryRequest("POST", "http://app.test/", HEADERS), 5).status == 201
+
     def test_mounted_prefix_goes_in_process(self) -> None:
         target = RecordingTarget(status=201)
         transport = MountTransport({"http://orders.test": target})

@@ -17,10 +17,12 @@ same loop as real HTTP's (:func:`~scheduler_emulator.runtime.delivery.transports
 
 from __future__ import annotations
 
+import _thread
 import functools
 import inspect
 import io
 import logging
+import queue
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -118,6 +120,45 @@ def call_wsgi(app: WsgiApp, request: Hop, sample: ResponseSample) -> tuple[int, 
             close()
     status = int(captured["status"].split(" ", 1)[0])
     return status, {name.lower(): value for name, value in captured["headers"]}
+
+
+class _WsgiThreads:
+    """Runs in-process WSGI calls each on a thread of its own (reused: one per call under way),
+    so that the caller stops waiting at the attempt deadline. A call cannot be interrupted: one
+    past its deadline keeps its thread until it returns, as a real server's request would."""
+
+    def __init__(self) -> None:
+        self._idle: list[tuple[queue.SimpleQueue[Any], queue.SimpleQueue[Any]]] = []
+        self._lock = threading.Lock()
+
+    def call(self, work: Callable[[], Any], timeout: float) -> Any:
+        """``work()``'s result (or exception) within ``timeout`` real seconds.
+
+        :raises TimeoutError: when ``timeout`` passed first (``work`` goes on, unseen)."""
+        with self._lock:
+            pipes = self._idle.pop() if self._idle else None
+        if pipes is None:  # (``_thread``: freezegun reads the real time for code that
+            pipes = queue.SimpleQueue(), queue.SimpleQueue()  # ``threading`` calls)
+            _thread.start_new_thread(_serve, pipes)
+        pipes[0].put(work)
+        try:
+            failed, result = pipes[1].get(timeout=timeout)
+        except queue.Empty:  # the thread is left to the call
+            raise TimeoutError from None
+        with self._lock:
+            self._idle.append(pipes)
+        if failed:
+            raise result
+        return result
+
+
+def _serve(inbox: queue.SimpleQueue[Any], outbox: queue.SimpleQueue[Any]) -> None:
+    while True:
+        work = inbox.get()
+        try:
+            outbox.put((False, work()))
+        except BaseException as exc:  # the app's: the caller raises it
+            outbox.put((True, exc))
 
 
 def is_asgi_app(app: object) -> bool:
@@ -227,6 +268,7 @@ class MountTransport:
         # id(app) -> (app, its AsgiCaller; None for a WSGI app): is_asgi_app asked once per app
         self._callers: dict[int, tuple[object, AsgiCaller | None]] = {}
         self._callers_lock = threading.Lock()
+        self._wsgi = _WsgiThreads()
         self.fallback: Transport = fallback if fallback is not None else HttpTransport()
         for prefix, app in (mounts or {}).items():
             self.mount(prefix, app)
@@ -289,9 +331,9 @@ class MountTransport:
     def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
         """Deliver in-process when the URL is mounted, else through the fallback transport.
 
-        In-process WSGI calls cannot be interrupted: an app that returns after more than
-        ``timeout_seconds`` of real time is reported as a DEADLINE failure. An ASGI app's work is
-        cancelled at the deadline (DEADLINE too). An exception raised by the app is kept in the
+        At ``timeout_seconds`` of real time the attempt is a DEADLINE failure: a WSGI app's call
+        (on a thread of its own, :class:`_WsgiThreads`) cannot be interrupted and goes on unseen;
+        an ASGI app's work is cancelled. An exception raised by the app is kept in the
         result and the attempt counts as a 500. A redirect to an unmounted URL goes on through
         the fallback transport, within what is left of the deadline.
         """
@@ -306,14 +348,16 @@ class MountTransport:
                 return
             try:
                 if (caller := self._caller(app)) is None:
-                    status, headers = call_wsgi(app, hop, sample)
+                    left = max(0.001, deadline - real_monotonic())
+                    work = functools.partial(call_wsgi, app, hop, sample)
+                    status, headers = self._wsgi.call(work, left)
                 else:
                     left = max(0.001, deadline - real_monotonic())
                     response = caller.request(hop.method, hop.url, hop.headers, hop.body, left)
                     sample.take(response.content)
                     status, headers = response.status_code, response.headers  # case-insensitive
-            except TimeoutError:  # the ASGI app's work was cancelled at the deadline
-                status, headers = None, {}
+            except TimeoutError:  # an ASGI app's work cancelled at the deadline, a WSGI call
+                status, headers = None, {}  # still under way
             except Exception as exc:  # the target's own bug: a 500 to Cloud Scheduler
                 logger.error("the app mounted for %s raised", hop.url, exc_info=exc)
                 status, headers = 500, {}
