@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import socket
 import threading
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from scheduler_emulator.runtime import DeliveryRequest, HttpTransport, MountTran
 from scheduler_emulator.runtime.delivery.in_process import build_environ
 from scheduler_emulator.runtime.delivery.transports import follow
 from tests.daemon import serving
-from tests.support import RecordingTarget
+from tests.support import RecordingTarget, wait_for
 
 HEADERS = {
     "User-Agent": "Google-Cloud-Scheduler",
@@ -110,6 +111,17 @@ class TestInProcess:
         assert waited < 30  # at the deadline, not when the app returns (60 s)
         quick = WsgiTransport(RecordingTarget(status=201))  # and a call that answers, as before
         assert quick.send(DeliveryRequest("POST", "http://app.test/", HEADERS), 5).status == 201
+
+    def test_closed_transports_leave_no_thread_behind(self) -> None:
+        def threads() -> int:
+            return len(os.listdir(f"/proc/{os.getpid()}/task"))
+
+        before = threads()
+        for _ in range(20):
+            transport = WsgiTransport(RecordingTarget(status=200))
+            assert transport.send(DeliveryRequest("POST", "http://a.test/", HEADERS), 5).status
+            transport.close()
+        wait_for(lambda: threads() <= before, 10, "the WSGI call threads to end")
 
     def test_mounted_prefix_goes_in_process(self) -> None:
         target = RecordingTarget(status=201)

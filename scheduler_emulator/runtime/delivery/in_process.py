@@ -143,7 +143,8 @@ class _WsgiThreads:
         pipes[0].put(work)
         try:
             failed, result = pipes[1].get(timeout=timeout)
-        except queue.Empty:  # the thread is left to the call
+        except queue.Empty:  # the thread is left to the call, and ends after it
+            pipes[0].put(None)
             raise TimeoutError from None
         with self._lock:
             self._idle.append(pipes)
@@ -151,10 +152,16 @@ class _WsgiThreads:
             raise result
         return result
 
+    def close(self) -> None:
+        """End the idle threads (a call under way ends its thread when it returns)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for inbox, _ in idle:
+            inbox.put(None)
+
 
 def _serve(inbox: queue.SimpleQueue[Any], outbox: queue.SimpleQueue[Any]) -> None:
-    while True:
-        work = inbox.get()
+    while (work := inbox.get()) is not None:
         try:
             outbox.put((False, work()))
         except BaseException as exc:  # the app's: the caller raises it
@@ -290,8 +297,9 @@ class MountTransport:
         self._mounts[prefix.rstrip("/")] = app
 
     def close(self) -> None:
-        """Stop the event loops of the ASGI apps delivered to, and close the fallback
-        transport's connections, if it keeps any."""
+        """Stop the event loops of the ASGI apps delivered to and the idle threads of WSGI
+        calls, and close the fallback transport's connections, if it keeps any."""
+        self._wsgi.close()
         with self._callers_lock:
             callers, self._callers = list(self._callers.values()), {}
         for _, caller in callers:
