@@ -25,11 +25,22 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from functools import partial
 
+from ...domain.attempts import Attempt
 from ...domain.errors import ClockError
 from ...realtime import real_monotonic
 from .._clock import Clock, ManualClock
 from .delivery_pool import DeliveryPool
-from .recorder import INTERRUPTED, STOPPED, Delivery, LateAnswers, Recorder, Sent
+from .recorder import (
+    INTERRUPTED,
+    STOPPED,
+    Delivery,
+    Injected,
+    LateAnswers,
+    LateResponse,
+    Recorder,
+    Sent,
+    note_late_answer,
+)
 
 
 class Driver:
@@ -407,9 +418,14 @@ class ThreadedDriver(Driver):
             self.send_all(follow_ups)
 
     def _finish(self, delivery: Delivery, sent: Sent) -> list[Delivery]:
-        """Record the end of ``delivery`` once (:meth:`Recorder.finish`); return its follow-ups."""
+        """Record the end of ``delivery`` once (:meth:`Recorder.finish`); return its follow-ups.
+        The answer to a request a ``deadline`` fault left running is noted when it comes."""
         with self.recorder.lock:
             follow_ups = self.recorder.finish(delivery, sent)
+            if isinstance(sent, Injected) and sent.late is not None:
+                name = "late-answer"
+                note = partial(self._note_late, delivery.attempt, sent.late)
+                threading.Thread(target=note, name=name, daemon=True).start()
             if delivery in self._outstanding:
                 if self._pool is not None:
                     self._outstanding.update(follow_ups)
@@ -417,6 +433,16 @@ class ThreadedDriver(Driver):
                 if self._idle_waiters:
                     self._idle.notify_all()
             return follow_ups
+
+    def _note_late(self, attempt: Attempt, late: LateResponse) -> None:
+        def record(noted: Attempt) -> None:
+            with self.recorder.lock:
+                self.recorder.store.finish_attempt(noted)
+
+        try:
+            note_late_answer(attempt, late, record)
+        except Exception as exc:  # (the store closed meanwhile: a stop)
+            self.recorder.note_error(exc, f"job {attempt.job_id}: late answer not noted")
 
 
 #: Decisions of one due batch recorded per store transaction.

@@ -594,7 +594,16 @@ class LateAnswers:
         self._overlap.clear()
 
     def _finish(self, attempt: Attempt, late: LateResponse) -> None:
-        result = late.wait(late.timeout_seconds)
-        answer = "no answer" if result is None else outcome_of(result).debug_info
-        attempt.debug_info += f" The target's late answer: {answer}"
-        self._record(attempt)
+        note_late_answer(attempt, late, self._record)
+
+
+def note_late_answer(
+    attempt: Attempt, late: LateResponse, record: Callable[[Attempt], None]
+) -> None:
+    """Wait for the request a ``deadline`` fault left running (up to its attempt deadline), add
+    its answer (or ``no answer``) to the debug text of ``attempt`` (its end recorded already) and
+    ``record`` it."""
+    result = late.wait(late.timeout_seconds)
+    answer = "no answer" if result is None else outcome_of(result).debug_info
+    attempt.debug_info += f" The target's late answer: {answer}"
+    record(attempt)

@@ -152,6 +152,33 @@ def test_an_end_is_recorded_at_the_instant_its_answer_came(monkeypatch: Any) -> 
     assert 29.0 < (recorded_by - attempt.end_time).total_seconds() < 31.0
 
 
+def test_a_deadline_faults_late_answer_is_noted_on_the_system_clock_too() -> None:
+    """A trial's service answered a ``deadline`` fault's request 2 s late; on the system clock
+    the answer never reached the record (on a manual clock it did), so its retry read as no
+    duplicate."""
+    release = threading.Event()
+
+    def late(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        release.wait(30)
+        start_response("200 OK", [])
+        return [b"done"]
+
+    with Emulator(SystemClock(), transport=WsgiTransport(late)) as emulator:
+        emulator.create_job(nightly_job())
+        emulator.faults.add(action="deadline", seconds=0.1, job="nightly", run=1)
+        emulator.run_job("nightly", wait=False)
+        assert emulator.wait_idle(10)
+        [cut] = emulator.store.attempts()  # as recorded (it reads in flight to its deadline)
+        assert cut.code == "DEADLINE_EXCEEDED" and "late answer" not in cut.debug_info
+        release.set()
+        [noted] = wait_for(
+            lambda: [a for a in emulator.store.attempts() if "late" in a.debug_info], 10
+        )
+    assert noted.debug_info.endswith(
+        "The target's late answer: URL_CRAWLED. Original HTTP response code number = 200"
+    )
+
+
 def test_an_injected_delay_and_duplicates_are_timed_as_they_were_sent() -> None:
     """A trial read a duplicate with its original's start and TOOK; and a real-time ``delay``
     was counted twice (waited, then added to the end again: 1 s read 2 s, in flight the while).
