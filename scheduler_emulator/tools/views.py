@@ -347,6 +347,9 @@ class DaemonClient:
             params["pageToken"] = token
 
 
+#: The attempts ``attempts --follow`` keeps after printing them, to name a later delivery to the
+#: same run a duplicate (a lost acknowledgement's retry): the newest this many.
+FOLLOW_CONTEXT = 2000
 #: A run whose first attempt started this many seconds after its scheduled instant or more
 #: says so in the ``runs`` table's REASON.
 LATE_SECONDS = 60.0
@@ -385,15 +388,19 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
     return rows
 
 
-def attempt_rows(attempts: Sequence[Attempt], wide: bool = False) -> list[list[str]]:
+def attempt_rows(
+    attempts: Sequence[Attempt], wide: bool = False, earlier: Sequence[Attempt] = ()
+) -> list[list[str]]:
     """The cells of the ``attempts`` table (:data:`ATTEMPT_HEADERS`; with ``wide``
     :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is :func:`scheduled_cell`; TRY ends in ``*`` for
     an attempt fault injection altered (the INJ column under ``wide``), and REASON names a
     duplicate delivery (:func:`~scheduler_emulator.tools.timeline.duplicate_notes`, among the
     attempts shown) and an injected copy even when the target answered it 2xx; TIME to the
-    millisecond, cut, on whole seconds too (to the microsecond under ``wide``: :func:`fraction`)."""
+    millisecond, cut, on whole seconds too (to the microsecond under ``wide``: :func:`fraction`).
+    ``earlier``: attempts shown before these (``--follow``'s), whose answers count too."""
     rows = []
-    for attempt, duplicate in zip(attempts, duplicate_notes(attempts), strict=True):
+    notes = duplicate_notes([*earlier, *attempts])[len(earlier) :]
+    for attempt, duplicate in zip(attempts, notes, strict=True):
         time_, job, _, number, injected, status, code = attempt_cells(attempt)
         time_ = fraction(time_, wide)
         nominal = iso(attempt.nominal)
@@ -804,6 +811,7 @@ def _follow(
     # earlier ones (not every row printed: a follow of days would grow without bound).
     seen: list[list[str]] = []
     header_printed = ""
+    shown_before: deque[Attempt] = deque(maxlen=FOLLOW_CONTEXT)  # for their answers' duplicates
 
     def emit(batch: list[Attempt]) -> None:
         nonlocal header_printed
@@ -812,7 +820,8 @@ def _follow(
             _print_json(out, (attempt.to_json() for attempt in batch))
             out.flush()
             return
-        rows = attempt_rows(batch, wide)
+        rows = attempt_rows(batch, wide, shown_before)
+        shown_before.extend(batch)
         seen.extend(rows)
         lines = render_table(headers, seen, width=table_width(out, wide), paint=painter(out))
         # A row is its line and the lines its wrapped REASON continues on (indented).

@@ -429,6 +429,27 @@ def test_follow_prints_every_line_of_a_wrapped_reason() -> None:
     assert lines == render_table(ATTEMPT_HEADERS, attempt_rows(whole), width=TABLE_WIDTH)
 
 
+def test_follow_names_a_retry_after_a_lost_ack_shown_earlier_a_duplicate() -> None:
+    """A trial's ``--follow`` printed a lost acknowledgement's retry with no REASON, where the
+    same rows without ``--follow`` said duplicate (the two came in different looks)."""
+    lost = hourly_attempt(
+        1, code="UNAVAILABLE", debug_info="URL_UNREACHABLE-UNREACHABLE_LOST_ACK. Injected: the "
+        "target answered 200 but the response was lost.",
+    )  # fmt: skip
+    retry = replace(hourly_attempt(2), run_id=1, attempt=2, schedule_time=lost.schedule_time)
+
+    class Client:
+        def get(self, path: str, params: dict[str, object]) -> dict[str, object]:
+            return {"attempts": [retry.to_json()]}
+
+    out = io.StringIO()
+    assert _follow(Client(), {}, [lost], out, looking([], 1)) == 0  # type: ignore[arg-type]
+    printed = " ".join(out.getvalue().split())  # (the REASON wraps under its column)
+    assert "OK 1.000s 2026-03-01T03:00:00Z duplicate: the target already answered 200 to " in (
+        printed
+    )
+
+
 def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
     """An attempt in flight (a slow target) neither holds back one after it that ends sooner
     nor goes unprinted when it ends (a trial user's --follow stalled behind one)."""
