@@ -510,6 +510,8 @@ def _expectations(
             check = Check.parse(raw)
             if check.name is not None:
                 _validate_quantity(check.name, probe_fields, operand=True)
+            elif (check.number or 0) < 0 and not quantity.startswith("probe."):  # a count
+                raise ValueError(f"a count is never negative; got {show(raw)}")
         except ValueError as exc:
             problems.add(problem(source, where, str(exc)))
             return

@@ -216,6 +216,11 @@ class TestValidation:
                 id="check",
             ),
             pytest.param(
+                {"expect": '{hourly: {codes: {OK: -1}, attempts: "== -3"}}'},
+                "expect.hourly.codes.OK: a count is never negative; got -1",
+                id="negative-count",  # (a trial's check that could never hold ran, and failed)
+            ),
+            pytest.param(
                 {"expect": "{hourly: {codes: {FINE: 1}}}"},
                 'expect.hourly.codes.FINE: not a google.rpc code name: "FINE"',
                 id="code-name",
