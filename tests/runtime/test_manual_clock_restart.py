@@ -7,6 +7,7 @@ import contextlib
 import threading
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -143,6 +144,15 @@ def test_a_manual_clock_on_a_data_dir_a_system_clock_ran_starts_where_it_fired_l
     assert stopped_at(tmp_path / "nothing.db") is None
 
 
+def run_slow_job(daemon: Any, base: str, target: RecordingTarget) -> None:
+    """Create job ``slow`` aimed at ``base`` and force a run; return once ``target`` has its
+    request (its answer waits for the test)."""
+    job = nightly_job(name=f"{JOBS[4:]}/slow", httpTarget={"uri": base})
+    daemon.post(JOBS, job).raise_for_status()
+    daemon.post(f"{JOBS}/slow:run").raise_for_status()
+    target.wait_for(1)
+
+
 @pytest.mark.timeout(90)
 def test_a_manual_clock_after_a_system_clocks_stop_shows_every_attempt_ended(
     tmp_path: Path,
@@ -155,10 +165,7 @@ def test_a_manual_clock_after_a_system_clocks_stop_shows_every_attempt_ended(
     data = ("--data-dir", str(tmp_path))
     with serving(target) as base:
         with running_daemon(*data) as daemon:
-            job = nightly_job(name=f"{JOBS[4:]}/slow", httpTarget={"uri": base})
-            daemon.post(JOBS, job).raise_for_status()
-            daemon.post(f"{JOBS}/slow:run").raise_for_status()
-            target.wait_for(1)
+            run_slow_job(daemon, base, target)
             release.set()
             wait_for(lambda: [a.code for a in daemon.attempts()] == ["OK"], 30)
             ended = daemon.attempts()[0].end_time
@@ -182,10 +189,7 @@ def test_a_manual_clock_after_a_kill_resumes_no_earlier_than_the_last_attempt_st
     try:
         with serving(target) as base:
             with running_daemon(*data) as daemon:
-                job = nightly_job(name=f"{JOBS[4:]}/slow", httpTarget={"uri": base})
-                daemon.post(JOBS, job).raise_for_status()
-                daemon.post(f"{JOBS}/slow:run").raise_for_status()
-                target.wait_for(1)
+                run_slow_job(daemon, base, target)
                 daemon.kill()  # SIGKILL, the attempt in flight
             with running_daemon(*data, "--clock", "manual") as daemon:
                 [attempt] = daemon.attempts()

@@ -423,9 +423,8 @@ class ThreadedDriver(Driver):
         with self.recorder.lock:
             follow_ups = self.recorder.finish(delivery, sent)
             if isinstance(sent, Injected) and sent.late is not None:
-                name = "late-answer"
-                note = partial(self._note_late, delivery.attempt, sent.late)
-                threading.Thread(target=note, name=name, daemon=True).start()
+                late = (delivery.attempt, sent.late)
+                threading.Thread(target=self._note_late, args=late, daemon=True).start()
             if delivery in self._outstanding:
                 if self._pool is not None:
                     self._outstanding.update(follow_ups)

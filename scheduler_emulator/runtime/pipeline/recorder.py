@@ -585,16 +585,13 @@ class LateAnswers:
             return
         for entry in [entry for entry in self._late if entry[0].run_id == run_id]:
             self._late.remove(entry)
-            self._finish(*entry)
+            note_late_answer(*entry, self._record)
 
     def settle(self) -> None:
         """The clock is done moving: wait for every late request and note its answer."""
         while self._late:
-            self._finish(*self._late.pop(0))
+            note_late_answer(*self._late.pop(0), self._record)
         self._overlap.clear()
-
-    def _finish(self, attempt: Attempt, late: LateResponse) -> None:
-        note_late_answer(attempt, late, self._record)
 
 
 def note_late_answer(

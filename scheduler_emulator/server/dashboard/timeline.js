@@ -68,11 +68,9 @@
   }
   /* An RFC 3339 instant as "YYYY-MM-DD HH:MM:SS ZONE" in the chosen zone (the job's, `jobZone`,
    * when the choice is "job"). */
-  function stamp(text, jobZone) {
-    if (!text) return "—";
-    var zone = zoneFor(jobZone);
-    return wallText(ms(text), zone) + " " + (zone === "Etc/UTC" ? "UTC" : zone);
-  }
+  function stamp(text, jobZone) { return text ? wall(text, jobZone) + " " + zoneLabel(jobZone) : "—"; }
+  function wall(text, jobZone) { return wallText(ms(text), zoneFor(jobZone)); }
+  function zoneLabel(jobZone) { var zone = zoneFor(jobZone); return zone === "Etc/UTC" ? "UTC" : zone; }
   function utcStamp(text) { return text ? wallText(ms(text), "UTC") + " UTC" : "—"; }
 
   function legend(container) {
@@ -303,17 +301,15 @@
     var table = add(container, "table", undefined, "run-attempts");
     table.setAttribute("data-testid", "run-attempts");
     var head = add(table, "tr");  // (the zone is said once, in the header: the rows fit the panel)
-    var zoneName = stamp(run.nominalTime || new Date(0).toISOString(), zone).split(" ").pop();
-    ["#", "Started (" + zoneName + ")", "Waited", "Outcome", "Took"].forEach(function (h) {
+    ["#", "Started (" + zoneLabel(zone) + ")", "Waited", "Outcome", "Took"].forEach(function (h) {
       add(head, "th", h);
     });
-    function started(text) { return stamp(text, zone).split(" ").slice(0, 2).join(" "); }
     var previous = null;
     (run.attempts || []).forEach(function (a) {
       var tr = add(table, "tr", undefined, "run-attempt outcome-row-" + outcome(a));
       tr.setAttribute("data-testid", "run-attempt-" + a.attempt);
       add(tr, "td", a.attempt + (a.injected ? " *" : ""));
-      add(tr, "td", started(a.startTime));
+      add(tr, "td", wall(a.startTime, zone));
       add(tr, "td", previous && previous.endTime ? seconds(previous.endTime, a.startTime) : "—");
       add(tr, "td", a.code === null || a.code === undefined ? "in flight" :
         a.code + (a.responseStatus ? " (" + a.responseStatus + ")" : ""), "code-" + outcome(a));
@@ -333,7 +329,7 @@
       var tr = add(table, "tr", undefined, "run-attempt pending");
       tr.setAttribute("data-testid", "run-attempt-pending");
       add(tr, "td", String(run.nextAttempt));
-      add(tr, "td", started(run.nextAttemptTime));
+      add(tr, "td", wall(run.nextAttemptTime, zone));
       add(tr, "td", previous && previous.endTime ? seconds(previous.endTime, run.nextAttemptTime) : "—");
       add(tr, "td", "pending");
       add(tr, "td", "");
