@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ...domain.errors import InvalidArgument
 from ...domain.resources import BODY_METHODS, DEFAULT_ATTEMPT_DEADLINE, HttpMethod, Job
-from ...domain.validation import check_url, sendable_uri
+from ...domain.validation import APP_ENGINE_BODY_METHODS, check_url, sendable_uri
 from ...wire import (
     APP_ENGINE_USER_AGENT_SUFFIX,
     DEFAULT_CONTENT_TYPE,
@@ -187,7 +187,7 @@ def request_template(
         APP_ENGINE_USER_AGENT_SUFFIX` (otherwise ``Google-Cloud-Scheduler`` whatever the user set).
     """
     method = target.http_method or HttpMethod.POST
-    body_methods = _APP_ENGINE_BODY_METHODS if app_engine else BODY_METHODS
+    body_methods = APP_ENGINE_BODY_METHODS if app_engine else BODY_METHODS
     body = target.body if method in body_methods else b""
     dropped = (_DROPPED | {"authorization"}) if token else _DROPPED
     lowered = {name.lower(): value for name, value in target.headers.items()}
@@ -296,9 +296,6 @@ class HttpDispatcher:
 EVERY_SERVICE = "*"
 #: Statuses retried whatever the retry config and not counted (AppEngineHttpTarget reference).
 APP_ENGINE_RETRY_ALWAYS = frozenset({503})
-#: Methods whose body is sent (AppEngineHttpTarget: "A request body is allowed only if the
-#: HTTP method is POST or PUT").
-_APP_ENGINE_BODY_METHODS = frozenset({HttpMethod.POST, HttpMethod.PUT})
 
 
 def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> dict[str, str]:
