@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import http.client
 import logging
 import os
@@ -112,7 +111,7 @@ class CurlLoop:
         :param deadline: real monotonic seconds by which the exchange ends.
         :param sample: where to keep the body's start and the ``Content-Type``.
         :param http2: ``True``: HTTP/2 with prior knowledge (h2c; ``https://`` keeps to
-            HTTP/1.1), which this libcurl must have (:func:`http2_supported`).
+            HTTP/1.1), which this libcurl must have (:func:`.transports.http2_problem`).
         """
         with self._lock:
             if not self._closed:
@@ -217,12 +216,6 @@ class CurlLoop:
         closed = "the HTTP client was closed before the target answered"
         for transfer in [*running.values(), *submitted]:
             _call(transfer.done, None, None, OSError(closed))
-
-
-@functools.cache
-def http2_supported() -> bool:
-    """Whether pycurl's libcurl can speak HTTP/2 (it was built with nghttp2; asked once)."""
-    return bool(pycurl.version_info()[4] & pycurl.VERSION_HTTP2)
 
 
 def configure(handle: pycurl.Curl, transfer: _Transfer, max_body_bytes: int) -> None:

@@ -429,13 +429,10 @@ def http_result(
     """What an HTTP exchange came to: its final status, or the failure ``exc`` stands for."""
     if status is not None:
         error = sample.exception  # an in-process app's own bug: a 500 to Cloud Scheduler
+        detail = "" if error is None else f"The app raised {type(error).__name__}: {_short(error)}"
+        excerpt = excerpt_text(sample.body)
         return TransportResult(
-            status=status,
-            detail=""
-            if error is None
-            else f"The app raised {type(error).__name__}: {_short(error)}",
-            excerpt=excerpt_text(sample.body),
-            content_type=sample.content_type,
+            status, detail=detail, excerpt=excerpt, content_type=sample.content_type
         )
     if isinstance(exc, TimeoutError):
         return TransportResult(
@@ -529,14 +526,17 @@ class _Guard:
                 sock.shutdown(socket.SHUT_RDWR)
 
 
+@functools.cache
 def http2_problem() -> str | None:
     """Why HTTP/2 (h2c) deliveries cannot be sent here, or ``None`` when they can: they need
-    ``pycurl`` whose libcurl was built with HTTP/2 (nghttp2)."""
+    ``pycurl`` whose libcurl was built with HTTP/2 (nghttp2). Asked once."""
     try:
-        from .curl_loop import http2_supported
+        import pycurl
     except ImportError:
         return "they need pycurl (pip install 'cloud-scheduler-emulator[curl]')."
-    return None if http2_supported() else "pycurl's libcurl was built without HTTP/2 (nghttp2)."
+    if pycurl.version_info()[4] & pycurl.VERSION_HTTP2:
+        return None
+    return "pycurl's libcurl was built without HTTP/2 (nghttp2)."
 
 
 def _dropped(sock: socket.socket) -> bool:
