@@ -339,9 +339,8 @@ class TokenAuthority:
             token (a user ``Authorization`` header then passes through).
         """
         target = job.http_target
-        if target is not None and target.oidc_token is not None:
-            email = target.oidc_token.service_account_email
-            return "Bearer " + self.id_token(email, token_audience(job), at)
+        if target is not None and (oidc := target.oidc_token) is not None:
+            return "Bearer " + self.id_token(oidc.service_account_email, token_audience(job), at)
         if target is not None and (oauth := target.oauth_token) is not None:
             return "Bearer " + self.access_token(oauth.service_account_email, oauth.scope, at)
         return None
