@@ -145,15 +145,11 @@ _GATHERED = 150
 _GATHER_SECONDS = 0.005
 
 
-class _Ticket:
+class _Ticket(threading.Event):
     """Set once everything queued before it is committed; ``error``: the first error of the
     writes that carried it."""
 
-    __slots__ = ("done", "error")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.error: Exception | None = None
+    error: Exception | None = None
 
 
 #: One statement ``(sql, args, ticket or None)``, or ``(work, (), ticket or None)`` to call
@@ -195,7 +191,7 @@ class _Writer:
         """
         self.submit(ticket, waiter=True)
         try:
-            ticket.done.wait()
+            ticket.wait()
         finally:
             with self._lock:
                 self._waiting -= 1
@@ -225,7 +221,7 @@ class _Writer:
             self._carry_out(items)
             for item in items:
                 if isinstance(item, _Ticket):
-                    item.done.set()
+                    item.set()
             if closed:
                 self.db.close()
                 return
