@@ -617,8 +617,8 @@ class Store:
         )
         return [stored_job(self.path, row) for row in rows]
 
-    def add_run(self, run: Run) -> Run:
-        """Insert ``run`` under its ``id`` (the scheduler core numbers runs) and return it."""
+    def add_run(self, run: Run) -> None:
+        """Insert ``run`` under its ``id`` (the scheduler core numbers runs)."""
         row = (
             run.id,
             run.job,
@@ -631,7 +631,6 @@ class Store:
             int(run.finished),
         )
         self._execute(_INSERT_RUN, row)
-        return run
 
     def last_run_id(self) -> int:
         """The largest run id ever stored (0 for none); new runs are numbered after it."""
