@@ -153,7 +153,6 @@ def job_rows(
         pass the filters.
     """
     kept = [job for job in jobs if matches(job, name, state)]
-    page = kept[offset : offset + page_size]
     rows = [
         job_row(
             job,
@@ -163,7 +162,7 @@ def job_rows(
             in_flight=in_flight(job.name),
             local_url=local_url(job),
         )
-        for job in page
+        for job in kept[offset : offset + page_size]
     ]
     following = offset + page_size if offset + page_size < len(kept) else None
     return rows, following, len(kept)
@@ -347,11 +346,8 @@ def runs_of(
         run["attempts"].append(compact)
     if not runs:
         return []
-    marks = ", ".join("?" for _ in runs)
-    by_id = {
-        row[0]: row
-        for row in store.query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN ({marks})", list(runs))
-    }
+    sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN ({', '.join('?' * len(runs))})"
+    by_id = {row[0]: row for row in store.query(sql, list(runs))}
 
     def with_state(pair: tuple[int, dict[str, Any]]) -> dict[str, Any]:
         run, row = pair[1], by_id.get(pair[0])
@@ -442,11 +438,8 @@ def timeline(
     """
     lanes: list[dict[str, Any]] = []
     first = datetime.min.replace(tzinfo=UTC) + WINDOW_LOOKBACK  # (a window at the calendar's start)
-    low, high, start_text = (
-        utc_text(max(start, first) - WINDOW_LOOKBACK),
-        utc_text(end),
-        utc_text(start),
-    )
+    low = utc_text(max(start, first) - WINDOW_LOOKBACK)
+    high, start_text = utc_text(end), utc_text(start)
     for name in jobs:
         rows = store.query(
             f"SELECT {_TIMELINE_COLUMNS} FROM attempts WHERE job = ? AND start_time >= ? "
