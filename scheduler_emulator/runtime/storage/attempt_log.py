@@ -151,8 +151,7 @@ class AttemptLog:
         self._queued.append(line)  # one queue, so lines keep their order in every mode
         if self._interval is None or self._stop.is_set():
             self.flush()
-            return
-        if not self._wake.is_set():
+        elif not self._wake.is_set():
             self._wake.set()
 
     def _write_queued(self) -> None:
@@ -166,7 +165,6 @@ class AttemptLog:
             except (OSError, ValueError) as exc:  # the stream is gone (full disk, closed file):
                 logger.error(_LOST, exc)  # later lines are written by their callers, whose
                 self._stop.set()  # errors the engine logs; nothing piles up in the queue
-                return
             if self._stop.is_set():
                 return
 
