@@ -788,10 +788,8 @@ class Store:
                 [(largest,)] = db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
                 if largest > keep:
                     db.execute(f"DELETE FROM {table} WHERE id <= ?{extra}", (largest - keep,))
-        if self.retain_megabytes is None:
-            return
-        [(page_bytes,)] = db.execute("PRAGMA page_size")
-        while True:
+        while self.retain_megabytes is not None:
+            [(page_bytes,)] = db.execute("PRAGMA page_size")
             [(pages,)] = db.execute("PRAGMA page_count")
             [(free,)] = db.execute("PRAGMA freelist_count")
             if (pages - free) * page_bytes <= self.retain_megabytes * 1_000_000:
