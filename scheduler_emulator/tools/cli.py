@@ -189,16 +189,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{prog}: error: {message}\n(`{prog} --help` lists what it takes.)\n")
 
 
-def parse_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
-    """``parser.parse_args(argv)``, but an unrecognised argument is refused under its command's
-    name (``scheduler-emulator skipped``), so that the pointer leads to that command's help."""
-    parsed, extra = parser.parse_known_args(argv)
-    if extra:
-        parser.prog = f"{parser.prog} {parsed.command}"
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    return parsed
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser for every subcommand."""
     parser: argparse.ArgumentParser = _Parser(
@@ -676,7 +666,11 @@ def _warn_undelivered(jobs: Sequence[Job], what: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``scheduler-emulator``; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
-    args = parse_command(build_parser(), firebase_command.start_argv(argv))
+    parser = build_parser()
+    args, extra = parser.parse_known_args(firebase_command.start_argv(argv))
+    if extra:  # refused under its command's name, so that the pointer leads to its help
+        parser.prog = f"{parser.prog} {args.command}"
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     commands = {
         "next": cmd_next,
         "start": cmd_start,
