@@ -18,18 +18,15 @@ _EXPORTS = {
     "LiveScheduler": "live",
     "CloudScheduler": "scheduler",
 }
-__all__ = [
-    "CloudRunTimers",
-    "CloudScheduler",
-    "FunctionTimers",
-    "LiveScheduler",
-    "TimerNotAcknowledged",
-]
+__all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from .facades import CloudRunTimers, FunctionTimers, TimerNotAcknowledged
-    from .live import LiveScheduler
-    from .scheduler import CloudScheduler
+    # (``X as X``: re-exported for type checkers, which read no ``__all__`` built at run time)
+    from .facades import CloudRunTimers as CloudRunTimers
+    from .facades import FunctionTimers as FunctionTimers
+    from .facades import TimerNotAcknowledged as TimerNotAcknowledged
+    from .live import LiveScheduler as LiveScheduler
+    from .scheduler import CloudScheduler as CloudScheduler
 
 
 def __getattr__(name: str) -> Any:
