@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from scheduler_emulator.service import forget_in_memory_runs
-from scheduler_emulator.wire import HEADER_CASES, NaiveDatetimeError, parse_timestamp, to_instant
+from scheduler_emulator.wire import HEADER_CASES, NaiveDatetimeError, parse_timestamp
 
 from .live import LiveScheduler
 from .scheduler import CloudScheduler
@@ -80,19 +80,16 @@ def scheduler_options(kwargs: Mapping[str, Any], header_case: str) -> dict[str, 
                 f"{where}: not an RFC 3339 timestamp with an offset, such as "
                 f"'2026-09-20T00:00:00Z' ({exc})"
             ) from None
-    elif isinstance(start, datetime):
-        try:
-            to_instant(start, where)
-        except NaiveDatetimeError:
-            raise NaiveDatetimeError(
-                f"{where}: the datetime is naive; pass an aware one, such as "
-                "datetime(2026, 9, 20, tzinfo=UTC), or an RFC 3339 string such as "
-                "'2026-09-20T00:00:00Z'."
-            ) from None
-    else:
+    elif not isinstance(start, datetime):
         raise TypeError(
             f"{where}: start is a {type(start).__name__}; pass an aware datetime or an RFC 3339 "
             "string such as '2026-09-20T00:00:00Z'."
+        )
+    elif start.utcoffset() is None:
+        raise NaiveDatetimeError(
+            f"{where}: the datetime is naive; pass an aware one, such as "
+            "datetime(2026, 9, 20, tzinfo=UTC), or an RFC 3339 string such as "
+            "'2026-09-20T00:00:00Z'."
         )
     allow_network = kwargs.get("allow_network", False)
     if not isinstance(allow_network, bool):
