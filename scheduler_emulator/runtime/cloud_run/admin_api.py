@@ -135,9 +135,7 @@ def v2_execution(execution: Execution) -> dict[str, Any]:
         "createTime": format_timestamp(execution.create_time),
         "startTime": format_timestamp(execution.create_time),
         "launchStage": "GA",
-        "parallelism": job.parallelism,
-        "taskCount": job.task_count,
-        "template": _v2_template(job)["template"],
+        **_v2_template(job),
         **{f"{k}Count": v for k, v in execution.counts().items()},
         "conditions": [{"type": "Completed", "state": condition}],
         "reconciling": execution.state == "RUNNING",
@@ -220,9 +218,8 @@ class CloudRunAdminApi:
             "The emulator answers the Cloud Run Admin API's jobs/J:run (v1 and v2) and its v2 "
             f"jobs, executions and operations reads; not {request.method} {path}"
         )
-        v2 = None if v1 else match
-        served_here = v2 is not None and (v2["verb"] or request.method in ("GET", "HEAD"))
-        if not (v1 or served_here) and _V2_METHOD.match(path):
+        answered = v1 or match and (match["verb"] or request.method in ("GET", "HEAD"))
+        if not answered and _V2_METHOD.match(path):
             raise Unimplemented(
                 f"{served}, a method of that API (create, update, delete, cancel…)."
             )
