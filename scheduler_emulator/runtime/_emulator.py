@@ -564,12 +564,7 @@ class Emulator(AttemptAssertions):
         clock the Cloud Run executions started there end before this returns, so runs hours
         apart are not run at once in real time."""
         manual = self.clock_mode == "manual"
-
-        def go_back() -> None:
-            if manual:
-                self.driver.manual_clock().reset_to(self._settled)
-
-        with self._stored_or_undone(go_back):
+        with self._stored_or_undone(lambda: self.reset_clock(self._settled) if manual else None):
             self.driver.run_due()
         self._settled = self.clock.now()
         if manual:
