@@ -132,10 +132,9 @@ class Emulator(AttemptAssertions):
                 for d in options.cloud_run_jobs
             ],
         )
-        self.cloud_run_api = CloudRunAdminApi(self.cloud_run, self.tokens, options.location)
+        self.cloud_run_api = CloudRunAdminApi(self.cloud_run, None, options.location)  # no token
         google_apis = GoogleApisTransport(
-            CloudRunAdminApi(self.cloud_run, self.tokens, options.location, require_token=True),
-            transport,
+            CloudRunAdminApi(self.cloud_run, self.tokens, options.location), transport
         )
         http: dict[str, Any] = {"header_case": options.header_case, "google_apis": google_apis}
         #: The dispatcher of each target kind; :meth:`set_dispatcher` replaces one.

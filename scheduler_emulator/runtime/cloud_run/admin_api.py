@@ -179,24 +179,17 @@ class CloudRunAdminApi:
     :class:`~scheduler_emulator.runtime.cloud_run.executions.CloudRun` (a WSGI app).
 
     :param cloud_run: the defined jobs and their executions.
-    :param tokens: the authority whose minted access tokens are accepted.
+    :param tokens: refuse a request without an OAuth access token this authority minted (401),
+        as Google does; ``None``: answer any (the daemon's port serves the app so).
     :param default_location: the location of a v1 request without a regional host.
-    :param require_token: refuse a request without a minted OAuth access token (401), as
-        Google does; the daemon's port serves the app without this.
     """
 
     def __init__(
-        self,
-        cloud_run: CloudRun,
-        tokens: TokenAuthority,
-        default_location: str,
-        *,
-        require_token: bool = False,
+        self, cloud_run: CloudRun, tokens: TokenAuthority | None, default_location: str
     ) -> None:
         self.cloud_run = cloud_run
         self.tokens = tokens
         self.default_location = default_location
-        self.require_token = require_token
         self._operations: dict[str, str] = {}  # operation ID -> execution name
 
     def __call__(
@@ -228,7 +221,7 @@ class CloudRunAdminApi:
         method = "v1.Jobs.RunJob" if v1 else f"v2.Jobs.{'RunJob' if match['verb'] else 'Get'}"
         authorization = request.headers.get("Authorization")
         token = (authorization or "").removeprefix("Bearer ").strip()
-        if self.require_token and self.tokens.lookup(token) is None:  # none is minted as ""
+        if self.tokens is not None and self.tokens.lookup(token) is None:  # none is minted as ""
             refusal = unauthenticated(authorization, f"google.cloud.run.{method}")
             return _json(refusal, 401, **_CHALLENGE)
         if v1 is not None:
@@ -331,7 +324,7 @@ class GoogleApisTransport(MountTransport):
     ``api`` in-process; any other ``*.googleapis.com`` URL fails (``CONNECTION``, nothing sent)
     with a reason naming what the emulator can route; every other URL goes to ``fallback``.
 
-    :param api: the Admin API app (with ``require_token=True``).
+    :param api: the Admin API app (with ``tokens``).
     """
 
     def __init__(self, api: CloudRunAdminApi, fallback: Transport) -> None:
