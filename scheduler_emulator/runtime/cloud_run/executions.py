@@ -324,9 +324,7 @@ class CloudRun:
     :param clock: stamps an execution's ``createTime``.
     """
 
-    def __init__(
-        self, clock: Clock, store: ExecutionStore, jobs: Iterable[CloudRunJob] = ()
-    ) -> None:
+    def __init__(self, clock: Clock, store: ExecutionStore, jobs: Iterable[CloudRunJob]) -> None:
         self.clock = clock
         self.store = store
         self._jobs = {job.name: job for job in jobs}
