@@ -15,8 +15,10 @@ other in two cases (freezegun issues #89, #314, #405, #506):
 :func:`freeze` starts freezegun and, while it is active, answers those calls from the frozen
 instant through the real ``datetime`` and ``time`` functions, which know the process's zone,
 its daylight saving time and ``fold``: every clock a handler reads agrees with
-``time.time()``. ``time.time()``, ``datetime.now(UTC)``, ``utcnow()`` and ``time.gmtime()``
-were right already and are left to freezegun. A freeze the test starts itself with a
+``time.time()``, on the thread that calls the handler or on a worker thread it hands work to
+(freezegun alone gives real time to a call made within 5 frames of a ``threading`` one).
+``time.time()``, ``datetime.now(UTC)``, ``utcnow()`` and ``time.gmtime()`` were right already
+and are left to freezegun. A freeze the test starts itself with a
 ``tz_offset`` keeps freezegun's own arithmetic.
 
 A class that subclasses ``datetime`` in a module first imported while freezegun runs subclasses
@@ -138,12 +140,23 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     itself, freezegun's own behaviour is kept (this one nests in it).
     """
     _import_datetime_subclasses()
-    corrected = {} if _freezegun.freeze_factories else _corrections()
+    nested = bool(_freezegun.freeze_factories)  # in the test's own freeze: freezegun's rules
+    corrected = {} if nested else _corrections()
     corrected[(BaseEventLoop, "time")] = lambda self: _freezegun.real_monotonic()
     originals = {(owner, name): vars(owner)[name] for owner, name in corrected}
+    depth = _freezegun.call_stack_inspection_limit
     _install(corrected)
     try:
         with freeze_time(instant, tick=False) as factory:
-            yield factory
+            # Real time only for a call that a module on freezegun's ignore list makes itself:
+            # freezegun looks 5 frames up, and a handler that a worker thread runs near
+            # ``threading``'s bootstrap (``asyncio.to_thread``, Starlette's ``def`` endpoints)
+            # read real ``time.time()`` beside the frozen ``datetime.now()``. Lowered only while
+            # frozen: freezegun's start and stop keep its own rule.
+            _freezegun.call_stack_inspection_limit = depth if nested else 1
+            try:
+                yield factory
+            finally:
+                _freezegun.call_stack_inspection_limit = depth
     finally:
         _install(originals)

@@ -3,8 +3,10 @@
 Issue (freezegun #89, #314, #405, #506): with ``TZ=Asia/Kolkata`` a handler's naive
 ``datetime.now()`` read the UTC wall time while ``time.localtime()`` read local time; on New
 York's fall-back day ``datetime.now(ZoneInfo("America/New_York"))`` at 06:30Z said the first
-01:30 (``fold=0``), an hour early. Each case runs in a child pytest whose process has that
-``TZ``; the expected values are computed there with zoneinfo from the instant alone.
+01:30 (``fold=0``), an hour early. Trial 53: a handler's work on a worker thread
+(``asyncio.to_thread``, a thread of its own) read real ``time.time()``. Each case runs in a
+child pytest whose process has that ``TZ``; the expected values are computed there with
+zoneinfo from the instant alone.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD_TEST = '''
+import asyncio
 import os
+import threading
 import time
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
@@ -80,13 +84,24 @@ def wsgi_app(environ, start_response):
     return [b"ok"]
 
 
+def wsgi_app_reading_on_a_thread(environ, start_response):
+    worker = threading.Thread(target=lambda: READINGS.append(read_clocks()))
+    worker.start()
+    worker.join()
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"ok"]
+
+
 async def asgi_app(scope, receive, send):
     if scope["type"] == "lifespan":
         while (await receive())["type"] != "lifespan.shutdown":
             await send({"type": "lifespan.startup.complete"})
         await send({"type": "lifespan.shutdown.complete"})
         return
-    READINGS.append(read_clocks())
+    if scope["path"] == "/to-thread":  # as asyncio.to_thread and Starlette's def endpoints
+        READINGS.append(await asyncio.to_thread(read_clocks))
+    else:
+        READINGS.append(read_clocks())
     await send({"type": "http.response.start", "status": 200, "headers": []})
     await send({"type": "http.response.body", "body": b"ok"})
 
@@ -99,14 +114,23 @@ INSTANTS = {
 }
 
 
-@pytest.mark.parametrize("kind", ["wsgi", "asgi"])
+APPS = {
+    "wsgi": (wsgi_app, "/"),
+    "asgi": (asgi_app, "/"),
+    "wsgi-thread": (wsgi_app_reading_on_a_thread, "/"),
+    "asgi-to-thread": (asgi_app, "/to-thread"),
+}
+
+
+@pytest.mark.parametrize("kind", list(APPS))
 @pytest.mark.parametrize("instant", list(INSTANTS.values()), ids=list(INSTANTS))
 def test_every_clock_agrees(cloud_scheduler, kind, instant):
     READINGS.clear()
     cloud_scheduler.emulator.clock.reset_to(instant)
-    cloud_scheduler.mount("http://svc.test", wsgi_app if kind == "wsgi" else asgi_app)
+    app, path = APPS[kind]
+    cloud_scheduler.mount("http://svc.test", app)
     cloud_scheduler.create_job(
-        name="clocks", schedule="0 0 1 1 *", http_target={"uri": "http://svc.test/"}
+        name="clocks", schedule="0 0 1 1 *", http_target={"uri": "http://svc.test" + path}
     )
     cloud_scheduler.run_job("clocks")
     cloud_scheduler.assert_attempted("clocks", 1, "OK")
@@ -122,7 +146,7 @@ def test_a_handler_reads_the_virtual_instant_on_every_clock(
     monkeypatch.setenv("TZ", zone)
     pytester.makepyfile(test_clocks=CHILD_TEST)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=8)
 
 
 def test_the_corrections_last_only_as_long_as_the_plugins_freeze() -> None:
