@@ -492,8 +492,9 @@ def _check_claims(
     exp, iat = float(claims["exp"]), float(claims["iat"])
     if at > exp + slack:
         advice = (
-            "A token is valid for one hour from its attempt's start: check it within that hour "
-            "of the now you passed (on a virtual clock, advance less before checking)."
+            "A token is valid for one hour from its attempt's start: check it at a now within "
+            "that hour (on a virtual clock, advance less before checking, or pass "
+            "now=attempt.start_time)."
             if now is not None
             else "A target in another process checks real time: start the emulator with "
             "--token-time real when its manual clock is far from now."
