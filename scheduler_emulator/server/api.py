@@ -25,8 +25,8 @@ from werkzeug.wrappers import Request, Response
 
 from ..api.render_cache import RenderCache
 from ..api.v1 import SchedulerApi, page_size_value
-from ..domain.codec import job_to_json
-from ..domain.errors import NotFound
+from ..domain.codec import camel_case, job_to_json
+from ..domain.errors import InvalidArgument, NotFound, show_value
 from ..domain.resources import Job
 from ..runtime._emulator import Emulator
 from .partial_response import rest_field_mask
@@ -62,6 +62,42 @@ RULES = [
     ),
     Rule(_LOCATION + "/operations/<operation>", methods=["DELETE"], endpoint="delete_operation"),
 ]
+
+
+#: Google's system parameters, which every method takes, each also with a leading ``$``
+#: (https://cloud.google.com/apis/docs/system-parameters; ``fields`` is the response field mask).
+_SYSTEM_PARAMETERS = frozenset(
+    {
+        "access_token", "alt", "callback", "fields", "key", "oauth_token", "prettyPrint",
+        "quotaUser", "upload_protocol", "uploadType", "userIp", "userProject", ".xgafv",
+    }
+)  # fmt: skip
+#: The request fields each method takes as query parameters (camelCase; snake_case too).
+_FIELDS = {
+    "list_jobs": ("pageSize", "pageToken"),
+    "update_job": ("updateMask",),
+    "list_locations": ("filter", "pageSize", "pageToken", "extraLocationTypes"),
+    "list_operations": ("filter", "pageSize", "pageToken", "returnPartialSuccess"),
+    "update_cmek_config": ("updateMask",),
+}
+
+
+def check_parameters(request: Request, endpoint: str) -> None:
+    """Refuse a query parameter that is neither a system parameter nor a field of the
+    ``endpoint`` method's request, as Google's front end does (a misspelt ``pagesize`` is not
+    ignored).
+
+    :raises InvalidArgument: naming the parameter, in Google's words.
+    """
+    taken = _FIELDS.get(endpoint, ())
+    for name in request.args:
+        if name.removeprefix("$") not in _SYSTEM_PARAMETERS and camel_case(name) not in taken:
+            shown = show_value(name)
+            raise InvalidArgument(
+                f"Invalid JSON payload received. Unknown name {shown}: Cannot bind query "
+                f"parameter. Field '{shown[1:-1]}' could not be found in request message.",
+                field=name,
+            )
 
 
 def wants_int_enums(request: Request) -> bool:

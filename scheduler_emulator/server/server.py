@@ -295,6 +295,8 @@ class EmulatorApp:
             adapter = self.url_map.bind_to_environ(request.environ)
             endpoint, values = adapter.match()
             v1 = request.path.startswith("/v1/")  # the mask is read before anything changes
+            if v1:
+                api.check_parameters(request, str(endpoint))
             mask = rest_field_mask(request) if v1 else None
             result = self.handlers[str(endpoint)](request, **values)
             if mask is not None:

@@ -466,3 +466,39 @@ class TestRouting:
         api.post(JOBS, json=job_body())
         query = "?alt=json&prettyPrint=false&quotaUser=x&%24.xgafv=2&key=k&fields=name"
         assert api.get(JOBS + "/nightly" + query).status_code == 200
+
+    @pytest.mark.parametrize(
+        ("path", "query"),
+        [
+            (JOBS, "?pagesize=1"),  # trial 52: a misspelt pageSize was ignored (every job listed)
+            (JOBS, "?filter=state%3DPAUSED"),  # v1 ListJobs has no filter
+            (JOBS + "/nightly", "?foo=bar"),
+            (JOBS + "/nightly:pause", "?pageSize=1"),  # a field of another method
+        ],
+    )
+    def test_a_query_parameter_no_method_takes_is_400_naming_it(
+        self, api: Client, path: str, query: str
+    ) -> None:
+        api.post(JOBS, json=job_body())
+        response = api.post(path + query) if ":" in path else api.get(path + query)
+        assert response.status_code == 400
+        error, name = error_of(response), query[1:].split("=")[0]
+        assert error["message"] == (
+            f'Invalid JSON payload received. Unknown name "{name}": Cannot bind query parameter. '
+            f"Field '{name}' could not be found in request message."
+        )
+        assert error["details"][0]["fieldViolations"][0]["field"] == name
+        assert api.get(JOBS + "/nightly").json["state"] == "ENABLED"  # nothing changed
+
+    def test_each_methods_own_fields_are_taken_in_either_spelling(self, api: Client) -> None:
+        api.post(JOBS, json=job_body())
+        api.post(JOBS, json=job_body(name=NAME + "2"))
+        for query in (
+            "?pageSize=1",
+            "?page_size=1",
+            "?%24alt=json%3Benum-encoding%3Dint&pageSize=1",
+        ):
+            assert len(api.get(JOBS + query).json["jobs"]) == 1, query
+        patched = api.patch(JOBS + "/nightly?update_mask=schedule", json={"schedule": "0 3 * * *"})
+        assert patched.json["schedule"] == "0 3 * * *"
+        assert api.get(PARENT.rsplit("/", 1)[0] + "?filter=&pageSize=5").status_code == 200
