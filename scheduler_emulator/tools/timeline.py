@@ -91,8 +91,9 @@ def render_table(
     :param rows: cells as strings, one list per row, as many as ``headers``.
     :param width: the longest line in characters: the last column wraps onto continuation
         lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH` nor a word of it up
-        to 32 characters long, such as a timestamp with its offset), then ``SCHEDULE`` and
-        ``LAST`` at their spaces, then a ``JOB`` column (never narrower than
+        to 32 characters long, such as a timestamp with its offset), then ``SCHEDULE`` (a
+        schedule of up to 24 characters, a cron one, is kept whole) and ``LAST`` at their
+        spaces, then a ``JOB`` column (never narrower than
         :data:`MIN_JOB_WIDTH`, its header nor a word of its IDs), at spaces
         or after JSON's and URLs' punctuation and a name's ``-`` and ``_`` (:class:`_Wrapper`); a
         table of wide cells may still be wider; ``None``: one line per row.
@@ -107,7 +108,11 @@ def render_table(
         words = [min(len(word), 32) for row in table[1:] for word in row[last].split()]
         floors = {last: max([MIN_LAST_WIDTH, *words])}
         for i, header in sorted(enumerate(headers[:-1]), key=lambda c: c[1].endswith("JOB")):
-            if header in ("SCHEDULE", "LAST"):  # at spaces, before a job's ID wraps
+            if header == "SCHEDULE":  # whole up to 24 (``0 6 1 1 *``), longer at its spaces
+                schedules = (row[i] for row in table[1:])
+                whole = (len(c) if len(c) <= 24 else max(map(len, c.split())) for c in schedules)
+                floors[i] = max([len(header), *whole])
+            elif header == "LAST":  # at spaces, before a job's ID wraps
                 floors[i] = max([len(header), *(len(w) for r in table[1:] for w in r[i].split())])
             elif header.endswith("JOB"):  # never narrower than its header, nor a piece of an ID
                 pieces = (p for row in table[1:] for p in _Wrapper.wordsep_simple_re.split(row[i]))

@@ -587,6 +587,21 @@ def test_a_long_schedule_wraps_before_a_job_id_so_the_ids_stay_whole() -> None:
     assert any(line.strip().startswith("08:30") for line in lines)  # the schedule wrapped
 
 
+def test_a_cron_schedule_is_never_split_across_lines() -> None:
+    """Trial 52: at 120 columns ``0 6 1 1 *`` showed as ``0 6 1 1`` with ``*`` on the next line,
+    and ``every 24 hours`` as ``every 24`` / ``hours``: other schedules, read wrongly."""
+    job = {"id": "http-grpc", "state": "ENABLED", "timeZone": "America/Argentina/Buenos_Aires",
+           "lastAttempt": {"code": "DEADLINE_EXCEEDED", "time": "2026-11-03T12:00:00.000413Z"},
+           "nextFireTimes": ["2026-11-04T16:30:00Z"]}  # fmt: skip
+    schedules = ["0 6 1 1 *", "every 24 hours", "30 8 * * MON-FRI"]
+    rows = job_rows(
+        [{**job, "id": f"{job['id']}{n}", "schedule": s} for n, s in enumerate(schedules)]
+    )
+    lines = render_table(views.JOBS_HEADERS, rows, width=TABLE_WIDTH)
+    assert all(sum(schedule in line for line in lines) == 1 for schedule in schedules)
+    assert max(map(len, lines)) <= TABLE_WIDTH + 2  # (rather than a schedule read wrongly)
+
+
 def test_a_job_column_is_never_narrower_than_a_word_of_its_ids() -> None:
     """``reconciliation-`` stays whole even where the table then runs past its width."""
     lines = render_table(
