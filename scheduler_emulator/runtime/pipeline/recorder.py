@@ -323,12 +323,12 @@ class Recorder:
         for attempt in in_flight.values():
             job = self.core.config(attempt.job)
             kind = job.target_type if job is not None else "HTTP"
-            self.record_end(attempt, restarted, TransportResult(), kind)
+            # ended at the instant decided at: a later end (a system clock moves) would hold
+            # the run's retry behind it, unknown to the startup line until the engine runs
+            self.record_end(attempt, restarted, TransportResult(), kind, at=now)
             if job is not None:
                 # at least once: the run earns a retry beyond its config, as a lost ack does
-                end = AttemptEnd(
-                    restarted.code, _status(restarted), attempt.end_time or now, extra_retry=True
-                )
+                end = AttemptEnd(restarted.code, _status(restarted), now, extra_retry=True)
                 decisions.extend(self.core.attempt_ended(attempt.job, attempt.run_id, end, now))
         deliveries = self.carry_out(decisions)
         for job in self.core.jobs():  # the output-only fields attempts change

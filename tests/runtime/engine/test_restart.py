@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_emulator import Emulator, ManualClock
+from scheduler_emulator import Emulator, ManualClock, SystemClock
 from scheduler_emulator.domain.resources import State
 from scheduler_emulator.runtime import DeliveryRequest, TransportResult, WsgiTransport
 from scheduler_emulator.runtime.storage.store import Store
@@ -55,6 +55,28 @@ def test_in_flight_attempt_is_recorded_as_failed_and_retried(tmp_path: Path) -> 
     retry = second.attempts()[-1]
     assert (retry.attempt, retry.code, retry.schedule_time) == (2, "OK", "2026-09-24T02:00:00Z")
     assert len(target.requests) == 1
+
+
+def test_the_startup_line_counts_the_retry_of_an_attempt_cut_by_a_kill(tmp_path: Path) -> None:
+    """Trial 52: on the system clock the interrupted attempt ended a moment after the instant
+    the restart decided at, so its run's retry waited behind that end and the startup line's
+    "retry pending (the first due …)" left it out (the retry ran first)."""
+    db = tmp_path / "emulator.db"
+    first = Emulator(
+        ManualClock(START), store=Store(db), transport=DyingTransport(RecordingTarget())
+    )
+    first.create_job(nightly_job(schedule="* * * * *"))
+    with pytest.raises(ProcessDied):
+        first.advance(timedelta(minutes=1))
+    first.close()
+    second = Emulator(SystemClock(), store=Store(db), transport=WsgiTransport(RecordingTarget()))
+    try:  # (the daemon writes its startup line before it starts firing)
+        [crashed] = second.attempts()
+        assert crashed.end_time is not None
+        due = (crashed.end_time + timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        assert pending_retries(second) == f", 1 job with a retry pending (the first due {due})"
+    finally:
+        second.close()
 
 
 @pytest.mark.parametrize("retry_config", [{}, {"retryCount": 0}], ids=["default", "zero"])
