@@ -156,6 +156,12 @@ class TestTextFormat:
         forced = attempt(forced=True, schedule_time="2027-01-01T00:00:00Z", nominal=T0)
         assert self.lines(forced)[0].endswith("250 ms  forced, sent 2027-01-01T00:00:00Z")
 
+    def test_a_forced_run_that_sent_no_schedule_time_says_only_forced(self) -> None:
+        """Trial 52: an ``every 24 hours`` job's forced run (no ScheduleTime header) logged
+        ``forced, sent <its run's instant>``, where ``runs`` said ``forced``."""
+        forced = attempt(forced=True, schedule_time=None, nominal=T0)
+        assert self.lines(forced)[0].endswith("250 ms  forced")
+
     def test_forced_and_injected_attempts_say_so(self) -> None:
         assert self.lines(attempt(forced=True, injected=True, schedule_time=None)) == [
             "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms  forced  (injected)"
