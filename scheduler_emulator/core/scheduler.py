@@ -144,7 +144,8 @@ class AttemptEnd:
         against ``retryCount`` (an App Engine target's 503).
     :param attempt: the attempt's number in its run (1 for the first).
     :param start_time: the attempt's recorded start; the job's last attempt time becomes it if
-        this is the job's latest attempt. ``None``: the start the core decided stands.
+        this is the job's latest attempt (after a restart, before any start: if it is later than
+        the stored one). ``None``: the start the core decided stands.
     """
 
     code: str
@@ -491,6 +492,9 @@ class Scheduler:
             state.slow = end.end_time - end.start_time >= SLOW_ATTEMPT
             if state.last_attempt == (run_id, end.attempt):
                 state.last_attempt_time = end.start_time
+            elif state.last_attempt is None:  # one a restart found in flight: the latest start
+                starts = (state.last_attempt_time, end.start_time)
+                state.last_attempt_time = max(start for start in starts if start is not None)
         saved: list[Decision] = [
             SaveJobState(name, state.job.state, state.status, state.last_attempt_time)
         ]

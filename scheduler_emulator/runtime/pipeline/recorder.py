@@ -328,7 +328,14 @@ class Recorder:
             self.record_end(attempt, restarted, TransportResult(), kind, at=now)
             if job is not None:
                 # at least once: the run earns a retry beyond its config, as a lost ack does
-                end = AttemptEnd(restarted.code, _status(restarted), now, extra_retry=True)
+                end = AttemptEnd(
+                    restarted.code,
+                    _status(restarted),
+                    now,
+                    extra_retry=True,
+                    attempt=attempt.attempt,
+                    start_time=attempt.start_time,
+                )
                 decisions.extend(self.core.attempt_ended(attempt.job, attempt.run_id, end, now))
         deliveries = self.carry_out(decisions)
         for job in self.core.jobs():  # the output-only fields attempts change

@@ -79,6 +79,33 @@ def test_the_startup_line_counts_the_retry_of_an_attempt_cut_by_a_kill(tmp_path:
         second.close()
 
 
+def test_the_jobs_last_attempt_after_a_kill_is_the_one_it_cut(tmp_path: Path) -> None:
+    """Trial 55: after a kill during an attempt, the job's status was the interrupted attempt's
+    (UNAVAILABLE) but its lastAttemptTime the day before's, whose state was the last stored."""
+    db = tmp_path / "emulator.db"
+
+    class DiesOnTheSecondDay(WsgiTransport):
+        def send(self, request: DeliveryRequest, timeout_seconds: float) -> TransportResult:
+            if len(target.requests):
+                raise ProcessDied
+            return super().send(request, timeout_seconds)
+
+    target = RecordingTarget()
+    first = Emulator(ManualClock(START), store=Store(db), transport=DiesOnTheSecondDay(target))
+    first.create_job(nightly_job())
+    first.advance(timedelta(minutes=1))
+    with pytest.raises(ProcessDied):
+        first.advance(timedelta(days=1))
+    second = reopen(db, target, START + timedelta(days=1, minutes=5))
+    cut = second.attempts()[-1]
+    assert (cut.code, cut.start_time) == ("UNAVAILABLE", START + timedelta(days=1, minutes=1))
+    job = second.get_job("nightly")
+    assert (job.status.code, job.last_attempt_time) == (14, cut.start_time)
+    second.close()  # and so it is stored
+    third = reopen(db, target, START + timedelta(days=1, minutes=5))
+    assert third.get_job("nightly").last_attempt_time == cut.start_time
+
+
 @pytest.mark.parametrize("retry_config", [{}, {"retryCount": 0}], ids=["default", "zero"])
 def test_an_attempt_in_flight_at_a_crash_is_retried_even_without_retries(
     tmp_path: Path, retry_config: dict[str, int]
