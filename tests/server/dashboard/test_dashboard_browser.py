@@ -202,16 +202,25 @@ def test_the_page_fits_an_800_px_window(tmp_path: Path) -> None:
                "schedule": "every monday,wednesday 08:30",
                "httpTarget": {"uri": "http://127.0.0.1:9/ok/nightly-reconciliation"}}  # fmt: skip
         daemon.post(f"/v1/{PARENT}/jobs", job).raise_for_status()
+        failing = {"name": f"{PARENT}/jobs/la-failing", "schedule": "0 */4 * * *",
+                   "httpTarget": {"uri": "http://127.0.0.1:9/fail/la"},
+                   "retryConfig": {"retryCount": 3, "minBackoffDuration": "30s"}}  # fmt: skip
+        daemon.post(f"/v1/{PARENT}/jobs", failing).raise_for_status()
         advance_one_day(driver, daemon.url)
         wide = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
         assert driver.execute_script(wide) == 0  # type: ignore[attr-defined]
         driver.save_screenshot(str(tmp_path / "timeline-800.png"))
+        daemon.post(f"/v1/{PARENT}/jobs/la-failing:run").raise_for_status()  # a retry pending
         by_testid(driver, "tab-jobs").click()
-        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-row-hourly-ping"]'))
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-pending-la-failing"]'))
+        # (trial 55: the pending retry's line kept to one line and ran 200 px past the window)
         assert driver.execute_script(wide) == 0  # type: ignore[attr-defined]
         delete = box(by_testid(driver, "job-delete-hourly-ping"))
         assert delete["x"] + delete["width"] <= 800
         driver.save_screenshot(str(tmp_path / "jobs-800.png"))
+        pending = by_testid(driver, "job-pending-la-failing")
+        driver.execute_script("arguments[0].scrollIntoView()", pending)  # type: ignore[attr-defined]
+        driver.save_screenshot(str(tmp_path / "jobs-800-pending-retry.png"))
 
 
 def test_a_job_whose_attempt_awaits_its_target_reads_in_flight(tmp_path: Path) -> None:
