@@ -412,7 +412,8 @@
       "detail-status");
     add(container, "h3", a.code === "OK" ? "Status detail" : "Why").setAttribute(  // (an OK has no why)
       "data-testid", "detail-why");
-    if (a.reason) add(container, "p", a.reason, "reason").setAttribute("data-testid", "detail-reason");
+    if (a.reason && a.reason !== (a.debugInfo || "").split(/\s+/).join(" ").trim())  /* once */
+      add(container, "p", a.reason, "reason").setAttribute("data-testid", "detail-reason");
     add(container, "pre", a.debugInfo || "—").setAttribute("data-testid", "detail-debug");
     if (a.hint) add(container, "p", "Emulator's hint, beside the service's answer: " + a.hint, "hint")
       .setAttribute("data-testid", "detail-hint");

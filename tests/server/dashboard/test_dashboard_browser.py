@@ -221,6 +221,18 @@ def test_the_page_fits_an_800_px_window(tmp_path: Path) -> None:
         pending = by_testid(driver, "job-pending-la-failing")
         driver.execute_script("arguments[0].scrollIntoView()", pending)  # type: ignore[attr-defined]
         driver.save_screenshot(str(tmp_path / "jobs-800-pending-retry.png"))
+        driver.execute_script("window.scrollTo(0, 0)")  # type: ignore[attr-defined]
+        by_testid(driver, "tab-timeline").click()  # the refused attempt's panel: its text once
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-la-failing"] .tl-attempt'))
+        refused = all_by_css(driver, '[data-testid="lane-la-failing"] .tl-attempt')[-1]
+        driver.execute_script(
+            "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", refused
+        )  # type: ignore[attr-defined]
+        wait_for(driver, lambda d: "la-failing" in by_testid(d, "attempt-details").text)
+        debug = by_testid(driver, "detail-debug").text
+        assert "Connection refused" in debug
+        assert by_testid(driver, "attempt-details").text.count(debug) == 1  # (trial 55: twice)
+        driver.save_screenshot(str(tmp_path / "attempt-800-refused.png"))
 
 
 def test_a_job_whose_attempt_awaits_its_target_reads_in_flight(tmp_path: Path) -> None:
