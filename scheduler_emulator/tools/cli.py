@@ -634,18 +634,36 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
 def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job]) -> None:
     """Say on stderr which jobs of the ``--jobs`` files the data directory's jobs (``before``,
     by name) did not hold, or held configured otherwise: the files win, silently otherwise (a
-    trial's jobs deleted and changed over the API came back as the files had them)."""
+    trial's jobs deleted and changed over the API came back as the files had them); and which
+    of its jobs no file holds: they are kept (a trial's job deleted from the file was)."""
     if not before:
         return
+    named = {job.name for job in jobs}
     new = [job for job in jobs if job.name not in before]
     changed = [j for j in jobs if j.name in before and not same_configuration(j, before[j.name])]
-    if new or changed:
+    kept = [job for name, job in before.items() if name not in named]
+    parts = []
+    if new:
+        parts.append(
+            f"{len(new)} of their jobs not in it (new in the files, or deleted over the API"
+            f"{_ids(new)}) {'is' if len(new) == 1 else 'are'} created"
+        )
+    if changed:
+        parts.append(
+            f"{len(changed)} configured otherwise there (changed in the files, or over the API"
+            f"{_ids(changed)}) {'takes' if len(changed) == 1 else 'take'} the files' configuration"
+        )
+    if kept:
+        one = len(kept) == 1
+        parts.append(
+            f"{len(kept)} of its jobs in no file (deleted from the files, or created over the API"
+            f"{_ids(kept)}) {'is' if one else 'are'} kept: delete {'it' if one else 'them'} over "
+            "the API to drop " + ("it" if one else "them")
+        )
+    if parts:
         print(
-            f"note: the --jobs files win over the data directory: {len(new)} of their jobs were "
-            f"not in it (new in the files, or deleted over the API{_ids(new)}) and are created, "
-            f"{len(changed)} were configured otherwise there (changed in the files, or over the "
-            f"API{_ids(changed)}) and take the files' configuration. Start without --jobs to "
-            "keep the data directory's jobs.",
+            f"note: the --jobs files win over the data directory: {'; '.join(parts)}. Start "
+            "without --jobs to keep the data directory's jobs as they are.",
             file=sys.stderr,
         )
 

@@ -242,6 +242,8 @@ def test_a_restart_with_the_same_jobs_file_says_which_jobs_it_recreates_or_reset
     parent = "/v1/projects/my-project/locations/us-central1/jobs"
     with on_disk(tmp_path, "--jobs", str(jobs)) as daemon:
         assert daemon.session.delete(f"{daemon.url}{parent}/deleted").status_code == 200
+        extra = {**spec[0], "name": f"{parent[4:]}/extra"}  # in no file (trial 54)
+        assert daemon.session.post(f"{daemon.url}{parent}", json=extra).status_code == 200
         patched = daemon.session.patch(
             f"{daemon.url}{parent}/changed?updateMask=schedule", json={"schedule": "0 3 * * *"}
         )
@@ -253,10 +255,14 @@ def test_a_restart_with_the_same_jobs_file_says_which_jobs_it_recreates_or_reset
         again.stop()
         assert again.process.stderr is not None
         stderr = again.process.stderr.read()
-    assert schedules == {"kept": "0 2 * * *", "deleted": "0 2 * * *", "changed": "0 2 * * *"}
+    assert schedules == {
+        "kept": "0 2 * * *", "deleted": "0 2 * * *", "changed": "0 2 * * *", "extra": "0 2 * * *"
+    }  # fmt: skip
     assert (
-        "note: the --jobs files win over the data directory: 1 of their jobs were not in it (new "
-        "in the files, or deleted over the API: deleted) and are created, 1 were configured "
-        "otherwise there (changed in the files, or over the API: changed) and take the files' "
-        "configuration."
+        "note: the --jobs files win over the data directory: 1 of their jobs not in it (new in "
+        "the files, or deleted over the API: deleted) is created; 1 configured otherwise there "
+        "(changed in the files, or over the API: changed) takes the files' configuration; 1 of "
+        "its jobs in no file (deleted from the files, or created over the API: extra) is kept: "
+        "delete it over the API to drop it. Start without --jobs to keep the data directory's "
+        "jobs as they are."
     ) in stderr
