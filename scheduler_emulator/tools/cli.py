@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import os
 import re
 import shlex
@@ -593,11 +594,13 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         )
     every_job = emulator.list_jobs()
     if isinstance(targets.publisher, NoPublisher):
+        missing = importlib.util.find_spec("google.pubsub_v1") is None  # (not imported: slow)
         _warn_undelivered(
             [j for j in every_job if j.target_type == "PUBSUB"],
             "Pub/Sub job(s) ({}) have nowhere to publish: their attempts fail FAILED_PRECONDITION "
             "until the daemon is started with --pubsub-emulator-host HOST:PORT or --with-pubsub "
-            "(docs/pubsub.md).",
+            + ("(either needs pip install 'cloud-scheduler-emulator[pubsub]'; " if missing else "(")
+            + "docs/pubsub.md).",
         )
     urls = targets.app_engine_urls
     _warn_undelivered(

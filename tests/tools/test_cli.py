@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shlex
 import socket
 import subprocess
@@ -403,6 +404,29 @@ class TestStartupLine:
             err = daemon.process.stderr.read()
             assert "warning: 1 Pub/Sub job(s) (restock) have nowhere to publish" in err
             assert "warning: 1 App Engine job(s) (sweep) have no local URL for their service" in err
+
+    def test_the_pubsub_warning_names_the_extra_when_it_is_missing(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Trial 54: after the README's first install the [pubsub] extra is missing too, and
+        only the attempts' reason said so."""
+        monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
+        (tmp_path / "sitecustomize.py").write_text(
+            "import sys\nsys.modules['google.pubsub_v1'] = None  # as if not installed\n"
+        )
+        monkeypatch.setenv(
+            "PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+        )
+        jobs = tmp_path / "jobs.yaml"
+        topic = {"topicName": "projects/my-project/topics/restock", "data": "aGk="}
+        jobs.write_text(
+            json.dumps([{"name": "restock", "schedule": "0 6 * * *", "pubsubTarget": topic}])
+        )
+        with running_daemon("--in-memory", "--jobs", str(jobs)) as daemon:
+            daemon.stop()
+            assert daemon.process.stderr is not None
+            err = daemon.process.stderr.read()
+        assert "--with-pubsub (either needs pip install 'cloud-scheduler-emulator[pubsub]'; " in err
 
 
 @pytest.mark.parametrize(
