@@ -437,10 +437,13 @@ def check_url(url: str, field: str, *, base: bool = False) -> None:
     if parts is not None and "@" in parts.netloc:
         userinfo, _, hostport = parts.netloc.rpartition("@")
         shown = f"{parts.scheme}://{userinfo.split(':', 1)[0]}{':***' if ':' in userinfo else ''}"
+        shown += "@" + hostport + ("/…" if parts.path.strip("/") or parts.query else "")
+        where = "appEngineHttpTarget.headers (Authorization)" if base else (
+            "httpTarget.headers (Authorization) or with an oidcToken or oauthToken"
+        )  # fmt: skip
         raise InvalidArgument(
             f"{field} must not contain a user name or password (user:password@host); send "
-            f"credentials in httpTarget.headers (Authorization) or with an oidcToken or "
-            f"oauthToken; got {show_text(shown + '@' + hostport + '/…')}.",
+            f"credentials in {where}; got {show_text(shown)}.",
             field=field,
         )
     if not host or not _HOST_RE.fullmatch(host):

@@ -203,6 +203,11 @@ def test_parse_app_engine_urls(values: object, expected: dict[str, str]) -> None
         ),
         (["=http://a.test"], "=http://a.test: the service name before = is empty"),
         (["w=http://u:secret@a.test"], 'user name or password .* got "http://u:\\*\\*\\*@'),
+        # trial 54: it pointed to httpTarget's headers and tokens, and showed a "/…" not there
+        (
+            ["http://u:secret@a.test:9"],
+            'in appEngineHttpTarget.headers \\(Authorization\\); got "http://u:\\*\\*\\*@a.test:9"\\.$',
+        ),
         # a trial's: read as one URL for every service, the message said only "http://"
         (["a/b=http://a.test"], "a service name before = holds no ':', '/' or space\\)\\.$"),
     ],
