@@ -580,7 +580,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     file_names = {job.name for job in jobs}
     before = {job.name: job for job in emulator.list_jobs()}
     stored = None if args.in_memory else sum(name not in file_names for name in before)
-    _note_file_changes(before, jobs)
+    if args.jobs:  # (without --jobs there are no files to compare the data directory with)
+        _note_file_changes(before, jobs)
     with emulator.store.batch():  # one transaction: the engine thread is not started yet
         for job in jobs:
             emulator.upsert_job(job)
@@ -594,7 +595,10 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         )
     every_job = emulator.list_jobs()
     if isinstance(targets.publisher, NoPublisher):
-        missing = importlib.util.find_spec("google.pubsub_v1") is None  # (not imported: slow)
+        try:  # (found, not imported: that is slow)
+            missing = importlib.util.find_spec("google.pubsub_v1") is None
+        except ModuleNotFoundError:  # no google package at all (trial 57: a traceback)
+            missing = True
         _warn_undelivered(
             [j for j in every_job if j.target_type == "PUBSUB"],
             "Pub/Sub job(s) ({}) have nowhere to publish: their attempts fail FAILED_PRECONDITION "

@@ -266,3 +266,7 @@ def test_a_restart_with_the_same_jobs_file_says_which_jobs_it_recreates_or_reset
         "delete it over the API to drop it. Start without --jobs to keep the data directory's "
         "jobs as they are."
     ) in stderr
+    with on_disk(tmp_path) as without_files:  # no files to compare with: no note (trial 57)
+        without_files.stop()
+        assert without_files.process.stderr is not None
+        assert "note: the --jobs files" not in without_files.process.stderr.read()

@@ -405,14 +405,16 @@ class TestStartupLine:
             assert "warning: 1 Pub/Sub job(s) (restock) have nowhere to publish" in err
             assert "warning: 1 App Engine job(s) (sweep) have no local URL for their service" in err
 
+    @pytest.mark.parametrize("absent", ["google.pubsub_v1", "google"])
     def test_the_pubsub_warning_names_the_extra_when_it_is_missing(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, absent: str
     ) -> None:
         """Trial 54: after the README's first install the [pubsub] extra is missing too, and
-        only the attempts' reason said so."""
+        only the attempts' reason said so (trial 57: with no google package at all, the check
+        itself was a traceback)."""
         monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
         (tmp_path / "sitecustomize.py").write_text(
-            "import sys\nsys.modules['google.pubsub_v1'] = None  # as if not installed\n"
+            f"import sys\nsys.modules[{absent!r}] = None  # as if not installed\n"
         )
         monkeypatch.setenv(
             "PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
