@@ -162,6 +162,30 @@ def test_the_readmes_first_install_alone_runs_the_example_tests(user: Clone) -> 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
+def test_the_readmes_first_install_alone_starts_the_daemon(user: Clone, tmp_path: Path) -> None:
+    """``scheduler-emulator start`` with nothing but the examples extra: trial 57's start was a
+    traceback there (a check for the [pubsub] extra found no google package at all), and the
+    suite, whose environment has every extra, never saw it."""
+    jobs = tmp_path / "jobs.yaml"
+    topic = '{"topicName": "projects/my-project/topics/restock", "data": "aGk="}'
+    jobs.write_text(f'[{{"name": "restock", "schedule": "0 6 * * *", "pubsubTarget": {topic}}}]')
+    env = {k: v for k, v in user.env.items() if k != "PUBSUB_EMULATOR_HOST"}
+    command = ["scheduler-emulator", "start", "--in-memory", "--port", "0", "--jobs", str(jobs)]
+    daemon = subprocess.Popen(
+        command, cwd=user.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert daemon.stdout is not None
+        first = daemon.stdout.readline()  # the startup line (or nothing: it ended)
+    finally:
+        daemon.terminate()
+        _, err = daemon.communicate(timeout=30)
+    assert "scheduler-emulator listening on http://127.0.0.1:" in first, err
+    assert "--with-pubsub (either needs pip install 'cloud-scheduler-emulator[pubsub]'; " in err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_a_generated_project_passes_its_own_tests_in_a_fresh_venv(
     user: Clone, tmp_path: Path
 ) -> None:
