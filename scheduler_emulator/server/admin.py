@@ -298,9 +298,12 @@ class Admin:
             if (
                 not self.emulator.has_job(name)
                 and not self.emulator.attempts_page(job, page_size=1)[0]
-            ):
+            ):  # a short ID is the default location's: name jobs of that ID elsewhere (trial 57)
+                elsewhere = [j.name for j in self.emulator.list_jobs() if j.job_id == job][:3]
+                hint = f" in {name.rsplit('/', 2)[0]}; jobs of that ID elsewhere (name one in full)"
                 raise NotFound(
-                    f"Job not found: job {show_value(job)} names no job and no recorded attempt."
+                    f"Job not found: job {show_value(job)} names no job and no recorded attempt"
+                    + (f"{hint}: {', '.join(elsewhere)}." if elsewhere else ".")
                 )
         return job
 

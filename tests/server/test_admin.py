@@ -200,6 +200,25 @@ def test_an_unknown_job_is_not_found(client: Client, endpoint: str) -> None:
     }
 
 
+def test_an_unknown_job_id_names_the_jobs_of_that_id_elsewhere(
+    emulator: Emulator, client: Client
+) -> None:
+    """Trial 57: a job made in another project was listed by ``jobs``, but ``attempts --job``
+    with its ID said it named no job and no recorded attempt."""
+    emulator.create_job(
+        name="projects/other-project/locations/europe-west1/jobs/xproj",
+        schedule="0 0 1 1 *",
+        http_target={"uri": "http://t.test/"},
+    )
+    response = client.get("/_emulator/attempts?job=xproj")
+    assert response.status_code == 404
+    assert response.json["error"]["message"] == (
+        'Job not found: job "xproj" names no job and no recorded attempt in '
+        "projects/my-project/locations/us-central1; jobs of that ID elsewhere (name one in "
+        "full): projects/other-project/locations/europe-west1/jobs/xproj."
+    )
+
+
 @pytest.mark.parametrize("endpoint", ["attempts", "skipped"])
 @pytest.mark.parametrize(
     ("query", "names"),
