@@ -502,3 +502,18 @@ class TestRouting:
         patched = api.patch(JOBS + "/nightly?update_mask=schedule", json={"schedule": "0 3 * * *"})
         assert patched.json["schedule"] == "0 3 * * *"
         assert api.get(PARENT.rsplit("/", 1)[0] + "?filter=&pageSize=5").status_code == 200
+
+    def test_an_empty_json_string_body_is_an_empty_message(self, api: Client) -> None:
+        """Trial 56: Node's REST fallback (google-gax) sends ``""`` for a job left empty once
+        its name went into the URL, so clearing a field by its mask alone was 400 "Expected
+        an object, got str"."""
+        api.post(JOBS, json=job_body(description="nightly sweep"))
+        cleared = api.patch(
+            JOBS + "/nightly?updateMask=description", data='""', content_type="application/json"
+        )
+        assert cleared.status_code == 200, cleared.json
+        assert "description" not in cleared.json
+        refused = api.patch(JOBS + "/nightly", data="[1]", content_type="application/json")
+        assert error_of(refused)["message"] == (
+            "Invalid JSON payload received. Expected an object, got an array."
+        )
