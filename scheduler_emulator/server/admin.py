@@ -71,6 +71,7 @@ from ..runtime._options import ATTEMPTS_PAGE_SIZE, ATTEMPTS_PAGE_SIZE_MAX
 from ..runtime.delivery.tokens import DISCOVERY_PATH, JWKS_PATH, TOKENINFO_PATH, X509_CERTS_PATH
 from ..runtime.storage import read_model
 from . import dashboard
+from .api import given_once
 from .grpc_api import grpc_available
 from .request_body import request_json
 
@@ -160,12 +161,7 @@ def _only_parameters(request: Request, *allowed: str) -> None:
                 f"{', '.join(allowed)}.",
                 field=name,
             )
-        values = request.args.getlist(name)
-        if len(values) > 1:
-            shown = ", ".join(show_value(value) for value in values[:5])
-            raise InvalidArgument(
-                f"{name} is given {len(values)} times ({shown}); give it once.", field=name
-            )
+        given_once(name, request.args.getlist(name))
 
 
 def _page_query(request: Request) -> tuple[int, str]:

@@ -91,13 +91,29 @@ def check_parameters(request: Request, endpoint: str) -> None:
     """
     taken = _FIELDS.get(endpoint, ())
     for name in request.args:
-        if name.removeprefix("$") not in _SYSTEM_PARAMETERS and camel_case(name) not in taken:
+        field = camel_case(name)
+        if field in taken:  # once, in either spelling (a second value was dropped: trial 59)
+            snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in field)
+            given_once(field, [v for n in {field, snake} for v in request.args.getlist(n)])
+        elif name.removeprefix("$") not in _SYSTEM_PARAMETERS:
             shown = show_value(name)
             raise InvalidArgument(
                 f"Invalid JSON payload received. Unknown name {shown}: Cannot bind query "
                 f"parameter. Field '{shown[1:-1]}' could not be found in request message.",
                 field=name,
             )
+
+
+def given_once(name: str, values: list[str]) -> None:
+    """Refuse a query parameter given more than once (one value would be dropped).
+
+    :raises InvalidArgument: naming it and its first five values.
+    """
+    if len(values) > 1:
+        shown = ", ".join(show_value(value) for value in values[:5])
+        raise InvalidArgument(
+            f"{name} is given {len(values)} times ({shown}); give it once.", field=name
+        )
 
 
 def wants_int_enums(request: Request) -> bool:

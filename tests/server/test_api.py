@@ -517,3 +517,22 @@ class TestRouting:
         assert error_of(refused)["message"] == (
             "Invalid JSON payload received. Expected an object, got an array."
         )
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "?updateMask=schedule&updateMask=description",
+            "?updateMask=schedule&update_mask=description",
+        ],
+    )
+    def test_a_field_given_twice_as_a_query_parameter_is_400(self, api: Client, query: str) -> None:
+        """Trial 59: the first value won and the rest was dropped: half an update, with a 200."""
+        api.post(JOBS, json=job_body(description="hello"))
+        body = {"schedule": "0 9 * * 3", "description": "x"}
+        response = api.patch(JOBS + "/nightly" + query, json=body)
+        assert response.status_code == 400
+        assert error_of(response)["message"] == (
+            'updateMask is given 2 times ("schedule", "description"); give it once.'
+        )
+        assert api.get(JOBS + "/nightly").json["schedule"] == "0 2 * * *"  # nothing changed
+        assert api.get(JOBS + "?pageSize=1&page_size=2").status_code == 400
