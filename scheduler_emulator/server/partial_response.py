@@ -101,14 +101,15 @@ def rest_field_mask(request: Request) -> Selection | None:
     if not given:
         return None
     (first, text), *others = given
-    for other, other_text in others:
-        if other_text != text:
+    tree = parse_fields(text, first)
+    for other, other_text in others:  # (compared parsed: jobs(name) is jobs.name)
+        if parse_fields(other_text, other) != tree:
             raise InvalidArgument(
                 f"{first} {show_value(text)} and {other} {show_value(other_text)} ask for "
                 "different fields; send the field mask once.",
                 field=other,
             )
-    return parse_fields(text, first)
+    return tree
 
 
 def grpc_field_mask(metadata: Any) -> Selection | None:

@@ -72,6 +72,13 @@ class TestFields:
         assert "fields" in error["message"]
         same = api.get(JOBS + "/nightly?fields=name", headers={"X-Goog-FieldMask": "name"})
         assert same.json == {"name": NAME}
+        # spelled otherwise, the same fields (trial 59: refused as different)
+        spelled = api.get(JOBS + "?fields=jobs(name)&%24fields=jobs/name")
+        assert spelled.status_code == 200, spelled.json
+        assert (
+            api.get(JOBS + "?fields=jobs(name)", headers={"X-Goog-FieldMask": "jobs.name"}).json
+            == spelled.json
+        )
 
     def test_a_malformed_mask_changes_nothing(self, api: Client) -> None:
         response = api.post(
