@@ -450,11 +450,14 @@ class TimerRouter:
             except BindingError as exc:
                 logger.warning(
                     "TIMER /%s refused with 400: %s (The body binds as JSON to the parameter "
-                    "'%s': %s.)",
+                    "'%s': %s.%s)",
                     name,
                     exc.summary(),
                     timer.payload_param,
                     type_name(timer.payload_type),
+                    " Annotate it `: TimerRequest` to be given the request instead."
+                    if timer.payload_type is Any
+                    else "",
                 )
                 problem = {
                     "type": VALIDATION_PROBLEM_TYPE,

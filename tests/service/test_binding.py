@@ -265,6 +265,19 @@ class TestShapesThatDoNotBind:
             "body binds as JSON to the parameter 'order': Line.)"
         )
 
+    def test_an_unannotated_parameter_is_the_body_and_the_line_says_how_to_get_the_request(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Trial 58: ``def slow(request)`` took the body and every delivery was refused with
+        parser words alone."""
+        run(Any, b"")
+
+        assert caplog.records[-1].getMessage() == (
+            "TIMER /report refused with 400: The input does not contain any JSON tokens. (The "
+            "body binds as JSON to the parameter 'order': Any. Annotate it `: TimerRequest` to "
+            "be given the request instead.)"
+        )
+
 
 class TestRegistrationChecksTheType:
     @pytest.mark.parametrize(
