@@ -29,7 +29,7 @@ from scheduler_emulator.runtime.delivery.tokens import (
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.service.auth import load_keys, verify_id_token
 from scheduler_emulator.tools.cli import build_parser
-from scheduler_emulator.wire import GOOGLE_ISSUER
+from scheduler_emulator.wire import GOOGLE_ISSUER, NaiveDatetimeError
 from tests.support import TARGET, RecordingTarget, nightly_job
 
 INVOKER = "scheduler-invoker@my-project.iam.gserviceaccount.com"
@@ -375,3 +375,17 @@ class TestCommandLine:
             build_parser().parse_args(["start", "--token-time", "virtual"])
         assert exit_info.value.code == 2
         assert "--token-time: invalid choice" in capsys.readouterr().err
+
+
+def test_a_naive_issue_instant_is_refused(authority: TokenAuthority) -> None:
+    """Trial 58: ``id_token(..., at=datetime(2026, 1, 1))`` was read as local time (under
+    ``TZ=America/New_York`` its ``iat`` was 05:00Z), where every other time input refuses a
+    naive datetime."""
+    with pytest.raises(NaiveDatetimeError, match="at"):
+        authority.id_token("a@p.iam.gserviceaccount.com", "https://svc", at=datetime(2026, 1, 1))
+    with pytest.raises(NaiveDatetimeError):
+        authority.access_token("a@p.iam.gserviceaccount.com", at=datetime(2026, 1, 1))
+    aware = authority.id_token(
+        "a@p.iam.gserviceaccount.com", "https://svc", at=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    assert jwt.decode(aware, options={"verify_signature": False})["iat"] == 1767225600

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...domain.errors import ConfigurationError
 from ...domain.resources import DEFAULT_OAUTH_SCOPE, Job
-from ...wire import GOOGLE_ISSUER
+from ...wire import GOOGLE_ISSUER, to_instant
 from .._clock import Clock, SystemClock
 
 if TYPE_CHECKING:
@@ -308,18 +308,22 @@ class TokenAuthority:
         return SystemClock().now() if self.token_time == "real" else self.clock.now()
 
     def _issue_time(self, at: datetime | None) -> datetime:
-        return self.now() if at is None or self.token_time == "real" else at
+        return self.now() if at is None or self.token_time == "real" else to_instant(at, "at")
 
     def id_token(self, email: str, audience: str, at: datetime | None = None) -> str:
         """Mint a signed ID token for the service account ``email``, for ``audience``, issued
-        at ``at`` (the attempt's start; now when ``None`` or under ``token_time="real"``)."""
+        at ``at`` (the attempt's start; now when ``None`` or under ``token_time="real"``).
+
+        :raises NaiveDatetimeError: for a naive ``at`` (trial 58's was read as local time).
+        """
         return self.key.sign(id_token_claims(email, audience, self._issue_time(at), self.issuer))
 
     def access_token(self, email: str, scope: str = "", at: datetime | None = None) -> str:
         """Mint an opaque access token and remember it for :meth:`tokeninfo`.
 
         :param scope: OAuth scope(s); empty means cloud-platform.
-        :param at: the issue instant; now when ``None``. Ignored under ``token_time="real"``.
+        :param at: the issue instant (aware; naive: ``NaiveDatetimeError``); now when ``None``.
+            Ignored under ``token_time="real"``.
         :return: ``ya29.emulator.`` followed by 43 random URL-safe characters.
         """
         issued = self._issue_time(at)
