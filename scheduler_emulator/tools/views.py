@@ -358,13 +358,29 @@ LATE_SECONDS = 60.0
 PAGE_SIZE = 1000
 
 
+def job_labels(names: Sequence[str]) -> list[str]:
+    """What the JOB column shows for each full job name: its ID, or ``PROJECT/LOCATION/ID`` when
+    the names span more than one project or location (trial 59: three jobs ``dup`` of three
+    locations read as one job, three times).
+
+    >>> job_labels(["projects/p/locations/l/jobs/a", "projects/q/locations/l/jobs/a"])
+    ['p/l/a', 'q/l/a']
+    """
+    if len({name.rsplit("/jobs/", 1)[0] for name in names}) <= 1:
+        return [name.rsplit("/", 1)[-1] for name in names]
+    short = (name.removeprefix("projects/").replace("/locations/", "/") for name in names)
+    return [name.replace("/jobs/", "/") for name in short]
+
+
 def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
     """The cells of the ``jobs`` table (:data:`JOBS_HEADERS`, or :data:`WIDE_JOBS_HEADERS`
     with ``wide``), from ``GET /_emulator/jobs`` rows; NEXT is the next fire time in the job's
     time zone (as its ScheduleTime header will read, and the other views' SCHEDULED), or
     ``retry T`` while a retry is pending."""
     rows = []
-    for job in jobs:
+    for job, label in zip(
+        jobs, job_labels([job.get("name") or job["id"] for job in jobs]), strict=True
+    ):
         last = job.get("lastAttempt")
         fire = job.get("nextFireTimes") or []
         retry = job.get("nextAttemptTime")
@@ -375,7 +391,7 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
             )
         rows.append(
             [
-                job["id"],
+                label,
                 job["state"],
                 job["schedule"],
                 job["timeZone"],
@@ -400,8 +416,9 @@ def attempt_rows(
     ``earlier``: attempts shown before these (``--follow``'s), whose answers count too."""
     rows = []
     notes = duplicate_notes([*earlier, *attempts])[len(earlier) :]
-    for attempt, duplicate in zip(attempts, notes, strict=True):
-        time_, job, _, number, injected, status, code = attempt_cells(attempt)
+    labels = job_labels([attempt.job for attempt in attempts])
+    for attempt, duplicate, job in zip(attempts, notes, labels, strict=True):
+        time_, _, _, number, injected, status, code = attempt_cells(attempt)
         time_ = fraction(time_, wide)
         nominal = iso(attempt.nominal)
         run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
@@ -551,13 +568,14 @@ def skipped_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> list[
     ``GET /_emulator/skipped`` records; SCHEDULED as the ``attempts`` table's
     (:func:`scheduled_cell`: the instant in UTC for an English-like schedule's time)."""
     rows = []
-    for record in records:
+    labels = job_labels([str(record["job"]) for record in records])
+    for record, job in zip(records, labels, strict=True):
         recorded = str(record.get("recordedAt") or "")
         rows.append(
             [
                 scheduled_cell(record.get("scheduleTime"), record.get("nominalTime"), False),
                 *([str(record.get("nominalTime") or "-")] if wide else []),
-                str(record["job"]).rsplit("/", 1)[-1],
+                job,
                 fraction(recorded, wide) or "-",
                 SKIPPED_REASONS.get(str(record.get("reason")), str(record.get("reason"))),
             ]
@@ -596,7 +614,7 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
     the next attempt's time (:func:`cut`), and the reason of its last failed attempt, preceded
     by how many of its deliveries were duplicates (a 2xx after the target had answered 2xx)."""
     rows = []
-    for run in runs:
+    for run, job in zip(runs, job_labels([str(run["job"]) for run in runs]), strict=True):
         attempts = run.get("attempts") or []
         failed = [a for a in attempts if a.get("reason")]
         most, tries = run.get("maxAttempts"), run.get("tries", len(attempts))
@@ -607,7 +625,7 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
                     run.get("scheduleTime"), run.get("nominalTime"), bool(run.get("forced"))
                 ),
                 *([first] if wide else []),
-                str(run["job"]).rsplit("/", 1)[-1],
+                job,
                 str(run["id"]),
                 f"{tries}/{most}" if most else str(tries),
                 run_state_text(run),

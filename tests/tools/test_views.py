@@ -867,3 +867,28 @@ def test_a_squeezed_last_column_keeps_a_timestamp_whole() -> None:
         "2026-09-25T00:00:00-04:00",
         "2026-09-25T01:00:00-04:00",
     ]
+
+
+def test_jobs_of_one_id_in_several_locations_are_told_apart() -> None:
+    """Trial 59: ``dup`` in three projects or locations read as three identical rows in
+    ``jobs``, ``runs`` and ``skipped``; the JOB column now names project and location when the
+    rows span more than one (and the ID alone when they do not)."""
+    names = [f"projects/{p}/locations/{loc}/jobs/dup"
+             for p, loc in (("my-project", "us-central1"), ("my-project", "europe-west1"),
+                            ("other-project", "us-central1"))]  # fmt: skip
+    job = {"id": "dup", "state": "ENABLED", "schedule": "0 3 * * *", "timeZone": "Etc/UTC",
+           "lastAttempt": None, "nextFireTimes": []}  # fmt: skip
+    labels = [
+        "my-project/us-central1/dup",
+        "my-project/europe-west1/dup",
+        "other-project/us-central1/dup",
+    ]
+    assert [row[0] for row in job_rows([{**job, "name": n} for n in names])] == labels
+    assert [row[0] for row in job_rows([{**job, "name": names[0]}])] == ["dup"]
+    run = {"id": 1, "scheduleTime": "2026-12-06T03:00:00Z", "attempts": [], "state": "SUCCEEDED"}
+    assert [row[1] for row in views.run_rows([{**run, "job": n} for n in names])] == labels
+    skipped = {"scheduleTime": "2026-12-06T03:00:00Z", "recordedAt": "2026-12-06T03:00:00Z"}
+    assert [row[1] for row in views.skipped_rows([{**skipped, "job": n} for n in names])] == labels
+    start = datetime(2026, 12, 6, 3, tzinfo=UTC)
+    attempts = [Attempt(i, n, i, 1, None, start, {}) for i, n in enumerate(names, 1)]
+    assert [row[1] for row in attempt_rows(attempts)] == labels
