@@ -94,7 +94,7 @@ def check_parameters(request: Request, endpoint: str) -> None:
         field = camel_case(name)
         if field in taken:  # once, in either spelling (a second value was dropped: trial 59)
             snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in field)
-            given_once(field, [v for n in {field, snake} for v in request.args.getlist(n)])
+            given_once(field, [v for n, v in request.args.items(multi=True) if n in (field, snake)])
         elif name.removeprefix("$") not in _SYSTEM_PARAMETERS:
             shown = show_value(name)
             raise InvalidArgument(
