@@ -467,10 +467,8 @@ class Admin:
         )
         page_size, page_token = _page_query(request)
         job = self._known_job(request)
-        after, before = (
-            _query_time(request, "scheduledAfter"),
-            _query_time(request, "scheduledBefore"),
-        )
+        after = _query_time(request, "scheduledAfter")
+        before = _query_time(request, "scheduledBefore")
         _window("scheduledAfter", after, "scheduledBefore", before)
         runs, following = read_model.runs_page(
             self.emulator.store,

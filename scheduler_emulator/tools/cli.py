@@ -649,24 +649,20 @@ def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job]) -> None:
     new = [job for job in jobs if job.name not in before]
     changed = [j for j in jobs if j.name in before and not same_configuration(j, before[j.name])]
     kept = [job for name, job in before.items() if name not in named]
-    parts = []
-    if new:
-        parts.append(
-            f"{len(new)} of their jobs not in it (new in the files, or deleted over the API"
-            f"{_ids(new)}) {'is' if len(new) == 1 else 'are'} created"
-        )
-    if changed:
-        parts.append(
-            f"{len(changed)} configured otherwise there (changed in the files, or over the API"
-            f"{_ids(changed)}) {'takes' if len(changed) == 1 else 'take'} the files' configuration"
-        )
-    if kept:
-        one = len(kept) == 1
-        parts.append(
-            f"{len(kept)} of its jobs in no file (deleted from the files, or created over the API"
-            f"{_ids(kept)}) {'is' if one else 'are'} kept: delete {'it' if one else 'them'} over "
-            "the API to drop " + ("it" if one else "them")
-        )
+    said = (  # (how many, which, and what becomes of them: one, several)
+        (new, "of their jobs not in it (new in the files, or deleted over the API",
+         "is created", "are created"),
+        (changed, "configured otherwise there (changed in the files, or over the API",
+         "takes the files' configuration", "take the files' configuration"),
+        (kept, "of its jobs in no file (deleted from the files, or created over the API",
+         "is kept: delete it over the API to drop it",
+         "are kept: delete them over the API to drop them"),
+    )  # fmt: skip
+    parts = [
+        f"{len(js)} {which}{_ids(js)}) {one if len(js) == 1 else more}"
+        for js, which, one, more in said
+        if js
+    ]
     if parts:
         print(
             f"note: the --jobs files win over the data directory: {'; '.join(parts)}. Start "
