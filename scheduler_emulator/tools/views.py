@@ -738,11 +738,11 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
             client.call("POST", f"/v1/{name}:run", body={})
         except Refused as exc:  # Google's "Job not found." names no job
             raise ConfigurationError(f"job {args.job!r}: {exc}") from None
-        out.write(f"started a run of {name.rsplit('/', 1)[-1]}\n")
+        out.write(f"started a run of {args.job}\n")  # as named: an ID, or another project's job
         return 0
     when = iso(args.schedule_time)
     client.call("POST", "/_emulator/runs", body={"job": args.job, "scheduleTime": when})
-    out.write(f"started a run of {args.job.rsplit('/', 1)[-1]} as if scheduled at {when}\n")
+    out.write(f"started a run of {args.job} as if scheduled at {when}\n")
     return 0
 
 

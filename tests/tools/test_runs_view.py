@@ -95,8 +95,13 @@ def test_run_as_if_scheduled_at_an_instant_sends_that_schedule_time(
     sent = received.headers["X-Cloudscheduler-Scheduletime"]
     assert sent == "2026-03-29T01:30:00+01:00"  # that instant, in the job's zone
     [line] = cli(daemon, "run", "berlin")  # RunJob: the job's next scheduled time
+    assert line == "started a run of berlin"
     [plain] = target.wait_for(before + 2)[before + 1 :]
     assert plain.headers["X-Cloudscheduler-Scheduletime"] == "2026-09-26T02:00:00+02:00"
+    config = daemon.get("/_emulator/config")  # a job named in full is named so: another
+    full = f"projects/{config['project']}/locations/{config['location']}/jobs/berlin"
+    assert cli(daemon, "run", full) == [f"started a run of {full}"]  # project's reads as one
+    target.wait_for(before + 3)
 
 
 def test_run_as_of_refuses_a_bad_instant_and_an_unknown_job(scene: tuple[Daemon, object]) -> None:
