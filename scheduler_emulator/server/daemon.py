@@ -156,6 +156,7 @@ class Daemon:
                     log,
                     format=log_format,
                     flush_interval=None if clock == "manual" else DAEMON_FLUSH_INTERVAL,
+                    held=True,  # until run(): the startup line comes first
                 )
             try:
                 self.emulator = Emulator(
@@ -207,6 +208,8 @@ class Daemon:
         :return: how many attempts the stop recorded as interrupted.
         """
         _settle_garbage_collector()
+        if self.attempt_log is not None:
+            self.attempt_log.release()
         self.emulator.start()
         self._running = True
         started: list[Companion] = []

@@ -97,11 +97,19 @@ class AttemptLog:
         clock: one system call per batch, not two per attempt); :meth:`flush` and :meth:`close`
         write them at once. A kill loses at most the last ``flush_interval`` of log lines (the
         store, not this log, is the record a crash must not lose).
+    :param held: keep every line until :meth:`release` (or :meth:`close`): the daemon's
+        startup line comes first on stdout, before the lines of the attempts a restart found
+        in flight.
     :raises ValueError: for another format, or a ``flush_interval`` that is not positive.
     """
 
     def __init__(
-        self, stream: IO[str], format: str = "json", *, flush_interval: float | None = None
+        self,
+        stream: IO[str],
+        format: str = "json",
+        *,
+        flush_interval: float | None = None,
+        held: bool = False,
     ) -> None:
         if format not in LOG_FORMATS:
             raise ValueError(f"log format {format!r} is not one of {', '.join(LOG_FORMATS)}.")
@@ -116,6 +124,7 @@ class AttemptLog:
         self._wake = threading.Event()
         self._stop = threading.Event()  # closed, or the stream failed: lines written at once
         self._widths = [0] * 5  # of the text lines' columns (text_line)
+        self._holding = held
         self._writer: threading.Thread | None = None
         if flush_interval is not None:
             self._writer = threading.Thread(target=self._write_queued, name="attempt-log")
@@ -131,6 +140,11 @@ class AttemptLog:
             if lines:
                 self._stream.write("\n".join(lines) + "\n")
                 self._stream.flush()
+
+    def release(self) -> None:
+        """Write the lines held since construction (see ``held``), and later ones as usual."""
+        self._holding = False
+        self.flush()
 
     def close(self) -> None:
         """Write the queued lines and stop the writer thread; later lines are written at once.
@@ -149,6 +163,8 @@ class AttemptLog:
     def _write(self, entry: dict[str, Any] | str) -> None:
         line = entry if isinstance(entry, str) else json.dumps(entry, sort_keys=True)
         self._queued.append(line)  # one queue, so lines keep their order in every mode
+        if self._holding:
+            return
         if self._interval is None or self._stop.is_set():
             self.flush()
         elif not self._wake.is_set():
