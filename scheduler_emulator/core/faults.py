@@ -389,6 +389,21 @@ class FaultPlan:
                     break
         return notes
 
+    def unmatched(self, job_ids: Iterable[str]) -> list[str]:
+        """A note for each rule whose job pattern matches none of ``job_ids`` (a misspelt job
+        never fires: trial 60); none while there is no job at all. Such a plan is valid (the
+        job may be created later); the daemon and ``replay`` warn about it."""
+        ids = sorted(set(job_ids))
+        notes = []
+        for index, rule in enumerate(self.rules if ids else []):
+            if not any(rule.job == i or fnmatch.fnmatchcase(i, rule.job) for i in ids):
+                have = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
+                notes.append(
+                    f"rules[{index}] ({rule.action}) names job {rule.job!r}, which no job is "
+                    f"(job IDs: {have}): it acts on none until such a job exists."
+                )
+        return notes
+
     def to_json(self) -> dict[str, Any]:
         """``{"seed": …, "rules": [...]}``."""
         with self._lock:

@@ -710,7 +710,8 @@ def replay_scenario(
     if target is not None:
         _check_target(target)
     scenario = load_scenario(path)
-    for note in scenario.fault_plan().shadowed():
+    plan = scenario.fault_plan()
+    for note in plan.shadowed() + plan.unmatched(job.job_id for job in scenario.jobs):
         print(f"warning: {path}: faults: {note}", file=sys.stderr)
     where = None if report_file is None else Path(report_file)
     if where is not None and (where.is_dir() or not where.parent.is_dir()):  # before the run

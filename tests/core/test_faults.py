@@ -310,6 +310,18 @@ class TestRules:
             if shadowed else []
         )  # fmt: skip
 
+    def test_a_rule_whose_job_pattern_matches_no_job_is_named(self) -> None:
+        """Trial 60: a misspelt job (``sweeep``) was accepted without a word and never fired."""
+        plan = FaultPlan(
+            [FaultRule("lost_ack", job="sweeep"), FaultRule("duplicate", job="swe*"),
+             FaultRule("deadline"), FaultRule("duplicate", job="sweep")]
+        )  # fmt: skip
+        assert plan.unmatched(["sweep", "ping", "sweep"]) == [
+            "rules[0] (lost_ack) names job 'sweeep', which no job is (job IDs: ping, sweep): it "
+            "acts on none until such a job exists."
+        ]
+        assert plan.unmatched([]) == []  # no job yet: the jobs come later
+
     def test_a_shadowed_rule_indeed_never_acts(
         self, emulator: Emulator, target: RecordingTarget
     ) -> None:

@@ -498,6 +498,16 @@ class TestReplay:
             "attempt).\n"
         )
 
+    def test_a_fault_rule_for_no_job_of_the_scenario_is_a_warning(self, tmp_path: Path) -> None:
+        text = HOURLY + "faults:\n  rules:\n    - {action: duplicate, job: hourli}\n"
+        path = write(tmp_path, text)
+        code, _, err = replay(str(path))
+        assert code == 0
+        assert err == (
+            f"warning: {path}: faults: rules[0] (duplicate) names job 'hourli', which no job is "
+            "(job IDs: hourly): it acts on none until such a job exists.\n"
+        )
+
     def test_a_failing_target_is_retried_and_shown_in_the_timeline(self, tmp_path: Path) -> None:
         text = HOURLY.replace("make()", "flaky()").replace("3h", "1h")
         code, out, _ = replay(str(write(tmp_path, text)))
