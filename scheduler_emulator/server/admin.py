@@ -570,8 +570,8 @@ class Admin:
                 try:
                     self.emulator.get_job(job)
                     also = (
-                        f" {show_value(job)} is a Cloud Scheduler job; job= takes the Cloud Run "
-                        "job it runs."
+                        f" {show_value(job)} is a Cloud Scheduler job; the job filter (job=, "
+                        "the executions command's --job) takes the Cloud Run job it runs."
                     )
                 except (NotFound, InvalidArgument):
                     also = ""

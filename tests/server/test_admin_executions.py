@@ -88,7 +88,8 @@ def test_a_scheduler_jobs_name_as_job_says_which_job_the_filter_takes(emulator: 
     assert response.status_code == 404
     assert response.json["error"]["message"] == (
         'No Cloud Run job "nightly-export" is defined (defined: ok, bad). "nightly-export" is '
-        "a Cloud Scheduler job; job= takes the Cloud Run job it runs."
+        "a Cloud Scheduler job; the job filter (job=, the executions command's --job) takes the "
+        "Cloud Run job it runs."
     )
 
 
