@@ -279,7 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     firebase_command.add_command(sub)
 
     nxt = sub.add_parser("next", help="print a schedule's next fire times")
-    nxt.add_argument("schedule", help='unix-cron or English-like schedule, e.g. "0 2 * * *"')
+    nxt.add_argument(
+        "schedule", metavar="SCHEDULE", help='unix-cron or English-like schedule, e.g. "0 2 * * *"'
+    )
     nxt.add_argument("--time-zone", default="Etc/UTC", help="IANA time zone (%(default)s)")
     nxt.add_argument("--after", type=timestamp_argument, metavar="RFC3339", help="default: now")
     nxt.add_argument("-n", **_whole_options(5), help="how many fire times (%(default)s)")
