@@ -224,9 +224,10 @@ def test_the_page_fits_an_800_px_window(tmp_path: Path) -> None:
         driver.execute_script("window.scrollTo(0, 0)")  # type: ignore[attr-defined]
         by_testid(driver, "tab-timeline").click()  # the refused attempt's panel: its text once
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-la-failing"] .tl-attempt'))
-        refused = all_by_css(driver, '[data-testid="lane-la-failing"] .tl-attempt')[-1]
-        driver.execute_script(
-            "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", refused
+        driver.execute_script(  # found and clicked in one turn of the page: the timeline may
+            "const bars = document.querySelectorAll("  # redraw between a find and a click
+            "'[data-testid=\"lane-la-failing\"] .tl-attempt');"
+            "bars[bars.length - 1].dispatchEvent(new MouseEvent('click', {bubbles: true}));"
         )  # type: ignore[attr-defined]
         wait_for(driver, lambda d: "la-failing" in by_testid(d, "attempt-details").text)
         debug = by_testid(driver, "detail-debug").text
