@@ -735,10 +735,16 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
             config = client.get("/_emulator/config")
             name = f"projects/{config['project']}/locations/{config['location']}/jobs/{name}"
         try:
-            client.call("POST", f"/v1/{name}:run", body={})
-        except Refused as exc:  # Google's "Job not found." names no job
-            raise ConfigurationError(f"job {args.job!r}: {exc}") from None
-        out.write(f"started a run of {args.job}\n")  # as named: an ID, or another project's job
+            ran = client.call("POST", f"/v1/{name}:run", body={})
+        except Refused as exc:  # Google's "Job not found." names no job: name those there are
+            parent, there = name.rpartition("/jobs/")[0], ""
+            if "not found" in str(exc).lower():
+                listed = client.get(f"/v1/{parent}/jobs", {"pageSize": 20}).get("jobs", [])
+                ids = ", ".join(job["name"].rsplit("/", 1)[-1] for job in listed) or "none"
+                there = f" Jobs in {parent}: {ids}."
+            raise ConfigurationError(f"job {args.job!r}: {exc}{there}") from None
+        paused = " (the job is PAUSED: a forced run goes anyway)" * (ran.get("state") == "PAUSED")
+        out.write(f"started a run of {args.job}{paused}\n")  # as named: maybe another project's
         return 0
     when = iso(args.schedule_time)
     client.call("POST", "/_emulator/runs", body={"job": args.job, "scheduleTime": when})

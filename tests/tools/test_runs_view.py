@@ -102,6 +102,13 @@ def test_run_as_if_scheduled_at_an_instant_sends_that_schedule_time(
     full = f"projects/{config['project']}/locations/{config['location']}/jobs/berlin"
     assert cli(daemon, "run", full) == [f"started a run of {full}"]  # project's reads as one
     target.wait_for(before + 3)
+    daemon.post(f"/v1/{full}:pause").raise_for_status()
+    try:  # a paused job's forced run goes anyway: said, so that it is not taken for a mistake
+        paused = ["started a run of berlin (the job is PAUSED: a forced run goes anyway)"]
+        assert cli(daemon, "run", "berlin") == paused
+        target.wait_for(before + 4)
+    finally:
+        daemon.post(f"/v1/{full}:resume").raise_for_status()
 
 
 def test_run_as_of_refuses_a_bad_instant_and_an_unknown_job(scene: tuple[Daemon, object]) -> None:
@@ -112,6 +119,9 @@ def test_run_as_of_refuses_a_bad_instant_and_an_unknown_job(scene: tuple[Daemon,
     assert exited.value.code == 2  # argparse names --schedule-time and the value
     code, _, err = run_cli("run", "nope", "--schedule-time", "2026-01-01T00:00:00Z", "--port", port)
     assert code == 2 and "nope" in err
+    code, _, err = run_cli("run", "berlim", "--port", port)  # trial 60: which jobs are there?
+    assert code == 2 and err.startswith("error: job 'berlim': Job not found.")
+    assert "Jobs in projects/" in err and "berlin" in err.split("Jobs in ")[1]
     answer = daemon.post("/_emulator/runs", {"job": "nope", "scheduleTime": "2026-01-01T00:00:00Z"})
     assert answer.status_code == 404
     answer = daemon.post("/_emulator/runs", {"job": "berlin", "scheduleTime": "soon"})
