@@ -739,9 +739,10 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         except Refused as exc:  # Google's "Job not found." names no job: name those there are
             parent, there = name.rpartition("/jobs/")[0], ""
             if "not found" in str(exc).lower():
-                listed = client.get(f"/v1/{parent}/jobs", {"pageSize": 20}).get("jobs", [])
-                ids = ", ".join(job["name"].rsplit("/", 1)[-1] for job in listed) or "none"
-                there = f" Jobs in {parent}: {ids}."
+                page = client.get(f"/v1/{parent}/jobs", {"pageSize": 20})
+                ids = [job["name"].rsplit("/", 1)[-1] for job in page.get("jobs", [])]
+                more = ", …" if page.get("nextPageToken") else ""
+                there = f" Jobs in {parent}: {', '.join(ids) or 'none'}{more}."
             raise ConfigurationError(f"job {args.job!r}: {exc}{there}") from None
         paused = " (the job is PAUSED: a forced run goes anyway)" * (ran.get("state") == "PAUSED")
         out.write(f"started a run of {args.job}{paused}\n")  # as named: maybe another project's
