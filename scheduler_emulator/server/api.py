@@ -93,8 +93,9 @@ def check_parameters(request: Request, endpoint: str) -> None:
     for name in request.args:
         field = camel_case(name)
         if field in taken:  # once, in either spelling (a second value was dropped: trial 59)
-            snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in field)
-            given_once(field, [v for n, v in request.args.items(multi=True) if n in (field, snake)])
+            given_once(
+                field, [v for n, v in request.args.items(multi=True) if camel_case(n) == field]
+            )
         elif name.removeprefix("$") not in _SYSTEM_PARAMETERS:
             shown = show_value(name)
             raise InvalidArgument(
