@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -27,7 +27,7 @@ __all__ = [
     "RUN_STILL_GOING",
     "Run",
     "SkippedRun",
-    "duplicate_flags",
+    "earlier_answers",
     "excerpt_text",
     "failure_reason",
     "in_flight_at",
@@ -344,19 +344,25 @@ def ok_status(response_status: int | None, debug_info: str | None) -> int | None
     return next((c for c in candidates if c is not None and 200 <= c <= 299), None)
 
 
-def duplicate_flags(statuses: list[tuple[int | None, str | None]]) -> list[bool]:
-    """Which deliveries of one run are duplicates: answered 2xx when the target had already
-    answered 2xx to an earlier one (even if that answer was lost or came too late) — a
-    deduplicating target skipped the work, a naive one did it again.
+def earlier_answers(
+    deliveries: Iterable[tuple[Hashable, int | None, str | None]],
+) -> list[tuple[int, int] | None]:
+    """For each delivery answered 2xx, the first earlier 2xx answer to the same key (even one a
+    ``lost_ack`` fault dropped or that came after the deadline). Keyed by run, such a delivery
+    is a duplicate: a deduplicating target skipped the work, a naive one did it again.
 
-    :param statuses: ``(response_status, debug_info)`` of the run's attempts in start order.
-    :return: one flag per attempt.
+    :param deliveries: ``(key, response_status, debug_info)`` per delivery, in start order.
+    :return: per delivery, ``(status, position)`` of that earlier answer (``position`` counts
+        from 0 in ``deliveries``), or ``None``.
     """
-    flags, answered = [], False
-    for status, debug_info in statuses:
-        flags.append(answered and status is not None and 200 <= status <= 299)
-        answered = answered or ok_status(status, debug_info) is not None
-    return flags
+    first: dict[Hashable, tuple[int, int]] = {}
+    out: list[tuple[int, int] | None] = []
+    for position, (key, status, debug_info) in enumerate(deliveries):
+        out.append(first.get(key) if status is not None and 200 <= status <= 299 else None)
+        ok = ok_status(status, debug_info)
+        if ok is not None:
+            first.setdefault(key, (ok, position))
+    return out
 
 
 #: Characters of :func:`failure_reason` at most.

@@ -22,21 +22,21 @@ import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from itertools import zip_longest
 from typing import IO
+from urllib.parse import urlsplit
 
-from ..domain.attempts import DUPLICATE_NOTE, Attempt, iso, ok_status
+from ..domain.attempts import DUPLICATE_NOTE, Attempt, earlier_answers, iso
+from ..wire import is_cloud_run_host
 
 __all__ = [
     "IN_FLIGHT",
     "DETAIL_WIDTH",
     "MIN_LAST_WIDTH",
     "TIMELINE_HEADERS",
-    "answered_ok_status",
     "attempt_cells",
     "marks",
     "notes",
     "render_table",
     "render_timeline",
-    "run_key",
     "shorten",
     "timeline_rows",
 ]
@@ -137,16 +137,6 @@ def render_table(
     return lines
 
 
-def answered_ok_status(attempt: Attempt) -> int | None:
-    """The 2xx status the target answered ``attempt`` with, as far as the record shows.
-
-    :param attempt: a finished attempt.
-    :return: the status, including an answer a ``lost_ack`` fault dropped or one that came
-        after a ``deadline`` fault; ``None`` when it answered nothing 2xx.
-    """
-    return ok_status(attempt.response_status, attempt.debug_info)
-
-
 def shorten(debug_info: str, width: int = DETAIL_WIDTH) -> str:
     """Shorten an attempt's debug text for the DETAIL column.
 
@@ -168,39 +158,45 @@ def shorten(debug_info: str, width: int = DETAIL_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def run_key(attempt: Attempt) -> tuple[str, str]:
-    """The key a deduplicating target files a run under.
-
-    :param attempt: an attempt.
-    :return: (job, ScheduleTime), or (job, the run's own ID) when no header was sent.
-    """
-    return attempt.job, attempt.schedule_time or f"run {attempt.run_id}"
+def _dedup_key(attempt: Attempt) -> tuple[str, str] | None:
+    """(job, ScheduleTime) when the attempt sent the header to a service (not a Pub/Sub
+    publish, nor a call of the Cloud Run Admin API, whose tasks never see it), else ``None``."""
+    url = urlsplit(str(attempt.request.get("url", "")))
+    if attempt.schedule_time is None or not url.scheme or is_cloud_run_host(url.hostname or ""):
+        return None
+    return attempt.job, attempt.schedule_time
 
 
 def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
     """For each attempt, ``duplicate: the target already answered 200 to attempt 1 of this
-    run`` for a 2xx to a run (keyed as a deduplicating target keys it, :func:`run_key`) that
-    the target had already answered 2xx among ``attempts``, else ``""``; ``… of run 4, which
-    sent the same ScheduleTime`` when that answer was to another run (two forced runs send the
-    job's next scheduled time alike; ``run 4 (forced)`` when it was forced: the scheduled run
-    it sent the time of reads so).
+    run`` for a 2xx to a run the target had already answered 2xx among ``attempts``
+    (:func:`~scheduler_emulator.domain.attempts.earlier_answers`, the rule every surface
+    flags); else, for a 2xx to a run that sent the ScheduleTime of an earlier run answered 2xx
+    (a forced run sends the job's next scheduled time), ``same ScheduleTime as run 4 (forced),
+    which the target answered 200: a target deduplicating by it skips this run``; else ``""``.
 
     :param attempts: in start order.
     """
-    answered: dict[tuple[str, str], tuple[int, int, int, bool]] = {}  # run → status, attempt,
-    # run ID, forced
+    per_run = earlier_answers(
+        ((a.job, a.run_id), a.response_status, a.debug_info) for a in attempts
+    )
+    per_time = earlier_answers(
+        (_dedup_key(a) or (a.job, a.run_id), a.response_status, a.debug_info) for a in attempts
+    )
     out = []
-    for attempt in attempts:
-        key, status, note = run_key(attempt), attempt.response_status, ""
-        if status is not None and 200 <= status <= 299 and key in answered:
-            earlier, number, run_id, forced = answered[key]
-            run = f"run {run_id}{' (forced)' if forced else ''}, which sent the same ScheduleTime"
-            run = "this run" if run_id == attempt.run_id else run
-            note = f"duplicate: the target already answered {earlier} to attempt {number} of {run}"
-            note += " (injected duplicate delivery)" if attempt.copy else ""
-        ok = answered_ok_status(attempt)
-        if ok is not None and key not in answered:
-            answered[key] = (ok, attempt.attempt, attempt.run_id, attempt.forced)
+    for attempt, same_run, same_time in zip(attempts, per_run, per_time, strict=True):
+        note = ""
+        if same_run is not None:
+            status, position = same_run
+            number = attempts[position].attempt
+            note = f"duplicate: the target already answered {status} to attempt {number} of "
+            note += "this run" + (" (injected duplicate delivery)" if attempt.copy else "")
+        elif same_time is not None:
+            status, position = same_time
+            earlier = attempts[position]
+            run = f"run {earlier.run_id}{' (forced)' if earlier.forced else ''}"
+            note = f"same ScheduleTime as {run}, which the target answered {status}: a target "
+            note += "deduplicating by it skips this run"
         out.append(note)
     return out
 

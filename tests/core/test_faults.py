@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -10,12 +11,13 @@ from typing import Any
 import pytest
 from werkzeug.test import Client
 
-from scheduler_emulator import Emulator, ManualClock, WsgiTransport
+from scheduler_emulator import Attempt, Emulator, ManualClock, WsgiTransport
 from scheduler_emulator.core.faults import AttemptContext, FaultPlan, FaultRule
 from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.runtime.storage.attempt_log import text_line
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.fault_file import load_fault_file
+from scheduler_emulator.tools.timeline import duplicate_notes
 from scheduler_emulator.tools.views import attempt_rows, run_rows
 from tests.support import RecordingTarget, nightly_job
 
@@ -88,16 +90,58 @@ class TestActions:
         self, emulator: Emulator, target: RecordingTarget
     ) -> None:
         """A trial: the second of two forced runs (both send the job's next scheduled time)
-        read "already answered 200 to attempt 1 of this run", though it was run 2's first."""
+        read "already answered 200 to attempt 1 of this run", though it was run 2's first; a
+        later trial: it read "duplicate" while the runs view and the JSON did not flag it.
+        Every surface flags duplicates within a run; the note names the shared ScheduleTime."""
         emulator.create_job(nightly_job())
         emulator.run_job("nightly")
         emulator.run_job("nightly")
         notes = [row[-1] for row in attempt_rows(emulator.attempts())]
         assert notes == [
             "",
-            "duplicate: the target already answered 200 to attempt 1 of run 1 (forced), which "
-            "sent the same ScheduleTime",
+            "same ScheduleTime as run 1 (forced), which the target answered 200: a target "
+            "deduplicating by it skips this run",
         ]
+        runs = Client(create_app(emulator)).get("/_emulator/runs").json["runs"]
+        assert [a["duplicate"] for run in runs for a in run["attempts"]] == [False, False]
+
+    @pytest.mark.parametrize(
+        "request_",
+        [
+            {
+                "method": "POST",
+                "url": "https://run.googleapis.com/v2/projects/p/locations/l/jobs/j:run",
+            },
+            {"targetType": "PUB_SUB", "pubsubTopic": "projects/p/topics/t"},
+        ],
+        ids=["cloud-run-admin-api", "pubsub"],
+    )
+    def test_no_schedule_time_note_where_no_service_sees_the_header(
+        self, request_: dict[str, Any]
+    ) -> None:
+        """A trial: two forced runs of a job that runs a Cloud Run job read as duplicates,
+        though the job's tasks never see the ScheduleTime header (nor does a Pub/Sub
+        subscriber)."""
+        at = datetime(2026, 12, 5, 1, 0, tzinfo=UTC)
+        first, second = (
+            Attempt(
+                n,
+                "projects/p/locations/l/jobs/j",
+                n,
+                1,
+                "2026-12-05T02:00:00Z",
+                at,
+                request_,
+                at,
+                200,
+                "OK",
+                forced=True,
+            )
+            for n in (1, 2)
+        )
+        assert duplicate_notes([first, second]) == ["", ""]
+        http = [replace(a, request={"url": "http://x.test/"}) for a in (first, second)]
+        assert duplicate_notes(http)[1].startswith("same ScheduleTime as run 1 (forced)")
 
     def test_a_failed_assert_attempted_gives_each_attempts_reason(
         self, emulator: Emulator, target: RecordingTarget

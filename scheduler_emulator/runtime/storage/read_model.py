@@ -14,7 +14,7 @@ from functools import partial
 from itertools import islice
 from typing import Any
 
-from ...domain.attempts import Attempt, duplicate_flags, in_flight_at, iso
+from ...domain.attempts import Attempt, earlier_answers, in_flight_at, iso
 from ...domain.errors import RPC_CODES
 from ...domain.resources import AppEngineRouting, Job, State
 from ...domain.retry import gave_up_because, max_attempts
@@ -233,10 +233,10 @@ def _compact(check: Row, row: Any, now: datetime) -> dict[str, Any]:
 
 
 def _mark_duplicates(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Set ``duplicate`` (:func:`duplicate_flags`) on each of one run's attempts."""
-    flags = duplicate_flags([(a["responseStatus"], a["debugInfo"]) for a in attempts])
-    for attempt, flag in zip(attempts, flags, strict=True):
-        attempt["duplicate"] = flag
+    """Set ``duplicate`` (:func:`earlier_answers`) on each of one run's attempts."""
+    answers = earlier_answers((0, a["responseStatus"], a["debugInfo"]) for a in attempts)
+    for attempt, answer in zip(attempts, answers, strict=True):
+        attempt["duplicate"] = answer is not None
     return attempts
 
 
