@@ -745,7 +745,10 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
                 there = f" Jobs in {parent}: {', '.join(ids) or 'none'}{more}."
             raise ConfigurationError(f"job {args.job!r}: {exc}{there}") from None
         paused = " (the job is PAUSED: a forced run goes anyway)" * (ran.get("state") == "PAUSED")
-        out.write(f"started a run of {args.job}{paused}\n")  # as named: maybe another project's
+        [run] = client.get("/_emulator/runs", {"job": name, "pageSize": 1})["runs"]  # this one
+        sent = f"ScheduleTime {run['scheduleTime']}" if run["scheduleTime"] else "no ScheduleTime"
+        # as named (maybe another project's job), and what it sent: a later run may send it too
+        out.write(f"started a run of {args.job}, sending {sent}{paused}\n")
         return 0
     when = iso(args.schedule_time)
     client.call("POST", "/_emulator/runs", body={"job": args.job, "scheduleTime": when})
