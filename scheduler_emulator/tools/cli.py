@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from .. import __version__
-from ..clients import emulator_host
+from ..clients import EMULATOR_HOST_VARIABLE, emulator_host
 from ..domain.codec import same_configuration
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_location_id, check_project_id
@@ -127,11 +127,15 @@ def _id_argument(check: Callable[..., object]) -> Callable[[str], Any]:
 
 def _daemon_address(parser: argparse.ArgumentParser) -> None:
     """Add ``--host``/``--port`` of a running daemon (``env-init``, the views): by default
-    ``$CLOUD_SCHEDULER_EMULATOR_HOST``'s (env-init exports it) if HOST:PORT, else 127.0.0.1:8095."""
+    ``$CLOUD_SCHEDULER_EMULATOR_HOST``'s (env-init exports it), else 127.0.0.1:8095; a value
+    that is not HOST:PORT is refused when the command runs (:func:`main`), naming it."""
     host, port = DEFAULT_HOST, DEFAULT_PORT
-    with contextlib.suppress(ValueError):
-        exported, _, number = emulator_host().rpartition(":")
-        host, port = exported.strip("[]"), int(number)
+    if os.environ.get(EMULATOR_HOST_VARIABLE, "").strip():
+        try:
+            exported, _, number = emulator_host().rpartition(":")
+            host, port = exported.strip("[]"), int(number)
+        except ValueError as exc:  # (a trial's was ignored: "no daemon answers at …:8095")
+            parser.set_defaults(address_problem=str(exc))
     parser.add_argument(
         "--host", type=_host, default=host, help="the daemon's address (%(default)s)"
     )
@@ -704,6 +708,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         **views.COMMANDS,
     }
     try:
+        if problem := getattr(args, "address_problem", None):
+            raise ConfigurationError(problem)
         if args.command == "demo":
             from .demo import run_demo
 

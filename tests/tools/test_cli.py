@@ -283,8 +283,7 @@ class TestEnvInit:
 
     @pytest.mark.parametrize(
         ("exported", "asked"),
-        [("127.0.0.1:9", "http://127.0.0.1:9"), ("[::1]:9", "http://[::1]:9"),
-         ("not-an-address", "http://127.0.0.1:8095")],
+        [("127.0.0.1:9", "http://127.0.0.1:9"), ("[::1]:9", "http://[::1]:9")],
     )  # fmt: skip
     def test_the_views_go_where_the_exported_variable_says(
         self,
@@ -298,6 +297,18 @@ class TestEnvInit:
         monkeypatch.setenv("CLOUD_SCHEDULER_EMULATOR_HOST", exported)
         code, _, err = run_command(capsys, "attempts")
         assert code == 2 and f"no scheduler-emulator answers at {asked};" in err
+
+    def test_a_variable_that_is_not_host_port_is_refused_naming_it(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A trial: ``CLOUD_SCHEDULER_EMULATOR_HOST=nonsense`` was ignored; the views asked
+        127.0.0.1:8095 and said no daemon answered there."""
+        monkeypatch.setenv("CLOUD_SCHEDULER_EMULATOR_HOST", "not-an-address")
+        code, _, err = run_command(capsys, "attempts")
+        assert code == 2 and err == (
+            "error: $CLOUD_SCHEDULER_EMULATOR_HOST must be HOST:PORT, such as 127.0.0.1:8095; "
+            "got 'not-an-address'.\n"
+        )
 
     def test_an_ipv6_daemons_startup_line_and_exports_bracket_its_address(
         self, capsys: pytest.CaptureFixture[str]
