@@ -1,6 +1,6 @@
 """The emulator's own endpoints under ``/_emulator/`` (JSON in, JSON out).
 
-- ``GET  /_emulator/health`` → 200 ``{"status": "ok"}``
+- ``GET  /_emulator/health`` → 200 ``{"status": "ok", "pid": N}``
 - ``GET  /_emulator/config`` → ``{"project": …, "location": …, "clock": "system"|"manual",
   "httpClient": "libcurl"|"http.client", "pubsubEmulatorHost": "HOST:PORT"}``, the daemon's
   defaults for short job names (``scheduler-emulator env-init`` reads it), how it sends HTTP
@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -252,8 +253,9 @@ class Admin:
         self._grpc = grpc_available()
 
     def health(self, request: Request) -> dict[str, Any]:
-        """Liveness: always ``{"status": "ok"}``."""
-        return {"status": "ok"}
+        """Liveness: always ``{"status": "ok", "pid": N}``, the serving process's ID (a script
+        that started the daemon tells it from another one answering on the port)."""
+        return {"status": "ok", "pid": os.getpid()}
 
     def _mode(self) -> str:
         return self.emulator.clock_mode

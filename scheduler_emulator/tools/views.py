@@ -88,6 +88,8 @@ SKIPPED_REASONS = {
 DEFAULT_LAST = 20
 #: Seconds between two looks at the daemon under ``--follow``.
 FOLLOW_INTERVAL = 1.0
+#: Seconds between two looks at the attempt ``run --wait`` waits for.
+WAIT_INTERVAL = 0.1
 #: ANSI colours of outcomes on a terminal: OK and succeeded green, failures red, pending yellow.
 _GREEN, _RED, _YELLOW, _RESET = "\033[32m", "\033[31m", "\033[33m", "\033[0m"
 #: ``runs``' filter flags and the ``state`` of ``GET /_emulator/runs`` each asks for.
@@ -201,6 +203,10 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "--in-progress", action="store_true", help="runs with an attempt in flight or pending"
     )
     run.add_argument("job", metavar="JOB", help="the job's ID or full name")
+    run.add_argument(
+        "--wait", action="store_true",
+        help="wait for the run's first attempt to end, print its outcome, exit 1 if it failed",
+    )  # fmt: skip
     run.add_argument(
         "--schedule-time", type=timestamp_argument, metavar="RFC3339",
         help="send the run as if scheduled at this instant (emulator-only)",
@@ -727,13 +733,14 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
 
 def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     """Start a run of ``args.job`` now: RunJob, or, with ``--schedule-time``, a run sent as if
-    scheduled at that instant (``POST /_emulator/runs``)."""
+    scheduled at that instant (``POST /_emulator/runs``); with ``--wait``, wait for its first
+    attempt to end and exit 0 if it succeeded, 1 if not."""
     client = DaemonClient(args.host, args.port, args.admin_token)
+    name = args.job
+    if "/" not in name:
+        config = client.get("/_emulator/config")
+        name = f"projects/{config['project']}/locations/{config['location']}/jobs/{name}"
     if args.schedule_time is None:
-        name = args.job
-        if "/" not in name:
-            config = client.get("/_emulator/config")
-            name = f"projects/{config['project']}/locations/{config['location']}/jobs/{name}"
         try:
             ran = client.call("POST", f"/v1/{name}:run", body={})
         except Refused as exc:  # Google's "Job not found." names no job: name those there are
@@ -744,16 +751,29 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
                 more = ", …" if page.get("nextPageToken") else ""
                 there = f" Jobs in {parent}: {', '.join(ids) or 'none'}{more}."
             raise ConfigurationError(f"job {args.job!r}: {exc}{there}") from None
-        paused = " (the job is PAUSED: a forced run goes anyway)" * (ran.get("state") == "PAUSED")
-        [run] = client.get("/_emulator/runs", {"job": name, "pageSize": 1})["runs"]  # this one
+    else:
+        when = iso(args.schedule_time)
+        client.call("POST", "/_emulator/runs", body={"job": args.job, "scheduleTime": when})
+    runs = client.get("/_emulator/runs", {"job": name, "pageSize": 5})["runs"]  # this one first
+    run = next(run for run in runs if run["forced"])
+    if args.schedule_time is None:
         sent = f"ScheduleTime {run['scheduleTime']}" if run["scheduleTime"] else "no ScheduleTime"
+        paused = " (the job is PAUSED: a forced run goes anyway)" * (ran.get("state") == "PAUSED")
         # as named (maybe another project's job), and what it sent: a later run may send it too
         out.write(f"started a run of {args.job}, sending {sent}{paused}\n")
+    else:
+        out.write(f"started a run of {args.job} as if scheduled at {when}\n")
+    if not args.wait:
         return 0
-    when = iso(args.schedule_time)
-    client.call("POST", "/_emulator/runs", body={"job": args.job, "scheduleTime": when})
-    out.write(f"started a run of {args.job} as if scheduled at {when}\n")
-    return 0
+    out.flush()
+    first = run["attempts"][0]["id"]
+    while (attempt := _attempt_after(client, {"job": name}, first - 1)) and attempt.code is None:
+        time.sleep(WAIT_INTERVAL)
+    if attempt is None or attempt.id != first:  # retention dropped it (it had ended)
+        raise ConfigurationError(f"attempt {first} is no longer kept; see `attempts --job`.")
+    reason = f": {attempt.reason}" if attempt.reason else ""
+    out.write(f"attempt 1 ended: {attempt.outcome} in {took(attempt)}{reason}\n")
+    return 0 if attempt.code == "OK" else 1
 
 
 def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:

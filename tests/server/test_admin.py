@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -20,7 +21,7 @@ def client(emulator: Emulator) -> Client:
 
 def test_health_answers_ok(client: Client) -> None:
     response = client.get("/_emulator/health")
-    assert (response.status_code, response.json) == (200, {"status": "ok"})
+    assert (response.status_code, response.json) == (200, {"status": "ok", "pid": os.getpid()})
 
 
 def test_advance_answers_after_the_deliveries(

@@ -170,5 +170,5 @@ def test_malformed_updates_get_a_4xx_envelope_and_leave_the_job(
 
 
 def test_the_daemon_still_serves_after_the_fuzzing(daemon: Daemon) -> None:
-    assert daemon.get("/_emulator/health") == {"status": "ok"}
+    assert daemon.get("/_emulator/health")["status"] == "ok"
     assert daemon.process.poll() is None

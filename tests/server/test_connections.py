@@ -106,7 +106,7 @@ class TestKeepAlive:
         conn = http.client.HTTPConnection(*served.address, timeout=10)
         try:
             conn.request("GET", HEALTH)
-            assert conn.getresponse().read() == b'{"status": "ok"}'
+            assert conn.getresponse().read().startswith(b'{"status": "ok"')
             assert conn.sock is not None
             started = time.monotonic()
             assert conn.sock.recv(10) == b""  # the server closed it

@@ -4,6 +4,7 @@ a manual clock: a job that fails twice then succeeds, one that always fails (bot
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
@@ -137,3 +138,26 @@ def test_the_runs_filter_refuses_an_unknown_state(scene: tuple[Daemon, object]) 
 
     answer = requests.get(daemon.url + "/_emulator/runs", params={"state": "broken"}, timeout=30)
     assert answer.status_code == 400 and "gave-up" in answer.text
+
+
+def test_run_wait_prints_the_first_attempts_outcome_and_exits_1_when_it_failed(
+    scene: tuple[Daemon, RecordingTarget],
+) -> None:
+    """A trial: a CI script could not wait for a forced run's attempt without polling the API
+    itself and guessing which run was its own."""
+    daemon, _ = scene
+    port = daemon.url.rsplit(":", 1)[1]
+    code, out, err = run_cli("run", "berlin", "--wait", "--port", port)
+    started, ended = out.splitlines()
+    assert code == 0, err
+    assert started.startswith("started a run of berlin, sending ScheduleTime ")
+    assert re.fullmatch(r"attempt 1 ended: OK \(HTTP 200\) in \d+\.\d{3}s", ended)
+    code, out, err = run_cli("run", "doomed", "--wait", "--port", port)
+    [run] = [
+        r for r in daemon.get("/_emulator/runs", params={"job": "doomed"})["runs"] if r["forced"]
+    ]
+    [attempt] = run["attempts"]
+    assert code == 1, err
+    outcome = f"attempt 1 ended: {attempt['code']} (HTTP {attempt['responseStatus']}) in "
+    assert out.splitlines()[1].startswith(outcome)
+    assert out.splitlines()[1].endswith(f"s: {attempt['reason']}") and attempt["reason"]
