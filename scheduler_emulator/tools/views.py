@@ -755,7 +755,9 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         when = iso(args.schedule_time)
         client.call("POST", "/_emulator/runs", body={"job": args.job, "scheduleTime": when})
     runs = client.get("/_emulator/runs", {"job": name, "pageSize": 5})["runs"]  # this one first
-    run = next(run for run in runs if run["forced"])
+    run: dict[str, Any] = next(
+        (run for run in runs if run["forced"]), {"scheduleTime": None, "attempts": []}
+    )
     if args.schedule_time is None:
         sent = f"ScheduleTime {run['scheduleTime']}" if run["scheduleTime"] else "no ScheduleTime"
         paused = " (the job is PAUSED: a forced run goes anyway)" * (ran.get("state") == "PAUSED")
@@ -766,11 +768,11 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     if not args.wait:
         return 0
     out.flush()
-    first = run["attempts"][0]["id"]
+    first = run["attempts"][0]["id"] if run["attempts"] else 0
     while (attempt := _attempt_after(client, {"job": name}, first - 1)) and attempt.code is None:
         time.sleep(WAIT_INTERVAL)
     if attempt is None or attempt.id != first:  # retention dropped it (it had ended)
-        raise ConfigurationError(f"attempt {first} is no longer kept; see `attempts --job`.")
+        raise ConfigurationError("the run's attempt is no longer kept; see `attempts --job`.")
     reason = f": {attempt.reason}" if attempt.reason else ""
     out.write(f"attempt 1 ended: {attempt.outcome} in {took(attempt)}{reason}\n")
     return 0 if attempt.code == "OK" else 1
