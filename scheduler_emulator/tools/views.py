@@ -284,6 +284,7 @@ class DaemonClient:
         if token:
             self.session.headers["Authorization"] = f"Bearer {token}"
         self.timeout = timeout
+        self.answered = False  # once it has, no answer means it stopped (--follow, --wait)
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """The JSON answer of ``GET path?params``."""
@@ -315,9 +316,12 @@ class DaemonClient:
                 f"cannot resolve the host name of {self.base}; pass the --host and --port of "
                 "the daemon's startup line."
                 if unknown
+                else f"the scheduler-emulator at {self.base} stopped answering (stopped?)."
+                if self.answered
                 else f"no scheduler-emulator answers at {self.base}; start it, or pass the "
                 "--host and --port of its startup line."
             ) from None
+        self.answered = True
         if response.status_code != 200:
             raise self.refused(path, response)
         try:

@@ -20,6 +20,7 @@ import pytest
 import requests
 
 from scheduler_emulator import Attempt
+from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.tools import views
 from scheduler_emulator.tools.timeline import render_table
 from scheduler_emulator.tools.views import (
@@ -34,9 +35,9 @@ from scheduler_emulator.tools.views import (
     skipped_rows,
     took,
 )
-from tests.daemon import Daemon
+from tests.daemon import Daemon, serving
 from tests.dashboard_scene import orders_daemon
-from tests.support import run_command, wait_for
+from tests.support import RecordingTarget, run_command, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -892,3 +893,14 @@ def test_jobs_of_one_id_in_several_locations_are_told_apart() -> None:
     start = datetime(2026, 12, 6, 3, tzinfo=UTC)
     attempts = [Attempt(i, n, i, 1, None, start, {}) for i, n in enumerate(names, 1)]
     assert [row[1] for row in attempt_rows(attempts)] == labels
+
+
+def test_a_daemon_that_stops_answering_is_said_to_have_stopped() -> None:
+    """A trial: ``attempts --follow`` said "no scheduler-emulator answers …; start it" when the
+    daemon it had been following was stopped."""
+    target = RecordingTarget(body=b"{}")
+    with serving(target) as url:
+        client = views.DaemonClient("127.0.0.1", int(url.rsplit(":", 1)[1]))
+        assert client.get("/_emulator/clock") == {}
+    with pytest.raises(ConfigurationError, match=rf"^the scheduler-emulator at {url} "):
+        client.get("/_emulator/clock")
