@@ -12,11 +12,15 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, iso
+from scheduler_emulator.domain.codec import job_from_json, job_to_json
+from scheduler_emulator.domain.names import generate_job_id, qualify_job_name
+from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.runtime import JWKS_PATH, TOKENINFO_PATH
 from scheduler_emulator.server.daemon import env_vars
 from scheduler_emulator.service import forget_in_memory_runs
@@ -25,6 +29,11 @@ from scheduler_emulator.wire import parse_timestamp
 
 __all__ = ["LiveScheduler"]
 
+#: ``cloud_scheduler``'s methods that a daemon in another process has no counterpart of.
+_IN_PROCESS_ONLY = frozenset(
+    ("mount", "faults", "published", "push", "load_jobs", "get_job", "pause_job", "resume_job",
+     "delete_job", "executions", "assert_executed", "define_cloud_run_job", "allow_network")
+)  # fmt: skip
 _LISTENING = re.compile(r"listening on (http://(?:[\d.]+|\[[\da-f:.]+\]):\d+)")
 
 
@@ -174,16 +183,60 @@ class LiveScheduler(AttemptAssertions):
         token = access_token.removeprefix("Bearer ").strip()
         return self._admin.get(TOKENINFO_PATH, {"access_token": token})
 
+    # ---------------------------------------------------------------- jobs
+
+    def _job_name(self, name: str) -> str:
+        config = self._admin.get("/_emulator/config")
+        return qualify_job_name(name, config["project"], config["location"])
+
+    def create_job(
+        self, job: Job | Mapping[str, Any] | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """Create a job on the daemon (CreateJob over REST) from what ``cloud_scheduler``'s
+        :meth:`~pytest_plugin.CloudScheduler.create_job` takes: a :class:`Job`, its REST JSON
+        or keywords in snake_case; a short ``name`` gets the daemon's project and location.
+
+        :raises InvalidArgument: for an invalid field, checked here as the daemon checks it.
+        :raises AssertionError: when the daemon refuses it (409 for a job of that name).
+        :return: the daemon's answer, the job as stored in its REST JSON (``state``,
+            ``scheduleTime``…).
+        """
+        if not isinstance(job, Job):
+            data = {**(job or {}), **fields}
+            data["name"] = self._job_name(data.get("name") or generate_job_id())
+            job = job_from_json(data)
+        parent = job.name.rsplit("/jobs/", 1)[0]
+        return self._admin.call("POST", f"/v1/{parent}/jobs", body=job_to_json(job))
+
+    def run_job(self, name: str) -> dict[str, Any]:
+        """Force a run now (RunJob over REST) of the job ``name`` (ID or full name). It answers
+        once the run is accepted: :meth:`advance` ``(0)`` waits for its first attempt.
+
+        :raises AssertionError: for an unknown job (404).
+        :return: the daemon's answer, the job in its REST JSON."""
+        return self._admin.call("POST", f"/v1/{self._job_name(name)}:run", body={})
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _IN_PROCESS_ONLY:
+            raise AttributeError(
+                f"LiveScheduler has no {name}: it is a daemon in another process, driven over "
+                "its APIs — jobs with .create_job(...), .client() or gcloud (.env); fault rules "
+                "with a POST of the rule to .url + '/_emulator/faults' (docs/testing.md, "
+                '"cloud_scheduler_server — a live daemon").'
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     # ---------------------------------------------------------------- admin endpoints
 
     def reset(self, clock_time: datetime | None = None) -> None:
-        """Delete every job and attempt; on a manual clock, optionally set it to ``clock_time``.
-        This process's in-memory run-once guard stores are emptied too
+        """Delete every job, attempt and fault rule; on a manual clock, optionally set it to
+        ``clock_time``. This process's in-memory run-once guard stores are emptied too
         (:func:`~scheduler_emulator.service.forget_in_memory_runs`): the next test's runs start
         at the same instants, and a guard kept at module level would answer them as done."""
         forget_in_memory_runs()
         body = {} if clock_time is None else {"clockTime": iso(clock_time)}
         self._admin.call("POST", "/_emulator/reset", body=body)
+        self._admin.call("DELETE", "/_emulator/faults")  # (a daemon's reset keeps them)
 
     def advance(self, delta: timedelta | float) -> Any:
         """Advance the daemon's manual clock; answers once everything due has been delivered."""

@@ -159,9 +159,10 @@ def _cloud_scheduler_daemon() -> Iterator[LiveScheduler]:
 def cloud_scheduler_server(_cloud_scheduler_daemon: LiveScheduler) -> LiveScheduler:
     """A live emulator daemon on a free port, with no jobs and its clock at 2026-01-01.
 
-    One daemon serves the whole session (one per xdist worker); it is reset before each test.
-    ``.url`` is its base URL, ``.env`` the ``env-init`` variables (for gcloud subprocesses),
-    ``.client()`` a REST ``CloudSchedulerClient`` (needs ``google-cloud-scheduler``);
+    One daemon serves the whole session (one per xdist worker); it is reset before each test
+    (jobs, history and fault rules). ``.create_job(...)`` and ``.run_job(name)`` go through its
+    REST API; ``.url`` is its base URL, ``.env`` the ``env-init`` variables (for gcloud
+    subprocesses), ``.client()`` a REST ``CloudSchedulerClient`` (needs ``google-cloud-scheduler``);
     ``.advance(...)``, ``.move_to(...)`` and ``.attempts(...)`` drive its manual clock;
     ``.certs_url``, ``.verify_oidc(token, audience)`` (on the daemon's clock) and
     ``.tokeninfo(access_token)`` check the tokens it sends.

@@ -341,3 +341,28 @@ def test_a_live_daemons_reset_empties_this_processs_in_memory_guard_stores(
     assert store.get("run-1") is not None
     cloud_scheduler_server.reset()
     assert store.get("run-1") is None
+
+
+def test_the_live_fixture_creates_and_runs_jobs_and_its_reset_drops_fault_rules(
+    cloud_scheduler_server: Any,
+) -> None:
+    """A trial: a test moved from ``cloud_scheduler`` to ``cloud_scheduler_server`` met
+    ``AttributeError: … no attribute 'create_job'`` with no pointer, and a fault rule one test
+    added stayed for the tests after it (the daemon's reset keeps fault rules)."""
+    daemon = cloud_scheduler_server
+    job = daemon.create_job(
+        name="a", schedule="0 2 * * *", http_target={"uri": "http://127.0.0.1:9/"}
+    )
+    assert job["name"] == "projects/my-project/locations/us-central1/jobs/a"
+    assert job["state"] == "ENABLED" and job["scheduleTime"] == "2026-01-01T02:00:00Z"
+    rule = {"action": "connection_error", "job": "a"}
+    daemon.session.post(daemon.url + "/_emulator/faults", json=rule).raise_for_status()
+    assert daemon.run_job("a")["name"] == job["name"]
+    daemon.advance(0)
+    assert [(a.attempt, a.injected) for a in daemon.attempts("a")] == [(1, True)]
+    daemon.reset()
+    assert daemon.session.get(daemon.url + "/_emulator/faults").json()["rules"] == []
+    with pytest.raises(AttributeError, match=r"^LiveScheduler has no mount: .*\.create_job"):
+        daemon.mount("http://svc.test", object())
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        daemon.nope  # noqa: B018
