@@ -41,17 +41,20 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the plugin's markers."""
     for marker in (
         "cloud_scheduler(start=datetime|str, allow_network=False, publisher=None, "
-        "app_engine_urls=None, header_case=None): start instant of the cloud_scheduler "
-        "fixture's clock (an aware datetime or an RFC 3339 string); allow_network=True lets "
-        "jobs reach unmounted, non-loopback origins; its Pub/Sub publisher; App Engine URLs; "
-        "header spelling (google, lower, canonical)",
+        "app_engine_urls=None, header_case=None, dst_policy='absolute'): start instant of the "
+        "cloud_scheduler fixture's clock (an aware datetime or an RFC 3339 string); "
+        "allow_network=True lets jobs reach unmounted, non-loopback origins; its Pub/Sub "
+        "publisher; App Engine URLs; header spelling (google, lower, canonical); how cron "
+        "schedules meet daylight-saving changes (absolute, vixie)",
         "cloud_run_testing(schedule_time=str): default X-CloudScheduler-ScheduleTime of the "
         "timer façades",
     ):
         config.addinivalue_line("markers", marker)
 
 
-_MARKER_OPTIONS = ("start", "allow_network", "publisher", "app_engine_urls", "header_case")
+_MARKER_OPTIONS = (
+    *("start", "allow_network", "publisher", "app_engine_urls", "header_case", "dst_policy"),
+)
 
 
 def scheduler_options(kwargs: Mapping[str, Any], header_case: str) -> dict[str, Any]:
@@ -140,9 +143,9 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
         options = scheduler_options(
             marker.kwargs if marker else {}, request.config.getini(HEADER_CASE_INI)
         )
+        scheduler = CloudScheduler(**options)
     except (TypeError, ValueError) as exc:  # pytest.fail, unchained: the message shows once
         raise pytest.fail.Exception(str(exc), pytrace=False) from None
-    scheduler = CloudScheduler(**options)
     yield scheduler
     scheduler.close()
 

@@ -26,6 +26,7 @@ from scheduler_emulator.domain.attempts import Attempt, failure_reason, iso
 from scheduler_emulator.domain.cloud_run import DEFAULT_MAX_RETRIES, parse_cloud_run_job
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
+from scheduler_emulator.domain.schedule import DEFAULT_DST_POLICY
 from scheduler_emulator.runtime import (
     DEFAULT_HEADER_CASE,
     JWKS_PATH,
@@ -166,6 +167,9 @@ class CloudScheduler(AttemptAssertions):
     :param header_case: how attempts spell header names: ``"google"`` (the default),
         ``"lower"`` or ``"canonical"`` (seen only by targets reached over real HTTP that keep
         the names as sent; see docs/testing.md).
+    :param dst_policy: ``"absolute"`` (the default) or ``"vixie"``: how cron schedules meet
+        daylight-saving changes (docs/schedules.md).
+    :raises ValueError: for another ``dst_policy``.
     """
 
     def __init__(
@@ -176,6 +180,7 @@ class CloudScheduler(AttemptAssertions):
         publisher: Publisher | None = None,
         app_engine_urls: str | Mapping[str, str] | None = None,
         header_case: str = DEFAULT_HEADER_CASE,
+        dst_policy: str = DEFAULT_DST_POLICY,
     ) -> None:
         self.clock = ManualClock(start)
         self.transport = VirtualTimeTransport(self.clock, allow_network=allow_network)
@@ -186,6 +191,7 @@ class CloudScheduler(AttemptAssertions):
             publisher=self.publisher,
             app_engine_urls=app_engine_urls,
             header_case=header_case,
+            dst_policy=dst_policy,
         )
         self._server: BaseWSGIServer | None = None
 

@@ -48,7 +48,7 @@ from ..domain.retry import (
     max_attempts,
     next_attempt_time,
 )
-from ..domain.schedule import DEFAULT_DST_POLICY, Schedule, parse_schedule
+from ..domain.schedule import DEFAULT_DST_POLICY, DST_POLICIES, Schedule, parse_schedule
 from ..wire import format_schedule_time, to_instant
 
 __all__ = [
@@ -196,12 +196,14 @@ class Scheduler:
         ``"vixie"``.
     :param force_run_schedule_time: ``"next"`` (the default: forced runs carry the next
         scheduled time) or ``"omit"`` (no ScheduleTime header on forced runs).
-    :raises ValueError: for another ``force_run_schedule_time``.
+    :raises ValueError: for another ``dst_policy`` or ``force_run_schedule_time``.
     """
 
     def __init__(
         self, *, dst_policy: str = DEFAULT_DST_POLICY, force_run_schedule_time: str = "next"
     ):
+        if dst_policy not in DST_POLICIES:  # (another was taken as "absolute", said nothing)
+            raise ValueError(f"dst_policy must be 'absolute' or 'vixie'; got {dst_policy!r}.")
         if force_run_schedule_time not in ("next", "omit"):
             raise ValueError(
                 "force_run_schedule_time must be 'next' or 'omit'; "

@@ -3,6 +3,9 @@ options are checked, through ``pytester``."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -185,8 +188,13 @@ def test_the_marker_takes_an_rfc_3339_start(pytester: pytest.Pytester) -> None:
         pytest.param(
             "begin='2026-09-20T00:00:00Z'",
             "*@pytest.mark.cloud_scheduler got unknown option(s) begin; it takes start, "
-            "allow_network, publisher, app_engine_urls, header_case.*",
+            "allow_network, publisher, app_engine_urls, header_case, dst_policy.*",
             id="unknown-option",
+        ),
+        pytest.param(
+            "dst_policy='vixy'",
+            "*dst_policy must be 'absolute' or 'vixie'; got 'vixy'.*",
+            id="dst-policy",
         ),
         pytest.param(
             "allow_network='yes'",
@@ -214,3 +222,29 @@ def test_a_bad_marker_value_is_an_error_naming_the_marker_and_the_value(
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([message])
     result.stdout.no_fnmatch_line("*AttributeError*")
+
+
+_BOTH = ["2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00"]
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        pytest.param(_BOTH, marks=pytest.mark.cloud_scheduler(start="2026-10-31T12:00:00Z")),
+        pytest.param(
+            [_BOTH[0], _BOTH[2]],
+            marks=pytest.mark.cloud_scheduler(start="2026-10-31T12:00:00Z", dst_policy="vixie"),
+            id="vixie",
+        ),
+    ],
+)
+def test_the_marker_sets_the_dst_policy(cloud_scheduler: Any, sent: list[str]) -> None:
+    """A trial: the daemon and ``Emulator`` take ``dst_policy``, the fixture's marker did not.
+    01:30 in New York comes twice on 1 November 2026 (clocks go back at 02:00 EDT): the
+    default policy fires at both, vixie's at the first only."""
+    cloud_scheduler.create_job(
+        name="j", schedule="30 1 * * *", time_zone="America/New_York",
+        http_target={"uri": "http://127.0.0.1:9/j"},
+    )  # fmt: skip
+    cloud_scheduler.advance(timedelta(days=2))
+    assert [attempt.schedule_time for attempt in cloud_scheduler.attempts("j")] == sent
