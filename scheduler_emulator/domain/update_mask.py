@@ -47,6 +47,7 @@ the flag defaults too, but only ``schedule`` changes::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
@@ -83,6 +84,9 @@ _DROPPED_WHEN_EMPTY = frozenset({"OidcToken", "OAuthToken", "AppEngineRouting"})
 #: The full-replacement path (AIP-134).
 _WILDCARD = "*"
 
+#: Where a lowerCamel JSON name takes an underscore in its proto (snake_case) name.
+_SNAKE = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
 # A mask as a tree: proto field name → subtree; an empty subtree means the whole field.
 _Tree = dict[str, "_Tree"]
 
@@ -105,10 +109,13 @@ def _resolve(path: str, proto_names: bool) -> tuple[str, ...] | None:
     type_name: str | None = "Job"
     resolved: list[str] = []
     segments = path.split(".")
+    # Named as the backend sees it: Google's front end hands it a REST mask's lowerCamel
+    # segments in proto names (snake_case, converted by rule), so both surfaces name it alike.
+    shown = [
+        s if proto_names or not s[:1].islower() else _SNAKE.sub(r"_\1", s).lower() for s in segments
+    ]
     for index, segment in enumerate(segments):
-        # Named as the backend sees it: the fields known so far in their proto names (Google's
-        # front end converts a REST mask's JSON spelling), so both surfaces name it alike.
-        path = ".".join(resolved + segments[index:])
+        path = ".".join(resolved + shown[index:])
         if type_name is None:
             raise _mask_error(path, f"{'.'.join(resolved)} is not a message, so it has no fields.")
         if not segment:
@@ -124,7 +131,7 @@ def _resolve(path: str, proto_names: bool) -> tuple[str, ...] | None:
                 if proto_names and segment.lower() != segment
                 else ""
             )
-            named = show_value(segment)  # (at most 80 characters of a huge one)
+            named = show_value(shown[index])  # (at most 80 characters of a huge one)
             raise _mask_error(
                 path, f"{type_name} has no field {named}{note}; it has {', '.join(fields)}."
             )

@@ -422,11 +422,14 @@ class TestMasksPerSurface:
         from google.api_core import exceptions
 
         with pytest.raises(exceptions.InvalidArgument) as caught:
-            self.update_over_grpc(address, ["http_target.nope"])
-        for mask in ("httpTarget.nope", "http_target.nope"):
+            self.update_over_grpc(address, ["retry_config.retry_cont"])
+        for mask in ("retryConfig.retryCont", "retry_config.retry_cont"):  # (a trial's: REST
+            # named it "retry_config.retryCont")
             response = requests.patch(
                 f"http://{address}/v1/{NAME}", params={"updateMask": mask}, json={}, timeout=30
             )
             assert response.status_code == 400
             assert response.json()["error"]["message"] == caught.value.message
-        assert caught.value.message == "Invalid mask for Job: http_target.nope"
+            [violation] = response.json()["error"]["details"][0]["fieldViolations"]
+            assert 'RetryConfig has no field "retry_cont";' in violation["description"]
+        assert caught.value.message == "Invalid mask for Job: retry_config.retry_cont"
