@@ -7,6 +7,7 @@ the store keeps, and what the pytest fixtures assert on.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -249,10 +250,18 @@ class Attempt:
         500 with an empty body from the job's own timer route is what a timer router answers
         when no handler is registered for that route (said as a possibility: a handler that
         fails may answer the same); a 401 or 404 from the Cloud Run Admin API's run method
-        says what the job or the ``--cloud-run-jobs`` file lacks."""
+        says what the job or the ``--cloud-run-jobs`` file lacks; a 401 or 403 to an OIDC token
+        names the token's audience (the job's whole URI when the job sets none, Google's rule:
+        the commonest reason a service refuses it)."""
         url = urlsplit(str(self.request.get("url", "")))
         if url.path.endswith(":run") and is_cloud_run_host(url.hostname or ""):
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
+        if self.response_status in (401, 403) and (audience := _token_audience(self.request)):
+            uri = " (the job sets none: its whole URI)" * (audience == self.request.get("url"))
+            return (
+                f"the OIDC token's audience is {audience!r}{uri}; a service expecting another "
+                "refuses it: set the job's oidcToken.audience"
+            )
         if self.response_status != 500:
             return ""
         path = url.path
@@ -276,6 +285,20 @@ class Attempt:
 
 
 #: The emulator's hint for a Cloud Run Admin API run method's refusal, by HTTP status.
+def _token_audience(request: Mapping[str, Any]) -> str | None:
+    """The ``aud`` of the ID token (a JWT) in a request record's ``Authorization``, read
+    without checking it; ``None`` without one."""
+    headers = request.get("headers") or {}
+    value = next((str(v) for k, v in headers.items() if k.lower() == "authorization"), "")
+    parts = value.removeprefix("Bearer ").split(".")
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (IndexError, ValueError):  # (binascii.Error and UnicodeDecodeError are ValueErrors)
+        return None
+    audience = claims.get("aud") if isinstance(claims, dict) else None
+    return audience if isinstance(audience, str) and len(parts) == 3 else None
+
+
 _CLOUD_RUN_HINTS = {
     401: "the Cloud Run Admin API takes an OAuth access token: give the job's httpTarget an "
     "oauthToken (an oidcToken is refused)",

@@ -6,6 +6,8 @@ import json
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import pytest
+
 from scheduler_emulator.domain.attempts import REASON_WIDTH, Attempt, failure_reason
 
 JOB = "projects/my-project/locations/us-central1/jobs/hourly"
@@ -122,3 +124,36 @@ def test_a_long_answer_is_cut_between_words() -> None:
     answer = failure_reason(replace(FAILED, request={"url": "http://h/x"}, response_excerpt=words))
     assert answer.endswith("…") and REASON_WIDTH - 20 <= len(answer) <= REASON_WIDTH
     assert words.startswith(answer[:-1] + " ")
+
+
+URL = "http://127.0.0.1:8000/tasks/nightly?x=1"
+
+
+@pytest.mark.parametrize(
+    ("audience", "said"),
+    [
+        (URL, f"{URL!r} (the job sets none: its whole URI)"),
+        ("https://svc.test", "'https://svc.test'"),
+    ],
+)
+def test_a_401_to_an_oidc_token_names_its_audience(audience: str, said: str) -> None:
+    """A trial: a job with no audience failed 401 at a service expecting its own URL; only the
+    service's log said why (the audience is then the job's whole URI, query included)."""
+    from scheduler_emulator import ManualClock
+    from scheduler_emulator.runtime.delivery.tokens import TokenAuthority
+
+    tokens = TokenAuthority(ManualClock(datetime(2026, 1, 1, tzinfo=UTC)))
+    token = tokens.id_token("sa@my-project.iam.gserviceaccount.com", audience)
+    headers = {"authorization": f"Bearer {token}"}
+    attempt = replace(
+        FAILED, request={"url": URL, "headers": headers}, response_status=401,
+        code="UNAUTHENTICATED",
+    )  # fmt: skip
+    assert attempt.hint == (
+        f"the OIDC token's audience is {said}; a service expecting another refuses it: set the "
+        "job's oidcToken.audience"
+    )
+    assert failure_reason(attempt).endswith(attempt.hint)
+    opaque = {"url": URL, "headers": {"Authorization": "Bearer ya29.opaque-access-token"}}
+    assert replace(attempt, request=opaque).hint == ""
+    assert replace(attempt, response_status=404, code="NOT_FOUND").hint == ""
