@@ -52,9 +52,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
 
 
-_MARKER_OPTIONS = (
-    *("start", "allow_network", "publisher", "app_engine_urls", "header_case", "dst_policy"),
-)
+_MARKER_OPTIONS = ("start", "allow_network", "publisher", "app_engine_urls", "header_case",
+                   "dst_policy")  # fmt: skip
 
 
 def scheduler_options(kwargs: Mapping[str, Any], header_case: str) -> dict[str, Any]:

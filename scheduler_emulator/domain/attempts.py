@@ -284,7 +284,6 @@ class Attempt:
         )
 
 
-#: The emulator's hint for a Cloud Run Admin API run method's refusal, by HTTP status.
 def _token_audience(request: Mapping[str, Any]) -> str | None:
     """The ``aud`` of the ID token (a JWT) in a request record's ``Authorization``, read
     without checking it; ``None`` without one."""
@@ -299,6 +298,7 @@ def _token_audience(request: Mapping[str, Any]) -> str | None:
     return audience if isinstance(audience, str) and len(parts) == 3 else None
 
 
+#: The emulator's hint for a Cloud Run Admin API run method's refusal, by HTTP status.
 _CLOUD_RUN_HINTS = {
     401: "the Cloud Run Admin API takes an OAuth access token: give the job's httpTarget an "
     "oauthToken (an oidcToken is refused)",
