@@ -251,16 +251,17 @@ class Attempt:
         when no handler is registered for that route (said as a possibility: a handler that
         fails may answer the same); a 401 or 404 from the Cloud Run Admin API's run method
         says what the job or the ``--cloud-run-jobs`` file lacks; a 401 or 403 to an OIDC token
-        names the token's audience (the job's whole URI when the job sets none, Google's rule:
-        the commonest reason a service refuses it)."""
+        names the token's audience (the job's whole URI when the job sets none, Google's rule)
+        and email, the claims a service refuses a token for."""
         url = urlsplit(str(self.request.get("url", "")))
         if url.path.endswith(":run") and is_cloud_run_host(url.hostname or ""):
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
-        if self.response_status in (401, 403) and (audience := _token_audience(self.request)):
+        if self.response_status in (401, 403) and (claims := _token_claims(self.request)):
+            audience, email = claims
             uri = " (the job sets none: its whole URI)" * (audience == self.request.get("url"))
             return (
-                f"the OIDC token's audience is {audience!r}{uri}; a service expecting another "
-                "refuses it: set the job's oidcToken.audience"
+                f"the OIDC token sent has audience {audience!r}{uri} and email {email!r}: a "
+                "service refuses a token whose audience or email it does not expect"
             )
         if self.response_status != 500:
             return ""
@@ -284,9 +285,9 @@ class Attempt:
         )
 
 
-def _token_audience(request: Mapping[str, Any]) -> str | None:
-    """The ``aud`` of the ID token (a JWT) in a request record's ``Authorization``, read
-    without checking it; ``None`` without one."""
+def _token_claims(request: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The ``aud`` and ``email`` of the ID token (a JWT) in a request record's
+    ``Authorization``, read without checking it; ``None`` without one."""
     headers = request.get("headers") or {}
     value = next((str(v) for k, v in headers.items() if k.lower() == "authorization"), "")
     parts = value.removeprefix("Bearer ").split(".")
@@ -295,7 +296,9 @@ def _token_audience(request: Mapping[str, Any]) -> str | None:
     except (IndexError, ValueError):  # (binascii.Error and UnicodeDecodeError are ValueErrors)
         return None
     audience = claims.get("aud") if isinstance(claims, dict) else None
-    return audience if isinstance(audience, str) and len(parts) == 3 else None
+    if not isinstance(audience, str) or len(parts) != 3:
+        return None
+    return audience, str(claims.get("email", ""))
 
 
 #: The emulator's hint for a Cloud Run Admin API run method's refusal, by HTTP status.

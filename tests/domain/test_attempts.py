@@ -136,9 +136,10 @@ URL = "http://127.0.0.1:8000/tasks/nightly?x=1"
         ("https://svc.test", "'https://svc.test'"),
     ],
 )
-def test_a_401_to_an_oidc_token_names_its_audience(audience: str, said: str) -> None:
+def test_a_401_to_an_oidc_token_names_its_audience_and_email(audience: str, said: str) -> None:
     """A trial: a job with no audience failed 401 at a service expecting its own URL; only the
-    service's log said why (the audience is then the job's whole URI, query included)."""
+    service's log said why (the audience is then the job's whole URI, query included). The
+    next trial: naming only the audience blamed it when the service refused the email."""
     from scheduler_emulator import ManualClock
     from scheduler_emulator.runtime.delivery.tokens import TokenAuthority
 
@@ -150,8 +151,9 @@ def test_a_401_to_an_oidc_token_names_its_audience(audience: str, said: str) -> 
         code="UNAUTHENTICATED",
     )  # fmt: skip
     assert attempt.hint == (
-        f"the OIDC token's audience is {said}; a service expecting another refuses it: set the "
-        "job's oidcToken.audience"
+        f"the OIDC token sent has audience {said} and email "
+        "'sa@my-project.iam.gserviceaccount.com': a service refuses a token whose audience or "
+        "email it does not expect"
     )
     assert failure_reason(attempt).endswith(attempt.hint)
     opaque = {"url": URL, "headers": {"Authorization": "Bearer ya29.opaque-access-token"}}
