@@ -128,13 +128,16 @@ def _id_argument(check: Callable[..., object]) -> Callable[[str], Any]:
 def _daemon_address(parser: argparse.ArgumentParser) -> None:
     """Add ``--host``/``--port`` of a running daemon (``env-init``, the views): by default
     ``$CLOUD_SCHEDULER_EMULATOR_HOST``'s (env-init exports it), else 127.0.0.1:8095; a value
-    that is not HOST:PORT is refused when the command runs (:func:`main`), naming it."""
-    host, port = DEFAULT_HOST, DEFAULT_PORT
+    that is not HOST:PORT is refused when the command runs (:func:`main`), naming it, unless
+    both flags are given."""
+    host: str | None = DEFAULT_HOST
+    port: int | None = DEFAULT_PORT
     if os.environ.get(EMULATOR_HOST_VARIABLE, "").strip():
         try:
             exported, _, number = emulator_host().rpartition(":")
             host, port = exported.strip("[]"), int(number)
         except ValueError as exc:  # (a trial's was ignored: "no daemon answers at …:8095")
+            host = port = None
             parser.set_defaults(address_problem=str(exc))
     parser.add_argument(
         "--host", type=_host, default=host, help="the daemon's address (%(default)s)"
@@ -708,7 +711,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **views.COMMANDS,
     }
     try:
-        if problem := getattr(args, "address_problem", None):
+        if (problem := getattr(args, "address_problem", None)) and None in (args.host, args.port):
             raise ConfigurationError(problem)
         if args.command == "demo":
             from .demo import run_demo

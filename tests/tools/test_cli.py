@@ -304,11 +304,13 @@ class TestEnvInit:
         """A trial: ``CLOUD_SCHEDULER_EMULATOR_HOST=nonsense`` was ignored; the views asked
         127.0.0.1:8095 and said no daemon answered there."""
         monkeypatch.setenv("CLOUD_SCHEDULER_EMULATOR_HOST", "not-an-address")
-        code, _, err = run_command(capsys, "attempts")
+        code, _, err = run_command(capsys, "attempts", "--port", "9")  # the host: the variable's
         assert code == 2 and err == (
             "error: $CLOUD_SCHEDULER_EMULATOR_HOST must be HOST:PORT, such as 127.0.0.1:8095; "
             "got 'not-an-address'.\n"
         )
+        code, _, err = run_command(capsys, "attempts", "--host", "127.0.0.1", "--port", "9")
+        assert code == 2 and "no scheduler-emulator answers at http://127.0.0.1:9;" in err
 
     def test_an_ipv6_daemons_startup_line_and_exports_bracket_its_address(
         self, capsys: pytest.CaptureFixture[str]
