@@ -288,10 +288,10 @@ def check_host_port(value: str, field: str, example: str) -> str:
     """
     name, _, port = value.rpartition(":")
     if not (name.strip("[]") and "/" not in name and port.isascii() and port.isdigit()):
-        port = "0"
-    if not 0 < int(port) < 65536:
         scheme = " (no http://)" if "://" in value else ""
         raise ValueError(f"{field} must be HOST:PORT{scheme}, such as {example}; got {value!r}.")
+    if not 0 < int(port) < 65536:
+        raise ValueError(f"{field}: the port must be 1 to 65535; got {value!r}.")
     return value
 
 

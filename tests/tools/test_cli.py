@@ -178,7 +178,7 @@ class TestBadFlags:
         code, _, err = run_command(capsys, *args)
         assert (code, err) == (2, f"error: --log-file {log}: No such file or directory.\n")
 
-    @pytest.mark.parametrize("host", ["nocolon", "localhost:99999", ":8085", ""])
+    @pytest.mark.parametrize("host", ["nocolon", ":8085", ""])
     def test_a_pubsub_emulator_host_without_a_port_exits_2(
         self, host: str, capsys: pytest.CaptureFixture[str]
     ) -> None:
