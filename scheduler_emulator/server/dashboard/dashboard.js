@@ -144,10 +144,23 @@
     var path = "/v1/" + job.name + (verb === "delete" ? "" : ":" + verb);
     if (verb === "delete" && !window.confirm("Delete job " + job.id + "? Its attempts stay listed.")) return;
     status((verb === "run" ? "Running " : verb.charAt(0).toUpperCase() + verb.slice(1) + " ") + job.id + "…");
+    var retrying = verb === "pause" &&
+      document.querySelector('[data-testid="job-pending-' + job.id + '"]') !== null;
     request(verb === "delete" ? "DELETE" : "POST", path, verb === "delete" ? undefined : {})
       .then(function () {
+        if (verb !== "run") return "";
+        /* what the forced run sent: the job's next scheduled time (as the CLI's run says) */
+        return request("GET", "/_emulator/runs" + query({ job: job.name, pageSize: 5 }))
+          .then(function (page) {
+            var run = page.runs.filter(function (r) { return r.forced; })[0];
+            return !run ? "" : run.scheduleTime ? ", sending ScheduleTime " + run.scheduleTime :
+              ", sending no ScheduleTime";
+          });
+      })
+      .then(function (sent) {
         notice({ run: "Started a run of ", pause: "Paused ", resume: "Resumed ",
-                 "delete": "Deleted " }[verb] + job.id);
+                 "delete": "Deleted " }[verb] + job.id + sent +
+               (retrying ? " (its pending retry is dropped: the run gave up)" : ""));
         return refresh();
       })
       .catch(function (e) { status(e.message, true); });
@@ -155,6 +168,13 @@
   function renderJobs(data) {
     var body = $("jobs-body");
     body.textContent = "";
+    if (!data.jobs.length) {  /* as the terminal's "(no jobs)" */
+      var none = cell(document.createElement("tr"), "No jobs" +
+        ($("jobs-filter-name").value || $("jobs-filter-state").value ? " match." : " yet."), "sub");
+      none.colSpan = 7;
+      none.setAttribute("data-testid", "jobs-none");
+      body.appendChild(none.parentNode);
+    }
     data.jobs.forEach(function (job) {
       var tr = document.createElement("tr");
       tr.setAttribute("data-testid", "job-row-" + job.id);
@@ -279,6 +299,11 @@
     request("GET", "/_emulator/attempts/" + attempt.id).then(function (full) {
       $("details-title").textContent = full.job.split("/").pop() + " · run " + full.runId + " · attempt " + full.attempt;
       TL.details($("details-body"), full, lane && lane.timeZone);
+      if (run && lane) {  /* a narrow window leaves little of a run's bar to click: from here */
+        var whole = button("Run " + run.id + ", all its attempts", "details-open-run",
+          function () { showRun(run, lane); }, "open-run");
+        $("details-body").insertBefore(whole, $("details-body").firstChild);
+      }
       showExecution($("details-body"), full);
     }).catch(function (e) { $("details-body").textContent = e.message; });
   }

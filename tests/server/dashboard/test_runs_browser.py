@@ -443,3 +443,51 @@ def test_a_run_views_waits_and_durations_read_in_hours_and_minutes(tmp_path: Pat
             lane,
         )
     assert rows == [["—", "3.3 s"], ["4 h 30 min", "2 min 5 s"], ["1 min", "1 h"]]
+
+
+def test_an_attempt_opens_its_run_and_the_notices_say_what_a_pause_and_run_now_did(
+    tmp_path: Path,
+) -> None:
+    """Trial 65: a run's bar at the 1-day window is mostly covered by its attempts (the run
+    view took a click 11 px above it); "Run now" did not say which ScheduleTime it sent (the
+    CLI's run does); pausing a job with a pending retry did not say the retry was dropped; the
+    Jobs tab with no jobs was a bare header; disabled buttons looked enabled."""
+    second_failure = MIDNIGHT + wait_after(1)
+    with runs_daemon() as (daemon, _), chromium() as driver:
+        driver.get(daemon.url + "/")
+        wait_for(driver, timeline_ready)
+        move_from_page(driver, text(second_failure, "%Y-%m-%d %H:%M"))
+        wait_for(driver, lambda d: drawn_at(d) == text(second_failure, "%Y-%m-%dT%H:%M:%SZ"))
+        first = all_by_css(driver, '[data-testid="lane-flaky"] .tl-attempt')[0]
+        driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click'))", first)
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="details-open-run"]'))
+        driver.save_screenshot(str(tmp_path / "attempt-and-its-run.png"))
+        by_testid(driver, "details-open-run").click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="run-attempt-2"]'))
+        assert by_testid(driver, "details-title").text.startswith("flaky · run ")
+        press_escape(driver)
+
+        by_testid(driver, "tab-jobs").click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-pending-flaky"]'))
+        by_testid(driver, "job-pause-flaky").click()
+        wait_for(driver, lambda d: by_testid(d, "job-state-flaky").text == "PAUSED")
+        assert by_testid(driver, "status").text == (
+            "Paused flaky (its pending retry is dropped: the run gave up)"
+        )
+        by_testid(driver, "job-run-berlin").click()
+        wait_for(driver, lambda d: by_testid(d, "status").text.startswith("Started"))
+        runs = daemon.get("/_emulator/runs", params={"job": "berlin"})["runs"]
+        [run] = [run for run in runs if run["forced"]]
+        assert by_testid(driver, "status").text == (
+            f"Started a run of berlin, sending ScheduleTime {run['scheduleTime']}"
+        )
+        driver.save_screenshot(str(tmp_path / "notices.png"))
+
+        colour = "return getComputedStyle(arguments[0]).color"
+        enabled, disabled = by_testid(driver, "clock-advance"), by_testid(driver, "jobs-prev")
+        assert disabled.get_attribute("disabled") and not enabled.get_attribute("disabled")
+        assert driver.execute_script(colour, disabled) != driver.execute_script(colour, enabled)
+        daemon.post("/_emulator/reset", {}).raise_for_status()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="jobs-none"]'))
+        assert by_testid(driver, "jobs-none").text == "No jobs yet."
+        driver.save_screenshot(str(tmp_path / "no-jobs.png"))
