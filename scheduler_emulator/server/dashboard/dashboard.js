@@ -381,10 +381,13 @@
         $("timeline").clientWidth;  /* drawn to the page's width: a resize draws it again */
       if (key === state.drawn) return;  /* nothing changed: keep the drawing (and the selection) */
       state.drawn = key;
-      TL.draw($("timeline"), data, { onAttempt: showDetails, onRun: showRun, runFilter: runFilter() });
+      var svg = TL.draw($("timeline"), data, { onAttempt: showDetails, onRun: showRun,
+        runFilter: runFilter(), named: !!$("timeline-filter-name").value });
       $("timeline-range").textContent = TL.stamp(data.start) + " → " + TL.stamp(data.end);
       var first = data.totalSize ? state.lanesOffset + 1 : 0;
-      $("timeline-page").textContent = "jobs " + first + "–" + (state.lanesOffset + data.lanes.length) + " of " + data.totalSize;
+      var drawn = svg.querySelectorAll(".tl-lane-group").length;
+      $("timeline-page").textContent = "jobs " + first + "–" + (state.lanesOffset + data.lanes.length) +
+        " of " + data.totalSize + (drawn < data.lanes.length ? " (" + drawn + " shown: the Runs filter)" : "");
       $("timeline-prev").disabled = state.lanesOffset === 0;
       $("timeline-next").disabled = !data.nextPageToken;
       document.body.setAttribute("data-timeline-ready", String(Date.now()));

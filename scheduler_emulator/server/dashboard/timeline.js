@@ -112,6 +112,13 @@
     var width = Math.max(640, options.width || container.clientWidth || 1100);
     var span = width - LABEL - PAD_RIGHT;
     var lanes = data.lanes || [];
+    if (options.runFilter) {  /* the Runs filter keeps the lanes it keeps a run of */
+      lanes = lanes.filter(function (lane) {
+        return (lane.runs || []).some(function (run) {
+          return (run.attempts || []).length && options.runFilter(run);
+        });
+      });
+    }
     var height = AXIS + Math.max(1, lanes.length) * LANE + 8;
     var svg = el("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height,
       "data-testid": "timeline-svg", "data-now": data.now, role: "img" });
@@ -139,7 +146,8 @@
     zone.textContent = "UTC";
     if (!lanes.length) {
       el("text", { x: LABEL, y: AXIS + 20, "class": "tl-empty" }, svg).textContent =
-        "No jobs match.";
+        options.runFilter && (data.lanes || []).length ? "No run in this window matches the " +
+        "Runs filter." : data.totalSize === 0 && !options.named ? "No jobs yet." : "No jobs match.";
     }
     lanes.forEach(function (lane, index) {
       var top = AXIS + index * LANE, mid = top + LANE / 2;
@@ -181,6 +189,7 @@
         });
         var barEnd = segments[segments.length - 1][1];
         if (run.nextAttemptTime) barEnd = Math.max(barEnd, x(ms(run.nextAttemptTime)));
+        if (run.state === "gave up") barEnd += 6;  /* its red end shows past the last attempt */
         var bar = el("rect", { x: segments[0][0], y: mid - 2,
           width: Math.max(1, barEnd - segments[0][0]), height: 4,
           "class": "tl-run" + (run.state === "gave up" ? " gave-up" : "") }, runGroup);

@@ -168,6 +168,14 @@ def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path)
             lambda d: not all_by_css(d, '[data-testid="lane-flaky"] [data-testid^="runbar-"]'),
         )
         assert len(all_by_css(driver, '[data-testid="lane-doomed"] [data-testid^="runbar-"]')) == 1
+        # trial 65: the filter kept every lane, and a gave-up run's red bar hid under its attempts
+        lanes = [lane.get_attribute("data-testid") for lane in all_by_css(driver, ".tl-lane-group")]
+        assert lanes == ["lane-doomed"]
+        assert by_testid(driver, "timeline-page").text.endswith("(1 shown: the Runs filter)")
+        right = "return arguments[0].getBoundingClientRect().right"
+        [gave_up] = all_by_css(driver, '[data-testid="lane-doomed"] .tl-run.gave-up')
+        last = all_by_css(driver, '[data-testid="lane-doomed"] .tl-attempt')[-1]
+        assert driver.execute_script(right, gave_up) >= driver.execute_script(right, last) + 5
         driver.save_screenshot(str(tmp_path / "filter-gave-up.png"))
 
 
@@ -491,3 +499,5 @@ def test_an_attempt_opens_its_run_and_the_notices_say_what_a_pause_and_run_now_d
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="jobs-none"]'))
         assert by_testid(driver, "jobs-none").text == "No jobs yet."
         driver.save_screenshot(str(tmp_path / "no-jobs.png"))
+        by_testid(driver, "tab-timeline").click()  # it said "No jobs match." with no filter
+        wait_for(driver, lambda d: "No jobs yet." in by_testid(d, "timeline-svg").text)
