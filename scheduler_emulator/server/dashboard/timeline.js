@@ -323,7 +323,8 @@
       add(tr, "td", a.code === null || a.code === undefined ? "in flight" :
         a.code + (a.responseStatus ? " (" + a.responseStatus + ")" : ""), "code-" + outcome(a));
       add(tr, "td", a.endTime ? seconds(a.startTime, a.endTime) : "—");
-      var reason = a.reason || (a.duplicate ? "duplicate delivery" : "");
+      var reason = a.reason || (a.duplicate ? "duplicate delivery" :  /* as the CLI says a copy */
+        /^Injected duplicate delivery/.test(a.debugInfo || "") ? "injected duplicate delivery" : "");
       var rows = [tr];
       if (reason) {  // under its attempt, the panel's whole width
         rows.push(add(table, "tr", undefined, "run-attempt-reason"));

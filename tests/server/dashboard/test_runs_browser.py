@@ -501,3 +501,41 @@ def test_an_attempt_opens_its_run_and_the_notices_say_what_a_pause_and_run_now_d
         driver.save_screenshot(str(tmp_path / "no-jobs.png"))
         by_testid(driver, "tab-timeline").click()  # it said "No jobs match." with no filter
         wait_for(driver, lambda d: "No jobs yet." in by_testid(d, "timeline-svg").text)
+
+
+def test_a_run_view_names_an_injected_copy_and_colours_each_failure(tmp_path: Path) -> None:
+    """Trial 65: an injected duplicate copy had no note in the run view (the CLI's attempts
+    says "injected duplicate delivery"), and failed codes were black beside a green OK."""
+
+    def attempt(n: int, code: str, status: int | None, debug: str = "") -> dict[str, Any]:
+        return {"id": n, "attempt": n, "code": code, "responseStatus": status,
+                "startTime": "2026-09-24T00:00:00Z", "endTime": "2026-09-24T00:00:01Z",
+                "debugInfo": debug, "injected": bool(debug)}  # fmt: skip
+
+    copy = "Injected duplicate delivery. URL_CRAWLED. Original HTTP response code number = 200"
+    attempts = [attempt(1, "OK", 200), attempt(1, "OK", 200, copy),
+                attempt(2, "INTERNAL", 500), attempt(3, "DEADLINE_EXCEEDED", None),
+                attempt(4, "UNAVAILABLE", None)]  # fmt: skip
+    run = {"id": 1, "state": "succeeded", "nominalTime": "2026-09-24T00:00:00Z",
+           "attempts": attempts}  # fmt: skip
+    lane = {"job": "projects/p/locations/l/jobs/j", "id": "j", "timeZone": "Etc/UTC"}
+    with chromium() as driver:
+        driver.get(timeline_page(tmp_path))
+        rows = driver.execute_script(
+            "var p = document.getElementById('t'); SchedulerTimeline.runView(p, arguments[0], "
+            "arguments[1]); return Array.from(p.querySelectorAll('.run-attempt')).map("
+            "function (tr) { var next = tr.nextElementSibling; return [getComputedStyle("
+            "tr.children[3]).color, next && next.classList.contains('run-attempt-reason') ?"
+            " next.innerText.trim() : '']; });",
+            run,
+            lane,
+        )
+    ok, red, amber, purple = (
+        "rgb(46, 157, 79)",
+        "rgb(214, 69, 69)",
+        "rgb(230, 155, 0)",
+        "rgb(123, 75, 196)",
+    )
+    assert rows == [
+        [ok, ""], [ok, "injected duplicate delivery"], [red, ""], [amber, ""], [purple, ""]
+    ]  # fmt: skip
