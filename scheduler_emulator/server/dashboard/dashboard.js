@@ -19,7 +19,11 @@
    * the picker's YYYY-MM-DDTHH:MM[:SS]) read as UTC. */
   function instantText(text) {
     var m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2}(\.\d+)?)?$/.exec(text.trim());
-    return m ? m[1] + "T" + m[2] + (m[3] || ":00") + "Z" : text.trim();
+    if (m) return m[1] + "T" + m[2] + (m[3] || ":00") + "Z";
+    if (/^\d{4}-\d{2}-\d{2}T/.test(text.trim())) return text.trim();  /* RFC 3339: the server's */
+    status("Not a time: " + JSON.stringify(text.trim()) + ". Type YYYY-MM-DD HH:MM[:SS] (UTC) " +
+      "or RFC 3339, such as 2026-09-24T02:00:00Z or 2026-09-24T02:00:00-04:00.", true);
+    return null;
   }
 
   function status(text, isError) {
@@ -112,6 +116,7 @@
   }
   function runAsOf(job, text) {
     var when = instantText(text);
+    if (when === null) return;
     status("Running " + job.id + " as if scheduled at " + when + "…");
     request("POST", "/_emulator/runs", { job: job.name, scheduleTime: when })
       .then(function () {
@@ -128,7 +133,7 @@
     form.setAttribute("data-testid", "job-run-as-of-form-" + job.id);
     var input = document.createElement("input");
     input.size = 24;
-    input.placeholder = "2026-03-29T01:30:00+01:00";
+    input.placeholder = "YYYY-MM-DD HH:MM (UTC)";
     input.title = "RFC 3339, or YYYY-MM-DD HH:MM[:SS] in UTC";
     input.setAttribute("data-testid", "job-run-as-of-input-" + job.id);
     var send = document.createElement("button");
@@ -466,8 +471,8 @@
       clockAction("/_emulator/clock:moveTo", { time: state.clock.nextDue }, "Moved to the next due instant: {now}");
   });
   $("clock-moveto").addEventListener("click", function () {
-    var text = $("clock-moveto-input").value.trim() || $("clock-moveto-picker").value;
-    clockAction("/_emulator/clock:moveTo", { time: instantText(text) }, "Moved the clock to {now}");
+    var when = instantText($("clock-moveto-input").value.trim() || $("clock-moveto-picker").value);
+    if (when !== null) clockAction("/_emulator/clock:moveTo", { time: when }, "Moved the clock to {now}");
   });
   $("clock-moveto-picker").addEventListener("change", function () {
     $("clock-moveto-input").value = $("clock-moveto-picker").value.replace("T", " ");

@@ -459,11 +459,17 @@ def test_an_attempt_opens_its_run_and_the_notices_say_what_a_pause_and_run_now_d
     """Trial 65: a run's bar at the 1-day window is mostly covered by its attempts (the run
     view took a click 11 px above it); "Run now" did not say which ScheduleTime it sent (the
     CLI's run does); pausing a job with a pending retry did not say the retry was dropped; the
-    Jobs tab with no jobs was a bare header; disabled buttons looked enabled."""
+    Jobs tab with no jobs was a bare header; disabled buttons looked enabled; a time the page
+    could not read was answered with the server's RFC 3339 message, not the forms it takes."""
     second_failure = MIDNIGHT + wait_after(1)
     with runs_daemon() as (daemon, _), chromium() as driver:
         driver.get(daemon.url + "/")
         wait_for(driver, timeline_ready)
+        move_from_page(driver, "yesterday")  # (the server's answer named RFC 3339 only)
+        assert by_testid(driver, "status").text == (
+            'Not a time: "yesterday". Type YYYY-MM-DD HH:MM[:SS] (UTC) or RFC 3339, such as '
+            "2026-09-24T02:00:00Z or 2026-09-24T02:00:00-04:00."
+        )
         move_from_page(driver, text(second_failure, "%Y-%m-%d %H:%M"))
         wait_for(driver, lambda d: drawn_at(d) == text(second_failure, "%Y-%m-%dT%H:%M:%SZ"))
         first = all_by_css(driver, '[data-testid="lane-flaky"] .tl-attempt')[0]
