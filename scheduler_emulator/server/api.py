@@ -87,9 +87,17 @@ def check_parameters(request: Request, endpoint: str) -> None:
     ``endpoint`` method's request, as Google's front end does (a misspelt ``pagesize`` is not
     ignored).
 
-    :raises InvalidArgument: naming the parameter, in Google's words.
+    :raises InvalidArgument: naming the parameter, in Google's words; for an ``alt`` other
+        than ``json``, which the emulator does not serve.
     """
     taken = _FIELDS.get(endpoint, ())
+    for value in request.args.getlist("alt") + request.args.getlist("$alt"):
+        if value.split(";", 1)[0].strip().lower() != "json":  # (alt=proto was answered in JSON)
+            raise InvalidArgument(
+                f"alt={show_value(value)[1:-1]} is not served: the emulator answers JSON only "
+                "(alt=json; Google also answers alt=proto in protocol buffers).",
+                field="alt",
+            )
     for name in request.args:
         field = camel_case(name)
         if field in taken:  # once, in either spelling (a second value was dropped: trial 59)

@@ -467,6 +467,20 @@ class TestRouting:
         query = "?alt=json&prettyPrint=false&quotaUser=x&%24.xgafv=2&key=k&fields=name"
         assert api.get(JOBS + "/nightly" + query).status_code == 200
 
+    @pytest.mark.parametrize("alt", ["alt=proto", "%24alt=proto%3Benum-encoding%3Dint", "alt=xml"])
+    def test_an_alt_other_than_json_is_refused_not_answered_in_json(
+        self, api: Client, alt: str
+    ) -> None:
+        """Left from earlier trials: ``alt=proto`` and ``alt=xml`` were answered in JSON, which
+        a client that asked for protocol buffers cannot read."""
+        response = api.get(JOBS + "?" + alt)
+        assert response.status_code == 400
+        assert error_of(response)["message"].endswith(
+            "is not served: the emulator answers JSON only (alt=json; Google also answers "
+            "alt=proto in protocol buffers)."
+        )
+        assert api.get(JOBS + "?alt=JSON").status_code == 200  # the value in any case
+
     @pytest.mark.parametrize(
         ("path", "query"),
         [
