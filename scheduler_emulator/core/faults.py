@@ -23,7 +23,8 @@ Actions (applied by the engine, recorded on the attempt with ``injected: true``)
   (``concurrent: false``) or at the same time (``concurrent: true``);
 - ``lost_ack`` — deliver it, let the target answer, then count the attempt as failed
   (``UNAVAILABLE``) so it is retried under the retry config — at least once even with
-  ``retryCount`` 0, as the at-least-once guarantee allows;
+  ``retryCount`` 0, as the at-least-once guarantee allows; an attempt that got no answer (a
+  refused connection) has none to lose and is recorded as it failed;
 - ``deadline`` — count the attempt as ``DEADLINE_EXCEEDED`` after ``seconds`` of real time (the
   target still handling it, or not), so that the retry overlaps the first handler;
 - ``status`` — answer as if the target returned ``status``, without calling it;

@@ -143,6 +143,24 @@ def test_a_lost_acknowledgement_fails_the_attempt_and_earns_a_retry(clock: Manua
     assert injected.extra_retry is True
 
 
+def test_a_lost_acknowledgement_needs_an_answer_to_lose(clock: ManualClock) -> None:
+    """A trial: with nothing listening, the attempt read "the target answered no answer but
+    the response was lost" and earned a retry beyond its config."""
+
+    def refused(timeout: float) -> TransportResult:
+        return TransportResult(failure=Failure.CONNECTION, detail="Connection refused.")
+
+    injected = send_with_faults(refused, clock, 30.0, [FaultRule("lost_ack")])
+    assert injected.outcome == outcome_of(refused(30.0))  # the real failure, as it is
+    assert injected.extra_retry is False
+    published = TransportResult(outcome=Outcome("OK", "Published.", None))  # a Pub/Sub answer
+    lost = send_with_faults(lambda timeout: published, clock, 30.0, [FaultRule("lost_ack")])
+    assert lost.outcome.debug_info.endswith(
+        "Injected: the target answered OK but the response was lost."
+    )
+    assert lost.extra_retry is True
+
+
 def test_deadline_times_the_attempt_out_and_keeps_the_late_response(clock: ManualClock) -> None:
     release = threading.Event()
 

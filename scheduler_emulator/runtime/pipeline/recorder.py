@@ -550,9 +550,11 @@ def send_with_faults(
             spans.append((begun, clock.now()))
 
     outcome = outcome_of(result)
-    lost = "lost_ack" in first
+    # an answer to lose: a status, or a publish's outcome (a refused connection has none, and
+    # is recorded as it is, earning no retry beyond the config)
+    lost = "lost_ack" in first and result.failure is None
     if lost and deadline is None:
-        said = result.status if result.status is not None else "no answer"
+        said = result.status if result.status is not None else outcome.code
         outcome = Outcome(
             "UNAVAILABLE",
             "URL_UNREACHABLE-UNREACHABLE_LOST_ACK. Injected: the target answered "
