@@ -29,6 +29,7 @@ from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.domain.schedule import DEFAULT_DST_POLICY
 from scheduler_emulator.runtime import (
     DEFAULT_HEADER_CASE,
+    EXECUTION_STATES,
     JWKS_PATH,
     AsgiApp,
     DeliveryRequest,
@@ -453,10 +454,15 @@ class CloudScheduler(AttemptAssertions):
         ``"FAILED"``, ``"INTERRUPTED"``, ``"RUNNING"``; ``None``: any). With ``count``, exactly
         that many must match; without it, at least one.
 
-        :raises AssertionError: listing every execution of the job, its state and each task
-            attempt's exit code, with the clock's instant.
+        :raises AssertionError: listing every execution of the job, when it was created, its
+            state and each task attempt's exit code (and a failed one's last line of stderr),
+            with the clock's instant.
+        :raises ValueError: for a ``state`` that is none of those (in any case).
         """
         __tracebackhide__ = True
+        state = state.upper() if state else state  # (a trial's "succeeded" matched nothing)
+        if state is not None and state not in EXECUTION_STATES:
+            raise ValueError(f"state must be one of {', '.join(EXECUTION_STATES)}; got {state!r}.")
         executions = self.executions(job)
         matching = [e for e in executions if state is None or e.state == state]
         if (count is None and matching) or len(matching) == count:
@@ -468,12 +474,15 @@ class CloudScheduler(AttemptAssertions):
             + f"; {len(matching)} of {len(executions)} matched at {iso(self.now())}:"
         ]
         for e in executions:
-            codes = ", ".join(  # (why a command did not start is all its stderr holds)
+            codes = ", ".join(  # a failure's last line of stderr, as the executions view's
                 f"task {a.index} attempt {a.attempt}: {a.stopped or a.exit_code}"
-                + (f" ({a.stderr})" if a.stopped == "not started" else "")
+                + (f" ({said[-1]})" if not a.ok and (said := a.stderr.strip().splitlines()) else "")
                 for a in e.attempts
             )
-            lines.append(f"  {e.execution_id} {e.state} ({codes or 'no task attempts'})")
+            created = iso(e.create_time)
+            lines.append(
+                f"  {e.execution_id} created {created} {e.state} ({codes or 'no task attempts'})"
+            )
         if not executions:
             defined = ", ".join(j.job_id for j in self.emulator.cloud_run.jobs()) or "none"
             lines.append(f"  (no executions; Cloud Run jobs defined: {defined})")

@@ -84,7 +84,8 @@ def test_a_test_defines_a_job_by_callable_and_asserts_its_executions(
         [
             "*expected at least one execution(s) of Cloud Run job 'broken' in state SUCCEEDED;"
             " 0 of 1 matched*",
-            "*broken-* FAILED (task 0 attempt 0: 1)*",
+            "*broken-* created 2026-01-01T02:00:00Z FAILED (task 0 attempt 0: 1 (RuntimeError: "
+            "no bucket))*",
             "*(no executions; Cloud Run jobs defined: export)*",
             "*scheduler job nightly-export: UNAUTHENTICATED: *missing required authentication"
             " credential*give the job?s httpTarget an oauthToken*",
@@ -135,3 +136,21 @@ def test_runs_hours_apart_in_one_move_do_not_overlap_in_real_time(
     first, second = cloud_scheduler.assert_executed("export", count=2)
     [ran_first], [ran_second] = first.attempts, second.attempts
     assert ran_first.end is not None and ran_first.end <= ran_second.start
+
+
+def succeeds() -> int:
+    """A Cloud Run task that succeeds (run in a task process by its module and name)."""
+    return 0
+
+
+def test_assert_executed_takes_a_state_in_any_case_and_refuses_an_unknown_one(
+    cloud_scheduler: CloudScheduler,
+) -> None:
+    """A trial: ``state="succeeded"`` matched nothing ("0 of 1 matched … SUCCEEDED"), and a
+    misspelt state was taken as one no execution is in."""
+    cloud_scheduler.define_cloud_run_job("ok", succeeds)
+    cloud_scheduler.emulator.cloud_run.run(cloud_scheduler.emulator.cloud_run.jobs()[0])
+    cloud_scheduler.advance(timedelta(seconds=1))  # returns once the execution has ended
+    assert len(cloud_scheduler.assert_executed("ok", count=1, state="succeeded")) == 1
+    with pytest.raises(ValueError, match="^state must be one of RUNNING, SUCCEEDED, FAILED, "):
+        cloud_scheduler.assert_executed("ok", state="SUCEEDED")
