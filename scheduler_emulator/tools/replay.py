@@ -68,7 +68,7 @@ from ..wire import format_timestamp as iso
 from .report import number_text, probe_line, write_report
 from .scenario import CheckResult, ScenarioRun, load_scenario, run_scenario
 from .timeline import marks, render_table, render_timeline
-from .views import is_terminal
+from .views import EXECUTION_HEADERS, execution_rows, is_terminal
 
 #: The gap cap ``--compress-gaps`` uses when given without a value, in seconds.
 DEFAULT_COMPRESSED_GAP_SECONDS = 0.1
@@ -761,6 +761,10 @@ def print_report(run: ScenarioRun, out: IO[str]) -> int:
     )
     for line in render_timeline(run.attempts):
         out.write(line + "\n")
+    if run.executions:  # how the Cloud Run executions ended: their :run answered 200 either way
+        out.write("\nCloud Run executions:\n")
+        rows = execution_rows(run.executions)
+        out.writelines(line + "\n" for line in render_table(EXECUTION_HEADERS, rows))
     if (probe := probe_line(run)) is not None:
         out.write(f"\n{probe}\n")
     good, bad = marks(out)

@@ -20,6 +20,7 @@ from ..domain.attempts import Attempt, iso
 from ..server.dashboard import read_asset
 from .scenario import ScenarioRun
 from .timeline import TIMELINE_HEADERS, timeline_rows
+from .views import EXECUTION_HEADERS, execution_rows
 
 __all__ = [
     "report_html",
@@ -59,7 +60,7 @@ _PAGE_STYLE = """
 .report table.attempts th, .report table.attempts td { padding: 4px 8px; text-align: left;
   border-bottom: 1px solid var(--line); white-space: nowrap; }
 .report table.attempts td.detail { white-space: normal; }
-.report tr.duplicate td { background: #fdecec; }
+.report tr.duplicate td, .report tr.failed td { background: #fdecec; }
 .report .met { color: var(--ok); font-weight: 600; }
 .report .unmet { color: var(--http); font-weight: 600; }
 .report ul { padding-left: 18px; }
@@ -197,6 +198,21 @@ def _scenario(run: ScenarioRun) -> str:
     )
 
 
+def _executions(run: ScenarioRun) -> str:
+    """The Cloud Run executions' table (the ``executions`` view's columns), or ``""``."""
+    if not run.executions:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in EXECUTION_HEADERS)
+    rows = "".join(
+        f'<tr data-testid="execution-row" class="{"" if cells[2] == "SUCCEEDED" else "failed"}">'
+        + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells)
+        + "</tr>"
+        for cells in execution_rows(run.executions)
+    )
+    table = f'<table class="attempts" data-testid="executions"><tr>{head}</tr>{rows}</table>'
+    return f"<h2>Cloud Run executions</h2>{table}"
+
+
 #: The page loads nothing: its own inline style and scripts only.
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
@@ -229,6 +245,7 @@ def report_html(run: ScenarioRun) -> str:
 <div id="timeline" class="timeline" data-testid="timeline"></div>
 <h2>Attempts</h2>
 {_attempt_table(run.attempts)}
+{_executions(run)}
 </main>
 <aside id="details" class="details" data-testid="attempt-details" hidden>
 <div class="details-head"><h2 id="details-title" data-testid="details-title">Attempt</h2>

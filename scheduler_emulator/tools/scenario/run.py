@@ -60,6 +60,9 @@ class ScenarioRun:
     :param end: the clock's final instant.
     :param runs: every run newest first, as ``GET /_emulator/runs`` shows it (its state: how
         it ended, or when its next attempt is due).
+    :param executions: the Cloud Run executions its ``jobs/J:run`` attempts started, in
+        creation order, as ``GET /_emulator/executions`` shows them (a scheduler attempt
+        answered 200 says nothing of how its execution ended).
     """
 
     scenario: Scenario
@@ -71,6 +74,7 @@ class ScenarioRun:
     delivery: str
     end: datetime
     runs: list[dict[str, Any]] = field(default_factory=list)
+    executions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -200,6 +204,7 @@ def run_scenario(
         runs, _ = runs_page(
             emulator.store, page_size=len(attempts), now=end, config=emulator.job_config
         )
+        executions = [e.to_json() for e in emulator.cloud_run.store.list(limit=None)]
     finally:
         emulator.close()
     probe_values: dict[str, float | None] = {}
@@ -217,6 +222,7 @@ def run_scenario(
         delivery.description,
         end,
         runs,
+        executions,
     )
 
 

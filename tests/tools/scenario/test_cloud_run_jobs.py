@@ -57,3 +57,33 @@ def test_a_bad_cloud_run_job_is_named_with_the_scenarios_problems(tmp_path: Path
     }
     with pytest.raises(ConfigurationError, match=r"template\.taskCount must be .*got -2"):
         load_scenario(write(tmp_path, job))
+
+
+def test_a_failed_execution_is_in_the_replay_and_its_report(tmp_path: Path) -> None:
+    """A trial: a night whose Cloud Run task failed read as two 200 OK rows and "All
+    expectations hold", in the terminal and in the HTML report: the scheduler's :run call
+    succeeds whatever the execution does."""
+    import io
+
+    from scheduler_emulator.tools.replay import print_report
+    from scheduler_emulator.tools.report import report_html
+
+    code = "import sys; print('database locked', file=sys.stderr); sys.exit(3)"
+    job = {
+        "name": "export",
+        "template": {"template": {"maxRetries": 0,
+                                  "containers": [{"command": [sys.executable, "-c", code]}]}},
+    }  # fmt: skip
+    run = run_scenario(load_scenario(write(tmp_path, job)))
+    assert run.ok  # the expectation is on the scheduler job's attempt, answered 200
+    [execution] = run.executions
+    assert execution["state"] == "FAILED"
+    out = io.StringIO()
+    print_report(run, out)
+    text = out.getvalue()
+    table = text.split("Cloud Run executions:\n", 1)[1].splitlines()
+    assert table[0].split()[:3] == ["CREATED", "EXECUTION", "STATE"]
+    assert "FAILED" in table[1] and table[1].endswith("task 0: database locked")
+    page = report_html(run)
+    assert '<tr data-testid="execution-row" class="failed">' in page
+    assert "task 0: database locked" in page
