@@ -154,3 +154,21 @@ def test_assert_executed_takes_a_state_in_any_case_and_refuses_an_unknown_one(
     assert len(cloud_scheduler.assert_executed("ok", count=1, state="succeeded")) == 1
     with pytest.raises(ValueError, match="^state must be one of RUNNING, SUCCEEDED, FAILED, "):
         cloud_scheduler.assert_executed("ok", state="SUCEEDED")
+
+
+def test_assert_executed_names_a_failed_call_to_a_misspelt_cloud_run_job(
+    cloud_scheduler: CloudScheduler,
+) -> None:
+    """A trial: with ``…/jobs/nighlty:run`` in the scheduler job's URI, ``assert_executed`` said
+    only "no executions; Cloud Run jobs defined: nightly", not the 404 the call got."""
+    cloud_scheduler.define_cloud_run_job("nightly", succeeds)
+    uri = "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/nighlty:run"
+    oauth = {"serviceAccountEmail": "runner@my-project.iam.gserviceaccount.com"}
+    cloud_scheduler.create_job(
+        name="nightly-work", schedule="0 2 * * *",
+        http_target={"uri": uri, "http_method": "POST", "oauth_token": oauth},
+    )  # fmt: skip
+    cloud_scheduler.advance(timedelta(days=1))
+    with pytest.raises(AssertionError) as failed:
+        cloud_scheduler.assert_executed("nightly")
+    assert "  scheduler job nightly-work: NOT_FOUND: Resource 'nighlty'" in str(failed.value)

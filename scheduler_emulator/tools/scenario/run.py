@@ -219,7 +219,12 @@ def run_scenario(
         probe_values,
         probe_error,
         results,
-        delivery.description,
+        delivery.description
+        + (
+            "; jobs/J:run URIs start its Cloud Run jobs, run locally"
+            if scenario.cloud_run_jobs
+            else ""
+        ),
         end,
         runs,
         executions,
@@ -259,7 +264,10 @@ def _read_probe(
 
             session = requests.Session()
             session.trust_env = False
-            answer = session.get(url, timeout=30)
+            try:
+                answer = session.get(url, timeout=30)
+            except requests.ConnectionError:  # (its text is urllib3's whole repr)
+                return empty, f"GET {location} failed: nothing answers at {url}"
             status, text = answer.status_code, answer.text
     except Exception as exc:  # the target's own failure: an unmet expectation, not a crash
         return empty, f"GET {location} failed: {type(exc).__name__}: {exc}"

@@ -81,6 +81,8 @@ def test_a_failed_execution_is_in_the_replay_and_its_report(tmp_path: Path) -> N
     out = io.StringIO()
     print_report(run, out)
     text = out.getvalue()
+    # (the header said only "each job's URI over HTTP", though :run is answered locally)
+    assert text.splitlines()[0].endswith("; jobs/J:run URIs start its Cloud Run jobs, run locally.")
     table = text.split("Cloud Run executions:\n", 1)[1].splitlines()
     assert table[0].split()[:3] == ["CREATED", "EXECUTION", "STATE"]
     assert "FAILED" in table[1] and table[1].endswith("task 0: database locked")

@@ -569,6 +569,17 @@ class TestReplay:
         assert "Probe failed: GET /missing answered 404" in out
         assert "  ✗ hourly: probe.deliveries == 3 (observed ?; GET /missing answered 404)" in out
 
+    def test_a_probe_where_nothing_answers_says_so_in_one_line(self, tmp_path: Path) -> None:
+        """A trial: the probe's failure was requests' whole ``HTTPConnectionPool(…) Max retries
+        exceeded … NewConnectionError(…)`` text, printed four times."""
+        from tests.support import free_port
+
+        url = f"http://127.0.0.1:{free_port()}"
+        text = HOURLY + "expect:\n  hourly: {probe: {deliveries: 3}}\n"
+        code, out, _ = replay(str(write(tmp_path, text)), "--target", url)
+        assert code == 1
+        assert f"Probe failed: GET /count failed: nothing answers at {url}/count\n" in out
+
     def test_a_probe_path_without_a_target_is_refused_before_anything_runs(
         self, tmp_path: Path
     ) -> None:
