@@ -45,7 +45,7 @@ from scheduler_emulator.runtime import (
     WsgiApp,
 )
 from scheduler_emulator.tools.jobs_file import load_jobs_file
-from scheduler_emulator.wire import is_cloud_run_host, is_loopback
+from scheduler_emulator.wire import is_loopback
 
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
@@ -487,12 +487,7 @@ class CloudScheduler(AttemptAssertions):
             defined = ", ".join(j.job_id for j in self.emulator.cloud_run.jobs()) or "none"
             lines.append(f"  (no executions; Cloud Run jobs defined: {defined})")
             for a in self.attempts():  # the scheduler's failed calls to a :run (a misspelt job's
-                url = urlsplit(a.request.get("url", ""))  # too), and why each failed
-                if (
-                    url.path.endswith(":run")
-                    and is_cloud_run_host(url.hostname or "")
-                    and a.code != "OK"
-                ):
+                if a.runs_cloud_run_job and a.code != "OK":  # too), and why each failed
                     lines.append(f"  scheduler job {a.job_id}: {failure_reason(a, width=1000)}")
         raise AssertionError("\n".join(lines))
 

@@ -243,6 +243,12 @@ class Attempt:
         return f"{self.code or '?'}{status}"
 
     @property
+    def runs_cloud_run_job(self) -> bool:
+        """Whether it called the Cloud Run Admin API's run method (a ``jobs/J:run`` URI)."""
+        url = urlsplit(str(self.request.get("url", "")))
+        return url.path.endswith(":run") and is_cloud_run_host(url.hostname or "")
+
+    @property
     def hint(self) -> str:
         """What the emulator can tell about a failure beyond the service's answer (``""`` when
         nothing): a 500 from a timer route whose name is not the job's ID is the timer router
@@ -253,8 +259,7 @@ class Attempt:
         says what the job or the ``--cloud-run-jobs`` file lacks; a 401 or 403 to an OIDC token
         names the token's audience (the job's whole URI when the job sets none, Google's rule)
         and email, the claims a service refuses a token for."""
-        url = urlsplit(str(self.request.get("url", "")))
-        if url.path.endswith(":run") and is_cloud_run_host(url.hostname or ""):
+        if self.runs_cloud_run_job:
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
         if self.response_status in (401, 403) and (claims := _token_claims(self.request)):
             audience, email = claims
@@ -265,7 +270,7 @@ class Attempt:
             )
         if self.response_status != 500:
             return ""
-        path = url.path
+        path = urlsplit(str(self.request.get("url", ""))).path
         if not path.startswith(TIMER_PREFIX):
             return ""
         route = path[len(TIMER_PREFIX) :].split("/", 1)[0]

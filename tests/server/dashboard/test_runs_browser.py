@@ -316,6 +316,21 @@ def on_timeline(driver: Any, tmp_path: Path, data: dict[str, Any], then: str) ->
     )
 
 
+def run_view_rows(tmp_path: Path, run: dict[str, Any], row: str) -> Any:
+    """Draw ``run``'s run view (timeline.js alone, lane ``j``); return the JavaScript
+    expression ``row`` (of ``tr``, an attempt's row) for each attempt's row."""
+    lane = {"job": "projects/p/locations/l/jobs/j", "id": "j", "timeZone": "Etc/UTC"}
+    with chromium() as driver:
+        driver.get(timeline_page(tmp_path))
+        return driver.execute_script(
+            "var p = document.getElementById('t'); SchedulerTimeline.runView(p, arguments[0], "
+            "arguments[1]); return Array.from(p.querySelectorAll('.run-attempt')).map("
+            f"function (tr) {{ return {row}; }});",
+            run,
+            lane,
+        )
+
+
 def hour_window(lanes: list[dict[str, Any]]) -> dict[str, Any]:
     """A timeline of 00:00 to 01:00 on a manual clock at 00:10, with ``lanes``."""
     return {"start": "2026-09-24T00:00:00Z", "end": "2026-09-24T01:00:00Z",
@@ -440,16 +455,7 @@ def test_a_run_views_waits_and_durations_read_in_hours_and_minutes(tmp_path: Pat
                 attempt(3, "2026-09-24T04:33:08.25Z", "2026-09-24T05:33:08.25Z")]  # fmt: skip
     run = {"id": 3, "state": "retrying", "tries": 3, "nominalTime": "2026-09-24T00:00:00Z",
            "attempts": attempts}  # fmt: skip
-    lane = {"job": "projects/p/locations/l/jobs/j", "id": "j", "timeZone": "Etc/UTC"}
-    with chromium() as driver:
-        driver.get(timeline_page(tmp_path))
-        rows = driver.execute_script(
-            "var p = document.getElementById('t'); SchedulerTimeline.runView(p, arguments[0], "
-            "arguments[1]); return Array.from(p.querySelectorAll('.run-attempt')).map("
-            "function (tr) { var c = tr.children; return [c[2].innerText, c[4].innerText]; });",
-            run,
-            lane,
-        )
+    rows = run_view_rows(tmp_path, run, "[tr.children[2].innerText, tr.children[4].innerText]")
     assert rows == [["—", "3.3 s"], ["4 h 30 min", "2 min 5 s"], ["1 min", "1 h"]]
 
 
@@ -524,18 +530,12 @@ def test_a_run_view_names_an_injected_copy_and_colours_each_failure(tmp_path: Pa
                 attempt(4, "UNAVAILABLE", None)]  # fmt: skip
     run = {"id": 1, "state": "succeeded", "nominalTime": "2026-09-24T00:00:00Z",
            "attempts": attempts}  # fmt: skip
-    lane = {"job": "projects/p/locations/l/jobs/j", "id": "j", "timeZone": "Etc/UTC"}
-    with chromium() as driver:
-        driver.get(timeline_page(tmp_path))
-        rows = driver.execute_script(
-            "var p = document.getElementById('t'); SchedulerTimeline.runView(p, arguments[0], "
-            "arguments[1]); return Array.from(p.querySelectorAll('.run-attempt')).map("
-            "function (tr) { var next = tr.nextElementSibling; return [getComputedStyle("
-            "tr.children[3]).color, next && next.classList.contains('run-attempt-reason') ?"
-            " next.innerText.trim() : '']; });",
-            run,
-            lane,
-        )
+    rows = run_view_rows(
+        tmp_path,
+        run,
+        "[getComputedStyle(tr.children[3]).color, tr.nextElementSibling && tr.nextElementSibling"
+        ".classList.contains('run-attempt-reason') ? tr.nextElementSibling.innerText.trim() : '']",
+    )
     ok, red, amber, purple = (
         "rgb(46, 157, 79)",
         "rgb(214, 69, 69)",
