@@ -47,6 +47,9 @@ or ``>=`` and ``OPERAND`` is a whole number or a *quantity* of the same job, opt
 - ``attempts`` — attempts recorded, retries and injected duplicate deliveries included;
 - ``codes.NAME`` — attempts that ended with that google.rpc code (``codes: {OK: 2}``);
 - ``statuses.N`` — attempts the target answered with HTTP status ``N``;
+- ``executions`` and ``executions.STATE`` — the Cloud Run executions the job's attempts started
+  (with ``cloud_run_jobs``), all or those in that state (``SUCCEEDED``, ``FAILED``, ``RUNNING``,
+  ``INTERRUPTED``): a ``:run`` is answered 200 whatever its execution does;
 - ``probe.FIELD`` (or bare ``FIELD``) — a number read from the probe's JSON answer.
 
 The probe is read once, after the last step.

@@ -17,7 +17,7 @@ from ...domain.codec import job_from_json
 from ...domain.errors import ApiError, ConfigurationError, FieldViolation
 from ...domain.names import qualify_job_name
 from ...domain.resources import Job
-from ...runtime import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT
+from ...runtime import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT, EXECUTION_STATES
 from ...wire import HEADER_CASES
 from ..cloud_run_file import load_cloud_run_jobs
 from ..documents import read_text
@@ -532,9 +532,9 @@ def _expectations(
             problems.add(problem(source, f"expect.{job}", f"expected checks; got {show(checks)}."))
             continue
         for key, raw in checks.items():
-            if key in ("runs", "attempts"):
+            if key in ("runs", "attempts") or key == "executions" and not isinstance(raw, Mapping):
                 add(job, key, raw)
-            elif key in ("codes", "statuses", "probe"):
+            elif key in ("codes", "statuses", "executions", "probe"):
                 if not isinstance(raw, Mapping):
                     problems.add(
                         problem(
@@ -557,7 +557,7 @@ def _expectations(
                     problem(
                         source,
                         f"expect.{job}.{key}",
-                        "unknown key (known: runs, attempts, codes, statuses, probe).",
+                        "unknown key (known: runs, attempts, codes, statuses, executions, probe).",
                     )
                 )
     return out
@@ -565,7 +565,9 @@ def _expectations(
 
 def _validate_quantity(name: str, probe_fields: set[str], *, operand: bool = False) -> None:
     head, _, rest = str(name).partition(".")
-    if head in ("runs", "attempts") and not rest:
+    if head in ("runs", "attempts", "executions") and not rest:
+        return
+    if head == "executions" and rest in EXECUTION_STATES:
         return
     if head == "codes" and rest in _RPC_NAMES:
         return
@@ -582,8 +584,11 @@ def _validate_quantity(name: str, probe_fields: set[str], *, operand: bool = Fal
         raise ValueError(f"not a google.rpc code name: {show(rest)} (e.g. OK, UNAVAILABLE)")
     if head == "statuses":
         raise ValueError(f"not an HTTP status: {show(rest)}")
+    if head == "executions":
+        raise ValueError(f"not an execution state: {show(rest)} ({', '.join(EXECUTION_STATES)})")
     raise ValueError(
-        f"unknown quantity {show(name)} (use runs, attempts, codes.NAME, statuses.N, probe.FIELD)"
+        f"unknown quantity {show(name)} (use runs, attempts, codes.NAME, statuses.N, "
+        "executions, executions.STATE, probe.FIELD)"
     )
 
 

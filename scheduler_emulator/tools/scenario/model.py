@@ -320,7 +320,8 @@ class Expectation:
     """One line of ``expect``: a job's quantity and a check on it.
 
     :param job: the short job ID.
-    :param quantity: ``runs``, ``attempts``, ``codes.NAME``, ``statuses.N`` or ``probe.FIELD``.
+    :param quantity: ``runs``, ``attempts``, ``codes.NAME``, ``statuses.N``, ``executions``,
+        ``executions.STATE`` or ``probe.FIELD``.
     :param check: what it must satisfy.
     """
 

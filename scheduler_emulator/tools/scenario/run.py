@@ -211,7 +211,7 @@ def run_scenario(
     probe_error = None
     if scenario.probe is not None:
         probe_values, probe_error = _read_probe(scenario, delivery)
-    results = evaluate(scenario, attempts, probe_values, probe_error)
+    results = evaluate(scenario, attempts, probe_values, probe_error, executions)
     return ScenarioRun(
         scenario,
         plan.seed,
@@ -327,6 +327,7 @@ def evaluate(
     attempts: Sequence[Attempt],
     probe: Mapping[str, float | None],
     probe_error: str | None = None,
+    executions: Sequence[Mapping[str, Any]] = (),
 ) -> list[CheckResult]:
     """Check every expectation of ``scenario`` against what happened.
 
@@ -334,6 +335,9 @@ def evaluate(
     :param attempts: every attempt of the run.
     :param probe: probe field → value.
     :param probe_error: why the probe has no values, if it has none.
+    :param executions: the Cloud Run executions the run started, as
+        :meth:`~scheduler_emulator.runtime.Execution.to_json` gives them (``schedulerJob``
+        names the scheduler job whose attempt started one).
     :return: one result per expectation, in order.
     """
     by_job: dict[str, list[Attempt]] = {}
@@ -342,8 +346,13 @@ def evaluate(
     results = []
     for expectation in scenario.expectations:
         mine = by_job.get(expectation.job, [])
+        started = [
+            e for e in executions if e.get("schedulerJob", "").rsplit("/", 1)[-1] == expectation.job
+        ]
 
-        def resolve(name: str, mine: list[Attempt] = mine) -> float | None:
+        def resolve(
+            name: str, mine: list[Attempt] = mine, started: list[Mapping[str, Any]] = started
+        ) -> float | None:
             head, _, rest = name.partition(".")
             if head == "runs":
                 return count_runs(mine)
@@ -353,6 +362,8 @@ def evaluate(
                 return sum(1 for a in mine if a.code == rest)
             if head == "statuses":
                 return sum(1 for a in mine if a.response_status == int(rest))
+            if head == "executions":
+                return sum(1 for e in started if rest in ("", e["state"]))
             if head == "probe":
                 return probe.get(rest)
             return probe.get(head)

@@ -89,3 +89,28 @@ def test_a_failed_execution_is_in_the_replay_and_its_report(tmp_path: Path) -> N
     page = report_html(run)
     assert '<tr data-testid="execution-row" class="failed">' in page
     assert "task 0: database locked" in page
+
+
+def test_expectations_count_the_executions_each_job_started_by_state(tmp_path: Path) -> None:
+    """A trial: a replay could expect nothing of the executions, only of the scheduler job's
+    attempts, which a :run answers 200 whatever its execution does."""
+    job = {
+        "name": "export",
+        "template": {"template": {"maxRetries": 0,
+                                  "containers": [{"command": [sys.executable, "-c", "exit(3)"]}]}},
+    }  # fmt: skip
+    path = write(tmp_path, job)
+    nightly = SCENARIO.split("jobs:\n", 1)[1].split("steps:")[0]
+    other = nightly.replace("nightly", "other").replace("0 2", "30 2")
+    path.write_text(
+        path.read_text().replace("{codes: {OK: 1}}", "{executions: 1, codes: {OK: 1}}")
+        .replace("steps:", other + "steps:")
+        + '  other: {executions: {SUCCEEDED: 1, FAILED: "== runs"}}\n'
+    )  # fmt: skip
+    run = run_scenario(load_scenario(path))
+    assert [(r.expectation.text, r.ok, r.observed) for r in run.results] == [
+        ("nightly: executions == 1", True, 1),
+        ("nightly: codes.OK == 1", True, 1),
+        ("other: executions.SUCCEEDED == 1", False, 0),
+        ("other: executions.FAILED == runs", True, 1),
+    ]

@@ -243,8 +243,15 @@ class TestValidation:
             ),
             pytest.param(
                 {"expect": "{hourly: {sweeps: 1}}"},
-                "expect.hourly.sweeps: unknown key (known: runs, attempts, codes, statuses, probe)",
+                "expect.hourly.sweeps: unknown key (known: runs, attempts, codes, statuses, "
+                "executions, probe)",
                 id="expect-key",
+            ),
+            pytest.param(
+                {"expect": "{hourly: {executions: {DONE: 1}}}"},
+                'expect.hourly.executions.DONE: not an execution state: "DONE" (RUNNING, '
+                "SUCCEEDED, FAILED, INTERRUPTED)",
+                id="execution-state",
             ),
             pytest.param(
                 {"target": '{app: "x:y", url: "http://a.test"}'},
