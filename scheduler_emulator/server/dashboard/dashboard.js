@@ -17,12 +17,15 @@
 
   /* What "Move to" and "Run as if scheduled at" take: RFC 3339, or YYYY-MM-DD HH:MM[:SS] (and
    * the picker's YYYY-MM-DDTHH:MM[:SS]) read as UTC. */
-  function instantText(text) {
+  /* A typed time as RFC 3339: a wall time is UTC, or the browser's with `local`. */
+  function instantText(text, local) {
     var m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2}(\.\d+)?)?$/.exec(text.trim());
-    if (m) return m[1] + "T" + m[2] + (m[3] || ":00") + "Z";
+    var wall = m && m[1] + "T" + m[2] + (m[3] || ":00");
+    if (m) return local ? new Date(wall).toISOString() : wall + "Z";  /* (no offset: local) */
     if (/^\d{4}-\d{2}-\d{2}T/.test(text.trim())) return text.trim();  /* RFC 3339: the server's */
-    status("Not a time: " + JSON.stringify(text.trim()) + ". Type YYYY-MM-DD HH:MM[:SS] (UTC) " +
-      "or RFC 3339, such as 2026-09-24T02:00:00Z or 2026-09-24T02:00:00-04:00.", true);
+    status("Not a time: " + JSON.stringify(text.trim()) + ". Type YYYY-MM-DD HH:MM[:SS] (" +
+      (local ? TL.browserZone() : "UTC") + ") or RFC 3339, such as 2026-09-24T02:00:00Z or " +
+      "2026-09-24T02:00:00-04:00.", true);
     return null;
   }
 
@@ -80,13 +83,19 @@
     $("clock-mode").textContent = clock.mode === "manual" ? "manual clock" : "system clock";
     $("clock-mode").className = "badge clock-" + clock.mode;
     $("clock-now").textContent = TL.stamp(clock.now);
+    /* Move-to times are UTC, or the browser's when times are shown in it (named beside). */
+    var local = state.zone === "local", zone = local ? TL.browserZone() : "UTC";
     var picker = $("clock-moveto-picker");  /* follows the clock until the user picks a time */
     if (!picker.value || picker.value === picker.dataset.clock) {
-      picker.value = clock.now.slice(0, 19);
+      var now = new Date(clock.now), shift = local ? now.getTimezoneOffset() * 60000 : 0;
+      picker.value = new Date(now.getTime() - shift).toISOString().slice(0, 19);
       picker.dataset.clock = picker.value;  /* as the browser keeps it (19:07, not 19:07:00) */
     }
+    $("clock-moveto-zone").textContent = zone;
+    picker.title = "Pick a date and time (" + zone + ")";
     $("clock-controls").hidden = clock.mode !== "manual";
     $("clock-moveto-input").placeholder = clock.now;
+    $("clock-moveto-input").title = "YYYY-MM-DD HH:MM[:SS] (" + zone + ") or RFC 3339";
     $("clock-next").disabled = !clock.nextDue;
     $("clock-next").title = clock.nextDue ? "Move to " + TL.stamp(clock.nextDue) : "Nothing is due";
   }
@@ -471,7 +480,8 @@
       clockAction("/_emulator/clock:moveTo", { time: state.clock.nextDue }, "Moved to the next due instant: {now}");
   });
   $("clock-moveto").addEventListener("click", function () {
-    var when = instantText($("clock-moveto-input").value.trim() || $("clock-moveto-picker").value);
+    var typed = $("clock-moveto-input").value.trim() || $("clock-moveto-picker").value;
+    var when = instantText(typed, state.zone === "local");
     if (when !== null) clockAction("/_emulator/clock:moveTo", { time: when }, "Moved the clock to {now}");
   });
   $("clock-moveto-picker").addEventListener("change", function () {
@@ -483,6 +493,7 @@
     state.zone = $("time-zone").value;
     localStorage.setItem(ZONE_KEY, state.zone);
     TL.setZone(state.zone);
+    $("clock-moveto-picker").value = $("clock-moveto-input").value = "";  /* read in the zone */
     state.drawn = state.jobsShown = null;
     refresh();
   });

@@ -500,7 +500,7 @@
     draw: draw, legend: legend, outcome: outcome, stamp: stamp, utcStamp: utcStamp,
     details: details, runView: runView, panel: panel, breakable: breakable, jwtParts: jwtParts,
     retryText: retryText, stateText: stateText, wallText: wallText, exitText: exitText,
-    setZone: function (mode) { zoneMode = mode; },
+    setZone: function (mode) { zoneMode = mode; }, browserZone: browserZone,
     time: function (t) { return clockText(t, true); }
   };
 })(this);

@@ -252,6 +252,24 @@ def test_zones_move_to_a_decoded_token_and_run_as_of(tmp_path: Path) -> None:
         by_testid(driver, "attempt-details-close").click()
         wait_for(driver, panel_hidden)
 
+        # In the browser's zone "Move to" shows and reads its times there, and names the zone
+        # (a trial's picker showed UTC without saying so beside New York's times).
+        driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "America/New_York"})
+        try:
+            Select(by_testid(driver, "time-zone")).select_by_value("local")
+            wait_for(driver, lambda d: by_testid(d, "clock-moveto-zone").text == "America/New_York")
+            picker = by_testid(driver, "clock-moveto-picker")
+            assert picker.get_attribute("value").startswith("2026-09-24T23:00")  # 03:00Z in EDT
+            assert by_testid(driver, "clock-moveto-input").get_attribute("value") == ""  # (UTC)
+            driver.save_screenshot(str(tmp_path / "move-to-in-new-york.png"))
+            move_from_page(driver, "2026-09-24 23:30")
+            wait_for(driver, lambda d: drawn_at(d) == "2026-09-25T03:30:00Z")
+            now = by_testid(driver, "clock-now").text
+            assert now == "2026-09-24 23:30:00-04:00 America/New_York"
+        finally:
+            Select(by_testid(driver, "time-zone")).select_by_value("utc")  # (kept by the browser)
+            driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ""})
+
 
 def target_port(target: object, daemon: object) -> str:
     """The recording target's port, from the jobs the scene created."""
