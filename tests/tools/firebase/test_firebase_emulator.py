@@ -15,6 +15,7 @@ the doc's ``demo-shop`` project.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -63,12 +64,16 @@ QUIET = {
 }
 
 
+#: Where the npm packages and the virtualenvs of these tests are kept between runs.
+PREFIX = Path(os.environ.get("SCHEDULER_EMULATOR_FIREBASE_NPM") or ROOT / ".firebase-npm")
+
+
 @pytest.fixture(scope="session")
 def node_modules() -> Path:
     """The pinned npm packages, installed once (skips only when node or npm is absent)."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node or npm is absent: the Firebase Functions emulator cannot run here")
-    prefix = Path(os.environ.get("SCHEDULER_EMULATOR_FIREBASE_NPM") or ROOT / ".firebase-npm")
+    prefix = PREFIX
     firebase = prefix / "node_modules" / ".bin" / "firebase"
     if not firebase.exists():
         prefix.mkdir(parents=True, exist_ok=True)
@@ -529,6 +534,27 @@ def _python_recipe(blocks: list[Fenced]) -> dict[str, Fenced]:
     }
 
 
+def doc_python_venv(block: str) -> Path:
+    """The ``functions`` folder where docs/firebase.md's "Python functions" ``block`` (which
+    writes ``requirements.txt`` and makes the ``venv``: pip, from the package index) ran as
+    written, in a reader's shell: made once per text of the block under :data:`PREFIX`, as the
+    npm packages are (``.ci/run`` makes it before the suite: ``python -m
+    tests.tools.firebase.test_firebase_emulator``)."""
+    folder = PREFIX / "doc-python" / hashlib.sha256(block.encode()).hexdigest()[:16] / "functions"
+    if not (folder / "made").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        began = real_monotonic()
+        made = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", block], cwd=folder, env=_doc_env(folder, 4400),
+            capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+        print(f"the doc's venv block ran in {real_monotonic() - began:.1f} s")
+        (folder / "made").write_text(block)
+    return folder
+
+
 def _assert_marked_blocks_are_run(blocks: list[Fenced]) -> None:
     """The blocks marked :data:`RUN_HERE` are exactly the shell and Python blocks the two doc
     tests run (the ``js``/``json``/``text`` blocks need no marker: the snippets test runs none)."""
@@ -720,8 +746,8 @@ def test_the_docs_python_functions_recipe_runs_as_written(
     node_modules: Path, tmp_path: Path
 ) -> None:
     """docs/firebase.md's "Python functions": the doc's block that writes ``requirements.txt``
-    and makes the ``venv`` runs as written in ``functions/`` (pip, from the package index: about
-    50 s), its ``main.py`` block is written as shown, and ``firebase.json`` is the
+    and makes the ``venv`` runs as written (:func:`doc_python_venv`: once per text of the
+    block), its ``main.py`` block is written as shown, and ``firebase.json`` is the
     doc's with the codebase the doc gives for Python. The Functions emulator is started with the
     doc's command (``npx --yes firebase-tools`` replaced, ports rewritten, as in
     :func:`test_the_docs_recipe_runs_as_written`); the bridge makes the v2 job the doc
@@ -737,13 +763,9 @@ def test_the_docs_python_functions_recipe_runs_as_written(
     project = tmp_path / "project"
     (project / "functions").mkdir(parents=True)
     env = _doc_env(tmp_path, hub_port)
-    began = real_monotonic()
-    venv = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", python["venv"].text], cwd=project / "functions",
-        env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert venv.returncode == 0, venv.stdout[-3000:] + venv.stderr[-3000:]
-    print(f"the doc's venv block ran in {real_monotonic() - began:.1f} s")
+    made = doc_python_venv(python["venv"].text)
+    (project / "functions" / "venv").symlink_to(made / "venv")
+    shutil.copy(made / "requirements.txt", project / "functions")
     (project / "functions" / "main.py").write_text(python["main.py"].text)
     codebase = re.search(
         r'`(\{"source": "functions", "codebase": "python"[^`]*\})`', DOC.read_text()
@@ -776,3 +798,7 @@ def test_the_docs_python_functions_recipe_runs_as_written(
         assert wait_for(lambda: "report for 2026-01-09" in log.read_text(), 10), log.read_text()
     finally:
         _stop_group(process)
+
+
+if __name__ == "__main__":  # .ci/run: the doc's Python venv, before the suite
+    doc_python_venv(_python_recipe(doc_blocks())["venv"].text)
