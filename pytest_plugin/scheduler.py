@@ -24,6 +24,7 @@ from scheduler_emulator.core.faults import FaultPlan
 from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
 from scheduler_emulator.domain.attempts import Attempt, failure_reason, iso
 from scheduler_emulator.domain.cloud_run import DEFAULT_MAX_RETRIES, parse_cloud_run_job
+from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.resources import Job
 from scheduler_emulator.domain.schedule import DEFAULT_DST_POLICY
@@ -52,6 +53,15 @@ if TYPE_CHECKING:
 
 __all__ = ["CloudScheduler", "LoopbackOnlyTransport", "VirtualTimeTransport", "is_loopback"]
 
+#: :meth:`CloudScheduler.define_cloud_run_job`'s keywords by the definition's field each fills.
+_KEYWORDS = (
+    *((f"template.template.containers[0].{k}", k) for k in ("command", "args", "env")),
+    ("template.template.containers[0].emulatorCommand", "command"),
+    ("template.template.maxRetries", "max_retries"),
+    ("template.template.timeout", "timeout"),
+    ("template.taskCount", "task_count"),
+    ("template.parallelism", "parallelism"),
+)
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -436,7 +446,15 @@ class CloudScheduler(AttemptAssertions):
         execution = {"taskCount": task_count, "parallelism": parallelism, "template": task}
         emulator = self.emulator
         definition = {"name": name, "template": execution}
-        job = parse_cloud_run_job(definition, project=emulator.project, location=emulator.location)
+        try:
+            job = parse_cloud_run_job(
+                definition, project=emulator.project, location=emulator.location
+            )
+        except InvalidArgument as exc:  # named by the keyword, not the definition's field
+            message = exc.message
+            for path, keyword in _KEYWORDS:
+                message = message.replace(f": {path}", f": define_cloud_run_job's {keyword}")
+            raise InvalidArgument(message) from None
         emulator.cloud_run.define(job)
         return job.name
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -100,6 +101,28 @@ def test_a_command_given_as_one_string_is_refused_as_the_daemons_files_refuse_it
         cloud_scheduler.define_cloud_run_job("export", "python export.py")
     assert 'command must be a list of strings; got "python export.py"' in str(refused.value)
     assert cloud_scheduler.emulator.cloud_run.jobs() == []
+
+
+@pytest.mark.parametrize(
+    ("keywords", "said"),
+    [
+        ({"command": "python x.py"}, 'command must be a list of strings; got "python x.py"'),
+        ({"command": []}, "command must be the local command to run"),
+        ({"args": "-v"}, 'args must be a list of strings; got "-v"'),
+        ({"task_count": 0}, "task_count must be a whole number from 1 to 10000; got 0"),
+        ({"parallelism": -1}, "parallelism must be a whole number from 0 to 10000; got -1"),
+        ({"max_retries": 11}, "max_retries must be a whole number from 0 to 10; got 11"),
+        ({"timeout": "soon"}, 'timeout must be a duration like "600s"'),
+    ],
+)
+def test_a_refused_definition_names_the_keyword_not_a_field_the_test_never_wrote(
+    cloud_scheduler: CloudScheduler, keywords: dict[str, Any], said: str
+) -> None:
+    """A trial: ``define_cloud_run_job("export", "python x.py")`` named
+    ``template.template.containers[0].command``, a path of the definition it builds."""
+    with pytest.raises(InvalidArgument) as refused:
+        cloud_scheduler.define_cloud_run_job("export", **{"command": ["true"], **keywords})
+    assert f"jobs/export: define_cloud_run_job's {said}" in str(refused.value)
 
 
 def test_args_follow_the_command_and_a_runs_override_replaces_them(
