@@ -29,12 +29,14 @@ def load_cloud_run_jobs(
     :param project: the project of a job named by its bare ID.
     :param location: the location of a bare ID, or of a v1 job without a location label.
     :raises ConfigurationError: (exit 2) naming the file, the job, the field and the value, or
-        a job defined twice. A program that is neither on ``PATH`` nor a file here is warned
-        about on stderr (it may appear later; until then its tasks fail ``not started``).
+        a job defined twice: every such problem of the files, one per line. A program that is
+        neither on ``PATH`` nor a file here is warned about on stderr (it may appear later;
+        until then its tasks fail ``not started``).
     :return: the definitions, in file order, for ``EmulatorOptions.cloud_run_jobs``.
     """
     definitions: list[Mapping[str, Any]] = []
     seen: dict[str, str] = {}
+    problems: list[str] = []
     for path in paths:
         document = load_document(read_text(path, "the Cloud Run jobs file"), str(path))
         if document is None or document == []:  # an empty file, or an empty list
@@ -44,9 +46,10 @@ def load_cloud_run_jobs(
             try:
                 job = parse_cloud_run_job(item, project=project, location=location)
             except ApiError as exc:
-                raise ConfigurationError(f"{path}: {exc.describe()}") from None
+                problems.append(f"{path}: {exc.describe()}")
+                continue
             if job.name in seen:
-                raise ConfigurationError(
+                problems.append(
                     f"{path}: Cloud Run job {job.name} is defined twice (first in "
                     f"{seen[job.name]})."
                 )
@@ -59,4 +62,6 @@ def load_cloud_run_jobs(
                     file=sys.stderr,
                 )
             definitions.append(item)
+    if problems:
+        raise ConfigurationError("\n".join(problems))
     return tuple(definitions)

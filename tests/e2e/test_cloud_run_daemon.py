@@ -263,3 +263,24 @@ def test_an_empty_cloud_run_file_says_it_holds_no_job(tmp_path: Path, text: str)
     with pytest.raises(ConfigurationError) as caught:
         load_cloud_run_jobs([path], project="p", location="us-central1")
     assert str(caught.value) == f"{path}: the Cloud Run jobs file holds no job."
+
+
+def test_every_problem_of_the_cloud_run_files_is_named_at_once(tmp_path: Path) -> None:
+    """A trial fixed a file one start at a time: only its first problem was named."""
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text(
+        "- name: export\n  template: {taskCount: 0, template: {containers: [{command: [x]}]}}\n"
+        "- name: ok\n  template: {template: {containers: [{command: [x]}]}}\n"
+        "- name: Bad_Id\n  template: {template: {containers: [{command: [x]}]}}\n"
+    )
+    second.write_text("name: ok\ntemplate: {template: {containers: [{command: [x]}]}}\n")
+    with pytest.raises(ConfigurationError) as caught:
+        load_cloud_run_jobs([first, second], project="p", location="us-central1")
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith(f"{first}: ") and "template.taskCount" in lines[0]
+    assert lines[1].startswith(f"{first}: ") and '"Bad_Id"' in lines[1]
+    assert lines[2] == (
+        f"{second}: Cloud Run job projects/p/locations/us-central1/jobs/ok is defined twice "
+        f"(first in {first})."
+    )
