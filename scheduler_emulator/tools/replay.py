@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -631,6 +632,7 @@ def replay_recording(
     if compress_gaps is not None and compress_gaps < 0:
         raise ConfigurationError(f"--compress-gaps must not be negative; got {compress_gaps:g}.")
     recording = load_recording(path)
+    _warn_if_nothing_answers(target)
     err = err if err is not None else sys.stderr
     for warning in recording.warnings:
         err.write(warning + "\n")
@@ -683,6 +685,21 @@ def _check_target(target: str) -> None:
         )
 
 
+def _warn_if_nothing_answers(url: str) -> None:
+    """Warn on stderr when nothing accepts a connection at ``url``'s host and port (within
+    2 s): every attempt sent there would fail the same way."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname or "", port), timeout=2).close()
+    except OSError as exc:
+        print(
+            f"warning: nothing answers at {url} ({exc.strerror or exc}): every attempt sent "
+            "there fails until a service listens.",
+            file=sys.stderr,
+        )
+
+
 # ------------------------------------------------------------------------------- scenarios
 
 
@@ -710,6 +727,8 @@ def replay_scenario(
     if target is not None:
         _check_target(target)
     scenario = load_scenario(path)
+    if (url := target or scenario.target.url) is not None:
+        _warn_if_nothing_answers(url)
     plan = scenario.fault_plan()
     for note in plan.shadowed() + plan.unmatched(job.job_id for job in scenario.jobs):
         print(f"warning: {path}: faults: {note}", file=sys.stderr)

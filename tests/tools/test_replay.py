@@ -348,10 +348,15 @@ class TestReplayAgainstATarget:
         path = write_json(tmp_path, EXPORT[1:3])
         with serving(RecordingTarget()) as url:
             pass  # the port is free again: nothing listens
-        code, out, _ = run_cli(
+        code, out, err = run_cli(
             "replay", "--attempts", str(path), "--target", url, "--compress-gaps"
         )
         assert code == 1
+        # said before the run (a trial found it only in every row of the table)
+        assert err == (
+            f"warning: nothing answers at {url} (Connection refused): every attempt sent there "
+            "fails until a service listens.\n"
+        )
         assert "- UNAVAILABLE (" in out
         assert out.endswith(
             "1 sent; 0 answered (0 with the recorded status), 1 without an answer.\n"
