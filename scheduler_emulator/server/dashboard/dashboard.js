@@ -213,8 +213,14 @@
         var pending = job.lastAttempt.code === null;  // its target has not answered yet
         code.className = pending ? "code-pending" : job.lastAttempt.code === "OK" ? "code-ok" : "code-bad";
         code.textContent = pending ? "in flight" : job.lastAttempt.code;
-        if (job.lastAttempt.message) code.title = job.lastAttempt.message;
         last.appendChild(code);
+        if (job.lastAttempt.message && !pending && job.lastAttempt.code !== "OK") {
+          var reason = document.createElement("div");  /* why it failed, not only its code */
+          reason.className = "sub last-reason";
+          reason.setAttribute("data-testid", "job-reason-" + job.id);
+          reason.textContent = reason.title = job.lastAttempt.message;
+          last.appendChild(reason);
+        }
         var when = document.createElement("div");
         when.className = "sub";
         when.textContent = TL.stamp(job.lastAttempt.time, job.timeZone);
@@ -226,7 +232,7 @@
       var times = cell(tr, "", "times");
       times.setAttribute("data-testid", "job-times-" + job.id);
       var zone = state.zone === "job" ? job.timeZone : state.zone === "local" ?
-        Intl.DateTimeFormat().resolvedOptions().timeZone : "UTC";
+        TL.browserZone() : "UTC";
       times.textContent = job.nextFireTimes.length ? job.nextFireTimes.map(function (t) {
         return TL.wallText(Date.parse(t), zone);
       }).join("\n") : (job.state === "PAUSED" ? "paused" : "—");
