@@ -15,6 +15,7 @@ import contextlib
 import importlib
 import json
 import os
+import random
 import secrets
 import signal
 import sqlite3
@@ -322,11 +323,14 @@ class CloudRun:
     ``store``.
 
     :param clock: stamps an execution's ``createTime``.
+    :ivar ids: draws the five random characters that end an execution's name; a seeded
+        :class:`random.Random` makes them the same from run to run (``replay`` does).
     """
 
     def __init__(self, clock: Clock, store: ExecutionStore, jobs: Iterable[CloudRunJob]) -> None:
         self.clock = clock
         self.store = store
+        self.ids: random.Random = secrets.SystemRandom()
         self._jobs = {job.name: job for job in jobs}
         self._threads: list[threading.Thread] = []
         self._processes: set[subprocess.Popen[bytes]] = set()
@@ -371,7 +375,7 @@ class CloudRun:
         if self._closing:
             raise InvalidArgument("The emulator is stopping; no execution starts.")
         job = job.with_overrides(overrides or RunOverrides())
-        suffix = "".join(secrets.choice(_ID_CHARS) for _ in range(5))
+        suffix = "".join(self.ids.choices(_ID_CHARS, k=5))
         execution = Execution(
             name=f"{job.name}/executions/{job.job_id}-{suffix}",
             job=job,

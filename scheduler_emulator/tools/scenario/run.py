@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -163,6 +164,7 @@ def run_scenario(
         cloud_run_jobs=scenario.cloud_run_jobs,
         attempt_log=counter,
     )
+    emulator.cloud_run.ids = random.Random(plan.seed)  # execution names: the same every run
     try:
         if progress is not None and counter is not None:
             report, count = progress, counter
