@@ -17,11 +17,21 @@
 
   /* What "Move to" and "Run as if scheduled at" take: RFC 3339, or YYYY-MM-DD HH:MM[:SS] (and
    * the picker's YYYY-MM-DDTHH:MM[:SS]) read as UTC. */
-  /* A typed time as RFC 3339: a wall time is UTC, or the browser's with `local`. */
+  /* "YYYY-MM-DDTHH:MM:SS" of instant t (ms) in the browser's zone. */
+  function localWall(t) {
+    return new Date(t - new Date(t).getTimezoneOffset() * 60000).toISOString().slice(0, 19);
+  }
+  /* A typed time as RFC 3339: a wall time is UTC, or the browser's with `local` — of a wall
+   * time that happens twice (a fall-back), the first not before the clock. */
   function instantText(text, local) {
     var m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2}(\.\d+)?)?$/.exec(text.trim());
     var wall = m && m[1] + "T" + m[2] + (m[3] || ":00");
-    if (m) return local ? new Date(wall).toISOString() : wall + "Z";  /* (no offset: local) */
+    if (m && !local) return wall + "Z";
+    if (m) {
+      var first = new Date(wall).getTime(), again = first + 3600000;  /* (no offset: local) */
+      var later = localWall(again) === localWall(first) && first < Date.parse(state.clock.now);
+      return new Date(later ? again : first).toISOString();
+    }
     if (/^\d{4}-\d{2}-\d{2}T/.test(text.trim())) return text.trim();  /* RFC 3339: the server's */
     status("Not a time: " + JSON.stringify(text.trim()) + ". Type YYYY-MM-DD HH:MM[:SS] (" +
       (local ? TL.browserZone() : "UTC") + ") or RFC 3339, such as 2026-09-24T02:00:00Z or " +
@@ -87,8 +97,7 @@
     var local = state.zone === "local", zone = local ? TL.browserZone() : "UTC";
     var picker = $("clock-moveto-picker");  /* follows the clock until the user picks a time */
     if (!picker.value || picker.value === picker.dataset.clock) {
-      var now = new Date(clock.now), shift = local ? now.getTimezoneOffset() * 60000 : 0;
-      picker.value = new Date(now.getTime() - shift).toISOString().slice(0, 19);
+      picker.value = local ? localWall(Date.parse(clock.now)) : clock.now.slice(0, 19);
       picker.dataset.clock = picker.value;  /* as the browser keeps it (19:07, not 19:07:00) */
     }
     $("clock-moveto-zone").textContent = zone;

@@ -270,6 +270,12 @@ def test_zones_move_to_a_decoded_token_and_run_as_of(tmp_path: Path) -> None:
             wait_for(driver, lambda d: drawn_at(d) == "2026-09-25T03:30:00Z")
             now = by_testid(driver, "clock-now").text
             assert now == "2026-09-24 23:30:00-04:00 America/New_York"
+            # 01:30 happens twice on 1 November: typed at 01:45 EDT, the one still ahead (EST)
+            for typed, drawn in [("01:45", "05:45"), ("01:30", "06:30")]:
+                move_from_page(driver, f"2026-11-01 {typed}")
+                wait_for(driver, lambda d, at=drawn: drawn_at(d) == f"2026-11-01T{at}:00Z")
+            now = by_testid(driver, "clock-now").text
+            assert now == "2026-11-01 01:30:00-05:00 America/New_York"
         finally:
             Select(by_testid(driver, "time-zone")).select_by_value("utc")  # (kept by the browser)
             driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ""})
