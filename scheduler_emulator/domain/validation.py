@@ -572,10 +572,12 @@ def validate_retry_config(config: RetryConfig, *, field: str = "retryConfig") ->
                 field=f"{field}.{name}",
             )
     if config.min_backoff_duration > config.max_backoff_duration:
+        default = config.max_backoff_duration == RetryConfig.max_backoff_duration
         raise InvalidArgument(
             f"{field}.minBackoffDuration must not exceed maxBackoffDuration; got "
             f"{_format_seconds(config.min_backoff_duration)} > "
-            f"{_format_seconds(config.max_backoff_duration)}.",
+            f"{_format_seconds(config.max_backoff_duration)}"
+            + (" (maxBackoffDuration's default, when none is given)." if default else "."),
             field=f"{field}.minBackoffDuration",
         )
     if config.max_doublings < 0:
