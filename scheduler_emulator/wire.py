@@ -45,6 +45,7 @@ __all__ = [
     "is_cloud_run_host",
     "parse_schedule_time",
     "parse_timestamp",
+    "runs_cloud_run_job",
     "scheduler_headers",
     "to_instant",
 ]
@@ -343,3 +344,9 @@ def is_cloud_run_host(host: str) -> bool:
     """Whether ``host`` is the Cloud Run Admin API: ``run.googleapis.com`` or
     ``REGION-run.googleapis.com``."""
     return host == "run.googleapis.com" or CLOUD_RUN_REGIONAL_HOST.match(host) is not None
+
+
+def runs_cloud_run_job(uri: str) -> bool:
+    """Whether ``uri`` calls the Cloud Run Admin API's run method (a ``…/jobs/J:run`` URI)."""
+    url = urlsplit(uri)
+    return url.path.endswith(":run") and is_cloud_run_host(url.hostname or "")

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..wire import TIMER_PREFIX, format_timestamp, is_cloud_run_host, parse_timestamp
+from ..wire import TIMER_PREFIX, format_timestamp, parse_timestamp, runs_cloud_run_job
 
 __all__ = [
     "DUPLICATE_NOTE",
@@ -245,8 +245,7 @@ class Attempt:
     @property
     def runs_cloud_run_job(self) -> bool:
         """Whether it called the Cloud Run Admin API's run method (a ``jobs/J:run`` URI)."""
-        url = urlsplit(str(self.request.get("url", "")))
-        return url.path.endswith(":run") and is_cloud_run_host(url.hostname or "")
+        return runs_cloud_run_job(str(self.request.get("url", "")))
 
     @property
     def hint(self) -> str:

@@ -18,7 +18,7 @@ from ...domain.errors import ApiError, ConfigurationError, FieldViolation
 from ...domain.names import qualify_job_name
 from ...domain.resources import Job
 from ...runtime import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT, EXECUTION_STATES
-from ...wire import HEADER_CASES
+from ...wire import HEADER_CASES, runs_cloud_run_job
 from ..cloud_run_file import load_cloud_run_jobs
 from ..documents import read_text
 from ..jobs_file import (
@@ -220,6 +220,21 @@ def load_scenario(path: str | Path) -> Scenario:
 
     expect_value, expect_src = get("expect", {})
     expectations = _expectations(expect_value, expect_src, job_ids, probe, problems)
+    starters = {j.job_id for j in jobs if j.http_target and runs_cloud_run_job(j.http_target.uri)}
+    for expectation in expectations:  # (a job with no such URI would always count 0)
+        if (
+            jobs_valid
+            and expectation.quantity.startswith("executions")
+            and (expectation.job not in starters)
+        ):
+            problems.add(
+                problem(
+                    expect_src,
+                    f"expect.{expectation.job}.{expectation.quantity}",
+                    "the job starts no Cloud Run execution: its URI is not a Cloud Run job's "
+                    "jobs/J:run (docs/cloud-run-jobs.md).",
+                )
+            )
 
     if problems.lines:
         raise ConfigurationError("\n".join(problems.lines))

@@ -248,6 +248,12 @@ class TestValidation:
                 id="expect-key",
             ),
             pytest.param(
+                {"expect": "{hourly: {executions: 0}}"},  # a trial's check held, saying nothing
+                "expect.hourly.executions: the job starts no Cloud Run execution: its URI is not "
+                "a Cloud Run job's jobs/J:run (docs/cloud-run-jobs.md).",
+                id="executions-of-an-http-job",
+            ),
+            pytest.param(
                 {"expect": "{hourly: {executions: {DONE: 1}}}"},
                 'expect.hourly.executions.DONE: not an execution state: "DONE" (RUNNING, '
                 "SUCCEEDED, FAILED, INTERRUPTED)",
