@@ -46,7 +46,8 @@ or ``>=`` and ``OPERAND`` is a whole number or a *quantity* of the same job, opt
   without the header counts as its own run): what a deduplicating target should process;
 - ``attempts`` — attempts recorded, retries and injected duplicate deliveries included;
 - ``codes.NAME`` — attempts that ended with that google.rpc code (``codes: {OK: 2}``);
-- ``statuses.N`` — attempts the target answered with HTTP status ``N``;
+- ``statuses.N`` — attempts recorded with HTTP status ``N`` (the target's answer, or the one a
+  ``status`` fault injected);
 - ``executions`` and ``executions.STATE`` — the Cloud Run executions the job's attempts started
   (with ``cloud_run_jobs``), all or those in that state (``SUCCEEDED``, ``FAILED``, ``RUNNING``,
   ``INTERRUPTED``): a ``:run`` is answered 200 whatever its execution does;
