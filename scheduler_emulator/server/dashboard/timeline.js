@@ -282,7 +282,7 @@
   }
 
   /* Fill `container` with one run (a GET /_emulator/runs run): how it stands — succeeded, gave
-   * up and why, or its next attempt in the job's zone and UTC — and its attempts in order with
+   * up and why, or its next attempt in the zone chosen and UTC — and its attempts in order with
    * the wait before each, their outcome and reason. onAttempt(attempt) is called when a row is
    * clicked. */
   function runView(container, run, lane, onAttempt) {
@@ -301,8 +301,9 @@
     var stateCell = row("State", stateText(run, lane), "run-state");
     stateCell.className = "run-state " + String(run.state || "").replace(/ /g, "-");
     if (run.nextAttemptTime) {
-      row("Next attempt", retryText(run) + " at " + wallText(ms(run.nextAttemptTime), zone) + " " +
-        zone + " · " + utcStamp(run.nextAttemptTime), "run-next-attempt");
+      var utc = /^(Etc\/)?UTC$/.test(zoneFor(zone));  /* in the zone chosen, and in UTC */
+      row("Next attempt", retryText(run) + " at " + stamp(run.nextAttemptTime, zone) +
+        (utc ? "" : " · " + utcStamp(run.nextAttemptTime)), "run-next-attempt");
     }
     row("Attempts", run.tries + (run.maxAttempts ? " of at most " + run.maxAttempts : ""),
       "run-attempt-count");
