@@ -155,7 +155,23 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "--host/--port, oldest first: state, tasks succeeded and failed, each task attempt's "
         "exit code, and the scheduler job that started it.",
     )
-    for parser in (jobs, attempts, runs, skipped, executions, run):
+    clock = sub.add_parser(
+        "clock",
+        help="print the running daemon's clock, or move its manual clock",
+        description="Print the clock of the daemon at --host/--port: its mode, its instant and "
+        "the next instant something is due. On a manual clock --advance, --to or --next moves "
+        "it first, returning once everything due on the way was delivered.",
+    )
+    move = clock.add_mutually_exclusive_group()
+    move.add_argument(
+        "--advance", type=rule_argument(_duration), metavar="DURATION",
+        help="move it forward this long: seconds, or 90m, 1h30m, 7d…",
+    )  # fmt: skip
+    move.add_argument(
+        "--to", type=timestamp_argument, metavar="RFC3339", help="move it to this instant"
+    )
+    move.add_argument("--next", action="store_true", help="move it to the next due instant")
+    for parser in (jobs, attempts, runs, skipped, executions, run, clock):
         add_address(parser)
         parser.add_argument(
             "--admin-token",
@@ -782,6 +798,37 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     return 0 if attempt.code == "OK" else 1
 
 
+def _duration(text: str) -> Any:
+    from .scenario.model import parse_duration  # (what a scenario's advance step takes)
+
+    return parse_duration(text)
+
+
+def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
+    """Move a manual clock (``--advance``, ``--to``, ``--next``; ``POST
+    /_emulator/clock:advance`` or ``:moveTo``), then print ``manual clock at T; next due at
+    T`` (``GET /_emulator/clock``).
+
+    :raises ConfigurationError: for a move the daemon refuses (a system clock, an instant before
+        the clock), naming its reason.
+    """
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    due = client.get("/_emulator/clock").get("nextDue") if args.next else None
+    try:
+        if args.advance is not None:
+            seconds = args.advance.total_seconds()
+            client.call("POST", "/_emulator/clock:advance", body={"seconds": seconds})
+        elif args.to is not None or due is not None:
+            client.call("POST", "/_emulator/clock:moveTo", body={"time": iso(args.to) or due})
+    except Refused as exc:
+        raise ConfigurationError(f"the clock did not move: {exc}") from None
+    clock = client.get("/_emulator/clock")
+    due = clock.get("nextDue")
+    upcoming = f"next due at {due}" if due else "nothing due"
+    out.write(f"{clock['mode']} clock at {clock['now']}; {upcoming}\n")
+    return 0
+
+
 def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``executions`` table (the newest ``--last`` Cloud Run executions, oldest
     first; ``--job`` and ``--state`` keep those of one job, in one state), or with ``--json``
@@ -930,6 +977,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str]], int]] = {
     "skipped": cmd_skipped,
     "run": cmd_run,
     "executions": cmd_executions,
+    "clock": cmd_clock,
 }
 
 

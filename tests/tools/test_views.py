@@ -904,3 +904,29 @@ def test_a_daemon_that_stops_answering_is_said_to_have_stopped() -> None:
         assert client.get("/_emulator/clock") == {}
     with pytest.raises(ConfigurationError, match=rf"^the scheduler-emulator at {url} "):
         client.get("/_emulator/clock")
+
+
+def test_clock_prints_the_clock_and_moves_a_manual_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """A trial moved the clock from the terminal with curl: there was no command for it."""
+    from tests.daemon import MANUAL, running_daemon
+
+    with running_daemon("--in-memory", *MANUAL) as daemon:
+        parent = "projects/my-project/locations/us-central1"
+        target = {"uri": f"{daemon.url}/_emulator/health", "httpMethod": "GET"}
+        job = {"name": f"{parent}/jobs/n", "schedule": "0 2 * * *", "httpTarget": target}
+        daemon.session.post(f"{daemon.url}/v1/{parent}/jobs", json=job).raise_for_status()
+        at = ("--port", port(daemon))
+        moves = [(), ("--advance", "90s"), ("--next",), ("--to", "2026-09-26T00:00:00Z")]
+        said = [run_command(capsys, "clock", *at, *move) for move in moves]
+        assert said == [
+            (0, "manual clock at 2026-09-24T01:59:00Z; next due at 2026-09-24T02:00:00Z\n", ""),
+            (0, "manual clock at 2026-09-24T02:00:30Z; next due at 2026-09-25T02:00:00Z\n", ""),
+            (0, "manual clock at 2026-09-25T02:00:00Z; next due at 2026-09-26T02:00:00Z\n", ""),
+            (0, "manual clock at 2026-09-26T00:00:00Z; next due at 2026-09-26T02:00:00Z\n", ""),
+        ]
+        assert [a.code for a in daemon.attempts()] == ["OK", "OK"]  # moves deliver on the way
+        code, out, err = run_command(capsys, "clock", *at, "--to", "2026-09-25T00:00:00Z")
+        assert (code, out) == (2, "")
+        assert err.startswith("error: the clock did not move: the manual clock cannot go back")
+        code, out, err = run_command(capsys, "clock", *at, "--advance", "soon")
+        assert code == 2 and 'argument --advance: not a duration: "soon"' in err
