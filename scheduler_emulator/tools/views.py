@@ -1,5 +1,5 @@
-"""``scheduler-emulator jobs``, ``attempts``, ``runs``, ``skipped``, ``executions`` and
-``run``: aligned tables from a running daemon (and one action on it), found by
+"""``scheduler-emulator jobs``, ``attempts``, ``runs``, ``skipped``, ``executions``, ``run``
+and ``clock``: aligned tables from a running daemon (and two actions on it), found by
 ``--host``/``--port`` as ``env-init`` takes them.
 
 They read the daemon's read model (``GET /_emulator/jobs``, ``GET /_emulator/attempts``, ``GET
@@ -16,7 +16,8 @@ with how each ended or when its next attempt is due (``--failed``, ``--gave-up``
 under its column. ``skipped`` lists the newest scheduled times that got no run (``--last``),
 with the reason. ``executions`` lists the Cloud Run executions (``GET /_emulator/executions``)
 with their tasks' outcome, filtered by ``--job`` and ``--state``. ``run JOB [--schedule-time
-T]`` starts a run now, as if scheduled at T when given. On a terminal outcomes are coloured,
+T]`` starts a run now, as if scheduled at T when given; ``clock`` prints the daemon's clock and
+moves a manual one. On a terminal outcomes are coloured,
 unless ``NO_COLOR`` is set.
 """
 
@@ -109,8 +110,9 @@ def whole_number(text: str, smallest: int = 1) -> int:
 
 
 def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Add the ``jobs``, ``attempts``, ``runs``, ``skipped``, ``executions`` and ``run``
-    subcommands to the CLI's subparsers ``sub``; ``add_address(parser)`` adds --host/--port."""
+    """Add the ``jobs``, ``attempts``, ``runs``, ``skipped``, ``executions``, ``run`` and
+    ``clock`` subcommands to the CLI's subparsers ``sub``; ``add_address(parser)`` adds
+    --host/--port."""
     jobs = sub.add_parser(
         "jobs",
         help="print the running daemon's jobs as a table",
