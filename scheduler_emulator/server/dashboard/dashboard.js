@@ -15,14 +15,14 @@
   function $(id) { return document.getElementById(id); }
   var openPanel = TL.panel($("details"), $("details-title"), $("details-close"));
 
-  /* What "Move to" and "Run as if scheduled at" take: RFC 3339, or YYYY-MM-DD HH:MM[:SS] (and
-   * the picker's YYYY-MM-DDTHH:MM[:SS]) read as UTC. */
   /* "YYYY-MM-DDTHH:MM:SS" of instant t (ms) in the browser's zone. */
   function localWall(t) {
     return new Date(t - new Date(t).getTimezoneOffset() * 60000).toISOString().slice(0, 19);
   }
-  /* A typed time as RFC 3339: a wall time is UTC, or the browser's with `local` — of a wall
-   * time that happens twice (a fall-back), the first not before the clock. */
+  /* What "Move to" and "Run as if scheduled at" take, as RFC 3339: RFC 3339, or YYYY-MM-DD
+   * HH:MM[:SS] (and the picker's YYYY-MM-DDTHH:MM[:SS]) read as UTC, or in the browser's zone
+   * with `local` — of a local time that happens twice (a fall-back), the first not before the
+   * clock. */
   function instantText(text, local) {
     var m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2}(\.\d+)?)?$/.exec(text.trim());
     var wall = m && m[1] + "T" + m[2] + (m[3] || ":00");
