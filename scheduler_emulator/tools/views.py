@@ -37,11 +37,11 @@ from heapq import nlargest
 from itertools import islice
 from operator import attrgetter
 from typing import IO, Any
-from zoneinfo import ZoneInfo
 
 from ..domain.attempts import Attempt, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
+from ..domain.timezones import resolve_time_zone
 from ..runtime import EXECUTION_STATES
 from ..wire import format_schedule_time, host_port
 from .timeline import IN_FLIGHT, attempt_cells, duplicate_notes, render_table
@@ -415,7 +415,7 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
         upcoming = f"retry {cut(retry, wide)}" if retry else "-"
         if fire and not retry:
             upcoming = format_schedule_time(
-                parse_timestamp(fire[0]).astimezone(ZoneInfo(job["timeZone"]))
+                parse_timestamp(fire[0]).astimezone(resolve_time_zone(job["timeZone"]))
             )
         rows.append(
             [

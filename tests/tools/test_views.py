@@ -366,6 +366,8 @@ def test_next_reads_as_the_scheduletime_header_will_in_the_jobs_zone() -> None:
            "nextFireTimes": ["2026-12-08T08:00:00Z"]}  # fmt: skip
     assert job_rows([job])[0][5] == "2026-12-08T09:00:00+01:00"
     assert job_rows([{**job, "timeZone": "Etc/UTC"}])[0][5] == "2026-12-08T08:00:00Z"
+    # every time zone the API takes: a trial's "utc" (any case is UTC) was a traceback
+    assert job_rows([{**job, "timeZone": "utc"}])[0][5] == "2026-12-08T08:00:00Z"
 
 
 def test_the_attempts_table_shows_how_long_each_took(
