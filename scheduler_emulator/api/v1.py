@@ -19,6 +19,7 @@ own format (Google's JSON envelope; a google.rpc.Status with BadRequest details)
 
 from __future__ import annotations
 
+import itertools
 import json
 import weakref
 from collections.abc import Mapping, Sequence
@@ -36,7 +37,7 @@ from ..domain.names import (
 from ..domain.paging import bounded_page_size, next_page_token, page_position
 from ..domain.resources import Job
 from ..domain.update_mask import parse_update_mask
-from ..domain.validation import MAX_JOB_SIZE_BYTES
+from ..domain.validation import MAX_JOB_SIZE_BYTES, job_size_bytes
 from ..runtime._emulator import Emulator
 from .cmek import CmekConfigs
 from .locations import LOCATION_FIELDS, Location, shown_locations
@@ -53,6 +54,11 @@ MAX_JOBS_PAGE_SIZE = 500
 #: INVALID_ARGUMENT naming the limit, as over gRPC, and only a body past this is refused
 #: unread (400, "Request payload size exceeds the limit").
 MAX_REQUEST_BYTES = 2 * MAX_JOB_SIZE_BYTES
+#: The most job bytes (:func:`~scheduler_emulator.domain.validation.job_size_bytes` plus 1 KiB
+#: each for framing and output-only fields) a ListJobs page holds, so that it fits the 4 MiB a
+#: gRPC client takes by default: a page of large jobs holds fewer than its page size (AIP-158
+#: allows it), at least one.
+MAX_PAGE_BYTES = 4 * MAX_JOB_SIZE_BYTES - 256 * 1024
 _INT32 = range(-(2**31), 2**31)
 
 #: Output-only fields of a Job a request may carry and that are ignored whatever their value
@@ -125,14 +131,20 @@ class SchedulerApi:
 
         :param parent: ``projects/P/locations/L``.
         :param page_size: jobs per page; 0 or negative gives the default, more than
-            :data:`MAX_JOBS_PAGE_SIZE` (500) is clamped.
+            :data:`MAX_JOBS_PAGE_SIZE` (500) is clamped; a page of large jobs holds fewer
+            (:data:`MAX_PAGE_BYTES`).
         :param page_token: ``""`` or a ``next_page_token`` of an earlier page.
         :raises InvalidArgument: for a malformed parent (``field="parent"``) or a page token
             this emulator did not give (``field="pageToken"``).
         """
         prefix = parse_location_name(parent, field="parent").full + "/jobs/"
         size = bounded_page_size(page_size, maximum=MAX_JOBS_PAGE_SIZE)
-        jobs, following = self.emulator.jobs_page(prefix, size, page_position(page_token))
+        start = page_position(page_token)
+        jobs, following = self.emulator.jobs_page(prefix, size, start)
+        sizes = itertools.accumulate(job_size_bytes(job) + 1024 for job in jobs)
+        fits = max(1, sum(1 for total in sizes if total <= MAX_PAGE_BYTES))
+        if fits < len(jobs):  # (a gRPC client would refuse the page: ResourceExhausted)
+            jobs, following = self.emulator.jobs_page(prefix, fits, start)
         return JobsPage(jobs, next_page_token(following))
 
     def get_job(self, name: str) -> Job:

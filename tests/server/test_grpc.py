@@ -99,6 +99,26 @@ class TestJobMethods:
         first = scheduler.list_jobs(request={"parent": PARENT, "page_size": 2})
         assert len(list(first.pages)) == 3
 
+    def test_a_listing_of_large_jobs_fits_the_clients_4_mib_pages(
+        self, scheduler: Any, address: str
+    ) -> None:
+        """A trial: eight jobs of about 1 MB, each accepted, made the default listing fail over
+        gRPC (``ResourceExhausted: Received message larger than max (8194212 vs. 4194304)``)."""
+        names = [f"{PARENT}/jobs/big-{i}" for i in range(5)]
+        body = b"x" * 1_000_000
+        for name in names:
+            scheduler.create_job(
+                parent=PARENT, job=job(name, http_target={"uri": TARGET, "body": body})
+            )
+        pages = list(scheduler.list_jobs(parent=PARENT).pages)
+        assert [len(page.jobs) for page in pages] == [
+            3,
+            2,
+        ]  # fewer than the page size, with a token
+        assert [j.name for page in pages for j in page.jobs] == names
+        listed = requests.get(f"http://{address}/v1/{PARENT}/jobs", timeout=30).json()
+        assert len(listed["jobs"]) == 3 and listed["nextPageToken"]  # the same pages over REST
+
     def test_locations(self, scheduler: Any) -> None:
         listed = scheduler.list_locations(request={"name": "projects/my-project"})
         assert listed.locations[0].location_id == "us-central1"
