@@ -139,10 +139,9 @@ def _daemon_address(parser: argparse.ArgumentParser) -> None:
         except ValueError as exc:  # (a trial's was ignored: "no daemon answers at …:8095")
             host = port = None
             parser.set_defaults(address_problem=str(exc))
-    parser.add_argument(
-        "--host", type=_host, default=host, help="the daemon's address (%(default)s)"
-    )
-    parser.add_argument("--port", type=_port, default=port, help="the daemon's port (%(default)s)")
+    where = f"(%(default)s; ${EMULATOR_HOST_VARIABLE}'s when set)"
+    parser.add_argument("--host", type=_host, default=host, help=f"the daemon's address {where}")
+    parser.add_argument("--port", type=_port, default=port, help=f"the daemon's port {where}")
 
 
 def _issuer(text: str) -> str:

@@ -38,6 +38,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import IO, Any
 
+from ..clients import EMULATOR_HOST_VARIABLE
 from ..domain.attempts import Attempt, iso
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
@@ -337,7 +338,7 @@ class DaemonClient:
                 else f"the scheduler-emulator at {self.base} stopped answering (stopped?)."
                 if self.answered
                 else f"no scheduler-emulator answers at {self.base}; start it, or pass the "
-                "--host and --port of its startup line."
+                f"--host and --port of its startup line (or set {EMULATOR_HOST_VARIABLE})."
             ) from None
         self.answered = True
         if response.status_code != 200:

@@ -311,6 +311,11 @@ class TestEnvInit:
         )
         code, _, err = run_command(capsys, "attempts", "--host", "127.0.0.1", "--port", "9")
         assert code == 2 and "no scheduler-emulator answers at http://127.0.0.1:9;" in err
+        # the variable is named where the flags are (a trial found it only in the README)
+        assert err.endswith(" (or set CLOUD_SCHEDULER_EMULATOR_HOST).\n")
+        monkeypatch.setenv("COLUMNS", "200")  # (each help line whole)
+        _, help_text, _ = run_command(capsys, "attempts", "--help")
+        assert help_text.count("$CLOUD_SCHEDULER_EMULATOR_HOST's when set") == 2
 
     def test_an_ipv6_daemons_startup_line_and_exports_bracket_its_address(
         self, capsys: pytest.CaptureFixture[str]
