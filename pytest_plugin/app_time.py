@@ -19,7 +19,9 @@ its daylight saving time and ``fold``: every clock a handler reads agrees with
 (freezegun alone gives real time to a call made within 5 frames of a ``threading`` one).
 ``time.time()``, ``datetime.now(UTC)``, ``utcnow()`` and ``time.gmtime()`` were right already
 and are left to freezegun. A freeze the test starts itself with a
-``tz_offset`` keeps freezegun's own arithmetic.
+``tz_offset`` keeps freezegun's own arithmetic. The clocks grpc, google-api-core and
+google-auth read themselves (call and retry deadlines, token expiry) stay real
+(:data:`REAL_TIME_MODULES`).
 
 A class that subclasses ``datetime`` in a module first imported while freezegun runs subclasses
 freezegun's ``FakeDatetime`` instead, and every real ``datetime`` then passes its ``isinstance``
@@ -47,6 +49,12 @@ __all__ = ["freeze"]
 
 #: Modules whose classes subclass ``datetime``, imported before a freeze (see above).
 DATETIME_SUBCLASSES = ("google.api_core.datetime_helpers",)
+#: Client libraries whose own clocks stay real under a freeze (added to freezegun's ignore
+#: list, which has Google's older ``google.gax``): the deadlines grpc sets on a call and
+#: google-api-core's retry and google-auth's token deadlines. Frozen at an instant before the
+#: real one, every call of a Firestore client (the run-once guard's store) was past its
+#: deadline, and was retried until the attempt's own deadline ended it.
+REAL_TIME_MODULES = ["grpc", "google.api_core", "google.auth"]
 
 
 @functools.cache
@@ -147,7 +155,7 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     depth = _freezegun.call_stack_inspection_limit
     _install(corrected)
     try:
-        with freeze_time(instant, tick=False) as factory:
+        with freeze_time(instant, tick=False, ignore=REAL_TIME_MODULES) as factory:
             # Real time only for a call that a module on freezegun's ignore list makes itself:
             # freezegun looks 5 frames up, and a handler that a worker thread runs near
             # ``threading``'s bootstrap (``asyncio.to_thread``, Starlette's ``def`` endpoints)

@@ -450,3 +450,29 @@ class TestFlaskView:
 
         with pytest.raises(TypeError, match="needs the request"):
             nightly()
+
+
+def test_a_guarded_handler_runs_under_the_plugins_virtual_clock_before_the_real_date(
+    store: RunStore,
+) -> None:
+    """A trial: under the ``cloud_scheduler`` fixture at its default start (a date before the
+    real one) a Firestore-guarded handler never ran and its attempt ran into its deadline: grpc's
+    call deadlines and google-api-core's retry deadlines read the frozen clock, so every call
+    was past its deadline and was retried without end."""
+    from datetime import UTC, datetime, timedelta
+
+    from pytest_plugin import CloudScheduler
+
+    service = Service(RunOnceGuard(store))  # the guard's own clock: what the handler reads
+    scheduler = CloudScheduler(datetime(2026, 1, 1, tzinfo=UTC))
+    try:
+        scheduler.mount("http://orders.test", service.router)
+        scheduler.create_job(
+            name="nightly", schedule="0 2 * * *", attempt_deadline="15s",
+            http_target={"uri": "http://orders.test/_triggers/timer/nightly"},
+        )  # fmt: skip
+        scheduler.advance(timedelta(hours=3))
+        assert [a.code for a in scheduler.attempts("nightly")] == ["OK"]
+        assert service.runs == [("nightly", None)]
+    finally:
+        scheduler.close()
