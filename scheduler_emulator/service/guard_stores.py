@@ -559,7 +559,13 @@ class FirestoreRunStore:
         it between threads would mix their transactions.
         """
         transactional = self._firestore.transactional(function)
-        return transactional(self.client.transaction(max_attempts=self.max_attempts), *args)
+        try:
+            return transactional(self.client.transaction(max_attempts=self.max_attempts), *args)
+        except ValueError as exc:  # a transaction that could not begin (Firestore unreachable)
+            cause = exc.__context__  # reads "no transaction ID, so it cannot be rolled back"
+            if cause is None or "no transaction ID" not in str(exc):
+                raise
+            raise cause from None  # the begin's own failure: what did not answer, and why
 
     def claim(self, key: str, record: RunRecord, now: datetime) -> Claim:
         """Claim a run in one Firestore transaction (see :meth:`RunStore.claim`).
@@ -567,7 +573,8 @@ class FirestoreRunStore:
         :param key: the run's key (the document id).
         :param record: the ``in_progress`` record to write when the claim succeeds.
         :param now: the attempt's current instant (aware).
-        :raises google.api_core.exceptions.GoogleAPICallError: when Firestore fails.
+        :raises google.api_core.exceptions.GoogleAPICallError: when Firestore fails
+            (``RetryError`` when it did not answer within the client's 60 s, naming the host).
         :raises ValueError: when the transaction still conflicts after ``contention_timeout``
             seconds of rounds and no other attempt's record explains the conflict.
         :return: the :class:`Claim`. When the transaction keeps conflicting because other

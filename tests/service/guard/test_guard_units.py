@@ -489,6 +489,28 @@ class TestFirestoreStore:
         assert document.exists
         assert document.to_dict()["status"] == "completed"
 
+    def test_a_firestore_that_does_not_answer_is_named_not_a_rollback(self) -> None:
+        """A trial's unreachable emulator failed the claim with google-cloud-firestore's
+        ``ValueError: The transaction has no transaction ID, so it cannot be rolled back.``
+        (the rollback after the begin failed); the begin's own failure names the host."""
+        firestore = pytest.importorskip("google.cloud.firestore")
+        from google.api_core.exceptions import RetryError
+        from google.auth.credentials import AnonymousCredentials
+
+        refused = (
+            "Timeout of 60.0s exceeded, last exception: 503 ipv4:127.0.0.1:9: Connection refused"
+        )
+
+        class Unreachable:  # the client's API, as after 60 s of retries against a closed port
+            def begin_transaction(self, **request: Any) -> Any:
+                raise RetryError(refused, None)
+
+        client = firestore.Client(project="p", credentials=AnonymousCredentials())
+        client._firestore_api_internal = Unreachable()
+        with pytest.raises(RetryError) as failed:
+            FirestoreRunStore(client).claim("key", record(RunStatus.IN_PROGRESS, LEASE), NOW)
+        assert refused in str(failed.value)
+
     def test_without_the_package_the_store_says_which_extra_to_install(self) -> None:
         code = (
             "import sys; sys.modules['google.cloud.firestore'] = None\n"
