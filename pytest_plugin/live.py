@@ -21,7 +21,7 @@ from scheduler_emulator.domain.attempts import Attempt, iso
 from scheduler_emulator.domain.codec import job_from_json, job_to_json
 from scheduler_emulator.domain.names import generate_job_id, qualify_job_name
 from scheduler_emulator.domain.resources import Job
-from scheduler_emulator.runtime import JWKS_PATH, TOKENINFO_PATH
+from scheduler_emulator.runtime import JWKS_PATH, TOKENINFO_PATH, advance_seconds
 from scheduler_emulator.server.daemon import env_vars
 from scheduler_emulator.service import forget_in_memory_runs
 from scheduler_emulator.tools.views import DaemonClient
@@ -239,8 +239,12 @@ class LiveScheduler(AttemptAssertions):
         self._admin.call("DELETE", "/_emulator/faults")  # (a daemon's reset keeps them)
 
     def advance(self, delta: timedelta | float) -> Any:
-        """Advance the daemon's manual clock; answers once everything due has been delivered."""
-        seconds = delta.total_seconds() if isinstance(delta, timedelta) else float(delta)
+        """Advance the daemon's manual clock; answers once everything due has been delivered.
+
+        :raises ClockError: for a ``delta`` the in-process fixture refuses too (a datetime, a
+            negative amount), naming it.
+        """
+        seconds = advance_seconds(delta)
         return self._admin.call("POST", "/_emulator/clock:advance", body={"seconds": seconds})
 
     def move_to(self, instant: datetime) -> Any:

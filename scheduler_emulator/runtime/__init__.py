@@ -7,7 +7,7 @@ transports), and the rest may change between releases. docs/architecture.md says
 module owns.
 """
 
-from ._clock import Clock, ClockFile, ManualClock, SystemClock
+from ._clock import Clock, ClockFile, ManualClock, SystemClock, advance_seconds
 from ._emulator import Emulator
 from ._options import (
     DEFAULT_HEADER_CASE,

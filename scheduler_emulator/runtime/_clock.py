@@ -89,6 +89,26 @@ class SystemClock:
         """Nothing to do: the engine's own thread waits on a system clock."""
 
 
+def advance_seconds(delta: timedelta | float) -> float:
+    """The seconds a manual clock's advance by ``delta`` moves it (here or in a daemon).
+
+    :raises ClockError: naming ``delta`` when it is neither a timedelta nor a number, or is
+        negative, not finite, or 10^12 seconds or more.
+    """
+    if isinstance(delta, bool) or not isinstance(delta, timedelta | int | float):
+        raise ClockError(
+            f"advance takes a timedelta or a number of seconds; got {delta!r} "
+            "(timedelta(hours=1), or 3600)."
+        )
+    seconds = delta.total_seconds() if isinstance(delta, timedelta) else float(delta)
+    if not 0 <= seconds < 1e12:  # NaN, infinity and a negative amount too
+        raise ClockError(
+            f"cannot advance a ManualClock by {seconds:g} seconds: give 0 or more, under "
+            "10^12 (the clock only moves forward; start it earlier for an earlier instant)."
+        )
+    return seconds
+
+
 class ManualClock:
     """Virtual time that moves only when told, firing every due instant in order.
 
@@ -133,19 +153,7 @@ class ManualClock:
             a timedelta nor a number.
         :return: the new instant.
         """
-        if isinstance(delta, bool) or not isinstance(delta, timedelta | int | float):
-            raise ClockError(
-                f"advance takes a timedelta or a number of seconds; got {delta!r} "
-                "(timedelta(hours=1), or 3600)."
-            )
-        seconds = delta.total_seconds() if isinstance(delta, timedelta) else delta
-        if not 0 <= seconds < 1e12:  # NaN, infinity and a negative amount too
-            raise ClockError(
-                f"cannot advance a ManualClock by {seconds:g} seconds: give 0 or more, under "
-                "10^12 (the clock only moves forward; start it earlier for an earlier instant)."
-            )
-        step = delta if isinstance(delta, timedelta) else timedelta(seconds=delta)
-        return self.move_to(self._now + step)
+        return self.move_to(self._now + timedelta(seconds=advance_seconds(delta)))
 
     def move_to(self, target: datetime) -> datetime:
         """Move the clock to ``target``, stopping at every due instant in order on the way to

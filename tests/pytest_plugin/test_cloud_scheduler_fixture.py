@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -366,3 +367,10 @@ def test_the_live_fixture_creates_and_runs_jobs_and_its_reset_drops_fault_rules(
         daemon.mount("http://svc.test", object())
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         daemon.nope  # noqa: B018
+    # refused as the in-process fixture refuses it (a trial's was float()'s bare TypeError)
+    from scheduler_emulator import ClockError
+
+    with pytest.raises(ClockError, match=r"^advance takes a timedelta .*got datetime\.datetime"):
+        daemon.advance(datetime(2026, 9, 25))
+    with pytest.raises(ClockError, match=r"^cannot advance a ManualClock by -5 seconds"):
+        daemon.advance(-5)
