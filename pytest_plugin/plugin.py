@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from scheduler_emulator.domain.schedule import DEFAULT_DST_POLICY, DST_POLICIES
 from scheduler_emulator.service import forget_in_memory_runs
 from scheduler_emulator.wire import HEADER_CASES, NaiveDatetimeError, parse_timestamp
 
@@ -77,11 +78,8 @@ def scheduler_options(kwargs: Mapping[str, Any], header_case: str) -> dict[str, 
     if isinstance(start, str):
         try:
             start = parse_timestamp(start)
-        except ValueError as exc:
-            raise ValueError(
-                f"{where}: not an RFC 3339 timestamp with an offset, such as "
-                f"'2026-09-20T00:00:00Z' ({exc})"
-            ) from None
+        except ValueError as exc:  # (its example of the form, once)
+            raise ValueError(f"{where}: not an RFC 3339 timestamp with an offset: {exc}") from None
     elif not isinstance(start, datetime):
         raise TypeError(
             f"{where}: start is a {type(start).__name__}; pass an aware datetime or an RFC 3339 "
@@ -97,6 +95,11 @@ def scheduler_options(kwargs: Mapping[str, Any], header_case: str) -> dict[str, 
     if not isinstance(allow_network, bool):
         raise ValueError(
             f"@pytest.mark.cloud_scheduler(allow_network={allow_network!r}): pass True or False."
+        )
+    if kwargs.get("dst_policy", DEFAULT_DST_POLICY) not in DST_POLICIES:
+        raise ValueError(
+            f"@pytest.mark.cloud_scheduler(dst_policy={kwargs['dst_policy']!r}): pass "
+            f"{' or '.join(map(repr, DST_POLICIES))}."
         )
     header_case = kwargs.get("header_case") or header_case
     if header_case not in HEADER_CASES:
@@ -191,10 +194,11 @@ def cloud_run_testing(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     forget_in_memory_runs()
     marker = request.node.get_closest_marker("cloud_run_testing")
     options = marker.kwargs if marker else {}
-    if unknown := sorted(set(options) - {"schedule_time"}):
-        raise ValueError(
+    if unknown := sorted(set(options) - {"schedule_time"}):  # (a failure, no traceback)
+        raise pytest.fail.Exception(
             f"@pytest.mark.cloud_run_testing got unknown option(s) {', '.join(unknown)}; it takes "
-            "schedule_time."
+            "schedule_time.",
+            pytrace=False,
         )
     default = options.get("schedule_time", DEFAULT_SCHEDULE_TIME)
     made: list[CloudRunTimers] = []

@@ -256,6 +256,7 @@ def test_a_misspelt_cloud_run_testing_option_is_refused(pytester: pytest.Pyteste
         ["*@pytest.mark.cloud_run_testing got unknown option(s) schedule_tme; it takes "
          "schedule_time.*"]
     )  # fmt: skip
+    result.stdout.no_fnmatch_line("*plugin.py*")  # a failure, no traceback of the plugin's
 
 
 def test_non_2xx_answer_fails_with_the_acknowledgement_message(

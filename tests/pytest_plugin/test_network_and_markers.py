@@ -171,8 +171,10 @@ def test_the_marker_takes_an_rfc_3339_start(pytester: pytest.Pytester) -> None:
             id="naive",
         ),
         pytest.param(
-            'start="next tuesday"',
-            "*@pytest.mark.cloud_scheduler(start='next tuesday'): not an RFC 3339 timestamp*",
+            'start="2026-09-24"',  # the form's example once (a trial read two)
+            "*@pytest.mark.cloud_scheduler(start='2026-09-24'): not an RFC 3339 timestamp with "
+            'an offset: expected RFC 3339 such as "2026-05-07T05:46:25Z" or '
+            '"2026-05-07T07:46:25.5+02:00"',
             id="bad-string",
         ),
         pytest.param(
@@ -192,8 +194,8 @@ def test_the_marker_takes_an_rfc_3339_start(pytester: pytest.Pytester) -> None:
             id="unknown-option",
         ),
         pytest.param(
-            "dst_policy='vixy'",
-            "*dst_policy must be 'absolute' or 'vixie'; got 'vixy'.*",
+            "dst_policy='vixy'",  # named with the marker (a trial's did not name it)
+            "*@pytest.mark.cloud_scheduler(dst_policy='vixy'): pass 'absolute' or 'vixie'.*",
             id="dst-policy",
         ),
         pytest.param(
