@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import urlsplit
@@ -495,7 +496,7 @@ class CloudScheduler(AttemptAssertions):
             codes = ", ".join(  # a failure's last line of stderr, as the executions view's
                 f"task {a.index} attempt {a.attempt}: {a.stopped or a.exit_code}"
                 + (f" ({said[-1]})" if not a.ok and (said := a.stderr.strip().splitlines()) else "")
-                for a in e.attempts
+                for a in sorted(e.attempts, key=attrgetter("index", "attempt"))  # (task order)
             )
             created = iso(e.create_time)
             lines.append(

@@ -35,7 +35,7 @@ from datetime import datetime
 from functools import partial
 from heapq import nlargest
 from itertools import islice
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import IO, Any
 
 from ..clients import EMULATOR_HOST_VARIABLE
@@ -686,21 +686,23 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
     ``GET /_emulator/executions`` records; COMPLETE is the tasks that succeeded of all (``2 / 3``,
     as ``gcloud run jobs executions list`` shows it); EXIT CODES lists each task's attempts in order
     (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout); REASON,
-    for an execution that did not succeed, the last failed task attempt's last line of
-    stderr (else how it ended), and how many tasks it never started."""
+    for an execution that did not succeed, the first failed task's (by index) last failed
+    attempt's last line of stderr (else how it ended), and how many tasks it never started:
+    the same whichever of tasks running at once failed first."""
     rows = []
     for record in records:
         codes: dict[int, list[str]] = {}
-        reason = ""
-        for attempt in record.get("taskAttempts", []):
+        failures: dict[int, str] = {}
+        for attempt in sorted(record.get("taskAttempts", []), key=itemgetter("index", "attempt")):
             shown = attempt.get("stopped") or str(attempt.get("exitCode", "…"))
             codes.setdefault(int(attempt["index"]), []).append(shown)
             if shown not in ("0", "…") and record["state"] != "SUCCEEDED":
                 said = str(attempt.get("stderr") or "").strip().splitlines()
                 stopped = shown in ("timeout", "interrupted")
-                reason = f"task {attempt['index']}: " + (
+                failures[attempt["index"]] = f"task {attempt['index']}: " + (
                     shown if stopped else said[-1] if said else f"exit {shown}"
                 )
+        reason = failures[min(failures)] if failures else ""
         if cancelled := record.get("cancelledCount"):  # never started: a failure came first
             reason += f"{'; ' if reason else ''}{cancelled} task(s) never started (cancelled)"
         rows.append(

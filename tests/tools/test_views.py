@@ -676,18 +676,28 @@ def test_executions_prints_the_newest_n_oldest_first(
 
 def test_an_execution_that_failed_says_why() -> None:
     """A trial found the task's stderr only with ``--json``: REASON gives its last line."""
-    tried = [{"index": 0, "exitCode": 0, "stderr": ""},
-             {"index": 1, "exitCode": 1, "stderr": "loading\nstrict mode refuses, exit 1\n"},
-             {"index": 2, "stopped": "timeout", "stderr": "still working"},
-             {"index": 3, "stopped": "not started", "stderr": "cannot start 'nope': No such file"},
-             {"index": 4, "exitCode": -9, "stderr": ""}]  # fmt: skip
-    record = {"name": "e", "createTime": "t", "state": "FAILED", "taskCount": 5,
-              "succeededCount": 1, "failedCount": 4, "retriedCount": 0}  # fmt: skip
-    reasons = [execution_rows([record | {"taskAttempts": tried[: n + 1]}])[0][-1] for n in range(5)]
-    assert reasons == ["", "task 1: strict mode refuses, exit 1", "task 2: timeout",
-                       "task 3: cannot start 'nope': No such file", "task 4: exit -9"]  # fmt: skip
-    succeeded = record | {"state": "SUCCEEDED", "taskAttempts": tried[:2]}  # retried, then 0
+    ok = {"index": 0, "attempt": 0, "exitCode": 0, "stderr": ""}
+    failed = [{"exitCode": 1, "stderr": "loading\nstrict mode refuses, exit 1\n"},
+              {"stopped": "timeout", "stderr": "still working"},
+              {"stopped": "not started", "stderr": "cannot start 'nope': No such file"},
+              {"exitCode": -9, "stderr": ""}]  # fmt: skip
+    record = {"name": "e", "createTime": "t", "state": "FAILED", "taskCount": 2,
+              "succeededCount": 1, "failedCount": 1, "retriedCount": 0}  # fmt: skip
+    reasons = [
+        execution_rows([record | {"taskAttempts": [ok, {"index": 1, "attempt": 0, **f}]}])[0][-1]
+        for f in failed
+    ]
+    assert reasons == ["task 1: strict mode refuses, exit 1", "task 1: timeout",
+                       "task 1: cannot start 'nope': No such file", "task 1: exit -9"]  # fmt: skip
+    succeeded = record | {"state": "SUCCEEDED", "taskAttempts": [ok]}
     assert execution_rows([succeeded])[0][-1] == ""
+    # Tasks that fail at once: the first task's failure, whichever ended first (a trial's
+    # replays named one or the other, run to run); a task's last failed attempt.
+    both = [{"index": i, "attempt": a, "exitCode": 2, "stderr": f"task {i} try {a}"}
+            for i in (0, 1) for a in (0, 1)]  # fmt: skip
+    for order in (both, both[::-1], [both[2], both[0], both[3], both[1]]):
+        row = execution_rows([record | {"taskAttempts": order}])[0]
+        assert (row[4], row[-1]) == ("0:2,2 1:2,2", "task 0: task 0 try 1")
 
 
 def test_a_skipped_time_without_a_schedule_time_shows_its_instant() -> None:
