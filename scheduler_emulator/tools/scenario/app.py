@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from ...domain.errors import ConfigurationError
 from ...domain.resources import Job
 from ...runtime import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
+from ...wire import runs_cloud_run_job
 from .model import Scenario, problem, show
 
 __all__ = [
@@ -201,23 +202,33 @@ def prepare_delivery(scenario: Scenario, target_url: str | None) -> Delivery:
 
 
 def common_origin(jobs: Sequence[Job], source: Path) -> str:
-    """The one ``scheme://host[:port]`` every job's URI uses, which stands for the target.
+    """The one ``scheme://host[:port]`` every job's URI uses, which stands for the target; a
+    Cloud Run job's ``jobs/J:run`` URI is not one (the emulator answers it in-process).
 
     :param jobs: HTTP jobs.
     :param source: the scenario file, for the error.
-    :raises ConfigurationError: naming ``target.base_url`` when the URIs use several origins.
+    :raises ConfigurationError: naming ``target.base_url`` when the URIs use several origins,
+        or none.
     :return: the origin.
     """
     origins = set()
     for job in jobs:
         assert job.http_target is not None
         parts = urlsplit(job.http_target.uri)
-        origins.add(f"{parts.scheme}://{parts.netloc}")
+        if not runs_cloud_run_job(job.http_target.uri):
+            origins.add(f"{parts.scheme}://{parts.netloc}")
+    if not origins:
+        raise problem(
+            source,
+            "target",
+            "the jobs' URIs are all Cloud Run jobs' jobs/J:run, which the emulator answers "
+            "in-process: there is no target to send them to (leave out target and --target).",
+        )
     if len(origins) != 1:
         raise problem(
             source,
             "target.base_url",
             "required when the jobs' URIs do not share one origin "
-            f"(they use {', '.join(sorted(origins)) or 'none'}).",
+            f"(they use {', '.join(sorted(origins))}).",
         )
     return origins.pop()

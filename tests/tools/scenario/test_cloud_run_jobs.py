@@ -118,3 +118,24 @@ def test_expectations_count_the_executions_each_job_started_by_state(tmp_path: P
         ("other: executions.SUCCEEDED == 1", False, 0),
         ("other: executions.FAILED == runs", True, 1),
     ]
+
+
+def test_a_target_takes_the_http_jobs_and_leaves_the_cloud_run_ones_local(tmp_path: Path) -> None:
+    """A trial: ``--target`` moved the ``run.googleapis.com`` URIs onto the target too, so no
+    execution ran (or it refused the scenario, counting them as a second origin)."""
+    from tests.daemon import serving
+    from tests.support import RecordingTarget
+
+    job = {"name": "export", "template": {"template": {"containers": [{"command": ["true"]}]}}}
+    path = write(tmp_path, job)
+    ping = "  - {name: ping, schedule: '0 2 * * *', httpTarget: {uri: 'http://svc.test/ping'}}\n"
+    path.write_text(path.read_text().replace("steps:", ping + "steps:"))
+    target = RecordingTarget()
+    with serving(target) as url:
+        run = run_scenario(load_scenario(path), target_url=url)
+    assert [r.path for r in target.requests] == ["/ping"]
+    assert [e["state"] for e in run.executions] == ["SUCCEEDED"]
+    assert run.delivery.startswith(f"http://svc.test -> {url} over HTTP")
+    only_cloud_run = write(tmp_path, job)
+    with pytest.raises(ConfigurationError, match=r"target: the jobs' URIs are all Cloud Run"):
+        run_scenario(load_scenario(only_cloud_run), target_url=url)
