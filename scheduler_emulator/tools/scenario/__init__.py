@@ -37,10 +37,12 @@ replaces one by one). Every value is checked before anything runs, and every pro
 (one line each, in one :class:`ConfigurationError`), naming the file, the key path and the
 value, e.g. ``duplicates.yaml: steps[2].advance: not a duration: "7 days"``.
 
-**The expectation language.** Each value is a *check*: a whole number ``N`` (the same as
-``"== N"``) or a string ``"OP OPERAND"`` where ``OP`` is ``==``, ``!=``, ``<``, ``<=``, ``>``
-or ``>=`` and ``OPERAND`` is a whole number or a *quantity* of the same job, optionally
-``+ N`` or ``- N`` (``"== runs"``, ``"<= runs + 1"``). Quantities of a job:
+**The expectation language.** A dotted key names a quantity whole (``codes.OK: 2`` is
+``codes: {OK: 2}``; ``executions: 1`` beside ``executions.FAILED: 0``). Each value is a
+*check*: a whole number ``N`` (the same as ``"== N"``) or a string ``"OP OPERAND"`` where
+``OP`` is ``==``, ``!=``, ``<``, ``<=``, ``>`` or ``>=`` and ``OPERAND`` is a whole number or
+a *quantity* of the same job, optionally ``+ N`` or ``- N`` (``"== runs"``, ``"<= runs +
+1"``). Quantities of a job:
 
 - ``runs`` — distinct ``X-CloudScheduler-ScheduleTime`` values delivered for the job (an attempt
   without the header counts as its own run): what a deduplicating target should process;

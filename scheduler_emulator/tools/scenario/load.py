@@ -547,34 +547,28 @@ def _expectations(
             problems.add(problem(source, f"expect.{job}", f"expected checks; got {show(checks)}."))
             continue
         for key, raw in checks.items():
-            if key in ("runs", "attempts") or key == "executions" and not isinstance(raw, Mapping):
-                add(job, key, raw)
-            elif key in ("codes", "statuses", "executions", "probe"):
-                if not isinstance(raw, Mapping):
-                    problems.add(
-                        problem(
-                            source,
-                            f"expect.{job}.{key}",
-                            f"expected name: check; got {show(raw)}.",
-                        )
-                    )
-                    continue
-                for name, inner in raw.items():
-                    quantity = f"{key}.{name}"
-                    try:
-                        _validate_quantity(quantity, probe_fields)
-                    except ValueError as exc:
-                        problems.add(problem(source, f"expect.{job}.{quantity}", str(exc)))
-                        continue
-                    add(job, quantity, inner)
+            head, dot, _ = str(key).partition(".")  # codes.OK: 2 as codes: {OK: 2}
+            named = head in ("codes", "statuses", "executions", "probe")
+            if named and not dot and isinstance(raw, Mapping):
+                pairs = [(f"{key}.{name}", inner) for name, inner in raw.items()]
+            elif key in ("runs", "attempts", "executions") or (named and dot):
+                pairs = [(str(key), raw)]
             else:
-                problems.add(
-                    problem(
-                        source,
-                        f"expect.{job}.{key}",
-                        "unknown key (known: runs, attempts, codes, statuses, executions, probe).",
-                    )
+                known = "runs, attempts, codes, statuses, executions, probe"
+                said = (
+                    f"expected name: check; got {show(raw)}."
+                    if named
+                    else f"unknown key (known: {known})."
                 )
+                problems.add(problem(source, f"expect.{job}.{key}", said))
+                continue
+            for quantity, inner in pairs:
+                try:
+                    _validate_quantity(quantity, probe_fields)
+                except ValueError as exc:
+                    problems.add(problem(source, f"expect.{job}.{quantity}", str(exc)))
+                    continue
+                add(job, quantity, inner)
     return out
 
 

@@ -102,10 +102,10 @@ def test_expectations_count_the_executions_each_job_started_by_state(tmp_path: P
     path = write(tmp_path, job)
     nightly = SCENARIO.split("jobs:\n", 1)[1].split("steps:")[0]
     other = nightly.replace("nightly", "other").replace("0 2", "30 2")
-    path.write_text(
+    checks = '{executions.SUCCEEDED: 1, executions.FAILED: "== runs", executions: 1}'
+    path.write_text(  # (dotted keys, as the results print them, beside the count)
         path.read_text().replace("{codes: {OK: 1}}", "{executions: 1, codes: {OK: 1}}")
-        .replace("steps:", other + "steps:")
-        + '  other: {executions: {SUCCEEDED: 1, FAILED: "== runs"}}\n'
+        .replace("steps:", other + "steps:") + f"  other: {checks}\n"
     )  # fmt: skip
     run = run_scenario(load_scenario(path))
     # (the executions' names too are the same on every replay: a trial's output was not)
@@ -117,6 +117,7 @@ def test_expectations_count_the_executions_each_job_started_by_state(tmp_path: P
         ("nightly: codes.OK == 1", True, 1),
         ("other: executions.SUCCEEDED == 1", False, 0),
         ("other: executions.FAILED == runs", True, 1),
+        ("other: executions == 1", True, 1),
     ]
 
 
