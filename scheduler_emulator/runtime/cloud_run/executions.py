@@ -325,12 +325,15 @@ class CloudRun:
     :param clock: stamps an execution's ``createTime``.
     :ivar ids: draws the five random characters that end an execution's name; a seeded
         :class:`random.Random` makes them the same from run to run (``replay`` does).
+    :ivar workdir: the folder tasks start in (relative commands resolve there); ``None``: this
+        process's (``replay`` gives the scenario's folder).
     """
 
     def __init__(self, clock: Clock, store: ExecutionStore, jobs: Iterable[CloudRunJob]) -> None:
         self.clock = clock
         self.store = store
         self.ids: random.Random = secrets.SystemRandom()
+        self.workdir: Path | None = None
         self._jobs = {job.name: job for job in jobs}
         self._threads: list[threading.Thread] = []
         self._processes: set[subprocess.Popen[bytes]] = set()
@@ -465,6 +468,7 @@ class CloudRun:
             try:
                 process = subprocess.Popen(
                     job.argv,
+                    cwd=self.workdir,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,

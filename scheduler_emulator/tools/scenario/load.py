@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from ...core.faults import FaultRule, check_seed
+from ...domain.cloud_run import parse_cloud_run_job
 from ...domain.codec import job_from_json
 from ...domain.errors import ApiError, ConfigurationError, FieldViolation
 from ...domain.names import qualify_job_name
@@ -221,6 +222,22 @@ def load_scenario(path: str | Path) -> Scenario:
     expect_value, expect_src = get("expect", {})
     expectations = _expectations(expect_value, expect_src, job_ids, probe, problems)
     starters = {j.job_id for j in jobs if j.http_target and runs_cloud_run_job(j.http_target.uri)}
+    defined = {
+        parse_cloud_run_job(d, project=project, location=location).job_id for d in cloud_run_jobs
+    }  # (each one parses: load_cloud_run_jobs checked it)
+    for job in jobs if jobs_valid else ():
+        uri = job.http_target.uri if job.http_target else ""
+        named = uri.rsplit("/jobs/")[-1].removesuffix(":run")
+        if runs_cloud_run_job(uri) and named not in defined:  # (a 404 at every attempt)
+            there = ", ".join(sorted(defined)) or "none: add the key"
+            problems.add(
+                problem(
+                    jobs_src,
+                    "jobs",
+                    f"job {job.job_id} runs Cloud Run job {show(named)}, which cloud_run_jobs "
+                    f"does not define (defined: {there}).",
+                )
+            )
     for expectation in expectations:  # (a job with no such URI would always count 0)
         if (
             jobs_valid

@@ -165,6 +165,7 @@ def run_scenario(
         attempt_log=counter,
     )
     emulator.cloud_run.ids = random.Random(plan.seed)  # execution names: the same every run
+    emulator.cloud_run.workdir = scenario.path.parent  # task commands beside the scenario
     try:
         if progress is not None and counter is not None:
             report, count = progress, counter

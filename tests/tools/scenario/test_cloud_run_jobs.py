@@ -140,3 +140,34 @@ def test_a_target_takes_the_http_jobs_and_leaves_the_cloud_run_ones_local(tmp_pa
     only_cloud_run = write(tmp_path, job)
     with pytest.raises(ConfigurationError, match=r"target: the jobs' URIs are all Cloud Run"):
         run_scenario(load_scenario(only_cloud_run), target_url=url)
+
+
+def test_a_run_uri_naming_no_defined_cloud_run_job_is_refused_before_the_run(
+    tmp_path: Path,
+) -> None:
+    """A trial's ``jobs/exprot:run`` ran to the end, every attempt a 404."""
+    job = {"name": "export", "template": {"template": {"containers": [{"command": ["true"]}]}}}
+    path = write(tmp_path, job)
+    path.write_text(path.read_text().replace("jobs/export:run", "jobs/exprot:run"))
+    with pytest.raises(ConfigurationError) as refused:
+        load_scenario(path)
+    assert str(refused.value) == (
+        f'{path}: jobs: job nightly runs Cloud Run job "exprot", which cloud_run_jobs does not '
+        "define (defined: export)."
+    )
+
+
+def test_a_tasks_relative_command_starts_beside_the_scenario(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trial replayed ``work/scenario.yaml`` from the folder above: ``export_task.py`` was
+    looked for there, where ``cloud_run_jobs``, ``faults`` and ``target.app`` are read beside
+    the scenario."""
+    (tmp_path / "export_task.py").write_text("open('ran', 'w').write('yes')\n")
+    container = {"command": [sys.executable, "export_task.py"]}
+    job = {"name": "export", "template": {"template": {"containers": [container]}}}
+    path = write(tmp_path, job)
+    monkeypatch.chdir(tmp_path.parent)
+    run = run_scenario(load_scenario(path))
+    assert [e["state"] for e in run.executions] == ["SUCCEEDED"]
+    assert (tmp_path / "ran").read_text() == "yes"
