@@ -65,8 +65,8 @@ class Driver:
 
         :raises ClockError: on the system clock, saying how to get one."""
         raise ClockError(
-            "the emulator runs on the system clock; start it with a ManualClock "
-            "(--clock manual) to move time by hand."
+            "the emulator runs on the system clock; start it on a manual clock to move time "
+            "by hand (scheduler-emulator start --clock manual; Emulator(ManualClock(...)))."
         )
 
     def send_all(self, deliveries: Iterable[Delivery]) -> None:

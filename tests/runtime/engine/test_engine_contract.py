@@ -191,7 +191,11 @@ def test_only_the_manual_driver_moves_time_by_hand(engines: Engines) -> None:
         assert [a.code for a in emulator.attempts()] == ["OK"]
     else:
         assert emulator.clock_mode == "system"
-        with pytest.raises(ClockError, match="runs on the system clock"):
+        with pytest.raises(ClockError, match="runs on the system clock") as refused:
             emulator.advance(timedelta(minutes=2))
+        # the daemon's flag and the library's class, not the class for both (a trial's CLI)
+        assert "(scheduler-emulator start --clock manual; Emulator(ManualClock(" in str(
+            refused.value
+        )
         with pytest.raises(ClockError, match="runs on the system clock"):
             emulator.reset_clock(datetime(2026, 1, 1, tzinfo=UTC))
