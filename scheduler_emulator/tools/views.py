@@ -35,7 +35,7 @@ from datetime import datetime
 from functools import partial
 from heapq import nlargest
 from itertools import islice
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import IO, Any
 
 from ..clients import EMULATOR_HOST_VARIABLE
@@ -693,7 +693,8 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
     for record in records:
         codes: dict[int, list[str]] = {}
         failures: dict[int, str] = {}
-        for attempt in sorted(record.get("taskAttempts", []), key=itemgetter("index", "attempt")):
+        tried = record.get("taskAttempts", [])
+        for attempt in sorted(tried, key=lambda a: (a["index"], a.get("attempt", 0))):
             shown = attempt.get("stopped") or str(attempt.get("exitCode", "…"))
             codes.setdefault(int(attempt["index"]), []).append(shown)
             if shown not in ("0", "…") and record["state"] != "SUCCEEDED":
