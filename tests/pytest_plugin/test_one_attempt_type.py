@@ -233,10 +233,11 @@ def test_a_wrong_kind_of_expectation_says_what_to_pass(call: dict[str, Any], say
 def test_a_refused_live_call_says_the_daemons_message_not_its_json(
     cloud_scheduler_server: LiveScheduler,
 ) -> None:
-    """A trial: ``advance(-60)`` on the live fixture failed with the error envelope's JSON."""
+    """A trial: ``advance(-60)`` on the live fixture failed with the error envelope's JSON
+    (refused before the call now, as in-process: a move back is the daemon's refusal)."""
     with pytest.raises(AssertionError) as refused:
-        cloud_scheduler_server.advance(-60)
+        cloud_scheduler_server.move_to(datetime(2025, 12, 31, tzinfo=UTC))
     assert str(refused.value) == (
-        "POST /_emulator/clock:advance answered 400: seconds must be a non-negative finite "
-        "number; got -60.0."
+        "POST /_emulator/clock:moveTo answered 400: the manual clock cannot go back: it is at "
+        "2026-01-01T00:00:00Z, 2025-12-31T00:00:00Z is earlier."
     )
