@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -224,7 +225,8 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     run.add_argument("job", metavar="JOB", help="the job's ID or full name")
     run.add_argument(
         "--wait", action="store_true",
-        help="wait for the run's first attempt to end, print its outcome, exit 1 if it failed",
+        help="wait for the run's first attempt to end (and for the Cloud Run execution it "
+        "started, if it ran a Cloud Run job), print its outcome, exit 1 if it failed",
     )  # fmt: skip
     run.add_argument(
         "--schedule-time", type=timestamp_argument, metavar="RFC3339",
@@ -760,7 +762,8 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
 def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     """Start a run of ``args.job`` now: RunJob, or, with ``--schedule-time``, a run sent as if
     scheduled at that instant (``POST /_emulator/runs``); with ``--wait``, wait for its first
-    attempt to end and exit 0 if it succeeded, 1 if not."""
+    attempt to end (and for the Cloud Run execution an attempt to a ``jobs/J:run`` URI started)
+    and exit 0 if it succeeded, 1 if not."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     name = args.job
     if "/" not in name:
@@ -801,7 +804,17 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         raise ConfigurationError("the run's attempt is no longer kept; see `attempts --job`.")
     reason = f": {attempt.reason}" if attempt.reason else ""
     out.write(f"attempt 1 ended: {attempt.outcome} in {took(attempt)}{reason}\n")
-    return 0 if attempt.code == "OK" else 1
+    started = re.search(r"/executions/([a-z0-9-]+)", attempt.response_excerpt)
+    if attempt.code != "OK" or not attempt.runs_cloud_run_job or started is None:
+        return 0 if attempt.code == "OK" else 1
+    out.write(f"it started Cloud Run execution {started[1]}; waiting for it to end\n")
+    out.flush()  # (its :run is answered 200 whatever the execution does)
+    while (execution := client.get(f"/_emulator/executions/{started[1]}"))["state"] == "RUNNING":
+        time.sleep(WAIT_INTERVAL)
+    *_, complete, _, _, why = execution_rows([execution])[0]
+    out.write(f"execution {started[1]} ended: {execution['state']} ({complete} tasks"
+              f"{'; ' + why if why else ''})\n")  # fmt: skip
+    return 0 if execution["state"] == "SUCCEEDED" else 1
 
 
 def _duration(text: str) -> Any:

@@ -121,6 +121,30 @@ def test_a_scheduled_run_starts_an_execution_shown_by_the_endpoint_and_the_view(
     assert row.split()[-1] == "nightly"
 
 
+def test_run_wait_waits_for_the_execution_its_attempt_started(tmp_path: Path) -> None:
+    """A trial's ``run nightly --wait`` printed ``attempt 1 ended: OK (HTTP 200)`` and exited 0
+    while the execution it started failed: a ``:run`` is answered 200 whatever it does."""
+    code = "import os, sys; sys.exit(os.environ['CLOUD_RUN_TASK_INDEX'] == '1' and 'locked')"
+    jobs_file = write_jobs(tmp_path, code)
+    with running_daemon(*MANUAL, "--in-memory", "--cloud-run-jobs", str(jobs_file)) as daemon:
+        create_nightly(
+            daemon,
+            "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/"
+            "export:run",
+        )
+        exit_code, out, err = run_cli(
+            "run", "nightly", "--wait", "--port", str(daemon.host_port[1])
+        )
+        [execution] = daemon.get("/_emulator/executions")["executions"]
+    name = execution["name"].rsplit("/", 1)[-1]
+    assert exit_code == 1, err
+    assert out.splitlines()[1:] == [
+        "attempt 1 ended: OK (HTTP 200) in 0.000s",
+        f"it started Cloud Run execution {name}; waiting for it to end",
+        f"execution {name} ended: FAILED (2 / 3 tasks; task 1: locked)",
+    ]
+
+
 def test_googles_run_client_lists_the_jobs_runs_one_and_reads_its_execution(
     tmp_path: Path,
 ) -> None:
