@@ -21,7 +21,7 @@ import threading
 import time
 import tomllib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -233,6 +233,15 @@ def stop_group(pid: int) -> None:
 #: Where an xdist run's workers find the Firestore emulator they share, in the run's
 #: temporary directory (``firestore_emulator`` in tests/service/guard/conftest.py).
 FIRESTORE_SHARED_FILE = "firestore-emulator.pid-host"
+
+
+@contextlib.contextmanager
+def refusing_url() -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` where a connection is refused for the block: the port is held
+    bound but not listening, so that no other test's server takes it meanwhile."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{held.getsockname()[1]}"
 
 
 def free_port() -> int:

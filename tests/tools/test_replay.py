@@ -32,7 +32,14 @@ from scheduler_emulator.tools.replay import (
     send_replay,
 )
 from tests.daemon import serving
-from tests.support import RecordingTarget, assert_delivered, case_table, nightly_job, run_cli
+from tests.support import (
+    RecordingTarget,
+    assert_delivered,
+    case_table,
+    nightly_job,
+    refusing_url,
+    run_cli,
+)
 
 TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 JOB = "projects/demo-project/locations/us-central1/jobs/nightly"
@@ -346,11 +353,10 @@ class TestReplayAgainstATarget:
 
     def test_a_target_that_does_not_answer_exits_1(self, tmp_path: Path) -> None:
         path = write_json(tmp_path, EXPORT[1:3])
-        with serving(RecordingTarget()) as url:
-            pass  # the port is free again: nothing listens
-        code, out, err = run_cli(
-            "replay", "--attempts", str(path), "--target", url, "--compress-gaps"
-        )
+        with refusing_url() as url:
+            code, out, err = run_cli(
+                "replay", "--attempts", str(path), "--target", url, "--compress-gaps"
+            )
         assert code == 1
         # said before the run (a trial found it only in every row of the table)
         assert err == (

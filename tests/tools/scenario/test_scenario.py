@@ -585,16 +585,16 @@ class TestReplay:
     def test_a_probe_where_nothing_answers_says_so_in_one_line(self, tmp_path: Path) -> None:
         """A trial: the probe's failure was requests' whole ``HTTPConnectionPool(…) Max retries
         exceeded … NewConnectionError(…)`` text, printed four times."""
-        from tests.support import free_port
+        from tests.support import refusing_url
 
-        url = f"http://127.0.0.1:{free_port()}"
         text = HOURLY + "expect:\n  hourly: {probe: {deliveries: 3}}\n"
-        code, out, err = replay(str(write(tmp_path, text)), "--target", url)
-        assert code == 1
-        assert f"Probe failed: GET /count failed: nothing answers at {url}/count\n" in out
-        assert f"warning: nothing answers at {url} (Connection refused)" in err  # before the run
-        code, _, err = replay(str(write(tmp_path, text.replace("app:", f"url: {url}\n  #"))))
-        assert f"warning: nothing answers at {url} (Connection refused)" in err  # the file's
+        with refusing_url() as url:
+            code, out, err = replay(str(write(tmp_path, text)), "--target", url)
+            assert code == 1
+            assert f"Probe failed: GET /count failed: nothing answers at {url}/count\n" in out
+            assert f"warning: nothing answers at {url} (Connection refused)" in err  # before
+            code, _, err = replay(str(write(tmp_path, text.replace("app:", f"url: {url}\n  #"))))
+            assert f"warning: nothing answers at {url} (Connection refused)" in err  # the file's
 
     def test_a_probe_path_without_a_target_is_refused_before_anything_runs(
         self, tmp_path: Path
