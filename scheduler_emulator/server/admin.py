@@ -297,11 +297,15 @@ class Admin:
                 not self.emulator.has_job(name)
                 and not self.emulator.attempts_page(job, page_size=1)[0]
             ):  # a short ID is the default location's: name jobs of that ID elsewhere (trial 57)
-                elsewhere = [j.name for j in self.emulator.list_jobs() if j.job_id == job][:3]
-                hint = f" in {name.rsplit('/', 2)[0]}; jobs of that ID elsewhere (name one in full)"
+                jobs, parent = self.emulator.list_jobs(), name.rsplit("/", 2)[0]
+                elsewhere = [j.name for j in jobs if j.job_id == job][:3]
+                here = [j.job_id for j in jobs if j.name.rsplit("/", 2)[0] == parent]
+                hint = f" in {parent}; jobs of that ID elsewhere (name one in full)"
+                listed = ", ".join(here[:20]) + (", …" if len(here) > 20 else "")  # (as run's)
                 raise NotFound(
                     f"Job not found: job {show_value(job)} names no job and no recorded attempt"
                     + (f"{hint}: {', '.join(elsewhere)}." if elsewhere else ".")
+                    + ("" if elsewhere or not here else f" Jobs in {parent}: {listed}.")
                 )
         return job
 

@@ -11,7 +11,7 @@ from werkzeug.test import Client
 from scheduler_emulator import Emulator, HttpTransport, ManualClock, SystemClock, WsgiTransport
 from scheduler_emulator.server.server import create_app
 from tests.drip import DripTarget, drip_server
-from tests.support import RecordingTarget, nightly_job, run_command, wait_for
+from tests.support import TARGET, RecordingTarget, nightly_job, run_command, wait_for
 
 
 @pytest.fixture
@@ -189,7 +189,7 @@ def test_skipped_runs_are_paged(target: RecordingTarget) -> None:
 
 
 @pytest.mark.parametrize("endpoint", ["attempts", "skipped"])
-def test_an_unknown_job_is_not_found(client: Client, endpoint: str) -> None:
+def test_an_unknown_job_is_not_found(client: Client, emulator: Emulator, endpoint: str) -> None:
     response = client.get(f"/_emulator/{endpoint}?job=nosuch")
     assert response.status_code == 404
     assert response.json == {
@@ -199,6 +199,13 @@ def test_an_unknown_job_is_not_found(client: Client, endpoint: str) -> None:
             "status": "NOT_FOUND",
         }
     }
+    # with jobs there, it names them, as `run` does (a trial's `attempts --job nope` did not)
+    for job_id in ("nightly", "report"):
+        emulator.create_job(name=job_id, schedule="0 0 1 1 *", http_target={"uri": TARGET})
+    said = client.get(f"/_emulator/{endpoint}?job=nosuch").json["error"]["message"]
+    assert said.endswith(
+        "no recorded attempt. Jobs in projects/my-project/locations/us-central1: nightly, report."
+    )
 
 
 def test_an_unknown_job_id_names_the_jobs_of_that_id_elsewhere(
