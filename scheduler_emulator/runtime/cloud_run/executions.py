@@ -359,11 +359,14 @@ class CloudRun:
             same_project = job.project == project or project.isdigit()
             if job.job_id == job_id and job.location == location and same_project:
                 return job
-        defined = ", ".join(j.name for j in self._jobs.values()) or "none"
+        defined = ", ".join(  # first, so that a reason cut short keeps it: IDs where they can
+            j.job_id if j.location == location and j.project == project else j.name
+            for j in self._jobs.values()
+        )
         raise NotFound(
             f"Resource '{job_id}' of kind 'JOB' in region '{location}' in project '{project}' "
-            "does not exist. The emulator runs the Cloud Run jobs given with --cloud-run-jobs "
-            f"FILE or a test's define_cloud_run_job() (defined: {defined})."
+            f"does not exist (defined: {defined or 'none'}). The emulator runs the Cloud Run jobs "
+            "given with --cloud-run-jobs FILE or a test's define_cloud_run_job()."
         )
 
     def run(

@@ -277,6 +277,11 @@ class TestRefused:
             attempt = emulator.attempts("nightly")[0]
         assert attempt.response_status == 404
         assert "--cloud-run-jobs" in json.loads(attempt.response_excerpt)["error"]["message"]
+        # the jobs defined, before the reason is cut (a trial's lost them at 160 characters)
+        assert attempt.reason.startswith(
+            "NOT_FOUND: Resource 'import' of kind 'JOB' in region 'us-central1' in project "
+            "'my-project' does not exist (defined: export)."
+        )
 
     def test_a_bad_run_request_is_400(self, tasks: Tasks) -> None:
         with emulator_for(cloud_run_job(tasks.folder)) as emulator:
