@@ -225,7 +225,7 @@ def load_scenario(path: str | Path) -> Scenario:
     defined = {
         parse_cloud_run_job(d, project=project, location=location).job_id for d in cloud_run_jobs
     }  # (each one parses: load_cloud_run_jobs checked it)
-    for job in jobs if jobs_valid else ():
+    for index, job in enumerate(jobs if jobs_valid else ()):
         uri = job.http_target.uri if job.http_target else ""
         named = uri.rsplit("/jobs/")[-1].removesuffix(":run")
         if runs_cloud_run_job(uri) and named not in defined:  # (a 404 at every attempt)
@@ -233,7 +233,7 @@ def load_scenario(path: str | Path) -> Scenario:
             problems.add(
                 problem(
                     jobs_src,
-                    "jobs",
+                    f"jobs[{index}].httpTarget.uri",
                     f"job {job.job_id} runs Cloud Run job {show(named)}, which cloud_run_jobs "
                     f"does not define (defined: {there}).",
                 )

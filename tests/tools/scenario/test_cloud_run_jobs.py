@@ -152,8 +152,8 @@ def test_a_run_uri_naming_no_defined_cloud_run_job_is_refused_before_the_run(
     with pytest.raises(ConfigurationError) as refused:
         load_scenario(path)
     assert str(refused.value) == (
-        f'{path}: jobs: job nightly runs Cloud Run job "exprot", which cloud_run_jobs does not '
-        "define (defined: export)."
+        f'{path}: jobs[0].httpTarget.uri: job nightly runs Cloud Run job "exprot", which '
+        "cloud_run_jobs does not define (defined: export)."
     )
 
 
