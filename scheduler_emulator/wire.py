@@ -42,10 +42,10 @@ __all__ = [
     "format_schedule_time",
     "format_timestamp",
     "host_port",
+    "cloud_run_job_of",
     "is_cloud_run_host",
     "parse_schedule_time",
     "parse_timestamp",
-    "runs_cloud_run_job",
     "scheduler_headers",
     "to_instant",
 ]
@@ -346,7 +346,10 @@ def is_cloud_run_host(host: str) -> bool:
     return host == "run.googleapis.com" or CLOUD_RUN_REGIONAL_HOST.match(host) is not None
 
 
-def runs_cloud_run_job(uri: str) -> bool:
-    """Whether ``uri`` calls the Cloud Run Admin API's run method (a ``…/jobs/J:run`` URI)."""
+def cloud_run_job_of(uri: str) -> str | None:
+    """The ID of the Cloud Run job ``uri`` runs, when it calls the Cloud Run Admin API's run
+    method (a ``…/jobs/J:run`` URI, v2 or v1), else ``None``."""
     url = urlsplit(uri)
-    return url.path.endswith(":run") and is_cloud_run_host(url.hostname or "")
+    if not url.path.endswith(":run") or not is_cloud_run_host(url.hostname or ""):
+        return None
+    return url.path.rsplit("/jobs/", 1)[-1].removesuffix(":run")

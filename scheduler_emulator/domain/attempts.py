@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..wire import TIMER_PREFIX, format_timestamp, parse_timestamp, runs_cloud_run_job
+from ..wire import TIMER_PREFIX, cloud_run_job_of, format_timestamp, parse_timestamp
 
 __all__ = [
     "DUPLICATE_NOTE",
@@ -245,7 +245,7 @@ class Attempt:
     @property
     def runs_cloud_run_job(self) -> bool:
         """Whether it called the Cloud Run Admin API's run method (a ``jobs/J:run`` URI)."""
-        return runs_cloud_run_job(str(self.request.get("url", "")))
+        return cloud_run_job_of(str(self.request.get("url", ""))) is not None
 
     @property
     def hint(self) -> str:

@@ -44,7 +44,14 @@ from ..runtime import (
     http2_problem,
 )
 from ..server.connections import Limits
-from ..wire import GOOGLE_ISSUER, HEADER_CASES, format_schedule_time, format_timestamp, is_loopback
+from ..wire import (
+    GOOGLE_ISSUER,
+    HEADER_CASES,
+    cloud_run_job_of,
+    format_schedule_time,
+    format_timestamp,
+    is_loopback,
+)
 from . import replay, targets_setup, views
 from .client_recipes import client_notes, grpc_note
 from .cloud_run_file import load_cloud_run_jobs
@@ -616,6 +623,16 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             + ("(either needs pip install 'cloud-scheduler-emulator[pubsub]'; " if missing else "(")
             + "docs/pubsub.md).",
         )
+    run_jobs = [job.job_id for job in emulator.cloud_run.jobs()]
+    _warn_undelivered(
+        [
+            j
+            for j in every_job
+            if cloud_run_job_of(j.http_target.uri if j.http_target else "") not in (None, *run_jobs)
+        ],  # fmt: skip
+        "job(s) ({}) run a Cloud Run job no --cloud-run-jobs file defines: their attempts fail "
+        f"NOT_FOUND until one does (defined: {', '.join(run_jobs) or 'none'}).",
+    )
     urls = targets.app_engine_urls
     _warn_undelivered(
         [j for j in every_job if (t := j.app_engine_http_target) and not app_engine_url(t, urls)],
@@ -623,7 +640,6 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         "FAILED_PRECONDITION until the daemon is started with --app-engine-url SERVICE=URL, "
         "or --app-engine-url URL for every service.",
     )
-    run_jobs = [job.job_id for job in emulator.cloud_run.jobs()]
     clock_note = f"{args.clock} clock"
     if args.clock == "manual":
         clock_note += f" at {format_timestamp(emulator.now())}"

@@ -400,6 +400,8 @@ class TestStartupLine:
             assert daemon.process.stderr is not None
             assert f"warning: {jobs} holds no jobs" in daemon.process.stderr.read()
 
+    RUN = "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/"
+
     def test_jobs_that_cannot_be_delivered_are_a_warning(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -414,6 +416,8 @@ class TestStartupLine:
              "appEngineHttpTarget": {"appEngineRouting": {"service": "worker"}}},
             {"name": "mapped", "schedule": "0 6 * * *",
              "appEngineHttpTarget": {"appEngineRouting": {"service": "api"}}},
+            {"name": "export", "schedule": "0 6 * * *",
+             "httpTarget": {"uri": self.RUN + "exprot:run"}},
         ]))  # fmt: skip
         mapping = ("--app-engine-url", "api=http://127.0.0.1:9")
         with running_daemon("--in-memory", "--jobs", str(jobs), *mapping) as daemon:
@@ -422,6 +426,11 @@ class TestStartupLine:
             err = daemon.process.stderr.read()
             assert "warning: 1 Pub/Sub job(s) (restock) have nowhere to publish" in err
             assert "warning: 1 App Engine job(s) (sweep) have no local URL for their service" in err
+            # (a trial's misspelt Cloud Run job showed only as a 404 when it fired)
+            assert (
+                "warning: 1 job(s) (export) run a Cloud Run job no --cloud-run-jobs file defines: "
+                "their attempts fail NOT_FOUND until one does (defined: none)." in err
+            )
 
     @pytest.mark.parametrize("absent", ["google.pubsub_v1", "google"])
     def test_the_pubsub_warning_names_the_extra_when_it_is_missing(

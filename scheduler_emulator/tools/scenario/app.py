@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from ...domain.errors import ConfigurationError
 from ...domain.resources import Job
 from ...runtime import HttpTransport, MountTransport, Transport, WsgiApp, WsgiTransport
-from ...wire import runs_cloud_run_job
+from ...wire import cloud_run_job_of
 from .model import Scenario, problem, show
 
 __all__ = [
@@ -215,7 +215,7 @@ def common_origin(jobs: Sequence[Job], source: Path) -> str:
     for job in jobs:
         assert job.http_target is not None
         parts = urlsplit(job.http_target.uri)
-        if not runs_cloud_run_job(job.http_target.uri):
+        if cloud_run_job_of(job.http_target.uri) is None:
             origins.add(f"{parts.scheme}://{parts.netloc}")
     if not origins:
         raise problem(

@@ -19,7 +19,7 @@ from ...domain.errors import ApiError, ConfigurationError, FieldViolation
 from ...domain.names import qualify_job_name
 from ...domain.resources import Job
 from ...runtime import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT, EXECUTION_STATES
-from ...wire import HEADER_CASES, runs_cloud_run_job
+from ...wire import HEADER_CASES, cloud_run_job_of
 from ..cloud_run_file import load_cloud_run_jobs
 from ..documents import read_text
 from ..jobs_file import (
@@ -221,14 +221,12 @@ def load_scenario(path: str | Path) -> Scenario:
 
     expect_value, expect_src = get("expect", {})
     expectations = _expectations(expect_value, expect_src, job_ids, probe, problems)
-    starters = {j.job_id for j in jobs if j.http_target and runs_cloud_run_job(j.http_target.uri)}
+    runs = {j.job_id: cloud_run_job_of(j.http_target.uri if j.http_target else "") for j in jobs}
     defined = {
         parse_cloud_run_job(d, project=project, location=location).job_id for d in cloud_run_jobs
     }  # (each one parses: load_cloud_run_jobs checked it)
     for index, job in enumerate(jobs if jobs_valid else ()):
-        uri = job.http_target.uri if job.http_target else ""
-        named = uri.rsplit("/jobs/")[-1].removesuffix(":run")
-        if runs_cloud_run_job(uri) and named not in defined:  # (a 404 at every attempt)
+        if (named := runs[job.job_id]) is not None and named not in defined:  # (a 404 each)
             there = ", ".join(sorted(defined)) or "none: add the key"
             problems.add(
                 problem(
@@ -242,7 +240,7 @@ def load_scenario(path: str | Path) -> Scenario:
         if (
             jobs_valid
             and expectation.quantity.startswith("executions")
-            and (expectation.job not in starters)
+            and runs.get(expectation.job) is None
         ):
             problems.add(
                 problem(
