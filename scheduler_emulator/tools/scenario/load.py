@@ -561,6 +561,7 @@ def _expectations(
         if not isinstance(checks, Mapping):
             problems.add(problem(source, f"expect.{job}", f"expected checks; got {show(checks)}."))
             continue
+        seen: set[str] = set()  # a quantity given as codes.OK and in codes: {OK: …} too
         for key, raw in checks.items():
             head, dot, _ = str(key).partition(".")  # codes.OK: 2 as codes: {OK: 2}
             named = head in ("codes", "statuses", "executions", "probe")
@@ -580,9 +581,12 @@ def _expectations(
             for quantity, inner in pairs:
                 try:
                     _validate_quantity(quantity, probe_fields)
+                    if quantity in seen:
+                        raise ValueError("given twice (dotted and in its mapping); keep one.")
                 except ValueError as exc:
                     problems.add(problem(source, f"expect.{job}.{quantity}", str(exc)))
                     continue
+                seen.add(quantity)
                 add(job, quantity, inner)
     return out
 

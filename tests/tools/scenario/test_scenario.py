@@ -248,6 +248,11 @@ class TestValidation:
                 id="expect-key",
             ),
             pytest.param(
+                {"expect": "{hourly: {codes: {OK: 1}, codes.OK: 2}}"},  # (a trial's contradiction)
+                "expect.hourly.codes.OK: given twice (dotted and in its mapping); keep one.",
+                id="quantity-twice",
+            ),
+            pytest.param(
                 {"expect": "{hourly: {executions: 0}}"},  # a trial's check held, saying nothing
                 "expect.hourly.executions: the job starts no Cloud Run execution: its URI is not "
                 "a Cloud Run job's jobs/J:run (docs/cloud-run-jobs.md).",
