@@ -44,17 +44,10 @@ from ..runtime import (
     http2_problem,
 )
 from ..server.connections import Limits
-from ..wire import (
-    GOOGLE_ISSUER,
-    HEADER_CASES,
-    cloud_run_job_of,
-    format_schedule_time,
-    format_timestamp,
-    is_loopback,
-)
+from ..wire import GOOGLE_ISSUER, HEADER_CASES, format_schedule_time, format_timestamp, is_loopback
 from . import replay, targets_setup, views
 from .client_recipes import client_notes, grpc_note
-from .cloud_run_file import load_cloud_run_jobs
+from .cloud_run_file import load_cloud_run_jobs, undefined_runs
 from .fault_file import load_fault_file
 from .firebase import command as firebase_command
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
@@ -625,11 +618,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         )
     run_jobs = [job.job_id for job in emulator.cloud_run.jobs()]
     _warn_undelivered(
-        [
-            j
-            for j in every_job
-            if cloud_run_job_of(j.http_target.uri if j.http_target else "") not in (None, *run_jobs)
-        ],  # fmt: skip
+        [job for _, job, _ in undefined_runs(every_job, run_jobs)],
         "job(s) ({}) run a Cloud Run job no --cloud-run-jobs file defines: their attempts fail "
         f"NOT_FOUND until one does (defined: {', '.join(run_jobs) or 'none'}).",
     )

@@ -10,15 +10,28 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..domain.cloud_run import parse_cloud_run_job
 from ..domain.errors import ApiError, ConfigurationError
+from ..domain.resources import Job
+from ..wire import cloud_run_job_of
 from .documents import load_document, read_text
 
-__all__ = ["load_cloud_run_jobs"]
+__all__ = ["load_cloud_run_jobs", "undefined_runs"]
+
+
+def undefined_runs(jobs: Sequence[Job], defined: Collection[str]) -> list[tuple[int, Job, str]]:
+    """The scheduler jobs of ``jobs`` whose ``jobs/J:run`` URI names a Cloud Run job not among
+    ``defined`` (job IDs), each with its index and that ID: their attempts are answered 404."""
+    found = []
+    for index, job in enumerate(jobs):
+        named = cloud_run_job_of(job.http_target.uri if job.http_target else "")
+        if named is not None and named not in defined:
+            found.append((index, job, named))
+    return found
 
 
 def load_cloud_run_jobs(

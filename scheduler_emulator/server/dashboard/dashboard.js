@@ -240,8 +240,7 @@
       }
       var times = cell(tr, "", "times");
       times.setAttribute("data-testid", "job-times-" + job.id);
-      var zone = state.zone === "job" ? job.timeZone : state.zone === "local" ?
-        TL.browserZone() : "UTC";
+      var zone = TL.zoneFor(job.timeZone);  /* the zone "Times in" chose */
       times.textContent = job.nextFireTimes.length ? job.nextFireTimes.map(function (t) {
         return TL.wallText(Date.parse(t), zone);
       }).join("\n") : (job.state === "PAUSED" ? "paused" : "—");

@@ -501,7 +501,7 @@
     draw: draw, legend: legend, outcome: outcome, stamp: stamp, utcStamp: utcStamp,
     details: details, runView: runView, panel: panel, breakable: breakable, jwtParts: jwtParts,
     retryText: retryText, stateText: stateText, wallText: wallText, exitText: exitText,
-    setZone: function (mode) { zoneMode = mode; }, browserZone: browserZone,
+    setZone: function (mode) { zoneMode = mode; }, browserZone: browserZone, zoneFor: zoneFor,
     time: function (t) { return clockText(t, true); }
   };
 })(this);

@@ -20,7 +20,7 @@ from ...domain.names import qualify_job_name
 from ...domain.resources import Job
 from ...runtime import DEFAULT_HEADER_CASE, DEFAULT_LOCATION, DEFAULT_PROJECT, EXECUTION_STATES
 from ...wire import HEADER_CASES, cloud_run_job_of
-from ..cloud_run_file import load_cloud_run_jobs
+from ..cloud_run_file import load_cloud_run_jobs, undefined_runs
 from ..documents import read_text
 from ..jobs_file import (
     base64_hint,
@@ -221,26 +221,27 @@ def load_scenario(path: str | Path) -> Scenario:
 
     expect_value, expect_src = get("expect", {})
     expectations = _expectations(expect_value, expect_src, job_ids, probe, problems)
-    runs = {j.job_id: cloud_run_job_of(j.http_target.uri if j.http_target else "") for j in jobs}
+    starters = {
+        j.job_id for j in jobs if cloud_run_job_of(j.http_target.uri if j.http_target else "")
+    }
     defined = {
         parse_cloud_run_job(d, project=project, location=location).job_id for d in cloud_run_jobs
     }  # (each one parses: load_cloud_run_jobs checked it)
-    for index, job in enumerate(jobs if jobs_valid else ()):
-        if (named := runs[job.job_id]) is not None and named not in defined:  # (a 404 each)
-            there = ", ".join(sorted(defined)) or "none: add the key"
-            problems.add(
-                problem(
-                    jobs_src,
-                    f"jobs[{index}].httpTarget.uri",
-                    f"job {job.job_id} runs Cloud Run job {show(named)}, which cloud_run_jobs "
-                    f"does not define (defined: {there}).",
-                )
+    for index, job, named in undefined_runs(jobs if jobs_valid else [], defined):  # (a 404 each)
+        there = ", ".join(sorted(defined)) or "none: add the key"
+        problems.add(
+            problem(
+                jobs_src,
+                f"jobs[{index}].httpTarget.uri",
+                f"job {job.job_id} runs Cloud Run job {show(named)}, which cloud_run_jobs "
+                f"does not define (defined: {there}).",
             )
+        )
     for expectation in expectations:  # (a job with no such URI would always count 0)
         if (
             jobs_valid
             and expectation.quantity.startswith("executions")
-            and runs.get(expectation.job) is None
+            and expectation.job not in starters
         ):
             problems.add(
                 problem(
