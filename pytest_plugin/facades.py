@@ -178,7 +178,7 @@ class CloudRunTimers(_Timers):
         :raises NaiveDatetimeError: for a naive ``schedule_time``.
         :raises Exception: in-process, whatever the handler raised.
         """
-        path = TIMER_PREFIX + name  # whatever prefix the app configured
+        path = TIMER_PREFIX + name  # the default prefix, whatever the app's router serves
         headers = {**self.headers(name, schedule_time), **(headers or {})}
         body = b"" if payload is _NO_PAYLOAD else encode_payload(payload)
         if body:  # as a job with a body and no Content-Type header of its own is sent
@@ -196,6 +196,13 @@ class CloudRunTimers(_Timers):
             timers = [] if self._router is None else sorted(self._router.timers)
             unknown = bool(timers) and name not in timers
             note = f" No timer {name!r} is registered (registered: {timers})." if unknown else ""
+            prefix = TIMER_PREFIX if self._router is None else self._router.prefix
+            if prefix != TIMER_PREFIX and answer.status_code == 404:  # (trial 72)
+                note += (
+                    f" The façade posted to {path}; the app's router serves {prefix}, and the "
+                    "façade always posts under the default prefix: test this app with "
+                    "function_testing or the cloud_scheduler fixture."
+                )
             raise TimerNotAcknowledged(name, answer.status_code, answer.text, note)
         return int(answer.status_code)
 

@@ -254,7 +254,9 @@ class Attempt:
         refusing the run — it answers with an empty body and says why only in its own log; a
         500 with an empty body from the job's own timer route is what a timer router answers
         when no handler is registered for that route (said as a possibility: a handler that
-        fails may answer the same); a 401 or 404 from the Cloud Run Admin API's run method
+        fails may answer the same); under another prefix than the default (``TimerRouter(prefix=
+        …)``) a route is the URI's last path segment, and both are said as possibilities, for a
+        500 with an empty body only; a 401 or 404 from the Cloud Run Admin API's run method
         says what the job or the ``--cloud-run-jobs`` file lacks; a 401 or 403 to an OIDC token
         names the token's audience (the job's whole URI when the job sets none, Google's rule)
         and email, the claims a service refuses a token for."""
@@ -270,22 +272,23 @@ class Attempt:
         if self.response_status != 500:
             return ""
         path = urlsplit(str(self.request.get("url", ""))).path
-        if not path.startswith(TIMER_PREFIX):
-            return ""
-        route = path[len(TIMER_PREFIX) :].split("/", 1)[0]
-        if not route:
+        if path.startswith(TIMER_PREFIX):
+            route, router = path[len(TIMER_PREFIX) :].split("/", 1)[0], "a timer router"
+        else:  # a router under another prefix (TimerRouter(prefix=…)) routes by the last one
+            route = path.rstrip("/").rpartition("/")[2]
+            router = "a timer router, if one serves this URI,"
+        maybe = router != "a timer router"
+        if not route or self.response_excerpt.strip() and (maybe or route == self.job_id):
             return ""
         if route == self.job_id:
-            if self.response_excerpt.strip():
-                return ""
             return (
-                f"500 with an empty body from timer route {route!r}: a timer router answers "
-                "so when no handler is registered for the route (a failing handler may too); "
-                "check the service's log"
+                f"500 with an empty body from timer route {route!r}: {router} answers so when "
+                "no handler is registered for the route (a failing handler may too); check the "
+                "service's log"
             )
         return (
-            f"timer route {route!r} is not the job's name {self.job_id!r}: a timer router "
-            "refuses the run (500, empty body; its log says why)"
+            f"timer route {route!r} is not the job's name {self.job_id!r}: {router} refuses "
+            "the run (500, empty body; its log says why)"
         )
 
 

@@ -282,6 +282,10 @@ def test_non_2xx_answer_fails_with_the_acknowledgement_message(
         [
             "*TimerNotAcknowledged: The source would not read the answer to TIMER /tick as an "
             "acknowledgement: the service answered 404. It said*",
+            "* The façade posted to "
+            "/_triggers/timer/tick; the app's router serves /jobs/, and the façade always posts "
+            "under the default prefix: test this app with function_testing or the "
+            "cloud_scheduler fixture.",
             "*TimerNotAcknowledged: The source would not read the answer to TIMER /report as an "
             "acknowledgement: the service answered 400. It said: {*",
             "*TimerNotAcknowledged: * TIMER /nightly_v2 * answered 500 with an empty body. "

@@ -161,6 +161,8 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
         "scheduler-emulator skipped: error: unrecognized arguments: --follow",
         "(`scheduler-emulator skipped --help` lists what it takes.)",
     ])  # fmt: skip
+    code, _, err = run_command(capsys, "jobs", "--port", port(daemon), "--nmae", "x")
+    assert code == 2 and "arguments: --nmae x; did you mean --name?" in err  # (trial 72)
     done = cli("jobs", "--port", "9")  # as a real process
     assert done.returncode == 2 and "no scheduler-emulator answers" in done.stderr
 
@@ -520,7 +522,7 @@ def test_follow_failed_prints_only_the_attempts_that_fail() -> None:
     shown = [attempt(0, "OK"), attempt(1, None)]
     follower = looking([], 1)
     assert _follow(Client(), {}, shown, out, follower, failed=True) == 0  # type: ignore[arg-type]
-    rows = [line for line in out.getvalue().splitlines() if not line.startswith("TIME ")]
+    rows = [line for line in out.getvalue().splitlines() if line[:4].isdigit()]  # (not wraps)
     assert [row.split()[4] for row in rows] == ["INTERNAL", "INTERNAL"]  # attempts 1 and 3
 
 
@@ -563,7 +565,7 @@ def test_a_long_job_id_wraps_under_its_column_so_the_table_fits() -> None:
         {"method": "POST", "url": "http://127.0.0.1:9/x", "headers": {}},
         end_time=begun + timedelta(seconds=1), response_status=500, code="INTERNAL",
         debug_info="URL_ERROR-ERROR_OTHER. The target answered 500: the ledger is locked.",
-        nominal=begun,
+        response_excerpt="the ledger is locked", nominal=begun,
     )  # fmt: skip
     lines = render_table(ATTEMPT_HEADERS, attempt_rows([failed]), width=TABLE_WIDTH)
     assert max(map(len, lines)) <= TABLE_WIDTH
