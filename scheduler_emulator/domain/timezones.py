@@ -122,7 +122,11 @@ def resolve_time_zone(name: str) -> zoneinfo.ZoneInfo:
             f"did you mean {zone!r}?"
             for zone in difflib.get_close_matches(name, zones, n=1, cutoff=0.8)
         ]
-        hint = [*cased, *near, "use an IANA name such as 'America/New_York' or 'Etc/UTC'."][0]
+        # Berlin → Europe/Berlin, new_york → America/New_York (trial 72)
+        cities = [z for z in zones if "/" not in name and z.lower().endswith("/" + name.lower())]
+        city = [f"did you mean {' or '.join(map(repr, cities))}?"] * bool(cities)
+        fallback = "use an IANA name such as 'America/New_York' or 'Etc/UTC'."
+        hint = [*cased, *city, *near, fallback][0]
         raise InvalidArgument(
             INVALID_SCHEDULE_MESSAGE,
             field="timeZone",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import functools
 import hashlib
 import importlib.util
@@ -706,7 +707,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(firebase_command.start_argv(argv))
     if extra:  # refused under its command's name, so that the pointer leads to its help
         parser.prog = f"{parser.prog} {args.command}"
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        commands_ = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        flags = commands_.choices[args.command]._option_string_actions  # (trial 72: --prot)
+        near = difflib.get_close_matches(extra[0].partition("=")[0], list(flags), 1, 0.8)
+        said = f"; did you mean {near[0]}?" if near and extra[0].startswith("--") else ""
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{said}")
     commands = {
         "next": cmd_next,
         "start": cmd_start,

@@ -204,6 +204,9 @@ class TestTimeZones:
             ("america/new_york", "did you mean 'America/New_York'? (case matters)"),
             ("Europe/Berlinn", "did you mean 'Europe/Berlin'?"),
             ("Mars/Olympus", "use an IANA name such as 'America/New_York' or 'Etc/UTC'."),
+            ("Berlin", "did you mean 'Europe/Berlin'?"),  # a city alone (trial 72)
+            ("new_york", "did you mean 'America/New_York'?"),
+            ("Eastern", "did you mean 'Canada/Eastern' or 'US/Eastern'?"),
         ],
     )
     def test_an_unknown_zone_near_a_known_one_is_suggested(self, name: str, hint: str) -> None:
