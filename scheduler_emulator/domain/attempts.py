@@ -254,12 +254,12 @@ class Attempt:
         refusing the run — it answers with an empty body and says why only in its own log; a
         500 with an empty body from the job's own timer route is what a timer router answers
         when no handler is registered for that route (said as a possibility: a handler that
-        fails may answer the same); under another prefix than the default (``TimerRouter(prefix=
-        …)``) a route is the URI's last path segment, and both are said as possibilities, for a
-        500 with an empty body only; a 401 or 404 from the Cloud Run Admin API's run method
-        says what the job or the ``--cloud-run-jobs`` file lacks; a 401 or 403 to an OIDC token
-        names the token's audience (the job's whole URI when the job sets none, Google's rule)
-        and email, the claims a service refuses a token for."""
+        fails may answer the same); neither under another prefix than the default (any
+        service answering an empty 500 would get it) nor when an in-process app raised
+        (:data:`APP_RAISED`); a 401 or 404 from the Cloud Run Admin API's run method says what
+        the job or the ``--cloud-run-jobs`` file lacks; a 401 or 403 to an OIDC token names the
+        token's audience (the job's whole URI when the job sets none, Google's rule) and email,
+        the claims a service refuses a token for."""
         if self.runs_cloud_run_job:
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
         if self.response_status in (401, 403) and (claims := _token_claims(self.request)):
@@ -269,26 +269,25 @@ class Attempt:
                 f"the OIDC token sent has audience {audience!r}{uri} and email {email!r}: a "
                 "service refuses a token whose audience or email it does not expect"
             )
-        if self.response_status != 500:
+        if self.response_status != 500 or APP_RAISED in self.debug_info:
             return ""
         path = urlsplit(str(self.request.get("url", ""))).path
-        if path.startswith(TIMER_PREFIX):
-            route, router = path[len(TIMER_PREFIX) :].split("/", 1)[0], "a timer router"
-        else:  # a router under another prefix (TimerRouter(prefix=…)) routes by the last one
-            route = path.rstrip("/").rpartition("/")[2]
-            router = "a timer router, if one serves this URI,"
-        maybe = router != "a timer router"
-        if not route or self.response_excerpt.strip() and (maybe or route == self.job_id):
+        if not path.startswith(TIMER_PREFIX):  # (another prefix: a guess would be noise)
+            return ""
+        route = path[len(TIMER_PREFIX) :].split("/", 1)[0]
+        if not route:
             return ""
         if route == self.job_id:
+            if self.response_excerpt.strip():
+                return ""
             return (
-                f"500 with an empty body from timer route {route!r}: {router} answers so when "
-                "no handler is registered for the route (a failing handler may too); check the "
-                "service's log"
+                f"500 with an empty body from timer route {route!r}: a timer router answers "
+                "so when no handler is registered for the route (a failing handler may too); "
+                "check the service's log"
             )
         return (
-            f"timer route {route!r} is not the job's name {self.job_id!r}: {router} refuses "
-            "the run (500, empty body; its log says why)"
+            f"timer route {route!r} is not the job's name {self.job_id!r}: a timer router "
+            "refuses the run (500, empty body; its log says why)"
         )
 
 
@@ -460,6 +459,9 @@ def target_called(debug_info: str | None) -> bool:
 
 #: How the debug text of an injected duplicate delivery (a copy of an attempt) begins.
 DUPLICATE_NOTE = "Injected duplicate delivery. "
+#: How an in-process app's own exception begins its attempt's ``debugInfo`` (its 500 is not the
+#: service's answer, so no hint guesses at one).
+APP_RAISED = "The app raised "
 
 
 def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:

@@ -31,14 +31,9 @@ def test_an_empty_answer_says_so_beside_the_hint() -> None:
     assert not reason.endswith("…")
 
 
-def test_a_router_under_another_prefix_gets_the_hint_as_a_possibility() -> None:
-    custom = replace(FAILED, request={"url": "http://h/tasks/cleanup"})  # (trial 72)
-    assert failure_reason(custom) == (
-        "empty body — emulator's hint: timer route 'cleanup' is not the job's name 'hourly': a "
-        "timer router, if one serves this URI, refuses the run (500, empty body; its log says why)"
-    )
-    assert replace(custom, response_excerpt="boom").hint == ""  # no router answers with a body
-    assert replace(custom, request={"url": "http://h/"}).hint == ""
+def test_no_hint_guesses_at_an_in_process_apps_own_exception() -> None:
+    raised = replace(FAILED, debug_info="URL_ERROR-ERROR_OTHER. The app raised KeyError: 'DB_URL'")
+    assert FAILED.hint and raised.hint == ""  # the cause is known: no router refused the run
 
 
 def test_a_success_has_no_reason() -> None:

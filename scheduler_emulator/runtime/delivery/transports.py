@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import urlsplit
 
-from ...domain.attempts import RESPONSE_EXCERPT_BYTES, excerpt_text
+from ...domain.attempts import APP_RAISED, RESPONSE_EXCERPT_BYTES, excerpt_text
 from ...domain.errors import ConfigurationError
 from ...domain.outcomes import Failure, Outcome
 from ...domain.redirects import (
@@ -429,7 +429,7 @@ def http_result(
     """What an HTTP exchange came to: its final status, or the failure ``exc`` stands for."""
     if status is not None:
         error = sample.exception  # an in-process app's own bug: a 500 to Cloud Scheduler
-        detail = "" if error is None else f"The app raised {type(error).__name__}: {_short(error)}"
+        detail = "" if error is None else f"{APP_RAISED}{type(error).__name__}: {_short(error)}"
         excerpt = excerpt_text(sample.body)
         return TransportResult(
             status, detail=detail, excerpt=excerpt, content_type=sample.content_type
