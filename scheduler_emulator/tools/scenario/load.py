@@ -272,6 +272,9 @@ def load_scenario(path: str | Path) -> Scenario:
     )
 
 
+_HTTP_ONLY = "the scenario runner delivers HTTP targets only."
+
+
 def _jobs(
     value: Any, source: Path, project: str, location: str, problems: _Problems, ids: _JobIds
 ) -> list[Job]:
@@ -284,6 +287,10 @@ def _jobs(
             ids.complete = False
             return []
         ids.ids.update(job.job_id for job in loaded)
+        for number, job in enumerate(loaded, 1):  # as inline jobs are (trial 73: a traceback)
+            if job.http_target is None:
+                where = f'job {number} ("{job.job_id}")'
+                problems.add(problem(jobs_path, where, _HTTP_ONLY))
         return loaded
     if not isinstance(value, list):
         problems.add(
@@ -336,9 +343,7 @@ def _job(entry: Any, where: str, source: Path, project: str, location: str, seen
         hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
         raise problem(source, f"{where} ({raw_name})", exc.describe() + hint) from None
     if job.http_target is None:
-        raise problem(
-            source, f"{where}.httpTarget", "the scenario runner delivers HTTP targets only."
-        )
+        raise problem(source, f"{where}.httpTarget", _HTTP_ONLY)
     if job.name in seen:
         raise problem(source, f"{where}.name", f"duplicate job {show(raw_name)}.")
     return job

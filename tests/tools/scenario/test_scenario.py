@@ -547,6 +547,16 @@ class TestReplay:
         text += HOURLY.split("target:")[1]
         run = run_scenario(load_scenario(write(tmp_path, text)))
         assert len(run.attempts) == 3
+        (tmp_path / "jobs.yaml").write_text(  # trial 73: an AssertionError's traceback, exit 1
+            '- {name: hourly, schedule: "0 * * * *", httpTarget: {uri: "http://svc.test/t"}}\n'
+            '- {name: ready, schedule: "0 * * * *", pubsubTarget: '
+            "{topicName: projects/my-project/topics/ready, data: eA==}}\n"
+        )
+        with pytest.raises(ConfigurationError) as refused:
+            load_scenario(write(tmp_path, text))
+        assert str(refused.value).endswith(
+            'jobs.yaml: job 2 ("ready"): the scenario runner delivers HTTP targets only.'
+        )
 
     def test_faults_may_come_from_a_fault_plan_file(self, tmp_path: Path) -> None:
         """A trial reused its ``start --faults`` file and got "expected {seed, rules}"."""
