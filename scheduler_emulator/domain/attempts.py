@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -263,11 +263,12 @@ class Attempt:
         if self.runs_cloud_run_job:
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
         if self.response_status in (401, 403) and (claims := _token_claims(self.request)):
-            audience, email = claims
+            audience, email, valid = claims
             uri = " (the job sets none: its whole URI)" * (audience == self.request.get("url"))
             return (
-                f"the OIDC token sent has audience {audience!r}{uri} and email {email!r}: a "
-                "service refuses a token whose audience or email it does not expect"
+                f"the OIDC token sent has audience {audience!r}{uri} and email {email!r}{valid}: "
+                "a service refuses a token whose audience or email it does not expect, or that "
+                "is not valid on its own clock"
             )
         if self.response_status != 500 or APP_RAISED in self.debug_info:
             return ""
@@ -291,9 +292,10 @@ class Attempt:
         )
 
 
-def _token_claims(request: Mapping[str, Any]) -> tuple[str, str] | None:
+def _token_claims(request: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """The ``aud`` and ``email`` of the ID token (a JWT) in a request record's
-    ``Authorization``, read without checking it; ``None`` without one."""
+    ``Authorization``, read without checking it, and ``", valid <iat> to <exp>"`` (``""``
+    without both); ``None`` without a token."""
     headers = request.get("headers") or {}
     value = next((str(v) for k, v in headers.items() if k.lower() == "authorization"), "")
     parts = value.removeprefix("Bearer ").split(".")
@@ -304,7 +306,11 @@ def _token_claims(request: Mapping[str, Any]) -> tuple[str, str] | None:
     audience = claims.get("aud") if isinstance(claims, dict) else None
     if not isinstance(audience, str) or len(parts) != 3:
         return None
-    return audience, str(claims.get("email", ""))
+    times = [claims.get("iat"), claims.get("exp")]
+    if not all(isinstance(t, int) and 0 <= t < 253402300800 for t in times):  # (to year 9999)
+        return audience, str(claims.get("email", "")), ""
+    begun, ends = (format_timestamp(datetime.fromtimestamp(t, UTC)) for t in times)
+    return audience, str(claims.get("email", "")), f", valid {begun} to {ends}"
 
 
 #: The emulator's hint for a Cloud Run Admin API run method's refusal, by HTTP status.

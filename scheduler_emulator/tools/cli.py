@@ -30,6 +30,7 @@ from ..domain.errors import ApiError, ConfigurationError, EmulatorError
 from ..domain.names import check_location_id, check_project_id
 from ..domain.resources import Job
 from ..domain.schedule import DEFAULT_DST_POLICY, DST_POLICIES, parse_schedule
+from ..realtime import real_time
 from ..runtime import (
     DEFAULT_HEADER_CASE,
     DEFAULT_LOCATION,
@@ -630,6 +631,16 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         "FAILED_PRECONDITION until the daemon is started with --app-engine-url SERVICE=URL, "
         "or --app-engine-url URL for every service.",
     )
+    off = abs(emulator.now().timestamp() - real_time())
+    if args.clock == "manual" and args.token_time == "emulator" and off > 3600:  # (trial 73)
+        _warn_undelivered(
+            [j for j in every_job if j.http_target and j.http_target.oidc_token],
+            "job(s) ({}) send OIDC tokens stamped with the manual clock's time, "
+            + (f"{off / 3600:.0f} hours" if off < 172800 else f"{off / 86400:.0f} days")
+            + " from real time: a service that checks their iat and exp "
+            "on its own clock refuses them; --token-time real stamps them with real time "
+            "(docs/authentication.md).",
+        )
     clock_note = f"{args.clock} clock"
     if args.clock == "manual":
         clock_note += f" at {format_timestamp(emulator.now())}"

@@ -9,6 +9,7 @@ import shlex
 import socket
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -418,9 +419,13 @@ class TestStartupLine:
              "appEngineHttpTarget": {"appEngineRouting": {"service": "api"}}},
             {"name": "export", "schedule": "0 6 * * *",
              "httpTarget": {"uri": self.RUN + "exprot:run"}},
+            {"name": "report", "schedule": "0 6 * * *", "httpTarget": {
+                "uri": "http://127.0.0.1:9/r", "oidcToken": {"serviceAccountEmail": "a@b.c"}}},
         ]))  # fmt: skip
         mapping = ("--app-engine-url", "api=http://127.0.0.1:9")
-        with running_daemon("--in-memory", "--jobs", str(jobs), *mapping) as daemon:
+        start = (datetime.now(UTC) - timedelta(days=3, minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        clock = ("--clock", "manual", "--start", start)  # (trial 73: tokens expired, no word)
+        with running_daemon("--in-memory", "--jobs", str(jobs), *mapping, *clock) as daemon:
             daemon.stop()
             assert daemon.process.stderr is not None
             err = daemon.process.stderr.read()
@@ -430,6 +435,11 @@ class TestStartupLine:
             assert (
                 "warning: 1 job(s) (export) run a Cloud Run job no --cloud-run-jobs file defines: "
                 "their attempts fail NOT_FOUND until one does (defined: none)." in err
+            )
+            assert (
+                "warning: 1 job(s) (report) send OIDC tokens stamped with the manual clock's "
+                "time, 3 days from real time: a service that checks their iat and exp on its own "
+                "clock refuses them; --token-time real stamps them with real time" in err
             )
 
     @pytest.mark.parametrize("absent", ["google.pubsub_v1", "google"])
