@@ -840,7 +840,9 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
         elif args.to is not None or due is not None:
             client.call("POST", "/_emulator/clock:moveTo", body={"time": iso(args.to) or due})
     except Refused as exc:
-        raise ConfigurationError(f"the clock did not move: {exc}") from None
+        again = " To start earlier, restart the daemon with --start T and --in-memory or a new "
+        again += "--data-dir (on its data dir it resumes where it stopped)."
+        raise ConfigurationError(f"the clock did not move: {exc}{again * bool(args.to)}") from None
     clock = client.get("/_emulator/clock")
     due = clock.get("nextDue")
     upcoming = f"next due at {due}" if due else "nothing due"

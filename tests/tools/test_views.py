@@ -942,5 +942,8 @@ def test_clock_prints_the_clock_and_moves_a_manual_one(capsys: pytest.CaptureFix
         code, out, err = run_command(capsys, "clock", *at, "--to", "2026-09-25T00:00:00Z")
         assert (code, out) == (2, "")
         assert err.startswith("error: the clock did not move: the manual clock cannot go back")
+        assert "restart the daemon with --start T and --in-memory or a new --data-dir" in err
         code, out, err = run_command(capsys, "clock", *at, "--advance", "soon")
         assert code == 2 and 'argument --advance: not a duration: "soon"' in err
+        code, out, err = run_command(capsys, "clock", *at, "--advance=-5m")  # (trial 73)
+        assert code == 2 and 'a duration is never negative (time moves forward); got "-5m"' in err

@@ -116,6 +116,8 @@ def parse_duration(value: Any) -> timedelta:
     :return: the duration.
     """
     seconds = _duration_seconds(value)
+    if seconds is None and str(value).startswith("-"):  # (trial 73: clock --advance=-5m)
+        raise ValueError(f"a duration is never negative (time moves forward); got {show(value)}")
     if seconds is None:
         raise ValueError(
             f'not a duration: {show(value)} (use seconds, or a number with a unit such as "7d", '
