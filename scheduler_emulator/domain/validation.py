@@ -364,8 +364,12 @@ def _validate_http2_header(target: HttpTarget, field: str) -> None:
 
 
 def _validate_service_account(email: str, field: str) -> None:
-    if not email:
-        raise InvalidArgument(f"{field} is required.", field=field)
+    if not email:  # (trial 73: the bare "is required." said nothing of its form)
+        raise InvalidArgument(
+            f"{field} is required: the email of the service account the token is for, such as "
+            "scheduler-invoker@my-project.iam.gserviceaccount.com.",
+            field=field,
+        )
     if not _EMAIL_RE.fullmatch(email):
         raise InvalidArgument(f'{field} must be an email address; got "{email}".', field=field)
 
@@ -513,7 +517,10 @@ def validate_pubsub_target(
     """
     topic_field = f"{field}.topicName"
     if not target.topic_name:
-        raise InvalidArgument(f"{topic_field} is required.", field=topic_field)
+        raise InvalidArgument(
+            f'{topic_field} is required: "projects/{project}/topics/<TOPIC_ID>".',
+            field=topic_field,
+        )
     match = _TOPIC_RE.fullmatch(target.topic_name)
     if match is None:
         raise InvalidArgument(
