@@ -35,6 +35,7 @@ Actions (applied by the engine, recorded on the attempt with ``injected: true``)
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fnmatch
 import math
 import random
@@ -296,8 +297,11 @@ class FaultRule:
         known = {f.name for f in fields(cls)}
         for key in data:
             if key not in known:
+                near = difflib.get_close_matches(str(key), sorted(known), n=1)  # (trial 73)
                 raise InvalidArgument(
-                    f"unknown fault rule field {key!r}; known: {', '.join(sorted(known))}.",
+                    f"unknown fault rule field {key!r}; "
+                    + (f"did you mean {near[0]!r}? " if near else "")
+                    + f"known: {', '.join(sorted(known))}.",
                     field=str(key),
                 )
         if "action" not in data:

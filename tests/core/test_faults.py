@@ -507,7 +507,8 @@ def test_wrongly_typed_rule_fields_are_refused_naming_them(
 
 
 def test_a_misspelt_keyword_is_refused_naming_it(emulator: Emulator) -> None:
-    with pytest.raises(InvalidArgument, match="unknown fault rule field 'jbo'"):
+    said = r"unknown fault rule field 'jbo'; did you mean 'job'\? known: "  # (trial 73)
+    with pytest.raises(InvalidArgument, match=said):
         emulator.faults.add(action="status", jbo="nightly")
 
 
