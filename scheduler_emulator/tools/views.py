@@ -842,7 +842,8 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
     except Refused as exc:
         again = " To start earlier, restart the daemon with --start T and --in-memory or a new "
         again += "--data-dir (on its data dir it resumes where it stopped)."
-        raise ConfigurationError(f"the clock did not move: {exc}{again * bool(args.to)}") from None
+        again *= "cannot go back" in str(exc)  # (not for a system clock's refusal)
+        raise ConfigurationError(f"the clock did not move: {exc}{again}") from None
     clock = client.get("/_emulator/clock")
     due = clock.get("nextDue")
     upcoming = f"next due at {due}" if due else "nothing due"
