@@ -202,6 +202,12 @@ class Emulator(AttemptAssertions):
         """Attempts being sent whose end is not recorded yet."""
         return self.driver.in_flight
 
+    @property
+    def engine_failure(self) -> str | None:
+        """Why a system clock's engine stopped firing (its data directory cannot be written:
+        the runs due since are fired late at the next start on it), or ``None``."""
+        return self.driver.failure
+
     def stop(self, timeout: float = 10.0) -> int:
         """Stop firing at once, wait up to ``timeout`` seconds for attempts in flight, and
         record those still unfinished as interrupted (``UNAVAILABLE``, like an emulator restart:

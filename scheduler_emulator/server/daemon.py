@@ -123,6 +123,8 @@ class Daemon:
         self.attempt_log: AttemptLog | None = None
         self._stopping = threading.Event()
         self._interrupted = 0
+        #: Why the daemon stopped by itself (:attr:`Emulator.engine_failure`), or ``None``.
+        self.failure: str | None = None
         self._stopper = threading.Thread(target=self._stop_engine, name="stop", daemon=True)
         try:
             if options.data_dir is not None:
@@ -219,6 +221,7 @@ class Daemon:
                 started.append(companion)
             if self._signal_before_run:
                 self.shutdown()  # serve_forever then returns at once
+            self.server.watch = self._watch_engine
             self.server.serve_forever()
         finally:
             self.server.server_close()
@@ -240,6 +243,17 @@ class Daemon:
         self.server.connection_router.draining()
         threading.Thread(target=self.server.shutdown, daemon=True).start()
         self._stopper.start()
+
+    def _watch_engine(self) -> None:
+        """Stop when the engine stopped firing (a trial's daemon on a read-only database
+        answered its health checks for ever and fired nothing)."""
+        if (failure := self.emulator.engine_failure) and not self._stopping.is_set():
+            self.failure = failure
+            self._say(
+                f"scheduler-emulator: the engine stopped firing ({failure}); stopping. The runs "
+                "due since are fired late at the next start on this data directory."
+            )
+            self.shutdown()
 
     def _signalled(self, signum: int, frame: object) -> None:
         if not self._running:

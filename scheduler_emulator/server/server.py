@@ -465,6 +465,11 @@ class BoundedWSGIServer(ThreadedWSGIServer):
         self.limits = limits
         #: Holds every connection (gRPC and TLS on the same port too).
         self.connection_router: Any = None
+        #: Called about every 0.5 s while serving (the daemon's watch on its engine).
+        self.watch: Callable[[], None] = lambda: None
+
+    def service_actions(self) -> None:
+        self.watch()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         self.connection_router.accept(request, client_address)

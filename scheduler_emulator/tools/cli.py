@@ -662,7 +662,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     out.flush()
     bridge = firebase_command.bridge_from_args(args, emulator, out)
     daemon.run([bridge] if bridge is not None else [])
-    return 0
+    return 0 if daemon.failure is None else 1
 
 
 def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job]) -> None:

@@ -410,3 +410,48 @@ def test_the_free_space_check_names_the_directory(tmp_path: Path) -> None:
         check_free_space(tmp_path, minimum=2**62)
     check_free_space(tmp_path, minimum=1)
     assert json.dumps(os.statvfs(tmp_path).f_bavail)  # the check reads real numbers
+
+
+@pytest.fixture
+def immutable() -> Iterator[Callable[[Path], None]]:
+    """``immutable(path)``: make ``path`` unwritable even by root (``chattr +i``), undone after
+    the test; skipped with the reason where that cannot be had (not root, no chattr)."""
+    made: list[Path] = []
+
+    def make(path: Path) -> None:
+        done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot make {path} immutable: {done.stderr.strip()}")
+        made.append(path)
+
+    yield make
+    for path in made:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_an_unwritable_database_or_directory_exits_2_naming_it(
+    healthy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], immutable: Any
+) -> None:
+    """Trial 74: on a read-only database the daemon said it was listening, logged 1,226 failed
+    writes, lost its engine thread to a traceback and answered its health checks for ever; an
+    unwritable directory gave a bare "[Errno 1] Operation not permitted"."""
+    data = tmp_path / "data"
+    shutil.copytree(healthy, data)
+    immutable(data / STORE_FILE_NAME)
+    start = ("start", "--port", "0", "--data-dir", str(data))
+    code, _, err = run_command(None, *start)  # (a process: one that listens has to be stopped)
+    assert code == 2 and err == (
+        f"error: cannot start: the database {data / STORE_FILE_NAME} cannot be opened or "
+        "written (attempt to write a readonly database): make it writable by this user (its "
+        "owner, mode and file system), or pass --data-dir DIR elsewhere.\n"
+    )
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    immutable(locked)
+    for where, refused in ((locked, locked / "daemon.lock"), (locked / "new", locked / "new")):
+        code, _, err = run_command(capsys, "start", "--port", "0", "--data-dir", str(where))
+        assert code == 2 and err == (
+            f"error: --data-dir {where} cannot be written (Operation not permitted: {refused}): "
+            "make it writable by this user (its owner, mode and file system), or pass another "
+            "--data-dir.\n"
+        )

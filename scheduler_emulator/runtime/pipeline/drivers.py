@@ -19,6 +19,7 @@ scenario on both.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -42,6 +43,8 @@ from .recorder import (
     note_late_answer,
 )
 
+logger = logging.getLogger("scheduler_emulator")
+
 
 class Driver:
     """What the engine asks of its driver; the defaults are what a driver with nothing to do
@@ -54,6 +57,9 @@ class Driver:
 
     #: The kind of clock that runs, ``"manual"`` or ``"system"`` (``/_emulator/config``'s).
     clock_mode: str
+    #: Why the engine thread stopped firing (a data directory that cannot be written), or
+    #: ``None``: what the daemon stops on (a manual clock's moves raise instead).
+    failure: str | None = None
 
     def __init__(self, clock: Clock, recorder: Recorder, close: Callable[[], None]) -> None:
         self.clock = clock
@@ -353,6 +359,13 @@ class ThreadedDriver(Driver):
                 self._idle_waiters -= 1
 
     def _loop(self) -> None:
+        try:
+            self._turns()
+        except Exception as exc:  # noqa: BLE001 - said, and the daemon stops (trial 74: a zombie)
+            self.failure = str(exc)
+            logger.error("the engine stopped firing: %s", exc)
+
+    def _turns(self) -> None:
         recorder = self.recorder
         while not self._stopping.is_set():
             self._wakeup.clear()  # an end or a change after this wakes the wait below

@@ -12,6 +12,7 @@ the operating system however the process ends; ``daemon.lock`` names the holder'
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -19,6 +20,9 @@ from pathlib import Path
 from typing import IO
 
 from ...domain.errors import ConfigurationError
+
+#: The errors of a directory this user cannot write: no permission, or a read-only mount.
+_CANNOT_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 class DataDirInUse(ConfigurationError):
@@ -53,6 +57,10 @@ class DataDirLock:
                 f"--data-dir {self.path.parent} is a file or lies under one: pass a directory, "
                 "or a path where one can be made."
             ) from exc
+        except OSError as exc:
+            if exc.errno in _CANNOT_WRITE:
+                raise self._unwritable(exc) from exc
+            raise
         dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
         handle = None
         try:  # every failure lets go of what was taken
@@ -73,9 +81,20 @@ class DataDirLock:
             os.close(dir_fd)
             if isinstance(exc, BlockingIOError):
                 raise self._in_use() from None
+            if isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
+                raise self._unwritable(exc) from exc
             raise
         self._dir_fd, self._file = dir_fd, handle
         self.note_port(None)
+
+    def _unwritable(self, exc: OSError) -> ConfigurationError:
+        """``exc`` (one of :data:`_CANNOT_WRITE`) as a refusal naming --data-dir (trial 74: a
+        bare "[Errno 1] Operation not permitted")."""
+        return ConfigurationError(
+            f"--data-dir {self.path.parent} cannot be written ({exc.strerror}: {exc.filename}): "
+            "make it writable by this user (its owner, mode and file system), or pass another "
+            "--data-dir."
+        )
 
     def _in_use(self) -> DataDirInUse:
         try:

@@ -133,19 +133,26 @@ def is_unwritable(exc: BaseException) -> bool:
     return any(text in str(exc) for text in ("disk is full", "disk I/O error", "readonly"))
 
 
+def _remedy(exc: BaseException) -> str:
+    """What to do about a failed write: make the file writable (read-only), else free space."""
+    if "readonly" in str(exc):  # (trial 74: a read-only file was told to free disk space)
+        return "make it writable by this user (its owner, mode and file system)"
+    return "free space on its disk"
+
+
 def storage_error(path: str, exc: BaseException) -> StorageUnavailable:
     """The API error for a write to the database at ``path`` that failed with ``exc``."""
     return StorageUnavailable(
         f"The emulator's data directory {Path(path).parent} cannot be written ({exc}): the "
-        "change was not stored. Free space on that disk and try again."
+        f"change was not stored; {_remedy(exc)} and try again."
     )
 
 
 def startup_error(path: str, exc: BaseException) -> DataFileUnusable:
     """The start-up error for a write to the database at ``path`` that failed with ``exc``."""
     return DataFileUnusable(
-        f"cannot start: the database {path} cannot be opened or written ({exc}). Free space on "
-        "its disk (or make it writable), or pass --data-dir DIR elsewhere."
+        f"cannot start: the database {path} cannot be opened or written ({exc}): "
+        f"{_remedy(exc)}, or pass --data-dir DIR elsewhere."
     )
 
 

@@ -244,6 +244,8 @@ class _Writer:
                 ticket = item if isinstance(item, _Ticket) else item[2]
                 if ticket is not None and ticket.error is None:
                     ticket.error = exc
+                if is_unwritable(exc) and self.failure == str(exc):
+                    continue  # said once (a full disk fails every write: a trial's 1,226 lines)
                 if is_unwritable(exc):
                     self.failure = str(exc)
                 logger.error("store %s: a write failed and is not stored: %s", self.path, exc)
@@ -413,6 +415,7 @@ class Store:
             db.executescript(_SCHEMA)
             _migrate(db)
             self._trim(db)
+            db.execute("DELETE FROM skipped WHERE 0")  # a write changing nothing: read-only?
         except BaseException as exc:
             db.close()
             if isinstance(exc, sqlite3.Error):

@@ -140,3 +140,51 @@ def test_a_refused_run_create_and_reset_change_nothing(setup: Setup) -> None:
     assert setup.reads() == before and setup.target.requests == []
     setup.disk.full = False
     assert [j.job_id for j in setup.restarted().list_jobs()] == ["nightly"]
+
+
+def test_a_system_clocks_engine_stops_firing_and_says_why(tmp_path: Path) -> None:
+    """Trial 74: a daemon on a database it could not write answered its health checks for ever
+    and fired nothing, after an engine thread's traceback."""
+    from scheduler_emulator.server.daemon import Daemon
+    from tests.support import ShiftedClock, wait_for
+
+    target = RecordingTarget()
+    job = nightly_job(schedule="* * * * *")
+    with Emulator(
+        ShiftedClock(lead=0.5), store=Store(tmp_path / "e.db"), transport=WsgiTransport(target)
+    ) as emulator:
+        emulator.create_job(job)
+        disk = FullDisk(emulator.store._writer.db)
+        emulator.store._writer.db = disk  # type: ignore[assignment]
+        disk.full = True
+        emulator.start()
+        failure = wait_for(lambda: emulator.engine_failure, 10, "the engine's failure")
+        assert "cannot be written (database or disk is full)" in failure
+        assert "free space on its disk" in failure and target.requests == []
+    # The daemon stops on it, saying so, and start's exit status says it (1).
+    import gc
+    import io
+    import threading
+
+    from scheduler_emulator.runtime import EmulatorOptions
+
+    said, ran = io.StringIO(), {}
+
+    def serve() -> None:
+        daemon = Daemon(EmulatorOptions(), port=0, err=said)
+        ran["daemon"] = daemon
+        daemon.emulator.driver.failure = "the data directory cannot be written (x)"
+        daemon.run()
+
+    thread = threading.Thread(target=serve)
+    thresholds = gc.get_threshold()
+    try:
+        thread.start()
+        thread.join(10)
+    finally:  # run() froze the objects collected so far and raised the thresholds
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+    assert not thread.is_alive() and ran["daemon"].failure is not None
+    assert "the engine stopped firing (the data directory cannot be written (x)); stopping." in (
+        said.getvalue()
+    )
