@@ -39,7 +39,8 @@ def page_position(token: str) -> int:
         return 0
     if not (token.isascii() and token.isdigit() and len(token) <= MAX_TOKEN_DIGITS):
         raise InvalidArgument(
-            f"pageToken {show_value(token)} is not a page token this emulator gave.",
+            f"pageToken {show_value(token)} is not a page token this emulator gave: pass the "
+            "nextPageToken of the page before, or none for the first page.",
             field="pageToken",
         )
     return int(token)

@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = _Parser(
         prog="scheduler-emulator",
         description="A local Google Cloud Scheduler with real schedules, headers and retries.",
+        epilog="Jobs come from --jobs files, or are created over the v1 API the daemon serves "
+        "(gcloud scheduler, Google's client libraries: see env-init). Guides: README.md and "
+        "docs/ in the project's source.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

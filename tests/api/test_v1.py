@@ -219,7 +219,9 @@ def test_both_surfaces_give_the_same_answers(surface: Any) -> None:
         surface.list(2, "tampered")
     assert caught.value.status == "INVALID_ARGUMENT"
     assert (
-        caught.value.message == """pageToken "tampered" is not a page token this emulator gave."""
+        caught.value.message
+        == 'pageToken "tampered" is not a page token this emulator gave: pass the nextPageToken '
+        "of the page before, or none for the first page."
     )
 
     elsewhere = "projects/other-project/locations/us-central1/jobs/x"

@@ -91,6 +91,8 @@ def test_python_dash_m_prints_help() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
     assert "start" in result.stdout and "next" in result.stdout
+    # where jobs come from, and where the guides are (trial 74: no create subcommand, no docs)
+    assert "created over the v1 API" in result.stdout and "docs/" in result.stdout
 
 
 def test_a_schedule_that_never_fires_says_so(capsys: pytest.CaptureFixture[str]) -> None:
