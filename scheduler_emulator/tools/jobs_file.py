@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..domain.codec import job_from_json, show_value
+from ..domain.codec import camel_case, job_from_json, show_value
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.names import qualify_job_name
 from ..domain.resources import Job
@@ -195,12 +195,24 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
     if not isinstance(raw_name, str) or not raw_name:
         return f"{label}: name is required (a job ID such as nightly, or a full job name)."
     label += f" ({json.dumps(raw_name)})"
-    try:
-        refuse_bad_values(entry, "")
-        job = job_from_json({**entry, "name": qualify_job_name(raw_name, project, location)})
-    except ApiError as exc:
-        hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
-        return f"{label}: {exc.describe()}{hint}"
+    said: list[str] = []  # each problem of the job, not only its first (trial 72: 3 restarts)
+    fields: list[str] = []
+    while True:
+        try:
+            refuse_bad_values(entry, "")
+            job = job_from_json({**entry, "name": qualify_job_name(raw_name, project, location)})
+            break
+        except ApiError as exc:
+            if exc.field in fields:  # (a field left out, now missing: said already)
+                break
+            hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
+            said.append(f"{label}: {exc.describe()}{hint}")
+            fields.append(exc.field or "")
+            entry = _without(entry, exc.field or "")
+            if entry is None or len(said) == 5:
+                break
+    if said:
+        return "\n".join(said)
     warnings = bytes_field_warnings(entry, job)
     if str(entry.get("state", "")).upper() in ("PAUSED", "2"):  # what gcloud's describe printed
         warnings.append(
@@ -209,6 +221,20 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
             f"POST …/jobs/{job.job_id}:pause."
         )
     return job, label, [f"warning: {label}: {w}" for w in warnings]
+
+
+def _without(entry: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:
+    """``entry`` without the value at ``field`` (a camelCase path such as ``httpTarget.body``,
+    written in either case), to look for the job's next problem; ``None`` when not found."""
+    head, _, rest = field.partition(".")
+    key = next((k for k in entry if camel_case(str(k)) == head), None)
+    if key is None or head == "name":
+        return None
+    if not rest:
+        return {k: v for k, v in entry.items() if k != key}
+    inner = entry[key]
+    smaller = _without(inner, rest) if isinstance(inner, Mapping) else None
+    return None if smaller is None else {**entry, key: smaller}
 
 
 def _too_many(source: str, count: int | None, max_jobs: int) -> ConfigurationError:
@@ -279,7 +305,7 @@ def load_jobs_file(
     positions: dict[str, int] = {}
     for index, outcome in enumerate(read_jobs, start=1):
         if isinstance(outcome, str):
-            problems.append(outcome)
+            problems.extend(outcome.split("\n"))  # (a line per problem of the job)
             continue
         job, label, job_warnings = outcome
         if job.name in positions:

@@ -330,6 +330,20 @@ class TestRejections:
 
         assert [line.split(": ", 2)[1] for line in lines] == ['job 1 ("a")', 'job 3 ("c")']
 
+    def test_each_problem_of_a_job_is_listed(self, tmp_path: Path) -> None:
+        """Trial 72 fixed one job's problems over three starts: each start named one."""
+        entry = {"name": "cleanup", "schedule": "30 3 * * *", "timeZone": "Berlin",
+                 "http_target": {"body": "{not base64}"}}  # fmt: skip
+        path = write(tmp_path, "jobs.json", json.dumps([job("a"), entry]))
+
+        lines = load_error(path).splitlines()
+
+        label = f'{path}: job 2 ("cleanup"): '
+        assert [line.removeprefix(label).split(" ", 1)[0] for line in lines] == [
+            "httpTarget.body", "timeZone:", "httpTarget.uri",
+        ]  # fmt: skip
+        assert lines[2] == label + "httpTarget.uri is required."
+
     def test_problems_past_the_twentieth_are_counted_in_one_line(self, tmp_path: Path) -> None:
         entries = [job(f"j{i}", retryConfig={"retryCount": 9}) for i in range(1, 1001)]
         path = write(tmp_path, "jobs.json", json.dumps(entries))
