@@ -341,12 +341,19 @@ class FaultPlan:
     _fired: dict[int, int] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, rule: FaultRule | None = None, **fields: Any) -> FaultRule:
-        """Append a rule, given as a :class:`FaultRule` or as its keyword fields.
+    def add(self, rule: FaultRule | Mapping[str, Any] | None = None, **fields: Any) -> FaultRule:
+        """Append a rule, given as a :class:`FaultRule`, as its JSON form (a mapping, as in a
+        fault plan's ``rules``) or as its keyword fields.
 
         :raises InvalidArgument: for a bad field (see :class:`FaultRule`).
+        :raises TypeError: for a rule of another type (trial 75: a mapping was taken as a rule
+            and failed every attempt after).
         :return: the rule added.
         """
+        if isinstance(rule, Mapping):
+            rule = FaultRule.from_json({**rule, **fields})
+        elif rule is not None and not isinstance(rule, FaultRule):
+            raise TypeError(f"a fault rule is a FaultRule, a mapping or keywords; got {rule!r}")
         new = rule if rule is not None else FaultRule.from_json(fields)
         with self._lock:
             self.rules.append(new)

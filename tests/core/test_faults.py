@@ -512,6 +512,16 @@ def test_a_misspelt_keyword_is_refused_naming_it(emulator: Emulator) -> None:
         emulator.faults.add(action="status", jbo="nightly")
 
 
+def test_a_rule_given_as_a_mapping_is_read_as_a_plans_rule(emulator: Emulator) -> None:
+    """Trial 75: ``add({...})`` was kept as the rule and failed every attempt after it."""
+    added = emulator.faults.add({"action": "status", "job": "nightly", "status": 503})
+    assert added == FaultRule(action="status", job="nightly", status=503)
+    with pytest.raises(InvalidArgument, match="unknown fault rule field 'jbo'"):
+        emulator.faults.add({"action": "status", "jbo": "nightly"})
+    with pytest.raises(TypeError, match="a fault rule is a FaultRule, a mapping or keywords"):
+        emulator.faults.add("duplicate")  # type: ignore[arg-type]
+
+
 def test_an_error_inside_the_emulator_still_records_the_attempt(
     emulator: Emulator, target: RecordingTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
