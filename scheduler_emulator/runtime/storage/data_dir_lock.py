@@ -61,6 +61,9 @@ class DataDirLock:
             if exc.errno in _CANNOT_WRITE:
                 raise self._unwritable(exc) from exc
             raise
+        if not os.access(self.path.parent, os.W_OK | os.X_OK):  # (its files are made later)
+            denied = errno.EACCES
+            raise self._unwritable(PermissionError(denied, os.strerror(denied), self.path.parent))
         dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
         handle = None
         try:  # every failure lets go of what was taken

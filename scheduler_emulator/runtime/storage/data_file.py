@@ -105,6 +105,8 @@ def check_database(db: sqlite3.Connection, path: Path, size: int | None, version
         }
         damage = [row[0] for row in db.execute("PRAGMA quick_check(5)")]
     except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_CANTOPEN:
+            raise startup_error(str(path), exc) from exc  # its directory is not writable
         _refuse(path, f"cannot be read ({exc}): it is damaged or not a database")
     if damage != ["ok"]:
         found_text = " ".join("; ".join(damage).split())  # one line
@@ -135,8 +137,9 @@ def is_unwritable(exc: BaseException) -> bool:
 
 def _remedy(exc: BaseException) -> str:
     """What to do about a failed write: make the file writable (read-only), else free space."""
-    if "readonly" in str(exc):  # (trial 74: a read-only file was told to free disk space)
-        return "make it writable by this user (its owner, mode and file system)"
+    if "readonly" in str(exc) or "unable to open" in str(exc):  # (trials 74, 75: a read-only
+        # file was told to free disk space; a read-only directory, that its database was damaged)
+        return "make it and its directory writable by this user (owner, mode, file system)"
     return "free space on its disk"
 
 
