@@ -200,8 +200,9 @@ class CloudRunTimers(_Timers):
             if prefix != TIMER_PREFIX and answer.status_code == 404:  # (trial 72)
                 note += (
                     f" The façade posted to {path}; the app's router serves {prefix}, and the "
-                    "façade always posts under the default prefix: test this app with "
-                    "function_testing or the cloud_scheduler fixture."
+                    "façade always posts under the default prefix: test this app with the "
+                    "cloud_scheduler fixture, whose jobs post to any URI (or with "
+                    "function_testing, whose direct calls carry no run headers for a guard)."
                 )
             raise TimerNotAcknowledged(name, answer.status_code, answer.text, note)
         return int(answer.status_code)

@@ -284,8 +284,9 @@ def test_non_2xx_answer_fails_with_the_acknowledgement_message(
             "acknowledgement: the service answered 404. It said*",
             "* The façade posted to "
             "/_triggers/timer/tick; the app's router serves /jobs/, and the façade always posts "
-            "under the default prefix: test this app with function_testing or the "
-            "cloud_scheduler fixture.",
+            "under the default prefix: test this app with the cloud_scheduler fixture, whose "
+            "jobs post to any URI (or with function_testing, whose direct calls carry no run "
+            "headers for a guard).",
             "*TimerNotAcknowledged: The source would not read the answer to TIMER /report as an "
             "acknowledgement: the service answered 400. It said: {*",
             "*TimerNotAcknowledged: * TIMER /nightly_v2 * answered 500 with an empty body. "
