@@ -131,10 +131,18 @@ class _JobIds:
 
     ids: set[str] = field(default_factory=set)
     complete: bool = True
+    #: Why each job of a jobs file the runner left out (not an HTTP job) was, by ID.
+    left_out: dict[str, str] = field(default_factory=dict)
 
     def unknown(self, job: Any) -> bool:
         """Tell whether ``job`` is surely not a job of the scenario."""
         return self.complete and job not in self.ids
+
+    def missing(self, job: Any) -> str:
+        """What a reference to ``job``, :meth:`unknown`, is refused with."""
+        known = ", ".join(sorted(self.ids)) or "none"
+        why = f": {self.left_out[job]}" if job in self.left_out else ""
+        return f"no job {show(job)} in the scenario (jobs: {known}){why}"
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -272,9 +280,6 @@ def load_scenario(path: str | Path) -> Scenario:
     )
 
 
-_HTTP_ONLY = "the scenario runner delivers HTTP targets only."
-
-
 def _jobs(
     value: Any, source: Path, project: str, location: str, problems: _Problems, ids: _JobIds
 ) -> list[Job]:
@@ -286,12 +291,14 @@ def _jobs(
             problems.add(exc)
             ids.complete = False
             return []
-        ids.ids.update(job.job_id for job in loaded)
-        for number, job in enumerate(loaded, 1):  # as inline jobs are (trial 73: a traceback)
-            if job.http_target is None:
-                where = f'job {number} ("{job.job_id}")'
-                problems.add(problem(jobs_path, where, _HTTP_ONLY))
-        return loaded
+        for number, job in enumerate(loaded, 1):  # (trial 73: a traceback; 75: refused)
+            if job.http_target is None:  # a file start --jobs reads too: left out, said
+                why = f"{value}'s job {number} is not an HTTP job, which the runner leaves out"
+                ids.left_out[job.job_id] = why
+                problems.warnings.append(f"warning: {source}: jobs: {job.job_id}: {why}.")
+        http = [job for job in loaded if job.http_target is not None]
+        ids.ids.update(job.job_id for job in http)
+        return http
     if not isinstance(value, list):
         problems.add(
             problem(
@@ -343,7 +350,9 @@ def _job(entry: Any, where: str, source: Path, project: str, location: str, seen
         hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
         raise problem(source, f"{where} ({raw_name})", exc.describe() + hint) from None
     if job.http_target is None:
-        raise problem(source, f"{where}.httpTarget", _HTTP_ONLY)
+        raise problem(
+            source, f"{where}.httpTarget", "the scenario runner delivers HTTP targets only."
+        )
     if job.name in seen:
         raise problem(source, f"{where}.name", f"duplicate job {show(raw_name)}.")
     return job
@@ -381,8 +390,7 @@ def _step(entry: Any, where: str, source: Path, job_ids: _JobIds) -> Step:
             parsed = parse_instant(raw)
         else:
             if not isinstance(raw, str) or job_ids.unknown(raw):
-                known = ", ".join(sorted(job_ids.ids)) or "none"
-                raise ValueError(f"no job {show(raw)} in the scenario (jobs: {known})")
+                raise ValueError(job_ids.missing(raw))
             parsed = raw
     except ValueError as exc:
         raise problem(source, f"{where}.{kind}", str(exc)) from None
@@ -555,14 +563,7 @@ def _expectations(
 
     for job, checks in value.items():
         if job_ids.unknown(job):
-            known = ", ".join(sorted(job_ids.ids)) or "none"
-            problems.add(
-                problem(
-                    source,
-                    f"expect.{job}",
-                    f"no job {show(job)} in the scenario (jobs: {known}).",
-                )
-            )
+            problems.add(problem(source, f"expect.{job}", job_ids.missing(job) + "."))
             continue
         if not isinstance(checks, Mapping):
             problems.add(problem(source, f"expect.{job}", f"expected checks; got {show(checks)}."))

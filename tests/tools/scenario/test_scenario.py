@@ -539,7 +539,9 @@ class TestReplay:
             ["3", "200", "OK"],
         ]
 
-    def test_jobs_may_come_from_a_jobs_file(self, tmp_path: Path) -> None:
+    def test_jobs_may_come_from_a_jobs_file(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         (tmp_path / "jobs.yaml").write_text(
             '- {name: hourly, schedule: "0 * * * *", httpTarget: {uri: "http://svc.test/t"}}\n'
         )
@@ -552,10 +554,16 @@ class TestReplay:
             '- {name: ready, schedule: "0 * * * *", pubsubTarget: '
             "{topicName: projects/my-project/topics/ready, data: eA==}}\n"
         )
+        assert [job.job_id for job in load_scenario(write(tmp_path, text)).jobs] == ["hourly"]
+        assert capsys.readouterr().err == (  # a file start --jobs reads too (trial 75)
+            f"warning: {tmp_path / 'scenario.yaml'}: jobs: ready: jobs.yaml's job 2 is not an "
+            "HTTP job, which the runner leaves out.\n"
+        )
         with pytest.raises(ConfigurationError) as refused:
-            load_scenario(write(tmp_path, text))
+            load_scenario(write(tmp_path, text + "expect:\n  ready: {runs: 1}\n"))
         assert str(refused.value).endswith(
-            'jobs.yaml: job 2 ("ready"): the scenario runner delivers HTTP targets only.'
+            'expect.ready: no job "ready" in the scenario (jobs: hourly): jobs.yaml\'s job 2 is '
+            "not an HTTP job, which the runner leaves out."
         )
 
     def test_faults_may_come_from_a_fault_plan_file(self, tmp_path: Path) -> None:
