@@ -648,6 +648,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     if args.clock == "manual":
         clock_note += f" at {format_timestamp(emulator.now())}"
         clock_note += f" (resumed {daemon.resumed})" if daemon.resumed else ""
+        clock_note += ", OIDC tokens on real time" if args.token_time == "real" else ""
     out.write(
         f"scheduler-emulator listening on {daemon.url} "
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, "
@@ -716,7 +717,11 @@ def _warn_undelivered(jobs: Sequence[Job], what: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``scheduler-emulator``; returns the exit code."""
-    argv = sys.argv[1:] if argv is None else argv
+    argv = sys.argv[1:] if argv is None else list(argv)
+    for i, arg in enumerate(argv[:-1]):  # --advance -5m, not a flag -5m (trial 75): refused
+        if arg == "--advance" and re.fullmatch(r"-[\d.].*", argv[i + 1]):  # as a duration
+            argv[i : i + 2] = [f"--advance={argv[i + 1]}"]
+            break
     parser = build_parser()
     args, extra = parser.parse_known_args(firebase_command.start_argv(argv))
     if extra:  # refused under its command's name, so that the pointer leads to its help

@@ -76,6 +76,7 @@ class TestGoogleAuthAcceptsTheDaemonsTokens:
             with running_daemon(
                 "--jobs", jobs, "--in-memory", *MANUAL, "--token-time", "real"
             ) as daemon:
+                assert ", OIDC tokens on real time, in memory" in daemon.first_line  # (trial 75)
                 daemon.post("/_emulator/clock:advance", {"seconds": 120})
                 by_query = {r.query: token_of(r) for r in target.requests}
                 assert set(by_query) == {"", "x=1"}
