@@ -362,8 +362,9 @@ class ThreadedDriver(Driver):
         try:
             self._turns()
         except Exception as exc:  # noqa: BLE001 - said, and the daemon stops (trial 74: a zombie)
-            self.failure = str(exc)
-            logger.error("the engine stopped firing: %s", exc)
+            if not self._stopping.is_set():  # (not a store a stop closed meanwhile)
+                self.failure = str(exc)
+                logger.error("the engine stopped firing: %s", exc)
 
     def _turns(self) -> None:
         recorder = self.recorder
