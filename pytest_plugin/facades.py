@@ -178,6 +178,7 @@ class CloudRunTimers(_Timers):
         :raises NaiveDatetimeError: for a naive ``schedule_time``.
         :raises Exception: in-process, whatever the handler raised.
         """
+        __tracebackhide__ = True  # a refusal shows its message, not this function's source
         path = TIMER_PREFIX + name  # the default prefix, whatever the app's router serves
         headers = {**self.headers(name, schedule_time), **(headers or {})}
         body = b"" if payload is _NO_PAYLOAD else encode_payload(payload)
@@ -197,7 +198,7 @@ class CloudRunTimers(_Timers):
             unknown = bool(timers) and name not in timers
             note = f" No timer {name!r} is registered (registered: {timers})." if unknown else ""
             prefix = TIMER_PREFIX if self._router is None else self._router.prefix
-            if prefix != TIMER_PREFIX and answer.status_code == 404:  # (trial 72)
+            if prefix != TIMER_PREFIX and answer.status_code == 404:
                 note += (
                     f" The façade posted to {path}; the app's router serves {prefix}, and the "
                     "façade always posts under the default prefix: test this app with the "

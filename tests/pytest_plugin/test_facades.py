@@ -293,6 +293,7 @@ def test_non_2xx_answer_fails_with_the_acknowledgement_message(
             "No timer 'nightly_v2' is registered (registered: *'nightly-v2', 'report', 'tick'*).",
         ]
     )
+    assert "TIMER_PREFIX + name" not in result.stdout.str()  # the message, not the façade's code
 
 
 def test_unknown_attribute_names_the_registered_timers(pytester: pytest.Pytester) -> None:

@@ -442,23 +442,27 @@ def test_an_unwritable_database_or_directory_exits_2_naming_it(
     code, _, err = run_command(None, *start)  # (a process: one that listens has to be stopped)
     said = (
         f"error: cannot start: the database {data / STORE_FILE_NAME} cannot be opened or "
-        "written ({}): make it and its directory writable by this user (owner, mode, file "
-        "system), or pass --data-dir DIR elsewhere.\n"
+        "written ({}): make it and its directory writable by this user (its owner and mode, "
+        "an immutable flag (lsattr), a read-only mount), or pass --data-dir DIR elsewhere.\n"
     )
     assert (code, err) == (2, said.format("attempt to write a readonly database"))
     subprocess.run(["chattr", "-i", str(data / STORE_FILE_NAME)], check=True)
     immutable(data)  # trial 75: "damaged or not a database. … Move it aside (mv …)"
     code, _, err = run_command(capsys, *start)  # (refused before it listens, fixed or not)
     assert (code, err) == (2, (
-        f"error: --data-dir {data} cannot be written (Permission denied: {data}): make it "
-        "writable by this user (its owner, mode and file system), or pass another --data-dir.\n"
+        f"error: --data-dir {data} cannot be written (this user cannot write in {data}): make it "
+        "writable by this user (its owner and mode, an immutable flag (lsattr), a read-only "
+        "mount), or pass another --data-dir.\n"
     ))  # fmt: skip
     locked = tmp_path / "locked"
     locked.mkdir()
     immutable(locked)
-    for where, why in ((locked, "Permission denied"), (locked / "new", "Operation not permitted")):
+    new = locked / "new"
+    for where, why in ((locked, f"this user cannot write in {locked}"),
+                       (new, f"Operation not permitted: {new}")):  # fmt: skip
         code, _, err = run_command(capsys, "start", "--port", "0", "--data-dir", str(where))
         assert code == 2 and err == (
-            f"error: --data-dir {where} cannot be written ({why}: {where}): make it writable by "
-            "this user (its owner, mode and file system), or pass another --data-dir.\n"
+            f"error: --data-dir {where} cannot be written ({why}): make it writable by this user "
+            "(its owner and mode, an immutable flag (lsattr), a read-only mount), or pass "
+            "another --data-dir.\n"
         )

@@ -23,6 +23,8 @@ from ...domain.errors import ConfigurationError
 
 #: The errors of a directory this user cannot write: no permission, or a read-only mount.
 _CANNOT_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS)
+#: What decides whether a file or directory can be written, for messages.
+WRITABLE = "its owner and mode, an immutable flag (lsattr), a read-only mount"
 
 
 class DataDirInUse(ConfigurationError):
@@ -59,11 +61,10 @@ class DataDirLock:
             ) from exc
         except OSError as exc:
             if exc.errno in _CANNOT_WRITE:
-                raise self._unwritable(exc) from exc
+                raise self._unwritable(f"{exc.strerror}: {exc.filename}") from exc
             raise
         if not os.access(self.path.parent, os.W_OK | os.X_OK):  # (its files are made later)
-            denied = errno.EACCES
-            raise self._unwritable(PermissionError(denied, os.strerror(denied), self.path.parent))
+            raise self._unwritable(f"this user cannot write in {self.path.parent}")
         dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
         handle = None
         try:  # every failure lets go of what was taken
@@ -85,18 +86,17 @@ class DataDirLock:
             if isinstance(exc, BlockingIOError):
                 raise self._in_use() from None
             if isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
-                raise self._unwritable(exc) from exc
+                raise self._unwritable(f"{exc.strerror}: {exc.filename}") from exc
             raise
         self._dir_fd, self._file = dir_fd, handle
         self.note_port(None)
 
-    def _unwritable(self, exc: OSError) -> ConfigurationError:
-        """``exc`` (one of :data:`_CANNOT_WRITE`) as a refusal naming --data-dir (trial 74: a
-        bare "[Errno 1] Operation not permitted")."""
+    def _unwritable(self, why: str) -> ConfigurationError:
+        """The refusal of a directory this user cannot write, naming --data-dir and ``why``
+        (trial 74: a bare "[Errno 1] Operation not permitted")."""
         return ConfigurationError(
-            f"--data-dir {self.path.parent} cannot be written ({exc.strerror}: {exc.filename}): "
-            "make it writable by this user (its owner, mode and file system), or pass another "
-            "--data-dir."
+            f"--data-dir {self.path.parent} cannot be written ({why}): make it writable by "
+            f"this user ({WRITABLE}), or pass another --data-dir."
         )
 
     def _in_use(self) -> DataDirInUse:

@@ -30,6 +30,7 @@ from ...domain.errors import (
 from ...domain.numbers import parse_int, refuse_unbounded_numbers
 from ...domain.resources import Job, State, Status
 from ...domain.validation import validate_job
+from .data_dir_lock import WRITABLE
 
 #: The first 16 bytes of every SQLite 3 database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -139,7 +140,7 @@ def _remedy(exc: BaseException) -> str:
     """What to do about a failed write: make the file writable (read-only), else free space."""
     if "readonly" in str(exc) or "unable to open" in str(exc):  # (trials 74, 75: a read-only
         # file was told to free disk space; a read-only directory, that its database was damaged)
-        return "make it and its directory writable by this user (owner, mode, file system)"
+        return f"make it and its directory writable by this user ({WRITABLE})"
     return "free space on its disk"
 
 
