@@ -8,7 +8,10 @@ tmpfs under the daemon."""
 
 from __future__ import annotations
 
+import gc
+import io
 import sqlite3
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,9 +22,10 @@ import pytest
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.errors import StorageUnavailable
 from scheduler_emulator.domain.resources import State
-from scheduler_emulator.runtime import WsgiTransport
+from scheduler_emulator.runtime import EmulatorOptions, WsgiTransport
 from scheduler_emulator.runtime.storage.store import Store
-from tests.support import RecordingTarget, nightly_job
+from scheduler_emulator.server.daemon import Daemon
+from tests.support import RecordingTarget, ShiftedClock, nightly_job, wait_for
 
 START = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
 _WRITES = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
@@ -145,9 +149,6 @@ def test_a_refused_run_create_and_reset_change_nothing(setup: Setup) -> None:
 def test_a_system_clocks_engine_stops_firing_and_says_why(tmp_path: Path) -> None:
     """Trial 74: a daemon on a database it could not write answered its health checks for ever
     and fired nothing, after an engine thread's traceback."""
-    from scheduler_emulator.server.daemon import Daemon
-    from tests.support import ShiftedClock, wait_for
-
     target = RecordingTarget()
     job = nightly_job(schedule="* * * * *")
     with Emulator(
@@ -161,13 +162,7 @@ def test_a_system_clocks_engine_stops_firing_and_says_why(tmp_path: Path) -> Non
         failure = wait_for(lambda: emulator.engine_failure, 10, "the engine's failure")
         assert "cannot be written (database or disk is full)" in failure
         assert "free space on its disk" in failure and target.requests == []
-    # The daemon stops on it, saying so, and start's exit status says it (1).
-    import gc
-    import io
-    import threading
-
-    from scheduler_emulator.runtime import EmulatorOptions
-
+    # The daemon stops on it, saying so, and keeps why (start then exits 1).
     said, ran = io.StringIO(), {}
 
     def serve() -> None:
