@@ -614,7 +614,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             missing = importlib.util.find_spec("google.pubsub_v1") is None
         except ModuleNotFoundError:  # no google package at all (trial 57: a traceback)
             missing = True
-        _warn_undelivered(
+        _warn_jobs(
             [j for j in every_job if j.target_type == "PUBSUB"],
             "Pub/Sub job(s) ({}) have nowhere to publish: their attempts fail FAILED_PRECONDITION "
             "until the daemon is started with --pubsub-emulator-host HOST:PORT or --with-pubsub "
@@ -622,13 +622,13 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             + "docs/pubsub.md).",
         )
     run_jobs = [job.job_id for job in emulator.cloud_run.jobs()]
-    _warn_undelivered(
+    _warn_jobs(
         [job for _, job, _ in undefined_runs(every_job, run_jobs)],
         "job(s) ({}) run a Cloud Run job no --cloud-run-jobs file defines: their attempts fail "
         f"NOT_FOUND until one does (defined: {', '.join(run_jobs) or 'none'}).",
     )
     urls = targets.app_engine_urls
-    _warn_undelivered(
+    _warn_jobs(
         [j for j in every_job if (t := j.app_engine_http_target) and not app_engine_url(t, urls)],
         "App Engine job(s) ({}) have no local URL for their service: their attempts fail "
         "FAILED_PRECONDITION until the daemon is started with --app-engine-url SERVICE=URL, "
@@ -636,13 +636,12 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     )
     off = abs(emulator.now().timestamp() - real_time())
     if args.clock == "manual" and args.token_time == "emulator" and off > 3600:  # (trial 73)
-        _warn_undelivered(
+        far = f"{off / 3600:.0f} hours" if off < 172800 else f"{off / 86400:.0f} days"
+        _warn_jobs(
             [j for j in every_job if j.http_target and j.http_target.oidc_token],
-            "job(s) ({}) send OIDC tokens stamped with the manual clock's time, "
-            + (f"{off / 3600:.0f} hours" if off < 172800 else f"{off / 86400:.0f} days")
-            + " from real time: a service that checks their iat and exp "
-            "on its own clock refuses them; --token-time real stamps them with real time "
-            "(docs/authentication.md).",
+            f"job(s) ({{}}) send OIDC tokens stamped with the manual clock's time, {far} from "
+            "real time: a service that checks their iat and exp on its own clock refuses them; "
+            "--token-time real stamps them with real time (docs/authentication.md).",
         )
     clock_note = f"{args.clock} clock"
     if args.clock == "manual":
@@ -708,9 +707,9 @@ def _ids(jobs: Sequence[Job]) -> str:
     return f": {', '.join(job.job_id for job in jobs[:3])}{more}" if jobs else ""
 
 
-def _warn_undelivered(jobs: Sequence[Job], what: str) -> None:
-    """Warn on stderr that ``jobs`` (if any) cannot be delivered: ``what`` with their count
-    first and up to three IDs in its ``{}``."""
+def _warn_jobs(jobs: Sequence[Job], what: str) -> None:
+    """Warn on stderr about ``jobs`` (if any; ones that cannot be delivered, or whose target
+    may refuse them): ``what`` with their count first and up to three IDs in its ``{}``."""
     if jobs:
         print(f"warning: {len(jobs)} {what.format(_ids(jobs)[2:])}", file=sys.stderr)
 

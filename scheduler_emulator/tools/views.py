@@ -840,9 +840,10 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
         elif args.to is not None or due is not None:
             client.call("POST", "/_emulator/clock:moveTo", body={"time": iso(args.to) or due})
     except Refused as exc:
-        again = " To start earlier, restart the daemon with --start T and --in-memory or a new "
-        again += "--data-dir (on its data dir it resumes where it stopped)."
-        again *= "cannot go back" in str(exc)  # (not for a system clock's refusal)
+        again = ""
+        if "cannot go back" in str(exc):  # (not a system clock's refusal)
+            again = " To start earlier, restart the daemon with --start T and --in-memory or a "
+            again += "new --data-dir (on its data dir it resumes where it stopped)."
         raise ConfigurationError(f"the clock did not move: {exc}{again}") from None
     clock = client.get("/_emulator/clock")
     due = clock.get("nextDue")

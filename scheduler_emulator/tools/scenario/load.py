@@ -245,12 +245,8 @@ def load_scenario(path: str | Path) -> Scenario:
                 f"does not define (defined: {there}).",
             )
         )
-    for expectation in expectations:  # (a job with no such URI would always count 0)
-        if (
-            jobs_valid
-            and expectation.quantity.startswith("executions")
-            and expectation.job not in starters
-        ):
+    for expectation in expectations if jobs_valid else []:  # (such a job would count 0)
+        if expectation.quantity.startswith("executions") and expectation.job not in starters:
             problems.add(
                 problem(
                     expect_src,
@@ -291,13 +287,15 @@ def _jobs(
             problems.add(exc)
             ids.complete = False
             return []
+        http = []
         for number, job in enumerate(loaded, 1):  # (trial 73: a traceback; 75: refused)
-            if job.http_target is None:  # a file start --jobs reads too: left out, said
-                why = f"{value}'s job {number} is not an HTTP job, which the runner leaves out"
-                ids.left_out[job.job_id] = why
-                problems.warnings.append(f"warning: {source}: jobs: {job.job_id}: {why}.")
-        http = [job for job in loaded if job.http_target is not None]
-        ids.ids.update(job.job_id for job in http)
+            if job.http_target is not None:
+                http.append(job)
+                ids.ids.add(job.job_id)
+                continue
+            why = f"{value}'s job {number} is not an HTTP job, which the runner leaves out"
+            ids.left_out[job.job_id] = why  # (a file start --jobs reads too: left out, said)
+            problems.warnings.append(f"warning: {source}: jobs: {job.job_id}: {why}.")
         return http
     if not isinstance(value, list):
         problems.add(
