@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -180,7 +181,10 @@ class Daemon:
                 self.emulator.close()
                 raise ConfigurationError(cannot_listen(host, port, exc)) from exc
         except BaseException:
+            new_dir = self.lock.made if self.lock is not None else None
             self._tear_down()
+            if new_dir is not None:  # a failed start leaves no directory behind (trial 74)
+                shutil.rmtree(new_dir, ignore_errors=True)
             raise
         if self.lock is not None:
             self.lock.note_port(self.server.server_port)

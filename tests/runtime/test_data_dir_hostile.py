@@ -306,6 +306,25 @@ def test_deleting_every_file_but_the_database_does_not_let_a_second_daemon_in(
     assert [j["name"] for j in still["jobs"]] == [job(1)["name"]]
 
 
+def test_a_start_that_fails_leaves_no_data_directory_it_made(tmp_path: Path) -> None:
+    """Trial 74: a start refused for a port in use left the new data directory behind."""
+    import socket
+
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = str(taken.getsockname()[1])
+        made = run_command(
+            None, "start", "--data-dir", str(tmp_path / "new" / "data"), "--port", busy
+        )
+        existing = run_command(None, "start", "--data-dir", str(kept), "--port", busy)
+    for code, _, err in (made, existing):
+        assert code == 2 and "Address already in use" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]  # what it did not make stays
+
+
 # ---------------------------------------------------------------------------------- full disk
 
 

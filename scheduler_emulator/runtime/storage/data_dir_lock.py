@@ -41,6 +41,9 @@ class DataDirLock:
         self.path = Path(data_dir) / "daemon.lock"
         self._file: IO[str] | None = None
         self._dir_fd: int | None = None
+        #: The outermost directory :meth:`acquire` made (the data directory or an ancestor),
+        #: for a failed start to remove; ``None`` when the data directory existed.
+        self.made: Path | None = None
 
     def acquire(self) -> None:
         """Take the lock without waiting and write this process's pid into the lock file.
@@ -52,8 +55,10 @@ class DataDirLock:
         :raises OSError: when the directory or the lock file cannot be created, opened or
             locked otherwise (no permission, no locks on its file system).
         """
+        missing = [d for d in (self.path.parent, *self.path.parent.parents) if not d.exists()]
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.made = missing[-1] if missing else None
         except (FileExistsError, NotADirectoryError) as exc:  # a file has its name, or a parent's
             raise ConfigurationError(
                 f"--data-dir {self.path.parent} is a file or lies under one: pass a directory, "
