@@ -22,7 +22,7 @@ Routing and answers, as a sketch (every row is a test in ``tests/service``)::
       X-CloudScheduler-JobName's last segment ≠ name          → 500, empty    (ERROR log)
       no handler registered under the name (exact case)       → 500, empty    (ERROR log)
       payload parameter, body empty / not JSON / not binding  → 400, problem  (WARNING log)
-      the handler raised                                      → 500, problem  (ERROR + traceback)
+      the handler raised, or returned a coroutine unawaited   → 500, problem  (ERROR + traceback)
       the handler returned                                    → 200, empty
       the handler returned a response with a status           → that status and body
                                                                 (non-2xx: WARNING log)
@@ -480,8 +480,14 @@ class TimerRouter:
             :func:`~scheduler_emulator.service.request.returned_status`) is answered with its
             status and body, a non-2xx one logged at WARNING; anything else is not sent.
         :return: 200 (empty), the returned response's status, or the 500 problem (logged at
-            ERROR with the traceback).
+            ERROR with the traceback); an awaitable returned unawaited is a 500 too.
         """
+        what = f"raised {type(exception).__name__}"
+        if exception is None and inspect.isawaitable(returned):  # (trial 77: OK, nothing ran)
+            if inspect.iscoroutine(returned):
+                returned.close()  # (said here, not as Python's "never awaited" warning)
+            exception = TypeError(f"the handler returned {returned!r} without awaiting it")
+            what = "returned an awaitable it did not await: write return await …"
         if exception is None:
             status = returned_status(returned)
             if status is None:
@@ -496,9 +502,9 @@ class TimerRouter:
             return _answer(status, *returned_answer(returned))
         flask = "outside of request context" in str(exception)  # flask.request read in it
         logger.error(
-            "TIMER /%s failed with 500: its handler raised %s.%s",
+            "TIMER /%s failed with 500: its handler %s.%s",
             name,
-            type(exception).__name__,
+            what,
             FLASK_CONTEXT_HINT if flask else "",
             exc_info=exception,
         )

@@ -98,6 +98,13 @@ class Service:
         async def explode() -> None:
             raise RuntimeError("disk full")
 
+        async def sweep() -> None:
+            self.runs.append(("sweep", None))
+
+        @router.timer("unawaited")
+        async def unawaited() -> Any:
+            return sweep()  # (a trial's handler: the attempt read OK and nothing ran)
+
         return router
 
 
@@ -188,6 +195,7 @@ REQUESTS = [
     pytest.param("POST", "/_triggers/timer/report", {}, b'{"quantity": "x"}', id="no-bind"),
     pytest.param("POST", "/_triggers/timer/report", {}, b'{"sku": "A-1"}', id="pydantic"),
     pytest.param("POST", "/_triggers/timer/explode", {}, b"", id="raised"),
+    pytest.param("POST", "/_triggers/timer/unawaited", {}, b"", id="unawaited"),
     pytest.param("PUT", "/_triggers/timer/sync", {}, b"", id="sync-handler"),
     pytest.param("GET", "/orders/7", {}, b"", id="web-route"),
 ]
@@ -227,6 +235,23 @@ class TestTheSameAnswersUnderWsgiAndAsgi:
             "TIMER /explode failed with 500: its handler raised RuntimeError."
         )
         assert record.exc_info is not None
+
+    @pytest.mark.parametrize("kind", list(SERVINGS))
+    @pytest.mark.filterwarnings("error::RuntimeWarning")  # ("coroutine … was never awaited")
+    def test_a_coroutine_returned_unawaited_is_a_500_that_says_so(
+        self, kind: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        service = Service()
+        answer = SERVINGS[kind](service)("POST", "/_triggers/timer/unawaited", {}, b"")
+        assert (answer.status, answer.body, service.runs) == (500, PROBLEM_500, [])
+        [record] = [r for r in caplog.records if r.name == LOGGER]
+        assert record.getMessage() == (
+            "TIMER /unawaited failed with 500: its handler returned an awaitable it did not "
+            "await: write return await …."
+        )
+        assert "sweep" in str(record.exc_info[1]) and "without awaiting it" in str(
+            record.exc_info[1]
+        )
 
     @pytest.mark.parametrize("kind", list(SERVINGS))
     def test_the_payload_binds_to_a_pydantic_model(self, kind: str) -> None:
