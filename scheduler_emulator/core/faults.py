@@ -205,7 +205,12 @@ class FaultRule:
             problems.append(InvalidArgument(message, field=name))
 
         if not isinstance(self.action, str) or self.action not in ACTIONS:
-            refuse(f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}.", "action")
+            near = difflib.get_close_matches(str(self.action), ACTIONS, n=1)  # (trial 78)
+            refuse(
+                f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}"
+                + (f"; did you mean {near[0]!r}?" if near else "."),
+                "action",
+            )
         hints = {  # job: a pattern, "*" when left out; schedule_time: None when left out
             "job": "leave job out for every job; quote a numeric job ID",
             "schedule_time": "quote it: YAML reads an unquoted timestamp as a date",

@@ -338,7 +338,8 @@ def pending_retries(emulator: Emulator) -> str:
 def restart_notes(emulator: Emulator) -> str:
     """``", 1600 attempts in flight when it was killed recorded as interrupted (their runs
     retried), 5 scheduled times skipped while it was down (`scheduler-emulator skipped` lists
-    them)"``, for the startup line after a restart: each part only when its count is not 0."""
+    them), 1 Cloud Run execution(s) running when it was killed recorded as INTERRUPTED (…)"``,
+    for the startup line after a restart: each part only when its count is not 0."""
     cut, count = emulator.interrupted_at_start, emulator.skipped_while_down
     notes = ""
     if cut:
@@ -348,6 +349,10 @@ def restart_notes(emulator: Emulator) -> str:
     if count:
         notes += f", {count} scheduled time{'s' if count != 1 else ''} skipped while it was "
         notes += "down (`scheduler-emulator skipped` lists them)"
+    if cut_short := emulator.cloud_run.store.interrupted_at_open:  # (trial 78: not a word)
+        notes += f", {len(cut_short)} Cloud Run execution(s) running when it was killed recorded "
+        notes += f"as INTERRUPTED ({', '.join(cut_short)}; `scheduler-emulator run JOB` runs "
+        notes += "a job again)"
     return notes
 
 

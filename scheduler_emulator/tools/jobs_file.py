@@ -208,7 +208,7 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
             hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
             said.append(f"{label}: {exc.describe()}{hint}")
             fields.append(exc.field or "")
-            entry = _without(entry, exc.field or "")
+            entry = _without(entry, exc.field or "", _STAND_INS.get(exc.field or ""))
             if entry is None or len(said) == 5:
                 break
     if said:
@@ -223,17 +223,26 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
     return job, label, [f"warning: {label}: {w}" for w in warnings]
 
 
-def _without(entry: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:
+#: Valid values put in place of a required field's bad one, so that the job's other problems
+#: are found (trial 78: a bad schedule hid a misspelt time zone).
+_STAND_INS = {"schedule": "* * * * *", "httpTarget.uri": "http://localhost/"}
+
+
+def _without(
+    entry: Mapping[str, Any], field: str, stand_in: Any = None
+) -> Mapping[str, Any] | None:
     """``entry`` without the value at ``field`` (a camelCase path such as ``httpTarget.body``,
-    written in either case), to look for the job's next problem; ``None`` when not found."""
+    written in either case), or with ``stand_in`` there, to look for the job's next problem;
+    ``None`` when not found."""
     head, _, rest = field.partition(".")
     key = next((k for k in entry if camel_case(str(k)) == head), None)
     if key is None or head == "name":
         return None
     if not rest:
-        return {k: v for k, v in entry.items() if k != key}
+        kept = {k: v for k, v in entry.items() if k != key}
+        return kept if stand_in is None else {**kept, key: stand_in}
     inner = entry[key]
-    smaller = _without(inner, rest) if isinstance(inner, Mapping) else None
+    smaller = _without(inner, rest, stand_in) if isinstance(inner, Mapping) else None
     return None if smaller is None else {**entry, key: smaller}
 
 

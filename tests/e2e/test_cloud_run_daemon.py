@@ -181,9 +181,10 @@ HANG = (
 
 
 @contextlib.contextmanager
-def hanging_execution(tmp_path: Path, signum: int) -> Iterator[tuple[str, dict[str, Any]]]:
+def hanging_execution(tmp_path: Path, signum: int) -> Iterator[tuple[str, dict[str, Any], str]]:
     """A daemon on a data dir whose execution's two tasks hang, sent ``signum`` once both
-    run and are recorded; yield its stderr and the execution the next start lists. Tasks left
+    run and are recorded; yield its stderr, the execution the next start lists and that
+    start's startup line. Tasks left
     running (after a SIGKILL) are killed afterwards."""
     pids = tmp_path / "pids"
     pids.mkdir()
@@ -210,7 +211,7 @@ def hanging_execution(tmp_path: Path, signum: int) -> Iterator[tuple[str, dict[s
             [execution] = again.get("/_emulator/executions")["executions"]
             interrupted = again.get("/_emulator/executions", params={"state": "INTERRUPTED"})
             assert [e["name"] for e in interrupted["executions"]] == [execution["name"]]
-            yield stderr, execution
+            yield stderr, execution, again.first_line
     finally:
         del os.environ["PIDS"]
         for pid in pids.iterdir():  # a killed daemon's tasks outlive it
@@ -221,18 +222,25 @@ def hanging_execution(tmp_path: Path, signum: int) -> Iterator[tuple[str, dict[s
 def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
     tmp_path: Path,
 ) -> None:
-    with hanging_execution(tmp_path, signal.SIGKILL) as (_, execution):
+    with hanging_execution(tmp_path, signal.SIGKILL) as (_, execution, restarted):
         assert execution["state"] == "INTERRUPTED"
         assert [(a["index"], a["stopped"]) for a in execution["taskAttempts"]] == [
             (0, "interrupted"),
             (1, "interrupted"),
         ]
+        execution_id = execution["name"].rsplit("/", 1)[-1]
+        note = (
+            ", 1 Cloud Run execution(s) running when it was killed recorded as INTERRUPTED "
+            f"({execution_id}; `scheduler-emulator run JOB` runs a job again)"
+        )
+        assert note in restarted  # (trial 78: the restart said not a word of it)
 
 
 def test_a_stop_mid_execution_sends_its_tasks_sigterm_before_sigkill(tmp_path: Path) -> None:
     """A trial's stop killed the tasks outright (``interrupted (-9)``), though the timeout path
     and Cloud Run send SIGTERM first."""
-    with hanging_execution(tmp_path, signal.SIGTERM) as (stderr, execution):
+    with hanging_execution(tmp_path, signal.SIGTERM) as (stderr, execution, restarted):
+        assert "Cloud Run execution" not in restarted  # (the stop said it)
         assert "; 1 Cloud Run execution(s) running are interrupted." in stderr
         assert execution["state"] == "INTERRUPTED"
         assert [(a["stopped"], a["exitCode"]) for a in execution["taskAttempts"]] == [

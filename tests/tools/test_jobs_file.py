@@ -344,6 +344,20 @@ class TestRejections:
         ]  # fmt: skip
         assert lines[2] == label + "httpTarget.uri is required."
 
+    def test_a_bad_schedule_or_uri_does_not_hide_the_next_problem(self, tmp_path: Path) -> None:
+        """Trial 78: a four-field schedule hid a misspelt time zone (the schedule left out was
+        then missing, which was said already)."""
+        entry = {"name": "five", "schedule": "*/5 * * *", "timeZone": "Europe/Londn",
+                 "httpTarget": {"uri": "ftp://x/y"}, "retryConfig": {"retryCount": 9}}  # fmt: skip
+        path = write(tmp_path, "jobs.json", json.dumps([entry]))
+
+        lines = load_error(path).splitlines()
+
+        label = f'{path}: job 1 ("five"): '
+        assert [line.removeprefix(label).split(" ", 1)[0] for line in lines] == [
+            "schedule:", "timeZone:", "httpTarget.uri", "retryConfig.retryCount",
+        ]  # fmt: skip
+
     def test_problems_past_the_twentieth_are_counted_in_one_line(self, tmp_path: Path) -> None:
         entries = [job(f"j{i}", retryConfig={"retryCount": 9}) for i in range(1, 1001)]
         path = write(tmp_path, "jobs.json", json.dumps(entries))
