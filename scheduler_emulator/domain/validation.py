@@ -162,8 +162,15 @@ def validate_job(job: Job) -> None:
     validate_retry_config(job.retry_config)
     size = job_size_bytes(job)
     if size > MAX_JOB_SIZE_BYTES:
+        target = job.http_target or job.app_engine_http_target or job.pubsub_target
+        body = len(getattr(target, "body", None) or getattr(target, "data", None) or b"")
         raise InvalidArgument(
-            f"The job is {size} bytes; the limit is 1 MB ({MAX_JOB_SIZE_BYTES} bytes).",
+            f"The job is {size} bytes; the limit is 1 MB ({MAX_JOB_SIZE_BYTES} bytes)"
+            + (
+                f": its body is {body} bytes, {size - MAX_JOB_SIZE_BYTES} too many."
+                if body
+                else "."
+            ),
             field="job",
         )
 

@@ -131,9 +131,10 @@ HEADERS_MESSAGE = (
 )
 #: How much a job with a body of one byte weighs besides the body.
 JOB_BESIDES_BODY = job_size_bytes(http_job(body="eA==")) - 1
-SIZE_MESSAGE = (
+SIZE_MESSAGE = (  # (trial 78: the body is what to cut, and by how much)
     f"The job is {MAX_JOB_SIZE_BYTES + JOB_BESIDES_BODY} bytes; the limit is 1 MB "
-    f"({MAX_JOB_SIZE_BYTES} bytes)."
+    f"({MAX_JOB_SIZE_BYTES} bytes): its body is {MAX_JOB_SIZE_BYTES} bytes, {JOB_BESIDES_BODY} "
+    "too many."
 )
 
 
