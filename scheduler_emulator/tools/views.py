@@ -338,7 +338,7 @@ class DaemonClient:
                 "the daemon's startup line."
                 if unknown
                 else f"the scheduler-emulator at {self.base} stopped answering (stopped?)."
-                if self.answered
+                if self.answered or "Connection aborted" in repr(exc)  # (went away mid-request)
                 else f"no scheduler-emulator answers at {self.base}; start it, or pass the "
                 f"--host and --port of its startup line (or set {EMULATOR_HOST_VARIABLE})."
             ) from None

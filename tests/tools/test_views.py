@@ -948,3 +948,21 @@ def test_clock_prints_the_clock_and_moves_a_manual_one(capsys: pytest.CaptureFix
         for advance in (("--advance=-5m",), ("--advance", "-5m")):  # (trials 73, 75)
             code, out, err = run_command(capsys, "clock", *at, *advance)
             assert code == 2 and 'never negative (time moves forward); got "-5m"' in err
+
+
+def test_a_daemon_gone_in_the_middle_of_a_request_is_said_to_have_stopped() -> None:
+    """Trial 78: a `clock --to` cut off by the daemon's death said that no daemon answers
+    there, as for a wrong port."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+
+        def drop_one() -> None:
+            connection, _ = listener.accept()
+            connection.recv(65536)
+            connection.close()  # the request read, no answer
+
+        threading.Thread(target=drop_one, daemon=True).start()
+        client = views.DaemonClient("127.0.0.1", listener.getsockname()[1], timeout=10)
+        with pytest.raises(ConfigurationError, match=r"stopped answering \(stopped\?\)"):
+            client.get("/_emulator/config")
