@@ -8,6 +8,7 @@ A file holds one Cloud Run job or a list of them, each a v2 REST ``Job`` or what
 
 from __future__ import annotations
 
+import functools
 import shutil
 import sys
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -15,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..domain.cloud_run import parse_cloud_run_job
-from ..domain.errors import ApiError, ConfigurationError
+from ..domain.errors import ConfigurationError
 from ..domain.resources import Job
 from ..wire import cloud_run_job_of
 from .documents import load_document, read_text
+from .jobs_file import each_problem
 
 __all__ = ["load_cloud_run_jobs", "undefined_runs"]
 
@@ -56,10 +58,11 @@ def load_cloud_run_jobs(
             raise ConfigurationError(f"{path}: the Cloud Run jobs file holds no job.")
         items = document if isinstance(document, list) else [document]
         for item in items:
-            try:
-                job = parse_cloud_run_job(item, project=project, location=location)
-            except ApiError as exc:
-                problems.append(f"{path}: {exc.describe()}")
+            job, refused = each_problem(
+                item, functools.partial(parse_cloud_run_job, project=project, location=location)
+            )
+            problems.extend(f"{path}: {exc.describe()}" for exc in refused)
+            if job is None:
                 continue
             if job.name in seen:
                 problems.append(

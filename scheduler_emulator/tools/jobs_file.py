@@ -37,7 +37,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..domain.codec import camel_case, job_from_json, show_value
 from ..domain.errors import ApiError, ConfigurationError
@@ -106,7 +106,7 @@ def _shell_quotable(text: str) -> bool:
     return bool(text) and len(text) <= 200 and "'" not in text and text.isprintable()
 
 
-def written_bytes_field(entry: Mapping[str, Any], path: str) -> Any:
+def written_bytes_field(entry: Mapping[str, Any], path: str | None) -> Any:
     """The value ``entry`` gives the bytes field at JSON ``path``, or ``None``."""
     for spellings, key, field_path, _, _ in _BYTES_FIELDS:
         if field_path == path:
@@ -195,24 +195,17 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
     if not isinstance(raw_name, str) or not raw_name:
         return f"{label}: name is required (a job ID such as nightly, or a full job name)."
     label += f" ({json.dumps(raw_name)})"
-    said: list[str] = []  # each problem of the job, not only its first (trial 72: 3 restarts)
-    fields: list[str] = []
-    while True:
-        try:
-            refuse_bad_values(entry, "")
-            job = job_from_json({**entry, "name": qualify_job_name(raw_name, project, location)})
-            break
-        except ApiError as exc:
-            if exc.field in fields:  # (a field left out, now missing: said already)
-                break
-            hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
-            said.append(f"{label}: {exc.describe()}{hint}")
-            fields.append(exc.field or "")
-            entry = _without(entry, exc.field or "", _STAND_INS.get(exc.field or ""))
-            if entry is None or len(said) == 5:
-                break
-    if said:
-        return "\n".join(said)
+
+    def parse(data: Mapping[str, Any]) -> Job:
+        refuse_bad_values(data, "")
+        return job_from_json({**data, "name": qualify_job_name(raw_name, project, location)})
+
+    job, problems = each_problem(entry, parse)
+    if job is None:
+        return "\n".join(
+            f"{label}: {exc.describe()}{base64_hint(exc, written_bytes_field(entry, exc.field))}"
+            for exc in problems
+        )
     warnings = bytes_field_warnings(entry, job)
     if str(entry.get("state", "")).upper() in ("PAUSED", "2"):  # what gcloud's describe printed
         warnings.append(
@@ -227,13 +220,43 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
 #: are found (trial 78: a bad schedule hid a misspelt time zone).
 _STAND_INS = {"schedule": "* * * * *", "httpTarget.uri": "http://localhost/"}
 
+T = TypeVar("T")
 
-def _without(
-    entry: Mapping[str, Any], field: str, stand_in: Any = None
-) -> Mapping[str, Any] | None:
+
+def each_problem(
+    entry: Any, parse: Callable[[Mapping[str, Any]], T], most: int = 5
+) -> tuple[T | None, list[ApiError]]:
+    """Parse one entry of a user's file, finding each of its problems, not only the first
+    (trial 72 fixed one job over three starts): after a refusal the field it names is left out
+    (or given a valid stand-in, when required) and the entry parsed again.
+
+    :param parse: reads the entry; raises :class:`ApiError` naming the field (its camelCase
+        path) of a problem.
+    :param most: the most problems looked for.
+    :return: what ``parse`` returned and ``[]``; or ``None`` and the refusals, in order.
+    """
+    problems: list[ApiError] = []
+    current: Mapping[str, Any] | None = entry
+    while current is not None and len(problems) < most:
+        try:
+            result = parse(current)
+        except ApiError as exc:
+            if exc.field in [seen.field for seen in problems]:  # left out, now missing
+                break
+            problems.append(exc)
+            field = exc.field or ""
+            current = _without(current, field, _STAND_INS.get(field)) if field else None
+        else:
+            return (None, problems) if problems else (result, [])
+    return None, problems
+
+
+def _without(entry: Any, field: str, stand_in: Any = None) -> Mapping[str, Any] | None:
     """``entry`` without the value at ``field`` (a camelCase path such as ``httpTarget.body``,
     written in either case), or with ``stand_in`` there, to look for the job's next problem;
     ``None`` when not found."""
+    if not isinstance(entry, Mapping):
+        return None
     head, _, rest = field.partition(".")
     key = next((k for k in entry if camel_case(str(k)) == head), None)
     if key is None or head == "name":
@@ -242,7 +265,7 @@ def _without(
         kept = {k: v for k, v in entry.items() if k != key}
         return kept if stand_in is None else {**kept, key: stand_in}
     inner = entry[key]
-    smaller = _without(inner, rest, stand_in) if isinstance(inner, Mapping) else None
+    smaller = _without(inner, rest, stand_in)
     return None if smaller is None else {**entry, key: smaller}
 
 

@@ -316,3 +316,16 @@ def test_every_problem_of_the_cloud_run_files_is_named_at_once(tmp_path: Path) -
         f"{second}: Cloud Run job projects/p/locations/us-central1/jobs/ok is defined twice "
         f"(first in {first})."
     )
+
+
+def test_every_problem_of_a_cloud_run_definition_is_named(tmp_path: Path) -> None:
+    """Trial 78: a definition's second problem showed only at the next start."""
+    path = tmp_path / "jobs.yaml"
+    path.write_text(
+        "name: export\ntemplate: {taskCount: three, parallelism: -1, template: "
+        "{timeout: 10min, containers: [{command: [x]}]}}\n"
+    )
+    with pytest.raises(ConfigurationError) as caught:
+        load_cloud_run_jobs([path], project="p", location="us-central1")
+    fields = [line.split(": ")[2].split()[0] for line in str(caught.value).splitlines()]
+    assert fields == ["template.taskCount", "template.parallelism", "template.template.timeout"]
