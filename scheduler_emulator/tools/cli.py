@@ -53,6 +53,7 @@ from .cloud_run_file import load_cloud_run_jobs, undefined_runs
 from .fault_file import load_fault_file
 from .firebase import command as firebase_command
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
+from .scaffold import FRAMEWORKS
 from .views import ADMIN_TOKEN_ENV, is_terminal, rule_argument, timestamp_argument, whole_number
 
 #: Default port: not one of gcloud's emulators (8085, 8080, 8081, 8086, 9010, 9020).
@@ -331,14 +332,17 @@ def build_parser() -> argparse.ArgumentParser:
     init = sub.add_parser(
         "init",
         help="write a small timer service with its tests and jobs",
-        description="Write app.py (a Flask service with timers), test_app.py, jobs.yaml, "
-        "requirements.txt and README.md into DIR. Existing files are never overwritten "
-        "without --force.",
+        description="Write app.py (a Flask or FastAPI service with timers), test_app.py, "
+        "jobs.yaml, requirements.txt and README.md into DIR. Existing files are never "
+        "overwritten without --force.",
     )
     init.add_argument(
         "directory", nargs="?", default=".", metavar="DIR", help="where to write (%(default)s)"
     )
     init.add_argument("--force", action="store_true", help="overwrite existing project files")
+    init.add_argument(
+        "--framework", choices=list(FRAMEWORKS), default="flask", help="(%(default)s)"
+    )
     replay_parser = sub.add_parser(
         "replay",
         help="run a scenario file, or re-send recorded attempts to a target",
@@ -747,7 +751,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "init":
             from .scaffold import run_init
 
-            return run_init(args.directory, force=args.force, out=sys.stdout)
+            return run_init(
+                args.directory, force=args.force, out=sys.stdout, framework=args.framework
+            )
         return commands[args.command](args, sys.stdout)
     except KeyboardInterrupt:  # Ctrl-C where a command has no handler of its own (demo)
         print("scheduler-emulator: interrupted.", file=sys.stderr)

@@ -1,18 +1,18 @@
 """``scheduler-emulator init``: write a small timer service to start a project from.
 
-The project is a Flask app whose timers Cloud Scheduler runs (``app.py``), its tests with the
-plugin's fixtures in both styles plus one test on the emulator's virtual clock
-(``test_app.py``), the jobs that run it (``jobs.yaml``), ``requirements.txt`` and a
-``README.md``. Each file is the template ``scheduler_emulator/tools/templates/<name>.tmpl``, copied
-as it is (the ``.tmpl`` suffix keeps pytest, mypy and ruff from treating the templates as this
-package's own code)::
+The project is a Flask app (or, with ``--framework fastapi``, a FastAPI one) whose timers
+Cloud Scheduler runs (``app.py``), its tests with the plugin's fixtures in both styles plus one
+test on the emulator's virtual clock (``test_app.py``), the jobs that run it (``jobs.yaml``),
+``requirements.txt`` and a ``README.md``. Each file is the template
+``scheduler_emulator/tools/templates/[<framework>/]<name>.tmpl`` (the ``.tmpl`` suffix keeps
+pytest, mypy and ruff from treating the templates as this package's own code)::
 
     >>> list(PROJECT_FILES)
     ['app.py', 'test_app.py', 'jobs.yaml', 'requirements.txt', 'README.md']
     >>> template("requirements.txt").count("{emulator_requirement}")
     1
 
-``requirements.txt`` is the one rendered file: its ``{emulator_requirement}`` becomes
+:func:`render` fills in the ``{…}`` names of :data:`FRAMEWORKS` and ``{emulator_requirement}``:
 :func:`emulator_requirement` — a git URL when this emulator was installed from one, otherwise
 the distribution's name and version, never a path of the machine that ran ``init``.
 
@@ -32,39 +32,49 @@ from typing import IO
 
 from ..domain.errors import ConfigurationError
 
-__all__ = [
-    "DISTRIBUTION",
-    "PROJECT_FILES",
-    "emulator_requirement",
-    "next_commands",
-    "render",
-    "run_init",
-    "template",
-    "write_project",
-]
-
 #: The files ``init`` writes, in writing order, with what each holds.
 PROJECT_FILES: Mapping[str, str] = {
-    "app.py": "the Flask service and its timers 'nightly' and 'notify'",
+    "app.py": "the service and its timers 'nightly' and 'notify'",
     "test_app.py": "its tests: both façade styles, and jobs.yaml on a virtual clock",
     "jobs.yaml": "the Cloud Scheduler jobs that run the timers",
-    "requirements.txt": "cloud-scheduler-emulator (PyYAML and pytest come with it), flask",
+    "requirements.txt": "cloud-scheduler-emulator (PyYAML and pytest come with it), the framework",
     "README.md": "how to set up, test, run and deploy it",
 }
 
 
-def template(name: str) -> str:
+#: What each ``--framework`` puts in the templates' ``{…}`` names.
+FRAMEWORKS: Mapping[str, Mapping[str, str]] = {
+    "flask": {
+        "Framework": "Flask",
+        "App": "Flask",
+        "app_import": "from flask import Flask",
+        "framework_requirements": "flask>=3.0",
+        "deploy": "serve `app:app` with a production WSGI server such as gunicorn",
+    },
+    "fastapi": {
+        "Framework": "FastAPI",
+        "App": "FastAPI",
+        "app_import": "from fastapi import FastAPI",
+        "framework_requirements": "fastapi>=0.110\nuvicorn>=0.29\n"
+        "httpx>=0.27  # the plugin runs the ASGI app in-process with it",
+        "deploy": "serve `app:app` with uvicorn, as `python app.py $PORT` does",
+    },
+}
+
+
+def template(name: str, framework: str = "flask") -> str:
     """Return the text of one project file's template.
 
     :param name: a key of :data:`PROJECT_FILES`, e.g. ``"app.py"``.
+    :param framework: a key of :data:`FRAMEWORKS`: its own template of the file, if it has one.
     :raises KeyError: for a name that is not a project file.
-    :return: the template's text, exactly what ``init`` writes.
+    :return: the template's text, its ``{…}`` names not filled in.
     """
     if name not in PROJECT_FILES:
         raise KeyError(f"no template for {name!r}; the project files are {list(PROJECT_FILES)}")
-    return (files("scheduler_emulator.tools") / "templates" / f"{name}.tmpl").read_text(
-        encoding="utf-8"
-    )
+    folder = files("scheduler_emulator.tools") / "templates"
+    own = folder / framework / f"{name}.tmpl"
+    return (own if own.is_file() else folder / f"{name}.tmpl").read_text(encoding="utf-8")
 
 
 #: The distribution name, as pip knows it.
@@ -100,24 +110,30 @@ def emulator_requirement() -> str:
     return f"{DISTRIBUTION}>={distribution.version}"
 
 
-def render(name: str) -> str:
-    """Return one project file as ``init`` writes it: its :func:`template`, with
-    ``{emulator_requirement}`` replaced in ``requirements.txt``.
+def render(name: str, framework: str = "flask") -> str:
+    """Return one project file as ``init`` writes it: its :func:`template`, with the
+    framework's ``{…}`` names (:data:`FRAMEWORKS`) and ``{emulator_requirement}`` filled in.
 
     :param name: a key of :data:`PROJECT_FILES`.
+    :param framework: a key of :data:`FRAMEWORKS`.
     :raises KeyError: for a name that is not a project file.
     :return: the file's text.
     """
-    text = template(name)
-    if name == "requirements.txt":
+    text = template(name, framework)
+    for key, value in FRAMEWORKS[framework].items():
+        text = text.replace(f"{{{key}}}", value)
+    if "{emulator_requirement}" in text:
         text = text.replace("{emulator_requirement}", emulator_requirement())
     return text
 
 
-def write_project(directory: str | os.PathLike[str], *, force: bool = False) -> list[Path]:
+def write_project(
+    directory: str | os.PathLike[str], *, force: bool = False, framework: str = "flask"
+) -> list[Path]:
     """Write the project files into ``directory``, creating it (and its parents) if needed.
 
     :param directory: where the project goes; may exist and hold other files.
+    :param framework: a key of :data:`FRAMEWORKS`.
     :param force: overwrite project files that already exist instead of refusing.
     :raises ConfigurationError: when ``directory`` exists and is not a directory, or (without
         ``force``) when one of the project files exists already; the message names it, and
@@ -138,7 +154,7 @@ def write_project(directory: str | os.PathLike[str], *, force: bool = False) -> 
                 )
     root.mkdir(parents=True, exist_ok=True)
     for target in targets:
-        target.write_text(render(target.name), encoding="utf-8")
+        target.write_text(render(target.name, framework), encoding="utf-8")
     return targets
 
 
@@ -168,20 +184,24 @@ PORTS_TAKEN = (
 )
 
 
-def run_init(directory: str | os.PathLike[str], *, force: bool, out: IO[str]) -> int:
+def run_init(
+    directory: str | os.PathLike[str], *, force: bool, out: IO[str], framework: str = "flask"
+) -> int:
     """Write the project (``scheduler-emulator init``) and print what was written and what next.
 
     :param directory: where the project goes.
     :param force: overwrite existing project files.
+    :param framework: a key of :data:`FRAMEWORKS`.
     :param out: where the report is printed.
     :raises ConfigurationError: see :func:`write_project` (the command line prints it and exits
         with 2).
     :raises OSError: when a file cannot be written.
     :return: 0.
     """
-    written = write_project(directory, force=force)
+    written = write_project(directory, force=force, framework=framework)
     width = max(len(str(path)) for path in written)
-    out.write(f"Wrote a Cloud Scheduler timer service to {directory}:\n")
+    name = FRAMEWORKS[framework]["Framework"]
+    out.write(f"Wrote a Cloud Scheduler timer service ({name}) to {directory}:\n")
     for path in written:
         out.write(f"  {str(path):<{width}}  {PROJECT_FILES[path.name]}\n")
     out.write("\nNext:\n")

@@ -12,6 +12,7 @@ import pytest
 from scheduler_emulator.tools import scaffold
 from scheduler_emulator.tools.cli import main
 from scheduler_emulator.tools.scaffold import (
+    FRAMEWORKS,
     PROJECT_FILES,
     emulator_requirement,
     next_commands,
@@ -60,7 +61,7 @@ class TestInit:
         for name in PROJECT_FILES:
             assert (project / name).read_text(encoding="utf-8") == render(name)
         out = capsys.readouterr().out
-        assert out.startswith(f"Wrote a Cloud Scheduler timer service to {project}:\n")
+        assert out.startswith(f"Wrote a Cloud Scheduler timer service (Flask) to {project}:\n")
         for name, description in PROJECT_FILES.items():
             assert f"{project / name}" in out and description in out
         assert out.endswith(
@@ -78,14 +79,23 @@ class TestInit:
             "URIs; give start --port and use it in the curl.)\n"
         )
 
-    def test_the_requirements_name_the_emulator_and_flask(self) -> None:
+    @pytest.mark.parametrize(
+        ("framework", "requirements"),
+        [
+            ("flask", ["flask>=3.0"]),
+            ("fastapi", ["fastapi>=0.110", "uvicorn>=0.29", "httpx>=0.27"]),
+        ],
+    )
+    def test_the_requirements_name_the_emulator_and_the_framework(
+        self, framework: str, requirements: list[str]
+    ) -> None:
         lines = [
-            line.strip()
-            for line in template("requirements.txt").splitlines()
+            line.split("#")[0].strip()
+            for line in render("requirements.txt", framework).splitlines()
             if line.strip() and not line.startswith("#")
         ]
-        assert lines[:2] == ["{emulator_requirement}", "flask>=3.0"]
-        assert render("requirements.txt").splitlines()[5] == emulator_requirement()
+        assert lines == [emulator_requirement(), *requirements]
+        assert template("requirements.txt").count("{framework_requirements}") == 1
 
     def test_the_emulator_requirement_of_a_clone_names_no_path(self) -> None:
         # this checkout is installed editable (pip install -e .): pip recorded its directory,
@@ -166,16 +176,20 @@ class TestInit:
             template("setup.py")
 
 
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
 class TestTheGeneratedProject:
-    def test_its_tests_pass_in_this_environment(self, tmp_path: Path) -> None:
-        write_project(tmp_path)
+    def test_its_tests_pass_in_this_environment(self, tmp_path: Path, framework: str) -> None:
+        write_project(tmp_path, framework=framework)
+        for name in PROJECT_FILES:  # every {…} name filled in
+            text = (tmp_path / name).read_text()
+            assert [key for key in FRAMEWORKS[framework] if f"{{{key}}}" in text] == [], name
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error"]
         result = run(command, cwd=tmp_path, timeout=120)
         assert f"{GENERATED_TEST_COUNT} passed" in result.stdout
 
-    def test_it_passes_ruff_with_its_defaults(self, tmp_path: Path) -> None:
+    def test_it_passes_ruff_with_its_defaults(self, tmp_path: Path, framework: str) -> None:
         pytest.importorskip("ruff")
-        write_project(tmp_path)
+        write_project(tmp_path, framework=framework)
         ruff = [sys.executable, "-m", "ruff"]
         run([*ruff, "check", "--select", "E,F,W,I,B,UP,SIM", "."], cwd=tmp_path, timeout=60)
         run([*ruff, "format", "--check", "."], cwd=tmp_path, timeout=60)
