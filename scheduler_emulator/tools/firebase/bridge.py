@@ -27,11 +27,13 @@ In a test, on a manual clock::
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import IO
 
 from ...domain.codec import job_from_json
@@ -61,20 +63,36 @@ DEFAULT_EMPTY_HINT_AFTER = 10.0
 _KINDS = ("HTTP", "PUBSUB")
 
 
+def _project_hub() -> str | None:
+    """The hub's address the current directory's ``firebase.json`` sets (``emulators.hub``:
+    its ``port``, its ``host`` or 127.0.0.1), or ``None``."""
+    try:
+        hub = json.loads(Path("firebase.json").read_text(encoding="utf-8"))["emulators"]["hub"]
+        return f"{hub.get('host') or '127.0.0.1'}:{int(hub['port'])}"
+    except (OSError, ValueError, LookupError, TypeError, AttributeError):
+        return None
+
+
 def default_hub() -> str:
-    """The hub's address: ``$FIREBASE_EMULATOR_HUB``, else ``127.0.0.1:4400``."""
-    return os.environ.get(client.HUB_ENV) or client.DEFAULT_HUB
+    """The hub's address: ``$FIREBASE_EMULATOR_HUB``, else the one ``./firebase.json`` sets
+    (trial 79: its hub on another port was not found), else ``127.0.0.1:4400``."""
+    return os.environ.get(client.HUB_ENV) or _project_hub() or client.DEFAULT_HUB
 
 
 def hub_label(given: str | None) -> str:
     """The hub's address as messages name it, saying where it came from: ``H (--hub, or
-    start's --firebase)`` when given, else ``H (from $FIREBASE_EMULATOR_HUB)`` or
-    ``127.0.0.1:4400 (the default …)``."""
+    start's --firebase)`` when given, else ``H (from $FIREBASE_EMULATOR_HUB)``, ``H (from
+    ./firebase.json)`` or ``127.0.0.1:4400 (the default …)``."""
     if given:
         return f"{given} (--hub, or start's --firebase)"
     if os.environ.get(client.HUB_ENV):
         return f"{default_hub()} (from ${client.HUB_ENV})"
-    return f"{client.DEFAULT_HUB} (the default: neither --hub nor ${client.HUB_ENV} is set)"
+    if found := _project_hub():
+        return f"{found} (from ./firebase.json's emulators.hub)"
+    return (
+        f"{client.DEFAULT_HUB} (the default: neither --hub nor ${client.HUB_ENV} is set, and "
+        "no firebase.json here sets emulators.hub)"
+    )
 
 
 def require_hub(
@@ -93,8 +111,8 @@ def require_hub(
         raise ConfigurationError(str(exc) + ".") from None
     except Unreachable as exc:
         raise ConfigurationError(
-            f"nothing answers at {label or f'--hub {hub}'}, the Firebase Emulator Suite's hub "
-            f"({exc}). Start it first (firebase emulators:start --only functions --project "
+            f"no Firebase Emulator Suite hub answers at {label or f'--hub {hub}'} ({exc}). "
+            "Start it first (firebase emulators:start --only functions --project "
             "demo-…), or give the Functions emulator's address with --functions HOST:PORT "
             "(start: --firebase-functions)."
         ) from None

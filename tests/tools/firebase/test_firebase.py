@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -225,7 +226,10 @@ def test_nothing_at_the_hub_exits_2_naming_the_address() -> None:
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 2
-    assert f"nothing answers at 127.0.0.1:{port} (--hub, or start's --firebase)" in done.stderr
+    assert (
+        f"no Firebase Emulator Suite hub answers at 127.0.0.1:{port} (--hub, or start's --firebase)"
+        in done.stderr
+    )
     assert "Traceback" not in done.stderr
 
 
@@ -403,8 +407,27 @@ def test_a_hub_address_from_the_environment_is_named_as_such(
     with pytest.raises(ConfigurationError) as caught:
         check_hub(start_args())
     message = str(caught.value)
-    assert f"nothing answers at 127.0.0.1:{port} (from $FIREBASE_EMULATOR_HUB)" in message
+    assert f"hub answers at 127.0.0.1:{port} (from $FIREBASE_EMULATOR_HUB)" in message
     assert "--hub 127.0.0.1" not in message
+
+
+def test_the_hub_of_the_current_directorys_firebase_json_is_the_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Trial 79: a project whose firebase.json puts the hub on 9991 got "nothing answers at
+    127.0.0.1:4400 (the default …)"; firebase-tools itself reads the port from there."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.delenv("FIREBASE_EMULATOR_HUB", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "firebase.json").write_text(json.dumps({"emulators": {"hub": {"port": port}}}))
+    with pytest.raises(ConfigurationError) as caught:
+        check_hub(start_args())
+    assert f"at 127.0.0.1:{port} (from ./firebase.json's emulators.hub)" in str(caught.value)
+    (tmp_path / "firebase.json").write_text("{not json")
+    with pytest.raises(ConfigurationError, match="127.0.0.1:4400 \\(the default"):
+        check_hub(start_args())
 
 
 def test_swapped_hub_and_functions_addresses_are_named(

@@ -609,7 +609,8 @@ def _start_doc_emulator(
 ) -> subprocess.Popen[Any]:
     """The doc's ``npx --yes firebase-tools emulators:start …`` block, run in ``project`` with
     the installed firebase-tools in place of ``npx --yes firebase-tools``; output to ``log``."""
-    npx = "npx --yes firebase-tools "
+    [pinned] = [package for package in PACKAGES if package.startswith("firebase-tools@")]
+    npx = f"npx --yes {pinned} "  # (the doc names the version the tests install)
     assert start.text.startswith(npx), start.text
     command = shlex.quote(str(node_modules / ".bin" / "firebase")) + " " + start.text[len(npx) :]
     with log.open("wb") as sink:
