@@ -38,6 +38,7 @@ asked about is treated as never firing (``None``), e.g. ``0 0 30 2 *``.
 from __future__ import annotations
 
 import calendar
+import difflib
 import functools
 import re
 import zoneinfo
@@ -376,6 +377,8 @@ def _parse_cron(text: str, fields: list[str]) -> tuple[_Matcher, bool]:
         hint = "; a time zone goes in timeZone, not in the schedule" if zone else ""
         if words and not zone:
             hint = f"; English-like schedules the emulator accepts: {_ENGLISH_FORMS}"
+            if difflib.get_close_matches(fields[0].lower(), ["every"], cutoff=0.7):  # (trial 79)
+                hint = f"; did you mean 'every' for {fields[0]!r}? {hint[2:]}"
         raise _schedule_error(
             f"Schedule {text!r} has {len(fields)} fields; unix-cron needs exactly 5 "
             f"(minute hour day-of-month month day-of-week){hint}."
