@@ -31,7 +31,8 @@ from .functions import app_engine_location, project_of
 
 _HUB_HELP = (
     "the Firebase Emulator Suite's hub, asked where the Functions emulator is ({}: "
-    f"${HUB_ENV}, else {DEFAULT_HUB}); nothing answering there exits 2"
+    f"${HUB_ENV}, else ./firebase.json's emulators.hub, else {DEFAULT_HUB}); no hub answering "
+    "there exits 2"
 )
 #: Seconds the checks before the daemon listens may take at most, all requests included: the
 #: daemon listens within about two seconds whatever answers at the Firebase addresses.
@@ -85,7 +86,8 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         description="The same as `start --firebase HUB_HOST:PORT`: run the daemon and keep one "
         "job per scheduled function (v1 pubsub.schedule, v2 onSchedule) of a running Firebase "
         "Functions emulator, as `firebase deploy` would, delivering each run to the function. "
-        "Every option of `start` applies too. See docs/firebase.md.",
+        "Every option of `start` applies too (`scheduler-emulator start --help` lists them: "
+        "--port, --clock, --in-memory…). See docs/firebase.md.",
     )
     where = firebase.add_mutually_exclusive_group()
     where.add_argument("--hub", metavar="HOST:PORT", help=_HUB_HELP.format("default"))
