@@ -74,6 +74,7 @@
   }
 
   function askToken() {
+    $("token-refused").hidden = !state.token;  /* a token was sent, and refused */
     $("token-dialog").hidden = false;
     $("token-input").focus();
   }
@@ -536,6 +537,7 @@
     state.token = $("token-input").value;
     sessionStorage.setItem("scheduler-emulator-token", state.token);
     $("token-dialog").hidden = true;
+    notice("Using the token entered");  /* the 401 said before is over (a trial's stayed up) */
     refresh();
   });
   TL.legend($("legend"));

@@ -87,11 +87,20 @@ def test_the_page_asks_for_the_admin_token_and_sends_it(tmp_path: Path) -> None:
     with orders_daemon("--admin-token", "s3cret") as daemon, chromium() as driver:
         driver.get(daemon.url + "/")
         wait_for(driver, lambda d: by_testid(d, "token-dialog").is_displayed())
+        assert not by_testid(driver, "token-refused").is_displayed()  # none was sent yet
+        by_testid(driver, "token-input").send_keys("wrong")
+        by_testid(driver, "token-submit").click()
+        # Trial 80: a wrong token got the same dialog again, without a word.
+        wait_for(driver, lambda d: by_testid(d, "token-refused").is_displayed())
+        driver.save_screenshot(str(tmp_path / "token-refused.png"))
+        by_testid(driver, "token-input").clear()
         by_testid(driver, "token-input").send_keys("s3cret")
         by_testid(driver, "token-submit").click()
         wait_for(driver, timeline_ready)
         assert len(runs_in_lane(driver, "nightly")) == 0  # drawn: the lanes are there
         assert all_by_css(driver, '[data-testid="lane-nightly"]')
+        # Trial 80: the 401 stayed in the status line while the page worked.
+        assert "error" not in by_testid(driver, "status").get_attribute("class")
         driver.save_screenshot(str(tmp_path / "token.png"))
 
 
