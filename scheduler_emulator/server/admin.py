@@ -91,6 +91,8 @@ LATEST_INSTANT = datetime(9999, 12, 30, 23, 59, 59, tzinfo=UTC)
 #: The earliest instant a manual clock may be set to: a day after the first a ``datetime``
 #: holds, so that a look back from it (a timeline's window, a schedule's start) stays in range.
 EARLIEST_INSTANT = datetime(1, 1, 2, tzinfo=UTC)
+#: The most scheduled times of a job a timeline lane shows ahead of its clock.
+LANE_FIRE_TIMES = 30
 
 
 def check_clock_instant(instant: datetime, field: str) -> datetime:
@@ -510,8 +512,9 @@ class Admin:
     def timeline(self, request: Request) -> dict[str, Any]:
         """One lane per job (filtered by ``name`` and ``state``, ``pageSize`` lanes, default
         50) for the window ``start`` ≤ t < ``end`` (default: the hour before now and 15 minutes
-        after it): ``{"now", "clock", "start", "end", "lanes", "totalSize", "nextPageToken"?}``.
-        Only the window is read from the store."""
+        after it): ``{"now", "clock", "start", "end", "lanes", "totalSize", "nextPageToken"?}``,
+        each lane with its job's next :data:`LANE_FIRE_TIMES` scheduled times that fall in the
+        window (``nextFireTimes``, UTC). Only the window is read from the store."""
         _only_parameters(request, "pageSize", "pageToken", "name", "state", "start", "end")
         size = _query_int(request, "pageSize", default=0, low=0, high=200) or 50
         offset = page_position(request.args.get("pageToken", ""))
@@ -531,9 +534,15 @@ class Admin:
             now,
             config=self.emulator.job_config,
         )
+        policy = self.emulator.options.dst_policy
         for lane, job in zip(lanes, page, strict=True):
             lane["id"], lane["state"] = job.job_id, job.state.name
             lane["timeZone"] = job.time_zone or "Etc/UTC"
+            first, _ = self.emulator.upcoming(job.name)  # what comes next (trial 80: nothing)
+            upcoming = read_model.next_fire_times(
+                job, LANE_FIRE_TIMES, dst_policy=policy, first=first
+            )
+            lane["nextFireTimes"] = [iso(t) for t in upcoming if start <= t < end]
         following = offset + size if offset + size < len(kept) else None
         answer = _page_answer("lanes", lanes, next_page_token(following))
         answer.update(

@@ -92,6 +92,7 @@
     container.appendChild(injected);
     var skipped = document.createElement("span");
     skipped.textContent = "▼ skipped run   ● duplicate delivery   ○ pending retry (▷ after the window)   " +
+      "◇ next scheduled run   " +
       "red bar: a run that gave up   ┆ now (the emulator's clock)";
     container.appendChild(skipped);
   }
@@ -239,6 +240,12 @@
             if (options.onAttempt) options.onAttempt(a, run, lane);
           });
         });
+      });
+      (lane.nextFireTimes || []).forEach(function (t) {  /* what comes next */
+        var nx = x(ms(t));
+        var next = el("path", { d: "M" + nx + " " + (mid - 7) + "l6 7l-6 7l-6 -7z", "class": "tl-next",
+          "data-testid": "next-run", "data-time": t }, group);
+        title(next, lane.id + " · next run scheduled for " + stamp(t, lane.timeZone));
       });
       (lane.skipped || []).forEach(function (s) {
         var sx = x(ms(s.nominalTime));

@@ -83,6 +83,25 @@ def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path
         wait_for(driver, lambda d: "cleanup" in by_testid(d, "detail-hint").text)
 
 
+def test_the_timeline_shows_each_jobs_next_scheduled_runs_in_its_window(tmp_path: Path) -> None:
+    """Trial 80: lanes were empty to the right of "now", one minute before a run was due; the
+    next runs were only in the Jobs tab."""
+    with orders_daemon() as daemon, chromium() as driver:
+        moved = daemon.post("/_emulator/clock:advance", {"seconds": 55 * 60})  # 00:55Z
+        assert moved.status_code == 200, moved.text
+        driver.get(daemon.url + "/")
+        wait_for(driver, timeline_ready)
+        marks = {
+            job: [m.get_attribute("data-time") for m in all_by_css(
+                driver, f'[data-testid="lane-{job}"] [data-testid="next-run"]')]
+            for job in ("hourly-ping", "nightly", "report")
+        }  # fmt: skip
+        pinged = daemon.get("/_emulator/jobs")["jobs"][2]["nextFireTimes"][0]
+        assert marks == {"hourly-ping": [pinged], "nightly": [], "report": []}
+        assert pinged == "2026-03-01T01:00:00Z"  # in the window, after now
+        driver.save_screenshot(str(tmp_path / "next-runs.png"))
+
+
 def test_the_page_asks_for_the_admin_token_and_sends_it(tmp_path: Path) -> None:
     with orders_daemon("--admin-token", "s3cret") as daemon, chromium() as driver:
         driver.get(daemon.url + "/")
