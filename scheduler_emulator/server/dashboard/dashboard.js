@@ -341,15 +341,26 @@
     openPanel(lane.id + " · run " + run.id);
     $("details").setAttribute("data-showing", "run");
     TL.runView($("details-body"), run, lane);  /* what the timeline knows, at once */
-    var nominal = Date.parse(run.nominalTime);
-    request("GET", "/_emulator/runs" + query({
+    state.shownRun = { run: run, lane: lane, drawn: null };
+    return loadRun();
+  }
+  /* The open run view as GET /_emulator/runs has it now, drawn again when it changed: each
+     refresh calls this, so a clock move or another zone shows in it (a trial's went stale). */
+  function loadRun() {
+    var shown = state.shownRun, run = shown.run, lane = shown.lane;
+    return request("GET", "/_emulator/runs" + query({
       job: lane.job, scheduledAfter: run.nominalTime,
-      scheduledBefore: new Date(nominal + 1).toISOString(), pageSize: 100
+      scheduledBefore: new Date(Date.parse(run.nominalTime) + 1).toISOString(), pageSize: 100
     })).then(function (page) {
       var full = page.runs.filter(function (r) { return r.id === run.id; })[0];
-      if (full && $("details").getAttribute("data-showing") === "run")
-        TL.runView($("details-body"), full, lane, function (a) { showDetails(a, full, lane); });
+      var key = JSON.stringify(full) + state.zone;
+      if (!full || shown !== state.shownRun || !runShown() || key === shown.drawn) return;
+      shown.drawn = key;
+      TL.runView($("details-body"), full, lane, function (a) { showDetails(a, full, lane); });
     }).catch(function (e) { status(e.message, true); });
+  }
+  function runShown() {
+    return !$("details").hidden && $("details").getAttribute("data-showing") === "run";
   }
   /* An attempt answered by the Cloud Run Admin API (jobs/J:run): the execution it started, with
    * each task attempt's exit code and output (GET /_emulator/executions/<id>). */
@@ -460,6 +471,8 @@
       if (state.view === "jobs") return loadJobs();
       if (state.view === "faults") return loadFaults();
       return loadTimeline();
+    }).then(function () {
+      if (state.shownRun && runShown()) return loadRun();
     }).then(function () {
       var keep = $("status").classList.contains("error") || /…$/.test($("status").textContent) ||
         Date.now() < state.noticeUntil;

@@ -183,6 +183,32 @@ def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path)
         driver.save_screenshot(str(tmp_path / "filter-gave-up.png"))
 
 
+def test_an_open_run_view_follows_a_clock_move_and_a_zone_change(tmp_path: Path) -> None:
+    """Trial 80: a run view left open read "next attempt at …" after the clock had moved past
+    it and the run had succeeded, and kept UTC after "Times in" changed, until reopened."""
+    from selenium.webdriver.support.ui import Select
+
+    second_failure = MIDNIGHT + wait_after(1)
+    next_attempt = second_failure + wait_after(2)  # flaky's third attempt: it succeeds
+    with runs_daemon() as (daemon, _), chromium() as driver:
+        daemon.move_to(second_failure)
+        driver.get(daemon.url + "/")
+        wait_for(driver, timeline_ready)
+        open_run(driver, "flaky")
+        wait_for(driver, lambda d: by_testid(d, "run-state").text.startswith("next attempt at"))
+        daemon.move_to(next_attempt + timedelta(seconds=1))  # not from the page
+        wait_for(driver, lambda d: by_testid(d, "run-state").text == "succeeded", 30)
+        assert all_by_css(driver, '[data-testid="run-attempt-3"]')
+        driver.save_screenshot(str(tmp_path / "run-view-followed.png"))
+        press_escape(driver)
+        wait_for(driver, panel_hidden)
+
+        open_run(driver, "berlin")
+        wait_for(driver, lambda d: "Started (UTC)" in by_testid(d, "run-attempts").text)
+        Select(by_testid(driver, "time-zone")).select_by_value("job")
+        wait_for(driver, lambda d: "Started (Europe/Berlin)" in by_testid(d, "run-attempts").text)
+
+
 def test_zones_move_to_a_decoded_token_and_run_as_of(tmp_path: Path) -> None:
     from selenium.webdriver.support.ui import Select
 
