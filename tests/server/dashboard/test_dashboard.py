@@ -550,6 +550,23 @@ class TestTheReadModelTellsTheTruth:
         emulator.move_to(datetime(2026, 9, 24, 2, 1, tzinfo=UTC))
         assert run() == ("succeeded", 2, 2)
 
+    def test_an_unused_earned_retry_still_counts_once_the_run_ended(
+        self, emulator: Emulator, client: Client
+    ) -> None:
+        """Trial 80: a run read "of at most 5" while it went on and "of at most 4" once its
+        second attempt had succeeded, the retry its lost acknowledgement earned not used."""
+        emulator.faults.add(action="lost_ack", attempt=1)
+        emulator.create_job(nightly_job(retryConfig={"retryCount": 3}))
+
+        def run() -> tuple[str, int, int]:
+            [listed] = client.get("/_emulator/runs").json["runs"]
+            return listed["state"], len(listed["attempts"]), listed["maxAttempts"]
+
+        emulator.move_to(datetime(2026, 9, 24, 2, 0, tzinfo=UTC))
+        assert run() == ("retrying", 1, 5)
+        emulator.move_to(datetime(2026, 9, 24, 2, 1, tzinfo=UTC))
+        assert run() == ("succeeded", 2, 5)
+
     def test_a_retry_due_at_the_next_fire_time_is_shown_as_a_retry(
         self, emulator: Emulator, client: Client, target: RecordingTarget
     ) -> None:
