@@ -328,6 +328,17 @@
     request("GET", "/_emulator/attempts/" + attempt.id).then(function (full) {
       $("details-title").textContent = full.job.split("/").pop() + " · run " + full.runId + " · attempt " + full.attempt;
       TL.details($("details-body"), full, lane && lane.timeZone);
+      if (attempt.duplicate) {  /* as the timeline's dot and the terminal views say (trial 80) */
+        var first = (run && run.attempts || []).filter(function (a) {
+          return a.responseStatus >= 200 && a.responseStatus < 300 && a.id !== attempt.id;
+        })[0];
+        var note = document.createElement("p");
+        note.className = "detail-duplicate";
+        note.setAttribute("data-testid", "detail-duplicate");
+        note.textContent = "Duplicate delivery: the target had already answered 2xx" +
+          (first ? " to attempt " + first.attempt : "") + " of this run.";
+        $("details-body").insertBefore(note, $("details-body").firstChild);
+      }
       if (run && lane) {  /* a narrow window leaves little of a run's bar to click: from here */
         var whole = button("Run " + run.id + ", all its attempts", "details-open-run",
           function () { showRun(run, lane); }, "open-run");

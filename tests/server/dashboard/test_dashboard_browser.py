@@ -190,6 +190,11 @@ def test_injected_faults_keep_the_outcome_and_the_page_fits_1024_px(tmp_path: Pa
         )
         assert at_advance == advance
         assert "/jobs/" in by_testid(driver, "detail-job").text
+        # trial 80: only the run view and the terminal views named a duplicate
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="detail-duplicate"]'))
+        assert by_testid(driver, "detail-duplicate").text == (
+            "Duplicate delivery: the target had already answered 2xx to attempt 1 of this run."
+        )
         driver.save_screenshot(str(tmp_path / "details-1024.png"))
         by_testid(driver, "attempt-details-close").click()
 
