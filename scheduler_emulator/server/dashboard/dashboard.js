@@ -222,13 +222,14 @@
         var code = document.createElement("span");
         var pending = job.lastAttempt.code === null;  // its target has not answered yet
         code.className = pending ? "code-pending" : job.lastAttempt.code === "OK" ? "code-ok" : "code-bad";
-        code.textContent = pending ? "in flight" : job.lastAttempt.code;
+        TL.breakable(code, pending ? "in flight" : job.lastAttempt.code);  /* FAILED_PRECONDITION
+          pushed the actions past an 800 px window (trial 80) */
         last.appendChild(code);
         if (job.lastAttempt.message && !pending && job.lastAttempt.code !== "OK") {
           var reason = document.createElement("div");  /* why it failed, not only its code */
           reason.className = "sub last-reason";
           reason.setAttribute("data-testid", "job-reason-" + job.id);
-          reason.textContent = reason.title = job.lastAttempt.message;
+          TL.breakable(reason, reason.title = job.lastAttempt.message);  /* not mid-word */
           last.appendChild(reason);
         }
         var when = document.createElement("div");

@@ -485,10 +485,10 @@
   }
 
   /* Text that may wrap after a "/" (a resource name, a URL) rather than inside a word. */
-  function breakable(node, text) {
-    text.split("/").forEach(function (part, i, parts) {
-      node.appendChild(document.createTextNode(part + (i < parts.length - 1 ? "/" : "")));
-      if (i < parts.length - 1) node.appendChild(document.createElement("wbr"));
+  function breakable(node, text) {  /* a line may break after each "/" and "_" (codes too) */
+    String(text).split(/(?<=[\/_])/).forEach(function (part, i) {
+      if (i) node.appendChild(document.createElement("wbr"));
+      node.appendChild(document.createTextNode(part));
     });
   }
 

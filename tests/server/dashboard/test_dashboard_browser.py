@@ -239,6 +239,10 @@ def test_the_page_fits_an_800_px_window(tmp_path: Path) -> None:
                    "httpTarget": {"uri": "http://127.0.0.1:9/fail/la"},
                    "retryConfig": {"retryCount": 3, "minBackoffDuration": "30s"}}  # fmt: skip
         daemon.post(f"/v1/{PARENT}/jobs", failing).raise_for_status()
+        restock = {"name": f"{PARENT}/jobs/restock", "schedule": "0 6 * * *",  # (trial 80: its
+                   "pubsubTarget": {"topicName": "projects/my-project/topics/restock",  # reason
+                                    "data": "e30="}}  # fmt: skip  # pushed the actions out)
+        daemon.post(f"/v1/{PARENT}/jobs", restock).raise_for_status()
         long_id = "bulk-000-a-rather-long-name-for-the-nightly-reconciliation-of-orders"  # trial 65
         job = {"name": f"{PARENT}/jobs/{long_id}", "schedule": "0 3 * * *",
                "httpTarget": {"uri": "http://127.0.0.1:9/ok/bulk"}}  # fmt: skip
@@ -252,10 +256,15 @@ def test_the_page_fits_an_800_px_window(tmp_path: Path) -> None:
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-pending-la-failing"]'))
         # (trial 55: the pending retry's line kept to one line and ran 200 px past the window)
         assert driver.execute_script(wide) == 0  # type: ignore[attr-defined]
-        for job_id in ("hourly-ping", long_id):
+        for job_id in ("hourly-ping", long_id, "restock"):
             delete = box(by_testid(driver, f"job-delete-{job_id}"))
             assert delete["x"] + delete["width"] <= 800
         driver.save_screenshot(str(tmp_path / "jobs-800.png"))
+        restock_row = by_testid(driver, "job-row-restock")  # (below the sticky header)
+        driver.execute_script(  # type: ignore[attr-defined]
+            "window.scrollBy(0, arguments[0].getBoundingClientRect().top - 170)", restock_row
+        )
+        driver.save_screenshot(str(tmp_path / "jobs-800-restock.png"))
         pending = by_testid(driver, "job-pending-la-failing")
         driver.execute_script("arguments[0].scrollIntoView()", pending)  # type: ignore[attr-defined]
         driver.save_screenshot(str(tmp_path / "jobs-800-pending-retry.png"))
