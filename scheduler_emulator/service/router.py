@@ -482,12 +482,11 @@ class TimerRouter:
         :return: 200 (empty), the returned response's status, or the 500 problem (logged at
             ERROR with the traceback); an awaitable returned unawaited is a 500 too.
         """
-        what = f"raised {type(exception).__name__}"
-        if exception is None and inspect.isawaitable(returned):  # (trial 77: OK, nothing ran)
+        unawaited = exception is None and inspect.isawaitable(returned)  # (trial 77: OK, and
+        if unawaited:  # nothing ran)
             if inspect.iscoroutine(returned):
                 returned.close()  # (said here, not as Python's "never awaited" warning)
             exception = TypeError(f"the handler returned {returned!r} without awaiting it")
-            what = "returned an awaitable it did not await: write return await …"
         if exception is None:
             status = returned_status(returned)
             if status is None:
@@ -504,7 +503,9 @@ class TimerRouter:
         logger.error(
             "TIMER /%s failed with 500: its handler %s.%s",
             name,
-            what,
+            "returned an awaitable it did not await: write return await …"
+            if unawaited
+            else f"raised {type(exception).__name__}",
             FLASK_CONTEXT_HINT if flask else "",
             exc_info=exception,
         )
