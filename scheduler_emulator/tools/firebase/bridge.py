@@ -59,6 +59,8 @@ from .functions import (
 DEFAULT_POLL_INTERVAL = 1.0
 #: Seconds the Functions emulator may list no function before the bridge hints at load errors.
 DEFAULT_EMPTY_HINT_AFTER = 10.0
+#: Seconds between two lines saying that the bridge still waits for the Functions emulator.
+WAITING_REMINDER = 60.0
 #: Target kinds whose dispatcher the bridge wraps (v2 jobs are HTTP, v1 jobs Pub/Sub).
 _KINDS = ("HTTP", "PUBSUB")
 
@@ -245,7 +247,7 @@ class FirebaseBridge:
         self._thread: threading.Thread | None = None
         self._sync_lock = threading.Lock()
         self._connected: str | None = None  # where the Functions emulator was last reached
-        self._waiting_said = False
+        self._waiting_said: float | None = None  # when it last said it waits
         self._empty_since: float | None = None  # monotonic time the emulator first listed none
         self._refused: str | None = None  # the last refusal said
         # Digests of the last look's /backends and trigger keys, and its project, once it made
@@ -466,12 +468,14 @@ class FirebaseBridge:
                 self._connected = None
             except Unreachable as exc:
                 self._note_empty(exc)
-                if not self._waiting_said:
+                said, now = self._waiting_said, time.monotonic()
+                if said is None or now - said >= WAITING_REMINDER:  # (trial 79: said once)
                     lost = f" (lost it at {self._connected})" if self._connected else ""
                     self._say(
-                        f"waiting for the Functions emulator{lost}: {exc}; watching {self.where}"
+                        f"{'' if said is None else 'still '}waiting for the Functions emulator"
+                        f"{lost}: {exc}; watching {self.where}"
                     )
-                    self._waiting_said = True
+                    self._waiting_said = now
                 self._connected = None
             except Exception as exc:  # noqa: BLE001 - a bad answer must not end the thread
                 line = f"could not read the Functions emulator's functions: {exc}"
@@ -483,7 +487,7 @@ class FirebaseBridge:
                 if self._connected != address:
                     self._say(f"watching the Functions emulator at {address}")
                     self._connected = address
-                    self._waiting_said = False
+                    self._waiting_said = None
             self._wake.wait(self.poll_interval)
             self._wake.clear()
 

@@ -47,8 +47,9 @@ from scheduler_emulator.tools.firebase.functions import (
     trigger_keys,
     valid_trigger_keys,
 )
+from tests.daemon import serving
 from tests.drip import DripTarget, drip_server
-from tests.support import case_table, wait_for
+from tests.support import RecordingTarget, case_table, wait_for
 
 URL = "http://127.0.0.1:5001/functions/projects/demo-p/triggers/us-central1-fn-0"
 
@@ -355,6 +356,25 @@ def test_an_empty_functions_emulator_is_waited_for_with_a_hint_at_load_errors() 
     finally:
         bridge.close()
         empty.close()
+
+
+def test_a_wait_for_the_functions_emulator_is_said_again_while_it_lasts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Trial 79: a bridge pointed at the logging emulator said once that it answered 426, then
+    nothing, for good."""
+    from scheduler_emulator.tools.firebase import bridge as module
+
+    monkeypatch.setattr(module, "WAITING_REMINDER", 0.2)
+    with serving(RecordingTarget(status=426)) as url:  # (as the logging emulator answers)
+        emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
+        bridge = FirebaseBridge(emulator, functions=url.removeprefix("http://"), poll_interval=0.05)
+        try:
+            bridge.start()
+            wait_for(lambda: any(m.startswith("still waiting") for m in bridge.messages), 10)
+            assert bridge.messages[0].startswith("waiting for the Functions emulator")
+        finally:
+            bridge.close()
 
 
 def test_without_project_the_functions_emulators_becomes_the_daemons_default(
