@@ -49,6 +49,11 @@ TRIGGERS_DISABLED = (
     "(PUT /functions/disableBackgroundTriggers on the hub; PUT "
     "/functions/enableBackgroundTriggers enables them)."
 )
+#: What an attempt's debug text adds when the Functions emulator answered 5xx with no body.
+FUNCTION_FAILED = (
+    "The function threw or failed: its error is in the Functions emulator's log (the firebase "
+    "emulators:start terminal)"
+)
 
 
 @dataclass(frozen=True)
@@ -156,4 +161,6 @@ class _Answered:
             result.outcome = Outcome("OK", TRIGGERS_DISABLED, 204)
         elif result.status == 404 and self.on_not_found is not None:
             self.on_not_found()
+        elif (result.status or 0) >= 500 and not (result.detail or result.excerpt):
+            result.detail = FUNCTION_FAILED  # (trial 79: an empty 500, and no word of where)
         return result

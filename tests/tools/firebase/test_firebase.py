@@ -38,6 +38,7 @@ from scheduler_emulator.tools.firebase.command import (
     check_hub,
     start_argv,
 )
+from scheduler_emulator.tools.firebase.delivery import FUNCTION_FAILED
 from scheduler_emulator.tools.firebase.functions import (
     ScheduledFunction,
     app_engine_location,
@@ -263,6 +264,7 @@ class FakeSuite:
         self.body: str | None = None  # what /backends answers instead of the triggers
         self.hub_for = hub_for  # a hub: the Functions emulator's address it reports
         self.received: list[dict[str, Any]] = []
+        self.status = 200  # what a listed function answers (500: it threw, with no body)
         suite = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -293,7 +295,7 @@ class FakeSuite:
                 keys = [f"{t['id']}-0" for t in suite.triggers if isinstance(t, dict)]
                 if suite.hub_for is None and key in keys:
                     suite.received.append({"path": self.path, "body": json.loads(body)})
-                    self._answer(200, "ok")
+                    self._answer(suite.status, "ok" if suite.status < 500 else "")
                 else:
                     self._answer(404, f"Function {key} does not exist, valid functions are: "
                                       + ", ".join(keys))  # fmt: skip
@@ -483,6 +485,21 @@ def test_v1_attempts_log_their_topic_and_forced_runs_carry_the_next_schedule_tim
     stamps = [r["body"]["context"]["timestamp"] for r in functions_emulator.received]
     assert stamps == ["2026-01-05T09:00:00Z", "2026-01-06T09:00:00Z"]
     assert [a.forced for a in emulator.attempts(job)] == [False, True]
+
+
+def test_a_function_that_threw_points_at_the_functions_emulators_log(
+    hub: FakeSuite, functions_emulator: FakeSuite
+) -> None:
+    """Trial 79: an empty 500 read URL_UNREACHABLE-UNREACHABLE_5xx and nothing more, though
+    the reason is in the Functions emulator's log."""
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, 8, tzinfo=UTC)), project="demo-shop")
+    functions_emulator.status = 500
+    with FirebaseBridge(emulator, hub=hub.address) as bridge:
+        [job] = bridge.sync().created
+        emulator.run_job(job)
+    [attempt] = emulator.attempts(job)
+    assert attempt.code == "INTERNAL"
+    assert attempt.debug_info.endswith(". " + FUNCTION_FAILED), attempt.debug_info
 
 
 # ------------------------------------------------------------ each function alone
