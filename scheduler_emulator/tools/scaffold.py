@@ -179,8 +179,10 @@ def next_commands(directory: str | os.PathLike[str]) -> list[str]:
 
 #: What ``init`` says after its commands: where the ports they use are written.
 PORTS_TAKEN = (
-    "(Port 8000 or 8095 taken? Give app.py another port and change it in jobs.yaml's URIs; "
-    "give start --port and use it in the curl.)\n"
+    "(Port 8000 or 8095 taken? Give app.py another port and change it in jobs.yaml's URIs "
+    "(the tests follow them); give start --port and use it in the curl. No "
+    "cloud-scheduler-emulator on your package index? README.md says how to install it "
+    "first.)\n"
 )
 
 
