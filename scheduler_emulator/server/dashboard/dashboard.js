@@ -314,13 +314,16 @@
 
   /* ------------------------------------------------------------------ timeline */
   function spanMs() { return Number($("timeline-span").value) * 1000; }
+  /* The window: the span chosen up to a little after now (on a round time), and as much again
+     as an eighth of it for what comes next (trial 81's 6 h window showed 14 minutes after now,
+     and no next run); moved by Earlier / Later. */
   function windowOf() {
-    var end = state.windowEnd;
+    var end = state.windowEnd, ahead = spanMs() / 8;
     if (end === null) {
       var now = Date.parse(state.clock.now), pad = spanMs() / 24;
-      end = Math.ceil((now + pad / 2) / pad) * pad;  /* a little room after now, on a round time */
+      end = Math.ceil((now + pad / 2) / pad) * pad;
     }
-    return [end - spanMs(), end];
+    return [end - spanMs(), end + ahead];
   }
   function showDetails(attempt, run, lane) {
     openPanel("Attempt " + attempt.attempt + " of run " + (attempt.runId || (run && run.id) || ""));
@@ -540,10 +543,10 @@
   $("timeline-filter-runs").addEventListener("change", function () { refresh(); });
   $("timeline-span").addEventListener("change", function () { refresh(); });
   $("timeline-earlier").addEventListener("click", function () {
-    state.windowEnd = windowOf()[1] - spanMs() / 2; refresh();
+    state.windowEnd = windowOf()[0] + spanMs() / 2; refresh();
   });
   $("timeline-later").addEventListener("click", function () {
-    state.windowEnd = windowOf()[1] + spanMs() / 2; refresh();
+    state.windowEnd = windowOf()[0] + 3 * spanMs() / 2; refresh();
   });
   $("timeline-now").addEventListener("click", function () { state.windowEnd = null; refresh(); });
   $("timeline-prev").addEventListener("click", function () {

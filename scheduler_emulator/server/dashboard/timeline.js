@@ -175,6 +175,12 @@
         title(count, lane.failedRuns + " run(s) in this window with a failed attempt, " +
           (lane.gaveUpRuns || 0) + " gave up");
       }
+      (lane.nextFireTimes || []).forEach(function (t) {  /* what comes next, under the runs */
+        var nx = x(ms(t));
+        var next = el("path", { d: "M" + nx + " " + (mid - 7) + "l6 7l-6 7l-6 -7z", "class": "tl-next",
+          "data-testid": "next-run", "data-time": t }, group);
+        title(next, lane.id + " · next run scheduled for " + stamp(t, lane.timeZone));
+      });
       (lane.runs || []).forEach(function (run) {
         var attempts = run.attempts || [];
         if (!attempts.length || (options.runFilter && !options.runFilter(run))) return;
@@ -240,12 +246,6 @@
             if (options.onAttempt) options.onAttempt(a, run, lane);
           });
         });
-      });
-      (lane.nextFireTimes || []).forEach(function (t) {  /* what comes next */
-        var nx = x(ms(t));
-        var next = el("path", { d: "M" + nx + " " + (mid - 7) + "l6 7l-6 7l-6 -7z", "class": "tl-next",
-          "data-testid": "next-run", "data-time": t }, group);
-        title(next, lane.id + " · next run scheduled for " + stamp(t, lane.timeZone));
       });
       (lane.skipped || []).forEach(function (s) {
         var sx = x(ms(s.nominalTime));
