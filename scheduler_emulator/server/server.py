@@ -275,9 +275,10 @@ class EmulatorApp:
             if not hmac.compare_digest(given.encode(), expected.encode()):
                 return _refused(
                     Unauthenticated,
-                    "The /_emulator/ endpoints need Authorization: Bearer <admin token> "
+                    ("The admin token given was refused: " if given else "")
+                    + "the /_emulator/ endpoints need Authorization: Bearer <admin token> "
                     "(the daemon was started with --admin-token or "
-                    "SCHEDULER_EMULATOR_ADMIN_TOKEN).",
+                    "SCHEDULER_EMULATOR_ADMIN_TOKEN; the views take --admin-token too).",
                     "ADMIN_TOKEN_REQUIRED",
                 )
         return None
