@@ -349,10 +349,12 @@ def restart_notes(emulator: Emulator) -> str:
     if count:
         notes += f", {count} scheduled time{'s' if count != 1 else ''} skipped while it was "
         notes += "down (`scheduler-emulator skipped` lists them)"
-    if cut_short := emulator.cloud_run.store.interrupted_at_open:  # (trial 78: not a word)
+    if cut_short := emulator.cloud_run.store.interrupted_at_open:  # (trials 78, 81)
+        ids = ", ".join(e.execution_id for e in cut_short)
+        jobs = " ".join(sorted({e.scheduler_job.rsplit("/", 1)[-1] or "JOB" for e in cut_short}))
         notes += f", {len(cut_short)} Cloud Run execution(s) running when it was killed recorded "
-        notes += f"as INTERRUPTED ({', '.join(cut_short)}; `scheduler-emulator run JOB` runs "
-        notes += "a job again)"
+        notes += f"as INTERRUPTED ({ids}; their tasks may still run on their own, see ps; once "
+        notes += f"they end, `scheduler-emulator run {jobs}` runs it again)"
     return notes
 
 

@@ -231,7 +231,8 @@ def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
         execution_id = execution["name"].rsplit("/", 1)[-1]
         note = (
             ", 1 Cloud Run execution(s) running when it was killed recorded as INTERRUPTED "
-            f"({execution_id}; `scheduler-emulator run JOB` runs a job again)"
+            f"({execution_id}; their tasks may still run on their own, see ps; once they end, "
+            "`scheduler-emulator run JOB` runs it again)"
         )
         assert note in restarted  # (trial 78: the restart said not a word of it)
 

@@ -207,11 +207,10 @@ class ExecutionStore:
         self._db.execute(_SCHEMA)
         self._lock = threading.Lock()
         self.retain = retain
-        #: The IDs of the executions found running (their daemon was killed), now INTERRUPTED.
-        self.interrupted_at_open: list[str] = []
-        for execution in self.list(state="RUNNING", limit=None):
+        #: The executions found running (their daemon was killed), now INTERRUPTED.
+        self.interrupted_at_open = self.list(state="RUNNING", limit=None)
+        for execution in self.interrupted_at_open:
             self.interrupt(execution, real_now())
-            self.interrupted_at_open.append(execution.name.rsplit("/", 1)[-1])
 
     def interrupt(self, execution: Execution, at: datetime) -> None:
         """Record ``execution`` as ``INTERRUPTED`` at ``at``, its running attempts ended then."""
