@@ -216,9 +216,15 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
     return job, label, [f"warning: {label}: {w}" for w in warnings]
 
 
-#: Valid values put in place of a required field's bad one, so that the job's other problems
-#: are found (trial 78: a bad schedule hid a misspelt time zone).
-_STAND_INS = {"schedule": "* * * * *", "httpTarget.uri": "http://localhost/"}
+#: Valid values put in place of a required field's bad or missing one, so that the entry's
+#: other problems are found (trial 78: a bad schedule hid a misspelt time zone; trial 81: a
+#: Cloud Run container without its command hid four more).
+_STAND_INS = {
+    "schedule": "* * * * *",
+    "httpTarget.uri": "http://localhost/",
+    "template.template.containers[0].emulatorCommand": ["true"],
+    "spec.template.spec.template.spec.containers[0].emulatorCommand": ["true"],
+}
 
 T = TypeVar("T")
 
@@ -252,21 +258,29 @@ def each_problem(
 
 
 def _without(entry: Any, field: str, stand_in: Any = None) -> Mapping[str, Any] | None:
-    """``entry`` without the value at ``field`` (a camelCase path such as ``httpTarget.body``,
-    written in either case), or with ``stand_in`` there, to look for the job's next problem;
-    ``None`` when not found."""
+    """``entry`` without the value at ``field`` (a camelCase path such as ``httpTarget.body``
+    or ``containers[0].command``, written in either case), or with ``stand_in`` there (added
+    when missing), to look for the entry's next problem; ``None`` when not found."""
     if not isinstance(entry, Mapping):
         return None
     head, _, rest = field.partition(".")
-    key = next((k for k in entry if camel_case(str(k)) == head), None)
-    if key is None or head == "name":
+    name, _, index = head.partition("[")
+    key = next((k for k in entry if camel_case(str(k)) == name), None)
+    if name == "name" or (key is None and (rest or stand_in is None)):
         return None
     if not rest:
         kept = {k: v for k, v in entry.items() if k != key}
-        return kept if stand_in is None else {**kept, key: stand_in}
+        return kept if stand_in is None else {**kept, key or name: stand_in}
     inner = entry[key]
-    smaller = _without(inner, rest, stand_in)
-    return None if smaller is None else {**entry, key: smaller}
+    if index:  # one element of a list
+        number = int(index.rstrip("]")) if index.rstrip("]").isdigit() else -1
+        if not isinstance(inner, list) or not 0 <= number < len(inner):
+            return None
+        element = _without(inner[number], rest, stand_in)
+        smaller: Any = None if element is None else [*inner[:number], element, *inner[number + 1 :]]
+    else:
+        smaller = _without(inner, rest, stand_in)
+    return None if smaller is None or key is None else {**entry, key: smaller}
 
 
 def _too_many(source: str, count: int | None, max_jobs: int) -> ConfigurationError:

@@ -330,3 +330,16 @@ def test_every_problem_of_a_cloud_run_definition_is_named(tmp_path: Path) -> Non
         load_cloud_run_jobs([path], project="p", location="us-central1")
     fields = [line.split(": ")[2].split()[0] for line in str(caught.value).splitlines()]
     assert fields == ["template.taskCount", "template.parallelism", "template.template.timeout"]
+    # Trial 81: a container without its command hid the definition's other problems.
+    path.write_text(
+        "name: export\ntemplate: {taskCount: 0, template: {maxRetries: 20, containers: "
+        "[{image: x}]}}\n"
+    )
+    with pytest.raises(ConfigurationError) as caught:
+        load_cloud_run_jobs([path], project="p", location="us-central1")
+    fields = [line.split(": ")[2].split()[0] for line in str(caught.value).splitlines()]
+    assert fields == [
+        "template.template.containers[0].emulatorCommand",
+        "template.taskCount",
+        "template.template.maxRetries",
+    ]
