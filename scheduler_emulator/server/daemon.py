@@ -398,7 +398,10 @@ def cannot_listen(host: str, port: int, exc: OSError) -> str:
 
     reason = f"cannot listen on {host}:{port}: {exc.strerror or exc}."
     if exc.errno == errno.EADDRINUSE:
-        return f"{reason} Is another scheduler-emulator running? Stop it or pick another --port."
+        return (  # (trial 81: the guess named the emulator when a Flask app held the port)
+            f"{reason} Another process holds it (another scheduler-emulator, or a service: "
+            f"`lsof -i :{port}` names it); stop it or pick another --port."
+        )
     if exc.errno == errno.EACCES:
         return f"{reason} Ports below 1024 need privileges; pick another --port."
     if isinstance(exc, socket.gaierror):

@@ -322,6 +322,10 @@ def test_a_start_that_fails_leaves_no_data_directory_it_made(tmp_path: Path) -> 
         existing = run_command(None, "start", "--data-dir", str(kept), "--port", busy)
     for code, _, err in (made, existing):
         assert code == 2 and "Address already in use" in err, err
+        assert (
+            f"Another process holds it (another scheduler-emulator, or a service: `lsof -i :{busy}`"
+            in err
+        )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]  # what it did not make stays
 
 
