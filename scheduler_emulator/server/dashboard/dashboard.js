@@ -314,9 +314,9 @@
 
   /* ------------------------------------------------------------------ timeline */
   function spanMs() { return Number($("timeline-span").value) * 1000; }
-  /* The window: the span chosen up to a little after now (on a round time), and as much again
-     as an eighth of it for what comes next (trial 81's 6 h window showed 14 minutes after now,
-     and no next run); moved by Earlier / Later. */
+  /* The window: the span chosen up to a little after now (on a round time), plus an eighth of
+     it ahead for what comes next (trial 81's 6 h window showed 14 minutes after now, and no
+     next run); Earlier / Later move it by half the span. */
   function windowOf() {
     var end = state.windowEnd, ahead = spanMs() / 8;
     if (end === null) {
