@@ -133,8 +133,8 @@ def write_project(
     """Write the project files into ``directory``, creating it (and its parents) if needed.
 
     :param directory: where the project goes; may exist and hold other files.
-    :param framework: a key of :data:`FRAMEWORKS`.
     :param force: overwrite project files that already exist instead of refusing.
+    :param framework: a key of :data:`FRAMEWORKS`.
     :raises ConfigurationError: when ``directory`` exists and is not a directory, or (without
         ``force``) when one of the project files exists already; the message names it, and
         nothing has been written.
@@ -193,8 +193,8 @@ def run_init(
 
     :param directory: where the project goes.
     :param force: overwrite existing project files.
-    :param framework: a key of :data:`FRAMEWORKS`.
     :param out: where the report is printed.
+    :param framework: a key of :data:`FRAMEWORKS`.
     :raises ConfigurationError: see :func:`write_project` (the command line prints it and exits
         with 2).
     :raises OSError: when a file cannot be written.
