@@ -185,14 +185,6 @@ class _JobState:
 SLOW_ATTEMPT = timedelta(seconds=1)
 
 
-def _attempts_limit(job: Job, run: Run) -> int | None:
-    """The most attempts ``run`` could make, kept as it ends: the retry count plus one, plus
-    the retry a lost acknowledgement or a restart earned it and it did not use (the run view
-    read "of at most 5" while it went on, "of at most 4" once it had ended: trial 80)."""
-    most = max_attempts(job.retry_config)
-    return most + 1 if most is not None and run.extra_retry else most
-
-
 #: Less than any schedule's step: ``next_after(t - _TICK)`` is the first fire time at or after t.
 _TICK = timedelta(microseconds=1)
 
@@ -764,7 +756,7 @@ class Scheduler:
                 gave_up = gave_up_because(
                     job.retry_config, retries, run.first_attempt_start, end.end_time
                 )
-            run.limits = (_attempts_limit(job, run), gave_up)
+            run.limits = (max_attempts(job.retry_config, run.extra_retry), gave_up)
             return self._end_run(state, run, now)
         run.next_attempt_at = at
         self._push(at, _RETRY, run.job, run.id)
@@ -801,7 +793,7 @@ class Scheduler:
         """End ``run`` as given up for ``why`` (no retry follows)."""
         run.finished = True
         run.next_attempt_at = None
-        run.limits = (_attempts_limit(state.job, run), why)
+        run.limits = (max_attempts(state.job.retry_config, run.extra_retry), why)
         state.runs.pop(run.id, None)
         if state.active is run:
             state.active = None

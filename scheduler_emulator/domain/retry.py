@@ -154,12 +154,14 @@ GAVE_UP_PAUSED = "job paused"
 GAVE_UP_DELETED = "job deleted"
 
 
-def max_attempts(config: RetryConfig | None) -> int | None:
-    """The attempts a run of ``config`` makes at most: ``retryCount`` plus one, ``None`` when
-    the count does not bound the run (a ``maxRetryDuration`` is set, or no config is known)."""
+def max_attempts(config: RetryConfig | None, extra_retry: bool = False) -> int | None:
+    """The attempts a run of ``config`` makes at most: ``retryCount`` plus one, plus one more
+    when the run earned a retry beyond its config (a restart, a lost acknowledgement), while it
+    goes on and once it ended alike; ``None`` when the count does not bound the run (a
+    ``maxRetryDuration`` is set, or no config is known)."""
     if config is None or config.max_retry_duration:
         return None
-    return config.retry_count + 1
+    return config.retry_count + 1 + extra_retry
 
 
 def gave_up_because(

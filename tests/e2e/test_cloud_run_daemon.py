@@ -319,27 +319,29 @@ def test_every_problem_of_the_cloud_run_files_is_named_at_once(tmp_path: Path) -
     )
 
 
-def test_every_problem_of_a_cloud_run_definition_is_named(tmp_path: Path) -> None:
-    """Trial 78: a definition's second problem showed only at the next start."""
+@pytest.mark.parametrize(
+    ("definition", "fields"),
+    [
+        pytest.param(  # trial 78: a definition's second problem showed only at the next start
+            "{taskCount: three, parallelism: -1, template: {timeout: 10min, containers: "
+            "[{command: [x]}]}}",
+            ["template.taskCount", "template.parallelism", "template.template.timeout"],
+            id="scalars",
+        ),
+        pytest.param(  # trial 81: a container without its command hid the others
+            "{taskCount: 0, template: {maxRetries: 20, containers: [{image: x}]}}",
+            ["template.template.containers[0].emulatorCommand", "template.taskCount",
+             "template.template.maxRetries"],
+            id="no-command",
+        ),
+    ],
+)  # fmt: skip
+def test_every_problem_of_a_cloud_run_definition_is_named(
+    tmp_path: Path, definition: str, fields: list[str]
+) -> None:
     path = tmp_path / "jobs.yaml"
-    path.write_text(
-        "name: export\ntemplate: {taskCount: three, parallelism: -1, template: "
-        "{timeout: 10min, containers: [{command: [x]}]}}\n"
-    )
+    path.write_text(f"name: export\ntemplate: {definition}\n")
     with pytest.raises(ConfigurationError) as caught:
         load_cloud_run_jobs([path], project="p", location="us-central1")
-    fields = [line.split(": ")[2].split()[0] for line in str(caught.value).splitlines()]
-    assert fields == ["template.taskCount", "template.parallelism", "template.template.timeout"]
-    # Trial 81: a container without its command hid the definition's other problems.
-    path.write_text(
-        "name: export\ntemplate: {taskCount: 0, template: {maxRetries: 20, containers: "
-        "[{image: x}]}}\n"
-    )
-    with pytest.raises(ConfigurationError) as caught:
-        load_cloud_run_jobs([path], project="p", location="us-central1")
-    fields = [line.split(": ")[2].split()[0] for line in str(caught.value).splitlines()]
-    assert fields == [
-        "template.template.containers[0].emulatorCommand",
-        "template.taskCount",
-        "template.template.maxRetries",
-    ]
+    named = [line.split(": ")[2].split()[0] for line in str(caught.value).splitlines()]
+    assert named == fields

@@ -288,9 +288,7 @@ def run_state(
     first_start = check.optional_instant("first_attempt_start", first_start)  # damaged: refused
     job = config(job_name)
     retry = None if job is None else job.retry_config
-    most = max_attempts(retry)
-    if most is not None and extra:  # a restart or a lost ack earned it one retry beyond
-        most += 1
+    most = max_attempts(retry, bool(extra))  # (a restart or a lost ack earned it one more)
     last = attempts[-1] if attempts else None
     tries = len({a["attempt"] for a in attempts})  # an injected duplicate shares its number
     state, gave_up, next_time = "in progress", None, None
