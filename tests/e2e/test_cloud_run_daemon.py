@@ -124,7 +124,9 @@ def test_a_scheduled_run_starts_an_execution_shown_by_the_endpoint_and_the_view(
 def test_run_wait_waits_for_the_execution_its_attempt_started(tmp_path: Path) -> None:
     """A trial's ``run nightly --wait`` printed ``attempt 1 ended: OK (HTTP 200)`` and exited 0
     while the execution it started failed: a ``:run`` is answered 200 whatever it does."""
-    code = "import os, sys; sys.exit(os.environ['CLOUD_RUN_TASK_INDEX'] == '1' and 'locked')"
+    # The last task fails: it starts only once task 0 or 1 has ended, and the tasks running when
+    # it fails for good finish, so the count does not depend on which process is quicker.
+    code = "import os, sys; sys.exit(os.environ['CLOUD_RUN_TASK_INDEX'] == '2' and 'locked')"
     jobs_file = write_jobs(tmp_path, code)
     with running_daemon(*MANUAL, "--in-memory", "--cloud-run-jobs", str(jobs_file)) as daemon:
         create_nightly(
@@ -141,7 +143,7 @@ def test_run_wait_waits_for_the_execution_its_attempt_started(tmp_path: Path) ->
     assert out.splitlines()[1:] == [
         "attempt 1 ended: OK (HTTP 200) in 0.000s",
         f"it started Cloud Run execution {name}; waiting for it to end",
-        f"execution {name} ended: FAILED (2 / 3 tasks; task 1: locked)",
+        f"execution {name} ended: FAILED (2 / 3 tasks; task 2: locked)",
     ]
 
 
