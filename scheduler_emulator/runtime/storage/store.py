@@ -185,11 +185,11 @@ class _Writer:
             self._waiting += waiter
             self._wake.notify()
 
-    def wait(self, ticket: _Ticket) -> None:
-        """Queue ``ticket`` and return once everything before it is committed (no gathering);
-        raise the first error of the writes that carried it (a full disk: :func:`storage_error`).
-        """
-        self.submit(ticket, waiter=True)
+    def wait(self, ticket: _Ticket, *items: _Item) -> None:
+        """Queue ``items`` and ``ticket`` and return once everything before it is committed (no
+        gathering); raise the first error of the writes that carried it (a full disk:
+        :func:`storage_error`)."""
+        self.submit(*items, ticket, waiter=True)
         try:
             ticket.wait()
         finally:
@@ -480,8 +480,7 @@ class Store:
             return
         if ticket is None and wait and self._durable:
             ticket = _Ticket()
-            self._writer.submit((sql, args, ticket))
-            self._writer.wait(ticket)
+            self._writer.wait(ticket, (sql, args, ticket))
         else:
             self._writer.submit((sql, args, ticket))
 
@@ -495,8 +494,7 @@ class Store:
             rows[:] = db.execute(sql, args).fetchall()
 
         self._flush()
-        self._writer.submit((read, (), ticket))
-        self._writer.wait(ticket)
+        self._writer.wait(ticket, (read, (), ticket))
         return rows
 
     def close(self) -> None:
