@@ -305,16 +305,6 @@ _TRIMMED = (
 WAL_LIMIT_BYTES = 8_000_000
 
 
-def _migrate(db: sqlite3.Connection) -> None:
-    """Bring an earlier release's (or a new) database to this schema: columns are only added."""
-    for table, column, ddl in _ADDED_COLUMNS:
-        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-        if column not in columns:
-            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
-    if int(db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
-
-
 def add_condition(clauses: list[str], args: list[Any], sql: str, value: Any) -> None:
     """Append the SQL condition ``sql`` (one ``?``) to ``clauses`` (to be joined with ``AND``)
     and ``value`` to ``args``, unless ``value`` is ``None``."""
@@ -413,7 +403,11 @@ class Store:
                 db.execute("PRAGMA synchronous=NORMAL")
                 db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             db.executescript(_SCHEMA)
-            _migrate(db)
+            for table, column, ddl in _ADDED_COLUMNS:  # migrate: columns are only added
+                if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
+            if int(db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
             self._trim(db)
             db.execute("DELETE FROM skipped WHERE 0")  # a write changing nothing: read-only?
         except BaseException as exc:
