@@ -87,7 +87,7 @@ def test_duplicate_sends_the_copies_after_the_attempt(clock: ManualClock) -> Non
     target = Target(200)
     injected = send_with_faults(target, clock, 30.0, [FaultRule("duplicate", count=2)])
     assert target.deadlines == [30.0, 30.0, 30.0]
-    assert [copy.status for copy in injected.copies] == [200, 200]
+    assert [copy.status for copy, _, _ in injected.copies] == [200, 200]
     assert injected.outcome.code == "OK"
 
 
@@ -122,8 +122,7 @@ def test_each_concurrent_copy_ends_when_its_own_answer_came() -> None:
 
     rule = FaultRule("duplicate", count=3, concurrent=True)
     injected = send_with_faults(send, clock, 30.0, [rule])  # type: ignore[arg-type]
-    spans = zip(injected.copies, injected.spans, strict=True)
-    answered = [(r.status, end) for r, (_, end) in spans]
+    answered = [(r.status, end) for r, _, end in injected.copies]
     assert answered == [(s, START + timedelta(seconds=s - 200)) for s, _ in answered]
     assert len({end for _, end in answered}) == 3
     assert injected.answered == START + timedelta(seconds=injected.result.status - 200)

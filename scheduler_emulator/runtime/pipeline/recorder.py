@@ -247,7 +247,7 @@ class Recorder:
         attempt, kind, outcome = delivery.attempt, delivery.target_type, injected.outcome
         latency, at = injected.latency_seconds, injected.answered or delivery.answered
         self.record_end(attempt, outcome, injected.result, kind, latency, at)
-        for result, (begun, ended) in zip(injected.copies, injected.spans, strict=True):
+        for result, begun, ended in injected.copies:
             copy = replace(attempt, id=0, injected=True, start_time=begun, end_time=None, code=None)
             self.store.add_attempt(copy)  # a duplicate delivery (fault injection)
             self.log(copy, kind)
@@ -355,7 +355,6 @@ _OK_STATUS = Status()
 
 
 def _status(outcome: Outcome) -> Status:
-    """The job status an attempt's outcome leaves."""
     return _OK_STATUS if outcome.ok else Status(outcome.code_number, outcome.debug_info)
 
 
@@ -374,7 +373,6 @@ class _NothingSent:
     """The sender of an attempt that could not be prepared (it is never sent)."""
 
     def send(self, request: Any, timeout_seconds: float) -> TransportResult:
-        """Send nothing."""
         return TransportResult()
 
 
@@ -424,8 +422,8 @@ class Injected:
     :param outcome: the attempt's outcome as Cloud Scheduler records it.
     :param latency_seconds: the attempt ends at least this long after its start (a ``delay``,
         a ``deadline``: virtual seconds on a manual clock).
-    :param copies: results of the duplicate deliveries, in sending order.
-    :param spans: when each copy was sent and answered (``clock``'s instants), as ``copies``.
+    :param copies: the duplicate deliveries in sending order: each one's result, and when it
+        was sent and answered (``clock``'s instants).
     :param answered: when the attempt itself was answered, when copies were sent after it.
     :param extra_retry: the run gets one retry even if its retry config allows none.
     :param late: the request still running after a ``deadline`` fault.
@@ -434,10 +432,9 @@ class Injected:
     result: TransportResult
     outcome: Outcome
     latency_seconds: float = 0.0
-    copies: list[TransportResult] = field(default_factory=list)
+    copies: list[tuple[TransportResult, datetime, datetime]] = field(default_factory=list)
     extra_retry: bool = False
     late: LateResponse | None = None
-    spans: list[tuple[datetime, datetime]] = field(default_factory=list)
     answered: datetime | None = None
 
 
@@ -469,8 +466,7 @@ def _send_all(
 
     def send_one(index: int) -> None:
         start.wait()
-        result = send(timeout)
-        results[index] = (result, clock.now())
+        results[index] = (send(timeout), clock.now())
 
     threads = [threading.Thread(target=send_one, args=(i,), daemon=True) for i in range(count)]
     for thread in threads:
@@ -524,8 +520,7 @@ def send_with_faults(
             return Injected(result, outcome_of(result), latency_seconds=timeout_seconds)
 
     duplicate, deadline = first.get("duplicate"), first.get("deadline")
-    copies: list[TransportResult] = []
-    spans: list[tuple[datetime, datetime]] = []
+    copies: list[tuple[TransportResult, datetime, datetime]] = []
     late, answered = None, None
     if deadline is not None:
         late = LateResponse(send, timeout_seconds)
@@ -538,16 +533,14 @@ def send_with_faults(
     elif duplicate is not None and duplicate.concurrent:
         begun = clock.now()
         (result, answered), *sent = _send_all(send, clock, timeout_seconds, 1 + duplicate.count)
-        copies = [copy for copy, _ in sent]
-        spans = [(begun, ended) for _, ended in sent]
+        copies = [(copy, begun, ended) for copy, ended in sent]
     else:
         result = send(timeout_seconds)
     if duplicate is not None and not duplicate.concurrent:
         answered = clock.now()
         for _ in range(duplicate.count):  # one after the other, each sent once one is answered
             begun = clock.now()
-            copies.append(send(timeout_seconds))
-            spans.append((begun, clock.now()))
+            copies.append((send(timeout_seconds), begun, clock.now()))
 
     outcome = outcome_of(result)
     # an answer to lose: a status, or a publish's outcome (a refused connection has none, and
@@ -561,7 +554,7 @@ def send_with_faults(
             f"{said} but the response was lost.",
             None,
         )
-    return Injected(result, outcome, latency, copies, lost, late, spans, answered)
+    return Injected(result, outcome, latency, copies, lost, late, answered)
 
 
 class LateAnswers:
