@@ -359,33 +359,30 @@ class ThreadedDriver(Driver):
                 self._idle_waiters -= 1
 
     def _loop(self) -> None:
+        recorder = self.recorder
         try:
-            self._turns()
+            while not self._stopping.is_set():
+                self._wakeup.clear()  # an end or a change after this wakes the wait below
+                self._record_ends(self.clock.now())
+                with recorder.lock:
+                    now = self.clock.now()
+                    decisions = recorder.core.due(now)
+                # A slice per transaction, so a large batch's first attempts leave while the rest
+                # are recorded; the first stores the instant alive (a restart runs late what it
+                # owed). Ends wait until the batch is sent (its starts commit first), at their time.
+                for first in range(0, len(decisions), _SLICE):
+                    if first and self._stopping.is_set():  # the rest is left as a crash here
+                        break  # would leave it: the instant is stored alive, its runs run late
+                    with recorder.lock, recorder.store.batch(alive=None if first else now):
+                        deliveries = recorder.carry_out(decisions[first : first + _SLICE])
+                    self.send_all(deliveries)
+                with recorder.lock:
+                    due = recorder.core.next_due()
+                self.clock.wait(due, self._wakeup)
         except Exception as exc:  # noqa: BLE001 - said, and the daemon stops (trial 74: a zombie)
             if not self._stopping.is_set():  # (not a store a stop closed meanwhile)
                 self.failure = str(exc)
                 logger.error("the engine stopped firing: %s", exc)
-
-    def _turns(self) -> None:
-        recorder = self.recorder
-        while not self._stopping.is_set():
-            self._wakeup.clear()  # an end or a change after this wakes the wait below
-            self._record_ends(self.clock.now())
-            with recorder.lock:
-                now = self.clock.now()
-                decisions = recorder.core.due(now)
-            # A slice per transaction, so a large batch's first attempts leave while the rest
-            # are recorded; the first stores the instant alive (a restart runs late what it
-            # owed). Ends wait until the batch is sent (its starts commit first), at their time.
-            for first in range(0, len(decisions), _SLICE):
-                if first and self._stopping.is_set():  # the rest is left as a crash here
-                    break  # would leave it: the instant is stored alive, its runs run late
-                with recorder.lock, recorder.store.batch(alive=None if first else now):
-                    deliveries = recorder.carry_out(decisions[first : first + _SLICE])
-                self.send_all(deliveries)
-            with recorder.lock:
-                due = recorder.core.next_due()
-            self.clock.wait(due, self._wakeup)
 
     def _deliver(self, delivery: Delivery, release: Callable[[], None]) -> None:
         """Begin ``delivery``; begun off :meth:`send_all`'s thread, it waited and starts now."""
