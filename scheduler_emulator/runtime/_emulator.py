@@ -279,7 +279,6 @@ class Emulator(AttemptAssertions):
         return self._create(job)
 
     def _create(self, job: Job, from_start: bool = False) -> Job:
-        """Store ``job`` as new: its output-only fields cleared, ENABLED, updated now."""
         fresh: dict[str, Any] = dict.fromkeys(MESSAGE_FIELDS["Job"].output_only)
         fresh |= {"state": State.ENABLED, "user_update_time": self.clock.now()}
         job = replace(job, **fresh)

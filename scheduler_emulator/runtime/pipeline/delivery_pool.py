@@ -168,7 +168,6 @@ class DeliveryPool:
         return self._ready.popleft()
 
     def _begin(self, entry: _Entry) -> None:
-        """Call a task with its ``done`` (which ends it, once)."""
         ended = threading.Lock()
 
         def done() -> None:
