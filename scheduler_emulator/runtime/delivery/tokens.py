@@ -366,9 +366,8 @@ class TokenAuthority:
         now = self.now()
         if token is None or token.expires_at <= now:
             return 400, {"error": "invalid_token", "error_description": "Invalid Value"}
-        numeric_id = service_account_id(token.email)
         return 200, {
-            **dict.fromkeys(("azp", "aud", "sub"), numeric_id),
+            **dict.fromkeys(("azp", "aud", "sub"), service_account_id(token.email)),
             "scope": token.scope,
             "exp": str(int(token.expires_at.timestamp())),
             "expires_in": str(int((token.expires_at - now).total_seconds())),
