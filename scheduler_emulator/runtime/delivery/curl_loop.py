@@ -179,8 +179,7 @@ class CurlLoop:
             _call(transfer.done, None, None, OSError(f"the request could not be made: {exc}"))
 
     def _finish(self, handle: pycurl.Curl, code: int | None, message: str) -> None:
-        """Tell the transfer its status and absolute ``Location``, or for libcurl's error ``code``
-        (``None``: none) :class:`TimeoutError` or ``http.client``'s failure (:func:`_os_error`)."""
+        """Answer the transfer: its status and absolute ``Location``, or its error's failure."""
         self._multi.remove_handle(handle)
         transfer = self._running.pop(handle)
         status, location, error = handle.getinfo(pycurl.RESPONSE_CODE), None, None

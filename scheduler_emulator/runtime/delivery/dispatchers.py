@@ -227,8 +227,7 @@ def _prepared(
     retry_always: frozenset[int] = frozenset(),
     **record: Any,
 ) -> Prepared:
-    """The :class:`Prepared` of one attempt of ``job`` sending ``request``, its header names
-    spelled in ``header_case``; its record is the method, URL and headers, then ``record``."""
+    """The :class:`Prepared` of ``request``, its header names spelled in ``header_case``."""
     if header_case != "google":
         request = replace(request, headers=spell_headers(dict(request.headers), header_case))
     shown = {"method": request.method, "url": request.url, "headers": dict(request.headers)}
