@@ -112,26 +112,13 @@ class VirtualTimeTransport(MountTransport):
     freezegun cannot reach, so they keep their own time.
 
     :param clock: the emulator's manual clock.
-    :param allow_network: when false, unmounted URLs reach only loopback origins
-        (:class:`LoopbackOnlyTransport`).
+    :param fallback: the transport of unmounted URLs.
     """
 
-    def __init__(self, clock: ManualClock, *, allow_network: bool = False) -> None:
-        self._http = HttpTransport()
-        self._guarded = LoopbackOnlyTransport(self._http, lambda: self.mounted)
-        super().__init__(fallback=self._guarded)
+    def __init__(self, clock: ManualClock, fallback: Transport) -> None:
+        super().__init__(fallback=fallback)
         self.clock = clock
         self._frozen: Any = None
-        self.allow_network = allow_network
-
-    @property
-    def allow_network(self) -> bool:
-        """Whether unmounted URLs of any origin go over real HTTP (else loopback only)."""
-        return self.fallback is self._http
-
-    @allow_network.setter
-    def allow_network(self, allowed: bool) -> None:
-        self.fallback = self._http if allowed else self._guarded
 
     @contextmanager
     def virtual_time(self) -> Iterator[None]:
@@ -195,7 +182,10 @@ class CloudScheduler(AttemptAssertions):
         dst_policy: str = DEFAULT_DST_POLICY,
     ) -> None:
         self.clock = ManualClock(start)
-        self.transport = VirtualTimeTransport(self.clock, allow_network=allow_network)
+        self._http = HttpTransport()
+        self.transport = VirtualTimeTransport(self.clock, self._http)
+        self._guarded = LoopbackOnlyTransport(self._http, lambda: self.transport.mounted)
+        self.allow_network = allow_network
         self.publisher: Publisher = publisher or InProcessPublisher(self.clock, self.transport)
         self.emulator = Emulator(
             self.clock,
@@ -210,11 +200,11 @@ class CloudScheduler(AttemptAssertions):
     @property
     def allow_network(self) -> bool:
         """Whether jobs may reach unmounted origins that are not loopback (settable)."""
-        return self.transport.allow_network
+        return self.transport.fallback is self._http
 
     @allow_network.setter
     def allow_network(self, allowed: bool) -> None:
-        self.transport.allow_network = allowed
+        self.transport.fallback = self._http if allowed else self._guarded
 
     def close(self) -> None:
         """Release the emulator, stop mounted ASGI apps' event loops (and the keys' HTTP
@@ -445,18 +435,17 @@ class CloudScheduler(AttemptAssertions):
         }
         task = {"maxRetries": max_retries, "timeout": timeout, "containers": [container]}
         execution = {"taskCount": task_count, "parallelism": parallelism, "template": task}
-        emulator = self.emulator
         definition = {"name": name, "template": execution}
         try:
             job = parse_cloud_run_job(
-                definition, project=emulator.project, location=emulator.location
+                definition, project=self.emulator.project, location=self.emulator.location
             )
         except InvalidArgument as exc:  # named by the keyword, not the definition's field
             message = exc.message
             for path, keyword in _KEYWORDS:
                 message = message.replace(f": {path}", f": define_cloud_run_job's {keyword}")
             raise InvalidArgument(message) from None
-        emulator.cloud_run.define(job)
+        self.emulator.cloud_run.define(job)
         return job.name
 
     def executions(self, job: str | None = None) -> list[Execution]:
