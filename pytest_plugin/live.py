@@ -128,15 +128,9 @@ class LiveScheduler(AttemptAssertions):
 
         :raises ImportError: if ``google-cloud-scheduler`` is not installed.
         """
-        from google.api_core.client_options import ClientOptions
-        from google.auth.credentials import AnonymousCredentials
-        from google.cloud import scheduler_v1
+        from scheduler_emulator import client
 
-        return scheduler_v1.CloudSchedulerClient(
-            credentials=AnonymousCredentials(),
-            transport="rest",
-            client_options=ClientOptions(api_endpoint=self.url),
-        )
+        return client("rest", host=self.url.removeprefix("http://"))
 
     # ---------------------------------------------------------------- tokens (OIDC and OAuth)
 
