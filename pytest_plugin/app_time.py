@@ -41,6 +41,7 @@ from asyncio.base_events import BaseEventLoop
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from unittest import mock
 
 from freezegun import api as _freezegun
 from freezegun import freeze_time
@@ -130,11 +131,6 @@ def _corrections() -> dict[tuple[Any, str], Any]:
     }
 
 
-def _install(values: dict[tuple[Any, str], Any]) -> None:
-    for (owner, name), value in values.items():
-        setattr(owner, name, value)
-
-
 @contextmanager
 def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     """Freeze time for the app at ``instant`` (aware) with every clock agreeing; yield
@@ -151,10 +147,10 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     nested = bool(_freezegun.freeze_factories)  # in the test's own freeze: freezegun's rules
     corrected = {} if nested else _corrections()
     corrected[(BaseEventLoop, "time")] = lambda self: _freezegun.real_monotonic()
-    originals = {(owner, name): vars(owner)[name] for owner, name in corrected}
     depth = _freezegun.call_stack_inspection_limit
-    _install(corrected)
-    try:
+    with contextlib.ExitStack() as corrections:
+        for (owner, name), value in corrected.items():
+            corrections.enter_context(mock.patch.object(owner, name, value))
         with freeze_time(instant, tick=False, ignore=REAL_TIME_MODULES) as factory:
             # Real time only for a call that a module on freezegun's ignore list makes itself:
             # freezegun looks 5 frames up, and a handler that a worker thread runs near
@@ -166,5 +162,3 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
                 yield factory
             finally:
                 _freezegun.call_stack_inspection_limit = depth
-    finally:
-        _install(originals)
