@@ -38,8 +38,7 @@ DEFAULT_SCHEDULE_TIME = "2026-01-01T00:00:00.000Z"
 
 
 def _schedule_header(value: str | datetime) -> str:
-    """The ``X-CloudScheduler-ScheduleTime`` a façade sends for ``value``: text as it is, an aware
-    datetime as Cloud Scheduler writes it; ``NaiveDatetimeError`` for a naive one."""
+    """The ``X-CloudScheduler-ScheduleTime`` a façade sends for ``value``."""
     return value if isinstance(value, str) else format_schedule_time(value)
 
 
