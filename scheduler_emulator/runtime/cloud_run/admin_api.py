@@ -224,11 +224,11 @@ class CloudRunAdminApi:
         if self.tokens is not None and self.tokens.lookup(token) is None:  # none is minted as ""
             refusal = unauthenticated(authorization, f"google.cloud.run.{method}")
             return _json(refusal, 401, **_CHALLENGE)
+        if (v1 or match["verb"]) and request.method != "POST":
+            raise NotFound(f"The method {request.method} {path} is not found.")
         if v1 is not None:
             host = CLOUD_RUN_REGIONAL_HOST.match((request.host or "").split(":")[0])
             location = host["region"] if host else self.default_location
-            if request.method != "POST":
-                raise NotFound(f"The method {request.method} {path} is not found.")
             job = self.cloud_run.find(v1["project"], location, v1["job"])
             execution = self._run(job, request, v1=True)
             return _json(v1_execution(execution) if execution else {})
@@ -245,8 +245,6 @@ class CloudRunAdminApi:
             return _json({"executions": [v2_execution(e) for e in reversed(executions)]})
         job = self.cloud_run.find(project, location, match["job"])
         if match["verb"]:
-            if request.method != "POST":
-                raise NotFound(f"The method {request.method} {path} is not found.")
             execution = self._run(job, request, v1=False)
             if execution is None:  # validateOnly: checked, nothing runs
                 operation = f"projects/{project}/locations/{location}/operations/{uuid.uuid4()}"
