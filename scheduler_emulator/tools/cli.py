@@ -118,13 +118,11 @@ def _directory(text: str) -> Path:
 
 
 def _whole_options(default: int, smallest: int = 1, metavar: str = "N") -> dict[str, Any]:
-    """The argparse options of a whole-number flag (:func:`whole_number`)."""
     type_ = functools.partial(whole_number, smallest=smallest)
     return dict(type=type_, default=default, metavar=metavar)
 
 
 def _id_argument(check: Callable[..., object]) -> Callable[[str], Any]:
-    """An argparse ``type`` for a project or location ID: ``check`` names it "the value"."""
     return rule_argument(functools.partial(check, field="the value"))
 
 
