@@ -50,7 +50,6 @@ STOP_GRACE_SECONDS = 10.0
 CLOSE_GRACE_SECONDS = 1.5
 #: The states an execution is listed in.
 EXECUTION_STATES = ("RUNNING", "SUCCEEDED", "FAILED", "INTERRUPTED")
-_ID_CHARS = string.ascii_lowercase + string.digits
 
 
 @dataclass
@@ -383,7 +382,7 @@ class CloudRun:
         if self._closing:
             raise InvalidArgument("The emulator is stopping; no execution starts.")
         job = job.with_overrides(overrides or RunOverrides())
-        suffix = "".join(self.ids.choices(_ID_CHARS, k=5))
+        suffix = "".join(self.ids.choices(string.ascii_lowercase + string.digits, k=5))
         execution = Execution(
             name=f"{job.name}/executions/{job.job_id}-{suffix}",
             job=job,
