@@ -47,6 +47,8 @@ __all__ = [
     "CloudRunJob",
     "RunOverrides",
     "TaskRules",
+    "execution_reason",
+    "execution_summary",
     "parse_cloud_run_job",
     "parse_run_request",
 ]
@@ -475,3 +477,39 @@ class TaskRules:
         if len(self.succeeded) == self.task_count:
             return "SUCCEEDED"
         return "RUNNING"
+
+
+def execution_reason(record: Mapping[str, Any]) -> str:
+    """Why an execution did not succeed, from its record (``GET /_emulator/executions``): the
+    first failed task's (by index) last failed attempt's last line of stderr (else how it was
+    stopped, or its exit status), and how many tasks it never started — the same whichever of
+    the tasks running at once failed first; ``""`` for a succeeded or running one.
+
+    >>> execution_reason({"state": "FAILED", "cancelledCount": 1, "taskAttempts": [
+    ...     {"index": 0, "attempt": 0, "exitCode": 1, "stderr": "Traceback…\\nno luck\\n"}]})
+    'task 0: no luck; 1 task(s) never started (cancelled)'
+    """
+    failures: dict[int, str] = {}
+    if record["state"] != "SUCCEEDED":
+        for attempt in sorted(
+            record.get("taskAttempts", []), key=lambda a: (a["index"], a.get("attempt", 0))
+        ):
+            shown = attempt.get("stopped") or str(attempt.get("exitCode", "…"))
+            if shown not in ("0", "…"):
+                said = str(attempt.get("stderr") or "").strip().splitlines()
+                stopped = shown in ("timeout", "interrupted")
+                failures[attempt["index"]] = f"task {attempt['index']}: " + (
+                    shown if stopped else said[-1] if said else f"exit {shown}"
+                )
+    reason = failures[min(failures)] if failures else ""
+    if cancelled := record.get("cancelledCount"):  # never started: a failure came first
+        reason += f"{'; ' if reason else ''}{cancelled} task(s) never started (cancelled)"
+    return reason
+
+
+def execution_summary(record: Mapping[str, Any]) -> str:
+    """An execution's state, the tasks that succeeded of all and :func:`execution_reason`, from
+    its record: ``"FAILED (2 / 3 tasks; task 2: locked)"``, ``"SUCCEEDED (3 / 3 tasks)"``."""
+    reason = execution_reason(record)
+    complete = f"{record['succeededCount']} / {record['taskCount']}"
+    return f"{record['state']} ({complete} tasks{'; ' + reason if reason else ''})"

@@ -133,6 +133,8 @@ class Emulator(AttemptAssertions):
             ],
         )
         self.cloud_run_api = CloudRunAdminApi(self.cloud_run, None, options.location)  # no token
+        if attempt_log is not None:
+            self.cloud_run.on_end = attempt_log.execution_ended
         google_apis = GoogleApisTransport(
             CloudRunAdminApi(self.cloud_run, self.tokens, options.location), transport
         )

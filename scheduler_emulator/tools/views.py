@@ -41,6 +41,7 @@ from typing import IO, Any
 
 from ..clients import EMULATOR_HOST_VARIABLE
 from ..domain.attempts import Attempt, iso
+from ..domain.cloud_run import execution_reason, execution_summary
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.timezones import resolve_time_zone
@@ -687,27 +688,16 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
     """The cells of the ``executions`` table (:data:`EXECUTION_HEADERS`), from
     ``GET /_emulator/executions`` records; COMPLETE is the tasks that succeeded of all (``2 / 3``,
     as ``gcloud run jobs executions list`` shows it); EXIT CODES lists each task's attempts in order
-    (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout); REASON,
-    for an execution that did not succeed, the first failed task's (by index) last failed
-    attempt's last line of stderr (else how it ended), and how many tasks it never started:
-    the same whichever of tasks running at once failed first."""
+    (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout); REASON
+    is :func:`~scheduler_emulator.domain.cloud_run.execution_reason`."""
     rows = []
     for record in records:
         codes: dict[int, list[str]] = {}
-        failures: dict[int, str] = {}
-        tried = record.get("taskAttempts", [])
-        for attempt in sorted(tried, key=lambda a: (a["index"], a.get("attempt", 0))):
+        for attempt in sorted(
+            record.get("taskAttempts", []), key=lambda a: (a["index"], a.get("attempt", 0))
+        ):
             shown = attempt.get("stopped") or str(attempt.get("exitCode", "…"))
             codes.setdefault(int(attempt["index"]), []).append(shown)
-            if shown not in ("0", "…") and record["state"] != "SUCCEEDED":
-                said = str(attempt.get("stderr") or "").strip().splitlines()
-                stopped = shown in ("timeout", "interrupted")
-                failures[attempt["index"]] = f"task {attempt['index']}: " + (
-                    shown if stopped else said[-1] if said else f"exit {shown}"
-                )
-        reason = failures[min(failures)] if failures else ""
-        if cancelled := record.get("cancelledCount"):  # never started: a failure came first
-            reason += f"{'; ' if reason else ''}{cancelled} task(s) never started (cancelled)"
         rows.append(
             [
                 str(record["createTime"]),
@@ -716,7 +706,7 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
                 f"{record['succeededCount']} / {record['taskCount']}",
                 " ".join(f"{i}:{','.join(c)}" for i, c in sorted(codes.items())) or "-",
                 str(record.get("schedulerJob") or "-"),
-                reason,
+                execution_reason(record),
             ]
         )
     return rows
@@ -811,9 +801,7 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     out.flush()  # (its :run is answered 200 whatever the execution does)
     while (execution := client.get(f"/_emulator/executions/{started[1]}"))["state"] == "RUNNING":
         time.sleep(WAIT_INTERVAL)
-    *_, complete, _, _, why = execution_rows([execution])[0]
-    out.write(f"execution {started[1]} ended: {execution['state']} ({complete} tasks"
-              f"{'; ' + why if why else ''})\n")  # fmt: skip
+    out.write(f"execution {started[1]} ended: {execution_summary(execution)}\n")
     return 0 if execution["state"] == "SUCCEEDED" else 1
 
 

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
@@ -328,6 +328,8 @@ class CloudRun:
         :class:`random.Random` makes them the same from run to run (``replay`` does).
     :ivar workdir: the folder tasks start in (relative commands resolve there); ``None``: this
         process's (``replay`` gives the scenario's folder).
+    :ivar on_end: called with each execution's record (:meth:`Execution.to_json`) once it has
+        ended (the text execution log's line).
     """
 
     def __init__(self, clock: Clock, store: ExecutionStore, jobs: Iterable[CloudRunJob]) -> None:
@@ -335,6 +337,7 @@ class CloudRun:
         self.store = store
         self.ids: random.Random = secrets.SystemRandom()
         self.workdir: Path | None = None
+        self.on_end: Callable[[dict[str, Any]], None] | None = None
         self._jobs = {job.name: job for job in jobs}
         self._threads: list[threading.Thread] = []
         self._processes: set[subprocess.Popen[bytes]] = set()
@@ -453,9 +456,11 @@ class CloudRun:
             threading.Thread(target=run_task, args=(attempt,), daemon=True).start()
         if self._closing and not rules.done:
             self.store.interrupt(execution, real_now())
-            return
-        execution.state, execution.completion_time = rules.state, real_now()
-        self.store.save(execution)
+        else:
+            execution.state, execution.completion_time = rules.state, real_now()
+            self.store.save(execution)
+        if self.on_end is not None:
+            self.on_end(execution.to_json())
 
     def _run_attempt(self, execution: Execution, attempt: TaskAttempt) -> None:
         job = execution.job

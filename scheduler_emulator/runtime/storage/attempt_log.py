@@ -24,9 +24,12 @@ import json
 import logging
 import threading
 from collections import deque
+from collections.abc import Mapping
 from typing import IO, Any
 
 from ...domain.attempts import Attempt, iso
+from ...domain.cloud_run import execution_reason
+from ...domain.codec import parse_timestamp
 from .._options import CACHED_JOBS
 
 _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
@@ -78,11 +81,38 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     reason = attempt.reason
     columns = [iso(attempt.start_time) or "", attempt.job_id, f"attempt {attempt.attempt}",
                attempt.outcome, latency]  # fmt: skip
+    return _aligned(columns, widths) + sent + notes + (f"  reason: {reason}" if reason else "")
+
+
+def execution_line(record: Mapping[str, Any], widths: list[int] | None = None) -> str:
+    """One readable line (no newline) for an ended Cloud Run execution (``record``: ``GET
+    /_emulator/executions``'s), in :func:`text_line`'s columns: its creation (the emulator's
+    clock, as the attempt that started it), Cloud Run job ID, execution ID, state and the tasks
+    that succeeded of all, how long from its first task's start to its end, the scheduler job
+    that started it, and :func:`~scheduler_emulator.domain.cloud_run.execution_reason`."""
+    tasks, end = record["taskAttempts"], record.get("completionTime")
+    took = "-"
+    if tasks and end:
+        seconds = (parse_timestamp(end) - parse_timestamp(tasks[0]["startTime"])).total_seconds()
+        took = f"{round(seconds * 1000)} ms"
+    columns = [record["createTime"], record["job"].rsplit("/", 1)[-1],
+               f"execution {record['name'].rsplit('/', 1)[-1]}",
+               f"{record['state']} ({record['succeededCount']} / {record['taskCount']} tasks)",
+               took]  # fmt: skip
+    by = record.get("schedulerJob", "").rsplit("/", 1)[-1]
+    started = f"  scheduler job {by}" if by else ""
+    reason = execution_reason(record)
+    return _aligned(columns, widths) + started + (f"  reason: {reason}" if reason else "")
+
+
+def _aligned(columns: list[str], widths: list[int] | None) -> str:
+    """``columns`` joined by two spaces, each padded to the widest of its column so far (the
+    last right-aligned), ``widths`` updated."""
     if widths is not None:
         for index, cell in enumerate(columns):
             widths[index] = width = max(widths[index], len(cell))
             columns[index] = cell.rjust(width) if index == 4 else cell.ljust(width)
-    return "  ".join(columns) + sent + notes + (f"  reason: {reason}" if reason else "")
+    return "  ".join(columns)
 
 
 class AttemptLog:
@@ -90,7 +120,8 @@ class AttemptLog:
 
     :param stream: a writable text stream (``sys.stdout`` or an open file).
     :param format: ``"json"`` (the default): the Cloud Logging entries, AttemptStarted and
-        AttemptFinished; ``"text"``: one :func:`text_line` per finished attempt.
+        AttemptFinished; ``"text"``: one :func:`text_line` per finished attempt, and one
+        :func:`execution_line` per ended Cloud Run execution (:meth:`execution_ended`).
     :param flush_interval: ``None`` (the default): each line is written and flushed before the
         call returns (what a manual clock needs). Seconds: one writer thread writes the queued
         lines in one write and flush at most this long after the first (the daemon on a system
@@ -231,6 +262,13 @@ class AttemptLog:
             return
         line = self._lines.finished(attempt, target_type)
         self._write(line if line is not None else self.finished_entry(attempt, target_type))
+
+    def execution_ended(self, record: Mapping[str, Any]) -> None:
+        """Log a Cloud Run execution's end: its :func:`execution_line` in the text format;
+        nothing in the JSON format, which holds Cloud Scheduler's entries (Cloud Run's own log
+        has the execution's)."""
+        if self._text:
+            self._write(execution_line(record, self._widths))
 
     def finished_entry(self, attempt: Attempt, target_type: str = "HTTP") -> dict[str, Any]:
         """The AttemptFinished entry of ``attempt`` as a dict (what :meth:`finished` writes)."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
+import re
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from freezegun import freeze_time
 
 from scheduler_emulator import Emulator, ManualClock
+from scheduler_emulator.runtime import AttemptLog
 from scheduler_emulator.runtime.cloud_run.executions import ExecutionStore
 from scheduler_emulator.runtime.delivery.transports import DeliveryRequest, TransportResult
 from scheduler_emulator.tools import views
@@ -182,6 +185,34 @@ class TestScheduledExecution:
         assert views.execution_rows([record])[0][-1] == (
             "task 0: no luck; 1 task(s) never started (cancelled)"
         )
+
+    @pytest.mark.parametrize("log_format", ["text", "json"])
+    def test_the_text_log_has_a_line_for_each_execution_end(
+        self, tasks: Tasks, log_format: str
+    ) -> None:
+        """Trial 78: the text execution log said the scheduler attempt succeeded and nothing of
+        the execution it started failing. The JSON log keeps Cloud Scheduler's entries only."""
+        log = io.StringIO()
+        job = cloud_run_job(tasks.folder, mode="fail", maxRetries=0, taskCount=2, parallelism=1)
+        with emulator_for(job, attempt_log=AttemptLog(log, log_format)) as emulator:
+            emulator.create_job(nightly(**OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            [execution] = emulator.cloud_run.store.list()
+        lines = log.getvalue().splitlines()
+        if log_format == "json":
+            assert [json.loads(line)["jsonPayload"]["jobName"][-7:] for line in lines] == [
+                "nightly",
+                "nightly",
+            ]
+            return
+        attempt, ended = lines
+        assert attempt.split()[:5] == ["2026-09-24T02:00:00Z", "nightly", "attempt", "1", "OK"]
+        assert re.fullmatch(
+            rf"2026-09-24T02:00:00Z  export   execution {execution.execution_id}  "
+            r"FAILED \(0 / 2 tasks\)  +\d+ ms  scheduler job nightly  "
+            r"reason: task 0: no luck; 1 task\(s\) never started \(cancelled\)",
+            ended,
+        ), ended
 
     def test_a_task_past_its_timeout_is_stopped(self, tasks: Tasks) -> None:
         job = cloud_run_job(tasks.folder, mode="hang", maxRetries=0, timeout="1s")
