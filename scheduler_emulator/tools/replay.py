@@ -625,14 +625,15 @@ def replay_recording(
     :param compress_gaps: cap on each wait in seconds (``None``: recorded spacing).
     :param transport: real HTTP by default.
     :param clock: what waits go through (tests: a fake clock).
-    :raises ConfigurationError: for an unreadable recording or a bad target URL.
+    :raises ConfigurationError: for an unreadable recording, a bad target URL or one where
+        nothing answers.
     :return: 0 when the target answered every request, 1 when one got no answer.
     """
     _check_target(target)
     if compress_gaps is not None and compress_gaps < 0:
         raise ConfigurationError(f"--compress-gaps must not be negative; got {compress_gaps:g}.")
     recording = load_recording(path)
-    _warn_if_nothing_answers(target)
+    _refuse_if_nothing_answers(target)
     err = err if err is not None else sys.stderr
     for warning in recording.warnings:
         err.write(warning + "\n")
@@ -685,19 +686,22 @@ def _check_target(target: str) -> None:
         )
 
 
-def _warn_if_nothing_answers(url: str) -> None:
-    """Warn on stderr when nothing accepts a connection at ``url``'s host and port (within
-    2 s): every attempt sent there would fail the same way."""
+def _refuse_if_nothing_answers(url: str) -> None:
+    """Refuse to replay when nothing accepts a connection at ``url``'s host and port (within
+    2 s): every attempt would fail the same way, and an unmet expectation (exit 1) would read
+    like the service's fault (trial 82: a service that had not started).
+
+    :raises ConfigurationError: naming the URL and the connection's error.
+    """
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         socket.create_connection((parts.hostname or "", port), timeout=2).close()
     except OSError as exc:
-        print(
-            f"warning: nothing answers at {url} ({exc.strerror or exc}): every attempt sent "
-            "there fails until a service listens.",
-            file=sys.stderr,
-        )
+        raise ConfigurationError(
+            f"nothing answers at {url} ({exc.strerror or exc}): start the service first "
+            "(replay sends every attempt there, and none would reach it)."
+        ) from None
 
 
 # ------------------------------------------------------------------------------- scenarios
@@ -720,7 +724,8 @@ def replay_scenario(
     :param seed: replaces the fault plan's seed.
     :param progress: show a progress line (default: when ``out`` is a terminal).
     :param report_file: also write the HTML report (:mod:`~scheduler_emulator.tools.report`) here.
-    :raises ConfigurationError: for an invalid scenario or an app that cannot be loaded.
+    :raises ConfigurationError: for an invalid scenario, an app that cannot be loaded, or a
+        target URL where nothing answers.
     :raises OSError: when the report cannot be written.
     :return: 0 when every expectation holds, 1 otherwise.
     """
@@ -728,7 +733,7 @@ def replay_scenario(
         _check_target(target)
     scenario = load_scenario(path)
     if (url := target or scenario.target.url) is not None:
-        _warn_if_nothing_answers(url)
+        _refuse_if_nothing_answers(url)
     plan = scenario.fault_plan()
     for note in plan.shadowed() + plan.unmatched(job.job_id for job in scenario.jobs):
         print(f"warning: {path}: faults: {note}", file=sys.stderr)

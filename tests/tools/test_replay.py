@@ -351,21 +351,18 @@ class TestReplayAgainstATarget:
         assert "gaps capped at 0s (waits 0s in all)" in out
         assert out.splitlines()[5].split()[2:4] == ["5s", "0s"]
 
-    def test_a_target_that_does_not_answer_exits_1(self, tmp_path: Path) -> None:
+    def test_a_target_that_does_not_answer_is_refused_before_the_run(self, tmp_path: Path) -> None:
+        """Trial 82: a service that had not started made every attempt UNAVAILABLE and the
+        replay exit 1, as an unmet expectation does; it is refused (exit 2), nothing sent."""
         path = write_json(tmp_path, EXPORT[1:3])
         with refusing_url() as url:
             code, out, err = run_cli(
                 "replay", "--attempts", str(path), "--target", url, "--compress-gaps"
             )
-        assert code == 1
-        # said before the run (a trial found it only in every row of the table)
+        assert (code, out) == (2, "")
         assert err == (
-            f"warning: nothing answers at {url} (Connection refused): every attempt sent there "
-            "fails until a service listens.\n"
-        )
-        assert "- UNAVAILABLE (" in out
-        assert out.endswith(
-            "1 sent; 0 answered (0 with the recorded status), 1 without an answer.\n"
+            f"error: nothing answers at {url} (Connection refused): start the service first "
+            "(replay sends every attempt there, and none would reach it).\n"
         )
 
 

@@ -605,19 +605,21 @@ class TestReplay:
         assert "Probe failed: GET /missing answered 404" in out
         assert "  ✗ hourly: probe.deliveries == 3 (observed ?; GET /missing answered 404)" in out
 
-    def test_a_probe_where_nothing_answers_says_so_in_one_line(self, tmp_path: Path) -> None:
-        """A trial: the probe's failure was requests' whole ``HTTPConnectionPool(…) Max retries
-        exceeded … NewConnectionError(…)`` text, printed four times."""
+    def test_a_target_where_nothing_answers_is_refused_before_the_run(self, tmp_path: Path) -> None:
+        """Trial 82: a service that had not started made every attempt UNAVAILABLE, printed
+        ``✓ runs == 4`` and exited 1 like a handler's bug; it is refused (exit 2), given with
+        ``--target`` or as the file's ``target.url``."""
         from tests.support import refusing_url
 
         text = HOURLY + "expect:\n  hourly: {probe: {deliveries: 3}}\n"
         with refusing_url() as url:
+            said = f"error: nothing answers at {url} (Connection refused): start the service first"
             code, out, err = replay(str(write(tmp_path, text)), "--target", url)
-            assert code == 1
-            assert f"Probe failed: GET /count failed: nothing answers at {url}/count\n" in out
-            assert f"warning: nothing answers at {url} (Connection refused)" in err  # before
-            code, _, err = replay(str(write(tmp_path, text.replace("app:", f"url: {url}\n  #"))))
-            assert f"warning: nothing answers at {url} (Connection refused)" in err  # the file's
+            assert (code, out) == (2, "")
+            assert err.startswith(said), err
+            code, out, err = replay(str(write(tmp_path, text.replace("app:", f"url: {url}\n  #"))))
+            assert (code, out) == (2, "")
+            assert err.startswith(said), err
 
     def test_a_probe_path_without_a_target_is_refused_before_anything_runs(
         self, tmp_path: Path
