@@ -431,6 +431,12 @@ def _parse_english(text: str, tokens: list[str]) -> tuple[_Matcher | None, int, 
         raise unsupported
     every_day = set(range(7))
     all_months = set(range(1, 13))
+    in_words = not (tokens[1].isdigit() and tokens[1].isascii())
+    if tokens[0] == "every" and tokens[2] in ("minutes", "mins", "hours") and in_words:
+        raise _schedule_error(  # (trial 82: it said 'minutes' is not a time of day)
+            f"Schedule {text!r}: an interval's number is written in digits (every 5 "
+            f"{tokens[2]}); got {tokens[1]!r}."
+        )
     if tokens[0] == "every" and tokens[1].isdigit() and tokens[1].isascii():
         if len(tokens[1]) > 6 or int(tokens[1]) == 0:
             raise _schedule_error(
