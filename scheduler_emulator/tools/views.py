@@ -24,6 +24,7 @@ unless ``NO_COLOR`` is set.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import re
@@ -769,6 +770,8 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
                 ids = [job["name"].rsplit("/", 1)[-1] for job in page.get("jobs", [])]
                 more = ", …" if page.get("nextPageToken") else ""
                 there = f" Jobs in {parent}: {', '.join(ids) or 'none'}{more}."
+                if near := difflib.get_close_matches(args.job, ids, n=1):  # (trial 82)
+                    there += f" Did you mean {near[0]!r}?"
             raise ConfigurationError(f"job {args.job!r}: {exc}{there}") from None
     else:
         when = iso(args.schedule_time)

@@ -124,6 +124,7 @@ def test_run_as_of_refuses_a_bad_instant_and_an_unknown_job(scene: tuple[Daemon,
     code, _, err = run_cli("run", "berlim", "--port", port)  # trial 60: which jobs are there?
     assert code == 2 and err.startswith("error: job 'berlim': Job not found.")
     assert "Jobs in projects/" in err and "berlin" in err.split("Jobs in ")[1]
+    assert err.endswith(" Did you mean 'berlin'?\n"), err  # trial 82
     answer = daemon.post("/_emulator/runs", {"job": "nope", "scheduleTime": "2026-01-01T00:00:00Z"})
     assert answer.status_code == 404
     answer = daemon.post("/_emulator/runs", {"job": "berlin", "scheduleTime": "soon"})

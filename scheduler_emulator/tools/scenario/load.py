@@ -45,6 +45,7 @@ from .model import (
     parse_instant,
     problem,
     show,
+    unknown_key,
 )
 
 __all__ = [
@@ -101,7 +102,7 @@ def _document(
                 problem(
                     path,
                     str(key),
-                    f"unknown key (known: {', '.join(TOP_LEVEL_KEYS)}); got {show(key)}.",
+                    unknown_key(key, TOP_LEVEL_KEYS),
                 )
             )
     merged: dict[str, tuple[Any, Path]] = {}
@@ -379,7 +380,7 @@ def _step(entry: Any, where: str, source: Path, job_ids: _JobIds) -> Step:
         )
     ((kind, raw),) = entry.items()
     if kind not in STEP_KINDS:
-        raise problem(source, f"{where}.{kind}", f"unknown step (known: {', '.join(STEP_KINDS)}).")
+        raise problem(source, f"{where}.{kind}", unknown_key(kind, STEP_KINDS, "step"))
     try:
         parsed: timedelta | datetime | str
         if kind == "advance":
@@ -413,7 +414,7 @@ def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
         return {}
     for key in value:
         if key not in ("seed", "rules"):
-            problems.add(problem(source, f"faults.{key}", "unknown key (known: seed, rules)."))
+            problems.add(problem(source, f"faults.{key}", unknown_key(key, ("seed", "rules"))))
     seed = value.get("seed", 0)
     try:
         check_seed(seed)
@@ -465,7 +466,7 @@ def _target(value: Any, source: Path, problems: _Problems) -> TargetSpec:
     for key in value:
         if key not in ("base_url", "app", "url"):
             problems.add(
-                problem(source, f"target.{key}", "unknown key (known: base_url, app, url).")
+                problem(source, f"target.{key}", unknown_key(key, ("base_url", "app", "url")))
             )
     if "app" in value and "url" in value:
         problems.add(
@@ -495,7 +496,9 @@ def _probe(value: Any, source: Path, problems: _Problems) -> ProbeSpec | None:
         return None
     for key in value:
         if key not in ("path", "url", "fields"):
-            problems.add(problem(source, f"probe.{key}", "unknown key (known: path, url, fields)."))
+            problems.add(
+                problem(source, f"probe.{key}", unknown_key(key, ("path", "url", "fields")))
+            )
     location = value.get("path", value.get("url"))
     if not isinstance(location, str) or not location.startswith(("/", "http://", "https://")):
         problems.add(
@@ -575,11 +578,9 @@ def _expectations(
             elif key in ("runs", "attempts", "executions") or (named and dot):
                 pairs = [(str(key), raw)]
             else:
-                known = "runs, attempts, codes, statuses, executions, probe"
+                known = ("runs", "attempts", "codes", "statuses", "executions", "probe")
                 said = (
-                    f"expected name: check; got {show(raw)}."
-                    if named
-                    else f"unknown key (known: {known})."
+                    f"expected name: check; got {show(raw)}." if named else unknown_key(key, known)
                 )
                 problems.add(problem(source, f"expect.{job}.{key}", said))
                 continue

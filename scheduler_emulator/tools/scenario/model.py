@@ -3,9 +3,10 @@ checks, and the parsing of durations and instants they use."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -83,6 +84,18 @@ def show(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat()
     return show_value(value)
+
+
+def unknown_key(key: Any, known: Sequence[str], what: str = "key") -> str:
+    """The problem of a ``key`` a scenario file has no use for, with the one meant when one of
+    ``known`` is close (trial 82: ``step:`` for ``steps:``)::
+
+        >>> unknown_key("step", ("start", "steps", "expect"))
+        'unknown key "step"; did you mean "steps"? (known: start, steps, expect).'
+    """
+    near = difflib.get_close_matches(str(key), list(known), n=1)
+    hint = f"; did you mean {show(near[0])}?" if near else ""
+    return f"unknown {what} {show(key)}{hint} (known: {', '.join(known)})."
 
 
 def problem(source: Path | str, path: str, message: str) -> ConfigurationError:

@@ -243,9 +243,14 @@ class TestValidation:
             ),
             pytest.param(
                 {"expect": "{hourly: {sweeps: 1}}"},
-                "expect.hourly.sweeps: unknown key (known: runs, attempts, codes, statuses, "
-                "executions, probe)",
+                'expect.hourly.sweeps: unknown key "sweeps" (known: runs, attempts, codes, '
+                "statuses, executions, probe)",
                 id="expect-key",
+            ),
+            pytest.param(  # trial 82: the near key named
+                {"expect": "{hourly: {run: 1}}"},
+                'expect.hourly.run: unknown key "run"; did you mean "runs"? (known: runs,',
+                id="expect-key-near",
             ),
             pytest.param(
                 {"expect": "{hourly: {codes: {OK: 1}, codes.OK: 2}}"},  # (a trial's contradiction)
