@@ -685,12 +685,13 @@ def _run_reason(run: dict[str, Any], reason: str, attempts: Sequence[dict[str, A
     return "; ".join(filter(None, [*notes, reason]))
 
 
-def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
+def execution_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
     """The cells of the ``executions`` table (:data:`EXECUTION_HEADERS`), from
     ``GET /_emulator/executions`` records; COMPLETE is the tasks that succeeded of all (``2 / 3``,
     as ``gcloud run jobs executions list`` shows it); EXIT CODES lists each task's attempts in order
     (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout); REASON
-    is :func:`~scheduler_emulator.domain.cloud_run.execution_reason`."""
+    is :func:`~scheduler_emulator.domain.cloud_run.execution_reason`; CREATED as :func:`cut`
+    (to the millisecond unless ``wide``, as the other tables)."""
     rows = []
     for record in records:
         codes: dict[int, list[str]] = {}
@@ -701,7 +702,7 @@ def execution_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
             codes.setdefault(int(attempt["index"]), []).append(shown)
         rows.append(
             [
-                str(record["createTime"]),
+                cut(str(record["createTime"]), wide),
                 str(record["name"]).rsplit("/", 1)[-1],
                 str(record["state"]),
                 f"{record['succeededCount']} / {record['taskCount']}",
@@ -853,7 +854,7 @@ def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
     records = list(deque(listed, maxlen=args.last))
     if args.json:
         return _print_json(out, records)
-    rows = execution_rows(records)
+    rows = execution_rows(records, args.wide)
     return _print_table(out, EXECUTION_HEADERS, rows, "(no executions)", args.wide)
 
 

@@ -725,6 +725,19 @@ def test_the_executions_header_keeps_to_one_line_at_120_columns() -> None:
     assert rows[0][header.index("SCHEDULER JOB") :].startswith("nightly-")
 
 
+def test_an_executions_created_time_is_cut_to_the_millisecond_unless_wide() -> None:
+    """Trial 84: CREATED showed microseconds where every other table cuts to milliseconds."""
+    record = {
+        "name": "x/executions/export-7xk2p",
+        "createTime": "2026-12-06T06:08:02.585766Z",
+        "state": "SUCCEEDED",
+        "taskCount": 1,
+        "succeededCount": 1,
+    }
+    assert execution_rows([record])[0][0] == "2026-12-06T06:08:02.585Z"
+    assert execution_rows([record], wide=True)[0][0] == "2026-12-06T06:08:02.585766Z"
+
+
 #: A failed execution whose last line of stderr runs to 200 characters.
 SAID = "ValueError: " + " ".join(["no rows to export for bucket exports-2026"] * 5)
 FAILED_EXPORT = {"name": "projects/p/locations/l/jobs/export/executions/export-1",
