@@ -266,6 +266,16 @@ class TestBatchedWrites:
         log.close()
         assert "execution log lines not written: [Errno 28] No space left" in caplog.text
 
+    def test_a_cloud_run_executions_line_the_stream_refuses_is_reported_not_raised(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The line is written on the execution's own thread, which must go on to end."""
+        record = {"name": "j/executions/export-x7k2p", "job": "j/export", "state": "SUCCEEDED",
+                  "createTime": "2026-12-06T02:00:00Z", "taskCount": 1, "succeededCount": 1,
+                  "taskAttempts": []}  # fmt: skip
+        AttemptLog(FullDisk(), "text").execution_ended(record)
+        assert "execution log lines not written: [Errno 28] No space left" in caplog.text
+
     @pytest.mark.parametrize("interval", [0, -1.0, float("nan")])
     def test_a_non_positive_interval_is_refused(self, interval: float) -> None:
         with pytest.raises(ValueError, match="flush_interval"):

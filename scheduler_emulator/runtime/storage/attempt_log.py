@@ -266,9 +266,13 @@ class AttemptLog:
     def execution_ended(self, record: Mapping[str, Any]) -> None:
         """Log a Cloud Run execution's end: its :func:`execution_line` in the text format;
         nothing in the JSON format, which holds Cloud Scheduler's entries (Cloud Run's own log
-        has the execution's)."""
+        has the execution's). A stream that cannot take it is reported (logged), not raised:
+        the execution is recorded all the same."""
         if self._text:
-            self._write(execution_line(record, self._widths))
+            try:
+                self._write(execution_line(record, self._widths))
+            except (OSError, ValueError) as exc:  # a full disk, a closed stream
+                logger.error(_LOST, exc)
 
     def finished_entry(self, attempt: Attempt, target_type: str = "HTTP") -> dict[str, Any]:
         """The AttemptFinished entry of ``attempt`` as a dict (what :meth:`finished` writes)."""
