@@ -27,7 +27,7 @@ from .. import __version__
 from ..clients import EMULATOR_HOST_VARIABLE, emulator_host
 from ..domain.codec import same_configuration
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
-from ..domain.names import check_location_id, check_project_id
+from ..domain.names import JOB_ID_RE, check_location_id, check_project_id
 from ..domain.resources import Job
 from ..domain.schedule import DEFAULT_DST_POLICY, DST_POLICIES, parse_schedule
 from ..realtime import real_time
@@ -367,7 +367,7 @@ def cmd_next(args: argparse.Namespace, out: IO[str]) -> int:
     except ApiError as exc:  # the flag or argument and why, not Google's summary
         culprit = "--time-zone" if exc.field == "timeZone" else "SCHEDULE"
         hint = ""
-        if culprit == "SCHEDULE" and " " not in args.schedule.strip():  # a job's ID, perhaps
+        if culprit == "SCHEDULE" and JOB_ID_RE.fullmatch(args.schedule.strip()):  # a job's?
             hint = (
                 f" (a daemon's job's next fire times, on its clock: `scheduler-emulator jobs "
                 f"--name {args.schedule.strip()} --json`, nextFireTimes)"

@@ -509,8 +509,9 @@ def test_next_given_a_job_id_says_where_a_daemons_jobs_next_times_are(
     error = capsys.readouterr().err
     assert "SCHEDULE: Schedule 'ny-0130' has 1 fields" in error
     assert "`scheduler-emulator jobs --name ny-0130 --json`, nextFireTimes" in error
-    assert main(["next", "0 2 * *"]) == 2  # (a schedule's own slip: no such hint)
-    assert "--name" not in capsys.readouterr().err
+    for slip in ("0 2 * *", "@daily", "*/5"):  # a schedule's own slip, no job ID: no such hint
+        assert main(["next", slip]) == 2  # (trial 85: `jobs --name @daily` was suggested)
+        assert "--name" not in capsys.readouterr().err
 
 
 class TestLogFormat:
