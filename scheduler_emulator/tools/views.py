@@ -787,7 +787,8 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         # as named (maybe another project's job), and what it sent: a later run may send it too
         out.write(f"started a run of {args.job}, sending {sent}{paused}\n")
     else:
-        out.write(f"started a run of {args.job} as if scheduled at {when}\n")
+        shown = run["scheduleTime"] or when  # as the header reads: in the job's time zone
+        out.write(f"started a run of {args.job} as if scheduled at {shown}\n")
     if not args.wait:
         return 0
     out.flush()
