@@ -2,9 +2,10 @@
 
 - ``GET  /_emulator/health`` → 200 ``{"status": "ok", "pid": N}``
 - ``GET  /_emulator/config`` → ``{"project": …, "location": …, "clock": "system"|"manual",
-  "httpClient": "libcurl"|"http.client", "pubsubEmulatorHost": "HOST:PORT"}``, the daemon's
-  defaults for short job names (``scheduler-emulator env-init`` reads it), how it sends HTTP
-  attempts and, when it publishes to one, its Pub/Sub emulator
+  "dstPolicy": "absolute"|"vixie", "httpClient": "libcurl"|"http.client", "pubsubEmulatorHost":
+  "HOST:PORT"}``, the daemon's defaults for short job names (``scheduler-emulator env-init``
+  reads it), its DST policy, how it sends HTTP attempts and, when it publishes to one, its
+  Pub/Sub emulator
 - ``GET  /_emulator/clock`` → ``{"now": "<RFC 3339 UTC>", "mode": "system"|"manual"}``
 - ``POST /_emulator/clock:advance`` with ``{"seconds": N}`` (manual clock only) → ``{"now": …}``
 - ``POST /_emulator/clock:moveTo`` with ``{"time": "<RFC 3339>"}`` (manual clock only)
@@ -263,7 +264,8 @@ class Admin:
         return self.emulator.clock_mode
 
     def config(self, request: Request) -> dict[str, Any]:
-        """The defaults for short job names, the clock's mode, and (for a daemon delivering
+        """The defaults for short job names, the clock's mode, the DST policy (``dstPolicy``:
+        which runs a transition night fires, docs/schedules.md), and (for a daemon delivering
         over the network) ``httpClient``: ``"libcurl"`` or ``"http.client"``; ``grpc``: whether
         the ``[grpc]`` extra was installed when the daemon started, so its port serves gRPC
         beside REST."""
@@ -272,6 +274,7 @@ class Admin:
             "project": emulator.project,
             "location": emulator.location,
             "clock": self._mode(),
+            "dstPolicy": emulator.options.dst_policy,
             "grpc": self._grpc,
         }
         transport = emulator.transport

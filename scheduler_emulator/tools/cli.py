@@ -650,6 +650,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         clock_note += f" at {format_timestamp(emulator.now())}"
         clock_note += f" (resumed {daemon.resumed})" if daemon.resumed else ""
         clock_note += ", OIDC tokens on real time" if args.token_time == "real" else ""
+    if args.dst_policy != DEFAULT_DST_POLICY:  # (trial 85: two daemons fired different runs)
+        clock_note += f", DST policy {args.dst_policy}"
     out.write(
         f"scheduler-emulator listening on {daemon.url} "
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, "

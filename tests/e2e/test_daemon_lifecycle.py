@@ -144,3 +144,14 @@ class TestStopping:
         assert run.next_attempt_at is not None
         with running_daemon("--data-dir", str(data), "--jobs", str(jobs)) as again:
             assert ", 1 job with a retry pending (the first due " in again.first_line
+
+
+def test_a_daemon_says_which_dst_policy_it_uses() -> None:
+    """Trial 85: two daemons, one with ``--dst-policy vixie``, fired different runs on a
+    transition night with the same startup line and ``/_emulator/config``."""
+    with running_daemon("--in-memory", *MANUAL, "--dst-policy", "vixie") as daemon:
+        assert ", DST policy vixie, in memory" in daemon.first_line
+        assert daemon.get("/_emulator/config")["dstPolicy"] == "vixie"
+    with running_daemon("--in-memory", *MANUAL) as daemon:  # the default: not in the line
+        assert "DST policy" not in daemon.first_line
+        assert daemon.get("/_emulator/config")["dstPolicy"] == "absolute"

@@ -287,6 +287,7 @@ def test_config_names_the_default_project_and_location(client: Client) -> None:
         "project": "my-project",
         "location": "us-central1",
         "clock": "manual",
+        "dstPolicy": "absolute",  # trial 85: which one a daemon uses was nowhere to be seen
         "grpc": True,  # the [grpc] extra is in [test]
     }  # in-process delivery: no httpClient
 
