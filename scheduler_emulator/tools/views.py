@@ -295,11 +295,13 @@ class DaemonClient:
     """JSON calls to a running daemon's endpoints (``/_emulator/``, ``/v1/``), on one session.
 
     :param token: the daemon's ``--admin-token``, or ``None``.
-    :param timeout: seconds to wait for each answer.
+    :param timeout: seconds to wait for each answer (``None``: as long as it takes).
     :raises ConfigurationError: (exit 2) when no daemon answers, or it refuses the request.
     """
 
-    def __init__(self, host: str, port: int, token: str | None = None, timeout: float = 30) -> None:
+    def __init__(
+        self, host: str, port: int, token: str | None = None, timeout: float | None = 30
+    ) -> None:
         import requests
 
         self.base = f"http://{host_port(host, port)}"
@@ -333,6 +335,11 @@ class DaemonClient:
             response = self.session.request(
                 method, self.base + path, params=params, json=body, timeout=self.timeout
             )
+        except requests.ReadTimeout:  # (trial 86: it said no daemon answers, and one had)
+            raise ConfigurationError(
+                f"the scheduler-emulator at {self.base} did not answer {method} {path} within "
+                f"{self.timeout:g} s; it may still be carrying it out (see its log)."
+            ) from None
         except requests.RequestException as exc:
             unknown = "NameResolutionError" in repr(exc)  # urllib3's, inside requests' error
             raise ConfigurationError(
@@ -826,6 +833,7 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
     """
     client = DaemonClient(args.host, args.port, args.admin_token)
     due = client.get("/_emulator/clock").get("nextDue") if args.next else None
+    client.timeout = None  # a move waits for what it delivers, up to their attempt deadlines
     try:
         if args.advance is not None:
             seconds = args.advance.total_seconds()

@@ -9,6 +9,7 @@ import shlex
 import socket
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -623,3 +624,33 @@ def test_a_view_pointed_at_another_server_says_it_is_not_the_emulator(
                 assert "pass the --host and --port of its startup line" in err
                 assert err.startswith(f"error: {url}/_emulator/"), err  # the URL first
                 assert f" answered {status} " in err, err
+
+
+def test_a_slow_clock_move_is_waited_for_and_a_slow_answer_is_not_called_no_daemon(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 86: ``clock --advance`` gave up after 30 s saying no daemon answers, while the
+    daemon went on to finish the move (rerun, it would have moved the clock twice)."""
+    from werkzeug.wrappers import Request, Response
+
+    from scheduler_emulator.tools import views
+
+    slow = threading.Event()  # never set: each slow answer waits its bound out
+
+    @Request.application
+    def daemon(request: Request) -> Response:
+        if request.path != "/_emulator/clock":  # a move, or a listing: slower than the bound
+            slow.wait(0.5)
+        now = {"mode": "manual", "now": "2026-01-01T00:00:30Z", "nextDue": None}
+        return Response(json.dumps(now), content_type="application/json")
+
+    monkeypatch.setattr(views.DaemonClient.__init__, "__defaults__", (None, 0.2))
+    with serving(daemon) as url:  # type: ignore[arg-type]
+        port = url.rsplit(":", 1)[1]
+        assert main(["clock", "--port", port, "--advance", "30s"]) == 0
+        assert capsys.readouterr().out == "manual clock at 2026-01-01T00:00:30Z; nothing due\n"
+        assert main(["jobs", "--port", port]) == 2
+    assert capsys.readouterr().err == (
+        f"error: the scheduler-emulator at {url} did not answer GET /_emulator/jobs within "
+        "0.2 s; it may still be carrying it out (see its log).\n"
+    )
