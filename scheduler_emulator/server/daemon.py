@@ -189,10 +189,15 @@ class Daemon:
         if self.lock is not None:
             self.lock.note_port(self.server.server_port)
         # From here the port is open: a SIGTERM or SIGINT before run() still stops it cleanly.
+        # So does a SIGHUP (a closed terminal, trial 86: it killed the daemon on the spot),
+        # unless it is ignored (nohup).
         self._running = self._signal_before_run = False
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._signalled)
             signal.signal(signal.SIGINT, self._signalled)
+            hangup = getattr(signal, "SIGHUP", None)  # (none on Windows)
+            if hangup is not None and signal.getsignal(hangup) is signal.SIG_DFL:
+                signal.signal(hangup, self._signalled)
 
     @property
     def port(self) -> int:
@@ -208,8 +213,9 @@ class Daemon:
         """Start the engine and ``companions``, serve until :meth:`shutdown`, tear everything
         down and print the stop report (to ``err``).
 
-        In the main thread SIGTERM and SIGINT (handled from construction on) call
-        :meth:`shutdown`; a second one exits at once (the store is crash-safe).
+        In the main thread SIGTERM, SIGINT and SIGHUP (unless ignored: ``nohup``), handled from
+        construction on, call :meth:`shutdown`; a second one exits at once (the store is
+        crash-safe).
 
         :return: how many attempts the stop recorded as interrupted.
         """

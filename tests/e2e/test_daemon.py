@@ -133,12 +133,26 @@ class TestManualClockDaemon:
             assert answer.json()["error"]["status"] == "FAILED_PRECONDITION"
             assert daemon.get("/_emulator/clock")["mode"] == "system"
 
-    def test_sigterm_stops_the_daemon_cleanly(self) -> None:
+    @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+    def test_sigterm_and_sighup_stop_the_daemon_cleanly(self, signum: int) -> None:
+        """SIGHUP: a closed terminal (trial 86: it killed the daemon with no stop report)."""
         with running_daemon("--in-memory") as daemon:
-            assert daemon.stop(signal.SIGTERM) == 0
+            assert daemon.stop(signum) == 0
             assert daemon.process.stderr is not None
             stderr = daemon.process.stderr.read()
         assert "stopping: 0 attempt(s) in flight or queued.\n" in stderr  # says none
+
+    def test_an_ignored_sighup_stays_ignored(self) -> None:
+        """Started under ``nohup`` (SIGHUP ignored, inherited), a closed terminal leaves it."""
+        before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # inherited by the daemon
+        try:
+            with running_daemon("--in-memory") as daemon:
+                signal.signal(signal.SIGHUP, before)
+                daemon.process.send_signal(signal.SIGHUP)
+                assert daemon.get("/_emulator/health")["status"] == "ok"  # still serving
+                assert daemon.process.poll() is None
+        finally:
+            signal.signal(signal.SIGHUP, before)
 
 
 class TestPersistence:
