@@ -253,9 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("--in-memory", dict(action="store_true"), "keep nothing on disk"),
         ("--retain-attempts", _whole_options(DEFAULT_RETAIN_ATTEMPTS, smallest=0),
          "keep the newest N finished attempts, skipped-run records and finished runs; attempts "
-         "in flight are always kept (%(default)s)"),
+         "in flight are always kept; checked at start and every 1,000 attempts (%(default)s)"),
         ("--retain-megabytes", _whole_options(DEFAULT_RETAIN_MEGABYTES, metavar="MB"),
          "drop the oldest finished attempts while the database holds more than MB megabytes "
+         "(10^6 bytes), checked as --retain-attempts; the execution log is not bounded "
          "(%(default)s)"),
         ("--clock", dict(choices=["system", "manual"], default="system"),
          "real time, or a virtual clock moved by POST /_emulator/clock:advance (%(default)s)"),
