@@ -700,8 +700,9 @@ def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job]) -> None:
     ]
     if parts:
         print(
-            f"note: the --jobs files win over the data directory: {'; '.join(parts)}. Start "
-            "without --jobs to keep the data directory's jobs as they are.",
+            "note: each job in the --jobs files replaces the data directory's of its name: "
+            f"{'; '.join(parts)}. Start without --jobs to keep the data directory's jobs as they "
+            "are.",
             file=sys.stderr,
         )
 

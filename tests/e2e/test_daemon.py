@@ -273,9 +273,10 @@ def test_a_restart_with_the_same_jobs_file_says_which_jobs_it_recreates_or_reset
         "kept": "0 2 * * *", "deleted": "0 2 * * *", "changed": "0 2 * * *", "extra": "0 2 * * *"
     }  # fmt: skip
     assert (
-        "note: the --jobs files win over the data directory: 1 of their jobs not in it (new in "
-        "the files, or deleted over the API: deleted) is created; 1 configured otherwise there "
-        "(changed in the files, or over the API: changed) takes the files' configuration; 1 of "
+        "note: each job in the --jobs files replaces the data directory's of its name: 1 of their "
+        "jobs not in it (new in the files, or deleted over the API: deleted) is created; "
+        "1 configured otherwise there (changed in the files, or over the API: changed) takes the "
+        "files' configuration; 1 of "
         "its jobs in no file (deleted from the files, or created over the API: extra) is kept: "
         "delete it over the API to drop it. Start without --jobs to keep the data directory's "
         "jobs as they are."
