@@ -971,10 +971,16 @@ def _follow(
     try:
         while True:
             sleep(FOLLOW_INTERVAL)
-            looked = [_attempt_after(client, base, attempt_id - 1) for attempt_id in going]
-            new = client.get(
-                "/_emulator/attempts", {**base, "pageSize": PAGE_SIZE, "pageToken": str(cursor)}
-            )
+            try:
+                looked = [_attempt_after(client, base, attempt_id - 1) for attempt_id in going]
+                new = client.get(
+                    "/_emulator/attempts",
+                    {**base, "pageSize": PAGE_SIZE, "pageToken": str(cursor)},
+                )
+            except ConfigurationError as exc:  # (trial 86: an all-day follow ended at a restart)
+                if _answering_again(client, exc, sleep) < cursor:  # a new history (in memory)
+                    cursor, going = 0, []
+                continue
             fresh = [Attempt.from_json(item) for item in new.get("attempts", [])]
             cursor = fresh[-1].id if fresh else cursor
             # an attempt no longer stored (retention dropped it once it ended) is let go
@@ -985,6 +991,20 @@ def _follow(
                 emit(ended)
     except KeyboardInterrupt:
         return 0
+
+
+def _answering_again(client: DaemonClient, gone: Exception, sleep: Callable[[float], None]) -> int:
+    """Say that the daemon stopped answering (``gone``) and look again every
+    :data:`FOLLOW_INTERVAL` until it answers (a restart); return its newest attempt's id."""
+    print(f"note: {gone} --follow waits for it to answer again (Ctrl-C to stop).", file=sys.stderr)
+    while True:
+        sleep(FOLLOW_INTERVAL)
+        try:
+            page = client.get("/_emulator/attempts", {"order": "newest", "pageSize": 1})
+        except ConfigurationError:
+            continue
+        print(f"note: {client.base} answers again.", file=sys.stderr)
+        return int((page.get("attempts") or [{"id": 0}])[0]["id"])
 
 
 def _attempt_after(client: DaemonClient, base: dict[str, Any], after: int) -> Attempt | None:

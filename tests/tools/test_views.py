@@ -482,6 +482,36 @@ def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
     ]  # fmt: skip
 
 
+def test_follow_waits_for_a_daemon_that_restarts_and_goes_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Trial 86: an all-day ``attempts --follow`` ended with an error at a daemon's restart."""
+    calls: list[str] = []
+
+    class Client:
+        base = "http://127.0.0.1:9"
+
+        def get(self, path: str, params: dict[str, object]) -> dict[str, object]:
+            calls.append(str(params.get("pageToken") or params.get("order")))
+            if len(calls) in (1, 2):  # the follow's look, then the first look for its return
+                raise ConfigurationError(f"the scheduler-emulator at {self.base} stopped "
+                                         "answering (stopped?).")  # fmt: skip
+            if params.get("order") == "newest":  # back, on its data directory
+                return {"attempts": [hourly_attempt(1).to_json()]}
+            return {"attempts": [hourly_attempt(2).to_json()] if calls[-1] == "1" else []}
+
+    out = io.StringIO()
+    assert _follow(Client(), {}, [hourly_attempt(1)], out, looking([], 4)) == 0  # type: ignore[arg-type]
+    assert calls[:4] == ["1", "newest", "newest", "1"]  # the same cursor after the return
+    rows = [line.split()[0] for line in out.getvalue().splitlines()[1:]]
+    assert rows == ["2026-03-01T03:00:00.000Z", "2026-03-01T04:00:00.000Z"]
+    assert capsys.readouterr().err == (
+        "note: the scheduler-emulator at http://127.0.0.1:9 stopped answering (stopped?). "
+        "--follow waits for it to answer again (Ctrl-C to stop).\n"
+        "note: http://127.0.0.1:9 answers again.\n"
+    )
+
+
 def test_follow_prints_the_header_again_when_a_column_widens() -> None:
     """Rows that widen a column (the first after an empty start, a longer code) come under the
     header again, aligned to it: a trial user saw a header that lined up with no row."""
