@@ -24,6 +24,7 @@ from scheduler_emulator.runtime import HttpTransport, WsgiTransport  # noqa: E40
 from scheduler_emulator.runtime._clock import ManualClock  # noqa: E402
 from scheduler_emulator.runtime._emulator import Emulator  # noqa: E402
 from tests.daemon import MANUAL, Daemon, running_daemon, serving  # noqa: E402
+from tests.signals import interrupted  # noqa: E402
 from tests.support import FIRESTORE_SHARED_FILE, RecordingTarget, stop_group  # noqa: E402
 
 # Google's generated message modules register their protobuf files in one process-wide pool.
@@ -62,20 +63,6 @@ def pytest_configure(config: pytest.Config) -> None:
             compileall.compile_dir(os.path.join(ROOT, name), rx=skip, quiet=2)
     else:
         _rewrite_share(config)
-
-
-def interrupted(signum: int, frame: object) -> None:
-    """A SIGTERM (a CI's cancel, ``timeout``, ``kill``) ends the run as Ctrl-C does: passed on
-    to this process's children (the xdist workers, when only the controller got it), then
-    raised as :class:`KeyboardInterrupt`, so that fixtures are torn down and the processes the
-    tests started in sessions of their own (the Functions emulator, daemons) stop with them
-    (trial 83 found five Firebase processes left running after ``timeout 300 pytest``)."""
-    with contextlib.suppress(OSError):  # (no /proc: the workers are left to their own signal)
-        for task in Path("/proc/self/task").iterdir():
-            for pid in (task / "children").read_text().split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGTERM)
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _rewrite_share(config: pytest.Config) -> None:

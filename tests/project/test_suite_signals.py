@@ -1,5 +1,5 @@
 """The suite's own shutdown: a SIGTERM to the pytest that runs it (a CI's cancel, ``kill``)
-stops the processes its tests started, as Ctrl-C does (tests/conftest.py ``interrupted``)."""
+stops the processes its tests started, as Ctrl-C does (tests/signals.py ``interrupted``)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ CONFTEST = """
 import os, signal, subprocess
 from pathlib import Path
 import pytest
-from tests.conftest import interrupted
+from tests.signals import interrupted
 
 def pytest_configure(config):
     signal.signal(signal.SIGTERM, interrupted)
@@ -51,7 +51,8 @@ def test_a_sigterm_to_the_controller_tears_down_every_workers_fixtures(tmp_path:
     (tmp_path / "conftest.py").write_text(CONFTEST)
     for name in ("test_one.py", "test_two.py"):
         (tmp_path / name).write_text(TEST)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # only xdist among the plugins: the run is about its workers, not the package's plugin
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "xdist"]
     run = subprocess.Popen(
         [*command, "-n", "2", "--dist", "loadfile", "--rootdir", str(tmp_path), str(tmp_path)],
