@@ -250,16 +250,17 @@ class Attempt:
     @property
     def hint(self) -> str:
         """What the emulator can tell about a failure beyond the service's answer (``""`` when
-        nothing): a 500 from a timer route whose name is not the job's ID is the timer router
-        refusing the run — it answers with an empty body and says why only in its own log; a
-        500 with an empty body from the job's own timer route is what a timer router answers
-        when no handler is registered for that route (said as a possibility: a handler that
-        fails may answer the same); neither under another prefix than the default (any
-        service answering an empty 500 would get it) nor when an in-process app raised
-        (:data:`APP_RAISED`); a 401 or 404 from the Cloud Run Admin API's run method says what
-        the job or the ``--cloud-run-jobs`` file lacks; a 401 or 403 to an OIDC token names the
-        token's audience (the job's whole URI when the job sets none, Google's rule) and email,
-        the claims a service refuses a token for."""
+        nothing): the timer router's 500 problem body, from the job's own timer route, is its answer
+        when the handler raised; a 500 from a timer route whose name is not the job's ID is the
+        timer router refusing the run — it answers with an empty body and says why only in its own
+        log; a 500 with an empty body from the job's own timer route is what a timer router answers
+        when no handler is registered for that route (said as a possibility: a handler that fails
+        may answer the same); neither under another prefix than the default (any service answering
+        an empty 500 would get it) nor when an in-process app raised (:data:`APP_RAISED`); a 401 or
+        404 from the Cloud Run Admin API's run method says what the job or the ``--cloud-run-jobs``
+        file lacks; a 401 or 403 to an OIDC token names the token's audience (the job's whole URI
+        when the job sets none, Google's rule) and email, the claims a service refuses a token
+        for."""
         if self.runs_cloud_run_job:
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
         if self.response_status in (401, 403) and (claims := _token_claims(self.request)):
@@ -279,6 +280,8 @@ class Attempt:
         if not route:
             return ""
         if route == self.job_id:
+            if _ROUTER_RAISED in self.response_excerpt:  # (trial 88: the answer named nothing)
+                return "a timer router answers so when its handler raised: its log names the error"
             if self.response_excerpt.strip():
                 return ""
             return (
@@ -468,6 +471,9 @@ DUPLICATE_NOTE = "Injected duplicate delivery. "
 #: How an in-process app's own exception begins its attempt's ``debugInfo`` (its 500 is not the
 #: service's answer, so no hint guesses at one).
 APP_RAISED = "The app raised "
+#: The ``type`` of the 500 problem body a timer router answers when its handler raised
+#: (docs/testing.md; the body is pinned, so the exception is named only in the service's log).
+_ROUTER_RAISED = "urn:hardened:problem:internal-server-error"
 
 
 def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:

@@ -36,6 +36,21 @@ def test_no_hint_guesses_at_an_in_process_apps_own_exception() -> None:
     assert FAILED.hint and raised.hint == ""  # the cause is known: no router refused the run
 
 
+def test_the_routers_answer_to_a_raising_handler_says_where_the_exception_is() -> None:
+    """Trial 88: the reason read "Internal Server Error: The server could not complete this
+    request." and named nothing; the exception is in the service's log only."""
+    body = (
+        '{"detail":"The server could not complete this request.","type":"urn:hardened:problem:'
+        'internal-server-error","title":"Internal Server Error","status":500}'
+    )
+    raised = replace(FAILED, job=JOB.replace("hourly", "cleanup"), response_excerpt=body)
+    assert failure_reason(raised) == (
+        "Internal Server Error: The server could not complete this request. — emulator's hint: "
+        "a timer router answers so when its handler raised: its log names the error"
+    )
+    assert replace(raised, response_excerpt='{"detail": "nope"}').hint == ""  # another 500
+
+
 def test_a_success_has_no_reason() -> None:
     assert failure_reason(replace(FAILED, response_status=200, code="OK")) == ""
 
