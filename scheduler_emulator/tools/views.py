@@ -805,6 +805,11 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     if attempt is None or attempt.id != first:  # retention dropped it (it had ended)
         raise ConfigurationError("the run's attempt is no longer kept; see `attempts --job`.")
     reason = f": {attempt.reason}" if attempt.reason else ""
+    if attempt.code == "OK":  # (trial 88: a second forced run read OK; a guard had skipped it)
+        page = client.get("/_emulator/attempts", {"job": name, "order": "newest", "pageSize": 100})
+        history = [Attempt.from_json(item) for item in reversed(page.get("attempts", []))]
+        note = dict(zip((a.id for a in history), duplicate_notes(history), strict=True))
+        reason = f"; {note[attempt.id]}" if note.get(attempt.id) else reason
     out.write(f"attempt 1 ended: {attempt.outcome} in {took(attempt)}{reason}\n")
     started = re.search(r"/executions/([a-z0-9-]+)", attempt.response_excerpt)
     if attempt.code != "OK" or not attempt.runs_cloud_run_job or started is None:

@@ -153,7 +153,16 @@ def test_run_wait_prints_the_first_attempts_outcome_and_exits_1_when_it_failed(
     started, ended = out.splitlines()
     assert code == 0, err
     assert started.startswith("started a run of berlin, sending ScheduleTime ")
-    assert re.fullmatch(r"attempt 1 ended: OK \(HTTP 200\) in \d+\.\d{3}s", ended)
+    assert re.match(r"attempt 1 ended: OK \(HTTP 200\) in \d+\.\d{3}s", ended)
+    # A second forced run sends the same ScheduleTime (the job's next): said, since a target
+    # deduplicating by it answers 200 without doing the work (trial 88).
+    code, out, err = run_cli("run", "berlin", "--wait", "--port", port)
+    assert code == 0, err
+    assert re.fullmatch(
+        r"attempt 1 ended: OK \(HTTP 200\) in \d+\.\d{3}s; same ScheduleTime as run \d+ "
+        r"\(forced\), which the target answered 200: a target deduplicating by it skips this run",
+        out.splitlines()[1],
+    ), out
     code, out, err = run_cli("run", "doomed", "--wait", "--port", port)
     [run] = [
         r for r in daemon.get("/_emulator/runs", params={"job": "doomed"})["runs"] if r["forced"]
