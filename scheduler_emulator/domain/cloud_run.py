@@ -49,6 +49,7 @@ __all__ = [
     "TaskRules",
     "execution_reason",
     "execution_summary",
+    "tasks_complete",
     "parse_cloud_run_job",
     "parse_run_request",
 ]
@@ -507,9 +508,15 @@ def execution_reason(record: Mapping[str, Any]) -> str:
     return reason
 
 
-def execution_summary(record: Mapping[str, Any]) -> str:
-    """An execution's state, the tasks that succeeded of all and :func:`execution_reason`, from
-    its record: ``"FAILED (2 / 3 tasks; task 2: locked)"``, ``"SUCCEEDED (3 / 3 tasks)"``."""
-    reason = execution_reason(record)
-    complete = f"{record['succeededCount']} / {record['taskCount']}"
-    return f"{record['state']} ({complete} tasks{'; ' + reason if reason else ''})"
+def tasks_complete(record: Mapping[str, Any]) -> str:
+    """The tasks of an execution's record that succeeded, of all, as ``gcloud run jobs
+    executions list`` shows them: ``"2 / 3"``."""
+    return f"{record['succeededCount']} / {record['taskCount']}"
+
+
+def execution_summary(record: Mapping[str, Any], *, reason: bool = True) -> str:
+    """An execution's state, :func:`tasks_complete` and (with ``reason``)
+    :func:`execution_reason`, from its record: ``"FAILED (2 / 3 tasks; task 2: locked)"``,
+    ``"SUCCEEDED (3 / 3 tasks)"``."""
+    why = execution_reason(record) if reason else ""
+    return f"{record['state']} ({tasks_complete(record)} tasks{'; ' + why if why else ''})"

@@ -42,7 +42,7 @@ from typing import IO, Any
 
 from ..clients import EMULATOR_HOST_VARIABLE
 from ..domain.attempts import Attempt, iso
-from ..domain.cloud_run import execution_reason, execution_summary
+from ..domain.cloud_run import execution_reason, execution_summary, tasks_complete
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.timezones import resolve_time_zone
@@ -712,7 +712,7 @@ def execution_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> lis
                 cut(str(record["createTime"]), wide),
                 str(record["name"]).rsplit("/", 1)[-1],
                 str(record["state"]),
-                f"{record['succeededCount']} / {record['taskCount']}",
+                tasks_complete(record),
                 " ".join(f"{i}:{','.join(c)}" for i, c in sorted(codes.items())) or "-",
                 str(record.get("schedulerJob") or "-"),
                 execution_reason(record),

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from ...domain.attempts import Attempt, iso
-from ...domain.cloud_run import execution_reason
+from ...domain.cloud_run import execution_reason, execution_summary
 from ...domain.codec import parse_timestamp
 from .._options import CACHED_JOBS
 
@@ -97,7 +97,7 @@ def execution_line(record: Mapping[str, Any], widths: list[int] | None = None) -
         took = f"{round(seconds * 1000)} ms"
     columns = [record["createTime"], record["job"].rsplit("/", 1)[-1],
                f"execution {record['name'].rsplit('/', 1)[-1]}",
-               f"{record['state']} ({record['succeededCount']} / {record['taskCount']} tasks)",
+               execution_summary(record, reason=False),
                took]  # fmt: skip
     by = record.get("schedulerJob", "").rsplit("/", 1)[-1]
     started = f"  scheduler job {by}" if by else ""
