@@ -89,6 +89,7 @@ from .router import (
     check_handler_shape,
     describe_handler,
     is_async_handler,
+    registered_as,
 )
 
 __all__ = [
@@ -579,13 +580,21 @@ class RunOnceGuard:
         router awaits under ASGI (and runs with :func:`asyncio.run` under WSGI).
 
         :param handler: a function, ``async def`` function or callable object.
-        :raises TypeError: for a class, or a handler that already has a parameter named
+        :raises TypeError: for a class, a handler a router registered already (``@guard.once``
+            stacked above ``@router.timer``), or one that already has a parameter named
             :data:`REQUEST_PARAMETER` not annotated ``TimerRequest``.
         :return: the guarded handler (``__wrapped__`` is the original); a duplicate returns
             ``None``.
         """
         where = f"@guard.once on {describe_handler(handler)}"
         check_handler_shape(handler, where)
+        timer = registered_as(handler)
+        if timer is not None:
+            raise TypeError(
+                f"{where}: the handler is registered as timer {timer!r} already, so its router "
+                f"would call it unguarded; stack @guard.once under @router.timer({timer!r}), "
+                "next to the def."
+            )
         signature = inspect.signature(handler)
         hints = _hints(handler)
         request_param = next(

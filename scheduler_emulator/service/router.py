@@ -43,12 +43,14 @@ Function style calls the handler with no HTTP at all::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
 import json
 import logging
 import re
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -122,6 +124,9 @@ FLASK_CONTEXT_HINT = (
 )
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,500}")
+#: Each handler a router registered, by its timer name (held weakly): ``@guard.once`` stacked
+#: above ``@router.timer`` would wrap a handler the router already calls unguarded.
+_REGISTERED: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 class UnknownTimerError(TargetError, LookupError):
@@ -213,6 +218,14 @@ def _check_name(name: object) -> str:
             "holds 1 to 500 letters, digits, '-' and '_'."
         )
     return name
+
+
+def registered_as(handler: Callable[..., Any]) -> str | None:
+    """The timer name a :class:`TimerRouter` registered ``handler`` under, or ``None``."""
+    try:
+        return _REGISTERED.get(handler)
+    except TypeError:
+        return None
 
 
 def describe_handler(handler: Callable[..., Any]) -> str:
@@ -379,6 +392,8 @@ class TimerRouter:
         def register(handler: F) -> F:
             self._check_free(name)
             self._timers[name] = _make_timer(name, handler)
+            with contextlib.suppress(TypeError):  # (a handler that cannot be held weakly)
+                _REGISTERED[handler] = name
             return handler
 
         return register

@@ -328,6 +328,18 @@ class TestOnceDecorator:
         with pytest.raises(TypeError, match="function or method"):
             RunOnceGuard().once(dict)
 
+    def test_a_guard_stacked_above_the_routers_decorator_is_refused(self) -> None:
+        """Trial 89: ``@guard.once`` above ``@router.timer`` wrapped a handler the router had
+        registered already, so every duplicate ran the work again, silently."""
+        guard = RunOnceGuard()
+        router = guard.install(TimerRouter())
+
+        with pytest.raises(TypeError, match=r"stack @guard.once under @router.timer\('cleanup'\)"):
+
+            @guard.once
+            @router.timer("cleanup")
+            def cleanup() -> None: ...
+
     def test_a_parameter_that_takes_the_injected_name_is_refused(self) -> None:
         def nightly(run_once_request: str) -> None: ...
 
