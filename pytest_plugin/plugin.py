@@ -26,15 +26,24 @@ if TYPE_CHECKING:
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 #: The ini option that sets the ``cloud_scheduler`` fixture's header spelling for a whole suite.
 HEADER_CASE_INI = "cloud_scheduler_header_case"
+#: The ini option that fixes the ``cloud_scheduler_server`` daemon's port.
+SERVER_PORT_INI = "cloud_scheduler_server_port"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Register the plugin's ini option (``cloud_scheduler_header_case``)."""
+    """Register the plugin's ini options (``cloud_scheduler_header_case``,
+    ``cloud_scheduler_server_port``)."""
     parser.addini(
         HEADER_CASE_INI,
         "how the cloud_scheduler fixture's HTTP attempts spell header names: google "
         "(X-CloudScheduler-JobName), lower or canonical; a marker's header_case= wins",
         default="google",
+    )
+    parser.addini(
+        SERVER_PORT_INI,
+        "the cloud_scheduler_server daemon's port (default: a free one); under pytest-xdist "
+        "worker gwN takes this port + N",
+        default="",
     )
 
 
@@ -153,16 +162,25 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
 
 
 @pytest.fixture(scope="session")
-def _cloud_scheduler_daemon() -> Iterator[LiveScheduler]:
-    """The session's live daemon (one per pytest process, hence one per xdist worker)."""
-    daemon = LiveScheduler("--in-memory", "--clock", "manual", "--start", DEFAULT_START.isoformat())
+def _cloud_scheduler_daemon(pytestconfig: pytest.Config) -> Iterator[LiveScheduler]:
+    """The session's live daemon (one per pytest process, hence one per xdist worker), on
+    the ``cloud_scheduler_server_port`` ini option's port (+ N on xdist worker gwN)."""
+    port = str(pytestconfig.getini(SERVER_PORT_INI)).strip()
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        raise pytest.fail.Exception(f"{SERVER_PORT_INI} = {port!r}: pass a port, 1-65535", False)
+    worker = int(getattr(pytestconfig, "workerinput", {}).get("workerid", "gw0").removeprefix("gw"))
+    fixed = ("--port", str(int(port) + worker)) if port else ()
+    daemon = LiveScheduler(
+        "--in-memory", "--clock", "manual", "--start", DEFAULT_START.isoformat(), *fixed
+    )
     yield daemon
     daemon.close()
 
 
 @pytest.fixture
 def cloud_scheduler_server(_cloud_scheduler_daemon: LiveScheduler) -> LiveScheduler:
-    """A live emulator daemon on a free port, with no jobs and its clock at 2026-01-01.
+    """A live emulator daemon on a free port (the ``cloud_scheduler_server_port`` ini option
+    fixes it), with no jobs and its clock at 2026-01-01.
 
     One daemon serves the whole session (one per xdist worker); it is reset before each test
     (jobs, history and fault rules). ``.create_job(...)`` and ``.run_job(name)`` go through its
