@@ -135,6 +135,8 @@ class Emulator(AttemptAssertions):
         self.cloud_run_api = CloudRunAdminApi(self.cloud_run, None, options.location)  # no token
         if attempt_log is not None:
             self.cloud_run.on_end = attempt_log.execution_ended
+            for execution in self.cloud_run.store.interrupted_at_open:  # a killed daemon's
+                attempt_log.execution_ended(execution.to_json())
         google_apis = GoogleApisTransport(
             CloudRunAdminApi(self.cloud_run, self.tokens, options.location), transport
         )

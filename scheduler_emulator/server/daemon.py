@@ -359,8 +359,8 @@ def restart_notes(emulator: Emulator) -> str:
         ids = ", ".join(e.execution_id for e in cut_short)
         jobs = " ".join(sorted({e.scheduler_job.rsplit("/", 1)[-1] or "JOB" for e in cut_short}))
         notes += f", {len(cut_short)} Cloud Run execution(s) running when it was killed recorded "
-        notes += f"as INTERRUPTED ({ids}; their tasks may still run on their own, see ps; once "
-        notes += f"they end, `scheduler-emulator run {jobs}` runs it again)"
+        notes += f"as INTERRUPTED ({ids}; their tasks, if still running, are stopped; "
+        notes += f"`scheduler-emulator run {jobs}` runs it again)"
     return notes
 
 

@@ -182,12 +182,21 @@ HANG = (
 )
 
 
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie no parent reaped does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
-def hanging_execution(tmp_path: Path, signum: int) -> Iterator[tuple[str, dict[str, Any], str]]:
+def hanging_execution(
+    tmp_path: Path, signum: int
+) -> Iterator[tuple[str, dict[str, Any], Daemon, list[int]]]:
     """A daemon on a data dir whose execution's two tasks hang, sent ``signum`` once both
-    run and are recorded; yield its stderr, the execution the next start lists and that
-    start's startup line. Tasks left
-    running (after a SIGKILL) are killed afterwards."""
+    run and are recorded; yield its stderr, the execution the next start (text log) lists,
+    that daemon, and the tasks' PIDs. Tasks left running are killed afterwards."""
     pids = tmp_path / "pids"
     pids.mkdir()
     jobs_file = write_jobs(tmp_path, HANG)
@@ -209,11 +218,12 @@ def hanging_execution(tmp_path: Path, signum: int) -> Iterator[tuple[str, dict[s
             daemon.process.wait(30)
             assert daemon.process.stderr is not None
             stderr = daemon.process.stderr.read()
-        with running_daemon("--data-dir", data, "--cloud-run-jobs", str(jobs_file)) as again:
+        restart = ("--data-dir", data, "--cloud-run-jobs", str(jobs_file), "--log-format", "text")
+        with running_daemon(*restart) as again:
             [execution] = again.get("/_emulator/executions")["executions"]
             interrupted = again.get("/_emulator/executions", params={"state": "INTERRUPTED"})
             assert [e["name"] for e in interrupted["executions"]] == [execution["name"]]
-            yield stderr, execution, again.first_line
+            yield stderr, execution, again, [int(pid.name) for pid in pids.iterdir()]
     finally:
         del os.environ["PIDS"]
         for pid in pids.iterdir():  # a killed daemon's tasks outlive it
@@ -224,7 +234,8 @@ def hanging_execution(tmp_path: Path, signum: int) -> Iterator[tuple[str, dict[s
 def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
     tmp_path: Path,
 ) -> None:
-    with hanging_execution(tmp_path, signal.SIGKILL) as (_, execution, restarted):
+    with hanging_execution(tmp_path, signal.SIGKILL) as (_, execution, again, pids):
+        restarted = again.first_line
         assert execution["state"] == "INTERRUPTED"
         assert [(a["index"], a["stopped"]) for a in execution["taskAttempts"]] == [
             (0, "interrupted"),
@@ -233,17 +244,21 @@ def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
         execution_id = execution["name"].rsplit("/", 1)[-1]
         note = (
             ", 1 Cloud Run execution(s) running when it was killed recorded as INTERRUPTED "
-            f"({execution_id}; their tasks may still run on their own, see ps; once they end, "
+            f"({execution_id}; their tasks, if still running, are stopped; "
             "`scheduler-emulator run JOB` runs it again)"
         )
         assert note in restarted  # (trial 78: the restart said not a word of it)
+        # trial 90: the killed daemon's tasks ran on past their timeout, unseen in the log
+        wait_for(lambda: not any(map(running, pids)), 15, "the tasks stopped by the restart")
+        line = f"execution {execution_id}  INTERRUPTED (0 / 3 tasks)"
+        wait_for(lambda: any(line in out for out in again.output), 10, "the log's line")
 
 
 def test_a_stop_mid_execution_sends_its_tasks_sigterm_before_sigkill(tmp_path: Path) -> None:
     """A trial's stop killed the tasks outright (``interrupted (-9)``), though the timeout path
     and Cloud Run send SIGTERM first."""
-    with hanging_execution(tmp_path, signal.SIGTERM) as (stderr, execution, restarted):
-        assert "Cloud Run execution" not in restarted  # (the stop said it)
+    with hanging_execution(tmp_path, signal.SIGTERM) as (stderr, execution, again, _):
+        assert "Cloud Run execution" not in again.first_line  # (the stop said it)
         assert "; 1 Cloud Run execution(s) running are interrupted." in stderr
         assert execution["state"] == "INTERRUPTED"
         assert [(a["stopped"], a["exitCode"]) for a in execution["taskAttempts"]] == [

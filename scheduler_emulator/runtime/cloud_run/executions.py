@@ -17,6 +17,7 @@ import json
 import os
 import random
 import secrets
+import shutil
 import signal
 import sqlite3
 import string
@@ -24,11 +25,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ...domain.attempts import iso
 from ...domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
@@ -66,6 +68,7 @@ class TaskAttempt:
         stopped), ``"not started"`` (the command could not be started), else ``""``.
     :param stdout: the last :data:`OUTPUT_TAIL_BYTES` of its standard output, as text.
     :param stderr: the same of its standard error (or why it could not start).
+    :param pid: its process ID (and process group's), ``None`` until it started.
     """
 
     index: int
@@ -76,6 +79,7 @@ class TaskAttempt:
     stopped: str = ""
     stdout: str = ""
     stderr: str = ""
+    pid: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -84,7 +88,7 @@ class TaskAttempt:
 
     def to_json(self) -> dict[str, Any]:
         """``{"index", "attempt", "startTime", "endTime"?, "exitCode"?, "stopped"?, "stdout",
-        "stderr"}``."""
+        "stderr", "pid"?}``."""
         return {
             "index": self.index,
             "attempt": self.attempt,
@@ -94,6 +98,7 @@ class TaskAttempt:
             **({"stopped": self.stopped} if self.stopped else {}),
             "stdout": self.stdout,
             "stderr": self.stderr,
+            **({} if self.pid is None else {"pid": self.pid}),
         }
 
     @classmethod
@@ -109,6 +114,7 @@ class TaskAttempt:
             stopped=data.get("stopped", ""),
             stdout=data.get("stdout", ""),
             stderr=data.get("stderr", ""),
+            pid=data.get("pid"),
         )
 
 
@@ -192,12 +198,14 @@ class ExecutionStore:
     """The executions, one row each in the table ``cloud_run_executions`` of the store's SQLite
     file (a connection of its own; ``":memory:"`` keeps them in memory).
 
-    At most ``retain`` executions are kept, the oldest going first. Opening it records an
-    execution left running by a daemon that stopped or was killed as ``INTERRUPTED`` — its task
-    attempts kept, those that were running marked ``interrupted``.
+    At most ``retain`` executions are kept, the oldest going first. A task attempt's output
+    goes to files in :attr:`outputs` while it runs (so that a killed daemon's is kept), its
+    tails into the record when it ends.
 
     :param path: the SQLite file, or ``":memory:"``.
     :param retain: executions kept; ``None``: all.
+    :ivar interrupted_at_open: the executions a killed daemon left ``RUNNING``
+        (:class:`CloudRun` records them ``INTERRUPTED``).
     """
 
     def __init__(self, path: Path | str, retain: int | None) -> None:
@@ -206,10 +214,21 @@ class ExecutionStore:
         self._db.execute(_SCHEMA)
         self._lock = threading.Lock()
         self.retain = retain
-        #: The executions found running (their daemon was killed), now INTERRUPTED.
+        self._temporary = str(path) == ":memory:"
+        #: The folder (made at the first task) of the running task attempts'
+        #: ``EXECUTION-INDEX-ATTEMPT.out`` / ``.err`` files.
+        self.outputs = (
+            Path(tempfile.gettempdir(), f"cloud-run-{uuid.uuid4().hex}")
+            if self._temporary
+            else Path(path).with_name("cloud-run")
+        )
         self.interrupted_at_open = self.list(state="RUNNING", limit=None)
-        for execution in self.interrupted_at_open:
-            self.interrupt(execution, real_now())
+
+    def output_files(self, execution: Execution, attempt: TaskAttempt) -> tuple[Path, Path]:
+        """The stdout and stderr files of ``attempt`` of ``execution`` while it runs."""
+        self.outputs.mkdir(exist_ok=True)
+        stem = self.outputs / f"{execution.execution_id}-{attempt.index}-{attempt.attempt}"
+        return stem.with_suffix(".out"), stem.with_suffix(".err")
 
     def interrupt(self, execution: Execution, at: datetime) -> None:
         """Record ``execution`` as ``INTERRUPTED`` at ``at``, its running attempts ended then."""
@@ -276,9 +295,11 @@ class ExecutionStore:
             self._db.execute("DELETE FROM cloud_run_executions")
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection (and remove an in-memory store's output folder)."""
         with self._lock:
             self._db.close()
+        if self._temporary:
+            shutil.rmtree(self.outputs, ignore_errors=True)
 
 
 def _execution_row(execution: Execution) -> dict[str, Any]:
@@ -313,10 +334,29 @@ def _execution_from_row(seq: int, row: Mapping[str, Any]) -> Execution:
     )
 
 
-def _tail(handle: IO[bytes]) -> str:
-    size = handle.seek(0, os.SEEK_END)
-    handle.seek(max(0, size - OUTPUT_TAIL_BYTES))
-    return handle.read().decode("utf-8", "replace")
+def _tail(path: Path) -> str:
+    """The last :data:`OUTPUT_TAIL_BYTES` of ``path`` as text, the file removed; ``""``
+    without one."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - OUTPUT_TAIL_BYTES))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    path.unlink(missing_ok=True)
+    return text
+
+
+def _still_running(attempt: TaskAttempt) -> bool:
+    """Whether ``attempt``'s process still runs: its PID names a process that started within
+    seconds of the attempt (Linux's ``/proc``), not one that took the number since."""
+    try:
+        ticks = int(Path(f"/proc/{attempt.pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        return False
+    ago = uptime - ticks / os.sysconf("SC_CLK_TCK")  # (stat's field 22: its start, in ticks)
+    return -1 <= real_now().timestamp() - ago - attempt.start.timestamp() <= 10
 
 
 class CloudRun:
@@ -343,6 +383,28 @@ class CloudRun:
         self._processes: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
         self._closing = False
+        for execution in store.interrupted_at_open:  # a killed daemon's (trials 78, 90)
+            for attempt in execution.attempts:
+                if attempt.end is None:
+                    self._end_leftover(execution, attempt)
+            store.interrupt(execution, real_now())
+
+    def _end_leftover(self, execution: Execution, attempt: TaskAttempt) -> None:
+        """End a task attempt a killed daemon left running: its process, if it runs on, gets
+        SIGTERM now and SIGKILL after :data:`STOP_GRACE_SECONDS` (its end is now); else its end
+        is when its output was last written. Its output's tails are kept."""
+        files = self.store.output_files(execution, attempt)
+        attempt.end, attempt.stopped = real_now(), "interrupted"
+        if attempt.pid is not None and _still_running(attempt):
+            _signal(attempt.pid, signal.SIGTERM)
+            timer = threading.Timer(STOP_GRACE_SECONDS, _signal, (attempt.pid, signal.SIGKILL))
+            timer.daemon = True
+            timer.start()
+        else:
+            with contextlib.suppress(OSError):
+                written = max(f.stat().st_mtime for f in files)
+                attempt.end = datetime.fromtimestamp(written, UTC)
+        attempt.stdout, attempt.stderr = _tail(files[0]), _tail(files[1])
 
     def define(self, job: CloudRunJob) -> None:
         """Define ``job`` (replacing a job of the same name)."""
@@ -417,12 +479,12 @@ class CloudRun:
             self._closing = True
             processes = list(self._processes)
         for process in processes:
-            _signal(process, signal.SIGTERM)
+            _signal(process.pid, signal.SIGTERM)
         deadline, pause = real_monotonic() + CLOSE_GRACE_SECONDS, threading.Event()
         while any(p.poll() is None for p in processes) and real_monotonic() < deadline:
             pause.wait(0.02)  # (a lock's timeout: real time under a frozen test clock too)
         for process in processes:
-            _signal(process, signal.SIGKILL)
+            _signal(process.pid, signal.SIGKILL)
         self.settle()
         self.store.close()
 
@@ -473,57 +535,62 @@ class CloudRun:
             "CLOUD_RUN_TASK_ATTEMPT": str(attempt.attempt),
             "CLOUD_RUN_TASK_COUNT": str(job.task_count),
         }
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            try:
-                process = subprocess.Popen(
-                    job.argv,
-                    cwd=self.workdir,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    env=env,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                attempt.end, attempt.stopped = real_now(), "not started"
-                attempt.stderr = f"cannot start {job.argv[0]!r}: {exc.strerror or exc}"
-                return
-            with self._lock:
-                self._processes.add(process)
-                if self._closing:  # close() already signalled the others
-                    _signal(process, signal.SIGKILL)
-            # The timeout runs on real time: ``Popen.wait(timeout)`` reads ``time.monotonic``,
-            # which a test's frozen clock replaces (a virtual day would time every task out).
-            exited = threading.Event()
-
-            def expire() -> None:
-                if exited.is_set():
+        out_file, err_file = self.store.output_files(execution, attempt)
+        try:
+            with out_file.open("wb") as out, err_file.open("wb") as err:
+                try:
+                    process = subprocess.Popen(
+                        job.argv,
+                        cwd=self.workdir,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=err,
+                        env=env,
+                        start_new_session=True,
+                    )
+                except OSError as exc:
+                    attempt.end, attempt.stopped = real_now(), "not started"
+                    attempt.stderr = f"cannot start {job.argv[0]!r}: {exc.strerror or exc}"
                     return
-                attempt.stopped = "timeout"
-                _signal(process, signal.SIGTERM)
-                if not exited.wait(STOP_GRACE_SECONDS):
-                    _signal(process, signal.SIGKILL)
-
-            timer = threading.Timer(job.timeout_seconds, expire)
-            timer.daemon = True
-            timer.start()
-            try:
-                attempt.exit_code = process.wait()
-            finally:
-                exited.set()
-                timer.cancel()
+                attempt.pid = process.pid
+                self.store.save(execution)  # a daemon killed from now on stops it at its restart
                 with self._lock:
-                    self._processes.discard(process)
-            if self._closing and not attempt.stopped and attempt.exit_code != 0:
-                attempt.stopped = "interrupted"
-            attempt.end = real_now()
-            attempt.stdout, attempt.stderr = _tail(out), _tail(err)
+                    self._processes.add(process)
+                    if self._closing:  # close() already signalled the others
+                        _signal(process.pid, signal.SIGKILL)
+                # The timeout runs on real time: ``Popen.wait(timeout)`` reads ``time.monotonic``,
+                # which a test's frozen clock replaces (a virtual day would time every task out).
+                exited = threading.Event()
+
+                def expire() -> None:
+                    if exited.is_set():
+                        return
+                    attempt.stopped = "timeout"
+                    _signal(process.pid, signal.SIGTERM)
+                    if not exited.wait(STOP_GRACE_SECONDS):
+                        _signal(process.pid, signal.SIGKILL)
+
+                timer = threading.Timer(job.timeout_seconds, expire)
+                timer.daemon = True
+                timer.start()
+                try:
+                    attempt.exit_code = process.wait()
+                finally:
+                    exited.set()
+                    timer.cancel()
+                    with self._lock:
+                        self._processes.discard(process)
+                if self._closing and not attempt.stopped and attempt.exit_code != 0:
+                    attempt.stopped = "interrupted"
+                attempt.end = real_now()
+        finally:
+            attempt.stdout, attempt.stderr = _tail(out_file), _tail(err_file) or attempt.stderr
 
 
-def _signal(process: subprocess.Popen[bytes], signum: int) -> None:
-    """Send ``signum`` to the task's process group (its children too), if it still runs."""
+def _signal(pid: int, signum: int) -> None:
+    """Send ``signum`` to the task's process group ``pid`` (its children too), if it runs."""
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signum)
+        os.killpg(pid, signum)
 
 
 def run_callable(target: str) -> None:

@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import re
+import signal
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,7 +17,7 @@ from freezegun import freeze_time
 
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.runtime import AttemptLog
-from scheduler_emulator.runtime.cloud_run.executions import ExecutionStore
+from scheduler_emulator.runtime.cloud_run.executions import CloudRun, ExecutionStore
 from scheduler_emulator.runtime.delivery.transports import DeliveryRequest, TransportResult
 from scheduler_emulator.tools import views
 from tests.support import wait_for
@@ -40,6 +41,7 @@ mode = os.environ.get("MODE", "ok")
 if mode == "slow":  # a task that works for 0.3 s, so that tasks overlap
     threading.Event().wait(0.3)
 if mode == "hang":  # a task that never ends by itself: only a signal stops it
+    print("hanging", flush=True)
     signal.pause()
 end = time.time()
 record = {"env": dict(os.environ), "start": start, "end": end, "argv": sys.argv[2:]}
@@ -362,13 +364,19 @@ class TestRefused:
 def test_an_execution_left_running_is_recorded_as_interrupted_when_reopened(
     tmp_path: Path,
 ) -> None:
+    """As if the daemon were killed: its row says RUNNING and its task runs on. Reopened, the
+    execution is INTERRUPTED, the task stopped and (trial 90) its output so far kept."""
     with emulator_for(cloud_run_job(tmp_path, mode="hang"), data_dir=tmp_path / "data") as e:
         execution = e.cloud_run.run(e.cloud_run.jobs()[0])
-        wait_for(lambda: e.cloud_run.store.list()[0].attempts, 30, "the task attempt recorded")
-        # as if the daemon were killed now: the row says RUNNING
-        path = e.store.path
-        reopened = ExecutionStore(path, retain=None)
-        [found] = reopened.list()
+        out = e.cloud_run.store.outputs / f"{execution.execution_id}-0-0.out"
+        wait_for(lambda: out.is_file() and out.read_text() == "hanging\n", 30, "the task's output")
+        assert e.cloud_run.store.list()[0].attempts[0].pid == execution.attempts[0].pid
+        reopened = CloudRun(e.clock, ExecutionStore(e.store.path, retain=None), [])
+        [found] = reopened.store.interrupted_at_open
         assert found.name == execution.name and found.state == "INTERRUPTED"
-        assert [(a.index, a.stopped) for a in found.attempts] == [(0, "interrupted")]
-        reopened.close()
+        assert [(a.index, a.stopped, a.stdout) for a in found.attempts] == [
+            (0, "interrupted", "hanging\n")
+        ]
+        wait_for(lambda: execution.attempts[0].exit_code == -signal.SIGTERM, 10, "SIGTERM")
+        assert list(reopened.store.outputs.iterdir()) == []  # (the tails are in the record)
+        reopened.store.close()
