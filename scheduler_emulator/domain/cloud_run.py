@@ -489,9 +489,12 @@ def execution_reason(record: Mapping[str, Any]) -> str:
     >>> execution_reason({"state": "FAILED", "cancelledCount": 1, "taskAttempts": [
     ...     {"index": 0, "attempt": 0, "exitCode": 1, "stderr": "Traceback…\\nno luck\\n"}]})
     'task 0: no luck; 1 task(s) never started (cancelled)'
+    >>> execution_reason({"state": "RUNNING", "taskAttempts": [  # a retry to come
+    ...     {"index": 0, "attempt": 0, "stopped": "timeout"}]})
+    ''
     """
     failures: dict[int, str] = {}
-    if record["state"] != "SUCCEEDED":
+    if record["state"] not in ("SUCCEEDED", "RUNNING"):
         for attempt in sorted(
             record.get("taskAttempts", []), key=lambda a: (a["index"], a.get("attempt", 0))
         ):
