@@ -170,9 +170,14 @@ def _cloud_scheduler_daemon(pytestconfig: pytest.Config) -> Iterator[LiveSchedul
         raise pytest.fail.Exception(f"{SERVER_PORT_INI} = {port!r}: pass a port, 1-65535", False)
     worker = int(getattr(pytestconfig, "workerinput", {}).get("workerid", "gw0").removeprefix("gw"))
     fixed = ("--port", str(int(port) + worker)) if port else ()
-    daemon = LiveScheduler(
-        "--in-memory", "--clock", "manual", "--start", DEFAULT_START.isoformat(), *fixed
-    )
+    try:
+        daemon = LiveScheduler(
+            "--in-memory", "--clock", "manual", "--start", DEFAULT_START.isoformat(), *fixed
+        )
+    except RuntimeError as exc:  # (a port in use: its message names --port, not the option)
+        if not port:
+            raise
+        raise pytest.fail.Exception(f"{SERVER_PORT_INI} = {port}: {exc}", False) from None
     yield daemon
     daemon.close()
 

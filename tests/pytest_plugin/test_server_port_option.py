@@ -3,6 +3,8 @@ service started outside the test needed to know where the daemon listens)."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from tests.support import free_port
@@ -30,3 +32,18 @@ def test_a_port_that_is_not_one_fails_naming_the_option(pytester: pytest.Pyteste
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*cloud_scheduler_server_port = '80a': pass a port, 1-65535*"])
+
+
+@pytest.mark.timeout(120)
+def test_a_port_in_use_fails_naming_the_option(pytester: pytest.Pytester) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        pytester.makeini(f"[pytest]\ncloud_scheduler_server_port = {port}\n")
+        pytester.makepyfile("def test_port(cloud_scheduler_server):\n    pass\n")
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [f"*cloud_scheduler_server_port = {port}: *Address already in use*"]
+    )
