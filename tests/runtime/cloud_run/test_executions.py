@@ -366,7 +366,8 @@ def test_an_execution_left_running_is_recorded_as_interrupted_when_reopened(
 ) -> None:
     """As if the daemon were killed: its row says RUNNING and its task runs on. Reopened, the
     execution is INTERRUPTED, the task stopped and (trial 90) its output so far kept."""
-    with emulator_for(cloud_run_job(tmp_path, mode="hang"), data_dir=tmp_path / "data") as e:
+    job = cloud_run_job(tmp_path, mode="hang", maxRetries=0)  # (no retry's files in the folder)
+    with emulator_for(job, data_dir=tmp_path / "data") as e:
         execution = e.cloud_run.run(e.cloud_run.jobs()[0])
         out = e.cloud_run.store.outputs / f"{execution.execution_id}-0-0.out"
         wait_for(lambda: out.is_file() and out.read_text() == "hanging\n", 30, "the task's output")
