@@ -348,15 +348,17 @@ def _tail(path: Path) -> str:
 
 
 def _still_running(attempt: TaskAttempt) -> bool:
-    """Whether ``attempt``'s process still runs: its PID names a process that started within
-    seconds of the attempt (Linux's ``/proc``), not one that took the number since."""
+    """Whether ``attempt``'s process still runs: its PID names a live process (not a zombie)
+    that started within seconds of the attempt (Linux's ``/proc``), not one that took the
+    number since."""
     try:
-        ticks = int(Path(f"/proc/{attempt.pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        stat = Path(f"/proc/{attempt.pid}/stat").read_text().rsplit(")", 1)[1].split()
         uptime = float(Path("/proc/uptime").read_text().split()[0])
+        ago = uptime - int(stat[19]) / os.sysconf("SC_CLK_TCK")  # (field 22: start, in ticks)
     except (OSError, IndexError, ValueError):
         return False
-    ago = uptime - ticks / os.sysconf("SC_CLK_TCK")  # (stat's field 22: its start, in ticks)
-    return -1 <= real_now().timestamp() - ago - attempt.start.timestamp() <= 10
+    after = real_now().timestamp() - ago - attempt.start.timestamp()  # its start, seconds
+    return stat[0] not in "ZX" and -1 <= after <= 10
 
 
 class CloudRun:
