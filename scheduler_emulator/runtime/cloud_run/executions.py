@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ...domain.attempts import iso
 from ...domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
@@ -396,17 +396,17 @@ class CloudRun:
         SIGTERM now and SIGKILL after :data:`STOP_GRACE_SECONDS` (its end is now); else its end
         is when its output was last written. Its output's tails are kept."""
         files = self.store.output_files(execution, attempt)
+        running = attempt.pid is not None and _still_running(attempt)
         attempt.end, attempt.stopped = real_now(), "interrupted"
-        if attempt.pid is not None and _still_running(attempt):
-            _signal(attempt.pid, signal.SIGTERM)
+        with contextlib.suppress(OSError):  # (one that ended: when it last wrote)
+            if not running:
+                attempt.end = datetime.fromtimestamp(max(f.stat().st_mtime for f in files), UTC)
+        attempt.stdout, attempt.stderr = _tail(files[0]), _tail(files[1])
+        if running:
+            _signal(cast(int, attempt.pid), signal.SIGTERM)
             timer = threading.Timer(STOP_GRACE_SECONDS, _signal, (attempt.pid, signal.SIGKILL))
             timer.daemon = True
             timer.start()
-        else:
-            with contextlib.suppress(OSError):
-                written = max(f.stat().st_mtime for f in files)
-                attempt.end = datetime.fromtimestamp(written, UTC)
-        attempt.stdout, attempt.stderr = _tail(files[0]), _tail(files[1])
 
     def define(self, job: CloudRunJob) -> None:
         """Define ``job`` (replacing a job of the same name)."""
