@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.wrappers import Request
 
 from ..domain.codec import refuse_lone_surrogates
@@ -69,6 +70,8 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
 
     :param allow_fields: the only keys allowed in the object (the ``:pause``/``:resume``/``:run``
         bodies may carry only ``name``); ``None`` allows any key.
+    :raises RequestEntityTooLarge: for a chunked body that reaches the request's
+        ``max_content_length`` (one with a ``Content-Length`` past it is refused unread).
     :raises UnsupportedMediaType: for a ``Content-Type`` that is not JSON, even with an empty
         body (a browser sends text/plain and form bodies across sites without asking).
     :raises InvalidArgument: for a body that is not JSON, not an object, nested too deeply,
@@ -77,7 +80,9 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
         has a key not allowed.
     :return: the decoded object.
     """
-    raw = request.get_data()
+    raw, limit = request.get_data(), request.max_content_length
+    if limit is not None and request.content_length is None and len(raw) >= limit:
+        raise RequestEntityTooLarge()  # a chunked body: werkzeug's stream ends at the limit
     if not raw.strip() and not request.mimetype:
         return {}
     if not is_json_type(request.mimetype):

@@ -265,6 +265,27 @@ class TestServerLimits:
             "100000000 bytes; a job is at most 1 MB)."
         )
 
+    @pytest.mark.parametrize("padding", [b" " * 2_200_000, b'"' + b"x" * 2_200_000])
+    def test_a_chunked_body_past_the_limit_is_refused_not_cut_and_parsed(
+        self, live: tuple[str, int], padding: bytes
+    ) -> None:
+        """Trial 92: a body sent chunked (a Go client streaming its JSON) was cut at 2 MiB and
+        parsed: a valid job padded with spaces was created, a long string was "unterminated"."""
+        body = b'{"name": "projects/my-project/locations/us-central1/jobs/padded", ' + padding
+        with connect(live) as sock:
+            sock.sendall(
+                f"POST {JOBS} HTTP/1.1\r\nHost: 127.0.0.1:{live[1]}\r\nConnection: close\r\n"
+                "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+                + f"{len(body):x}\r\n".encode()
+                + body
+                + b"\r\n0\r\n\r\n"
+            )
+            head, _, answer = read_all(sock).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400"), head
+        assert json.loads(answer)["error"]["message"] == (
+            "Request payload size exceeds the limit: 2097152 bytes (a job is at most 1 MB)."
+        )
+
     def test_a_body_past_the_limit_elsewhere_names_no_job_and_closes_once(
         self, live: tuple[str, int]
     ) -> None:
