@@ -331,7 +331,7 @@ def apply_update(job: Job, body: Mapping[str, Any], update_mask: str | Sequence[
     :return: a new job: :func:`~scheduler_emulator.domain.resources.with_defaults` applied and
         validated, with ``job``'s name and output-only fields (``state``, ``status``,
         ``scheduleTime``, ``lastAttemptTime``, ``userUpdateTime``, unchanged: the caller sets
-        the last two).
+        the last two); ``job`` itself for a mask of ignored paths only.
     """
     parsed = parse_job(body)
     raw = json_fields(body)
@@ -343,4 +343,6 @@ def apply_update(job: Job, body: Mapping[str, Any], update_mask: str | Sequence[
         tree = _whole("Job")
     else:
         tree = _tree(paths)
+        if not tree:  # only ignored paths: ``job`` itself, unchanged
+            return job
     return normalise_job(_apply(tree, job, parsed, raw, "Job"))

@@ -393,7 +393,8 @@ class Emulator(AttemptAssertions):
         in Python) edits the stored map (``null`` deletes that header, other names are added or
         replaced: gcloud's ``--update-headers`` and ``--remove-headers``); otherwise it replaces
         the stored map. The state is kept; ``userUpdateTime`` moves; the next fire time is
-        computed from now. An update that would leave the job invalid changes nothing.
+        computed from now. An update that would leave the job invalid, or whose mask names only
+        output-only fields or ``name``, changes nothing.
 
         :param name: job ID or full name (the body's ``name`` is ignored).
         :param body: the PATCH body, REST JSON.
@@ -404,7 +405,10 @@ class Emulator(AttemptAssertions):
         name = self.job_name(name)
         now = self.clock.now()
         with self._lock:
-            updated = apply_update(self.core.get(name), body, update_mask)
+            current = self.core.get(name)
+            updated = apply_update(current, body, update_mask)
+            if updated is current:  # a mask of output-only paths alone: nothing changes
+                return current
             _refuse_unsendable_http2(updated)
             return self._put_job(replace(updated, user_update_time=now))
 

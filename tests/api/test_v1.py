@@ -5,6 +5,7 @@ over REST and gRPC (one parametrised test drives both surfaces)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import requests
 
 from scheduler_emulator.api.v1 import MAX_JOBS_PAGE_SIZE, SchedulerApi
 from scheduler_emulator.domain.errors import InvalidArgument
+from scheduler_emulator.domain.resources import State
 from scheduler_emulator.runtime._emulator import Emulator
 from tests.daemon import serving_in_thread
 from tests.support import TARGET
@@ -241,3 +243,15 @@ def test_both_surfaces_give_the_same_answers(surface: Any) -> None:
         }
     )
     assert created["state"] == "ENABLED"
+
+
+def test_a_mask_of_output_only_paths_alone_changes_nothing(emulator: Emulator) -> None:
+    """Trial 92: ``updateMask=state`` with ``{"state": "PAUSED"}`` answered 200 and moved
+    ``userUpdateTime``, though such a mask changes nothing (docs/differences-from-production.md)."""
+    created = emulator.create_job(body("j1"))
+    emulator.advance(timedelta(minutes=5))
+
+    kept = emulator.update_job("j1", {"state": "PAUSED"}, "state,userUpdateTime")
+
+    assert kept == emulator.get_job("j1")
+    assert (kept.user_update_time, kept.state) == (created.user_update_time, State.ENABLED)
