@@ -18,6 +18,7 @@ integer enums). Errors are Google's envelope and never a 5xx for bad input.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from werkzeug.routing import Rule
@@ -144,6 +145,20 @@ def _arg(request: Request, camel: str, snake: str) -> str | None:
     return request.args.get(snake) if value is None else value
 
 
+def method_not_found(last: str, method: str = "", allowed: Iterable[str] = ()) -> str:
+    """Google's 404 ``Method not found`` for a path whose last segment is ``last``
+    (``nightly:trigger``), saying what does reach it: a job's custom methods take POST, and
+    ``allowed`` are the methods the path takes (``method`` being the one asked for)."""
+    verb = last.partition(":")[2]
+    if verb in ("pause", "resume", "run"):
+        return f"Method not found: ':{verb}' takes POST only."
+    if verb:
+        return f"Method not found: a job has no ':{verb}'; it has :pause, :resume and :run."
+    if takes := " or ".join(sorted(allowed)):
+        return f"Method not found: this path takes {takes}, not {method}."
+    return "Method not found: this path does not take that HTTP method."
+
+
 class Api:
     """Handlers of the v1 routes for one :class:`Emulator` (the rules:
     :class:`~scheduler_emulator.api.v1.SchedulerApi`)."""
@@ -167,7 +182,7 @@ class Api:
 
     def _name(self, project: str, location: str, job: str) -> str:
         if ":" in job:  # a custom verb (``:pause``…) with a method it does not take
-            raise NotFound(f"Method not found: {job.split(':', 1)[1]!r} with this HTTP method.")
+            raise NotFound(method_not_found(job))
         return f"{_parent(project, location)}/jobs/{job}"
 
     # ---------------------------------------------------------------- jobs

@@ -101,6 +101,9 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
             "Invalid JSON payload received. The body is nested too deeply."
         ) from None
     except (ValueError, UnicodeDecodeError) as exc:
+        if isinstance(exc, UnicodeDecodeError):  # (not Python's codec wording)
+            byte = exc.object[exc.start : exc.start + 1].hex()
+            exc = ValueError(f"The body is not UTF-8: byte 0x{byte} at position {exc.start}")
         raise InvalidArgument(
             f"Invalid JSON payload received. {exc}.", description="The body is not valid JSON."
         ) from exc

@@ -140,7 +140,8 @@ def _http_error(exc: HTTPException, request: Request) -> Response:
         message += f" ({'; '.join(notes)})." if notes else "."
         return error_response(InvalidArgument(message, field="job" if job else None))
     if isinstance(exc, MethodNotAllowed):  # Google's front end: no such method at that path
-        exc = NotFound("Method not found: this path does not take that HTTP method.")
+        last, allowed = path.rsplit("/", 1)[-1], exc.valid_methods or ()
+        exc = NotFound(api.method_not_found(last, request.method, allowed))
     elif isinstance(exc, NotFound) and exc.description == NotFound.description:  # name the path
         shown = show_value(path, 200)[1:-1]  # (a 60 KB path is not sent back whole)
         exc = NotFound(f"The requested URL {shown} was not found on this server.")

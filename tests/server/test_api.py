@@ -428,22 +428,24 @@ class TestRouting:
         assert error_of(response)["status"] == "NOT_FOUND"
 
     @pytest.mark.parametrize(
-        ("method", "path"),
+        ("method", "path", "said"),
         [
-            ("PUT", JOBS + "/nightly"),
-            ("DELETE", JOBS),
-            ("POST", JOBS + "/nightly:explode"),
-            ("GET", JOBS + "/nightly:pause"),
+            ("PUT", JOBS + "/nightly", "this path takes DELETE or GET or HEAD or PATCH, not PUT."),
+            ("DELETE", JOBS, "this path takes GET or HEAD or POST, not DELETE."),
+            ("POST", JOBS + "/nightly:explode",
+             "a job has no ':explode'; it has :pause, :resume and :run."),
+            ("GET", JOBS + "/nightly:pause", "':pause' takes POST only."),
         ],
-    )
+    )  # fmt: skip
     def test_a_method_the_path_does_not_take_is_404_method_not_found(
-        self, api: Client, method: str, path: str
+        self, api: Client, method: str, path: str, said: str
     ) -> None:
+        """Trial 92: ``:trigger`` read "this path does not take that HTTP method"."""
         response = api.open(path, method=method, json={})
         assert response.status_code == 404
         error = error_of(response)
         assert error["status"] == "NOT_FOUND"
-        assert error["message"].startswith("Method not found")
+        assert error["message"] == f"Method not found: {said}"
 
     @pytest.mark.parametrize("path", ["/v1/nothing", "/zzz", "/_emulator/zzz"])
     def test_an_unknown_path_is_a_json_404_naming_the_path(self, api: Client, path: str) -> None:
@@ -530,6 +532,14 @@ class TestRouting:
         refused = api.patch(JOBS + "/nightly", data="[1]", content_type="application/json")
         assert error_of(refused)["message"] == (
             "Invalid JSON payload received. Expected an object, got an array."
+        )
+
+    def test_a_body_that_is_not_utf8_is_refused_naming_the_byte(self, api: Client) -> None:
+        """Trial 92: the message was Python's ("'utf-8' codec can't decode byte 0xff…")."""
+        refused = api.post(JOBS, data=b'{"name": "\xff"}', content_type="application/json")
+        assert refused.status_code == 400
+        assert error_of(refused)["message"] == (
+            "Invalid JSON payload received. The body is not UTF-8: byte 0xff at position 10."
         )
 
     @pytest.mark.parametrize(
