@@ -24,6 +24,7 @@ unless ``NO_COLOR`` is set.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import os
@@ -689,6 +690,10 @@ def _run_reason(run: dict[str, Any], reason: str, attempts: Sequence[dict[str, A
     count = sum(1 for a in attempts if a.get("duplicate"))
     if count:
         notes.append(f"{count} duplicate deliver{'y' if count == 1 else 'ies'} (2xx again)")
+    if execution := run.get("execution"):  # (added by cmd_runs: trial 90)
+        notes.append(
+            f"execution {execution['name'].rsplit('/', 1)[-1]} " + execution_summary(execution)
+        )
     return "; ".join(filter(None, [*notes, reason]))
 
 
@@ -754,8 +759,20 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
         runs = _newest(client, "/_emulator/runs", "runs", params, args.last)
     if args.json:
         return _print_json(out, runs)
+    for run in runs:  # a Cloud Run job's run: its RunJob's 200 says nothing of the execution
+        ids = [started_execution(a.get("responseExcerpt") or "") for a in run["attempts"]]
+        if started := next(filter(None, reversed(ids)), None):
+            with contextlib.suppress(Refused):  # (an execution retention dropped)
+                run["execution"] = client.get(f"/_emulator/executions/{started}")
     headers = WIDE_RUN_HEADERS if args.wide else RUN_HEADERS
     return _print_table(out, headers, run_rows(runs, args.wide), "(no runs)", args.wide)
+
+
+def started_execution(excerpt: str) -> str | None:
+    """The ID of the Cloud Run execution an attempt's answer names (the Admin API's answer to
+    ``jobs/J:run``: ``…/executions/export-x7k2p``), or ``None``."""
+    found = re.search(r"/executions/([a-z0-9-]+)", excerpt)
+    return found[1] if found else None
 
 
 def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
@@ -811,14 +828,14 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         note = dict(zip((a.id for a in history), duplicate_notes(history), strict=True))
         reason = f"; {note[attempt.id]}" if note.get(attempt.id) else reason
     out.write(f"attempt 1 ended: {attempt.outcome} in {took(attempt)}{reason}\n")
-    started = re.search(r"/executions/([a-z0-9-]+)", attempt.response_excerpt)
+    started = started_execution(attempt.response_excerpt)
     if attempt.code != "OK" or not attempt.runs_cloud_run_job or started is None:
         return 0 if attempt.code == "OK" else 1
-    out.write(f"it started Cloud Run execution {started[1]}; waiting for it to end\n")
+    out.write(f"it started Cloud Run execution {started}; waiting for it to end\n")
     out.flush()  # (its :run is answered 200 whatever the execution does)
-    while (execution := client.get(f"/_emulator/executions/{started[1]}"))["state"] == "RUNNING":
+    while (execution := client.get(f"/_emulator/executions/{started}"))["state"] == "RUNNING":
         time.sleep(WAIT_INTERVAL)
-    out.write(f"execution {started[1]} ended: {execution_summary(execution)}\n")
+    out.write(f"execution {started} ended: {execution_summary(execution)}\n")
     return 0 if execution["state"] == "SUCCEEDED" else 1
 
 

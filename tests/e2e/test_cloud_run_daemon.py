@@ -138,6 +138,7 @@ def test_run_wait_waits_for_the_execution_its_attempt_started(tmp_path: Path) ->
             "run", "nightly", "--wait", "--port", str(daemon.host_port[1])
         )
         [execution] = daemon.get("/_emulator/executions")["executions"]
+        runs = run_cli("runs", "--wide", "--port", str(daemon.host_port[1]))[1]
     name = execution["name"].rsplit("/", 1)[-1]
     assert exit_code == 1, err
     assert out.splitlines()[1:] == [
@@ -145,6 +146,10 @@ def test_run_wait_waits_for_the_execution_its_attempt_started(tmp_path: Path) ->
         f"it started Cloud Run execution {name}; waiting for it to end",
         f"execution {name} ended: FAILED (2 / 3 tasks; task 2: locked)",
     ]
+    # trial 90: the run reads succeeded (RunJob answered), and says how its execution went
+    [run] = runs.splitlines()[1:]
+    assert "  succeeded  " in run
+    assert run.endswith(f"  execution {name} FAILED (2 / 3 tasks; task 2: locked)")
 
 
 def test_googles_run_client_lists_the_jobs_runs_one_and_reads_its_execution(
