@@ -154,7 +154,7 @@ def method_not_found(last: str, method: str = "", allowed: Iterable[str] = ()) -
         return f"Method not found: ':{verb}' takes POST only."
     if verb:
         return f"Method not found: a job has no ':{verb}'; it has :pause, :resume and :run."
-    if takes := " or ".join(sorted(allowed)):
+    if takes := " or ".join(sorted(set(allowed) - {"HEAD", "OPTIONS"})):  # (werkzeug adds them)
         return f"Method not found: this path takes {takes}, not {method}."
     return "Method not found: this path does not take that HTTP method."
 

@@ -430,8 +430,8 @@ class TestRouting:
     @pytest.mark.parametrize(
         ("method", "path", "said"),
         [
-            ("PUT", JOBS + "/nightly", "this path takes DELETE or GET or HEAD or PATCH, not PUT."),
-            ("DELETE", JOBS, "this path takes GET or HEAD or POST, not DELETE."),
+            ("PUT", JOBS + "/nightly", "this path takes DELETE or GET or PATCH, not PUT."),
+            ("DELETE", JOBS, "this path takes GET or POST, not DELETE."),
             ("POST", JOBS + "/nightly:explode",
              "a job has no ':explode'; it has :pause, :resume and :run."),
             ("GET", JOBS + "/nightly:pause", "':pause' takes POST only."),
