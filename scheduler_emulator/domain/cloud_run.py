@@ -489,6 +489,9 @@ def execution_reason(record: Mapping[str, Any]) -> str:
     >>> execution_reason({"state": "FAILED", "cancelledCount": 1, "taskAttempts": [
     ...     {"index": 0, "attempt": 0, "exitCode": 1, "stderr": "Traceback…\\nno luck\\n"}]})
     'task 0: no luck; 1 task(s) never started (cancelled)'
+    >>> execution_reason({"state": "FAILED", "taskAttempts": [
+    ...     {"index": 1, "attempt": 0, "exitCode": 3, "stderr": "task 1: disk full"}]})
+    'task 1: disk full'
     >>> execution_reason({"state": "RUNNING", "taskAttempts": [  # a retry to come
     ...     {"index": 0, "attempt": 0, "stopped": "timeout"}]})
     ''
@@ -502,9 +505,9 @@ def execution_reason(record: Mapping[str, Any]) -> str:
             if shown not in ("0", "…"):
                 said = str(attempt.get("stderr") or "").strip().splitlines()
                 stopped = shown in ("timeout", "interrupted")
-                failures[attempt["index"]] = f"task {attempt['index']}: " + (
-                    shown if stopped else said[-1] if said else f"exit {shown}"
-                )
+                line = shown if stopped else said[-1] if said else f"exit {shown}"
+                task = f"task {attempt['index']}: "  # (once: a task may print its own index)
+                failures[attempt["index"]] = line if line.startswith(task) else task + line
     reason = failures[min(failures)] if failures else ""
     if cancelled := record.get("cancelledCount"):  # never started: a failure came first
         reason += f"{'; ' if reason else ''}{cancelled} task(s) never started (cancelled)"
