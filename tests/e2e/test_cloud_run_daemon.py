@@ -212,13 +212,12 @@ def hanging_execution(
             jobs, _ = run_client(daemon)
             jobs.run_job(name="projects/my-project/locations/us-central1/jobs/export")
             wait_for(lambda: len(list(pids.iterdir())) == 2, 60, "two tasks running")
-            wait_for(
-                lambda: (
-                    len(daemon.get("/_emulator/executions")["executions"][0]["taskAttempts"]) == 2
-                ),
-                30,
-                "both task attempts recorded",
-            )
+
+            def recorded() -> list[bool]:  # (a pid is saved once its process started)
+                [execution] = daemon.get("/_emulator/executions")["executions"]
+                return ["pid" in attempt for attempt in execution["taskAttempts"]]
+
+            wait_for(lambda: recorded() == [True, True], 30, "both task attempts recorded")
             daemon.process.send_signal(signum)
             daemon.process.wait(30)
             assert daemon.process.stderr is not None
