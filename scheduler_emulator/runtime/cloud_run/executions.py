@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ...domain.attempts import iso
 from ...domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
@@ -347,18 +347,20 @@ def _tail(path: Path) -> str:
     return text
 
 
-def _still_running(attempt: TaskAttempt) -> bool:
-    """Whether ``attempt``'s process still runs: its PID names a live process (not a zombie)
+def _live_pid(attempt: TaskAttempt) -> int | None:
+    """``attempt``'s process ID while that process still runs: a live process (not a zombie)
     that started within seconds of the attempt (Linux's ``/proc``), not one that took the
-    number since."""
+    number since; else ``None``."""
+    if attempt.pid is None:
+        return None
     try:
         stat = Path(f"/proc/{attempt.pid}/stat").read_text().rsplit(")", 1)[1].split()
         uptime = float(Path("/proc/uptime").read_text().split()[0])
         ago = uptime - int(stat[19]) / os.sysconf("SC_CLK_TCK")  # (field 22: start, in ticks)
     except (OSError, IndexError, ValueError):
-        return False
+        return None
     after = real_now().timestamp() - ago - attempt.start.timestamp()  # its start, seconds
-    return stat[0] not in "ZX" and -1 <= after <= 10
+    return attempt.pid if stat[0] not in "ZX" and -1 <= after <= 10 else None
 
 
 class CloudRun:
@@ -396,15 +398,15 @@ class CloudRun:
         SIGTERM now and SIGKILL after :data:`STOP_GRACE_SECONDS` (its end is now); else its end
         is when its output was last written. Its output's tails are kept."""
         files = self.store.output_files(execution, attempt)
-        running = attempt.pid is not None and _still_running(attempt)
+        pid = _live_pid(attempt)
         attempt.end, attempt.stopped = real_now(), "interrupted"
         with contextlib.suppress(OSError):  # (one that ended: when it last wrote)
-            if not running:
+            if pid is None:
                 attempt.end = datetime.fromtimestamp(max(f.stat().st_mtime for f in files), UTC)
         attempt.stdout, attempt.stderr = _tail(files[0]), _tail(files[1])
-        if running:
-            _signal(cast(int, attempt.pid), signal.SIGTERM)
-            timer = threading.Timer(STOP_GRACE_SECONDS, _signal, (attempt.pid, signal.SIGKILL))
+        if pid is not None:
+            _signal(pid, signal.SIGTERM)
+            timer = threading.Timer(STOP_GRACE_SECONDS, _signal, (pid, signal.SIGKILL))
             timer.daemon = True
             timer.start()
 
