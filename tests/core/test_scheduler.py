@@ -355,6 +355,18 @@ class TestARestartAfterAKillBeforeDispatch:
         assert acted(decisions) == []
         assert core.next_due() == T0 + timedelta(minutes=5)
 
+    def test_a_time_recorded_as_skipped_is_not_run_late(self, core: Scheduler) -> None:
+        """The kill came after the skipped record of the stored next fire time was committed
+        and before the next fire time that follows it was (the writer commits what has queued,
+        so two writes of one due instant may land in two transactions): that time is listed
+        as skipped, so it is not also run."""
+        alive, now = T0 + timedelta(seconds=1), T0 + timedelta(seconds=2)
+        decisions, _ = core.restore(
+            [job()], [], set(), now, 0, {job().name: T0}, {job().name: T0}, alive=alive
+        )
+        assert acted(decisions) == []
+        assert core.due(now) == [] and core.next_due() == T0 + timedelta(minutes=5)
+
     def test_an_open_run_gets_the_late_time_as_its_delayed_run(self, core: Scheduler) -> None:
         """The one-run-per-job rule holds: the open run first, then the owed time."""
         earlier = Run(7, job().name, "2026-09-24T11:55:00Z", T0 - timedelta(minutes=5))
