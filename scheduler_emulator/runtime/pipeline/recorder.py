@@ -238,7 +238,8 @@ class Recorder:
         if delivery.ended:
             return []
         delivery.ended = True
-        return self.carry_out(self.ended(delivery, sent))
+        with self.store.batch(whole=True):  # one hand-over: a kill leaves the end with its retry
+            return self.carry_out(self.ended(delivery, sent))
 
     def ended(self, delivery: Delivery, sent: Sent) -> list[Decision]:
         """Classify what the send gave (what :meth:`send` returned, or the transport's result),
@@ -320,13 +321,16 @@ class Recorder:
             "Emulator restarted. The target may have answered: it stopped before the answer "
             "was kept.",
         )
+        deliveries = self.carry_out(decisions)
         for attempt in in_flight.values():
             job = self.core.config(attempt.job)
             kind = job.target_type if job is not None else "HTTP"
-            # ended at the instant decided at: a later end (a system clock moves) would hold
-            # the run's retry behind it, unknown to the startup line until the engine runs
-            self.record_end(attempt, restarted, TransportResult(), kind, at=now)
-            if job is not None:
+            with self.store.batch(whole=True):  # (one hand-over, as finish's)
+                # ended at the instant decided at: a later end (a system clock moves) would hold
+                # the run's retry behind it, unknown to the startup line until the engine runs
+                self.record_end(attempt, restarted, TransportResult(), kind, at=now)
+                if job is None:
+                    continue
                 # at least once: the run earns a retry beyond its config, as a lost ack does
                 end = AttemptEnd(
                     restarted.code,
@@ -336,8 +340,8 @@ class Recorder:
                     attempt=attempt.attempt,
                     start_time=attempt.start_time,
                 )
-                decisions.extend(self.core.attempt_ended(attempt.job, attempt.run_id, end, now))
-        deliveries = self.carry_out(decisions)
+                ended = self.core.attempt_ended(attempt.job, attempt.run_id, end, now)
+                deliveries += self.carry_out(ended)
         for job in self.core.jobs():  # the output-only fields attempts change
             self.store.save_job_state(job.name, *self.core.state_of(job.name))
         return deliveries

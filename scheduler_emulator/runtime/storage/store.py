@@ -429,28 +429,36 @@ class Store:
         return self._writer.failure
 
     @contextlib.contextmanager
-    def batch(self, alive: datetime | None = None) -> Iterator[None]:
-        """Let every write this thread makes inside the block return at once; the block ends
-        once they are all committed (the first that failed raised then). Not reentrant. The
-        engine writes a due batch this way: its statements are handed to the writer
-        :data:`_GATHERED` at a time (the rest at the end, or before a read), not each with a
-        lock and a wake-up of its own.
+    def batch(self, alive: datetime | None = None, *, whole: bool = False) -> Iterator[None]:
+        """Let every write this thread makes inside the block return at once and reach the
+        writer gathered, not each with a lock and a wake-up of its own: whole decisions of the
+        scheduler core (:meth:`save`) once :data:`_GATHERED` statements have gathered, the rest
+        at the end or before a read. What one hand-over carries is committed together. The
+        block ends once they are all committed (the first that failed raised then). An inner
+        block is part of the outer. The engine writes a due batch this way.
 
         :param alive: first write :meth:`save_alive` of this instant (aware), committed with
             the block's writes.
+        :param whole: hand everything over at the end, in one piece, and wait only if one of
+            the writes waits for its commit (a started attempt): how an attempt's end is
+            written with the decisions it brings, so that a kill leaves both or neither.
         """
+        if getattr(self._local, "gathered", None) is not None:
+            yield
+            return
         if alive is not None:
             self.save_alive(alive, wait=False)
-        ticket = self._local.ticket = _Ticket()
-        self._local.gathered = []
+        self._local.ticket = None if whole else _Ticket()
+        self._local.gathered, self._local.whole = [], whole
         try:
             yield
         finally:
+            ticket = self._local.ticket
             try:
                 self._flush()
             finally:
                 self._local.ticket = self._local.gathered = None
-            if self._durable:
+            if self._durable and ticket is not None:
                 self._writer.wait(ticket)
 
     def _flush(self) -> None:
@@ -468,9 +476,9 @@ class Store:
         memory: at once)."""
         ticket = getattr(self._local, "ticket", None)
         if (gathered := getattr(self._local, "gathered", None)) is not None:  # in a batch
+            if wait and ticket is None:  # (a whole batch waits only for what asks to)
+                ticket = self._local.ticket = _Ticket()
             gathered.append((sql, args, ticket))
-            if len(gathered) >= _GATHERED:
-                self._flush()
             return
         if ticket is None and wait and self._durable:
             ticket = _Ticket()
@@ -543,6 +551,9 @@ class Store:
             self.add_skipped(decision.skipped)
         else:
             raise TypeError(f"not a decision: {decision!r}")
+        gathered = getattr(self._local, "gathered", None)  # in a batch: hand whole decisions over
+        if gathered is not None and len(gathered) >= _GATHERED and not self._local.whole:
+            self._flush()
 
     def next_fires(self) -> dict[str, datetime]:
         """The stored next scheduled time of every job that has one, by full name."""

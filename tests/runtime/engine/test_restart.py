@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from scheduler_emulator import Emulator, ManualClock, SystemClock
+from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.domain.resources import State
 from scheduler_emulator.runtime import DeliveryRequest, TransportResult, WsgiTransport
-from scheduler_emulator.runtime.storage.store import Store
+from scheduler_emulator.runtime.storage.store import Store, _Ticket, _Writer
 from scheduler_emulator.server.daemon import pending_retries, restart_notes
 from tests.support import RecordingTarget, nightly_job
 
@@ -244,3 +248,57 @@ def test_a_data_directory_of_the_first_release_still_loads(tmp_path: Path) -> No
     second.advance(timedelta(minutes=1))  # the 02:00 run, recorded in the added columns
     (attempt,) = second.attempts()
     assert attempt.nominal == datetime(2026, 9, 24, 2, tzinfo=UTC)
+
+
+def test_a_kill_after_any_commit_loses_no_retry_and_runs_no_time_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's writer commits each hand-over on its own, and a due batch hands over each
+    decision on its own (the finest splits they may make: the writer commits whatever has
+    queued, a batch hands over once 150 statements have gathered); the database is copied
+    after each commit, each copy what a SIGKILL there leaves. Restarted from every copy, every
+    run of a failing job still gets all its retries (an attempt's end once committed without
+    its run's retry, or a retry's start without its attempt, finished the run at the restart),
+    and no scheduled time runs twice or both runs and is listed as skipped."""
+    copies: list[Path] = []
+    recording = True
+
+    def submit(self: _Writer, *items: Any, waiter: bool = False) -> None:
+        with self._lock:
+            changes = self.db.total_changes
+            self._carry_out(list(items))
+            for item in items:
+                if isinstance(item, _Ticket):
+                    item.set()
+            if self.db.total_changes != changes and recording:
+                copies.append(tmp_path / f"copy-{len(copies)}.db")
+                with contextlib.closing(sqlite3.connect(copies[-1])) as copy:
+                    self.db.backup(copy)
+
+    monkeypatch.setattr(_Writer, "submit", submit)
+    monkeypatch.setattr("scheduler_emulator.runtime.storage.store._GATHERED", 1)
+    failing = RecordingTarget(status=500)
+    job = nightly_job(schedule="* * * * *", retryConfig={"retryCount": 2})
+    first = Emulator(ManualClock(START), store=Store(tmp_path / "emulator.db"),
+                     transport=WsgiTransport(failing))  # fmt: skip
+    first.create_job(job)
+    first.advance(timedelta(minutes=2, seconds=30))  # the runs of 02:00 and 02:01, 3 attempts each
+    first.close()
+    recording = False
+    assert len(failing.requests) == 6 and len(copies) > 20
+    end = START + timedelta(minutes=6, seconds=30)
+    for copy in copies:
+        restarted = reopen(
+            copy, RecordingTarget(status=500), START + timedelta(minutes=2, seconds=30)
+        )
+        restarted.advance(end - restarted.clock.now())  # every run begun by 02:05 has ended
+        runs: dict[int, list[Attempt]] = {}
+        for attempt in restarted.attempts():
+            runs.setdefault(attempt.run_id, []).append(attempt)
+        for attempts in runs.values():
+            cut = sum(a.code == "UNAVAILABLE" for a in attempts)  # each earns one more retry
+            assert len(attempts) == 3 + cut, (copy.name, attempts)
+        nominal = [attempts[0].nominal for attempts in runs.values()]
+        skipped = [s.nominal for s in restarted.skipped_runs()]
+        assert len(nominal + skipped) == len(set(nominal + skipped)), copy.name
+        restarted.close()
