@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_emulator import Emulator, ManualClock, SystemClock
+from scheduler_emulator import Emulator, FaultPlan, FaultRule, ManualClock, SystemClock
 from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.domain.resources import State
 from scheduler_emulator.runtime import DeliveryRequest, TransportResult, WsgiTransport
@@ -250,8 +250,18 @@ def test_a_data_directory_of_the_first_release_still_loads(tmp_path: Path) -> No
     assert attempt.nominal == datetime(2026, 9, 24, 2, tzinfo=UTC)
 
 
+@pytest.mark.parametrize(
+    ("status", "faults", "tries", "sent"),
+    [(500, FaultPlan(), 3, 12), (200, FaultPlan([FaultRule("delay", seconds=150)]), 1, 2)],
+    ids=["failing", "overlapping"],
+)
 def test_a_kill_after_any_commit_loses_no_retry_and_runs_no_time_twice(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    faults: FaultPlan,
+    tries: int,
+    sent: int,
 ) -> None:
     """The store's writer commits each hand-over on its own, and a due batch hands over each
     decision on its own (the finest splits they may make: the writer commits whatever has
@@ -259,7 +269,8 @@ def test_a_kill_after_any_commit_loses_no_retry_and_runs_no_time_twice(
     after each commit, each copy what a SIGKILL there leaves. Restarted from every copy, every
     run of a failing job still gets all its retries (an attempt's end once committed without
     its run's retry, or a retry's start without its attempt, finished the run at the restart),
-    and no scheduled time runs twice or both runs and is listed as skipped."""
+    and no scheduled time runs twice or both runs and is listed as skipped (attempts that last
+    150 s: the next minute's time is owed and those after it are skipped)."""
     copies: list[Path] = []
     recording = True
 
@@ -277,27 +288,28 @@ def test_a_kill_after_any_commit_loses_no_retry_and_runs_no_time_twice(
 
     monkeypatch.setattr(_Writer, "submit", submit)
     monkeypatch.setattr("scheduler_emulator.runtime.storage.store._GATHERED", 1)
-    failing = RecordingTarget(status=500)
+    target = RecordingTarget(status=status)
     job = nightly_job(schedule="* * * * *", retryConfig={"retryCount": 2})
     first = Emulator(ManualClock(START), store=Store(tmp_path / "emulator.db"),
-                     transport=WsgiTransport(failing))  # fmt: skip
+                     transport=WsgiTransport(target), faults=faults)  # fmt: skip
     first.create_job(job)
-    first.advance(timedelta(minutes=2, seconds=30))  # the runs of 02:00 and 02:01, 3 attempts each
+    first.advance(timedelta(minutes=4, seconds=30))  # the runs of 02:00 to 02:03
+    assert len(target.requests) == sent and len(copies) > 6
+    assert len(first.skipped_runs()) == int(tries == 1)  # (02:02, while 02:01's was owed)
     first.close()
     recording = False
-    assert len(failing.requests) == 6 and len(copies) > 20
-    end = START + timedelta(minutes=6, seconds=30)
+    end = START + timedelta(minutes=8, seconds=30)
     for copy in copies:
         restarted = reopen(
-            copy, RecordingTarget(status=500), START + timedelta(minutes=2, seconds=30)
+            copy, RecordingTarget(status=status), START + timedelta(minutes=4, seconds=30)
         )
-        restarted.advance(end - restarted.clock.now())  # every run begun by 02:05 has ended
+        restarted.advance(end - restarted.clock.now())  # every run begun by 02:07 has ended
         runs: dict[int, list[Attempt]] = {}
         for attempt in restarted.attempts():
             runs.setdefault(attempt.run_id, []).append(attempt)
         for attempts in runs.values():
             cut = sum(a.code == "UNAVAILABLE" for a in attempts)  # each earns one more retry
-            assert len(attempts) == 3 + cut, (copy.name, attempts)
+            assert len(attempts) == tries + cut, (copy.name, attempts)
         nominal = [attempts[0].nominal for attempts in runs.values()]
         skipped = [s.nominal for s in restarted.skipped_runs()]
         assert len(nominal + skipped) == len(set(nominal + skipped)), copy.name
