@@ -347,11 +347,18 @@ def _tail(path: Path) -> str:
     return text
 
 
-def _live_pid(attempt: TaskAttempt) -> int | None:
+def _live_pid(execution: Execution, attempt: TaskAttempt) -> int | None:
     """``attempt``'s process ID while that process still runs: a live process (not a zombie)
     that started within seconds of the attempt (Linux's ``/proc``), not one that took the
-    number since; else ``None``."""
+    number since; else ``None``. Without a recorded ID (the daemon was killed before it saved
+    it), the process group of a process whose environment names this execution, task and
+    attempt."""
     if attempt.pid is None:
+        wanted = {f"{k}={v}".encode() for k, v in _task_variables(execution, attempt).items()}
+        for process in Path("/proc").glob("[0-9]*"):
+            with contextlib.suppress(OSError, ValueError):
+                if wanted <= set((process / "environ").read_bytes().split(b"\0")):
+                    return os.getpgid(int(process.name))
         return None
     try:
         stat = Path(f"/proc/{attempt.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -398,7 +405,7 @@ class CloudRun:
         SIGTERM now and SIGKILL after :data:`STOP_GRACE_SECONDS` (its end is now); else its end
         is when its output was last written. Its output's tails are kept."""
         files = self.store.output_files(execution, attempt)
-        pid = _live_pid(attempt)
+        pid = _live_pid(execution, attempt)
         attempt.end, attempt.stopped = real_now(), "interrupted"
         with contextlib.suppress(OSError):  # (one that ended: when it last wrote)
             if pid is None:
@@ -530,15 +537,7 @@ class CloudRun:
 
     def _run_attempt(self, execution: Execution, attempt: TaskAttempt) -> None:
         job = execution.job
-        env = {
-            **os.environ,
-            **dict(job.env),
-            "CLOUD_RUN_JOB": job.job_id,
-            "CLOUD_RUN_EXECUTION": execution.execution_id,
-            "CLOUD_RUN_TASK_INDEX": str(attempt.index),
-            "CLOUD_RUN_TASK_ATTEMPT": str(attempt.attempt),
-            "CLOUD_RUN_TASK_COUNT": str(job.task_count),
-        }
+        env = {**os.environ, **dict(job.env), **_task_variables(execution, attempt)}
         out_file, err_file = self.store.output_files(execution, attempt)
         try:
             with out_file.open("wb") as out, err_file.open("wb") as err:
@@ -589,6 +588,18 @@ class CloudRun:
                 attempt.end = real_now()
         finally:
             attempt.stdout, attempt.stderr = _tail(out_file), _tail(err_file) or attempt.stderr
+
+
+def _task_variables(execution: Execution, attempt: TaskAttempt) -> dict[str, str]:
+    """The container contract's variables of one task attempt, set in its environment
+    (cloud.google.com/run/docs/container-contract#jobs-env-vars)."""
+    return {
+        "CLOUD_RUN_JOB": execution.job.job_id,
+        "CLOUD_RUN_EXECUTION": execution.execution_id,
+        "CLOUD_RUN_TASK_INDEX": str(attempt.index),
+        "CLOUD_RUN_TASK_ATTEMPT": str(attempt.attempt),
+        "CLOUD_RUN_TASK_COUNT": str(execution.job.task_count),
+    }
 
 
 def _signal(pid: int, signum: int) -> None:

@@ -8,6 +8,7 @@ import json
 import re
 import signal
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -361,17 +362,23 @@ class TestRefused:
         assert [r.url for r in wire.sent] == ["http://127.0.0.1:9/x"]
 
 
+@pytest.mark.parametrize("pid", ["saved", "not saved"])
 def test_an_execution_left_running_is_recorded_as_interrupted_when_reopened(
-    tmp_path: Path,
+    tmp_path: Path, pid: str
 ) -> None:
     """As if the daemon were killed: its row says RUNNING and its task runs on. Reopened, the
-    execution is INTERRUPTED, the task stopped and (trial 90) its output so far kept."""
+    execution is INTERRUPTED, the task stopped and (trial 90) its output so far kept. Killed
+    before it saved the task's process ID, the reopened one finds the process by the contract
+    variables in its environment."""
     job = cloud_run_job(tmp_path, mode="hang", maxRetries=0)  # (no retry's files in the folder)
     with emulator_for(job, data_dir=tmp_path / "data") as e:
         execution = e.cloud_run.run(e.cloud_run.jobs()[0])
         out = e.cloud_run.store.outputs / f"{execution.execution_id}-0-0.out"
         wait_for(lambda: out.is_file() and out.read_text() == "hanging\n", 30, "the task's output")
         assert e.cloud_run.store.list()[0].attempts[0].pid == execution.attempts[0].pid
+        if pid == "not saved":
+            unsaved = [replace(a, pid=None) for a in execution.attempts]
+            e.cloud_run.store.save(replace(execution, attempts=unsaved))
         reopened = CloudRun(e.clock, ExecutionStore(e.store.path, retain=None), [])
         [found] = reopened.store.interrupted_at_open
         assert found.name == execution.name and found.state == "INTERRUPTED"
