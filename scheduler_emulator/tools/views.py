@@ -629,10 +629,14 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
     (of one time, in the order recorded)."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": PAGE_SIZE, "job": args.job or None}
-    listed = enumerate(client.pages("/_emulator/skipped", "skipped", params))  # recorded order
+    listed = [*enumerate(client.pages("/_emulator/skipped", "skipped", params))]  # as recorded
     newest = nlargest(
         args.last, listed, key=lambda pair: (parse_timestamp(pair[1]["nominalTime"]), pair[0])
     )
+    if len(listed) > args.last:  # (as _newest says it; trial 94 read the 20 as all of them)
+        times = "time" if args.last == 1 else "times"
+        note = f"the newest {args.last} skipped scheduled {times}, of {len(listed)}"
+        print(f"note: {note}; a larger --last N lists more.", file=sys.stderr)
     records = [record for _, record in newest[::-1]]
     if args.json:
         return _print_json(out, records)
