@@ -683,14 +683,14 @@ class Scheduler:
     ) -> tuple[datetime | None, list[Decision]]:
         """Account for the scheduled times from ``since`` up to ``now`` that the emulator did
         not act on (see :meth:`restore`): return the one owed a late run (``since`` itself,
-        if at or before ``alive`` and not recorded as skipped; else ``None``) and the others
+        if at or before ``alive`` and not ``listed`` itself; else ``None``) and the others
         recorded as skipped — at most :data:`MAX_DOWNTIME_SKIPS`, none up to ``listed`` (already
-        recorded: a kill may come between a skipped record's commit and the next fire time's)."""
+        recorded: a kill may come between a skipped record's commit and the next fire time's, or
+        during a restart that owed ``since`` a late run and had recorded later times skipped)."""
         first = since.astimezone(state.schedule.zone)
         late: datetime | None = None
         when: datetime | None = first
-        recorded = listed is not None and first <= listed
-        if alive is not None and first <= alive and first < now and not recorded:
+        if alive is not None and first <= alive and first < now and first != listed:
             late, when = first, state.schedule.next_after(first)
         out: list[Decision] = []
         while when is not None and when < now and len(out) < MAX_DOWNTIME_SKIPS:

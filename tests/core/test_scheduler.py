@@ -367,6 +367,20 @@ class TestARestartAfterAKillBeforeDispatch:
         assert acted(decisions) == []
         assert core.due(now) == [] and core.next_due() == T0 + timedelta(minutes=5)
 
+    def test_a_restart_killed_after_listing_later_times_still_owes_the_first(
+        self, core: Scheduler
+    ) -> None:
+        """A restart owed the stored time a late run and recorded the later ones skipped, then
+        was killed before it ran it or moved the next fire time: the next restart owes it still."""
+        alive, now = T0 + timedelta(seconds=1), T0 + timedelta(minutes=12)
+        listed = {job().name: T0 + timedelta(minutes=10)}  # 12:05 and 12:10 were recorded
+        decisions, _ = core.restore(
+            [job()], [], set(), now, 0, {job().name: T0}, listed, alive=alive
+        )
+        assert acted(decisions) == []  # nothing listed twice
+        [start, _] = core.due(now)
+        assert isinstance(start, StartAttempt) and start.run.nominal == T0
+
     def test_an_open_run_gets_the_late_time_as_its_delayed_run(self, core: Scheduler) -> None:
         """The one-run-per-job rule holds: the open run first, then the owed time."""
         earlier = Run(7, job().name, "2026-09-24T11:55:00Z", T0 - timedelta(minutes=5))
