@@ -554,7 +554,10 @@ class Scheduler:
         :param alive: the last instant the emulator is known to have been running (UTC;
             ``None``: unknown, every time from the stored next fire on counts as down).
         :param ran: the jobs whose stored next fire time already has its run recorded (the
-            process died between the two writes): their times count from the one after.
+            process died between the two writes): their times count from the one after, and
+            after those recorded as skipped while that run was owed (up to ``last_skipped``).
+            A stored time that is itself the latest skipped one (the process died between its
+            skipped record and the next fire time) counts as done too.
         :return: the decisions (skipped times, finished runs to save) and the open runs whose
             owner is gone (to be closed by the caller).
         """
@@ -568,11 +571,16 @@ class Scheduler:
             if job.state != State.ENABLED:
                 continue
             stored = (next_fires or {}).get(job.name)
+            listed = (last_skipped or {}).get(job.name)
+            zone = state.schedule.zone
             if stored is not None and job.name in ran:
-                stored = state.schedule.next_after(stored.astimezone(state.schedule.zone))
+                stored = state.schedule.next_after(stored.astimezone(zone))
+            if (stored is not None and listed is not None) and (
+                stored == listed or (job.name in ran and stored <= listed)
+            ):  # on past the times recorded as skipped
+                stored = state.schedule.next_after(listed.astimezone(zone))
             late = None
             if stored is not None:
-                listed = (last_skipped or {}).get(job.name)
                 late, skipped = self._downtime(state, stored, listed, alive, now)
                 decisions.extend(skipped)
             unrecorded = stored is not None and stored <= now
@@ -683,14 +691,13 @@ class Scheduler:
     ) -> tuple[datetime | None, list[Decision]]:
         """Account for the scheduled times from ``since`` up to ``now`` that the emulator did
         not act on (see :meth:`restore`): return the one owed a late run (``since`` itself,
-        if at or before ``alive`` and not ``listed`` itself; else ``None``) and the others
-        recorded as skipped — at most :data:`MAX_DOWNTIME_SKIPS`, none up to ``listed`` (already
-        recorded: a kill may come between a skipped record's commit and the next fire time's, or
-        during a restart that owed ``since`` a late run and had recorded later times skipped)."""
+        if at or before ``alive``; else ``None``) and the others recorded as skipped — at most
+        :data:`MAX_DOWNTIME_SKIPS`, none up to ``listed`` (already recorded: a restart killed
+        while it recorded them, after it owed ``since`` a late run)."""
         first = since.astimezone(state.schedule.zone)
         late: datetime | None = None
         when: datetime | None = first
-        if alive is not None and first <= alive and first < now and first != listed:
+        if alive is not None and first <= alive and first < now:
             late, when = first, state.schedule.next_after(first)
         out: list[Decision] = []
         while when is not None and when < now and len(out) < MAX_DOWNTIME_SKIPS:

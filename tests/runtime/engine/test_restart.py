@@ -266,13 +266,14 @@ def test_a_kill_after_any_commit_loses_no_retry_and_runs_no_time_twice(
     """The store's writer commits each hand-over on its own, and a due batch hands over each
     decision on its own (the finest splits they may make: the writer commits whatever has
     queued, a batch hands over once 150 statements have gathered); the database is copied
-    after each commit, each copy what a SIGKILL there leaves. Restarted from every copy, every
-    run of a failing job still gets all its retries (an attempt's end once committed without
-    its run's retry, or a retry's start without its attempt, finished the run at the restart),
-    and no scheduled time runs twice or both runs and is listed as skipped (attempts that last
-    150 s: the next minute's time is owed and those after it are skipped)."""
+    after each commit, each copy what a SIGKILL there leaves, and so is each restart's while it
+    restores. Restarted from every copy, every run of a failing job still gets all its retries
+    (an attempt's end once committed without its run's retry, or a retry's start without its
+    attempt, finished the run at the restart), and no scheduled time is lost, runs twice or
+    both runs and is listed as skipped (attempts that last 150 s: the next minute's time is
+    owed and those after it are skipped)."""
     copies: list[Path] = []
-    recording = True
+    into: list[Path] | None = copies  # where the copies of each commit go
 
     def submit(self: _Writer, *items: Any, waiter: bool = False) -> None:
         with self._lock:
@@ -281,10 +282,31 @@ def test_a_kill_after_any_commit_loses_no_retry_and_runs_no_time_twice(
             for item in items:
                 if isinstance(item, _Ticket):
                     item.set()
-            if self.db.total_changes != changes and recording:
-                copies.append(tmp_path / f"copy-{len(copies)}.db")
-                with contextlib.closing(sqlite3.connect(copies[-1])) as copy:
+            if self.db.total_changes != changes and into is not None:
+                into.append(tmp_path / f"copy-{len(list(tmp_path.iterdir()))}.db")
+                with contextlib.closing(sqlite3.connect(into[-1])) as copy:
                     self.db.backup(copy)
+
+    def restart(copy: Path) -> Emulator:
+        """The emulator restarted from ``copy`` at 02:03:30 (from the first one's end)."""
+        return reopen(
+            copy, RecordingTarget(status=status), START + timedelta(minutes=4, seconds=30)
+        )
+
+    def check(restarted: Emulator, copy: Path) -> None:
+        restarted.advance(START + timedelta(minutes=8, seconds=30) - restarted.clock.now())
+        runs: dict[int, list[Attempt]] = {}
+        for attempt in restarted.attempts():
+            runs.setdefault(attempt.run_id, []).append(attempt)
+        for attempts in runs.values():
+            cut = sum(a.code == "UNAVAILABLE" for a in attempts)  # each earns one more retry
+            assert len(attempts) == tries + cut, (copy.name, attempts)
+        nominal = [attempts[0].nominal for attempts in runs.values()]
+        skipped = [s.nominal for s in restarted.skipped_runs()]
+        assert len(nominal + skipped) == len(set(nominal + skipped)), copy.name
+        minutes = [START + timedelta(minutes=m) for m in range(1, 8)]  # 02:00 to 02:06
+        assert set(minutes) <= set(nominal + skipped), copy.name  # none lost
+        restarted.close()
 
     monkeypatch.setattr(_Writer, "submit", submit)
     monkeypatch.setattr("scheduler_emulator.runtime.storage.store._GATHERED", 1)
@@ -297,20 +319,10 @@ def test_a_kill_after_any_commit_loses_no_retry_and_runs_no_time_twice(
     assert len(target.requests) == sent and len(copies) > 6
     assert len(first.skipped_runs()) == int(tries == 1)  # (02:02, while 02:01's was owed)
     first.close()
-    recording = False
-    end = START + timedelta(minutes=8, seconds=30)
-    for copy in copies:
-        restarted = reopen(
-            copy, RecordingTarget(status=status), START + timedelta(minutes=4, seconds=30)
-        )
-        restarted.advance(end - restarted.clock.now())  # every run begun by 02:07 has ended
-        runs: dict[int, list[Attempt]] = {}
-        for attempt in restarted.attempts():
-            runs.setdefault(attempt.run_id, []).append(attempt)
-        for attempts in runs.values():
-            cut = sum(a.code == "UNAVAILABLE" for a in attempts)  # each earns one more retry
-            assert len(attempts) == tries + cut, (copy.name, attempts)
-        nominal = [attempts[0].nominal for attempts in runs.values()]
-        skipped = [s.nominal for s in restarted.skipped_runs()]
-        assert len(nominal + skipped) == len(set(nominal + skipped)), copy.name
-        restarted.close()
+    for copy in copies[:]:
+        into = killed = []  # the commits of its restore
+        restarted = restart(copy)
+        into = None
+        check(restarted, copy)
+        for again in killed:
+            check(restart(again), again)
