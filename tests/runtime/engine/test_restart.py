@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -274,6 +275,7 @@ def test_a_kill_after_any_commit_loses_no_retry_and_runs_no_time_twice(
     owed and those after it are skipped)."""
     copies: list[Path] = []
     into: list[Path] | None = copies  # where the copies of each commit go
+    numbers = itertools.count()
 
     def submit(self: _Writer, *items: Any, waiter: bool = False) -> None:
         with self._lock:
@@ -283,7 +285,7 @@ def test_a_kill_after_any_commit_loses_no_retry_and_runs_no_time_twice(
                 if isinstance(item, _Ticket):
                     item.set()
             if self.db.total_changes != changes and into is not None:
-                into.append(tmp_path / f"copy-{len(list(tmp_path.iterdir()))}.db")
+                into.append(tmp_path / f"copy-{next(numbers)}.db")
                 with contextlib.closing(sqlite3.connect(into[-1])) as copy:
                     self.db.backup(copy)
 
