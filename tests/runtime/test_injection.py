@@ -103,6 +103,21 @@ def test_concurrent_duplicates_are_in_the_target_at_the_same_time(clock: ManualC
     assert injected.result.status == 200 and len(injected.copies) == 2
 
 
+def test_concurrent_duplicates_of_a_deadline_fault_are_sent_beside_it(clock: ManualClock) -> None:
+    """Trial 95: with a ``deadline`` rule the concurrent copies were never sent."""
+    together = threading.Barrier(3, timeout=10)  # the attempt and both copies, at once
+
+    def send(timeout: float) -> TransportResult:
+        together.wait()
+        return TransportResult(status=200)
+
+    rules = [FaultRule("deadline", seconds=5), FaultRule("duplicate", count=2, concurrent=True)]
+    injected = send_with_faults(send, clock, 30.0, rules)
+    assert [copy.status for copy, _, _ in injected.copies] == [200, 200]
+    assert injected.outcome.code == "DEADLINE_EXCEEDED" and injected.late is not None
+    assert injected.late.wait(10) == TransportResult(status=200)
+
+
 def test_each_concurrent_copy_ends_when_its_own_answer_came() -> None:
     class ThreadClock:  # each thread reads the instant its own send set: no race between them
         def __init__(self) -> None:

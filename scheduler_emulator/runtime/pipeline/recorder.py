@@ -34,6 +34,7 @@ from ...core.scheduler import AttemptEnd, Decision, RecordSkipped, Scheduler, St
 from ...domain.attempts import DUPLICATE_NOTE, EMULATOR_DOWN, Attempt
 from ...domain.outcomes import Failure, Outcome, classify_failure, classify_status
 from ...domain.resources import Job, Status
+from ...realtime import real_monotonic
 from .._clock import Clock
 from ..delivery.dispatchers import Dispatcher, NotDispatched, Prepared
 from ..delivery.pubsub import pubsub_record
@@ -527,8 +528,13 @@ def send_with_faults(
     copies: list[tuple[TransportResult, datetime, datetime]] = []
     late, answered = None, None
     if deadline is not None:
+        started = real_monotonic()
         late = LateResponse(send, timeout_seconds)
-        late.wait(deadline.seconds)
+        if duplicate is not None and duplicate.concurrent:  # beside it (trial 95: never sent)
+            begun = clock.now()
+            sent = _send_all(send, clock, timeout_seconds, duplicate.count)
+            copies = [(copy, begun, ended) for copy, ended in sent]
+        late.wait(max(0.0, deadline.seconds - (real_monotonic() - started)))
         result = TransportResult(
             failure=Failure.DEADLINE,
             detail="Injected: the attempt deadline passed before the target's answer counted.",
