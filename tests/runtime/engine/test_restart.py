@@ -272,11 +272,12 @@ def test_a_kill_after_any_commit_loses_no_retry_and_runs_no_time_twice(
     decision on its own (the finest splits they may make: the writer commits whatever has
     queued, a batch hands over once 150 statements have gathered); the database is copied
     after each commit, each copy what a SIGKILL there leaves, and so is each restart's while it
-    restores. Restarted from every copy, every run of a failing job still gets all its retries
-    (an attempt's end once committed without its run's retry, or a retry's start without its
-    attempt, finished the run at the restart), and no scheduled time is lost, runs twice or
-    both runs and is listed as skipped (attempts that last 150 s: the next minute's time is
-    owed and those after it are skipped)."""
+    restores. Restarted from every copy under the same faults, every run of a failing job
+    still gets all its retries (an attempt's end once committed without its run's retry, or a
+    retry's start without its attempt, finished the run at the restart), every run of a job
+    that answers 200 ends in success (an answer lost or cut on the way), and no scheduled time
+    is lost, runs twice or both runs and is listed as skipped (attempts that last 150 s: the
+    next minute's time is owed and those after it are skipped)."""
     copies: list[Path] = []
     into: list[Path] | None = copies  # where the copies of each commit go
     numbers = itertools.count()
