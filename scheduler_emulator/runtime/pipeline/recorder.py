@@ -463,9 +463,10 @@ INTERRUPTED = _cut_short("The emulator stopped while the attempt was in flight."
 
 def _send_all(
     send: Send, clock: Clock, timeout: float, count: int
-) -> list[tuple[TransportResult, datetime]]:
-    """Send ``count`` copies of the attempt at the same time; each one's result and when it
-    was answered (``clock``'s instant), in start order."""
+) -> list[tuple[TransportResult, datetime, datetime]]:
+    """Send ``count`` copies of the attempt at the same time; each one's result, when they
+    were sent and when it was answered (``clock``'s instants), in start order."""
+    begun = clock.now()
     results: list[tuple[TransportResult, datetime] | None] = [None] * count
     start = threading.Barrier(count)
 
@@ -479,7 +480,8 @@ def _send_all(
     for thread in threads:
         thread.join()
     unsent = (TransportResult(failure=Failure.CONNECTION), clock.now())
-    return [r if r is not None else unsent for r in results]
+    answers = (r if r is not None else unsent for r in results)
+    return [(result, begun, ended) for result, ended in answers]
 
 
 def send_with_faults(
@@ -531,9 +533,7 @@ def send_with_faults(
         started = real_monotonic()
         late = LateResponse(send, timeout_seconds)
         if duplicate is not None and duplicate.concurrent:  # beside it (trial 95: never sent)
-            begun = clock.now()
-            sent = _send_all(send, clock, timeout_seconds, duplicate.count)
-            copies = [(copy, begun, ended) for copy, ended in sent]
+            copies = _send_all(send, clock, timeout_seconds, duplicate.count)
         late.wait(max(0.0, deadline.seconds - (real_monotonic() - started)))
         result = TransportResult(
             failure=Failure.DEADLINE,
@@ -541,9 +541,9 @@ def send_with_faults(
         )
         latency = max(latency, timeout_seconds)
     elif duplicate is not None and duplicate.concurrent:
-        begun = clock.now()
-        (result, answered), *sent = _send_all(send, clock, timeout_seconds, 1 + duplicate.count)
-        copies = [(copy, begun, ended) for copy, ended in sent]
+        (result, _, answered), *copies = _send_all(
+            send, clock, timeout_seconds, 1 + duplicate.count
+        )
     else:
         result = send(timeout_seconds)
     if duplicate is not None and not duplicate.concurrent:
