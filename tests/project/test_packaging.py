@@ -144,9 +144,11 @@ def user(clone: Clone, tmp_path_factory: pytest.TempPathFactory) -> Clone:
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     shell = Clone(clone.path, env)
     shell.run(sys.executable, "-m", "venv", str(venv))
+    # (--no-compile: byte-compiling every installed package is a third of the install's CPU,
+    # and what the tests import is compiled as it is imported)
     shell.run(
-        "pip", "install", "--quiet", "--disable-pip-version-check", "-e", ".[examples]",
-        timeout=600,
+        "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
+        "-e", ".[examples]", timeout=600,
     )  # fmt: skip
     return shell
 
