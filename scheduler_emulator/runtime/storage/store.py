@@ -26,7 +26,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -134,22 +134,7 @@ CREATE INDEX IF NOT EXISTS skipped_job_nominal ON skipped (job, nominal);
 
 
 def _ts(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    # A due batch writes a few instants thousands of times (one next fire time for every job
-    # of a schedule): each is formatted once. Keyed with its offset, which with the instant
-    # makes the text (equal datetimes may differ in offset: two zones, a fold).
-    key = (value, value.utcoffset())
-    text = _TEXTS.get(key)
-    if text is None:
-        if len(_TEXTS) >= 1024:
-            _TEXTS.clear()
-        text = _TEXTS[key] = value.isoformat()
-    return text
-
-
-#: The stored text of the instants written lately (:func:`_ts`).
-_TEXTS: dict[tuple[datetime, timedelta | None], str] = {}
+    return None if value is None else value.isoformat()
 
 
 logger = logging.getLogger("scheduler_emulator")
@@ -231,8 +216,7 @@ class _Writer:
                     self._wake.wait()
                 if not self._waiting and not self._closed:
                     self._wake.wait(_GATHER_SECONDS)  # let more join this transaction
-                items = list(queue)
-                queue.clear()
+                items = [queue.popleft() for _ in range(len(queue))]
                 closed = self._closed
             self._carry_out(items)
             for item in items:

@@ -10,7 +10,6 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -217,22 +216,3 @@ def test_a_next_fire_time_counts_as_run_once_its_attempt_is_written(store: Store
     store.add_attempt(Attempt(0, JOB, 1, 1, "2026-12-01T09:00:00Z", T0, {}, nominal=T0))
     assert store.ran_at_next_fire(alive) == {JOB}
     assert store.ran_at_next_fire(T0 - timedelta(seconds=1)) == set()  # not due by then
-
-
-def test_equal_datetimes_in_other_offsets_are_stored_as_their_own_instants(tmp_path: Path) -> None:
-    """The store formats each instant once for the many rows that share it: datetimes that
-    compare equal but differ in offset (a repeated wall time's two folds, one instant in two
-    zones) keep their own text, and read back as their own instants."""
-    fold0 = datetime(2026, 11, 1, 1, 30, tzinfo=ZoneInfo("America/New_York"))  # -04:00
-    fold1 = fold0.replace(fold=1)  # the same wall time an hour later (-05:00), equal to it
-    nominals = [fold0, fold1, fold0.astimezone(UTC), fold1, fold0]
-    assert fold0 == fold1 and hash(fold0) == hash(fold1)  # (why the offset is part of the key)
-    store = Store(tmp_path / "e.db")
-    for run_id, nominal in enumerate(nominals, 1):
-        store.add_run(Run(run_id, JOB, None, nominal, attempts=1))
-    read = [run.nominal.astimezone(UTC) for run in store.open_runs()]
-    stored = [text for (text,) in store.query("SELECT nominal FROM runs ORDER BY id")]
-    store.close()
-    assert read == [n.astimezone(UTC) for n in nominals]
-    assert stored == [n.isoformat() for n in nominals]
-    assert read[1] - read[0] == timedelta(hours=1)
