@@ -774,8 +774,11 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
 
 def started_execution(excerpt: str) -> str | None:
     """The ID of the Cloud Run execution an attempt's answer names (the Admin API's answer to
-    ``jobs/J:run``: ``…/executions/export-x7k2p``), or ``None``."""
+    ``jobs/J:run``: v2's operation ``…/executions/export-x7k2p``, v1's ``Execution`` whose
+    ``metadata.name`` is the ID), or ``None``; the dashboard's ``showExecution`` reads it so."""
     found = re.search(r"/executions/([a-z0-9-]+)", excerpt)
+    if found is None and '"kind": "Execution"' in excerpt:
+        found = re.search(r'"name": "([a-z][-a-z0-9]*)"', excerpt)
     return found[1] if found else None
 
 
