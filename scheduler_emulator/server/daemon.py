@@ -357,10 +357,15 @@ def restart_notes(emulator: Emulator) -> str:
         notes += "down (`scheduler-emulator skipped` lists them)"
     if cut_short := emulator.cloud_run.store.interrupted_at_open:  # (trials 78, 81)
         ids = ", ".join(e.execution_id for e in cut_short)
-        jobs = " ".join(sorted({e.scheduler_job.rsplit("/", 1)[-1] or "JOB" for e in cut_short}))
+        jobs = sorted({e.scheduler_job.rsplit("/", 1)[-1] for e in cut_short} - {""})
+        again = [f"`scheduler-emulator run {jobs[0]}` runs it again"] if len(jobs) == 1 else []
+        if len(jobs) > 1:  # (trial 96: `run a b` was said, which `run` refuses)
+            again.append(f"`scheduler-emulator run JOB` runs one again (JOB: {', '.join(jobs)})")
+        if not all(e.scheduler_job for e in cut_short):  # (trial 96: `run JOB` was said)
+            again.append("one started over the Admin API runs again at a POST to its jobs/J:run")
         notes += f", {len(cut_short)} Cloud Run execution(s) running when it was killed recorded "
         notes += f"as INTERRUPTED ({ids}; their tasks, if still running, are stopped; "
-        notes += f"`scheduler-emulator run {jobs}` runs it again)"
+        notes += "; ".join(again) + ")"
     return notes
 
 

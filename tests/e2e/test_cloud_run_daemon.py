@@ -11,12 +11,14 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 import requests
 
 from scheduler_emulator.domain.errors import ConfigurationError
+from scheduler_emulator.server.daemon import restart_notes
 from scheduler_emulator.tools.cloud_run_file import load_cloud_run_jobs
 from tests.daemon import MANUAL, Daemon, running_daemon
 from tests.support import run_cli, wait_for
@@ -121,7 +123,16 @@ def test_a_scheduled_run_starts_an_execution_shown_by_the_endpoint_and_the_view(
     assert row.split()[-1] == "nightly"
 
 
-def test_run_wait_waits_for_the_execution_its_attempt_started(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/export:run",
+        "https://us-central1-run.googleapis.com/apis/run.googleapis.com/v1/namespaces/123456/"
+        "jobs/export:run",  # (trial 96: v1's answer, a Knative Execution, was not followed)
+    ],
+    ids=["v2", "v1"],
+)
+def test_run_wait_waits_for_the_execution_its_attempt_started(tmp_path: Path, uri: str) -> None:
     """A trial's ``run nightly --wait`` printed ``attempt 1 ended: OK (HTTP 200)`` and exited 0
     while the execution it started failed: a ``:run`` is answered 200 whatever it does."""
     # The last task fails: it starts only once task 0 or 1 has ended, and the tasks running when
@@ -129,11 +140,7 @@ def test_run_wait_waits_for_the_execution_its_attempt_started(tmp_path: Path) ->
     code = "import os, sys; sys.exit(os.environ['CLOUD_RUN_TASK_INDEX'] == '2' and 'locked')"
     jobs_file = write_jobs(tmp_path, code)
     with running_daemon(*MANUAL, "--in-memory", "--cloud-run-jobs", str(jobs_file)) as daemon:
-        create_nightly(
-            daemon,
-            "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/"
-            "export:run",
-        )
+        create_nightly(daemon, uri)
         exit_code, out, err = run_cli(
             "run", "nightly", "--wait", "--port", str(daemon.host_port[1])
         )
@@ -249,7 +256,7 @@ def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
         note = (
             ", 1 Cloud Run execution(s) running when it was killed recorded as INTERRUPTED "
             f"({execution_id}; their tasks, if still running, are stopped; "
-            "`scheduler-emulator run JOB` runs it again)"
+            "one started over the Admin API runs again at a POST to its jobs/J:run)"
         )
         assert note in restarted  # (trial 78: the restart said not a word of it)
         # trial 90: the killed daemon's tasks ran on past their timeout, unseen in the log
@@ -366,3 +373,37 @@ def test_every_problem_of_a_cloud_run_definition_is_named(
         load_cloud_run_jobs([path], project="p", location="us-central1")
     named = [line.split(": ")[2].split()[0] for line in str(caught.value).splitlines()]
     assert named == fields
+
+
+@pytest.mark.parametrize(
+    ("started_by", "said"),
+    [
+        (
+            ["projects/p/locations/l/jobs/nightly"] * 2,
+            "`scheduler-emulator run nightly` runs it again",
+        ),
+        (
+            ["projects/p/locations/l/jobs/nightly", "projects/p/locations/l/jobs/hourly"],
+            "`scheduler-emulator run JOB` runs one again (JOB: hourly, nightly)",
+        ),
+        (
+            ["projects/p/locations/l/jobs/nightly", ""],
+            "`scheduler-emulator run nightly` runs it again; one started over the Admin API runs "
+            "again at a POST to its jobs/J:run",
+        ),
+    ],
+    ids=["one scheduler job", "two", "one and the API"],
+)
+def test_the_restart_line_names_a_command_that_runs_an_interrupted_execution_again(
+    started_by: list[str], said: str
+) -> None:
+    """Trial 96 copied ``scheduler-emulator run JOB long-nightly`` from the startup line: `run`
+    takes one job, and ``JOB`` stood for an execution started over the Admin API."""
+    executions = [SimpleNamespace(execution_id=f"e-{i}", scheduler_job=job)
+                  for i, job in enumerate(started_by)]  # fmt: skip
+    store = SimpleNamespace(interrupted_at_open=executions)
+    emulator = SimpleNamespace(
+        interrupted_at_start=0, skipped_while_down=0, cloud_run=SimpleNamespace(store=store)
+    )
+    note = restart_notes(cast(Any, emulator))
+    assert note.endswith(f"are stopped; {said})"), note
