@@ -291,6 +291,12 @@ class EmulatorApp:
         if refused is not None:
             return refused
         if request.path.startswith(CLOUD_RUN_PATHS):  # the Cloud Run Admin API's jobs
+            try:  # (trial 96: a 20 MB jobs/J:run body was read whole and run)
+                body = request.get_data()  # the limit of every body, refused unread
+            except RequestEntityTooLarge as exc:
+                return _http_error(exc, request)
+            request.environ["wsgi.input"] = io.BytesIO(body)  # (read: the app reads it again)
+            request.environ["CONTENT_LENGTH"] = str(len(body))
             return Response.from_app(self.emulator.cloud_run_api, request.environ)
         try:
             override_method(request)

@@ -265,6 +265,26 @@ class TestServerLimits:
             "100000000 bytes; a job is at most 1 MB)."
         )
 
+    def test_a_cloud_run_run_request_past_the_limit_is_refused_unread(
+        self, live: tuple[str, int]
+    ) -> None:
+        """Trial 96: a 20 MB ``jobs/J:run`` body was read whole and ran (every task's argument
+        list too long); the Cloud Run Admin API's paths keep every body's limit."""
+        path = "/v2/projects/my-project/locations/us-central1/jobs/export:run"
+        with connect(live) as sock:
+            sock.sendall(
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{live[1]}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n".encode()
+                + b"{" * 1000
+            )
+            answer = read_all(sock)  # the server answers and closes, not waiting for 100 MB
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400"), head
+        assert json.loads(body)["error"]["message"] == (
+            "Request payload size exceeds the limit: 2097152 bytes (this request's body is "
+            "100000000 bytes)."
+        )
+
     @pytest.mark.parametrize("padding", [b" " * 2_200_000, b'"' + b"x" * 2_200_000])
     def test_a_chunked_body_past_the_limit_is_refused_not_cut_and_parsed(
         self, live: tuple[str, int], padding: bytes
