@@ -218,12 +218,16 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
 
 #: Valid values put in place of a required field's bad or missing one, so that the entry's
 #: other problems are found (trial 78: a bad schedule hid a misspelt time zone; trial 81: a
-#: Cloud Run container without its command hid four more).
+#: Cloud Run container without its command hid four more; trial 96: a command that is not a
+#: list, left out, was then said to be missing as well).
 _STAND_INS = {
     "schedule": "* * * * *",
     "httpTarget.uri": "http://localhost/",
-    "template.template.containers[0].emulatorCommand": ["true"],
-    "spec.template.spec.template.spec.containers[0].emulatorCommand": ["true"],
+    **{
+        f"{task}.containers[0].{field}": ["true"]
+        for task in ("template.template", "spec.template.spec.template.spec")
+        for field in ("command", "emulatorCommand")
+    },
 }
 
 T = TypeVar("T")

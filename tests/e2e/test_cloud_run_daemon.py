@@ -362,6 +362,11 @@ def test_every_problem_of_the_cloud_run_files_is_named_at_once(tmp_path: Path) -
              "template.template.maxRetries"],
             id="no-command",
         ),
+        pytest.param(  # trial 96: a command as one string was also said to be missing
+            "{template: {maxRetries: 20, containers: [{command: python3 x.py}]}}",
+            ["template.template.containers[0].command", "template.template.maxRetries"],
+            id="command-not-a-list",
+        ),
     ],
 )  # fmt: skip
 def test_every_problem_of_a_cloud_run_definition_is_named(
