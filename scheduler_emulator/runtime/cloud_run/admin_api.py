@@ -209,7 +209,7 @@ class CloudRunAdminApi:
         match = v1 or _V2.match(path)
         served = (
             "The emulator answers the Cloud Run Admin API's jobs/J:run (v1 and v2) and its v2 "
-            f"jobs, executions and operations reads; not {request.method} {path}"
+            f"jobs and executions reads and operation gets; not {request.method} {path}"
         )
         answered = v1 or match and (match["verb"] or request.method in ("GET", "HEAD"))
         if not answered and _V2_METHOD.match(path):
