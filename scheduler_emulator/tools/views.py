@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from functools import partial
 from heapq import nlargest
-from itertools import islice
+from itertools import groupby, islice
 from operator import attrgetter
 from typing import IO, Any
 
@@ -705,7 +705,8 @@ def execution_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> lis
     """The cells of the ``executions`` table (:data:`EXECUTION_HEADERS`), from
     ``GET /_emulator/executions`` records; COMPLETE is the tasks that succeeded of all (``2 / 3``,
     as ``gcloud run jobs executions list`` shows it); EXIT CODES lists each task's attempts in order
-    (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout); REASON
+    (``0:3,0`` — task 0 exited 3, then 0; ``timeout`` for one stopped at its timeout; ``1:3×4``
+    for four attempts that each exited 3); REASON
     is :func:`~scheduler_emulator.domain.cloud_run.execution_reason`; CREATED as :func:`cut`
     (to the millisecond unless ``wide``, as the other tables)."""
     rows = []
@@ -722,12 +723,18 @@ def execution_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> lis
                 str(record["name"]).rsplit("/", 1)[-1],
                 str(record["state"]),
                 tasks_complete(record),
-                " ".join(f"{i}:{','.join(c)}" for i, c in sorted(codes.items())) or "-",
+                " ".join(f"{i}:{_repeats(c)}" for i, c in sorted(codes.items())) or "-",
                 str(record.get("schedulerJob") or "-"),
                 execution_reason(record),
             ]
         )
     return rows
+
+
+def _repeats(values: list[str]) -> str:
+    """``values`` joined with ``,``, a value repeated in a row once with its count: ``3×4``
+    (trial 96: ten ``not started`` made a 174-column row)."""
+    return ",".join(v if (n := len(list(same))) == 1 else f"{v}×{n}" for v, same in groupby(values))
 
 
 def _newest(

@@ -706,6 +706,16 @@ def test_executions_prints_the_newest_n_oldest_first(
     assert [json.loads(line) for line in out.splitlines()] == listed[-2:]
 
 
+def test_an_attempt_repeated_in_a_row_is_shown_once_with_its_count() -> None:
+    """Trial 96: a task whose command could not start, retried, made EXIT CODES ``0:not
+    started,not started,not started`` and a 174-column row in a pipe."""
+    attempts = [{"index": 0, "attempt": a, "stopped": "not started"} for a in range(3)]
+    attempts += [{"index": 1, "attempt": a, "exitCode": c} for a, c in enumerate([3, 3, 0])]
+    record = {"name": "e", "createTime": "t", "state": "FAILED", "taskCount": 2,
+              "succeededCount": 1, "failedCount": 1, "taskAttempts": attempts}  # fmt: skip
+    assert execution_rows([record])[0][4] == "0:not started×3 1:3×2,0"
+
+
 def test_an_execution_that_failed_says_why() -> None:
     """A trial found the task's stderr only with ``--json``: REASON gives its last line."""
     ok = {"index": 0, "attempt": 0, "exitCode": 0, "stderr": ""}
@@ -729,7 +739,7 @@ def test_an_execution_that_failed_says_why() -> None:
             for i in (0, 1) for a in (0, 1)]  # fmt: skip
     for order in (both, both[::-1], [both[2], both[0], both[3], both[1]]):
         row = execution_rows([record | {"taskAttempts": order}])[0]
-        assert (row[4], row[-1]) == ("0:2,2 1:2,2", "task 0: task 0 try 1")
+        assert (row[4], row[-1]) == ("0:2×2 1:2×2", "task 0: task 0 try 1")
 
 
 def test_a_skipped_time_without_a_schedule_time_shows_its_instant() -> None:
