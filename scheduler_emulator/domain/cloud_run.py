@@ -243,23 +243,27 @@ def _env(data: Any, where: str, field_path: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def parse_cloud_run_job(data: Any, *, project: str, location: str) -> CloudRunJob:
+def parse_cloud_run_job(
+    data: Any, *, project: str, location: str, unnamed: str = "a Cloud Run job"
+) -> CloudRunJob:
     """Read one Cloud Run job definition, v2 REST or v1 (``gcloud … --format=export``).
 
     :param data: the decoded definition.
     :param project: the project of a v2 ``name`` that is a bare job ID.
     :param location: the location of a bare v2 job ID, or of a v1 job without the
         ``cloud.googleapis.com/location`` label.
+    :param unnamed: how an error names a definition without a valid name (a file's loader
+        says which entry of the file).
     :raises InvalidArgument: naming the job, the field (its path in the definition) and the
         value.
     :return: the job.
     """
-    body = _mapping(data, "a Cloud Run job", "job")
+    body = _mapping(data, unnamed, "job")
     if "apiVersion" in body or "spec" in body or "metadata" in body:
-        return _parse_v1(body, project, location)
+        return _parse_v1(body, project, location, unnamed)
     raw_name = body.get("name")
     if not isinstance(raw_name, str):
-        raise _bad("a Cloud Run job", "name", raw_name, "projects/P/locations/L/jobs/J or J")
+        raise _bad(unnamed, "name", raw_name, "projects/P/locations/L/jobs/J or J")
     parts = raw_name.split("/")
     if len(parts) == 1:
         name = f"projects/{project}/locations/{location}/jobs/{raw_name}"
@@ -281,11 +285,11 @@ def parse_cloud_run_job(data: Any, *, project: str, location: str) -> CloudRunJo
     )
 
 
-def _parse_v1(body: Mapping[str, Any], project: str, location: str) -> CloudRunJob:
-    meta = _mapping(body.get("metadata"), "a Cloud Run job", "metadata")
+def _parse_v1(body: Mapping[str, Any], project: str, location: str, unnamed: str) -> CloudRunJob:
+    meta = _mapping(body.get("metadata"), unnamed, "metadata")
     job_id = meta.get("name")
     if not isinstance(job_id, str):
-        raise _bad("a Cloud Run job", "metadata.name", job_id, "the job's name")
+        raise _bad(unnamed, "metadata.name", job_id, "the job's name")
     namespace = meta.get("namespace", project)
     labels = _mapping(meta.get("labels"), job_id, "metadata.labels")
     region = labels.get("cloud.googleapis.com/location", location)

@@ -57,9 +57,13 @@ def load_cloud_run_jobs(
         if document is None or document == []:  # an empty file, or an empty list
             raise ConfigurationError(f"{path}: the Cloud Run jobs file holds no job.")
         items = document if isinstance(document, list) else [document]
-        for item in items:
+        for number, item in enumerate(items, 1):
+            unnamed = "the Cloud Run job" + (f" of entry {number}" if len(items) > 1 else "")
             job, refused = each_problem(
-                item, functools.partial(parse_cloud_run_job, project=project, location=location)
+                item,
+                functools.partial(
+                    parse_cloud_run_job, project=project, location=location, unnamed=unnamed
+                ),
             )
             problems.extend(f"{path}: {exc.describe()}" for exc in refused)
             if job is None:

@@ -347,6 +347,21 @@ def test_every_problem_of_the_cloud_run_files_is_named_at_once(tmp_path: Path) -
     )
 
 
+def test_a_definition_without_a_name_is_named_by_its_entry(tmp_path: Path) -> None:
+    """Trial 96: "a Cloud Run job: name must be …" did not say which entry of the list."""
+    path = tmp_path / "jobs.yaml"
+    path.write_text(
+        "- name: ok\n  template: {template: {containers: [{command: [x]}]}}\n"
+        "- template: {template: {containers: [{command: [x]}]}}\n"
+    )
+    with pytest.raises(ConfigurationError) as caught:
+        load_cloud_run_jobs([path], project="p", location="us-central1")
+    assert str(caught.value) == (
+        f"{path}: the Cloud Run job of entry 2: name must be projects/P/locations/L/jobs/J or J; "
+        "got nothing."
+    )
+
+
 @pytest.mark.parametrize(
     ("definition", "fields"),
     [
