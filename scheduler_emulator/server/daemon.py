@@ -281,7 +281,8 @@ class Daemon:
         if in_flight:
             wait = f"; waiting up to {STOP_GRACE_SECONDS:g} s (Ctrl-C again to exit now)"
         if running:  # their tasks get SIGTERM, then SIGKILL, and the executions are INTERRUPTED
-            wait += f"; {running} Cloud Run execution(s) running are interrupted"
+            wait += f"; {running} Cloud Run execution(s) running are stopped (INTERRUPTED"
+            wait += ", unless one ends first)"  # (trial 96: one timed out meanwhile: FAILED)
         self._say(f"scheduler-emulator stopping: {in_flight} attempt(s) in flight or queued{wait}.")
         self._interrupted = self.emulator.stop(STOP_GRACE_SECONDS)
 

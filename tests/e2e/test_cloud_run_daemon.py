@@ -270,7 +270,10 @@ def test_a_stop_mid_execution_sends_its_tasks_sigterm_before_sigkill(tmp_path: P
     and Cloud Run send SIGTERM first."""
     with hanging_execution(tmp_path, signal.SIGTERM) as (stderr, execution, again, _):
         assert "Cloud Run execution" not in again.first_line  # (the stop said it)
-        assert "; 1 Cloud Run execution(s) running are interrupted." in stderr
+        assert (
+            "; 1 Cloud Run execution(s) running are stopped (INTERRUPTED, unless one ends first)."
+            in stderr
+        )
         assert execution["state"] == "INTERRUPTED"
         assert [(a["stopped"], a["exitCode"]) for a in execution["taskAttempts"]] == [
             ("interrupted", -15),
