@@ -733,7 +733,7 @@ def execution_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> lis
 
 def _repeats(values: list[str]) -> str:
     """``values`` joined with ``,``, a value repeated in a row once with its count: ``3×4``
-    (trial 96: ten ``not started`` made a 174-column row)."""
+    (trial 96: ``0:not started,not started,…`` made a row 174 columns wide)."""
     return ",".join(v if (n := len(list(same))) == 1 else f"{v}×{n}" for v, same in groupby(values))
 
 
