@@ -152,13 +152,26 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     marker = request.node.get_closest_marker("cloud_scheduler")
     try:
         options = scheduler_options(
-            marker.kwargs if marker else {}, request.config.getini(HEADER_CASE_INI)
+            _keywords(marker, "start"), request.config.getini(HEADER_CASE_INI)
         )
         scheduler = CloudScheduler(**options)
     except (TypeError, ValueError) as exc:  # pytest.fail, unchained: the message shows once
         raise pytest.fail.Exception(str(exc), pytrace=False) from None
     yield scheduler
     scheduler.close()
+
+
+def _keywords(marker: pytest.Mark | None, first: str) -> Mapping[str, Any]:
+    """The options of the test's marker (none without one); a positional argument fails the
+    test's setup, naming it and the option ``first`` it may have meant (trial 97: a start
+    given so was ignored)."""
+    if marker is not None and marker.args:
+        raise pytest.fail.Exception(
+            f"@pytest.mark.{marker.name} takes its options by keyword, not {marker.args[0]!r}: "
+            f"write @pytest.mark.{marker.name}({first}={marker.args[0]!r}).",
+            pytrace=False,
+        )
+    return marker.kwargs if marker is not None else {}
 
 
 @pytest.fixture(scope="session")
@@ -215,8 +228,7 @@ def cloud_run_testing(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     from .facades import DEFAULT_SCHEDULE_TIME, CloudRunTimers
 
     forget_in_memory_runs()
-    marker = request.node.get_closest_marker("cloud_run_testing")
-    options = marker.kwargs if marker else {}
+    options = _keywords(request.node.get_closest_marker("cloud_run_testing"), "schedule_time")
     if unknown := sorted(set(options) - {"schedule_time"}):  # (a failure, no traceback)
         raise pytest.fail.Exception(
             f"@pytest.mark.cloud_run_testing got unknown option(s) {', '.join(unknown)}; it takes "

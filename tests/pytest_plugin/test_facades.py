@@ -259,6 +259,26 @@ def test_a_misspelt_cloud_run_testing_option_is_refused(pytester: pytest.Pyteste
     result.stdout.no_fnmatch_line("*plugin.py*")  # a failure, no traceback of the plugin's
 
 
+def test_a_positional_cloud_run_testing_option_is_refused(pytester: pytest.Pytester) -> None:
+    """Trial 97: a schedule time given without ``schedule_time=`` was ignored."""
+    result = run(
+        pytester,
+        """
+        import pytest
+
+        @pytest.mark.cloud_run_testing("2026-09-24T02:00:00Z")
+        def test_positional(cloud_run_testing):
+            pass
+        """,
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*@pytest.mark.cloud_run_testing takes its options by keyword, not "
+         "'2026-09-24T02:00:00Z': write @pytest.mark.cloud_run_testing("
+         "schedule_time='2026-09-24T02:00:00Z').*"]
+    )  # fmt: skip
+
+
 def test_non_2xx_answer_fails_with_the_acknowledgement_message(
     pytester: pytest.Pytester,
 ) -> None:

@@ -203,6 +203,13 @@ def test_the_marker_takes_an_rfc_3339_start(pytester: pytest.Pytester) -> None:
             "*@pytest.mark.cloud_scheduler(allow_network='yes'): pass True or False.*",
             id="allow-network-not-bool",
         ),
+        pytest.param(  # trial 97: ignored, the clock at the default start
+            '"2026-09-24T00:00:00Z"',
+            "*@pytest.mark.cloud_scheduler takes its options by keyword, not "
+            "'2026-09-24T00:00:00Z': write @pytest.mark.cloud_scheduler("
+            "start='2026-09-24T00:00:00Z').*",
+            id="positional",
+        ),
     ],
 )
 def test_a_bad_marker_value_is_an_error_naming_the_marker_and_the_value(
