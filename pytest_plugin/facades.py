@@ -178,8 +178,7 @@ class CloudRunTimers(_Timers):
         :raises Exception: in-process, whatever the handler raised.
         """
         __tracebackhide__ = True  # a refusal shows its message, not this function's source
-        prefix = TIMER_PREFIX if self._router is None else self._router.prefix
-        path = prefix + name  # (trial 97: always the default one, an app's own was a 404)
+        path = TIMER_PREFIX + name  # the default prefix, whatever the app's router serves
         headers = {**self.headers(name, schedule_time), **(headers or {})}
         body = b"" if payload is _NO_PAYLOAD else encode_payload(payload)
         if body:  # as a job with a body and no Content-Type header of its own is sent
@@ -197,6 +196,14 @@ class CloudRunTimers(_Timers):
             timers = [] if self._router is None else sorted(self._router.timers)
             unknown = bool(timers) and name not in timers
             note = f" No timer {name!r} is registered (registered: {timers})." if unknown else ""
+            prefix = TIMER_PREFIX if self._router is None else self._router.prefix
+            if prefix != TIMER_PREFIX and answer.status_code == 404:
+                note += (
+                    f" The façade posted to {path}; the app's router serves {prefix}, and the "
+                    "façade always posts under the default prefix: test this app with the "
+                    "cloud_scheduler fixture, whose jobs post to any URI (or with "
+                    "function_testing, whose direct calls carry no run headers for a guard)."
+                )
             raise TimerNotAcknowledged(name, answer.status_code, answer.text, note)
         return int(answer.status_code)
 
