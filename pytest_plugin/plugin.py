@@ -6,7 +6,7 @@ below and in ``docs/testing.md``) and the markers their options come from
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -71,17 +71,12 @@ def scheduler_options(kwargs: Mapping[str, Any], header_case: str) -> dict[str, 
 
     :param kwargs: the marker's keyword arguments.
     :param header_case: the :data:`HEADER_CASE_INI` option, unless the marker sets one.
-    :raises ValueError: (naming the marker and the value) for an unknown option, a naive
-        datetime, a string that is not RFC 3339 with an offset, a non-boolean
-        ``allow_network`` or an unknown header case.
+    :raises ValueError: (naming the marker and the value) for a naive datetime, a string that
+        is not RFC 3339 with an offset, a non-boolean ``allow_network`` or an unknown header
+        case (:func:`_keywords` refuses an unknown option).
     :raises TypeError: for a ``start`` that is neither a datetime nor a string.
     :return: the keywords of :class:`CloudScheduler`, ``start`` aware.
     """
-    if unknown := sorted(set(kwargs) - set(_MARKER_OPTIONS)):
-        raise ValueError(
-            f"@pytest.mark.cloud_scheduler got unknown option(s) {', '.join(unknown)}; it takes "
-            f"{', '.join(_MARKER_OPTIONS)}."
-        )
     start: Any = kwargs.get("start", DEFAULT_START)
     where = f"@pytest.mark.cloud_scheduler(start={start!r})"
     if isinstance(start, str):
@@ -152,7 +147,7 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     marker = request.node.get_closest_marker("cloud_scheduler")
     try:
         options = scheduler_options(
-            _keywords(marker, "start"), request.config.getini(HEADER_CASE_INI)
+            _keywords(marker, _MARKER_OPTIONS), request.config.getini(HEADER_CASE_INI)
         )
         scheduler = CloudScheduler(**options)
     except (TypeError, ValueError) as exc:  # pytest.fail, unchained: the message shows once
@@ -161,17 +156,25 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     scheduler.close()
 
 
-def _keywords(marker: pytest.Mark | None, first: str) -> Mapping[str, Any]:
-    """The options of the test's marker (none without one); a positional argument fails the
-    test's setup, naming it and the option ``first`` it may have meant (trial 97: a start
-    given so was ignored)."""
-    if marker is not None and marker.args:
+def _keywords(marker: pytest.Mark | None, takes: Sequence[str]) -> Mapping[str, Any]:
+    """The options of the test's marker (none without one), which ``takes`` names; a
+    positional argument (trial 97: a start given so was ignored) or an unknown option fails
+    the test's setup, naming it (no traceback)."""
+    if marker is None:
+        return {}
+    if marker.args:
         raise pytest.fail.Exception(
             f"@pytest.mark.{marker.name} takes its options by keyword, not {marker.args[0]!r}: "
-            f"write @pytest.mark.{marker.name}({first}={marker.args[0]!r}).",
+            f"write @pytest.mark.{marker.name}({takes[0]}={marker.args[0]!r}).",
             pytrace=False,
         )
-    return marker.kwargs if marker is not None else {}
+    if unknown := sorted(set(marker.kwargs) - set(takes)):
+        raise pytest.fail.Exception(
+            f"@pytest.mark.{marker.name} got unknown option(s) {', '.join(unknown)}; it takes "
+            f"{', '.join(takes)}.",
+            pytrace=False,
+        )
+    return marker.kwargs
 
 
 @pytest.fixture(scope="session")
@@ -228,13 +231,7 @@ def cloud_run_testing(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     from .facades import DEFAULT_SCHEDULE_TIME, CloudRunTimers
 
     forget_in_memory_runs()
-    options = _keywords(request.node.get_closest_marker("cloud_run_testing"), "schedule_time")
-    if unknown := sorted(set(options) - {"schedule_time"}):  # (a failure, no traceback)
-        raise pytest.fail.Exception(
-            f"@pytest.mark.cloud_run_testing got unknown option(s) {', '.join(unknown)}; it takes "
-            "schedule_time.",
-            pytrace=False,
-        )
+    options = _keywords(request.node.get_closest_marker("cloud_run_testing"), ["schedule_time"])
     default = options.get("schedule_time", DEFAULT_SCHEDULE_TIME)
     made: list[CloudRunTimers] = []
 
