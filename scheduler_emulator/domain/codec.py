@@ -169,7 +169,8 @@ def parse_duration(text: str, *, field: str | None = None) -> timedelta:
     Accepts seconds with an optional leading ``-``, up to 9 fractional digits and the ``s``
     suffix: ``"600s"``, ``"3.5s"``, ``"1.500s"``, ``"-0.25s"``. Proto3 JSON encodes a Duration
     as a *string*, so a JSON number (``180``) is rejected, as are ``"3m"``, ``"1.s"`` and
-    ``" 5s"``. Digits beyond microseconds (``timedelta``'s resolution) are dropped.
+    ``" 5s"``. Digits beyond microseconds (``timedelta``'s resolution) are dropped, except
+    that a nonzero duration shorter than 1 µs is kept as 1 µs (never as 0, which means unset).
 
     :param text: the JSON value.
     :param field: optional camelCase field path to attach to the error.
@@ -199,6 +200,8 @@ def parse_duration(text: str, *, field: str | None = None) -> timedelta:
             field=field,
         )
     micros = int((fraction or "").ljust(9, "0")[:6])
+    if not (micros or digits) and (fraction or "").strip("0"):
+        micros = 1  # shorter than 1 µs, but not the 0 that means "unset" (trial 99)
     value = timedelta(seconds=int(digits or 0), microseconds=micros)
     return -value if sign else value
 

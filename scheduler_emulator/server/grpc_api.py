@@ -116,9 +116,10 @@ class SchedulerServicer:
     def job_json(self, message: Any) -> dict[str, Any]:
         """The proto3 JSON of a Job message (enum names, camelCase, defaults left out).
 
-        A Duration outside the proto's range (which protobuf refuses to write as JSON) is
-        written as its seconds text (``"1000000000000s"``), so the codec refuses it naming
-        the field, as over REST."""
+        A Duration protobuf refuses to write as JSON is written as text the codec refuses
+        naming the field: seconds outside the proto's range as ``"1000000000000s"`` (as over
+        REST), nanos beyond 9 digits or of the other sign than seconds as ``"seconds 20,
+        nanos -1"`` (what was sent; REST cannot carry such a value)."""
         copy = type(message)()
         copy.CopyFrom(message)
         out_of_range = _take_bad_durations(copy)
@@ -437,7 +438,8 @@ def _take_bad_durations(
     message: Any, path: tuple[str, ...] = ()
 ) -> list[tuple[tuple[str, ...], str]]:
     """Clear every Duration in ``message`` that protobuf cannot write as JSON (seconds beyond
-    ±315,576,000,000 or nanos beyond 9 digits); return each one's JSON path and text."""
+    ±315,576,000,000, nanos beyond 9 digits, or seconds and nanos of opposite signs); return
+    each one's JSON path and text (see :meth:`SchedulerServicer.job_json`)."""
     found: list[tuple[tuple[str, ...], str]] = []
     for field, value in message.ListFields():
         if field.message_type is None or field.is_repeated:
@@ -445,7 +447,10 @@ def _take_bad_durations(
         where = (*path, field.json_name)
         if field.message_type.full_name == "google.protobuf.Duration":
             seconds, nanos = value.seconds, value.nanos
-            if abs(seconds) > _MAX_DURATION_SECONDS or abs(nanos) > 999_999_999:
+            if abs(nanos) > 999_999_999 or seconds * nanos < 0:
+                found.append((where, f"seconds {seconds}, nanos {nanos}"))
+                message.ClearField(field.name)
+            elif abs(seconds) > _MAX_DURATION_SECONDS:
                 found.append((where, f"{seconds}.{abs(nanos):09d}s" if nanos else f"{seconds}s"))
                 message.ClearField(field.name)
         elif not field.message_type.GetOptions().map_entry:

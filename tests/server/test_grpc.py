@@ -206,6 +206,35 @@ class TestErrorsMatchRest:
         assert caught.value.message == rest["message"]
         assert rest["status"] == "FAILED_PRECONDITION"
 
+    @pytest.mark.parametrize(
+        ("duration", "text"),
+        [
+            ({"seconds": 20, "nanos": -1}, "seconds 20, nanos -1"),
+            ({"seconds": -1, "nanos": 5}, "seconds -1, nanos 5"),
+            ({"seconds": 20, "nanos": 2_000_000_000}, "seconds 20, nanos 2000000000"),
+        ],
+    )
+    def test_a_duration_protobuf_cannot_write_is_invalid_argument_naming_it(
+        self, scheduler: Any, duration: dict[str, int], text: str
+    ) -> None:
+        # trial 99: a sign mismatch answered 500 with a traceback; nanos beyond 9 digits
+        # quoted a value never sent ("20.2000000000s")
+        with pytest.raises(exceptions.InvalidArgument) as caught:
+            scheduler.create_job(parent=PARENT, job=job(attempt_deadline=duration), retry=None)
+        assert caught.value.message == (
+            "Invalid value at 'job.attempt_deadline' "
+            f'(type.googleapis.com/google.protobuf.Duration), "{text}"'
+        )
+        scheduler.create_job(parent=PARENT, job=job(), retry=None)
+        with pytest.raises(exceptions.InvalidArgument) as caught:
+            scheduler.update_job(
+                job=job(retry_config={"min_backoff_duration": duration}),
+                update_mask=field_mask_pb2.FieldMask(paths=["retry_config.min_backoff_duration"]),
+                retry=None,
+            )
+        assert f'"{text}"' in caught.value.message
+        assert "retry_config.min_backoff_duration" in caught.value.message
+
 
 @pytest.mark.parametrize("method", ["CancelOperation", "DeleteOperation"])
 def test_cancelling_or_deleting_an_operation_is_unimplemented_as_over_rest(
