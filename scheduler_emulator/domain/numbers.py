@@ -8,7 +8,7 @@ float that is not finite where a number is expected. Here every decoded document
 a jobs file, a fault-plan file, a scenario — is checked once, after parsing, by
 :func:`refuse_unbounded_numbers`, so a new field gets the same bounds::
 
-    data = json.loads(raw, parse_int=parse_int)     # a 5,000-digit number parses as a marker
+    data = json.loads(raw, parse_int=parse_int, parse_float=parse_float)  # 5,000 digits: a marker
     refuse_unbounded_numbers(data)                  # InvalidArgument naming its path and value
 
 A field's own, narrower range (``retryCount`` 0-5, a fault's ``count``…) is still checked where
@@ -34,6 +34,27 @@ _MAX_DIGITS = 40
 class HugeNumber(str):
     """The text of a whole number too long to convert (more than 40 digits), kept as parsed so
     that :func:`refuse_unbounded_numbers` can name where it is."""
+
+
+class InfiniteNumber(float):
+    """A JSON number too large for a float (``1e999``): infinity, shown as its text."""
+
+    text: str
+
+    def __new__(cls, text: str) -> InfiniteNumber:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_float(text: str) -> float:
+    """``json.loads(..., parse_float=parse_float)``: ``float(text)``, or an
+    :class:`InfiniteNumber` that messages show as sent (``1e999``, not ``inf``)."""
+    value = float(text)
+    return InfiniteNumber(text) if math.isinf(value) else value
 
 
 def parse_int(text: str) -> int | HugeNumber:

@@ -16,7 +16,7 @@ from werkzeug.wrappers import Request
 
 from ..domain.codec import refuse_lone_surrogates
 from ..domain.errors import InvalidArgument
-from ..domain.numbers import parse_int, refuse_unbounded_numbers
+from ..domain.numbers import parse_float, parse_int, refuse_unbounded_numbers
 
 __all__ = [
     "UnsupportedMediaType",
@@ -95,7 +95,9 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw, parse_int=parse_int, object_pairs_hook=no_duplicate_keys)
+        data = json.loads(
+            raw, parse_int=parse_int, parse_float=parse_float, object_pairs_hook=no_duplicate_keys
+        )
     except RecursionError:
         raise InvalidArgument(
             "Invalid JSON payload received. The body is nested too deeply."

@@ -40,7 +40,13 @@ from yaml.resolver import Resolver
 
 from ..domain.codec import refuse_lone_surrogates, show_value
 from ..domain.errors import ApiError, ConfigurationError
-from ..domain.numbers import HugeNumber, is_huge, parse_int, refuse_unbounded_numbers
+from ..domain.numbers import (
+    HugeNumber,
+    is_huge,
+    parse_float,
+    parse_int,
+    refuse_unbounded_numbers,
+)
 from ..server.request_body import no_duplicate_keys
 
 #: Deepest nesting a jobs (or fault, or scenario) file may have; a Job is 4 levels deep.
@@ -440,7 +446,9 @@ def _finish(document: Any, item: _Item) -> Any:
 
 
 #: (a key named twice is YAML's to refuse, naming its line: a JSON document is YAML too)
-_JSON = json.JSONDecoder(parse_int=parse_int, object_pairs_hook=no_duplicate_keys)
+_JSON = json.JSONDecoder(
+    parse_int=parse_int, parse_float=parse_float, object_pairs_hook=no_duplicate_keys
+)
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
