@@ -115,9 +115,9 @@ def whole_number(text: str, smallest: int = 1) -> int:
 
 
 def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Add the ``jobs``, ``attempts``, ``runs``, ``skipped``, ``executions``, ``run`` and
-    ``clock`` subcommands to the CLI's subparsers ``sub``; ``add_address(parser)`` adds
-    --host/--port."""
+    """Add the ``jobs``, ``attempts``, ``runs``, ``skipped``, ``executions``, ``run``,
+    ``pause``, ``resume`` and ``clock`` subcommands to the CLI's subparsers ``sub``;
+    ``add_address(parser)`` adds --host/--port."""
     jobs = sub.add_parser(
         "jobs",
         help="print the running daemon's jobs as a table",
@@ -155,6 +155,16 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "with it, an emulator-only action: the run's attempts carry T as "
         "X-CloudScheduler-ScheduleTime, to test a handler for a chosen schedule time.",
     )
+    pause = sub.add_parser(
+        "pause",
+        help="pause a job (PauseJob): no scheduled run or retry until it is resumed",
+        description="Pause JOB on the daemon at --host/--port (POST /v1/{name}:pause).",
+    )
+    resume = sub.add_parser(
+        "resume",
+        help="resume a paused job (ResumeJob) and print its next scheduled time",
+        description="Resume JOB on the daemon at --host/--port (POST /v1/{name}:resume).",
+    )
     executions = sub.add_parser(
         "executions",
         help="print the running daemon's Cloud Run executions as a table",
@@ -178,7 +188,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "--to", type=timestamp_argument, metavar="RFC3339", help="move it to this instant"
     )
     move.add_argument("--next", action="store_true", help="move it to the next due instant")
-    for parser in (jobs, attempts, runs, skipped, executions, run, clock):
+    for parser in (jobs, attempts, runs, skipped, executions, run, pause, resume, clock):
         add_address(parser)
         parser.add_argument(
             "--admin-token",
@@ -225,7 +235,8 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     which.add_argument(
         "--in-progress", action="store_true", help="runs with an attempt in flight or pending"
     )
-    run.add_argument("job", metavar="JOB", help="the job's ID or full name")
+    for parser in (run, pause, resume):
+        parser.add_argument("job", metavar="JOB", help="the job's ID or full name")
     run.add_argument(
         "--wait", action="store_true",
         help="wait for the run's first attempt to end (and for the Cloud Run execution it "
@@ -795,24 +806,10 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     attempt to end (and for the Cloud Run execution an attempt to a ``jobs/J:run`` URI started)
     and exit 0 if it succeeded, 1 if not."""
     client = DaemonClient(args.host, args.port, args.admin_token)
-    name = args.job
-    if "/" not in name:
-        config = client.get("/_emulator/config")
-        name = f"projects/{config['project']}/locations/{config['location']}/jobs/{name}"
     if args.schedule_time is None:
-        try:
-            ran = client.call("POST", f"/v1/{name}:run", body={})
-        except Refused as exc:  # Google's "Job not found." names no job: name those there are
-            parent, there = name.rpartition("/jobs/")[0], ""
-            if "not found" in str(exc).lower():
-                page = client.get(f"/v1/{parent}/jobs", {"pageSize": 20})
-                ids = [job["name"].rsplit("/", 1)[-1] for job in page.get("jobs", [])]
-                more = ", …" if page.get("nextPageToken") else ""
-                there = f" Jobs in {parent}: {', '.join(ids) or 'none'}{more}."
-                if near := difflib.get_close_matches(args.job, ids, n=1):  # (trial 82)
-                    there += f" Did you mean {near[0]!r}?"
-            raise ConfigurationError(f"job {args.job!r}: {exc}{there}") from None
+        name, ran = _job_method(client, args.job, "run")
     else:
+        name = _job_name(client, args.job)
         when = iso(args.schedule_time)
         client.call("POST", "/_emulator/runs", body={"job": args.job, "scheduleTime": when})
     runs = client.get("/_emulator/runs", {"job": name, "pageSize": 5})["runs"]  # this one first
@@ -851,6 +848,54 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         time.sleep(WAIT_INTERVAL)
     out.write(f"execution {started} ended: {execution_summary(execution)}\n")
     return 0 if execution["state"] == "SUCCEEDED" else 1
+
+
+def _job_name(client: DaemonClient, job: str) -> str:
+    """``job``'s full name: as given, or an ID in the daemon's project and location."""
+    if "/" in job:
+        return job
+    config = client.get("/_emulator/config")
+    return f"projects/{config['project']}/locations/{config['location']}/jobs/{job}"
+
+
+def _job_method(client: DaemonClient, job: str, verb: str) -> tuple[str, dict[str, Any]]:
+    """``POST /v1/{name}:{verb}`` (RunJob, PauseJob, ResumeJob) for ``job`` (an ID or a full
+    name): its full name and the job the daemon answers with.
+
+    :raises ConfigurationError: for a refusal, naming the jobs there are when it is not found.
+    """
+    name = _job_name(client, job)
+    try:
+        return name, client.call("POST", f"/v1/{name}:{verb}", body={})
+    except Refused as exc:  # Google's "Job not found." names no job: name those there are
+        parent, there = name.rpartition("/jobs/")[0], ""
+        if "not found" in str(exc).lower():
+            page = client.get(f"/v1/{parent}/jobs", {"pageSize": 20})
+            ids = [job["name"].rsplit("/", 1)[-1] for job in page.get("jobs", [])]
+            more = ", …" if page.get("nextPageToken") else ""
+            there = f" Jobs in {parent}: {', '.join(ids) or 'none'}{more}."
+            if near := difflib.get_close_matches(job, ids, n=1):  # (trial 82)
+                there += f" Did you mean {near[0]!r}?"
+        raise ConfigurationError(f"job {job!r}: {exc}{there}") from None
+
+
+def cmd_pause(args: argparse.Namespace, out: IO[str]) -> int:
+    """Pause ``args.job`` (PauseJob) and say what that stops."""
+    _job_method(DaemonClient(args.host, args.port, args.admin_token), args.job, "pause")
+    out.write(
+        f"paused {args.job}: it starts no scheduled run and no retry until it is resumed "
+        "(`run` still starts one)\n"
+    )
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace, out: IO[str]) -> int:
+    """Resume ``args.job`` (ResumeJob) and print its next scheduled time."""
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    _, job = _job_method(client, args.job, "resume")
+    after = f"; next run at {job['scheduleTime']}" if job.get("scheduleTime") else ""
+    out.write(f"resumed {args.job}{after}\n")
+    return 0
 
 
 def _duration(text: str) -> Any:
@@ -1056,6 +1101,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str]], int]] = {
     "runs": cmd_runs,
     "skipped": cmd_skipped,
     "run": cmd_run,
+    "pause": cmd_pause,
+    "resume": cmd_resume,
     "executions": cmd_executions,
     "clock": cmd_clock,
 }

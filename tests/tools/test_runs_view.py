@@ -105,13 +105,21 @@ def test_run_as_if_scheduled_at_an_instant_sends_that_schedule_time(
     [line] = cli(daemon, "run", full)  # project's reads as one
     assert line.startswith(f"started a run of {full}, sending ScheduleTime ")
     target.wait_for(before + 3)
-    daemon.post(f"/v1/{full}:pause").raise_for_status()
+    [line] = cli(daemon, "pause", "berlin")  # trial 98: the CLI could run a job, not pause it
+    assert line.startswith("paused berlin: it starts no scheduled run and no retry until")
     try:  # a paused job's forced run goes anyway: said, so that it is not taken for a mistake
+        assert daemon.get(f"/v1/{full}")["state"] == "PAUSED"
         [line] = cli(daemon, "run", "berlin")
         assert line.endswith(" (the job is PAUSED: a forced run goes anyway)")
         target.wait_for(before + 4)
     finally:
-        daemon.post(f"/v1/{full}:resume").raise_for_status()
+        [line] = cli(daemon, "resume", full)
+    assert line == f"resumed {full}; next run at {daemon.get(f'/v1/{full}')['scheduleTime']}"
+    port = daemon.url.rsplit(":", 1)[1]
+    code, _, err = run_cli("resume", "berlin", "--port", port)  # not paused: Google's 400, said
+    assert code == 2 and "only a PAUSED job can be resumed" in err
+    code, _, err = run_cli("pause", "berlim", "--port", port)
+    assert code == 2 and err.endswith(" Did you mean 'berlin'?\n"), err
 
 
 def test_run_as_of_refuses_a_bad_instant_and_an_unknown_job(scene: tuple[Daemon, object]) -> None:
