@@ -244,9 +244,10 @@ class RunResult(Generic[T]):
 
 
 class _RefusalSlot:
-    """Where a guarded handler leaves its refusal for the router that called it."""
+    """Where a guarded handler leaves its answer (a refusal's, a duplicate's) for the router
+    that called it, in place of the router's 200."""
 
-    refusal: RunRefusedError | None = None
+    answer: TimerResponse | None = None
 
 
 #: Set while a router that :meth:`RunOnceGuard.install` prepared dispatches a run.
@@ -568,10 +569,11 @@ class RunOnceGuard:
 
         Answers under an installed router: the handler returned → 200 (or the status of a
         response it returned, :meth:`TimerRouter.outcome`; a non-2xx one releases the claim, as
-        a raise does, so that a retry runs the work); a duplicate of a completed
-        run → 200 without calling the handler; missing headers → 400, in progress → 409 (both
-        ``application/problem+json``); the handler raised → the claim released, the exception
-        re-raised, so the router logs it and answers its 500 problem. In function style
+        a raise does, so that a retry runs the work); a duplicate of a completed run → 200
+        without calling the handler (:data:`DUPLICATE_RESPONSE`: a line saying so); missing
+        headers → 400, in progress → 409 (both ``application/problem+json``); the handler
+        raised → the claim released, the exception re-raised, so the router logs it and
+        answers its 500 problem. In function style
         (``router.invoke``) and under a router without :meth:`install`, a refusal raises
         :class:`MissingRunHeadersError` / :class:`RunInProgressError` instead (a router then
         answers 500).
@@ -630,7 +632,7 @@ class RunOnceGuard:
                     f"router answers {refusal.status} instead of 500."
                 )
                 raise refusal
-            slot.refusal = refusal
+            slot.answer = refusal.response()
 
         guarded: Any
         if is_async_handler(handler):
@@ -646,6 +648,8 @@ class RunOnceGuard:
                 except RunRefusedError as refusal:
                     refused(refusal, slot)
                     return None
+                if slot is not None and not result.ran:
+                    slot.answer = DUPLICATE_RESPONSE
                 return result.value
 
             guarded = guarded_async
@@ -662,6 +666,8 @@ class RunOnceGuard:
                 except RunRefusedError as refusal:
                     refused(refusal, slot)
                     return None
+                if slot is not None and not result.ran:
+                    slot.answer = DUPLICATE_RESPONSE
                 return result.value
 
             guarded = guarded_sync
@@ -708,8 +714,8 @@ class RunOnceGuard:
         dispatch_async = router.dispatch_async
 
         def answer(slot: _RefusalSlot, response: TimerResponse | None) -> TimerResponse | None:
-            if slot.refusal is not None and response is not None and response.status == 200:
-                return slot.refusal.response()
+            if slot.answer is not None and response is not None and response.status == 200:
+                return slot.answer
             return response
 
         @functools.wraps(dispatch)

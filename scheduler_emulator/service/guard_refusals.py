@@ -2,7 +2,7 @@
 
 A missing run header is answered 400, a run that another attempt holds 409 (never 503: App
 Engine retries a 503 without counting it), both ``application/problem+json``; a duplicate of a
-completed run is answered 200 with an empty body (:data:`DUPLICATE_RESPONSE`). The guard
+completed run is answered 200 with a line saying so (:data:`DUPLICATE_RESPONSE`). The guard
 (:mod:`~scheduler_emulator.service.guard`) raises these; a router or a view adapter answers
 :meth:`RunRefusedError.response`.
 """
@@ -48,8 +48,14 @@ def _problem(status: int, problem: dict[str, Any]) -> TimerResponse:
     return TimerResponse(status, headers, body)
 
 
-#: The answer to a duplicate of a completed run: 200 with an empty body, as the router answers.
-DUPLICATE_RESPONSE = TimerResponse(200, (("Content-Length", "0"),), b"")
+_DUPLICATE = b"Already completed by an earlier delivery: not run again (run-once guard).\n"
+#: The answer to a duplicate of a completed run: 200, with a line saying so that an attempt's
+#: recorded answer tells it from a run that did the work (trial 100).
+DUPLICATE_RESPONSE = TimerResponse(
+    200,
+    (("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(_DUPLICATE)))),
+    _DUPLICATE,
+)
 
 
 class RunRefusedError(TargetError):

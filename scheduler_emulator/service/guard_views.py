@@ -75,8 +75,9 @@ def guard_view(guard: Guard, view: F) -> F:
     passed through untouched; the guard reads its status with Flask's rules: 2xx marks the run
     ``completed``, any other status (Cloud Scheduler will retry) releases the claim, and an
     exception releases it and propagates (Flask answers 500). The guard itself answers 200
-    (empty) to a duplicate of a completed run, 400 for missing headers and 409 for a run in
-    progress, as :class:`werkzeug.wrappers.Response` objects.
+    (:data:`DUPLICATE_RESPONSE`, a line saying so) to a duplicate of a completed run, 400 for
+    missing headers and 409 for a run in progress, as :class:`werkzeug.wrappers.Response`
+    objects.
 
     :param view: ``view(request) -> response`` or a Flask view taking route arguments.
     :raises TypeError: when called without a request and outside a Flask request.

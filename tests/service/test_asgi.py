@@ -414,6 +414,7 @@ class TestRunOnceGuardInAsyncHandlers:
             503, "application/json", b'{"busy":true}'
         )  # fmt: skip
         assert (retry.status, duplicate.status) == (200, 200)
+        assert duplicate.body.startswith(b"Already completed by an earlier delivery")  # trial 100
         assert runs == [503, 200]  # the retry ran the work again; the duplicate did not
 
     def test_the_guard_also_works_when_wsgi_runs_the_async_handler(self) -> None:

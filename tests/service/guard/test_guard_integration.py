@@ -30,6 +30,8 @@ from tests.service.apps import functions_framework_app
 
 from .guard_support import SCHEDULE_TIME, scheduler_headers
 
+DUPLICATE = b"Already completed by an earlier delivery: not run again (run-once guard).\n"
+
 GUARD_LOGGER = "scheduler_emulator.service.guard"
 ROUTER_LOGGER = "scheduler_emulator.service"
 PROBLEM_500 = (
@@ -132,7 +134,9 @@ class TestTimerRouter:
 
         response = service.post("nightly")
 
-        assert (response.status_code, response.data) == (200, b"")
+        # told from a run that did the work (200, empty) by its line (trial 100)
+        assert (response.status_code, response.data) == (200, DUPLICATE)
+        assert response.content_type == "text/plain; charset=utf-8"
         assert service.runs == [("nightly", None)]
         assert log_lines(caplog, GUARD_LOGGER, logging.INFO) == [
             f"Job 'nightly' run {SCHEDULE_TIME} already completed; answered 200 without running "
@@ -364,7 +368,7 @@ class TestFlaskView:
 
         assert (response.status_code, response.data, service.calls) == (200, b"swept", 1)
 
-    def test_duplicate_delivery_answers_200_empty_without_calling_the_view(
+    def test_duplicate_delivery_answers_200_saying_so_without_calling_the_view(
         self, guard: RunOnceGuard
     ) -> None:
         service = FlaskService(guard)
@@ -372,7 +376,7 @@ class TestFlaskView:
 
         response = service.post()
 
-        assert (response.status_code, response.data, service.calls) == (200, b"", 1)
+        assert (response.status_code, response.data, service.calls) == (200, DUPLICATE, 1)
 
     def test_delivery_of_a_run_in_progress_answers_409(self, guard: RunOnceGuard) -> None:
         service = FlaskService(guard)
