@@ -390,7 +390,13 @@ class FirebaseBridge:
                 except NotFound:  # deleted meanwhile through the API
                     continue
                 result.deleted.append(job.name)
-                self._say(f"deleted job {job_id}: its function is gone")
+                if job.name.startswith(prefix):
+                    self._say(f"deleted job {job_id}: its function is gone")
+                else:  # (trial 101: it read as the job just created, gone at once)
+                    self._say(
+                        f"deleted job {job_id} of project {job.name.split('/')[1]}: the Functions "
+                        f"emulator runs project {project} now"
+                    )
         self._routes = routes
         lines = refused_labels + result.skipped
         for line in lines:

@@ -29,6 +29,8 @@ from .bridge import (
 from .client import DEFAULT_HUB, HUB_ENV, Unreachable
 from .functions import app_engine_location, project_of
 
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
 _HUB_HELP = (
     "the Firebase Emulator Suite's hub, asked where the Functions emulator is ({}: "
     f"${HUB_ENV}, else ./firebase.json's emulators.hub, else {DEFAULT_HUB}); no hub answering "
@@ -190,6 +192,14 @@ def check_hub(args: argparse.Namespace) -> None:
             "--firebase-app-engine-location is for the Firebase bridge: give --firebase or "
             "--firebase-functions too (or use scheduler-emulator firebase --app-engine-location)."
         )
+    for address in (args.firebase, args.firebase_functions):  # (trial 101: waited for ever)
+        host, _, port = (address or "").rpartition(":")
+        if port == str(args.port) and host.strip("[]") in (args.host, *_LOOPBACK):
+            raise ConfigurationError(
+                f"{address} is this daemon's own address (--port {args.port}), not the Firebase "
+                "emulators': give the hub's or the Functions emulator's, as firebase "
+                "emulators:start prints them."
+            )
     deadline = real_monotonic() + START_CHECK_SECONDS
 
     def left() -> float:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, cast
 
-from ...domain.outcomes import Outcome
+from ...domain.outcomes import Failure, Outcome
 from ...domain.resources import Job
 from ...runtime.delivery.dispatchers import Dispatcher, Prepared, Sender
 from ...runtime.delivery.transports import (
@@ -49,11 +49,11 @@ TRIGGERS_DISABLED = (
     "(PUT /functions/disableBackgroundTriggers on the hub; PUT "
     "/functions/enableBackgroundTriggers enables them)."
 )
-#: What an attempt's debug text adds when the Functions emulator answered 5xx with no body.
-FUNCTION_FAILED = (
-    "The function threw or failed: its error is in the Functions emulator's log (the firebase "
-    "emulators:start terminal)"
-)
+#: What an attempt's debug text adds when the Functions emulator answered 5xx with no body
+#: (short enough to stay whole in a 160-character REASON after production's words: trial 101).
+FUNCTION_FAILED = "The function threw or failed: see the firebase emulators:start terminal"
+#: What it adds when the Functions emulator does not take the connection (trial 101).
+FUNCTIONS_DOWN = "Is the Functions emulator running (firebase emulators:start)?"
 
 
 @dataclass(frozen=True)
@@ -163,4 +163,6 @@ class _Answered:
             self.on_not_found()
         elif (result.status or 0) >= 500 and not (result.detail or result.excerpt):
             result.detail = FUNCTION_FAILED  # (trial 79: an empty 500, and no word of where)
+        elif result.failure is Failure.CONNECTION:
+            result.detail = f"{result.detail} {FUNCTIONS_DOWN}".lstrip()
         return result

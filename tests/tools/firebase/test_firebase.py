@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from scheduler_emulator import Emulator, ManualClock
+from scheduler_emulator.domain.attempts import REASON_WIDTH
 from scheduler_emulator.domain.codec import job_from_json
 from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
@@ -38,7 +39,7 @@ from scheduler_emulator.tools.firebase.command import (
     check_hub,
     start_argv,
 )
-from scheduler_emulator.tools.firebase.delivery import FUNCTION_FAILED
+from scheduler_emulator.tools.firebase.delivery import FUNCTION_FAILED, FUNCTIONS_DOWN
 from scheduler_emulator.tools.firebase.functions import (
     ScheduledFunction,
     app_engine_location,
@@ -465,6 +466,15 @@ def test_swapped_hub_and_functions_addresses_are_named(
     check_hub(start_args("--functions", functions_emulator.address, "--project", "demo-shop"))
 
 
+@pytest.mark.parametrize("flag", ["--hub", "--functions"])
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_the_daemons_own_address_is_refused_not_waited_for(flag: str, host: str) -> None:
+    """Trial 101: --functions at the daemon's own port waited for ever on its 404s."""
+    args = start_args(flag, f"{host}:9960", "--port", "9960")
+    with pytest.raises(ConfigurationError, match=f"^{host}:9960 is this daemon's own address"):
+        check_hub(args)
+
+
 def test_v1_attempts_log_their_topic_and_forced_runs_carry_the_next_schedule_time(
     hub: FakeSuite, functions_emulator: FakeSuite
 ) -> None:
@@ -500,6 +510,24 @@ def test_a_function_that_threw_points_at_the_functions_emulators_log(
     [attempt] = emulator.attempts(job)
     assert attempt.code == "INTERNAL"
     assert attempt.debug_info.endswith(". " + FUNCTION_FAILED), attempt.debug_info
+    assert len(attempt.debug_info) <= REASON_WIDTH  # whole in a REASON (trial 101)
+
+
+def test_a_stopped_functions_emulator_is_named_in_the_reason(
+    hub: FakeSuite, functions_emulator: FakeSuite
+) -> None:
+    """Trial 101: a refused connection read like any unreachable URL, though the bridge knew
+    whose it was."""
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, 8, tzinfo=UTC)), project="demo-shop")
+    with FirebaseBridge(emulator, hub=hub.address) as bridge:
+        [job] = bridge.sync().created
+        functions_emulator.close()
+        emulator.run_job(job)
+    [attempt] = emulator.attempts(job)
+    assert attempt.code == "UNAVAILABLE"
+    assert attempt.debug_info == (
+        "URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR. Connection refused. " + FUNCTIONS_DOWN
+    )
 
 
 # ------------------------------------------------------------ each function alone
@@ -580,6 +608,12 @@ def test_a_malformed_project_label_is_refused_and_never_adopted() -> None:
         bridge.sync()
         assert emulator.project == "demo-fixed"
         assert {j.name.split("/")[1] for j in emulator.list_jobs()} == {"demo-fixed"}
+        # the old project's jobs are named so, not as the ones just created (trial 101)
+        gone = [m for m in bridge.messages if m.startswith("deleted job ")]
+        assert len(gone) == 3 and all(
+            m.endswith(" of project demo-shop: the Functions emulator runs project demo-fixed now")
+            for m in gone
+        ), gone
     finally:
         bridge.close()
         suite.close()
