@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
@@ -121,7 +122,16 @@ class PubsubEmulatorProcess:
                 "--with-pubsub needs Java on PATH: the Pub/Sub emulator is a Java program "
                 "(install a JRE 11 or newer, e.g. apt-get install default-jre-headless)."
             )
+        if self.port and _listening(self.port):  # (trial 102: 105 s of polling another server)
+            raise ConfigurationError(
+                f"--with-pubsub {self.port}: something already listens on {self.host}; give a "
+                "free port, or --with-pubsub alone for one."
+            )
         self.port = self.port or free_port()
+        if threading.current_thread() is threading.main_thread():  # (trial 102: orphaned)
+            # A SIGTERM from here until the daemon handles it raises, so that what started
+            # the emulator stops it (its own process group outlives this process otherwise).
+            signal.signal(signal.SIGTERM, _interrupted)
         command = [gcloud, "beta", "emulators", "pubsub", "start"]
         command += [f"--host-port={self.host}", f"--project={self.project}"]
         self.process = subprocess.Popen(
@@ -132,15 +142,19 @@ class PubsubEmulatorProcess:
             start_new_session=True,  # its own process group: stop() ends gcloud and its JVM
         )
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                break
-            import requests  # only here: the daemon starts without loading it
+        try:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    break
+                import requests  # only here: the daemon starts without loading it
 
-            with suppress(requests.RequestException):
-                if requests.get(f"http://{self.host}/", timeout=2).status_code == 200:
-                    return self
-            time.sleep(0.2)
+                with suppress(requests.RequestException):
+                    if requests.get(f"http://{self.host}/", timeout=2).status_code == 200:
+                        return self
+                time.sleep(0.2)
+        except BaseException:  # a signal or Ctrl-C while it starts: stopped, not orphaned
+            self.stop()
+            raise
         output = self._output()
         self.stop()
         raise ConfigurationError(
@@ -170,6 +184,10 @@ class PubsubEmulatorProcess:
         process.wait(timeout)
         if process.stdout is not None:
             process.stdout.close()
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # (the CLI says "interrupted" and exits 130)
 
 
 def _listening(port: int) -> bool:
@@ -222,9 +240,11 @@ def configure(
         topics = [job.pubsub_target.topic_name for job in jobs if job.pubsub_target is not None]
         try:
             created = ensure_topics(process.host, topics)
-        except RuntimeError as exc:
+        except BaseException as exc:
             process.stop()
-            raise ConfigurationError(str(exc)) from exc
+            if isinstance(exc, RuntimeError):
+                raise ConfigurationError(str(exc)) from exc
+            raise
         note = f", created topic(s) {', '.join(created)} (production would not)" if created else ""
         return TargetsSetup(
             EmulatorPublisher(process.host), urls, process, f"Pub/Sub emulator {process.host}{note}"

@@ -70,3 +70,68 @@ def test_stop_returns_once_the_port_is_free_not_when_gcloud_exits(tmp_path: Path
         release.touch()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def stub_tools(tmp_path: Path, gcloud: str) -> dict[str, str]:
+    """An environment whose ``gcloud`` runs the Python ``gcloud`` text and whose ``java`` is a
+    no-op, so that ``--with-pubsub`` starts the stand-in."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("gcloud", gcloud), ("java", "")):
+        tool = bin_dir / name
+        tool.write_text(f"#!{sys.executable}\n{text}\n")
+        tool.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+@pytest.mark.timeout(60)
+def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """Trial 102: the daemon polled the service on that port for 105 s, then blamed the
+    component."""
+    env = stub_tools(tmp_path, "raise SystemExit('gcloud must not be started')")
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "scheduler_emulator", "start", "--in-memory", "--port", "0",
+             "--with-pubsub", str(port)],
+            env=env, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"error: --with-pubsub {port}: something already listens on 127.0.0.1:{port}; give a "
+        "free port, or --with-pubsub alone for one.\n"
+    )
+
+
+@pytest.mark.timeout(60)
+def test_a_sigterm_while_the_pubsub_emulator_starts_stops_it(tmp_path: Path) -> None:
+    """Trial 102: a SIGTERM during the start-up wait left gcloud and its JVM running."""
+    started = tmp_path / "started"
+    gcloud = (  # starts its "JVM", which never answers, in its process group, and waits
+        "import pathlib, signal, subprocess, sys\n"
+        "jvm = subprocess.Popen([sys.executable, '-c', 'import signal; signal.pause()'])\n"
+        f"pathlib.Path({str(started)!r}).write_text(str(jvm.pid))\n"
+        "signal.pause()\n"
+    )
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "scheduler_emulator", "start", "--in-memory", "--port", "0",
+         "--with-pubsub"],
+        env=stub_tools(tmp_path, gcloud), stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(started.exists, 30, "the stand-in gcloud to start its JVM")
+        wait_for(lambda: started.read_text().isdigit(), 30, "the JVM's pid")
+        jvm = int(started.read_text())
+        daemon.send_signal(signal.SIGTERM)
+        _, err = daemon.communicate(timeout=30)
+        assert (daemon.returncode, err) == (130, "scheduler-emulator: interrupted.\n")
+        wait_for(lambda: not Path(f"/proc/{jvm}").exists() or _zombie(jvm), 30, "the JVM to end")
+    finally:
+        daemon.kill()
+        daemon.communicate(timeout=30)
+
+
+def _zombie(pid: int) -> bool:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    return True
