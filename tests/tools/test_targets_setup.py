@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import socket
@@ -12,8 +13,14 @@ import threading
 from pathlib import Path
 
 import pytest
+from werkzeug.serving import make_server
+from werkzeug.wrappers import Request, Response
 
-from scheduler_emulator.tools.targets_setup import PubsubEmulatorProcess, free_port
+from scheduler_emulator.domain.codec import job_from_json
+from scheduler_emulator.runtime import pubsub_library_missing
+from scheduler_emulator.tools.cli import build_parser
+from scheduler_emulator.tools.targets_setup import PubsubEmulatorProcess, configure, free_port
+from tests.daemon import serving_in_thread
 from tests.support import wait_for
 
 #: Stands for the JVM gcloud starts: it listens on the port and, on SIGTERM, shuts down only once
@@ -135,3 +142,39 @@ def _zombie(pid: int) -> bool:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
     return True
+
+
+def test_an_external_pubsub_emulator_is_checked_for_the_loaded_jobs_topics() -> None:
+    """Trial 102: a Pub/Sub emulator that was down, or lacked a job's topic, was found only at
+    the job's first attempt."""
+    if (missing := pubsub_library_missing()) is not None:
+        pytest.skip(missing)  # (that is the one warning then)
+    topics = [f"projects/my-project/topics/{name}" for name in ("there", "missing")]
+    jobs = [
+        job_from_json({"name": f"projects/my-project/locations/l/jobs/j{i}", "schedule": "0 6 * *"
+                       " *", "pubsubTarget": {"topicName": topic, "data": "eA=="}})
+        for i, topic in enumerate(topics)
+    ]  # fmt: skip
+
+    @Request.application
+    def emulator(request: Request) -> Response:  # the Pub/Sub emulator's REST GET of a topic
+        return Response(status=200 if request.path == f"/v1/{topics[0]}" else 404)
+
+    def warnings(host: str) -> list[str]:
+        out = io.StringIO()
+        args = build_parser().parse_args(["start", "--pubsub-emulator-host", host])
+        configure(args, jobs, out, environ={})
+        return out.getvalue().splitlines()
+
+    with serving_in_thread(make_server("127.0.0.1", 0, emulator)) as url:
+        host = url.removeprefix("http://")
+        assert warnings(host) == [
+            f"warning: topic {topics[1]} does not exist in the Pub/Sub emulator at {host}: its "
+            f"jobs' attempts fail NOT_FOUND until it is created (curl -X PUT "
+            f"http://{host}/v1/{topics[1]})."
+        ]
+    assert warnings(host) == [
+        f"warning: nothing answers at --pubsub-emulator-host {host}: Pub/Sub jobs' attempts fail "
+        f"UNAVAILABLE until a Pub/Sub emulator does (gcloud beta emulators pubsub start "
+        f"--host-port={host})."
+    ]
