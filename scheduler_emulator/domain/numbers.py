@@ -8,8 +8,8 @@ float that is not finite where a number is expected. Here every decoded document
 a jobs file, a fault-plan file, a scenario — is checked once, after parsing, by
 :func:`refuse_unbounded_numbers`, so a new field gets the same bounds::
 
-    data = json.loads(raw, parse_int=parse_int, parse_float=parse_float)  # 5,000 digits: a marker
-    refuse_unbounded_numbers(data)                  # InvalidArgument naming its path and value
+    data = json.loads(raw, parse_int=parse_int, parse_float=parse_float)  # kept as written
+    refuse_unbounded_numbers(data)  # InvalidArgument naming its path and the value as written
 
 A field's own, narrower range (``retryCount`` 0-5, a fault's ``count``…) is still checked where
 the field is read.

@@ -128,10 +128,6 @@ class PubsubEmulatorProcess:
                 "free port, or --with-pubsub alone for one."
             )
         self.port = self.port or free_port()
-        if threading.current_thread() is threading.main_thread():  # (trial 102: orphaned)
-            # A SIGTERM from here until the daemon handles it raises, so that what started
-            # the emulator stops it (its own process group outlives this process otherwise).
-            signal.signal(signal.SIGTERM, _interrupted)
         command = [gcloud, "beta", "emulators", "pubsub", "start"]
         command += [f"--host-port={self.host}", f"--project={self.project}"]
         self.process = subprocess.Popen(
@@ -247,7 +243,9 @@ def configure(
     environ: dict[str, str] | None = None,
 ) -> TargetsSetup:
     """Read the flags (and ``$PUBSUB_EMULATOR_HOST``); start the Pub/Sub emulator for
-    ``--with-pubsub`` and create the topics of ``jobs`` in it.
+    ``--with-pubsub`` and create the topics of ``jobs`` in it (in the main thread, a SIGTERM
+    from then on raises :class:`KeyboardInterrupt`, until the daemon handles it); check an
+    emulator given by address for them, warning on ``out``.
 
     :raises ConfigurationError: for a bad ``--app-engine-url`` or Pub/Sub emulator address
         (``HOST:PORT``), a missing google-cloud-pubsub
@@ -262,6 +260,10 @@ def configure(
         missing = pubsub_library_missing()
         if missing is not None:
             raise ConfigurationError("--with-pubsub: " + missing.split(". ", 1)[1])
+        if threading.current_thread() is threading.main_thread():  # (trial 102: orphaned)
+            # A SIGTERM from here until the daemon handles it raises, so that the emulator is
+            # stopped (its own process group outlives this process otherwise).
+            signal.signal(signal.SIGTERM, _interrupted)
         process = PubsubEmulatorProcess(args.with_pubsub, args.project).start()
         topics = [job.pubsub_target.topic_name for job in jobs if job.pubsub_target is not None]
         try:
