@@ -307,8 +307,9 @@ class MountTransport:
                 caller.close()
         self.fallback.close()
 
-    def _caller(self, app: Any) -> AsgiCaller | None:
-        """The :class:`AsgiCaller` of an ASGI ``app`` (started on first use); ``None``: WSGI."""
+    def asgi_caller(self, app: Any) -> AsgiCaller | None:
+        """The :class:`AsgiCaller` of an ASGI ``app`` (started on first use, kept until
+        :meth:`close`, so that other calls share the app's loop); ``None`` for a WSGI app."""
         with self._callers_lock:
             known = self._callers.get(id(app))
             if known is None or known[0] is not app:
@@ -355,7 +356,7 @@ class MountTransport:
                 answered(None, None, _Unmounted(hop, deadline))
                 return
             try:
-                if (caller := self._caller(app)) is None:
+                if (caller := self.asgi_caller(app)) is None:
                     left = max(0.001, deadline - real_monotonic())
                     work = functools.partial(call_wsgi, app, hop, sample)
                     status, headers = self._wsgi.call(work, left)

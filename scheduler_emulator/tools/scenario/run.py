@@ -9,11 +9,11 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from ...domain.attempts import Attempt
 from ...realtime import real_monotonic
-from ...runtime import AttemptLog, Emulator, ManualClock, Store, runs_page
+from ...runtime import AttemptLog, Emulator, ManualClock, MountTransport, Store, runs_page
 from .app import Delivery, prepare_delivery, rebase_url
 from .model import PROBE_SELECTOR_RE, Expectation, Scenario, problem
 
@@ -208,12 +208,12 @@ def run_scenario(
             emulator.store, page_size=len(attempts), now=end, config=emulator.job_config
         )
         executions = [e.to_json() for e in emulator.cloud_run.store.list(limit=None)]
+        probe_values: dict[str, float | None] = {}
+        probe_error = None
+        if scenario.probe is not None:  # (before the close: an ASGI app's loop is still up)
+            probe_values, probe_error = _read_probe(scenario, delivery)
     finally:
         emulator.close()
-    probe_values: dict[str, float | None] = {}
-    probe_error = None
-    if scenario.probe is not None:
-        probe_values, probe_error = _read_probe(scenario, delivery)
     results = evaluate(scenario, attempts, probe_values, probe_error, executions)
     return ScenarioRun(
         scenario,
@@ -251,11 +251,19 @@ def _read_probe(
             location.startswith("/")
             or (base is not None and rebase_url(location, base, "") != location)
         ):
-            from werkzeug.test import Client
-
             path = location if location.startswith("/") else rebase_url(location, base or "", "")
-            response = Client(delivery.app).get(path or "/", base_url=base or "http://localhost")
-            status, text = response.status_code, response.get_data(as_text=True)
+            caller = cast(MountTransport, delivery.transport).asgi_caller(delivery.app)
+            if caller is not None:  # the loop its deliveries ran on (trial 104: a FastAPI app)
+                url = f"{(base or 'http://localhost').rstrip('/')}{path or '/'}"
+                answer = caller.request("GET", url, {}, timeout_seconds=30)
+                status, text = answer.status_code, answer.text
+            else:
+                from werkzeug.test import Client
+
+                response = Client(delivery.app).get(
+                    path or "/", base_url=base or "http://localhost"
+                )
+                status, text = response.status_code, response.get_data(as_text=True)
         else:
             if location.startswith("/"):
                 url = f"{delivery.http_base}{location}"  # (run_scenario checked it has one)

@@ -591,6 +591,30 @@ class TestReplay:
         run = run_scenario(load_scenario(write(tmp_path, text)))
         assert run.probe == {"deliveries": 3, "seen": 3}
 
+    def test_an_asgi_apps_probe_is_read_on_the_loop_its_deliveries_ran_on(
+        self, tmp_path: Path
+    ) -> None:
+        """Trial 104: a FastAPI app's probe went through a WSGI client (a TypeError)."""
+        (tmp_path / "asgi_app.py").write_text(
+            "import asyncio\n"
+            "from fastapi import FastAPI\n"
+            "def make():\n"
+            "    app, seen = FastAPI(), []\n"
+            "    @app.post('/tick')\n"
+            "    async def tick():\n"
+            "        seen.append(asyncio.get_running_loop())\n"
+            "    @app.get('/count')\n"
+            "    async def count():  # one loop for every delivery and the probe\n"
+            "        loops = {id(loop) for loop in seen} | {id(asyncio.get_running_loop())}\n"
+            "        return {'count': len(seen), 'loops': len(loops)}\n"
+            "    return app\n"
+        )
+        text = HOURLY.replace("counter_app.py:make()", "asgi_app.py:make()").replace(
+            "seen: len(nested.seen)", "loops: loops"
+        )
+        run = run_scenario(load_scenario(write(tmp_path, text)))
+        assert (run.probe, run.probe_error) == ({"deliveries": 3, "loops": 1}, None)
+
     def test_target_url_delivers_over_http_and_overrides_the_app(
         self, tmp_path: Path, target: RecordingTarget
     ) -> None:
