@@ -41,8 +41,7 @@ _PAGE_SCRIPT = """
     TL.details($("details-body"), a, lane && lane.timeZone);
   }
   TL.legend($("legend"));
-  TL.draw($("timeline"), data.timeline, {
-    width: 1180,
+  TL.draw($("timeline"), data.timeline, {  /* to the page's width, as the dashboard's */
     onAttempt: showAttempt,
     onRun: function (run, lane) {
       open(lane.id + " · run " + run.id);
@@ -59,7 +58,8 @@ _PAGE_STYLE = """
   font-size: 12.5px; font-variant-numeric: tabular-nums; }
 .report table.attempts th, .report table.attempts td { padding: 4px 8px; text-align: left;
   border-bottom: 1px solid var(--line); white-space: nowrap; }
-.report table.attempts td.detail { white-space: normal; }
+.report table.attempts td.detail { white-space: normal; min-width: 24em; }
+.report .table-scroll { overflow-x: auto; }
 .report tr.duplicate td, .report tr.failed td { background: #fdecec; }
 .report .met { color: var(--ok); font-weight: 600; }
 .report .unmet { color: var(--http); font-weight: 600; }
@@ -133,9 +133,9 @@ def _attempt_table(attempts: list[Attempt]) -> str:
         )
         marker = ' class="duplicate" data-testid="duplicate-row"' if is_duplicate else ""
         rows.append(f"<tr{marker}>{cells}</tr>")
-    return (
-        '<table class="attempts" data-testid="attempt-table"><thead><tr>'
-        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return (  # (trial 103: at 800 px its DETAIL column was squeezed to a few words a line)
+        '<div class="table-scroll"><table class="attempts" data-testid="attempt-table"><thead>'
+        f"<tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 

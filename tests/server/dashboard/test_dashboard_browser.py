@@ -142,6 +142,18 @@ def test_the_replay_report_opens_without_a_network(tmp_path: Path) -> None:
         assert all_by_css(driver, '[data-testid="duplicate-marker"]')
         assert "unmet" in by_testid(driver, "expectations").text.lower()
         driver.save_screenshot(str(tmp_path / "report.png"))
+    # Trial 103: at 800 px the timeline scrolled its lane names away, and the attempts' DETAIL
+    # column was squeezed to a few words a line; the timeline fits, the table scrolls instead.
+    with chromium(800, 900) as driver:
+        driver.get(report.as_uri())
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-nightly"]'))
+        page = driver.execute_script("return document.documentElement.clientWidth")
+        assert (
+            box(by_testid(driver, "timeline").find_element("css selector", "svg"))["width"] <= page
+        )
+        detail = all_by_css(driver, '[data-testid="attempt-table"] td.detail')[0]
+        assert box(detail)["width"] >= 300
+        driver.save_screenshot(str(tmp_path / "report-800.png"))
 
 
 def box(element: object) -> dict[str, float]:
