@@ -171,7 +171,10 @@
     var retrying = verb === "pause" &&
       document.querySelector('[data-testid="job-pending-' + job.id + '"]') !== null;
     request(verb === "delete" ? "DELETE" : "POST", path, verb === "delete" ? undefined : {})
-      .then(function () {
+      .then(function (answer) {
+        if (verb === "resume") {  /* as the CLI's resume says (trial 103) */
+          return answer && answer.scheduleTime ? "; next run at " + TL.stamp(answer.scheduleTime) : "";
+        }
         if (verb !== "run") return "";
         /* what the forced run sent: the job's next scheduled time (as the CLI's run says) */
         return request("GET", "/_emulator/runs" + query({ job: job.name, pageSize: 5 }))

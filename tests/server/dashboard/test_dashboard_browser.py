@@ -65,6 +65,9 @@ def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path
         driver.save_screenshot(str(tmp_path / "jobs.png"))
         by_testid(driver, "job-resume-nightly").click()
         wait_for(driver, lambda d: by_testid(d, "job-state-nightly").text == "ENABLED")
+        # what comes next, as the CLI's resume says (trial 103: "Resumed nightly" only)
+        wait_for(driver, lambda d: by_testid(d, "status").text.startswith("Resumed nightly; "))
+        assert by_testid(driver, "status").text.startswith("Resumed nightly; next run at 2026-")
 
         by_testid(driver, "tab-faults").click()
         wait_for(driver, lambda d: "No fault rules" in by_testid(d, "faults").text)
