@@ -330,14 +330,16 @@ _CLOUD_RUN_HINTS = {
 _MARKUP = re.compile(
     r"<(script|style|title)\b.*?(?:</\1\s*>|$)|<[^>]*>?", re.IGNORECASE | re.DOTALL
 )
+_TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
 
 
 def answer_text(excerpt: str) -> str:
     """A service's answer as a reason: a Google API error body (``{"error": {"code",
     "message", "status"}}``, cloud.google.com/apis/design/errors) as its status and message, a
     problem details body (RFC 9457: ``{"title", "detail"}``, what the timer router answers) as
-    its title and detail, an HTML page (a web framework's error page) as its text, any other
-    text as it is.
+    its title and detail, an HTML page (a web framework's error page) as its text — or as its
+    ``<title>`` when the excerpt ends before any text (a long ``<style>``, as Django's debug
+    pages have) —, any other text as it is.
 
     >>> answer_text('{"error": {"code": 404, "message": "Job x not found.", "status": "NOT_FOUND"}}')
     'NOT_FOUND: Job x not found.'
@@ -346,9 +348,13 @@ def answer_text(excerpt: str) -> str:
     >>> answer_text('<!doctype html><title>500 Internal Server Error</title><style>p {}</style>'
     ...     '<h1>Internal Server Error</h1><p>It&#x27;s down.</p>')
     "Internal Server Error It's down."
+    >>> answer_text('<html><head><title>DisallowedHost at /x</title><style>body { … ')
+    'DisallowedHost at /x'
     """  # noqa: E501
     if excerpt.lstrip().startswith("<"):
-        return " ".join(html.unescape(_MARKUP.sub(" ", excerpt)).split())
+        text = " ".join(html.unescape(_MARKUP.sub(" ", excerpt)).split())
+        title = _TITLE.search(excerpt) if not text else None  # (trial 106: Django's 400 page)
+        return " ".join(html.unescape(title[1]).split()) if title else text
     if not excerpt.lstrip().startswith("{"):
         return excerpt
     try:
