@@ -19,6 +19,7 @@ import requests
 from werkzeug.test import Client
 from werkzeug.wrappers import Request
 
+from scheduler_emulator.domain.attempts import answer_text, excerpt_text
 from scheduler_emulator.runtime import AsgiApp, AsgiCaller, is_asgi_app
 from scheduler_emulator.service import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
 from scheduler_emulator.service.binding import encode_payload
@@ -50,12 +51,13 @@ class TimerNotAcknowledged(AssertionError):
 
     :param name: the timer's name.
     :param status: the HTTP status.
-    :param body: the response body as text.
+    :param body: the response body as text (the message quotes an HTML page's text).
     """
 
     def __init__(self, name: str, status: int, body: str, note: str = "") -> None:
         self.name, self.status, self.body = name, status, body
-        said = f". It said: {body}" if body else " with an empty body."
+        text = answer_text(excerpt_text(body.encode())) if body.lstrip().startswith("<") else body
+        said = f". It said: {text}" if body else " with an empty body."
         super().__init__(
             f"The source would not read the answer to TIMER /{name} as an acknowledgement: "
             f"the service answered {status}{said}{note}"

@@ -301,8 +301,8 @@ def test_non_2xx_answer_fails_with_the_acknowledgement_message(
     result.stdout.fnmatch_lines(
         [
             "*TimerNotAcknowledged: The source would not read the answer to TIMER /tick as an "
-            "acknowledgement: the service answered 404. It said*",
-            "* The façade posted to "
+            "acknowledgement: the service answered 404. It said: Not Found The requested URL was "
+            "not found on the server.* The façade posted to "
             "/_triggers/timer/tick; the app's router serves /jobs/, and the façade always posts "
             "under the default prefix: test this app with the cloud_scheduler fixture, whose "
             "jobs post to any URI (or with function_testing, whose direct calls carry no run "
@@ -394,6 +394,27 @@ def test_a_handler_that_checks_its_token_is_tested_with_one() -> None:
     assert CloudRunTimers(router.wsgi()).report(headers={"Authorization": "Bearer t0k"}) == 204
     with pytest.raises(TimerNotAcknowledged, match="answered 401. It said: no token"):
         FunctionTimers(router).report()
+
+
+def test_an_html_error_page_is_quoted_as_its_text() -> None:
+    """Trial 106: a URLconf without the timer path quoted Django's whole debug 404 page."""
+    from pytest_plugin.facades import CloudRunTimers, TimerNotAcknowledged
+
+    page = (
+        "<!DOCTYPE html><html><head><title>Page not found at /_triggers/timer/nightly</title>"
+        "<style>" + "body { color: #000 } " * 400 + "</style></head><body>…</body></html>"
+    )
+
+    def django(environ: Any, start_response: Any) -> list[bytes]:
+        start_response("404 Not Found", [("Content-Type", "text/html")])
+        return [page.encode()]
+
+    with pytest.raises(TimerNotAcknowledged) as refused:
+        CloudRunTimers(django).fire("nightly")
+    assert str(refused.value).endswith(
+        "answered 404. It said: Page not found at /_triggers/timer/nightly"
+    )
+    assert refused.value.body == page  # as answered
 
 
 def test_a_token_the_fixture_mints_passes_the_handlers_check(
