@@ -24,7 +24,7 @@ from itertools import zip_longest
 from typing import IO
 from urllib.parse import urlsplit
 
-from ..domain.attempts import DUPLICATE_NOTE, Attempt, earlier_answers, iso
+from ..domain.attempts import DUPLICATE_NOTE, Attempt, answer_text, earlier_answers, iso
 from ..wire import is_cloud_run_host
 
 __all__ = [
@@ -174,6 +174,8 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
     flags); else, for a 2xx to a run that sent the ScheduleTime of an earlier run answered 2xx
     (a forced run sends the job's next scheduled time), ``same ScheduleTime as run 4 (forced),
     which the target answered 200: a target deduplicating by it skips this run``; else ``""``.
+    A note ends with the attempt's answer when it differs from the earlier one's (``; it
+    answered otherwise: Already completed by an earlier delivery…``, the run-once guard's).
 
     :param attempts: in start order.
     """
@@ -185,7 +187,7 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
     )
     out = []
     for attempt, same_run, same_time in zip(attempts, per_run, per_time, strict=True):
-        note = ""
+        note, position = "", None
         if same_run is not None:
             status, position = same_run
             number = attempts[position].attempt
@@ -197,8 +199,15 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
             run = f"run {earlier.run_id}{' (forced)' if earlier.forced else ''}"
             note = f"same ScheduleTime as {run}, which the target answered {status}: a target "
             note += "deduplicating by it skips this run"
+        said = _said(attempt)  # (trial 105: a guard's no-op read as work done twice)
+        if position is not None and said != _said(attempts[position]):
+            note += f"; it answered otherwise: {said or '(nothing)'}"
         out.append(note)
     return out
+
+
+def _said(attempt: Attempt) -> str:
+    return " ".join(answer_text(attempt.response_excerpt).split())
 
 
 def notes(attempts: Sequence[Attempt]) -> list[str]:

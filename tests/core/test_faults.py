@@ -105,6 +105,23 @@ class TestActions:
         runs = Client(create_app(emulator)).get("/_emulator/runs").json["runs"]
         assert [a["duplicate"] for run in runs for a in run["attempts"]] == [False, False]
 
+    def test_a_duplicate_answered_otherwise_says_what_it_answered(self) -> None:
+        """Trial 105: a run-once guard's no-op (``Already completed…``) read the same as work
+        done twice; an answer like the earlier one's adds nothing."""
+        at = datetime(2026, 12, 5, 2, 0, tzinfo=UTC)
+        guard = "Already completed by an earlier delivery: not run again (run-once guard).\n"
+        attempts = [
+            Attempt(n, "projects/p/locations/l/jobs/j", run, 1, "2026-12-05T02:00:00Z", at,
+                    {"url": "http://x.test/"}, at, 200, "OK", response_excerpt=said)
+            for n, run, said in ((1, 1, ""), (2, 1, guard), (3, 1, ""), (4, 2, "ok"), (5, 2, "ok"))
+        ]  # fmt: skip
+        notes = duplicate_notes(attempts)
+        said = "duplicate: the target already answered 200 to attempt 1 of this run"
+        assert notes[1:3] == [f"{said}; it answered otherwise: {guard.strip()}", said]
+        assert notes[4] == said
+        assert notes[3].startswith("same ScheduleTime as run 1, which the target answered 200")
+        assert notes[3].endswith("; it answered otherwise: ok")
+
     @pytest.mark.parametrize(
         "request_",
         [
