@@ -56,9 +56,11 @@ _PAGE_STYLE = """
 .report h2 { font-size: 15px; margin: 22px 0 8px; }
 .report table.attempts { border-collapse: collapse; background: #fff; border: 1px solid var(--line);
   font-size: 12.5px; font-variant-numeric: tabular-nums; }
-.report table.attempts th, .report table.attempts td { padding: 4px 8px; text-align: left;
+.report table.attempts th, .report table.attempts td { padding: 4px 6px; text-align: left;
   border-bottom: 1px solid var(--line); white-space: nowrap; }
-.report table.attempts td.detail { white-space: normal; min-width: 24em; }
+.report table.attempts td.detail { white-space: normal; min-width: 16em; }
+.report table.attempts td.when, .report table.attempts th { white-space: normal; }
+.report table.attempts td.when span { white-space: nowrap; }
 .report .table-scroll { overflow-x: auto; }
 .report tr.duplicate td, .report tr.failed td { background: #fdecec; }
 .report .met { color: var(--ok); font-weight: 600; }
@@ -125,18 +127,24 @@ def _attempt_table(attempts: list[Attempt]) -> str:
     rows = []
     for row in timeline_rows(attempts):
         is_duplicate = row[-1].startswith("duplicate")
-        cells = "".join(
-            f'<td class="detail">{html.escape(cell)}</td>'
-            if i == len(row) - 1
-            else f"<td>{html.escape(cell)}</td>"
-            for i, cell in enumerate(row)
-        )
+        cells = "".join(_cell(i, cell, len(row)) for i, cell in enumerate(row))
         marker = ' class="duplicate" data-testid="duplicate-row"' if is_duplicate else ""
         rows.append(f"<tr{marker}>{cells}</tr>")
     return (  # (trial 103: at 800 px its DETAIL column was squeezed to a few words a line)
         '<div class="table-scroll"><table class="attempts" data-testid="attempt-table"><thead>'
         f"<tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+def _cell(i: int, text: str, count: int) -> str:
+    """A cell of the attempts table: DETAIL wraps; an instant (TIME, RUN) may break after its
+    ``T`` only, so that the table fits a narrow window (trial 105: 800 px)."""
+    if i == count - 1:
+        return f'<td class="detail">{html.escape(text)}</td>'
+    if i in (0, 2):
+        date, t, rest = html.escape(text).partition("T")
+        return f'<td class="when"><span>{date}{t}</span><wbr><span>{rest}</span></td>'
+    return f"<td>{html.escape(text)}</td>"
 
 
 def _expectations(run: ScenarioRun) -> str:

@@ -155,8 +155,10 @@ def test_the_replay_report_opens_without_a_network(tmp_path: Path) -> None:
             box(by_testid(driver, "timeline").find_element("css selector", "svg"))["width"] <= page
         )
         detail = all_by_css(driver, '[data-testid="attempt-table"] td.detail')[0]
-        assert box(detail)["width"] >= 300
+        assert box(detail)["width"] >= 200 and box(detail)["x"] + box(detail)["width"] <= page
         driver.save_screenshot(str(tmp_path / "report-800.png"))
+        driver.execute_script("arguments[0].scrollIntoView()", detail)
+        driver.save_screenshot(str(tmp_path / "report-800-attempts.png"))
 
 
 def box(element: object) -> dict[str, float]:
