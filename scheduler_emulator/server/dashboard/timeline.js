@@ -91,9 +91,8 @@
     injected.setAttribute("data-testid", "legend-injected");
     container.appendChild(injected);
     var skipped = document.createElement("span");
-    skipped.textContent = "▼ skipped run   ● duplicate delivery   ○ pending retry (▷ after the window)   " +
-      "◇ next scheduled run   " +
-      "red bar: a run that gave up   ┆ now (the emulator's clock)";
+    skipped.textContent = "▼ skipped run · ● duplicate delivery · ○ pending retry (▷ after the " +
+      "window) · ◇ next scheduled run · red bar: a run that gave up · ┆ now (the emulator's clock)";
     container.appendChild(skipped);
   }
 
