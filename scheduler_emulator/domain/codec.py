@@ -500,6 +500,11 @@ def _duration(value: Any) -> timedelta:
     except InvalidArgument as exc:
         if exc.message.endswith(f"{_DURATION_RANGE}."):
             raise _BadValue(f"must be {_DURATION_RANGE}") from None
+        if isinstance(value, str) and value.startswith("seconds "):  # a gRPC Duration (trial 105)
+            raise _BadValue(
+                "is not a valid Duration: its seconds and nanos must have the same sign, and "
+                "nanos be at most 999,999,999 in size"
+            ) from None
         raise _BadValue(
             'must be a duration string: seconds with at most 9 digits after the point and an "s", '
             'such as "180s" or "1.500s"'

@@ -225,6 +225,12 @@ class TestErrorsMatchRest:
             "Invalid value at 'job.attempt_deadline' "
             f'(type.googleapis.com/google.protobuf.Duration), "{text}"'
         )
+        (bad_request,) = caught.value.details  # what is wrong with it (trial 105: "must be a
+        [violation] = bad_request.field_violations  # duration string", to a gRPC caller)
+        assert violation.description == (
+            "attemptDeadline is not a valid Duration: its seconds and nanos must have the same "
+            f'sign, and nanos be at most 999,999,999 in size; got "{text}".'
+        )
         scheduler.create_job(parent=PARENT, job=job(), retry=None)
         with pytest.raises(exceptions.InvalidArgument) as caught:
             scheduler.update_job(
