@@ -817,10 +817,12 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         (run for run in runs if run["forced"]), {"scheduleTime": None, "attempts": []}
     )
     if args.schedule_time is None:
-        sent = f"ScheduleTime {run['scheduleTime']}" if run["scheduleTime"] else "no ScheduleTime"
+        sent = f"sending ScheduleTime {run['scheduleTime']}" if run["scheduleTime"] else ""
+        if topic := (ran.get("pubsubTarget") or {}).get("topicName"):  # (trial 105: a message
+            sent = f"publishing to {topic}"  # has no ScheduleTime)
         paused = " (the job is PAUSED: a forced run goes anyway)" * (ran.get("state") == "PAUSED")
         # as named (maybe another project's job), and what it sent: a later run may send it too
-        out.write(f"started a run of {args.job}, sending {sent}{paused}\n")
+        out.write(f"started a run of {args.job}, {sent or 'sending no ScheduleTime'}{paused}\n")
     else:
         shown = run["scheduleTime"] or when  # as the header reads: in the job's time zone
         out.write(f"started a run of {args.job} as if scheduled at {shown}\n")
@@ -893,7 +895,10 @@ def cmd_resume(args: argparse.Namespace, out: IO[str]) -> int:
     """Resume ``args.job`` (ResumeJob) and print its next scheduled time."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     _, job = _job_method(client, args.job, "resume")
-    after = f"; next run at {job['scheduleTime']}" if job.get("scheduleTime") else ""
+    after = ""
+    if when := job.get("scheduleTime"):  # in the job's time zone, as `jobs` shows it (trial 105)
+        zone = resolve_time_zone(job.get("timeZone") or "Etc/UTC")
+        after = f"; next run at {format_schedule_time(parse_timestamp(when).astimezone(zone))}"
     out.write(f"resumed {args.job}{after}\n")
     return 0
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
+import requests
 
 from tests.daemon import Daemon
 from tests.dashboard_scene import RUNS_START, runs_daemon
@@ -114,8 +115,17 @@ def test_run_as_if_scheduled_at_an_instant_sends_that_schedule_time(
         target.wait_for(before + 4)
     finally:
         [line] = cli(daemon, "resume", full)
-    assert line == f"resumed {full}; next run at {daemon.get(f'/v1/{full}')['scheduleTime']}"
+    assert line == f"resumed {full}; next run at 2026-09-26T02:00:00+02:00"  # the job's zone
     port = daemon.url.rsplit(":", 1)[1]
+    topic = f"projects/{config['project']}/topics/ready"  # a message has no ScheduleTime
+    parent = full.rsplit("/jobs/", 1)[0]
+    job = {"name": f"{parent}/jobs/ready", "schedule": "0 6 * * *", "pubsubTarget": {
+        "topicName": topic, "data": "eA=="}}  # fmt: skip
+    daemon.post(f"/v1/{parent}/jobs", job).raise_for_status()
+    try:
+        assert cli(daemon, "run", "ready") == [f"started a run of ready, publishing to {topic}"]
+    finally:
+        requests.delete(f"{daemon.url}/v1/{parent}/jobs/ready", timeout=30).raise_for_status()
     code, _, err = run_cli("resume", "berlin", "--port", port)  # not paused: Google's 400, said
     assert code == 2 and "only a PAUSED job can be resumed" in err
     code, _, err = run_cli("pause", "berlim", "--port", port)
