@@ -873,7 +873,7 @@ def _job_method(client: DaemonClient, job: str, verb: str) -> tuple[str, dict[st
         parent, there = name.rpartition("/jobs/")[0], ""
         if "not found" in str(exc).lower():
             page = client.get(f"/v1/{parent}/jobs", {"pageSize": 20})
-            ids = [job["name"].rsplit("/", 1)[-1] for job in page.get("jobs", [])]
+            ids = [listed["name"].rsplit("/", 1)[-1] for listed in page.get("jobs", [])]
             more = ", …" if page.get("nextPageToken") else ""
             there = f" Jobs in {parent}: {', '.join(ids) or 'none'}{more}."
             if near := difflib.get_close_matches(job, ids, n=1):  # (trial 82)
