@@ -262,6 +262,9 @@ class Attempt:
         when the job sets none, Google's rule) and email, the claims a service refuses a token
         for."""
         if self.runs_cloud_run_job:
+            method = str(self.request.get("method") or "POST")
+            if self.response_status == 404 and method != "POST":  # (trial 108: "define it")
+                return f"the Cloud Run Admin API's jobs/J:run takes POST; this job sends {method}"
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
         if self.response_status in (401, 403) and (claims := _token_claims(self.request)):
             audience, email, valid = claims

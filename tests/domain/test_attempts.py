@@ -85,6 +85,17 @@ def test_a_cloud_run_404_keeps_its_hint_whole_after_a_long_message() -> None:
     assert hint.endswith("check the project, region and job in the job's URI")
 
 
+def test_a_cloud_run_404_to_another_method_than_post_names_the_method() -> None:
+    """Trial 108: a job that sent GET to jobs/J:run was told to define the job, which was
+    defined."""
+    attempt = replace(
+        FAILED, request={"url": RUN_URL, "method": "GET"}, response_status=404, code="NOT_FOUND",
+        response_excerpt='{"error": {"code": 404, "message": "Not found.", "status": "NOT_FOUND"}}',
+    )  # fmt: skip
+    assert attempt.hint == "the Cloud Run Admin API's jobs/J:run takes POST; this job sends GET"
+    assert "--cloud-run-jobs" in replace(attempt, request={"url": RUN_URL}).hint  # POST: as before
+
+
 def test_an_answer_that_is_not_a_google_error_body_is_shown_as_it_is() -> None:
     for text in ('{"error": "locked"}', '{"error": {"code": 3}}', '{"error": {"message": "x"'):
         assert failure_reason(replace(FAILED, response_excerpt=text)).startswith(text)
