@@ -16,7 +16,7 @@ from scheduler_emulator.domain.attempts import Attempt
 from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.domain.resources import RetryConfig
 from scheduler_emulator.runtime.storage.data_file import Row
-from scheduler_emulator.runtime.storage.read_model import run_state
+from scheduler_emulator.runtime.storage.read_model import run_state, runs_page
 from scheduler_emulator.runtime.storage.store import Store
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.tools.cli import build_parser
@@ -121,6 +121,24 @@ def test_a_lower_bound_trims_an_existing_history_at_once(tmp_path: Path) -> None
     assert (pages - free) * 4096 <= 5_000_000
     assert smaller.attempts()[-1].id == 3_000
     smaller.close()
+
+
+def test_runs_go_with_their_attempts_under_the_byte_bound(tmp_path: Path) -> None:
+    """Trial 107: the bound dropped attempts only, so the runs table grew past it (30 MB for a
+    1 MB bound) and every run whose attempts were gone read "gave up", 0 tries."""
+    target = RecordingTarget(body=b"x" * 4096)
+    store = Store(tmp_path / "db", retain_megabytes=1)
+    emulator = Emulator(ManualClock(START), store=store, transport=WsgiTransport(target))
+    for name in "abcde":
+        emulator.create_job(nightly_job(name=name, schedule="* * * * *", retryConfig={}))
+    emulator.advance(timedelta(minutes=500))  # 2,500 attempts of 4 KiB answers: trimmed
+    attempts = emulator.attempts()
+    [(runs,)] = store.query("SELECT COUNT(*) FROM runs")
+    assert len(attempts) < 1_500 and runs <= len(attempts) + 5  # (+ runs going on)
+    page, _ = runs_page(store, page_size=1_000, now=emulator.now(), config=emulator.job_config)
+    assert len(page) == runs and all(run["attempts"] for run in page)
+    assert not [run for run in page if run["state"] == "gave up"]
+    emulator.close()
 
 
 def test_in_flight_attempts_are_kept_whatever_the_bound() -> None:

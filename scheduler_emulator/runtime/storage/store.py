@@ -113,6 +113,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     injected INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS attempts_job ON attempts (job, id);
+CREATE INDEX IF NOT EXISTS attempts_run ON attempts (run_id);
 CREATE TABLE IF NOT EXISTS skipped (
     id INTEGER PRIMARY KEY,
     job TEXT NOT NULL,
@@ -299,6 +300,11 @@ _TRIMMED = (
     ("attempts", " AND end_time IS NOT NULL"),
     ("skipped", ""),
     ("runs", " AND finished = 1"),
+)
+#: Finished runs older than every run an attempt is left of (run ids grow with time).
+_DROP_EMPTIED_RUNS = (
+    "DELETE FROM runs WHERE finished = 1 AND id < "
+    "(SELECT COALESCE(MIN(run_id), (SELECT MAX(id) + 1 FROM runs)) FROM attempts)"
 )
 #: The write-ahead log is cut back to this size once checkpointed (SQLite's
 #: ``journal_size_limit``): a large transaction leaves no large file behind.
@@ -787,7 +793,9 @@ class Store:
         return rows[:page_size], (rows[page_size - 1][0] if len(rows) > page_size else None)
 
     def _trim(self, db: sqlite3.Connection) -> None:
-        """Apply :attr:`retain_attempts` and :attr:`retain_megabytes`, oldest first."""
+        """Apply :attr:`retain_attempts` and :attr:`retain_megabytes`, oldest first; then drop
+        the finished runs none of whose attempts is left (trial 107: they read "gave up", and
+        kept the byte bound from holding)."""
         keep = self.retain_attempts
         if keep is not None:
             for table, extra in _TRIMMED:
@@ -799,15 +807,17 @@ class Store:
             [(pages,)] = db.execute("PRAGMA page_count")
             [(free,)] = db.execute("PRAGMA freelist_count")
             if (pages - free) * page_bytes <= self.retain_megabytes * 1_000_000:
-                return
+                break
             [(first, last)] = db.execute("SELECT MIN(id), MAX(id) FROM attempts")
             if first is None:
-                return
+                break
             # A tenth of the history at a time (its space is reused, the file does not grow).
             cutoff = first + max((last - first) // 10, 1)
             sql = "DELETE FROM attempts WHERE id < ? AND end_time IS NOT NULL"
             if not db.execute(sql, (cutoff,)).rowcount:
-                return  # nothing finished to drop: jobs or attempts in flight fill it
+                break  # nothing finished to drop: jobs or attempts in flight fill it
+            db.execute(_DROP_EMPTIED_RUNS)
+        db.execute(_DROP_EMPTIED_RUNS)
 
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a scheduled time that got no run (an earlier run was still going, or the
