@@ -213,6 +213,31 @@ class FullDisk(io.StringIO):
         raise OSError(28, "No space left on device")
 
 
+def test_a_log_whose_reader_went_away_is_given_up_once_not_a_line_an_attempt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Trial 107: ``start … | jq`` with jq gone wrote one stderr line for every entry lost."""
+    from scheduler_emulator import Emulator, ManualClock, WsgiTransport
+    from tests.support import RecordingTarget, nightly_job
+
+    class GonePipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    clock = ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC))
+    transport = WsgiTransport(RecordingTarget())
+    emulator = Emulator(clock, transport=transport, attempt_log=AttemptLog(GonePipe()))
+    emulator.create_job(nightly_job(schedule="* * * * *"))
+    emulator.advance(timedelta(minutes=5))
+    assert [a.code for a in emulator.attempts()] == ["OK"] * 5  # the attempts go on
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert errors == [
+        "job nightly: AttemptStarted not logged: [Errno 32] Broken pipe",
+        "the execution log's reader went away: no attempt is logged now",
+    ]
+    emulator.close()
+
+
 class TestBatchedWrites:
     """``flush_interval``: the daemon on a system clock writes lines in batches."""
 

@@ -169,6 +169,9 @@ class Recorder:
         except Exception as exc:  # a full disk, a closed stream: the attempts go on
             event = "AttemptFinished" if finished else "AttemptStarted"
             self.note_error(exc, f"job {attempt.job_id}: {event} not logged")
+            if isinstance(exc, BrokenPipeError):  # its reader is gone for good: said once, not
+                self.attempt_log = None  # a line an attempt on stderr (trial 107: `| jq`)
+                logger.error("the execution log's reader went away: no attempt is logged now")
 
     def begin(self, delivery: Delivery, done: Callable[[Sent], None], *, queued: bool) -> None:
         """Send one attempt (no lock held), logging it as started, and call ``done`` once with
