@@ -199,8 +199,8 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
             run = f"run {earlier.run_id}{' (forced)' if earlier.forced else ''}"
             note = f"same ScheduleTime as {run}, which the target answered {status}: a target "
             note += "deduplicating by it skips this run"
-        said = _said(attempt)  # (trial 105: a guard's no-op read as work done twice)
-        if position is not None and said != _said(attempts[position]):
+        # (trial 105: a guard's no-op read as work done twice)
+        if position is not None and (said := _said(attempt)) != _said(attempts[position]):
             note += f"; it answered otherwise: {said or '(nothing)'}"
         out.append(note)
     return out

@@ -802,22 +802,22 @@ class Store:
                 [(largest,)] = db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
                 if largest > keep:
                     db.execute(f"DELETE FROM {table} WHERE id <= ?{extra}", (largest - keep,))
+        db.execute(_DROP_EMPTIED_RUNS)
         while self.retain_megabytes is not None:
             [(page_bytes,)] = db.execute("PRAGMA page_size")
             [(pages,)] = db.execute("PRAGMA page_count")
             [(free,)] = db.execute("PRAGMA freelist_count")
             if (pages - free) * page_bytes <= self.retain_megabytes * 1_000_000:
-                break
+                return
             [(first, last)] = db.execute("SELECT MIN(id), MAX(id) FROM attempts")
             if first is None:
-                break
+                return
             # A tenth of the history at a time (its space is reused, the file does not grow).
             cutoff = first + max((last - first) // 10, 1)
             sql = "DELETE FROM attempts WHERE id < ? AND end_time IS NOT NULL"
             if not db.execute(sql, (cutoff,)).rowcount:
-                break  # nothing finished to drop: jobs or attempts in flight fill it
+                return  # nothing finished to drop: jobs or attempts in flight fill it
             db.execute(_DROP_EMPTIED_RUNS)
-        db.execute(_DROP_EMPTIED_RUNS)
 
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a scheduled time that got no run (an earlier run was still going, or the

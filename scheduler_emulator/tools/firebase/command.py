@@ -15,7 +15,7 @@ from typing import IO, Any
 from ...domain.errors import ConfigurationError
 from ...realtime import real_monotonic
 from ...runtime._emulator import Emulator
-from ...wire import check_host_port
+from ...wire import check_host_port, is_loopback
 from ..views import rule_argument
 from . import client
 from .bridge import (
@@ -28,8 +28,6 @@ from .bridge import (
 )
 from .client import DEFAULT_HUB, HUB_ENV, Unreachable
 from .functions import app_engine_location, project_of
-
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 _HUB_HELP = (
     "the Firebase Emulator Suite's hub, asked where the Functions emulator is ({}: "
@@ -194,7 +192,7 @@ def check_hub(args: argparse.Namespace) -> None:
         )
     for address in (args.firebase, args.firebase_functions):  # (trial 101: waited for ever)
         host, _, port = (address or "").rpartition(":")
-        if port == str(args.port) and host.strip("[]") in (args.host, *_LOOPBACK):
+        if port == str(args.port) and (host.strip("[]") == args.host or is_loopback(host)):
             raise ConfigurationError(
                 f"{address} is this daemon's own address (--port {args.port}), not the Firebase "
                 "emulators': give the hub's or the Functions emulator's, as firebase "
