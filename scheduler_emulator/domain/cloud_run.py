@@ -84,6 +84,7 @@ class CloudRunJob(JobPath):
     :param command_length: how many items of ``argv`` are the command, ``command`` or
         ``emulatorCommand`` (the rest are ``args``, which overrides replace).
     :param image: the container's image, shown, never pulled.
+    :param container: the container's ``name``, ``""`` when it has none.
     """
 
     name: str
@@ -95,6 +96,7 @@ class CloudRunJob(JobPath):
     timeout_seconds: float = DEFAULT_TASK_TIMEOUT_SECONDS
     command_length: int = 0
     image: str = ""
+    container: str = ""
 
     def with_overrides(self, overrides: RunOverrides) -> CloudRunJob:
         """Return this job as one execution runs it with a run request's ``overrides``:
@@ -370,15 +372,18 @@ def _build(
         else _seconds(timeout, name, timeout_field),
         command_length=len(program),
         image=str(container.get("image", "")),
+        container=str(container.get("name", "")),
     )
 
 
-def parse_run_request(body: Any, *, v1: bool = False) -> RunOverrides:
+def parse_run_request(body: Any, *, v1: bool = False, container: str = "") -> RunOverrides:
     """Read a run request's body: v2 ``RunJobRequest`` (``{"overrides": {"containerOverrides":
-    [{"args", "env", "clearArgs"}], "taskCount", "timeout"}, "validateOnly", "etag"}``;
-    cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run) or the v1 body
-    (``timeoutSeconds`` in place of ``timeout``). An empty body is no overrides.
+    [{"name", "args", "env", "clearArgs"}], "taskCount", "timeout"}, "validateOnly",
+    "etag"}``; cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run) or the
+    v1 body (``timeoutSeconds`` in place of ``timeout``). An empty body is no overrides.
 
+    :param container: the job's container name (``""``: none); an override naming another
+        container is refused (what Cloud Run does then is not documented).
     :raises InvalidArgument: naming the field and the value (the Admin API's 400).
     """
     where = "RunJobRequest"
@@ -397,17 +402,20 @@ def parse_run_request(body: Any, *, v1: bool = False) -> RunOverrides:
     if not isinstance(containers, list) or len(containers) > 1:
         raise _bad(where, "overrides.containerOverrides", containers, "a list of one override")
     path = "overrides.containerOverrides[0]"
-    container = _mapping(
+    override = _mapping(
         containers[0] if containers else None, where, path, CONTAINER_OVERRIDE_FIELDS
     )
-    clear = container.get("clearArgs", False)
+    named = override.get("name", container)
+    if container and named != container:
+        raise _bad(where, f"{path}.name", named, f"the job's container, {container!r}")
+    clear = override.get("clearArgs", False)
     if not isinstance(clear, bool):
         raise _bad(where, f"{path}.clearArgs", clear, "true or false")
     timeout_key = "timeoutSeconds" if v1 else "timeout"
     timeout = overrides.get(timeout_key)
     return RunOverrides(
-        args=_strings(container["args"], where, f"{path}.args") if "args" in container else None,
-        env=_env(container.get("env"), where, f"{path}.env"),
+        args=_strings(override["args"], where, f"{path}.args") if "args" in override else None,
+        env=_env(override.get("env"), where, f"{path}.env"),
         clear_args=clear,
         task_count=None
         if overrides.get("taskCount") is None

@@ -49,7 +49,7 @@ from ..server.connections import Limits
 from ..wire import GOOGLE_ISSUER, HEADER_CASES, format_schedule_time, format_timestamp, is_loopback
 from . import replay, targets_setup, views
 from .client_recipes import client_notes, grpc_note
-from .cloud_run_file import load_cloud_run_jobs, undefined_runs
+from .cloud_run_file import load_cloud_run_jobs, unauthenticated_runs, undefined_runs
 from .fault_file import load_fault_file
 from .firebase import command as firebase_command
 from .jobs_file import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_JOBS, load_jobs_file
@@ -629,6 +629,11 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         [job for _, job, _ in undefined_runs(every_job, run_jobs)],
         "job(s) ({}) run a Cloud Run job no --cloud-run-jobs file defines: their attempts fail "
         f"NOT_FOUND until one does (defined: {', '.join(run_jobs) or 'none'}).",
+    )
+    _warn_jobs(  # (trial 108: found only at the first run)
+        unauthenticated_runs(every_job),
+        "job(s) ({}) call the Cloud Run Admin API without an oauthToken: their attempts fail "
+        "401 UNAUTHENTICATED, as in production (docs/cloud-run-jobs.md).",
     )
     urls = targets.app_engine_urls
     _warn_jobs(

@@ -36,6 +36,18 @@ def undefined_runs(jobs: Sequence[Job], defined: Collection[str]) -> list[tuple[
     return found
 
 
+def unauthenticated_runs(jobs: Sequence[Job]) -> list[Job]:
+    """The scheduler jobs of ``jobs`` that call the Cloud Run Admin API's run method without
+    an ``oauthToken``: their attempts are answered 401, as in production."""
+    return [
+        job
+        for job in jobs
+        if job.http_target
+        and cloud_run_job_of(job.http_target.uri)
+        and not job.http_target.oauth_token
+    ]
+
+
 def load_cloud_run_jobs(
     paths: Iterable[str | Path], *, project: str, location: str
 ) -> tuple[Mapping[str, Any], ...]:

@@ -210,6 +210,18 @@ class TestRunRequests:
     def test_an_empty_body_overrides_nothing(self) -> None:
         assert parse_run_request({}) == RunOverrides()
 
+    def test_an_override_of_another_container_is_refused(self) -> None:
+        """Trial 108: an override naming no container of the job was applied anyway."""
+        body = {"overrides": {"containerOverrides": [{"name": "worker", "args": ["x"]}]}}
+        with pytest.raises(InvalidArgument) as caught:
+            parse_run_request(body, container="export")
+        assert str(caught.value).endswith(
+            "overrides.containerOverrides[0].name must be the job's container, 'export'; "
+            'got "worker".'
+        )
+        assert parse_run_request(body, container="worker").args == ("x",)
+        assert parse_run_request(body).args == ("x",)  # a job whose container has no name
+
     @pytest.mark.parametrize(
         ("body", "named"),
         [

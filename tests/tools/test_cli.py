@@ -442,6 +442,10 @@ class TestStartupLine:
                 "warning: 1 job(s) (export) run a Cloud Run job no --cloud-run-jobs file defines: "
                 "their attempts fail NOT_FOUND until one does (defined: none)." in err
             )
+            assert (  # (trial 108: no word until the first run's 401)
+                "warning: 1 job(s) (export) call the Cloud Run Admin API without an oauthToken: "
+                "their attempts fail 401 UNAUTHENTICATED, as in production" in err
+            )
             assert (
                 "warning: 1 job(s) (report) send OIDC tokens stamped with the manual clock's "
                 "time, 3 days from real time: a service that checks their iat and exp on its own "

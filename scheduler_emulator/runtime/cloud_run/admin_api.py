@@ -277,7 +277,7 @@ class CloudRunAdminApi:
                 f"{raw[:80].decode('utf-8', 'replace')!r}."
             ) from None
         scheduler_job = request.headers.get(JOB_NAME_HEADER, "")
-        overrides = parse_run_request(body, v1=v1)
+        overrides = parse_run_request(body, v1=v1, container=job.container)
         if body.get("validateOnly"):
             return None
         return self.cloud_run.run(job, overrides, scheduler_job=scheduler_job)

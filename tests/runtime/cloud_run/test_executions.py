@@ -317,14 +317,25 @@ class TestRefused:
             "'my-project' does not exist (defined: export)."
         )
 
-    def test_a_bad_run_request_is_400(self, tasks: Tasks) -> None:
-        with emulator_for(cloud_run_job(tasks.folder)) as emulator:
-            emulator.create_job(nightly(body={"overrides": {"taskCount": 0}}, **OAUTH))
+    @pytest.mark.parametrize(
+        ("overrides", "field"),
+        [
+            ({"taskCount": 0}, "overrides.taskCount"),
+            ({"containerOverrides": [{"name": "worker"}]}, "containerOverrides[0].name"),
+        ],
+    )
+    def test_a_bad_run_request_is_400(
+        self, tasks: Tasks, overrides: dict[str, Any], field: str
+    ) -> None:
+        definition = cloud_run_job(tasks.folder)
+        definition["template"]["template"]["containers"][0]["name"] = "export"
+        with emulator_for(definition) as emulator:
+            emulator.create_job(nightly(body={"overrides": overrides}, **OAUTH))
             emulator.advance(timedelta(minutes=2))
             attempt = emulator.attempts("nightly")[0]
             assert emulator.cloud_run.store.list() == []
         assert attempt.response_status == 400
-        assert "overrides.taskCount" in attempt.response_excerpt
+        assert field in attempt.response_excerpt
 
     @pytest.mark.parametrize("uri", [V2_URI, V1_URI], ids=["v2", "v1"])
     def test_validate_only_checks_the_request_and_runs_nothing(
