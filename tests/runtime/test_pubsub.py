@@ -196,6 +196,20 @@ def test_push_posts_the_envelope_to_the_endpoint() -> None:
     assert [p.acknowledged for p in message.pushes] == [True]
 
 
+def test_a_refused_push_keeps_what_the_endpoint_answered() -> None:
+    """Trial 106: a push answered 500 kept an empty ``detail``."""
+    clock = ManualClock(START)
+    body = b'{"error": {"code": 500, "message": "ledger locked", "status": "INTERNAL"}}'
+    transport = MountTransport({"http://svc.test": RecordingTarget(status=500, body=body)})
+    publisher = InProcessPublisher(clock, transport)
+    publisher.subscribe_push("orders", "http://svc.test/pubsub")
+    emulator = Emulator(clock, transport=transport, publisher=publisher)
+    emulator.create_job(pubsub_job())
+    emulator.advance(timedelta(minutes=1))
+    [push] = publisher.published("orders")[0].pushes
+    assert (push.status, push.acknowledged, push.detail) == (500, False, "INTERNAL: ledger locked")
+
+
 def test_push_needs_an_http_endpoint_and_a_transport() -> None:
     clock = ManualClock(START)
     with pytest.raises(ValueError, match="transport"):

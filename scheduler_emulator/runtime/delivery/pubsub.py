@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, cast
 
+from ...domain.attempts import answer_text
 from ...domain.outcomes import Outcome
 from ...domain.resources import Job, PubsubTarget
 from ...wire import format_timestamp
@@ -99,7 +100,8 @@ class PushResult:
     :param subscription: ``projects/P/subscriptions/S``.
     :param endpoint: the push URL.
     :param status: the endpoint's HTTP status, ``None`` when it did not answer.
-    :param detail: why there was no answer.
+    :param detail: why there was no answer, else the answer's text
+        (:func:`~scheduler_emulator.domain.attempts.answer_text`; trial 106: a 500 said nothing).
     """
 
     subscription: str
@@ -243,7 +245,8 @@ class InProcessPublisher:
             body = json.dumps(message.push_body(name)).encode()
             request = DeliveryRequest("POST", endpoint, headers, body)
             result = cast(Transport, self.transport).send(request, timeout_seconds)
-            message.pushes.append(PushResult(name, endpoint, result.status, result.detail))
+            said = result.detail or answer_text(result.excerpt)
+            message.pushes.append(PushResult(name, endpoint, result.status, said))
         return message.message_id
 
     def published(self, topic: str | None = None) -> list[PubsubMessage]:
