@@ -8,14 +8,17 @@ import os
 import socket
 import threading
 from collections.abc import Callable
+from contextlib import asynccontextmanager
 from types import FunctionType
 from typing import Any
+
+from fastapi import FastAPI, Request
 
 from scheduler_emulator.domain.outcomes import Failure
 from scheduler_emulator.domain.redirects import Answered, Hop, ResponseSample
 from scheduler_emulator.realtime import real_monotonic
 from scheduler_emulator.runtime import DeliveryRequest, HttpTransport, MountTransport, WsgiTransport
-from scheduler_emulator.runtime.delivery.in_process import build_environ
+from scheduler_emulator.runtime.delivery.in_process import AsgiTransport, build_environ
 from scheduler_emulator.runtime.delivery.transports import follow
 from tests.daemon import serving
 from tests.support import RecordingTarget, wait_for
@@ -159,6 +162,58 @@ class TestInProcess:
 
         result = WsgiTransport(app).send(DeliveryRequest("POST", "http://x.test/old", HEADERS), 5)
         assert result.status == 200
+
+
+class TestAsgiLifespan:
+    """Trial 109: a FastAPI app's ``lifespan=`` never ran in-process, so its handlers failed."""
+
+    def test_startup_runs_before_the_first_request_its_state_reaches_it_shutdown_at_close(
+        self,
+    ) -> None:
+        events: list[object] = []
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI) -> Any:
+            events.append("startup")
+            yield {"pool": "connected"}
+            events.append("shutdown")
+
+        app = FastAPI(lifespan=lifespan)
+
+        @app.post("/")
+        async def handler(request: Request) -> str:
+            events.append(request.state.pool)
+            return "ok"
+
+        transport = AsgiTransport(app)
+        for _ in range(2):
+            assert transport.send(DeliveryRequest("POST", "http://x.test/", HEADERS), 5).status
+        assert events == ["startup", "connected", "connected"]
+        transport.close()
+        assert events[-1] == "shutdown"
+
+    def test_a_failed_startup_fails_the_attempt_with_its_error(self) -> None:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            assert scope["type"] == "lifespan" and (await receive())["type"] == "lifespan.startup"
+            await send({"type": "lifespan.startup.failed", "message": "Traceback…\nOSError: no db"})
+
+        transport = AsgiTransport(app)
+        result = transport.send(DeliveryRequest("POST", "http://x.test/", HEADERS), 5)
+        transport.close()
+        assert result.status == 500
+        assert (
+            result.detail == "The app raised RuntimeError: lifespan startup failed: OSError: no db"
+        )
+
+    def test_an_app_without_lifespan_is_served(self) -> None:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            assert scope["type"] == "http"  # raises on a lifespan scope, as many apps do
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+        transport = AsgiTransport(app)
+        assert transport.send(DeliveryRequest("POST", "http://x.test/", HEADERS), 5).status == 202
+        transport.close()
 
 
 class TestBuildEnviron:

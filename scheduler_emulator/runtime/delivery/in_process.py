@@ -187,15 +187,29 @@ def _httpx() -> Any:
     return httpx
 
 
+async def _lifespan(app: AsgiApp, state: dict[str, Any], receive: Any, send: Any) -> None:
+    """Run ``app``'s lifespan (the ASGI lifespan protocol, as uvicorn runs it); an app that
+    raises on, or returns from, a lifespan scope is one without lifespan events."""
+    scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": state}
+    try:
+        await app(scope, receive, send)
+    except Exception as exc:  # (an app that takes HTTP scopes only)
+        logger.debug("the ASGI app has no lifespan: %r", exc)
+    await send({"type": "lifespan.unsupported"})
+
+
 class AsgiCaller:
     """Calls one ASGI app in-process, from any thread, on an event loop of its own.
 
     Requests go through httpx's ``ASGITransport`` (no socket) on one anyio event loop that runs
     in a daemon thread for the caller's lifetime, as a server's loop would: objects the app binds
-    to its loop stay valid from one request to the next. The app's lifespan is not run.
+    to its loop stay valid from one request to the next. The app's lifespan runs as a server
+    runs it (trial 109: a FastAPI ``lifespan=`` never ran): startup before the first request,
+    its ``state`` copied into each request's scope, shutdown at :meth:`close`.
 
     :param app: the ASGI 3 app.
     :raises ImportError: when httpx (the ``asgi`` extra) is not installed.
+    :raises RuntimeError: when the app's lifespan startup fails, naming its message.
     """
 
     def __init__(self, app: AsgiApp) -> None:
@@ -203,24 +217,46 @@ class AsgiCaller:
         import anyio
         from anyio.from_thread import BlockingPortal
 
-        self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
+        state: dict[str, Any] = {}
+
+        async def with_state(scope: Any, receive: Any, send: Any) -> None:
+            await app({**scope, "state": dict(state)}, receive, send)
+
+        self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=with_state))
         # send only the request's own headers, as Cloud Scheduler sets them
         self._client.headers.clear()
         self._portal: BlockingPortal | None = None
-        started = threading.Event()
+        started, failed = threading.Event(), [""]
 
         async def serve() -> None:
-            async with BlockingPortal() as portal:
-                self._portal = portal
-                started.set()
-                await portal.sleep_until_stopped()
+            to_app, events = anyio.create_memory_object_stream[Any](2)
+            replies, from_app = anyio.create_memory_object_stream[Any](4)
+            async with to_app, events, replies, from_app, anyio.create_task_group() as lifespan:
+                lifespan.start_soon(_lifespan, app, state, events.receive, replies.send)
+                await to_app.send({"type": "lifespan.startup"})
+                reply = await from_app.receive()
+                if reply["type"] == "lifespan.startup.failed":  # (Starlette's: a traceback)
+                    logger.error("the ASGI app's lifespan startup failed: %s", reply.get("message"))
+                    said = (str(reply.get("message") or "") or "no message").strip()
+                    failed[0] = f"lifespan startup failed: {said.splitlines()[-1]}"
+                else:
+                    async with BlockingPortal() as portal:
+                        self._portal = portal
+                        started.set()
+                        await portal.sleep_until_stopped()
+                    if reply["type"] == "lifespan.startup.complete":
+                        await to_app.send({"type": "lifespan.shutdown"})
+                        with anyio.move_on_after(_LOOP_START_SECONDS):
+                            await from_app.receive()
+                lifespan.cancel_scope.cancel()
+            started.set()
 
         self._thread = threading.Thread(
             target=anyio.run, args=[serve], name="asgi-app-loop", daemon=True
         )
         self._thread.start()
-        if not started.wait(_LOOP_START_SECONDS):  # pragma: no cover - a wedged machine
-            raise RuntimeError("the event loop for an in-process ASGI app did not start")
+        if not started.wait(_LOOP_START_SECONDS) or failed[0]:
+            raise RuntimeError(failed[0] or "an in-process ASGI app's lifespan startup hung")
 
     def request(
         self,
