@@ -12,6 +12,9 @@ other in two cases (freezegun issues #89, #314, #405, #506):
 - **the repeated hour of a fall-back day**: ``datetime.now(ZoneInfo("America/New_York"))`` at
   06:30Z on 2024-11-03 says 01:30 with ``fold=0`` (the first 01:30, an hour early).
 
+The monotonic clocks (``time.monotonic()``, ``time.perf_counter()``) start at the frozen
+instant and run in real time while it stays frozen, so that a handler's time budget ends.
+
 :func:`freeze` starts freezegun and, while it is active, answers those calls from the frozen
 instant through the real ``datetime`` and ``time`` functions, which know the process's zone,
 its daylight saving time and ``fold``: every clock a handler reads agrees with
@@ -113,6 +116,13 @@ def _corrections() -> dict[tuple[Any, str], Any]:
             return real_localtime()
         return real_localtime(_frozen_timestamp())
 
+    frozen_ns, started = _freezegun._get_fake_monotonic_ns, _freezegun.real_monotonic_ns()
+
+    def monotonic_ns() -> int:
+        """The frozen instant plus the real time since the freeze began (ns): a time budget in
+        a handler ends (trial 109: ``while time.monotonic() < deadline`` never did)."""
+        return frozen_ns() + _freezegun.real_monotonic_ns() - started
+
     # The originals are bound to the fake class already: installed as staticmethods, the
     # replacements take no ``cls``; ``timestamp`` stays a method (naive: read as local time).
     return {
@@ -128,6 +138,11 @@ def _corrections() -> dict[tuple[Any, str], Any]:
         # freezegun installs whatever its module's ``fake_localtime`` is at start (in ``time``
         # and in every module that imported ``localtime``), and its ``strftime`` calls it.
         (_freezegun, "fake_localtime"): _ours_or(_freezegun.fake_localtime, localtime),
+        # (read by freezegun's monotonic, perf_counter and their _ns forms)
+        (_freezegun, "_get_fake_monotonic"): _ours_or(
+            _freezegun._get_fake_monotonic, lambda: monotonic_ns() / 1e9
+        ),
+        (_freezegun, "_get_fake_monotonic_ns"): _ours_or(frozen_ns, monotonic_ns),
     }
 
 

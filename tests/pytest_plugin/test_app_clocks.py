@@ -211,3 +211,23 @@ def test_an_event_loop_in_another_thread_never_reads_the_frozen_instant() -> Non
         reader.join()
         loop.close()
     assert latest[0] <= api.real_monotonic()
+
+
+@pytest.mark.timeout(60)
+def test_a_handlers_monotonic_clocks_start_at_the_instant_and_run_in_real_time() -> None:
+    """Trial 109: every clock stood still for a whole delivery, so a handler's time budget
+    (``while time.monotonic() < deadline``) ran until the attempt deadline ended it. The wall
+    clocks still stand still; the monotonic ones run from the virtual instant."""
+    instant = datetime(2026, 1, 1, tzinfo=UTC)
+    with freeze(instant) as factory:
+        import time
+
+        counter, first = time.perf_counter_ns(), time.monotonic()
+        assert instant.timestamp() <= first < instant.timestamp() + 5
+        deadline, loops = first + 0.05, 0
+        while time.monotonic() < deadline:  # ends after 50 ms of real time
+            loops += 1
+        assert time.perf_counter_ns() - counter >= 50_000_000 and loops > 1
+        assert time.time() == instant.timestamp()  # the wall clock has not moved
+        factory.move_to(datetime(2026, 1, 1, 1, tzinfo=UTC))
+        assert time.monotonic() - first >= 3600  # and they move with the virtual clock
