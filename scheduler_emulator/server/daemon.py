@@ -82,6 +82,8 @@ class Daemon:
         the data dir (its manual clock's instant, else the last due instant a system clock
         reached there: nothing fires on start), else the current minute.
     :param admin_token: the token ``/_emulator/`` requires, or ``None``.
+    :param allowed_hosts: host names a request's ``Host`` may name besides the loopback and
+        bound addresses (``--allowed-host``: a container's service name).
     :param limits: the server's connection bounds (HTTP/1.1 and gRPC connections, gRPC idle
         time); ``None``: the defaults.
     :param log: where the execution log goes (``None``: no log).
@@ -104,6 +106,7 @@ class Daemon:
         clock: str = "system",
         start: datetime | None = None,
         admin_token: str | None = None,
+        allowed_hosts: Sequence[str] = (),
         limits: Limits | None = None,
         log: IO[str] | None = None,
         log_format: str = "json",
@@ -175,7 +178,12 @@ class Daemon:
                 self.emulator.tokens.key  # noqa: B018 - load or create the key: a bad one stops
             try:
                 self.server = serve(
-                    self.emulator, host, port, admin_token=admin_token, limits=limits
+                    self.emulator,
+                    host,
+                    port,
+                    admin_token=admin_token,
+                    allowed_hosts=allowed_hosts,
+                    limits=limits,
                 )
             except OSError as exc:
                 self.emulator.close()
@@ -321,23 +329,24 @@ class Daemon:
                 "answered 503"
             )
         if not in_memory:
-            kept += pending_retries(self.emulator)
+            kept += pending_retries(self.emulator, stopping=True)
         self._say(f"scheduler-emulator stopped; {kept}.")
 
     def _say(self, line: str) -> None:
         print(line, file=self.err or sys.stderr, flush=True)
 
 
-def pending_retries(emulator: Emulator) -> str:
+def pending_retries(emulator: Emulator, *, stopping: bool = False) -> str:
     """``", 2 jobs with a retry pending (the first due 2026-12-04T19:07:00Z)"``, for the startup
     and stop lines (a retry is kept across a restart), or ``""`` when none is pending; a first
-    one due before the clock's instant (it came due while the daemon was down) is said to be
-    overdue, and when it runs."""
+    one due before the clock's instant (it came due while the daemon was down, or ``stopping``)
+    is said to be overdue, and when it runs."""
     due = sorted(filter(None, (emulator.upcoming(job.name)[1] for job in emulator.list_jobs())))
     if not due:
         return ""
     jobs = f"{len(due)} job{'s' if len(due) != 1 else ''}"
     when = "at the next clock move" if emulator.clock_mode == "manual" else "now"
+    when = "at the next start" if stopping else when  # (trial 110: "now", as it exited)
     late = f", overdue: it runs {when}" if due[0] < emulator.now() else ""
     return f", {jobs} with a retry pending (the first due {iso(due[0])}{late})"
 

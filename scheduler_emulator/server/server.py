@@ -29,7 +29,7 @@ import logging
 import socket
 import socketserver
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -179,6 +179,7 @@ class EmulatorApp:
         (in-process, e.g. werkzeug's test client): any port.
     :param admin_token: when set, ``/_emulator/*`` (but :data:`OPEN_ADMIN_PATHS`) needs
         ``Authorization: Bearer <admin_token>``.
+    :param allowed_hosts: more names a ``Host`` header may name (any case).
     """
 
     def __init__(
@@ -188,9 +189,11 @@ class EmulatorApp:
         host: str | None = None,
         port: int | None = None,
         admin_token: str | None = None,
+        allowed_hosts: Collection[str] = (),
     ) -> None:
         self.emulator = emulator
         self.host = host
+        self.allowed_hosts = {name.lower() for name in allowed_hosts}
         self.port = port
         self.admin_token = admin_token or None
         rules = [*admin.RULES, *api.RULES]
@@ -214,7 +217,7 @@ class EmulatorApp:
             return False
         if self.port is not None and port not in (None, self.port):
             return False
-        if is_loopback(name):
+        if is_loopback(name) or name in self.allowed_hosts:
             return True
         bound = (self.host or "").strip("[]").lower()
         if bound and name == bound:
@@ -242,7 +245,8 @@ class EmulatorApp:
             return _refused(
                 PermissionDenied,
                 f"Host {json.dumps(host)} is not this emulator: requests must name a loopback "
-                f"address or the address it listens on (DNS rebinding protection).",
+                f"address or the address it listens on (DNS rebinding protection); start it "
+                f"with --allowed-host NAME to take another name, such as a container's.",
                 "FOREIGN_HOST",
             )
         repeated = request.environ.get(REPEATED_HEADERS_KEY)
@@ -340,9 +344,12 @@ def create_app(
     host: str | None = None,
     port: int | None = None,
     admin_token: str | None = None,
+    allowed_hosts: Collection[str] = (),
 ) -> EmulatorApp:
     """Return the daemon's WSGI application for ``emulator`` (parameters: :class:`EmulatorApp`)."""
-    return EmulatorApp(emulator, host=host, port=port, admin_token=admin_token)
+    return EmulatorApp(
+        emulator, host=host, port=port, admin_token=admin_token, allowed_hosts=allowed_hosts
+    )
 
 
 class _RequestStream(io.RawIOBase):
@@ -509,6 +516,7 @@ def serve(
     port: int,
     *,
     admin_token: str | None = None,
+    allowed_hosts: Collection[str] = (),
     limits: Limits | None = None,
     grpc: bool = True,
 ) -> BoundedWSGIServer:
@@ -521,6 +529,7 @@ def serve(
     :param host: address to bind (``127.0.0.1``, ``::1``, ``0.0.0.0``…).
     :param port: TCP port; 0 picks a free one (read ``server.server_port``).
     :param admin_token: see :class:`EmulatorApp`.
+    :param allowed_hosts: see :class:`EmulatorApp`.
     :param limits: connection bounds and timeouts (default: the daemon's,
         :class:`~scheduler_emulator.server.connections.Limits`).
     :param grpc: serve gRPC when the ``[grpc]`` extra is installed; ``False`` (or without the
@@ -529,7 +538,7 @@ def serve(
     """
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     limits = limits or Limits()
-    app = create_app(emulator, host=host, admin_token=admin_token)
+    app = create_app(emulator, host=host, admin_token=admin_token, allowed_hosts=allowed_hosts)
     server = BoundedWSGIServer(host, port, app, limits=limits)
     app.port = server.server_port
     server.connection_router = ConnectionRouter(

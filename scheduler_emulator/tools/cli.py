@@ -221,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, options, text in (
         ("--host", dict(type=_host, default=DEFAULT_HOST),
          "address to listen on (%(default)s); anything but loopback warns on stderr"),
+        ("--allowed-host", dict(action="append", default=[], metavar="NAME", type=str.lower),
+         "also answer requests whose Host names NAME, e.g. a docker-compose service's name "
+         "(loopback names and the --host address always); repeatable"),
         ("--admin-token", dict(type=_admin_token, metavar="TOKEN"),
          f"require 'Authorization: Bearer TOKEN' on /_emulator/* (default: ${ADMIN_TOKEN_ENV})"),
         ("--port", dict(type=_port, default=DEFAULT_PORT),
@@ -307,6 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
         'Use: eval "$(scheduler-emulator env-init)"',
     )
     _daemon_address(env)
+    views.add_admin_token(env)
     env.add_argument(
         "--project",
         help=f"gcloud's project (default: the running daemon's --project, else {DEFAULT_PROJECT})",
@@ -402,9 +406,12 @@ def cmd_env_init(args: argparse.Namespace, out: IO[str]) -> int:
             "--port 0 is not a daemon's port (0 tells start to pick a free one); give the port "
             "of its startup line, 'scheduler-emulator listening on http://HOST:PORT'."
         )
+    client = views.DaemonClient(args.host, args.port, args.admin_token, timeout=2)
     try:  # the running daemon's defaults (project, grpc, pubsubEmulatorHost…)
-        config = views.DaemonClient(args.host, args.port, timeout=2).get("/_emulator/config")
-    except ConfigurationError:
+        config = client.get("/_emulator/config")
+    except ConfigurationError as exc:  # (trial 110: a refusal read as no daemon at all)
+        if isinstance(exc, views.Refused):
+            raise
         config = {}
     answered = "project" in config  # else no emulator answers there
     if args.project is None and not answered:
@@ -585,6 +592,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         clock=args.clock,
         start=args.start,
         admin_token=token,
+        allowed_hosts=args.allowed_host,
         limits=Limits(**{name: getattr(args, name) for name in _LIMIT_FLAGS}),
         log=log_stream,
         log_format=log_format,
@@ -606,7 +614,11 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             f"warning: listening on {args.host}, which is not a loopback address: other "
             "machines can reach the emulator, create jobs that send requests from this machine "
             "and read every attempt."
-            + ("" if token else " Set --admin-token to protect /_emulator/."),
+            + (
+                " --admin-token protects /_emulator/, not the v1 API."
+                if token
+                else " Set --admin-token to protect /_emulator/ (not the v1 API)."
+            ),
             file=sys.stderr,
         )
     every_job = emulator.list_jobs()

@@ -190,11 +190,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     move.add_argument("--next", action="store_true", help="move it to the next due instant")
     for parser in (jobs, attempts, runs, skipped, executions, run, pause, resume, clock):
         add_address(parser)
-        parser.add_argument(
-            "--admin-token",
-            default=os.environ.get(ADMIN_TOKEN_ENV) or None,
-            help=f"the daemon's --admin-token (default: ${ADMIN_TOKEN_ENV})",
-        )
+        add_admin_token(parser)
     for parser in (skipped, attempts, runs):
         parser.add_argument("--job", metavar="J", help="only this job's (ID or full name)")
     executions.add_argument(
@@ -293,6 +289,15 @@ def rule_argument(rule: Callable[[str], Any]) -> Callable[[str], Any]:
 
 #: An argparse ``type``: an RFC 3339 timestamp as aware UTC, refused saying why it is not one.
 timestamp_argument = rule_argument(partial(parse_timestamp, field="the time"))
+
+
+def add_admin_token(parser: argparse.ArgumentParser) -> None:
+    """Add ``--admin-token``, the daemon's (default: ``$SCHEDULER_EMULATOR_ADMIN_TOKEN``)."""
+    parser.add_argument(
+        "--admin-token",
+        default=os.environ.get(ADMIN_TOKEN_ENV) or None,
+        help=f"the daemon's --admin-token (default: ${ADMIN_TOKEN_ENV})",
+    )
 
 
 class Refused(ConfigurationError):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from werkzeug.test import Client
 
 from scheduler_emulator import Emulator
@@ -53,6 +54,15 @@ class TestHostAndOrigin:
         assert error(response)["status"] == "PERMISSION_DENIED"
         assert "DNS rebinding" in error(response)["message"]
         assert host.split(":")[0] in error(response)["message"]
+
+    def test_a_name_given_with_allowed_host_is_served_in_any_case(self, emulator: Emulator) -> None:
+        """Trial 110: a docker-compose service's name was refused over REST (not over gRPC,
+        which a browser cannot call), whatever the admin token."""
+        client = Client(create_app(emulator, port=8095, allowed_hosts=["scheduler"]))
+        assert client.get(JOBS, headers={"Host": "Scheduler:8095"}).status_code == 200
+        refused = client.get(JOBS, headers={"Host": "other:8095"})
+        assert refused.status_code == 403
+        assert "start it with --allowed-host NAME" in error(refused)["message"]
 
     def test_public_keys_may_be_read_under_any_name(self, client: Client) -> None:
         response = client.get("/_emulator/oidc/certs", headers={"Host": "scheduler:8095"})
@@ -140,18 +150,22 @@ class TestStartCommand:
     def test_a_non_loopback_host_warns_on_stderr(self) -> None:
         process = subprocess.Popen(
             [sys.executable, "-m", "scheduler_emulator", "start", "--host", "0.0.0.0",
-             "--port", "0", "--in-memory"],
+             "--port", "0", "--in-memory", "--allowed-host", "Scheduler"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            assert "listening on http://0.0.0.0:" in (
-                process.stdout.readline() if process.stdout else ""
+            line = process.stdout.readline() if process.stdout else ""
+            assert "listening on http://0.0.0.0:" in line
+            port = line.split("http://0.0.0.0:", 1)[1].split()[0]
+            named = requests.get(
+                f"http://127.0.0.1:{port}{JOBS}", headers={"Host": f"scheduler:{port}"}, timeout=30
             )
+            assert named.status_code == 200
         finally:
             process.terminate()
             _, err = process.communicate(timeout=30)
         assert err.startswith("warning: listening on 0.0.0.0, which is not a loopback address")
-        assert "--admin-token" in err
+        assert "Set --admin-token to protect /_emulator/ (not the v1 API)." in err
 
     def test_loopback_does_not_warn(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

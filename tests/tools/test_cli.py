@@ -345,6 +345,20 @@ class TestEnvInit:
         assert f"export CLOUD_SCHEDULER_EMULATOR_HOST='[::1]:{port}'\n" in out
         assert (code, bracketed) == (0, out), err
 
+    def test_it_sends_the_admin_token_and_says_when_the_daemon_refuses_it(
+        self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Trial 110: a daemon with an admin token read as none at all (my-project printed)."""
+        args = ("--in-memory", "--project", "team-proj", "--admin-token", "s3cret")
+        with running_daemon(*args) as daemon:
+            where = ("--host", daemon.host_port[0], "--port", str(daemon.host_port[1]))
+            monkeypatch.setenv("SCHEDULER_EMULATOR_ADMIN_TOKEN", "s3cret")
+            code, out, err = run_command(capsys, "env-init", *where)
+            assert (code, err) == (0, "")
+            assert "export CLOUDSDK_CORE_PROJECT=team-proj\n" in out
+            code, _, err = run_command(capsys, "env-init", *where, "--admin-token", "wrong")
+        assert code == 2 and err.startswith("error: ") and "(401 from http://" in err
+
     def test_it_points_pubsub_clients_at_the_daemons_pubsub_emulator(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:

@@ -187,6 +187,9 @@ def test_a_retry_that_came_due_while_down_is_said_to_be_overdue(tmp_path: Path) 
         ", 1 job with a retry pending (the first due 2026-09-24T02:00:05Z, overdue: it runs at "
         "the next clock move)"
     )
+    assert pending_retries(second, stopping=True).endswith(  # (trial 110: "it runs now")
+        "overdue: it runs at the next start)"
+    )
     second.close()
 
 
