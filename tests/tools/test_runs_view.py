@@ -144,6 +144,14 @@ def test_run_as_of_refuses_a_bad_instant_and_an_unknown_job(scene: tuple[Daemon,
     assert code == 2 and err.startswith("error: job 'berlim': Job not found.")
     assert "Jobs in projects/" in err and "berlin" in err.split("Jobs in ")[1]
     assert err.endswith(" Did you mean 'berlin'?\n"), err  # trial 82
+    other = "projects/team-proj/locations/us-central1/jobs/lisbon"  # trial 110: another project's
+    job = {"name": other, "schedule": "0 6 * * *", "httpTarget": {"uri": "http://127.0.0.1:9/"}}
+    daemon.post(f"/v1/{other.rsplit('/jobs/', 1)[0]}/jobs", job).raise_for_status()
+    try:
+        code, _, err = run_cli("pause", "lisbon", "--port", port)
+    finally:
+        requests.delete(f"{daemon.url}/v1/{other}", timeout=30).raise_for_status()
+    assert code == 2 and err.endswith(f" Jobs of that ID elsewhere (name one in full): {other}.\n")
     answer = daemon.post("/_emulator/runs", {"job": "nope", "scheduleTime": "2026-01-01T00:00:00Z"})
     assert answer.status_code == 404
     answer = daemon.post("/_emulator/runs", {"job": "berlin", "scheduleTime": "soon"})
