@@ -115,6 +115,30 @@ class TestInProcess:
         quick = WsgiTransport(RecordingTarget(status=201))  # and a call that answers, as before
         assert quick.send(DeliveryRequest("POST", "http://app.test/", HEADERS), 5).status == 201
 
+    def test_a_starlette_def_endpoint_that_never_answers_is_a_deadline_failure(self) -> None:
+        """Trial 111: a FastAPI ``def`` endpoint runs on a worker thread, which cancelling
+        cannot stop: the attempt waited for it past its deadline, and the test hung."""
+        release, called = threading.Event(), threading.Event()
+        app = FastAPI()
+
+        @app.post("/")
+        def hangs() -> str:
+            called.set()
+            release.wait(60)  # (released when the test ends)
+            return "late"
+
+        transport = AsgiTransport(app)
+        try:
+            began = real_monotonic()
+            result = transport.send(DeliveryRequest("POST", "http://app.test/", HEADERS), 0.3)
+            waited = real_monotonic() - began
+            transport.close()  # not waiting for the endpoint either
+            closed = real_monotonic() - began
+        finally:
+            release.set()
+        assert called.is_set() and (result.status, result.failure) == (None, Failure.DEADLINE)
+        assert waited < 30 and closed < 30  # at the deadline, not when the app returns (60 s)
+
     def test_closed_transports_leave_no_thread_behind(self) -> None:
         def threads() -> int:
             return len(os.listdir(f"/proc/{os.getpid()}/task"))
