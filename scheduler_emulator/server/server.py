@@ -7,13 +7,14 @@ Google's REST error envelope; bad input never yields a 5xx (gcloud retries
 5xx and would repeat side effects).
 
 Nobody but the user drives the daemon (docs/api.md, "Security checks"): every request's ``Host``
-must name a loopback address or the bound one, with the bound port (no DNS rebinding); every
-state-changing request's ``Origin`` must be absent or a loopback origin (no cross-site request
-from a browser); bodies are parsed only with a JSON content type
-(:mod:`~scheduler_emulator.server.request_body`); with an admin token, ``/_emulator/*`` needs
-``Authorization: Bearer <token>``. The HTTP server (:func:`serve`) bounds what one client can
-hold: request bodies (:data:`~scheduler_emulator.api.v1.MAX_REQUEST_BYTES`, 400 before
-reading), and through its connection front
+must name a loopback address, the bound one or an allowed name, on any port (no DNS
+rebinding); every state-changing request's ``Origin`` must be absent, a loopback origin or an
+allowed name's (no cross-site request from a browser); bodies are parsed only with a JSON
+content type (:mod:`~scheduler_emulator.server.request_body`); with an admin token,
+``/_emulator/*`` needs ``Authorization: Bearer <token>``. The HTTP server (:func:`serve`)
+bounds what one client can hold: request bodies
+(:data:`~scheduler_emulator.api.v1.MAX_REQUEST_BYTES`, 400 before reading), and through its
+connection front
 (:class:`~scheduler_emulator.server.connections.ConnectionRouter`) connections, worker
 threads and the time to send a request (:class:`~scheduler_emulator.server.connections.Limits`).
 """
@@ -175,11 +176,12 @@ class EmulatorApp:
     :param emulator: the emulator to serve.
     :param host: the address the server is bound to (``--host``); a ``Host`` header may name
         it besides the loopback names. ``None``: loopback names only.
-    :param port: the bound port; a ``Host`` header with another port is refused. ``None``
-        (in-process, e.g. werkzeug's test client): any port.
     :param admin_token: when set, ``/_emulator/*`` (but :data:`OPEN_ADMIN_PATHS`) needs
         ``Authorization: Bearer <admin_token>``.
-    :param allowed_hosts: more names a ``Host`` header may name (any case).
+    :param allowed_hosts: more names a ``Host`` header or an ``Origin`` may name (any case).
+
+    The ``Host`` header's port is not checked: a browser sends the port it connected to, and a
+    container's mapped port or a proxy sends another (trial 111).
     """
 
     def __init__(
@@ -187,14 +189,12 @@ class EmulatorApp:
         emulator: Emulator,
         *,
         host: str | None = None,
-        port: int | None = None,
         admin_token: str | None = None,
         allowed_hosts: Collection[str] = (),
     ) -> None:
         self.emulator = emulator
         self.host = host
         self.allowed_hosts = {name.lower() for name in allowed_hosts}
-        self.port = port
         self.admin_token = admin_token or None
         rules = [*admin.RULES, *api.RULES]
         self.url_map = Map([rule.empty() for rule in rules], strict_slashes=False)
@@ -211,11 +211,8 @@ class EmulatorApp:
 
     def _host_allowed(self, header: str) -> bool:
         try:
-            parts = urlsplit("//" + header)
-            name, port = parts.hostname or "", parts.port
+            name = urlsplit("//" + header).hostname or ""
         except ValueError:
-            return False
-        if self.port is not None and port not in (None, self.port):
             return False
         if is_loopback(name) or name in self.allowed_hosts:
             return True
@@ -262,12 +259,12 @@ class EmulatorApp:
                 origin_host = urlsplit(origin).hostname or ""
             except ValueError:
                 origin_host = ""
-            if not is_loopback(origin_host):
+            if not (is_loopback(origin_host) or origin_host in self.allowed_hosts):
                 return _refused(
                     PermissionDenied,
                     f"Origin {json.dumps(origin)} may not change the emulator: only requests "
-                    "without an Origin (gcloud, client libraries, curl) or from a loopback "
-                    "origin are accepted (cross-site request protection).",
+                    "without an Origin (gcloud, client libraries, curl), from a loopback origin "
+                    "or from an --allowed-host name are accepted (cross-site request protection).",
                     "FOREIGN_ORIGIN",
                 )
         if (
@@ -342,14 +339,11 @@ def create_app(
     emulator: Emulator,
     *,
     host: str | None = None,
-    port: int | None = None,
     admin_token: str | None = None,
     allowed_hosts: Collection[str] = (),
 ) -> EmulatorApp:
     """Return the daemon's WSGI application for ``emulator`` (parameters: :class:`EmulatorApp`)."""
-    return EmulatorApp(
-        emulator, host=host, port=port, admin_token=admin_token, allowed_hosts=allowed_hosts
-    )
+    return EmulatorApp(emulator, host=host, admin_token=admin_token, allowed_hosts=allowed_hosts)
 
 
 class _RequestStream(io.RawIOBase):
@@ -524,7 +518,7 @@ def serve(
 
     The same port serves the v1 API over gRPC (:mod:`~scheduler_emulator.server.connections`);
     ``server_close`` stops that too. The app accepts ``Host`` headers naming a loopback address
-    or ``host``, with the bound port; see :class:`EmulatorApp` for the other checks.
+    or ``host``; see :class:`EmulatorApp` for the other checks.
 
     :param host: address to bind (``127.0.0.1``, ``::1``, ``0.0.0.0``…).
     :param port: TCP port; 0 picks a free one (read ``server.server_port``).
@@ -540,7 +534,6 @@ def serve(
     limits = limits or Limits()
     app = create_app(emulator, host=host, admin_token=admin_token, allowed_hosts=allowed_hosts)
     server = BoundedWSGIServer(host, port, app, limits=limits)
-    app.port = server.server_port
     server.connection_router = ConnectionRouter(
         emulator, limits, server.serve_one, max_body_bytes=MAX_REQUEST_BYTES, grpc=grpc
     )

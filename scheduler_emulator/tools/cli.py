@@ -111,6 +111,16 @@ def _host(text: str) -> str:
     return host
 
 
+def _host_name(text: str) -> str:
+    """An ``--allowed-host`` value: a name alone, as a ``Host`` header's port is not checked."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a host name alone; give it without a port (any port is taken), "
+            "as in 'scheduler'"
+        )
+    return text.lower()
+
+
 def _directory(text: str) -> Path:
     if not text.strip():  # Path("") would be the current directory
         raise argparse.ArgumentTypeError(f"{text!r} is empty; give a directory")
@@ -221,9 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, options, text in (
         ("--host", dict(type=_host, default=DEFAULT_HOST),
          "address to listen on (%(default)s); anything but loopback warns on stderr"),
-        ("--allowed-host", dict(action="append", default=[], metavar="NAME", type=str.lower),
-         "also answer requests whose Host names NAME, e.g. a docker-compose service's name "
-         "(loopback names and the --host address always); repeatable"),
+        ("--allowed-host", dict(action="append", default=[], metavar="NAME", type=_host_name),
+         "also answer requests whose Host or Origin names NAME, e.g. a docker-compose service's "
+         "name, on any port (loopback names and the --host address always); repeatable"),
         ("--admin-token", dict(type=_admin_token, metavar="TOKEN"),
          f"require 'Authorization: Bearer TOKEN' on /_emulator/* (default: ${ADMIN_TOKEN_ENV})"),
         ("--port", dict(type=_port, default=DEFAULT_PORT),
