@@ -304,6 +304,10 @@ class Refused(ConfigurationError):
     """The daemon answered, and refused the request (exit 2)."""
 
 
+#: Pauses (seconds) before a view asks again a daemon that answered 503 "Too many requests in
+#: progress" or "Too many connections" (docs/api.md, "Connections"); then the 503 is its answer.
+BUSY_RETRY_SECONDS = (0.1, 0.2, 0.5, 1.0, 2.0, 4.0)
+
 #: What a view says of an answer that is not the daemon's.
 _NOT_OURS = "not a scheduler-emulator's answer: pass the --host and --port of its startup line"
 
@@ -349,9 +353,14 @@ class DaemonClient:
         import requests
 
         try:
-            response = self.session.request(
-                method, self.base + path, params=params, json=body, timeout=self.timeout
-            )
+            for pause in (*BUSY_RETRY_SECONDS, None):
+                response = self.session.request(
+                    method, self.base + path, params=params, json=body, timeout=self.timeout
+                )
+                # a refusal before the request was read (the cap of requests at once): again
+                if pause is None or "Too many" not in response.text or response.status_code != 503:
+                    break
+                time.sleep(pause)  # (trial 112: a view exited 2 while 100 clients were busy)
         except requests.ReadTimeout:  # (trial 86: it said no daemon answers, and one had)
             raise ConfigurationError(
                 f"the scheduler-emulator at {self.base} did not answer {method} {path} within "

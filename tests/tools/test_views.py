@@ -976,6 +976,21 @@ def test_a_daemon_that_stops_answering_is_said_to_have_stopped() -> None:
         client.get("/_emulator/clock")
 
 
+def test_a_view_asks_a_busy_daemon_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial 112: with 100 API clients at the daemon, a view exited 2 on the first 503 its cap
+    of requests at once answered."""
+    monkeypatch.setattr(views, "BUSY_RETRY_SECONDS", (0.01, 0.01))
+    busy = b'{"error": {"code": 503, "message": "Too many requests in progress: 64 at once."}}'
+    target = RecordingTarget(status=lambda _: 503 if len(target.requests) <= 2 else 200, body=busy)
+    with serving(target) as url:
+        client = views.DaemonClient("127.0.0.1", int(url.rsplit(":", 1)[1]))
+        assert "error" in client.get("/_emulator/jobs") and len(target.requests) == 3
+        target.status = 503  # busy for longer than the view waits: the 503 is its answer
+        with pytest.raises(views.Refused, match="^Too many requests in progress: 64 at once"):
+            client.get("/_emulator/jobs")
+    assert len(target.requests) == 6
+
+
 def test_clock_prints_the_clock_and_moves_a_manual_one(capsys: pytest.CaptureFixture[str]) -> None:
     """A trial moved the clock from the terminal with curl: there was no command for it."""
     from tests.daemon import MANUAL, running_daemon
