@@ -463,7 +463,7 @@ def load_jobs_by_file(
     seen: dict[str, str] = {}
     for path in paths:
         with contextlib.suppress(OSError):  # a large file takes seconds: say so, not silence
-            if (size := os.path.getsize(path)) > SAY_LOADING_BYTES:
+            if max_bytes >= (size := os.path.getsize(path)) > SAY_LOADING_BYTES:
                 print(
                     f"scheduler-emulator: loading {size / 1e6:.1f} MB of jobs from {path}; "
                     "the startup line follows once they are stored and scheduled (about 15 s "

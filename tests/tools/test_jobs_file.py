@@ -604,6 +604,11 @@ def test_start_says_it_is_loading_a_large_jobs_file_before_the_wait(
     assert capsys.readouterr().err.startswith(
         f"scheduler-emulator: loading 0.0 MB of jobs from {small}; the startup line follows"
     )
+    with pytest.raises(ConfigurationError, match="larger than the limit"):  # (trial 112: it
+        cli.load_jobs_by_file(  # said it was loading a file it then refused for its size)
+            [str(small)], project="p", location="l", max_bytes=small.stat().st_size - 1
+        )
+    assert capsys.readouterr().err == ""
 
 
 def test_an_app_engine_cron_yaml_says_what_it_is_and_how_to_write_it(tmp_path: Path) -> None:
