@@ -82,8 +82,8 @@ class Daemon:
         the data dir (its manual clock's instant, else the last due instant a system clock
         reached there: nothing fires on start), else the current minute.
     :param admin_token: the token ``/_emulator/`` requires, or ``None``.
-    :param allowed_hosts: host names a request's ``Host`` may name besides the loopback and
-        bound addresses (``--allowed-host``: a container's service name).
+    :param allowed_hosts: host names a request's ``Host`` or ``Origin`` may name besides the
+        loopback and bound addresses (``--allowed-host``: a container's service name).
     :param limits: the server's connection bounds (HTTP/1.1 and gRPC connections, gRPC idle
         time); ``None``: the defaults.
     :param log: where the execution log goes (``None``: no log).

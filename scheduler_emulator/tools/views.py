@@ -358,7 +358,7 @@ class DaemonClient:
                     method, self.base + path, params=params, json=body, timeout=self.timeout
                 )
                 # a refusal before the request was read (the cap of requests at once): again
-                if pause is None or "Too many" not in response.text or response.status_code != 503:
+                if pause is None or response.status_code != 503 or "Too many" not in response.text:
                     break
                 time.sleep(pause)  # (trial 112: a view exited 2 while 100 clients were busy)
         except requests.ReadTimeout:  # (trial 86: it said no daemon answers, and one had)
