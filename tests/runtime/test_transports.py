@@ -118,8 +118,14 @@ class TestInProcess:
     def test_a_starlette_def_endpoint_that_never_answers_is_a_deadline_failure(self) -> None:
         """Trial 111: a FastAPI ``def`` endpoint runs on a worker thread, which cancelling
         cannot stop: the attempt waited for it past its deadline, and the test hung."""
-        release, called = threading.Event(), threading.Event()
-        app = FastAPI()
+        release, called, shut = threading.Event(), threading.Event(), threading.Event()
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI) -> Any:
+            yield
+            shut.set()  # (trial 113: not until the endpoint returned, in a later test or never)
+
+        app = FastAPI(lifespan=lifespan)
 
         @app.post("/")
         def hangs() -> str:
@@ -134,10 +140,12 @@ class TestInProcess:
             waited = real_monotonic() - began
             transport.close()  # not waiting for the endpoint either
             closed = real_monotonic() - began
+            shut_at_close = shut.is_set()
         finally:
             release.set()
         assert called.is_set() and (result.status, result.failure) == (None, Failure.DEADLINE)
         assert waited < 30 and closed < 30  # at the deadline, not when the app returns (60 s)
+        assert shut_at_close
 
     def test_closed_transports_leave_no_thread_behind(self) -> None:
         def threads() -> int:

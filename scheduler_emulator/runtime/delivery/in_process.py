@@ -227,6 +227,7 @@ class AsgiCaller:
         self._client.headers.clear()
         self._portal: BlockingPortal | None = None
         self._abandoned = False  # a request left running past its deadline
+        self._shutdown: Callable[[], Awaitable[None]]  # the lifespan's, set with the portal
         started, failed = threading.Event(), [""]
 
         async def serve() -> None:
@@ -241,14 +242,17 @@ class AsgiCaller:
                     said = (str(reply.get("message") or "") or "no message").strip()
                     failed[0] = f"lifespan startup failed: {said.splitlines()[-1]}"
                 else:
+
+                    async def shutdown() -> None:
+                        if reply["type"] == "lifespan.startup.complete":
+                            await to_app.send({"type": "lifespan.shutdown"})
+                            with anyio.move_on_after(_LOOP_START_SECONDS):
+                                await from_app.receive()
+
                     async with BlockingPortal() as portal:
-                        self._portal = portal
+                        self._portal, self._shutdown = portal, shutdown
                         started.set()
                         await portal.sleep_until_stopped()
-                    if reply["type"] == "lifespan.startup.complete":
-                        await to_app.send({"type": "lifespan.shutdown"})
-                        with anyio.move_on_after(_LOOP_START_SECONDS):
-                            await from_app.receive()
                 lifespan.cancel_scope.cancel()
             started.set()
 
@@ -293,6 +297,7 @@ class AsgiCaller:
         if portal is None:
             return
         portal.call(self._client.aclose)
+        portal.call(self._shutdown)  # now, beside any work left past its deadline (trial 113)
         portal.start_task_soon(portal.stop, True)  # cancel what is left
         self._thread.join(0 if self._abandoned else _LOOP_START_SECONDS)
 
