@@ -211,7 +211,7 @@ class EmulatorApp:
 
     def _host_allowed(self, header: str) -> bool:
         try:
-            name = urlsplit("//" + header).hostname or ""
+            name = (urlsplit("//" + header).hostname or "").rstrip(".")  # (a full name's dot)
         except ValueError:
             return False
         if is_loopback(name) or name in self.allowed_hosts:
@@ -255,16 +255,20 @@ class EmulatorApp:
             )
         origin = request.headers.get("Origin")
         if request.method not in _SAFE_METHODS and origin is not None:
+            # the page's host: loopback, an allowed name, or the (checked) Host this request
+            # names, a page of the daemon's own under that name (trial 113: its LAN address)
             try:
                 origin_host = urlsplit(origin).hostname or ""
+                same = origin_host == urlsplit("//" + (host or "")).hostname
             except ValueError:
-                origin_host = ""
-            if not (is_loopback(origin_host) or origin_host in self.allowed_hosts):
+                origin_host, same = "", False
+            if not (same or is_loopback(origin_host) or origin_host in self.allowed_hosts):
                 return _refused(
                     PermissionDenied,
                     f"Origin {json.dumps(origin)} may not change the emulator: only requests "
-                    "without an Origin (gcloud, client libraries, curl), from a loopback origin "
-                    "or from an --allowed-host name are accepted (cross-site request protection).",
+                    "without an Origin (gcloud, client libraries, curl), from a loopback origin, "
+                    "from an --allowed-host name or from the page's own host are accepted "
+                    "(cross-site request protection).",
                     "FOREIGN_ORIGIN",
                 )
         if (

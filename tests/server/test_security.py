@@ -65,6 +65,18 @@ class TestHostAndOrigin:
         assert client.post(f"{JOBS}/nope:pause", headers=origin).status_code == 404
         origin["Origin"] = "http://other:18095"
         assert client.post(f"{JOBS}/nope:pause", headers=origin).status_code == 403
+        assert client.get(JOBS, headers={"Host": "scheduler.:18095"}).status_code == 200  # a FQDN
+
+    def test_the_dashboard_acts_under_the_machines_address_it_was_opened_by(
+        self, emulator: Emulator
+    ) -> None:
+        """Trial 113: bound to 0.0.0.0, the dashboard was shown at the LAN address, and each of
+        its buttons was refused: its Origin was neither loopback nor an allowed name."""
+        client = Client(create_app(emulator, host="0.0.0.0"))
+        page = {"Host": "192.0.2.2:9951", "Origin": "http://192.0.2.2:9951"}
+        assert client.post(f"{JOBS}/nope:pause", headers=page).status_code == 404
+        page["Origin"] = "http://192.0.2.9:9951"  # another machine's page
+        assert client.post(f"{JOBS}/nope:pause", headers=page).status_code == 403
 
     def test_public_keys_may_be_read_under_any_name(self, client: Client) -> None:
         response = client.get("/_emulator/oidc/certs", headers={"Host": "scheduler:8095"})
