@@ -911,11 +911,14 @@ def cmd_pause(args: argparse.Namespace, out: IO[str]) -> int:
 def cmd_resume(args: argparse.Namespace, out: IO[str]) -> int:
     """Resume ``args.job`` (ResumeJob) and print its next scheduled time."""
     client = DaemonClient(args.host, args.port, args.admin_token)
-    _, job = _job_method(client, args.job, "resume")
+    name, job = _job_method(client, args.job, "resume")
     after = ""
     if when := job.get("scheduleTime"):  # in the job's time zone, as `jobs` shows it (trial 105)
         zone = resolve_time_zone(job.get("timeZone") or "Etc/UTC")
         after = f"; next run at {format_schedule_time(parse_timestamp(when).astimezone(zone))}"
+    rows = client.get("/_emulator/jobs", {"name": name.rsplit("/", 1)[-1], "fireTimes": 0})
+    if retry := next((r["nextAttemptTime"] for r in rows["jobs"] if r["name"] == name), None):
+        after += f"; first, a forced run's retry, due {retry}"  # (trial 114: it went unsaid)
     out.write(f"resumed {args.job}{after}\n")
     return 0
 

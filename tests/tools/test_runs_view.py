@@ -54,6 +54,18 @@ def test_a_run_still_going_says_when_its_next_attempt_is_due(scene: tuple[Daemon
     assert datetime.fromisoformat(run["nextAttemptTime"]) == due
 
 
+def test_resume_names_a_forced_runs_pending_retry() -> None:
+    """Trial 114: a forced run's retry goes on while its job is paused, and resume named only
+    the next scheduled run."""
+    with runs_daemon() as (daemon, _):
+        code, _, err = run_cli("run", "doomed", "--wait", "--port", daemon.url.rsplit(":", 1)[1])
+        assert code == 1, err  # its first attempt failed: a retry 60 s on
+        due = daemon.get("/_emulator/jobs", params={"name": "doomed"})["jobs"][0]["nextAttemptTime"]
+        cli(daemon, "pause", "doomed")
+        [line] = cli(daemon, "resume", "doomed")
+    assert due and line.endswith(f"; first, a forced run's retry, due {due}")
+
+
 def test_a_run_out_of_retries_gave_up_on_its_retry_count(scene: tuple[Daemon, object]) -> None:
     daemon, _ = scene
     last = MIDNIGHT + sum(waits(3), timedelta())  # the fourth attempt
