@@ -239,7 +239,7 @@ class AsgiCaller:
                 reply = await from_app.receive()
                 if reply["type"] == "lifespan.startup.failed":  # (Starlette's: a traceback)
                     logger.error("the ASGI app's lifespan startup failed: %s", reply.get("message"))
-                    said = (str(reply.get("message") or "") or "no message").strip()
+                    said = str(reply.get("message") or "").strip() or "no message"
                     failed[0] = f"lifespan startup failed: {said.splitlines()[-1]}"
                 else:
 
