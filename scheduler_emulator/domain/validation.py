@@ -107,6 +107,9 @@ HOP_BY_HOP_HEADERS = frozenset(
 # "Email-shaped": one "@" with something on both sides and no whitespace.
 _EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+")
 _TOPIC_RE = re.compile(r"projects/([^/]+)/topics/([^/]+)")
+#: A Pub/Sub topic ID (cloud.google.com/pubsub/docs/pubsub-basics#resource_names): a letter,
+#: then 2 to 254 letters, digits and ``- . _ ~ % +``; not starting with ``goog``.
+_TOPIC_ID_RE = re.compile(r"(?!goog)[A-Za-z][-A-Za-z0-9._~%+]{2,254}")
 #: Longest ``minBackoffDuration`` / ``maxBackoffDuration`` (10 years, an emulator limit; Google
 #: documents none). A longer wait would never end within the dates a clock can reach, and the
 #: retry time of a run must stay a date (see docs/differences-from-production.md).
@@ -514,7 +517,8 @@ def validate_pubsub_target(
 ) -> None:
     """Check a PubsubTarget.
 
-    Rules: ``topicName`` is ``projects/P/topics/T`` with P the job's project; the message has
+    Rules: ``topicName`` is ``projects/P/topics/T`` with P the job's project and T a topic ID
+    Pub/Sub allows (:data:`_TOPIC_ID_RE`); the message has
     non-empty ``data`` or at least one attribute.
 
     :param target: the target to check.
@@ -538,6 +542,13 @@ def validate_pubsub_target(
     if match.group(1) != project:
         raise InvalidArgument(
             f'{topic_field} must be in the job\'s project "{project}"; got "{target.topic_name}".',
+            field=topic_field,
+        )
+    if not _TOPIC_ID_RE.fullmatch(match.group(2)):  # (trial 115: "bad topic!" was stored)
+        raise InvalidArgument(
+            f"{topic_field} must name a topic ID Pub/Sub allows (a letter, then 2 to 254 "
+            f'letters, digits and - . _ ~ % +, not starting with "goog"); '
+            f'got "{match.group(2)}".',
             field=topic_field,
         )
     if not target.data and not target.attributes:

@@ -129,7 +129,7 @@ class TestActions:
                 "method": "POST",
                 "url": "https://run.googleapis.com/v2/projects/p/locations/l/jobs/j:run",
             },
-            {"targetType": "PUB_SUB", "pubsubTopic": "projects/p/topics/t"},
+            {"targetType": "PUB_SUB", "pubsubTopic": "projects/p/topics/tick"},
         ],
         ids=["cloud-run-admin-api", "pubsub"],
     )

@@ -105,7 +105,7 @@ def test_the_emulators_own_instructions_are_not_cut() -> None:
     from scheduler_emulator.runtime.delivery.pubsub import NOT_CONFIGURED
 
     attempt = replace(
-        FAILED, request={"pubsubTopic": "projects/p/topics/t"}, response_status=None,
+        FAILED, request={"pubsubTopic": "projects/p/topics/tick"}, response_status=None,
         code="FAILED_PRECONDITION", debug_info=NOT_CONFIGURED,
     )  # fmt: skip
     assert len(NOT_CONFIGURED) > REASON_WIDTH

@@ -391,13 +391,13 @@ class TestJobFromJsonAcceptsRealClients:
         job = job_from_json(
             with_target(
                 "pubsubTarget",
-                {"topicName": "projects/demo-proj/topics/t", "attributes": {"k": "v"}},
+                {"topicName": "projects/demo-proj/topics/tick", "attributes": {"k": "v"}},
                 attemptDeadline="9999s",
             )
         )
 
         assert job.attempt_deadline is None
-        assert job.pubsub_target == PubsubTarget("projects/demo-proj/topics/t", b"", {"k": "v"})
+        assert job.pubsub_target == PubsubTarget("projects/demo-proj/topics/tick", b"", {"k": "v"})
 
     def test_app_engine_target_with_output_only_host(self) -> None:
         routing = {"service": "worker", "host": "worker.example.appspot.com"}
@@ -609,14 +609,16 @@ class TestJobToJson:
 
     def test_other_targets_render(self) -> None:
         pubsub = job_from_json(
-            with_target("pubsubTarget", {"topicName": "projects/demo-proj/topics/t", "data": "aGk"})
+            with_target(
+                "pubsubTarget", {"topicName": "projects/demo-proj/topics/tick", "data": "aGk"}
+            )
         )
         app_engine = job_from_json(
             with_target("appEngineHttpTarget", {"appEngineRouting": {"service": "worker"}})
         )
 
         assert job_to_json(pubsub)["pubsubTarget"] == {
-            "topicName": "projects/demo-proj/topics/t",
+            "topicName": "projects/demo-proj/topics/tick",
             "data": "aGk=",
         }
         assert "attemptDeadline" not in job_to_json(pubsub)
@@ -673,7 +675,7 @@ ROUND_TRIP_JOBS = [
     pytest.param(
         with_target(
             "pubsubTarget",
-            {"topicName": "projects/demo-proj/topics/t", "attributes": {"k": ""}},
+            {"topicName": "projects/demo-proj/topics/tick", "attributes": {"k": ""}},
             timeZone="utc",
         ),
         id="pubsub",

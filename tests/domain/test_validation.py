@@ -37,7 +37,7 @@ URI = "http://127.0.0.1:8000/_triggers/timer/nightly"
 VALID_TARGETS: dict[str, tuple[str, dict[str, Any]]] = {
     "http": ("httpTarget", {"uri": URI}),
     "app-engine": ("appEngineHttpTarget", {}),
-    "pubsub": ("pubsubTarget", {"topicName": "projects/my-project/topics/t", "data": "eA=="}),
+    "pubsub": ("pubsubTarget", {"topicName": "projects/my-project/topics/tick", "data": "eA=="}),
 }
 
 

@@ -256,7 +256,7 @@ class TestKeys:
 def test_tokeninfo_describes_the_daemons_oauth_tokens(tmp_path: Path) -> None:
     target = RecordingTarget()
     with serving(target) as base:
-        oauth_job: dict[str, Any] = job("pubsub-push", f"{base}/v1/topics/t:publish")
+        oauth_job: dict[str, Any] = job("pubsub-push", f"{base}/v1/topics/tick:publish")
         oauth_job["httpTarget"].pop("oidcToken")
         oauth_job["httpTarget"]["oauthToken"] = {"serviceAccountEmail": INVOKER}
         jobs = write_jobs(tmp_path / "jobs.yaml", oauth_job)

@@ -186,7 +186,7 @@ class TestLinesAreTheEntriesJsonDumps:
                 "job": "projects/project-1/locations/eu/jobs/ünï",
                 "request": {"url": 'http://h/ä?q="1"'},
             },
-            {"request": {"pubsubTopic": "projects/my-project/topics/t"}},
+            {"request": {"pubsubTopic": "projects/my-project/topics/tick"}},
             {"request": {}},
             {"start_time": T0 + timedelta(microseconds=7)},
         ],

@@ -502,7 +502,7 @@ class TestBase64Fields:
             "  httpTarget: {uri: 'http://a.test/x', body: hello1}\n"
             "- name: restock\n"
             "  schedule: '0 3 * * *'\n"
-            "  pubsubTarget: {topicName: projects/my-project/topics/t, data: ping}\n"
+            "  pubsubTarget: {topicName: projects/my-project/topics/tick, data: ping}\n"
             "- name: fine\n"
             "  schedule: '0 4 * * *'\n"
             "  httpTarget: {uri: 'http://a.test/x', body: eyJhIjoxfQ==}\n",

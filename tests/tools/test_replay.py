@@ -398,7 +398,7 @@ class TestBodies:
         emulator.create_job(
             name="restock",
             schedule="0 2 * * *",
-            pubsub_target={"topic_name": "projects/my-project/topics/t", "data": "e30="},
+            pubsub_target={"topic_name": "projects/my-project/topics/tick", "data": "e30="},
         )
         emulator.advance(timedelta(minutes=2))
         records = [a.to_json() for a in emulator.attempts()]
