@@ -182,17 +182,16 @@ class PubsubEmulatorProcess:
             process.stdout.close()
 
 
-def _lacking(host: str, given: str, jobs: Sequence[Job], most: int = 20) -> list[str]:
-    """What the Pub/Sub emulator at ``host`` (named by ``given``) lacks for the Pub/Sub jobs
-    of ``jobs``, checked over its REST API (the first ``most`` topics): an answer at all, or
-    their topics (trial 102: each was found at the job's first attempt)."""
-    topics = dict.fromkeys(job.pubsub_target.topic_name for job in jobs if job.pubsub_target)
+def _lacking(host: str, given: str, topics: Sequence[str], most: int = 20) -> list[str]:
+    """What the Pub/Sub emulator at ``host`` (named by ``given``) lacks for the Pub/Sub jobs'
+    ``topics``, checked over its REST API (the first ``most``): an answer at all, or the
+    topics (trial 102: each was found at the job's first attempt)."""
     import requests  # only here: the daemon starts without loading it
 
     try:
         absent = [
             topic
-            for topic in list(topics)[:most]
+            for topic in topics[:most]
             if requests.get(f"http://{host}/v1/{topic}", timeout=2).status_code == 404
         ]
     except requests.RequestException:
@@ -256,6 +255,7 @@ def configure(
         urls = parse_app_engine_urls(args.app_engine_url)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from exc
+    topics = list(dict.fromkeys(job.pubsub_target.topic_name for job in jobs if job.pubsub_target))
     if args.with_pubsub is not None:
         missing = pubsub_library_missing()
         if missing is not None:
@@ -265,7 +265,6 @@ def configure(
             # stopped (its own process group outlives this process otherwise).
             signal.signal(signal.SIGTERM, _interrupted)
         process = PubsubEmulatorProcess(args.with_pubsub, args.project).start()
-        topics = [job.pubsub_target.topic_name for job in jobs if job.pubsub_target is not None]
         try:
             created = ensure_topics(process.host, topics)
         except BaseException as exc:
@@ -286,7 +285,7 @@ def configure(
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
         missing = pubsub_library_missing()
-        for warning in [missing] if missing is not None else _lacking(host, given, jobs):
+        for warning in [missing] if missing is not None else _lacking(host, given, topics):
             out.write(f"warning: {warning}\n")
         return TargetsSetup(EmulatorPublisher(host), urls, None, f"Pub/Sub emulator {host}")
     return TargetsSetup(NoPublisher(), urls, None, "")

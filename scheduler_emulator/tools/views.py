@@ -892,7 +892,8 @@ def _job_method(client: DaemonClient, job: str, verb: str) -> tuple[str, dict[st
             there = f" Jobs in {parent}: {', '.join(ids) or 'none'}{more}."
             if near := difflib.get_close_matches(job, ids, n=1):  # (trial 82)
                 there += f" Did you mean {near[0]!r}?"
-            every = client.pages("/_emulator/jobs", "jobs", {"pageSize": PAGE_SIZE})
+            named = {"name": job, "fireTimes": 0, "pageSize": PAGE_SIZE}  # (IDs holding it)
+            every = client.pages("/_emulator/jobs", "jobs", named)
             if elsewhere := [j["name"] for j in every if j["name"].endswith(f"/jobs/{job}")][:3]:
                 there = f" Jobs of that ID elsewhere (name one in full): {', '.join(elsewhere)}."
         raise ConfigurationError(f"job {job!r}: {exc}{there}") from None
