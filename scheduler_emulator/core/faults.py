@@ -166,7 +166,8 @@ class FaultRule:
     """One fault: where it applies, how likely, and what it does.
 
     :param action: one of :data:`ACTIONS`.
-    :param job: job ID, exact or a glob (``"report*"``); ``"*"`` for every job.
+    :param job: job ID, exact or a glob (``"report*"``); ``"*"`` for every job. A full name
+        ``projects/P/locations/L/jobs/ID`` is taken as its ``ID``.
     :param run: only the run with this number (1-based), or ``None`` for any.
     :param schedule_time: only the run with this ScheduleTime header.
     :param attempt: only this attempt of the run (1 = first try), or ``None`` for any.
@@ -219,6 +220,8 @@ class FaultRule:
             value = getattr(self, name)
             if (value is not None or name == "job") and not isinstance(value, str):
                 refuse(f"{name} must be a string; got {_show(value)} ({hint}).", name)
+        if isinstance(self.job, str) and self.job.startswith("projects/") and "/jobs/" in self.job:
+            object.__setattr__(self, "job", self.job.rsplit("/jobs/", 1)[1])  # (trial 114)
         if not isinstance(self.concurrent, bool):
             refuse(f"concurrent must be true or false; got {self.concurrent!r}.", "concurrent")
         numbers = {"probability": (0, 1), "seconds": (0, self._longest())}

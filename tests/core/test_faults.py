@@ -44,6 +44,16 @@ class TestActions:
             (1, "02:00:00", "OK", 200, True),
         ]
 
+    def test_a_rule_naming_the_job_in_full_fires_on_it(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        """A trial: a rule's ``job`` given as the name the API and views show never matched."""
+        job = emulator.create_job(nightly_job())
+        emulator.faults.add(action="duplicate", job=job.name)
+        assert emulator.faults.rules[0].job == "nightly"
+        emulator.advance(timedelta(minutes=1))
+        assert len(target.requests) == 2
+
     def test_a_duplicate_is_not_a_try_and_its_failure_names_itself(
         self, emulator: Emulator, target: RecordingTarget
     ) -> None:
