@@ -66,9 +66,14 @@ def _times(minute: str, hour: str) -> str | None:
     """The time-of-day part: ``at 02:00``, ``every 15 minutes``, ``every hour at :30``…"""
     if minute == "*" and hour == "*":
         return "every minute"
-    minute_step = _step(minute)
+    minute_step = 1 if minute == "*" else _step(minute)
     if minute_step is not None and hour == "*":
         return "every minute" if minute_step == 1 else f"every {minute_step} minutes"
+    hours = _values(hour)
+    if minute_step is not None and hours == list(range(hours[0], hours[-1] + 1) if hours else []):
+        every = "every minute" if minute_step == 1 else f"every {minute_step} minutes"
+        last = 59 // minute_step * minute_step
+        return f"{every} from {hours[0]:02d}:00 to {hours[-1]:02d}:{last:02d}"
     minutes = _values(minute)
     if minutes is None:
         return None
@@ -78,7 +83,6 @@ def _times(minute: str, hour: str) -> str | None:
     hour_step = _step(hour)
     if hour_step is not None:
         return f"every {hour_step} hours {at}" if hour_step > 1 else f"every hour {at}"
-    hours = _values(hour)
     if hours is None:
         return None
     stamps = [f"{h:02d}:{m:02d}" for h in hours for m in minutes]
@@ -120,6 +124,8 @@ def describe_schedule(schedule: str) -> str:
     'every 15 minutes'
     >>> describe_schedule("0 */6 * * *")
     'every 6 hours on the hour'
+    >>> describe_schedule("*/30 1-3 * * *")
+    'every 30 minutes from 01:00 to 03:30'
     >>> describe_schedule("30 9 * * mon-fri")
     'at 09:30, Monday to Friday'
     >>> describe_schedule("0 0 1 * *")

@@ -54,7 +54,7 @@
     if (zoneMode === "job" && jobZone) return jobZone;
     return "UTC";
   }
-  /* "YYYY-MM-DD HH:MM:SS" of instant t in IANA zone `zone`, with its UTC offset ("-05:00")
+  /* "YYYY-MM-DD HH:MM:SS" of instant t in IANA zone `zone`, with its UTC offset ("-05:00", "Z")
    * outside UTC: a repeated local time (a daylight-saving fall-back) reads apart. */
   function wallText(t, zone) {
     if (zone === "UTC" || zone === "Etc/UTC") return dayText(t) + " " + clockText(t, true);
@@ -64,7 +64,7 @@
       timeZoneName: "longOffset" })
       .formatToParts(new Date(t)).forEach(function (p) { parts[p.type] = p.value; });
     return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" +
-      parts.minute + ":" + parts.second + (parts.timeZoneName.replace("GMT", "") || "+00:00");
+      parts.minute + ":" + parts.second + (parts.timeZoneName.replace("GMT", "") || "Z");
   }
   /* An RFC 3339 instant as "YYYY-MM-DD HH:MM:SS ZONE" in the chosen zone (the job's, `jobZone`,
    * when the choice is "job"). */
