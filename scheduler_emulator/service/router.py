@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import difflib
 import functools
 import inspect
 import json
@@ -139,11 +140,20 @@ class UnknownTimerError(TargetError, LookupError):
     def __init__(self, name: str, registered: Iterable[str]) -> None:
         self.name = name
         self.registered = sorted(registered)
-        listed = ", ".join(repr(n) for n in self.registered) or "none"
         super().__init__(
             f"No handler is registered for the timer {name!r} (names match exactly, case "
-            f"included). Registered timers: {listed}."
+            f"included). {_registered(name, self.registered)}"
         )
+
+
+def _registered(name: str, registered: Iterable[str]) -> str:
+    """``Registered timers: 'a', 'b'.``, with ``Did you mean 'b'?`` for a near miss (trial 100)."""
+    names = sorted(registered)
+    near = difflib.get_close_matches(name.lower(), names, n=1) or difflib.get_close_matches(
+        name, names, n=1
+    )
+    listed = ", ".join(repr(n) for n in names) or "none"
+    return f"Registered timers: {listed}." + (f" Did you mean {near[0]!r}?" if near else "")
 
 
 @dataclass(frozen=True)

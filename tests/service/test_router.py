@@ -749,7 +749,8 @@ class TestInvoke:
         assert isinstance(raised.value, LookupError)
         assert str(raised.value) == (
             "No handler is registered for the timer 'Nightly' (names match exactly, case "
-            "included). Registered timers: 'explode', 'nightly', 'report'."
+            "included). Registered timers: 'explode', 'nightly', 'report'. Did you mean "
+            "'nightly'?"
         )
         assert (raised.value.name, raised.value.registered) == (
             "Nightly",
