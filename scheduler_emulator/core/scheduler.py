@@ -503,7 +503,7 @@ class Scheduler:
         run = state.runs.get(run_id)
         if run is None:
             return saved
-        if end.extra_retry:
+        if end.extra_retry and not run.extra_spent:
             run.extra_retry = True
         if end.end_time > now:
             state.ending[run_id] = end
@@ -748,7 +748,7 @@ class Scheduler:
         job = state.job
         if end.uncounted:
             run.uncounted += 1
-        at, run.extra_retry = next_attempt_time(
+        at, held = next_attempt_time(
             job.retry_config,
             code=end.code,
             attempts_made=run.attempts - run.uncounted,
@@ -758,6 +758,8 @@ class Scheduler:
             extra_retry=run.extra_retry,
             uncounted=run.uncounted if end.uncounted else 0,
         )
+        run.extra_spent |= run.extra_retry and not held
+        run.extra_retry = held
         if at is None:
             gave_up = None
             if end.code != "OK":
@@ -765,7 +767,8 @@ class Scheduler:
                 gave_up = gave_up_because(
                     job.retry_config, retries, run.first_attempt_start, end.end_time
                 )
-            run.limits = (max_attempts(job.retry_config, run.extra_retry), gave_up)
+            earned = run.extra_retry or run.extra_spent
+            run.limits = (max_attempts(job.retry_config, earned), gave_up)
             return self._end_run(state, run, now)
         run.next_attempt_at = at
         self._push(at, _RETRY, run.job, run.id)

@@ -75,7 +75,10 @@ class Run:
     :param next_attempt_at: when the pending retry is due, ``None`` when none is pending.
     :param number: the run's number among its job's runs in this process (1-based), which fault
         rules match on; not kept across restarts.
-    :param extra_retry: a lost acknowledgement earned the run one retry beyond its config.
+    :param extra_retry: a lost acknowledgement (or a restart) earned the run one retry beyond its
+        config, not spent yet.
+    :param extra_spent: the run spent that retry: it earns no other (trial 118: a lost ack on
+        every attempt retried a run for ever).
     :param uncounted: attempts that do not count against ``retryCount`` (App Engine 503s);
         not kept across restarts.
     :param limits: once it ended, its ``maxAttempts`` and the limit it gave up on (``None``
@@ -94,6 +97,7 @@ class Run:
     finished: bool = False
     number: int = 0  # the run's number among the job's runs since start-up (fault rules)
     extra_retry: bool = False  # a lost acknowledgement earns one retry whatever the config
+    extra_spent: bool = False  # … once in a run
     uncounted: int = 0  # App Engine 503s: retried whatever the config, not counted (Google's rule)
     limits: tuple[int | None, str | None] | None = None
 

@@ -211,6 +211,21 @@ class TestActions:
             timedelta(seconds=5),
         )  # type: ignore[operator]
 
+    @pytest.mark.parametrize("retry_count", [0, 2])
+    def test_a_run_whose_every_answer_is_lost_earns_one_extra_retry_only(
+        self, emulator: Emulator, target: RecordingTarget, retry_count: int
+    ) -> None:
+        """A trial: a rule with no ``attempt`` retried a run for ever, and the job's next runs
+        were skipped as still going."""
+        emulator.faults.add(action="lost_ack", job="nightly")
+        emulator.create_job(nightly_job(retryConfig={"retryCount": retry_count}))
+        emulator.advance(timedelta(days=1, minutes=5))
+        runs = Client(create_app(emulator)).get("/_emulator/runs").json["runs"]
+        assert [(r["state"], r["tries"], r["maxAttempts"]) for r in runs] == [
+            ("gave up", retry_count + 2, retry_count + 2)
+        ] * 2
+        assert emulator.skipped_runs() == []
+
     def test_status_answers_without_calling_the_target(
         self, emulator: Emulator, target: RecordingTarget
     ) -> None:

@@ -658,7 +658,8 @@ class Store:
         )
         first, retry = _ts(run.first_attempt_start), _ts(run.next_attempt_at)
         limits = None if run.limits is None else "|".join(str(v or "") for v in run.limits)
-        progress = (run.attempts, retry, int(run.finished), limits, int(run.extra_retry))
+        extra = 2 if run.extra_spent else int(run.extra_retry)  # (2: spent)
+        progress = (run.attempts, retry, int(run.finished), limits, extra)
         self._execute(sql, (first, *progress, run.uncounted, run.id))
 
     def open_runs(self) -> list[Run]:
@@ -674,7 +675,8 @@ class Store:
                 first_attempt_start=check.optional_instant("first_attempt_start", r[5]),
                 attempts=check.whole("attempts", r[6], 0),
                 next_attempt_at=check.optional_instant("next_attempt_at", r[7]),
-                extra_retry=bool(check.whole("extra_retry", r[8], 0, 1)),
+                extra_retry=check.whole("extra_retry", r[8], 0, 2) == 1,
+                extra_spent=r[8] == 2,
                 uncounted=check.whole("uncounted", r[9], 0),
             )
 

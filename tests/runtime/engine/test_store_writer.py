@@ -87,6 +87,17 @@ def test_updates_keep_their_order() -> None:
     store.close()
 
 
+@pytest.mark.parametrize(("held", "spent"), [(False, False), (True, False), (False, True)])
+def test_a_runs_extra_retry_held_or_spent_is_kept(held: bool, spent: bool) -> None:
+    """A restart resumes a run with its extra retry held, or spent (it earns no other)."""
+    store = Store(":memory:")
+    started(store)
+    store.save_run(Run(1, JOB, None, T0, attempts=2, extra_retry=held, extra_spent=spent))
+    [run] = store.open_runs()
+    assert (run.extra_retry, run.extra_spent) == (held, spent)
+    store.close()
+
+
 def test_a_batch_is_on_disk_when_it_ends(store: Store, db: Path) -> None:
     attempt = started(store)
     with store.batch():
