@@ -265,10 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
          f"directory, under $XDG_DATA_HOME/scheduler-emulator/, here {default_data_dir()})"),
         ("--in-memory", dict(action="store_true"), "keep nothing on disk"),
         ("--retain-attempts", _whole_options(DEFAULT_RETAIN_ATTEMPTS, smallest=0),
-         "keep the newest N finished attempts, skipped-run records and finished runs; attempts "
-         "in flight are always kept; checked at start and every 1,000 attempts (%(default)s)"),
+         "keep about the newest N finished attempts (finished runs go whole) and N skipped-run "
+         "records; runs still going are always kept; checked at start and every 1,000 attempts "
+         "(%(default)s)"),
         ("--retain-megabytes", _whole_options(DEFAULT_RETAIN_MEGABYTES, metavar="MB"),
-         "drop the oldest finished attempts while the database holds more than MB megabytes "
+         "drop the oldest finished runs while the database holds more than MB megabytes "
          "(10^6 bytes), checked as --retain-attempts; the execution log is not bounded "
          "(%(default)s)"),
         ("--clock", dict(choices=["system", "manual"], default="system"),

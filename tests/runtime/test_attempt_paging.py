@@ -12,7 +12,7 @@ from werkzeug.test import Client
 
 from pytest_plugin.scheduler import CloudScheduler
 from scheduler_emulator import Emulator, ManualClock, WsgiTransport
-from scheduler_emulator.domain.attempts import Attempt
+from scheduler_emulator.domain.attempts import Attempt, Run
 from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.domain.resources import RetryConfig
 from scheduler_emulator.runtime.storage.data_file import Row
@@ -139,6 +139,37 @@ def test_runs_go_with_their_attempts_under_the_byte_bound(tmp_path: Path) -> Non
     assert len(page) == runs and all(run["attempts"] for run in page)
     assert not [run for run in page if run["state"] == "gave up"]
     emulator.close()
+
+
+@pytest.mark.parametrize("bound", [{"retain_attempts": 5}, {"retain_megabytes": 1}])
+def test_a_trim_drops_finished_runs_whole_and_keeps_a_run_still_going(
+    tmp_path: Path, bound: dict[str, int]
+) -> None:
+    """Trial 117: a trim left runs whose attempts were gone ("0/1 gave up") or in part ("1/4
+    gave up … started 61 s late" for a run of 4 tries that started on time)."""
+    store = Store(tmp_path / "db", retain_megabytes=None)
+
+    def attempt(run_id: int, number: int) -> None:
+        made = store.add_attempt(Attempt(0, JOB_A, run_id, number, None, START, {}))
+        made.end_time, made.code, made.response_excerpt = START, "INTERNAL", "x" * 4096
+        store.finish_attempt(made)
+
+    store.add_run(Run(1, JOB_A, None, START, attempts=1))  # still going: a retry is due
+    attempt(1, 1)
+    for run_id in range(2, 400):  # a 4-try run's first tries among the oldest attempts
+        store.add_run(Run(run_id, JOB_A, None, START))
+        for number in (1, 2, 3, 4) if run_id == 300 else (1,):
+            attempt(run_id, number)
+        store.save_run(Run(run_id, JOB_A, None, START, attempts=1, finished=True))
+    attempt(300, 5)  # … and its last try among the newest
+    store.close()
+    trimmed = Store(tmp_path / "db", **bound)
+    kept = trimmed.query("SELECT run_id, COUNT(*) FROM attempts GROUP BY run_id")
+    assert kept[0] == (1, 1) and len(kept) < 399
+    assert dict(kept).get(300, 5) == 5  # whole, or not at all
+    [(runs,)] = trimmed.query("SELECT COUNT(*) FROM runs")
+    assert runs == len(kept)  # no run without its attempts
+    trimmed.close()
 
 
 def test_in_flight_attempts_are_kept_whatever_the_bound() -> None:

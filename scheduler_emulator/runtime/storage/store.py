@@ -295,16 +295,12 @@ def _carry(db: sqlite3.Connection, item: _Item) -> None:
 
 #: Retention is applied once per this many new attempts (amortised: one DELETE per batch).
 _RETENTION_EVERY = 1000
-#: The tables the row bound trims, and which of their rows it may drop: (table, condition).
-_TRIMMED = (
-    ("attempts", " AND end_time IS NOT NULL"),
-    ("skipped", ""),
-    ("runs", " AND finished = 1"),
-)
-#: Finished runs older than every run an attempt is left of (run ids grow with time).
-_DROP_EMPTIED_RUNS = (
-    "DELETE FROM runs WHERE finished = 1 AND id < "
-    "(SELECT COALESCE(MIN(run_id), (SELECT MAX(id) + 1 FROM runs)) FROM attempts)"
+#: The attempts of the runs up to a run id but those still going, then the finished runs (a
+#: run goes whole, trial 117).
+_DROP_RUNS = (
+    "DELETE FROM attempts WHERE run_id <= ? AND end_time IS NOT NULL "
+    "AND run_id NOT IN (SELECT id FROM runs WHERE finished = 0)",
+    "DELETE FROM runs WHERE finished = 1 AND id <= ?",
 )
 #: The write-ahead log is cut back to this size once checkpointed (SQLite's
 #: ``journal_size_limit``): a large transaction leaves no large file behind.
@@ -795,31 +791,34 @@ class Store:
         return rows[:page_size], (rows[page_size - 1][0] if len(rows) > page_size else None)
 
     def _trim(self, db: sqlite3.Connection) -> None:
-        """Apply :attr:`retain_attempts` and :attr:`retain_megabytes`, oldest first; then drop
-        the finished runs none of whose attempts is left (trial 107: they read "gave up", and
-        kept the byte bound from holding)."""
+        """Apply :attr:`retain_attempts` and :attr:`retain_megabytes`, oldest first. Finished
+        runs go whole, with all their attempts, so that no run is left reading "gave up" after
+        no try or fewer tries than it made (trials 107, 117); a run still going keeps its
+        attempts."""
+
+        def drop_runs_of_attempts_before(attempt_id: int) -> None:
+            sql = "SELECT run_id FROM attempts WHERE id < ? ORDER BY id DESC LIMIT 1"
+            last_run = db.execute(sql, (attempt_id,)).fetchone()  # (its run: run ids grow too)
+            for sql in _DROP_RUNS:
+                db.execute(sql, (last_run[0] if last_run else 0,))
+
         keep = self.retain_attempts
         if keep is not None:
-            for table, extra in _TRIMMED:
-                [(largest,)] = db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
-                if largest > keep:
-                    db.execute(f"DELETE FROM {table} WHERE id <= ?{extra}", (largest - keep,))
-        db.execute(_DROP_EMPTIED_RUNS)
-        while self.retain_megabytes is not None:
+            [(largest,)] = db.execute("SELECT COALESCE(MAX(id), 0) FROM skipped")
+            db.execute("DELETE FROM skipped WHERE id <= ?", (largest - keep,))
+            [(largest,)] = db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts")
+            drop_runs_of_attempts_before(largest - keep + 1)
+        if self.retain_megabytes is None:
+            return
+        [(first, last)] = db.execute("SELECT MIN(id), MAX(id) FROM attempts")
+        step = max(((last or 0) - (first or 0)) // 10, 1)  # a tenth of the history at a time
+        for cutoff in range((first or 0) + step, (last or 0) + step + 1, step):
             [(page_bytes,)] = db.execute("PRAGMA page_size")
             [(pages,)] = db.execute("PRAGMA page_count")
             [(free,)] = db.execute("PRAGMA freelist_count")
             if (pages - free) * page_bytes <= self.retain_megabytes * 1_000_000:
                 return
-            [(first, last)] = db.execute("SELECT MIN(id), MAX(id) FROM attempts")
-            if first is None:
-                return
-            # A tenth of the history at a time (its space is reused, the file does not grow).
-            cutoff = first + max((last - first) // 10, 1)
-            sql = "DELETE FROM attempts WHERE id < ? AND end_time IS NOT NULL"
-            if not db.execute(sql, (cutoff,)).rowcount:
-                return  # nothing finished to drop: jobs or attempts in flight fill it
-            db.execute(_DROP_EMPTIED_RUNS)
+            drop_runs_of_attempts_before(cutoff)  # (its space is reused: the file stays)
 
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a scheduled time that got no run (an earlier run was still going, or the
