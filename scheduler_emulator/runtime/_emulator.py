@@ -209,7 +209,8 @@ class Emulator(AttemptAssertions):
     @property
     def engine_failure(self) -> str | None:
         """Why a system clock's engine stopped firing (its data directory cannot be written:
-        the runs due since are fired late at the next start on it), or ``None``."""
+        the runs due since are fired late at the next start on it, or skipped when their minute
+        could not be stored), or ``None``."""
         return self.driver.failure
 
     def stop(self, timeout: float = 10.0) -> int:

@@ -268,8 +268,9 @@ class Daemon:
         if (failure := self.emulator.engine_failure) and not self._stopping.is_set():
             self.failure = failure
             self._say(
-                f"scheduler-emulator: the engine stopped firing ({failure}); stopping. The runs "
-                "due since are fired late at the next start on this data directory."
+                f"scheduler-emulator: the engine stopped firing ({failure}); stopping. At the next "
+                "start on this data directory the runs due since are fired late, or listed as "
+                "skipped (EMULATOR_DOWN) when the disk refused even their minute's first write."
             )
             self.shutdown()
 

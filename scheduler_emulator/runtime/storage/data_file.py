@@ -137,10 +137,13 @@ def is_unwritable(exc: BaseException) -> bool:
 
 
 def _remedy(exc: BaseException) -> str:
-    """What to do about a failed write: make the file writable (read-only), else free space."""
+    """What to do about a failed write: make the file writable (read-only), free space (full),
+    else check both (an I/O error: an immutable file, a failing disk; trial 117)."""
     if "readonly" in str(exc) or "unable to open" in str(exc):  # (trials 74, 75: a read-only
         # file was told to free disk space; a read-only directory, that its database was damaged)
         return f"make it and its directory writable by this user ({WRITABLE})"
+    if "I/O error" in str(exc):
+        return f"check that its disk works and has space, and that it is writable ({WRITABLE})"
     return "free space on its disk"
 
 

@@ -23,6 +23,7 @@ from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.errors import StorageUnavailable
 from scheduler_emulator.domain.resources import State
 from scheduler_emulator.runtime import EmulatorOptions, WsgiTransport
+from scheduler_emulator.runtime.storage.data_file import storage_error
 from scheduler_emulator.runtime.storage.store import Store
 from scheduler_emulator.server.daemon import Daemon
 from tests.support import RecordingTarget, ShiftedClock, nightly_job, wait_for
@@ -183,3 +184,17 @@ def test_a_system_clocks_engine_stops_firing_and_says_why(tmp_path: Path) -> Non
     assert "the engine stopped firing (the data directory cannot be written (x)); stopping." in (
         said.getvalue()
     )
+
+
+@pytest.mark.parametrize(
+    ("error", "remedy"),
+    [
+        ("database or disk is full", "free space on its disk and try again."),
+        ("disk I/O error", "check that its disk works and has space, and that it is writable ("),
+        ("attempt to write a readonly database", "make it and its directory writable by this user"),
+    ],
+)
+def test_a_refused_write_says_what_to_do_for_its_cause(error: str, remedy: str) -> None:
+    """Trial 117: a disk I/O error (an immutable database file) was told to free space."""
+    message = storage_error("/data/emulator.db", sqlite3.OperationalError(error)).message
+    assert f"/data cannot be written ({error}): the change was not stored; {remedy}" in message
