@@ -322,8 +322,8 @@ class Recorder:
             self.store.save_run(run)
         restarted = classify_failure(
             Failure.RESTARTED,
-            "Emulator restarted. The target may have answered: it stopped before the answer "
-            "was kept.",
+            "Emulator restarted. The attempt may or may not have reached the target: the "
+            "emulator stopped before an answer was kept.",
         )
         deliveries = self.carry_out(decisions)
         for attempt in in_flight.values():
