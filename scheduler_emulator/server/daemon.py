@@ -355,7 +355,9 @@ def pending_retries(emulator: Emulator, *, stopping: bool = False) -> str:
 def restart_notes(emulator: Emulator) -> str:
     """``", 1600 attempts in flight when it was killed recorded as interrupted (their runs
     retried), 5 scheduled times skipped while it was down (`scheduler-emulator skipped` lists
-    them), 1 Cloud Run execution(s) running when it was killed recorded as INTERRUPTED (…)"``,
+    them), 9 finished attempts of the history dropped to keep within --retain-attempts and
+    --retain-megabytes, 1 Cloud Run execution(s) running when it was killed recorded as
+    INTERRUPTED (…)"``,
     for the startup line after a restart: each part only when its count is not 0."""
     cut, count = emulator.interrupted_at_start, emulator.skipped_while_down
     notes = ""
@@ -366,6 +368,9 @@ def restart_notes(emulator: Emulator) -> str:
     if count:
         notes += f", {count} scheduled time{'s' if count != 1 else ''} skipped while it was "
         notes += "down (`scheduler-emulator skipped` lists them)"
+    if dropped := emulator.store.dropped_at_open:  # (trial 117: a lower bound dropped silently)
+        notes += f", {dropped} finished attempt{'s' if dropped != 1 else ''} of the history "
+        notes += "dropped to keep within --retain-attempts and --retain-megabytes"
     if cut_short := emulator.cloud_run.store.interrupted_at_open:  # (trials 78, 81)
         ids = ", ".join(e.execution_id for e in cut_short)
         jobs = sorted({e.scheduler_job.rsplit("/", 1)[-1] for e in cut_short} - {""})

@@ -372,10 +372,11 @@ class Store:
     :meth:`batch`, when the batch ends; in memory, at once).
 
     :param path: a database file path (its directory is created), or ``":memory:"``.
-    :param retain_attempts: keep at most this many finished attempts (and skipped-run records
-        and finished runs), dropping the oldest; ``None`` keeps everything.
-    :param retain_megabytes: drop the oldest finished attempts while the database holds more
+    :param retain_attempts: keep about this many finished attempts (finished runs go whole,
+        oldest first) and skipped-run records; ``None`` keeps everything.
+    :param retain_megabytes: drop the oldest finished runs while the database holds more
         than this many megabytes (10**6 bytes); ``None`` bounds only the number of rows.
+    :ivar dropped_at_open: the finished attempts the bounds dropped as it opened.
     :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged, of a
         later release, or on a full disk, naming the file and what to do.
     """
@@ -410,7 +411,9 @@ class Store:
                     db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
             if int(db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
+            [(held,)] = db.execute("SELECT COUNT(*) FROM attempts")
             self._trim(db)
+            self.dropped_at_open = held - db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
             db.execute("DELETE FROM skipped WHERE 0")  # a write changing nothing: read-only?
         except BaseException as exc:
             db.close()

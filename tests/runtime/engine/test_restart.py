@@ -35,6 +35,23 @@ def reopen(path: Path, target: RecordingTarget, at: datetime) -> Emulator:
     return Emulator(ManualClock(at), store=Store(path), transport=WsgiTransport(target))
 
 
+def test_a_lower_bound_at_start_says_what_it_dropped(tmp_path: Path) -> None:
+    """Trial 117: a restart with a lower --retain-megabytes emptied the history silently."""
+    db, target = tmp_path / "emulator.db", RecordingTarget()
+    first = reopen(db, target, START)
+    first.create_job(nightly_job(schedule="* * * * *", retryConfig={}))
+    first.advance(timedelta(minutes=9))
+    first.close()
+    second = Emulator(ManualClock(START), store=Store(db, retain_attempts=3))
+    assert len(second.attempts()) == 3
+    assert restart_notes(second) == (
+        ", 6 finished attempts of the history dropped to keep within --retain-attempts and "
+        "--retain-megabytes"
+    )
+    second.close()
+    assert restart_notes(reopen(db, target, START)) == ""
+
+
 def test_in_flight_attempt_is_recorded_as_failed_and_retried(tmp_path: Path) -> None:
     db = tmp_path / "emulator.db"
     target = RecordingTarget()
