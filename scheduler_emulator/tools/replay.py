@@ -29,8 +29,9 @@ Recorded input formats (told apart by content):
 Log entries hold no method, headers or body: the method is POST (Cloud Scheduler's default),
 no body is sent, and the Cloud Scheduler headers are rebuilt from the job ID.
 ``X-CloudScheduler-ScheduleTime`` is an **approximation**: the whole-minute floor (UTC) of the
-``scheduledTime`` of the run's first attempt, where an attempt that follows a failed attempt of
-the same job counts as its retry. That is the nominal time of a unix-cron job (whose dispatch
+``scheduledTime`` of the run's first attempt, where an attempt in the same minute as that one,
+or one that follows a failed attempt of the same job when no attempt of its run succeeded, is
+an attempt of the same run (a duplicate delivery, a retry). That is the nominal time of a unix-cron job (whose dispatch
 lags the minute by a stable offset); it is wrong for English-like schedules, for jobs in
 another time zone (the real header carries the zone's offset) and for a run after one whose
 retries were exhausted.
@@ -341,15 +342,21 @@ def parse_log_entries(entries: Sequence[Any], fmt: str = FORMAT_EXPORT) -> Recor
     answers = _pair(started, finished)
 
     attempts: list[RecordedAttempt] = []
-    run_start: dict[str, str] = {}  # job → ScheduleTime of its current run
-    failed_last: dict[str, bool] = {}
+    # Per job: the ScheduleTime of its current run, and "ok" once an attempt of that run
+    # succeeded, else "failed" when its last attempt failed. A new minute starts a new run
+    # unless the last attempt failed with no success in its run (trial 120: a duplicate's
+    # failure after its run's 200 made the next run, 30 minutes on, its "retry").
+    run_start: dict[str, str] = {}
+    run_state: dict[str, str] = {}
     for (when, _, insert_id, entry), answer in zip(started, answers, strict=True):
         job_id = _job_id(entry)
-        if not failed_last.get(job_id):
-            run_start[job_id] = _floor_minute(when)
+        state, minute = run_state.get(job_id, ""), _floor_minute(when)
+        if minute != run_start.get(job_id) and state != "failed":
+            run_start[job_id], state = minute, ""
         schedule_time = run_start[job_id]
         status, code = _answer(answer)
-        failed_last[job_id] = answer is not None and code != "OK"
+        failed = "failed" if answer is not None and code != "OK" else ""
+        run_state[job_id] = "ok" if state == "ok" or answer and code == "OK" else failed
         headers = scheduler_headers(job_id, schedule_time)
         attempts.append(
             RecordedAttempt(
