@@ -31,10 +31,10 @@ no body is sent, and the Cloud Scheduler headers are rebuilt from the job ID.
 ``X-CloudScheduler-ScheduleTime`` is an **approximation**: the whole-minute floor (UTC) of the
 ``scheduledTime`` of the run's first attempt, where an attempt in the same minute as that one,
 or one that follows a failed attempt of the same job when no attempt of its run succeeded, is
-an attempt of the same run (a duplicate delivery, a retry). That is the nominal time of a unix-cron job (whose dispatch
-lags the minute by a stable offset); it is wrong for English-like schedules, for jobs in
-another time zone (the real header carries the zone's offset) and for a run after one whose
-retries were exhausted.
+an attempt of the same run (a duplicate delivery, a retry). That is the nominal time of a
+unix-cron job (whose dispatch lags the minute by a stable offset); it is wrong for English-like
+schedules, for jobs in another time zone (the real header carries the zone's offset) and for a
+run after one whose retries were exhausted.
 """
 
 from __future__ import annotations
