@@ -175,7 +175,8 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
     (a forced run sends the job's next scheduled time), ``same ScheduleTime as run 4 (forced),
     which the target answered 200: a target deduplicating by it skips this run``; else ``""``.
     A note ends with the attempt's answer when it differs from the earlier one's (``; it
-    answered otherwise: Already completed by an earlier delivery…``, the run-once guard's).
+    answered otherwise: Already completed by an earlier delivery…``, the run-once guard's),
+    when the earlier one's was kept (a late answer's body is not).
 
     :param attempts: in start order.
     """
@@ -199,11 +200,18 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
             run = f"run {earlier.run_id}{' (forced)' if earlier.forced else ''}"
             note = f"same ScheduleTime as {run}, which the target answered {status}: a target "
             note += "deduplicating by it skips this run"
-        # (trial 105: a guard's no-op read as work done twice)
-        if position is not None and (said := _said(attempt)) != _said(attempts[position]):
+        # (trial 105: a guard's no-op read as work done twice; trial 120: a late answer, whose
+        # body is not kept, read as answered otherwise)
+        answered = None if position is None else attempts[position]
+        if answered and _kept(answered) and (said := _said(attempt)) != _said(answered):
             note += f"; it answered otherwise: {said or '(nothing)'}"
         out.append(note)
     return out
+
+
+def _kept(attempt: Attempt) -> bool:
+    """Whether ``attempt``'s answer was kept: not one its record only names (a late answer)."""
+    return attempt.response_status is not None or bool(attempt.response_excerpt)
 
 
 def _said(attempt: Attempt) -> str:

@@ -132,6 +132,21 @@ class TestActions:
         assert notes[3].startswith("same ScheduleTime as run 1, which the target answered 200")
         assert notes[3].endswith("; it answered otherwise: ok")
 
+    def test_a_retry_after_a_late_answer_is_not_said_to_answer_otherwise(self) -> None:
+        """Trial 120: a late answer's body is not kept, so a retry answering the same JSON read
+        "it answered otherwise" — the sign of a deduplicating target — for one that did the
+        work twice."""
+        at = datetime(2026, 12, 5, 2, 0, tzinfo=UTC)
+        late = "DEADLINE_EXCEEDED. The target's late answer: URL_CRAWLED. Original HTTP response "
+        late += "code number = 200"
+        first = Attempt(1, "projects/p/locations/l/jobs/j", 1, 1, "2026-12-05T02:00:00Z", at,
+                        {}, at, None, "DEADLINE_EXCEEDED", debug_info=late)  # fmt: skip
+        retry = replace(first, id=2, attempt=2, response_status=200, code="OK",
+                        response_excerpt='{"posted": 1}', debug_info="")  # fmt: skip
+        assert duplicate_notes([first, retry])[1] == (
+            "duplicate: the target already answered 200 to attempt 1 of this run"
+        )
+
     @pytest.mark.parametrize(
         "request_",
         [
