@@ -859,7 +859,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--report",
         metavar="FILE",
         help="also write the scenario run as one self-contained HTML page (timeline, "
-        "attempts, expectations; opens with no network)",
+        "attempts, expectations; opens with no network); scenarios only, not --attempts",
     )
     parser.add_argument(
         "--compress-gaps",

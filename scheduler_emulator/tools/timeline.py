@@ -191,7 +191,8 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
         note, position = "", None
         if same_run is not None:
             status, position = same_run
-            number = attempts[position].attempt
+            prior = attempts[position]  # (trial 120: a copy's 200 read as its original's)
+            number = f"{prior.attempt}{chr(39) + 's injected copy' if prior.copy else ''}"
             note = f"duplicate: the target already answered {status} to attempt {number} of "
             note += "this run" + (" (injected duplicate delivery)" if attempt.copy else "")
         elif same_time is not None:

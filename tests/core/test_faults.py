@@ -13,6 +13,7 @@ from werkzeug.test import Client
 
 from scheduler_emulator import Attempt, Emulator, ManualClock, WsgiTransport
 from scheduler_emulator.core.faults import AttemptContext, FaultPlan, FaultRule
+from scheduler_emulator.domain.attempts import DUPLICATE_NOTE
 from scheduler_emulator.domain.errors import InvalidArgument
 from scheduler_emulator.runtime.storage.attempt_log import text_line
 from scheduler_emulator.server.server import create_app
@@ -145,6 +146,18 @@ class TestActions:
                         response_excerpt='{"posted": 1}', debug_info="")  # fmt: skip
         assert duplicate_notes([first, retry])[1] == (
             "duplicate: the target already answered 200 to attempt 1 of this run"
+        )
+
+    def test_a_duplicate_of_a_copys_answer_names_the_copy(self) -> None:
+        """Trial 120: "already answered 200 to attempt 1" under an attempt 1 that read 409: the
+        200 was its injected copy's."""
+        at = datetime(2026, 12, 5, 2, 0, tzinfo=UTC)
+        first = Attempt(1, "projects/p/locations/l/jobs/j", 1, 1, "2026-12-05T02:00:00Z", at,
+                        {}, at, 409, "ABORTED")  # fmt: skip
+        copy = replace(first, id=2, response_status=200, code="OK", debug_info=DUPLICATE_NOTE)
+        retry = replace(first, id=3, attempt=2, response_status=200, code="OK")
+        assert duplicate_notes([first, copy, retry])[2] == (
+            "duplicate: the target already answered 200 to attempt 1's injected copy of this run"
         )
 
     @pytest.mark.parametrize(
