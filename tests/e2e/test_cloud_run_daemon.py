@@ -426,7 +426,10 @@ def test_the_restart_line_names_a_command_that_runs_an_interrupted_execution_aga
                   for i, job in enumerate(started_by)]  # fmt: skip
     store = SimpleNamespace(interrupted_at_open=executions)
     emulator = SimpleNamespace(
-        interrupted_at_start=0, skipped_while_down=0, cloud_run=SimpleNamespace(store=store)
+        interrupted_at_start=0,
+        skipped_while_down=0,
+        store=SimpleNamespace(dropped_at_open=0),
+        cloud_run=SimpleNamespace(store=store),
     )
     note = restart_notes(cast(Any, emulator))
     assert note.endswith(f"are stopped; {said})"), note
