@@ -80,6 +80,8 @@ def _json(body: Any, status: int = 200, **headers: str) -> Response:
 def _v2_container(job: CloudRunJob) -> dict[str, Any]:
     program, args = job.argv[: job.command_length], job.argv[job.command_length :]
     container: dict[str, Any] = {"image": job.image, "command": list(program)}
+    if job.container:  # (trial 119: overrides had to name it, and a describe did not show it)
+        container["name"] = job.container
     if args:
         container["args"] = list(args)
     if job.env:

@@ -405,9 +405,12 @@
       section.appendChild(p);
       var table = document.createElement("table");
       table.setAttribute("data-testid", "execution-tasks");
+      table.className = "execution";
       [["task", "attempt", "exit code", "took", "stdout", "stderr"]].concat(e.taskAttempts.map(function (a) {
         var took = a.endTime ? (Date.parse(a.endTime) - Date.parse(a.startTime)) + " ms" : "running";
-        return [a.index, a.attempt, TL.exitText(a), took, a.stdout, a.stderr];
+        return [a.index, a.attempt, TL.exitText(a), took].concat([a.stdout, a.stderr].map(function (text) {
+          return (text || "").replace(/\s+$/, "");  /* its lines kept (CSS), not a last empty one */
+        }));
       })).forEach(function (cells, i) {
         var tr = table.insertRow();
         cells.forEach(function (cell) {

@@ -17,7 +17,9 @@ import pytest
 from freezegun import freeze_time
 
 from scheduler_emulator import Emulator, ManualClock
+from scheduler_emulator.domain.cloud_run import parse_cloud_run_job
 from scheduler_emulator.runtime import AttemptLog
+from scheduler_emulator.runtime.cloud_run.admin_api import v2_job
 from scheduler_emulator.runtime.cloud_run.executions import CloudRun, ExecutionStore
 from scheduler_emulator.runtime.delivery.transports import DeliveryRequest, TransportResult
 from scheduler_emulator.tools import views
@@ -399,3 +401,37 @@ def test_an_execution_left_running_is_recorded_as_interrupted_when_reopened(
         wait_for(lambda: execution.attempts[0].exit_code == -signal.SIGTERM, 10, "SIGTERM")
         assert list(reopened.store.outputs.iterdir()) == []  # (the tails are in the record)
         reopened.store.close()
+
+
+@pytest.mark.parametrize("max_retries", [0, 2])
+def test_a_stop_mid_execution_records_it_interrupted_whatever_its_retries(
+    tmp_path: Path, max_retries: int
+) -> None:
+    """Trial 119: stopped on its last try (``maxRetries: 0``), the task's SIGTERM read as its
+    failure, so the execution was recorded FAILED, not INTERRUPTED."""
+    job = cloud_run_job(tmp_path, mode="hang", maxRetries=max_retries)
+    with emulator_for(job, data_dir=tmp_path / "data") as e:
+        execution = e.cloud_run.run(e.cloud_run.jobs()[0])
+        out = e.cloud_run.store.outputs / f"{execution.execution_id}-0-0.out"
+        wait_for(lambda: out.is_file() and out.read_text() == "hanging\n", 30, "the task's output")
+        store = ExecutionStore(e.store.path, retain=None)
+        e.cloud_run.close()
+        [stopped] = store.list()
+        assert (stopped.state, [a.stopped for a in stopped.attempts]) == (
+            "INTERRUPTED",
+            ["interrupted"],
+        )
+        store.close()
+
+
+def test_the_admin_api_shows_the_containers_name(tmp_path: Path) -> None:
+    """Trial 119: a run's container override must name the job's container, but GetJob left the
+    name out, so a client building the override from it had none."""
+    definition = cloud_run_job(tmp_path)
+    definition["template"]["template"]["containers"][0]["name"] = "batch"
+    job = parse_cloud_run_job(definition, project="my-project", location="us-central1")
+    [container] = v2_job(job, [])["template"]["template"]["containers"]
+    assert container["name"] == "batch"
+    del definition["template"]["template"]["containers"][0]["name"]
+    unnamed = parse_cloud_run_job(definition, project="my-project", location="us-central1")
+    assert "name" not in v2_job(unnamed, [])["template"]["template"]["containers"][0]

@@ -24,7 +24,7 @@ pytestmark = [
 TASK = (
     "import os, sys; "
     "i, a = os.environ['CLOUD_RUN_TASK_INDEX'], os.environ['CLOUD_RUN_TASK_ATTEMPT']; "
-    "print('exported part', i, 'attempt', a); "
+    "print('exported part', i, 'attempt', a); print('rows written'); "
     "sys.exit(1 if (i, a) == ('1', '0') else 0)"
 )
 
@@ -73,8 +73,11 @@ def test_an_attempt_shows_the_cloud_run_execution_it_started(tmp_path: Path) -> 
         wait_for(driver, lambda d: "SUCCEEDED" in by_testid(d, "execution-state").text, 30)
         assert "3 of 3 tasks succeeded · 1 retried" in by_testid(driver, "execution-state").text
         rows = by_testid(driver, "execution-tasks").text.splitlines()
-        assert len(rows) == 5  # the header and four task attempts
-        assert "exported part 1 attempt 1" in by_testid(driver, "execution-tasks").text
+        assert len(rows) == 9  # the header and four task attempts, their output's two lines
+        # (trial 119: an output's lines ran together)
+        assert (
+            "exported part 1 attempt 1\nrows written" in by_testid(driver, "execution-tasks").text
+        )
         # (a trial followed the execution's name and got raw JSON: the link says it is that)
         assert by_testid(driver, "execution-json").text == "(JSON)"
         driver.save_screenshot(str(tmp_path / "cloud-run-execution.png"))
