@@ -162,39 +162,40 @@ class TestCloudLoggingExport:
         )
         assert first.schedule_time_approximate
 
-    def test_a_run_after_a_success_starts_a_new_schedule_time(self) -> None:
-        entries = [
-            *EXPORT,
-            started("s-3", "2026-05-09T01:00:05.4Z", "2026-05-09T01:00:09Z"),
-            finished("f-3", 200, "2026-05-09T01:00:09.5Z"),
-        ]
-        attempts = parse_recording(json.dumps(entries)).attempts
-        assert [a.schedule_time for a in attempts] == [
-            "2026-05-08T01:00:00Z",
-            "2026-05-08T01:00:00Z",
-            "2026-05-09T01:00:00Z",
-        ]
-
-    def test_a_duplicates_failure_after_its_runs_200_is_not_retried_by_the_next_run(
-        self,
+    @pytest.mark.parametrize(
+        ("entries", "expected"),
+        [
+            pytest.param(
+                [
+                    *EXPORT,
+                    started("s-3", "2026-05-09T01:00:05.4Z", "2026-05-09T01:00:09Z"),
+                    finished("f-3", 200, "2026-05-09T01:00:09.5Z"),
+                ],
+                ["2026-05-08T01:00:00Z", "2026-05-08T01:00:00Z", "2026-05-09T01:00:00Z"],
+                id="after a retry's success",
+            ),
+            # Trial 120: a copy's 409 after the original's 200 made the next run, 30 minutes
+            # later, its "retry": it was sent with the earlier ScheduleTime, and a deduplicating
+            # service skipped it.
+            pytest.param(
+                [
+                    started("s-1", "2026-05-08T01:30:00.4Z", "2026-05-08T01:30:01Z"),
+                    finished("f-1", 200, "2026-05-08T01:30:01.1Z"),
+                    started("s-2", "2026-05-08T01:30:00.5Z", "2026-05-08T01:30:01.2Z"),
+                    finished("f-2", 404, "2026-05-08T01:30:01.3Z"),
+                    started("s-3", "2026-05-08T02:00:00.4Z", "2026-05-08T02:00:01Z"),
+                    finished("f-3", 200, "2026-05-08T02:00:01.1Z"),
+                ],
+                ["2026-05-08T01:30:00Z", "2026-05-08T01:30:00Z", "2026-05-08T02:00:00Z"],
+                id="after a duplicate's failure",
+            ),
+        ],
+    )
+    def test_a_run_after_a_success_starts_a_new_schedule_time(
+        self, entries: list[dict[str, Any]], expected: list[str]
     ) -> None:
-        """Trial 120: a copy's 409 after the original's 200 made the next run, 30 minutes later,
-        its "retry": it was sent with the earlier ScheduleTime, and a deduplicating service
-        skipped it."""
-        entries = [
-            started("s-1", "2026-05-08T01:30:00.4Z", "2026-05-08T01:30:01Z"),
-            finished("f-1", 200, "2026-05-08T01:30:01.1Z"),
-            started("s-2", "2026-05-08T01:30:00.5Z", "2026-05-08T01:30:01.2Z"),
-            finished("f-2", 404, "2026-05-08T01:30:01.3Z"),
-            started("s-3", "2026-05-08T02:00:00.4Z", "2026-05-08T02:00:01Z"),
-            finished("f-3", 200, "2026-05-08T02:00:01.1Z"),
-        ]
         attempts = parse_recording(json.dumps(entries)).attempts
-        assert [a.schedule_time for a in attempts] == [
-            "2026-05-08T01:30:00Z",
-            "2026-05-08T01:30:00Z",
-            "2026-05-08T02:00:00Z",
-        ]
+        assert [a.schedule_time for a in attempts] == expected
 
     def test_jobs_are_paired_separately_and_other_entries_are_ignored(self) -> None:
         other = JOB.replace("nightly", "report")
