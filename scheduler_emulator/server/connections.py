@@ -383,7 +383,8 @@ class ConnectionRouter:
             return
         self._tls_logged_at = now
         logger.warning(
-            "a TLS client connected to %s: the emulator serves plaintext; see %s",
+            "a TLS client connected to %s: the emulator serves plaintext (give a REST client an "
+            "http:// URL, a gRPC client an insecure channel); see %s",
             host_port(*sock.getsockname()[:2]),
             DOCS_ANCHOR,
         )

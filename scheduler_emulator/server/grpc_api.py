@@ -288,6 +288,8 @@ class SchedulerServicer:
         }
         operations = {
             "GetOperation": unary(self.GetOperation, m.operations.GetOperationRequest),
+            # every operation is done when returned: waiting for one is getting it (trial 121)
+            "WaitOperation": unary(self.GetOperation, m.operations.WaitOperationRequest),
             "ListOperations": unary(self.ListOperations, m.operations.ListOperationsRequest),
             "CancelOperation": unary(self.CancelOperation, m.operations.CancelOperationRequest),
             "DeleteOperation": unary(self.DeleteOperation, m.operations.DeleteOperationRequest),

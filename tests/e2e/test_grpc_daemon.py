@@ -89,8 +89,8 @@ def test_a_tls_client_fails_fast_and_the_daemon_logs_one_line() -> None:
         assert daemon.process.stderr is not None
         log = daemon.process.stderr.read()
     expected = (
-        f"a TLS client connected to {host}:{port}: the emulator serves plaintext; "
-        "see docs/api.md#grpc"
+        f"a TLS client connected to {host}:{port}: the emulator serves plaintext (give a REST "
+        "client an http:// URL, a gRPC client an insecure channel); see docs/api.md#grpc"
     )
     assert log.count(expected) >= 1, log
     assert "\\x16\\x03" not in log and "Bad request version" not in log, log

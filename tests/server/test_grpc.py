@@ -266,6 +266,24 @@ def test_cancelling_or_deleting_an_operation_is_unimplemented_as_over_rest(
     assert caught.value.details() == rest["message"]
 
 
+def test_waiting_for_an_operation_answers_it_done(address: str) -> None:
+    """Trial 121: reflection lists WaitOperation, which answered grpcio's bare "Method not
+    found!"; every operation here is done when returned, so waiting is getting it."""
+    from google.longrunning import operations_pb2
+
+    key = "projects/my-project/locations/us-central1/keyRings/ring/cryptoKeys/key"
+    config = f"http://{address}/v1/projects/my-project/locations/us-central1/cmekConfig"
+    made = requests.patch(config, json={"kmsKeyName": key}, timeout=10).json()
+    with grpc.insecure_channel(address) as channel:
+        wait = channel.unary_unary(
+            "/google.longrunning.Operations/WaitOperation",
+            request_serializer=operations_pb2.WaitOperationRequest.SerializeToString,
+            response_deserializer=operations_pb2.Operation.FromString,
+        )
+        operation = wait(operations_pb2.WaitOperationRequest(name=made["name"]), timeout=10)
+    assert (operation.name, operation.done) == (made["name"], True)
+
+
 class TestFieldMaskMetadata:
     """The ``x-goog-fieldmask`` metadata filters the response message as ``fields`` filters a
     REST answer."""
@@ -347,7 +365,8 @@ def test_a_tls_client_fails_fast_and_the_daemon_says_why(
         client.get_job(name=NAME, retry=None)
     assert time.monotonic() - started < 5
     assert (
-        f"a TLS client connected to {address}: the emulator serves plaintext; see docs/api.md#grpc"
+        f"a TLS client connected to {address}: the emulator serves plaintext (give a REST client "
+        "an http:// URL, a gRPC client an insecure channel); see docs/api.md#grpc"
     ) in caplog.messages
     # a client reconnecting (its default retry does, every few seconds) is not logged again
     with (
