@@ -266,6 +266,9 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "--failed", action="store_true",
         help="only attempts that failed (ended with a code other than OK)",
     )  # fmt: skip
+    attempts.add_argument(  # (trial 122: the API took run=, the view did not)
+        "--run", type=whole_number, metavar="ID", help="only the attempts of run ID (runs' RUN)"
+    )
 
 
 def rule_argument(rule: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -576,11 +579,13 @@ def painter(out: IO[str]) -> Callable[[str, str], str] | None:
     def paint(header: str, cell: str) -> str:
         if header not in ("CODE", "STATE"):
             return cell
-        word = cell.strip()
-        if word in ("OK", "succeeded"):
+        word = cell.strip()  # (trial 122: every job's ENABLED, an execution's SUCCEEDED read red)
+        if word in ("OK", "succeeded", "SUCCEEDED"):
             colour = _GREEN
-        elif word in (IN_FLIGHT, "retrying", "in progress"):
+        elif word in (IN_FLIGHT, "retrying", "in progress", "RUNNING", "PAUSED"):
             colour = _YELLOW
+        elif word == "ENABLED":
+            return cell
         elif word:
             colour = _RED
         else:
@@ -980,19 +985,25 @@ def cmd_attempts(
     """Print the ``attempts`` table (or JSON lines with ``--json``); with ``--follow`` keep
     printing until interrupted."""
     client = DaemonClient(args.host, args.port, args.admin_token)
-    base: dict[str, Any] = {"job": args.job or None}
+    base: dict[str, Any] = {"job": args.job or None, "run": getattr(args, "run", None)}
+    if base["run"] is not None and args.follow:
+        raise ConfigurationError("--run lists a run's attempts so far; drop --run or --follow.")
     failed = bool(getattr(args, "failed", False))
-    if failed and not args.follow:  # following, in-flight attempts are watched until they end
-        base["failed"] = "true"
-    if args.since is not None:
-        base["startAfter"] = iso(args.since)
+    listed = {**base, "failed": "true"} if failed else base
+    if args.since is not None or base["run"] is not None:  # (a run's attempts are few: all)
+        if args.since is not None:
+            base["startAfter"] = listed["startAfter"] = iso(args.since)
+            _note_trimmed(client, args.since)
         items = list(
-            client.pages("/_emulator/attempts", "attempts", {**base, "pageSize": PAGE_SIZE})
+            client.pages("/_emulator/attempts", "attempts", {**listed, "pageSize": PAGE_SIZE})
         )
-        _note_trimmed(client, args.since)
     else:
-        params = {**base, "order": "newest"}
+        params = {**listed, "order": "newest"}
         items = _newest(client, "/_emulator/attempts", "attempts", params, args.last)
+    if failed and args.follow:  # and the attempts in flight, watched until they end
+        going = client.get("/_emulator/attempts", {**base, "order": "newest", "pageSize": 100})
+        items += [item for item in going.get("attempts", []) if item.get("code") is None]
+        items = sorted({int(item["id"]): item for item in items}.values(), key=lambda i: i["id"])
     attempts = [Attempt.from_json(item) for item in items]
     wide = bool(getattr(args, "wide", False))
     as_json = bool(getattr(args, "json", False))

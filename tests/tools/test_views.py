@@ -3,6 +3,7 @@ on a manual clock, with a job whose name differs from its timer route)."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import queue
@@ -165,6 +166,22 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
     assert code == 2 and "arguments: --nmae x; did you mean --name?" in err  # (trial 72)
     done = cli("jobs", "--port", "9")  # as a real process
     assert done.returncode == 2 and "no scheduler-emulator answers" in done.stderr
+
+
+def test_attempts_run_lists_one_runs_attempts(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 122: ``runs`` shows a RUN id, which only the API's ``run=`` took."""
+    _, listed, _ = run_command(capsys, "runs", "--port", port(daemon), "--json", "--last", "5")
+    run = json.loads(listed.splitlines()[-1])
+    code, out, _ = run_command(capsys, "attempts", "--port", port(daemon), "--run",
+                               str(run["id"]), "--json")  # fmt: skip
+    assert code == 0
+    assert [json.loads(line)["id"] for line in out.splitlines()] == [
+        attempt["id"] for attempt in run["attempts"]
+    ]
+    code, _, err = run_command(capsys, "attempts", "--port", port(daemon), "--run", "1", "-f")
+    assert code == 2 and "drop --run or --follow" in err
 
 
 def _interruptible() -> None:
@@ -554,6 +571,33 @@ def test_follow_failed_prints_only_the_attempts_that_fail() -> None:
     assert _follow(Client(), {}, shown, out, follower, failed=True) == 0  # type: ignore[arg-type]
     rows = [line for line in out.getvalue().splitlines() if not line.startswith("TIME ")]
     assert [row.split()[4] for row in rows] == ["INTERNAL", "INTERNAL"]  # attempts 1 and 3
+
+
+def test_follow_failed_last_n_starts_with_the_newest_n_failures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Trial 122: ``attempts --failed --last 2 --follow`` took the newest 2 attempts of any
+    outcome, then dropped the OK ones: it printed the header and no row."""
+    history = [hourly_attempt(1, status=500, code="INTERNAL"), hourly_attempt(2),
+               hourly_attempt(3), hourly_attempt(4, status=None, code=None)]  # fmt: skip
+
+    class Client:
+        def __init__(self, *args: object) -> None:
+            """As the view makes one."""
+
+        def pages(self, path: str, key: str, params: dict[str, object]) -> Iterator[Any]:
+            failing = params.get("failed") == "true"
+            return (a.to_json() for a in history[::-1] if not failing or a.code not in (None, "OK"))
+
+        def get(self, path: str, params: dict[str, object]) -> dict[str, object]:
+            return {"attempts": [a.to_json() for a in history[::-1]]}
+
+    monkeypatch.setattr(views, "DaemonClient", Client)
+    args = argparse.Namespace(host="h", port=1, admin_token=None, job=None, failed=True,
+                              follow=True, since=None, last=2, wide=False, json=True)  # fmt: skip
+    out = io.StringIO()
+    assert views.cmd_attempts(args, out, looking([], 0)) == 0
+    assert [json.loads(line)["id"] for line in out.getvalue().splitlines()] == [1]
 
 
 def test_follow_keeps_only_the_widest_rows_and_stays_aligned(

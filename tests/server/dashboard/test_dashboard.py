@@ -617,6 +617,19 @@ class TestTerminalViewsInProcess:
         [_, one] = wide.getvalue().splitlines()
         assert one.endswith(full)
 
+    def test_a_state_is_red_only_when_it_went_wrong(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Trial 122: every job's ENABLED (and an execution's SUCCEEDED) read red."""
+        monkeypatch.delenv("NO_COLOR", raising=False)
+        monkeypatch.setenv("TERM", "xterm")
+        paint = views.painter(Terminal())
+        assert paint is not None
+        colours = {word: paint("STATE", word)[:5] for word in (
+            "ENABLED", "PAUSED", "SUCCEEDED", "succeeded", "RUNNING", "gave up", "FAILED"
+        )}  # fmt: skip
+        assert colours == {"ENABLED": "ENABL", "PAUSED": "\033[33m", "SUCCEEDED": "\033[32m",
+                           "succeeded": "\033[32m", "RUNNING": "\033[33m", "gave up": "\033[31m",
+                           "FAILED": "\033[31m"}  # fmt: skip
+
     def test_no_color_turns_the_colours_off(
         self, served: tuple[Emulator, str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
