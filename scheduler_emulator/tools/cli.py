@@ -308,7 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
         "schedule", metavar="SCHEDULE", help='unix-cron or English-like schedule, e.g. "0 2 * * *"'
     )
     nxt.add_argument("--time-zone", default="Etc/UTC", help="IANA time zone (%(default)s)")
-    nxt.add_argument("--after", type=timestamp_argument, metavar="RFC3339", help="default: now")
+    nxt.add_argument(
+        "--after", type=timestamp_argument, metavar="RFC3339",
+        help="default: this machine's clock now, not a daemon's manual clock",
+    )  # fmt: skip
     nxt.add_argument("-n", **_whole_options(5), help="how many fire times (%(default)s)")
     nxt.add_argument(
         "--dst-policy", choices=DST_POLICIES, default=DEFAULT_DST_POLICY, help=DST_HELP

@@ -210,8 +210,8 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
     if str(entry.get("state", "")).upper() in ("PAUSED", "2"):  # what gcloud's describe printed
         warnings.append(
             "state PAUSED is output-only, as on CreateJob: the job loads ENABLED and runs; pause "
-            f"it with gcloud scheduler jobs pause {job.job_id} --location={job.location}, or "
-            f"POST …/jobs/{job.job_id}:pause."
+            f"it with scheduler-emulator pause {job.job_id}, gcloud scheduler jobs pause "
+            f"{job.job_id} --location={job.location}, or POST …/jobs/{job.job_id}:pause."
         )
     return job, label, [f"warning: {label}: {w}" for w in warnings]
 

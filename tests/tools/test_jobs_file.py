@@ -540,8 +540,9 @@ class TestBase64Fields:
         assert [j.state.name for j in jobs] == ["ENABLED", "ENABLED"]
         assert seen == [
             f'warning: {path}: job 1 ("cleanup"): state PAUSED is output-only, as on CreateJob: '
-            "the job loads ENABLED and runs; pause it with gcloud scheduler jobs pause cleanup "
-            f"--location={LOCATION}, or POST …/jobs/cleanup:pause."
+            "the job loads ENABLED and runs; pause it with scheduler-emulator pause cleanup, "
+            f"gcloud scheduler jobs pause cleanup --location={LOCATION}, or POST "
+            "…/jobs/cleanup:pause."
         ]
 
     def test_warnings_go_to_the_given_callback(self, tmp_path: Path) -> None:
