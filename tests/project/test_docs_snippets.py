@@ -6,8 +6,8 @@ installs packages, reads production, …; at most three in all the docs), or
 something this module does not start, such as the Firebase Functions emulator), and must name
 the document (``docs/firebase.md``) and assert that each block so marked is one it ran; the
 marker counts as no illustrative block. Fixed ports are rewritten to free ones: ``8095`` (the
-daemon) and ``8000`` (the example Orders service), in the blocks and in a copy of
-``examples/`` that the shell blocks run in.
+daemon), ``8096`` (a second daemon), ``8000`` (the example Orders service) and ``8001`` (a second
+service), in the blocks and in a copy of ``examples/`` that the shell blocks run in.
 
 - Python: a document's blocks are one module, in order (later blocks use what earlier ones
   define, as a reader does); a block that starts with ``# app.py`` is written to ``app.py``
@@ -91,6 +91,7 @@ class Session:
     daemon_port: int = field(default_factory=free_port)
     service_port: int = field(default_factory=free_port)
     second_port: int = field(default_factory=free_port)  # a second service (8001)
+    second_daemon_port: int = field(default_factory=free_port)  # a second daemon (8096)
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def members(self, group: int) -> list[int]:
@@ -110,7 +111,8 @@ class Session:
         """The text with the docs' ports replaced in one pass: a free port holding ``8001``
         (28001) must not be replaced again (a CI run read ``127.0.0.1:227364``)."""
         free = {"8095": self.daemon_port, "8000": self.service_port, "8001": self.second_port}
-        return re.sub("8095|8000|8001", lambda found: str(free[found.group()]), text)
+        free["8096"] = self.second_daemon_port
+        return re.sub("8095|8096|8000|8001", lambda found: str(free[found.group()]), text)
 
     @property
     def env(self) -> dict[str, str]:
