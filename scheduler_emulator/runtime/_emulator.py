@@ -181,6 +181,12 @@ class Emulator(AttemptAssertions):
         return self.recorder.interrupted_at_start
 
     @property
+    def gave_up_at_start(self) -> int:
+        """How many of :attr:`interrupted_at_start`'s runs ended instead (a run earns one retry
+        beyond its config at most; or its job was deleted)."""
+        return self.recorder.gave_up_at_start
+
+    @property
     def faults(self) -> FaultPlan:
         """The fault plan deliveries go through (``emulator.faults.add(action=…, …)``)."""
         return self.recorder.faults

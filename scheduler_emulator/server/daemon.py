@@ -362,9 +362,11 @@ def restart_notes(emulator: Emulator) -> str:
     cut, count = emulator.interrupted_at_start, emulator.skipped_while_down
     notes = ""
     if cut:
-        runs = "their runs" if cut != 1 else "its run"
+        said = "their runs retried" if cut != 1 else "its run retried"
+        if ended := emulator.gave_up_at_start:  # (trial 123: it said retried for a run that ended)
+            said = f"runs retried: {cut - ended}, ended: {ended} (retries spent, or job deleted)"
         notes += f", {cut} attempt{'s' if cut != 1 else ''} in flight when it was killed "
-        notes += f"recorded as interrupted ({runs} retried)"
+        notes += f"recorded as interrupted ({said})"
     if count:
         notes += f", {count} scheduled time{'s' if count != 1 else ''} skipped while it was "
         notes += "down (`scheduler-emulator skipped` lists them)"

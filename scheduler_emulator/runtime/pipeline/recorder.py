@@ -30,7 +30,14 @@ from functools import partial
 from typing import Any, cast
 
 from ...core.faults import AttemptContext, FaultPlan, FaultRule
-from ...core.scheduler import AttemptEnd, Decision, RecordSkipped, Scheduler, StartAttempt
+from ...core.scheduler import (
+    AttemptEnd,
+    Decision,
+    RecordSkipped,
+    SaveRun,
+    Scheduler,
+    StartAttempt,
+)
 from ...domain.attempts import DUPLICATE_NOTE, EMULATOR_DOWN, Attempt
 from ...domain.outcomes import Failure, Outcome, classify_failure, classify_status
 from ...domain.resources import Job, Status
@@ -101,9 +108,10 @@ class Recorder:
         #: its attempt and logged once); the last one is kept for inspection.
         self.error_count = 0
         self.last_error: BaseException | None = None
-        #: Scheduled times the last :meth:`restore` recorded as skipped while it was down, and
-        #: attempts it found in flight (the process was killed) and recorded as interrupted.
-        self.skipped_while_down = self.interrupted_at_start = 0
+        #: Scheduled times the last :meth:`restore` recorded as skipped while it was down,
+        #: attempts it found in flight (the process was killed) and recorded as interrupted, and
+        #: how many of their runs that ended (their retries spent, or their job gone).
+        self.skipped_while_down = self.interrupted_at_start = self.gave_up_at_start = 0
 
     def carry_out(self, decisions: Sequence[Decision]) -> list[Delivery]:
         """Persist the core's decisions (lock held); return the attempts to send, each already
@@ -334,6 +342,7 @@ class Recorder:
                 # the run's retry behind it, unknown to the startup line until the engine runs
                 self.record_end(attempt, restarted, TransportResult(), kind, at=now)
                 if job is None:
+                    self.gave_up_at_start += 1
                     continue
                 # at least once: the run earns a retry beyond its config, as a lost ack does
                 end = AttemptEnd(
@@ -345,6 +354,7 @@ class Recorder:
                     start_time=attempt.start_time,
                 )
                 ended = self.core.attempt_ended(attempt.job, attempt.run_id, end, now)
+                self.gave_up_at_start += any(type(d) is SaveRun and d.run.finished for d in ended)
                 deliveries += self.carry_out(ended)
         for job in self.core.jobs():  # the output-only fields attempts change
             self.store.save_job_state(job.name, *self.core.state_of(job.name))

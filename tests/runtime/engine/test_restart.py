@@ -52,6 +52,30 @@ def test_a_lower_bound_at_start_says_what_it_dropped(tmp_path: Path) -> None:
     assert restart_notes(reopen(db, target, START)) == ""
 
 
+def test_a_run_killed_again_after_its_extra_retry_ends_and_the_line_says_so(
+    tmp_path: Path,
+) -> None:
+    """Trial 123: the third kill's startup line said "its run retried" of a run that had spent
+    its one retry beyond its config, and ended."""
+    db, target = tmp_path / "emulator.db", RecordingTarget()
+    first = Emulator(ManualClock(START), store=Store(db), transport=DyingTransport(target))
+    first.create_job(nightly_job(retryConfig={}))
+    with pytest.raises(ProcessDied):
+        first.advance(timedelta(minutes=1))
+    at = START + timedelta(minutes=3)
+    second = Emulator(ManualClock(at), store=Store(db), transport=DyingTransport(target))
+    assert restart_notes(second).endswith("recorded as interrupted (its run retried)")
+    with pytest.raises(ProcessDied):  # its retry dies too
+        second.advance(timedelta(seconds=5))
+    third = reopen(db, target, at + timedelta(minutes=1))
+    assert restart_notes(third) == (
+        ", 1 attempt in flight when it was killed recorded as interrupted (runs retried: 0, "
+        "ended: 1 (retries spent, or job deleted))"
+    )
+    third.advance(timedelta(minutes=1))
+    assert [a.attempt for a in third.attempts()] == [1, 2] and target.requests == []
+
+
 def test_in_flight_attempt_is_recorded_as_failed_and_retried(tmp_path: Path) -> None:
     db = tmp_path / "emulator.db"
     target = RecordingTarget()
