@@ -1016,14 +1016,17 @@ def cmd_attempts(
 
 
 def _note_trimmed(client: DaemonClient, since: datetime) -> None:
-    """Say on stderr when retention dropped attempts and the oldest one kept started after
-    ``since``: the listing starts there, not at ``since`` (attempts are numbered from 1, so a
-    first one kept above 1 means some were dropped)."""
-    page = client.get("/_emulator/attempts", {"pageSize": 1})
-    oldest = (page.get("attempts") or [None])[0]
-    if oldest is None or int(oldest.get("id") or 1) <= 1:
+    """Say on stderr when retention dropped the attempts just before the first one kept since
+    ``since``: the listing starts there. Attempts are numbered from 1 in start order, so a
+    missing number below it was dropped (trial 123: an older run still going keeps its
+    attempts, so the oldest attempt kept told nothing)."""
+    page = client.get("/_emulator/attempts", {"pageSize": 1, "startAfter": iso(since)})
+    first = (page.get("attempts") or [None])[0]
+    number = 0 if first is None else int(first.get("id") or 0)
+    before = _attempt_after(client, {}, number - 2) if number > 1 else None
+    if first is None or before is None or before.id == number - 1:
         return
-    start = parse_timestamp(str(oldest["startTime"]))
+    start = parse_timestamp(str(first["startTime"]))
     if start > since:
         print(
             f"note: attempts before {iso(start)} were dropped by the history's bound "

@@ -947,21 +947,31 @@ def test_json_prints_what_the_api_lists(daemon: Daemon, capsys: pytest.CaptureFi
 
 
 @pytest.mark.parametrize(
-    ("oldest", "said"),
+    ("first", "kept_before", "said"),
     [
-        ({"id": 1001, "startTime": "2026-03-01T10:00:00Z"}, True),  # some dropped, after since
-        ({"id": 1001, "startTime": "2026-03-01T08:00:00Z"}, False),  # dropped, before since
-        ({"id": 1, "startTime": "2026-03-01T10:00:00Z"}, False),  # nothing dropped
-        (None, False),  # no attempt at all
+        (1001, False, True),  # the attempts just before the first since were dropped
+        (1001, True, False),  # the one before it is kept: nothing dropped there
+        (1, False, False),  # the first attempt of all
+        (None, False, False),  # no attempt since
     ],
 )
 def test_attempts_since_says_when_the_bound_dropped_what_it_asks_for(
-    oldest: dict[str, Any] | None, said: bool, capsys: pytest.CaptureFixture[str]
+    first: int | None, kept_before: bool, said: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Trial 123: the note compared the oldest attempt kept, which a run still going (kept
+    whole) made older than ``--since``, and never showed."""
+
+    def attempt(number: int) -> dict[str, Any]:
+        return replace(hourly_attempt(number), start_time=datetime(2026, 3, 1, 10, tzinfo=UTC),
+                       id=number).to_json()  # fmt: skip
+
     class Client:
         def get(self, path: str, params: dict[str, Any]) -> dict[str, Any]:
-            assert (path, params) == ("/_emulator/attempts", {"pageSize": 1})
-            return {"attempts": [] if oldest is None else [oldest]}
+            if "startAfter" in params:  # the first attempt since
+                assert params == {"pageSize": 1, "startAfter": "2026-03-01T09:00:00Z"}
+                return {"attempts": [] if first is None else [attempt(first)]}
+            assert first is not None and params["pageToken"] == str(first - 2)
+            return {"attempts": [attempt(first - 1 if kept_before else first)]}
 
     views._note_trimmed(Client(), datetime(2026, 3, 1, 9, tzinfo=UTC))  # type: ignore[arg-type]
     err = capsys.readouterr().err
