@@ -773,15 +773,18 @@ def _newest(
     """The newest ``last`` items of ``path`` (newest first, as the daemon lists them), oldest
     first; says on stderr when there are more (a trial read the 20 as all of them)."""
     params = {**params, "pageSize": min(last + 1, PAGE_SIZE)}
-    items = [*islice(client.pages(path, key, params), last + 1)]
+    return _at_most(last, key, [*islice(client.pages(path, key, params), last + 1)][::-1])
+
+
+def _at_most(last: int, key: str, items: list[Any]) -> list[Any]:
+    """The last ``last`` of ``items`` (oldest first); says on stderr when there are more."""
     if len(items) > last:
         print(
             f"note: the newest {last} {key.removesuffix('s') if last == 1 else key}, of more; "
-            "a larger --last N or --since RFC3339 "
-            "lists more.",
+            "a larger --last N or --since RFC3339 lists more.",
             file=sys.stderr,
         )
-    return items[:last][::-1]
+    return items[-last:]
 
 
 def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
@@ -997,6 +1000,8 @@ def cmd_attempts(
         items = list(
             client.pages("/_emulator/attempts", "attempts", {**listed, "pageSize": PAGE_SIZE})
         )
+        if args.since is None:  # --run: its newest --last N, as the views list (trial 123)
+            items = _at_most(args.last, "attempts", items)
     else:
         params = {**listed, "order": "newest"}
         items = _newest(client, "/_emulator/attempts", "attempts", params, args.last)

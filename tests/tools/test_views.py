@@ -171,15 +171,21 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
 def test_attempts_run_lists_one_runs_attempts(
     daemon: Daemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Trial 122: ``runs`` shows a RUN id, which only the API's ``run=`` took."""
-    _, listed, _ = run_command(capsys, "runs", "--port", port(daemon), "--json", "--last", "5")
-    run = json.loads(listed.splitlines()[-1])
+    """Trial 122: ``runs`` shows a RUN id, which only the API's ``run=`` took; trial 123: its
+    ``--last`` was then ignored."""
+    _, listed, _ = run_command(capsys, "runs", "--port", port(daemon), "--json", "--last", "20")
+    runs = [json.loads(line) for line in listed.splitlines()]
+    run = next(run for run in runs if len(run["attempts"]) > 1)  # the report's retried runs
     code, out, _ = run_command(capsys, "attempts", "--port", port(daemon), "--run",
                                str(run["id"]), "--json")  # fmt: skip
     assert code == 0
     assert [json.loads(line)["id"] for line in out.splitlines()] == [
         attempt["id"] for attempt in run["attempts"]
     ]
+    _, out, err = run_command(capsys, "attempts", "--port", port(daemon), "--run",
+                              str(run["id"]), "--json", "--last", "1")  # fmt: skip
+    assert [json.loads(line)["id"] for line in out.splitlines()] == [run["attempts"][-1]["id"]]
+    assert "note: the newest 1 attempt, of more" in err
     code, _, err = run_command(capsys, "attempts", "--port", port(daemon), "--run", "1", "-f")
     assert code == 2 and "drop --run or --follow" in err
 
