@@ -276,7 +276,8 @@ class Attempt:
             return (
                 f"the OIDC token sent has audience {audience!r}{uri} and email {email!r}{valid}: "
                 "a service refuses a token whose audience or email it does not expect, or that "
-                "is not valid on its own clock"
+                "is not valid on its own clock (a daemon on a manual clock stamps it with that "
+                "clock: --token-time real for a service on real time)"
             )
         if self.response_status != 500 or APP_RAISED in self.debug_info:
             return ""
