@@ -22,6 +22,8 @@ engine)::
   offset;
 - where attempts go: :class:`HttpTransport`, :class:`WsgiTransport`, :class:`AsgiTransport`,
   :class:`MountTransport`, and the :class:`Transport` protocol;
+- where Pub/Sub jobs publish: :class:`InProcessPublisher` (the default), :class:`EmulatorPublisher`
+  (a Pub/Sub emulator), and :class:`PublishError` for a publisher of your own;
 - :func:`client`: Google's ``google-cloud-scheduler`` client configured for the daemon.
 
 Everything else lives in the layer packages (``domain``, ``core``, ``runtime``, ``server``,
@@ -64,6 +66,9 @@ _EXPORTS = {
     "MountTransport": "runtime.delivery.in_process",
     "WsgiTransport": "runtime.delivery.in_process",
     "client": "clients",
+    "EmulatorPublisher": "runtime.delivery.pubsub_client",
+    "InProcessPublisher": "runtime.delivery.pubsub",
+    "PublishError": "runtime.delivery.pubsub",
 }
 __all__ = [
     "AlreadyExists",
@@ -76,17 +81,20 @@ __all__ = [
     "Emulator",
     "EmulatorError",
     "EmulatorOptions",
+    "EmulatorPublisher",
     "FailedPrecondition",
     "FaultPlan",
     "FaultRule",
     "HttpTarget",
     "HttpTransport",
+    "InProcessPublisher",
     "InvalidArgument",
     "Job",
     "ManualClock",
     "MountTransport",
     "NaiveDatetimeError",
     "NotFound",
+    "PublishError",
     "RetryConfig",
     "SkippedRun",
     "State",
@@ -116,6 +124,8 @@ if TYPE_CHECKING:
     from .runtime._emulator import Emulator
     from .runtime._options import EmulatorOptions
     from .runtime.delivery.in_process import AsgiTransport, MountTransport, WsgiTransport
+    from .runtime.delivery.pubsub import InProcessPublisher, PublishError
+    from .runtime.delivery.pubsub_client import EmulatorPublisher
     from .runtime.delivery.transports import HttpTransport, Transport
     from .wire import NaiveDatetimeError
 
