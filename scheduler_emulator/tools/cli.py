@@ -593,7 +593,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         from ..server.admin import check_clock_instant
 
         check_clock_instant(args.start, "--start")
-    targets = targets_setup.configure(args, jobs, out)  # may start the Pub/Sub emulator
+    # may start the Pub/Sub emulator; warns on stderr, as start's other warnings (trial 125)
+    targets = targets_setup.configure(args, jobs, sys.stderr)
     daemon = Daemon(
         EmulatorOptions(
             **{name: getattr(args, name) for name in _OPTION_FLAGS},

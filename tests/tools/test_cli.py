@@ -423,6 +423,20 @@ class TestStartupLine:
 
     RUN = "https://run.googleapis.com/v2/projects/my-project/locations/us-central1/jobs/"
 
+    def test_a_missing_pubsub_emulator_is_warned_about_on_stderr(self, tmp_path: Path) -> None:
+        """Trial 125: this warning went to stdout, every other start warning to stderr (a CI
+        script keeping stderr lost it)."""
+        jobs = tmp_path / "jobs.yaml"
+        topic = {"topicName": "projects/my-project/topics/restock", "data": "aGk="}
+        jobs.write_text(json.dumps([{"name": "r", "schedule": "0 6 * * *", "pubsubTarget": topic}]))
+        flags = ("--in-memory", "--jobs", str(jobs), "--pubsub-emulator-host", "127.0.0.1:9")
+        with running_daemon(*flags) as daemon:
+            daemon.stop()
+            assert daemon.process.stderr is not None
+            err = daemon.process.stderr.read()
+        assert "warning: " in err and "127.0.0.1:9" in err
+        assert not any("warning" in line for line in daemon.output)
+
     def test_jobs_that_cannot_be_delivered_are_a_warning(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
