@@ -419,12 +419,13 @@
     /* a forced run's instant is when it was forced; the header below is what it was sent as */
     row(a.forced ? "Forced at" : "Schedule time", stamp(a.nominalTime, jobZone),
       "detail-schedule-time");
-    row("ScheduleTime header", a.scheduleTime);
+    var published = (a.request || {}).pubsubTopic;  /* a message has no headers (trial 125) */
+    if (!published) row("ScheduleTime header", a.scheduleTime);
     row("Started", stamp(a.startTime, jobZone));
     row("Ended", a.endTime ? stamp(a.endTime, jobZone) + " (" + Math.max(0, ms(a.endTime) - ms(a.startTime)) + " ms)" : "in flight");
     row("Outcome", a.code || "in flight", "detail-code");
     var noStatus = a.code && a.code !== "OK" && (a.responseStatus === null || a.responseStatus === undefined);
-    row("HTTP status", noStatus && a.injected && a.responseExcerpt ?
+    if (!published) row("HTTP status", noStatus && a.injected && a.responseExcerpt ?
       "— (the target answered; the injected fault dropped its answer: see Why)" : a.responseStatus,
       "detail-status");
     add(container, "h3", a.code === "OK" ? "Status detail" : "Why").setAttribute(  // (an OK has no why)
@@ -432,10 +433,13 @@
     if (a.reason && a.reason !== (a.debugInfo || "").split(/\s+/).join(" ").trim())  /* once */
       add(container, "p", a.reason, "reason").setAttribute("data-testid", "detail-reason");
     add(container, "pre", a.debugInfo || "—").setAttribute("data-testid", "detail-debug");
-    if (a.hint) add(container, "p", "Emulator's hint, beside the service's answer: " + a.hint, "hint")
-      .setAttribute("data-testid", "detail-hint");
-    add(container, "h3", "Response body (first 4 KiB)" + (a.responseContentType ? " · " + a.responseContentType : ""));
-    add(container, "pre", a.responseExcerpt || "(empty)").setAttribute("data-testid", "detail-response");
+    if (a.hint && (a.reason || "").indexOf(a.hint) < 0)  /* (trial 126: said twice) */
+      add(container, "p", "Emulator's hint, beside the service's answer: " + a.hint, "hint")
+        .setAttribute("data-testid", "detail-hint");
+    if (!published) {
+      add(container, "h3", "Response body (first 4 KiB)" + (a.responseContentType ? " · " + a.responseContentType : ""));
+      add(container, "pre", a.responseExcerpt || "(empty)").setAttribute("data-testid", "detail-response");
+    }
     var request = a.request || {};
     add(container, "h3", "Request");
     var headers = request.headers || {};

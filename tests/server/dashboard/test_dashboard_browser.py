@@ -33,6 +33,9 @@ def runs_in_lane(driver: object, job: str) -> list[object]:
 
 def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path) -> None:
     with orders_daemon() as daemon, chromium() as driver:
+        restock = {"name": f"{PARENT}/jobs/restock", "schedule": "0 6 * * *", "pubsubTarget": {
+            "topicName": "projects/my-project/topics/restock", "data": "e30="}}  # fmt: skip
+        daemon.post(f"/v1/{PARENT}/jobs", restock).raise_for_status()
         advance_one_day(driver, daemon.url)
         # 1 nightly run and 4 report runs; each report run: a failed attempt and its retry
         assert len(runs_in_lane(driver, "nightly")) == 1
@@ -54,6 +57,14 @@ def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path
         segments[1].click()  # its retry, answered 200: no "why" over Google's status text
         wait_for(driver, lambda d: by_testid(d, "detail-status").text == "200")
         assert by_testid(driver, "detail-why").text.lower() == "status detail"
+        restock = all_by_css(driver, '[data-testid="lane-restock"] .tl-attempt')
+        restock[0].click()  # a publish: no header, no response body (trial 125)
+        wait_for(driver, lambda d: "PUBLISH" in by_testid(d, "detail-request").text)
+        panel = by_testid(driver, "attempt-details").text.lower()  # (headings are upper case)
+        assert not [
+            s for s in ("scheduletime header", "http status", "response body") if s in panel
+        ]
+        driver.save_screenshot(str(tmp_path / "publish-details.png"))
 
         by_testid(driver, "tab-jobs").click()
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-row-nightly"]'))
@@ -83,7 +94,9 @@ def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path
         assert ping and all(s.get_attribute("data-outcome") == "http" for s in ping)
         ping[0].click()
         wait_for(driver, lambda d: "hourly-ping" in by_testid(d, "attempt-details").text)
-        wait_for(driver, lambda d: "cleanup" in by_testid(d, "detail-hint").text)
+        wait_for(driver, lambda d: "cleanup" in by_testid(d, "attempt-details").text)
+        panel = by_testid(driver, "attempt-details").text  # (trial 126: the hint said twice)
+        assert panel.count("timer route 'cleanup' is not the job's name") == 1, panel
 
 
 def test_the_timeline_shows_each_jobs_next_scheduled_runs_in_its_window(tmp_path: Path) -> None:
