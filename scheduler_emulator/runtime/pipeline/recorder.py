@@ -30,14 +30,7 @@ from functools import partial
 from typing import Any, cast
 
 from ...core.faults import AttemptContext, FaultPlan, FaultRule
-from ...core.scheduler import (
-    AttemptEnd,
-    Decision,
-    RecordSkipped,
-    SaveRun,
-    Scheduler,
-    StartAttempt,
-)
+from ...core.scheduler import AttemptEnd, Decision, RecordSkipped, SaveRun, Scheduler, StartAttempt
 from ...domain.attempts import DUPLICATE_NOTE, EMULATOR_DOWN, Attempt
 from ...domain.outcomes import Failure, Outcome, classify_failure, classify_status
 from ...domain.resources import Job, Status
