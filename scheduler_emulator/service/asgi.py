@@ -153,6 +153,8 @@ class TimerAsgiMiddleware:
         response = await self.timer_router.dispatch_async(request, name)
         assert response is not None
         await _answer(send, response.status, response.headers, response.body)
+        if response.background is not None:  # a returned Starlette response's, as it runs them
+            await response.background()
         if response.exception is not None:
             scope[EXCEPTION_ENVIRON_KEY] = response.exception
             if scope.get(PROPAGATE_EXCEPTIONS_KEY):

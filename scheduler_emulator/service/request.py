@@ -172,12 +172,15 @@ class TimerResponse:
     :param headers: ``(name, value)`` pairs, ``Content-Type`` and ``Content-Length`` included.
     :param body: the body bytes (empty for 200 and for the empty 500s).
     :param exception: the exception the handler raised, for an in-process caller to re-raise.
+    :param background: a returned Starlette or FastAPI response's ``background`` task(s), which
+        the ASGI adapter awaits once the answer is sent, as Starlette does.
     """
 
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes = b""
     exception: Exception | None = None
+    background: Any = None
 
     @property
     def status_line(self) -> str:

@@ -54,7 +54,7 @@ import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
@@ -523,7 +523,9 @@ class TimerRouter:
                     name,
                     status,
                 )
-            return _answer(status, *returned_answer(returned))
+            answered = _answer(status, *returned_answer(returned))
+            # (trial 128: a returned response's background task never ran)
+            return replace(answered, background=getattr(returned, "background", None))
         flask = "outside of request context" in str(exception)  # flask.request read in it
         logger.error(
             "TIMER /%s failed with 500: its handler %s.%s",

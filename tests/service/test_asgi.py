@@ -20,6 +20,7 @@ import httpx
 import pydantic
 import pytest
 import starlette.applications
+import starlette.background
 import starlette.responses
 import starlette.routing
 from starlette.requests import Request
@@ -416,6 +417,25 @@ class TestRunOnceGuardInAsyncHandlers:
         assert (retry.status, duplicate.status) == (200, 200)
         assert duplicate.body.startswith(b"Already completed by an earlier delivery")  # trial 100
         assert runs == [503, 200]  # the retry ran the work again; the duplicate did not
+
+    @pytest.mark.parametrize("kind", ["async", "sync"])
+    def test_a_returned_responses_background_task_runs_after_the_answer(self, kind: str) -> None:
+        """Trial 128: ``Response(background=BackgroundTask(...))`` was answered and its task
+        dropped, in tests and in production alike."""
+        router, ran = TimerRouter(), []
+
+        def report() -> starlette.responses.Response:
+            task = starlette.background.BackgroundTask(ran.append, "follow-up")
+            return starlette.responses.Response(status_code=204, background=task)
+
+        async def report_async() -> starlette.responses.Response:
+            return report()
+
+        router.timer("report")(report_async if kind == "async" else report)
+        app = fastapi.FastAPI()
+        router.init_app(app)
+        answer = asgi_sender(app)("POST", "/_triggers/timer/report", from_job("report"), b"")
+        assert (answer.status, ran) == (204, ["follow-up"])
 
     def test_the_guard_also_works_when_wsgi_runs_the_async_handler(self) -> None:
         router, runs = self.make()
