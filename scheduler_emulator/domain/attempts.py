@@ -345,7 +345,7 @@ def answer_text(excerpt: str) -> str:
     """A service's answer as a reason: a Google API error body (``{"error": {"code",
     "message", "status"}}``, cloud.google.com/apis/design/errors) as its status and message, a
     problem details body (RFC 9457: ``{"title", "detail"}``, what the timer router answers) as
-    its title and detail, an HTML page (a web framework's error page) as its text — or as its
+    its title and detail (or, without a detail, its validation ``errors``, field by field), an HTML page (a web framework's error page) as its text — or as its
     ``<title>`` when the excerpt ends before any text (a long ``<style>``, as Django's debug
     pages have) —, any other text as it is.
 
@@ -353,6 +353,8 @@ def answer_text(excerpt: str) -> str:
     'NOT_FOUND: Job x not found.'
     >>> answer_text('{"detail": "The ledger is locked.", "title": "Conflict", "status": 409}')
     'Conflict: The ledger is locked.'
+    >>> answer_text('{"title": "Invalid.", "status": 400, "errors": {"order.id": ["Required."]}}')
+    'Invalid.: order.id: Required.'
     >>> answer_text('<!doctype html><title>500 Internal Server Error</title><style>p {}</style>'
     ...     '<h1>Internal Server Error</h1><p>It&#x27;s down.</p>')
     "Internal Server Error It's down."
@@ -371,7 +373,12 @@ def answer_text(excerpt: str) -> str:
         return excerpt
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(body, dict) and isinstance(body.get("title"), str) and error is None:
-        detail = body.get("detail")
+        detail, errors = body.get("detail"), body.get("errors")
+        if not detail and isinstance(errors, dict) and errors:  # (trial 128: the title alone)
+            detail = "; ".join(
+                f"{field}: {' '.join(map(str, said)) if isinstance(said, list) else said}"
+                for field, said in errors.items()
+            )
         return f"{body['title']}: {detail}" if isinstance(detail, str) and detail else body["title"]
     if not isinstance(error, dict) or not isinstance(error.get("message"), str):
         return excerpt
