@@ -345,9 +345,10 @@ def answer_text(excerpt: str) -> str:
     """A service's answer as a reason: a Google API error body (``{"error": {"code",
     "message", "status"}}``, cloud.google.com/apis/design/errors) as its status and message, a
     problem details body (RFC 9457: ``{"title", "detail"}``, what the timer router answers) as
-    its title and detail (or, without a detail, its validation ``errors``, field by field), an HTML page (a web framework's error page) as its text — or as its
-    ``<title>`` when the excerpt ends before any text (a long ``<style>``, as Django's debug
-    pages have) —, any other text as it is.
+    its title and detail (or, without a detail, its validation ``errors``, field by field), an
+    HTML page (a web framework's error page) as its text — or as its ``<title>`` when the
+    excerpt ends before any text (a long ``<style>``, as Django's debug pages have) —, any other
+    text as it is.
 
     >>> answer_text('{"error": {"code": 404, "message": "Job x not found.", "status": "NOT_FOUND"}}')
     'NOT_FOUND: Job x not found.'
