@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import socket
 import sys
 import threading
@@ -555,7 +556,9 @@ def send_replay(
                 remaining = previous_start + planned.wait_seconds - clock.monotonic()
                 if remaining > 0:
                     before = clock.monotonic()
-                    clock.wait(clock.now() + timedelta(seconds=remaining), threading.Event())
+                    # (a wait is capped at a year: one to year 9999 overflowed; trial 127)
+                    until = clock.now() + timedelta(seconds=min(remaining, 366 * 86400))
+                    clock.wait(until, threading.Event())
                     waited = clock.monotonic() - before
             previous_start = clock.monotonic()
             futures.append(pool.submit(send, index, planned, waited))
@@ -637,8 +640,10 @@ def replay_recording(
     :return: 0 when the target answered every request, 1 when one got no answer.
     """
     _check_target(target)
-    if compress_gaps is not None and compress_gaps < 0:
-        raise ConfigurationError(f"--compress-gaps must not be negative; got {compress_gaps:g}.")
+    if compress_gaps is not None and not 0 <= compress_gaps < math.inf:  # (nan: trial 127)
+        raise ConfigurationError(
+            f"--compress-gaps must be a finite number of seconds, 0 or more; got {compress_gaps:g}."
+        )
     recording = load_recording(path)
     _refuse_if_nothing_answers(target)
     err = err if err is not None else sys.stderr

@@ -329,6 +329,25 @@ class TestSpacing:
         assert clock.waits == [5]
 
 
+def test_a_gap_to_year_9999_waits_at_most_a_year_and_compress_gaps_is_finite(
+    tmp_path: Path, target: RecordingTarget
+) -> None:
+    """Trial 127: a second attempt recorded at 9999-12-31 overflowed the wait with a traceback,
+    and ``--compress-gaps nan`` or ``inf`` were taken."""
+    entries = [
+        started("s-1", "2026-05-08T01:00:00.5Z", "2026-05-08T01:00:01Z"),
+        started("s-2", "9999-12-31T23:59:59Z", "9999-12-31T23:59:59Z"),
+    ]
+    path = write_json(tmp_path, entries)
+    clock = FakeClock()
+    with serving(target) as url:
+        assert replay_recording(path, url + "/", io.StringIO(), clock=clock) == 0
+        for cap in ("nan", "inf"):
+            with pytest.raises(ConfigurationError, match="finite number of seconds"):
+                replay_recording(path, url + "/", io.StringIO(), compress_gaps=float(cap))
+    assert clock.waits == [366 * 86400] and len(target.requests) == 2
+
+
 class TestReplayAgainstATarget:
     def test_an_export_replays_with_the_same_method_url_headers_and_spacing(
         self, tmp_path: Path, target: RecordingTarget

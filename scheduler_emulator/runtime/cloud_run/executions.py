@@ -553,9 +553,11 @@ class CloudRun:
                         env=env,
                         start_new_session=True,
                     )
-                except OSError as exc:
+                except (OSError, ValueError) as exc:  # (trial 127: a NUL in an arg: ValueError,
+                    # which left the execution RUNNING for ever and held up the daemon's stop)
                     attempt.end, attempt.stopped = real_now(), "not started"
-                    attempt.stderr = f"cannot start {job.argv[0]!r}: {exc.strerror or exc}"
+                    said = getattr(exc, "strerror", None) or exc
+                    attempt.stderr = f"cannot start {job.argv[0]!r}: {said}"
                     return
                 attempt.pid = process.pid
                 self.store.save(execution)  # a daemon killed from now on stops it at its restart

@@ -435,3 +435,19 @@ def test_the_admin_api_shows_the_containers_name(tmp_path: Path) -> None:
     del definition["template"]["template"]["containers"][0]["name"]
     unnamed = parse_cloud_run_job(definition, project="my-project", location="us-central1")
     assert "name" not in v2_job(unnamed, [])["template"]["template"]["containers"][0]
+
+
+def test_a_task_whose_command_cannot_be_started_fails_and_the_execution_ends(
+    tmp_path: Path,
+) -> None:
+    """Trial 127: a NUL in an argument raised ValueError, not OSError, in the task's thread:
+    the execution stayed RUNNING for ever and held up the daemon's stop."""
+    definition = cloud_run_job(tmp_path, maxRetries=0)
+    definition["template"]["template"]["containers"][0]["args"] = ["a\x00b"]
+    with emulator_for(definition) as e:
+        execution = e.cloud_run.run(e.cloud_run.jobs()[0])
+        wait_for(lambda: execution.state != "RUNNING", 30, "the execution's end")
+        assert execution.state == "FAILED"
+        assert [(a.stopped, "embedded null byte" in a.stderr) for a in execution.attempts] == [
+            ("not started", True)
+        ]
