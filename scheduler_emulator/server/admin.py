@@ -196,7 +196,12 @@ def _query_int(
     text = request.args.get(name, "")
     if not text:
         return default
-    if text.isascii() and text.isdigit() and len(text) <= 18 and low <= int(text) <= high:
+    if (
+        text.isascii()
+        and text.isdigit()
+        and len(text) <= len(str(high))
+        and low <= int(text) <= high
+    ):
         return int(text)
     raise InvalidArgument(
         f"{name} must be a whole number from {low} to {high}; got {show_value(text)}.",

@@ -275,6 +275,15 @@ def test_skipped_takes_no_attempt_filter(client: Client) -> None:
         assert "takes no parameter" in response.json["error"]["message"]
 
 
+def test_a_run_id_up_to_the_largest_the_message_names_is_taken(client: Client) -> None:
+    """Trial 127: ``run=9223372036854775807`` was refused as not "from 1 to
+    9223372036854775807" (18 digits were the limit)."""
+    largest = client.get("/_emulator/attempts?run=9223372036854775807")
+    assert (largest.status_code, largest.json) == (200, {"attempts": []})
+    past = client.get("/_emulator/attempts?run=9223372036854775808")
+    assert past.status_code == 400 and "from 1 to 9223372036854775807" in past.text
+
+
 def test_a_deleted_job_still_lists_its_attempts(client: Client, emulator: Emulator) -> None:
     emulator.create_job(nightly_job())
     client.post("/_emulator/clock:advance", json={"seconds": 60})
