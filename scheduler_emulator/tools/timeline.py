@@ -188,22 +188,22 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
     )
     out = []
     for attempt, same_run, same_time in zip(attempts, per_run, per_time, strict=True):
-        note, position = "", None
+        note, answered = "", None
         if same_run is not None:
             status, position = same_run
-            prior = attempts[position]  # (trial 120: a copy's 200 read as its original's)
-            number = f"{prior.attempt}{chr(39) + 's injected copy' if prior.copy else ''}"
-            note = f"duplicate: the target already answered {status} to attempt {number} of "
-            note += "this run" + (" (injected duplicate delivery)" if attempt.copy else "")
+            answered = attempts[position]  # (trial 120: a copy's 200 read as its original's)
+            copy = "'s injected copy" if answered.copy else ""
+            note = f"duplicate: the target already answered {status} to attempt "
+            note += f"{answered.attempt}{copy} of this run"
+            note += " (injected duplicate delivery)" if attempt.copy else ""
         elif same_time is not None:
             status, position = same_time
-            earlier = attempts[position]
-            run = f"run {earlier.run_id}{' (forced)' if earlier.forced else ''}"
+            answered = attempts[position]
+            run = f"run {answered.run_id}{' (forced)' if answered.forced else ''}"
             note = f"same ScheduleTime as {run}, which the target answered {status}: a target "
             note += "deduplicating by it skips this run"
         # (trial 105: a guard's no-op read as work done twice; trial 120: a late answer, whose
         # body is not kept, read as answered otherwise)
-        answered = None if position is None else attempts[position]
         if answered and _kept(answered) and (said := _said(attempt)) != _said(answered):
             note += f"; it answered otherwise: {said or '(nothing)'}"
         out.append(note)

@@ -584,9 +584,7 @@ def painter(out: IO[str]) -> Callable[[str, str], str] | None:
             colour = _GREEN
         elif word in (IN_FLIGHT, "retrying", "in progress", "RUNNING", "PAUSED"):
             colour = _YELLOW
-        elif word == "ENABLED":
-            return cell
-        elif word:
+        elif word and word != "ENABLED":
             colour = _RED
         else:
             return cell

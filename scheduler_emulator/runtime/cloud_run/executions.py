@@ -504,7 +504,6 @@ class CloudRun:
         rules = TaskRules(job.task_count, job.parallelism, job.max_retries)
         ended = threading.Condition()
         finished: list[TaskAttempt] = []
-        cut = False  # a task the stop cut short (on its last try: the rules read it as failed)
 
         def run_task(attempt: TaskAttempt) -> None:
             self._run_attempt(execution, attempt)
@@ -517,7 +516,6 @@ class CloudRun:
                 while finished:
                     attempt = finished.pop()
                     rules.ended(attempt.index, ok=attempt.ok)
-                    cut |= attempt.stopped == "interrupted"
                     self.store.save(execution)
                 if rules.done or self._closing and not rules.running:
                     break
@@ -529,7 +527,9 @@ class CloudRun:
             execution.attempts.append(attempt)
             self.store.save(execution)  # a daemon killed now keeps this attempt's record
             threading.Thread(target=run_task, args=(attempt,), daemon=True).start()
-        if self._closing and (cut or not rules.done):  # (trial 119: it read FAILED)
+        # a task the stop cut short on its last try reads to the rules as failed (trial 119)
+        cut = any(attempt.stopped == "interrupted" for attempt in execution.attempts)
+        if self._closing and (cut or not rules.done):
             self.store.interrupt(execution, real_now())
         else:
             execution.state, execution.completion_time = rules.state, real_now()

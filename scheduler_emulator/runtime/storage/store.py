@@ -411,9 +411,7 @@ class Store:
                     db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
             if int(db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
-            [(held,)] = db.execute("SELECT COUNT(*) FROM attempts")
-            self._trim(db)
-            self.dropped_at_open = held - db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
+            self.dropped_at_open = self._trim(db)
             db.execute("DELETE FROM skipped WHERE 0")  # a write changing nothing: read-only?
         except BaseException as exc:
             db.close()
@@ -793,17 +791,20 @@ class Store:
         rows = self.query(f"{query} ORDER BY {order} LIMIT {page_size + 1}", args)
         return rows[:page_size], (rows[page_size - 1][0] if len(rows) > page_size else None)
 
-    def _trim(self, db: sqlite3.Connection) -> None:
-        """Apply :attr:`retain_attempts` and :attr:`retain_megabytes`, oldest first. Finished
-        runs go whole, with all their attempts, so that no run is left reading "gave up" after
-        no try or fewer tries than it made (trials 107, 117); a run still going keeps its
-        attempts."""
+    def _trim(self, db: sqlite3.Connection) -> int:
+        """Apply :attr:`retain_attempts` and :attr:`retain_megabytes`, oldest first, and return
+        how many finished attempts that dropped. Finished runs go whole, with all their
+        attempts, so that no run is left reading "gave up" after no try or fewer tries than it
+        made (trials 107, 117); a run still going keeps its attempts."""
+        dropped = 0
 
         def drop_runs_of_attempts_before(attempt_id: int) -> None:
+            nonlocal dropped
             sql = "SELECT run_id FROM attempts WHERE id < ? ORDER BY id DESC LIMIT 1"
-            last_run = db.execute(sql, (attempt_id,)).fetchone()  # (its run: run ids grow too)
-            for sql in _DROP_RUNS:
-                db.execute(sql, (last_run[0] if last_run else 0,))
+            last = db.execute(sql, (attempt_id,)).fetchone()  # (its run: run ids grow too)
+            attempts, runs = _DROP_RUNS
+            dropped += db.execute(attempts, (last[0] if last else 0,)).rowcount
+            db.execute(runs, (last[0] if last else 0,))
 
         keep = self.retain_attempts
         if keep is not None:
@@ -812,7 +813,7 @@ class Store:
             [(largest,)] = db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts")
             drop_runs_of_attempts_before(largest - keep + 1)
         if self.retain_megabytes is None:
-            return
+            return dropped
         [(first, last)] = db.execute("SELECT MIN(id), MAX(id) FROM attempts")
         step = max(((last or 0) - (first or 0)) // 10, 1)  # a tenth of the history at a time
         for cutoff in range((first or 0) + step, (last or 0) + step + 1, step):
@@ -820,8 +821,9 @@ class Store:
             [(pages,)] = db.execute("PRAGMA page_count")
             [(free,)] = db.execute("PRAGMA freelist_count")
             if (pages - free) * page_bytes <= self.retain_megabytes * 1_000_000:
-                return
+                break
             drop_runs_of_attempts_before(cutoff)  # (its space is reused: the file stays)
+        return dropped
 
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a scheduled time that got no run (an earlier run was still going, or the
