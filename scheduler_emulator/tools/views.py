@@ -34,7 +34,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from heapq import nlargest
 from itertools import groupby, islice
@@ -45,7 +45,7 @@ from ..clients import EMULATOR_HOST_VARIABLE
 from ..domain.attempts import Attempt, iso
 from ..domain.cloud_run import execution_reason, execution_summary, tasks_complete
 from ..domain.codec import parse_timestamp
-from ..domain.errors import ApiError, ConfigurationError
+from ..domain.errors import ApiError, ConfigurationError, show_value
 from ..domain.timezones import resolve_time_zone
 from ..runtime import EXECUTION_STATES
 from ..wire import format_schedule_time, host_port
@@ -256,8 +256,9 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         parser.add_argument("--json", action="store_true", help="print each " + help_text)
     for group, since in ((window, "attempts started"), (runs_window, "runs scheduled")):
         group.add_argument(
-            "--since", type=timestamp_argument, metavar="RFC3339",
-            help=f"{since} at or after this instant (not with --last)",
+            "--since", type=_since, metavar="RFC3339|DURATION",
+            help=f"{since} at or after this instant, or this long before the daemon's clock "
+            "reads now (1h, 30m, 2d; not with --last)",
         )  # fmt: skip
     attempts.add_argument(
         "--follow", "-f", action="store_true", help="keep printing attempts as they finish"
@@ -292,6 +293,33 @@ def rule_argument(rule: Callable[[str], Any]) -> Callable[[str], Any]:
 
 #: An argparse ``type``: an RFC 3339 timestamp as aware UTC, refused saying why it is not one.
 timestamp_argument = rule_argument(partial(parse_timestamp, field="the time"))
+
+
+def _since(text: str) -> datetime | timedelta:
+    """``--since``'s argparse ``type``: an RFC 3339 timestamp (aware UTC), or a duration
+    (``1h``, ``90m``, ``2d``) that :func:`_since_instant` counts back from the daemon's clock
+    (trial 122: a relative ``--since`` was missing).
+
+    :raises argparse.ArgumentTypeError: for neither, naming both forms.
+    """
+    with contextlib.suppress(argparse.ArgumentTypeError):
+        return timestamp_argument(text)
+    try:
+        return _duration(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a time or a duration: {show_value(text)} (use RFC 3339 such as "
+            '"2026-05-07T05:46:25Z", or how long ago on the daemon\'s clock, such as "1h", '
+            '"30m", "2d")'
+        ) from None
+
+
+def _since_instant(client: DaemonClient, since: datetime | timedelta) -> datetime:
+    """``--since``'s instant: a duration counted back from the daemon's clock (a manual
+    clock's virtual now; ``GET /_emulator/clock``)."""
+    if isinstance(since, datetime):
+        return since
+    return parse_timestamp(client.get("/_emulator/clock")["now"]) - since
 
 
 def add_admin_token(parser: argparse.ArgumentParser) -> None:
@@ -795,7 +823,8 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
         if getattr(args, flag, False):
             params["state"] = state
     if args.since is not None:  # every run since, not the newest N
-        params.update(pageSize=PAGE_SIZE, scheduledAfter=iso(args.since))
+        since = _since_instant(client, args.since)
+        params.update(pageSize=PAGE_SIZE, scheduledAfter=iso(since))
         runs = [*client.pages("/_emulator/runs", "runs", params)][::-1]
     else:
         runs = _newest(client, "/_emulator/runs", "runs", params, args.last)
@@ -993,8 +1022,9 @@ def cmd_attempts(
     listed = {**base, "failed": "true"} if failed else base
     if args.since is not None or base["run"] is not None:  # (a run's attempts are few: all)
         if args.since is not None:
-            base["startAfter"] = listed["startAfter"] = iso(args.since)
-            _note_trimmed(client, args.since)
+            since = _since_instant(client, args.since)
+            base["startAfter"] = listed["startAfter"] = iso(since)
+            _note_trimmed(client, since)
         items = list(
             client.pages("/_emulator/attempts", "attempts", {**listed, "pageSize": PAGE_SIZE})
         )

@@ -121,6 +121,24 @@ def test_attempts_since_an_instant(daemon: Daemon, capsys: pytest.CaptureFixture
     assert "The server could not complete this request" in rows[0]  # the answer's text
 
 
+@pytest.mark.parametrize("view", ["attempts", "runs"])
+def test_since_a_duration_counts_back_from_the_daemons_clock(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str], view: str
+) -> None:
+    """Trial 122 asked for a relative --since. The manual clock reads 2026-03-02T00:00Z, so
+    2h ago is 22:00 the day before, whatever the machine's clock says."""
+    now = requests.get(daemon.url + "/_emulator/clock", timeout=30).json()["now"]
+    assert now.startswith("2026-03-02T00:00:00")
+    args = (view, "--port", port(daemon), "--job", "report", "--wide")
+    _, relative, _ = run_command(capsys, *args, "--since", "2h")
+    _, absolute, _ = run_command(capsys, *args, "--since", "2026-03-01T22:00:00Z")
+    _, wider, _ = run_command(capsys, *args, "--since", "1d")
+    assert relative == absolute and len(relative.splitlines()) >= 2
+    assert len(wider.splitlines()) > len(relative.splitlines())
+    code, _, err = run_command(capsys, view, "--port", port(daemon), "--since", "yesterday")
+    assert code == 2 and 'not a time or a duration: "yesterday"' in err
+
+
 def test_attempts_failed_lists_only_failures(
     daemon: Daemon, capsys: pytest.CaptureFixture[str]
 ) -> None:
