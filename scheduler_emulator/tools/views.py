@@ -1030,6 +1030,13 @@ def cmd_attempts(
         )
         if args.since is None:  # --run: its newest --last N, as the views list (trial 123)
             items = _at_most(args.last, "attempts", items)
+        run, one = base["run"], {**base, "startAfter": None, "pageSize": 1}
+        if run is not None and not items and not client.get("/_emulator/attempts", one)["attempts"]:
+            of = f" of job {args.job}" if args.job else ""  # (trial 123: it listed nothing, exit 0)
+            raise ConfigurationError(
+                f"no run {run}{of}: --run takes a RUN that `runs` lists (the history's bound "
+                "drops the oldest runs)."
+            )
     else:
         params = {**listed, "order": "newest"}
         items = _newest(client, "/_emulator/attempts", "attempts", params, args.last)

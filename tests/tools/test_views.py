@@ -206,6 +206,11 @@ def test_attempts_run_lists_one_runs_attempts(
     assert "note: the newest 1 attempt, of more" in err
     code, _, err = run_command(capsys, "attempts", "--port", port(daemon), "--run", "1", "-f")
     assert code == 2 and "drop --run or --follow" in err
+    args = ("attempts", "--port", port(daemon), "--run")  # an unknown run is said so, exit 2
+    code, _, err = run_command(capsys, *args, "999999", "--failed")
+    assert code == 2 and "no run 999999: --run takes a RUN that `runs` lists" in err
+    code, out, _ = run_command(capsys, *args, str(run["id"]), "--since", "2100-01-01T00:00:00Z")
+    assert (code, out) == (0, "(no attempts)\n")  # a known run with none since: no error
 
 
 def _interruptible() -> None:
