@@ -21,7 +21,12 @@ from werkzeug.wrappers import Request
 
 from scheduler_emulator.domain.attempts import answer_text, excerpt_text
 from scheduler_emulator.runtime import AsgiApp, AsgiCaller, is_asgi_app
-from scheduler_emulator.service import PROPAGATE_EXCEPTIONS_KEY, TimerRouter, find_router
+from scheduler_emulator.service import (
+    PROPAGATE_EXCEPTIONS_KEY,
+    TimerRouter,
+    UnknownTimerError,
+    find_router,
+)
 from scheduler_emulator.service.binding import encode_payload
 from scheduler_emulator.service.request import returned_answer, returned_status
 from scheduler_emulator.service.router import run_awaitable
@@ -81,9 +86,9 @@ class _Timers:
         if name not in router.timers and name.replace("_", "-") in router.timers:
             name = name.replace("_", "-")  # timers.daily_digest() for the job daily-digest
         if name.startswith("_") or name not in router.timers:
-            raise AttributeError(
-                f"no timer named {name!r} on this app (registered: {sorted(router.timers)}); "
-                "use fire(name, payload) for a name that is not a Python identifier."
+            raise AttributeError(  # (trial 128: no "Did you mean", as the router gives)
+                f"{UnknownTimerError(name, router.timers)} Use fire(name, payload) for a name "
+                "that is not a Python identifier."
             )
 
         def call(payload: Any = _NO_PAYLOAD, **options: Any) -> Any:
@@ -197,7 +202,7 @@ class CloudRunTimers(_Timers):
         if not 200 <= answer.status_code <= 299:
             timers = [] if self._router is None else sorted(self._router.timers)
             unknown = bool(timers) and name not in timers
-            note = f" No timer {name!r} is registered (registered: {timers})." if unknown else ""
+            note = f" {UnknownTimerError(name, timers)}" if unknown else ""
             prefix = TIMER_PREFIX if self._router is None else self._router.prefix
             if prefix != TIMER_PREFIX and answer.status_code == 404:
                 note += (

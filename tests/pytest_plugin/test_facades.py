@@ -310,7 +310,8 @@ def test_non_2xx_answer_fails_with_the_acknowledgement_message(
             "*TimerNotAcknowledged: The source would not read the answer to TIMER /report as an "
             "acknowledgement: the service answered 400. It said: {*",
             "*TimerNotAcknowledged: * TIMER /nightly_v2 * answered 500 with an empty body. "
-            "No timer 'nightly_v2' is registered (registered: *'nightly-v2', 'report', 'tick'*).",
+            "No handler is registered for the timer 'nightly_v2' *Registered timers: "
+            "*'nightly-v2', 'report', 'tick'*. Did you mean 'nightly-v2'?",
         ]
     )
     assert "TIMER_PREFIX + name" not in result.stdout.str()  # the message, not the façade's code
@@ -328,7 +329,10 @@ def test_unknown_attribute_names_the_registered_timers(pytester: pytest.Pytester
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*AttributeError: no timer named 'nightley' on this app (registered: ['explode',*"]
+        [
+            "*AttributeError: No handler is registered for the timer 'nightley' * Registered "
+            "timers: 'explode',* Did you mean 'nightly'? Use fire(name, payload)*"
+        ]
     )
 
 
