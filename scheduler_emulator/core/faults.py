@@ -208,8 +208,8 @@ class FaultRule:
         if not isinstance(self.action, str) or self.action not in ACTIONS:
             near = difflib.get_close_matches(str(self.action), ACTIONS, n=1)  # (trial 78)
             refuse(
-                f"action must be one of {', '.join(ACTIONS)}; got {self.action!r}"
-                + (f"; did you mean {near[0]!r}?" if near else "."),
+                f"action must be one of {', '.join(ACTIONS)}; got {_show(self.action)}"
+                + (f'; did you mean "{near[0]}"?' if near else "."),
                 "action",
             )
         hints = {  # job: a pattern, "*" when left out; schedule_time: None when left out
@@ -220,10 +220,13 @@ class FaultRule:
             value = getattr(self, name)
             if (value is not None or name == "job") and not isinstance(value, str):
                 refuse(f"{name} must be a string; got {_show(value)} ({hint}).", name)
+        if self.job == "":  # (trial 127: stored, matching no job)
+            refuse('job must be a job ID or a pattern such as "nightly-*"; got "" (leave job '
+                   "out for every job).", "job")  # fmt: skip
         if isinstance(self.job, str) and self.job.startswith("projects/") and "/jobs/" in self.job:
             object.__setattr__(self, "job", self.job.rsplit("/jobs/", 1)[1])  # (trial 114)
         if not isinstance(self.concurrent, bool):
-            refuse(f"concurrent must be true or false; got {self.concurrent!r}.", "concurrent")
+            refuse(f"concurrent must be true or false; got {_show(self.concurrent)}.", "concurrent")
         numbers = {"probability": (0, 1), "seconds": (0, self._longest())}
         for name, (low, high) in numbers.items():
             value = getattr(self, name)
@@ -301,7 +304,9 @@ class FaultRule:
         :raises InvalidArgument: for an unknown key or a bad value, naming it.
         """
         if not isinstance(data, Mapping):
-            raise InvalidArgument(f"a fault rule must be an object; got {data!r}.", field="rules")
+            raise InvalidArgument(
+                f"a fault rule must be an object; got {_show(data)}.", field="rules"
+            )
         known = {f.name for f in fields(cls)}
         for key in data:
             if key not in known:
@@ -452,7 +457,9 @@ class FaultPlan:
         except InvalidArgument as exc:
             problems.append(exc)
         if not isinstance(rules, list):
-            problems.append(InvalidArgument(f"rules must be a list; got {rules!r}.", field="rules"))
+            problems.append(
+                InvalidArgument(f"rules must be a list; got {_show(rules)}.", field="rules")
+            )
             rules = []
         built = []
         for index, rule in enumerate(rules):

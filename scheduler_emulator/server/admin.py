@@ -651,6 +651,12 @@ class Admin:
         """Add one rule (a rule object) or several (``{"seed"?, "rules": [...]}``)."""
         body = request_json(request)
         plan = self.emulator.faults
+        if not body:  # (trial 127: {} added nothing, without a word)
+            raise InvalidArgument(
+                'The body must be a fault rule (with "action") or {"seed": N, "rules": [...]}; '
+                "got {}.",
+                field="rules",
+            )
         if "action" in body:
             plan.add(FaultRule.from_json(body))
         else:

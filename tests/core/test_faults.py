@@ -543,6 +543,19 @@ def test_faults_endpoint_adds_lists_and_clears(emulator: Emulator, target: Recor
     assert len(client.get("/_emulator/faults").json["rules"]) == 2
     bad = client.post("/_emulator/faults", json={"action": "boom"})
     assert bad.status_code == 400 and bad.json["error"]["status"] == "INVALID_ARGUMENT"
+    for body, said in (  # (trial 127: each was taken without a word)
+        ({}, 'The body must be a fault rule (with "action") or {"seed": N, "rules": [...]}'),
+        ({"action": "lost_ack", "job": ""}, "job must be a job ID or a pattern such as"),
+        ({"action": None}, "delay; got null."),
+        (
+            {"action": "lost_ack", "concurrent": "yes"},
+            'concurrent must be true or false; got "yes"',
+        ),
+        ({"rules": [7]}, "rules[0]: a fault rule must be an object; got 7."),
+    ):
+        bad = client.post("/_emulator/faults", json=body)
+        assert bad.status_code == 400 and said in bad.json["error"]["message"], (body, bad.json)
+    assert len(client.get("/_emulator/faults").json["rules"]) == 2
     assert client.delete("/_emulator/faults").json == {"seed": 4, "rules": []}
     emulator.create_job(nightly_job())
     client.post("/_emulator/clock:advance", json={"seconds": 60})

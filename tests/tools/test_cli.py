@@ -231,11 +231,11 @@ class TestBadFlags:
         assert code == 2
         assert err == (
             f"error: {faults}: rules[0]: action must be one of duplicate, lost_ack, deadline, "
-            "status, connection_error, delay; got 'nope'.\n"
+            'status, connection_error, delay; got "nope".\n'
         )
         faults.write_text("rules:\n  - {action: duplicat}\n")  # (trial 78)
         _, _, err = run_command(capsys, "start", "--in-memory", "--faults", str(faults))
-        assert err.endswith("got 'duplicat'; did you mean 'duplicate'?\n"), err
+        assert err.endswith('got "duplicat"; did you mean "duplicate"?\n'), err
 
     def test_dst_policy_help_names_the_default_before_the_choices(
         self, capsys: pytest.CaptureFixture[str]

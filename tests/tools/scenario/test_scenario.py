@@ -351,7 +351,7 @@ class TestValidation:
             ("steps[0].advance", '"soon"'),
             ("steps[3].move_to", '"later"'),
             ("faults.rules[0].seconds", "'seconds'"),
-            ("faults.rules[1].action", "'explode'"),
+            ("faults.rules[1].action", '"explode"'),
             ("expect.hourly.runs", '"many"'),
             ("expect.hourly.codes.FINE", '"FINE"'),
         ]
