@@ -137,14 +137,17 @@ RULES = [
 ]
 
 
-def _body_field(request: Request, name: str, example: str) -> Any:
-    """The one field a clock request's JSON body must hold.
+def _body_field(request: Request, name: str, example: str, *others: str) -> Any:
+    """A field a request's JSON body must hold (a clock move's, a forced run's).
 
     :param name: the field, e.g. ``seconds``.
     :param example: its value as shown in the error, e.g. ``N``.
-    :raises InvalidArgument: (400) naming ``name`` when the body lacks it (or is not JSON).
+    :param others: the other fields the body may hold.
+    :raises InvalidArgument: (400) naming ``name`` when the body lacks it (or is not JSON), or
+        naming a field or query parameter the request does not take (trial 127).
     """
-    body = request_json(request)
+    _only_parameters(request)
+    body = request_json(request, allow_fields=frozenset({name, *others}))
     if name not in body:
         raise InvalidArgument(
             f'The body must be {{"{name}": {example}}}; {name} is missing.', field=name
@@ -162,7 +165,7 @@ def _only_parameters(request: Request, *allowed: str) -> None:
         if name not in allowed:
             raise InvalidArgument(
                 f"{request.path} takes no parameter {show_value(name)}; it takes "
-                f"{', '.join(allowed)}.",
+                f"{', '.join(allowed) or 'none'}.",
                 field=name,
             )
         given_once(name, request.args.getlist(name))
@@ -503,8 +506,10 @@ class Admin:
         """Start a forced run of ``job`` whose attempts carry ``scheduleTime`` (RFC 3339, any
         offset) as their ``X-CloudScheduler-ScheduleTime``: "run as if scheduled at", an
         emulator-only action (RunJob sends the job's next scheduled time). Answers the job."""
-        job = _body_field(request, "job", '"<job ID>", "scheduleTime": "<RFC 3339>"')
-        text = _body_field(request, "scheduleTime", '"<RFC 3339>"')
+        job = _body_field(
+            request, "job", '"<job ID>", "scheduleTime": "<RFC 3339>"', "scheduleTime"
+        )
+        text = _body_field(request, "scheduleTime", '"<RFC 3339>"', "job")
         if not isinstance(job, str) or not isinstance(text, str):
             raise InvalidArgument(
                 f"job and scheduleTime must be strings; got {show_value(job)} and "
@@ -621,7 +626,8 @@ class Admin:
     def reset(self, request: Request) -> dict[str, Any]:
         """Delete every job, run and attempt; with ``{"clockTime": "<RFC 3339>"}`` also set a
         manual clock to that instant (backwards too), for test isolation."""
-        text = request_json(request).get("clockTime")
+        _only_parameters(request)  # (trial 127: reset?x=1 was taken)
+        text = request_json(request, allow_fields=frozenset({"clockTime"})).get("clockTime")
         if text is not None and not isinstance(text, str):
             raise InvalidArgument(
                 f"clockTime must be an RFC 3339 string; got {show_value(text)}.",

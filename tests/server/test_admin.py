@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from werkzeug.test import Client
@@ -130,6 +131,27 @@ def test_reset_can_set_a_manual_clock_back(client: Client, emulator: Emulator) -
     assert response.json == {}
     assert client.get("/_emulator/clock").json["now"] == "2026-01-01T00:00:00Z"
     assert emulator.list_jobs() == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "said"),
+    [
+        ("/_emulator/reset?x=1", {}, '/_emulator/reset takes no parameter "x"; it takes none.'),
+        ("/_emulator/reset", {"clocktime": "2026-01-01T00:00:00Z"}, 'Unknown name "clocktime"'),
+        ("/_emulator/clock:advance", {"seconds": 60, "to": "x"}, 'Unknown name "to"'),
+        ("/_emulator/clock:moveTo?seconds=5", {"time": "2026-01-01T00:00:00Z"}, "no parameter"),
+    ],
+)
+def test_clock_and_reset_refuse_what_they_do_not_read(
+    client: Client, emulator: Emulator, path: str, body: dict[str, Any], said: str
+) -> None:
+    """Trial 127: an extra key or parameter was taken, and not read; nothing changes."""
+    emulator.create_job(nightly_job())
+    before = client.get("/_emulator/clock").json["now"]
+    refused = client.post(path, json=body)
+    assert refused.status_code == 400 and said in refused.json["error"]["message"], refused.json
+    assert client.get("/_emulator/clock").json["now"] == before
+    assert len(emulator.list_jobs()) == 1
 
 
 def test_clock_bounds_and_a_window_at_the_calendars_start(client: Client) -> None:
