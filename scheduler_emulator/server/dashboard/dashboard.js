@@ -15,27 +15,25 @@
   function $(id) { return document.getElementById(id); }
   var openPanel = TL.panel($("details"), $("details-title"), $("details-close"));
 
-  /* "YYYY-MM-DDTHH:MM:SS" of instant t (ms) in the browser's zone. */
-  function localWall(t) {
-    return new Date(t - new Date(t).getTimezoneOffset() * 60000).toISOString().slice(0, 19);
-  }
+  /* "YYYY-MM-DDTHH:MM:SS" of instant t (ms) in IANA zone `zone`. */
+  function zoneWall(t, zone) { return TL.wallText(t, zone).slice(0, 19).replace(" ", "T"); }
   /* What "Move to" and "Run as if scheduled at" take, as RFC 3339: RFC 3339, or YYYY-MM-DD
-   * HH:MM[:SS] (and the picker's YYYY-MM-DDTHH:MM[:SS]) read as UTC, or in the browser's zone
-   * with `local` — of a local time that happens twice (a fall-back), the first not before the
-   * clock. */
-  function instantText(text, local) {
-    var m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2}(\.\d+)?)?$/.exec(text.trim());
-    var wall = m && m[1] + "T" + m[2] + (m[3] || ":00");
-    if (m && !local) return wall + "Z";
+   * HH:MM[:SS] (and the picker's YYYY-MM-DDTHH:MM[:SS]) read in IANA zone `zone` ("UTC", the
+   * browser's, a job's) — of a local time that happens twice (a fall-back), the first not
+   * before the clock; of one that never happens (a spring-forward gap), the one an hour on. */
+  function instantText(text, zone) {
+    var m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2})?(\.\d+)?$/.exec(text.trim());
+    if (m && /^(Etc\/)?UTC$/.test(zone)) return m[1] + "T" + m[2] + (m[3] || ":00") + (m[4] || "") + "Z";
     if (m) {
-      var first = new Date(wall).getTime(), again = first + 3600000;  /* (no offset: local) */
-      var later = localWall(again) === localWall(first) && first < Date.parse(state.clock.now);
-      return new Date(later ? again : first).toISOString();
+      var wall = m[1] + "T" + m[2] + (m[3] || ":00"), t = Date.parse(wall + "Z");
+      for (var i = 0; i < 2; i++) t += Date.parse(wall + "Z") - Date.parse(zoneWall(t, zone) + "Z");
+      if (zoneWall(t - 3600000, zone) === zoneWall(t, zone)) t -= 3600000;  /* the first of two */
+      var later = zoneWall(t + 3600000, zone) === zoneWall(t, zone) && t < Date.parse(state.clock.now);
+      return new Date((later ? t + 3600000 : t) + Number("0" + (m[4] || ""))*1000).toISOString();
     }
     if (/^\d{4}-\d{2}-\d{2}T/.test(text.trim())) return text.trim();  /* RFC 3339: the server's */
     status("Not a time: " + JSON.stringify(text.trim()) + ". Type YYYY-MM-DD HH:MM[:SS] (" +
-      (local ? TL.browserZone() : "UTC") + ") or RFC 3339, such as 2026-09-24T02:00:00Z or " +
-      "2026-09-24T02:00:00-04:00.", true);
+      zone + ") or RFC 3339, such as 2026-09-24T02:00:00Z or 2026-09-24T02:00:00-04:00.", true);
     return null;
   }
 
@@ -98,7 +96,7 @@
     var local = state.zone === "local", zone = local ? TL.browserZone() : "UTC";
     var picker = $("clock-moveto-picker");  /* follows the clock until the user picks a time */
     if (!picker.value || picker.value === picker.dataset.clock) {
-      picker.value = local ? localWall(Date.parse(clock.now)) : clock.now.slice(0, 19);
+      picker.value = zoneWall(Date.parse(clock.now), zone);
       picker.dataset.clock = picker.value;  /* as the browser keeps it (19:07, not 19:07:00) */
     }
     $("clock-moveto-zone").textContent = zone;
@@ -134,7 +132,7 @@
     return td;
   }
   function runAsOf(job, text) {
-    var when = instantText(text);
+    var when = instantText(text, TL.zoneFor(job.timeZone));  /* (trial 130: it was UTC) */
     if (when === null) return;
     status("Running " + job.id + " as if scheduled at " + when + "…");
     request("POST", "/_emulator/runs", { job: job.name, scheduleTime: when })
@@ -152,8 +150,9 @@
     form.setAttribute("data-testid", "job-run-as-of-form-" + job.id);
     var input = document.createElement("input");
     input.size = 24;
-    input.placeholder = "YYYY-MM-DD HH:MM (UTC)";
-    input.title = "RFC 3339, or YYYY-MM-DD HH:MM[:SS] in UTC";
+    var zone = TL.zoneFor(job.timeZone);  /* as the job's times are shown */
+    input.placeholder = "YYYY-MM-DD HH:MM (" + zone + ")";
+    input.title = "RFC 3339, or YYYY-MM-DD HH:MM[:SS] in " + zone;
     input.setAttribute("data-testid", "job-run-as-of-input-" + job.id);
     var send = document.createElement("button");
     send.type = "submit";
@@ -530,7 +529,7 @@
   });
   $("clock-moveto").addEventListener("click", function () {
     var typed = $("clock-moveto-input").value.trim() || $("clock-moveto-picker").value;
-    var when = instantText(typed, state.zone === "local");
+    var when = instantText(typed, state.zone === "local" ? TL.browserZone() : "UTC");
     if (when !== null) clockAction("/_emulator/clock:moveTo", { time: when }, "Moved the clock to {now}");
   });
   $("clock-moveto-picker").addEventListener("change", function () {

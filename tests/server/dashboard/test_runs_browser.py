@@ -253,6 +253,29 @@ def test_zones_move_to_a_decoded_token_and_run_as_of(tmp_path: Path) -> None:
         assert received.path == "/berlin"
         assert received.headers["X-Cloudscheduler-Scheduletime"] == "2026-03-29T01:30:00+01:00"
         wait_for(driver, lambda d: "as if scheduled at" in by_testid(d, "status").text)
+        # shown in the job's zone, a typed time is read in it (trial 130: it was read as UTC),
+        # one in the spring-forward gap as the instant an hour on
+        Select(by_testid(driver, "time-zone")).select_by_value("job")
+        wait_for(driver, lambda d: "Europe/Berlin" in by_testid(d, "job-times-berlin").text)
+        for typed, sent, instant in (
+            ("2026-03-29 01:30", "2026-03-29T01:30:00+01:00", "2026-03-29T00:30:00.000Z"),
+            ("2026-03-29 02:30", "2026-03-29T03:30:00+02:00", "2026-03-29T01:30:00.000Z"),
+        ):
+            wait_for(driver, lambda d: by_testid(d, "job-run-as-of-berlin").click() or True)
+            field = wait_for(driver, lambda d: by_testid(d, "job-run-as-of-input-berlin"))
+            assert field.get_attribute("placeholder") == "YYYY-MM-DD HH:MM (Europe/Berlin)"
+            before = len(target.requests)
+            wait_for(  # (typed again into the form a refresh may have drawn anew)
+                driver,
+                lambda d, typed=typed: (
+                    by_testid(d, "job-run-as-of-input-berlin").send_keys(typed),
+                    by_testid(d, "job-run-as-of-send-berlin").click(),
+                ),
+            )
+            [received] = target.wait_for(before + 1)[before:]
+            assert received.headers["X-Cloudscheduler-Scheduletime"] == sent
+            wait_for(driver, lambda d, instant=instant: instant in by_testid(d, "status").text)
+        Select(by_testid(driver, "time-zone")).select_by_value("utc")
 
         by_testid(driver, "tab-timeline").click()
         wait_for(driver, timeline_ready)
