@@ -58,7 +58,11 @@
       headers["Content-Type"] = "application/json";  /* a non-simple request, same-origin */
       init.body = JSON.stringify(body || {});
     }
-    return fetch(path, init).then(function (response) {
+    return fetch(path, init).catch(function () {  /* no answer at all (trial 130) */
+      state.down = true;
+      throw new Error("The daemon at " + location.host + " does not answer (stopped or " +
+        "restarting?): the page shows what it last read, and asks again every " + POLL_MS / 1000 + " s.");
+    }).then(function (response) {
       return response.text().then(function (text) {
         var data = text ? JSON.parse(text) : {};
         if (response.status === 401) { askToken(); }
@@ -496,7 +500,9 @@
     }).then(function () {
       var keep = $("status").classList.contains("error") || /…$/.test($("status").textContent) ||
         Date.now() < state.noticeUntil;
-      if (!keep) status("Refreshed at " + TL.time(Date.now()) + " UTC (real time)");
+      if (state.down) notice("The daemon answers again.");
+      else if (!keep) status("Refreshed at " + TL.time(Date.now()) + " UTC (real time)");
+      state.down = false;
     }).catch(function (e) { status(e.message, true); })
       .then(function () { state.busy = null; });
     return state.busy;

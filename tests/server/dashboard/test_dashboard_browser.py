@@ -139,6 +139,24 @@ def test_the_page_asks_for_the_admin_token_and_sends_it(tmp_path: Path) -> None:
         driver.save_screenshot(str(tmp_path / "token.png"))
 
 
+def test_the_page_says_when_the_daemon_stops_answering_and_when_it_answers_again(
+    tmp_path: Path,
+) -> None:
+    """Trial 130: a stopped daemon showed only the browser's "Failed to fetch"."""
+    with running_daemon("--in-memory") as daemon, chromium() as driver:
+        driver.get(daemon.url + "/")
+        wait_for(driver, timeline_ready)
+        daemon.kill()
+        said = wait_for(driver, lambda d: "does not answer" in by_testid(d, "status").text)
+        text = by_testid(driver, "status").text
+        assert said and "error" in by_testid(driver, "status").get_attribute("class")
+        assert text.startswith(f"The daemon at {daemon.url.removeprefix('http://')} does not")
+        driver.save_screenshot(str(tmp_path / "daemon-down.png"))
+        port = daemon.url.rsplit(":", 1)[1]
+        with running_daemon("--in-memory", "--port", port):
+            wait_for(driver, lambda d: by_testid(d, "status").text == "The daemon answers again.")
+
+
 def test_the_replay_report_opens_without_a_network(tmp_path: Path) -> None:
     report = tmp_path / "report.html"
     scenario = ROOT / "examples" / "orders" / "scenarios" / "duplicates.yaml"
