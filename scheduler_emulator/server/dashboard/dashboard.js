@@ -169,7 +169,8 @@
   }
   function jobAction(job, verb) {
     var path = "/v1/" + job.name + (verb === "delete" ? "" : ":" + verb);
-    if (verb === "delete" && !window.confirm("Delete job " + job.id + "? Its attempts stay listed.")) return;
+    if (verb === "delete" && !window.confirm("Delete job " + job.id + "? Its lane leaves the timeline; its runs " +
+      "and attempts stay in the history (scheduler-emulator runs --job " + job.id + ").")) return;
     status((verb === "run" ? "Running " : verb.charAt(0).toUpperCase() + verb.slice(1) + " ") + job.id + "…");
     var retrying = verb === "pause" &&
       document.querySelector('[data-testid="job-pending-' + job.id + '"]') !== null;

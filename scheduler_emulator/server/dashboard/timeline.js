@@ -138,8 +138,8 @@
       var midnight = new Date(t).getUTCHours() === 0 && new Date(t).getUTCMinutes() === 0;
       var text = midnight || step >= 86400 ? dayText(t).slice(5) + " " + clockText(t) : clockText(t);
       if (x(t) + 7 * text.length > width) continue;  /* no room left for the label */
-      if (nowShown && x(t) + 3 < x(now) + 2 && x(t) + 3 + 6.2 * text.length > x(now) - NOW_LABEL - 2)
-        continue;  /* the "now" label is there */
+      if (nowShown && x(t) + 3 < x(now) + 2 && x(t) + 3 + 6.2 * text.length > x(now) - NOW_LABEL - 10)
+        continue;  /* the "now" label is there, or too near to read apart (trial 130: "06:00now") */
       el("text", { x: x(t) + 3, y: 15, "class": "tl-axis" }, svg).textContent = text;
     }
     var zone = el("text", { x: 8, y: 15, "class": "tl-axis" }, svg);
