@@ -211,8 +211,10 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
 
 
 def _kept(attempt: Attempt) -> bool:
-    """Whether ``attempt``'s answer was kept: not one its record only names (a late answer)."""
-    return attempt.response_status is not None or bool(attempt.response_excerpt)
+    """Whether ``attempt``'s answer was kept: not one its record only names (a late answer).
+    A lost ack keeps its body, an empty one too (trial 129: a lost 204's was not compared)."""
+    lost = "but the response was lost" in attempt.debug_info
+    return attempt.response_status is not None or bool(attempt.response_excerpt) or lost
 
 
 def _said(attempt: Attempt) -> str:

@@ -148,6 +148,21 @@ class TestActions:
             "duplicate: the target already answered 200 to attempt 1 of this run"
         )
 
+    def test_a_retry_after_a_lost_empty_answer_says_what_it_answered(self) -> None:
+        """Trial 129: a lost ack of a 204 with no body kept nothing to compare, so the guard's
+        no-op on the retry read like work done twice."""
+        at = datetime(2026, 12, 5, 2, 0, tzinfo=UTC)
+        lost = "URL_UNREACHABLE-UNREACHABLE_LOST_ACK. Injected: the target answered 204 but "
+        lost += "the response was lost."
+        first = Attempt(1, "projects/p/locations/l/jobs/j", 1, 1, "2026-12-05T02:00:00Z", at,
+                        {}, at, None, "UNAVAILABLE", debug_info=lost)  # fmt: skip
+        retry = replace(first, id=2, attempt=2, response_status=200, code="OK", debug_info="",
+                        response_excerpt="Already completed by an earlier delivery")  # fmt: skip
+        assert duplicate_notes([first, retry])[1] == (
+            "duplicate: the target already answered 204 to attempt 1 of this run; it answered "
+            "otherwise: Already completed by an earlier delivery"
+        )
+
     def test_a_duplicate_of_a_copys_answer_names_the_copy(self) -> None:
         """Trial 120: "already answered 200 to attempt 1" under an attempt 1 that read 409: the
         200 was its injected copy's."""
