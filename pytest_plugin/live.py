@@ -29,6 +29,9 @@ from scheduler_emulator.wire import parse_timestamp
 
 __all__ = ["LiveScheduler"]
 
+#: Seconds :meth:`LiveScheduler.close` waits for the daemon to exit on SIGTERM before SIGKILL.
+CLOSE_GRACE_SECONDS = 5
+
 #: ``cloud_scheduler``'s methods that a daemon in another process has no counterpart of.
 _IN_PROCESS_ONLY = frozenset(
     ("mount", "faults", "published", "push", "load_jobs", "get_job", "pause_job", "resume_job",
@@ -324,10 +327,16 @@ class LiveScheduler(AttemptAssertions):
         self.close()
 
     def close(self) -> None:
-        """Kill the daemon if it still runs and release its pipes."""
+        """Stop the daemon if it still runs — SIGTERM, so that it stops its Cloud Run tasks and
+        closes its store (a killed daemon's tasks outlive it); SIGKILL if it has not exited
+        within :data:`CLOSE_GRACE_SECONDS` — and release its pipes."""
         if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=30)
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=CLOSE_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=30)
         self._pumper.join(5)  # its last lines read: closing under it would fail its read
         for pipe in (self.process.stdout, self.process.stderr):
             if pipe is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,17 +31,20 @@ class Daemon(LiveScheduler):
         return requests.post(self.url + path, json=body or {}, timeout=60)
 
     def kill(self) -> None:
+        """SIGKILL the daemon (a crash: nothing of its stop runs), then release its pipes."""
+        self.stop(signal.SIGKILL)
         self.close()
 
 
 @contextmanager
 def running_daemon(*args: str) -> Iterator[Daemon]:
-    """Start a daemon and make sure it is gone afterwards."""
+    """Start a daemon and make sure it is gone afterwards (stopped as the live fixture stops
+    one: SIGTERM, then SIGKILL)."""
     daemon = Daemon(*args)
     try:
         yield daemon
     finally:
-        daemon.kill()
+        daemon.close()
 
 
 @contextmanager

@@ -47,7 +47,7 @@ from ..runtime import (
 )
 from ..wire import host_port
 from .connections import Limits
-from .server import serve
+from .server import SERVE_POLL_SECONDS, serve
 
 #: Seconds a stop waits for attempts in flight before recording them as interrupted.
 STOP_GRACE_SECONDS = 2.0
@@ -240,7 +240,7 @@ class Daemon:
             if self._signal_before_run:
                 self.shutdown()  # serve_forever then returns at once
             self.server.watch = self._watch_engine
-            self.server.serve_forever()
+            self.server.serve_forever(SERVE_POLL_SECONDS)
         finally:
             self.server.server_close()
             for companion in reversed(started):

@@ -460,6 +460,10 @@ class _RequestHandler(WSGIRequestHandler):
 #: How long closing the server waits for the answers of requests in progress (longer than the
 #: daemon's stop grace, after which a clock move the stop cut short answers).
 ANSWER_GRACE_SECONDS = 3.0
+#: How often the serving loop looks up from its sockets: for its :attr:`watch`, and how soon a
+#: shutdown (SIGTERM, Ctrl-C) takes effect (0.5 s, socketserver's default, made each stop last
+#: about half a second).
+SERVE_POLL_SECONDS = 0.1
 
 
 class BoundedWSGIServer(ThreadedWSGIServer):
@@ -478,7 +482,8 @@ class BoundedWSGIServer(ThreadedWSGIServer):
         self.limits = limits
         #: Holds every connection (gRPC and TLS on the same port too).
         self.connection_router: Any = None
-        #: Called about every 0.5 s while serving (the daemon's watch on its engine).
+        #: Called every :data:`SERVE_POLL_SECONDS` or so while serving (the daemon's watch on
+        #: its engine).
         self.watch: Callable[[], None] = lambda: None
 
     def service_actions(self) -> None:
