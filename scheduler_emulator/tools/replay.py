@@ -4,8 +4,8 @@ Two modes:
 
 - ``replay SCENARIO [--target URL] [--seed N]`` runs a scenario file
   (:mod:`~scheduler_emulator.tools.scenario`) on a manual clock, prints the attempt timeline
-  (:mod:`~scheduler_emulator.tools.timeline`) and each expectation with ✓/✗; exit 0 when all hold,
-  1 otherwise.
+  (:mod:`~scheduler_emulator.tools.timeline`) and each expectation with ✓/✗; exit 0 when all hold
+  (and the probe, if any, was read), 1 otherwise.
 - ``replay --attempts FILE --target URL [--compress-gaps [SECONDS]]`` re-sends recorded
   attempts, in order, to ``URL``: same method, path and query, Cloud Scheduler headers and body
   (when the record has them), with the recorded real-time spacing between attempt starts (each
@@ -823,7 +823,7 @@ def print_report(run: ScenarioRun, out: IO[str]) -> int:
             "\nThe expectation holds.\n" if count == 1 else f"\nAll {count} expectations hold.\n"
         )
     out.flush()
-    return 1 if unmet else 0
+    return 1 if unmet or run.probe_error else 0  # (trial 127: a failed probe alone exited 0)
 
 
 def _observed(result: CheckResult) -> str:

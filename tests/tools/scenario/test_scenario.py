@@ -633,6 +633,11 @@ class TestReplay:
         assert code == 1
         assert "Probe failed: GET /missing answered 404" in out
         assert "  ✗ hourly: probe.deliveries == 3 (observed ?; GET /missing answered 404)" in out
+        # without an expectation, the failed probe alone exits 1 (trial 127: it exited 0)
+        code, out, _ = replay(str(write(tmp_path, HOURLY.replace("path: /count", "path: /x"))))
+        assert (
+            code == 1 and "Probe failed: GET /x answered 404" in out and "No expectations." in out
+        )
 
     def test_a_target_where_nothing_answers_is_refused_before_the_run(self, tmp_path: Path) -> None:
         """Trial 82: a service that had not started made every attempt UNAVAILABLE, printed
