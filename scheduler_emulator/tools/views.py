@@ -49,7 +49,7 @@ from ..domain.errors import ApiError, ConfigurationError, show_value
 from ..domain.timezones import resolve_time_zone
 from ..runtime import EXECUTION_STATES
 from ..wire import format_schedule_time, host_port
-from .timeline import IN_FLIGHT, attempt_cells, duplicate_notes, render_table
+from .timeline import IN_FLIGHT, attempt_cells, duplicate_notes, render_table, shorten
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
@@ -508,8 +508,9 @@ def attempt_rows(
     :data:`WIDE_ATTEMPT_HEADERS`): SCHEDULED is :func:`scheduled_cell`; TRY ends in ``*`` for
     an attempt fault injection altered (the INJ column under ``wide``), and REASON names a
     duplicate delivery (:func:`~scheduler_emulator.tools.timeline.duplicate_notes`, among the
-    attempts shown) and an injected copy even when the target answered it 2xx; TIME to the
-    millisecond, cut, on whole seconds too (to the microsecond under ``wide``: :func:`fraction`).
+    attempts shown) and an injected fault (a copy, a delay) even when the target answered 2xx;
+    TIME to the millisecond, cut, on whole seconds too (to the microsecond under ``wide``:
+    :func:`fraction`).
     ``earlier``: attempts shown before these (``--follow``'s), whose answers count too."""
     rows = []
     notes = duplicate_notes([*earlier, *attempts])[len(earlier) :]
@@ -519,9 +520,10 @@ def attempt_rows(
         time_ = fraction(time_, wide)
         nominal = iso(attempt.nominal)
         run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
-        # a 2xx to a run already answered 2xx has no failure reason, but is named
+        # a 2xx to a run already answered 2xx has no failure reason, but is named, as is the
+        # fault injected into one (a copy, a delay: trial 132)
         reason = (
-            duplicate or attempt.reason or ("injected duplicate delivery" if attempt.copy else "")
+            duplicate or attempt.reason or (shorten(attempt.debug_info) if attempt.injected else "")
         )
         if wide:
             row = [time_, job, str(attempt.run_id), number, injected, status, code, took(attempt),

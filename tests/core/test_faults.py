@@ -303,6 +303,17 @@ class TestActions:
         assert (first.end_time - first.start_time).total_seconds() == 7  # type: ignore[operator]
         assert second.start_time.strftime("%H:%M:%S") == "02:00:12"
 
+    def test_a_delay_within_the_deadline_is_named_where_the_answer_is_not(
+        self, emulator: Emulator
+    ) -> None:
+        """Trial 132: a delayed 200 showed its ``*`` and nothing else, in every view."""
+        emulator.faults.add(action="delay", seconds=3)
+        emulator.create_job(nightly_job())
+        emulator.advance(timedelta(minutes=2))
+        [attempt] = emulator.attempts()
+        assert attempt.debug_info.endswith("Injected: 3 s of latency before sending.")
+        assert attempt_rows([attempt])[0][-1] == "3 s of latency before sending"
+
     def test_deadline_retries_while_the_first_handler_still_runs(self, clock: ManualClock) -> None:
         release = threading.Event()
         seen: list[str] = []
