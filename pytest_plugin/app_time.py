@@ -10,10 +10,12 @@ other in two cases (freezegun issues #89, #314, #405, #506):
   under daylight saving time); its ``tz_offset`` option fixes the first and breaks
   ``datetime.now(UTC)`` instead;
 - **the repeated hour of a fall-back day**: ``datetime.now(ZoneInfo("America/New_York"))`` at
-  06:30Z on 2024-11-03 says 01:30 with ``fold=0`` (the first 01:30, an hour early).
+  06:30Z on 2024-11-03 says 01:30 with ``fold=0`` (the first 01:30, an hour early), and so
+  does ``datetime.now(UTC).astimezone(…)`` (every result freezegun wraps drops ``fold``).
 
 The monotonic clocks (``time.monotonic()``, ``time.perf_counter()``) start at the frozen
-instant and run in real time while it stays frozen, so that a handler's time budget ends.
+instant and run in real time while it stays frozen, so that a handler's time budget ends; they
+never go back, even when a handler's real seconds outrun the virtual gap to the next delivery.
 
 :func:`freeze` starts freezegun and, while it is active, answers those calls from the frozen
 instant through the real ``datetime`` and ``time`` functions, which know the process's zone,
@@ -39,6 +41,7 @@ import contextlib
 import datetime as _datetime
 import functools
 import importlib
+import threading
 import time as _time
 from asyncio.base_events import BaseEventLoop
 from collections.abc import Callable, Iterator
@@ -49,7 +52,7 @@ from unittest import mock
 from freezegun import api as _freezegun
 from freezegun import freeze_time
 
-__all__ = ["freeze"]
+__all__ = ["MonotonicFloor", "freeze"]
 
 #: Modules whose classes subclass ``datetime``, imported before a freeze (see above).
 DATETIME_SUBCLASSES = ("google.api_core.datetime_helpers",)
@@ -94,7 +97,17 @@ def _ours_or(original: Callable[..., Any], ours: Callable[..., Any]) -> Callable
     return choose
 
 
-def _corrections() -> dict[tuple[Any, str], Any]:
+class MonotonicFloor:
+    """The highest monotonic reading (ns) a test's handlers got, kept across its freezes (one
+    per clock move), so that ``time.monotonic()`` never goes back (trial 131: a retry a
+    virtual second after an attempt whose handler worked 2 real seconds read 1 s less)."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+        self.lock = threading.Lock()
+
+
+def _corrections(floor: MonotonicFloor) -> dict[tuple[Any, str], Any]:
     """The replacements installed on freezegun's fakes while :func:`freeze` is active."""
     fake_datetime, fake_date = _freezegun.FakeDatetime, _freezegun.FakeDate
     # (read from freezegun's module: it is the one module freezegun's patching skips)
@@ -116,12 +129,19 @@ def _corrections() -> dict[tuple[Any, str], Any]:
             return real_localtime()
         return real_localtime(_frozen_timestamp())
 
-    frozen_ns, started = _freezegun._get_fake_monotonic_ns, _freezegun.real_monotonic_ns()
+    frozen_ns, real_ns = _freezegun._get_fake_monotonic_ns, _freezegun.real_monotonic_ns
+    moved = [-1, 0]  # the frozen instant (ns) last read, and the real time it was first read
 
     def monotonic_ns() -> int:
-        """The frozen instant plus the real time since the freeze began (ns): a time budget in
-        a handler ends (trial 109: ``while time.monotonic() < deadline`` never did)."""
-        return frozen_ns() + _freezegun.real_monotonic_ns() - started
+        """The frozen instant plus the real time since it was set (ns), never below an earlier
+        reading: a time budget in a handler ends (trial 109: ``while time.monotonic() <
+        deadline`` never did), and the next delivery starts from its own instant (trial 131:
+        the real time of every delivery of a clock move added up)."""
+        with floor.lock:
+            if (frozen := frozen_ns()) != moved[0]:
+                moved[:] = frozen, real_ns()
+            floor.ns = max(floor.ns, frozen + real_ns() - moved[1])
+            return floor.ns
 
     # The originals are bound to the fake class already: installed as staticmethods, the
     # replacements take no ``cls``; ``timestamp`` stays a method (naive: read as local time).
@@ -143,13 +163,19 @@ def _corrections() -> dict[tuple[Any, str], Any]:
             _freezegun._get_fake_monotonic, lambda: monotonic_ns() / 1e9
         ),
         (_freezegun, "_get_fake_monotonic_ns"): _ours_or(frozen_ns, monotonic_ns),
+        # (what astimezone, arithmetic and freezegun's own now wrap their results with: trial
+        # 131's datetime.now(UTC).astimezone(ZoneInfo) read the repeated hour's first 01:30)
+        (_freezegun, "datetime_to_fakedatetime"): _ours_or(
+            _freezegun.datetime_to_fakedatetime, _fake
+        ),
     }
 
 
 @contextmanager
-def freeze(instant: _datetime.datetime) -> Iterator[Any]:
+def freeze(instant: _datetime.datetime, floor: MonotonicFloor | None = None) -> Iterator[Any]:
     """Freeze time for the app at ``instant`` (aware) with every clock agreeing; yield
-    freezegun's factory (``.move_to(instant)`` moves the frozen instant).
+    freezegun's factory (``.move_to(instant)`` moves the frozen instant). ``floor``: the
+    monotonic clocks' lowest reading, kept across the freezes of one test (one per clock move).
 
     Asyncio event loops keep real monotonic time, so a handler's ``await asyncio.sleep(0.05)``
     ends after 50 ms and a server's loop in another thread never sets a timer by the frozen
@@ -160,7 +186,7 @@ def freeze(instant: _datetime.datetime) -> Iterator[Any]:
     """
     _import_datetime_subclasses()
     nested = bool(_freezegun.freeze_factories)  # in the test's own freeze: freezegun's rules
-    corrected = {} if nested else _corrections()
+    corrected = {} if nested else _corrections(floor or MonotonicFloor())
     corrected[(BaseEventLoop, "time")] = lambda self: _freezegun.real_monotonic()
     depth = _freezegun.call_stack_inspection_limit
     with contextlib.ExitStack() as corrections:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
-from pytest_plugin.app_time import freeze
+from pytest_plugin.app_time import MonotonicFloor, freeze
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.core.faults import FaultPlan
 from scheduler_emulator.domain.attempt_assertions import AttemptAssertions
@@ -119,6 +119,7 @@ class VirtualTimeTransport(MountTransport):
         super().__init__(fallback=fallback)
         self.clock = clock
         self._frozen: Any = None
+        self._monotonic = MonotonicFloor()  # (one per test: its clock starts afresh)
 
     @contextmanager
     def virtual_time(self) -> Iterator[None]:
@@ -126,7 +127,7 @@ class VirtualTimeTransport(MountTransport):
         if self._frozen is not None:
             yield
             return
-        with freeze(self.clock.now()) as self._frozen:
+        with freeze(self.clock.now(), self._monotonic) as self._frozen:
             try:
                 yield
             finally:

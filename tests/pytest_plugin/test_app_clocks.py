@@ -16,13 +16,13 @@ import datetime as datetime_module
 import subprocess
 import sys
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from freezegun import api, freeze_time
 
-from pytest_plugin.app_time import freeze
+from pytest_plugin.app_time import MonotonicFloor, freeze
 
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,11 @@ def read_clocks():
     """What a handler reads, in comparable form."""
     now, today, from_ts = datetime.now(), datetime.today(), datetime.fromtimestamp(time.time())
     in_new_york = datetime.now(ZoneInfo("America/New_York"))
+    converted = datetime.now(UTC).astimezone(NEW_YORK)  # (trial 131: fold lost, an hour early)
+    local_aware = datetime.now().astimezone()
     return {
+        "datetime.now(UTC).astimezone(ZoneInfo)": (converted.isoformat(), converted.fold),
+        "datetime.now().astimezone().timestamp()": local_aware.timestamp(),
         "time.time()": time.time(),
         "datetime.now()": (now.isoformat(), now.fold),
         "datetime.now(UTC)": datetime.now(UTC).isoformat(),
@@ -65,6 +69,8 @@ def expected_clocks(instant):
     naive = (local.replace(tzinfo=None).isoformat(), local.fold)
     in_new_york = instant.astimezone(NEW_YORK)
     return {
+        "datetime.now(UTC).astimezone(ZoneInfo)": (in_new_york.isoformat(), in_new_york.fold),
+        "datetime.now().astimezone().timestamp()": instant.timestamp(),
         "time.time()": instant.timestamp(),
         "datetime.now()": naive,
         "datetime.now(UTC)": instant.isoformat(),
@@ -230,4 +236,28 @@ def test_a_handlers_monotonic_clocks_start_at_the_instant_and_run_in_real_time()
         assert time.perf_counter_ns() - counter >= 50_000_000 and loops > 1
         assert time.time() == instant.timestamp()  # the wall clock has not moved
         factory.move_to(datetime(2026, 1, 1, 1, tzinfo=UTC))
-        assert time.monotonic() - first >= 3600  # and they move with the virtual clock
+        moved = time.monotonic()  # and they move with the virtual clock, from its instant
+        assert instant.timestamp() + 3600 <= moved < instant.timestamp() + 3600 + 5
+
+
+@pytest.mark.timeout(60)
+def test_the_monotonic_clocks_never_go_back_across_deliveries_and_clock_moves() -> None:
+    """Trial 131: a handler that worked 2 real seconds read monotonic 01:00:02.1; the retry a
+    virtual second later, in the next clock move, read 01:00:01.0 — back 1.1 s, which a rate
+    limiter or a circuit breaker reads as time running backwards."""
+    import time
+
+    instant, floor, seen = datetime(2026, 1, 1, 1, tzinfo=UTC), MonotonicFloor(), []
+    with freeze(instant, floor):
+        end = time.monotonic() + 0.2
+        while time.monotonic() < end:  # a handler's 0.2 real seconds
+            pass
+        seen.append(time.monotonic())
+    with freeze(instant + timedelta(seconds=0.1), floor) as factory:  # the next clock move
+        seen.append(time.monotonic())
+        factory.move_to(instant + timedelta(seconds=0.15))
+        seen.append(time.monotonic())
+        factory.move_to(instant + timedelta(hours=1))  # a later delivery: its own instant
+        seen.append(time.monotonic())
+    assert seen == sorted(seen) and seen[0] >= instant.timestamp() + 0.2
+    assert instant.timestamp() + 3600 <= seen[-1] < instant.timestamp() + 3600 + 0.1
