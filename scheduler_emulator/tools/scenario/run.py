@@ -385,6 +385,8 @@ def evaluate(
         details = []
         if check.name is not None and expected is not None:
             details.append(f"{check.name} = {_number(resolve(check.name))}")
+            if check.offset:  # (trial 132: runs + 1's value went unsaid)
+                details[-1] += f", so {check.text.split(maxsplit=1)[1]} = {_number(expected)}"
         if observed is None or expected is None:
             missing = expectation.quantity if observed is None else str(check.name)
             reason = probe_error or f"{missing} has no numeric value in the probe's answer"
