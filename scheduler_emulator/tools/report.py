@@ -61,6 +61,8 @@ _PAGE_STYLE = """
 .report table.attempts td.detail { white-space: normal; min-width: 16em; }
 .report table.attempts td.when, .report table.attempts th { white-space: normal; }
 .report table.attempts td.when span { white-space: nowrap; }
+/* (a wide window keeps an instant on one line: Chromium breaks at <wbr> under nowrap too) */
+@media (min-width: 1000px) { .report table.attempts td.when wbr { display: none; } }
 .report .table-scroll { overflow-x: auto; }
 .report tr.duplicate td, .report tr.failed td { background: #fdecec; }
 .report .met { color: var(--ok); font-weight: 600; }

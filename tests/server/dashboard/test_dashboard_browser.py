@@ -175,6 +175,9 @@ def test_the_replay_report_opens_without_a_network(tmp_path: Path) -> None:
         assert outcomes and outcomes <= {"ok", "http", "deadline", "connection"}  # the real one
         assert all_by_css(driver, '[data-testid="duplicate-marker"]')
         assert "unmet" in by_testid(driver, "expectations").text.lower()
+        for when in all_by_css(driver, '[data-testid="attempt-table"] td.when'):  # (trial 132)
+            date, time_ = when.find_elements("css selector", "span")
+            assert box(date)["y"] == box(time_)["y"], "an instant broke at a 1400 px window"
         driver.save_screenshot(str(tmp_path / "report.png"))
     # Trial 103: at 800 px the timeline scrolled its lane names away, and the attempts' DETAIL
     # column was squeezed to a few words a line; the timeline fits, the table scrolls instead.
