@@ -10,7 +10,8 @@
     view: "timeline", clock: null, token: sessionStorage.getItem("scheduler-emulator-token") || "",
     zone: localStorage.getItem(ZONE_KEY) || "utc", asOf: null /* the job whose "as of" form is open */,
     jobsOffset: 0, jobsPage: 50, lanesOffset: 0, lanesPage: 50,
-    windowEnd: null, /* null: follow the clock */ busy: null, again: null, timer: null
+    windowEnd: null, /* null: follow the clock */ busy: null, again: null, timer: null,
+    reasons: {}  /* job name → {key: its last attempt, text: that attempt's reason} */
   };
   function $(id) { return document.getElementById(id); }
   var openPanel = TL.panel($("details"), $("details-title"), $("details-close"));
@@ -167,6 +168,22 @@
     form.addEventListener("submit", function (event) { event.preventDefault(); runAsOf(job, input.value); });
     actions.appendChild(form);
   }
+  /* The last attempt's reason, as `attempts` and the run panel give it (the service's answer),
+   * in `node`; the job's status text until it is read, once per attempt (trials 126, 130). */
+  function lastReason(job, node) {
+    var key = job.name + " " + job.lastAttempt.time, known = state.reasons[job.name];
+    TL.breakable(node, known && known.key === key ? known.text : job.lastAttempt.message);
+    if (known && known.key === key) return;
+    if (Object.keys(state.reasons).length > 1000) state.reasons = {};  /* (bounded) */
+    state.reasons[job.name] = { key: key, text: job.lastAttempt.message };
+    request("GET", "/_emulator/attempts" + query({ job: job.name, order: "newest", pageSize: 1 }))
+      .then(function (page) {
+        var attempt = (page.attempts || [])[0];
+        if (!attempt || !attempt.reason || state.reasons[job.name].key !== key) return;
+        state.reasons[job.name].text = node.textContent = "";
+        TL.breakable(node, state.reasons[job.name].text = attempt.reason);  /* not mid-word */
+      }).catch(function () { /* the status text stays */ });
+  }
   function jobAction(job, verb) {
     var path = "/v1/" + job.name + (verb === "delete" ? "" : ":" + verb);
     if (verb === "delete" && !window.confirm("Delete job " + job.id + "? Its lane leaves the timeline; its runs " +
@@ -236,7 +253,8 @@
           var reason = document.createElement("div");  /* why it failed, not only its code */
           reason.className = "sub last-reason";
           reason.setAttribute("data-testid", "job-reason-" + job.id);
-          TL.breakable(reason, reason.title = job.lastAttempt.message);  /* not mid-word */
+          reason.title = job.lastAttempt.message;  /* Google's status text */
+          lastReason(job, reason);
           last.appendChild(reason);
         }
         var when = document.createElement("div");

@@ -133,9 +133,13 @@ def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path)
         assert retry == f"retry: attempt 3 of 4 at {text(next_attempt, '%Y-%m-%d %H:%M:%S')}"
         times = by_testid(driver, "job-times-flaky").text
         assert times.startswith(retry), times
-        # why the last attempt failed, under its code (a trial found it only on hover)
-        reason = by_testid(driver, "job-reason-doomed").text
-        assert reason == "URL_UNREACHABLE-UNREACHABLE_5xx. Original HTTP response code number = 503"
+        # why the last attempt failed, under its code (a trial found it only on hover): the
+        # service's answer, as the run panel and `attempts` give it (trials 126, 130: it was
+        # Google's status text, now its tooltip)
+        wait_for(driver, lambda d: by_testid(d, "job-reason-doomed").text == "ok")
+        assert by_testid(driver, "job-reason-doomed").get_attribute("title") == (
+            "URL_UNREACHABLE-UNREACHABLE_5xx. Original HTTP response code number = 503"
+        )
         assert not all_by_css(driver, '[data-testid="job-reason-acked"]')  # OK: no reason
         driver.save_screenshot(str(tmp_path / "jobs-pending-retry.png"))
 
