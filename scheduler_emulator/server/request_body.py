@@ -73,7 +73,8 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
     :raises RequestEntityTooLarge: for a chunked body that reaches the request's
         ``max_content_length`` (one with a ``Content-Length`` past it is refused unread).
     :raises UnsupportedMediaType: for a ``Content-Type`` that is not JSON, even with an empty
-        body (a browser sends text/plain and form bodies across sites without asking).
+        body (a browser sends text/plain and form bodies across sites without asking), or a
+        ``Content-Encoding`` (gzip…): bodies are read uncompressed.
     :raises InvalidArgument: for a body that is not JSON, not an object, nested too deeply,
         naming a key twice in one object, holding a lone surrogate (``"\\ud800"``) in any key
         or string or a number out of range (:mod:`~scheduler_emulator.domain.numbers`), or that
@@ -91,6 +92,12 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
             f"{json.dumps(request.content_type or '(none)')}. (A browser can send text/plain "
             "across sites without asking, so only JSON is accepted.)",
             field="Content-Type",
+        )
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in ("", "identity"):  # (trial 134: a gzip body read as bad UTF-8)
+        raise UnsupportedMediaType(
+            f"The body must be sent uncompressed; got Content-Encoding {json.dumps(encoding)}.",
+            field="Content-Encoding",
         )
     if not raw.strip():
         return {}

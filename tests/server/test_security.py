@@ -4,6 +4,7 @@ apps loaded without calls, body and connection limits on a real socket."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import subprocess
@@ -120,6 +121,18 @@ class TestJsonOnly:
         assert "Content-Type: application/json" in error(response)["message"]
         assert content_type in error(response)["message"]
         assert len(emulator.list_jobs()) == 1  # the reset did not happen
+
+    def test_a_compressed_body_is_refused_naming_its_encoding(self, emulator: Emulator) -> None:
+        """Trial 134: a gzip body was read as JSON and refused as "not UTF-8: byte 0x8b"."""
+        body = gzip.compress(json.dumps(full_job()).encode())
+        response = Client(create_app(emulator)).post(
+            JOBS, data=body, content_type="application/json", headers={"Content-Encoding": "gzip"}
+        )
+        assert response.status_code == 415
+        assert error(response)["message"] == (
+            'The body must be sent uncompressed; got Content-Encoding "gzip".'
+        )
+        assert emulator.list_jobs() == []
 
     def test_json_and_empty_bodies_are_accepted(self, emulator: Emulator) -> None:
         client = Client(create_app(emulator))
