@@ -651,16 +651,19 @@ class Admin:
         """The fault plan: ``{"seed": N, "rules": [...]}``, each rule as
         :meth:`~scheduler_emulator.core.faults.FaultRule.to_full_json` shows it (every field its
         action reads, defaults included)."""
+        _only_parameters(request)  # (trial 133: faults?dryRun=1 was taken and acted on)
         return self._plan_json()
 
     def add_faults(self, request: Request) -> dict[str, Any]:
         """Add one rule (a rule object) or several (``{"seed"?, "rules": [...]}``)."""
+        _only_parameters(request)
         body = request_json(request)
         plan = self.emulator.faults
         if not body:  # (trial 127: {} added nothing, without a word)
+            got = "{}" if request.get_data().strip() else "no body"
             raise InvalidArgument(
                 'The body must be a fault rule (with "action") or {"seed": N, "rules": [...]}; '
-                "got {}.",
+                f"got {got}.",
                 field="rules",
             )
         if "action" in body:
@@ -675,6 +678,7 @@ class Admin:
 
     def clear_faults(self, request: Request) -> dict[str, Any]:
         """Remove every fault rule."""
+        _only_parameters(request)
         self.emulator.faults.clear()
         return self._plan_json()
 

@@ -569,6 +569,10 @@ def test_faults_endpoint_adds_lists_and_clears(emulator: Emulator, target: Recor
     assert len(client.get("/_emulator/faults").json["rules"]) == 2
     bad = client.post("/_emulator/faults", json={"action": "boom"})
     assert bad.status_code == 400 and bad.json["error"]["status"] == "INVALID_ARGUMENT"
+    for method, path in (("GET", "?y=2"), ("POST", "?dryRun=1"), ("DELETE", "?all=no")):
+        bad = client.open("/_emulator/faults" + path, method=method, json={"action": "delay"})
+        assert bad.status_code == 400 and "takes no parameter" in bad.json["error"]["message"]
+    assert client.post("/_emulator/faults").json["error"]["message"].endswith("got no body.")
     for body, said in (  # (trial 127: each was taken without a word)
         ({}, 'The body must be a fault rule (with "action") or {"seed": N, "rules": [...]}'),
         ({"action": "lost_ack", "job": ""}, "job must be a job ID or a pattern such as"),
