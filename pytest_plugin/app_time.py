@@ -130,17 +130,18 @@ def _corrections(floor: MonotonicFloor) -> dict[tuple[Any, str], Any]:
         return real_localtime(_frozen_timestamp())
 
     frozen_ns, real_ns = _freezegun._get_fake_monotonic_ns, _freezegun.real_monotonic_ns
-    moved = [-1, 0]  # the frozen instant (ns) last read, and the real time it was first read
+    moved = [-1, 0, 0]  # the frozen instant last read (ns), the real time then, the reading then
 
     def monotonic_ns() -> int:
-        """The frozen instant plus the real time since it was set (ns), never below an earlier
-        reading: a time budget in a handler ends (trial 109: ``while time.monotonic() <
-        deadline`` never did), and the next delivery starts from its own instant (trial 131:
-        the real time of every delivery of a clock move added up)."""
+        """From each frozen instant (or the last reading, when a handler's real time ran past
+        it), plus the real time since (ns): a time budget in a handler ends (trial 109: ``while
+        time.monotonic() < deadline`` never did), the next delivery starts from its own
+        instant (trial 131: the real time of every delivery of a clock move added up), and the
+        clock never goes back (trial 131) nor slows (trial 133: a retry's 0.5 s read 0.1 s)."""
         with floor.lock:
             if (frozen := frozen_ns()) != moved[0]:
-                moved[:] = frozen, real_ns()
-            floor.ns = max(floor.ns, frozen + real_ns() - moved[1])
+                moved[:] = frozen, real_ns(), max(frozen, floor.ns)
+            floor.ns = max(floor.ns, moved[2] + real_ns() - moved[1])
             return floor.ns
 
     # The originals are bound to the fake class already: installed as staticmethods, the
