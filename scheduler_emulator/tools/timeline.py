@@ -148,6 +148,7 @@ def shorten(debug_info: str, width: int = DETAIL_WIDTH) -> str:
     if "Injected: " in text:
         text = text.split("Injected: ", 1)[1]
     text = text.replace(DUPLICATE_NOTE, "injected duplicate delivery; ")
+    text = text.replace("Injected delay: ", "injected delay: ")  # (a 2xx's: trial 133)
     text = text.replace("answer counted. ", "answer counted; ")
     text = text.replace("The target's late answer: ", "its late answer: ")
     text = re.sub(

@@ -311,8 +311,8 @@ class TestActions:
         emulator.create_job(nightly_job())
         emulator.advance(timedelta(minutes=2))
         [attempt] = emulator.attempts()
-        assert attempt.debug_info.endswith("Injected: 3 s of latency before sending.")
-        assert attempt_rows([attempt])[0][-1] == "3 s of latency before sending"
+        assert attempt.debug_info.endswith("Injected delay: 3 s before sending.")
+        assert attempt_rows([attempt])[0][-1] == "injected delay: 3 s before sending"
 
     def test_deadline_retries_while_the_first_handler_still_runs(self, clock: ManualClock) -> None:
         release = threading.Event()
@@ -533,6 +533,9 @@ def test_a_number_yaml_reads_as_text_says_so(tmp_path: Path) -> None:
         load_fault_file(path)
     path.write_text("rules:\n  - {action: delay, seconds: 1.0e+3}\n")
     assert load_fault_file(path).rules[0].seconds == 1000
+    with pytest.raises(InvalidArgument) as refused:  # (trial 133: true was called text)
+        FaultRule.from_json({"action": "delay", "seconds": True})
+    assert refused.value.message == "seconds must be a number; got true."
 
 
 def test_a_bad_value_and_a_field_the_action_does_not_read_are_named_together() -> None:

@@ -560,7 +560,7 @@ def send_with_faults(
 
     outcome = outcome_of(result)
     if delay is not None:  # (trial 132: a delay within the deadline went unsaid)
-        note = f"{outcome.debug_info} Injected: {delay.seconds:g} s of latency before sending."
+        note = f"{outcome.debug_info} Injected delay: {delay.seconds:g} s before sending."
         outcome = Outcome(outcome.code, note, outcome.http_status)
     # an answer to lose: a status, or a publish's outcome (a refused connection has none, and
     # is recorded as it is, earning no retry beyond the config)
