@@ -306,7 +306,10 @@ def _since(text: str) -> datetime | timedelta:
         return timestamp_argument(text)
     try:
         return _duration(text)
-    except ValueError:
+    except ValueError as exc:
+        if "at most" in str(exc):  # (trial 133: a duration past the cap read as no duration)
+            said = str(exc).replace("a step may advance", "--since reaches back")
+            raise argparse.ArgumentTypeError(said) from None
         raise argparse.ArgumentTypeError(
             f"not a time or a duration: {show_value(text)} (use RFC 3339 such as "
             '"2026-05-07T05:46:25Z", or how long ago on the daemon\'s clock, such as "1h", '

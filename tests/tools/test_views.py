@@ -137,6 +137,8 @@ def test_since_a_duration_counts_back_from_the_daemons_clock(
     assert len(wider.splitlines()) > len(relative.splitlines())
     code, _, err = run_command(capsys, view, "--port", port(daemon), "--since", "yesterday")
     assert code == 2 and 'not a time or a duration: "yesterday"' in err
+    code, _, err = run_command(capsys, view, "--port", port(daemon), "--since", "36526d")
+    assert code == 2 and '--since reaches back at most 36525d (100 years); got "36526d"' in err
 
 
 def test_attempts_failed_lists_only_failures(
