@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections import deque
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,6 +32,8 @@ __all__ = ["LiveScheduler"]
 
 #: Seconds :meth:`LiveScheduler.close` waits for the daemon to exit on SIGTERM before SIGKILL.
 CLOSE_GRACE_SECONDS = 5
+#: Lines of the daemon's stdout :attr:`LiveScheduler.output` keeps, the newest.
+OUTPUT_LINES = 10_000
 
 #: ``cloud_scheduler``'s methods that a daemon in another process has no counterpart of.
 _IN_PROCESS_ONLY = frozenset(
@@ -81,7 +84,9 @@ class LiveScheduler(AttemptAssertions):
             text=True,
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
         )
-        self.output: list[str] = []
+        #: The daemon's newest :data:`OUTPUT_LINES` lines of stdout: its startup line, then
+        #: its execution log (JSON lines: a session-long daemon's would grow without bound).
+        self.output: deque[str] = deque(maxlen=OUTPUT_LINES)
         self._lines: queue.Queue[str] = queue.Queue()
         self._pumper = threading.Thread(target=self._pump, daemon=True)
         self._pumper.start()

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import wait_for
+
 pytest_plugins = ["pytester"]
 
 TARGET_APP = '''
@@ -313,6 +315,18 @@ def test_a_live_scheduler_of_your_own_on_a_port_you_choose_stops_with_its_block(
         assert daemon.process.poll() is None
     # stopped as by SIGTERM (its Cloud Run tasks stopped, its store closed), not killed
     assert daemon.process.returncode == 0
+
+
+def test_a_live_schedulers_output_keeps_its_newest_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session-long daemon's execution log (a JSON line an attempt) was kept whole."""
+    from pytest_plugin import live
+
+    monkeypatch.setattr(live, "OUTPUT_LINES", 3)
+    with live.LiveScheduler("--in-memory", "--clock", "manual") as daemon:
+        daemon.create_job(name="tick", schedule="* * * * *", http_target={"uri": "http://x.test/"})
+        daemon.advance(10 * 60)  # ten attempts, a log line each
+        wait_for(lambda: len(daemon.output) == 3 and '"tick"' in daemon.output[-1], 10)
+        assert daemon.first_line not in daemon.output  # the oldest went first
 
 
 def test_the_helpers_are_listed_before_first_use_and_import_on_it() -> None:
