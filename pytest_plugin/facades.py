@@ -86,9 +86,9 @@ class _Timers:
         if name not in router.timers and name.replace("_", "-") in router.timers:
             name = name.replace("_", "-")  # timers.daily_digest() for the job daily-digest
         if name.startswith("_") or name not in router.timers:
-            raise AttributeError(  # (trial 128: no "Did you mean", as the router gives)
-                f"{UnknownTimerError(name, router.timers)} Use fire(name, payload) for a name "
-                "that is not a Python identifier."
+            said = UnknownTimerError(name, router.timers)  # (with the router's "Did you mean")
+            raise AttributeError(
+                f"{said} Use fire(name, payload) for a name that is not a Python identifier."
             )
 
         def call(payload: Any = _NO_PAYLOAD, **options: Any) -> Any:
