@@ -88,9 +88,9 @@ class LiveScheduler(AttemptAssertions):
         #: its execution log (JSON lines: a session-long daemon's would grow without bound).
         self.output: deque[str] = deque(maxlen=OUTPUT_LINES)
         self._lines: queue.Queue[str] = queue.Queue()
+        self.first_line = ""
         self._pumper = threading.Thread(target=self._pump, daemon=True)
         self._pumper.start()
-        self.first_line = ""
         self.url = self._wait_for_url(startup_timeout)
         self._admin = _Admin(*self.host_port, timeout=120)
         self.session = self._admin.session  # for raw requests (tests, bench)
@@ -103,7 +103,8 @@ class LiveScheduler(AttemptAssertions):
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self.output.append(line)
-            self._lines.put(line)
+            if not self.first_line:  # (only the startup waits on them: not the whole log)
+                self._lines.put(line)
         self._lines.put("")
 
     def _wait_for_url(self, timeout: float) -> str:

@@ -327,6 +327,7 @@ def test_a_live_schedulers_output_keeps_its_newest_lines(monkeypatch: pytest.Mon
         daemon.advance(10 * 60)  # ten attempts, a log line each
         wait_for(lambda: len(daemon.output) == 3 and '"tick"' in daemon.output[-1], 10)
         assert daemon.first_line not in daemon.output  # the oldest went first
+        assert daemon._lines.qsize() <= 2  # what only the startup reads is not kept (ten lines)
 
 
 def test_the_helpers_are_listed_before_first_use_and_import_on_it() -> None:
