@@ -398,8 +398,9 @@ def parse_run_request(body: Any, *, v1: bool = False, container: str = "") -> Ru
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise _bad(where, f"overrides.{unknown[0]}", overrides[unknown[0]], "an override field")
-    containers = overrides.get("containerOverrides") or []
-    if not isinstance(containers, list) or len(containers) > 1:
+    containers = overrides.get("containerOverrides")  # (trial 127: {} and [null] were taken)
+    containers = [] if containers is None else containers
+    if not isinstance(containers, list) or len(containers) > 1 or None in containers:
         raise _bad(where, "overrides.containerOverrides", containers, "a list of one override")
     path = "overrides.containerOverrides[0]"
     override = _mapping(

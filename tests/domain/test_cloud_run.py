@@ -233,6 +233,16 @@ class TestRunRequests:
                 "containerOverrides[0].args",
                 id="args",
             ),
+            pytest.param(  # (trial 127: taken as no override)
+                {"overrides": {"containerOverrides": {}}},
+                "overrides.containerOverrides must be a list of one override",
+                id="an-object",
+            ),
+            pytest.param(
+                {"overrides": {"containerOverrides": [None]}},
+                "overrides.containerOverrides must be a list of one override",
+                id="a-null-override",
+            ),
             pytest.param(  # a trial's typo ran the job with its own args, answered 200
                 {"overrides": {"containerOverrides": [{"argz": ["x"]}]}},
                 "containerOverrides[0].argz is not a field Cloud Run knows here; did you mean "
