@@ -38,6 +38,7 @@ PROJECT_FILES: Mapping[str, str] = {
     "test_app.py": "its tests: both façade styles, and jobs.yaml on a virtual clock",
     "jobs.yaml": "the Cloud Scheduler jobs that run the timers",
     "requirements.txt": "cloud-scheduler-emulator (PyYAML and pytest come with it), the framework",
+    "pytest.ini": "pytest's settings: this folder is the tests' root",
     "README.md": "how to set up, test, run and deploy it",
 }
 
@@ -49,7 +50,8 @@ FRAMEWORKS: Mapping[str, Mapping[str, str]] = {
         "App": "Flask",
         "app_import": "from flask import Flask",
         "framework_requirements": "flask>=3.0",
-        "deploy": "serve `app:app` with a production WSGI server such as gunicorn",
+        "deploy": "serve `app:app` on every interface at `$PORT` with a production WSGI server, "
+        "such as `gunicorn -b 0.0.0.0:$PORT app:app` (add gunicorn to the requirements)",
     },
     "fastapi": {
         "Framework": "FastAPI",
@@ -57,7 +59,8 @@ FRAMEWORKS: Mapping[str, Mapping[str, str]] = {
         "app_import": "from fastapi import FastAPI",
         "framework_requirements": "fastapi>=0.110\nuvicorn>=0.29\n"
         "httpx>=0.27  # the plugin runs the ASGI app in-process with it",
-        "deploy": "serve `app:app` with uvicorn, as `python app.py $PORT` does",
+        "deploy": "serve `app:app` on every interface at `$PORT`: `uvicorn app:app --host "
+        "0.0.0.0 --port $PORT`",
     },
 }
 
@@ -172,6 +175,7 @@ def next_commands(directory: str | os.PathLike[str]) -> list[str]:
         "python app.py 8000 &",
         "scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "
         "--start 2026-09-24T01:59:00Z &",
+        "until curl -sf http://127.0.0.1:8095/_emulator/health >/dev/null; do sleep 0.2; done",
         "curl -X POST http://127.0.0.1:8095/_emulator/clock:advance "
         "-H 'Content-Type: application/json' -d '{\"seconds\": 120}'",
     ]
@@ -180,7 +184,7 @@ def next_commands(directory: str | os.PathLike[str]) -> list[str]:
 #: What ``init`` says after its commands: where the ports they use are written.
 PORTS_TAKEN = (
     "(Port 8000 or 8095 taken? Give app.py another port and change it in jobs.yaml's URIs "
-    "(the tests follow them); give start --port and use it in the curl. No "
+    "(the tests follow them); give start --port and use it in the curls. No "
     "cloud-scheduler-emulator on your package index? README.md says how to install it "
     "first.)\n"
 )

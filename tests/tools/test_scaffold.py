@@ -72,11 +72,13 @@ class TestInit:
             "  python app.py 8000 &\n"
             "  scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "
             "--start 2026-09-24T01:59:00Z &\n"
+            "  until curl -sf http://127.0.0.1:8095/_emulator/health >/dev/null; do sleep 0.2; "
+            "done\n"  # (trial 136: the advance raced the start)
             "  curl -X POST http://127.0.0.1:8095/_emulator/clock:advance "
             "-H 'Content-Type: application/json' -d "
             "'{\"seconds\": 120}'\n"
             "(Port 8000 or 8095 taken? Give app.py another port and change it in jobs.yaml's "
-            "URIs (the tests follow them); give start --port and use it in the curl. No "
+            "URIs (the tests follow them); give start --port and use it in the curls. No "
             "cloud-scheduler-emulator on your package index? README.md says how to install it "
             "first.)\n"
         )
@@ -181,14 +183,18 @@ class TestInit:
 @pytest.mark.parametrize("framework", list(FRAMEWORKS))
 class TestTheGeneratedProject:
     def test_its_tests_pass_in_this_environment(self, tmp_path: Path, framework: str) -> None:
-        write_project(tmp_path, framework=framework)
-        jobs = tmp_path / "jobs.yaml"  # trial 81: a port changed there, the tests kept 8000
+        # inside a folder whose pytest settings it must not read (trial 136: a clone's
+        # pyproject.toml named pytest-timeout's option, and no test ran)
+        (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--nope"\n')
+        project = tmp_path / "svc"
+        write_project(project, framework=framework)
+        jobs = project / "jobs.yaml"  # trial 81: a port changed there, the tests kept 8000
         jobs.write_text(jobs.read_text().replace("127.0.0.1:8000", "127.0.0.1:9940"))
         for name in PROJECT_FILES:  # every {…} name filled in
-            text = (tmp_path / name).read_text()
+            text = (project / name).read_text()
             assert [key for key in FRAMEWORKS[framework] if f"{{{key}}}" in text] == [], name
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error"]
-        result = run(command, cwd=tmp_path, timeout=120)
+        result = run(command, cwd=project, timeout=120)
         assert f"{GENERATED_TEST_COUNT} passed" in result.stdout
 
     def test_it_passes_ruff_with_its_defaults(self, tmp_path: Path, framework: str) -> None:
