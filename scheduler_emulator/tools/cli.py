@@ -700,7 +700,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         + "\n"
     )
     out.flush()
-    bridge = firebase_command.bridge_from_args(args, emulator, out)
+    bridge = firebase_command.bridge_from_args(args, emulator, sys.stderr)  # (not the log's)
     daemon.run([bridge] if bridge is not None else [])
     return 0 if daemon.failure is None else 1
 

@@ -156,7 +156,9 @@ def project_given(args: argparse.Namespace) -> bool:
 def bridge_from_args(
     args: argparse.Namespace, emulator: Emulator, out: IO[str]
 ) -> FirebaseBridge | None:
-    """The bridge ``start``'s flags ask for (not started), or ``None``.
+    """The bridge ``start``'s flags ask for (not started), or ``None``; it says what it does
+    (``firebase: created job …``) on ``out`` (the daemon's stderr: trial 135's ``jq`` read its
+    lines among the JSON execution log on stdout).
 
     With ``--project`` the bridge uses that project (and refuses a Functions emulator running
     another); without it, the Functions emulator's project becomes the daemon's default

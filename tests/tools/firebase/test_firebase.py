@@ -685,27 +685,37 @@ def test_an_unchanged_answer_is_not_worked_on_again() -> None:
 
 def _daemon_listens(functions: str) -> tuple[float, list[str]]:
     """Start ``firebase --functions FUNCTIONS``; return the seconds until it listened and its
-    output once it has said that it is waiting (then it is stopped)."""
+    stderr once it has said there that it is waiting (then it is stopped). Its stdout, the
+    execution log's, holds the startup line and no bridge line (trial 135: a ``jq`` on the
+    JSON log read them)."""
     lines: list[str] = []
+    out: list[str] = []
     began = time.monotonic()
     daemon = subprocess.Popen(
         [sys.executable, "-m", "scheduler_emulator", "firebase", "--functions", functions,
          "--in-memory", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
-    assert daemon.stdout is not None
-    reader = threading.Thread(target=lambda: lines.extend(daemon.stdout or []), daemon=True)
-    reader.start()
+    readers = [
+        threading.Thread(target=sink.extend, args=(stream,), daemon=True)
+        for sink, stream in ((lines, daemon.stderr), (out, daemon.stdout))
+    ]
+    for reader in readers:
+        reader.start()
     try:
-        wait_for(lambda: any("listening on" in line for line in lines), 30, "listening")
+        wait_for(lambda: any("listening on" in line for line in out), 30, "listening")
         listened = time.monotonic() - began
         wait_for(lambda: any("waiting for the Functions" in line for line in lines), 30, "why")
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(timeout=30)
-        reader.join(timeout=10)
-        daemon.stdout.close()
+        for reader in readers:
+            reader.join(timeout=10)
+        for stream in (daemon.stdout, daemon.stderr):
+            if stream is not None:
+                stream.close()
     assert daemon.returncode == 0, lines
+    assert not any(line.startswith("firebase:") for line in out), out
     return listened, lines
 
 
