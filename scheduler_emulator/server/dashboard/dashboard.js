@@ -24,6 +24,10 @@
    * before the clock; of one that never happens (a spring-forward gap), the one an hour on. */
   function instantText(text, zone) {
     var m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2})?(\.\d+)?$/.exec(text.trim());
+    if (m && !realWall(m[1], m[2] + (m[3] || ":00"))) {  /* (trial 137: 02-30 rolled over) */
+      status("Not a time: " + JSON.stringify(text.trim()) + " has no such date or time.", true);
+      return null;
+    }
     if (m && /^(Etc\/)?UTC$/.test(zone)) return m[1] + "T" + m[2] + (m[3] || ":00") + (m[4] || "") + "Z";
     if (m) {
       var wall = m[1] + "T" + m[2] + (m[3] || ":00"), t = Date.parse(wall + "Z");
@@ -36,6 +40,14 @@
     status("Not a time: " + JSON.stringify(text.trim()) + ". Type YYYY-MM-DD HH:MM[:SS] (" +
       zone + ") or RFC 3339, such as 2026-09-24T02:00:00Z or 2026-09-24T02:00:00-04:00.", true);
     return null;
+  }
+
+  /* Whether "YYYY-MM-DD" and "HH:MM:SS" name a day of the calendar and a time of the clock. */
+  function realWall(day, time) {
+    var d = day.split("-").map(Number), t = time.split(":").map(Number);
+    var last = new Date(Date.UTC(d[0], d[1], 0)).getUTCDate();  /* the month's last day */
+    return d[1] >= 1 && d[1] <= 12 && d[2] >= 1 && d[2] <= last && t[0] <= 23 && t[1] <= 59 &&
+      t[2] <= 59;
   }
 
   function status(text, isError) {
@@ -139,11 +151,12 @@
   function runAsOf(job, text) {
     var when = instantText(text, TL.zoneFor(job.timeZone));  /* (trial 130: it was UTC) */
     if (when === null) return;
-    status("Running " + job.id + " as if scheduled at " + when + "…");
+    var shown = TL.stamp(when, job.timeZone);  /* in the zone typed in (trial 137: UTC) */
+    status("Running " + job.id + " as if scheduled at " + shown + "…");
     request("POST", "/_emulator/runs", { job: job.name, scheduleTime: when })
       .then(function () {
         state.asOf = null;
-        notice("Started a run of " + job.id + " as if scheduled at " + when);
+        notice("Started a run of " + job.id + " as if scheduled at " + shown);
         state.jobsShown = null;
         return refresh();
       })
@@ -154,9 +167,9 @@
     form.className = "run-as-of";
     form.setAttribute("data-testid", "job-run-as-of-form-" + job.id);
     var input = document.createElement("input");
-    input.size = 24;
     var zone = TL.zoneFor(job.timeZone);  /* as the job's times are shown */
     input.placeholder = "YYYY-MM-DD HH:MM (" + zone + ")";
+    input.size = Math.max(24, input.placeholder.length);  /* (trial 137: "(Europe" cut) */
     input.title = "RFC 3339, or YYYY-MM-DD HH:MM[:SS] in " + zone;
     input.setAttribute("data-testid", "job-run-as-of-input-" + job.id);
     var send = document.createElement("button");
