@@ -72,8 +72,8 @@ class TestInit:
             "  python app.py 8000 &\n"
             "  scheduler-emulator start --jobs jobs.yaml --in-memory --clock manual "
             "--start 2026-09-24T01:59:00Z &\n"
-            "  until curl -sf http://127.0.0.1:8095/_emulator/health >/dev/null; do sleep 0.2; "
-            "done\n"  # (trial 136: the advance raced the start)
+            "  until curl -sf http://127.0.0.1:8095/_emulator/health >/dev/null && curl -sf "
+            "http://127.0.0.1:8000/runs >/dev/null; do sleep 0.2; done\n"  # (trials 136, 137)
             "  curl -X POST http://127.0.0.1:8095/_emulator/clock:advance "
             "-H 'Content-Type: application/json' -d "
             "'{\"seconds\": 120}'\n"
