@@ -8,7 +8,7 @@ test on the emulator's virtual clock (``test_app.py``), the jobs that run it (``
 pytest, mypy and ruff from treating the templates as this package's own code)::
 
     >>> list(PROJECT_FILES)
-    ['app.py', 'test_app.py', 'jobs.yaml', 'requirements.txt', 'README.md']
+    ['app.py', 'test_app.py', 'jobs.yaml', 'requirements.txt', 'pytest.ini', 'README.md']
     >>> template("requirements.txt").count("{emulator_requirement}")
     1
 
