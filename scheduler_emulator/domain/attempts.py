@@ -275,9 +275,11 @@ class Attempt:
             uri = " (the job sets none: its whole URI)" * (audience == self.request.get("url"))
             return (
                 f"the OIDC token sent has audience {audience!r}{uri} and email {email!r}{valid}: "
-                "a service refuses a token whose audience or email it does not expect, or that "
+                "a service refuses a token whose audience or email it does not expect, that "
                 "is not valid on its own clock (a daemon on a manual clock stamps it with that "
-                "clock: --token-time real for a service on real time)"
+                "clock: --token-time real for a service on real time), or that another key "
+                "signed (each --in-memory daemon makes its own: a service reads this one's at "
+                "its /_emulator/oidc/certs)"
             )
         if self.response_status != 500 or APP_RAISED in self.debug_info:
             return ""

@@ -185,8 +185,10 @@ def test_a_401_to_an_oidc_token_names_its_audience_and_email(audience: str, said
         f"the OIDC token sent has audience {said} and email "
         "'sa@my-project.iam.gserviceaccount.com', valid 2026-01-01T00:00:00Z to "
         "2026-01-01T01:00:00Z: a service refuses a token whose audience or email it does not "
-        "expect, or that is not valid on its own clock (a daemon on a manual clock stamps it "
-        "with that clock: --token-time real for a service on real time)"
+        "expect, that is not valid on its own clock (a daemon on a manual clock stamps it "
+        "with that clock: --token-time real for a service on real time), or that another key "
+        "signed (each --in-memory daemon makes its own: a service reads this one's at its "
+        "/_emulator/oidc/certs)"  # (trial 138: two daemons' keys)
     )
     assert failure_reason(attempt).endswith(attempt.hint)
     opaque = {"url": URL, "headers": {"Authorization": "Bearer ya29.opaque-access-token"}}
