@@ -137,22 +137,21 @@ RULES = [
 ]
 
 
-def _body_field(request: Request, name: str, example: str, *others: str) -> Any:
-    """A field a request's JSON body must hold (a clock move's, a forced run's).
+def _body_fields(request: Request, **examples: str) -> list[Any]:
+    """The fields a request's JSON body must hold (a clock move's, a forced run's), in order.
 
-    :param name: the field, e.g. ``seconds``.
-    :param example: its value as shown in the error, e.g. ``N``.
-    :param others: the other fields the body may hold.
-    :raises InvalidArgument: (400) naming ``name`` when the body lacks it (or is not JSON), or
-        naming a field or query parameter the request does not take (trial 127).
+    :param examples: each field's value as its error shows it, e.g. ``seconds="N"``.
+    :raises InvalidArgument: (400) naming the first field the body lacks (or that it is not
+        JSON), or a field or query parameter the request does not take (trial 127).
     """
     _only_parameters(request)
-    body = request_json(request, allow_fields=frozenset({name, *others}))
-    if name not in body:
-        raise InvalidArgument(
-            f'The body must be {{"{name}": {example}}}; {name} is missing.', field=name
-        )
-    return body[name]
+    body = request_json(request, allow_fields=frozenset(examples))
+    for name, example in examples.items():
+        if name not in body:
+            raise InvalidArgument(
+                f'The body must be {{"{name}": {example}}}; {name} is missing.', field=name
+            )
+    return [body[name] for name in examples]
 
 
 def _only_parameters(request: Request, *allowed: str) -> None:
@@ -345,7 +344,7 @@ class Admin:
 
     def clock_advance(self, request: Request) -> dict[str, Any]:
         """Advance a manual clock by ``seconds`` and answer once everything due has settled."""
-        seconds = _body_field(request, "seconds", "N")
+        [seconds] = _body_fields(request, seconds="N")
         if (
             isinstance(seconds, bool)
             or not isinstance(seconds, int | float)
@@ -370,7 +369,7 @@ class Admin:
 
     def clock_move_to(self, request: Request) -> dict[str, Any]:
         """Move a manual clock to ``time`` (RFC 3339) and answer once everything has settled."""
-        text = _body_field(request, "time", '"<RFC 3339>"')
+        [text] = _body_fields(request, time='"<RFC 3339>"')
         if not isinstance(text, str):
             raise InvalidArgument(
                 f"time must be an RFC 3339 string; got {show_value(text)}.", field="time"
@@ -506,10 +505,9 @@ class Admin:
         """Start a forced run of ``job`` whose attempts carry ``scheduleTime`` (RFC 3339, any
         offset) as their ``X-CloudScheduler-ScheduleTime``: "run as if scheduled at", an
         emulator-only action (RunJob sends the job's next scheduled time). Answers the job."""
-        job = _body_field(
-            request, "job", '"<job ID>", "scheduleTime": "<RFC 3339>"', "scheduleTime"
+        job, text = _body_fields(
+            request, job='"<job ID>", "scheduleTime": "<RFC 3339>"', scheduleTime='"<RFC 3339>"'
         )
-        text = _body_field(request, "scheduleTime", '"<RFC 3339>"', "job")
         if not isinstance(job, str) or not isinstance(text, str):
             raise InvalidArgument(
                 f"job and scheduleTime must be strings; got {show_value(job)} and "
