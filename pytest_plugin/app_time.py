@@ -100,11 +100,13 @@ def _ours_or(original: Callable[..., Any], ours: Callable[..., Any]) -> Callable
 class MonotonicFloor:
     """The highest monotonic reading (ns) a test's handlers got, kept across its freezes (one
     per clock move), so that ``time.monotonic()`` never goes back (trial 131: a retry a
-    virtual second after an attempt whose handler worked 2 real seconds read 1 s less)."""
+    virtual second after an attempt whose handler worked 2 real seconds read 1 s less). Its lock
+    is re-entrant: a finalizer the cyclic collector runs inside a reading may read the clock too
+    (a suite's ASGI test hung on a plain lock)."""
 
     def __init__(self) -> None:
         self.ns = 0
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
 
 
 def _corrections(floor: MonotonicFloor) -> dict[tuple[Any, str], Any]:

@@ -266,3 +266,36 @@ def test_the_monotonic_clocks_never_go_back_across_deliveries_and_clock_moves() 
         seen.append(time.monotonic())
     assert seen == sorted(seen) and seen[0] >= instant.timestamp() + 0.2
     assert instant.timestamp() + 3600 <= seen[-1] < instant.timestamp() + 3600 + 0.1
+
+
+FINALIZER_READS_THE_CLOCK = """
+import gc, time
+from datetime import UTC, datetime
+from pytest_plugin.app_time import MonotonicFloor, freeze
+
+class Cycle:
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        time.monotonic()
+
+gc.set_threshold(50)  # the cyclic collector runs wherever an object is allocated: often
+with freeze(datetime(2026, 1, 1, tzinfo=UTC), MonotonicFloor()):
+    for _ in range(20_000):
+        Cycle()
+        time.monotonic()
+print("done")
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_finalizer_that_reads_the_monotonic_clock_while_it_is_read_does_not_deadlock() -> None:
+    """A test of the suite hung for 15 minutes in an ASGI app's delivery: the cyclic collector
+    ran a finalizer that read ``time.monotonic()`` while the same thread was inside it, holding
+    the floor's lock. (In a process of its own: a thread left deadlocked holds the freeze.)"""
+    reader = subprocess.run(
+        [sys.executable, "-c", FINALIZER_READS_THE_CLOCK],
+        capture_output=True, text=True, timeout=30, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert reader.stdout == "done\n", reader.stderr
