@@ -346,10 +346,17 @@ def is_cloud_run_host(host: str) -> bool:
     return host == "run.googleapis.com" or CLOUD_RUN_REGIONAL_HOST.match(host) is not None
 
 
+#: The path of the Cloud Run Admin API's run method, v2 and v1 (the job ID its group).
+_CLOUD_RUN_RUN = re.compile(
+    r"^/(?:v2/projects/[^/]+/locations|apis/run\.googleapis\.com/v1/namespaces)/[^/]+/jobs/"
+    r"([^/:]+):run$"
+)
+
+
 def cloud_run_job_of(uri: str) -> str | None:
     """The ID of the Cloud Run job ``uri`` runs, when it calls the Cloud Run Admin API's run
-    method (a ``…/jobs/J:run`` URI, v2 or v1), else ``None``."""
+    method (``/v2/projects/P/locations/L/jobs/J:run`` or
+    ``/apis/run.googleapis.com/v1/namespaces/P/jobs/J:run``), else ``None``."""
     url = urlsplit(uri)
-    if not url.path.endswith(":run") or not is_cloud_run_host(url.hostname or ""):
-        return None
-    return url.path.rsplit("/jobs/", 1)[-1].removesuffix(":run")
+    run = _CLOUD_RUN_RUN.match(url.path) if is_cloud_run_host(url.hostname or "") else None
+    return run and run[1]

@@ -183,16 +183,17 @@ def _mapping(
     if data is None:
         return {}
     if not isinstance(data, Mapping):
-        raise _bad(where, field_path, data, "a mapping")
+        raise _bad(where, field_path or "the body", data, "a mapping")
     unknown = sorted(str(key) for key in data if key not in (fields or data))
-    if unknown:
-        where_field = f"{where}: {field_path}.{unknown[0]}"
+    if unknown:  # (trial 139: an unknown override "must be an override field")
+        path = f"{field_path}.{unknown[0]}".lstrip(".")
+        where_field = f"{where}: {path}"
         near = difflib.get_close_matches(unknown[0], sorted(fields or ()), n=1)
         known = (
             f"did you mean {near[0]!r}?" if near else f"it knows {', '.join(sorted(fields or ()))}."
         )
         message = f"{where_field} is not a field Cloud Run knows here; {known}"
-        raise InvalidArgument(message, field=f"{field_path}.{unknown[0]}", description=message)
+        raise InvalidArgument(message, field=path, description=message)
     return data
 
 
@@ -387,17 +388,11 @@ def parse_run_request(body: Any, *, v1: bool = False, container: str = "") -> Ru
     :raises InvalidArgument: naming the field and the value (the Admin API's 400).
     """
     where = "RunJobRequest"
-    data = _mapping(body, where, "body")
-    unknown = sorted(set(data) - {"name", "overrides", "validateOnly", "etag"})
-    if unknown:
-        raise _bad(where, unknown[0], data[unknown[0]], "a field of RunJobRequest")
+    data = _mapping(body, where, "", frozenset({"name", "overrides", "validateOnly", "etag"}))
     if not isinstance(data.get("validateOnly", False), bool):
         raise _bad(where, "validateOnly", data["validateOnly"], "true or false")
-    overrides = _mapping(data.get("overrides"), where, "overrides")
     known = {"containerOverrides", "taskCount", "timeoutSeconds" if v1 else "timeout"}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise _bad(where, f"overrides.{unknown[0]}", overrides[unknown[0]], "an override field")
+    overrides = _mapping(data.get("overrides"), where, "overrides", frozenset(known))
     containers = overrides.get("containerOverrides")  # (trial 127: {} and [null] were taken)
     containers = [] if containers is None else containers
     if not isinstance(containers, list) or len(containers) > 1 or None in containers:

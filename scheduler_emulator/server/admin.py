@@ -583,7 +583,10 @@ class Admin:
         """One page of Cloud Run executions in creation order: ``{"executions": [...],
         "nextPageToken"?}``, filtered by ``job`` (a Cloud Run job's ID or full name) and
         ``state``; each as
-        :meth:`~scheduler_emulator.runtime.cloud_run.executions.Execution.to_json`."""
+        :meth:`~scheduler_emulator.runtime.cloud_run.executions.Execution.to_json`. A job ID
+        names a defined job, or one of the daemon's project and location with records.
+
+        :raises NotFound: for a job ID that names neither."""
         _only_parameters(request, "pageSize", "pageToken", "job", "state")
         page_size, page_token = _page_query(request)
         state = _query_choice(request, "state", ("", *EXECUTION_STATES))
@@ -591,6 +594,10 @@ class Admin:
         cloud_run = self.emulator.cloud_run
         if job is not None and "/" not in job:
             named = [j.name for j in cloud_run.jobs() if j.job_id == job]
+            options = self.emulator.options  # (trial 139: records of a job no longer defined)
+            kept = f"projects/{options.project}/locations/{options.location}/jobs/{job}"
+            if not named and cloud_run.store.list(job=kept, limit=1):
+                named = [kept]
             if not named:
                 defined = ", ".join(j.job_id for j in cloud_run.jobs()) or "none"
                 try:

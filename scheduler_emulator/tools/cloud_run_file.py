@@ -9,6 +9,7 @@ A file holds one Cloud Run job or a list of them, each a v2 REST ``Job`` or what
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import sys
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -86,11 +87,15 @@ def load_cloud_run_jobs(
                     f"{seen[job.name]})."
                 )
             seen[job.name] = str(path)
-            if job.argv and shutil.which(job.argv[0]) is None:
+            if job.argv and shutil.which(program := job.argv[0]) is None:
+                what = (  # (trial 139: a script without its x bit was "not a file here")
+                    "a file here that is not executable (chmod +x)"
+                    if os.sep in program and os.path.isfile(program)
+                    else "neither a program on PATH nor a file here"
+                )
                 print(
-                    f"warning: {path}: Cloud Run job {job.job_id} runs {job.argv[0]!r}, which is "
-                    "neither a program on PATH nor a file here: its tasks fail 'not started' "
-                    "until it is.",
+                    f"warning: {path}: Cloud Run job {job.job_id} runs {program!r}, which is "
+                    f"{what}: its tasks fail 'not started' until it is.",
                     file=sys.stderr,
                 )
             definitions.append(item)

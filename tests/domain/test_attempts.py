@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from scheduler_emulator.domain.attempts import REASON_WIDTH, Attempt, failure_reason
+from scheduler_emulator.wire import cloud_run_job_of
 
 JOB = "projects/my-project/locations/us-central1/jobs/hourly"
 FAILED = Attempt(
@@ -94,6 +95,21 @@ def test_a_cloud_run_404_to_another_method_than_post_names_the_method() -> None:
     )  # fmt: skip
     assert attempt.hint == "the Cloud Run Admin API's jobs/J:run takes POST; this job sends GET"
     assert "--cloud-run-jobs" in replace(attempt, request={"url": RUN_URL}).hint  # POST: as before
+
+
+def test_a_cloud_run_404_to_a_path_that_is_not_the_run_method_has_no_hint_to_define_the_job() -> (
+    None
+):
+    """Trial 139: ``/v1/namespaces/P/jobs/J:run`` (no ``/apis/run.googleapis.com``) was told to
+    define the job in --cloud-run-jobs; the Admin API's own answer says which paths it serves."""
+    malformed = "https://run.googleapis.com/v1/namespaces/my-project/jobs/nightly:run"
+    attempt = replace(
+        FAILED, request={"url": malformed}, response_status=404, code="NOT_FOUND",
+        response_excerpt='{"error": {"code": 404, "message": "Not found.", "status": "NOT_FOUND"}}',
+    )  # fmt: skip
+    assert attempt.hint == ""
+    v1 = "https://us-central1-run.googleapis.com/apis/run.googleapis.com/v1/namespaces/p/jobs/j:run"
+    assert [cloud_run_job_of(uri) for uri in (malformed, v1, RUN_URL)] == [None, "j", "nightly"]
 
 
 def test_an_answer_that_is_not_a_google_error_body_is_shown_as_it_is() -> None:

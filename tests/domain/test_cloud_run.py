@@ -249,6 +249,12 @@ class TestRunRequests:
                 "'args'?",
                 id="misspelt-override",
             ),
+            pytest.param(  # (trial 139: "must be an override field")
+                {"overrides": {"containerOverride": [{"args": ["x"]}]}},
+                "RunJobRequest: overrides.containerOverride is not a field Cloud Run knows here; "
+                "did you mean 'containerOverrides'?",
+                id="misspelt-overrides-field",
+            ),
         ],
     )
     def test_a_bad_run_request_is_invalid_argument(self, body: object, named: str) -> None:

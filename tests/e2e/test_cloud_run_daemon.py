@@ -303,19 +303,24 @@ def test_a_bad_cloud_run_jobs_file_exits_2_naming_job_field_and_value(tmp_path: 
 
 
 def test_a_program_that_is_not_there_is_warned_about(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A trial's typo in ``emulatorCommand`` loaded silently; each run then failed four times."""
     path = tmp_path / "jobs.yaml"
     path.write_text(
         "- name: here\n  template: {template: {containers: [{command: [python3, -V]}]}}\n"
         "- name: typo\n  template: {template: {containers: [{command: [./exprot.sh]}]}}\n"
+        "- name: unset\n  template: {template: {containers: [{command: [./batch.py]}]}}\n"
     )
-    [here, typo] = load_cloud_run_jobs([path], project="p", location="us-central1")
+    (tmp_path / "batch.py").write_text("print('a batch')\n")  # (trial 139: no x bit)
+    monkeypatch.chdir(tmp_path)
+    [here, typo, _] = load_cloud_run_jobs([path], project="p", location="us-central1")
     assert typo["name"] == "typo"
     assert capsys.readouterr().err == (
         f"warning: {path}: Cloud Run job typo runs './exprot.sh', which is neither a program on "
         "PATH nor a file here: its tasks fail 'not started' until it is.\n"
+        f"warning: {path}: Cloud Run job unset runs './batch.py', which is a file here that is "
+        "not executable (chmod +x): its tasks fail 'not started' until it is.\n"
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from werkzeug.test import Client
@@ -118,10 +119,27 @@ def test_admin_api_methods_the_emulator_does_not_serve_are_501_and_change_nothin
         ("DELETE", f"/v2/{PARENT}/jobs/ok"),
         ("PATCH", f"/v2/{PARENT}/jobs/ok"),
         ("POST", f"/v2/{PARENT}/jobs"),
+        ("GET", f"/v2/{execution}/tasks"),  # (trial 139: read as a write's answer)
     ):
         response = client.open(path, method=method, json={})
         assert (response.status_code, response.json["error"]["status"]) == (501, "UNIMPLEMENTED")
-        assert f"not {method} {path}, a method of that API" in response.json["error"]["message"]
+        message = response.json["error"]["message"]
+        assert f"not {method} {path}, a method of that API it does not serve (tasks," in message
     assert client.get(f"/v2/{PARENT}/jobs/ok").status_code == 200
     assert client.get(f"/v2/{execution}").json["name"] == execution
     assert client.get(f"/v2/{PARENT}/nothing").status_code == 404
+
+
+def test_the_executions_of_a_job_no_longer_defined_are_found_by_its_id(tmp_path: Path) -> None:
+    """Trial 139: after a restart without a job in the Cloud Run jobs file, ``executions`` listed
+    its executions but ``executions --job ID`` answered that no such job is defined."""
+    clock = ManualClock(datetime(2026, 9, 24, tzinfo=UTC))
+    jobs = (definition("ok", "pass"), definition("bad", "raise SystemExit(2)"))
+    with Emulator(clock, data_dir=tmp_path, cloud_run_jobs=jobs) as emulator:
+        run_each(emulator, Client(create_app(emulator)))
+    with Emulator(clock, data_dir=tmp_path, cloud_run_jobs=jobs[:1]) as emulator:
+        client = Client(create_app(emulator))
+        bad = client.get("/_emulator/executions?job=bad")
+        assert bad.status_code == 200, bad.text
+        assert [e["taskAttempts"][0]["exitCode"] for e in bad.json["executions"]] == [2]
+        assert client.get("/_emulator/executions?job=nosuch").status_code == 404

@@ -192,7 +192,6 @@ class CloudRunAdminApi:
         self.cloud_run = cloud_run
         self.tokens = tokens
         self.default_location = default_location
-        self._operations: dict[str, str] = {}  # operation ID -> execution name
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -216,7 +215,8 @@ class CloudRunAdminApi:
         answered = v1 or match and (match["verb"] or request.method in ("GET", "HEAD"))
         if not answered and _V2_METHOD.match(path):
             raise Unimplemented(
-                f"{served}, a method of that API (create, update, delete, cancel…)."
+                f"{served}, a method of that API it does not serve (tasks, create, update, "
+                "delete, cancel…)."
             )
         if match is None:
             raise NotFound(f"{served}.")
@@ -286,9 +286,10 @@ class CloudRunAdminApi:
 
     def _new_operation(self, execution: Execution) -> str:
         operation = str(uuid.uuid4())
-        self._operations[operation] = execution.name
-        while len(self._operations) > 10_000:  # bounded: the oldest go first
-            self._operations.pop(next(iter(self._operations)))
+        operations = self.cloud_run.operations
+        operations[operation] = execution.name
+        while len(operations) > 10_000:  # bounded: the oldest go first
+            operations.pop(next(iter(operations)))
         return operation
 
     def _operation_body(self, execution: Execution, operation: str) -> dict[str, Any]:
@@ -304,7 +305,7 @@ class CloudRunAdminApi:
         }
 
     def _operation(self, project: str, location: str, operation: str) -> dict[str, Any]:
-        name = self._operations.get(operation)
+        name = self.cloud_run.operations.get(operation)
         execution = None if name is None else self.cloud_run.store.get(name)
         if execution is None:
             raise NotFound(

@@ -381,6 +381,9 @@ class CloudRun:
         process's (``replay`` gives the scenario's folder).
     :ivar on_end: called with each execution's record (:meth:`Execution.to_json`) once it has
         ended (the text execution log's line).
+    :ivar operations: Admin API operation ID → execution name, shared by the scheduler's and
+        the port's Admin API (trial 139: each kept its own, and the operation a scheduled run
+        answered was not found on the port).
     """
 
     def __init__(self, clock: Clock, store: ExecutionStore, jobs: Iterable[CloudRunJob]) -> None:
@@ -389,6 +392,7 @@ class CloudRun:
         self.ids: random.Random = secrets.SystemRandom()
         self.workdir: Path | None = None
         self.on_end: Callable[[dict[str, Any]], None] | None = None
+        self.operations: dict[str, str] = {}
         self._jobs = {job.name: job for job in jobs}
         self._threads: list[threading.Thread] = []
         self._processes: set[subprocess.Popen[bytes]] = set()

@@ -141,6 +141,25 @@ class TestScheduledExecution:
         assert execution.state == "SUCCEEDED" and execution.counts()["succeeded"] == 3
         assert execution.scheduler_job == "nightly"
 
+    def test_the_operation_a_scheduled_run_answers_is_found_on_the_daemons_port(
+        self, tasks: Tasks
+    ) -> None:
+        """Trial 139: the scheduler's Admin API and the port's kept operations apart, so the
+        operation a scheduled run answered with was not found (404) on the port."""
+        from werkzeug.test import Client
+
+        from scheduler_emulator.server.server import create_app
+
+        with emulator_for(cloud_run_job(tasks.folder)) as emulator:
+            emulator.create_job(nightly(**OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            [attempt] = emulator.attempts("nightly")
+            emulator.cloud_run.settle()
+            operation = json.loads(attempt.response_excerpt)["name"]
+            answer = Client(create_app(emulator)).get(f"/v2/{operation}")
+        assert answer.status_code == 200, answer.text
+        assert answer.json["done"] and answer.json["response"]["succeededCount"] == 1
+
     def test_the_v1_uri_answers_the_v1_execution(self, tasks: Tasks) -> None:
         with emulator_for(cloud_run_job(tasks.folder)) as emulator:
             emulator.create_job(nightly(V1_URI, **OAUTH))
