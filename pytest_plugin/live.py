@@ -132,14 +132,17 @@ class LiveScheduler(AttemptAssertions):
         """The variables ``scheduler-emulator env-init`` prints, for gcloud subprocesses."""
         return env_vars(*self.host_port, self.project)
 
-    def client(self) -> Any:
-        """A ``google.cloud.scheduler_v1.CloudSchedulerClient`` (REST) bound to the daemon.
+    def client(self, transport: str = "rest", async_: bool = False) -> Any:
+        """A ``google.cloud.scheduler_v1.CloudSchedulerClient`` bound to the daemon, as
+        :func:`scheduler_emulator.client` makes it: ``"rest"`` (default) or ``"grpc"``, and with
+        ``async_`` a ``CloudSchedulerAsyncClient`` (gRPC; make it in the loop that uses it).
 
+        :raises ValueError: for an unknown transport, or ``async_`` with ``"rest"``.
         :raises ImportError: if ``google-cloud-scheduler`` is not installed.
         """
         from scheduler_emulator import client
 
-        return client("rest", host=self.url.removeprefix("http://"))
+        return client(transport, async_, host=self.url.removeprefix("http://"))
 
     # ---------------------------------------------------------------- tokens (OIDC and OAuth)
 

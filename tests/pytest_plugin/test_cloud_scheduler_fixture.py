@@ -220,6 +220,35 @@ def test_live_server_is_reset_between_tests_and_serves_the_api(
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
 
 
+def test_the_live_servers_client_takes_each_transport_and_the_async_client(
+    pytester: pytest.Pytester,
+) -> None:
+    """Trial 140: ``.client()`` gave only the REST client; a gRPC or an async one needed the
+    host read out of ``.env``."""
+    pytester.makepyfile(
+        """
+        import asyncio
+
+        PARENT = "projects/my-project/locations/us-central1"
+
+        def test_clients(cloud_scheduler_server):
+            job = {"name": PARENT + "/jobs/a", "schedule": "0 2 * * *",
+                   "http_target": {"uri": "http://127.0.0.1:9/"}}
+            cloud_scheduler_server.client("grpc").create_job(parent=PARENT, job=job)
+            assert cloud_scheduler_server.client().get_job(name=job["name"]).schedule == "0 2 * * *"
+
+            async def names():
+                jobs = await cloud_scheduler_server.client("grpc", async_=True).list_jobs(
+                    parent=PARENT
+                )
+                return [j.name async for j in jobs]
+
+            assert asyncio.run(names()) == [job["name"]]
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 def test_a_module_level_guard_starts_each_test_afresh(pytester: pytest.Pytester) -> None:
     """Each test's emulator fires the same scheduled times; a guard kept at module level (its
     default store in memory) must not take them for runs the test before already ran."""
