@@ -586,6 +586,8 @@ class Scheduler:
             unrecorded = stored is not None and stored <= now
             kept = None if stored is None else state.schedule.resume(stored, now)  # N after
             first = kept or self._first_fire(state.schedule, now, unrecorded)
+            if first is not None and listed is not None and first <= listed:  # (trial 141)
+                first = state.schedule.next_after(listed.astimezone(zone))  # recorded skipped
             if late is None:
                 self._set_next_fire(state, first)
                 decisions.append(SaveNextFire(job.name, state.next_fire_utc))
@@ -607,6 +609,10 @@ class Scheduler:
                 self._push(run.next_attempt_at, _RETRY, run.job, run.id)
             else:
                 decisions.extend(self._end_run(owner, run, now))
+        for state in self._jobs.values():  # owed a late run while its run goes on: as _fire
+            if state.active is not None and state.resume is not None:  # keeps it (trial 141)
+                state.missed = state.next_fire
+                self._set_next_fire(state, state.resume)
         return decisions, orphans
 
     # ------------------------------------------------------------------------- internals

@@ -313,7 +313,9 @@ class Admin:
                 elsewhere = [j.name for j in jobs if j.job_id == job][:3]
                 here = [j.job_id for j in jobs if j.name.rsplit("/", 2)[0] == parent]
                 hint = f" in {parent}; jobs of that ID elsewhere (name one in full)"
-                listed = ", ".join(here[:20]) + (", …" if len(here) > 20 else "")  # (as run's)
+                listed = ", ".join(here[:20]) + (
+                    f", … ({len(here)} in all)" if len(here) > 20 else ""
+                )
                 raise NotFound(
                     f"Job not found: job {show_value(job)} names no job and no recorded attempt"
                     + (f"{hint}: {', '.join(elsewhere)}." if elsewhere else ".")
@@ -323,11 +325,13 @@ class Admin:
 
     def clock(self, request: Request) -> dict[str, Any]:
         """The clock's instant and mode, and ``nextDue``: the next instant at which something
-        is due (a fire time, a retry), absent when nothing is."""
-        answer = {"now": iso(self.emulator.now()), "mode": self._mode()}
+        is due (a fire time, a retry; now when it is overdue, as after a restart, so that a
+        move to it runs it: trial 141), absent when nothing is."""
+        now = self.emulator.now()
+        answer = {"now": iso(now), "mode": self._mode()}
         due = self.emulator.next_due()
         if due is not None:
-            answer["nextDue"] = iso(due)
+            answer["nextDue"] = iso(max(due, now))
         return answer
 
     def _manual_only(self, fn: Any, arg: Any, target: datetime) -> dict[str, Any]:

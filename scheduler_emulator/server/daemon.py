@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from ..core.faults import FaultPlan
+from ..core.scheduler import MAX_DOWNTIME_SKIPS
 from ..domain.attempts import iso
 from ..domain.errors import ConfigurationError
 from ..runtime import (
@@ -368,8 +369,10 @@ def restart_notes(emulator: Emulator) -> str:
         notes += f", {cut} attempt{'s' if cut != 1 else ''} in flight when it was killed "
         notes += f"recorded as interrupted ({said})"
     if count:
-        notes += f", {count} scheduled time{'s' if count != 1 else ''} skipped while it was "
-        notes += "down (`scheduler-emulator skipped` lists them)"
+        most = count >= MAX_DOWNTIME_SKIPS  # (trial 141: the first 100 of 360,000 read as all)
+        notes += f", {'at least ' * most}{count} scheduled time{'s' if count != 1 else ''} "
+        notes += "skipped while it was down (`scheduler-emulator skipped` lists them"
+        notes += f": of each job, the first {MAX_DOWNTIME_SKIPS})" if most else ")"
     if dropped := emulator.store.dropped_at_open:  # (trial 117: a lower bound dropped silently)
         notes += f", {dropped} finished attempt{'s' if dropped != 1 else ''} of the history "
         notes += "dropped to keep within --retain-attempts and --retain-megabytes"

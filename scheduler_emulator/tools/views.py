@@ -408,8 +408,9 @@ class DaemonClient:
                 if unknown
                 else f"the scheduler-emulator at {self.base} stopped answering (stopped?)."
                 if self.answered or "Connection aborted" in repr(exc)  # (went away mid-request)
-                else f"no scheduler-emulator answers at {self.base}; start it, or pass the "
-                f"--host and --port of its startup line (or set {EMULATOR_HOST_VARIABLE})."
+                else f"no scheduler-emulator answers at {self.base}; start it (a stopped one "
+                "again on its --data-dir, to read what it recorded), or pass the --host and "
+                f"--port of its startup line (or set {EMULATOR_HOST_VARIABLE})."
             ) from None
         self.answered = True
         if response.status_code != 200:
@@ -750,8 +751,9 @@ def _run_reason(run: dict[str, Any], reason: str, attempts: Sequence[dict[str, A
     if attempts and run.get("nominalTime") and not run.get("forced"):
         start, nominal = attempts[0]["startTime"], run["nominalTime"]
         late = (parse_timestamp(start) - parse_timestamp(nominal)).total_seconds()
-        if late >= LATE_SECONDS:
-            notes.append(f"started {late:.0f} s late")
+        if late >= LATE_SECONDS:  # (in days or hours when long: trial 141's 21851126 s)
+            unit, size = next((u, n) for u, n in (("d", 86400), ("h", 3600), ("s", 1)) if late >= n)
+            notes.append(f"started {late / size:.{int(size > 1)}f} {unit} late")
     count = sum(1 for a in attempts if a.get("duplicate"))
     if count:
         notes.append(f"{count} duplicate deliver{'y' if count == 1 else 'ies'} (2xx again)")

@@ -393,6 +393,31 @@ class TestARestartAfterAKillBeforeDispatch:
         [delayed] = [d for d in after if isinstance(d, StartAttempt)]
         assert delayed.run.nominal == T0 and delayed.run.schedule_time == "2026-09-24T12:00:00Z"
 
+    def test_a_restart_with_a_run_retrying_keeps_the_owed_time_and_the_skips_as_they_were(
+        self, core: Scheduler
+    ) -> None:
+        """Trial 141: a job whose run was still retrying owed 12:00 a delayed run and had 12:05
+        to 12:15 recorded skipped; restarted at 12:15 (a manual clock resumes where it stopped),
+        its next scheduled time read 12:00, in the past (``clock --next`` was refused), and
+        12:15 was recorded skipped a second time."""
+        retrying = Run(7, job().name, "2026-09-24T11:55:00Z", T0 - timedelta(minutes=5))
+        retrying.first_attempt_start, retrying.attempts = T0 - timedelta(minutes=5), 3
+        retrying.next_attempt_at = T0 + timedelta(minutes=18)
+        now = T0 + timedelta(minutes=15)
+        listed = {job().name: now}  # 12:05, 12:10 and 12:15
+        decisions, _ = core.restore(
+            [job()], [retrying], set(), now, 7, {job().name: T0}, listed, alive=now
+        )
+        assert acted(decisions) == []
+        assert core.upcoming(job().name) == (T0 + timedelta(minutes=20), retrying.next_attempt_at)
+        assert core.due(now) == []
+        later = T0 + timedelta(minutes=20)
+        skipped = [d.skipped.nominal for d in core.due(later) if isinstance(d, RecordSkipped)]
+        assert skipped == [later]  # 12:20 once (12:18's retry starts too)
+        ended = core.attempt_ended(job().name, 7, ok(later), later)
+        [delayed] = [d for d in ended if isinstance(d, StartAttempt)]
+        assert delayed.run.nominal == T0
+
     def test_without_a_last_alive_instant_every_passed_time_is_down(self, core: Scheduler) -> None:
         decisions, _ = core.restore(
             [job()], [], set(), T0 + timedelta(seconds=2), 0, {job().name: T0}

@@ -70,6 +70,28 @@ def test_moving_back_is_a_failed_precondition(client: Client) -> None:
     assert response.json["error"]["status"] == "FAILED_PRECONDITION"
 
 
+def test_an_overdue_next_due_is_now_and_a_move_to_it_runs_it(
+    tmp_path: Any, target: RecordingTarget
+) -> None:
+    """Trial 141: after a restart a run owed from before it was due in the past, and ``clock
+    --next`` (and the dashboard's button), which move to ``nextDue``, were refused as a move
+    back. Overdue work is due now: a move to now runs it."""
+    start = datetime(2026, 9, 24, 1, 59, tzinfo=UTC)
+    with Emulator(ManualClock(start), data_dir=tmp_path, transport=WsgiTransport(target)) as e:
+        e.create_job(nightly_job(retryConfig={"retryCount": 1, "minBackoffDuration": "60s"}))
+        target.status = 503
+        e.advance(timedelta(minutes=1))  # 02:00 fails; its retry is due at 02:01
+        target.status = 200
+    later = ManualClock(datetime(2026, 9, 24, 2, 30, tzinfo=UTC))  # (the clock was moved on)
+    with Emulator(later, data_dir=tmp_path, transport=WsgiTransport(target)) as e:
+        client = Client(create_app(e))
+        clock = client.get("/_emulator/clock").json
+        assert clock["nextDue"] == clock["now"] == "2026-09-24T02:30:00Z"
+        moved = client.post("/_emulator/clock:moveTo", json={"time": clock["nextDue"]})
+        assert moved.status_code == 200, moved.text
+        assert [a.code for a in e.attempts("nightly")] == ["UNAVAILABLE", "OK"]
+
+
 def test_a_body_that_is_not_json_is_a_400(client: Client) -> None:
     response = client.post(
         "/_emulator/clock:advance", data=b"not json", content_type="application/json"
@@ -228,6 +250,10 @@ def test_an_unknown_job_is_not_found(client: Client, emulator: Emulator, endpoin
     assert said.endswith(
         "no recorded attempt. Jobs in projects/my-project/locations/us-central1: nightly, report."
     )
+    for number in range(20):
+        emulator.create_job(name=f"j{number}", schedule="0 0 1 1 *", http_target={"uri": TARGET})
+    said = client.get(f"/_emulator/{endpoint}?job=nosuch").json["error"]["message"]
+    assert said.endswith(", j17, … (22 in all).")  # (trial 141: ", …." read as a typo)
 
 
 def test_an_unknown_job_id_names_the_jobs_of_that_id_elsewhere(

@@ -318,6 +318,7 @@ class TestEnvInit:
         )
         code, _, err = run_command(capsys, "attempts", "--host", "127.0.0.1", "--port", "9")
         assert code == 2 and "no scheduler-emulator answers at http://127.0.0.1:9;" in err
+        assert "a stopped one again on its --data-dir, to read what it recorded" in err  # (141)
         # the variable is named where the flags are (a trial found it only in the README)
         assert err.endswith(" (or set CLOUD_SCHEDULER_EMULATOR_HOST).\n")
         monkeypatch.setenv("COLUMNS", "200")  # (each help line whole)

@@ -1122,3 +1122,16 @@ def test_a_daemon_gone_in_the_middle_of_a_request_is_said_to_have_stopped() -> N
         client = views.DaemonClient("127.0.0.1", listener.getsockname()[1], timeout=10)
         with pytest.raises(ConfigurationError, match=r"stopped answering \(stopped\?\)"):
             client.get("/_emulator/config")
+
+
+@pytest.mark.parametrize(
+    ("start", "said"),
+    [
+        ("2026-03-29T04:01:30Z", "started 90 s late"),
+        ("2026-03-29T06:30:00Z", "started 2.5 h late"),
+        ("2026-12-07T01:00:00Z", "started 252.9 d late"),  # (trial 141: 21851126 s)
+    ],
+)
+def test_a_late_start_is_said_in_the_unit_that_reads(start: str, said: str) -> None:
+    run = {"nominalTime": "2026-03-29T04:00:00Z", "scheduleTime": "2026-03-29T04:00:00Z"}
+    assert said in views._run_reason(run, "", [{"startTime": start}])

@@ -106,6 +106,7 @@ def job_row(
     return {
         "name": job.name,
         "id": job.job_id,
+        "description": job.description,  # (trial 141: shown nowhere)
         "schedule": job.schedule,
         "timeZone": job.time_zone or "Etc/UTC",
         "scheduleText": describe_schedule(job.schedule),

@@ -241,6 +241,7 @@
       tr.setAttribute("data-testid", "job-row-" + job.id);
       var name = cell(tr);
       name.appendChild(document.createTextNode(job.id));
+      if (job.description) name.title = job.description;
       var sub = document.createElement("div");
       sub.className = "sub";
       TL.breakable(sub, job.name.replace(/\/jobs\/[^/]*$/, ""));

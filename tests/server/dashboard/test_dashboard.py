@@ -126,7 +126,9 @@ class TestReadModel:
     def day(self, emulator: Emulator, target: RecordingTarget) -> Emulator:
         target.status = flaky
         emulator.create_job(nightly_job(retryConfig={"retryCount": 1}))
-        emulator.create_job(nightly_job(name="weekly", schedule="30 9 * * mon-fri"))
+        emulator.create_job(
+            nightly_job(name="weekly", schedule="30 9 * * mon-fri", description="Grüße ☃")
+        )
         emulator.create_job(nightly_job(name="paused", schedule="*/15 * * * *"))
         emulator.pause_job("paused")
         emulator.advance(timedelta(days=1))
@@ -138,6 +140,7 @@ class TestReadModel:
         rows = {row["id"]: row for row in client.get("/_emulator/jobs").json["jobs"]}
         assert rows["nightly"]["scheduleText"] == "at 02:00, every day"
         assert rows["weekly"]["scheduleText"] == "at 09:30, Monday to Friday"
+        assert (rows["weekly"]["description"], rows["nightly"]["description"]) == ("Grüße ☃", "")
         assert rows["nightly"]["nextFireTimes"] == [
             f"2026-09-{d}T02:00:00Z" for d in (25, 26, 27, 28, 29)
         ]

@@ -69,6 +69,8 @@ def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path
         by_testid(driver, "tab-jobs").click()
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-row-nightly"]'))
         assert "at 02:00, every day" in by_testid(driver, "job-row-nightly").text
+        report = by_testid(driver, "job-row-report").find_element("css selector", "td")
+        assert report.get_attribute("title") == "Six-hourly order report"  # (trial 141)
         by_testid(driver, "job-pause-nightly").click()
         wait_for(driver, lambda d: by_testid(d, "job-state-nightly").text == "PAUSED")
         job = requests.get(f"{daemon.url}/v1/{PARENT}/jobs/nightly", timeout=30).json()
