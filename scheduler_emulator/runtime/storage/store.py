@@ -144,6 +144,10 @@ logger = logging.getLogger("scheduler_emulator")
 _GATHERED = 150
 #: How long the writer lets writes gather into one transaction when nobody waits for them.
 _GATHER_SECONDS = 0.005
+#: At most this many refused writes are held for a retry (the oldest go first).
+_HELD_WRITES = 100_000
+#: The ``args`` of a read's item: carried out even behind a held write.
+_READ = ("read",)
 
 
 class _Ticket(threading.Event):
@@ -168,6 +172,9 @@ class _Writer:
         self.db = db
         self.path = path  # for messages
         self.failure: str | None = None  # why the last write that failed failed (a full disk)
+        #: Writes a full disk refused that wait for nobody (an attempt's end), carried out first,
+        #: in order, once they can be (trial 142: a dropped end was in flight for good).
+        self.held: deque[_Item] = deque(maxlen=_HELD_WRITES)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue: deque[_Item] = deque()
@@ -228,7 +235,9 @@ class _Writer:
                 return
 
     def _carry_out(self, items: list[_Item]) -> None:
-        db = self.db
+        db, held = self.db, self.held
+        items, refused = [*held, *items], None
+        held.clear()
         try:
             db.execute("BEGIN")
             for item in items:
@@ -239,17 +248,27 @@ class _Writer:
             if db.in_transaction:
                 db.execute("ROLLBACK")
         for item in items:  # one at a time, so that one failing statement loses no other
+            ticket = item if isinstance(item, _Ticket) else item[2]
+            if refused is not None and type(item) is tuple and item[1] is not _READ:
+                if ticket is None:  # nothing is written ahead of a held write
+                    held.append(item)
+                elif ticket.error is None:  # (a write that waits: refused)
+                    ticket.error = refused
+                continue
             try:
                 _carry(db, item)
             except Exception as exc:
-                ticket = item if isinstance(item, _Ticket) else item[2]
                 if ticket is not None and ticket.error is None:
                     ticket.error = exc
+                if ticket is None and is_unwritable(exc):
+                    held.append(item)
+                    refused = exc
                 if is_unwritable(exc) and self.failure == str(exc):
                     continue  # said once (a full disk fails every write: a trial's 1,226 lines)
                 if is_unwritable(exc):
                     self.failure = str(exc)
-                logger.error("store %s: a write failed and is not stored: %s", self.path, exc)
+                said = "is kept to be written first once it can be" if refused else "is not stored"
+                logger.error("store %s: a write failed and %s: %s", self.path, said, exc)
 
 
 _ALIVE = "SELECT instant FROM alive"
@@ -499,7 +518,7 @@ class Store:
             rows[:] = db.execute(sql, args).fetchall()
 
         self._flush()
-        self._writer.wait(ticket, (read, (), ticket))
+        self._writer.wait(ticket, (read, _READ, ticket))
         return rows
 
     def close(self) -> None:

@@ -227,3 +227,42 @@ def test_a_next_fire_time_counts_as_run_once_its_attempt_is_written(store: Store
     store.add_attempt(Attempt(0, JOB, 1, 1, "2026-12-01T09:00:00Z", T0, {}, nominal=T0))
     assert store.ran_at_next_fire(alive) == {JOB}
     assert store.ran_at_next_fire(T0 - timedelta(seconds=1)) == set()  # not due by then
+
+
+class _FullDisk:
+    """The writer's connection, refusing every write as a full disk does while ``full``."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db, self.full = db, False
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        words = ("SELECT", "BEGIN", "COMMIT", "ROLLBACK", "PRAGMA")
+        if self.full and not sql.lstrip().upper().startswith(words):
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+
+def test_an_attempts_end_a_full_disk_refused_is_written_once_space_is_back(
+    tmp_path: Path,
+) -> None:
+    """Trial 142: on a manual clock the disk filled after an attempt was sent; the write of its
+    end was dropped, so it stayed in flight after space came back, and a restart sent it again.
+    A refused write that waits for nobody is kept, and written first, in order, once it can be;
+    what waits (a started attempt) is refused meanwhile; reads go on."""
+    store = Store(tmp_path / "db", retain_megabytes=None)
+    attempt = started(store)
+    disk = store._writer.db = _FullDisk(store._writer.db)  # type: ignore[assignment]
+    disk.full = True
+    store.finish_attempt(ended(attempt))
+    assert store.query("SELECT COUNT(*) FROM attempts") == [(1,)]  # reads go on
+    ends = "SELECT end_time FROM attempts"
+    assert committed(tmp_path / "db", ends) == [(None,)]
+    with pytest.raises(Exception, match="full"):
+        started(store, 2)  # waits for its commit: refused, behind the end still to write
+    disk.full = False
+    store.query("SELECT 1")
+    assert committed(tmp_path / "db", ends) == [("2026-12-01T09:00:01+00:00",)]
+    store.close()
