@@ -350,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
         "init",
         help="write a small timer service with its tests and jobs",
         description="Write app.py (a Flask or FastAPI service with timers), test_app.py, "
-        "jobs.yaml, requirements.txt and README.md into DIR. Existing files are never "
+        "pytest.ini, jobs.yaml, requirements.txt and README.md into DIR. Existing files are never "
         "overwritten without --force.",
     )
     init.add_argument(

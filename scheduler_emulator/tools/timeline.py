@@ -175,8 +175,8 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
     flags); else, for a 2xx to a run that sent the ScheduleTime of an earlier run answered 2xx
     (a forced run sends the job's next scheduled time), ``same ScheduleTime as run 4 (forced),
     which the target answered 200: a target deduplicating by it skips this run``; else ``""``.
-    A note ends with the attempt's answer when it differs from the earlier one's (``; it
-    answered otherwise: Already completed by an earlier delivery…``, the run-once guard's),
+    A note ends with the attempt's answer when it differs from the earlier one's (``; this
+    time it answered: Already completed by an earlier delivery…``, the run-once guard's),
     when the earlier one's was kept (a late answer's body is not).
 
     :param attempts: in start order.
@@ -204,9 +204,9 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
             note = f"same ScheduleTime as {run}, which the target answered {status}: a target "
             note += "deduplicating by it skips this run"
         # (trial 105: a guard's no-op read as work done twice; trial 120: a late answer, whose
-        # body is not kept, read as answered otherwise)
+        # body is not kept, read as another answer; trial 144: "it answered otherwise" with a 200)
         if answered and _kept(answered) and (said := _said(attempt)) != _said(answered):
-            note += f"; it answered otherwise: {said or '(nothing)'}"
+            note += f"; this time it answered: {said or '(nothing)'}"
         out.append(note)
     return out
 

@@ -128,10 +128,10 @@ class TestActions:
         ]  # fmt: skip
         notes = duplicate_notes(attempts)
         said = "duplicate: the target already answered 200 to attempt 1 of this run"
-        assert notes[1:3] == [f"{said}; it answered otherwise: {guard.strip()}", said]
+        assert notes[1:3] == [f"{said}; this time it answered: {guard.strip()}", said]
         assert notes[4] == said
         assert notes[3].startswith("same ScheduleTime as run 1, which the target answered 200")
-        assert notes[3].endswith("; it answered otherwise: ok")
+        assert notes[3].endswith("; this time it answered: ok")
 
     def test_a_retry_after_a_late_answer_is_not_said_to_answer_otherwise(self) -> None:
         """Trial 120: a late answer's body is not kept, so a retry answering the same JSON read
@@ -159,8 +159,8 @@ class TestActions:
         retry = replace(first, id=2, attempt=2, response_status=200, code="OK", debug_info="",
                         response_excerpt="Already completed by an earlier delivery")  # fmt: skip
         assert duplicate_notes([first, retry])[1] == (
-            "duplicate: the target already answered 204 to attempt 1 of this run; it answered "
-            "otherwise: Already completed by an earlier delivery"
+            "duplicate: the target already answered 204 to attempt 1 of this run; this time it "
+            "answered: Already completed by an earlier delivery"
         )
 
     def test_a_duplicate_of_a_copys_answer_names_the_copy(self) -> None:
