@@ -132,16 +132,18 @@ class LiveScheduler(AttemptAssertions):
         """The variables ``scheduler-emulator env-init`` prints, for gcloud subprocesses."""
         return env_vars(*self.host_port, self.project)
 
-    def client(self, transport: str = "rest", async_: bool = False) -> Any:
+    def client(self, transport: str | None = None, async_: bool = False) -> Any:
         """A ``google.cloud.scheduler_v1.CloudSchedulerClient`` bound to the daemon, as
         :func:`scheduler_emulator.client` makes it: ``"rest"`` (default) or ``"grpc"``, and with
-        ``async_`` a ``CloudSchedulerAsyncClient`` (gRPC; make it in the loop that uses it).
+        ``async_`` a ``CloudSchedulerAsyncClient`` (gRPC, its default then; make it in the loop
+        that uses it).
 
         :raises ValueError: for an unknown transport, or ``async_`` with ``"rest"``.
         :raises ImportError: if ``google-cloud-scheduler`` is not installed.
         """
         from scheduler_emulator import client
 
+        transport = transport or ("grpc" if async_ else "rest")  # (trial 143)
         return client(transport, async_, host=self.url.removeprefix("http://"))
 
     # ---------------------------------------------------------------- tokens (OIDC and OAuth)

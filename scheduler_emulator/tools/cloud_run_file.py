@@ -88,9 +88,11 @@ def load_cloud_run_jobs(
                 )
             seen[job.name] = str(path)
             if job.argv and shutil.which(program := job.argv[0]) is None:
-                what = (  # (trial 139: a script without its x bit was "not a file here")
+                what = (  # (trials 139, 143: a script without its x bit, a bare name here)
                     "a file here that is not executable (chmod +x)"
                     if os.sep in program and os.path.isfile(program)
+                    else f"not on PATH (a file here is run as ./{program})"
+                    if os.path.isfile(program)
                     else "neither a program on PATH nor a file here"
                 )
                 print(

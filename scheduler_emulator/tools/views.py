@@ -744,15 +744,16 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
 
 
 def _run_reason(run: dict[str, Any], reason: str, attempts: Sequence[dict[str, Any]]) -> str:
-    """A run's REASON: ``started N s late`` when its first attempt started a minute or more
-    after its scheduled instant (a restart runs what it owed late), its duplicate deliveries,
-    then its last failure's reason."""
+    """A run's REASON: ``started N s late`` (in min, h or d from two of each) when its first
+    attempt started a minute or more after its scheduled instant (a restart runs what it owed
+    late), its duplicate deliveries, then its last failure's reason."""
     notes = []
     if attempts and run.get("nominalTime") and not run.get("forced"):
         start, nominal = attempts[0]["startTime"], run["nominalTime"]
         late = (parse_timestamp(start) - parse_timestamp(nominal)).total_seconds()
         if late >= LATE_SECONDS:  # (in days or hours when long: trial 141's 21851126 s)
-            unit, size = next((u, n) for u, n in (("d", 86400), ("h", 3600), ("s", 1)) if late >= n)
+            units = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))  # (trial 143: min)
+            unit, size = next((u, n) for u, n in units if late >= 2 * n or n == 1)
             notes.append(f"started {late / size:.{int(size > 1)}f} {unit} late")
     count = sum(1 for a in attempts if a.get("duplicate"))
     if count:

@@ -311,16 +311,19 @@ def test_a_program_that_is_not_there_is_warned_about(
         "- name: here\n  template: {template: {containers: [{command: [python3, -V]}]}}\n"
         "- name: typo\n  template: {template: {containers: [{command: [./exprot.sh]}]}}\n"
         "- name: unset\n  template: {template: {containers: [{command: [./batch.py]}]}}\n"
+        "- name: bare\n  template: {template: {containers: [{command: [batch.py]}]}}\n"
     )
     (tmp_path / "batch.py").write_text("print('a batch')\n")  # (trial 139: no x bit)
     monkeypatch.chdir(tmp_path)
-    [here, typo, _] = load_cloud_run_jobs([path], project="p", location="us-central1")
+    [here, typo, _, _] = load_cloud_run_jobs([path], project="p", location="us-central1")
     assert typo["name"] == "typo"
     assert capsys.readouterr().err == (
         f"warning: {path}: Cloud Run job typo runs './exprot.sh', which is neither a program on "
         "PATH nor a file here: its tasks fail 'not started' until it is.\n"
         f"warning: {path}: Cloud Run job unset runs './batch.py', which is a file here that is "
         "not executable (chmod +x): its tasks fail 'not started' until it is.\n"
+        f"warning: {path}: Cloud Run job bare runs 'batch.py', which is not on PATH (a file "
+        "here is run as ./batch.py): its tasks fail 'not started' until it is.\n"
     )
 
 

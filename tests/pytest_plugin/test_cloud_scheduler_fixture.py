@@ -238,9 +238,7 @@ def test_the_live_servers_client_takes_each_transport_and_the_async_client(
             assert cloud_scheduler_server.client().get_job(name=job["name"]).schedule == "0 2 * * *"
 
             async def names():
-                jobs = await cloud_scheduler_server.client("grpc", async_=True).list_jobs(
-                    parent=PARENT
-                )
+                jobs = await cloud_scheduler_server.client(async_=True).list_jobs(parent=PARENT)
                 return [j.name async for j in jobs]
 
             assert asyncio.run(names()) == [job["name"]]

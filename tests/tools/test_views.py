@@ -402,7 +402,7 @@ def test_a_run_that_started_a_minute_late_or_more_says_so_in_its_reason() -> Non
         )
     ]
     assert reasons == [
-        "started 420 s late; 1 duplicate delivery (2xx again); HTTP 500",
+        "started 7.0 min late; 1 duplicate delivery (2xx again); HTTP 500",
         "1 duplicate delivery (2xx again)",
         "1 duplicate delivery (2xx again)",
     ]
@@ -1128,6 +1128,7 @@ def test_a_daemon_gone_in_the_middle_of_a_request_is_said_to_have_stopped() -> N
     ("start", "said"),
     [
         ("2026-03-29T04:01:30Z", "started 90 s late"),
+        ("2026-03-29T04:33:00Z", "started 33.0 min late"),  # (trial 143: "1980 s")
         ("2026-03-29T06:30:00Z", "started 2.5 h late"),
         ("2026-12-07T01:00:00Z", "started 252.9 d late"),  # (trial 141: 21851126 s)
     ],

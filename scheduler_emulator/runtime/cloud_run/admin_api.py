@@ -285,7 +285,7 @@ class CloudRunAdminApi:
         return self.cloud_run.run(job, overrides, scheduler_job=scheduler_job)
 
     def _new_operation(self, execution: Execution) -> str:
-        operation = str(uuid.uuid4())
+        operation = _operation_id(execution.name)
         operations = self.cloud_run.operations
         operations[operation] = execution.name
         while len(operations) > 10_000:  # bounded: the oldest go first
@@ -307,12 +307,21 @@ class CloudRunAdminApi:
     def _operation(self, project: str, location: str, operation: str) -> dict[str, Any]:
         name = self.cloud_run.operations.get(operation)
         execution = None if name is None else self.cloud_run.store.get(name)
+        if name is None:  # (trial 143: one named before a restart) an execution on record's
+            kept = self.cloud_run.store.list(limit=None)
+            execution = next((e for e in kept if _operation_id(e.name) == operation), None)
         if execution is None:
             raise NotFound(
                 f"Operation 'projects/{project}/locations/{location}/operations/"
                 f"{operation}' not found."
             )
         return self._operation_body(execution, operation)
+
+
+def _operation_id(execution: str) -> str:
+    """The ID of the operation that started ``execution`` (its full name): a UUID, as Cloud
+    Run's, derived from the name so that it names the same execution after a restart."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, execution))
 
 
 def _google_host(url: str) -> str:

@@ -160,6 +160,26 @@ class TestScheduledExecution:
         assert answer.status_code == 200, answer.text
         assert answer.json["done"] and answer.json["response"]["succeededCount"] == 1
 
+    def test_the_operation_of_a_run_is_found_after_a_restart(self, tasks: Tasks) -> None:
+        """Trial 143: a client polling an operation across a restart got 404."""
+        from werkzeug.test import Client
+
+        from scheduler_emulator.server.server import create_app
+
+        data = tasks.folder / "data"
+        with emulator_for(cloud_run_job(tasks.folder), data_dir=data) as emulator:
+            emulator.create_job(nightly(**OAUTH))
+            emulator.advance(timedelta(minutes=2))
+            [attempt] = emulator.attempts("nightly")
+            emulator.cloud_run.settle()
+        operation = json.loads(attempt.response_excerpt)["name"]
+        with emulator_for(cloud_run_job(tasks.folder), data_dir=data) as emulator:
+            answer = Client(create_app(emulator)).get(f"/v2/{operation}")
+            missing = Client(create_app(emulator)).get(f"/v2/{operation[:-4]}0000")
+        assert answer.status_code == 200, answer.text
+        assert answer.json["name"] == operation and answer.json["done"]
+        assert missing.status_code == 404
+
     def test_the_v1_uri_answers_the_v1_execution(self, tasks: Tasks) -> None:
         with emulator_for(cloud_run_job(tasks.folder)) as emulator:
             emulator.create_job(nightly(V1_URI, **OAUTH))
