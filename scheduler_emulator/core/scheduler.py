@@ -609,10 +609,11 @@ class Scheduler:
                 self._push(run.next_attempt_at, _RETRY, run.job, run.id)
             else:
                 decisions.extend(self._end_run(owner, run, now))
-        for state in self._jobs.values():  # owed a late run while its run goes on: as _fire
-            if state.active is not None and state.resume is not None:  # keeps it (trial 141)
-                state.missed = state.next_fire
-                self._set_next_fire(state, state.resume)
+        for state in self._jobs.values():  # a time owed while its run goes on is kept as
+            due = state.next_fire  # _fire keeps it (trials 141, 143: a change dropped it)
+            if state.active is not None and due is not None and due <= now and not state.missed:
+                state.missed = due
+                self._set_next_fire(state, state.resume or state.schedule.next_after(due))
         return decisions, orphans
 
     # ------------------------------------------------------------------------- internals

@@ -418,6 +418,23 @@ class TestARestartAfterAKillBeforeDispatch:
         [delayed] = [d for d in ended if isinstance(d, StartAttempt)]
         assert delayed.run.nominal == T0
 
+    def test_a_time_owed_at_the_restart_instant_survives_a_schedule_change(
+        self, core: Scheduler
+    ) -> None:
+        """Trial 143: restarted at 12:15 with 12:15 owed (its run still retrying), then given a
+        new schedule: 12:15 was neither run nor listed as skipped."""
+        retrying = Run(7, job().name, "2026-09-24T12:10:00Z", T0 + timedelta(minutes=10))
+        retrying.first_attempt_start, retrying.attempts = T0 + timedelta(minutes=10), 2
+        retrying.next_attempt_at = T0 + timedelta(minutes=18)
+        now = T0 + timedelta(minutes=15)
+        core.restore([job()], [retrying], set(), now, 7, {job().name: now}, alive=now)
+        core.put(job("*/7 * * * *"), now)
+        later = T0 + timedelta(minutes=18)
+        assert not [d for d in core.due(later) if isinstance(d, StartAttempt) and d.run.id != 7]
+        ended = core.attempt_ended(job().name, 7, ok(later), later)
+        [delayed] = [d for d in ended if isinstance(d, StartAttempt)]
+        assert delayed.run.nominal == now
+
     def test_without_a_last_alive_instant_every_passed_time_is_down(self, core: Scheduler) -> None:
         decisions, _ = core.restore(
             [job()], [], set(), T0 + timedelta(seconds=2), 0, {job().name: T0}
