@@ -217,6 +217,9 @@ class Scheduler:
         self._job_seq = itertools.count(1)
         self._run_ids = itertools.count(1)
         self._began: datetime | None = None  # the instant time started or resumed from
+        #: The emulator is stopping: a run's end starts no delayed run of a missed time (it could
+        #: not be sent, and would spend an attempt: trial 142); the time stays owed in the store.
+        self.stopping = False
         #: The jobs the change under way touched, as they were before it (``None``: a job it
         #: created); ``None`` when no change can be undone (:meth:`checkpoint`).
         self._before: dict[str, _JobState | None] | None = None
@@ -791,7 +794,7 @@ class Scheduler:
             return out
         state.active = None
         missed, state.missed = state.missed, None
-        if missed is not None and state.job.state == State.ENABLED:
+        if missed is not None and state.job.state == State.ENABLED and not self.stopping:
             out.append(
                 self._start_run(state, missed, self._header(state, missed), forced=False, now=now)
             )

@@ -311,7 +311,7 @@ class Daemon:
         if self._interrupted:
             self._say(
                 f"scheduler-emulator: {self._interrupted} attempt(s) recorded as interrupted or "
-                "not sent (in flight, queued, or due at once when one of those was cut short); "
+                "not sent (in flight or queued); "
                 + (
                     "nothing is kept in memory, so their runs are not retried (--in-memory)."
                     if in_memory

@@ -435,6 +435,18 @@ class TestARestartAfterAKillBeforeDispatch:
         [delayed] = [d for d in ended if isinstance(d, StartAttempt)]
         assert delayed.run.nominal == now
 
+    def test_a_run_ending_at_a_stop_leaves_its_missed_time_owed(self, core: Scheduler) -> None:
+        """Trial 142: a SIGTERM cut a long attempt short; its run's end started the delayed run
+        of a missed time, which could not be sent and was recorded as an attempt "stopped
+        before it was sent", spending one of its tries. Stopping, the time stays owed: its
+        stored next fire time does not move, and the next start runs it late."""
+        retrying = Run(7, job().name, "2026-09-24T11:55:00Z", T0 - timedelta(minutes=5))
+        retrying.first_attempt_start, retrying.attempts = T0 - timedelta(minutes=5), 1
+        core.restore([job()], [retrying], {7}, T0, 7, {job().name: T0}, alive=T0)  # 12:00 owed
+        core.stopping = True
+        ended = core.attempt_ended(job().name, 7, ok(T0), T0)
+        assert not [d for d in ended if isinstance(d, (StartAttempt, SaveNextFire))]
+
     def test_without_a_last_alive_instant_every_passed_time_is_down(self, core: Scheduler) -> None:
         decisions, _ = core.restore(
             [job()], [], set(), T0 + timedelta(seconds=2), 0, {job().name: T0}

@@ -228,7 +228,7 @@ class ManualDriver(Driver):
         Idempotent; returns how many attempts were recorded as interrupted or not sent."""
         if self._stopping:
             return 0  # a second call (close after stop) does not wait again
-        self._stopping = True
+        self._stopping = self.recorder.core.stopping = True
         started = real_monotonic()
         settled = self.clock.interrupt(timeout)
         self.send_all(self._take_soon())  # recorded as not sent
@@ -299,6 +299,7 @@ class ThreadedDriver(Driver):
         if self._thread is not None:
             return
         self._stopping.clear()
+        self.recorder.core.stopping = False
         self._pool = DeliveryPool(workers=32, per_key=4)
         self._thread = threading.Thread(target=self._loop, name="scheduler-engine", daemon=True)
         self._thread.start()
@@ -322,6 +323,7 @@ class ThreadedDriver(Driver):
         ran, self._thread = self._thread, None
         if ran is not None:
             ran.join(left() + _SLICE_SECONDS)  # within a slice: it stops after it
+        self.recorder.core.stopping = True  # no delayed run starts from the ends recorded here
         pool, self._pool = self._pool, None
         if pool is not None:  # (else never started, or stopped already: nothing outstanding)
             pool.shutdown()  # queued attempts are not sent
