@@ -65,6 +65,7 @@ from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import iso
 from ..domain.codec import job_to_json, parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound, Unavailable
+from ..domain.names import JobName
 from ..domain.paging import next_page_token, page_position
 from ..domain.resources import Job
 from ..runtime import EXECUTION_STATES, HttpTransport, app_engine_url
@@ -598,9 +599,8 @@ class Admin:
         cloud_run = self.emulator.cloud_run
         if job is not None and "/" not in job:
             named = [j.name for j in cloud_run.jobs() if j.job_id == job]
-            options = self.emulator.options  # (trial 139: records of a job no longer defined)
-            kept = f"projects/{options.project}/locations/{options.location}/jobs/{job}"
-            if not named and cloud_run.store.list(job=kept, limit=1):
+            kept = JobName(self.emulator.project, self.emulator.location, job).full
+            if not named and cloud_run.store.list(job=kept, limit=1):  # one no longer defined
                 named = [kept]
             if not named:
                 defined = ", ".join(j.job_id for j in cloud_run.jobs()) or "none"

@@ -235,9 +235,10 @@ class _Writer:
                 return
 
     def _carry_out(self, items: list[_Item]) -> None:
-        db, held = self.db, self.held
-        items, refused = [*held, *items], None
-        held.clear()
+        db, held, refused = self.db, self.held, None
+        if held:  # first, in order, what a full disk refused before
+            items = [*held, *items]
+            held.clear()
         try:
             db.execute("BEGIN")
             for item in items:
