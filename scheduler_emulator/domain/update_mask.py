@@ -206,13 +206,18 @@ def _whole(type_name: str) -> _Tree:
 
 def _present(raw: Mapping[str, Any], type_name: str) -> _Tree:
     """The implied mask of a PATCH without one: every field present in the body, down to nested
-    fields."""
+    fields. A scalar, enum, map or list at its proto3 default (``""``, ``0``, ``false``, ``{}``,
+    ``[]``, ``HTTP_METHOD_UNSPECIFIED``) is not present: proto3 keeps no presence for it, so
+    neither a gRPC request nor Google's REST front end, which parses JSON into the proto, carries
+    it."""
     schema = MESSAGE_FIELDS[type_name]
     tree: _Tree = {}
     for name, value in raw.items():
         if type_name == "Job" and name in _IGNORED_JOB_FIELDS:
             continue
         child_type = schema.message_type(name)
+        if child_type is None and value in ("", 0, [], {}, "HTTP_METHOD_UNSPECIFIED"):
+            continue
         tree[name] = _present(value, child_type) if child_type is not None and value else {}
     return tree
 
@@ -331,7 +336,8 @@ def apply_update(job: Job, body: Mapping[str, Any], update_mask: str | Sequence[
     :return: a new job: :func:`~scheduler_emulator.domain.resources.with_defaults` applied and
         validated, with ``job``'s name and output-only fields (``state``, ``status``,
         ``scheduleTime``, ``lastAttemptTime``, ``userUpdateTime``, unchanged: the caller sets
-        the last two); ``job`` itself for a mask of ignored paths only.
+        the last two); ``job`` itself for a mask of ignored paths only, or no mask and a body
+        that sets nothing.
     """
     parsed = parse_job(body)
     raw = json_fields(body)
@@ -339,6 +345,8 @@ def apply_update(job: Job, body: Mapping[str, Any], update_mask: str | Sequence[
     paths = parse_update_mask(update_mask)
     if paths is None:
         tree = _present(raw, "Job")
+        if not tree:  # a body that sets nothing: nothing changes, ``userUpdateTime`` included
+            return job
     elif paths == (_WILDCARD,):
         tree = _whole("Job")
     else:

@@ -151,6 +151,19 @@ class Rest:
         self._raise(response)
         return response.json()  # type: ignore[no-any-return]
 
+    def update(self, data: dict[str, Any]) -> tuple[str, int, int, str]:
+        """PATCH without a mask: (description, retry count, max doublings, userUpdateTime)."""
+        response = requests.patch(self.base + data["name"], json=data, timeout=10)
+        self._raise(response)
+        job = response.json()
+        retry = job["retryConfig"]
+        return (
+            job.get("description", ""),
+            retry.get("retryCount", 0),
+            retry["maxDoublings"],
+            job["userUpdateTime"],
+        )
+
     @staticmethod
     def _raise(response: requests.Response) -> None:
         if response.status_code >= 400:
@@ -176,6 +189,13 @@ class Grpc:
         request = self.types.CreateJobRequest(parent=PARENT, job=data)
         job = self._call(self.client.transport.create_job, request)
         return {"name": job.name, "state": self.types.Job.State(job.state).name}
+
+    def update(self, data: dict[str, Any]) -> tuple[str, int, int, str]:
+        request = self.types.UpdateJobRequest(job=data)
+        job = self._call(self.client.transport.update_job, request)
+        retry = job.retry_config
+        when = job.user_update_time.isoformat().replace("+00:00", "Z")
+        return job.description, retry.retry_count, retry.max_doublings, when
 
     @staticmethod
     def _call(method: Any, request: Any) -> Any:
@@ -255,3 +275,30 @@ def test_a_mask_of_output_only_paths_alone_changes_nothing(emulator: Emulator) -
 
     assert kept == emulator.get_job("j1")
     assert (kept.user_update_time, kept.state) == (created.user_update_time, State.ENABLED)
+
+
+def test_without_a_mask_a_zero_or_empty_value_is_not_present_on_either_surface(
+    surface: Any, emulator: Emulator
+) -> None:
+    """Trial 146: over REST, ``{"description": ""}`` without a mask removed the description and
+    ``retryCount: 0`` reset the count, where gRPC (and Google's REST front end, which parses the
+    JSON into the proto) carries no proto3 default; and ``{}`` moved ``userUpdateTime``."""
+    name = f"{PARENT}/jobs/kept"
+    surface.create(
+        {
+            "name": name,
+            "description": "keep me",
+            "schedule": "0 2 * * *",
+            "http_target": {"uri": TARGET},
+            "retry_config": {"retry_count": 3},
+        }
+    )
+    emulator.advance(timedelta(minutes=1))
+
+    after = surface.update(
+        {"name": name, "description": "", "retry_config": {"retry_count": 0, "max_doublings": 3}}
+    )
+    emulator.advance(timedelta(minutes=1))
+
+    assert after[:3] == ("keep me", 3, 3)
+    assert surface.update({"name": name}) == after  # userUpdateTime included

@@ -319,9 +319,8 @@ class TestNoMask:
     def test_gcloud_update_without_flags_applies_its_defaults(self) -> None:
         updated = apply_update(stored(), gcloud_body(), "")
 
-        assert updated == retried(
+        assert updated == retried(  # (its retryCount 0 is a proto3 default: not present)
             changed(stored(), time_zone="Etc/UTC"),
-            retry_count=0,
             min_backoff_duration=timedelta(seconds=5),
             max_backoff_duration=timedelta(hours=1),
             max_doublings=5,
