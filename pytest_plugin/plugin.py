@@ -144,10 +144,10 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     targets go: ``"http://app.test"`` or ``{"worker": "http://worker.test"}``).
     """
     forget_in_memory_runs()
-    marker = request.node.get_closest_marker("cloud_scheduler")
     try:
         options = scheduler_options(
-            _keywords(marker, _MARKER_OPTIONS), request.config.getini(HEADER_CASE_INI)
+            _keywords(request.node, "cloud_scheduler", _MARKER_OPTIONS),
+            request.config.getini(HEADER_CASE_INI),
         )
         scheduler = CloudScheduler(**options)
     except (TypeError, ValueError) as exc:  # pytest.fail, unchained: the message shows once
@@ -156,25 +156,28 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     scheduler.close()
 
 
-def _keywords(marker: pytest.Mark | None, takes: Sequence[str]) -> Mapping[str, Any]:
-    """The options of the test's marker (none without one), which ``takes`` names; a
-    positional argument (trial 97: a start given so was ignored) or an unknown option fails
-    the test's setup, naming it (no traceback)."""
-    if marker is None:
-        return {}
-    if marker.args:
-        raise pytest.fail.Exception(
-            f"@pytest.mark.{marker.name} takes its options by keyword, not {marker.args[0]!r}: "
-            f"write @pytest.mark.{marker.name}({takes[0]}={marker.args[0]!r}).",
-            pytrace=False,
-        )
-    if unknown := sorted(set(marker.kwargs) - set(takes)):
-        raise pytest.fail.Exception(
-            f"@pytest.mark.{marker.name} got unknown option(s) {', '.join(unknown)}; it takes "
-            f"{', '.join(takes)}.",
-            pytrace=False,
-        )
-    return marker.kwargs
+def _keywords(node: pytest.Item, name: str, takes: Sequence[str]) -> Mapping[str, Any]:
+    """The options of the test's ``name`` markers, which ``takes`` names: those of a module's
+    ``pytestmark``, a class's and the test's own together, the closest winning an option set
+    twice (trial 145: a module's was dropped when the test had its own). A positional argument
+    (trial 97: a start given so was ignored) or an unknown option fails the test's setup,
+    naming it (no traceback)."""
+    options: dict[str, Any] = {}
+    for marker in reversed(list(node.iter_markers(name))):  # the farthest first
+        if marker.args:
+            raise pytest.fail.Exception(
+                f"@pytest.mark.{name} takes its options by keyword, not {marker.args[0]!r}: "
+                f"write @pytest.mark.{name}({takes[0]}={marker.args[0]!r}).",
+                pytrace=False,
+            )
+        if unknown := sorted(set(marker.kwargs) - set(takes)):
+            raise pytest.fail.Exception(
+                f"@pytest.mark.{name} got unknown option(s) {', '.join(unknown)}; it takes "
+                f"{', '.join(takes)}.",
+                pytrace=False,
+            )
+        options.update(marker.kwargs)
+    return options
 
 
 @pytest.fixture(scope="session")
@@ -231,7 +234,7 @@ def cloud_run_testing(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     from .facades import DEFAULT_SCHEDULE_TIME, CloudRunTimers
 
     forget_in_memory_runs()
-    options = _keywords(request.node.get_closest_marker("cloud_run_testing"), ["schedule_time"])
+    options = _keywords(request.node, "cloud_run_testing", ["schedule_time"])
     default = options.get("schedule_time", DEFAULT_SCHEDULE_TIME)
     made: list[CloudRunTimers] = []
 

@@ -11,6 +11,7 @@ import functools
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -46,6 +47,7 @@ from scheduler_emulator.runtime import (
     TransportResult,
     WsgiApp,
 )
+from scheduler_emulator.tools.fault_file import load_fault_file
 from scheduler_emulator.tools.jobs_file import load_jobs_file
 from scheduler_emulator.wire import is_loopback
 
@@ -220,7 +222,8 @@ class CloudScheduler(AttemptAssertions):
     @property
     def faults(self) -> FaultPlan:
         """The fault plan: ``cloud_scheduler.faults.add(action="lost_ack", job="nightly")``
-        (see :mod:`scheduler_emulator.core.faults`); ``faults.seed`` sets the random seed."""
+        (see :mod:`scheduler_emulator.core.faults`); ``faults.seed`` sets the random seed;
+        :meth:`load_faults` adds a file's rules."""
         return self.emulator.faults
 
     # ---------------------------------------------------------------- tokens (OIDC and OAuth)
@@ -348,6 +351,22 @@ class CloudScheduler(AttemptAssertions):
         emulator = self.emulator
         jobs = load_jobs_file(path, project=emulator.project, location=emulator.location)
         return [emulator.create_job(job) for job in jobs]
+
+    def load_faults(self, path: str | Path) -> FaultPlan:
+        """Add the rules of a fault plan file (the YAML or JSON ``scheduler-emulator start
+        --faults`` takes) to :attr:`faults`, and take its seed (0 when it names none); warn
+        (``UserWarning``) about each rule of the plan that never acts, as the daemon does.
+
+        :raises InvalidArgument: naming the file and each problem.
+        :return: :attr:`faults`.
+        """
+        loaded, plan = load_fault_file(path), self.faults
+        plan.seed = loaded.seed
+        for rule in loaded.rules:
+            plan.add(rule)
+        for note in plan.shadowed():
+            warnings.warn(f"{path}: {note}", stacklevel=2)
+        return plan
 
     get_job = _emulator_method(Emulator.get_job)
     pause_job = _emulator_method(Emulator.pause_job)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_emulator import InvalidArgument
 from tests.support import wait_for
 
 pytest_plugins = ["pytester"]
@@ -417,3 +418,30 @@ def test_the_live_fixture_creates_and_runs_jobs_and_its_reset_drops_fault_rules(
         daemon.advance(datetime(2026, 9, 25))
     with pytest.raises(ClockError, match=r"^cannot advance a ManualClock by -5 seconds"):
         daemon.advance(-5)
+
+
+def test_load_faults_adds_a_plan_files_rules_and_warns_of_one_that_never_acts(
+    cloud_scheduler: Any, tmp_path: Any
+) -> None:
+    """Trial 145: the fixture had no way to read the plan file ``start --faults`` takes, and a
+    rule that never acts went unsaid (the daemon warns of it)."""
+    plan = tmp_path / "faults.yaml"
+    plan.write_text(
+        "seed: 7\nrules:\n"
+        "  - {action: duplicate}\n"
+        "  - {action: duplicate, job: nightly, run: 2, concurrent: true}\n"
+        "  - {action: lost_ack, job: nightly, attempt: 1}\n"
+    )
+    cloud_scheduler.faults.add(action="delay", job="other", seconds=1)
+
+    with pytest.warns(UserWarning, match=r"faults.yaml: rules\[2\] \(duplicate\) never acts"):
+        loaded = cloud_scheduler.load_faults(plan)
+
+    assert loaded is cloud_scheduler.faults
+    assert (loaded.seed, [rule.action for rule in loaded.rules]) == (
+        7,
+        ["delay", "duplicate", "duplicate", "lost_ack"],
+    )
+    plan.write_text("rules:\n  - {action: nope}\n")
+    with pytest.raises(InvalidArgument, match=r"faults.yaml: .*action"):
+        cloud_scheduler.load_faults(plan)

@@ -161,6 +161,27 @@ def test_the_marker_takes_an_rfc_3339_start(pytester: pytest.Pytester) -> None:
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
 
 
+def test_a_modules_marker_and_a_tests_own_combine(pytester: pytest.Pytester) -> None:
+    """Trial 145: a module's ``pytestmark`` marker was dropped when the test had one of its
+    own; now both apply, the test's winning an option both set."""
+    pytester.makepyfile(
+        """
+        from datetime import UTC, datetime
+
+        import pytest
+
+        pytestmark = pytest.mark.cloud_scheduler(dst_policy="vixie", start="2020-01-01T00:00:00Z")
+
+
+        @pytest.mark.cloud_scheduler(start="2026-10-31T12:00:00Z")
+        def test_both(cloud_scheduler):
+            assert cloud_scheduler.now() == datetime(2026, 10, 31, 12, tzinfo=UTC)
+            assert cloud_scheduler.emulator.options.dst_policy == "vixie"
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
