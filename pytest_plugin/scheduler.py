@@ -34,6 +34,7 @@ from scheduler_emulator.runtime import (
     DEFAULT_HEADER_CASE,
     EXECUTION_STATES,
     JWKS_PATH,
+    TOKENINFO_PATH,
     AsgiApp,
     DeliveryRequest,
     Execution,
@@ -255,6 +256,13 @@ class CloudScheduler(AttemptAssertions):
         ``verify_scheduler_token`` or ``google.oauth2.id_token.verify_token`` in the service
         under test. Starts a small local HTTP server on first use."""
         return self.url + JWKS_PATH
+
+    @property
+    def tokeninfo_url(self) -> str:
+        """URL of this emulator's tokeninfo (``?access_token=…`` or ``?id_token=…``), for a
+        service under test that checks tokens as Google's ``oauth2.googleapis.com/tokeninfo``
+        does. Starts a small local HTTP server on first use."""
+        return self.url + TOKENINFO_PATH
 
     def verify_oidc(
         self, token: str, audience: str, *, now: datetime | None = None

@@ -43,8 +43,8 @@
   Set) and ``GET /_emulator/oidc/v1/certs`` (``{kid: PEM certificate}``): the keys that sign
   the OIDC tokens jobs send (:mod:`~scheduler_emulator.runtime.delivery.tokens`)
 - ``GET /_emulator/oauth2/tokeninfo?access_token=…`` → an OAuth token's email, scope and expiry
-  as Google's tokeninfo answers; 400 ``{"error": "invalid_token", …}`` for an unknown or expired
-  one
+  as Google's tokeninfo answers, ``?id_token=…`` an ID token's claims; 400 ``{"error":
+  "invalid_token", …}`` for an unknown, mis-signed or expired one
 
 The clock endpoints answer only after every run, retry and delivery that fell due has finished;
 on a system clock they answer 400 ``FAILED_PRECONDITION``.
@@ -704,13 +704,16 @@ class Admin:
         return dict(self.emulator.tokens.x509_certs())
 
     def oauth_tokeninfo(self, request: Request) -> Response:
-        """Describe an access token (``access_token`` in the query or a form body)."""
-        token = request.values.get("access_token")
-        status, body = (
-            self.emulator.tokens.tokeninfo(token)
-            if token
-            else (400, {"error": "invalid_request", "error_description": "No access_token."})
-        )
+        """Describe an access token or an ID token (``access_token`` or ``id_token`` in the
+        query or a form body)."""
+        tokens, given = self.emulator.tokens, request.values
+        if token := given.get("access_token"):
+            status, body = tokens.tokeninfo(token)
+        elif token := given.get("id_token"):
+            status, body = tokens.id_tokeninfo(token)
+        else:
+            needed = "Either access_token, id_token, or token_handle required"  # (Google's)
+            status, body = 400, {"error": "invalid_request", "error_description": needed}
         return Response(
             json.dumps(body), status=status, content_type="application/json; charset=UTF-8"
         )

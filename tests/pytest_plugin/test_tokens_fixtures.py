@@ -153,6 +153,9 @@ class TestInProcess:
         cloud_scheduler.advance(timedelta(minutes=2))
         info = cloud_scheduler.tokeninfo(target.requests[0].headers["Authorization"])
         assert (info["email"], info["expires_in"]) == (INVOKER, "3540")
+        token = target.requests[0].headers["Authorization"].removeprefix("Bearer ")
+        asked = requests.get(cloud_scheduler.tokeninfo_url, {"access_token": token}, timeout=30)
+        assert asked.json() == info  # (trial 147: an app under test had no URL to ask)
         cloud_scheduler.advance(timedelta(hours=1))
         with pytest.raises(AssertionError, match="invalid_token"):
             cloud_scheduler.tokeninfo(target.requests[0].headers["Authorization"])

@@ -353,6 +353,34 @@ class TestEndpoints:
         assert response.status_code == 400
         assert response.json["error"] == error
 
+    def test_tokeninfo_describes_an_id_token_like_google(
+        self, client: Client, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        """Trial 147: ``?id_token=`` got ``No access_token.``; Google's tokeninfo answers an
+        ID token's claims, every value a string, and 400 once it is expired or mis-signed."""
+        emulator.create_job(http_job(oidcToken={"serviceAccountEmail": INVOKER}))
+        emulator.advance(timedelta(minutes=2))
+        token = bearer(target.requests[0].headers)
+
+        response = client.get("/_emulator/oauth2/tokeninfo", query_string={"id_token": token})
+
+        assert response.status_code == 200
+        claims = jwt.decode(token, options={"verify_signature": False})
+        assert response.json == {
+            **{name: str(value) for name, value in claims.items()},
+            "email_verified": "true",
+            "alg": "RS256",
+            "kid": emulator.tokens.key.kid,
+            "typ": "JWT",
+        }
+        forged = SigningKey.generate().sign(claims)
+        for refused in (forged, "not.a.jwt", "expired"):
+            if refused == "expired":
+                emulator.advance(timedelta(hours=1))
+                refused = token
+            response = client.get("/_emulator/oauth2/tokeninfo", query_string={"id_token": refused})
+            assert (response.status_code, response.json["error"]) == (400, "invalid_token")
+
     def test_tokeninfo_takes_a_form_body_too(
         self, client: Client, emulator: Emulator, authority: TokenAuthority
     ) -> None:
