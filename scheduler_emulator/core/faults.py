@@ -418,8 +418,9 @@ class FaultPlan:
 
     def unmatched(self, job_ids: Iterable[str]) -> list[str]:
         """A note for each rule whose job pattern matches none of ``job_ids`` (a misspelt job
-        never fires: trial 60); none while there is no job at all. Such a plan is valid (the
-        job may be created later); the daemon and ``replay`` warn about it."""
+        never fires: trial 60), which the caller ends; none while there is no job at all. Such
+        a plan is valid for a daemon, which warns (the job may be created later); a scenario,
+        whose jobs are all it has, refuses it."""
         ids = sorted(set(job_ids))
         notes = []
         for index, rule in enumerate(self.rules if ids else []):
@@ -427,7 +428,7 @@ class FaultPlan:
                 have = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
                 notes.append(
                     f"rules[{index}] ({rule.action}) names job {rule.job!r}, which no job is "
-                    f"(job IDs: {have}): it acts on none until such a job exists."
+                    f"(job IDs: {have})"
                 )
         return notes
 

@@ -275,8 +275,7 @@ def parse_attempts_json(items: Any) -> Recording:
         )
     attempts.sort(key=lambda a: a.started)  # stable: start order, then file order
     bodiless = sum(1 for a in attempts if a.body is None)
-    left_out = f"note: {published} Pub/Sub attempt(s) not sent: replay sends HTTP requests."
-    warnings = [left_out] if published else []
+    warnings = _left_out(published)
     if bodiless:
         which = "every request is" if bodiless == len(attempts) else f"{bodiless} requests are"
         warnings.append(
@@ -296,6 +295,12 @@ def _kind(entry: Any) -> str | None:
     if kind == _TYPE + "AttemptFinished":
         return "finished"
     return None
+
+
+def _left_out(published: int) -> list[str]:
+    """The note on the Pub/Sub attempts a recording holds, which a replay does not send."""
+    note = f"note: {published} Pub/Sub attempt(s) not sent: replay sends HTTP requests."
+    return [note] if published else []
 
 
 def _job_id(entry: Mapping[str, Any]) -> str:
@@ -322,7 +327,7 @@ def parse_log_entries(entries: Sequence[Any], fmt: str = FORMAT_EXPORT) -> Recor
     """
     started: list[tuple[datetime, str, str, Mapping[str, Any]]] = []
     finished: list[Mapping[str, Any]] = []
-    ignored = 0
+    ignored = published = 0
     for index, entry in enumerate(entries):
         kind = _kind(entry)
         if kind is None:
@@ -332,6 +337,9 @@ def parse_log_entries(entries: Sequence[Any], fmt: str = FORMAT_EXPORT) -> Recor
             finished.append(entry)
             continue
         payload = entry["jsonPayload"]
+        if "pubsubTopic" in payload:  # a Pub/Sub publish: no HTTP request to send again
+            published += 1  # (trial 148: "has no url" refused the whole log)
+            continue
         where = f"entry {index} (insertId {entry.get('insertId', '?')})"
         when = payload.get("scheduledTime") or entry.get("timestamp")
         if not isinstance(payload.get("url"), str):
@@ -386,7 +394,7 @@ def parse_log_entries(entries: Sequence[Any], fmt: str = FORMAT_EXPORT) -> Recor
     unpaired = sum(1 for a in answers if a is None)
     if unpaired:
         notes.append(f"{unpaired} attempt(s) without an AttemptFinished entry.")
-    return Recording(attempts, fmt, notes)
+    return Recording(attempts, fmt, notes, _left_out(published))
 
 
 def _pair(
@@ -747,7 +755,13 @@ def replay_scenario(
     if (url := target or scenario.target.url) is not None:
         _refuse_if_nothing_answers(url)
     plan = scenario.fault_plan()
-    for note in plan.shadowed() + plan.unmatched(job.job_id for job in scenario.jobs):
+    if unmatched := plan.unmatched(job.job_id for job in scenario.jobs):  # (trial 148: exit 0)
+        raise ConfigurationError(
+            "\n".join(
+                f"{path}: faults: {note}: the scenario's jobs are all it has." for note in unmatched
+            )
+        )
+    for note in plan.shadowed():
         print(f"warning: {path}: faults: {note}", file=sys.stderr)
     where = None if report_file is None else Path(report_file)
     if where is not None and (where.is_dir() or not where.parent.is_dir()):  # before the run

@@ -430,9 +430,11 @@ class TestBodies:
         """A trial's replay of the README's jobs sent report's requests without their JSON
         body (400 where the service had answered 500 or 200), and refused the export for its
         Pub/Sub attempt; `attempts --json` lines (one attempt a line) were no recording."""
+        log = io.StringIO()
         emulator = Emulator(
             ManualClock(datetime(2026, 9, 24, 1, 59, tzinfo=UTC)),
             transport=WsgiTransport(RecordingTarget()),
+            attempt_log=AttemptLog(log),
         )
         body_json = {"uri": "http://target.test/run", "body": "e30="}  # {}
         emulator.create_job(nightly_job(httpTarget=body_json))
@@ -457,6 +459,10 @@ class TestBodies:
             assert err == "note: 1 Pub/Sub attempt(s) not sent: replay sends HTTP requests.\n"
             assert "Replaying 1 attempt from" in out
         assert [r.body for r in target.requests] == [b"{}", b"{}"]
+        # trial 148: the execution log's Pub/Sub entry ("has no url") refused the whole log
+        from_log = parse_recording(log.getvalue())
+        assert [a.job_id for a in from_log.attempts] == ["nightly"]
+        assert from_log.warnings == [err.strip()]
 
     def test_a_recorded_body_is_sent_and_nothing_is_noted(
         self, tmp_path: Path, target: RecordingTarget
