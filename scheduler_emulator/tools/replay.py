@@ -70,8 +70,9 @@ from ..wire import JOB_NAME_HEADER, scheduler_headers
 from ..wire import format_timestamp as iso
 from .report import number_text, probe_line, write_report
 from .scenario import CheckResult, ScenarioRun, load_scenario, run_scenario
+from .scenario.model import parse_duration
 from .timeline import marks, render_table, render_timeline
-from .views import EXECUTION_HEADERS, execution_rows, is_terminal
+from .views import EXECUTION_HEADERS, execution_rows, is_terminal, rule_argument
 
 #: The gap cap ``--compress-gaps`` uses when given without a value, in seconds.
 DEFAULT_COMPRESSED_GAP_SECONDS = 0.1
@@ -883,11 +884,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compress-gaps",
         nargs="?",
-        type=float,
+        type=rule_argument(lambda text: parse_duration(text).total_seconds()),
         const=DEFAULT_COMPRESSED_GAP_SECONDS,
-        metavar="SECONDS",
-        help="with --attempts: cap each wait between attempts at SECONDS "
-        f"({DEFAULT_COMPRESSED_GAP_SECONDS:g} when no value is given); default: recorded spacing",
+        metavar="DURATION",
+        help="with --attempts: cap each wait between attempts at DURATION, seconds or 90s, 5m… "
+        f"({DEFAULT_COMPRESSED_GAP_SECONDS:g} s when no value is given); default: recorded "
+        "spacing",
     )
 
 

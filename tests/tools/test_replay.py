@@ -39,6 +39,7 @@ from tests.support import (
     nightly_job,
     refusing_url,
     run_cli,
+    run_command,
 )
 
 TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
@@ -381,16 +382,32 @@ class TestReplayAgainstATarget:
         assert lines[header + 2].split()[:4] == ["2", "2026-05-08T01:00:10.511927Z", "5s", "5s"]
         assert lines[-1] == "2 sent; 2 answered (1 with the recorded status), 0 without an answer."
 
-    def test_the_command_compresses_gaps(self, tmp_path: Path, target: RecordingTarget) -> None:
+    @pytest.mark.parametrize(("cap", "gap"), [("0", "0s"), ("0.2s", "0.2s")])
+    def test_the_command_compresses_gaps(
+        self, tmp_path: Path, target: RecordingTarget, cap: str, gap: str
+    ) -> None:
+        """A duration too (trial 148: ``1h`` was ``invalid float value``)."""
         path = write_json(tmp_path, EXPORT)
         with serving(target) as url:
             code, out, err = run_cli(
-                "replay", "--attempts", str(path), "--target", url, "--compress-gaps", "0"
+                "replay", "--attempts", str(path), "--target", url, "--compress-gaps", cap
             )
         assert (code, err) == (0, "")
         assert len(target.requests) == 2
-        assert "gaps capped at 0s (waits 0s in all)" in out
-        assert out.splitlines()[5].split()[2:4] == ["5s", "0s"]
+        assert f"gaps capped at {gap} (waits {gap} in all)" in out
+        assert out.splitlines()[5].split()[2:4] == ["5s", gap]
+
+    @pytest.mark.parametrize(
+        ("cap", "says"), [("-1", "a duration is never negative"), ("nan", "not a duration")]
+    )
+    def test_a_cap_that_is_no_duration_exits_2_naming_it(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], cap: str, says: str
+    ) -> None:
+        path = write_json(tmp_path, EXPORT)
+        args = ("replay", "--attempts", str(path), "--target", "http://t", "--compress-gaps", cap)
+        code, out, err = run_command(capsys, *args)
+        assert (code, out) == (2, "")
+        assert f"error: argument --compress-gaps: {says}" in err
 
     def test_a_target_that_does_not_answer_is_refused_before_the_run(self, tmp_path: Path) -> None:
         """Trial 82: a service that had not started made every attempt UNAVAILABLE and the

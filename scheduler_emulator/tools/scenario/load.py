@@ -3,6 +3,7 @@ every problem reported (file, key path, value), not only the first."""
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -614,8 +615,10 @@ def _validate_quantity(name: str, probe_fields: set[str], *, operand: bool = Fal
     if head == "probe":
         known = ", ".join(sorted(probe_fields)) or "none: add a probe with fields"
         raise ValueError(f"no probe field {show(rest)} (probe fields: {known})")
-    if head == "codes":
-        raise ValueError(f"not a google.rpc code name: {show(rest)} (e.g. OK, UNAVAILABLE)")
+    if head == "codes":  # (trial 148: DEADLINE_EXCEDED got no suggestion)
+        near = difflib.get_close_matches(rest.upper(), sorted(_RPC_NAMES), n=1)
+        hint = f"did you mean {near[0]}?" if near else "e.g. OK, UNAVAILABLE"
+        raise ValueError(f"not a google.rpc code name: {show(rest)} ({hint})")
     if head == "statuses":
         raise ValueError(f"not an HTTP status: {show(rest)}")
     if head == "executions":

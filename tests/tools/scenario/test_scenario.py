@@ -226,6 +226,12 @@ class TestValidation:
                 id="code-name",
             ),
             pytest.param(
+                {"expect": "{hourly: {codes: {DEADLINE_EXCEDED: 1}}}"},
+                'codes.DEADLINE_EXCEDED: not a google.rpc code name: "DEADLINE_EXCEDED" (did you '
+                "mean DEADLINE_EXCEEDED?)",
+                id="code-name-misspelt",  # (trial 148)
+            ),
+            pytest.param(
                 {"expect": "{hourly: {probe: {sweeps: 1}}}"},
                 'expect.hourly.probe.sweeps: no probe field "sweeps" (probe fields: deliveries, '
                 "seen)",
