@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..domain.attempts import Attempt, iso
+from ..domain.codec import format_duration
+from ..domain.resources import Job
 from ..server.dashboard import read_asset
 from .scenario import ScenarioRun
 from .timeline import TIMELINE_HEADERS, timeline_rows
@@ -169,8 +171,8 @@ def _expectations(run: ScenarioRun) -> str:
         else f"{len(run.unmet)} of {len(run.results)} expectation(s) unmet."
     )
     return (
-        f'<div data-testid="expectations"><p>{html.escape(summary)}</p>'
-        f"<ul>{''.join(items)}</ul></div>"
+        f'<div data-testid="expectations"><p class="{"met" if run.ok else "unmet"}">'
+        f"{html.escape(summary)}</p><ul>{''.join(items)}</ul></div>"
     )
 
 
@@ -193,14 +195,27 @@ def number_text(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+def _job(job: Job) -> str:
+    """A job as the report lists it: what explains its attempts' times (trial 148)."""
+    retry, d, deadline = job.retry_config, format_duration, job.attempt_deadline
+    return (
+        f"{job.job_id}: {job.schedule} ({job.time_zone}); retry count {retry.retry_count}, "
+        f"backoff {d(retry.min_backoff_duration)} to {d(retry.max_backoff_duration)}, "
+        f"{retry.max_doublings} doublings"
+        + (f"; attempt deadline {d(deadline)}" if deadline is not None else "")
+    )
+
+
 def _scenario(run: ScenarioRun) -> str:
-    """What the scenario did: its steps, its fault rules (as written) and the probe's values."""
+    """What the scenario did: its jobs, its steps, its fault rules (as written) and the
+    probe's values."""
+    jobs = "".join(f"<li>{html.escape(_job(job))}</li>" for job in run.scenario.jobs)
     steps = "".join(f"<li>{html.escape(step.describe())}</li>" for step in run.scenario.steps)
     rules = run.scenario.faults.get("rules", [])
     faults = "".join(f"<li><code>{html.escape(json.dumps(rule))}</code></li>" for rule in rules)
     probe = probe_line(run)
     return (
-        f'<div data-testid="scenario"><p>Steps:</p><ol>{steps}</ol>'
+        f'<div data-testid="scenario"><p>Jobs:</p><ul>{jobs}</ul><p>Steps:</p><ol>{steps}</ol>'
         f"<p>Fault rules (seed {run.seed}): {'' if rules else 'none'}</p>"
         + (f"<ul>{faults}</ul>" if rules else "")
         + (f'<p data-testid="probe">{html.escape(probe)}</p>' if probe else "")
@@ -231,7 +246,8 @@ def report_html(run: ScenarioRun) -> str:
     """The report page of ``run`` as one HTML document (see the module docstring)."""
     data = json.dumps({"timeline": timeline_data(run)}).replace("</", "<\\/")
     scenario = run.scenario
-    title = f"Scenario {scenario.path}"
+    verdict = "every expectation holds" if run.ok else f"{len(run.unmet)} unmet"
+    title = f"Scenario {scenario.path}: {verdict}"
     duplicates = sum(1 for row in timeline_rows(run.attempts) if row[-1].startswith("duplicate"))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>

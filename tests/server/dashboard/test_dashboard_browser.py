@@ -177,6 +177,9 @@ def test_the_replay_report_opens_without_a_network(tmp_path: Path) -> None:
         assert outcomes and outcomes <= {"ok", "http", "deadline", "connection"}  # the real one
         assert all_by_css(driver, '[data-testid="duplicate-marker"]')
         assert "unmet" in by_testid(driver, "expectations").text.lower()
+        # trial 148: no verdict in the title, and nothing explained the retries' times
+        assert driver.title.endswith("duplicates.yaml: 1 unmet")
+        assert "nightly: 0 2 * * * (Etc/UTC); retry count" in by_testid(driver, "scenario").text
         for when in all_by_css(driver, '[data-testid="attempt-table"] td.when'):  # (trial 132)
             date, time_ = when.find_elements("css selector", "span")
             assert box(date)["y"] == box(time_)["y"], "an instant broke at a 1400 px window"
