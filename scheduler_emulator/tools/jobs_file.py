@@ -208,8 +208,9 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
         )
     warnings = bytes_field_warnings(entry, job)
     if str(entry.get("state", "")).upper() in ("PAUSED", "2"):  # what gcloud's describe printed
-        warnings.append(
-            "state PAUSED is output-only, as on CreateJob: the job loads ENABLED and runs; pause "
+        warnings.append(  # (trial 149: a job the data directory held paused stayed paused)
+            "state PAUSED is output-only, as on CreateJob: a new job loads ENABLED and runs (one "
+            "the data directory holds keeps its state); pause "
             f"it with scheduler-emulator pause {job.job_id}, gcloud scheduler jobs pause "
             f"{job.job_id} --location={job.location}, or POST …/jobs/{job.job_id}:pause."
         )

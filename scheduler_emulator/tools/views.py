@@ -995,7 +995,9 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
         if "cannot go back" in str(exc):  # (not a system clock's refusal)
             again = " To start earlier, restart the daemon with --start T and --in-memory or a "
             again += "new --data-dir (on its data dir it resumes where it stopped)."
-        raise ConfigurationError(f"the clock did not move: {exc}{again}") from None
+        moved = "stopped at" in str(exc)  # a stop ended the move part way (trial 149)
+        what = "the clock did not reach its target" if moved else "the clock did not move"
+        raise ConfigurationError(f"{what}: {exc}{again}") from None
     clock = client.get("/_emulator/clock")
     due = clock.get("nextDue")
     upcoming = f"next due at {due}" if due else "nothing due"

@@ -540,7 +540,8 @@ class TestBase64Fields:
         assert [j.state.name for j in jobs] == ["ENABLED", "ENABLED"]
         assert seen == [
             f'warning: {path}: job 1 ("cleanup"): state PAUSED is output-only, as on CreateJob: '
-            "the job loads ENABLED and runs; pause it with scheduler-emulator pause cleanup, "
+            "a new job loads ENABLED and runs (one the data directory holds keeps its state); "
+            "pause it with scheduler-emulator pause cleanup, "
             f"gcloud scheduler jobs pause cleanup --location={LOCATION}, or POST "
             "…/jobs/cleanup:pause."
         ]

@@ -1106,6 +1106,27 @@ def test_clock_prints_the_clock_and_moves_a_manual_one(capsys: pytest.CaptureFix
             assert code == 2 and 'never negative (time moves forward); got "-5m"' in err
 
 
+def test_a_move_a_stop_cut_short_is_not_said_to_have_moved_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 149: a SIGTERM during ``clock --to`` said "the clock did not move" of a clock
+    that had moved three hours."""
+    stopped = (
+        "The emulator is stopping: the clock stopped at 2026-09-28T18:20:00Z, before "
+        "2026-09-28T18:20:30Z; what was due up to then was sent or recorded as not sent."
+    )
+
+    def call(self: Any, method: str, path: str, **kwargs: Any) -> Any:
+        if path == "/_emulator/clock:moveTo":
+            raise views.Refused(stopped)
+        return {}
+
+    monkeypatch.setattr(views.DaemonClient, "call", call)
+    code, out, err = run_command(capsys, "clock", "--to", "2026-09-28T18:20:30Z")
+    assert (code, out) == (2, "")
+    assert err == f"error: the clock did not reach its target: {stopped}\n"
+
+
 def test_a_daemon_gone_in_the_middle_of_a_request_is_said_to_have_stopped() -> None:
     """Trial 78: a `clock --to` cut off by the daemon's death said that no daemon answers
     there, as for a wrong port."""
