@@ -680,16 +680,17 @@ class Scheduler:
         header = self._header(state, nominal)
         return [self._start_run(state, nominal, header, forced=False, now=now), moved]
 
-    def upcoming(self, name: str) -> tuple[datetime | None, datetime | None]:
-        """The job's next scheduled time (UTC, ``None`` when paused or with none left) and when
+    def upcoming(self, name: str) -> tuple[datetime | None, datetime | None, datetime | None]:
+        """The job's next scheduled time (UTC, ``None`` when paused or with none left), when
         its next pending retry is due, of a scheduled or a forced run (UTC; ``None`` when none
-        is pending).
+        is pending), and the scheduled time missed while its run went on that runs late as that
+        run ends (in the job's zone; ``None`` when none is owed).
 
         :raises KeyError: if there is no such job.
         """
         state = self._jobs[name]
         retries = (run.next_attempt_at for run in state.runs.values())
-        return state.next_fire_utc, min(filter(None, retries), default=None)
+        return state.next_fire_utc, min(filter(None, retries), default=None), state.missed
 
     def _downtime(
         self,

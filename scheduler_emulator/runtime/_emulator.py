@@ -364,12 +364,13 @@ class Emulator(AttemptAssertions):
         with self._lock:
             return self.core.has(self.job_name(name))
 
-    def upcoming(self, name: str) -> tuple[datetime | None, datetime | None]:
-        """The job's next scheduled time and when its pending retry is due (``None`` when it
-        has none, or there is no such job)."""
+    def upcoming(self, name: str) -> tuple[datetime | None, datetime | None, datetime | None]:
+        """The job's next scheduled time, when its pending retry is due and the scheduled time
+        owed a late run once its run ends (:meth:`Scheduler.upcoming`; ``None`` when it has
+        none, or there is no such job)."""
         name = self.job_name(name)
         with self._lock:
-            return self.core.upcoming(name) if self.core.has(name) else (None, None)
+            return self.core.upcoming(name) if self.core.has(name) else (None, None, None)
 
     def job_config(self, name: str) -> Job | None:
         """Return the job of full name ``name`` as configured (its retry config decides its

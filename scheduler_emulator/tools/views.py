@@ -477,19 +477,22 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
     """The cells of the ``jobs`` table (:data:`JOBS_HEADERS`, or :data:`WIDE_JOBS_HEADERS`
     with ``wide``), from ``GET /_emulator/jobs`` rows; NEXT is the next fire time in the job's
     time zone (as its ScheduleTime header will read, and the other views' SCHEDULED), or
-    ``retry T`` while a retry is pending."""
+    ``retry T`` while a retry is pending, and ``S late`` (after it: ``retry T, then S late``)
+    for a scheduled time missed while the job's run went on, which runs as that run ends."""
     rows = []
     for job, label in zip(
         jobs, job_labels([job.get("name") or job["id"] for job in jobs]), strict=True
     ):
         last = job.get("lastAttempt")
         fire = job.get("nextFireTimes") or []
-        retry = job.get("nextAttemptTime")
+        retry, delayed = job.get("nextAttemptTime"), job.get("delayedRunTime")
+        zone = resolve_time_zone(job["timeZone"])
         upcoming = f"retry {cut(retry, wide)}" if retry else "-"
         if fire and not retry:
-            upcoming = format_schedule_time(
-                parse_timestamp(fire[0]).astimezone(resolve_time_zone(job["timeZone"]))
-            )
+            upcoming = format_schedule_time(parse_timestamp(fire[0]).astimezone(zone))
+        if delayed:  # (trial 149: NEXT promised times the run skipped, not the late one)
+            late = f"{format_schedule_time(parse_timestamp(delayed).astimezone(zone))} late"
+            upcoming = f"{upcoming}, then {late}" if retry else late
         rows.append(
             [
                 label,

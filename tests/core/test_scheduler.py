@@ -409,7 +409,11 @@ class TestARestartAfterAKillBeforeDispatch:
             [job()], [retrying], set(), now, 7, {job().name: T0}, listed, alive=now
         )
         assert acted(decisions) == []
-        assert core.upcoming(job().name) == (T0 + timedelta(minutes=20), retrying.next_attempt_at)
+        assert core.upcoming(job().name) == (
+            T0 + timedelta(minutes=20),
+            retrying.next_attempt_at,
+            T0,  # owed a late run: the views say so (trial 149)
+        )
         assert core.due(now) == []
         later = T0 + timedelta(minutes=20)
         skipped = [d.skipped.nominal for d in core.due(later) if isinstance(d, RecordSkipped)]

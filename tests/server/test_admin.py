@@ -11,6 +11,8 @@ from werkzeug.test import Client
 
 from scheduler_emulator import Emulator, HttpTransport, ManualClock, SystemClock, WsgiTransport
 from scheduler_emulator.server.server import create_app
+from scheduler_emulator.tools.views import job_rows
+from scheduler_emulator.wire import format_timestamp as iso
 from tests.drip import DripTarget, drip_server
 from tests.support import TARGET, RecordingTarget, nightly_job, run_command, wait_for
 
@@ -387,3 +389,29 @@ def test_a_job_whose_attempt_awaits_its_target_shows_no_result_yet() -> None:
             emulator.close()
     [row] = rows
     assert row["lastAttempt"] is not None and row["lastAttempt"]["code"] is None
+
+
+def test_the_jobs_view_names_the_late_run_a_retrying_run_owes(
+    emulator: Emulator, client: Client, target: RecordingTarget
+) -> None:
+    """Trial 149: a ``*/2`` job retrying past its next times had NEXT and the dashboard promise
+    those times (which the run skipped) and not the missed one that runs late as it ends."""
+    target.status = 500
+    retried = {"retryCount": 1, "minBackoffDuration": "300s"}
+    emulator.create_job(nightly_job(schedule="*/2 * * * *", retryConfig=retried))
+    start = emulator.now()
+    emulator.advance(timedelta(minutes=3))  # the first run fails; its retry waits 5 minutes
+
+    [row] = client.get("/_emulator/jobs").get_json()["jobs"]
+
+    first = start.replace(second=0) + timedelta(minutes=1)  # (the clock starts at :59)
+    assert (row["nextAttemptTime"], row["delayedRunTime"]) == (
+        iso(first + timedelta(minutes=5)),
+        iso(first + timedelta(minutes=2)),
+    )
+    assert job_rows([row])[0][5] == (
+        f"retry {iso(first + timedelta(minutes=5))}, then {iso(first + timedelta(minutes=2))} late"
+    )
+    emulator.advance(timedelta(minutes=3))  # the retry fails too at 02:05: the run gives up
+    scheduled = [a.schedule_time for a in emulator.attempts()]
+    assert scheduled[-1] == iso(first + timedelta(minutes=2))  # the late run, as it said

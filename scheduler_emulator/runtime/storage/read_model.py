@@ -82,19 +82,20 @@ def job_row(
     fire_times: int,
     *,
     dst_policy: str = "absolute",
-    upcoming: tuple[datetime | None, datetime | None] = (None, None),
+    upcoming: tuple[datetime | None, datetime | None, datetime | None] = (None, None, None),
     in_flight: datetime | None = None,
     local_url: str | None = None,
 ) -> dict[str, Any]:
     """One row of the jobs view (the JSON shape of ``GET /_emulator/jobs``).
 
-    :param upcoming: the job's next scheduled time (see :func:`next_fire_times`) and when its
-        pending retry is due (``None`` when none is pending).
+    :param upcoming: the job's next scheduled time (see :func:`next_fire_times`), when its
+        pending retry is due (``None`` when none is pending) and the scheduled time missed
+        while its run went on, which runs late once that run ends (``delayedRunTime``).
     :param in_flight: the start of its last attempt when that has not ended by the clock's
         now: ``lastAttempt`` has that time (the attempt's, which a queued attempt takes when it
         leaves) and ``code`` ``None`` (the job's status is written when the attempt ends).
     """
-    status, (first, retry) = job.status, upcoming
+    status, (first, retry, delayed) = job.status, upcoming
     last = None
     if job.last_attempt_time is not None:
         code = "OK" if status is None or status.code == 0 else _CODE_NAMES.get(status.code)
@@ -115,6 +116,7 @@ def job_row(
         "state": job.state.name,
         "lastAttempt": last,
         "nextAttemptTime": iso(retry),
+        "delayedRunTime": iso(delayed),  # (trial 149: the views promised what was skipped)
         "nextFireTimes": [
             iso(t) for t in next_fire_times(job, fire_times, dst_policy=dst_policy, first=first)
         ],
@@ -138,7 +140,7 @@ def job_rows(
     page_size: int = 50,
     fire_times: int = DEFAULT_FIRE_TIMES,
     dst_policy: str = "absolute",
-    upcoming: Callable[[str], tuple[datetime | None, datetime | None]],
+    upcoming: Callable[[str], tuple[datetime | None, datetime | None, datetime | None]],
     in_flight: Callable[[str], datetime | None],
     local_url: Callable[[Job], str | None],
 ) -> tuple[list[dict[str, Any]], int | None, int]:
@@ -146,8 +148,8 @@ def job_rows(
 
     :param jobs: every job, in creation order.
     :param offset: jobs of the filtered list to skip (the page token).
-    :param upcoming: a job's next scheduled time and pending retry by full name (the
-        scheduler's), so that a pending retry is not listed as a fire time.
+    :param upcoming: a job's next scheduled time, pending retry and owed late run by full
+        name (the scheduler's), so that a pending retry is not listed as a fire time.
     :param in_flight: a job's last attempt's start if it is in flight (:func:`in_flight_since`).
     :param local_url: where an App Engine target job's attempts go (:func:`target_text`).
     :return: the rows, the next page's offset (``None`` on the last page), and how many jobs

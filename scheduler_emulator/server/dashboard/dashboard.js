@@ -296,6 +296,15 @@
           TL.wallText(Date.parse(pendingRun.nextAttemptTime), zone) + " " + zone;
         times.insertBefore(retry, times.firstChild);
       }
+      if (job.delayedRunTime) {  /* a time missed while its run went on: it runs as that ends */
+        var late = document.createElement("div");
+        late.className = "pending-retry";
+        late.setAttribute("data-testid", "job-late-" + job.id);
+        late.textContent = (pendingRun ? "then " : "") +
+          TL.wallText(Date.parse(job.delayedRunTime), zone) + ", late, as the run ends";
+        late.title = "missed while the job's run went on; the later times it misses are skipped";
+        times.insertBefore(late, pendingRun ? times.firstChild.nextSibling : times.firstChild);
+      }
       if (state.zone !== "utc") {
         var zoneNote = document.createElement("div");
         zoneNote.className = "sub";

@@ -630,3 +630,26 @@ def test_a_run_view_names_an_injected_copy_and_colours_each_failure(tmp_path: Pa
     assert rows == [
         [ok, ""], [ok, "injected duplicate delivery"], [red, ""], [amber, ""], [purple, ""]
     ]  # fmt: skip
+
+
+def test_the_jobs_tab_names_the_late_run_a_retrying_run_owes(tmp_path: Path) -> None:
+    """Trial 149: a ``*/2`` job retrying past its next times had the Jobs tab list those times
+    (which its run skipped) and not the missed one that runs late as the run ends."""
+    with runs_daemon() as (daemon, _), chromium() as driver:
+        jobs = f"{daemon.url}/v1/{PARENT}/jobs"
+        uri = requests.get(f"{jobs}/doomed", timeout=30).json()["httpTarget"]["uri"]
+        retry = {"retryCount": 1, "minBackoffDuration": "300s"}
+        often = {"name": f"{PARENT}/jobs/often", "schedule": "*/2 * * * *",
+                 "httpTarget": {"uri": uri}, "retryConfig": retry}  # fmt: skip
+        requests.post(jobs, json=often, timeout=30).raise_for_status()
+        advance = {"seconds": 240}  # to 00:03: the 00:00 run failed, retried at 00:05
+        requests.post(f"{daemon.url}/_emulator/clock:advance", json=advance, timeout=60)
+        driver.get(daemon.url + "/")
+        wait_for(driver, timeline_ready)
+        by_testid(driver, "tab-jobs").click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-late-often"]'))
+        late = by_testid(driver, "job-late-often").text
+        assert late == "then 2026-09-25 00:02:00, late, as the run ends"
+        times = by_testid(driver, "job-times-often").text
+        assert times.startswith(f"retry: attempt 2 of 2 at 2026-09-25 00:05:00\n{late}\n"), times
+        driver.save_screenshot(str(tmp_path / "jobs-late-run.png"))
