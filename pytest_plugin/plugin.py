@@ -145,15 +145,20 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     """
     forget_in_memory_runs()
     try:
-        options = scheduler_options(
-            _keywords(request.node, "cloud_scheduler", _MARKER_OPTIONS),
-            request.config.getini(HEADER_CASE_INI),
-        )
-        scheduler = CloudScheduler(**options)
+        scheduler = CloudScheduler(**_marked_options(request))
     except (TypeError, ValueError) as exc:  # pytest.fail, unchained: the message shows once
         raise pytest.fail.Exception(str(exc), pytrace=False) from None
     yield scheduler
     scheduler.close()
+
+
+def _marked_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The ``cloud_scheduler`` markers' options of the test, read by :func:`scheduler_options`.
+
+    :raises TypeError, ValueError: as :func:`scheduler_options` does.
+    """
+    markers = _keywords(request.node, "cloud_scheduler", _MARKER_OPTIONS)
+    return scheduler_options(markers, request.config.getini(HEADER_CASE_INI))
 
 
 def _keywords(node: pytest.Item, name: str, takes: Sequence[str]) -> Mapping[str, Any]:
@@ -202,9 +207,13 @@ def _cloud_scheduler_daemon(pytestconfig: pytest.Config) -> Iterator[LiveSchedul
 
 
 @pytest.fixture
-def cloud_scheduler_server(_cloud_scheduler_daemon: LiveScheduler) -> LiveScheduler:
+def cloud_scheduler_server(
+    request: pytest.FixtureRequest, _cloud_scheduler_daemon: LiveScheduler
+) -> LiveScheduler:
     """A live emulator daemon on a free port (the ``cloud_scheduler_server_port`` ini option
-    fixes it), with no jobs and its clock at 2026-01-01.
+    fixes it), with no jobs and its clock at 2026-01-01, or at the ``start`` of a
+    ``@pytest.mark.cloud_scheduler`` marker (trial 152: it was ignored; the marker's other
+    options are the in-process fixture's).
 
     One daemon serves the whole session (one per xdist worker); it is reset before each test
     (jobs, history and fault rules). ``.create_job(...)`` and ``.run_job(name)`` go through its
@@ -214,7 +223,11 @@ def cloud_scheduler_server(_cloud_scheduler_daemon: LiveScheduler) -> LiveSchedu
     ``.certs_url``, ``.verify_oidc(token, audience)`` (on the daemon's clock) and
     ``.tokeninfo(access_token)`` check the tokens it sends.
     """
-    _cloud_scheduler_daemon.reset(clock_time=DEFAULT_START)  # (forgets in-memory guard runs)
+    try:
+        start = _marked_options(request)["start"]
+    except (TypeError, ValueError) as exc:
+        raise pytest.fail.Exception(str(exc), pytrace=False) from None
+    _cloud_scheduler_daemon.reset(clock_time=start)  # (forgets in-memory guard runs)
     return _cloud_scheduler_daemon
 
 

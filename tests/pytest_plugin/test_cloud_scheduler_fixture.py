@@ -198,6 +198,9 @@ def test_live_server_is_reset_between_tests_and_serves_the_api(
 ) -> None:
     pytester.makepyfile(
         """
+        from datetime import UTC, datetime
+
+        import pytest
         import requests
 
         JOBS = "/v1/projects/my-project/locations/us-central1/jobs"
@@ -216,9 +219,16 @@ def test_live_server_is_reset_between_tests_and_serves_the_api(
                 cloud_scheduler_server.url + "/"
             )
             assert env["CLOUDSDK_AUTH_DISABLE_CREDENTIALS"] == "true"
+
+        @pytest.mark.cloud_scheduler(start="2026-09-24T00:00:00Z")  # (trial 152: ignored)
+        def test_three(cloud_scheduler_server):
+            assert cloud_scheduler_server.now() == datetime(2026, 9, 24, tzinfo=UTC)
+
+        def test_four(cloud_scheduler_server):
+            assert cloud_scheduler_server.now() == datetime(2026, 1, 1, tzinfo=UTC)
         """
     )
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=4)
 
 
 def test_the_live_servers_client_takes_each_transport_and_the_async_client(

@@ -19,10 +19,11 @@ from freezegun import freeze_time
 from scheduler_emulator import Emulator, ManualClock
 from scheduler_emulator.domain.cloud_run import parse_cloud_run_job
 from scheduler_emulator.runtime import AttemptLog
-from scheduler_emulator.runtime.cloud_run.admin_api import v2_job
+from scheduler_emulator.runtime.cloud_run.admin_api import v2_execution, v2_job
 from scheduler_emulator.runtime.cloud_run.executions import CloudRun, ExecutionStore
 from scheduler_emulator.runtime.delivery.transports import DeliveryRequest, TransportResult
 from scheduler_emulator.tools import views
+from scheduler_emulator.wire import format_timestamp
 from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -213,6 +214,15 @@ class TestScheduledExecution:
         assert execution.state == "FAILED"
         assert [a.exit_code for a in execution.attempts] == [4, 4, 4]
         assert execution.attempts[-1].stderr == "no luck\n"
+        [condition] = v2_execution(execution)["conditions"]  # (trial 151: no message, no reason)
+        assert condition == {
+            "type": "Completed",
+            "state": "CONDITION_FAILED",
+            "lastTransitionTime": format_timestamp(execution.completion_time),
+            "message": f"Task {execution.execution_id}-task0 failed with message: The container "
+            "exited with an error.",
+            "executionReason": "NON_ZERO_EXIT_CODE",
+        }
 
     def test_a_task_never_started_after_a_failure_is_counted_cancelled(self, tasks: Tasks) -> None:
         """A trial: with parallelism 1, task 1 never started after task 0 failed, and appeared
@@ -267,6 +277,10 @@ class TestScheduledExecution:
         [attempt] = execution.attempts
         assert attempt.stopped == "timeout" and attempt.exit_code == -15
         assert execution.state == "FAILED"
+        [condition] = v2_execution(execution)["conditions"]
+        assert condition["message"].endswith(
+            "failed with message: The configured timeout was reached."
+        )
 
     def test_a_task_timeout_runs_on_real_time_while_a_test_clock_is_frozen(
         self, tasks: Tasks
