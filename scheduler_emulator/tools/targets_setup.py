@@ -165,21 +165,31 @@ class PubsubEmulatorProcess:
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stop the emulator's process group (SIGTERM, then SIGKILL after ``timeout`` s) and
-        return once gcloud has exited and nothing answers on the port: gcloud exits before the
-        JVM it started has shut down, and that JVM answers on the port until it has."""
+        return once every process of it has exited: gcloud exits before the JVM it started has
+        shut down, and that JVM answers on the port until it has. (Not once nothing answers on
+        the port: when the emulator had died, another one there held a stop 15 s, trial 153.)"""
         process, self.process = self.process, None
         if process is None:
             return
         with suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while (process.poll() is None or _listening(self.port)) and time.monotonic() < deadline:
+        while (process.poll() is None or _group_alive(process.pid)) and time.monotonic() < deadline:
             time.sleep(0.05)
         with suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout)
         if process.stdout is not None:
             process.stdout.close()
+
+
+def _group_alive(group: int) -> bool:
+    """Whether a process of the process group ``group`` is still running."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _lacking(host: str, given: str, topics: Sequence[str], most: int = 20) -> list[str]:

@@ -7,6 +7,7 @@ import io
 import os
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
 import threading
@@ -77,6 +78,27 @@ def test_stop_returns_once_the_port_is_free_not_when_gcloud_exits(tmp_path: Path
         release.touch()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(60)
+def test_stop_does_not_wait_on_another_server_at_the_port_of_one_that_died() -> None:
+    """Trial 153: the emulator --with-pubsub started had died and the user started one of
+    their own on its port; the daemon's stop waited 15 s for that one to go away."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    process.wait(30)
+    other = socketserver.TCPServer(("127.0.0.1", 0), socketserver.BaseRequestHandler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()  # someone else's
+    try:
+        port = other.server_address[1]
+        stopper = threading.Thread(
+            target=PubsubEmulatorProcess(port=port, process=process).stop, kwargs={"timeout": 45}
+        )
+        stopper.start()
+        stopper.join(30)
+        assert not stopper.is_alive() and not refused(port)
+    finally:
+        other.shutdown()
+        other.server_close()
 
 
 def stub_tools(tmp_path: Path, gcloud: str) -> dict[str, str]:
