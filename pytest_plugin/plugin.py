@@ -50,20 +50,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the plugin's markers."""
     for marker in (
-        "cloud_scheduler(start=datetime|str, allow_network=False, publisher=None, "
+        "cloud_scheduler(start=datetime|str, allow_network=False, publisher=None, topics=None, "
         "app_engine_urls=None, header_case=None, dst_policy='absolute'): start instant of the "
         "cloud_scheduler fixture's clock (an aware datetime or an RFC 3339 string); "
         "allow_network=True lets jobs reach unmounted, non-loopback origins; its Pub/Sub "
-        "publisher; App Engine URLs; header spelling (google, lower, canonical); how cron "
-        "schedules meet daylight-saving changes (absolute, vixie)",
+        "publisher, or the in-process one's only topics; App Engine URLs; header spelling "
+        "(google, lower, canonical); how cron schedules meet daylight-saving changes (absolute, "
+        "vixie)",
         "cloud_run_testing(schedule_time=str): default X-CloudScheduler-ScheduleTime of the "
         "timer façades",
     ):
         config.addinivalue_line("markers", marker)
 
 
-_MARKER_OPTIONS = ("start", "allow_network", "publisher", "app_engine_urls", "header_case",
-                   "dst_policy")  # fmt: skip
+_MARKER_OPTIONS = ("start", "allow_network", "publisher", "topics", "app_engine_urls",
+                   "header_case", "dst_policy")  # fmt: skip
 
 
 def scheduler_options(kwargs: Mapping[str, Any], header_case: str) -> dict[str, Any]:

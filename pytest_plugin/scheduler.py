@@ -165,6 +165,8 @@ class CloudScheduler(AttemptAssertions):
     :param publisher: where Pub/Sub jobs publish; by default an
         :class:`~scheduler_emulator.runtime.InProcessPublisher` on the virtual clock
         that pushes through the mounted apps (:meth:`published`, :meth:`push`).
+    :param topics: the only topics the default publisher has (IDs or full names): a publish
+        to another fails ``NOT_FOUND``, as in production; ``None``: every topic exists.
     :param app_engine_urls: local base URL(s) of App Engine services (one URL, or
         ``{"worker": "http://worker.test", "*": "http://app.test"}``).
     :param header_case: how attempts spell header names: ``"google"`` (the default),
@@ -172,7 +174,7 @@ class CloudScheduler(AttemptAssertions):
         the names as sent; see docs/testing.md).
     :param dst_policy: ``"absolute"`` (the default) or ``"vixie"``: how cron schedules meet
         daylight-saving changes (docs/schedules.md).
-    :raises ValueError: for another ``dst_policy``.
+    :raises ValueError: for another ``dst_policy``, or ``topics`` with a ``publisher``.
     """
 
     def __init__(
@@ -181,16 +183,21 @@ class CloudScheduler(AttemptAssertions):
         *,
         allow_network: bool = False,
         publisher: Publisher | None = None,
+        topics: list[str] | None = None,
         app_engine_urls: str | Mapping[str, str] | None = None,
         header_case: str = DEFAULT_HEADER_CASE,
         dst_policy: str = DEFAULT_DST_POLICY,
     ) -> None:
+        if publisher is not None and topics is not None:  # (trial 153: its own clock, no push)
+            raise ValueError("topics= sets the in-process publisher's topics; not with publisher=")
         self.clock = ManualClock(start)
         self._http = HttpTransport()
         self.transport = VirtualTimeTransport(self.clock, self._http)
         self._guarded = LoopbackOnlyTransport(self._http, lambda: self.transport.mounted)
         self.allow_network = allow_network
-        self.publisher: Publisher = publisher or InProcessPublisher(self.clock, self.transport)
+        self.publisher: Publisher = publisher or InProcessPublisher(
+            self.clock, self.transport, topics=topics
+        )
         self.emulator = Emulator(
             self.clock,
             transport=self.transport,

@@ -211,7 +211,7 @@ def test_a_modules_marker_and_a_tests_own_combine(pytester: pytest.Pytester) -> 
         pytest.param(
             "begin='2026-09-20T00:00:00Z'",
             "*@pytest.mark.cloud_scheduler got unknown option(s) begin; it takes start, "
-            "allow_network, publisher, app_engine_urls, header_case, dst_policy.*",
+            "allow_network, publisher, topics, app_engine_urls, header_case, dst_policy.*",
             id="unknown-option",
         ),
         pytest.param(
@@ -278,3 +278,30 @@ def test_the_marker_sets_the_dst_policy(cloud_scheduler: Any, sent: list[str]) -
     )  # fmt: skip
     cloud_scheduler.advance(timedelta(days=2))
     assert [attempt.schedule_time for attempt in cloud_scheduler.attempts("j")] == sent
+
+
+@pytest.mark.cloud_scheduler(start="2026-09-24T02:58:00Z", topics=["heartbeat"])
+def test_the_markers_topics_keep_the_in_process_publisher_on_the_tests_clock(
+    cloud_scheduler: Any,
+) -> None:
+    """Trial 153: the docs' ``publisher=InProcessPublisher(clock, topics=…)`` could not reach
+    the fixture's clock (its messages were stamped 2026-01-01) nor push (no transport)."""
+    pushed: list[bytes] = []
+
+    def endpoint(environ: Any, start_response: Any) -> list[bytes]:
+        pushed.append(environ["wsgi.input"].read(int(environ["CONTENT_LENGTH"])))
+        start_response("204 No Content", [])
+        return []
+
+    cloud_scheduler.mount("http://svc.test", endpoint)
+    cloud_scheduler.push("heartbeat", to="http://svc.test/push")
+    for topic in ("heartbeat", "elsewhere"):
+        cloud_scheduler.create_job(
+            name=topic,
+            schedule="*/5 * * * *",
+            pubsub_target={"topic_name": f"projects/my-project/topics/{topic}", "data": "aGk="},
+        )
+    cloud_scheduler.advance(timedelta(minutes=5))
+    [message] = cloud_scheduler.published("heartbeat")
+    assert message.publish_time == "2026-09-24T03:00:00Z" and len(pushed) == 1
+    assert [a.code for a in cloud_scheduler.attempts("elsewhere")] == ["NOT_FOUND"]
