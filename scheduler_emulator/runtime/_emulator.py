@@ -168,9 +168,10 @@ class Emulator(AttemptAssertions):
         self.driver.changed()
 
     @property
-    def skipped_while_down(self) -> int:
+    def skipped_while_down(self) -> Mapping[str, int]:
         """How many scheduled times this emulator, restarting on a data directory, recorded as
-        skipped because it was not running then (``EMULATOR_DOWN``; docs/behaviour.md)."""
+        skipped because it was not running then (``EMULATOR_DOWN``; docs/behaviour.md), by job
+        (full name; at most :data:`~scheduler_emulator.core.scheduler.MAX_DOWNTIME_SKIPS` a job)."""
         return self.recorder.skipped_while_down
 
     @property

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -104,7 +104,8 @@ class Recorder:
         #: Scheduled times the last :meth:`restore` recorded as skipped while it was down,
         #: attempts it found in flight (the process was killed) and recorded as interrupted, and
         #: how many of their runs that ended (their retries spent, or their job gone).
-        self.skipped_while_down = self.interrupted_at_start = self.gave_up_at_start = 0
+        self.interrupted_at_start = self.gave_up_at_start = 0
+        self.skipped_while_down: Counter[str] = Counter()
 
     def carry_out(self, decisions: Sequence[Decision]) -> list[Delivery]:
         """Persist the core's decisions (lock held); return the attempts to send, each already
@@ -315,8 +316,10 @@ class Recorder:
             ran=self.store.ran_at_next_fire(alive),
         )
         self.interrupted_at_start = len(in_flight)
-        self.skipped_while_down = sum(
-            type(d) is RecordSkipped and d.skipped.reason == EMULATOR_DOWN for d in decisions
+        self.skipped_while_down = Counter(
+            d.skipped.job
+            for d in decisions
+            if type(d) is RecordSkipped and d.skipped.reason == EMULATOR_DOWN
         )
         for run in orphans:
             run.finished = True

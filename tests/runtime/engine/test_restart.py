@@ -249,7 +249,8 @@ def test_scheduled_times_that_passed_while_down_are_listed_as_skipped(tmp_path: 
         ("2026-09-24T02:02:00Z", "EMULATOR_DOWN"),
         ("2026-09-24T02:03:00Z", "EMULATOR_DOWN"),
     ]
-    assert first.skipped_while_down == 0 and second.skipped_while_down == 3
+    name = "projects/my-project/locations/us-central1/jobs/nightly"
+    assert first.skipped_while_down == {} and second.skipped_while_down == {name: 3}
     assert restart_notes(second) == (  # the daemon's startup line says so
         ", 3 scheduled times skipped while it was down (`scheduler-emulator skipped` lists them)"
     )
@@ -271,6 +272,22 @@ def test_a_long_downtime_records_a_bounded_number_of_skipped_times(tmp_path: Pat
     assert restart_notes(second) == (  # (trial 141: read as the whole count)
         ", at least 100 scheduled times skipped while it was down (`scheduler-emulator skipped` "
         "lists them: of each job, the first 100)"
+    )
+
+
+def test_a_downtime_of_many_jobs_skipping_one_time_each_is_not_said_to_be_cut(
+    tmp_path: Path,
+) -> None:
+    """Trial 154: 301 jobs that each missed one minute read "at least 301 …: of each job, the
+    first 100" — the cap is a job's, and no job's list was cut."""
+    db = tmp_path / "emulator.db"
+    first = reopen(db, RecordingTarget(), START)
+    for index in range(101):
+        first.create_job(nightly_job(name=f"job-{index}", schedule="* * * * *"))
+    first.store.close()
+    second = reopen(db, RecordingTarget(), START + timedelta(minutes=1, seconds=30))
+    assert restart_notes(second) == (
+        ", 101 scheduled times skipped while it was down (`scheduler-emulator skipped` lists them)"
     )
 
 
