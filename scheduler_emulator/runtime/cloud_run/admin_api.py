@@ -39,6 +39,8 @@ _V1_RUN = re.compile(
 PATH_PREFIXES = ("/v2/projects/", "/apis/run.googleapis.com/")
 #: The ``WWW-Authenticate`` header of Google's 401 answers.
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="https://accounts.google.com/"'}
+#: Why a task failed, in Cloud Run's words, by why the emulator stopped it (else it exited).
+_WHY_FAILED = {"timeout": "The configured timeout was reached."}
 #: The ``Completed`` condition's state by execution state (else ``CONDITION_FAILED``).
 _CONDITIONS = {"RUNNING": "CONDITION_PENDING", "SUCCEEDED": "CONDITION_SUCCEEDED"}
 
@@ -157,13 +159,9 @@ def _completed(execution: Execution) -> dict[str, Any]:
         condition["lastTransitionTime"] = format_timestamp(execution.completion_time)
     failed = [a for a in execution.attempts if a.end is not None and not a.ok]
     if execution.state == "FAILED" and failed:
-        why = (
-            "The configured timeout was reached"
-            if failed[-1].stopped == "timeout"
-            else ("The container exited with an error")
-        )
         task = f"{execution.execution_id}-task{failed[-1].index}"
-        condition["message"] = f"Task {task} failed with message: {why}."
+        why = _WHY_FAILED.get(failed[-1].stopped, "The container exited with an error.")
+        condition["message"] = f"Task {task} failed with message: {why}"
         condition["executionReason"] = "NON_ZERO_EXIT_CODE"
     elif execution.state == "INTERRUPTED":
         condition["message"] = "The emulator stopped while the execution ran."
