@@ -32,6 +32,7 @@ import pytest
 from scheduler_emulator import HttpTarget, SystemClock
 from scheduler_emulator.domain.resources import HttpMethod
 from scheduler_emulator.realtime import real_monotonic
+from scheduler_emulator.tools.targets_setup import group_alive
 
 TARGET = "http://target.test/_triggers/timer/nightly"
 
@@ -206,26 +207,18 @@ def send_started(transport: Any, request: Any, timeout_seconds: float) -> Any:
     return results[0]
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def stop_group(pid: int) -> None:
     """Stop the process group led by ``pid`` (e.g. gcloud and the Java emulator it launched):
     SIGTERM first; whatever of the group is still there 20 s later gets SIGKILL."""
-    if _group_alive(pid):
+    if group_alive(pid):
         os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + 20
     pause = threading.Event()
-    while _group_alive(pid) and time.monotonic() < deadline:
+    while group_alive(pid) and time.monotonic() < deadline:
         pause.wait(0.1)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)  # reap gcloud if it is ours, so it lingers no zombie
-    if _group_alive(pid):  # only what outlived the 20 s: a gone group's number is reused
+    if group_alive(pid):  # only what outlived the 20 s: a gone group's number is reused
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
 

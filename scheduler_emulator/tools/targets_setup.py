@@ -44,6 +44,7 @@ __all__ = [
     "add_arguments",
     "configure",
     "free_port",
+    "group_alive",
 ]
 
 #: How long ``--with-pubsub`` waits for the Pub/Sub emulator to answer (seconds; its JVM
@@ -174,7 +175,7 @@ class PubsubEmulatorProcess:
         with suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while (process.poll() is None or _group_alive(process.pid)) and time.monotonic() < deadline:
+        while (process.poll() is None or group_alive(process.pid)) and time.monotonic() < deadline:
             time.sleep(0.05)
         with suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -183,8 +184,9 @@ class PubsubEmulatorProcess:
             process.stdout.close()
 
 
-def _group_alive(group: int) -> bool:
-    """Whether a process of the process group ``group`` is still running."""
+def group_alive(group: int) -> bool:
+    """Whether a process of the process group ``group`` (a process ID that leads one) is still
+    running."""
     try:
         os.killpg(group, 0)
     except ProcessLookupError:
