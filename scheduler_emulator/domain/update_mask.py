@@ -206,19 +206,21 @@ def _whole(type_name: str) -> _Tree:
 
 def _present(raw: Mapping[str, Any], type_name: str) -> _Tree:
     """The implied mask of a PATCH without one: every field present in the body, down to nested
-    fields. A scalar, enum, map or list at its proto3 default (``""``, ``0``, ``false``, ``{}``,
-    ``[]``, ``HTTP_METHOD_UNSPECIFIED``) is not present: proto3 keeps no presence for it, so
-    neither a gRPC request nor Google's REST front end, which parses JSON into the proto, carries
-    it."""
+    fields, as proto's merge: a scalar, enum, map or list at its proto3 default (``""``, ``0``,
+    ``false``, ``{}``, ``[]``, ``HTTP_METHOD_UNSPECIFIED``) is not present — proto3 keeps no
+    presence for it, so neither a gRPC request nor Google's REST front end, which parses JSON
+    into the proto, carries it — and a message that sets nothing inside sets nothing (trial 155:
+    ``{"retryConfig": {"retryCount": 0}}`` reset the whole retry config)."""
     schema = MESSAGE_FIELDS[type_name]
     tree: _Tree = {}
     for name, value in raw.items():
         if type_name == "Job" and name in _IGNORED_JOB_FIELDS:
             continue
         child_type = schema.message_type(name)
-        if child_type is None and value in ("", 0, [], {}, "HTTP_METHOD_UNSPECIFIED"):
-            continue
-        tree[name] = _present(value, child_type) if child_type is not None and value else {}
+        if child_type is not None and (child := _present(value, child_type)):
+            tree[name] = child
+        elif child_type is None and value not in ("", 0, [], {}, "HTTP_METHOD_UNSPECIFIED"):
+            tree[name] = {}
     return tree
 
 

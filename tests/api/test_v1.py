@@ -302,3 +302,5 @@ def test_without_a_mask_a_zero_or_empty_value_is_not_present_on_either_surface(
 
     assert after[:3] == ("keep me", 3, 3)
     assert surface.update({"name": name}) == after  # userUpdateTime included
+    # a message holding only defaults sets nothing (trial 155: it reset the whole retry config)
+    assert surface.update({"name": name, "retry_config": {"retry_count": 0}}) == after
