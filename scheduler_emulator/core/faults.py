@@ -59,6 +59,12 @@ __all__ = [
 ]
 
 ACTIONS = ("duplicate", "lost_ack", "deadline", "status", "connection_error", "delay")
+#: The actions whose firing replaces the delivery, and the other actions each leaves nothing
+#: to act on, wherever they stand in the plan (``status`` goes before ``connection_error``).
+_REPLACED_BY = {
+    "status": frozenset(ACTIONS) - {"status"},
+    "connection_error": frozenset(ACTIONS) - {"status", "connection_error"},
+}
 #: The fields every rule has, whatever its action: what it matches and how often it fires.
 MATCH_FIELDS = ("action", "job", "run", "schedule_time", "attempt", "probability", "limit")
 #: The fields that narrow a rule to some of a job's attempts.
@@ -402,14 +408,24 @@ class FaultPlan:
     def shadowed(self) -> list[str]:
         """A note for each rule that never acts: one rule of each action acts on an attempt,
         the first that fires (the engine's ``send_with_faults``), so a rule that an earlier one
-        of its action :meth:`~FaultRule.covers` never does. Such a plan is valid; the daemon
-        and ``replay`` warn about it."""
+        of its action :meth:`~FaultRule.covers` never does; nor does one that a ``status`` or
+        ``connection_error`` rule covers, anywhere in the plan, as that replaces the delivery.
+        Such a plan is valid; the daemon, ``replay`` and the plugin's ``load_faults`` warn."""
         notes = []
-        for later, rule in enumerate(self.rules):
-            for earlier, first in enumerate(self.rules[:later]):
-                if first.action == rule.action and first.covers(rule):
+        for index, rule in enumerate(self.rules):
+            for other, first in enumerate(self.rules):
+                if other == index or not first.covers(rule):
+                    continue
+                if rule.action in _REPLACED_BY.get(first.action, ()):  # (trial 155: unsaid)
                     notes.append(
-                        f"rules[{later}] ({rule.action}) never acts: rules[{earlier}] is the "
+                        f"rules[{index}] ({rule.action}) never acts: rules[{other}] "
+                        f"({first.action}) replaces the delivery of every attempt it matches "
+                        "(the target is not called, and no other rule acts)."
+                    )
+                    break
+                if first.action == rule.action and other < index:
+                    notes.append(
+                        f"rules[{index}] ({rule.action}) never acts: rules[{other}] is the "
                         f"{rule.action} rule of every attempt it matches (one rule of each "
                         "action acts on an attempt)."
                     )

@@ -450,6 +450,26 @@ class TestRules:
             if shadowed else []
         )  # fmt: skip
 
+    def test_a_rule_a_delivery_replacing_one_always_takes_is_named_wherever_it_stands(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        """Trial 155: a ``status`` rule before a ``lost_ack`` of the same job left the second
+        nothing to act on, and nothing said so; ``status`` goes first wherever it stands."""
+        plan = emulator.faults
+        plan.add(action="lost_ack", job="nightly")
+        plan.add(action="status", status=503, job="night*")
+        plan.add(action="connection_error", job="nightly")
+        plan.add(action="delay", job="other", seconds=1)  # another job: acts
+        assert plan.shadowed() == [
+            f"rules[{index}] ({action}) never acts: rules[1] (status) replaces the delivery of "
+            "every attempt it matches (the target is not called, and no other rule acts)."
+            for index, action in ((0, "lost_ack"), (2, "connection_error"))
+        ]
+        emulator.create_job(nightly_job())
+        emulator.advance(timedelta(minutes=1))
+        assert target.requests == []  # indeed: the status rule stood in for the delivery
+        assert [a.response_status for a in emulator.attempts("nightly")] == [503]
+
     def test_a_rule_whose_job_pattern_matches_no_job_is_named(self) -> None:
         """Trial 60: a misspelt job (``sweeep``) was accepted without a word and never fired."""
         plan = FaultPlan(
