@@ -370,7 +370,8 @@ class CloudScheduler(AttemptAssertions):
     def load_faults(self, path: str | Path) -> FaultPlan:
         """Add the rules of a fault plan file (the YAML or JSON ``scheduler-emulator start
         --faults`` takes) to :attr:`faults`, and take its seed (0 when it names none); warn
-        (``UserWarning``) about each rule of the plan that never acts, as the daemon does.
+        (``UserWarning``) about each rule of the plan that never acts, and, once jobs exist,
+        each whose job pattern matches none of them, as the daemon does.
 
         :raises InvalidArgument: naming the file and each problem.
         :return: :attr:`faults`.
@@ -379,7 +380,11 @@ class CloudScheduler(AttemptAssertions):
         plan.seed = loaded.seed
         for rule in loaded.rules:
             plan.add(rule)
-        for note in plan.shadowed():
+        ids = [job.job_id for job in self.emulator.list_jobs()]  # (trial 155: a misspelt job)
+        unmatched = [
+            f"{note}: it acts on none until such a job exists." for note in plan.unmatched(ids)
+        ]
+        for note in plan.shadowed() + unmatched:
             warnings.warn(f"{path}: {note}", stacklevel=2)
         return plan
 

@@ -84,7 +84,7 @@ _TYPE = "type.googleapis.com/google.cloud.scheduler.logging."
 _SKIPPED_HEADERS = {"host", "content-length", "connection", "transfer-encoding"}
 
 FORMAT_ATTEMPTS = "emulator attempts JSON"
-FORMAT_LOG = "execution log (JSON lines)"
+FORMAT_LOG = "execution log, JSON lines"
 FORMAT_EXPORT = "Cloud Logging export"
 
 

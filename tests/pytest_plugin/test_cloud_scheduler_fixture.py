@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from scheduler_emulator import InvalidArgument
-from tests.support import wait_for
+from tests.support import TARGET, wait_for
 
 pytest_plugins = ["pytester"]
 
@@ -454,4 +454,9 @@ def test_load_faults_adds_a_plan_files_rules_and_warns_of_one_that_never_acts(
     )
     plan.write_text("rules:\n  - {action: nope}\n")
     with pytest.raises(InvalidArgument, match=r"faults.yaml: .*action"):
+        cloud_scheduler.load_faults(plan)
+    cloud_scheduler.create_job(name="nightly", schedule="0 2 * * *", http_target={"uri": TARGET})
+    cloud_scheduler.faults.clear()
+    plan.write_text("rules:\n  - {action: lost_ack, job: nightlly}\n")  # (trial 155: unsaid)
+    with pytest.warns(UserWarning, match=r"names job 'nightlly', which no job is \(job IDs: "):
         cloud_scheduler.load_faults(plan)
