@@ -6,6 +6,7 @@ below and in ``docs/testing.md``) and the markers their options come from
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -228,6 +229,17 @@ def cloud_scheduler_server(
         start = _marked_options(request)["start"]
     except (TypeError, ValueError) as exc:
         raise pytest.fail.Exception(str(exc), pytrace=False) from None
+    marked = _keywords(request.node, "cloud_scheduler", _MARKER_OPTIONS)
+    if (
+        unused := sorted(set(marked) - {"start"})
+    ) and "cloud_scheduler" not in request.fixturenames:
+        warnings.warn(  # (trial 157: app_engine_urls= had no effect, and nothing said so)
+            f"@pytest.mark.cloud_scheduler({', '.join(unused)}=…) applies to the in-process "
+            "cloud_scheduler fixture, not to cloud_scheduler_server's daemon, which takes only "
+            'its start: give the daemon flags with a LiveScheduler("--app-engine-url", …) of '
+            "your own (docs/testing.md).",
+            stacklevel=1,
+        )
     _cloud_scheduler_daemon.reset(clock_time=start)  # (forgets in-memory guard runs)
     return _cloud_scheduler_daemon
 

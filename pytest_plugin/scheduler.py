@@ -547,8 +547,14 @@ class CloudScheduler(AttemptAssertions):
     _job_ids = _emulator_method(Emulator._job_ids)
 
     def _attempt_hint(self, attempt: Attempt) -> str | None:
-        """Say so when a failed attempt's URL is not mounted (it went nowhere)."""
+        """Say so when a failed attempt's URL is not mounted (it went nowhere), or its App
+        Engine service has none (trial 157: "is not mounted" of an empty URL)."""
         url = attempt.request.get("url", "")
+        if attempt.response_status is None and not url and attempt.code == "FAILED_PRECONDITION":
+            return (
+                "map its App Engine service with the marker's app_engine_urls= "
+                '({"default": "http://app.test"}) and mount an app at that URL.'
+            )
         if (
             attempt.response_status is None
             and self.transport.find(url) is None

@@ -172,7 +172,8 @@ def _entries(document: Any, source: str) -> list[Any]:
             raise ConfigurationError(
                 f"{source} is an App Engine cron.yaml, not a jobs file: write each entry as a "
                 "Job (schedule, timeZone from timezone, appEngineHttpTarget with relativeUri "
-                "from url and appEngineRouting.service from target; docs/"
+                "from url, httpMethod GET, as cron sends, and appEngineRouting.service from "
+                "target; docs/"
                 "differences-from-production.md, App Engine routing)."
             )
         return [document]

@@ -226,9 +226,17 @@ def test_live_server_is_reset_between_tests_and_serves_the_api(
 
         def test_four(cloud_scheduler_server):
             assert cloud_scheduler_server.now() == datetime(2026, 1, 1, tzinfo=UTC)
+
+        @pytest.mark.cloud_scheduler(app_engine_urls="http://127.0.0.1:9")  # (trial 157)
+        def test_five(cloud_scheduler_server):
+            pass
         """
     )
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=4)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-W", "default::UserWarning")
+    result.assert_outcomes(passed=5, warnings=1)
+    result.stdout.fnmatch_lines(
+        ["*cloud_scheduler(app_engine_urls=…) applies to the in-process cloud_scheduler fixture*"]
+    )
 
 
 def test_the_live_servers_client_takes_each_transport_and_the_async_client(

@@ -241,3 +241,17 @@ def test_a_refused_live_call_says_the_daemons_message_not_its_json(
         "POST /_emulator/clock:moveTo answered 400: the manual clock cannot go back: it is at "
         "2026-01-01T00:00:00Z, 2025-12-31T00:00:00Z is earlier."
     )
+
+
+def test_the_fixture_says_how_to_map_an_app_engine_service_it_has_no_url_for(
+    cloud_scheduler: CloudScheduler,
+) -> None:
+    """Trial 157: the hint read " is not mounted (mounted: none)." — of an empty URL."""
+    target = {"relativeUri": "/w"}
+    cloud_scheduler.create_job(name="w", schedule="0 2 * * *", app_engine_http_target=target)
+    cloud_scheduler.advance(timedelta(hours=3))
+    with pytest.raises(AssertionError) as failure:
+        cloud_scheduler.assert_attempted("w", 1, "OK")
+    said = str(failure.value)
+    assert "is not mounted" not in said
+    assert "map its App Engine service with the marker's app_engine_urls=" in said
