@@ -229,10 +229,8 @@ def cloud_scheduler_server(
         start = _marked_options(request)["start"]
     except (TypeError, ValueError) as exc:
         raise pytest.fail.Exception(str(exc), pytrace=False) from None
-    marked = _keywords(request.node, "cloud_scheduler", _MARKER_OPTIONS)
-    if (
-        unused := sorted(set(marked) - {"start"})
-    ) and "cloud_scheduler" not in request.fixturenames:
+    unused = sorted(set(_keywords(request.node, "cloud_scheduler", _MARKER_OPTIONS)) - {"start"})
+    if unused and "cloud_scheduler" not in request.fixturenames:
         warnings.warn(  # (trial 157: app_engine_urls= had no effect, and nothing said so)
             f"@pytest.mark.cloud_scheduler({', '.join(unused)}=…) applies to the in-process "
             "cloud_scheduler fixture, not to cloud_scheduler_server's daemon, which takes only "
