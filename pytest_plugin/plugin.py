@@ -147,20 +147,14 @@ def cloud_scheduler(request: pytest.FixtureRequest) -> Iterator[CloudScheduler]:
     """
     forget_in_memory_runs()
     try:
-        scheduler = CloudScheduler(**_marked_options(request))
+        marked = _keywords(request.node, "cloud_scheduler", _MARKER_OPTIONS)
+        scheduler = CloudScheduler(
+            **scheduler_options(marked, request.config.getini(HEADER_CASE_INI))
+        )
     except (TypeError, ValueError) as exc:  # pytest.fail, unchained: the message shows once
         raise pytest.fail.Exception(str(exc), pytrace=False) from None
     yield scheduler
     scheduler.close()
-
-
-def _marked_options(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """The ``cloud_scheduler`` markers' options of the test, read by :func:`scheduler_options`.
-
-    :raises TypeError, ValueError: as :func:`scheduler_options` does.
-    """
-    markers = _keywords(request.node, "cloud_scheduler", _MARKER_OPTIONS)
-    return scheduler_options(markers, request.config.getini(HEADER_CASE_INI))
 
 
 def _keywords(node: pytest.Item, name: str, takes: Sequence[str]) -> Mapping[str, Any]:
@@ -225,11 +219,12 @@ def cloud_scheduler_server(
     ``.certs_url``, ``.verify_oidc(token, audience)`` (on the daemon's clock) and
     ``.tokeninfo(access_token)`` check the tokens it sends.
     """
+    marked = _keywords(request.node, "cloud_scheduler", _MARKER_OPTIONS)
     try:
-        start = _marked_options(request)["start"]
+        start = scheduler_options(marked, request.config.getini(HEADER_CASE_INI))["start"]
     except (TypeError, ValueError) as exc:
         raise pytest.fail.Exception(str(exc), pytrace=False) from None
-    unused = sorted(set(_keywords(request.node, "cloud_scheduler", _MARKER_OPTIONS)) - {"start"})
+    unused = sorted(set(marked) - {"start"})
     if unused and "cloud_scheduler" not in request.fixturenames:
         warnings.warn(  # (trial 157: app_engine_urls= had no effect, and nothing said so)
             f"@pytest.mark.cloud_scheduler({', '.join(unused)}=…) applies to the in-process "

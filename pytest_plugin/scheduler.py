@@ -381,10 +381,7 @@ class CloudScheduler(AttemptAssertions):
         for rule in loaded.rules:
             plan.add(rule)
         ids = [job.job_id for job in self.emulator.list_jobs()]  # (trial 155: a misspelt job)
-        unmatched = [
-            f"{note}: it acts on none until such a job exists." for note in plan.unmatched(ids)
-        ]
-        for note in plan.shadowed() + unmatched:
+        for note in plan.shadowed() + plan.unmatched(ids):
             warnings.warn(f"{path}: {note}", stacklevel=2)
         return plan
 

@@ -432,10 +432,12 @@ class FaultPlan:
                     break
         return notes
 
-    def unmatched(self, job_ids: Iterable[str]) -> list[str]:
+    def unmatched(
+        self, job_ids: Iterable[str], then: str = "it acts on none until such a job exists."
+    ) -> list[str]:
         """A note for each rule whose job pattern matches none of ``job_ids`` (a misspelt job
-        never fires: trial 60), which the caller ends; none while there is no job at all. Such
-        a plan is valid for a daemon, which warns (the job may be created later); a scenario,
+        never fires: trial 60), ending in ``then``; none while there is no job at all. Such a
+        plan is valid for a daemon, which warns (the job may be created later); a scenario,
         whose jobs are all it has, refuses it."""
         ids = sorted(set(job_ids))
         notes = []
@@ -444,7 +446,7 @@ class FaultPlan:
                 have = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
                 notes.append(
                     f"rules[{index}] ({rule.action}) names job {rule.job!r}, which no job is "
-                    f"(job IDs: {have})"
+                    f"(job IDs: {have}): {then}"
                 )
         return notes
 

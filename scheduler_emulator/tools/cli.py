@@ -638,8 +638,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         )
     every_job = emulator.list_jobs()
     for note in faults.unmatched(job.job_id for job in every_job) if faults else []:
-        print(f"warning: {args.faults}: {note}: it acts on none until such a job exists.",
-              file=sys.stderr)  # fmt: skip
+        print(f"warning: {args.faults}: {note}", file=sys.stderr)
     if isinstance(targets.publisher, NoPublisher):
         try:  # (found, not imported: that is slow)
             missing = importlib.util.find_spec("google.pubsub_v1") is None

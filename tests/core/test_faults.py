@@ -477,7 +477,8 @@ class TestRules:
              FaultRule("deadline"), FaultRule("duplicate", job="sweep")]
         )  # fmt: skip
         assert plan.unmatched(["sweep", "ping", "sweep"]) == [
-            "rules[0] (lost_ack) names job 'sweeep', which no job is (job IDs: ping, sweep)"
+            "rules[0] (lost_ack) names job 'sweeep', which no job is (job IDs: ping, sweep): it "
+            "acts on none until such a job exists."
         ]
         assert plan.unmatched([]) == []  # no job yet: the jobs come later
 
