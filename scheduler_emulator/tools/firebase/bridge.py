@@ -48,6 +48,7 @@ from .functions import (
     DEFAULT_APP_ENGINE_LOCATION,
     JOB_ID_PREFIX,
     app_engine_location,
+    loading_codebases,
     project_of,
     scheduled_functions,
     trigger_keys,
@@ -380,11 +381,14 @@ class FirebaseBridge:
                     f"updated job {name.rsplit('/', 1)[-1]} ({fn.schedule!r}, {job.time_zone})"
                 )
         prefix = f"projects/{project}/locations/"
+        loading, kept = loading_codebases(answer), []
         for job in self.emulator.list_jobs():
             job_id = job.name.rsplit("/", 1)[-1]
             if job.name in wanted or not (job.name.startswith(prefix) or job.name in made):
                 continue
-            if job_id.startswith(JOB_ID_PREFIX):
+            if job_id.startswith(JOB_ID_PREFIX) and loading and job.name.startswith(prefix):
+                kept.append(job.name)  # (trial 156: its codebase may be the one still loading)
+            elif job_id.startswith(JOB_ID_PREFIX):
                 try:
                     self.emulator.delete_job(job.name)
                 except NotFound:  # deleted meanwhile through the API
@@ -397,8 +401,15 @@ class FirebaseBridge:
                         f"deleted job {job_id} of project {job.name.split('/')[1]}: the Functions "
                         f"emulator runs project {project} now"
                     )
-        self._routes = routes
+        self._routes = routes | {n: r for n, r in self._routes.items() if n in kept}
         lines = refused_labels + result.skipped
+        if kept:
+            lines.append(
+                f"kept {len(kept)} job(s) whose function is not listed "
+                f"({', '.join(n.rsplit('/', 1)[-1] for n in kept)}): "
+                f"{loading} codebase(s) of the Functions emulator list no function yet, as "
+                "while it loads them; such a job is deleted once every codebase lists some"
+            )
         for line in lines:
             if line not in self._said_skips:
                 self._say(line)

@@ -335,6 +335,15 @@ def triggers(backends: object) -> tuple[list[Mapping[str, Any]], list[str]]:
     return found, odd
 
 
+def loading_codebases(backends: object) -> int:
+    """How many codebases of a ``GET /backends`` answer (one of :func:`triggers`' shape) list
+    no function. firebase-tools lists every codebase at once but loads them one after another
+    (a Node one, then a Python one seconds later), so such a codebase is taken as still loading.
+    """
+    entries = backends.get("backends", []) if isinstance(backends, Mapping) else []
+    return sum(isinstance(b, Mapping) and b.get("functionTriggers") == [] for b in entries)
+
+
 def scheduled_functions(backends: object) -> tuple[list[ScheduledFunction], list[str]]:
     """The scheduled functions of a ``GET /backends`` answer, one per function ID, and a line
     for each one that cannot become a job (naming the function, the field and the value) or

@@ -653,6 +653,35 @@ def test_a_backends_answer_of_another_shape_gets_a_message_in_our_words(
         suite.close()
 
 
+def test_a_codebase_still_loading_after_a_restart_keeps_its_jobs_and_their_state() -> None:
+    """Trial 156: firebase-tools lists every codebase at once and loads them one after another;
+    a look between the two loads deleted the second codebase's jobs (a paused one came back
+    enabled)."""
+    node, python = good_triggers()[:2], good_triggers()[2:]
+
+    def backends(*codebases: list[dict[str, Any]]) -> str:
+        return json.dumps({"backends": [{"functionTriggers": c} for c in codebases]})
+
+    suite = FakeSuite(triggers=good_triggers())
+    suite.body = backends(node, python)
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
+    try:
+        with FirebaseBridge(emulator, functions=suite.address) as bridge:
+            [digest] = [n for n in bridge.sync().created if "digest" in n]
+            emulator.pause_job(digest)
+            suite.body = backends(node, [])  # restarted: the Python codebase not loaded yet
+            assert bridge.sync().deleted == []
+            assert emulator.get_job(digest).state.name == "PAUSED"
+            [kept] = [m for m in bridge.messages if m.startswith("kept ")]
+            assert "firebase-schedule-digest-europe-west1" in kept and "1 codebase(s)" in kept
+            suite.body = backends(node, python)
+            assert bridge.sync().deleted == [] and emulator.get_job(digest).state.name == "PAUSED"
+            suite.body = backends(node, [trigger(id="europe-west1-other", name="other")])
+            assert bridge.sync().deleted == [digest]  # gone from a loaded codebase: deleted
+    finally:
+        suite.close()
+
+
 def test_an_unchanged_answer_is_not_worked_on_again() -> None:
     suite = FakeSuite(triggers=good_triggers())
     emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
