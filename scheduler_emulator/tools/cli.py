@@ -620,7 +620,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     before = {job.name: job for job in emulator.list_jobs()}
     stored = None if args.in_memory else sum(name not in file_names for name in before)
     if args.jobs:  # (without --jobs there are no files to compare the data directory with)
-        _note_file_changes(before, jobs)
+        _note_file_changes(before, jobs, daemon.port)
     with emulator.store.batch():  # one transaction: the engine thread is not started yet
         for job in jobs:
             emulator.upsert_job(job)
@@ -705,7 +705,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     return 0 if daemon.failure is None else 1
 
 
-def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job]) -> None:
+def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job], port: int) -> None:
     """Say on stderr which jobs of the ``--jobs`` files the data directory's jobs (``before``,
     by name) did not hold, or held configured otherwise: the files win, silently otherwise (a
     trial's jobs deleted and changed over the API came back as the files had them); and which
@@ -716,14 +716,14 @@ def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job]) -> None:
     new = [job for job in jobs if job.name not in before]
     changed = [j for j in jobs if j.name in before and not same_configuration(j, before[j.name])]
     kept = [job for name, job in before.items() if name not in named]
+    drop = f"`scheduler-emulator delete {kept[0].job_id if len(kept) == 1 else 'ID'} --port {port}`"
     said = (  # (how many, which, and what becomes of them: one, several)
         (new, "of their jobs not in it (new in the files, or deleted over the API",
          "is created", "are created"),
         (changed, "configured otherwise there (changed in the files, or over the API",
          "takes the files' configuration", "take the files' configuration"),
         (kept, "of its jobs in no file (deleted from the files, or created over the API",
-         "is kept: delete it over the API to drop it",
-         "are kept: delete them over the API to drop them"),
+         f"is kept: {drop} drops it", f"are kept: {drop} drops one"),
     )  # fmt: skip
     parts = [
         f"{len(js)} {which}{_ids(js)}) {one if len(js) == 1 else more}"

@@ -116,7 +116,7 @@ def whole_number(text: str, smallest: int = 1) -> int:
 
 def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], None]) -> None:
     """Add the ``jobs``, ``attempts``, ``runs``, ``skipped``, ``executions``, ``run``,
-    ``pause``, ``resume`` and ``clock`` subcommands to the CLI's subparsers ``sub``;
+    ``pause``, ``resume``, ``delete`` and ``clock`` subcommands to the CLI's subparsers ``sub``;
     ``add_address(parser)`` adds --host/--port."""
     jobs = sub.add_parser(
         "jobs",
@@ -165,6 +165,11 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         help="resume a paused job (ResumeJob) and print its next scheduled time",
         description="Resume JOB on the daemon at --host/--port (POST /v1/{name}:resume).",
     )
+    delete = sub.add_parser(
+        "delete",
+        help="delete a job (DeleteJob): its attempts stay in the history",
+        description="Delete JOB on the daemon at --host/--port (DELETE /v1/{name}).",
+    )
     executions = sub.add_parser(
         "executions",
         help="print the running daemon's Cloud Run executions as a table",
@@ -188,7 +193,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "--to", type=timestamp_argument, metavar="RFC3339", help="move it to this instant"
     )
     move.add_argument("--next", action="store_true", help="move it to the next due instant")
-    for parser in (jobs, attempts, runs, skipped, executions, run, pause, resume, clock):
+    for parser in (jobs, attempts, runs, skipped, executions, run, pause, resume, delete, clock):
         add_address(parser)
         add_admin_token(parser)
     for parser in (skipped, attempts, runs):
@@ -231,7 +236,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     which.add_argument(
         "--in-progress", action="store_true", help="runs with an attempt in flight or pending"
     )
-    for parser in (run, pause, resume):
+    for parser in (run, pause, resume, delete):
         parser.add_argument("job", metavar="JOB", help="the job's ID or full name")
     run.add_argument(
         "--wait", action="store_true",
@@ -921,13 +926,15 @@ def _job_name(client: DaemonClient, job: str) -> str:
 
 
 def _job_method(client: DaemonClient, job: str, verb: str) -> tuple[str, dict[str, Any]]:
-    """``POST /v1/{name}:{verb}`` (RunJob, PauseJob, ResumeJob) for ``job`` (an ID or a full
-    name): its full name and the job the daemon answers with.
+    """``POST /v1/{name}:{verb}`` (RunJob, PauseJob, ResumeJob; ``DELETE /v1/{name}`` for
+    ``"delete"``) for ``job`` (an ID or a full name): its full name and the daemon's answer.
 
     :raises ConfigurationError: for a refusal, naming the jobs there are when it is not found.
     """
     name = _job_name(client, job)
     try:
+        if verb == "delete":
+            return name, client.call("DELETE", f"/v1/{name}")
         return name, client.call("POST", f"/v1/{name}:{verb}", body={})
     except Refused as exc:  # Google's "Job not found." names no job: name those there are
         parent, there = name.rpartition("/jobs/")[0], ""
@@ -952,6 +959,13 @@ def cmd_pause(args: argparse.Namespace, out: IO[str]) -> int:
         f"paused {args.job}: it starts no scheduled run and no retry until it is resumed "
         "(`run` still starts one)\n"
     )
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace, out: IO[str]) -> int:
+    """Delete ``args.job`` (DeleteJob; trial 159: a job dropped from a jobs file ran on)."""
+    _job_method(DaemonClient(args.host, args.port, args.admin_token), args.job, "delete")
+    out.write(f"deleted {args.job}: its attempts and runs stay in the history\n")
     return 0
 
 
@@ -1196,6 +1210,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str]], int]] = {
     "run": cmd_run,
     "pause": cmd_pause,
     "resume": cmd_resume,
+    "delete": cmd_delete,
     "executions": cmd_executions,
     "clock": cmd_clock,
 }

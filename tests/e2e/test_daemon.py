@@ -278,8 +278,8 @@ def test_a_restart_with_the_same_jobs_file_says_which_jobs_it_recreates_or_reset
         "1 configured otherwise there (changed in the files, or over the API: changed) takes the "
         "files' configuration; 1 of "
         "its jobs in no file (deleted from the files, or created over the API: extra) is kept: "
-        "delete it over the API to drop it. Start without --jobs to keep the data directory's "
-        "jobs as they are."
+        f"`scheduler-emulator delete extra --port {again.url.rsplit(':', 1)[1]}` drops it. "
+        "Start without --jobs to keep the data directory's jobs as they are."
     ) in stderr
     with on_disk(tmp_path) as without_files:  # no files to compare with: no note (trial 57)
         without_files.stop()

@@ -136,8 +136,13 @@ def test_run_as_if_scheduled_at_an_instant_sends_that_schedule_time(
     daemon.post(f"/v1/{parent}/jobs", job).raise_for_status()
     try:
         assert cli(daemon, "run", "ready") == [f"started a run of ready, publishing to {topic}"]
-    finally:
-        requests.delete(f"{daemon.url}/v1/{parent}/jobs/ready", timeout=30).raise_for_status()
+    finally:  # trial 159: a job dropped from a jobs file could be deleted only over the API
+        assert cli(daemon, "delete", "ready") == [
+            "deleted ready: its attempts and runs stay in the history"
+        ]
+    assert daemon.session.get(f"{daemon.url}/v1/{parent}/jobs/ready").status_code == 404
+    code, _, err = run_cli("delete", "ready", "--port", port)
+    assert code == 2 and "Did you mean 'ready'?" not in err and "Jobs in projects/" in err
     code, _, err = run_cli("resume", "berlin", "--port", port)  # not paused: Google's 400, said
     assert code == 2 and "only a PAUSED job can be resumed" in err
     code, _, err = run_cli("pause", "berlim", "--port", port)
