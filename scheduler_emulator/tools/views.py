@@ -32,7 +32,7 @@ import re
 import shutil
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from functools import partial
@@ -42,6 +42,7 @@ from operator import attrgetter
 from typing import IO, Any
 
 from ..clients import EMULATOR_HOST_VARIABLE
+from ..core.scheduler import MAX_DOWNTIME_SKIPS
 from ..domain.attempts import Attempt, iso
 from ..domain.cloud_run import execution_reason, execution_summary, tasks_complete
 from ..domain.codec import parse_timestamp
@@ -707,6 +708,16 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
         times = "time" if args.last == 1 else "times"
         note = f"the newest {args.last} skipped scheduled {times}, of {len(listed)}"
         print(f"note: {note}; a larger --last N lists more.", file=sys.stderr)
+    restarts = Counter((record["job"], record["recordedAt"]) for _, record in listed)
+    if cut := sorted(
+        {job.rsplit("/", 1)[-1] for (job, _), n in restarts.items() if n >= MAX_DOWNTIME_SKIPS}
+    ):
+        print(  # (trial 159: 119 listed of about 3,950 missed, unsaid)
+            f"note: a restart lists the first {MAX_DOWNTIME_SKIPS} of a job's scheduled times that "
+            f"passed while the emulator was down, not the later ones: more passed for "
+            f"{', '.join(cut)} (the restart's startup line counted them all).",
+            file=sys.stderr,
+        )
     records = [record for _, record in newest[::-1]]
     if args.json:
         return _print_json(out, records)

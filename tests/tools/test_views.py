@@ -934,6 +934,33 @@ def test_skipped_prints_the_newest_n_scheduled_times_oldest_first(
     assert row.endswith(views.SKIPPED_REASONS["EMULATOR_DOWN"])
 
 
+def test_skipped_says_when_a_restart_listed_only_the_first_of_a_jobs_missed_times(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 159: 119 skipped times listed for a job that missed about 3,950 while down."""
+    from scheduler_emulator.core.scheduler import MAX_DOWNTIME_SKIPS
+
+    def down(job: str, count: int, restart: str) -> list[dict[str, Any]]:
+        start = datetime(2026, 10, 28, tzinfo=UTC)
+        return [
+            {"job": f"projects/p/locations/l/jobs/{job}", "reason": "EMULATOR_DOWN",
+             "nominalTime": iso_z(start + timedelta(minutes=i)), "recordedAt": restart,
+             "scheduleTime": iso_z(start + timedelta(minutes=i))}
+            for i in range(count)
+        ]  # fmt: skip
+
+    listing(monkeypatch, "skipped", down("heartbeat", MAX_DOWNTIME_SKIPS, "2026-12-07T06:00:00Z")
+            + down("nightly", MAX_DOWNTIME_SKIPS - 1, "2026-12-07T06:00:00Z")
+            + down("nightly", 2, "2026-12-08T06:00:00Z"))  # fmt: skip
+    code, _, err = run_command(capsys, "skipped", "--last", "500")
+    assert code == 0
+    assert err == (
+        f"note: a restart lists the first {MAX_DOWNTIME_SKIPS} of a job's scheduled times that "
+        "passed while the emulator was down, not the later ones: more passed for heartbeat (the "
+        "restart's startup line counted them all).\n"
+    )
+
+
 def test_an_attempts_time_shows_milliseconds_and_wide_shows_microseconds() -> None:
     """Three columns fewer in the table (a trial's attempts rows were 121-123 wide)."""
     begun = datetime(2026, 12, 3, 18, 4, 0, 123456, tzinfo=UTC)
