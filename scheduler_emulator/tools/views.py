@@ -156,21 +156,17 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "with it, an emulator-only action: the run's attempts carry T as "
         "X-CloudScheduler-ScheduleTime, to test a handler for a chosen schedule time.",
     )
-    pause = sub.add_parser(
-        "pause",
-        help="pause a job (PauseJob): no scheduled run or retry until it is resumed",
-        description="Pause JOB on the daemon at --host/--port (POST /v1/{name}:pause).",
-    )
-    resume = sub.add_parser(
-        "resume",
-        help="resume a paused job (ResumeJob) and print its next scheduled time",
-        description="Resume JOB on the daemon at --host/--port (POST /v1/{name}:resume).",
-    )
-    delete = sub.add_parser(
-        "delete",
-        help="delete a job (DeleteJob): its attempts stay in the history",
-        description="Delete JOB on the daemon at --host/--port (DELETE /v1/{name}).",
-    )
+    pause, resume, delete = (
+        sub.add_parser(verb, help=what, description=f"{verb.title()} JOB on the daemon at "
+                       f"--host/--port ({method} /v1/{{name}}{suffix}).")
+        for verb, method, suffix, what in (
+            ("pause", "POST", ":pause",
+             "pause a job (PauseJob): no scheduled run or retry until it is resumed"),
+            ("resume", "POST", ":resume",
+             "resume a paused job (ResumeJob) and print its next scheduled time"),
+            ("delete", "DELETE", "", "delete a job (DeleteJob): its attempts stay in the history"),
+        )
+    )  # fmt: skip
     executions = sub.add_parser(
         "executions",
         help="print the running daemon's Cloud Run executions as a table",
