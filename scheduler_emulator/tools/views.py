@@ -711,7 +711,7 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
         print(  # (trial 159: 119 listed of about 3,950 missed, unsaid)
             f"note: a restart lists the first {MAX_DOWNTIME_SKIPS} of a job's scheduled times that "
             f"passed while the emulator was down, not the later ones: more passed for "
-            f"{', '.join(cut)} (the restart's startup line counted them all).",
+            f"{', '.join(cut)}, recorded nowhere.",
             file=sys.stderr,
         )
     records = [record for _, record in newest[::-1]]
