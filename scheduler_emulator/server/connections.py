@@ -18,8 +18,9 @@ or sending slowly. The router reads a connection's first bytes:
   the client fails fast instead of retrying a garbled handshake;
 - anything else → HTTP/1.1 (REST, gcloud, ``/_emulator/``). The router reads each request —
   headers and body — within :attr:`Limits.request_timeout` of its first byte (else ``408``),
-  and only then hands it to one of :attr:`Limits.http_workers` worker threads (all busy:
-  ``503``); the answered connection comes back to the loop and is kept alive until
+  and only then hands it to one of :attr:`Limits.http_workers` worker threads (all busy: it
+  waits up to :attr:`Limits.request_timeout`, while the requests waiting hold no more bytes than
+  the workers may; else ``503``); the answered connection comes back to the loop and is kept alive until
   :attr:`Limits.http_idle_timeout` passes without a new request. At most
   :attr:`Limits.max_connections` HTTP/1.1 connections are open at once (one more: ``503``).
 
@@ -232,6 +233,8 @@ class ConnectionRouter:
         #: Connections open now, by kind: ``unsorted`` (first bytes awaited), ``http``, ``grpc``.
         self.open = {"unsorted": 0, "http": 0, "grpc": 0}
         self._busy: set[Future[bool]] = set()  # HTTP requests in a worker now
+        self._slots = asyncio.Semaphore(limits.http_workers)  # (the loop's thread only)
+        self._waiting = 0  # bytes of the requests read whole that wait for a worker
         self._lock = threading.Lock()
         self._closed = False
         self._tls_logged_at: float | None = None
@@ -485,8 +488,11 @@ class ConnectionRouter:
                     )
                     await self._answer_http1(sock, DeadlineExceeded(message, http_status=408))
                     return
-                if len(self._busy) >= limits.http_workers:
-                    message = f"Too many requests in progress: {limits.http_workers} at once."
+                if not await self._worker_slot(len(data)):  # (trial 161: 99 of 200 creates 503)
+                    message = (
+                        f"Too many requests in progress: {limits.http_workers} at once, and "
+                        f"more waiting for {limits.request_timeout:g} s or than the emulator holds."
+                    )
                     await self._answer_http1(sock, Unavailable(message))
                     return
                 sock.setblocking(True)
@@ -496,11 +502,33 @@ class ConnectionRouter:
                     keep = await asyncio.wrap_future(work)
                 finally:
                     self._busy.discard(work)
+                    self._slots.release()
                     sock.setblocking(False)
                 if not keep:
                     return
         finally:
             self.open["http"] -= 1
+
+    async def _worker_slot(self, size: int) -> bool:
+        """Wait for one of the :attr:`Limits.http_workers` workers for a request of ``size``
+        bytes read so far: ``False`` when it waited :attr:`Limits.request_timeout`, or when the
+        requests waiting would hold more than all workers' requests at once may (their bodies
+        are in memory)."""
+        limits = self.limits
+        if (
+            self._slots.locked()
+            and self._waiting + size > limits.http_workers * self.max_body_bytes
+        ):
+            return False
+        self._waiting += size
+        try:
+            async with asyncio.timeout(limits.request_timeout):
+                await self._slots.acquire()
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._waiting -= size
 
     async def _read_request(
         self, sock: socket.socket, buffer: bytearray

@@ -83,6 +83,38 @@ def served(serving: Any) -> Served:
     return serving()
 
 
+@pytest.mark.timeout(60)
+def test_requests_past_the_busy_workers_wait_for_one_within_a_bound_of_bytes(
+    serving: Any,
+) -> None:
+    """Trial 161: 99 of 200 clients creating jobs at once were answered 503; they wait for a
+    worker now, while the requests waiting hold no more bytes than the workers' may."""
+    served = serving(http_workers=2)
+    router = served.server.connection_router
+    serve_http, go = router.serve_http, threading.Event()
+
+    def held(*args: Any) -> bool:
+        go.wait(30)
+        return bool(serve_http(*args))
+
+    router.serve_http = held
+    answers: list[int] = []
+
+    def call() -> None:
+        answers.append(requests.get(served.url + HEALTH, timeout=30).status_code)
+
+    callers = [threading.Thread(target=call) for _ in range(6)]
+    for caller in callers:
+        caller.start()
+    wait_for(lambda: len(router._busy) == 2 and router._waiting > 0, 10)
+    router.max_body_bytes = router._waiting // 2 // 2  # the four waiting are past the bound now
+    assert requests.get(served.url + HEALTH, timeout=30).status_code == 503
+    go.set()
+    for caller in callers:
+        caller.join(30)
+    assert answers == [200] * 6
+
+
 class TestKeepAlive:
     @pytest.mark.timeout(60)
     def test_100_calls_of_one_session_use_one_connection(self, served: Served) -> None:
