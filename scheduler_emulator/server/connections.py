@@ -20,8 +20,8 @@ or sending slowly. The router reads a connection's first bytes:
   headers and body — within :attr:`Limits.request_timeout` of its first byte (else ``408``),
   and only then hands it to one of :attr:`Limits.http_workers` worker threads (all busy: it
   waits up to :attr:`Limits.request_timeout`, while the requests waiting hold no more bytes than
-  the workers may; else ``503``); the answered connection comes back to the loop and is kept alive until
-  :attr:`Limits.http_idle_timeout` passes without a new request. At most
+  the workers may; else ``503``); the answered connection comes back to the loop and is kept
+  alive until :attr:`Limits.http_idle_timeout` passes without a new request. At most
   :attr:`Limits.max_connections` HTTP/1.1 connections are open at once (one more: ``503``).
 
 The HTTP/2 frames are written and read by the ``h2`` package (python-hyper). This is how
