@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
-from werkzeug.routing import Map
+from werkzeug.routing import Map, RequestRedirect
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 from werkzeug.wrappers import Request, Response
 
@@ -197,7 +197,9 @@ class EmulatorApp:
         self.allowed_hosts = {name.lower() for name in allowed_hosts}
         self.admin_token = admin_token or None
         rules = [*admin.RULES, *api.RULES]
-        self.url_map = Map([rule.empty() for rule in rules], strict_slashes=False)
+        # (trials 146, 161: GET …/jobs/ listed the jobs and …/jobs// answered an error of code
+        # 308; /_emulator/ui is redirected to /_emulator/ui/)
+        self.url_map = Map([rule.empty() for rule in rules], merge_slashes=False)
         self.handlers: dict[str, Callable[..., Any]] = {}
         self.add_handlers(admin.Admin(emulator))
         self.add_handlers(api.Api(emulator))
@@ -316,6 +318,8 @@ class EmulatorApp:
                 result = select_fields(result, mask)
         except ApiError as exc:
             return error_response(exc)
+        except RequestRedirect as exc:
+            return exc.get_response()
         except HTTPException as exc:
             return _http_error(exc, request)  # a body not read: werkzeug closes the connection
         except TimeoutError:  # the client stopped sending the body

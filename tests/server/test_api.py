@@ -447,7 +447,10 @@ class TestRouting:
         assert error["status"] == "NOT_FOUND"
         assert error["message"] == f"Method not found: {said}"
 
-    @pytest.mark.parametrize("path", ["/v1/nothing", "/zzz", "/_emulator/zzz"])
+    @pytest.mark.parametrize(
+        "path",  # trials 146, 161: a trailing slash listed the jobs; "//" answered "code 308"
+        ["/v1/nothing", "/zzz", "/_emulator/zzz", JOBS + "/", JOBS + "//", "/_emulator//jobs"],
+    )
     def test_an_unknown_path_is_a_json_404_naming_the_path(self, api: Client, path: str) -> None:
         response = api.get(path)
         assert response.status_code == 404

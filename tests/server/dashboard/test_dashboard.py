@@ -291,6 +291,8 @@ class TestDashboardSafety:
             assert b'data-testid="timeline-loading">Loading' in page.data  # before the first draw
         assert client.get("/_emulator/ui/timeline.js").mimetype == "text/javascript"
         assert client.get("/_emulator/ui/secrets.txt").status_code == 404
+        moved = client.get("/_emulator/ui")  # a redirect, not an error envelope of code 308
+        assert moved.status_code == 308 and moved.headers["Location"].endswith("/_emulator/ui/")
 
     def test_with_an_admin_token_the_page_loads_and_its_data_needs_the_token(
         self, emulator: Emulator
