@@ -104,9 +104,13 @@ def test_requests_past_the_busy_workers_wait_for_one_within_a_bound_of_bytes(
         answers.append(requests.get(served.url + HEALTH, timeout=30).status_code)
 
     callers = [threading.Thread(target=call) for _ in range(6)]
-    for caller in callers:
+    for caller in callers[:3]:
         caller.start()
-    wait_for(lambda: len(router._busy) == 2 and router._waiting > 0, 10)
+    wait_for(lambda: len(router._busy) == 2 and router._waiting > 0, 10)  # one of three waits
+    size = router._waiting
+    for waiting, caller in enumerate(callers[3:], 2):
+        caller.start()
+        wait_for(lambda: router._waiting == waiting * size, 10)  # noqa: B023 (called here)
     router.max_body_bytes = router._waiting // 2 // 2  # the four waiting are past the bound now
     assert requests.get(served.url + HEALTH, timeout=30).status_code == 503
     go.set()
