@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # werkzeug is imported when a Flask request is served
 __all__ = [
     "TimerMiddleware",
     "functions_framework_handler",
+    "django_response",
     "handle_django",
     "handle_flask",
     "init_app",
@@ -249,11 +250,14 @@ def handle_django(router: Router, request: Any, name: str | None = None) -> Any:
     :raises Exception: the handler's exception, when ``request.META`` sets
         :data:`PROPAGATE_EXCEPTIONS_KEY`.
     """
+    answer = _dispatch(router, request, name, request.META, request.body)
+    return django_response(TimerResponse(404, (), b"") if answer is None else answer)
+
+
+def django_response(answer: TimerResponse) -> Any:
+    """``answer`` as a ``django.http.HttpResponse`` (its status, headers and body)."""
     from django.http import HttpResponse
 
-    answer = _dispatch(router, request, name, request.META, request.body)
-    if answer is None:
-        return HttpResponse(b"", status=404)
     response = HttpResponse(answer.body, status=answer.status)
     for header, value in answer.headers:
         if header.lower() != "content-length":  # (Django sets it)

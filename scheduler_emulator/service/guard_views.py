@@ -1,11 +1,10 @@
-"""The run-once guard on a Flask view or a functions-framework function (werkzeug requests and
-responses).
+"""The run-once guard on a Flask or Django view or a functions-framework function.
 
 :meth:`RunOnceGuard.view <scheduler_emulator.service.guard.RunOnceGuard.view>` is
 :func:`guard_view`: it finds the request among the view's arguments (or Flask's), reads the
 view's answer with Flask's rules (a 2xx completes the run, anything else releases it) and answers
-the guard's refusals as :class:`werkzeug.wrappers.Response` objects. Nothing here is needed by a
-service that uses a :class:`~scheduler_emulator.service.TimerRouter`.
+the guard's refusals in the request's framework (Django's ``HttpResponse`` or werkzeug's).
+Nothing here is needed by a service that uses a :class:`~scheduler_emulator.service.TimerRouter`.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast
 
+from .frameworks import django_response
 from .guard_refusals import DUPLICATE_RESPONSE, RunRefusedError
 from .request import TimerResponse, returned_status
 
@@ -60,24 +60,29 @@ def _find_request(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     )
 
 
-def _werkzeug_response(answer: TimerResponse) -> Any:
-    """Turn a framework-neutral answer into a :class:`werkzeug.wrappers.Response`."""
+def _response(request: Any, answer: TimerResponse) -> Any:
+    """A framework-neutral answer in the request's framework: a ``django.http.HttpResponse``
+    for a Django request (trial 162: a werkzeug one made Django answer 500), else a
+    :class:`werkzeug.wrappers.Response`."""
+    if hasattr(request, "META"):
+        return django_response(answer)
     from werkzeug.wrappers import Response
 
     return Response(answer.body, status=answer.status, headers=list(answer.headers))
 
 
 def guard_view(guard: Guard, view: F) -> F:
-    """Decorate a Flask view or a functions-framework function to run once per run.
+    """Decorate a Flask or Django view or a functions-framework function to run once per run.
 
     The request is the view's argument that looks like a werkzeug ``Request`` (what
-    functions-framework passes), else Flask's ``flask.request``. The view's return value is
-    passed through untouched; the guard reads its status with Flask's rules: 2xx marks the run
-    ``completed``, any other status (Cloud Scheduler will retry) releases the claim, and an
-    exception releases it and propagates (Flask answers 500). The guard itself answers 200
+    functions-framework passes) or a Django ``WSGIRequest``, else Flask's ``flask.request``.
+    The view's return value is passed through untouched; the guard reads its status with
+    Flask's rules: 2xx marks the run ``completed``, any other status (Cloud Scheduler will
+    retry) releases the claim, and an exception releases it and propagates (the framework
+    answers 500). The guard itself answers 200
     (:data:`DUPLICATE_RESPONSE`, a line saying so) to a duplicate of a completed run, 400 for
-    missing headers and 409 for a run in progress, as :class:`werkzeug.wrappers.Response`
-    objects.
+    missing headers and 409 for a run in progress, as ``django.http.HttpResponse`` objects for
+    a Django request and :class:`werkzeug.wrappers.Response` ones otherwise.
 
     :param view: ``view(request) -> response`` or a Flask view taking route arguments.
     :raises TypeError: when called without a request and outside a Flask request.
@@ -92,9 +97,9 @@ def guard_view(guard: Guard, view: F) -> F:
                 request.headers, lambda: view(*args, **kwargs), succeeded=acknowledges
             )
         except RunRefusedError as refusal:
-            return _werkzeug_response(refusal.response())
+            return _response(request, refusal.response())
         if not result.ran:
-            return _werkzeug_response(DUPLICATE_RESPONSE)
+            return _response(request, DUPLICATE_RESPONSE)
         return result.value
 
     guarded.run_once_guard = guard  # type: ignore[attr-defined]

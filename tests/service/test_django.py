@@ -16,9 +16,10 @@ django = pytest.importorskip("django")
 from django.conf import settings  # noqa: E402
 from django.http import HttpResponse  # noqa: E402
 
-from scheduler_emulator.service import TimerRouter  # noqa: E402
+from scheduler_emulator.service import RunOnceGuard, TimerRouter  # noqa: E402
 
 ROUTER = TimerRouter()
+GUARD = RunOnceGuard()
 RAN: list[str] = []
 
 
@@ -40,8 +41,17 @@ def _urls() -> types.ModuleType:
     def timers(request: Any, name: str) -> Any:
         return ROUTER.handle_django(request, name)
 
+    @csrf_exempt
+    @GUARD.view
+    def charge(request: Any) -> Any:
+        RAN.append("charge")
+        return HttpResponse("charged")
+
     module = types.ModuleType("tests_django_urls")
-    module.urlpatterns = [path("_triggers/timer/<str:name>", timers)]  # type: ignore[attr-defined]
+    module.urlpatterns = [  # type: ignore[attr-defined]
+        path("_triggers/timer/<str:name>", timers),
+        path("charge", charge),
+    ]
     return module
 
 
@@ -88,3 +98,20 @@ def test_init_app_on_a_django_app_says_what_to_use(client: Any) -> None:
 
     with pytest.raises(TypeError, match=r"router.wsgi\(get_wsgi_application\(\)\)"):
         ROUTER.init_app(get_wsgi_application())
+
+
+def test_a_guarded_django_view_answers_the_guards_refusals_as_django_responses(
+    client: Any,
+) -> None:
+    """Trial 162: @guard.view answered a duplicate with a werkzeug response, which Django
+    turned into a 500 (and Cloud Scheduler into a retry)."""
+    RAN.clear()
+    run = {**headers("charge"), "X-CloudScheduler-ScheduleTime": "2026-12-07T02:00:00Z"}
+    answers = [client.post("/charge", headers=run) for _ in range(2)]
+    assert [(a.status_code, a.content) for a in answers] == [
+        (200, b"charged"),
+        (200, b"Already completed by an earlier delivery: not run again (run-once guard).\n"),
+    ]
+    assert RAN == ["charge"]
+    refused = client.post("/charge")  # no Cloud Scheduler headers: the guard's 400
+    assert refused.status_code == 400 and RAN == ["charge"]
