@@ -473,6 +473,12 @@ class TimerRouter:
             try:
                 payload = bind_body(request.body, timer.payload_type, timer.payload_param)
             except BindingError as exc:
+                hint = (  # (trial 162: a Django habit's `request`, hinted in the log only)
+                    f"The body binds as JSON to the unannotated parameter '{timer.payload_param}'"
+                    ": annotate it `: TimerRequest` to be given the request instead."
+                    if timer.payload_type is Any
+                    else ""
+                )
                 logger.warning(
                     "TIMER /%s refused with 400: %s (The body binds as JSON to the parameter "
                     "'%s': %s.%s)",
@@ -481,7 +487,7 @@ class TimerRouter:
                     timer.payload_param,
                     type_name(timer.payload_type),
                     " Annotate it `: TimerRequest` to be given the request instead."
-                    if timer.payload_type is Any
+                    if hint
                     else "",
                 )
                 problem = {
@@ -489,6 +495,7 @@ class TimerRouter:
                     "title": VALIDATION_PROBLEM_TITLE,
                     "status": 400,
                     "errors": exc.errors,
+                    **({"detail": hint} if hint else {}),
                 }
                 body = json.dumps(problem, separators=(",", ":"), ensure_ascii=False).encode()
                 return _answer(400, body, PROBLEM_JSON)
