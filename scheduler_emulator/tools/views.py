@@ -161,7 +161,8 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
                        f"--host/--port ({method} /v1/{{name}}{suffix}).")
         for verb, method, suffix, what in (
             ("pause", "POST", ":pause",
-             "pause a job (PauseJob): no scheduled run or retry until it is resumed"),
+             "pause a job (PauseJob): no scheduled run until it is resumed; a scheduled run's "
+             "pending retry is dropped"),
             ("resume", "POST", ":resume",
              "resume a paused job (ResumeJob) and print its next scheduled time"),
             ("delete", "DELETE", "", "delete a job (DeleteJob): its attempts stay in the history"),
@@ -960,11 +961,13 @@ def _job_method(client: DaemonClient, job: str, verb: str) -> tuple[str, dict[st
 
 
 def cmd_pause(args: argparse.Namespace, out: IO[str]) -> int:
-    """Pause ``args.job`` (PauseJob) and say what that stops."""
+    """Pause ``args.job`` (PauseJob) and say what that stops (trial 163: "no retry until it is
+    resumed" read as if a dropped retry came back)."""
     _job_method(DaemonClient(args.host, args.port, args.admin_token), args.job, "pause")
     out.write(
-        f"paused {args.job}: it starts no scheduled run and no retry until it is resumed "
-        "(`run` still starts one)\n"
+        f"paused {args.job}: it starts no scheduled run until it is resumed, and a scheduled "
+        "run's pending retry is dropped, that run giving up (a forced run's retries go on, and "
+        "`run` still starts one)\n"
     )
     return 0
 

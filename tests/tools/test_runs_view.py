@@ -119,7 +119,8 @@ def test_run_as_if_scheduled_at_an_instant_sends_that_schedule_time(
     assert line.startswith(f"started a run of {full}, sending ScheduleTime ")
     target.wait_for(before + 3)
     [line] = cli(daemon, "pause", "berlin")  # trial 98: the CLI could run a job, not pause it
-    assert line.startswith("paused berlin: it starts no scheduled run and no retry until")
+    assert line.startswith("paused berlin: it starts no scheduled run until it is resumed, and")
+    assert "pending retry is dropped, that run giving up" in line
     try:  # a paused job's forced run goes anyway: said, so that it is not taken for a mistake
         assert daemon.get(f"/v1/{full}")["state"] == "PAUSED"
         [line] = cli(daemon, "run", "berlin")
