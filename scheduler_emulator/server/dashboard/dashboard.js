@@ -109,6 +109,8 @@
     $("clock-mode").textContent = clock.mode === "manual" ? "manual clock" : "system clock";
     $("clock-mode").className = "badge clock-" + clock.mode;
     $("clock-now").textContent = TL.stamp(clock.now);
+    /* what comes next, whichever job's (trial 163: found only by comparing the lanes) */
+    $("clock-next-due").textContent = clock.nextDue ? "next due " + TL.stamp(clock.nextDue) : "nothing due";
     /* Move-to times are UTC, or the browser's when times are shown in it (named beside). */
     var local = state.zone === "local", zone = local ? TL.browserZone() : "UTC";
     var picker = $("clock-moveto-picker");  /* follows the clock until the user picks a time */
@@ -185,7 +187,8 @@
    * in `node`; the job's status text until it is read, once per attempt (trials 126, 130). */
   function lastReason(job, node) {
     var key = job.name + " " + job.lastAttempt.time, known = state.reasons[job.name];
-    TL.breakable(node, known && known.key === key ? known.text : job.lastAttempt.message);
+    /* the tooltip the whole of it: three lines show (trial 163: it was the short status text) */
+    TL.breakable(node, node.title = known && known.key === key ? known.text : job.lastAttempt.message);
     if (known && known.key === key) return;
     if (Object.keys(state.reasons).length > 1000) state.reasons = {};  /* (bounded) */
     state.reasons[job.name] = { key: key, text: job.lastAttempt.message };
@@ -194,7 +197,7 @@
         var attempt = (page.attempts || [])[0];
         if (!attempt || !attempt.reason || state.reasons[job.name].key !== key) return;
         state.reasons[job.name].text = node.textContent = "";
-        TL.breakable(node, state.reasons[job.name].text = attempt.reason);  /* not mid-word */
+        TL.breakable(node, node.title = state.reasons[job.name].text = attempt.reason);  /* not mid-word */
       }).catch(function () { /* the status text stays */ });
   }
   function jobAction(job, verb) {
@@ -267,7 +270,6 @@
           var reason = document.createElement("div");  /* why it failed, not only its code */
           reason.className = "sub last-reason";
           reason.setAttribute("data-testid", "job-reason-" + job.id);
-          reason.title = job.lastAttempt.message;  /* Google's status text */
           lastReason(job, reason);
           last.appendChild(reason);
         }
@@ -436,7 +438,9 @@
     container.insertBefore(section, container.querySelector("h3"));  /* after the summary */
     request("GET", "/_emulator/executions/" + found[1]).then(function (e) {
       var h = document.createElement("h3"), link = document.createElement("a");
-      h.textContent = "Cloud Run execution " + found[1] + " ";  /* the link is its raw record */
+      var id = document.createElement("code");  /* as written, not in the heading's capitals */
+      id.textContent = found[1];
+      h.append("Cloud Run execution ", id, " ");  /* the link is its raw record */
       link.href = "/_emulator/executions/" + found[1];
       link.textContent = "(JSON)";
       link.setAttribute("data-testid", "execution-json");

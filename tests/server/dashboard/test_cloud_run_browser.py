@@ -80,4 +80,10 @@ def test_an_attempt_shows_the_cloud_run_execution_it_started(tmp_path: Path) -> 
         )
         # (a trial followed the execution's name and got raw JSON: the link says it is that)
         assert by_testid(driver, "execution-json").text == "(JSON)"
+        # its name as written, not in the heading's capitals (trial 163 could not copy it)
+        [execution] = requests.get(f"{daemon.url}/_emulator/executions", timeout=30).json()[
+            "executions"
+        ]
+        heading = all_by_css(driver, '[data-testid="detail-execution"] h3 code')[0].text
+        assert heading == execution["name"].rsplit("/", 1)[-1]
         driver.save_screenshot(str(tmp_path / "cloud-run-execution.png"))
