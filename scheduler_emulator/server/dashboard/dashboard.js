@@ -422,17 +422,21 @@
       if (!full || shown !== state.shownRun || !runShown() || key === shown.drawn) return;
       shown.drawn = key;
       TL.runView($("details-body"), full, lane, function (a) { showDetails(a, full, lane); });
+      /* the execution its last such attempt started, as `runs` says it (trial 163: a run read
+         "succeeded" whatever the execution did) */
+      full.attempts.slice().reverse().some(function (a) { return showExecution($("details-body"), a); });
     }).catch(function (e) { status(e.message, true); });
   }
   function runShown() {
     return !$("details").hidden && $("details").getAttribute("data-showing") === "run";
   }
   /* An attempt answered by the Cloud Run Admin API (jobs/J:run): the execution it started, with
-   * each task attempt's exit code and output (GET /_emulator/executions/<id>). */
+   * each task attempt's exit code and output (GET /_emulator/executions/<id>); false for another
+   * attempt. */
   function showExecution(container, attempt) {
     var text = attempt.responseExcerpt || "", found = /executions\/([a-z][-a-z0-9]*)"/.exec(text);
     if (!found && /"kind": "Execution"/.test(text)) found = /"name": "([a-z][-a-z0-9]*)"/.exec(text);
-    if (!found) return;
+    if (!found) return false;
     var section = document.createElement("section");
     section.setAttribute("data-testid", "detail-execution");
     container.insertBefore(section, container.querySelector("h3"));  /* after the summary */
@@ -470,6 +474,7 @@
       });
       section.appendChild(table);
     }).catch(function (err) { section.textContent = "Cloud Run execution " + found[1] + ": " + err.message; });
+    return true;
   }
   function runFilter() {
     var which = $("timeline-filter-runs").value;

@@ -86,4 +86,11 @@ def test_an_attempt_shows_the_cloud_run_execution_it_started(tmp_path: Path) -> 
         ]
         heading = all_by_css(driver, '[data-testid="detail-execution"] h3 code')[0].text
         assert heading == execution["name"].rsplit("/", 1)[-1]
+        # the run's view says what its execution did too, as `runs` does (trial 163)
+        by_testid(driver, "details-open-run").click()
+        wait_for(
+            driver, lambda d: d.find_element("id", "details").get_attribute("data-showing") == "run"
+        )
+        wait_for(driver, lambda d: "SUCCEEDED" in by_testid(d, "execution-state").text, 30)
+        driver.save_screenshot(str(tmp_path / "cloud-run-run-view.png"))
         driver.save_screenshot(str(tmp_path / "cloud-run-execution.png"))
