@@ -277,7 +277,7 @@ class Scheduler:
         if job.state != State.ENABLED:
             self._set_next_fire(state, None)
             if job.state == State.PAUSED:
-                decisions.extend(self._cancel_retries(state))
+                decisions.extend(self._cancel_retries(state, now))
         elif reschedule or state.next_fire is None:
             at_start = from_start and now == self._began
             unrecorded = created or state.next_fire_utc == now
@@ -802,10 +802,15 @@ class Scheduler:
             out.append(SaveNextFire(state.job.name, state.next_fire_utc))
         return out
 
-    def _cancel_retries(self, state: _JobState) -> list[Decision]:
-        """Pause: pending retries of scheduled runs are dropped; attempts in flight finish."""
-        state.missed = None
+    def _cancel_retries(self, state: _JobState, now: datetime) -> list[Decision]:
+        """Pause: pending retries of scheduled runs are dropped; attempts in flight finish; a
+        time missed while the run went on, owed a late run as it ends, is recorded skipped
+        (trial 165: it was dropped unrecorded)."""
         out: list[Decision] = []
+        if (missed := state.missed) is not None:
+            skipped = SkippedRun(state.job.name, self._header(state, missed), missed, now)
+            out.append(RecordSkipped(skipped))
+        state.missed = None
         for run in list(state.runs.values()):
             if not run.forced and run.next_attempt_at is not None:
                 out.append(self._give_up(state, run, GAVE_UP_PAUSED))

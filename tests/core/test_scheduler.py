@@ -113,6 +113,23 @@ def test_a_second_missed_time_is_recorded_as_skipped(core: Scheduler) -> None:
     assert start.run.attempts == 1
 
 
+def test_pausing_records_the_time_owed_a_late_run_as_skipped(core: Scheduler) -> None:
+    """Trial 165: a time missed while the run went on (owed a late run as it ends) vanished
+    when the job was paused: neither run nor listed as skipped."""
+    retry = RetryConfig(retry_count=3, min_backoff_duration=timedelta(minutes=9))
+    core.put(job(retry_config=retry), T0 - timedelta(seconds=1))
+    [start] = acted(core.due(T0))
+    core.attempt_ended(start.run.job, start.run.id, failed(T0), T0)
+    assert acted(core.due(T0 + timedelta(minutes=5))) == []  # 12:05 is owed a late run
+    paused = core.get(start.run.job)
+    now = T0 + timedelta(minutes=6)
+    _, decisions = core.put(Job(**{**paused.__dict__, "state": State.PAUSED}), now)
+    [skip] = [d for d in decisions if isinstance(d, RecordSkipped)]
+    assert skip.skipped.schedule_time == "2026-09-24T12:05:00Z"
+    assert skip.skipped.reason == "RUN_STILL_GOING" and skip.skipped.recorded_at == now
+    assert core.upcoming(start.run.job)[2] is None  # owed nothing now
+
+
 def test_a_forced_run_neither_waits_nor_blocks(core: Scheduler) -> None:
     core.put(job(), T0 - timedelta(seconds=1))
     [scheduled] = acted(core.due(T0))
