@@ -961,15 +961,31 @@ def _job_method(client: DaemonClient, job: str, verb: str) -> tuple[str, dict[st
 
 
 def cmd_pause(args: argparse.Namespace, out: IO[str]) -> int:
-    """Pause ``args.job`` (PauseJob) and say what that stops (trial 163: "no retry until it is
-    resumed" read as if a dropped retry came back)."""
-    _job_method(DaemonClient(args.host, args.port, args.admin_token), args.job, "pause")
+    """Pause ``args.job`` (PauseJob) and say what that stops: a scheduled run's pending retry
+    and a late run owed, when there were (trials 163, 165: the same words for every job; "no
+    retry until it is resumed" read as if a dropped retry came back)."""
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    before = _job_row(client, _job_name(client, args.job))
+    name, _ = _job_method(client, args.job, "pause")
+    dropped = []
+    if (retry := before.get("nextAttemptTime")) and retry != _job_row(client, name).get(
+        "nextAttemptTime"
+    ):
+        dropped.append(f"its run's retry due {retry} is dropped, the run giving up")
+    if late := before.get("delayedRunTime"):
+        dropped.append(f"the late run owed to {late} is dropped (`skipped` lists that time)")
     out.write(
-        f"paused {args.job}: it starts no scheduled run until it is resumed, and a scheduled "
-        "run's pending retry is dropped, that run giving up (a forced run's retries go on, and "
-        "`run` still starts one)\n"
+        f"paused {args.job}: it starts no scheduled run until it is resumed"
+        + "".join(f"; {what}" for what in dropped)
+        + " (a forced run's retries go on, and `run` still starts one)\n"
     )
     return 0
+
+
+def _job_row(client: DaemonClient, name: str) -> dict[str, Any]:
+    """The ``GET /_emulator/jobs`` row of the job ``name`` (full), ``{}`` when there is none."""
+    rows = client.get("/_emulator/jobs", {"name": name.rsplit("/", 1)[-1], "fireTimes": 0})
+    return next((row for row in rows["jobs"] if row["name"] == name), {})
 
 
 def cmd_delete(args: argparse.Namespace, out: IO[str]) -> int:
@@ -987,8 +1003,7 @@ def cmd_resume(args: argparse.Namespace, out: IO[str]) -> int:
     if when := job.get("scheduleTime"):  # in the job's time zone, as `jobs` shows it (trial 105)
         zone = resolve_time_zone(job.get("timeZone") or "Etc/UTC")
         after = f"; next run at {format_schedule_time(parse_timestamp(when).astimezone(zone))}"
-    rows = client.get("/_emulator/jobs", {"name": name.rsplit("/", 1)[-1], "fireTimes": 0})
-    if retry := next((r["nextAttemptTime"] for r in rows["jobs"] if r["name"] == name), None):
+    if retry := _job_row(client, name).get("nextAttemptTime"):
         after += f"; first, a forced run's retry, due {retry}"  # (trial 114: it went unsaid)
     out.write(f"resumed {args.job}{after}\n")
     return 0

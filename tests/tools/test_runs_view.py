@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from tests.daemon import Daemon
-from tests.dashboard_scene import RUNS_START, runs_daemon
+from tests.dashboard_scene import PARENT, RUNS_START, runs_daemon
 from tests.support import RecordingTarget, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -61,9 +61,38 @@ def test_resume_names_a_forced_runs_pending_retry() -> None:
         code, _, err = run_cli("run", "doomed", "--wait", "--port", daemon.url.rsplit(":", 1)[1])
         assert code == 1, err  # its first attempt failed: a retry 60 s on
         due = daemon.get("/_emulator/jobs", params={"name": "doomed"})["jobs"][0]["nextAttemptTime"]
-        cli(daemon, "pause", "doomed")
+        [paused] = cli(daemon, "pause", "doomed")  # a forced run's retry: not dropped, not said
         [line] = cli(daemon, "resume", "doomed")
+        assert paused == (
+            "paused doomed: it starts no scheduled run until it is resumed (a forced run's "
+            "retries go on, and `run` still starts one)"
+        )
+        # a scheduled run's retry, and a time owed a late run: each said dropped (trial 165)
+        after_first_failure = MIDNIGHT + timedelta(seconds=1)
+        daemon.post("/_emulator/clock:moveTo", {"time": after_first_failure.isoformat()})
+        [row] = daemon.get("/_emulator/jobs", params={"name": "flaky"})["jobs"]
+        [paused] = cli(daemon, "pause", "flaky")
+        doomed = daemon.get(f"/v1/{PARENT}/jobs/doomed")["httpTarget"]["uri"]
+        minutely = {"name": f"{PARENT}/jobs/minutely", "schedule": "* * * * *",
+                    "httpTarget": {"uri": doomed},
+                    "retryConfig": {"retryCount": 3, "minBackoffDuration": "90s"}}  # fmt: skip
+        daemon.post(f"/v1/{PARENT}/jobs", minutely).raise_for_status()
+        owing = MIDNIGHT + timedelta(minutes=2, seconds=10)  # 00:01 retrying, 00:02 owed
+        daemon.post("/_emulator/clock:moveTo", {"time": owing.isoformat()})
+        [owed] = daemon.get("/_emulator/jobs", params={"name": "minutely"})["jobs"]
+        [both] = cli(daemon, "pause", "minutely")
     assert due and line.endswith(f"; first, a forced run's retry, due {due}")
+    assert row["nextAttemptTime"] and paused == (
+        f"paused flaky: it starts no scheduled run until it is resumed; its run's retry due "
+        f"{row['nextAttemptTime']} is dropped, the run giving up (a forced run's retries go on, "
+        "and `run` still starts one)"
+    )
+    assert owed["delayedRunTime"] and both == (
+        f"paused minutely: it starts no scheduled run until it is resumed; its run's retry due "
+        f"{owed['nextAttemptTime']} is dropped, the run giving up; the late run owed to "
+        f"{owed['delayedRunTime']} is dropped (`skipped` lists that time) (a forced run's "
+        "retries go on, and `run` still starts one)"
+    )
 
 
 def test_a_run_out_of_retries_gave_up_on_its_retry_count(scene: tuple[Daemon, object]) -> None:
@@ -119,8 +148,7 @@ def test_run_as_if_scheduled_at_an_instant_sends_that_schedule_time(
     assert line.startswith(f"started a run of {full}, sending ScheduleTime ")
     target.wait_for(before + 3)
     [line] = cli(daemon, "pause", "berlin")  # trial 98: the CLI could run a job, not pause it
-    assert line.startswith("paused berlin: it starts no scheduled run until it is resumed, and")
-    assert "pending retry is dropped, that run giving up" in line
+    assert line.startswith("paused berlin: it starts no scheduled run until it is resumed (")
     try:  # a paused job's forced run goes anyway: said, so that it is not taken for a mistake
         assert daemon.get(f"/v1/{full}")["state"] == "PAUSED"
         [line] = cli(daemon, "run", "berlin")
