@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from ...domain.errors import ConfigurationError
+from ...domain.resources import Job
 from ...realtime import real_monotonic
 from ...runtime._emulator import Emulator
 from ...wire import check_host_port, is_loopback
@@ -27,7 +28,7 @@ from .bridge import (
     require_hub,
 )
 from .client import DEFAULT_HUB, HUB_ENV, Unreachable
-from .functions import app_engine_location, project_of
+from .functions import JOB_ID_PREFIX, app_engine_location, project_of
 
 _HUB_HELP = (
     "the Firebase Emulator Suite's hub, asked where the Functions emulator is ({}: "
@@ -146,6 +147,13 @@ def start_argv(argv: Sequence[str]) -> list[str]:
 def wanted(args: argparse.Namespace) -> bool:
     """Did the command line ask for the bridge?"""
     return args.firebase is not None or args.firebase_functions is not None
+
+
+def delivers(args: argparse.Namespace, job: Job) -> bool:
+    """Whether the bridge ``start``'s flags ask for delivers ``job`` itself: a job it made (a v1
+    function's Pub/Sub job is POSTed to the trigger route, not published; trial 164: a restart
+    warned that it had nowhere to publish)."""
+    return wanted(args) and job.job_id.startswith(JOB_ID_PREFIX)
 
 
 def project_given(args: argparse.Namespace) -> bool:

@@ -712,7 +712,7 @@ def test_an_unchanged_answer_is_not_worked_on_again() -> None:
 # ------------------------------------------------------------ --functions at the wrong thing
 
 
-def _daemon_listens(functions: str) -> tuple[float, list[str]]:
+def _daemon_listens(functions: str, *extra: str) -> tuple[float, list[str]]:
     """Start ``firebase --functions FUNCTIONS``; return the seconds until it listened and its
     stderr once it has said there that it is waiting (then it is stopped). Its stdout, the
     execution log's, holds the startup line and no bridge line (trial 135: a ``jq`` on the
@@ -722,7 +722,7 @@ def _daemon_listens(functions: str) -> tuple[float, list[str]]:
     began = time.monotonic()
     daemon = subprocess.Popen(
         [sys.executable, "-m", "scheduler_emulator", "firebase", "--functions", functions,
-         "--in-memory", "--port", "0"],
+         "--in-memory", "--port", "0", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     readers = [
@@ -794,3 +794,21 @@ def test_an_answer_over_the_size_cap_is_refused_in_one_line(
     refused = pytest.raises(Unreachable, match=r"/backends answered more than 1 MB, the most read")
     with drip_server(DripTarget(mode="big_body", body_bytes=3 << 20)) as url, refused:
         client.backends(url.removeprefix("http://"), 10)
+
+
+def test_the_bridges_v1_jobs_are_not_warned_of_as_having_nowhere_to_publish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 164: a restart warned that a v1 function's Pub/Sub job had nowhere to publish; the
+    bridge POSTs it to the trigger route."""
+    monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
+    topic = {"topicName": "projects/my-project/topics/ticks", "data": "aGk="}
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps([
+        {"name": "firebase-schedule-cleanup-us-central1", "schedule": "0 9 * * *",
+         "pubsubTarget": topic},
+        {"name": "restock", "schedule": "0 9 * * *", "pubsubTarget": topic},
+    ]))  # fmt: skip
+    _, lines = _daemon_listens("127.0.0.1:9", "--jobs", str(jobs), "--project", "my-project")
+    [warning] = [line for line in lines if "nowhere to publish" in line]
+    assert warning.startswith("warning: 1 Pub/Sub job(s) (restock) have nowhere to publish")
