@@ -753,10 +753,20 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
                 f"{tries}/{most}" if most else str(tries),
                 run_state_text(run),
                 cut(run.get("nextAttemptTime") or "-", wide),
-                _run_reason(run, failed[-1]["reason"] if failed else "", attempts),
+                _run_reason(run, _failure(run, failed), attempts),
             ]
         )
     return rows
+
+
+def _failure(run: dict[str, Any], failed: Sequence[dict[str, Any]]) -> str:
+    """The last failed attempt's reason, ``"attempt N failed: …"`` in a run that succeeded
+    (trial 164: a succeeded run's REASON read as its failure)."""
+    if not failed:
+        return ""
+    last = failed[-1]
+    done = run.get("state") == "succeeded"
+    return f"attempt {last['attempt']} failed: {last['reason']}" if done else last["reason"]
 
 
 def _run_reason(run: dict[str, Any], reason: str, attempts: Sequence[dict[str, Any]]) -> str:
