@@ -645,11 +645,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         except ModuleNotFoundError:  # no google package at all (trial 57: a traceback)
             missing = True
         _warn_jobs(
-            [
-                j
-                for j in every_job
-                if j.target_type == "PUBSUB" and not firebase_command.delivers(args, j)
-            ],
+            firebase_command.published(args, every_job),
             "Pub/Sub job(s) ({}) have nowhere to publish: their attempts fail FAILED_PRECONDITION "
             "until the daemon is started with --pubsub-emulator-host HOST:PORT or --with-pubsub "
             + ("(either needs pip install 'cloud-scheduler-emulator[pubsub]'; " if missing else "(")

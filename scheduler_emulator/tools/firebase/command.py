@@ -149,11 +149,16 @@ def wanted(args: argparse.Namespace) -> bool:
     return args.firebase is not None or args.firebase_functions is not None
 
 
-def delivers(args: argparse.Namespace, job: Job) -> bool:
-    """Whether the bridge ``start``'s flags ask for delivers ``job`` itself: a job it made (a v1
-    function's Pub/Sub job is POSTed to the trigger route, not published; trial 164: a restart
-    warned that it had nowhere to publish)."""
-    return wanted(args) and job.job_id.startswith(JOB_ID_PREFIX)
+def published(args: argparse.Namespace, jobs: Sequence[Job]) -> list[Job]:
+    """The Pub/Sub jobs of ``jobs`` that publish: not those of the bridge ``start``'s flags ask
+    for, which POSTs a v1 function's job to its trigger route (trial 164: a restart warned that
+    it had nowhere to publish)."""
+    bridged = wanted(args)
+    return [
+        job
+        for job in jobs
+        if job.target_type == "PUBSUB" and not (bridged and job.job_id.startswith(JOB_ID_PREFIX))
+    ]
 
 
 def project_given(args: argparse.Namespace) -> bool:
