@@ -94,7 +94,7 @@ class TestActions:
         [run] = Client(create_app(emulator)).get("/_emulator/runs").json["runs"]
         assert run_rows([run])[0][-1] == (
             "1 duplicate delivery (2xx again); "
-            "injected lost ack: the target answered 200, the answer was dropped"
+            "attempt 1 failed: injected lost ack: the target answered 200, the answer was dropped"
         )
 
     def test_a_second_forced_run_with_the_same_schedule_time_names_the_first_run(
