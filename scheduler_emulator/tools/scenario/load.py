@@ -581,7 +581,11 @@ def _expectations(
             else:
                 known = ("runs", "attempts", "codes", "statuses", "executions", "probe")
                 said = (
-                    f"expected name: check; got {show(raw)}." if named else unknown_key(key, known)
+                    f"expected name: check; got {show(raw)}."
+                    if named
+                    else f"a probe field is checked as {show(f'probe.{key}')} (trial 167)."
+                    if key in probe_fields
+                    else unknown_key(key, known)
                 )
                 problems.add(problem(source, f"expect.{job}.{key}", said))
                 continue

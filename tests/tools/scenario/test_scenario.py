@@ -253,6 +253,11 @@ class TestValidation:
                 "statuses, executions, probe)",
                 id="expect-key",
             ),
+            pytest.param(  # trial 167: the docs' bare FIELD works as an operand only
+                {"expect": "{hourly: {seen: 1}}"},
+                'expect.hourly.seen: a probe field is checked as "probe.seen" (trial 167).',
+                id="expect-key-probe-field",
+            ),
             pytest.param(  # trial 82: the near key named
                 {"expect": "{hourly: {run: 1}}"},
                 'expect.hourly.run: unknown key "run"; did you mean "runs"? (known: runs,',
