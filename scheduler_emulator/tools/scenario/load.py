@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from ...core.faults import FaultRule, check_seed
+from ...core.faults import FaultPlan, FaultRule, check_seed
 from ...domain.cloud_run import parse_cloud_run_job
 from ...domain.codec import job_from_json
 from ...domain.errors import ApiError, ConfigurationError, FieldViolation
@@ -219,6 +219,11 @@ def load_scenario(path: str | Path) -> Scenario:
 
     faults_value, faults_src = get("faults", {})
     faults = _faults(faults_value, faults_src, problems)
+    if faults and jobs_valid:  # (trials 148, 167: the scenario's jobs are all it has)
+        for note in FaultPlan.from_json(faults).unmatched(
+            job_ids.ids, then="the scenario's jobs are all it has."
+        ):
+            problems.add(problem(faults_src, "faults", note))
 
     target_value, target_src = get("target")
     target = _target(target_value, target_src, problems)

@@ -544,6 +544,10 @@ class TestReplay:
             f"error: {path}: faults: rules[0] (duplicate) names job 'hourli', which no job is "
             "(job IDs: hourly): the scenario's jobs are all it has.\n"
         )
+        # among the scenario's other problems, not only when it has none (trial 167)
+        both = path.read_text().replace("3h", "3 hours")
+        code, _, err = replay(str(write(tmp_path, both)))
+        assert code == 2 and "names job 'hourli'" in err and "3 hours" in err, err
 
     def test_a_failing_target_is_retried_and_shown_in_the_timeline(self, tmp_path: Path) -> None:
         text = HOURLY.replace("make()", "flaky()").replace("3h", "1h")
