@@ -33,6 +33,7 @@ from ..core.faults import FaultPlan
 from ..core.scheduler import MAX_DOWNTIME_SKIPS
 from ..domain.attempts import iso
 from ..domain.errors import ConfigurationError
+from ..realtime import real_monotonic
 from ..runtime import (
     DAEMON_FLUSH_INTERVAL,
     AttemptLog,
@@ -52,6 +53,9 @@ from .server import SERVE_POLL_SECONDS, serve
 
 #: Seconds a stop waits for attempts in flight before recording them as interrupted.
 STOP_GRACE_SECONDS = 2.0
+#: A stop signal this soon after the first is the same request, not "exit now" (``timeout``
+#: and ``kill -- -PGID`` signal the daemon twice: trial 166's exited 143, nothing recorded).
+SAME_SIGNAL_SECONDS = 1.0
 
 
 class Companion(Protocol):
@@ -127,6 +131,7 @@ class Daemon:
         self.lock: DataDirLock | None = None
         self.attempt_log: AttemptLog | None = None
         self._stopping = threading.Event()
+        self._signalled_at = -SAME_SIGNAL_SECONDS  # (real monotonic seconds)
         self._interrupted = 0
         #: Why the daemon stopped by itself (:attr:`Emulator.engine_failure`), or ``None``.
         self.failure: str | None = None
@@ -279,8 +284,9 @@ class Daemon:
         if not self._running:
             self._signal_before_run = True  # run() stops as soon as it has started
             return
-        if self._stopping.is_set():  # the second Ctrl-C: leave now
-            self._say("scheduler-emulator: exiting now.")
+        first, self._signalled_at = self._signalled_at, real_monotonic()
+        if self._stopping.is_set() and self._signalled_at - first >= SAME_SIGNAL_SECONDS:
+            self._say("scheduler-emulator: exiting now.")  # the second Ctrl-C: leave now
             os._exit(128 + signum)
         self.shutdown()
 

@@ -98,6 +98,25 @@ class TestStopping:
         assert "note: --log-file /dev/full: lines not written: [Errno 28]" in err
         assert "scheduler-emulator stopped" in err
 
+    def test_a_stop_signal_sent_twice_at_once_is_one_stop_not_exit_now(self) -> None:
+        """Trial 166: ``timeout`` (and ``kill -- -PGID``) signals the daemon and its group: the
+        copy, taken for a second Ctrl-C, exited 143 at once, recording nothing."""
+        hang = DripTarget(mode="hang", limit_seconds=60)
+        with drip_server(hang) as base, running_daemon("--in-memory", *MANUAL) as daemon:
+            name = "projects/my-project/locations/us-central1/jobs/hung"
+            job = {"name": name, "schedule": "0 0 1 1 *", "httpTarget": {"uri": base + "/h"}}
+            assert daemon.post(f"/v1/{name.rsplit('/', 2)[0]}/jobs", job).status_code == 200
+            assert daemon.post(f"/v1/{name}:run").status_code == 200
+            assert wait_for(lambda: hang.requests >= 1, bound_seconds=10)
+            daemon.process.send_signal(signal.SIGTERM)
+            assert daemon.process.stderr is not None
+            lines = iter(daemon.process.stderr.readline, "")
+            assert any("scheduler-emulator stopping:" in line for line in lines)
+            daemon.process.send_signal(signal.SIGTERM)  # while it waits for the hung attempt
+            assert daemon.process.wait(timeout=30) == 0
+            rest = daemon.process.stderr.read()
+        assert "exiting now" not in rest and "1 attempt(s) recorded as interrupted" in rest
+
     def test_sigterm_with_a_hung_delivery_exits_within_3_s_and_records_it_interrupted(
         self, tmp_path: Path
     ) -> None:
