@@ -174,13 +174,14 @@ def _admin_token(text: str) -> str:
             "an empty token would leave /_emulator/ unprotected; give a non-empty token, or "
             "leave --admin-token out"
         )
-    return text
+    return text.strip()  # (trial 166: a secret file's newline made a token nothing matched)
 
 
 def admin_token(given: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
     """The token ``start`` requires on ``/_emulator/*``: ``--admin-token``'s value (``given``,
     refused empty by the parser), else ``$SCHEDULER_EMULATOR_ADMIN_TOKEN``'s, else ``None``
-    (unprotected, said on stderr at start).
+    (unprotected, said on stderr at start); without the whitespace around it, as the views read
+    it (a secret file's last newline).
 
     :param given: the ``--admin-token`` value, ``None`` when the flag was left out.
     :param environ: the environment to read the variable from.
@@ -195,7 +196,7 @@ def admin_token(given: str | None, environ: Mapping[str, str] = os.environ) -> s
             f"{ADMIN_TOKEN_ENV} is set but empty ({value!r}), which would leave /_emulator/ "
             f"unprotected; give it a non-empty token, or unset it (unset {ADMIN_TOKEN_ENV})."
         )
-    return value
+    return None if value is None else value.strip()
 
 
 class _Parser(argparse.ArgumentParser):

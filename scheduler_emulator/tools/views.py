@@ -332,7 +332,8 @@ def add_admin_token(parser: argparse.ArgumentParser) -> None:
     """Add ``--admin-token``, the daemon's (default: ``$SCHEDULER_EMULATOR_ADMIN_TOKEN``)."""
     parser.add_argument(
         "--admin-token",
-        default=os.environ.get(ADMIN_TOKEN_ENV) or None,
+        type=str.strip,  # (as start reads it: a secret file's newline)
+        default=(os.environ.get(ADMIN_TOKEN_ENV) or "").strip() or None,
         help=f"the daemon's --admin-token (default: ${ADMIN_TOKEN_ENV})",
     )
 

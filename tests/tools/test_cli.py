@@ -350,10 +350,11 @@ class TestEnvInit:
         self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Trial 110: a daemon with an admin token read as none at all (my-project printed)."""
-        args = ("--in-memory", "--project", "team-proj", "--admin-token", "s3cret")
+        args = ("--in-memory", "--project", "team-proj", "--admin-token", "s3cret\n")
         with running_daemon(*args) as daemon:
             where = ("--host", daemon.host_port[0], "--port", str(daemon.host_port[1]))
-            monkeypatch.setenv("SCHEDULER_EMULATOR_ADMIN_TOKEN", "s3cret")
+            # (trial 166: read from a secret file, its newline made a token nothing matched)
+            monkeypatch.setenv("SCHEDULER_EMULATOR_ADMIN_TOKEN", "s3cret\n")
             code, out, err = run_command(capsys, "env-init", *where)
             assert (code, err) == (0, "")
             assert "export CLOUDSDK_CORE_PROJECT=team-proj\n" in out
@@ -623,6 +624,8 @@ class TestAdminToken:
         assert admin_token("flag", {ADMIN_TOKEN_ENV: ""}) == "flag"
         assert admin_token(None, {ADMIN_TOKEN_ENV: "secret"}) == "secret"
         assert admin_token(None, {}) is None
+        # a secret file's newline (trial 166: a token nothing could match, started without a word)
+        assert admin_token(None, {ADMIN_TOKEN_ENV: "secret\n"}) == "secret"
 
 
 def test_a_view_at_a_host_name_that_does_not_resolve_says_so(
