@@ -304,20 +304,8 @@ class SqliteRunStore:
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
         self._pid = os.getpid()
-        with self._transaction() as connection:
-            connection.execute(
-                f"CREATE TABLE IF NOT EXISTS {table} ("
-                " key TEXT PRIMARY KEY,"
-                " status TEXT NOT NULL CHECK (status IN ('in_progress', 'completed')),"
-                " attempt_id TEXT NOT NULL,"
-                " lease_expires TEXT NOT NULL,"
-                " expire_at TEXT NOT NULL,"
-                " run TEXT NOT NULL DEFAULT ''"
-                ") WITHOUT ROWID"
-            )
-            connection.execute(
-                f"CREATE INDEX IF NOT EXISTS {table}_expire_at ON {table} (expire_at)"
-            )
+        with self._transaction(write=False):  # opened now: a file that cannot be is said here
+            pass
         if self.in_memory:
             _IN_MEMORY.add(self)
 
@@ -335,7 +323,8 @@ class SqliteRunStore:
         return self.path == ":memory:"
 
     def _connect(self) -> sqlite3.Connection:
-        """Open this process's connection: autocommit mode, the busy timeout, WAL for a file."""
+        """Open this process's connection: autocommit mode, the busy timeout, WAL for a file,
+        the table made if missing."""
         import sqlite3
 
         try:
@@ -347,6 +336,21 @@ class SqliteRunStore:
             )
             if not self.in_memory:
                 connection.execute("PRAGMA journal_mode=WAL")
+            # each connection: a forked child's ":memory:" starts empty (trial 168: every claim
+            # under gunicorn's workers failed "no such table")
+            connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table} ("
+                " key TEXT PRIMARY KEY,"
+                " status TEXT NOT NULL CHECK (status IN ('in_progress', 'completed')),"
+                " attempt_id TEXT NOT NULL,"
+                " lease_expires TEXT NOT NULL,"
+                " expire_at TEXT NOT NULL,"
+                " run TEXT NOT NULL DEFAULT ''"
+                ") WITHOUT ROWID"
+            )
+            connection.execute(
+                f"CREATE INDEX IF NOT EXISTS {self.table}_expire_at ON {self.table} (expire_at)"
+            )
         except sqlite3.OperationalError as exc:
             raise sqlite3.OperationalError(
                 f"SqliteRunStore cannot open {self.path!r}: {_why_unopenable(self.path, exc)}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import sqlite3
 import subprocess
 import sys
@@ -393,6 +394,26 @@ class TestSqliteStore:
             thread.join(timeout=30)
 
         assert sorted(o.value for o in outcomes) == ["claimed"] + ["in_progress"] * 7
+
+    def test_an_in_memory_store_made_before_a_fork_serves_the_child(self) -> None:
+        """Trial 168: gunicorn (functions-framework) imports the app, then forks its worker;
+        the worker's fresh ":memory:" database had no table, and every claim failed."""
+        guard = RunOnceGuard(SqliteRunStore(), clock=lambda: NOW)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: claim, say how it went, and leave at once
+            try:
+                said = guard.claim(scheduler_headers()).outcome.value
+            except BaseException as exc:
+                said = repr(exc)
+            os.write(write, said.encode()[:500])
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as answer:
+            said = answer.read().decode()
+        os.waitpid(pid, 0)
+        assert said == "claimed"
+        assert guard.claim(scheduler_headers()).outcome.value == "claimed"  # the parent's own
 
     def test_a_file_store_uses_the_wal_journal(self, tmp_path: Path) -> None:
         SqliteRunStore(tmp_path / "runs.sqlite3").close()
