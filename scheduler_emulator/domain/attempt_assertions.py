@@ -8,11 +8,13 @@ failure reads the same whichever a test uses.
 
 from __future__ import annotations
 
+import difflib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from .attempts import Attempt, failure_reason, iso
+from .errors import RPC_CODES
 
 __all__ = ["AttemptAssertions", "check_attempted", "describe"]
 
@@ -58,8 +60,10 @@ def check_attempted(
         if value is not None and not isinstance(value, str):
             shown = ' (the header as sent, such as "2026-01-01T02:00:00Z")'
             raise TypeError(f"{name} must be text{shown if name != 'code' else ''}; got {value!r}.")
-    if code is not None and code != code.upper():  # google.rpc code names are upper case
-        raise TypeError(f"code is a google.rpc code name: {code.upper()!r}, not {code!r}.")
+    if code is not None and code not in RPC_CODES:  # (trial 169: "SUCCESS" ran, and failed)
+        near = difflib.get_close_matches(code.upper(), list(RPC_CODES), n=1)
+        such = f"{near[0]!r}" if near else "such as 'OK' or 'UNAVAILABLE'"
+        raise TypeError(f"code is a google.rpc code name, {such}; got {code!r}.")
     matching, misses = [], []
     for attempt in attempts:
         reasons = []
@@ -68,11 +72,12 @@ def check_attempted(
         if schedule_time is not None and attempt.schedule_time != schedule_time:
             reasons.append(f"ScheduleTime {attempt.schedule_time}, not {schedule_time}")
         if reasons:
-            misses.append(f"  {describe(attempt)}: " + "; ".join(reasons))
-            misses.append(f"      {failure_reason(attempt, width=2000) or attempt.debug_info}")
+            why = failure_reason(attempt, width=2000) or attempt.debug_info
             extra = hint(attempt)
-            if extra:
-                misses.append(f"      {extra}")
+            misses.append(
+                [f"  {describe(attempt)}: " + "; ".join(reasons), f"      {why}"]
+                + ([f"      {extra}"] if extra else [])
+            )
         else:
             matching.append(attempt)
     if (count is None and matching) or len(matching) == count:
@@ -93,10 +98,10 @@ def check_attempted(
     ]
     if matching:
         lines.append("matching:")
-        lines += [f"  {describe(a)}" for a in matching]
+        lines += _some([[f"  {describe(a)}"] for a in matching])
     if misses:
         lines.append("not matching:")
-        lines += misses
+        lines += _some(misses)
     if not attempts:
         names = list(jobs())
         if job.rsplit("/", 1)[-1] in names:
@@ -104,6 +109,15 @@ def check_attempted(
         else:
             lines.append(f"there is no job {job!r}; jobs: {names or 'none'}.")
     raise AssertionError("\n".join(lines))
+
+
+def _some(entries: list[list[str]], most: int = 20) -> list[str]:
+    """The lines of ``entries`` (an attempt's lines each): of more than ``most``, the first and
+    the last ``most // 2`` (trial 169: 6,410 lines for one failure)."""
+    if len(entries) > most:
+        left_out = [f"  … {len(entries) - most} more …"]
+        entries = [*entries[: most // 2], left_out, *entries[-(most // 2) :]]
+    return [line for entry in entries for line in entry]
 
 
 class AttemptAssertions(ABC):

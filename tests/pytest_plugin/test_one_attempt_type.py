@@ -214,7 +214,9 @@ def test_the_fixture_runs_as_if_scheduled_and_refuses_an_app_given_as_text(
     ("call", "says"),
     [
         ({"count": "1"}, "count must be an int; got '1'."),
-        ({"code": "ok"}, "code is a google.rpc code name: 'OK', not 'ok'."),
+        ({"code": "ok"}, "code is a google.rpc code name, 'OK'; got 'ok'."),
+        # trial 169: a name that is none ran, and failed as "code OK, not SUCCESS"
+        ({"code": "SUCCESS"}, "code is a google.rpc code name, such as 'OK' or 'UNAVAILABLE'; "),
         ({"schedule_time": START}, "schedule_time must be text (the header as sent"),
     ],
 )
@@ -228,6 +230,21 @@ def test_a_wrong_kind_of_expectation_says_what_to_pass(call: dict[str, Any], say
         assert str(caught.value).startswith(says)
         with pytest.raises(TypeError, match="by its ID or full name, as text; got 123."):
             emulator.attempts(123)  # type: ignore[arg-type]
+
+
+def test_a_failed_expectation_lists_the_first_and_last_ten_of_many_attempts() -> None:
+    """Trial 169: a month of hourly attempts made one failure 6,410 lines long."""
+    with Emulator(ManualClock(START), transport=WsgiTransport(RecordingTarget())) as emulator:
+        emulator.create_job(**{**nightly("http://svc.test/"), "schedule": "0 * * * *"})
+        emulator.advance(timedelta(days=2))
+        with pytest.raises(AssertionError) as caught:
+            emulator.assert_attempted("nightly", code="UNAVAILABLE")
+    said = str(caught.value).splitlines()
+    assert said[0].startswith("expected at least 1 attempt(s) of job 'nightly' with code=")
+    assert "(of 48 attempts;" in said[0] and "  … 28 more …" in said
+    listed = [line for line in said if line.endswith(": code OK, not UNAVAILABLE")]
+    assert len(listed) == 20  # the first ten and the last ten, in start order
+    assert "at 2026-01-01T01:00:00Z" in listed[0] and "at 2026-01-03T00:00:00Z" in listed[-1]
 
 
 def test_a_refused_live_call_says_the_daemons_message_not_its_json(
