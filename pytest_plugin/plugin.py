@@ -208,8 +208,8 @@ def cloud_scheduler_server(
 ) -> LiveScheduler:
     """A live emulator daemon on a free port (the ``cloud_scheduler_server_port`` ini option
     fixes it), with no jobs and its clock at 2026-01-01, or at the ``start`` of a
-    ``@pytest.mark.cloud_scheduler`` marker (trial 152: it was ignored; the marker's other
-    options are the in-process fixture's).
+    ``@pytest.mark.cloud_scheduler`` marker (the marker's other options are the in-process
+    fixture's).
 
     One daemon serves the whole session (one per xdist worker); it is reset before each test
     (jobs, history and fault rules). ``.create_job(...)`` and ``.run_job(name)`` go through its
@@ -225,12 +225,14 @@ def cloud_scheduler_server(
     except (TypeError, ValueError) as exc:
         raise pytest.fail.Exception(str(exc), pytrace=False) from None
     unused = sorted(set(marked) - {"start"})
+    # (trial 157: app_engine_urls= had no effect, and nothing said so; this line is what
+    # pytest's warnings summary shows of the call below, so it holds no comment)
     if unused and "cloud_scheduler" not in request.fixturenames:
-        warnings.warn(  # (trial 157: app_engine_urls= had no effect, and nothing said so)
-            f"@pytest.mark.cloud_scheduler({', '.join(unused)}=…) applies to the in-process "
-            "cloud_scheduler fixture, not to cloud_scheduler_server's daemon, which takes only "
-            'its start: give the daemon flags with a LiveScheduler("--app-engine-url", …) of '
-            "your own (docs/testing.md).",
+        warnings.warn(
+            f"@pytest.mark.cloud_scheduler({', '.join(f'{o}=…' for o in unused)}) applies to the "
+            "in-process cloud_scheduler fixture, not to cloud_scheduler_server's daemon, which "
+            "takes only its start: give the daemon its flags (--app-engine-url, --dst-policy…) "
+            'with a LiveScheduler("--dst-policy", "vixie", …) of your own (docs/testing.md).',
             stacklevel=1,
         )
     _cloud_scheduler_daemon.reset(clock_time=start)  # (forgets in-memory guard runs)

@@ -227,16 +227,20 @@ def test_live_server_is_reset_between_tests_and_serves_the_api(
         def test_four(cloud_scheduler_server):
             assert cloud_scheduler_server.now() == datetime(2026, 1, 1, tzinfo=UTC)
 
-        @pytest.mark.cloud_scheduler(app_engine_urls="http://127.0.0.1:9")  # (trial 157)
+        @pytest.mark.cloud_scheduler(app_engine_urls="http://127.0.0.1:9", dst_policy="vixie")
         def test_five(cloud_scheduler_server):
             pass
         """
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", "default::UserWarning")
     result.assert_outcomes(passed=5, warnings=1)
-    result.stdout.fnmatch_lines(
-        ["*cloud_scheduler(app_engine_urls=…) applies to the in-process cloud_scheduler fixture*"]
+    result.stdout.fnmatch_lines(  # (trial 157; trial 169: "(allow_network, dst_policy=…)")
+        [
+            "*cloud_scheduler(app_engine_urls=…, dst_policy=…) applies to the in-process*"
+            "give the daemon its flags (--app-engine-url, --dst-policy…)*"
+        ]
     )
+    assert "trial" not in result.stdout.str()  # (trial 169: the summary showed our comment)
 
 
 def test_the_live_servers_client_takes_each_transport_and_the_async_client(
