@@ -225,8 +225,7 @@ def cloud_scheduler_server(
     except (TypeError, ValueError) as exc:
         raise pytest.fail.Exception(str(exc), pytrace=False) from None
     unused = sorted(set(marked) - {"start"})
-    # (trial 157: app_engine_urls= had no effect, and nothing said so; this line is what
-    # pytest's warnings summary shows of the call below, so it holds no comment)
+    # (trial 157: app_engine_urls= was ignored unsaid; pytest's summary shows the warn line)
     if unused and "cloud_scheduler" not in request.fixturenames:
         warnings.warn(
             f"@pytest.mark.cloud_scheduler({', '.join(f'{o}=…' for o in unused)}) applies to the "
