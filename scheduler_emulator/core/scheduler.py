@@ -674,9 +674,7 @@ class Scheduler:
             if state.missed is None:
                 state.missed = nominal  # stored next fire stays here until its delayed run
                 return []
-            header = self._header(state, nominal)
-            skipped = RecordSkipped(SkippedRun(state.job.name, header, nominal, now))
-            return [skipped]
+            return [self._skip(state, nominal, now)]
         header = self._header(state, nominal)
         return [self._start_run(state, nominal, header, forced=False, now=now), moved]
 
@@ -714,8 +712,7 @@ class Scheduler:
         while when is not None and when < now and len(out) < MAX_DOWNTIME_SKIPS:
             if listed is None or when > listed:
                 reason = RUN_STILL_GOING if alive is not None and when <= alive else EMULATOR_DOWN
-                skipped = SkippedRun(state.job.name, self._header(state, when), when, now, reason)
-                out.append(RecordSkipped(skipped))
+                out.append(self._skip(state, when, now, reason))
             when = state.schedule.next_after(when)
         return late, out
 
@@ -802,14 +799,20 @@ class Scheduler:
             out.append(SaveNextFire(state.job.name, state.next_fire_utc))
         return out
 
+    def _skip(
+        self, state: _JobState, when: datetime, now: datetime, reason: str = RUN_STILL_GOING
+    ) -> RecordSkipped:
+        """The record of ``when`` (in the job's zone), a scheduled time of ``state``'s job that
+        gets no run, recorded at ``now``."""
+        return RecordSkipped(
+            SkippedRun(state.job.name, self._header(state, when), when, now, reason)
+        )
+
     def _cancel_retries(self, state: _JobState, now: datetime) -> list[Decision]:
         """Pause: pending retries of scheduled runs are dropped; attempts in flight finish; a
         time missed while the run went on, owed a late run as it ends, is recorded skipped
         (trial 165: it was dropped unrecorded)."""
-        out: list[Decision] = []
-        if (missed := state.missed) is not None:
-            skipped = SkippedRun(state.job.name, self._header(state, missed), missed, now)
-            out.append(RecordSkipped(skipped))
+        out: list[Decision] = [] if state.missed is None else [self._skip(state, state.missed, now)]
         state.missed = None
         for run in list(state.runs.values()):
             if not run.forced and run.next_attempt_at is not None:
