@@ -28,7 +28,7 @@ from typing import Any
 from ..core.faults import FaultPlan
 from ..core.scheduler import Scheduler
 from ..domain.attempt_assertions import AttemptAssertions
-from ..domain.attempts import Attempt, SkippedRun
+from ..domain.attempts import Attempt, SkippedRun, iso
 from ..domain.cloud_run import parse_cloud_run_job
 from ..domain.codec import MESSAGE_FIELDS, job_from_json, same_configuration
 from ..domain.errors import FailedPrecondition, InvalidArgument, StorageUnavailable
@@ -495,8 +495,8 @@ class Emulator(AttemptAssertions):
         attempts = self.store.attempts(None if job is None else self.job_name(job))
         return [attempt.as_of(now) for attempt in attempts]
 
-    def _job_ids(self) -> list[str]:
-        return [j.job_id for j in self.list_jobs()]
+    def _job_ids(self) -> dict[str, str | None]:
+        return {j.job_id: iso(j.schedule_time) for j in self.list_jobs()}
 
     def attempts_page(
         self,

@@ -7,8 +7,9 @@ returned camelCase dicts, and the daemon fixture had no ``assert_attempted``. Th
 showed an attempt whose recorded end lies in the virtual future (a ``delay`` fault on a manual
 clock) as in flight, while the Python API and ``cloud_scheduler`` showed it ended.
 
-Each source has two jobs: ``nightly`` (02:00, answered at once) and ``slow`` (02:59, a ``delay``
-fault of two minutes, within the attempt deadline: recorded end 03:01), read at 03:00.
+Each source has three jobs: ``nightly`` (02:00, answered at once), ``slow`` (02:59, a ``delay``
+fault of two minutes, within the attempt deadline: recorded end 03:01) and ``later`` (04:00, not
+run yet), read at 03:00.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ def slow(uri: str) -> dict[str, Any]:
     return {"name": "slow", "schedule": "59 2 * * *", "http_target": {"uri": uri}}
 
 
+def later(uri: str) -> dict[str, Any]:
+    """A job whose first run is after the clock (04:00): it has no attempts yet."""
+    return {"name": "later", "schedule": "0 4 * * *", "http_target": {"uri": uri}}
+
+
 #: Two minutes of latency for ``slow`` (less than its 180 s attempt deadline): its attempt
 #: starts at 02:59 and is recorded as ending, answered, at 03:01, later than the clock (03:00)
 #: when the tests read it.
@@ -59,6 +65,7 @@ def library_attempts() -> Iterator[tuple[Emulator, list[Attempt]]]:
     emulator = Emulator(ManualClock(START), transport=WsgiTransport(RecordingTarget()))
     emulator.create_job(**nightly("http://svc.test/"))
     emulator.create_job(**slow("http://svc.test/"))
+    emulator.create_job(**later("http://svc.test/"))
     emulator.faults.add(**DELAY_RULE)
     emulator.clock.advance(timedelta(hours=3))  # type: ignore[attr-defined]
     yield emulator, emulator.attempts("nightly")
@@ -70,6 +77,7 @@ def fixture_attempts(cloud_scheduler: CloudScheduler) -> tuple[CloudScheduler, l
     cloud_scheduler.mount("http://svc.test", RecordingTarget())
     cloud_scheduler.create_job(**nightly("http://svc.test/"))
     cloud_scheduler.create_job(**slow("http://svc.test/"))
+    cloud_scheduler.create_job(**later("http://svc.test/"))
     cloud_scheduler.faults.add(**DELAY_RULE)
     cloud_scheduler.advance(timedelta(hours=3))
     return cloud_scheduler, cloud_scheduler.attempts("nightly")
@@ -81,7 +89,7 @@ def daemon_attempts(
 ) -> Iterator[tuple[LiveScheduler, list[Attempt]]]:
     with serving(RecordingTarget()) as url:
         parent = "projects/my-project/locations/us-central1"
-        for make in (nightly, slow):
+        for make in (nightly, slow, later):
             job = make(url + "/")
             body = {"name": f"{parent}/jobs/{job['name']}", "schedule": job["schedule"],
                     "httpTarget": job["http_target"]}  # fmt: skip
@@ -123,9 +131,12 @@ def test_each_asserts_attempted_the_same_way(request: pytest.FixtureRequest, sou
     assert "clock at 2026-01-01T03:00:00Z" in message
     assert re.search(r"attempt 1 of run id \d+ at 2026-01-01T02:00:00Z .* -> OK \(200\)", message)
     with pytest.raises(
-        AssertionError, match=r"there is no job 'other'; jobs: \['nightly', 'slow'\]"
+        AssertionError, match=r"there is no job 'other'; jobs: \['nightly', 'slow', 'later'\]"
     ):
         scheduler.assert_attempted("other")
+    with pytest.raises(AssertionError) as failure:
+        scheduler.assert_attempted("later")
+    assert "the job has no attempts; its next run is at 2026-01-01T04:00:00Z" in str(failure.value)
 
 
 @pytest.mark.parametrize("source", ["library_attempts", "fixture_attempts", "daemon_attempts"])
@@ -182,10 +193,11 @@ def test_a_job_without_attempts_and_a_misspelt_job_read_differently() -> None:
     with Emulator(ManualClock(START), transport=WsgiTransport(RecordingTarget())) as emulator:
         job = emulator.create_job(**nightly("http://svc.test/"))
         for name in ("nightly", job.name):
-            with pytest.raises(
-                AssertionError, match=r"the job has no attempts; jobs: \['nightly'\]"
-            ):
+            with pytest.raises(AssertionError, match=r"its next run is at 2026-01-01T02:00:00Z"):
                 emulator.assert_attempted(name)
+        emulator.pause_job("nightly")
+        with pytest.raises(AssertionError, match=r"no next run \(is it paused\?\); jobs: \["):
+            emulator.assert_attempted("nightly")
         with pytest.raises(AssertionError, match=r"there is no job 'nighly'; jobs: \['nightly'\]"):
             emulator.assert_attempted("nighly")
 
