@@ -13,6 +13,7 @@ import difflib
 import functools
 import hashlib
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -686,7 +687,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         clock_note += ", OIDC tokens on real time" if args.token_time == "real" else ""
     if args.dst_policy != DEFAULT_DST_POLICY:  # (trial 85: two daemons fired different runs)
         clock_note += f", DST policy {args.dst_policy}"
-    out.write(
+    lines = (
         f"scheduler-emulator listening on {daemon.url} "
         f"({loaded_jobs([(p, len(js)) for p, js in per_file], stored)}, {clock_note}, "
         + ("in memory" if data_dir is None else f"data dir {data_dir}")
@@ -696,10 +697,13 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         + (f", Cloud Run jobs {', '.join(run_jobs)} run locally" if run_jobs else "")
         + (f", {targets.description}" if targets.description else "")
         + grpc_note(getattr(daemon.server, "connection_router", None))
-        + ")\n"
-        + log_format_note(log_format, args.log_file)
-        + "\n"
+        + ")",
+        log_format_note(log_format, args.log_file),
     )
+    as_json = log_format == "json" and log_stream is out  # (trial 166: `| jq` stopped at them)
+    for line in lines:
+        entry = {"severity": "NOTICE", "textPayload": line}
+        out.write((json.dumps(entry, ensure_ascii=False) if as_json else line) + "\n")
     out.flush()
     bridge = firebase_command.bridge_from_args(args, emulator, sys.stderr)  # (not the log's)
     daemon.run([bridge] if bridge is not None else [])
