@@ -133,14 +133,16 @@
     var first = Math.ceil(start / 1000 / step) * step * 1000;
     var nowShown = now >= start && now <= end;
     var NOW_LABEL = 26;  /* the "now" label's width, drawn left of the now line */
+    var labelled = "";  /* the day of the last label: a label on a new day carries its date */
     for (var t = first; t <= end; t += step * 1000) {
       el("line", { x1: x(t), x2: x(t), y1: AXIS - 4, y2: height, "class": "tl-grid" }, svg);
-      var midnight = new Date(t).getUTCHours() === 0 && new Date(t).getUTCMinutes() === 0;
-      var text = midnight || step >= 86400 ? dayText(t).slice(5) + " " + clockText(t) : clockText(t);
+      var day = dayText(t);  /* (trial 163: no label had a date, "now" hid midnight's) */
+      var text = day !== labelled ? day.slice(5) + " " + clockText(t) : clockText(t);
       if (x(t) + 7 * text.length > width) continue;  /* no room left for the label */
       if (nowShown && x(t) + 3 < x(now) + 2 && x(t) + 3 + 6.2 * text.length > x(now) - NOW_LABEL - 10)
         continue;  /* the "now" label is there, or too near to read apart (trial 130: "06:00now") */
       el("text", { x: x(t) + 3, y: 15, "class": "tl-axis" }, svg).textContent = text;
+      labelled = day;
     }
     var zone = el("text", { x: 8, y: 15, "class": "tl-axis" }, svg);
     zone.textContent = "UTC";

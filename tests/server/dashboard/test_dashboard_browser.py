@@ -45,6 +45,10 @@ def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path
         segments = first.find_elements("css selector", ".tl-attempt")  # type: ignore[attr-defined]
         assert [s.get_attribute("data-outcome") for s in segments] == ["http", "ok"]
         assert by_testid(driver, "now-line") is not None
+        # the first label of the axis and the first of each new day carry the date (trial 163)
+        labels = [t.text for t in all_by_css(driver, ".tl-axis") if t.text != "UTC"]
+        dates = [label.split()[0] for label in labels if " " in label]
+        assert labels[0].startswith("03-01 ") and dates == sorted(set(dates)), labels
         driver.save_screenshot(str(tmp_path / "timeline.png"))
 
         segments[0].click()  # the failed attempt: its details, response excerpt included
