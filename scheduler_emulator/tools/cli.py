@@ -639,6 +639,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
             file=sys.stderr,
         )
     every_job = emulator.list_jobs()
+    own_jobs = firebase_command.unbridged(args, every_job)  # (not those the bridge sends)
     for note in faults.unmatched(job.job_id for job in every_job) if faults else []:
         print(f"warning: {args.faults}: {note}", file=sys.stderr)
     if isinstance(targets.publisher, NoPublisher):
@@ -647,7 +648,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         except ModuleNotFoundError:  # no google package at all (trial 57: a traceback)
             missing = True
         _warn_jobs(
-            firebase_command.published(args, every_job),
+            [job for job in own_jobs if job.target_type == "PUBSUB"],
             "Pub/Sub job(s) ({}) have nowhere to publish: their attempts fail FAILED_PRECONDITION "
             "until the daemon is started with --pubsub-emulator-host HOST:PORT or --with-pubsub "
             + ("(either needs pip install 'cloud-scheduler-emulator[pubsub]'; " if missing else "(")
@@ -675,7 +676,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     if args.clock == "manual" and args.token_time == "emulator" and off > 3600:  # (trial 73)
         far = f"{off / 3600:.0f} hours" if off < 172800 else f"{off / 86400:.0f} days"
         _warn_jobs(
-            [j for j in every_job if j.http_target and j.http_target.oidc_token],
+            [j for j in own_jobs if j.http_target and j.http_target.oidc_token],
             f"job(s) ({{}}) send OIDC tokens stamped with the manual clock's time, {far} from "
             "real time: a service that checks their iat and exp on its own clock refuses them; "
             "--token-time real stamps them with real time (docs/authentication.md).",

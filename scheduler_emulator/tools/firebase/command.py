@@ -149,16 +149,13 @@ def wanted(args: argparse.Namespace) -> bool:
     return args.firebase is not None or args.firebase_functions is not None
 
 
-def published(args: argparse.Namespace, jobs: Sequence[Job]) -> list[Job]:
-    """The Pub/Sub jobs of ``jobs`` that publish: not those of the bridge ``start``'s flags ask
-    for, which POSTs a v1 function's job to its trigger route (trial 164: a restart warned that
-    it had nowhere to publish)."""
+def unbridged(args: argparse.Namespace, jobs: Sequence[Job]) -> list[Job]:
+    """The jobs of ``jobs`` that are not the bridge's, when ``start``'s flags ask for one: the
+    bridge POSTs a v1 function's Pub/Sub job to its trigger route, and the Functions emulator
+    checks no token (trial 164: a restart warned that they had nowhere to publish, and that
+    their tokens were stamped with the manual clock's time)."""
     bridged = wanted(args)
-    return [
-        job
-        for job in jobs
-        if job.target_type == "PUBSUB" and not (bridged and job.job_id.startswith(JOB_ID_PREFIX))
-    ]
+    return [job for job in jobs if not (bridged and job.job_id.startswith(JOB_ID_PREFIX))]
 
 
 def project_given(args: argparse.Namespace) -> bool:

@@ -796,19 +796,31 @@ def test_an_answer_over_the_size_cap_is_refused_in_one_line(
         client.backends(url.removeprefix("http://"), 10)
 
 
-def test_the_bridges_v1_jobs_are_not_warned_of_as_having_nowhere_to_publish(
+def test_the_bridges_jobs_are_not_warned_of_as_having_nowhere_to_publish_or_old_tokens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Trial 164: a restart warned that a v1 function's Pub/Sub job had nowhere to publish; the
-    bridge POSTs it to the trigger route."""
+    """Trial 164: a restart warned that a v1 function's Pub/Sub job had nowhere to publish (the
+    bridge POSTs it to the trigger route), and that a v2 function's OIDC tokens were stamped
+    with a manual clock's time (the Functions emulator checks none)."""
     monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
     topic = {"topicName": "projects/my-project/topics/ticks", "data": "aGk="}
+    oidc = {
+        "uri": "http://127.0.0.1:9/",
+        "oidcToken": {"serviceAccountEmail": "a@b.iam.gserviceaccount.com"},
+    }
     jobs = tmp_path / "jobs.json"
     jobs.write_text(json.dumps([
         {"name": "firebase-schedule-cleanup-us-central1", "schedule": "0 9 * * *",
          "pubsubTarget": topic},
         {"name": "restock", "schedule": "0 9 * * *", "pubsubTarget": topic},
+        {"name": "firebase-schedule-tick-us-central1", "schedule": "0 9 * * *", "httpTarget": oidc},
+        {"name": "report", "schedule": "0 9 * * *", "httpTarget": oidc},
     ]))  # fmt: skip
-    _, lines = _daemon_listens("127.0.0.1:9", "--jobs", str(jobs), "--project", "my-project")
+    manual = ("--clock", "manual", "--start", "2020-01-01T00:00:00Z")
+    _, lines = _daemon_listens(
+        "127.0.0.1:9", "--jobs", str(jobs), "--project", "my-project", *manual
+    )
     [warning] = [line for line in lines if "nowhere to publish" in line]
     assert warning.startswith("warning: 1 Pub/Sub job(s) (restock) have nowhere to publish")
+    [warning] = [line for line in lines if "OIDC tokens stamped" in line]
+    assert warning.startswith("warning: 1 job(s) (report) send OIDC tokens stamped"), warning
