@@ -334,10 +334,9 @@ class TestEnvInit:
         except OSError:
             pytest.skip("no IPv6 loopback here")
         with running_daemon("--in-memory", "--host", "::1") as daemon:
-            # stdout is a pipe: the execution log is JSON lines, and so are the startup lines
-            [first, second] = [json.loads(line) for line in daemon.output]
-            assert first["textPayload"].startswith(f"scheduler-emulator listening on {daemon.url} ")
-            assert second["textPayload"].startswith("execution log: JSON lines")
+            # stdout is a pipe: the execution log is JSON lines, and so is the startup line
+            first = json.loads(daemon.first_line)["textPayload"]
+            assert first.startswith(f"scheduler-emulator listening on {daemon.url} ")
             host, port = daemon.host_port
             assert (host, daemon.url) == ("::1", f"http://[::1]:{port}")
             assert daemon.env["CLOUD_SCHEDULER_EMULATOR_HOST"] == f"[::1]:{port}"  # unquoted

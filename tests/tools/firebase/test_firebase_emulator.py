@@ -216,7 +216,8 @@ def emulator_suite(
     try:
         assert _said(cli_lines, "listening on", 30), cli_lines
         assert _said(cli_lines, "waiting for the Functions emulator", 10), cli_lines
-        suite.cli_url = next(line for line in cli_lines if "listening on" in line).split()[3]
+        listening = next(line for line in cli_lines if "listening on" in line)  # (a JSON line)
+        suite.cli_url = listening.split("listening on ", 1)[1].split()[0]
         suite.start()
         yield suite
     finally:
