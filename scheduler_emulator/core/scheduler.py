@@ -37,6 +37,7 @@ import itertools
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from ..domain.attempts import EMULATOR_DOWN, RUN_STILL_GOING, Run, SkippedRun
 from ..domain.errors import AlreadyExists, NotFound
@@ -62,6 +63,7 @@ __all__ = [
     "Scheduler",
     "StartAttempt",
     "TIMERS_PER_JOB",
+    "Upcoming",
 ]
 
 _FIRE, _RETRY, _END = "fire", "retry", "end"
@@ -125,6 +127,25 @@ class SaveJobState:
 
 
 Decision = StartAttempt | SaveRun | RecordSkipped | SaveNextFire | SaveJobState
+
+
+class Upcoming(NamedTuple):
+    """What comes next for a job (:meth:`Scheduler.upcoming`); each ``None`` when there is none.
+
+    :ivar next_fire: its next scheduled time (UTC; ``None`` while paused or with none left).
+    :ivar retry: when its scheduled run's pending retry is due (UTC): the job's
+        ``scheduleTime`` then, and its next scheduled time will run late or be skipped.
+    :ivar forced_retry: when the first pending retry of a forced run is due (UTC): the
+        scheduled times go on beside it.
+    :ivar missed: the scheduled time missed while its run went on, which runs late as that run
+        ends (in the job's zone).
+    """
+
+    next_fire: datetime | None = None
+    retry: datetime | None = None
+    forced_retry: datetime | None = None
+    missed: datetime | None = None
+
 
 #: At most this many scheduled times per job are recorded as skipped for the time the
 #: emulator was not running; longer gaps are cut short.
@@ -678,17 +699,19 @@ class Scheduler:
         header = self._header(state, nominal)
         return [self._start_run(state, nominal, header, forced=False, now=now), moved]
 
-    def upcoming(self, name: str) -> tuple[datetime | None, datetime | None, datetime | None]:
-        """The job's next scheduled time (UTC, ``None`` when paused or with none left), when
-        its next pending retry is due, of a scheduled or a forced run (UTC; ``None`` when none
-        is pending), and the scheduled time missed while its run went on that runs late as that
-        run ends (in the job's zone; ``None`` when none is owed).
+    def upcoming(self, name: str) -> Upcoming:
+        """What comes next for the job: its next scheduled time, its scheduled run's and its
+        forced runs' pending retries, and a late run owed (trial 170: a forced run's retry hid
+        the scheduled run's, and the next scheduled time).
 
         :raises KeyError: if there is no such job.
         """
         state = self._jobs[name]
-        retries = (run.next_attempt_at for run in state.runs.values())
-        return state.next_fire_utc, min(filter(None, retries), default=None), state.missed
+        active = state.active.next_attempt_at if state.active is not None else None
+        forced = (run.next_attempt_at for run in state.runs.values() if run.forced)
+        return Upcoming(
+            state.next_fire_utc, active, min(filter(None, forced), default=None), state.missed
+        )
 
     def _downtime(
         self,

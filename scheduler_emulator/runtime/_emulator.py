@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.faults import FaultPlan
-from ..core.scheduler import Scheduler
+from ..core.scheduler import Scheduler, Upcoming
 from ..domain.attempt_assertions import AttemptAssertions
 from ..domain.attempts import Attempt, SkippedRun, iso
 from ..domain.cloud_run import parse_cloud_run_job
@@ -321,7 +321,7 @@ class Emulator(AttemptAssertions):
                 view, decisions = self.core.put(
                     job, self.clock.now(), create=create, from_start=from_start
                 )
-                self.store.save_job(view, self.core.upcoming(view.name)[0])
+                self.store.save_job(view, self.core.upcoming(view.name).next_fire)
             deliveries = self.recorder.carry_out(decisions)
         self.driver.send_all(deliveries)
         self.driver.changed()  # the engine thread re-reads the next due instant
@@ -365,13 +365,12 @@ class Emulator(AttemptAssertions):
         with self._lock:
             return self.core.has(self.job_name(name))
 
-    def upcoming(self, name: str) -> tuple[datetime | None, datetime | None, datetime | None]:
-        """The job's next scheduled time, when its pending retry is due and the scheduled time
-        owed a late run once its run ends (:meth:`Scheduler.upcoming`; ``None`` when it has
-        none, or there is no such job)."""
+    def upcoming(self, name: str) -> Upcoming:
+        """What comes next for the job: its next scheduled time, its runs' pending retries and
+        a late run owed (:meth:`Scheduler.upcoming`; all ``None`` when there is no such job)."""
         name = self.job_name(name)
         with self._lock:
-            return self.core.upcoming(name) if self.core.has(name) else (None, None, None)
+            return self.core.upcoming(name) if self.core.has(name) else Upcoming()
 
     def job_config(self, name: str) -> Job | None:
         """Return the job of full name ``name`` as configured (its retry config decides its

@@ -349,7 +349,9 @@ def pending_retries(emulator: Emulator, *, stopping: bool = False) -> str:
     and stop lines (a retry is kept across a restart), or ``""`` when none is pending; a first
     one due before the clock's instant (it came due while the daemon was down, or ``stopping``)
     is said to be overdue, and when it runs."""
-    due = sorted(filter(None, (emulator.upcoming(job.name)[1] for job in emulator.list_jobs())))
+    upcoming = (emulator.upcoming(job.name) for job in emulator.list_jobs())
+    retries = [[t for t in (u.retry, u.forced_retry) if t] for u in upcoming]
+    due = sorted(min(times) for times in retries if times)
     if not due:
         return ""
     jobs = f"{len(due)} job{'s' if len(due) != 1 else ''}"

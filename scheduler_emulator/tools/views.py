@@ -481,8 +481,9 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
     """The cells of the ``jobs`` table (:data:`JOBS_HEADERS`, or :data:`WIDE_JOBS_HEADERS`
     with ``wide``), from ``GET /_emulator/jobs`` rows; NEXT is the next fire time in the job's
     time zone (as its ScheduleTime header will read, and the other views' SCHEDULED), or
-    ``retry T`` while a retry is pending, and ``S late`` (after it: ``retry T, then S late``)
-    for a scheduled time missed while the job's run went on, which runs as that run ends."""
+    ``retry T`` while its scheduled run's retry is pending, and ``S late`` (after it: ``retry
+    T, then S late``) for a scheduled time missed while the job's run went on, which runs as
+    that run ends; then ``; forced run's retry T`` while one is pending."""
     rows = []
     for job, label in zip(
         jobs, job_labels([job.get("name") or job["id"] for job in jobs]), strict=True
@@ -490,6 +491,7 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
         last = job.get("lastAttempt")
         fire = job.get("nextFireTimes") or []
         retry, delayed = job.get("nextAttemptTime"), job.get("delayedRunTime")
+        forced = job.get("forcedRunRetryTime")  # (trial 170: it hid the scheduled run's)
         zone = resolve_time_zone(job["timeZone"])
         upcoming = f"retry {cut(retry, wide)}" if retry else "-"
         if fire and not retry:
@@ -497,6 +499,8 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
         if delayed:  # (trial 149: NEXT promised times the run skipped, not the late one)
             late = f"{format_schedule_time(parse_timestamp(delayed).astimezone(zone))} late"
             upcoming = f"{upcoming}, then {late}" if retry else late
+        if forced:
+            upcoming = f"{upcoming}; forced run's retry {cut(forced, wide)}".removeprefix("-; ")
         rows.append(
             [
                 label,
@@ -977,11 +981,9 @@ def cmd_pause(args: argparse.Namespace, out: IO[str]) -> int:
     retry until it is resumed" read as if a dropped retry came back)."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     before = _job_row(client, _job_name(client, args.job))
-    name, _ = _job_method(client, args.job, "pause")
+    _job_method(client, args.job, "pause")
     dropped = []
-    if (retry := before.get("nextAttemptTime")) and retry != _job_row(client, name).get(
-        "nextAttemptTime"
-    ):
+    if retry := before.get("nextAttemptTime"):  # (the scheduled run's: trial 170)
         dropped.append(f"its run's retry due {retry} is dropped, the run giving up")
     if late := before.get("delayedRunTime"):
         dropped.append(f"the late run owed to {late} is dropped (`skipped` lists that time)")
@@ -1014,7 +1016,7 @@ def cmd_resume(args: argparse.Namespace, out: IO[str]) -> int:
     if when := job.get("scheduleTime"):  # in the job's time zone, as `jobs` shows it (trial 105)
         zone = resolve_time_zone(job.get("timeZone") or "Etc/UTC")
         after = f"; next run at {format_schedule_time(parse_timestamp(when).astimezone(zone))}"
-    if retry := _job_row(client, name).get("nextAttemptTime"):
+    if retry := _job_row(client, name).get("forcedRunRetryTime"):
         after += f"; first, a forced run's retry, due {retry}"  # (trial 114: it went unsaid)
     out.write(f"resumed {args.job}{after}\n")
     return 0

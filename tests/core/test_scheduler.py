@@ -18,6 +18,7 @@ from scheduler_emulator.core.scheduler import (
     SaveRun,
     Scheduler,
     StartAttempt,
+    Upcoming,
 )
 from scheduler_emulator.domain.attempts import Run
 from scheduler_emulator.domain.errors import AlreadyExists, NotFound
@@ -127,7 +128,7 @@ def test_pausing_records_the_time_owed_a_late_run_as_skipped(core: Scheduler) ->
     [skip] = [d for d in decisions if isinstance(d, RecordSkipped)]
     assert skip.skipped.schedule_time == "2026-09-24T12:05:00Z"
     assert skip.skipped.reason == "RUN_STILL_GOING" and skip.skipped.recorded_at == now
-    assert core.upcoming(start.run.job)[2] is None  # owed nothing now
+    assert core.upcoming(start.run.job).missed is None  # owed nothing now
 
 
 def test_a_forced_run_neither_waits_nor_blocks(core: Scheduler) -> None:
@@ -135,6 +136,22 @@ def test_a_forced_run_neither_waits_nor_blocks(core: Scheduler) -> None:
     [scheduled] = acted(core.due(T0))
     [forced] = core.force(scheduled.run.job, T0 + timedelta(seconds=1))
     assert forced.run.forced and forced.run.schedule_time == "2026-09-24T12:05:00Z"
+
+
+def test_a_forced_runs_retry_is_told_apart_from_the_scheduled_runs(core: Scheduler) -> None:
+    """Trial 170: what comes next gave the earliest retry of any run, so the views took a
+    forced run's retry for the scheduled run's and dropped the next scheduled time."""
+    core.put(job(retry_config=RetryConfig(retry_count=3)), T0 - timedelta(seconds=1))
+    [forced] = core.force(job().name, T0)
+    core.attempt_ended(job().name, forced.run.id, failed(T0), T0)
+    assert core.upcoming(job().name) == Upcoming(T0, None, T0 + timedelta(seconds=5), None)
+    [scheduled] = acted(core.due(T0))
+    later = T0 + timedelta(seconds=2)
+    core.attempt_ended(job().name, scheduled.run.id, failed(later), later)
+    assert core.upcoming(job().name) == Upcoming(
+        T0 + timedelta(minutes=5), later + timedelta(seconds=5), T0 + timedelta(seconds=5), None
+    )
+    assert core.get(job().name).schedule_time == later + timedelta(seconds=5)  # the same one
 
 
 def test_pausing_drops_a_pending_retry(core: Scheduler) -> None:
@@ -426,9 +443,10 @@ class TestARestartAfterAKillBeforeDispatch:
             [job()], [retrying], set(), now, 7, {job().name: T0}, listed, alive=now
         )
         assert acted(decisions) == []
-        assert core.upcoming(job().name) == (
+        assert core.upcoming(job().name) == Upcoming(
             T0 + timedelta(minutes=20),
             retrying.next_attempt_at,
+            None,  # (no forced run)
             T0,  # owed a late run: the views say so (trial 149)
         )
         assert core.due(now) == []

@@ -60,7 +60,13 @@ def test_resume_names_a_forced_runs_pending_retry() -> None:
     with runs_daemon() as (daemon, _):
         code, _, err = run_cli("run", "doomed", "--wait", "--port", daemon.url.rsplit(":", 1)[1])
         assert code == 1, err  # its first attempt failed: a retry 60 s on
-        due = daemon.get("/_emulator/jobs", params={"name": "doomed"})["jobs"][0]["nextAttemptTime"]
+        [doomed_row] = daemon.get("/_emulator/jobs", params={"name": "doomed"})["jobs"]
+        due = doomed_row["forcedRunRetryTime"]  # not the scheduled run's (trial 170)
+        assert doomed_row["nextAttemptTime"] is None
+        _, *listed = cli(daemon, "jobs", "--name", "doomed")  # (NEXT wraps to a second line)
+        # NEXT: the next scheduled time goes on beside it, then the forced run's retry
+        text = " ".join(" ".join(listed).split())
+        assert text.endswith(f"23:59:00Z 2026-09-25T00:00:00Z; forced run's retry {due}"), text
         [paused] = cli(daemon, "pause", "doomed")  # a forced run's retry: not dropped, not said
         [line] = cli(daemon, "resume", "doomed")
         assert paused == (

@@ -14,6 +14,7 @@ from functools import partial
 from itertools import islice
 from typing import Any
 
+from ...core.scheduler import Upcoming
 from ...domain.attempts import Attempt, earlier_answers, in_flight_at, iso
 from ...domain.errors import RPC_CODES
 from ...domain.resources import AppEngineRouting, Job, State
@@ -82,20 +83,21 @@ def job_row(
     fire_times: int,
     *,
     dst_policy: str = "absolute",
-    upcoming: tuple[datetime | None, datetime | None, datetime | None] = (None, None, None),
+    upcoming: Upcoming = Upcoming(),  # noqa: B008 (an immutable tuple)
     in_flight: datetime | None = None,
     local_url: str | None = None,
 ) -> dict[str, Any]:
     """One row of the jobs view (the JSON shape of ``GET /_emulator/jobs``).
 
     :param upcoming: the job's next scheduled time (see :func:`next_fire_times`), when its
-        pending retry is due (``None`` when none is pending) and the scheduled time missed
-        while its run went on, which runs late once that run ends (``delayedRunTime``).
+        scheduled run's pending retry is due (``nextAttemptTime``), when a forced run's is
+        (``forcedRunRetryTime``) and the scheduled time missed while its run went on, which runs
+        late once that run ends (``delayedRunTime``).
     :param in_flight: the start of its last attempt when that has not ended by the clock's
         now: ``lastAttempt`` has that time (the attempt's, which a queued attempt takes when it
         leaves) and ``code`` ``None`` (the job's status is written when the attempt ends).
     """
-    status, (first, retry, delayed) = job.status, upcoming
+    status, (first, retry, forced_retry, delayed) = job.status, upcoming
     last = None
     if job.last_attempt_time is not None:
         code = "OK" if status is None or status.code == 0 else _CODE_NAMES.get(status.code)
@@ -116,6 +118,7 @@ def job_row(
         "state": job.state.name,
         "lastAttempt": last,
         "nextAttemptTime": iso(retry),
+        "forcedRunRetryTime": iso(forced_retry),  # (trial 170: it hid the scheduled run's)
         "delayedRunTime": iso(delayed),  # (trial 149: the views promised what was skipped)
         "nextFireTimes": [
             iso(t) for t in next_fire_times(job, fire_times, dst_policy=dst_policy, first=first)
@@ -140,7 +143,7 @@ def job_rows(
     page_size: int = 50,
     fire_times: int = DEFAULT_FIRE_TIMES,
     dst_policy: str = "absolute",
-    upcoming: Callable[[str], tuple[datetime | None, datetime | None, datetime | None]],
+    upcoming: Callable[[str], Upcoming],
     in_flight: Callable[[str], datetime | None],
     local_url: Callable[[Job], str | None],
 ) -> tuple[list[dict[str, Any]], int | None, int]:
@@ -148,8 +151,8 @@ def job_rows(
 
     :param jobs: every job, in creation order.
     :param offset: jobs of the filtered list to skip (the page token).
-    :param upcoming: a job's next scheduled time, pending retry and owed late run by full
-        name (the scheduler's), so that a pending retry is not listed as a fire time.
+    :param upcoming: what comes next for a job, by full name (the scheduler's), so that a
+        pending retry is not listed as a fire time.
     :param in_flight: a job's last attempt's start if it is in flight (:func:`in_flight_since`).
     :param local_url: where an App Engine target job's attempts go (:func:`target_text`).
     :return: the rows, the next page's offset (``None`` on the last page), and how many jobs

@@ -205,8 +205,7 @@
     if (verb === "delete" && !window.confirm("Delete job " + job.id + "? Its lane leaves the timeline; its runs " +
       "and attempts stay in the history (scheduler-emulator runs --job " + job.id + ").")) return;
     status((verb === "run" ? "Running " : verb.charAt(0).toUpperCase() + verb.slice(1) + " ") + job.id + "…");
-    var retrying = verb === "pause" &&
-      document.querySelector('[data-testid="job-pending-' + job.id + '"]') !== null;
+    var retrying = verb === "pause" && job.nextAttemptTime;  /* the scheduled run's (trial 170) */
     request(verb === "delete" ? "DELETE" : "POST", path, verb === "delete" ? undefined : {})
       .then(function (answer) {
         if (verb === "resume") {  /* as the CLI's resume says (trial 103) */
@@ -292,7 +291,7 @@
         var retry = document.createElement("div");
         retry.className = "pending-retry";
         retry.setAttribute("data-testid", "job-pending-" + job.id);
-        retry.textContent = TL.retryText(pendingRun) + " at " +
+        retry.textContent = TL.retryText(pendingRun) + (pendingRun.forced ? " (forced run)" : "") + " at " +
           TL.wallText(Date.parse(pendingRun.nextAttemptTime), zone);
         retry.title = TL.retryText(pendingRun) + " of run " + pendingRun.id + " at " +
           TL.wallText(Date.parse(pendingRun.nextAttemptTime), zone) + " " + zone;
@@ -345,7 +344,10 @@
       return request("GET", "/_emulator/runs" + query({ state: "in-progress", pageSize: 1000 }))
         .then(function (runs) {
           data.pending = {};
-          runs.runs.forEach(function (run) { if (run.nextAttemptTime) data.pending[run.job] = run; });
+          runs.runs.forEach(function (run) {  /* the first due (trial 170: the oldest run's won) */
+            var kept = data.pending[run.job], due = Date.parse(run.nextAttemptTime);
+            if (due && !(kept && Date.parse(kept.nextAttemptTime) <= due)) data.pending[run.job] = run;
+          });
           return data;
         });
     }).then(function (data) {

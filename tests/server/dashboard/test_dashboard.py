@@ -502,17 +502,20 @@ class TestTheReadModelTellsTheTruth:
         assert row["nextAttemptTime"] is None
         assert views.job_rows([row])[0][5] == "2026-09-25T02:00:00Z"
 
-    def test_a_forced_runs_pending_retry_is_the_jobs_next_attempt_too(
+    def test_a_forced_runs_pending_retry_is_shown_beside_the_next_fire_time(
         self, emulator: Emulator, client: Client, target: RecordingTarget
     ) -> None:
         """A trial: after a failed "Run now", ``jobs`` showed the next fire time while
-        ``runs --in-progress`` and the dashboard showed the retry."""
+        ``runs --in-progress`` and the dashboard showed the retry; then (trial 170) the forced
+        run's retry hid the next fire time, which goes on beside it."""
         target.status = 503
         emulator.create_job(nightly_job(retryConfig={"retryCount": 3, "minBackoffDuration": "60s"}))
         emulator.run_job("nightly")  # 01:59: failed, its retry is due at 02:00
         [row] = client.get("/_emulator/jobs").json["jobs"]
-        assert row["nextAttemptTime"] == "2026-09-24T02:00:00Z"
-        assert views.job_rows([row])[0][5] == "retry 2026-09-24T02:00:00Z"
+        assert (row["nextAttemptTime"], row["forcedRunRetryTime"]) == (None, "2026-09-24T02:00:00Z")
+        assert views.job_rows([row])[0][5] == (
+            "2026-09-24T02:00:00Z; forced run's retry 2026-09-24T02:00:00Z"
+        )
 
     def test_a_finished_run_keeps_the_limits_it_ended_under(
         self, emulator: Emulator, client: Client, target: RecordingTarget

@@ -87,6 +87,33 @@ def clickable(driver: Any, element: Any) -> bool:
     )
 
 
+def test_the_jobs_tab_shows_the_retry_due_first_and_pause_tells_the_runs_apart(
+    tmp_path: Path,
+) -> None:
+    """Trial 170: with a scheduled run and a forced run of one job retrying, the Jobs tab showed
+    the scheduled run's retry though the forced run's came first; and pause said a pending
+    retry was dropped when only a forced run's (which goes on) was pending."""
+    second_failure = MIDNIGHT + wait_after(1)
+    forced_retry = second_failure + wait_after(1)  # before the scheduled run's third attempt
+    with runs_daemon() as (daemon, _), chromium() as driver:
+        daemon.post("/_emulator/clock:moveTo", {"time": second_failure.isoformat()})
+        daemon.post(f"/v1/{PARENT}/jobs/doomed:run").raise_for_status()
+        daemon.post("/_emulator/clock:advance", {"seconds": 0}).raise_for_status()  # sends it
+        driver.get(daemon.url + "/")
+        wait_for(driver, timeline_ready)
+        by_testid(driver, "tab-jobs").click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-pending-doomed"]'))
+        retry = by_testid(driver, "job-pending-doomed").text
+        assert retry == f"retry: attempt 2 of 4 (forced run) at {text(forced_retry)}", retry
+        driver.save_screenshot(str(tmp_path / "jobs-forced-retry.png"))
+        for said in (" (its pending retry is dropped: the run gave up)", ""):
+            by_testid(driver, "job-pause-doomed").click()  # the scheduled run's, then none
+            wait_for(driver, lambda d: by_testid(d, "job-state-doomed").text == "PAUSED")
+            assert by_testid(driver, "status").text == "Paused doomed" + said
+            by_testid(driver, "job-resume-doomed").click()  # (the row drawn anew, then:)
+            wait_for(driver, lambda d: by_testid(d, "job-state-doomed").text == "ENABLED")
+
+
 def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path) -> None:
     second_failure = MIDNIGHT + wait_after(1)  # attempt 2 of both jobs, failed
     next_attempt = second_failure + wait_after(2)
