@@ -33,7 +33,7 @@ import shutil
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from heapq import nlargest
@@ -740,8 +740,11 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
     :data:`WIDE_RUN_HEADERS`, when the first attempt started), from ``GET /_emulator/runs``
     runs: the ScheduleTime (or the run's instant), attempts made (of at most N), the state,
     the next attempt's time (:func:`cut`), and the reason of its last failed attempt, preceded
-    by how many of its deliveries were duplicates (a 2xx after the target had answered 2xx)."""
+    by how many of its deliveries were duplicates (a 2xx after the target had answered 2xx),
+    or the run of the same ScheduleTime the target answered 2xx before (among ``runs``)."""
     rows = []
+    shown = sorted((Attempt.from_json(a) for r in runs for a in r.get("attempts") or []), key=_id)
+    earlier = dict(zip(map(_id, shown), duplicate_notes(shown), strict=True))  # (trial 170)
     for run, job in zip(runs, job_labels([str(run["job"]) for run in runs]), strict=True):
         attempts = run.get("attempts") or []
         failed = [a for a in attempts if a.get("reason")]
@@ -758,10 +761,13 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
                 f"{tries}/{most}" if most else str(tries),
                 run_state_text(run),
                 cut(run.get("nextAttemptTime") or "-", wide),
-                _run_reason(run, _failure(run, failed), attempts),
+                _run_reason(run, _failure(run, failed), attempts, earlier),
             ]
         )
     return rows
+
+
+_id = attrgetter("id")
 
 
 def _failure(run: dict[str, Any], failed: Sequence[dict[str, Any]]) -> str:
@@ -774,10 +780,16 @@ def _failure(run: dict[str, Any], failed: Sequence[dict[str, Any]]) -> str:
     return f"attempt {last['attempt']} failed: {last['reason']}" if done else last["reason"]
 
 
-def _run_reason(run: dict[str, Any], reason: str, attempts: Sequence[dict[str, Any]]) -> str:
+def _run_reason(
+    run: dict[str, Any],
+    reason: str,
+    attempts: Sequence[dict[str, Any]],
+    earlier: Mapping[int, str] = {},  # noqa: B006 (only read)
+) -> str:
     """A run's REASON: ``started N s late`` (in min, h or d from two of each) when its first
     attempt started a minute or more after its scheduled instant (a restart runs what it owed
-    late), its duplicate deliveries, then its last failure's reason."""
+    late), its duplicate deliveries or the earlier run of its ScheduleTime (``earlier``: the
+    attempts' :func:`duplicate_notes` by id), then its last failure's reason."""
     notes = []
     if attempts and run.get("nominalTime") and not run.get("forced"):
         start, nominal = attempts[0]["startTime"], run["nominalTime"]
@@ -789,6 +801,8 @@ def _run_reason(run: dict[str, Any], reason: str, attempts: Sequence[dict[str, A
     count = sum(1 for a in attempts if a.get("duplicate"))
     if count:
         notes.append(f"{count} duplicate deliver{'y' if count == 1 else 'ies'} (2xx again)")
+    said = (earlier.get(a.get("id", 0), "") for a in attempts)
+    notes += [next((n for n in said if n.startswith("same ScheduleTime")), "")]
     if execution := run.get("execution"):  # (added by cmd_runs: trial 90)
         notes.append(
             f"execution {execution['name'].rsplit('/', 1)[-1]} " + execution_summary(execution)

@@ -370,7 +370,8 @@ def test_last_and_next_times_show_milliseconds_and_wide_microseconds() -> None:
     assert job_rows([job], wide=True)[0][5:7] == [
         "UNAVAILABLE 2026-12-04T01:53:00.000413Z", "retry 2026-12-04T01:53:40.030873Z"
     ]  # fmt: skip
-    first = {"startTime": "2026-12-04T01:55:00.000502Z", "reason": "HTTP 500"}
+    first = {"job": "j", "runId": 1, "attempt": 1, "startTime": "2026-12-04T01:55:00.000502Z",
+             "reason": "HTTP 500"}  # fmt: skip
     run = {"job": "j", "id": 1, "nominalTime": "2026-12-04T01:53:00Z", "attempts": [first],
            "nextAttemptTime": "2026-12-04T01:55:40.043201Z"}  # fmt: skip
     assert run_rows([run])[0][5] == "2026-12-04T01:55:40.043Z"
@@ -387,9 +388,10 @@ def test_a_run_that_started_a_minute_late_or_more_says_so_in_its_reason() -> Non
     from an on-time one without ``--wide``."""
 
     def run(start: str, forced: bool = False, reason: str = "") -> dict[str, Any]:
-        first = {"startTime": start, "reason": reason}
+        first = {"job": "j", "runId": 1, "attempt": 1, "startTime": start, "reason": reason}
+        copy = {**first, "duplicate": True, "reason": ""}
         return {"job": "j", "id": 1, "nominalTime": "2026-12-04T02:00:00Z", "forced": forced,
-                "attempts": [first, {"startTime": start, "duplicate": True}]}  # fmt: skip
+                "attempts": [first, copy]}  # fmt: skip
 
     reasons = [
         row[-1]
@@ -1184,3 +1186,23 @@ def test_a_daemon_gone_in_the_middle_of_a_request_is_said_to_have_stopped() -> N
 def test_a_late_start_is_said_in_the_unit_that_reads(start: str, said: str) -> None:
     run = {"nominalTime": "2026-03-29T04:00:00Z", "scheduleTime": "2026-03-29T04:00:00Z"}
     assert said in views._run_reason(run, "", [{"startTime": start}])
+
+
+def test_a_run_whose_schedule_time_an_earlier_run_was_answered_2xx_for_says_so() -> None:
+    """Trial 170: a forced run sends the job's next scheduled time; the scheduled run that
+    sends it again read "succeeded" with no reason in ``runs``, though ``attempts`` named the
+    forced run (a target deduplicating by ScheduleTime skips it)."""
+    header = "2026-12-09T03:00:00Z"
+
+    def run(run_id: int, start: str, forced: bool) -> dict[str, Any]:
+        attempt = {"id": run_id, "job": "p/l/rollup", "runId": run_id, "attempt": 1,
+                   "startTime": start, "scheduleTime": header, "responseStatus": 200,
+                   "code": "OK", "forced": forced,
+                   "request": {"url": "http://svc.test/"}}  # fmt: skip
+        return {"job": "p/l/rollup", "id": run_id, "nominalTime": start, "scheduleTime": header,
+                "forced": forced, "state": "succeeded", "attempts": [attempt]}  # fmt: skip
+
+    runs = [run(14, header, False), run(8, "2026-12-08T09:00:00Z", True)]  # newest first
+    scheduled, forced = (row[-1] for row in run_rows(runs))
+    assert scheduled.startswith("same ScheduleTime as run 8 (forced), which the target answered")
+    assert forced == ""
