@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -97,6 +98,8 @@ DEFAULT_LAST = 20
 FOLLOW_INTERVAL = 1.0
 #: Seconds between two looks at the attempt ``run --wait`` waits for.
 WAIT_INTERVAL = 0.1
+#: Seconds a ``clock`` move may take before it says what it waits for.
+MOVE_NOTE_SECONDS = 3.0
 #: ANSI colours of outcomes on a terminal: OK and succeeded green, failures red, pending yellow.
 _GREEN, _RED, _YELLOW, _RESET = "\033[32m", "\033[31m", "\033[33m", "\033[0m"
 #: ``runs``' filter flags and the ``state`` of ``GET /_emulator/runs`` each asks for.
@@ -1053,6 +1056,14 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
     client = DaemonClient(args.host, args.port, args.admin_token)
     due = client.get("/_emulator/clock").get("nextDue") if args.next else None
     client.timeout = None  # a move waits for what it delivers, up to their attempt deadlines
+    waiting = threading.Timer(  # (trials 158, 170: a move held for a Cloud Run run, silent)
+        MOVE_NOTE_SECONDS,
+        print,
+        ("note: the clock waits for what it sends to be answered: a target up to its attempt "
+         "deadline, a Cloud Run execution until it ends (see `attempts --follow`)…",),
+        {"file": sys.stderr, "flush": True},
+    )  # fmt: skip
+    waiting.start()
     try:
         if args.advance is not None:
             seconds = args.advance.total_seconds()
@@ -1067,6 +1078,8 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
         moved = "stopped at" in str(exc)  # a stop ended the move part way (trial 149)
         what = "the clock did not reach its target" if moved else "the clock did not move"
         raise ConfigurationError(f"{what}: {exc}{again}") from None
+    finally:
+        waiting.cancel()
     clock = client.get("/_emulator/clock")
     due = clock.get("nextDue")
     upcoming = f"next due at {due}" if due else "nothing due"

@@ -1156,6 +1156,28 @@ def test_a_move_a_stop_cut_short_is_not_said_to_have_moved_nothing(
     assert err == f"error: the clock did not reach its target: {stopped}\n"
 
 
+def test_a_slow_move_says_what_it_waits_for_and_a_quick_one_says_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trials 158, 170: ``clock --advance`` held for a Cloud Run execution (or a target up to
+    its attempt deadline) saying nothing."""
+    said: list[str] = []
+
+    def call(self: Any, method: str, path: str, **kwargs: Any) -> Any:
+        if path == "/_emulator/clock:advance" and views.MOVE_NOTE_SECONDS < 1:  # a slow move
+            wait_for(lambda: said.append(capsys.readouterr().err) or "note:" in said[-1], 10)
+        return {"mode": "manual", "now": "2026-09-28T18:20:30Z"}
+
+    monkeypatch.setattr(views.DaemonClient, "call", call)
+    monkeypatch.setattr(views, "MOVE_NOTE_SECONDS", 0.05)
+    code, out, _ = run_command(capsys, "clock", "--advance", "30s")
+    assert (code, out) == (0, "manual clock at 2026-09-28T18:20:30Z; nothing due\n")
+    assert "note: the clock waits for what it sends to be answered" in "".join(said)
+    monkeypatch.setattr(views, "MOVE_NOTE_SECONDS", 5.0)  # answered at once: no note
+    code, out, err = run_command(capsys, "clock", "--advance", "30s")
+    assert (code, err) == (0, "")
+
+
 def test_a_daemon_gone_in_the_middle_of_a_request_is_said_to_have_stopped() -> None:
     """Trial 78: a `clock --to` cut off by the daemon's death said that no daemon answers
     there, as for a wrong port."""
