@@ -882,6 +882,7 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
         since = _since_instant(client, args.since)
         params.update(pageSize=PAGE_SIZE, scheduledAfter=iso(since))
         runs = [*client.pages("/_emulator/runs", "runs", params)][::-1]
+        _note_trimmed(client, since, "runs")
     else:
         runs = _newest(client, "/_emulator/runs", "runs", params, args.last)
     if args.json:
@@ -1147,11 +1148,12 @@ def cmd_attempts(
     return _follow(client, base, attempts, out, sleep, wide=wide, as_json=as_json, failed=failed)
 
 
-def _note_trimmed(client: DaemonClient, since: datetime) -> None:
+def _note_trimmed(client: DaemonClient, since: datetime, what: str = "attempts") -> None:
     """Say on stderr when retention dropped the attempts just before the first one kept since
-    ``since``: the listing starts there. Attempts are numbered from 1 in start order, so a
-    missing number below it was dropped (trial 123: an older run still going keeps its
-    attempts, so the oldest attempt kept told nothing)."""
+    ``since``: the listing of ``what`` (attempts, or runs, which go whole with their attempts:
+    trial 172) starts there. Attempts are numbered from 1 in start order, so a missing number
+    below it was dropped (trial 123: an older run still going keeps its attempts, so the oldest
+    attempt kept told nothing)."""
     page = client.get("/_emulator/attempts", {"pageSize": 1, "startAfter": iso(since)})
     first = (page.get("attempts") or [None])[0]
     number = 0 if first is None else int(first.get("id") or 0)
@@ -1161,7 +1163,7 @@ def _note_trimmed(client: DaemonClient, since: datetime) -> None:
     start = parse_timestamp(str(first["startTime"]))
     if start > since:
         print(
-            f"note: attempts before {iso(start)} were dropped by the history's bound "
+            f"note: {what} before {iso(start)} were dropped by the history's bound "
             '(--retain-attempts, --retain-megabytes; docs/behaviour.md, "Attempt history"): '
             f"the listing since {iso(since)} starts there.",
             file=sys.stderr,

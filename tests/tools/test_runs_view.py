@@ -253,3 +253,20 @@ def test_run_wait_prints_the_first_attempts_outcome_and_exits_1_when_it_failed(
     outcome = f"attempt 1 ended: {attempt['code']} (HTTP {attempt['responseStatus']}) in "
     assert out.splitlines()[1].startswith(outcome)
     assert out.splitlines()[1].endswith(f"s: {attempt['reason']}") and attempt["reason"]
+
+
+def test_runs_since_says_when_the_bound_dropped_runs_it_asks_for() -> None:
+    """Trial 172: ``runs --since`` listed half the day asked for without a word (``attempts
+    --since`` said the bound had dropped the rest). Runs go whole with their attempts."""
+    from tests.daemon import MANUAL, running_daemon
+
+    with running_daemon("--in-memory", *MANUAL, "--retain-attempts", "10") as daemon:
+        topic = {"topicName": "projects/my-project/topics/ticks", "data": "aGk="}  # nowhere
+        job = {"name": f"{PARENT}/jobs/tick", "schedule": "* * * * *", "pubsubTarget": topic}
+        daemon.post(f"/v1/{PARENT}/jobs", job).raise_for_status()
+        daemon.advance(1001 * 60)  # retention runs at the 1,000th attempt
+        port = daemon.url.rsplit(":", 1)[1]
+        code, out, err = run_cli("runs", "--since", "2026-09-24T01:59:00Z", "--port", port)
+    assert code == 0 and out.startswith("SCHEDULED"), err
+    assert err.startswith("note: runs before 2026-09-24T18:"), err
+    assert "since 2026-09-24T01:59:00Z starts there" in err
