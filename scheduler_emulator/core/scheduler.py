@@ -450,6 +450,18 @@ class Scheduler:
             heapq.heappop(self._timers)
         return self._timers[0][0] if self._timers else None
 
+    def due_jobs(self) -> list[str]:
+        """The jobs (full names, sorted) with something due at :meth:`next_due` (a scheduled
+        time, a retry, an attempt's recorded end): what a move there acts on; ``[]`` for none."""
+        due, timers, names = self.next_due(), self._timers, set()
+        todo = [0] if due is not None else []
+        while todo:  # (a heap: the timers at its least instant hang together from the top)
+            i = todo.pop()
+            if i < len(timers) and timers[i][0] == due:
+                names.update([timers[i][3]] if self._live(timers[i]) else [])
+                todo += (2 * i + 1, 2 * i + 2)
+        return sorted(names)
+
     def due(self, now: datetime) -> list[Decision]:
         """Act on everything due at or before ``now``; return the decisions in order: each
         job's in the order they were made, those of slow jobs (whose last attempt on a real

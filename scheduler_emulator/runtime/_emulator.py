@@ -572,6 +572,12 @@ class Emulator(AttemptAssertions):
         with self._lock:
             return self.core.next_due()
 
+    def due_jobs(self) -> list[str]:
+        """The jobs (full names, sorted) with something due at :meth:`next_due` (a fire time, a
+        retry, an attempt's recorded end)."""
+        with self._lock:
+            return self.core.due_jobs()
+
     def run_due(self) -> None:
         """Run everything due now, delivering attempts in order in this thread (what a manual
         clock calls at each due instant; harmless on the system clock, whose engine thread

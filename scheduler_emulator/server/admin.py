@@ -95,6 +95,8 @@ LATEST_INSTANT = datetime(9999, 12, 30, 23, 59, 59, tzinfo=UTC)
 EARLIEST_INSTANT = datetime(1, 1, 2, tzinfo=UTC)
 #: The most scheduled times of a job a timeline lane shows ahead of its clock.
 LANE_FIRE_TIMES = 30
+#: The most job IDs ``GET /_emulator/clock``'s ``nextDueJobs`` lists.
+DUE_JOBS_SHOWN = 10
 
 
 def check_clock_instant(instant: datetime, field: str) -> datetime:
@@ -327,12 +329,16 @@ class Admin:
     def clock(self, request: Request) -> dict[str, Any]:
         """The clock's instant and mode, and ``nextDue``: the next instant at which something
         is due (a fire time, a retry; now when it is overdue, as after a restart, so that a
-        move to it runs it: trial 141), absent when nothing is."""
+        move to it runs it: trial 141), absent when nothing is, with ``nextDueJobs`` (the IDs of
+        the first :data:`DUE_JOBS_SHOWN` jobs due then, by name) and ``nextDueJobCount``."""
         now = self.emulator.now()
-        answer = {"now": iso(now), "mode": self._mode()}
+        answer: dict[str, Any] = {"now": iso(now), "mode": self._mode()}
         due = self.emulator.next_due()
-        if due is not None:
+        if due is not None:  # (trial 172: which jobs, not only when)
+            names = self.emulator.due_jobs()
             answer["nextDue"] = iso(max(due, now))
+            answer["nextDueJobs"] = [name.rsplit("/", 1)[-1] for name in names[:DUE_JOBS_SHOWN]]
+            answer["nextDueJobCount"] = len(names)
         return answer
 
     def _manual_only(self, fn: Any, arg: Any, target: datetime) -> dict[str, Any]:

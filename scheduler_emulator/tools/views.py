@@ -1082,8 +1082,10 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
     finally:
         waiting.cancel()
     clock = client.get("/_emulator/clock")
-    due = clock.get("nextDue")
-    upcoming = f"next due at {due}" if due else "nothing due"
+    due, jobs = clock.get("nextDue"), clock.get("nextDueJobs") or []
+    more = clock.get("nextDueJobCount", 0) - min(len(jobs), 3)
+    which = ": " + ", ".join(jobs[:3]) + (f" and {more} more" if more > 0 else "") if jobs else ""
+    upcoming = f"next due at {due}{which}" if due else "nothing due"
     out.write(f"{clock['mode']} clock at {clock['now']}; {upcoming}\n")
     return 0
 

@@ -26,6 +26,7 @@ from scheduler_emulator.domain.resources import HttpTarget, Job, RetryConfig, St
 from scheduler_emulator.domain.retry import next_attempt_time
 
 T0 = datetime(2026, 9, 24, 12, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
 FAILED = Status(13, "INTERNAL")
 
 
@@ -152,6 +153,25 @@ def test_a_forced_runs_retry_is_told_apart_from_the_scheduled_runs(core: Schedul
         T0 + timedelta(minutes=5), later + timedelta(seconds=5), T0 + timedelta(seconds=5), None
     )
     assert core.get(job().name).schedule_time == later + timedelta(seconds=5)  # the same one
+
+
+def test_the_jobs_due_next_are_those_of_the_least_instant(core: Scheduler) -> None:
+    """Trial 172: the next due instant was said without the jobs due then; the heap's timers
+    at its least instant are walked from its top (fire times, a retry; not a later one)."""
+    assert core.due_jobs() == []
+    for name, schedule in (("b", "*/5 * * * *"), ("a", "*/5 * * * *"), ("c", "0 * * * *")):
+        core.put(
+            replace(job(schedule), name=f"projects/my-project/locations/l/jobs/{name}"), T0 - MINUTE
+        )
+    core.put(job("*/5 * * * *", retry_config=RetryConfig(retry_count=3)), T0 - MINUTE)
+    jobs = "projects/my-project/locations/l/jobs/"
+    assert core.due_jobs() == [jobs + n for n in ("a", "b", "c", "tick")]
+    started = [d for d in acted(core.due(T0)) if isinstance(d, StartAttempt)]
+    [tick] = [d.run for d in started if d.run.job.endswith("/tick")]
+    later = T0 + timedelta(minutes=4, seconds=55)  # its retry is due at 12:05, with a and b
+    core.attempt_ended(tick.job, tick.id, failed(later), later)
+    assert core.next_due() == T0 + timedelta(minutes=5)
+    assert core.due_jobs() == [jobs + n for n in ("a", "b", "tick")]
 
 
 def test_pausing_drops_a_pending_retry(core: Scheduler) -> None:

@@ -72,6 +72,8 @@ class TestManualClockDaemon:
                 "now": "2026-09-24T01:59:00Z",
                 "mode": "manual",
                 "nextDue": "2026-09-24T02:00:00Z",  # the dashboard's "to next due" button
+                "nextDueJobs": ["nightly"],  # what is due then (trial 172)
+                "nextDueJobCount": 1,
             }
             answer = daemon.post("/_emulator/clock:advance", {"seconds": 120})
             assert answer.json() == {"now": "2026-09-24T02:01:00Z"}

@@ -1118,11 +1118,16 @@ def test_clock_prints_the_clock_and_moves_a_manual_one(capsys: pytest.CaptureFix
         moves = [(), ("--advance", "90s"), ("--next",), ("--to", "2026-09-26T00:00:00Z")]
         said = [run_command(capsys, "clock", *at, *move) for move in moves]
         assert said == [
-            (0, "manual clock at 2026-09-24T01:59:00Z; next due at 2026-09-24T02:00:00Z\n", ""),
-            (0, "manual clock at 2026-09-24T02:00:30Z; next due at 2026-09-25T02:00:00Z\n", ""),
-            (0, "manual clock at 2026-09-25T02:00:00Z; next due at 2026-09-26T02:00:00Z\n", ""),
-            (0, "manual clock at 2026-09-26T00:00:00Z; next due at 2026-09-26T02:00:00Z\n", ""),
+            (0, "manual clock at 2026-09-24T01:59:00Z; next due at 2026-09-24T02:00:00Z: n\n", ""),
+            (0, "manual clock at 2026-09-24T02:00:30Z; next due at 2026-09-25T02:00:00Z: n\n", ""),
+            (0, "manual clock at 2026-09-25T02:00:00Z; next due at 2026-09-26T02:00:00Z: n\n", ""),
+            (0, "manual clock at 2026-09-26T00:00:00Z; next due at 2026-09-26T02:00:00Z: n\n", ""),
         ]
+        for name in ("a", "b", "c", "d", "e"):  # which jobs are due: the first three, by name
+            job = {**job, "name": f"{parent}/jobs/{name}"}
+            daemon.session.post(f"{daemon.url}/v1/{parent}/jobs", json=job).raise_for_status()
+        _, out, _ = run_command(capsys, "clock", *at)
+        assert out.endswith("next due at 2026-09-26T02:00:00Z: a, b, c and 3 more\n"), out
         assert [a.code for a in daemon.attempts()] == ["OK", "OK"]  # moves deliver on the way
         code, out, err = run_command(capsys, "clock", *at, "--to", "2026-09-25T00:00:00Z")
         assert (code, out) == (2, "")

@@ -110,7 +110,11 @@
     $("clock-mode").className = "badge clock-" + clock.mode;
     $("clock-now").textContent = TL.stamp(clock.now);
     /* what comes next, whichever job's (trial 163: found only by comparing the lanes) */
-    $("clock-next-due").textContent = clock.nextDue ? "next due " + TL.stamp(clock.nextDue) : "nothing due";
+    var jobs = clock.nextDueJobs || [], count = clock.nextDueJobCount || 0;  /* and which (trial 172) */
+    $("clock-next-due").textContent = clock.nextDue ? "next due " + TL.stamp(clock.nextDue) +
+      (jobs.length ? ": " + jobs[0] + (count > 1 ? " +" + (count - 1) : "") : "") : "nothing due";
+    $("clock-next-due").title = jobs.length ? "Due then: " + jobs.join(", ") +
+      (count > jobs.length ? " and " + (count - jobs.length) + " more" : "") : "";
     /* Move-to times are UTC, or the browser's when times are shown in it (named beside). */
     var local = state.zone === "local", zone = local ? TL.browserZone() : "UTC";
     var picker = $("clock-moveto-picker");  /* follows the clock until the user picks a time */

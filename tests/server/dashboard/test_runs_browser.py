@@ -319,8 +319,13 @@ def test_zones_move_to_a_decoded_token_and_run_as_of(tmp_path: Path) -> None:
         # show the clock read before; the refresh that follows it shows the move.
         wait_for(driver, lambda d: by_testid(d, "clock-now").text == "2026-09-25 03:00:00 UTC")
         # what comes next, whichever job's (trial 163: found only by comparing the lanes)
-        due = text(datetime.fromisoformat(daemon.get("/_emulator/clock")["nextDue"]))
-        wait_for(driver, lambda d: by_testid(d, "clock-next-due").text == f"next due {due} UTC")
+        clock = daemon.get("/_emulator/clock")
+        due, jobs = text(datetime.fromisoformat(clock["nextDue"])), clock["nextDueJobs"]
+        more = f" +{len(jobs) - 1}" if len(jobs) > 1 else ""  # and which jobs (trial 172)
+        shown = f"next due {due} UTC: {jobs[0]}{more}"
+        wait_for(driver, lambda d: by_testid(d, "clock-next-due").text == shown)
+        title = by_testid(driver, "clock-next-due").get_attribute("title")
+        assert title == f"Due then: {', '.join(jobs)}"
         wait_for(
             driver,
             lambda d: "Moved the clock to 2026-09-25 03:00:00" in by_testid(d, "status").text,
