@@ -279,7 +279,7 @@ class LiveScheduler(AttemptAssertions):
         except _NotFound:  # no such job and no attempt recorded for one of that name
             return []
 
-    def _job_ids(self) -> dict[str, str | None]:
+    def _next_runs(self) -> dict[str, str | None]:
         config = self._admin.get("/_emulator/config")
         parent = f"/v1/projects/{config['project']}/locations/{config['location']}/jobs"
         answer = self._admin.get(parent, {"pageSize": 500})

@@ -541,7 +541,7 @@ class CloudScheduler(AttemptAssertions):
     attempts = _emulator_method(Emulator.attempts)
     attempts_page = _emulator_method(Emulator.attempts_page)
     skipped_runs = _emulator_method(Emulator.skipped_runs)
-    _job_ids = _emulator_method(Emulator._job_ids)
+    _next_runs = _emulator_method(Emulator._next_runs)
 
     def _attempt_hint(self, attempt: Attempt) -> str | None:
         """Say so when a failed attempt's URL is not mounted (it went nowhere), or its App

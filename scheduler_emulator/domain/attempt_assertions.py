@@ -132,7 +132,7 @@ class AttemptAssertions(ABC):
     """``assert_attempted`` for a class that reads attempts: the in-process ``Emulator``, the
     ``cloud_scheduler`` fixture and the ``cloud_scheduler_server`` fixture mix it in, so the
     method has one signature and one meaning everywhere. A subclass gives :meth:`attempts`,
-    :meth:`now` and :meth:`_job_ids`, and may give :meth:`_attempt_hint`."""
+    :meth:`now` and :meth:`_next_runs`, and may give :meth:`_attempt_hint`."""
 
     @abstractmethod
     def attempts(self, job: str | None = None) -> list[Attempt]:
@@ -143,9 +143,9 @@ class AttemptAssertions(ABC):
         """The clock's instant (aware UTC)."""
 
     @abstractmethod
-    def _job_ids(self) -> dict[str, str | None]:
-        """The jobs there are by ID, each with its ``scheduleTime`` (``None`` while paused),
-        listed when a job has no attempts."""
+    def _next_runs(self) -> dict[str, str | None]:
+        """The jobs there are by ID, each with its next run (its RFC 3339 ``scheduleTime``,
+        ``None`` while paused): listed when a job has no attempts."""
 
     def _attempt_hint(self, attempt: Attempt) -> str | None:
         """An extra line for an attempt that did not match; ``None`` for none."""
@@ -182,6 +182,6 @@ class AttemptAssertions(ABC):
             code,
             schedule_time=schedule_time,
             now=self.now(),
-            jobs=self._job_ids,
+            jobs=self._next_runs,
             hint=self._attempt_hint,
         )

@@ -784,10 +784,7 @@ def _failure(run: dict[str, Any], failed: Sequence[dict[str, Any]]) -> str:
 
 
 def _run_reason(
-    run: dict[str, Any],
-    reason: str,
-    attempts: Sequence[dict[str, Any]],
-    earlier: Mapping[int, str] = {},  # noqa: B006 (only read)
+    run: dict[str, Any], reason: str, attempts: Sequence[dict[str, Any]], earlier: Mapping[int, str]
 ) -> str:
     """A run's REASON: ``started N s late`` (in min, h or d from two of each) when its first
     attempt started a minute or more after its scheduled instant (a restart runs what it owed
