@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -240,7 +241,8 @@ def test_live_server_is_reset_between_tests_and_serves_the_api(
             "give the daemon its flags (--app-engine-url, --dst-policy…)*"
         ]
     )
-    assert "trial" not in result.stdout.str()  # (trial 169: the summary showed our comment)
+    # (trial 169: the summary showed our comment; trial 173: a clone's path may hold "trial")
+    assert not re.search(r"\btrials? \d", result.stdout.str())
 
 
 def test_the_live_servers_client_takes_each_transport_and_the_async_client(

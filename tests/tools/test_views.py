@@ -1212,7 +1212,7 @@ def test_a_daemon_gone_in_the_middle_of_a_request_is_said_to_have_stopped() -> N
 )
 def test_a_late_start_is_said_in_the_unit_that_reads(start: str, said: str) -> None:
     run = {"nominalTime": "2026-03-29T04:00:00Z", "scheduleTime": "2026-03-29T04:00:00Z"}
-    assert said in views._run_reason(run, "", [{"startTime": start}])
+    assert said in views._run_reason(run, "", [{"startTime": start}], {})
 
 
 def test_a_run_whose_schedule_time_an_earlier_run_was_answered_2xx_for_says_so() -> None:
