@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from scheduler_emulator.domain.errors import ClockError
+from scheduler_emulator.runtime import _clock
 from scheduler_emulator.runtime._clock import ManualClock, SystemClock
 from scheduler_emulator.wire import NaiveDatetimeError, to_instant
 
@@ -36,6 +37,28 @@ class Recorder:
 
 
 class TestManualClock:
+    def test_an_advance_during_a_move_counts_from_where_that_move_ends(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Trial 173: an advance asked for while another thread's move was under way added
+        its seconds to where that move had got to, then was refused as a move back."""
+        clock, asked, moved = ManualClock(T0), threading.Event(), []
+        real = _clock.advance_seconds
+        monkeypatch.setattr(_clock, "advance_seconds", lambda d: asked.set() or real(d))
+        second = threading.Thread(target=lambda: moved.append(clock.advance(60)))
+
+        class Slow(Recorder):
+            def run_due(self) -> None:  # at the first due instant, another advance comes
+                super().run_due()
+                if self.seen and second.ident is None:
+                    second.start()
+                    assert asked.wait(10)
+
+        clock.attach(Slow(clock, [T0 + timedelta(hours=1)]))
+        assert clock.advance(timedelta(hours=3)) == T0 + timedelta(hours=3)
+        second.join(10)
+        assert moved == [T0 + timedelta(hours=3, minutes=1)]
+
     def test_advance_stops_at_every_due_instant_in_order(self) -> None:
         clock = ManualClock(T0)
         due = [T0 + timedelta(seconds=s) for s in (30, 5, 90, 61)]
