@@ -247,6 +247,13 @@ class Attempt:
         return f"{self.code or '?'}{status}"
 
     @property
+    def sent_schedule_time(self) -> str | None:
+        """The ``X-CloudScheduler-ScheduleTime`` header it sent: :attr:`schedule_time`, or
+        ``None`` for a publish (a Pub/Sub message carries no header; trial 174's forced run read
+        ``forced, sent …``)."""
+        return None if "pubsubTopic" in self.request else self.schedule_time
+
+    @property
     def runs_cloud_run_job(self) -> bool:
         """Whether it called the Cloud Run Admin API's run method (a ``jobs/J:run`` URI)."""
         return cloud_run_job_of(str(self.request.get("url", ""))) is not None

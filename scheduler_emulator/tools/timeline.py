@@ -253,7 +253,7 @@ def attempt_cells(attempt: Attempt) -> list[str]:
     :return: ``[start time, job id, run ("(none)" or the schedule time, plus " forced"),
         attempt number, "*" when injected, HTTP status or "-", code or "(in flight)"]``.
     """
-    run = attempt.schedule_time or "(none)"
+    run = attempt.sent_schedule_time or "(none)"
     if attempt.forced:
         run += " forced"
     return [

@@ -537,7 +537,7 @@ def attempt_rows(
         time_, _, _, number, injected, status, code = attempt_cells(attempt)
         time_ = fraction(time_, wide)
         nominal = iso(attempt.nominal)
-        run = scheduled_cell(attempt.schedule_time, nominal, attempt.forced)
+        run = scheduled_cell(attempt.sent_schedule_time, nominal, attempt.forced)
         # a 2xx to a run already answered 2xx has no failure reason, but is named, as is the
         # fault injected into one (a copy, a delay: trial 132)
         reason = (
@@ -753,10 +753,13 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
         failed = [a for a in attempts if a.get("reason")]
         most, tries = run.get("maxAttempts"), run.get("tries", len(attempts))
         first = fraction(str(attempts[0]["startTime"]), wide=True) if attempts else "-"
+        publish = any("pubsubTopic" in (a.get("request") or {}) for a in attempts)  # no header
         rows.append(
             [
                 scheduled_cell(
-                    run.get("scheduleTime"), run.get("nominalTime"), bool(run.get("forced"))
+                    None if publish else run.get("scheduleTime"),
+                    run.get("nominalTime"),
+                    bool(run.get("forced")),
                 ),
                 *([first] if wide else []),
                 job,

@@ -1233,3 +1233,22 @@ def test_a_run_whose_schedule_time_an_earlier_run_was_answered_2xx_for_says_so()
     scheduled, forced = (row[-1] for row in run_rows(runs))
     assert scheduled.startswith("same ScheduleTime as run 8 (forced), which the target answered")
     assert forced == ""
+
+
+def test_a_forced_publish_is_not_said_to_have_sent_a_schedule_time() -> None:
+    """Trial 174: a forced run of a Pub/Sub job read ``forced, sent T`` in ``attempts``,
+    ``runs`` and the text log, though a message carries no ScheduleTime header."""
+    from scheduler_emulator.runtime.storage.attempt_log import text_line
+
+    publish = replace(
+        hourly_attempt(1), forced=True, response_status=None,
+        request={"pubsubTopic": "projects/p/topics/restock", "data": "e30="},
+    )  # fmt: skip
+    sent = replace(hourly_attempt(2), forced=True)  # an HTTP one sends it
+    assert [row[6] for row in attempt_rows([publish, sent])] == [
+        "forced", f"forced, sent {sent.schedule_time}"
+    ]  # fmt: skip
+    run = {"job": publish.job, "id": 1, "forced": True, "scheduleTime": publish.schedule_time,
+           "nominalTime": "2026-03-01T03:00:00Z", "attempts": [publish.to_json()]}  # fmt: skip
+    assert run_rows([run])[0][0] == "forced"
+    assert text_line(publish).endswith("  forced") and "sent" not in text_line(publish)

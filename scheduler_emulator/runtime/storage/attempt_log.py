@@ -74,7 +74,7 @@ def text_line(attempt: Attempt, widths: list[int] | None = None) -> str:
     if attempt.end_time is not None:
         latency = f"{round((attempt.end_time - attempt.start_time).total_seconds() * 1000)} ms"
     # the ScheduleTime header sent, as the views show it (a forced run's only if it sent one)
-    scheduled = attempt.schedule_time or ("" if attempt.forced else iso(attempt.nominal))
+    scheduled = attempt.sent_schedule_time or ("" if attempt.forced else iso(attempt.nominal))
     label = "forced, sent" if attempt.forced else "scheduled"
     sent = f"  {label} {scheduled}" if scheduled else ("  forced" if attempt.forced else "")
     notes = f"  (injected{' duplicate' if attempt.copy else ''})" if attempt.injected else ""
