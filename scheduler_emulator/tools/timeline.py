@@ -24,7 +24,14 @@ from itertools import zip_longest
 from typing import IO
 from urllib.parse import urlsplit
 
-from ..domain.attempts import DUPLICATE_NOTE, Attempt, answer_text, earlier_answers, iso
+from ..domain.attempts import (
+    DUPLICATE_NOTE,
+    Attempt,
+    answer_text,
+    cut_words,
+    earlier_answers,
+    iso,
+)
 from ..wire import is_cloud_run_host
 
 __all__ = [
@@ -156,7 +163,7 @@ def shorten(debug_info: str, width: int = DETAIL_WIDTH) -> str:
     )
     text = _ORIGINAL.sub("", text)
     text = text.replace("URL_CRAWLED", "").strip(" ;.")
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return cut_words(text, width)
 
 
 def _dedup_key(attempt: Attempt) -> tuple[str, str] | None:

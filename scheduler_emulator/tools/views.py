@@ -44,7 +44,7 @@ from typing import IO, Any
 
 from ..clients import EMULATOR_HOST_VARIABLE
 from ..core.scheduler import MAX_DOWNTIME_SKIPS
-from ..domain.attempts import Attempt, iso
+from ..domain.attempts import REASON_WIDTH, Attempt, iso
 from ..domain.cloud_run import execution_reason, execution_summary, tasks_complete
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError, show_value
@@ -541,7 +541,9 @@ def attempt_rows(
         # a 2xx to a run already answered 2xx has no failure reason, but is named, as is the
         # fault injected into one (a copy, a delay: trial 132)
         reason = (
-            duplicate or attempt.reason or (shorten(attempt.debug_info) if attempt.injected else "")
+            duplicate
+            or attempt.reason
+            or (shorten(attempt.debug_info, REASON_WIDTH) if attempt.injected else "")
         )
         if wide:
             row = [time_, job, str(attempt.run_id), number, injected, status, code, took(attempt),

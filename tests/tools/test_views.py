@@ -1252,3 +1252,18 @@ def test_a_forced_publish_is_not_said_to_have_sent_a_schedule_time() -> None:
            "nominalTime": "2026-03-01T03:00:00Z", "attempts": [publish.to_json()]}  # fmt: skip
     assert run_rows([run])[0][0] == "forced"
     assert text_line(publish).endswith("  forced") and "sent" not in text_line(publish)
+
+
+def test_an_injected_attempts_reason_is_cut_between_words_at_the_reason_width() -> None:
+    """Trial 174: a Pub/Sub copy's REASON was cut mid-word at 90 characters (``…Message ID = 2
+    on projects/my-project/to...``), where the README says reasons are cut to 160, between
+    words where they can be."""
+    topic = "projects/my-project/topics/" + "beat-" * 30
+    copy = replace(
+        hourly_attempt(1), response_status=None, injected=True,
+        debug_info=f"Injected: a duplicate delivery. PUBSUB_PUBLISHED. Message ID = 2 on {topic}",
+    )  # fmt: skip
+    [row] = attempt_rows([copy])
+    reason = row[-1]
+    assert reason.startswith("a duplicate delivery. PUBSUB_PUBLISHED. Message ID = 2 on "), reason
+    assert len(reason) <= 160 and reason.endswith("…"), reason
