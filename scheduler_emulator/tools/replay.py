@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import socket
 import sys
 import threading
@@ -183,6 +184,10 @@ def load_recording(path: str | Path) -> Recording:
     return recording
 
 
+#: A line of the text execution log (``--log-format text``): an instant, then the job.
+_TEXT_LINE = re.compile(r"\d{4}-\d\d-\d\dT\S+Z  ")
+
+
 def parse_recording(text: str) -> Recording:
     """Parse recorded attempts from the text of a file (module docstring, formats a–c).
 
@@ -203,9 +208,12 @@ def parse_recording(text: str) -> Recording:
             try:
                 lines.append(json.loads(line))
             except json.JSONDecodeError as exc:
+                text_log = " (the text execution log is not: start with --log-format json)"
                 raise ValueError(
                     f'line {number}: not JSON ({exc.msg}); expected {{"attempts": [...]}}, '
-                    "a JSON array of log entries, or JSON lines."
+                    "a JSON array of log entries, or JSON lines"
+                    + (text_log if _TEXT_LINE.match(line) else "")  # (trial 173)
+                    + "."
                 ) from None
         if lines and all(isinstance(line, Mapping) and "request" in line for line in lines):
             return parse_attempts_json(lines)  # `attempts --json`: one attempt a line
