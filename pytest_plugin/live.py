@@ -279,12 +279,15 @@ class LiveScheduler(AttemptAssertions):
         except _NotFound:  # no such job and no attempt recorded for one of that name
             return []
 
-    def _next_runs(self) -> dict[str, str | None]:
+    def _next_runs(self) -> dict[str, tuple[str, str | None]]:
         config = self._admin.get("/_emulator/config")
         parent = f"/v1/projects/{config['project']}/locations/{config['location']}/jobs"
         answer = self._admin.get(parent, {"pageSize": 500})
         jobs = answer.get("jobs", [])
-        return {str(j["name"]).rsplit("/", 1)[-1]: j.get("scheduleTime") for j in jobs}
+        return {
+            str(j["name"]).rsplit("/", 1)[-1]: (str(j.get("state")), j.get("scheduleTime"))
+            for j in jobs
+        }
 
     def skipped(self, job: str | None = None) -> list[dict[str, Any]]:
         """Every scheduled time that got no run (a run was still going, or the daemon was

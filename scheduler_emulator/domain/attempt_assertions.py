@@ -36,7 +36,7 @@ def check_attempted(
     *,
     schedule_time: str | None = None,
     now: datetime,
-    jobs: Callable[[], Mapping[str, str | None]] = dict,
+    jobs: Callable[[], Mapping[str, tuple[str, str | None]]] = dict,
     hint: Callable[[Attempt], str | None] = lambda attempt: None,
 ) -> list[Attempt]:
     """Assert on ``attempts`` (those of ``job``, in start order); return the matching ones.
@@ -46,10 +46,10 @@ def check_attempted(
     ``count`` is then the number that must match. Without ``count``, at least one must match.
 
     :param now: the clock's instant, for the message.
-    :param jobs: the jobs there are, by ID, each with its next scheduled time (RFC 3339
-        ``scheduleTime``, ``None`` while paused), listed when ``job`` has no attempts: a
-        misspelt name gets "there is no job", a job whose next run is after ``now`` the time to
-        advance the clock to.
+    :param jobs: the jobs there are, by ID, each with its state (``"ENABLED"``…) and next run
+        (RFC 3339 ``scheduleTime``, ``None`` while paused), listed when ``job`` has no attempts:
+        a misspelt name gets "there is no job", a job whose next run is after ``now`` the time
+        to advance the clock to, a paused one that it is paused.
     :param hint: an extra line for an attempt that did not match (e.g. "not mounted").
     :raises AssertionError: listing every attempt of the job and why it did not match.
     :raises TypeError: for a ``count`` that is not an int, or a ``code`` or ``schedule_time``
@@ -106,14 +106,14 @@ def check_attempted(
         lines += _some(misses)
     if not attempts:
         every = jobs()
-        names, next_run = list(every), every.get(job.rsplit("/", 1)[-1], "")
-        if next_run is None:
-            lines.append(f"the job has no attempts and no next run (is it paused?); jobs: {names}.")
-        elif next_run:  # (trial 169: a test that forgot to advance the clock got no hint)
+        names, (state, next_run) = list(every), every.get(job.rsplit("/", 1)[-1], ("", None))
+        if next_run:  # (trial 169: a test that forgot to advance the clock got no hint)
             lines.append(
                 f"the job has no attempts; its next run is at {next_run} (advance the clock to "
                 f"it, or force a run); jobs: {names}."
             )
+        elif state:
+            lines.append(f"the job has no attempts and no next run: it is {state}; jobs: {names}.")
         else:
             lines.append(f"there is no job {job!r}; jobs: {names or 'none'}.")
     raise AssertionError("\n".join(lines))
@@ -143,9 +143,9 @@ class AttemptAssertions(ABC):
         """The clock's instant (aware UTC)."""
 
     @abstractmethod
-    def _next_runs(self) -> dict[str, str | None]:
-        """The jobs there are by ID, each with its next run (its RFC 3339 ``scheduleTime``,
-        ``None`` while paused): listed when a job has no attempts."""
+    def _next_runs(self) -> dict[str, tuple[str, str | None]]:
+        """The jobs there are by ID, each with its state and next run (its RFC 3339
+        ``scheduleTime``, ``None`` while paused): listed when a job has no attempts."""
 
     def _attempt_hint(self, attempt: Attempt) -> str | None:
         """An extra line for an attempt that did not match; ``None`` for none."""

@@ -494,8 +494,8 @@ class Emulator(AttemptAssertions):
         attempts = self.store.attempts(None if job is None else self.job_name(job))
         return [attempt.as_of(now) for attempt in attempts]
 
-    def _next_runs(self) -> dict[str, str | None]:
-        return {j.job_id: iso(j.schedule_time) for j in self.list_jobs()}
+    def _next_runs(self) -> dict[str, tuple[str, str | None]]:
+        return {j.job_id: (j.state.name, iso(j.schedule_time)) for j in self.list_jobs()}
 
     def attempts_page(
         self,

@@ -137,6 +137,15 @@ def test_each_asserts_attempted_the_same_way(request: pytest.FixtureRequest, sou
     with pytest.raises(AssertionError) as failure:
         scheduler.assert_attempted("later")
     assert "the job has no attempts; its next run is at 2026-01-01T04:00:00Z" in str(failure.value)
+    if isinstance(scheduler, LiveScheduler):
+        parent = "projects/my-project/locations/us-central1"
+        scheduler._admin.call("POST", f"/v1/{parent}/jobs/later:pause", body={})
+    else:
+        scheduler.pause_job("later")
+    with pytest.raises(
+        AssertionError, match="the job has no attempts and no next run: it is PAUSED"
+    ):
+        scheduler.assert_attempted("later")
 
 
 @pytest.mark.parametrize("source", ["library_attempts", "fixture_attempts", "daemon_attempts"])
@@ -196,7 +205,7 @@ def test_a_job_without_attempts_and_a_misspelt_job_read_differently() -> None:
             with pytest.raises(AssertionError, match=r"its next run is at 2026-01-01T02:00:00Z"):
                 emulator.assert_attempted(name)
         emulator.pause_job("nightly")
-        with pytest.raises(AssertionError, match=r"no next run \(is it paused\?\); jobs: \["):
+        with pytest.raises(AssertionError, match=r"no next run: it is PAUSED; jobs: \["):
             emulator.assert_attempted("nightly")
         with pytest.raises(AssertionError, match=r"there is no job 'nighly'; jobs: \['nightly'\]"):
             emulator.assert_attempted("nighly")
