@@ -1171,13 +1171,16 @@ def test_a_slow_move_says_what_it_waits_for_and_a_quick_one_says_nothing(
     def call(self: Any, method: str, path: str, **kwargs: Any) -> Any:
         if path == "/_emulator/clock:advance" and views.MOVE_NOTE_SECONDS < 1:  # a slow move
             wait_for(lambda: said.append(capsys.readouterr().err) or "note:" in said[-1], 10)
+        if path == "/_emulator/attempts":  # what is in flight: named (trial 172)
+            going = {"job": "projects/p/locations/l/jobs/slow", "code": None}
+            return {"attempts": [going, {"job": "projects/p/locations/l/jobs/ok", "code": "OK"}]}
         return {"mode": "manual", "now": "2026-09-28T18:20:30Z"}
 
     monkeypatch.setattr(views.DaemonClient, "call", call)
     monkeypatch.setattr(views, "MOVE_NOTE_SECONDS", 0.05)
     code, out, _ = run_command(capsys, "clock", "--advance", "30s")
     assert (code, out) == (0, "manual clock at 2026-09-28T18:20:30Z; nothing due\n")
-    assert "note: the clock waits for what it sends to be answered" in "".join(said)
+    assert "note: the clock waits for what it sends to be answered (slow): " in "".join(said)
     monkeypatch.setattr(views, "MOVE_NOTE_SECONDS", 5.0)  # answered at once: no note
     code, out, err = run_command(capsys, "clock", "--advance", "30s")
     assert (code, err) == (0, "")
