@@ -48,6 +48,7 @@ from ..domain.attempts import REASON_WIDTH, Attempt, iso
 from ..domain.cloud_run import execution_reason, execution_summary, tasks_complete
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError, show_value
+from ..domain.names import qualify_job_name
 from ..domain.timezones import resolve_time_zone
 from ..runtime import EXECUTION_STATES
 from ..wire import format_schedule_time, host_port
@@ -961,11 +962,16 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def _job_name(client: DaemonClient, job: str) -> str:
-    """``job``'s full name: as given, or an ID in the daemon's project and location."""
-    if "/" in job:
-        return job
-    config = client.get("/_emulator/config")
-    return f"projects/{config['project']}/locations/{config['location']}/jobs/{job}"
+    """``job``'s full name: as given, or an ID in the daemon's project and location.
+
+    :raises ConfigurationError: for a ``job`` that is neither (trial 176: ``delete
+        '../../_emulator/faults'`` cleared the fault plan).
+    """
+    config = {"project": "-", "location": "-"} if "/" in job else client.get("/_emulator/config")
+    try:
+        return qualify_job_name(job, config["project"], config["location"])
+    except ApiError as exc:
+        raise ConfigurationError(f"JOB {show_value(job)}: {exc.message}") from None
 
 
 def _job_method(client: DaemonClient, job: str, verb: str) -> tuple[str, dict[str, Any]]:

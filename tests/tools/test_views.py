@@ -1270,3 +1270,19 @@ def test_an_injected_attempts_reason_is_cut_between_words_at_the_reason_width() 
     reason = row[-1]
     assert reason.startswith("a duplicate delivery. PUBSUB_PUBLISHED. Message ID = 2 on "), reason
     assert len(reason) <= 160 and reason.endswith("…"), reason
+
+
+@pytest.mark.parametrize("verb", ["delete", "pause", "resume", "run"])
+def test_a_job_argument_that_is_no_job_name_is_refused_before_any_request(
+    verb: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 176: ``delete '../../../../../_emulator/faults'`` was sent as ``DELETE
+    /v1/../../../../../_emulator/faults``, and cleared the fault plan."""
+
+    def call(self: Any, method: str, path: str, **kwargs: Any) -> Any:
+        raise AssertionError(f"{method} {path} was sent")
+
+    monkeypatch.setattr(views.DaemonClient, "call", call)
+    code, out, err = run_command(capsys, verb, "../../../../../_emulator/faults")
+    assert (code, out) == (2, "")
+    assert err.startswith('error: JOB "../../../../../_emulator/faults": Job name must be'), err
