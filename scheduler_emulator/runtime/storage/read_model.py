@@ -16,7 +16,7 @@ from typing import Any
 
 from ...core.scheduler import Upcoming
 from ...domain.attempts import Attempt, earlier_answers, in_flight_at, iso
-from ...domain.errors import RPC_CODES
+from ...domain.errors import RPC_CODES, InvalidArgument
 from ...domain.resources import AppEngineRouting, Job, State
 from ...domain.retry import gave_up_because, max_attempts
 from ...domain.schedule import parse_schedule
@@ -30,6 +30,9 @@ MAX_FIRE_TIMES = 50
 #: How far before a window an attempt may have started and still be drawn in it (the longest
 #: attempt deadline is 30 minutes).
 WINDOW_LOOKBACK = timedelta(minutes=30)
+#: The most attempts one timeline answer carries: a window holding more is refused (trial 176:
+#: the whole history's, six at once, took the daemon from 226 to 791 MB).
+TIMELINE_ATTEMPTS_MAX = 50_000
 _CODE_NAMES = {number: name for name, number in RPC_CODES.items()}
 #: Columns of an attempt a timeline draws (the details are fetched when one is clicked).
 _TIMELINE_COLUMNS = (
@@ -439,11 +442,23 @@ def timeline(
     :return: ``[{"job", "runs": [...], "skipped": [{"nominalTime", "scheduleTime",
         "reason"}], "failedRuns": N, "gaveUpRuns": N}]``, one per job; the counts are of the
         window's runs.
+    :raises InvalidArgument: (``start``) when the window holds more than
+        :data:`TIMELINE_ATTEMPTS_MAX` attempts of these jobs.
     """
     lanes: list[dict[str, Any]] = []
     first = datetime.min.replace(tzinfo=UTC) + WINDOW_LOOKBACK  # (a window at the calendar's start)
     low = utc_text(max(start, first) - WINDOW_LOOKBACK)
     high, start_text = utc_text(end), utc_text(start)
+    marks = ", ".join("?" * len(jobs))
+    sql = f"SELECT COUNT(*) FROM attempts WHERE job IN ({marks}) AND start_time >= ? AND "
+    [(count,)] = store.query(sql + "start_time < ?", (*jobs, low, high))
+    if count > TIMELINE_ATTEMPTS_MAX:
+        raise InvalidArgument(
+            f"the window {iso(start)} to {iso(end)} holds {count} attempts of these "
+            f"{len(jobs)} jobs, more than the {TIMELINE_ATTEMPTS_MAX} a timeline answers: narrow "
+            "it (start, end) or ask for fewer lanes (pageSize).",
+            field="start",
+        )
     for name in jobs:
         rows = store.query(
             f"SELECT {_TIMELINE_COLUMNS} FROM attempts WHERE job = ? AND start_time >= ? "

@@ -177,6 +177,24 @@ class TestReadModel:
         ).json
         assert all(not lane["runs"] for lane in later["lanes"])
 
+    def test_a_window_holding_too_many_attempts_is_refused_naming_it(
+        self, day: Emulator, client: Client, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Trial 176: a timeline of the whole history took 43 MB a request, six at once 800 MB
+        of the daemon's memory."""
+        from scheduler_emulator.runtime.storage import read_model
+
+        monkeypatch.setattr(read_model, "TIMELINE_ATTEMPTS_MAX", 2)  # the day made 3
+        window = "start=2026-09-24T01:00:00Z&end=2026-09-24T12:00:00Z"
+        answer = client.get(f"/_emulator/timeline?{window}")
+        assert answer.status_code == 400, answer.json
+        assert answer.json["error"]["message"] == (
+            "the window 2026-09-24T01:00:00Z to 2026-09-24T12:00:00Z holds 3 attempts of these 3 "
+            "jobs, more than the 2 a timeline answers: narrow it (start, end) or ask for fewer "
+            "lanes (pageSize)."
+        )
+        assert client.get(f"/_emulator/timeline?{window}&name=weekly").status_code == 200
+
     def test_skipped_times_are_in_their_lane(self, day: Emulator, client: Client) -> None:
         nominal = datetime(2026, 9, 24, 10, tzinfo=UTC)
         job = day.job_name("nightly")
