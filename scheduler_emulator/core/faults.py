@@ -91,6 +91,10 @@ MAX_DUPLICATE_COUNT = 100
 MAX_CONCURRENT_COPIES = 10
 #: A plan's seed is a 64-bit whole number.
 MAX_SEED = 2**63 - 1
+#: The most rules a plan holds, and the longest ``job`` pattern (a full job name is at most
+#: about 700 characters): trial 176's 120,000 rules slowed every attempt, each matched in turn.
+MAX_RULES = 1_000
+MAX_PATTERN_LENGTH = 1_000
 
 
 def check_seed(seed: object) -> int:
@@ -231,6 +235,9 @@ class FaultRule:
         if self.job == "":  # (trial 127: stored, matching no job)
             refuse('job must be a job ID or a pattern such as "nightly-*"; got "" (leave job '
                    "out for every job).", "job")  # fmt: skip
+        if isinstance(self.job, str) and len(self.job) > MAX_PATTERN_LENGTH:
+            refuse(f"job must be at most {MAX_PATTERN_LENGTH} characters; got {len(self.job)}.",
+                   "job")  # fmt: skip
         if isinstance(self.job, str) and self.job.startswith("projects/") and "/jobs/" in self.job:
             object.__setattr__(self, "job", self.job.rsplit("/jobs/", 1)[1])  # (trial 114)
         if not isinstance(self.concurrent, bool):
@@ -377,8 +384,21 @@ class FaultPlan:
             raise TypeError(f"a fault rule is a FaultRule, a mapping or keywords; got {rule!r}")
         new = rule if rule is not None else FaultRule.from_json(fields)
         with self._lock:
+            self.check_room(1)
             self.rules.append(new)
         return new
+
+    def check_room(self, more: int) -> None:
+        """Refuse ``more`` rules beyond :data:`MAX_RULES` in all.
+
+        :raises InvalidArgument: (``rules``) naming how many the plan holds.
+        """
+        if len(self.rules) + more > MAX_RULES:
+            raise InvalidArgument(
+                f"a fault plan holds at most {MAX_RULES} rules; it holds {len(self.rules)} and "
+                f"{more} more were given (clear it: DELETE /_emulator/faults).",
+                field="rules",
+            )
 
     def clear(self) -> None:
         """Remove every rule and forget how often they fired."""
@@ -481,6 +501,11 @@ class FaultPlan:
             problems.append(
                 InvalidArgument(f"rules must be a list; got {_show(rules)}.", field="rules")
             )
+            rules = []
+        try:
+            cls().check_room(len(rules))
+        except InvalidArgument as exc:
+            problems.append(exc)
             rules = []
         built = []
         for index, rule in enumerate(rules):

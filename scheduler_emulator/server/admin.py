@@ -685,6 +685,7 @@ class Admin:
             plan.add(FaultRule.from_json(body))
         else:
             parsed = FaultPlan.from_json(body)
+            plan.check_room(len(parsed.rules))  # (none added when they do not all fit)
             if "seed" in body:
                 plan.seed = parsed.seed
             for rule in parsed.rules:

@@ -817,3 +817,32 @@ def test_a_null_job_or_a_date_schedule_time_is_refused_naming_what_to_write() ->
     when = datetime(2026, 9, 24, 2, tzinfo=UTC)
     with pytest.raises(InvalidArgument, match="YAML reads an unquoted timestamp as a date"):
         FaultRule.from_json({"action": "lost_ack", "schedule_time": when})
+
+
+def test_a_plan_holds_at_most_max_rules_and_a_batch_that_does_not_fit_adds_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Trial 176: six POSTs of 20,000 rules left 120,002, each matched against every attempt;
+    a 100,000-character job pattern was taken too."""
+    from scheduler_emulator.core import faults
+
+    monkeypatch.setattr(faults, "MAX_RULES", 3)
+    emulator = Emulator(ManualClock(datetime(2026, 1, 1, tzinfo=UTC)))
+    client = Client(create_app(emulator))
+    rule = {"action": "status", "status": 500}
+    assert client.post("/_emulator/faults", json={"rules": [rule, rule]}).status_code == 200
+    refused = client.post("/_emulator/faults", json={"rules": [rule, rule]})
+    assert refused.status_code == 400
+    assert refused.json["error"]["message"] == (
+        "a fault plan holds at most 3 rules; it holds 2 and 2 more were given (clear it: DELETE "
+        "/_emulator/faults)."
+    )
+    assert len(emulator.faults.rules) == 2  # none of the batch added
+    emulator.faults.add(rule)
+    with pytest.raises(InvalidArgument, match="at most 3 rules; it holds 3 and 1 more"):
+        emulator.faults.add(rule)
+    with pytest.raises(InvalidArgument, match="at most 3 rules; it holds 0 and 4 more"):
+        FaultPlan.from_json([rule] * 4)  # (a fault file, a scenario's faults)
+    with pytest.raises(InvalidArgument, match="job must be at most 1000 characters; got 1001"):
+        FaultRule.from_json({**rule, "job": "j" * 1001})
+    emulator.close()
