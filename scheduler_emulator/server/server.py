@@ -82,9 +82,10 @@ OPEN_ADMIN_PATHS = (
     "/_emulator/ui/",
 )
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-#: Headers a request may carry at most once: a second ``Origin`` or ``Content-Type`` would let
-#: a check read one value while something else reads the other, so a repeat is refused.
-SINGLE_HEADERS = ("Origin", "Content-Type")
+#: Headers a request may carry at most once: a second ``Origin``, ``Content-Type`` or
+#: ``Content-Length`` would let a check (or a proxy in front) read one value while something else
+#: reads the other, so a repeat is refused (trial 176: two lengths, and the last one won).
+SINGLE_HEADERS = ("Origin", "Content-Type", "Content-Length")
 #: The WSGI environ key under which the server lists the :data:`SINGLE_HEADERS` a request
 #: repeated.
 REPEATED_HEADERS_KEY = "scheduler_emulator.repeated_headers"
@@ -254,6 +255,13 @@ class EmulatorApp:
                 PermissionDenied if "Origin" in repeated else InvalidArgument,
                 f"The request repeats the {' and '.join(repeated)} header; send each at most once.",
                 "REPEATED_HEADER",
+            )
+        length = request.headers.get("Content-Length")
+        if length is not None and not length.strip().isdigit():  # (trial 176: read as none)
+            return _refused(
+                InvalidArgument,
+                f"Content-Length must be a whole number of bytes; got {json.dumps(length)}.",
+                "BAD_CONTENT_LENGTH",
             )
         origin = request.headers.get("Origin")
         if request.method not in _SAFE_METHODS and origin is not None:

@@ -390,7 +390,7 @@ def raw_request(port: int, head: str, body: bytes = b"") -> bytes:
 
 
 class TestSmallOnes:
-    def test_repeated_origin_and_content_type_headers_are_refused(self, tmp_path: Path) -> None:
+    def test_repeated_origin_content_type_and_length_headers_are_refused(self, tmp_path: Path) -> None:
         body = json.dumps(full_job()).encode()
         with running_daemon("--in-memory") as daemon:
             _, port = daemon.host_port
@@ -413,10 +413,20 @@ class TestSmallOnes:
                 + "\r\n",
                 body,
             )
+            json_type = "Content-Type: application/json\r\n"
+            # trial 176: two lengths, the last one won; a length that is no number read as none
+            lengths = raw_request(
+                port, base + json_type + f"Content-Length: 5\r\n{length}\r\n", body
+            )
+            word = raw_request(port, base + json_type + "Content-Length: abc\r\n\r\n", body)
             listed = daemon.get(JOBS)
         assert origin.startswith(b"HTTP/1.1 403") and b"repeats the Origin header" in origin
         assert content_type.startswith(b"HTTP/1.1 400")
         assert b"repeats the Content-Type header" in content_type
+        assert lengths.startswith(b"HTTP/1.1 400"), lengths
+        assert b"repeats the Content-Length header" in lengths
+        assert word.startswith(b"HTTP/1.1 400"), word
+        assert b'Content-Length must be a whole number of bytes; got \\"abc\\".' in word, word
         assert listed == {}
 
     def test_a_414_is_the_json_error_envelope(self) -> None:
