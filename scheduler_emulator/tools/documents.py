@@ -503,17 +503,15 @@ def _parse(text: str, source: str, max_items: int | None, item: _Item) -> Any:
                 raise _TooMany
             return _finish(document, item)
         except RecursionError:
-            raise ConfigurationError(
-                f"{source}: not a valid jobs file: nested too deeply."
-            ) from None
+            raise ConfigurationError(f"{source}: not readable: nested too deeply.") from None
         except ValueError:
             pass  # maybe YAML flow style; let YAML have a go
     try:
         return _load_yaml(text, max_items, item)
     except _TooLarge as exc:
-        raise ConfigurationError(f"{source}: not a valid jobs file: {exc}.") from None
+        raise ConfigurationError(f"{source}: not readable: {exc}.") from None
     except RecursionError:
-        raise ConfigurationError(f"{source}: not a valid jobs file: nested too deeply.") from None
+        raise ConfigurationError(f"{source}: not readable: nested too deeply.") from None
     except _TooMany:
         raise
     except yaml.YAMLError as exc:

@@ -846,3 +846,13 @@ def test_a_plan_holds_at_most_max_rules_and_a_batch_that_does_not_fit_adds_none(
     with pytest.raises(InvalidArgument, match="job must be at most 1000 characters; got 1001"):
         FaultRule.from_json({**rule, "job": "j" * 1001})
     emulator.close()
+
+
+def test_a_fault_file_nested_too_deeply_is_not_called_a_jobs_file(tmp_path: Path) -> None:
+    """Trial 176: a bad --faults file (or scenario) was "not a valid jobs file"."""
+    deep = tmp_path / "faults.yaml"
+    deep.write_text("- " * 3000 + "x\n")
+    with pytest.raises(InvalidArgument) as error:
+        load_fault_file(deep)
+    assert f"{deep}: not readable: nested deeper than 64 levels" in str(error.value)
+    assert "jobs file" not in str(error.value)

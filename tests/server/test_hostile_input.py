@@ -390,7 +390,9 @@ def raw_request(port: int, head: str, body: bytes = b"") -> bytes:
 
 
 class TestSmallOnes:
-    def test_repeated_origin_content_type_and_length_headers_are_refused(self, tmp_path: Path) -> None:
+    def test_repeated_origin_content_type_and_length_headers_are_refused(
+        self, tmp_path: Path
+    ) -> None:
         body = json.dumps(full_job()).encode()
         with running_daemon("--in-memory") as daemon:
             _, port = daemon.host_port
