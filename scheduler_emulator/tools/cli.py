@@ -162,7 +162,9 @@ def _issuer(text: str) -> str:
     if not text or any(c.isspace() for c in text):
         raise argparse.ArgumentTypeError(f"{text!r} is empty or has a space; give the 'iss'")
     scheme, sep, _ = text.partition("://")
-    if sep and scheme.lower() not in ("http", "https"):
+    if (sep and scheme.lower() not in ("http", "https")) or (
+        not sep and not re.fullmatch(r"[A-Za-z0-9.-]+(:\d+)?", text)  # (trial 176: javascript:)
+    ):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not an https:// URL nor a bare host such as accounts.google.com"
         )
@@ -174,6 +176,10 @@ def _admin_token(text: str) -> str:
         raise argparse.ArgumentTypeError(
             "an empty token would leave /_emulator/ unprotected; give a non-empty token, or "
             "leave --admin-token out"
+        )
+    if not re.fullmatch(r"[!-~]+", text.strip()):  # (trial 176: "a\nb" was taken)
+        raise argparse.ArgumentTypeError(
+            "the token is sent in an HTTP header: printable ASCII without spaces only"
         )
     return text.strip()  # (trial 166: a secret file's newline made a token nothing matched)
 

@@ -129,6 +129,8 @@ class TestBadFlags:
             ("start", "--location", "us central", 'invalid location ID "us central"'),
             ("start", "--token-issuer", "", "'' is empty or has a space; give the 'iss'"),
             ("start", "--token-issuer", "ftp://x", "'ftp://x' is not an https:// URL nor a bare"),
+            ("start", "--token-issuer", "javascript:alert(1)", "is not an https:// URL nor a"),
+            ("start", "--admin-token", "a\nb", "printable ASCII without spaces only"),
             ("start", "--start", "2026-02-30T00:00:00Z", "day is out of range for month"),
             ("start", "--with-pubsub", "8085x", "'8085x' is not a port number (0 to 65535)"),
             ("next", "--after", "2026-13-01T00:00:00Z", "month must be in 1..12"),
