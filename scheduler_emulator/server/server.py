@@ -458,10 +458,12 @@ class _RequestHandler(WSGIRequestHandler):
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         # What http.server answers before the app sees the request (414 for a request line
-        # over 64 KiB, 431 for too many headers, 400 for a malformed request line): Google's
-        # JSON error envelope, not http.server's HTML page.
+        # over 64 KiB, 431 for too many headers, 400 for a malformed request line or an HTTP
+        # version past 1.1, which it answers 505: trial 176): Google's JSON error envelope, not
+        # http.server's HTML page.
         self.close_connection = True
         text = message or self.responses.get(code, ("Error",))[0]
+        code = 400 if code == 505 else code  # "HTTP/2.0" in a request line is the client's slip
         data = error_bytes(ApiError.for_http(code, f"{text}."))
         if self.command == "HEAD" or code < 200 or code in (204, 304):
             data = data.partition(b"\r\n\r\n")[0] + b"\r\n\r\n"

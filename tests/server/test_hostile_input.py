@@ -435,9 +435,15 @@ class TestSmallOnes:
         with running_daemon("--in-memory") as daemon:
             _, port = daemon.host_port
             answer = raw_request(port, f"GET /{'a' * 70_000} HTTP/1.1\r\nHost: x\r\n\r\n")
+            version = raw_request(port, "GET / HTTP/2.0\r\nHost: x\r\n\r\n")  # (trial 176)
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 414") and b"application/json" in head
         assert json.loads(body)["error"]["code"] == 414
+        head, _, body = version.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400"), version  # a client's slip, not our 505
+        assert json.loads(body)["error"] == {
+            "code": 400, "message": "Invalid HTTP version (2.0).", "status": "INVALID_ARGUMENT"
+        }  # fmt: skip
 
     def test_an_empty_admin_token_is_refused(self) -> None:
         result = run_cli("start", "--in-memory", "--port", "0", "--admin-token", "")
