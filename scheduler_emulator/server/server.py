@@ -287,8 +287,9 @@ class EmulatorApp:
             and not request.path.startswith(OPEN_ADMIN_PATHS)
         ):
             given = request.headers.get("Authorization", "")
-            expected = f"Bearer {self.admin_token}"
-            if not hmac.compare_digest(given.encode(), expected.encode()):
+            scheme, _, token = given.partition(" ")  # (the scheme in any case: RFC 9110 11.1)
+            right = hmac.compare_digest(token.encode(), self.admin_token.encode())
+            if scheme.lower() != "bearer" or not right:
                 return _refused(
                     Unauthenticated,
                     ("The admin token given was refused: " if given else "")

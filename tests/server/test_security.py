@@ -163,8 +163,9 @@ class TestAdminToken:
         assert refused == (auth is not None)  # (trial 81: a wrong token read as none)
         assert client.get("/_emulator/attempts", headers=headers).status_code == 401
 
-    def test_the_token_opens_them(self, client: Client) -> None:
-        headers = {"Authorization": "Bearer s3cret"}
+    @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])  # (trial 176)
+    def test_the_token_opens_them(self, client: Client, scheme: str) -> None:
+        headers = {"Authorization": f"{scheme} s3cret"}
         assert client.post("/_emulator/reset", json={}, headers=headers).status_code == 200
 
     def test_health_keys_and_the_api_stay_open(self, client: Client) -> None:
