@@ -155,7 +155,10 @@ def write_project(
                     f"{target} exists already; nothing was written. Move it away, pick another "
                     "directory, or pass --force to overwrite the project files."
                 )
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # (trial 176: /proc/x read "[Errno 2] No such file …")
+        raise ConfigurationError(f"DIRECTORY {root}: cannot make it ({exc.strerror}).") from None
     for target in targets:
         target.write_text(render(target.name, framework), encoding="utf-8")
     return targets

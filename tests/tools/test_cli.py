@@ -694,3 +694,19 @@ def test_a_slow_clock_move_is_waited_for_and_a_slow_answer_is_not_called_no_daem
         f"error: the scheduler-emulator at {url} did not answer GET /_emulator/jobs within "
         "0.2 s; it may still be carrying it out (see its log).\n"
     )
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_directory_that_cannot_be_made_is_named_with_its_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Trial 176: ``start --data-dir /proc/xx`` and ``init /proc/x`` printed a bare
+    ``[Errno 2] No such file or directory``."""
+    assert main(["start", "--data-dir", "/proc/xx", "--port", "0"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --data-dir /proc/xx: cannot make it (No such file or directory).\n"
+    )
+    assert main(["init", "/proc/x"]) == 2
+    assert capsys.readouterr().err == (
+        "error: DIRECTORY /proc/x: cannot make it (No such file or directory).\n"
+    )

@@ -64,10 +64,12 @@ class DataDirLock:
                 f"--data-dir {self.path.parent} is a file or lies under one: pass a directory, "
                 "or a path where one can be made."
             ) from exc
-        except OSError as exc:
+        except OSError as exc:  # (trial 176: /proc/xx read "[Errno 2] No such file …")
             if exc.errno in _CANNOT_WRITE:
                 raise self._unwritable(f"{exc.strerror}: {exc.filename}") from exc
-            raise
+            raise ConfigurationError(
+                f"--data-dir {self.path.parent}: cannot make it ({exc.strerror})."
+            ) from exc
         if not os.access(self.path.parent, os.W_OK | os.X_OK):  # (its files are made later)
             raise self._unwritable(f"this user cannot write in {self.path.parent}")
         dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
