@@ -263,6 +263,12 @@ class EmulatorApp:
                 f"Content-Length must be a whole number of bytes; got {json.dumps(length)}.",
                 "BAD_CONTENT_LENGTH",
             )
+        if length is not None and "Transfer-Encoding" in request.headers:  # (trial 177)
+            return _refused(
+                InvalidArgument,
+                "The request gives both Content-Length and Transfer-Encoding; send one.",
+                "BAD_CONTENT_LENGTH",
+            )
         origin = request.headers.get("Origin")
         if request.method not in _SAFE_METHODS and origin is not None:
             # the page's host: loopback, an allowed name, or the (checked) Host this request

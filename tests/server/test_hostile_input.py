@@ -421,6 +421,9 @@ class TestSmallOnes:
                 port, base + json_type + f"Content-Length: 5\r\n{length}\r\n", body
             )
             word = raw_request(port, base + json_type + "Content-Length: abc\r\n\r\n", body)
+            both = raw_request(  # (trial 177: a proxy may read the other one)
+                port, base + json_type + length + "Transfer-Encoding: chunked\r\n\r\n", body
+            )
             listed = daemon.get(JOBS)
         assert origin.startswith(b"HTTP/1.1 403") and b"repeats the Origin header" in origin
         assert content_type.startswith(b"HTTP/1.1 400")
@@ -428,6 +431,7 @@ class TestSmallOnes:
         assert lengths.startswith(b"HTTP/1.1 400"), lengths
         assert b"repeats the Content-Length header" in lengths
         assert word.startswith(b"HTTP/1.1 400"), word
+        assert both.startswith(b"HTTP/1.1 400") and b"both Content-Length and Transfer" in both
         assert b'Content-Length must be a whole number of bytes; got \\"abc\\".' in word, word
         assert listed == {}
 
