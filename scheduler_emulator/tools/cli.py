@@ -177,9 +177,9 @@ def _admin_token(text: str) -> str:
             "an empty token would leave /_emulator/ unprotected; give a non-empty token, or "
             "leave --admin-token out"
         )
-    if not re.fullmatch(r"[!-~]+", text.strip()):  # (trial 176: "a\nb" was taken)
+    if not re.fullmatch(r"[!-~]{1,1000}", text.strip()):  # (trials 176, 177: "a\nb", 100 kB)
         raise argparse.ArgumentTypeError(
-            "the token is sent in an HTTP header: printable ASCII without spaces only"
+            "the token is sent in an HTTP header: up to 1000 printable ASCII characters, no spaces"
         )
     return text.strip()  # (trial 166: a secret file's newline made a token nothing matched)
 
@@ -203,7 +203,10 @@ def admin_token(given: str | None, environ: Mapping[str, str] = os.environ) -> s
             f"{ADMIN_TOKEN_ENV} is set but empty ({value!r}), which would leave /_emulator/ "
             f"unprotected; give it a non-empty token, or unset it (unset {ADMIN_TOKEN_ENV})."
         )
-    return None if value is None else value.strip()
+    try:
+        return None if value is None else _admin_token(value)
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigurationError(f"{ADMIN_TOKEN_ENV}: {exc}.") from None
 
 
 class _Parser(argparse.ArgumentParser):

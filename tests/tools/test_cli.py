@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.tools.cli import ADMIN_TOKEN_ENV, admin_token, log_format_for, main
 from tests.daemon import running_daemon, serving
 from tests.support import RecordingTarget, run_command
@@ -130,7 +131,8 @@ class TestBadFlags:
             ("start", "--token-issuer", "", "'' is empty or has a space; give the 'iss'"),
             ("start", "--token-issuer", "ftp://x", "'ftp://x' is not an https:// URL nor a bare"),
             ("start", "--token-issuer", "javascript:alert(1)", "is not an https:// URL nor a"),
-            ("start", "--admin-token", "a\nb", "printable ASCII without spaces only"),
+            ("start", "--admin-token", "a\nb", "up to 1000 printable ASCII characters"),
+            ("start", "--admin-token", "x" * 1001, "up to 1000 printable ASCII characters"),
             ("start", "--start", "2026-02-30T00:00:00Z", "day is out of range for month"),
             ("start", "--with-pubsub", "8085x", "'8085x' is not a port number (0 to 65535)"),
             ("next", "--after", "2026-13-01T00:00:00Z", "month must be in 1..12"),
@@ -364,6 +366,30 @@ class TestEnvInit:
             assert "export CLOUDSDK_CORE_PROJECT=team-proj\n" in out
             code, _, err = run_command(capsys, "env-init", *where, "--admin-token", "wrong")
         assert code == 2 and err.startswith("error: ") and "(401 from http://" in err
+
+    def test_run_without_the_token_says_the_run_started_and_exits_0(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Trial 177: RunJob (the v1 API, unguarded) started the run, then reading it back
+        (``/_emulator/runs``) was refused, and ``run`` exited 2: a retry would run it twice."""
+        with running_daemon("--in-memory", "--admin-token", "s3cret") as daemon:
+            parent = "projects/my-project/locations/us-central1"
+            body = {
+                "name": f"{parent}/jobs/nightly",
+                "schedule": "0 2 * * *",
+                "httpTarget": {"uri": daemon.url + "/_emulator/health", "httpMethod": "GET"},
+            }
+            daemon.session.post(f"{daemon.url}/v1/{parent}/jobs", json=body).raise_for_status()
+            where = ("--port", str(daemon.host_port[1]))
+            code, out, err = run_command(capsys, "run", f"{parent}/jobs/nightly", *where)
+            assert (code, out) == (0, f"started a run of {parent}/jobs/nightly\n"), err
+            assert err.startswith("note: what it sent is not shown: ") and "(401 from" in err
+            code, out, err = run_command(capsys, "run", f"{parent}/jobs/nightly", *where, "--wait")
+            assert code == 2 and out.startswith("started a run of")
+            assert err.startswith("error: the run started; waiting was refused: ")
+            token = {"Authorization": "Bearer s3cret"}
+            runs = daemon.session.get(f"{daemon.url}/_emulator/runs", headers=token).json()
+        assert len(runs["runs"]) == 2  # each command started one run
 
     def test_it_points_pubsub_clients_at_the_daemons_pubsub_emulator(
         self, capsys: pytest.CaptureFixture[str]
@@ -630,6 +656,9 @@ class TestAdminToken:
         assert admin_token(None, {}) is None
         # a secret file's newline (trial 166: a token nothing could match, started without a word)
         assert admin_token(None, {ADMIN_TOKEN_ENV: "secret\n"}) == "secret"
+        # one no header can carry (trial 177: 100 kB locked /_emulator/ with 431 for everyone)
+        with pytest.raises(ConfigurationError, match=f"{ADMIN_TOKEN_ENV}: the token is sent"):
+            admin_token(None, {ADMIN_TOKEN_ENV: "x" * 100_000})
 
 
 def test_a_view_at_a_host_name_that_does_not_resolve_says_so(
