@@ -756,14 +756,11 @@ def run_rows(runs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
         failed = [a for a in attempts if a.get("reason")]
         most, tries = run.get("maxAttempts"), run.get("tries", len(attempts))
         first = fraction(str(attempts[0]["startTime"]), wide=True) if attempts else "-"
-        publish = any("pubsubTopic" in (a.get("request") or {}) for a in attempts)  # no header
+        sent = run.get("scheduleTime")  # the header the run sent: a publish sends none
+        sent = Attempt.from_json(attempts[0]).sent_schedule_time if attempts else sent
         rows.append(
             [
-                scheduled_cell(
-                    None if publish else run.get("scheduleTime"),
-                    run.get("nominalTime"),
-                    bool(run.get("forced")),
-                ),
+                scheduled_cell(sent, run.get("nominalTime"), bool(run.get("forced"))),
                 *([first] if wide else []),
                 job,
                 str(run["id"]),
