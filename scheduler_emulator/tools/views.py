@@ -882,7 +882,7 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
         since = _since_instant(client, args.since)
         params.update(pageSize=PAGE_SIZE, scheduledAfter=iso(since))
         runs = [*client.pages("/_emulator/runs", "runs", params)][::-1]
-        _note_trimmed(client, since, "runs")
+        _note_trimmed(client, since, "runs", args.job)
     else:
         runs = _newest(client, "/_emulator/runs", "runs", params, args.last)
     if args.json:
@@ -1144,7 +1144,7 @@ def cmd_attempts(
         if args.since is not None:
             since = _since_instant(client, args.since)
             base["startAfter"] = listed["startAfter"] = iso(since)
-            _note_trimmed(client, since)
+            _note_trimmed(client, since, job=args.job)
         items = list(
             client.pages("/_emulator/attempts", "attempts", {**listed, "pageSize": PAGE_SIZE})
         )
@@ -1175,12 +1175,15 @@ def cmd_attempts(
     return _follow(client, base, attempts, out, sleep, wide=wide, as_json=as_json, failed=failed)
 
 
-def _note_trimmed(client: DaemonClient, since: datetime, what: str = "attempts") -> None:
+def _note_trimmed(
+    client: DaemonClient, since: datetime, what: str = "attempts", job: str | None = None
+) -> None:
     """Say on stderr when retention dropped the attempts just before the first one kept since
     ``since``: the listing of ``what`` (attempts, or runs, which go whole with their attempts:
     trial 172) starts there. Attempts are numbered from 1 in start order, so a missing number
     below it was dropped (trial 123: an older run still going keeps its attempts, so the oldest
-    attempt kept told nothing)."""
+    attempt kept told nothing). The bound is the whole history's: under ``--job`` (``job``)
+    the note says so, as that job's own may all be kept (trial 173)."""
     page = client.get("/_emulator/attempts", {"pageSize": 1, "startAfter": iso(since)})
     first = (page.get("attempts") or [None])[0]
     number = 0 if first is None else int(first.get("id") or 0)
@@ -1192,7 +1195,8 @@ def _note_trimmed(client: DaemonClient, since: datetime, what: str = "attempts")
         print(
             f"note: {what} before {iso(start)} were dropped by the history's bound "
             '(--retain-attempts, --retain-megabytes; docs/behaviour.md, "Attempt history"): '
-            f"the listing since {iso(since)} starts there.",
+            f"the listing since {iso(since)} starts there"
+            + (f" (the bound drops every job's oldest: {job}'s may all be kept)." if job else "."),
             file=sys.stderr,
         )
 
