@@ -48,6 +48,7 @@ from .._options import (
     DEFAULT_RETAIN_MEGABYTES,
 )
 from .data_file import (
+    TABLES,
     DamagedRow,
     Row,
     attempts_from_rows,
@@ -497,17 +498,16 @@ class Store:
         """Give the writer one statement (or work of several: ``sql(connection)``); with
         ``wait``, return once it is committed (inside a :meth:`batch`: when the batch ends; in
         memory: at once)."""
-        ticket = getattr(self._local, "ticket", None)
         if (gathered := getattr(self._local, "gathered", None)) is not None:  # in a batch
+            ticket = self._local.ticket
             if wait and ticket is None:  # (a whole batch waits only for what asks to)
                 ticket = self._local.ticket = _Ticket()
             gathered.append((sql, args, ticket))
-            return
-        if ticket is None and wait and self._durable:
+        elif wait and self._durable:
             ticket = _Ticket()
             self._writer.wait(ticket, (sql, args, ticket))
         else:
-            self._writer.submit((sql, args, ticket))
+            self._writer.submit((sql, args, None))
 
     def query(self, sql: str, args: Any = ()) -> list[Any]:
         """The rows of one read-only ``SELECT`` (``?`` bound to ``args``), run after everything
@@ -818,31 +818,29 @@ class Store:
         made (trials 107, 117); a run still going keeps its attempts."""
         dropped = 0
 
-        def drop_runs_of_attempts_before(attempt_id: int) -> None:
-            nonlocal dropped
+        def drop_runs_of_attempts_before(attempt_id: int) -> int:
             sql = "SELECT run_id FROM attempts WHERE id < ? ORDER BY id DESC LIMIT 1"
-            last = db.execute(sql, (attempt_id,)).fetchone()  # (its run: run ids grow too)
-            attempts, runs = _DROP_RUNS
-            dropped += db.execute(attempts, (last[0] if last else 0,)).rowcount
-            db.execute(runs, (last[0] if last else 0,))
+            run = db.execute(sql, (attempt_id,)).fetchone() or (0,)  # (its run: run ids grow too)
+            count = db.execute(_DROP_RUNS[0], run).rowcount
+            db.execute(_DROP_RUNS[1], run)
+            return count
 
         keep = self.retain_attempts
         if keep is not None:
-            [(largest,)] = db.execute("SELECT COALESCE(MAX(id), 0) FROM skipped")
-            db.execute("DELETE FROM skipped WHERE id <= ?", (largest - keep,))
+            db.execute("DELETE FROM skipped WHERE id <= (SELECT MAX(id) FROM skipped) - ?", (keep,))
             [(largest,)] = db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts")
-            drop_runs_of_attempts_before(largest - keep + 1)
+            dropped += drop_runs_of_attempts_before(largest - keep + 1)
         if self.retain_megabytes is None:
             return dropped
-        [(first, last)] = db.execute("SELECT MIN(id), MAX(id) FROM attempts")
-        step = max(((last or 0) - (first or 0)) // 10, 1)  # a tenth of the history at a time
-        for cutoff in range((first or 0) + step, (last or 0) + step + 1, step):
+        [(first, last)] = db.execute("SELECT IFNULL(MIN(id), 0), IFNULL(MAX(id), 0) FROM attempts")
+        step = max((last - first) // 10, 1)  # a tenth of the history at a time
+        for cutoff in range(first + step, last + step + 1, step):
             [(page_bytes,)] = db.execute("PRAGMA page_size")
             [(pages,)] = db.execute("PRAGMA page_count")
             [(free,)] = db.execute("PRAGMA freelist_count")
             if (pages - free) * page_bytes <= self.retain_megabytes * 1_000_000:
                 break
-            drop_runs_of_attempts_before(cutoff)  # (its space is reused: the file stays)
+            dropped += drop_runs_of_attempts_before(cutoff)  # (its space is reused: the file stays)
         return dropped
 
     def add_skipped(self, skipped: SkippedRun) -> None:
@@ -880,7 +878,7 @@ class Store:
         self._last_run_id = self.last_run_id()
 
         def delete_all(db: sqlite3.Connection) -> None:
-            for table in ("jobs", "runs", "attempts", "skipped"):
+            for table in TABLES:
                 db.execute(f"DELETE FROM {table}")
 
         self._execute(delete_all, wait=True)
