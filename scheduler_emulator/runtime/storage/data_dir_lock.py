@@ -76,14 +76,7 @@ class DataDirLock:
         handle = None
         try:  # every failure lets go of what was taken
             fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            try:
-                handle = open(self.path, "a+")  # noqa: SIM115 - held for the daemon's lifetime
-            except IsADirectoryError as exc:
-                raise ConfigurationError(
-                    f"the data directory's lock file {self.path} is a directory: the daemon "
-                    "keeps its pid in that file. Remove the directory, or pass another "
-                    "--data-dir."
-                ) from exc
+            handle = open(self.path, "a+")  # noqa: SIM115 - held for the daemon's lifetime
             # (a daemon of an earlier release locks only this file)
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BaseException as exc:
@@ -92,6 +85,12 @@ class DataDirLock:
             os.close(dir_fd)
             if isinstance(exc, BlockingIOError):
                 raise self._in_use() from None
+            if isinstance(exc, IsADirectoryError):
+                raise ConfigurationError(
+                    f"the data directory's lock file {self.path} is a directory: the daemon "
+                    "keeps its pid in that file. Remove the directory, or pass another "
+                    "--data-dir."
+                ) from exc
             if isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE:
                 raise self._unwritable(f"{exc.strerror}: {exc.filename}") from exc
             raise

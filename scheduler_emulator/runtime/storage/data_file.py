@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
+import shutil
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -61,10 +61,9 @@ def check_free_space(directory: Path, *, minimum: int = MIN_FREE_BYTES) -> None:
     """Refuse to start on a disk with less than ``minimum`` bytes free: raise
     :class:`DataFileUnusable`, naming the directory and the free bytes."""
     try:
-        stats = os.statvfs(directory)
+        free = shutil.disk_usage(directory).free
     except OSError:
         return  # nothing to tell; the writes themselves will say
-    free = stats.f_bavail * stats.f_frsize
     if free < minimum:
         raise DataFileUnusable(
             f"the disk holding the data directory {directory} is full ({free} bytes free; at "
