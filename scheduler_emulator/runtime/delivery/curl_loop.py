@@ -133,10 +133,10 @@ class CurlLoop:
             self._closed = True
             thread = self._thread
             self._work.notify()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(5.0)
         if thread is None:
             self._teardown()
+        elif thread is not threading.current_thread():
+            thread.join(5.0)
 
     def _run(self) -> None:
         try:
