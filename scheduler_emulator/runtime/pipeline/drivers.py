@@ -180,12 +180,11 @@ class ManualDriver(Driver):
             return
         with self._soon_lock:
             self._soon.extend(deliveries)
-            if self._soon_sender is not None:
-                return
-            self._soon_sender = threading.Thread(
-                target=self._settle_soon, name="forced-runs", daemon=True
-            )
-            self._soon_sender.start()
+            if self._soon_sender is None:
+                self._soon_sender = threading.Thread(
+                    target=self._settle_soon, name="forced-runs", daemon=True
+                )
+                self._soon_sender.start()
 
     def _settle_soon(self) -> None:
         while True:
@@ -276,12 +275,10 @@ class ThreadedDriver(Driver):
         """Hand ``deliveries`` to the pool (after a stop: record them as not sent)."""
         for delivery in deliveries:
             with self.recorder.lock:
-                pool = self._pool
-                if pool is not None:
-                    self._outstanding.add(delivery)
-            if pool is None:  # stopped, or never started
-                self._finish(delivery, STOPPED)
-                continue
+                if (pool := self._pool) is None:  # stopped, or never started
+                    self._finish(delivery, STOPPED)
+                    continue
+                self._outstanding.add(delivery)
             # Without fault rules an attempt that can start (http:// with pycurl) only begins
             # here: whichever thread finds it a place begins it (quick), no pool thread.
             quick = not self.recorder.faults.rules and delivery.prepared.startable

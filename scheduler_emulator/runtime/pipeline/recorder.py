@@ -261,16 +261,8 @@ class Recorder:
             noted = outcome_of(result)
             noted = replace(noted, debug_info=DUPLICATE_NOTE + noted.debug_info)
             self.record_end(copy, noted, result, kind, at=ended)
-        assert attempt.end_time is not None
-        end = AttemptEnd(
-            outcome.code,
-            _status(outcome),
-            attempt.end_time,
-            injected.extra_retry,
-            outcome.http_status in delivery.prepared.retry_always,
-            attempt.attempt,
-            attempt.start_time,
-        )
+        uncounted = outcome.http_status in delivery.prepared.retry_always
+        end = _end_of(attempt, outcome, injected.extra_retry, uncounted)
         return self.core.attempt_ended(attempt.job, attempt.run_id, end, self.clock.now())
 
     def record_end(
@@ -341,14 +333,7 @@ class Recorder:
                     self.gave_up_at_start += 1
                     continue
                 # at least once: the run earns a retry beyond its config, as a lost ack does
-                end = AttemptEnd(
-                    restarted.code,
-                    _status(restarted),
-                    now,
-                    extra_retry=True,
-                    attempt=attempt.attempt,
-                    start_time=attempt.start_time,
-                )
+                end = _end_of(attempt, restarted, extra_retry=True)
                 ended = self.core.attempt_ended(attempt.job, attempt.run_id, end, now)
                 self.gave_up_at_start += any(type(d) is SaveRun and d.run.finished for d in ended)
                 deliveries += self.carry_out(ended)
@@ -368,8 +353,21 @@ class Recorder:
 _OK_STATUS = Status()
 
 
-def _status(outcome: Outcome) -> Status:
-    return _OK_STATUS if outcome.ok else Status(outcome.code_number, outcome.debug_info)
+def _end_of(
+    attempt: Attempt, outcome: Outcome, extra_retry: bool, uncounted: bool = False
+) -> AttemptEnd:
+    """What the core hears of the end of ``attempt`` (recorded already) with ``outcome``."""
+    assert attempt.end_time is not None
+    status = _OK_STATUS if outcome.ok else Status(outcome.code_number, outcome.debug_info)
+    return AttemptEnd(
+        outcome.code,
+        status,
+        attempt.end_time,
+        extra_retry,
+        uncounted,
+        attempt.attempt,
+        attempt.start_time,
+    )
 
 
 def _unsent(job: Job) -> Prepared:
