@@ -153,12 +153,15 @@ class Emulator(AttemptAssertions):
         self.core = Scheduler(
             dst_policy=options.dst_policy, force_run_schedule_time=options.force_run_schedule_time
         )
-        faults = FaultPlan() if faults is None else faults
+        #: The fault plan deliveries go through (``emulator.faults.add(action=…, …)``).
+        self.faults = FaultPlan() if faults is None else faults
         self.recorder = Recorder(
-            self.core, self.clock, self.store, self.dispatchers, attempt_log, faults
+            self.core, self.clock, self.store, self.dispatchers, attempt_log, self.faults
         )
         self._lock = self.recorder.lock
         self.driver: Driver = driver_for(self.clock, self.recorder, self._close_outputs)
+        #: ``"manual"`` (time moves by :meth:`advance`) or ``"system"`` (real time).
+        self.clock_mode = self.driver.clock_mode
         #: The last instant whose due work was stored (a refused clock move returns to it).
         self._settled = self.clock.now()
         self.clock.attach(self)
@@ -166,31 +169,17 @@ class Emulator(AttemptAssertions):
             deliveries = self.recorder.restore()
         self.driver.send_all(deliveries)
         self.driver.changed()
-
-    @property
-    def skipped_while_down(self) -> Mapping[str, int]:
-        """How many scheduled times this emulator, restarting on a data directory, recorded as
-        skipped because it was not running then (``EMULATOR_DOWN``; docs/behaviour.md), by job
-        (full name; at most :data:`~scheduler_emulator.core.scheduler.MAX_DOWNTIME_SKIPS` a job)."""
-        return self.recorder.skipped_while_down
-
-    @property
-    def interrupted_at_start(self) -> int:
-        """How many attempts this emulator, restarting on a data directory, found in flight (the
-        process was killed while they were sent) and recorded as interrupted, their runs retried
-        (``UNAVAILABLE``; docs/behaviour.md)."""
-        return self.recorder.interrupted_at_start
-
-    @property
-    def gave_up_at_start(self) -> int:
-        """How many of :attr:`interrupted_at_start`'s runs ended instead (a run earns one retry
-        beyond its config at most; or its job was deleted)."""
-        return self.recorder.gave_up_at_start
-
-    @property
-    def faults(self) -> FaultPlan:
-        """The fault plan deliveries go through (``emulator.faults.add(action=…, …)``)."""
-        return self.recorder.faults
+        #: How many scheduled times this emulator, restarting on a data directory, recorded as
+        #: skipped because it was not running then (``EMULATOR_DOWN``; docs/behaviour.md), by job
+        #: (full name; at most :data:`~scheduler_emulator.core.scheduler.MAX_DOWNTIME_SKIPS` a job).
+        self.skipped_while_down: Mapping[str, int] = self.recorder.skipped_while_down
+        #: How many attempts this emulator, restarting on a data directory, found in flight (the
+        #: process was killed while they were sent) and recorded as interrupted, their runs
+        #: retried (``UNAVAILABLE``; docs/behaviour.md).
+        self.interrupted_at_start = self.recorder.interrupted_at_start
+        #: How many of :attr:`interrupted_at_start`'s runs ended instead (a run earns one retry
+        #: beyond its config at most; or its job was deleted).
+        self.gave_up_at_start = self.recorder.gave_up_at_start
 
     def set_dispatcher(self, kind: str, dispatcher: Dispatcher) -> Dispatcher | None:
         """Send the attempts of target kind ``kind`` (``"HTTP"``, ``"PUBSUB"``,
@@ -604,11 +593,6 @@ class Emulator(AttemptAssertions):
     def now(self) -> datetime:
         """The emulator's current instant (aware UTC)."""
         return self.clock.now()
-
-    @property
-    def clock_mode(self) -> str:
-        """``"manual"`` (time moves by :meth:`advance`) or ``"system"`` (real time)."""
-        return self.driver.clock_mode
 
     def reset_clock(self, instant: datetime) -> None:
         """Set a manual clock to ``instant``, backwards too, firing nothing (after :meth:`reset`:
