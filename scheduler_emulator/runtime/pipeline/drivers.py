@@ -231,8 +231,7 @@ class ManualDriver(Driver):
         started = real_monotonic()
         settled = self.clock.interrupt(timeout)
         self.send_all(self._take_soon())  # recorded as not sent
-        sender = self._soon_sender
-        if sender is not None:
+        if (sender := self._soon_sender) is not None:
             sender.join(max(0.0, timeout - (real_monotonic() - started)))
         delivery = None if settled else self._sending
         if delivery is not None:  # its run's retry is stored, as any end's decisions are
