@@ -282,8 +282,7 @@ class LiveScheduler(AttemptAssertions):
     def _next_runs(self) -> dict[str, tuple[str, str | None]]:
         config = self._admin.get("/_emulator/config")
         parent = f"/v1/projects/{config['project']}/locations/{config['location']}/jobs"
-        answer = self._admin.get(parent, {"pageSize": 500})
-        jobs = answer.get("jobs", [])
+        jobs = self._admin.get(parent, {"pageSize": 500}).get("jobs", [])
         return {
             str(j["name"]).rsplit("/", 1)[-1]: (str(j.get("state")), j.get("scheduleTime"))
             for j in jobs

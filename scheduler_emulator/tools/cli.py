@@ -195,16 +195,16 @@ def admin_token(given: str | None, environ: Mapping[str, str] = os.environ) -> s
     :raises ConfigurationError: when the variable is set but empty or blank, naming it: an empty
         token would leave ``/_emulator/`` unprotected without a word.
     """
-    if given is not None:
-        return given
     value = environ.get(ADMIN_TOKEN_ENV)
-    if value is not None and not value.strip():
+    if given is not None or value is None:
+        return given
+    if not value.strip():
         raise ConfigurationError(
             f"{ADMIN_TOKEN_ENV} is set but empty ({value!r}), which would leave /_emulator/ "
             f"unprotected; give it a non-empty token, or unset it (unset {ADMIN_TOKEN_ENV})."
         )
     try:
-        return None if value is None else _admin_token(value)
+        return _admin_token(value)
     except argparse.ArgumentTypeError as exc:
         raise ConfigurationError(f"{ADMIN_TOKEN_ENV}: {exc}.") from None
 
@@ -598,9 +598,9 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     faults = load_fault_file(args.faults) if args.faults else None
     for note in faults.shadowed() if faults else []:
         print(f"warning: {args.faults}: {note}", file=sys.stderr)
-    if args.start is not None and args.clock != "manual":
-        raise ConfigurationError("--start needs --clock manual.")
     if args.start is not None:
+        if args.clock != "manual":
+            raise ConfigurationError("--start needs --clock manual.")
         from ..server.admin import check_clock_instant
 
         check_clock_instant(args.start, "--start")

@@ -231,10 +231,8 @@ class ExecutionStore:
         return stem.with_suffix(".out"), stem.with_suffix(".err")
 
     def interrupt(self, execution: Execution, at: datetime) -> None:
-        """Record ``execution`` as ``INTERRUPTED`` at ``at``, its running attempts ended then."""
-        for attempt in execution.attempts:
-            if attempt.end is None:
-                attempt.end, attempt.stopped = at, "interrupted"
+        """Record ``execution``, whose task attempts have all ended, as ``INTERRUPTED`` at
+        ``at``."""
         execution.state, execution.completion_time = "INTERRUPTED", at
         self.save(execution)
 
