@@ -275,7 +275,12 @@ class CloudRunAdminApi:
             if execution is None:  # validateOnly: checked, nothing runs
                 operation = f"projects/{project}/locations/{location}/operations/{uuid.uuid4()}"
                 return _json({"name": operation, "done": True})
-            return _json(self._operation_body(execution, self._new_operation(execution)))
+            operation = _operation_id(execution.name)
+            operations = self.cloud_run.operations
+            operations[operation] = execution.name
+            while len(operations) > 10_000:  # bounded: the oldest go first
+                operations.pop(next(iter(operations)))
+            return _json(self._operation_body(execution, operation))
         if "/executions" not in path:
             return _json(v2_job(job, self._executions(job)))
         if match["execution"] is None:
@@ -307,14 +312,6 @@ class CloudRunAdminApi:
         if body.get("validateOnly"):
             return None
         return self.cloud_run.run(job, overrides, scheduler_job=scheduler_job)
-
-    def _new_operation(self, execution: Execution) -> str:
-        operation = _operation_id(execution.name)
-        operations = self.cloud_run.operations
-        operations[operation] = execution.name
-        while len(operations) > 10_000:  # bounded: the oldest go first
-            operations.pop(next(iter(operations)))
-        return operation
 
     def _operation_body(self, execution: Execution, operation: str) -> dict[str, Any]:
         job = execution.job
