@@ -457,9 +457,11 @@ class Admin:
 
     def job_rows(self, request: Request) -> dict[str, Any]:
         """The jobs view: ``{"jobs": [row...], "totalSize": N, "nextPageToken"?}`` filtered by
-        ``name`` (part of the job ID) and ``state``, ``fireTimes`` next times each (default 5,
-        at most 50); rows as :func:`~scheduler_emulator.runtime.storage.read_model.job_row`."""
-        _only_parameters(request, "pageSize", "pageToken", "name", "state", "fireTimes")
+        ``name`` (part of the job ID), ``state`` and ``failed=true`` (the last attempt failed),
+        ``fireTimes`` next times each (default 5, at most 50); rows as
+        :func:`~scheduler_emulator.runtime.storage.read_model.job_row`."""
+        filters = ("name", "state", "failed", "fireTimes")
+        _only_parameters(request, "pageSize", "pageToken", *filters)
         page_size, page_token = _page_query(request)
         fire_times = _query_int(
             request,
@@ -474,6 +476,7 @@ class Admin:
             self.emulator.list_jobs(),
             name=request.args.get("name", ""),
             state=state,
+            failed=_query_choice(request, "failed", ("false", "true")) == "true",
             offset=page_position(page_token),
             page_size=page_size,
             fire_times=fire_times or 0,

@@ -207,6 +207,9 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     jobs.add_argument(
         "--state", type=str.upper, choices=["ENABLED", "PAUSED"], help="only jobs in this state"
     )
+    jobs.add_argument(
+        "--failed", action="store_true", help="only jobs whose last attempt failed (status)"
+    )
     executions.add_argument(
         "--state", type=_execution_state, metavar="{" + ",".join(EXECUTION_STATES) + "}",
         help="only the executions in this state (any case)",
@@ -674,7 +677,7 @@ def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
     """Print the ``jobs`` table."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": 500, "fireTimes": None if args.json else 1}  # the table shows one
-    params |= {"name": args.name or None, "state": args.state}
+    params |= {"name": args.name or None, "state": args.state, "failed": args.failed or None}
     jobs = list(client.pages("/_emulator/jobs", "jobs", params))
     if args.json:
         return _print_json(out, jobs)

@@ -84,6 +84,20 @@ def test_jobs_filters_by_name_and_state(daemon: Daemon, capsys: pytest.CaptureFi
     assert out == "(no jobs)\n"
 
 
+def test_jobs_failed_lists_the_jobs_whose_last_attempt_failed(
+    daemon: Daemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 172: among 5,000 jobs the failing ones could only be found by reading them all."""
+    _, out, _ = run_command(capsys, "jobs", "--port", port(daemon), "--json")
+    rows = [json.loads(line) for line in out.splitlines()]
+    failing = {r["id"] for r in rows if r["lastAttempt"] and r["lastAttempt"]["code"] != "OK"}
+    assert "hourly-ping" in failing and len(failing) < len(rows)
+    _, out, _ = run_command(capsys, "jobs", "--port", port(daemon), "--failed")
+    assert {line.split()[0] for line in out.splitlines()[1:]} == failing
+    answer = requests.get(daemon.url + "/_emulator/jobs", {"failed": "maybe"}, timeout=10)
+    assert answer.status_code == 400 and "failed must be one of false, true" in answer.text
+
+
 def test_attempts_say_why_a_job_failed(daemon: Daemon, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_command(
         capsys, "attempts", "--port", port(daemon), "--job", "hourly-ping", "--last", "3", "--wide"

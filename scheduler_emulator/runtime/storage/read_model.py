@@ -129,11 +129,14 @@ def job_row(
     }
 
 
-def matches(job: Job, name: str, state: str) -> bool:
+def matches(job: Job, name: str, state: str, failed: bool = False) -> bool:
     """Whether ``job`` passes the jobs view's filters: ``name`` a substring of its ID
-    (case-insensitive, ``""`` any), ``state`` its state name (``""`` any)."""
-    return (not name or name.lower() in job.job_id.lower()) and (
-        not state or job.state.name == state
+    (case-insensitive, ``""`` any), ``state`` its state name (``""`` any), and with
+    ``failed`` its last attempt failed (its ``status`` is not OK)."""
+    return (
+        (not name or name.lower() in job.job_id.lower())
+        and (not state or job.state.name == state)
+        and (not failed or bool(job.status and job.status.code))
     )
 
 
@@ -142,6 +145,7 @@ def job_rows(
     *,
     name: str = "",
     state: str = "",
+    failed: bool = False,
     offset: int = 0,
     page_size: int = 50,
     fire_times: int = DEFAULT_FIRE_TIMES,
@@ -150,7 +154,8 @@ def job_rows(
     in_flight: Callable[[str], datetime | None],
     local_url: Callable[[Job], str | None],
 ) -> tuple[list[dict[str, Any]], int | None, int]:
-    """One page of the jobs view, of the jobs that pass :func:`matches` ``name`` and ``state``.
+    """One page of the jobs view, of the jobs that pass :func:`matches` ``name``, ``state``
+    and ``failed``.
 
     :param jobs: every job, in creation order.
     :param offset: jobs of the filtered list to skip (the page token).
@@ -161,7 +166,7 @@ def job_rows(
     :return: the rows, the next page's offset (``None`` on the last page), and how many jobs
         pass the filters.
     """
-    kept = [job for job in jobs if matches(job, name, state)]
+    kept = [job for job in jobs if matches(job, name, state, failed)]
     rows = [
         job_row(
             job,
