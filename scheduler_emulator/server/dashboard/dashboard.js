@@ -340,8 +340,9 @@
     $("jobs-next").disabled = !data.nextPageToken;
   }
   function loadJobs() {
+    var which = $("jobs-filter-state").value, failed = which === "failed";  /* (trial 172) */
     return request("GET", "/_emulator/jobs" + query({
-      name: $("jobs-filter-name").value, state: $("jobs-filter-state").value,
+      name: $("jobs-filter-name").value, state: failed ? "" : which, failed: failed ? "true" : "",
       pageSize: state.jobsPage, pageToken: state.jobsOffset || ""
     })).then(function (data) {
       /* the pending retries: one page of the runs still going, by job */

@@ -85,6 +85,14 @@ def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path
         # what comes next, as the CLI's resume says (trial 103: "Resumed nightly" only)
         wait_for(driver, lambda d: by_testid(d, "status").text.startswith("Resumed nightly; "))
         assert by_testid(driver, "status").text.startswith("Resumed nightly; next run at 2026-")
+        from selenium.webdriver.support.ui import Select
+
+        Select(by_testid(driver, "jobs-filter-state")).select_by_value("failed")  # (trial 172)
+        wait_for(driver, lambda d: not all_by_css(d, '[data-testid="job-row-nightly"]'))
+        failing = {r.get_attribute("data-testid") for r in all_by_css(driver, "#jobs-body tr")}
+        assert "job-row-hourly-ping" in failing, failing  # (its every attempt failed)
+        driver.save_screenshot(str(tmp_path / "jobs-failed.png"))
+        Select(by_testid(driver, "jobs-filter-state")).select_by_value("")
 
         by_testid(driver, "tab-faults").click()
         wait_for(driver, lambda d: "No fault rules" in by_testid(d, "faults").text)
