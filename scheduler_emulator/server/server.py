@@ -433,6 +433,22 @@ class _RequestHandler(WSGIRequestHandler):
             return
         self.keep_alive = self.deadline is None and not self.close_connection
 
+    def parse_request(self) -> bool:
+        # A header line that is not a name directly followed by a colon (``Host : x``) ends
+        # http.client's headers there, the lines after it dropped unseen; and a lower-case
+        # method would be served as its upper case (methods are case-sensitive). Both are 400,
+        # as RFC 9112 (section 5.1) asks of the first (trial 177).
+        if not super().parse_request():
+            return False
+        if self.headers.defects:
+            line = str(self.headers.get_payload()).partition("\r\n")[0]
+            self.send_error(400, f"Malformed header line {line[:100]!r}: want 'Name: value'")
+        elif not self.command.isupper():
+            self.send_error(
+                400, f"Unsupported method {self.command[:20]!r}: methods are upper case"
+            )
+        return not self.headers.defects and self.command.isupper()
+
     def send_header(self, keyword: str, value: str) -> None:
         # werkzeug closes every connection (it cannot tell whether the app read the whole
         # body); a request the front read whole leaves nothing unread, so it is kept alive

@@ -440,6 +440,9 @@ class TestSmallOnes:
             _, port = daemon.host_port
             answer = raw_request(port, f"GET /{'a' * 70_000} HTTP/1.1\r\nHost: x\r\n\r\n")
             version = raw_request(port, "GET / HTTP/2.0\r\nHost: x\r\n\r\n")  # (trial 176)
+            spaced = raw_request(port, "GET /_emulator/faults HTTP/1.1\r\nHost : x\r\n\r\n")
+            lower = raw_request(port, "get /_emulator/faults HTTP/1.1\r\nHost: x\r\n\r\n")
+            bare = raw_request(port, "GET /_emulator/faults HTTP/1.1\nHost: 127.0.0.1\n\n")
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 414") and b"application/json" in head
         assert json.loads(body)["error"]["code"] == 414
@@ -448,6 +451,10 @@ class TestSmallOnes:
         assert json.loads(body)["error"] == {
             "code": 400, "message": "Invalid HTTP version (2.0).", "status": "INVALID_ARGUMENT"
         }  # fmt: skip
+        # (trial 177: both were served, the first with the headers after it dropped)
+        assert spaced.startswith(b"HTTP/1.1 400") and b"Malformed header line 'Host : x'" in spaced
+        assert lower.startswith(b"HTTP/1.1 400") and b"Unsupported method 'get'" in lower
+        assert bare.startswith(b"HTTP/1.1 200") and b'"rules"' in bare  # at once, not in 10 s
 
     def test_an_empty_admin_token_is_refused(self) -> None:
         result = run_cli("start", "--in-memory", "--port", "0", "--admin-token", "")
