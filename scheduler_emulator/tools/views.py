@@ -1186,7 +1186,8 @@ def _note_trimmed(
     trial 172) starts there. Attempts are numbered from 1 in start order, so a missing number
     below it was dropped (trial 123: an older run still going keeps its attempts, so the oldest
     attempt kept told nothing). The bound is the whole history's: under ``--job`` (``job``)
-    the note says so, as that job's own may all be kept (trial 173)."""
+    the note says that job's went too (trial 173 read the instant as the job's own; trial 178
+    read "may all be kept" of a job that lost four hours)."""
     page = client.get("/_emulator/attempts", {"pageSize": 1, "startAfter": iso(since)})
     first = (page.get("attempts") or [None])[0]
     number = 0 if first is None else int(first.get("id") or 0)
@@ -1199,7 +1200,7 @@ def _note_trimmed(
             f"note: {what} before {iso(start)} were dropped by the history's bound "
             '(--retain-attempts, --retain-megabytes; docs/behaviour.md, "Attempt history"): '
             f"the listing since {iso(since)} starts there"
-            + (f" (the bound drops every job's oldest: {job}'s may all be kept)." if job else "."),
+            + (f" (every job's alike: {job}'s too, but for a run still going)." if job else "."),
             file=sys.stderr,
         )
 
