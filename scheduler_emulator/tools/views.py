@@ -1112,7 +1112,8 @@ def _say_waiting(args: argparse.Namespace) -> None:
     which = f" ({', '.join(going[:3])}{', …' if len(going) > 3 else ''})" if going else ""
     print(
         f"note: the clock waits for what it sends to be answered{which}: a target up to its "
-        "attempt deadline, a Cloud Run execution until it ends (see `attempts --follow`)…",
+        "attempt deadline, a Cloud Run execution until it ends (see `attempts --follow`, "
+        "`executions --state running`)…",
         file=sys.stderr,
         flush=True,
     )
@@ -1124,8 +1125,11 @@ def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
     one JSON object per execution, as ``GET /_emulator/executions`` gives it."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": PAGE_SIZE, "job": args.job or None, "state": args.state or None}
-    listed = client.pages("/_emulator/executions", "executions", params)  # oldest first
-    records = list(deque(listed, maxlen=args.last))
+    listed = [*client.pages("/_emulator/executions", "executions", params)]  # oldest first
+    records = listed[-args.last :]
+    if len(listed) > args.last:  # (as the other views say it: trial 180)
+        note = f"the newest {args.last} of {len(listed)} executions"
+        print(f"note: {note}; a larger --last N lists more.", file=sys.stderr)
     if args.json:
         return _print_json(out, records)
     rows = execution_rows(records, args.wide)

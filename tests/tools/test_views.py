@@ -793,6 +793,9 @@ def test_executions_prints_the_newest_n_oldest_first(
         assert code == 0, err
         names = [line.split()[1] for line in out.splitlines()[1:]]
         assert names == [record["name"].rsplit("/", 1)[1] for record in shown]
+        assert f"note: the newest {len(shown)} of 30 executions; a larger --last N" in err
+    _, _, err = run_command(capsys, "executions", "--last", "30")  # (trial 180: unsaid)
+    assert err == ""
     code, out, err = run_command(capsys, "executions", "--last", "2", "--json")
     assert [json.loads(line) for line in out.splitlines()] == listed[-2:]
 
