@@ -115,6 +115,22 @@ def show_value(value: Any, limit: int = 80) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def quoted(value: str, limit: int = 80) -> str:
+    """``repr(value)`` of at most ``limit`` characters of ``value`` (a cut one ends with ``…``
+    inside its quotes): how a schedule's and a time zone's messages name what they refuse, so
+    that a 1 MB value is not sent back whole (trial 181)."""
+    return repr(value if len(value) <= limit else value[: limit - 1] + "…")
+
+
+#: The longest message or field violation an error carries, in characters: a message quoting
+#: a huge value whole (a 1 MB schedule, trial 181) is cut, whatever quoted it.
+MAX_ERROR_TEXT = 2000
+
+
+def _capped(text: str) -> str:
+    return text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 1] + "…"
+
+
 class EmulatorError(Exception):
     """Root of every error the emulator raises on purpose."""
 
@@ -167,12 +183,13 @@ class ApiError(EmulatorError):
         http_status: int | None = None,
         reason: str | None = None,
     ):
+        message = _capped(message)
         super().__init__(message)
         self.message = message
         self.field = field
         self.violations: list[FieldViolation] = []
         if field is not None:
-            self.violations.append(FieldViolation(field, description or message))
+            self.violations.append(FieldViolation(field, _capped(description or message)))
         if http_status is not None:
             self.http_status = http_status
         self.reason = reason

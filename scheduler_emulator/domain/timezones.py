@@ -31,7 +31,7 @@ from bisect import bisect_right
 from datetime import UTC, date, timedelta
 
 from ..realtime import date_from_ordinal, datetime_from_ordinal, new_date
-from .errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
+from .errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument, quoted
 
 __all__ = [
     "DAY_SECONDS",
@@ -130,7 +130,7 @@ def resolve_time_zone(name: str) -> zoneinfo.ZoneInfo:
         raise InvalidArgument(
             INVALID_SCHEDULE_MESSAGE,
             field="timeZone",
-            description=f"Unknown time zone {name!r}; {hint}",
+            description=f"Unknown time zone {quoted(name)}; {hint}",
         )
     return zoneinfo.ZoneInfo(name)
 

@@ -548,8 +548,10 @@ class Admin:
         size = _query_int(request, "pageSize", default=0, low=0, high=200) or 50
         offset = page_position(request.args.get("pageToken", ""))
         now = self.emulator.now()
-        end = _query_time(request, "end") or now + timedelta(minutes=15)
-        start = _query_time(request, "start") or end - timedelta(minutes=75)
+        # the defaults' lengths, cut at the calendar's ends (trial 181: end=0001-01-01 was a 500)
+        latest, earliest = datetime.max.replace(tzinfo=UTC), datetime.min.replace(tzinfo=UTC)
+        end = _query_time(request, "end") or now + min(timedelta(minutes=15), latest - now)
+        start = _query_time(request, "start") or end - min(timedelta(minutes=75), end - earliest)
         _window("start", start, "end", end)
         state = _query_choice(request, "state", ("", "ENABLED", "PAUSED"))
         name = request.args.get("name", "")

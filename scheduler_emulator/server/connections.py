@@ -554,7 +554,12 @@ class ConnectionRouter:
         deadline = self._loop.time() + limits.request_timeout
         try:
             async with asyncio.timeout_at(deadline):
-                while (end := buffer.find(b"\r\n\r\n")) < 0:
+                while True:
+                    # empty lines before a request line are ignored, as RFC 9112 (2.2) asks
+                    # (trial 181: a CRLF after a body lost the request pipelined after it)
+                    del buffer[: len(buffer) - len(buffer.lstrip(b"\r\n"))]
+                    if (end := buffer.find(b"\r\n\r\n")) >= 0:
+                        break
                     # too long to wait for, or lines ended by a bare LF (which the worker's
                     # parser takes, as RFC 9112 allows; trial 177 waited for the timeout)
                     if len(buffer) > MAX_HEAD_BYTES or b"\n\n" in buffer:

@@ -27,6 +27,7 @@ import io
 import ipaddress
 import json
 import logging
+import re
 import socket
 import socketserver
 import time
@@ -257,10 +258,12 @@ class EmulatorApp:
                 "REPEATED_HEADER",
             )
         length = request.headers.get("Content-Length")
-        if length is not None and not length.strip().isdigit():  # (trial 176: read as none)
+        # (trial 176: "abc" read as none; trial 181: 4,301 digits, past int()'s limit, too)
+        if length is not None and not re.fullmatch(r"[0-9]{1,18}", length.strip()):
             return _refused(
                 InvalidArgument,
-                f"Content-Length must be a whole number of bytes; got {json.dumps(length)}.",
+                "Content-Length must be a whole number of bytes (at most 18 digits); got "
+                f"{show_value(length)}.",
                 "BAD_CONTENT_LENGTH",
             )
         if length is not None and "Transfer-Encoding" in request.headers:  # (trial 177)
@@ -394,6 +397,27 @@ class _RequestStream(io.RawIOBase):
             self.sock.settimeout(self.timeout)
 
 
+def _head_problem(method: str, version: str, headers: Any) -> str | None:
+    """Why a request head http.server took is malformed all the same (answered 400), or
+    ``None``: a header line that is not a name directly followed by a colon (``Host : x``:
+    http.client ends the headers there, the lines after it dropped unseen; RFC 9112, 5.1), a
+    method not in upper case (methods are case-sensitive; ``get`` was served as GET), an
+    HTTP/0.9 request line, an HTTP/1.1 request without ``Host`` (RFC 9112, 3.2) or a NUL in a
+    header value (5.5) — trials 177 and 181."""
+    if headers.defects:
+        line = str(headers.get_payload()).partition("\r\n")[0]
+        return f"Malformed header line {show_value(line)}: want 'Name: value'"
+    if not method.isupper():
+        return f"Unsupported method {show_value(method)}: methods are upper case"
+    if version == "HTTP/0.9":
+        return "An HTTP/0.9 request line (no version); send HTTP/1.1"
+    if version == "HTTP/1.1" and "Host" not in headers:
+        return "An HTTP/1.1 request needs a Host header"
+    if any("\0" in value for value in headers.values()):
+        return "A header value holds a NUL character"
+    return None
+
+
 class _RequestHandler(WSGIRequestHandler):
     """Answers one request the connection front read (werkzeug's handler, one request per
     instance): ``data`` is the request, or its start when ``deadline`` is set (the rest is
@@ -434,20 +458,12 @@ class _RequestHandler(WSGIRequestHandler):
         self.keep_alive = self.deadline is None and not self.close_connection
 
     def parse_request(self) -> bool:
-        # A header line that is not a name directly followed by a colon (``Host : x``) ends
-        # http.client's headers there, the lines after it dropped unseen; and a lower-case
-        # method would be served as its upper case (methods are case-sensitive). Both are 400,
-        # as RFC 9112 (section 5.1) asks of the first (trial 177).
         if not super().parse_request():
             return False
-        if self.headers.defects:
-            line = str(self.headers.get_payload()).partition("\r\n")[0]
-            self.send_error(400, f"Malformed header line {line[:100]!r}: want 'Name: value'")
-        elif not self.command.isupper():
-            self.send_error(
-                400, f"Unsupported method {self.command[:20]!r}: methods are upper case"
-            )
-        return not self.headers.defects and self.command.isupper()
+        problem = _head_problem(self.command, self.request_version, self.headers)
+        if problem is not None:
+            self.send_error(400, problem)
+        return problem is None
 
     def send_header(self, keyword: str, value: str) -> None:
         # werkzeug closes every connection (it cannot tell whether the app read the whole

@@ -421,6 +421,8 @@ class TestSmallOnes:
                 port, base + json_type + f"Content-Length: 5\r\n{length}\r\n", body
             )
             word = raw_request(port, base + json_type + "Content-Length: abc\r\n\r\n", body)
+            digits = f"Content-Length: {'1' * 4301}\r\n\r\n"  # (trial 181: past int()'s limit)
+            huge = raw_request(port, base + json_type + digits, body)
             both = raw_request(  # (trial 177: a proxy may read the other one)
                 port, base + json_type + length + "Transfer-Encoding: chunked\r\n\r\n", body
             )
@@ -432,7 +434,9 @@ class TestSmallOnes:
         assert b"repeats the Content-Length header" in lengths
         assert word.startswith(b"HTTP/1.1 400"), word
         assert both.startswith(b"HTTP/1.1 400") and b"both Content-Length and Transfer" in both
-        assert b'Content-Length must be a whole number of bytes; got \\"abc\\".' in word, word
+        assert b'whole number of bytes (at most 18 digits); got \\"abc\\".' in word, word
+        assert huge.startswith(b"HTTP/1.1 400") and b"at most 18 digits); got" in huge
+        assert len(huge) < 3000, huge[:300]  # (its 4,301 digits were sent back twice)
         assert listed == {}
 
     def test_a_414_is_the_json_error_envelope(self) -> None:
@@ -443,6 +447,18 @@ class TestSmallOnes:
             spaced = raw_request(port, "GET /_emulator/faults HTTP/1.1\r\nHost : x\r\n\r\n")
             lower = raw_request(port, "get /_emulator/faults HTTP/1.1\r\nHost: x\r\n\r\n")
             bare = raw_request(port, "GET /_emulator/faults HTTP/1.1\nHost: 127.0.0.1\n\n")
+            no_host = raw_request(port, "GET /_emulator/faults HTTP/1.1\r\n\r\n")  # (trial 181)
+            old_line = raw_request(port, "GET /_emulator/faults\r\n\r\n")
+            nul = raw_request(
+                port, "GET /_emulator/faults HTTP/1.1\r\nHost: 127.0.0.1\r\nX: a\0b\r\n\r\n"
+            )
+            health = (
+                "GET /_emulator/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            )
+            leading = raw_request(port, "\r\n" + health)  # (trial 181: closed, no answer)
+            post = "POST /_emulator/faults HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            post += "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}\r\n"
+            pipelined = raw_request(port, post + health)  # (an old client's CRLF after a body)
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 414") and b"application/json" in head
         assert json.loads(body)["error"]["code"] == 414
@@ -452,9 +468,14 @@ class TestSmallOnes:
             "code": 400, "message": "Invalid HTTP version (2.0).", "status": "INVALID_ARGUMENT"
         }  # fmt: skip
         # (trial 177: both were served, the first with the headers after it dropped)
-        assert spaced.startswith(b"HTTP/1.1 400") and b"Malformed header line 'Host : x'" in spaced
-        assert lower.startswith(b"HTTP/1.1 400") and b"Unsupported method 'get'" in lower
+        assert spaced.startswith(b"HTTP/1.1 400") and b'header line \\"Host : x\\"' in spaced
+        assert lower.startswith(b"HTTP/1.1 400") and b'Unsupported method \\"get\\"' in lower
+        assert no_host.startswith(b"HTTP/1.1 400") and b"needs a Host header" in no_host
+        assert old_line.startswith(b"HTTP/1.1 400") and b"HTTP/0.9 request line" in old_line
+        assert nul.startswith(b"HTTP/1.1 400") and b"holds a NUL character" in nul
         assert bare.startswith(b"HTTP/1.1 200") and b'"rules"' in bare  # at once, not in 10 s
+        assert leading.startswith(b"HTTP/1.1 200"), leading
+        assert pipelined.count(b"HTTP/1.1 ") == 2 and b'"ok"' in pipelined, pipelined
 
     def test_an_empty_admin_token_is_refused(self) -> None:
         result = run_cli("start", "--in-memory", "--port", "0", "--admin-token", "")
@@ -490,6 +511,30 @@ def test_a_huge_value_is_not_sent_back_whole(client: Client, emulator: Emulator)
     ):
         assert response.status_code == status
         assert len(response.data) < 2_000, response.data[:200]
+    # trial 181: a 1 MB schedule or time zone came back whole, twice; a 4,000-character filter
+    for job in (full_job(schedule="x" * 1_000_000), full_job(timeZone="y" * 1_000_000)):
+        response = client.post(JOBS, json=job)
+        assert response.status_code == 400 and len(response.data) < 5_000, response.data[:200]
+    filtered = client.get(f"/v1/projects/my-project/locations?filter={'-' * 4000}a=b")
+    assert filtered.status_code == 400 and len(filtered.data) < 5_000
+    assert (
+        "'yyyyyyyy"
+        in client.post(JOBS, json=full_job(timeZone="y" * 100)).json["error"]["details"][0][
+            "fieldViolations"
+        ][0]["description"]
+    )
+
+
+def test_a_calendar_edge_and_a_deep_field_mask_are_400s_not_500s(client: Client) -> None:
+    """Trial 181: the timeline's default window before end=0001-01-01 overflowed, and a field
+    mask 1,000 parentheses deep ran out of stack: both answered 500 INTERNAL."""
+    for end in ("0001-01-01T00:00:00Z", "0001-01-01T00:30:00Z"):
+        answer = client.get(f"/_emulator/timeline?end={end}")
+        assert answer.status_code in (200, 400) and "INTERNAL" not in answer.text, answer.text
+    deep = client.get(f"{JOBS}?fields={'a(' * 1000}{')' * 1000}")
+    assert deep.status_code == 400
+    assert "parentheses nested deeper than 32" in error_of(deep)["message"]
+    assert client.get(f"{JOBS}?fields={'a(' * 31}b{')' * 31}").status_code == 200
 
 
 @pytest.mark.timeout(60)
