@@ -115,13 +115,6 @@ def show_value(value: Any, limit: int = 80) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def quoted(value: str, limit: int = 80) -> str:
-    """``repr(value)`` of at most ``limit`` characters of ``value`` (a cut one ends with ``…``
-    inside its quotes): how a schedule's and a time zone's messages name what they refuse, so
-    that a 1 MB value is not sent back whole (trial 181)."""
-    return repr(value if len(value) <= limit else value[: limit - 1] + "…")
-
-
 #: The longest message or field violation an error carries, in characters: a message quoting
 #: a huge value whole (a 1 MB schedule, trial 181) is cut, whatever quoted it.
 MAX_ERROR_TEXT = 2000
