@@ -207,9 +207,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     jobs.add_argument(
         "--state", type=str.upper, choices=["ENABLED", "PAUSED"], help="only jobs in this state"
     )
-    jobs.add_argument(
-        "--failed", action="store_true", help="only jobs whose last attempt failed (status)"
-    )
+    jobs.add_argument("--failed", action="store_true", help="only jobs whose last attempt failed")
     executions.add_argument(
         "--state", type=_execution_state, metavar="{" + ",".join(EXECUTION_STATES) + "}",
         help="only the executions in this state (any case)",
