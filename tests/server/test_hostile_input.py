@@ -554,5 +554,21 @@ def test_a_chunked_body_sent_with_its_head_is_read_at_once() -> None:
             chunked,
         )
         took = time.monotonic() - started
+        # trial 181: a chunk extension (valid) was refused; a bad or huge size said nothing
+        head = (
+            f"POST {JOBS}:x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n"
+            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        extended = raw_request(
+            port, head.replace(":x", "/nightly:pause"), b"2;a=b\r\n{}\r\n0\r\n\r\n"
+        )
+        bad = raw_request(port, head.replace(":x", ""), b"zz\r\n{}\r\n0\r\n\r\n")
+        started = time.monotonic()
+        huge = raw_request(port, head.replace(":x", ""), b"FFFFFFFF\r\n{}")
+        huge_took = time.monotonic() - started
     assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
     assert took < 5, took
+    assert extended.startswith(b"HTTP/1.1 200") and b'"PAUSED"' in extended, extended[:300]
+    assert bad.startswith(b"HTTP/1.1 400") and b'Invalid chunk size line \\"zz' in bad, bad
+    assert huge.startswith(b"HTTP/1.1 400") and b"payload size exceeds" in huge, huge[:300]
+    assert huge_took < 5, huge_took
