@@ -482,7 +482,7 @@ class Admin:
             fire_times=fire_times or 0,
             dst_policy=self.emulator.options.dst_policy,
             upcoming=self.emulator.upcoming,
-            in_flight=lambda job: read_model.in_flight_since(self.emulator.store, job, now),
+            last=lambda job: read_model.newest_attempt(self.emulator.store, job, now),
             local_url=self._app_engine_url,
         )
         answer = _page_answer("jobs", rows, next_page_token(following))

@@ -482,13 +482,16 @@ def job_labels(names: Sequence[str]) -> list[str]:
     return [name.replace("/jobs/", "/") for name in short]
 
 
-def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:
+def job_rows(
+    jobs: Sequence[dict[str, Any]], wide: bool = False, reasons: bool = False
+) -> list[list[str]]:
     """The cells of the ``jobs`` table (:data:`JOBS_HEADERS`, or :data:`WIDE_JOBS_HEADERS`
     with ``wide``), from ``GET /_emulator/jobs`` rows; NEXT is the next fire time in the job's
     time zone (as its ScheduleTime header will read, and the other views' SCHEDULED), or
     ``retry T`` while its scheduled run's retry is pending, and ``S late`` (after it: ``retry
     T, then S late``) for a scheduled time missed while the job's run went on, which runs as
-    that run ends; then ``; forced run's retry T`` while one is pending."""
+    that run ends; then ``; forced run's retry T`` while one is pending. With ``reasons`` a
+    last REASON: why the last attempt failed (``lastAttempt.reason``; ``jobs --failed``)."""
     rows = []
     for job, label in zip(
         jobs, job_labels([job.get("name") or job["id"] for job in jobs]), strict=True
@@ -516,6 +519,7 @@ def job_rows(jobs: Sequence[dict[str, Any]], wide: bool = False) -> list[list[st
                 "-" if not last else f"{last['code'] or IN_FLIGHT} {cut(last['time'], wide)}",
                 upcoming,
                 *([job["target"]] if wide else []),
+                *([(last or {}).get("reason") or "-"] if reasons else []),
             ]
         )
     return rows
@@ -679,8 +683,9 @@ def cmd_jobs(args: argparse.Namespace, out: IO[str]) -> int:
     jobs = list(client.pages("/_emulator/jobs", "jobs", params))
     if args.json:
         return _print_json(out, jobs)
-    headers = WIDE_JOBS_HEADERS if args.wide else JOBS_HEADERS
-    return _print_table(out, headers, job_rows(jobs, args.wide), "(no jobs)", args.wide)
+    headers = (WIDE_JOBS_HEADERS if args.wide else JOBS_HEADERS) + ("REASON",) * args.failed
+    rows = job_rows(jobs, args.wide, reasons=args.failed)  # why each fails (trial 178)
+    return _print_table(out, headers, rows, "(no jobs)", args.wide)
 
 
 def skipped_rows(records: Sequence[dict[str, Any]], wide: bool = False) -> list[list[str]]:

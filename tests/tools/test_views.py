@@ -92,8 +92,12 @@ def test_jobs_failed_lists_the_jobs_whose_last_attempt_failed(
     rows = [json.loads(line) for line in out.splitlines()]
     failing = {r["id"] for r in rows if r["lastAttempt"] and r["lastAttempt"]["code"] != "OK"}
     assert "hourly-ping" in failing and len(failing) < len(rows)
-    _, out, _ = run_command(capsys, "jobs", "--port", port(daemon), "--failed")
-    assert {line.split()[0] for line in out.splitlines()[1:]} == failing
+    _, out, _ = run_command(capsys, "jobs", "--port", port(daemon), "--failed", "--wide")
+    header, *lines = out.splitlines()
+    assert {line.split()[0] for line in lines} == failing and header.endswith("REASON")
+    ping = next(line for line in lines if line.startswith("hourly-ping "))  # (trial 178: why)
+    assert ping.endswith(next(r for r in rows if r["id"] == "hourly-ping")["lastAttempt"]["reason"])
+    assert "timer route 'cleanup' is not the job's name" in ping
     answer = requests.get(daemon.url + "/_emulator/jobs", {"failed": "maybe"}, timeout=10)
     assert answer.status_code == 400 and "failed must be one of false, true" in answer.text
 

@@ -87,7 +87,7 @@ def job_row(
     *,
     dst_policy: str = "absolute",
     upcoming: Upcoming = Upcoming(),  # noqa: B008 (an immutable tuple)
-    in_flight: datetime | None = None,
+    last: Attempt | None = None,
     local_url: str | None = None,
 ) -> dict[str, Any]:
     """One row of the jobs view (the JSON shape of ``GET /_emulator/jobs``).
@@ -96,18 +96,22 @@ def job_row(
         scheduled run's pending retry is due (``nextAttemptTime``), when a forced run's is
         (``forcedRunRetryTime``) and the scheduled time missed while its run went on, which runs
         late once that run ends (``delayedRunTime``).
-    :param in_flight: the start of its last attempt when that has not ended by the clock's
-        now: ``lastAttempt`` has that time (the attempt's, which a queued attempt takes when it
-        leaves) and ``code`` ``None`` (the job's status is written when the attempt ends).
+    :param last: its newest attempt as it reads at the clock's now (:meth:`Attempt.as_of`).
+        One in flight gives ``lastAttempt`` its start (which a queued attempt takes when it
+        leaves) and ``code`` ``None`` (the job's status is written when the attempt ends); one
+        that failed gives ``reason``, why (:attr:`Attempt.reason`: trial 178 found it only in
+        the other views).
     """
     status, (first, retry, forced_retry, delayed) = job.status, upcoming
-    last = None
+    in_flight = last.start_time if last is not None and last.code is None else None
+    last_attempt = None
     if job.last_attempt_time is not None:
         code = "OK" if status is None or status.code == 0 else _CODE_NAMES.get(status.code)
-        last = {
+        last_attempt = {
             "time": iso(in_flight or job.last_attempt_time),
             "code": None if in_flight else code,
             "message": "" if in_flight or status is None else status.message,
+            "reason": "" if last is None else last.reason,
         }
     return {
         "name": job.name,
@@ -119,7 +123,7 @@ def job_row(
         "target": target_text(job, local_url),
         "targetType": job.target_type,
         "state": job.state.name,
-        "lastAttempt": last,
+        "lastAttempt": last_attempt,
         "nextAttemptTime": iso(retry),
         "forcedRunRetryTime": iso(forced_retry),  # (trial 170: it hid the scheduled run's)
         "delayedRunTime": iso(delayed),  # (trial 149: the views promised what was skipped)
@@ -151,7 +155,7 @@ def job_rows(
     fire_times: int = DEFAULT_FIRE_TIMES,
     dst_policy: str = "absolute",
     upcoming: Callable[[str], Upcoming],
-    in_flight: Callable[[str], datetime | None],
+    last: Callable[[str], Attempt | None],
     local_url: Callable[[Job], str | None],
 ) -> tuple[list[dict[str, Any]], int | None, int]:
     """One page of the jobs view, of the jobs that pass :func:`matches` ``name``, ``state``
@@ -161,7 +165,7 @@ def job_rows(
     :param offset: jobs of the filtered list to skip (the page token).
     :param upcoming: what comes next for a job, by full name (the scheduler's), so that a
         pending retry is not listed as a fire time.
-    :param in_flight: a job's last attempt's start if it is in flight (:func:`in_flight_since`).
+    :param last: a job's newest attempt as it reads now (:func:`newest_attempt`), by full name.
     :param local_url: where an App Engine target job's attempts go (:func:`target_text`).
     :return: the rows, the next page's offset (``None`` on the last page), and how many jobs
         pass the filters.
@@ -173,7 +177,7 @@ def job_rows(
             fire_times,
             dst_policy=dst_policy,
             upcoming=upcoming(job.name),
-            in_flight=in_flight(job.name),
+            last=last(job.name),
             local_url=local_url(job),
         )
         for job in kept[offset : offset + page_size]
@@ -182,23 +186,10 @@ def job_rows(
     return rows, following, len(kept)
 
 
-def in_flight_since(store: Store, job: str, now: datetime) -> datetime | None:
-    """The start of the newest attempt of ``job`` (full name) if it is in flight at ``now``
-    (else ``None``): no end recorded yet (its target has not answered), or a recorded end later
-    than ``now`` (it reads as in flight until the clock passes it; see :meth:`Attempt.as_of`)."""
-    rows = store.query(
-        "SELECT id, start_time, end_time FROM attempts WHERE job = ? "
-        "ORDER BY start_time DESC, id DESC LIMIT 1",
-        (job,),
-    )
-    check = Row(store.path, "attempts", job)
-
-    def in_flight(row: Any) -> datetime | None:
-        started = check.instant("start_time", row[1])
-        ended = check.optional_instant("end_time", row[2])
-        return started if ended is None or in_flight_at(started, ended, now) else None
-
-    return next(iter(read_rows(store.path, "attempts", rows, in_flight)), None)
+def newest_attempt(store: Store, job: str, now: datetime) -> Attempt | None:
+    """The newest attempt of ``job`` (full name) as it reads at ``now`` (:func:`attempts_newest`),
+    ``None`` before its first."""
+    return next(iter(attempts_newest(store, job=job, page_size=1, now=now)[0]), None)
 
 
 def attempts_newest(

@@ -10,8 +10,7 @@
     view: "timeline", clock: null, token: sessionStorage.getItem("scheduler-emulator-token") || "",
     zone: localStorage.getItem(ZONE_KEY) || "utc", asOf: null /* the job whose "as of" form is open */,
     jobsOffset: 0, jobsPage: 50, lanesOffset: 0, lanesPage: 50,
-    windowEnd: null, /* null: follow the clock */ busy: null, again: null, timer: null,
-    reasons: {}  /* job name → {key: its last attempt, text: that attempt's reason} */
+    windowEnd: null, /* null: follow the clock */ busy: null, again: null, timer: null
   };
   function $(id) { return document.getElementById(id); }
   var openPanel = TL.panel($("details"), $("details-title"), $("details-close"));
@@ -190,19 +189,9 @@
   /* The last attempt's reason, as `attempts` and the run panel give it (the service's answer),
    * in `node`; the job's status text until it is read, once per attempt (trials 126, 130). */
   function lastReason(job, node) {
-    var key = job.name + " " + job.lastAttempt.time, known = state.reasons[job.name];
-    /* the tooltip the whole of it: three lines show (trial 163: it was the short status text) */
-    TL.breakable(node, node.title = known && known.key === key ? known.text : job.lastAttempt.message);
-    if (known && known.key === key) return;
-    if (Object.keys(state.reasons).length > 1000) state.reasons = {};  /* (bounded) */
-    state.reasons[job.name] = { key: key, text: job.lastAttempt.message };
-    request("GET", "/_emulator/attempts" + query({ job: job.name, order: "newest", pageSize: 1 }))
-      .then(function (page) {
-        var attempt = (page.attempts || [])[0];
-        if (!attempt || !attempt.reason || state.reasons[job.name].key !== key) return;
-        state.reasons[job.name].text = node.textContent = "";
-        TL.breakable(node, node.title = state.reasons[job.name].text = attempt.reason);  /* not mid-word */
-      }).catch(function () { /* the status text stays */ });
+    /* the attempt's reason, as attempts and the run panel give it, whole in the tooltip: three
+     * lines show (trial 163: it was the short status text) */
+    TL.breakable(node, node.title = job.lastAttempt.reason || job.lastAttempt.message);
   }
   function jobAction(job, verb) {
     var path = "/v1/" + job.name + (verb === "delete" ? "" : ":" + verb);

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from werkzeug.test import Client
 
-from scheduler_emulator import Emulator, HttpTransport, ManualClock, WsgiTransport
+from scheduler_emulator import Attempt, Emulator, HttpTransport, ManualClock, WsgiTransport
 from scheduler_emulator.domain.attempts import RESPONSE_EXCERPT_BYTES, SkippedRun, iso
 from scheduler_emulator.runtime.storage import read_model
 from scheduler_emulator.server.server import create_app
@@ -420,7 +420,8 @@ class TestTheReadModelTellsTheTruth:
             last_attempt_time=datetime(2026, 12, 4, 1, 57, 0, 177, tzinfo=UTC),
         )
         left = datetime(2026, 12, 4, 1, 57, 0, 502, tzinfo=UTC)
-        assert read_model.job_row(job, 1, in_flight=left)["lastAttempt"]["time"] == iso(left)
+        going = Attempt(1, job.name, 1, 1, None, left, {"method": "POST", "url": "http://x/"})
+        assert read_model.job_row(job, 1, last=going)["lastAttempt"]["time"] == iso(left)
         assert read_model.job_row(job, 1)["lastAttempt"]["time"] == iso(job.last_attempt_time)
 
     def test_an_attempt_ending_after_now_is_in_flight_everywhere(
