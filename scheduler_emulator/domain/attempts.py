@@ -271,7 +271,11 @@ class Attempt:
         404 from the Cloud Run Admin API's run method says what the job or the ``--cloud-run-jobs``
         file lacks; a 401 or 403 to an OIDC token names the token's audience (the job's whole URI
         when the job sets none, Google's rule) and email, the claims a service refuses a token
-        for."""
+        for; a refused connection names where nothing listens (trial 182: the debug text does
+        not)."""
+        if self.response_status is None and "Connection refused" in self.debug_info:
+            where = urlsplit(str(self.request.get("url", ""))).netloc
+            return f"nothing listens at {where}: start the target there, or fix the job's URI"
         if self.runs_cloud_run_job:
             method = str(self.request.get("method") or "POST")
             if self.response_status == 404 and method != "POST":  # (trial 108: "define it")
@@ -543,7 +547,7 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
         text = answer_text(attempt.response_excerpt.strip()) or attempt.debug_info.removeprefix(
             DUPLICATE_NOTE
         )
-        if hint and not attempt.response_excerpt.strip():
+        if hint and not attempt.response_excerpt.strip() and attempt.response_status:
             text = "empty body"
     text = " ".join(text.split())
     if text.startswith(("EMULATOR_", "PUBSUB_ERROR")):  # the emulator's words: what to do

@@ -120,8 +120,9 @@ class TestTextFormat:
         ) == [
             "2026-05-08T01:00:00Z  nightly  attempt 1  OK (HTTP 200)  250 ms",
             "2026-05-08T01:00:00Z  nightly  attempt 2  UNAVAILABLE    250 ms  reason: "
-            "URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR. Connection refused",
-        ]
+            "URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR. Connection refused — emulator's hint: "
+            "nothing listens at svc.example: start the target there, or fix the job's URI",
+        ]  # (trial 182: where nothing listened was not said)
 
     def test_the_schedule_time_and_the_services_answer(self) -> None:
         failed = attempt(

@@ -432,10 +432,11 @@
       "detail-status");
     add(container, "h3", a.code === "OK" ? "Status detail" : "Why").setAttribute(  // (an OK has no why)
       "data-testid", "detail-why");
-    if (a.reason && a.reason !== (a.debugInfo || "").split(/\s+/).join(" ").trim())  /* once */
-      add(container, "p", a.reason, "reason").setAttribute("data-testid", "detail-reason");
+    var said = (a.reason || "").split(" — emulator's hint: ")[0];  /* the debug text once */
+    var reason = said && said !== (a.debugInfo || "").split(/\s+/).join(" ").trim();
+    if (reason) add(container, "p", a.reason, "reason").setAttribute("data-testid", "detail-reason");
     add(container, "pre", a.debugInfo || "—").setAttribute("data-testid", "detail-debug");
-    if (a.hint && (a.reason || "").indexOf(a.hint) < 0)  /* (trial 126: said twice) */
+    if (a.hint && !(reason && a.reason.indexOf(a.hint) >= 0))  /* (trial 126: said twice) */
       add(container, "p", "Emulator's hint, beside the service's answer: " + a.hint, "hint")
         .setAttribute("data-testid", "detail-hint");
     if (!published) {

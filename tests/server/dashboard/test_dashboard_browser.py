@@ -348,6 +348,8 @@ def test_the_page_fits_an_800_px_window(tmp_path: Path) -> None:
         debug = by_testid(driver, "detail-debug").text
         assert "Connection refused" in debug
         assert by_testid(driver, "attempt-details").text.count(debug) == 1  # (trial 55: twice)
+        hint = by_testid(driver, "detail-hint").text  # where nothing listens (trial 182)
+        assert hint.startswith("Emulator's hint") and "nothing listens at 127.0.0.1:" in hint
         driver.save_screenshot(str(tmp_path / "attempt-800-refused.png"))
 
 
