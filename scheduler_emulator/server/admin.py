@@ -283,6 +283,7 @@ class Admin:
         over the network) ``httpClient``: ``"libcurl"`` or ``"http.client"``; ``grpc``: whether
         the ``[grpc]`` extra was installed when the daemon started, so its port serves gRPC
         beside REST."""
+        _only_parameters(request)  # (trial 181: ?x=1 was taken)
         emulator = self.emulator
         answer: dict[str, Any] = {
             "project": emulator.project,
@@ -335,6 +336,7 @@ class Admin:
         is due (a fire time, a retry; now when it is overdue, as after a restart, so that a
         move to it runs it: trial 141), absent when nothing is, with ``nextDueJobs`` (the IDs of
         the first :data:`DUE_JOBS_SHOWN` jobs due then, by name) and ``nextDueJobCount``."""
+        _only_parameters(request)  # (trial 181: ?x=1 was taken)
         now = self.emulator.now()
         answer: dict[str, Any] = {"now": iso(now), "mode": self._mode()}
         due = self.emulator.next_due()
@@ -445,7 +447,8 @@ class Admin:
         _only_parameters(request)
         if not (attempt_id.isascii() and attempt_id.isdigit() and len(attempt_id) <= 18):
             raise InvalidArgument(
-                f"The attempt id must be a whole number; got {show_value(attempt_id)}.",
+                "The attempt id must be a whole number of at most 18 digits; got "
+                f"{show_value(attempt_id)}.",
                 field="id",
             )
         found = read_model.attempt_by_id(

@@ -535,6 +535,11 @@ def test_a_calendar_edge_and_a_deep_field_mask_are_400s_not_500s(client: Client)
     assert deep.status_code == 400
     assert "parentheses nested deeper than 32" in error_of(deep)["message"]
     assert client.get(f"{JOBS}?fields={'a(' * 31}b{')' * 31}").status_code == 200
+    # trial 181: a parameter these take none of was ignored; a 23-digit id "not a whole number"
+    for path in ("/_emulator/clock?x=1", "/_emulator/config?x=1"):
+        assert 'takes no parameter "x"' in error_of(client.get(path))["message"]
+    long_id = error_of(client.get("/_emulator/attempts/" + "9" * 23))["message"]
+    assert "a whole number of at most 18 digits" in long_id
 
 
 @pytest.mark.timeout(60)
