@@ -273,8 +273,8 @@ class Attempt:
         when the job sets none, Google's rule) and email, the claims a service refuses a token
         for; a refused connection names where nothing listens (trial 182: the debug text does
         not)."""
-        if self.response_status is None and "Connection refused" in self.debug_info:
-            where = urlsplit(str(self.request.get("url", ""))).netloc
+        where = urlsplit(str(self.request.get("url", ""))).netloc  # ("" for a publish)
+        if where and self.response_status is None and "Connection refused" in self.debug_info:
             return f"nothing listens at {where}: start the target there, or fix the job's URI"
         if self.runs_cloud_run_job:
             method = str(self.request.get("method") or "POST")
