@@ -1104,15 +1104,19 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
 
 def _say_waiting(args: argparse.Namespace) -> None:
     """Say on stderr what a slow ``clock`` move waits for, naming the jobs whose attempts are
-    in flight (trials 158, 170: a move held for a Cloud Run run said nothing; trial 172: one
-    slow job of 5,000 was found only in the target's log)."""
+    in flight, the oldest first: the one a manual clock is sending, the others queued behind it
+    (trials 158, 170: a move held for a Cloud Run run said nothing; trial 172: one slow job of
+    5,000 was found only in the target's log; trial 183: named in alphabetical order, the slow
+    one was cut off behind "…")."""
     going: list[str] = []
     with contextlib.suppress(ConfigurationError):  # (a daemon gone: the move's call says so)
         page = DaemonClient(args.host, args.port, args.admin_token).get(
             "/_emulator/attempts", {"order": "newest", "pageSize": 100}
         )
-        going = sorted({a["job"].rsplit("/", 1)[-1] for a in page["attempts"] if not a["code"]})
-    which = f" ({', '.join(going[:3])}{', …' if len(going) > 3 else ''})" if going else ""
+        jobs = (a["job"].rsplit("/", 1)[-1] for a in page["attempts"][::-1] if not a["code"])
+        going = list(dict.fromkeys(jobs))
+    then = f"; then {', '.join(going[1:3])}{', …' if len(going) > 3 else ''}" * (len(going) > 1)
+    which = f" ({going[0]}{then})" if going else ""
     print(
         f"note: the clock waits for what it sends to be answered{which}: a target up to its "
         "attempt deadline, a Cloud Run execution until it ends (see `attempts --follow`, "
