@@ -352,6 +352,9 @@ _MARKUP = re.compile(
     r"<(script|style|title)\b.*?(?:</\1\s*>|$)|<[^>]*>?", re.IGNORECASE | re.DOTALL
 )
 _TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+#: A heading's end, read as ": " so that it does not run into the text after it (trial 183:
+#: "Not Found No route for /x").
+_HEADING_END = re.compile(r"</h[1-6]\s*>", re.IGNORECASE)
 
 
 def answer_text(excerpt: str) -> str:
@@ -371,12 +374,13 @@ def answer_text(excerpt: str) -> str:
     'Invalid.: order.id: Required.'
     >>> answer_text('<!doctype html><title>500 Internal Server Error</title><style>p {}</style>'
     ...     '<h1>Internal Server Error</h1><p>It&#x27;s down.</p>')
-    "Internal Server Error It's down."
+    "Internal Server Error: It's down."
     >>> answer_text('<html><head><title>DisallowedHost at /x</title><style>body { … ')
     'DisallowedHost at /x'
     """  # noqa: E501
     if excerpt.lstrip().startswith("<"):
-        text = " ".join(html.unescape(_MARKUP.sub(" ", excerpt)).split())
+        words = html.unescape(_MARKUP.sub(" ", _HEADING_END.sub(": ", excerpt))).split()
+        text = " ".join(words).removesuffix(":").replace(" : ", ": ")
         title = _TITLE.search(excerpt) if not text else None  # (trial 106: Django's 400 page)
         return " ".join(html.unescape(title[1]).split()) if title else text
     if not excerpt.lstrip().startswith("{"):

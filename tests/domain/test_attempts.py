@@ -150,8 +150,8 @@ def test_a_frameworks_html_error_page_reads_as_its_text() -> None:
         '<h1>ZeroDivisionError</h1><pre class="exception_value">division by zero</pre><table'
     )  # cut inside a tag, as an excerpt may be
     reasons = [failure_reason(replace(FAILED, response_excerpt=page)) for page in (flask, django)]
-    assert reasons[0].startswith("Internal Server Error The server encountered")
-    assert reasons[1].startswith("ZeroDivisionError division by zero — emulator's hint")
+    assert reasons[0].startswith("Internal Server Error: The server encountered")
+    assert reasons[1].startswith("ZeroDivisionError: division by zero — emulator's hint")
     assert not any(c in reason for reason in reasons for c in "<>{}")
 
 

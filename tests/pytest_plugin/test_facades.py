@@ -301,7 +301,7 @@ def test_non_2xx_answer_fails_with_the_acknowledgement_message(
     result.stdout.fnmatch_lines(
         [
             "*TimerNotAcknowledged: The source would not read the answer to TIMER /tick as an "
-            "acknowledgement: the service answered 404. It said: Not Found The requested URL was "
+            "acknowledgement: the service answered 404. It said: Not Found: The requested URL was "
             "not found on the server.* The façade posted to "
             "/_triggers/timer/tick; the app's router serves /jobs/, and the façade always posts "
             "under the default prefix: test this app with the cloud_scheduler fixture, whose "
