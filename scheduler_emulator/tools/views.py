@@ -519,10 +519,17 @@ def job_rows(
                 "-" if not last else f"{last['code'] or IN_FLIGHT} {cut(last['time'], wide)}",
                 upcoming,
                 *([job["target"]] if wide else []),
-                *([(last or {}).get("reason") or "-"] if reasons else []),
+                *([_last_reason(last or {})] if reasons else []),
             ]
         )
     return rows
+
+
+def _last_reason(last: dict[str, Any]) -> str:
+    """A job's REASON cell: its last attempt's reason, after the target's HTTP status when it
+    answered (``HTTP 404: Not Found``; trial 183: which jobs got a 5xx was not said)."""
+    reason, status = last.get("reason") or "-", last.get("responseStatus")
+    return f"HTTP {status}: {reason}" if status else reason
 
 
 def attempt_rows(

@@ -96,7 +96,8 @@ def test_jobs_failed_lists_the_jobs_whose_last_attempt_failed(
     header, *lines = out.splitlines()
     assert {line.split()[0] for line in lines} == failing and header.endswith("REASON")
     ping = next(line for line in lines if line.startswith("hourly-ping "))  # (trial 178: why)
-    assert ping.endswith(next(r for r in rows if r["id"] == "hourly-ping")["lastAttempt"]["reason"])
+    last = next(r for r in rows if r["id"] == "hourly-ping")["lastAttempt"]
+    assert ping.endswith(f"HTTP 500: {last['reason']}") and last["responseStatus"] == 500
     assert "timer route 'cleanup' is not the job's name" in ping
     answer = requests.get(daemon.url + "/_emulator/jobs", {"failed": "maybe"}, timeout=10)
     assert answer.status_code == 400 and "failed must be one of false, true" in answer.text

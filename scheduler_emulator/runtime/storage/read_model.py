@@ -100,7 +100,7 @@ def job_row(
         One in flight gives ``lastAttempt`` its start (which a queued attempt takes when it
         leaves) and ``code`` ``None`` (the job's status is written when the attempt ends); one
         that failed gives ``reason``, why (:attr:`Attempt.reason`: trial 178 found it only in
-        the other views).
+        the other views), and ``responseStatus``, the target's HTTP status if it answered.
     """
     status, (first, retry, forced_retry, delayed) = job.status, upcoming
     in_flight = last.start_time if last is not None and last.code is None else None
@@ -112,6 +112,7 @@ def job_row(
             "code": None if in_flight else code,
             "message": "" if in_flight or status is None else status.message,
             "reason": "" if last is None else last.reason,
+            "responseStatus": None if last is None else last.response_status,
         }
     return {
         "name": job.name,
