@@ -47,7 +47,7 @@ NOT_CONFIGURED = (
     "Pub/Sub emulator to publish to: start one (gcloud beta emulators pubsub start "
     "--host-port=127.0.0.1:8085) and set PUBSUB_EMULATOR_HOST=127.0.0.1:8085 or pass "
     "--pubsub-emulator-host 127.0.0.1:8085, or start with --with-pubsub (either needs "
-    "pip install 'cloud-scheduler-emulator[pubsub]')."
+    "pip install 'cloud-scheduler-emulator[pubsub]', in a clone -e '.[pubsub]')."
 )
 
 

@@ -17,7 +17,8 @@ from .pubsub import PublishError
 #: What to install when google-cloud-pubsub is missing.
 MISSING_EXTRA = (
     "EMULATOR_PUBSUB_MISSING_LIBRARY. Publishing to the Pub/Sub emulator needs "
-    "google-cloud-pubsub: pip install 'cloud-scheduler-emulator[pubsub]'."
+    "google-cloud-pubsub: pip install 'cloud-scheduler-emulator[pubsub]' (in a clone: "
+    "-e '.[pubsub]')."
 )
 
 
