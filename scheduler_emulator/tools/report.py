@@ -210,6 +210,10 @@ def _scenario(run: ScenarioRun) -> str:
     """What the scenario did: its jobs, its steps, its fault rules (as written) and the
     probe's values."""
     jobs = "".join(f"<li>{html.escape(_job(job))}</li>" for job in run.scenario.jobs)
+    jobs += "".join(  # (trial 183: on stderr only)
+        f'<li data-testid="left-out">{html.escape(job)}: left out: {html.escape(why)}</li>'
+        for job, why in run.scenario.left_out.items()
+    )
     steps = "".join(f"<li>{html.escape(step.describe())}</li>" for step in run.scenario.steps)
     rules = run.scenario.faults.get("rules", [])
     faults = "".join(f"<li><code>{html.escape(json.dumps(rule))}</code></li>" for rule in rules)
@@ -249,6 +253,7 @@ def report_html(run: ScenarioRun) -> str:
     verdict = "every expectation holds" if run.ok else f"{len(run.unmet)} unmet"
     title = f"Scenario {scenario.path}: {verdict}"
     duplicates = sum(1 for row in timeline_rows(run.attempts) if row[-1].startswith("duplicate"))
+    failed = sum(1 for attempt in run.attempts if attempt.code not in (None, "OK"))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <meta http-equiv="Content-Security-Policy" content="{_CSP}">
@@ -259,7 +264,8 @@ def report_html(run: ScenarioRun) -> str:
 <span>{html.escape(iso(scenario.start) or "")} → {html.escape(iso(run.end) or "")}</span></div>
 </header>
 <main class="report">
-<p>{len(run.attempts)} attempt(s), {duplicates} duplicate deliver{"y" if duplicates == 1 else "ies"}
+<p>{len(run.attempts)} attempt(s), {failed} failed, {duplicates} duplicate \
+deliver{"y" if duplicates == 1 else "ies"}
 (a 2xx the target had already given for the same run); fault seed {run.seed};
 {html.escape(run.delivery)}.</p>
 <h2>Expectations</h2>

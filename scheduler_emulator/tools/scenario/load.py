@@ -280,6 +280,7 @@ def load_scenario(path: str | Path) -> Scenario:
         location=location,
         header_case=header_case,
         cloud_run_jobs=cloud_run_jobs,
+        left_out=job_ids.left_out,
     )
 
 

@@ -367,6 +367,8 @@ class Scenario:
     :param header_case: how attempts spell header names (``google``, ``lower``, ``canonical``).
     :param cloud_run_jobs: the Cloud Run jobs that ``jobs/J:run`` URIs run locally (the
         decoded definitions of the files the scenario's ``cloud_run_jobs`` names).
+    :param left_out: why each job of its jobs file the runner left out was, by job ID (the
+        report says it: trial 183).
     """
 
     path: Path
@@ -381,6 +383,7 @@ class Scenario:
     location: str = DEFAULT_LOCATION
     header_case: str = DEFAULT_HEADER_CASE
     cloud_run_jobs: tuple[Mapping[str, Any], ...] = ()
+    left_out: Mapping[str, str] = field(default_factory=dict)
 
     def fault_plan(self, seed: int | None = None) -> FaultPlan:
         """A fresh fault plan (rule limits count from zero).

@@ -14,6 +14,7 @@ import pytest
 
 from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.tools.replay import print_report, replay_scenario
+from scheduler_emulator.tools.report import report_html
 from scheduler_emulator.tools.scenario import (
     Check,
     ScenarioRun,
@@ -575,7 +576,10 @@ class TestReplay:
             '- {name: ready, schedule: "0 * * * *", pubsubTarget: '
             "{topicName: projects/my-project/topics/ready, data: eA==}}\n"
         )
-        assert [job.job_id for job in load_scenario(write(tmp_path, text)).jobs] == ["hourly"]
+        scenario = load_scenario(write(tmp_path, text))
+        assert [job.job_id for job in scenario.jobs] == ["hourly"]
+        page = report_html(run_scenario(scenario))  # (trial 183: said on stderr only)
+        assert "ready: left out: jobs.yaml&#x27;s job 2 is not an HTTP job" in page
         assert capsys.readouterr().err == (  # a file start --jobs reads too (trial 75)
             f"warning: {tmp_path / 'scenario.yaml'}: jobs: ready: jobs.yaml's job 2 is not an "
             "HTTP job, which the runner leaves out.\n"
@@ -595,6 +599,9 @@ class TestReplay:
         text = HOURLY.replace("target:", "faults: faults.yaml\ntarget:", 1)
         run = run_scenario(load_scenario(write(tmp_path, text)))
         assert [a.code for a in run.attempts][:2] == ["UNAVAILABLE", "OK"]
+        codes = [a.code for a in run.attempts]  # the report counts the failures (trial 183)
+        said = f"{len(codes)} attempt(s), {codes.count('UNAVAILABLE')} failed, 0 duplicate"
+        assert said in report_html(run) and codes.count("UNAVAILABLE") >= 1
         (tmp_path / "faults.yaml").write_text("rules: [{action: explode}]\n")
         with pytest.raises(ConfigurationError, match=r"faults\.yaml.*faults\.rules\[0\]"):
             load_scenario(write(tmp_path, text))
