@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..wire import TIMER_PREFIX, cloud_run_job_of, format_timestamp, parse_timestamp
+from .errors import cut_words
 
 __all__ = [
     "DUPLICATE_NOTE",
@@ -560,19 +561,6 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     if attempt.copy:
         text = f"injected duplicate delivery: {text}"
     return f"{text} — emulator's hint: {' '.join(hint.split())}" if hint else text
-
-
-def cut_words(text: str, width: int) -> str:
-    """``text`` in at most ``width`` characters: a longer one ends in ``…``, cut between words
-    when one ends in its last 20 characters.
-
-    >>> cut_words("Message ID = 2 on projects/my-project/topics/beat", 30)
-    'Message ID = 2 on…'
-    """
-    if len(text) <= width:
-        return text
-    text = text[: width - 1]
-    return text[: max(text.rfind(" ", width - 21), 0) or len(text)] + "…"
 
 
 #: Response body bytes an attempt record keeps (the rest is read and dropped): enough for the

@@ -120,8 +120,17 @@ def show_value(value: Any, limit: int = 80) -> str:
 MAX_ERROR_TEXT = 2000
 
 
-def _capped(text: str) -> str:
-    return text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 1] + "…"
+def cut_words(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: a longer one ends in ``…``, cut between words
+    when one ends in its last 20 characters.
+
+    >>> cut_words("Message ID = 2 on projects/my-project/topics/beat", 30)
+    'Message ID = 2 on…'
+    """
+    if len(text) <= width:
+        return text
+    text = text[: width - 1]
+    return text[: max(text.rfind(" ", width - 21), 0) or len(text)] + "…"
 
 
 class EmulatorError(Exception):
@@ -176,13 +185,15 @@ class ApiError(EmulatorError):
         http_status: int | None = None,
         reason: str | None = None,
     ):
-        message = _capped(message)
+        message = cut_words(message, MAX_ERROR_TEXT)
         super().__init__(message)
         self.message = message
         self.field = field
         self.violations: list[FieldViolation] = []
         if field is not None:
-            self.violations.append(FieldViolation(field, _capped(description or message)))
+            self.violations.append(
+                FieldViolation(field, cut_words(description or message, MAX_ERROR_TEXT))
+            )
         if http_status is not None:
             self.http_status = http_status
         self.reason = reason

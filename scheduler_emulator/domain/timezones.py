@@ -31,7 +31,7 @@ from bisect import bisect_right
 from datetime import UTC, date, timedelta
 
 from ..realtime import date_from_ordinal, datetime_from_ordinal, new_date
-from .errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument
+from .errors import INVALID_SCHEDULE_MESSAGE, InvalidArgument, cut_words
 
 __all__ = [
     "DAY_SECONDS",
@@ -127,11 +127,10 @@ def resolve_time_zone(name: str) -> zoneinfo.ZoneInfo:
         city = [f"did you mean {' or '.join(map(repr, cities))}?"] * bool(cities)
         fallback = "use an IANA name such as 'America/New_York' or 'Etc/UTC'."
         hint = [*cased, *city, *near, fallback][0]
-        shown = name if len(name) <= 80 else name[:79] + "…"  # (trial 181: 1 MB sent back)
         raise InvalidArgument(
             INVALID_SCHEDULE_MESSAGE,
             field="timeZone",
-            description=f"Unknown time zone {shown!r}; {hint}",
+            description=f"Unknown time zone {cut_words(name, 80)!r}; {hint}",  # (trial 181)
         )
     return zoneinfo.ZoneInfo(name)
 

@@ -28,10 +28,10 @@ from ..domain.attempts import (
     DUPLICATE_NOTE,
     Attempt,
     answer_text,
-    cut_words,
     earlier_answers,
     iso,
 )
+from ..domain.errors import cut_words
 from ..wire import is_cloud_run_host
 
 __all__ = [
