@@ -153,11 +153,10 @@ def _body_fields(request: Request, **examples: str) -> list[Any]:
     """
     _only_parameters(request)
     body = request_json(request, allow_fields=frozenset(examples))
-    for name, example in examples.items():
+    shape = ", ".join(f'"{name}": {example}' for name, example in examples.items())
+    for name in examples:
         if name not in body:
-            raise InvalidArgument(
-                f'The body must be {{"{name}": {example}}}; {name} is missing.', field=name
-            )
+            raise InvalidArgument(f"The body must be {{{shape}}}; {name} is missing.", field=name)
     return [body[name] for name in examples]
 
 
@@ -526,9 +525,7 @@ class Admin:
         """Start a forced run of ``job`` whose attempts carry ``scheduleTime`` (RFC 3339, any
         offset) as their ``X-CloudScheduler-ScheduleTime``: "run as if scheduled at", an
         emulator-only action (RunJob sends the job's next scheduled time). Answers the job."""
-        job, text = _body_fields(
-            request, job='"<job ID>", "scheduleTime": "<RFC 3339>"', scheduleTime='"<RFC 3339>"'
-        )
+        job, text = _body_fields(request, job='"<job ID>"', scheduleTime='"<RFC 3339>"')
         if not isinstance(job, str) or not isinstance(text, str):
             raise InvalidArgument(
                 f"job and scheduleTime must be strings; got {show_value(job)} and "

@@ -272,11 +272,19 @@ class EmulatorApp:
                 f"{show_value(length)}.",
                 "BAD_CONTENT_LENGTH",
             )
-        if length is not None and "Transfer-Encoding" in request.headers:  # (trial 177)
+        coding = request.headers.get("Transfer-Encoding")
+        if length is not None and coding is not None:  # (trial 177)
             return _refused(
                 InvalidArgument,
                 "The request gives both Content-Length and Transfer-Encoding; send one.",
                 "BAD_CONTENT_LENGTH",
+            )
+        if coding is not None and coding.strip().lower() != "chunked":  # (trial 181: gzip)
+            return _refused(  # (RFC 9112, 6.1: an unknown transfer coding is a 501)
+                Unimplemented,
+                f"Transfer-Encoding {show_value(coding)} is not supported: send the body "
+                "chunked alone, or with Content-Length.",
+                "UNSUPPORTED_TRANSFER_CODING",
             )
         origin = request.headers.get("Origin")
         if request.method not in _SAFE_METHODS and origin is not None:

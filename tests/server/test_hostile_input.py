@@ -426,7 +426,12 @@ class TestSmallOnes:
             both = raw_request(  # (trial 177: a proxy may read the other one)
                 port, base + json_type + length + "Transfer-Encoding: chunked\r\n\r\n", body
             )
+            gzip = raw_request(  # (trial 181: read as chunked, or as no body)
+                port, base + json_type + "Transfer-Encoding: gzip, chunked\r\n\r\n", body
+            )
             listed = daemon.get(JOBS)
+        assert gzip.startswith(b"HTTP/1.1 501"), gzip
+        assert b'Transfer-Encoding \\"gzip, chunked\\" is not supported' in gzip, gzip
         assert origin.startswith(b"HTTP/1.1 403") and b"repeats the Origin header" in origin
         assert content_type.startswith(b"HTTP/1.1 400")
         assert b"repeats the Content-Type header" in content_type
