@@ -499,7 +499,8 @@ class Admin:
         """Runs newest first by when each was due (``nominalTime``), each with its attempts and
         its state (see :func:`~scheduler_emulator.runtime.storage.read_model.run_state`: how it
         ended, or when its next attempt is due): ``job``, ``scheduledAfter`` ≤ ``nominalTime``
-        < ``scheduledBefore``, ``state`` (``failed``, ``gave-up``, ``in-progress``), paged."""
+        < ``scheduledBefore``, ``state`` (a key of
+        :data:`~scheduler_emulator.runtime.storage.read_model.RUN_FILTERS`), paged."""
         _only_parameters(
             request, "pageSize", "pageToken", "job", "scheduledAfter", "scheduledBefore", "state"
         )

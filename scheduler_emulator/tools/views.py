@@ -10,15 +10,14 @@ then SCHEDULE and LAST, then the JOB column, and the rest is shown under ``--wid
 per row. ``attempts`` shows one schedule-time column (the ScheduleTime each attempt carried)
 and, for a failure, the reason (:func:`~scheduler_emulator.domain.attempts.failure_reason`);
 ``--failed`` keeps the failures, ``--follow`` keeps printing attempts as they finish, until
-Ctrl-C. ``runs`` lists runs
-with how each ended or when its next attempt is due (``--failed``, ``--gave-up``,
-``--in-progress`` filter them). A REASON too long for the width wraps onto continuation lines
-under its column. ``skipped`` lists the newest scheduled times that got no run (``--last``),
-with the reason. ``executions`` lists the Cloud Run executions (``GET /_emulator/executions``)
-with their tasks' outcome, filtered by ``--job`` and ``--state``. ``run JOB [--schedule-time
-T]`` starts a run now, as if scheduled at T when given; ``clock`` prints the daemon's clock and
-moves a manual one. On a terminal outcomes are coloured,
-unless ``NO_COLOR`` is set.
+Ctrl-C. ``runs`` lists runs with how each ended or when its next attempt is due
+(``--failed``, ``--gave-up``, ``--succeeded``, ``--in-progress``, ``--retrying`` filter them).
+A REASON too long for the width wraps onto continuation lines under its column. ``skipped``
+lists the newest scheduled times that got no run (``--last``), with the reason.
+``executions`` lists the Cloud Run executions (``GET /_emulator/executions``) with their
+tasks' outcome, filtered by ``--job`` and ``--state``. ``run JOB [--schedule-time T]`` starts
+a run now, as if scheduled at T when given; ``clock`` prints the daemon's clock and moves a
+manual one. On a terminal outcomes are coloured, unless ``NO_COLOR`` is set.
 """
 
 from __future__ import annotations
@@ -104,7 +103,10 @@ MOVE_NOTE_SECONDS = 3.0
 #: ANSI colours of outcomes on a terminal: OK and succeeded green, failures red, pending yellow.
 _GREEN, _RED, _YELLOW, _RESET = "\033[32m", "\033[31m", "\033[33m", "\033[0m"
 #: ``runs``' filter flags and the ``state`` of ``GET /_emulator/runs`` each asks for.
-RUN_FILTER_FLAGS = {"failed": "failed", "gave_up": "gave-up", "in_progress": "in-progress"}
+RUN_FILTER_FLAGS = {
+    "failed": "failed", "gave_up": "gave-up", "succeeded": "succeeded",
+    "in_progress": "in-progress", "retrying": "retrying",
+}  # fmt: skip
 
 
 def whole_number(text: str, smallest: int = 1) -> int:
@@ -236,8 +238,12 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     which = runs.add_mutually_exclusive_group()
     which.add_argument("--failed", action="store_true", help="runs with a failed attempt")
     which.add_argument("--gave-up", action="store_true", help="runs that ended without a success")
+    which.add_argument("--succeeded", action="store_true", help="runs that ended with a success")
     which.add_argument(
         "--in-progress", action="store_true", help="runs with an attempt in flight or pending"
+    )
+    which.add_argument(
+        "--retrying", action="store_true", help="runs waiting for a retry, none in flight"
     )
     for parser in (run, pause, resume, delete):
         parser.add_argument("job", metavar="JOB", help="the job's ID or full name")

@@ -52,6 +52,17 @@ def test_a_run_still_going_says_when_its_next_attempt_is_due(scene: tuple[Daemon
     [run] = daemon.get("/_emulator/runs", params={"job": "flaky"})["runs"]
     assert run["state"] == "retrying" and run["nextAttempt"] == 3 and run["maxAttempts"] == 4
     assert datetime.fromisoformat(run["nextAttemptTime"]) == due
+    assert_state_filters_match_states(daemon)
+    _, *retrying = cli(daemon, "runs", "--retrying")  # (trial 178: state=retrying was refused)
+    assert {row.split()[1] for row in retrying if row[:1] != " "} == {"flaky", "doomed"}
+
+
+def assert_state_filters_match_states(daemon: Daemon) -> None:
+    """``state=succeeded`` and ``state=retrying`` list exactly the runs of that ``state``."""
+    runs = daemon.get("/_emulator/runs")["runs"]
+    for state in ("succeeded", "retrying"):
+        chosen = daemon.get("/_emulator/runs", params={"state": state})["runs"]
+        assert [run["id"] for run in chosen] == [r["id"] for r in runs if r["state"] == state]
 
 
 def test_resume_names_a_forced_runs_pending_retry() -> None:
@@ -112,6 +123,8 @@ def test_a_run_out_of_retries_gave_up_on_its_retry_count(scene: tuple[Daemon, ob
     assert {row.split()[1] for row in failed if row[:1] != " "} == {"flaky", "doomed", "acked"}
     [flaky] = daemon.get("/_emulator/runs", params={"job": "flaky"})["runs"]
     assert flaky["state"] == "succeeded" and flaky["failedAttempts"] == 2
+    assert_state_filters_match_states(daemon)
+    assert "  flaky  " in " ".join(cli(daemon, "runs", "--succeeded"))
     # a succeeded run's earlier failure reads as one (trial 164: it read as the run's failure)
     [row] = [row for row in cli(daemon, "runs", "--failed", "--wide") if "  flaky  " in row]
     assert "succeeded" in row and "attempt 2 failed: " in row, row

@@ -251,16 +251,25 @@ _RUN_COLUMNS = (
     "id, job, nominal, forced, finished, next_attempt_at, first_attempt_start, schedule_time, "
     "limits, extra_retry"
 )
+#: The code of a run's newest attempt (``NULL`` for none, or one in flight), in SQL over ``runs``.
+_LAST_CODE = (
+    "(SELECT a.code FROM attempts a WHERE a.job = runs.job AND a.run_id = runs.id "
+    "ORDER BY a.id DESC LIMIT 1)"
+)
 #: ``runs_page``'s ``state`` filter: SQL over ``runs`` for each value. ``failed``: a run with at
-#: least one failed attempt; ``gave-up``: one that ended without success; ``in-progress``: one
-#: with an attempt in flight or a retry pending.
+#: least one failed attempt; ``gave-up``: one that ended without success; ``succeeded``: one
+#: that ended with one; ``in-progress``: one with an attempt in flight or a retry pending;
+#: ``retrying``: one with a retry pending and no attempt in flight (the states of
+#: :func:`run_state`).
 RUN_FILTERS = {
     "": "",
     "failed": "EXISTS (SELECT 1 FROM attempts a WHERE a.job = runs.job AND a.run_id = runs.id "
     "AND a.code IS NOT NULL AND a.code != 'OK')",
-    "gave-up": "finished = 1 AND (SELECT a.code FROM attempts a WHERE a.job = runs.job AND "
-    "a.run_id = runs.id ORDER BY a.id DESC LIMIT 1) IS NOT 'OK'",
+    "gave-up": f"finished = 1 AND {_LAST_CODE} IS NOT 'OK'",
+    "succeeded": f"finished = 1 AND {_LAST_CODE} IS 'OK'",
     "in-progress": "finished = 0",
+    "retrying": "finished = 0 AND next_attempt_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
+    "attempts a WHERE a.job = runs.job AND a.run_id = runs.id AND a.code IS NULL)",
 }
 
 
