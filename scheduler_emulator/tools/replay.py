@@ -810,7 +810,7 @@ def print_report(run: ScenarioRun, out: IO[str]) -> int:
         f"Scenario {scenario.path}: {_plural(len(scenario.jobs), 'job')}, "
         f"{_plural(len(scenario.steps), 'step')}, {_plural(rules, 'fault rule')} "
         f"(seed {run.seed}); {run.delivery}.\n"
-        f"Clock {iso(scenario.start)} -> {iso(run.end)}.\n\n"
+        f"Clock {iso(scenario.start)} -> {iso(run.end)}; {run.run_states}.\n\n"
     )
     for line in render_timeline(run.attempts):
         out.write(line + "\n")

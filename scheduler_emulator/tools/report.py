@@ -264,8 +264,8 @@ def report_html(run: ScenarioRun) -> str:
 <span>{html.escape(iso(scenario.start) or "")} → {html.escape(iso(run.end) or "")}</span></div>
 </header>
 <main class="report">
-<p>{len(run.attempts)} attempt(s), {failed} failed, {duplicates} duplicate \
-deliver{"y" if duplicates == 1 else "ies"}
+<p>{html.escape(run.run_states)}; {len(run.attempts)} attempt(s), {failed} failed, \
+{duplicates} duplicate deliver{"y" if duplicates == 1 else "ies"}
 (a 2xx the target had already given for the same run); fault seed {run.seed};
 {html.escape(run.delivery)}.</p>
 <h2>Expectations</h2>

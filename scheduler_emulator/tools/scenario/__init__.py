@@ -46,6 +46,8 @@ a *quantity* of the same job, optionally ``+ N`` or ``- N`` (``"== runs"``, ``"<
 
 - ``runs`` — distinct ``X-CloudScheduler-ScheduleTime`` values delivered for the job (an attempt
   without the header counts as its own run): what a deduplicating target should process;
+- ``runs.STATE`` — the job's runs that stand in ``STATE`` at the end (``succeeded``,
+  ``gave-up``, ``retrying``), as ``GET /_emulator/runs`` shows them;
 - ``attempts`` — attempts recorded, retries and injected duplicate deliveries included;
 - ``codes.NAME`` — attempts that ended with that google.rpc code (``codes: {OK: 2}``);
 - ``statuses.N`` — attempts recorded with HTTP status ``N`` (the target's answer, or the one a

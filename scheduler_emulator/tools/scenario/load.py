@@ -34,6 +34,7 @@ from .app import app_spec_problem, common_origin
 from .model import (
     DEFAULT_START,
     PROBE_SELECTOR_RE,
+    RUN_STATES,
     STEP_KINDS,
     TOP_LEVEL_KEYS,
     Check,
@@ -579,7 +580,7 @@ def _expectations(
         seen: set[str] = set()  # a quantity given as codes.OK and in codes: {OK: …} too
         for key, raw in checks.items():
             head, dot, _ = str(key).partition(".")  # codes.OK: 2 as codes: {OK: 2}
-            named = head in ("codes", "statuses", "executions", "probe")
+            named = head in ("runs", "codes", "statuses", "executions", "probe")
             if named and not dot and isinstance(raw, Mapping):
                 pairs = [(f"{key}.{name}", inner) for name, inner in raw.items()]
             elif key in ("runs", "attempts", "executions") or (named and dot):
@@ -614,6 +615,8 @@ def _validate_quantity(name: str, probe_fields: set[str], *, operand: bool = Fal
         return
     if head == "executions" and rest in EXECUTION_STATES:
         return
+    if head == "runs" and rest in RUN_STATES:
+        return
     if head == "codes" and rest in _RPC_NAMES:
         return
     if head == "statuses" and len(rest) == 3 and rest.isdigit() and 100 <= int(rest) <= 599:
@@ -633,8 +636,10 @@ def _validate_quantity(name: str, probe_fields: set[str], *, operand: bool = Fal
         raise ValueError(f"not an HTTP status: {show(rest)}")
     if head == "executions":
         raise ValueError(f"not an execution state: {show(rest)} ({', '.join(EXECUTION_STATES)})")
+    if head == "runs":
+        raise ValueError(f"not a run state: {show(rest)} ({', '.join(RUN_STATES)})")
     raise ValueError(
-        f"unknown quantity {show(name)} (use runs, attempts, codes.NAME, statuses.N, "
+        f"unknown quantity {show(name)} (use runs, runs.STATE, attempts, codes.NAME, statuses.N, "
         "executions, executions.STATE, probe.FIELD)"
     )
 

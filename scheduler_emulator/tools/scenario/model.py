@@ -26,6 +26,7 @@ __all__ = [
     "Expectation",
     "OPERATORS",
     "PROBE_SELECTOR_RE",
+    "RUN_STATES",
     "ProbeSpec",
     "STEP_KINDS",
     "Scenario",
@@ -55,6 +56,9 @@ TOP_LEVEL_KEYS = (
     "expect",
 )
 STEP_KINDS = ("advance", "move_to", "run_job")
+#: The ``runs.STATE`` quantities: each key counts a job's runs whose ``state`` (as
+#: ``GET /_emulator/runs`` shows it, at the scenario's end) is the value.
+RUN_STATES = {"succeeded": "succeeded", "gave-up": "gave up", "retrying": "retrying"}
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "==": lambda a, b: a == b,
     "!=": lambda a, b: a != b,
@@ -335,8 +339,8 @@ class Expectation:
     """One line of ``expect``: a job's quantity and a check on it.
 
     :param job: the short job ID.
-    :param quantity: ``runs``, ``attempts``, ``codes.NAME``, ``statuses.N``, ``executions``,
-        ``executions.STATE`` or ``probe.FIELD``.
+    :param quantity: ``runs``, ``runs.STATE``, ``attempts``, ``codes.NAME``, ``statuses.N``,
+        ``executions``, ``executions.STATE`` or ``probe.FIELD``.
     :param check: what it must satisfy.
     """
 

@@ -15,7 +15,7 @@ from ...domain.attempts import Attempt
 from ...realtime import real_monotonic
 from ...runtime import AttemptLog, Emulator, ManualClock, MountTransport, Store, runs_page
 from .app import Delivery, prepare_delivery, rebase_url
-from .model import PROBE_SELECTOR_RE, Expectation, Scenario, problem
+from .model import PROBE_SELECTOR_RE, RUN_STATES, Expectation, Scenario, problem
 
 __all__ = [
     "CheckResult",
@@ -86,6 +86,16 @@ class ScenarioRun:
     def unmet(self) -> list[CheckResult]:
         """The expectations that did not hold."""
         return [result for result in self.results if not result.ok]
+
+    @property
+    def run_states(self) -> str:
+        """How the runs stand at the end, e.g. ``"5 runs: 4 succeeded, 1 gave up"`` (trial
+        184: every run gave up under expectations that held, and only the attempts said so)."""
+        states = [run["state"] for run in self.runs]
+        order = (*RUN_STATES.values(), "in progress")
+        counts = [f"{n} {state}" for state in order if (n := states.count(state))]
+        runs = f"{len(states)} run{'' if len(states) == 1 else 's'}"
+        return f"{runs}: {', '.join(counts)}" if counts else runs
 
 
 class _CountingLog(AttemptLog):
@@ -214,7 +224,7 @@ def run_scenario(
             probe_values, probe_error = _read_probe(scenario, delivery)
     finally:
         emulator.close()
-    results = evaluate(scenario, attempts, probe_values, probe_error, executions)
+    results = evaluate(scenario, attempts, probe_values, probe_error, executions, runs)
     return ScenarioRun(
         scenario,
         plan.seed,
@@ -339,6 +349,7 @@ def evaluate(
     probe: Mapping[str, float | None],
     probe_error: str | None = None,
     executions: Sequence[Mapping[str, Any]] = (),
+    runs: Sequence[Mapping[str, Any]] = (),
 ) -> list[CheckResult]:
     """Check every expectation of ``scenario`` against what happened.
 
@@ -349,6 +360,8 @@ def evaluate(
     :param executions: the Cloud Run executions the run started, as
         :meth:`~scheduler_emulator.runtime.Execution.to_json` gives them (``schedulerJob``
         names the scheduler job whose attempt started one).
+    :param runs: every run as ``GET /_emulator/runs`` shows it (``job``: its full name), for
+        the ``runs.STATE`` quantities.
     :return: one result per expectation, in order.
     """
     by_job: dict[str, list[Attempt]] = {}
@@ -360,13 +373,17 @@ def evaluate(
         started = [
             e for e in executions if e.get("schedulerJob", "").rsplit("/", 1)[-1] == expectation.job
         ]
+        states = [r["state"] for r in runs if r["job"].rsplit("/", 1)[-1] == expectation.job]
 
         def resolve(
-            name: str, mine: list[Attempt] = mine, started: list[Mapping[str, Any]] = started
+            name: str,
+            mine: list[Attempt] = mine,
+            started: list[Mapping[str, Any]] = started,
+            states: list[str] = states,
         ) -> float | None:
             head, _, rest = name.partition(".")
             if head == "runs":
-                return count_runs(mine)
+                return states.count(RUN_STATES[rest]) if rest else count_runs(mine)
             if head == "attempts":
                 return len(mine)
             if head == "codes":

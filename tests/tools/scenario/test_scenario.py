@@ -213,7 +213,7 @@ class TestValidation:
             ),
             pytest.param(
                 {"expect": "{hourly: {codes: {OK: many}}}"},
-                'expect.hourly.codes.OK: unknown quantity "many" (use runs, attempts',
+                'expect.hourly.codes.OK: unknown quantity "many" (use runs, runs.STATE, attempts',
                 id="check",
             ),
             pytest.param(
@@ -280,6 +280,12 @@ class TestValidation:
                 'expect.hourly.executions.DONE: not an execution state: "DONE" (RUNNING, '
                 "SUCCEEDED, FAILED, INTERRUPTED)",
                 id="execution-state",
+            ),
+            pytest.param(
+                {"expect": "{hourly: {runs: {failed: 0}}}"},
+                'expect.hourly.runs.failed: not a run state: "failed" (succeeded, gave-up, '
+                "retrying)",
+                id="run-state",
             ),
             pytest.param(
                 {"target": '{app: "x:y", url: "http://a.test"}'},
@@ -479,6 +485,29 @@ class TestReplay:
             "\n2 of 3 expectations unmet:\n"
             "  hourly: codes.OK == 3 (observed 0)\n"
             "  hourly: attempts <= runs + 1 (observed 9; runs = 3, so runs + 1 = 4)\n"
+        )
+
+    def test_runs_that_gave_up_are_counted_and_can_be_expected(self, tmp_path: Path) -> None:
+        """Trial 184: every run gave up under expectations that held, and only the attempts
+        said so."""
+        path = write(
+            tmp_path,
+            HOURLY.replace("make()", "failing()").replace("advance: 3h", "advance: 150m")
+            + "expect:\n  hourly: {runs: 3, runs.gave-up: 0, runs.retrying: 1}\n",
+        )
+        code, out, _ = replay(str(path), "--report", str(tmp_path / "report.html"))
+        assert code == 1
+        header = (
+            "Clock 2026-09-24T00:30:00Z -> 2026-09-24T03:00:00Z; 3 runs: 2 gave up, 1 retrying."
+        )
+        assert header in out.splitlines()
+        assert "  ✓ hourly: runs.retrying == 1 (observed 1)\n" in out
+        assert out.endswith(
+            "\n1 of 3 expectations unmet:\n  hourly: runs.gave-up == 0 (observed 2)\n"
+            f"\nReport written to {tmp_path / 'report.html'}.\n"
+        )
+        assert "<p>3 runs: 2 gave up, 1 retrying; 7 attempt(s), 7 failed" in (
+            (tmp_path / "report.html").read_text()
         )
 
     def test_steps_move_the_clock_and_force_runs(self, tmp_path: Path) -> None:
