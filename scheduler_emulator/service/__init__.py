@@ -23,7 +23,8 @@ Importable by a production service without the emulator::
 - :mod:`.guard` — :class:`RunOnceGuard`, a run's work done once however often it is delivered;
   its refusals (:mod:`.guard_refusals`), its Flask-view adapter (:mod:`.guard_views`) and its
   stores (:mod:`.guard_stores`);
-- :mod:`.auth` — :func:`verify_scheduler_token`, :class:`SchedulerTokenMiddleware` and the
+- :mod:`.auth` — :func:`verify_scheduler_token`, :class:`SchedulerTokenMiddleware` (and its
+  ASGI twin) and the
   :class:`TokenError` tree: check the OIDC token Cloud Scheduler sends (loaded on first use).
 """
 
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
         InvalidSignatureError,
         MalformedTokenError,
         MissingTokenError,
+        SchedulerTokenAsgiMiddleware,
         SchedulerTokenMiddleware,
         TokenError,
         TokenNotYetValidError,
@@ -89,6 +91,7 @@ __all__ = [
     "BindingError",
     "CaseInsensitiveHeaders",
     "CertsUnavailableError",
+    "SchedulerTokenAsgiMiddleware",
     "SchedulerTokenMiddleware",
     "Timer",
     "TimerMiddleware",

@@ -71,12 +71,14 @@ async def _read_body(receive: Callable[[], Awaitable[MutableMapping[str, Any]]])
     return b"".join(chunks)
 
 
-async def _answer(
+async def answer(
     send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
     status: int,
     headers: tuple[tuple[str, str], ...] | list[tuple[str, str]],
     body: bytes,
 ) -> None:
+    """Send one whole HTTP answer over ASGI: ``status``, ``headers`` (name, value; Latin-1) and
+    ``body``."""
     raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
@@ -139,7 +141,7 @@ class TimerAsgiMiddleware:
             elif scope["type"] == "lifespan":
                 await _lifespan(receive, send)
             elif scope["type"] == "http":
-                await _answer(send, 404, [("Content-Length", "0")], b"")
+                await answer(send, 404, [("Content-Length", "0")], b"")
             return
         request = TimerRequest(
             headers=CaseInsensitiveHeaders(
@@ -152,7 +154,7 @@ class TimerAsgiMiddleware:
         )
         response = await self.timer_router.dispatch_async(request, name)
         assert response is not None
-        await _answer(send, response.status, response.headers, response.body)
+        await answer(send, response.status, response.headers, response.body)
         if response.background is not None:  # a returned Starlette response's, as it runs them
             await response.background()
         if response.exception is not None:

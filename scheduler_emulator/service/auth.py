@@ -18,7 +18,8 @@ key). A service checks it with::
 
 ``CERTS_URL`` is :data:`GOOGLE_CERTS_URL` in production and
 ``http://127.0.0.1:8095/_emulator/oidc/certs`` against the emulator; nothing else changes.
-:class:`SchedulerTokenMiddleware` does the same in front of any WSGI app. From an ``async def``
+:class:`SchedulerTokenMiddleware` does the same in front of any WSGI app,
+:class:`SchedulerTokenAsgiMiddleware` in front of any ASGI app. From an ``async def``
 handler (Starlette, FastAPI) ``await verify_scheduler_token_async(request, ...)`` does it without
 blocking the event loop while the keys are fetched; both accept a Starlette request or an ASGI
 scope.
@@ -54,14 +55,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, MutableMapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Required, TypedDict, Unpack
 
 from ..realtime import real_monotonic
 from ..wire import to_instant
+from .asgi import answer, route_path
 from .errors import TargetError
-from .request import CaseInsensitiveHeaders
+from .request import CaseInsensitiveHeaders, is_async_handler
 
 __all__ = [
     "CERTS_MAX_AGE_SECONDS",
@@ -73,6 +75,7 @@ __all__ = [
     "InvalidSignatureError",
     "MalformedTokenError",
     "MissingTokenError",
+    "SchedulerTokenAsgiMiddleware",
     "SchedulerTokenMiddleware",
     "TokenChecks",
     "TokenError",
@@ -94,7 +97,8 @@ __all__ = [
 GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v3/certs"
 #: The ``iss`` values of Google ID tokens.
 GOOGLE_ISSUERS = ("https://accounts.google.com", "accounts.google.com")
-#: The environ key where :class:`SchedulerTokenMiddleware` leaves the verified claims.
+#: The environ (or ASGI scope) key where :class:`SchedulerTokenMiddleware` leaves the verified
+#: claims.
 CLAIMS_ENVIRON_KEY = "scheduler_emulator.service.token_claims"
 #: Seconds fetched keys are reused before they are fetched again (an unknown key ID always
 #: triggers a fetch).
@@ -574,22 +578,38 @@ class SchedulerTokenMiddleware:
         ``"/"`` checks every request).
     :param checks: ``audience`` (required), ``certs_url``, ``keys``, ``issuers``, ``email``,
         ``leeway``: as for :func:`verify_scheduler_token` (:class:`TokenKeys`).
-    :raises TypeError: without ``audience``, or for a keyword :func:`verify_id_token` does not
-        take.
+    :raises TypeError: without ``audience``, for a keyword :func:`verify_id_token` does not
+        take, or for an ASGI app (:class:`SchedulerTokenAsgiMiddleware` wraps those).
     """
 
     def __init__(
         self,
-        app: Callable[..., Iterable[bytes]],
+        app: Callable[..., Any],
         *,
         prefix: str = "/_triggers/",
         **checks: Unpack[TokenKeys],
     ) -> None:
         # a missing audience or an unknown keyword fails here, not at the first request
         inspect.signature(verify_id_token).bind("", **checks)
+        if is_async_handler(app) and not isinstance(self, SchedulerTokenAsgiMiddleware):
+            raise TypeError(  # (trial 185: a FastAPI app answered every request 500)
+                f"{app!r} is an ASGI app (Starlette, FastAPI): wrap it in "
+                "SchedulerTokenAsgiMiddleware, or app.add_middleware(SchedulerTokenAsgiMiddleware"
+                ", audience=...)."
+            )
         self.app = app
         self.prefix = prefix
         self._checks = checks
+
+    @staticmethod
+    def _refusal(exc: Exception, method: str, path: str) -> tuple[str, list[tuple[str, str]]]:
+        """The status line and headers refusing a request, logged with why."""
+        if isinstance(exc, TokenError):
+            logger.warning("%s %s refused with 401: %s", method, path, exc)
+            challenge = ("WWW-Authenticate", 'Bearer error="invalid_token"')
+            return "401 Unauthorized", [challenge, ("Content-Length", "0")]
+        logger.error("%s %s refused with 503: %s", method, path, exc)
+        return "503 Service Unavailable", [("Content-Length", "0")]
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -597,18 +617,44 @@ class SchedulerTokenMiddleware:
         path = str(environ.get("PATH_INFO", ""))
         if not path.startswith(self.prefix):
             return self.app(environ, start_response)
-        method = environ.get("REQUEST_METHOD", "")
         try:
             environ[CLAIMS_ENVIRON_KEY] = verify_scheduler_token(environ, **self._checks)
-        except TokenError as exc:
-            logger.warning("%s %s refused with 401: %s", method, path, exc)
-            start_response(
-                "401 Unauthorized",
-                [("WWW-Authenticate", 'Bearer error="invalid_token"'), ("Content-Length", "0")],
-            )
-            return [b""]
-        except CertsUnavailableError as exc:
-            logger.error("%s %s refused with 503: %s", method, path, exc)
-            start_response("503 Service Unavailable", [("Content-Length", "0")])
+        except (TokenError, CertsUnavailableError) as exc:
+            start_response(*self._refusal(exc, environ.get("REQUEST_METHOD", ""), path))
             return [b""]
         return self.app(environ, start_response)
+
+
+class SchedulerTokenAsgiMiddleware(SchedulerTokenMiddleware):
+    """:class:`SchedulerTokenMiddleware` for an ASGI app (Starlette, FastAPI): the same checks,
+    answers and log lines; accepted requests carry the claims in ``scope[CLAIMS_ENVIRON_KEY]``.
+    The keys are verified (and fetched) off the event loop, as
+    :func:`verify_scheduler_token_async` does. Its signature is Starlette's middleware
+    convention::
+
+        router.init_app(fastapi_app)
+        fastapi_app.add_middleware(SchedulerTokenAsgiMiddleware, audience=AUDIENCE,
+                                   certs_url=CERTS_URL, email=INVOKER)
+
+    Added after ``router.init_app``, it runs first (Starlette runs the middleware added last
+    first). Websocket and lifespan scopes pass unchecked.
+    """
+
+    async def __call__(  # type: ignore[override]
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        """Serve one ASGI connection (see the class docstring)."""
+        path = route_path(scope) if scope["type"] == "http" else ""
+        if scope["type"] == "http" and path.startswith(self.prefix):
+            try:
+                scope[CLAIMS_ENVIRON_KEY] = await verify_scheduler_token_async(
+                    scope, **self._checks
+                )
+            except (TokenError, CertsUnavailableError) as exc:
+                status, headers = self._refusal(exc, str(scope.get("method", "")), path)
+                await answer(send, int(status[:3]), headers, b"")
+                return
+        await self.app(scope, receive, send)

@@ -81,6 +81,7 @@ from .request import (
     SCHEDULE_TIME_HEADER,
     CaseInsensitiveHeaders,
     TimerRequest,
+    is_async_handler,
     is_timer_request,
 )
 from .router import (
@@ -88,7 +89,6 @@ from .router import (
     TimerRouter,
     check_handler_shape,
     describe_handler,
-    is_async_handler,
     registered_as,
 )
 

@@ -20,6 +20,8 @@ without a request) the handler gets ``TimerRequest()``: no headers, an empty bod
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -258,3 +260,14 @@ def is_timer_request(annotation: Any) -> bool:
     if get_origin(annotation) in (Union, UnionType):
         return [a for a in get_args(annotation) if a is not type(None)] == [TimerRequest]
     return False
+
+
+def is_async_handler(handler: Callable[..., Any]) -> bool:
+    """Whether a handler is a coroutine function, or a callable object whose ``__call__`` is one.
+
+    :param handler: a registered (or to be registered) handler.
+    :return: ``True`` for ``async def`` handlers (and ``functools.partial`` of them).
+    """
+    target = handler.func if isinstance(handler, functools.partial) else handler
+    call = getattr(target, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)

@@ -67,6 +67,7 @@ from .request import (
     TimerRequest,
     TimerResponse,
     WsgiApp,
+    is_async_handler,
     is_timer_request,
     returned_answer,
     returned_status,
@@ -272,17 +273,6 @@ def check_handler_shape(handler: Callable[..., Any], where: str) -> None:
     """
     if not callable(handler) or isinstance(handler, type):
         raise TypeError(f"{where}: a timer handler is a function or method, not {handler!r}.")
-
-
-def is_async_handler(handler: Callable[..., Any]) -> bool:
-    """Whether a handler is a coroutine function, or a callable object whose ``__call__`` is one.
-
-    :param handler: a registered (or to be registered) handler.
-    :return: ``True`` for ``async def`` handlers (and ``functools.partial`` of them).
-    """
-    target = handler.func if isinstance(handler, functools.partial) else handler
-    call = getattr(target, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
-    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:

@@ -22,6 +22,7 @@ from scheduler_emulator import ManualClock
 from scheduler_emulator.runtime.delivery.tokens import SigningKey, TokenAuthority
 from scheduler_emulator.service import (
     CertsUnavailableError,
+    SchedulerTokenAsgiMiddleware,
     SchedulerTokenMiddleware,
     TimerRequest,
     TokenError,
@@ -337,6 +338,49 @@ class TestMiddleware:
             "/_triggers/timer/nightly", headers={"Authorization": f"Bearer {token}"}
         )
         assert response.status_code == 503
+
+    def test_an_asgi_app_gets_the_same_answers_from_the_asgi_middleware(
+        self, authority: TokenAuthority, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Trial 185: the WSGI middleware took a FastAPI app and every request was a 500. (Keys
+        are checked in a worker thread, where freezegun shows real time: a token of now.)"""
+        token = authority.id_token(INVOKER, AUDIENCE, at=datetime.now(UTC))
+        import asyncio
+
+        import httpx
+        from starlette.applications import Starlette
+        from starlette.requests import Request as StarletteRequest
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        async def claims(request: StarletteRequest) -> JSONResponse:
+            return JSONResponse((request.scope.get(CLAIMS_ENVIRON_KEY) or {}).get("email"))
+
+        app = Starlette(routes=[Route("/{path:path}", claims, methods=["GET", "POST"])])
+        with pytest.raises(TypeError, match="is an ASGI app .* SchedulerTokenAsgiMiddleware"):
+            SchedulerTokenMiddleware(app, audience=AUDIENCE, keys=authority.jwks())
+        app.add_middleware(SchedulerTokenAsgiMiddleware, audience=AUDIENCE, keys=authority.jwks())
+        caplog.set_level(logging.WARNING, logger="scheduler_emulator.service")
+
+        async def requests() -> list[httpx.Response]:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+                bearer = {"Authorization": f"Bearer {token}"}
+                return [
+                    await client.post("/_triggers/timer/nightly", headers=bearer),
+                    await client.post("/_triggers/timer/nightly"),
+                    await client.get("/sweeps"),
+                ]
+
+        accepted, refused, other = asyncio.run(requests())
+        assert (accepted.status_code, accepted.json()) == (200, INVOKER)
+        assert (refused.status_code, refused.content) == (401, b"")
+        assert refused.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+        assert (other.status_code, other.json()) == (200, None)
+        [record] = caplog.records
+        assert record.getMessage().startswith(
+            "POST /_triggers/timer/nightly refused with 401: The request has no Authorization"
+        )
 
     def test_a_missing_audience_or_unknown_keyword_fails_at_construction(self) -> None:
         with pytest.raises(TypeError, match="audience"):
