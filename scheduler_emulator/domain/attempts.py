@@ -283,15 +283,19 @@ class Attempt:
                 return f"the Cloud Run Admin API's jobs/J:run takes POST; this job sends {method}"
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
         if self.response_status in (401, 403) and (claims := _token_claims(self.request)):
-            audience, email, valid = claims
+            audience, email, valid, issued = claims
             uri = " (the job sets none: its whole URI)" * (audience == self.request.get("url"))
+            # the clock's advice only for a token stamped with the attempt's clock (trial 185:
+            # it was given under --token-time real too)
+            on_its_clock = issued is not None and abs(issued - self.start_time).total_seconds() < 60
             return (
                 f"the OIDC token sent has audience {audience!r}{uri} and email {email!r}{valid}: "
-                "a service refuses a token whose audience or email it does not expect, that "
-                "is not valid on its own clock (a daemon on a manual clock stamps it with that "
-                "clock: --token-time real for a service on real time), or that another key "
-                "signed (each --in-memory daemon makes its own: a service reads this one's at "
-                "its /_emulator/oidc/certs)"
+                "a service refuses a token whose audience or email it does not expect, "
+                + "that is not valid on its own clock (a daemon on a manual clock stamps it with "
+                "that clock: --token-time real for a service on real time), "
+                * on_its_clock
+                + "or that another key signed (each --in-memory daemon makes its own: a service "
+                "reads this one's at its /_emulator/oidc/certs)"
             )
         if self.response_status != 500 or APP_RAISED in self.debug_info:
             return ""
@@ -317,10 +321,10 @@ class Attempt:
         )
 
 
-def _token_claims(request: Mapping[str, Any]) -> tuple[str, str, str] | None:
+def _token_claims(request: Mapping[str, Any]) -> tuple[str, str, str, datetime | None] | None:
     """The ``aud`` and ``email`` of the ID token (a JWT) in a request record's
-    ``Authorization``, read without checking it, and ``", valid <iat> to <exp>"`` (``""``
-    without both); ``None`` without a token."""
+    ``Authorization``, read without checking it, ``", valid <iat> to <exp>"`` (``""`` without
+    both) and its ``iat`` (``None`` without both); ``None`` without a token."""
     headers = request.get("headers") or {}
     value = next((str(v) for k, v in headers.items() if k.lower() == "authorization"), "")
     parts = value.removeprefix("Bearer ").split(".")
@@ -333,9 +337,10 @@ def _token_claims(request: Mapping[str, Any]) -> tuple[str, str, str] | None:
         return None
     times = [claims.get("iat"), claims.get("exp")]
     if not all(isinstance(t, int) and 0 <= t < 253402300800 for t in times):  # (to year 9999)
-        return audience, str(claims.get("email", "")), ""
-    begun, ends = (format_timestamp(datetime.fromtimestamp(t, UTC)) for t in times)
-    return audience, str(claims.get("email", "")), f", valid {begun} to {ends}"
+        return audience, str(claims.get("email", "")), "", None
+    issued, expires = (datetime.fromtimestamp(t, UTC) for t in times)
+    valid = f", valid {format_timestamp(issued)} to {format_timestamp(expires)}"
+    return audience, str(claims.get("email", "")), valid, issued
 
 
 #: The emulator's hint for a Cloud Run Admin API run method's refusal, by HTTP status.

@@ -400,7 +400,9 @@ def verify_id_token(
     else:
         candidates = list(available.values())
     claims = _decode(jwt, token, candidates, source)
-    _check_claims(claims, audience, issuers, email, leeway, now)
+    # (trial 185: advice on starting the emulator was given for Google's tokens too)
+    emulated = keys is not None or certs_url != GOOGLE_CERTS_URL
+    _check_claims(claims, audience, issuers, email, leeway, now, emulated)
     return claims
 
 
@@ -487,7 +489,10 @@ def _check_claims(
     email: str | Collection[str] | None,
     leeway: timedelta | float,
     now: datetime | None,
+    emulated: bool,
 ) -> None:
+    """Check the claims of a token whose signature verified (``emulated``: with keys other
+    than Google's, whose errors may advise on the emulator's options)."""
     for name in ("exp", "iat"):
         if isinstance(claims.get(name), bool) or not isinstance(claims.get(name), int | float):
             raise MalformedTokenError(f"The token's {name!r} claim is missing or not a number.")
@@ -496,27 +501,28 @@ def _check_claims(
     exp, iat = float(claims["exp"]), float(claims["iat"])
     if at > exp + slack:
         advice = (
-            "A token is valid for one hour from its attempt's start: check it at a now within "
+            " A token is valid for one hour from its attempt's start: check it at a now within "
             "that hour (on a virtual clock, advance less before checking, or pass "
             "now=attempt.start_time)."
             if now is not None
-            else "A target in another process checks real time: start the emulator with "
+            else " A target in another process checks real time: start the emulator with "
             "--token-time real when its manual clock is far from now."
         )
         raise ExpiredTokenError(
-            f"The token expired at {_instant(exp)}; it is now {_instant(at)}. {advice}",
+            f"The token expired at {_instant(exp)}; it is now {_instant(at)}." + advice * emulated,
             datetime.fromtimestamp(exp, UTC),
             datetime.fromtimestamp(at, UTC),
         )
     if at < iat - slack:
         raise TokenNotYetValidError(
-            f"The token was issued at {_instant(iat)}, after now ({_instant(at)}). "
+            f"The token was issued at {_instant(iat)}, after now ({_instant(at)})."
             + (
-                "Check it at or after its attempt's start."
+                " Check it at or after its attempt's start."
                 if now is not None
-                else "A target in another process checks real time: start the emulator with "
+                else " A target in another process checks real time: start the emulator with "
                 "--token-time real when its manual clock is ahead of now."
             )
+            * emulated
         )
     accepted_issuers = list(issuers) if issuers is not None else list(GOOGLE_ISSUERS)
     if claims.get("iss") not in accepted_issuers:

@@ -207,6 +207,12 @@ def test_a_401_to_an_oidc_token_names_its_audience_and_email(audience: str, said
         "/_emulator/oidc/certs)"  # (trial 138: two daemons' keys)
     )
     assert failure_reason(attempt).endswith(attempt.hint)
+    # a token stamped with real time (--token-time real) gets no advice about the clock
+    later = replace(attempt, start_time=datetime(2026, 6, 1, tzinfo=UTC)).hint  # (trial 185)
+    assert "on its own clock" not in later and later.endswith(
+        "or that another key signed (each "
+        "--in-memory daemon makes its own: a service reads this one's at its /_emulator/oidc/certs)"
+    )
     opaque = {"url": URL, "headers": {"Authorization": "Bearer ya29.opaque-access-token"}}
     assert replace(attempt, request=opaque).hint == ""
     assert replace(attempt, response_status=404, code="NOT_FOUND").hint == ""

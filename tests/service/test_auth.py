@@ -168,6 +168,19 @@ class TestVerification:
             verify(token, authority, now=None)  # now=None: the real clock (frozen here)
         assert "start the emulator with --token-time real" in str(error.value)
 
+    def test_a_token_checked_with_googles_keys_gets_no_advice_about_the_emulator(
+        self, token: str, authority: TokenAuthority, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Trial 185: the same helper runs in production, where the advice is beside the point."""
+        import scheduler_emulator.service.auth as auth
+
+        monkeypatch.setattr(auth, "fetch_certs", lambda url: authority.jwks())
+        for now, error in ((2, ExpiredTokenError), (-1, TokenNotYetValidError)):
+            with freeze_time(ISSUED + timedelta(hours=now)), pytest.raises(error) as raised:
+                verify_id_token(token, audience=AUDIENCE)  # certs_url: Google's
+            assert str(raised.value).endswith("Z).") or str(raised.value).endswith("Z."), raised
+            assert "emulator" not in str(raised.value)
+
     def test_a_token_from_the_future_is_not_yet_valid(
         self, token: str, authority: TokenAuthority
     ) -> None:
