@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
+from ..wire import to_instant
 from .attempts import Attempt, failure_reason, iso
 from .errors import RPC_CODES
 
@@ -34,7 +35,7 @@ def check_attempted(
     count: int | None = None,
     code: str | None = None,
     *,
-    schedule_time: str | None = None,
+    schedule_time: str | datetime | None = None,
     now: datetime,
     jobs: Callable[[], Mapping[str, tuple[str, str | None]]] = dict,
     hint: Callable[[Attempt], str | None] = lambda attempt: None,
@@ -42,8 +43,9 @@ def check_attempted(
     """Assert on ``attempts`` (those of ``job``, in start order); return the matching ones.
 
     With ``code`` (and/or ``schedule_time``) only attempts with that google.rpc code name
-    (``"OK"``, ``"INTERNAL"``…) and ``X-CloudScheduler-ScheduleTime`` header value count;
-    ``count`` is then the number that must match. Without ``count``, at least one must match.
+    (``"OK"``, ``"INTERNAL"``…) and ``X-CloudScheduler-ScheduleTime`` header count (the header's
+    text as sent, or an aware datetime: the instant it names, in any offset); ``count`` is then
+    the number that must match. Without ``count``, at least one must match.
 
     :param now: the clock's instant, for the message.
     :param jobs: the jobs there are, by ID, each with its state (``"ENABLED"``…) and next run
@@ -52,16 +54,22 @@ def check_attempted(
         to advance the clock to, a paused one that it is paused.
     :param hint: an extra line for an attempt that did not match (e.g. "not mounted").
     :raises AssertionError: listing every attempt of the job and why it did not match.
-    :raises TypeError: for a ``count`` that is not an int, or a ``code`` or ``schedule_time``
-        that is not text (the header's text, as sent), saying what to pass.
+    :raises TypeError: for a ``count`` that is not an int, a ``code`` that is not text or a
+        ``schedule_time`` that is neither, saying what to pass.
+    :raises NaiveDatetimeError: for a naive ``schedule_time``.
     """
     __tracebackhide__ = True
     if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
         raise TypeError(f"count must be an int; got {count!r}.")
-    for name, value in (("code", code), ("schedule_time", schedule_time)):
-        if value is not None and not isinstance(value, str):
-            shown = ' (the header as sent, such as "2026-01-01T02:00:00Z")'
-            raise TypeError(f"{name} must be text{shown if name != 'code' else ''}; got {value!r}.")
+    if code is not None and not isinstance(code, str):
+        raise TypeError(f"code must be text; got {code!r}.")
+    if isinstance(schedule_time, datetime):  # (trial 185: run_job takes one; this refused it)
+        schedule_time = to_instant(schedule_time, "schedule_time")
+    elif schedule_time is not None and not isinstance(schedule_time, str):
+        raise TypeError(
+            'schedule_time must be the header as sent, such as "2026-01-01T02:00:00Z", or an '
+            f"aware datetime; got {schedule_time!r}."
+        )
     if code is not None and code not in RPC_CODES:  # (trial 169: "SUCCESS" ran, and failed)
         near = difflib.get_close_matches(code.upper(), list(RPC_CODES), n=1)
         such = f"{near[0]!r}" if near else "such as 'OK' or 'UNAVAILABLE'"
@@ -71,8 +79,8 @@ def check_attempted(
         reasons = []
         if code is not None and attempt.code != code:
             reasons.append(f"code {attempt.code}, not {code}")
-        if schedule_time is not None and attempt.schedule_time != schedule_time:
-            reasons.append(f"ScheduleTime {attempt.schedule_time}, not {schedule_time}")
+        if schedule_time is not None and not _names(attempt.schedule_time, schedule_time):
+            reasons.append(f"ScheduleTime {attempt.schedule_time}, not {_shown(schedule_time)}")
         if reasons:
             why = failure_reason(attempt, width=2000) or attempt.debug_info
             extra = hint(attempt)
@@ -89,7 +97,7 @@ def check_attempted(
         part
         for part in (
             f"code={code}" if code else "",
-            f"schedule_time={schedule_time}" if schedule_time else "",
+            f"schedule_time={_shown(schedule_time)}" if schedule_time else "",
         )
         if part
     )
@@ -128,6 +136,20 @@ def _some(entries: list[list[str]], most: int = 20) -> list[str]:
     return [line for entry in entries for line in entry]
 
 
+def _names(header: str | None, wanted: str | datetime) -> bool:
+    """Whether a ScheduleTime header is ``wanted``: the same text, or the same instant."""
+    if isinstance(wanted, str) or header is None:
+        return header == wanted
+    try:
+        return to_instant(header) == wanted
+    except ValueError:  # (a header of a target's own making)
+        return False
+
+
+def _shown(wanted: str | datetime) -> str:
+    return wanted if isinstance(wanted, str) else f"{iso(wanted)} (any offset)"
+
+
 class AttemptAssertions(ABC):
     """``assert_attempted`` for a class that reads attempts: the in-process ``Emulator``, the
     ``cloud_scheduler`` fixture and the ``cloud_scheduler_server`` fixture mix it in, so the
@@ -161,15 +183,15 @@ class AttemptAssertions(ABC):
         count: int | None = None,
         code: str | None = None,
         *,
-        schedule_time: str | None = None,
+        schedule_time: str | datetime | None = None,
     ) -> list[Attempt]:
         """Assert on the attempts of ``job`` (ID or full name); return the matching ones.
 
         An attempt matches when its code is ``code`` (a google.rpc code name: ``"OK"``,
-        ``"INTERNAL"``…) and its ``X-CloudScheduler-ScheduleTime`` header is
-        ``schedule_time``; a criterion left ``None`` matches every attempt. With ``count``,
-        exactly that many must match; without it, at least one. An attempt still waiting on
-        its target has code ``None``.
+        ``"INTERNAL"``…) and its ``X-CloudScheduler-ScheduleTime`` header is ``schedule_time``
+        (the text as sent, or an aware datetime naming the same instant); a criterion left
+        ``None`` matches every attempt. With ``count``, exactly that many must match; without
+        it, at least one. An attempt still waiting on its target has code ``None``.
 
         :raises AssertionError: listing every attempt of the job and why it did not match,
             with the clock's instant (and, for a job with no attempts, the jobs there are).

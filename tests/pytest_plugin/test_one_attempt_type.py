@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -223,6 +223,13 @@ def test_the_fixture_runs_as_if_scheduled_and_refuses_an_app_given_as_text(
     cloud_scheduler.run_job("nightly", schedule_time=when)
     [attempt] = cloud_scheduler.attempts("nightly")
     assert (attempt.forced, attempt.schedule_time) == (True, "2025-12-31T02:00:00Z")
+    # the same instant in another offset names it too (trial 185: a datetime was refused)
+    berlin = when.astimezone(timezone(timedelta(hours=1)))
+    assert cloud_scheduler.assert_attempted("nightly", 1, schedule_time=berlin) == [attempt]
+    with pytest.raises(AssertionError, match=r"not 2025-12-31T03:00:00Z \(any offset\)"):
+        cloud_scheduler.assert_attempted("nightly", schedule_time=when + timedelta(hours=1))
+    with pytest.raises(NaiveDatetimeError, match="schedule_time"):
+        cloud_scheduler.assert_attempted("nightly", schedule_time=when.replace(tzinfo=None))
     # a naive instant is refused, not read as UTC (a trial's New York job ran at 22:00 -04:00)
     with pytest.raises(NaiveDatetimeError, match="run_job's schedule_time 2025-12-31T02:00:00"):
         cloud_scheduler.run_job("nightly", schedule_time=when.replace(tzinfo=None))
@@ -238,7 +245,7 @@ def test_the_fixture_runs_as_if_scheduled_and_refuses_an_app_given_as_text(
         ({"code": "ok"}, "code is a google.rpc code name, 'OK'; got 'ok'."),
         # trial 169: a name that is none ran, and failed as "code OK, not SUCCESS"
         ({"code": "SUCCESS"}, "code is a google.rpc code name, such as 'OK' or 'UNAVAILABLE'; "),
-        ({"schedule_time": START}, "schedule_time must be text (the header as sent"),
+        ({"schedule_time": 1790000000}, "schedule_time must be the header as sent, such as"),
     ],
 )
 def test_a_wrong_kind_of_expectation_says_what_to_pass(call: dict[str, Any], says: str) -> None:
