@@ -406,6 +406,12 @@ class FaultPlan:
             self.rules.clear()
             self._fired.clear()
 
+    def fired(self) -> list[int]:
+        """How many attempts each rule fired for (matched, within its limit, drawn), in plan
+        order; a rule fired beside one that overrides it on the same attempt counts too."""
+        with self._lock:
+            return [self._fired.get(index, 0) for index in range(len(self.rules))]
+
     def decide(self, context: AttemptContext) -> list[FaultRule]:
         """Return the rules that fire for this attempt, in plan order."""
         chosen = []
@@ -441,6 +447,12 @@ class FaultPlan:
                         f"rules[{index}] ({rule.action}) never acts: rules[{other}] "
                         f"({first.action}) replaces the delivery of every attempt it matches "
                         "(the target is not called, and no other rule acts)."
+                    )
+                    break
+                if (first.action, rule.action) == ("deadline", "lost_ack"):  # (trial 184)
+                    notes.append(
+                        f"rules[{index}] (lost_ack) never acts: rules[{other}] (deadline) ends "
+                        "every attempt it matches before an answer counts, so none is lost."
                     )
                     break
                 if first.action == rule.action and other < index:

@@ -814,6 +814,14 @@ def print_report(run: ScenarioRun, out: IO[str]) -> int:
     )
     for line in render_timeline(run.attempts):
         out.write(line + "\n")
+    idle = [  # (trial 184: a rule whose probability drew no attempt went unseen)
+        f"  rules[{index}] ({rule['action']}): no attempt matched it, within its limit and "
+        "probability\n"
+        for index, rule in enumerate(scenario.faults.get("rules", []))
+        if not run.fired[index]
+    ]
+    if idle:
+        out.write("\nFault rules that never fired:\n" + "".join(idle))
     if run.executions:  # how the Cloud Run executions ended: their :run answered 200 either way
         out.write("\nCloud Run executions:\n")
         rows = execution_rows(run.executions)

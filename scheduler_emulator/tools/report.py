@@ -216,7 +216,10 @@ def _scenario(run: ScenarioRun) -> str:
     )
     steps = "".join(f"<li>{html.escape(step.describe())}</li>" for step in run.scenario.steps)
     rules = run.scenario.faults.get("rules", [])
-    faults = "".join(f"<li><code>{html.escape(json.dumps(rule))}</code></li>" for rule in rules)
+    faults = "".join(
+        f"<li><code>{html.escape(json.dumps(rule))}</code> — {run.rule_fired(index)}</li>"
+        for index, rule in enumerate(rules)
+    )
     probe = probe_line(run)
     return (
         f'<div data-testid="scenario"><p>Jobs:</p><ul>{jobs}</ul><p>Steps:</p><ol>{steps}</ol>'

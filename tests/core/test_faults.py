@@ -470,6 +470,24 @@ class TestRules:
         assert target.requests == []  # indeed: the status rule stood in for the delivery
         assert [a.response_status for a in emulator.attempts("nightly")] == [503]
 
+    def test_a_lost_ack_under_a_deadline_is_named_and_indeed_loses_nothing(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        """Trial 184: a ``lost_ack`` on the attempts a ``deadline`` rule ends did nothing, and
+        nothing said so; both fire (``fired``: the deadline for its retry too), the deadline's
+        outcome is recorded."""
+        plan = emulator.faults
+        plan.add(action="lost_ack", job="nightly", attempt=1)
+        plan.add(action="deadline", job="night*", seconds=0)
+        assert plan.shadowed() == [
+            "rules[0] (lost_ack) never acts: rules[1] (deadline) ends every attempt it matches "
+            "before an answer counts, so none is lost."
+        ]
+        emulator.create_job(nightly_job())
+        emulator.advance(timedelta(minutes=5))  # past the 180 s attempt deadline
+        assert emulator.attempts("nightly")[0].code == "DEADLINE_EXCEEDED"
+        assert plan.fired() == [1, 2]
+
     def test_a_rule_whose_job_pattern_matches_no_job_is_named(self) -> None:
         """Trial 60: a misspelt job (``sweeep``) was accepted without a word and never fired."""
         plan = FaultPlan(

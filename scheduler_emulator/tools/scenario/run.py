@@ -7,7 +7,7 @@ import json
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -64,6 +64,8 @@ class ScenarioRun:
     :param executions: the Cloud Run executions its ``jobs/J:run`` attempts started, in
         creation order, as ``GET /_emulator/executions`` shows them (a scheduler attempt
         answered 200 says nothing of how its execution ended).
+    :param fired: how many attempts each fault rule fired for, in plan order
+        (:meth:`~scheduler_emulator.core.faults.FaultPlan.fired`).
     """
 
     scenario: Scenario
@@ -74,8 +76,9 @@ class ScenarioRun:
     results: list[CheckResult]
     delivery: str
     end: datetime
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    executions: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, Any]]
+    executions: list[dict[str, Any]]
+    fired: list[int]
 
     @property
     def ok(self) -> bool:
@@ -86,6 +89,12 @@ class ScenarioRun:
     def unmet(self) -> list[CheckResult]:
         """The expectations that did not hold."""
         return [result for result in self.results if not result.ok]
+
+    def rule_fired(self, index: int) -> str:
+        """How often fault rule ``index`` fired: ``"fired for 2 attempts"``, or ``"never
+        fired"`` (trial 184: a rule that never fired could not be seen)."""
+        times = self.fired[index]
+        return f"fired for {times} attempt{'s' * (times != 1)}" if times else "never fired"
 
     @property
     def run_states(self) -> str:
@@ -241,6 +250,7 @@ def run_scenario(
         end,
         runs,
         executions,
+        plan.fired(),
     )
 
 

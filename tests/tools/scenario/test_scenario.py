@@ -562,6 +562,22 @@ class TestReplay:
             "rule of every attempt it matches (one rule of each action acts on an attempt).\n"
         )
 
+    def test_a_fault_rule_that_never_fired_is_said_by_the_replay_and_the_report(
+        self, tmp_path: Path
+    ) -> None:
+        """Trial 184: a rule whose probability drew no attempt could be seen only by reading
+        the timeline."""
+        rules = "    - {action: duplicate, run: 2}\n    - {action: lost_ack, run: 9}\n"
+        path = write(tmp_path, HOURLY + "faults:\n  rules:\n" + rules)
+        code, out, _ = replay(str(path), "--report", str(tmp_path / "report.html"))
+        assert code == 0
+        assert (
+            "\nFault rules that never fired:\n  rules[1] (lost_ack): no attempt matched it" in out
+        )
+        page = (tmp_path / "report.html").read_text()
+        assert "&quot;run&quot;: 2}</code> — fired for 1 attempt</li>" in page
+        assert "&quot;run&quot;: 9}</code> — never fired</li>" in page
+
     def test_a_fault_rule_for_a_job_the_scenario_lacks_is_refused(self, tmp_path: Path) -> None:
         """Trial 60: a misspelt job never fired, and nothing said so; trial 148: the warning
         then let the scenario pass (exit 0) with its fault never injected."""
