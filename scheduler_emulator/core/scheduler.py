@@ -806,12 +806,12 @@ class Scheduler:
         if at is None:
             gave_up = None
             if end.code != "OK":
-                retries = run.attempts - 1
+                retries = run.attempts - run.uncounted - 1
                 gave_up = gave_up_because(
                     job.retry_config, retries, run.first_attempt_start, end.end_time
                 )
             earned = run.extra_retry or run.extra_spent
-            run.limits = (max_attempts(job.retry_config, earned), gave_up)
+            run.limits = (max_attempts(job.retry_config, earned, run.uncounted), gave_up)
             return self._end_run(state, run, now)
         run.next_attempt_at = at
         self._push(at, _RETRY, run.job, run.id)
@@ -859,7 +859,7 @@ class Scheduler:
         """End ``run`` as given up for ``why`` (no retry follows)."""
         run.finished = True
         run.next_attempt_at = None
-        run.limits = (max_attempts(state.job.retry_config, run.extra_retry), why)
+        run.limits = (max_attempts(state.job.retry_config, run.extra_retry, run.uncounted), why)
         state.runs.pop(run.id, None)
         if state.active is run:
             state.active = None

@@ -154,14 +154,17 @@ GAVE_UP_PAUSED = "job paused"
 GAVE_UP_DELETED = "job deleted"
 
 
-def max_attempts(config: RetryConfig | None, extra_retry: bool = False) -> int | None:
+def max_attempts(
+    config: RetryConfig | None, extra_retry: bool = False, uncounted: int = 0
+) -> int | None:
     """The attempts a run of ``config`` makes at most: ``retryCount`` plus one, plus one more
-    when the run earned a retry beyond its config (a restart, a lost acknowledgement), while it
-    goes on and once it ended alike; ``None`` when the count does not bound the run (a
-    ``maxRetryDuration`` is set, or no config is known)."""
+    when the run earned a retry beyond its config (a restart, a lost acknowledgement), plus its
+    ``uncounted`` attempts so far (App Engine 503s, retried whatever the config: each one more
+    raises the bound), while it goes on and once it ended alike; ``None`` when the count does
+    not bound the run (a ``maxRetryDuration`` is set, or no config is known)."""
     if config is None or config.max_retry_duration:
         return None
-    return config.retry_count + 1 + extra_retry
+    return config.retry_count + 1 + extra_retry + uncounted
 
 
 def gave_up_because(

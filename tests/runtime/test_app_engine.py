@@ -13,6 +13,7 @@ from werkzeug.test import Client
 from scheduler_emulator import Emulator, ManualClock, MountTransport
 from scheduler_emulator.runtime.delivery.dispatchers import parse_app_engine_urls
 from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
+from scheduler_emulator.runtime.storage.read_model import runs_page
 from scheduler_emulator.server.server import create_app
 from scheduler_emulator.wire import APP_ENGINE_USER_AGENT_SUFFIX
 from tests.support import Received, RecordingTarget
@@ -101,6 +102,24 @@ def test_a_503_does_not_use_up_the_retry_count() -> None:
     emulator.create_job(app_engine_job(retryConfig={"retryCount": 2}))
     emulator.advance(timedelta(minutes=5))
     assert [a.response_status for a in emulator.attempts("rollup")] == [503, 500, 500, 500]
+
+
+def test_a_runs_most_attempts_counts_its_503s_beside_its_retry_count() -> None:
+    """Trial 186: a run of 503s read "attempt 6 of 6", then 6/7, 7/8 — a limit that moved."""
+    statuses = iter([503, 503, 500, 500])
+    app = RecordingTarget(status=lambda received: next(statuses))
+    emulator = emulator_for(app, {"worker": "http://worker.test"})
+    emulator.create_job(app_engine_job(retryConfig={"retryCount": 1}))
+
+    def run() -> dict[str, object]:
+        [only], _ = runs_page(emulator.store, page_size=5, now=emulator.now(),
+                              config=emulator.job_config)  # fmt: skip
+        return {key: only[key] for key in ("state", "tries", "maxAttempts", "gaveUp")}
+
+    emulator.advance(timedelta(minutes=1, seconds=6))  # two 503s: the third attempt pending
+    assert run() == {"state": "retrying", "tries": 2, "maxAttempts": 4, "gaveUp": None}
+    emulator.advance(timedelta(minutes=5))
+    assert run() == {"state": "gave up", "tries": 4, "maxAttempts": 4, "gaveUp": "retry count"}
 
 
 def test_http_targets_do_not_retry_a_503_uncounted() -> None:

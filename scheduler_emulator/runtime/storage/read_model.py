@@ -249,7 +249,7 @@ def _mark_duplicates(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 #: The run table's columns :func:`run_state` reads.
 _RUN_COLUMNS = (
     "id, job, nominal, forced, finished, next_attempt_at, first_attempt_start, schedule_time, "
-    "limits, extra_retry"
+    "limits, extra_retry, uncounted"
 )
 #: The code of a run's newest attempt (``NULL`` for none, or one in flight), in SQL over ``runs``.
 _LAST_CODE = (
@@ -293,17 +293,18 @@ def run_state(
     :return: ``{"state": "succeeded" | "gave up" | "retrying" | "in progress", "gaveUp": the
         limit or ``None``, "nextAttemptTime": RFC 3339 or ``None``, "nextAttempt": its number
         or ``None``, "maxAttempts": the retry count plus one, plus the extra retry the run earned
-        (a restart, a lost acknowledgement; or the attempts made and due, when App Engine's
-        uncounted 503s took the run past it), ``None`` when the count does not bound the run,
+        (a restart, a lost acknowledgement) and the App Engine 503s it had (uncounted), ``None``
+        when the count does not bound the run,
         "scheduleTime": the header value or ``None``, "tries": the attempts made (an injected
         duplicate is not one), "failedAttempts": N}``.
     :raises DamagedRow: for a first attempt start or next attempt time that is not an instant.
     """
-    run_id, job_name, _, _, finished, next_at, first_start, schedule_time, limits, extra = row
+    run_id, job_name, _, _, finished, next_at, first_start, schedule_time, limits, extra, free = row
     first_start = check.optional_instant("first_attempt_start", first_start)  # damaged: refused
     job = config(job_name)
     retry = None if job is None else job.retry_config
-    most = max_attempts(retry, bool(extra))  # (a restart or a lost ack earned it one more)
+    # (a restart or a lost ack earned it one more; App Engine 503s are not counted: trial 186)
+    most = max_attempts(retry, bool(extra), check.whole("uncounted", free, 0))
     last = attempts[-1] if attempts else None
     tries = len({a["attempt"] for a in attempts})  # an injected duplicate shares its number
     state, gave_up, next_time = "in progress", None, None
