@@ -570,7 +570,7 @@ class Admin:
         policy = self.emulator.options.dst_policy
         for lane, job in zip(lanes, page, strict=True):
             lane["id"], lane["state"] = job.job_id, job.state.name
-            lane["timeZone"] = job.time_zone or "Etc/UTC"
+            lane["timeZone"], lane["targetType"] = job.time_zone or "Etc/UTC", job.target_type
             first = self.emulator.upcoming(job.name).next_fire  # what comes next (trial 80)
             upcoming = read_model.next_fire_times(
                 job, LANE_FIRE_TIMES, dst_policy=policy, first=first

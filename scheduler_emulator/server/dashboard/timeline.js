@@ -305,7 +305,9 @@
     }
     row("Job", run.job, "run-job");
     row("Scheduled for", stamp(run.nominalTime, zone) + (run.forced ? " (forced)" : ""), "run-scheduled");
-    row("ScheduleTime header", run.scheduleTime, "run-schedule-time-header");
+    if ((lane && lane.targetType) !== "PUBSUB") {  /* a message has no headers (trial 186) */
+      row("ScheduleTime header", run.scheduleTime, "run-schedule-time-header");
+    }
     var stateCell = row("State", stateText(run, lane), "run-state");
     stateCell.className = "run-state " + String(run.state || "").replace(/ /g, "-");
     if (run.nextAttemptTime) {

@@ -18,6 +18,7 @@ from tests.browser import all_by_css, available, by_testid, chromium, wait_for
 from tests.daemon import running_daemon
 from tests.dashboard_scene import PARENT, advance_one_day, orders_daemon, redrawn, timeline_ready
 from tests.drip import DripTarget, drip_server
+from tests.server.dashboard.test_runs_browser import open_run
 
 pytestmark = [
     pytest.mark.slow,
@@ -69,6 +70,12 @@ def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path
             s for s in ("scheduletime header", "http status", "response body") if s in panel
         ]
         driver.save_screenshot(str(tmp_path / "publish-details.png"))
+        open_run(driver, "restock")  # its run: no header either (trial 186)
+        panel = by_testid(driver, "attempt-details").text.lower()
+        assert "scheduletime header" not in panel and "attempts" in panel
+        driver.save_screenshot(str(tmp_path / "publish-run.png"))
+        open_run(driver, "nightly")  # an HTTP job's run names the header it sent
+        assert "2026-03-01T02:00:00Z" in by_testid(driver, "run-schedule-time-header").text
 
         by_testid(driver, "tab-jobs").click()
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="job-row-nightly"]'))
