@@ -352,6 +352,17 @@ def test_a_word_that_fits_a_line_is_not_cut() -> None:
     ]
 
 
+def test_a_next_cell_before_the_reason_wraps_at_its_spaces() -> None:
+    """Trial 186: ``jobs --failed`` (NEXT, then REASON) made a 170-column table in a pipe."""
+    nxt = "2026-09-24T11:25:00Z; forced run's retry 2026-09-24T11:20:35Z"
+    lines = render_table(
+        ["JOB", "NEXT", "REASON"], [["tick", nxt, "HTTP 500: boom " * 4]], width=60
+    )
+    assert max(map(len, lines)) <= 60, lines
+    column = [line[6:].split("  ")[0] for line in lines[1:]]
+    assert " ".join(column) == nxt and "2026-09-24T11:20:35Z" in column  # times kept whole
+
+
 def test_a_long_code_wraps_between_its_words() -> None:
     reason = "URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR. Connection refused."
     lines = render_table(["JOB", "REASON"], [["tick", reason]], width=37)
