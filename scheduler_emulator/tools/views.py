@@ -1086,7 +1086,8 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
         the clock), naming its reason.
     """
     client = DaemonClient(args.host, args.port, args.admin_token)
-    due = client.get("/_emulator/clock").get("nextDue") if args.next else None
+    before = client.get("/_emulator/clock")
+    due = before.get("nextDue") if args.next else None
     client.timeout = None  # a move waits for what it delivers, up to their attempt deadlines
     waiting = threading.Timer(MOVE_NOTE_SECONDS, _say_waiting, (args,))
     waiting.start()
@@ -1101,8 +1102,16 @@ def cmd_clock(args: argparse.Namespace, out: IO[str]) -> int:
         if "cannot go back" in str(exc):  # (not a system clock's refusal)
             again = " To start earlier, restart the daemon with --start T and --in-memory or a "
             again += "new --data-dir (on its data dir it resumes where it stopped)."
-        moved = "stopped at" in str(exc)  # a stop ended the move part way (trial 149)
-        what = "the clock did not reach its target" if moved else "the clock did not move"
+        client.timeout = 10
+        after = None
+        with contextlib.suppress(ConfigurationError):  # (a daemon that stopped answers no more)
+            after = client.get("/_emulator/clock").get("now")
+        if after not in (None, before.get("now")):  # (trial 187: a full disk's part way)
+            what = f"the clock moved to {after}, short of its target"
+        elif "stopped at" in str(exc):  # a stop ended the move part way (trial 149)
+            what = "the clock did not reach its target"
+        else:
+            what = "the clock did not move"
         raise ConfigurationError(f"{what}: {exc}{again}") from None
     finally:
         waiting.cancel()

@@ -63,6 +63,11 @@ def test_refused_changes_are_not_read_stored_later_or_found_after_a_restart(
             before[0]["schedule"],
         )
         assert daemon.stop() == 0
+        assert daemon.process.stderr is not None
+        said = daemon.process.stderr.read()  # (trial 187: it still blamed the disk)
+        assert "writes succeed again; those held were written" in said, said
+        assert "scheduler-emulator stopped; jobs and attempts are in data dir" in said
+        assert "could not be written" not in said.rsplit("scheduler-emulator stopped;", 1)[1]
     with running_daemon("--data-dir", str(data), "--clock", "manual") as again:
         restarted = again.get(JOB)
         assert (restarted.get("description"), restarted["schedule"], restarted["state"]) == (

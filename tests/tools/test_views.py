@@ -1198,6 +1198,25 @@ def test_a_move_a_stop_cut_short_is_not_said_to_have_moved_nothing(
     assert err == f"error: the clock did not reach its target: {stopped}\n"
 
 
+def test_a_move_a_full_disk_cut_short_says_where_the_clock_got_to(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 187: a full disk stopped ``clock --advance 30m`` two minutes on, and the command
+    said "the clock did not move"."""
+    full = "The emulator's data directory /d cannot be written (database or disk is full)."
+    readings = iter(["2026-09-28T00:04:00Z", "2026-09-28T00:06:00Z"])
+
+    def call(self: Any, method: str, path: str, **kwargs: Any) -> Any:
+        if path == "/_emulator/clock:advance":
+            raise views.Refused(full)
+        return {"now": next(readings)}
+
+    monkeypatch.setattr(views.DaemonClient, "call", call)
+    code, out, err = run_command(capsys, "clock", "--advance", "30m")
+    assert (code, out) == (2, "")
+    assert err == f"error: the clock moved to 2026-09-28T00:06:00Z, short of its target: {full}\n"
+
+
 def test_a_slow_move_says_what_it_waits_for_and_a_quick_one_says_nothing(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
