@@ -364,7 +364,8 @@ def pending_retries(emulator: Emulator, *, stopping: bool = False) -> str:
 def restart_notes(emulator: Emulator) -> str:
     """``", 1600 attempts in flight when it was killed recorded as interrupted (their runs
     retried), 5 scheduled times skipped while it was down (`scheduler-emulator skipped` lists
-    them), 9 finished attempts of the history dropped to keep within --retain-attempts and
+    them), 9 finished attempts and 4 skipped-run records of the history dropped to keep within
+    --retain-attempts and
     --retain-megabytes, 1 Cloud Run execution(s) running when it was killed recorded as
     INTERRUPTED (…)"``,
     for the startup line after a restart: each part only when its count is not 0."""
@@ -383,9 +384,12 @@ def restart_notes(emulator: Emulator) -> str:
         notes += f", {'at least ' * most}{count} scheduled time{'s' if count != 1 else ''} "
         notes += "skipped while it was down (`scheduler-emulator skipped` lists them"
         notes += f": of each job, the first {MAX_DOWNTIME_SKIPS})" if most else ")"
-    if dropped := emulator.store.dropped_at_open:  # (trial 117: a lower bound dropped silently)
-        notes += f", {dropped} finished attempt{'s' if dropped != 1 else ''} of the history "
-        notes += "dropped to keep within --retain-attempts and --retain-megabytes"
+    dropped, records = emulator.store.dropped_at_open  # (trial 117: dropped silently)
+    if dropped or records:
+        parts = [f"{dropped} finished attempt{'s' if dropped != 1 else ''}"] * bool(dropped)
+        parts += [f"{records} skipped-run record{'s' if records != 1 else ''}"] * bool(records)
+        notes += f", {' and '.join(parts)} of the history dropped to keep within "
+        notes += "--retain-attempts and --retain-megabytes"
     if cut_short := emulator.cloud_run.store.interrupted_at_open:  # (trials 78, 81)
         ids = ", ".join(e.execution_id for e in cut_short)
         jobs = sorted({e.scheduler_job.rsplit("/", 1)[-1] for e in cut_short} - {""})

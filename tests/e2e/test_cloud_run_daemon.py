@@ -436,7 +436,7 @@ def test_the_restart_line_names_a_command_that_runs_an_interrupted_execution_aga
     emulator = SimpleNamespace(
         interrupted_at_start=0,
         skipped_while_down={},
-        store=SimpleNamespace(dropped_at_open=0),
+        store=SimpleNamespace(dropped_at_open=(0, 0)),
         cloud_run=SimpleNamespace(store=store),
     )
     note = restart_notes(cast(Any, emulator))

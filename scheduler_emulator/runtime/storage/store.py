@@ -400,7 +400,8 @@ class Store:
         oldest first) and skipped-run records; ``None`` keeps everything.
     :param retain_megabytes: drop the oldest finished runs while the database holds more
         than this many megabytes (10**6 bytes); ``None`` bounds only the number of rows.
-    :ivar dropped_at_open: the finished attempts the bounds dropped as it opened.
+    :ivar dropped_at_open: the finished attempts and the skipped-run records the bounds dropped
+        as it opened, ``(attempts, records)``.
     :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged, of a
         later release, or on a full disk, naming the file and what to do.
     """
@@ -814,12 +815,13 @@ class Store:
         rows = self.query(f"{query} ORDER BY {order} LIMIT {page_size + 1}", args)
         return rows[:page_size], (rows[page_size - 1][0] if len(rows) > page_size else None)
 
-    def _trim(self, db: sqlite3.Connection) -> int:
+    def _trim(self, db: sqlite3.Connection) -> tuple[int, int]:
         """Apply :attr:`retain_attempts` and :attr:`retain_megabytes`, oldest first, and return
-        how many finished attempts that dropped. Finished runs go whole, with all their
+        how many finished attempts and skipped-run records that dropped (trial 187: the records
+        went unsaid). Finished runs go whole, with all their
         attempts, so that no run is left reading "gave up" after no try or fewer tries than it
         made (trials 107, 117); a run still going keeps its attempts."""
-        dropped = 0
+        dropped = records = 0
 
         def drop_runs_of_attempts_before(attempt_id: int) -> int:
             sql = "SELECT run_id FROM attempts WHERE id < ? ORDER BY id DESC LIMIT 1"
@@ -830,11 +832,12 @@ class Store:
 
         keep = self.retain_attempts
         if keep is not None:
-            db.execute("DELETE FROM skipped WHERE id <= (SELECT MAX(id) FROM skipped) - ?", (keep,))
+            sql = "DELETE FROM skipped WHERE id <= (SELECT MAX(id) FROM skipped) - ?"
+            records = db.execute(sql, (keep,)).rowcount
             [(largest,)] = db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts")
             dropped += drop_runs_of_attempts_before(largest - keep + 1)
         if self.retain_megabytes is None:
-            return dropped
+            return dropped, records
         [(first, last)] = db.execute("SELECT IFNULL(MIN(id), 0), IFNULL(MAX(id), 0) FROM attempts")
         step = max((last - first) // 10, 1)  # a tenth of the history at a time
         for cutoff in range(first + step, last + step + 1, step):
@@ -844,7 +847,7 @@ class Store:
             if (pages - free) * page_bytes <= self.retain_megabytes * 1_000_000:
                 break
             dropped += drop_runs_of_attempts_before(cutoff)  # (its space is reused: the file stays)
-        return dropped
+        return dropped, records
 
     def add_skipped(self, skipped: SkippedRun) -> None:
         """Record a scheduled time that got no run (an earlier run was still going, or the

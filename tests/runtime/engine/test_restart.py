@@ -52,6 +52,27 @@ def test_a_lower_bound_at_start_says_what_it_dropped(tmp_path: Path) -> None:
     assert restart_notes(reopen(db, target, START)) == ""
 
 
+def test_skipped_run_records_a_lower_bound_drops_are_said_too(tmp_path: Path) -> None:
+    """Trial 187: 100 of 400 records of scheduled times missed while down went unsaid."""
+    db, target = tmp_path / "emulator.db", RecordingTarget()
+    first = reopen(db, target, START)
+    first.create_job(nightly_job(schedule="* * * * *", retryConfig={}))
+    first.advance(timedelta(minutes=2))
+    first.close()
+    later = START + timedelta(minutes=12)
+    reopen(db, target, later).close()  # 9 scheduled times passed while it was down
+    reader = Store(db)
+    records = len(reader.skipped_page(page_size=None)[0])
+    reader.close()
+    third = Emulator(ManualClock(later), store=Store(db, retain_attempts=3))
+    assert records > 3 and len(third.store.skipped_page(page_size=None)[0]) == 3
+    assert restart_notes(third) == (
+        f", {records - 3} skipped-run records of the history dropped to keep within "
+        "--retain-attempts and --retain-megabytes"
+    )
+    third.close()
+
+
 def test_a_run_killed_again_after_its_extra_retry_ends_and_the_line_says_so(
     tmp_path: Path,
 ) -> None:
