@@ -332,14 +332,15 @@ def test_a_start_that_fails_leaves_no_data_directory_it_made(tmp_path: Path) -> 
 # ---------------------------------------------------------------------------------- full disk
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs (needs root and mount); skipped with the reason when it cannot be had."""
+@pytest.fixture(params=["size=4m"])
+def small_disk(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A 4 MB tmpfs (needs root and mount; another ``-o`` by indirect parametrizing); skipped
+    with the reason when it cannot be had."""
     mount = tmp_path / "disk"
     mount.mkdir()
     try:
         done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+            ["mount", "-t", "tmpfs", "-o", request.param, "tmpfs", str(mount)],
             capture_output=True,
             text=True,
             timeout=30,
@@ -352,6 +353,15 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize("small_disk", ["size=1m,ro"], indirect=True)
+def test_a_read_only_mount_is_named(small_disk: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Trial 187: a read-only mount was "this user cannot write in …"."""
+    code, _, err = run_command(capsys, "start", "--port", "0", "--data-dir", str(small_disk))
+    assert code == 2 and err.startswith(
+        f"error: --data-dir {small_disk} cannot be written (it is on a read-only mount): "
+    ), err
 
 
 def fill(disk: Path) -> Path:
@@ -473,7 +483,7 @@ def test_an_unwritable_database_or_directory_exits_2_naming_it(
     immutable(data)  # trial 75: "damaged or not a database. … Move it aside (mv …)"
     code, _, err = run_command(capsys, *start)  # (refused before it listens, fixed or not)
     assert (code, err) == (2, (
-        f"error: --data-dir {data} cannot be written (this user cannot write in {data}): make it "
+        f"error: --data-dir {data} cannot be written (this user cannot write in it): make it "
         "writable by this user (its owner and mode, an immutable flag (lsattr), a read-only "
         "mount), or pass another --data-dir.\n"
     ))  # fmt: skip
@@ -481,7 +491,7 @@ def test_an_unwritable_database_or_directory_exits_2_naming_it(
     locked.mkdir()
     immutable(locked)
     new = locked / "new"
-    for where, why in ((locked, f"this user cannot write in {locked}"),
+    for where, why in ((locked, "this user cannot write in it"),
                        (new, f"Operation not permitted: {new}")):  # fmt: skip
         code, _, err = run_command(capsys, "start", "--port", "0", "--data-dir", str(where))
         assert code == 2 and err == (

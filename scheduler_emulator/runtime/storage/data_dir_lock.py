@@ -71,7 +71,9 @@ class DataDirLock:
                 f"--data-dir {self.path.parent}: cannot make it ({exc.strerror})."
             ) from exc
         if not os.access(self.path.parent, os.W_OK | os.X_OK):  # (its files are made later)
-            raise self._unwritable(f"this user cannot write in {self.path.parent}")
+            read_only = os.statvfs(self.path.parent).f_flag & os.ST_RDONLY  # (trial 187)
+            where = "it is on a read-only mount" if read_only else "this user cannot write in it"
+            raise self._unwritable(where)
         dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
         handle = None
         try:  # every failure lets go of what was taken
