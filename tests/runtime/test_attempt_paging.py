@@ -356,15 +356,19 @@ def test_retain_megabytes_is_a_positive_number() -> None:
 )
 def test_a_runs_most_attempts_follow_its_retry_config(retry: RetryConfig, most: int | None) -> None:
     job = SimpleNamespace(retry_config=retry)
-    row = (1, JOB_A, None, None, 1, None, "2026-09-24T00:01:00+00:00", None, None, 0)
+    row = (1, JOB_A, None, None, 1, None, "2026-09-24T00:01:00+00:00", None, None, 0, 0)
     ended = {"attempt": 1, "code": "OK", "endTime": "2026-09-24T00:01:01+00:00"}
     state = run_state(Row("emulator.db", "runs", JOB_A), row, [ended], lambda name: job)  # type: ignore[arg-type,return-value]
     assert (state["state"], state["maxAttempts"]) == ("succeeded", most)
     # a run that earned a retry beyond its config (a restart, a lost ack): one more, while going
     failed = {"attempt": 1, "code": "UNAVAILABLE", "endTime": "2026-09-24T00:01:01+00:00"}
-    going = (*row[:4], 0, "2026-09-24T00:01:30+00:00", *row[6:9], 1)
+    going = (*row[:4], 0, "2026-09-24T00:01:30+00:00", *row[6:9], 1, 0)
     state = run_state(Row("emulator.db", "runs", JOB_A), going, [failed], lambda name: job)  # type: ignore[arg-type,return-value]
     assert (state["state"], state["maxAttempts"]) == (
         "retrying",
         None if most is None else most + 1,
     )
+    # App Engine 503s, not counted against the retry count, add to it (trial 186)
+    uncounted = (*going[:10], 2)
+    state = run_state(Row("emulator.db", "runs", JOB_A), uncounted, [failed], lambda name: job)  # type: ignore[arg-type,return-value]
+    assert state["maxAttempts"] == (None if most is None else most + 3)
