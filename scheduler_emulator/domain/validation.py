@@ -167,10 +167,11 @@ def validate_job(job: Job) -> None:
     if size > MAX_JOB_SIZE_BYTES:
         target = job.http_target or job.app_engine_http_target or job.pubsub_target
         body = len(getattr(target, "body", None) or getattr(target, "data", None) or b"")
+        what = "data" if job.pubsub_target is not None else "body"  # (trial 189: "body")
         raise InvalidArgument(
             f"The job is {size} bytes; the limit is 1 MB ({MAX_JOB_SIZE_BYTES} bytes)"
             + (
-                f": its body is {body} bytes, {size - MAX_JOB_SIZE_BYTES} too many."
+                f": its {what} is {body} bytes, {size - MAX_JOB_SIZE_BYTES} too many."
                 if body
                 else "."
             ),

@@ -131,11 +131,17 @@ HEADERS_MESSAGE = (
 )
 #: How much a job with a body of one byte weighs besides the body.
 JOB_BESIDES_BODY = job_size_bytes(http_job(body="eA==")) - 1
-SIZE_MESSAGE = (  # (trial 78: the body is what to cut, and by how much)
-    f"The job is {MAX_JOB_SIZE_BYTES + JOB_BESIDES_BODY} bytes; the limit is 1 MB "
-    f"({MAX_JOB_SIZE_BYTES} bytes): its body is {MAX_JOB_SIZE_BYTES} bytes, {JOB_BESIDES_BODY} "
-    "too many."
-)
+PUBSUB_BESIDES_DATA = job_size_bytes(case_job("pubsub", {"pubsubTarget": {"data": "eA=="}})) - 1
+
+
+def size_message(besides: int, what: str = "body") -> str:
+    """The refusal of a job whose body (or data) is 1 MB, ``besides`` bytes over the limit
+    (trial 78: the body is what to cut, and by how much)."""
+    return (
+        f"The job is {MAX_JOB_SIZE_BYTES + besides} bytes; the limit is 1 MB "
+        f"({MAX_JOB_SIZE_BYTES} bytes): its {what} is {MAX_JOB_SIZE_BYTES} bytes, {besides} "
+        "too many."
+    )
 
 
 def body_of(size: int) -> dict[str, Any]:
@@ -150,7 +156,20 @@ COMPUTED_INVALID_JOBS = [
     pytest.param(
         "http", headers_of(82), HEADERS_MESSAGE, "httpTarget.headers", id="headers-over-80KB"
     ),
-    pytest.param("http", body_of(MAX_JOB_SIZE_BYTES), SIZE_MESSAGE, "job", id="job-over-1MB"),
+    pytest.param(
+        "http",
+        body_of(MAX_JOB_SIZE_BYTES),
+        size_message(JOB_BESIDES_BODY),
+        "job",
+        id="job-over-1MB",
+    ),
+    pytest.param(  # a Pub/Sub job's is its data (trial 189: "body")
+        "pubsub",
+        {"pubsubTarget": {"data": b64(b"x" * MAX_JOB_SIZE_BYTES)}},
+        size_message(PUBSUB_BESIDES_DATA, "data"),
+        "job",
+        id="pubsub-job-over-1MB",
+    ),  # fmt: skip
     *body_refused("http", "POST, PUT or PATCH", ["GET", "DELETE", "HEAD", "OPTIONS"]),
     *body_refused("app-engine", "POST or PUT", ["DELETE", "GET"]),
 ]
