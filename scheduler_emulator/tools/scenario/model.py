@@ -70,7 +70,8 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|[wdhms])")
 _CHECK_RE = re.compile(
     r"\s*(==|!=|<=|>=|<|>)?\s*"
-    r"(?:(?P<number>-?\d+)|(?P<name>[A-Za-z_][\w.]*)(?:\s*(?P<sign>[+-])\s*(?P<offset>\d+))?)\s*"
+    r"(?:(?P<number>-?\d+)|(?P<name>[A-Za-z_][\w.]*(?:-[A-Za-z][\w.]*)*)"  # (runs.gave-up)
+    r"(?:\s*(?P<sign>[+-])\s*(?P<offset>\d+))?)\s*"
 )
 #: A probe field's selector: a dotted path (group ``plain``) or ``len(path)`` (group
 #: ``counted``), as :class:`ProbeSpec` holds them.

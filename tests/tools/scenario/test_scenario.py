@@ -493,7 +493,8 @@ class TestReplay:
         path = write(
             tmp_path,
             HOURLY.replace("make()", "failing()").replace("advance: 3h", "advance: 150m")
-            + "expect:\n  hourly: {runs: 3, runs.gave-up: 0, runs.retrying: 1}\n",
+            + "expect:\n  hourly: {runs: 3, runs.gave-up: 0, runs.retrying: 1, "
+            + "attempts: '>= runs.gave-up+5'}\n",  # (trial 188: refused as an operand)
         )
         code, out, _ = replay(str(path), "--report", str(tmp_path / "report.html"))
         assert code == 1
@@ -503,7 +504,7 @@ class TestReplay:
         assert header in out.splitlines()
         assert "  ✓ hourly: runs.retrying == 1 (observed 1)\n" in out
         assert out.endswith(
-            "\n1 of 3 expectations unmet:\n  hourly: runs.gave-up == 0 (observed 2)\n"
+            "\n1 of 4 expectations unmet:\n  hourly: runs.gave-up == 0 (observed 2)\n"
             f"\nReport written to {tmp_path / 'report.html'}.\n"
         )
         assert "<p>3 runs: 2 gave up, 1 retrying; 7 attempt(s), 7 failed" in (
