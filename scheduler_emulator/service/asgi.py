@@ -30,6 +30,7 @@ from .request import (
     CaseInsensitiveHeaders,
     Router,
     TimerRequest,
+    refuse_behind_a_token_check,
 )
 
 #: An ASGI 3 application: ``await app(scope, receive, send)``.
@@ -111,6 +112,7 @@ class TimerAsgiMiddleware:
     """
 
     def __init__(self, app: AsgiApp | None, router: Router) -> None:
+        refuse_behind_a_token_check(app)
         self.app = app
         self.timer_router = router
 

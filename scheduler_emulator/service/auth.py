@@ -588,6 +588,9 @@ class SchedulerTokenMiddleware:
         take, or for an ASGI app (:class:`SchedulerTokenAsgiMiddleware` wraps those).
     """
 
+    #: What ``init_app`` looks for, to refuse to put the timer routes in front of it.
+    checks_tokens = True
+
     def __init__(
         self,
         app: Callable[..., Any],

@@ -23,6 +23,7 @@ from .request import (
     TimerRequest,
     TimerResponse,
     WsgiApp,
+    refuse_behind_a_token_check,
 )
 
 if TYPE_CHECKING:  # werkzeug is imported when a Flask request is served
@@ -87,6 +88,7 @@ class TimerMiddleware:
     """
 
     def __init__(self, router: Router, app: WsgiApp | None) -> None:
+        refuse_behind_a_token_check(app)
         self.timer_router = router
         self.app = app
 
@@ -156,7 +158,8 @@ def init_app(router: Router, flask_app: Any) -> None:
 
     :param flask_app: a :class:`flask.Flask` (anything with ``wsgi_app`` and ``extensions``),
         or a ``starlette.applications.Starlette`` / ``fastapi.FastAPI``.
-    :raises ValueError: when another router is already installed on the app.
+    :raises ValueError: when another router is already installed on the app, or a token
+        check is (:func:`~scheduler_emulator.service.request.refuse_behind_a_token_check`).
     :raises TypeError: for another app (Django's, any WSGI or ASGI app), saying what to use.
     """
     if not hasattr(flask_app, "wsgi_app") and hasattr(flask_app, "add_middleware"):
@@ -193,6 +196,8 @@ def _init_starlette(router: Router, app: Any) -> None:
             f"{app!r} already serves timers through {installed!r}; register every "
             "timer on that one router."
         )
+    for layer in app.user_middleware:  # (its instances are made at the first request)
+        refuse_behind_a_token_check(layer.cls)
     app.add_middleware(TimerAsgiMiddleware, router=router)
     app.state.timer_router = router
 

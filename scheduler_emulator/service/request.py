@@ -271,3 +271,21 @@ def is_async_handler(handler: Callable[..., Any]) -> bool:
     target = handler.func if isinstance(handler, functools.partial) else handler
     call = getattr(target, "__call__", None)  # noqa: B004 - the coroutine check needs __call__
     return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)
+
+
+def refuse_behind_a_token_check(app: Any) -> None:
+    """Refuse to serve the timer routes in front of ``app`` when it, or a WSGI or ASGI
+    middleware it wraps (``.app``), checks tokens (``SchedulerTokenMiddleware``, its ASGI
+    twin): they would be answered unchecked (trial 188: it failed open).
+
+    :raises ValueError: saying to add the token check after the router.
+    """
+    for _ in range(100):  # (a chain of middleware, each holding the next as ``app``)
+        if getattr(app, "checks_tokens", False):
+            raise ValueError(
+                "the app already checks tokens: call router.init_app(app) (or router.wsgi / "
+                "router.asgi) first, then add the token middleware around it, so that it runs "
+                "before the timer routes (else they would be answered unchecked)."
+            )
+        if (app := getattr(app, "app", None)) is None:
+            return

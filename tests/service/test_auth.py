@@ -395,6 +395,30 @@ class TestMiddleware:
             "POST /_triggers/timer/nightly refused with 401: The request has no Authorization"
         )
 
+    def test_a_router_put_in_front_of_a_token_check_is_refused_not_left_open(
+        self, authority: TokenAuthority
+    ) -> None:
+        """Trial 188: the token middleware added before ``init_app`` let every timer request
+        through unchecked, Flask and FastAPI alike."""
+        from starlette.applications import Starlette
+
+        from scheduler_emulator.service import TimerRouter
+
+        router, keys = TimerRouter(), {"audience": AUDIENCE, "keys": authority.jwks()}
+        flask_app = flask.Flask("svc")
+        flask_app.wsgi_app = SchedulerTokenMiddleware(flask_app.wsgi_app, **keys)  # type: ignore[method-assign]
+        starlette_app = Starlette()
+        starlette_app.add_middleware(SchedulerTokenAsgiMiddleware, **keys)
+        for app in (flask_app, starlette_app):
+            with pytest.raises(ValueError, match=r"call router.init_app\(app\) .* first, then"):
+                router.init_app(app)
+        with pytest.raises(ValueError, match="already checks tokens"):
+            router.wsgi(flask_app.wsgi_app)
+        ordered = flask.Flask("svc")  # the documented order works
+        router.init_app(ordered)
+        ordered.wsgi_app = SchedulerTokenMiddleware(ordered.wsgi_app, **keys)  # type: ignore[method-assign]
+        assert Client(ordered).post("/_triggers/timer/nightly").status_code == 401
+
     def test_a_missing_audience_or_unknown_keyword_fails_at_construction(self) -> None:
         with pytest.raises(TypeError, match="audience"):
             SchedulerTokenMiddleware(Response("never"))  # type: ignore[call-arg]
