@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from ..wire import to_instant
+from ..wire import NaiveDatetimeError, to_instant
 from .attempts import Attempt, failure_reason, iso
 from .errors import RPC_CODES
 
@@ -64,7 +64,10 @@ def check_attempted(
     if code is not None and not isinstance(code, str):
         raise TypeError(f"code must be text; got {code!r}.")
     if isinstance(schedule_time, datetime):  # (trial 185: run_job takes one; this refused it)
-        schedule_time = to_instant(schedule_time, "schedule_time")
+        try:
+            schedule_time = to_instant(schedule_time, "schedule_time")
+        except NaiveDatetimeError as exc:  # raised here: pytest shows no frame of wire.py
+            raise NaiveDatetimeError(str(exc)) from None
     elif schedule_time is not None and not isinstance(schedule_time, str):
         raise TypeError(
             'schedule_time must be the header as sent, such as "2026-01-01T02:00:00Z", or an '

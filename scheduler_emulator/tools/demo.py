@@ -40,6 +40,7 @@ from ..runtime import (
 )
 from ..server.daemon import check_port_free
 from .jobs_file import load_jobs_file
+from .timeline import plural
 
 __all__ = [
     "DEMO_START",
@@ -173,8 +174,8 @@ def run_demo(days: int, speed: float, out: IO[str], port: int = 0) -> int:
     failed = sum(1 for a in attempts if a.code != "OK")
     out.write(
         f"\n{len(attempts)} attempts ({failed} failed and retried); the service counted "
-        f"{_count(orders.sweeps, 'nightly sweep')}, {_count(len(reports.saved), 'report')} "
-        f"and {_count(len(restocks.received), 'restock request')} in {_count(days, 'day')}.\n"
+        f"{plural(orders.sweeps, 'nightly sweep')}, {plural(len(reports.saved), 'report')} "
+        f"and {plural(len(restocks.received), 'restock request')} in {plural(days, 'day')}.\n"
         "Next: run the daemon yourself — see README.md, 'Run the daemon'.\n"
     )
     emulator.close()
@@ -234,7 +235,3 @@ class _NoTracebackFormatter(logging.Formatter):
         """Return ``record`` formatted without its exception or stack information."""
         bare = {**record.__dict__, "exc_info": None, "exc_text": None, "stack_info": None}
         return super().format(logging.makeLogRecord(bare))
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")

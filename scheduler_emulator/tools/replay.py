@@ -72,7 +72,7 @@ from ..wire import format_timestamp as iso
 from .report import number_text, probe_line, write_report
 from .scenario import CheckResult, ScenarioRun, load_scenario, run_scenario
 from .scenario.model import parse_duration
-from .timeline import marks, render_table, render_timeline
+from .timeline import marks, plural, render_table, render_timeline
 from .views import EXECUTION_HEADERS, execution_rows, is_terminal, rule_argument
 
 #: The gap cap ``--compress-gaps`` uses when given without a value, in seconds.
@@ -673,7 +673,7 @@ def replay_recording(
         "recorded spacing" if compress_gaps is None else f"gaps capped at {_seconds(compress_gaps)}"
     )
     out.write(
-        f"Replaying {len(plan)} attempt{'s' if len(plan) != 1 else ''} from {path} "
+        f"Replaying {plural(len(plan), 'attempt')} from {path} "
         f"({recording.format}) to {target.rstrip('/')}, {spacing} "
         f"(waits {_seconds(total)} in all).\n"
     )
@@ -807,8 +807,8 @@ def print_report(run: ScenarioRun, out: IO[str]) -> int:
     scenario = run.scenario
     rules = len(scenario.faults.get("rules", []))
     out.write(
-        f"Scenario {scenario.path}: {_plural(len(scenario.jobs), 'job')}, "
-        f"{_plural(len(scenario.steps), 'step')}, {_plural(rules, 'fault rule')} "
+        f"Scenario {scenario.path}: {plural(len(scenario.jobs), 'job')}, "
+        f"{plural(len(scenario.steps), 'step')}, {plural(rules, 'fault rule')} "
         f"(seed {run.seed}); {run.delivery}.\n"
         f"Clock {iso(scenario.start)} -> {iso(run.end)}; {run.run_states}.\n\n"
     )
@@ -839,7 +839,7 @@ def print_report(run: ScenarioRun, out: IO[str]) -> int:
     if not run.results:
         out.write("\nNo expectations.\n")
     elif unmet:
-        out.write(f"\n{len(unmet)} of {_plural(len(run.results), 'expectation')} unmet:\n")
+        out.write(f"\n{len(unmet)} of {plural(len(run.results), 'expectation')} unmet:\n")
         for result in unmet:
             out.write(f"  {result.expectation.text} ({_observed(result)})\n")
     else:
@@ -856,10 +856,6 @@ def _observed(result: CheckResult) -> str:
     if result.detail:
         text += f"; {result.detail}"
     return text
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 # ------------------------------------------------------------------------------- command line

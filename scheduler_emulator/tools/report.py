@@ -21,7 +21,7 @@ from ..domain.codec import format_duration
 from ..domain.resources import Job
 from ..server.dashboard import read_asset
 from .scenario import ScenarioRun
-from .timeline import TIMELINE_HEADERS, timeline_rows
+from .timeline import TIMELINE_HEADERS, plural, timeline_rows
 from .views import EXECUTION_HEADERS, execution_rows
 
 __all__ = [
@@ -168,7 +168,7 @@ def _expectations(run: ScenarioRun) -> str:
     summary = (
         "Every expectation holds."
         if run.ok
-        else f"{len(run.unmet)} of {len(run.results)} expectation(s) unmet."
+        else f"{len(run.unmet)} of {plural(len(run.results), 'expectation')} unmet."
     )
     return (
         f'<div data-testid="expectations"><p class="{"met" if run.ok else "unmet"}">'
@@ -267,7 +267,7 @@ def report_html(run: ScenarioRun) -> str:
 <span>{html.escape(iso(scenario.start) or "")} → {html.escape(iso(run.end) or "")}</span></div>
 </header>
 <main class="report">
-<p>{html.escape(run.run_states)}; {len(run.attempts)} attempt(s), {failed} failed, \
+<p>{html.escape(run.run_states)}; {plural(len(run.attempts), "attempt")}, {failed} failed, \
 {duplicates} duplicate deliver{"y" if duplicates == 1 else "ies"}
 (a 2xx the target had already given for the same run); fault seed {run.seed};
 {html.escape(run.delivery)}.</p>

@@ -61,6 +61,11 @@ MIN_LAST_WIDTH = 24
 MIN_JOB_WIDTH = 12
 
 
+def plural(n: int, noun: str) -> str:
+    """``"1 job"``, ``"2 jobs"``: a count and its noun, with an ``s`` unless it is 1."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 class _Wrapper(textwrap.TextWrapper):
     """Wraps at spaces; a word longer than a line also after ``,`` ``:`` ``;`` ``&`` ``?``
     ``=`` ``-`` ``_`` (not before ``/``, so ``https://`` stays whole): a reason quoting compact

@@ -151,7 +151,8 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         help="print the running daemon's runs: how each ended, or when it tries next",
         description="Print the newest runs of the daemon at --host/--port, oldest first: "
         "attempts made, whether the run succeeded, gave up (and why: retry count, max retry "
-        "duration, no retries or job paused) or is still going with its next attempt's time, "
+        "duration, no retries, job paused or job deleted) or is still going with its next "
+        "attempt's time, "
         "and the last failure's reason.",
     )
     run = sub.add_parser(

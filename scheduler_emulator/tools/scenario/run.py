@@ -14,6 +14,7 @@ from typing import Any, cast
 from ...domain.attempts import Attempt
 from ...realtime import real_monotonic
 from ...runtime import AttemptLog, Emulator, ManualClock, MountTransport, Store, runs_page
+from ..timeline import plural
 from .app import Delivery, prepare_delivery, rebase_url
 from .model import PROBE_SELECTOR_RE, RUN_STATES, Expectation, Scenario, problem
 
@@ -94,7 +95,7 @@ class ScenarioRun:
         """How often fault rule ``index`` fired: ``"fired for 2 attempts"``, or ``"never
         fired"`` (trial 184: a rule that never fired could not be seen)."""
         times = self.fired[index]
-        return f"fired for {times} attempt{'s' * (times != 1)}" if times else "never fired"
+        return f"fired for {plural(times, 'attempt')}" if times else "never fired"
 
     @property
     def run_states(self) -> str:
@@ -103,7 +104,7 @@ class ScenarioRun:
         states = [run["state"] for run in self.runs]
         order = (*RUN_STATES.values(), "in progress")
         counts = [f"{n} {state}" for state in order if (n := states.count(state))]
-        runs = f"{len(states)} run{'' if len(states) == 1 else 's'}"
+        runs = plural(len(states), "run")
         return f"{runs}: {', '.join(counts)}" if counts else runs
 
 

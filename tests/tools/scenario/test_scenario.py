@@ -507,7 +507,7 @@ class TestReplay:
             "\n1 of 4 expectations unmet:\n  hourly: runs.gave-up == 0 (observed 2)\n"
             f"\nReport written to {tmp_path / 'report.html'}.\n"
         )
-        assert "<p>3 runs: 2 gave up, 1 retrying; 7 attempt(s), 7 failed" in (
+        assert "<p>3 runs: 2 gave up, 1 retrying; 7 attempts, 7 failed" in (
             (tmp_path / "report.html").read_text()
         )
 
@@ -646,7 +646,7 @@ class TestReplay:
         run = run_scenario(load_scenario(write(tmp_path, text)))
         assert [a.code for a in run.attempts][:2] == ["UNAVAILABLE", "OK"]
         codes = [a.code for a in run.attempts]  # the report counts the failures (trial 183)
-        said = f"{len(codes)} attempt(s), {codes.count('UNAVAILABLE')} failed, 0 duplicate"
+        said = f"{len(codes)} attempts, {codes.count('UNAVAILABLE')} failed, 0 duplicate"
         assert said in report_html(run) and codes.count("UNAVAILABLE") >= 1
         (tmp_path / "faults.yaml").write_text("rules: [{action: explode}]\n")
         with pytest.raises(ConfigurationError, match=r"faults\.yaml.*faults\.rules\[0\]"):
