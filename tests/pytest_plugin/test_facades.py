@@ -442,3 +442,35 @@ def test_a_token_the_fixture_mints_passes_the_handlers_check(
     token = cloud_scheduler.tokens.id_token(email, audience, at=datetime.now(UTC))
     timers = cloud_run_testing(router.wsgi())
     assert timers.nightly(headers={"Authorization": f"Bearer {token}"}) == 200
+
+
+@pytest.mark.parametrize(
+    ("answer", "status"),
+    [("ok", 200), (("", 204), 204), ({"ok": True}, 200), (("busy", 409), None)],
+)
+def test_a_plain_functions_framework_handler_answers_as_flask_makes_its_response(
+    answer: Any, status: int | None
+) -> None:
+    """Trial 191: a ``def handler(request)`` returning a ``str`` (or a tuple, or a dict), as
+    functions-framework takes, was a TypeError from werkzeug's wrapper."""
+    from pytest_plugin.facades import CloudRunTimers, TimerNotAcknowledged
+
+    seen: list[str] = []
+
+    def handler(request: Any) -> Any:
+        seen.append(request.headers["X-CloudScheduler-JobName"])
+        return answer
+
+    timers = CloudRunTimers(handler)
+    if status is None:
+        with pytest.raises(TimerNotAcknowledged, match="409"):
+            timers.fire("cleanup")
+    else:
+        assert timers.fire("cleanup") == status
+    assert seen == ["cleanup"]
+
+    def failing(request: Any) -> Any:
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):  # the handler's exception reaches the test
+        CloudRunTimers(failing).fire("cleanup")
