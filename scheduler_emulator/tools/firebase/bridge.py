@@ -39,6 +39,7 @@ from typing import IO
 from ...domain.codec import job_from_json
 from ...domain.errors import ConfigurationError, InvalidArgument, NotFound
 from ...domain.resources import Job, State
+from ...domain.schedule import is_english_like
 from ...realtime import real_monotonic
 from ...runtime._emulator import Emulator
 from . import client
@@ -371,9 +372,13 @@ class FirebaseBridge:
             self.emulator.upsert_job(job)
             if before is None:
                 result.created.append(name)
+                english = fn.v2 and is_english_like(job.schedule)  # (trial 190: unsaid)
                 self._say(
                     f"created job {job.name.rsplit('/', 1)[-1]} for {fn.platform} function "
                     f"{fn.name} ({fn.schedule!r}, {job.time_zone}) -> {routes[name].url}"
+                    + "; an English-like schedule sends no ScheduleTime header, so its "
+                    "event.scheduleTime reads real time, not a manual clock (give it a cron "
+                    "schedule to test across virtual days)" * english
                 )
             else:
                 result.updated.append(name)

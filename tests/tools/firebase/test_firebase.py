@@ -592,6 +592,23 @@ def test_one_bad_function_is_skipped_alone_with_one_line_naming_it(
     assert again.skipped == [line] and again.created == []
 
 
+def test_a_v2_function_on_an_english_like_schedule_is_told_of_its_real_time_schedule_time() -> None:
+    """Trial 190: ``every 5 minutes`` gave a v2 function real time on a manual clock, unsaid."""
+    english = trigger(id="us-central1-tick", name="tick", schedule={"schedule": "every 5 minutes"})
+    suite = FakeSuite(triggers=[*good_triggers(), english])
+    emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
+    out = io.StringIO()
+    bridge = FirebaseBridge(emulator, functions=suite.address, say=out)
+    try:
+        bridge.sync()
+    finally:
+        bridge.close()
+        suite.close()
+    created = [line for line in out.getvalue().splitlines() if "created job" in line]
+    noted = [line for line in created if "event.scheduleTime reads real time" in line]
+    assert len(created) == 4 and len(noted) == 1 and "tick" in noted[0], created
+
+
 def test_a_malformed_project_label_is_refused_and_never_adopted() -> None:
     suite = FakeSuite(triggers=good_triggers(project="../evil"))
     emulator = Emulator(ManualClock(datetime(2026, 1, 5, tzinfo=UTC)), project="demo-shop")
