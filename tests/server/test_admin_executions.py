@@ -107,6 +107,27 @@ def test_the_admin_api_answers_on_the_daemons_port(emulator: Emulator) -> None:
     assert not_json.status_code == 400
 
 
+def test_the_admin_apis_execution_lists_are_paged_newest_first(emulator: Emulator) -> None:
+    """Trial 192: ``pageSize`` and ``pageToken`` were ignored: every execution in one answer."""
+    client = Client(create_app(emulator))
+    run_each(emulator, client)  # ok, bad, ok
+
+    def names(path: str) -> tuple[list[str], str | None]:
+        answer = client.get(path).json
+        return [e["name"].split("/")[-3] for e in answer["executions"]], answer.get("nextPageToken")
+
+    first, token = names(f"/v2/{PARENT}/jobs/-/executions?pageSize=2")
+    assert first == ["ok", "bad"] and token
+    assert names(f"/v2/{PARENT}/jobs/-/executions?pageSize=2&pageToken={token}") == (["ok"], None)
+    assert names(f"/v2/{PARENT}/jobs/-/executions") == (["ok", "bad", "ok"], None)
+    one, token = names(f"/v2/{PARENT}/jobs/ok/executions?pageSize=1")
+    assert one == ["ok"] and names(f"/v2/{PARENT}/jobs/ok/executions?pageToken={token}")[0] == [
+        "ok"
+    ]
+    bad = client.get(f"/v2/{PARENT}/jobs/ok/executions?pageSize=many")
+    assert bad.status_code == 400 and bad.json["error"]["message"].startswith("pageSize must")
+
+
 def test_admin_api_methods_the_emulator_does_not_serve_are_501_and_change_nothing(
     emulator: Emulator,
 ) -> None:

@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 from werkzeug.wrappers import Request, Response
 
 from ...domain.cloud_run import CloudRunJob, parse_run_request
-from ...domain.errors import ApiError, InvalidArgument, NotFound, Unimplemented
+from ...domain.errors import ApiError, InvalidArgument, NotFound, Unimplemented, show_value
 from ...domain.outcomes import Failure
+from ...domain.paging import bounded_page_size, next_page_token, page_position
 from ...wire import CLOUD_RUN_REGIONAL_HOST, JOB_NAME_HEADER, format_timestamp, is_cloud_run_host
 from ..delivery.in_process import MountTransport
 from ..delivery.tokens import TokenAuthority
@@ -35,6 +36,9 @@ _V2_METHOD = re.compile(r"^/v2/projects/[^/]+/locations/[^/]+/(?:jobs|operations
 _V1_RUN = re.compile(
     r"^/apis/run\.googleapis\.com/v1/namespaces/(?P<project>[^/]+)/jobs/(?P<job>[^/:]+):run$"
 )
+#: The most executions a page of the Admin API's list holds, and its default (Cloud Run documents
+#: neither: pinned, docs/differences-from-production.md).
+EXECUTIONS_PAGE_SIZE = 100
 #: Paths the app answers on the daemon's port.
 PATH_PREFIXES = ("/v2/projects/", "/apis/run.googleapis.com/")
 #: The ``WWW-Authenticate`` header of Google's 401 answers.
@@ -266,9 +270,7 @@ class CloudRunAdminApi:
         if match["job"] is None:
             return _json({"jobs": [v2_job(j, self._executions(j)) for j in jobs]})
         if match["job"] == "-" and path.endswith("/executions"):  # every job's, as Cloud Run's
-            mine = {j.name for j in jobs}
-            executions = [e for e in self.cloud_run.store.list(limit=None) if e.job.name in mine]
-            return _json({"executions": [v2_execution(e) for e in reversed(executions)]})
+            return _json(self._executions_page(request, {j.name for j in jobs}))
         job = self.cloud_run.find(project, location, match["job"])
         if match["verb"]:
             execution = self._run(job, request, v1=False)
@@ -284,7 +286,7 @@ class CloudRunAdminApi:
         if "/executions" not in path:
             return _json(v2_job(job, self._executions(job)))
         if match["execution"] is None:
-            return _json({"executions": [v2_execution(e) for e in reversed(self._executions(job))]})
+            return _json(self._executions_page(request, {job.name}))
         found = self.cloud_run.store.get(f"{job.name}/executions/{match['execution']}")
         if found is None:
             raise NotFound(
@@ -292,6 +294,31 @@ class CloudRunAdminApi:
                 f"in project '{project}' does not exist."
             )
         return _json(v2_execution(found))
+
+    def _executions_page(self, request: Request, jobs: set[str]) -> dict[str, Any]:
+        """One page of the executions of ``jobs`` (full names), newest first as Cloud Run lists
+        them: ``pageSize`` (0 or none: :data:`EXECUTIONS_PAGE_SIZE`, also the most),
+        ``pageToken`` (trial 192: every execution came in one answer).
+
+        :raises InvalidArgument: for a page size or token that is not one."""
+        text = request.args.get("pageSize", "")
+        try:
+            size = bounded_page_size(int(text or 0), maximum=EXECUTIONS_PAGE_SIZE)
+        except ValueError:
+            raise InvalidArgument(
+                f"pageSize must be a whole number; got {show_value(text)}.", field="pageSize"
+            ) from None
+        found: list[Execution] = []
+        after = page_position(request.args.get("pageToken", ""))
+        while len(found) <= size:  # (the store's rows, newest first, a chunk at a time)
+            chunk = self.cloud_run.store.list(after=after, limit=500, newest_first=True)
+            found += [e for e in chunk if e.job.name in jobs]
+            if len(chunk) < 500:
+                break
+            after = chunk[-1].seq
+        following = found[size - 1].seq if len(found) > size else None
+        token = {"nextPageToken": next_page_token(following)} if following else {}
+        return {"executions": [v2_execution(e) for e in found[:size]], **token}
 
     def _executions(self, job: CloudRunJob) -> list[Execution]:
         return self.cloud_run.store.list(job=job.name, limit=None)

@@ -272,17 +272,20 @@ class ExecutionStore:
         state: str | None = None,
         after: int = 0,
         limit: int | None = 100,
+        newest_first: bool = False,
     ) -> list[Execution]:
         """Executions in creation order, after row ``after``, at most ``limit`` of them
         (``None``: all); only those of the Cloud Run job ``job`` (full name) and in ``state``
-        when given."""
-        clauses: list[str] = ["seq > ?"]
-        args: list[Any] = [after]
+        when given. ``newest_first``: the newest first, before row ``after`` (``0``: from the
+        newest)."""
+        clauses: list[str] = ["seq < ?" if newest_first else "seq > ?"]
+        args: list[Any] = [(after or 2**63 - 1) if newest_first else after]
         add_condition(clauses, args, "job = ?", job)
         add_condition(clauses, args, "state = ?", state)
         args.append(-1 if limit is None else limit)  # SQLite: a negative LIMIT is none
         where = " AND ".join(clauses)
-        sql = f"SELECT seq, body FROM cloud_run_executions WHERE {where} ORDER BY seq LIMIT ?"
+        order = "seq DESC" if newest_first else "seq"
+        sql = f"SELECT seq, body FROM cloud_run_executions WHERE {where} ORDER BY {order} LIMIT ?"
         with self._lock:
             rows = self._db.execute(sql, args).fetchall()
         return [_execution_from_row(seq, json.loads(body)) for seq, body in rows]
