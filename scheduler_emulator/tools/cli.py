@@ -669,8 +669,9 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         "job(s) ({}) run a Cloud Run job no --cloud-run-jobs file defines: their attempts fail "
         f"NOT_FOUND until one does (defined: {', '.join(run_jobs) or 'none'}).",
     )
+    refused = unauthenticated_runs(every_job)
     _warn_jobs(  # (trial 108: found only at the first run)
-        unauthenticated_runs(every_job),
+        refused,
         "job(s) ({}) call the Cloud Run Admin API without an oauthToken: their attempts fail "
         "401 UNAUTHENTICATED, as in production (docs/cloud-run-jobs.md).",
     )
@@ -684,8 +685,12 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     off = abs(emulator.now().timestamp() - real_time())
     if args.clock == "manual" and args.token_time == "emulator" and off > 3600:  # (trial 73)
         far = f"{off / 3600:.0f} hours" if off < 172800 else f"{off / 86400:.0f} days"
-        _warn_jobs(
-            [j for j in own_jobs if j.http_target and j.http_target.oidc_token],
+        _warn_jobs(  # (trial 192: not a job the Admin API refuses whatever its token's time)
+            [
+                j
+                for j in own_jobs
+                if j.http_target and j.http_target.oidc_token and j not in refused
+            ],
             f"job(s) ({{}}) send OIDC tokens stamped with the manual clock's time, {far} from "
             "real time: a service that checks their iat and exp on its own clock refuses them; "
             "--token-time real stamps them with real time (docs/authentication.md).",

@@ -483,8 +483,9 @@ class TestStartupLine:
              "appEngineHttpTarget": {"appEngineRouting": {"service": "worker"}}},
             {"name": "mapped", "schedule": "0 6 * * *",
              "appEngineHttpTarget": {"appEngineRouting": {"service": "api"}}},
-            {"name": "export", "schedule": "0 6 * * *",
-             "httpTarget": {"uri": self.RUN + "exprot:run"}},
+            {"name": "export", "schedule": "0 6 * * *",  # (trial 192: its token's time said too)
+             "httpTarget": {"uri": self.RUN + "exprot:run",
+                            "oidcToken": {"serviceAccountEmail": "a@b.c"}}},
             {"name": "report", "schedule": "0 6 * * *", "httpTarget": {
                 "uri": "http://127.0.0.1:9/r", "oidcToken": {"serviceAccountEmail": "a@b.c"}}},
         ]))  # fmt: skip
