@@ -304,7 +304,9 @@
       return dd;
     }
     row("Job", run.job, "run-job");
-    row("Scheduled for", stamp(run.nominalTime, zone) + (run.forced ? " (forced)" : ""), "run-scheduled");
+    /* a forced run's instant is when it was asked for; the header below is what it was sent as
+       ("Run as if scheduled at…"'s time among them: trial 193) */
+    row(run.forced ? "Forced at" : "Scheduled for", stamp(run.nominalTime, zone), "run-scheduled");
     if ((lane && lane.targetType) !== "PUBSUB") {  /* a message has no headers (trial 186) */
       row("ScheduleTime header", run.scheduleTime, "run-schedule-time-header");
     }

@@ -541,6 +541,17 @@ def test_a_forced_attempts_panel_says_when_it_was_forced_and_where_app_engine_ro
             "SchedulerTimeline.details(p, arguments[0], 'Etc/UTC'); return p.innerText;",
             attempt,
         )
+        run = {"id": 10, "job": attempt["job"], "forced": True, "state": "succeeded",
+               "nominalTime": attempt["nominalTime"], "scheduleTime": attempt["scheduleTime"],
+               "tries": 1, "maxAttempts": 1, "attempts": [attempt]}  # fmt: skip
+        panel = driver.execute_script(
+            "var p = document.getElementById('t');"
+            "SchedulerTimeline.runView(p, arguments[0], null); return p.innerText;",
+            run,
+        )
+    # its run: when it was forced, and the header it sent (trial 193: "Scheduled for" the click)
+    assert "Forced at\n2026-12-04 19:01:00" in panel and "Scheduled for" not in panel
+    assert "ScheduleTime header\n2026-12-04T18:30:00Z" in panel
     assert "Run\n10 (forced: Run now, or run as if scheduled)" in text
     assert "Forced at\n2026-12-04 19:01:00" in text and "Schedule time" not in text
     assert "(App Engine: production routes it to worker.p.appspot.com)" in text
