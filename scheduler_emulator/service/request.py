@@ -281,7 +281,7 @@ def refuse_behind_a_token_check(app: Any) -> None:
     :raises ValueError: saying to add the token check after the router.
     """
     for _ in range(100):  # (a chain of middleware, each holding the next as ``app``)
-        if getattr(app, "checks_tokens", False):
+        if getattr(app, "checks_tokens", False) is True:  # (not a mock's attribute)
             raise ValueError(
                 "the app already checks tokens: call router.init_app(app) (or router.wsgi / "
                 "router.asgi) first, then add the token middleware around it, so that it runs "
