@@ -64,6 +64,7 @@ from ..wire import to_instant
 from .asgi import answer, route_path
 from .errors import TargetError
 from .request import CaseInsensitiveHeaders, is_async_handler
+from .router import find_router
 
 __all__ = [
     "CERTS_MAX_AGE_SECONDS",
@@ -600,6 +601,14 @@ class SchedulerTokenMiddleware:
     ) -> None:
         # a missing audience or an unknown keyword fails here, not at the first request
         inspect.signature(verify_id_token).bind("", **checks)
+        router = find_router(app)  # (trial 194: a router under another prefix was left open)
+        if not prefix.startswith("/") or (router and not router.prefix.startswith(prefix)):
+            served = f"; the app's timer router serves {router.prefix!r}" if router else ""
+            raise ValueError(
+                f"prefix {prefix!r} would leave timer routes unchecked{served}: give a path "
+                "starting with '/' that the router's prefix starts with (or '/' for every "
+                "request)."
+            )
         if is_async_handler(app) and not isinstance(self, SchedulerTokenAsgiMiddleware):
             raise TypeError(  # (trial 185: a FastAPI app answered every request 500)
                 f"{app!r} is an ASGI app (Starlette, FastAPI): wrap it in "
@@ -612,7 +621,9 @@ class SchedulerTokenMiddleware:
 
     @staticmethod
     def _refusal(exc: Exception, method: str, path: str) -> tuple[str, list[tuple[str, str]]]:
-        """The status line and headers refusing a request, logged with why."""
+        """The status line and headers refusing a request, logged with why (the method and path
+        escaped: trial 194 forged a log line with a newline in the path)."""
+        method, path = (json.dumps(text)[1:-1] for text in (method, path))
         if isinstance(exc, TokenError):
             logger.warning("%s %s refused with 401: %s", method, path, exc)
             challenge = ("WWW-Authenticate", 'Bearer error="invalid_token"')

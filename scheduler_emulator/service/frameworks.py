@@ -196,8 +196,7 @@ def _init_starlette(router: Router, app: Any) -> None:
             f"{app!r} already serves timers through {installed!r}; register every "
             "timer on that one router."
         )
-    for layer in app.user_middleware:  # (its instances are made at the first request)
-        refuse_behind_a_token_check(layer.cls)
+    refuse_behind_a_token_check(app)  # (its middleware's instances come at the first request)
     app.add_middleware(TimerAsgiMiddleware, router=router)
     app.state.timer_router = router
 

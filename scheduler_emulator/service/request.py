@@ -274,18 +274,21 @@ def is_async_handler(handler: Callable[..., Any]) -> bool:
 
 
 def refuse_behind_a_token_check(app: Any) -> None:
-    """Refuse to serve the timer routes in front of ``app`` when it, or a WSGI or ASGI
-    middleware it wraps (``.app``), checks tokens (``SchedulerTokenMiddleware``, its ASGI
-    twin): they would be answered unchecked (trial 188: it failed open).
+    """Refuse to serve the timer routes in front of ``app`` when it checks tokens
+    (``SchedulerTokenMiddleware``, its ASGI twin), or what it wraps does as far as can be seen:
+    the WSGI or ASGI middleware it holds as ``.app``, a Flask app's ``wsgi_app``, a Starlette
+    app's middleware (trials 188, 194: the routes were answered unchecked). A wrapper of the
+    user's own, or an app mounted inside another, is not looked into.
 
     :raises ValueError: saying to add the token check after the router.
     """
-    for _ in range(100):  # (a chain of middleware, each holding the next as ``app``)
-        if getattr(app, "checks_tokens", False) is True:  # (not a mock's attribute)
-            raise ValueError(
+    for _ in range(100):  # (a chain of middleware, each holding the next)
+        layers = [app, *(getattr(m, "cls", None) for m in getattr(app, "user_middleware", []))]
+        if any(getattr(layer, "checks_tokens", False) is True for layer in layers):  # (a mock's
+            raise ValueError(  # attribute is not True)
                 "the app already checks tokens: call router.init_app(app) (or router.wsgi / "
                 "router.asgi) first, then add the token middleware around it, so that it runs "
                 "before the timer routes (else they would be answered unchecked)."
             )
-        if (app := getattr(app, "app", None)) is None:
+        if (app := getattr(app, "app", None) or getattr(app, "wsgi_app", None)) is None:
             return

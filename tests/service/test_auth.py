@@ -414,10 +414,41 @@ class TestMiddleware:
                 router.init_app(app)
         with pytest.raises(ValueError, match="already checks tokens"):
             router.wsgi(flask_app.wsgi_app)
+        with pytest.raises(ValueError, match="already checks tokens"):  # (trial 194: wrapped
+            router.wsgi(flask_app)  # the Flask app itself, or FastAPI's with its middleware)
+        with pytest.raises(ValueError, match="already checks tokens"):
+            router.asgi(starlette_app)
         ordered = flask.Flask("svc")  # the documented order works
         router.init_app(ordered)
         ordered.wsgi_app = SchedulerTokenMiddleware(ordered.wsgi_app, **keys)  # type: ignore[method-assign]
         assert Client(ordered).post("/_triggers/timer/nightly").status_code == 401
+
+    def test_a_prefix_that_would_leave_timer_routes_unchecked_is_refused(
+        self, authority: TokenAuthority
+    ) -> None:
+        """Trial 194: a router under ``/tasks/`` behind the default ``/_triggers/`` prefix, and a
+        prefix without its leading slash, let every timer request through."""
+        from scheduler_emulator.service import TimerRouter
+
+        keys = {"audience": AUDIENCE, "keys": authority.jwks()}
+        tasks = flask.Flask("svc")
+        TimerRouter(prefix="/tasks/").init_app(tasks)
+        with pytest.raises(ValueError, match="timer router serves '/tasks/'"):
+            SchedulerTokenMiddleware(tasks.wsgi_app, **keys)
+        assert SchedulerTokenMiddleware(tasks.wsgi_app, prefix="/tasks/", **keys)
+        assert SchedulerTokenMiddleware(tasks.wsgi_app, prefix="/", **keys)
+        with pytest.raises(ValueError, match="prefix '_triggers/' would leave"):
+            SchedulerTokenMiddleware(Response("x"), prefix="_triggers/", **keys)
+
+    def test_a_refusal_logs_a_path_with_a_newline_escaped(
+        self, client: Client, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Trial 194: a decoded newline in the path forged a second log line."""
+        caplog.set_level(logging.WARNING, logger="scheduler_emulator.service")
+        client.post("/_triggers/timer/x%0AINFO:forged%20accepted")
+        [record] = caplog.records
+        assert "\n" not in record.getMessage()
+        assert record.getMessage().startswith("POST /_triggers/timer/x\\nINFO:forged accepted ")
 
     def test_a_missing_audience_or_unknown_keyword_fails_at_construction(self) -> None:
         with pytest.raises(TypeError, match="audience"):
