@@ -587,6 +587,8 @@ class SchedulerTokenMiddleware:
         ``leeway``: as for :func:`verify_scheduler_token` (:class:`TokenKeys`).
     :raises TypeError: without ``audience``, for a keyword :func:`verify_id_token` does not
         take, or for an ASGI app (:class:`SchedulerTokenAsgiMiddleware` wraps those).
+    :raises ValueError: for a ``prefix`` that does not start with ``/``, or that the prefix of
+        the timer router found in ``app`` does not start with (its routes would go unchecked).
     """
 
     #: What ``init_app`` looks for, to refuse to put the timer routes in front of it.
