@@ -297,6 +297,12 @@ class Attempt:
                 + "or that another key signed (each --in-memory daemon makes its own: a service "
                 "reads this one's at its /_emulator/oidc/certs)"
             )
+        headers = self.request.get("headers") or {}
+        if self.response_status == 401 and not any(k.lower() == "authorization" for k in headers):
+            return (  # (trial 196: a job without a token got no hint)
+                "the job sends no token: a service that checks Cloud Scheduler's OIDC token "
+                "refuses it; give the job an oidcToken (docs/authentication.md)"
+            )
         if self.response_status != 500 or APP_RAISED in self.debug_info:
             return ""
         path = urlsplit(str(self.request.get("url", ""))).path

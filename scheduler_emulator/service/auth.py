@@ -603,23 +603,35 @@ class SchedulerTokenMiddleware:
     ) -> None:
         # a missing audience or an unknown keyword fails here, not at the first request
         inspect.signature(verify_id_token).bind("", **checks)
-        router = find_router(app)  # (trial 194: a router under another prefix was left open)
-        if not prefix.startswith("/") or (router and not router.prefix.startswith(prefix)):
-            served = f"; the app's timer router serves {router.prefix!r}" if router else ""
-            raise ValueError(
-                f"prefix {prefix!r} would leave timer routes unchecked{served}: give a path "
-                "starting with '/' that the router's prefix starts with (or '/' for every "
-                "request)."
-            )
-        if is_async_handler(app) and not isinstance(self, SchedulerTokenAsgiMiddleware):
-            raise TypeError(  # (trial 185: a FastAPI app answered every request 500)
-                f"{app!r} is an ASGI app (Starlette, FastAPI): wrap it in "
+        asgi = isinstance(self, SchedulerTokenAsgiMiddleware)
+        if is_async_handler(app) != asgi:  # (trial 185: a FastAPI app answered every request 500)
+            raise TypeError(
+                f"{app!r} is a WSGI app: wrap it in SchedulerTokenMiddleware."
+                if asgi
+                else f"{app!r} is an ASGI app (Starlette, FastAPI): wrap it in "
                 "SchedulerTokenAsgiMiddleware, or app.add_middleware(SchedulerTokenAsgiMiddleware"
                 ", audience=...)."
             )
         self.app = app
         self.prefix = prefix
         self._checks = checks
+        self._router_checked = False
+        self._check_router()
+
+    def _check_router(self) -> None:
+        """Refuse a prefix that would leave the app's timer routes unchecked: as the middleware
+        is made, and again at the first request, for a router added to the app after it
+        (trials 194, 196); until it passes, every request is refused (the error raised)."""
+        router = find_router(self.app)
+        if not self.prefix.startswith("/") or (
+            router and not router.prefix.startswith(self.prefix)
+        ):
+            served = f"; the app's timer router serves {router.prefix!r}" if router else ""
+            raise ValueError(
+                f"prefix {self.prefix!r} would leave timer routes unchecked{served}: give a path "
+                "starting with '/' that the router's prefix starts with (or '/' for every "
+                "request)."
+            )
 
     @staticmethod
     def _refusal(exc: Exception, method: str, path: str) -> tuple[str, list[tuple[str, str]]]:
@@ -636,6 +648,9 @@ class SchedulerTokenMiddleware:
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
+        if not self._router_checked:
+            self._check_router()
+            self._router_checked = True
         path = str(environ.get("PATH_INFO", ""))
         if not path.startswith(self.prefix):
             return self.app(environ, start_response)
@@ -669,6 +684,9 @@ class SchedulerTokenAsgiMiddleware(SchedulerTokenMiddleware):
         send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
     ) -> None:
         """Serve one ASGI connection (see the class docstring)."""
+        if not self._router_checked:
+            self._check_router()
+            self._router_checked = True
         path = route_path(scope) if scope["type"] == "http" else ""
         if scope["type"] == "http" and path.startswith(self.prefix):
             try:

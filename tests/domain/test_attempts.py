@@ -215,4 +215,6 @@ def test_a_401_to_an_oidc_token_names_its_audience_and_email(audience: str, said
     )
     opaque = {"url": URL, "headers": {"Authorization": "Bearer ya29.opaque-access-token"}}
     assert replace(attempt, request=opaque).hint == ""
+    tokenless = replace(attempt, request={"url": URL, "headers": {}}).hint  # (trial 196)
+    assert tokenless.startswith("the job sends no token: a service that checks")
     assert replace(attempt, response_status=404, code="NOT_FOUND").hint == ""

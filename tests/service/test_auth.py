@@ -439,6 +439,13 @@ class TestMiddleware:
         assert SchedulerTokenMiddleware(tasks.wsgi_app, prefix="/", **keys)
         with pytest.raises(ValueError, match="prefix '_triggers/' would leave"):
             SchedulerTokenMiddleware(Response("x"), prefix="_triggers/", **keys)
+        late = flask.Flask("svc")  # a router added to the app after the middleware wraps it
+        outer = SchedulerTokenMiddleware(late, **keys)
+        TimerRouter(prefix="/tasks/").init_app(late)
+        with pytest.raises(ValueError, match="timer router serves '/tasks/'"):  # (trial 196)
+            Client(outer).post("/tasks/nightly")  # refused at the first request, not served
+        with pytest.raises(TypeError, match="is a WSGI app: wrap it in SchedulerTokenMiddleware"):
+            SchedulerTokenAsgiMiddleware(flask.Flask("svc"), **keys)
 
     def test_a_refusal_logs_a_path_with_a_newline_escaped(
         self, client: Client, caplog: pytest.LogCaptureFixture
