@@ -32,15 +32,17 @@ def started():
     child = subprocess.Popen(["sleep", "600"], start_new_session=True)  # as a daemon is
     mark = Path(f"pid-{child.pid}")
     mark.touch()
-    yield
+    yield mark
     child.kill()
     child.wait()
     mark.unlink()
 """
 TEST = """
 import threading
+from pathlib import Path
 
 def test_waits(started):
+    Path(f"ready-{started.name}").touch()  # set up: a signal now tears the fixture down
     threading.Event().wait(100)  # until the SIGTERM
 """
 
@@ -59,7 +61,9 @@ def test_a_sigterm_to_the_controller_tears_down_every_workers_fixtures(tmp_path:
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        marks = wait_for(lambda: len(list(tmp_path.glob("pid-*"))) == 2, 60, "both fixtures")
+        # (a SIGTERM between a fixture's start and its yield would skip its teardown: the
+        # tests say when they run, both fixtures set up)
+        marks = wait_for(lambda: len(list(tmp_path.glob("ready-*"))) == 2, 60, "both tests")
         assert marks
         pids = [int(mark.name[4:]) for mark in tmp_path.glob("pid-*")]
         run.send_signal(signal.SIGTERM)
