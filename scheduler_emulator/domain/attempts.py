@@ -282,7 +282,9 @@ class Attempt:
             if self.response_status == 404 and method != "POST":  # (trial 108: "define it")
                 return f"the Cloud Run Admin API's jobs/J:run takes POST; this job sends {method}"
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
-        if self.response_status in (401, 403) and (claims := _token_claims(self.request)):
+        headers = self.request.get("headers") or {}
+        bearer = next((str(v) for k, v in headers.items() if k.lower() == "authorization"), "")
+        if self.response_status in (401, 403) and (claims := _token_claims(bearer)):
             audience, email, valid, issued = claims
             uri = " (the job sets none: its whole URI)" * (audience == self.request.get("url"))
             # the clock's advice only for a token stamped with the attempt's clock (trial 185:
@@ -297,8 +299,7 @@ class Attempt:
                 + "or that another key signed (each --in-memory daemon makes its own: a service "
                 "reads this one's at its /_emulator/oidc/certs)"
             )
-        headers = self.request.get("headers") or {}
-        if self.response_status == 401 and not any(k.lower() == "authorization" for k in headers):
+        if self.response_status == 401 and not bearer:
             return (  # (trial 196: a job without a token got no hint)
                 "the job sends no token: a service that checks Cloud Scheduler's OIDC token "
                 "refuses it; give the job an oidcToken (docs/authentication.md)"
@@ -327,13 +328,11 @@ class Attempt:
         )
 
 
-def _token_claims(request: Mapping[str, Any]) -> tuple[str, str, str, datetime | None] | None:
+def _token_claims(authorization: str) -> tuple[str, str, str, datetime | None] | None:
     """The ``aud`` and ``email`` of the ID token (a JWT) in a request record's
-    ``Authorization``, read without checking it, ``", valid <iat> to <exp>"`` (``""`` without
-    both) and its ``iat`` (``None`` without both); ``None`` without a token."""
-    headers = request.get("headers") or {}
-    value = next((str(v) for k, v in headers.items() if k.lower() == "authorization"), "")
-    parts = value.removeprefix("Bearer ").split(".")
+    ``Authorization`` value, read without checking it, ``", valid <iat> to <exp>"`` (``""``
+    without both) and its ``iat`` (``None`` without both); ``None`` without a token."""
+    parts = authorization.removeprefix("Bearer ").split(".")
     try:
         claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
     except (IndexError, ValueError):  # (binascii.Error and UnicodeDecodeError are ValueErrors)

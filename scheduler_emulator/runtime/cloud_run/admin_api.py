@@ -310,8 +310,9 @@ class CloudRunAdminApi:
             ) from None
         found: list[Execution] = []
         after = page_position(request.args.get("pageToken", ""))
+        one = next(iter(jobs)) if len(jobs) == 1 else None  # (filtered in SQL then)
         while len(found) <= size:  # (the store's rows, newest first, a chunk at a time)
-            chunk = self.cloud_run.store.list(after=after, limit=500, newest_first=True)
+            chunk = self.cloud_run.store.list(job=one, after=after, limit=500, newest_first=True)
             found += [e for e in chunk if e.job.name in jobs]
             if len(chunk) < 500:
                 break

@@ -35,13 +35,19 @@ def reopen(path: Path, target: RecordingTarget, at: datetime) -> Emulator:
     return Emulator(ManualClock(at), store=Store(path), transport=WsgiTransport(target))
 
 
-def test_a_lower_bound_at_start_says_what_it_dropped(tmp_path: Path) -> None:
-    """Trial 117: a restart with a lower --retain-megabytes emptied the history silently."""
+def minutely_history(tmp_path: Path, minutes: int) -> tuple[Path, RecordingTarget]:
+    """A data directory's database holding ``minutes`` of a job that fires every minute."""
     db, target = tmp_path / "emulator.db", RecordingTarget()
     first = reopen(db, target, START)
     first.create_job(nightly_job(schedule="* * * * *", retryConfig={}))
-    first.advance(timedelta(minutes=9))
+    first.advance(timedelta(minutes=minutes))
     first.close()
+    return db, target
+
+
+def test_a_lower_bound_at_start_says_what_it_dropped(tmp_path: Path) -> None:
+    """Trial 117: a restart with a lower --retain-megabytes emptied the history silently."""
+    db, target = minutely_history(tmp_path, 9)
     second = Emulator(ManualClock(START), store=Store(db, retain_attempts=3))
     assert len(second.attempts()) == 3
     assert restart_notes(second) == (
@@ -54,11 +60,7 @@ def test_a_lower_bound_at_start_says_what_it_dropped(tmp_path: Path) -> None:
 
 def test_skipped_run_records_a_lower_bound_drops_are_said_too(tmp_path: Path) -> None:
     """Trial 187: 100 of 400 records of scheduled times missed while down went unsaid."""
-    db, target = tmp_path / "emulator.db", RecordingTarget()
-    first = reopen(db, target, START)
-    first.create_job(nightly_job(schedule="* * * * *", retryConfig={}))
-    first.advance(timedelta(minutes=2))
-    first.close()
+    db, target = minutely_history(tmp_path, 2)
     later = START + timedelta(minutes=12)
     reopen(db, target, later).close()  # 9 scheduled times passed while it was down
     reader = Store(db)
