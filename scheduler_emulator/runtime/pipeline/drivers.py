@@ -201,14 +201,16 @@ class ManualDriver(Driver):
 
     def run_due(self) -> None:
         """Run everything due now, sending in this thread, until nothing more is due (forced
-        runs accepted by :meth:`send_forced` first); the clock calls it at each due instant."""
+        runs accepted by :meth:`send_forced` first, those accepted meanwhile too: recorded as
+        started at this instant, they are sent before the clock moves on); the clock calls it
+        at each due instant."""
         recorder = self.recorder
-        self.send_all(self._take_soon())
         while not self._stopping:
+            self.send_all(self._take_soon())
             now = self.clock.now()  # stored alive with the starts: a restart resumes from it
             with recorder.lock, recorder.store.batch(alive=now):
                 deliveries = recorder.carry_out(recorder.core.due(now))
-            if not deliveries:
+            if not deliveries and not self._soon:
                 return
             self.send_all(deliveries)
 

@@ -254,6 +254,25 @@ class TestRunJob:
         emulator.run_job("nightly")
         assert [a.forced for a in emulator.attempts()] == [False, True]
 
+    def test_a_run_accepted_during_a_clock_move_is_sent_at_the_instant_it_was_recorded(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        # (a RunJob served while another client's move was at 02:00 was sent at the next
+        # due instant, 02:20, its attempt lasting 20 virtual minutes)
+        def answer(received: Received) -> int:
+            if received.path == "/_triggers/timer/nightly" and len(target.requests) == 1:
+                emulator.run_job("forced", wait=False)  # as the daemon's RunJob does
+            return 200
+
+        target.status = answer
+        emulator.create_job(nightly_job(schedule="*/20 2 * * *"))
+        emulator.create_job(
+            nightly_job(name="forced", schedule="0 9 * * *", httpTarget={"uri": f"{TARGET}/f"})
+        )
+        emulator.advance(timedelta(hours=1))
+        [attempt] = emulator.attempts("forced")
+        assert attempt.start_time == attempt.end_time == at("2026-09-24T02:00:00Z")
+
     def test_force_run_of_a_missing_job_is_not_found(self, emulator: Emulator) -> None:
         with pytest.raises(NotFound, match="Job not found."):
             emulator.run_job("nope")
