@@ -373,8 +373,12 @@ def verify_id_token(
     :param now: the instant to check at (aware); ``time.time()`` by default.
     :raises TokenError: the matching subclass, with a message naming the values.
     :raises CertsUnavailableError: if the keys cannot be fetched.
+    :raises ValueError: for a setting of the wrong kind (:func:`check_settings`).
     :return: the claims (``aud``, ``email``, ``exp``, ``iat``, ``iss``, ``sub``, …).
     """
+    check_settings(
+        audience=audience, certs_url=certs_url, issuers=issuers, email=email, leeway=leeway
+    )
     jwt = _jwt()
     token = bearer_token(token)
     try:
@@ -473,6 +477,36 @@ def _decode(jwt: Any, token: str, candidates: Iterable[Any], source: str) -> dic
         f"The token's signature does not verify with the keys at {source}: it was tampered with "
         "or signed by another key."
     )
+
+
+def check_settings(**settings: Any) -> None:
+    """Refuse a setting of :func:`verify_id_token` that no token could pass, naming it.
+
+    ``audience`` (and ``issuers``, ``email`` unless ``None``) is a non-empty string or a
+    non-empty collection of them; ``certs_url`` a string; ``leeway`` a ``timedelta`` or a
+    number of seconds, 0 or more.
+
+    :raises ValueError: naming the setting and its value (e.g. ``audience=None``, as an unset
+        environment variable gives, which had failed every request with a 500).
+    """
+    for name, value in settings.items():
+        items = [value] if isinstance(value, str) else value
+        if name == "leeway":
+            seconds = value.total_seconds() if isinstance(value, timedelta) else value
+            ok = isinstance(seconds, int | float) and not isinstance(seconds, bool)
+            ok = ok and 0 <= seconds < float("inf")
+            kind = "a timedelta or a number of seconds, 0 or more"
+        elif name == "certs_url":
+            ok, kind = isinstance(value, str) and bool(value), "a URL"
+        else:
+            ok = (value is None and name != "audience") or (
+                isinstance(items, Collection)
+                and bool(items)
+                and all(isinstance(item, str) and item for item in items)
+            )
+            kind = "a non-empty string or a collection of them"
+        if not ok:
+            raise ValueError(f"{name}={value!r}: give {kind}.")
 
 
 def _as_list(value: str | Collection[str]) -> list[str]:
@@ -588,7 +622,8 @@ class SchedulerTokenMiddleware:
     :raises TypeError: without ``audience``, for a keyword :func:`verify_id_token` does not
         take, or for an ASGI app (:class:`SchedulerTokenAsgiMiddleware` wraps those).
     :raises ValueError: for a ``prefix`` that does not start with ``/``, or that the prefix of
-        the timer router found in ``app`` does not start with (its routes would go unchecked).
+        the timer router found in ``app`` does not start with (its routes would go unchecked);
+        for a check's value no token could pass (:func:`check_settings`).
     """
 
     #: What ``init_app`` looks for, to refuse to put the timer routes in front of it.
@@ -601,8 +636,9 @@ class SchedulerTokenMiddleware:
         prefix: str = "/_triggers/",
         **checks: Unpack[TokenKeys],
     ) -> None:
-        # a missing audience or an unknown keyword fails here, not at the first request
+        # a missing audience, an unknown keyword or a bad value fails here, not at each request
         inspect.signature(verify_id_token).bind("", **checks)
+        check_settings(**{k: v for k, v in checks.items() if k != "keys"})
         asgi = isinstance(self, SchedulerTokenAsgiMiddleware)
         if is_async_handler(app) != asgi:  # (trial 185: a FastAPI app answered every request 500)
             raise TypeError(

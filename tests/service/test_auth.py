@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -462,6 +463,29 @@ class TestMiddleware:
             SchedulerTokenMiddleware(Response("never"))  # type: ignore[call-arg]
         with pytest.raises(TypeError, match="audiance"):
             SchedulerTokenMiddleware(Response("never"), audience=AUDIENCE, audiance="typo")  # type: ignore[call-arg]
+
+    @pytest.mark.parametrize(
+        ("checks", "named"),
+        [
+            ({"audience": None}, "audience=None"),  # an unset environment variable
+            ({"audience": ""}, "audience=''"),
+            ({"audience": [AUDIENCE, 7]}, "audience=["),
+            ({"email": 5}, "email=5"),
+            ({"issuers": []}, "issuers=[]"),
+            ({"leeway": "5"}, "leeway='5'"),
+            ({"leeway": -1}, "leeway=-1"),
+            ({"certs_url": None}, "certs_url=None"),
+        ],
+    )
+    def test_a_check_no_token_could_pass_fails_at_construction_naming_it(
+        self, checks: dict[str, Any], named: str
+    ) -> None:
+        """It had failed every timer request with a 500 (and verify_id_token with a TypeError)."""
+        checks = {"audience": AUDIENCE, **checks}
+        with pytest.raises(ValueError, match=f"^{re.escape(named)}"):
+            SchedulerTokenMiddleware(Response("never"), **checks)
+        with pytest.raises(ValueError, match=f"^{re.escape(named)}"):
+            verify_id_token("x", **checks)
 
 
 @pytest.mark.parametrize(
