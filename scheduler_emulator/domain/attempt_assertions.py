@@ -48,10 +48,11 @@ def check_attempted(
     the number that must match. Without ``count``, at least one must match.
 
     :param now: the clock's instant, for the message.
-    :param jobs: the jobs there are, by ID, each with its state (``"ENABLED"``…) and next run
-        (RFC 3339 ``scheduleTime``, ``None`` while paused), listed when ``job`` has no attempts:
-        a misspelt name gets "there is no job", a job whose next run is after ``now`` the time
-        to advance the clock to, a paused one that it is paused.
+    :param jobs: the jobs there are, by ID, each with its state (``"ENABLED"``…) and next
+        attempt (RFC 3339 ``scheduleTime``: a pending retry's time, else the next run's; ``None``
+        while paused), read when too few attempts match: a misspelt name gets "there is no
+        job", a job whose next attempt is after ``now`` the time to advance the clock to, a
+        paused one with no attempts that it is paused.
     :param hint: an extra line for an attempt that did not match (e.g. "not mounted").
     :raises AssertionError: listing every attempt of the job and why it did not match.
     :raises TypeError: for a ``count`` that is not an int, a ``code`` that is not text or a
@@ -115,18 +116,23 @@ def check_attempted(
     if misses:
         lines.append("not matching:")
         lines += _some(misses)
-    if not attempts:
+    if len(matching) < (1 if count is None else count):  # what comes next may be what's missing
         every = jobs()
         names, (state, next_run) = list(every), every.get(job.rsplit("/", 1)[-1], ("", None))
-        if next_run:  # (trial 169: a test that forgot to advance the clock got no hint)
+        if next_run:  # (trials 169, 198: a test that advanced too little got no hint)
             lines.append(
-                f"the job has no attempts; its next run is at {next_run} (advance the clock to "
-                f"it, or force a run); jobs: {names}."
+                f"its next attempt is due at {next_run}: a retry, or its next run (advance the "
+                "clock to it)."
+                if attempts
+                else f"the job has no attempts; its next run is at {next_run} (advance the "
+                f"clock to it, or force a run); jobs: {names}."
             )
-        elif state:
-            lines.append(f"the job has no attempts and no next run: it is {state}; jobs: {names}.")
-        else:
-            lines.append(f"there is no job {job!r}; jobs: {names or 'none'}.")
+        elif not attempts:
+            lines.append(
+                f"the job has no attempts and no next run: it is {state}; jobs: {names}."
+                if state
+                else f"there is no job {job!r}; jobs: {names or 'none'}."
+            )
     raise AssertionError("\n".join(lines))
 
 

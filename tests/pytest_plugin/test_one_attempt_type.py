@@ -130,6 +130,7 @@ def test_each_asserts_attempted_the_same_way(request: pytest.FixtureRequest, sou
     assert "expected 1 attempt(s) of job 'nightly' with code=INTERNAL, found 0" in message
     assert "clock at 2026-01-01T03:00:00Z" in message
     assert re.search(r"attempt 1 of run id \d+ at 2026-01-01T02:00:00Z .* -> OK \(200\)", message)
+    assert "its next attempt is due at 2026-01-02T02:00:00Z: a retry, or its next run" in message
     with pytest.raises(
         AssertionError, match=r"there is no job 'other'; jobs: \['nightly', 'slow', 'later'\]"
     ):
@@ -209,6 +210,20 @@ def test_a_job_without_attempts_and_a_misspelt_job_read_differently() -> None:
             emulator.assert_attempted("nightly")
         with pytest.raises(AssertionError, match=r"there is no job 'nighly'; jobs: \['nightly'\]"):
             emulator.assert_attempted("nighly")
+
+
+def test_a_failed_expectation_names_the_pending_retry_the_move_stopped_short_of() -> None:
+    """Trial 198: a move that ended at the fire instant left the 503's retry seconds later, and
+    the message said nothing of it."""
+    target = RecordingTarget(status=503)
+    with Emulator(ManualClock(START), transport=WsgiTransport(target)) as emulator:
+        emulator.create_job(**nightly("http://svc.test/"), retry_config={"retry_count": 3})
+        emulator.advance(timedelta(hours=2))
+        with pytest.raises(AssertionError, match="next attempt is due at 2026-01-01T02:00:05Z"):
+            emulator.assert_attempted("nightly", code="OK")
+        with pytest.raises(AssertionError) as failure:  # too many: what comes next is moot
+            emulator.assert_attempted("nightly", 0)
+        assert "next attempt" not in str(failure.value)
 
 
 def test_the_fixture_runs_as_if_scheduled_and_refuses_an_app_given_as_text(
