@@ -63,7 +63,7 @@ class TimerNotAcknowledged(AssertionError):
         text = answer_text(excerpt_text(body.encode())) if body.lstrip().startswith("<") else body
         said = f". It said: {text}" if body else " with an empty body."
         super().__init__(
-            f"The source would not read the answer to TIMER /{name} as an acknowledgement: "
+            f"Cloud Scheduler would not read the answer to TIMER /{name} as an acknowledgement: "
             f"the service answered {status}{said}{note}"
         )
 

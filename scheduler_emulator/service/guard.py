@@ -501,7 +501,9 @@ class RunOnceGuard:
         try:
             attempt = self.claim(headers)
         except MissingRunHeadersError as refusal:
-            logger.warning("Run-once guard refused a delivery (400): %s", refusal)
+            logger.warning(
+                "Run-once guard refused to run it (a delivery is answered 400): %s", refusal
+            )
             raise
         if attempt.outcome is ClaimOutcome.COMPLETED:
             logger.info(

@@ -300,15 +300,15 @@ def test_non_2xx_answer_fails_with_the_acknowledgement_message(
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(
         [
-            "*TimerNotAcknowledged: The source would not read the answer to TIMER /tick as an "
+            "*TimerNotAcknowledged: Cloud Scheduler would not read the answer to TIMER /tick as an "
             "acknowledgement: the service answered 404. It said: Not Found: The requested URL was "
             "not found on the server.* The façade posted to "
             "/_triggers/timer/tick; the app's router serves /jobs/, and the façade always posts "
             "under the default prefix: test this app with the cloud_scheduler fixture, whose "
             "jobs post to any URI (or with function_testing, whose direct calls carry no run "
             "headers for a guard).",
-            "*TimerNotAcknowledged: The source would not read the answer to TIMER /report as an "
-            "acknowledgement: the service answered 400. It said: {*",
+            "*TimerNotAcknowledged: Cloud Scheduler would not read the answer to TIMER /report as "
+            "an acknowledgement: the service answered 400. It said: {*",
             "*TimerNotAcknowledged: * TIMER /nightly_v2 * answered 500 with an empty body. "
             "No handler is registered for the timer 'nightly_v2' *Registered timers: "
             "*'nightly-v2', 'report', 'tick'*. Did you mean 'nightly-v2'?",

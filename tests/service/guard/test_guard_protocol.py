@@ -410,8 +410,8 @@ class TestMissingHeaders:
             guard.run(scheduler_headers(schedule_time=None), Work())
 
         assert messages(caplog, logging.WARNING) == [
-            "Run-once guard refused a delivery (400): The X-CloudScheduler-ScheduleTime header "
-            "is missing, "
+            "Run-once guard refused to run it (a delivery is answered 400): The "
+            "X-CloudScheduler-ScheduleTime header is missing, "
             "so the run-once guard cannot tell which scheduled run this is. Cloud Scheduler sends "
             "X-CloudScheduler-ScheduleTime only for unix-cron schedules: a job with an "
             'English-like schedule ("every 5 minutes") sends none, so the guard refuses every one '
