@@ -577,12 +577,13 @@ class Emulator(AttemptAssertions):
         whose work was stored, so the move answers 503 with clock, jobs and next due instant as
         before — unless an attempt was already sent there (what was done stays). On a manual
         clock the Cloud Run executions started there end before this returns, so runs hours
-        apart are not run at once in real time."""
+        apart are not run at once in real time (not in the thread that sends the forced runs
+        accepted over the API: the clock's next move waits for them)."""
         manual = self.clock_mode == "manual"
         with self._stored_or_undone(lambda: self.reset_clock(self._settled) if manual else None):
             self.driver.run_due()
         self._settled = self.clock.now()
-        if manual:
+        if manual and not self.driver.sending_forced_runs():
             self.cloud_run.settle()
 
     def idle(self) -> None:

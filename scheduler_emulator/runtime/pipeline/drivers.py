@@ -90,6 +90,10 @@ class Driver:
     def run_due(self) -> None:
         """Run everything due now (the manual clock calls this at each due instant)."""
 
+    def sending_forced_runs(self) -> bool:
+        """Whether this thread is the one sending the forced runs accepted over the API."""
+        return False
+
     def idle(self) -> None:
         """The manual clock is done moving."""
 
@@ -194,6 +198,12 @@ class ManualDriver(Driver):
                     self._soon_sender = None
                     return
 
+    def sending_forced_runs(self) -> bool:
+        """Whether this thread is the one settling the clock for the forced runs accepted over
+        the API (it waits for no Cloud Run execution they start: trial 200's second RunJob
+        waited two minutes behind another job's execution)."""
+        return threading.current_thread() is self._soon_sender
+
     def _take_soon(self) -> list[Delivery]:
         with self._soon_lock:
             taken, self._soon = self._soon, []
@@ -248,8 +258,10 @@ class ManualDriver(Driver):
 
     @property
     def in_flight(self) -> int:
-        """The attempt being sent (a clock move is under way) and those waiting behind it."""
-        return (self._sending is not None) + sum(len(queue) for queue in list(self._queues))
+        """The attempt being sent (a clock move is under way), those waiting behind it and the
+        forced runs accepted, not sent yet (trial 200: the stop said 0 with one waiting)."""
+        waiting = sum(len(queue) for queue in list(self._queues)) + len(self._soon)
+        return (self._sending is not None) + waiting
 
 
 class ThreadedDriver(Driver):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import re
 import signal
 import sys
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -504,3 +506,27 @@ def test_a_task_whose_command_cannot_be_started_fails_and_the_execution_ends(
         assert [(a.stopped, "embedded null byte" in a.stderr) for a in execution.attempts] == [
             ("not started", True)
         ]
+
+
+def test_a_forced_run_is_not_held_behind_another_runs_execution(tmp_path: Path) -> None:
+    """Trial 200: on a manual clock, the thread sending RunJob's attempts waited for the
+    execution the first one started, so a second RunJob's attempt waited minutes in flight;
+    and a stop counted it as neither in flight nor queued. The clock's next move still waits
+    for the execution."""
+    with emulator_for(cloud_run_job(tmp_path, mode="hang", maxRetries=0)) as emulator:
+        emulator.create_job(nightly(**OAUTH))
+        emulator.create_job({**nightly(**OAUTH), "name": "again"})
+        emulator.run_job("nightly", wait=False)
+        running = lambda: emulator.cloud_run.store.list(state="RUNNING")  # noqa: E731
+        wait_for(lambda: len(running()) == 1, 30, "the first execution to run")
+        emulator.run_job("again", wait=False)
+        wait_for(lambda: len(running()) == 2, 30, "the second run's execution, not held back")
+        assert [a.code for a in emulator.attempts()] == ["OK", "OK"]
+        mover = threading.Thread(target=emulator.advance, args=(30,), daemon=True)
+        mover.start()
+        mover.join(0.5)
+        assert mover.is_alive()  # waits for both executions
+        for execution in running():
+            os.kill(execution.attempts[0].pid, signal.SIGKILL)
+        mover.join(30)
+        assert not mover.is_alive()

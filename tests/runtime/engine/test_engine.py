@@ -4,6 +4,7 @@ our pinned rules in docs/differences-from-production.md say."""
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta
 
 import pytest
@@ -272,6 +273,22 @@ class TestRunJob:
         emulator.advance(timedelta(hours=1))
         [attempt] = emulator.attempts("forced")
         assert attempt.start_time == attempt.end_time == at("2026-09-24T02:00:00Z")
+
+    def test_runs_accepted_behind_a_forced_run_being_sent_count_as_in_flight(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        """Trial 200: a stop said "0 attempt(s) in flight or queued" with one waiting."""
+        held = threading.Event()
+        target.status = lambda received: 200 if held.wait(30) else 500
+        emulator.create_job(nightly_job())
+        emulator.run_job("nightly", wait=False)
+        with target.arrived:
+            target.arrived.wait_for(lambda: target.requests, 30)
+        emulator.run_job("nightly", wait=False)
+        assert emulator.in_flight == 2  # the one being sent, the one accepted behind it
+        held.set()
+        emulator.advance(0)  # sends what waits first
+        assert (emulator.in_flight, [a.code for a in emulator.attempts()]) == (0, ["OK", "OK"])
 
     def test_force_run_of_a_missing_job_is_not_found(self, emulator: Emulator) -> None:
         with pytest.raises(NotFound, match="Job not found."):
