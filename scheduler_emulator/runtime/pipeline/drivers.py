@@ -32,6 +32,7 @@ from ...realtime import real_monotonic
 from .._clock import Clock, ManualClock
 from .delivery_pool import DeliveryPool
 from .recorder import (
+    DELETED,
     INTERRUPTED,
     STOPPED,
     Delivery,
@@ -159,6 +160,8 @@ class ManualDriver(Driver):
                 if self._stopping:
                     injected = STOPPED
                     self._cut_short += 1
+                elif not self.recorder.core.has(delivery.attempt.job):
+                    injected = DELETED  # while it waited behind the job's others
                 else:
                     self.late.before_send(delivery.attempt.run_id)
                     self._sending = delivery
@@ -401,6 +404,9 @@ class ThreadedDriver(Driver):
         if self._stopping.is_set():
             release()
             return  # taken from the queue as the engine stopped: stop() records it
+        if not self.recorder.core.has(delivery.attempt.job):  # deleted while it waited
+            self._ended(delivery, release, DELETED)
+            return
         queued = getattr(self._submitting, "delivery", None) is not delivery
         self.recorder.begin(delivery, partial(self._ended, delivery, release), queued=queued)
 

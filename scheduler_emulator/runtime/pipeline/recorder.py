@@ -456,7 +456,8 @@ Sent = Injected | TransportResult
 
 def _cut_short(detail: str) -> Injected:
     """What a stop gives an attempt it ends: its run earns one retry beyond its retry config,
-    as after a crash (:meth:`Recorder.restore`), since delivery is at least once."""
+    as after a crash (:meth:`Recorder.restore`), since delivery is at least once (a deleted
+    job's run has ended: it gets none)."""
     return Injected(
         TransportResult(), classify_failure(Failure.RESTARTED, detail), extra_retry=True
     )
@@ -466,6 +467,9 @@ def _cut_short(detail: str) -> Injected:
 STOPPED = _cut_short("The emulator stopped before the attempt was sent.")
 #: A stop's end of an attempt still in flight.
 INTERRUPTED = _cut_short("The emulator stopped while the attempt was in flight.")
+#: The end of an attempt recorded but not sent, whose job was deleted while it waited behind
+#: the job's others (trial 199: sent 15 s after DeleteJob).
+DELETED = _cut_short("The job was deleted before the attempt was sent.")
 
 
 def _send_all(

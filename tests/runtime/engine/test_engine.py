@@ -290,6 +290,25 @@ class TestRunJob:
         emulator.advance(0)  # sends what waits first
         assert (emulator.in_flight, [a.code for a in emulator.attempts()]) == (0, ["OK", "OK"])
 
+    def test_an_attempt_queued_at_the_instant_is_not_sent_once_its_job_is_deleted(
+        self, emulator: Emulator, target: RecordingTarget
+    ) -> None:
+        """(Trial 199's bug, on a manual clock: the attempts due at one instant wait behind
+        the one being sent, and a DeleteJob meanwhile left them to be sent.)"""
+
+        def answer(received: Received) -> int:
+            if received.path == "/_triggers/timer/nightly":
+                emulator.delete_job("later")  # as another client's DeleteJob would
+            return 200
+
+        target.status = answer
+        emulator.create_job(nightly_job())
+        emulator.create_job(nightly_job(name="later", httpTarget={"uri": f"{TARGET}/later"}))
+        emulator.advance(timedelta(minutes=2))
+        assert [r.path for r in target.requests] == ["/_triggers/timer/nightly"]
+        [attempt] = emulator.attempts("later")
+        assert attempt.code == "UNAVAILABLE" and "job was deleted before" in attempt.debug_info
+
     def test_force_run_of_a_missing_job_is_not_found(self, emulator: Emulator) -> None:
         with pytest.raises(NotFound, match="Job not found."):
             emulator.run_job("nope")

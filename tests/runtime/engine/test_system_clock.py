@@ -202,3 +202,30 @@ def test_an_injected_delay_and_duplicates_are_timed_as_they_were_sent() -> None:
     assert all(0.2 <= t < 0.55 for t in took[1:]), took  # each its own answer
     original, *copies = attempts[1:]
     assert original.end_time <= copies[0].start_time and copies[0].end_time <= copies[1].start_time
+
+
+def test_attempts_waiting_behind_their_job_are_not_sent_after_it_is_deleted() -> None:
+    """Trial 199: six RunJobs of a job whose target holds each request, then DeleteJob: the two
+    waiting behind the four in flight (the per-job limit) were sent when places freed, 15 s
+    after the delete. They are now recorded as not sent."""
+    arrived, release = threading.Semaphore(0), threading.Event()
+
+    def held(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        arrived.release()
+        release.wait(10)
+        start_response("200 OK", [])
+        return [b""]
+
+    with Emulator(SystemClock(), transport=WsgiTransport(held)) as emulator:
+        emulator.create_job(nightly_job())
+        for _ in range(6):
+            emulator.run_job("nightly", wait=False)
+        for _ in range(4):
+            assert arrived.acquire(timeout=10)
+        emulator.delete_job("nightly")
+        release.set()
+        assert emulator.wait_idle(10)
+        attempts = emulator.attempts()
+    assert not arrived.acquire(timeout=0)  # the target saw four requests, not six
+    assert [a.code for a in attempts] == ["OK"] * 4 + ["UNAVAILABLE"] * 2
+    assert attempts[-1].debug_info.endswith("The job was deleted before the attempt was sent.")
