@@ -272,7 +272,7 @@ class TestComputedCases:
         assert over_rest == send_grpc(channel, "CreateJob", grpc_message("CreateJob", request))
         status, message, violations = over_rest
         assert status == "INVALID_ARGUMENT"
-        assert "the limit is 1 MB (1048576 bytes)" in message
+        assert "over the limit of 1 MB (1048576 bytes)" in message
         assert [f for f, _ in violations] == ["job"]
 
     @pytest.mark.parametrize(

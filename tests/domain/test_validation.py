@@ -138,9 +138,8 @@ def size_message(besides: int, what: str = "body") -> str:
     """The refusal of a job whose body (or data) is 1 MB, ``besides`` bytes over the limit
     (trial 78: the body is what to cut, and by how much)."""
     return (
-        f"The job is {MAX_JOB_SIZE_BYTES + besides} bytes; the limit is 1 MB "
-        f"({MAX_JOB_SIZE_BYTES} bytes): its {what} is {MAX_JOB_SIZE_BYTES} bytes, {besides} "
-        "too many."
+        f"The job is {MAX_JOB_SIZE_BYTES + besides} bytes, {besides} over the limit of 1 MB "
+        f"({MAX_JOB_SIZE_BYTES} bytes); its {what} is {MAX_JOB_SIZE_BYTES} bytes of them."
     )
 
 
