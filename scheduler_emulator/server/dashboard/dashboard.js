@@ -447,7 +447,8 @@
       h.appendChild(link);
       section.appendChild(h);
       var p = document.createElement("p");
-      p.setAttribute("data-testid", "execution-state");
+      p.setAttribute("data-testid", "execution-state");  /* coloured: a FAILED one stands out */
+      p.className = {SUCCEEDED: "code-ok", RUNNING: "code-pending"}[e.state] || "code-bad";
       p.textContent = e.state + " · " + e.succeededCount + " of " + e.taskCount + " tasks succeeded" +
         (e.retriedCount ? " · " + e.retriedCount + " retried" : "") +
         (e.cancelledCount ? " · " + e.cancelledCount + " never started (cancelled)" : "");

@@ -72,6 +72,8 @@ def test_an_attempt_shows_the_cloud_run_execution_it_started(tmp_path: Path) -> 
         segment.click()
         wait_for(driver, lambda d: "SUCCEEDED" in by_testid(d, "execution-state").text, 30)
         assert "3 of 3 tasks succeeded · 1 retried" in by_testid(driver, "execution-state").text
+        # (trial 200: a FAILED execution read as plain as this)
+        assert by_testid(driver, "execution-state").get_attribute("class") == "code-ok"
         rows = by_testid(driver, "execution-tasks").text.splitlines()
         assert len(rows) == 9  # the header and four task attempts, their output's two lines
         # (trial 119: an output's lines ran together)
