@@ -36,7 +36,8 @@
 - ``GET /_emulator/executions`` → one page ``{"executions": [...], "nextPageToken": "…"}`` of
   the Cloud Run executions (``--cloud-run-jobs``) in creation order: ``pageSize``,
   ``pageToken``, ``job`` (ID or full name), ``state`` (``RUNNING``, ``SUCCEEDED``, ``FAILED``,
-  ``INTERRUPTED``); ``GET /_emulator/executions/<id or full name>`` → one, with its task attempts
+  ``CANCELLED``, ``INTERRUPTED``); ``GET /_emulator/executions/<id or full name>`` → one,
+  with its task attempts
 - ``POST /_emulator/reset`` → deletes every job, attempt and Cloud Run execution;
   ``{"clockTime": …}`` also sets a manual clock to that instant
 - ``GET /_emulator/oidc/.well-known/openid-configuration``, ``GET /_emulator/oidc/certs`` (JWK

@@ -178,14 +178,31 @@ def test_googles_run_client_lists_the_jobs_runs_one_and_reads_its_execution(
         # "-" for every job's executions (the client's docstring; a trial got a 404)
         every_jobs = list(executions.list_executions(parent=f"{parent}/jobs/-"))
         latest = jobs.get_job(name=f"{parent}/jobs/export").latest_created_execution
-        # CancelExecution is not answered: said so, not "execution 'x:cancel' does not exist"
+        # an execution that has ended is not cancelled: said so, naming its state
         cancel = requests.post(f"{daemon.url}/v2/{started.name}:cancel", json={}, timeout=30)
-    assert cancel.status_code == 501  # UNIMPLEMENTED, not "no such execution"
-    assert "answers the Cloud Run Admin API's jobs/J:run" in cancel.json()["error"]["message"]
+    assert cancel.status_code == 400
+    assert "has ended (SUCCEEDED)" in cancel.json()["error"]["message"]
     assert finished.name == started.name == read.name
     assert read.succeeded_count == 3 and read.task_count == 3
     assert [e.name for e in listed_executions] == [e.name for e in every_jobs] == [read.name]
     assert latest.name == read.name and latest.completion_status.name == "EXECUTION_SUCCEEDED"
+
+
+def test_googles_run_client_cancels_a_running_execution(tmp_path: Path) -> None:
+    """Trial 200: CancelExecution answered 501; a running execution could only be stopped
+    with the daemon."""
+    pytest.importorskip("google.cloud.run_v2")
+    jobs_file = write_jobs(tmp_path, "import signal; signal.pause()")
+    with running_daemon(*MANUAL, "--in-memory", "--cloud-run-jobs", str(jobs_file)) as daemon:
+        jobs, executions = run_client(daemon)
+        started = jobs.run_job(name="projects/my-project/locations/us-central1/jobs/export")
+        name = started.metadata.name
+        wait_for(lambda: executions.get_execution(name=name).running_count == 2, 60, "tasks")
+        cancelled = executions.cancel_execution(name=name).result(timeout=60)
+        latest = jobs.get_job(name=name.split("/executions/")[0]).latest_created_execution
+    assert (cancelled.name, cancelled.cancelled_count, cancelled.failed_count) == (name, 3, 0)
+    assert cancelled.conditions[0].execution_reason.name == "CANCELLED"
+    assert latest.completion_status.name == "EXECUTION_CANCELLED"
 
 
 HANG = (

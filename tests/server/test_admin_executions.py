@@ -135,7 +135,6 @@ def test_admin_api_methods_the_emulator_does_not_serve_are_501_and_change_nothin
     run_each(emulator, client)
     execution = client.get(f"/v2/{PARENT}/jobs/ok/executions").json["executions"][0]["name"]
     for method, path in (
-        ("POST", f"/v2/{execution}:cancel"),
         ("DELETE", f"/v2/{execution}"),
         ("DELETE", f"/v2/{PARENT}/jobs/ok"),
         ("PATCH", f"/v2/{PARENT}/jobs/ok"),

@@ -28,7 +28,8 @@ from .executions import CloudRun, Execution
 
 _V2 = re.compile(
     r"^/v2/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/"
-    r"(?:jobs(?:/(?P<job>[^/:]+)(?::(?P<verb>run)|/executions(?:/(?P<execution>[^/:]+))?)?)?"
+    r"(?:jobs(?:/(?P<job>[^/:]+)(?::(?P<verb>run)|/executions(?:/(?P<execution>[^/:]+)"
+    r"(?::(?P<cancel>cancel))?)?)?)?"
     r"|operations/(?P<operation>[^/]+))$"
 )
 #: Any method of the v2 Admin API's jobs, executions and operations (those not served: 501).
@@ -45,6 +46,11 @@ PATH_PREFIXES = ("/v2/projects/", "/apis/run.googleapis.com/")
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="https://accounts.google.com/"'}
 #: Why a task failed, in Cloud Run's words, by why the emulator stopped it (else it exited).
 _WHY_FAILED = {"timeout": "The configured timeout was reached."}
+#: The ``Completed`` condition's message of an execution that ended ``CANCELLED`` (its reason).
+_WHY_CANCELLED = {
+    "CANCELLED": "The execution was cancelled.",
+    "INTERRUPTED": "The emulator stopped while the execution ran.",
+}
 #: The ``Completed`` condition's state by execution state (else ``CONDITION_FAILED``).
 _CONDITIONS = {"RUNNING": "CONDITION_PENDING", "SUCCEEDED": "CONDITION_SUCCEEDED"}
 
@@ -113,7 +119,7 @@ def v2_job(job: CloudRunJob, executions: list[Execution]) -> dict[str, Any]:
     latest = {}
     if executions:
         last = executions[-1]
-        state = last.state if last.state in ("RUNNING", "SUCCEEDED") else "FAILED"
+        state = last.state if last.state in ("RUNNING", "SUCCEEDED", "CANCELLED") else "FAILED"
         latest = {"name": last.name, "createTime": format_timestamp(last.create_time)}
         latest["completionStatus"] = f"EXECUTION_{state}"
         if last.completion_time is not None:
@@ -167,8 +173,8 @@ def _completed(execution: Execution) -> dict[str, Any]:
         why = _WHY_FAILED.get(failed[-1].stopped, "The container exited with an error.")
         condition["message"] = f"Task {task} failed with message: {why}"
         condition["executionReason"] = "NON_ZERO_EXIT_CODE"
-    elif execution.state == "INTERRUPTED":
-        condition["message"] = "The emulator stopped while the execution ran."
+    elif execution.state in _WHY_CANCELLED:
+        condition["message"] = _WHY_CANCELLED[execution.state]
         condition["executionReason"] = "CANCELLED"
     return condition
 
@@ -237,24 +243,28 @@ class CloudRunAdminApi:
         v1 = _V1_RUN.match(path)
         match = v1 or _V2.match(path)
         served = (
-            "The emulator answers the Cloud Run Admin API's jobs/J:run (v1 and v2) and its v2 "
-            f"jobs and executions reads and operation gets; not {request.method} {path}"
+            "The emulator answers the Cloud Run Admin API's jobs/J:run (v1 and v2), its v2 "
+            "jobs and executions reads, executions/E:cancel and operation gets; not "
+            f"{request.method} {path}"
         )
-        answered = v1 or match and (match["verb"] or request.method in ("GET", "HEAD"))
+        cancel = not v1 and match is not None and match["cancel"]
+        verb = v1 or cancel or match and match["verb"]
+        answered = verb or match and request.method in ("GET", "HEAD")
         if not answered and _V2_METHOD.match(path):
             raise Unimplemented(
                 f"{served}, a method of that API it does not serve (tasks, create, update, "
-                "delete, cancel…)."
+                "delete…)."
             )
         if match is None:
             raise NotFound(f"{served}.")
         method = "v1.Jobs.RunJob" if v1 else f"v2.Jobs.{'RunJob' if match['verb'] else 'Get'}"
+        method = "v2.Executions.CancelExecution" if cancel else method
         authorization = request.headers.get("Authorization")
         token = (authorization or "").removeprefix("Bearer ").strip()
         if self.tokens is not None and self.tokens.lookup(token) is None:  # none is minted as ""
             refusal = unauthenticated(authorization, f"google.cloud.run.{method}")
             return _json(refusal, 401, **_CHALLENGE)
-        if (v1 or match["verb"]) and request.method != "POST":
+        if verb and request.method != "POST":
             raise NotFound(f"The method {request.method} {path} is not found.")
         if v1 is not None:
             host = CLOUD_RUN_REGIONAL_HOST.match((request.host or "").split(":")[0])
@@ -277,12 +287,7 @@ class CloudRunAdminApi:
             if execution is None:  # validateOnly: checked, nothing runs
                 operation = f"projects/{project}/locations/{location}/operations/{uuid.uuid4()}"
                 return _json({"name": operation, "done": True})
-            operation = _operation_id(execution.name)
-            operations = self.cloud_run.operations
-            operations[operation] = execution.name
-            while len(operations) > 10_000:  # bounded: the oldest go first
-                operations.pop(next(iter(operations)))
-            return _json(self._operation_body(execution, operation))
+            return _json(self._operation_body(execution, _operation_id(execution.name)))
         if "/executions" not in path:
             return _json(v2_job(job, self._executions(job)))
         if match["execution"] is None:
@@ -293,6 +298,9 @@ class CloudRunAdminApi:
                 f"Resource '{match['execution']}' of kind 'EXECUTION' in region '{location}' "
                 f"in project '{project}' does not exist."
             )
+        if cancel:  # its operation: done once the execution has ended
+            cancelled = self.cloud_run.cancel(found.name)
+            return _json(self._operation_body(cancelled, _operation_id(f"{found.name}:cancel")))
         return _json(v2_execution(found))
 
     def _executions_page(self, request: Request, jobs: set[str]) -> dict[str, Any]:
@@ -342,6 +350,12 @@ class CloudRunAdminApi:
         return self.cloud_run.run(job, overrides, scheduler_job=scheduler_job)
 
     def _operation_body(self, execution: Execution, operation: str) -> dict[str, Any]:
+        """The operation ``operation`` (an ID, kept to be read again: at most 10,000, the
+        oldest going first) on ``execution``, done once the execution has ended."""
+        operations = self.cloud_run.operations
+        operations[operation] = execution.name
+        while len(operations) > 10_000:  # bounded: the oldest go first
+            operations.pop(next(iter(operations)))
         job = execution.job
         done = execution.state != "RUNNING"
         typed = {"@type": "type.googleapis.com/google.cloud.run.v2.Execution"}

@@ -35,7 +35,7 @@ from typing import Any
 from ...domain.attempts import iso
 from ...domain.cloud_run import CloudRunJob, RunOverrides, TaskRules
 from ...domain.codec import camel_case
-from ...domain.errors import InvalidArgument, NotFound
+from ...domain.errors import FailedPrecondition, InvalidArgument, NotFound
 from ...realtime import now as real_now
 from ...realtime import real_monotonic
 from ...wire import format_timestamp, parse_timestamp
@@ -51,7 +51,7 @@ STOP_GRACE_SECONDS = 10.0
 #: own grace of 2 s for attempts in flight).
 CLOSE_GRACE_SECONDS = 1.5
 #: The states an execution is listed in.
-EXECUTION_STATES = ("RUNNING", "SUCCEEDED", "FAILED", "INTERRUPTED")
+EXECUTION_STATES = ("RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "INTERRUPTED")
 
 
 @dataclass
@@ -65,7 +65,8 @@ class TaskAttempt:
     :param exit_code: the process's exit status (negative: the signal that ended it), ``None``
         while it runs or when it could not start.
     :param stopped: why the emulator ended it: ``"timeout"``, ``"interrupted"`` (the emulator
-        stopped), ``"not started"`` (the command could not be started), else ``""``.
+        stopped), ``"cancelled"`` (its execution was), ``"not started"`` (the command could
+        not be started), else ``""``.
     :param stdout: the last :data:`OUTPUT_TAIL_BYTES` of its standard output, as text.
     :param stderr: the same of its standard error (or why it could not start).
     :param pid: its process ID (and process group's), ``None`` until it started.
@@ -149,15 +150,18 @@ class Execution:
 
     def counts(self) -> dict[str, int]:
         """``{"succeeded", "failed", "running", "cancelled", "retried"}``: tasks by their last
-        attempt's outcome; tasks an ended execution never started (Cloud Run's
-        ``cancelledCount``: after a task failed for good, or a stop); attempts after a task's
-        first."""
+        attempt's outcome; tasks a cancel stopped, and those an ended execution never started
+        (Cloud Run's ``cancelledCount``: after a task failed for good, a cancel, or a stop);
+        attempts after a task's first."""
         last = {attempt.index: attempt for attempt in self.attempts}
+        ended = [a for a in last.values() if a.end is not None and not a.ok]
+        stopped = sum(1 for a in ended if a.stopped == "cancelled")
+        unstarted = 0 if self.completion_time is None else self.job.task_count - len(last)
         return {
             "succeeded": sum(1 for a in last.values() if a.ok),
-            "failed": sum(1 for a in last.values() if a.end is not None and not a.ok),
+            "failed": len(ended) - stopped,
             "running": sum(1 for a in last.values() if a.end is None),
-            "cancelled": 0 if self.completion_time is None else self.job.task_count - len(last),
+            "cancelled": stopped + unstarted,
             "retried": sum(1 for a in self.attempts if a.attempt > 0),
         }
 
@@ -399,6 +403,7 @@ class CloudRun:
         self._processes: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
         self._closing = False
+        self._cancelled: set[str] = set()  # executions cancelled that are still running
         for execution in store.interrupted_at_open:  # a killed daemon's (trials 78, 90)
             for attempt in execution.attempts:
                 if attempt.end is None:
@@ -417,10 +422,7 @@ class CloudRun:
                 attempt.end = datetime.fromtimestamp(max(f.stat().st_mtime for f in files), UTC)
         attempt.stdout, attempt.stderr = _tail(files[0]), _tail(files[1])
         if pid is not None:
-            _signal(pid, signal.SIGTERM)
-            timer = threading.Timer(STOP_GRACE_SECONDS, _signal, (pid, signal.SIGKILL))
-            timer.daemon = True
-            timer.start()
+            _terminate(pid)
 
     def define(self, job: CloudRunJob) -> None:
         """Define ``job`` (replacing a job of the same name)."""
@@ -480,6 +482,31 @@ class CloudRun:
         thread.start()
         return execution
 
+    def cancel(self, name: str) -> Execution:
+        """Cancel the running execution ``name`` (CancelExecution): no task starts from now
+        on, the running ones get SIGTERM, then SIGKILL after :data:`STOP_GRACE_SECONDS`, as
+        Cloud Run stops a container; it ends ``CANCELLED``, its stopped and unstarted tasks
+        counted in ``cancelledCount``. Returns at once, with the execution as recorded now.
+
+        :raises NotFound: if there is no such execution.
+        :raises FailedPrecondition: if it has ended, naming its state (pinned:
+            docs/differences-from-production.md).
+        """
+        execution = self.store.get(name)
+        if execution is None:
+            raise NotFound(f"Execution {name!r} does not exist.")
+        if execution.state != "RUNNING":
+            raise FailedPrecondition(
+                f"Execution {execution.execution_id!r} has ended ({execution.state}); only a "
+                "running execution can be cancelled."
+            )
+        with self._lock:
+            self._cancelled.add(name)
+        for attempt in execution.attempts:  # (one whose process is not recorded yet is
+            if attempt.end is None and (pid := _live_pid(execution, attempt)):  # stopped as
+                _terminate(pid)  # it registers)
+        return execution
+
     def settle(self) -> None:
         """Wait until every execution started so far has ended (tasks run in real time)."""
         with self._lock:
@@ -522,9 +549,10 @@ class CloudRun:
                     attempt = finished.pop()
                     rules.ended(attempt.index, ok=attempt.ok)
                     self.store.save(execution)
-                if rules.done or self._closing and not rules.running:
+                stopping = self._closing or execution.name in self._cancelled
+                if rules.done or stopping and not rules.running:
                     break
-                started = rules.next_start() if not self._closing else None
+                started = None if stopping else rules.next_start()
                 if started is None:
                     ended.wait()
                     continue
@@ -537,8 +565,11 @@ class CloudRun:
         if self._closing and (cut or not rules.done):
             self.store.interrupt(execution, real_now())
         else:
-            execution.state, execution.completion_time = rules.state, real_now()
+            cancelled = execution.name in self._cancelled and not rules.done
+            execution.state = "CANCELLED" if cancelled else rules.state
+            execution.completion_time = real_now()
             self.store.save(execution)
+        self._cancelled.discard(execution.name)
         if self.on_end is not None:
             self.on_end(execution.to_json())
 
@@ -570,6 +601,8 @@ class CloudRun:
                     self._processes.add(process)
                     if self._closing:  # close() already signalled the others
                         _signal(process.pid, signal.SIGKILL)
+                    elif execution.name in self._cancelled:  # (cancel() read no pid for it)
+                        _terminate(process.pid)
                 # The timeout runs on real time: ``Popen.wait(timeout)`` reads ``time.monotonic``,
                 # which a test's frozen clock replaces (a virtual day would time every task out).
                 exited = threading.Event()
@@ -592,8 +625,11 @@ class CloudRun:
                     timer.cancel()
                     with self._lock:
                         self._processes.discard(process)
-                if self._closing and not attempt.stopped and attempt.exit_code != 0:
-                    attempt.stopped = "interrupted"
+                if not attempt.stopped and attempt.exit_code != 0:
+                    if self._closing:
+                        attempt.stopped = "interrupted"
+                    elif execution.name in self._cancelled:
+                        attempt.stopped = "cancelled"
                 attempt.end = real_now()
         finally:
             attempt.stdout, attempt.stderr = _tail(out_file), _tail(err_file) or attempt.stderr
@@ -609,6 +645,15 @@ def _task_variables(execution: Execution, attempt: TaskAttempt) -> dict[str, str
         "CLOUD_RUN_TASK_ATTEMPT": str(attempt.attempt),
         "CLOUD_RUN_TASK_COUNT": str(execution.job.task_count),
     }
+
+
+def _terminate(pid: int) -> None:
+    """SIGTERM to the task's process group ``pid`` now, SIGKILL after
+    :data:`STOP_GRACE_SECONDS` (harmless once it has exited)."""
+    _signal(pid, signal.SIGTERM)
+    timer = threading.Timer(STOP_GRACE_SECONDS, _signal, (pid, signal.SIGKILL))
+    timer.daemon = True
+    timer.start()
 
 
 def _signal(pid: int, signum: int) -> None:

@@ -530,3 +530,40 @@ def test_a_forced_run_is_not_held_behind_another_runs_execution(tmp_path: Path) 
             os.kill(execution.attempts[0].pid, signal.SIGKILL)
         mover.join(30)
         assert not mover.is_alive()
+
+
+def test_a_cancelled_execution_stops_its_tasks_and_starts_no_more(tmp_path: Path) -> None:
+    """Trial 200: CancelExecution answered 501 and only a stop ended a running execution. Of
+    two tasks one at a time, the running one gets SIGTERM and the other never starts."""
+    from werkzeug.test import Client
+
+    from scheduler_emulator.server.server import create_app
+
+    job = cloud_run_job(tmp_path, mode="hang", maxRetries=3, taskCount=2, parallelism=1)
+    with emulator_for(job) as emulator:
+        execution = emulator.cloud_run.run(emulator.cloud_run.jobs()[0])
+        wait_for(lambda: emulator.cloud_run.store.get(execution.name).attempts[0].pid, 30, "a pid")
+        api = Client(create_app(emulator))
+        answer = api.post(f"/v2/{execution.name}:cancel", json={})
+        assert answer.status_code == 200, answer.text
+        assert answer.json["metadata"]["name"] == execution.name
+        operation = answer.json["name"]
+        emulator.cloud_run.settle()
+        done = api.get(f"/v2/{operation}").json
+        read = api.get(f"/v2/{execution.name}").json
+        again = api.post(f"/v2/{execution.name}:cancel", json={})
+        [attempt] = emulator.cloud_run.store.get(execution.name).attempts  # no retry, no task 1
+        state = emulator.cloud_run.store.get(execution.name).state
+    assert done["done"] is True and done["response"]["name"] == execution.name
+    assert (read["cancelledCount"], read["failedCount"], read["succeededCount"]) == (2, 0, 0)
+    [completed] = read["conditions"]
+    assert (completed["executionReason"], completed["message"]) == (
+        "CANCELLED",
+        "The execution was cancelled.",
+    )
+    assert (attempt.stopped, attempt.exit_code, state) == (
+        "cancelled",
+        -signal.SIGTERM,
+        "CANCELLED",
+    )
+    assert again.status_code == 400 and "has ended (CANCELLED)" in again.json["error"]["message"]

@@ -278,7 +278,7 @@ class TestValidation:
             pytest.param(
                 {"expect": "{hourly: {executions: {DONE: 1}}}"},
                 'expect.hourly.executions.DONE: not an execution state: "DONE" (RUNNING, '
-                "SUCCEEDED, FAILED, INTERRUPTED)",
+                "SUCCEEDED, FAILED, CANCELLED, INTERRUPTED)",
                 id="execution-state",
             ),
             pytest.param(
