@@ -168,7 +168,7 @@ def test_timers_under_another_prefix_are_not_where_cloud_run_testing_posts(
     with pytest.raises(TimerNotAcknowledged) as refused:
         cloud_run_testing(app).tick()
     assert str(refused.value).startswith(
-        "The source would not read the answer to TIMER /tick as an acknowledgement: "
+        "Cloud Scheduler would not read the answer to TIMER /tick as an acknowledgement: "
         "the service answered 404. It said:"
     )
     function_testing(app).tick()  # function style calls the handler, whatever the prefix
