@@ -404,10 +404,10 @@ class ThreadedDriver(Driver):
         if self._stopping.is_set():
             release()
             return  # taken from the queue as the engine stopped: stop() records it
-        if not self.recorder.core.has(delivery.attempt.job):  # deleted while it waited
+        queued = getattr(self._submitting, "delivery", None) is not delivery
+        if queued and not self.recorder.core.has(delivery.attempt.job):  # deleted meanwhile
             self._ended(delivery, release, DELETED)
             return
-        queued = getattr(self._submitting, "delivery", None) is not delivery
         self.recorder.begin(delivery, partial(self._ended, delivery, release), queued=queued)
 
     def _ended(self, delivery: Delivery, release: Callable[[], None], sent: Sent) -> None:
