@@ -20,7 +20,8 @@
   /* What "Move to" and "Run as if scheduled at" take, as RFC 3339: RFC 3339, or YYYY-MM-DD
    * HH:MM[:SS] (and the picker's YYYY-MM-DDTHH:MM[:SS]) read in IANA zone `zone` ("UTC", the
    * browser's, a job's) — of a local time that happens twice (a fall-back), the first not
-   * before the clock; of one that never happens (a spring-forward gap), the one an hour on. */
+   * before the clock (the second when both are before it); of one that never happens (a
+   * spring-forward gap), the instant the clocks jump on (an hour on in most zones). */
   function instantText(text, zone) {
     var m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2})?(\.\d+)?$/.exec(text.trim());
     if (m && !realWall(m[1], m[2] + (m[3] || ":00"))) {  /* (trial 137: 02-30 rolled over) */
@@ -31,6 +32,10 @@
     if (m) {
       var wall = m[1] + "T" + m[2] + (m[3] || ":00"), t = Date.parse(wall + "Z");
       for (var i = 0; i < 2; i++) t += Date.parse(wall + "Z") - Date.parse(zoneWall(t, zone) + "Z");
+      if (zoneWall(t, zone) !== wall) {  /* in a gap: read with the offset before the jump, so */
+        var before = t - 6 * 3600000;    /* it lands past it (trial 201: -05:00 landed before) */
+        t = Date.parse(wall + "Z") - (Date.parse(zoneWall(before, zone) + "Z") - before);
+      }
       if (zoneWall(t - 3600000, zone) === zoneWall(t, zone)) t -= 3600000;  /* the first of two */
       var later = zoneWall(t + 3600000, zone) === zoneWall(t, zone) && t < Date.parse(state.clock.now);
       return new Date((later ? t + 3600000 : t) + Number("0" + (m[4] || ""))*1000).toISOString();

@@ -284,23 +284,31 @@ def test_zones_move_to_a_decoded_token_and_run_as_of(tmp_path: Path) -> None:
         assert received.headers["X-Cloudscheduler-Scheduletime"] == "2026-03-29T01:30:00+01:00"
         wait_for(driver, lambda d: "as if scheduled at" in by_testid(d, "status").text)
         # shown in the job's zone, a typed time is read in it (trial 130: it was read as UTC),
-        # one in the spring-forward gap as the instant an hour on
+        # one in the spring-forward gap as the instant the clocks jump on, west of UTC too
+        # (trial 201: New York's 02:30 was sent as 01:30-05:00)
+        nyc = {**job, "name": f"{PARENT}/jobs/nyc", "timeZone": "America/New_York"}
+        requests.post(f"{daemon.url}/v1/{PARENT}/jobs", json=nyc, timeout=30).raise_for_status()
         Select(by_testid(driver, "time-zone")).select_by_value("job")
         wait_for(driver, lambda d: "Europe/Berlin" in by_testid(d, "job-times-berlin").text)
-        for typed, sent, instant in (  # (said in the zone typed in: trial 137)
-            ("2026-03-29 01:30", "2026-03-29T01:30:00+01:00", "2026-03-29 01:30:00+01:00"),
-            ("2026-03-29 02:30", "2026-03-29T03:30:00+02:00", "2026-03-29 03:30:00+02:00"),
-            ("2026-02-30 10:00", None, "has no such date or time"),  # (trial 137: rolled over)
-        ):
-            wait_for(driver, lambda d: by_testid(d, "job-run-as-of-berlin").click() or True)
-            field = wait_for(driver, lambda d: by_testid(d, "job-run-as-of-input-berlin"))
-            assert field.get_attribute("placeholder") == "YYYY-MM-DD HH:MM (Europe/Berlin)"
+        for job_id, zone, typed, sent, instant in (  # (said in the zone typed in: trial 137)
+            ("berlin", "Europe/Berlin", "2026-03-29 01:30", "2026-03-29T01:30:00+01:00",
+             "2026-03-29 01:30:00+01:00"),
+            ("berlin", "Europe/Berlin", "2026-03-29 02:30", "2026-03-29T03:30:00+02:00",
+             "2026-03-29 03:30:00+02:00"),
+            ("nyc", "America/New_York", "2027-03-14 02:30", "2027-03-14T03:30:00-04:00",
+             "2027-03-14 03:30:00-04:00"),
+            ("berlin", "Europe/Berlin", "2026-02-30 10:00", None,
+             "has no such date or time"),  # (trial 137: rolled over)
+        ):  # fmt: skip
+            wait_for(driver, lambda d, j=job_id: by_testid(d, f"job-run-as-of-{j}").click() or 1)
+            field = wait_for(driver, lambda d, j=job_id: by_testid(d, f"job-run-as-of-input-{j}"))
+            assert field.get_attribute("placeholder") == f"YYYY-MM-DD HH:MM ({zone})"
             before = len(target.requests)
             wait_for(  # (typed again into the form a refresh may have drawn anew)
                 driver,
-                lambda d, typed=typed: (
-                    by_testid(d, "job-run-as-of-input-berlin").send_keys(typed),
-                    by_testid(d, "job-run-as-of-send-berlin").click(),
+                lambda d, typed=typed, j=job_id: (
+                    by_testid(d, f"job-run-as-of-input-{j}").send_keys(typed),
+                    by_testid(d, f"job-run-as-of-send-{j}").click(),
                 ),
             )
             wait_for(driver, lambda d, instant=instant: instant in by_testid(d, "status").text)
