@@ -209,11 +209,14 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
         )
     warnings = bytes_field_warnings(entry, job)
     if str(entry.get("state", "")).upper() in ("PAUSED", "2"):  # what gcloud's describe printed
+        # (trial 201: a job of another project or location is not found by its ID alone)
+        here = (job.project, job.location) == (project, location)
+        named, elsewhere = (job.job_id, "") if here else (job.name, f" --project={job.project}")
         warnings.append(  # (trial 149: a job the data directory held paused stayed paused)
             "state PAUSED is output-only, as on CreateJob: a new job loads ENABLED and runs (one "
-            "the data directory holds keeps its state); pause "
-            f"it with scheduler-emulator pause {job.job_id}, gcloud scheduler jobs pause "
-            f"{job.job_id} --location={job.location}, or POST …/jobs/{job.job_id}:pause."
+            f"the data directory holds keeps its state); pause it with scheduler-emulator pause "
+            f"{named}, gcloud scheduler jobs pause {job.job_id} --location={job.location}"
+            f"{elsewhere}, or POST …/jobs/{job.job_id}:pause."
         )
     return job, label, [f"warning: {label}: {w}" for w in warnings]
 
