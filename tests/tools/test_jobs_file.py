@@ -546,12 +546,12 @@ class TestBase64Fields:
             "…/jobs/cleanup:pause."
         ]
         # one of another project is named in full (trial 201: its ID alone was not found)
-        other = f"projects/other/locations/{LOCATION}/jobs/cleanup"
+        other = f"projects/other-project/locations/{LOCATION}/jobs/cleanup"
         path = write(tmp_path, "other.json", json.dumps([job(other, state="PAUSED")]))
         load_jobs_file(path, project=PROJECT, location=LOCATION, warn=seen.append)
         assert seen[-1].endswith(
             f"pause it with scheduler-emulator pause {other}, gcloud scheduler jobs pause "
-            f"cleanup --location={LOCATION} --project=other, or POST …/jobs/cleanup:pause."
+            f"cleanup --location={LOCATION} --project=other-project, or POST …/jobs/cleanup:pause."
         )
 
     def test_warnings_go_to_the_given_callback(self, tmp_path: Path) -> None:
