@@ -678,9 +678,11 @@ class Scheduler:
     @staticmethod
     def _first_fire(schedule: Schedule, now: datetime, inclusive: bool) -> datetime | None:
         """The first fire time after ``now`` — or at ``now``, when ``inclusive`` (the start
-        instant's own run, not yet recorded) and the schedule is a cron one (an English-like
-        ``every 5 minutes`` counts its intervals from ``now``: nothing is due at it)."""
-        return schedule.next_after(now - _TICK if inclusive and schedule.is_cron else now)
+        instant's own run, not yet recorded) and the schedule has fixed times (a plain
+        ``every 5 minutes`` counts its intervals from ``now``: nothing is due at it; trial 201:
+        ``every 15 minutes from 00:00 to 03:00`` skipped its 00:00)."""
+        inclusive = inclusive and schedule.fixed_times
+        return schedule.next_after(now - _TICK if inclusive else now)
 
     def _set_next_fire(self, state: _JobState, when: datetime | None) -> None:
         state.next_fire, state.resume = when, None

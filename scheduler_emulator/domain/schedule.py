@@ -653,6 +653,13 @@ class Schedule:
 
     # -- public ------------------------------------------------------------------------------
 
+    @property
+    def fixed_times(self) -> bool:
+        """Whether its fire times are fixed instants — cron, and the English-like calendar
+        times, windows and ``synchronized`` intervals — rather than counted from the one before
+        (a plain ``every N minutes|hours``)."""
+        return not self._interval
+
     def next_after(self, after: datetime) -> datetime | None:
         """Return the earliest fire instant strictly after ``after``.
 

@@ -372,6 +372,16 @@ def test_an_english_interval_counts_from_the_start_instant(core: Scheduler) -> N
     assert view.schedule_time == T0 + timedelta(minutes=5)
 
 
+@pytest.mark.parametrize("schedule", ["every 15 minutes from 12:00 to 15:00", "every day 12:00"])
+def test_an_english_schedule_of_fixed_times_fires_at_the_start_instant(
+    core: Scheduler, schedule: str
+) -> None:
+    """As a cron schedule does (trial 201: a window starting at the start instant skipped it)."""
+    core.restore([], [], set(), T0, 0)
+    view, _ = core.put(job(schedule), T0, from_start=True)
+    assert view.schedule_time == T0
+
+
 class TestARestartAfterAKillBeforeDispatch:
     """A scheduled time reached while the emulator was running (``alive``) but whose run was
     not recorded is run late at the restart with its own ScheduleTime; only the times after
