@@ -67,12 +67,12 @@ def _times(minute: str, hour: str) -> str | None:
     if minute == "*" and hour == "*":
         return "every minute"
     minute_step = 1 if minute == "*" else _step(minute)
-    if minute_step is not None and hour == "*":
-        return "every minute" if minute_step == 1 else f"every {minute_step} minutes"
+    last = 59 // (minute_step or 1) * (minute_step or 1)
+    every = "every minute" if minute_step == 1 else f"every {minute_step} minutes"
+    if minute_step is not None and hour == "*":  # (trial 201: */7 read as "every 7 minutes")
+        return every + ("" if 60 % minute_step == 0 else f" from :00 to :{last:02d} of every hour")
     hours = _values(hour)
     if minute_step is not None and hours == list(range(hours[0], hours[-1] + 1) if hours else []):
-        every = "every minute" if minute_step == 1 else f"every {minute_step} minutes"
-        last = 59 // minute_step * minute_step
         return f"{every} from {hours[0]:02d}:00 to {hours[-1]:02d}:{last:02d}"
     minutes = _values(minute)
     if minutes is None:
@@ -81,8 +81,10 @@ def _times(minute: str, hour: str) -> str | None:
     if hour == "*":
         return f"every hour {at}"
     hour_step = _step(hour)
-    if hour_step is not None:
+    if hour_step is not None and 24 % hour_step == 0:
         return f"every {hour_step} hours {at}" if hour_step > 1 else f"every hour {at}"
+    if hour_step is not None:  # one that does not divide the day: its hours, read out
+        hours = list(range(0, 24, hour_step))
     if hours is None:
         return None
     stamps = [f"{h:02d}:{m:02d}" for h in hours for m in minutes]
@@ -124,6 +126,10 @@ def describe_schedule(schedule: str) -> str:
     'every 15 minutes'
     >>> describe_schedule("0 */6 * * *")
     'every 6 hours on the hour'
+    >>> describe_schedule("*/7 * * * *")
+    'every 7 minutes from :00 to :56 of every hour'
+    >>> describe_schedule("0 */5 * * *")
+    'at 00:00, 05:00, 10:00, 15:00 and 20:00, every day'
     >>> describe_schedule("*/30 1-3 * * *")
     'every 30 minutes from 01:00 to 03:30'
     >>> describe_schedule("30 9 * * mon-fri")
