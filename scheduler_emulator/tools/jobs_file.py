@@ -43,6 +43,8 @@ from ..domain.codec import camel_case, job_from_json, show_value
 from ..domain.errors import ApiError, ConfigurationError
 from ..domain.names import qualify_job_name
 from ..domain.resources import Job
+from ..domain.schedule import parse_schedule
+from ..realtime import now as real_now
 from .documents import (
     DEFAULT_MAX_FILE_BYTES,
     TooManyItems,
@@ -217,6 +219,11 @@ def _read_job(entry: Any, label: str, project: str, location: str) -> _Read:
             f"the data directory holds keeps its state); pause it with scheduler-emulator pause "
             f"{named}, gcloud scheduler jobs pause {job.job_id} --location={job.location}"
             f"{elsewhere}, or POST …/jobs/{job.job_id}:pause."
+        )
+    if parse_schedule(job.schedule, job.time_zone).next_after(real_now()) is None:  # (trial 201)
+        warnings.append(
+            f"schedule {job.schedule!r} has no fire time within 10 years: the job never runs "
+            "(a day of the month that its months lack, such as 31 in February?)."
         )
     return job, label, [f"warning: {label}: {w}" for w in warnings]
 

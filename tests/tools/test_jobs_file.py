@@ -554,6 +554,17 @@ class TestBase64Fields:
             f"cleanup --location={LOCATION} --project=other-project, or POST …/jobs/cleanup:pause."
         )
 
+    def test_a_schedule_that_never_fires_is_warned_about(self, tmp_path: Path) -> None:
+        """Trial 201: ``0 0 31 2 *`` loaded without a word; only ``next`` said it never fires."""
+        path = write(tmp_path, "jobs.json", json.dumps([job("never", schedule="0 0 31 2 *")]))
+        seen: list[str] = []
+        load_jobs_file(path, project=PROJECT, location=LOCATION, warn=seen.append)
+        assert seen == [
+            f"warning: {path}: job 1 (\"never\"): schedule '0 0 31 2 *' has no fire time within "
+            "10 years: the job never runs (a day of the month that its months lack, such as 31 "
+            "in February?)."
+        ]
+
     def test_warnings_go_to_the_given_callback(self, tmp_path: Path) -> None:
         entry = job("nightly", httpTarget={"uri": "http://a.test/x", "body": "ping"})
         path = write(tmp_path, "jobs.json", json.dumps([entry]))
