@@ -559,6 +559,7 @@ class Scheduler:
         *,
         alive: datetime | None = None,
         ran: Collection[str] = (),
+        slow: Collection[str] = (),
     ) -> tuple[list[Decision], list[Run]]:
         """Load the stored jobs and open runs after a restart.
 
@@ -594,6 +595,9 @@ class Scheduler:
             after those recorded as skipped while that run was owed (up to ``last_skipped``).
             A stored time that is itself the latest skipped one (the process died between its
             skipped record and the next fire time) counts as done too.
+        :param slow: the jobs whose last finished attempt lasted :data:`SLOW_ATTEMPT` or more:
+            slow from the start (trial 202: the first minute after a restart, with slow
+            targets, ran 3-5 times later than the next).
         :return: the decisions (skipped times, finished runs to save) and the open runs whose
             owner is gone (to be closed by the caller).
         """
@@ -602,7 +606,7 @@ class Scheduler:
         decisions: list[Decision] = []
         for job in jobs:
             state = _JobState(job, self.parse(job), next(self._job_seq), job.status)
-            state.last_attempt_time = job.last_attempt_time
+            state.last_attempt_time, state.slow = job.last_attempt_time, job.name in slow
             self._jobs[job.name] = state
             if job.state != State.ENABLED:
                 continue

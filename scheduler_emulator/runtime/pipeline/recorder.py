@@ -30,7 +30,15 @@ from functools import partial
 from typing import Any, cast
 
 from ...core.faults import AttemptContext, FaultPlan, FaultRule
-from ...core.scheduler import AttemptEnd, Decision, RecordSkipped, SaveRun, Scheduler, StartAttempt
+from ...core.scheduler import (
+    SLOW_ATTEMPT,
+    AttemptEnd,
+    Decision,
+    RecordSkipped,
+    SaveRun,
+    Scheduler,
+    StartAttempt,
+)
 from ...domain.attempts import DUPLICATE_NOTE, EMULATOR_DOWN, Attempt
 from ...domain.outcomes import Failure, Outcome, classify_failure, classify_status
 from ...domain.resources import Job, Status
@@ -306,6 +314,7 @@ class Recorder:
             self.store.last_skipped(),
             alive=alive,
             ran=self.store.ran_at_next_fire(alive),
+            slow=self.store.slow_jobs(SLOW_ATTEMPT),
         )
         self.interrupted_at_start = len(in_flight)
         self.skipped_while_down = Counter(
