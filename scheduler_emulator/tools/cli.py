@@ -49,7 +49,7 @@ from ..runtime import (
 from ..server.connections import Limits
 from ..wire import GOOGLE_ISSUER, HEADER_CASES, format_schedule_time, format_timestamp, is_loopback
 from . import replay, targets_setup, views
-from .client_recipes import client_notes, grpc_note
+from .client_recipes import client_notes, grpc_note, sender_note
 from .cloud_run_file import load_cloud_run_jobs, unauthenticated_runs, undefined_runs
 from .fault_file import load_fault_file
 from .firebase import command as firebase_command
@@ -712,6 +712,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         + (f", Cloud Run jobs {', '.join(run_jobs)} run locally" if run_jobs else "")
         + (f", {targets.description}" if targets.description else "")
         + grpc_note(getattr(daemon.server, "connection_router", None))
+        + sender_note(emulator.transport, len(jobs) + (stored or 0))
         + ")",
         log_format_note(log_format, args.log_file),
     )

@@ -55,6 +55,18 @@ def client_notes(host: str, port: int, *, grpc: bool | None = True) -> list[str]
     return [f"{served} gcloud needs the exports above; clients:", *clients]
 
 
+def sender_note(transport: Any, jobs: int, many: int = 100) -> str:
+    """The startup line's note on the HTTP sender when ``jobs`` (at least ``many``) may fall
+    due at once and ``transport`` sends with ``http.client``, not libcurl (trial 202: 600
+    deliveries a second, and nothing said how to go faster); ``""`` otherwise."""
+    if jobs < many or getattr(transport, "uses_curl", True):
+        return ""
+    return (
+        f", HTTP attempts by http.client (for {jobs} jobs, libcurl sends faster: pip install "
+        "'cloud-scheduler-emulator[curl]')"
+    )
+
+
 def grpc_note(router: Any) -> str:
     """The startup line's note on gRPC: served on the same port, or how to get it.
 

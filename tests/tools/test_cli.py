@@ -634,6 +634,22 @@ def test_env_init_says_whether_the_daemon_serves_grpc(grpc: bool | None, says: s
     assert any('client(transport="rest")' in line for line in notes)
 
 
+@pytest.mark.parametrize(("uses_curl", "jobs", "noted"), [(False, 2000, True), (False, 99, False),
+                                                         (True, 2000, False)])  # fmt: skip
+def test_the_startup_line_says_how_to_send_faster_without_libcurl(
+    uses_curl: bool, jobs: int, noted: bool
+) -> None:
+    """Trial 202: 2,000 jobs went out at 600 a second, and nothing said libcurl goes faster."""
+    from scheduler_emulator.runtime import HttpTransport
+    from scheduler_emulator.tools.client_recipes import sender_note
+
+    transport = HttpTransport()
+    transport.uses_curl = uses_curl
+    note = sender_note(transport, jobs)
+    assert (note == "") is not noted
+    assert not noted or note.endswith("pip install 'cloud-scheduler-emulator[curl]')")
+
+
 class TestAdminToken:
     @pytest.mark.parametrize("value", ["", "   "], ids=["empty", "blank"])
     def test_an_empty_token_from_the_environment_exits_2_naming_the_variable(
