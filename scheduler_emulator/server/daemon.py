@@ -322,7 +322,8 @@ class Daemon:
                     "nothing is kept in memory, so their runs are not retried (--in-memory)."
                     if in_memory
                     else "their runs are retried at the next start (one retry beyond their "
-                    "retry config, as after a crash)."
+                    "retry config, as after a crash; a run that already had that retry ends, "
+                    "as its config allows)."
                 )
             )
         kept = (
