@@ -500,6 +500,9 @@ def execution_reason(record: Mapping[str, Any]) -> str:
     >>> execution_reason({"state": "FAILED", "taskAttempts": [
     ...     {"index": 1, "attempt": 0, "exitCode": 3, "stderr": "task 1: disk full"}]})
     'task 1: disk full'
+    >>> execution_reason({"state": "CANCELLED", "cancelledCount": 2, "taskAttempts": [
+    ...     {"index": 0, "attempt": 0, "exitCode": -15, "stopped": "cancelled"}]})
+    'task 0: cancelled; 1 task(s) never started (cancelled)'
     >>> execution_reason({"state": "RUNNING", "taskAttempts": [  # a retry to come
     ...     {"index": 0, "attempt": 0, "stopped": "timeout"}]})
     ''
@@ -512,13 +515,15 @@ def execution_reason(record: Mapping[str, Any]) -> str:
             shown = attempt.get("stopped") or str(attempt.get("exitCode", "…"))
             if shown not in ("0", "…"):
                 said = str(attempt.get("stderr") or "").strip().splitlines()
-                stopped = shown in ("timeout", "interrupted")
+                stopped = shown in ("timeout", "interrupted", "cancelled")
                 line = shown if stopped else said[-1] if said else f"exit {shown}"
                 task = f"task {attempt['index']}: "  # (once: a task may print its own index)
                 failures[attempt["index"]] = line if line.startswith(task) else task + line
     reason = failures[min(failures)] if failures else ""
-    if cancelled := record.get("cancelledCount"):  # never started: a failure came first
-        reason += f"{'; ' if reason else ''}{cancelled} task(s) never started (cancelled)"
+    attempts = record.get("taskAttempts", [])
+    stopped = sum(1 for attempt in attempts if attempt.get("stopped") == "cancelled")
+    if never := record.get("cancelledCount", 0) - stopped:  # a failure or a cancel came first
+        reason += f"{'; ' if reason else ''}{never} task(s) never started (cancelled)"
     return reason
 
 

@@ -565,7 +565,8 @@ class CloudRun:
         if self._closing and (cut or not rules.done):
             self.store.interrupt(execution, real_now())
         else:
-            cancelled = execution.name in self._cancelled and not rules.done
+            # (trial 203: a task stopped on its last try read as failed: FAILED)
+            cancelled = execution.name in self._cancelled and rules.state != "SUCCEEDED"
             execution.state = "CANCELLED" if cancelled else rules.state
             execution.completion_time = real_now()
             self.store.save(execution)

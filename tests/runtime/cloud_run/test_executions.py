@@ -532,14 +532,18 @@ def test_a_forced_run_is_not_held_behind_another_runs_execution(tmp_path: Path) 
         assert not mover.is_alive()
 
 
-def test_a_cancelled_execution_stops_its_tasks_and_starts_no_more(tmp_path: Path) -> None:
+@pytest.mark.parametrize("max_retries", [3, 0])
+def test_a_cancelled_execution_stops_its_tasks_and_starts_no_more(
+    tmp_path: Path, max_retries: int
+) -> None:
     """Trial 200: CancelExecution answered 501 and only a stop ended a running execution. Of
-    two tasks one at a time, the running one gets SIGTERM and the other never starts."""
+    two tasks one at a time, the running one gets SIGTERM and the other never starts (trial
+    203: stopped on its last try, with no retry left, the execution read FAILED)."""
     from werkzeug.test import Client
 
     from scheduler_emulator.server.server import create_app
 
-    job = cloud_run_job(tmp_path, mode="hang", maxRetries=3, taskCount=2, parallelism=1)
+    job = cloud_run_job(tmp_path, mode="hang", maxRetries=max_retries, taskCount=2, parallelism=1)
     with emulator_for(job) as emulator:
         execution = emulator.cloud_run.run(emulator.cloud_run.jobs()[0])
         wait_for(lambda: emulator.cloud_run.store.get(execution.name).attempts[0].pid, 30, "a pid")
