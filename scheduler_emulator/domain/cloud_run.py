@@ -521,8 +521,8 @@ def execution_reason(record: Mapping[str, Any]) -> str:
                 failures[attempt["index"]] = line if line.startswith(task) else task + line
     reason = failures[min(failures)] if failures else ""
     attempts = record.get("taskAttempts", [])
-    stopped = sum(1 for attempt in attempts if attempt.get("stopped") == "cancelled")
-    if never := record.get("cancelledCount", 0) - stopped:  # a failure or a cancel came first
+    cut = sum(1 for attempt in attempts if attempt.get("stopped") == "cancelled")
+    if never := record.get("cancelledCount", 0) - cut:  # a failure or a cancel came first
         reason += f"{'; ' if reason else ''}{never} task(s) never started (cancelled)"
     return reason
 
