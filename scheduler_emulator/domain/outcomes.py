@@ -27,6 +27,7 @@ class Failure(enum.Enum):
     CONNECTION = "connection"  # refused, reset, DNS or TLS error before a response
     DEADLINE = "deadline"  # no response within the attempt deadline
     RESTARTED = "restarted"  # the emulator stopped while the attempt was in flight
+    DELETED = "deleted"  # its job was deleted before it was sent
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ _FAILURE_TEXT = {
     Failure.CONNECTION: ("UNAVAILABLE", "URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR"),
     Failure.DEADLINE: ("DEADLINE_EXCEEDED", "URL_TIMEOUT-TIMEOUT_ATTEMPT_DEADLINE"),
     Failure.RESTARTED: ("UNAVAILABLE", "URL_UNREACHABLE-UNREACHABLE_EMULATOR_RESTARTED"),
+    Failure.DELETED: ("CANCELLED", "NOT_SENT-JOB_DELETED"),
 }
 
 
@@ -119,7 +121,8 @@ def classify_failure(failure: Failure, detail: str = "") -> Outcome:
     :param failure: what went wrong.
     :param detail: a short human-readable detail appended to the debug text.
     :return: ``UNAVAILABLE`` for connection errors and restarts, ``DEADLINE_EXCEEDED`` for an
-        attempt deadline; ``http_status`` is ``None``.
+        attempt deadline, ``CANCELLED`` for an attempt not sent because its job was deleted;
+        ``http_status`` is ``None``.
     """
     code, kind = _FAILURE_TEXT[failure]
     return Outcome(code, f"{kind}. {detail}" if detail else kind, None)

@@ -411,13 +411,14 @@ class Emulator(AttemptAssertions):
 
     def delete_job(self, name: str) -> None:
         """Delete the job (DeleteJob): no further runs or retries; an attempt in flight still
-        completes. :raises NotFound: ``Job not found.``"""
+        completes, one not sent yet ends ``CANCELLED``. :raises NotFound: ``Job not found.``"""
         name = self.job_name(name)
         with self._lock:
             self.core.get(name)  # NotFound first
             self.store.delete_job(name)  # then memory, once the disk has it
             for decision in self.core.remove(name):  # its open runs end with it
                 self.store.save(decision)
+        self.driver.deleted(name)  # and its attempts not sent yet
 
     def pause_job(self, name: str) -> Job:
         """Pause an ENABLED job (PauseJob): no more runs; pending retries are dropped.

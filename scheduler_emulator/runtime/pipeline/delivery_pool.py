@@ -121,6 +121,12 @@ class DeliveryPool:
                 return
         self._begin_quick()
 
+    def drop_waiting(self, key: str) -> list[Task]:
+        """Take the tasks of ``key`` waiting behind its others off the queue, unrun; return
+        them (in the order submitted)."""
+        with self._lock:
+            return [entry.task for entry in self._waiting.pop(key, ())]
+
     def shutdown(self) -> None:
         """Stop taking tasks and drop the queued ones; tasks in progress go on. Idempotent."""
         self._watch_stop.set()

@@ -95,6 +95,9 @@ class Driver:
         """Whether this thread is the one sending the forced runs accepted over the API."""
         return False
 
+    def deleted(self, job: str) -> None:
+        """The job ``job`` (full name) was deleted: its attempts not sent yet end unsent."""
+
     def idle(self) -> None:
         """The manual clock is done moving."""
 
@@ -398,6 +401,13 @@ class ThreadedDriver(Driver):
             if not self._stopping.is_set():  # (not a store a stop closed meanwhile)
                 self.failure = str(exc)
                 logger.error("the engine stopped firing: %s", exc)
+
+    def deleted(self, job: str) -> None:
+        """End ``job``'s attempts waiting behind its others in the pool now, unsent (trial 203:
+        they waited in flight until a place freed, up to an attempt deadline)."""
+        if (pool := self._pool) is not None:
+            for task in pool.drop_waiting(job):
+                task(lambda: None)  # (it held no place) -> _deliver: recorded as not sent
 
     def _deliver(self, delivery: Delivery, release: Callable[[], None]) -> None:
         """Begin ``delivery``; begun off :meth:`send_all`'s thread, it waited and starts now."""

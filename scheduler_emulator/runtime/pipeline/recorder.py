@@ -465,8 +465,7 @@ Sent = Injected | TransportResult
 
 def _cut_short(detail: str) -> Injected:
     """What a stop gives an attempt it ends: its run earns one retry beyond its retry config,
-    as after a crash (:meth:`Recorder.restore`), since delivery is at least once (a deleted
-    job's run has ended: it gets none)."""
+    as after a crash (:meth:`Recorder.restore`), since delivery is at least once."""
     return Injected(
         TransportResult(), classify_failure(Failure.RESTARTED, detail), extra_retry=True
     )
@@ -478,7 +477,9 @@ STOPPED = _cut_short("The emulator stopped before the attempt was sent.")
 INTERRUPTED = _cut_short("The emulator stopped while the attempt was in flight.")
 #: The end of an attempt recorded but not sent, whose job was deleted while it waited behind
 #: the job's others (trial 199: sent 15 s after DeleteJob).
-DELETED = _cut_short("The job was deleted before the attempt was sent.")
+DELETED = Injected(
+    TransportResult(), classify_failure(Failure.DELETED, "The job was deleted before it was sent.")
+)
 
 
 def _send_all(

@@ -307,7 +307,7 @@ class TestRunJob:
         emulator.advance(timedelta(minutes=2))
         assert [r.path for r in target.requests] == ["/_triggers/timer/nightly"]
         [attempt] = emulator.attempts("later")
-        assert attempt.code == "UNAVAILABLE" and "job was deleted before" in attempt.debug_info
+        assert attempt.code == "CANCELLED" and "job was deleted before" in attempt.debug_info
 
     def test_force_run_of_a_missing_job_is_not_found(self, emulator: Emulator) -> None:
         with pytest.raises(NotFound, match="Job not found."):

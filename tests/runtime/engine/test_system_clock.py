@@ -207,7 +207,8 @@ def test_an_injected_delay_and_duplicates_are_timed_as_they_were_sent() -> None:
 def test_attempts_waiting_behind_their_job_are_not_sent_after_it_is_deleted() -> None:
     """Trial 199: six RunJobs of a job whose target holds each request, then DeleteJob: the two
     waiting behind the four in flight (the per-job limit) were sent when places freed, 15 s
-    after the delete. They are now recorded as not sent."""
+    after the delete. They are now recorded as not sent, at once (trial 203: they waited in
+    flight until a place freed)."""
     arrived, release = threading.Semaphore(0), threading.Event()
 
     def held(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
@@ -223,9 +224,14 @@ def test_attempts_waiting_behind_their_job_are_not_sent_after_it_is_deleted() ->
         for _ in range(4):
             assert arrived.acquire(timeout=10)
         emulator.delete_job("nightly")
+        ended = lambda: [a.code for a in emulator.attempts() if a.code]  # noqa: E731
+        wait_for(lambda: ended() == ["CANCELLED"] * 2, 5, "the two not sent to end")
+        assert len(emulator.attempts()) == 6  # (the four in flight are still held)
         release.set()
         assert emulator.wait_idle(10)
         attempts = emulator.attempts()
     assert not arrived.acquire(timeout=0)  # the target saw four requests, not six
-    assert [a.code for a in attempts] == ["OK"] * 4 + ["UNAVAILABLE"] * 2
-    assert attempts[-1].debug_info.endswith("The job was deleted before the attempt was sent.")
+    assert [a.code for a in attempts] == ["OK"] * 4 + ["CANCELLED"] * 2
+    assert (
+        attempts[-1].debug_info == "NOT_SENT-JOB_DELETED. The job was deleted before it was sent."
+    )
