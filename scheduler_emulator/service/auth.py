@@ -506,7 +506,8 @@ def check_settings(**settings: Any) -> None:
             )
             kind = "a non-empty string or a collection of them"
         if not ok:
-            raise ValueError(f"{name}={value!r}: give {kind}.")
+            unset = " (from an unset environment variable?)" if value is None else ""
+            raise ValueError(f"{name}={value!r}{unset}: give {kind}.")
 
 
 def _as_list(value: str | Collection[str]) -> list[str]:
@@ -623,7 +624,8 @@ class SchedulerTokenMiddleware:
         take, or for an ASGI app (:class:`SchedulerTokenAsgiMiddleware` wraps those).
     :raises ValueError: for a ``prefix`` that does not start with ``/``, or that the prefix of
         the timer router found in ``app`` does not start with (its routes would go unchecked);
-        for a check's value no token could pass (:func:`check_settings`).
+        for a check's value no token could pass (:func:`check_settings`); for ``email=None``
+        given (an unset environment variable would open the service to every account).
     """
 
     #: What ``init_app`` looks for, to refuse to put the timer routes in front of it.
@@ -639,6 +641,11 @@ class SchedulerTokenMiddleware:
         # a missing audience, an unknown keyword or a bad value fails here, not at each request
         inspect.signature(verify_id_token).bind("", **checks)
         check_settings(**{k: v for k, v in checks.items() if k != "keys"})
+        if "email" in checks and checks["email"] is None:  # (trial 203: every account passed)
+            raise ValueError(
+                "email=None (from an unset environment variable?) accepts any service "
+                "account's token: give the invoker's email, or leave email out to mean that."
+            )
         asgi = isinstance(self, SchedulerTokenAsgiMiddleware)
         if is_async_handler(app) != asgi:  # (trial 185: a FastAPI app answered every request 500)
             raise TypeError(

@@ -464,6 +464,12 @@ class TestMiddleware:
         with pytest.raises(TypeError, match="audiance"):
             SchedulerTokenMiddleware(Response("never"), audience=AUDIENCE, audiance="typo")  # type: ignore[call-arg]
 
+    def test_an_email_given_as_none_is_refused_as_it_would_accept_every_account(self) -> None:
+        """Trial 203: ``email=os.environ.get("INVOKER")``, unset, let any account's token in."""
+        with pytest.raises(ValueError, match=r"^email=None \(from an unset environment"):
+            SchedulerTokenMiddleware(Response("never"), audience=AUDIENCE, email=None)
+        SchedulerTokenMiddleware(Response("never"), audience=AUDIENCE)  # left out: any account
+
     @pytest.mark.parametrize(
         ("checks", "named"),
         [
@@ -474,7 +480,7 @@ class TestMiddleware:
             ({"issuers": []}, "issuers=[]"),
             ({"leeway": "5"}, "leeway='5'"),
             ({"leeway": -1}, "leeway=-1"),
-            ({"certs_url": None}, "certs_url=None"),
+            ({"certs_url": None}, "certs_url=None (from an unset environment variable?)"),
         ],
     )
     def test_a_check_no_token_could_pass_fails_at_construction_naming_it(
