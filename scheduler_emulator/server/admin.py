@@ -219,15 +219,16 @@ def _query_int(
 
 
 def _query_choice(request: Request, name: str, choices: tuple[str, ...]) -> str:
-    """The query parameter ``name``, one of ``choices`` in any case (the first when absent),
-    spelled as in ``choices``: ``?state=succeeded`` reads as ``SUCCEEDED``, as the CLI's
-    filters do.
+    """The query parameter ``name``, one of ``choices`` in any case and with a space for a
+    hyphen (the first when absent), spelled as in ``choices``: ``?state=succeeded`` reads as
+    ``SUCCEEDED`` as the CLI's filters do, ``?state=gave up`` (a run's own ``state``) as
+    ``gave-up``.
 
     :raises InvalidArgument: naming ``name`` and the values it takes.
     """
     text = request.args.get(name) or choices[0]  # empty reads as absent, as every filter does
     for choice in choices:
-        if choice.lower() == text.lower():
+        if choice.lower() == text.lower().replace(" ", "-"):
             return choice
     shown = ", ".join(c for c in choices if c)
     raise InvalidArgument(f"{name} must be one of {shown}; got {show_value(text)}.", field=name)

@@ -463,6 +463,7 @@ class TestTheReadModelTellsTheTruth:
             "gave up", "job deleted", None
         )  # fmt: skip
         assert client.get("/_emulator/runs?state=in-progress").json["runs"] == []
+        assert client.get("/_emulator/runs?state=gave up").json["runs"] == [run]  # as it reads
         assert len(target.requests) == 1
 
     def test_an_attempt_in_flight_as_its_job_is_deleted_still_completes(
