@@ -297,7 +297,8 @@ class Attempt:
                 "that clock: --token-time real for a service on real time), "
                 * on_its_clock
                 + "or that another key signed (each --in-memory daemon makes its own: a service "
-                "reads this one's at its /_emulator/oidc/certs)"
+                "reads this one's at its /_emulator/oidc/certs, or the pytest fixture's at "
+                "cloud_scheduler.certs_url)"
             )
         if self.response_status == 401 and not bearer:
             return (  # (trial 196: a job without a token got no hint)

@@ -204,14 +204,15 @@ def test_a_401_to_an_oidc_token_names_its_audience_and_email(audience: str, said
         "expect, that is not valid on its own clock (a daemon on a manual clock stamps it "
         "with that clock: --token-time real for a service on real time), or that another key "
         "signed (each --in-memory daemon makes its own: a service reads this one's at its "
-        "/_emulator/oidc/certs)"  # (trial 138: two daemons' keys)
+        "/_emulator/oidc/certs, or the pytest fixture's at cloud_scheduler.certs_url)"  # (138)
     )
     assert failure_reason(attempt).endswith(attempt.hint)
     # a token stamped with real time (--token-time real) gets no advice about the clock
     later = replace(attempt, start_time=datetime(2026, 6, 1, tzinfo=UTC)).hint  # (trial 185)
     assert "on its own clock" not in later and later.endswith(
         "or that another key signed (each "
-        "--in-memory daemon makes its own: a service reads this one's at its /_emulator/oidc/certs)"
+        "--in-memory daemon makes its own: a service reads this one's at its "
+        "/_emulator/oidc/certs, or the pytest fixture's at cloud_scheduler.certs_url)"  # (205)
     )
     opaque = {"url": URL, "headers": {"Authorization": "Bearer ya29.opaque-access-token"}}
     assert replace(attempt, request=opaque).hint == ""
