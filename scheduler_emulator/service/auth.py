@@ -606,7 +606,9 @@ class SchedulerTokenMiddleware:
 
     A refused request gets an empty 401 with ``WWW-Authenticate: Bearer error="invalid_token"``
     and a WARNING log line saying why; if the keys cannot be fetched, a 503 (Cloud Scheduler
-    retries). Accepted requests carry the claims in ``environ[CLAIMS_ENVIRON_KEY]``.
+    retries) whose text body says so (the certs URL and the error, as its ERROR log line: what
+    the emulator's attempt records show). Accepted requests carry the claims in
+    ``environ[CLAIMS_ENVIRON_KEY]``.
 
     Put it outside a :class:`~scheduler_emulator.service.TimerRouter`, which answers timer routes
     itself::
@@ -677,16 +679,25 @@ class SchedulerTokenMiddleware:
             )
 
     @staticmethod
-    def _refusal(exc: Exception, method: str, path: str) -> tuple[str, list[tuple[str, str]]]:
-        """The status line and headers refusing a request, logged with why (the method and path
-        escaped: trial 194 forged a log line with a newline in the path)."""
+    def _refusal(
+        exc: Exception, method: str, path: str
+    ) -> tuple[str, list[tuple[str, str]], bytes]:
+        """The status line, headers and body refusing a request, logged with why (the method and
+        path escaped: trial 194 forged a log line with a newline in the path); a 401 says
+        nothing of why, a 503 says which keys could not be fetched (trial 205: a forgotten
+        ``certs_url`` read as a bare 503 in the attempts)."""
         method, path = (json.dumps(text)[1:-1] for text in (method, path))
         if isinstance(exc, TokenError):
             logger.warning("%s %s refused with 401: %s", method, path, exc)
             challenge = ("WWW-Authenticate", 'Bearer error="invalid_token"')
-            return "401 Unauthorized", [challenge, ("Content-Length", "0")]
+            return "401 Unauthorized", [challenge, ("Content-Length", "0")], b""
         logger.error("%s %s refused with 503: %s", method, path, exc)
-        return "503 Service Unavailable", [("Content-Length", "0")]
+        body = f"{exc}\n".encode()
+        headers = [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(body))),
+        ]
+        return "503 Service Unavailable", headers, body
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -700,8 +711,9 @@ class SchedulerTokenMiddleware:
         try:
             environ[CLAIMS_ENVIRON_KEY] = verify_scheduler_token(environ, **self._checks)
         except (TokenError, CertsUnavailableError) as exc:
-            start_response(*self._refusal(exc, environ.get("REQUEST_METHOD", ""), path))
-            return [b""]
+            status, headers, body = self._refusal(exc, environ.get("REQUEST_METHOD", ""), path)
+            start_response(status, headers)
+            return [body]
         return self.app(environ, start_response)
 
 
@@ -737,7 +749,7 @@ class SchedulerTokenAsgiMiddleware(SchedulerTokenMiddleware):
                     scope, **self._checks
                 )
             except (TokenError, CertsUnavailableError) as exc:
-                status, headers = self._refusal(exc, str(scope.get("method", "")), path)
-                await answer(send, int(status[:3]), headers, b"")
+                status, headers, body = self._refusal(exc, str(scope.get("method", "")), path)
+                await answer(send, int(status[:3]), headers, body)
                 return
         await self.app(scope, receive, send)

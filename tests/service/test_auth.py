@@ -352,6 +352,9 @@ class TestMiddleware:
             "/_triggers/timer/nightly", headers={"Authorization": f"Bearer {token}"}
         )
         assert response.status_code == 503
+        assert response.text.startswith(  # (trial 205: a bare 503 in the attempts)
+            "Could not fetch the certificates at http://127.0.0.1:9/certs: "
+        )
 
     def test_an_asgi_app_gets_the_same_answers_from_the_asgi_middleware(
         self, authority: TokenAuthority, caplog: pytest.LogCaptureFixture
