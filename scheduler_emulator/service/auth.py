@@ -48,6 +48,7 @@ imported on first use.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import inspect
 import json
 import logging
@@ -430,9 +431,29 @@ def verify_scheduler_token(request: Any, **checks: Unpack[TokenChecks]) -> dict[
     :raises TokenError: missing, malformed, mis-signed, expired, not yet valid, wrong issuer,
         wrong audience or wrong email — the subclass says which.
     :raises CertsUnavailableError: if the keys cannot be fetched.
+    :raises TypeError: without ``audience``, or for a keyword it does not take (naming the one
+        meant).
     :return: the token's claims.
     """
+    _check_keywords("verify_scheduler_token", checks)
     return verify_id_token(bearer_token(request), **checks)
+
+
+def _check_keywords(caller: str, checks: Mapping[str, Any]) -> None:
+    """Refuse keywords that :func:`verify_id_token` does not take, in ``caller``'s name
+    (trial 205: a misspelt ``audiance`` read as ``verify_id_token()``'s, or as a missing
+    ``audience`` without a word of the one given).
+
+    :raises TypeError: naming ``caller`` and the keyword, with the close one it takes.
+    """
+    known = list(inspect.signature(verify_id_token).parameters)[1:]
+    for name in checks:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            meant = f"; did you mean {close[0]!r}?" if close else f" (it takes {', '.join(known)})"
+            raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}{meant}")
+    if "audience" not in checks:
+        raise TypeError(f"{caller}() is missing its required keyword argument 'audience'")
 
 
 async def verify_scheduler_token_async(
@@ -450,6 +471,7 @@ async def verify_scheduler_token_async(
     :raises CertsUnavailableError: if the keys cannot be fetched.
     :return: the token's claims.
     """
+    _check_keywords("verify_scheduler_token_async", checks)
     token = bearer_token(request)  # read the headers here, not from another thread
     return await asyncio.to_thread(verify_id_token, token, **checks)
 
@@ -641,7 +663,7 @@ class SchedulerTokenMiddleware:
         **checks: Unpack[TokenKeys],
     ) -> None:
         # a missing audience, an unknown keyword or a bad value fails here, not at each request
-        inspect.signature(verify_id_token).bind("", **checks)
+        _check_keywords(type(self).__name__, checks)
         check_settings(**{k: v for k, v in checks.items() if k != "keys"})
         if "email" in checks and checks["email"] is None:  # (trial 203: every account passed)
             raise ValueError(

@@ -4,6 +4,7 @@ Tokens come from a local ``TokenAuthority``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -28,6 +29,7 @@ from scheduler_emulator.service import (
     TimerRequest,
     TokenError,
     verify_scheduler_token,
+    verify_scheduler_token_async,
 )
 from scheduler_emulator.service.auth import (
     CLAIMS_ENVIRON_KEY,
@@ -466,6 +468,20 @@ class TestMiddleware:
             SchedulerTokenMiddleware(Response("never"))  # type: ignore[call-arg]
         with pytest.raises(TypeError, match="audiance"):
             SchedulerTokenMiddleware(Response("never"), audience=AUDIENCE, audiance="typo")  # type: ignore[call-arg]
+
+    def test_a_misspelt_keyword_is_named_in_the_callers_name_with_the_one_meant(self) -> None:
+        """Trial 205: ``audiance=`` read as a missing ``audience`` and ``verify_id_token()``'s."""
+        meant = r"\(\) got an unexpected keyword argument 'audiance'; did you mean 'audience'\?$"
+        with pytest.raises(TypeError, match="^SchedulerTokenMiddleware" + meant):
+            SchedulerTokenMiddleware(Response("never"), audiance=AUDIENCE)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="^verify_scheduler_token" + meant):
+            verify_scheduler_token("t", audiance=AUDIENCE)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="^verify_scheduler_token_async" + meant):
+            asyncio.run(verify_scheduler_token_async("t", audiance=AUDIENCE))  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match=r"^verify_scheduler_token\(\) is missing its required"):
+            verify_scheduler_token("t")  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match=r"'zzz' \(it takes audience, certs_url, keys, "):
+            SchedulerTokenMiddleware(Response("never"), audience=AUDIENCE, zzz=1)  # type: ignore[call-arg]
 
     def test_an_email_given_as_none_is_refused_as_it_would_accept_every_account(self) -> None:
         """Trial 203: ``email=os.environ.get("INVOKER")``, unset, let any account's token in."""
