@@ -323,25 +323,30 @@ class FaultRule:
                 f"a fault rule must be an object; got {_show(data)}.", field="rules"
             )
         known = {f.name for f in fields(cls)}
+        problems: list[InvalidArgument] = []  # every one at once (trial 205: one per run)
         for key in data:
             if key not in known:
                 near = difflib.get_close_matches(str(key), sorted(known), n=1)  # (trial 73)
-                raise InvalidArgument(
-                    f"unknown fault rule field {key!r}; "
-                    + (f"did you mean {near[0]!r}? " if near else "")
-                    + f"known: {', '.join(sorted(known))}.",
-                    field=str(key),
+                problems.append(
+                    InvalidArgument(
+                        f"unknown fault rule field {key!r}; "
+                        + (f"did you mean {near[0]!r}? " if near else "")
+                        + f"known: {', '.join(sorted(known))}.",
+                        field=str(key),
+                    )
                 )
-        if "action" not in data:
-            raise InvalidArgument("a fault rule needs an action.", field="action")
-        problems: list[InvalidArgument] = []
+        given = {key: value for key, value in data.items() if key in known}
+        if "action" not in given:
+            raise _every(
+                [*problems, InvalidArgument("a fault rule needs an action.", field="action")]
+            )
         try:
-            rule = cls(**dict(data))  # checks the action and every value
+            rule = cls(**given)  # checks the action and every value
         except InvalidArgument as exc:
             problems.append(exc)
         named = {v.field for problem in problems for v in problem.violations}
-        if data["action"] in ACTIONS:  # a field the action does not read, even at its default
-            unread = (_unread_field(data["action"], str(k)) for k in data if k not in named)
+        if given["action"] in ACTIONS:  # a field the action does not read, even at its default
+            unread = (_unread_field(given["action"], str(k)) for k in given if k not in named)
             problems += [p for p in unread if p is not None]
         if problems:
             raise _every(problems)

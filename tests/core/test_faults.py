@@ -666,6 +666,19 @@ def test_a_misspelt_keyword_is_refused_naming_it(emulator: Emulator) -> None:
         emulator.faults.add(action="status", jbo="nightly")
 
 
+def test_a_rules_misspelt_field_and_bad_value_are_said_at_once() -> None:
+    """Trial 205: a plan file took one run per problem of a rule."""
+    with pytest.raises(InvalidArgument) as info:
+        FaultPlan.from_json([{"action": "lost-ack", "atempt": 1}, {"atcion": "duplicate"}])
+    assert [v.field for v in info.value.violations] == [
+        "rules[0].atempt", "rules[0].action", "rules[1].atcion", "rules[1].action"
+    ]  # fmt: skip
+    assert info.value.message.splitlines()[1] == (
+        "rules[0]: action must be one of duplicate, lost_ack, deadline, status, connection_error, "
+        'delay; got "lost-ack"; did you mean "lost_ack"?'
+    )
+
+
 def test_a_rule_given_as_a_mapping_is_read_as_a_plans_rule(emulator: Emulator) -> None:
     """Trial 75: ``add({...})`` was kept as the rule and failed every attempt after it."""
     added = emulator.faults.add({"action": "status", "job": "nightly", "status": 503})
