@@ -229,20 +229,32 @@ def _seconds(data: Any, where: str, field_path: str) -> float:
     return seconds
 
 
+#: An ``EnvVar``'s fields: v2's ``valueSource`` and v1's ``valueFrom`` name a secret.
+ENV_VAR_FIELDS = frozenset({"name", "value", "valueSource", "valueFrom"})
+
+
 def _env(data: Any, where: str, field_path: str) -> tuple[tuple[str, str], ...]:
+    """The ``(name, value)`` pairs of an ``env`` list; a variable from a secret is left out, so
+    that the daemon's environment's value of that name reaches the task (trial 204: a secret's
+    variable was set empty over it, and a misspelt ``valeu`` read as an empty value)."""
     if data is None:
         return ()
     if not isinstance(data, list):
         raise _bad(where, field_path, data, "a list of {name, value}")
     pairs = []
     for index, item in enumerate(data):
-        entry = _mapping(item, where, f"{field_path}[{index}]")
+        path = f"{field_path}[{index}]"
+        entry = _mapping(item, where, path, ENV_VAR_FIELDS)
         name, value = entry.get("name"), entry.get("value", "")
         if not isinstance(name, str) or not name or "=" in name or "\0" in name:
-            raise _bad(where, f"{field_path}[{index}].name", name, "a variable name")
+            raise _bad(where, f"{path}.name", name, "a variable name")
         if not isinstance(value, str) or "\0" in value:
-            raise _bad(where, f"{field_path}[{index}].value", value, "a string")
-        pairs.append((name, value))
+            raise _bad(where, f"{path}.value", value, "a string")
+        secret = next((key for key in ("valueSource", "valueFrom") if key in entry), None)
+        if secret and "value" in entry:
+            raise _bad(where, f"{path}.{secret}", entry[secret], "left out beside a value")
+        if not secret:
+            pairs.append((name, value))
     return tuple(pairs)
 
 

@@ -68,7 +68,20 @@ V1 = {
 }
 
 
+SECRET = {"name": "DB_PASS", "valueSource": {"secretKeyRef": {"secret": "db", "version": "1"}}}
+
+
 class TestDefinitions:
+    def test_a_variable_from_a_secret_is_left_to_the_daemons_environment(self) -> None:
+        """Trial 204: it was set empty over the value the daemon was started with."""
+        v1_secret = {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "t", "key": "1"}}}
+        env = [{"name": "BUCKET", "value": "b1"}, SECRET, v1_secret]
+        body = {
+            "name": "j",
+            "template": {"template": {"containers": [{"command": ["x"], "env": env}]}},
+        }
+        assert parse_cloud_run_job(body, project="p", location="l").env == (("BUCKET", "b1"),)
+
     def test_v2_and_v1_shapes_read_to_the_same_job(self) -> None:
         v2 = parse_cloud_run_job(V2, project="shop", location="us-central1")
         v1 = parse_cloud_run_job(V1, project="shop", location="us-central1")
@@ -165,6 +178,24 @@ class TestDefinitions:
                 {"template": {"containers": [{"command": ["python"], "argz": ["t.py"]}]}},
                 ["containers[0].argz is not a field", "did you mean 'args'?"],
                 id="misspelt-args",
+            ),
+            pytest.param(  # trial 204: the variable reached the task empty
+                {
+                    "template": {
+                        "containers": [{"command": ["x"], "env": [{"name": "D", "valeu": 1}]}]
+                    }
+                },
+                ["containers[0].env[0].valeu is not a field", "did you mean 'value'?"],
+                id="misspelt-env-value",
+            ),
+            pytest.param(
+                {
+                    "template": {
+                        "containers": [{"command": ["x"], "env": [SECRET | {"value": "v"}]}]
+                    }
+                },
+                ["containers[0].env[0].valueSource must be left out beside a value"],
+                id="secret-and-value",
             ),
         ],
     )
