@@ -454,9 +454,14 @@
       var p = document.createElement("p");
       p.setAttribute("data-testid", "execution-state");  /* coloured: a FAILED one stands out */
       p.className = {SUCCEEDED: "code-ok", RUNNING: "code-pending"}[e.state] || "code-bad";
+      /* cancelledCount counts the tasks a cancel stopped too (trial 204 read "3 never started"
+         beside two that ran), as execution_reason splits it */
+      var stopped = e.taskAttempts.filter(function (a) { return a.stopped === "cancelled"; }).length;
+      var never = (e.cancelledCount || 0) - stopped;
       p.textContent = e.state + " · " + e.succeededCount + " of " + e.taskCount + " tasks succeeded" +
         (e.retriedCount ? " · " + e.retriedCount + " retried" : "") +
-        (e.cancelledCount ? " · " + e.cancelledCount + " never started (cancelled)" : "");
+        (stopped ? " · " + stopped + " stopped (cancelled)" : "") +
+        (never ? " · " + never + " never started (cancelled)" : "");
       section.appendChild(p);
       var table = document.createElement("table");
       table.setAttribute("data-testid", "execution-tasks");

@@ -1,6 +1,7 @@
 """The dashboard's attempt panel shows the Cloud Run execution a ``jobs/J:run`` attempt started,
 in headless Chromium. The screenshot is saved under the test's tmp dir; the one looked at for
-this release is kept beside this file (``cloud-run-execution.png``)."""
+this release is kept beside this file (``cloud-run-execution.png``, and
+``cloud-run-cancelled.png`` for a cancelled execution)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import requests
 
 from tests.browser import all_by_css, available, by_testid, chromium, wait_for
 from tests.daemon import running_daemon
-from tests.dashboard_scene import PARENT, START, advance_one_day
+from tests.dashboard_scene import PARENT, START, advance_one_day, timeline_ready
 
 pytestmark = [
     pytest.mark.slow,
@@ -96,3 +97,54 @@ def test_an_attempt_shows_the_cloud_run_execution_it_started(tmp_path: Path) -> 
         wait_for(driver, lambda d: "SUCCEEDED" in by_testid(d, "execution-state").text, 30)
         driver.save_screenshot(str(tmp_path / "cloud-run-run-view.png"))
         driver.save_screenshot(str(tmp_path / "cloud-run-execution.png"))
+
+
+def test_a_cancelled_execution_tells_stopped_tasks_from_those_never_started(
+    tmp_path: Path,
+) -> None:
+    """Trial 204: two tasks a cancel stopped read as three "never started"."""
+    jobs_file = tmp_path / "cloud-run-jobs.json"
+    task = {"command": [sys.executable, "-c", "import signal; signal.pause()"]}
+    job = {
+        "name": f"{PARENT}/jobs/export",
+        "template": {"taskCount": 3, "parallelism": 2, "template": {"containers": [task]}},
+    }
+    jobs_file.write_text(json.dumps([job]))
+    args = ("--in-memory", "--clock", "manual", "--start", START)
+    with running_daemon(*args, "--cloud-run-jobs", str(jobs_file)) as daemon, chromium() as driver:
+        scheduler_job = {
+            "name": f"{PARENT}/jobs/nightly-export",
+            "schedule": "0 2 1 1 *",
+            "httpTarget": {
+                "uri": f"https://run.googleapis.com/v2/{PARENT}/jobs/export:run",
+                "oauthToken": {"serviceAccountEmail": "run@my-project.iam.gserviceaccount.com"},
+            },
+        }
+        api = f"{daemon.url}/v1/{PARENT}/jobs"
+        requests.post(api, json=scheduler_job, timeout=30).raise_for_status()
+        requests.post(f"{api}/nightly-export:run", json={}, timeout=30).raise_for_status()
+        executions = f"{daemon.url}/_emulator/executions"
+
+        def running() -> dict[str, object] | None:
+            listed = requests.get(executions, timeout=30).json()["executions"]
+            return listed[0] if listed and listed[0]["runningCount"] == 2 else None
+
+        name = str(wait_for(driver, lambda _: running(), 60)["name"])
+        requests.post(f"{daemon.url}/v2/{name}:cancel", json={}, timeout=30).raise_for_status()
+
+        def ended(_: object) -> bool:
+            return (
+                requests.get(executions, timeout=30).json()["executions"][0]["state"] != "RUNNING"
+            )
+
+        wait_for(driver, ended, 60)
+        driver.get(daemon.url + "/")
+        wait_for(driver, timeline_ready)
+        [segment] = all_by_css(driver, '[data-testid="lane-nightly-export"] .tl-attempt')
+        segment.click()
+        wait_for(driver, lambda d: "CANCELLED" in by_testid(d, "execution-state").text, 30)
+        assert by_testid(driver, "execution-state").text == (
+            "CANCELLED · 0 of 3 tasks succeeded · 2 stopped (cancelled) · "
+            "1 never started (cancelled)"
+        )
+        driver.save_screenshot(str(tmp_path / "cloud-run-cancelled.png"))
