@@ -298,7 +298,32 @@ class SchedulerServicer:
             grpc.method_handlers_generic_handler(SCHEDULER_SERVICE, scheduler),
             grpc.method_handlers_generic_handler(LOCATIONS_SERVICE, locations),
             grpc.method_handlers_generic_handler(OPERATIONS_SERVICE, operations),
+            _CloudRunOverRest(grpc),
         ]
+
+
+class _CloudRunOverRest:
+    """A grpcio generic handler answering the Cloud Run Admin API's methods UNIMPLEMENTED with
+    how to reach it: the emulator serves it over REST only (trial 204: Google's run client over
+    gRPC read a bare "Method not found!")."""
+
+    def __init__(self, grpc: Any) -> None:
+        self._grpc = grpc
+
+    def service(self, details: Any) -> Any:
+        """The handler of a ``/google.cloud.run.…`` method, else ``None`` (grpcio's own 501)."""
+        if not details.method.startswith("/google.cloud.run."):
+            return None
+
+        def refuse(request: bytes, context: Any) -> None:
+            context.abort(
+                self._grpc.StatusCode.UNIMPLEMENTED,
+                f"{details.method}: the emulator serves the Cloud Run Admin API over REST only: "
+                'make Google\'s client with transport="rest" and client_options={"api_endpoint": '
+                '"http://HOST:PORT"} (docs/cloud-run-jobs.md).',
+            )
+
+        return self._grpc.unary_unary_rpc_method_handler(refuse)
 
 
 _WELL_KNOWN_JSON = frozenset({"google.protobuf.Timestamp", "google.protobuf.Duration"})

@@ -266,6 +266,17 @@ def test_cancelling_or_deleting_an_operation_is_unimplemented_as_over_rest(
     assert caught.value.details() == rest["message"]
 
 
+def test_the_cloud_run_admin_api_over_grpc_says_it_is_served_over_rest(address: str) -> None:
+    """Trial 204: Google's run client over gRPC read a bare "Method not found!"."""
+    with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError) as caught:
+        channel.unary_unary("/google.cloud.run.v2.Jobs/RunJob")(b"", timeout=10)
+    assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert caught.value.details().startswith(
+        "/google.cloud.run.v2.Jobs/RunJob: the emulator serves the Cloud Run Admin API over REST "
+        'only: make Google\'s client with transport="rest"'
+    )
+
+
 def test_waiting_for_an_operation_answers_it_done(address: str) -> None:
     """Trial 121: reflection lists WaitOperation, which answered grpcio's bare "Method not
     found!"; every operation here is done when returned, so waiting is getting it."""
