@@ -104,8 +104,8 @@ def render_table(
     :param width: the longest line in characters: the last column wraps onto continuation
         lines under it to fit (never narrower than :data:`MIN_LAST_WIDTH` nor a word of it up
         to 32 characters long, such as a timestamp with its offset), then ``SCHEDULE`` (a
-        schedule of up to 24 characters, a cron one, is kept whole), ``LAST`` and ``NEXT`` at
-        their spaces, then a ``JOB`` column (never narrower than
+        schedule of up to 24 characters, a cron one, is kept whole), ``LAST``, ``NEXT``,
+        ``EXIT CODES`` and ``SCHEDULED`` at their spaces, then a ``JOB`` column (never narrower than
         :data:`MIN_JOB_WIDTH`, its header nor a word of its IDs), at spaces
         or after JSON's and URLs' punctuation and a name's ``-`` and ``_`` (:class:`_Wrapper`); a
         table of wide cells may still be wider; ``None``: one line per row.
@@ -124,8 +124,9 @@ def render_table(
                 schedules = (row[i] for row in table[1:])
                 whole = (len(c) if len(c) <= 24 else max(map(len, c.split())) for c in schedules)
                 floors[i] = max([len(header), *whole])
-            elif header in ("LAST", "NEXT"):  # at spaces, before a job's ID wraps (trial 186:
-                # jobs --failed's NEXT, before REASON, made a 170-column table)
+            elif header in ("LAST", "NEXT", "EXIT CODES", "SCHEDULED"):  # at spaces, before a
+                # job's ID wraps (trial 186: jobs --failed's NEXT, before REASON, made a
+                # 170-column table; trial 204: executions cut broken-trigger for its EXIT CODES)
                 floors[i] = max([len(header), *(len(w) for r in table[1:] for w in r[i].split())])
             elif header.endswith("JOB"):  # never narrower than its header, nor a piece of an ID
                 pieces = (p for row in table[1:] for p in _Wrapper.wordsep_simple_re.split(row[i]))

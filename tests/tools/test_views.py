@@ -363,6 +363,16 @@ def test_a_next_cell_before_the_reason_wraps_at_its_spaces() -> None:
     assert " ".join(column) == nxt and "2026-09-24T11:20:35Z" in column  # times kept whole
 
 
+def test_exit_codes_wrap_at_their_spaces_before_a_scheduler_jobs_id() -> None:
+    """Trial 204: ``executions`` in a pipe cut ``broken-trigger`` for its EXIT CODES."""
+    row = ["2026-12-07T18:40:12Z", "nightly-batch-mwn08", "CANCELLED", "0 / 3",
+           "0:cancelled 1:cancelled", "broken-trigger", "task 0: cancelled; 1 task(s) never "
+           "started (cancelled)"]  # fmt: skip
+    lines = render_table(EXECUTION_HEADERS, [row], width=120)
+    assert max(map(len, lines)) <= 120 and "  broken-trigger  " in lines[1], lines
+    assert "  1:cancelled  " in lines[2]
+
+
 def test_a_long_code_wraps_between_its_words() -> None:
     reason = "URL_UNREACHABLE-UNREACHABLE_CONNECTION_ERROR. Connection refused."
     lines = render_table(["JOB", "REASON"], [["tick", reason]], width=37)
