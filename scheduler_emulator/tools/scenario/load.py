@@ -26,6 +26,7 @@ from ..documents import read_text
 from ..jobs_file import (
     base64_hint,
     bytes_field_warnings,
+    each_problem,
     load_document,
     load_jobs_file,
     written_bytes_field,
@@ -352,10 +353,16 @@ def _job(entry: Any, where: str, source: Path, project: str, location: str, seen
         )
     try:
         name = qualify_job_name(raw_name, project, location)
-        job = job_from_json({**entry, "name": name})
     except ApiError as exc:
-        hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
-        raise problem(source, f"{where} ({raw_name})", exc.describe() + hint) from None
+        raise problem(source, f"{where} ({raw_name})", exc.describe()) from None
+    # every problem of the job, as a jobs file's (trial 206: one per run)
+    job, refusals = each_problem(entry, lambda data: job_from_json({**data, "name": name}))
+    if job is None:
+        lines = []
+        for exc in refusals:
+            hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
+            lines.append(str(problem(source, f"{where} ({raw_name})", exc.describe() + hint)))
+        raise ConfigurationError("\n".join(lines))
     if job.http_target is None:
         raise problem(
             source, f"{where}.httpTarget", "the scenario runner delivers HTTP targets only."

@@ -343,6 +343,7 @@ class TestValidation:
               - name: weekly
                 schedule: "61 * * * *"
                 httpTarget: {uri: "http://svc.test/week"}
+                attemptDeadline: 5s
             faults:
               rules:
                 - {action: duplicate, seconds: 2}
@@ -366,6 +367,7 @@ class TestValidation:
             ("colour", '"colour"'),
             ("start", '"yesterday"'),
             ("jobs[1] (weekly)", "'61 * * * *'"),
+            ("jobs[1] (weekly)", "got 5s"),  # (trial 206: a job's first problem hid the rest)
             ("steps[0].advance", '"soon"'),
             ("steps[3].move_to", '"later"'),
             ("faults.rules[0].seconds", "'seconds'"),
@@ -376,7 +378,7 @@ class TestValidation:
         assert len(lines) == len(expected), lines
         for line, (key_path, value) in zip(lines, expected, strict=True):
             assert line.startswith(f"{path}: {key_path}: ") and value in line, line
-        assert lines[5].endswith(
+        assert lines[6].endswith(
             "fault rule field 'seconds' does not apply to action 'duplicate'; only the deadline "
             "and delay actions read it."
         )
