@@ -359,9 +359,9 @@ def _job(entry: Any, where: str, source: Path, project: str, location: str, seen
     job, refusals = each_problem(entry, lambda data: job_from_json({**data, "name": name}))
     if job is None:
         lines = []
-        for exc in refusals:
-            hint = base64_hint(exc, written_bytes_field(entry, exc.field or ""))
-            lines.append(str(problem(source, f"{where} ({raw_name})", exc.describe() + hint)))
+        for refusal in refusals:
+            hint = base64_hint(refusal, written_bytes_field(entry, refusal.field or ""))
+            lines.append(str(problem(source, f"{where} ({raw_name})", refusal.describe() + hint)))
         raise ConfigurationError("\n".join(lines))
     if job.http_target is None:
         raise problem(
