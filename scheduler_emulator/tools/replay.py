@@ -73,7 +73,14 @@ from .report import number_text, probe_line, write_report
 from .scenario import CheckResult, ScenarioRun, load_scenario, run_scenario
 from .scenario.model import parse_duration
 from .timeline import marks, plural, render_table, render_timeline
-from .views import EXECUTION_HEADERS, execution_rows, is_terminal, rule_argument
+from .views import (
+    EXECUTION_HEADERS,
+    RUN_HEADERS,
+    execution_rows,
+    is_terminal,
+    rule_argument,
+    run_rows,
+)
 
 #: The gap cap ``--compress-gaps`` uses when given without a value, in seconds.
 DEFAULT_COMPRESSED_GAP_SECONDS = 0.1
@@ -795,8 +802,9 @@ def replay_scenario(
 
 
 def print_report(run: ScenarioRun, out: IO[str]) -> int:
-    """Print what a scenario run did: a header, the attempt timeline, the probe's values and
-    each expectation with ✓/✗ and the observed value, then the unmet ones again.
+    """Print what a scenario run did: a header, the attempt timeline, the runs that did not
+    succeed (as the ``runs`` view shows them: a pending retry's time, why one gave up), the
+    probe's values and each expectation with ✓/✗ and the observed value, then the unmet ones again.
 
     Nothing in it depends on real time, so the same run prints the same bytes.
 
@@ -814,6 +822,10 @@ def print_report(run: ScenarioRun, out: IO[str]) -> int:
     )
     for line in render_timeline(run.attempts):
         out.write(line + "\n")
+    unsettled = [r for r in reversed(run.runs) if r["state"] != "succeeded"]
+    if unsettled:  # (trial 206: when a pending retry is due, and why a run gave up, went unsaid)
+        out.write("\nRuns that did not succeed:\n")
+        out.writelines(f"  {line}\n" for line in render_table(RUN_HEADERS, run_rows(unsettled)))
     idle = [  # (trial 184: a rule whose probability drew no attempt went unseen)
         f"  rules[{index}] ({rule['action']}): no attempt matched it, within its limit and "
         "probability\n"

@@ -504,6 +504,12 @@ class TestReplay:
             "Clock 2026-09-24T00:30:00Z -> 2026-09-24T03:00:00Z; 3 runs: 2 gave up, 1 retrying."
         )
         assert header in out.splitlines()
+        # which runs, why they gave up, and when the pending retry is due (trial 206)
+        section = out.split("\nRuns that did not succeed:\n", 1)[1].split("\n\n", 1)[0]
+        rows = [line.split()[:6] for line in section.splitlines()[1:]]
+        assert [row[2] for row in rows] == ["1", "2", "3"], section
+        assert section.count("  gave up (retry count)  ") == 2, section
+        assert rows[2][4:6] == ["retrying", "2026-09-24T03:00:05Z"], section
         assert "  ✓ hourly: runs.retrying == 1 (observed 1)\n" in out
         assert out.endswith(
             "\n1 of 4 expectations unmet:\n  hourly: runs.gave-up == 0 (observed 2)\n"
