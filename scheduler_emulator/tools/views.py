@@ -497,7 +497,8 @@ def job_rows(
     time zone (as its ScheduleTime header will read, and the other views' SCHEDULED), or
     ``retry T`` while its scheduled run's retry is pending, and ``S late`` (after it: ``retry
     T, then S late``) for a scheduled time missed while the job's run went on, which runs as
-    that run ends; then ``; forced run's retry T`` while one is pending. With ``reasons`` a
+    that run ends; then ``; forced run's retry T`` while one is pending; ``never`` for an
+    enabled job whose schedule has no fire time within 10 years. With ``reasons`` a
     last REASON: why the last attempt failed (``lastAttempt.reason``; ``jobs --failed``)."""
     rows = []
     for job, label in zip(
@@ -511,6 +512,8 @@ def job_rows(
         upcoming = f"retry {cut(retry, wide)}" if retry else "-"
         if fire and not retry:
             upcoming = format_schedule_time(parse_timestamp(fire[0]).astimezone(zone))
+        elif not fire and not retry and job["state"] == "ENABLED":  # (trial 207: read as paused)
+            upcoming = "never"  # no fire time within 10 years (0 0 31 2 *)
         if delayed:  # (trial 149: NEXT promised times the run skipped, not the late one)
             late = f"{format_schedule_time(parse_timestamp(delayed).astimezone(zone))} late"
             upcoming = f"{upcoming}, then {late}" if retry else late

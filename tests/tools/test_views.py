@@ -460,6 +460,10 @@ def test_next_reads_as_the_scheduletime_header_will_in_the_jobs_zone() -> None:
     assert job_rows([{**job, "timeZone": "Etc/UTC"}])[0][5] == "2026-12-08T08:00:00Z"
     # every time zone the API takes: a trial's "utc" (any case is UTC) was a traceback
     assert job_rows([{**job, "timeZone": "utc"}])[0][5] == "2026-12-08T08:00:00Z"
+    # a schedule that never fires reads so, not as a paused job's "-" (trial 207)
+    never = {**job, "schedule": "0 0 31 2 *", "nextFireTimes": []}
+    assert job_rows([never])[0][5] == "never"
+    assert job_rows([{**never, "state": "PAUSED"}])[0][5] == "-"
 
 
 def test_the_attempts_table_shows_how_long_each_took(
