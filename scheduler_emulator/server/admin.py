@@ -53,6 +53,7 @@ on a system clock they answer 400 ``FAILED_PRECONDITION``.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
@@ -325,10 +326,12 @@ class Admin:
                 listed = ", ".join(here[:20]) + (
                     f", … ({len(here)} in all)" if len(here) > 20 else ""
                 )
+                near = difflib.get_close_matches(job, here, n=1)  # (trial 206, as `run` says)
                 raise NotFound(
                     f"Job not found: job {show_value(job)} names no job and no recorded attempt"
                     + (f"{hint}: {', '.join(elsewhere)}." if elsewhere else ".")
                     + ("" if elsewhere or not here else f" Jobs in {parent}: {listed}.")
+                    + (f" Did you mean {near[0]!r}?" if near and not elsewhere else "")
                 )
         return job
 

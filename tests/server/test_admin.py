@@ -252,6 +252,8 @@ def test_an_unknown_job_is_not_found(client: Client, emulator: Emulator, endpoin
     assert said.endswith(
         "no recorded attempt. Jobs in projects/my-project/locations/us-central1: nightly, report."
     )
+    said = client.get(f"/_emulator/{endpoint}?job=nigthly").json["error"]["message"]
+    assert said.endswith(": nightly, report. Did you mean 'nightly'?")  # (trial 206)
     for number in range(20):
         emulator.create_job(name=f"j{number}", schedule="0 0 1 1 *", http_target={"uri": TARGET})
     said = client.get(f"/_emulator/{endpoint}?job=nosuch").json["error"]["message"]
