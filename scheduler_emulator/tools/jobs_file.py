@@ -281,7 +281,7 @@ def _without(entry: Any, field: str, stand_in: Any = None) -> Mapping[str, Any] 
         return None
     head, _, rest = field.partition(".")
     name, _, index = head.partition("[")
-    key = next((k for k in entry if camel_case(str(k)) == name), None)
+    key = next((k for k in entry if camel_case(str(k)) == camel_case(name)), None)
     if name == "name" or (key is None and (rest or stand_in is None)):
         return None
     if not rest:

@@ -410,6 +410,13 @@ def test_a_definition_without_a_name_is_named_by_its_entry(tmp_path: Path) -> No
             ["template.template.containers[0].command", "template.template.maxRetries"],
             id="command-not-a-list",
         ),
+        pytest.param(  # trial 204: a misspelt field in snake_case hid the next
+            "{task_count: 3, template: {max_retries: 2, containers: [{command: [x], "
+            "env: [{name: D, valeu: x}]}]}}",
+            ["template.task_count", "template.template.max_retries",
+             "template.template.containers[0].env[0].valeu"],
+            id="snake-case",
+        ),
     ],
 )  # fmt: skip
 def test_every_problem_of_a_cloud_run_definition_is_named(
