@@ -932,8 +932,8 @@ def started_execution(excerpt: str) -> str | None:
 def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     """Start a run of ``args.job`` now: RunJob, or, with ``--schedule-time``, a run sent as if
     scheduled at that instant (``POST /_emulator/runs``); with ``--wait``, wait for its first
-    attempt to end (and for the Cloud Run execution an attempt to a ``jobs/J:run`` URI started)
-    and exit 0 if it succeeded, 1 if not."""
+    attempt to end (and for the Cloud Run execution an attempt to a ``jobs/J:run`` URI started),
+    say when the run's retry is due if it failed, and exit 0 if it succeeded, 1 if not."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     if args.schedule_time is None:
         name, ran = _job_method(client, args.job, "run")
@@ -977,6 +977,13 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
         note = dict(zip((a.id for a in history), duplicate_notes(history), strict=True))
         reason = f"; {note[attempt.id]}" if note.get(attempt.id) else reason
     out.write(f"attempt 1 ended: {attempt.outcome} in {took(attempt)}{reason}\n")
+    if attempt.code != "OK":  # its retry, stored with the attempt's end (trial 206: unsaid)
+        runs = client.get("/_emulator/runs", {"job": name, "pageSize": 5})["runs"]
+        now: dict[str, Any] = next((r for r in runs if r["id"] == run.get("id")), {})
+        if now.get("nextAttemptTime"):
+            out.write(
+                f"its retry, attempt {now['nextAttempt']}, is due at {now['nextAttemptTime']}\n"
+            )
     started = started_execution(attempt.response_excerpt)
     if attempt.code != "OK" or not attempt.runs_cloud_run_job or started is None:
         return 0 if attempt.code == "OK" else 1

@@ -267,6 +267,8 @@ def test_run_wait_prints_the_first_attempts_outcome_and_exits_1_when_it_failed(
     outcome = f"attempt 1 ended: {attempt['code']} (HTTP {attempt['responseStatus']}) in "
     assert out.splitlines()[1].startswith(outcome)
     assert out.splitlines()[1].endswith(f"s: {attempt['reason']}") and attempt["reason"]
+    due = f"its retry, attempt 2, is due at {run['nextAttemptTime']}"  # (trial 206)
+    assert out.splitlines()[2:] == [due] and run["nextAttemptTime"]
 
 
 def test_runs_since_says_when_the_bound_dropped_runs_it_asks_for() -> None:
