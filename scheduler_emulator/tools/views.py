@@ -206,6 +206,9 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
     executions.add_argument(
         "--job", metavar="J", help="only this Cloud Run job's (ID or full name)"
     )
+    executions.add_argument(  # (trial 204: which scheduler job started them was not a filter)
+        "--scheduler-job", metavar="J", help="only those this scheduler job started (ID or name)"
+    )
     jobs.add_argument("--name", metavar="TEXT", help="only jobs whose ID holds TEXT (any case)")
     jobs.add_argument(
         "--state", type=str.upper, choices=["ENABLED", "PAUSED"], help="only jobs in this state"
@@ -229,8 +232,9 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         )
     window = attempts.add_mutually_exclusive_group()  # the newest N, or all since an instant
     runs_window = runs.add_mutually_exclusive_group()
+    executions_window = executions.add_mutually_exclusive_group()
     for group, newest in (
-        (window, "N"), (runs_window, "N"), (skipped, "N scheduled times"), (executions, "N")
+        (window, "N"), (runs_window, "N"), (skipped, "N scheduled times"), (executions_window, "N")
     ):  # fmt: skip
         group.add_argument(
             "--last", type=whole_number, default=DEFAULT_LAST, metavar="N",
@@ -269,7 +273,10 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
          "every task attempt's exit code, times and the end of its output)"),
     ):  # fmt: skip
         parser.add_argument("--json", action="store_true", help="print each " + help_text)
-    for group, since in ((window, "attempts started"), (runs_window, "runs scheduled")):
+    for group, since in (
+        (window, "attempts started"), (runs_window, "runs scheduled"),
+        (executions_window, "executions created"),  # (trial 204: --since was refused)
+    ):  # fmt: skip
         group.add_argument(
             "--since", type=_since, metavar="RFC3339|DURATION",
             help=f"{since} at or after this instant, or this long before the daemon's clock "
@@ -1160,14 +1167,21 @@ def _say_waiting(args: argparse.Namespace) -> None:
 
 
 def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
-    """Print the ``executions`` table (the newest ``--last`` Cloud Run executions, oldest
-    first; ``--job`` and ``--state`` keep those of one job, in one state), or with ``--json``
+    """Print the ``executions`` table (the newest ``--last`` Cloud Run executions, or every one
+    created since ``--since``, oldest first; ``--job``, ``--scheduler-job`` and ``--state`` keep
+    those of one Cloud Run job, started by one scheduler job, in one state), or with ``--json``
     one JSON object per execution, as ``GET /_emulator/executions`` gives it."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": PAGE_SIZE, "job": args.job or None, "state": args.state or None}
     listed = [*client.pages("/_emulator/executions", "executions", params)]  # oldest first
-    records = listed[-args.last :]
-    if len(listed) > args.last:  # (as the other views say it: trial 180)
+    if args.scheduler_job:
+        started_by = _job_name(client, args.scheduler_job)
+        listed = [record for record in listed if record.get("schedulerJob") == started_by]
+    if args.since is not None:
+        since = _since_instant(client, args.since)
+        listed = [r for r in listed if parse_timestamp(r["createTime"]) >= since]
+    records = listed if args.since is not None else listed[-args.last :]
+    if len(listed) > len(records):  # (as the other views say it: trial 180)
         note = f"the newest {args.last} of {len(listed)} executions"
         print(f"note: {note}; a larger --last N lists more.", file=sys.stderr)
     if args.json:

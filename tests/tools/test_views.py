@@ -828,6 +828,25 @@ def test_executions_prints_the_newest_n_oldest_first(
     assert err == ""
     code, out, err = run_command(capsys, "executions", "--last", "2", "--json")
     assert [json.loads(line) for line in out.splitlines()] == listed[-2:]
+    # every one created since an instant; those one scheduler job started (trial 204)
+    for n, record in enumerate(listed):
+        record["schedulerJob"] = (
+            f"projects/my-project/locations/l/jobs/{('hourly', 'nightly')[n % 2]}"
+        )
+    for argv, numbers in (
+        (("--since", "2026-12-04T00:07:00Z"), list(range(7, 30))),
+        (
+            ("--scheduler-job", "projects/my-project/locations/l/jobs/nightly", "--last", "2"),
+            [27, 29],
+        ),
+    ):
+        code, out, err = run_command(capsys, "executions", *argv, "--wide")
+        assert code == 0 and err in ("", "note: the newest 2 of 15 executions; a larger --last N "
+                                         "lists more.\n"), err  # fmt: skip
+        names = [line.split()[1] for line in out.splitlines()[1:]]
+        assert names == [f"export-{n:05d}" for n in numbers]
+    code, _, err = run_command(capsys, "executions", "--since", "1h", "--last", "3")
+    assert code == 2 and "not allowed with argument --since" in err  # the newest N, or since
 
 
 def test_an_attempt_repeated_in_a_row_is_shown_once_with_its_count() -> None:
