@@ -417,7 +417,10 @@ def evaluate(
                 details[-1] += f", so {check.text.split(maxsplit=1)[1]} = {_number(expected)}"
         if observed is None or expected is None:
             missing = expectation.quantity if observed is None else str(check.name)
-            reason = probe_error or f"{missing} has no numeric value in the probe's answer"
+            fields = scenario.probe.fields if scenario.probe else {}
+            selector = fields.get(missing.removeprefix("probe."))  # (trial 206: unnamed)
+            at = f" at {selector!r}" if selector else ""
+            reason = probe_error or f"{missing} has no numeric value{at} in the probe's answer"
             results.append(CheckResult(expectation, False, observed, expected, reason))
             continue
         ok = check.holds(observed, expected)

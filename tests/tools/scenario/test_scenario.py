@@ -474,6 +474,16 @@ class TestReplay:
         assert "  ✓ hourly: probe.deliveries == attempts (observed 3; attempts = 3)\n" in out
         assert out.endswith("\nAll 5 expectations hold.\n")
 
+    def test_a_probe_field_with_no_number_names_the_path_it_read(self, tmp_path: Path) -> None:
+        """Trial 206: ``bogus = ?`` and "has no numeric value" named no path."""
+        text = HOURLY.replace("seen: len(nested.seen)}", "seen: nosuch.path}")
+        code, out, _ = replay(
+            str(write(tmp_path, text + "expect:\n  hourly: {probe: {seen: 3}}\n"))
+        )
+        assert code == 1
+        assert "  ✗ hourly: probe.seen == 3 (observed ?; probe.seen has no numeric value at " \
+            "'nosuch.path' in the probe's answer)\n" in out  # fmt: skip
+
     def test_an_unmet_expectation_exits_1_and_is_named(self, tmp_path: Path) -> None:
         path = write(
             tmp_path,
