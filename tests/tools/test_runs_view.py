@@ -194,6 +194,7 @@ def test_run_as_if_scheduled_at_an_instant_sends_that_schedule_time(
     assert daemon.session.get(f"{daemon.url}/v1/{parent}/jobs/ready").status_code == 404
     code, _, err = run_cli("delete", "ready", "--port", port)
     assert code == 2 and "Did you mean 'ready'?" not in err and "Jobs in projects/" in err
+    assert err.endswith(" It has recorded attempts: deleted? (`attempts --job ready`).\n"), err
     code, _, err = run_cli("resume", "berlin", "--port", port)  # not paused: Google's 400, said
     assert code == 2 and "only a PAUSED job can be resumed" in err
     code, _, err = run_cli("pause", "berlim", "--port", port)
