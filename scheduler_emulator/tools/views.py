@@ -1017,14 +1017,15 @@ def _job_name(client: DaemonClient, job: str) -> str:
 
 def _job_method(client: DaemonClient, job: str, verb: str) -> tuple[str, dict[str, Any]]:
     """``POST /v1/{name}:{verb}`` (RunJob, PauseJob, ResumeJob; ``DELETE /v1/{name}`` for
-    ``"delete"``) for ``job`` (an ID or a full name): its full name and the daemon's answer.
+    ``"delete"``, ``GET`` for ``"get"``) for ``job`` (an ID or a full name): its full name and
+    the daemon's answer.
 
     :raises ConfigurationError: for a refusal, naming the jobs there are when it is not found.
     """
     name = _job_name(client, job)
     try:
-        if verb == "delete":
-            return name, client.call("DELETE", f"/v1/{name}")
+        if verb in ("delete", "get"):
+            return name, client.call(verb.upper(), f"/v1/{name}")
         return name, client.call("POST", f"/v1/{name}:{verb}", body={})
     except Refused as exc:  # Google's "Job not found." names no job: name those there are
         parent, there = name.rpartition("/jobs/")[0], ""
@@ -1179,9 +1180,12 @@ def cmd_executions(args: argparse.Namespace, out: IO[str]) -> int:
     client = DaemonClient(args.host, args.port, args.admin_token)
     params = {"pageSize": PAGE_SIZE, "job": args.job or None, "state": args.state or None}
     listed = [*client.pages("/_emulator/executions", "executions", params)]  # oldest first
-    if args.scheduler_job:
-        started_by = _job_name(client, args.scheduler_job)
-        listed = [record for record in listed if record.get("schedulerJob") == started_by]
+    if args.scheduler_job:  # an execution keeps the X-CloudScheduler-JobName it got: an ID
+        started = {record.get("schedulerJob") for record in listed} - {None, ""}
+        job_id = args.scheduler_job.rsplit("/", 1)[-1]
+        listed = [record for record in listed if record.get("schedulerJob") == job_id]
+        if not listed and job_id not in started:  # a typo, or a job that started none
+            _job_method(client, args.scheduler_job, "get")  # (trial 208: a typo listed none)
     if args.since is not None:
         since = _since_instant(client, args.since)
         listed = [r for r in listed if parse_timestamp(r["createTime"]) >= since]

@@ -146,7 +146,12 @@ def test_run_wait_waits_for_the_execution_its_attempt_started(tmp_path: Path, ur
         )
         [execution] = daemon.get("/_emulator/executions")["executions"]
         runs = run_cli("runs", "--wide", "--port", str(daemon.host_port[1]))[1]
+        port = ("--port", str(daemon.host_port[1]))  # (trial 208: none was listed, nor refused)
+        started = run_cli("executions", "--scheduler-job", "nightly", "--wide", *port)
+        typo = run_cli("executions", "--scheduler-job", "nightlly", *port)
     name = execution["name"].rsplit("/", 1)[-1]
+    assert [row.split()[1] for row in started[1].splitlines()[1:]] == [name], started
+    assert typo[0] == 2 and typo[2].endswith(" Did you mean 'nightly'?\n"), typo
     assert exit_code == 1, err
     assert out.splitlines()[1:] == [
         "attempt 1 ended: OK (HTTP 200) in 0.000s",

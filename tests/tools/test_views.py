@@ -828,18 +828,16 @@ def test_executions_prints_the_newest_n_oldest_first(
     assert err == ""
     code, out, err = run_command(capsys, "executions", "--last", "2", "--json")
     assert [json.loads(line) for line in out.splitlines()] == listed[-2:]
-    # every one created since an instant; those one scheduler job started (trial 204)
+    # every one created since an instant; those one scheduler job started, which an execution
+    # names by its ID, as the X-CloudScheduler-JobName header it got (trials 204, 208)
     for n, record in enumerate(listed):
-        record["schedulerJob"] = (
-            f"projects/my-project/locations/l/jobs/{('hourly', 'nightly')[n % 2]}"
-        )
+        record["schedulerJob"] = ("hourly", "nightly")[n % 2]
     for argv, numbers in (
         (("--since", "2026-12-04T00:07:00Z"), list(range(7, 30))),
-        (
-            ("--scheduler-job", "projects/my-project/locations/l/jobs/nightly", "--last", "2"),
-            [27, 29],
-        ),
-    ):
+        (("--scheduler-job", "projects/my-project/locations/l/jobs/nightly", "--last", "2"),
+         [27, 29]),
+        (("--scheduler-job", "hourly", "--since", "2026-12-04T00:25:00Z"), [26, 28]),
+    ):  # fmt: skip
         code, out, err = run_command(capsys, "executions", *argv, "--wide")
         assert code == 0 and err in ("", "note: the newest 2 of 15 executions; a larger --last N "
                                          "lists more.\n"), err  # fmt: skip
