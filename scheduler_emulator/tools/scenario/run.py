@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from ...domain.attempts import Attempt
+from ...domain.attempts import Attempt, target_called
 from ...realtime import real_monotonic
 from ...runtime import AttemptLog, Emulator, ManualClock, MountTransport, Store, runs_page
 from ..timeline import plural
@@ -348,10 +348,12 @@ def count_runs(attempts: Iterable[Attempt]) -> int:
     """Count the runs a deduplicating target sees.
 
     :param attempts: attempts of one job.
-    :return: distinct ``X-CloudScheduler-ScheduleTime`` values among ``attempts``; an attempt
-        without the header counts by its run.
+    :return: distinct ``X-CloudScheduler-ScheduleTime`` values among ``attempts`` the target
+        was called with (not those an injected status or connection error stood in for: trial
+        208); an attempt without the header counts by its run.
     """
-    return len({a.schedule_time or f"run {a.run_id}" for a in attempts})
+    called = (a for a in attempts if target_called(a.debug_info))
+    return len({a.schedule_time or f"run {a.run_id}" for a in called})
 
 
 def evaluate(

@@ -474,6 +474,17 @@ class TestReplay:
         assert "  ✓ hourly: probe.deliveries == attempts (observed 3; attempts = 3)\n" in out
         assert out.endswith("\nAll 5 expectations hold.\n")
 
+    def test_runs_count_only_schedule_times_the_target_was_called_with(
+        self, tmp_path: Path
+    ) -> None:
+        """Trial 208: a run whose every attempt an injected connection error stood in for was
+        counted, and ``probe.seen == runs`` failed for a deduplicating target."""
+        text = HOURLY + "faults:\n  rules: [{action: connection_error, run: 2}]\n"
+        expect = "expect:\n  hourly: {runs: 2, attempts: 5, probe: {deliveries: 2}}\n"
+        code, out, _ = replay(str(write(tmp_path, text + expect)))
+        assert code == 0, out
+        assert "  ✓ hourly: runs == 2 (observed 2)\n" in out
+
     def test_a_probe_field_with_no_number_names_the_path_it_read(self, tmp_path: Path) -> None:
         """Trial 206: ``bogus = ?`` and "has no numeric value" named no path."""
         text = HOURLY.replace("seen: len(nested.seen)}", "seen: nosuch.path}")
