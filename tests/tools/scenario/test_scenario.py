@@ -474,6 +474,14 @@ class TestReplay:
         assert "  ✓ hourly: probe.deliveries == attempts (observed 3; attempts = 3)\n" in out
         assert out.endswith("\nAll 5 expectations hold.\n")
 
+    def test_a_rule_naming_no_job_is_said_beside_a_jobs_own_problem(self, tmp_path: Path) -> None:
+        """Trial 208: ``job: refesh`` was said only once the jobs' problems were mended."""
+        text = HOURLY.replace('"0 * * * *"', '"61 * * * *"')
+        text += "faults:\n  rules: [{action: duplicate, job: hourlly}]\n"
+        code, _, err = replay(str(write(tmp_path, text)))
+        assert code == 2
+        assert "jobs[0] (hourly): " in err and "names job 'hourlly'" in err, err
+
     def test_runs_count_only_schedule_times_the_target_was_called_with(
         self, tmp_path: Path
     ) -> None:
