@@ -85,6 +85,8 @@ class CloudRunJob(JobPath):
         ``emulatorCommand`` (the rest are ``args``, which overrides replace).
     :param image: the container's image, shown, never pulled.
     :param container: the container's ``name``, ``""`` when it has none.
+    :param secrets: the names of the container's variables from secrets (``valueSource``), not
+        set by the emulator: a task sees the daemon's environment's value of each.
     """
 
     name: str
@@ -97,6 +99,7 @@ class CloudRunJob(JobPath):
     command_length: int = 0
     image: str = ""
     container: str = ""
+    secrets: tuple[str, ...] = ()
 
     def with_overrides(self, overrides: RunOverrides) -> CloudRunJob:
         """Return this job as one execution runs it with a run request's ``overrides``:
@@ -229,19 +232,26 @@ def _seconds(data: Any, where: str, field_path: str) -> float:
     return seconds
 
 
-#: An ``EnvVar``'s fields: v2's ``valueSource`` and v1's ``valueFrom`` name a secret.
+#: An ``EnvVar``'s fields, and those of where v2's ``valueSource`` and v1's ``valueFrom`` find
+#: a secret's value (cloud.google.com/run/docs/reference/rest/v2/Container#EnvVar).
 ENV_VAR_FIELDS = frozenset({"name", "value", "valueSource", "valueFrom"})
+SECRET_SOURCE_FIELDS = {
+    "valueSource": (frozenset({"secretKeyRef"}), frozenset({"secret", "version"})),
+    "valueFrom": (frozenset({"secretKeyRef"}), frozenset({"name", "key", "optional"})),
+}
 
 
-def _env(data: Any, where: str, field_path: str) -> tuple[tuple[str, str], ...]:
-    """The ``(name, value)`` pairs of an ``env`` list; a variable from a secret is left out, so
-    that the daemon's environment's value of that name reaches the task (trial 204: a secret's
-    variable was set empty over it, and a misspelt ``valeu`` read as an empty value)."""
+def _env(
+    data: Any, where: str, field_path: str
+) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """The ``(name, value)`` pairs of an ``env`` list, and the names of its variables from a
+    secret, left out so that the daemon's environment's value of each reaches the task (trial
+    204: a secret's variable was set empty over it, and a misspelt ``valeu`` read as empty)."""
     if data is None:
-        return ()
+        return (), ()
     if not isinstance(data, list):
         raise _bad(where, field_path, data, "a list of {name, value}")
-    pairs = []
+    pairs, secrets = [], []
     for index, item in enumerate(data):
         path = f"{field_path}[{index}]"
         entry = _mapping(item, where, path, ENV_VAR_FIELDS)
@@ -250,12 +260,17 @@ def _env(data: Any, where: str, field_path: str) -> tuple[tuple[str, str], ...]:
             raise _bad(where, f"{path}.name", name, "a variable name")
         if not isinstance(value, str) or "\0" in value:
             raise _bad(where, f"{path}.value", value, "a string")
-        secret = next((key for key in ("valueSource", "valueFrom") if key in entry), None)
-        if secret and "value" in entry:
-            raise _bad(where, f"{path}.{secret}", entry[secret], "left out beside a value")
-        if not secret:
+        secret = next((key for key in SECRET_SOURCE_FIELDS if key in entry), None)
+        if secret is None:
             pairs.append((name, value))
-    return tuple(pairs)
+            continue
+        if "value" in entry:
+            raise _bad(where, f"{path}.{secret}", entry[secret], "left out beside a value")
+        outer, inner = SECRET_SOURCE_FIELDS[secret]  # (trial 208: secrett was taken)
+        source = _mapping(entry[secret], where, f"{path}.{secret}", outer)
+        _mapping(source.get("secretKeyRef"), where, f"{path}.{secret}.secretKeyRef", inner)
+        secrets.append(name)
+    return tuple(pairs), tuple(secrets)
 
 
 def parse_cloud_run_job(
@@ -367,10 +382,12 @@ def _build(
             "the local command to run, as the image is not pulled (or give the container a "
             "command)",
         )
+    env, secrets = _env(container.get("env"), name, f"{where}.env")
     return CloudRunJob(
         name=name,
         argv=program + args,
-        env=_env(container.get("env"), name, f"{where}.env"),
+        env=env,
+        secrets=secrets,
         task_count=1
         if task_count is None
         else _whole(task_count, name, count_field, 1, MAX_TASK_COUNT),
@@ -423,7 +440,7 @@ def parse_run_request(body: Any, *, v1: bool = False, container: str = "") -> Ru
     timeout = overrides.get(timeout_key)
     return RunOverrides(
         args=_strings(override["args"], where, f"{path}.args") if "args" in override else None,
-        env=_env(override.get("env"), where, f"{path}.env"),
+        env=_env(override.get("env"), where, f"{path}.env")[0],
         clear_args=clear,
         task_count=None
         if overrides.get("taskCount") is None

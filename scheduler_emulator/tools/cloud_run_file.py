@@ -100,6 +100,14 @@ def load_cloud_run_jobs(
                     f"{what}: its tasks fail 'not started' until it is.",
                     file=sys.stderr,
                 )
+            if unset := [name for name in job.secrets if name not in os.environ]:  # (trial 208)
+                print(
+                    f"warning: {path}: Cloud Run job {job.job_id} takes {', '.join(unset)} from "
+                    "a secret, which the emulator does not read, and this environment has no "
+                    f"such variable: its tasks get none (start it as {unset[0]}=… "
+                    "scheduler-emulator start …).",
+                    file=sys.stderr,
+                )
             definitions.append(item)
     if problems:
         raise ConfigurationError("\n".join(problems))

@@ -80,7 +80,8 @@ class TestDefinitions:
             "name": "j",
             "template": {"template": {"containers": [{"command": ["x"], "env": env}]}},
         }
-        assert parse_cloud_run_job(body, project="p", location="l").env == (("BUCKET", "b1"),)
+        job = parse_cloud_run_job(body, project="p", location="l")
+        assert (job.env, job.secrets) == ((("BUCKET", "b1"),), ("DB_PASS", "TOKEN"))
 
     def test_v2_and_v1_shapes_read_to_the_same_job(self) -> None:
         v2 = parse_cloud_run_job(V2, project="shop", location="us-central1")
@@ -196,6 +197,25 @@ class TestDefinitions:
                 },
                 ["containers[0].env[0].valueSource must be left out beside a value"],
                 id="secret-and-value",
+            ),
+            pytest.param(  # trial 208: a misspelt key of a secret's reference was taken
+                {
+                    "template": {
+                        "containers": [
+                            {
+                                "command": ["x"],
+                                "env": [
+                                    {
+                                        "name": "P",
+                                        "valueSource": {"secretKeyRef": {"secrett": "db"}},
+                                    }
+                                ],
+                            }
+                        ]
+                    }
+                },
+                ["env[0].valueSource.secretKeyRef.secrett is not a field", "'secret'"],
+                id="secret-ref-field",
             ),
         ],
     )

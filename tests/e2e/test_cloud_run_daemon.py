@@ -349,6 +349,29 @@ def test_a_program_that_is_not_there_is_warned_about(
     )
 
 
+def test_a_secret_variable_the_environment_lacks_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 208: a task failed at run time on a secret's variable the daemon had not."""
+    path = tmp_path / "jobs.yaml"
+    secret = "valueSource: {secretKeyRef: {secret: db, version: latest}}"
+    env = f"[{{name: DB_PASS, {secret}}}, {{name: API_KEY, {secret}}}]"
+    path.write_text(
+        f"name: etl\ntemplate: {{template: {{containers: [{{command: [python3], env: {env}}}]}}}}\n"
+    )
+    monkeypatch.setenv("API_KEY", "k")
+    monkeypatch.delenv("DB_PASS", raising=False)
+    load_cloud_run_jobs([path], project="p", location="us-central1")
+    assert capsys.readouterr().err == (
+        f"warning: {path}: Cloud Run job etl takes DB_PASS from a secret, which the emulator "
+        "does not read, and this environment has no such variable: its tasks get none (start "
+        "it as DB_PASS=… scheduler-emulator start …).\n"
+    )
+    monkeypatch.setenv("DB_PASS", "s3cret")
+    load_cloud_run_jobs([path], project="p", location="us-central1")
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("text", ["", "# nothing yet\n", "[]\n"])
 def test_an_empty_cloud_run_file_says_it_holds_no_job(tmp_path: Path, text: str) -> None:
     """A trial's empty file read ``a Cloud Run job: name must be … got nothing``."""

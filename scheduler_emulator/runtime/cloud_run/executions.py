@@ -326,6 +326,7 @@ def _execution_from_row(seq: int, row: Mapping[str, Any]) -> Execution:
         f.name: stored[key] for f in fields(CloudRunJob) if (key := camel_case(f.name)) in stored
     }
     values |= {"argv": tuple(values["argv"]), "env": tuple(map(tuple, values["env"]))}
+    values["secrets"] = tuple(values.get("secrets", ()))
     completion = row.get("completionTime")
     return Execution(
         name=row["name"],
