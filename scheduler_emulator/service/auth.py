@@ -304,7 +304,13 @@ class _KeyCache:
             fresh = real_monotonic() - fetched < CERTS_MAX_AGE_SECONDS
             if fresh and (kid is None or kid in keys):
                 return keys
-        keys = load_keys(fetch_certs(url))
+        certs = fetch_certs(url)
+        if "jwks_uri" in certs:  # (trial 208: a discovery document read as bad certificates)
+            raise CertsUnavailableError(
+                f"{url} is an OpenID discovery document, not keys: give its jwks_uri, "
+                f"{certs['jwks_uri']}, as certs_url."
+            )
+        keys = load_keys(certs)
         with self._lock:
             self._entries[url] = (real_monotonic(), keys)
         return keys
@@ -518,8 +524,9 @@ def check_settings(**settings: Any) -> None:
             ok = isinstance(seconds, int | float) and not isinstance(seconds, bool)
             ok = ok and 0 <= seconds < float("inf")
             kind = "a timedelta or a number of seconds, 0 or more"
-        elif name == "certs_url":
-            ok, kind = isinstance(value, str) and bool(value), "a URL"
+        elif name == "certs_url":  # (trial 208: one without its scheme failed each request)
+            ok = isinstance(value, str) and value.lower().startswith(("http://", "https://"))
+            kind = "an http:// or https:// URL"
         else:
             ok = (value is None and name != "audience") or (
                 isinstance(items, Collection)

@@ -346,6 +346,19 @@ class TestMiddleware:
     def test_other_paths_are_not_checked(self, client: Client) -> None:
         assert client.get("/sweeps").status_code == 200
 
+    def test_a_discovery_document_as_certs_url_is_named_with_its_jwks_uri(
+        self, authority: TokenAuthority, token: str
+    ) -> None:
+        """Trial 208: it read as certificates that were neither format, its URL unnamed."""
+        discovery = authority.discovery("http://127.0.0.1:8095")
+        answer = Response(json.dumps(discovery), mimetype="application/json")
+        with serving(answer) as url, pytest.raises(CertsUnavailableError) as caught:
+            verify_id_token(token, audience=AUDIENCE, certs_url=url + "/openid")
+        assert str(caught.value) == (
+            f"{url}/openid is an OpenID discovery document, not keys: give its jwks_uri, "
+            f"{discovery['jwks_uri']}, as certs_url."
+        )
+
     def test_certs_that_cannot_be_fetched_give_503(self, token: str) -> None:
         app = SchedulerTokenMiddleware(
             Response("never"), audience=AUDIENCE, certs_url="http://127.0.0.1:9/certs"
@@ -500,6 +513,8 @@ class TestMiddleware:
             ({"leeway": "5"}, "leeway='5'"),
             ({"leeway": -1}, "leeway=-1"),
             ({"certs_url": None}, "certs_url=None (from an unset environment variable?)"),
+            # (trial 208: it failed each request, unknown url type)
+            ({"certs_url": "127.0.0.1:8095/_emulator/oidc/certs"}, "certs_url='127.0.0.1:8095/"),
         ],
     )
     def test_a_check_no_token_could_pass_fails_at_construction_naming_it(
