@@ -123,8 +123,8 @@ def whole_number(text: str, smallest: int = 1) -> int:
 
 def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], None]) -> None:
     """Add the ``jobs``, ``attempts``, ``runs``, ``skipped``, ``executions``, ``run``,
-    ``pause``, ``resume``, ``delete`` and ``clock`` subcommands to the CLI's subparsers ``sub``;
-    ``add_address(parser)`` adds --host/--port."""
+    ``pause``, ``resume``, ``delete``, ``cancel`` and ``clock`` subcommands to the CLI's
+    subparsers ``sub``; ``add_address(parser)`` adds --host/--port."""
     jobs = sub.add_parser(
         "jobs",
         help="print the running daemon's jobs as a table",
@@ -182,6 +182,16 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "--host/--port, oldest first: state, tasks succeeded and failed, each task attempt's "
         "exit code, and the scheduler job that started it.",
     )
+    cancel = sub.add_parser(  # (trial 208: only curl or a client could)
+        "cancel",
+        help="cancel a running Cloud Run execution (CancelExecution)",
+        description="Cancel the Cloud Run execution EXECUTION on the daemon at --host/--port "
+        "(POST /v2/{name}:cancel): no further task starts, the running ones get SIGTERM, then "
+        "SIGKILL, and it ends CANCELLED.",
+    )
+    cancel.add_argument(
+        "execution", metavar="EXECUTION", help="its ID, as `executions` lists it, or full name"
+    )
     clock = sub.add_parser(
         "clock",
         help="print the running daemon's clock, or move its manual clock",
@@ -198,7 +208,8 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
         "--to", type=timestamp_argument, metavar="RFC3339", help="move it to this instant"
     )
     move.add_argument("--next", action="store_true", help="move it to the next due instant")
-    for parser in (jobs, attempts, runs, skipped, executions, run, pause, resume, delete, clock):
+    for parser in (jobs, attempts, runs, skipped, executions, run, pause, resume, delete, cancel,
+                   clock):  # fmt: skip
         add_address(parser)
         add_admin_token(parser)
     for parser in (skipped, attempts, runs):
@@ -1081,6 +1092,21 @@ def cmd_delete(args: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
+def cmd_cancel(args: argparse.Namespace, out: IO[str]) -> int:
+    """Cancel the Cloud Run execution ``args.execution`` (CancelExecution) and say what that
+    does to its tasks; a refusal (none of that name, one that has ended) exits 2 with it."""
+    client = DaemonClient(args.host, args.port, args.admin_token)
+    execution = client.get(f"/_emulator/executions/{args.execution}")
+    client.call("POST", f"/v2/{execution['name']}:cancel", body={})
+    running = execution.get("runningCount", 0)
+    out.write(
+        f"cancelled {execution['name'].rsplit('/', 1)[-1]}: no further task starts; {running} "
+        "running task(s) get SIGTERM, then SIGKILL (`executions` shows it CANCELLED once they "
+        "end)\n"
+    )
+    return 0
+
+
 def cmd_resume(args: argparse.Namespace, out: IO[str]) -> int:
     """Resume ``args.job`` (ResumeJob) and print its next scheduled time."""
     client = DaemonClient(args.host, args.port, args.admin_token)
@@ -1380,6 +1406,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, IO[str]], int]] = {
     "pause": cmd_pause,
     "resume": cmd_resume,
     "delete": cmd_delete,
+    "cancel": cmd_cancel,
     "executions": cmd_executions,
     "clock": cmd_clock,
 }

@@ -210,6 +210,36 @@ def test_googles_run_client_cancels_a_running_execution(tmp_path: Path) -> None:
     assert latest.completion_status.name == "EXECUTION_CANCELLED"
 
 
+def test_the_cancel_command_cancels_a_running_execution_by_its_id(tmp_path: Path) -> None:
+    """Trial 208: only ``curl`` or Google's client could cancel one."""
+    jobs_file = write_jobs(tmp_path, "import signal; signal.pause()")
+    with running_daemon(*MANUAL, "--in-memory", "--cloud-run-jobs", str(jobs_file)) as daemon:
+        port = ("--port", str(daemon.host_port[1]))
+        parent = "projects/my-project/locations/us-central1/jobs/export"
+        daemon.post(f"/v2/{parent}:run", {}).raise_for_status()
+
+        def running() -> str | None:
+            [execution] = daemon.get("/_emulator/executions")["executions"]
+            return str(execution["name"]) if execution["runningCount"] == 2 else None
+
+        name = wait_for(running, 60, "two tasks running")
+        code, out, err = run_cli("cancel", name.rsplit("/", 1)[-1], *port)
+        ended = wait_for(
+            lambda: (e := daemon.get(f"/_emulator/executions/{name.rsplit('/', 1)[-1]}"))["state"]
+            != "RUNNING" and e, 60, "the execution to end",
+        )  # fmt: skip
+        again = run_cli("cancel", name, *port)  # its full name too; it has ended
+        unknown = run_cli("cancel", "export-nope0", *port)
+    assert code == 0, err
+    assert out == (
+        f"cancelled {name.rsplit('/', 1)[-1]}: no further task starts; 2 running task(s) get "
+        "SIGTERM, then SIGKILL (`executions` shows it CANCELLED once they end)\n"
+    )
+    assert ended["state"] == "CANCELLED" and ended["cancelledCount"] == 3
+    assert again[0] == 2 and "has ended (CANCELLED)" in again[2], again
+    assert unknown[0] == 2 and 'no execution "export-nope0"' in unknown[2], unknown
+
+
 HANG = (
     "import os, pathlib, signal; "
     "pathlib.Path(os.environ['PIDS'], str(os.getpid())).touch(); signal.pause()"
