@@ -13,6 +13,19 @@ from scheduler_emulator.runtime.pipeline import drivers
 from tests.support import RecordingTarget, ShiftedClock, nightly_job, wait_for
 
 
+def holding(arrived: Callable[[], object], release: threading.Event) -> WsgiTransport:
+    """A transport to an app that calls ``arrived`` at each request, then answers 200 once
+    ``release`` is set (10 s at most)."""
+
+    def held(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        arrived()
+        release.wait(10)
+        start_response("200 OK", [])
+        return [b""]
+
+    return WsgiTransport(held)
+
+
 def test_every_minute_job_fires_within_a_second_of_the_minute() -> None:
     clock = ShiftedClock(lead=0.5)
     target = RecordingTarget()
@@ -45,14 +58,7 @@ def test_an_attempt_in_flight_has_the_start_its_finished_record_keeps() -> None:
     """The threaded driver queues an attempt, then stamps its start when it leaves: the
     attempt read while the target holds it starts when the finished record says it did."""
     arrived, release = threading.Event(), threading.Event()
-
-    def held(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        arrived.set()
-        release.wait(10)
-        start_response("200 OK", [])
-        return [b""]
-
-    with Emulator(SystemClock(), transport=WsgiTransport(held)) as emulator:
+    with Emulator(SystemClock(), transport=holding(arrived.set, release)) as emulator:
         emulator.create_job(nightly_job())
         emulator.run_job("nightly")
         assert arrived.wait(10)
@@ -210,14 +216,7 @@ def test_attempts_waiting_behind_their_job_are_not_sent_after_it_is_deleted() ->
     after the delete. They are now recorded as not sent, at once (trial 203: they waited in
     flight until a place freed)."""
     arrived, release = threading.Semaphore(0), threading.Event()
-
-    def held(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        arrived.release()
-        release.wait(10)
-        start_response("200 OK", [])
-        return [b""]
-
-    with Emulator(SystemClock(), transport=WsgiTransport(held)) as emulator:
+    with Emulator(SystemClock(), transport=holding(arrived.release, release)) as emulator:
         emulator.create_job(nightly_job())
         for _ in range(6):
             emulator.run_job("nightly", wait=False)
