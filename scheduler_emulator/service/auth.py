@@ -445,6 +445,10 @@ def verify_scheduler_token(request: Any, **checks: Unpack[TokenChecks]) -> dict[
     return verify_id_token(bearer_token(request), **checks)
 
 
+#: The keywords :func:`verify_id_token` takes after the token (read once: checked per request).
+_TOKEN_KEYWORDS = tuple(inspect.signature(verify_id_token).parameters)[1:]
+
+
 def _check_keywords(caller: str, checks: Mapping[str, Any]) -> None:
     """Refuse keywords that :func:`verify_id_token` does not take, in ``caller``'s name
     (trial 205: a misspelt ``audiance`` read as ``verify_id_token()``'s, or as a missing
@@ -452,11 +456,11 @@ def _check_keywords(caller: str, checks: Mapping[str, Any]) -> None:
 
     :raises TypeError: naming ``caller`` and the keyword, with the close one it takes.
     """
-    known = list(inspect.signature(verify_id_token).parameters)[1:]
     for name in checks:
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            meant = f"; did you mean {close[0]!r}?" if close else f" (it takes {', '.join(known)})"
+        if name not in _TOKEN_KEYWORDS:
+            close = difflib.get_close_matches(name, _TOKEN_KEYWORDS, n=1)
+            known = ", ".join(_TOKEN_KEYWORDS)
+            meant = f"; did you mean {close[0]!r}?" if close else f" (it takes {known})"
             raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}{meant}")
     if "audience" not in checks:
         raise TypeError(f"{caller}() is missing its required keyword argument 'audience'")
