@@ -997,11 +997,9 @@ def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:
     out.write(f"attempt 1 ended: {attempt.outcome} in {took(attempt)}{reason}\n")
     if attempt.code != "OK":  # its retry, stored with the attempt's end (trial 206: unsaid)
         runs = client.get("/_emulator/runs", {"job": name, "pageSize": 5})["runs"]
-        now: dict[str, Any] = next((r for r in runs if r["id"] == run.get("id")), {})
-        if now.get("nextAttemptTime"):
-            out.write(
-                f"its retry, attempt {now['nextAttempt']}, is due at {now['nextAttemptTime']}\n"
-            )
+        ours: dict[str, Any] = next((r for r in runs if r["id"] == run.get("id")), {})
+        if due := ours.get("nextAttemptTime"):
+            out.write(f"its retry, attempt {ours['nextAttempt']}, is due at {due}\n")
     started = started_execution(attempt.response_excerpt)
     if attempt.code != "OK" or not attempt.runs_cloud_run_job or started is None:
         return 0 if attempt.code == "OK" else 1
