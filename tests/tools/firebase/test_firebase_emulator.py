@@ -184,7 +184,8 @@ def copy_project(
     for name, port in ports.items():
         config["emulators"][name]["port"] = port
     (directory / "firebase.json").write_text(json.dumps(config))
-    env = {**os.environ, **QUIET, "FIXTURE_LOG_DIR": str(logs), "HOME": str(directory)}
+    env = {**os.environ, **QUIET, "FIXTURE_LOG_DIR": str(logs), "HOME": str(directory),
+           "TMPDIR": str(directory)}  # fmt: skip
     command = [str(node_modules / ".bin" / "firebase"), "emulators:start", "--only", "functions",
                "--project", PROJECT]  # fmt: skip
     return logs, f"127.0.0.1:{ports['functions']}", f"127.0.0.1:{ports['hub']}", command, env
@@ -589,11 +590,13 @@ def _stop_group(process: subprocess.Popen[Any]) -> None:
 
 def _doc_env(home: Path, hub_port: int) -> dict[str, str]:
     """A reader's shell: this interpreter's ``bin`` on ``PATH`` (``scheduler-emulator``), a
-    fresh ``HOME``, firebase-tools kept quiet, ``$FIREBASE_EMULATOR_HUB`` at the hub."""
+    fresh ``HOME`` and ``TMPDIR`` (where firebase-tools leaves a ``fire_emu_*.sock`` per function
+    worker), firebase-tools kept quiet, ``$FIREBASE_EMULATOR_HUB`` at the hub."""
     return {
         **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")},
         **QUIET,
         "HOME": str(home),
+        "TMPDIR": str(home),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "FIREBASE_EMULATOR_HUB": f"127.0.0.1:{hub_port}",
         "PYTHONUNBUFFERED": "1",
