@@ -77,7 +77,8 @@ def timeline_data(run: ScenarioRun) -> dict[str, Any]:
     """The run's attempts in the shape of ``GET /_emulator/timeline`` (full attempt records,
     ``duplicate`` set on a delivery the target had already answered 2xx for that run; each run
     with its state as the scenario's emulator recorded it, and each lane its failed-run
-    counts)."""
+    counts and its job's next scheduled run after the end, ``nextFireTimes``, drawn at the
+    window's edge when it is after it)."""
     duplicate = {
         id(attempt): row[-1].startswith("duplicate")
         for attempt, row in zip(run.attempts, timeline_rows(run.attempts), strict=True)
@@ -114,6 +115,8 @@ def timeline_data(run: ScenarioRun) -> dict[str, Any]:
     for lane in lanes.values():
         lane["failedRuns"] = sum(1 for r in lane["runs"] if r.get("failedAttempts"))
         lane["gaveUpRuns"] = sum(1 for r in lane["runs"] if r.get("state") == "gave up")
+        following = run.next_fire.get(lane["job"])  # what comes next (trial 206)
+        lane["nextFireTimes"] = [iso(following)] if following is not None else []
     start = run.scenario.start
     end = max(run.end, start + timedelta(minutes=1))
     pad = (end - start) / 40

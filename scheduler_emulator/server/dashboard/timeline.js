@@ -91,8 +91,8 @@
     injected.setAttribute("data-testid", "legend-injected");
     container.appendChild(injected);
     var skipped = document.createElement("span");
-    skipped.textContent = "▼ skipped run · ● duplicate delivery · ○ pending retry (▷ after the " +
-      "window) · ◇ next scheduled run · red bar: a run that gave up · ┆ now (the emulator's clock)";
+    skipped.textContent = "▼ skipped run · ● duplicate delivery · ○ pending retry · ◇ next " +
+      "scheduled run (▷ either, after the window) · red bar: a run that gave up · ┆ now (the emulator's clock)";
     container.appendChild(skipped);
   }
 
@@ -177,10 +177,12 @@
           (lane.gaveUpRuns || 0) + " gave up");
       }
       (lane.nextFireTimes || []).forEach(function (t) {  /* what comes next, under the runs */
-        var nx = x(ms(t));
-        var next = el("path", { d: "M" + nx + " " + (mid - 7) + "l6 7l-6 7l-6 -7z", "class": "tl-next",
+        var nx = x(ms(t)), later = ms(t) > end;  /* (a replay report's: after its window) */
+        var next = el("path", { d: later ? "M" + (nx - 9) + " " + (mid - 7) + "l9 7l-9 7z" :
+          "M" + nx + " " + (mid - 7) + "l6 7l-6 7l-6 -7z", "class": "tl-next" + (later ? " later" : ""),
           "data-testid": "next-run", "data-time": t }, group);
-        title(next, lane.id + " · next run scheduled for " + stamp(t, lane.timeZone));
+        title(next, lane.id + " · next run scheduled for " + stamp(t, lane.timeZone) +
+          (later ? " (after this window)" : ""));
       });
       (lane.runs || []).forEach(function (run) {
         var attempts = run.attempts || [];

@@ -67,6 +67,8 @@ class ScenarioRun:
         answered 200 says nothing of how its execution ended).
     :param fired: how many attempts each fault rule fired for, in plan order
         (:meth:`~scheduler_emulator.core.faults.FaultPlan.fired`).
+    :param next_fire: job name → its next scheduled time after ``end`` (UTC), ``None`` for
+        one that will not fire again (paused, or a schedule with no later time).
     """
 
     scenario: Scenario
@@ -80,6 +82,7 @@ class ScenarioRun:
     runs: list[dict[str, Any]]
     executions: list[dict[str, Any]]
     fired: list[int]
+    next_fire: dict[str, datetime | None]
 
     @property
     def ok(self) -> bool:
@@ -228,6 +231,7 @@ def run_scenario(
             emulator.store, page_size=len(attempts), now=end, config=emulator.job_config
         )
         executions = [e.to_json() for e in emulator.cloud_run.store.list(limit=None)]
+        next_fire = {job.name: emulator.upcoming(job.name).next_fire for job in delivery.jobs}
         probe_values: dict[str, float | None] = {}
         probe_error = None
         if scenario.probe is not None:  # (before the close: an ASGI app's loop is still up)
@@ -252,6 +256,7 @@ def run_scenario(
         runs,
         executions,
         plan.fired(),
+        next_fire,
     )
 
 

@@ -195,6 +195,10 @@ def test_the_replay_report_opens_without_a_network(tmp_path: Path) -> None:
         outcomes = {a.get_attribute("data-outcome") for a in injected}
         assert outcomes and outcomes <= {"ok", "http", "deadline", "connection"}  # the real one
         assert all_by_css(driver, '[data-testid="duplicate-marker"]')
+        # trial 206: the legend's ◇ was never drawn; the next nightly run is after the window
+        (following,) = all_by_css(driver, '[data-testid="lane-nightly"] [data-testid="next-run"]')
+        assert following.get_attribute("data-time") == "2026-09-26T02:00:00Z"
+        assert following.get_attribute("class") == "tl-next later"
         assert "unmet" in by_testid(driver, "expectations").text.lower()
         # trial 148: no verdict in the title, and nothing explained the retries' times
         assert driver.title.endswith("duplicates.yaml: 1 unmet")
