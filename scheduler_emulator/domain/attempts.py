@@ -383,7 +383,7 @@ def answer_text(excerpt: str) -> str:
     >>> answer_text('{"detail": "The ledger is locked.", "title": "Conflict", "status": 409}')
     'Conflict: The ledger is locked.'
     >>> answer_text('{"title": "Invalid.", "status": 400, "errors": {"order.id": ["Required."]}}')
-    'Invalid.: order.id: Required.'
+    'Invalid: order.id: Required.'
     >>> answer_text('<!doctype html><title>500 Internal Server Error</title><style>p {}</style>'
     ...     '<h1>Internal Server Error</h1><p>It&#x27;s down.</p>')
     "Internal Server Error: It's down."
@@ -409,7 +409,8 @@ def answer_text(excerpt: str) -> str:
                 f"{field}: {' '.join(map(str, said)) if isinstance(said, list) else said}"
                 for field, said in errors.items()
             )
-        return f"{body['title']}: {detail}" if isinstance(detail, str) and detail else body["title"]
+        head = body["title"].removesuffix(".")  # (trial 210: "occurred.: The body…")
+        return f"{head}: {detail}" if isinstance(detail, str) and detail else body["title"]
     if not isinstance(error, dict) or not isinstance(error.get("message"), str):
         return excerpt
     status = error.get("status") or error.get("code")

@@ -10,12 +10,14 @@ Nothing here is needed by a service that uses a :class:`~scheduler_emulator.serv
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast
 
 from .frameworks import django_response
 from .guard_refusals import DUPLICATE_RESPONSE, RunRefusedError
 from .request import TimerResponse, returned_status
+from .router import describe_handler
 
 __all__ = ["acknowledges", "guard_view"]
 
@@ -85,9 +87,23 @@ def guard_view(guard: Guard, view: F) -> F:
     a Django request and :class:`werkzeug.wrappers.Response` ones otherwise.
 
     :param view: ``view(request) -> response`` or a Flask view taking route arguments.
-    :raises TypeError: when called without a request and outside a Flask request.
+    :raises TypeError: at once for an ``async def`` view or one taking a Starlette (FastAPI)
+        request, which no guarded view can serve; when called without a request and outside a
+        Flask request.
     :return: the guarded view (``__wrapped__`` is the original).
     """
+    try:
+        hints = inspect.get_annotations(view, eval_str=True).values()
+    except Exception:  # noqa: BLE001 (one that does not resolve: not this check's business)
+        hints = {}.values()
+    asgi = [hint for hint in hints if getattr(hint, "__module__", "").startswith("starlette.")]
+    if inspect.iscoroutinefunction(view) or asgi:  # (trial 210: a 500 at every delivery)
+        what = "a Starlette or FastAPI route" if asgi else "an async def function"
+        raise TypeError(
+            f"@guard.view wraps a sync Flask, Django or functions-framework view; "
+            f"{describe_handler(view)} is {what}. On an ASGI app, guard a timer router's "
+            "handler instead: @router.timer(name) above @guard.once, with router.init_app(app)."
+        )
 
     @functools.wraps(view)
     def guarded(*args: Any, **kwargs: Any) -> Any:

@@ -223,6 +223,12 @@ def normalise_prefix(prefix: str) -> str:
 
 
 def _check_name(name: object) -> str:
+    if callable(name):  # (trial 210: "Timer name <function nightly at 0x…> is not valid")
+        meant = getattr(name, "__name__", "name")
+        raise TypeError(
+            f"@router.timer needs the timer's name: write @router.timer({meant!r}) above "
+            f"{describe_handler(name)}, not @router.timer."
+        )
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise ValueError(
             f"Timer name {name!r} is not valid: a timer's name, like its Cloud Scheduler job's, "
@@ -380,7 +386,8 @@ class TimerRouter:
 
         :param name: ``[A-Za-z0-9_-]{1,500}``, matched exactly (case included).
         :raises ValueError: at once, for an invalid name or one already registered.
-        :raises TypeError: when decorating, for a handler that is not a plain callable (an
+        :raises TypeError: at once, for ``@router.timer`` written without its name; when
+            decorating, for a handler that is not a plain callable (an
             ``async def`` function is one), takes more than one payload or ``TimerRequest``
             parameter, has annotations that do not resolve, or a payload type JSON cannot bind
             to.
@@ -452,10 +459,11 @@ class TimerRouter:
             return _answer(500)
         timer = self._timers.get(name)
         if timer is None:
-            logger.error(
+            logger.error(  # (the spec's words, then which names are: trial 210)
                 "No handler is registered for TIMER /%s. An event source is wired to this "
-                "function that no trigger attribute declared.",
+                "function that no trigger attribute declared. %s",
                 name,
+                _registered(name, self._timers),
             )
             return _answer(500)
         payload: Any = None

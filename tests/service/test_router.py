@@ -532,6 +532,15 @@ class TestRegistration:
 
         assert repr(name) in str(raised.value)
 
+    def test_the_decorator_without_its_name_says_how_to_write_it(self) -> None:
+        with pytest.raises(TypeError) as raised:  # (trial 210: "Timer name <function …")
+            TimerRouter().timer(_with_prefix)  # type: ignore[arg-type]
+
+        assert str(raised.value) == (
+            "@router.timer needs the timer's name: write @router.timer('_with_prefix') above "
+            f"{__name__}._with_prefix, not @router.timer."
+        )
+
     @pytest.mark.parametrize("name", ["nightly", "Nightly-2", "report_v2", "a" * 500, "0"])
     def test_letters_digits_hyphens_and_underscores_are_valid_names(self, name: str) -> None:
         router = TimerRouter()

@@ -13,6 +13,7 @@ from typing import Any
 
 import flask
 import pytest
+import starlette.requests
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
@@ -446,6 +447,28 @@ class TestFlaskView:
         statuses = [client.post("/", headers=scheduler_headers()).status_code for _ in range(2)]
 
         assert (statuses, seen) == ([200, 200], [SCHEDULE_TIME])
+
+    def test_an_asgi_route_is_refused_at_import_with_the_way_that_works(
+        self, guard: RunOnceGuard
+    ) -> None:
+        """Trial 210: a FastAPI route under ``@guard.view`` imported, then answered 500."""
+
+        async def charge() -> None: ...
+
+        def report(request: starlette.requests.Request) -> None: ...
+
+        for view, what in (
+            (charge, "an async def function"),
+            (report, "a Starlette or FastAPI route"),
+        ):
+            with pytest.raises(TypeError) as refused:
+                guard.view(view)
+            assert str(refused.value) == (
+                "@guard.view wraps a sync Flask, Django or functions-framework view; "
+                f"{__name__}.{view.__qualname__} is {what}. On an ASGI app, guard a timer "
+                "router's handler instead: @router.timer(name) above @guard.once, with "
+                "router.init_app(app)."
+            )
 
     def test_a_view_called_without_a_request_says_what_it_needs(self, guard: RunOnceGuard) -> None:
         @guard.view
