@@ -273,7 +273,8 @@ class Attempt:
         file lacks; a 401 or 403 to an OIDC token names the token's audience (the job's whole URI
         when the job sets none, Google's rule) and email, the claims a service refuses a token
         for; a refused connection names where nothing listens (trial 182: the debug text does
-        not)."""
+        not); a 404 for a path with ``/_triggers/timer/`` after some other segment names that
+        segment."""
         where = urlsplit(str(self.request.get("url", ""))).netloc  # ("" for a publish)
         if where and self.response_status is None and "Connection refused" in self.debug_info:
             return f"nothing listens at {where}: start the target there, or fix the job's URI"
@@ -305,9 +306,15 @@ class Attempt:
                 "the job sends no token: a service that checks Cloud Scheduler's OIDC token "
                 "refuses it; give the job an oidcToken (docs/authentication.md)"
             )
+        path = urlsplit(str(self.request.get("url", ""))).path
+        if self.response_status == 404 and TIMER_PREFIX in path[1:]:  # (trial 210: a bare 404)
+            return (
+                f"the path has {path[: path.index(TIMER_PREFIX, 1)]!r} before {TIMER_PREFIX!r}: "
+                "a timer router serves its routes from the service's root unless given a prefix "
+                "(a functions-framework function's name is not part of its URL)"
+            )
         if self.response_status != 500 or APP_RAISED in self.debug_info:
             return ""
-        path = urlsplit(str(self.request.get("url", ""))).path
         if not path.startswith(TIMER_PREFIX):  # (another prefix: a guess would be noise)
             return ""
         route = path[len(TIMER_PREFIX) :].split("/", 1)[0]

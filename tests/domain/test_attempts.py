@@ -52,6 +52,18 @@ def test_the_routers_answer_to_a_raising_handler_says_where_the_exception_is() -
     assert replace(raised, response_excerpt='{"detail": "nope"}').hint == ""  # another 500
 
 
+def test_a_404_for_a_timer_route_under_another_segment_names_the_segment() -> None:
+    """Trial 210: a functions-framework function's name kept in the job's URI gave a bare 404."""
+    url = "http://fn.test/timers/_triggers/timer/hourly"
+    missed = replace(FAILED, request={"url": url}, response_status=404, code="NOT_FOUND")
+    assert missed.hint == (
+        "the path has '/timers' before '/_triggers/timer/': a timer router serves its routes "
+        "from the service's root unless given a prefix (a functions-framework function's name is "
+        "not part of its URL)"
+    )
+    assert replace(missed, request={"url": "http://fn.test/_triggers/timer/hourly"}).hint == ""
+
+
 def test_a_success_has_no_reason() -> None:
     assert failure_reason(replace(FAILED, response_status=200, code="OK")) == ""
 
