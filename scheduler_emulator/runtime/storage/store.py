@@ -834,9 +834,10 @@ class Store:
     def _trim(self, db: sqlite3.Connection) -> tuple[int, int]:
         """Apply :attr:`retain_attempts` and :attr:`retain_megabytes`, oldest first, and return
         how many finished attempts and skipped-run records that dropped (trial 187: the records
-        went unsaid). Finished runs go whole, with all their
-        attempts, so that no run is left reading "gave up" after no try or fewer tries than it
-        made (trials 107, 117); a run still going keeps its attempts."""
+        went unsaid). Finished runs go whole, with all their attempts, so that no run is left
+        reading "gave up" after no try or fewer tries than it made (trials 107, 117); a run
+        still going keeps its attempts, and each job its latest skipped-run record
+        (:meth:`last_skipped`)."""
         dropped = records = 0
 
         def drop_runs_of_attempts_before(attempt_id: int) -> int:
@@ -848,7 +849,10 @@ class Store:
 
         keep = self.retain_attempts
         if keep is not None:
-            sql = "DELETE FROM skipped WHERE id <= (SELECT MAX(id) FROM skipped) - ?"
+            sql = (  # each job's latest stays: a restart lists no time up to it again (trial 211)
+                "DELETE FROM skipped WHERE id <= (SELECT MAX(id) FROM skipped) - ? AND id NOT IN "
+                "(SELECT id FROM (SELECT id, MAX(nominal) FROM skipped GROUP BY job))"
+            )
             records = db.execute(sql, (keep,)).rowcount
             [(largest,)] = db.execute("SELECT COALESCE(MAX(id), 0) FROM attempts")
             dropped += drop_runs_of_attempts_before(largest - keep + 1)

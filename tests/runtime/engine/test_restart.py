@@ -75,6 +75,29 @@ def test_skipped_run_records_a_lower_bound_drops_are_said_too(tmp_path: Path) ->
     third.close()
 
 
+def test_a_jobs_latest_skipped_record_outlives_retention_so_no_time_is_listed_twice(
+    tmp_path: Path,
+) -> None:
+    """Trial 211: --retain-attempts 0 dropped the RUN_STILL_GOING records of a run going on for
+    days, and the same restart listed 100 of their times again, recorded at the restart."""
+    db, target = tmp_path / "emulator.db", RecordingTarget(status=503)
+    first = reopen(db, target, START)
+    first.create_job(
+        nightly_job(
+            schedule="* * * * *", retryConfig={"retryCount": 5, "minBackoffDuration": "300s"}
+        )
+    )
+    first.advance(timedelta(minutes=10))  # its first run retries on; 02:01 is owed, 02:02… skipped
+    listed = [r.nominal for r in first.store.skipped_page(page_size=None)[0]]
+    first.close()
+    assert len(listed) == 8
+    second = Emulator(
+        ManualClock(START + timedelta(minutes=10)), store=Store(db, retain_attempts=0)
+    )
+    assert [r.nominal for r in second.store.skipped_page(page_size=None)[0]] == [max(listed)]
+    second.close()
+
+
 def test_a_run_killed_again_after_its_extra_retry_ends_and_the_line_says_so(
     tmp_path: Path,
 ) -> None:
