@@ -55,6 +55,7 @@ from .timeline import IN_FLIGHT, attempt_cells, duplicate_notes, render_table, s
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
+    "admin_token_argument",
     "COMMANDS",
     "add_arguments",
     "cmd_attempts",
@@ -358,12 +359,31 @@ def _since_instant(client: DaemonClient, since: datetime | timedelta) -> datetim
     return parse_timestamp(client.get("/_emulator/clock")["now"]) - since
 
 
+def admin_token_argument(text: str) -> str:
+    """An ``--admin-token`` value without the whitespace around it (trial 166: a secret file's
+    newline made a token nothing matched).
+
+    :raises argparse.ArgumentTypeError: for an empty or blank token (it would leave
+        ``/_emulator/`` unprotected) and one that is not up to 1,000 printable ASCII characters.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "an empty token would leave /_emulator/ unprotected; give a non-empty token, or "
+            "leave --admin-token out"
+        )
+    if not re.fullmatch(r"[!-~]{1,1000}", text.strip()):  # (trials 176, 177: "a\nb", 100 kB)
+        raise argparse.ArgumentTypeError(
+            "the token is sent in an HTTP header: up to 1000 printable ASCII characters, no spaces"
+        )
+    return text.strip()
+
+
 def add_admin_token(parser: argparse.ArgumentParser) -> None:
-    """Add ``--admin-token``, the daemon's (default: ``$SCHEDULER_EMULATOR_ADMIN_TOKEN``)."""
+    """Add ``--admin-token``, the daemon's (default: ``$SCHEDULER_EMULATOR_ADMIN_TOKEN``,
+    which :func:`~scheduler_emulator.tools.cli.admin_token` reads after parsing)."""
     parser.add_argument(
         "--admin-token",
-        type=str.strip,  # (as start reads it: a secret file's newline)
-        default=(os.environ.get(ADMIN_TOKEN_ENV) or "").strip() or None,
+        type=admin_token_argument,  # (the variable is read after parsing, as start's)
         help=f"the daemon's --admin-token (default: ${ADMIN_TOKEN_ENV})",
     )
 

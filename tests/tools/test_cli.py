@@ -667,6 +667,19 @@ class TestAdminToken:
         assert err.startswith(f"error: {ADMIN_TOKEN_ENV} is set but empty")
         assert "unprotected" in err
 
+    def test_the_views_refuse_an_empty_token_as_start_does(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Trial 211: ``clock --admin-token ''`` (or the variable set to ``' '``) printed the
+        clock of a daemon it could not have been meant for, exit 0."""
+        code, _, err = run_command(capsys, "clock", "--port", "9", "--admin-token", "")
+        assert code == 2 and "--admin-token: an empty token would leave /_emulator/" in err, err
+        monkeypatch.setenv(ADMIN_TOKEN_ENV, " ")
+        code, _, err = run_command(capsys, "clock", "--port", "9")
+        assert (code, err.splitlines()[0]) == (2, f"error: {ADMIN_TOKEN_ENV} is set but empty "
+            f"(' '), which would leave /_emulator/ unprotected; give it a non-empty token, or "
+            f"unset it (unset {ADMIN_TOKEN_ENV}).")  # fmt: skip
+
     def test_the_flag_wins_over_the_variable_and_an_unset_variable_means_no_token(self) -> None:
         assert admin_token("flag", {ADMIN_TOKEN_ENV: ""}) == "flag"
         assert admin_token(None, {ADMIN_TOKEN_ENV: "secret"}) == "secret"
