@@ -42,12 +42,10 @@ PUBLISH_TIMEOUT_SECONDS = 60.0
 #: subscriptions").
 PUSH_USER_AGENT = "APIs-Google; (+https://developers.google.com/webmasters/APIs-Google.html)"
 #: What a job's attempt says when the daemon has no Pub/Sub emulator to publish to.
-NOT_CONFIGURED = (
-    "EMULATOR_PUBSUB_NOT_CONFIGURED. This job publishes to Pub/Sub but the emulator has no "
-    "Pub/Sub emulator to publish to: start one (gcloud beta emulators pubsub start "
-    "--host-port=127.0.0.1:8085) and set PUBSUB_EMULATOR_HOST=127.0.0.1:8085 or pass "
-    "--pubsub-emulator-host 127.0.0.1:8085, or start with --with-pubsub (either needs "
-    "pip install 'cloud-scheduler-emulator[pubsub]', in a clone -e '.[pubsub]')."
+NOT_CONFIGURED = (  # (short: every table row of a Pub/Sub attempt shows it, trial 211)
+    "EMULATOR_PUBSUB_NOT_CONFIGURED. No Pub/Sub emulator to publish to: restart with "
+    "--with-pubsub, or point --pubsub-emulator-host (PUBSUB_EMULATOR_HOST) at a running one; "
+    "docs/pubsub.md."
 )
 
 
