@@ -32,6 +32,7 @@ The target-side helpers raise their own errors (:mod:`scheduler_emulator.service
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -216,7 +217,8 @@ class ApiError(EmulatorError):
             return self.message
         violation = self.violations[0]
         text = violation.description
-        if violation.field not in ("job", "") and violation.field not in text:
+        named = re.search(rf"(?<![\w.]){re.escape(violation.field)}(?!\w)", text)
+        if violation.field not in ("job", "") and not named:  # ("schedules": trial 211)
             text = f"{violation.field}: {text}"
         return text
 

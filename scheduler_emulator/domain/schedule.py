@@ -380,7 +380,8 @@ def _parse_cron(text: str, fields: list[str]) -> tuple[_Matcher, bool]:
             if difflib.get_close_matches(fields[0].lower(), ["every"], cutoff=0.7):  # (trial 79)
                 hint = f"; did you mean 'every' for {fields[0]!r}? {hint[2:]}"
         raise _schedule_error(
-            f"Schedule {text!r} has {len(fields)} fields; unix-cron needs exactly 5 "
+            f"Schedule {text!r} has {len(fields)} field{'s' * (len(fields) != 1)}; unix-cron "
+            "needs exactly 5 "
             f"(minute hour day-of-month month day-of-week){hint}."
         )
     minute, hour, dom, month, dow = (

@@ -573,7 +573,7 @@ def test_next_given_a_job_id_says_where_a_daemons_jobs_next_times_are(
     """A trial typed ``next ny-0130`` for a daemon's job on a manual clock."""
     assert main(["next", "ny-0130"]) == 2
     error = capsys.readouterr().err
-    assert "SCHEDULE: Schedule 'ny-0130' has 1 fields" in error
+    assert "SCHEDULE: Schedule 'ny-0130' has 1 field" in error
     assert "`scheduler-emulator jobs --name ny-0130 --json`, nextFireTimes" in error
     for slip in ("0 2 * *", "@daily", "*/5"):  # a schedule's own slip, no job ID: no such hint
         assert main(["next", slip]) == 2  # (trial 85: `jobs --name @daily` was suggested)
