@@ -355,3 +355,11 @@ class TestScheduleValue:
     def test_unknown_dst_policy_is_a_value_error(self) -> None:
         with pytest.raises(ValueError, match="dst_policy must be 'absolute' or 'vixie'"):
             parse_schedule("0 2 * * *", dst_policy="smart")
+
+
+def test_a_wrong_field_count_is_said_under_the_schedule_field() -> None:
+    """Trial 211: "English-like schedules" in the text stood for the field's name, so a job
+    file's problem read without its ``schedule:``; and "1 fields"."""
+    with pytest.raises(InvalidArgument) as raised:
+        parse_schedule("daily", "Etc/UTC")
+    assert raised.value.describe().startswith("schedule: Schedule 'daily' has 1 field; ")
