@@ -9,6 +9,7 @@ job per scheduled function of the Functions emulator (docs/firebase.md).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
@@ -193,7 +194,9 @@ def check_hub(args: argparse.Namespace) -> None:
     not answer (naming the address and where it came from), when the two Firebase addresses
     look swapped, when ``--project`` is not the project of a Functions emulator that
     already answers (one that does not answer yet is waited for, and checked then), or when
-    ``--firebase-app-engine-location`` is given without the bridge.
+    ``--firebase-app-engine-location`` is given without the bridge. Without ``--project``,
+    with ``--jobs``, a Functions emulator that already answers gives its project to
+    ``args.project`` (said on stderr), so that the jobs files' jobs are made in it too.
 
     All of it takes at most :data:`START_CHECK_SECONDS`: a Functions emulator that answers
     slowly, or not in HTTP, is left to the bridge, which says what it found."""
@@ -226,11 +229,21 @@ def check_hub(args: argparse.Namespace) -> None:
             return
     elif functions is not None:
         answer = check_functions(functions, left())
-    if functions is None or not project_given(args):
+    if functions is None or not (project_given(args) or args.jobs):
         return
     if answer is None:
         try:
             answer = client.backends(functions, left())
         except Unreachable:
             return
-    check_project(args.project, project_of(answer)[0], functions)
+    found = project_of(answer)[0]
+    if project_given(args):
+        check_project(args.project, found, functions)
+    elif found is not None and found != args.project:  # (trial 209: they stayed in my-project)
+        print(
+            f"firebase: the daemon's default project is now {found}, the Functions emulator's "
+            f"(was {args.project}; give --project to choose it): --jobs files' jobs are made in "
+            "it",
+            file=sys.stderr,
+        )
+        args.project = found

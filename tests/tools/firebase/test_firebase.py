@@ -420,6 +420,26 @@ def test_a_project_the_functions_emulator_does_not_run_is_refused(
     assert "which runs demo-shop" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_jobs_files_jobs_are_made_in_the_functions_emulators_project(
+    functions_emulator: FakeSuite, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 209: ``firebase --jobs`` adopted demo-shop after the file's jobs were made in
+    my-project, so every short job ID the views were given named no job."""
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text('- {name: busy, schedule: "* * * * *", httpTarget: {uri: "http://h/x"}}\n')
+    args = start_args("--functions", functions_emulator.address, "--jobs", str(jobs))
+    check_hub(args)
+    assert args.project == "demo-shop"
+    assert capsys.readouterr().err == (
+        "firebase: the daemon's default project is now demo-shop, the Functions emulator's (was "
+        "my-project; give --project to choose it): --jobs files' jobs are made in it\n"
+    )
+    given = start_args("--functions", functions_emulator.address, "--jobs", str(jobs),
+                       "--project", "demo-shop")  # fmt: skip
+    check_hub(given)
+    assert capsys.readouterr().err == ""
+
+
 def test_a_hub_address_from_the_environment_is_named_as_such(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
