@@ -207,9 +207,17 @@ class _Parser(argparse.ArgumentParser):
     """argparse's parser, whose refusal is the error line and a pointer to ``--help`` (exit 2),
     not the usage block (22 lines for ``start``) with the error under it."""
 
+    #: Words put back in a refusal, as ``{parsed: said}`` (trial 209b: ``firebase --hub x``,
+    #: parsed as ``start --firebase x``, was refused as "start: error: argument --firebase").
+    spoken: dict[str, str] = {}  # noqa: RUF012 (replaced, never changed in place)
+
     def error(self, message: str) -> NoReturn:
         prog = self.prog
-        self.exit(2, f"{prog}: error: {message}\n(`{prog} --help` lists what it takes.)\n")
+        text = f"{prog}: error: {message}\n(`{prog} --help` lists what it takes.)\n"
+        if self.spoken:
+            words = "|".join(map(re.escape, sorted(self.spoken, key=len, reverse=True)))
+            text = re.sub(rf"(?:{words})(?![\w-])", lambda m: self.spoken[m[0]], text)
+        self.exit(2, text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -775,12 +783,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             argv[i : i + 2] = [f"--advance={argv[i + 1]}"]
             break
     parser = build_parser()
+    commands_ = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    if argv[:1] == ["firebase"]:  # parsed as start: refused in firebase's words
+        parser.spoken = commands_.choices["start"].spoken = firebase_command.SPOKEN  # type: ignore[attr-defined]
     args, extra = parser.parse_known_args(firebase_command.start_argv(argv))
     if extra:  # refused under its command's name, so that the pointer leads to its help
         parser.prog = f"{parser.prog} {args.command}"
-        commands_ = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        flags = commands_.choices[args.command]._option_string_actions  # (trial 72: --prot)
-        near = difflib.get_close_matches(extra[0].partition("=")[0], list(flags), 1, 0.8)
+        flags = [*commands_.choices[args.command]._option_string_actions]  # (trial 72: --prot)
+        flags += [flag for flag in getattr(parser, "spoken", {}).values() if flag[:2] == "--"]
+        near = difflib.get_close_matches(extra[0].partition("=")[0], flags, 1, 0.8)
         said = f"; did you mean {near[0]}?" if near and extra[0].startswith("--") else ""
         parser.error(f"unrecognized arguments: {' '.join(extra)}{said}")
     commands = {

@@ -107,6 +107,10 @@ _REWRITTEN = {
     "--functions": "--firebase-functions",
     "--app-engine-location": "--firebase-app-engine-location",
 }
+#: ``start``'s words a refusal of ``firebase …`` (parsed as ``start …``) says in its own.
+SPOKEN = {"scheduler-emulator start": "scheduler-emulator firebase"} | {
+    meant: said for said, meant in _REWRITTEN.items()
+}
 
 
 def start_argv(argv: Sequence[str]) -> list[str]:

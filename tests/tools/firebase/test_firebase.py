@@ -30,7 +30,7 @@ from scheduler_emulator.domain.attempts import REASON_WIDTH
 from scheduler_emulator.domain.codec import job_from_json
 from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.runtime.storage.attempt_log import AttemptLog
-from scheduler_emulator.tools.cli import build_parser
+from scheduler_emulator.tools.cli import build_parser, main
 from scheduler_emulator.tools.firebase import FirebaseBridge
 from scheduler_emulator.tools.firebase.client import Unreachable
 from scheduler_emulator.tools.firebase.command import (
@@ -418,6 +418,28 @@ def test_a_project_the_functions_emulator_does_not_run_is_refused(
     assert done.returncode == 2, done.stderr
     assert "--project demo-shpo is not the project" in done.stderr
     assert "which runs demo-shop" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--hub", "localhost"], "error: argument --hub: the address must be HOST:PORT"),
+        (["--functions=x"], "error: argument --functions: the address must be HOST:PORT"),
+        (["--hubs", "h:1"], "error: unrecognized arguments: --hubs h:1; did you mean --hub?"),
+    ],
+    ids=["hub", "functions", "misspelt"],
+)
+def test_a_refusal_says_firebases_own_flags(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 209b: ``firebase --hub localhost`` was refused as ``start: error: argument
+    --firebase``, and the pointer led to ``start --help``."""
+    with pytest.raises(SystemExit) as exited:
+        main(["firebase", *argv, "--in-memory"])
+    first, pointer = capsys.readouterr().err.splitlines()
+    assert exited.value.code == 2
+    assert first.startswith(f"scheduler-emulator firebase: {said}"), first
+    assert pointer == "(`scheduler-emulator firebase --help` lists what it takes.)"
 
 
 def test_jobs_files_jobs_are_made_in_the_functions_emulators_project(
