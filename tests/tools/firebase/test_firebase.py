@@ -148,7 +148,7 @@ def test_the_app_engine_location_is_a_flag_of_firebase_and_start() -> None:
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 2
-    assert "--firebase-app-engine-location" in done.stderr and "Europe/West" in done.stderr
+    assert "argument --app-engine-location: " in done.stderr and "Europe/West" in done.stderr
     with pytest.raises(ConfigurationError, match="is for the Firebase bridge"):
         check_hub(build_parser().parse_args(["start", "--firebase-app-engine-location", "x1"]))
 
