@@ -739,7 +739,11 @@ def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job], port: int
     new = [job for job in jobs if job.name not in before]
     changed = [j for j in jobs if j.name in before and not same_configuration(j, before[j.name])]
     kept = [job for name, job in before.items() if name not in named]
-    drop = f"`scheduler-emulator delete {kept[0].job_id if len(kept) == 1 else 'ID'} --port {port}`"
+    names = [job.name for js in (new, changed, kept) for job in js]  # (trial 209: the same IDs
+    labels = dict(zip(names, views.job_labels(names), strict=True))  # in two projects)
+    only = kept[0] if len(kept) == 1 else None
+    what = "ID" if only is None else only.job_id if labels[only.name] == only.job_id else only.name
+    drop = f"`scheduler-emulator delete {what} --port {port}`"
     said = (  # (how many, which, and what becomes of them: one, several)
         (new, "of their jobs not in it (new in the files, or deleted over the API",
          "is created", "are created"),
@@ -749,7 +753,7 @@ def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job], port: int
          f"is kept: {drop} drops it", f"are kept: {drop} drops one"),
     )  # fmt: skip
     parts = [
-        f"{len(js)} {which}{_ids(js)}) {one if len(js) == 1 else more}"
+        f"{len(js)} {which}{_ids(js, labels)}) {one if len(js) == 1 else more}"
         for js, which, one, more in said
         if js
     ]
@@ -762,10 +766,12 @@ def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job], port: int
         )
 
 
-def _ids(jobs: Sequence[Job]) -> str:
-    """``": a, b, c, …"``: up to three job IDs, ``""`` for none."""
+def _ids(jobs: Sequence[Job], labels: Mapping[str, str] | None = None) -> str:
+    """``": a, b, c, …"``: up to three job IDs (or their ``labels`` by full name), ``""`` for
+    none."""
     more = ", …" if len(jobs) > 3 else ""
-    return f": {', '.join(job.job_id for job in jobs[:3])}{more}" if jobs else ""
+    shown = (labels[job.name] if labels else job.job_id for job in jobs[:3])
+    return f": {', '.join(shown)}{more}" if jobs else ""
 
 
 def _warn_jobs(jobs: Sequence[Job], what: str) -> None:

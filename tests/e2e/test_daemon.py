@@ -283,6 +283,18 @@ def test_a_restart_with_the_same_jobs_file_says_which_jobs_it_recreates_or_reset
         f"`scheduler-emulator delete extra --port {again.url.rsplit(':', 1)[1]}` drops it. "
         "Start without --jobs to keep the data directory's jobs as they are."
     ) in stderr
+    with on_disk(tmp_path, "--jobs", str(jobs), "--project", "my-shop") as moved:  # (trial 209)
+        moved.stop()
+        assert moved.process.stderr is not None
+        stderr = moved.process.stderr.read()
+    created, _, kept = stderr.partition(" are created; ")  # each job as PROJECT/LOCATION/ID
+    assert created.endswith(
+        "3 of their jobs not in it (new in the files, or deleted over the API: my-shop/us-central1"
+        "/kept, my-shop/us-central1/deleted, my-shop/us-central1/changed)"
+    ), stderr
+    assert kept.startswith(
+        "4 of its jobs in no file (deleted from the files, or created over the API: my-project/"
+    ), stderr
     with on_disk(tmp_path) as without_files:  # no files to compare with: no note (trial 57)
         without_files.stop()
         assert without_files.process.stderr is not None
