@@ -633,7 +633,8 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
     before = {job.name: job for job in emulator.list_jobs()}
     stored = None if args.in_memory else sum(name not in file_names for name in before)
     if args.jobs:  # (without --jobs there are no files to compare the data directory with)
-        _note_file_changes(before, jobs, daemon.port)
+        kept = firebase_command.unbridged(args, list(before.values()))  # (the bridge's: its own)
+        _note_file_changes({job.name: job for job in kept}, jobs, daemon.port)
     with emulator.store.batch():  # one transaction: the engine thread is not started yet
         for job in jobs:
             emulator.upsert_job(job)

@@ -49,7 +49,7 @@ from scheduler_emulator.tools.firebase.functions import (
     trigger_keys,
     valid_trigger_keys,
 )
-from tests.daemon import serving
+from tests.daemon import MANUAL, running_daemon, serving
 from tests.drip import DripTarget, drip_server
 from tests.support import RecordingTarget, case_table, wait_for
 
@@ -460,6 +460,25 @@ def test_jobs_files_jobs_are_made_in_the_functions_emulators_project(
                        "--project", "demo-shop")  # fmt: skip
     check_hub(given)
     assert capsys.readouterr().err == ""
+
+
+def test_a_restart_with_jobs_files_does_not_count_the_bridges_jobs_as_kept(
+    functions_emulator: FakeSuite, tmp_path: Path
+) -> None:
+    """Trial 209b: the restart's note listed the bridge's jobs as "in no file … are kept:
+    scheduler-emulator delete ID drops one"; the bridge makes them again."""
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text('- {name: busy, schedule: "* * * * *", httpTarget: {uri: "http://h/x"}}\n')
+    args = ("--firebase-functions", functions_emulator.address, "--project", "demo-shop",
+            "--jobs", str(jobs), "--data-dir", str(tmp_path / "data"), *MANUAL)  # fmt: skip
+    listed = "/v1/projects/demo-shop/locations/us-central1/jobs"
+    with running_daemon(*args) as first:
+        wait_for(lambda: len(first.get(listed).get("jobs", [])) > 1, 30, "the bridge's jobs")
+        first.stop()
+    with running_daemon(*args) as second:
+        second.stop()
+        assert second.process.stderr is not None
+        assert "note: each job in the --jobs files" not in second.process.stderr.read()
 
 
 def test_a_hub_address_from_the_environment_is_named_as_such(
