@@ -1197,7 +1197,8 @@ def _say_waiting(args: argparse.Namespace) -> None:
     in flight, the oldest first: the one a manual clock is sending, the others queued behind it
     (trials 158, 170: a move held for a Cloud Run run said nothing; trial 172: one slow job of
     5,000 was found only in the target's log; trial 183: named in alphabetical order, the slow
-    one was cut off behind "…")."""
+    one was cut off behind "…"; trials 207, 211: it read as a slow target's when the move
+    was long for the number of attempts on its way)."""
     going: list[str] = []
     with contextlib.suppress(ConfigurationError):  # (a daemon gone: the move's call says so)
         page = DaemonClient(args.host, args.port, args.admin_token).get(
@@ -1208,9 +1209,9 @@ def _say_waiting(args: argparse.Namespace) -> None:
     then = f"; then {', '.join(going[1:3])}{', …' if len(going) > 3 else ''}" * (len(going) > 1)
     which = f" ({going[0]}{then})" if going else ""
     print(
-        f"note: the clock waits for what it sends to be answered{which}: a target up to its "
-        "attempt deadline, a Cloud Run execution until it ends (see `attempts --follow`, "
-        "`executions --state running`)…",
+        f"note: the clock sends each attempt due on its way and waits for its answer{which}: "
+        "many attempts take a while, a slow target up to its attempt deadline, a Cloud Run "
+        "execution until it ends (see `attempts --follow`, `executions --state running`)…",
         file=sys.stderr,
         flush=True,
     )

@@ -1269,7 +1269,9 @@ def test_a_slow_move_says_what_it_waits_for_and_a_quick_one_says_nothing(
     monkeypatch.setattr(views, "MOVE_NOTE_SECONDS", 0.05)
     code, out, _ = run_command(capsys, "clock", "--advance", "30s")
     assert (code, out) == (0, "manual clock at 2026-09-28T18:20:30Z; nothing due\n")
-    waits = "note: the clock waits for what it sends to be answered (slow; then b-queued, a-qu"
+    waits = (
+        "note: the clock sends each attempt due on its way and waits for its answer (slow; then b"
+    )
     assert waits in "".join(said)  # (trial 183: by name, the one it waits on was cut off)
     monkeypatch.setattr(views, "MOVE_NOTE_SECONDS", 5.0)  # answered at once: no note
     code, out, err = run_command(capsys, "clock", "--advance", "30s")
