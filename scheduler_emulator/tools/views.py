@@ -1293,26 +1293,33 @@ def cmd_attempts(
 def _note_trimmed(
     client: DaemonClient, since: datetime, what: str = "attempts", job: str | None = None
 ) -> None:
-    """Say on stderr when retention dropped the attempts just before the first one kept since
-    ``since``: the listing of ``what`` (attempts, or runs, which go whole with their attempts:
-    trial 172) starts there. Attempts are numbered from 1 in start order, so a missing number
-    below it was dropped (trial 123: an older run still going keeps its attempts, so the oldest
-    attempt kept told nothing). The bound is the whole history's: under ``--job`` (``job``)
-    the note says that job's went too (trial 173 read the instant as the job's own; trial 178
-    read "may all be kept" of a job that lost four hours)."""
+    """Say on stderr when retention dropped attempts since ``since`` (the answer's
+    ``droppedThrough``, the newest it dropped): those after the first one kept (a run still
+    going keeps its attempts: trials 123, 211), up to the whole tail of the history, or those
+    just before it; the listing of ``what`` (attempts, or runs, which go whole with their
+    attempts: trial 172) is whole from there. The bound is the whole history's: under
+    ``--job`` (``job``) the note says that job's went too (trial 173 read the instant as the
+    job's own; trial 178 read "may all be kept" of a job that lost four hours)."""
     page = client.get("/_emulator/attempts", {"pageSize": 1, "startAfter": iso(since)})
     first = (page.get("attempts") or [None])[0]
-    number = 0 if first is None else int(first.get("id") or 0)
-    before = _attempt_after(client, {}, number - 2) if number > 1 else None
-    if first is None or before is None or before.id == number - 1:
+    number, through = 0 if first is None else int(first.get("id") or 0), page.get("droppedThrough")
+    if first is None or not through or through < number - 1:
         return
+    bound = '(--retain-attempts, --retain-megabytes; docs/behaviour.md, "Attempt history")'
+    alike = f" (every job's alike: {job}'s too, but for a run still going)" if job else ""
     start = parse_timestamp(str(first["startTime"]))
-    if start > since:
+    whole = _attempt_after(client, {}, through) if through > number else None
+    if whole is not None:  # (trial 211: a run still going since before kept the first one)
         print(
-            f"note: {what} before {iso(start)} were dropped by the history's bound "
-            '(--retain-attempts, --retain-megabytes; docs/behaviour.md, "Attempt history"): '
-            f"the listing since {iso(since)} starts there"
-            + (f" (every job's alike: {job}'s too, but for a run still going)." if job else "."),
+            f"note: {what} from {iso(since)} to {iso(whole.start_time)} were dropped by the "
+            f"history's bound {bound}{alike}, but for runs still going: the listing is whole "
+            "from there.",
+            file=sys.stderr,
+        )
+    elif through == number - 1 and start > since:
+        print(
+            f"note: {what} before {iso(start)} were dropped by the history's bound {bound}: the "
+            f"listing since {iso(since)} starts there{alike}.",
             file=sys.stderr,
         )
 

@@ -1071,42 +1071,45 @@ def test_json_prints_what_the_api_lists(daemon: Daemon, capsys: pytest.CaptureFi
 
 
 @pytest.mark.parametrize(
-    ("first", "kept_before", "said"),
+    ("first", "through", "said"),
     [
-        (1001, False, True),  # the attempts just before the first since were dropped
-        (1001, True, False),  # the one before it is kept: nothing dropped there
-        (1, False, False),  # the first attempt of all
-        (None, False, False),  # no attempt since
+        (1001, 1000, "attempts before 2026-03-01T10:00:00Z were dropped"),  # just before it
+        (1001, 2000, "attempts from 2026-03-01T09:00:00Z to 2026-03-01T11:00:00Z were dropped"),
+        (1001, 900, ""),  # dropped well before: the listing since is whole
+        (1001, None, ""),  # nothing dropped
+        (1, None, ""),  # the first attempt of all
+        (None, 1000, ""),  # no attempt since
     ],
 )
 def test_attempts_since_says_when_the_bound_dropped_what_it_asks_for(
-    first: int | None, kept_before: bool, said: bool, capsys: pytest.CaptureFixture[str]
+    first: int | None, through: int | None, said: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Trial 123: the note compared the oldest attempt kept, which a run still going (kept
-    whole) made older than ``--since``, and never showed."""
+    whole) made older than ``--since``, and never showed. Trial 211: a run still going since
+    before kept the first attempt since, and the attempts after it that were dropped went
+    unsaid (or were said to be before it)."""
 
-    def attempt(number: int) -> dict[str, Any]:
-        return replace(hourly_attempt(number), start_time=datetime(2026, 3, 1, 10, tzinfo=UTC),
+    def attempt(number: int, hour: int) -> dict[str, Any]:
+        return replace(hourly_attempt(number), start_time=datetime(2026, 3, 1, hour, tzinfo=UTC),
                        id=number).to_json()  # fmt: skip
 
     class Client:
         def get(self, path: str, params: dict[str, Any]) -> dict[str, Any]:
             if "startAfter" in params:  # the first attempt since
                 assert params == {"pageSize": 1, "startAfter": "2026-03-01T09:00:00Z"}
-                return {"attempts": [] if first is None else [attempt(first)]}
-            assert first is not None and params["pageToken"] == str(first - 2)
-            return {"attempts": [attempt(first - 1 if kept_before else first)]}
+                found = [] if first is None else [attempt(first, 10)]
+                return {"attempts": found, **({"droppedThrough": through} if through else {})}
+            assert through is not None and params["pageToken"] == str(through)
+            return {"attempts": [attempt(through + 1, 11)]}  # the history's whole tail
 
     since = datetime(2026, 3, 1, 9, tzinfo=UTC)
     views._note_trimmed(Client(), since)  # type: ignore[arg-type]
     err = capsys.readouterr().err
     views._note_trimmed(Client(), since, job="nightly")  # type: ignore[arg-type]
     under_job = capsys.readouterr().err  # (trial 173: it read as the job's own instant)
-    assert bool(under_job) is said and ("job's alike: nightly's too, but" in under_job) is said
-    assert bool(err) is said
-    if said:
-        assert err.startswith("note: attempts before 2026-03-01T10:00:00Z were dropped")
-        assert "--retain-attempts" in err and "since 2026-03-01T09:00:00Z starts there" in err
+    assert err.startswith(f"note: {said}") if said else err == ""
+    assert ("job's alike: nightly's too, but" in under_job) is bool(said)
+    assert ("--retain-attempts" in err) is bool(said)
 
 
 def test_a_squeezed_last_column_keeps_a_timestamp_whole() -> None:

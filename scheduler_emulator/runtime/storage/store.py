@@ -321,10 +321,15 @@ def _carry(db: sqlite3.Connection, item: _Item) -> None:
 _RETENTION_EVERY = 1000
 #: The attempts of the runs up to a run id but those still going, then the finished runs (a
 #: run goes whole, trial 117).
-_DROP_RUNS = (
-    "DELETE FROM attempts WHERE run_id <= ? AND end_time IS NOT NULL "
-    "AND run_id NOT IN (SELECT id FROM runs WHERE finished = 0)",
-    "DELETE FROM runs WHERE finished = 1 AND id <= ?",
+_DROPPED = (
+    "FROM attempts WHERE run_id <= ? AND end_time IS NOT NULL "
+    "AND run_id NOT IN (SELECT id FROM runs WHERE finished = 0)"
+)
+_DROP_RUNS = ("DELETE " + _DROPPED, "DELETE FROM runs WHERE finished = 1 AND id <= ?")
+#: The newest attempt retention dropped: the last one before the history's whole tail.
+_DROPPED_THROUGH = (
+    "SELECT COALESCE(MAX(id), 1) - 1 FROM attempts a WHERE id > 1 "
+    "AND NOT EXISTS (SELECT 1 FROM attempts b WHERE b.id = a.id - 1)"
 )
 #: The write-ahead log is cut back to this size once checkpointed (SQLite's
 #: ``journal_size_limit``): a large transaction leaves no large file behind.
@@ -402,6 +407,8 @@ class Store:
         than this many megabytes (10**6 bytes); ``None`` bounds only the number of rows.
     :ivar dropped_at_open: the finished attempts and the skipped-run records the bounds dropped
         as it opened, ``(attempts, records)``.
+    :ivar dropped_through: the id of the newest attempt the bounds dropped, ``0`` for none:
+        from the next id on the history is whole (older runs still going keep theirs).
     :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged, of a
         later release, or on a full disk, naming the file and what to do.
     """
@@ -436,6 +443,7 @@ class Store:
                     db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
             if int(db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
+            [(self.dropped_through,)] = db.execute(_DROPPED_THROUGH)
             self.dropped_at_open = self._trim(db)
             db.execute("DELETE FROM skipped WHERE 0")  # a write changing nothing: read-only?
         except BaseException as exc:
@@ -843,6 +851,8 @@ class Store:
         def drop_runs_of_attempts_before(attempt_id: int) -> int:
             sql = "SELECT run_id FROM attempts WHERE id < ? ORDER BY id DESC LIMIT 1"
             run = db.execute(sql, (attempt_id,)).fetchone() or (0,)  # (its run: run ids grow too)
+            [(newest,)] = db.execute("SELECT MAX(id) " + _DROPPED, run)
+            self.dropped_through = max(self.dropped_through, newest or 0)
             count = db.execute(_DROP_RUNS[0], run).rowcount
             db.execute(_DROP_RUNS[1], run)
             return count

@@ -58,6 +58,17 @@ def test_a_lower_bound_at_start_says_what_it_dropped(tmp_path: Path) -> None:
     assert restart_notes(reopen(db, target, START)) == ""
 
 
+def test_the_newest_attempt_dropped_is_known_as_it_drops_and_at_the_next_open(
+    tmp_path: Path,
+) -> None:
+    """Trial 211: ``attempts --since`` needs where the history becomes whole."""
+    db, target = minutely_history(tmp_path, 9)
+    stores = [Store(db), Store(db, retain_attempts=3), Store(db)]
+    for store in stores:
+        store.close()
+    assert [store.dropped_through for store in stores] == [0, 6, 6]  # (the last by the gap)
+
+
 def test_skipped_run_records_a_lower_bound_drops_are_said_too(tmp_path: Path) -> None:
     """Trial 187: 100 of 400 records of scheduled times missed while down went unsaid."""
     db, target = minutely_history(tmp_path, 2)
