@@ -92,13 +92,16 @@ def default_data_dir(project_dir: Path | None = None) -> Path:
     """The data directory of the project in ``project_dir`` (default: the current directory).
 
     ``$XDG_DATA_HOME/scheduler-emulator/<dir name>-<10 hex digits of the SHA-256 of its
-    absolute path>`` (``$XDG_DATA_HOME`` defaults to ``~/.local/share``), so two projects never
+    absolute path>`` (``$XDG_DATA_HOME`` defaults to ``~/.local/share``, which a relative
+    value also gives, as the XDG Base Directory spec says), so two projects never
     share jobs, and the same project finds its jobs again whatever the shell's state.
 
     :return: an absolute path (not created).
     """
     directory = (project_dir or Path.cwd()).resolve()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    base = os.environ.get("XDG_DATA_HOME", "")  # a relative one is ignored, as the XDG spec
+    if not Path(base).is_absolute():  # says (trial 211: ./relative/dir/… was made)
+        base = str(Path.home() / ".local" / "share")
     digest = hashlib.sha256(str(directory).encode()).hexdigest()[:10]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", directory.name) or "root"
     return Path(base) / "scheduler-emulator" / f"{name}-{digest}"

@@ -79,6 +79,8 @@ class TestDefaultDataDirectory:
         monkeypatch.chdir(tmp_path)
         assert default_data_dir() == default_data_dir(tmp_path)
         assert default_data_dir().parent == tmp_path / "data" / "scheduler-emulator"
+        monkeypatch.setenv("XDG_DATA_HOME", "relative/dir")  # ignored, as the XDG spec says
+        assert default_data_dir().parent == Path.home() / ".local/share/scheduler-emulator"
 
 
 class TestStopping:
