@@ -109,6 +109,9 @@
 
   /* ------------------------------------------------------------------ clock */
   function showClock(clock) {
+    if (!state.clock && clock.mode === "system")  /* a live daemon: its last hour first (trials
+      209, 209b: 6 hours squeezed a few minutes of runs against "now") */
+      $("timeline-span").value = "3600";
     state.clock = clock;
     $("clock-mode").textContent = clock.mode === "manual" ? "manual clock" : "system clock";
     $("clock-mode").className = "badge clock-" + clock.mode;

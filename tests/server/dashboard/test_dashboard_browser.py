@@ -155,6 +155,7 @@ def test_the_page_asks_for_the_admin_token_and_sends_it(tmp_path: Path) -> None:
         wait_for(driver, timeline_ready)
         assert len(runs_in_lane(driver, "nightly")) == 0  # drawn: the lanes are there
         assert all_by_css(driver, '[data-testid="lane-nightly"]')
+        assert by_testid(driver, "timeline-span").get_attribute("value") == "21600"  # (manual)
         # Trial 80: the 401 stayed in the status line while the page worked.
         assert "error" not in by_testid(driver, "status").get_attribute("class")
         driver.save_screenshot(str(tmp_path / "token.png"))
@@ -167,6 +168,8 @@ def test_the_page_says_when_the_daemon_stops_answering_and_when_it_answers_again
     with running_daemon("--in-memory") as daemon, chromium() as driver:
         driver.get(daemon.url + "/")
         wait_for(driver, timeline_ready)
+        # trials 209, 209b: a live daemon's few minutes were squeezed into 6 hours
+        assert by_testid(driver, "timeline-span").get_attribute("value") == "3600"
         daemon.kill()
         said = wait_for(driver, lambda d: "does not answer" in by_testid(d, "status").text)
         text = by_testid(driver, "status").text
