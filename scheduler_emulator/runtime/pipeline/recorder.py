@@ -327,8 +327,7 @@ class Recorder:
             self.store.save_run(run)
         restarted = classify_failure(
             Failure.RESTARTED,
-            "Emulator restarted. The attempt may or may not have reached the target: the "
-            "emulator stopped before an answer was kept.",
+            "Emulator restarted: the attempt may or may not have reached the target.",
         )
         deliveries = self.carry_out(decisions)
         for attempt in in_flight.values():

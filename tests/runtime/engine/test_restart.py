@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from scheduler_emulator import Emulator, FaultPlan, FaultRule, ManualClock, SystemClock
-from scheduler_emulator.domain.attempts import Attempt
+from scheduler_emulator.domain.attempts import Attempt, failure_reason
 from scheduler_emulator.domain.resources import State
 from scheduler_emulator.runtime import DeliveryRequest, TransportResult, WsgiTransport
 from scheduler_emulator.runtime.storage.store import Store, _Ticket, _Writer
@@ -148,7 +148,10 @@ def test_in_flight_attempt_is_recorded_as_failed_and_retried(tmp_path: Path) -> 
     crashed, *_ = second.attempts()
     assert crashed.code == "UNAVAILABLE"
     assert crashed.end_time == restarted_at
-    assert "Emulator restarted." in crashed.debug_info
+    assert failure_reason(crashed) == (  # whole (trial 209: cut at "…the emulator stopped")
+        "URL_UNREACHABLE-UNREACHABLE_EMULATOR_RESTARTED. Emulator restarted: the attempt may or "
+        "may not have reached the target."
+    )
     assert (first.interrupted_at_start, second.interrupted_at_start) == (0, 1)
     assert restart_notes(second) == (  # the startup line says so (a trial's had not)
         ", 1 attempt in flight when it was killed recorded as interrupted (its run retried)"
