@@ -407,7 +407,8 @@ class Admin:
         """One page of attempts in start order, filtered by ``job``, ``run``, ``startAfter``,
         ``startBefore`` and ``failed=true`` (those that ended with a code other than ``OK``);
         ``nextPageToken`` names the next page (absent on the last one); ``droppedThrough`` the
-        id of the newest attempt retention dropped, when it dropped one.
+        id of the newest attempt retention dropped, when it dropped one, and
+        ``droppedThroughStart`` its start when this process dropped it.
 
         Only the page is read from the store, however long the history.
         """
@@ -447,8 +448,11 @@ class Admin:
                 failed=failed,
             )
             answer = _page_answer("attempts", [a.to_json() for a in page], token)
-        if self.emulator.store.dropped_through:  # (trial 211: for the views' --since note)
-            answer["droppedThrough"] = self.emulator.store.dropped_through
+        through, start = self.emulator.store.dropped_through  # (trial 211: the --since notes)
+        if through:
+            answer["droppedThrough"] = through
+            if start is not None:
+                answer["droppedThroughStart"] = iso(parse_timestamp(start))
         return answer
 
     def attempt(self, request: Request, attempt_id: str) -> dict[str, Any]:

@@ -1293,35 +1293,39 @@ def cmd_attempts(
 def _note_trimmed(
     client: DaemonClient, since: datetime, what: str = "attempts", job: str | None = None
 ) -> None:
-    """Say on stderr when retention dropped attempts since ``since`` (the answer's
-    ``droppedThrough``, the newest it dropped): those after the first one kept (a run still
-    going keeps its attempts: trials 123, 211), up to the whole tail of the history, or those
-    just before it; the listing of ``what`` (attempts, or runs, which go whole with their
-    attempts: trial 172) is whole from there. The bound is the whole history's: under
-    ``--job`` (``job``) the note says that job's went too (trial 173 read the instant as the
-    job's own; trial 178 read "may all be kept" of a job that lost four hours)."""
+    """Say on stderr when retention dropped attempts since ``since``: the answer's
+    ``droppedThrough`` is the newest it dropped, and every attempt after it is kept. Those
+    after the first attempt kept since then (a run still going keeps its attempts: trials 123,
+    211), all of them (trial 214), or those just before the first one kept; the listing of
+    ``what`` (attempts, or runs, which go whole with their attempts: trial 172) is whole from
+    there. The bound is the whole history's: under ``--job`` (``job``) the note says that
+    job's went too (trial 173 read the instant as the job's own; trial 178 read "may all be
+    kept" of a job that lost four hours)."""
     page = client.get("/_emulator/attempts", {"pageSize": 1, "startAfter": iso(since)})
     first = (page.get("attempts") or [None])[0]
     number, through = 0 if first is None else int(first.get("id") or 0), page.get("droppedThrough")
-    if first is None or not through or through < number - 1:
+    if not through or through < number - 1:
         return
-    bound = '(--retain-attempts, --retain-megabytes; docs/behaviour.md, "Attempt history")'
-    alike = f" (every job's alike: {job}'s too, but for a run still going)" if job else ""
-    start = parse_timestamp(str(first["startTime"]))
-    whole = _attempt_after(client, {}, through) if through > number else None
-    if whole is not None:  # (trial 211: a run still going since before kept the first one)
-        print(
-            f"note: {what} from {iso(since)} to {iso(whole.start_time)} were dropped by the "
-            f"history's bound {bound}{alike}, but for runs still going: the listing is whole "
-            "from there.",
-            file=sys.stderr,
-        )
-    elif through == number - 1 and start > since:
-        print(
-            f"note: {what} before {iso(start)} were dropped by the history's bound {bound}: the "
-            f"listing since {iso(since)} starts there{alike}.",
-            file=sys.stderr,
-        )
+    whole = _attempt_after(client, {}, through)  # the first attempt of the history's whole tail
+    known = page.get("droppedThroughStart")  # (its start: when this daemon dropped it)
+    upto = whole.start_time if whole else parse_timestamp(known) if known else None
+    start = parse_timestamp(str(first["startTime"])) if first else None
+    if through > number and upto is not None and upto >= since:  # after the first kept, or all
+        said = f"{what} from {iso(since)} to {iso(upto)} were dropped"
+        kept = "but some: runs still going, and runs newer than those dropped"
+        tail = "the listing is whole from there" if whole else "only those kept are listed"
+    elif start is not None and through == number - 1 and start > since:
+        said, kept = f"{what} before {iso(start)} were dropped", ""
+        tail = f"the listing since {iso(since)} starts there"
+    else:
+        return
+    alike = f"every job's alike, {job}'s too" if job else ""
+    which = "; ".join(filter(None, (kept, alike)))
+    print(
+        f"note: {said} by the history's bound (--retain-attempts, --retain-megabytes; "
+        f'docs/behaviour.md, "Attempt history"){f" ({which})" if which else ""}: {tail}.',
+        file=sys.stderr,
+    )
 
 
 def _follow(

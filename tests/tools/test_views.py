@@ -1070,24 +1070,32 @@ def test_json_prints_what_the_api_lists(daemon: Daemon, capsys: pytest.CaptureFi
     assert {job["name"].rsplit("/", 1)[1] for job in jobs} >= {"nightly", "report"}
 
 
+FROM_9 = "attempts from 2026-03-01T09:00:00Z to 2026-03-01T11:00:00Z were dropped"
+
+
 @pytest.mark.parametrize(
-    ("first", "through", "said"),
+    ("first", "through", "tail", "said"),
     [
-        (1001, 1000, "attempts before 2026-03-01T10:00:00Z were dropped"),  # just before it
-        (1001, 2000, "attempts from 2026-03-01T09:00:00Z to 2026-03-01T11:00:00Z were dropped"),
-        (1001, 900, ""),  # dropped well before: the listing since is whole
-        (1001, None, ""),  # nothing dropped
-        (1, None, ""),  # the first attempt of all
-        (None, 1000, ""),  # no attempt since
+        (1001, 1000, True, "attempts before 2026-03-01T10:00:00Z were dropped"),  # just before
+        (1001, 2000, True, FROM_9),  # after the first one kept since
+        (None, 2000, False, FROM_9),  # all of them (trial 214), up to the newest dropped's start
+        (None, 2000, True, ""),  # none since, and none dropped since: the tail is older
+        (1001, 900, True, ""),  # dropped well before: the listing since is whole
+        (1001, None, True, ""),  # nothing dropped
+        (1, None, True, ""),  # the first attempt of all
     ],
 )
 def test_attempts_since_says_when_the_bound_dropped_what_it_asks_for(
-    first: int | None, through: int | None, said: str, capsys: pytest.CaptureFixture[str]
+    first: int | None,
+    through: int | None,
+    tail: bool,
+    said: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Trial 123: the note compared the oldest attempt kept, which a run still going (kept
     whole) made older than ``--since``, and never showed. Trial 211: a run still going since
     before kept the first attempt since, and the attempts after it that were dropped went
-    unsaid (or were said to be before it)."""
+    unsaid (or were said to be before it). Trial 214: all of them dropped went unsaid."""
 
     def attempt(number: int, hour: int) -> dict[str, Any]:
         return replace(hourly_attempt(number), start_time=datetime(2026, 3, 1, hour, tzinfo=UTC),
@@ -1098,18 +1106,21 @@ def test_attempts_since_says_when_the_bound_dropped_what_it_asks_for(
             if "startAfter" in params:  # the first attempt since
                 assert params == {"pageSize": 1, "startAfter": "2026-03-01T09:00:00Z"}
                 found = [] if first is None else [attempt(first, 10)]
-                return {"attempts": found, **({"droppedThrough": through} if through else {})}
+                dropped = {"droppedThrough": through, "droppedThroughStart": "2026-03-01T11:00:00Z"}
+                return {"attempts": found, **(dropped if through else {})}
             assert through is not None and params["pageToken"] == str(through)
-            return {"attempts": [attempt(through + 1, 11)]}  # the history's whole tail
+            if not tail:  # nothing kept after the newest dropped
+                return {"attempts": []}
+            return {"attempts": [attempt(through + 1, 11 if first else 8)]}  # the whole tail
 
     since = datetime(2026, 3, 1, 9, tzinfo=UTC)
     views._note_trimmed(Client(), since)  # type: ignore[arg-type]
     err = capsys.readouterr().err
     views._note_trimmed(Client(), since, job="nightly")  # type: ignore[arg-type]
     under_job = capsys.readouterr().err  # (trial 173: it read as the job's own instant)
-    assert err.startswith(f"note: {said}") if said else err == ""
-    assert ("job's alike: nightly's too, but" in under_job) is bool(said)
-    assert ("--retain-attempts" in err) is bool(said)
+    assert err.startswith(f"note: {said} by the history's bound") if said else err == ""
+    assert ("every job's alike, nightly's too" in under_job) is bool(said)
+    assert under_job.count("runs still going") == (FROM_9 in said)  # (trial 214: said twice)
 
 
 def test_a_squeezed_last_column_keeps_a_timestamp_whole() -> None:

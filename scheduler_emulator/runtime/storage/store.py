@@ -407,8 +407,10 @@ class Store:
         than this many megabytes (10**6 bytes); ``None`` bounds only the number of rows.
     :ivar dropped_at_open: the finished attempts and the skipped-run records the bounds dropped
         as it opened, ``(attempts, records)``.
-    :ivar dropped_through: the id of the newest attempt the bounds dropped, ``0`` for none:
-        from the next id on the history is whole (older runs still going keep theirs).
+    :ivar dropped_through: the id of the newest attempt the bounds dropped (``0`` for none)
+        and, when this store dropped it, its start (as stored; ``None`` when an earlier
+        process did): every attempt after it is kept (before it some are: runs still going,
+        and runs after those dropped).
     :raises DataFileUnusable: (a ``ConfigurationError``) for a database that is damaged, of a
         later release, or on a full disk, naming the file and what to do.
     """
@@ -443,7 +445,8 @@ class Store:
                     db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
             if int(db.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (no write otherwise)
-            [(self.dropped_through,)] = db.execute(_DROPPED_THROUGH)
+            [(newest,)] = db.execute(_DROPPED_THROUGH)
+            self.dropped_through: tuple[int, str | None] = (newest, None)  # (its start: gone)
             self.dropped_at_open = self._trim(db)
             db.execute("DELETE FROM skipped WHERE 0")  # a write changing nothing: read-only?
         except BaseException as exc:
@@ -851,8 +854,9 @@ class Store:
         def drop_runs_of_attempts_before(attempt_id: int) -> int:
             sql = "SELECT run_id FROM attempts WHERE id < ? ORDER BY id DESC LIMIT 1"
             run = db.execute(sql, (attempt_id,)).fetchone() or (0,)  # (its run: run ids grow too)
-            [(newest,)] = db.execute("SELECT MAX(id) " + _DROPPED, run)
-            self.dropped_through = max(self.dropped_through, newest or 0)
+            newest = db.execute(f"SELECT id, start_time {_DROPPED} ORDER BY id DESC LIMIT 1", run)
+            for found in newest.fetchall():  # (none, or the newest this drops)
+                self.dropped_through = max(self.dropped_through, found, key=lambda d: d[0])
             count = db.execute(_DROP_RUNS[0], run).rowcount
             db.execute(_DROP_RUNS[1], run)
             return count

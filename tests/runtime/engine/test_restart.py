@@ -66,7 +66,8 @@ def test_the_newest_attempt_dropped_is_known_as_it_drops_and_at_the_next_open(
     stores = [Store(db), Store(db, retain_attempts=3), Store(db)]
     for store in stores:
         store.close()
-    assert [store.dropped_through for store in stores] == [0, 6, 6]  # (the last by the gap)
+    assert [store.dropped_through[0] for store in stores] == [0, 6, 6]  # (the last by the gap)
+    assert stores[1].dropped_through[1] == "2026-09-24T02:05:00+00:00"  # (the 6th: 02:05)
 
 
 def test_skipped_run_records_a_lower_bound_drops_are_said_too(tmp_path: Path) -> None:
