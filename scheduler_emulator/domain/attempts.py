@@ -272,7 +272,7 @@ class Attempt:
         404 from the Cloud Run Admin API's run method says what the job or the ``--cloud-run-jobs``
         file lacks; a 401 or 403 to an OIDC token names the token's audience (the job's whole URI
         when the job sets none, Google's rule) and email, the claims a service refuses a token
-        for; a refused connection names where nothing listens (trial 182: the debug text does
+        for, and why a service may refuse one unless its answer says why; a refused connection names where nothing listens (trial 182: the debug text does
         not); a 404 for a path with ``/_triggers/timer/`` after some other segment names that
         segment."""
         where = urlsplit(str(self.request.get("url", ""))).netloc  # ("" for a publish)
@@ -291,9 +291,11 @@ class Attempt:
             # the clock's advice only for a token stamped with the attempt's clock (trial 185:
             # it was given under --token-time real too)
             on_its_clock = issued is not None and abs(issued - self.start_time).total_seconds() < 60
+            sent = f"the OIDC token sent has audience {audience!r}{uri} and email {email!r}{valid}"
+            if _TOKEN_CAUSE.search(self.response_excerpt):  # the service said why (trial 212)
+                return sent
             return (
-                f"the OIDC token sent has audience {audience!r}{uri} and email {email!r}{valid}: "
-                "a service refuses a token whose audience or email it does not expect, "
+                f"{sent}: a service refuses a token whose audience or email it does not expect, "
                 + "that is not valid on its own clock (a daemon on a manual clock stamps it with "
                 "that clock: --token-time real for a service on real time), "
                 * on_its_clock
@@ -371,6 +373,10 @@ _MARKUP = re.compile(
     r"<(script|style|title)\b.*?(?:</\1\s*>|$)|<[^>]*>?", re.IGNORECASE | re.DOTALL
 )
 _TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+#: Words of a 401's or 403's answer that names why a token was refused (the service's token
+#: check's own diagnosis, such as a :class:`TokenError`'s text): shown longer, with no
+#: general hint after it.
+_TOKEN_CAUSE = re.compile(r"audience|expired|not yet valid|signed|issuer|email", re.IGNORECASE)
 #: A heading's end, read as ": " so that it does not run into the text after it (trial 183:
 #: "Not Found No route for /x").
 _HEADING_END = re.compile(r"</h[1-6]\s*>", re.IGNORECASE)
@@ -561,7 +567,9 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
         words when a word ends in the last 20 characters); the hint
         follows it whole, so what to do about it is never cut, and the emulator's own
         ``EMULATOR_…`` and ``PUBSUB_ERROR…`` texts (which say what to do, such as the command
-        that creates a missing topic) are cut only past four times ``width``.
+        that creates a missing topic) are cut only past four times ``width``, and a 401's or
+        403's answer that says why the token was refused past twice ``width`` (its hint is
+        then the token's claims only).
     """
     if attempt.code in (None, "OK"):
         return ""
@@ -576,6 +584,8 @@ def failure_reason(attempt: Attempt, width: int = REASON_WIDTH) -> str:
     text = " ".join(text.split())
     if text.startswith(("EMULATOR_", "PUBSUB_ERROR")):  # the emulator's words: what to do
         width *= 4
+    elif attempt.response_status in (401, 403) and _TOKEN_CAUSE.search(text):  # the service's
+        width *= 2
     text = cut_words(text, width)
     if attempt.copy:
         text = f"injected duplicate delivery: {text}"

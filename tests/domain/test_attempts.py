@@ -230,4 +230,17 @@ def test_a_401_to_an_oidc_token_names_its_audience_and_email(audience: str, said
     assert replace(attempt, request=opaque).hint == ""
     tokenless = replace(attempt, request={"url": URL, "headers": {}}).hint  # (trial 196)
     assert tokenless.startswith("the job sends no token: a service that checks")
+    # trial 212: the service said why (a TokenError's text), cut, before the whole general hint
+    answer = (
+        "The token was signed with key '7a92c0ffee', which is not among the keys at "
+        "http://127.0.0.1:9955/_emulator/oidc/certs: it was minted by another issuer or another "
+        "emulator instance"
+    )
+    diagnosed = replace(attempt, response_excerpt=answer)
+    assert diagnosed.hint == (
+        f"the OIDC token sent has audience {said} and email "
+        "'sa@my-project.iam.gserviceaccount.com', valid 2026-01-01T00:00:00Z to "
+        "2026-01-01T01:00:00Z"
+    )
+    assert failure_reason(diagnosed) == f"{answer} — emulator's hint: {diagnosed.hint}"
     assert replace(attempt, response_status=404, code="NOT_FOUND").hint == ""
