@@ -272,9 +272,9 @@ class Attempt:
         404 from the Cloud Run Admin API's run method says what the job or the ``--cloud-run-jobs``
         file lacks; a 401 or 403 to an OIDC token names the token's audience (the job's whole URI
         when the job sets none, Google's rule) and email, the claims a service refuses a token
-        for, and why a service may refuse one unless its answer says why; a refused connection names where nothing listens (trial 182: the debug text does
-        not); a 404 for a path with ``/_triggers/timer/`` after some other segment names that
-        segment."""
+        for, and why a service may refuse one unless its answer says why; a refused connection
+        names where nothing listens (trial 182: the debug text does not); a 404 for a path with
+        ``/_triggers/timer/`` after some other segment names that segment."""
         where = urlsplit(str(self.request.get("url", ""))).netloc  # ("" for a publish)
         if where and self.response_status is None and "Connection refused" in self.debug_info:
             return f"nothing listens at {where}: start the target there, or fix the job's URI"
