@@ -40,7 +40,7 @@ import fnmatch
 import math
 import random
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -470,17 +470,22 @@ class FaultPlan:
         return notes
 
     def unmatched(
-        self, job_ids: Iterable[str], then: str = "it acts on none until such a job exists."
+        self,
+        job_ids: Iterable[str],
+        then: str = "it acts on none until such a job exists.",
+        positions: Sequence[int] | None = None,
     ) -> list[str]:
         """A note for each rule whose job pattern matches none of ``job_ids`` (a misspelt job
         never fires: trial 60), ending in ``then``; none while there is no job at all. Such a
         plan is valid for a daemon, which warns (the job may be created later); a scenario,
-        whose jobs are all it has, refuses it."""
+        whose jobs are all it has, refuses it. ``positions`` gives each rule's index as
+        written, when the plan holds only some of the rules written."""
         ids = sorted(set(job_ids))
         notes = []
         for index, rule in enumerate(self.rules if ids else []):
             if not any(rule.job == i or fnmatch.fnmatchcase(i, rule.job) for i in ids):
                 have = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
+                index = index if positions is None else positions[index]
                 notes.append(
                     f"rules[{index}] ({rule.action}) names job {rule.job!r}, which no job is "
                     f"(job IDs: {have}): {then}"

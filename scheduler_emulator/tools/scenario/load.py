@@ -220,11 +220,11 @@ def load_scenario(path: str | Path) -> Scenario:
     steps = _steps(steps_value, steps_src, job_ids, problems)
 
     faults_value, faults_src = get("faults", {})
-    faults = _faults(faults_value, faults_src, problems)
+    faults, written = _faults(faults_value, faults_src, problems)
     if faults and job_ids.complete:  # (trials 148, 167: the scenario's jobs are all it has;
         # trial 208: a misspelt job's rule went unsaid beside another problem of a job)
         for note in FaultPlan.from_json(faults).unmatched(
-            job_ids.ids, then="the scenario's jobs are all it has."
+            job_ids.ids, then="the scenario's jobs are all it has.", positions=written
         ):
             problems.add(problem(faults_src, "faults", note))
 
@@ -412,22 +412,24 @@ def _step(entry: Any, where: str, source: Path, job_ids: _JobIds) -> Step:
     return Step(kind, parsed, where)
 
 
-def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
+def _faults(value: Any, source: Path, problems: _Problems) -> tuple[dict[str, Any], list[int]]:
+    """The fault plan's JSON with its valid rules, and each one's position in the file's
+    ``rules`` (trial 214: a rule after an invalid one was named by its place among the valid)."""
     if value is None:
-        return {}
+        return {}, []
     if isinstance(value, str):  # a fault plan file next to the scenario (start --faults)
         path = source.parent / value
         try:
             value, source = load_document(read_text(path, "the fault plan"), str(path)), path
         except ConfigurationError as exc:  # named under the scenario's key that names the file
             problems.add(problem(source, "faults", str(exc)))
-            return {}
+            return {}, []
     if isinstance(value, list):
         value = {"rules": value}
     if not isinstance(value, Mapping):
         expected = "expected {seed, rules} (or a fault plan file path)"
         problems.add(problem(source, "faults", f"{expected}; got {show(value)}."))
-        return {}
+        return {}, []
     for key in value:
         if key not in ("seed", "rules"):
             problems.add(problem(source, f"faults.{key}", unknown_key(key, ("seed", "rules"))))
@@ -442,8 +444,8 @@ def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
         problems.add(
             problem(source, "faults.rules", f"expected a list of rules; got {show(rules)}.")
         )
-        return {"seed": seed, "rules": []}
-    valid = []
+        return {"seed": seed, "rules": []}, []
+    valid, written = [], []
     for index, rule in enumerate(rules):
         key = f"faults.rules[{index}]"
         try:
@@ -458,7 +460,8 @@ def _faults(value: Any, source: Path, problems: _Problems) -> dict[str, Any]:
             problems.add(problem(source, key, str(exc)))
             continue
         valid.append(dict(rule))
-    return {"seed": seed, "rules": valid}
+        written.append(index)
+    return {"seed": seed, "rules": valid}, written
 
 
 def _check_url(source: Path, where: str, value: Any) -> str:

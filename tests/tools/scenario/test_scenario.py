@@ -632,6 +632,10 @@ class TestReplay:
         both = path.read_text().replace("3h", "3 hours")
         code, _, err = replay(str(write(tmp_path, both)))
         assert code == 2 and "names job 'hourli'" in err and "3 hours" in err, err
+        # named by its place as written, after an invalid rule too (trial 214: rules[1] read 2)
+        rules = "    - {action: duplicate, seconds: 1}\n    - {action: lost_ack, job: hourli}\n"
+        code, _, err = replay(str(write(tmp_path, HOURLY + "faults:\n  rules:\n" + rules)))
+        assert code == 2 and "faults: rules[1] (lost_ack) names job 'hourli'" in err, err
 
     def test_a_failing_target_is_retried_and_shown_in_the_timeline(self, tmp_path: Path) -> None:
         text = HOURLY.replace("make()", "flaky()").replace("3h", "1h")
