@@ -288,19 +288,20 @@ def build_parser() -> argparse.ArgumentParser:
          "drop the oldest finished runs while the database holds more than MB megabytes "
          "(10^6 bytes), checked as --retain-attempts; the execution log is not bounded "
          "(%(default)s)"),
-        ("--clock", dict(choices=["system", "manual"], default="system"),
+        ("--clock", dict(choices=["system", "manual"], default="system", type=str.lower),
          "real time, or a virtual clock moved by POST /_emulator/clock:advance (%(default)s)"),
         ("--start", dict(type=timestamp_argument, metavar="RFC3339"),
          "manual clock's start instant (default: where it stopped on the data dir, else now "
          "rounded down to the whole minute)"),
         ("--faults", dict(metavar="FILE"), "fault plan (YAML or JSON) to inject into deliveries"),
         ("--log-file", dict(metavar="F"), "append the execution log to F (default: stdout)"),
-        ("--log-format", dict(choices=LOG_FORMATS),
+        ("--log-format", dict(choices=LOG_FORMATS, type=str.lower),
          "'json': Cloud Logging entries, AttemptStarted and AttemptFinished; 'text': one line "
          "per attempt (time, job, attempt, outcome, latency). Default: text when the log goes "
          "to a terminal, json otherwise (a pipe, --log-file)"),
-        ("--dst-policy", dict(choices=DST_POLICIES, default=DEFAULT_DST_POLICY), DST_HELP),
-        ("--header-case", dict(choices=HEADER_CASES, default=DEFAULT_HEADER_CASE),
+        ("--dst-policy", dict(choices=DST_POLICIES, default=DEFAULT_DST_POLICY, type=str.lower),
+         DST_HELP),
+        ("--header-case", dict(choices=HEADER_CASES, default=DEFAULT_HEADER_CASE, type=str.lower),
          "how attempts spell header names: 'google' as Google documents them "
          "(X-CloudScheduler-JobName), 'lower' as an HTTP/2 front end such as Cloud Run hands "
          "them on, 'canonical' as X-Cloudscheduler-Jobname (%(default)s)"),
@@ -309,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
          "end-to-end HTTP/2 does; needs pycurl with an HTTP/2 libcurl (the curl extra)"),
         ("--token-issuer", dict(type=_issuer, default=GOOGLE_ISSUER, metavar="URL"),
          "'iss' of the OIDC tokens jobs send: an https:// URL or a bare host (%(default)s)"),
-        ("--token-time", dict(choices=TOKEN_TIMES, default="emulator"),
+        ("--token-time", dict(choices=TOKEN_TIMES, default="emulator", type=str.lower),
          "stamp tokens with the emulator's clock, or with real time so that a target verifying "
          "against its own clock accepts them on a manual clock far from now (%(default)s)"),
     ):  # fmt: skip
@@ -330,7 +331,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     nxt.add_argument("-n", **_whole_options(5), help="how many fire times (%(default)s)")
     nxt.add_argument(
-        "--dst-policy", choices=DST_POLICIES, default=DEFAULT_DST_POLICY, help=DST_HELP
+        "--dst-policy",
+        choices=DST_POLICIES,
+        default=DEFAULT_DST_POLICY,
+        help=DST_HELP,
+        type=str.lower,
     )
 
     env = sub.add_parser(
@@ -374,7 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     init.add_argument("--force", action="store_true", help="overwrite existing project files")
     init.add_argument(
-        "--framework", choices=list(FRAMEWORKS), default="flask", help="(%(default)s)"
+        "--framework",
+        choices=list(FRAMEWORKS),
+        default="flask",
+        help="(%(default)s)",
+        type=str.lower,
     )
     replay_parser = sub.add_parser(
         "replay",

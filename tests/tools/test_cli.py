@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from scheduler_emulator.domain.errors import ConfigurationError
-from scheduler_emulator.tools.cli import ADMIN_TOKEN_ENV, admin_token, log_format_for, main
+from scheduler_emulator.tools.cli import (
+    ADMIN_TOKEN_ENV,
+    admin_token,
+    build_parser,
+    log_format_for,
+    main,
+)
 from tests.daemon import running_daemon, serving
 from tests.support import RecordingTarget, run_command
 
@@ -769,3 +775,11 @@ def test_a_directory_that_cannot_be_made_is_named_with_its_flag(
     assert capsys.readouterr().err == (
         "error: DIRECTORY /proc/x: cannot make it (No such file or directory).\n"
     )
+
+
+def test_choice_flags_take_any_case() -> None:
+    """Trial 213: ``--clock Manual`` was refused while ``jobs --state enabled`` was taken."""
+    args = build_parser().parse_args(
+        ["start", "--clock", "Manual", "--dst-policy", "VIXIE", "--token-time", "Real"]
+    )
+    assert (args.clock, args.dst_policy, args.token_time) == ("manual", "vixie", "real")
