@@ -6,6 +6,7 @@ below and in ``docs/testing.md``) and the markers their options come from
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -172,9 +173,10 @@ def _keywords(node: pytest.Item, name: str, takes: Sequence[str]) -> Mapping[str
                 pytrace=False,
             )
         if unknown := sorted(set(marker.kwargs) - set(takes)):
+            near = difflib.get_close_matches(unknown[0], takes, 1)  # (trial 212: strat=)
             raise pytest.fail.Exception(
                 f"@pytest.mark.{name} got unknown option(s) {', '.join(unknown)}; it takes "
-                f"{', '.join(takes)}.",
+                f"{', '.join(takes)}." + (f" Did you mean {near[0]}?" if near else ""),
                 pytrace=False,
             )
         options.update(marker.kwargs)

@@ -254,7 +254,7 @@ def test_a_misspelt_cloud_run_testing_option_is_refused(pytester: pytest.Pyteste
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["*@pytest.mark.cloud_run_testing got unknown option(s) schedule_tme; it takes "
-         "schedule_time.*"]
+         "schedule_time. Did you mean schedule_time?"]
     )  # fmt: skip
     result.stdout.no_fnmatch_line("*plugin.py*")  # a failure, no traceback of the plugin's
 
