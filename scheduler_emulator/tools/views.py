@@ -553,8 +553,9 @@ def job_rows(
         elif not fire and not retry and job["state"] == "ENABLED":  # (trial 207: read as paused)
             upcoming = "never"  # no fire time within 10 years (0 0 31 2 *)
         if delayed:  # (trial 149: NEXT promised times the run skipped, not the late one)
-            late = f"{format_schedule_time(parse_timestamp(delayed).astimezone(zone))} late"
-            upcoming = f"{upcoming}, then {late}" if retry else late
+            late = format_schedule_time(parse_timestamp(delayed).astimezone(zone))
+            # (trial 213: "retry 08:45, then 08:43 late" read backwards)
+            upcoming = f"{upcoming}, then the {late} run, late" if retry else f"{late} late"
         if forced:
             upcoming = f"{upcoming}; forced run's retry {cut(forced, wide)}".removeprefix("-; ")
         rows.append(

@@ -412,7 +412,8 @@ def test_the_jobs_view_names_the_late_run_a_retrying_run_owes(
         iso(first + timedelta(minutes=2)),
     )
     assert job_rows([row])[0][5] == (
-        f"retry {iso(first + timedelta(minutes=5))}, then {iso(first + timedelta(minutes=2))} late"
+        f"retry {iso(first + timedelta(minutes=5))}, then the {iso(first + timedelta(minutes=2))} "
+        "run, late"
     )
     emulator.advance(timedelta(minutes=3))  # the retry fails too at 02:05: the run gives up
     scheduled = [a.schedule_time for a in emulator.attempts()]
