@@ -305,9 +305,11 @@ class Scheduler:
             self._set_next_fire(state, self._first_fire(schedule, now, at_start and unrecorded))
         return self.view(state), decisions
 
-    def remove(self, name: str) -> list[Decision]:
+    def remove(self, name: str, now: datetime) -> list[Decision]:
         """Forget the job: no further runs, retries or ends are acted on; its open runs (a
-        retry pending, an attempt in flight) end as given up, ``job deleted``.
+        retry pending, an attempt in flight) end as given up, ``job deleted``, and a time
+        missed while its run went on, owed a late run, is recorded skipped at ``now``, as a
+        pause records it (trial 213: dropped unrecorded).
 
         :raises NotFound: if there is no such job.
         """
@@ -315,7 +317,10 @@ class Scheduler:
         if state is None:
             raise NotFound("Job not found.")
         self._before = None  # a removal is stored first: never undone
-        return [self._give_up(state, run, GAVE_UP_DELETED) for run in list(state.runs.values())]
+        owed: list[Decision] = (
+            [] if state.missed is None else [self._skip(state, state.missed, now)]
+        )
+        return owed + [self._give_up(state, run, GAVE_UP_DELETED) for run in [*state.runs.values()]]
 
     def clear(self) -> None:
         """Forget every job and timer."""

@@ -416,7 +416,7 @@ class Emulator(AttemptAssertions):
         with self._lock:
             self.core.get(name)  # NotFound first
             self.store.delete_job(name)  # then memory, once the disk has it
-            for decision in self.core.remove(name):  # its open runs end with it
+            for decision in self.core.remove(name, self.clock.now()):  # its open runs end too
                 self.store.save(decision)
         self.driver.deleted(name)  # and its attempts not sent yet
 

@@ -132,6 +132,20 @@ def test_pausing_records_the_time_owed_a_late_run_as_skipped(core: Scheduler) ->
     assert core.upcoming(start.run.job).missed is None  # owed nothing now
 
 
+def test_deleting_records_the_time_owed_a_late_run_as_skipped(core: Scheduler) -> None:
+    """Trial 213: a pause recorded it, a delete dropped it unrecorded."""
+    retry = RetryConfig(retry_count=3, min_backoff_duration=timedelta(minutes=9))
+    core.put(job(retry_config=retry), T0 - timedelta(seconds=1))
+    [start] = acted(core.due(T0))
+    core.attempt_ended(start.run.job, start.run.id, failed(T0), T0)
+    assert acted(core.due(T0 + timedelta(minutes=5))) == []  # 12:05 is owed a late run
+    now = T0 + timedelta(minutes=6)
+    skip, gave_up = core.remove(start.run.job, now)
+    assert isinstance(skip, RecordSkipped) and isinstance(gave_up, SaveRun)
+    assert skip.skipped.schedule_time == "2026-09-24T12:05:00Z"
+    assert skip.skipped.reason == "RUN_STILL_GOING" and skip.skipped.recorded_at == now
+
+
 def test_a_forced_run_neither_waits_nor_blocks(core: Scheduler) -> None:
     core.put(job(), T0 - timedelta(seconds=1))
     [scheduled] = acted(core.due(T0))
