@@ -800,8 +800,11 @@ def cmd_skipped(args: argparse.Namespace, out: IO[str]) -> int:
 
 def run_state_text(run: dict[str, Any]) -> str:
     """A run's STATE cell: ``succeeded``, ``gave up (retry count)``, ``retrying`` or
-    ``in progress``, from a ``GET /_emulator/runs`` run."""
+    ``in progress`` — with ``(until T)`` when only its max retry duration bounds its retries
+    (none is decided after T) —, from a ``GET /_emulator/runs`` run."""
     state = str(run.get("state") or "in progress")
+    if run.get("retryUntil") and run.get("maxAttempts") is None:  # (trial 213: no end in sight)
+        return f"{state} (until {run['retryUntil']})"
     return f"{state} ({run['gaveUp']})" if run.get("gaveUp") else state
 
 

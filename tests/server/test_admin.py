@@ -11,7 +11,7 @@ from werkzeug.test import Client
 
 from scheduler_emulator import Emulator, HttpTransport, ManualClock, SystemClock, WsgiTransport
 from scheduler_emulator.server.server import create_app
-from scheduler_emulator.tools.views import job_rows
+from scheduler_emulator.tools.views import job_rows, run_state_text
 from scheduler_emulator.wire import format_timestamp as iso
 from tests.drip import DripTarget, drip_server
 from tests.support import TARGET, RecordingTarget, nightly_job, run_command, wait_for
@@ -391,6 +391,24 @@ def test_a_job_whose_attempt_awaits_its_target_shows_no_result_yet() -> None:
             emulator.close()
     [row] = rows
     assert row["lastAttempt"] is not None and row["lastAttempt"]["code"] is None
+
+
+def test_a_run_only_its_max_retry_duration_bounds_says_until_when(
+    emulator: Emulator, client: Client, target: RecordingTarget
+) -> None:
+    """Trial 213: TRIES read 1, then 10, and nothing said when the retrying would stop."""
+    target.status = 500
+    bounded = {"retryCount": 0, "maxRetryDuration": "1200s", "minBackoffDuration": "10s"}
+    emulator.create_job(nightly_job(schedule="0 3 * * *", retryConfig=bounded))
+    emulator.run_job("nightly")
+    first = emulator.attempts()[0].start_time
+    [run] = client.get("/_emulator/runs").get_json()["runs"]
+    assert (run["state"], run["maxAttempts"]) == ("retrying", None)
+    assert run["retryUntil"] == iso(first + timedelta(seconds=1200))
+    assert run_state_text(run) == f"retrying (until {iso(first + timedelta(seconds=1200))})"
+    emulator.advance(timedelta(hours=1))  # it gives up: no end to say
+    [ended] = client.get("/_emulator/runs").get_json()["runs"]
+    assert (ended["state"], ended["retryUntil"]) == ("gave up", None)
 
 
 def test_the_jobs_view_names_the_late_run_a_retrying_run_owes(

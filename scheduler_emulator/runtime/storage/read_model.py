@@ -24,6 +24,8 @@ from ...domain.schedule_text import describe_schedule
 from .data_file import Row, attempts_from_rows, read_rows
 from .store import AttemptFilter, Store, add_condition, utc_text, window_conditions
 
+#: The states of a run not ended yet.
+_GOING = ("retrying", "in progress")
 #: Next fire times a job row lists by default, and at most.
 DEFAULT_FIRE_TIMES = 5
 MAX_FIRE_TIMES = 50
@@ -323,6 +325,8 @@ def run_state(
             gave_up = gave_up_because(retry, tries - 1, first_start, last_end)
     elif next_at is not None and (last is None or code is not None):
         state, next_time = "retrying", iso(check.instant("next_attempt_at", next_at))
+    # a max retry duration: no retry is decided after the first attempt's start + it (213)
+    bound = retry.max_retry_duration if retry and first_start else None
     return {
         "state": state,
         "gaveUp": gave_up,
@@ -330,6 +334,7 @@ def run_state(
         "nextAttempt": tries + 1 if next_time else None,
         "tries": tries,
         "maxAttempts": None if most is None else max(most, tries + bool(next_time)),
+        "retryUntil": iso(first_start + bound) if bound and state in _GOING else None,
         "scheduleTime": schedule_time,
         "failedAttempts": sum(1 for a in attempts if a["code"] not in (None, "OK")),
     }
