@@ -548,9 +548,12 @@ class CloudScheduler(AttemptAssertions):
         Engine service has none (trial 157: "is not mounted" of an empty URL)."""
         url = attempt.request.get("url", "")
         if attempt.response_status is None and not url and attempt.code == "FAILED_PRECONDITION":
+            job = self.emulator.job_config(attempt.job)  # (trial 215: "default" of any service)
+            target = job.app_engine_http_target if job is not None else None
+            service = target.service if target is not None and target.service else "default"
             return (
                 "map its App Engine service with the marker's app_engine_urls= "
-                '({"default": "http://app.test"}) and mount an app at that URL.'
+                f'({{"{service}": "http://app.test"}}) and mount an app at that URL.'
             )
         if (
             attempt.response_status is None

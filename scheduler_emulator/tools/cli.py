@@ -691,11 +691,19 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         "401 UNAUTHENTICATED, as in production (docs/cloud-run-jobs.md).",
     )
     urls = targets.app_engine_urls
+    served = [(j, t) for j in every_job if (t := j.app_engine_http_target)]
+    unmapped = [(j, t) for j, t in served if not app_engine_url(t, urls)]
+    unserved = sorted({t.service for _, t in unmapped})
+    near = [  # a mapping no job's service takes, close to one unmapped (trial 215: "wroker")
+        f" --app-engine-url {given}=… names no job's service: did you mean {meant[0]}?"
+        for given in sorted(set(urls) - {t.service for _, t in served} - {"*"})
+        if (meant := difflib.get_close_matches(given, unserved, 1))
+    ]
     _warn_jobs(
-        [j for j in every_job if (t := j.app_engine_http_target) and not app_engine_url(t, urls)],
-        "App Engine job(s) ({}) have no local URL for their service: their attempts fail "
-        "FAILED_PRECONDITION until the daemon is started with --app-engine-url SERVICE=URL, "
-        "or --app-engine-url URL for every service.",
+        [j for j, _ in unmapped],
+        f"App Engine job(s) ({{}}) have no local URL for their service ({', '.join(unserved)}): "
+        "their attempts fail FAILED_PRECONDITION until the daemon is started with "
+        "--app-engine-url SERVICE=URL, or --app-engine-url URL for every service." + "".join(near),
     )
     off = abs(emulator.now().timestamp() - real_time())
     if args.clock == "manual" and args.token_time == "emulator" and off > 3600:  # (trial 73)

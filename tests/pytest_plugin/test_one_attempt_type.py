@@ -307,11 +307,14 @@ def test_the_fixture_says_how_to_map_an_app_engine_service_it_has_no_url_for(
     cloud_scheduler: CloudScheduler,
 ) -> None:
     """Trial 157: the hint read " is not mounted (mounted: none)." — of an empty URL."""
-    target = {"relativeUri": "/w"}
+    target = {"relativeUri": "/w", "appEngineRouting": {"service": "worker"}}
     cloud_scheduler.create_job(name="w", schedule="0 2 * * *", app_engine_http_target=target)
     cloud_scheduler.advance(timedelta(hours=3))
     with pytest.raises(AssertionError) as failure:
         cloud_scheduler.assert_attempted("w", 1, "OK")
     said = str(failure.value)
     assert "is not mounted" not in said
-    assert "map its App Engine service with the marker's app_engine_urls=" in said
+    assert (  # its own service (trial 215: the example read "default" of any service)
+        "map its App Engine service with the marker's app_engine_urls= "
+        '({"worker": "http://app.test"}) and mount an app at that URL.'
+    ) in said

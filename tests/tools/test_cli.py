@@ -495,7 +495,8 @@ class TestStartupLine:
             {"name": "report", "schedule": "0 6 * * *", "httpTarget": {
                 "uri": "http://127.0.0.1:9/r", "oidcToken": {"serviceAccountEmail": "a@b.c"}}},
         ]))  # fmt: skip
-        mapping = ("--app-engine-url", "api=http://127.0.0.1:9")
+        mapping = ("--app-engine-url", "api=http://127.0.0.1:9",
+                   "--app-engine-url", "wroker=http://127.0.0.1:9")  # fmt: skip
         start = (datetime.now(UTC) - timedelta(days=3, minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
         clock = ("--clock", "manual", "--start", start)  # (trial 73: tokens expired, no word)
         with running_daemon("--in-memory", "--jobs", str(jobs), *mapping, *clock) as daemon:
@@ -503,7 +504,12 @@ class TestStartupLine:
             assert daemon.process.stderr is not None
             err = daemon.process.stderr.read()
             assert "warning: 1 Pub/Sub job(s) (restock) have nowhere to publish" in err
-            assert "warning: 1 App Engine job(s) (sweep) have no local URL for their service" in err
+            assert (  # which service, and the mapping meant for it (trial 215: "wroker")
+                "warning: 1 App Engine job(s) (sweep) have no local URL for their service "
+                "(worker): their attempts fail FAILED_PRECONDITION until the daemon is started "
+                "with --app-engine-url SERVICE=URL, or --app-engine-url URL for every service. "
+                "--app-engine-url wroker=… names no job's service: did you mean worker?"
+            ) in err
             # (a trial's misspelt Cloud Run job showed only as a 404 when it fired)
             assert (
                 "warning: 1 job(s) (export) run a Cloud Run job no --cloud-run-jobs file defines: "
