@@ -609,8 +609,8 @@ class CloudRun:
                 # which a test's frozen clock replaces (a virtual day would time every task out).
                 exited = threading.Event()
 
-                def expire() -> None:
-                    if exited.is_set():
+                def expire() -> None:  # (a cancel first keeps its mark and its SIGKILL: 216)
+                    if exited.is_set() or execution.name in self._cancelled:
                         return
                     attempt.stopped = "timeout"
                     _signal(process.pid, signal.SIGTERM)

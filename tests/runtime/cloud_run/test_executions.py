@@ -46,6 +46,9 @@ start = time.time()
 mode = os.environ.get("MODE", "ok")
 if mode == "slow":  # a task that works for 0.3 s, so that tasks overlap
     threading.Event().wait(0.3)
+if mode == "stubborn":  # SIGTERM ignored: only SIGKILL stops it
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    mode = "hang"
 if mode == "hang":  # a task that never ends by itself: only a signal stops it
     print("hanging", flush=True)
     signal.pause()
@@ -530,6 +533,25 @@ def test_a_forced_run_is_not_held_behind_another_runs_execution(tmp_path: Path) 
             os.kill(execution.attempts[0].pid, signal.SIGKILL)
         mover.join(30)
         assert not mover.is_alive()
+
+
+def test_a_task_cancelled_before_its_timeout_stays_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 216: a task that ignored the cancel's SIGTERM reached its timeout in the grace
+    before SIGKILL, and the execution read ``0:timeout`` though the cancel came first."""
+    from scheduler_emulator.runtime.cloud_run import executions
+
+    monkeypatch.setattr(executions, "STOP_GRACE_SECONDS", 5.0)  # the timeout (3 s) falls in it
+    job = cloud_run_job(tmp_path, mode="stubborn", maxRetries=0, timeout="3s")
+    with emulator_for(job, data_dir=tmp_path / "data") as emulator:
+        execution = emulator.cloud_run.run(emulator.cloud_run.jobs()[0])
+        out = emulator.cloud_run.store.outputs / f"{execution.execution_id}-0-0.out"
+        wait_for(lambda: out.is_file() and out.read_text() == "hanging\n", 30, "SIGTERM ignored")
+        emulator.cloud_run.cancel(execution.name)
+        emulator.cloud_run.settle()
+        [attempt] = emulator.cloud_run.store.get(execution.name).attempts
+    assert (attempt.stopped, attempt.exit_code) == ("cancelled", -signal.SIGKILL)
 
 
 @pytest.mark.parametrize("max_retries", [3, 0])
