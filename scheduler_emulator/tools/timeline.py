@@ -220,7 +220,10 @@ def duplicate_notes(attempts: Sequence[Attempt]) -> list[str]:
         # (trial 105: a guard's no-op read as work done twice; trial 120: a late answer, whose
         # body is not kept, read as another answer; trial 144: "it answered otherwise" with a 200)
         if answered and _kept(answered) and (said := _said(attempt)) != _said(answered):
-            note += f"; this time it answered: {said or '(nothing)'}"
+            if started := started_execution(attempt.response_excerpt):  # (216: not its JSON)
+                note += f"; this time it started execution {started}"
+            else:
+                note += f"; this time it answered: {said or '(nothing)'}"
         out.append(note)
     return out
 
@@ -234,6 +237,16 @@ def _kept(attempt: Attempt) -> bool:
 
 def _said(attempt: Attempt) -> str:
     return " ".join(answer_text(attempt.response_excerpt).split())
+
+
+def started_execution(excerpt: str) -> str | None:
+    """The ID of the Cloud Run execution an attempt's answer names (the Admin API's answer to
+    ``jobs/J:run``: v2's operation ``…/executions/export-x7k2p``, v1's ``Execution`` whose
+    ``metadata.name`` is the ID), or ``None``; the dashboard's ``showExecution`` reads it so."""
+    found = re.search(r"/executions/([a-z0-9-]+)", excerpt)
+    if found is None and '"kind": "Execution"' in excerpt:
+        found = re.search(r'"name": "([a-z][-a-z0-9]*)"', excerpt)
+    return found[1] if found else None
 
 
 def notes(attempts: Sequence[Attempt]) -> list[str]:

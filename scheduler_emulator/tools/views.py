@@ -51,7 +51,14 @@ from ..domain.names import qualify_job_name
 from ..domain.timezones import resolve_time_zone
 from ..runtime import EXECUTION_STATES
 from ..wire import format_schedule_time, host_port
-from .timeline import IN_FLIGHT, attempt_cells, duplicate_notes, render_table, shorten
+from .timeline import (
+    IN_FLIGHT,
+    attempt_cells,
+    duplicate_notes,
+    render_table,
+    shorten,
+    started_execution,
+)
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
@@ -961,16 +968,6 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
                 run["execution"] = client.get(f"/_emulator/executions/{started}")
     headers = WIDE_RUN_HEADERS if args.wide else RUN_HEADERS
     return _print_table(out, headers, run_rows(runs, args.wide), "(no runs)", args.wide)
-
-
-def started_execution(excerpt: str) -> str | None:
-    """The ID of the Cloud Run execution an attempt's answer names (the Admin API's answer to
-    ``jobs/J:run``: v2's operation ``…/executions/export-x7k2p``, v1's ``Execution`` whose
-    ``metadata.name`` is the ID), or ``None``; the dashboard's ``showExecution`` reads it so."""
-    found = re.search(r"/executions/([a-z0-9-]+)", excerpt)
-    if found is None and '"kind": "Execution"' in excerpt:
-        found = re.search(r'"name": "([a-z][-a-z0-9]*)"', excerpt)
-    return found[1] if found else None
 
 
 def cmd_run(args: argparse.Namespace, out: IO[str]) -> int:

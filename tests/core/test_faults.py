@@ -133,6 +133,22 @@ class TestActions:
         assert notes[3].startswith("same ScheduleTime as run 1, which the target answered 200")
         assert notes[3].endswith("; this time it answered: ok")
 
+    def test_a_duplicate_run_of_a_cloud_run_job_names_the_execution_it_started(self) -> None:
+        """Trial 216: the row held the Admin API's whole answer (~1,000 characters)."""
+        at = datetime(2026, 12, 5, 2, 0, tzinfo=UTC)
+        job = "projects/p/locations/l/jobs/e"
+        operation = '{"name": "projects/p/locations/l/operations/x", "metadata": {"name": "'
+        attempts = [
+            Attempt(n, "projects/p/locations/l/jobs/j", 1, 1, "2026-12-05T02:00:00Z", at,
+                    {"url": f"https://run.googleapis.com/v2/{job}:run"}, at, 200, "OK",
+                    response_excerpt=f'{operation}{job}/executions/{e}"}}}}')
+            for n, e in ((1, "e-abc12"), (2, "e-def34"))
+        ]  # fmt: skip
+        assert duplicate_notes(attempts)[1] == (
+            "duplicate: the target already answered 200 to attempt 1 of this run; this time it "
+            "started execution e-def34"
+        )
+
     def test_a_retry_after_a_late_answer_is_not_said_to_answer_otherwise(self) -> None:
         """Trial 120: a late answer's body is not kept, so a retry answering the same JSON read
         "it answered otherwise" — the sign of a deduplicating target — for one that did the
