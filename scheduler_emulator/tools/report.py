@@ -40,7 +40,14 @@ _PAGE_SCRIPT = """
   var open = TL.panel($("details"), $("details-title"), $("details-close"));
   function showAttempt(a, run, lane) {
     open(a.job.split("/").pop() + " · run " + a.runId + " · attempt " + a.attempt);
-    TL.details($("details-body"), a, lane && lane.timeZone);
+    var body = $("details-body"), id = TL.executionId(a);
+    TL.details(body, a, lane && lane.timeZone);
+    if (id && data.executions[id]) {  /* what its execution did, as the dashboard shows it */
+      var section = document.createElement("section");
+      section.setAttribute("data-testid", "detail-execution");
+      body.insertBefore(section, body.querySelector("h3"));
+      TL.execution(section, data.executions[id], id, null);
+    }
   }
   TL.legend($("legend"));
   TL.draw($("timeline"), data.timeline, {  /* to the page's width, as the dashboard's */
@@ -254,7 +261,9 @@ _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline
 
 def report_html(run: ScenarioRun) -> str:
     """The report page of ``run`` as one HTML document (see the module docstring)."""
-    data = json.dumps({"timeline": timeline_data(run)}).replace("</", "<\\/")
+    executions = {e["name"].rsplit("/", 1)[-1]: e for e in run.executions}  # (trial 216)
+    data = json.dumps({"timeline": timeline_data(run), "executions": executions})
+    data = data.replace("</", "<\\/")
     scenario = run.scenario
     verdict = "every expectation holds" if run.ok else f"{len(run.unmet)} unmet"
     title = f"Scenario {scenario.path}: {verdict}"

@@ -438,52 +438,14 @@
    * each task attempt's exit code and output (GET /_emulator/executions/<id>); false for another
    * attempt. */
   function showExecution(container, attempt) {
-    var text = attempt.responseExcerpt || "", found = /executions\/([a-z][-a-z0-9]*)"/.exec(text);
-    if (!found && /"kind": "Execution"/.test(text)) found = /"name": "([a-z][-a-z0-9]*)"/.exec(text);
-    if (!found) return false;
+    var id = TL.executionId(attempt);
+    if (!id) return false;
     var section = document.createElement("section");
     section.setAttribute("data-testid", "detail-execution");
     container.insertBefore(section, container.querySelector("h3"));  /* after the summary */
-    request("GET", "/_emulator/executions/" + found[1]).then(function (e) {
-      var h = document.createElement("h3"), link = document.createElement("a");
-      var id = document.createElement("code");  /* as written, not in the heading's capitals */
-      id.textContent = found[1];
-      h.append("Cloud Run execution ", id, " ");  /* the link is its raw record */
-      link.href = "/_emulator/executions/" + found[1];
-      link.textContent = "(JSON)";
-      link.setAttribute("data-testid", "execution-json");
-      h.appendChild(link);
-      section.appendChild(h);
-      var p = document.createElement("p");
-      p.setAttribute("data-testid", "execution-state");  /* coloured: a FAILED one stands out */
-      p.className = {SUCCEEDED: "code-ok", RUNNING: "code-pending"}[e.state] || "code-bad";
-      /* cancelledCount counts the tasks a cancel stopped too (trial 204 read "3 never started"
-         beside two that ran), as execution_reason splits it */
-      var stopped = e.taskAttempts.filter(function (a) { return a.stopped === "cancelled"; }).length;
-      var never = (e.cancelledCount || 0) - stopped;
-      p.textContent = e.state + " · " + e.succeededCount + " of " + e.taskCount + " tasks succeeded" +
-        (e.retriedCount ? " · " + e.retriedCount + " retried" : "") +
-        (stopped ? " · " + stopped + " stopped (cancelled)" : "") +
-        (never ? " · " + never + " never started (cancelled)" : "");
-      section.appendChild(p);
-      var table = document.createElement("table");
-      table.setAttribute("data-testid", "execution-tasks");
-      table.className = "execution";
-      [["task", "attempt", "exit code", "took", "stdout", "stderr"]].concat(e.taskAttempts.map(function (a) {
-        var took = a.endTime ? (Date.parse(a.endTime) - Date.parse(a.startTime)) + " ms" : "running";
-        return [a.index, a.attempt, TL.exitText(a), took].concat([a.stdout, a.stderr].map(function (text) {
-          return (text || "").replace(/\s+$/, "");  /* its lines kept (CSS), not a last empty one */
-        }));
-      })).forEach(function (cells, i) {
-        var tr = table.insertRow();
-        cells.forEach(function (cell) {
-          var td = document.createElement(i ? "td" : "th");
-          td.textContent = cell === undefined || cell === "" ? "—" : String(cell);
-          tr.appendChild(td);
-        });
-      });
-      section.appendChild(table);
-    }).catch(function (err) { section.textContent = "Cloud Run execution " + found[1] + ": " + err.message; });
+    request("GET", "/_emulator/executions/" + id).then(function (e) {
+      TL.execution(section, e, id, "/_emulator/executions/" + id);
+    }).catch(function (err) { section.textContent = "Cloud Run execution " + id + ": " + err.message; });
     return true;
   }
   function runFilter() {

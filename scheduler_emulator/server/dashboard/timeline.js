@@ -96,6 +96,60 @@
     container.appendChild(skipped);
   }
 
+  /* The ID of the Cloud Run execution an attempt's answer names (the Admin API's jobs/J:run:
+   * v2's operation …/executions/<id>, v1's Execution whose name is the ID), or null. */
+  function executionId(attempt) {
+    var text = attempt.responseExcerpt || "", found = /executions\/([a-z][-a-z0-9]*)"/.exec(text);
+    if (!found && /"kind": "Execution"/.test(text)) found = /"name": "([a-z][-a-z0-9]*)"/.exec(text);
+    return found ? found[1] : null;
+  }
+
+  /* Fill `section` with a Cloud Run execution (as GET /_emulator/executions/<id> gives it): its
+   * state and counts, and each task attempt's exit code, time and output; `href` links its raw
+   * record when given (the dashboard's; a replay report embeds it). */
+  function execution(section, e, id, href) {
+    var h = document.createElement("h3"), code = document.createElement("code");
+    code.textContent = id;  /* as written, not in the heading's capitals */
+    h.append("Cloud Run execution ", code);
+    if (href) {
+      var link = document.createElement("a");
+      link.href = href;
+      link.textContent = "(JSON)";
+      link.setAttribute("data-testid", "execution-json");
+      h.append(" ", link);
+    }
+    section.appendChild(h);
+    var p = document.createElement("p");
+    p.setAttribute("data-testid", "execution-state");  /* coloured: a FAILED one stands out */
+    p.className = {SUCCEEDED: "code-ok", RUNNING: "code-pending"}[e.state] || "code-bad";
+    /* cancelledCount counts the tasks a cancel stopped too (trial 204 read "3 never started"
+       beside two that ran), as execution_reason splits it */
+    var stopped = e.taskAttempts.filter(function (a) { return a.stopped === "cancelled"; }).length;
+    var never = (e.cancelledCount || 0) - stopped;
+    p.textContent = e.state + " · " + e.succeededCount + " of " + e.taskCount + " tasks succeeded" +
+      (e.retriedCount ? " · " + e.retriedCount + " retried" : "") +
+      (stopped ? " · " + stopped + " stopped (cancelled)" : "") +
+      (never ? " · " + never + " never started (cancelled)" : "");
+    section.appendChild(p);
+    var table = document.createElement("table");
+    table.setAttribute("data-testid", "execution-tasks");
+    table.className = "execution";
+    [["task", "attempt", "exit code", "took", "stdout", "stderr"]].concat(e.taskAttempts.map(function (a) {
+      var took = a.endTime ? (Date.parse(a.endTime) - Date.parse(a.startTime)) + " ms" : "running";
+      return [a.index, a.attempt, exitText(a), took].concat([a.stdout, a.stderr].map(function (text) {
+        return (text || "").replace(/\s+$/, "");  /* its lines kept (CSS), not a last empty one */
+      }));
+    })).forEach(function (cells, i) {
+      var tr = table.insertRow();
+      cells.forEach(function (cell) {
+        var td = document.createElement(i ? "td" : "th");
+        td.textContent = cell === undefined || cell === "" ? "—" : String(cell);
+        tr.appendChild(td);
+      });
+    });
+    section.appendChild(table);
+  }
+
   function attemptText(lane, a) {
     var what = a.code === null || a.code === undefined ? "in flight" :
       a.code + (a.responseStatus ? " (HTTP " + a.responseStatus + ")" : "");
@@ -518,6 +572,7 @@
 
   root.SchedulerTimeline = {
     draw: draw, legend: legend, outcome: outcome, stamp: stamp, utcStamp: utcStamp,
+    execution: execution, executionId: executionId,
     details: details, runView: runView, panel: panel, breakable: breakable, jwtParts: jwtParts,
     retryText: retryText, stateText: stateText, wallText: wallText, exitText: exitText,
     setZone: function (mode) { zoneMode = mode; }, browserZone: browserZone, zoneFor: zoneFor,

@@ -1,7 +1,8 @@
 """The dashboard's attempt panel shows the Cloud Run execution a ``jobs/J:run`` attempt started,
 in headless Chromium. The screenshot is saved under the test's tmp dir; the one looked at for
 this release is kept beside this file (``cloud-run-execution.png``, and
-``cloud-run-cancelled.png`` for a cancelled execution)."""
+``cloud-run-cancelled.png`` for a cancelled execution, ``cloud-run-report-execution.png`` for
+a replay report's)."""
 
 from __future__ import annotations
 
@@ -148,3 +149,31 @@ def test_a_cancelled_execution_tells_stopped_tasks_from_those_never_started(
             "1 never started (cancelled)"
         )
         driver.save_screenshot(str(tmp_path / "cloud-run-cancelled.png"))
+
+
+def test_the_replay_report_shows_the_execution_an_attempt_started(tmp_path: Path) -> None:
+    """Trial 216: the report's attempt panel showed only the :run answer (a snapshot that read
+    as still running), not what the execution's tasks did, which the dashboard shows."""
+    from scheduler_emulator.tools.report import write_report
+    from scheduler_emulator.tools.scenario import load_scenario, run_scenario
+    from tests.tools.scenario.test_cloud_run_jobs import write
+
+    code = "import sys; print('database locked', file=sys.stderr); sys.exit(3)"
+    job = {
+        "name": "export",
+        "template": {"template": {"maxRetries": 0,
+                                  "containers": [{"command": [sys.executable, "-c", code]}]}},
+    }  # fmt: skip
+    report = tmp_path / "report.html"
+    write_report(run_scenario(load_scenario(write(tmp_path, job))), report)
+    with chromium() as driver:
+        driver.get(report.as_uri())
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-nightly"] .tl-attempt'))
+        all_by_css(driver, '[data-testid="lane-nightly"] .tl-attempt')[0].click()
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid="execution-state"]'), 10)
+        state = by_testid(driver, "execution-state")
+        assert state.text == "FAILED · 0 of 1 tasks succeeded"
+        assert state.get_attribute("class") == "code-bad"
+        assert "database locked" in by_testid(driver, "execution-tasks").text
+        assert not all_by_css(driver, '[data-testid="execution-json"]')  # nothing to fetch
+        driver.save_screenshot(str(tmp_path / "report-execution.png"))
