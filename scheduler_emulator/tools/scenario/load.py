@@ -195,12 +195,11 @@ def load_scenario(path: str | Path) -> Scenario:
             )
         )
     else:
-        cloud_run_jobs = problems.check(
-            lambda: load_cloud_run_jobs(
-                [cloud_run_src.parent / f for f in files], project=project, location=location
-            ),
-            (),
-        )
+        try:  # named under the key that names the file (trial 216: "missing.yaml: …" alone)
+            paths = [cloud_run_src.parent / f for f in files]
+            cloud_run_jobs = load_cloud_run_jobs(paths, project=project, location=location)
+        except ConfigurationError as exc:
+            problems.add(problem(cloud_run_src, "cloud_run_jobs", str(exc)))
 
     start_value, start_src = get("start")
     start = DEFAULT_START
@@ -246,7 +245,8 @@ def load_scenario(path: str | Path) -> Scenario:
         parse_cloud_run_job(d, project=project, location=location).job_id for d in cloud_run_jobs
     }  # (each one parses: load_cloud_run_jobs checked it)
     for index, job, named in undefined_runs(jobs if jobs_valid else [], defined):  # (a 404 each)
-        there = ", ".join(sorted(defined)) or "none: add the key"
+        given = "cloud_run_jobs" in document  # (trial 216: "add the key" of a key given empty)
+        there = ", ".join(sorted(defined)) or ("none" if given else "none: add the key")
         problems.add(
             problem(
                 jobs_src,

@@ -59,6 +59,28 @@ def test_a_bad_cloud_run_job_is_named_with_the_scenarios_problems(tmp_path: Path
         load_scenario(write(tmp_path, job))
 
 
+def test_a_cloud_run_jobs_file_that_is_missing_or_empty_is_named_under_its_key(
+    tmp_path: Path,
+) -> None:
+    """Trial 216: ``missing.yaml: cannot read …`` named no key of the scenario, and an empty
+    ``cloud_run_jobs: []`` was told to add the key."""
+    path = write(tmp_path, {"name": "export", "template": {"template": {"containers": [
+        {"command": ["x"]}]}}})  # fmt: skip
+    path.write_text(path.read_text().replace("cloud-run-jobs.json", "missing.json"))
+    with pytest.raises(ConfigurationError) as refused:
+        load_scenario(path)
+    assert f"{path}: cloud_run_jobs: " in str(refused.value) and "missing.json" in str(
+        refused.value
+    )
+    path.write_text(path.read_text().replace("missing.json", "[]"))
+    with pytest.raises(ConfigurationError) as refused:
+        load_scenario(path)
+    assert str(refused.value).endswith(
+        'job nightly runs Cloud Run job "export", which cloud_run_jobs does not define '
+        "(defined: none)."
+    )
+
+
 def test_a_failed_execution_is_in_the_replay_and_its_report(tmp_path: Path) -> None:
     """A trial: a night whose Cloud Run task failed read as two 200 OK rows and "All
     expectations hold", in the terminal and in the HTML report: the scheduler's :run call
