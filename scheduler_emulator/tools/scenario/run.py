@@ -6,6 +6,7 @@ import io
 import json
 import math
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -103,12 +104,19 @@ class ScenarioRun:
     @property
     def run_states(self) -> str:
         """How the runs stand at the end, e.g. ``"5 runs: 4 succeeded, 1 gave up"`` (trial
-        184: every run gave up under expectations that held, and only the attempts said so)."""
+        184: every run gave up under expectations that held, and only the attempts said so),
+        then the Cloud Run executions they started, by state (trial 216: "6 succeeded" of runs
+        whose executions failed: a ``:run`` is answered 200 whatever its execution does)."""
         states = [run["state"] for run in self.runs]
         order = (*RUN_STATES.values(), "in progress")
         counts = [f"{n} {state}" for state in order if (n := states.count(state))]
         runs = plural(len(states), "run")
-        return f"{runs}: {', '.join(counts)}" if counts else runs
+        said = f"{runs}: {', '.join(counts)}" if counts else runs
+        if not self.executions:
+            return said
+        ended = Counter(str(e.get("state")) for e in self.executions)
+        by_state = ", ".join(f"{n} {state}" for state, n in sorted(ended.items()))
+        return f"{said}; {plural(len(self.executions), 'Cloud Run execution')}: {by_state}"
 
 
 class _CountingLog(AttemptLog):

@@ -100,6 +100,8 @@ def test_a_failed_execution_is_in_the_replay_and_its_report(tmp_path: Path) -> N
     assert run.ok  # the expectation is on the scheduler job's attempt, answered 200
     [execution] = run.executions
     assert execution["state"] == "FAILED"
+    # (trial 216: "6 runs: 6 succeeded" read alone while the executions failed)
+    assert run.run_states == "1 run: 1 succeeded; 1 Cloud Run execution: 1 FAILED"
     out = io.StringIO()
     print_report(run, out)
     text = out.getvalue()
