@@ -305,3 +305,23 @@ def test_the_markers_topics_keep_the_in_process_publisher_on_the_tests_clock(
     [message] = cloud_scheduler.published("heartbeat")
     assert message.publish_time == "2026-09-24T03:00:00Z" and len(pushed) == 1
     assert [a.code for a in cloud_scheduler.attempts("elsewhere")] == ["NOT_FOUND"]
+
+
+def test_a_refused_job_is_said_at_the_tests_line_without_the_emulators_frames(
+    pytester: pytest.Pytester,
+) -> None:
+    """Trials 212, 215: a misspelt time zone printed 8 to 30 lines of the emulator's frames
+    (its docstrings and comments too) before the message."""
+    pytester.makepyfile(
+        """
+        def test_bad_zone(cloud_scheduler):
+            cloud_scheduler.create_job(name="n", schedule="0 2 * * *", time_zone="Europe/Londn",
+                                       http_target={"uri": "http://app.test/n"})
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*InvalidArgument:*did you mean 'Europe/London'?*"])
+    result.stdout.no_fnmatch_line("*scheduler_emulator/*.py*")  # no frame of the emulator's
+    result.stdout.no_fnmatch_line("*pytest_plugin/*.py*")
+    result.stdout.no_fnmatch_line("*def resolve_time_zone*")
