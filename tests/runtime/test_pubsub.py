@@ -72,6 +72,10 @@ def test_a_missing_topic_is_not_found_and_retried_under_retry_config() -> None:
     attempts = emulator.attempts("sweep")
     assert [a.code for a in attempts] == ["NOT_FOUND"] * 3
     assert "Resource not found" in attempts[0].debug_info
+    assert attempts[0].debug_info.endswith(  # what to do (trial 215)
+        "The topics that exist here are those given as topics= (projects/my-project/topics/"
+        "other): add its ID there."
+    )
     status = emulator.get_job("sweep").status
     assert status is not None and status.code == 5  # google.rpc NOT_FOUND
     publisher.create_topic("orders")

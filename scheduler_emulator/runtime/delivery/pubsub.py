@@ -227,7 +227,12 @@ class InProcessPublisher:
         :raises PublishError: ``NOT_FOUND`` for a topic that does not exist (with ``topics=``).
         """
         if self._topics is not None and topic not in self._topics:
-            raise PublishError("NOT_FOUND", f"Resource not found (resource={topic}).")
+            known = ", ".join(sorted(self._topics)) or "none"  # (trial 215: no way out said)
+            raise PublishError(
+                "NOT_FOUND",
+                f"Resource not found (resource={topic}). The topics that exist here are those "
+                f"given as topics= ({known}): add its ID there.",
+            )
         with self._lock:
             message = PubsubMessage(
                 topic,
