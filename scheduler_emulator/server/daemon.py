@@ -205,7 +205,7 @@ class Daemon:
         # From here the port is open: a SIGTERM or SIGINT before run() still stops it cleanly.
         # So does a SIGHUP (a closed terminal, trial 86: it killed the daemon on the spot),
         # unless it is ignored (nohup).
-        self._running = self._signal_before_run = False
+        self._asked = False  # a signal asked it to stop: the serving loop's watch stops it
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._signalled)
             signal.signal(signal.SIGINT, self._signalled)
@@ -237,14 +237,13 @@ class Daemon:
         if self.attempt_log is not None:
             self.attempt_log.release()
         self.emulator.start()
-        self._running = True
         started: list[Companion] = []
         try:
             for companion in companions:
                 companion.start()
                 started.append(companion)
-            if self._signal_before_run:
-                self.shutdown()  # serve_forever then returns at once
+            if self._asked:  # a signal before run(): serve_forever then returns at once
+                self.shutdown()
             self.server.watch = self._watch_engine
             self.server.serve_forever(SERVE_POLL_SECONDS)
         finally:
@@ -269,8 +268,11 @@ class Daemon:
         self._stopper.start()
 
     def _watch_engine(self) -> None:
-        """Stop when the engine stopped firing (a trial's daemon on a read-only database
-        answered its health checks for ever and fired nothing)."""
+        """Stop when a signal asked it to (:meth:`_signalled`), or when the engine stopped
+        firing (a trial's daemon on a read-only database answered its health checks for ever
+        and fired nothing)."""
+        if self._asked:
+            self.shutdown()
         if (failure := self.emulator.engine_failure) and not self._stopping.is_set():
             self.failure = failure
             self._say(
@@ -281,14 +283,17 @@ class Daemon:
             self.shutdown()
 
     def _signalled(self, signum: int, frame: object) -> None:
-        if not self._running:
-            self._signal_before_run = True  # run() stops as soon as it has started
-            return
+        """Note the request to stop, which the serving loop's watch carries out within
+        :data:`SERVE_POLL_SECONDS`; a second signal (not sent with the first) exits at once.
+        Nothing here takes a lock: a handler runs between two bytecodes of the code it
+        interrupts, which may hold it (trial 211's daemon under ``timeout``, sent SIGTERM twice
+        at once, waited for ever on its own stop event's lock)."""
         first, self._signalled_at = self._signalled_at, real_monotonic()
-        if self._stopping.is_set() and self._signalled_at - first >= SAME_SIGNAL_SECONDS:
-            self._say("scheduler-emulator: exiting now.")  # the second Ctrl-C: leave now
+        asked = self._asked or self._stopping.is_set()
+        if asked and self._signalled_at - first >= SAME_SIGNAL_SECONDS:
+            os.write(2, b"scheduler-emulator: exiting now.\n")  # the second Ctrl-C: leave now
             os._exit(128 + signum)
-        self.shutdown()
+        self._asked = True
 
     def _stop_engine(self) -> None:
         in_flight = self.emulator.in_flight

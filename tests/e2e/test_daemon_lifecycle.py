@@ -3,15 +3,18 @@ hang on a target that never answers (the daemon as a real subprocess)."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import requests
 
 from scheduler_emulator.domain.errors import ConfigurationError
 from scheduler_emulator.realtime import real_monotonic
@@ -84,6 +87,34 @@ class TestDefaultDataDirectory:
 
 
 class TestStopping:
+    def test_a_signal_that_comes_while_the_stop_event_is_locked_still_stops_it(self) -> None:
+        """Trial 211: a daemon under ``timeout``, sent SIGTERM twice at once, hung for ever:
+        the second handler ran while the first held its stop event's lock, and waited on it."""
+        from scheduler_emulator import EmulatorOptions
+        from scheduler_emulator.server.daemon import Daemon
+
+        made: dict[str, Daemon] = {}  # (made off the main thread: no handler is installed here)
+        maker = threading.Thread(target=lambda: made.update(d=Daemon(EmulatorOptions(), port=0)))
+        maker.start()
+        maker.join(30)
+        daemon, thresholds = made["d"], gc.get_threshold()
+        health = f"http://127.0.0.1:{daemon.server.server_port}/_emulator/health"
+        runner = threading.Thread(target=daemon.run)
+        try:
+            runner.start()
+            wait_for(lambda: requests.get(health, timeout=5).ok, 30, "the daemon serving")
+            with daemon._stopping._cond:  # held, as by the code a signal interrupts
+                handler = threading.Thread(target=daemon._signalled, args=(signal.SIGTERM, None))
+                handler.daemon = True
+                handler.start()
+                handler.join(5)
+                assert not handler.is_alive(), "the handler waited on the stop event's lock"
+            runner.join(30)  # the signal's stop, carried out by the serving loop
+        finally:  # run() froze the objects collected so far and raised the thresholds
+            gc.unfreeze()
+            gc.set_threshold(*thresholds)
+        assert not runner.is_alive()
+
     def test_a_log_on_a_full_disk_loses_its_lines_not_the_stop(self) -> None:
         """A trial: a daemon logging to /dev/full exited 2 with a bare error when stopped."""
         with running_daemon("--in-memory", *MANUAL, "--log-file", "/dev/full") as daemon:
