@@ -246,7 +246,7 @@ def add_arguments(sub: Any, add_address: Callable[[argparse.ArgumentParser], Non
             "--wide",
             action="store_true",
             help=f"{more}one line per row (by default the table fits the terminal's width, "
-            f"$COLUMNS when set, else {TABLE_WIDTH} columns when not a terminal, "
+            f"{TABLE_WIDTH} columns when not a terminal, "
             f"{wraps} wrapping under itself)",
         )
     window = attempts.add_mutually_exclusive_group()  # the newest N, or all since an instant
@@ -680,13 +680,11 @@ def is_terminal(stream: IO[str]) -> bool:
 
 def table_width(out: IO[str], wide: bool) -> int | None:
     """The widest line of a table written to ``out``: ``None`` (one line per row) with
-    ``--wide``; ``$COLUMNS`` when set (to a pipe too: trial 213); the terminal's width on a
-    terminal; else :data:`TABLE_WIDTH`."""
+    ``--wide``; the terminal's width on a terminal (``$COLUMNS`` when set); else
+    :data:`TABLE_WIDTH`."""
     if wide:
         return None
-    if is_terminal(out) or os.environ.get("COLUMNS", "").isdigit():
-        return shutil.get_terminal_size((TABLE_WIDTH, 24)).columns
-    return TABLE_WIDTH
+    return shutil.get_terminal_size((TABLE_WIDTH, 24)).columns if is_terminal(out) else TABLE_WIDTH
 
 
 def painter(out: IO[str]) -> Callable[[str, str], str] | None:

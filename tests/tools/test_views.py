@@ -1392,14 +1392,3 @@ def test_a_job_argument_that_is_no_job_name_is_refused_before_any_request(
     code, out, err = run_command(capsys, verb, "../../../../../_emulator/faults")
     assert (code, out) == (2, "")
     assert err.startswith('error: JOB "../../../../../_emulator/faults": Job name must be'), err
-
-
-def test_a_table_to_a_pipe_takes_columns_from_the_environment(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Trial 213: ``COLUMNS=160 scheduler-emulator runs | less`` was cut at 120 columns."""
-    monkeypatch.delenv("COLUMNS", raising=False)
-    assert views.table_width(io.StringIO(), wide=False) == views.TABLE_WIDTH
-    monkeypatch.setenv("COLUMNS", "160")
-    assert views.table_width(io.StringIO(), wide=False) == 160
-    assert views.table_width(io.StringIO(), wide=True) is None
