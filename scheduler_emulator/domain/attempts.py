@@ -274,7 +274,8 @@ class Attempt:
         when the job sets none, Google's rule) and email, the claims a service refuses a token
         for, and why a service may refuse one unless its answer says why; a refused connection
         names where nothing listens (trial 182: the debug text does not); a 404 for a path with
-        ``/_triggers/timer/`` after some other segment names that segment."""
+        ``/_triggers/timer/`` after some other segment names that segment; an App Engine
+        target's 503 says it does not count against the retry count (Google's rule)."""
         where = urlsplit(str(self.request.get("url", ""))).netloc  # ("" for a publish)
         if where and self.response_status is None and "Connection refused" in self.debug_info:
             return f"nothing listens at {where}: start the target there, or fix the job's URI"
@@ -283,6 +284,8 @@ class Attempt:
             if self.response_status == 404 and method != "POST":  # (trial 108: "define it")
                 return f"the Cloud Run Admin API's jobs/J:run takes POST; this job sends {method}"
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
+        if self.response_status == 503 and "appEngineHost" in self.request:  # (trial 215)
+            return "an App Engine target's 503 is retried without counting against the retry count"
         headers = self.request.get("headers") or {}
         bearer = next((str(v) for k, v in headers.items() if k.lower() == "authorization"), "")
         if self.response_status in (401, 403) and (claims := _token_claims(bearer)):
