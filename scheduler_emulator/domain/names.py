@@ -117,7 +117,12 @@ _PROJECT = _Segment(
     'and not ending with a hyphen, such as "my-project" (or domain-scoped: '
     '"example.com:my-project"; or a project number).',
 )
-_LOCATION_ID = _Segment("location ID", LOCATION_ID_RE, 'expected a location such as "us-central1".')
+_LOCATION_ID = _Segment(  # (trial 217: "mars-1" refused, the rule unsaid)
+    "location ID",
+    LOCATION_ID_RE,
+    'expected lower-case words joined by hyphens, then digits, such as "us-central1" or '
+    '"europe-west4".',
+)
 _JOB_ID = _Segment("job ID", JOB_ID_RE, "use only letters, digits, hyphens and underscores.")
 
 
