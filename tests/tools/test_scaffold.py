@@ -26,8 +26,11 @@ REPO = Path(__file__).resolve().parents[2]
 GENERATED_TEST_COUNT = 6
 
 
-def run(command: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` in ``cwd`` with a bound; fail the test with its output if it fails."""
+def run(
+    command: list[str], cwd: Path, timeout: float, code: int = 0
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` in ``cwd`` with a bound; fail the test with its output if it exits
+    otherwise than with ``code``."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
     # A nested pytest keeps its temporary directories under cwd, not in the per-user base
     # folder the outer run uses (pytest prunes old ones there: with -n 2 the outer run's
@@ -44,7 +47,7 @@ def run(command: list[str], cwd: Path, timeout: float) -> subprocess.CompletedPr
         timeout=max(timeout, 1),
         check=False,
     )
-    assert result.returncode == 0, (
+    assert result.returncode == code, (
         f"{' '.join(command)} exited with {result.returncode}\n"
         f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-4000:]}"
     )
@@ -196,6 +199,13 @@ class TestTheGeneratedProject:
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error"]
         result = run(command, cwd=project, timeout=120)
         assert f"{GENERATED_TEST_COUNT} passed" in result.stdout
+        # a misspelt marker is an error there (trial 218: the test ran at the defaults)
+        (project / "test_typo.py").write_text(
+            "import pytest\n\n@pytest.mark.cloud_schedular(start='2026-01-01T00:00:00Z')\n"
+            "def test_x(cloud_scheduler):\n    pass\n"
+        )
+        typo = run([*command, "test_typo.py"], cwd=project, timeout=120, code=2)
+        assert "'cloud_schedular' not found in `markers` configuration option" in typo.stdout
 
     def test_it_passes_ruff_with_its_defaults(self, tmp_path: Path, framework: str) -> None:
         pytest.importorskip("ruff")
