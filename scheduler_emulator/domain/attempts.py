@@ -274,7 +274,8 @@ class Attempt:
         when the job sets none, Google's rule) and email, the claims a service refuses a token
         for, and why a service may refuse one unless its answer says why; a refused connection
         names where nothing listens (trial 182: the debug text does not); a 404 for a path with
-        ``/_triggers/timer/`` after some other segment names that segment; an App Engine
+        ``/_triggers/timer/`` after some other segment names that segment, and one for a path
+        under it asks whether a timer router is in front of the app; an App Engine
         target's 503 says it does not count against the retry count (Google's rule)."""
         where = urlsplit(str(self.request.get("url", ""))).netloc  # ("" for a publish)
         if where and self.response_status is None and "Connection refused" in self.debug_info:
@@ -317,6 +318,11 @@ class Attempt:
                 f"the path has {path[: path.index(TIMER_PREFIX, 1)]!r} before {TIMER_PREFIX!r}: "
                 "a timer router serves its routes from the service's root unless given a prefix "
                 "(a functions-framework function's name is not part of its URL)"
+            )
+        if self.response_status == 404 and path.startswith(TIMER_PREFIX):  # (trial 218)
+            return (
+                f"no timer router answered {TIMER_PREFIX}: the app's own 404 (is its TimerRouter "
+                "in front of it? router.init_app(app))"
             )
         if self.response_status != 500 or APP_RAISED in self.debug_info:
             return ""

@@ -61,7 +61,11 @@ def test_a_404_for_a_timer_route_under_another_segment_names_the_segment() -> No
         "from the service's root unless given a prefix (a functions-framework function's name is "
         "not part of its URL)"
     )
-    assert replace(missed, request={"url": "http://fn.test/_triggers/timer/hourly"}).hint == ""
+    routerless = replace(missed, request={"url": "http://fn.test/_triggers/timer/hourly"})
+    assert routerless.hint == (  # (trial 218: router.init_app(app) forgotten)
+        "no timer router answered /_triggers/timer/: the app's own 404 (is its TimerRouter in "
+        "front of it? router.init_app(app))"
+    )
 
 
 def test_a_success_has_no_reason() -> None:
