@@ -50,12 +50,14 @@ def reflection_pool(services: Sequence[str]) -> Any:
     ``google.cloud.scheduler.v1.CloudScheduler`` is written from :data:`SCHEDULER_METHODS`
     into ``google/cloud/scheduler/v1/cloudscheduler_service.proto``, and
     ``grpc.reflection.v1.ServerReflection`` is the ``v1alpha`` file under the ``v1`` package
-    (the two are the same on the wire); the others are copied from the default pool.
+    (the two are the same on the wire); the others are copied from the default pool, and so
+    is ``google/rpc/error_details.proto``, whose ``BadRequest`` an error's details hold.
 
     :raises KeyError: for a service the default pool does not know.
     """
     from google.cloud.scheduler_v1.types import cloudscheduler  # noqa: F401 - its messages
     from google.protobuf import descriptor_pb2, descriptor_pool, empty_pb2  # noqa: F401
+    from google.rpc import error_details_pb2
 
     default, pool = descriptor_pool.Default(), descriptor_pool.DescriptorPool()
     added: set[str] = set()
@@ -113,6 +115,7 @@ def reflection_pool(services: Sequence[str]) -> Any:
             pool.Add(proto)
         else:
             add(default.FindServiceByName(service).file)
+    add(error_details_pb2.DESCRIPTOR)  # an error's details, for grpcurl to read (trial 217)
     return pool
 
 

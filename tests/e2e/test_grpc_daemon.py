@@ -171,6 +171,8 @@ def test_a_client_with_no_proto_calls_cloud_scheduler_through_reflection(
     )
     job = call(request_type(name=f"{PARENT}/jobs/seen"), timeout=10)
     assert (job.schedule, job.http_target.uri) == ("0 2 * * *", URI)
+    # an error's details decode too (trial 217: grpcurl printed "BadRequest is not recognized")
+    assert pool.FindMessageTypeByName("google.rpc.BadRequest").fields_by_name["field_violations"]
 
 
 @pytest.mark.timeout(120)
