@@ -93,12 +93,21 @@ def check_parameters(request: Request, endpoint: str) -> None:
     """
     taken = _FIELDS.get(endpoint, ())
     for value in request.args.getlist("alt") + request.args.getlist("$alt"):
-        if value.split(";", 1)[0].strip().lower() != "json":  # (alt=proto was answered in JSON)
+        form, *options = (part.strip().lower() for part in value.split(";"))
+        if form != "json":  # (alt=proto was answered in JSON)
             raise InvalidArgument(
                 f"alt={show_value(value)[1:-1]} is not served: the emulator answers JSON only "
                 "(alt=json; Google also answers alt=proto in protocol buffers).",
                 field="alt",
             )
+        for option in options:  # (trial 217: enum-encoding=foo was taken)
+            if option not in ("enum-encoding=int", ""):
+                raise InvalidArgument(
+                    f"alt={show_value(value)[1:-1]}: {show_value(option)} is not an option of "
+                    "alt=json, which takes enum-encoding=int (enums as numbers; as names "
+                    "without it).",
+                    field="alt",
+                )
     for name in request.args:
         field = camel_case(name)
         if field in taken:  # once, in either spelling (a second value was dropped: trial 59)

@@ -485,6 +485,12 @@ class TestRouting:
             "alt=proto in protocol buffers)."
         )
         assert api.get(JOBS + "?alt=JSON").status_code == 200  # the value in any case
+        odd = api.get(JOBS + "?%24alt=json%3Benum-encoding%3Dfoo")  # (trial 217: it was taken)
+        assert (odd.status_code, error_of(odd)["message"]) == (
+            400,
+            'alt=json;enum-encoding=foo: "enum-encoding=foo" is not an option of alt=json, '
+            "which takes enum-encoding=int (enums as numbers; as names without it).",
+        )
 
     @pytest.mark.parametrize(
         ("path", "query"),
