@@ -156,16 +156,10 @@ def test_the_replay_report_shows_the_execution_an_attempt_started(tmp_path: Path
     as still running), not what the execution's tasks did, which the dashboard shows."""
     from scheduler_emulator.tools.report import write_report
     from scheduler_emulator.tools.scenario import load_scenario, run_scenario
-    from tests.tools.scenario.test_cloud_run_jobs import write
+    from tests.tools.scenario.test_cloud_run_jobs import FAILING, write
 
-    code = "import sys; print('database locked', file=sys.stderr); sys.exit(3)"
-    job = {
-        "name": "export",
-        "template": {"template": {"maxRetries": 0,
-                                  "containers": [{"command": [sys.executable, "-c", code]}]}},
-    }  # fmt: skip
     report = tmp_path / "report.html"
-    write_report(run_scenario(load_scenario(write(tmp_path, job))), report)
+    write_report(run_scenario(load_scenario(write(tmp_path, FAILING))), report)
     with chromium() as driver:
         driver.get(report.as_uri())
         wait_for(driver, lambda d: all_by_css(d, '[data-testid="lane-nightly"] .tl-attempt'))

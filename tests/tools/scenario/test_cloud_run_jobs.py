@@ -31,6 +31,15 @@ expect:
 """
 
 
+#: A Cloud Run job whose one task fails at once, saying why on stderr.
+FAILING = {
+    "name": "export",
+    "template": {"template": {"maxRetries": 0, "containers": [{"command": [
+        sys.executable, "-c", "import sys; print('database locked', file=sys.stderr); sys.exit(3)"
+    ]}]}},
+}  # fmt: skip
+
+
 def write(folder: Path, job: dict[str, object]) -> Path:
     (folder / "cloud-run-jobs.json").write_text(json.dumps([job]))
     path = folder / "scenario.yaml"
@@ -90,13 +99,7 @@ def test_a_failed_execution_is_in_the_replay_and_its_report(tmp_path: Path) -> N
     from scheduler_emulator.tools.replay import print_report
     from scheduler_emulator.tools.report import report_html
 
-    code = "import sys; print('database locked', file=sys.stderr); sys.exit(3)"
-    job = {
-        "name": "export",
-        "template": {"template": {"maxRetries": 0,
-                                  "containers": [{"command": [sys.executable, "-c", code]}]}},
-    }  # fmt: skip
-    run = run_scenario(load_scenario(write(tmp_path, job)))
+    run = run_scenario(load_scenario(write(tmp_path, FAILING)))
     assert run.ok  # the expectation is on the scheduler job's attempt, answered 200
     [execution] = run.executions
     assert execution["state"] == "FAILED"
