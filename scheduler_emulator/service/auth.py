@@ -742,7 +742,8 @@ class SchedulerTokenMiddleware:
         if not path.startswith(self.prefix):
             return self.app(environ, start_response)
         try:
-            environ[CLAIMS_ENVIRON_KEY] = verify_scheduler_token(environ, **self._checks)
+            # (its keywords were checked once, when it was made: not at each request)
+            environ[CLAIMS_ENVIRON_KEY] = verify_id_token(bearer_token(environ), **self._checks)
         except (TokenError, CertsUnavailableError) as exc:
             status, headers, body = self._refusal(exc, environ.get("REQUEST_METHOD", ""), path)
             start_response(status, headers)
@@ -778,8 +779,8 @@ class SchedulerTokenAsgiMiddleware(SchedulerTokenMiddleware):
         path = route_path(scope) if scope["type"] == "http" else ""
         if scope["type"] == "http" and path.startswith(self.prefix):
             try:
-                scope[CLAIMS_ENVIRON_KEY] = await verify_scheduler_token_async(
-                    scope, **self._checks
+                scope[CLAIMS_ENVIRON_KEY] = await asyncio.to_thread(
+                    verify_id_token, bearer_token(scope), **self._checks
                 )
             except (TokenError, CertsUnavailableError) as exc:
                 status, headers, body = self._refusal(exc, str(scope.get("method", "")), path)
