@@ -236,7 +236,7 @@ class ConnectionRouter:
         self._slots = asyncio.Semaphore(limits.http_workers)  # (the loop's thread only)
         self._waiting = 0  # bytes of the requests read whole that wait for a worker
         self._lock = threading.Lock()
-        self._closed = False
+        self._closed = self._draining = False
         self._tls_logged_at: float | None = None
         self._sockets: set[socket.socket] = set()
         self._workers = ThreadPoolExecutor(limits.http_workers, thread_name_prefix="http")
@@ -277,10 +277,10 @@ class ConnectionRouter:
             return self.backend
 
     def draining(self) -> None:
-        """The daemon is stopping: gRPC health checks answer NOT_SERVING while the connections
-        open now are still served."""
+        """The daemon is stopping: new connections are closed at once; gRPC health checks
+        answer NOT_SERVING while the connections open now are still served."""
         with self._lock:
-            backend = self.backend
+            backend, self._draining = self.backend, True
         if backend is not None:
             backend.draining()
 
@@ -326,7 +326,7 @@ class ConnectionRouter:
     # ------------------------------------------------------------------ routing
 
     def _start(self, sock: socket.socket, client_address: Any) -> None:
-        if self.open["unsorted"] >= MAX_UNSORTED:
+        if self.open["unsorted"] >= MAX_UNSORTED or self._draining:
             sock.close()
             return
         sock.setblocking(False)

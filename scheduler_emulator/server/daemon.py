@@ -264,7 +264,6 @@ class Daemon:
             return
         self._stopping.set()
         self.server.connection_router.draining()
-        threading.Thread(target=self.server.shutdown, daemon=True).start()
         self._stopper.start()
 
     def _watch_engine(self) -> None:
@@ -306,6 +305,7 @@ class Daemon:
             wait += ", unless one ends first)"  # (trial 96: one timed out meanwhile: FAILED)
         self._say(f"scheduler-emulator stopping: {in_flight} attempt(s) in flight or queued{wait}.")
         self._interrupted = self.emulator.stop(STOP_GRACE_SECONDS)
+        self.server.shutdown()  # the connections open till now close once the engine stopped
 
     def _tear_down(self) -> None:
         """Release what construction acquired, in reverse (idempotent)."""
