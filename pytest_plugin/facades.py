@@ -28,7 +28,7 @@ from scheduler_emulator.service import (
 )
 from scheduler_emulator.service.binding import encode_payload
 from scheduler_emulator.service.request import returned_answer, returned_status
-from scheduler_emulator.service.router import run_awaitable
+from scheduler_emulator.service.router import run_awaitable, unawaited
 from scheduler_emulator.wire import (
     DEFAULT_CONTENT_TYPE,
     TIMER_PREFIX,
@@ -259,11 +259,14 @@ class FunctionTimers(_Timers):
         :raises LookupError: if no handler is registered for ``name``.
         :raises TimerNotAcknowledged: when it returns a response with a non-2xx status (the
             router would answer that status, failing the run), as the Cloud Run style does.
+        :raises TypeError: when an ``async def`` handler returned an awaitable it did not await.
         :raises Exception: whatever the handler raised.
         """
         assert self._router is not None
         result = self._router.invoke(name, None if payload is _NO_PAYLOAD else payload)
         result = run_awaitable(result) if inspect.isawaitable(result) else result
+        if forgot := unawaited(result):  # as the router answers 500 (a trial's test passed)
+            raise forgot
         status = returned_status(result)
         if status is not None and not 200 <= status <= 299:  # a trial's ("", 401) passed
             body = returned_answer(result)[0].decode("utf-8", "replace")

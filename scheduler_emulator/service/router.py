@@ -99,6 +99,7 @@ __all__ = [
     "is_async_handler",
     "normalise_prefix",
     "run_awaitable",
+    "unawaited",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -298,11 +299,24 @@ def run_awaitable(awaitable: Awaitable[Any]) -> Any:
     """
     try:
         asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_awaited(awaitable))
-    context = contextvars.copy_context()
-    with ThreadPoolExecutor(1, thread_name_prefix="timer-handler") as pool:
-        return pool.submit(context.run, asyncio.run, _awaited(awaitable)).result()
+    except RuntimeError:  # (run outside this block: not chained to the handler's own error)
+        pass
+    else:
+        context = contextvars.copy_context()
+        with ThreadPoolExecutor(1, thread_name_prefix="timer-handler") as pool:
+            return pool.submit(context.run, asyncio.run, _awaited(awaitable)).result()
+    return asyncio.run(_awaited(awaitable))
+
+
+def unawaited(returned: Any) -> TypeError | None:
+    """The error of a handler that returned an awaitable it did not await (``return work()``
+    in an ``async def``: nothing ran), or ``None``; a coroutine is closed (said here, not as
+    Python's "never awaited" warning)."""
+    if not inspect.isawaitable(returned):
+        return None
+    if inspect.iscoroutine(returned):
+        returned.close()
+    return TypeError(f"the handler returned {returned!r} without awaiting it: write return await …")
 
 
 def _make_timer(name: str, handler: Callable[..., Any]) -> Timer:
@@ -512,11 +526,8 @@ class TimerRouter:
         :return: 200 (empty), the returned response's status, or the 500 problem (logged at
             ERROR with the traceback); an awaitable returned unawaited is a 500 too.
         """
-        unawaited = exception is None and inspect.isawaitable(returned)  # (trial 77: OK, and
-        if unawaited:  # nothing ran)
-            if inspect.iscoroutine(returned):
-                returned.close()  # (said here, not as Python's "never awaited" warning)
-            exception = TypeError(f"the handler returned {returned!r} without awaiting it")
+        forgot = exception is None and unawaited(returned)  # (trial 77: OK, and nothing ran)
+        exception = forgot or exception
         if exception is None:
             status = returned_status(returned)
             if status is None:
@@ -536,7 +547,7 @@ class TimerRouter:
             "TIMER /%s failed with 500: its handler %s.%s",
             name,
             "returned an awaitable it did not await: write return await …"
-            if unawaited
+            if forgot
             else f"raised {type(exception).__name__}",
             FLASK_CONTEXT_HINT if flask else "",
             exc_info=exception,

@@ -400,6 +400,33 @@ def test_a_handler_that_checks_its_token_is_tested_with_one() -> None:
         FunctionTimers(router).report()
 
 
+def test_an_async_handlers_mistakes_raise_as_they_are_under_the_function_style() -> None:
+    """Trial 221: an async handler's error came chained to "no running event loop", and one
+    that forgot an ``await`` returned its coroutine, so the test passed with nothing run."""
+    from pytest_plugin.facades import FunctionTimers
+
+    router = TimerRouter()
+    ran: list[str] = []
+
+    async def work() -> None:
+        ran.append("work")
+
+    @router.timer("flaky")
+    async def flaky() -> None:
+        raise RuntimeError("database is busy")
+
+    @router.timer("forgot")
+    async def forgot() -> Any:
+        return work()
+
+    with pytest.raises(RuntimeError, match="database is busy") as raised:
+        FunctionTimers(router).flaky()
+    assert raised.value.__context__ is None
+    with pytest.raises(TypeError, match="without awaiting it: write return await"):
+        FunctionTimers(router).forgot()
+    assert ran == []
+
+
 def test_an_html_error_page_is_quoted_as_its_text() -> None:
     """Trial 106: a URLconf without the timer path quoted Django's whole debug 404 page."""
     from pytest_plugin.facades import CloudRunTimers, TimerNotAcknowledged
