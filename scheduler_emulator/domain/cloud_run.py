@@ -161,6 +161,12 @@ TASK_TEMPLATE_FIELDS = frozenset(
         "gpuZonalRedundancyDisabled",
     }
 )  # fmt: skip
+#: The v1 (Knative) ``ExecutionSpec`` and ``TaskSpec`` fields, of gcloud's ``--format=export``
+#: (cloud.google.com/run/docs/reference/rest/v1/TaskSpec): a misspelt ``taskCount`` is refused.
+V1_EXECUTION_FIELDS = frozenset({"parallelism", "taskCount", "template"})
+V1_TASK_FIELDS = frozenset(
+    {"volumes", "containers", "timeoutSeconds", "serviceAccountName", "nodeSelector", "maxRetries"}
+)
 #: A container's fields, v2 ``Container`` and v1 (Knative) ``Container`` alike, and the
 #: emulator's ``emulatorCommand``: a misspelt ``args`` is refused, not run without its args.
 CONTAINER_FIELDS = frozenset(
@@ -329,11 +335,12 @@ def _parse_v1(body: Mapping[str, Any], project: str, location: str, unnamed: str
         namespace = project
     name = f"projects/{namespace}/locations/{region}/jobs/{job_id}"
     spec = _mapping(_mapping(body.get("spec"), name, "spec").get("template"), name, "spec.template")
-    execution = _mapping(spec.get("spec"), name, "spec.template.spec")
+    execution = _mapping(spec.get("spec"), name, "spec.template.spec", V1_EXECUTION_FIELDS)
     task = _mapping(
         _mapping(execution.get("template"), name, "spec.template.spec.template").get("spec"),
         name,
         "spec.template.spec.template.spec",
+        V1_TASK_FIELDS,
     )
     return _build(
         name,

@@ -634,7 +634,10 @@ class Admin:
             if not named and cloud_run.store.list(job=kept, limit=1):  # one no longer defined
                 named = [kept]
             if not named:
-                defined = ", ".join(j.job_id for j in cloud_run.jobs()) or "none"
+                ids = [j.job_id for j in cloud_run.jobs()]
+                defined = ", ".join(ids) or "none"
+                if near := difflib.get_close_matches(job, ids, n=1):  # (trial 220)
+                    defined += f"; did you mean {near[0]!r}?"
                 try:
                     self.emulator.get_job(job)
                     also = (

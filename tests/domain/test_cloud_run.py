@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from scheduler_emulator.domain.cloud_run import (
@@ -229,6 +231,29 @@ class TestDefinitions:
         assert "projects/p/locations/l/jobs/export" in message
         for part in named:
             assert part in message
+
+    @pytest.mark.parametrize(
+        ("where", "misspelt", "named"),
+        [
+            pytest.param("execution", "taskcount", "did you mean 'taskCount'?", id="task-count"),
+            pytest.param("execution", "paralellism", "'parallelism'", id="parallelism"),
+            pytest.param("task", "maxRetrie", "'maxRetries'", id="retries"),
+            pytest.param("task", "timeoutSecond", "'timeoutSeconds'", id="timeout"),
+        ],
+    )
+    def test_a_misspelt_v1_field_is_refused(self, where: str, misspelt: str, named: str) -> None:
+        """Trial 220: gcloud's export shape took a misspelt taskCount, and ran the default."""
+        body = copy.deepcopy(V1)
+        execution = body["spec"]["template"]["spec"]  # type: ignore[index]
+        fields = execution if where == "execution" else execution["template"]["spec"]
+        right = {"taskcount": "taskCount", "paralellism": "parallelism"}.get(
+            misspelt, misspelt + "s"
+        )
+        fields[misspelt] = fields.pop(right)
+        with pytest.raises(InvalidArgument) as caught:
+            parse_cloud_run_job(body, project="shop", location="us-central1")
+        assert f".{misspelt} is not a field Cloud Run knows here; " in caught.value.describe()
+        assert named in caught.value.describe()
 
 
 class TestRunRequests:

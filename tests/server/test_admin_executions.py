@@ -94,6 +94,14 @@ def test_a_scheduler_jobs_name_as_job_says_which_job_the_filter_takes(emulator: 
     )
 
 
+def test_a_misspelt_cloud_run_job_is_named_as_meant(emulator: Emulator) -> None:
+    """Trial 220: `executions --job exprot` named the jobs defined, not the one meant."""
+    response = Client(create_app(emulator)).get("/_emulator/executions?job=bda")
+    assert response.json["error"]["message"] == (
+        "No Cloud Run job \"bda\" is defined (defined: ok, bad; did you mean 'bad'?)."
+    )
+
+
 def test_the_admin_api_answers_on_the_daemons_port(emulator: Emulator) -> None:
     client = Client(create_app(emulator))
     jobs = client.get(f"/v2/{PARENT}/jobs").json["jobs"]
@@ -145,7 +153,8 @@ def test_admin_api_methods_the_emulator_does_not_serve_are_501_and_change_nothin
         assert (response.status_code, response.json["error"]["status"]) == (501, "UNIMPLEMENTED")
         message = response.json["error"]["message"]
         assert message.startswith(f"Not served: {method} {path}. A job runs with POST ")
-        assert "operation gets, a method of that API it does not serve (tasks," in message
+        assert "operation gets; not this method of that API (nor tasks, create, " in message
+        assert "tasks are in GET /_emulator/executions/E (taskAttempts)" in message
     assert client.get(f"/v2/{PARENT}/jobs/ok").status_code == 200
     assert client.get(f"/v2/{execution}").json["name"] == execution
     missed = client.get(f"/v2/{PARENT}/nothing")  # (trial 216: what was asked was cut off)

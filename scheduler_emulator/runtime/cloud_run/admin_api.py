@@ -253,8 +253,9 @@ class CloudRunAdminApi:
         answered = verb or match and request.method in ("GET", "HEAD")
         if not answered and _V2_METHOD.match(path):
             raise Unimplemented(
-                f"{served}, a method of that API it does not serve (tasks, create, update, "
-                "delete…)."
+                f"{served}; not this method of that API (nor tasks, create, update, delete…): an "
+                "execution's tasks are in GET /_emulator/executions/E (taskAttempts) and "
+                "scheduler-emulator executions --json."
             )
         if match is None:
             raise NotFound(f"{served}.")
