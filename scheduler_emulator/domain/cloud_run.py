@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -52,6 +52,8 @@ __all__ = [
     "tasks_complete",
     "parse_cloud_run_job",
     "parse_run_request",
+    "run_execution",
+    "started_execution",
 ]
 
 #: Retries of a failed task when the job sets none (Google's default: 3;
@@ -522,6 +524,26 @@ class TaskRules:
         if len(self.succeeded) == self.task_count:
             return "SUCCEEDED"
         return "RUNNING"
+
+
+def started_execution(excerpt: str) -> str | None:
+    """The ID of the Cloud Run execution an attempt's answer names (the Admin API's answer to
+    ``jobs/J:run``: v2's operation ``…/executions/export-x7k2p``, v1's ``Execution`` whose
+    ``metadata.name`` is the ID), or ``None``; the dashboard's ``executionId`` reads it so."""
+    found = re.search(r"/executions/([a-z0-9-]+)", excerpt)
+    if found is None and '"kind": "Execution"' in excerpt:
+        found = re.search(r'"name": "([a-z][-a-z0-9]*)"', excerpt)
+    return found[1] if found else None
+
+
+def run_execution(excerpts: Iterable[str | None]) -> str | None:
+    """The ID of the Cloud Run execution a run's last attempt that started one started (its
+    RunJob's 200 says nothing of how the execution went), or ``None``.
+
+    :param excerpts: the response excerpts of the run's attempts, in order (``None``: none).
+    """
+    ids = (started_execution(text or "") for text in reversed([*excerpts]))
+    return next(filter(None, ids), None)
 
 
 def execution_reason(record: Mapping[str, Any]) -> str:

@@ -558,7 +558,8 @@ class Admin:
         50) for the window ``start`` ≤ t < ``end`` (default: the hour before now and 15 minutes
         after it): ``{"now", "clock", "start", "end", "lanes", "totalSize", "nextPageToken"?}``,
         each lane with its job's next :data:`LANE_FIRE_TIMES` scheduled times that fall in the
-        window (``nextFireTimes``, UTC). Only the window is read from the store."""
+        window (``nextFireTimes``, UTC), each run that started a Cloud Run execution with
+        ``"execution": {"id", "state"}``. Only the window is read from the store."""
         _only_parameters(request, "pageSize", "pageToken", "name", "state", "start", "end")
         size = _query_int(request, "pageSize", default=0, low=0, high=200) or 50
         offset = page_position(request.args.get("pageToken", ""))
@@ -582,6 +583,9 @@ class Admin:
                 config=self.emulator.job_config,
             )
         policy = self.emulator.options.dst_policy
+        for started in (r["execution"] for lane in lanes for r in lane["runs"] if "execution" in r):
+            if found := self.emulator.cloud_run.store.get(started["id"]):  # (not retention's)
+                started["state"] = found.state
         for lane, job in zip(lanes, page, strict=True):
             lane["id"], lane["state"] = job.job_id, job.state.name
             lane["timeZone"], lane["targetType"] = job.time_zone or "Etc/UTC", job.target_type

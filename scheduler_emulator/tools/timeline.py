@@ -31,6 +31,7 @@ from ..domain.attempts import (
     earlier_answers,
     iso,
 )
+from ..domain.cloud_run import started_execution
 from ..domain.errors import cut_words
 from ..wire import is_cloud_run_host
 
@@ -237,16 +238,6 @@ def _kept(attempt: Attempt) -> bool:
 
 def _said(attempt: Attempt) -> str:
     return " ".join(answer_text(attempt.response_excerpt).split())
-
-
-def started_execution(excerpt: str) -> str | None:
-    """The ID of the Cloud Run execution an attempt's answer names (the Admin API's answer to
-    ``jobs/J:run``: v2's operation ``…/executions/export-x7k2p``, v1's ``Execution`` whose
-    ``metadata.name`` is the ID), or ``None``; the dashboard's ``showExecution`` reads it so."""
-    found = re.search(r"/executions/([a-z0-9-]+)", excerpt)
-    if found is None and '"kind": "Execution"' in excerpt:
-        found = re.search(r'"name": "([a-z][-a-z0-9]*)"', excerpt)
-    return found[1] if found else None
 
 
 def notes(attempts: Sequence[Attempt]) -> list[str]:

@@ -44,21 +44,20 @@ from typing import IO, Any
 from ..clients import EMULATOR_HOST_VARIABLE
 from ..core.scheduler import MAX_DOWNTIME_SKIPS
 from ..domain.attempts import REASON_WIDTH, Attempt, iso
-from ..domain.cloud_run import execution_reason, execution_summary, tasks_complete
+from ..domain.cloud_run import (
+    execution_reason,
+    execution_summary,
+    run_execution,
+    started_execution,
+    tasks_complete,
+)
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError, show_value
 from ..domain.names import qualify_job_name
 from ..domain.timezones import resolve_time_zone
 from ..runtime import EXECUTION_STATES
 from ..wire import format_schedule_time, host_port
-from .timeline import (
-    IN_FLIGHT,
-    attempt_cells,
-    duplicate_notes,
-    render_table,
-    shorten,
-    started_execution,
-)
+from .timeline import IN_FLIGHT, attempt_cells, duplicate_notes, render_table, shorten
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
@@ -960,8 +959,7 @@ def cmd_runs(args: argparse.Namespace, out: IO[str]) -> int:
     if args.json:
         return _print_json(out, runs)
     for run in runs:  # a Cloud Run job's run: its RunJob's 200 says nothing of the execution
-        ids = [started_execution(a.get("responseExcerpt") or "") for a in run["attempts"]]
-        if started := next(filter(None, reversed(ids)), None):
+        if started := run_execution(a.get("responseExcerpt") for a in run["attempts"]):
             with contextlib.suppress(Refused):  # (an execution retention dropped)
                 run["execution"] = client.get(f"/_emulator/executions/{started}")
     headers = WIDE_RUN_HEADERS if args.wide else RUN_HEADERS

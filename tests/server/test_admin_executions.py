@@ -175,3 +175,31 @@ def test_the_executions_of_a_job_no_longer_defined_are_found_by_its_id(tmp_path:
         assert bad.status_code == 200, bad.text
         assert [e["taskAttempts"][0]["exitCode"] for e in bad.json["executions"]] == [2]
         assert client.get("/_emulator/executions?job=nosuch").status_code == 404
+
+
+def test_the_timeline_marks_the_execution_each_run_started(emulator: Emulator) -> None:
+    """Trial 220: a lane read all green while each of its runs' executions FAILED (a RunJob
+    answers 200 whatever its execution does)."""
+    for job_id in ("ok", "bad"):
+        emulator.create_job(
+            name=f"nightly-{job_id}",
+            schedule="0 2 * * *",
+            http_target={
+                "uri": f"https://run.googleapis.com/v2/{PARENT}/jobs/{job_id}:run",
+                "oauthToken": {"serviceAccountEmail": "run@my-project.iam.gserviceaccount.com"},
+            },
+        )
+        emulator.run_job(f"nightly-{job_id}")
+    emulator.idle()
+    emulator.cloud_run.settle()
+    client = Client(create_app(emulator))
+    lanes = client.get("/_emulator/timeline").json["lanes"]
+    started = {lane["id"]: [run.get("execution") for run in lane["runs"]] for lane in lanes}
+    executions = {
+        e["job"].rsplit("/", 1)[-1]: e["name"].rsplit("/", 1)[-1]
+        for e in client.get("/_emulator/executions").json["executions"]
+    }
+    assert started == {
+        "nightly-ok": [{"id": executions["ok"], "state": "SUCCEEDED"}],
+        "nightly-bad": [{"id": executions["bad"], "state": "FAILED"}],
+    }

@@ -16,11 +16,13 @@ from typing import Any
 
 from ...core.scheduler import Upcoming
 from ...domain.attempts import Attempt, earlier_answers, in_flight_at, iso
+from ...domain.cloud_run import run_execution
 from ...domain.errors import RPC_CODES, InvalidArgument
 from ...domain.resources import AppEngineRouting, Job, State
 from ...domain.retry import gave_up_because, max_attempts
 from ...domain.schedule import parse_schedule
 from ...domain.schedule_text import describe_schedule
+from ...wire import cloud_run_job_of
 from .data_file import Row, attempts_from_rows, read_rows
 from .store import AttemptFilter, Store, add_condition, utc_text, window_conditions
 
@@ -453,7 +455,8 @@ def timeline(
     :param config: a job's configuration by full name (its retry config).
     :return: ``[{"job", "runs": [...], "skipped": [{"nominalTime", "scheduleTime",
         "reason"}], "failedRuns": N, "gaveUpRuns": N}]``, one per job; the counts are of the
-        window's runs.
+        window's runs; a run of a job that calls the Cloud Run Admin API whose attempt started
+        an execution has ``"execution": {"id"}``.
     :raises InvalidArgument: (``start``) when the window holds more than
         :data:`TIMELINE_ATTEMPTS_MAX` attempts of these jobs.
     """
@@ -484,6 +487,18 @@ def timeline(
             (name, start_text, high),
         )
         runs = runs_of(store, rows, now, config)
+        job = config(name)
+        if job is not None and job.http_target and cloud_run_job_of(job.http_target.uri):
+            said = dict(
+                store.query(  # (trial 220: the lane read all green, every execution FAILED)
+                    "SELECT id, response_excerpt FROM attempts WHERE job = ? AND start_time >= ? "
+                    "AND start_time < ? AND code = 'OK'",
+                    (name, low, high),
+                )
+            )
+            for run in runs:
+                if started := run_execution(said.get(a["id"]) for a in run["attempts"]):
+                    run["execution"] = {"id": started}
         lanes.append(
             {
                 "job": name,

@@ -92,7 +92,8 @@
     container.appendChild(injected);
     var skipped = document.createElement("span");
     skipped.textContent = "▼ skipped run · ● duplicate delivery · ○ pending retry · ◇ next " +
-      "scheduled run (▷ either, after the window) · red bar: a run that gave up · ┆ now (the emulator's clock)";
+      "scheduled run (▷ either, after the window) · red bar: a run that gave up · red ■: its Cloud Run " +
+      "execution failed (or was cancelled) · ┆ now (the emulator's clock)";
     container.appendChild(skipped);
   }
 
@@ -262,11 +263,21 @@
           height: 26, "class": "tl-run-hit", "data-testid": "runbar-" + run.id,
           "data-state": run.state || "" }, runGroup);
         runGroup.insertBefore(band, bar);
+        var started = run.execution && run.execution.state ? " · Cloud Run execution " +
+          run.execution.id + ": " + run.execution.state : "";
         var runText = lane.id + " · run " + run.id + " scheduled for " + stamp(run.nominalTime, lane.timeZone) +
           (run.forced ? " (Run now)" : "") + " · " + attempts.length + " attempt(s)" +
-          (run.state ? " · " + stateText(run, lane) : "") + "\nclick for the run";
+          (run.state ? " · " + stateText(run, lane) : "") + started + "\nclick for the run";
         title(band, runText);
         band.addEventListener("click", function () { if (options.onRun) options.onRun(run, lane); });
+        if (started && !/^(SUCCEEDED|RUNNING)$/.test(run.execution.state)) {
+          /* its RunJob answered 200 whatever the execution did (trial 220: all green) */
+          var ended = el("rect", { x: barEnd + 3, y: mid - 4, width: 8, height: 8,
+            "class": "tl-execution", "data-testid": "execution-marker", "data-run": run.id,
+            "data-state": run.execution.state }, runGroup);
+          title(ended, runText);
+          ended.addEventListener("click", function () { if (options.onRun) options.onRun(run, lane); });
+        }
         if (run.nextAttemptTime) {
           /* a retry due after the window: an arrow at its edge, not a ring that looks due */
           var due = ms(run.nextAttemptTime), px = x(due), later = due > end;

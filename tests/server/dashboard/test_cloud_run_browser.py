@@ -1,7 +1,8 @@
 """The dashboard's attempt panel shows the Cloud Run execution a ``jobs/J:run`` attempt started,
 in headless Chromium. The screenshot is saved under the test's tmp dir; the one looked at for
 this release is kept beside this file (``cloud-run-execution.png``, and
-``cloud-run-cancelled.png`` for a cancelled execution, ``cloud-run-report-execution.png`` for
+``cloud-run-cancelled.png`` for a cancelled execution and ``cloud-run-cancelled-lane.png``
+for its lane's mark, ``cloud-run-report-execution.png`` for
 a replay report's)."""
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def test_an_attempt_shows_the_cloud_run_execution_it_started(tmp_path: Path) -> 
             f"{daemon.url}/v1/{PARENT}/jobs", json=scheduler_job, timeout=30
         ).raise_for_status()
         advance_one_day(driver, daemon.url)
+        assert not all_by_css(driver, '[data-testid="execution-marker"]')  # it SUCCEEDED
         [segment] = all_by_css(driver, '[data-testid="lane-nightly-export"] .tl-attempt')
         segment.click()
         wait_for(driver, lambda d: "SUCCEEDED" in by_testid(d, "execution-state").text, 30)
@@ -141,7 +143,16 @@ def test_a_cancelled_execution_tells_stopped_tasks_from_those_never_started(
         wait_for(driver, ended, 60)
         driver.get(daemon.url + "/")
         wait_for(driver, timeline_ready)
-        [segment] = all_by_css(driver, '[data-testid="lane-nightly-export"] .tl-attempt')
+        # the lane says so without a click (trial 220: it read all green)
+        lane = '[data-testid="lane-nightly-export"] '
+        [marker] = all_by_css(driver, lane + '[data-testid="execution-marker"]')
+        assert marker.get_attribute("data-state") == "CANCELLED"
+        band = all_by_css(driver, lane + ".tl-run-hit")[0].find_element("tag name", "title")
+        assert f"Cloud Run execution {name.rsplit('/', 1)[-1]}: CANCELLED" in (
+            band.get_attribute("textContent")
+        )
+        driver.save_screenshot(str(tmp_path / "cloud-run-cancelled-lane.png"))
+        [segment] = all_by_css(driver, lane + ".tl-attempt")
         segment.click()
         wait_for(driver, lambda d: "CANCELLED" in by_testid(d, "execution-state").text, 30)
         assert by_testid(driver, "execution-state").text == (
