@@ -170,8 +170,9 @@ class TestStopping:
             data = tmp_path / "data"
             with running_daemon("--data-dir", str(data), "--jobs", str(jobs)) as daemon:
                 name = "projects/my-project/locations/us-central1/jobs/hung"
-                assert daemon.post(f"/v1/{name}:run").status_code == 200
-                assert wait_for(lambda: hang.requests >= 1, bound_seconds=10)
+                for _ in range(6):  # 4 sent at once (a job's bound), 2 queued behind them
+                    assert daemon.post(f"/v1/{name}:run").status_code == 200
+                assert wait_for(lambda: hang.requests >= 4, bound_seconds=10)
                 started = real_monotonic()
                 daemon.process.send_signal(signal.SIGTERM)
                 daemon.process.wait(timeout=10)
@@ -180,20 +181,25 @@ class TestStopping:
                 stderr = daemon.process.stderr.read()
         assert took < 3.0, took
         assert daemon.process.returncode == 0
-        assert "1 attempt(s) in flight" in stderr
-        assert "1 attempt(s) recorded as interrupted" in stderr
+        assert "6 attempt(s) in flight or queued" in stderr
+        assert "6 attempt(s) recorded as interrupted or not sent" in stderr
         # the stop line says the retry is kept (a trial's said nothing of a pending retry)
         assert "data dir" in stderr and ", 1 job with a retry pending (the first due " in stderr
         store = Store(data / "emulator.db")
         try:
-            [attempt] = store.attempts()
+            attempts = store.attempts()
             # retried at the next start: one retry beyond its config (none), as after a crash
-            [run] = store.open_runs()
+            runs = store.open_runs()
         finally:
             store.close()
-        assert attempt.code == "UNAVAILABLE"
-        assert "stopped while the attempt was in flight" in attempt.debug_info
-        assert run.next_attempt_at is not None
+        assert {a.code for a in attempts} == {"UNAVAILABLE"}
+        # those queued say so (trial 219: all six read "in flight", four had arrived)
+        said = sorted(a.debug_info.rsplit(". ", 1)[-1] for a in attempts)
+        assert said == 2 * ["The emulator stopped before the attempt was sent."] + 4 * [
+            "The emulator stopped while the attempt was in flight."
+        ]
+        assert hang.requests == 4
+        assert len(runs) == 6 and all(run.next_attempt_at is not None for run in runs)
         with running_daemon("--data-dir", str(data), "--jobs", str(jobs)) as again:
             assert ", 1 job with a retry pending (the first due " in again.first_line
 

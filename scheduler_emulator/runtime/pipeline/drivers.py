@@ -354,7 +354,8 @@ class ThreadedDriver(Driver):
             unfinished = sorted(self._outstanding, key=lambda d: d.attempt.id)
             recorded = len(unfinished)
             for delivery in unfinished:  # follow-ups recorded as not sent: the engine stopped
-                follow_ups = self._finish(delivery, INTERRUPTED)
+                # (trial 219: those queued behind their job's 4 read "in flight" too)
+                follow_ups = self._finish(delivery, INTERRUPTED if delivery.sent else STOPPED)
                 recorded += len(follow_ups)
                 self.send_all(follow_ups)
         if ran is not None:  # where a manual clock resumes on this data dir: every end recorded
