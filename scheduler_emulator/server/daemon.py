@@ -368,11 +368,11 @@ def pending_retries(emulator: Emulator, *, stopping: bool = False) -> str:
 
 
 def restart_notes(emulator: Emulator) -> str:
-    """``", 1600 attempts in flight when it was killed recorded as interrupted (their runs
+    """``", 1600 attempts in flight when it ended abruptly recorded as interrupted (their runs
     retried), 5 scheduled times skipped while it was down (`scheduler-emulator skipped` lists
     them), 9 finished attempts and 4 skipped-run records of the history dropped to keep within
     --retain-attempts and
-    --retain-megabytes, 1 Cloud Run execution(s) running when it was killed recorded as
+    --retain-megabytes, 1 Cloud Run execution(s) running when it ended abruptly recorded as
     INTERRUPTED (…)"``,
     for the startup line after a restart: each part only when its count is not 0."""
     cut, down = emulator.interrupted_at_start, emulator.skipped_while_down
@@ -382,7 +382,7 @@ def restart_notes(emulator: Emulator) -> str:
         said = "their runs retried" if cut != 1 else "its run retried"
         if ended := emulator.gave_up_at_start:  # (trial 123: it said retried for a run that ended)
             said = f"runs retried: {cut - ended}, ended: {ended} (retries spent, or job deleted)"
-        notes += f", {cut} attempt{'s' if cut != 1 else ''} in flight when it was killed "
+        notes += f", {cut} attempt{'s' if cut != 1 else ''} in flight when it ended abruptly "
         notes += f"recorded as interrupted ({said})"
     if count:
         # a job's list may be cut (trial 141: the first 100 of 360,000 read as all), not any
@@ -404,8 +404,8 @@ def restart_notes(emulator: Emulator) -> str:
             again.append(f"`scheduler-emulator run JOB` runs one again (JOB: {', '.join(jobs)})")
         if not all(e.scheduler_job for e in cut_short):  # (trial 96: `run JOB` was said)
             again.append("one started over the Admin API runs again at a POST to its jobs/J:run")
-        notes += f", {len(cut_short)} Cloud Run execution(s) running when it was killed recorded "
-        notes += f"as INTERRUPTED ({ids}; their tasks, if still running, are stopped; "
+        notes += f", {len(cut_short)} Cloud Run execution(s) running when it ended abruptly "
+        notes += f"recorded as INTERRUPTED ({ids}; their tasks, if still running, are stopped; "
         notes += "; ".join(again) + ")"
     return notes
 

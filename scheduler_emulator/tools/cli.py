@@ -818,7 +818,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.prog = f"{parser.prog} {args.command}"
         flags = [*commands_.choices[args.command]._option_string_actions]  # (trial 72: --prot)
         flags += [flag for flag in getattr(parser, "spoken", {}).values() if flag[:2] == "--"]
-        near = difflib.get_close_matches(extra[0].partition("=")[0], flags, 1, 0.8)
+        name, _, value = extra[0].partition("=")
+        near = difflib.get_close_matches(name, flags, 1, 0.8)
+        value = (value or "".join(extra[1:2])).lower().replace("_", "-")
+        if name == "--state" and f"--{value}" in flags:  # REST's ?state=failed (trial 219)
+            near = [f"--{value}"]
         said = f"; did you mean {near[0]}?" if near and extra[0].startswith("--") else ""
         parser.error(f"unrecognized arguments: {' '.join(extra)}{said}")
     commands = {

@@ -306,7 +306,7 @@ def test_a_daemon_killed_mid_execution_lists_it_as_interrupted_after_restart(
         ]
         execution_id = execution["name"].rsplit("/", 1)[-1]
         note = (
-            ", 1 Cloud Run execution(s) running when it was killed recorded as INTERRUPTED "
+            ", 1 Cloud Run execution(s) running when it ended abruptly recorded as INTERRUPTED "
             f"({execution_id}; their tasks, if still running, are stopped; "
             "one started over the Admin API runs again at a POST to its jobs/J:run)"
         )

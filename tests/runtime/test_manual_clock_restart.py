@@ -193,7 +193,7 @@ def test_a_manual_clock_after_a_kill_resumes_no_earlier_than_the_last_attempt_st
                 daemon.kill()  # SIGKILL, the attempt in flight
             with running_daemon(*data, "--clock", "manual") as daemon:
                 [attempt] = daemon.attempts()
-                assert "1 attempt in flight when it was killed" in daemon.first_line
+                assert "1 attempt in flight when it ended abruptly" in daemon.first_line
                 assert daemon.output[0] == daemon.first_line  # then that attempt's log line:
                 wait_for(lambda: any("RESTARTED" in line for line in daemon.output), 10)
                 assert daemon.now() >= attempt.start_time

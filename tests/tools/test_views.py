@@ -203,6 +203,10 @@ def test_bad_input_exits_2_naming_it(daemon: Daemon, capsys: pytest.CaptureFixtu
     ])  # fmt: skip
     code, _, err = run_command(capsys, "jobs", "--port", port(daemon), "--nmae", "x")
     assert code == 2 and "arguments: --nmae x; did you mean --name?" in err  # (trial 72)
+    for state in (("--state", "failed"), ("--state=GAVE_UP",)):  # REST's ?state= (trial 219)
+        code, _, err = run_command(capsys, "runs", "--port", port(daemon), *state)
+        flag = "--failed" if "failed" in state else "--gave-up"
+        assert code == 2 and f"arguments: {' '.join(state)}; did you mean {flag}?" in err
     done = cli("jobs", "--port", "9")  # as a real process
     assert done.returncode == 2 and "no scheduler-emulator answers" in done.stderr
 
@@ -1235,7 +1239,7 @@ def test_a_move_a_stop_cut_short_is_not_said_to_have_moved_nothing(
     def call(self: Any, method: str, path: str, **kwargs: Any) -> Any:
         if path == "/_emulator/clock:moveTo":
             raise views.Refused(stopped)
-        return {}
+        return {"mode": "manual"}
 
     monkeypatch.setattr(views.DaemonClient, "call", call)
     code, out, err = run_command(capsys, "clock", "--to", "2026-09-28T18:20:30Z")
@@ -1254,12 +1258,30 @@ def test_a_move_a_full_disk_cut_short_says_where_the_clock_got_to(
     def call(self: Any, method: str, path: str, **kwargs: Any) -> Any:
         if path == "/_emulator/clock:advance":
             raise views.Refused(full)
-        return {"now": next(readings)}
+        return {"mode": "manual", "now": next(readings)}
 
     monkeypatch.setattr(views.DaemonClient, "call", call)
     code, out, err = run_command(capsys, "clock", "--advance", "30m")
     assert (code, out) == (2, "")
     assert err == f"error: the clock moved to 2026-09-28T00:06:00Z, short of its target: {full}\n"
+
+
+def test_a_system_clock_is_said_not_to_have_moved(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 219: a system clock's refusal said it "moved to T, short of its target", its time
+    having gone on between two readings."""
+    refused = "the emulator runs on the system clock; start it on a manual clock (…)."
+    readings = iter(["2026-12-07T23:21:46.1Z", "2026-12-07T23:21:46.2Z"])
+
+    def call(self: Any, method: str, path: str, **kwargs: Any) -> Any:
+        if path == "/_emulator/clock:advance":
+            raise views.Refused(refused)
+        return {"mode": "system", "now": next(readings)}
+
+    monkeypatch.setattr(views.DaemonClient, "call", call)
+    code, out, err = run_command(capsys, "clock", "--advance", "1m")
+    assert (code, out, err) == (2, "", f"error: the clock did not move: {refused}\n")
 
 
 def test_a_slow_move_says_what_it_waits_for_and_a_quick_one_says_nothing(

@@ -127,7 +127,7 @@ def test_a_run_killed_again_after_its_extra_retry_ends_and_the_line_says_so(
         second.advance(timedelta(seconds=5))
     third = reopen(db, target, at + timedelta(minutes=1))
     assert restart_notes(third) == (
-        ", 1 attempt in flight when it was killed recorded as interrupted (runs retried: 0, "
+        ", 1 attempt in flight when it ended abruptly recorded as interrupted (runs retried: 0, "
         "ended: 1 (retries spent, or job deleted))"
     )
     third.advance(timedelta(minutes=1))
@@ -155,7 +155,7 @@ def test_in_flight_attempt_is_recorded_as_failed_and_retried(tmp_path: Path) -> 
     )
     assert (first.interrupted_at_start, second.interrupted_at_start) == (0, 1)
     assert restart_notes(second) == (  # the startup line says so (a trial's had not)
-        ", 1 attempt in flight when it was killed recorded as interrupted (its run retried)"
+        ", 1 attempt in flight when it ended abruptly recorded as interrupted (its run retried)"
     )
     assert second.get_job("nightly").schedule_time == restarted_at + timedelta(seconds=5)
     second.advance(timedelta(seconds=5))
