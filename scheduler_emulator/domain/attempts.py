@@ -333,10 +333,7 @@ class Attempt:
             return ""
         if route == self.job_id:
             if _ROUTER_RAISED in self.response_excerpt:  # (trial 88: the answer named nothing)
-                return (
-                    "a timer router answers so when its handler raised or returned an "
-                    "awaitable it did not await: its log names which"
-                )
+                return "a timer router answers so when its handler failed: its log names the error"
             if self.response_excerpt.strip():
                 return ""
             return (

@@ -47,8 +47,7 @@ def test_the_routers_answer_to_a_raising_handler_says_where_the_exception_is() -
     raised = replace(FAILED, job=JOB.replace("hourly", "cleanup"), response_excerpt=body)
     assert failure_reason(raised) == (
         "Internal Server Error: The server could not complete this request. — emulator's hint: "
-        "a timer router answers so when its handler raised or returned an awaitable it did not "
-        "await: its log names which"
+        "a timer router answers so when its handler failed: its log names the error"
     )
     assert replace(raised, response_excerpt='{"detail": "nope"}').hint == ""  # another 500
 
