@@ -53,6 +53,7 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
+import enum
 import functools
 import re
 from collections.abc import Callable, Mapping
@@ -71,6 +72,7 @@ from .resources import (
     Job,
     PubsubTarget,
     RetryConfig,
+    State,
     Status,
     with_defaults,
 )
@@ -255,7 +257,8 @@ class MessageFields:
     :mod:`~scheduler_emulator.domain.resources` dataclasses; JSON accepts each in camelCase too.
 
     :param settable: the fields a request may set, in proto order.
-    :param output_only: fields a request may carry but that are ignored whatever their value.
+    :param output_only: fields a request may carry but that are ignored once read (a value of
+        the wrong type or form is refused).
     :param messages: the message-typed fields among ``settable``, as ``(field, type name)``
         pairs; the type name is a key of :data:`MESSAGE_FIELDS`. Every other field is a scalar,
         an enum, bytes, a Duration or a string map.
@@ -431,8 +434,10 @@ def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, An
                 + (f'; did you mean "{near[0]}"?' if near else f"; it has {', '.join(fields)}."),
             )
         name = found
-        if name in output_only:
-            continue  # silently ignored, whatever the value
+        if name in output_only:  # dropped, once read as production's JSON front end reads it
+            if value is not None:  # (trial 223: "state": "BOGUS" was taken)
+                _convert(_OUTPUT_ONLY[name], path.child(name, camel_case(name)), value)
+            continue
         if name in seen:
             raise InvalidArgument(
                 f"Invalid JSON payload received. {show_value(seen[name])} and {show_value(key)} at "
@@ -470,14 +475,36 @@ def _int32(value: Any) -> int:
     return number
 
 
-def _http_method(value: Any) -> HttpMethod:
-    if isinstance(value, str) and value in HttpMethod.__members__:
-        return HttpMethod[value]
+def _enum_reader(kind: type[enum.IntEnum]) -> Callable[[Any], Any]:
+    """The reader of an enum field: its value's name or number."""
+
+    def read(value: Any) -> Any:
+        if isinstance(value, str) and value in kind.__members__:
+            return kind[value]
+        try:
+            return kind(_int32(value))
+        except (_BadValue, ValueError):
+            names = ", ".join(kind.__members__)
+            raise _BadValue(f"must be one of {names} or its number") from None
+
+    return read
+
+
+_http_method = _enum_reader(HttpMethod)
+_state = _enum_reader(State)
+
+
+def _timestamp(value: Any) -> datetime:
     try:
-        return HttpMethod(_int32(value))
-    except (_BadValue, ValueError):
-        names = ", ".join(HttpMethod.__members__)
-        raise _BadValue(f"must be one of {names} or its number") from None
+        return parse_timestamp(_string(value))
+    except (_BadValue, InvalidArgument):
+        raise _BadValue('must be an RFC 3339 timestamp such as "2026-09-24T02:00:00Z"') from None
+
+
+def _object(value: Any) -> Any:
+    if not isinstance(value, Mapping):
+        raise _BadValue("must be a JSON object")
+    return value
 
 
 def _bytes(value: Any) -> bytes:
@@ -538,6 +565,18 @@ _SCALAR_TYPES: dict[Callable[[Any], Any], str] = {
     _http_method: _TYPE_PREFIX + "HttpMethod",
     _duration: "type.googleapis.com/google.protobuf.Duration",
     _string_map: "map<string, string>",
+    _state: _TYPE_PREFIX + "Job.State",
+    _timestamp: "type.googleapis.com/google.protobuf.Timestamp",
+    _object: "type.googleapis.com/google.rpc.Status",
+}
+#: How each output-only field reads: only to refuse a value of the wrong type or form.
+_OUTPUT_ONLY: Mapping[str, Callable[[Any], Any]] = {
+    "state": _state,
+    "status": _object,
+    "user_update_time": _timestamp,
+    "schedule_time": _timestamp,
+    "last_attempt_time": _timestamp,
+    "host": _string,
 }
 
 _Conversion = tuple[Callable[[Any], Any], Any]
@@ -599,12 +638,15 @@ def _field_values(data: Any, path: _Path, type_name: str) -> dict[str, Any]:
         if child_type is not None:
             values[name] = _message(value, child_path, child_type)
             continue
-        convert = conversions[name][0]
-        try:
-            values[name] = convert(value)
-        except _BadValue as exc:
-            raise _invalid_value(child_path, _SCALAR_TYPES[convert], value, exc.reason) from None
+        values[name] = _convert(conversions[name][0], child_path, value)
     return values
+
+
+def _convert(convert: Callable[[Any], Any], path: _Path, value: Any) -> Any:
+    try:
+        return convert(value)
+    except _BadValue as exc:
+        raise _invalid_value(path, _SCALAR_TYPES[convert], value, exc.reason) from None
 
 
 def _message(data: Any, path: _Path, type_name: str) -> Any:
@@ -705,7 +747,8 @@ def job_from_json(data: Mapping[str, Any], *, default_name: str | None = None) -
     Duration strings (:func:`parse_duration`); base64 bytes, standard or URL-safe, padded or not;
     JSON ``null`` anywhere meaning "not set" (a null header or attribute value is dropped).
     Output-only fields (``state``, ``status``, ``scheduleTime``, ``lastAttemptTime``,
-    ``userUpdateTime``, ``appEngineRouting.host``) are ignored whatever their value;
+    ``userUpdateTime``, ``appEngineRouting.host``) are ignored once read (a value of the wrong
+    type or form is refused, as production's JSON front end refuses it);
     ``attemptDeadline`` of a Pub/Sub job is ignored. Missing RetryConfig fields get the
     server's defaults (``maxDoublings`` 5). :func:`parse_job` followed by
     :func:`normalise_job`.

@@ -17,6 +17,7 @@ integer enums). Errors are Google's envelope and never a 5xx for bad input.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -116,11 +117,15 @@ def check_parameters(request: Request, endpoint: str) -> None:
             )
         elif name.removeprefix("$") not in _SYSTEM_PARAMETERS:
             shown = show_value(name)
-            raise InvalidArgument(
+            message = (
                 f"Invalid JSON payload received. Unknown name {shown}: Cannot bind query "
-                f"parameter. Field '{shown[1:-1]}' could not be found in request message.",
-                field=name,
+                f"parameter. Field '{shown[1:-1]}' could not be found in request message."
             )
+            near = difflib.get_close_matches(field, taken, n=1)  # (trial 223: pagesize)
+            takes = f"; did you mean {near[0]!r}?" if near else ""
+            takes = takes or (f"; it takes {', '.join(taken)}." if taken else "; it takes none.")
+            said = f"{shown} is not a query parameter of this method{takes}"
+            raise InvalidArgument(message, field=name, description=said)
 
 
 def given_once(name: str, values: list[str]) -> None:

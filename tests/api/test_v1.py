@@ -113,6 +113,29 @@ def test_output_only_fields_are_ignored(api: SchedulerApi) -> None:
     assert updated.schedule == "1 2 * * *"
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("state", "BOGUS", "'job.state' (type.googleapis.com/google.cloud.scheduler.v1.Job.State)"),
+        (
+            "scheduleTime",
+            "soon",
+            "'job.schedule_time' (type.googleapis.com/google.protobuf.Timestamp)",
+        ),
+        ("status", "failed", "'job.status' (type.googleapis.com/google.rpc.Status)"),
+    ],
+)
+def test_an_output_only_field_of_the_wrong_form_is_refused(
+    api: SchedulerApi, field: str, value: str, message: str
+) -> None:
+    """Trial 223: "state": "BOGUS" was taken; production's JSON front end reads every field by
+    its type before the service ignores an output-only one."""
+    with pytest.raises(InvalidArgument) as caught:
+        api.create_job(PARENT, body("x", **{field: value}))
+    assert caught.value.message == f'Invalid value at {message}, "{value}"'
+    assert caught.value.violations[0].field == field
+
+
 def test_the_cmek_config_is_stored_and_echoed(api: SchedulerApi) -> None:
     name = PARENT + "/cmekConfig"
     assert api.get_cmek_config(name) == {"name": name}

@@ -358,14 +358,14 @@ class TestJobFromJsonAcceptsRealClients:
         assert job.attempt_deadline == timedelta(seconds=180)
         assert job.time_zone == "Etc/UTC"
 
-    def test_output_only_fields_are_ignored_whatever_their_value(self) -> None:
+    def test_output_only_fields_are_ignored_once_read(self) -> None:
         job = job_from_json(
             minimal(
                 state="PAUSED",
                 status={"code": 13, "message": "boom"},
                 scheduleTime="2026-05-08T01:00:00Z",
-                lastAttemptTime="not even a timestamp",
-                userUpdateTime=12,
+                lastAttemptTime="2026-05-08T01:00:00.5+02:00",
+                userUpdateTime="2026-05-08T01:00:00Z",
                 schedule_time="2026-05-08T01:00:00Z",
             )
         )
@@ -374,6 +374,10 @@ class TestJobFromJsonAcceptsRealClients:
         assert job.state is State.ENABLED
         assert job.status is None
         assert job.schedule_time is None
+        # one of the wrong type or form is refused, as production's JSON front end refuses it
+        for wrong in ({"lastAttemptTime": "not even a timestamp"}, {"userUpdateTime": 12}):
+            with pytest.raises(InvalidArgument, match="google.protobuf.Timestamp"):
+                job_from_json(minimal(**wrong))
 
     def test_default_name_is_used_when_the_body_has_none(self) -> None:
         body = minimal()

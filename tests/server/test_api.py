@@ -493,16 +493,16 @@ class TestRouting:
         )
 
     @pytest.mark.parametrize(
-        ("path", "query"),
-        [
-            (JOBS, "?pagesize=1"),  # trial 52: a misspelt pageSize was ignored (every job listed)
-            (JOBS, "?filter=state%3DPAUSED"),  # v1 ListJobs has no filter
-            (JOBS + "/nightly", "?foo=bar"),
-            (JOBS + "/nightly:pause", "?pageSize=1"),  # a field of another method
+        ("path", "query", "said"),
+        [  # trial 52: a misspelt pageSize was ignored (every job listed); 223: no hint
+            (JOBS, "?pagesize=1", "did you mean 'pageSize'?"),
+            (JOBS, "?filter=state%3DPAUSED", "it takes pageSize, pageToken."),  # no filter in v1
+            (JOBS + "/nightly", "?foo=bar", "it takes none."),
+            (JOBS + "/nightly:pause", "?pageSize=1", "it takes none."),  # another method's
         ],
     )
     def test_a_query_parameter_no_method_takes_is_400_naming_it(
-        self, api: Client, path: str, query: str
+        self, api: Client, path: str, query: str, said: str
     ) -> None:
         api.post(JOBS, json=job_body())
         response = api.post(path + query) if ":" in path else api.get(path + query)
@@ -512,7 +512,11 @@ class TestRouting:
             f'Invalid JSON payload received. Unknown name "{name}": Cannot bind query parameter. '
             f"Field '{name}' could not be found in request message."
         )
-        assert error["details"][0]["fieldViolations"][0]["field"] == name
+        [violation] = error["details"][0]["fieldViolations"]
+        assert violation["field"] == name
+        assert (
+            violation["description"] == f'"{name}" is not a query parameter of this method; {said}'
+        )
         assert api.get(JOBS + "/nightly").json["state"] == "ENABLED"  # nothing changed
 
     def test_each_methods_own_fields_are_taken_in_either_spelling(self, api: Client) -> None:
