@@ -597,9 +597,14 @@ def attempt_rows(
     attempts shown) and an injected fault (a copy, a delay) even when the target answered 2xx;
     TIME to the millisecond, cut, on whole seconds too (to the microsecond under ``wide``:
     :func:`fraction`).
-    ``earlier``: attempts shown before these (``--follow``'s), whose answers count too."""
+    ``earlier``: other attempts whose answers count too (``--follow``'s shown before these, the
+    attempts of the shown runs a window left out)."""
     rows = []
-    notes = duplicate_notes([*earlier, *attempts])[len(earlier) :]
+    every = sorted(
+        {a.id: a for a in [*earlier, *attempts]}.values(), key=attrgetter("start_time", "id")
+    )
+    noted = dict(zip((a.id for a in every), duplicate_notes(every), strict=True))
+    notes = [noted[a.id] for a in attempts]
     labels = job_labels([attempt.job for attempt in attempts])
     for attempt, duplicate, job in zip(attempts, notes, labels, strict=True):
         time_, _, _, number, injected, status, code = attempt_cells(attempt)
@@ -1287,7 +1292,18 @@ def cmd_attempts(
         if as_json:
             return _print_json(out, (attempt.to_json() for attempt in attempts))
         headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
-        return _print_table(out, headers, attempt_rows(attempts, wide), "(no attempts)", wide)
+        # a duplicate's note names the answer before it, shown or not (trial 224: it changed
+        # with --last)
+        runs = {(a.job, a.run_id) for a in attempts} if base["run"] is None else set()
+        earlier = [
+            Attempt.from_json(item)
+            for job, run in sorted(runs)
+            for item in client.pages(
+                "/_emulator/attempts", "attempts", {"job": job, "run": run, "pageSize": PAGE_SIZE}
+            )
+        ]
+        rows = attempt_rows(attempts, wide, earlier)
+        return _print_table(out, headers, rows, "(no attempts)", wide)
     return _follow(client, base, attempts, out, sleep, wide=wide, as_json=as_json, failed=failed)
 
 

@@ -553,6 +553,32 @@ def test_follow_names_a_retry_after_a_lost_ack_shown_earlier_a_duplicate() -> No
     )
 
 
+def test_a_duplicates_note_names_the_answer_the_window_left_out(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 224: a row's duplicate note came and went with --last N (the earlier answer of
+    its run in the window or not)."""
+    lost = hourly_attempt(
+        1, code="UNAVAILABLE", debug_info="URL_UNREACHABLE-UNREACHABLE_LOST_ACK. Injected: the "
+        "target answered 200 but the response was lost.",
+    )  # fmt: skip
+    retry = replace(hourly_attempt(2), run_id=1, attempt=2, schedule_time=lost.schedule_time)
+    asked: list[dict[str, object]] = []
+
+    def call(self: Any, method: str, path: str, params: Any = None, **kwargs: Any) -> Any:
+        asked.append(params)
+        whole = params.get("run") is not None  # the run's, else the newest first
+        return {"attempts": [a.to_json() for a in ([lost, retry] if whole else [retry, lost])]}
+
+    monkeypatch.setattr(views.DaemonClient, "call", call)
+    for last in ("1", "2"):
+        code, out, _ = run_command(capsys, "attempts", "--last", last)
+        assert code == 0
+        retry_row = " ".join(out.split()).split("2026-03-01T04:00:00.000Z")[1]
+        assert "duplicate: the target already answered 200 to attempt 1 of this run" in retry_row
+    assert {"job": lost.job, "run": 1, "pageSize": views.PAGE_SIZE} in asked
+
+
 def test_follow_prints_an_attempt_as_it_ends_and_holds_back_no_other() -> None:
     """An attempt in flight (a slow target) neither holds back one after it that ends sooner
     nor goes unprinted when it ends (a trial user's --follow stalled behind one)."""
