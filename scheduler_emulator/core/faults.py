@@ -37,14 +37,16 @@ from __future__ import annotations
 import contextlib
 import difflib
 import fnmatch
+import functools
 import math
 import random
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
 from typing import Any
 
-from ..domain.codec import show_value
+from ..domain.codec import parse_timestamp, show_value
 from ..domain.errors import FieldViolation, InvalidArgument
 from ..domain.numbers import show_number
 
@@ -173,6 +175,15 @@ class AttemptContext:
     attempt: int
 
 
+@functools.lru_cache(maxsize=256)
+def _instant(text: str | None) -> datetime | None:
+    """The instant a ScheduleTime names, or ``None`` when it names none."""
+    try:
+        return None if text is None else parse_timestamp(text)
+    except InvalidArgument:
+        return None
+
+
 @dataclass(frozen=True)
 class FaultRule:
     """One fault: where it applies, how likely, and what it does.
@@ -232,6 +243,12 @@ class FaultRule:
             value = getattr(self, name)
             if (value is not None or name == "job") and not isinstance(value, str):
                 refuse(f"{name} must be a string; got {_show(value)} ({hint}).", name)
+        if isinstance(self.schedule_time, str) and _instant(self.schedule_time) is None:
+            refuse(
+                'schedule_time must be an RFC 3339 timestamp such as "2026-09-24T02:00:00Z" '
+                f"(a ScheduleTime header); got {_show(self.schedule_time)}.",
+                "schedule_time",
+            )  # fmt: skip  (trial 222: "yesterday" was kept, never to fire)
         if self.job == "":  # (trial 127: stored, matching no job)
             refuse('job must be a job ID or a pattern such as "nightly-*"; got "" (leave job '
                    "out for every job).", "job")  # fmt: skip
@@ -289,7 +306,9 @@ class FaultRule:
             return False
         if self.run is not None and self.run != context.run:
             return False
-        if self.schedule_time is not None and self.schedule_time != context.schedule_time:
+        if self.schedule_time is not None and (
+            _instant(self.schedule_time) != _instant(context.schedule_time)
+        ):  # the same instant, however written ("…T06:00:00-04:00" is "…T10:00:00Z")
             return False
         return self.attempt is None or self.attempt == context.attempt
 

@@ -413,6 +413,16 @@ class TestRules:
                 AttemptContext("j", 1, "2026-09-24T02:00:00Z", 3),
                 True,
             ),
+            (  # the same instant, as a job in New York sends it
+                FaultRule("status", schedule_time="2026-09-24T10:00:00Z"),
+                AttemptContext("j", 1, "2026-09-24T06:00:00-04:00", 1),
+                True,
+            ),
+            (
+                FaultRule("status", schedule_time="2026-09-24T10:00:00Z"),
+                AttemptContext("j", 1, None, 1),
+                False,
+            ),
         ],
     )
     def test_matching(self, rule: FaultRule, context: AttemptContext, expected: bool) -> None:
@@ -434,6 +444,7 @@ class TestRules:
             ({"action": "status", "run": 0}, "run"),
             ({"action": "status", "colour": "red"}, "colour"),
             ({"job": "x"}, "action"),
+            ({"action": "lost_ack", "schedule_time": "yesterday"}, "schedule_time"),  # trial 222
         ],
     )
     def test_bad_rules_name_the_field(self, fields: dict[str, Any], field: str) -> None:
