@@ -932,8 +932,13 @@ def run_command(args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """
     out = out if out is not None else sys.stdout
     if args.attempts is not None:
-        if args.scenario is not None:
-            raise ConfigurationError("give a SCENARIO or --attempts FILE, not both.")
+        if args.scenario is not None:  # (trial 222: "--compress-gaps 5 minutes" read so)
+            raise ConfigurationError(
+                f"give a SCENARIO or --attempts FILE, not both; {args.scenario!r} was read as a "
+                "SCENARIO (--compress-gaps takes seconds: --compress-gaps 300)."
+                if not Path(args.scenario).exists() and args.compress_gaps is not None
+                else "give a SCENARIO or --attempts FILE, not both."
+            )
         if args.target is None:
             raise ConfigurationError("--attempts needs --target URL (where to send them).")
         if args.seed is not None:

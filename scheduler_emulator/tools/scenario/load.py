@@ -97,8 +97,14 @@ def _document(
     data = _read(path)
     if data is None:
         data = {}
+    recording = "; it reads as a recording of attempts: replay --attempts FILE --target URL"
     if not isinstance(data, Mapping):
-        raise problem(path, "", f"a scenario is a mapping of keys; got {show(data)}.")
+        listed = isinstance(data, list) and any(isinstance(e, Mapping) for e in data)
+        raise problem(  # (trial 222: an attempts export read as a scenario)
+            path, "", f"a scenario is a mapping of keys; got {show(data)}{recording * listed}."
+        )
+    if "attempts" in data and not set(data) & set(TOP_LEVEL_KEYS):
+        raise problem(path, "", f"not a scenario (no key of one){recording}.")
     for key in data:
         if key not in TOP_LEVEL_KEYS:
             problems.add(
@@ -146,6 +152,8 @@ class _JobIds:
         """What a reference to ``job``, :meth:`unknown`, is refused with."""
         known = ", ".join(sorted(self.ids)) or "none"
         why = f": {self.left_out[job]}" if job in self.left_out else ""
+        near = difflib.get_close_matches(str(job), sorted(self.ids), n=1)  # (trial 222)
+        why += f"; did you mean {show(near[0])}?" if near and not why else ""
         return f"no job {show(job)} in the scenario (jobs: {known}){why}"
 
 

@@ -178,6 +178,11 @@ class TestValidation:
                 'steps[0].run_job: no job "weekly" in the scenario (jobs: hourly)',
                 id="run-unknown-job",
             ),
+            pytest.param(  # trial 222
+                {"steps": "[{run_job: hourli}]"},
+                'no job "hourli" in the scenario (jobs: hourly); did you mean "hourly"?',
+                id="run-misspelt-job",
+            ),
             pytest.param(
                 {"start": '"yesterday"'}, 'start: Invalid timestamp "yesterday"', id="start"
             ),
@@ -329,6 +334,20 @@ class TestValidation:
             load_scenario(path)
         assert str(error.value).startswith(f"{path}: ")
         assert message in str(error.value)
+
+    @pytest.mark.parametrize(
+        "text",
+        ['{"attempts": [{"job": "x"}]}', '[{"job": "x", "attempt": 1}]'],
+        ids=["export", "log"],
+    )
+    def test_a_recording_given_as_a_scenario_is_named_one(self, tmp_path: Path, text: str) -> None:
+        """Trial 222: an attempts export read as a scenario with "did you mean steps?"."""
+        path = write(tmp_path, text)
+        with pytest.raises(ConfigurationError) as error:
+            load_scenario(path)
+        assert str(error.value).endswith(
+            "it reads as a recording of attempts: replay --attempts FILE --target URL."
+        )
 
     def test_every_problem_is_reported_not_only_the_first(self, tmp_path: Path) -> None:
         path = write(
