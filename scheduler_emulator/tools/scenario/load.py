@@ -222,6 +222,8 @@ def load_scenario(path: str | Path) -> Scenario:
     before = len(problems.lines)
     jobs = _jobs(jobs_value, jobs_src, project, location, problems, job_ids)
     jobs_valid = len(problems.lines) == before
+    if jobs_valid and not jobs:  # (trial 222: an empty file passed, exit 0, in CI)
+        problems.add(problem(jobs_src, "jobs", "a scenario needs at least one HTTP job; got none."))
 
     steps_value, steps_src = get("steps", [])
     steps = _steps(steps_value, steps_src, job_ids, problems)

@@ -313,6 +313,11 @@ class TestValidation:
                 id="job",
             ),
             pytest.param({"repeat": "3"}, "repeat: unknown key", id="top-level"),
+            pytest.param(  # trial 222: an empty file passed
+                {"jobs": "[]"},
+                "jobs: a scenario needs at least one HTTP job; got none.",
+                id="no-jobs",
+            ),
         ],
     )
     def test_an_error_names_the_file_the_key_path_and_the_value(
