@@ -73,7 +73,9 @@ _PAGE_STYLE = """
 /* (a wide window keeps an instant on one line: Chromium breaks at <wbr> under nowrap too) */
 @media (min-width: 1000px) { .report table.attempts td.when wbr { display: none; } }
 .report .table-scroll { overflow-x: auto; }
-.report tr.duplicate td, .report tr.failed td { background: #fdecec; }
+.report tr.failed td { background: #fdecec; }
+/* a duplicate may well be a success (a guard's "already completed": trial 222): not red */
+.report tr.duplicate td { background: #f3ecf8; }
 .report .met { color: var(--ok); font-weight: 600; }
 .report .unmet { color: var(--http); font-weight: 600; }
 .report ul { padding-left: 18px; }
