@@ -43,7 +43,7 @@ from typing import IO, Any
 
 from ..clients import EMULATOR_HOST_VARIABLE
 from ..core.scheduler import MAX_DOWNTIME_SKIPS
-from ..domain.attempts import REASON_WIDTH, Attempt, iso
+from ..domain.attempts import DUPLICATE_NOTE, REASON_WIDTH, Attempt, iso
 from ..domain.cloud_run import (
     execution_reason,
     execution_summary,
@@ -53,7 +53,7 @@ from ..domain.cloud_run import (
 )
 from ..domain.codec import parse_timestamp
 from ..domain.errors import ApiError, ConfigurationError, show_value
-from ..domain.names import qualify_job_name
+from ..domain.names import job_labels, qualify_job_name
 from ..domain.timezones import resolve_time_zone
 from ..runtime import EXECUTION_STATES
 from ..wire import format_schedule_time, host_port
@@ -519,20 +519,6 @@ LATE_SECONDS = 60.0
 PAGE_SIZE = 1000
 
 
-def job_labels(names: Sequence[str]) -> list[str]:
-    """What the JOB column shows for each full job name: its ID, or ``PROJECT/LOCATION/ID`` when
-    the names span more than one project or location (trial 59: three jobs ``dup`` of three
-    locations read as one job, three times).
-
-    >>> job_labels(["projects/p/locations/l/jobs/a", "projects/q/locations/l/jobs/a"])
-    ['p/l/a', 'q/l/a']
-    """
-    if len({name.rsplit("/jobs/", 1)[0] for name in names}) <= 1:
-        return [name.rsplit("/", 1)[-1] for name in names]
-    short = (name.removeprefix("projects/").replace("/locations/", "/") for name in names)
-    return [name.replace("/jobs/", "/") for name in short]
-
-
 def job_rows(
     jobs: Sequence[dict[str, Any]], wide: bool = False, reasons: bool = False
 ) -> list[list[str]]:
@@ -857,7 +843,10 @@ def _failure(run: dict[str, Any], failed: Sequence[dict[str, Any]]) -> str:
     (trial 164: a succeeded run's REASON read as its failure)."""
     if not failed:
         return ""
-    last = failed[-1]
+    # an original's own failure before a copy's (trial 224: a concurrent copy's 409 hid the
+    # lost answer the run was retried for)
+    own = [a for a in failed if not str(a.get("debugInfo", "")).startswith(DUPLICATE_NOTE)]
+    last = (own or failed)[-1]
     done = run.get("state") == "succeeded"
     return f"attempt {last['attempt']} failed: {last['reason']}" if done else last["reason"]
 

@@ -427,6 +427,31 @@ def test_last_and_next_times_show_milliseconds_and_wide_microseconds() -> None:
     assert job_rows([whole])[0][4] == "OK 2026-09-25T02:00:05Z"  # a manual clock's, as it is
 
 
+def test_a_runs_reason_is_its_own_attempts_not_a_concurrent_copys() -> None:
+    """Trial 224: a concurrent copy's 409, ending after the original, hid the lost answer the
+    run was retried for."""
+    at = "2026-12-04T02:00:00Z"
+    lost = {
+        "job": "j",
+        "runId": 1,
+        "attempt": 1,
+        "startTime": at,
+        "debugInfo": "URL_UNREACHABLE-UNREACHABLE_LOST_ACK.",
+        "reason": "injected lost ack: the answer was dropped",
+    }
+    copy = {
+        **lost,
+        "debugInfo": "Injected duplicate delivery. …",
+        "reason": "injected duplicate delivery: Conflict: This scheduled run is in progress",
+    }
+    retry = {**lost, "attempt": 2, "debugInfo": "", "reason": ""}
+    run = {"job": "j", "id": 1, "nominalTime": at, "state": "succeeded",
+           "attempts": [lost, copy, retry]}  # fmt: skip
+    assert run_rows([run])[0][-1].endswith(
+        "attempt 1 failed: injected lost ack: the answer was dropped"
+    )
+
+
 def test_a_run_that_started_a_minute_late_or_more_says_so_in_its_reason() -> None:
     """A trial could not tell a run the emulator delayed (a restart runs what it owed late)
     from an on-time one without ``--wide``."""
