@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from .errors import InvalidArgument, show_value
@@ -35,6 +36,7 @@ __all__ = [
     "check_location_id",
     "check_project_id",
     "generate_job_id",
+    "job_labels",
     "location_name",
     "parse_job_name",
     "parse_location_name",
@@ -273,3 +275,17 @@ def qualify_job_name(name_or_id: str, project: str, location: str) -> str:
         check_location_id(location),
         check_job_id(name_or_id),
     ).full
+
+
+def job_labels(names: Sequence[str]) -> list[str]:
+    """What the JOB column shows for each full job name: its ID, or ``PROJECT/LOCATION/ID`` when
+    the names span more than one project or location (trial 59: three jobs ``dup`` of three
+    locations read as one job, three times).
+
+    >>> job_labels(["projects/p/locations/l/jobs/a", "projects/q/locations/l/jobs/a"])
+    ['p/l/a', 'q/l/a']
+    """
+    if len({name.rsplit("/jobs/", 1)[0] for name in names}) <= 1:
+        return [name.rsplit("/", 1)[-1] for name in names]
+    short = (name.removeprefix("projects/").replace("/locations/", "/") for name in names)
+    return [name.replace("/jobs/", "/") for name in short]

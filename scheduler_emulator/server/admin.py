@@ -68,7 +68,7 @@ from ..core.faults import FaultPlan, FaultRule
 from ..domain.attempts import iso
 from ..domain.codec import job_to_json, parse_timestamp, show_value
 from ..domain.errors import ClockError, FailedPrecondition, InvalidArgument, NotFound, Unavailable
-from ..domain.names import JobName
+from ..domain.names import JobName, job_labels
 from ..domain.paging import next_page_token, page_position
 from ..domain.resources import Job
 from ..runtime import EXECUTION_STATES, HttpTransport, app_engine_url
@@ -339,7 +339,8 @@ class Admin:
         """The clock's instant and mode, and ``nextDue``: the next instant at which something
         is due (a fire time, a retry; now when it is overdue, as after a restart, so that a
         move to it runs it: trial 141), absent when nothing is, with ``nextDueJobs`` (the IDs of
-        the first :data:`DUE_JOBS_SHOWN` jobs due then, by name) and ``nextDueJobCount``."""
+        the first :data:`DUE_JOBS_SHOWN` jobs due then, by name; ``PROJECT/LOCATION/ID`` when
+        they span projects or locations) and ``nextDueJobCount``."""
         _only_parameters(request)  # (trial 181: ?x=1 was taken)
         now = self.emulator.now()
         answer: dict[str, Any] = {"now": iso(now), "mode": self._mode()}
@@ -347,7 +348,7 @@ class Admin:
         if due is not None:  # (trial 172: which jobs, not only when)
             names = self.emulator.due_jobs()
             answer["nextDue"] = iso(max(due, now))
-            answer["nextDueJobs"] = [name.rsplit("/", 1)[-1] for name in names[:DUE_JOBS_SHOWN]]
+            answer["nextDueJobs"] = job_labels(names[:DUE_JOBS_SHOWN])  # (trial 224: two nightly)
             answer["nextDueJobCount"] = len(names)
         return answer
 

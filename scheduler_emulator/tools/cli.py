@@ -28,7 +28,7 @@ from .. import __version__
 from ..clients import EMULATOR_HOST_VARIABLE, emulator_host
 from ..domain.codec import same_configuration
 from ..domain.errors import ApiError, ConfigurationError, EmulatorError
-from ..domain.names import JOB_ID_RE, check_location_id, check_project_id
+from ..domain.names import JOB_ID_RE, check_location_id, check_project_id, job_labels
 from ..domain.resources import Job
 from ..domain.schedule import DEFAULT_DST_POLICY, DST_POLICIES, parse_schedule
 from ..realtime import real_time
@@ -761,7 +761,7 @@ def _note_file_changes(before: Mapping[str, Job], jobs: Sequence[Job], port: int
     changed = [j for j in jobs if j.name in before and not same_configuration(j, before[j.name])]
     kept = [job for name, job in before.items() if name not in named]
     names = [job.name for js in (new, changed, kept) for job in js]  # (trial 209: the same IDs
-    labels = dict(zip(names, views.job_labels(names), strict=True))  # in two projects)
+    labels = dict(zip(names, job_labels(names), strict=True))  # in two projects)
     only = kept[0] if len(kept) == 1 else None
     what = "ID" if only is None else only.job_id if labels[only.name] == only.job_id else only.name
     drop = f"`scheduler-emulator delete {what} --port {port}`"

@@ -436,3 +436,17 @@ def test_the_jobs_view_names_the_late_run_a_retrying_run_owes(
     emulator.advance(timedelta(minutes=3))  # the retry fails too at 02:05: the run gives up
     scheduled = [a.schedule_time for a in emulator.attempts()]
     assert scheduled[-1] == iso(first + timedelta(minutes=2))  # the late run, as it said
+
+
+def test_the_jobs_due_next_are_told_apart_across_locations(
+    client: Client, emulator: Emulator
+) -> None:
+    """Trial 224: ``clock`` said "next due at …: nightly, nightly" of two locations' jobs."""
+    for location in ("us-central1", "europe-west1"):
+        emulator.create_job(
+            nightly_job(name=f"projects/my-project/locations/{location}/jobs/nightly")
+        )
+    assert client.get("/_emulator/clock").json["nextDueJobs"] == [
+        "my-project/europe-west1/nightly",
+        "my-project/us-central1/nightly",
+    ]
