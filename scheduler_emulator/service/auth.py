@@ -708,7 +708,8 @@ class SchedulerTokenMiddleware:
             raise ValueError(
                 f"prefix {self.prefix!r} would leave timer routes unchecked{served}: give a path "
                 "starting with '/' that the router's prefix starts with (or '/' for every "
-                "request)."
+                "request); to check one timer only, call verify_scheduler_token(request, …) in "
+                "its handler instead."
             )
 
     @staticmethod

@@ -458,6 +458,8 @@ class TestMiddleware:
         assert SchedulerTokenMiddleware(tasks.wsgi_app, prefix="/", **keys)
         with pytest.raises(ValueError, match="prefix '_triggers/' would leave"):
             SchedulerTokenMiddleware(Response("x"), prefix="_triggers/", **keys)
+        with pytest.raises(ValueError, match=r"to check one timer only, call verify_scheduler_"):
+            SchedulerTokenMiddleware(tasks.wsgi_app, prefix="/tasks/nightly", **keys)  # (224)
         late = flask.Flask("svc")  # a router added to the app after the middleware wraps it
         outer = SchedulerTokenMiddleware(late, **keys)
         TimerRouter(prefix="/tasks/").init_app(late)
