@@ -1298,41 +1298,38 @@ def test_a_move_a_stop_cut_short_is_not_said_to_have_moved_nothing(
     assert err == f"error: the clock did not reach its target: {stopped}\n"
 
 
-def test_a_move_a_full_disk_cut_short_says_where_the_clock_got_to(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("mode", "refused", "said"),
+    [  # trial 187: a full disk stopped the move two minutes on ("did not move", it said)
+        (
+            "manual",
+            "The emulator's data directory /d cannot be written (database or disk is full).",
+            "the clock moved to 2026-09-28T00:06:00Z, short of its target",
+        ),
+        (  # trial 219: a system clock's time goes on between the two readings by itself
+            "system",
+            "the emulator runs on the system clock; start it on a manual clock (…).",
+            "the clock did not move",
+        ),
+    ],
+)
+def test_a_refused_move_says_where_the_clock_got_to(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    mode: str,
+    refused: str,
+    said: str,
 ) -> None:
-    """Trial 187: a full disk stopped ``clock --advance 30m`` two minutes on, and the command
-    said "the clock did not move"."""
-    full = "The emulator's data directory /d cannot be written (database or disk is full)."
     readings = iter(["2026-09-28T00:04:00Z", "2026-09-28T00:06:00Z"])
 
     def call(self: Any, method: str, path: str, **kwargs: Any) -> Any:
         if path == "/_emulator/clock:advance":
-            raise views.Refused(full)
-        return {"mode": "manual", "now": next(readings)}
+            raise views.Refused(refused)
+        return {"mode": mode, "now": next(readings)}
 
     monkeypatch.setattr(views.DaemonClient, "call", call)
     code, out, err = run_command(capsys, "clock", "--advance", "30m")
-    assert (code, out) == (2, "")
-    assert err == f"error: the clock moved to 2026-09-28T00:06:00Z, short of its target: {full}\n"
-
-
-def test_a_system_clock_is_said_not_to_have_moved(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Trial 219: a system clock's refusal said it "moved to T, short of its target", its time
-    having gone on between two readings."""
-    refused = "the emulator runs on the system clock; start it on a manual clock (…)."
-    readings = iter(["2026-12-07T23:21:46.1Z", "2026-12-07T23:21:46.2Z"])
-
-    def call(self: Any, method: str, path: str, **kwargs: Any) -> Any:
-        if path == "/_emulator/clock:advance":
-            raise views.Refused(refused)
-        return {"mode": "system", "now": next(readings)}
-
-    monkeypatch.setattr(views.DaemonClient, "call", call)
-    code, out, err = run_command(capsys, "clock", "--advance", "1m")
-    assert (code, out, err) == (2, "", f"error: the clock did not move: {refused}\n")
+    assert (code, out, err) == (2, "", f"error: {said}: {refused}\n")
 
 
 def test_a_slow_move_says_what_it_waits_for_and_a_quick_one_says_nothing(
