@@ -426,12 +426,18 @@ def _fields(data: Any, path: _Path, type_name: str) -> dict[str, tuple[_Path, An
             settable = MESSAGE_FIELDS[type_name].settable
             fields = [name if snake else camel_case(name) for name in settable]
             near = difflib.get_close_matches(str(key), fields, n=1)
+            other = near and settable[fields.index(near[0])]  # (trial 226: Python's timezone=)
+            also = f" (or {other})" if near and str(key).islower() and other != near[0] else ""
             raise InvalidArgument(  # Google's message; the violation says what would be known
                 f"Invalid JSON payload received. Unknown name {show_value(key)} at '{path.proto}': "
                 "Cannot find field.",
                 field=unknown.json,
                 description=f"{show_value(key)} is not a field of {type_name}"
-                + (f'; did you mean "{near[0]}"?' if near else f"; it has {', '.join(fields)}."),
+                + (
+                    f'; did you mean "{near[0]}"{also}?'
+                    if near
+                    else f"; it has {', '.join(fields)}."
+                ),
             )
         name = found
         if name in output_only:  # dropped, once read as production's JSON front end reads it

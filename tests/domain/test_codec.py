@@ -454,6 +454,21 @@ class TestJobFromJsonRejects:
         assert exc.message == message
         assert exc.violations[0].field == field
 
+    @pytest.mark.parametrize(
+        ("key", "meant"),
+        [
+            ("timezone", '"timeZone" (or time_zone)'),  # trial 226: a Python keyword's slip
+            ("time_zon", '"time_zone"'),
+            ("scheduel", '"schedule"'),
+        ],
+    )
+    def test_a_misspelt_field_is_named_in_both_spellings_when_either_was_meant(
+        self, key: str, meant: str
+    ) -> None:
+        exc = raises_invalid(minimal(**{key: "x"}))
+
+        assert exc.violations[0].description.endswith(f"; did you mean {meant}?")
+
     def test_same_field_under_both_spellings_is_rejected(self) -> None:
         exc = raises_invalid(minimal(timeZone="UTC", time_zone="UTC"))
 

@@ -592,6 +592,19 @@ def test_next_given_a_job_id_says_where_a_daemons_jobs_next_times_are(
         assert "--name" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("words", [["0", "2", "README.md", "docs"], ["every", "5", "minutes"]])
+def test_next_given_an_unquoted_schedule_says_to_quote_it(
+    capsys: pytest.CaptureFixture[str], words: list[str]
+) -> None:
+    """Trial 226: ``next 0 2 * * *`` named the folder's files, the shell having expanded *."""
+    with pytest.raises(SystemExit) as exited:
+        main(["next", *words])
+    assert exited.value.code == 2
+    assert "; quote the schedule, as in next '0 2 * * *' (the shell splits" in (
+        capsys.readouterr().err
+    )
+
+
 class TestLogFormat:
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
