@@ -559,7 +559,8 @@ class Admin:
         50) for the window ``start`` ≤ t < ``end`` (default: the hour before now and 15 minutes
         after it): ``{"now", "clock", "start", "end", "lanes", "totalSize", "nextPageToken"?}``,
         each lane with its job's next :data:`LANE_FIRE_TIMES` scheduled times that fall in the
-        window (``nextFireTimes``, UTC), each run that started a Cloud Run execution with
+        window (``nextFireTimes``, UTC; and the first after it, drawn at the window's edge),
+        each run that started a Cloud Run execution with
         ``"execution": {"id", "state"}``. Only the window is read from the store."""
         _only_parameters(request, "pageSize", "pageToken", "name", "state", "start", "end")
         size = _query_int(request, "pageSize", default=0, low=0, high=200) or 50
@@ -594,7 +595,10 @@ class Admin:
             upcoming = read_model.next_fire_times(
                 job, LANE_FIRE_TIMES, dst_policy=policy, first=first
             )
-            lane["nextFireTimes"] = [iso(t) for t in upcoming if start <= t < end]
+            after = [t for t in upcoming if t >= end][:1]  # drawn ▷ at the edge (trial 225)
+            lane["nextFireTimes"] = [iso(t) for t in upcoming if start <= t < end] + [
+                iso(t) for t in after
+            ]
         following = offset + size if offset + size < len(kept) else None
         answer = _page_answer("lanes", lanes, next_page_token(following))
         answer.update(

@@ -199,7 +199,10 @@
   function lastReason(job, node) {
     /* the attempt's reason, as attempts and the run panel give it, whole in the tooltip: three
      * lines show (trial 163: it was the short status text) */
-    TL.breakable(node, node.title = job.lastAttempt.reason || job.lastAttempt.message);
+    var reason = node.title = job.lastAttempt.reason || job.lastAttempt.message;
+    var parts = reason.split(" — emulator's hint: ");  /* the hint first: three lines show, and a
+       long answer hid it (trial 225) */
+    TL.breakable(node, parts.length === 2 ? "emulator's hint: " + parts[1] + " — " + parts[0] : reason);
   }
   function jobAction(job, verb) {
     var path = "/v1/" + job.name + (verb === "delete" ? "" : ":" + verb);
@@ -222,6 +225,7 @@
           });
       })
       .then(function (sent) {
+        if (verb === "run" && job.state === "PAUSED") sent += " (the job is PAUSED: a forced run goes anyway)";
         notice({ run: "Started a run of ", pause: "Paused ", resume: "Resumed ",
                  "delete": "Deleted " }[verb] + job.id + sent +
                (retrying ? " (its pending retry is dropped: the run gave up)" : ""));
@@ -252,8 +256,9 @@
       var sched = cell(tr);
       sched.appendChild(document.createTextNode(job.scheduleText));
       var subS = document.createElement("div");
-      subS.className = "sub";
-      subS.textContent = job.schedule + " · " + job.timeZone;
+      subS.className = "sub";  /* an English-like schedule reads as itself: not twice (225) */
+      subS.textContent = (job.schedule === job.scheduleText ? "" : job.schedule + " · ") +
+        job.timeZone;
       sched.appendChild(subS);
       TL.breakable(cell(tr, undefined, "sub target"), job.target);
       var st = cell(tr, job.state, "state " + job.state);
@@ -453,6 +458,9 @@
     if (!which) return null;
     return function (run) {
       if (which === "failed") return run.failedAttempts > 0;
+      if (which === "execution-failed") {  /* its RunJob answered 200 (trial 225) */
+        return !!run.execution && !/^(SUCCEEDED|RUNNING)$/.test(run.execution.state || "RUNNING");
+      }
       if (which === "gave-up") return run.state === "gave up";
       return run.state === "retrying" || run.state === "in progress";
     };

@@ -155,7 +155,7 @@
     var what = a.code === null || a.code === undefined ? "in flight" :
       a.code + (a.responseStatus ? " (HTTP " + a.responseStatus + ")" : "");
     return lane.id + " · attempt " + a.attempt + " · " + what + (a.injected ? " · injected" : "") +
-      "\nstarted " + stamp(a.startTime) + (a.debugInfo ? "\n" + a.debugInfo : "");
+      "\nstarted " + stamp(a.startTime, lane.timeZone) + (a.debugInfo ? "\n" + a.debugInfo : "");
   }
 
   /* Draw `data` into `container` (emptied first). options.onAttempt(attempt, run, lane) is
@@ -232,7 +232,7 @@
           (lane.gaveUpRuns || 0) + " gave up");
       }
       (lane.nextFireTimes || []).forEach(function (t) {  /* what comes next, under the runs */
-        var nx = x(ms(t)), later = ms(t) > end;  /* (a replay report's: after its window) */
+        var nx = x(ms(t)), later = ms(t) >= end;  /* (a replay report's: after its window) */
         var next = el("path", { d: later ? "M" + (nx - 9) + " " + (mid - 7) + "l9 7l-9 7z" :
           "M" + nx + " " + (mid - 7) + "l6 7l-6 7l-6 -7z", "class": "tl-next" + (later ? " later" : ""),
           "data-testid": "next-run", "data-time": t }, group);
@@ -245,10 +245,19 @@
         var runGroup = el("g", { "class": "tl-run-group", "data-testid": "run-" + run.id,
           "data-run": run.id, "data-attempts": attempts.length }, group);
         var segments = [], lastRight = -Infinity;
+        /* each attempt at least 5 px wide, unless the run's attempts would then be drawn more
+           than 12 px past their real time (trial 225: a 7-day window drew past retries after
+           "now"): then narrower, down to 1.5 px */
+        var real = Math.max.apply(null, attempts.map(function (a) {
+          return x(a.endTime ? ms(a.endTime) : now);
+        })) - x(ms(attempts[0].startTime));
+        var least = attempts.length * 6 - real <= 12 ? 5 :
+          Math.max(1.5, Math.min(5, (real + 5) / attempts.length - 1));
+        var gap = least < 3 ? 0 : 1;
         attempts.forEach(function (a) {
           var s = ms(a.startTime), e = a.endTime ? ms(a.endTime) : now;
-          var left = Math.max(x(s), lastRight + 1);
-          var right = Math.max(left + 5, x(e));
+          var left = Math.max(x(s), lastRight + gap);
+          var right = Math.max(left + least, x(e));
           segments.push([left, right, a]);
           lastRight = right;
         });
@@ -266,7 +275,7 @@
         var started = run.execution && run.execution.state ? " · Cloud Run execution " +
           run.execution.id + ": " + run.execution.state : "";
         var runText = lane.id + " · run " + run.id + " scheduled for " + stamp(run.nominalTime, lane.timeZone) +
-          (run.forced ? " (Run now)" : "") + " · " + attempts.length + " attempt(s)" +
+          (run.forced ? " (forced: Run now, or as if scheduled)" : "") + " · " + attempts.length + " attempt(s)" +
           (run.state ? " · " + stateText(run, lane) : "") + started + "\nclick for the run";
         title(band, runText);
         band.addEventListener("click", function () { if (options.onRun) options.onRun(run, lane); });

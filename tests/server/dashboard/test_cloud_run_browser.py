@@ -16,7 +16,14 @@ import requests
 
 from tests.browser import all_by_css, available, by_testid, chromium, wait_for
 from tests.daemon import running_daemon
-from tests.dashboard_scene import PARENT, START, advance_one_day, timeline_ready
+from tests.dashboard_scene import (
+    PARENT,
+    START,
+    advance_one_day,
+    choose,
+    redrawn,
+    timeline_ready,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -72,6 +79,10 @@ def test_an_attempt_shows_the_cloud_run_execution_it_started(tmp_path: Path) -> 
         ).raise_for_status()
         advance_one_day(driver, daemon.url)
         assert not all_by_css(driver, '[data-testid="execution-marker"]')  # it SUCCEEDED
+        choose(driver, "timeline-filter-runs", "Cloud Run execution failed")  # (trial 225)
+        wait_for(driver, lambda d: not all_by_css(d, '[data-testid^="runbar-"]'))
+        choose(driver, "timeline-filter-runs", "all")
+        wait_for(driver, lambda d: all_by_css(d, '[data-testid^="runbar-"]'))
         [segment] = all_by_css(driver, '[data-testid="lane-nightly-export"] .tl-attempt')
         segment.click()
         wait_for(driver, lambda d: "SUCCEEDED" in by_testid(d, "execution-state").text, 30)
@@ -160,6 +171,10 @@ def test_a_cancelled_execution_tells_stopped_tasks_from_those_never_started(
             "1 never started (cancelled)"
         )
         driver.save_screenshot(str(tmp_path / "cloud-run-cancelled.png"))
+        drawn = timeline_ready(driver)
+        choose(driver, "timeline-filter-runs", "Cloud Run execution failed")  # (trial 225)
+        wait_for(driver, lambda d: redrawn(d, drawn))
+        assert all_by_css(driver, lane + '[data-testid^="runbar-"]')  # it stays
 
 
 def test_the_replay_report_shows_the_execution_an_attempt_started(tmp_path: Path) -> None:

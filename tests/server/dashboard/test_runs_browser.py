@@ -21,7 +21,16 @@ import pytest
 import requests
 
 from tests.browser import all_by_css, available, by_testid, chromium, wait_for
-from tests.dashboard_scene import PARENT, RETRY, RUNS_START, drawn_at, runs_daemon, timeline_ready
+from tests.dashboard_scene import (
+    PARENT,
+    RETRY,
+    RUNS_START,
+    choose,
+    drawn_at,
+    redrawn,
+    runs_daemon,
+    timeline_ready,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -211,6 +220,15 @@ def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path)
         last = all_by_css(driver, '[data-testid="lane-doomed"] .tl-attempt')[-1]
         assert driver.execute_script(right, gave_up) >= driver.execute_script(right, last) + 5
         driver.save_screenshot(str(tmp_path / "filter-gave-up.png"))
+        # a week's window draws the run's four attempts (a minute apart) near their time, not
+        # 24 px on, after "now" (trial 225: retries past were drawn in the future)
+        drawn = timeline_ready(driver)
+        choose(driver, "timeline-span", "7 days")
+        wait_for(driver, lambda d: redrawn(d, drawn))
+        last = all_by_css(driver, '[data-testid="lane-doomed"] .tl-attempt')[-1]
+        now_line = by_testid(driver, "now-line")
+        assert driver.execute_script(right, last) <= driver.execute_script(right, now_line) + 8
+        driver.save_screenshot(str(tmp_path / "week.png"))  # kept: week-window.png, beside this
 
 
 def test_an_open_run_view_follows_a_clock_move_and_a_zone_change(tmp_path: Path) -> None:
