@@ -276,7 +276,8 @@ class Attempt:
         names where nothing listens (trial 182: the debug text does not); a 404 for a path with
         ``/_triggers/timer/`` after some other segment names that segment, and one for a path
         under it asks whether a timer router is in front of the app; an App Engine
-        target's 503 says it does not count against the retry count (Google's rule)."""
+        target's 503 says it does not count against the retry count (Google's rule); a 5xx
+        answered ``{"code": "ECONNRESET"}`` says a Node proxy lost its handler's process."""
         where = urlsplit(str(self.request.get("url", ""))).netloc  # ("" for a publish)
         if where and self.response_status is None and "Connection refused" in self.debug_info:
             return f"nothing listens at {where}: start the target there, or fix the job's URI"
@@ -287,6 +288,11 @@ class Attempt:
             return _CLOUD_RUN_HINTS.get(self.response_status or 0, "")
         if self.response_status == 503 and "appEngineHost" in self.request:  # (trial 215)
             return "an App Engine target's 503 is retried without counting against the retry count"
+        if (self.response_status or 0) >= 500 and '"ECONNRESET"' in self.response_excerpt:
+            return (  # (trial 227: a v1 Firebase function that threw read so, and no more)
+                "a Node proxy's answer when the process running the handler died (the Firebase "
+                "Functions emulator's, when a function threw): its terminal says why"
+            )
         headers = self.request.get("headers") or {}
         bearer = next((str(v) for k, v in headers.items() if k.lower() == "authorization"), "")
         if self.response_status in (401, 403) and (claims := _token_claims(bearer)):

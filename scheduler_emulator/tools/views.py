@@ -1056,12 +1056,14 @@ def _job_method(client: DaemonClient, job: str, verb: str) -> tuple[str, dict[st
             ids = [listed["name"].rsplit("/", 1)[-1] for listed in page.get("jobs", [])]
             more = ", …" if page.get("nextPageToken") else ""
             there = f" Jobs in {parent}: {', '.join(ids) or 'none'}{more}."
+            # the ID meant, or the job of the Firebase function named (trial 227)
+            near = difflib.get_close_matches(job, ids, n=1) or [i for i in ids if f"-{job}-" in i]
             deleted = False
             with contextlib.suppress(Refused):  # a deleted job's attempts stay listed
                 deleted = bool(client.get("/_emulator/attempts", {"job": name})["attempts"])
             if deleted:  # (trial 207: a second delete was answered with another job's name)
                 there += f" It has recorded attempts: deleted? (`attempts --job {job}`)."
-            elif near := difflib.get_close_matches(job, ids, n=1):  # (trial 82)
+            elif near:  # (trial 82)
                 there += f" Did you mean {near[0]!r}?"
             named = {"name": job, "fireTimes": 0, "pageSize": PAGE_SIZE}  # (IDs holding it)
             every = client.pages("/_emulator/jobs", "jobs", named)

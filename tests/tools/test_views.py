@@ -1462,3 +1462,24 @@ def test_a_job_argument_that_is_no_job_name_is_refused_before_any_request(
     code, out, err = run_command(capsys, verb, "../../../../../_emulator/faults")
     assert (code, out) == (2, "")
     assert err.startswith('error: JOB "../../../../../_emulator/faults": Job name must be'), err
+
+
+def test_a_firebase_functions_name_is_offered_its_job(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 227: ``pause flaky`` listed the jobs, not the function's job it meant."""
+    parent = "projects/demo-shop/locations/us-central1"
+    ids = ["firebase-schedule-report-us-central1", "firebase-schedule-flaky-us-central1"]
+
+    def call(self: Any, method: str, path: str, params: Any = None, **kwargs: Any) -> Any:
+        if path == "/_emulator/config":
+            return {"project": "demo-shop", "location": "us-central1"}
+        if method == "POST":
+            raise views.Refused("Job not found.")
+        if path == f"/v1/{parent}/jobs":
+            return {"jobs": [{"name": f"{parent}/jobs/{i}"} for i in ids]}
+        return {"attempts": [], "jobs": []}
+
+    monkeypatch.setattr(views.DaemonClient, "call", call)
+    code, _, err = run_command(capsys, "pause", "flaky")
+    assert code == 2 and err.endswith(" Did you mean 'firebase-schedule-flaky-us-central1'?\n")

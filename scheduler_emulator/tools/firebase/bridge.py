@@ -407,6 +407,12 @@ class FirebaseBridge:
                         f"emulator runs project {project} now"
                     )
         self._routes = routes | {n: r for n, r in self._routes.items() if n in kept}
+        result.skipped = [  # (trial 227: a fix saved and hot-reloaded made no job, unsaid)
+            line if not line.startswith("no job for") or "has no trigger" in line else
+            f"{line}{'' if line.endswith(('.', '?')) else '.'} Fix it, then restart firebase "
+            "emulators:start (a hot reload keeps a function's old options)."
+            for line in result.skipped
+        ]  # fmt: skip
         lines = refused_labels + result.skipped
         if kept:
             lines.append(

@@ -266,6 +266,7 @@ class FakeSuite:
         self.hub_for = hub_for  # a hub: the Functions emulator's address it reports
         self.received: list[dict[str, Any]] = []
         self.status = 200  # what a listed function answers (500: it threw, with no body)
+        self.failed = ""  # the body of a 500 (a v1 function's dead worker: {"code": "ECONNRESET"})
         suite = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -296,7 +297,7 @@ class FakeSuite:
                 keys = [f"{t['id']}-0" for t in suite.triggers if isinstance(t, dict)]
                 if suite.hub_for is None and key in keys:
                     suite.received.append({"path": self.path, "body": json.loads(body)})
-                    self._answer(suite.status, "ok" if suite.status < 500 else "")
+                    self._answer(suite.status, "ok" if suite.status < 500 else suite.failed)
                 else:
                     self._answer(404, f"Function {key} does not exist, valid functions are: "
                                       + ", ".join(keys))  # fmt: skip
@@ -558,19 +559,28 @@ def test_v1_attempts_log_their_topic_and_forced_runs_carry_the_next_schedule_tim
     assert [a.forced for a in emulator.attempts(job)] == [False, True]
 
 
+@pytest.mark.parametrize("answer", ["", '{"code":"ECONNRESET"}'], ids=["empty", "v1-worker"])
 def test_a_function_that_threw_points_at_the_functions_emulators_log(
-    hub: FakeSuite, functions_emulator: FakeSuite
+    hub: FakeSuite, functions_emulator: FakeSuite, answer: str
 ) -> None:
     """Trial 79: an empty 500 read URL_UNREACHABLE-UNREACHABLE_5xx and nothing more, though
-    the reason is in the Functions emulator's log."""
+    the reason is in the Functions emulator's log; trial 227: a v1 function's read
+    {"code":"ECONNRESET"}."""
     emulator = Emulator(ManualClock(datetime(2026, 1, 5, 8, tzinfo=UTC)), project="demo-shop")
-    functions_emulator.status = 500
+    functions_emulator.status, functions_emulator.failed = 500, answer
     with FirebaseBridge(emulator, hub=hub.address) as bridge:
         [job] = bridge.sync().created
         emulator.run_job(job)
     [attempt] = emulator.attempts(job)
     assert attempt.code == "INTERNAL"
-    assert attempt.debug_info.endswith(". " + FUNCTION_FAILED), attempt.debug_info
+    if answer:  # its answer, then what it means
+        assert attempt.reason == (
+            answer + " — emulator's hint: a Node proxy's answer when the process running the "
+            "handler died (the Firebase Functions emulator's, when a function threw): its "
+            "terminal says why"
+        )
+    else:
+        assert attempt.debug_info.endswith(". " + FUNCTION_FAILED), attempt.debug_info
     assert len(attempt.debug_info) <= REASON_WIDTH  # whole in a REASON (trial 101)
 
 
@@ -646,6 +656,10 @@ def test_one_bad_function_is_skipped_alone_with_one_line_naming_it(
     [said] = [m for m in out.getvalue().splitlines() if "no job" in m]  # said once, not per look
     assert said == f"firebase: {line}"
     assert line.startswith("no job for function ")
+    assert line.endswith(  # (trial 227: a fix saved, the emulator hot-reloaded: still no job)
+        " Fix it, then restart firebase emulators:start (a hot reload keeps a function's old "
+        "options)."
+    )
     assert field_named in line
     assert repr(value)[:40] in line if field == "name" else value in line
     assert ("bad" in line) if field != "name" else True
