@@ -188,8 +188,9 @@ def test_a_scenario_file_sets_the_spelling(tmp_path: Path) -> None:
     from scheduler_emulator.tools.scenario import load_scenario
 
     path = tmp_path / "scenario.yaml"
-    path.write_text("header_case: lower\njobs: []\n")
+    jobs = "jobs: [{name: j, schedule: '* * * * *', httpTarget: {uri: 'http://a/'}}]\n"
+    path.write_text("header_case: lower\n" + jobs)
     assert load_scenario(path).header_case == "lower"
-    path.write_text("header_case: Upper\njobs: []\n")
+    path.write_text("header_case: Upper\n" + jobs)
     with pytest.raises(ConfigurationError, match="header_case: one of google, lower, canonical"):
         load_scenario(path)
