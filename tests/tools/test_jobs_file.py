@@ -349,13 +349,16 @@ class TestRejections:
         then missing, which was said already)."""
         entry = {"name": "five", "schedule": "*/5 * * *", "timeZone": "Europe/Londn",
                  "httpTarget": {"uri": "ftp://x/y"}, "retryConfig": {"retryCount": 9}}  # fmt: skip
-        path = write(tmp_path, "jobs.json", json.dumps([entry]))
+        path = write(tmp_path, "jobs.json", json.dumps([entry, {**entry, "name": "five 2"}]))
 
         lines = load_error(path).splitlines()
 
+        said = ["schedule:", "timeZone:", "httpTarget.uri", "retryConfig.retryCount"]
         label = f'{path}: job 1 ("five"): '
-        assert [line.removeprefix(label).split(" ", 1)[0] for line in lines] == [
-            "schedule:", "timeZone:", "httpTarget.uri", "retryConfig.retryCount",
+        assert [line.removeprefix(label).split(" ", 1)[0] for line in lines[:4]] == said
+        label = f'{path}: job 2 ("five 2"): '  # (trial 223: a bad name hid the rest)
+        assert [line.removeprefix(label).split(" ", 1)[0] for line in lines[4:]] == [
+            "name", *said
         ]  # fmt: skip
 
     def test_problems_past_the_twentieth_are_counted_in_one_line(self, tmp_path: Path) -> None:
