@@ -239,6 +239,7 @@
         title(next, lane.id + " · next run scheduled for " + stamp(t, lane.timeZone) +
           (later ? " (after this window)" : ""));
       });
+      var laneRight = -Infinity;  /* where the lane's last run drawn ends */
       (lane.runs || []).forEach(function (run) {
         var attempts = run.attempts || [];
         if (!attempts.length || (options.runFilter && !options.runFilter(run))) return;
@@ -261,6 +262,13 @@
           segments.push([left, right, a]);
           lastRight = right;
         });
+        /* a run begun where the one before it is drawn goes beside it, up to 12 px on (trial
+           225: a forced run and a scheduled one of one instant hid each other) */
+        var overlap = laneRight + 2 - segments[0][0];
+        if (overlap > 0 && overlap <= 12) {
+          segments.forEach(function (seg) { seg[0] += overlap; seg[1] += overlap; });
+        }
+        laneRight = Math.max(laneRight, segments[segments.length - 1][1]);
         var barEnd = segments[segments.length - 1][1];
         if (run.nextAttemptTime) barEnd = Math.max(barEnd, x(ms(run.nextAttemptTime)));
         if (run.state === "gave up") barEnd += 6;  /* its red end shows past the last attempt */

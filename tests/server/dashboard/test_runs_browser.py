@@ -123,6 +123,24 @@ def test_the_jobs_tab_shows_the_retry_due_first_and_pause_tells_the_runs_apart(
             wait_for(driver, lambda d: by_testid(d, "job-state-doomed").text == "ENABLED")
 
 
+def test_two_runs_of_one_instant_are_drawn_side_by_side(tmp_path: Path) -> None:
+    """Trial 225: a forced run and the scheduled one of the same instant hid each other."""
+    with runs_daemon() as (daemon, _), chromium() as driver:
+        daemon.post("/_emulator/clock:moveTo", {"time": "2026-09-24T23:59:00Z"})
+        for _ in range(2):  # forced at 23:59, twice: both sent at once
+            daemon.post(f"/v1/{PARENT}/jobs/acked:run").raise_for_status()
+        daemon.post("/_emulator/clock:advance", {"seconds": 0}).raise_for_status()
+        driver.get(daemon.url + "/")
+        wait_for(driver, timeline_ready)
+        box = "const r = arguments[0].getBoundingClientRect(); return [r.left, r.right];"
+        first, second = (
+            driver.execute_script(box, segment)
+            for segment in all_by_css(driver, '[data-testid="lane-acked"] .tl-attempt')[-2:]
+        )
+        assert second[0] >= first[1], (first, second)
+        driver.save_screenshot(str(tmp_path / "side-by-side.png"))
+
+
 def test_a_runs_next_attempt_how_it_gave_up_and_the_failed_count(tmp_path: Path) -> None:
     second_failure = MIDNIGHT + wait_after(1)  # attempt 2 of both jobs, failed
     next_attempt = second_failure + wait_after(2)
