@@ -696,13 +696,14 @@ class Admin:
         return {}
 
     def _plan_json(self) -> dict[str, Any]:
-        plan = self.emulator.faults
-        return {"seed": plan.seed, "rules": [rule.to_full_json() for rule in list(plan.rules)]}
+        plan = self.emulator.faults  # (trial 225: how often each fired, as the report says)
+        rules = [rule.to_full_json() for rule in list(plan.rules)]
+        return {"seed": plan.seed, "rules": rules, "fired": plan.fired()[: len(rules)]}
 
     def get_faults(self, request: Request) -> dict[str, Any]:
-        """The fault plan: ``{"seed": N, "rules": [...]}``, each rule as
+        """The fault plan: ``{"seed": N, "rules": [...], "fired": [N, …]}``, each rule as
         :meth:`~scheduler_emulator.core.faults.FaultRule.to_full_json` shows it (every field its
-        action reads, defaults included)."""
+        action reads, defaults included), with how many attempts each fired for so far."""
         _only_parameters(request)  # (trial 133: faults?dryRun=1 was taken and acted on)
         return self._plan_json()
 

@@ -628,10 +628,7 @@ def test_fault_file_loads_yaml(tmp_path: Path) -> None:
 def test_faults_endpoint_adds_lists_and_clears(emulator: Emulator, target: RecordingTarget) -> None:
     client = Client(create_app(emulator))
     plan = client.post("/_emulator/faults", json={"action": "duplicate", "job": "nightly"}).json
-    assert plan == {
-        "seed": 0,
-        "rules": [full_duplicate_rule("nightly")],
-    }
+    assert plan == {"seed": 0, "rules": [full_duplicate_rule("nightly")], "fired": [0]}
     client.post("/_emulator/faults", json={"seed": 4, "rules": [{"action": "lost_ack"}]})
     assert client.get("/_emulator/faults").json["seed"] == 4
     assert len(client.get("/_emulator/faults").json["rules"]) == 2
@@ -654,11 +651,15 @@ def test_faults_endpoint_adds_lists_and_clears(emulator: Emulator, target: Recor
         bad = client.post("/_emulator/faults", json=body)
         assert bad.status_code == 400 and said in bad.json["error"]["message"], (body, bad.json)
     assert len(client.get("/_emulator/faults").json["rules"]) == 2
-    assert client.delete("/_emulator/faults").json == {"seed": 4, "rules": []}
+    assert client.delete("/_emulator/faults").json == {"seed": 4, "rules": [], "fired": []}
     emulator.create_job(nightly_job())
     client.post("/_emulator/clock:advance", json={"seconds": 60})
     injected = client.get("/_emulator/attempts").json["attempts"]
     assert [a["injected"] for a in injected] == [False]
+    client.post("/_emulator/faults", json={"action": "lost_ack", "job": "nightly"})
+    client.post("/_emulator/faults", json={"action": "delay", "job": "other"})
+    emulator.run_job("nightly")
+    assert client.get("/_emulator/faults").json["fired"] == [1, 0]  # (trial 225)
 
 
 def nightly_clock_start() -> datetime:

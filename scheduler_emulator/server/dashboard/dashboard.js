@@ -507,6 +507,8 @@
         cell(tr, rule.action);
         cell(tr, Object.keys(rule).filter(function (k) { return k !== "action" && rule[k] !== null; })
           .map(function (k) { return k + ": " + JSON.stringify(rule[k]); }).join(", "));
+        var fired = (plan.fired || [])[i] || 0;  /* (trial 225: had it fired at all?) */
+        cell(tr, "fired for " + fired + " attempt" + (fired === 1 ? "" : "s"), "sub");
         table.appendChild(tr);
       });
       box.appendChild(table);

@@ -106,6 +106,7 @@ def test_a_day_of_the_orders_jobs_seen_and_acted_on_from_the_page(tmp_path: Path
         rule = {"action": "lost_ack", "job": "nightly", "run": 2, "attempt": 1}
         requests.post(f"{daemon.url}/_emulator/faults", json=rule, timeout=30).raise_for_status()
         wait_for(driver, lambda d: "lost_ack" in by_testid(d, "faults-table").text)  # polled
+        assert by_testid(driver, "faults-table").text.endswith("fired for 0 attempts")  # (225)
         driver.save_screenshot(str(tmp_path / "faults.png"))
 
         mark = timeline_ready(driver)
