@@ -568,7 +568,12 @@ def test_a_cancelled_execution_stops_its_tasks_and_starts_no_more(
     job = cloud_run_job(tmp_path, mode="hang", maxRetries=max_retries, taskCount=2, parallelism=1)
     with emulator_for(job) as emulator:
         execution = emulator.cloud_run.run(emulator.cloud_run.jobs()[0])
-        wait_for(lambda: emulator.cloud_run.store.get(execution.name).attempts[0].pid, 30, "a pid")
+
+        def started() -> int | None:  # (its first task attempt may not be recorded yet: CI)
+            saved = emulator.cloud_run.store.get(execution.name)
+            return saved.attempts[0].pid if saved and saved.attempts else None
+
+        wait_for(started, 30, "a pid")
         api = Client(create_app(emulator))
         answer = api.post(f"/v2/{execution.name}:cancel", json={})
         assert answer.status_code == 200, answer.text
