@@ -1124,12 +1124,12 @@ def cmd_resume(args: argparse.Namespace, out: IO[str]) -> int:
     """Resume ``args.job`` (ResumeJob) and print its next scheduled time."""
     client = DaemonClient(args.host, args.port, args.admin_token)
     name, job = _job_method(client, args.job, "resume")
-    after = ""
+    after, zone = "", resolve_time_zone(job.get("timeZone") or "Etc/UTC")
     if when := job.get("scheduleTime"):  # in the job's time zone, as `jobs` shows it (trial 105)
-        zone = resolve_time_zone(job.get("timeZone") or "Etc/UTC")
         after = f"; next run at {format_schedule_time(parse_timestamp(when).astimezone(zone))}"
-    if retry := _job_row(client, name).get("forcedRunRetryTime"):
-        after += f"; first, a forced run's retry, due {retry}"  # (trial 114: it went unsaid)
+    if retry := _job_row(client, name).get("forcedRunRetryTime"):  # (trial 114: unsaid; 225:
+        retry = format_schedule_time(parse_timestamp(retry).astimezone(zone))  # in UTC)
+        after += f"; first, a forced run's retry, due {retry}"
     out.write(f"resumed {args.job}{after}\n")
     return 0
 

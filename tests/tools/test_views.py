@@ -1483,3 +1483,22 @@ def test_a_firebase_functions_name_is_offered_its_job(
     monkeypatch.setattr(views.DaemonClient, "call", call)
     code, _, err = run_command(capsys, "pause", "flaky")
     assert code == 2 and err.endswith(" Did you mean 'firebase-schedule-flaky-us-central1'?\n")
+
+
+def test_resume_says_a_forced_runs_retry_in_the_jobs_zone(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 225: the next run read in the job's zone and the forced run's retry in UTC."""
+    name = "projects/my-project/locations/us-central1/jobs/berlin"
+
+    def call(self: Any, method: str, path: str, params: Any = None, **kwargs: Any) -> Any:
+        if path == "/_emulator/config":
+            return {"project": "my-project", "location": "us-central1"}
+        if path == "/_emulator/jobs":
+            return {"jobs": [{"name": name, "forcedRunRetryTime": "2026-09-25T02:15:30Z"}]}
+        return {"name": name, "timeZone": "Europe/Berlin", "scheduleTime": "2026-09-25T02:30:00Z"}
+
+    monkeypatch.setattr(views.DaemonClient, "call", call)
+    code, out, _ = run_command(capsys, "resume", "berlin")
+    assert (code, out) == (0, "resumed berlin; next run at 2026-09-25T04:30:00+02:00; first, a "
+                              "forced run's retry, due 2026-09-25T04:15:30+02:00\n")  # fmt: skip
