@@ -185,6 +185,9 @@ def _entries(document: Any, source: str) -> list[Any]:
     )
 
 
+#: A line that starts a YAML document (``---``, at the first column).
+_DOCUMENT_START = re.compile(r"^---[ \t]*(?:#.*)?$", re.M)
+
 #: One entry of a jobs file, read: the job, its label for messages (``<file>: job N
 #: ("name")``) and its warnings; or the problem that refuses it, as a message line.
 _Read = tuple[Job, str, list[str]] | str
@@ -355,6 +358,11 @@ def load_jobs_file(
         document = load_document(text, source, max_items=max_jobs, each=read)
     except TooManyItems:  # counted while parsing: the rest of the file was never built
         raise _too_many(source, None, max_jobs) from None
+    except ConfigurationError as exc:  # YAML documents one after another, a job each: what
+        if "expected a single document" not in str(exc):  # gcloud's list --format=yaml
+            raise  # prints (trial 229: refused)
+        parts = [part for part in _DOCUMENT_START.split(text) if part.strip()]
+        document = {"jobs": [load_document(part, source) for part in parts[: max_jobs + 1]]}
     if isinstance(document, list):
         read_jobs = document
     else:

@@ -165,6 +165,14 @@ userUpdateTime: '2026-05-07T05:46:25.029067Z'
         path = write(tmp_path, "describe.yaml", text)
 
         assert load(path) == [SEED_EXPECTED]
+        # what `list --format=yaml` prints: a document a job (trial 229: refused)
+        other = text.replace("jobs/nightly", "jobs/weekly").replace("0 2 * * *", "0 3 * * 1")
+        path = write(tmp_path, "list.yaml", f"---\n{text}---  # next\n{other}")
+        nightly, weekly = load(path)
+        assert nightly == SEED_EXPECTED and (weekly.job_id, weekly.schedule) == (
+            "weekly",
+            "0 3 * * 1",
+        )
 
 
 class TestLayouts:
