@@ -664,6 +664,7 @@ def cmd_start(args: argparse.Namespace, out: IO[str]) -> int:
         )
     every_job = emulator.list_jobs()
     own_jobs = firebase_command.unbridged(args, every_job)  # (not those the bridge sends)
+    targets.add_topics([job for job in own_jobs if job.name not in file_names], sys.stderr)
     for note in faults.unmatched(job.job_id for job in every_job) if faults else []:
         print(f"warning: {args.faults}: {note}", file=sys.stderr)
     if isinstance(targets.publisher, NoPublisher):

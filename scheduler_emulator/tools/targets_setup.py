@@ -239,6 +239,23 @@ class TargetsSetup:
     pubsub_process: PubsubEmulatorProcess | None = None
     description: str = ""
 
+    def add_topics(self, jobs: Sequence[Job], out: IO[str]) -> None:
+        """Create in the Pub/Sub emulator ``--with-pubsub`` started (if any) the topics of
+        ``jobs`` (the data directory's: trial 229's failed NOT_FOUND), named in
+        :attr:`description`; one the emulator refuses is a warning on ``out``."""
+        topics = [job.pubsub_target.topic_name for job in jobs if job.pubsub_target]
+        if self.pubsub_process is None or not topics:
+            return
+        try:
+            created = ensure_topics(self.pubsub_process.host, topics)
+        except RuntimeError as exc:
+            print(f"warning: --with-pubsub: {exc}", file=out)
+            return
+        if created:
+            self.description += (
+                f", created topic(s) {', '.join(created)} of the data directory's jobs"
+            )
+
     def close(self) -> None:
         """Stop the Pub/Sub emulator ``--with-pubsub`` started, if any."""
         if isinstance(self.publisher, EmulatorPublisher):

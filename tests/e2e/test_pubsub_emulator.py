@@ -282,3 +282,26 @@ def test_with_pubsub_starts_the_emulator_creates_the_topics_and_stops_it(tmp_pat
         assert live.stop() == 0  # SIGTERM: the daemon stops the Pub/Sub emulator on its way out
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://{host}/", timeout=5)
+
+
+@needs_gcloud
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_with_pubsub_creates_the_topics_of_the_data_directorys_jobs_too(tmp_path: Path) -> None:
+    """Trial 229: a Pub/Sub job the data directory kept, no longer in the jobs file, got no
+    topic in the new Pub/Sub emulator of a restart, and every run failed NOT_FOUND."""
+    jobs, data = tmp_path / "jobs.yaml", ("--data-dir", str(tmp_path / "data"))
+    jobs.write_text(
+        "- name: sweep\n  schedule: '0 3 * * *'\n  pubsubTarget:\n"
+        "    topicName: projects/my-project/topics/kept-job-topic\n    data: aGk=\n"
+    )
+    with running_daemon(*data, *MANUAL, "--jobs", str(jobs)) as live:
+        assert live.stop() == 0
+    pubsub = ("--with-pubsub", str(free_port()))
+    with running_daemon(*data, "--clock", "manual", *pubsub) as live:  # the file left out
+        line = live.first_line
+        assert "created topic(s) projects/my-project/topics/kept-job-topic of the data " in line
+        live.post(f"/v1/{PARENT}/jobs/sweep:run")
+        live.advance(0)
+        assert [a["code"] for a in live.attempts("sweep")] == ["OK"]
+        assert live.stop() == 0
