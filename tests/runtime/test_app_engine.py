@@ -229,6 +229,7 @@ def test_parse_app_engine_urls(values: object, expected: dict[str, str]) -> None
         ),
         # a trial's: read as one URL for every service, the message said only "http://"
         (["a/b=http://a.test"], "a service name before = holds no ':', '/' or space\\)\\.$"),
+        (["worker:http://a.test"], "\\(to map service 'worker', write worker=URL\\)\\.$"),  # 229
     ],
 )
 def test_parse_app_engine_urls_errors(values: list[str], message: str) -> None:

@@ -319,6 +319,9 @@ def parse_app_engine_urls(values: Iterable[str] | str | Mapping[str, str]) -> di
         except InvalidArgument as exc:
             named = service == EVERY_SERVICE and "=" in url  # a service name it did not take
             hint = " (a service name before = holds no ':', '/' or space)" if named else ""
+            meant = url.partition(":http")[0]  # worker:http://… (trial 229)
+            if service == EVERY_SERVICE and meant not in (url, ""):
+                hint = f" (to map service {meant!r}, write {meant}=URL)"
             raise ValueError(exc.message.rstrip(".") + hint + ".") from None
         if service in urls:
             which = "every service" if service == EVERY_SERVICE else f"service {service!r}"
