@@ -229,8 +229,9 @@ class LiveScheduler(AttemptAssertions):
             raise AttributeError(
                 f"LiveScheduler has no {name}: it is a daemon in another process, driven over "
                 "its APIs — jobs with .create_job(...), .client() or gcloud (.env); fault rules "
-                "with a POST of the rule to .url + '/_emulator/faults' (docs/testing.md, "
-                '"cloud_scheduler_server — a live daemon").'
+                "with a POST of the rule to .url + '/_emulator/faults'; Cloud Run jobs from its "
+                "--cloud-run-jobs file, their executions at .url + '/_emulator/executions' "
+                '(docs/testing.md, "cloud_scheduler_server — a live daemon").'
             )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 

@@ -7,7 +7,9 @@ see docs/testing.md.
 
 from __future__ import annotations
 
+import difflib
 import functools
+import importlib.util
 import os
 import sys
 import threading
@@ -50,7 +52,7 @@ from scheduler_emulator.runtime import (
 )
 from scheduler_emulator.tools.fault_file import load_fault_file
 from scheduler_emulator.tools.jobs_file import load_jobs_file
-from scheduler_emulator.wire import is_loopback
+from scheduler_emulator.wire import cloud_run_job_of, is_loopback
 
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
@@ -454,21 +456,32 @@ class CloudScheduler(AttemptAssertions):
         :param task_count: tasks per execution; ``parallelism``: at most this many at once (0:
             all); ``max_retries``: retries of a failed task; ``timeout``: each task attempt's
             (``"600s"``); ``env``: the container's environment variables.
-        :raises TypeError: for a function that cannot be imported by name (a lambda or a
-            nested function).
-        :raises InvalidArgument: for a value Cloud Run refuses, naming it.
+        :raises TypeError: for a function that cannot be imported by name (a lambda, a
+            nested function, or one of a module not on ``sys.path``).
+        :raises InvalidArgument: for a value Cloud Run refuses, naming it, or a ``name``
+            defined already.
         """
         variables = dict(env or {})
         if callable(command):
-            qualname = getattr(command, "__qualname__", "")
+            qualname, module = getattr(command, "__qualname__", ""), command.__module__
             if "<" in qualname:
                 raise TypeError(
                     f"{qualname} cannot be run in a task process; define it at module level."
                 )
-            target = f"{command.__module__}:{qualname}"
+            try:  # the task process imports it by name (trial 228: --import-mode=importlib)
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                raise TypeError(
+                    f"{module}:{qualname} cannot be run in a task process: it imports the module "
+                    f"{module!r} by name, which is not on sys.path (as under pytest "
+                    "--import-mode=importlib); define the function in a module on sys.path."
+                )
+            target = f"{module}:{qualname}"
             code = f"from scheduler_emulator.runtime import run_callable; run_callable({target!r})"
             argv: str | list[str] = [sys.executable, "-c", code]
-            variables.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
+            variables.setdefault("PYTHONPATH", os.pathsep.join(p or os.getcwd() for p in sys.path))
         else:  # (a string is refused as the daemon's files refuse it, not split into letters)
             argv = command if isinstance(command, str) else list(command)
         container = {
@@ -488,6 +501,11 @@ class CloudScheduler(AttemptAssertions):
             for path, keyword in _KEYWORDS:
                 message = message.replace(f": {path}", f": define_cloud_run_job's {keyword}")
             raise InvalidArgument(message) from None
+        if any(defined.name == job.name for defined in self.emulator.cloud_run.jobs()):
+            raise InvalidArgument(  # (trial 228: the second replaced the first, unsaid)
+                f"define_cloud_run_job: Cloud Run job {name!r} is defined already in this test; "
+                "give the other one another name."
+            )
         self.emulator.cloud_run.define(job)
         return job.name
 
@@ -520,7 +538,8 @@ class CloudScheduler(AttemptAssertions):
             return matching
         wanted = "at least one" if count is None else str(count)
         lines = [
-            f"expected {wanted} execution(s) of Cloud Run job {job!r}"
+            f"expected {wanted} execution{'' if count in (None, 1) else 's'} of Cloud Run job "
+            f"{job!r}"
             + (f" in state {state}" if state else "")
             + f"; {len(matching)} of {len(executions)} matched at {iso(self.now())}:"
         ]
@@ -535,8 +554,23 @@ class CloudScheduler(AttemptAssertions):
                 f"  {e.execution_id} created {created} {e.state} ({codes or 'no task attempts'})"
             )
         if not executions:
-            defined = ", ".join(j.job_id for j in self.emulator.cloud_run.jobs()) or "none"
-            lines.append(f"  (no executions; Cloud Run jobs defined: {defined})")
+            ids, short = [j.job_id for j in self.emulator.cloud_run.jobs()], job.rsplit("/", 1)[-1]
+            near = difflib.get_close_matches(short, ids, n=1) if short not in ids else []
+            meant = f"; did you mean {near[0]!r}?" if near else ""  # (trial 228: a typo)
+            lines.append(
+                f"  (no executions; Cloud Run jobs defined: {', '.join(ids) or 'none'}{meant})"
+            )
+            for j in self.emulator.list_jobs():  # (trial 228: asserted before it was due)
+                target = j.http_target.uri if j.http_target else ""
+                if (
+                    cloud_run_job_of(target) == short
+                    and j.schedule_time
+                    and j.state.name == "ENABLED"
+                ):
+                    lines.append(
+                        f"  scheduler job {j.job_id} runs it next at {iso(j.schedule_time)} "
+                        "(advance the clock to it)"
+                    )
             for a in self.attempts():  # the scheduler's failed calls to a :run (a misspelt job's
                 if a.runs_cloud_run_job and a.code != "OK":  # too), and why each failed
                     lines.append(f"  scheduler job {a.job_id}: {failure_reason(a, width=1000)}")

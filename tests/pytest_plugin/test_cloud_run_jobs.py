@@ -83,7 +83,7 @@ def test_a_test_defines_a_job_by_callable_and_asserts_its_executions(
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*expected at least one execution(s) of Cloud Run job 'broken' in state SUCCEEDED;"
+            "*expected at least one execution of Cloud Run job 'broken' in state SUCCEEDED;"
             " 0 of 1 matched*",
             "*broken-* created 2026-01-01T02:00:00Z FAILED (task 0 attempt 0: 1 (RuntimeError: "
             "no bucket))*",
@@ -123,6 +123,21 @@ def test_a_refused_definition_names_the_keyword_not_a_field_the_test_never_wrote
     with pytest.raises(InvalidArgument) as refused:
         cloud_scheduler.define_cloud_run_job("export", **{"command": ["true"], **keywords})
     assert f"jobs/export: define_cloud_run_job's {said}" in str(refused.value)
+
+
+def _task() -> int:
+    return 0
+
+
+def test_a_function_of_a_module_not_on_sys_path_is_refused_when_defined(
+    cloud_scheduler: CloudScheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 228: under ``pytest --import-mode=importlib`` each task attempt failed with
+    ModuleNotFoundError, four process starts later, saying nothing of why."""
+    monkeypatch.setattr(_task, "__module__", "tests.not_on_sys_path")
+    with pytest.raises(TypeError, match=r"imports the module 'tests.not_on_sys_path' by name, wh"):
+        cloud_scheduler.define_cloud_run_job("export", _task)
+    assert cloud_scheduler.emulator.cloud_run.jobs() == []
 
 
 def test_args_follow_the_command_and_a_runs_override_replaces_them(
@@ -195,3 +210,37 @@ def test_assert_executed_names_a_failed_call_to_a_misspelt_cloud_run_job(
     with pytest.raises(AssertionError) as failed:
         cloud_scheduler.assert_executed("nightly")
     assert "  scheduler job nightly-work: NOT_FOUND: Resource 'nighlty'" in str(failed.value)
+
+
+def test_no_execution_yet_says_when_the_scheduler_job_runs_it_and_a_misspelt_one_is_named(
+    cloud_scheduler: CloudScheduler,
+) -> None:
+    """Trial 228: asserted before the 02:00 run, or of ``exprot``, the failure said only which
+    Cloud Run jobs were defined."""
+    cloud_scheduler.define_cloud_run_job("export", ["true"])
+    where = (
+        f"projects/{cloud_scheduler.emulator.project}/locations/{cloud_scheduler.emulator.location}"
+    )
+    uri = f"https://run.googleapis.com/v2/{where}/jobs/export:run"
+    oauth = {"serviceAccountEmail": "runner@my-project.iam.gserviceaccount.com"}
+    cloud_scheduler.create_job(
+        name="nightly-export", schedule="0 2 * * *", http_target={"uri": uri, "oauthToken": oauth}
+    )
+    due = cloud_scheduler.get_job("nightly-export").schedule_time
+    with pytest.raises(AssertionError) as early:
+        cloud_scheduler.assert_executed("export", count=1)
+    assert (
+        f"scheduler job nightly-export runs it next at {due:%Y-%m-%dT%H:%M:%SZ} (advance the"
+        in (str(early.value))
+    )
+    with pytest.raises(AssertionError, match=r"defined: export; did you mean 'export'\?\)"):
+        cloud_scheduler.assert_executed("exprot")
+
+
+def test_a_cloud_run_job_defined_twice_is_refused(cloud_scheduler: CloudScheduler) -> None:
+    """Trial 228: the second definition replaced the first without a word."""
+    cloud_scheduler.define_cloud_run_job("export", ["true"])
+    with pytest.raises(InvalidArgument, match="'export' is defined already in this test"):
+        cloud_scheduler.define_cloud_run_job("export", ["false"])
+    [job] = cloud_scheduler.emulator.cloud_run.jobs()
+    assert job.argv == ("true",)
