@@ -244,3 +244,15 @@ def test_a_cloud_run_job_defined_twice_is_refused(cloud_scheduler: CloudSchedule
         cloud_scheduler.define_cloud_run_job("export", ["false"])
     [job] = cloud_scheduler.emulator.cloud_run.jobs()
     assert job.argv == ("true",)
+
+
+def test_a_refused_definition_is_shown_at_the_tests_line(pytester: pytest.Pytester) -> None:
+    """Trial 228: some 40 lines of the plugin's frames (its docstring too) came first."""
+    pytester.makepyfile(
+        test_bad="def test_bad(cloud_scheduler):\n"
+        "    cloud_scheduler.define_cloud_run_job('export', ['true'], task_count=0)\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*define_cloud_run_job's task_count must be a whole number*"])
+    assert "pytest_plugin/scheduler.py" not in result.stdout.str()
