@@ -825,6 +825,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "--state" and f"--{value}" in flags:  # REST's ?state=failed (trial 219)
             near = [f"--{value}"]
         said = f"; did you mean {near[0]}?" if near and extra[0].startswith("--") else ""
+        if args.command == "replay" and name == "--faults":  # (trial 222)
+            said = "; a scenario's fault rules go under its faults: key (a list, or a file's path)"
         if args.command == "next" and not extra[0].startswith("-"):  # (trial 226: its * were
             said = "; quote the schedule, as in next '0 2 * * *' (the shell splits it at its "
             said += "spaces, and turns each * into the folder's file names)"  # the file names)

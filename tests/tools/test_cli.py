@@ -802,3 +802,13 @@ def test_choice_flags_take_any_case() -> None:
         ["start", "--clock", "Manual", "--dst-policy", "VIXIE", "--token-time", "Real"]
     )
     assert (args.clock, args.dst_policy, args.token_time) == ("manual", "vixie", "real")
+
+
+def test_replay_given_faults_as_a_flag_says_where_a_scenarios_go(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Trial 222: ``replay s.yaml --faults f.yaml`` said only "unrecognized arguments"."""
+    with pytest.raises(SystemExit) as exited:
+        main(["replay", "s.yaml", "--faults", "f.yaml"])
+    assert exited.value.code == 2
+    assert "; a scenario's fault rules go under its faults: key" in capsys.readouterr().err
