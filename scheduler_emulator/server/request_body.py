@@ -8,6 +8,7 @@ without a JSON content type gets: 415, whatever it holds (gcloud and the client 
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
@@ -129,8 +130,12 @@ def request_json(request: Request, *, allow_fields: frozenset[str] | None = None
     if allow_fields is not None:
         for key in data:
             if key not in allow_fields:
+                near = difflib.get_close_matches(key, sorted(allow_fields), n=1)
+                takes = ", ".join(sorted(allow_fields)) or "none"  # (trial 230: "minutes")
                 raise InvalidArgument(
                     f'Invalid JSON payload received. Unknown name "{key}": Cannot find field.',
                     field=key,
+                    description=f'"{key}" is not a field of this body; '
+                    + (f"did you mean {near[0]!r}?" if near else f"it takes {takes}."),
                 )
     return data

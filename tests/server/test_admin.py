@@ -66,6 +66,19 @@ def test_bad_clock_input_is_invalid_argument_naming_the_field(
     assert error["details"][0]["fieldViolations"][0]["field"] == field
 
 
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [({"minutes": 5}, "it takes seconds."), ({"second": 5}, "did you mean 'seconds'?")],
+)
+def test_a_field_a_body_does_not_take_is_named_with_those_it_takes(
+    client: Client, body: dict[str, object], said: str
+) -> None:
+    """Trial 230: ``{"minutes": 5}`` got "Cannot find field", naming no field it takes."""
+    response = client.post("/_emulator/clock:advance", json=body)
+    [violation] = response.json["error"]["details"][0]["fieldViolations"]
+    assert violation["description"].endswith(f"is not a field of this body; {said}")
+
+
 def test_moving_back_is_a_failed_precondition(client: Client) -> None:
     response = client.post("/_emulator/clock:moveTo", json={"time": "2020-01-01T00:00:00Z"})
     assert response.status_code == 400
