@@ -1285,8 +1285,9 @@ def cmd_attempts(
         headers = WIDE_ATTEMPT_HEADERS if wide else ATTEMPT_HEADERS
         # a duplicate's note names the answer before it, shown or not (trial 224: it changed
         # with --last)
-        runs = {(a.job, a.run_id) for a in attempts} if base["run"] is None else set()
-        earlier = [
+        whole = {(a.job, a.run_id) for a in attempts if a.attempt == 1 and not a.copy}
+        runs = {(a.job, a.run_id) for a in attempts} - whole if base["run"] is None else set()
+        earlier = [  # (of the runs whose first attempt is not shown: the window's oldest, few)
             Attempt.from_json(item)
             for job, run in sorted(runs)
             for item in client.pages(
