@@ -34,6 +34,7 @@ __all__ = [
     "failure_reason",
     "in_flight_at",
     "injected_reason",
+    "is_copy",
     "iso",
     "ok_status",
 ]
@@ -238,7 +239,7 @@ class Attempt:
     @property
     def copy(self) -> bool:
         """Whether it is an injected duplicate delivery: a copy of the attempt of its number."""
-        return self.debug_info.startswith(DUPLICATE_NOTE)
+        return is_copy(self.debug_info)
 
     @property
     def outcome(self) -> str:
@@ -548,6 +549,13 @@ def target_called(debug_info: str | None) -> bool:
 
 #: How the debug text of an injected duplicate delivery (a copy of an attempt) begins.
 DUPLICATE_NOTE = "Injected duplicate delivery. "
+
+
+def is_copy(debug_info: str) -> bool:
+    """Whether an attempt of this debug text is an injected duplicate delivery (a copy)."""
+    return debug_info.startswith(DUPLICATE_NOTE)
+
+
 #: How an in-process app's own exception begins its attempt's ``debugInfo`` (its 500 is not the
 #: service's answer, so no hint guesses at one).
 APP_RAISED = "The app raised "

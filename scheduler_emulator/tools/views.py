@@ -43,7 +43,7 @@ from typing import IO, Any
 
 from ..clients import EMULATOR_HOST_VARIABLE
 from ..core.scheduler import MAX_DOWNTIME_SKIPS
-from ..domain.attempts import DUPLICATE_NOTE, REASON_WIDTH, Attempt, iso
+from ..domain.attempts import REASON_WIDTH, Attempt, is_copy, iso
 from ..domain.cloud_run import (
     execution_reason,
     execution_summary,
@@ -845,7 +845,7 @@ def _failure(run: dict[str, Any], failed: Sequence[dict[str, Any]]) -> str:
         return ""
     # an original's own failure before a copy's (trial 224: a concurrent copy's 409 hid the
     # lost answer the run was retried for)
-    own = [a for a in failed if not str(a.get("debugInfo", "")).startswith(DUPLICATE_NOTE)]
+    own = [a for a in failed if not is_copy(str(a.get("debugInfo", "")))]
     last = (own or failed)[-1]
     done = run.get("state") == "succeeded"
     return f"attempt {last['attempt']} failed: {last['reason']}" if done else last["reason"]
